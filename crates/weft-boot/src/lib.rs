@@ -1,0 +1,1 @@
+//! Bootstrap key-value store (placeholder until the launcher work lands).

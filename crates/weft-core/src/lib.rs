@@ -1,0 +1,26 @@
+//! Base types shared by every weft crate: ranks and tags, the error type, byte-size parsing
+//! and the knob registry.
+//!
+//! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
+//! no I/O beyond reading the environment when asked to, and holds no global state.
+
+pub mod error;
+pub mod knob;
+pub mod units;
+
+pub use error::{Error, ErrorKind, Result};
+
+/// A process's index inside a communicator or job, `0..size`.
+pub type Rank = u32;
+
+/// A message tag. Non-negative values are user tags; negative values are reserved.
+pub type Tag = i32;
+
+/// Wildcard source for receives and probes (MPI_ANY_SOURCE).
+pub const ANY_SOURCE: i32 = -1;
+
+/// Wildcard tag for receives and probes (MPI_ANY_TAG).
+pub const ANY_TAG: Tag = -1;
+
+/// Largest user tag weft accepts (reported as MPI_TAG_UB).
+pub const TAG_UB: Tag = i32::MAX;

@@ -1,0 +1,1 @@
+//! Multi-process integration tests of weft; see tests/.

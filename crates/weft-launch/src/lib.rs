@@ -1,0 +1,1 @@
+//! Job launcher (placeholder until the launcher work lands).

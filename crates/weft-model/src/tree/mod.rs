@@ -1,0 +1,1 @@
+//! tree (under construction).
