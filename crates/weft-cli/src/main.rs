@@ -1,1 +1,36 @@
-fn main() {}
+//! The `weft` command: run jobs, inspect the runtime, benchmark, and plan aggregation trees.
+//!
+//! Each subcommand lives in its own module; this file only parses and dispatches.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod plan;
+#[allow(dead_code)]
+mod plot;
+mod run;
+
+/// weft: a communication runtime for HPC clusters.
+#[derive(Parser)]
+#[command(name = "weft", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a job of N ranks on this machine.
+    Run(run::RunArgs),
+    /// Plan aggregation trees for a whole machine (offline model).
+    Plan(plan::PlanArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Plan(a) => plan::run(a),
+    };
+    ExitCode::from(code.clamp(0, 255) as u8)
+}

@@ -1,0 +1,1 @@
+//! PNG plots (being written).
