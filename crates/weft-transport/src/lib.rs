@@ -1,1 +1,14 @@
-//! weft data path.
+//! The data path of weft: how bytes move between processes.
+//!
+//! - [`shm`]: the node-wide shared-memory segment, per-peer single-producer rings of
+//!   cache-line cells, and single-copy CMA (`process_vm_readv`) for large messages.
+//! - [`buf`]: raw views of user buffers that stay valid while a nonblocking operation is
+//!   in flight (the runtime guarantees the lifetime; this module keeps the `unsafe`).
+//!
+//! This crate knows nothing of communicators, tags or matching: it moves framed messages
+//! with a small fixed header. It depends only on `weft-core` and `libc`. `unsafe` in weft's
+//! data path lives here, each block with a `// SAFETY:` comment.
+
+pub mod buf;
+pub mod knobs;
+pub mod shm;

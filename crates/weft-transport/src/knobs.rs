@@ -1,0 +1,31 @@
+//! Knobs of the data path, declared once; read by `weft::Config`.
+
+use weft_core::knob::{Knob, KnobKind};
+
+/// Every knob of weft-transport.
+pub static KNOBS: &[Knob] = &[
+    Knob {
+        name: "WEFT_SHM_EAGER_BYTES",
+        kind: KnobKind::Bytes,
+        default: "16K",
+        help: "largest message sent inline through the shared-memory ring; larger ones use rendezvous",
+    },
+    Knob {
+        name: "WEFT_SHM_RING_BYTES",
+        kind: KnobKind::Bytes,
+        default: "256K",
+        help: "size of each per-peer shared-memory ring (power of two, at least 4x the eager limit)",
+    },
+    Knob {
+        name: "WEFT_SHM_CMA",
+        kind: KnobKind::Choice(&["auto", "on", "off"]),
+        default: "auto",
+        help: "single-copy rendezvous with process_vm_readv: auto (probe), on (fail if refused), off (pipelined copy through the segment)",
+    },
+    Knob {
+        name: "WEFT_SHM_FRAGMENT_BYTES",
+        kind: KnobKind::Bytes,
+        default: "32K",
+        help: "fragment size of the pipelined copy-in/copy-out rendezvous used when CMA is off or refused",
+    },
+];

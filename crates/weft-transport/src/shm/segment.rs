@@ -1,0 +1,155 @@
+//! A POSIX shared-memory segment: created 0600 under a job-specific name, mapped by every
+//! local rank, unlinked by its creator once all have attached.
+
+use std::ffi::CString;
+use weft_core::{Error, ErrorKind, Result};
+
+/// A mapped shared-memory segment. Unmapped on drop; never unlinked on drop (the creator
+/// unlinks explicitly once everyone attached, and the launcher removes leftovers).
+pub struct Segment {
+    base: *mut u8,
+    len: usize,
+    name: String,
+}
+
+impl Segment {
+    /// Creates a new segment of `len` bytes named `name` (e.g. `/weft-<job>-node`), private to
+    /// this user (mode 0600), zero-filled. Fails if it already exists.
+    pub fn create(name: &str, len: usize) -> Result<Segment> {
+        let cname = c_name(name)?;
+        // SAFETY: cname is a valid NUL-terminated string; flags and mode are plain integers.
+        let fd = unsafe {
+            libc::shm_open(
+                cname.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(Error::io(
+                format!("shm_open(create) {name}"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: fd is a descriptor we own; ftruncate only sizes the object.
+        let rc = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            // SAFETY: fd is ours; cname valid. Best-effort cleanup on the error path.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(cname.as_ptr());
+            }
+            return Err(Error::io(format!("ftruncate {name} to {len} bytes"), err));
+        }
+        let seg = map(fd, len, name);
+        if seg.is_err() {
+            // SAFETY: cname valid; remove the object we failed to map.
+            unsafe { libc::shm_unlink(cname.as_ptr()) };
+        }
+        seg
+    }
+
+    /// Opens and maps an existing segment created by another local rank.
+    pub fn open(name: &str) -> Result<Segment> {
+        let cname = c_name(name)?;
+        // SAFETY: cname is a valid NUL-terminated string.
+        let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(Error::io(
+                format!("shm_open {name}"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: an all-zero `stat` is a valid value to be overwritten by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is open and st is a valid out-pointer.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            let err = std::io::Error::last_os_error();
+            // SAFETY: fd is ours.
+            unsafe { libc::close(fd) };
+            return Err(Error::io(format!("fstat {name}"), err));
+        }
+        map(fd, st.st_size as usize, name)
+    }
+
+    /// Removes the segment's name; mappings stay valid until unmapped.
+    pub fn unlink(name: &str) -> Result<()> {
+        let cname = c_name(name)?;
+        // SAFETY: cname is a valid NUL-terminated string.
+        if unsafe { libc::shm_unlink(cname.as_ptr()) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::ENOENT) {
+                return Err(Error::io(format!("shm_unlink {name}"), err));
+            }
+        }
+        Ok(())
+    }
+
+    /// Base address of the mapping.
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Length of the mapping in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the mapping is empty (never for a usable segment).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The segment's name as given at creation.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    if !name.starts_with('/') || name[1..].contains('/') || name.len() > 250 {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("shared-memory name {name:?} must be '/name' without further slashes"),
+        ));
+    }
+    CString::new(name).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("shared-memory name {name:?} has a NUL"),
+        )
+    })
+}
+
+fn map(fd: i32, len: usize, name: &str) -> Result<Segment> {
+    // SAFETY: fd is an open shm object of at least `len` bytes; we ask for a fresh shared mapping.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the mapping (if any) keeps the object alive; the descriptor is no longer needed.
+    unsafe { libc::close(fd) };
+    if ptr == libc::MAP_FAILED {
+        return Err(Error::io(format!("mmap {name} ({len} bytes)"), err));
+    }
+    Ok(Segment {
+        base: ptr as *mut u8,
+        len,
+        name: name.to_owned(),
+    })
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe a mapping made by `map` and not unmapped before.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
