@@ -1,0 +1,364 @@
+//! The job secret and the mutual challenge-response handshake that opens every bootstrap
+//! connection.
+//!
+//! The secret never crosses the socket. The server sends a random nonce; the client answers
+//! with its own nonce and HMAC-SHA256(secret, "weft-boot client" | server nonce | client
+//! nonce); the server checks it and answers with HMAC-SHA256(secret, "weft-boot server" |
+//! client nonce | server nonce), so the client knows it reached the job's own store. The two
+//! labels differ so that one side's proof can never be replayed as the other's.
+//! All messages are fixed-size, so nothing a peer sends before it has proven the secret is
+//! parsed beyond a length. Depends only on weft-core and the hash crates.
+
+use crate::wire::read_full;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::io::{Read, Write};
+use weft_core::{Error, ErrorKind, Result};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Bytes of a secret made by [`new_secret`].
+pub const SECRET_BYTES: usize = 32;
+/// Shortest secret accepted, in bytes: shorter ones are too easy to guess.
+pub const MIN_SECRET_BYTES: usize = 16;
+
+const MAGIC: &[u8; 8] = b"WEFTBOOT";
+const VERSION: u8 = 1;
+const NONCE_BYTES: usize = 32;
+const MAC_BYTES: usize = 32;
+/// Server hello: magic, version, server nonce.
+const HELLO_BYTES: usize = 8 + 1 + NONCE_BYTES;
+/// Client proof: magic, version, client nonce, client MAC.
+const PROOF_BYTES: usize = 8 + 1 + NONCE_BYTES + MAC_BYTES;
+const ACCEPTED: u8 = 1;
+const REFUSED: u8 = 0;
+const CLIENT_LABEL: &[u8] = b"weft-boot client";
+const SERVER_LABEL: &[u8] = b"weft-boot server";
+
+/// Fills `buf` from the operating system's random source.
+pub fn random_bytes(buf: &mut [u8]) -> Result<()> {
+    getrandom::fill(buf).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("reading the system random source: {e}"),
+        )
+    })
+}
+
+/// A fresh random job secret of [`SECRET_BYTES`] bytes.
+pub fn new_secret() -> Result<Vec<u8>> {
+    let mut s = vec![0u8; SECRET_BYTES];
+    random_bytes(&mut s)?;
+    Ok(s)
+}
+
+/// Lowercase hex of `bytes` (how the secret travels in `WEFT_JOB_SECRET`).
+pub fn encode_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Parses hex (either case); `what` names the field in the error.
+pub fn decode_hex(what: &str, text: &str) -> Result<Vec<u8>> {
+    let t = text.trim().as_bytes();
+    if t.len() & 1 == 1 {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("{what}: {} hex digits, expected an even number", t.len()),
+        ));
+    }
+    let digit = |c: u8| -> Result<u8> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(Error::new(
+                ErrorKind::Config,
+                format!("{what}: {:?} is not a hex digit", c as char),
+            )),
+        }
+    };
+    t.chunks(2)
+        .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
+pub(crate) fn check_secret(secret: &[u8]) -> Result<()> {
+    if secret.len() < MIN_SECRET_BYTES {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "job secret of {} bytes is too short (at least {MIN_SECRET_BYTES} bytes)",
+                secret.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> HmacSha256 {
+    // HMAC accepts keys of any length, so this cannot fail.
+    let mut m = <HmacSha256 as Mac>::new_from_slice(secret).expect("HMAC takes any key length");
+    m.update(label);
+    m.update(first);
+    m.update(second);
+    m
+}
+
+/// Why the server turned a connection away; the text goes into the launcher's log line.
+#[derive(Debug)]
+pub(crate) struct Refusal(pub String);
+
+/// Server side of the handshake. On success the peer has proven the secret.
+pub(crate) fn server_handshake(
+    stream: &mut (impl Read + Write),
+    secret: &[u8],
+) -> std::result::Result<(), Refusal> {
+    let mut server_nonce = [0u8; NONCE_BYTES];
+    random_bytes(&mut server_nonce).map_err(|e| Refusal(e.to_string()))?;
+    let mut hello = Vec::with_capacity(HELLO_BYTES);
+    hello.extend_from_slice(MAGIC);
+    hello.push(VERSION);
+    hello.extend_from_slice(&server_nonce);
+    stream
+        .write_all(&hello)
+        .map_err(|e| Refusal(format!("could not send the greeting: {e}")))?;
+
+    let mut proof = [0u8; PROOF_BYTES];
+    let got = read_full(stream, &mut proof).map_err(|e| match e.kind() {
+        ErrorKind::Timeout => Refusal("sent no proof of the job secret in time".into()),
+        _ => Refusal(format!("failed during the handshake: {}", e.message())),
+    })?;
+    if got == 0 {
+        return Err(Refusal(
+            "closed without proving the job secret (no secret)".into(),
+        ));
+    }
+    if got < PROOF_BYTES {
+        return Err(Refusal(format!(
+            "sent {got} bytes then closed during the handshake (expected {PROOF_BYTES})"
+        )));
+    }
+    if &proof[..8] != MAGIC {
+        let _ = stream.write_all(&[REFUSED]);
+        return Err(Refusal(
+            "not a weft bootstrap client (bad greeting bytes)".into(),
+        ));
+    }
+    if proof[8] != VERSION {
+        let _ = stream.write_all(&[REFUSED]);
+        return Err(Refusal(format!(
+            "speaks bootstrap protocol version {} (this store speaks {VERSION})",
+            proof[8]
+        )));
+    }
+    let client_nonce = &proof[9..9 + NONCE_BYTES];
+    let client_mac = &proof[9 + NONCE_BYTES..];
+    if mac(secret, CLIENT_LABEL, &server_nonce, client_nonce)
+        .verify_slice(client_mac)
+        .is_err()
+    {
+        let _ = stream.write_all(&[REFUSED]);
+        return Err(Refusal("wrong job secret".into()));
+    }
+    let mut reply = Vec::with_capacity(1 + MAC_BYTES);
+    reply.push(ACCEPTED);
+    reply.extend_from_slice(
+        &mac(secret, SERVER_LABEL, client_nonce, &server_nonce)
+            .finalize()
+            .into_bytes(),
+    );
+    stream
+        .write_all(&reply)
+        .map_err(|e| Refusal(format!("could not send the acceptance: {e}")))?;
+    Ok(())
+}
+
+/// Client side of the handshake; `addr` only names the server in errors.
+pub(crate) fn client_handshake(
+    stream: &mut (impl Read + Write),
+    secret: &[u8],
+    addr: &str,
+) -> Result<()> {
+    let mut hello = [0u8; HELLO_BYTES];
+    let got = read_full(stream, &mut hello).map_err(|e| e.context(format!("bootstrap {addr}")))?;
+    if got < HELLO_BYTES || &hello[..8] != MAGIC {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!(
+                "bootstrap {addr}: not a weft bootstrap store (greeting of {got} bytes does not start with {:?})",
+                String::from_utf8_lossy(MAGIC)
+            ),
+        ));
+    }
+    if hello[8] != VERSION {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!(
+                "bootstrap {addr}: store speaks protocol version {} (this client speaks {VERSION})",
+                hello[8]
+            ),
+        ));
+    }
+    let server_nonce = &hello[9..];
+    let mut client_nonce = [0u8; NONCE_BYTES];
+    random_bytes(&mut client_nonce)?;
+    let mut proof = Vec::with_capacity(PROOF_BYTES);
+    proof.extend_from_slice(MAGIC);
+    proof.push(VERSION);
+    proof.extend_from_slice(&client_nonce);
+    proof.extend_from_slice(
+        &mac(secret, CLIENT_LABEL, server_nonce, &client_nonce)
+            .finalize()
+            .into_bytes(),
+    );
+    stream
+        .write_all(&proof)
+        .map_err(|e| Error::io(format!("bootstrap {addr}: sending proof"), e))?;
+
+    let mut reply = [0u8; 1 + MAC_BYTES];
+    let got = read_full(stream, &mut reply).map_err(|e| e.context(format!("bootstrap {addr}")))?;
+    if got == 0 || reply[0] == REFUSED {
+        return Err(Error::new(
+            ErrorKind::Auth,
+            format!("bootstrap {addr}: the store refused this client's proof of the job secret (is WEFT_JOB_SECRET the job's?)"),
+        ));
+    }
+    if got < reply.len() || reply[0] != ACCEPTED {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!("bootstrap {addr}: malformed handshake answer ({got} bytes)"),
+        ));
+    }
+    if mac(secret, SERVER_LABEL, &client_nonce, server_nonce)
+        .verify_slice(&reply[1..])
+        .is_err()
+    {
+        return Err(Error::new(
+            ErrorKind::Auth,
+            format!(
+                "bootstrap {addr}: the store did not prove the job secret; refusing to talk to it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn hex_round_trip_and_errors() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(encode_hex(&b), "0001abff");
+        assert_eq!(decode_hex("x", "0001ABff").unwrap(), b);
+        let e = decode_hex("WEFT_JOB_SECRET", "abc").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        assert!(e.message().contains("WEFT_JOB_SECRET"));
+        assert!(decode_hex("x", "zz").is_err());
+    }
+
+    #[test]
+    fn secrets_are_random_and_long_enough() {
+        let a = new_secret().unwrap();
+        let b = new_secret().unwrap();
+        assert_eq!(a.len(), SECRET_BYTES);
+        assert_ne!(a, b);
+        assert!(check_secret(&a).is_ok());
+        assert_eq!(
+            check_secret(b"short").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+
+    /// A stream that reads from a fixed script and records what is written.
+    struct Scripted {
+        input: Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for Scripted {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn server_refuses_garbage_and_silence() {
+        let secret = new_secret().unwrap();
+        for (input, want) in [
+            (Vec::new(), "no secret"),
+            (b"hello".to_vec(), "sent 5 bytes"),
+            (vec![b'x'; PROOF_BYTES], "bad greeting"),
+        ] {
+            let mut s = Scripted {
+                input: Cursor::new(input),
+                output: Vec::new(),
+            };
+            let Refusal(reason) = server_handshake(&mut s, &secret).unwrap_err();
+            assert!(reason.contains(want), "{reason}");
+            assert!(s.output.starts_with(MAGIC));
+        }
+    }
+
+    #[test]
+    fn client_refuses_a_server_that_is_not_a_store() {
+        let mut s = Scripted {
+            input: Cursor::new(b"HTTP/1.1 400 Bad Request\r\n\r\n".repeat(3)),
+            output: Vec::new(),
+        };
+        let e = client_handshake(&mut s, &new_secret().unwrap(), "x:1").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Protocol);
+        assert!(e.message().contains("not a weft bootstrap store"), "{e}");
+    }
+
+    #[test]
+    fn client_refuses_a_server_that_does_not_know_the_secret() {
+        // An impostor that greets correctly and claims to accept, with a made-up proof.
+        let mut input = MAGIC.to_vec();
+        input.push(VERSION);
+        input.extend_from_slice(&[5u8; NONCE_BYTES]);
+        input.push(ACCEPTED);
+        input.extend_from_slice(&[9u8; MAC_BYTES]);
+        let mut s = Scripted {
+            input: Cursor::new(input),
+            output: Vec::new(),
+        };
+        let e = client_handshake(&mut s, &new_secret().unwrap(), "x:1").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Auth);
+        assert!(e.message().contains("did not prove"), "{e}");
+        // What the client sent never contains the secret itself.
+        assert_eq!(s.output.len(), PROOF_BYTES);
+    }
+
+    #[test]
+    fn handshake_succeeds_between_matching_sides() {
+        let secret = new_secret().unwrap();
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let server_secret = secret.clone();
+        let t = std::thread::spawn(move || {
+            let mut a = a;
+            server_handshake(&mut a, &server_secret).map_err(|r| r.0)
+        });
+        let mut b = b;
+        client_handshake(&mut b, &secret, "pair").unwrap();
+        t.join().unwrap().unwrap();
+    }
+}

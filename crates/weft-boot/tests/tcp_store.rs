@@ -1,0 +1,286 @@
+//! The TCP store end to end on loopback: many concurrent clients, blocking gets that do not
+//! hold up others, and every kind of unauthenticated or malformed connection refused and
+//! logged while the store keeps serving.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use weft_boot::auth::new_secret;
+use weft_boot::{client_from_vars, ServerEvent, Store, TcpStoreClient, TcpStoreServer};
+use weft_core::ErrorKind;
+
+fn server() -> (TcpStoreServer, Vec<u8>, Arc<Mutex<Vec<ServerEvent>>>) {
+    let secret = new_secret().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let s = TcpStoreServer::bind_with_events(
+        "127.0.0.1:0",
+        &secret,
+        Arc::new(move |e| sink.lock().unwrap().push(e)),
+    )
+    .unwrap();
+    (s, secret, events)
+}
+
+/// Waits until `pred` holds for the recorded events (they arrive from server threads).
+fn wait_events(
+    events: &Mutex<Vec<ServerEvent>>,
+    pred: impl Fn(&[ServerEvent]) -> bool,
+) -> Vec<ServerEvent> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ev = events.lock().unwrap().clone();
+        if pred(&ev) || Instant::now() > deadline {
+            return ev;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn refusals(ev: &[ServerEvent]) -> Vec<String> {
+    ev.iter()
+        .filter(|e| matches!(e, ServerEvent::Refused { .. }))
+        .map(|e| e.to_string())
+        .collect()
+}
+
+#[test]
+fn ranks_exchange_values_and_meet_at_barriers() {
+    let (srv, secret, events) = server();
+    let addr = srv.local_addr().to_string();
+    for n in [1u32, 2, 3, 4, 7] {
+        let threads: Vec<_> = (0..n)
+            .map(|r| {
+                let addr = addr.clone();
+                let secret = secret.clone();
+                std::thread::spawn(move || {
+                    let c = TcpStoreClient::connect(&addr, &secret)
+                        .unwrap()
+                        .with_rank(r);
+                    c.put(&format!("n{n}/addr/{r}"), format!("rank{r}").as_bytes())
+                        .unwrap();
+                    c.barrier(&format!("n{n}/init"), n, Duration::from_secs(10))
+                        .unwrap();
+                    for p in 0..n {
+                        let v = c.get(&format!("n{n}/addr/{p}"), Duration::ZERO).unwrap();
+                        assert_eq!(v, format!("rank{p}").as_bytes());
+                    }
+                    // Reuse of the same barrier name.
+                    c.barrier(&format!("n{n}/init"), n, Duration::from_secs(10))
+                        .unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+    assert!(
+        events.lock().unwrap().is_empty(),
+        "{:?}",
+        events.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_blocked_get_does_not_hold_up_other_clients() {
+    let (srv, secret, _events) = server();
+    let addr = srv.local_addr().to_string();
+    let waiter = {
+        let (addr, secret) = (addr.clone(), secret.clone());
+        std::thread::spawn(move || {
+            let c = TcpStoreClient::connect(&addr, &secret).unwrap();
+            let t0 = Instant::now();
+            let v = c.get("late", Duration::from_secs(20)).unwrap();
+            (v, t0.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let c = TcpStoreClient::connect(&addr, &secret).unwrap();
+    let t0 = Instant::now();
+    for i in 0..50 {
+        c.put(&format!("k{i}"), &[i as u8]).unwrap();
+        assert_eq!(c.get(&format!("k{i}"), Duration::ZERO).unwrap(), [i as u8]);
+    }
+    let busy = t0.elapsed();
+    assert!(busy < Duration::from_secs(2), "100 requests took {busy:?}");
+    c.put("late", b"now").unwrap();
+    let (v, waited) = waiter.join().unwrap();
+    assert_eq!(v, b"now");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // A get that times out says so and names the key.
+    let e = c.get("never", Duration::from_millis(50)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert!(e.message().contains("\"never\""), "{e}");
+    // The connection stays usable after a server-side timeout.
+    assert_eq!(c.get("late", Duration::ZERO).unwrap(), b"now");
+}
+
+#[test]
+fn wrong_secret_is_refused_and_logged() {
+    let (srv, secret, events) = server();
+    let addr = srv.local_addr().to_string();
+    let wrong = new_secret().unwrap();
+    let e = TcpStoreClient::connect(&addr, &wrong).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    assert!(e.message().contains("refused"), "{e}");
+    let ev = wait_events(&events, |ev| !refusals(ev).is_empty());
+    let lines = refusals(&ev);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("weft: bootstrap: refused connection from 127.0.0.1:")
+            && lines[0].ends_with("wrong job secret"),
+        "{}",
+        lines[0]
+    );
+    // The right secret still works afterwards.
+    let c = TcpStoreClient::connect(&addr, &secret).unwrap();
+    c.put("a", b"b").unwrap();
+}
+
+#[test]
+fn no_secret_garbage_and_short_proofs_are_refused() {
+    let (srv, secret, events) = server();
+    let addr = srv.local_addr();
+    // 1. Connects, reads the greeting, sends nothing, closes.
+    {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut hello = [0u8; 41];
+        s.read_exact(&mut hello).unwrap();
+        assert_eq!(&hello[..8], b"WEFTBOOT");
+    }
+    // 2. Sends garbage as long as a proof: refused, then closed by the server.
+    {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(&[0xAB; 73]).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        // Greeting, then a single refusal byte, then end of stream.
+        assert_eq!(rest.len(), 42, "{rest:?}");
+        assert_eq!(rest[41], 0);
+    }
+    // 3. An HTTP request, then close: fewer bytes than a proof.
+    {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+    }
+    // 4. A frame-shaped oversized length where the proof belongs, then lots of bytes.
+    {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut junk = u32::MAX.to_be_bytes().to_vec();
+        junk.extend_from_slice(&[7u8; 4096]);
+        let _ = s.write_all(&junk);
+    }
+    let ev = wait_events(&events, |ev| refusals(ev).len() >= 4);
+    let lines = refusals(&ev).join("\n");
+    assert_eq!(refusals(&ev).len(), 4, "{lines}");
+    assert!(
+        lines.contains("closed without proving the job secret (no secret)"),
+        "{lines}"
+    );
+    assert!(lines.contains("bad greeting"), "{lines}");
+    assert!(lines.contains("sent 18 bytes then closed"), "{lines}");
+    // Nothing refused was interpreted: the store is still empty and serving.
+    let c = TcpStoreClient::connect(&addr.to_string(), &secret).unwrap();
+    assert_eq!(
+        c.get("anything", Duration::ZERO).unwrap_err().kind(),
+        ErrorKind::Timeout
+    );
+    c.put("ok", b"1").unwrap();
+    assert_eq!(c.get("ok", Duration::ZERO).unwrap(), b"1");
+}
+
+#[test]
+fn abort_reaches_the_event_sink_with_the_rank() {
+    let (srv, secret, events) = server();
+    let c = TcpStoreClient::connect(&srv.local_addr().to_string(), &secret)
+        .unwrap()
+        .with_rank(2);
+    c.abort(5, "out of memory").unwrap();
+    let ev = events.lock().unwrap().clone();
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    match &ev[0] {
+        ServerEvent::Abort {
+            rank,
+            code,
+            message,
+            ..
+        } => {
+            assert_eq!(
+                (*rank, *code, message.as_str()),
+                (Some(2), 5, "out of memory")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        ev[0].to_string(),
+        "weft: rank 2 called abort with code 5: out of memory"
+    );
+    assert_eq!(srv.aborts().len(), 1);
+}
+
+#[test]
+fn client_refuses_a_server_that_is_not_a_store() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let _ = s.write_all(b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n and some more text here");
+    });
+    let e = TcpStoreClient::connect(&addr, &new_secret().unwrap()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Protocol, "{e}");
+    assert!(e.message().contains("not a weft bootstrap store"), "{e}");
+    t.join().unwrap();
+}
+
+#[test]
+fn dropping_the_server_unblocks_waiting_clients() {
+    let (srv, secret, _events) = server();
+    let addr = srv.local_addr().to_string();
+    let c = TcpStoreClient::connect(&addr, &secret).unwrap();
+    let t = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        (c.get("never", Duration::from_secs(60)), t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    drop(srv);
+    let (r, waited) = t.join().unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(TcpStream::connect(&addr).is_err(), "listener closed");
+}
+
+#[test]
+fn client_from_vars_reads_the_launch_environment() {
+    let (srv, secret, _events) = server();
+    let mut vars: HashMap<&str, String> = HashMap::new();
+    let lookup = |vars: &HashMap<&str, String>| {
+        let v = vars.clone();
+        client_from_vars(move |n| v.get(n).cloned())
+    };
+    assert!(
+        lookup(&vars).unwrap().is_none(),
+        "no WEFT_BOOT_ADDR: singleton"
+    );
+    vars.insert("WEFT_BOOT_ADDR", srv.local_addr().to_string());
+    let e = lookup(&vars).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config);
+    assert!(e.message().contains("WEFT_JOB_SECRET"), "{e}");
+    vars.insert("WEFT_JOB_SECRET", "not hex".into());
+    assert_eq!(lookup(&vars).unwrap_err().kind(), ErrorKind::Config);
+    vars.insert("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(&secret));
+    vars.insert("WEFT_RANK", "x".into());
+    assert!(lookup(&vars).unwrap_err().message().contains("WEFT_RANK"));
+    vars.insert("WEFT_RANK", "3".into());
+    let c = lookup(&vars).unwrap().unwrap();
+    c.abort(9, "test").unwrap();
+    assert_eq!(srv.aborts()[0].rank, Some(3));
+}
