@@ -1,1 +1,15 @@
-//! plan (under construction).
+//! The aggregation planner behind `weft plan`: rank placement on fabrics, type I tree link
+//! analysis, type II trees (root selection, physical and minimum-cost trees), allocation
+//! experiments, and the type I vs type II choice.
+//!
+//! Pure model code: no I/O, deterministic. Depends on `fabric`, `tree` and `cost`; never on
+//! the runtime or the CLI.
+
+pub mod alloc;
+pub mod place;
+pub mod rng;
+pub mod type2;
+
+pub use alloc::{allocate, AllocConfig, AllocReport, Method, Pattern};
+pub use place::{PlaceMethod, Placement};
+pub use type2::{cost_lower_bound, min_cost_tree, DerivedTree, PhysicalTree, Type2Planner};
