@@ -1,1 +1,288 @@
-//! The weft runtime.
+//! The weft runtime: configuration, the progress engine, point-to-point messaging and
+//! communicators, on top of the data path in `weft-transport` and the bootstrap store of
+//! `weft-boot`.
+//!
+//! ```no_run
+//! let weft = weft::init()?;
+//! let world = weft.world();
+//! if world.rank() == 0 {
+//!     world.send(&[1u64, 2, 3], 1, 7)?;
+//! } else if world.rank() == 1 {
+//!     let mut buf = [0u64; 3];
+//!     let status = world.recv(&mut buf, 0, 7)?;
+//!     assert_eq!(status.count::<u64>(), 3);
+//! }
+//! weft.finalize()?;
+//! # Ok::<(), weft::Error>(())
+//! ```
+//!
+//! Start programs with `weft run -n N program`; run directly, a program is a job of one rank.
+//! This crate must not depend on the surfaces above it (CLI, launcher, C ABI); its `unsafe`
+//! is confined to the transport crate's buffer views.
+
+pub mod comm;
+pub mod config;
+mod engine;
+pub mod knobs;
+pub mod matching;
+mod p2p;
+
+pub use comm::{Comm, UNDEFINED};
+pub use config::Config;
+pub use engine::Status;
+pub use p2p::{Request, Scope};
+pub use weft_core::{Error, ErrorKind, Rank, Result, Tag, ANY_SOURCE, ANY_TAG, TAG_UB};
+
+use engine::{Engine, NodeSetup};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use weft_boot::Store;
+use weft_transport::shm::{Layout, ShmNode};
+
+/// An initialised weft process: the world and self communicators and the progress engine.
+/// One per process (per thread in in-process tests); not `Send`.
+pub struct Weft {
+    engine: Rc<RefCell<Engine>>,
+    world: Comm,
+    myself: Comm,
+    store: Option<Arc<dyn Store>>,
+    config: Config,
+    job_id: String,
+    node_id: String,
+    local_rank: u32,
+    local_size: u32,
+}
+
+/// Where a rank learns who it is: from the launcher's environment, or given explicitly.
+pub struct Launch {
+    /// Rank in the job.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// Job id (names the shared-memory segment).
+    pub job_id: String,
+    /// This rank's node identity.
+    pub node_id: String,
+    /// The job's bootstrap store (None for a job of one rank).
+    pub store: Option<Arc<dyn Store>>,
+}
+
+/// Initialises weft from the environment `weft run` sets (or as a job of one rank when run
+/// directly). Reads every knob once; unknown `WEFT_*` variables get a warning.
+pub fn init() -> Result<Weft> {
+    let config = Config::from_env()?;
+    let v = &config.values;
+    let store: Option<Arc<dyn Store>> = match weft_boot::client_from_env()? {
+        Some(c) => Some(Arc::new(c)),
+        None => None,
+    };
+    let (rank, size) = match &store {
+        Some(_) => {
+            let rank = v.uint("WEFT_RANK").ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Config,
+                    "WEFT_BOOT_ADDR is set but WEFT_RANK is not",
+                )
+            })?;
+            let size = v.uint("WEFT_SIZE").ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Config,
+                    "WEFT_BOOT_ADDR is set but WEFT_SIZE is not",
+                )
+            })?;
+            if size == 0 || rank >= size || size > u32::MAX as u64 {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!("WEFT_RANK={rank} WEFT_SIZE={size}: rank must be below size"),
+                ));
+            }
+            (rank as u32, size as u32)
+        }
+        None => (0, 1),
+    };
+    let job_id = v
+        .text("WEFT_JOB_ID")
+        .unwrap_or_else(|| format!("single{}", std::process::id()));
+    let node_id = v.text("WEFT_NODE_ID").unwrap_or_else(hostname);
+    init_with(
+        Launch {
+            rank,
+            size,
+            job_id,
+            node_id,
+            store,
+        },
+        config,
+    )
+}
+
+/// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
+pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
+    let Launch {
+        rank,
+        size,
+        job_id,
+        node_id,
+        store,
+    } = launch;
+    let timeout = Duration::from_secs(config.boot_timeout_s);
+    let (local_world, my_local, shm) = match &store {
+        None => (vec![rank], 0, None),
+        Some(store) => {
+            store
+                .put(&format!("node/{rank}"), node_id.as_bytes())
+                .map_err(|e| e.context(format!("rank {rank}: start-up")))?;
+            let mut local_world = Vec::new();
+            for r in 0..size {
+                let n = store.get(&format!("node/{r}"), timeout).map_err(|e| {
+                    e.context(format!("rank {rank}: start-up, waiting for rank {r}"))
+                })?;
+                if n == node_id.as_bytes() {
+                    local_world.push(r);
+                }
+            }
+            let my_local = local_world
+                .iter()
+                .position(|&r| r == rank)
+                .expect("own rank is local") as u32;
+            let shm = if local_world.len() > 1 {
+                let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
+                let layout = Layout {
+                    local_size: local_world.len() as u32,
+                    ring_bytes: config.shm_ring_bytes,
+                };
+                let ready_key = format!("shm/{node_id}");
+                let node = if my_local == 0 {
+                    let node = ShmNode::create(&name, layout, 0)
+                        .map_err(|e| e.context(format!("rank {rank}")))?;
+                    store.put(&ready_key, b"1")?;
+                    node
+                } else {
+                    store.get(&ready_key, timeout)?;
+                    ShmNode::attach(&name, my_local)
+                        .map_err(|e| e.context(format!("rank {rank}")))?
+                };
+                store.barrier(
+                    &format!("shm-attached/{node_id}"),
+                    layout.local_size,
+                    timeout,
+                )?;
+                if my_local == 0 {
+                    node.unlink()?;
+                }
+                Some(node)
+            } else {
+                None
+            };
+            (local_world, my_local, shm)
+        }
+    };
+    let local_size = local_world.len() as u32;
+    let engine = Engine::new(
+        rank,
+        size,
+        NodeSetup {
+            local_world,
+            my_local,
+            shm,
+        },
+        &config,
+    )?;
+    let engine = Rc::new(RefCell::new(engine));
+    let world = Comm::new(engine.clone(), 0, rank, (0..size).collect(), "world".into());
+    let myself = Comm::new(engine.clone(), 2, 0, Rc::from(vec![rank]), "self".into());
+    Ok(Weft {
+        engine,
+        world,
+        myself,
+        store,
+        config,
+        job_id,
+        node_id,
+        local_rank: my_local,
+        local_size,
+    })
+}
+
+impl Weft {
+    /// The communicator of every rank in the job (MPI_COMM_WORLD).
+    pub fn world(&self) -> Comm {
+        self.world.clone()
+    }
+
+    /// The communicator of this rank alone (MPI_COMM_SELF).
+    pub fn self_comm(&self) -> Comm {
+        self.myself.clone()
+    }
+
+    /// The configuration read at init.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The job id.
+    pub fn job_id(&self) -> &str {
+        &self.job_id
+    }
+
+    /// This rank's node identity.
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// Rank among the job's ranks on this node, and how many there are.
+    pub fn local(&self) -> (u32, u32) {
+        (self.local_rank, self.local_size)
+    }
+
+    /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).
+    pub fn yields_when_idle(&self) -> bool {
+        self.engine.borrow().yields_when_idle()
+    }
+
+    /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
+    pub fn abort(&self, code: i32, message: &str) -> ! {
+        if let Some(s) = &self.store {
+            let _ = s.abort(code, message);
+        }
+        eprintln!(
+            "weft: rank {} aborting with code {code}: {message}",
+            self.world.rank()
+        );
+        std::process::exit(code)
+    }
+
+    /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).
+    pub fn finalize(self) -> Result<()> {
+        if let Some(s) = &self.store {
+            let size = self.world.size();
+            s.barrier(
+                "finalize",
+                size,
+                Duration::from_secs(self.config.boot_timeout_s.max(600)),
+            )
+            .map_err(|e| e.context(format!("rank {}: finalize", self.world.rank())))?;
+        }
+        Ok(())
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its whole length; gethostname NUL-terminates within it.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// FNV-1a, to give each node's segment a short stable name.
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    })
+}

@@ -1,0 +1,138 @@
+//! The runtime's typed configuration, read once from the environment at init. Nothing reads
+//! `WEFT_*` variables after this.
+
+use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS};
+use weft_core::{Error, ErrorKind, Result};
+
+/// How the progress engine waits when it has nothing to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YieldMode {
+    /// Yield when the node runs more ranks than it has cores.
+    Auto,
+    /// Always yield when idle.
+    Always,
+    /// Never yield (pure busy polling).
+    Never,
+}
+
+/// Whether large messages may use single-copy CMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaMode {
+    /// Probe each peer; fall back to pipelined copies where refused.
+    Auto,
+    /// Require CMA; an error at start-up when the kernel refuses it.
+    On,
+    /// Never use CMA: pipelined copy-in/copy-out through the segment.
+    Off,
+}
+
+/// Typed settings of the runtime and its data path.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Largest message sent inline through the shared-memory ring.
+    pub shm_eager_bytes: usize,
+    /// Size of each per-peer ring.
+    pub shm_ring_bytes: usize,
+    /// Fragment size of the pipelined copy rendezvous.
+    pub shm_fragment_bytes: usize,
+    /// CMA policy.
+    pub cma: CmaMode,
+    /// Idle policy.
+    pub yield_mode: YieldMode,
+    /// Seconds to wait for peers during start-up.
+    pub boot_timeout_s: u64,
+    /// The values as read, for `weft info --knobs`.
+    pub values: KnobValues,
+}
+
+/// Every knob table of the crates below the surfaces, for reading and listing.
+pub fn knob_tables() -> Vec<&'static [Knob]> {
+    vec![
+        crate::knobs::KNOBS,
+        weft_transport::knobs::KNOBS,
+        LAUNCH_VARS,
+    ]
+}
+
+impl Config {
+    /// Reads and validates the configuration from the process environment, warning about
+    /// unknown `WEFT_*` variables on stderr.
+    pub fn from_env() -> Result<Config> {
+        Self::from_values(KnobValues::from_env(&knob_tables())?)
+    }
+
+    /// Builds the configuration from explicit variables (tests).
+    pub fn from_vars(vars: &[(&str, &str)]) -> Result<Config> {
+        let (values, _) = KnobValues::read(
+            &knob_tables(),
+            vars.iter().map(|(a, b)| (a.to_string(), b.to_string())),
+        )?;
+        Self::from_values(values)
+    }
+
+    fn from_values(values: KnobValues) -> Result<Config> {
+        let eager = values.bytes("WEFT_SHM_EAGER_BYTES").unwrap_or(16384) as usize;
+        let ring = values.bytes("WEFT_SHM_RING_BYTES").unwrap_or(262144) as usize;
+        let frag = values.bytes("WEFT_SHM_FRAGMENT_BYTES").unwrap_or(32768) as usize;
+        if !ring.is_power_of_two() || ring < 4096 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_SHM_RING_BYTES={ring}: must be a power of two of at least 4096"),
+            ));
+        }
+        let max_payload = weft_transport::shm::ring::max_payload(ring);
+        if eager > ring / 4 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_SHM_EAGER_BYTES={eager}: must be at most a quarter of WEFT_SHM_RING_BYTES={ring}"),
+            ));
+        }
+        if frag == 0 || frag > max_payload {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_SHM_FRAGMENT_BYTES={frag}: must be 1..={max_payload} for a ring of {ring} bytes"),
+            ));
+        }
+        let cma = match values.text("WEFT_SHM_CMA").as_deref() {
+            Some("on") => CmaMode::On,
+            Some("off") => CmaMode::Off,
+            _ => CmaMode::Auto,
+        };
+        let yield_mode = match values.text("WEFT_YIELD").as_deref() {
+            Some("on") => YieldMode::Always,
+            Some("off") => YieldMode::Never,
+            _ => YieldMode::Auto,
+        };
+        Ok(Config {
+            shm_eager_bytes: eager,
+            shm_ring_bytes: ring,
+            shm_fragment_bytes: frag,
+            cma,
+            yield_mode,
+            boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
+            values,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let c = Config::from_vars(&[]).unwrap();
+        assert_eq!(c.shm_eager_bytes, 16384);
+        assert_eq!(c.cma, CmaMode::Auto);
+    }
+
+    #[test]
+    fn bad_values_name_the_knob() {
+        let e = Config::from_vars(&[("WEFT_SHM_RING_BYTES", "5000")]).unwrap_err();
+        assert!(e.message().contains("WEFT_SHM_RING_BYTES"), "{e}");
+        let e = Config::from_vars(&[("WEFT_SHM_EAGER_BYTES", "1M")]).unwrap_err();
+        assert!(e.message().contains("WEFT_SHM_EAGER_BYTES"), "{e}");
+        let e = Config::from_vars(&[("WEFT_SHM_CMA", "maybe")]).unwrap_err();
+        assert!(e.message().contains("WEFT_SHM_CMA"), "{e}");
+    }
+}

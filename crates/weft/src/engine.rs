@@ -1,0 +1,990 @@
+//! The progress engine: owns the transports, the matching queues and the requests of one
+//! process, and moves every operation forward when polled.
+//!
+//! Protocols over the shared-memory rings (one ring per ordered pair of local ranks, FIFO):
+//! - `EAGER`: the payload travels in the ring; matched on arrival or buffered as unexpected.
+//! - `RTS` (request to send) for messages above the eager limit: carries the sender's buffer
+//!   address and length. The receiver, once matched, reads the data with one CMA copy and
+//!   answers `FIN`; when CMA is off or refused it answers `CTS` and the sender streams `FRAG`s
+//!   through the ring (pipelined copy-in/copy-out), which the receiver copies out in place.
+//! - Messages to oneself are matched directly and never touch a ring.
+//!
+//! The short-message path (blocking send or receive of at most the eager limit, nothing
+//! queued) allocates nothing and makes no system call: one ring write or one ring read.
+//! The engine is single-threaded; the runtime wraps it in a `RefCell` per process.
+
+use crate::config::{CmaMode, Config, YieldMode};
+use crate::matching::{Envelope, Matching, Pattern};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use weft_core::{Error, ErrorKind, Result};
+use weft_transport::buf::{RawBuf, RawBufMut};
+use weft_transport::shm::{cma, Header, ShmNode};
+
+/// Index of a request in the engine's table.
+pub(crate) type ReqId = u32;
+
+const KIND_EAGER: u8 = 1;
+const KIND_RTS: u8 = 2;
+const KIND_CTS: u8 = 3;
+const KIND_FIN: u8 = 4;
+const KIND_FRAG: u8 = 5;
+
+/// Idle polls between checks that the awaited peers are still alive.
+const LIVENESS_EVERY_SPINS: u32 = 1 << 15;
+const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
+
+/// The result of a completed receive or probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// Rank of the sender in the communicator.
+    pub source: i32,
+    /// Tag of the message.
+    pub tag: i32,
+    /// Length of the message in bytes (may exceed the buffer when truncated).
+    pub bytes: usize,
+    /// True when the operation was cancelled.
+    pub cancelled: bool,
+}
+
+impl Status {
+    /// Number of whole elements of `T` in the message.
+    pub fn count<T>(&self) -> usize {
+        match std::mem::size_of::<T>() {
+            0 => 0,
+            n => self.bytes / n,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Myself,
+    Local(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cma {
+    Unknown,
+    Yes,
+    No,
+}
+
+/// A message that arrived before its receive was posted.
+enum Unexpected {
+    Eager(Vec<u8>),
+    Rts { addr: u64, len: usize, sreq: u32 },
+}
+
+impl Unexpected {
+    fn len(&self) -> usize {
+        match self {
+            Unexpected::Eager(v) => v.len(),
+            Unexpected::Rts { len, .. } => *len,
+        }
+    }
+}
+
+/// Work queued for a peer's ring because the ring was full or order required waiting.
+enum Outgoing {
+    /// A message with a payload borrowed from a request's buffer (eager data or nothing).
+    Data {
+        header: Header,
+        data: RawBuf,
+        req: Option<ReqId>,
+    },
+    /// A control message with a small inline body.
+    Control {
+        header: Header,
+        body: [u8; 16],
+        body_len: u8,
+    },
+    /// Fragments of a send request's buffer still to be streamed (fallback rendezvous).
+    Fragments { req: ReqId },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReqKind {
+    Free,
+    Send,
+    Recv,
+}
+
+struct Request {
+    kind: ReqKind,
+    done: bool,
+    status: Status,
+    error: Option<Error>,
+    /// Receive: where the data goes and what it accepts.
+    rbuf: RawBufMut,
+    pattern: Pattern,
+    /// Receive by fragments: bytes expected and received so far.
+    frag_total: usize,
+    frag_received: usize,
+    /// Send: the data, the peer, and for fragment streaming the receiver's request and progress.
+    sbuf: RawBuf,
+    peer_local: u32,
+    remote_req: u32,
+    frag_sent: usize,
+    /// The world ranks that could satisfy an `ANY_SOURCE` receive (for failure detection).
+    any_source_members: Option<Rc<[u32]>>,
+    /// World rank this request depends on, when one.
+    peer_world: Option<u32>,
+}
+
+impl Request {
+    fn empty() -> Request {
+        Request {
+            kind: ReqKind::Free,
+            done: false,
+            status: Status::default(),
+            error: None,
+            rbuf: RawBufMut::new(&mut []),
+            pattern: Pattern {
+                ctx: 0,
+                src: 0,
+                tag: 0,
+            },
+            frag_total: 0,
+            frag_received: 0,
+            sbuf: RawBuf::new(&[]),
+            peer_local: 0,
+            remote_req: 0,
+            frag_sent: 0,
+            any_source_members: None,
+            peer_world: None,
+        }
+    }
+}
+
+/// Everything but the shared-memory node, so ring callbacks can borrow it separately.
+struct Core {
+    my_local: u32,
+    eager_bytes: usize,
+    fragment_bytes: usize,
+    cma_mode: CmaMode,
+    local_world: Vec<u32>,
+    pids: Vec<i32>,
+    cma: Vec<Cma>,
+    dead: Vec<bool>,
+    matching: Matching<ReqId, (Unexpected, u32)>,
+    reqs: Vec<Request>,
+    free_reqs: Vec<ReqId>,
+    outq: Vec<VecDeque<Outgoing>>,
+    outq_len: usize,
+}
+
+/// The per-process progress engine.
+pub(crate) struct Engine {
+    world_rank: u32,
+    routes: Vec<Route>,
+    shm: Option<ShmNode>,
+    core: Core,
+    yield_when_idle: bool,
+    next_ctx: u32,
+}
+
+/// How a local node was set up, handed to [`Engine::new`].
+pub(crate) struct NodeSetup {
+    /// World rank of each local rank, in local-rank order.
+    pub local_world: Vec<u32>,
+    /// This process's local rank.
+    pub my_local: u32,
+    /// The attached segment (None for a job of one rank).
+    pub shm: Option<ShmNode>,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        world_rank: u32,
+        world_size: u32,
+        node: NodeSetup,
+        config: &Config,
+    ) -> Result<Engine> {
+        let nlocal = node.local_world.len();
+        let mut routes = vec![Route::Myself; world_size as usize];
+        for (local, &w) in node.local_world.iter().enumerate() {
+            if w >= world_size {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    format!("local rank {local} maps to world rank {w} of {world_size}"),
+                ));
+            }
+            routes[w as usize] = if w == world_rank {
+                Route::Myself
+            } else {
+                Route::Local(local as u32)
+            };
+        }
+        if nlocal as u32 != world_size {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "rank {world_rank}: {} of {world_size} ranks are on other nodes; this build has only the shared-memory transport",
+                    world_size as usize - nlocal
+                ),
+            ));
+        }
+        let pids = match &node.shm {
+            Some(shm) => (0..nlocal as u32).map(|l| shm.pid(l)).collect(),
+            None => vec![std::process::id() as i32; nlocal],
+        };
+        let cma_state = match config.cma {
+            CmaMode::Off => Cma::No,
+            _ => Cma::Unknown,
+        };
+        let mut cma_vec = vec![cma_state; nlocal];
+        if config.cma != CmaMode::Off {
+            if let Some(shm) = &node.shm {
+                for l in 0..nlocal as u32 {
+                    if l == node.my_local {
+                        continue;
+                    }
+                    let allowed = shm.probe_cma(l);
+                    if !allowed && config.cma == CmaMode::Auto {
+                        cma_vec[l as usize] = Cma::No;
+                        continue;
+                    }
+                    if !allowed {
+                        return Err(Error::new(
+                            ErrorKind::Unsupported,
+                            format!("rank {world_rank}: WEFT_SHM_CMA=on but process_vm_readv from local rank {l} (pid {}) is refused", pids[l as usize]),
+                        ));
+                    }
+                    cma_vec[l as usize] = Cma::Yes;
+                }
+            }
+        }
+        let oversubscribed = std::thread::available_parallelism()
+            .map(|n| nlocal > n.get())
+            .unwrap_or(true);
+        let yield_when_idle = match config.yield_mode {
+            YieldMode::Always => true,
+            YieldMode::Never => false,
+            YieldMode::Auto => oversubscribed,
+        };
+        Ok(Engine {
+            world_rank,
+            routes,
+            shm: node.shm,
+            core: Core {
+                my_local: node.my_local,
+                eager_bytes: config.shm_eager_bytes,
+                fragment_bytes: config.shm_fragment_bytes,
+                cma_mode: config.cma,
+                local_world: node.local_world,
+                pids,
+                cma: cma_vec,
+                dead: vec![false; nlocal],
+                matching: Matching::default(),
+                reqs: Vec::new(),
+                free_reqs: Vec::new(),
+                outq: (0..nlocal).map(|_| VecDeque::new()).collect(),
+                outq_len: 0,
+            },
+            yield_when_idle,
+            next_ctx: 4,
+        })
+    }
+
+    /// The next free context id (see `comm`: new communicators agree on the maximum).
+    pub(crate) fn next_ctx(&self) -> u32 {
+        self.next_ctx
+    }
+
+    pub(crate) fn set_next_ctx(&mut self, ctx: u32) {
+        self.next_ctx = self.next_ctx.max(ctx);
+    }
+
+    /// Whether the engine yields the CPU when idle.
+    pub(crate) fn yields_when_idle(&self) -> bool {
+        self.yield_when_idle
+    }
+
+    // ---------------------------------------------------------------- requests
+
+    fn alloc_req(&mut self, kind: ReqKind) -> ReqId {
+        let id = match self.core.free_reqs.pop() {
+            Some(id) => id,
+            None => {
+                self.core.reqs.push(Request::empty());
+                (self.core.reqs.len() - 1) as ReqId
+            }
+        };
+        let r = &mut self.core.reqs[id as usize];
+        r.kind = kind;
+        r.done = false;
+        r.error = None;
+        r.status = Status::default();
+        r.frag_total = 0;
+        r.frag_received = 0;
+        r.frag_sent = 0;
+        r.any_source_members = None;
+        r.peer_world = None;
+        id
+    }
+
+    /// Releases a completed request's slot.
+    pub(crate) fn free_req(&mut self, id: ReqId) {
+        let r = &mut self.core.reqs[id as usize];
+        debug_assert!(r.kind != ReqKind::Free);
+        r.kind = ReqKind::Free;
+        r.any_source_members = None;
+        r.rbuf = RawBufMut::new(&mut []);
+        r.sbuf = RawBuf::new(&[]);
+        self.core.free_reqs.push(id);
+    }
+
+    /// True once the request has completed (successfully or not).
+    pub(crate) fn is_done(&self, id: ReqId) -> bool {
+        self.core.reqs[id as usize].done
+    }
+
+    /// The outcome of a completed request.
+    pub(crate) fn outcome(&self, id: ReqId) -> Result<Status> {
+        let r = &self.core.reqs[id as usize];
+        match &r.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(r.status),
+        }
+    }
+
+    /// Cancels a receive that has not matched yet; true if it was cancelled.
+    pub(crate) fn cancel_recv(&mut self, id: ReqId) -> bool {
+        let r = &self.core.reqs[id as usize];
+        if r.kind != ReqKind::Recv || r.done {
+            return false;
+        }
+        if self.core.matching.cancel_posted(|&p| p == id) {
+            let r = &mut self.core.reqs[id as usize];
+            r.done = true;
+            r.status.cancelled = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    // ---------------------------------------------------------------- sends
+
+    /// Starts a send of `data` to world rank `dst`. Returns `Ok(None)` when it completed on
+    /// the spot (the common small-message case), or the request to wait on.
+    pub(crate) fn start_send(
+        &mut self,
+        data: RawBuf,
+        dst_world: u32,
+        src_in_comm: u32,
+        ctx: u32,
+        tag: i32,
+    ) -> Result<Option<ReqId>> {
+        let header = Header {
+            kind: KIND_EAGER,
+            src: src_in_comm,
+            ctx,
+            tag,
+            len: data.len() as u32,
+            ..Header::default()
+        };
+        match self.routes[dst_world as usize] {
+            Route::Myself => {
+                // SAFETY: the caller keeps `data` alive for this call.
+                let bytes = unsafe { data.slice(0, data.len()) };
+                self.core.deliver_to_self(
+                    Envelope {
+                        ctx,
+                        src: src_in_comm,
+                        tag,
+                    },
+                    bytes,
+                );
+                Ok(None)
+            }
+            Route::Local(peer) => {
+                if self.core.dead[peer as usize] {
+                    return Err(dead_peer_error(self.world_rank, dst_world, "send to"));
+                }
+                if data.len() <= self.core.eager_bytes {
+                    if self.core.outq[peer as usize].is_empty() {
+                        let shm = self.shm.as_mut().expect("local peer without a segment");
+                        // SAFETY: the caller keeps `data` alive for this call.
+                        let bytes = unsafe { data.slice(0, data.len()) };
+                        if shm.try_send(peer, &header, &[bytes]) {
+                            return Ok(None);
+                        }
+                    }
+                    let id = self.alloc_req(ReqKind::Send);
+                    let r = &mut self.core.reqs[id as usize];
+                    r.sbuf = data;
+                    r.peer_local = peer;
+                    r.peer_world = Some(dst_world);
+                    self.core.enqueue(
+                        peer,
+                        Outgoing::Data {
+                            header,
+                            data,
+                            req: Some(id),
+                        },
+                    );
+                    Ok(Some(id))
+                } else {
+                    let id = self.alloc_req(ReqKind::Send);
+                    let r = &mut self.core.reqs[id as usize];
+                    r.sbuf = data;
+                    r.peer_local = peer;
+                    r.peer_world = Some(dst_world);
+                    let mut body = [0u8; 16];
+                    body[..8].copy_from_slice(&data.addr().to_le_bytes());
+                    body[8..].copy_from_slice(&(data.len() as u64).to_le_bytes());
+                    let rts = Header {
+                        kind: KIND_RTS,
+                        len: 16,
+                        aux: id,
+                        ..header
+                    };
+                    self.core.enqueue(
+                        peer,
+                        Outgoing::Control {
+                            header: rts,
+                            body,
+                            body_len: 16,
+                        },
+                    );
+                    self.flush_peer(peer);
+                    Ok(Some(id))
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- receives
+
+    /// Starts a receive into `buf` matching `pattern`. `src_world` is the world rank of a
+    /// specific source (None for `ANY_SOURCE`, then `members` lists who could send).
+    pub(crate) fn start_recv(
+        &mut self,
+        buf: RawBufMut,
+        pattern: Pattern,
+        src_world: Option<u32>,
+        members: &Rc<[u32]>,
+    ) -> Result<ReqId> {
+        let id = self.alloc_req(ReqKind::Recv);
+        {
+            let r = &mut self.core.reqs[id as usize];
+            r.rbuf = buf;
+            r.pattern = pattern;
+            r.peer_world = src_world;
+            if src_world.is_none() {
+                r.any_source_members = Some(members.clone());
+            }
+        }
+        match self.core.matching.take_unexpected(&pattern) {
+            Some((env, (msg, from_local))) => {
+                match msg {
+                    Unexpected::Eager(data) => self.core.fill_recv(id, &env, &data, &[]),
+                    Unexpected::Rts {
+                        addr, len, sreq, ..
+                    } => self
+                        .core
+                        .start_rendezvous(id, &env, from_local, addr, len, sreq),
+                }
+                self.flush_all();
+            }
+            None => {
+                if let Some(w) = src_world {
+                    if let Route::Local(l) = self.routes[w as usize] {
+                        if self.core.dead[l as usize] {
+                            self.core
+                                .fail(id, dead_peer_error(self.world_rank, w, "receive from"));
+                            return Ok(id);
+                        }
+                    }
+                }
+                self.core.matching.post(pattern, id);
+            }
+        }
+        Ok(id)
+    }
+
+    /// Probe: polls once, then reports the oldest unexpected message matching `pattern`.
+    pub(crate) fn iprobe(&mut self, pattern: &Pattern) -> Option<Status> {
+        self.progress();
+        self.peek(pattern)
+    }
+
+    /// The oldest unexpected message matching `pattern`, without polling.
+    pub(crate) fn peek(&self, pattern: &Pattern) -> Option<Status> {
+        self.core
+            .matching
+            .peek_unexpected(pattern)
+            .map(|(e, (u, _))| Status {
+                source: e.src as i32,
+                tag: e.tag,
+                bytes: u.len(),
+                cancelled: false,
+            })
+    }
+
+    // ---------------------------------------------------------------- progress
+
+    /// Polls every inbound ring and flushes queued outbound work. True if anything moved.
+    pub(crate) fn progress(&mut self) -> bool {
+        let Some(shm) = self.shm.as_mut() else {
+            return false;
+        };
+        let core = &mut self.core;
+        let mut moved = false;
+        let n = core.local_world.len() as u32;
+        for peer in 0..n {
+            if peer == core.my_local {
+                continue;
+            }
+            while shm
+                .poll(peer, |h, a, b| core.on_message(peer, h, a, b))
+                .is_some()
+            {
+                moved = true;
+            }
+        }
+        if core.outq_len > 0 {
+            moved |= core.flush(shm);
+        }
+        moved
+    }
+
+    fn flush_peer(&mut self, _peer: u32) {
+        if let Some(shm) = self.shm.as_mut() {
+            self.core.flush(shm);
+        }
+    }
+
+    fn flush_all(&mut self) {
+        if self.core.outq_len > 0 {
+            if let Some(shm) = self.shm.as_mut() {
+                self.core.flush(shm);
+            }
+        }
+    }
+
+    /// Drives progress until `done(self)` holds, yielding when configured and checking now
+    /// and then that the peers the pending requests wait for are alive.
+    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
+        let mut idle: u32 = 0;
+        let check_every = if self.yield_when_idle {
+            LIVENESS_EVERY_YIELDS
+        } else {
+            LIVENESS_EVERY_SPINS
+        };
+        while !done(self) {
+            if self.progress() {
+                idle = 0;
+                continue;
+            }
+            idle = idle.wrapping_add(1);
+            if self.yield_when_idle {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            if idle % check_every == 0 {
+                self.check_peers();
+                if idle >= check_every * 64 && !self.yield_when_idle {
+                    // A long wait on a busy-polling rank: give the core away now and then.
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Waits for one request to complete.
+    pub(crate) fn wait(&mut self, id: ReqId) -> Result<Status> {
+        self.wait_until(|e| e.is_done(id));
+        self.outcome(id)
+    }
+
+    /// Marks dead local peers and fails the requests that can no longer complete.
+    fn check_peers(&mut self) {
+        let Some(shm) = self.shm.as_ref() else { return };
+        let mut newly_dead = false;
+        for l in 0..self.core.local_world.len() as u32 {
+            if l != self.core.my_local && !self.core.dead[l as usize] && !shm.peer_alive(l) {
+                self.core.dead[l as usize] = true;
+                newly_dead = true;
+            }
+        }
+        if !newly_dead && !self.core.dead.iter().any(|&d| d) {
+            return;
+        }
+        // Take whatever the dead peers managed to send before failing anything.
+        self.progress();
+        let me = self.world_rank;
+        let routes = &self.routes;
+        let dead_world =
+            |w: u32| matches!(routes[w as usize], Route::Local(l) if self.core.dead[l as usize]);
+        let mut to_fail = Vec::new();
+        for (id, r) in self.core.reqs.iter().enumerate() {
+            if r.kind == ReqKind::Free || r.done {
+                continue;
+            }
+            if let Some(w) = r.peer_world {
+                if dead_world(w) {
+                    to_fail.push((id as ReqId, w, r.kind));
+                }
+            } else if let Some(m) = &r.any_source_members {
+                if let Some(&w) = m.iter().find(|&&w| dead_world(w)) {
+                    to_fail.push((id as ReqId, w, r.kind));
+                }
+            }
+        }
+        for (id, w, kind) in to_fail {
+            let op = if kind == ReqKind::Send {
+                "send to"
+            } else {
+                "receive from"
+            };
+            self.core.matching.cancel_posted(|&p| p == id);
+            self.core.fail(id, dead_peer_error(me, w, op));
+        }
+    }
+
+    /// Number of unexpected messages buffered (for tests and `weft info`).
+    #[allow(dead_code)]
+    pub(crate) fn unexpected_len(&self) -> usize {
+        self.core.matching.unexpected_len()
+    }
+
+    /// Whether the pending-send queues are empty (nothing waits for ring space).
+    #[allow(dead_code)]
+    pub(crate) fn idle(&self) -> bool {
+        self.core.outq_len == 0
+    }
+}
+
+fn dead_peer_error(me: u32, peer: u32, op: &str) -> Error {
+    Error::new(
+        ErrorKind::PeerDead,
+        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running"),
+    )
+}
+
+impl Core {
+    fn enqueue(&mut self, peer: u32, item: Outgoing) {
+        self.outq[peer as usize].push_back(item);
+        self.outq_len += 1;
+    }
+
+    fn fail(&mut self, id: ReqId, err: Error) {
+        let r = &mut self.reqs[id as usize];
+        if !r.done {
+            r.error = Some(err);
+            r.done = true;
+        }
+    }
+
+    fn deliver_to_self(&mut self, env: Envelope, bytes: &[u8]) {
+        match self.matching.take_posted(&env) {
+            Some(id) => self.fill_recv(id, &env, bytes, &[]),
+            None => self
+                .matching
+                .push_unexpected(env, (Unexpected::Eager(bytes.to_vec()), self.my_local)),
+        }
+    }
+
+    /// Completes receive `id` with a message whose payload is `a` followed by `b`.
+    fn fill_recv(&mut self, id: ReqId, env: &Envelope, a: &[u8], b: &[u8]) {
+        let len = a.len() + b.len();
+        let r = &mut self.reqs[id as usize];
+        r.status = Status {
+            source: env.src as i32,
+            tag: env.tag,
+            bytes: len,
+            cancelled: false,
+        };
+        if len > r.rbuf.len() {
+            r.error = Some(truncation_error(env, len, r.rbuf.len()));
+        } else {
+            // SAFETY: the receive's owner keeps the buffer alive until the request completes,
+            // and nothing else writes it meanwhile.
+            let dst = unsafe { r.rbuf.slice_mut(0, len) };
+            dst[..a.len()].copy_from_slice(a);
+            dst[a.len()..].copy_from_slice(b);
+        }
+        r.done = true;
+    }
+
+    /// A matched rendezvous: pull the data with CMA, or ask the sender to stream fragments.
+    fn start_rendezvous(
+        &mut self,
+        id: ReqId,
+        env: &Envelope,
+        from_local: u32,
+        addr: u64,
+        len: usize,
+        sreq: u32,
+    ) {
+        let fin = Header {
+            kind: KIND_FIN,
+            aux: sreq,
+            ..Header::default()
+        };
+        {
+            let r = &mut self.reqs[id as usize];
+            r.status = Status {
+                source: env.src as i32,
+                tag: env.tag,
+                bytes: len,
+                cancelled: false,
+            };
+            if len > r.rbuf.len() {
+                r.error = Some(truncation_error(env, len, r.rbuf.len()));
+                r.done = true;
+                self.enqueue(
+                    from_local,
+                    Outgoing::Control {
+                        header: fin,
+                        body: [0; 16],
+                        body_len: 0,
+                    },
+                );
+                return;
+            }
+        }
+        let pid = self.pids[from_local as usize];
+        if self.cma[from_local as usize] == Cma::Unknown {
+            // Not probed (a job of one rank has no segment to probe through): try it.
+            self.cma[from_local as usize] = Cma::Yes;
+        }
+        if self.cma[from_local as usize] == Cma::Yes {
+            let r = &mut self.reqs[id as usize];
+            // SAFETY: the receive buffer is alive and exclusively ours until completion.
+            let dst = unsafe { r.rbuf.slice_mut(0, len) };
+            match cma::read(pid, addr, dst) {
+                Ok(()) => {
+                    r.done = true;
+                    self.enqueue(
+                        from_local,
+                        Outgoing::Control {
+                            header: fin,
+                            body: [0; 16],
+                            body_len: 0,
+                        },
+                    );
+                    return;
+                }
+                Err(e)
+                    if self.cma_mode == CmaMode::Auto
+                        && matches!(
+                            e.raw_os_error(),
+                            Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES)
+                        ) =>
+                {
+                    self.cma[from_local as usize] = Cma::No;
+                }
+                Err(e) => {
+                    r.error = Some(Error::io(
+                        format!(
+                            "receive of {len} bytes from rank {} (pid {pid}) with process_vm_readv",
+                            env.src
+                        ),
+                        e,
+                    ));
+                    r.done = true;
+                    self.enqueue(
+                        from_local,
+                        Outgoing::Control {
+                            header: fin,
+                            body: [0; 16],
+                            body_len: 0,
+                        },
+                    );
+                    return;
+                }
+            }
+        }
+        let r = &mut self.reqs[id as usize];
+        r.frag_total = len;
+        r.frag_received = 0;
+        let cts = Header {
+            kind: KIND_CTS,
+            aux: sreq,
+            ..Header::default()
+        };
+        let mut body = [0u8; 16];
+        body[..4].copy_from_slice(&id.to_le_bytes());
+        self.enqueue(
+            from_local,
+            Outgoing::Control {
+                header: cts,
+                body,
+                body_len: 4,
+            },
+        );
+    }
+
+    /// Handles one message from local rank `peer`.
+    fn on_message(&mut self, peer: u32, h: &Header, a: &[u8], b: &[u8]) {
+        match h.kind {
+            KIND_EAGER => {
+                let env = Envelope {
+                    ctx: h.ctx,
+                    src: h.src,
+                    tag: h.tag,
+                };
+                match self.matching.take_posted(&env) {
+                    Some(id) => self.fill_recv(id, &env, a, b),
+                    None => {
+                        let mut v = Vec::with_capacity(a.len() + b.len());
+                        v.extend_from_slice(a);
+                        v.extend_from_slice(b);
+                        self.matching
+                            .push_unexpected(env, (Unexpected::Eager(v), peer));
+                    }
+                }
+            }
+            KIND_RTS => {
+                let mut body = [0u8; 16];
+                copy_body(&mut body, a, b);
+                let addr = u64::from_le_bytes(body[..8].try_into().unwrap());
+                let len = u64::from_le_bytes(body[8..].try_into().unwrap()) as usize;
+                let env = Envelope {
+                    ctx: h.ctx,
+                    src: h.src,
+                    tag: h.tag,
+                };
+                match self.matching.take_posted(&env) {
+                    Some(id) => self.start_rendezvous(id, &env, peer, addr, len, h.aux),
+                    None => self.matching.push_unexpected(
+                        env,
+                        (
+                            Unexpected::Rts {
+                                addr,
+                                len,
+                                sreq: h.aux,
+                            },
+                            peer,
+                        ),
+                    ),
+                }
+            }
+            KIND_FIN => {
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    if r.kind == ReqKind::Send {
+                        r.done = true;
+                    }
+                }
+            }
+            KIND_CTS => {
+                let mut body = [0u8; 16];
+                copy_body(&mut body, a, b);
+                let rreq = u32::from_le_bytes(body[..4].try_into().unwrap());
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    if r.kind == ReqKind::Send && !r.done {
+                        r.remote_req = rreq;
+                        r.frag_sent = 0;
+                        self.enqueue(peer, Outgoing::Fragments { req: h.aux });
+                    }
+                }
+            }
+            KIND_FRAG => {
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    let len = a.len() + b.len();
+                    if r.kind == ReqKind::Recv && !r.done && r.frag_received + len <= r.frag_total {
+                        // SAFETY: the receive buffer is alive and exclusively ours until completion;
+                        // frag_total ≤ buffer length was checked when the rendezvous matched.
+                        let dst = unsafe { r.rbuf.slice_mut(r.frag_received, len) };
+                        dst[..a.len()].copy_from_slice(a);
+                        dst[a.len()..].copy_from_slice(b);
+                        r.frag_received += len;
+                        if r.frag_received == r.frag_total {
+                            r.done = true;
+                        }
+                    }
+                }
+            }
+            other => {
+                eprintln!("weft: rank local {}: ignoring message of unknown kind {other} from local rank {peer}", self.my_local);
+            }
+        }
+    }
+
+    /// Sends queued work while the rings have room. True if anything was sent.
+    fn flush(&mut self, shm: &mut ShmNode) -> bool {
+        let mut moved = false;
+        for peer in 0..self.outq.len() {
+            while let Some(item) = self.outq[peer].front_mut() {
+                let sent_whole = match item {
+                    Outgoing::Data { header, data, req } => {
+                        // SAFETY: a queued send's buffer stays alive until its request completes.
+                        let bytes = unsafe { data.slice(0, data.len()) };
+                        if shm.try_send(peer as u32, header, &[bytes]) {
+                            if let Some(id) = req {
+                                self.reqs[*id as usize].done = true;
+                            }
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Outgoing::Control {
+                        header,
+                        body,
+                        body_len,
+                    } => {
+                        let h = Header {
+                            len: *body_len as u32,
+                            ..*header
+                        };
+                        shm.try_send(peer as u32, &h, &[&body[..*body_len as usize]])
+                    }
+                    Outgoing::Fragments { req } => {
+                        let r = &mut self.reqs[*req as usize];
+                        let total = r.sbuf.len();
+                        loop {
+                            if r.frag_sent >= total {
+                                r.done = true;
+                                break true;
+                            }
+                            let n = (total - r.frag_sent).min(self.fragment_bytes);
+                            let h = Header {
+                                kind: KIND_FRAG,
+                                aux: r.remote_req,
+                                len: n as u32,
+                                ..Header::default()
+                            };
+                            // SAFETY: the send buffer stays alive until its request completes.
+                            let chunk = unsafe { r.sbuf.slice(r.frag_sent, n) };
+                            if !shm.try_send(peer as u32, &h, &[chunk]) {
+                                break false;
+                            }
+                            r.frag_sent += n;
+                            moved = true;
+                        }
+                    }
+                };
+                if !sent_whole {
+                    break;
+                }
+                self.outq[peer].pop_front();
+                self.outq_len -= 1;
+                moved = true;
+            }
+        }
+        moved
+    }
+}
+
+fn copy_body(body: &mut [u8; 16], a: &[u8], b: &[u8]) {
+    let n1 = a.len().min(16);
+    body[..n1].copy_from_slice(&a[..n1]);
+    let n2 = b.len().min(16 - n1);
+    body[n1..n1 + n2].copy_from_slice(&b[..n2]);
+}
+
+fn truncation_error(env: &Envelope, len: usize, cap: usize) -> Error {
+    Error::new(
+        ErrorKind::Truncate,
+        format!(
+            "message from rank {} with tag {} is {len} bytes but the receive buffer holds {cap}",
+            env.src, env.tag
+        ),
+    )
+}
