@@ -1,1 +1,89 @@
-//! Job launcher (placeholder until the launcher work lands).
+//! The job launcher behind `weft run`, usable as a library so `cargo test` can run real
+//! multi-process jobs.
+//!
+//! [`run_job`] places ranks ([`place`]), hosts the job's authenticated bootstrap store,
+//! spawns one process per rank ([`spawn`]), forwards their output line by line
+//! ([`output`]), ends the whole job when one rank fails, aborts, times out or the launcher is
+//! signalled, and whatever happened leaves no rank process and no `/dev/shm` segment of the
+//! job behind. This crate sits above weft-core and weft-boot and must not depend on the
+//! runtime (`weft`) or the transports: it only starts processes and hands them an address.
+
+mod job;
+pub mod output;
+pub mod place;
+mod shm;
+mod signals;
+pub mod spawn;
+pub mod status;
+
+pub use job::run_job;
+pub use shm::{remove_job_segments, shm_prefix};
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the ranks' stdout and stderr go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// Forward to the launcher's own stdout and stderr, line by line.
+    #[default]
+    Inherit,
+    /// Collect into [`JobOutcome::stdout`] / [`JobOutcome::stderr`] (with the launcher's own
+    /// messages in `stderr`), still rank-prefixed when `tag_output` is set.
+    Capture,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Number of ranks, at least 1.
+    pub nranks: u32,
+    /// The program each rank runs; searched in `PATH` when it has no `/`.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Prefix each output line with `[rank] `.
+    pub tag_output: bool,
+    /// End the job (exit code 124) when it runs longer than this.
+    pub timeout: Option<Duration>,
+    /// Extra environment for every rank (the launcher's `WEFT_*` variables take precedence).
+    pub env: Vec<(String, String)>,
+    /// Where output goes.
+    pub output: OutputMode,
+}
+
+impl JobSpec {
+    /// A spec of `nranks` ranks of `program` with no arguments, untagged inherited output and
+    /// no timeout.
+    pub fn new(nranks: u32, program: impl Into<PathBuf>) -> JobSpec {
+        JobSpec {
+            nranks,
+            program: program.into(),
+            args: Vec::new(),
+            tag_output: false,
+            timeout: None,
+            env: Vec::new(),
+            output: OutputMode::Inherit,
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug)]
+pub struct JobOutcome {
+    /// The launcher's exit code: 0, the first failing rank's code (128 + signal when it was
+    /// killed), an abort's code, 124 on timeout, 130/143 when the launcher was interrupted,
+    /// 126/127 when the program could not be started.
+    pub exit_code: i32,
+    /// The job's id (names its `/dev/shm` segments).
+    pub job_id: String,
+    /// The one line the launcher printed about why the job ended early, if it did.
+    pub failure: Option<String>,
+    /// Collected stdout when [`OutputMode::Capture`].
+    pub stdout: Vec<u8>,
+    /// Collected stderr (ranks' and the launcher's) when [`OutputMode::Capture`].
+    pub stderr: Vec<u8>,
+    /// Wall time from start to the last rank reaped and cleanup done.
+    pub elapsed: Duration,
+}
