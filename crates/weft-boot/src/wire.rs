@@ -119,7 +119,7 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> Result<()> {
         .map_err(|e| io_error("writing frame", e))
 }
 
-/// Reads into `buf` until it is full or the stream ends; returns the bytes read.
+/// Reads into `buf` until it is full or the stream ends (or is reset); returns the bytes read.
 pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
     let mut got = 0;
     while got < buf.len() {
@@ -127,6 +127,16 @@ pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // A reset is the peer going away (it closed with our bytes unread): report it as
+            // the end of the stream so callers name what was missing, not a socket error.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                break
+            }
             Err(e) => return Err(io_error("reading from peer", e)),
         }
     }
