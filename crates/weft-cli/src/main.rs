@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench;
 mod plan;
 #[allow(dead_code)]
 mod plot;
@@ -24,6 +25,11 @@ enum Command {
     Run(run::RunArgs),
     /// Plan aggregation trees for a whole machine (offline model).
     Plan(plan::PlanArgs),
+    /// OSU-style benchmarks; they start their own ranks.
+    Bench(bench::BenchArgs),
+    /// Rank side of `weft bench` (started by the benchmark driver).
+    #[command(name = "__bench-rank", hide = true)]
+    BenchRank(bench::RankArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,8 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::BenchRank(a) => bench::run_rank(a),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

@@ -1,0 +1,225 @@
+//! The rank program of weft's multi-process tests: `weft-itest-rank SCENARIO [ARGS]`.
+//!
+//! Each scenario checks its own results and exits non-zero (printing why) on any mismatch,
+//! so the test that launched it only needs the job's exit code and output.
+
+use weft::{Comm, ErrorKind, ANY_SOURCE, ANY_TAG};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let scenario = args.first().cloned().unwrap_or_default();
+    let weft = match weft::init() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("init failed: {e}");
+            std::process::exit(3);
+        }
+    };
+    let world = weft.world();
+    let result = match scenario.as_str() {
+        "exchange" => exchange(&world, &args[1..]),
+        "wildcards" => wildcards(&world),
+        "split" => split(&world),
+        "die-mid-exchange" => die_mid_exchange(&world),
+        "dead-peer-error" => dead_peer_error(&world),
+        "info" => {
+            let (lr, ls) = weft.local();
+            println!(
+                "rank {} of {} local {lr} of {ls} yield {}",
+                world.rank(),
+                world.size(),
+                weft.yields_when_idle()
+            );
+            Ok(())
+        }
+        other => Err(format!("unknown scenario {other:?}")),
+    };
+    if let Err(msg) = result {
+        eprintln!("rank {}: FAILED: {msg}", world.rank());
+        std::process::exit(1);
+    }
+    if scenario != "dead-peer-error" {
+        if let Err(e) = weft.finalize() {
+            eprintln!("rank {}: finalize: {e}", world.rank());
+            std::process::exit(1);
+        }
+    }
+}
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sizes around every protocol boundary, plus random ones from a seed all ranks share.
+fn sizes(eager: usize) -> Vec<usize> {
+    let mut v = vec![
+        0,
+        1,
+        3,
+        31,
+        32,
+        33,
+        64,
+        1001,
+        eager - 1,
+        eager,
+        eager + 1,
+        65_537,
+        1 << 20,
+        (4 << 20) + 13,
+    ];
+    let mut x = 12345u64;
+    for _ in 0..6 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        v.push((x >> 33) as usize % (3 << 20));
+    }
+    v
+}
+
+/// Every rank sends every size to every other rank (nonblocking), data checked byte for byte.
+fn exchange(world: &Comm, args: &[String]) -> Result<(), String> {
+    let eager: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16384);
+    let me = world.rank();
+    let n = world.size();
+    for (i, len) in sizes(eager).into_iter().enumerate() {
+        let tag = i as i32;
+        let outs: Vec<Vec<u8>> = (0..n)
+            .map(|p| pattern(len, (me * 1000 + p) as u64 + i as u64))
+            .collect();
+        let mut ins: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; len]).collect();
+        world
+            .scope(|s| -> weft::Result<()> {
+                let mut reqs = Vec::new();
+                for (p, b) in ins.iter_mut().enumerate() {
+                    reqs.push(world.irecv(s, b, p as i32, tag)?);
+                }
+                for (p, b) in outs.iter().enumerate() {
+                    reqs.push(world.isend(s, b, p as u32, tag)?);
+                }
+                s.wait_all(reqs)?;
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?;
+        for (p, b) in ins.iter().enumerate() {
+            if *b != pattern(len, (p as u32 * 1000 + me) as u64 + i as u64) {
+                return Err(format!("data from rank {p} of {len} bytes differs"));
+            }
+        }
+    }
+    println!("rank {me}: exchange ok");
+    Ok(())
+}
+
+/// Everyone sends to rank 0 with mixed tags; rank 0 receives with wildcards and checks
+/// per-sender order.
+fn wildcards(world: &Comm) -> Result<(), String> {
+    let me = world.rank();
+    let n = world.size();
+    const PER: u32 = 40;
+    if me == 0 {
+        let mut next = vec![0u32; n as usize];
+        let mut buf = vec![0u32; 30_000];
+        for _ in 0..PER * (n - 1) {
+            let st = world
+                .recv(&mut buf, ANY_SOURCE, ANY_TAG)
+                .map_err(|e| e.to_string())?;
+            let src = st.source as usize;
+            if buf[0] != src as u32 || buf[1] != next[src] || st.tag != (buf[1] % 4) as i32 {
+                return Err(format!(
+                    "message {:?} from {src} out of order (expected {})",
+                    &buf[..2],
+                    next[src]
+                ));
+            }
+            next[src] += 1;
+        }
+    } else {
+        for i in 0..PER {
+            let len = if i % 5 == 2 {
+                30_000
+            } else {
+                2 + i as usize % 3
+            };
+            let mut v = vec![0u32; len];
+            v[0] = me;
+            v[1] = i;
+            world
+                .send(&v, 0, (i % 4) as i32)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn split(world: &Comm) -> Result<(), String> {
+    let me = world.rank();
+    let sub = world
+        .split((me % 2) as i32, me as i32)
+        .map_err(|e| e.to_string())?
+        .ok_or("no comm")?;
+    let mut sum = [0u64];
+    // A ring over the sub-communicator accumulating world ranks.
+    let mut acc = me as u64;
+    for _ in 1..sub.size() {
+        let right = (sub.rank() + 1) % sub.size();
+        let left = (sub.rank() + sub.size() - 1) % sub.size();
+        sub.sendrecv(&[acc], right, 0, &mut sum, left as i32, 0)
+            .map_err(|e| e.to_string())?;
+        acc = sum[0] + me as u64;
+    }
+    let expected: u64 = (0..world.size())
+        .filter(|r| r % 2 == me % 2)
+        .map(u64::from)
+        .sum();
+    if sub.size() > 1 && acc != expected {
+        return Err(format!("ring sum {acc}, expected {expected}"));
+    }
+    Ok(())
+}
+
+/// Rank 1 kills itself (SIGKILL) in the middle of a stream of messages; the others keep
+/// exchanging until the launcher ends the job.
+fn die_mid_exchange(world: &Comm) -> Result<(), String> {
+    let me = world.rank();
+    let n = world.size();
+    let right = (me + 1) % n;
+    let left = (me + n - 1) % n;
+    let big = vec![1u8; 200_000];
+    let mut inp = vec![0u8; 200_000];
+    for i in 0.. {
+        if me == 1 && i == 50 {
+            // SAFETY: raising a signal on ourselves has no memory-safety implications.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+        let _ = world.sendrecv(&big, right, 0, &mut inp, left as i32, 0);
+    }
+    Ok(())
+}
+
+/// Rank 1 exits cleanly at once without sending; rank 0's receive from it must fail with a
+/// peer-died error naming rank 1 (not hang).
+fn dead_peer_error(world: &Comm) -> Result<(), String> {
+    match world.rank() {
+        0 => {
+            let mut b = [0u8; 8];
+            match world.recv(&mut b, 1, 0) {
+                Err(e) if e.kind() == ErrorKind::PeerDead && e.message().contains("rank 1") => {
+                    println!("rank 0 got: {e}");
+                    Ok(())
+                }
+                other => Err(format!("expected a peer-died error, got {other:?}")),
+            }
+        }
+        _ => std::process::exit(0),
+    }
+}

@@ -1,0 +1,133 @@
+//! Multi-process point-to-point tests: real ranks started by weft-launch, at 1, 2, 3, 4 and 7
+//! ranks, over the shared-memory transport with CMA and with the copy fallback.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
+
+const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
+
+fn job(n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
+    let mut spec = JobSpec::new(n, RANK);
+    spec.args = args.iter().map(|a| a.into()).collect();
+    spec.env = env
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    spec.output = OutputMode::Capture;
+    spec.tag_output = true;
+    spec.timeout = Some(Duration::from_secs(120));
+    let out = run_job(&spec).expect("launch");
+    assert_no_leftovers(&out.job_id);
+    out
+}
+
+fn assert_no_leftovers(job_id: &str) {
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(job_id))
+        .collect();
+    assert!(left.is_empty(), "job {job_id} left segments: {left:?}");
+}
+
+fn ok(out: &JobOutcome) {
+    assert_eq!(
+        out.exit_code,
+        0,
+        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.failure,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn exchange_all_sizes_at_1_2_3_4_7_ranks_with_cma() {
+    for n in [1, 2, 3, 4, 7] {
+        let out = job(n, &["exchange"], &[("WEFT_SHM_CMA", "on")]);
+        ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.matches("exchange ok").count(), n as usize, "{text}");
+    }
+}
+
+#[test]
+fn exchange_with_copy_fallback_and_small_eager_limit() {
+    for n in [2, 3] {
+        ok(&job(
+            n,
+            &["exchange", "4096"],
+            &[("WEFT_SHM_CMA", "off"), ("WEFT_SHM_EAGER_BYTES", "4096")],
+        ));
+    }
+}
+
+#[test]
+fn wildcards_keep_per_sender_order() {
+    for n in [2, 4, 7] {
+        ok(&job(n, &["wildcards"], &[]));
+    }
+}
+
+#[test]
+fn split_communicators() {
+    for n in [1, 3, 4, 7] {
+        ok(&job(n, &["split"], &[]));
+    }
+}
+
+#[test]
+fn killed_rank_ends_the_job_quickly_and_cleanly() {
+    let t = Instant::now();
+    let out = job(4, &["die-mid-exchange"], &[]);
+    let elapsed = t.elapsed();
+    assert_ne!(out.exit_code, 0);
+    let line = out.failure.clone().unwrap_or_default();
+    assert!(
+        line.contains("rank 1") && line.contains("signal 9"),
+        "failure line: {line:?}"
+    );
+    assert!(elapsed < Duration::from_secs(10), "job took {elapsed:?}");
+    // The job's ranks are gone: nothing runs from our rank binary with this job id.
+    let ours = std::process::Command::new("pgrep")
+        .args(["-f", "weft-itest-rank die-mid-exchange"])
+        .output()
+        .unwrap();
+    assert!(
+        ours.stdout.is_empty(),
+        "ranks left: {}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+}
+
+#[test]
+fn dead_peer_is_an_error_not_a_hang() {
+    let t = Instant::now();
+    let out = job(2, &["dead-peer-error"], &[]);
+    ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("peer died"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn oversubscribed_node_yields() {
+    let out = job(4, &["info"], &[]);
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let expect = if 4 > cores {
+        "yield true"
+    } else {
+        "yield false"
+    };
+    assert_eq!(text.matches(expect).count(), 4, "{text}");
+    assert!(Path::new(RANK).exists());
+}
