@@ -77,6 +77,7 @@ struct Shared {
     secret: Vec<u8>,
     events: EventSink,
     shutdown: AtomicBool,
+    handshake_timeout_ms: AtomicU64,
     /// Live connections, so shutdown can unblock their reads.
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_id: AtomicU64,
@@ -113,6 +114,7 @@ impl TcpStoreServer {
             secret: secret.to_vec(),
             events,
             shutdown: AtomicBool::new(false),
+            handshake_timeout_ms: AtomicU64::new(HANDSHAKE_TIMEOUT.as_millis() as u64),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         });
@@ -136,6 +138,17 @@ impl TcpStoreServer {
     /// Every abort requested so far, oldest first.
     pub fn aborts(&self) -> Vec<AbortRecord> {
         self.shared.table.aborts()
+    }
+
+    /// Sets how long a new connection may take to prove the secret (default
+    /// [`HANDSHAKE_TIMEOUT`]); a silent peer is refused after that.
+    pub fn set_handshake_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.shared
+            .handshake_timeout_ms
+            .store(ms, Ordering::Relaxed);
     }
 
     /// Number of connections being served now (authenticated or still in the handshake).
@@ -209,6 +222,8 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let s = Arc::clone(&shared);
         let spawned = std::thread::Builder::new()
             .name("weft-boot-conn".into())
+            // Requests are small table operations; the default 2 MiB stack is never needed.
+            .stack_size(256 << 10)
             .spawn(move || {
                 serve_connection(stream, peer, &s);
                 lock(&s.conns).remove(&id);
@@ -225,8 +240,9 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 
 fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+    let limit = Duration::from_millis(shared.handshake_timeout_ms.load(Ordering::Relaxed).max(1));
+    let _ = stream.set_read_timeout(Some(limit));
+    let _ = stream.set_write_timeout(Some(limit));
     if let Err(Refusal(reason)) = server_handshake(&mut stream, &shared.secret) {
         if !shared.shutdown.load(Ordering::SeqCst) {
             (shared.events)(ServerEvent::Refused { peer, reason });

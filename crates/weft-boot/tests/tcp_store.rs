@@ -197,6 +197,30 @@ fn no_secret_garbage_and_short_proofs_are_refused() {
 }
 
 #[test]
+fn a_silent_connection_is_refused_after_the_handshake_timeout() {
+    let (srv, _secret, events) = server();
+    srv.set_handshake_timeout(Duration::from_millis(200));
+    let t0 = Instant::now();
+    let mut s = TcpStream::connect(srv.local_addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    // The server greets, waits, then closes on us.
+    let _ = s.read_to_end(&mut got);
+    assert_eq!(got.len(), 41);
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(200) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    let ev = wait_events(&events, |ev| !refusals(ev).is_empty());
+    let lines = refusals(&ev);
+    assert!(
+        lines[0].ends_with("sent no proof of the job secret in time"),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn abort_reaches_the_event_sink_with_the_rank() {
     let (srv, secret, events) = server();
     let c = TcpStoreClient::connect(&srv.local_addr().to_string(), &secret)

@@ -286,7 +286,7 @@ impl Job {
                     let line = format!("{ev}; ending job");
                     self.sink.launcher_line(&line);
                     return Some(Ending {
-                        exit_code: code,
+                        exit_code: abort_exit_code(code),
                         line: Some(line),
                     });
                 }
@@ -412,6 +412,15 @@ impl Job {
     }
 }
 
+/// A process exit code carries 8 bits: an abort code outside 0..=255 keeps its low byte
+/// (-1 becomes 255, as a shell shows it), and a non-zero code never turns into success.
+fn abort_exit_code(code: i32) -> i32 {
+    match code & 0xff {
+        0 if code != 0 => 1,
+        c => c,
+    }
+}
+
 fn exit_from_code(code: libc::c_int, status: libc::c_int) -> Option<RankExit> {
     match code {
         libc::CLD_EXITED => Some(RankExit::Code(status)),
@@ -465,5 +474,20 @@ fn reap(pid: u32) -> Option<RankExit> {
         Some(RankExit::Signal(libc::WTERMSIG(status)))
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abort_codes_fit_an_exit_status() {
+        assert_eq!(abort_exit_code(0), 0);
+        assert_eq!(abort_exit_code(5), 5);
+        assert_eq!(abort_exit_code(255), 255);
+        assert_eq!(abort_exit_code(-1), 255);
+        assert_eq!(abort_exit_code(256), 1);
+        assert_eq!(abort_exit_code(300), 44);
     }
 }

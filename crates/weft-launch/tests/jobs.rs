@@ -206,6 +206,24 @@ fn a_rank_killed_by_a_signal_ends_the_job_within_two_seconds() {
 }
 
 #[test]
+fn ranks_that_ignore_sigterm_are_killed_within_a_second() {
+    let script = r#"
+        trap '' TERM
+        echo "pid $WEFT_RANK $$"
+        if [ "$WEFT_RANK" = 0 ]; then sleep 0.3; exit 7; fi
+        exec sleep 30"#;
+    let t0 = Instant::now();
+    let o = run_job(&sh(3, script)).unwrap();
+    let elapsed = t0.elapsed();
+    assert_eq!(o.exit_code, 7);
+    // 0.3 s before the failure, then TERM is ignored and KILL follows the grace period.
+    assert!(elapsed < Duration::from_millis(1300), "{elapsed:?}");
+    let p: Vec<u32> = pids(&text(&o.stdout)).into_values().collect();
+    assert_eq!(p.len(), 3);
+    assert_eq!(wait_gone(&p, Duration::ZERO), Vec::<u32>::new());
+}
+
+#[test]
 fn timeout_ends_a_hung_job() {
     let mut spec = sh(2, r#"echo "pid $WEFT_RANK $$"; exec sleep 30"#);
     spec.timeout = Some(Duration::from_millis(500));
