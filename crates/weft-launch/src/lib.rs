@@ -5,7 +5,8 @@
 //! spawns one process per rank ([`spawn`]), forwards their output line by line
 //! ([`output`]), ends the whole job when one rank fails, aborts, times out or the launcher is
 //! signalled, and whatever happened leaves no rank process and no `/dev/shm` segment of the
-//! job behind. This crate sits above weft-core and weft-boot and must not depend on the
+//! job behind. Ranks read stdin from `/dev/null`: each runs in its own process group, where
+//! reading a terminal would stop it. This crate sits above weft-core and weft-boot and must not depend on the
 //! runtime (`weft`) or the transports: it only starts processes and hands them an address.
 
 mod job;
@@ -73,7 +74,8 @@ impl JobSpec {
 #[derive(Clone, Debug)]
 pub struct JobOutcome {
     /// The launcher's exit code: 0, the first failing rank's code (128 + signal when it was
-    /// killed), an abort's code, 124 on timeout, 130/143 when the launcher was interrupted,
+    /// killed), an abort's code, 124 on timeout, 128 + signal (130 SIGINT, 143 SIGTERM, 129
+    /// SIGHUP) when the launcher was signalled,
     /// 126/127 when the program could not be started.
     pub exit_code: i32,
     /// The job's id (names its `/dev/shm` segments).

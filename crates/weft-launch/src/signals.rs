@@ -1,5 +1,5 @@
-//! Catching SIGINT and SIGTERM while jobs run, so Ctrl-C or a batch system's TERM ends the
-//! job cleanly (ranks killed, segments removed) instead of killing only the launcher.
+//! Catching SIGINT, SIGTERM and SIGHUP while jobs run, so Ctrl-C, a batch system's TERM or a
+//! closed terminal ends the job cleanly (ranks killed, segments removed) instead of killing only the launcher.
 //!
 //! The handler only stores the signal number in an atomic; job loops poll it. Handlers are
 //! installed by the first running job of the process and the previous dispositions restored
@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
-const WATCHED: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+const WATCHED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The first watched signal received since handlers were installed, or 0.
 static PENDING: AtomicI32 = AtomicI32::new(0);
@@ -29,7 +29,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
     let _ = PENDING.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
 }
 
-/// Held by a running job; while any is alive, SIGINT/SIGTERM are caught.
+/// Held by a running job; while any is alive, the watched signals are caught.
 pub(crate) struct SignalWatch(());
 
 impl SignalWatch {

@@ -330,6 +330,19 @@ fn a_program_that_cannot_run_is_a_clear_127_or_126() {
     assert_eq!(o.exit_code, 126);
     assert!(o.failure.unwrap().contains("not executable"));
     assert!(o.stdout.is_empty());
+
+    // Executable without a #! line: run by /bin/sh, as a shell would.
+    let file = d.join("noshebang");
+    std::fs::write(&file, "echo hi $WEFT_RANK\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut spec = JobSpec::new(2, &file);
+    spec.output = OutputMode::Capture;
+    spec.tag_output = true;
+    let o = run_job(&spec).unwrap();
+    assert_eq!(o.exit_code, 0, "{}", text(&o.stderr));
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(str::to_owned).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] hi 0", "[1] hi 1"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
 
