@@ -455,6 +455,7 @@ fn sigint_and_sigterm_to_the_launcher_end_the_job() {
     for (sig, code, name) in [
         (libc::SIGTERM, 143, "SIGTERM"),
         (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGHUP, 129, "SIGHUP"),
     ] {
         let (mut child, ranks) = start_launcher(3);
         let t0 = Instant::now();
