@@ -2,7 +2,7 @@
 //! instance, the paper's 13-switch example, root selection and physical trees on fabrics.
 
 use weft_model::fabric::Fabric;
-use weft_model::plan::{cost_lower_bound, min_cost_tree, PhysicalTree, Type2Planner};
+use weft_model::plan::{cost_lower_bound, feasible, min_cost_tree, PhysicalTree, Type2Planner};
 
 /// Brute force: the fewest kept switches over every subset containing the root and every
 /// assignment of items (members, kept non-root switches) to kept ancestors within capacity.
@@ -71,6 +71,7 @@ fn check_instance(parent: &[Option<u32>], member_switch: &[u32], cap: &[u32]) {
     let local_cap: Vec<u32> = (0..t.switch_count()).map(|i| cap[t.switch(i) as usize]).collect();
     let dp = min_cost_tree(&t, &local_cap);
     let bf = brute_force(parent, member_switch, cap);
+    assert_eq!(feasible(&t, &local_cap), bf.is_some(), "feasibility {parent:?} {member_switch:?} {cap:?}");
     assert_eq!(
         dp.as_ref().map(|a| a.cost()),
         bf,

@@ -144,6 +144,12 @@ impl Fabric {
         &self.adj[a..b]
     }
 
+    /// Ports in use on a switch: links to other switches plus attached endpoints. This is the
+    /// default degree limit of a type II tree (a switch cannot have more children than ports).
+    pub fn switch_ports(&self, switch: u32) -> u32 {
+        (self.neighbours(switch).len() + self.switch_endpoints(switch).len()) as u32
+    }
+
     /// Endpoints attached to a switch, in index order.
     pub fn switch_endpoints(&self, switch: u32) -> &[u32] {
         let a = self.switch_endpoints_offsets[switch as usize] as usize;

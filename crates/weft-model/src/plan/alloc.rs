@@ -8,8 +8,10 @@
 //! tree where switches without a free entry may not be kept (children are lifted over them)
 //! and fails if no derivation exists. On failure the next candidate root is tried; when none
 //! works, the communicator falls back to a type I tree (counted as a failure). A created tree
-//! consumes one entry on every switch it keeps. The degree limit applies to `mincost`; a
-//! physical tree's fan-out is whatever the fabric gives it (the paper's conventional method).
+//! consumes one entry on every switch it keeps. The degree limit applies to `mincost` and
+//! defaults to each switch's port count (so a minimum-cost tree never needs more fan-out than
+//! the physical tree had); a physical tree's fan-out is whatever the fabric gives it (the
+//! paper's conventional method).
 //!
 //! Patterns rank contiguously (rank r on endpoint r): `grid2d:RxC` (rank = row·C + col; every
 //! row and every column is a communicator), `grid3d:AxBxC` (rank = (a·B + b)·C + c; every
@@ -224,8 +226,8 @@ impl Pattern {
 pub struct AllocConfig {
     /// Tree entries per switch.
     pub entries: u32,
-    /// Children limit of a kept switch (mincost).
-    pub degree: u32,
+    /// Children limit of a kept switch (mincost); `None`: the switch's port count.
+    pub degree: Option<u32>,
     /// How trees are made.
     pub method: Method,
 }
@@ -253,10 +255,9 @@ pub struct AllocReport {
 
 /// Creates one type II tree per communicator in order; see the module docs.
 pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Result<AllocReport> {
-    if config.degree < 2 {
+    if let Some(d) = config.degree.filter(|&d| d < 2) {
         return Err(invalid(format!(
-            "degree: {} is below 2 (a switch must combine at least two children)",
-            config.degree
+            "degree: {d} is below 2 (a switch must combine at least two children)"
         )));
     }
     if config.entries == 0 {
@@ -286,6 +287,10 @@ pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Res
         let (_, candidates) = planner.root_candidates(members, &used);
         let mut created = false;
         for (attempt, &root) in candidates.iter().enumerate() {
+            // Both methods keep the root: a full root fails without building anything.
+            if used[root as usize] >= config.entries {
+                continue;
+            }
             let tree = planner.physical_tree(root, members);
             let n = tree.switch_count();
             let ok = match config.method {
@@ -302,8 +307,9 @@ pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Res
                 Method::Mincost => {
                     capacity.clear();
                     capacity.extend((0..n).map(|i| {
-                        if used[tree.switch(i) as usize] < config.entries {
-                            config.degree
+                        let s = tree.switch(i);
+                        if used[s as usize] < config.entries {
+                            config.degree.unwrap_or_else(|| fabric.switch_ports(s))
                         } else {
                             0
                         }

@@ -12,4 +12,4 @@ pub mod type2;
 
 pub use alloc::{allocate, AllocConfig, AllocReport, Method, Pattern};
 pub use place::{PlaceMethod, Placement};
-pub use type2::{cost_lower_bound, min_cost_tree, DerivedTree, PhysicalTree, Type2Planner};
+pub use type2::{cost_lower_bound, feasible, min_cost_tree, DerivedTree, PhysicalTree, Type2Planner};

@@ -50,10 +50,30 @@ impl PhysicalTree {
                 roots.len()
             )));
         }
-        // Renumber so the root is local 0, keeping the others in order.
+        // Renumber breadth-first from the root so every parent has a smaller index than its
+        // children (the invariant `physical_tree` also keeps; the feasibility pass needs it).
         let root = roots[0];
+        let mut kids = vec![Vec::new(); n];
+        for (i, p) in parent.iter().enumerate() {
+            if let Some(p) = *p {
+                if p as usize >= n {
+                    return Err(invalid(format!("physical tree: parent {p} out of range")));
+                }
+                kids[p as usize].push(i);
+            }
+        }
         let mut order: Vec<usize> = vec![root];
-        order.extend((0..n).filter(|&i| i != root));
+        let mut head = 0;
+        while head < order.len() {
+            let v = order[head];
+            head += 1;
+            order.extend(kids[v].iter().copied());
+        }
+        if order.len() != n {
+            return Err(invalid(
+                "physical tree: parent links form a cycle or a second component".into(),
+            ));
+        }
         let mut local = vec![0u32; n];
         for (new, &old) in order.iter().enumerate() {
             local[old] = new as u32;
@@ -308,12 +328,41 @@ fn min_plus(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Whether any derived tree exists: keeping every usable switch that has something to absorb
+/// leaves the fewest items pending at every level (`p ↦ max(p − K, 0) + 1` is monotone), so
+/// it is feasible exactly when some derivation is. Linear time, one allocation: allocation
+/// runs call this for every candidate root before the exact programme.
+pub fn feasible(t: &PhysicalTree, capacity: &[u32]) -> bool {
+    let n = t.switches.len();
+    if capacity.len() != n || capacity[0] == 0 || t.members.is_empty() {
+        return false;
+    }
+    let mut pending = vec![0u32; n];
+    for &s in &t.member_switch {
+        pending[s as usize] += 1;
+    }
+    // Parents have smaller indices than children, so reverse index order is bottom-up.
+    for i in (1..n).rev() {
+        let p = pending[i];
+        let out = if capacity[i] > 0 && p > 0 {
+            p.saturating_sub(capacity[i]) + 1
+        } else {
+            p
+        };
+        pending[t.parent[i] as usize] += out;
+    }
+    pending[0] <= capacity[0]
+}
+
 /// The minimum-cost tree derived from `t` when local switch `i` may have at most
 /// `capacity[i]` children (0: the switch cannot be kept, e.g. no free entry). `None` when no
 /// derived tree exists (root unusable or too little capacity).
 pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> {
     let n = t.switches.len();
     if t.members.is_empty() || capacity.len() != n || capacity[0] == 0 {
+        return None;
+    }
+    if !feasible(t, capacity) {
         return None;
     }
     let children = t.children();
@@ -324,28 +373,32 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
     }
     // best[v][p]: fewest kept switches in v's subtree leaving p pending items above v.
     let mut best: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // history[v][i]: the merged table after the first i children (index 0: own members).
-    let mut history: Vec<Vec<Vec<u32>>> = vec![Vec::new(); n];
     // choice[v][q]: NONE if q pending comes from not keeping v, else the p absorbed from.
     let mut choice: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // The merge tables of each switch's children are rebuilt during reconstruction rather
+    // than stored: most calls in an allocation run fail or succeed on the first pass, and
+    // storing every prefix merge dominated the run time.
+    let merged = |v: usize, upto: usize, best: &[Vec<u32>]| -> Vec<u32> {
+        let mut g = vec![INF; members_at[v] as usize + 1];
+        g[members_at[v] as usize] = 0;
+        for &c in &children[v][..upto] {
+            g = min_plus(&g, &best[c as usize]);
+        }
+        g
+    };
+    let mut g_root = Vec::new();
     for &v in &order {
         let v = v as usize;
-        let mut base = vec![INF; members_at[v] as usize + 1];
-        base[members_at[v] as usize] = 0;
-        let mut steps = vec![base];
-        for &c in &children[v] {
-            let merged = min_plus(steps.last().map(Vec::as_slice).unwrap_or(&[]), &best[c as usize]);
-            steps.push(merged);
-        }
+        let g = merged(v, children[v].len(), &best);
         if v == 0 {
-            history[v] = steps;
+            g_root = g;
             break;
         }
-        let g = steps.last().cloned().unwrap_or_default();
-        let mut f = g.clone();
-        let mut ch = vec![NONE; g.len()];
+        let mut f = g;
+        let mut ch = vec![NONE; f.len()];
         let k = capacity[v];
         if k > 0 {
+            let g = f.clone();
             for (p, &cost) in g.iter().enumerate().skip(1) {
                 if cost == INF {
                     continue;
@@ -359,10 +412,7 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
         }
         best[v] = f;
         choice[v] = ch;
-        history[v] = steps;
-        // Children's merge tables are still needed for reconstruction; keep them.
     }
-    let g_root = history[0].last()?;
     let k_root = capacity[0] as usize;
     let mut root_p = None;
     for (p, &cost) in g_root.iter().enumerate().take(k_root + 1) {
@@ -378,10 +428,20 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
     let mut stack = vec![(0usize, root_p)];
     while let Some((v, p_in)) = stack.pop() {
         let mut p = p_in;
-        let steps = &history[v];
-        for (i, &c) in children[v].iter().enumerate().rev() {
-            let (before, after) = (&steps[i], &steps[i + 1]);
-            let fc = &best[c as usize];
+        let cs = &children[v];
+        if cs.is_empty() {
+            continue;
+        }
+        // Prefix merges of v's children, rebuilt once on this (successful) path.
+        let mut prefixes = vec![merged(v, 0, &best)];
+        for &c in cs {
+            let next = min_plus(prefixes.last().map(Vec::as_slice).unwrap_or(&[]), &best[c as usize]);
+            prefixes.push(next);
+        }
+        for i in (0..cs.len()).rev() {
+            let (before, after) = (&prefixes[i], &prefixes[i + 1]);
+            let c = cs[i] as usize;
+            let fc = &best[c];
             let target = after[p];
             let mut found = None;
             for b in 0..fc.len().min(p + 1) {
@@ -396,7 +456,6 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
                 }
             }
             let (a, b) = found?;
-            let c = c as usize;
             let child_p = if choice[c][b] == NONE {
                 b
             } else {
