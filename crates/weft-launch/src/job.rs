@@ -12,7 +12,9 @@ use crate::output::{LineBuffer, Sink, StreamKind};
 use crate::place::place_on_this_host;
 use crate::shm::remove_job_segments;
 use crate::signals::SignalWatch;
-use crate::spawn::{pipe_file, resolve_program, spawn_local_rank, RankCommand};
+use crate::spawn::{
+    pipe_file, raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand,
+};
 use crate::status::{failure_line, signal_name, RankExit};
 use crate::{JobOutcome, JobSpec};
 use std::ffi::OsString;
@@ -91,12 +93,14 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
             let _ = tx.send(ev);
         }),
     )?;
+    let open_files_soft_limit = raise_open_files_limit(spec.nranks)?;
     let watch = SignalWatch::start();
     let cmd = RankCommand {
         program,
         arg0: spec.program.clone().into_os_string(),
         args: spec.args.clone(),
         env: spec.env.clone(),
+        open_files_soft_limit,
     };
     let mut job = Job {
         ranks: Vec::new(),

@@ -105,6 +105,45 @@ pub struct RankCommand {
     pub args: Vec<OsString>,
     /// Environment shared by every rank (applied over the launcher's own).
     pub env: Vec<(String, String)>,
+    /// The soft open-files limit to give the rank, when the launcher raised its own (see
+    /// [`raise_open_files_limit`]): ranks start with the limit the user had.
+    pub open_files_soft_limit: Option<u64>,
+}
+
+/// File descriptors the launcher holds per rank: two output pipes and one store connection.
+const FDS_PER_RANK: u64 = 3;
+/// Descriptors kept for everything else (std streams, the listener, libraries).
+const FDS_SPARE: u64 = 64;
+
+/// Raises this process's soft open-files limit so `nranks` ranks fit; returns the previous
+/// soft limit when it changed. Fails, naming the numbers, when even the hard limit is short.
+pub fn raise_open_files_limit(nranks: u32) -> Result<Option<u64>> {
+    let needed = u64::from(nranks) * FDS_PER_RANK + FDS_SPARE;
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(None);
+    }
+    let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    if soft >= needed {
+        return Ok(None);
+    }
+    if hard < needed {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "nranks {nranks}: the launcher needs about {needed} open files but the hard limit is {hard} (raise ulimit -Hn)"
+            ),
+        ));
+    }
+    lim.rlim_cur = needed as libc::rlim_t;
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(Error::io(
+            format!("nranks {nranks}: raising the open-files limit to {needed}"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(Some(soft))
 }
 
 /// A started rank: its process id and the read ends of its output pipes.
@@ -148,6 +187,7 @@ pub fn spawn_local_rank(
         .stderr(Stdio::piped());
     // SAFETY: getpid() before the fork, and only async-signal-safe calls in the child.
     let launcher_pid = unsafe { libc::getpid() };
+    let open_files = cmd.open_files_soft_limit;
     unsafe {
         c.pre_exec(move || {
             // Own process group: the launcher kills the group, catching whatever the rank
@@ -166,6 +206,13 @@ pub fn spawn_local_rank(
             ) != 0
             {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(soft) = open_files {
+                let mut lim: libc::rlimit = std::mem::zeroed();
+                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                    lim.rlim_cur = soft as libc::rlim_t;
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                }
             }
             // The launcher may have died before prctl took effect.
             if libc::getppid() != launcher_pid {

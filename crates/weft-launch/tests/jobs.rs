@@ -496,6 +496,7 @@ fn role_entry() {
         "kv" => role_kv(),
         "abort" => role_abort(),
         "launcher" => role_launcher(),
+        "many" => role_many(),
         other => panic!("unknown LAUNCH_TEST_ROLE {other:?}"),
     }
 }
@@ -558,4 +559,35 @@ fn role_launcher() {
     ];
     let o: JobOutcome = run_job(&spec).unwrap();
     std::process::exit(o.exit_code);
+}
+
+/// A launcher of 100 ranks started under a soft limit of 64 open files.
+fn role_many() {
+    let mut spec = JobSpec::new(100, "/bin/sh");
+    spec.args = vec!["-c".into(), r#"echo "nofile $(ulimit -n)""#.into()];
+    spec.output = OutputMode::Capture;
+    let o = run_job(&spec).unwrap();
+    let out = text(&o.stdout);
+    println!("many exit {} lines {}", o.exit_code, out.lines().count());
+    println!("many limits {:?}", out.lines().collect::<BTreeSet<_>>());
+}
+
+#[test]
+fn many_ranks_fit_under_a_low_open_files_limit() {
+    let o = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(r#"ulimit -S -n 64 && exec "$0" "$@""#)
+        .arg(std::env::current_exe().unwrap())
+        .args(role_args())
+        .env("LAUNCH_TEST_ROLE", "many")
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("many exit 0 lines 100"),
+        "{out}\n{}",
+        text(&o.stderr)
+    );
+    // The ranks start with the user's limit, not the launcher's raised one.
+    assert!(out.contains(r#"many limits {"nofile 64"}"#), "{out}");
 }
