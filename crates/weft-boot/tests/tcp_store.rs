@@ -308,3 +308,53 @@ fn client_from_vars_reads_the_launch_environment() {
     c.abort(9, "test").unwrap();
     assert_eq!(srv.aborts()[0].rank, Some(3));
 }
+
+#[test]
+fn connecting_retries_until_the_deadline_then_names_the_address() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let vars: HashMap<&str, String> = [
+        ("WEFT_BOOT_ADDR", addr.clone()),
+        (
+            "WEFT_JOB_SECRET",
+            weft_boot::auth::encode_hex(&new_secret().unwrap()),
+        ),
+        ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "300".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let t0 = Instant::now();
+    let e = client_from_vars(|n| vars.get(n).cloned()).unwrap_err();
+    let waited = t0.elapsed();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.message().contains(&addr), "{e}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    // A store that starts late is still reached within the deadline.
+    let secret = new_secret().unwrap();
+    let vars2: HashMap<&str, String> = [
+        ("WEFT_BOOT_ADDR", addr.clone()),
+        ("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(&secret)),
+        ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "5000".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let srv = TcpStoreServer::bind(&addr, &secret).unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        drop(srv);
+    });
+    let c = client_from_vars(|n| vars2.get(n).cloned())
+        .unwrap()
+        .unwrap();
+    c.put("x", b"y").unwrap();
+    late.join().unwrap();
+}
