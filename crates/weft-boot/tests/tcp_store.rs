@@ -346,15 +346,18 @@ fn connecting_retries_until_the_deadline_then_names_the_address() {
     ]
     .into_iter()
     .collect();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let late = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         let srv = TcpStoreServer::bind(&addr, &secret).unwrap();
-        std::thread::sleep(Duration::from_secs(2));
+        let _ = done_rx.recv();
         drop(srv);
     });
     let c = client_from_vars(|n| vars2.get(n).cloned())
         .unwrap()
         .unwrap();
     c.put("x", b"y").unwrap();
+    assert_eq!(c.get("x", Duration::ZERO).unwrap(), b"y");
+    done_tx.send(()).unwrap();
     late.join().unwrap();
 }
