@@ -119,8 +119,7 @@ fn torus_faulty_parts() {
     let f = Fabric::generate("torus:dims=4", &["r1".to_string()]).unwrap();
     assert_eq!(f.switch_count(), 3);
     assert_eq!(f.endpoint_count(), 3);
-    let err = Fabric::generate("torus:dims=4", &["r1".to_string(), "r3".to_string()])
-        .unwrap_err();
+    let err = Fabric::generate("torus:dims=4", &["r1".to_string(), "r3".to_string()]).unwrap_err();
     assert!(err.message().contains("disconnected"), "{err}");
 }
 
@@ -144,13 +143,25 @@ fn bad_specs_name_the_field() {
     let cases = [
         ("fat-tree:leaves=4,spines=2", "endpoints-per-leaf"),
         ("fat-tree:leaves=x,spines=2,endpoints-per-leaf=1", "leaves"),
-        ("fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,uplinks-per-leaf=3", "uplinks-per-leaf"),
-        ("fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,pods=2", "cores"),
-        ("fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,colour=red", "colour"),
+        (
+            "fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,uplinks-per-leaf=3",
+            "uplinks-per-leaf",
+        ),
+        (
+            "fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,pods=2",
+            "cores",
+        ),
+        (
+            "fat-tree:leaves=4,spines=2,endpoints-per-leaf=1,colour=red",
+            "colour",
+        ),
         ("torus:dims=4xx2", "dims"),
         ("torus:dims=0x2", "dims"),
         ("torus:dims=2x2x2x2x2x2x2", "dims"),
-        ("dragonfly:groups=2,routers=0,endpoints-per-router=1", "routers"),
+        (
+            "dragonfly:groups=2,routers=0,endpoints-per-router=1",
+            "routers",
+        ),
         ("mesh:size=3", "mesh"),
         ("fat-tree", "fat-tree"),
     ];
@@ -187,19 +198,34 @@ endpoints = [
     assert_eq!(f.switch_link_count(), 1);
 
     let bad = [
-        (r#"switches = [{ name = "a" }]
-endpoints = [{ name = "e", switch = "zz" }]"#, "zz"),
-        (r#"switches = [{ name = "a" }, { name = "a" }]
-endpoints = []"#, "duplicate"),
-        (r#"switches = [{ name = "a" }, { name = "b" }]
-endpoints = [{ name = "e", switch = "a" }]"#, "disconnected"),
-        (r#"switches = [{ name = "a" }]
+        (
+            r#"switches = [{ name = "a" }]
+endpoints = [{ name = "e", switch = "zz" }]"#,
+            "zz",
+        ),
+        (
+            r#"switches = [{ name = "a" }, { name = "a" }]
+endpoints = []"#,
+            "duplicate",
+        ),
+        (
+            r#"switches = [{ name = "a" }, { name = "b" }]
+endpoints = [{ name = "e", switch = "a" }]"#,
+            "disconnected",
+        ),
+        (
+            r#"switches = [{ name = "a" }]
 links = [["a", "a"]]
-endpoints = [{ name = "e", switch = "a" }]"#, "self link"),
+endpoints = [{ name = "e", switch = "a" }]"#,
+            "self link",
+        ),
         (r#"switches = [{ name = "a", colour = 1 }]"#, "colour"),
-        (r#"switches = [{ name = "a" }, { name = "b" }]
+        (
+            r#"switches = [{ name = "a" }, { name = "b" }]
 links = [["a", "b"]]
-endpoints = [{ name = "e", switch = "a", node = "n" }, { name = "f", switch = "b", node = "n" }]"#, "node"),
+endpoints = [{ name = "e", switch = "a", node = "n" }, { name = "f", switch = "b", node = "n" }]"#,
+            "node",
+        ),
     ];
     for (text, word) in bad {
         let err = parse_fabric_toml(text, "bad.toml", &[]).unwrap_err();
@@ -229,6 +255,12 @@ fn placements() {
     let err = Placement::new(&f, 7, PlaceMethod::Contiguous).unwrap_err();
     assert!(err.message().contains("procs"), "{err}");
     assert!(PlaceMethod::parse("random:x").is_err());
-    assert_eq!(PlaceMethod::parse("random:3").unwrap(), PlaceMethod::Random(3));
-    assert!(PlaceMethod::parse("spiral").unwrap_err().message().contains("place"));
+    assert_eq!(
+        PlaceMethod::parse("random:3").unwrap(),
+        PlaceMethod::Random(3)
+    );
+    assert!(PlaceMethod::parse("spiral")
+        .unwrap_err()
+        .message()
+        .contains("place"));
 }

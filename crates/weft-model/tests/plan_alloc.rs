@@ -13,19 +13,31 @@ fn fabric() -> Fabric {
 #[test]
 fn pattern_shapes() {
     let f = fabric();
-    let c = Pattern::parse("grid2d:4x8").unwrap().communicators(&f).unwrap();
+    let c = Pattern::parse("grid2d:4x8")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     // 4 rows of 8 and 8 columns of 4.
     assert_eq!(c.len(), 12);
     assert_eq!(c[0], (0..8).collect::<Vec<_>>());
     assert_eq!(c[4], vec![0, 8, 16, 24]);
-    let c = Pattern::parse("grid3d:2x4x4").unwrap().communicators(&f).unwrap();
+    let c = Pattern::parse("grid3d:2x4x4")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     // Lines along c: 2*4, along b: 2*4, along a: 4*4.
     assert_eq!(c.len(), 8 + 8 + 16);
     assert!(c.iter().all(|m| m.len() >= 2));
-    let c = Pattern::parse("grid2d:1x8").unwrap().communicators(&f).unwrap();
+    let c = Pattern::parse("grid2d:1x8")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     // Columns of one rank need no tree.
     assert_eq!(c.len(), 1);
-    let c = Pattern::parse("random:10,5,3").unwrap().communicators(&f).unwrap();
+    let c = Pattern::parse("random:10,5,3")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     assert_eq!(c.len(), 10);
     for m in &c {
         let mut s = m.clone();
@@ -34,8 +46,17 @@ fn pattern_shapes() {
         assert_eq!(s.len(), 5);
         assert!(s.iter().all(|&e| e < 32));
     }
-    assert_eq!(c, Pattern::parse("random:10,5,3").unwrap().communicators(&f).unwrap());
-    let big = Pattern::parse("random:3,30,1").unwrap().communicators(&f).unwrap();
+    assert_eq!(
+        c,
+        Pattern::parse("random:10,5,3")
+            .unwrap()
+            .communicators(&f)
+            .unwrap()
+    );
+    let big = Pattern::parse("random:3,30,1")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     assert!(big.iter().all(|m| m.len() == 30));
 }
 
@@ -54,7 +75,10 @@ fn bad_patterns() {
         let err = Pattern::parse(text).unwrap_err();
         assert!(err.message().contains(word), "{text}: {err}");
     }
-    let err = Pattern::parse("grid2d:8x8").unwrap().communicators(&f).unwrap_err();
+    let err = Pattern::parse("grid2d:8x8")
+        .unwrap()
+        .communicators(&f)
+        .unwrap_err();
     assert!(err.message().contains("64 processes"), "{err}");
 }
 
@@ -62,7 +86,10 @@ fn bad_patterns() {
 fn rows_on_one_leaf_use_one_entry_each() {
     let f = fabric();
     // grid2d:8x4: rows of 4 = one leaf each (topology-aware); columns of 8 span all leaves.
-    let comms = Pattern::parse("grid2d:8x4").unwrap().communicators(&f).unwrap();
+    let comms = Pattern::parse("grid2d:8x4")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     let cfg = |method, entries| AllocConfig {
         entries,
         degree: None,
@@ -84,7 +111,10 @@ fn rows_on_one_leaf_use_one_entry_each() {
 fn limited_entries_cause_failures_physical_first() {
     let f = fabric();
     // 40 random communicators of 6 members over 32 endpoints: leaf switches are shared a lot.
-    let comms = Pattern::parse("random:40,6,11").unwrap().communicators(&f).unwrap();
+    let comms = Pattern::parse("random:40,6,11")
+        .unwrap()
+        .communicators(&f)
+        .unwrap();
     let run = |method| {
         allocate(
             &f,
@@ -124,7 +154,10 @@ fn limited_entries_cause_failures_physical_first() {
         },
     )
     .unwrap();
-    assert!(narrow.entries_used + narrow.failures * 6 > wide.entries_used, "{narrow:?} {wide:?}");
+    assert!(
+        narrow.entries_used + narrow.failures * 6 > wide.entries_used,
+        "{narrow:?} {wide:?}"
+    );
     let err = allocate(
         &f,
         &comms,

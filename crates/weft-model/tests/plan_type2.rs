@@ -34,11 +34,21 @@ fn brute_force(parent: &[Option<u32>], member_switch: &[u32], cap: &[u32]) -> Op
         // Items: each member's options; each kept non-root switch's options.
         let mut options: Vec<Vec<usize>> = Vec::new();
         for &s in member_switch {
-            options.push(ancestors(s as usize, true).into_iter().filter(|&a| kept(a)).collect());
+            options.push(
+                ancestors(s as usize, true)
+                    .into_iter()
+                    .filter(|&a| kept(a))
+                    .collect(),
+            );
         }
         for i in 0..n {
             if kept(i) && i != root {
-                options.push(ancestors(i, false).into_iter().filter(|&a| kept(a)).collect());
+                options.push(
+                    ancestors(i, false)
+                        .into_iter()
+                        .filter(|&a| kept(a))
+                        .collect(),
+                );
             }
         }
         let mut load = vec![0u32; n];
@@ -68,18 +78,25 @@ fn assign(options: &[Vec<usize>], i: usize, load: &mut [u32], cap: &[u32]) -> bo
 fn check_instance(parent: &[Option<u32>], member_switch: &[u32], cap: &[u32]) {
     let t = PhysicalTree::from_parents(parent, member_switch.to_vec()).unwrap();
     // from_parents renumbers so the root is local 0; map capacities the same way.
-    let local_cap: Vec<u32> = (0..t.switch_count()).map(|i| cap[t.switch(i) as usize]).collect();
+    let local_cap: Vec<u32> = (0..t.switch_count())
+        .map(|i| cap[t.switch(i) as usize])
+        .collect();
     let dp = min_cost_tree(&t, &local_cap);
     let bf = brute_force(parent, member_switch, cap);
-    assert_eq!(feasible(&t, &local_cap), bf.is_some(), "feasibility {parent:?} {member_switch:?} {cap:?}");
+    assert_eq!(
+        feasible(&t, &local_cap),
+        bf.is_some(),
+        "feasibility {parent:?} {member_switch:?} {cap:?}"
+    );
     assert_eq!(
         dp.as_ref().map(|a| a.cost()),
         bf,
         "parent {parent:?} members {member_switch:?} cap {cap:?}"
     );
     if let Some(a) = dp {
-        a.check(&t, &local_cap)
-            .unwrap_or_else(|e| panic!("{e}: parent {parent:?} members {member_switch:?} cap {cap:?}"));
+        a.check(&t, &local_cap).unwrap_or_else(|e| {
+            panic!("{e}: parent {parent:?} members {member_switch:?} cap {cap:?}")
+        });
     }
 }
 
@@ -101,8 +118,9 @@ fn min_cost_matches_exhaustive_search_on_all_small_instances() {
                 let mut members = vec![0u32; m];
                 loop {
                     for capcode in 0..4usize.pow(n as u32) {
-                        let cap: Vec<u32> =
-                            (0..n).map(|i| ((capcode / 4usize.pow(i as u32)) % 4) as u32).collect();
+                        let cap: Vec<u32> = (0..n)
+                            .map(|i| ((capcode / 4usize.pow(i as u32)) % 4) as u32)
+                            .collect();
                         check_instance(&parent, &members, &cap);
                         instances += 1;
                     }
@@ -133,7 +151,13 @@ fn min_cost_matches_exhaustive_search_on_random_instances() {
     for _ in 0..1500 {
         let n = 1 + rng.below(7) as usize;
         let parent: Vec<Option<u32>> = (0..n)
-            .map(|i| if i == 0 { None } else { Some(rng.below(i as u64) as u32) })
+            .map(|i| {
+                if i == 0 {
+                    None
+                } else {
+                    Some(rng.below(i as u64) as u32)
+                }
+            })
             .collect();
         let m = 1 + rng.below(7) as usize;
         let members: Vec<u32> = (0..m).map(|_| rng.below(n as u64) as u32).collect();

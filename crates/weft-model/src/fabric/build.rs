@@ -119,9 +119,9 @@ impl FabricBuilder {
         let mut new_id = vec![u32::MAX; n];
         let mut names = Vec::new();
         let mut pods = Vec::new();
-        for s in 0..n {
+        for (s, id) in new_id.iter_mut().enumerate() {
             if !self.removed_switches.contains(&(s as u32)) {
-                new_id[s] = names.len() as u32;
+                *id = names.len() as u32;
                 names.push(self.switch_names[s].clone());
                 pods.push(self.switch_pod[s]);
             }
@@ -133,7 +133,10 @@ impl FabricBuilder {
         let mut edges: Vec<(u32, u32)> = Vec::with_capacity(self.links.len() * 2);
         for &(a, b) in &self.links {
             if a as usize >= n || b as usize >= n {
-                return Err(invalid(format!("links: switch id {} out of range", a.max(b))));
+                return Err(invalid(format!(
+                    "links: switch id {} out of range",
+                    a.max(b)
+                )));
             }
             if a == b {
                 return Err(invalid(format!(
@@ -171,7 +174,9 @@ impl FabricBuilder {
         let mut endpoint_seen = HashSet::new();
         for (name, switch, node_key) in &self.endpoints {
             if *switch as usize >= n {
-                return Err(invalid(format!("endpoints: switch id {switch} out of range")));
+                return Err(invalid(format!(
+                    "endpoints: switch id {switch} out of range"
+                )));
             }
             let s = new_id[*switch as usize];
             if s == u32::MAX {

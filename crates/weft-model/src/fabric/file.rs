@@ -44,15 +44,19 @@ fn invalid(message: String) -> Error {
 
 /// Parses a TOML fabric description; `origin` names the file in messages.
 pub fn parse_fabric_toml(text: &str, origin: &str, faulty: &[String]) -> Result<Fabric> {
-    let file: FileFabric = toml::from_str(text)
-        .map_err(|e| invalid(format!("fabric file {origin}: {}", one_line(&e.to_string()))))?;
+    let file: FileFabric = toml::from_str(text).map_err(|e| {
+        invalid(format!(
+            "fabric file {origin}: {}",
+            one_line(&e.to_string())
+        ))
+    })?;
     from_file(file, origin, faulty)
 }
 
 /// Parses a JSON fabric description; `origin` names the file in messages.
 pub fn parse_fabric_json(text: &str, origin: &str, faulty: &[String]) -> Result<Fabric> {
-    let file: FileFabric = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("fabric file {origin}: {e}")))?;
+    let file: FileFabric =
+        serde_json::from_str(text).map_err(|e| invalid(format!("fabric file {origin}: {e}")))?;
     from_file(file, origin, faulty)
 }
 
@@ -66,7 +70,9 @@ fn from_file(file: FileFabric, origin: &str, faulty: &[String]) -> Result<Fabric
     let mut ids = HashMap::new();
     for s in &file.switches {
         if s.name.is_empty() {
-            return Err(invalid(format!("fabric file {origin}: switches: empty name")));
+            return Err(invalid(format!(
+                "fabric file {origin}: switches: empty name"
+            )));
         }
         let id = b.add_switch(s.name.clone(), s.pod.unwrap_or(0));
         if ids.insert(s.name.as_str(), id).is_some() {

@@ -74,9 +74,9 @@ impl<'a> Fields<'a> {
     fn parse(kind: &'a str, body: &'a str, allowed: &[&str]) -> Result<Self> {
         let mut pairs = Vec::new();
         for item in body.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| {
-                invalid(format!("fabric {kind}: {item:?} is not key=value"))
-            })?;
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("fabric {kind}: {item:?} is not key=value")))?;
             let k = k.trim();
             if !allowed.contains(&k) {
                 return Err(invalid(format!(
@@ -112,12 +112,8 @@ impl<'a> Fields<'a> {
     }
 
     fn required(&self, key: &str, min: u32) -> Result<u32> {
-        self.number(key, min)?.ok_or_else(|| {
-            invalid(format!(
-                "fabric {}: missing field {key}=",
-                self.kind
-            ))
-        })
+        self.number(key, min)?
+            .ok_or_else(|| invalid(format!("fabric {}: missing field {key}=", self.kind)))
     }
 }
 
@@ -168,9 +164,8 @@ pub fn parse_spec(spec: &str) -> Result<FabricSpec> {
                     return Err(invalid("fabric fat-tree: field cores= needs pods=".into()))
                 }
             };
-            let total = leaves as u64
-                * endpoints_per_leaf as u64
-                * pods.map_or(1, |(p, _)| p as u64);
+            let total =
+                leaves as u64 * endpoints_per_leaf as u64 * pods.map_or(1, |(p, _)| p as u64);
             if total > 16_000_000 {
                 return Err(invalid(format!(
                     "fabric fat-tree: {total} endpoints is more than the planner's limit of 16000000"

@@ -114,13 +114,22 @@ impl Pattern {
                     )));
                 }
                 let count: u32 = parts[0].parse().map_err(|_| {
-                    invalid(format!("pattern random: COUNT {:?} is not an integer", parts[0]))
+                    invalid(format!(
+                        "pattern random: COUNT {:?} is not an integer",
+                        parts[0]
+                    ))
                 })?;
                 let size: u32 = parts[1].parse().map_err(|_| {
-                    invalid(format!("pattern random: SIZE {:?} is not an integer", parts[1]))
+                    invalid(format!(
+                        "pattern random: SIZE {:?} is not an integer",
+                        parts[1]
+                    ))
                 })?;
                 let seed: u64 = parts[2].parse().map_err(|_| {
-                    invalid(format!("pattern random: SEED {:?} is not an integer", parts[2]))
+                    invalid(format!(
+                        "pattern random: SEED {:?} is not an integer",
+                        parts[2]
+                    ))
                 })?;
                 if size < 2 {
                     return Err(invalid(format!(

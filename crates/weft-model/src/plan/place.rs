@@ -137,7 +137,11 @@ impl Placement {
     /// Group ids of every rank, innermost first: node, switch, then pod when the fabric has
     /// pods. Each level nests in the next by construction.
     pub fn group_levels(&self, fabric: &Fabric) -> Vec<Vec<u32>> {
-        let node = self.endpoints.iter().map(|&e| fabric.endpoint_node(e)).collect();
+        let node = self
+            .endpoints
+            .iter()
+            .map(|&e| fabric.endpoint_node(e))
+            .collect();
         let switch: Vec<u32> = self
             .endpoints
             .iter()

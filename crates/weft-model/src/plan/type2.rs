@@ -90,7 +90,9 @@ impl PhysicalTree {
         let mut ms = Vec::with_capacity(member_switch.len());
         for &s in &member_switch {
             if s as usize >= n {
-                return Err(invalid(format!("physical tree: member switch {s} out of range")));
+                return Err(invalid(format!(
+                    "physical tree: member switch {s} out of range"
+                )));
             }
             ms.push(local[s as usize]);
         }
@@ -157,7 +159,9 @@ impl PhysicalTree {
                 }
                 x = self.parent[x] as usize;
                 if x == NONE as usize {
-                    return Err(invalid("physical tree: a switch does not reach the root".into()));
+                    return Err(invalid(
+                        "physical tree: a switch does not reach the root".into(),
+                    ));
                 }
             }
             let mut d = depth[x];
@@ -200,7 +204,9 @@ impl PhysicalTree {
     /// The physical tree used as an aggregation tree as it is: every switch kept, parents
     /// unchanged.
     pub fn as_derived(&self) -> DerivedTree {
-        let depth = self.depths().unwrap_or_else(|_| vec![0; self.switches.len()]);
+        let depth = self
+            .depths()
+            .unwrap_or_else(|_| vec![0; self.switches.len()]);
         DerivedTree {
             kept: vec![true; self.switches.len()],
             switch_parent: self.parent.clone(),
@@ -306,7 +312,10 @@ impl DerivedTree {
         }
         for (i, &c) in count.iter().enumerate() {
             if c > capacity[i] {
-                return Err(format!("switch {i}: {c} children above its limit {}", capacity[i]));
+                return Err(format!(
+                    "switch {i}: {c} children above its limit {}",
+                    capacity[i]
+                ));
             }
         }
         Ok(())
@@ -416,7 +425,7 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
     let k_root = capacity[0] as usize;
     let mut root_p = None;
     for (p, &cost) in g_root.iter().enumerate().take(k_root + 1) {
-        if cost != INF && root_p.map_or(true, |(_, c)| cost < c) {
+        if cost != INF && root_p.is_none_or(|(_, c)| cost < c) {
             root_p = Some((p, cost));
         }
     }
@@ -435,7 +444,10 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
         // Prefix merges of v's children, rebuilt once on this (successful) path.
         let mut prefixes = vec![merged(v, 0, &best)];
         for &c in cs {
-            let next = min_plus(prefixes.last().map(Vec::as_slice).unwrap_or(&[]), &best[c as usize]);
+            let next = min_plus(
+                prefixes.last().map(Vec::as_slice).unwrap_or(&[]),
+                &best[c as usize],
+            );
             prefixes.push(next);
         }
         for i in (0..cs.len()).rev() {
@@ -444,13 +456,9 @@ pub fn min_cost_tree(t: &PhysicalTree, capacity: &[u32]) -> Option<DerivedTree> 
             let fc = &best[c];
             let target = after[p];
             let mut found = None;
-            for b in 0..fc.len().min(p + 1) {
+            for (b, &fb) in fc.iter().enumerate().take(p + 1) {
                 let a = p - b;
-                if a < before.len()
-                    && before[a] != INF
-                    && fc[b] != INF
-                    && before[a] + fc[b] == target
-                {
+                if a < before.len() && before[a] != INF && fb != INF && before[a] + fb == target {
                     found = Some((a, b));
                     break;
                 }
