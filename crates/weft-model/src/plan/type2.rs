@@ -540,6 +540,9 @@ pub struct Type2Planner<'f> {
     cache: DistanceCache,
     max_dist: Vec<u16>,
     local: Vec<u32>,
+    /// Next hop towards a root, per root, filled lazily: scanning a spine's hundred
+    /// neighbours for every member dominated allocation runs.
+    next_towards: std::collections::HashMap<u32, Vec<u32>>,
 }
 
 impl<'f> Type2Planner<'f> {
@@ -550,6 +553,7 @@ impl<'f> Type2Planner<'f> {
             cache: DistanceCache::new(fabric, cache_bytes),
             max_dist: vec![0; fabric.switch_count() as usize],
             local: vec![NONE; fabric.switch_count() as usize],
+            next_towards: std::collections::HashMap::new(),
         }
     }
 
@@ -586,6 +590,14 @@ impl<'f> Type2Planner<'f> {
     /// The physical tree from `root` to `members` (endpoints) along the fabric's routes.
     pub fn physical_tree(&mut self, root: u32, members: &[u32]) -> PhysicalTree {
         let row = self.cache.row(self.fabric, root);
+        // Bound the next-hop tables like the distance rows (4 bytes per switch per root).
+        if self.next_towards.len() * self.fabric.switch_count() as usize > 64 << 20 {
+            self.next_towards.clear();
+        }
+        let next = self
+            .next_towards
+            .entry(root)
+            .or_insert_with(|| vec![NONE; self.fabric.switch_count() as usize]);
         let mut switches = vec![root];
         let mut parent = vec![NONE];
         self.local[root as usize] = 0;
@@ -599,10 +611,17 @@ impl<'f> Type2Planner<'f> {
             chain.clear();
             while self.local[x as usize] == NONE {
                 chain.push(x);
-                match self.fabric.next_hop(x, row, root as u64) {
-                    Some(next) => x = next,
-                    None => break,
+                let mut hop = next[x as usize];
+                if hop == NONE {
+                    match self.fabric.next_hop(x, row, root as u64) {
+                        Some(n) => {
+                            next[x as usize] = n;
+                            hop = n;
+                        }
+                        None => break,
+                    }
                 }
+                x = hop;
             }
             let mut above = self.local[x as usize];
             for &c in chain.iter().rev() {
