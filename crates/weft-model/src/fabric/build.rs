@@ -85,8 +85,7 @@ impl FabricBuilder {
             }
             if index.contains_key(item) {
                 switches.push(index[item]);
-            } else if let Some((a, b)) = item.split_once('-') {
-                let (a, b) = (find(a.trim())?, find(b.trim())?);
+            } else if let Some((a, b)) = split_link(item, &index) {
                 let key = (a.min(b), a.max(b));
                 if !self.links.contains(&key) {
                     return Err(invalid(format!(
@@ -238,6 +237,14 @@ impl FabricBuilder {
         check_connected(&fabric)?;
         Ok(fabric)
     }
+}
+
+/// Splits `A-B` at the first '-' where both halves name switches (names may contain '-').
+fn split_link(item: &str, index: &HashMap<&str, u32>) -> Option<(u32, u32)> {
+    item.match_indices('-').find_map(|(i, _)| {
+        let (a, b) = (item[..i].trim(), item[i + 1..].trim());
+        Some((*index.get(a)?, *index.get(b)?))
+    })
 }
 
 fn check_connected(fabric: &Fabric) -> Result<()> {

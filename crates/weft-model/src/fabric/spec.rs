@@ -17,6 +17,10 @@
 use super::FabricBuilder;
 use weft_core::{Error, ErrorKind, Result};
 
+/// Largest number of endpoints, switches or links a generator may produce: far above any
+/// machine we plan for, low enough that a typo cannot exhaust memory.
+const MAX_ELEMENTS: u64 = 16_000_000;
+
 fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidArgument, message)
 }
@@ -166,9 +170,19 @@ pub fn parse_spec(spec: &str) -> Result<FabricSpec> {
             };
             let total =
                 leaves as u64 * endpoints_per_leaf as u64 * pods.map_or(1, |(p, _)| p as u64);
-            if total > 16_000_000 {
+            if total > MAX_ELEMENTS {
                 return Err(invalid(format!(
-                    "fabric fat-tree: {total} endpoints is more than the planner's limit of 16000000"
+                    "fabric fat-tree: {total} endpoints is more than the planner's limit of {MAX_ELEMENTS}"
+                )));
+            }
+            let pod_count = pods.map_or(1, |(p, _)| p as u64);
+            let cores = pods.map_or(0, |(_, c)| c as u64);
+            let switches = pod_count * (leaves as u64 + spines as u64) + cores;
+            let links = pod_count * leaves as u64 * uplinks_per_leaf as u64
+                + pod_count * spines as u64 * cores.max(1);
+            if switches > MAX_ELEMENTS || links > MAX_ELEMENTS {
+                return Err(invalid(format!(
+                    "fabric fat-tree: {switches} switches and up to {links} links exceed the planner's limit of {MAX_ELEMENTS} (fields leaves, spines, pods, cores)"
                 )));
             }
             Ok(FabricSpec::FatTree {
@@ -210,9 +224,9 @@ pub fn parse_spec(spec: &str) -> Result<FabricSpec> {
             }
             let routers: u64 = dims.iter().map(|&d| d as u64).product();
             let endpoints_per_router = f.number("endpoints-per-router", 1)?.unwrap_or(1);
-            if routers * endpoints_per_router as u64 > 16_000_000 {
+            if routers * endpoints_per_router as u64 > MAX_ELEMENTS {
                 return Err(invalid(format!(
-                    "fabric torus: field dims={dims_text:?} gives more than 16000000 endpoints"
+                    "fabric torus: field dims={dims_text:?} gives more than {MAX_ELEMENTS} endpoints"
                 )));
             }
             Ok(FabricSpec::Torus {
@@ -229,10 +243,12 @@ pub fn parse_spec(spec: &str) -> Result<FabricSpec> {
             let groups = f.required("groups", 1)?;
             let routers = f.required("routers", 1)?;
             let endpoints_per_router = f.required("endpoints-per-router", 1)?;
-            if groups as u64 * routers as u64 * endpoints_per_router as u64 > 16_000_000 {
-                return Err(invalid(
-                    "fabric dragonfly: more than 16000000 endpoints".into(),
-                ));
+            let (g, r) = (groups as u64, routers as u64);
+            let links = g * (g - 1) / 2 + g * r * (r - 1) / 2;
+            if g * r * endpoints_per_router as u64 > MAX_ELEMENTS || links > MAX_ELEMENTS {
+                return Err(invalid(format!(
+                    "fabric dragonfly: fields groups={groups}, routers={routers}, endpoints-per-router={endpoints_per_router} exceed the planner's limit of {MAX_ELEMENTS} endpoints or links"
+                )));
             }
             Ok(FabricSpec::Dragonfly {
                 groups,
