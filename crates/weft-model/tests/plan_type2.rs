@@ -240,3 +240,54 @@ fn full_switches_are_lifted_over() {
     assert_eq!(a.cost(), 2);
     assert_eq!(a.height(), 2);
 }
+
+/// On every fabric family and random member sets: the physical tree reaches every member,
+/// its depth is the root's hop count, and the derived tree is valid, no larger than the
+/// physical tree and no smaller than the lower bound.
+#[test]
+fn derived_trees_on_all_fabric_families() {
+    let specs = [
+        "fat-tree:leaves=6,spines=3,endpoints-per-leaf=4",
+        "fat-tree:leaves=3,spines=2,endpoints-per-leaf=3,pods=3,cores=4",
+        "fat-tree:leaves=6,spines=4,endpoints-per-leaf=4,uplinks-per-leaf=2",
+        "torus:dims=4x3x2",
+        "dragonfly:groups=4,routers=3,endpoints-per-router=2",
+    ];
+    let mut rng = weft_model::plan::rng::SplitMix64::new(9);
+    for spec in specs {
+        let f = Fabric::generate(spec, &[]).unwrap();
+        let mut planner = Type2Planner::new(&f, 1 << 20);
+        let load = vec![0u32; f.switch_count() as usize];
+        for _ in 0..40 {
+            let n = f.endpoint_count();
+            let size = 2 + rng.below(n as u64 - 1) as usize;
+            let mut all: Vec<u32> = (0..n).collect();
+            rng.shuffle(&mut all);
+            all.truncate(size);
+            let (hops, cands) = planner.root_candidates(&all, &load);
+            let t = planner.physical_tree(cands[0], &all);
+            assert_eq!(t.max_hops(), hops, "{spec}");
+            assert_eq!(t.members(), &all[..]);
+            for m in 0..all.len() as u32 {
+                assert_eq!(
+                    t.switch(t.member_switch(m)),
+                    f.endpoint_switch(all[m as usize])
+                );
+            }
+            let degree = 2 + rng.below(6) as u32;
+            let cap = vec![degree; t.switch_count() as usize];
+            match min_cost_tree(&t, &cap) {
+                Some(a) => {
+                    a.check(&t, &cap).unwrap();
+                    assert!(a.cost() <= t.switch_count());
+                    assert!(
+                        a.cost() >= cost_lower_bound(all.len() as u32, degree),
+                        "{spec}"
+                    );
+                    assert!(a.max_children() <= degree);
+                }
+                None => assert!(!feasible(&t, &cap)),
+            }
+        }
+    }
+}
