@@ -1,0 +1,144 @@
+//! Nested rank groups (node ⊂ leaf switch ⊂ pod ⊂ ...) that the hierarchical trees follow,
+//! and the count of tree edges that cross each level's group boundaries.
+//! Pure data; depends only on `weft-core` and [`Tree`].
+
+use super::Tree;
+use std::collections::HashMap;
+use weft_core::{bail, Result};
+
+/// Group levels, innermost first: `level(0)[rank]` is the node id of `rank`, `level(1)[rank]`
+/// its leaf switch id, and so on. Ids are arbitrary `u32`; each level nests in the next (two
+/// ranks in the same inner group are in the same outer group). Above the last level all ranks
+/// form one implicit group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupLevels {
+    levels: Vec<Vec<u32>>,
+}
+
+impl GroupLevels {
+    /// Validates and wraps `levels`: at least one level, at least one rank, every level of the
+    /// same length, and each level nested in the next.
+    pub fn new(levels: Vec<Vec<u32>>) -> Result<GroupLevels> {
+        let Some(first) = levels.first() else {
+            bail!(
+                InvalidArgument,
+                "group levels: no level given (need at least one)"
+            );
+        };
+        let size = first.len();
+        if size == 0 {
+            bail!(InvalidArgument, "group levels: level 0 has 0 ranks");
+        }
+        if size > u32::MAX as usize - 1 {
+            bail!(InvalidArgument, "group levels: {size} ranks is too many");
+        }
+        for (i, level) in levels.iter().enumerate() {
+            if level.len() != size {
+                bail!(
+                    InvalidArgument,
+                    "group levels: level {i} has {} ranks but level 0 has {size}",
+                    level.len()
+                );
+            }
+        }
+        for i in 1..levels.len() {
+            let mut outer_of: HashMap<u32, (u32, usize)> = HashMap::new();
+            for rank in 0..size {
+                let inner = levels[i - 1][rank];
+                let outer = levels[i][rank];
+                match outer_of.get(&inner) {
+                    Some(&(o, first_rank)) if o != outer => bail!(
+                        InvalidArgument,
+                        "group levels: level {} group {inner} is split between level {i} groups \
+                         {o} (rank {first_rank}) and {outer} (rank {rank})",
+                        i - 1
+                    ),
+                    Some(_) => {}
+                    None => {
+                        outer_of.insert(inner, (outer, rank));
+                    }
+                }
+            }
+        }
+        Ok(GroupLevels { levels })
+    }
+
+    /// Builds levels of contiguous groups from sizes: `sizes[0]` are the innermost groups'
+    /// rank counts in rank order, `sizes[i]` (i ≥ 1) count how many consecutive level `i-1`
+    /// groups form each level `i` group. Each level's counts must cover the level below.
+    pub fn contiguous(sizes: &[Vec<u32>]) -> Result<GroupLevels> {
+        let Some(inner) = sizes.first() else {
+            bail!(InvalidArgument, "group sizes: no level given");
+        };
+        if inner.contains(&0) {
+            bail!(
+                InvalidArgument,
+                "group sizes: level 0 has a group of 0 ranks"
+            );
+        }
+        let mut ids: Vec<u32> = Vec::new();
+        for (g, &s) in inner.iter().enumerate() {
+            ids.resize(ids.len() + s as usize, g as u32);
+        }
+        let mut levels = vec![ids];
+        // Number of level-(i-1) groups is the length of sizes[i-1].
+        for i in 1..sizes.len() {
+            let below = sizes[i - 1].len();
+            let total: u64 = sizes[i].iter().map(|&c| c as u64).sum();
+            if total != below as u64 || sizes[i].contains(&0) {
+                bail!(
+                    InvalidArgument,
+                    "group sizes: level {i} counts sum to {total} (none may be 0) but level {} \
+                     has {below} groups",
+                    i - 1
+                );
+            }
+            let mut outer_of_inner = Vec::with_capacity(below);
+            for (g, &c) in sizes[i].iter().enumerate() {
+                outer_of_inner.resize(outer_of_inner.len() + c as usize, g as u32);
+            }
+            let prev = &levels[i - 1];
+            let next: Vec<u32> = prev.iter().map(|&g| outer_of_inner[g as usize]).collect();
+            levels.push(next);
+        }
+        GroupLevels::new(levels)
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        self.levels[0].len() as u32
+    }
+
+    /// Number of explicit levels (the implicit all-ranks group is not counted).
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Group id of every rank at level `i` (innermost is 0); empty when `i` is out of range.
+    pub fn level(&self, i: usize) -> &[u32] {
+        self.levels.get(i).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// Number of distinct groups at level `i`.
+    pub fn group_count(&self, i: usize) -> usize {
+        let mut ids: Vec<u32> = self.level(i).to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+}
+
+/// The edges of `tree` whose endpoints lie in different groups, per level (index `i` counts
+/// crossings of level `i` boundaries). Ranks beyond the shorter of the two sizes are ignored.
+pub fn inter_group_edges(tree: &Tree, levels: &GroupLevels) -> Vec<u64> {
+    let n = tree.size().min(levels.size());
+    (0..levels.depth())
+        .map(|i| {
+            let ids = levels.level(i);
+            (0..n)
+                .filter_map(|r| tree.parent(r).map(|p| (r, p)))
+                .filter(|&(r, p)| p < n && ids[r as usize] != ids[p as usize])
+                .count() as u64
+        })
+        .collect()
+}

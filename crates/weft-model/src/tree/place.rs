@@ -1,0 +1,339 @@
+//! Placement of nested groups into a k-nomial slot space: the minimum-height hierarchical
+//! k-nomial construction (seed 001 §3.3, Algorithms 2-4, generalised; ALGORITHMS.md §2).
+//!
+//! Rules every layout keeps: occupied slots are ancestor-closed, the root is in slot 0, and
+//! every group is connected (each member but the leader has its parent in the group), so
+//! exactly one edge leaves each group. Because occupied slots are ancestor-closed, a free
+//! slot's whole subtree is free; a free slot with an occupied parent is a *hole* that can
+//! take a whole group, and its capacity under a height bound H is the number of slots of
+//! depth <= H in its subtree, which depends only on its trailing zero digits and its depth.
+//!
+//! One attempt, for a fixed order n and height bound H, places the root's group chain at
+//! slot 0 and then, inside each group, its parts largest first into the lowest hole (inside
+//! the group's own subtree) whose capacity fits them: the paper's greedy merge, with the
+//! paper's "aligned free block" read as "hole with enough capacity". The smallest order is
+//! found first, then the smallest height at that order.
+//!
+//! Pure code over `weft-core`; no I/O.
+
+use super::knomial::{slot_depth, slot_parent};
+use std::collections::{BTreeSet, HashMap};
+
+/// The group hierarchy with parts in placement order.
+pub(crate) struct Plan {
+    pub k: u64,
+    pub size: u32,
+    /// `parts[0][g]`: ranks of level-0 group g, its leader first. `parts[i][g]` (i ≥ 1):
+    /// level-(i-1) groups of level-i group g, the first one placed at the group's slot. The
+    /// last level is the single all-ranks group.
+    pub parts: Vec<Vec<Vec<u32>>>,
+    /// Ranks per group, same indexing as `parts`.
+    pub sizes: Vec<Vec<u64>>,
+}
+
+/// Trailing zero base-k digits of `x` (> 0).
+fn trailing(mut x: u64, k: u64) -> u32 {
+    let mut t = 0;
+    while x % k == 0 {
+        x /= k;
+        t += 1;
+    }
+    t
+}
+
+/// `Σ_{j ≤ h} C(t, j)·(k-1)^j`: slots of depth ≤ h below (and including) a slot with `t`
+/// free digits, saturating.
+fn capacity(k: u64, t: u32, h: u32) -> u64 {
+    let mut total: u64 = 0;
+    let mut binom: u128 = 1;
+    let mut power: u128 = 1;
+    for j in 0..=t.min(h) {
+        if j > 0 {
+            binom = binom * (t - j + 1) as u128 / j as u128;
+            power = power.saturating_mul(k as u128 - 1);
+        }
+        let term = binom.saturating_mul(power).min(u64::MAX as u128) as u64;
+        total = total.saturating_add(term);
+    }
+    total
+}
+
+/// Why an attempt failed.
+enum Fail {
+    /// Nothing fits under these bounds; a larger height or order may.
+    Bounds,
+    /// Slot 0 is full under the degree limit: no larger order helps.
+    RootFull,
+}
+
+struct Attempt<'a> {
+    plan: &'a Plan,
+    n: u32,
+    h: u32,
+    degree: u32,
+    /// Capacity of a hole per class `t * (h + 1) + depth`.
+    cap: Vec<u64>,
+    /// Holes per class, ordered by slot.
+    holes: Vec<BTreeSet<u64>>,
+    /// Occupied slot -> number of occupied children.
+    children: HashMap<u64, u32>,
+    slot_of: Vec<u64>,
+    /// Place a level-1 group's first part's ranks after its other parts.
+    defer_first: bool,
+}
+
+impl<'a> Attempt<'a> {
+    fn new(plan: &'a Plan, n: u32, h: u32, degree: u32, variant: Variant) -> Attempt<'a> {
+        let classes = (n as usize + 1) * (h as usize + 1);
+        let mut cap = vec![0; classes];
+        for t in 0..=n {
+            for d in 0..=h {
+                cap[(t * (h + 1) + d) as usize] = capacity(plan.k, t, h - d);
+            }
+        }
+        Attempt {
+            plan,
+            n,
+            h,
+            degree,
+            cap,
+            holes: vec![BTreeSet::new(); classes],
+            children: HashMap::with_capacity(plan.size as usize),
+            slot_of: vec![0; plan.size as usize],
+            defer_first: variant.defer_first,
+        }
+    }
+
+    fn class(&self, t: u32, depth: u32) -> usize {
+        (t * (self.h + 1) + depth) as usize
+    }
+
+    /// Free digits below `x`: its trailing zeros, or the whole order for slot 0.
+    fn free_digits(&self, x: u64) -> u32 {
+        if x == 0 {
+            self.n
+        } else {
+            trailing(x, self.plan.k)
+        }
+    }
+
+    /// Children slots of `x` with their class, in increasing slot order.
+    fn child_slots(&self, x: u64) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let k = self.plan.k;
+        let t = self.free_digits(x);
+        (0..t).flat_map(move |m| {
+            let unit = k.pow(m);
+            (1..k).map(move |d| (x + d * unit, m))
+        })
+    }
+
+    fn occupy(&mut self, x: u64, depth: u32, rank: u32) {
+        let k = self.plan.k;
+        if x != 0 {
+            let t = trailing(x, k);
+            let c = self.class(t, depth);
+            self.holes[c].remove(&x);
+            let p = slot_parent(x, k);
+            let count = self.children.get_mut(&p).expect("parent occupied");
+            *count += 1;
+            if *count >= self.degree {
+                // The parent is full: its remaining holes can no longer take anyone.
+                let gone: Vec<(u64, u32)> = self.child_slots(p).collect();
+                for (c, m) in gone {
+                    let cls = self.class(m, depth);
+                    self.holes[cls].remove(&c);
+                }
+            }
+        }
+        self.children.insert(x, 0);
+        self.slot_of[rank as usize] = x;
+        if depth < self.h && self.degree > 0 {
+            let new: Vec<(u64, u32)> = self.child_slots(x).collect();
+            for (c, m) in new {
+                let cls = self.class(m, depth + 1);
+                self.holes[cls].insert(c);
+            }
+        }
+    }
+
+    /// The lowest hole in `[lo, hi)` with capacity ≥ `need`.
+    fn find_hole(&self, lo: u64, hi: u64, need: u64) -> Option<u64> {
+        let mut best: Option<u64> = None;
+        for t in 0..=self.n {
+            for d in 1..=self.h {
+                let c = self.class(t, d);
+                if self.cap[c] < need {
+                    continue;
+                }
+                if let Some(&x) = self.holes[c].range(lo..hi).next() {
+                    best = Some(best.map_or(x, |b| b.min(x)));
+                }
+            }
+        }
+        best
+    }
+
+    /// Places group `g` of level `level` with its leader in the free slot `b`.
+    fn place(&mut self, level: usize, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        let plan = self.plan;
+        if level == 0 {
+            self.occupy(b, slot_depth(b, plan.k), plan.parts[0][g][0]);
+            return self.fill_leaf(g, b);
+        }
+        let parts = &plan.parts[level][g];
+        if self.defer_first && level == 1 {
+            // Only the leader of the first part now; its other ranks take what the other
+            // parts leave, so a large first group does not use up the shallow holes.
+            self.occupy(
+                b,
+                slot_depth(b, plan.k),
+                plan.parts[0][parts[0] as usize][0],
+            );
+            self.place_rest(level, g, b)?;
+            return self.fill_leaf(parts[0] as usize, b);
+        }
+        self.place(level - 1, parts[0] as usize, b)?;
+        self.place_rest(level, g, b)
+    }
+
+    /// Places the parts of group `g` after the first, largest first, each into the lowest
+    /// hole of the group's block with room for it.
+    fn place_rest(&mut self, level: usize, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        let plan = self.plan;
+        let block = plan.k.pow(self.free_digits(b));
+        for &q in &plan.parts[level][g][1..] {
+            let need = plan.sizes[level - 1][q as usize];
+            match self.find_hole(b, b + block, need) {
+                Some(c) => self.place(level - 1, q as usize, c)?,
+                None => return Err(self.failure()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the ranks of level-0 group `g` after its leader (already in `b`): lowest
+    /// offsets first inside the leader's block, skipping whole subtrees that are too deep,
+    /// whose parent is full, or that belong to another group.
+    fn fill_leaf(&mut self, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        let k = self.plan.k;
+        let ranks = &self.plan.parts[0][g];
+        let depth_b = slot_depth(b, k);
+        let block = k.pow(self.free_digits(b));
+        let mut next = 1usize;
+        let mut rel = 1u64;
+        while next < ranks.len() {
+            if rel >= block {
+                return Err(self.failure());
+            }
+            let unit = k.pow(trailing(rel, k));
+            let depth = depth_b + slot_depth(rel, k);
+            let parent = b + slot_parent(rel, k);
+            if depth > self.h
+                || self.children.contains_key(&(b + rel))
+                || self.children[&parent] >= self.degree
+            {
+                rel += unit;
+                continue;
+            }
+            self.occupy(b + rel, depth, ranks[next]);
+            next += 1;
+            rel += 1;
+        }
+        Ok(())
+    }
+
+    fn failure(&self) -> Fail {
+        if self.children.get(&0).copied().unwrap_or(0) >= self.degree {
+            Fail::RootFull
+        } else {
+            Fail::Bounds
+        }
+    }
+}
+
+/// Runs one attempt; the slot of every rank on success.
+fn attempt(
+    plan: &Plan,
+    n: u32,
+    h: u32,
+    degree: u32,
+    variant: Variant,
+) -> std::result::Result<Vec<u64>, Fail> {
+    let mut a = Attempt::new(plan, n, h, degree, variant);
+    let top = plan.parts.len() - 1;
+    a.place(top, 0, 0)?;
+    Ok(a.slot_of)
+}
+
+/// The smallest order up to `max_order`, then the smallest height at that order, that one
+/// variant of the greedy reaches: `(order, height, slots)`.
+fn search(
+    plan: &Plan,
+    degree: u32,
+    variant: Variant,
+    max_order: u32,
+) -> Option<(u32, u32, Vec<u64>)> {
+    let k = plan.k;
+    let p = plan.size as u64;
+    let mut n = 0u32;
+    while k.checked_pow(n).is_some_and(|s| s < p) {
+        n += 1;
+    }
+    while n <= max_order {
+        match attempt(plan, n, n, degree, variant) {
+            Ok(unbounded) => {
+                // Bisect the height between the capacity bound and the order.
+                let mut lo = 0;
+                while capacity(k, n, lo) < p {
+                    lo += 1;
+                }
+                let mut best = unbounded;
+                let mut hi = n;
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match attempt(plan, n, mid, degree, variant) {
+                        Ok(s) => {
+                            best = s;
+                            hi = mid;
+                        }
+                        Err(_) => lo = mid + 1,
+                    }
+                }
+                let height = best.iter().map(|&s| slot_depth(s, k)).max().unwrap_or(0);
+                return Some((n, height, best));
+            }
+            Err(Fail::RootFull) => return None,
+            Err(Fail::Bounds) => n += 1,
+        }
+    }
+    None
+}
+
+/// One way of running the greedy.
+#[derive(Clone, Copy)]
+struct Variant {
+    defer_first: bool,
+}
+
+/// Improves on the paper's layout `(order, height, slots)` with the capacity greedy (first
+/// part placed whole first, and first part's ranks placed last): keeps the best (order,
+/// height), the earliest on ties. The paper's layout bounds the orders tried.
+pub(crate) fn improve(
+    plan: &Plan,
+    degree_limit: Option<u32>,
+    paper: (u32, u32, Vec<u64>),
+) -> (u32, u32, Vec<u64>) {
+    let degree = degree_limit.unwrap_or(u32::MAX);
+    let mut best = paper;
+    for defer_first in [false, true] {
+        if defer_first && plan.parts.len() < 2 {
+            continue;
+        }
+        if let Some(found) = search(plan, degree, Variant { defer_first }, best.0) {
+            if (found.0, found.1) < (best.0, best.1) {
+                best = found;
+            }
+        }
+    }
+    best
+}
