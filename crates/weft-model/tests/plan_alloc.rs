@@ -90,11 +90,7 @@ fn rows_on_one_leaf_use_one_entry_each() {
         .unwrap()
         .communicators(&f)
         .unwrap();
-    let cfg = |method, entries| AllocConfig {
-        entries,
-        degree: None,
-        method,
-    };
+    let cfg = |method, entries| AllocConfig::new(entries, None, method);
     let phys = allocate(&f, &comms, cfg(Method::Physical, u32::MAX)).unwrap();
     let min = allocate(&f, &comms, cfg(Method::Mincost, u32::MAX)).unwrap();
     assert_eq!(phys.communicators, 12);
@@ -115,18 +111,7 @@ fn limited_entries_cause_failures_physical_first() {
         .unwrap()
         .communicators(&f)
         .unwrap();
-    let run = |method| {
-        allocate(
-            &f,
-            &comms,
-            AllocConfig {
-                entries: 4,
-                degree: None,
-                method,
-            },
-        )
-        .unwrap()
-    };
+    let run = |method| allocate(&f, &comms, AllocConfig::new(4, None, method)).unwrap();
     let phys = run(Method::Physical);
     let min = run(Method::Mincost);
     assert!(phys.failures > 0, "{phys:?}");
@@ -137,36 +122,40 @@ fn limited_entries_cause_failures_physical_first() {
     let narrow = allocate(
         &f,
         &comms,
-        AllocConfig {
-            entries: u32::MAX,
-            degree: Some(2),
-            method: Method::Mincost,
-        },
+        AllocConfig::new(u32::MAX, Some(2), Method::Mincost),
     )
     .unwrap();
     let wide = allocate(
         &f,
         &comms,
-        AllocConfig {
-            entries: u32::MAX,
-            degree: None,
-            method: Method::Mincost,
-        },
+        AllocConfig::new(u32::MAX, None, Method::Mincost),
     )
     .unwrap();
     assert!(
         narrow.entries_used + narrow.failures * 6 > wide.entries_used,
         "{narrow:?} {wide:?}"
     );
-    let err = allocate(
-        &f,
-        &comms,
-        AllocConfig {
-            entries: 4,
-            degree: Some(1),
-            method: Method::Mincost,
-        },
-    )
-    .unwrap_err();
+    let err = allocate(&f, &comms, AllocConfig::new(4, Some(1), Method::Mincost)).unwrap_err();
     assert!(err.message().contains("degree"));
+}
+
+/// A full spine blocks the closest root; a leaf root two hops farther lets the minimum-cost
+/// tree pass through the spine without keeping it. Physical trees must keep the spine.
+#[test]
+fn root_slack_passes_through_full_switches() {
+    let f = Fabric::generate("fat-tree:leaves=2,spines=1,endpoints-per-leaf=2", &[]).unwrap();
+    let comms = vec![vec![0, 2], vec![1, 3]];
+    let run = |method, slack| {
+        let config = AllocConfig {
+            root_slack_hops: slack,
+            ..AllocConfig::new(1, None, method)
+        };
+        allocate(&f, &comms, config).unwrap()
+    };
+    assert_eq!(run(Method::Mincost, 0).failures, 1);
+    let slack = run(Method::Mincost, 2);
+    assert_eq!(slack.failures, 0);
+    assert_eq!(slack.later_roots, 1);
+    assert_eq!(slack.entries_used, 2);
+    assert_eq!(run(Method::Physical, 2).failures, 1);
 }

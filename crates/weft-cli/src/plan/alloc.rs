@@ -25,6 +25,12 @@ pub(crate) struct AllocArgs {
     /// physical or mincost.
     #[arg(long, default_value = "mincost")]
     method: String,
+    /// Roots may be this many hops farther from their farthest member than the closest root.
+    #[arg(long, default_value_t = 2)]
+    root_slack: u32,
+    /// Most physical trees built per communicator before it falls back to type I.
+    #[arg(long, default_value_t = 64)]
+    root_attempts: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -47,9 +53,9 @@ pub(crate) fn run(args: AllocArgs, timing: &mut Timing) -> Result<()> {
         &fabric,
         &comms,
         AllocConfig {
-            entries: args.entries,
-            degree: args.degree,
-            method,
+            root_slack_hops: args.root_slack,
+            max_root_attempts: args.root_attempts,
+            ..AllocConfig::new(args.entries, args.degree, method)
         },
     )?;
     timing.phase("allocate trees");

@@ -1,13 +1,14 @@
 //! Allocation experiments: communicator patterns and sequential type II tree creation under
 //! a limited number of tree entries per switch (seed 001 §5).
 //!
-//! Communicators are created one after another. For each: pick root candidates (smallest
-//! maximum hop count, then least loaded, then lowest id), build the physical tree from the
-//! first candidate, and try to derive an aggregation tree: `physical` keeps every switch of
+//! Communicators are created one after another. For each: order root candidates by
+//! maximum hop count to the members, then load, then id (switches up to `root_slack_hops`
+//! beyond the smallest hop count qualify), build the physical tree from the first candidate
+//! whose own entries are not exhausted, and try to derive an aggregation tree: `physical` keeps every switch of
 //! the physical tree and fails if one has no free entry; `mincost` derives the minimum-cost
 //! tree where switches without a free entry may not be kept (children are lifted over them)
-//! and fails if no derivation exists. On failure the next candidate root is tried; when none
-//! works, the communicator falls back to a type I tree (counted as a failure). A created tree
+//! and fails if no derivation exists. On failure the next candidate root is tried (at most
+//! `max_root_attempts` trees are built); when none works, the communicator falls back to a type I tree (counted as a failure). A created tree
 //! consumes one entry on every switch it keeps. The degree limit applies to `mincost` and
 //! defaults to each switch's port count (so a minimum-cost tree never needs more fan-out than
 //! the physical tree had); a physical tree's fan-out is whatever the fabric gives it (the
@@ -239,6 +240,24 @@ pub struct AllocConfig {
     pub degree: Option<u32>,
     /// How trees are made.
     pub method: Method,
+    /// Extra hops beyond the minimum a root may be from its farthest member.
+    pub root_slack_hops: u32,
+    /// Most physical trees built per communicator before giving up.
+    pub max_root_attempts: u32,
+}
+
+impl AllocConfig {
+    /// `entries` per switch, a degree limit (`None`: port counts), the method, and the
+    /// default root search: up to 2 extra hops, at most 64 trees built per communicator.
+    pub fn new(entries: u32, degree: Option<u32>, method: Method) -> Self {
+        AllocConfig {
+            entries,
+            degree,
+            method,
+            root_slack_hops: 2,
+            max_root_attempts: 64,
+        }
+    }
 }
 
 /// What an allocation run produced.
@@ -293,13 +312,19 @@ pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Res
         if members.is_empty() {
             continue;
         }
-        let (_, candidates) = planner.root_candidates(members, &used);
+        let (_, candidates) =
+            planner.root_candidates_within(members, &used, config.root_slack_hops);
         let mut created = false;
+        let mut built = 0u32;
         for (attempt, &root) in candidates.iter().enumerate() {
             // Both methods keep the root: a full root fails without building anything.
             if used[root as usize] >= config.entries {
                 continue;
             }
+            if built == config.max_root_attempts {
+                break;
+            }
+            built += 1;
             let tree = planner.physical_tree(root, members);
             let n = tree.switch_count();
             let ok = match config.method {

@@ -566,6 +566,19 @@ impl<'f> Type2Planner<'f> {
     /// hop count to the members, least loaded first (`load[s]` = entries in use), then by
     /// id. Returns the hop count (switch to NIC) and the candidates.
     pub fn root_candidates(&mut self, members: &[u32], load: &[u32]) -> (u32, Vec<u32>) {
+        self.root_candidates_within(members, load, 0)
+    }
+
+    /// Like `root_candidates`, but also admits switches whose maximum hop count exceeds the
+    /// minimum by at most `slack_hops`, ordered by (hop count, load, id). A farther root lets
+    /// a minimum-cost tree pass through a full switch (a core, say) without keeping it.
+    /// Returns the minimum hop count (switch to NIC) and the candidates.
+    pub fn root_candidates_within(
+        &mut self,
+        members: &[u32],
+        load: &[u32],
+        slack_hops: u32,
+    ) -> (u32, Vec<u32>) {
         let mut member_switches: Vec<u32> = members
             .iter()
             .map(|&e| self.fabric.endpoint_switch(e))
@@ -580,10 +593,11 @@ impl<'f> Type2Planner<'f> {
             }
         }
         let min = self.max_dist.iter().copied().min().unwrap_or(0);
+        let limit = (min as u32).saturating_add(slack_hops);
         let mut candidates: Vec<u32> = (0..self.fabric.switch_count())
-            .filter(|&s| self.max_dist[s as usize] == min)
+            .filter(|&s| (self.max_dist[s as usize] as u32) <= limit)
             .collect();
-        candidates.sort_by_key(|&s| (load[s as usize], s));
+        candidates.sort_by_key(|&s| (self.max_dist[s as usize], load[s as usize], s));
         (min as u32 + 1, candidates)
     }
 
