@@ -1,0 +1,52 @@
+//! Whole-machine scale: hierarchical trees over 100 000 ranks in 3 levels must build fast
+//! (the planner builds them for whole machines). Run with `--release` for the real figure;
+//! the bound asserted here is loose enough for an unoptimised build on a busy machine.
+
+use std::time::Instant;
+use weft_model::tree::{hierarchical_layout, inter_group_edges, naive_layout, GroupLevels};
+
+/// 100 000 ranks: nodes of `ppn`, leaf switches of `nodes_per_switch`, pods of
+/// `switches_per_pod` (the last of each possibly partial).
+fn machine(ppn: u32, nodes_per_switch: u32, switches_per_pod: u32) -> GroupLevels {
+    let ranks = 100_000u32;
+    let nodes: Vec<u32> = (0..ranks.div_ceil(ppn))
+        .map(|i| ppn.min(ranks - i * ppn))
+        .collect();
+    let chunk = |n: usize, per: u32| -> Vec<u32> {
+        (0..(n as u32).div_ceil(per))
+            .map(|i| per.min(n as u32 - i * per))
+            .collect()
+    };
+    let switches = chunk(nodes.len(), nodes_per_switch);
+    let pods = chunk(switches.len(), switches_per_pod);
+    GroupLevels::contiguous(&[nodes, switches, pods]).unwrap()
+}
+
+#[test]
+fn hundred_thousand_ranks_in_three_levels() {
+    for (ppn, per_switch, per_pod, k) in [(32, 16, 8, 2), (48, 18, 6, 8), (64, 32, 4, 32), (1, 40, 25, 4)] {
+        let levels = machine(ppn, per_switch, per_pod);
+        let start = Instant::now();
+        let layout = hierarchical_layout(&levels, k, None, 12_345).unwrap();
+        let built = start.elapsed();
+        let tree = layout.tree().unwrap();
+        let with_tree = start.elapsed();
+        tree.validate().unwrap();
+        let naive = naive_layout(&levels, k, 12_345).unwrap();
+        let expected: Vec<u64> = (0..3).map(|i| levels.group_count(i) as u64 - 1).collect();
+        assert_eq!(inter_group_edges(&tree, &levels), expected);
+        assert!(layout.order() <= naive.order());
+        eprintln!(
+            "ppn {ppn}, {per_switch} nodes/switch, {per_pod} switches/pod, k={k}: layout {:.3} s, \
+             with tree {:.3} s; order {} height {} degree {}; naive order {} height {}",
+            built.as_secs_f64(),
+            with_tree.as_secs_f64(),
+            layout.order(),
+            layout.height(),
+            tree.max_degree(),
+            naive.order(),
+            naive.height()
+        );
+        assert!(with_tree.as_secs_f64() < 20.0, "took {with_tree:?}");
+    }
+}
