@@ -37,8 +37,8 @@ fn sub_multisets(items: &[u32]) -> Vec<(Items, Items)> {
             for t in 0..=c {
                 let mut a = taken.clone();
                 let mut b = left.clone();
-                a.extend(std::iter::repeat(v).take(t));
-                b.extend(std::iter::repeat(v).take(c - t));
+                a.extend(std::iter::repeat_n(v, t));
+                b.extend(std::iter::repeat_n(v, c - t));
                 next.push((a, b));
             }
         }
@@ -250,7 +250,7 @@ fn never_more_levels_than_naive() {
             let mut parts = Vec::new();
             partitions(p, 5, p, &mut parts, &mut Vec::new());
             for sizes in parts {
-                let levels = GroupLevels::contiguous(&[sizes.clone()]).unwrap();
+                let levels = GroupLevels::contiguous(std::slice::from_ref(&sizes)).unwrap();
                 let ours = hierarchical_layout(&levels, k, None, 0).unwrap();
                 let naive = naive_layout(&levels, k, 0).unwrap();
                 assert!(
@@ -288,7 +288,7 @@ fn paper_example_fourteen_processes_four_groups() {
                     continue;
                 }
                 let sizes = vec![a, b, c, d];
-                let levels = GroupLevels::contiguous(&[sizes.clone()]).unwrap();
+                let levels = GroupLevels::contiguous(std::slice::from_ref(&sizes)).unwrap();
                 let naive = naive_layout(&levels, 2, 0).unwrap();
                 let ours = hierarchical_knomial(&levels, 2, None, 0).unwrap();
                 if naive.height() == 4 && ours.height() == 3 {

@@ -24,7 +24,12 @@ fn machine(ppn: u32, nodes_per_switch: u32, switches_per_pod: u32) -> GroupLevel
 
 #[test]
 fn hundred_thousand_ranks_in_three_levels() {
-    for (ppn, per_switch, per_pod, k) in [(32, 16, 8, 2), (48, 18, 6, 8), (64, 32, 4, 32), (1, 40, 25, 4)] {
+    for (ppn, per_switch, per_pod, k) in [
+        (32, 16, 8, 2),
+        (48, 18, 6, 8),
+        (64, 32, 4, 32),
+        (1, 40, 25, 4),
+    ] {
         let levels = machine(ppn, per_switch, per_pod);
         let start = Instant::now();
         let layout = hierarchical_layout(&levels, k, None, 12_345).unwrap();

@@ -151,6 +151,7 @@ impl Search {
     }
 
     /// Writes the slots of a feasible `fill` whose block starts at `base`.
+    #[allow(clippy::too_many_arguments)]
     fn build_fill(
         &mut self,
         b: &mut Builder,

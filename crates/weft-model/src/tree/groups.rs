@@ -43,9 +43,7 @@ impl GroupLevels {
         }
         for i in 1..levels.len() {
             let mut outer_of: HashMap<u32, (u32, usize)> = HashMap::new();
-            for rank in 0..size {
-                let inner = levels[i - 1][rank];
-                let outer = levels[i][rank];
+            for (rank, (&inner, &outer)) in levels[i - 1].iter().zip(&levels[i]).enumerate() {
                 match outer_of.get(&inner) {
                     Some(&(o, first_rank)) if o != outer => bail!(
                         InvalidArgument,

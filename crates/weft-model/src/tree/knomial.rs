@@ -10,7 +10,7 @@ use weft_core::Result;
 /// base-k digit cleared.
 pub(crate) fn slot_parent(s: u64, k: u64) -> u64 {
     let mut unit = 1u64;
-    while (s / unit) % k == 0 {
+    while (s / unit).is_multiple_of(k) {
         unit *= k;
     }
     s - ((s / unit) % k) * unit
@@ -20,7 +20,7 @@ pub(crate) fn slot_parent(s: u64, k: u64) -> u64 {
 pub(crate) fn slot_depth(mut s: u64, k: u64) -> u32 {
     let mut d = 0;
     while s > 0 {
-        if s % k != 0 {
+        if !s.is_multiple_of(k) {
             d += 1;
         }
         s /= k;

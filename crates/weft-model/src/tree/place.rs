@@ -34,7 +34,7 @@ pub(crate) struct Plan {
 /// Trailing zero base-k digits of `x` (> 0).
 fn trailing(mut x: u64, k: u64) -> u32 {
     let mut t = 0;
-    while x % k == 0 {
+    while x.is_multiple_of(k) {
         x /= k;
         t += 1;
     }
