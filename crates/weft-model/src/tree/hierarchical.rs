@@ -1,8 +1,13 @@
 //! Hierarchical k-nomial trees over nested groups (seed 001 §3.3): the minimum-height merge
 //! (Algorithms 2-4) and the naive "k-nomial per group, then over leaders" tree it improves on.
 //!
-//! Both are expressed as slot layouts (see `slots`), so both keep every group in one aligned
-//! block of its parent's slot space: only a group's leader sends a packet out of the group.
+//! Both are slot layouts in a k-nomial slot space (see `slots`): occupied slots are
+//! ancestor-closed and every group is connected below its leader, so exactly one edge leaves
+//! each group. The minimum-height layout minimises first the order (the number of k-nomial
+//! levels, the paper's "height", which the cost model charges for), then the height in edges
+//! at that order, in three passes: the paper's merge of aligned blocks (exact for the order
+//! on every input we enumerated), the capacity greedy of `place` (lower trees at the same or
+//! a smaller order), and for one level of at most 64 ranks an exact search (`exact`).
 //! Pure code over `weft-core`; no I/O.
 
 use super::exact::lowest_layout;
@@ -238,6 +243,8 @@ pub fn hierarchical_layout(
             levels.size()
         );
     }
+    let effective = constraining_levels(levels)?;
+    let levels = &effective;
     let hierarchy = Hierarchy::new(levels);
     let root_path = hierarchy.path_of(root);
     let mut sizes: Vec<Vec<u64>> = Vec::with_capacity(hierarchy.members.len());
@@ -345,6 +352,28 @@ const EXACT_BUDGET: usize = 200_000;
 /// Largest communicator the exact pass is tried on (the search grows with the number of
 /// distinct group-size combinations, so it is for small communicators only).
 const EXACT_MAX_RANKS: u32 = 64;
+
+/// The levels that constrain the tree: a level of one-rank groups, a level with a single
+/// group, or a level that repeats the partition below it adds no condition, and dropping it
+/// lets a two-level description that is really one level take the one-level exact pass.
+fn constraining_levels(levels: &GroupLevels) -> Result<GroupLevels> {
+    let size = levels.size() as usize;
+    let mut kept: Vec<Vec<u32>> = Vec::new();
+    let mut last_count = size;
+    for i in 0..levels.depth() {
+        let count = levels.group_count(i);
+        // Levels nest, so an equal group count means the same partition.
+        if count == size || count == 1 || count == last_count {
+            continue;
+        }
+        kept.push(levels.level(i).to_vec());
+        last_count = count;
+    }
+    if kept.is_empty() {
+        kept.push(vec![0; size]);
+    }
+    GroupLevels::new(kept)
+}
 
 /// The minimum-height hierarchical k-nomial tree: see [`hierarchical_layout`].
 pub fn hierarchical_knomial(
