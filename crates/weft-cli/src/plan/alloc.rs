@@ -96,7 +96,7 @@ pub(crate) fn run(args: AllocArgs, timing: &mut Timing) -> Result<()> {
             "later_roots": report.later_roots,
         }));
     } else {
-        print!("{}", t.render());
+        out!("{}", t.render());
     }
     if let Some(path) = &args.csv {
         write_text(path, &t.csv())?;

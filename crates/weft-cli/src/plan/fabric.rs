@@ -110,7 +110,7 @@ pub(crate) fn run(args: FabricArgs, timing: &mut Timing) -> Result<()> {
             diameter.to_string(),
         ]);
         t.row(vec!["most ports on a switch".into(), max_ports.to_string()]);
-        print!("{}", t.render());
+        out!("{}", t.render());
     }
     if let Some(path) = &args.dot {
         let mut dot = String::from("graph fabric {\n  node [shape=box];\n");

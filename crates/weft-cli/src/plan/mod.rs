@@ -5,9 +5,28 @@
 //! This shell does the I/O (reading fabric files, writing outputs, timing); the models do
 //! none. Bad input prints one `weft plan: <kind>: <message>` line and exits with code 2.
 
+/// Like `print!`, but a closed stdout (e.g. `| head`) ends output quietly instead of
+/// panicking.
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::plan::output::emit(&format!($($t)*))
+    };
+}
+
+/// Like `println!`; see `out!`.
+macro_rules! outln {
+    ($($t:tt)*) => {
+        $crate::plan::output::emit(&format!("{}\n", format!($($t)*)))
+    };
+}
+
 mod alloc;
+mod choose;
+mod experiment;
 mod fabric;
+mod links;
 mod output;
+mod radix;
 mod type2;
 
 use clap::Subcommand;
@@ -28,6 +47,16 @@ pub struct PlanArgs {
 enum PlanCommand {
     /// Describe a fabric: switches, endpoints, links, diameter.
     Fabric(fabric::FabricArgs),
+    /// Place a type I tree and report height, radius, inter-group packets, busiest link.
+    Links(links::LinksArgs),
+    /// F(k) = (a + b·k)·log_k P: optimal radix, near-optimal range, curve.
+    Radix(radix::RadixArgs),
+    /// The radix range per message size from the cost-model parameters.
+    RadixTable(radix::RadixTableArgs),
+    /// Per message size: type I or type II, which radix, and the crossover.
+    Choose(choose::ChooseArgs),
+    /// Regenerate the paper's analyses as a Markdown report with plots.
+    Experiment(experiment::ExperimentArgs),
     /// Type II trees for a member set: root, physical tree, minimum-cost tree.
     Type2(type2::Type2Args),
     /// Create a type II tree per communicator of a pattern under limited switch entries.
@@ -93,6 +122,11 @@ pub fn run(args: PlanArgs) -> i32 {
     let mut timing = Timing::new(args.timing);
     let outcome = match args.command {
         PlanCommand::Fabric(a) => fabric::run(a, &mut timing),
+        PlanCommand::Links(a) => links::run(a, &mut timing),
+        PlanCommand::Radix(a) => radix::run(a, &mut timing),
+        PlanCommand::RadixTable(a) => radix::run_table(a, &mut timing),
+        PlanCommand::Choose(a) => choose::run(a, &mut timing),
+        PlanCommand::Experiment(a) => experiment::run(a, &mut timing),
         PlanCommand::Type2(a) => type2::run(a, &mut timing),
         PlanCommand::Alloc(a) => alloc::run(a, &mut timing),
     };

@@ -80,9 +80,16 @@ pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
 }
 
+/// Writes `text` to stdout; errors (a closed pipe) are ignored because there is no one
+/// left to read the rest.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
 /// Prints a JSON value on stdout.
 pub(crate) fn print_json(value: &serde_json::Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );

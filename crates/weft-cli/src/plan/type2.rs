@@ -143,7 +143,7 @@ pub(crate) fn run(args: Type2Args, timing: &mut Timing) -> Result<()> {
             derived.height().to_string(),
             derived.max_children().to_string(),
         ]);
-        println!(
+        outln!(
             "root {} ({} hops to the farthest of {} members; {} candidate roots), degree {}, lower bound {} switches",
             fabric.switch_name(root),
             hops,
@@ -153,7 +153,7 @@ pub(crate) fn run(args: Type2Args, timing: &mut Timing) -> Result<()> {
                 .map_or_else(|| format!("= ports (up to {widest})"), |d| d.to_string()),
             bound
         );
-        print!("{}", t.render());
+        out!("{}", t.render());
     }
     if let Some(path) = &args.dot {
         write_text(path, &dot(&fabric, &physical, &derived))?;

@@ -6,10 +6,16 @@
 //! the runtime or the CLI.
 
 pub mod alloc;
+pub mod choose;
+pub mod links;
 pub mod place;
 pub mod rng;
 pub mod type2;
 
 pub use alloc::{allocate, AllocConfig, AllocReport, Method, Pattern};
+pub use choose::{choose, sunway_like_params, ChoiceRow, SwitchCost};
+pub use links::{analyse_links, LinkReport, TreeShape};
 pub use place::{PlaceMethod, Placement};
-pub use type2::{cost_lower_bound, feasible, min_cost_tree, DerivedTree, PhysicalTree, Type2Planner};
+pub use type2::{
+    cost_lower_bound, feasible, min_cost_tree, DerivedTree, PhysicalTree, Type2Planner,
+};
