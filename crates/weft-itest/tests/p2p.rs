@@ -65,6 +65,15 @@ fn exchange_with_copy_fallback_and_small_eager_limit() {
 }
 
 #[test]
+fn exchange_with_both_sides_copying_small_rendezvous() {
+    // The cooperative CMA rendezvous (receiver reads the lower half, sender writes the upper)
+    // for every rendezvous size, at odd rank counts.
+    for n in [3, 4] {
+        ok(&job(n, &["exchange"], &[("WEFT_SHM_COOP_BYTES", "16385")]));
+    }
+}
+
+#[test]
 fn wildcards_keep_per_sender_order() {
     for n in [2, 4, 7] {
         ok(&job(n, &["wildcards"], &[]));

@@ -23,6 +23,12 @@ pub static KNOBS: &[Knob] = &[
         help: "single-copy rendezvous with process_vm_readv: auto (probe), on (fail if refused), off (pipelined copy through the segment)",
     },
     Knob {
+        name: "WEFT_SHM_COOP_BYTES",
+        kind: KnobKind::Bytes,
+        default: "256K",
+        help: "rendezvous messages of at least this size are copied by both processes at once (receiver reads the lower half, sender writes the upper half)",
+    },
+    Knob {
         name: "WEFT_SHM_FRAGMENT_BYTES",
         kind: KnobKind::Bytes,
         default: "32K",

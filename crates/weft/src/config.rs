@@ -35,6 +35,8 @@ pub struct Config {
     pub shm_ring_bytes: usize,
     /// Fragment size of the pipelined copy rendezvous.
     pub shm_fragment_bytes: usize,
+    /// Rendezvous messages of at least this size are copied by both sides at once.
+    pub shm_coop_bytes: usize,
     /// CMA policy.
     pub cma: CmaMode,
     /// Idle policy.
@@ -50,6 +52,7 @@ pub fn knob_tables() -> Vec<&'static [Knob]> {
     vec![
         crate::knobs::KNOBS,
         weft_transport::knobs::KNOBS,
+        weft_boot::knobs::KNOBS,
         LAUNCH_VARS,
     ]
 }
@@ -107,6 +110,7 @@ impl Config {
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,
             shm_fragment_bytes: frag,
+            shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
             cma,
             yield_mode,
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),

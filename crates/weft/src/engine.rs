@@ -29,6 +29,11 @@ const KIND_RTS: u8 = 2;
 const KIND_CTS: u8 = 3;
 const KIND_FIN: u8 = 4;
 const KIND_FRAG: u8 = 5;
+const KIND_CTS_COOP: u8 = 6;
+const KIND_FIN_COOP: u8 = 7;
+
+/// Largest body of a control message.
+const CONTROL_BODY_BYTES: usize = 24;
 
 /// Idle polls between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_SPINS: u32 = 1 << 15;
@@ -96,11 +101,23 @@ enum Outgoing {
     /// A control message with a small inline body.
     Control {
         header: Header,
-        body: [u8; 16],
+        body: [u8; CONTROL_BODY_BYTES],
         body_len: u8,
     },
     /// Fragments of a send request's buffer still to be streamed (fallback rendezvous).
     Fragments { req: ReqId },
+}
+
+/// A CMA read to do after the control messages queued with it have gone out.
+struct DeferredRead {
+    req: ReqId,
+    from_local: u32,
+    addr: u64,
+    /// Bytes to read from the start of the message.
+    len: usize,
+    /// The sender's request to acknowledge with `FIN` (None when the sender cooperates and
+    /// completes by itself).
+    sreq: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +138,8 @@ struct Request {
     /// Receive by fragments: bytes expected and received so far.
     frag_total: usize,
     frag_received: usize,
+    /// Receive by CMA: parts still to arrive (ours and the cooperating sender's).
+    parts_left: u8,
     /// Send: the data, the peer, and for fragment streaming the receiver's request and progress.
     sbuf: RawBuf,
     peer_local: u32,
@@ -147,6 +166,7 @@ impl Request {
             },
             frag_total: 0,
             frag_received: 0,
+            parts_left: 0,
             sbuf: RawBuf::new(&[]),
             peer_local: 0,
             remote_req: 0,
@@ -172,6 +192,9 @@ struct Core {
     free_reqs: Vec<ReqId>,
     outq: Vec<VecDeque<Outgoing>>,
     outq_len: usize,
+    deferred_reads: VecDeque<DeferredRead>,
+    /// Rendezvous messages of at least this many bytes are copied by both sides.
+    coop_bytes: usize,
 }
 
 /// The per-process progress engine.
@@ -281,6 +304,8 @@ impl Engine {
                 free_reqs: Vec::new(),
                 outq: (0..nlocal).map(|_| VecDeque::new()).collect(),
                 outq_len: 0,
+                deferred_reads: VecDeque::new(),
+                coop_bytes: config.shm_coop_bytes,
             },
             yield_when_idle,
             next_ctx: 4,
@@ -319,6 +344,7 @@ impl Engine {
         r.frag_total = 0;
         r.frag_received = 0;
         r.frag_sent = 0;
+        r.parts_left = 0;
         r.any_source_members = None;
         r.peer_world = None;
         id
@@ -432,9 +458,9 @@ impl Engine {
                     r.sbuf = data;
                     r.peer_local = peer;
                     r.peer_world = Some(dst_world);
-                    let mut body = [0u8; 16];
+                    let mut body = [0u8; CONTROL_BODY_BYTES];
                     body[..8].copy_from_slice(&data.addr().to_le_bytes());
-                    body[8..].copy_from_slice(&(data.len() as u64).to_le_bytes());
+                    body[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
                     let rts = Header {
                         kind: KIND_RTS,
                         len: 16,
@@ -548,6 +574,10 @@ impl Engine {
         if core.outq_len > 0 {
             moved |= core.flush(shm);
         }
+        if core.run_deferred_reads() {
+            core.flush(shm);
+            moved = true;
+        }
         moved
     }
 
@@ -557,9 +587,14 @@ impl Engine {
         }
     }
 
+    /// Sends what matching queued, then runs deferred rendezvous reads and sends their
+    /// acknowledgements.
     fn flush_all(&mut self) {
-        if self.core.outq_len > 0 {
-            if let Some(shm) = self.shm.as_mut() {
+        if let Some(shm) = self.shm.as_mut() {
+            if self.core.outq_len > 0 {
+                self.core.flush(shm);
+            }
+            if self.core.run_deferred_reads() {
                 self.core.flush(shm);
             }
         }
@@ -711,7 +746,28 @@ impl Core {
         r.done = true;
     }
 
-    /// A matched rendezvous: pull the data with CMA, or ask the sender to stream fragments.
+    /// Queues a control message with a small body for local rank `peer`.
+    fn control(&mut self, peer: u32, kind: u8, aux: u32, flags: u8, body_bytes: &[u8]) {
+        let mut body = [0u8; CONTROL_BODY_BYTES];
+        body[..body_bytes.len()].copy_from_slice(body_bytes);
+        let header = Header {
+            kind,
+            aux,
+            flags,
+            ..Header::default()
+        };
+        self.enqueue(
+            peer,
+            Outgoing::Control {
+                header,
+                body,
+                body_len: body_bytes.len() as u8,
+            },
+        );
+    }
+
+    /// A matched rendezvous: pull the data with CMA (sharing the copy with the sender for
+    /// large messages), or ask the sender to stream fragments when CMA is not allowed.
     fn start_rendezvous(
         &mut self,
         id: ReqId,
@@ -721,11 +777,6 @@ impl Core {
         len: usize,
         sreq: u32,
     ) {
-        let fin = Header {
-            kind: KIND_FIN,
-            aux: sreq,
-            ..Header::default()
-        };
         {
             let r = &mut self.reqs[id as usize];
             r.status = Status {
@@ -737,87 +788,101 @@ impl Core {
             if len > r.rbuf.len() {
                 r.error = Some(truncation_error(env, len, r.rbuf.len()));
                 r.done = true;
-                self.enqueue(
-                    from_local,
-                    Outgoing::Control {
-                        header: fin,
-                        body: [0; 16],
-                        body_len: 0,
-                    },
-                );
+                self.control(from_local, KIND_FIN, sreq, 0, &[]);
                 return;
             }
         }
-        let pid = self.pids[from_local as usize];
         if self.cma[from_local as usize] == Cma::Unknown {
             // Not probed (a job of one rank has no segment to probe through): try it.
             self.cma[from_local as usize] = Cma::Yes;
         }
         if self.cma[from_local as usize] == Cma::Yes {
-            let r = &mut self.reqs[id as usize];
-            // SAFETY: the receive buffer is alive and exclusively ours until completion.
-            let dst = unsafe { r.rbuf.slice_mut(0, len) };
-            match cma::read(pid, addr, dst) {
-                Ok(()) => {
-                    r.done = true;
-                    self.enqueue(
-                        from_local,
-                        Outgoing::Control {
-                            header: fin,
-                            body: [0; 16],
-                            body_len: 0,
-                        },
-                    );
-                    return;
-                }
-                Err(e)
-                    if self.cma_mode == CmaMode::Auto
-                        && matches!(
-                            e.raw_os_error(),
-                            Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES)
-                        ) =>
-                {
-                    self.cma[from_local as usize] = Cma::No;
-                }
-                Err(e) => {
-                    r.error = Some(Error::io(
-                        format!(
-                            "receive of {len} bytes from rank {} (pid {pid}) with process_vm_readv",
-                            env.src
-                        ),
-                        e,
-                    ));
-                    r.done = true;
-                    self.enqueue(
-                        from_local,
-                        Outgoing::Control {
-                            header: fin,
-                            body: [0; 16],
-                            body_len: 0,
-                        },
-                    );
-                    return;
-                }
+            if len >= self.coop_bytes {
+                // Both sides copy: the sender writes the upper part into our buffer while we
+                // read the lower part. Send the request first, read after (deferred), so the
+                // two copies overlap.
+                let split = (len / 2) & !4095;
+                let r = &mut self.reqs[id as usize];
+                r.parts_left = 2;
+                let mut body = [0u8; CONTROL_BODY_BYTES];
+                body[..4].copy_from_slice(&id.to_le_bytes());
+                body[8..16].copy_from_slice(&r.rbuf.addr().to_le_bytes());
+                body[16..24].copy_from_slice(&(split as u64).to_le_bytes());
+                self.control(from_local, KIND_CTS_COOP, sreq, 0, &body);
+                self.deferred_reads.push_back(DeferredRead {
+                    req: id,
+                    from_local,
+                    addr,
+                    len: split,
+                    sreq: None,
+                });
+                return;
             }
+            self.reqs[id as usize].parts_left = 1;
+            self.read_part(DeferredRead {
+                req: id,
+                from_local,
+                addr,
+                len,
+                sreq: Some(sreq),
+            });
+            return;
         }
         let r = &mut self.reqs[id as usize];
         r.frag_total = len;
         r.frag_received = 0;
-        let cts = Header {
-            kind: KIND_CTS,
-            aux: sreq,
-            ..Header::default()
-        };
-        let mut body = [0u8; 16];
-        body[..4].copy_from_slice(&id.to_le_bytes());
-        self.enqueue(
-            from_local,
-            Outgoing::Control {
-                header: cts,
-                body,
-                body_len: 4,
-            },
-        );
+        self.control(from_local, KIND_CTS, sreq, 0, &id.to_le_bytes());
+    }
+
+    /// Performs the CMA reads queued by matched rendezvous. True if any ran.
+    fn run_deferred_reads(&mut self) -> bool {
+        let mut ran = false;
+        while let Some(d) = self.deferred_reads.pop_front() {
+            self.read_part(d);
+            ran = true;
+        }
+        ran
+    }
+
+    /// Reads one rendezvous part with CMA and completes what it can.
+    fn read_part(&mut self, d: DeferredRead) {
+        let pid = self.pids[d.from_local as usize];
+        let r = &mut self.reqs[d.req as usize];
+        // SAFETY: the receive buffer is alive and exclusively ours until completion; a
+        // cooperating sender writes only bytes at or above `d.len` (the split).
+        let dst = unsafe { r.rbuf.slice_mut(0, d.len) };
+        let result = cma::read(pid, d.addr, dst);
+        let source = r.status.source;
+        match result {
+            Ok(()) => {}
+            Err(e) if d.sreq.is_some() && self.cma_mode == CmaMode::Auto && cma_refused(&e) => {
+                // Refused although the probe passed (policy changed): stream instead.
+                self.cma[d.from_local as usize] = Cma::No;
+                let r = &mut self.reqs[d.req as usize];
+                r.frag_total = d.len;
+                r.frag_received = 0;
+                r.parts_left = 0;
+                let sreq = d.sreq.unwrap_or_default();
+                self.control(d.from_local, KIND_CTS, sreq, 0, &d.req.to_le_bytes());
+                return;
+            }
+            Err(e) => {
+                if r.error.is_none() {
+                    r.error = Some(Error::io(
+                        format!("receive of {} bytes from rank {source} (pid {pid}) with process_vm_readv", d.len),
+                        e,
+                    ));
+                }
+            }
+        }
+        let r = &mut self.reqs[d.req as usize];
+        r.parts_left = r.parts_left.saturating_sub(1);
+        if r.parts_left == 0 {
+            r.done = true;
+        }
+        if let Some(sreq) = d.sreq {
+            self.control(d.from_local, KIND_FIN, sreq, 0, &[]);
+        }
     }
 
     /// Handles one message from local rank `peer`.
@@ -841,10 +906,10 @@ impl Core {
                 }
             }
             KIND_RTS => {
-                let mut body = [0u8; 16];
+                let mut body = [0u8; CONTROL_BODY_BYTES];
                 copy_body(&mut body, a, b);
                 let addr = u64::from_le_bytes(body[..8].try_into().unwrap());
-                let len = u64::from_le_bytes(body[8..].try_into().unwrap()) as usize;
+                let len = u64::from_le_bytes(body[8..16].try_into().unwrap()) as usize;
                 let env = Envelope {
                     ctx: h.ctx,
                     src: h.src,
@@ -872,8 +937,43 @@ impl Core {
                     }
                 }
             }
+            KIND_CTS_COOP => {
+                let mut body = [0u8; CONTROL_BODY_BYTES];
+                copy_body(&mut body, a, b);
+                let rreq = u32::from_le_bytes(body[..4].try_into().unwrap());
+                let raddr = u64::from_le_bytes(body[8..16].try_into().unwrap());
+                let split = u64::from_le_bytes(body[16..24].try_into().unwrap()) as usize;
+                let pid = self.pids[peer as usize];
+                let Some(r) = self.reqs.get_mut(h.aux as usize) else {
+                    return;
+                };
+                if r.kind != ReqKind::Send || r.done || split > r.sbuf.len() {
+                    return;
+                }
+                // SAFETY: the send buffer stays alive until its request completes.
+                let upper = unsafe { r.sbuf.slice(split, r.sbuf.len() - split) };
+                let failed = cma::write(pid, raddr + split as u64, upper).is_err();
+                r.done = true;
+                self.control(peer, KIND_FIN_COOP, rreq, u8::from(failed), &[]);
+            }
+            KIND_FIN_COOP => {
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    if r.kind == ReqKind::Recv && !r.done && r.parts_left > 0 {
+                        if h.flags != 0 && r.error.is_none() {
+                            r.error = Some(Error::new(
+                                ErrorKind::Io,
+                                format!("rank {} could not write its part of a {}-byte message with process_vm_writev", r.status.source, r.status.bytes),
+                            ));
+                        }
+                        r.parts_left -= 1;
+                        if r.parts_left == 0 {
+                            r.done = true;
+                        }
+                    }
+                }
+            }
             KIND_CTS => {
-                let mut body = [0u8; 16];
+                let mut body = [0u8; CONTROL_BODY_BYTES];
                 copy_body(&mut body, a, b);
                 let rreq = u32::from_le_bytes(body[..4].try_into().unwrap());
                 if let Some(r) = self.reqs.get_mut(h.aux as usize) {
@@ -972,10 +1072,17 @@ impl Core {
     }
 }
 
-fn copy_body(body: &mut [u8; 16], a: &[u8], b: &[u8]) {
-    let n1 = a.len().min(16);
+fn cma_refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES)
+    )
+}
+
+fn copy_body(body: &mut [u8; CONTROL_BODY_BYTES], a: &[u8], b: &[u8]) {
+    let n1 = a.len().min(CONTROL_BODY_BYTES);
     body[..n1].copy_from_slice(&a[..n1]);
-    let n2 = b.len().min(16 - n1);
+    let n2 = b.len().min(CONTROL_BODY_BYTES - n1);
     body[n1..n1 + n2].copy_from_slice(&b[..n2]);
 }
 

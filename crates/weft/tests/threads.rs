@@ -39,9 +39,26 @@ fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Sync + 
             })
         })
         .collect();
+    // A rank thread that panics leaves its peers waiting forever (threads share a pid, so
+    // peer-death detection cannot see it): a watchdog ends the test process instead.
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = finished.clone();
+    std::thread::spawn(move || {
+        for _ in 0..1200 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+        }
+        eprintln!("in-process job of {n} ranks did not finish in 120 s (a rank panicked or hung)");
+        std::process::abort();
+    });
+    let mut panicked = false;
     for h in handles {
-        h.join().expect("rank thread panicked");
+        panicked |= h.join().is_err();
     }
+    finished.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!panicked, "a rank thread panicked");
     let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()
         .filter_map(|e| e.ok())
