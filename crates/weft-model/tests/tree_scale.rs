@@ -55,3 +55,57 @@ fn hundred_thousand_ranks_in_three_levels() {
         assert!(with_tree.as_secs_f64() < 20.0, "took {with_tree:?}");
     }
 }
+
+#[test]
+fn hundred_thousand_ranks_in_irregular_groups() {
+    // Deterministic pseudo-random sizes (64-bit LCG): nodes of 1..=64 ranks, switches of
+    // 1..=24 nodes, pods of 1..=10 switches.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |range: u32| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        1 + ((state >> 33) as u32 % range)
+    };
+    let mut nodes = Vec::new();
+    let mut left = 100_000u32;
+    while left > 0 {
+        let s = next(64).min(left);
+        nodes.push(s);
+        left -= s;
+    }
+    let group = |count: usize, range: u32, next: &mut dyn FnMut(u32) -> u32| {
+        let mut out = Vec::new();
+        let mut left = count as u32;
+        while left > 0 {
+            let s = next(range).min(left);
+            out.push(s);
+            left -= s;
+        }
+        out
+    };
+    let switches = group(nodes.len(), 24, &mut next);
+    let pods = group(switches.len(), 10, &mut next);
+    let levels = GroupLevels::contiguous(&[nodes, switches, pods]).unwrap();
+    for k in [2, 4, 16] {
+        let start = Instant::now();
+        let layout = hierarchical_layout(&levels, k, None, 99_999).unwrap();
+        let tree = layout.tree().unwrap();
+        let took = start.elapsed();
+        tree.validate().unwrap();
+        let naive = naive_layout(&levels, k, 99_999).unwrap();
+        let expected: Vec<u64> = (0..3).map(|i| levels.group_count(i) as u64 - 1).collect();
+        assert_eq!(inter_group_edges(&tree, &levels), expected);
+        assert!(layout.order() <= naive.order());
+        eprintln!(
+            "irregular, k={k}: {:.3} s; order {} height {} degree {}; naive order {} height {}",
+            took.as_secs_f64(),
+            layout.order(),
+            layout.height(),
+            tree.max_degree(),
+            naive.order(),
+            naive.height()
+        );
+        assert!(took.as_secs_f64() < 20.0, "took {took:?}");
+    }
+}

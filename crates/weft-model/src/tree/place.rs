@@ -80,6 +80,13 @@ struct Attempt<'a> {
     slot_of: Vec<u64>,
     /// Place a level-1 group's first part's ranks after its other parts.
     defer_first: bool,
+    /// At every level, place only the leader of the chain of first parts, then the other
+    /// parts from the outermost level in, then the first part's ranks.
+    defer_all: bool,
+    /// Occupied slot -> rank (kept for `defer_all`).
+    owner: HashMap<u64, u32>,
+    /// `group_of[l][rank]`: the rank's group at level l (for `defer_all`).
+    group_of: Vec<Vec<u32>>,
 }
 
 impl<'a> Attempt<'a> {
@@ -101,6 +108,13 @@ impl<'a> Attempt<'a> {
             children: HashMap::with_capacity(plan.size as usize),
             slot_of: vec![0; plan.size as usize],
             defer_first: variant.defer_first,
+            defer_all: variant.defer_all,
+            owner: HashMap::new(),
+            group_of: if variant.defer_all {
+                group_index(plan)
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -146,6 +160,9 @@ impl<'a> Attempt<'a> {
             }
         }
         self.children.insert(x, 0);
+        if self.defer_all {
+            self.owner.insert(x, rank);
+        }
         self.slot_of[rank as usize] = x;
         if depth < self.h && self.degree > 0 {
             let new: Vec<(u64, u32)> = self.child_slots(x).collect();
@@ -156,8 +173,10 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// The lowest hole in `[lo, hi)` with capacity ≥ `need`.
-    fn find_hole(&self, lo: u64, hi: u64, need: u64) -> Option<u64> {
+    /// The lowest hole in `[lo, hi)` with capacity ≥ `need` (and, with `within`, whose
+    /// parent belongs to group `within.1` of level `within.0`).
+    fn find_hole(&self, lo: u64, hi: u64, need: u64, within: Option<(usize, u32)>) -> Option<u64> {
+        let k = self.plan.k;
         let mut best: Option<u64> = None;
         for t in 0..=self.n {
             for d in 1..=self.h {
@@ -165,12 +184,46 @@ impl<'a> Attempt<'a> {
                 if self.cap[c] < need {
                     continue;
                 }
-                if let Some(&x) = self.holes[c].range(lo..hi).next() {
-                    best = Some(best.map_or(x, |b| b.min(x)));
+                let end = best.unwrap_or(hi).min(hi);
+                let hit = self.holes[c]
+                    .range(lo..end)
+                    .copied()
+                    .find(|&x| match within {
+                        None => true,
+                        Some((level, group)) => {
+                            let rank = self.owner[&slot_parent(x, k)];
+                            self.group_of[level][rank as usize] == group
+                        }
+                    });
+                if let Some(x) = hit {
+                    best = Some(x);
                 }
             }
         }
         best
+    }
+
+    /// `defer_all` placement of group `g` of level `level` (≥ 1) at `b`.
+    fn place_deferred(&mut self, level: usize, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        let plan = self.plan;
+        let mut chain = Vec::with_capacity(level);
+        let mut c = g;
+        for l in (1..=level).rev() {
+            chain.push((l, c));
+            c = plan.parts[l][c][0] as usize;
+        }
+        self.occupy(b, slot_depth(b, plan.k), plan.parts[0][c][0]);
+        let block = plan.k.pow(self.free_digits(b));
+        for &(l, group) in &chain {
+            for &q in &plan.parts[l][group][1..] {
+                let need = plan.sizes[l - 1][q as usize];
+                match self.find_hole(b, b + block, need, Some((l, group as u32))) {
+                    Some(hole) => self.place(l - 1, q as usize, hole)?,
+                    None => return Err(self.failure()),
+                }
+            }
+        }
+        self.fill_leaf(c, b)
     }
 
     /// Places group `g` of level `level` with its leader in the free slot `b`.
@@ -179,6 +232,9 @@ impl<'a> Attempt<'a> {
         if level == 0 {
             self.occupy(b, slot_depth(b, plan.k), plan.parts[0][g][0]);
             return self.fill_leaf(g, b);
+        }
+        if self.defer_all {
+            return self.place_deferred(level, g, b);
         }
         let parts = &plan.parts[level][g];
         if self.defer_first && level == 1 {
@@ -203,7 +259,7 @@ impl<'a> Attempt<'a> {
         let block = plan.k.pow(self.free_digits(b));
         for &q in &plan.parts[level][g][1..] {
             let need = plan.sizes[level - 1][q as usize];
-            match self.find_hole(b, b + block, need) {
+            match self.find_hole(b, b + block, need, None) {
                 Some(c) => self.place(level - 1, q as usize, c)?,
                 None => return Err(self.failure()),
             }
@@ -313,6 +369,30 @@ fn search(
 #[derive(Clone, Copy)]
 struct Variant {
     defer_first: bool,
+    defer_all: bool,
+}
+
+/// `group_of[l][rank]`: index of the rank's group at level l.
+fn group_index(plan: &Plan) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = Vec::with_capacity(plan.parts.len());
+    let mut level0 = vec![0u32; plan.size as usize];
+    for (g, ranks) in plan.parts[0].iter().enumerate() {
+        for &r in ranks {
+            level0[r as usize] = g as u32;
+        }
+    }
+    out.push(level0);
+    for l in 1..plan.parts.len() {
+        let mut up = vec![0u32; plan.parts[l - 1].len()];
+        for (g, members) in plan.parts[l].iter().enumerate() {
+            for &c in members {
+                up[c as usize] = g as u32;
+            }
+        }
+        let row: Vec<u32> = out[l - 1].iter().map(|&c| up[c as usize]).collect();
+        out.push(row);
+    }
+    out
 }
 
 /// Improves on the paper's layout `(order, height, slots)` with the capacity greedy (first
@@ -325,11 +405,24 @@ pub(crate) fn improve(
 ) -> (u32, u32, Vec<u64>) {
     let degree = degree_limit.unwrap_or(u32::MAX);
     let mut best = paper;
-    for defer_first in [false, true] {
-        if defer_first && plan.parts.len() < 2 {
-            continue;
-        }
-        if let Some(found) = search(plan, degree, Variant { defer_first }, best.0) {
+    let variants = [
+        Variant {
+            defer_first: false,
+            defer_all: false,
+        },
+        Variant {
+            defer_first: true,
+            defer_all: false,
+        },
+        Variant {
+            defer_first: false,
+            defer_all: true,
+        },
+    ];
+    // With one explicit level the two deferring variants are the same.
+    let count = if plan.parts.len() > 2 { 3 } else { 2 };
+    for &variant in &variants[..count] {
+        if let Some(found) = search(plan, degree, variant, best.0) {
             if (found.0, found.1) < (best.0, best.1) {
                 best = found;
             }
