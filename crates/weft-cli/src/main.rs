@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod info;
 mod plan;
 #[allow(dead_code)]
 mod plot;
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Start a job of N ranks on this machine.
     Run(run::RunArgs),
+    /// What this machine and build offer; `--knobs` lists every setting.
+    Info(info::InfoArgs),
     /// Plan aggregation trees for a whole machine (offline model).
     Plan(plan::PlanArgs),
     /// OSU-style benchmarks; they start their own ranks.
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
+        Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
     };
