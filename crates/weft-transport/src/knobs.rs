@@ -29,6 +29,12 @@ pub static KNOBS: &[Knob] = &[
         help: "rendezvous messages of at least this size are copied by both processes at once (receiver reads the lower half, sender writes the upper half)",
     },
     Knob {
+        name: "WEFT_SHM_COLL_BYTES",
+        kind: KnobKind::Bytes,
+        default: "4M",
+        help: "size of the node-wide shared-memory area used by shared-memory-native collectives",
+    },
+    Knob {
         name: "WEFT_SHM_FRAGMENT_BYTES",
         kind: KnobKind::Bytes,
         default: "32K",

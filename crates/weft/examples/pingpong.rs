@@ -34,7 +34,10 @@ fn main() -> weft::Result<()> {
         }
         if me == 0 {
             one_way_us.sort_by(|a, b| a.total_cmp(b));
-            println!("{bytes:>8} bytes: {:.3} us one way (median of {iters})", one_way_us[iters / 2]);
+            println!(
+                "{bytes:>8} bytes: {:.3} us one way (median of {iters})",
+                one_way_us[iters / 2]
+            );
         }
     }
     weft.finalize()

@@ -16,7 +16,10 @@ fn main() -> weft::Result<()> {
         world.send(&[0u64], right, 0)?;
         world.recv(&mut token, left, 0)?;
         let expected: u64 = (0..n as u64).sum();
-        println!("rank 0: token came back around {n} ranks with sum {} (expected {expected})", token[0]);
+        println!(
+            "rank 0: token came back around {n} ranks with sum {} (expected {expected})",
+            token[0]
+        );
         assert_eq!(token[0], expected);
     } else {
         world.recv(&mut token, left, 0)?;
@@ -30,7 +33,10 @@ fn main() -> weft::Result<()> {
     let t = std::time::Instant::now();
     world.sendrecv(&out, right, 1, &mut inp, left, 1)?;
     let us = t.elapsed().as_secs_f64() * 1e6;
-    let ok = inp.iter().enumerate().all(|(i, &b)| b == (i as u8) ^ left as u8);
+    let ok = inp
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == (i as u8) ^ left as u8);
     println!(
         "rank {me} of {n} on {} (local {} of {}): got 1 MiB from rank {left} in {us:.0} us, data {}",
         weft.node_id(),
@@ -42,6 +48,9 @@ fn main() -> weft::Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(weft::Error::new(weft::ErrorKind::Internal, "ring data mismatch"))
+        Err(weft::Error::new(
+            weft::ErrorKind::Internal,
+            "ring data mismatch",
+        ))
     }
 }

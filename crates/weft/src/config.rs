@@ -37,6 +37,8 @@ pub struct Config {
     pub shm_fragment_bytes: usize,
     /// Rendezvous messages of at least this size are copied by both sides at once.
     pub shm_coop_bytes: usize,
+    /// Bytes of the node-wide area for shared-memory collectives.
+    pub shm_coll_bytes: usize,
     /// CMA policy.
     pub cma: CmaMode,
     /// Idle policy.
@@ -110,6 +112,8 @@ impl Config {
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,
             shm_fragment_bytes: frag,
+            shm_coll_bytes: (values.bytes("WEFT_SHM_COLL_BYTES").unwrap_or(4 << 20) as usize)
+                .next_multiple_of(4096),
             shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
             cma,
             yield_mode,

@@ -321,6 +321,18 @@ impl Engine {
         self.next_ctx = self.next_ctx.max(ctx);
     }
 
+    /// The node's shared-memory segment (None for a job of one rank on its node).
+    #[allow(dead_code)]
+    pub(crate) fn shm(&self) -> Option<&ShmNode> {
+        self.shm.as_ref()
+    }
+
+    /// World ranks of this node's ranks, in local-rank order, and this process's local rank.
+    #[allow(dead_code)]
+    pub(crate) fn local_ranks(&self) -> (&[u32], u32) {
+        (&self.core.local_world, self.core.my_local)
+    }
+
     /// Whether the engine yields the CPU when idle.
     pub(crate) fn yields_when_idle(&self) -> bool {
         self.yield_when_idle

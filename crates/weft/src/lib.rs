@@ -20,6 +20,7 @@
 //! This crate must not depend on the surfaces above it (CLI, launcher, C ABI); its `unsafe`
 //! is confined to the transport crate's buffer views.
 
+pub mod coll;
 pub mod comm;
 pub mod config;
 mod engine;
@@ -152,6 +153,7 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 let layout = Layout {
                     local_size: local_world.len() as u32,
                     ring_bytes: config.shm_ring_bytes,
+                    coll_bytes: config.shm_coll_bytes,
                 };
                 let ready_key = format!("shm/{node_id}");
                 let node = if my_local == 0 {

@@ -29,6 +29,8 @@ struct SegmentHeader {
     _pad: u32,
     ring_bytes: AtomicU64,
     attached: AtomicU32,
+    _pad2: u32,
+    coll_bytes: AtomicU64,
 }
 
 #[repr(C)]
@@ -46,6 +48,8 @@ pub struct Layout {
     pub local_size: u32,
     /// Bytes of cells per ring (power of two).
     pub ring_bytes: usize,
+    /// Bytes of the node-wide area for shared-memory collectives (multiple of 4096; may be 0).
+    pub coll_bytes: usize,
 }
 
 impl Layout {
@@ -59,10 +63,14 @@ impl Layout {
                 * ring::ring_footprint(self.ring_bytes)
     }
 
-    /// Total segment size in bytes.
-    pub fn segment_bytes(&self) -> usize {
+    fn coll_offset(&self) -> usize {
         self.ring_offset(self.local_size, 0)
             .next_multiple_of(PAGE_BYTES)
+    }
+
+    /// Total segment size in bytes (rings, then the collective area).
+    pub fn segment_bytes(&self) -> usize {
+        self.coll_offset() + self.coll_bytes.next_multiple_of(PAGE_BYTES)
     }
 
     fn validate(&self) -> Result<()> {
@@ -112,6 +120,9 @@ impl ShmNode {
             (*header)
                 .ring_bytes
                 .store(layout.ring_bytes as u64, Ordering::Relaxed);
+            (*header)
+                .coll_bytes
+                .store(layout.coll_bytes as u64, Ordering::Relaxed);
             (*header).magic.store(MAGIC, Ordering::Release);
         }
         Self::finish_attach(seg, layout, me)
@@ -128,11 +139,12 @@ impl ShmNode {
         }
         let header = seg.base() as *const SegmentHeader;
         // SAFETY: at least one page is mapped (checked above).
-        let (magic, local_size, ring_bytes) = unsafe {
+        let (magic, local_size, ring_bytes, coll_bytes) = unsafe {
             (
                 (*header).magic.load(Ordering::Acquire),
                 (*header).local_size.load(Ordering::Relaxed),
                 (*header).ring_bytes.load(Ordering::Relaxed) as usize,
+                (*header).coll_bytes.load(Ordering::Relaxed) as usize,
             )
         };
         if magic != MAGIC {
@@ -144,6 +156,7 @@ impl ShmNode {
         let layout = Layout {
             local_size,
             ring_bytes,
+            coll_bytes,
         };
         layout.validate()?;
         if seg.len() < layout.segment_bytes() {
@@ -263,6 +276,17 @@ impl ShmNode {
         process_alive(self.pid(local))
     }
 
+    /// The node-wide area for shared-memory collectives: its base address and length. Every
+    /// local rank maps the same bytes; the area is zero-filled at creation. What lives there
+    /// and how access is synchronised is the business of the safe wrapper in `shm::coll`.
+    pub fn coll_area(&self) -> (*mut u8, usize) {
+        // SAFETY: the area lies inside the mapping (its size was checked against the layout).
+        (
+            unsafe { self.seg.base().add(self.layout.coll_offset()) },
+            self.layout.coll_bytes,
+        )
+    }
+
     /// Largest payload of one ring message.
     pub fn max_payload(&self) -> usize {
         ring::max_payload(self.layout.ring_bytes)
@@ -323,6 +347,7 @@ mod tests {
         let layout = Layout {
             local_size: 3,
             ring_bytes: 8192,
+            coll_bytes: 8192,
         };
         let mut a = ShmNode::create(&n, layout, 0).unwrap();
         let mut b = ShmNode::attach(&n, 2).unwrap();
@@ -358,6 +383,7 @@ mod tests {
             Layout {
                 local_size: 1,
                 ring_bytes: 4096,
+                coll_bytes: 8192,
             },
             0,
         )
@@ -376,7 +402,8 @@ mod tests {
             &name("b"),
             Layout {
                 local_size: 2,
-                ring_bytes: 5000
+                ring_bytes: 5000,
+                coll_bytes: 8192
             },
             0
         )
@@ -385,7 +412,8 @@ mod tests {
             &name("c"),
             Layout {
                 local_size: 0,
-                ring_bytes: 8192
+                ring_bytes: 8192,
+                coll_bytes: 8192
             },
             0
         )
@@ -394,7 +422,8 @@ mod tests {
             "no-slash",
             Layout {
                 local_size: 1,
-                ring_bytes: 8192
+                ring_bytes: 8192,
+                coll_bytes: 8192
             },
             0
         )
@@ -406,6 +435,7 @@ mod tests {
             Layout {
                 local_size: 2,
                 ring_bytes: 8192,
+                coll_bytes: 8192,
             },
             0,
         )

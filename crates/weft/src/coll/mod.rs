@@ -1,0 +1,1 @@
+//! Collective operations (being written).
