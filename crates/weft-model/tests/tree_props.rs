@@ -130,8 +130,13 @@ fn bad_arguments_are_errors() {
     );
     assert!(hierarchical_knomial(&levels, 2, Some(0), 0).is_err());
     assert!(naive_hierarchical(&levels, 2, 7).is_err());
-    // A chain is not reachable by this construction: the error names the limit.
-    let e = hierarchical_knomial(&levels, 2, Some(1), 0).unwrap_err();
+    // Limit 1: a chain, reached by the widest-slot variant for a few ranks...
+    let chain = hierarchical_knomial(&levels, 2, Some(1), 0).unwrap();
+    assert_eq!((chain.max_degree(), chain.height()), (1, 3));
+    assert_eq!(inter_group_edges(&chain, &levels), vec![1]);
+    // ...but not for 40, which would need 39 base-2 digits: the error names the limit.
+    let many = GroupLevels::contiguous(&[vec![20, 20]]).unwrap();
+    let e = hierarchical_knomial(&many, 2, Some(1), 0).unwrap_err();
     assert!(e.message().contains("degree limit 1"), "{e}");
     assert!(Tree::from_parents(0, &[None, Some(2), Some(1)]).is_err());
     assert!(Tree::from_parents(0, &[None, None]).is_err());
@@ -255,4 +260,17 @@ fn generous_degree_limit_never_fails() {
             assert!(limited.max_degree() <= free.max_degree());
         }
     }
+}
+
+#[test]
+fn limits_below_the_natural_fan_out_can_be_met() {
+    // Six groups of 3, k = 4: the unlimited tree gives some rank more than 3 children; the
+    // widest-slot variant fits the limit by going one level deeper.
+    let levels = GroupLevels::contiguous(&[vec![3; 6]]).unwrap();
+    let free = hierarchical_knomial(&levels, 4, None, 0).unwrap();
+    assert!(free.max_degree() > 3);
+    let limited = hierarchical_knomial(&levels, 4, Some(3), 0).unwrap();
+    assert_spanning(&limited);
+    assert!(limited.max_degree() <= 3);
+    assert_eq!(inter_group_edges(&limited, &levels), vec![5]);
 }

@@ -3,7 +3,9 @@
 //! the bound asserted here is loose enough for an unoptimised build on a busy machine.
 
 use std::time::Instant;
-use weft_model::tree::{hierarchical_layout, inter_group_edges, naive_layout, GroupLevels};
+use weft_model::tree::{
+    hierarchical_knomial, hierarchical_layout, inter_group_edges, naive_layout, GroupLevels,
+};
 
 /// 100 000 ranks: nodes of `ppn`, leaf switches of `nodes_per_switch`, pods of
 /// `switches_per_pod` (the last of each possibly partial).
@@ -107,5 +109,31 @@ fn hundred_thousand_ranks_in_irregular_groups() {
             naive.height()
         );
         assert!(took.as_secs_f64() < 20.0, "took {took:?}");
+    }
+}
+
+#[test]
+fn hundred_thousand_ranks_under_a_degree_limit() {
+    let levels = machine(32, 16, 8);
+    for (k, limit) in [(4u32, 8u32), (8, 16), (2, 12)] {
+        let start = Instant::now();
+        let result = hierarchical_knomial(&levels, k, Some(limit), 0);
+        let took = start.elapsed();
+        match &result {
+            Ok(tree) => {
+                assert!(tree.max_degree() <= limit);
+                tree.validate().unwrap();
+            }
+            Err(e) => assert!(e.message().contains("degree limit"), "{e}"),
+        }
+        eprintln!(
+            "degree limit {limit}, k={k}: {:.3} s, {}",
+            took.as_secs_f64(),
+            match &result {
+                Ok(t) => format!("height {} degree {}", t.height(), t.max_degree()),
+                Err(e) => format!("error: {e}"),
+            }
+        );
+        assert!(took.as_secs_f64() < 60.0, "took {took:?}");
     }
 }

@@ -308,12 +308,25 @@ pub fn hierarchical_layout(
             parts.insert(0, p);
         }
         paper_merge(kk, parts, degree)
-    })?;
-    let (_, _, slots) = improve(
-        &plan,
-        degree_limit,
-        (paper.order, paper.height, paper.slots.clone()),
-    );
+    });
+    // Under a degree limit the paper's merge may fail where the capacity greedy, which can
+    // leave a full slot's holes to others, still succeeds; search a few orders beyond the
+    // plain k-nomial's before giving up.
+    let plain_order = {
+        let mut e = 0u32;
+        while kk.checked_pow(e).is_some_and(|c| c < levels.size() as u64) {
+            e += 1;
+        }
+        e
+    };
+    let start = paper
+        .as_ref()
+        .ok()
+        .map(|p| (p.order, p.height, p.slots.clone()));
+    let Some((_, _, slots)) = improve(&plan, degree_limit, start, plain_order + EXTRA_ORDERS)
+    else {
+        return Err(paper.expect_err("improve keeps the paper's layout when there is one"));
+    };
     let greedy = SlotLayout::from_slots(k, root, slots);
     if levels.depth() == 1 && greedy.height > 0 && levels.size() <= EXACT_MAX_RANKS {
         // One level of groups: an exact search finds a lower tree at the same order when
@@ -345,6 +358,9 @@ pub fn hierarchical_layout(
     }
     Ok(greedy)
 }
+
+/// Orders beyond the plain k-nomial's tried when the paper's merge fails a degree limit.
+const EXTRA_ORDERS: u32 = 8;
 
 /// Search steps the exact pass may take per height before giving up on it.
 const EXACT_BUDGET: usize = 200_000;

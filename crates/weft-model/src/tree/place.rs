@@ -87,6 +87,9 @@ struct Attempt<'a> {
     owner: HashMap<u64, u32>,
     /// `group_of[l][rank]`: the rank's group at level l (for `defer_all`).
     group_of: Vec<Vec<u32>>,
+    /// Under a degree limit, give each rank its widest child slots (highest digit first)
+    /// and fill groups breadth-first, so a limited fan-out still reaches far.
+    wide: bool,
 }
 
 impl<'a> Attempt<'a> {
@@ -95,7 +98,11 @@ impl<'a> Attempt<'a> {
         let mut cap = vec![0; classes];
         for t in 0..=n {
             for d in 0..=h {
-                cap[(t * (h + 1) + d) as usize] = capacity(plan.k, t, h - d);
+                cap[(t * (h + 1) + d) as usize] = if variant.wide {
+                    capacity_limited(plan.k, t, h - d, degree)
+                } else {
+                    capacity(plan.k, t, h - d)
+                };
             }
         }
         Attempt {
@@ -110,6 +117,7 @@ impl<'a> Attempt<'a> {
             defer_first: variant.defer_first,
             defer_all: variant.defer_all,
             owner: HashMap::new(),
+            wide: variant.wide,
             group_of: if variant.defer_all {
                 group_index(plan)
             } else {
@@ -271,6 +279,9 @@ impl<'a> Attempt<'a> {
     /// offsets first inside the leader's block, skipping whole subtrees that are too deep,
     /// whose parent is full, or that belong to another group.
     fn fill_leaf(&mut self, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        if self.wide {
+            return self.fill_leaf_wide(g, b);
+        }
         let k = self.plan.k;
         let ranks = &self.plan.parts[0][g];
         let depth_b = slot_depth(b, k);
@@ -294,6 +305,39 @@ impl<'a> Attempt<'a> {
             self.occupy(b + rel, depth, ranks[next]);
             next += 1;
             rel += 1;
+        }
+        Ok(())
+    }
+
+    /// `fill_leaf` for the `wide` variant: breadth-first from the leader, each member taking
+    /// children in its widest free slots (highest digit first) up to the degree limit.
+    fn fill_leaf_wide(&mut self, g: usize, b: u64) -> std::result::Result<(), Fail> {
+        let k = self.plan.k;
+        let ranks = &self.plan.parts[0][g];
+        let mut next = 1usize;
+        let mut queue = std::collections::VecDeque::from([b]);
+        while next < ranks.len() {
+            let Some(x) = queue.pop_front() else {
+                return Err(self.failure());
+            };
+            let depth = slot_depth(x, k) + 1;
+            if depth > self.h {
+                continue;
+            }
+            'widest: for m in (0..self.free_digits(x)).rev() {
+                for d in 1..k {
+                    if next == ranks.len() || self.children[&x] >= self.degree {
+                        break 'widest;
+                    }
+                    let c = x + d * k.pow(m);
+                    if self.children.contains_key(&c) {
+                        continue;
+                    }
+                    self.occupy(c, depth, ranks[next]);
+                    next += 1;
+                    queue.push_back(c);
+                }
+            }
         }
         Ok(())
     }
@@ -358,8 +402,10 @@ fn search(
                 let height = best.iter().map(|&s| slot_depth(s, k)).max().unwrap_or(0);
                 return Some((n, height, best));
             }
-            Err(Fail::RootFull) => return None,
-            Err(Fail::Bounds) => n += 1,
+            // Lowest-first variants behave the same at every larger order once slot 0 is
+            // full; the widest-first one gives slot 0 wider children at a larger order.
+            Err(Fail::RootFull) if !variant.wide => return None,
+            Err(_) => n += 1,
         }
     }
     None
@@ -370,6 +416,42 @@ fn search(
 struct Variant {
     defer_first: bool,
     defer_all: bool,
+    wide: bool,
+}
+
+/// Slots of depth ≤ h below a slot with `t` free digits when every slot keeps only its
+/// `degree` widest children (highest digit first), saturating.
+fn capacity_limited(k: u64, t: u32, h: u32, degree: u32) -> u64 {
+    let mut memo = HashMap::new();
+    capacity_limited_memo(k, t, h, degree, &mut memo)
+}
+
+fn capacity_limited_memo(
+    k: u64,
+    t: u32,
+    h: u32,
+    degree: u32,
+    memo: &mut HashMap<(u32, u32), u64>,
+) -> u64 {
+    if h == 0 || t == 0 {
+        return 1;
+    }
+    if let Some(&v) = memo.get(&(t, h)) {
+        return v;
+    }
+    let mut total: u64 = 1;
+    let mut left = degree as u64;
+    for m in (0..t).rev() {
+        if left == 0 {
+            break;
+        }
+        let take = left.min(k - 1);
+        let below = capacity_limited_memo(k, m, h - 1, degree, memo);
+        total = total.saturating_add(take.saturating_mul(below));
+        left -= take;
+    }
+    memo.insert((t, h), total);
+    total
 }
 
 /// `group_of[l][rank]`: index of the rank's group at level l.
@@ -395,36 +477,47 @@ fn group_index(plan: &Plan) -> Vec<Vec<u32>> {
     out
 }
 
-/// Improves on the paper's layout `(order, height, slots)` with the capacity greedy (first
-/// part placed whole first, and first part's ranks placed last): keeps the best (order,
-/// height), the earliest on ties. The paper's layout bounds the orders tried.
+/// Improves on the paper's layout `(order, height, slots)`, when there is one, with the
+/// capacity greedy variants; keeps the best (order, height), the earliest on ties. Orders
+/// above the paper's, or above `max_order` without one, are not tried.
 pub(crate) fn improve(
     plan: &Plan,
     degree_limit: Option<u32>,
-    paper: (u32, u32, Vec<u64>),
-) -> (u32, u32, Vec<u64>) {
+    paper: Option<(u32, u32, Vec<u64>)>,
+    max_order: u32,
+) -> Option<(u32, u32, Vec<u64>)> {
     let degree = degree_limit.unwrap_or(u32::MAX);
     let mut best = paper;
-    let variants = [
-        Variant {
+    let plain = |defer_first, defer_all| Variant {
+        defer_first,
+        defer_all,
+        wide: false,
+    };
+    let mut variants = vec![plain(false, false), plain(true, false)];
+    // With one explicit level the two deferring variants are the same.
+    if plan.parts.len() > 2 {
+        variants.push(plain(false, true));
+    }
+    if degree_limit.is_some() {
+        variants.push(Variant {
             defer_first: false,
             defer_all: false,
-        },
-        Variant {
+            wide: true,
+        });
+        variants.push(Variant {
             defer_first: true,
             defer_all: false,
-        },
-        Variant {
-            defer_first: false,
-            defer_all: true,
-        },
-    ];
-    // With one explicit level the two deferring variants are the same.
-    let count = if plan.parts.len() > 2 { 3 } else { 2 };
-    for &variant in &variants[..count] {
-        if let Some(found) = search(plan, degree, variant, best.0) {
-            if (found.0, found.1) < (best.0, best.1) {
-                best = found;
+            wide: true,
+        });
+    }
+    for &variant in &variants {
+        let limit = best.as_ref().map_or(max_order, |b| b.0);
+        if let Some(found) = search(plan, degree, variant, limit) {
+            if best
+                .as_ref()
+                .is_none_or(|b| (found.0, found.1) < (b.0, b.1))
+            {
+                best = Some(found);
             }
         }
     }
