@@ -326,5 +326,20 @@ fn paper_example_fourteen_processes_four_groups() {
         }
     }
     eprintln!("group sizes reproducing naive 4 / ours 3: {found:?}");
-    assert!(!found.is_empty());
+    // Four nearly equal groups, as drawn in the paper's Figure 9, reproduce it.
+    assert!(found.contains(&vec![4, 4, 2, 4]), "{found:?}");
+    assert!(found.contains(&vec![3, 3, 4, 4]), "{found:?}");
+    let levels = GroupLevels::contiguous(&[vec![4, 4, 2, 4]]).unwrap();
+    assert_eq!(
+        naive_layout(&levels, 2, 0)
+            .unwrap()
+            .tree()
+            .unwrap()
+            .height(),
+        4
+    );
+    assert_eq!(
+        hierarchical_knomial(&levels, 2, None, 0).unwrap().height(),
+        3
+    );
 }
