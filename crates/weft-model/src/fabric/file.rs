@@ -42,7 +42,17 @@ fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidArgument, message)
 }
 
-/// Parses a TOML fabric description; `origin` names the file in messages.
+/// Parses a TOML fabric description; `origin` names the file in messages and `faulty`
+/// lists switches or `A-B` links to drop. The format:
+///
+/// ```toml
+/// switches = [{ name = "s0", pod = 0 }, { name = "s1" }]   # pod optional
+/// links = [["s0", "s1"]]                                  # undirected switch links
+/// endpoints = [{ name = "n0p0", switch = "s0", node = "n0" }, { name = "e1", switch = "s1" }]
+/// ```
+///
+/// `node` is optional (each endpoint is then its own node); a node's endpoints must share a
+/// switch. JSON files have the same shape.
 pub fn parse_fabric_toml(text: &str, origin: &str, faulty: &[String]) -> Result<Fabric> {
     let file: FileFabric = toml::from_str(text).map_err(|e| {
         invalid(format!(

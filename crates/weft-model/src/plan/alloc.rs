@@ -137,6 +137,12 @@ impl Pattern {
                         "pattern random: SIZE {size} must be at least 2"
                     )));
                 }
+                // Memberships are materialised; keep a typo from exhausting memory.
+                if count as u64 * size as u64 > 200_000_000 {
+                    return Err(invalid(format!(
+                        "pattern random: COUNT {count} × SIZE {size} memberships exceed the limit of 200000000"
+                    )));
+                }
                 Ok(Pattern::Random(count, size, seed))
             }
             other => Err(invalid(format!(
