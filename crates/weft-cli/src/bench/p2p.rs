@@ -140,7 +140,7 @@ pub(super) fn rank_main(a: P2pRankArgs) -> Result<()> {
                 None if bytes <= 8192 => (100, 10),
                 None => (20, 2),
             };
-            let mbps = bandwidth(&world, bytes, iters, skip)?;
+            let mbps = bandwidth(&world, bytes, iters, skip, weft.config().shm_eager_bytes)?;
             let (mbps, _) = slowest_pair(&world, -mbps, 0.0)?;
             let mbps = -mbps;
             if me == 0 {
@@ -189,15 +189,27 @@ fn latency(world: &Comm, bytes: usize, iters: usize, skip: usize) -> Result<(f64
 }
 
 /// Windowed bandwidth in MB/s (10^6 bytes) from the leader's point of view.
-fn bandwidth(world: &Comm, bytes: usize, iters: usize, skip: usize) -> Result<f64> {
+///
+/// Like OSU's osu_bw, all messages of a window land in one receive buffer when they are large
+/// (rendezvous: received one after the other, so the buffer is never shared by two operations
+/// in flight); eager-sized messages are pre-posted into a window of small buffers.
+fn bandwidth(
+    world: &Comm,
+    bytes: usize,
+    iters: usize,
+    skip: usize,
+    eager_bytes: usize,
+) -> Result<f64> {
     let peer = partner(world);
     let leader = world.rank() % 2 == 0;
     let sbuf = vec![b'b'; bytes];
-    let mut rbufs: Vec<Vec<u8>> = if leader {
-        Vec::new()
-    } else {
-        (0..WINDOW).map(|_| vec![0u8; bytes]).collect()
+    let preposted = bytes <= eager_bytes;
+    let window_bufs = match (leader, preposted) {
+        (true, _) => 0,
+        (false, true) => WINDOW,
+        (false, false) => 1,
     };
+    let mut rbufs: Vec<Vec<u8>> = (0..window_bufs).map(|_| vec![0u8; bytes]).collect();
     let mut ack = [0u8; 1];
     let mut start = std::time::Instant::now();
     for i in 0..iters + skip {
@@ -213,7 +225,7 @@ fn bandwidth(world: &Comm, bytes: usize, iters: usize, skip: usize) -> Result<f6
                 Ok(())
             })?;
             world.recv(&mut ack, peer as i32, TAG_ACK)?;
-        } else {
+        } else if preposted {
             world.scope(|s| -> Result<()> {
                 let reqs = rbufs
                     .iter_mut()
@@ -222,6 +234,11 @@ fn bandwidth(world: &Comm, bytes: usize, iters: usize, skip: usize) -> Result<f6
                 s.wait_all(reqs)?;
                 Ok(())
             })?;
+            world.send(&ack, peer, TAG_ACK)?;
+        } else {
+            for _ in 0..WINDOW {
+                world.recv(&mut rbufs[0], peer as i32, TAG_DATA)?;
+            }
             world.send(&ack, peer, TAG_ACK)?;
         }
     }
