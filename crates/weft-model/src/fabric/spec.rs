@@ -8,7 +8,8 @@
 //!   consecutive spines overlap, so a pruned tree with U ≥ 2 stays connected);
 //!   with pods, spine `j` connects to core `c` when `j mod m = c mod m`, `m = min(S, C)`;
 //!   a node's `N` ports are consecutive endpoints of one leaf.
-//! - torus: one router per coordinate, wrap-around links in every dimension of size > 1.
+//! - torus: one router per coordinate, wrap-around links in every dimension of size > 1;
+//!   a router's endpoints form one node (a host with an integrated router).
 //! - dragonfly: routers of a group are all-to-all; groups `g` and `h` share one global link,
 //!   on router `(((h − g) mod G) − 1) mod R` of group `g`.
 //!
