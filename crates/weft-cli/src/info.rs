@@ -23,10 +23,16 @@ pub fn run(args: InfoArgs) -> i32 {
         print_knobs(&config);
         return 0;
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let cma = probe_cma();
     println!("weft {}", env!("CARGO_PKG_VERSION"));
-    println!("node:        {} ({} cores available to this process)", hostname(), cores);
+    println!(
+        "node:        {} ({} cores available to this process)",
+        hostname(),
+        cores
+    );
     println!("transports:  shm (this node)");
     println!(
         "  shm rings:   {} bytes per peer pair, eager limit {} bytes",
@@ -39,7 +45,11 @@ pub fn run(args: InfoArgs) -> i32 {
             CmaMode::On => "CMA required",
             CmaMode::Off => "pipelined copy (CMA off)",
         },
-        if cma { "allowed by this kernel" } else { "refused by this kernel" },
+        if cma {
+            "allowed by this kernel"
+        } else {
+            "refused by this kernel"
+        },
         config.shm_coop_bytes,
         config.shm_fragment_bytes
     );
@@ -51,12 +61,18 @@ pub fn run(args: InfoArgs) -> i32 {
             YieldMode::Never => "poll without yielding",
         }
     );
-    println!("knobs:       `weft info --knobs` lists all {}", knob_tables().iter().map(|t| t.len()).sum::<usize>());
+    println!(
+        "knobs:       `weft info --knobs` lists all {}",
+        knob_tables().iter().map(|t| t.len()).sum::<usize>()
+    );
     0
 }
 
 fn print_knobs(config: &Config) {
-    println!("{:<28} {:<14} {:<10} {:<10} help", "name", "type", "default", "value");
+    println!(
+        "{:<28} {:<14} {:<10} {:<10} help",
+        "name", "type", "default", "value"
+    );
     for (k, value) in config.values.listing() {
         println!(
             "{:<28} {:<14} {:<10} {:<10} {}",
@@ -75,16 +91,26 @@ fn probe_cma() -> bool {
     let Ok(mut child) = std::process::Command::new("sleep").arg("5").spawn() else {
         return false;
     };
-    let readable = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).ok().and_then(|maps| {
-        let line = maps.lines().find(|l| l.split_whitespace().nth(1).is_some_and(|p| p.starts_with('r')))?;
-        u64::from_str_radix(line.split('-').next()?, 16).ok()
+    let readable = std::fs::read_to_string(format!("/proc/{}/maps", child.id()))
+        .ok()
+        .and_then(|maps| {
+            let line = maps.lines().find(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.starts_with('r'))
+            })?;
+            u64::from_str_radix(line.split('-').next()?, 16).ok()
+        });
+    let ok = readable.is_some_and(|a| {
+        weft_transport::shm::cma::read(child.id() as i32, a, &mut [0u8; 8]).is_ok()
     });
-    let ok = readable.is_some_and(|a| weft_transport::shm::cma::read(child.id() as i32, a, &mut [0u8; 8]).is_ok());
     let _ = child.kill();
     let _ = child.wait();
     ok
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
