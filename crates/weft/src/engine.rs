@@ -632,7 +632,7 @@ impl Engine {
             } else {
                 std::hint::spin_loop();
             }
-            if idle % check_every == 0 {
+            if idle.is_multiple_of(check_every) {
                 self.check_peers();
                 if idle >= check_every * 64 && !self.yield_when_idle {
                     // A long wait on a busy-polling rank: give the core away now and then.

@@ -36,7 +36,7 @@ pub struct P2pArgs {
 
 impl P2pArgs {
     pub(super) fn validate(&self) -> std::result::Result<(), String> {
-        if self.nranks < 2 || self.nranks % 2 != 0 {
+        if self.nranks < 2 || !self.nranks.is_multiple_of(2) {
             return Err(format!(
                 "-n {}: needs an even number of ranks, at least 2",
                 self.nranks
@@ -165,7 +165,7 @@ fn latency(world: &Comm, bytes: usize, iters: usize, skip: usize) -> Result<(f64
     let peer = partner(world);
     let sbuf = vec![b'a'; bytes];
     let mut rbuf = vec![0u8; bytes];
-    let leader = world.rank() % 2 == 0;
+    let leader = world.rank().is_multiple_of(2);
     let mut stamps = Vec::with_capacity(iters + 1);
     for i in 0..iters + skip {
         if i >= skip {
@@ -201,7 +201,7 @@ fn bandwidth(
     eager_bytes: usize,
 ) -> Result<f64> {
     let peer = partner(world);
-    let leader = world.rank() % 2 == 0;
+    let leader = world.rank().is_multiple_of(2);
     let sbuf = vec![b'b'; bytes];
     let preposted = bytes <= eager_bytes;
     let window_bufs = match (leader, preposted) {
@@ -259,7 +259,7 @@ fn slowest_pair(world: &Comm, a: f64, b: f64) -> Result<(f64, f64)> {
         }
         Ok((ma, mb))
     } else {
-        if me % 2 == 0 {
+        if me.is_multiple_of(2) {
             world.send(&[a, b], 0, TAG_REPORT)?;
         }
         Ok((a, b))
