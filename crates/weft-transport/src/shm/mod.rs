@@ -337,8 +337,25 @@ pub fn process_alive(pid: i32) -> bool {
 mod tests {
     use super::*;
 
-    fn name(tag: &str) -> String {
-        format!("/weft-test-{}-{tag}", std::process::id())
+    /// A segment name unique to this test process; the name is unlinked when the guard
+    /// drops, so a failing test leaves nothing in /dev/shm.
+    struct Name(String);
+
+    impl std::ops::Deref for Name {
+        type Target = str;
+        fn deref(&self) -> &str {
+            &self.0
+        }
+    }
+
+    impl Drop for Name {
+        fn drop(&mut self) {
+            let _ = Segment::unlink(&self.0);
+        }
+    }
+
+    fn name(tag: &str) -> Name {
+        Name(format!("/weft-test-{}-{tag}", std::process::id()))
     }
 
     #[test]
@@ -354,7 +371,7 @@ mod tests {
         assert_eq!(a.attached(), 2);
         assert_eq!(b.layout(), layout);
         a.unlink().unwrap();
-        assert!(!std::path::Path::new(&format!("/dev/shm{n}")).exists());
+        assert!(!std::path::Path::new(&format!("/dev/shm{}", &*n)).exists());
         // Mode 0600 was checked while the name existed in the multi-process tests; here: data.
         let h = Header {
             kind: 3,
@@ -388,7 +405,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let mode = std::fs::metadata(format!("/dev/shm{n}"))
+        let mode = std::fs::metadata(format!("/dev/shm{}", &*n))
             .unwrap()
             .permissions()
             .mode();
