@@ -23,52 +23,41 @@ pub fn probe(pid: i32, addr: u64, expected: u64) -> bool {
 /// Reads `local.len()` bytes at `remote_addr` of process `pid` into `local`, looping over
 /// partial transfers.
 pub fn read(pid: i32, remote_addr: u64, local: &mut [u8]) -> std::io::Result<()> {
-    let mut done = 0usize;
-    while done < local.len() {
-        let liov = libc::iovec {
-            // SAFETY: done < len, so the pointer stays inside `local`.
-            iov_base: unsafe { local.as_mut_ptr().add(done) } as *mut libc::c_void,
-            iov_len: local.len() - done,
-        };
-        let riov = libc::iovec {
-            iov_base: (remote_addr + done as u64) as *mut libc::c_void,
-            iov_len: local.len() - done,
-        };
-        // SAFETY: liov describes writable memory we own; the kernel checks the remote side.
-        let n = unsafe { libc::process_vm_readv(pid, &liov, 1, &riov, 1, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "process_vm_readv moved 0 bytes",
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
+    let (ptr, len) = (local.as_mut_ptr(), local.len());
+    // SAFETY: `ptr..ptr+len` is `local`, writable and exclusively borrowed for this call.
+    transfer(remote_addr, ptr, len, |l, r| unsafe {
+        libc::process_vm_readv(pid, l, 1, r, 1, 0)
+    })
 }
 
 /// Writes `local` to `remote_addr` of process `pid`, looping over partial transfers.
 pub fn write(pid: i32, remote_addr: u64, local: &[u8]) -> std::io::Result<()> {
+    let (ptr, len) = (local.as_ptr() as *mut u8, local.len());
+    // SAFETY: `ptr..ptr+len` is `local`, readable for this call; the kernel only reads it.
+    transfer(remote_addr, ptr, len, |l, r| unsafe {
+        libc::process_vm_writev(pid, l, 1, r, 1, 0)
+    })
+}
+
+/// Drives one CMA system call over `len` bytes until all have moved.
+fn transfer(
+    remote_addr: u64,
+    ptr: *mut u8,
+    len: usize,
+    call: impl Fn(&libc::iovec, &libc::iovec) -> isize,
+) -> std::io::Result<()> {
     let mut done = 0usize;
-    while done < local.len() {
+    while done < len {
         let liov = libc::iovec {
-            // SAFETY: done < len, so the pointer stays inside `local`.
-            iov_base: unsafe { local.as_ptr().add(done) } as *mut libc::c_void,
-            iov_len: local.len() - done,
+            // SAFETY: done < len, so the pointer stays inside the caller's buffer.
+            iov_base: unsafe { ptr.add(done) } as *mut libc::c_void,
+            iov_len: len - done,
         };
         let riov = libc::iovec {
             iov_base: (remote_addr + done as u64) as *mut libc::c_void,
-            iov_len: local.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: liov describes readable memory we own; the kernel checks the remote side.
-        let n = unsafe { libc::process_vm_writev(pid, &liov, 1, &riov, 1, 0) };
+        let n = call(&liov, &riov);
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -79,7 +68,7 @@ pub fn write(pid: i32, remote_addr: u64, local: &[u8]) -> std::io::Result<()> {
         if n == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                "process_vm_writev moved 0 bytes",
+                "CMA transfer moved 0 bytes",
             ));
         }
         done += n as usize;
