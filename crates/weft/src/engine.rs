@@ -736,9 +736,9 @@ impl Core {
         }
     }
 
-    /// Completes receive `id` with a message whose payload is `a` followed by `b`.
-    fn fill_recv(&mut self, id: ReqId, env: &Envelope, a: &[u8], b: &[u8]) {
-        let len = a.len() + b.len();
+    /// Records that receive `id` matched a message of `len` bytes; on truncation records the
+    /// error and completes the request. Returns whether the message fits.
+    fn matched(&mut self, id: ReqId, env: &Envelope, len: usize) -> bool {
         let r = &mut self.reqs[id as usize];
         r.status = Status {
             source: env.src as i32,
@@ -748,14 +748,24 @@ impl Core {
         };
         if len > r.rbuf.len() {
             r.error = Some(truncation_error(env, len, r.rbuf.len()));
-        } else {
+            r.done = true;
+            return false;
+        }
+        true
+    }
+
+    /// Completes receive `id` with a message whose payload is `a` followed by `b`.
+    fn fill_recv(&mut self, id: ReqId, env: &Envelope, a: &[u8], b: &[u8]) {
+        let len = a.len() + b.len();
+        if self.matched(id, env, len) {
+            let r = &mut self.reqs[id as usize];
             // SAFETY: the receive's owner keeps the buffer alive until the request completes,
             // and nothing else writes it meanwhile.
             let dst = unsafe { r.rbuf.slice_mut(0, len) };
             dst[..a.len()].copy_from_slice(a);
             dst[a.len()..].copy_from_slice(b);
+            r.done = true;
         }
-        r.done = true;
     }
 
     /// Queues a control message with a small body for local rank `peer`.
@@ -789,20 +799,9 @@ impl Core {
         len: usize,
         sreq: u32,
     ) {
-        {
-            let r = &mut self.reqs[id as usize];
-            r.status = Status {
-                source: env.src as i32,
-                tag: env.tag,
-                bytes: len,
-                cancelled: false,
-            };
-            if len > r.rbuf.len() {
-                r.error = Some(truncation_error(env, len, r.rbuf.len()));
-                r.done = true;
-                self.control(from_local, KIND_FIN, sreq, 0, &[]);
-                return;
-            }
+        if !self.matched(id, env, len) {
+            self.control(from_local, KIND_FIN, sreq, 0, &[]);
+            return;
         }
         if self.cma[from_local as usize] == Cma::Unknown {
             // Not probed (a job of one rank has no segment to probe through): try it.

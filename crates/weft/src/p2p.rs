@@ -133,24 +133,41 @@ impl Comm {
         recv_tag: Tag,
     ) -> Result<Status> {
         self.check_send_tag(send_tag, "sendrecv")?;
+        self.sendrecv_bytes(
+            bytemuck::cast_slice(sendbuf),
+            dst,
+            send_tag,
+            bytemuck::cast_slice_mut(recvbuf),
+            src,
+            recv_tag,
+            self.data.ctx,
+        )
+    }
+
+    /// Sendrecv of bytes on context `ctx`: posts the receive, starts the send, waits for both.
+    /// The receive is cancelled and finished if the send cannot start, so no request keeps a
+    /// pointer to `recvbuf` after this returns.
+    #[allow(clippy::too_many_arguments)]
+    fn sendrecv_bytes(
+        &self,
+        sendbuf: &[u8],
+        dst: u32,
+        send_tag: Tag,
+        recvbuf: &mut [u8],
+        src: i32,
+        recv_tag: Tag,
+        ctx: u32,
+    ) -> Result<Status> {
         let w = self.check_dest(dst, "sendrecv to")?;
-        let (pattern, src_world) =
-            self.recv_pattern(src, recv_tag, self.data.ctx, "sendrecv from")?;
+        let (pattern, src_world) = self.recv_pattern(src, recv_tag, ctx, "sendrecv from")?;
         let mut e = self.engine.borrow_mut();
         let rid = e.start_recv(
-            RawBufMut::new(bytemuck::cast_slice_mut(recvbuf)),
+            RawBufMut::new(recvbuf),
             pattern,
             src_world,
             &self.data.members,
         )?;
-        let sent = e.start_send(
-            RawBuf::new(bytemuck::cast_slice(sendbuf)),
-            w,
-            self.data.rank,
-            self.data.ctx,
-            send_tag,
-        );
-        let sid = match sent {
+        let sid = match e.start_send(RawBuf::new(sendbuf), w, self.data.rank, ctx, send_tag) {
             Ok(s) => s,
             Err(err) => {
                 e.cancel_recv(rid);
@@ -178,23 +195,7 @@ impl Comm {
         tag: Tag,
         ctx: u32,
     ) -> Result<Status> {
-        let w = self.check_dest(dst, "sendrecv to")?;
-        let (pattern, src_world) = self.recv_pattern(src as i32, tag, ctx, "sendrecv from")?;
-        let mut e = self.engine.borrow_mut();
-        let rid = e.start_recv(
-            RawBufMut::new(recvbuf),
-            pattern,
-            src_world,
-            &self.data.members,
-        )?;
-        let sid = e.start_send(RawBuf::new(sendbuf), w, self.data.rank, ctx, tag)?;
-        let send_result = match sid {
-            Some(id) => finish(&mut e, id).map(|_| ()),
-            None => Ok(()),
-        };
-        let status = finish(&mut e, rid);
-        send_result?;
-        status
+        self.sendrecv_bytes(sendbuf, dst, tag, recvbuf, src as i32, tag, ctx)
     }
 
     /// Waits for a message matching `src` and `tag` and returns its status without receiving
