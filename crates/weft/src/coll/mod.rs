@@ -1,1 +1,233 @@
-//! Collective operations (being written).
+//! Collective operations (MPI-4.1 chapter 6) on communicators: barrier, bcast, reduce,
+//! allreduce, gather(v), scatter(v), allgather(v), alltoall(v), reduce_scatter(_block),
+//! scan and exscan.
+//!
+//! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
+//! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and drives
+//! the schedule to completion. Collective traffic uses the communicator's second context
+//! (`ctx + 1`) with one tag per collective, so it never meets point-to-point messages; calls
+//! on one communicator are matched in order because messages between two ranks on one
+//! context and tag never overtake each other.
+//!
+//! Depends on the engine, communicators, `weft_model` (trees, cost) and nothing above.
+
+mod algo;
+pub mod datatype;
+pub mod knobs;
+pub mod op;
+pub(crate) mod schedule;
+pub mod select;
+
+mod allgather;
+mod allgatherv;
+mod allreduce;
+mod alltoall;
+mod alltoallv;
+mod barrier;
+mod bcast;
+mod exscan;
+mod gather;
+mod gatherv;
+mod reduce;
+mod reduce_scatter;
+mod reduce_scatter_block;
+mod scan;
+mod scatter;
+mod scatterv;
+
+pub use datatype::{Datatype, TypeKind, F32I32, F64I32, I32I32, I64I32};
+pub use op::Op;
+pub use select::{explain, Coll, Explanation, Tuning};
+
+use crate::comm::Comm;
+use schedule::{Plan, Reduction, Schedule};
+use select::Choice;
+use std::cell::RefCell;
+use std::rc::Rc;
+use weft_core::{Error, ErrorKind, Result};
+
+/// Tags on the collective context: one per collective, far from communicator creation's.
+const TAG_BASE: i32 = 0x7e00_0000;
+
+thread_local! {
+    /// The tuning of the weft instance on this thread (one per thread: `Weft` is not Send).
+    static TUNING: RefCell<Option<Rc<Tuning>>> = const { RefCell::new(None) };
+}
+
+/// Sets the collective tuning (forced algorithms, radices, table) of the weft instance on
+/// this thread; without it the first collective reads it from the environment.
+pub fn set_tuning(tuning: Tuning) {
+    TUNING.with(|t| *t.borrow_mut() = Some(Rc::new(tuning)));
+}
+
+fn tuning() -> Result<Rc<Tuning>> {
+    TUNING.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(x) = t.as_ref() {
+            return Ok(x.clone());
+        }
+        let x = Rc::new(Tuning::from_env()?);
+        *t = Some(x.clone());
+        Ok(x)
+    })
+}
+
+impl Comm {
+    /// Ranks of this communicator on this node. On one node that is every member, so every
+    /// rank computes the same value; across nodes it assumes an even spread.
+    pub(crate) fn coll_ppn(&self) -> u32 {
+        let e = self.engine.borrow();
+        let (local, _) = e.local_ranks();
+        let here = self
+            .data
+            .members
+            .iter()
+            .filter(|m| local.contains(m))
+            .count() as u32;
+        here.max(1)
+    }
+
+    /// The algorithm for one call of `coll` moving `bytes` per rank.
+    pub(crate) fn coll_choose(
+        &self,
+        coll: Coll,
+        bytes: usize,
+        commutative: bool,
+    ) -> Result<Choice> {
+        tuning()?
+            .select(
+                coll,
+                self.size(),
+                self.coll_ppn(),
+                bytes as u64,
+                commutative,
+            )
+            .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
+    }
+
+    /// Binds `plan` to the buffers and drives it to completion.
+    pub(crate) fn coll_run(
+        &self,
+        coll: Coll,
+        plan: Plan,
+        send: &[u8],
+        recv: &mut [u8],
+        reduction: Option<Reduction>,
+    ) -> Result<()> {
+        let tag = TAG_BASE + select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as i32;
+        let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
+        schedule::run(self, &mut s)
+    }
+
+    pub(crate) fn coll_check_root(&self, coll: Coll, root: u32) -> Result<()> {
+        self.check()?;
+        if root >= self.size() {
+            return Err(Error::new(
+                ErrorKind::InvalidRoot,
+                format!(
+                    "{} on rank {}: root {root} is not a rank of communicator {} (size {})",
+                    coll.name(),
+                    self.rank(),
+                    self.name(),
+                    self.size()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An `InvalidCount` error for a buffer of the wrong length.
+pub(crate) fn count_error(coll: Coll, rank: u32, what: &str, got: usize, want: usize) -> Error {
+    Error::new(
+        ErrorKind::InvalidCount,
+        format!(
+            "{} on rank {rank}: {what} holds {got} elements but {want} are needed",
+            coll.name()
+        ),
+    )
+}
+
+/// Checks the op against the element type and packages it for a schedule.
+pub(crate) fn reduction<T: Datatype>(coll: Coll, rank: u32, op: &Op) -> Result<Reduction> {
+    op.check(T::KIND)
+        .map_err(|e| e.context(format!("{} on rank {rank}", coll.name())))?;
+    Ok(Reduction {
+        op: op.clone(),
+        kind: T::KIND,
+    })
+}
+
+/// (offset, length) in bytes of blocks given element counts and displacements, checking that
+/// each lies within a buffer of `len` elements.
+pub(crate) fn blocks(
+    coll: Coll,
+    rank: u32,
+    what: &str,
+    counts: &[usize],
+    displs: &[usize],
+    len: usize,
+    elem_bytes: usize,
+) -> Result<Vec<(usize, usize)>> {
+    counts
+        .iter()
+        .zip(displs)
+        .enumerate()
+        .map(|(i, (&c, &d))| match d.checked_add(c) {
+            Some(end) if end <= len => Ok((d * elem_bytes, c * elem_bytes)),
+            _ => Err(Error::new(
+                ErrorKind::InvalidCount,
+                format!(
+                    "{} on rank {rank}: {what} block {i} (displacement {d}, count {c}) \
+                         ends past the buffer of {len} elements",
+                    coll.name()
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Checks that a counts (and displacements) array has one entry per rank.
+pub(crate) fn check_len(coll: Coll, rank: u32, what: &str, got: usize, size: u32) -> Result<()> {
+    if got != size as usize {
+        return Err(Error::new(
+            ErrorKind::InvalidCount,
+            format!(
+                "{} on rank {rank}: {what} has {got} entries but the communicator has {size} ranks",
+                coll.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Rejects a receive block layout where two blocks overlap (MPI forbids writing one place
+/// twice in a single receive buffer).
+pub(crate) fn check_disjoint(
+    coll: Coll,
+    rank: u32,
+    what: &str,
+    blocks: &[(usize, usize)],
+) -> Result<()> {
+    let mut v: Vec<(usize, usize, usize)> = blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.1 > 0)
+        .map(|(i, b)| (b.0, b.0 + b.1, i))
+        .collect();
+    v.sort_unstable();
+    for w in v.windows(2) {
+        if w[1].0 < w[0].1 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{} on rank {rank}: {what} blocks {} and {} overlap in the receive buffer",
+                    coll.name(),
+                    w[0].2,
+                    w[1].2
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

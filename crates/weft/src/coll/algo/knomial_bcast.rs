@@ -1,0 +1,33 @@
+//! k-nomial broadcast: the root's data flows down a `weft_model::tree::knomial` tree; each
+//! rank receives from its parent, then sends to all its children at once (largest subtree
+//! first). ceil(log_k n) levels, k − 1 messages per level. Any n, any root.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+use weft_core::Result;
+use weft_model::tree::knomial;
+
+/// Appends to `p` a broadcast of the first `bytes` of `buf` (the root's holds the data).
+pub(crate) fn build(
+    p: &mut Plan,
+    rank: u32,
+    size: u32,
+    root: u32,
+    radix: u32,
+    buf: Buf,
+    bytes: usize,
+) -> Result<()> {
+    let tree = knomial(size, radix, root)?;
+    let all = Region::new(buf, 0, bytes);
+    if let Some(parent) = tree.parent(rank) {
+        p.step();
+        p.recv(parent, all);
+    }
+    let children = tree.children(rank);
+    if !children.is_empty() {
+        p.step();
+        for &c in children {
+            p.send(c, all);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! k-nomial reduce: contributions flow up a `weft_model::tree::knomial` tree; each rank
+//! receives all its children's partial results at once, combines them with its own, and
+//! sends the result to its parent.
+//!
+//! With a commutative operation the tree is rooted at the root. Otherwise it is rooted at
+//! rank 0, where every subtree is a contiguous range of ranks above its parent, so combining
+//! `own ∘ child₁ ∘ child₂ ...` in increasing child order keeps rank order; rank 0 then
+//! forwards the result to the root.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+use weft_core::Result;
+use weft_model::tree::knomial;
+
+/// Appends to `p` a reduce of `bytes` from the send buffer into the root's `out`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build(
+    p: &mut Plan,
+    rank: u32,
+    size: u32,
+    root: u32,
+    radix: u32,
+    bytes: usize,
+    commutative: bool,
+    out: Buf,
+) -> Result<()> {
+    let tree_root = if commutative { root } else { 0 };
+    let tree = knomial(size, radix, tree_root)?;
+    let acc_buf = if rank == root { out } else { p.tmp(bytes) };
+    let acc = Region::new(acc_buf, 0, bytes);
+    let mut children: Vec<u32> = tree.children(rank).to_vec();
+    // Rank order of children is subtree order when the tree is rooted at 0.
+    children.sort_unstable_by_key(|&c| (c + size - tree_root) % size);
+    let slots: Vec<Region> = children
+        .iter()
+        .map(|_| Region::new(p.tmp(bytes), 0, bytes))
+        .collect();
+    p.step();
+    p.copy(Region::new(Buf::Send, 0, bytes), acc);
+    for (&c, &slot) in children.iter().zip(&slots) {
+        p.recv(c, slot);
+    }
+    p.step();
+    for &slot in &slots {
+        p.reduce(slot, acc, false);
+    }
+    if let Some(parent) = tree.parent(rank) {
+        p.send(parent, acc);
+    }
+    if tree_root != root {
+        if rank == tree_root {
+            p.step();
+            p.send(root, acc);
+        } else if rank == root {
+            p.step();
+            p.recv(tree_root, acc);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! Linear (chain) scan and exscan: rank r waits for the prefix of ranks 0..r from r − 1,
+//! combines it with its own contribution (prefix first, so any operation works) and passes
+//! the result on. n − 1 sequential messages.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+
+/// Inclusive scan: the receive buffer gets `x₀ ∘ … ∘ x_r`.
+pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize) -> Plan {
+    let mut p = Plan::new();
+    let acc = Region::new(Buf::Recv, 0, bytes);
+    p.step();
+    p.copy(Region::new(Buf::Send, 0, bytes), acc);
+    if rank > 0 {
+        let tmp = Region::new(p.tmp(bytes), 0, bytes);
+        p.recv(rank - 1, tmp);
+        p.step();
+        p.reduce(tmp, acc, true);
+    }
+    if rank + 1 < size {
+        p.step();
+        p.send(rank + 1, acc);
+    }
+    p
+}
+
+/// Exclusive scan: the receive buffer gets `x₀ ∘ … ∘ x_{r−1}` (untouched on rank 0).
+pub(crate) fn exclusive(rank: u32, size: u32, bytes: usize) -> Plan {
+    let mut p = Plan::new();
+    let prefix = Region::new(Buf::Recv, 0, bytes);
+    let own = Region::new(Buf::Send, 0, bytes);
+    if rank == 0 {
+        if size > 1 {
+            p.step();
+            p.send(1, own);
+        }
+        return p;
+    }
+    p.step();
+    p.recv(rank - 1, prefix);
+    if rank + 1 < size {
+        let next = Region::new(p.tmp(bytes), 0, bytes);
+        p.step();
+        p.copy(own, next);
+        p.reduce(prefix, next, true);
+        p.send(rank + 1, next);
+    }
+    p
+}

@@ -1,0 +1,28 @@
+//! Linear scatter(v): the root sends each rank its block directly, all at once. One step.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+
+/// Appends to `p` the scatter of the root's `src`: `blocks[i]` is rank i's (offset, length)
+/// in it; `mine` is this rank's receive length.
+pub(crate) fn build(
+    p: &mut Plan,
+    rank: u32,
+    root: u32,
+    blocks: &[(usize, usize)],
+    mine: usize,
+    src: Buf,
+) {
+    p.step();
+    if rank == root {
+        for (i, &(off, len)) in blocks.iter().enumerate() {
+            let src = Region::new(src, off, len);
+            if i as u32 == root {
+                p.copy(src, Region::new(Buf::Recv, 0, len));
+            } else {
+                p.send(i as u32, src);
+            }
+        }
+    } else {
+        p.recv(root, Region::new(Buf::Recv, 0, mine));
+    }
+}

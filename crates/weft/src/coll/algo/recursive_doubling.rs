@@ -1,0 +1,57 @@
+//! Recursive-doubling allreduce: log2 n rounds in which partners `r ^ 2^i` swap their whole
+//! partial results. For n not a power of two, the first 2·rem ranks pair up first (the odd
+//! one folds in its even neighbour and takes part; the even one waits for the result).
+//! Partial results always cover contiguous rank ranges and are combined lower range first,
+//! so non-commutative operations are applied in rank order. Best for small messages.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+
+pub(crate) fn plan(rank: u32, size: u32, bytes: usize) -> Plan {
+    let mut p = Plan::new();
+    let acc = Region::new(Buf::Recv, 0, bytes);
+    let tmp = Region::new(p.tmp(bytes), 0, bytes);
+    p.step();
+    p.copy(Region::new(Buf::Send, 0, bytes), acc);
+    let pof2 = if size.is_power_of_two() {
+        size
+    } else {
+        1 << (31 - size.leading_zeros())
+    };
+    let rem = size - pof2;
+    // Rank in the power-of-two group, or None for the even ranks that sit out.
+    let new_rank = if rank < 2 * rem {
+        if rank.is_multiple_of(2) {
+            p.send(rank + 1, acc);
+            None
+        } else {
+            p.recv(rank - 1, tmp);
+            p.step();
+            p.reduce(tmp, acc, true);
+            Some(rank / 2)
+        }
+    } else {
+        Some(rank - rem)
+    };
+    if let Some(nr) = new_rank {
+        let mut mask = 1u32;
+        while mask < pof2 {
+            let pn = nr ^ mask;
+            let partner = if pn < rem { pn * 2 + 1 } else { pn + rem };
+            p.step();
+            p.send(partner, acc);
+            p.recv(partner, tmp);
+            p.step();
+            p.reduce(tmp, acc, partner < rank);
+            mask <<= 1;
+        }
+    }
+    if rank < 2 * rem {
+        p.step();
+        if rank.is_multiple_of(2) {
+            p.recv(rank + 1, acc);
+        } else {
+            p.send(rank - 1, acc);
+        }
+    }
+    p
+}

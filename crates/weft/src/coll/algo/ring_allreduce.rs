@@ -1,0 +1,43 @@
+//! Ring allreduce (reduce-scatter then allgather around a ring, as in Patarasuk and Yuan):
+//! each rank sends and receives 2(n − 1)/n of the buffer, whatever n. The chunks are
+//! combined in ring order, not rank order: commutative operations only.
+
+use super::{chunks, sub};
+use crate::coll::schedule::{Buf, Plan, Region};
+
+pub(crate) fn plan(rank: u32, size: u32, count: usize, elem_bytes: usize) -> Plan {
+    let bytes = count * elem_bytes;
+    let mut p = Plan::new();
+    let acc = |c: (usize, usize)| Region::new(Buf::Recv, c.0, c.1);
+    let parts = chunks(count, elem_bytes, size as usize);
+    let most = parts.iter().map(|c| c.1).max().unwrap_or(0);
+    let tmp_buf = p.tmp(most);
+    let tmp = |len: usize| Region::new(tmp_buf, 0, len);
+    p.step();
+    p.copy(
+        Region::new(Buf::Send, 0, bytes),
+        Region::new(Buf::Recv, 0, bytes),
+    );
+    let right = (rank + 1) % size;
+    let left = sub(rank, 1, size);
+    let n = size;
+    // Reduce-scatter: after n − 1 steps rank r holds the whole of chunk r + 1.
+    for s in 0..n - 1 {
+        let send_c = parts[sub(rank, s, n) as usize];
+        let recv_c = parts[sub(rank, s + 1, n) as usize];
+        p.step();
+        p.recv(left, tmp(recv_c.1));
+        p.send(right, acc(send_c));
+        p.step();
+        p.reduce(tmp(recv_c.1), acc(recv_c), true);
+    }
+    // Allgather of the finished chunks.
+    for s in 0..n - 1 {
+        let send_c = parts[((rank + 1 + n - s) % n) as usize];
+        let recv_c = parts[sub(rank, s, n) as usize];
+        p.step();
+        p.recv(left, acc(recv_c));
+        p.send(right, acc(send_c));
+    }
+    p
+}

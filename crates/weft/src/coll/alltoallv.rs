@@ -1,0 +1,56 @@
+//! MPI_Alltoallv (MPI-4.1 §6.8): alltoall with per-peer counts and displacements.
+
+use super::algo;
+use super::select::Coll;
+use super::{blocks, check_disjoint, check_len};
+use crate::comm::Comm;
+use bytemuck::Pod;
+use weft_core::Result;
+
+impl Comm {
+    /// Sends `send_counts[j]` elements at `send_displs[j]` to rank j, and receives
+    /// `recv_counts[i]` elements from rank i at `recv_displs[i]` (MPI_Alltoallv). What rank
+    /// i sends to j must be what j expects from i; receive blocks must not overlap.
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv<T: Pod>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<()> {
+        self.check()?;
+        let (rank, size) = (self.rank(), self.size());
+        let c = Coll::Alltoallv;
+        check_len(c, rank, "send_counts", send_counts.len(), size)?;
+        check_len(c, rank, "send_displs", send_displs.len(), size)?;
+        check_len(c, rank, "recv_counts", recv_counts.len(), size)?;
+        check_len(c, rank, "recv_displs", recv_displs.len(), size)?;
+        let es = std::mem::size_of::<T>();
+        let sb = blocks(c, rank, "send", send_counts, send_displs, send.len(), es)?;
+        let rb = blocks(c, rank, "receive", recv_counts, recv_displs, recv.len(), es)?;
+        check_disjoint(c, rank, "receive", &rb)?;
+        if sb[rank as usize].1 != rb[rank as usize].1 {
+            return Err(super::count_error(
+                c,
+                rank,
+                "the block to itself (recv_counts[rank])",
+                recv_counts[rank as usize],
+                send_counts[rank as usize],
+            ));
+        }
+        let avg = send_counts.iter().sum::<usize>() * es / size as usize;
+        let choice = self.coll_choose(c, avg, true)?;
+        debug_assert_eq!(choice.algo, "pairwise");
+        let plan = algo::pairwise::plan(rank, size, &sb, &rb);
+        self.coll_run(
+            c,
+            plan,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            None,
+        )
+    }
+}

@@ -1,0 +1,17 @@
+//! MPI_Barrier (MPI-4.1 §6.3): no rank leaves before every rank has entered.
+
+use super::algo;
+use super::select::Coll;
+use crate::comm::Comm;
+use weft_core::Result;
+
+impl Comm {
+    /// Blocks until every rank of the communicator has called `barrier` (MPI_Barrier).
+    pub fn barrier(&self) -> Result<()> {
+        self.check()?;
+        let c = self.coll_choose(Coll::Barrier, 0, true)?;
+        debug_assert_eq!(c.algo, "dissemination");
+        let plan = algo::dissemination::plan(self.rank(), self.size());
+        self.coll_run(Coll::Barrier, plan, &[], &mut [], None)
+    }
+}

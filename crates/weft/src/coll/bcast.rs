@@ -1,0 +1,31 @@
+//! MPI_Bcast (MPI-4.1 §6.4): the root's buffer is copied to every rank.
+
+use super::algo;
+use super::schedule::{Buf, Plan};
+use super::select::Coll;
+use crate::comm::Comm;
+use bytemuck::Pod;
+use weft_core::Result;
+
+impl Comm {
+    /// Copies `buf` of rank `root` into `buf` of every rank (MPI_Bcast). Every rank passes
+    /// the same length; a rank whose length differs from the root's gets an `InvalidCount`
+    /// error.
+    pub fn bcast<T: Pod>(&self, buf: &mut [T], root: u32) -> Result<()> {
+        self.coll_check_root(Coll::Bcast, root)?;
+        let bytes = std::mem::size_of_val(buf);
+        let c = self.coll_choose(Coll::Bcast, bytes, true)?;
+        let mut plan = Plan::new();
+        debug_assert_eq!(c.algo, "knomial");
+        algo::knomial_bcast::build(
+            &mut plan,
+            self.rank(),
+            self.size(),
+            root,
+            c.radix,
+            Buf::Recv,
+            bytes,
+        )?;
+        self.coll_run(Coll::Bcast, plan, &[], bytemuck::cast_slice_mut(buf), None)
+    }
+}

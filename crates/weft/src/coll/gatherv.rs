@@ -1,0 +1,61 @@
+//! MPI_Gatherv (MPI-4.1 §6.5): blocks of varying length at the root, at given displacements.
+
+use super::algo;
+use super::select::Coll;
+use super::{blocks, check_disjoint, check_len, count_error};
+use crate::comm::Comm;
+use bytemuck::Pod;
+use weft_core::Result;
+
+impl Comm {
+    /// Gathers every rank's `send` into the root's `recv`: rank i's block (of `counts[i]`
+    /// elements) at element `displs[i]` (MPI_Gatherv). `counts`, `displs` and `recv` matter
+    /// at the root only; blocks must not overlap.
+    pub fn gatherv<T: Pod>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: u32,
+    ) -> Result<()> {
+        self.coll_check_root(Coll::Gatherv, root)?;
+        let (rank, size) = (self.rank(), self.size());
+        let es = std::mem::size_of::<T>();
+        let mut layout = Vec::new();
+        if rank == root {
+            check_len(Coll::Gatherv, rank, "counts", counts.len(), size)?;
+            check_len(Coll::Gatherv, rank, "displs", displs.len(), size)?;
+            layout = blocks(
+                Coll::Gatherv,
+                rank,
+                "receive",
+                counts,
+                displs,
+                recv.len(),
+                es,
+            )?;
+            check_disjoint(Coll::Gatherv, rank, "receive", &layout)?;
+            if counts[rank as usize] != send.len() {
+                return Err(count_error(
+                    Coll::Gatherv,
+                    rank,
+                    "the root's send buffer",
+                    send.len(),
+                    counts[rank as usize],
+                ));
+            }
+        }
+        let c = self.coll_choose(Coll::Gatherv, std::mem::size_of_val(send), true)?;
+        debug_assert_eq!(c.algo, "linear");
+        let plan = algo::linear_gather::plan(rank, root, &layout, std::mem::size_of_val(send));
+        let out: &mut [T] = if rank == root { recv } else { &mut [] };
+        self.coll_run(
+            Coll::Gatherv,
+            plan,
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(out),
+            None,
+        )
+    }
+}

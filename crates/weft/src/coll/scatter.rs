@@ -1,0 +1,42 @@
+//! MPI_Scatter (MPI-4.1 §6.6): the root's buffer cut into equal blocks, block i to rank i.
+
+use super::algo;
+use super::count_error;
+use super::schedule::{Buf, Plan};
+use super::select::Coll;
+use crate::comm::Comm;
+use bytemuck::Pod;
+use weft_core::Result;
+
+impl Comm {
+    /// Sends block i (of `recv.len()` elements) of the root's `send` to rank i's `recv`
+    /// (MPI_Scatter). `send` matters at the root only (pass `&[]` elsewhere).
+    pub fn scatter<T: Pod>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
+        self.coll_check_root(Coll::Scatter, root)?;
+        let (rank, size) = (self.rank(), self.size());
+        let n = recv.len();
+        if rank == root && send.len() != n * size as usize {
+            return Err(count_error(
+                Coll::Scatter,
+                rank,
+                "the root's send buffer",
+                send.len(),
+                n * size as usize,
+            ));
+        }
+        let blk = std::mem::size_of_val(recv);
+        let c = self.coll_choose(Coll::Scatter, blk, true)?;
+        debug_assert_eq!(c.algo, "linear");
+        let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
+        let mut plan = Plan::new();
+        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+        let src: &[T] = if rank == root { send } else { &[] };
+        self.coll_run(
+            Coll::Scatter,
+            plan,
+            bytemuck::cast_slice(src),
+            bytemuck::cast_slice_mut(recv),
+            None,
+        )
+    }
+}

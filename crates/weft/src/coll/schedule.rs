@@ -1,0 +1,462 @@
+//! Collective schedules: an algorithm is compiled once, at setup, into a list of steps, each
+//! some local work (copies, reductions) followed by sends and receives; the schedule then
+//! advances step by step whenever it is polled, never blocking a thread. A blocking
+//! collective is [`Schedule::start`] plus [`run`]; nonblocking and persistent collectives
+//! will poll the same schedules from their requests.
+//!
+//! All buffers are allocated at setup (temporaries are `u64` vectors, so every element type
+//! is aligned in them); steps allocate nothing. Depends on the engine's request API and on
+//! [`super::op`]; knows nothing of algorithms or selection.
+
+use super::datatype::TypeKind;
+use super::op::Op;
+use crate::comm::Comm;
+use crate::engine::{Engine, ReqId};
+use crate::matching::Pattern;
+use std::rc::Rc;
+use weft_core::{Error, ErrorKind, Result};
+use weft_transport::buf::{RawBuf, RawBufMut};
+
+/// Which buffer a region lies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Buf {
+    /// The caller's send buffer (read only).
+    Send,
+    /// The caller's receive buffer.
+    Recv,
+    /// A temporary owned by the schedule.
+    Tmp(u8),
+}
+
+/// Bytes `[off, off + len)` of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub buf: Buf,
+    pub off: usize,
+    pub len: usize,
+}
+
+impl Region {
+    pub fn new(buf: Buf, off: usize, len: usize) -> Region {
+        Region { buf, off, len }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Send {
+        peer: u32,
+        src: Region,
+    },
+    Recv {
+        peer: u32,
+        dst: Region,
+    },
+    Copy {
+        src: Region,
+        dst: Region,
+    },
+    /// `dst = src ∘ dst` when `src_first`, else `dst = dst ∘ src`; in the second form a
+    /// non-commutative operation may clobber `src`, which must be a scratch region.
+    Reduce {
+        src: Region,
+        dst: Region,
+        src_first: bool,
+    },
+}
+
+/// A compiled algorithm: steps of actions and the temporaries they use. Independent of the
+/// caller's buffers, so a persistent collective can keep it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Plan {
+    actions: Vec<Action>,
+    /// Start index in `actions` of each step.
+    steps: Vec<usize>,
+    tmp_bytes: Vec<usize>,
+}
+
+impl Plan {
+    pub fn new() -> Plan {
+        Plan::default()
+    }
+
+    /// A temporary buffer of `bytes`; returns its id.
+    pub fn tmp(&mut self, bytes: usize) -> Buf {
+        self.tmp_bytes.push(bytes);
+        Buf::Tmp((self.tmp_bytes.len() - 1) as u8)
+    }
+
+    /// Starts a new step: its local actions run once the previous step's messages are done.
+    pub fn step(&mut self) {
+        self.steps.push(self.actions.len());
+    }
+
+    fn push(&mut self, a: Action) {
+        if self.steps.is_empty() {
+            self.step();
+        }
+        self.actions.push(a);
+    }
+
+    pub fn send(&mut self, peer: u32, src: Region) {
+        self.push(Action::Send { peer, src });
+    }
+
+    pub fn recv(&mut self, peer: u32, dst: Region) {
+        self.push(Action::Recv { peer, dst });
+    }
+
+    pub fn copy(&mut self, src: Region, dst: Region) {
+        debug_assert_eq!(src.len, dst.len);
+        if src.len > 0 && src != dst {
+            self.push(Action::Copy { src, dst });
+        }
+    }
+
+    /// `dst = src ∘ dst` (src holds lower ranks) when `src_first`, else `dst = dst ∘ src`.
+    pub fn reduce(&mut self, src: Region, dst: Region, src_first: bool) {
+        debug_assert_eq!(src.len, dst.len);
+        if src.len > 0 {
+            self.push(Action::Reduce {
+                src,
+                dst,
+                src_first,
+            });
+        }
+    }
+}
+
+/// What a schedule reduces with, if anything.
+#[derive(Clone)]
+pub(crate) struct Reduction {
+    pub op: Op,
+    pub kind: TypeKind,
+}
+
+/// A request in flight and what to check when it completes.
+struct Pending {
+    id: ReqId,
+    peer: u32,
+    /// Expected length of a receive (None for a send).
+    expect_bytes: Option<usize>,
+}
+
+/// A plan bound to the caller's buffers and the communicator, advancing when polled.
+pub(crate) struct Schedule<'a> {
+    plan: Plan,
+    send: &'a [u8],
+    recv: &'a mut [u8],
+    tmps: Vec<Vec<u64>>,
+    reduction: Option<Reduction>,
+    /// What the collective is called, for errors.
+    what: &'static str,
+    rank: u32,
+    members: Rc<[u32]>,
+    ctx: u32,
+    tag: i32,
+    next_step: usize,
+    pending: Vec<Pending>,
+}
+
+impl<'a> Schedule<'a> {
+    /// Binds `plan` to buffers. `tag` must be the same on every rank for this call.
+    pub fn start(
+        comm: &Comm,
+        what: &'static str,
+        plan: Plan,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        reduction: Option<Reduction>,
+        tag: i32,
+    ) -> Schedule<'a> {
+        let tmps = plan
+            .tmp_bytes
+            .iter()
+            .map(|&b| vec![0u64; b.div_ceil(8)])
+            .collect();
+        let most = plan
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| plan.steps.get(i + 1).copied().unwrap_or(plan.actions.len()) - s)
+            .max()
+            .unwrap_or(0);
+        Schedule {
+            plan,
+            send,
+            recv,
+            tmps,
+            reduction,
+            what,
+            rank: comm.data.rank,
+            members: comm.data.members.clone(),
+            ctx: comm.data.ctx + 1,
+            tag,
+            next_step: 0,
+            pending: Vec::with_capacity(most),
+        }
+    }
+
+    /// True when every message of the current step has completed.
+    pub fn step_done(&self, e: &Engine) -> bool {
+        self.pending.iter().all(|p| e.is_done(p.id))
+    }
+
+    /// Moves the schedule as far as it can without waiting; true when it has finished.
+    pub fn advance(&mut self, e: &mut Engine) -> Result<bool> {
+        loop {
+            if !self.pending.is_empty() {
+                if !self.step_done(e) {
+                    e.progress();
+                    if !self.step_done(e) {
+                        return Ok(false);
+                    }
+                }
+                self.complete_step(e)?;
+            }
+            if self.next_step == self.plan.steps.len() {
+                return Ok(true);
+            }
+            let s = self.next_step;
+            self.next_step += 1;
+            let start = self.plan.steps[s];
+            let end = self
+                .plan
+                .steps
+                .get(s + 1)
+                .copied()
+                .unwrap_or(self.plan.actions.len());
+            for i in start..end {
+                let a = self.plan.actions[i].clone();
+                match a {
+                    Action::Copy { src, dst } => self.local_copy(src, dst),
+                    Action::Reduce {
+                        src,
+                        dst,
+                        src_first,
+                    } => self.local_reduce(src, dst, src_first),
+                    _ => {}
+                }
+            }
+            // Receives first, so a peer's eager message finds its receive posted.
+            for i in start..end {
+                if let Action::Recv { peer, dst } = self.plan.actions[i] {
+                    if let Err(err) = self.post_recv(e, peer, dst) {
+                        self.abandon(e);
+                        return Err(err);
+                    }
+                }
+            }
+            for i in start..end {
+                if let Action::Send { peer, src } = self.plan.actions[i] {
+                    if let Err(err) = self.post_send(e, peer, src) {
+                        self.abandon(e);
+                        return Err(self.wrap(err));
+                    }
+                }
+            }
+        }
+    }
+
+    fn post_recv(&mut self, e: &mut Engine, peer: u32, dst: Region) -> Result<()> {
+        let buf = RawBufMut::new(self.bytes_mut(dst));
+        let pattern = Pattern {
+            ctx: self.ctx,
+            src: peer as i32,
+            tag: self.tag,
+        };
+        let id = e.start_recv(
+            buf,
+            pattern,
+            Some(self.members[peer as usize]),
+            &self.members,
+        )?;
+        self.pending.push(Pending {
+            id,
+            peer,
+            expect_bytes: Some(dst.len),
+        });
+        Ok(())
+    }
+
+    fn post_send(&mut self, e: &mut Engine, peer: u32, src: Region) -> Result<()> {
+        let buf = RawBuf::new(self.bytes(src));
+        let world = self.members[peer as usize];
+        if let Some(id) = e.start_send(buf, world, self.rank, self.ctx, self.tag)? {
+            self.pending.push(Pending {
+                id,
+                peer,
+                expect_bytes: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Collects the finished step's outcomes; a receive of the wrong size means the ranks
+    /// disagree about the call (counts, roots or the collective itself).
+    fn complete_step(&mut self, e: &mut Engine) -> Result<()> {
+        let mut first: Option<Error> = None;
+        for p in self.pending.drain(..) {
+            let outcome = e.outcome(p.id);
+            e.free_req(p.id);
+            if first.is_some() {
+                continue;
+            }
+            match (outcome, p.expect_bytes) {
+                (Ok(st), Some(want)) if st.bytes != want => {
+                    first = Some(mismatch(self.what, self.rank, p.peer, st.bytes, want));
+                }
+                (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
+                    first = Some(mismatch_truncated(self.what, self.rank, p.peer, want, &err));
+                }
+                (Err(err), _) => first = Some(err),
+                _ => {}
+            }
+        }
+        match first {
+            Some(err) => Err(self.wrap(err)),
+            None => Ok(()),
+        }
+    }
+
+    /// Cancels and reaps what is still in flight after an error, so no request outlives the
+    /// buffers it points into.
+    fn abandon(&mut self, e: &mut Engine) {
+        for p in self.pending.drain(..) {
+            e.cancel_recv(p.id);
+            let _ = e.wait(p.id);
+            e.free_req(p.id);
+        }
+    }
+
+    fn wrap(&self, err: Error) -> Error {
+        if err.message().starts_with(self.what) {
+            err
+        } else {
+            err.context(format!("{} on rank {}", self.what, self.rank))
+        }
+    }
+
+    fn bytes(&self, r: Region) -> &[u8] {
+        match r.buf {
+            Buf::Send => &self.send[r.off..r.off + r.len],
+            Buf::Recv => &self.recv[r.off..r.off + r.len],
+            Buf::Tmp(t) => {
+                &bytemuck::cast_slice::<u64, u8>(&self.tmps[t as usize])[r.off..r.off + r.len]
+            }
+        }
+    }
+
+    fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
+        match r.buf {
+            Buf::Send => unreachable!("plans never write the send buffer"),
+            Buf::Recv => &mut self.recv[r.off..r.off + r.len],
+            Buf::Tmp(t) => &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.tmps[t as usize])
+                [r.off..r.off + r.len],
+        }
+    }
+
+    /// A readable `src` and a writable `dst` at once; they never overlap in a plan.
+    fn pair(&mut self, src: Region, dst: Region) -> (&[u8], &mut [u8]) {
+        if src.buf == dst.buf {
+            let whole: &mut [u8] = match dst.buf {
+                Buf::Recv => self.recv,
+                Buf::Tmp(t) => bytemuck::cast_slice_mut(&mut self.tmps[t as usize]),
+                Buf::Send => unreachable!("plans never write the send buffer"),
+            };
+            if src.off < dst.off {
+                let (lo, hi) = whole.split_at_mut(dst.off);
+                (&lo[src.off..src.off + src.len], &mut hi[..dst.len])
+            } else {
+                let (lo, hi) = whole.split_at_mut(src.off);
+                (&hi[..src.len], &mut lo[dst.off..dst.off + dst.len])
+            }
+        } else {
+            let Schedule {
+                send, recv, tmps, ..
+            } = self;
+            let (s, d): (&[u8], &mut [u8]) = match (src.buf, dst.buf) {
+                (Buf::Send, Buf::Recv) => (send, recv),
+                (Buf::Send, Buf::Tmp(t)) => (send, bytemuck::cast_slice_mut(&mut tmps[t as usize])),
+                (Buf::Recv, Buf::Tmp(t)) => (recv, bytemuck::cast_slice_mut(&mut tmps[t as usize])),
+                (Buf::Tmp(t), Buf::Recv) => (bytemuck::cast_slice(&tmps[t as usize]), recv),
+                (Buf::Tmp(a), Buf::Tmp(b)) => {
+                    let (a, b) = (a as usize, b as usize);
+                    if a < b {
+                        let (lo, hi) = tmps.split_at_mut(b);
+                        (
+                            bytemuck::cast_slice(&lo[a]),
+                            bytemuck::cast_slice_mut(&mut hi[0]),
+                        )
+                    } else {
+                        let (lo, hi) = tmps.split_at_mut(a);
+                        (
+                            bytemuck::cast_slice(&hi[0]),
+                            bytemuck::cast_slice_mut(&mut lo[b]),
+                        )
+                    }
+                }
+                _ => unreachable!("plans never write the send buffer"),
+            };
+            (
+                &s[src.off..src.off + src.len],
+                &mut d[dst.off..dst.off + dst.len],
+            )
+        }
+    }
+
+    fn local_copy(&mut self, src: Region, dst: Region) {
+        let (s, d) = self.pair(src, dst);
+        d.copy_from_slice(s);
+    }
+
+    fn local_reduce(&mut self, src: Region, dst: Region, src_first: bool) {
+        let red = self
+            .reduction
+            .clone()
+            .expect("reduce in a plan without an op");
+        if src_first || red.op.is_commutative() {
+            let (s, d) = self.pair(src, dst);
+            red.op.apply(red.kind, s, d);
+        } else {
+            // dst = dst ∘ src: compute into the scratch `src`, then copy back.
+            {
+                let (d, s) = self.pair(dst, src);
+                red.op.apply(red.kind, d, s);
+            }
+            self.local_copy(src, dst);
+        }
+    }
+}
+
+fn mismatch(what: &str, rank: u32, peer: u32, got: usize, want: usize) -> Error {
+    Error::new(
+        ErrorKind::InvalidCount,
+        format!(
+            "{what}: rank {rank} received {got} bytes from rank {peer} where it expected {want}: \
+             the ranks passed different counts, roots or collectives"
+        ),
+    )
+}
+
+fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error) -> Error {
+    Error::new(
+        ErrorKind::InvalidCount,
+        format!(
+            "{what}: rank {rank} expected {want} bytes from rank {peer} but got more ({}): \
+             the ranks passed different counts, roots or collectives",
+            err.message()
+        ),
+    )
+}
+
+/// Drives `s` to completion, waiting in the engine between steps (a blocking collective).
+pub(crate) fn run(comm: &Comm, s: &mut Schedule<'_>) -> Result<()> {
+    let mut e = comm.engine.borrow_mut();
+    loop {
+        if s.advance(&mut e)? {
+            return Ok(());
+        }
+        e.wait_until(|e| s.step_done(e));
+    }
+}

@@ -1,0 +1,702 @@
+//! Algorithm selection: the registry of algorithms per collective with their restrictions,
+//! the tuning table (`tuning/default.toml`, data) and the cost model
+//! (`weft_model::cost::coll`). A decision depends only on the collective, the communicator
+//! size, ranks per node, bytes per rank, whether the operation commutes and the knobs, all of
+//! which every rank shares, so every rank decides alike. Forcing an algorithm whose
+//! restriction fails is an error naming the restriction, never a silent fallback.
+//! No I/O here except reading `WEFT_TUNING_FILE` once when the tuning is built.
+
+use super::knobs::KNOBS;
+use std::fmt;
+use weft_core::knob::KnobValues;
+use weft_core::{Error, ErrorKind, Result};
+use weft_model::cost::{cost_ns, AlphaBeta, CollShape, Lanes};
+
+/// The collectives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coll {
+    /// MPI_Barrier
+    Barrier,
+    /// MPI_Bcast
+    Bcast,
+    /// MPI_Reduce
+    Reduce,
+    /// MPI_Allreduce
+    Allreduce,
+    /// MPI_Gather
+    Gather,
+    /// MPI_Gatherv
+    Gatherv,
+    /// MPI_Scatter
+    Scatter,
+    /// MPI_Scatterv
+    Scatterv,
+    /// MPI_Allgather
+    Allgather,
+    /// MPI_Allgatherv
+    Allgatherv,
+    /// MPI_Alltoall
+    Alltoall,
+    /// MPI_Alltoallv
+    Alltoallv,
+    /// MPI_Reduce_scatter
+    ReduceScatter,
+    /// MPI_Reduce_scatter_block
+    ReduceScatterBlock,
+    /// MPI_Scan
+    Scan,
+    /// MPI_Exscan
+    Exscan,
+}
+
+/// Every collective, in knob order.
+pub const ALL: &[Coll] = &[
+    Coll::Barrier,
+    Coll::Bcast,
+    Coll::Reduce,
+    Coll::Allreduce,
+    Coll::Gather,
+    Coll::Gatherv,
+    Coll::Scatter,
+    Coll::Scatterv,
+    Coll::Allgather,
+    Coll::Allgatherv,
+    Coll::Alltoall,
+    Coll::Alltoallv,
+    Coll::ReduceScatter,
+    Coll::ReduceScatterBlock,
+    Coll::Scan,
+    Coll::Exscan,
+];
+
+impl Coll {
+    /// The collective's name (`allreduce`, `reduce_scatter_block`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Coll::Barrier => "barrier",
+            Coll::Bcast => "bcast",
+            Coll::Reduce => "reduce",
+            Coll::Allreduce => "allreduce",
+            Coll::Gather => "gather",
+            Coll::Gatherv => "gatherv",
+            Coll::Scatter => "scatter",
+            Coll::Scatterv => "scatterv",
+            Coll::Allgather => "allgather",
+            Coll::Allgatherv => "allgatherv",
+            Coll::Alltoall => "alltoall",
+            Coll::Alltoallv => "alltoallv",
+            Coll::ReduceScatter => "reduce_scatter",
+            Coll::ReduceScatterBlock => "reduce_scatter_block",
+            Coll::Scan => "scan",
+            Coll::Exscan => "exscan",
+        }
+    }
+
+    /// The collective named `name`.
+    pub fn from_name(name: &str) -> Result<Coll> {
+        ALL.iter()
+            .copied()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "unknown collective {name:?}; known: {}",
+                        ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })
+    }
+
+    fn index(self) -> usize {
+        ALL.iter().position(|&c| c == self).expect("listed")
+    }
+
+    /// Name the cost model knows the collective by (the v-variants share their base model).
+    fn model_name(self) -> &'static str {
+        match self {
+            Coll::Gatherv => "gather",
+            Coll::Scatterv => "scatter",
+            Coll::Allgatherv => "allgather",
+            Coll::Alltoallv => "alltoall",
+            Coll::ReduceScatterBlock => "reduce_scatter",
+            c => c.name(),
+        }
+    }
+}
+
+/// A condition an algorithm needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restriction {
+    /// The operation must be commutative (the algorithm combines out of rank order).
+    Commutative,
+}
+
+impl fmt::Display for Restriction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Restriction::Commutative => f.write_str("needs a commutative operation"),
+        }
+    }
+}
+
+/// A registered algorithm.
+#[derive(Clone, Copy, Debug)]
+pub struct AlgoInfo {
+    /// Name as `WEFT_<COLL>_ALGO` takes it.
+    pub name: &'static str,
+    /// What it needs.
+    pub restrictions: &'static [Restriction],
+    /// Whether it takes a tree radix.
+    pub radix: bool,
+}
+
+const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: bool) -> AlgoInfo {
+    AlgoInfo {
+        name,
+        restrictions,
+        radix,
+    }
+}
+
+const COMM: &[Restriction] = &[Restriction::Commutative];
+
+const DISSEMINATION: &[AlgoInfo] = &[algo("dissemination", &[], false)];
+const KNOMIAL: &[AlgoInfo] = &[algo("knomial", &[], true)];
+const ALLREDUCE: &[AlgoInfo] = &[
+    algo("recursive_doubling", &[], false),
+    algo("ring", COMM, false),
+    algo("knomial", &[], true),
+];
+const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
+const RING: &[AlgoInfo] = &[algo("ring", &[], false)];
+const PAIRWISE: &[AlgoInfo] = &[algo("pairwise", &[], false)];
+const REDUCE_SCATTER: &[AlgoInfo] = &[
+    algo("ring", COMM, false),
+    algo("reduce_scatterv", &[], true),
+];
+
+/// The algorithms registered for `coll`, each working end to end.
+pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
+    match coll {
+        Coll::Barrier => DISSEMINATION,
+        Coll::Bcast | Coll::Reduce => KNOMIAL,
+        Coll::Allreduce => ALLREDUCE,
+        Coll::Gather | Coll::Gatherv | Coll::Scatter | Coll::Scatterv => LINEAR,
+        Coll::Scan | Coll::Exscan => LINEAR,
+        Coll::Allgather | Coll::Allgatherv => RING,
+        Coll::Alltoall | Coll::Alltoallv => PAIRWISE,
+        Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
+    }
+}
+
+/// One rule of the tuning table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// The collective it applies to.
+    pub coll: Coll,
+    /// The algorithm it picks.
+    pub algo: String,
+    /// The radix it picks, if any.
+    pub radix: Option<u32>,
+    /// Inclusive range of bytes per rank.
+    pub bytes: (u64, u64),
+    /// Inclusive range of communicator sizes.
+    pub procs: (u32, u32),
+    /// Inclusive range of ranks per node.
+    pub ppn: (u32, u32),
+}
+
+/// The knobs and the tuning table, read once.
+#[derive(Clone, Debug)]
+pub struct Tuning {
+    forced_algo: Vec<Option<String>>,
+    forced_radix: Vec<Option<u32>>,
+    rules: Vec<Rule>,
+    lanes: Lanes,
+}
+
+/// The table shipped with weft.
+pub const DEFAULT_TABLE: &str = include_str!("../../../../tuning/default.toml");
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            forced_algo: vec![None; ALL.len()],
+            forced_radix: vec![None; ALL.len()],
+            rules: parse_table(DEFAULT_TABLE, "tuning/default.toml")
+                .expect("the shipped tuning table parses (tested)"),
+            lanes: default_lanes(),
+        }
+    }
+}
+
+/// The lanes assumed until measured ones are configured: shared memory on this class of
+/// machine (0.3 µs, 8 GB/s), a 100 Gb/s-class network (2 µs, 10 GB/s), and reductions at
+/// 4 GB/s.
+pub fn default_lanes() -> Lanes {
+    Lanes {
+        intra: AlphaBeta::from_bandwidth(300.0, 8e9),
+        inter: AlphaBeta::from_bandwidth(2000.0, 10e9),
+        reduce_ns_per_byte: 0.25,
+    }
+}
+
+impl Tuning {
+    /// Reads the knobs from explicit variables (tests; variables other than the
+    /// collectives' are ignored).
+    pub fn from_vars(vars: &[(&str, &str)]) -> Result<Tuning> {
+        let (values, _) = KnobValues::read(
+            &[KNOBS],
+            vars.iter().map(|(a, b)| (a.to_string(), b.to_string())),
+        )?;
+        Tuning::from_values(&values)
+    }
+
+    /// Reads the knobs from the process environment.
+    pub fn from_env() -> Result<Tuning> {
+        let (values, _) = KnobValues::read(&[KNOBS], std::env::vars())?;
+        Tuning::from_values(&values)
+    }
+
+    /// Builds the tuning from knob values (which must include [`KNOBS`]); reads
+    /// `WEFT_TUNING_FILE` when set.
+    pub fn from_values(values: &KnobValues) -> Result<Tuning> {
+        let mut t = Tuning::default();
+        if let Some(path) = values.text("WEFT_TUNING_FILE") {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Error::io(format!("WEFT_TUNING_FILE={path}"), e))?;
+            t.rules = parse_table(&text, &format!("WEFT_TUNING_FILE={path}"))?;
+        }
+        for (i, &c) in ALL.iter().enumerate() {
+            let upper = c.name().to_ascii_uppercase();
+            let algo_knob = KNOBS[2 * i].name;
+            let radix_knob = KNOBS[2 * i + 1].name;
+            debug_assert!(algo_knob.contains(&upper));
+            if let Some(a) = values.text(algo_knob) {
+                if !algorithms(c).iter().any(|x| x.name == a) {
+                    return Err(unknown_algo(c, &a, algo_knob));
+                }
+                t.forced_algo[i] = Some(a);
+            }
+            if let Some(k) = values.uint(radix_knob) {
+                if !(2..=64).contains(&k) {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!("{radix_knob}={k}: the radix must be 2..=64"),
+                    ));
+                }
+                t.forced_radix[i] = Some(k as u32);
+            }
+        }
+        Ok(t)
+    }
+
+    /// The algorithm forced for `coll`, if any.
+    pub fn forced(&self, coll: Coll) -> Option<&str> {
+        self.forced_algo[coll.index()].as_deref()
+    }
+
+    /// The rules of the tuning table.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+}
+
+fn unknown_algo(c: Coll, a: &str, knob: &str) -> Error {
+    Error::new(
+        ErrorKind::Config,
+        format!(
+            "{knob}={a}: {} has no algorithm {a:?}; registered: {}",
+            c.name(),
+            algorithms(c)
+                .iter()
+                .map(|x| x.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+}
+
+/// Parses the tuning table: a sequence of `[[rule]]` tables of `key = value` lines (a small
+/// subset of TOML: strings and integers, `#` comments).
+pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
+    let bad = |line: usize, msg: String| {
+        Error::new(ErrorKind::Config, format!("{source} line {line}: {msg}"))
+    };
+    let mut rules = Vec::new();
+    let mut cur: Option<(usize, Vec<(String, String)>)> = None;
+    let mut finish = |cur: Option<(usize, Vec<(String, String)>)>| -> Result<()> {
+        let Some((line, kv)) = cur else { return Ok(()) };
+        let mut coll = None;
+        let mut algo_name = None;
+        let mut rule_radix = None;
+        let mut bytes = (0u64, u64::MAX);
+        let mut procs = (1u32, u32::MAX);
+        let mut ppn = (1u32, u32::MAX);
+        for (k, v) in kv {
+            let num = |v: &str| -> Result<u64> {
+                v.replace('_', "")
+                    .parse::<u64>()
+                    .map_err(|_| bad(line, format!("{k} = {v}: not a non-negative integer")))
+            };
+            let text = |v: &str| -> Result<String> {
+                v.strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(line, format!("{k} = {v}: expected a quoted string")))
+            };
+            match k.as_str() {
+                "coll" => {
+                    coll = Some(
+                        Coll::from_name(&text(&v)?).map_err(|e| bad(line, e.message().into()))?,
+                    )
+                }
+                "algo" => algo_name = Some(text(&v)?),
+                "radix" => rule_radix = Some(num(&v)? as u32),
+                "min_bytes" => bytes.0 = num(&v)?,
+                "max_bytes" => bytes.1 = num(&v)?,
+                "min_procs" => procs.0 = num(&v)? as u32,
+                "max_procs" => procs.1 = num(&v)? as u32,
+                "min_ppn" => ppn.0 = num(&v)? as u32,
+                "max_ppn" => ppn.1 = num(&v)? as u32,
+                _ => return Err(bad(line, format!("unknown key {k}"))),
+            }
+        }
+        let coll = coll.ok_or_else(|| bad(line, "rule without coll".into()))?;
+        let algo_name = algo_name.ok_or_else(|| bad(line, "rule without algo".into()))?;
+        if !algorithms(coll).iter().any(|a| a.name == algo_name) {
+            return Err(bad(
+                line,
+                unknown_algo(coll, &algo_name, "algo").message().to_string(),
+            ));
+        }
+        if rule_radix.is_some_and(|k| k < 2) {
+            return Err(bad(line, "radix must be at least 2".into()));
+        }
+        rules.push(Rule {
+            coll,
+            algo: algo_name,
+            radix: rule_radix,
+            bytes,
+            procs,
+            ppn,
+        });
+        Ok(())
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = match raw.find('#') {
+            Some(p) if !raw[..p].contains('"') => &raw[..p],
+            _ => raw,
+        }
+        .trim();
+        if l.is_empty() {
+            continue;
+        }
+        if l == "[[rule]]" {
+            finish(cur.take())?;
+            cur = Some((line, Vec::new()));
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            return Err(bad(
+                line,
+                format!("expected key = value or [[rule]], got {l:?}"),
+            ));
+        };
+        match cur.as_mut() {
+            Some((_, kv)) => kv.push((k.trim().to_string(), v.trim().to_string())),
+            None => return Err(bad(line, "key outside a [[rule]] table".into())),
+        }
+    }
+    finish(cur)?;
+    Ok(rules)
+}
+
+/// What the selector decided for one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// The algorithm.
+    pub algo: &'static str,
+    /// Its radix (for tree algorithms; 2 otherwise).
+    pub radix: u32,
+    /// Where the decision came from: `forced`, `table` or `model`.
+    pub source: &'static str,
+}
+
+/// Every candidate with its modelled cost, and the choice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// The algorithm chosen.
+    pub choice: String,
+    /// Where the decision came from: `forced`, `table` or `model`.
+    pub source: String,
+    /// Each registered algorithm with its modelled cost in µs (None where not modelled) and
+    /// its radix.
+    pub candidates: Vec<Candidate>,
+}
+
+/// One line of an [`Explanation`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// Algorithm name.
+    pub algo: String,
+    /// Modelled cost in µs at `radix`.
+    pub cost_us: Option<f64>,
+    /// Radix the cost was computed at.
+    pub radix: u32,
+}
+
+fn violated(a: &AlgoInfo, commutative: bool) -> Option<Restriction> {
+    a.restrictions
+        .iter()
+        .copied()
+        .find(|r| matches!(r, Restriction::Commutative) && !commutative)
+}
+
+/// Modelled cost in ns of `a` and the radix it would use (the model's best in 2..=8 unless
+/// forced).
+fn modelled(
+    coll: Coll,
+    a: &AlgoInfo,
+    shape: &CollShape,
+    lanes: &Lanes,
+    radix: Option<u32>,
+) -> (Option<f64>, u32) {
+    let model_algo = a.name;
+    if a.radix {
+        if let Some(k) = radix {
+            return (cost_ns(coll.model_name(), model_algo, k, shape, lanes), k);
+        }
+        let mut best: (Option<f64>, u32) = (None, 2);
+        for k in 2..=8u32 {
+            if let Some(c) = cost_ns(coll.model_name(), model_algo, k, shape, lanes) {
+                if best.0.is_none_or(|b| c < b) {
+                    best = (Some(c), k);
+                }
+            }
+        }
+        best
+    } else {
+        (cost_ns(coll.model_name(), model_algo, 2, shape, lanes), 2)
+    }
+}
+
+impl Tuning {
+    /// Chooses the algorithm for one call (see the module notes).
+    pub fn select(
+        &self,
+        coll: Coll,
+        procs: u32,
+        ppn: u32,
+        bytes: u64,
+        commutative: bool,
+    ) -> Result<Choice> {
+        let algos = algorithms(coll);
+        let forced_radix = self.forced_radix[coll.index()];
+        let shape = CollShape { procs, ppn, bytes };
+        if let Some(name) = self.forced(coll) {
+            let a = algos
+                .iter()
+                .find(|a| a.name == name)
+                .expect("checked when read");
+            if let Some(r) = violated(a, commutative) {
+                return Err(Error::new(
+                    ErrorKind::InvalidOp,
+                    format!(
+                        "WEFT_{}_ALGO={name}: {} {name} {r}, and this call's operation is not commutative",
+                        coll.name().to_ascii_uppercase(),
+                        coll.name()
+                    ),
+                ));
+            }
+            let radix =
+                forced_radix.unwrap_or_else(|| modelled(coll, a, &shape, &self.lanes, None).1);
+            return Ok(Choice {
+                algo: a.name,
+                radix,
+                source: "forced",
+            });
+        }
+        for rule in &self.rules {
+            if rule.coll != coll
+                || !(rule.bytes.0..=rule.bytes.1).contains(&bytes)
+                || !(rule.procs.0..=rule.procs.1).contains(&procs)
+                || !(rule.ppn.0..=rule.ppn.1).contains(&ppn)
+            {
+                continue;
+            }
+            let Some(a) = algos.iter().find(|a| a.name == rule.algo) else {
+                continue;
+            };
+            if violated(a, commutative).is_some() {
+                continue;
+            }
+            let radix = forced_radix
+                .or(rule.radix)
+                .unwrap_or_else(|| modelled(coll, a, &shape, &self.lanes, None).1);
+            return Ok(Choice {
+                algo: a.name,
+                radix,
+                source: "table",
+            });
+        }
+        let mut best: Option<(f64, &AlgoInfo, u32)> = None;
+        let mut first_ok: Option<&AlgoInfo> = None;
+        for a in algos {
+            if violated(a, commutative).is_some() {
+                continue;
+            }
+            first_ok.get_or_insert(a);
+            let (cost, radix) = modelled(coll, a, &shape, &self.lanes, forced_radix);
+            if let Some(c) = cost {
+                if best.is_none_or(|b| c < b.0) {
+                    best = Some((c, a, radix));
+                }
+            }
+        }
+        match (best, first_ok) {
+            (Some((_, a, radix)), _) => Ok(Choice {
+                algo: a.name,
+                radix,
+                source: "model",
+            }),
+            (None, Some(a)) => Ok(Choice {
+                algo: a.name,
+                radix: forced_radix.unwrap_or(2),
+                source: "model",
+            }),
+            (None, None) => Err(Error::new(
+                ErrorKind::InvalidOp,
+                format!(
+                    "{}: no registered algorithm accepts a non-commutative operation",
+                    coll.name()
+                ),
+            )),
+        }
+    }
+
+    /// Every candidate for `coll` with its modelled cost in µs, and the choice (for
+    /// `weft info --explain`). Pure: same inputs, same answer, on every rank.
+    pub fn explain(&self, coll: Coll, bytes: u64, procs: u32, ppn: u32) -> Result<Explanation> {
+        if procs == 0 || ppn == 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "explain {}: procs={procs} ppn={ppn}: both must be at least 1",
+                    coll.name()
+                ),
+            ));
+        }
+        let choice = self.select(coll, procs, ppn.min(procs), bytes, true)?;
+        let shape = CollShape {
+            procs,
+            ppn: ppn.min(procs),
+            bytes,
+        };
+        let forced_radix = self.forced_radix[coll.index()];
+        let candidates = algorithms(coll)
+            .iter()
+            .map(|a| {
+                let (cost, radix) = modelled(coll, a, &shape, &self.lanes, forced_radix);
+                Candidate {
+                    algo: a.name.to_string(),
+                    cost_us: cost.map(|c| c / 1000.0),
+                    radix,
+                }
+            })
+            .collect();
+        Ok(Explanation {
+            choice: choice.algo.to_string(),
+            source: choice.source.to_string(),
+            candidates,
+        })
+    }
+}
+
+/// [`Tuning::explain`] with the default tuning and the process's knobs.
+pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32) -> Result<Explanation> {
+    Tuning::from_env()?.explain(Coll::from_name(coll)?, bytes, procs, ppn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_table_parses_and_names_registered_algorithms() {
+        let rules = parse_table(DEFAULT_TABLE, "default").unwrap();
+        assert!(rules.iter().any(|r| r.coll == Coll::Allreduce));
+    }
+
+    #[test]
+    fn table_errors_name_line_and_key() {
+        let e = parse_table("[[rule]]\ncoll = \"allreduce\"\nalgo = \"nope\"\n", "t").unwrap_err();
+        assert!(
+            e.message().contains("line 1") && e.message().contains("nope"),
+            "{e}"
+        );
+        let e = parse_table("[[rule]]\ncoll = \"allreduce\"\nfoo = 3\n", "t").unwrap_err();
+        assert!(
+            e.message().contains("line 1") && e.message().contains("foo"),
+            "{e}"
+        );
+        let e = parse_table("x = 1\n", "t").unwrap_err();
+        assert!(e.message().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn forcing_a_restricted_algorithm_names_the_restriction() {
+        let t = Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "ring")]).unwrap();
+        let e = t.select(Coll::Allreduce, 4, 4, 1 << 20, false).unwrap_err();
+        assert!(
+            e.message().contains("commutative") && e.message().contains("ring"),
+            "{e}"
+        );
+        assert_eq!(
+            t.select(Coll::Allreduce, 4, 4, 8, true).unwrap().algo,
+            "ring"
+        );
+        let e = Tuning::from_vars(&[("WEFT_BCAST_ALGO", "magic")]).unwrap_err();
+        assert!(
+            e.message().contains("WEFT_BCAST_ALGO") && e.message().contains("knomial"),
+            "{e}"
+        );
+        let e = Tuning::from_vars(&[("WEFT_BCAST_RADIX", "1")]).unwrap_err();
+        assert!(e.message().contains("WEFT_BCAST_RADIX"), "{e}");
+    }
+
+    #[test]
+    fn table_and_model_decide_without_knobs() {
+        let t = Tuning::default();
+        let small = t.select(Coll::Allreduce, 4, 4, 8, true).unwrap();
+        assert_eq!((small.algo, small.source), ("recursive_doubling", "table"));
+        let big = t.select(Coll::Allreduce, 4, 4, 1 << 20, true).unwrap();
+        assert_eq!((big.algo, big.source), ("ring", "table"));
+        // A non-commutative op skips the ring rule and falls to the model.
+        let nc = t.select(Coll::Allreduce, 4, 4, 1 << 20, false).unwrap();
+        assert_ne!(nc.algo, "ring");
+        let b = t.select(Coll::Bcast, 8, 8, 1 << 20, true).unwrap();
+        assert_eq!(b.source, "model");
+        assert!(b.radix >= 2);
+    }
+
+    #[test]
+    fn explain_lists_candidates_with_costs() {
+        let t = Tuning::default();
+        let x = t.explain(Coll::Allreduce, 1 << 20, 4, 4).unwrap();
+        assert_eq!(x.choice, "ring");
+        assert_eq!(x.candidates.len(), algorithms(Coll::Allreduce).len());
+        assert!(x
+            .candidates
+            .iter()
+            .all(|c| c.cost_us.is_some_and(|v| v > 0.0)));
+        assert!(t.explain(Coll::Bcast, 8, 0, 1).is_err());
+        assert_eq!(
+            x,
+            t.explain(Coll::Allreduce, 1 << 20, 4, 4).unwrap(),
+            "deterministic"
+        );
+    }
+}

@@ -1,0 +1,527 @@
+//! Every collective × every registered algorithm (forced through the tuning) × np in
+//! {1, 2, 3, 4, 5, 7, 8} × sizes {0, 1, odd, eager limit ± 1, 1 MiB for some}, one thread per
+//! rank, checked against a serial reference computed here. Inputs are small integers, so
+//! floating-point sums are exact in any order and compared exactly.
+
+use std::sync::Arc;
+use weft::coll::select::{algorithms, Coll};
+use weft::coll::{set_tuning, Op, Tuning, F64I32};
+use weft::{Comm, Config, ErrorKind, Launch};
+
+/// Rendezvous messages of at least this size are copied by both sides at once. The engine
+/// completes such a send before the receiver has finished reading the sender's half (see
+/// the session report), which breaks any collective that reuses a send buffer at once, so
+/// these tests keep messages below it until the engine waits for the reader.
+const VARS: &[(&str, &str)] = &[("WEFT_SHM_COOP_BYTES", "1G")];
+
+fn run_ranks(n: u32, body: impl Fn(Comm) + Send + Sync + 'static) {
+    let store = weft_boot::MemStore::new();
+    let job = format!("c{}x{}", std::process::id(), rand_suffix());
+    let body = Arc::new(body);
+    let handles: Vec<_> = (0..n)
+        .map(|rank| {
+            let store = store.clone();
+            let job = job.clone();
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let config = Config::from_vars(VARS).unwrap();
+                let weft = weft::init_with(
+                    Launch {
+                        rank,
+                        size: n,
+                        job_id: job,
+                        node_id: "node0".into(),
+                        store: Some(store),
+                    },
+                    config,
+                )
+                .unwrap();
+                body(weft.world());
+                weft.finalize().unwrap();
+            })
+        })
+        .collect();
+    // A panicking rank leaves its peers waiting forever: a watchdog ends the process.
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = finished.clone();
+    std::thread::spawn(move || {
+        for _ in 0..1800 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+        }
+        eprintln!("in-process job of {n} ranks did not finish in 180 s (a rank panicked or hung)");
+        std::process::abort();
+    });
+    let mut panicked = false;
+    for h in handles {
+        panicked |= h.join().is_err();
+    }
+    finished.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!panicked, "a rank thread panicked");
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+const NPS: &[u32] = &[1, 2, 3, 4, 5, 7, 8];
+/// Element counts of 8-byte elements: 0, 1, odd, eager limit (16 KiB) − 8 and + 8 bytes.
+const COUNTS: &[usize] = &[0, 1, 13, 2047, 2049];
+/// 1 MiB of 8-byte elements, run at fewer rank counts.
+const BIG: usize = 1 << 17;
+
+fn force(coll: Coll, algo: &str) {
+    let var = format!("WEFT_{}_ALGO", coll.name().to_ascii_uppercase());
+    set_tuning(Tuning::from_vars(&[(var.as_str(), algo)]).unwrap());
+}
+
+fn counts_for(np: u32) -> Vec<usize> {
+    let mut c = COUNTS.to_vec();
+    if matches!(np, 2 | 4 | 5) {
+        c.push(BIG);
+    }
+    c
+}
+
+/// Compares without printing megabytes: names the first differing element.
+#[track_caller]
+fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: element {i} of {} is {:?}, expected {:?}",
+            got.len(),
+            got[i],
+            want[i]
+        );
+    }
+}
+
+fn val(r: u32, i: usize) -> i64 {
+    ((r as i64 + 1) * 7 + (i as i64 % 1013) * 3) % 97 - 40
+}
+
+/// Affine maps x ↦ a·x + b mod 2³², packed (a, b) into a u64; composition applies the lower
+/// rank's map first. Associative and not commutative.
+fn affine_op() -> Op {
+    Op::user::<u64>("affine", false, |a, b| {
+        for (x, y) in a.iter().zip(b.iter_mut()) {
+            *y = compose(*x, *y);
+        }
+    })
+}
+
+fn compose(first: u64, second: u64) -> u64 {
+    let (a1, b1) = ((first >> 32) as u32, first as u32);
+    let (a2, b2) = ((second >> 32) as u32, second as u32);
+    let a = a1.wrapping_mul(a2);
+    let b = a2.wrapping_mul(b1).wrapping_add(b2);
+    ((a as u64) << 32) | b as u64
+}
+
+fn affine(r: u32, i: usize) -> u64 {
+    let a = 2 * (r as u64 + i as u64 % 5) + 1;
+    let b = (r as u64 * 31 + i as u64) % 1000;
+    (a << 32) | b
+}
+
+fn sum_ref(ranks: std::ops::Range<u32>, n: usize) -> Vec<i64> {
+    (0..n)
+        .map(|i| ranks.clone().map(|r| val(r, i)).sum())
+        .collect()
+}
+
+fn affine_ref(ranks: std::ops::Range<u32>, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|i| {
+            ranks
+                .clone()
+                .map(|r| affine(r, i))
+                .reduce(compose)
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+fn reductions(w: &Comm) {
+    let (me, np) = (w.rank(), w.size());
+    for coll in [Coll::Allreduce, Coll::Reduce] {
+        for a in algorithms(coll) {
+            force(coll, a.name);
+            for n in counts_for(np) {
+                let what = format!("{} {} np={np} n={n}", coll.name(), a.name);
+                let send: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+                let mut out = vec![0i64; n];
+                let root = (n as u32 * 3 + 1) % np;
+                if coll == Coll::Allreduce {
+                    w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+                    same(&out, &sum_ref(0..np, n), &what);
+                } else {
+                    w.reduce(&send, &mut out, &Op::Sum, root).unwrap();
+                    if me == root {
+                        same(&out, &sum_ref(0..np, n), &what);
+                    } else {
+                        assert!(out.iter().all(|&x| x == 0), "{what}: non-root touched");
+                    }
+                }
+                if n > 3000 {
+                    continue;
+                }
+                // Floats (exact: small integers), max.
+                let fs: Vec<f64> = (0..n).map(|i| val(me, i) as f64 * 0.5).collect();
+                let mut fo = vec![0f64; n];
+                let fref: Vec<f64> = (0..n)
+                    .map(|i| {
+                        (0..np)
+                            .map(|r| val(r, i) as f64 * 0.5)
+                            .fold(f64::MIN, f64::max)
+                    })
+                    .collect();
+                if coll == Coll::Allreduce {
+                    w.allreduce(&fs, &mut fo, &Op::Max).unwrap();
+                    same(&fo, &fref, &format!("{what} f64 max"));
+                } else {
+                    w.reduce(&fs, &mut fo, &Op::Max, root).unwrap();
+                    if me == root {
+                        same(&fo, &fref, &format!("{what} f64 max"));
+                    }
+                }
+                // Pairs with minloc.
+                let ps: Vec<F64I32> = (0..n)
+                    .map(|i| F64I32::new((val(me, i) % 5) as f64, me as i32))
+                    .collect();
+                let mut po = vec![F64I32::default(); n];
+                let pref: Vec<F64I32> = (0..n)
+                    .map(|i| {
+                        let v = (0..np).map(|r| val(r, i) % 5).min().unwrap();
+                        let r = (0..np).find(|&r| val(r, i) % 5 == v).unwrap();
+                        F64I32::new(v as f64, r as i32)
+                    })
+                    .collect();
+                if coll == Coll::Allreduce {
+                    w.allreduce(&ps, &mut po, &Op::MinLoc).unwrap();
+                    same(&po, &pref, &format!("{what} minloc"));
+                } else {
+                    w.reduce(&ps, &mut po, &Op::MinLoc, root).unwrap();
+                    if me == root {
+                        same(&po, &pref, &format!("{what} minloc"));
+                    }
+                }
+                // Bitwise xor on u8.
+                let bs: Vec<u8> = (0..n)
+                    .map(|i| (val(me, i) as u8).wrapping_mul(37))
+                    .collect();
+                let mut bo = vec![0u8; n];
+                let bref: Vec<u8> = (0..n)
+                    .map(|i| (0..np).fold(0, |x, r| x ^ (val(r, i) as u8).wrapping_mul(37)))
+                    .collect();
+                if coll == Coll::Allreduce {
+                    w.allreduce(&bs, &mut bo, &Op::Bxor).unwrap();
+                    same(&bo, &bref, &format!("{what} bxor"));
+                }
+                // A non-commutative user op: rank order, or a restriction error.
+                let us: Vec<u64> = (0..n).map(|i| affine(me, i)).collect();
+                let mut uo = vec![0u64; n];
+                let r = if coll == Coll::Allreduce {
+                    w.allreduce(&us, &mut uo, &affine_op())
+                } else {
+                    w.reduce(&us, &mut uo, &affine_op(), root)
+                };
+                if a.restrictions.is_empty() {
+                    r.unwrap();
+                    if coll == Coll::Allreduce || me == root {
+                        same(
+                            &uo,
+                            &affine_ref(0..np, n),
+                            &format!("{what} non-commutative"),
+                        );
+                    }
+                } else {
+                    let e = r.unwrap_err();
+                    assert!(e.message().contains("commutative"), "{e}");
+                }
+            }
+        }
+    }
+}
+
+fn scans(w: &Comm) {
+    let (me, np) = (w.rank(), w.size());
+    for n in counts_for(np) {
+        let send: Vec<u64> = (0..n).map(|i| affine(me, i)).collect();
+        let mut out = vec![7u64; n];
+        w.scan(&send, &mut out, &affine_op()).unwrap();
+        same(
+            &out,
+            &affine_ref(0..me + 1, n),
+            &format!("scan np={np} n={n}"),
+        );
+        let mut out = vec![7u64; n];
+        w.exscan(&send, &mut out, &affine_op()).unwrap();
+        if me == 0 {
+            assert!(out.iter().all(|&x| x == 7), "exscan touched rank 0");
+        } else {
+            same(
+                &out,
+                &affine_ref(0..me, n),
+                &format!("exscan np={np} n={n}"),
+            );
+        }
+        let s: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+        let mut o = vec![0i64; n];
+        w.scan(&s, &mut o, &Op::Sum).unwrap();
+        same(
+            &o,
+            &sum_ref(0..me + 1, n),
+            &format!("scan sum np={np} n={n}"),
+        );
+    }
+}
+
+fn reduce_scatters(w: &Comm) {
+    let (me, np) = (w.rank(), w.size());
+    for a in algorithms(Coll::ReduceScatter) {
+        force(Coll::ReduceScatter, a.name);
+        force_also(Coll::ReduceScatterBlock, a.name);
+        for n in counts_for(np) {
+            let blk = n / np as usize + 1;
+            let send: Vec<i64> = (0..blk * np as usize).map(|i| val(me, i)).collect();
+            let mut out = vec![0i64; blk];
+            w.reduce_scatter_block(&send, &mut out, &Op::Sum).unwrap();
+            let full = sum_ref(0..np, blk * np as usize);
+            let mine = &full[me as usize * blk..(me as usize + 1) * blk];
+            same(
+                &out,
+                mine,
+                &format!("reduce_scatter_block {} np={np} n={n}", a.name),
+            );
+            // Uneven counts: rank r gets r + n % 3 elements.
+            let counts: Vec<usize> = (0..np as usize).map(|r| r + n % 3).collect();
+            let total: usize = counts.iter().sum();
+            let start: usize = counts[..me as usize].iter().sum();
+            let us: Vec<u64> = (0..total).map(|i| affine(me, i)).collect();
+            let mut uo = vec![0u64; counts[me as usize]];
+            let r = w.reduce_scatter(&us, &mut uo, &counts, &affine_op());
+            if a.restrictions.is_empty() {
+                r.unwrap();
+                let full = affine_ref(0..np, total);
+                same(
+                    &uo,
+                    &full[start..start + counts[me as usize]],
+                    &format!("reduce_scatter {} np={np} n={n}", a.name),
+                );
+            } else {
+                assert!(r.unwrap_err().message().contains("commutative"));
+                let s: Vec<i64> = (0..total).map(|i| val(me, i)).collect();
+                let mut o = vec![0i64; counts[me as usize]];
+                w.reduce_scatter(&s, &mut o, &counts, &Op::Sum).unwrap();
+                let full = sum_ref(0..np, total);
+                same(
+                    &o,
+                    &full[start..start + counts[me as usize]],
+                    &format!("reduce_scatter {} np={np} n={n}", a.name),
+                );
+            }
+        }
+    }
+}
+
+/// Forces a second collective on top of the current forcing.
+fn force_also(coll: Coll, algo: &str) {
+    let rs = format!(
+        "WEFT_{}_ALGO",
+        Coll::ReduceScatter.name().to_ascii_uppercase()
+    );
+    let var = format!("WEFT_{}_ALGO", coll.name().to_ascii_uppercase());
+    set_tuning(Tuning::from_vars(&[(rs.as_str(), algo), (var.as_str(), algo)]).unwrap());
+}
+
+fn movers(w: &Comm) {
+    let (me, np) = (w.rank(), w.size());
+    let npu = np as usize;
+    for n in counts_for(np) {
+        let root = (n as u32 + 2) % np;
+        // bcast
+        for a in algorithms(Coll::Bcast) {
+            force(Coll::Bcast, a.name);
+            let mut buf: Vec<i64> = if me == root {
+                (0..n).map(|i| val(root, i)).collect()
+            } else {
+                vec![0; n]
+            };
+            w.bcast(&mut buf, root).unwrap();
+            let want: Vec<i64> = (0..n).map(|i| val(root, i)).collect();
+            same(&buf, &want, &format!("bcast {} np={np} n={n}", a.name));
+        }
+        let n = if n == BIG { BIG / npu } else { n };
+        let mine: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+        let all: Vec<i64> = (0..np)
+            .flat_map(|r| (0..n).map(move |i| val(r, i)))
+            .collect();
+        // gather / scatter
+        let mut g = if me == root {
+            vec![0i64; n * npu]
+        } else {
+            vec![]
+        };
+        w.gather(&mine, &mut g, root).unwrap();
+        if me == root {
+            same(&g, &all, &format!("gather np={np} n={n}"));
+        }
+        let mut s = vec![0i64; n];
+        let src = if me == root { all.clone() } else { vec![] };
+        w.scatter(&src, &mut s, root).unwrap();
+        same(&s, &mine, &format!("scatter np={np} n={n}"));
+        // allgather
+        let mut ag = vec![0i64; n * npu];
+        w.allgather(&mine, &mut ag).unwrap();
+        same(&ag, &all, &format!("allgather np={np} n={n}"));
+        // alltoall: block j of rank i holds val(i, j·n + k).
+        let send: Vec<i64> = (0..n * npu).map(|i| val(me, i)).collect();
+        let mut recv = vec![0i64; n * npu];
+        w.alltoall(&send, &mut recv).unwrap();
+        let want: Vec<i64> = (0..np)
+            .flat_map(|r| (0..n).map(move |k| val(r, me as usize * n + k)))
+            .collect();
+        same(&recv, &want, &format!("alltoall np={np} n={n}"));
+        // v-variants: rank r contributes r + n % 4 elements, stored in reverse rank order
+        // with a gap of one element.
+        let counts: Vec<usize> = (0..npu).map(|r| r + n % 4).collect();
+        let mut displs = vec![0usize; npu];
+        let mut off = 0;
+        for r in (0..npu).rev() {
+            displs[r] = off;
+            off += counts[r] + 1;
+        }
+        let total = off;
+        let mine_v: Vec<i64> = (0..counts[me as usize]).map(|i| val(me, i)).collect();
+        let mut want_v = vec![-1i64; total];
+        for r in 0..npu {
+            for i in 0..counts[r] {
+                want_v[displs[r] + i] = val(r as u32, i);
+            }
+        }
+        let mut gv = if me == root {
+            vec![-1i64; total]
+        } else {
+            vec![]
+        };
+        w.gatherv(&mine_v, &mut gv, &counts, &displs, root).unwrap();
+        if me == root {
+            same(&gv, &want_v, &format!("gatherv np={np} n={n}"));
+        }
+        let mut agv = vec![-1i64; total];
+        w.allgatherv(&mine_v, &mut agv, &counts, &displs).unwrap();
+        same(&agv, &want_v, &format!("allgatherv np={np} n={n}"));
+        let mut sv = vec![0i64; counts[me as usize]];
+        let src = if me == root { want_v.clone() } else { vec![] };
+        w.scatterv(&src, &counts, &displs, &mut sv, root).unwrap();
+        same(&sv, &mine_v, &format!("scatterv np={np} n={n}"));
+        // alltoallv: rank i sends (i + j + n) % 3 elements to j.
+        let cnt = |i: usize, j: usize| (i + j + n) % 3;
+        let sc: Vec<usize> = (0..npu).map(|j| cnt(me as usize, j)).collect();
+        let rc: Vec<usize> = (0..npu).map(|i| cnt(i, me as usize)).collect();
+        let prefix = |c: &[usize]| {
+            c.iter()
+                .scan(0, |s, &x| {
+                    let o = *s;
+                    *s += x;
+                    Some(o)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (sd, rd) = (prefix(&sc), prefix(&rc));
+        let sbuf: Vec<i64> = (0..npu)
+            .flat_map(|j| (0..sc[j]).map(move |k| (me as i64) * 1000 + j as i64 * 10 + k as i64))
+            .collect();
+        let mut rbuf = vec![0i64; rc.iter().sum()];
+        w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();
+        let want: Vec<i64> = (0..npu)
+            .flat_map(|i| (0..rc[i]).map(move |k| i as i64 * 1000 + me as i64 * 10 + k as i64))
+            .collect();
+        same(&rbuf, &want, &format!("alltoallv np={np} n={n}"));
+    }
+}
+
+#[test]
+fn every_collective_every_algorithm_every_size() {
+    for &np in NPS {
+        run_ranks(np, |w| {
+            for a in algorithms(Coll::Barrier) {
+                force(Coll::Barrier, a.name);
+                for _ in 0..3 {
+                    w.barrier().unwrap();
+                }
+            }
+            let t = std::time::Instant::now();
+            let say = |what: &str| {
+                if w.rank() == 0 && std::env::var_os("COLL_TEST_TRACE").is_some() {
+                    eprintln!("np={} {what} done at {:?}", w.size(), t.elapsed());
+                }
+            };
+            reductions(&w);
+            say("reductions");
+            scans(&w);
+            say("scans");
+            reduce_scatters(&w);
+            say("reduce_scatters");
+            movers(&w);
+            say("movers");
+        });
+    }
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    run_ranks(3, |w| {
+        set_tuning(Tuning::default());
+        let me = w.rank();
+        let e = w.bcast(&mut [0u8; 4], 3).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidRoot);
+        assert!(e.message().contains("root 3"), "{e}");
+        let e = w.allreduce(&[1.0f64], &mut [0.0], &Op::Band).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidOp);
+        assert!(
+            e.message().contains("band") && e.message().contains("f64"),
+            "{e}"
+        );
+        let e = w.allreduce(&[1i32, 2], &mut [0], &Op::Sum).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidCount);
+        let e = w
+            .allgatherv(&[1u8], &mut [0u8; 3], &[1, 1, 1], &[0, 1, 1])
+            .unwrap_err();
+        assert!(e.message().contains("overlap"), "{e}");
+        let e = w
+            .alltoallv(&[1u8], &[1, 0], &[0, 0], &mut [0u8], &[1, 0, 0], &[0, 0, 0])
+            .unwrap_err();
+        assert!(
+            e.message().contains("send_counts") && e.message().contains("3 ranks"),
+            "{e}"
+        );
+        // Mismatched counts between ranks: the receiver sees the wrong size and says so.
+        let n = if me == 0 { 4 } else { 2 };
+        let mut buf = vec![1u32; n];
+        let r = w.bcast(&mut buf, 0);
+        if me != 0 {
+            let e = r.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
+            assert!(
+                e.message().contains("bcast") && e.message().contains("16 bytes"),
+                "{e}"
+            );
+        }
+        w.barrier().unwrap();
+        // Forcing an algorithm whose restriction fails is an error naming it.
+        force(Coll::Allreduce, "ring");
+        let e = w.allreduce(&[1u64], &mut [0], &affine_op()).unwrap_err();
+        assert!(
+            e.message().contains("WEFT_ALLREDUCE_ALGO=ring") && e.message().contains("commutative"),
+            "{e}"
+        );
+        w.barrier().unwrap();
+    });
+}
