@@ -362,24 +362,32 @@ fn movers(w: &Comm) {
         let all: Vec<i64> = (0..np)
             .flat_map(|r| (0..n).map(move |i| val(r, i)))
             .collect();
-        // gather / scatter
-        let mut g = if me == root {
-            vec![0i64; n * npu]
-        } else {
-            vec![]
-        };
-        w.gather(&mine, &mut g, root).unwrap();
-        if me == root {
-            same(&g, &all, &format!("gather np={np} n={n}"));
+        // gather / scatter / allgather, every algorithm
+        for a in algorithms(Coll::Gather) {
+            force(Coll::Gather, a.name);
+            let mut g = if me == root {
+                vec![0i64; n * npu]
+            } else {
+                vec![]
+            };
+            w.gather(&mine, &mut g, root).unwrap();
+            if me == root {
+                same(&g, &all, &format!("gather {} np={np} n={n}", a.name));
+            }
         }
-        let mut s = vec![0i64; n];
-        let src = if me == root { all.clone() } else { vec![] };
-        w.scatter(&src, &mut s, root).unwrap();
-        same(&s, &mine, &format!("scatter np={np} n={n}"));
-        // allgather
-        let mut ag = vec![0i64; n * npu];
-        w.allgather(&mine, &mut ag).unwrap();
-        same(&ag, &all, &format!("allgather np={np} n={n}"));
+        for a in algorithms(Coll::Scatter) {
+            force(Coll::Scatter, a.name);
+            let mut s = vec![0i64; n];
+            let src = if me == root { all.clone() } else { vec![] };
+            w.scatter(&src, &mut s, root).unwrap();
+            same(&s, &mine, &format!("scatter {} np={np} n={n}", a.name));
+        }
+        for a in algorithms(Coll::Allgather) {
+            force(Coll::Allgather, a.name);
+            let mut ag = vec![0i64; n * npu];
+            w.allgather(&mine, &mut ag).unwrap();
+            same(&ag, &all, &format!("allgather {} np={np} n={n}", a.name));
+        }
         // alltoall: block j of rank i holds val(i, j·n + k).
         let send: Vec<i64> = (0..n * npu).map(|i| val(me, i)).collect();
         let mut recv = vec![0i64; n * npu];

@@ -25,9 +25,11 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(send);
         let c = self.coll_choose(Coll::Allgather, blk, true)?;
-        debug_assert_eq!(c.algo, "ring");
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-        let plan = algo::ring_allgather::plan(rank, size, &blocks);
+        let plan = match c.algo {
+            "bruck" => algo::bruck_allgather::plan(rank, size, blk),
+            _ => algo::ring_allgather::plan(rank, size, &blocks),
+        };
         self.coll_run(
             Coll::Allgather,
             plan,

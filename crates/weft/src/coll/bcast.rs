@@ -16,16 +16,19 @@ impl Comm {
         let bytes = std::mem::size_of_val(buf);
         let c = self.coll_choose(Coll::Bcast, bytes, true)?;
         let mut plan = Plan::new();
-        debug_assert_eq!(c.algo, "knomial");
-        algo::knomial_bcast::build(
-            &mut plan,
-            self.rank(),
-            self.size(),
-            root,
-            c.radix,
-            Buf::Recv,
-            bytes,
-        )?;
+        if c.algo == "scatter_allgather" {
+            plan = algo::scatter_allgather_bcast::plan(self.rank(), self.size(), root, bytes);
+        } else {
+            algo::knomial_bcast::build(
+                &mut plan,
+                self.rank(),
+                self.size(),
+                root,
+                c.radix,
+                Buf::Recv,
+                bytes,
+            )?;
+        }
         self.coll_run(Coll::Bcast, plan, &[], bytemuck::cast_slice_mut(buf), None)
     }
 }

@@ -26,9 +26,11 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(send);
         let c = self.coll_choose(Coll::Gather, blk, true)?;
-        debug_assert_eq!(c.algo, "linear");
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-        let plan = algo::linear_gather::plan(rank, root, &blocks, blk);
+        let plan = match c.algo {
+            "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
+            _ => algo::linear_gather::plan(rank, root, &blocks, blk),
+        };
         let out: &mut [T] = if rank == root { recv } else { &mut [] };
         self.coll_run(
             Coll::Gather,

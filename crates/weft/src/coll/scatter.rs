@@ -26,10 +26,15 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(recv);
         let c = self.coll_choose(Coll::Scatter, blk, true)?;
-        debug_assert_eq!(c.algo, "linear");
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-        let mut plan = Plan::new();
-        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+        let plan = match c.algo {
+            "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
+            _ => {
+                let mut plan = Plan::new();
+                algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+                plan
+            }
+        };
         let src: &[T] = if rank == root { send } else { &[] };
         self.coll_run(
             Coll::Scatter,

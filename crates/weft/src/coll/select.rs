@@ -162,7 +162,13 @@ const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: b
 const COMM: &[Restriction] = &[Restriction::Commutative];
 
 const DISSEMINATION: &[AlgoInfo] = &[algo("dissemination", &[], false)];
+const BCAST: &[AlgoInfo] = &[
+    algo("knomial", &[], true),
+    algo("scatter_allgather", &[], false),
+];
 const KNOMIAL: &[AlgoInfo] = &[algo("knomial", &[], true)];
+const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
+const ALLGATHER: &[AlgoInfo] = &[algo("ring", &[], false), algo("bruck", &[], false)];
 const ALLREDUCE: &[AlgoInfo] = &[
     algo("recursive_doubling", &[], false),
     algo("ring", COMM, false),
@@ -180,11 +186,14 @@ const REDUCE_SCATTER: &[AlgoInfo] = &[
 pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
     match coll {
         Coll::Barrier => DISSEMINATION,
-        Coll::Bcast | Coll::Reduce => KNOMIAL,
+        Coll::Bcast => BCAST,
+        Coll::Reduce => KNOMIAL,
         Coll::Allreduce => ALLREDUCE,
-        Coll::Gather | Coll::Gatherv | Coll::Scatter | Coll::Scatterv => LINEAR,
+        Coll::Gather | Coll::Scatter => LINEAR_KNOMIAL,
+        Coll::Gatherv | Coll::Scatterv => LINEAR,
         Coll::Scan | Coll::Exscan => LINEAR,
-        Coll::Allgather | Coll::Allgatherv => RING,
+        Coll::Allgather => ALLGATHER,
+        Coll::Allgatherv => RING,
         Coll::Alltoall | Coll::Alltoallv => PAIRWISE,
         Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
     }

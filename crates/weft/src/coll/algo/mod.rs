@@ -3,8 +3,10 @@
 //! engine, so every plan can be checked without running it. Restrictions (commutative
 //! operation only, and so on) are declared by the collective that registers the algorithm.
 
+pub(crate) mod bruck_allgather;
 pub(crate) mod dissemination;
 pub(crate) mod knomial_bcast;
+pub(crate) mod knomial_gather;
 pub(crate) mod knomial_reduce;
 pub(crate) mod linear_gather;
 pub(crate) mod linear_scan;
@@ -14,6 +16,7 @@ pub(crate) mod recursive_doubling;
 pub(crate) mod ring_allgather;
 pub(crate) mod ring_allreduce;
 pub(crate) mod ring_reduce_scatter;
+pub(crate) mod scatter_allgather_bcast;
 
 /// Splits `count` elements of `elem_bytes` into `parts` nearly equal chunks; returns each
 /// chunk's byte offset and length (the first `count % parts` chunks get one more element).
