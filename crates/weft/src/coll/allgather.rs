@@ -28,6 +28,7 @@ impl Comm {
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = match c.algo {
             "bruck" => algo::bruck_allgather::plan(rank, size, blk),
+            "recursive_doubling" => algo::recursive_doubling_allgather::plan(rank, size, blk),
             _ => algo::ring_allgather::plan(rank, size, &blocks),
         };
         self.coll_run(

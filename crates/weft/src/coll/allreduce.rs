@@ -28,6 +28,9 @@ impl Comm {
         let (rank, size) = (self.rank(), self.size());
         let plan = match c.algo {
             "ring" => algo::ring_allreduce::plan(rank, size, send.len(), std::mem::size_of::<T>()),
+            "rabenseifner" => {
+                algo::rabenseifner::plan(rank, size, send.len(), std::mem::size_of::<T>())
+            }
             "knomial" => {
                 // Reduce to rank 0, then broadcast from it: 2·log_k n levels.
                 let mut p = Plan::new();

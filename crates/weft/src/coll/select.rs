@@ -130,12 +130,15 @@ impl Coll {
 pub enum Restriction {
     /// The operation must be commutative (the algorithm combines out of rank order).
     Commutative,
+    /// The communicator size must be a power of two.
+    PowerOfTwo,
 }
 
 impl fmt::Display for Restriction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Restriction::Commutative => f.write_str("needs a commutative operation"),
+            Restriction::PowerOfTwo => f.write_str("needs a power-of-two number of ranks"),
         }
     }
 }
@@ -168,11 +171,17 @@ const BCAST: &[AlgoInfo] = &[
 ];
 const KNOMIAL: &[AlgoInfo] = &[algo("knomial", &[], true)];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
-const ALLGATHER: &[AlgoInfo] = &[algo("ring", &[], false), algo("bruck", &[], false)];
+const ALLGATHER: &[AlgoInfo] = &[
+    algo("ring", &[], false),
+    algo("bruck", &[], false),
+    algo("recursive_doubling", POW2, false),
+];
+const POW2: &[Restriction] = &[Restriction::PowerOfTwo];
 const ALLREDUCE: &[AlgoInfo] = &[
     algo("recursive_doubling", &[], false),
     algo("ring", COMM, false),
     algo("knomial", &[], true),
+    algo("rabenseifner", COMM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const RING: &[AlgoInfo] = &[algo("ring", &[], false)];
@@ -457,11 +466,11 @@ pub struct Candidate {
     pub radix: u32,
 }
 
-fn violated(a: &AlgoInfo, commutative: bool) -> Option<Restriction> {
-    a.restrictions
-        .iter()
-        .copied()
-        .find(|r| matches!(r, Restriction::Commutative) && !commutative)
+fn violated(a: &AlgoInfo, commutative: bool, procs: u32) -> Option<Restriction> {
+    a.restrictions.iter().copied().find(|r| match r {
+        Restriction::Commutative => !commutative,
+        Restriction::PowerOfTwo => !procs.is_power_of_two(),
+    })
 }
 
 /// Modelled cost in ns of `a` and the radix it would use (the model's best in 2..=8 unless
@@ -510,13 +519,17 @@ impl Tuning {
                 .iter()
                 .find(|a| a.name == name)
                 .expect("checked when read");
-            if let Some(r) = violated(a, commutative) {
+            if let Some(r) = violated(a, commutative, procs) {
                 return Err(Error::new(
                     ErrorKind::InvalidOp,
                     format!(
-                        "WEFT_{}_ALGO={name}: {} {name} {r}, and this call's operation is not commutative",
+                        "WEFT_{}_ALGO={name}: {} {name} {r}; this call has {}",
                         coll.name().to_ascii_uppercase(),
-                        coll.name()
+                        coll.name(),
+                        match r {
+                            Restriction::Commutative => "a non-commutative operation".to_string(),
+                            Restriction::PowerOfTwo => format!("{procs} ranks"),
+                        }
                     ),
                 ));
             }
@@ -539,7 +552,7 @@ impl Tuning {
             let Some(a) = algos.iter().find(|a| a.name == rule.algo) else {
                 continue;
             };
-            if violated(a, commutative).is_some() {
+            if violated(a, commutative, procs).is_some() {
                 continue;
             }
             let radix = forced_radix
@@ -554,7 +567,7 @@ impl Tuning {
         let mut best: Option<(f64, &AlgoInfo, u32)> = None;
         let mut first_ok: Option<&AlgoInfo> = None;
         for a in algos {
-            if violated(a, commutative).is_some() {
+            if violated(a, commutative, procs).is_some() {
                 continue;
             }
             first_ok.get_or_insert(a);

@@ -1,0 +1,33 @@
+//! Recursive-doubling allgather: log2 n steps; in step k partners `r ^ 2^k` swap the 2^k
+//! blocks each has gathered so far, straight into the receive buffer. Power-of-two sizes
+//! only (declared as a restriction); equal blocks.
+
+use crate::coll::schedule::{Buf, Plan, Region};
+
+pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
+    debug_assert!(size.is_power_of_two());
+    let mut p = Plan::new();
+    p.step();
+    let r = rank as usize;
+    p.copy(
+        Region::new(Buf::Send, 0, block),
+        Region::new(Buf::Recv, r * block, block),
+    );
+    let mut d = 1usize;
+    while d < size as usize {
+        let partner = r ^ d;
+        let mine = (r / d) * d;
+        let theirs = (partner / d) * d;
+        p.step();
+        p.recv(
+            partner as u32,
+            Region::new(Buf::Recv, theirs * block, d * block),
+        );
+        p.send(
+            partner as u32,
+            Region::new(Buf::Recv, mine * block, d * block),
+        );
+        d *= 2;
+    }
+    p
+}
