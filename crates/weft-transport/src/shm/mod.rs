@@ -7,6 +7,7 @@
 //! calls [`ShmNode::unlink`] so nothing is left in `/dev/shm` even if the job dies later.
 
 pub mod cma;
+pub mod coll;
 pub mod ring;
 pub mod segment;
 

@@ -1,0 +1,185 @@
+//! A safe view of the node-wide collective area of a [`ShmNode`] segment: a few shared
+//! counters, one published flag per local rank, and data slots (one per local rank plus one
+//! shared result slot) that are only ever copied into and out of, never borrowed.
+//!
+//! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
+//! rank's flag; the slots start at the next 4096-byte boundary and split the rest evenly
+//! (multiples of 64 bytes). The area is zero-filled when the segment is created.
+//!
+//! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
+//! (release); a reader waits until it observes the publication (acquire) and then copies out.
+//! Copies go through raw pointers into the caller's own buffers, so no Rust reference to
+//! shared bytes ever exists. Depends only on [`ShmNode::coll_area`].
+
+use super::ShmNode;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const LINE_BYTES: usize = 64;
+const PAGE_BYTES: usize = 4096;
+
+/// The collective area of one node segment, as seen by one local rank.
+pub struct CollArea<'a> {
+    base: *mut u8,
+    local_size: u32,
+    me: u32,
+    slots_offset: usize,
+    slot_bytes: usize,
+    _node: PhantomData<&'a ShmNode>,
+}
+
+impl<'a> CollArea<'a> {
+    /// The area of `node`, or `None` when it is too small to give every slot at least 64
+    /// bytes.
+    pub fn new(node: &'a ShmNode) -> Option<CollArea<'a>> {
+        let (base, len) = node.coll_area();
+        let n = node.layout().local_size as usize;
+        let slots_offset = ((1 + n) * LINE_BYTES).next_multiple_of(PAGE_BYTES);
+        let slot_bytes = (len.checked_sub(slots_offset)? / (n + 1)) & !(LINE_BYTES - 1);
+        if slot_bytes == 0 || base.align_offset(LINE_BYTES) != 0 {
+            return None;
+        }
+        Some(CollArea {
+            base,
+            local_size: n as u32,
+            me: node.me(),
+            slots_offset,
+            slot_bytes,
+            _node: PhantomData,
+        })
+    }
+
+    /// Local ranks sharing the area.
+    pub fn local_size(&self) -> u32 {
+        self.local_size
+    }
+
+    /// This process's local rank.
+    pub fn me(&self) -> u32 {
+        self.me
+    }
+
+    /// Bytes of each slot.
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+
+    /// Index of the shared result slot (after the per-rank slots).
+    pub fn result_slot(&self) -> u32 {
+        self.local_size
+    }
+
+    fn word(&self, line: usize) -> &AtomicU64 {
+        debug_assert!(line <= self.local_size as usize);
+        // SAFETY: line `line` lies in the control lines at the area's start (checked against
+        // the area's length in `new`), is 64-byte aligned, and is only ever accessed
+        // atomically by every process, so a shared reference to an AtomicU64 is sound.
+        unsafe { &*(self.base.add(line * LINE_BYTES) as *const AtomicU64) }
+    }
+
+    /// Adds one arrival to the node-wide counter; returns the count including it. AcqRel:
+    /// whatever this rank wrote before arriving is visible to whoever sees the count reach it.
+    pub fn arrive(&self) -> u64 {
+        self.word(0).fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The arrival counter (acquire: pairs with [`CollArea::arrive`]).
+    pub fn arrivals(&self) -> u64 {
+        self.word(0).load(Ordering::Acquire)
+    }
+
+    /// Publishes `value` as this rank's flag (release: slot writes before it are visible to
+    /// a reader that sees it).
+    pub fn publish(&self, value: u64) {
+        self.word(1 + self.me as usize)
+            .store(value, Ordering::Release);
+    }
+
+    /// Local rank `rank`'s flag (acquire).
+    pub fn flag(&self, rank: u32) -> u64 {
+        assert!(
+            rank < self.local_size,
+            "flag of local rank {rank} of {}",
+            self.local_size
+        );
+        self.word(1 + rank as usize).load(Ordering::Acquire)
+    }
+
+    fn slot_ptr(&self, slot: u32, off: usize, len: usize) -> *mut u8 {
+        assert!(
+            slot <= self.local_size && off.checked_add(len).is_some_and(|e| e <= self.slot_bytes),
+            "slot {slot} bytes {off}..+{len} outside the {}-byte slots of {} ranks",
+            self.slot_bytes,
+            self.local_size
+        );
+        // SAFETY: in bounds of the area: slots_offset + (local_size + 1) · slot_bytes ≤ len
+        // by construction in `new`, and the range was checked above.
+        unsafe {
+            self.base
+                .add(self.slots_offset + slot as usize * self.slot_bytes + off)
+        }
+    }
+
+    /// Copies `data` into `slot` at byte `off`.
+    pub fn write(&self, slot: u32, off: usize, data: &[u8]) {
+        let dst = self.slot_ptr(slot, off, data.len());
+        // SAFETY: `dst..dst + len` is inside the mapping (slot_ptr checked it) and cannot
+        // overlap `data`, a buffer of this process outside the segment's collective area.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+    }
+
+    /// Copies bytes `off..off + out.len()` of `slot` into `out`.
+    pub fn read(&self, slot: u32, off: usize, out: &mut [u8]) {
+        let src = self.slot_ptr(slot, off, out.len());
+        // SAFETY: as in `write`, with the roles swapped.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::Layout;
+
+    #[test]
+    fn two_views_share_slots_and_flags() {
+        let name = format!("/weft-colltest-{}", std::process::id());
+        let layout = Layout {
+            local_size: 2,
+            ring_bytes: 4096,
+            coll_bytes: 16384,
+        };
+        let a = ShmNode::create(&name, layout, 0).unwrap();
+        let b = ShmNode::attach(&name, 1).unwrap();
+        a.unlink().unwrap();
+        let (va, vb) = (CollArea::new(&a).unwrap(), CollArea::new(&b).unwrap());
+        assert_eq!(va.slot_bytes(), vb.slot_bytes());
+        assert!(va.slot_bytes() >= 64 && va.slot_bytes() * 3 <= 16384);
+        va.write(0, 8, b"hello");
+        va.publish(7);
+        assert_eq!(vb.flag(0), 7);
+        let mut out = [0u8; 5];
+        vb.read(0, 8, &mut out);
+        assert_eq!(&out, b"hello");
+        assert_eq!(va.arrive(), 1);
+        assert_eq!(vb.arrive(), 2);
+        assert_eq!(va.arrivals(), 2);
+        vb.write(vb.result_slot(), 0, &[9; 64]);
+        let mut r = [0u8; 64];
+        va.read(2, 0, &mut r);
+        assert_eq!(r, [9; 64]);
+    }
+
+    #[test]
+    fn no_area_means_no_view() {
+        let name = format!("/weft-colltest0-{}", std::process::id());
+        let layout = Layout {
+            local_size: 2,
+            ring_bytes: 4096,
+            coll_bytes: 0,
+        };
+        let a = ShmNode::create(&name, layout, 0).unwrap();
+        a.unlink().unwrap();
+        assert!(CollArea::new(&a).is_none());
+    }
+}
