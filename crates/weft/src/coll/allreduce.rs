@@ -28,6 +28,13 @@ impl Comm {
         let (rank, size) = (self.rank(), self.size());
         let plan = match c.algo {
             "ring" => algo::ring_allreduce::plan(rank, size, send.len(), std::mem::size_of::<T>()),
+            "shm" => algo::shm::allreduce(
+                rank,
+                size,
+                send.len(),
+                std::mem::size_of::<T>(),
+                self.coll_shm_slot_bytes().unwrap_or(64),
+            ),
             "rabenseifner" => {
                 algo::rabenseifner::plan(rank, size, send.len(), std::mem::size_of::<T>())
             }

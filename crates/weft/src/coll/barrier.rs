@@ -10,8 +10,10 @@ impl Comm {
     pub fn barrier(&self) -> Result<()> {
         self.check()?;
         let c = self.coll_choose(Coll::Barrier, 0, true)?;
-        debug_assert_eq!(c.algo, "dissemination");
-        let plan = algo::dissemination::plan(self.rank(), self.size());
+        let plan = match c.algo {
+            "shm_counter" => algo::shm::barrier(),
+            _ => algo::dissemination::plan(self.rank(), self.size()),
+        };
         self.coll_run(Coll::Barrier, plan, &[], &mut [], None)
     }
 }

@@ -16,7 +16,10 @@ impl Comm {
         let bytes = std::mem::size_of_val(buf);
         let c = self.coll_choose(Coll::Bcast, bytes, true)?;
         let mut plan = Plan::new();
-        if c.algo == "scatter_allgather" {
+        if c.algo == "shm" {
+            let slot = self.coll_shm_slot_bytes().unwrap_or(64);
+            plan = algo::shm::bcast(self.rank(), root, bytes, slot);
+        } else if c.algo == "scatter_allgather" {
             plan = algo::scatter_allgather_bcast::plan(self.rank(), self.size(), root, bytes);
         } else {
             algo::knomial_bcast::build(

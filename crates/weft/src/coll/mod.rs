@@ -87,6 +87,22 @@ impl Comm {
         here.max(1)
     }
 
+    /// Bytes of each slot of the node's collective area when this communicator may use it:
+    /// the world of a job of 2 or more ranks all on this node. Every rank of such a job
+    /// sees the same segment, so every rank answers alike.
+    pub(crate) fn coll_shm_slot_bytes(&self) -> Option<usize> {
+        if self.data.ctx != 0 || self.size() < 2 {
+            return None;
+        }
+        let e = self.engine.borrow();
+        if e.local_ranks().0.len() != self.size() as usize {
+            return None;
+        }
+        e.shm()
+            .and_then(weft_transport::shm::coll::CollArea::new)
+            .map(|a| a.slot_bytes())
+    }
+
     /// The algorithm for one call of `coll` moving `bytes` per rank.
     pub(crate) fn coll_choose(
         &self,
@@ -94,14 +110,12 @@ impl Comm {
         bytes: usize,
         commutative: bool,
     ) -> Result<Choice> {
+        let traits = select::CallTraits {
+            commutative,
+            shared_memory: self.coll_shm_slot_bytes().is_some(),
+        };
         tuning()?
-            .select(
-                coll,
-                self.size(),
-                self.coll_ppn(),
-                bytes as u64,
-                commutative,
-            )
+            .select(coll, self.size(), self.coll_ppn(), bytes as u64, traits)
             .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
     }
 

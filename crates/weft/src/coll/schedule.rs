@@ -16,6 +16,7 @@ use crate::matching::Pattern;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
+use weft_transport::shm::coll::CollArea;
 
 /// Which buffer a region lies in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +43,7 @@ impl Region {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Action {
     Send {
         peer: u32,
@@ -63,6 +64,29 @@ enum Action {
         dst: Region,
         src_first: bool,
     },
+    /// Copy into a slot of the node's collective area.
+    ShmWrite {
+        slot: Slot,
+        off: usize,
+        src: Region,
+    },
+    /// Copy out of a slot of the node's collective area.
+    ShmRead {
+        slot: Slot,
+        off: usize,
+        dst: Region,
+    },
+    /// Arrive at the next node-wide phase; the step completes when every local rank has.
+    ShmArrive,
+}
+
+/// A slot of the node's collective area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Local rank i's slot.
+    Rank(u32),
+    /// The shared result slot.
+    Result,
 }
 
 /// A compiled algorithm: steps of actions and the temporaries they use. Independent of the
@@ -113,6 +137,23 @@ impl Plan {
         }
     }
 
+    pub fn shm_write(&mut self, slot: Slot, off: usize, src: Region) {
+        if src.len > 0 {
+            self.push(Action::ShmWrite { slot, off, src });
+        }
+    }
+
+    pub fn shm_read(&mut self, slot: Slot, off: usize, dst: Region) {
+        if dst.len > 0 {
+            self.push(Action::ShmRead { slot, off, dst });
+        }
+    }
+
+    /// Arrives at the next node-wide phase (at most one per step, after its local work).
+    pub fn shm_arrive(&mut self) {
+        self.push(Action::ShmArrive);
+    }
+
     /// `dst = src ∘ dst` (src holds lower ranks) when `src_first`, else `dst = dst ∘ src`.
     pub fn reduce(&mut self, src: Region, dst: Region, src_first: bool) {
         debug_assert_eq!(src.len, dst.len);
@@ -156,6 +197,8 @@ pub(crate) struct Schedule<'a> {
     tag: i32,
     next_step: usize,
     pending: Vec<Pending>,
+    /// Arrival count the current step waits for in the collective area, if any.
+    shm_target: Option<u64>,
 }
 
 impl<'a> Schedule<'a> {
@@ -194,24 +237,33 @@ impl<'a> Schedule<'a> {
             tag,
             next_step: 0,
             pending: Vec::with_capacity(most),
+            shm_target: None,
         }
     }
 
-    /// True when every message of the current step has completed.
+    /// True when every message of the current step has completed and every local rank has
+    /// arrived where the step waits for them.
     pub fn step_done(&self, e: &Engine) -> bool {
+        if let Some(t) = self.shm_target {
+            match e.shm().and_then(CollArea::new) {
+                Some(a) if a.arrivals() >= t => {}
+                _ => return false,
+            }
+        }
         self.pending.iter().all(|p| e.is_done(p.id))
     }
 
     /// Moves the schedule as far as it can without waiting; true when it has finished.
     pub fn advance(&mut self, e: &mut Engine) -> Result<bool> {
         loop {
-            if !self.pending.is_empty() {
+            if !self.pending.is_empty() || self.shm_target.is_some() {
                 if !self.step_done(e) {
                     e.progress();
                     if !self.step_done(e) {
                         return Ok(false);
                     }
                 }
+                self.shm_target = None;
                 self.complete_step(e)?;
             }
             if self.next_step == self.plan.steps.len() {
@@ -227,15 +279,30 @@ impl<'a> Schedule<'a> {
                 .copied()
                 .unwrap_or(self.plan.actions.len());
             for i in start..end {
-                let a = self.plan.actions[i].clone();
-                match a {
+                match self.plan.actions[i] {
                     Action::Copy { src, dst } => self.local_copy(src, dst),
                     Action::Reduce {
                         src,
                         dst,
                         src_first,
                     } => self.local_reduce(src, dst, src_first),
-                    _ => {}
+                    Action::ShmWrite { slot, off, src } => {
+                        let area = area(e)?;
+                        area.write(slot_index(&area, slot), off, self.bytes(src));
+                    }
+                    Action::ShmRead { slot, off, dst } => {
+                        let area = area(e)?;
+                        area.read(slot_index(&area, slot), off, self.bytes_mut(dst));
+                    }
+                    Action::ShmArrive => {
+                        let area = area(e)?;
+                        // Everyone finished phase k before anyone can arrive at k + 1, so
+                        // the count rounded up to a multiple of n ends this rank's phase.
+                        let n = area.local_size() as u64;
+                        let count = area.arrive();
+                        self.shm_target = Some(count.div_ceil(n) * n);
+                    }
+                    Action::Send { .. } | Action::Recv { .. } => {}
                 }
             }
             // Receives first, so a peer's eager message finds its receive posted.
@@ -426,6 +493,22 @@ impl<'a> Schedule<'a> {
             }
             self.local_copy(src, dst);
         }
+    }
+}
+
+fn area(e: &Engine) -> Result<CollArea<'_>> {
+    e.shm().and_then(CollArea::new).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Internal,
+            "a shared-memory collective ran without a collective area (selector bug)",
+        )
+    })
+}
+
+fn slot_index(area: &CollArea<'_>, slot: Slot) -> u32 {
+    match slot {
+        Slot::Rank(r) => r,
+        Slot::Result => area.result_slot(),
     }
 }
 

@@ -132,6 +132,8 @@ pub enum Restriction {
     Commutative,
     /// The communicator size must be a power of two.
     PowerOfTwo,
+    /// The communicator must be the world of a job on one node with a collective area.
+    SharedMemory,
 }
 
 impl fmt::Display for Restriction {
@@ -139,6 +141,9 @@ impl fmt::Display for Restriction {
         match self {
             Restriction::Commutative => f.write_str("needs a commutative operation"),
             Restriction::PowerOfTwo => f.write_str("needs a power-of-two number of ranks"),
+            Restriction::SharedMemory => f.write_str(
+                "needs the world communicator of a job of 2 or more ranks on one node with a shared-memory collective area",
+            ),
         }
     }
 }
@@ -164,10 +169,15 @@ const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: b
 
 const COMM: &[Restriction] = &[Restriction::Commutative];
 
-const DISSEMINATION: &[AlgoInfo] = &[algo("dissemination", &[], false)];
+const SHM: &[Restriction] = &[Restriction::SharedMemory];
+const BARRIER: &[AlgoInfo] = &[
+    algo("dissemination", &[], false),
+    algo("shm_counter", SHM, false),
+];
 const BCAST: &[AlgoInfo] = &[
     algo("knomial", &[], true),
     algo("scatter_allgather", &[], false),
+    algo("shm", SHM, false),
 ];
 const KNOMIAL: &[AlgoInfo] = &[algo("knomial", &[], true)];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
@@ -182,6 +192,7 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("ring", COMM, false),
     algo("knomial", &[], true),
     algo("rabenseifner", COMM, false),
+    algo("shm", SHM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const RING: &[AlgoInfo] = &[algo("ring", &[], false)];
@@ -194,7 +205,7 @@ const REDUCE_SCATTER: &[AlgoInfo] = &[
 /// The algorithms registered for `coll`, each working end to end.
 pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
     match coll {
-        Coll::Barrier => DISSEMINATION,
+        Coll::Barrier => BARRIER,
         Coll::Bcast => BCAST,
         Coll::Reduce => KNOMIAL,
         Coll::Allreduce => ALLREDUCE,
@@ -466,10 +477,20 @@ pub struct Candidate {
     pub radix: u32,
 }
 
-fn violated(a: &AlgoInfo, commutative: bool, procs: u32) -> Option<Restriction> {
+/// What a call offers that restrictions test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTraits {
+    /// The operation commutes (true when there is none).
+    pub commutative: bool,
+    /// The communicator can use the node's collective area.
+    pub shared_memory: bool,
+}
+
+fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction> {
     a.restrictions.iter().copied().find(|r| match r {
-        Restriction::Commutative => !commutative,
+        Restriction::Commutative => !traits.commutative,
         Restriction::PowerOfTwo => !procs.is_power_of_two(),
+        Restriction::SharedMemory => !traits.shared_memory,
     })
 }
 
@@ -509,7 +530,7 @@ impl Tuning {
         procs: u32,
         ppn: u32,
         bytes: u64,
-        commutative: bool,
+        traits: CallTraits,
     ) -> Result<Choice> {
         let algos = algorithms(coll);
         let forced_radix = self.forced_radix[coll.index()];
@@ -519,7 +540,7 @@ impl Tuning {
                 .iter()
                 .find(|a| a.name == name)
                 .expect("checked when read");
-            if let Some(r) = violated(a, commutative, procs) {
+            if let Some(r) = violated(a, traits, procs) {
                 return Err(Error::new(
                     ErrorKind::InvalidOp,
                     format!(
@@ -529,6 +550,8 @@ impl Tuning {
                         match r {
                             Restriction::Commutative => "a non-commutative operation".to_string(),
                             Restriction::PowerOfTwo => format!("{procs} ranks"),
+                            Restriction::SharedMemory =>
+                                "a communicator that is not a whole node's world (or no collective area)".to_string(),
                         }
                     ),
                 ));
@@ -552,7 +575,7 @@ impl Tuning {
             let Some(a) = algos.iter().find(|a| a.name == rule.algo) else {
                 continue;
             };
-            if violated(a, commutative, procs).is_some() {
+            if violated(a, traits, procs).is_some() {
                 continue;
             }
             let radix = forced_radix
@@ -567,7 +590,7 @@ impl Tuning {
         let mut best: Option<(f64, &AlgoInfo, u32)> = None;
         let mut first_ok: Option<&AlgoInfo> = None;
         for a in algos {
-            if violated(a, commutative, procs).is_some() {
+            if violated(a, traits, procs).is_some() {
                 continue;
             }
             first_ok.get_or_insert(a);
@@ -592,7 +615,7 @@ impl Tuning {
             (None, None) => Err(Error::new(
                 ErrorKind::InvalidOp,
                 format!(
-                    "{}: no registered algorithm accepts a non-commutative operation",
+                    "{}: no registered algorithm accepts this call (non-commutative operation?)",
                     coll.name()
                 ),
             )),
@@ -611,7 +634,11 @@ impl Tuning {
                 ),
             ));
         }
-        let choice = self.select(coll, procs, ppn.min(procs), bytes, true)?;
+        let traits = CallTraits {
+            commutative: true,
+            shared_memory: procs > 1 && ppn >= procs,
+        };
+        let choice = self.select(coll, procs, ppn.min(procs), bytes, traits)?;
         let shape = CollShape {
             procs,
             ppn: ppn.min(procs),
@@ -646,6 +673,33 @@ pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32) -> Result<Explanati
 mod tests {
     use super::*;
 
+    const C: CallTraits = CallTraits {
+        commutative: true,
+        shared_memory: false,
+    };
+    const NC: CallTraits = CallTraits {
+        commutative: false,
+        shared_memory: false,
+    };
+
+    #[test]
+    fn shared_memory_algorithms_need_the_node() {
+        let t = Tuning::from_vars(&[("WEFT_BARRIER_ALGO", "shm_counter")]).unwrap();
+        let e = t.select(Coll::Barrier, 4, 4, 0, C).unwrap_err();
+        assert!(
+            e.message().contains("shm_counter") && e.message().contains("one node"),
+            "{e}"
+        );
+        let shm = CallTraits {
+            commutative: true,
+            shared_memory: true,
+        };
+        assert_eq!(
+            t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo,
+            "shm_counter"
+        );
+    }
+
     #[test]
     fn shipped_table_parses_and_names_registered_algorithms() {
         let rules = parse_table(DEFAULT_TABLE, "default").unwrap();
@@ -671,15 +725,12 @@ mod tests {
     #[test]
     fn forcing_a_restricted_algorithm_names_the_restriction() {
         let t = Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "ring")]).unwrap();
-        let e = t.select(Coll::Allreduce, 4, 4, 1 << 20, false).unwrap_err();
+        let e = t.select(Coll::Allreduce, 4, 4, 1 << 20, NC).unwrap_err();
         assert!(
             e.message().contains("commutative") && e.message().contains("ring"),
             "{e}"
         );
-        assert_eq!(
-            t.select(Coll::Allreduce, 4, 4, 8, true).unwrap().algo,
-            "ring"
-        );
+        assert_eq!(t.select(Coll::Allreduce, 4, 4, 8, C).unwrap().algo, "ring");
         let e = Tuning::from_vars(&[("WEFT_BCAST_ALGO", "magic")]).unwrap_err();
         assert!(
             e.message().contains("WEFT_BCAST_ALGO") && e.message().contains("knomial"),
@@ -692,14 +743,14 @@ mod tests {
     #[test]
     fn table_and_model_decide_without_knobs() {
         let t = Tuning::default();
-        let small = t.select(Coll::Allreduce, 4, 4, 8, true).unwrap();
+        let small = t.select(Coll::Allreduce, 4, 4, 8, C).unwrap();
         assert_eq!((small.algo, small.source), ("recursive_doubling", "table"));
-        let big = t.select(Coll::Allreduce, 4, 4, 1 << 20, true).unwrap();
+        let big = t.select(Coll::Allreduce, 4, 4, 1 << 20, C).unwrap();
         assert_eq!((big.algo, big.source), ("ring", "table"));
         // A non-commutative op skips the ring rule and falls to the model.
-        let nc = t.select(Coll::Allreduce, 4, 4, 1 << 20, false).unwrap();
+        let nc = t.select(Coll::Allreduce, 4, 4, 1 << 20, NC).unwrap();
         assert_ne!(nc.algo, "ring");
-        let b = t.select(Coll::Bcast, 8, 8, 1 << 20, true).unwrap();
+        let b = t.select(Coll::Bcast, 8, 8, 1 << 20, C).unwrap();
         assert_eq!(b.source, "model");
         assert!(b.radix >= 2);
     }

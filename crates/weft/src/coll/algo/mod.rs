@@ -19,6 +19,7 @@ pub(crate) mod ring_allgather;
 pub(crate) mod ring_allreduce;
 pub(crate) mod ring_reduce_scatter;
 pub(crate) mod scatter_allgather_bcast;
+pub(crate) mod shm;
 
 /// Splits `count` elements of `elem_bytes` into `parts` nearly equal chunks; returns each
 /// chunk's byte offset and length (the first `count % parts` chunks get one more element).
