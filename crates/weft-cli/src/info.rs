@@ -8,6 +8,22 @@ pub struct InfoArgs {
     /// List every `WEFT_*` knob with its type, default, current value and help.
     #[arg(long)]
     pub knobs: bool,
+    /// Explain which algorithm a collective would use: every candidate with its modelled
+    /// cost, and the choice (honours `WEFT_<COLL>_ALGO`, `_RADIX` and `WEFT_TUNING_FILE`).
+    #[arg(long, value_name = "COLL")]
+    pub explain: Option<String>,
+    /// With --explain: bytes per rank (e.g. 8, 64K, 1MiB).
+    #[arg(long, default_value = "8")]
+    pub bytes: String,
+    /// With --explain: number of ranks.
+    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    pub nranks: u32,
+    /// With --explain: ranks per node (default: all on one node).
+    #[arg(long)]
+    pub ppn: Option<u32>,
+    /// With --explain: print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Runs `weft info`.
@@ -22,6 +38,9 @@ pub fn run(args: InfoArgs) -> i32 {
     if args.knobs {
         print_knobs(&config);
         return 0;
+    }
+    if let Some(coll) = &args.explain {
+        return explain(coll, &args);
     }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -65,6 +84,49 @@ pub fn run(args: InfoArgs) -> i32 {
         "knobs:       `weft info --knobs` lists all {}",
         knob_tables().iter().map(|t| t.len()).sum::<usize>()
     );
+    0
+}
+
+fn explain(coll: &str, args: &InfoArgs) -> i32 {
+    let bytes = match weft_core::units::parse_bytes(&args.bytes) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("weft info --explain: --bytes: {e}");
+            return 2;
+        }
+    };
+    let ppn = args.ppn.unwrap_or(args.nranks);
+    let e = match weft::coll::explain(coll, bytes, args.nranks, ppn) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("weft info --explain: {e}");
+            return 2;
+        }
+    };
+    if args.json {
+        let candidates: Vec<serde_json::Value> = e
+            .candidates
+            .iter()
+            .map(|c| serde_json::json!({"algo": c.algo, "cost_us": c.cost_us, "radix": c.radix}))
+            .collect();
+        let v =
+            serde_json::json!({"choice": e.choice, "source": e.source, "candidates": candidates});
+        println!("{v}");
+        return 0;
+    }
+    println!(
+        "{coll}, {bytes} bytes per rank, {} ranks, {ppn} per node: {} ({})",
+        args.nranks, e.choice, e.source
+    );
+    println!("  {:<24} {:>6} {:>14}", "algorithm", "radix", "model (us)");
+    for c in &e.candidates {
+        let mark = if c.algo == e.choice { "*" } else { " " };
+        let cost = c
+            .cost_us
+            .map(|x| format!("{x:.3}"))
+            .unwrap_or_else(|| "not modelled".into());
+        println!("{mark} {:<24} {:>6} {:>14}", c.algo, c.radix, cost);
+    }
     0
 }
 

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 mod bench;
 mod info;
 mod plan;
-#[allow(dead_code)]
 mod plot;
 mod run;
 

@@ -103,6 +103,15 @@ pub const LAUNCH_VARS: &[Knob] = &[
     },
 ];
 
+/// Variables read by the `weft` command's own tools (not by ranks), declared so ranks that
+/// inherit them do not warn.
+pub const TOOL_VARS: &[Knob] = &[Knob {
+    name: "WEFT_PLOT_FONT",
+    kind: KnobKind::Text,
+    default: "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    help: "TrueType font for PNG plots of weft plan and weft bench",
+}];
+
 /// Knob values read once from the environment, validated against their declarations.
 #[derive(Clone, Debug, Default)]
 pub struct KnobValues {

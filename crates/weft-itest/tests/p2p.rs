@@ -81,6 +81,20 @@ fn wildcards_keep_per_sender_order() {
 }
 
 #[test]
+fn every_collective_across_processes() {
+    for n in [1, 2, 3, 4, 7] {
+        let out = job(n, &["collectives"], &[]);
+        ok(&out);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout)
+                .matches("collectives ok")
+                .count(),
+            n as usize
+        );
+    }
+}
+
+#[test]
 fn split_communicators() {
     for n in [1, 3, 4, 7] {
         ok(&job(n, &["split"], &[]));

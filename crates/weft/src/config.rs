@@ -1,7 +1,7 @@
 //! The runtime's typed configuration, read once from the environment at init. Nothing reads
 //! `WEFT_*` variables after this.
 
-use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS};
+use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS, TOOL_VARS};
 use weft_core::{Error, ErrorKind, Result};
 
 /// How the progress engine waits when it has nothing to do.
@@ -53,9 +53,11 @@ pub struct Config {
 pub fn knob_tables() -> Vec<&'static [Knob]> {
     vec![
         crate::knobs::KNOBS,
+        crate::coll::knobs::KNOBS,
         weft_transport::knobs::KNOBS,
         weft_boot::knobs::KNOBS,
         LAUNCH_VARS,
+        TOOL_VARS,
     ]
 }
 

@@ -5,8 +5,10 @@
 //! micro-benchmarks: warm-up iterations are discarded, latency is half the round trip of a
 //! ping-pong, bandwidth keeps a window of 64 messages in flight.
 
+pub mod coll;
 pub mod p2p;
 
+use std::io::IsTerminal;
 use std::time::Duration;
 use weft_launch::{JobSpec, OutputMode};
 
@@ -22,28 +24,157 @@ pub struct BenchArgs {
 pub enum BenchKind {
     /// Point-to-point latency (ping-pong) and bandwidth (windowed) between rank pairs.
     P2p(p2p::P2pArgs),
+    /// Latency of one collective over a range of sizes, per algorithm.
+    Coll(coll::CollArgs),
 }
 
 /// Runs `weft bench`.
 pub fn run(args: BenchArgs) -> i32 {
     match args.what {
         BenchKind::P2p(a) => match a.validate() {
-            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s),
+            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[]),
             Err(e) => {
                 eprintln!("weft bench p2p: {e}");
                 2
             }
         },
+        BenchKind::Coll(a) => run_coll(a),
     }
 }
 
-/// Starts `nranks` copies of this binary in rank mode with `rank_args`.
-fn launch(nranks: u32, rank_args: Vec<String>, timeout_s: u64) -> i32 {
+/// Runs one job per algorithm, collects the points, prints them and writes CSV and plot.
+fn run_coll(a: coll::CollArgs) -> i32 {
+    if let Err(e) = a.validate() {
+        eprintln!("weft bench coll: {e}");
+        return 2;
+    }
+    let algos = match a.algorithms() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("weft bench coll: {e}");
+            return 2;
+        }
+    };
+    let knob = format!("WEFT_{}_ALGO", coll::coll_name(&a.op).to_ascii_uppercase());
+    let show_progress = std::io::stderr().is_terminal() && algos.len() > 1;
+    let mut points: Vec<coll::Point> = Vec::new();
+    for (i, algo) in algos.iter().enumerate() {
+        if show_progress {
+            eprint!(
+                "\r[{}{}] {} ({}/{})   ",
+                "#".repeat(i),
+                ".".repeat(algos.len() - i),
+                algo.as_deref().unwrap_or("auto"),
+                i + 1,
+                algos.len()
+            );
+        }
+        let env: Vec<(String, String)> = algo.iter().map(|x| (knob.clone(), x.clone())).collect();
+        let (code, stdout) = launch_capture(a.nranks, a.rank_args(true), a.timeout_s, &env);
+        if code != 0 {
+            eprintln!(
+                "weft bench coll: job with {} failed (exit {code})",
+                algo.as_deref().unwrap_or("the default algorithm")
+            );
+            return code;
+        }
+        for line in String::from_utf8_lossy(&stdout).lines() {
+            match serde_json::from_str::<coll::Point>(line) {
+                Ok(mut p) => {
+                    if let Some(x) = algo {
+                        p.algo = x.clone();
+                    }
+                    points.push(p)
+                }
+                Err(_) => println!("{line}"),
+            }
+        }
+    }
+    if show_progress {
+        eprintln!("\r[{}] done{}", "#".repeat(algos.len()), " ".repeat(30));
+    }
+    if a.json {
+        for p in &points {
+            println!("{}", serde_json::to_string(p).expect("point serialises"));
+        }
+    } else {
+        println!("# weft bench coll --op {} -n {}", a.op, a.nranks);
+        println!(
+            "{:>10} {:>24} {:>12} {:>12}",
+            "bytes", "algorithm", "p50_us", "avg_us"
+        );
+        for p in &points {
+            println!(
+                "{:>10} {:>24} {:>12.3} {:>12.3}",
+                p.bytes, p.algo, p.p50_us, p.avg_us
+            );
+        }
+    }
+    if let Some(path) = &a.csv {
+        let mut text = String::from("op,bytes,algo,p50_us,avg_us\n");
+        for p in &points {
+            text.push_str(&format!(
+                "{},{},{},{:.3},{:.3}\n",
+                p.op, p.bytes, p.algo, p.p50_us, p.avg_us
+            ));
+        }
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("weft bench coll: --csv {}: {e}", path.display());
+            return 1;
+        }
+    }
+    if let Some(path) = &a.plot {
+        let mut series: Vec<crate::plot::Series> = Vec::new();
+        for p in &points {
+            match series.iter_mut().find(|s| s.name == p.algo) {
+                Some(s) => s.points.push((p.bytes.max(1) as f64, p.p50_us)),
+                None => series.push(crate::plot::Series {
+                    name: p.algo.clone(),
+                    points: vec![(p.bytes.max(1) as f64, p.p50_us)],
+                }),
+            }
+        }
+        let title = format!("{} latency, {} ranks", a.op, a.nranks);
+        let labels = crate::plot::Labels {
+            title: &title,
+            x: "bytes per rank",
+            y: "p50 latency (us)",
+        };
+        if let Err(e) = crate::plot::line_chart(path, &labels, &series, true) {
+            eprintln!("weft bench coll: --plot {}: {e}", path.display());
+            return 1;
+        }
+    }
+    0
+}
+
+/// Starts `nranks` copies of this binary in rank mode with `rank_args`; output is forwarded.
+fn launch(nranks: u32, rank_args: Vec<String>, timeout_s: u64, env: &[(String, String)]) -> i32 {
+    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Inherit).0
+}
+
+/// Like [`launch`] but collects the ranks' stdout (stderr is passed on after the job).
+fn launch_capture(
+    nranks: u32,
+    rank_args: Vec<String>,
+    timeout_s: u64,
+    env: &[(String, String)],
+) -> (i32, Vec<u8>) {
+    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Capture)
+}
+
+fn run_ranks(
+    nranks: u32,
+    rank_args: Vec<String>,
+    timeout_s: u64,
+    env: &[(String, String)],
+    output: OutputMode,
+) -> (i32, Vec<u8>) {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("weft bench: cannot find my own executable: {e}");
-            return 1;
+            return (1, Vec::new());
         }
     };
     let mut spec = JobSpec::new(nranks, exe);
@@ -52,12 +183,18 @@ fn launch(nranks: u32, rank_args: Vec<String>, timeout_s: u64) -> i32 {
         .map(Into::into)
         .collect();
     spec.timeout = Some(Duration::from_secs(timeout_s));
-    spec.output = OutputMode::Inherit;
+    spec.output = output;
+    spec.env = env.to_vec();
     match weft_launch::run_job(&spec) {
-        Ok(outcome) => outcome.exit_code,
+        Ok(outcome) => {
+            if output == OutputMode::Capture {
+                std::io::Write::write_all(&mut std::io::stderr(), &outcome.stderr).ok();
+            }
+            (outcome.exit_code, outcome.stdout)
+        }
         Err(e) => {
             eprintln!("weft bench: {e}");
-            1
+            (1, Vec::new())
         }
     }
 }
@@ -74,12 +211,15 @@ pub struct RankArgs {
 pub enum RankKind {
     /// Rank side of `weft bench p2p`.
     P2p(p2p::P2pRankArgs),
+    /// Rank side of `weft bench coll`.
+    Coll(coll::CollRankArgs),
 }
 
 /// Runs the rank side of a benchmark inside a job started by [`launch`].
 pub fn run_rank(args: RankArgs) -> i32 {
     let result = match args.what {
         RankKind::P2p(a) => p2p::rank_main(a),
+        RankKind::Coll(a) => coll::rank_main(a),
     };
     match result {
         Ok(()) => 0,

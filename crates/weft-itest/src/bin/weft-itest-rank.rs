@@ -22,6 +22,7 @@ fn main() {
         "split" => split(&world),
         "die-mid-exchange" => die_mid_exchange(&world),
         "dead-peer-error" => dead_peer_error(&world),
+        "collectives" => collectives(&world),
         "info" => {
             let (lr, ls) = weft.local();
             println!(
@@ -203,6 +204,117 @@ fn die_mid_exchange(world: &Comm) -> Result<(), String> {
         }
         let _ = world.sendrecv(&big, right, 0, &mut inp, left as i32, 0);
     }
+    Ok(())
+}
+
+fn val(rank: u32, i: usize) -> i64 {
+    (rank as i64 + 1) * 1_000_003 + i as i64 * 7
+}
+
+/// Every collective at several sizes (elements of i64), checked against a serial reference.
+fn collectives(world: &Comm) -> Result<(), String> {
+    use weft::coll::Op;
+    let me = world.rank();
+    let n = world.size();
+    let nu = n as usize;
+    let e = |x: weft::Error| x.to_string();
+    for count in [0usize, 1, 7, 4097, 150_001] {
+        let mine: Vec<i64> = (0..count).map(|i| val(me, i)).collect();
+        world.barrier().map_err(e)?;
+
+        let root = n - 1;
+        let mut b: Vec<i64> = if me == root {
+            mine.clone()
+        } else {
+            vec![0; count]
+        };
+        world.bcast(&mut b, root).map_err(e)?;
+        if b.iter().enumerate().any(|(i, &x)| x != val(root, i)) {
+            return Err(format!("bcast of {count} from {root} differs"));
+        }
+
+        let sum = |i: usize| (0..n).map(|r| val(r, i)).sum::<i64>();
+        let mut out = vec![0i64; count];
+        world.allreduce(&mine, &mut out, &Op::Sum).map_err(e)?;
+        if out.iter().enumerate().any(|(i, &x)| x != sum(i)) {
+            return Err(format!("allreduce sum of {count} differs"));
+        }
+        world.allreduce(&mine, &mut out, &Op::Max).map_err(e)?;
+        if out.iter().enumerate().any(|(i, &x)| x != val(n - 1, i)) {
+            return Err(format!("allreduce max of {count} differs"));
+        }
+        let mut red = vec![0i64; count];
+        world.reduce(&mine, &mut red, &Op::Sum, 0).map_err(e)?;
+        if me == 0 && red.iter().enumerate().any(|(i, &x)| x != sum(i)) {
+            return Err(format!("reduce of {count} differs"));
+        }
+
+        let groot = 1 % n;
+        let mut g = vec![0i64; count * nu];
+        world.gather(&mine, &mut g, groot).map_err(e)?;
+        if me == groot {
+            for r in 0..n {
+                if (0..count).any(|i| g[r as usize * count + i] != val(r, i)) {
+                    return Err(format!("gather of {count}: block of rank {r} differs"));
+                }
+            }
+        }
+        let all: Vec<i64> = (0..n)
+            .flat_map(|r| (0..count).map(move |i| val(r, i)))
+            .collect();
+        let mut ag = vec![0i64; count * nu];
+        world.allgather(&mine, &mut ag).map_err(e)?;
+        if ag != all {
+            return Err(format!("allgather of {count} differs"));
+        }
+        let mut sc = vec![0i64; count];
+        world.scatter(&all, &mut sc, 0).map_err(e)?;
+        if sc.iter().enumerate().any(|(i, &x)| x != val(me, i)) {
+            return Err(format!("scatter of {count} differs"));
+        }
+        // alltoall: block j of rank r's send is val(r * n + j, i).
+        let a2a_send: Vec<i64> = (0..n)
+            .flat_map(|j| (0..count).map(move |i| val(me * n + j, i)))
+            .collect();
+        let mut a2a = vec![0i64; count * nu];
+        world.alltoall(&a2a_send, &mut a2a).map_err(e)?;
+        for r in 0..n {
+            if (0..count).any(|i| a2a[r as usize * count + i] != val(r * n + me, i)) {
+                return Err(format!("alltoall of {count}: block from rank {r} differs"));
+            }
+        }
+        // reduce_scatter_block: everyone contributes `a2a_send`; rank me gets block me summed.
+        let mut rs = vec![0i64; count];
+        world
+            .reduce_scatter_block(&a2a_send, &mut rs, &Op::Sum)
+            .map_err(e)?;
+        if rs
+            .iter()
+            .enumerate()
+            .any(|(i, &x)| x != (0..n).map(|r| val(r * n + me, i)).sum::<i64>())
+        {
+            return Err(format!("reduce_scatter_block of {count} differs"));
+        }
+        let mut sc_out = vec![0i64; count];
+        world.scan(&mine, &mut sc_out, &Op::Sum).map_err(e)?;
+        if sc_out
+            .iter()
+            .enumerate()
+            .any(|(i, &x)| x != (0..=me).map(|r| val(r, i)).sum::<i64>())
+        {
+            return Err(format!("scan of {count} differs"));
+        }
+        world.exscan(&mine, &mut sc_out, &Op::Sum).map_err(e)?;
+        if me > 0
+            && sc_out
+                .iter()
+                .enumerate()
+                .any(|(i, &x)| x != (0..me).map(|r| val(r, i)).sum::<i64>())
+        {
+            return Err(format!("exscan of {count} differs"));
+        }
+    }
+    println!("rank {me}: collectives ok");
     Ok(())
 }
 

@@ -1,0 +1,265 @@
+//! `weft bench coll`: OSU-style latency of one collective over a range of sizes.
+//!
+//! Per size: a barrier, warm-up iterations, then timed iterations; each rank records its
+//! per-iteration times; the reported average is the maximum over ranks of each rank's mean
+//! (as OSU reports), and p50 is the maximum over ranks of each rank's median. Sizes are bytes
+//! per rank: the whole vector for bcast/reduce/allreduce/scan/reduce_scatter, one block for
+//! gather/scatter/allgather/alltoall. Reductions use f32 sum, as the OSU benchmarks do.
+
+use super::{median, parse_sizes};
+use std::io::IsTerminal;
+use weft::coll::Op;
+use weft::{Comm, Error, ErrorKind, Result};
+
+const TAG_REPORT: i32 = 11;
+
+/// The collectives the benchmark knows.
+pub const OPS: &[&str] = &[
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "scatter",
+    "allgather",
+    "alltoall",
+    "reduce_scatter",
+    "scan",
+];
+
+/// Arguments of `weft bench coll`.
+#[derive(clap::Args, Clone)]
+pub struct CollArgs {
+    /// The collective: barrier, bcast, reduce, allreduce, gather, scatter, allgather,
+    /// alltoall, reduce_scatter, scan.
+    #[arg(long)]
+    pub op: String,
+    /// Number of ranks.
+    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    pub nranks: u32,
+    /// Sizes in bytes per rank, e.g. `8,64K,1M,4M` (default: 4 B to 1 MiB in powers of 4).
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// Force an algorithm (as `WEFT_<OP>_ALGO` would), or `all` to run every one in turn.
+    #[arg(long)]
+    pub algo: Option<String>,
+    /// Timed iterations per size (default: 1000 below 64 KiB, 100 above).
+    #[arg(long)]
+    pub iters: Option<u32>,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the results as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<std::path::PathBuf>,
+    /// Also draw latency against size as a PNG (one line per algorithm).
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// End the benchmark if one job runs longer than this many seconds.
+    #[arg(long = "timeout", default_value_t = 600)]
+    pub timeout_s: u64,
+}
+
+/// One measured point, as printed with `--json`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Point {
+    pub op: String,
+    pub bytes: u64,
+    pub algo: String,
+    pub p50_us: f64,
+    pub avg_us: f64,
+}
+
+impl CollArgs {
+    pub(super) fn validate(&self) -> std::result::Result<(), String> {
+        if !OPS.contains(&self.op.as_str()) {
+            return Err(format!(
+                "--op {}: expected one of {}",
+                self.op,
+                OPS.join(", ")
+            ));
+        }
+        if self.nranks == 0 {
+            return Err("-n 0: need at least one rank".into());
+        }
+        if let Some(s) = &self.sizes {
+            parse_sizes(s)?;
+        }
+        if self.iters == Some(0) {
+            return Err("--iters 0: need at least one iteration".into());
+        }
+        Ok(())
+    }
+
+    /// The algorithms to run: the forced one, every registered one, or the selector's choice.
+    pub(super) fn algorithms(&self) -> std::result::Result<Vec<Option<String>>, String> {
+        match self.algo.as_deref() {
+            None => Ok(vec![None]),
+            Some("all") => {
+                let coll = coll_name(&self.op);
+                let e = weft::coll::explain(coll, 8, self.nranks.max(1), self.nranks.max(1))
+                    .map_err(|e| e.to_string())?;
+                Ok(e.candidates.into_iter().map(|c| Some(c.algo)).collect())
+            }
+            Some(a) => Ok(vec![Some(a.to_string())]),
+        }
+    }
+
+    pub(super) fn rank_args(&self, json_lines: bool) -> Vec<String> {
+        let mut v = vec!["coll".to_string(), "--op".into(), self.op.clone()];
+        if let Some(s) = &self.sizes {
+            v.extend(["--sizes".into(), s.clone()]);
+        }
+        if let Some(i) = self.iters {
+            v.extend(["--iters".into(), i.to_string()]);
+        }
+        if json_lines {
+            v.push("--json".into());
+        }
+        v
+    }
+}
+
+/// The selector's name for a benchmark op (`reduce_scatter` is measured as the block form).
+pub fn coll_name(op: &str) -> &str {
+    match op {
+        "reduce_scatter" => "reduce_scatter_block",
+        other => other,
+    }
+}
+
+/// Rank-side arguments.
+#[derive(clap::Args)]
+pub struct CollRankArgs {
+    #[arg(long)]
+    op: String,
+    #[arg(long)]
+    sizes: Option<String>,
+    #[arg(long)]
+    iters: Option<u32>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
+    let weft = weft::init()?;
+    let world = weft.world();
+    let sizes = match &a.sizes {
+        Some(s) => parse_sizes(s).map_err(|e| Error::new(ErrorKind::InvalidArgument, e))?,
+        None => (1..=10).map(|i| 1usize << (2 * i)).collect(),
+    };
+    let algo = weft::coll::explain(coll_name(&a.op), 8, world.size(), weft.local().1)?;
+    let me = world.rank();
+    let progress = me == 0 && std::io::stderr().is_terminal();
+    for (i, &bytes) in sizes.iter().enumerate() {
+        let iters = a
+            .iters
+            .map(|n| n as usize)
+            .unwrap_or(if bytes < 65536 { 1000 } else { 100 });
+        let skip = (iters / 10).max(1);
+        if progress {
+            eprint!("\r{} {} B ({}/{})   ", a.op, bytes, i + 1, sizes.len());
+        }
+        let times = measure(&world, &a.op, bytes, iters, skip)?;
+        let mut t = times.clone();
+        let p50 = median(&mut t);
+        let avg = times.iter().sum::<f64>() / times.len() as f64;
+        let (p50, avg) = max_over_ranks(&world, p50, avg)?;
+        if me == 0 {
+            let chosen =
+                weft::coll::explain(coll_name(&a.op), bytes as u64, world.size(), weft.local().1)
+                    .map(|e| e.choice)
+                    .unwrap_or_else(|_| algo.choice.clone());
+            let p = Point {
+                op: a.op.clone(),
+                bytes: bytes as u64,
+                algo: chosen,
+                p50_us: p50,
+                avg_us: avg,
+            };
+            if a.json {
+                println!("{}", serde_json::to_string(&p).expect("point serialises"));
+            } else {
+                if i == 0 {
+                    println!(
+                        "# weft bench coll --op {} ({} ranks)\n{:>10} {:>12} {:>12}  algorithm",
+                        a.op,
+                        world.size(),
+                        "bytes",
+                        "p50_us",
+                        "avg_us"
+                    );
+                }
+                println!(
+                    "{:>10} {:>12.3} {:>12.3}  {}",
+                    p.bytes, p.p50_us, p.avg_us, p.algo
+                );
+            }
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    weft.finalize()
+}
+
+/// Times `iters` calls (after `skip` warm-up calls); returns µs per call.
+fn measure(world: &Comm, op: &str, bytes: usize, iters: usize, skip: usize) -> Result<Vec<f64>> {
+    let n = world.size() as usize;
+    let count = (bytes / 4).max(if op == "barrier" { 0 } else { 1 });
+    let block = count;
+    let (send_len, recv_len) = match op {
+        "gather" => (block, block * n),
+        "scatter" => (block * n, block),
+        "allgather" => (block, block * n),
+        "alltoall" => (block * n, block * n),
+        "reduce_scatter" => (count.max(n) / n * n, count.max(n) / n),
+        _ => (count, count),
+    };
+    let send = vec![1.0f32; send_len];
+    let mut recv = vec![0.0f32; recv_len];
+    let mut out = Vec::with_capacity(iters);
+    world.barrier()?;
+    for i in 0..iters + skip {
+        let t = std::time::Instant::now();
+        match op {
+            "barrier" => world.barrier()?,
+            "bcast" => world.bcast(&mut recv, 0)?,
+            "reduce" => world.reduce(&send, &mut recv, &Op::Sum, 0)?,
+            "allreduce" => world.allreduce(&send, &mut recv, &Op::Sum)?,
+            "gather" => world.gather(&send, &mut recv, 0)?,
+            "scatter" => world.scatter(&send, &mut recv, 0)?,
+            "allgather" => world.allgather(&send, &mut recv)?,
+            "alltoall" => world.alltoall(&send, &mut recv)?,
+            "reduce_scatter" => world.reduce_scatter_block(&send, &mut recv, &Op::Sum)?,
+            "scan" => world.scan(&send, &mut recv, &Op::Sum)?,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("unknown collective {other}"),
+                ))
+            }
+        }
+        if i >= skip {
+            out.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(out)
+}
+
+/// The maximum over ranks of (p50, avg), known to rank 0.
+fn max_over_ranks(world: &Comm, p50: f64, avg: f64) -> Result<(f64, f64)> {
+    if world.rank() == 0 {
+        let (mut a, mut b) = (p50, avg);
+        for r in 1..world.size() {
+            let mut v = [0f64; 2];
+            world.recv(&mut v, r as i32, TAG_REPORT)?;
+            a = a.max(v[0]);
+            b = b.max(v[1]);
+        }
+        Ok((a, b))
+    } else {
+        world.send(&[p50, avg], 0, TAG_REPORT)?;
+        Ok((p50, avg))
+    }
+}
