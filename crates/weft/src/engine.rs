@@ -36,7 +36,11 @@ const KIND_FIN_COOP: u8 = 7;
 const CONTROL_BODY_BYTES: usize = 24;
 
 /// Idle polls between checks that the awaited peers are still alive.
-const LIVENESS_EVERY_SPINS: u32 = 1 << 15;
+/// Idle polls after which a busy-polling rank starts yielding the CPU on every idle poll
+/// (about 100 us): a peer that shares our core, because the node is oversubscribed or other
+/// programs load it, then gets to run instead of waiting out our time slice.
+const SPINS_BEFORE_YIELD: u32 = 1 << 12;
+/// Idle yields between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
 
 /// The result of a completed receive or probe.
@@ -615,29 +619,27 @@ impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
     /// and then that the peers the pending requests wait for are alive.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
-        let mut idle: u32 = 0;
-        let check_every = if self.yield_when_idle {
-            LIVENESS_EVERY_YIELDS
+        // Poll, then yield: spin while a reply is likely to be near, then give the core away
+        // on every idle poll (at once when the node has more ranks than cores).
+        let mut idle: u32 = if self.yield_when_idle {
+            SPINS_BEFORE_YIELD
         } else {
-            LIVENESS_EVERY_SPINS
+            0
         };
+        let start_idle = idle;
         while !done(self) {
             if self.progress() {
-                idle = 0;
+                idle = start_idle;
                 continue;
             }
-            idle = idle.wrapping_add(1);
-            if self.yield_when_idle {
-                std::thread::yield_now();
-            } else {
+            idle = idle.saturating_add(1);
+            if idle < SPINS_BEFORE_YIELD {
                 std::hint::spin_loop();
+                continue;
             }
-            if idle.is_multiple_of(check_every) {
+            std::thread::yield_now();
+            if (idle - SPINS_BEFORE_YIELD).is_multiple_of(LIVENESS_EVERY_YIELDS) {
                 self.check_peers();
-                if idle >= check_every * 64 && !self.yield_when_idle {
-                    // A long wait on a busy-polling rank: give the core away now and then.
-                    std::thread::yield_now();
-                }
             }
         }
     }
