@@ -35,9 +35,13 @@ impl Comm {
                 std::mem::size_of::<T>(),
                 self.coll_shm_slot_bytes().unwrap_or(64),
             ),
-            "rabenseifner" => {
-                algo::rabenseifner::plan(rank, size, send.len(), std::mem::size_of::<T>())
-            }
+            "rabenseifner" => algo::rabenseifner::plan(
+                rank,
+                size,
+                send.len(),
+                std::mem::size_of::<T>(),
+                algo::rabenseifner::Finish::Everyone,
+            ),
             "knomial" => {
                 // Reduce to rank 0, then broadcast from it: 2·log_k n levels.
                 let mut p = Plan::new();

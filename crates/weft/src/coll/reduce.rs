@@ -33,17 +33,26 @@ impl Comm {
         let bytes = std::mem::size_of_val(send);
         let c = self.coll_choose(Coll::Reduce, bytes, op.is_commutative())?;
         let mut plan = Plan::new();
-        debug_assert_eq!(c.algo, "knomial");
-        algo::knomial_reduce::build(
-            &mut plan,
-            self.rank(),
-            self.size(),
-            root,
-            c.radix,
-            bytes,
-            op.is_commutative(),
-            Buf::Recv,
-        )?;
+        if c.algo == "reduce_scatter_gather" {
+            plan = algo::rabenseifner::plan(
+                self.rank(),
+                self.size(),
+                send.len(),
+                std::mem::size_of::<T>(),
+                algo::rabenseifner::Finish::Root(root),
+            );
+        } else {
+            algo::knomial_reduce::build(
+                &mut plan,
+                self.rank(),
+                self.size(),
+                root,
+                c.radix,
+                bytes,
+                op.is_commutative(),
+                Buf::Recv,
+            )?;
+        }
         let out: &mut [T] = if self.rank() == root { recv } else { &mut [] };
         self.coll_run(
             Coll::Reduce,

@@ -179,7 +179,10 @@ const BCAST: &[AlgoInfo] = &[
     algo("scatter_allgather", &[], false),
     algo("shm", SHM, false),
 ];
-const KNOMIAL: &[AlgoInfo] = &[algo("knomial", &[], true)];
+const REDUCE: &[AlgoInfo] = &[
+    algo("knomial", &[], true),
+    algo("reduce_scatter_gather", COMM, false),
+];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
 const ALLGATHER: &[AlgoInfo] = &[
     algo("ring", &[], false),
@@ -207,7 +210,7 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
     match coll {
         Coll::Barrier => BARRIER,
         Coll::Bcast => BCAST,
-        Coll::Reduce => KNOMIAL,
+        Coll::Reduce => REDUCE,
         Coll::Allreduce => ALLREDUCE,
         Coll::Gather | Coll::Scatter => LINEAR_KNOMIAL,
         Coll::Gatherv | Coll::Scatterv => LINEAR,

@@ -51,7 +51,9 @@ pub(crate) fn allreduce(
 ) -> Plan {
     let mut p = Plan::new();
     let per_chunk = (slot_bytes / elem_bytes).max(1);
-    let tmp = p.tmp((per_chunk * elem_bytes).div_ceil(size as usize) + elem_bytes);
+    // Room for the largest part this rank combines (sized by the call, not the slot).
+    let most = count.min(per_chunk).div_ceil(size as usize) * elem_bytes;
+    let tmp = p.tmp(most);
     let mut first = 0;
     loop {
         let n = (count - first).min(per_chunk);
