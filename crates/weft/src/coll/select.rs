@@ -753,7 +753,14 @@ mod tests {
         // A non-commutative op skips the ring rule and falls to the model.
         let nc = t.select(Coll::Allreduce, 4, 4, 1 << 20, NC).unwrap();
         assert_ne!(nc.algo, "ring");
-        let b = t.select(Coll::Bcast, 8, 8, 1 << 20, C).unwrap();
+        // Without the node's area the shm rule is skipped for the next one.
+        let shm = CallTraits {
+            commutative: true,
+            shared_memory: true,
+        };
+        let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
+        assert_eq!(big_shm.algo, "shm");
+        let b = t.select(Coll::Gather, 8, 8, 1 << 20, C).unwrap();
         assert_eq!(b.source, "model");
         assert!(b.radix >= 2);
     }
@@ -762,7 +769,11 @@ mod tests {
     fn explain_lists_candidates_with_costs() {
         let t = Tuning::default();
         let x = t.explain(Coll::Allreduce, 1 << 20, 4, 4).unwrap();
-        assert_eq!(x.choice, "ring");
+        assert_eq!(x.choice, "shm");
+        assert_eq!(
+            t.explain(Coll::Allreduce, 1 << 20, 2, 1).unwrap().choice,
+            "ring"
+        );
         assert_eq!(x.candidates.len(), algorithms(Coll::Allreduce).len());
         assert!(x
             .candidates
