@@ -581,3 +581,120 @@ fn bad_input_gives_clear_errors() {
         w.barrier().unwrap();
     });
 }
+
+/// An operation and its serial reference.
+type OpRef<T> = (Op, fn(T, T) -> T);
+
+/// Applies `op` serially in rank order, as the reference for one element type.
+fn check_type<T: weft::coll::Datatype + PartialEq + std::fmt::Debug>(
+    w: &Comm,
+    ops: &[OpRef<T>],
+    make: impl Fn(u32, usize) -> T,
+) {
+    let (me, np) = (w.rank(), w.size());
+    for n in [0usize, 1, 5, 300] {
+        let send: Vec<T> = (0..n).map(|i| make(me, i)).collect();
+        for (op, f) in ops {
+            let want: Vec<T> = (0..n)
+                .map(|i| (1..np).fold(make(0, i), |acc, r| f(acc, make(r, i))))
+                .collect();
+            let mut out: Vec<T> = (0..n).map(|i| make(0, i)).collect();
+            w.allreduce(&send, &mut out, op).unwrap();
+            same(&out, &want, &format!("allreduce {op:?} np={np} n={n}"));
+            let prefix: Vec<T> = (0..n)
+                .map(|i| (1..=me).fold(make(0, i), |acc, r| f(acc, make(r, i))))
+                .collect();
+            w.scan(&send, &mut out, op).unwrap();
+            same(&out, &prefix, &format!("scan {op:?} np={np} n={n}"));
+        }
+    }
+}
+
+macro_rules! int_ops {
+    ($t:ty) => {
+        [
+            (
+                Op::Sum,
+                (|a: $t, b: $t| a.wrapping_add(b)) as fn($t, $t) -> $t,
+            ),
+            (Op::Prod, |a: $t, b: $t| a.wrapping_mul(b)),
+            (Op::Min, |a: $t, b: $t| a.min(b)),
+            (Op::Max, |a: $t, b: $t| a.max(b)),
+            (Op::Land, |a: $t, b: $t| (a != 0 && b != 0) as $t),
+            (Op::Lor, |a: $t, b: $t| (a != 0 || b != 0) as $t),
+            (Op::Lxor, |a: $t, b: $t| ((a != 0) != (b != 0)) as $t),
+            (Op::Band, |a: $t, b: $t| a & b),
+            (Op::Bor, |a: $t, b: $t| a | b),
+            (Op::Bxor, |a: $t, b: $t| a ^ b),
+        ]
+    };
+}
+
+#[test]
+fn every_type_and_op_against_a_serial_fold() {
+    for np in [3u32, 4] {
+        run_ranks(np, |w| {
+            // Recursive doubling is exact for any op; the default choice covers the rest.
+            for forced in [true, false] {
+                if forced {
+                    force(Coll::Allreduce, "recursive_doubling");
+                } else {
+                    set_tuning(Tuning::default());
+                }
+                let m = |r: u32, i: usize| (r as usize * 7 + i * 3) % 11;
+                check_type::<i8>(&w, &int_ops!(i8), |r, i| m(r, i) as i8 - 5);
+                check_type::<i16>(&w, &int_ops!(i16), |r, i| m(r, i) as i16 * 300 - 1500);
+                check_type::<i32>(&w, &int_ops!(i32), |r, i| m(r, i) as i32 - 5);
+                check_type::<i64>(&w, &int_ops!(i64), |r, i| m(r, i) as i64 * 1_000_000_007);
+                check_type::<u8>(&w, &int_ops!(u8), |r, i| m(r, i) as u8 * 23);
+                check_type::<u16>(&w, &int_ops!(u16), |r, i| m(r, i) as u16 * 6007);
+                check_type::<u32>(&w, &int_ops!(u32), |r, i| m(r, i) as u32 * 400_000_009);
+                check_type::<u64>(&w, &int_ops!(u64), |r, i| m(r, i) as u64 * (1 << 60));
+                // Small integers and halves: exact in any order.
+                let fops32: [OpRef<f32>; 4] = [
+                    (Op::Sum, |a, b| a + b),
+                    (Op::Prod, |a, b| a * b),
+                    (Op::Min, f32::min),
+                    (Op::Max, f32::max),
+                ];
+                check_type::<f32>(&w, &fops32, |r, i| m(r, i) as f32 * 0.5 - 2.0);
+                let fops64: [OpRef<f64>; 4] = [
+                    (Op::Sum, |a, b| a + b),
+                    (Op::Prod, |a, b| a * b),
+                    (Op::Min, f64::min),
+                    (Op::Max, f64::max),
+                ];
+                check_type::<f64>(&w, &fops64, |r, i| m(r, i) as f64 * 0.25 - 1.0);
+                // Pairs: ties go to the smaller index.
+                fn loc<P: Copy>(min: bool, v: impl Fn(&P) -> (f64, i32)) -> impl Fn(P, P) -> P {
+                    move |a, b| {
+                        let ((av, ai), (bv, bi)) = (v(&a), v(&b));
+                        let a_wins = if av == bv { ai < bi } else { (av < bv) == min };
+                        if a_wins {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                }
+                macro_rules! pairs {
+                    ($p:ty, $v:ty) => {{
+                        let ops: [OpRef<$p>; 2] = [
+                            (Op::MinLoc, |a, b| {
+                                loc::<$p>(true, |p| (p.value as f64, p.index))(a, b)
+                            }),
+                            (Op::MaxLoc, |a, b| {
+                                loc::<$p>(false, |p| (p.value as f64, p.index))(a, b)
+                            }),
+                        ];
+                        check_type::<$p>(&w, &ops, |r, i| <$p>::new((m(r, i) % 4) as $v, r as i32));
+                    }};
+                }
+                pairs!(weft::coll::F32I32, f32);
+                pairs!(F64I32, f64);
+                pairs!(weft::coll::I32I32, i32);
+                pairs!(weft::coll::I64I32, i64);
+            }
+        });
+    }
+}
