@@ -13,6 +13,7 @@ use super::op::Op;
 use crate::comm::Comm;
 use crate::engine::{Engine, ReqId};
 use crate::matching::Pattern;
+use std::cell::Cell;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
@@ -199,7 +200,15 @@ pub(crate) struct Schedule<'a> {
     pending: Vec<Pending>,
     /// Arrival count the current step waits for in the collective area, if any.
     shm_target: Option<u64>,
+    /// Polls of an unfinished wait in the collective area, to check peers now and then.
+    shm_polls: Cell<u32>,
+    /// A local rank found dead while waiting in the collective area.
+    shm_dead: Cell<Option<u32>>,
 }
+
+/// Polls of a waiting step between checks that the local peers are alive (a system call
+/// each): a dead rank never arrives, and nothing else would end the wait.
+const SHM_LIVENESS_EVERY: u32 = 1 << 14;
 
 impl<'a> Schedule<'a> {
     /// Binds `plan` to buffers. `tag` must be the same on every rank for this call.
@@ -238,16 +247,33 @@ impl<'a> Schedule<'a> {
             next_step: 0,
             pending: Vec::with_capacity(most),
             shm_target: None,
+            shm_polls: Cell::new(0),
+            shm_dead: Cell::new(None),
         }
     }
 
     /// True when every message of the current step has completed and every local rank has
     /// arrived where the step waits for them.
     pub fn step_done(&self, e: &Engine) -> bool {
+        if self.shm_dead.get().is_some() {
+            return true;
+        }
         if let Some(t) = self.shm_target {
-            match e.shm().and_then(CollArea::new) {
-                Some(a) if a.arrivals() >= t => {}
-                _ => return false,
+            let Some(shm) = e.shm() else { return false };
+            let Some(a) = CollArea::new(shm) else {
+                return false;
+            };
+            if a.arrivals() < t {
+                let polls = self.shm_polls.get().wrapping_add(1);
+                self.shm_polls.set(polls);
+                if polls.is_multiple_of(SHM_LIVENESS_EVERY) {
+                    let dead = (0..a.local_size()).find(|&l| l != a.me() && !shm.peer_alive(l));
+                    if dead.is_some() {
+                        self.shm_dead.set(dead);
+                        return true;
+                    }
+                }
+                return false;
             }
         }
         self.pending.iter().all(|p| e.is_done(p.id))
@@ -264,6 +290,16 @@ impl<'a> Schedule<'a> {
                     }
                 }
                 self.shm_target = None;
+                if let Some(l) = self.shm_dead.take() {
+                    self.abandon(e);
+                    return Err(self.wrap(Error::new(
+                        ErrorKind::PeerDead,
+                        format!(
+                            "local rank {l} died before arriving in the shared-memory {}",
+                            self.what
+                        ),
+                    )));
+                }
                 self.complete_step(e)?;
             }
             if self.next_step == self.plan.steps.len() {

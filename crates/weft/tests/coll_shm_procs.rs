@@ -1,0 +1,109 @@
+//! Shared-memory collectives across real processes: the test binary starts copies of itself
+//! as ranks (a real bootstrap store, one segment, CMA between processes). One rank exits in
+//! the middle of the job; the others, waiting in the node's collective area where no message
+//! will ever fail, must notice and report the dead peer instead of hanging.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use weft::coll::Op;
+use weft::ErrorKind;
+
+const CHILD: &str = "WEFT_TEST_COLL_CHILD";
+const NP: u32 = 3;
+
+/// The body of one rank (in a child process).
+fn child() {
+    let weft = weft::init().unwrap();
+    eprintln!("rank {}: up", weft.world().rank());
+    let w = weft.world();
+    let me = w.rank();
+    // The shared-memory algorithms work across processes.
+    w.barrier().unwrap();
+    let send = vec![me as i64 + 1; 100_000];
+    let mut out = vec![0i64; send.len()];
+    w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+    assert!(out.iter().all(|&x| x == 6), "allreduce across processes");
+    let mut b = if me == 1 {
+        vec![7u8; 3_000_000]
+    } else {
+        vec![0u8; 3_000_000]
+    };
+    w.bcast(&mut b, 1).unwrap();
+    assert!(b.iter().all(|&x| x == 7), "bcast across processes");
+    w.barrier().unwrap();
+    eprintln!("rank {me}: collectives done");
+    if me == NP - 1 {
+        std::process::exit(3);
+    }
+    let e = w.barrier().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
+    assert!(e.message().contains("barrier"), "{e}");
+    println!("rank {me}: dead peer reported: {e}");
+    std::process::exit(0);
+}
+
+#[test]
+fn shared_memory_collectives_across_processes_and_a_dead_peer() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    let secret = b"coll-shm-test-secret";
+    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let job = format!("collp{}", std::process::id());
+    let children: Vec<_> = (0..NP)
+        .map(|rank| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "shared_memory_collectives_across_processes_and_a_dead_peer",
+                    "--nocapture",
+                ])
+                .env(CHILD, "1")
+                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
+                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
+                .env("WEFT_RANK", rank.to_string())
+                .env("WEFT_SIZE", NP.to_string())
+                .env("WEFT_JOB_ID", &job)
+                .env("WEFT_NODE_ID", "node0")
+                .env("WEFT_BARRIER_ALGO", "shm_counter")
+                .env("WEFT_ALLREDUCE_ALGO", "shm")
+                .env("WEFT_BCAST_ALGO", "shm")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (rank, mut c) in children.into_iter().enumerate() {
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                let out = c.wait_with_output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout);
+                let err = String::from_utf8_lossy(&out.stderr);
+                if rank as u32 == NP - 1 {
+                    assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
+                } else {
+                    assert!(status.success(), "rank {rank} failed: {text}{err}");
+                    assert!(
+                        text.contains("dead peer reported"),
+                        "rank {rank}: {text}{err}"
+                    );
+                }
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let out = c.wait_with_output().unwrap();
+                panic!(
+                    "rank {rank} did not finish in 60 s (a wait in the area hung?): {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
