@@ -698,3 +698,36 @@ fn every_type_and_op_against_a_serial_fold() {
         });
     }
 }
+
+#[test]
+fn barriers_hold_every_rank_until_all_arrived() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    for &np in NPS {
+        let entered = Arc::new(AtomicU32::new(0));
+        run_ranks(np, move |w| {
+            let mut round = 0;
+            for a in algorithms(Coll::Barrier) {
+                force(Coll::Barrier, a.name);
+                if blocked(a, np, true).is_some() {
+                    continue;
+                }
+                for _ in 0..20 {
+                    // Stagger the ranks so a barrier that does not wait would be caught.
+                    if w.rank() == round % np {
+                        std::thread::sleep(std::time::Duration::from_micros(300));
+                    }
+                    entered.fetch_add(1, Ordering::SeqCst);
+                    w.barrier().unwrap();
+                    round += 1;
+                    let seen = entered.load(Ordering::SeqCst);
+                    assert!(
+                        seen >= np * round,
+                        "{} np={np}: left with {seen} of {} entries",
+                        a.name,
+                        np * round
+                    );
+                }
+            }
+        });
+    }
+}

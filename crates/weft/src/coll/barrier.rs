@@ -1,6 +1,7 @@
 //! MPI_Barrier (MPI-4.1 §6.3): no rank leaves before every rank has entered.
 
 use super::algo;
+use super::schedule::{Buf, Plan};
 use super::select::Coll;
 use crate::comm::Comm;
 use weft_core::Result;
@@ -12,6 +13,14 @@ impl Comm {
         let c = self.coll_choose(Coll::Barrier, 0, true)?;
         let plan = match c.algo {
             "shm_counter" => algo::shm::barrier(),
+            "knomial" => {
+                // Empty messages up a k-nomial tree to rank 0, then back down it.
+                let mut p = Plan::new();
+                let (rank, size) = (self.rank(), self.size());
+                algo::knomial_reduce::build(&mut p, rank, size, 0, c.radix, 0, true, Buf::Recv)?;
+                algo::knomial_bcast::build(&mut p, rank, size, 0, c.radix, Buf::Recv, 0)?;
+                p
+            }
             _ => algo::dissemination::plan(self.rank(), self.size()),
         };
         self.coll_run(Coll::Barrier, plan, &[], &mut [], None)

@@ -172,6 +172,7 @@ const COMM: &[Restriction] = &[Restriction::Commutative];
 const SHM: &[Restriction] = &[Restriction::SharedMemory];
 const BARRIER: &[AlgoInfo] = &[
     algo("dissemination", &[], false),
+    algo("knomial", &[], true),
     algo("shm_counter", SHM, false),
 ];
 const BCAST: &[AlgoInfo] = &[
