@@ -119,9 +119,12 @@ struct DeferredRead {
     addr: u64,
     /// Bytes to read from the start of the message.
     len: usize,
-    /// The sender's request to acknowledge with `FIN` (None when the sender cooperates and
-    /// completes by itself).
-    sreq: Option<u32>,
+    /// The sender's request, acknowledged with `FIN` once this read is over: only then may the
+    /// sender reuse its buffer.
+    sreq: u32,
+    /// True when the sender writes the rest of the message itself (cooperative rendezvous);
+    /// such a read cannot fall back to fragment streaming.
+    cooperative: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -827,7 +830,8 @@ impl Core {
                     from_local,
                     addr,
                     len: split,
-                    sreq: None,
+                    sreq,
+                    cooperative: true,
                 });
                 return;
             }
@@ -837,7 +841,8 @@ impl Core {
                 from_local,
                 addr,
                 len,
-                sreq: Some(sreq),
+                sreq,
+                cooperative: false,
             });
             return;
         }
@@ -868,15 +873,14 @@ impl Core {
         let source = r.status.source;
         match result {
             Ok(()) => {}
-            Err(e) if d.sreq.is_some() && self.cma_mode == CmaMode::Auto && cma_refused(&e) => {
+            Err(e) if !d.cooperative && self.cma_mode == CmaMode::Auto && cma_refused(&e) => {
                 // Refused although the probe passed (policy changed): stream instead.
                 self.cma[d.from_local as usize] = Cma::No;
                 let r = &mut self.reqs[d.req as usize];
                 r.frag_total = d.len;
                 r.frag_received = 0;
                 r.parts_left = 0;
-                let sreq = d.sreq.unwrap_or_default();
-                self.control(d.from_local, KIND_CTS, sreq, 0, &d.req.to_le_bytes());
+                self.control(d.from_local, KIND_CTS, d.sreq, 0, &d.req.to_le_bytes());
                 return;
             }
             Err(e) => {
@@ -893,9 +897,7 @@ impl Core {
         if r.parts_left == 0 {
             r.done = true;
         }
-        if let Some(sreq) = d.sreq {
-            self.control(d.from_local, KIND_FIN, sreq, 0, &[]);
-        }
+        self.control(d.from_local, KIND_FIN, d.sreq, 0, &[]);
     }
 
     /// Handles one message from local rank `peer`.
@@ -966,7 +968,8 @@ impl Core {
                 // SAFETY: the send buffer stays alive until its request completes.
                 let upper = unsafe { r.sbuf.slice(split, r.sbuf.len() - split) };
                 let failed = cma::write(pid, raddr + split as u64, upper).is_err();
-                r.done = true;
+                // Not done yet: the receiver may still be reading the lower half from our
+                // buffer; its FIN (which follows this CTS_COOP in the ring) completes the send.
                 self.control(peer, KIND_FIN_COOP, rreq, u8::from(failed), &[]);
             }
             KIND_FIN_COOP => {

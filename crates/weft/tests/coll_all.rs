@@ -8,11 +8,9 @@ use weft::coll::select::{algorithms, AlgoInfo, Coll, Restriction};
 use weft::coll::{set_tuning, Op, Tuning, F64I32};
 use weft::{Comm, Config, ErrorKind, Launch};
 
-/// Rendezvous messages of at least this size are copied by both sides at once. The engine
-/// completes such a send before the receiver has finished reading the sender's half (see
-/// the session report), which breaks any collective that reuses a send buffer at once, so
-/// these tests keep messages below it until the engine waits for the reader.
-const VARS: &[(&str, &str)] = &[("WEFT_SHM_COOP_BYTES", "1G")];
+/// Extra knobs for every rank (none: the defaults, cooperative rendezvous included, are what
+/// the matrix must pass with).
+const VARS: &[(&str, &str)] = &[];
 
 fn run_ranks(n: u32, body: impl Fn(Comm) + Send + Sync + 'static) {
     let store = weft_boot::MemStore::new();

@@ -326,3 +326,27 @@ fn nonblocking_probe_and_self_sends() {
         });
     });
 }
+
+#[test]
+fn send_buffer_is_free_only_after_the_receiver_has_it() {
+    // A completed send may reuse its buffer at once: overwrite it right after each send and
+    // check the receiver never sees the new bytes (cooperative and plain rendezvous sizes).
+    run_ranks(2, &[], |world| {
+        for &len in &[300_000usize, 1 << 20] {
+            let mut buf = vec![0u8; len];
+            for round in 0..60u8 {
+                if world.rank() == 0 {
+                    buf.fill(round);
+                    world.send(&buf, 1, 0).unwrap();
+                    buf.fill(0xEE);
+                } else {
+                    world.recv(&mut buf, 0, 0).unwrap();
+                    assert!(
+                        buf.iter().all(|&b| b == round),
+                        "round {round}: the receiver saw bytes written after the send completed"
+                    );
+                }
+            }
+        }
+    });
+}
