@@ -28,6 +28,7 @@ pub mod knobs;
 pub mod matching;
 mod p2p;
 
+pub use coll::{Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};
 pub use config::Config;
 pub use engine::Status;
@@ -182,6 +183,8 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         }
     };
     let local_size = local_world.len() as u32;
+    // Collective tuning (forced algorithms, radices, tuning table) is read once, here.
+    coll::set_tuning(coll::Tuning::from_values(&config.values)?);
     let engine = Engine::new(
         rank,
         size,
