@@ -3,67 +3,20 @@
 //! rank, checked against a serial reference computed here. Inputs are small integers, so
 //! floating-point sums are exact in any order and compared exactly.
 
+mod common;
+
 use std::sync::Arc;
+
 use weft::coll::select::{algorithms, AlgoInfo, Coll, Restriction};
 use weft::coll::{set_tuning, Op, Tuning, F64I32};
-use weft::{Comm, Config, ErrorKind, Launch};
+use weft::{Comm, ErrorKind};
 
 /// Extra knobs for every rank (none: the defaults, cooperative rendezvous included, are what
 /// the matrix must pass with).
 const VARS: &[(&str, &str)] = &[];
 
 fn run_ranks(n: u32, body: impl Fn(Comm) + Send + Sync + 'static) {
-    let store = weft_boot::MemStore::new();
-    let job = format!("c{}x{}", std::process::id(), rand_suffix());
-    let body = Arc::new(body);
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let store = store.clone();
-            let job = job.clone();
-            let body = body.clone();
-            std::thread::spawn(move || {
-                let config = Config::from_vars(VARS).unwrap();
-                let weft = weft::init_with(
-                    Launch {
-                        rank,
-                        size: n,
-                        job_id: job,
-                        node_id: "node0".into(),
-                        store: Some(store),
-                    },
-                    config,
-                )
-                .unwrap();
-                body(weft.world());
-                weft.finalize().unwrap();
-            })
-        })
-        .collect();
-    // A panicking rank leaves its peers waiting forever: a watchdog ends the process.
-    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = finished.clone();
-    std::thread::spawn(move || {
-        for _ in 0..1800 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            if flag.load(std::sync::atomic::Ordering::Relaxed) {
-                return;
-            }
-        }
-        eprintln!("in-process job of {n} ranks did not finish in 180 s (a rank panicked or hung)");
-        std::process::abort();
-    });
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    finished.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(!panicked, "a rank thread panicked");
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+    common::run_ranks(n, VARS, body)
 }
 
 const NPS: &[u32] = &[1, 2, 3, 4, 5, 7, 8];

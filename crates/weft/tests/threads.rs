@@ -2,76 +2,10 @@
 //! real shared-memory segment, so matching, protocols and communicators run fast under
 //! `cargo test`. Multi-process behaviour is covered by `weft-itest`.
 
-use std::sync::Arc;
-use weft::{Comm, Config, ErrorKind, Launch, ANY_SOURCE, ANY_TAG};
+mod common;
 
-fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Sync + 'static) {
-    let store = weft_boot::MemStore::new();
-    let job = format!("t{}x{}", std::process::id(), rand_suffix());
-    let body = Arc::new(body);
-    let vars: Vec<(String, String)> = vars
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let store = store.clone();
-            let job = job.clone();
-            let body = body.clone();
-            let vars = vars.clone();
-            std::thread::spawn(move || {
-                let v: Vec<(&str, &str)> =
-                    vars.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-                let config = Config::from_vars(&v).unwrap();
-                let weft = weft::init_with(
-                    Launch {
-                        rank,
-                        size: n,
-                        job_id: job,
-                        node_id: "node0".into(),
-                        store: Some(store),
-                    },
-                    config,
-                )
-                .unwrap();
-                body(weft.world());
-                weft.finalize().unwrap();
-            })
-        })
-        .collect();
-    // A rank thread that panics leaves its peers waiting forever (threads share a pid, so
-    // peer-death detection cannot see it): a watchdog ends the test process instead.
-    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = finished.clone();
-    std::thread::spawn(move || {
-        for _ in 0..1200 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            if flag.load(std::sync::atomic::Ordering::Relaxed) {
-                return;
-            }
-        }
-        eprintln!("in-process job of {n} ranks did not finish in 120 s (a rank panicked or hung)");
-        std::process::abort();
-    });
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    finished.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(!panicked, "a rank thread panicked");
-    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&job))
-        .collect();
-    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
+use common::run_ranks;
+use weft::{ErrorKind, ANY_SOURCE, ANY_TAG};
 
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
     (0..len)
