@@ -16,10 +16,24 @@ fn rel(r: u32, root: u32, n: u32) -> usize {
 pub(crate) fn gather(rank: u32, size: u32, root: u32, radix: u32, block: usize) -> Result<Plan> {
     let tree = knomial(size, radix, root)?;
     let mut p = Plan::new();
+    if rank != root && tree.children(rank).is_empty() {
+        // A leaf sends its block straight from the send buffer.
+        if let Some(parent) = tree.parent(rank) {
+            p.step();
+            p.send(parent, Region::new(Buf::Send, 0, block));
+        }
+        return Ok(p);
+    }
     let me = rel(rank, root, size);
     let span = tree.subtree_size(rank) as usize;
     // The subtree's blocks in relative order, own block first.
-    let tmp = p.tmp(span * block);
+    // Root 0 gathers in rank order already: straight into the receive buffer.
+    let direct = rank == root && root == 0;
+    let tmp = if direct {
+        Buf::Recv
+    } else {
+        p.tmp(span * block)
+    };
     p.step();
     p.copy(Region::new(Buf::Send, 0, block), Region::new(tmp, 0, block));
     for &c in tree.children(rank) {
@@ -30,6 +44,7 @@ pub(crate) fn gather(rank: u32, size: u32, root: u32, radix: u32, block: usize) 
     p.step();
     match tree.parent(rank) {
         Some(parent) => p.send(parent, Region::new(tmp, 0, span * block)),
+        None if direct => {}
         None => {
             for i in 0..size as usize {
                 let owner = (i + root as usize) % size as usize;
@@ -47,12 +62,27 @@ pub(crate) fn gather(rank: u32, size: u32, root: u32, radix: u32, block: usize) 
 pub(crate) fn scatter(rank: u32, size: u32, root: u32, radix: u32, block: usize) -> Result<Plan> {
     let tree = knomial(size, radix, root)?;
     let mut p = Plan::new();
+    if rank != root && tree.children(rank).is_empty() {
+        // A leaf receives its block straight into the receive buffer.
+        if let Some(parent) = tree.parent(rank) {
+            p.step();
+            p.recv(parent, Region::new(Buf::Recv, 0, block));
+        }
+        return Ok(p);
+    }
     let me = rel(rank, root, size);
     let span = tree.subtree_size(rank) as usize;
-    let tmp = p.tmp(span * block);
+    // Root 0 holds the blocks in tree order already: send straight from the send buffer.
+    let direct = rank == root && root == 0;
+    let tmp = if direct {
+        Buf::Send
+    } else {
+        p.tmp(span * block)
+    };
     p.step();
     match tree.parent(rank) {
         Some(parent) => p.recv(parent, Region::new(tmp, 0, span * block)),
+        None if direct => {}
         None => {
             for i in 0..size as usize {
                 let owner = (i + root as usize) % size as usize;

@@ -25,6 +25,15 @@ pub(crate) fn build(
 ) -> Result<()> {
     let tree_root = if commutative { root } else { 0 };
     let tree = knomial(size, radix, tree_root)?;
+    if rank != root && tree.children(rank).is_empty() {
+        // A leaf sends its contribution straight from the send buffer: no copy, and clean
+        // cache lines for the parent to read.
+        if let Some(parent) = tree.parent(rank) {
+            p.step();
+            p.send(parent, Region::new(Buf::Send, 0, bytes));
+        }
+        return Ok(());
+    }
     let acc_buf = if rank == root { out } else { p.tmp(bytes) };
     let acc = Region::new(acc_buf, 0, bytes);
     let mut children: Vec<u32> = tree.children(rank).to_vec();

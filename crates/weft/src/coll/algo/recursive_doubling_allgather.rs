@@ -23,10 +23,14 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
             partner as u32,
             Region::new(Buf::Recv, theirs * block, d * block),
         );
-        p.send(
-            partner as u32,
-            Region::new(Buf::Recv, mine * block, d * block),
-        );
+        // The first exchange sends our own block from the send buffer (clean cache lines;
+        // the copy in the receive buffer is dirty in our core's cache).
+        let src = if d == 1 {
+            Region::new(Buf::Send, 0, block)
+        } else {
+            Region::new(Buf::Recv, mine * block, d * block)
+        };
+        p.send(partner as u32, src);
         d *= 2;
     }
     p

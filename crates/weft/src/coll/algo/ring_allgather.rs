@@ -23,7 +23,14 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)]) -> Plan {
         let (so, sl) = blocks[sub(rank, s, size) as usize];
         let (ro, rl) = blocks[sub(rank, s + 1, size) as usize];
         p.recv(left, Region::new(Buf::Recv, ro, rl));
-        p.send(right, Region::new(Buf::Recv, so, sl));
+        // Our own block leaves from the send buffer: its cache lines are clean, whereas the
+        // copy just written into the receive buffer would have to migrate from our core.
+        let src = if s == 0 {
+            Region::new(Buf::Send, 0, sl)
+        } else {
+            Region::new(Buf::Recv, so, sl)
+        };
+        p.send(right, src);
     }
     p
 }
