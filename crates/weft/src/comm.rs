@@ -227,9 +227,8 @@ impl Comm {
         for step in 0..n - 1 {
             let send_idx = (me + n - step) % n;
             let recv_idx = (me + n - step - 1) % n;
-            let out: Vec<u32> = all[send_idx * k..(send_idx + 1) * k].to_vec();
             self.sendrecv_ctx(
-                bytemuck::cast_slice(&out),
+                bytemuck::cast_slice(&all[send_idx * k..(send_idx + 1) * k]),
                 right,
                 bytemuck::cast_slice_mut(&mut block),
                 left,

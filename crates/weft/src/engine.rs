@@ -13,6 +13,7 @@
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
 //! The engine is single-threaded; the runtime wraps it in a `RefCell` per process.
 
+use crate::coll::Tuning;
 use crate::config::{CmaMode, Config, YieldMode};
 use crate::matching::{Envelope, Matching, Pattern};
 use std::collections::VecDeque;
@@ -149,7 +150,6 @@ struct Request {
     parts_left: u8,
     /// Send: the data, the peer, and for fragment streaming the receiver's request and progress.
     sbuf: RawBuf,
-    peer_local: u32,
     remote_req: u32,
     frag_sent: usize,
     /// The world ranks that could satisfy an `ANY_SOURCE` receive (for failure detection).
@@ -175,7 +175,6 @@ impl Request {
             frag_received: 0,
             parts_left: 0,
             sbuf: RawBuf::new(&[]),
-            peer_local: 0,
             remote_req: 0,
             frag_sent: 0,
             any_source_members: None,
@@ -212,6 +211,8 @@ pub(crate) struct Engine {
     core: Core,
     yield_when_idle: bool,
     next_ctx: u32,
+    /// Collective tuning, read from the knobs at init.
+    tuning: Rc<Tuning>,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -316,6 +317,7 @@ impl Engine {
             },
             yield_when_idle,
             next_ctx: 4,
+            tuning: Rc::new(Tuning::from_values(&config.values)?),
         })
     }
 
@@ -328,14 +330,22 @@ impl Engine {
         self.next_ctx = self.next_ctx.max(ctx);
     }
 
+    /// The collective tuning of this process.
+    pub(crate) fn tuning(&self) -> Rc<Tuning> {
+        self.tuning.clone()
+    }
+
+    /// Replaces the collective tuning.
+    pub(crate) fn set_tuning(&mut self, tuning: Tuning) {
+        self.tuning = Rc::new(tuning);
+    }
+
     /// The node's shared-memory segment (None for a job of one rank on its node).
-    #[allow(dead_code)]
     pub(crate) fn shm(&self) -> Option<&ShmNode> {
         self.shm.as_ref()
     }
 
     /// World ranks of this node's ranks, in local-rank order, and this process's local rank.
-    #[allow(dead_code)]
     pub(crate) fn local_ranks(&self) -> (&[u32], u32) {
         (&self.core.local_world, self.core.my_local)
     }
@@ -460,7 +470,6 @@ impl Engine {
                     let id = self.alloc_req(ReqKind::Send);
                     let r = &mut self.core.reqs[id as usize];
                     r.sbuf = data;
-                    r.peer_local = peer;
                     r.peer_world = Some(dst_world);
                     self.core.enqueue(
                         peer,
@@ -475,7 +484,6 @@ impl Engine {
                     let id = self.alloc_req(ReqKind::Send);
                     let r = &mut self.core.reqs[id as usize];
                     r.sbuf = data;
-                    r.peer_local = peer;
                     r.peer_world = Some(dst_world);
                     let mut body = [0u8; CONTROL_BODY_BYTES];
                     body[..8].copy_from_slice(&data.addr().to_le_bytes());
@@ -494,7 +502,7 @@ impl Engine {
                             body_len: 16,
                         },
                     );
-                    self.flush_peer(peer);
+                    self.flush_all();
                     Ok(Some(id))
                 }
             }
@@ -600,12 +608,6 @@ impl Engine {
         moved
     }
 
-    fn flush_peer(&mut self, _peer: u32) {
-        if let Some(shm) = self.shm.as_mut() {
-            self.core.flush(shm);
-        }
-    }
-
     /// Sends what matching queued, then runs deferred rendezvous reads and sends their
     /// acknowledgements.
     fn flush_all(&mut self) {
@@ -696,18 +698,6 @@ impl Engine {
             self.core.matching.cancel_posted(|&p| p == id);
             self.core.fail(id, dead_peer_error(me, w, op));
         }
-    }
-
-    /// Number of unexpected messages buffered (for tests and `weft info`).
-    #[allow(dead_code)]
-    pub(crate) fn unexpected_len(&self) -> usize {
-        self.core.matching.unexpected_len()
-    }
-
-    /// Whether the pending-send queues are empty (nothing waits for ring space).
-    #[allow(dead_code)]
-    pub(crate) fn idle(&self) -> bool {
-        self.core.outq_len == 0
     }
 }
 

@@ -183,8 +183,6 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         }
     };
     let local_size = local_world.len() as u32;
-    // Collective tuning (forced algorithms, radices, tuning table) is read once, here.
-    coll::set_tuning(coll::Tuning::from_values(&config.values)?);
     let engine = Engine::new(
         rank,
         size,

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use weft::coll::select::{algorithms, AlgoInfo, Coll, Restriction};
-use weft::coll::{set_tuning, Op, Tuning, F64I32};
+use weft::coll::{Op, Tuning, F64I32};
 use weft::{Comm, ErrorKind};
 
 /// Extra knobs for every rank (none: the defaults, cooperative rendezvous included, are what
@@ -49,9 +49,9 @@ fn refused(r: weft::Result<()>, why: Restriction, a: &AlgoInfo) {
     );
 }
 
-fn force(coll: Coll, algo: &str) {
+fn force(w: &Comm, coll: Coll, algo: &str) {
     let var = format!("WEFT_{}_ALGO", coll.name().to_ascii_uppercase());
-    set_tuning(Tuning::from_vars(&[(var.as_str(), algo)]).unwrap());
+    w.set_collective_tuning(Tuning::from_vars(&[(var.as_str(), algo)]).unwrap());
 }
 
 fn counts_for(np: u32) -> Vec<usize> {
@@ -126,7 +126,7 @@ fn reductions(w: &Comm) {
     let (me, np) = (w.rank(), w.size());
     for coll in [Coll::Allreduce, Coll::Reduce] {
         for a in algorithms(coll) {
-            force(coll, a.name);
+            force(w, coll, a.name);
             if let Some(why) = blocked(a, np, true) {
                 let r = if coll == Coll::Allreduce {
                     w.allreduce(&[1i64], &mut [0], &Op::Sum)
@@ -268,8 +268,8 @@ fn scans(w: &Comm) {
 fn reduce_scatters(w: &Comm) {
     let (me, np) = (w.rank(), w.size());
     for a in algorithms(Coll::ReduceScatter) {
-        force(Coll::ReduceScatter, a.name);
-        force_also(Coll::ReduceScatterBlock, a.name);
+        force(w, Coll::ReduceScatter, a.name);
+        force_also(w, Coll::ReduceScatterBlock, a.name);
         for n in counts_for(np) {
             let blk = n / np as usize + 1;
             let send: Vec<i64> = (0..blk * np as usize).map(|i| val(me, i)).collect();
@@ -314,13 +314,15 @@ fn reduce_scatters(w: &Comm) {
 }
 
 /// Forces a second collective on top of the current forcing.
-fn force_also(coll: Coll, algo: &str) {
+fn force_also(w: &Comm, coll: Coll, algo: &str) {
     let rs = format!(
         "WEFT_{}_ALGO",
         Coll::ReduceScatter.name().to_ascii_uppercase()
     );
     let var = format!("WEFT_{}_ALGO", coll.name().to_ascii_uppercase());
-    set_tuning(Tuning::from_vars(&[(rs.as_str(), algo), (var.as_str(), algo)]).unwrap());
+    w.set_collective_tuning(
+        Tuning::from_vars(&[(rs.as_str(), algo), (var.as_str(), algo)]).unwrap(),
+    );
 }
 
 fn movers(w: &Comm) {
@@ -330,7 +332,7 @@ fn movers(w: &Comm) {
         let root = (n as u32 + 2) % np;
         // bcast
         for a in algorithms(Coll::Bcast) {
-            force(Coll::Bcast, a.name);
+            force(w, Coll::Bcast, a.name);
             let mut buf: Vec<i64> = if me == root {
                 (0..n).map(|i| val(root, i)).collect()
             } else {
@@ -352,7 +354,7 @@ fn movers(w: &Comm) {
             .collect();
         // gather / scatter / allgather, every algorithm
         for a in algorithms(Coll::Gather) {
-            force(Coll::Gather, a.name);
+            force(w, Coll::Gather, a.name);
             let mut g = if me == root {
                 vec![0i64; n * npu]
             } else {
@@ -364,14 +366,14 @@ fn movers(w: &Comm) {
             }
         }
         for a in algorithms(Coll::Scatter) {
-            force(Coll::Scatter, a.name);
+            force(w, Coll::Scatter, a.name);
             let mut s = vec![0i64; n];
             let src = if me == root { all.clone() } else { vec![] };
             w.scatter(&src, &mut s, root).unwrap();
             same(&s, &mine, &format!("scatter {} np={np} n={n}", a.name));
         }
         for a in algorithms(Coll::Allgather) {
-            force(Coll::Allgather, a.name);
+            force(w, Coll::Allgather, a.name);
             let mut ag = vec![0i64; n * npu];
             let r = w.allgather(&mine, &mut ag);
             if let Some(why) = blocked(a, np, true) {
@@ -453,7 +455,7 @@ fn every_collective_every_algorithm_every_size() {
     for &np in NPS {
         run_ranks(np, |w| {
             for a in algorithms(Coll::Barrier) {
-                force(Coll::Barrier, a.name);
+                force(&w, Coll::Barrier, a.name);
                 if let Some(why) = blocked(a, w.size(), true) {
                     refused(w.barrier(), why, a);
                     continue;
@@ -483,7 +485,7 @@ fn every_collective_every_algorithm_every_size() {
 #[test]
 fn bad_input_gives_clear_errors() {
     run_ranks(3, |w| {
-        set_tuning(Tuning::default());
+        w.set_collective_tuning(Tuning::default());
         let me = w.rank();
         let e = w.bcast(&mut [0u8; 4], 3).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidRoot);
@@ -509,7 +511,7 @@ fn bad_input_gives_clear_errors() {
         );
         // Mismatched counts between ranks: the receiver sees the wrong size and says so.
         // (The shared-memory algorithms cannot see it; they are not forced here.)
-        force(Coll::Bcast, "knomial");
+        force(&w, Coll::Bcast, "knomial");
         let n = if me == 0 { 4 } else { 2 };
         let mut buf = vec![1u32; n];
         let r = w.bcast(&mut buf, 0);
@@ -523,7 +525,7 @@ fn bad_input_gives_clear_errors() {
         }
         w.barrier().unwrap();
         // Forcing an algorithm whose restriction fails is an error naming it.
-        force(Coll::Allreduce, "ring");
+        force(&w, Coll::Allreduce, "ring");
         let e = w.allreduce(&[1u64], &mut [0], &affine_op()).unwrap_err();
         assert!(
             e.message().contains("WEFT_ALLREDUCE_ALGO=ring") && e.message().contains("commutative"),
@@ -588,9 +590,9 @@ fn every_type_and_op_against_a_serial_fold() {
             // Recursive doubling is exact for any op; the default choice covers the rest.
             for forced in [true, false] {
                 if forced {
-                    force(Coll::Allreduce, "recursive_doubling");
+                    force(&w, Coll::Allreduce, "recursive_doubling");
                 } else {
-                    set_tuning(Tuning::default());
+                    w.set_collective_tuning(Tuning::default());
                 }
                 let m = |r: u32, i: usize| (r as usize * 7 + i * 3) % 11;
                 check_type::<i8>(&w, &int_ops!(i8), |r, i| m(r, i) as i8 - 5);
@@ -658,7 +660,7 @@ fn barriers_hold_every_rank_until_all_arrived() {
         run_ranks(np, move |w| {
             let mut round = 0;
             for a in algorithms(Coll::Barrier) {
-                force(Coll::Barrier, a.name);
+                force(&w, Coll::Barrier, a.name);
                 if blocked(a, np, true).is_some() {
                     continue;
                 }

@@ -42,35 +42,10 @@ pub use select::{explain, Coll, Explanation, Tuning};
 use crate::comm::Comm;
 use schedule::{Plan, Reduction, Schedule};
 use select::Choice;
-use std::cell::RefCell;
-use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 
 /// Tags on the collective context: one per collective, far from communicator creation's.
 const TAG_BASE: i32 = 0x7e00_0000;
-
-thread_local! {
-    /// The tuning of the weft instance on this thread (one per thread: `Weft` is not Send).
-    static TUNING: RefCell<Option<Rc<Tuning>>> = const { RefCell::new(None) };
-}
-
-/// Sets the collective tuning (forced algorithms, radices, table) of the weft instance on
-/// this thread; without it the first collective reads it from the environment.
-pub fn set_tuning(tuning: Tuning) {
-    TUNING.with(|t| *t.borrow_mut() = Some(Rc::new(tuning)));
-}
-
-fn tuning() -> Result<Rc<Tuning>> {
-    TUNING.with(|t| {
-        let mut t = t.borrow_mut();
-        if let Some(x) = t.as_ref() {
-            return Ok(x.clone());
-        }
-        let x = Rc::new(Tuning::from_env()?);
-        *t = Some(x.clone());
-        Ok(x)
-    })
-}
 
 impl Comm {
     /// Ranks of this communicator on this node. On one node that is every member, so every
@@ -114,9 +89,16 @@ impl Comm {
             commutative,
             shared_memory: self.coll_shm_slot_bytes().is_some(),
         };
-        tuning()?
+        let tuning = self.engine.borrow().tuning();
+        tuning
             .select(coll, self.size(), self.coll_ppn(), bytes as u64, traits)
             .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
+    }
+
+    /// Replaces the collective tuning (forced algorithms, radices, table) of this process,
+    /// for every communicator. Tools and tests use it; jobs set it with knobs, read at init.
+    pub fn set_collective_tuning(&self, tuning: Tuning) {
+        self.engine.borrow_mut().set_tuning(tuning);
     }
 
     /// Binds `plan` to the buffers and drives it to completion.
