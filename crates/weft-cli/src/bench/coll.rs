@@ -96,10 +96,26 @@ impl CollArgs {
         match self.algo.as_deref() {
             None => Ok(vec![None]),
             Some("all") => {
-                let coll = coll_name(&self.op);
-                let e = weft::coll::explain(coll, 8, self.nranks.max(1), self.nranks.max(1))
-                    .map_err(|e| e.to_string())?;
-                Ok(e.candidates.into_iter().map(|c| Some(c.algo)).collect())
+                use weft::coll::select::{algorithms, Coll, Restriction};
+                let coll = Coll::from_name(coll_name(&self.op)).map_err(|e| e.to_string())?;
+                let n = self.nranks;
+                let mut out = Vec::new();
+                for a in algorithms(coll) {
+                    // The benchmark reduces f32 with sum (commutative) on the world of one
+                    // node, so only the rank-count restrictions can rule an algorithm out.
+                    let skip = a.restrictions.iter().find(|r| match r {
+                        Restriction::PowerOfTwo => !n.is_power_of_two(),
+                        Restriction::SharedMemory => n < 2,
+                        Restriction::Commutative => false,
+                    });
+                    match skip {
+                        Some(r) => {
+                            eprintln!("weft bench coll: skipping {} at {n} ranks: {r}", a.name)
+                        }
+                        None => out.push(Some(a.name.to_string())),
+                    }
+                }
+                Ok(out)
             }
             Some(a) => Ok(vec![Some(a.to_string())]),
         }
