@@ -213,6 +213,9 @@ pub(crate) struct Engine {
     next_ctx: u32,
     /// Collective tuning, read from the knobs at init.
     tuning: Rc<Tuning>,
+    /// Node index of every world rank.
+    #[allow(dead_code)]
+    node_of: Vec<u32>,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -223,6 +226,8 @@ pub(crate) struct NodeSetup {
     pub my_local: u32,
     /// The attached segment (None for a job of one rank).
     pub shm: Option<ShmNode>,
+    /// Node index of every world rank (nodes numbered in order of their lowest world rank).
+    pub node_of: Vec<u32>,
 }
 
 impl Engine {
@@ -318,6 +323,7 @@ impl Engine {
             yield_when_idle,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
+            node_of: node.node_of,
         })
     }
 
@@ -348,6 +354,13 @@ impl Engine {
     /// World ranks of this node's ranks, in local-rank order, and this process's local rank.
     pub(crate) fn local_ranks(&self) -> (&[u32], u32) {
         (&self.core.local_world, self.core.my_local)
+    }
+
+    /// Node index of every world rank (nodes numbered in order of their lowest world rank):
+    /// what hierarchical collectives group by.
+    #[allow(dead_code)] // first reader: the hierarchical collectives (issue 3)
+    pub(crate) fn node_of(&self) -> &[u32] {
+        &self.node_of
     }
 
     /// Whether the engine yields the CPU when idle.

@@ -130,13 +130,15 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         store,
     } = launch;
     let timeout = Duration::from_secs(config.boot_timeout_s);
-    let (local_world, my_local, shm) = match &store {
-        None => (vec![rank], 0, None),
+    let (local_world, my_local, shm, node_of) = match &store {
+        None => (vec![rank], 0, None, vec![0]),
         Some(store) => {
             store
                 .put(&format!("node/{rank}"), node_id.as_bytes())
                 .map_err(|e| e.context(format!("rank {rank}: start-up")))?;
             let mut local_world = Vec::new();
+            let mut node_names: Vec<Vec<u8>> = Vec::new();
+            let mut node_of = Vec::with_capacity(size as usize);
             for r in 0..size {
                 let n = store.get(&format!("node/{r}"), timeout).map_err(|e| {
                     e.context(format!("rank {rank}: start-up, waiting for rank {r}"))
@@ -144,6 +146,14 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 if n == node_id.as_bytes() {
                     local_world.push(r);
                 }
+                let index = match node_names.iter().position(|k| *k == n) {
+                    Some(i) => i,
+                    None => {
+                        node_names.push(n);
+                        node_names.len() - 1
+                    }
+                };
+                node_of.push(index as u32);
             }
             let my_local = local_world
                 .iter()
@@ -179,7 +189,7 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             } else {
                 None
             };
-            (local_world, my_local, shm)
+            (local_world, my_local, shm, node_of)
         }
     };
     let local_size = local_world.len() as u32;
@@ -190,6 +200,7 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             local_world,
             my_local,
             shm,
+            node_of,
         },
         &config,
     )?;
