@@ -8,5 +8,6 @@
 
 pub mod cost;
 pub mod fabric;
+pub mod lanes;
 pub mod plan;
 pub mod tree;

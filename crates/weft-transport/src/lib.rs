@@ -12,3 +12,4 @@
 pub mod buf;
 pub mod knobs;
 pub mod shm;
+pub mod tcp;

@@ -23,10 +23,14 @@
 pub mod coll;
 pub mod comm;
 pub mod config;
+pub mod dtype;
 mod engine;
 pub mod knobs;
 pub mod matching;
 mod p2p;
+pub mod raw;
+pub mod rma;
+pub mod sync;
 
 pub use coll::{Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};

@@ -8,6 +8,7 @@
 
 pub mod cma;
 pub mod coll;
+pub mod heap;
 pub mod ring;
 pub mod segment;
 

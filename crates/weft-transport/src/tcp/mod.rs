@@ -1,0 +1,1 @@
+//! The TCP transport between nodes. (Being written for issue 5.)

@@ -1,0 +1,1 @@
+//! Derived datatypes: type maps, extents, pack and unpack. (Being written for issue 4.)

@@ -1,0 +1,1 @@
+//! One-sided communication on the symmetric heap. (Being written for issue 7.)
