@@ -240,3 +240,54 @@ impl Comm {
         Ok(all)
     }
 }
+
+/// Groups and communicator creation from groups (MPI-4.1 §7.3-7.4), for the C interface.
+impl Comm {
+    /// World rank of every member, in rank order (the communicator's group).
+    pub fn members(&self) -> &[u32] {
+        &self.data.members
+    }
+
+    /// A new communicator of the members listed in `group` (world ranks, in their new rank
+    /// order); members of this communicator not listed get `None` (MPI_Comm_create). Every
+    /// member must pass the same group, whose ranks must all belong here. Collective.
+    pub fn create(&self, group: &[u32]) -> Result<Option<Comm>> {
+        self.check()?;
+        for &w in group {
+            if !self.data.members.contains(&w) {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "rank {} create from {}: world rank {w} of the group is not a member",
+                        self.rank(),
+                        self.name()
+                    ),
+                ));
+            }
+        }
+        let me = self.data.members[self.data.rank as usize];
+        let (color, key) = match group.iter().position(|&w| w == me) {
+            Some(p) => (0, p as i32),
+            None => (UNDEFINED, 0),
+        };
+        let c = self.split(color, key)?;
+        Ok(c.map(|c| c.renamed(format!("create from {}", self.data.name))))
+    }
+
+    /// Splits into one communicator per node, ordered by `key` then rank
+    /// (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED). Collective.
+    pub fn split_shared(&self, key: i32) -> Result<Comm> {
+        self.check()?;
+        let me = self.data.members[self.data.rank as usize];
+        let node = self.engine.borrow().node_of()[me as usize] as i32;
+        let c = self
+            .split(node, key)?
+            .expect("a node color is never UNDEFINED");
+        Ok(c.renamed(format!("shared split of {}", self.data.name)))
+    }
+
+    fn renamed(self, name: String) -> Comm {
+        let d = &self.data;
+        Comm::new(self.engine.clone(), d.ctx, d.rank, d.members.clone(), name)
+    }
+}

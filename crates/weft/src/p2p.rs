@@ -466,3 +466,26 @@ impl<'scope> Request<'scope> {
             .is_some_and(|id| self.scope.engine.borrow_mut().cancel_recv(id))
     }
 }
+
+/// Argument checks shared with the unscoped requests of [`crate::raw`].
+impl Comm {
+    /// World rank of destination `dst`, or an `InvalidRank` error naming `op`.
+    pub(crate) fn check_dest_pub(&self, dst: u32, op: &str) -> Result<u32> {
+        self.check_dest(dst, op)
+    }
+
+    /// An `InvalidTag` error unless `tag` is a valid send tag.
+    pub(crate) fn check_send_tag_pub(&self, tag: Tag, op: &str) -> Result<()> {
+        self.check_send_tag(tag, op)
+    }
+
+    /// The matching pattern of a receive on this communicator's point-to-point context.
+    pub(crate) fn recv_pattern_pub(
+        &self,
+        src: i32,
+        tag: Tag,
+        op: &str,
+    ) -> Result<(Pattern, Option<u32>)> {
+        self.recv_pattern(src, tag, self.data.ctx, op)
+    }
+}

@@ -1,1 +1,259 @@
-//! Unscoped nonblocking requests for the C interfaces (MPI, OpenSHMEM): the caller promises the buffers outlive the request, as MPI requires. (Being written for issue 4.)
+//! Unscoped nonblocking point-to-point requests for the C interfaces (MPI, OpenSHMEM).
+//!
+//! The Rust API ties every nonblocking operation to a [`crate::Scope`] so no buffer can be
+//! freed while the engine still reads or writes it. A C caller has no scopes: MPI makes the
+//! program promise that a buffer outlives its request. The functions here take raw pointers
+//! and are `unsafe` for exactly that promise; everything else (argument checks, matching,
+//! protocols) is the same code the safe API runs.
+//!
+//! Depends on the engine and communicators only; knows nothing of the C ABI above it.
+
+use crate::comm::Comm;
+use crate::engine::{Engine, ReqId, Status};
+use crate::matching::Pattern;
+use std::cell::RefCell;
+use std::rc::Rc;
+use weft_core::{Error, ErrorKind, Result, Tag};
+use weft_transport::buf::{RawBuf, RawBufMut};
+
+/// A nonblocking send or receive started through [`Comm::raw_isend`] or
+/// [`Comm::raw_irecv`]. Dropping a request that is still in flight cancels it if it is an
+/// unmatched receive and then waits for it, so the engine never keeps a pointer into a
+/// buffer the caller believes released.
+pub struct RawRequest {
+    engine: Rc<RefCell<Engine>>,
+    /// `None` once finished, or when the operation completed when it was started.
+    id: Option<ReqId>,
+}
+
+impl std::fmt::Debug for RawRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawRequest({:?})", self.id)
+    }
+}
+
+impl Comm {
+    /// Starts sending the `len` bytes at `ptr` to rank `dst` with `tag` (MPI_Isend).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `len` bytes, and the memory must stay alive and
+    /// unmodified until the request has completed (test or wait returned it) or been dropped.
+    pub unsafe fn raw_isend(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        dst: u32,
+        tag: Tag,
+    ) -> Result<RawRequest> {
+        self.check_send_tag_pub(tag, "isend")?;
+        let w = self.check_dest_pub(dst, "isend to")?;
+        // SAFETY: the caller promises `ptr` is readable for `len` bytes for the request's life.
+        let bytes = unsafe { byte_slice(ptr, len) };
+        let id = self.engine.borrow_mut().start_send(
+            RawBuf::new(bytes),
+            w,
+            self.data.rank,
+            self.data.ctx,
+            tag,
+        )?;
+        Ok(RawRequest {
+            engine: self.engine.clone(),
+            id,
+        })
+    }
+
+    /// Starts receiving at most `len` bytes into `ptr` from `src` (or `ANY_SOURCE`) with `tag`
+    /// (or `ANY_TAG`) (MPI_Irecv).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writes of `len` bytes, not read or written by anyone else, and
+    /// stay alive until the request has completed or been dropped.
+    pub unsafe fn raw_irecv(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        src: i32,
+        tag: Tag,
+    ) -> Result<RawRequest> {
+        let (pattern, src_world): (Pattern, Option<u32>) =
+            self.recv_pattern_pub(src, tag, "irecv from")?;
+        // SAFETY: the caller promises `ptr` is writable and unaliased for the request's life.
+        let bytes = unsafe { byte_slice_mut(ptr, len) };
+        let id = self.engine.borrow_mut().start_recv(
+            RawBufMut::new(bytes),
+            pattern,
+            src_world,
+            &self.data.members,
+        )?;
+        Ok(RawRequest {
+            engine: self.engine.clone(),
+            id: Some(id),
+        })
+    }
+
+    /// Moves every pending operation of this process forward once; true if anything moved.
+    /// C layers call it from their test functions so polling loops make progress.
+    pub fn raw_progress(&self) -> bool {
+        self.engine.borrow_mut().progress()
+    }
+}
+
+/// A shared slice over C memory; an empty slice for a zero length (C may pass NULL then).
+///
+/// # Safety
+/// For `len > 0`, `ptr` must be valid for reads of `len` bytes for the slice's use.
+unsafe fn byte_slice<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 || ptr.is_null() {
+        return &[];
+    }
+    // SAFETY: non-null and readable for `len` bytes (the caller's contract).
+    unsafe { std::slice::from_raw_parts(ptr, len) }
+}
+
+/// A mutable slice over C memory; an empty slice for a zero length.
+///
+/// # Safety
+/// For `len > 0`, `ptr` must be valid for writes of `len` bytes and unaliased while used.
+unsafe fn byte_slice_mut<'a>(ptr: *mut u8, len: usize) -> &'a mut [u8] {
+    if len == 0 || ptr.is_null() {
+        return &mut [];
+    }
+    // SAFETY: non-null, writable and unaliased for `len` bytes (the caller's contract).
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+}
+
+impl RawRequest {
+    /// A request that has already completed with an empty status (MPI_PROC_NULL peers).
+    pub fn completed(comm: &Comm) -> RawRequest {
+        RawRequest {
+            engine: comm.engine.clone(),
+            id: None,
+        }
+    }
+
+    /// True once the operation has completed; does not poll.
+    pub fn is_done(&self) -> bool {
+        self.id.is_none_or(|id| self.engine.borrow().is_done(id))
+    }
+
+    /// Completes the request if it is done, polling once first (MPI_Test): `Ok(Some(status))`
+    /// then (the request is finished and later calls return an empty status), `Ok(None)`
+    /// while it is in flight.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        let Some(id) = self.id else {
+            return Ok(Some(Status::default()));
+        };
+        let mut e = self.engine.borrow_mut();
+        if !e.is_done(id) {
+            e.progress();
+            if !e.is_done(id) {
+                return Ok(None);
+            }
+        }
+        let r = e.outcome(id);
+        e.free_req(id);
+        self.id = None;
+        r.map(Some)
+    }
+
+    /// Waits for completion and finishes the request (MPI_Wait).
+    pub fn wait(&mut self) -> Result<Status> {
+        let Some(id) = self.id else {
+            return Ok(Status::default());
+        };
+        let mut e = self.engine.borrow_mut();
+        let r = e.wait(id);
+        e.free_req(id);
+        self.id = None;
+        r
+    }
+
+    /// Cancels a receive that has not matched yet (MPI_Cancel); true if it was cancelled.
+    /// Completing a cancelled receive gives a status with `cancelled` set.
+    pub fn cancel(&self) -> bool {
+        self.id
+            .is_some_and(|id| self.engine.borrow_mut().cancel_recv(id))
+    }
+}
+
+impl Drop for RawRequest {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let mut e = self.engine.borrow_mut();
+            e.cancel_recv(id);
+            let _ = e.wait(id);
+            e.free_req(id);
+        }
+    }
+}
+
+/// Drives progress until one of `reqs` has completed and returns its index (MPI_Waitany).
+/// `None` entries are skipped; all-`None` (or an empty slice) is an error.
+pub fn wait_any(reqs: &[Option<&RawRequest>]) -> Result<usize> {
+    let Some(first) = reqs.iter().flatten().next() else {
+        return Err(Error::new(
+            ErrorKind::InvalidRequest,
+            "wait_any on no active requests",
+        ));
+    };
+    if let Some(i) = reqs.iter().position(|r| r.is_some_and(|r| r.id.is_none())) {
+        return Ok(i);
+    }
+    let mut e = first.engine.borrow_mut();
+    let mut found = None;
+    e.wait_until(|e| {
+        found = reqs
+            .iter()
+            .position(|r| r.is_some_and(|r| r.id.is_some_and(|id| e.is_done(id))));
+        found.is_some()
+    });
+    Ok(found.expect("wait_any woke without a completion"))
+}
+
+/// Drives progress until `done()` holds (used by C layers waiting on several requests or
+/// on their own conditions). `done` must not touch the engine.
+pub fn wait_until(comm: &Comm, mut done: impl FnMut() -> bool) {
+    comm.engine.borrow_mut().wait_until(|_| done());
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{init_with, Config, Launch};
+
+    #[test]
+    fn isend_irecv_to_self_and_cancel() {
+        let weft = init_with(
+            Launch {
+                rank: 0,
+                size: 1,
+                job_id: "raw-test".into(),
+                node_id: "n".into(),
+                store: None,
+            },
+            Config::from_vars(&[]).unwrap(),
+        )
+        .unwrap();
+        let world = weft.world();
+        let mut got = [0u32; 4];
+        let data = [1u32, 2, 3, 4];
+        // SAFETY: both buffers live until the requests are waited below.
+        let mut r = unsafe { world.raw_irecv(got.as_mut_ptr() as *mut u8, 16, 0, 5) }.unwrap();
+        assert!(!r.is_done());
+        // SAFETY: as above.
+        let mut s = unsafe { world.raw_isend(data.as_ptr() as *const u8, 16, 0, 5) }.unwrap();
+        s.wait().unwrap();
+        let st = r.wait().unwrap();
+        assert_eq!((st.source, st.tag, st.bytes), (0, 5, 16));
+        assert_eq!(got, data);
+        // A receive nobody sends to can be cancelled, and says so.
+        let mut one = [0u8; 1];
+        // SAFETY: `one` outlives the request.
+        let mut c = unsafe { world.raw_irecv(one.as_mut_ptr(), 1, 0, 9) }.unwrap();
+        assert!(super::wait_any(&[None]).is_err());
+        assert!(c.cancel());
+        assert!(c.test().unwrap().unwrap().cancelled);
+        // A bad tag is refused before anything starts.
+        // SAFETY: zero-length send reads nothing.
+        assert!(unsafe { world.raw_isend(std::ptr::null(), 0, 0, -5) }.is_err());
+    }
+}
