@@ -1,0 +1,26 @@
+//! Knobs of the synchronisation engine, declared once; read through [`crate::Config`]'s values.
+//! Depends on nothing but the knob registry.
+
+use weft_core::knob::{Knob, KnobKind};
+
+/// Every knob of `weft::sync`.
+pub static KNOBS: &[Knob] = &[
+    Knob {
+        name: "WEFT_SYNC_SETS",
+        kind: KnobKind::Uint,
+        default: "1024",
+        help: "sets of 4 tagged words in the node synchronisation engine's table (rounded up to a power of two)",
+    },
+    Knob {
+        name: "WEFT_SYNC_OVERFLOW_ENTRIES",
+        kind: KnobKind::Uint,
+        default: "4096",
+        help: "tagged words in the engine's overflow area, used when an address's 4-way set is full",
+    },
+    Knob {
+        name: "WEFT_SYNC_BURST_BYTES",
+        kind: KnobKind::Bytes,
+        default: "256K",
+        help: "per-rank staging buffer of the engine's burst reduce (longer buffers go in chunks of this size)",
+    },
+];

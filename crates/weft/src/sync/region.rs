@@ -1,0 +1,69 @@
+//! Collective creation of a node-wide shared [`Region`] for the layers built on the runtime
+//! (the synchronisation engine, the symmetric heap): local rank 0 creates it, the others
+//! attach once the bootstrap store says it exists, and the creator unlinks the name when all
+//! have attached. Depends on the runtime's store and identity, not on what the region holds.
+
+use crate::Weft;
+use std::time::Duration;
+use weft_core::knob::KnobValues;
+use weft_core::{Error, ErrorKind, Result};
+use weft_transport::shm::heap::Region;
+
+/// Creates (local rank 0) or attaches (the others) the region `/weft-<job>-<node>-<what>`.
+/// Collective over the ranks of this node; `what` must be the same on all of them and
+/// unique within the job.
+pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<Region> {
+    if what.is_empty()
+        || what.len() > 40
+        || !what
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("shared region name {what:?}: must be 1..=40 letters, digits, '-' or '_'"),
+        ));
+    }
+    let name = format!(
+        "/weft-{}-{:08x}-{what}",
+        weft.job_id,
+        crate::fnv1a(weft.node_id.as_bytes())
+    );
+    let (me, n) = (weft.local_rank, weft.local_size);
+    let rank = weft.world.rank();
+    let timeout = Duration::from_secs(weft.config.boot_timeout_s);
+    let Some(store) = &weft.store else {
+        let r = Region::create(&name, 1, 0, body_bytes)?;
+        r.unlink()?;
+        return Ok(r);
+    };
+    let ready = format!("{what}-ready/{}", weft.node_id);
+    let region = if me == 0 {
+        let r = Region::create(&name, n, 0, body_bytes)
+            .map_err(|e| e.context(format!("rank {rank}: creating {what}")))?;
+        store.put(&ready, b"1")?;
+        r
+    } else {
+        store
+            .get(&ready, timeout)
+            .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
+        Region::attach(&name, me)
+            .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?
+    };
+    store.barrier(&format!("{what}-attached/{}", weft.node_id), n, timeout)?;
+    if me == 0 {
+        region.unlink()?;
+    }
+    Ok(region)
+}
+
+/// The value of knob `name` from `values`, or `default` when the knob's table is not (yet)
+/// registered with the runtime's configuration or the variable is unset.
+pub(crate) fn knob_text(values: &KnobValues, name: &str, default: &str) -> String {
+    values
+        .listing()
+        .into_iter()
+        .find(|(k, _)| k.name == name)
+        .map(|(k, v)| v.unwrap_or_else(|| k.default.to_owned()))
+        .unwrap_or_else(|| default.to_owned())
+}
