@@ -88,7 +88,8 @@ pub fn decode_hex(what: &str, text: &str) -> Result<Vec<u8>> {
         .collect()
 }
 
-pub(crate) fn check_secret(secret: &[u8]) -> Result<()> {
+/// Refuses a secret shorter than [`MIN_SECRET_BYTES`].
+pub fn check_secret(secret: &[u8]) -> Result<()> {
     if secret.len() < MIN_SECRET_BYTES {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -112,10 +113,11 @@ fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> HmacSha256 {
 
 /// Why the server turned a connection away; the text goes into the launcher's log line.
 #[derive(Debug)]
-pub(crate) struct Refusal(pub String);
+pub struct Refusal(pub String);
 
-/// Server side of the handshake. On success the peer has proven the secret.
-pub(crate) fn server_handshake(
+/// Server side of the handshake. On success the peer has proven the secret. Public so other
+/// authenticated channels of a job (the launcher's host agents) prove the same secret.
+pub fn server_handshake(
     stream: &mut (impl Read + Write),
     secret: &[u8],
 ) -> std::result::Result<(), Refusal> {
@@ -180,11 +182,7 @@ pub(crate) fn server_handshake(
 }
 
 /// Client side of the handshake; `addr` only names the server in errors.
-pub(crate) fn client_handshake(
-    stream: &mut (impl Read + Write),
-    secret: &[u8],
-    addr: &str,
-) -> Result<()> {
+pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &str) -> Result<()> {
     let mut hello = [0u8; HELLO_BYTES];
     let got = read_full(stream, &mut hello).map_err(|e| e.context(format!("bootstrap {addr}")))?;
     if got < HELLO_BYTES || &hello[..8] != MAGIC {

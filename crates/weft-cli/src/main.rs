@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start a job of N ranks on this machine.
+    /// Start a job of N ranks on this machine or on several hosts.
     Run(run::RunArgs),
     /// What this machine and build offer; `--knobs` lists every setting.
     Info(info::InfoArgs),
@@ -32,6 +32,9 @@ enum Command {
     /// Rank side of `weft bench` (started by the benchmark driver).
     #[command(name = "__bench-rank", hide = true)]
     BenchRank(bench::RankArgs),
+    /// Host agent of a multi-host job (started by `weft run --hosts` through the launcher).
+    #[command(name = "__agent", hide = true)]
+    Agent(run::AgentArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
+        Command::Agent(a) => run::agent(a),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

@@ -1,12 +1,92 @@
-//! `weft run -n N [--tag-output] [--timeout SECS] [--] PROGRAM ARGS...`: parses and checks
-//! the command line, then hands the job to weft-launch and returns its exit code.
+//! `weft run -n N [--tag-output] [--timeout SECS] [--hosts a:2,b:2 [--launcher TEMPLATE]
+//! [--map-by node|slot] [--boot-addr ADDR]] [--] PROGRAM ARGS...`: parses and checks the
+//! command line, then hands the job to weft-launch and returns its exit code. The host
+//! options are one parser ([`HostArgs`]) shared with `weft bench`; the hidden `weft __agent`
+//! (the remote part of a multi-host job) is parsed here too.
 //!
 //! Only argument handling lives here; everything about processes is in weft-launch.
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use weft_launch::{run_job, JobSpec, OutputMode};
+use weft_launch::agent::{run_agent, AgentConfig};
+use weft_launch::hosts::{expand_template, parse_boot_addr};
+use weft_launch::place::{parse_hosts, total_slots};
+use weft_launch::{run_job, HostsSpec, JobSpec, MapBy, OutputMode, DEFAULT_LAUNCHER};
+
+/// Where a job runs: the options `weft run` and `weft bench` share.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct HostArgs {
+    /// Run on these hosts: NAME:SLOTS,... (a host without :SLOTS has one slot). Without -n the
+    /// job has one rank per slot.
+    #[arg(long, value_name = "HOSTS", global = true)]
+    pub hosts: Option<String>,
+    /// The command that runs a command on a host, {host} standing for its name (default
+    /// "ssh {host}"; "ip netns exec {host}" for namespace test hosts). Split on spaces, no shell.
+    /// The weft binary must be at the same path on every host.
+    #[arg(long, value_name = "TEMPLATE", global = true)]
+    pub launcher: Option<String>,
+    /// Rank placement over the hosts: "slot" fills each host in turn (default), "node" goes
+    /// round robin.
+    #[arg(long, value_name = "node|slot", global = true)]
+    pub map_by: Option<String>,
+    /// Address the bootstrap store listens on: IP or IP:PORT. Default: every address of this
+    /// machine; each host's agent tries them (non-loopback first) and its ranks use the first
+    /// one it reached.
+    #[arg(long, value_name = "ADDR", global = true)]
+    pub boot_addr: Option<String>,
+}
+
+impl HostArgs {
+    /// The multi-host part of a job, `None` without `--hosts`. Every value is checked here so
+    /// a typo is reported before anything starts.
+    pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
+        let Some(list) = &self.hosts else {
+            for (given, name) in [
+                (self.launcher.is_some(), "--launcher"),
+                (self.map_by.is_some(), "--map-by"),
+                (self.boot_addr.is_some(), "--boot-addr"),
+            ] {
+                if given {
+                    return Err(format!("{name} needs --hosts"));
+                }
+            }
+            return Ok(None);
+        };
+        let hosts = parse_hosts(list).map_err(|e| e.to_string())?;
+        let map_by = match &self.map_by {
+            Some(m) => MapBy::parse(m).map_err(|e| e.to_string())?,
+            None => MapBy::default(),
+        };
+        let launcher = self
+            .launcher
+            .clone()
+            .unwrap_or_else(|| DEFAULT_LAUNCHER.to_owned());
+        expand_template(&launcher, &hosts[0].name).map_err(|e| e.to_string())?;
+        if let Some(a) = &self.boot_addr {
+            parse_boot_addr(a).map_err(|e| e.to_string())?;
+        }
+        let agent_program = std::env::current_exe()
+            .map_err(|e| format!("cannot find the weft binary to start on the hosts: {e}"))?;
+        Ok(Some(HostsSpec {
+            hosts,
+            map_by,
+            launcher,
+            boot_addr: self.boot_addr.clone(),
+            agent_program,
+        }))
+    }
+}
+
+/// The rank count: `-n` when given, else one per slot of the hosts, else 1.
+fn job_size(given: Option<u32>, hosts: Option<&HostsSpec>) -> u32 {
+    match (given, hosts) {
+        (Some(n), _) => n,
+        (None, Some(h)) => total_slots(&h.hosts),
+        (None, None) => 1,
+    }
+}
 
 /// Exit code when the launcher itself fails (no socket, no random source).
 const LAUNCHER_FAILED: i32 = 1;
@@ -14,9 +94,9 @@ const LAUNCHER_FAILED: i32 = 1;
 /// Arguments of `weft run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// Number of ranks to start (at least 1).
-    #[arg(short = 'n', long = "np", value_name = "N", default_value_t = 1, value_parser = parse_nranks)]
-    pub nranks: u32,
+    /// Number of ranks to start (at least 1; default 1, or one per slot with --hosts).
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks)]
+    pub nranks: Option<u32>,
     /// Prefix every output line with `[rank] `.
     #[arg(long)]
     pub tag_output: bool,
@@ -24,6 +104,9 @@ pub struct RunArgs {
     /// fractional, e.g. 0.5).
     #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
+    /// Hosts to run on.
+    #[command(flatten)]
+    pub on: HostArgs,
     /// The program every rank runs, then its arguments.
     #[arg(
         value_name = "PROGRAM",
@@ -65,14 +148,22 @@ pub fn run(args: RunArgs) -> i32 {
         eprintln!("weft run: no program given");
         return 2;
     };
+    let hosts = match args.on.spec() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("weft run: {e}");
+            return 2;
+        }
+    };
     let spec = JobSpec {
-        nranks: args.nranks,
+        nranks: job_size(args.nranks, hosts.as_ref()),
         program: PathBuf::from(program),
         args: command.collect(),
         tag_output: args.tag_output,
         timeout: args.timeout,
         env: Vec::new(),
         output: OutputMode::Inherit,
+        hosts,
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,
@@ -81,6 +172,40 @@ pub fn run(args: RunArgs) -> i32 {
             LAUNCHER_FAILED
         }
     }
+}
+
+/// Arguments of the hidden `weft __agent` (started by `weft run --hosts` on each host; the
+/// job secret arrives on stdin, never here).
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// This host's name in the host list.
+    #[arg(long)]
+    pub host: String,
+    /// The job id.
+    #[arg(long)]
+    pub job: String,
+    /// The launcher's addresses to try, comma-separated IP:PORT.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub connect: Vec<String>,
+}
+
+/// Runs `weft __agent`; returns its exit code.
+pub fn agent(args: AgentArgs) -> i32 {
+    let mut connect = Vec::new();
+    for a in &args.connect {
+        match a.parse::<SocketAddr>() {
+            Ok(sa) => connect.push(sa),
+            Err(_) => {
+                eprintln!("weft __agent: --connect: {a:?} is not IP:PORT");
+                return 2;
+            }
+        }
+    }
+    run_agent(&AgentConfig {
+        connect,
+        host: args.host,
+        job_id: args.job,
+    })
 }
 
 #[cfg(test)]
@@ -115,13 +240,14 @@ mod tests {
             "--y",
         ])
         .unwrap();
-        assert_eq!(a.nranks, 4);
+        assert_eq!(a.nranks, Some(4));
         assert!(a.tag_output);
         assert_eq!(a.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(a.command, ["prog", "-x", "--y"]);
         let a = parse(&["--", "prog", "-n", "3"]).unwrap();
         assert_eq!(
-            a.nranks, 1,
+            job_size(a.nranks, None),
+            1,
             "-n defaults to 1 and after -- belongs to the program"
         );
         assert_eq!(a.command, ["prog", "-n", "3"]);
@@ -139,6 +265,56 @@ mod tests {
         assert!(e.contains("not a number of seconds"), "{e}");
         assert!(parse(&["--timeout", "inf", "prog"]).is_err());
         assert!(parse(&["-n", "2"]).is_err(), "a program is required");
+    }
+
+    #[test]
+    fn host_options_are_checked_before_anything_starts() {
+        let a = parse(&[
+            "--hosts",
+            "a:2,b:3",
+            "--map-by",
+            "node",
+            "--launcher",
+            "ip netns exec {host}",
+            "--boot-addr",
+            "10.0.0.1",
+            "prog",
+        ])
+        .unwrap();
+        let h = a.on.spec().unwrap().expect("hosts given");
+        assert_eq!(h.hosts.len(), 2);
+        assert_eq!(h.map_by, MapBy::Node);
+        assert_eq!(h.launcher, "ip netns exec {host}");
+        assert_eq!(h.boot_addr.as_deref(), Some("10.0.0.1"));
+        assert_eq!(job_size(a.nranks, Some(&h)), 5, "one rank per slot");
+        assert_eq!(job_size(Some(2), Some(&h)), 2);
+        let d = parse(&["--hosts", "x", "prog"])
+            .unwrap()
+            .on
+            .spec()
+            .unwrap()
+            .unwrap();
+        assert_eq!((d.launcher.as_str(), d.map_by), ("ssh {host}", MapBy::Slot));
+        for (args, want) in [
+            (vec!["--hosts", "a:0", "p"], "at least 1 slot"),
+            (vec!["--hosts", "a", "--map-by", "core", "p"], "\"core\""),
+            (
+                vec!["--hosts", "a", "--boot-addr", "nowhere", "p"],
+                "boot-addr",
+            ),
+            (vec!["--hosts", "a", "--launcher", " ", "p"], "no command"),
+            (
+                vec!["--launcher", "ssh {host}", "p"],
+                "--launcher needs --hosts",
+            ),
+            (
+                vec!["--boot-addr", "1.2.3.4", "p"],
+                "--boot-addr needs --hosts",
+            ),
+        ] {
+            let e = parse(&args).unwrap().on.spec().unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
     }
 
     #[test]

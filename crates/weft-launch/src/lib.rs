@@ -5,19 +5,26 @@
 //! spawns one process per rank ([`spawn`]), forwards their output line by line
 //! ([`output`]), ends the whole job when one rank fails, aborts, times out or the launcher is
 //! signalled, and whatever happened leaves no rank process and no `/dev/shm` segment of the
-//! job behind. Ranks read stdin from `/dev/null`: each runs in its own process group, where
+//! job behind. With [`JobSpec::hosts`] the same holds across hosts: [`hosts`] starts one
+//! [`agent`] per host through a launcher template and the agents start the ranks. Ranks read stdin from `/dev/null`: each runs in its own process group, where
 //! reading a terminal would stop it. This crate sits above weft-core and weft-boot and must not depend on the
 //! runtime (`weft`) or the transports: it only starts processes and hands them an address.
 
+pub mod agent;
+pub mod agent_wire;
+pub mod hosts;
 mod job;
 pub mod output;
 pub mod place;
+mod ranks;
 mod shm;
 mod signals;
 pub mod spawn;
 pub mod status;
 
+pub use hosts::DEFAULT_LAUNCHER;
 pub use job::run_job;
+pub use place::{HostSlots, MapBy};
 pub use shm::{remove_job_segments, shm_prefix};
 
 use std::ffi::OsString;
@@ -52,6 +59,26 @@ pub struct JobSpec {
     pub env: Vec<(String, String)>,
     /// Where output goes.
     pub output: OutputMode,
+    /// Run on these hosts instead of only this one.
+    pub hosts: Option<HostsSpec>,
+}
+
+/// Where and how a multi-host job's ranks are started.
+#[derive(Clone, Debug)]
+pub struct HostsSpec {
+    /// The hosts and their slots.
+    pub hosts: Vec<HostSlots>,
+    /// Placement of ranks over the hosts.
+    pub map_by: MapBy,
+    /// The command that runs a command on a host, `{host}` standing for its name
+    /// ([`DEFAULT_LAUNCHER`] is `ssh {host}`; tests use `ip netns exec {host}`).
+    pub launcher: String,
+    /// Where the bootstrap store and the agent port listen: an IP address or `IP:PORT`.
+    /// `None` listens on every address and lets each host's agent find one it reaches.
+    pub boot_addr: Option<String>,
+    /// The `weft` binary (it has the hidden `__agent` subcommand), at the same path on
+    /// every host.
+    pub agent_program: PathBuf,
 }
 
 impl JobSpec {
@@ -66,6 +93,7 @@ impl JobSpec {
             timeout: None,
             env: Vec::new(),
             output: OutputMode::Inherit,
+            hosts: None,
         }
     }
 }

@@ -130,6 +130,53 @@ impl LineBuffer {
     }
 }
 
+/// The line buffers of every rank's two streams, indexed by rank.
+#[derive(Debug)]
+pub struct RankLines {
+    bufs: Vec<LineBuffer>,
+}
+
+impl RankLines {
+    /// Buffers for ranks `0..nranks`, tagged `[rank] ` when `tag`.
+    pub fn new(nranks: u32, tag: bool) -> RankLines {
+        let bufs = (0..nranks)
+            .flat_map(|r| {
+                [
+                    LineBuffer::new(r, StreamKind::Stdout, tag),
+                    LineBuffer::new(r, StreamKind::Stderr, tag),
+                ]
+            })
+            .collect();
+        RankLines { bufs }
+    }
+
+    fn index(&self, rank: u32, kind: StreamKind) -> Option<usize> {
+        let i = rank as usize * 2 + usize::from(kind == StreamKind::Stderr);
+        (i < self.bufs.len()).then_some(i)
+    }
+
+    /// Adds bytes `rank` wrote; a rank outside the job is ignored (it cannot be attributed).
+    pub fn push(&mut self, rank: u32, kind: StreamKind, data: &[u8], sink: &mut Sink) {
+        if let Some(i) = self.index(rank, kind) {
+            self.bufs[i].push(data, sink);
+        }
+    }
+
+    /// The stream ended: writes its partial last line.
+    pub fn finish(&mut self, rank: u32, kind: StreamKind, sink: &mut Sink) {
+        if let Some(i) = self.index(rank, kind) {
+            self.bufs[i].finish(sink);
+        }
+    }
+
+    /// Writes every partial line left.
+    pub fn finish_all(&mut self, sink: &mut Sink) {
+        for b in &mut self.bufs {
+            b.finish(sink);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

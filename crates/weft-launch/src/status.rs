@@ -62,6 +62,19 @@ pub fn failure_line(rank: u32, pid: u32, exit: RankExit) -> String {
     }
 }
 
+/// The line printed when rank `rank` on host `host` ended a multi-host job by failing.
+pub fn failure_line_on_host(rank: u32, host: &str, pid: u32, exit: RankExit) -> String {
+    match exit {
+        RankExit::Code(c) => {
+            format!("weft: rank {rank} on host {host} exited with code {c}; ending job")
+        }
+        RankExit::Signal(s) => format!(
+            "weft: rank {rank} on host {host} (pid {pid}) killed by signal {s} ({}); ending job",
+            signal_name(s)
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +88,14 @@ mod tests {
         assert_eq!(
             failure_line(1, 7, RankExit::Code(3)),
             "weft: rank 1 exited with code 3; ending job"
+        );
+        assert_eq!(
+            failure_line_on_host(4, "b", 77, RankExit::Signal(9)),
+            "weft: rank 4 on host b (pid 77) killed by signal 9 (SIGKILL); ending job"
+        );
+        assert_eq!(
+            failure_line_on_host(0, "a", 7, RankExit::Code(2)),
+            "weft: rank 0 on host a exited with code 2; ending job"
         );
         assert_eq!(RankExit::Signal(9).exit_code(), 137);
         assert_eq!(RankExit::Code(3).exit_code(), 3);

@@ -10,11 +10,15 @@ pub mod p2p;
 
 use std::io::IsTerminal;
 use std::time::Duration;
-use weft_launch::{JobSpec, OutputMode};
+use weft_launch::{HostsSpec, JobSpec, OutputMode};
 
 /// Arguments of `weft bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
+    /// Hosts to run on (`--hosts`, `--launcher`, `--map-by`, `--boot-addr`), parsed exactly
+    /// as by `weft run`.
+    #[command(flatten)]
+    pub on: crate::run::HostArgs,
     #[command(subcommand)]
     pub what: BenchKind,
 }
@@ -30,20 +34,28 @@ pub enum BenchKind {
 
 /// Runs `weft bench`.
 pub fn run(args: BenchArgs) -> i32 {
+    let hosts = match args.on.spec() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("weft bench: {e}");
+            return 2;
+        }
+    };
+    let on = hosts.as_ref();
     match args.what {
         BenchKind::P2p(a) => match a.validate() {
-            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[]),
+            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[], on),
             Err(e) => {
                 eprintln!("weft bench p2p: {e}");
                 2
             }
         },
-        BenchKind::Coll(a) => run_coll(a),
+        BenchKind::Coll(a) => run_coll(a, on),
     }
 }
 
 /// Runs one job per algorithm, collects the points, prints them and writes CSV and plot.
-fn run_coll(a: coll::CollArgs) -> i32 {
+fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
     if let Err(e) = a.validate() {
         eprintln!("weft bench coll: {e}");
         return 2;
@@ -70,7 +82,7 @@ fn run_coll(a: coll::CollArgs) -> i32 {
             );
         }
         let env: Vec<(String, String)> = algo.iter().map(|x| (knob.clone(), x.clone())).collect();
-        let (code, stdout) = launch_capture(a.nranks, a.rank_args(true), a.timeout_s, &env);
+        let (code, stdout) = launch_capture(a.nranks, a.rank_args(true), a.timeout_s, &env, on);
         if code != 0 {
             eprintln!(
                 "weft bench coll: job with {} failed (exit {code})",
@@ -149,8 +161,14 @@ fn run_coll(a: coll::CollArgs) -> i32 {
 }
 
 /// Starts `nranks` copies of this binary in rank mode with `rank_args`; output is forwarded.
-fn launch(nranks: u32, rank_args: Vec<String>, timeout_s: u64, env: &[(String, String)]) -> i32 {
-    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Inherit).0
+fn launch(
+    nranks: u32,
+    rank_args: Vec<String>,
+    timeout_s: u64,
+    env: &[(String, String)],
+    on: Option<&HostsSpec>,
+) -> i32 {
+    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Inherit, on).0
 }
 
 /// Like [`launch`] but collects the ranks' stdout (stderr is passed on after the job).
@@ -159,8 +177,9 @@ fn launch_capture(
     rank_args: Vec<String>,
     timeout_s: u64,
     env: &[(String, String)],
+    on: Option<&HostsSpec>,
 ) -> (i32, Vec<u8>) {
-    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Capture)
+    run_ranks(nranks, rank_args, timeout_s, env, OutputMode::Capture, on)
 }
 
 fn run_ranks(
@@ -169,6 +188,7 @@ fn run_ranks(
     timeout_s: u64,
     env: &[(String, String)],
     output: OutputMode,
+    on: Option<&HostsSpec>,
 ) -> (i32, Vec<u8>) {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
@@ -185,6 +205,7 @@ fn run_ranks(
     spec.timeout = Some(Duration::from_secs(timeout_s));
     spec.output = output;
     spec.env = env.to_vec();
+    spec.hosts = on.cloned();
     match weft_launch::run_job(&spec) {
         Ok(outcome) => {
             if output == OutputMode::Capture {

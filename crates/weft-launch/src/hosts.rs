@@ -1,0 +1,832 @@
+//! Multi-host jobs: the launcher side of `weft run --hosts`.
+//!
+//! The launcher hosts the bootstrap store and an agent port, both authenticated with the
+//! job secret, on `--boot-addr` (default: every address of this machine). For each host it
+//! runs the launcher template (`ssh {host}` by default) followed by `weft __agent ...`, and
+//! writes the secret to the template's stdin — it never appears on a command line. Each
+//! agent tries this machine's addresses in turn (non-loopback first) and connects to the
+//! first that answers; the address it reached is the one its ranks get in `WEFT_BOOT_ADDR`,
+//! so a host is always handed an address it has just shown it can reach. The agent then
+//! starts its host's ranks ([`crate::agent`]) and relays their output and exits; the launcher
+//! applies the single-host rules to the whole job: the first failing rank anywhere ends it
+//! (its line names rank, host and signal), Stop reaches every agent, which kills, reaps and
+//! cleans `/dev/shm` on its host, and a lost agent ends the job too.
+//!
+//! Depends on weft-core, weft-boot and libc; never on the runtime or the transports.
+
+use crate::agent_wire::{FromAgent, RankStart, ToAgent, STDOUT};
+use crate::job::{signal_ending, store_event, timeout_ending, Ending, TICK};
+use crate::output::{RankLines, Sink, StreamKind};
+use crate::place::place_on_hosts;
+use crate::ranks::{peek_exit, reap, TERM_GRACE};
+use crate::shm::remove_job_segments;
+use crate::signals::SignalWatch;
+use crate::status::{failure_line_on_host, RankExit};
+use crate::{HostsSpec, JobOutcome, JobSpec};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use weft_boot::auth::{encode_hex, new_secret, server_handshake, Refusal};
+use weft_boot::wire::{read_frame, write_frame};
+use weft_boot::{ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT};
+use weft_core::{Error, ErrorKind, Result};
+
+/// The launcher template used when none is given.
+pub const DEFAULT_LAUNCHER: &str = "ssh {host}";
+/// How long every host's agent has to connect back once its template started.
+const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// After Stop, how long agents get to kill, reap, drain and report.
+const STOP_WAIT: Duration = Duration::from_millis(TERM_GRACE.as_millis() as u64 + 2500);
+/// How long template processes get to exit by themselves once their agent finished.
+const TEMPLATE_EXIT_WAIT: Duration = Duration::from_secs(1);
+/// Exit code when a host's agent could not be started, never connected or was lost.
+const HOST_FAILED: i32 = 255;
+
+/// Parses `--boot-addr`: an IP address (any free port) or `IP:PORT`.
+pub fn parse_boot_addr(text: &str) -> Result<SocketAddr> {
+    let t = text.trim();
+    if let Ok(sa) = t.parse::<SocketAddr>() {
+        return Ok(sa);
+    }
+    if let Ok(ip) = t
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        return Ok(SocketAddr::new(ip, 0));
+    }
+    Err(Error::new(
+        ErrorKind::InvalidArgument,
+        format!("boot-addr: {text:?} is neither an IP address nor IP:PORT"),
+    ))
+}
+
+/// The command that starts the agent of `host`: the template's words with `{host}` replaced
+/// (a template without `{host}` runs the same command for every host, which fakes hosts on
+/// one machine). Words are split on whitespace; no shell is involved.
+pub fn expand_template(template: &str, host: &str) -> Result<Vec<String>> {
+    let words: Vec<String> = template
+        .split_whitespace()
+        .map(|w| w.replace("{host}", host))
+        .collect();
+    if words.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("launcher: template {template:?} has no command"),
+        ));
+    }
+    Ok(words)
+}
+
+/// This machine's IPv4 addresses, non-loopback first: the addresses an agent tries when no
+/// `--boot-addr` was given.
+pub fn local_addresses() -> Vec<IpAddr> {
+    let mut found: Vec<Ipv4Addr> = Vec::new();
+    // SAFETY: getifaddrs fills a list we only read and then free with freeifaddrs.
+    unsafe {
+        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut head) == 0 {
+            let mut p = head;
+            while !p.is_null() {
+                let a = (*p).ifa_addr;
+                let up = (*p).ifa_flags & libc::IFF_UP as libc::c_uint != 0;
+                if up && !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                    let sin = &*(a as *const libc::sockaddr_in);
+                    found.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                }
+                p = (*p).ifa_next;
+            }
+            libc::freeifaddrs(head);
+        }
+    }
+    found.sort_by_key(|ip| ip.is_loopback());
+    found.dedup();
+    if found.is_empty() {
+        found.push(Ipv4Addr::LOCALHOST);
+    }
+    found.into_iter().map(IpAddr::V4).collect()
+}
+
+/// What the job's threads tell its loop.
+enum Event {
+    Connected {
+        host: usize,
+        stream: TcpStream,
+        local_ip: IpAddr,
+    },
+    Agent {
+        host: usize,
+        msg: FromAgent,
+    },
+    Lost {
+        host: usize,
+        reason: String,
+    },
+    HostLine {
+        host: usize,
+        line: String,
+    },
+    Store(ServerEvent),
+    Refused(String),
+}
+
+struct HostState {
+    name: String,
+    ranks: Vec<u32>,
+    command: String,
+    child: Option<u32>,
+    child_exit: Option<RankExit>,
+    child_reaped: bool,
+    writer: Option<TcpStream>,
+    connected: bool,
+    finished: bool,
+    lost: bool,
+}
+
+struct RankInfo {
+    host: usize,
+    exit: Option<RankExit>,
+}
+
+/// The agent port: accepts agents' connections, checks the secret and their hello, then
+/// reads their messages; everything goes to the job loop as [`Event`]s.
+struct AgentPort {
+    addr: SocketAddr,
+    shutdown: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AgentPort {
+    fn start(
+        ip: IpAddr,
+        secret: Vec<u8>,
+        hosts: Vec<String>,
+        job_id: String,
+        tx: Sender<Event>,
+    ) -> Result<AgentPort> {
+        let listener = TcpListener::bind(SocketAddr::new(ip, 0))
+            .map_err(|e| Error::io(format!("agent port: binding {ip}"), e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::io("agent port: reading the bound address", e))?;
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&shutdown);
+        let ctx = Arc::new((secret, hosts, job_id));
+        let thread = std::thread::Builder::new()
+            .name("weft-agent-accept".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if flag.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = conn else {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
+                    let (tx, ctx) = (tx.clone(), Arc::clone(&ctx));
+                    let _ = std::thread::Builder::new()
+                        .name("weft-agent-conn".into())
+                        .stack_size(256 << 10)
+                        .spawn(move || serve_agent(stream, &ctx.0, &ctx.1, &ctx.2, &tx));
+                }
+            })
+            .map_err(|e| Error::io("agent port: starting the accept thread", e))?;
+        Ok(AgentPort {
+            addr,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for AgentPort {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        }
+        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn serve_agent(
+    mut stream: TcpStream,
+    secret: &[u8],
+    hosts: &[String],
+    job_id: &str,
+    tx: &Sender<Event>,
+) {
+    let Ok(peer) = stream.peer_addr() else { return };
+    let refuse = |reason: String| {
+        let _ = tx.send(Event::Refused(format!(
+            "weft: agent port: refused connection from {peer}: {reason}"
+        )));
+    };
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
+    if let Err(Refusal(reason)) = server_handshake(&mut stream, secret) {
+        refuse(reason);
+        return;
+    }
+    let hello = read_frame(&mut stream).and_then(|b| match b {
+        Some(body) => FromAgent::decode(&body),
+        None => Err(Error::new(
+            ErrorKind::Protocol,
+            "closed before saying hello",
+        )),
+    });
+    let host = match hello {
+        Ok(FromAgent::Hello { host, job_id: j }) if j == job_id => {
+            match hosts.iter().position(|h| *h == host) {
+                Some(i) => i,
+                None => return refuse(format!("host {host:?} is not in the host list")),
+            }
+        }
+        Ok(FromAgent::Hello { job_id: j, .. }) => {
+            return refuse(format!("agent of job {j:?}, not of this job"))
+        }
+        Ok(_) => return refuse("first message is not a hello".into()),
+        Err(e) => return refuse(e.to_string()),
+    };
+    let local_ip = match stream.local_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return refuse(format!("reading the local address: {e}")),
+    };
+    let _ = stream.set_read_timeout(None);
+    let _ = stream.set_write_timeout(None);
+    let Ok(mut reader) = stream.try_clone() else {
+        return refuse("cannot clone the socket".into());
+    };
+    if tx
+        .send(Event::Connected {
+            host,
+            stream,
+            local_ip,
+        })
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        let ev = match read_frame(&mut reader)
+            .and_then(|b| b.map(|x| FromAgent::decode(&x)).transpose())
+        {
+            Ok(Some(msg)) => Event::Agent { host, msg },
+            Ok(None) => Event::Lost {
+                host,
+                reason: "connection closed".into(),
+            },
+            Err(e) => Event::Lost {
+                host,
+                reason: e.to_string(),
+            },
+        };
+        let end = matches!(ev, Event::Lost { .. });
+        if tx.send(ev).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// Forwards lines a template process writes (ssh's own errors, the agent's) to the loop.
+fn spawn_line_reader(host: usize, pipe: impl Read + Send + 'static, tx: Sender<Event>) {
+    let _ = std::thread::Builder::new()
+        .name("weft-host-lines".into())
+        .stack_size(256 << 10)
+        .spawn(move || {
+            for line in BufReader::new(pipe).split(b'\n') {
+                let Ok(line) = line else { return };
+                let line = String::from_utf8_lossy(&line).trim_end().to_owned();
+                if tx.send(Event::HostLine { host, line }).is_err() {
+                    return;
+                }
+            }
+        });
+}
+
+/// Starts the template of one host with the agent command after it; returns its pid.
+fn spawn_template(
+    host: usize,
+    words: &[String],
+    agent: &[String],
+    secret_hex: &str,
+    tx: &Sender<Event>,
+) -> std::io::Result<u32> {
+    let mut c = Command::new(&words[0]);
+    c.args(&words[1..])
+        .args(agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // Own group: a terminal's Ctrl-C reaches only the launcher, which ends the job in
+            // order; and the whole group can be killed at the end.
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Die with the launcher (the agent, in turn, dies with its connection).
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = c.spawn()?;
+    let pid = child.id();
+    if let Some(mut stdin) = child.stdin.take() {
+        // The secret goes through stdin (ssh carries it encrypted), never argv. A template
+        // that exits at once makes this fail; its exit is reported by the loop.
+        let _ = stdin.write_all(format!("{secret_hex}\n").as_bytes());
+    }
+    if let Some(o) = child.stdout.take() {
+        spawn_line_reader(host, o, tx.clone());
+    }
+    if let Some(e) = child.stderr.take() {
+        spawn_line_reader(host, e, tx.clone());
+    }
+    // Reaped by pid in the loop, like ranks.
+    drop(child);
+    Ok(pid)
+}
+
+/// Runs a multi-host job (called by [`crate::run_job`] once the id is made).
+pub(crate) fn run_on_hosts(
+    spec: &JobSpec,
+    hs: &HostsSpec,
+    job_id: String,
+    started: Instant,
+) -> Result<JobOutcome> {
+    let placement = place_on_hosts(spec.nranks, &hs.hosts, hs.map_by)?;
+    let bind = match &hs.boot_addr {
+        Some(a) => parse_boot_addr(a)?,
+        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+    };
+    let mut hosts: Vec<HostState> = Vec::new();
+    for h in &hs.hosts {
+        let words = expand_template(&hs.launcher, &h.name)?;
+        hosts.push(HostState {
+            name: h.name.clone(),
+            ranks: placement
+                .iter()
+                .filter(|p| p.host.as_deref() == Some(h.name.as_str()))
+                .map(|p| p.rank)
+                .collect(),
+            command: words.join(" "),
+            child: None,
+            child_exit: None,
+            child_reaped: false,
+            writer: None,
+            connected: false,
+            finished: false,
+            lost: false,
+        });
+    }
+    let rank_info: Vec<RankInfo> = placement
+        .iter()
+        .map(|p| RankInfo {
+            host: hosts
+                .iter()
+                .position(|h| Some(h.name.as_str()) == p.host.as_deref())
+                .expect("placed on a listed host"),
+            exit: None,
+        })
+        .collect();
+
+    let secret = new_secret()?;
+    let (tx, events) = channel();
+    let store_tx = tx.clone();
+    let store = TcpStoreServer::bind_with_events(
+        &bind.to_string(),
+        &secret,
+        Arc::new(move |ev| {
+            let _ = store_tx.send(Event::Store(ev));
+        }),
+    )?;
+    let port = AgentPort::start(
+        bind.ip(),
+        secret.clone(),
+        hosts.iter().map(|h| h.name.clone()).collect(),
+        job_id.clone(),
+        tx.clone(),
+    )?;
+    let candidates: Vec<String> = if bind.ip().is_unspecified() {
+        local_addresses()
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port.addr.port()).to_string())
+            .collect()
+    } else {
+        vec![port.addr.to_string()]
+    };
+    let watch = SignalWatch::start();
+    let mut job = MultiJob {
+        hosts,
+        ranks: rank_info,
+        lines: RankLines::new(spec.nranks, spec.tag_output),
+        sink: Sink::new(spec.output),
+        events,
+        watch,
+        store_port: store.local_addr().port(),
+        spec,
+        job_id: job_id.clone(),
+    };
+    let secret_hex = encode_hex(&secret);
+    let agent_program = hs.agent_program.as_os_str().as_bytes();
+    let agent_args = vec![
+        String::from_utf8_lossy(agent_program).into_owned(),
+        "__agent".to_owned(),
+        "--host".to_owned(),
+        String::new(),
+        "--job".to_owned(),
+        job_id.clone(),
+        "--connect".to_owned(),
+        candidates.join(","),
+    ];
+    let mut ending = None;
+    for i in 0..job.hosts.len() {
+        if job.hosts[i].ranks.is_empty() {
+            continue;
+        }
+        let mut args = agent_args.clone();
+        args[3] = job.hosts[i].name.clone();
+        let words = expand_template(&hs.launcher, &job.hosts[i].name)?;
+        match spawn_template(i, &words, &args, &secret_hex, &tx) {
+            Ok(pid) => job.hosts[i].child = Some(pid),
+            Err(e) => {
+                let line = format!(
+                    "weft: host {}: cannot run `{}`: {e}; ending job",
+                    job.hosts[i].name, job.hosts[i].command
+                );
+                job.sink.launcher_line(&line);
+                ending = Some(Ending {
+                    exit_code: if e.kind() == std::io::ErrorKind::NotFound {
+                        127
+                    } else {
+                        126
+                    },
+                    line: Some(line),
+                });
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let ending = match ending {
+        Some(e) => e,
+        None => job.watch_until_end(spec.timeout.map(|t| (started, t))),
+    };
+    job.end_all();
+    drop(port);
+    drop(store);
+    remove_job_segments(&job_id);
+    let MultiJob { sink, watch, .. } = job;
+    drop(watch);
+    let (stdout, stderr) = sink.into_captured();
+    Ok(JobOutcome {
+        exit_code: ending.exit_code,
+        job_id,
+        failure: ending.line,
+        stdout,
+        stderr,
+        elapsed: started.elapsed(),
+    })
+}
+
+struct MultiJob<'a> {
+    hosts: Vec<HostState>,
+    ranks: Vec<RankInfo>,
+    lines: RankLines,
+    sink: Sink,
+    events: Receiver<Event>,
+    watch: SignalWatch,
+    store_port: u16,
+    spec: &'a JobSpec,
+    job_id: String,
+}
+
+impl MultiJob<'_> {
+    fn running(&self) -> usize {
+        self.ranks.iter().filter(|r| r.exit.is_none()).count()
+    }
+
+    fn end_with(&mut self, exit_code: i32, line: String) -> Ending {
+        self.sink.launcher_line(&line);
+        Ending {
+            exit_code,
+            line: Some(line),
+        }
+    }
+
+    fn start_message(&self, host: usize, local_ip: IpAddr) -> ToAgent {
+        let h = &self.hosts[host];
+        let boot = SocketAddr::new(local_ip, self.store_port).to_string();
+        let local_size = h.ranks.len().to_string();
+        let ranks = h
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(local, &rank)| RankStart {
+                rank,
+                vars: vec![
+                    ("WEFT_RANK".to_owned(), rank.to_string()),
+                    ("WEFT_SIZE".to_owned(), self.spec.nranks.to_string()),
+                    ("WEFT_LOCAL_RANK".to_owned(), local.to_string()),
+                    ("WEFT_LOCAL_SIZE".to_owned(), local_size.clone()),
+                    ("WEFT_NODE_ID".to_owned(), h.name.clone()),
+                    ("WEFT_BOOT_ADDR".to_owned(), boot.clone()),
+                    ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
+                ],
+            })
+            .collect();
+        ToAgent::Start {
+            program: self.spec.program.as_os_str().as_bytes().to_vec(),
+            args: self
+                .spec
+                .args
+                .iter()
+                .map(|a| a.as_bytes().to_vec())
+                .collect(),
+            env: self.spec.env.clone(),
+            ranks,
+        }
+    }
+
+    /// Applies one event; returns the ending it causes (only when `may_end`).
+    fn handle(&mut self, ev: Event, may_end: bool) -> Option<Ending> {
+        match ev {
+            Event::Connected {
+                host,
+                mut stream,
+                local_ip,
+            } => {
+                let name = self.hosts[host].name.clone();
+                if self.hosts[host].connected {
+                    let _ = stream.shutdown(Shutdown::Both);
+                    self.sink.launcher_line(&format!(
+                        "weft: agent port: host {name} connected twice; dropped the second connection"
+                    ));
+                    return None;
+                }
+                self.hosts[host].connected = true;
+                let msg = if may_end {
+                    self.start_message(host, local_ip)
+                } else {
+                    ToAgent::Stop
+                };
+                if let Err(e) = write_frame(&mut stream, &msg.encode()) {
+                    self.hosts[host].lost = true;
+                    if may_end {
+                        return Some(self.end_with(
+                            HOST_FAILED,
+                            format!("weft: host {name}: cannot start its ranks: {e}; ending job"),
+                        ));
+                    }
+                }
+                self.hosts[host].writer = Some(stream);
+                None
+            }
+            Event::Agent { host, msg } => self.agent_message(host, msg, may_end),
+            Event::Lost { host, reason } => {
+                let h = &mut self.hosts[host];
+                h.lost = true;
+                if !h.finished && may_end {
+                    let line = format!(
+                        "weft: host {}: lost its agent ({reason}); ending job",
+                        h.name
+                    );
+                    return Some(self.end_with(HOST_FAILED, line));
+                }
+                None
+            }
+            Event::HostLine { host, line } => {
+                if !line.is_empty() {
+                    let name = &self.hosts[host].name;
+                    self.sink
+                        .launcher_line(&format!("weft: host {name}: {line}"));
+                }
+                None
+            }
+            Event::Store(ev) => store_event(ev, may_end, &mut self.sink),
+            Event::Refused(line) => {
+                self.sink.launcher_line(&line);
+                None
+            }
+        }
+    }
+
+    fn agent_message(&mut self, host: usize, msg: FromAgent, may_end: bool) -> Option<Ending> {
+        // A rank number is only believed from the agent of the host it was placed on.
+        let mine = |rank: u32, ranks: &[RankInfo]| {
+            ranks.get(rank as usize).is_some_and(|r| r.host == host)
+        };
+        match msg {
+            FromAgent::Output { rank, stream, data } if mine(rank, &self.ranks) => {
+                let kind = if stream == STDOUT {
+                    StreamKind::Stdout
+                } else {
+                    StreamKind::Stderr
+                };
+                self.lines.push(rank, kind, &data, &mut self.sink);
+                None
+            }
+            FromAgent::Exited {
+                rank,
+                pid,
+                signal,
+                value,
+            } if mine(rank, &self.ranks) => {
+                let r = &mut self.ranks[rank as usize];
+                if r.exit.is_some() {
+                    return None;
+                }
+                let exit = if signal {
+                    RankExit::Signal(value)
+                } else {
+                    RankExit::Code(value)
+                };
+                r.exit = Some(exit);
+                if !exit.is_success() && may_end {
+                    let line = failure_line_on_host(rank, &self.hosts[host].name, pid, exit);
+                    return Some(self.end_with(exit.exit_code(), line));
+                }
+                None
+            }
+            FromAgent::NotStarted {
+                rank,
+                exit_code,
+                message,
+            } if may_end => {
+                let code = if (1..=255).contains(&exit_code) {
+                    exit_code
+                } else {
+                    126
+                };
+                let line = format!(
+                    "weft: cannot start rank {rank} on host {}: {message}; ending job",
+                    self.hosts[host].name
+                );
+                Some(self.end_with(code, line))
+            }
+            FromAgent::Finished { .. } => {
+                self.hosts[host].finished = true;
+                None
+            }
+            // Started (pids are only used in the agent's own messages), repeated hellos and
+            // ranks of other hosts change nothing.
+            _ => None,
+        }
+    }
+
+    fn watch_until_end(&mut self, timeout: Option<(Instant, Duration)>) -> Ending {
+        let connect_deadline = Instant::now() + AGENT_CONNECT_TIMEOUT;
+        loop {
+            if let Ok(ev) = self.events.recv_timeout(TICK) {
+                if let Some(e) = self.handle(ev, true) {
+                    return e;
+                }
+                while let Ok(ev) = self.events.try_recv() {
+                    if let Some(e) = self.handle(ev, true) {
+                        return e;
+                    }
+                }
+            }
+            let running = self.running();
+            if let Some(e) = signal_ending(&self.watch, running, &mut self.sink) {
+                return e;
+            }
+            if let Some(e) = timeout_ending(timeout, running, &mut self.sink) {
+                return e;
+            }
+            for i in 0..self.hosts.len() {
+                let h = &mut self.hosts[i];
+                let Some(pid) = h.child else { continue };
+                if h.child_exit.is_none() {
+                    h.child_exit = peek_exit(pid);
+                    if let (Some(exit), false) = (h.child_exit, h.connected) {
+                        // Its stderr (ssh's complaint) may still be in flight.
+                        self.drain_lines();
+                        let h = &self.hosts[i];
+                        let how = match exit {
+                            RankExit::Code(c) => format!("exited with code {c}"),
+                            RankExit::Signal(s) => format!("was killed by signal {s}"),
+                        };
+                        let line = format!(
+                            "weft: host {}: `{}` {how} before its agent connected; ending job",
+                            h.name, h.command
+                        );
+                        return self.end_with(HOST_FAILED, line);
+                    }
+                }
+            }
+            if Instant::now() >= connect_deadline {
+                if let Some(h) = self
+                    .hosts
+                    .iter()
+                    .find(|h| h.child.is_some() && !h.connected)
+                {
+                    let line = format!(
+                        "weft: host {}: its agent did not connect within {} s; ending job",
+                        h.name,
+                        AGENT_CONNECT_TIMEOUT.as_secs()
+                    );
+                    return self.end_with(HOST_FAILED, line);
+                }
+            }
+            if running == 0 {
+                return Ending {
+                    exit_code: 0,
+                    line: None,
+                };
+            }
+        }
+    }
+
+    /// Passes on what template processes wrote, waiting briefly for the rest to arrive.
+    fn drain_lines(&mut self) {
+        while let Ok(ev) = self.events.recv_timeout(Duration::from_millis(50)) {
+            self.handle(ev, false);
+        }
+    }
+
+    /// Stops every agent, waits for them to clean up, ends the template processes.
+    fn end_all(&mut self) {
+        for h in &mut self.hosts {
+            if let Some(w) = &mut h.writer {
+                if write_frame(w, &ToAgent::Stop.encode()).is_err() {
+                    h.lost = true;
+                }
+            }
+        }
+        let deadline = Instant::now() + STOP_WAIT;
+        let waiting = |hosts: &[HostState]| {
+            hosts
+                .iter()
+                .any(|h| h.child_exit.is_none() && h.child.is_some() && !h.finished && !h.lost)
+        };
+        while waiting(&self.hosts) && Instant::now() < deadline {
+            if let Ok(ev) = self.events.recv_timeout(TICK) {
+                self.handle(ev, false);
+            }
+            for h in &mut self.hosts {
+                if let (Some(pid), None) = (h.child, h.child_exit) {
+                    h.child_exit = peek_exit(pid);
+                }
+            }
+        }
+        for h in &mut self.hosts {
+            if let Some(w) = h.writer.take() {
+                let _ = w.shutdown(Shutdown::Both);
+            }
+        }
+        let deadline = Instant::now() + TEMPLATE_EXIT_WAIT;
+        loop {
+            let mut left = 0;
+            for h in &mut self.hosts {
+                if let (Some(pid), None) = (h.child, h.child_exit) {
+                    h.child_exit = peek_exit(pid);
+                    left += usize::from(h.child_exit.is_none());
+                }
+            }
+            if left == 0 || Instant::now() >= deadline {
+                break;
+            }
+            if let Ok(ev) = self.events.recv_timeout(TICK) {
+                self.handle(ev, false);
+            }
+        }
+        for h in &mut self.hosts {
+            let Some(pid) = h.child else { continue };
+            if !h.child_reaped {
+                // SAFETY: the group of our own unreaped child (its pid is its group id).
+                unsafe {
+                    libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+                }
+                reap(pid);
+                h.child_reaped = true;
+            }
+        }
+        self.drain_lines();
+        self.lines.finish_all(&mut self.sink);
+    }
+}
