@@ -24,6 +24,9 @@ pub(crate) struct CommData {
     pub(crate) members: Rc<[u32]>,
     pub(crate) freed: Cell<bool>,
     pub(crate) name: String,
+    /// Collectives started on this communicator (folded into their tags, so several
+    /// nonblocking collectives can be outstanding at once).
+    pub(crate) coll_seq: Cell<u32>,
 }
 
 /// A communicator: a group of ranks and a private context for their messages.
@@ -65,6 +68,7 @@ impl Comm {
                 members,
                 freed: Cell::new(false),
                 name,
+                coll_seq: Cell::new(0),
             }),
         }
     }
