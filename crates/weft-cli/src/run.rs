@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use weft_launch::agent::{run_agent, AgentConfig};
 use weft_launch::hosts::{expand_template, parse_boot_addr};
-use weft_launch::place::{parse_hosts, total_slots};
+use weft_launch::place::{parse_hosts, place_on_hosts, total_slots};
 use weft_launch::{run_job, HostsSpec, JobSpec, MapBy, OutputMode, DEFAULT_LAUNCHER};
 
 /// Where a job runs: the options `weft run` and `weft bench` share.
@@ -155,8 +155,16 @@ pub fn run(args: RunArgs) -> i32 {
             return 2;
         }
     };
+    let nranks = job_size(args.nranks, hosts.as_ref());
+    if let Some(h) = &hosts {
+        // A usage error (exit 2) like the other checks, before anything starts.
+        if let Err(e) = place_on_hosts(nranks, &h.hosts, h.map_by) {
+            eprintln!("weft run: {e}");
+            return 2;
+        }
+    }
     let spec = JobSpec {
-        nranks: job_size(args.nranks, hosts.as_ref()),
+        nranks,
         program: PathBuf::from(program),
         args: command.collect(),
         tag_output: args.tag_output,

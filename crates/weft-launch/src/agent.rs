@@ -2,8 +2,9 @@
 //! launcher template, it reads the job secret from its stdin, connects back to the launcher
 //! and proves the secret, starts that host's ranks, relays their output and exits, and on
 //! `Stop` — or when its connection to the launcher breaks — ends them all, removes the job's
-//! `/dev/shm` segments on its host and exits. It dies with its connection: a launcher that
-//! vanishes leaves nothing running.
+//! `/dev/shm` segments on its host and exits. It dies with its connection, and a SIGTERM,
+//! SIGINT or SIGHUP (the launcher's death signal for agents it started directly) ends it the
+//! same orderly way: a launcher that vanishes leaves nothing running.
 //!
 //! Depends on weft-core, weft-boot (handshake, frames) and the crate's rank handling; never
 //! on the runtime.
@@ -14,8 +15,9 @@ use crate::output::StreamKind;
 use crate::place::RankPlacement;
 use crate::ranks::{Chunk, RankSet};
 use crate::shm::remove_job_segments;
+use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
-use crate::status::RankExit;
+use crate::status::{signal_name, RankExit};
 use std::ffi::OsString;
 use std::io::{BufRead, Read};
 use std::net::{SocketAddr, TcpStream};
@@ -136,13 +138,14 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
         .set_read_timeout(None)
         .map_err(|e| Error::io("agent socket setup", e))?;
     let commands = spawn_reader(&stream)?;
+    let signals = SignalWatch::start();
     let mut agent = Agent {
         stream,
         set: RankSet::default(),
         broken: false,
     };
     agent.start_ranks(program, args, env, &ranks, &encode_secret(&secret));
-    let stopped = agent.watch(&commands);
+    let why = agent.watch(&commands, &signals);
     let mut out = Vec::new();
     agent.set.end_all(&mut |rank, kind, chunk| {
         if let Chunk::Data(d) = chunk {
@@ -153,16 +156,21 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
         agent.send(m);
     }
     let removed = remove_job_segments(&cfg.job_id);
-    if stopped {
-        agent.send(&FromAgent::Finished {
-            segments_removed: removed as u32,
-        });
-        Ok(0)
-    } else {
-        Err(Error::new(
+    match why {
+        End::Stop => {
+            agent.send(&FromAgent::Finished {
+                segments_removed: removed as u32,
+            });
+            Ok(0)
+        }
+        End::Lost => Err(Error::new(
             ErrorKind::PeerDead,
             "lost the connection to the launcher; ended this host's ranks",
-        ))
+        )),
+        End::Signal(sig) => Err(Error::new(
+            ErrorKind::PeerDead,
+            format!("received {}; ended this host's ranks", signal_name(sig)),
+        )),
     }
 }
 
@@ -201,6 +209,16 @@ fn spawn_reader(stream: &TcpStream) -> Result<Receiver<Option<ToAgent>>> {
         })
         .map_err(|e| Error::io("starting the agent's reader thread", e))?;
     Ok(rx)
+}
+
+/// Why the agent stops watching its ranks.
+enum End {
+    /// The launcher said so.
+    Stop,
+    /// The connection to the launcher ended.
+    Lost,
+    /// This signal came.
+    Signal(i32),
 }
 
 struct Agent {
@@ -290,8 +308,8 @@ impl Agent {
         }
     }
 
-    /// Relays output and exits until the launcher says stop (true) or is gone (false).
-    fn watch(&mut self, commands: &Receiver<Option<ToAgent>>) -> bool {
+    /// Relays output and exits until the launcher says stop, is gone, or a signal comes.
+    fn watch(&mut self, commands: &Receiver<Option<ToAgent>>, signals: &SignalWatch) -> End {
         loop {
             let mut out = Vec::new();
             self.set.pump(TICK, &mut |rank, kind, chunk| {
@@ -317,13 +335,16 @@ impl Agent {
                 self.send(&msg);
             }
             if self.broken {
-                return false;
+                return End::Lost;
+            }
+            if let Some(sig) = signals.pending() {
+                return End::Signal(sig);
             }
             match commands.try_recv() {
-                Ok(Some(ToAgent::Stop)) => return true,
+                Ok(Some(ToAgent::Stop)) => return End::Stop,
                 // A second Start is a launcher bug; ignoring it keeps the ranks consistent.
                 Ok(Some(ToAgent::Start { .. })) | Err(TryRecvError::Empty) => {}
-                Ok(None) | Err(TryRecvError::Disconnected) => return false,
+                Ok(None) | Err(TryRecvError::Disconnected) => return End::Lost,
             }
         }
     }

@@ -339,10 +339,12 @@ fn spawn_template(
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // Die with the launcher (the agent, in turn, dies with its connection).
+            // Told when the launcher dies. SIGTERM, not SIGKILL: an agent started directly
+            // (`ip netns exec` execs it) then still ends its ranks and cleans up, and ssh
+            // exits, closing the agent's session. The agent also dies with its connection.
             if libc::prctl(
                 libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
+                libc::SIGTERM as libc::c_ulong,
                 0,
                 0,
                 0,
