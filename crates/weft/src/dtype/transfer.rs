@@ -1,0 +1,312 @@
+//! Moving typed data (MPI-4.1 §5.2 pack/unpack, §3.2.5 and §5.1.11 counting what arrived):
+//! between a typed buffer and MPI's packed format (the typed bytes in type-map order), by byte
+//! windows for pipelined transfers, and typed buffer to typed buffer. Safe slices only; every
+//! buffer is checked against the type's footprint before any byte moves.
+
+use super::{BasicKind, TypeMap};
+use weft_core::{Error, ErrorKind, Result};
+
+/// Bytes staged at a time by [`copy`] when neither side is contiguous.
+const COPY_CHUNK_BYTES: usize = 64 * 1024;
+
+impl TypeMap {
+    /// Packed bytes of `count` items (MPI_Pack_size, MPI-4.1 §5.2; weft's packed format has
+    /// no header, so this is exact).
+    pub fn packed_bytes(&self, count: u64) -> Result<u64> {
+        let bytes = count as u128 * self.body.size as u128;
+        if bytes > i64::MAX as u128 {
+            return Err(Error::new(
+                ErrorKind::InvalidCount,
+                format!(
+                    "count {count} of a {}-byte type overflows the address range",
+                    self.body.size
+                ),
+            ));
+        }
+        Ok(bytes as u64)
+    }
+
+    /// The bytes `[lo, hi)` relative to the buffer address that `count` items read or write
+    /// (their data, not their bounds: MPI-4.1 §5.1.8's true extent, stretched by `count - 1`
+    /// extents). `None` when they touch nothing (no data or `count` 0).
+    pub fn footprint(&self, count: u64) -> Result<Option<(i64, i64)>> {
+        let Some((lo, hi)) = self.body.true_bounds else {
+            return Ok(None);
+        };
+        if count == 0 {
+            return Ok(None);
+        }
+        let span = (count as i128 - 1) * self.extent() as i128;
+        let (lo, hi) = (lo as i128 + span.min(0), hi as i128 + span.max(0));
+        let range = i64::MIN as i128..=i64::MAX as i128;
+        if !range.contains(&lo) || !range.contains(&hi) {
+            return Err(Error::new(
+                ErrorKind::InvalidCount,
+                format!("count {count} of this type spans [{lo}, {hi}): beyond the address range"),
+            ));
+        }
+        Ok(Some((lo as i64, hi as i64)))
+    }
+
+    /// Checks that a buffer of `len` bytes whose address is at index `origin` holds
+    /// everything `count` items touch.
+    fn check_buffer(&self, op: &str, len: usize, origin: usize, count: u64) -> Result<()> {
+        if let Some((lo, hi)) = self.footprint(count).map_err(|e| e.context(op))? {
+            let o = origin as i128;
+            if o + (lo as i128) < 0 || o + hi as i128 > len as i128 {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{op}: {count} items touch bytes [{lo}, {hi}) around the buffer \
+                         address, but the buffer spans [{}, {})",
+                        -o,
+                        len as i128 - o
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f(byte, len, kind)` for the pieces of the packed stream window
+    /// `skip..skip + take` of `count` items whose address is at `origin`.
+    fn walk_items<F: FnMut(i64, usize, BasicKind)>(
+        &self,
+        origin: i64,
+        skip: u64,
+        take: u64,
+        f: &mut F,
+    ) {
+        let size = self.body.size;
+        if take == 0 {
+            return;
+        }
+        let extent = self.extent();
+        let mut e = skip / size;
+        let mut s = skip % size;
+        let mut take = take;
+        while take > 0 {
+            let n = (size - s).min(take);
+            // Wrapping: see `Body::walk`; the footprint check bounds every piece.
+            let base = origin.wrapping_add((e as i64).wrapping_mul(extent));
+            self.body.walk(base, s, n, f);
+            take -= n;
+            s = 0;
+            e += 1;
+        }
+    }
+
+    /// Where the packed window starts in memory when `count` items are one byte range.
+    fn contiguous_start(&self, count: u64) -> Option<i64> {
+        let at = self.body.contiguous_at?;
+        (count <= 1 || self.extent() == self.body.size as i64).then_some(at)
+    }
+
+    fn check_window(&self, op: &str, count: u64, position: u64, len: usize) -> Result<()> {
+        let total = self.packed_bytes(count).map_err(|e| e.context(op))?;
+        if position as u128 + len as u128 > total as u128 {
+            return Err(Error::new(
+                ErrorKind::Truncate,
+                format!(
+                    "{op}: window [{position}, {}) is past the {total} packed bytes of {count} \
+                     items",
+                    position as u128 + len as u128
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Packs `count` items of `src` (address at index `origin`) into the start of `out`
+    /// (MPI_Pack, MPI-4.1 §5.2). Returns the bytes written, `packed_bytes(count)`.
+    pub fn pack(&self, src: &[u8], origin: usize, count: u64, out: &mut [u8]) -> Result<usize> {
+        let total = self.packed_bytes(count).map_err(|e| e.context("pack"))?;
+        if (out.len() as u64) < total {
+            return Err(Error::new(
+                ErrorKind::Truncate,
+                format!(
+                    "pack: {count} items need {total} bytes but the output holds {}",
+                    out.len()
+                ),
+            ));
+        }
+        let total = total as usize;
+        self.pack_range(src, origin, count, 0, &mut out[..total])?;
+        Ok(total)
+    }
+
+    /// Packs the bytes `position..position + out.len()` of the packed stream of `count`
+    /// items of `src` (address at index `origin`): a window of MPI_Pack for pipelined
+    /// transfers.
+    pub fn pack_range(
+        &self,
+        src: &[u8],
+        origin: usize,
+        count: u64,
+        position: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.check_window("pack", count, position, out.len())?;
+        self.check_buffer("pack", src.len(), origin, count)?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = self.contiguous_start(count) {
+            let start = (origin as i64 + at) as usize + position as usize;
+            out.copy_from_slice(&src[start..start + out.len()]);
+            return Ok(());
+        }
+        let mut o = 0usize;
+        self.walk_items(origin as i64, position, out.len() as u64, &mut |d, n, _| {
+            let d = d as usize;
+            out[o..o + n].copy_from_slice(&src[d..d + n]);
+            o += n;
+        });
+        Ok(())
+    }
+
+    /// Unpacks `packed` (the start of the packed stream of at most `count` items) into
+    /// `dst` (address at index `origin`) (MPI_Unpack, MPI-4.1 §5.2; also a receive). A
+    /// stream longer than `count` items is a truncation error.
+    pub fn unpack(&self, packed: &[u8], dst: &mut [u8], origin: usize, count: u64) -> Result<()> {
+        let total = self.packed_bytes(count).map_err(|e| e.context("unpack"))?;
+        if packed.len() as u64 > total {
+            return Err(Error::new(
+                ErrorKind::Truncate,
+                format!(
+                    "unpack: {} bytes arrived but {count} items of {} bytes hold {total}",
+                    packed.len(),
+                    self.body.size
+                ),
+            ));
+        }
+        self.unpack_range(packed, 0, dst, origin, count)
+    }
+
+    /// Unpacks `packed` as the bytes `position..position + packed.len()` of the packed
+    /// stream of `count` items into `dst` (address at index `origin`).
+    pub fn unpack_range(
+        &self,
+        packed: &[u8],
+        position: u64,
+        dst: &mut [u8],
+        origin: usize,
+        count: u64,
+    ) -> Result<()> {
+        self.check_window("unpack", count, position, packed.len())?;
+        self.check_buffer("unpack", dst.len(), origin, count)?;
+        if packed.is_empty() {
+            return Ok(());
+        }
+        if let Some(at) = self.contiguous_start(count) {
+            let start = (origin as i64 + at) as usize + position as usize;
+            dst[start..start + packed.len()].copy_from_slice(packed);
+            return Ok(());
+        }
+        let mut o = 0usize;
+        self.walk_items(
+            origin as i64,
+            position,
+            packed.len() as u64,
+            &mut |d, n, _| {
+                let d = d as usize;
+                dst[d..d + n].copy_from_slice(&packed[o..o + n]);
+                o += n;
+            },
+        );
+        Ok(())
+    }
+
+    /// Whole items in `bytes` received bytes (MPI_Get_count, MPI-4.1 §3.2.5); `None` is
+    /// MPI_UNDEFINED (not a whole number of items). A type without data counts 0.
+    pub fn count_in(&self, bytes: u64) -> Option<u64> {
+        match self.body.size {
+            0 => Some(0),
+            s => bytes.is_multiple_of(s).then_some(bytes / s),
+        }
+    }
+
+    /// Basic elements in `bytes` received bytes, counting into a partial last item
+    /// (MPI_Get_elements, MPI-4.1 §5.1.11); `None` is MPI_UNDEFINED (the bytes end inside
+    /// a basic element, or exceed nothing for a type without data).
+    pub fn elements_in(&self, bytes: u64) -> Option<u64> {
+        let size = self.body.size;
+        if size == 0 {
+            return (bytes == 0).then_some(0);
+        }
+        let mut n = (bytes / size).checked_mul(self.body.elements)?;
+        let mut whole = true;
+        self.body.walk(0, 0, bytes % size, &mut |_, len, kind| {
+            let k = kind.size_bytes() as usize;
+            n += (len / k) as u64;
+            whole &= len % k == 0;
+        });
+        whole.then_some(n)
+    }
+}
+
+/// One side of a typed copy: the type, how many items, and the index of the buffer's
+/// address in the byte slice.
+#[derive(Clone, Copy, Debug)]
+pub struct Typed<'a> {
+    /// The datatype.
+    pub map: &'a TypeMap,
+    /// Items of it.
+    pub count: u64,
+    /// Index in the slice of the buffer address (displacement 0).
+    pub origin: usize,
+}
+
+/// Copies the data of `from` in `src` into `to` in `dst` in type-map order, as a send to
+/// oneself would (MPI-4.1 §3.3: the type signatures should match; only the byte counts are
+/// checked). The source may be shorter than the destination; longer is a truncation error.
+/// Returns the bytes moved.
+pub fn copy(from: Typed<'_>, src: &[u8], to: Typed<'_>, dst: &mut [u8]) -> Result<u64> {
+    let n = from.map.packed_bytes(from.count)?;
+    let cap = to.map.packed_bytes(to.count)?;
+    if n > cap {
+        return Err(Error::new(
+            ErrorKind::Truncate,
+            format!(
+                "copy: {n} bytes of data ({} items) do not fit {cap} bytes ({} items)",
+                from.count, to.count
+            ),
+        ));
+    }
+    from.map
+        .check_buffer("copy source", src.len(), from.origin, from.count)?;
+    to.map
+        .check_buffer("copy destination", dst.len(), to.origin, to.count)?;
+    if n == 0 {
+        return Ok(0);
+    }
+    if let Some(at) = from.map.contiguous_start(from.count) {
+        let start = (from.origin as i64 + at) as usize;
+        to.map
+            .unpack_range(&src[start..start + n as usize], 0, dst, to.origin, to.count)?;
+        return Ok(n);
+    }
+    if let Some(at) = to.map.contiguous_start(to.count) {
+        let start = (to.origin as i64 + at) as usize;
+        from.map.pack_range(
+            src,
+            from.origin,
+            from.count,
+            0,
+            &mut dst[start..start + n as usize],
+        )?;
+        return Ok(n);
+    }
+    let mut stage = vec![0u8; COPY_CHUNK_BYTES.min(n as usize)];
+    let mut position = 0u64;
+    while position < n {
+        let len = (n - position).min(stage.len() as u64) as usize;
+        let chunk = &mut stage[..len];
+        from.map
+            .pack_range(src, from.origin, from.count, position, chunk)?;
+        to.map
+            .unpack_range(chunk, position, dst, to.origin, to.count)?;
+        position += len as u64;
+    }
+    Ok(n)
+}
