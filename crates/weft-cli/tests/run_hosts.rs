@@ -338,6 +338,16 @@ fn exit_codes_and_a_rank_killed_on_a_remote_host() {
         "{}",
         text(&out.stderr)
     );
+    let missing = weft_run(&["--hosts", &h.list(&[1, 1]), "--launcher", NETNS, "/no/such"]);
+    assert_eq!(missing.status.code(), Some(127));
+    assert!(
+        text(&missing.stderr).contains(&format!(
+            "weft: cannot start rank 0 on host {}: weft: /no/such:",
+            h.names[0]
+        )),
+        "{}",
+        text(&missing.stderr)
+    );
     let all_ok = weft_run(&["--hosts", &h.list(&[1, 2]), "--launcher", NETNS, "true"]);
     assert_eq!(all_ok.status.code(), Some(0), "{}", text(&all_ok.stderr));
 
@@ -528,4 +538,44 @@ fn timeout_and_sigterm_end_every_host() {
         text(&out.stderr)
     );
     assert_none_left(&m);
+}
+
+#[test]
+fn bench_takes_the_host_options_of_run() {
+    // Checked by the same parser as `weft run`, on either side of the benchmark's name.
+    for args in [
+        vec!["bench", "--hosts", "a:0", "p2p"],
+        vec!["bench", "p2p", "--hosts", "a:0"],
+    ] {
+        let out = Command::new(WEFT).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("a host needs at least 1 slot"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let out = Command::new(WEFT)
+        .args(["bench", "p2p", "--boot-addr", "10.0.0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--boot-addr needs --hosts"));
+
+    // Real weft ranks started by an agent in a namespace host, meeting through the store
+    // across the veth link.
+    let Some(h) = Hosts::up('g', 1) else { return };
+    let out = Command::new(WEFT)
+        .args(["bench", "--hosts", &h.list(&[2]), "--launcher", NETNS])
+        .args(["--boot-addr", &h.root_ip()])
+        .args(["p2p", "--sizes", "8", "--iters", "20", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 2, "latency and bandwidth: {stdout}");
+    assert!(
+        stdout.lines().all(|l| l.contains("\"bytes\":8")),
+        "{stdout}"
+    );
 }

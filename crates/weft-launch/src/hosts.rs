@@ -452,6 +452,7 @@ pub(crate) fn run_on_hosts(
         store_port: store.local_addr().port(),
         spec,
         job_id: job_id.clone(),
+        ended_connecting: false,
     };
     let secret_hex = encode_hex(&secret);
     let agent_program = hs.agent_program.as_os_str().as_bytes();
@@ -525,6 +526,8 @@ struct MultiJob<'a> {
     store_port: u16,
     spec: &'a JobSpec,
     job_id: String,
+    /// Agents still connecting were terminated when the job ended.
+    ended_connecting: bool,
 }
 
 impl MultiJob<'_> {
@@ -630,6 +633,8 @@ impl MultiJob<'_> {
                 None
             }
             Event::Store(ev) => store_event(ev, may_end, &mut self.sink),
+            // An agent ended while it was connecting shows up as a refusal; that one is ours.
+            Event::Refused(_) if !may_end && self.ended_connecting => None,
             Event::Refused(line) => {
                 self.sink.launcher_line(&line);
                 None
@@ -780,11 +785,21 @@ impl MultiJob<'_> {
                 }
             }
         }
+        for h in &self.hosts {
+            if let (Some(pid), false, None) = (h.child, h.connected, h.child_exit) {
+                self.ended_connecting = true;
+                // Still connecting: it has started nothing, so it can simply go.
+                // SAFETY: the group of our own unreaped child (its pid is its group id).
+                unsafe {
+                    libc::kill(-(pid as libc::pid_t), libc::SIGTERM);
+                }
+            }
+        }
         let deadline = Instant::now() + STOP_WAIT;
         let waiting = |hosts: &[HostState]| {
             hosts
                 .iter()
-                .any(|h| h.child_exit.is_none() && h.child.is_some() && !h.finished && !h.lost)
+                .any(|h| h.connected && h.child_exit.is_none() && !h.finished && !h.lost)
         };
         while waiting(&self.hosts) && Instant::now() < deadline {
             if let Ok(ev) = self.events.recv_timeout(TICK) {
