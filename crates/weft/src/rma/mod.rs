@@ -214,6 +214,18 @@ impl SymmetricHeap {
         (addr >= base && addr < base + self.heap_bytes as u64).then(|| (addr - base) as usize)
     }
 
+    /// A number naming the symmetric object at `addr` identically on every PE (heap offset or
+    /// offset in the executable's image, in disjoint ranges), for tags of the node's
+    /// synchronisation engine; `None` when the address is not symmetric.
+    pub fn symmetric_id(&self, addr: u64) -> Option<u64> {
+        if let Some(off) = self.offset_of(addr) {
+            return Some(1 << 62 | off as u64);
+        }
+        self.image
+            .contains(addr, 1)
+            .then(|| 1 << 61 | (addr - self.image.base))
+    }
+
     /// Whether `pe` can be reached with loads and stores (same node).
     pub fn accessible(&self, pe: u32) -> bool {
         self.local_of_pe

@@ -1,0 +1,1077 @@
+//! The untyped OpenSHMEM entry points: setup, memory management, `putmem`/`getmem`,
+//! ordering, barriers, signals, locks, contexts, teams and their collectives, the deprecated
+//! active-set calls, and `weft/sync.h`.
+
+use crate::*;
+
+/// OpenSHMEM 1.5 §9.1.1 `shmem_init`: starts weft, maps the node's symmetric heaps and creates
+/// the synchronisation engine. A second call does nothing.
+#[no_mangle]
+pub extern "C" fn shmem_init() {
+    let mut g = runtime();
+    if g.0.is_some() {
+        return;
+    }
+    let weft = ok(weft::init());
+    let heap = ok(SymmetricHeap::new(&weft));
+    let sync = ok(SyncEngine::new(&weft, "shmem"));
+    let world = weft.world();
+    let n = world.size();
+    let one_node = (0..n).all(|pe| heap.accessible(pe));
+    let shared = ok(world.split_shared(0));
+    let shared_pes = shared.members().to_vec();
+    let teams = vec![
+        Some(Team {
+            comm: world.clone(),
+            pes: (0..n).collect(),
+        }),
+        Some(Team {
+            comm: shared,
+            pes: shared_pes,
+        }),
+    ];
+    let _ = HEAP.set(heap);
+    let _ = SYNC.set(sync);
+    let _ = ONE_NODE.set(one_node);
+    ok(world.barrier());
+    drop(world);
+    g.0 = Some(Runtime { weft, teams });
+}
+
+/// OpenSHMEM 1.5 §9.1.2 `shmem_init_thread`: every thread level is provided (the data path is
+/// shared and lock-free; collectives serialise on one lock).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_init_thread(_requested: c_int, provided: *mut c_int) -> c_int {
+    shmem_init();
+    if !provided.is_null() {
+        // SAFETY: a non-null out-pointer from the caller.
+        unsafe { *provided = 3 };
+    }
+    0
+}
+
+/// OpenSHMEM 1.5 §9.1.3 `shmem_query_thread`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+    if !provided.is_null() {
+        // SAFETY: a non-null out-pointer from the caller.
+        unsafe { *provided = 3 };
+    }
+}
+
+/// OpenSHMEM 1.5 §9.1.4 `shmem_finalize`: a barrier, then weft's finalize.
+#[no_mangle]
+pub extern "C" fn shmem_finalize() {
+    if HEAP.get().is_none() {
+        return;
+    }
+    shmem_barrier_all();
+    let rt = runtime().0.take();
+    if let Some(rt) = rt {
+        drop(rt.teams);
+        ok(rt.weft.finalize());
+    }
+}
+
+/// OpenSHMEM 1.5 §9.1.5 `shmem_my_pe`.
+#[no_mangle]
+pub extern "C" fn shmem_my_pe() -> c_int {
+    heap().pe() as c_int
+}
+
+/// OpenSHMEM 1.5 §9.1.6 `shmem_n_pes`.
+#[no_mangle]
+pub extern "C" fn shmem_n_pes() -> c_int {
+    heap().npes() as c_int
+}
+
+/// Deprecated (1.2) `_my_pe`.
+#[no_mangle]
+pub extern "C" fn _my_pe() -> c_int {
+    shmem_my_pe()
+}
+
+/// Deprecated (1.2) `_num_pes`.
+#[no_mangle]
+pub extern "C" fn _num_pes() -> c_int {
+    shmem_n_pes()
+}
+
+/// Deprecated (1.2) `my_pe`.
+#[no_mangle]
+pub extern "C" fn my_pe() -> c_int {
+    shmem_my_pe()
+}
+
+/// Deprecated (1.2) `num_pes`.
+#[no_mangle]
+pub extern "C" fn num_pes() -> c_int {
+    shmem_n_pes()
+}
+
+/// Deprecated (1.2) `start_pes`.
+#[no_mangle]
+pub extern "C" fn start_pes(_npes: c_int) {
+    shmem_init();
+}
+
+/// OpenSHMEM 1.5 §9.1.10 `shmem_global_exit`: ends every PE with `status`.
+#[no_mangle]
+pub extern "C" fn shmem_global_exit(status: c_int) {
+    let mut g = runtime();
+    if let Some(rt) = g.0.take() {
+        rt.weft
+            .abort(status, &format!("shmem_global_exit({status})"));
+    }
+    std::process::exit(status)
+}
+
+/// OpenSHMEM 1.5 §9.1.8 `shmem_info_get_version`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+    // SAFETY: out-pointers from the caller, checked for null.
+    unsafe {
+        if !major.is_null() {
+            *major = 1;
+        }
+        if !minor.is_null() {
+            *minor = 5;
+        }
+    }
+}
+
+/// OpenSHMEM 1.5 §9.1.9 `shmem_info_get_name` (at most SHMEM_MAX_NAME_LEN = 256 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+    let text = b"weft\0";
+    if !name.is_null() {
+        // SAFETY: the caller gives SHMEM_MAX_NAME_LEN bytes; we write 5.
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr() as *const c_char, name, text.len()) };
+    }
+}
+
+/// OpenSHMEM 1.5 §9.1.7 `shmem_pe_accessible`: PEs of this node.
+#[no_mangle]
+pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+    (pe >= 0 && heap().accessible(pe as u32)) as c_int
+}
+
+/// OpenSHMEM 1.5 §9.1.8 `shmem_addr_accessible`.
+#[no_mangle]
+pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+    if pe < 0 {
+        return 0;
+    }
+    heap()
+        .target(pe as u32, addr as u64, 1, "shmem_addr_accessible")
+        .is_ok() as c_int
+}
+
+/// OpenSHMEM 1.5 §9.2.? `shmem_ptr`: the local address of `dest` on `pe` (heap objects of
+/// PEs on this node), else NULL.
+#[no_mangle]
+pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+    if pe < 0 {
+        return std::ptr::null_mut();
+    }
+    heap()
+        .ptr(pe as u32, dest as u64)
+        .map_or(std::ptr::null_mut(), |p| p as *mut c_void)
+}
+
+fn heap_addr(offset: usize) -> *mut c_void {
+    heap().base().wrapping_add(offset) as *mut c_void
+}
+
+fn heap_offset(ptr: *const c_void, call: &str) -> usize {
+    heap().offset_of(ptr as u64).unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{call}: {ptr:?} on PE {} is not in the symmetric heap",
+                heap().pe()
+            ),
+        ))
+    })
+}
+
+/// OpenSHMEM 1.5 §9.3.1 `shmem_malloc` (collective; ends with a barrier).
+#[no_mangle]
+pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
+    let off = ok(heap().malloc(size).map_err(|e| e.context("shmem_malloc")));
+    shmem_barrier_all();
+    heap_addr(off)
+}
+
+/// OpenSHMEM 1.5 §9.3.4 `shmem_calloc`.
+#[no_mangle]
+pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+    let bytes = bytes_of(count, size, "shmem_calloc");
+    let off = ok(heap().malloc(bytes).map_err(|e| e.context("shmem_calloc")));
+    // SAFETY: the block [off, off+bytes) was just allocated in this PE's heap.
+    unsafe { std::ptr::write_bytes(heap_addr(off) as *mut u8, 0, bytes) };
+    shmem_barrier_all();
+    heap_addr(off)
+}
+
+/// OpenSHMEM 1.5 §9.3.3 `shmem_align`.
+#[no_mangle]
+pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+    let off = ok(heap()
+        .align(alignment, size)
+        .map_err(|e| e.context("shmem_align")));
+    shmem_barrier_all();
+    heap_addr(off)
+}
+
+/// OpenSHMEM 1.5 §9.3.1 `shmem_free` (collective; starts with a barrier).
+#[no_mangle]
+pub extern "C" fn shmem_free(ptr: *mut c_void) {
+    if ptr.is_null() {
+        return;
+    }
+    shmem_barrier_all();
+    let off = heap_offset(ptr, "shmem_free");
+    ok(heap().free(off).map_err(|e| e.context("shmem_free")));
+}
+
+/// OpenSHMEM 1.5 §9.3.2 `shmem_realloc`.
+#[no_mangle]
+pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    if ptr.is_null() {
+        return shmem_malloc(size);
+    }
+    shmem_barrier_all();
+    let off = heap_offset(ptr, "shmem_realloc");
+    let new = ok(heap()
+        .realloc(off, size)
+        .map_err(|e| e.context("shmem_realloc")));
+    shmem_barrier_all();
+    heap_addr(new)
+}
+
+/// Deprecated (1.2) `shmalloc`.
+#[no_mangle]
+pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+    shmem_malloc(size)
+}
+
+/// Deprecated (1.2) `shfree`.
+#[no_mangle]
+pub extern "C" fn shfree(ptr: *mut c_void) {
+    shmem_free(ptr)
+}
+
+/// Deprecated (1.2) `shrealloc`.
+#[no_mangle]
+pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    shmem_realloc(ptr, size)
+}
+
+/// Deprecated (1.2) `shmemalign`.
+#[no_mangle]
+pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+    shmem_align(alignment, size)
+}
+
+/// OpenSHMEM 1.5 §9.5.1 `shmem_putmem`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_putmem",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 §9.5.3 `shmem_getmem`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_getmem(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        get_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_getmem",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 §9.5.7 `shmem_putmem_nbi` (complete on return inside a node).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_putmem_nbi",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 §9.5.8 `shmem_getmem_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_getmem_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        get_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_getmem_nbi",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_putmem`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_putmem(
+    _ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_ctx_putmem",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_getmem`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_getmem(
+    _ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        get_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_ctx_getmem",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 §9.11.2 `shmem_quiet`.
+#[no_mangle]
+pub extern "C" fn shmem_quiet() {
+    heap().quiet();
+}
+
+/// OpenSHMEM 1.5 §9.11.1 `shmem_fence`.
+#[no_mangle]
+pub extern "C" fn shmem_fence() {
+    heap().fence();
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_quiet`: contexts share the direct data path, so this is quiet.
+#[no_mangle]
+pub extern "C" fn shmem_ctx_quiet(_ctx: ShmemCtx) {
+    heap().quiet();
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_fence`.
+#[no_mangle]
+pub extern "C" fn shmem_ctx_fence(_ctx: ShmemCtx) {
+    heap().fence();
+}
+
+/// OpenSHMEM 1.5 §9.4.1 `shmem_ctx_create`. Every thread already stores directly into the
+/// target heap (there is no shared queue to privatise), so a context is a handle whose quiet
+/// and fence order this thread's stores.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_create(_options: std::ffi::c_long, ctx: *mut ShmemCtx) -> c_int {
+    if ctx.is_null() {
+        return 1;
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(2);
+    // SAFETY: non-null out-pointer from the caller.
+    unsafe { *ctx = NEXT.fetch_add(1, SeqCst) as ShmemCtx };
+    0
+}
+
+/// OpenSHMEM 1.5 §9.4.2 `shmem_ctx_destroy`.
+#[no_mangle]
+pub extern "C" fn shmem_ctx_destroy(_ctx: ShmemCtx) {
+    heap().quiet();
+}
+
+/// OpenSHMEM 1.5 `shmem_team_create_ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_create_ctx(
+    _team: ShmemTeam,
+    options: std::ffi::c_long,
+    ctx: *mut ShmemCtx,
+) -> c_int {
+    // SAFETY: forwarded API contract.
+    unsafe { shmem_ctx_create(options, ctx) }
+}
+
+/// OpenSHMEM 1.5 §9.9.1 `shmem_barrier_all`: quiet, then every PE arrives. On one node it
+/// is the synchronisation engine's counter barrier, otherwise weft's barrier.
+#[no_mangle]
+pub extern "C" fn shmem_barrier_all() {
+    heap().quiet();
+    shmem_sync_all();
+}
+
+/// OpenSHMEM 1.5 §9.9.3 `shmem_sync_all`.
+#[no_mangle]
+pub extern "C" fn shmem_sync_all() {
+    if ONE_NODE.get().copied().unwrap_or(false) {
+        ok(engine()
+            .barrier(TAG_BARRIER_ALL, heap().npes())
+            .map_err(|e| e.context("shmem_barrier_all")));
+    } else {
+        with_team(1, "shmem_barrier_all", |t| t.comm.barrier());
+    }
+}
+
+/// Deprecated (1.4) active-set `shmem_barrier`.
+#[no_mangle]
+pub extern "C" fn shmem_barrier(
+    pe_start: c_int,
+    log_stride: c_int,
+    pe_size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    let set = active_set(pe_start, log_stride, pe_size, "shmem_barrier");
+    active_barrier(&set, "shmem_barrier");
+}
+
+/// OpenSHMEM 1.5 §9.9.2 `shmem_team_sync` (and `shmem_sync` on a team).
+#[no_mangle]
+pub extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
+    with_team(team, "shmem_team_sync", |t| t.comm.barrier());
+    0
+}
+
+/// OpenSHMEM 1.5 `shmem_putmem_signal`: the data, a fence, then the signal update
+/// (SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_elems(
+            dest as *mut u8,
+            source as *const u8,
+            nelems,
+            1,
+            pe,
+            "shmem_putmem_signal",
+        )
+    };
+    heap().fence();
+    let call = "shmem_putmem_signal";
+    match sig_op {
+        0 => amo64(sig_addr as *const u8, pe, call, |a| a.swap(signal, SeqCst)),
+        1 => amo64(sig_addr as *const u8, pe, call, |a| a.fetch_add(signal, SeqCst)),
+        _ => fatal(Error::new(
+            ErrorKind::InvalidOp,
+            format!("{call}: signal operation {sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD"),
+        )),
+    };
+}
+
+/// OpenSHMEM 1.5 `shmem_putmem_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_putmem_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe { shmem_putmem_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) }
+}
+
+/// OpenSHMEM 1.5 `shmem_signal_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    check_ptr(sig_addr, "shmem_signal_fetch");
+    // SAFETY: checked non-null and aligned; the caller's symmetric signal word.
+    unsafe { u64::load(sig_addr) }
+}
+
+/// OpenSHMEM 1.5 `shmem_signal_wait_until`: returns the satisfying value.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_signal_wait_until(
+    sig_addr: *mut u64,
+    cmp: c_int,
+    value: u64,
+) -> u64 {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        wait_until(
+            sig_addr as *const u64,
+            cmp,
+            value,
+            "shmem_signal_wait_until",
+        );
+        u64::load(sig_addr)
+    }
+}
+
+fn lock_tag(lock: *mut std::ffi::c_long, call: &str) -> u64 {
+    check_ptr(lock as *const std::ffi::c_long, call);
+    heap().symmetric_id(lock as u64).unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: lock at {lock:?} on PE {} is not symmetric (neither in the symmetric heap nor a global)", heap().pe()),
+        ))
+    })
+}
+
+/// OpenSHMEM 1.5 §9.10.1 `shmem_set_lock`: the lock bit of the node synchronisation engine's
+/// word tagged by the lock's symmetric identity (so a global `long` works as well as a heap
+/// one; the lock variable itself is not written). PEs of one node only.
+#[no_mangle]
+pub extern "C" fn shmem_set_lock(lock: *mut std::ffi::c_long) {
+    let tag = lock_tag(lock, "shmem_set_lock");
+    ok(engine().lock(tag).map_err(|e| e.context("shmem_set_lock")));
+}
+
+/// OpenSHMEM 1.5 §9.10.3 `shmem_test_lock`: 0 when acquired, 1 when held elsewhere.
+#[no_mangle]
+pub extern "C" fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
+    let tag = lock_tag(lock, "shmem_test_lock");
+    (!ok(engine()
+        .try_lock(tag)
+        .map_err(|e| e.context("shmem_test_lock")))) as c_int
+}
+
+/// OpenSHMEM 1.5 §9.10.2 `shmem_clear_lock`: quiet (so the critical section's puts are
+/// visible), then release.
+#[no_mangle]
+pub extern "C" fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
+    heap().quiet();
+    let tag = lock_tag(lock, "shmem_clear_lock");
+    ok(engine()
+        .unlock(tag)
+        .map_err(|e| e.context("shmem_clear_lock")));
+}
+
+/// OpenSHMEM 1.5 §9.8.2 `shmem_team_my_pe`.
+#[no_mangle]
+pub extern "C" fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
+    with_team(team, "shmem_team_my_pe", |t| Ok(t.comm.rank() as c_int))
+}
+
+/// OpenSHMEM 1.5 §9.8.3 `shmem_team_n_pes`.
+#[no_mangle]
+pub extern "C" fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
+    with_team(team, "shmem_team_n_pes", |t| Ok(t.comm.size() as c_int))
+}
+
+/// OpenSHMEM 1.5 §9.8.6 `shmem_team_translate_pe`: -1 when not a member of `dest_team`.
+#[no_mangle]
+pub extern "C" fn shmem_team_translate_pe(
+    src_team: ShmemTeam,
+    src_pe: c_int,
+    dest_team: ShmemTeam,
+) -> c_int {
+    let world_pe = with_team(src_team, "shmem_team_translate_pe", |t| {
+        Ok(t.pes
+            .get(src_pe.max(0) as usize)
+            .copied()
+            .filter(|_| src_pe >= 0))
+    });
+    let Some(w) = world_pe else { return -1 };
+    with_team(dest_team, "shmem_team_translate_pe", |t| {
+        Ok(t.pes
+            .iter()
+            .position(|&p| p == w)
+            .map_or(-1, |i| i as c_int))
+    })
+}
+
+/// OpenSHMEM 1.5 §9.8.7 `shmem_team_split_strided`: collective over `parent`; members get a
+/// new handle, the others SHMEM_TEAM_INVALID (0).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_team_split_strided(
+    parent: ShmemTeam,
+    start: c_int,
+    stride: c_int,
+    size: c_int,
+    _config: *const c_void,
+    _config_mask: std::ffi::c_long,
+    new_team: *mut ShmemTeam,
+) -> c_int {
+    let call = "shmem_team_split_strided";
+    let (parent_team, n) = with_team(parent, call, |t| Ok((t.pes.clone(), t.comm.size() as i64)));
+    let members: Vec<i64> = (0..size.max(0) as i64)
+        .map(|i| start as i64 + i * stride as i64)
+        .collect();
+    if size < 1 || members.iter().any(|&m| m < 0 || m >= n) {
+        fatal(Error::new(
+            ErrorKind::InvalidRank,
+            format!(
+                "{call}: start={start} stride={stride} size={size} does not fit a team of {n} PEs"
+            ),
+        ));
+    }
+    let me = with_team(parent, call, |t| Ok(t.comm.rank() as i64));
+    let index = members.iter().position(|&m| m == me);
+    let color = if index.is_some() { 0 } else { weft::UNDEFINED };
+    let key = index.unwrap_or(0) as i32;
+    let comm = with_team(parent, call, |t| t.comm.split(color, key));
+    let mut g = runtime();
+    let handle = match (comm, g.0.as_mut()) {
+        (Some(comm), Some(rt)) => {
+            let pes = members.iter().map(|&m| parent_team[m as usize]).collect();
+            rt.teams.push(Some(Team { comm, pes }));
+            rt.teams.len()
+        }
+        _ => 0,
+    };
+    drop(g);
+    if !new_team.is_null() {
+        // SAFETY: non-null out-pointer from the caller.
+        unsafe { *new_team = handle };
+    }
+    0
+}
+
+/// OpenSHMEM 1.5 §9.8.9 `shmem_team_destroy`.
+#[no_mangle]
+pub extern "C" fn shmem_team_destroy(team: ShmemTeam) {
+    if team <= 2 {
+        return;
+    }
+    let mut g = runtime();
+    if let Some(rt) = g.0.as_mut() {
+        if let Some(slot) = rt.teams.get_mut(team - 1) {
+            *slot = None;
+        }
+    }
+}
+
+/// OpenSHMEM 1.5 §9.9.4 `shmem_broadcastmem`: `source` of team PE `root` into `dest` on every
+/// team PE (the root included).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcastmem(
+    team: ShmemTeam,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    with_team(team, "shmem_broadcastmem", |t| {
+        if t.comm.rank() as c_int == root && nelems > 0 {
+            // SAFETY: source and dest have nelems bytes (API contract); may overlap.
+            unsafe { std::ptr::copy(source as *const u8, dest as *mut u8, nelems) };
+        }
+        if nelems == 0 {
+            return Ok(());
+        }
+        // SAFETY: dest has nelems bytes.
+        let buf = unsafe { std::slice::from_raw_parts_mut(dest as *mut u8, nelems) };
+        t.comm.bcast(buf, root.max(0) as u32)
+    });
+    0
+}
+
+/// OpenSHMEM 1.5 §9.9.6 `shmem_fcollectmem`: every PE's `nelems` bytes, in team order.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollectmem(
+    team: ShmemTeam,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+) -> c_int {
+    with_team(team, "shmem_fcollectmem", |t| {
+        // SAFETY: source has nelems bytes; copied because it may overlap dest.
+        let src = unsafe { std::slice::from_raw_parts(source as *const u8, nelems) }.to_vec();
+        // SAFETY: dest has nelems × team size bytes.
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(dest as *mut u8, nelems * t.comm.size() as usize)
+        };
+        t.comm.allgather(&src, dst)
+    });
+    0
+}
+
+/// OpenSHMEM 1.5 §9.9.5 `shmem_collectmem`: like fcollect, each PE with its own length.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collectmem(
+    team: ShmemTeam,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+) -> c_int {
+    with_team(team, "shmem_collectmem", |t| {
+        let n = t.comm.size() as usize;
+        let mut lens = vec![0u64; n];
+        t.comm.allgather(&[nelems as u64], &mut lens)?;
+        let max = lens.iter().copied().max().unwrap_or(0) as usize;
+        let mut mine = vec![0u8; max];
+        // SAFETY: source has nelems bytes.
+        mine[..nelems]
+            .copy_from_slice(unsafe { std::slice::from_raw_parts(source as *const u8, nelems) });
+        let mut all = vec![0u8; max * n];
+        t.comm.allgather(&mine, &mut all)?;
+        let mut at = 0;
+        for (i, &l) in lens.iter().enumerate() {
+            // SAFETY: dest holds the sum of all lengths (API contract).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    all[i * max..].as_ptr(),
+                    (dest as *mut u8).add(at),
+                    l as usize,
+                )
+            };
+            at += l as usize;
+        }
+        Ok(())
+    });
+    0
+}
+
+/// OpenSHMEM 1.5 §9.9.7 `shmem_alltoallmem`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallmem(
+    team: ShmemTeam,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+) -> c_int {
+    with_team(team, "shmem_alltoallmem", |t| {
+        let total = nelems * t.comm.size() as usize;
+        // SAFETY: source and dest have nelems × team size bytes.
+        let src = unsafe { std::slice::from_raw_parts(source as *const u8, total) }.to_vec();
+        // SAFETY: as above.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest as *mut u8, total) };
+        t.comm.alltoall(&src, dst)
+    });
+    0
+}
+
+unsafe fn active_broadcast(
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    root: c_int,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    call: &str,
+) {
+    let set = active_set(start, log_stride, size, call);
+    let root_pe = *set.get(root.max(0) as usize).unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidRoot,
+            format!("{call}: PE_root {root} outside an active set of {size}"),
+        ))
+    });
+    active_barrier(&set, call);
+    if heap().pe() != root_pe && bytes > 0 {
+        // SAFETY: dest has `bytes` bytes (API contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest, bytes) };
+        ok(heap()
+            .get(root_pe, source as u64, dst)
+            .map_err(|e| e.context(call)));
+    }
+    active_barrier(&set, call);
+}
+
+unsafe fn active_fcollect(
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    call: &str,
+) {
+    let set = active_set(start, log_stride, size, call);
+    active_barrier(&set, call);
+    for (i, &pe) in set.iter().enumerate() {
+        // SAFETY: dest has bytes × set size bytes (API contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest.add(i * bytes), bytes) };
+        ok(heap()
+            .get(pe, source as u64, dst)
+            .map_err(|e| e.context(call)));
+    }
+    active_barrier(&set, call);
+}
+
+/// Deprecated (1.4) `shmem_broadcast32` (the root's dest is left alone, as 1.4 says).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcast32(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    root: c_int,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_broadcast(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 4,
+            root,
+            start,
+            log_stride,
+            size,
+            "shmem_broadcast32",
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_broadcast64`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_broadcast64(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    root: c_int,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_broadcast(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 8,
+            root,
+            start,
+            log_stride,
+            size,
+            "shmem_broadcast64",
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_fcollect32`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollect32(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_fcollect(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 4,
+            start,
+            log_stride,
+            size,
+            "shmem_fcollect32",
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_fcollect64`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_fcollect64(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_fcollect(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 8,
+            start,
+            log_stride,
+            size,
+            "shmem_fcollect64",
+        )
+    }
+}
+
+fn sync_op(op: c_int, call: &str) -> SyncOp {
+    match op {
+        0 => SyncOp::Sum,
+        1 => SyncOp::Prod,
+        2 => SyncOp::Min,
+        3 => SyncOp::Max,
+        4 => SyncOp::And,
+        5 => SyncOp::Or,
+        6 => SyncOp::Xor,
+        _ => fatal(Error::new(
+            ErrorKind::InvalidOp,
+            format!("{call}: operation {op} is not one of WEFT_SYNC_SUM..WEFT_SYNC_XOR (0..=6)"),
+        )),
+    }
+}
+
+/// weft/sync.h `weft_sync_put`: store `value` at tagged word `addr`, full for `readers` gets.
+#[no_mangle]
+pub extern "C" fn weft_sync_put(addr: u64, value: i64, readers: u32) {
+    ok(engine()
+        .put(addr, value, readers)
+        .map_err(|e| e.context("weft_sync_put")));
+}
+
+/// weft/sync.h `weft_sync_get`: wait until full, take the value.
+#[no_mangle]
+pub extern "C" fn weft_sync_get(addr: u64) -> i64 {
+    ok(engine().get(addr).map_err(|e| e.context("weft_sync_get")))
+}
+
+/// weft/sync.h `weft_sync_lock`.
+#[no_mangle]
+pub extern "C" fn weft_sync_lock(addr: u64) {
+    ok(engine().lock(addr).map_err(|e| e.context("weft_sync_lock")));
+}
+
+/// weft/sync.h `weft_sync_unlock`.
+#[no_mangle]
+pub extern "C" fn weft_sync_unlock(addr: u64) {
+    ok(engine()
+        .unlock(addr)
+        .map_err(|e| e.context("weft_sync_unlock")));
+}
+
+/// weft/sync.h `weft_sync_barrier`: `n` processes of this node meet at `addr`.
+#[no_mangle]
+pub extern "C" fn weft_sync_barrier(addr: u64, n: u32) {
+    ok(engine()
+        .barrier(addr, n)
+        .map_err(|e| e.context("weft_sync_barrier")));
+}
+
+/// weft/sync.h `weft_sync_reduce_long`.
+#[no_mangle]
+pub extern "C" fn weft_sync_reduce_long(addr: u64, value: i64, op: c_int, n: u32) -> i64 {
+    let op = sync_op(op, "weft_sync_reduce_long");
+    ok(engine()
+        .reduce(addr, value, op, n)
+        .map_err(|e| e.context("weft_sync_reduce_long")))
+}
+
+/// weft/sync.h `weft_sync_reduce_double`.
+#[no_mangle]
+pub extern "C" fn weft_sync_reduce_double(addr: u64, value: f64, op: c_int, n: u32) -> f64 {
+    let op = sync_op(op, "weft_sync_reduce_double");
+    ok(engine()
+        .reduce(addr, value, op, n)
+        .map_err(|e| e.context("weft_sync_reduce_double")))
+}
+
+/// weft/sync.h `weft_sync_burst_reduce_double`: `dst[i]` = op over the `n` processes' `src[i]`.
+#[no_mangle]
+pub unsafe extern "C" fn weft_sync_burst_reduce_double(
+    addr: u64,
+    src: *const f64,
+    dst: *mut f64,
+    len: usize,
+    op: c_int,
+    n: u32,
+) {
+    let op = sync_op(op, "weft_sync_burst_reduce_double");
+    if len == 0 {
+        return;
+    }
+    // SAFETY: src and dst have len elements (API contract); src copied in case they overlap.
+    let s = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
+    // SAFETY: as above.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+    ok(engine()
+        .burst_reduce(addr, &s, d, op, n)
+        .map_err(|e| e.context("weft_sync_burst_reduce_double")));
+}
+
+/// weft/sync.h `weft_sync_burst_reduce_long`.
+#[no_mangle]
+pub unsafe extern "C" fn weft_sync_burst_reduce_long(
+    addr: u64,
+    src: *const i64,
+    dst: *mut i64,
+    len: usize,
+    op: c_int,
+    n: u32,
+) {
+    let op = sync_op(op, "weft_sync_burst_reduce_long");
+    if len == 0 {
+        return;
+    }
+    // SAFETY: as in the double form.
+    let s = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
+    // SAFETY: as above.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+    ok(engine()
+        .burst_reduce(addr, &s, d, op, n)
+        .map_err(|e| e.context("weft_sync_burst_reduce_long")));
+}

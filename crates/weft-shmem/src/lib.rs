@@ -1,0 +1,590 @@
+//! `libshmem`: the OpenSHMEM 1.5 C interface of weft (and the deprecated 1.3/1.4 names that
+//! programs still call), plus weft's synchronisation engine as `weft/sync.h`.
+//!
+//! Thin by design: argument checks and address translation live in `weft::rma`, waiting
+//! words in `weft::sync`, collectives in `weft::Comm`. Data movement never takes a lock: the
+//! symmetric heap is shared by every thread, so each initiating thread stores directly. The
+//! runtime itself (`Weft`, communicators) is not thread-safe and sits behind one mutex that
+//! only collectives, allocation and team calls take.
+//!
+//! Errors are fatal, as in OpenSHMEM: the message (naming the call, PE and address) goes to
+//! stderr and the job is aborted. Must not be depended on by the runtime.
+
+#![allow(clippy::missing_safety_doc)]
+
+mod typed;
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use weft::coll::TypeKind;
+use weft::rma::SymmetricHeap;
+use weft::sync::{SyncEngine, SyncOp};
+use weft::{Comm, Error, ErrorKind, Op, Result, Weft};
+
+/// A team handle as C sees it (`shmem_team_t`): 1 is `SHMEM_TEAM_WORLD`, 2
+/// `SHMEM_TEAM_SHARED`, larger values index teams made by splits, 0 is invalid.
+pub type ShmemTeam = usize;
+/// A context handle (`shmem_ctx_t`); contexts share the direct data path, see `shmem_ctx_create`.
+pub type ShmemCtx = usize;
+
+struct Runtime {
+    weft: Weft,
+    /// Index 0 = SHMEM_TEAM_WORLD, 1 = SHMEM_TEAM_SHARED, then split teams (None once
+    /// destroyed, or on PEs outside the team).
+    teams: Vec<Option<Team>>,
+}
+
+#[derive(Clone)]
+struct Team {
+    comm: Comm,
+    /// World PE of each team member, in team order.
+    pes: Vec<u32>,
+}
+
+/// The runtime behind a mutex. `Weft` holds `Rc`s and is not `Send`: every use happens with
+/// the mutex held and no `Rc` is ever cloned out of it, so moving it between threads is safe.
+struct Cell(Option<Runtime>);
+// SAFETY: see `Cell`: all access is serialised by RUNTIME's mutex and nothing escapes.
+unsafe impl Send for Cell {}
+
+static RUNTIME: Mutex<Cell> = Mutex::new(Cell(None));
+static HEAP: OnceLock<SymmetricHeap> = OnceLock::new();
+static SYNC: OnceLock<SyncEngine> = OnceLock::new();
+/// Whether every PE is on this node (then barriers use the synchronisation engine).
+static ONE_NODE: OnceLock<bool> = OnceLock::new();
+
+const TAG_BARRIER_ALL: u64 = 0x5eed_0000_0000_0001;
+const TAG_ACTIVE_SET: u64 = 0x5eed_0001_0000_0000;
+
+fn runtime() -> MutexGuard<'static, Cell> {
+    RUNTIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Prints `e` and ends the job (OpenSHMEM's fatal error).
+fn fatal(e: Error) -> ! {
+    let message = format!("weft shmem: {e}");
+    if let Ok(mut g) = RUNTIME.try_lock() {
+        if let Some(rt) = g.0.take() {
+            rt.weft.abort(1, &message);
+        }
+    }
+    eprintln!("{message}");
+    std::process::exit(1)
+}
+
+fn ok<T>(r: Result<T>) -> T {
+    r.unwrap_or_else(|e| fatal(e))
+}
+
+fn heap() -> &'static SymmetricHeap {
+    HEAP.get().unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            "an OpenSHMEM call before shmem_init",
+        ))
+    })
+}
+
+fn engine() -> &'static SyncEngine {
+    SYNC.get().unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            "a weft_sync call before shmem_init",
+        ))
+    })
+}
+
+fn pe_u32(pe: c_int, call: &str) -> u32 {
+    let n = heap().npes();
+    if pe < 0 || pe as u32 >= n {
+        fatal(Error::new(
+            ErrorKind::InvalidRank,
+            format!(
+                "{call}: PE {pe} out of range 0..{n} (calling PE {})",
+                heap().pe()
+            ),
+        ));
+    }
+    pe as u32
+}
+
+fn bytes_of(nelems: usize, elem_bytes: usize, call: &str) -> usize {
+    nelems.checked_mul(elem_bytes).unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidCount,
+            format!("{call}: {nelems} elements of {elem_bytes} bytes overflow"),
+        ))
+    })
+}
+
+/// Contiguous put of `nelems` elements (every typed and sized put lands here).
+pub(crate) unsafe fn put_elems(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    elem_bytes: usize,
+    pe: c_int,
+    call: &str,
+) {
+    let len = bytes_of(nelems, elem_bytes, call);
+    if len == 0 {
+        return;
+    }
+    let pe = pe_u32(pe, call);
+    // SAFETY: the caller promises `source` is readable for nelems elements (OpenSHMEM API).
+    let src = unsafe { std::slice::from_raw_parts(source, len) };
+    ok(heap()
+        .put(pe, dest as u64, src)
+        .map_err(|e| e.context(call)));
+}
+
+/// Contiguous get of `nelems` elements.
+pub(crate) unsafe fn get_elems(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    elem_bytes: usize,
+    pe: c_int,
+    call: &str,
+) {
+    let len = bytes_of(nelems, elem_bytes, call);
+    if len == 0 {
+        return;
+    }
+    let pe = pe_u32(pe, call);
+    // SAFETY: the caller promises `dest` is writable for nelems elements.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dest, len) };
+    ok(heap()
+        .get(pe, source as u64, dst)
+        .map_err(|e| e.context(call)));
+}
+
+/// Strided put: element i goes from `source + i*sst` to `dest + i*dst` (strides in elements).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iput_elems(
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    elem_bytes: usize,
+    pe: c_int,
+    call: &str,
+) {
+    for i in 0..nelems as isize {
+        let d = dest.wrapping_offset(i * dst * elem_bytes as isize);
+        let s = source.wrapping_offset(i * sst * elem_bytes as isize);
+        // SAFETY: as put_elems, for one element at the strided position.
+        unsafe { put_elems(d, s, 1, elem_bytes, pe, call) };
+    }
+}
+
+/// Strided get.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iget_elems(
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    elem_bytes: usize,
+    pe: c_int,
+    call: &str,
+) {
+    for i in 0..nelems as isize {
+        let d = dest.wrapping_offset(i * dst * elem_bytes as isize);
+        let s = source.wrapping_offset(i * sst * elem_bytes as isize);
+        // SAFETY: as get_elems, for one element at the strided position.
+        unsafe { get_elems(d, s, 1, elem_bytes, pe, call) };
+    }
+}
+
+/// Runs `f` on the 32-bit word at `dest` on `pe` (a CPU atomic on the mapped heap).
+pub(crate) fn amo32(
+    dest: *const u8,
+    pe: c_int,
+    call: &str,
+    f: impl FnOnce(&AtomicU32) -> u32,
+) -> u32 {
+    let pe = pe_u32(pe, call);
+    f(ok(heap()
+        .atomic_u32(pe, dest as u64)
+        .map_err(|e| e.context(call))))
+}
+
+/// Runs `f` on the 64-bit word at `dest` on `pe`.
+pub(crate) fn amo64(
+    dest: *const u8,
+    pe: c_int,
+    call: &str,
+    f: impl FnOnce(&AtomicU64) -> u64,
+) -> u64 {
+    let pe = pe_u32(pe, call);
+    f(ok(heap()
+        .atomic_u64(pe, dest as u64)
+        .map_err(|e| e.context(call))))
+}
+
+/// A word `wait_until` can watch: loaded atomically, compared as its C type.
+pub(crate) trait Word: Copy + PartialOrd {
+    /// Loads the word at `p` atomically.
+    unsafe fn load(p: *const Self) -> Self;
+}
+
+macro_rules! word {
+    ($($t:ty => $a:ty),*) => {$(
+        impl Word for $t {
+            unsafe fn load(p: *const Self) -> Self {
+                // SAFETY: the caller passes a valid, aligned pointer to a symmetric variable
+                // that other PEs update with stores or atomics of the same size.
+                unsafe { <$a>::from_ptr(p as *mut $t).load(SeqCst) }
+            }
+        }
+    )*};
+}
+word!(i16 => std::sync::atomic::AtomicI16, u16 => std::sync::atomic::AtomicU16,
+    i32 => std::sync::atomic::AtomicI32, u32 => std::sync::atomic::AtomicU32,
+    i64 => std::sync::atomic::AtomicI64, u64 => std::sync::atomic::AtomicU64);
+
+/// `SHMEM_CMP_*` values of shmem.h.
+fn compare<T: Word>(a: T, cmp: c_int, b: T, call: &str) -> bool {
+    match cmp {
+        0 => a == b,
+        1 => a != b,
+        2 => a > b,
+        3 => a >= b,
+        4 => a < b,
+        5 => a <= b,
+        _ => fatal(Error::new(
+            ErrorKind::InvalidOp,
+            format!("{call}: comparison {cmp} is not one of SHMEM_CMP_EQ..SHMEM_CMP_LE (0..=5)"),
+        )),
+    }
+}
+
+fn check_ptr<T>(p: *const T, call: &str) {
+    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: variable address {p:?} is null or misaligned"),
+        ));
+    }
+}
+
+/// Spins, then yields: another PE's store is what ends the wait, and on an oversubscribed
+/// node that PE may need this core.
+fn backoff(round: &mut u32) {
+    *round += 1;
+    if *round < 2000 {
+        std::hint::spin_loop();
+    } else if *round < 4000 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+}
+
+pub(crate) unsafe fn wait_until<T: Word>(ivar: *const T, cmp: c_int, value: T, call: &str) {
+    check_ptr(ivar, call);
+    let mut round = 0;
+    // SAFETY: checked non-null and aligned; the caller's symmetric variable.
+    while !compare(unsafe { T::load(ivar) }, cmp, value, call) {
+        backoff(&mut round);
+    }
+}
+
+pub(crate) unsafe fn test<T: Word>(ivar: *const T, cmp: c_int, value: T, call: &str) -> bool {
+    check_ptr(ivar, call);
+    // SAFETY: as in wait_until.
+    compare(unsafe { T::load(ivar) }, cmp, value, call)
+}
+
+/// Which members of a set `wait_set` waits for.
+pub(crate) enum WaitSet {
+    All,
+    Any,
+}
+
+/// Indices of `ivars` (not excluded by `status`) that satisfy the comparison; with `Any`,
+/// stops at the first.
+unsafe fn scan_set<T: Word>(
+    ivars: *const T,
+    nelems: usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: T,
+    call: &str,
+) -> (usize, Option<usize>, usize) {
+    let (mut considered, mut first, mut satisfied) = (0, None, 0);
+    for i in 0..nelems {
+        // SAFETY: status (when given) and ivars have nelems elements (OpenSHMEM API).
+        if !status.is_null() && unsafe { *status.add(i) } != 0 {
+            continue;
+        }
+        considered += 1;
+        // SAFETY: as above.
+        if compare(unsafe { T::load(ivars.add(i)) }, cmp, value, call) {
+            satisfied += 1;
+            first.get_or_insert(i);
+        }
+    }
+    (considered, first, satisfied)
+}
+
+pub(crate) unsafe fn wait_set<T: Word>(
+    ivars: *const T,
+    nelems: usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: T,
+    set: WaitSet,
+    call: &str,
+) -> usize {
+    check_ptr(ivars, call);
+    let mut round = 0;
+    loop {
+        // SAFETY: forwarded caller contract.
+        let (considered, first, satisfied) =
+            unsafe { scan_set(ivars, nelems, status, cmp, value, call) };
+        match set {
+            WaitSet::All if satisfied == considered => return 0,
+            WaitSet::Any if considered == 0 => return usize::MAX,
+            WaitSet::Any if first.is_some() => return first.unwrap_or(usize::MAX),
+            _ => backoff(&mut round),
+        }
+    }
+}
+
+pub(crate) unsafe fn test_set<T: Word>(
+    ivars: *const T,
+    nelems: usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: T,
+    set: WaitSet,
+    call: &str,
+) -> usize {
+    check_ptr(ivars, call);
+    // SAFETY: forwarded caller contract.
+    let (considered, first, satisfied) =
+        unsafe { scan_set(ivars, nelems, status, cmp, value, call) };
+    match set {
+        WaitSet::All => (satisfied == considered) as usize,
+        WaitSet::Any => first.unwrap_or(usize::MAX),
+    }
+}
+
+fn with_team<R>(team: ShmemTeam, call: &str, f: impl FnOnce(&Team) -> Result<R>) -> R {
+    let g = runtime();
+    let rt = g.0.as_ref().unwrap_or_else(|| {
+        drop_and_fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call} before shmem_init"),
+        ))
+    });
+    let t = team
+        .checked_sub(1)
+        .and_then(|i| rt.teams.get(i))
+        .and_then(|t| t.clone());
+    let Some(t) = t else {
+        drop(g);
+        fatal(Error::new(
+            ErrorKind::InvalidComm,
+            format!(
+                "{call}: team handle {team} is invalid on PE {}",
+                heap().pe()
+            ),
+        ));
+    };
+    match f(&t) {
+        Ok(r) => r,
+        Err(e) => {
+            drop(t);
+            drop(g);
+            fatal(e.context(call))
+        }
+    }
+}
+
+fn drop_and_fatal(e: Error) -> ! {
+    eprintln!("weft shmem: {e}");
+    std::process::exit(1)
+}
+
+pub(crate) unsafe fn team_reduce(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nreduce: usize,
+    kind: TypeKind,
+    op: &Op,
+    call: &str,
+) -> c_int {
+    let len = bytes_of(nreduce, kind.size_bytes(), call);
+    // SAFETY: source has nreduce elements (API contract); copied first because OpenSHMEM lets
+    // dest and source be the same array.
+    let src = unsafe { std::slice::from_raw_parts(source, len) }.to_vec();
+    // SAFETY: dest has nreduce elements.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dest, len) };
+    with_team(team, call, |t| t.comm.allreduce_bytes(&src, dst, kind, op));
+    0
+}
+
+/// Members (world PEs) of an active set, or a fatal error naming the bad triplet.
+fn active_set(pe_start: c_int, log_stride: c_int, size: c_int, call: &str) -> Vec<u32> {
+    let n = heap().npes() as i64;
+    let stride = 1i64
+        .checked_shl(log_stride.max(0) as u32)
+        .unwrap_or(i64::MAX);
+    let last = pe_start as i64 + stride.saturating_mul(size as i64 - 1);
+    if pe_start < 0 || !(0..31).contains(&log_stride) || size < 1 || last >= n {
+        fatal(Error::new(
+            ErrorKind::InvalidRank,
+            format!("{call}: active set PE_start={pe_start} logPE_stride={log_stride} PE_size={size} does not fit {n} PEs"),
+        ));
+    }
+    (0..size as i64)
+        .map(|i| (pe_start as i64 + i * stride) as u32)
+        .collect()
+}
+
+/// Barrier of an active set through the node's synchronisation engine (all PEs on one node).
+fn active_barrier(set: &[u32], call: &str) {
+    if !ONE_NODE.get().copied().unwrap_or(false) {
+        fatal(Error::new(
+            ErrorKind::Unsupported,
+            format!("{call}: active-set collectives across nodes are not implemented yet"),
+        ));
+    }
+    heap().quiet();
+    let tag = TAG_ACTIVE_SET
+        ^ ((set[0] as u64) << 32)
+        ^ ((set.len() as u64) << 8)
+        ^ set.get(1).map_or(0, |p| (p - set[0]) as u64);
+    ok(engine()
+        .barrier(tag, set.len() as u32)
+        .map_err(|e| e.context(call)));
+}
+
+/// A reduction kernel for the element types of the deprecated `*_to_all` calls.
+trait Elem: Copy + PartialOrd + Default {
+    fn combine(op: &Op, a: Self, b: Self) -> Option<Self>;
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            fn combine(op: &Op, a: Self, b: Self) -> Option<Self> {
+                Some(match op {
+                    Op::Sum => a.wrapping_add(b),
+                    Op::Prod => a.wrapping_mul(b),
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    Op::Band => a & b,
+                    Op::Bor => a | b,
+                    Op::Bxor => a ^ b,
+                    _ => return None,
+                })
+            }
+        }
+    )*};
+}
+int_elem!(i16, i32, i64);
+
+macro_rules! float_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            fn combine(op: &Op, a: Self, b: Self) -> Option<Self> {
+                Some(match op {
+                    Op::Sum => a + b,
+                    Op::Prod => a * b,
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                    _ => return None,
+                })
+            }
+        }
+    )*};
+}
+float_elem!(f32, f64);
+
+unsafe fn active_reduce_typed<T: Elem>(
+    dest: *mut T,
+    source: *const T,
+    n: usize,
+    set: &[u32],
+    op: &Op,
+    call: &str,
+) {
+    active_barrier(set, call);
+    let mut acc = vec![T::default(); n];
+    let mut other = vec![T::default(); n];
+    let bytes = n * std::mem::size_of::<T>();
+    for (i, &pe) in set.iter().enumerate() {
+        let buf = if i == 0 { &mut acc } else { &mut other };
+        // SAFETY: a T slice viewed as bytes, exclusively borrowed.
+        let raw = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, bytes) };
+        ok(heap()
+            .get(pe, source as u64, raw)
+            .map_err(|e| e.context(call)));
+        if i > 0 {
+            for (a, b) in acc.iter_mut().zip(&other) {
+                *a = T::combine(op, *a, *b).unwrap_or_else(|| {
+                    fatal(Error::new(
+                        ErrorKind::InvalidOp,
+                        format!("{call}: {} does not apply to this type", op.name()),
+                    ))
+                });
+            }
+        }
+    }
+    // Every member has read every source before anyone overwrites dest (which may alias).
+    active_barrier(set, call);
+    // SAFETY: dest has n elements (API contract).
+    unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dest, n) };
+    active_barrier(set, call);
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn active_reduce(
+    dest: *mut u8,
+    source: *const u8,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_stride: c_int,
+    pe_size: c_int,
+    kind: TypeKind,
+    op: &Op,
+    call: &str,
+) {
+    let set = active_set(pe_start, log_stride, pe_size, call);
+    let n = nreduce.max(0) as usize;
+    // SAFETY: forwarded caller contract; the kind selects the element type of the pointers.
+    unsafe {
+        match kind {
+            TypeKind::I16 => {
+                active_reduce_typed(dest as *mut i16, source as *const i16, n, &set, op, call)
+            }
+            TypeKind::I32 => {
+                active_reduce_typed(dest as *mut i32, source as *const i32, n, &set, op, call)
+            }
+            TypeKind::I64 => {
+                active_reduce_typed(dest as *mut i64, source as *const i64, n, &set, op, call)
+            }
+            TypeKind::F32 => {
+                active_reduce_typed(dest as *mut f32, source as *const f32, n, &set, op, call)
+            }
+            TypeKind::F64 => {
+                active_reduce_typed(dest as *mut f64, source as *const f64, n, &set, op, call)
+            }
+            _ => fatal(Error::new(
+                ErrorKind::InvalidType,
+                format!("{call}: unsupported element type"),
+            )),
+        }
+    }
+}
+
+mod api;
+pub use api::*;

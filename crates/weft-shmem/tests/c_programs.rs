@@ -1,0 +1,144 @@
+//! The C tests of libshmem: each program in tests/c is compiled against include/ and the
+//! libshmem.so cargo just built, then run as real jobs through weft-launch at several PE
+//! counts; results are asserted by the programs and by the output checked here.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The directory holding libshmem.so: next to the test binary in `<target>/<profile>/deps`
+/// (where cargo builds it for tests), or one level up (where `cargo build` puts it).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap().to_path_buf();
+    if deps.join("libshmem.so").exists() {
+        deps
+    } else {
+        deps.parent().unwrap().to_path_buf()
+    }
+}
+
+fn compile(name: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!("weft-shmem-{name}-{}", std::process::id()));
+    let lib = lib_dir();
+    assert!(
+        lib.join("libshmem.so").exists(),
+        "libshmem.so not found in {}",
+        lib.display()
+    );
+    let status = Command::new(crate_dir().join("bin/oshcc"))
+        .env("WEFT_SHMEM_LIB", &lib)
+        .args(["-O1", "-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(crate_dir().join(format!("tests/c/{name}.c")))
+        .status()
+        .expect("run oshcc");
+    assert!(status.success(), "oshcc {name}.c failed");
+    out
+}
+
+fn job(program: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
+    let mut spec = JobSpec::new(n, program);
+    spec.args = args.iter().map(|a| a.into()).collect();
+    spec.env = env
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    spec.output = OutputMode::Capture;
+    spec.tag_output = true;
+    spec.timeout = Some(Duration::from_secs(60));
+    let out = run_job(&spec).expect("launch");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains(&out.job_id))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "job {} left segments: {left:?}",
+        out.job_id
+    );
+    out
+}
+
+fn text(out: &JobOutcome) -> String {
+    format!(
+        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.exit_code,
+        out.failure,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn rma_program_at_1_to_4_pes() {
+    let exe = compile("rma");
+    for n in 1..=4 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("rma ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn sync_engine_at_2_3_4_7_processes() {
+    let exe = compile("sync");
+    for n in [2, 3, 4, 7] {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("sync ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn a_killed_process_ends_the_sync_wait() {
+    let exe = compile("sync");
+    let out = job(&exe, 3, &["die"], &[]);
+    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("passed without"),
+        "{}",
+        text(&out)
+    );
+    assert!(out.elapsed < Duration::from_secs(30), "{}", text(&out));
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn bad_input_is_a_fatal_error_naming_pe_and_address() {
+    let exe = compile("bad");
+    for (case, needle) in [
+        ("pe", "out of range"),
+        ("addr", "not symmetric"),
+        ("heap", "symmetric heap exhausted"),
+    ] {
+        let out = job(&exe, 2, &[case], &[]);
+        assert_ne!(out.exit_code, 0, "{case}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{case}: {}", text(&out));
+        assert!(err.contains("PE "), "{case}: {}", text(&out));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("not reached"));
+    }
+    let _ = std::fs::remove_file(exe);
+}
