@@ -10,7 +10,9 @@
 //! starts its host's ranks ([`crate::agent`]) and relays their output and exits; the launcher
 //! applies the single-host rules to the whole job: the first failing rank anywhere ends it
 //! (its line names rank, host and signal), Stop reaches every agent, which kills, reaps and
-//! cleans `/dev/shm` on its host, and a lost agent ends the job too.
+//! cleans `/dev/shm` on its host (the launcher removes none itself: segments live on the
+//! hosts, and its own machine is cleaned by its agent when it is one of them), and a lost
+//! agent ends the job too.
 //!
 //! Depends on weft-core, weft-boot and libc; never on the runtime or the transports.
 
@@ -18,8 +20,7 @@ use crate::agent_wire::{FromAgent, RankStart, ToAgent, STDOUT};
 use crate::job::{signal_ending, store_event, timeout_ending, Ending, TICK};
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_hosts;
-use crate::ranks::{peek_exit, reap, TERM_GRACE};
-use crate::shm::remove_job_segments;
+use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
 use crate::signals::SignalWatch;
 use crate::status::{failure_line_on_host, RankExit};
 use crate::{HostsSpec, JobOutcome, JobSpec};
@@ -133,6 +134,8 @@ enum Event {
         host: usize,
         line: String,
     },
+    /// One of a template process's output pipes closed.
+    HostPipeClosed,
     Store(ServerEvent),
     Refused(String),
 }
@@ -308,12 +311,13 @@ fn spawn_line_reader(host: usize, pipe: impl Read + Send + 'static, tx: Sender<E
         .stack_size(256 << 10)
         .spawn(move || {
             for line in BufReader::new(pipe).split(b'\n') {
-                let Ok(line) = line else { return };
+                let Ok(line) = line else { break };
                 let line = String::from_utf8_lossy(&line).trim_end().to_owned();
                 if tx.send(Event::HostLine { host, line }).is_err() {
                     return;
                 }
             }
+            let _ = tx.send(Event::HostPipeClosed);
         });
 }
 
@@ -453,6 +457,7 @@ pub(crate) fn run_on_hosts(
         spec,
         job_id: job_id.clone(),
         ended_connecting: false,
+        open_pipes: 0,
     };
     let secret_hex = encode_hex(&secret);
     let agent_program = hs.agent_program.as_os_str().as_bytes();
@@ -475,7 +480,10 @@ pub(crate) fn run_on_hosts(
         args[3] = job.hosts[i].name.clone();
         let words = expand_template(&hs.launcher, &job.hosts[i].name)?;
         match spawn_template(i, &words, &args, &secret_hex, &tx) {
-            Ok(pid) => job.hosts[i].child = Some(pid),
+            Ok(pid) => {
+                job.hosts[i].child = Some(pid);
+                job.open_pipes += 2;
+            }
             Err(e) => {
                 let line = format!(
                     "weft: host {}: cannot run `{}`: {e}; ending job",
@@ -502,7 +510,6 @@ pub(crate) fn run_on_hosts(
     job.end_all();
     drop(port);
     drop(store);
-    remove_job_segments(&job_id);
     let MultiJob { sink, watch, .. } = job;
     drop(watch);
     let (stdout, stderr) = sink.into_captured();
@@ -528,6 +535,8 @@ struct MultiJob<'a> {
     job_id: String,
     /// Agents still connecting were terminated when the job ended.
     ended_connecting: bool,
+    /// Output pipes of template processes not yet closed.
+    open_pipes: usize,
 }
 
 impl MultiJob<'_> {
@@ -622,6 +631,10 @@ impl MultiJob<'_> {
                     );
                     return Some(self.end_with(HOST_FAILED, line));
                 }
+                None
+            }
+            Event::HostPipeClosed => {
+                self.open_pipes = self.open_pipes.saturating_sub(1);
                 None
             }
             Event::HostLine { host, line } => {
@@ -769,9 +782,16 @@ impl MultiJob<'_> {
         }
     }
 
-    /// Passes on what template processes wrote, waiting briefly for the rest to arrive.
+    /// Passes on what template processes wrote until their pipes close (or a short while,
+    /// should something they started keep a pipe open).
     fn drain_lines(&mut self) {
-        while let Ok(ev) = self.events.recv_timeout(Duration::from_millis(50)) {
+        let deadline = Instant::now() + DRAIN_GRACE;
+        while self.open_pipes > 0 && Instant::now() < deadline {
+            if let Ok(ev) = self.events.recv_timeout(TICK) {
+                self.handle(ev, false);
+            }
+        }
+        while let Ok(ev) = self.events.try_recv() {
             self.handle(ev, false);
         }
     }
