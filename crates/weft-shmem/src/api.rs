@@ -807,6 +807,7 @@ pub unsafe extern "C" fn shmem_alltoallmem(
     0
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn active_broadcast(
     dest: *mut u8,
     source: *const u8,

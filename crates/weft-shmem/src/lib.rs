@@ -264,7 +264,7 @@ fn compare<T: Word>(a: T, cmp: c_int, b: T, call: &str) -> bool {
 }
 
 fn check_ptr<T>(p: *const T, call: &str) {
-    if p.is_null() || (p as usize) % std::mem::align_of::<T>() != 0 {
+    if p.is_null() || !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
         fatal(Error::new(
             ErrorKind::InvalidArgument,
             format!("{call}: variable address {p:?} is null or misaligned"),

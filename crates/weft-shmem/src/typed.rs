@@ -3,6 +3,8 @@
 //! call into the generic helpers of the crate root.
 
 #![allow(clippy::missing_safety_doc)]
+// One template serves u8 and the other types alike, so some casts are identities.
+#![allow(clippy::unnecessary_cast)]
 
 use crate::*;
 use std::ffi::c_int;

@@ -240,10 +240,8 @@ impl Region {
     }
 
     fn check(&self, offset: usize, len: usize, align: usize, what: &str) -> Result<()> {
-        if offset % align != 0
-            || offset
-                .checked_add(len)
-                .map_or(true, |e| e > self.body_bytes)
+        if !offset.is_multiple_of(align)
+            || offset.checked_add(len).is_none_or(|e| e > self.body_bytes)
         {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,

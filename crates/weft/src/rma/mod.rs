@@ -83,7 +83,7 @@ impl SymmetricHeap {
 
     /// Creates this node's heaps with `heap_bytes` per PE (collective, as [`Self::new`]).
     pub fn with_size(weft: &Weft, heap_bytes: usize) -> Result<SymmetricHeap> {
-        if heap_bytes < 4096 || heap_bytes > 1 << 40 {
+        if !(4096..=1 << 40).contains(&heap_bytes) {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!("WEFT_SYMMETRIC_SIZE={heap_bytes}: must be 4 KiB to 1 TiB"),
