@@ -867,3 +867,48 @@ impl MultiJob<'_> {
         self.lines.finish_all(&mut self.sink);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boot_addresses_templates_and_candidates() {
+        assert_eq!(
+            parse_boot_addr("10.1.2.3").unwrap(),
+            "10.1.2.3:0".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(parse_boot_addr(" 10.1.2.3:4000 ").unwrap().port(), 4000);
+        assert_eq!(parse_boot_addr("[::1]:7").unwrap().port(), 7);
+        assert!(parse_boot_addr("::1").unwrap().ip().is_loopback());
+        let e = parse_boot_addr("head-node").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert!(e.message().contains("\"head-node\""), "{e}");
+
+        assert_eq!(
+            expand_template("ssh -p 22 {host}", "n1").unwrap(),
+            ["ssh", "-p", "22", "n1"]
+        );
+        assert_eq!(
+            expand_template("ip netns exec {host}", "h").unwrap(),
+            ["ip", "netns", "exec", "h"]
+        );
+        assert_eq!(
+            expand_template("run-on --name={host}.lan", "a").unwrap(),
+            ["run-on", "--name=a.lan"]
+        );
+        assert_eq!(expand_template("env", "a").unwrap(), ["env"]);
+        assert!(expand_template("  ", "a")
+            .unwrap_err()
+            .message()
+            .contains("no command"));
+
+        let ips = local_addresses();
+        assert!(!ips.is_empty());
+        // Loopback last: a remote host can never reach it.
+        let first_loopback = ips.iter().position(|ip| ip.is_loopback());
+        if let Some(i) = first_loopback {
+            assert!(ips[i..].iter().all(|ip| ip.is_loopback()), "{ips:?}");
+        }
+    }
+}
