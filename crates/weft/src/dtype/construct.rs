@@ -3,7 +3,7 @@
 //! the bounds with the marker rules of §5.1.7. Pure; depends only on [`super::map`].
 
 use super::map::Builder;
-use super::{BasicKind, Kinds, Order, TypeMap};
+use super::{BasicKind, DarrayDim, Distribution, Kinds, Order, TypeMap};
 use crate::coll::TypeKind;
 use weft_core::{Error, ErrorKind, Result};
 
@@ -436,4 +436,127 @@ impl TypeMap {
         let placed = TypeMap::hindexed(&[1], &[disp], &t)?;
         TypeMap::resized(&placed, 0, full)
     }
+
+    /// This process's part of an array distributed over a process grid
+    /// (MPI_Type_create_darray, MPI-4.1 §5.1.4): `rank` of `size` processes laid out
+    /// row-major on the grid of `dims[i].psize`, each dimension distributed by block,
+    /// cyclically or not at all. The owned elements appear in the array's storage order;
+    /// lb is 0 and the extent the whole global array.
+    pub fn darray(
+        size: i64,
+        rank: i64,
+        dims: &[DarrayDim],
+        order: Order,
+        old: &TypeMap,
+    ) -> Result<TypeMap> {
+        const OP: &str = "darray";
+        let bad = |msg: String| Error::new(ErrorKind::InvalidArgument, format!("{OP}: {msg}"));
+        if size < 1 {
+            return Err(bad(format!("size = {size} must be positive")));
+        }
+        if rank < 0 || rank >= size {
+            return Err(Error::new(
+                ErrorKind::InvalidRank,
+                format!("{OP}: rank = {rank} is not in 0..{size}"),
+            ));
+        }
+        if dims.is_empty() {
+            return Err(bad("ndims = 0; an array has at least one dimension".into()));
+        }
+        let mut grid: i64 = 1;
+        for (i, d) in dims.iter().enumerate() {
+            if d.gsize < 1 {
+                return Err(bad(format!("gsizes[{i}] = {} must be positive", d.gsize)));
+            }
+            if d.psize < 1 {
+                return Err(bad(format!("psizes[{i}] = {} must be positive", d.psize)));
+            }
+            if let Some(a) = d.darg {
+                if a < 1 {
+                    return Err(bad(format!("dargs[{i}] = {a} must be positive")));
+                }
+            }
+            match d.distrib {
+                Distribution::None if d.psize != 1 => {
+                    return Err(bad(format!(
+                        "dimension {i} is not distributed but psizes[{i}] = {}",
+                        d.psize
+                    )));
+                }
+                Distribution::Block => {
+                    if let Some(a) = d.darg {
+                        if (a as i128) * (d.psize as i128) < d.gsize as i128 {
+                            return Err(bad(format!(
+                                "block dargs[{i}] = {a} times psizes[{i}] = {} does not cover \
+                                 gsizes[{i}] = {}",
+                                d.psize, d.gsize
+                            )));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            grid = grid.saturating_mul(d.psize);
+        }
+        if grid != size {
+            return Err(bad(format!(
+                "the process grid holds {grid} processes but size = {size}"
+            )));
+        }
+        // Grid coordinates, row-major whatever the array order (MPI-4.1 §5.1.4).
+        let mut coords = vec![0i64; dims.len()];
+        let mut r = rank;
+        for i in (0..dims.len()).rev() {
+            coords[i] = r % dims[i].psize;
+            r /= dims[i].psize;
+        }
+        let fastest_first: Vec<usize> = match order {
+            Order::C => (0..dims.len()).rev().collect(),
+            Order::Fortran => (0..dims.len()).collect(),
+        };
+        let mut t = old.clone();
+        for &i in &fastest_first {
+            t = darray_dim(&dims[i], coords[i], &t)
+                .map_err(|e| e.context(format!("{OP}: dimension {i}")))?;
+        }
+        let full = t.extent();
+        TypeMap::resized(&t, 0, full)
+    }
+}
+
+/// One dimension of a distributed array: the elements of `old` this grid coordinate owns,
+/// with lb 0 and extent the whole dimension (so the next dimension strides over it).
+fn darray_dim(d: &DarrayDim, coord: i64, old: &TypeMap) -> Result<TypeMap> {
+    let ext = old.extent();
+    let full = mul("darray", "dimension extent", d.gsize, ext)?;
+    let owned = match d.distrib {
+        Distribution::None => TypeMap::contiguous(d.gsize, old)?,
+        Distribution::Block => {
+            let b = d.darg.unwrap_or((d.gsize - 1) / d.psize + 1);
+            let start = (coord as i128 * b as i128).min(d.gsize as i128) as i64;
+            let n = (d.gsize - start).min(b);
+            let at = mul("darray", "block displacement", start, ext)?;
+            TypeMap::hindexed(&[n], &[at], old)?
+        }
+        Distribution::Cyclic => {
+            let k = d.darg.unwrap_or(1);
+            let blocks = (d.gsize - 1) / k + 1;
+            // Blocks coord, coord + P, ... < blocks; only the array's last block may be short.
+            let mine = if coord < blocks {
+                (blocks - 1 - coord) / d.psize + 1
+            } else {
+                0
+            };
+            let short = d.gsize % k != 0 && mine > 0 && (blocks - 1 - coord) % d.psize == 0;
+            let full_blocks = if short { mine - 1 } else { mine };
+            let stride = mul("darray", "cyclic stride", k, d.psize)
+                .and_then(|kp| mul("darray", "cyclic stride", kp, ext))?;
+            let first = mul("darray", "cyclic displacement", coord.min(blocks) * k, ext)?;
+            let last = mul("darray", "cyclic displacement", (blocks - 1) * k, ext)?;
+            let whole = TypeMap::hvector(full_blocks, k, stride, old)?;
+            let tail = TypeMap::contiguous(if short { d.gsize % k } else { 0 }, old)?;
+            TypeMap::create_struct(&[1, 1], &[first, last], &[whole, tail])?
+        }
+    };
+    TypeMap::resized(&owned, 0, full)
 }

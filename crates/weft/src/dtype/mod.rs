@@ -21,7 +21,8 @@
 //!   [`TypeMap::contiguous`], [`TypeMap::vector`], [`TypeMap::hvector`],
 //!   [`TypeMap::indexed`], [`TypeMap::hindexed`], [`TypeMap::indexed_block`],
 //!   [`TypeMap::hindexed_block`], [`TypeMap::create_struct`], [`TypeMap::resized`],
-//!   [`TypeMap::subarray`] (with [`Order`]); `MPI_Type_dup` is `clone()`.
+//!   [`TypeMap::subarray`] (with [`Order`]), [`TypeMap::darray`] (with
+//!   [`DarrayDim`]); `MPI_Type_dup` is `clone()`.
 //!   Bad input returns `ErrorKind::InvalidCount` (negative counts, overflow) or
 //!   `InvalidArgument` (mismatched lengths, bad subarray extents) naming the field.
 //! * Queries (§5.1.5-5.1.8): [`TypeMap::size_bytes`] (`MPI_Type_size`), [`TypeMap::lb`],
@@ -223,6 +224,33 @@ pub enum Order {
     C,
     /// Column-major: the first dimension varies fastest.
     Fortran,
+}
+
+/// How one dimension of a distributed array is spread over the process grid
+/// (`MPI_DISTRIBUTE_BLOCK`, `MPI_DISTRIBUTE_CYCLIC`, `MPI_DISTRIBUTE_NONE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Distribution {
+    /// Consecutive blocks, one per process.
+    Block,
+    /// Blocks dealt round-robin.
+    Cyclic,
+    /// Not distributed (the grid dimension must be 1).
+    None,
+}
+
+/// One dimension of [`TypeMap::darray`]: global size, distribution, distribution argument
+/// (`None` is `MPI_DISTRIBUTE_DFLT_DARG`: blocks of `ceil(gsize / psize)` for `Block`, 1 for
+/// `Cyclic`) and the process grid's size in this dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DarrayDim {
+    /// Elements of the old type in this dimension of the global array.
+    pub gsize: i64,
+    /// How the dimension is spread.
+    pub distrib: Distribution,
+    /// Block size, or `None` for the default.
+    pub darg: Option<i64>,
+    /// Processes along this dimension.
+    pub psize: i64,
 }
 
 /// Which basic kinds a type is built from (counting constructor inputs even when their

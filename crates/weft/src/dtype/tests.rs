@@ -665,6 +665,156 @@ fn every_transfer_error() {
     );
 }
 
+fn dim(gsize: i64, distrib: Distribution, darg: Option<i64>, psize: i64) -> DarrayDim {
+    DarrayDim {
+        gsize,
+        distrib,
+        darg,
+        psize,
+    }
+}
+
+/// The elements (linear indices) `rank` owns, in storage order, computed element by element.
+fn naive_darray(rank: i64, dims: &[DarrayDim], order: Order) -> Vec<i64> {
+    let mut coords = vec![0i64; dims.len()];
+    let mut r = rank;
+    for i in (0..dims.len()).rev() {
+        coords[i] = r % dims[i].psize;
+        r /= dims[i].psize;
+    }
+    let total: i64 = dims.iter().map(|d| d.gsize).product();
+    let mut out = Vec::new();
+    for lin in 0..total {
+        // Global index tuple of storage position `lin`.
+        let mut idx = vec![0i64; dims.len()];
+        let mut rest = lin;
+        let fastest_first: Vec<usize> = match order {
+            Order::C => (0..dims.len()).rev().collect(),
+            Order::Fortran => (0..dims.len()).collect(),
+        };
+        for &i in &fastest_first {
+            idx[i] = rest % dims[i].gsize;
+            rest /= dims[i].gsize;
+        }
+        let owned = dims.iter().enumerate().all(|(i, d)| {
+            let owner = match d.distrib {
+                Distribution::None => 0,
+                Distribution::Block => idx[i] / d.darg.unwrap_or((d.gsize - 1) / d.psize + 1),
+                Distribution::Cyclic => (idx[i] / d.darg.unwrap_or(1)) % d.psize,
+            };
+            owner == coords[i]
+        });
+        if owned {
+            out.push(lin);
+        }
+    }
+    out
+}
+
+fn check_darray(dims: &[DarrayDim], order: Order) {
+    let size: i64 = dims.iter().map(|d| d.psize).product();
+    let total: i64 = dims.iter().map(|d| d.gsize).product();
+    let src = ints(total as usize);
+    let mut seen = vec![0u32; total as usize];
+    for rank in 0..size {
+        let t = TypeMap::darray(size, rank, dims, order, &int()).unwrap();
+        assert_eq!((t.lb(), t.extent()), (0, total * 4), "{dims:?} {order:?}");
+        let got = as_ints(&pack_all(&t, &src, 0, 1));
+        let want: Vec<i32> = naive_darray(rank, dims, order)
+            .into_iter()
+            .map(|x| x as i32)
+            .collect();
+        assert_eq!(got, want, "rank {rank} of {dims:?} {order:?}");
+        for g in got {
+            seen[g as usize] += 1;
+        }
+    }
+    // The ranks' parts partition the array.
+    assert!(seen.iter().all(|&n| n == 1), "{dims:?} {order:?}: {seen:?}");
+}
+
+#[test]
+fn darray_block_and_cyclic() {
+    // 6 elements on 4 processes by block: blocks of 2; rank 3 owns nothing.
+    let d = [dim(6, Distribution::Block, None, 4)];
+    let t = TypeMap::darray(4, 1, &d, Order::C, &int()).unwrap();
+    assert_eq!(as_ints(&pack_all(&t, &ints(6), 0, 1)), [2, 3]);
+    let t = TypeMap::darray(4, 3, &d, Order::C, &int()).unwrap();
+    assert_eq!(t.size_bytes(), 0);
+    assert_eq!(t.extent(), 24);
+    // Cyclic(2) of 7 on 2: rank 0 owns 0,1,4,5; rank 1 owns 2,3,6.
+    let d = [dim(7, Distribution::Cyclic, Some(2), 2)];
+    let t = TypeMap::darray(2, 1, &d, Order::C, &int()).unwrap();
+    assert_eq!(as_ints(&pack_all(&t, &ints(7), 0, 1)), [2, 3, 6]);
+    for order in [Order::C, Order::Fortran] {
+        check_darray(&d, order);
+        check_darray(
+            &[
+                dim(5, Distribution::Block, None, 2),
+                dim(7, Distribution::Cyclic, Some(2), 3),
+                dim(3, Distribution::None, None, 1),
+            ],
+            order,
+        );
+        check_darray(
+            &[
+                dim(9, Distribution::Cyclic, None, 2),
+                dim(4, Distribution::Block, Some(3), 2),
+            ],
+            order,
+        );
+    }
+}
+
+#[test]
+fn every_darray_error() {
+    let i = int();
+    let b = |g, p| dim(g, Distribution::Block, None, p);
+    let dar = |size, rank, dims: &[DarrayDim]| TypeMap::darray(size, rank, dims, Order::C, &i);
+    expect_err(
+        dar(0, 0, &[b(4, 1)]),
+        ErrorKind::InvalidArgument,
+        "size = 0",
+    );
+    expect_err(
+        dar(2, 2, &[b(4, 2)]),
+        ErrorKind::InvalidRank,
+        "rank = 2 is not in 0..2",
+    );
+    expect_err(dar(2, -1, &[b(4, 2)]), ErrorKind::InvalidRank, "rank = -1");
+    expect_err(dar(1, 0, &[]), ErrorKind::InvalidArgument, "ndims = 0");
+    expect_err(
+        dar(1, 0, &[b(0, 1)]),
+        ErrorKind::InvalidArgument,
+        "gsizes[0] = 0",
+    );
+    expect_err(
+        dar(1, 0, &[b(4, 0)]),
+        ErrorKind::InvalidArgument,
+        "psizes[0] = 0",
+    );
+    expect_err(
+        dar(3, 0, &[b(4, 2)]),
+        ErrorKind::InvalidArgument,
+        "grid holds 2 processes but size = 3",
+    );
+    expect_err(
+        dar(2, 0, &[dim(4, Distribution::None, None, 2)]),
+        ErrorKind::InvalidArgument,
+        "dimension 0 is not distributed but psizes[0] = 2",
+    );
+    expect_err(
+        dar(2, 0, &[dim(9, Distribution::Block, Some(4), 2)]),
+        ErrorKind::InvalidArgument,
+        "block dargs[0] = 4 times psizes[0] = 2 does not cover gsizes[0] = 9",
+    );
+    expect_err(
+        dar(2, 0, &[dim(9, Distribution::Cyclic, Some(0), 2)]),
+        ErrorKind::InvalidArgument,
+        "dargs[0] = 0 must be positive",
+    );
+}
+
 // ---- Naive reference: full type maps with explicit markers -----------------------------
 
 /// A constructor tree, built both by the engine and by the naive expander.
@@ -1168,8 +1318,32 @@ fn check_against_naive(spec: &Spec, count: u64, cuts: &[usize]) -> Result<(), Te
     Ok(())
 }
 
+fn darray_dim_strategy() -> impl Strategy<Value = DarrayDim> {
+    (1i64..8, 0u8..3, prop::option::of(1i64..4), 1i64..4).prop_map(|(g, kind, darg, p)| {
+        match kind {
+            0 => dim(g, Distribution::None, None, 1),
+            // A block argument must cover the dimension; grow it until it does.
+            1 => dim(
+                g,
+                Distribution::Block,
+                darg.map(|a| a.max((g - 1) / p + 1)),
+                p,
+            ),
+            _ => dim(g, Distribution::Cyclic, darg, p),
+        }
+    })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn random_darrays_partition_the_array(
+        dims in prop::collection::vec(darray_dim_strategy(), 1..4),
+        c in prop::bool::ANY,
+    ) {
+        check_darray(&dims, if c { Order::C } else { Order::Fortran });
+    }
 
     #[test]
     fn random_types_match_the_naive_type_map(
