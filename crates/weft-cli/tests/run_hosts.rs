@@ -314,6 +314,28 @@ fn env_and_placement_on_two_and_three_namespace_hosts() {
     for (_, p) in &lines {
         assert!(field(p, "boot").starts_with(&format!("{}:", h.root_ip())));
     }
+    // One the hosts cannot reach (their own loopback is not ours) fails clearly and fast.
+    let started = Instant::now();
+    let out = weft_run(&[
+        "--hosts",
+        &h.list(&[1, 1, 1]),
+        "--launcher",
+        NETNS,
+        "--boot-addr",
+        "127.0.0.1",
+        "true",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{stderr}");
+    assert!(
+        stderr.contains("weft agent: I/O error: cannot reach the launcher at any of: 127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("` exited with code 255 before its agent connected; ending job"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 #[test]
@@ -340,14 +362,16 @@ fn exit_codes_and_a_rank_killed_on_a_remote_host() {
     );
     let missing = weft_run(&["--hosts", &h.list(&[1, 1]), "--launcher", NETNS, "/no/such"]);
     assert_eq!(missing.status.code(), Some(127));
-    assert!(
-        text(&missing.stderr).contains(&format!(
-            "weft: cannot start rank 0 on host {}: weft: /no/such:",
-            h.names[0]
-        )),
-        "{}",
-        text(&missing.stderr)
-    );
+    // Whichever host reports first ends the job, with one line naming it.
+    let stderr = text(&missing.stderr);
+    let named = (0..2).any(|r| {
+        stderr.contains(&format!(
+            "weft: cannot start rank {r} on host {}: weft: /no/such: ",
+            h.names[r]
+        ))
+    });
+    assert!(named, "{stderr}");
+    assert_eq!(stderr.matches("ending job").count(), 1, "{stderr}");
     let all_ok = weft_run(&["--hosts", &h.list(&[1, 2]), "--launcher", NETNS, "true"]);
     assert_eq!(all_ok.status.code(), Some(0), "{}", text(&all_ok.stderr));
 

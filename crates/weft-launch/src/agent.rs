@@ -53,7 +53,7 @@ pub fn run_agent(cfg: &AgentConfig) -> i32 {
     match agent_main(cfg) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("weft agent on {}: {e}", cfg.host);
+            eprintln!("weft agent: {e}");
             AGENT_FAILED
         }
     }
