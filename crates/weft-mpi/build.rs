@@ -1,0 +1,60 @@
+//! Build script of weft-mpi: sets the shared library's soname (`libmpi_abi.so.1`, as the
+//! standard ABI names it) and generates, from `abi_functions.txt`, one exported function for
+//! every standard ABI name that `src/` does not define. Those report
+//! MPI_ERR_UNSUPPORTED_OPERATION through the error handler. It also emits the list of names
+//! that are implemented, for `weft info --mpi`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi_abi.so.1");
+    println!("cargo:rerun-if-changed=abi_functions.txt");
+    println!("cargo:rerun-if-changed=src");
+    let names = std::fs::read_to_string("abi_functions.txt").expect("read abi_functions.txt");
+    let wanted: BTreeSet<&str> = names
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    let mut defined = BTreeSet::new();
+    for entry in std::fs::read_dir("src").expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).expect("read source");
+            for line in text.lines() {
+                if let Some(pos) = line.find("extern \"C\" fn MPI_") {
+                    let rest = &line[pos + "extern \"C\" fn ".len()..];
+                    let end = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    defined.insert(rest[..end].to_string());
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    out.push_str("/// Standard ABI functions weft implements, sorted.\n");
+    out.push_str("pub static IMPLEMENTED: &[&str] = &[\n");
+    for n in wanted.iter().filter(|n| defined.contains(**n)) {
+        writeln!(out, "    \"{n}\",").unwrap();
+    }
+    out.push_str("];\n\n/// Standard ABI functions exported but not implemented yet, sorted.\n");
+    out.push_str("pub static UNSUPPORTED: &[&str] = &[\n");
+    for n in wanted.iter().filter(|n| !defined.contains(**n)) {
+        writeln!(out, "    \"{n}\",").unwrap();
+    }
+    out.push_str("];\n\n");
+    for n in wanted.iter().filter(|n| !defined.contains(**n)) {
+        writeln!(
+            out,
+            "/// Not implemented by weft yet: reports MPI_ERR_UNSUPPORTED_OPERATION.\n\
+             #[no_mangle]\npub extern \"C\" fn {n}() -> std::os::raw::c_int {{\n    \
+             crate::error::unsupported(\"{n}\")\n}}\n"
+        )
+        .unwrap();
+    }
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("abi_stubs.rs");
+    std::fs::write(dest, out).expect("write abi_stubs.rs");
+}

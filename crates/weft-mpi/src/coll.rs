@@ -1,0 +1,890 @@
+//! Blocking collectives (MPI-4.1 chapter 6) including MPI_IN_PLACE, and reduction
+//! operations (§6.9): the predefined ones map onto weft's, user functions (MPI_Op_create)
+//! are called through the C calling convention. Data moves as bytes; reductions dispatch on
+//! the datatype's element kind to weft's typed collectives.
+
+use crate::consts::*;
+use crate::dtype::{bytes_of, put};
+use crate::error::{err, finish, R};
+use crate::state::{handle_index, state, UserFn, UserOpEntry, K_OP};
+use std::os::raw::{c_int, c_void};
+use weft::coll::{Datatype, Op, TypeKind};
+use weft::Comm;
+
+fn comm_of(h: Handle, func: &str) -> R<Comm> {
+    Ok(state(func)?.comm(h)?.comm.clone())
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+fn check_root(c: &Comm, root: c_int) -> R<u32> {
+    if root < 0 || root as u32 >= c.size() {
+        return Err(err(
+            MPI_ERR_ROOT,
+            format!(
+                "root {root} is not a rank of the communicator (size {})",
+                c.size()
+            ),
+        ));
+    }
+    Ok(root as u32)
+}
+
+/// # Safety
+/// `p` readable for `n` bytes when `n > 0`.
+unsafe fn bytes<'a>(p: *const c_void, n: usize) -> R<&'a [u8]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_BUFFER, format!("buffer is NULL for {n} bytes")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p as *const u8, n) })
+}
+
+/// # Safety
+/// `p` writable for `n` bytes when `n > 0`, unaliased.
+unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_BUFFER, format!("buffer is NULL for {n} bytes")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) })
+}
+
+/// MPI_Barrier (MPI-4.1 §6.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
+    let r = comm_of(comm, "MPI_Barrier").and_then(|c| Ok(c.barrier()?));
+    finish(comm, "MPI_Barrier", r)
+}
+
+fn bcast(buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle) -> R<()> {
+    let c = comm_of(comm, "MPI_Bcast")?;
+    let (n, _) = bytes_of(count, dt)?;
+    let root = check_root(&c, root)?;
+    // SAFETY: `buf` holds `n` bytes for this blocking call.
+    let b = unsafe { bytes_mut(buf, n)? };
+    Ok(c.bcast(b, root)?)
+}
+
+/// MPI_Bcast (MPI-4.1 §6.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(comm, "MPI_Bcast", bcast(buf, count as i64, dt, root, comm))
+}
+
+/// MPI_Bcast_c (MPI-4.1 §6.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(comm, "MPI_Bcast_c", bcast(buf, count, dt, root, comm))
+}
+
+// ------------------------------------------------------------------- operations
+
+/// The weft operation for `op` on elements of `T` (datatype handle `dt`).
+fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
+    Ok(match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        MPI_MAX => Op::Max,
+        MPI_LAND => Op::Land,
+        MPI_LOR => Op::Lor,
+        MPI_LXOR => Op::Lxor,
+        MPI_BAND => Op::Band,
+        MPI_BOR => Op::Bor,
+        MPI_BXOR => Op::Bxor,
+        MPI_MINLOC => Op::MinLoc,
+        MPI_MAXLOC => Op::MaxLoc,
+        _ => {
+            let s = state("operation")?;
+            let u = handle_index(K_OP, op)
+                .and_then(|i| s.ops.get(i))
+                .copied()
+                .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
+            Op::user::<T>("MPI_Op_create", u.commute, move |a: &[T], b: &mut [T]| {
+                let mut len = a.len() as c_int;
+                let mut d = dt;
+                // SAFETY: `f` follows MPI_User_function; `a` and `b` hold `len` elements.
+                unsafe {
+                    (u.f)(
+                        a.as_ptr() as *mut c_void,
+                        b.as_mut_ptr() as *mut c_void,
+                        &mut len,
+                        &mut d,
+                    )
+                };
+            })
+        }
+    })
+}
+
+/// Typed view of `n` elements at `p`, refusing misaligned buffers.
+///
+/// # Safety
+/// `p` readable for `n` elements.
+unsafe fn typed<'a, T: Datatype>(p: *const c_void, n: usize) -> R<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() || !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("buffer {p:p} is NULL or not aligned for its datatype"),
+        ));
+    }
+    // SAFETY: aligned, non-null, `n` elements (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p as *const T, n) })
+}
+
+/// # Safety
+/// `p` writable for `n` elements, unaliased.
+unsafe fn typed_mut<'a, T: Datatype>(p: *mut c_void, n: usize) -> R<&'a mut [T]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() || !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("buffer {p:p} is NULL or not aligned for its datatype"),
+        ));
+    }
+    // SAFETY: aligned, non-null, `n` elements (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p as *mut T, n) })
+}
+
+#[derive(Clone, Copy)]
+enum Red {
+    Reduce(u32),
+    Allreduce,
+    Scan,
+    Exscan,
+    ReduceScatterBlock,
+}
+
+/// One reduction collective on `count` elements of `T` (per rank's contribution).
+fn reduce_typed<T: Datatype>(
+    c: &Comm,
+    kind: Red,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: usize,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    let wop = weft_op::<T>(op, dt)?;
+    let n = c.size() as usize;
+    let (send_n, recv_n, is_root) = match kind {
+        Red::Reduce(root) => (
+            count,
+            if c.rank() == root { count } else { 0 },
+            c.rank() == root,
+        ),
+        Red::ReduceScatterBlock => (count * n, count, true),
+        _ => (count, count, true),
+    };
+    // SAFETY (both views): MPI requires the buffers to hold these counts for the call.
+    let recv_s: &mut [T] = unsafe { typed_mut(recv, recv_n)? };
+    let copy: Vec<T>;
+    let send_s: &[T] = if in_place(send) {
+        if !is_root {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "MPI_IN_PLACE as sendbuf is only allowed at the root",
+            ));
+        }
+        if matches!(kind, Red::ReduceScatterBlock) {
+            return Err(err(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "MPI_IN_PLACE for MPI_Reduce_scatter_block",
+            ));
+        }
+        copy = recv_s.to_vec();
+        &copy
+    } else {
+        unsafe { typed(send, send_n)? }
+    };
+    match kind {
+        Red::Reduce(root) => c.reduce(send_s, recv_s, &wop, root)?,
+        Red::Allreduce => c.allreduce(send_s, recv_s, &wop)?,
+        Red::Scan => c.scan(send_s, recv_s, &wop)?,
+        Red::Exscan => c.exscan(send_s, recv_s, &wop)?,
+        Red::ReduceScatterBlock => c.reduce_scatter_block(send_s, recv_s, &wop)?,
+    }
+    Ok(())
+}
+
+macro_rules! by_kind {
+    ($kind:expr, $f:ident, $($arg:expr),*) => {
+        match $kind {
+            TypeKind::I8 => $f::<i8>($($arg),*),
+            TypeKind::I16 => $f::<i16>($($arg),*),
+            TypeKind::I32 => $f::<i32>($($arg),*),
+            TypeKind::I64 => $f::<i64>($($arg),*),
+            TypeKind::U8 => $f::<u8>($($arg),*),
+            TypeKind::U16 => $f::<u16>($($arg),*),
+            TypeKind::U32 => $f::<u32>($($arg),*),
+            TypeKind::U64 => $f::<u64>($($arg),*),
+            TypeKind::F32 => $f::<f32>($($arg),*),
+            TypeKind::F64 => $f::<f64>($($arg),*),
+            TypeKind::F32I32 => $f::<weft::F32I32>($($arg),*),
+            TypeKind::F64I32 => $f::<weft::F64I32>($($arg),*),
+            TypeKind::I32I32 => $f::<weft::I32I32>($($arg),*),
+            TypeKind::I64I32 => $f::<weft::I64I32>($($arg),*),
+            #[allow(unreachable_patterns)]
+            k => Err(err(MPI_ERR_TYPE, format!("element kind {k:?} cannot be reduced"))),
+        }
+    };
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduction(
+    func: &str,
+    kind: Red,
+    root: Option<c_int>,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<()> {
+    let c = comm_of(comm, func)?;
+    let (bytes, tk) = bytes_of(count, dt)?;
+    let kind = match (kind, root) {
+        (Red::Reduce(_), Some(r)) => Red::Reduce(check_root(&c, r)?),
+        (k, _) => k,
+    };
+    let Some(tk) = tk else {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype {dt:#x} has no element type weft can reduce"),
+        ));
+    };
+    if op == MPI_OP_NULL {
+        return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
+    }
+    let predefined_op = (MPI_SUM..=MPI_NO_OP).contains(&op);
+    if !predefined_op && crate::dtype::predefined(dt).is_none() {
+        // weft may cut a reduction into chunks of basic elements, which would split the
+        // derived elements a user function expects whole.
+        return Err(err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("user operation on derived datatype {dt:#x}"),
+        ));
+    }
+    let es = elem_bytes(tk);
+    let elems = bytes / es;
+    by_kind!(tk, reduce_typed, &c, kind, send, recv, elems, dt, op)
+}
+
+fn elem_bytes(k: TypeKind) -> usize {
+    match k {
+        TypeKind::I8 | TypeKind::U8 => 1,
+        TypeKind::I16 | TypeKind::U16 => 2,
+        TypeKind::I32 | TypeKind::U32 | TypeKind::F32 => 4,
+        TypeKind::I64 | TypeKind::U64 | TypeKind::F64 | TypeKind::F32I32 | TypeKind::I32I32 => 8,
+        _ => 16,
+    }
+}
+
+/// MPI_Reduce (MPI-4.1 §6.9.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Reduce",
+        reduction(
+            "MPI_Reduce",
+            Red::Reduce(0),
+            Some(root),
+            send,
+            recv,
+            count as i64,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Reduce_c (MPI-4.1 §6.9.1, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Reduce_c",
+        reduction(
+            "MPI_Reduce_c",
+            Red::Reduce(0),
+            Some(root),
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Allreduce (MPI-4.1 §6.9.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Allreduce",
+        reduction(
+            "MPI_Allreduce",
+            Red::Allreduce,
+            None,
+            send,
+            recv,
+            count as i64,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Allreduce_c (MPI-4.1 §6.9.6, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Allreduce_c",
+        reduction(
+            "MPI_Allreduce_c",
+            Red::Allreduce,
+            None,
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Scan (MPI-4.1 §6.11.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Scan",
+        reduction(
+            "MPI_Scan",
+            Red::Scan,
+            None,
+            send,
+            recv,
+            count as i64,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Exscan (MPI-4.1 §6.11.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Exscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Exscan",
+        reduction(
+            "MPI_Exscan",
+            Red::Exscan,
+            None,
+            send,
+            recv,
+            count as i64,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Reduce_scatter_block (MPI-4.1 §6.10.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Reduce_scatter_block",
+        reduction(
+            "MPI_Reduce_scatter_block",
+            Red::ReduceScatterBlock,
+            None,
+            send,
+            recv,
+            count as i64,
+            dt,
+            op,
+            comm,
+        ),
+    )
+}
+
+/// MPI_Op_create (MPI-4.1 §6.9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create(
+    f: Option<UserFn>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let f = f.ok_or_else(|| err(MPI_ERR_ARG, "user function is NULL"))?;
+        let s = state("MPI_Op_create")?;
+        let h = crate::state::make_handle(
+            K_OP,
+            s.ops.insert(UserOpEntry {
+                f,
+                commute: commute != 0,
+            }),
+        );
+        put!(op, h)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Op_create", r)
+}
+
+/// MPI_Op_free (MPI-4.1 §6.9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
+    let r = (|| {
+        if op.is_null() {
+            return Err(err(MPI_ERR_ARG, "op pointer is NULL"));
+        }
+        let s = state("MPI_Op_free")?;
+        // SAFETY: non-null.
+        let h = unsafe { *op };
+        handle_index(K_OP, h)
+            .and_then(|i| s.ops.remove(i))
+            .ok_or_else(|| {
+                err(
+                    MPI_ERR_OP,
+                    format!("operation {h:#x} is predefined or not valid"),
+                )
+            })?;
+        put!(op, MPI_OP_NULL)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Op_free", r)
+}
+
+/// MPI_Op_commutative (MPI-4.1 §6.9.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> c_int {
+    let r = (|| {
+        let v = match op {
+            MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_LAND | MPI_LOR | MPI_LXOR | MPI_BAND
+            | MPI_BOR | MPI_BXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
+            _ => {
+                let s = state("MPI_Op_commutative")?;
+                handle_index(K_OP, op)
+                    .and_then(|i| s.ops.get(i))
+                    .map(|u| u.commute)
+                    .ok_or_else(|| err(MPI_ERR_OP, format!("operation {op:#x} is not valid")))?
+            }
+        };
+        put!(commute, v as c_int)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Op_commutative", r)
+}
+
+// ------------------------------------------------------------------- data movement
+
+/// MPI_Gather (MPI-4.1 §6.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Gather")?;
+        let root = check_root(&c, root)?;
+        let me = c.rank() == root;
+        let n = c.size() as usize;
+        let rn = if me {
+            bytes_of(rcount as i64, rdt)?.0
+        } else {
+            0
+        };
+        // SAFETY: MPI buffer contracts for the call's duration.
+        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let copy: Vec<u8>;
+        let sb = if in_place(send) {
+            if !me {
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    "MPI_IN_PLACE as sendbuf is only allowed at the root",
+                ));
+            }
+            copy = rb[root as usize * rn..(root as usize + 1) * rn].to_vec();
+            &copy[..]
+        } else {
+            let (sn, _) = bytes_of(scount as i64, sdt)?;
+            unsafe { bytes(send, sn)? }
+        };
+        Ok(c.gather(sb, rb, root)?)
+    })();
+    finish(comm, "MPI_Gather", r)
+}
+
+/// MPI_Scatter (MPI-4.1 §6.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Scatter")?;
+        let root = check_root(&c, root)?;
+        let me = c.rank() == root;
+        let n = c.size() as usize;
+        let sn = if me {
+            bytes_of(scount as i64, sdt)?.0
+        } else {
+            0
+        };
+        // SAFETY: MPI buffer contracts for the call's duration.
+        let sb = unsafe { bytes(send, sn * n)? };
+        let mut scratch: Vec<u8>;
+        let rb = if in_place(recv) {
+            if !me {
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    "MPI_IN_PLACE as recvbuf is only allowed at the root",
+                ));
+            }
+            scratch = vec![0u8; sn];
+            &mut scratch[..]
+        } else {
+            let (rn, _) = bytes_of(rcount as i64, rdt)?;
+            unsafe { bytes_mut(recv, rn)? }
+        };
+        Ok(c.scatter(sb, rb, root)?)
+    })();
+    finish(comm, "MPI_Scatter", r)
+}
+
+/// MPI_Allgather (MPI-4.1 §6.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Allgather")?;
+        let n = c.size() as usize;
+        let (rn, _) = bytes_of(rcount as i64, rdt)?;
+        // SAFETY: MPI buffer contracts for the call's duration.
+        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let copy: Vec<u8>;
+        let sb = if in_place(send) {
+            let me = c.rank() as usize;
+            copy = rb[me * rn..(me + 1) * rn].to_vec();
+            &copy[..]
+        } else {
+            let (sn, _) = bytes_of(scount as i64, sdt)?;
+            unsafe { bytes(send, sn)? }
+        };
+        Ok(c.allgather(sb, rb)?)
+    })();
+    finish(comm, "MPI_Allgather", r)
+}
+
+/// MPI_Alltoall (MPI-4.1 §6.8).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Alltoall")?;
+        let n = c.size() as usize;
+        let (rn, _) = bytes_of(rcount as i64, rdt)?;
+        // SAFETY: MPI buffer contracts for the call's duration.
+        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let copy: Vec<u8>;
+        let sb = if in_place(send) {
+            copy = rb.to_vec();
+            &copy[..]
+        } else {
+            let (sn, _) = bytes_of(scount as i64, sdt)?;
+            unsafe { bytes(send, sn * n)? }
+        };
+        Ok(c.alltoall(sb, rb)?)
+    })();
+    finish(comm, "MPI_Alltoall", r)
+}
+
+/// Counts or displacements in bytes: `n` entries of `p` times `unit`.
+fn scaled(p: *const c_int, n: usize, unit: usize, what: &str) -> R<Vec<usize>> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the array holds one entry per rank (the caller's contract).
+    let v = unsafe { std::slice::from_raw_parts(p, n) };
+    v.iter()
+        .map(|&x| {
+            if x < 0 {
+                Err(err(
+                    MPI_ERR_COUNT,
+                    format!("{what} has a negative entry {x}"),
+                ))
+            } else {
+                Ok(x as usize * unit)
+            }
+        })
+        .collect()
+}
+
+fn span(counts: &[usize], displs: &[usize]) -> usize {
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(c, d)| c + d)
+        .max()
+        .unwrap_or(0)
+}
+
+/// MPI_Gatherv (MPI-4.1 §6.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Gatherv")?;
+        let root = check_root(&c, root)?;
+        let n = c.size() as usize;
+        let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
+        let mut rb: &mut [u8] = &mut [];
+        if c.rank() == root {
+            let (es, _) = bytes_of(1, rdt)?;
+            counts = scaled(rcounts, n, es, "recvcounts")?;
+            ds = scaled(displs, n, es, "displs")?;
+            // SAFETY: MPI buffer contract.
+            rb = unsafe { bytes_mut(recv, span(&counts, &ds))? };
+        }
+        let copy: Vec<u8>;
+        let sb = if in_place(send) {
+            let me = c.rank() as usize;
+            copy = rb[ds[me]..ds[me] + counts[me]].to_vec();
+            &copy[..]
+        } else {
+            let (sn, _) = bytes_of(scount as i64, sdt)?;
+            unsafe { bytes(send, sn)? }
+        };
+        Ok(c.gatherv(sb, rb, &counts, &ds, root)?)
+    })();
+    finish(comm, "MPI_Gatherv", r)
+}
+
+/// MPI_Scatterv (MPI-4.1 §6.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Scatterv")?;
+        let root = check_root(&c, root)?;
+        let n = c.size() as usize;
+        let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
+        let mut sb: &[u8] = &[];
+        if c.rank() == root {
+            let (es, _) = bytes_of(1, sdt)?;
+            counts = scaled(scounts, n, es, "sendcounts")?;
+            ds = scaled(displs, n, es, "displs")?;
+            // SAFETY: MPI buffer contract.
+            sb = unsafe { bytes(send, span(&counts, &ds))? };
+        }
+        let mut scratch: Vec<u8>;
+        let rb = if in_place(recv) {
+            scratch = vec![0; counts[c.rank() as usize]];
+            &mut scratch[..]
+        } else {
+            let (rn, _) = bytes_of(rcount as i64, rdt)?;
+            unsafe { bytes_mut(recv, rn)? }
+        };
+        Ok(c.scatterv(sb, &counts, &ds, rb, root)?)
+    })();
+    finish(comm, "MPI_Scatterv", r)
+}
+
+/// MPI_Allgatherv (MPI-4.1 §6.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Allgatherv")?;
+        let n = c.size() as usize;
+        let (es, _) = bytes_of(1, rdt)?;
+        let counts = scaled(rcounts, n, es, "recvcounts")?;
+        let ds = scaled(displs, n, es, "displs")?;
+        // SAFETY: MPI buffer contract.
+        let rb = unsafe { bytes_mut(recv, span(&counts, &ds))? };
+        let copy: Vec<u8>;
+        let sb = if in_place(send) {
+            let me = c.rank() as usize;
+            copy = rb[ds[me]..ds[me] + counts[me]].to_vec();
+            &copy[..]
+        } else {
+            let (sn, _) = bytes_of(scount as i64, sdt)?;
+            unsafe { bytes(send, sn)? }
+        };
+        Ok(c.allgatherv(sb, rb, &counts, &ds)?)
+    })();
+    finish(comm, "MPI_Allgatherv", r)
+}
+
+/// MPI_Alltoallv (MPI-4.1 §6.8).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Alltoallv")?;
+        let n = c.size() as usize;
+        let (res, _) = bytes_of(1, rdt)?;
+        let rc = scaled(rcounts, n, res, "recvcounts")?;
+        let rd = scaled(rdispls, n, res, "rdispls")?;
+        // SAFETY: MPI buffer contract.
+        let rb = unsafe { bytes_mut(recv, span(&rc, &rd))? };
+        if in_place(send) {
+            let copy = rb.to_vec();
+            return Ok(c.alltoallv(&copy, &rc, &rd, rb, &rc, &rd)?);
+        }
+        let (ses, _) = bytes_of(1, sdt)?;
+        let sc = scaled(scounts, n, ses, "sendcounts")?;
+        let sd = scaled(sdispls, n, ses, "sdispls")?;
+        let sb = unsafe { bytes(send, span(&sc, &sd))? };
+        Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
+    })();
+    finish(comm, "MPI_Alltoallv", r)
+}

@@ -1,0 +1,781 @@
+//! Communicators and groups (MPI-4.1 chapter 7), predefined attributes, and Cartesian
+//! topologies (chapter 8). Communicator creation is weft's (dup, split, create from a
+//! group, shared split); this module maps handles and checks arguments.
+
+use crate::consts::*;
+use crate::dtype::put;
+use crate::env::c_str;
+use crate::error::{err, finish, write_c_string, R};
+use crate::state::{handle_index, state, State, K_GROUP};
+use std::os::raw::{c_char, c_int, c_void};
+
+/// MPI_Comm_size (MPI-4.1 §7.4.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
+    let r = state("MPI_Comm_size").and_then(|s| put!(size, s.comm(comm)?.comm.size() as c_int));
+    finish(comm, "MPI_Comm_size", r)
+}
+
+/// MPI_Comm_rank (MPI-4.1 §7.4.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
+    let r = state("MPI_Comm_rank").and_then(|s| put!(rank, s.comm(comm)?.comm.rank() as c_int));
+    finish(comm, "MPI_Comm_rank", r)
+}
+
+fn new_comm(s: &mut State, c: Option<weft::Comm>, out: *mut Handle) -> R<()> {
+    let h = match c {
+        Some(c) => s.add_comm(c),
+        None => MPI_COMM_NULL,
+    };
+    put!(out, h)
+}
+
+/// MPI_Comm_dup (MPI-4.1 §7.4.2): the new communicator inherits the error handler.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_dup")?;
+        let e = s.comm(comm)?;
+        let (c, errh) = (e.comm.dup()?, e.errhandler);
+        new_comm(s, Some(c), newcomm)?;
+        // SAFETY: just written.
+        s.comm_mut(unsafe { *newcomm })?.errhandler = errh;
+        Ok(())
+    })();
+    finish(comm, "MPI_Comm_dup", r)
+}
+
+/// MPI_Comm_split (MPI-4.1 §7.4.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: Handle,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_split")?;
+        if color < 0 && color != MPI_UNDEFINED {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("color {color} is negative and not MPI_UNDEFINED"),
+            ));
+        }
+        let color = if color == MPI_UNDEFINED {
+            weft::UNDEFINED
+        } else {
+            color
+        };
+        let c = s.comm(comm)?.comm.split(color, key)?;
+        new_comm(s, c, newcomm)
+    })();
+    finish(comm, "MPI_Comm_split", r)
+}
+
+/// MPI_Comm_split_type (MPI-4.1 §7.4.2): MPI_COMM_TYPE_SHARED splits by node.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split_type(
+    comm: Handle,
+    split_type: c_int,
+    key: c_int,
+    _info: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_split_type")?;
+        let c = &s.comm(comm)?.comm;
+        let c = match split_type {
+            MPI_COMM_TYPE_SHARED => Some(c.split_shared(key)?),
+            MPI_UNDEFINED => c.split(weft::UNDEFINED, key)?,
+            t => {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("split_type {t}: weft supports MPI_COMM_TYPE_SHARED and MPI_UNDEFINED"),
+                ))
+            }
+        };
+        new_comm(s, c, newcomm)
+    })();
+    finish(comm, "MPI_Comm_split_type", r)
+}
+
+/// MPI_Comm_create (MPI-4.1 §7.4.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create(
+    comm: Handle,
+    group: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_create")?;
+        let g = s.group(group)?.to_vec();
+        let c = s.comm(comm)?.comm.create(&g)?;
+        new_comm(s, c, newcomm)
+    })();
+    finish(comm, "MPI_Comm_create", r)
+}
+
+/// MPI_Comm_free (MPI-4.1 §7.4.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
+    let h = if comm.is_null() {
+        MPI_COMM_NULL
+    } else {
+        unsafe { *comm }
+    };
+    let r = (|| {
+        let s = state("MPI_Comm_free")?;
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(err(
+                MPI_ERR_COMM,
+                "predefined communicators cannot be freed",
+            ));
+        }
+        s.comm(h)?.comm.free()?;
+        let i = handle_index(crate::state::K_COMM, h).expect("valid comm");
+        s.comms.remove(i);
+        put!(comm, MPI_COMM_NULL)
+    })();
+    finish(h, "MPI_Comm_free", r)
+}
+
+fn compare_members(a: &[u32], b: &[u32]) -> c_int {
+    if a == b {
+        return MPI_IDENT;
+    }
+    let mut x = a.to_vec();
+    let mut y = b.to_vec();
+    x.sort_unstable();
+    y.sort_unstable();
+    if x == y {
+        MPI_SIMILAR
+    } else {
+        MPI_UNEQUAL
+    }
+}
+
+/// MPI_Comm_compare (MPI-4.1 §7.4.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(c1: Handle, c2: Handle, result: *mut c_int) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_compare")?;
+        let (a, b) = (&s.comm(c1)?.comm, &s.comm(c2)?.comm);
+        let v = if a.context_id() == b.context_id() {
+            MPI_IDENT
+        } else {
+            match compare_members(a.members(), b.members()) {
+                MPI_IDENT => MPI_CONGRUENT,
+                x => x,
+            }
+        };
+        put!(result, v)
+    })();
+    finish(c1, "MPI_Comm_compare", r)
+}
+
+/// MPI_Comm_group (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_group")?;
+        let m = s.comm(comm)?.comm.members().to_vec();
+        let h = s.add_group(m);
+        put!(group, h)
+    })();
+    finish(comm, "MPI_Comm_group", r)
+}
+
+/// MPI_Comm_set_name (MPI-4.1 §7.8).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, name: *const c_char) -> c_int {
+    let r = (|| {
+        // SAFETY: a NUL-terminated string (the caller's contract).
+        let n = unsafe { c_str(name, "name")? };
+        state("MPI_Comm_set_name")?.comm_mut(comm)?.name = n;
+        Ok(())
+    })();
+    finish(comm, "MPI_Comm_set_name", r)
+}
+
+/// MPI_Comm_get_name (MPI-4.1 §7.8).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_name(
+    comm: Handle,
+    name: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    let r = state("MPI_Comm_get_name").and_then(|s| {
+        let n = &s.comm(comm)?.name;
+        // SAFETY: `name` holds MPI_MAX_OBJECT_NAME bytes (the caller's contract).
+        unsafe { write_c_string(n, name, MPI_MAX_OBJECT_NAME, len) };
+        Ok(())
+    });
+    finish(comm, "MPI_Comm_get_name", r)
+}
+
+/// Values of the predefined attributes, kept for the life of the process because C gets
+/// pointers to them.
+static TAG_UB_VALUE: c_int = i32::MAX;
+static FALSE_VALUE: c_int = 0;
+static PROC_NULL_VALUE: c_int = MPI_PROC_NULL;
+static ANY_SOURCE_VALUE: c_int = MPI_ANY_SOURCE;
+
+/// MPI_Comm_get_attr (MPI-4.1 §7.7.2) for the predefined keys.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_attr(
+    comm: Handle,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        state("MPI_Comm_get_attr")?.comm(comm)?;
+        let p: Option<*const c_int> = match keyval {
+            MPI_TAG_UB => Some(&TAG_UB_VALUE),
+            MPI_WTIME_IS_GLOBAL => Some(&FALSE_VALUE),
+            MPI_HOST => Some(&PROC_NULL_VALUE),
+            MPI_IO => Some(&ANY_SOURCE_VALUE),
+            MPI_APPNUM | MPI_UNIVERSE_SIZE => None,
+            k => {
+                return Err(err(
+                    MPI_ERR_KEYVAL,
+                    format!("keyval {k} is not known (user keyvals are not implemented)"),
+                ))
+            }
+        };
+        match p {
+            Some(p) => {
+                put!(value as *mut *const c_int, p)?;
+                put!(flag, 1)
+            }
+            None => put!(flag, 0),
+        }
+    })();
+    finish(comm, "MPI_Comm_get_attr", r)
+}
+
+// ------------------------------------------------------------------- groups
+
+/// MPI_Group_size (MPI-4.1 §7.3.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_int {
+    let r = state("MPI_Group_size").and_then(|s| put!(size, s.group(group)?.len() as c_int));
+    finish(MPI_COMM_WORLD, "MPI_Group_size", r)
+}
+
+/// MPI_Group_rank (MPI-4.1 §7.3.1): MPI_UNDEFINED when the caller is not a member.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_int {
+    let r = state("MPI_Group_rank").and_then(|s| {
+        let me = s.world_rank();
+        let g = s.group(group)?;
+        put!(
+            rank,
+            g.iter()
+                .position(|&w| w == me)
+                .map_or(MPI_UNDEFINED, |p| p as c_int)
+        )
+    });
+    finish(MPI_COMM_WORLD, "MPI_Group_rank", r)
+}
+
+fn ranks<'a>(n: c_int, p: *const c_int) -> R<&'a [c_int]> {
+    if n < 0 {
+        return Err(err(MPI_ERR_ARG, format!("n = {n} is negative")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "ranks array is NULL"));
+    }
+    // SAFETY: the array holds n ranks (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+fn check_group_rank(g: &[u32], r: c_int) -> R<usize> {
+    if r < 0 || r as usize >= g.len() {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!("rank {r} is not in a group of size {}", g.len()),
+        ));
+    }
+    Ok(r as usize)
+}
+
+/// MPI_Group_incl (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_incl(
+    group: Handle,
+    n: c_int,
+    rs: *const c_int,
+    newgroup: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_incl")?;
+        let g = s.group(group)?.to_vec();
+        let mut out = Vec::new();
+        for &x in ranks(n, rs)? {
+            let w = g[check_group_rank(&g, x)?];
+            if out.contains(&w) {
+                return Err(err(MPI_ERR_RANK, format!("rank {x} is listed twice")));
+            }
+            out.push(w);
+        }
+        let h = s.add_group(out);
+        put!(newgroup, h)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_incl", r)
+}
+
+/// MPI_Group_excl (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_excl(
+    group: Handle,
+    n: c_int,
+    rs: *const c_int,
+    newgroup: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_excl")?;
+        let g = s.group(group)?.to_vec();
+        let mut drop = vec![false; g.len()];
+        for &x in ranks(n, rs)? {
+            drop[check_group_rank(&g, x)?] = true;
+        }
+        let out: Vec<u32> = g
+            .iter()
+            .zip(&drop)
+            .filter(|(_, d)| !**d)
+            .map(|(w, _)| *w)
+            .collect();
+        let h = s.add_group(out);
+        put!(newgroup, h)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_excl", r)
+}
+
+/// MPI_Group_translate_ranks (MPI-4.1 §7.3.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_translate_ranks(
+    g1: Handle,
+    n: c_int,
+    r1: *const c_int,
+    g2: Handle,
+    r2: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_translate_ranks")?;
+        let (a, b) = (s.group(g1)?, s.group(g2)?);
+        for (i, &x) in ranks(n, r1)?.iter().enumerate() {
+            let v = if x == MPI_PROC_NULL {
+                MPI_PROC_NULL
+            } else {
+                let w = a[check_group_rank(a, x)?];
+                b.iter()
+                    .position(|&m| m == w)
+                    .map_or(MPI_UNDEFINED, |p| p as c_int)
+            };
+            // SAFETY: r2 holds n entries.
+            unsafe { *r2.add(i) = v };
+        }
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_translate_ranks", r)
+}
+
+fn set_op(
+    g1: Handle,
+    g2: Handle,
+    newgroup: *mut Handle,
+    func: &str,
+    f: fn(&[u32], &[u32]) -> Vec<u32>,
+) -> c_int {
+    let r = (|| {
+        let s = state(func)?;
+        let out = f(s.group(g1)?, s.group(g2)?);
+        let h = s.add_group(out);
+        put!(newgroup, h)
+    })();
+    finish(MPI_COMM_WORLD, func, r)
+}
+
+/// MPI_Group_union (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_union(g1: Handle, g2: Handle, newgroup: *mut Handle) -> c_int {
+    set_op(g1, g2, newgroup, "MPI_Group_union", |a, b| {
+        let mut v = a.to_vec();
+        v.extend(b.iter().filter(|x| !a.contains(x)));
+        v
+    })
+}
+
+/// MPI_Group_intersection (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_intersection(
+    g1: Handle,
+    g2: Handle,
+    newgroup: *mut Handle,
+) -> c_int {
+    set_op(g1, g2, newgroup, "MPI_Group_intersection", |a, b| {
+        a.iter().copied().filter(|x| b.contains(x)).collect()
+    })
+}
+
+/// MPI_Group_difference (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_difference(
+    g1: Handle,
+    g2: Handle,
+    newgroup: *mut Handle,
+) -> c_int {
+    set_op(g1, g2, newgroup, "MPI_Group_difference", |a, b| {
+        a.iter().copied().filter(|x| !b.contains(x)).collect()
+    })
+}
+
+/// MPI_Group_compare (MPI-4.1 §7.3.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_compare(g1: Handle, g2: Handle, result: *mut c_int) -> c_int {
+    let r = state("MPI_Group_compare")
+        .and_then(|s| put!(result, compare_members(s.group(g1)?, s.group(g2)?)));
+    finish(MPI_COMM_WORLD, "MPI_Group_compare", r)
+}
+
+/// MPI_Group_free (MPI-4.1 §7.3.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_free")?;
+        if group.is_null() {
+            return Err(err(MPI_ERR_ARG, "group pointer is NULL"));
+        }
+        // SAFETY: non-null.
+        let h = unsafe { *group };
+        if h != MPI_GROUP_EMPTY {
+            handle_index(K_GROUP, h)
+                .and_then(|i| s.groups.remove(i))
+                .ok_or_else(|| err(MPI_ERR_GROUP, format!("group handle {h:#x} is not valid")))?;
+        }
+        put!(group, MPI_GROUP_NULL)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_free", r)
+}
+
+// ------------------------------------------------------------------- Cartesian topologies
+
+/// MPI_Dims_create (MPI-4.1 §8.5.2): fills the zero entries with factors of `nnodes` as
+/// close to each other as possible, in non-increasing order.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    let r = (|| {
+        if nnodes <= 0 || ndims < 0 || (ndims > 0 && dims.is_null()) {
+            return Err(err(MPI_ERR_ARG, format!("nnodes {nnodes}, ndims {ndims}")));
+        }
+        // SAFETY: dims holds ndims entries.
+        let d = unsafe { std::slice::from_raw_parts_mut(dims, ndims as usize) };
+        let mut rest = nnodes;
+        let mut free = 0;
+        for &x in d.iter() {
+            if x < 0 {
+                return Err(err(MPI_ERR_DIMS, format!("dims entry {x} is negative")));
+            }
+            if x > 0 {
+                if rest % x != 0 {
+                    return Err(err(
+                        MPI_ERR_DIMS,
+                        format!("nnodes {nnodes} is not a multiple of the fixed dims"),
+                    ));
+                }
+                rest /= x;
+            } else {
+                free += 1;
+            }
+        }
+        if free == 0 {
+            return if rest == 1 {
+                Ok(())
+            } else {
+                Err(err(MPI_ERR_DIMS, "fixed dims do not multiply to nnodes"))
+            };
+        }
+        // Prime factors, largest first, each given to the currently smallest free dimension.
+        let mut factors = Vec::new();
+        let (mut n, mut p) = (rest, 2);
+        while n > 1 {
+            while n % p == 0 {
+                factors.push(p);
+                n /= p;
+            }
+            p += 1;
+        }
+        let mut out = vec![1; free];
+        for f in factors.into_iter().rev() {
+            let k = (0..free).min_by_key(|&i| out[i]).expect("free > 0");
+            out[k] *= f;
+        }
+        out.sort_unstable_by(|a, b| b.cmp(a));
+        let mut it = out.into_iter();
+        for x in d.iter_mut() {
+            if *x == 0 {
+                *x = it.next().expect("one per free entry");
+            }
+        }
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Dims_create", r)
+}
+
+/// MPI_Cart_create (MPI-4.1 §8.5.1): ranks keep their order (reordering is permitted, not
+/// required).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_create(
+    comm: Handle,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    _reorder: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_create")?;
+        let d = ranks(ndims, dims)?.to_vec();
+        let p: Vec<bool> = ranks(ndims, periods)?.iter().map(|&x| x != 0).collect();
+        if d.iter().any(|&x| x <= 0) {
+            return Err(err(
+                MPI_ERR_DIMS,
+                format!("dims {d:?} has a non-positive entry"),
+            ));
+        }
+        let total: i64 = d.iter().map(|&x| x as i64).product();
+        let c = &s.comm(comm)?.comm;
+        if total > c.size() as i64 {
+            return Err(err(
+                MPI_ERR_DIMS,
+                format!(
+                    "grid of {total} ranks exceeds communicator size {}",
+                    c.size()
+                ),
+            ));
+        }
+        let color = if (c.rank() as i64) < total {
+            0
+        } else {
+            weft::UNDEFINED
+        };
+        let nc = c.split(color, c.rank() as i32)?;
+        new_comm(s, nc, newcomm)?;
+        // SAFETY: just written.
+        let h = unsafe { *newcomm };
+        if h != MPI_COMM_NULL {
+            s.comm_mut(h)?.cart = Some((d, p));
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Cart_create", r)
+}
+
+fn cart(s: &State, comm: Handle) -> R<(Vec<c_int>, Vec<bool>)> {
+    s.comm(comm)?
+        .cart
+        .clone()
+        .ok_or_else(|| err(MPI_ERR_TOPOLOGY, "communicator has no Cartesian topology"))
+}
+
+fn coords_of(dims: &[c_int], mut rank: c_int) -> Vec<c_int> {
+    let mut c = vec![0; dims.len()];
+    for i in (0..dims.len()).rev() {
+        c[i] = rank % dims[i];
+        rank /= dims[i];
+    }
+    c
+}
+
+/// MPI_Cart_coords (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_coords(
+    comm: Handle,
+    rank: c_int,
+    maxdims: c_int,
+    coords: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_coords")?;
+        let (d, _) = cart(s, comm)?;
+        let n: c_int = d.iter().product();
+        if rank < 0 || rank >= n {
+            return Err(err(
+                MPI_ERR_RANK,
+                format!("rank {rank} is outside the grid of {n}"),
+            ));
+        }
+        if (maxdims as usize) < d.len() {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("maxdims {maxdims} < ndims {}", d.len()),
+            ));
+        }
+        for (i, c) in coords_of(&d, rank).into_iter().enumerate() {
+            // SAFETY: coords holds maxdims >= ndims entries.
+            unsafe { *coords.add(i) = c };
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Cart_coords", r)
+}
+
+fn rank_of(d: &[c_int], p: &[bool], coords: &[c_int]) -> R<c_int> {
+    let mut r = 0;
+    for i in 0..d.len() {
+        let mut c = coords[i];
+        if p[i] {
+            c = c.rem_euclid(d[i]);
+        } else if c < 0 || c >= d[i] {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "coordinate {c} outside 0..{} in a non-periodic dimension",
+                    d[i]
+                ),
+            ));
+        }
+        r = r * d[i] + c;
+    }
+    Ok(r)
+}
+
+/// MPI_Cart_rank (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_rank(
+    comm: Handle,
+    coords: *const c_int,
+    rank: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_rank")?;
+        let (d, p) = cart(s, comm)?;
+        let c = ranks(d.len() as c_int, coords)?;
+        put!(rank, rank_of(&d, &p, c)?)
+    })();
+    finish(comm, "MPI_Cart_rank", r)
+}
+
+/// MPI_Cart_shift (MPI-4.1 §8.5.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_shift(
+    comm: Handle,
+    direction: c_int,
+    disp: c_int,
+    source: *mut c_int,
+    dest: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_shift")?;
+        let (d, p) = cart(s, comm)?;
+        if direction < 0 || direction as usize >= d.len() {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("direction {direction} not in 0..{}", d.len()),
+            ));
+        }
+        let me = coords_of(&d, s.comm(comm)?.comm.rank() as c_int);
+        let at = |delta: c_int| {
+            let mut c = me.clone();
+            c[direction as usize] += delta;
+            rank_of(&d, &p, &c).unwrap_or(MPI_PROC_NULL)
+        };
+        put!(source, at(-disp))?;
+        put!(dest, at(disp))
+    })();
+    finish(comm, "MPI_Cart_shift", r)
+}
+
+/// MPI_Cartdim_get (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cartdim_get(comm: Handle, ndims: *mut c_int) -> c_int {
+    let r = state("MPI_Cartdim_get").and_then(|s| put!(ndims, cart(s, comm)?.0.len() as c_int));
+    finish(comm, "MPI_Cartdim_get", r)
+}
+
+/// MPI_Cart_get (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_get(
+    comm: Handle,
+    maxdims: c_int,
+    dims: *mut c_int,
+    periods: *mut c_int,
+    coords: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_get")?;
+        let (d, p) = cart(s, comm)?;
+        if (maxdims as usize) < d.len() {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("maxdims {maxdims} < ndims {}", d.len()),
+            ));
+        }
+        let me = coords_of(&d, s.comm(comm)?.comm.rank() as c_int);
+        for i in 0..d.len() {
+            // SAFETY: each array holds maxdims >= ndims entries.
+            unsafe {
+                *dims.add(i) = d[i];
+                *periods.add(i) = p[i] as c_int;
+                *coords.add(i) = me[i];
+            }
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Cart_get", r)
+}
+
+/// MPI_Cart_sub (MPI-4.1 §8.5.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_sub(
+    comm: Handle,
+    remain: *const c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_sub")?;
+        let (d, p) = cart(s, comm)?;
+        let keep: Vec<bool> = ranks(d.len() as c_int, remain)?
+            .iter()
+            .map(|&x| x != 0)
+            .collect();
+        let c = &s.comm(comm)?.comm;
+        let me = coords_of(&d, c.rank() as c_int);
+        let (mut color, mut key) = (0, 0);
+        for i in 0..d.len() {
+            if keep[i] {
+                key = key * d[i] + me[i];
+            } else {
+                color = color * d[i] + me[i];
+            }
+        }
+        let nc = c.split(color, key)?;
+        new_comm(s, nc, newcomm)?;
+        // SAFETY: just written.
+        let h = unsafe { *newcomm };
+        let nd: Vec<c_int> = (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect();
+        let np: Vec<bool> = (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect();
+        s.comm_mut(h)?.cart = Some((nd, np));
+        Ok(())
+    })();
+    finish(comm, "MPI_Cart_sub", r)
+}
+
+/// MPI_Topo_test (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int {
+    let r = state("MPI_Topo_test").and_then(|s| {
+        let t = if s.comm(comm)?.cart.is_some() {
+            MPI_CART
+        } else {
+            MPI_UNDEFINED
+        };
+        put!(status, t)
+    });
+    finish(comm, "MPI_Topo_test", r)
+}

@@ -1,0 +1,609 @@
+//! Environment management (MPI-4.1 chapter 11), info objects (§10), error handler
+//! management (§9.3) and the MPI-5 ABI queries. Depends on the state tables and weft's
+//! init and finalize.
+
+use crate::consts::*;
+use crate::dtype::put;
+use crate::error::{err, finish, raise, write_c_string, R};
+use crate::state::{
+    handle_index, install, make_handle, state, state_opt, uninstall, CommEntry, ErrFn, State,
+    Table, FINALIZED, INITIALIZED, K_ERRH, K_INFO,
+};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::Ordering;
+
+/// A Rust string from a C string argument named `what`.
+///
+/// # Safety
+/// `p` must be null or NUL-terminated.
+pub unsafe fn c_str(p: *const c_char, what: &str) -> R<String> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's contract).
+    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+fn init(func: &str, required: c_int) -> R<c_int> {
+    if INITIALIZED.load(Ordering::Acquire) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{func}: MPI is already initialised"),
+        ));
+    }
+    let weft = weft::init()?;
+    let mut comms = Table::new();
+    for (c, name) in [
+        (weft.world(), "MPI_COMM_WORLD"),
+        (weft.self_comm(), "MPI_COMM_SELF"),
+    ] {
+        comms.insert(CommEntry {
+            comm: c,
+            errhandler: MPI_ERRORS_ARE_FATAL,
+            name: name.into(),
+            cart: None,
+        });
+    }
+    // Only one thread may be inside MPI at a time: no internal locking.
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    install(State {
+        weft,
+        comms,
+        groups: Table::new(),
+        reqs: Table::new(),
+        types: Table::new(),
+        ops: Table::new(),
+        infos: Table::new(),
+        errhs: Table::new(),
+        thread_level: provided,
+        main_thread: std::thread::current().id(),
+        start: std::time::Instant::now(),
+        bsend_buf: None,
+        bsend_pending: Vec::new(),
+    });
+    INITIALIZED.store(true, Ordering::Release);
+    Ok(provided)
+}
+
+/// MPI_Init (MPI-4.1 §11.2.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Init",
+        init("MPI_Init", MPI_THREAD_SINGLE).map(|_| ()),
+    )
+}
+
+/// MPI_Init_thread (MPI-4.1 §11.2.1): provides at most MPI_THREAD_SERIALIZED, and says so.
+///
+/// # Safety
+/// `provided` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let r = init("MPI_Init_thread", required).and_then(|p| put!(provided, p));
+    finish(MPI_COMM_WORLD, "MPI_Init_thread", r)
+}
+
+/// MPI_Initialized (MPI-4.1 §11.2.1).
+///
+/// # Safety
+/// `flag` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    let r = put!(flag, INITIALIZED.load(Ordering::Acquire) as c_int);
+    finish(MPI_COMM_WORLD, "MPI_Initialized", r)
+}
+
+/// MPI_Finalized (MPI-4.1 §11.2.1).
+///
+/// # Safety
+/// `flag` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    let r = put!(flag, FINALIZED.load(Ordering::Acquire) as c_int);
+    finish(MPI_COMM_WORLD, "MPI_Finalized", r)
+}
+
+/// MPI_Finalize (MPI-4.1 §11.2.2): finishes buffered sends, then waits for every rank.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let r = (|| {
+        let s = state("MPI_Finalize")?;
+        for (mut req, _buf) in s.bsend_pending.drain(..) {
+            req.wait()?;
+        }
+        let s = uninstall().expect("state checked above");
+        FINALIZED.store(true, Ordering::Release);
+        let State {
+            weft, comms, reqs, ..
+        } = s;
+        // Requests and communicators hold the engine; drop them before finalize.
+        drop(reqs);
+        drop(comms);
+        weft.finalize()?;
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Finalize", r)
+}
+
+/// MPI_Query_thread (MPI-4.1 §11.2.1).
+///
+/// # Safety
+/// `provided` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    let r = state("MPI_Query_thread").and_then(|s| put!(provided, s.thread_level));
+    finish(MPI_COMM_WORLD, "MPI_Query_thread", r)
+}
+
+/// MPI_Is_thread_main (MPI-4.1 §11.2.1).
+///
+/// # Safety
+/// `flag` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    let r = state("MPI_Is_thread_main").and_then(|s| {
+        put!(
+            flag,
+            (s.main_thread == std::thread::current().id()) as c_int
+        )
+    });
+    finish(MPI_COMM_WORLD, "MPI_Is_thread_main", r)
+}
+
+/// MPI_Abort (MPI-4.1 §11.3): ends every rank of the job with `errorcode`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
+    match state_opt() {
+        Some(s) => s
+            .weft
+            .abort(errorcode, &format!("MPI_Abort on communicator {comm:#x}")),
+        None => std::process::exit(errorcode),
+    }
+}
+
+/// MPI_Wtime (MPI-4.1 §11.6): seconds since MPI_Init on this rank.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wtime() -> f64 {
+    match state_opt() {
+        Some(s) => s.start.elapsed().as_secs_f64(),
+        None => 0.0,
+    }
+}
+
+/// MPI_Wtick (MPI-4.1 §11.6): the clock counts nanoseconds.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wtick() -> f64 {
+    1e-9
+}
+
+/// MPI_Get_processor_name (MPI-4.1 §11.1.1): the rank's node identity.
+///
+/// # Safety
+/// `name` must hold MPI_MAX_PROCESSOR_NAME bytes; `resultlen` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let r = state("MPI_Get_processor_name").map(|s| {
+        // SAFETY: forwarded caller contract.
+        unsafe { write_c_string(s.weft.node_id(), name, MPI_MAX_PROCESSOR_NAME, resultlen) }
+    });
+    finish(MPI_COMM_WORLD, "MPI_Get_processor_name", r)
+}
+
+/// MPI_Get_version (MPI-4.1 §11.1.1).
+///
+/// # Safety
+/// Both pointers must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    let r = put!(version, MPI_VERSION).and_then(|_| put!(subversion, MPI_SUBVERSION));
+    finish(MPI_COMM_WORLD, "MPI_Get_version", r)
+}
+
+/// MPI_Get_library_version (MPI-4.1 §11.1.1).
+///
+/// # Safety
+/// `version` must hold MPI_MAX_LIBRARY_VERSION_STRING bytes; `resultlen` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_library_version(
+    version: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    let text = format!(
+        "weft {} (MPI {MPI_VERSION}.{MPI_SUBVERSION} standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION})",
+        env!("CARGO_PKG_VERSION")
+    );
+    // SAFETY: forwarded caller contract.
+    unsafe { write_c_string(&text, version, MPI_MAX_LIBRARY_VERSION_STRING, resultlen) };
+    MPI_SUCCESS
+}
+
+/// MPI_Abi_get_version (MPI-5.0 ABI chapter).
+///
+/// # Safety
+/// Both pointers must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *mut c_int) -> c_int {
+    let r = put!(major, MPI_ABI_VERSION).and_then(|_| put!(minor, MPI_ABI_SUBVERSION));
+    finish(MPI_COMM_WORLD, "MPI_Abi_get_version", r)
+}
+
+/// MPI_Abi_get_info (MPI-5.0 ABI chapter): an info object describing the ABI's types.
+///
+/// # Safety
+/// `info` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
+    let r = state("MPI_Abi_get_info").and_then(|s| {
+        let kv = vec![
+            ("mpi_aint_size".to_string(), "8".to_string()),
+            ("mpi_count_size".to_string(), "8".to_string()),
+            ("mpi_offset_size".to_string(), "8".to_string()),
+            ("mpi_fortran_logical_size".to_string(), "4".to_string()),
+        ];
+        put!(info, make_handle(K_INFO, s.infos.insert(kv)))
+    });
+    finish(MPI_COMM_WORLD, "MPI_Abi_get_info", r)
+}
+
+/// MPI_Alloc_mem (MPI-4.1 §12.2.1): plain heap memory (no special registration needed).
+///
+/// # Safety
+/// `baseptr` must be writable as a `void*`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alloc_mem(size: isize, _info: Handle, baseptr: *mut c_void) -> c_int {
+    let r = (|| {
+        if size < 0 {
+            return Err(err(MPI_ERR_ARG, format!("size {size} is negative")));
+        }
+        // SAFETY: malloc of any size; null is checked.
+        let p = unsafe { libc::malloc(size.max(1) as usize) };
+        if p.is_null() {
+            return Err(err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")));
+        }
+        put!(baseptr as *mut *mut c_void, p)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Alloc_mem", r)
+}
+
+/// MPI_Free_mem (MPI-4.1 §12.2.1).
+///
+/// # Safety
+/// `base` must come from MPI_Alloc_mem.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
+    // SAFETY: allocated by malloc in MPI_Alloc_mem (the caller's contract).
+    unsafe { libc::free(base) };
+    MPI_SUCCESS
+}
+
+// ------------------------------------------------------------------- info objects
+
+fn info_mut(s: &mut State, h: Handle) -> R<&mut Vec<(String, String)>> {
+    handle_index(K_INFO, h)
+        .and_then(|i| s.infos.get_mut(i))
+        .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))
+}
+
+/// MPI_Info_create (MPI-4.1 §10).
+///
+/// # Safety
+/// `info` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
+    let r = state("MPI_Info_create")
+        .and_then(|s| put!(info, make_handle(K_INFO, s.infos.insert(Vec::new()))));
+    finish(MPI_COMM_WORLD, "MPI_Info_create", r)
+}
+
+/// MPI_Info_set (MPI-4.1 §10).
+///
+/// # Safety
+/// `key` and `value` must be NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_set(
+    info: Handle,
+    key: *const c_char,
+    value: *const c_char,
+) -> c_int {
+    let r = (|| {
+        let k = unsafe { c_str(key, "key")? };
+        let v = unsafe { c_str(value, "value")? };
+        if k.is_empty() || k.len() >= MPI_MAX_INFO_KEY {
+            return Err(err(MPI_ERR_INFO_KEY, format!("key of {} bytes", k.len())));
+        }
+        if v.len() >= MPI_MAX_INFO_VAL {
+            return Err(err(
+                MPI_ERR_INFO_VALUE,
+                format!("value of {} bytes", v.len()),
+            ));
+        }
+        let kv = info_mut(state("MPI_Info_set")?, info)?;
+        match kv.iter_mut().find(|(a, _)| *a == k) {
+            Some(e) => e.1 = v,
+            None => kv.push((k, v)),
+        }
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_set", r)
+}
+
+/// MPI_Info_get (MPI-4.1 §10, deprecated form): copies at most `valuelen` bytes.
+///
+/// # Safety
+/// `value` must hold `valuelen + 1` bytes; `flag` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get(
+    info: Handle,
+    key: *const c_char,
+    valuelen: c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let k = unsafe { c_str(key, "key")? };
+        let kv = info_mut(state("MPI_Info_get")?, info)?;
+        match kv.iter().find(|(a, _)| *a == k) {
+            Some((_, v)) => {
+                // SAFETY: value holds valuelen + 1 bytes.
+                unsafe {
+                    write_c_string(v, value, valuelen.max(0) as usize + 1, std::ptr::null_mut())
+                };
+                put!(flag, 1)
+            }
+            None => put!(flag, 0),
+        }
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_get", r)
+}
+
+/// MPI_Info_get_string (MPI-4.1 §10): `buflen` is in-out.
+///
+/// # Safety
+/// `value` must hold `*buflen` bytes; pointers writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_string(
+    info: Handle,
+    key: *const c_char,
+    buflen: *mut c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let k = unsafe { c_str(key, "key")? };
+        if buflen.is_null() {
+            return Err(err(MPI_ERR_ARG, "buflen is NULL"));
+        }
+        let kv = info_mut(state("MPI_Info_get_string")?, info)?;
+        match kv.iter().find(|(a, _)| *a == k) {
+            Some((_, v)) => {
+                // SAFETY: buflen readable and writable; value holds *buflen bytes.
+                unsafe {
+                    let cap = (*buflen).max(0) as usize;
+                    if cap > 0 {
+                        write_c_string(v, value, cap, std::ptr::null_mut());
+                    }
+                    *buflen = v.len() as c_int + 1;
+                }
+                put!(flag, 1)
+            }
+            None => put!(flag, 0),
+        }
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_get_string", r)
+}
+
+/// MPI_Info_get_valuelen (MPI-4.1 §10, deprecated form).
+///
+/// # Safety
+/// Pointers writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_valuelen(
+    info: Handle,
+    key: *const c_char,
+    valuelen: *mut c_int,
+    flag: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let k = unsafe { c_str(key, "key")? };
+        let kv = info_mut(state("MPI_Info_get_valuelen")?, info)?;
+        match kv.iter().find(|(a, _)| *a == k) {
+            Some((_, v)) => put!(valuelen, v.len() as c_int).and_then(|_| put!(flag, 1)),
+            None => put!(flag, 0),
+        }
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_get_valuelen", r)
+}
+
+/// MPI_Info_get_nkeys (MPI-4.1 §10).
+///
+/// # Safety
+/// `nkeys` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> c_int {
+    let r = state("MPI_Info_get_nkeys").and_then(|s| {
+        let n = info_mut(s, info)?.len();
+        put!(nkeys, n as c_int)
+    });
+    finish(MPI_COMM_WORLD, "MPI_Info_get_nkeys", r)
+}
+
+/// MPI_Info_get_nthkey (MPI-4.1 §10).
+///
+/// # Safety
+/// `key` must hold MPI_MAX_INFO_KEY bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) -> c_int {
+    let r = state("MPI_Info_get_nthkey").and_then(|s| {
+        let kv = info_mut(s, info)?;
+        match usize::try_from(n).ok().and_then(|i| kv.get(i)) {
+            Some((k, _)) => {
+                // SAFETY: key holds MPI_MAX_INFO_KEY bytes.
+                unsafe { write_c_string(k, key, MPI_MAX_INFO_KEY, std::ptr::null_mut()) };
+                Ok(())
+            }
+            None => Err(err(
+                MPI_ERR_ARG,
+                format!("n = {n} but the info has {} keys", kv.len()),
+            )),
+        }
+    });
+    finish(MPI_COMM_WORLD, "MPI_Info_get_nthkey", r)
+}
+
+/// MPI_Info_delete (MPI-4.1 §10).
+///
+/// # Safety
+/// `key` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
+    let r = (|| {
+        let k = unsafe { c_str(key, "key")? };
+        let kv = info_mut(state("MPI_Info_delete")?, info)?;
+        match kv.iter().position(|(a, _)| *a == k) {
+            Some(i) => {
+                kv.remove(i);
+                Ok(())
+            }
+            None => Err(err(MPI_ERR_INFO_NOKEY, format!("key {k:?} is not set"))),
+        }
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_delete", r)
+}
+
+/// MPI_Info_dup (MPI-4.1 §10).
+///
+/// # Safety
+/// `newinfo` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_int {
+    let r = state("MPI_Info_dup").and_then(|s| {
+        let kv = info_mut(s, info)?.clone();
+        put!(newinfo, make_handle(K_INFO, s.infos.insert(kv)))
+    });
+    finish(MPI_COMM_WORLD, "MPI_Info_dup", r)
+}
+
+/// MPI_Info_free (MPI-4.1 §10).
+///
+/// # Safety
+/// `info` readable and writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
+    let r = (|| {
+        if info.is_null() {
+            return Err(err(MPI_ERR_ARG, "info pointer is NULL"));
+        }
+        let s = state("MPI_Info_free")?;
+        // SAFETY: non-null.
+        let h = unsafe { *info };
+        handle_index(K_INFO, h)
+            .and_then(|i| s.infos.remove(i))
+            .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))?;
+        put!(info, MPI_INFO_NULL)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_free", r)
+}
+
+// ------------------------------------------------------------------- error handlers
+
+/// MPI_Comm_create_errhandler (MPI-4.1 §9.3.1).
+///
+/// # Safety
+/// `errhandler` writable; `f` a valid function.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_errhandler(
+    f: Option<ErrFn>,
+    errhandler: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
+        let s = state("MPI_Comm_create_errhandler")?;
+        put!(errhandler, make_handle(K_ERRH, s.errhs.insert(f)))
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", r)
+}
+
+fn valid_errhandler(s: &State, h: Handle) -> R<()> {
+    match h {
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN => Ok(()),
+        _ if handle_index(K_ERRH, h)
+            .and_then(|i| s.errhs.get(i))
+            .is_some() =>
+        {
+            Ok(())
+        }
+        _ => Err(err(
+            MPI_ERR_ERRHANDLER,
+            format!("error handler {h:#x} is not valid"),
+        )),
+    }
+}
+
+/// MPI_Comm_set_errhandler (MPI-4.1 §9.3.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_set_errhandler")?;
+        valid_errhandler(s, errhandler)?;
+        s.comm_mut(comm)?.errhandler = errhandler;
+        Ok(())
+    })();
+    finish(comm, "MPI_Comm_set_errhandler", r)
+}
+
+/// MPI_Comm_get_errhandler (MPI-4.1 §9.3.1).
+///
+/// # Safety
+/// `errhandler` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
+    let r =
+        state("MPI_Comm_get_errhandler").and_then(|s| put!(errhandler, s.comm(comm)?.errhandler));
+    finish(comm, "MPI_Comm_get_errhandler", r)
+}
+
+/// MPI_Errhandler_free (MPI-4.1 §9.3.4).
+///
+/// # Safety
+/// `errhandler` readable and writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
+    let r = (|| {
+        if errhandler.is_null() {
+            return Err(err(MPI_ERR_ARG, "errhandler pointer is NULL"));
+        }
+        let s = state("MPI_Errhandler_free")?;
+        // SAFETY: non-null.
+        let h = unsafe { *errhandler };
+        valid_errhandler(s, h)?;
+        // Communicators keep using a freed user handler until they change it (MPI-4.1
+        // §9.3.4), so the function stays in the table.
+        put!(errhandler, MPI_ERRHANDLER_NULL)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Errhandler_free", r)
+}
+
+/// MPI_Comm_call_errhandler (MPI-4.1 §9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
+    if let Err(e) = state("MPI_Comm_call_errhandler").and_then(|s| s.comm(comm).map(|_| ())) {
+        return raise(comm, "MPI_Comm_call_errhandler", e);
+    }
+    raise(
+        comm,
+        "MPI_Comm_call_errhandler",
+        err(
+            errorcode,
+            format!("error {errorcode} raised by the program"),
+        ),
+    );
+    MPI_SUCCESS
+}

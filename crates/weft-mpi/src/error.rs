@@ -1,0 +1,213 @@
+//! Errors at the C boundary: weft's `Error` kinds mapped onto MPI error classes, the error
+//! handlers (MPI-4.1 §9.3: ERRORS_ARE_FATAL, ERRORS_ABORT, ERRORS_RETURN and user
+//! functions), Error_string and Error_class. Depends on the state tables only.
+
+use crate::consts::*;
+use crate::state::{state_opt, CommHandler};
+use std::os::raw::{c_char, c_int};
+use weft::ErrorKind;
+
+/// An MPI error: a class and a message naming the argument and value at fault.
+#[derive(Debug, Clone)]
+pub struct MpiError {
+    /// The MPI error class returned to C.
+    pub class: c_int,
+    /// What went wrong, for the fatal handler and Error_string.
+    pub message: String,
+}
+
+/// Result of the C entry points' bodies.
+pub type R<T> = Result<T, MpiError>;
+
+/// An error of `class` with `message`.
+pub fn err(class: c_int, message: impl Into<String>) -> MpiError {
+    MpiError {
+        class,
+        message: message.into(),
+    }
+}
+
+impl From<weft::Error> for MpiError {
+    fn from(e: weft::Error) -> Self {
+        let class = match e.kind() {
+            ErrorKind::InvalidRank => MPI_ERR_RANK,
+            ErrorKind::InvalidTag => MPI_ERR_TAG,
+            ErrorKind::InvalidCount => MPI_ERR_COUNT,
+            ErrorKind::InvalidRoot => MPI_ERR_ROOT,
+            ErrorKind::InvalidComm => MPI_ERR_COMM,
+            ErrorKind::InvalidType => MPI_ERR_TYPE,
+            ErrorKind::InvalidOp => MPI_ERR_OP,
+            ErrorKind::InvalidRequest => MPI_ERR_REQUEST,
+            ErrorKind::InvalidArgument | ErrorKind::Config => MPI_ERR_ARG,
+            ErrorKind::Truncate => MPI_ERR_TRUNCATE,
+            ErrorKind::PeerDead => MPI_ERR_PROC_ABORTED,
+            ErrorKind::Unsupported => MPI_ERR_UNSUPPORTED_OPERATION,
+            ErrorKind::Internal => MPI_ERR_INTERN,
+            _ => MPI_ERR_OTHER,
+        };
+        MpiError {
+            class,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The text of each error class (MPI_Error_string).
+pub fn class_text(class: c_int) -> &'static str {
+    match class {
+        MPI_SUCCESS => "no error",
+        MPI_ERR_BUFFER => "invalid buffer pointer",
+        MPI_ERR_COUNT => "invalid count argument",
+        MPI_ERR_TYPE => "invalid datatype",
+        MPI_ERR_TAG => "invalid tag",
+        MPI_ERR_COMM => "invalid communicator",
+        MPI_ERR_RANK => "invalid rank",
+        MPI_ERR_REQUEST => "invalid request",
+        MPI_ERR_ROOT => "invalid root",
+        MPI_ERR_GROUP => "invalid group",
+        MPI_ERR_OP => "invalid operation",
+        MPI_ERR_TOPOLOGY => "invalid topology",
+        MPI_ERR_DIMS => "invalid dimension argument",
+        MPI_ERR_ARG => "invalid argument",
+        MPI_ERR_UNKNOWN => "unknown error",
+        MPI_ERR_TRUNCATE => "message truncated",
+        MPI_ERR_OTHER => "other error",
+        MPI_ERR_INTERN => "internal error",
+        MPI_ERR_PENDING => "operation pending",
+        MPI_ERR_IN_STATUS => "error code is in status",
+        MPI_ERR_INFO_KEY => "invalid info key",
+        MPI_ERR_INFO_NOKEY => "info key not defined",
+        MPI_ERR_INFO_VALUE => "invalid info value",
+        MPI_ERR_INFO => "invalid info object",
+        MPI_ERR_KEYVAL => "invalid attribute key",
+        MPI_ERR_NO_MEM => "out of memory",
+        MPI_ERR_UNSUPPORTED_OPERATION => "operation not supported by weft",
+        MPI_ERR_PROC_ABORTED => "a peer process aborted",
+        MPI_ERR_ERRHANDLER => "invalid error handler",
+        MPI_ERR_ABI => "ABI mismatch",
+        _ => "",
+    }
+}
+
+/// Reports `e`, raised by `func` on communicator `comm`, through that communicator's error
+/// handler (world's when `comm` is not a valid communicator) and returns the class to give C.
+pub fn raise(comm: Handle, func: &str, e: MpiError) -> c_int {
+    let (handler, rank) = match state_opt() {
+        Some(s) => (s.handler_of(comm), s.world_rank()),
+        None => (CommHandler::Fatal, 0),
+    };
+    match handler {
+        CommHandler::Return => e.class,
+        CommHandler::User(f) => {
+            let mut c = comm;
+            let mut code = e.class;
+            // SAFETY: the program registered `f` with MPI_Comm_create_errhandler, whose
+            // signature this call follows (the variadic tail is empty).
+            unsafe { f(&mut c, &mut code) };
+            e.class
+        }
+        CommHandler::Fatal => {
+            let line = format!(
+                "{func} on rank {rank}: {} (MPI error class {}: {})",
+                e.message,
+                e.class,
+                class_text(e.class)
+            );
+            match state_opt() {
+                Some(s) => s.weft.abort(e.class.max(1), &line),
+                None => {
+                    eprintln!("weft-mpi: {line}");
+                    std::process::exit(e.class.max(1))
+                }
+            }
+        }
+    }
+}
+
+/// Finishes a C entry point: 0 on success, otherwise the error handler's verdict.
+#[inline]
+pub fn finish(comm: Handle, func: &str, r: R<()>) -> c_int {
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise(comm, func, e),
+    }
+}
+
+/// The body of every exported function weft does not implement yet.
+pub fn unsupported(func: &str) -> c_int {
+    raise(
+        MPI_COMM_WORLD,
+        func,
+        err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("{func} is not implemented by weft yet (see `weft info --mpi`)"),
+        ),
+    )
+}
+
+/// Writes `text` into the C buffer `out` (at most `cap - 1` bytes and a NUL) and its length
+/// into `len`.
+///
+/// # Safety
+/// `out` must be writable for `cap` bytes and `len` writable (or null).
+pub unsafe fn write_c_string(text: &str, out: *mut c_char, cap: usize, len: *mut c_int) {
+    let n = text.len().min(cap.saturating_sub(1));
+    if !out.is_null() && cap > 0 {
+        // SAFETY: `out` is writable for `cap > n` bytes (the caller's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), out as *mut u8, n);
+            *out.add(n) = 0;
+        }
+    }
+    if !len.is_null() {
+        // SAFETY: `len` is writable (the caller's contract).
+        unsafe { *len = n as c_int };
+    }
+}
+
+/// MPI_Error_string (MPI-4.1 §9.4).
+///
+/// # Safety
+/// `string` must hold MPI_MAX_ERROR_STRING bytes; `resultlen` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_string(
+    errorcode: c_int,
+    string: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    let text = class_text(errorcode);
+    if text.is_empty() {
+        return raise(
+            MPI_COMM_WORLD,
+            "MPI_Error_string",
+            err(
+                MPI_ERR_ARG,
+                format!("errorcode {errorcode} is not an error class"),
+            ),
+        );
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write_c_string(text, string, MPI_MAX_ERROR_STRING, resultlen) };
+    MPI_SUCCESS
+}
+
+/// MPI_Error_class (MPI-4.1 §9.4): weft's error codes are the classes themselves.
+///
+/// # Safety
+/// `errorclass` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    if class_text(errorcode).is_empty() || errorclass.is_null() {
+        return raise(
+            MPI_COMM_WORLD,
+            "MPI_Error_class",
+            err(
+                MPI_ERR_ARG,
+                format!("errorcode {errorcode} is not an error code"),
+            ),
+        );
+    }
+    // SAFETY: checked non-null; writable by the caller's contract.
+    unsafe { *errorclass = errorcode };
+    MPI_SUCCESS
+}

@@ -1,0 +1,1321 @@
+//! Point-to-point communication (MPI-4.1 chapter 3): blocking, buffered, ready and
+//! nonblocking sends, receives, probes, requests (wait/test families, cancel, persistent
+//! requests) and statuses. Contiguous datatypes map onto weft's byte messages; weft's
+//! `raw` requests carry the nonblocking ones.
+
+use crate::consts::*;
+use crate::dtype::{bytes_of, put};
+use crate::error::{err, finish, R};
+use crate::state::{handle_index, state, Persistent, ReqEntry, State, K_REQ};
+use std::os::raw::{c_int, c_void};
+use weft::raw::RawRequest;
+use weft::Status;
+
+/// The standard ABI's MPI_Status: three public fields and five private ints, here the
+/// message length in bytes (two ints) and the cancelled flag.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MpiStatus {
+    pub source: c_int,
+    pub tag: c_int,
+    pub error: c_int,
+    pub bytes_lo: c_int,
+    pub bytes_hi: c_int,
+    pub cancelled: c_int,
+    pub reserved: [c_int; 2],
+}
+
+impl MpiStatus {
+    fn set_bytes(&mut self, n: u64) {
+        self.bytes_lo = n as u32 as c_int;
+        self.bytes_hi = (n >> 32) as u32 as c_int;
+    }
+    pub fn bytes(&self) -> u64 {
+        (self.bytes_lo as u32 as u64) | ((self.bytes_hi as u32 as u64) << 32)
+    }
+}
+
+/// The empty status (MPI-4.1 §3.7.3).
+fn empty_status() -> MpiStatus {
+    MpiStatus {
+        source: MPI_ANY_SOURCE,
+        tag: MPI_ANY_TAG,
+        ..MpiStatus::default()
+    }
+}
+
+fn proc_null_status() -> MpiStatus {
+    MpiStatus {
+        source: MPI_PROC_NULL,
+        tag: MPI_ANY_TAG,
+        ..MpiStatus::default()
+    }
+}
+
+fn from_weft(st: &Status) -> MpiStatus {
+    let mut m = MpiStatus {
+        source: st.source,
+        tag: st.tag,
+        cancelled: st.cancelled as c_int,
+        ..MpiStatus::default()
+    };
+    m.set_bytes(st.bytes as u64);
+    m
+}
+
+/// Writes `st` unless the caller passed MPI_STATUS_IGNORE.
+#[inline]
+fn store(out: *mut MpiStatus, st: MpiStatus) {
+    if !out.is_null() {
+        // SAFETY: non-null status pointers are writable by the MPI calling contract.
+        unsafe { *out = st };
+    }
+}
+
+#[inline]
+fn recv_tag(tag: c_int) -> c_int {
+    if tag == MPI_ANY_TAG {
+        weft::ANY_TAG
+    } else {
+        tag
+    }
+}
+
+#[inline]
+fn check_buf(buf: *const c_void, bytes: usize) -> R<()> {
+    if buf.is_null() && bytes > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("buffer is NULL for {bytes} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+#[inline]
+fn check_tag(tag: c_int, recv: bool) -> R<()> {
+    if tag < 0 && !(recv && tag == MPI_ANY_TAG) {
+        return Err(err(
+            MPI_ERR_TAG,
+            format!(
+                "tag {tag} is invalid (0..=MPI_TAG_UB{})",
+                if recv { " or MPI_ANY_TAG" } else { "" }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[inline]
+fn check_peer(peer: c_int, size: u32, recv: bool, what: &str) -> R<()> {
+    let ok = (peer >= 0 && (peer as u32) < size)
+        || peer == MPI_PROC_NULL
+        || (recv && peer == MPI_ANY_SOURCE);
+    if !ok {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!("{what} = {peer} is not a rank of the communicator (size {size})"),
+        ));
+    }
+    Ok(())
+}
+
+/// Blocking standard send, shared by Send, Rsend and the `_c` forms.
+fn send(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<()> {
+    let s = state("MPI_Send")?;
+    let c = &s.comm(comm)?.comm;
+    let (n, _) = bytes_of(count, dt)?;
+    check_buf(buf, n)?;
+    check_tag(tag, false)?;
+    check_peer(dest, c.size(), false, "dest")?;
+    if dest == MPI_PROC_NULL {
+        return Ok(());
+    }
+    // SAFETY: the caller's buffer holds `n` bytes for the duration of this blocking call.
+    let bytes = unsafe { slice(buf, n) };
+    c.send(bytes, dest as u32, tag)?;
+    Ok(())
+}
+
+/// # Safety
+/// `buf` readable for `n` bytes when `n > 0`.
+unsafe fn slice<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
+    if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(buf as *const u8, n) }
+    }
+}
+
+/// # Safety
+/// `buf` writable for `n` bytes when `n > 0`.
+unsafe fn slice_mut<'a>(buf: *mut c_void, n: usize) -> &'a mut [u8] {
+    if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, n) }
+    }
+}
+
+fn recv(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let s = state("MPI_Recv")?;
+    let c = &s.comm(comm)?.comm;
+    let (n, _) = bytes_of(count, dt)?;
+    check_buf(buf, n)?;
+    check_tag(tag, true)?;
+    check_peer(source, c.size(), true, "source")?;
+    if source == MPI_PROC_NULL {
+        store(status, proc_null_status());
+        return Ok(());
+    }
+    // SAFETY: the caller's buffer holds `n` writable bytes for this blocking call.
+    let bytes = unsafe { slice_mut(buf, n) };
+    let st = c.recv(bytes, source, recv_tag(tag))?;
+    store(status, from_weft(&st));
+    Ok(())
+}
+
+/// MPI_Send (MPI-4.1 §3.2.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Send",
+        send(buf, count as i64, dt, dest, tag, comm),
+    )
+}
+
+/// MPI_Send_c (MPI-4.1 §3.2.1, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(comm, "MPI_Send_c", send(buf, count, dt, dest, tag, comm))
+}
+
+/// MPI_Rsend (MPI-4.1 §3.4): ready mode only adds a precondition, so a standard send is a
+/// correct implementation.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Rsend",
+        send(buf, count as i64, dt, dest, tag, comm),
+    )
+}
+
+/// MPI_Recv (MPI-4.1 §3.2.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Recv",
+        recv(buf, count as i64, dt, source, tag, comm, status),
+    )
+}
+
+/// MPI_Recv_c (MPI-4.1 §3.2.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Recv_c",
+        recv(buf, count, dt, source, tag, comm, status),
+    )
+}
+
+fn start_op(
+    s: &mut State,
+    send: bool,
+    buf: usize,
+    n: usize,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<ReqEntry> {
+    let c = &s.comm(comm)?.comm;
+    if peer == MPI_PROC_NULL {
+        return Ok(ReqEntry {
+            raw: None,
+            proc_null: true,
+            persistent: None,
+            recv: !send,
+            comm,
+        });
+    }
+    let raw = if send {
+        // SAFETY: MPI requires the buffer to stay valid until the request completes.
+        unsafe { c.raw_isend(buf as *const u8, n, peer as u32, tag)? }
+    } else {
+        // SAFETY: as above, and unaliased until completion.
+        unsafe { c.raw_irecv(buf as *mut u8, n, peer, recv_tag(tag))? }
+    };
+    Ok(ReqEntry {
+        raw: Some(raw),
+        proc_null: false,
+        persistent: None,
+        recv: !send,
+        comm,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn inonblocking(
+    send: bool,
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    let s = state("MPI_Isend")?;
+    let size = s.comm(comm)?.comm.size();
+    let (n, _) = bytes_of(count, dt)?;
+    check_buf(buf, n)?;
+    check_tag(tag, !send)?;
+    check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
+    if req.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+    }
+    let e = start_op(s, send, buf as usize, n, peer, tag, comm)?;
+    let h = s.add_req(e);
+    put!(req, h)
+}
+
+/// MPI_Isend (MPI-4.1 §3.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Isend",
+        inonblocking(true, buf, count as i64, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Isend_c (MPI-4.1 §3.7.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Isend_c",
+        inonblocking(true, buf, count, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Irsend (MPI-4.1 §3.7.2): as MPI_Isend (ready mode is a precondition only).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Irsend",
+        inonblocking(true, buf, count as i64, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Irecv (MPI-4.1 §3.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Irecv",
+        inonblocking(false, buf, count as i64, dt, source, tag, comm, req),
+    )
+}
+
+/// MPI_Irecv_c (MPI-4.1 §3.7.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Irecv_c",
+        inonblocking(false, buf, count, dt, source, tag, comm, req),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sendrecv(
+    sbuf: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let s = state("MPI_Sendrecv")?;
+    let size = s.comm(comm)?.comm.size();
+    let (sn, _) = bytes_of(scount, sdt)?;
+    let (rn, _) = bytes_of(rcount, rdt)?;
+    check_buf(sbuf, sn)?;
+    check_buf(rbuf, rn)?;
+    check_tag(stag, false)?;
+    check_tag(rtag, true)?;
+    check_peer(dest, size, false, "dest")?;
+    check_peer(source, size, true, "source")?;
+    // The receive is posted first so two ranks exchanging cannot deadlock.
+    let mut r = start_op(s, false, rbuf as usize, rn, source, rtag, comm)?;
+    let mut w = start_op(s, true, sbuf as usize, sn, dest, stag, comm)?;
+    let sres = w.raw.as_mut().map(|q| q.wait()).transpose();
+    let rst = match r.raw.as_mut() {
+        Some(q) => from_weft(&q.wait()?),
+        None => proc_null_status(),
+    };
+    sres?;
+    store(status, rst);
+    Ok(())
+}
+
+/// MPI_Sendrecv (MPI-4.1 §3.10).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let r = sendrecv(
+        sbuf,
+        scount as i64,
+        sdt,
+        dest,
+        stag,
+        rbuf,
+        rcount as i64,
+        rdt,
+        source,
+        rtag,
+        comm,
+        status,
+    );
+    finish(comm, "MPI_Sendrecv", r)
+}
+
+/// MPI_Sendrecv_replace (MPI-4.1 §3.10): the outgoing data is copied first.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let r = (|| {
+        let (n, _) = bytes_of(count as i64, dt)?;
+        check_buf(buf, n)?;
+        // SAFETY: `buf` holds `n` bytes (the caller's contract).
+        let copy = unsafe { slice(buf, n) }.to_vec();
+        sendrecv(
+            copy.as_ptr() as *const c_void,
+            count as i64,
+            dt,
+            dest,
+            stag,
+            buf,
+            count as i64,
+            dt,
+            source,
+            rtag,
+            comm,
+            status,
+        )
+    })();
+    finish(comm, "MPI_Sendrecv_replace", r)
+}
+
+fn probe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: Option<*mut c_int>,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let s = state("MPI_Probe")?;
+    let c = &s.comm(comm)?.comm;
+    check_tag(tag, true)?;
+    check_peer(source, c.size(), true, "source")?;
+    if source == MPI_PROC_NULL {
+        store(status, proc_null_status());
+        if let Some(f) = flag {
+            put!(f, 1)?;
+        }
+        return Ok(());
+    }
+    match flag {
+        None => {
+            let st = c.probe(source, recv_tag(tag))?;
+            store(status, from_weft(&st));
+        }
+        Some(f) => match c.iprobe(source, recv_tag(tag))? {
+            Some(st) => {
+                store(status, from_weft(&st));
+                put!(f, 1)?;
+            }
+            None => put!(f, 0)?,
+        },
+    }
+    Ok(())
+}
+
+/// MPI_Probe (MPI-4.1 §3.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(comm, "MPI_Probe", probe(source, tag, comm, None, status))
+}
+
+/// MPI_Iprobe (MPI-4.1 §3.8.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Iprobe",
+        probe(source, tag, comm, Some(flag), status),
+    )
+}
+
+fn get_count(status: *const MpiStatus, dt: Handle) -> R<i64> {
+    if status.is_null() {
+        return Err(err(MPI_ERR_ARG, "status is NULL"));
+    }
+    let (size, _) = state("MPI_Get_count")?.dtype(dt)?;
+    // SAFETY: non-null status is readable.
+    let bytes = unsafe { (*status).bytes() };
+    Ok(match size {
+        0 => 0,
+        s if bytes % s as u64 != 0 => MPI_UNDEFINED as i64,
+        s => (bytes / s as u64) as i64,
+    })
+}
+
+/// MPI_Get_count (MPI-4.1 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut c_int,
+) -> c_int {
+    let r =
+        get_count(status, dt).and_then(|n| put!(count, i32::try_from(n).unwrap_or(MPI_UNDEFINED)));
+    finish(MPI_COMM_WORLD, "MPI_Get_count", r)
+}
+
+/// MPI_Get_count_c (MPI-4.1 §3.2.5, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
+    let r = get_count(status, dt).and_then(|n| put!(count, n));
+    finish(MPI_COMM_WORLD, "MPI_Get_count_c", r)
+}
+
+/// MPI_Get_elements (MPI-4.1 §5.1.11): for contiguous types, basic elements are whole
+/// elements of the base type, so the count of the predefined type.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Get_elements")?;
+        let base = match handle_index(crate::state::K_TYPE, dt).and_then(|i| s.types.get(i)) {
+            Some(d) => d.base,
+            None => dt,
+        };
+        let n = get_count(status, base)?;
+        put!(count, i32::try_from(n).unwrap_or(MPI_UNDEFINED))
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Get_elements", r)
+}
+
+/// MPI_Test_cancelled (MPI-4.1 §3.8.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    let r = if status.is_null() {
+        Err(err(MPI_ERR_ARG, "status is NULL"))
+    } else {
+        // SAFETY: non-null status is readable.
+        let c = unsafe { (*status).cancelled } & 1;
+        put!(flag, c)
+    };
+    finish(MPI_COMM_WORLD, "MPI_Test_cancelled", r)
+}
+
+// ------------------------------------------------------------------- requests
+
+fn req_index(s: &State, h: Handle) -> R<usize> {
+    handle_index(K_REQ, h)
+        .filter(|&i| s.reqs.get(i).is_some())
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_REQUEST,
+                format!("request handle {h:#x} is not valid (freed or completed)"),
+            )
+        })
+}
+
+/// Completes the request `*req` if `block` or it is done; returns whether it completed.
+fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus) -> R<bool> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
+    }
+    // SAFETY: non-null request pointers are readable and writable.
+    let h = unsafe { *req };
+    if h == MPI_REQUEST_NULL {
+        store(status, empty_status());
+        return Ok(true);
+    }
+    let i = req_index(s, h)?;
+    let e = s.reqs.get_mut(i).expect("checked");
+    let st = match e.raw.as_mut() {
+        Some(raw) => {
+            let r = if block {
+                raw.wait().map(Some)
+            } else {
+                raw.test()
+            };
+            match r {
+                Ok(Some(st)) => {
+                    if e.recv {
+                        from_weft(&st)
+                    } else {
+                        MpiStatus {
+                            cancelled: st.cancelled as c_int,
+                            ..empty_status()
+                        }
+                    }
+                }
+                Ok(None) => return Ok(false),
+                Err(x) => {
+                    e.raw = None;
+                    if e.persistent.is_none() {
+                        s.reqs.remove(i);
+                        // SAFETY: as above.
+                        unsafe { *req = MPI_REQUEST_NULL };
+                    }
+                    return Err(x.into());
+                }
+            }
+        }
+        None if e.proc_null => proc_null_status(),
+        None => empty_status(),
+    };
+    e.raw = None;
+    if e.persistent.is_none() {
+        s.reqs.remove(i);
+        // SAFETY: as above.
+        unsafe { *req = MPI_REQUEST_NULL };
+    }
+    store(status, st);
+    Ok(true)
+}
+
+fn req_comm(req: *const Handle) -> Handle {
+    if req.is_null() {
+        return MPI_COMM_WORLD;
+    }
+    // SAFETY: non-null request pointers are readable.
+    let h = unsafe { *req };
+    state_comm_of(h)
+}
+
+fn state_comm_of(h: Handle) -> Handle {
+    crate::state::state_opt()
+        .and_then(|s| {
+            handle_index(K_REQ, h)
+                .and_then(|i| s.reqs.get(i))
+                .map(|e| e.comm)
+        })
+        .unwrap_or(MPI_COMM_WORLD)
+}
+
+/// MPI_Wait (MPI-4.1 §3.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+    let comm = req_comm(req);
+    let r = state("MPI_Wait").and_then(|s| complete(s, req, true, status).map(|_| ()));
+    finish(comm, "MPI_Wait", r)
+}
+
+/// MPI_Test (MPI-4.1 §3.7.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    req: *mut Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    let comm = req_comm(req);
+    let r = state("MPI_Test").and_then(|s| {
+        let done = complete(s, req, false, status)?;
+        if !done {
+            s.weft.world().raw_progress();
+        }
+        put!(flag, done as c_int)
+    });
+    finish(comm, "MPI_Test", r)
+}
+
+/// Statuses array entry `i`, or null for MPI_STATUSES_IGNORE.
+fn nth(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
+    if statuses.is_null() {
+        statuses
+    } else {
+        // SAFETY: a non-null statuses array has one entry per request.
+        unsafe { statuses.add(i) }
+    }
+}
+
+fn reqs_slice<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if reqs.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "array_of_requests is NULL"));
+    }
+    // SAFETY: the array holds `count` handles (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
+}
+
+/// MPI_Waitall (MPI-4.1 §3.7.5): on failure, each status's MPI_ERROR says which failed.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    reqs: *mut Handle,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Waitall")?;
+        let hs = reqs_slice(count, reqs)?;
+        let mut failed = false;
+        let mut codes = vec![MPI_SUCCESS; hs.len()];
+        for (i, h) in hs.iter_mut().enumerate() {
+            if let Err(e) = complete(s, h, true, nth(statuses, i)) {
+                failed = true;
+                codes[i] = e.class;
+            }
+        }
+        if failed {
+            if !statuses.is_null() {
+                for (i, c) in codes.iter().enumerate() {
+                    // SAFETY: one status per request.
+                    unsafe { (*statuses.add(i)).error = *c };
+                }
+            }
+            return Err(err(
+                MPI_ERR_IN_STATUS,
+                "a request of MPI_Waitall failed (see the statuses)",
+            ));
+        }
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Waitall", r)
+}
+
+/// MPI_Testall (MPI-4.1 §3.7.5): completes all or none.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    reqs: *mut Handle,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Testall")?;
+        let hs = reqs_slice(count, reqs)?;
+        s.weft.world().raw_progress();
+        for &h in hs.iter() {
+            if h != MPI_REQUEST_NULL {
+                let i = req_index(s, h)?;
+                if s.reqs
+                    .get(i)
+                    .and_then(|e| e.raw.as_ref())
+                    .is_some_and(|r| !r.is_done())
+                {
+                    return put!(flag, 0);
+                }
+            }
+        }
+        for (i, h) in hs.iter_mut().enumerate() {
+            complete(s, h, true, nth(statuses, i))?;
+        }
+        put!(flag, 1)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Testall", r)
+}
+
+/// Index of a request of `hs` that is complete (or null/inactive-ready), polling if `block`.
+fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
+    let mut active = Vec::with_capacity(hs.len());
+    for &h in hs {
+        if h == MPI_REQUEST_NULL {
+            active.push(None);
+            continue;
+        }
+        let i = req_index(s, h)?;
+        active.push(Some(i));
+    }
+    if active.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let ready = |s: &State| {
+        active.iter().position(|a| {
+            a.is_some_and(|i| {
+                s.reqs
+                    .get(i)
+                    .is_some_and(|e| e.raw.as_ref().is_none_or(|r| r.is_done()))
+            })
+        })
+    };
+    if let Some(k) = ready(s) {
+        return Ok(Some(k));
+    }
+    if !block {
+        s.weft.world().raw_progress();
+        return Ok(ready(s));
+    }
+    let raws: Vec<Option<&RawRequest>> = active
+        .iter()
+        .map(|a| a.and_then(|i| s.reqs.get(i)).and_then(|e| e.raw.as_ref()))
+        .collect();
+    Ok(Some(weft::raw::wait_any(&raws)?))
+}
+
+fn any(
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    flag: Option<*mut c_int>,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let s = state("MPI_Waitany")?;
+    let hs = reqs_slice(count, reqs)?;
+    match find_done(s, hs, flag.is_none())? {
+        Some(k) => {
+            complete(s, &mut hs[k], true, status)?;
+            put!(index, k as c_int)?;
+            if let Some(f) = flag {
+                put!(f, 1)?;
+            }
+        }
+        None => {
+            let all_null = hs.iter().all(|&h| h == MPI_REQUEST_NULL);
+            if all_null {
+                put!(index, MPI_UNDEFINED)?;
+                store(status, empty_status());
+            }
+            if let Some(f) = flag {
+                put!(f, all_null as c_int)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Waitany (MPI-4.1 §3.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Waitany",
+        any(count, reqs, index, None, status),
+    )
+}
+
+/// MPI_Testany (MPI-4.1 §3.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Testany",
+        any(count, reqs, index, Some(flag), status),
+    )
+}
+
+fn some(
+    incount: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+    block: bool,
+) -> R<()> {
+    let s = state("MPI_Waitsome")?;
+    let hs = reqs_slice(incount, reqs)?;
+    if hs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+        return put!(outcount, MPI_UNDEFINED);
+    }
+    if block {
+        find_done(s, hs, true)?;
+    } else {
+        s.weft.world().raw_progress();
+    }
+    let mut n = 0usize;
+    for (k, h) in hs.iter_mut().enumerate() {
+        if *h == MPI_REQUEST_NULL {
+            continue;
+        }
+        if complete(s, h, false, nth(statuses, n))? {
+            if indices.is_null() {
+                return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
+            }
+            // SAFETY: indices holds incount entries.
+            unsafe { *indices.add(n) = k as c_int };
+            n += 1;
+        }
+    }
+    put!(outcount, n as c_int)
+}
+
+/// MPI_Waitsome (MPI-4.1 §3.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Waitsome",
+        some(incount, reqs, outcount, indices, statuses, true),
+    )
+}
+
+/// MPI_Testsome (MPI-4.1 §3.7.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Testsome",
+        some(incount, reqs, outcount, indices, statuses, false),
+    )
+}
+
+/// MPI_Request_free (MPI-4.1 §3.7.3): a pending send still completes; the handle goes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
+    let comm = req_comm(req);
+    let r = (|| {
+        let s = state("MPI_Request_free")?;
+        if req.is_null() {
+            return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
+        }
+        // SAFETY: non-null.
+        let h = unsafe { *req };
+        let i = req_index(s, h)?;
+        let e = s.reqs.remove(i).expect("checked");
+        if let Some(raw) = e.raw {
+            if e.recv {
+                // Completing a freed receive's data has no observer; dropping waits for it.
+                drop(raw);
+            } else {
+                s.bsend_pending.push((raw, Vec::new()));
+            }
+        }
+        put!(req, MPI_REQUEST_NULL)
+    })();
+    finish(comm, "MPI_Request_free", r)
+}
+
+/// MPI_Cancel (MPI-4.1 §3.8.4): receives that have not matched are cancelled; a send is
+/// left to complete (weft cannot withdraw a message already delivered).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
+    let comm = req_comm(req);
+    let r = (|| {
+        let s = state("MPI_Cancel")?;
+        if req.is_null() {
+            return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
+        }
+        // SAFETY: non-null.
+        let i = req_index(s, unsafe { *req })?;
+        if let Some(raw) = s.reqs.get(i).and_then(|e| e.raw.as_ref()) {
+            raw.cancel();
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Cancel", r)
+}
+
+/// MPI_Request_get_status (MPI-4.1 §3.7.3): tests without freeing.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    req: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Request_get_status")?;
+        if req == MPI_REQUEST_NULL {
+            store(status, empty_status());
+            return put!(flag, 1);
+        }
+        let i = req_index(s, req)?;
+        s.weft.world().raw_progress();
+        let done = s
+            .reqs
+            .get(i)
+            .and_then(|e| e.raw.as_ref())
+            .is_none_or(|r| r.is_done());
+        put!(flag, done as c_int)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Request_get_status", r)
+}
+
+// ------------------------------------------------------------------- persistent
+
+#[allow(clippy::too_many_arguments)]
+fn init_req(
+    send: bool,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    let s = state("MPI_Send_init")?;
+    let size = s.comm(comm)?.comm.size();
+    let (n, _) = bytes_of(count as i64, dt)?;
+    check_buf(buf, n)?;
+    check_tag(tag, !send)?;
+    check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
+    let p = Persistent {
+        send,
+        buf: buf as usize,
+        bytes: n,
+        peer,
+        tag,
+        comm,
+    };
+    let h = s.add_req(ReqEntry {
+        raw: None,
+        proc_null: false,
+        persistent: Some(p),
+        recv: !send,
+        comm,
+    });
+    put!(req, h)
+}
+
+/// MPI_Send_init (MPI-4.1 §3.9).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Send_init",
+        init_req(true, buf, count, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Recv_init (MPI-4.1 §3.9).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Recv_init",
+        init_req(false, buf, count, dt, source, tag, comm, req),
+    )
+}
+
+fn start(s: &mut State, h: Handle) -> R<()> {
+    let i = req_index(s, h)?;
+    let e = s.reqs.get(i).expect("checked");
+    let Some(p) = e.persistent else {
+        return Err(err(
+            MPI_ERR_REQUEST,
+            format!("request {h:#x} is not persistent"),
+        ));
+    };
+    if e.raw.is_some() {
+        return Err(err(
+            MPI_ERR_REQUEST,
+            format!("request {h:#x} is already active"),
+        ));
+    }
+    let started = start_op(s, p.send, p.buf, p.bytes, p.peer, p.tag, p.comm)?;
+    let e = s.reqs.get_mut(i).expect("checked");
+    e.raw = started.raw;
+    e.proc_null = started.proc_null;
+    Ok(())
+}
+
+/// MPI_Start (MPI-4.1 §3.9).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(req: *mut Handle) -> c_int {
+    let comm = req_comm(req);
+    let r = (|| {
+        if req.is_null() {
+            return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
+        }
+        // SAFETY: non-null.
+        start(state("MPI_Start")?, unsafe { *req })
+    })();
+    finish(comm, "MPI_Start", r)
+}
+
+/// MPI_Startall (MPI-4.1 §3.9).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, reqs: *mut Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Startall")?;
+        for &h in reqs_slice(count, reqs)?.iter() {
+            start(s, h)?;
+        }
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Startall", r)
+}
+
+// ------------------------------------------------------------------- buffered mode
+
+/// MPI_Buffer_attach (MPI-4.1 §3.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Buffer_attach")?;
+        if s.bsend_buf.is_some() {
+            return Err(err(MPI_ERR_BUFFER, "a buffer is already attached"));
+        }
+        if size < 0 {
+            return Err(err(MPI_ERR_COUNT, format!("size {size} is negative")));
+        }
+        s.bsend_buf = Some((buffer as usize, size as usize));
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Buffer_attach", r)
+}
+
+/// MPI_Buffer_detach (MPI-4.1 §3.6.1): waits for the buffered messages to leave.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Buffer_detach")?;
+        let Some((addr, n)) = s.bsend_buf.take() else {
+            return Err(err(MPI_ERR_BUFFER, "no buffer is attached"));
+        };
+        for (mut q, _) in s.bsend_pending.drain(..) {
+            q.wait()?;
+        }
+        put!(buffer_addr as *mut usize, addr)?;
+        put!(size, n as c_int)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Buffer_detach", r)
+}
+
+/// MPI_Bsend (MPI-4.1 §3.6.1): the message is copied, counting its size plus
+/// MPI_BSEND_OVERHEAD against the attached buffer, and sent from the copy.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Bsend")?;
+        let size = s.comm(comm)?.comm.size();
+        let (n, _) = bytes_of(count as i64, dt)?;
+        check_buf(buf, n)?;
+        check_tag(tag, false)?;
+        check_peer(dest, size, false, "dest")?;
+        if dest == MPI_PROC_NULL {
+            return Ok(());
+        }
+        let Some((_, cap)) = s.bsend_buf else {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "MPI_Bsend without an attached buffer (MPI_Buffer_attach)",
+            ));
+        };
+        s.bsend_pending
+            .retain_mut(|(q, _)| !matches!(q.test(), Ok(Some(_))));
+        let used: usize = s
+            .bsend_pending
+            .iter()
+            .map(|(_, b)| b.len() + MPI_BSEND_OVERHEAD)
+            .sum();
+        if used + n + MPI_BSEND_OVERHEAD > cap {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!(
+                    "attached buffer of {cap} bytes has {} free, the message needs {}",
+                    cap.saturating_sub(used),
+                    n + MPI_BSEND_OVERHEAD
+                ),
+            ));
+        }
+        // SAFETY: `buf` holds `n` bytes (the caller's contract).
+        let copy = unsafe { slice(buf, n) }.to_vec();
+        let c = &s.comm(comm)?.comm;
+        // SAFETY: the copy lives in `bsend_pending` until the request completes; moving the
+        // Vec does not move its heap buffer.
+        let q = unsafe { c.raw_isend(copy.as_ptr(), n, dest as u32, tag)? };
+        s.bsend_pending.push((q, copy));
+        Ok(())
+    })();
+    finish(comm, "MPI_Bsend", r)
+}

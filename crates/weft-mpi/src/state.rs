@@ -1,0 +1,316 @@
+//! The process's MPI state: the weft instance and the tables that turn C handles into weft
+//! objects (communicators, groups, requests, datatypes, operations, info objects, error
+//! handlers). Predefined handles are the standard ABI's small constants; handles this
+//! library creates are `kind << 32 | index`, so a handle of the wrong kind, a freed one or
+//! garbage is recognised and reported instead of dereferenced.
+
+use crate::consts::*;
+use crate::error::{err, MpiError, R};
+use std::cell::UnsafeCell;
+use std::os::raw::{c_int, c_void};
+use weft::coll::TypeKind;
+use weft::raw::RawRequest;
+use weft::{Comm, Weft};
+
+pub const K_COMM: usize = 1;
+pub const K_GROUP: usize = 2;
+pub const K_REQ: usize = 3;
+pub const K_TYPE: usize = 4;
+pub const K_OP: usize = 5;
+pub const K_INFO: usize = 6;
+pub const K_ERRH: usize = 7;
+
+/// A handle this library created.
+#[inline]
+pub fn make_handle(kind: usize, idx: usize) -> Handle {
+    (kind << 32) | idx
+}
+
+/// The table index of a created handle of `kind`, if it is one.
+#[inline]
+pub fn handle_index(kind: usize, h: Handle) -> Option<usize> {
+    if h >> 32 == kind {
+        Some(h & 0xffff_ffff)
+    } else {
+        None
+    }
+}
+
+/// Slots with reuse of freed indices.
+pub struct Table<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Table<T> {
+    pub const fn new() -> Self {
+        Table {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    pub fn insert(&mut self, v: T) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(v);
+                i
+            }
+            None => {
+                self.slots.push(Some(v));
+                self.slots.len() - 1
+            }
+        }
+    }
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.slots.get(i).and_then(Option::as_ref)
+    }
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.slots.get_mut(i).and_then(Option::as_mut)
+    }
+    pub fn remove(&mut self, i: usize) -> Option<T> {
+        let v = self.slots.get_mut(i).and_then(Option::take);
+        if v.is_some() {
+            self.free.push(i);
+        }
+        v
+    }
+}
+
+/// A communicator's C-side companions.
+pub struct CommEntry {
+    pub comm: Comm,
+    pub errhandler: Handle,
+    pub name: String,
+    /// Cartesian topology: dimensions and periodicity.
+    pub cart: Option<(Vec<c_int>, Vec<bool>)>,
+}
+
+/// The user error handler function type (MPI_Comm_errhandler_function).
+pub type ErrFn = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+
+/// The user reduction function type (MPI_User_function).
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+
+/// What to do with an error on a communicator.
+#[derive(Clone, Copy)]
+pub enum CommHandler {
+    Fatal,
+    Return,
+    User(ErrFn),
+}
+
+/// A derived datatype: contiguous copies of a predefined type (the layouts with holes come
+/// with weft's type maps).
+#[derive(Clone)]
+pub struct Derived {
+    pub size: usize,
+    pub kind: Option<TypeKind>,
+    pub base: Handle,
+    pub committed: bool,
+    pub name: String,
+}
+
+/// A user reduction (MPI_Op_create).
+#[derive(Clone, Copy)]
+pub struct UserOpEntry {
+    pub f: UserFn,
+    pub commute: bool,
+}
+
+/// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
+#[derive(Clone, Copy)]
+pub struct Persistent {
+    pub send: bool,
+    pub buf: usize,
+    pub bytes: usize,
+    pub peer: c_int,
+    pub tag: c_int,
+    pub comm: Handle,
+}
+
+/// A request: an operation in flight, or a persistent one between starts.
+pub struct ReqEntry {
+    pub raw: Option<RawRequest>,
+    /// Completed at start (a peer of MPI_PROC_NULL): the status says so.
+    pub proc_null: bool,
+    pub persistent: Option<Persistent>,
+    /// Whether the request is a receive (sends report empty statuses).
+    pub recv: bool,
+    pub comm: Handle,
+}
+
+pub struct State {
+    pub weft: Weft,
+    pub comms: Table<CommEntry>,
+    pub groups: Table<Vec<u32>>,
+    pub reqs: Table<ReqEntry>,
+    pub types: Table<Derived>,
+    pub ops: Table<UserOpEntry>,
+    pub infos: Table<Vec<(String, String)>>,
+    pub errhs: Table<ErrFn>,
+    pub thread_level: c_int,
+    pub main_thread: std::thread::ThreadId,
+    pub start: std::time::Instant,
+    /// The attached Bsend buffer (address, bytes) and the buffered sends in flight.
+    pub bsend_buf: Option<(usize, usize)>,
+    pub bsend_pending: Vec<(RawRequest, Vec<u8>)>,
+}
+
+struct Global(UnsafeCell<Option<State>>);
+
+// SAFETY: MPI provides at most MPI_THREAD_SERIALIZED here, under which the program promises
+// that no two threads call MPI at once and orders its calls with its own synchronisation;
+// the state is only reached from inside MPI calls.
+unsafe impl Sync for Global {}
+
+static STATE: Global = Global(UnsafeCell::new(None));
+pub static INITIALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+pub static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The state, when MPI is initialised and not finalised.
+#[allow(clippy::mut_from_ref)]
+pub fn state_opt() -> Option<&'static mut State> {
+    // SAFETY: serialised access, see `Global`; callers keep the reference within one call.
+    unsafe { (*STATE.0.get()).as_mut() }
+}
+
+/// The state, or an MPI_ERR_OTHER error naming `func` when MPI is not running.
+#[inline]
+pub fn state(func: &str) -> R<&'static mut State> {
+    state_opt().ok_or_else(|| {
+        err(
+            MPI_ERR_OTHER,
+            format!("{func} called before MPI_Init or after MPI_Finalize"),
+        )
+    })
+}
+
+/// Installs the state (MPI_Init).
+pub fn install(s: State) {
+    // SAFETY: Init runs before any other MPI call, on one thread.
+    unsafe { *STATE.0.get() = Some(s) };
+}
+
+/// Removes the state (MPI_Finalize).
+pub fn uninstall() -> Option<State> {
+    // SAFETY: Finalize is the last MPI call, on one thread.
+    unsafe { (*STATE.0.get()).take() }
+}
+
+impl State {
+    pub fn world_rank(&self) -> u32 {
+        self.weft.world().rank()
+    }
+
+    fn comm_index(h: Handle) -> Option<usize> {
+        match h {
+            MPI_COMM_WORLD => Some(0),
+            MPI_COMM_SELF => Some(1),
+            _ => handle_index(K_COMM, h),
+        }
+    }
+
+    /// The communicator behind `h`, or MPI_ERR_COMM.
+    #[inline]
+    pub fn comm(&self, h: Handle) -> R<&CommEntry> {
+        Self::comm_index(h)
+            .and_then(|i| self.comms.get(i))
+            .ok_or_else(|| bad_comm(h))
+    }
+
+    pub fn comm_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
+        Self::comm_index(h)
+            .and_then(|i| self.comms.get_mut(i))
+            .ok_or_else(|| bad_comm(h))
+    }
+
+    /// A handle for a new communicator.
+    pub fn add_comm(&mut self, comm: Comm) -> Handle {
+        let name = comm.name().to_string();
+        let idx = self.comms.insert(CommEntry {
+            comm,
+            errhandler: MPI_ERRORS_ARE_FATAL,
+            name,
+            cart: None,
+        });
+        make_handle(K_COMM, idx)
+    }
+
+    /// The error handler in force for errors on `comm`.
+    pub fn handler_of(&self, comm: Handle) -> CommHandler {
+        let h = match self.comm(comm) {
+            Ok(c) => c.errhandler,
+            Err(_) => self
+                .comms
+                .get(0)
+                .map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler),
+        };
+        match h {
+            MPI_ERRORS_RETURN => CommHandler::Return,
+            _ => match handle_index(K_ERRH, h).and_then(|i| self.errhs.get(i)) {
+                Some(f) => CommHandler::User(*f),
+                None => CommHandler::Fatal,
+            },
+        }
+    }
+
+    /// World ranks of the group behind `h`, or MPI_ERR_GROUP.
+    pub fn group(&self, h: Handle) -> R<&[u32]> {
+        if h == MPI_GROUP_EMPTY {
+            return Ok(&[]);
+        }
+        handle_index(K_GROUP, h)
+            .and_then(|i| self.groups.get(i))
+            .map(|g| g.as_slice())
+            .ok_or_else(|| err(MPI_ERR_GROUP, format!("group handle {h:#x} is not valid")))
+    }
+
+    pub fn add_group(&mut self, g: Vec<u32>) -> Handle {
+        if g.is_empty() {
+            return MPI_GROUP_EMPTY;
+        }
+        make_handle(K_GROUP, self.groups.insert(g))
+    }
+
+    pub fn add_req(&mut self, r: ReqEntry) -> Handle {
+        make_handle(K_REQ, self.reqs.insert(r))
+    }
+
+    /// Size and reduction kind of datatype `h`, or MPI_ERR_TYPE.
+    #[inline]
+    pub fn dtype(&self, h: Handle) -> R<(usize, Option<TypeKind>)> {
+        if let Some(t) = crate::dtype::predefined(h) {
+            return Ok(t);
+        }
+        match handle_index(K_TYPE, h).and_then(|i| self.types.get(i)) {
+            Some(d) if d.committed => Ok((d.size, d.kind)),
+            Some(_) => Err(err(
+                MPI_ERR_TYPE,
+                format!("datatype {h:#x} was not committed (MPI_Type_commit)"),
+            )),
+            None => Err(err(
+                MPI_ERR_TYPE,
+                format!("datatype handle {h:#x} is not a valid datatype"),
+            )),
+        }
+    }
+}
+
+fn bad_comm(h: Handle) -> MpiError {
+    if h == MPI_COMM_NULL {
+        err(MPI_ERR_COMM, "communicator is MPI_COMM_NULL")
+    } else {
+        err(
+            MPI_ERR_COMM,
+            format!(
+                "communicator handle {h:#x} is not a valid communicator (freed or never created)"
+            ),
+        )
+    }
+}

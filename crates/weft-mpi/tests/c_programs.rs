@@ -1,0 +1,202 @@
+//! Builds the C programs of `itest/c/` (they see only `mpi.h`) with our `mpicc` from an
+//! `install.sh` prefix, runs them as jobs of 1 to 4 ranks and checks their exit codes; the
+//! fatal-handler program must end its job with MPI_ERR_RANK and one message naming the
+//! function, the argument and the rank; `mpiexec` runs a program through `weft run`.
+//! No job may leave a `/dev/shm/weft-*` segment behind.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use weft_launch::{run_job, JobSpec, OutputMode};
+
+/// The cargo profile directory holding `libmpi_abi.so` (this test binary is in its `deps`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Installs into a fresh prefix under the target's temp directory, once per test process.
+fn prefix() -> &'static Path {
+    static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let p = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("mpi-prefix-{}", std::process::id()));
+        let profile = profile_dir();
+        let target = profile.parent().unwrap();
+        let profile_name = profile.file_name().unwrap();
+        let st = Command::new("sh")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
+            .arg(&p)
+            .arg(target)
+            .env("PROFILE", profile_name)
+            .status()
+            .unwrap();
+        assert!(st.success(), "install.sh failed");
+        for f in [
+            "lib/libmpi_abi.so.1",
+            "lib/libmpi.so",
+            "lib/libmpi_abi.so",
+            "include/mpi.h",
+            "bin/mpicc",
+            "bin/mpicxx",
+            "bin/mpiexec",
+            "bin/mpirun",
+            "lib/pkgconfig/mpi.pc",
+        ] {
+            assert!(p.join(f).exists(), "{f} missing from the prefix");
+        }
+        p
+    })
+}
+
+/// Compiles `itest/c/<name>.c` with our mpicc; returns the program.
+fn build(name: &str) -> PathBuf {
+    let out = prefix().join(format!("t-{name}"));
+    let src = repo_root().join(format!("itest/c/{name}.c"));
+    let o = Command::new(prefix().join("bin/mpicc"))
+        .args(["-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mpicc {name}.c failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+fn run(program: &Path, n: u32) -> weft_launch::JobOutcome {
+    let mut spec = JobSpec::new(n, program);
+    spec.output = OutputMode::Capture;
+    spec.timeout = Some(Duration::from_secs(60));
+    let out = run_job(&spec).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
+        .collect();
+    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    out
+}
+
+fn run_ok(name: &str) {
+    let prog = build(name);
+    for n in 1..=4 {
+        let out = run(&prog, n);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "{name} at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn environment_info_and_versions() {
+    run_ok("env");
+}
+
+#[test]
+fn point_to_point() {
+    run_ok("p2p");
+}
+
+#[test]
+fn collectives_and_operations() {
+    run_ok("coll");
+}
+
+#[test]
+fn communicators_groups_types_topologies() {
+    run_ok("comm");
+}
+
+#[test]
+fn invalid_arguments_return_their_classes() {
+    let prog = build("errors");
+    for n in [1, 3] {
+        let out = run(&prog, n);
+        assert_eq!(out.exit_code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("all invalid-argument checks passed"));
+    }
+}
+
+#[test]
+fn fatal_handler_names_function_argument_and_rank() {
+    let prog = build("fatal");
+    let out = run(&prog, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.exit_code, 6, "want MPI_ERR_RANK (6):\n{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("MPI_Send on rank 1: dest = 8 is not a rank")),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("UNREACHABLE"));
+}
+
+/// The wrappers: mpicc -show prints the command with the rpath, mpiexec maps -n and
+/// --oversubscribe and -x onto `weft run`.
+#[test]
+fn wrappers_show_and_mpiexec() {
+    let show = Command::new(prefix().join("bin/mpicc"))
+        .args(["-show", "x.c", "-o", "x"])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&show.stdout).to_string();
+    let p = prefix().display().to_string();
+    assert!(
+        line.contains(&format!("-I{p}/include"))
+            && line.contains(&format!("-Wl,-rpath,{p}/lib"))
+            && line.contains("-lmpi_abi"),
+        "{line}"
+    );
+    let compile = Command::new(prefix().join("bin/mpicxx"))
+        .arg("-showme:compile")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&compile.stdout).trim(),
+        format!("-I{p}/include")
+    );
+
+    let weft = std::env::var_os("WEFT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| profile_dir().join("weft"));
+    if !weft.exists() {
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "weft-cli"])
+            .env("CARGO_TARGET_DIR", profile_dir().parent().unwrap())
+            .current_dir(repo_root())
+            .status()
+            .unwrap();
+        assert!(st.success(), "building the weft binary for mpiexec failed");
+    }
+    let prog = build("env");
+    let out = Command::new(prefix().join("bin/mpiexec"))
+        .args(["-n", "2", "--oversubscribe", "-x", "WEFT_MPI_TEST_VAR=1"])
+        .arg(&prog)
+        .env("WEFT_BIN", &weft)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mpiexec: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = Command::new(prefix().join("bin/mpirun"))
+        .args(["--bogus", "x"])
+        .env("WEFT_BIN", &weft)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
