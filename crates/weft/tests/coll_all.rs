@@ -31,6 +31,8 @@ fn blocked(a: &AlgoInfo, np: u32, commutative: bool) -> Option<Restriction> {
         Restriction::Commutative => !commutative,
         Restriction::PowerOfTwo => !np.is_power_of_two(),
         Restriction::SharedMemory => np < 2,
+        // The matrix makes blocking calls.
+        Restriction::Blocking => false,
     })
 }
 
@@ -42,6 +44,7 @@ fn refused(r: weft::Result<()>, why: Restriction, a: &AlgoInfo) {
         Restriction::Commutative => "commutative",
         Restriction::PowerOfTwo => "power-of-two",
         Restriction::SharedMemory => "one node",
+        Restriction::Blocking => "nonblocking",
     };
     assert!(
         e.message().contains(word) && e.message().contains(a.name),

@@ -101,12 +101,13 @@ impl CollArgs {
                 let n = self.nranks;
                 let mut out = Vec::new();
                 for a in algorithms(coll) {
-                    // The benchmark reduces f32 with sum (commutative) on the world of one
-                    // node, so only the rank-count restrictions can rule an algorithm out.
+                    // The benchmark reduces f32 with sum (commutative) in blocking calls on
+                    // the world of one node, so only the rank-count restrictions can rule an
+                    // algorithm out.
                     let skip = a.restrictions.iter().find(|r| match r {
                         Restriction::PowerOfTwo => !n.is_power_of_two(),
                         Restriction::SharedMemory => n < 2,
-                        Restriction::Commutative => false,
+                        Restriction::Commutative | Restriction::Blocking => false,
                     });
                     match skip {
                         Some(r) => {

@@ -3,6 +3,7 @@
 use super::algo;
 use super::count_error;
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -11,6 +12,28 @@ impl Comm {
     /// Gathers every rank's `send` into every rank's `recv`, rank i's block at
     /// `i·send.len()` (MPI_Allgather); `recv` holds `size·send.len()` elements.
     pub fn allgather<T: Pod>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.allgather_start(send, recv, Mode::Blocking)?.wait()
+    }
+
+    /// Starts [`Comm::allgather`] (MPI_Iallgather).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn iallgather<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<CollRequest<'a>> {
+        self.allgather_start(send, recv, Mode::Nonblocking)
+    }
+
+    fn allgather_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let n = send.len();
@@ -24,14 +47,14 @@ impl Comm {
             ));
         }
         let blk = std::mem::size_of_val(send);
-        let c = self.coll_choose(Coll::Allgather, blk, true)?;
+        let c = self.coll_choose(Coll::Allgather, blk, true, mode)?;
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = match c.algo {
             "bruck" => algo::bruck_allgather::plan(rank, size, blk),
             "recursive_doubling" => algo::recursive_doubling_allgather::plan(rank, size, blk),
             _ => algo::ring_allgather::plan(rank, size, &blocks),
         };
-        self.coll_run(
+        self.coll_start(
             Coll::Allgather,
             plan,
             bytemuck::cast_slice(send),

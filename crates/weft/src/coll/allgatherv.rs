@@ -4,6 +4,7 @@
 use super::algo;
 use super::select::Coll;
 use super::{blocks, check_disjoint, check_len, count_error};
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -18,6 +19,33 @@ impl Comm {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
+        self.allgatherv_start(send, recv, counts, displs, Mode::Blocking)?
+            .wait()
+    }
+
+    /// Starts [`Comm::allgatherv`] (MPI_Iallgatherv).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn iallgatherv<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<CollRequest<'a>> {
+        self.allgatherv_start(send, recv, counts, displs, Mode::Nonblocking)
+    }
+
+    fn allgatherv_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         check_len(Coll::Allgatherv, rank, "counts", counts.len(), size)?;
@@ -42,10 +70,10 @@ impl Comm {
                 counts[rank as usize],
             ));
         }
-        let c = self.coll_choose(Coll::Allgatherv, std::mem::size_of_val(send), true)?;
+        let c = self.coll_choose(Coll::Allgatherv, std::mem::size_of_val(send), true, mode)?;
         debug_assert_eq!(c.algo, "ring");
         let plan = algo::ring_allgather::plan(rank, size, &layout);
-        self.coll_run(
+        self.coll_start(
             Coll::Allgatherv,
             plan,
             bytemuck::cast_slice(send),

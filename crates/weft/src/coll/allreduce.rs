@@ -1,10 +1,10 @@
-//! MPI_Allreduce (MPI-4.1 §6.9.6): the element-wise reduction of every rank's buffer, on
-//! every rank.
+//! MPI_Allreduce (MPI-4.1 §6.9.6) and MPI_Iallreduce (§6.12.8): the element-wise reduction
+//! of every rank's buffer, on every rank.
 
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
-use super::{count_error, reduction, Datatype, Op};
+use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -12,36 +12,93 @@ impl Comm {
     /// Combines every rank's `send` with `op` into every rank's `recv` (MPI_Allreduce);
     /// `recv` is as long as `send`. A non-commutative `op` is applied in rank order.
     pub fn allreduce<T: Datatype>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
+        self.allreduce_bytes(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+        )
+    }
+
+    /// Starts [`Comm::allreduce`] (MPI_Iallreduce).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read `send` and write `recv`.
+    pub unsafe fn iallreduce<'a, T: Datatype>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.allreduce_start(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+            Mode::Nonblocking,
+        )
+    }
+
+    /// [`Comm::allreduce`] on byte buffers holding elements of `kind` (aligned for it).
+    pub fn allreduce_bytes(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<()> {
+        self.allreduce_start(send, recv, kind, op, Mode::Blocking)?
+            .wait()
+    }
+
+    /// [`Comm::iallreduce`] on byte buffers holding elements of `kind` (aligned for it).
+    ///
+    /// # Safety
+    /// As for [`Comm::iallreduce`].
+    pub unsafe fn iallreduce_bytes<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.allreduce_start(send, recv, kind, op, Mode::Nonblocking)
+    }
+
+    fn allreduce_start<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
-        let red = reduction::<T>(Coll::Allreduce, self.rank(), op)?;
-        if recv.len() != send.len() {
+        let (rank, size) = (self.rank(), self.size());
+        let red = reduction(Coll::Allreduce, rank, op, kind)?;
+        let n = elements(Coll::Allreduce, rank, "the send buffer", send, kind)?;
+        let got = elements(Coll::Allreduce, rank, "the receive buffer", recv, kind)?;
+        if got != n {
             return Err(count_error(
                 Coll::Allreduce,
-                self.rank(),
+                rank,
                 "the receive buffer",
-                recv.len(),
-                send.len(),
+                got,
+                n,
             ));
         }
-        let bytes = std::mem::size_of_val(send);
-        let c = self.coll_choose(Coll::Allreduce, bytes, op.is_commutative())?;
-        let (rank, size) = (self.rank(), self.size());
+        let es = kind.size_bytes();
+        let bytes = send.len();
+        let c = self.coll_choose(Coll::Allreduce, bytes, op.is_commutative(), mode)?;
         let plan = match c.algo {
-            "ring" => algo::ring_allreduce::plan(rank, size, send.len(), std::mem::size_of::<T>()),
-            "shm" => algo::shm::allreduce(
-                rank,
-                size,
-                send.len(),
-                std::mem::size_of::<T>(),
-                self.coll_shm_slot_bytes().unwrap_or(64),
-            ),
-            "rabenseifner" => algo::rabenseifner::plan(
-                rank,
-                size,
-                send.len(),
-                std::mem::size_of::<T>(),
-                algo::rabenseifner::Finish::Everyone,
-            ),
+            "ring" => algo::ring_allreduce::plan(rank, size, n, es),
+            "shm" => {
+                algo::shm::allreduce(rank, size, n, es, self.coll_shm_slot_bytes().unwrap_or(64))
+            }
+            "rabenseifner" => {
+                algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Everyone)
+            }
             "knomial" => {
                 // Reduce to rank 0, then broadcast from it: 2·log_k n levels.
                 let mut p = Plan::new();
@@ -60,12 +117,6 @@ impl Comm {
             }
             _ => algo::recursive_doubling::plan(rank, size, bytes),
         };
-        self.coll_run(
-            Coll::Allreduce,
-            plan,
-            bytemuck::cast_slice(send),
-            bytemuck::cast_slice_mut(recv),
-            Some(red),
-        )
+        self.coll_start(Coll::Allreduce, plan, send, recv, Some(red))
     }
 }

@@ -4,6 +4,7 @@
 use super::algo;
 use super::count_error;
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::{Error, ErrorKind, Result};
@@ -12,6 +13,28 @@ impl Comm {
     /// Sends block j of `send` to rank j, which stores it as block i of its `recv`
     /// (MPI_Alltoall). Both buffers hold `size` equal blocks.
     pub fn alltoall<T: Pod>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        self.alltoall_start(send, recv, Mode::Blocking)?.wait()
+    }
+
+    /// Starts [`Comm::alltoall`] (MPI_Ialltoall).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn ialltoall<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+    ) -> Result<CollRequest<'a>> {
+        self.alltoall_start(send, recv, Mode::Nonblocking)
+    }
+
+    fn alltoall_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         if !send.len().is_multiple_of(size as usize) {
@@ -31,11 +54,11 @@ impl Comm {
         }
         let es = std::mem::size_of::<T>();
         let blk = send.len() / size as usize * es;
-        let c = self.coll_choose(Coll::Alltoall, blk, true)?;
+        let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
         debug_assert_eq!(c.algo, "pairwise");
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = algo::pairwise::plan(rank, size, &blocks, &blocks);
-        self.coll_run(
+        self.coll_start(
             Coll::Alltoall,
             plan,
             bytemuck::cast_slice(send),

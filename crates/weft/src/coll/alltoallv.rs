@@ -3,6 +3,7 @@
 use super::algo;
 use super::select::Coll;
 use super::{blocks, check_disjoint, check_len};
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -21,6 +22,55 @@ impl Comm {
         recv_counts: &[usize],
         recv_displs: &[usize],
     ) -> Result<()> {
+        self.alltoallv_start(
+            send,
+            send_counts,
+            send_displs,
+            recv,
+            recv_counts,
+            recv_displs,
+            Mode::Blocking,
+        )?
+        .wait()
+    }
+
+    /// Starts [`Comm::alltoallv`] (MPI_Ialltoallv).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn ialltoallv<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv: &'a mut [T],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<CollRequest<'a>> {
+        self.alltoallv_start(
+            send,
+            send_counts,
+            send_displs,
+            recv,
+            recv_counts,
+            recv_displs,
+            Mode::Nonblocking,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn alltoallv_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv: &'a mut [T],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let c = Coll::Alltoallv;
@@ -42,10 +92,10 @@ impl Comm {
             ));
         }
         let avg = send_counts.iter().sum::<usize>() * es / size as usize;
-        let choice = self.coll_choose(c, avg, true)?;
+        let choice = self.coll_choose(c, avg, true, mode)?;
         debug_assert_eq!(choice.algo, "pairwise");
         let plan = algo::pairwise::plan(rank, size, &sb, &rb);
-        self.coll_run(
+        self.coll_start(
             c,
             plan,
             bytemuck::cast_slice(send),

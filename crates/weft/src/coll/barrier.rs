@@ -1,16 +1,28 @@
-//! MPI_Barrier (MPI-4.1 §6.3): no rank leaves before every rank has entered.
+//! MPI_Barrier (MPI-4.1 §6.3) and MPI_Ibarrier (§6.12.1): no rank leaves before every rank
+//! has entered.
 
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use weft_core::Result;
 
 impl Comm {
     /// Blocks until every rank of the communicator has called `barrier` (MPI_Barrier).
     pub fn barrier(&self) -> Result<()> {
+        self.barrier_start(Mode::Blocking)?.wait()
+    }
+
+    /// Starts a barrier (MPI_Ibarrier): the request completes once every rank has started
+    /// it. It borrows no buffer, so it is safe to keep or leak.
+    pub fn ibarrier(&self) -> Result<CollRequest<'static>> {
+        self.barrier_start(Mode::Nonblocking)
+    }
+
+    fn barrier_start(&self, mode: Mode) -> Result<CollRequest<'static>> {
         self.check()?;
-        let c = self.coll_choose(Coll::Barrier, 0, true)?;
+        let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
         let plan = match c.algo {
             "shm_counter" => algo::shm::barrier(),
             "knomial" => {
@@ -23,6 +35,6 @@ impl Comm {
             }
             _ => algo::dissemination::plan(self.rank(), self.size()),
         };
-        self.coll_run(Coll::Barrier, plan, &[], &mut [], None)
+        self.coll_start(Coll::Barrier, plan, &[], &mut [], None)
     }
 }

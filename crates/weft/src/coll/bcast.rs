@@ -3,6 +3,7 @@
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -12,9 +13,31 @@ impl Comm {
     /// the same length; a rank whose length differs from the root's gets an `InvalidCount`
     /// error.
     pub fn bcast<T: Pod>(&self, buf: &mut [T], root: u32) -> Result<()> {
+        self.bcast_start(buf, root, Mode::Blocking)?.wait()
+    }
+
+    /// Starts [`Comm::bcast`] (MPI_Ibcast).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn ibcast<'a, T: Pod>(
+        &self,
+        buf: &'a mut [T],
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.bcast_start(buf, root, Mode::Nonblocking)
+    }
+
+    fn bcast_start<'a, T: Pod>(
+        &self,
+        buf: &'a mut [T],
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Bcast, root)?;
         let bytes = std::mem::size_of_val(buf);
-        let c = self.coll_choose(Coll::Bcast, bytes, true)?;
+        let c = self.coll_choose(Coll::Bcast, bytes, true, mode)?;
         let mut plan = Plan::new();
         if c.algo == "shm" {
             let slot = self.coll_shm_slot_bytes().unwrap_or(64);
@@ -32,6 +55,6 @@ impl Comm {
                 bytes,
             )?;
         }
-        self.coll_run(Coll::Bcast, plan, &[], bytemuck::cast_slice_mut(buf), None)
+        self.coll_start(Coll::Bcast, plan, &[], bytemuck::cast_slice_mut(buf), None)
     }
 }

@@ -58,6 +58,27 @@ impl TypeKind {
         }
     }
 
+    /// Bytes of one element.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            TypeKind::I8 | TypeKind::U8 => 1,
+            TypeKind::I16 | TypeKind::U16 => 2,
+            TypeKind::I32 | TypeKind::U32 | TypeKind::F32 => 4,
+            TypeKind::I64 | TypeKind::U64 | TypeKind::F64 => 8,
+            TypeKind::F32I32 | TypeKind::I32I32 => 8,
+            TypeKind::F64I32 | TypeKind::I64I32 => 16,
+        }
+    }
+
+    /// Alignment in bytes an element needs (that of its widest field).
+    pub fn align_bytes(self) -> usize {
+        match self {
+            TypeKind::F32I32 | TypeKind::I32I32 => 4,
+            TypeKind::F64I32 | TypeKind::I64I32 => 8,
+            k => k.size_bytes(),
+        }
+    }
+
     /// True for the integer types (the bitwise and logical operations apply to them).
     pub fn is_integer(self) -> bool {
         matches!(
@@ -154,5 +175,37 @@ mod tests {
         assert_eq!(F64I32::new(1.5, 3).index, 3);
         assert!(TypeKind::U16.is_integer() && !TypeKind::F32.is_integer());
         assert!(TypeKind::I64I32.is_pair());
+    }
+
+    #[test]
+    fn kind_sizes_and_alignments_match_the_rust_types() {
+        fn check<T: Datatype>() {
+            assert_eq!(
+                T::KIND.size_bytes(),
+                std::mem::size_of::<T>(),
+                "{}",
+                T::KIND.name()
+            );
+            assert_eq!(
+                T::KIND.align_bytes(),
+                std::mem::align_of::<T>(),
+                "{}",
+                T::KIND.name()
+            );
+        }
+        check::<i8>();
+        check::<i16>();
+        check::<i32>();
+        check::<i64>();
+        check::<u8>();
+        check::<u16>();
+        check::<u32>();
+        check::<u64>();
+        check::<f32>();
+        check::<f64>();
+        check::<F32I32>();
+        check::<F64I32>();
+        check::<I32I32>();
+        check::<I64I32>();
     }
 }

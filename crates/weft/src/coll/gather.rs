@@ -3,6 +3,7 @@
 use super::algo;
 use super::count_error;
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -12,6 +13,30 @@ impl Comm {
     /// (MPI_Gather). At the root `recv` holds `size·send.len()` elements; elsewhere it is not
     /// touched (pass `&mut []`).
     pub fn gather<T: Pod>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
+        self.gather_start(send, recv, root, Mode::Blocking)?.wait()
+    }
+
+    /// Starts [`Comm::gather`] (MPI_Igather).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn igather<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.gather_start(send, recv, root, Mode::Nonblocking)
+    }
+
+    fn gather_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Gather, root)?;
         let (rank, size) = (self.rank(), self.size());
         let n = send.len();
@@ -25,14 +50,14 @@ impl Comm {
             ));
         }
         let blk = std::mem::size_of_val(send);
-        let c = self.coll_choose(Coll::Gather, blk, true)?;
+        let c = self.coll_choose(Coll::Gather, blk, true, mode)?;
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = match c.algo {
             "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
             _ => algo::linear_gather::plan(rank, root, &blocks, blk),
         };
-        let out: &mut [T] = if rank == root { recv } else { &mut [] };
-        self.coll_run(
+        let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
+        self.coll_start(
             Coll::Gather,
             plan,
             bytemuck::cast_slice(send),

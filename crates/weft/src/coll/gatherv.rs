@@ -3,6 +3,7 @@
 use super::algo;
 use super::select::Coll;
 use super::{blocks, check_disjoint, check_len, count_error};
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -19,6 +20,35 @@ impl Comm {
         displs: &[usize],
         root: u32,
     ) -> Result<()> {
+        self.gatherv_start(send, recv, counts, displs, root, Mode::Blocking)?
+            .wait()
+    }
+
+    /// Starts [`Comm::gatherv`] (MPI_Igatherv).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn igatherv<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.gatherv_start(send, recv, counts, displs, root, Mode::Nonblocking)
+    }
+
+    fn gatherv_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Gatherv, root)?;
         let (rank, size) = (self.rank(), self.size());
         let es = std::mem::size_of::<T>();
@@ -46,11 +76,11 @@ impl Comm {
                 ));
             }
         }
-        let c = self.coll_choose(Coll::Gatherv, std::mem::size_of_val(send), true)?;
+        let c = self.coll_choose(Coll::Gatherv, std::mem::size_of_val(send), true, mode)?;
         debug_assert_eq!(c.algo, "linear");
         let plan = algo::linear_gather::plan(rank, root, &layout, std::mem::size_of_val(send));
-        let out: &mut [T] = if rank == root { recv } else { &mut [] };
-        self.coll_run(
+        let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
+        self.coll_start(
             Coll::Gatherv,
             plan,
             bytemuck::cast_slice(send),

@@ -3,11 +3,13 @@
 //! scan and exscan.
 //!
 //! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
-//! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and drives
-//! the schedule to completion. Collective traffic uses the communicator's second context
-//! (`ctx + 1`) with one tag per collective, so it never meets point-to-point messages; calls
-//! on one communicator are matched in order because messages between two ranks on one
-//! context and tag never overtake each other.
+//! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
+//! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
+//! blocking form waits on it. Reductions have byte-level entry points (`allreduce_bytes`)
+//! taking the element type at run time, for the C layers; the typed functions wrap them.
+//! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
+//! point-to-point messages, with a tag made of the collective and its sequence number on the
+//! communicator, so several outstanding collectives never take each other's messages.
 //!
 //! Depends on the engine, communicators, `weft_model` (trees, cost) and nothing above.
 
@@ -31,12 +33,14 @@ mod gatherv;
 mod reduce;
 mod reduce_scatter;
 mod reduce_scatter_block;
+mod request;
 mod scan;
 mod scatter;
 mod scatterv;
 
 pub use datatype::{Datatype, TypeKind, F32I32, F64I32, I32I32, I64I32};
 pub use op::Op;
+pub use request::CollRequest;
 pub use select::{explain, Coll, Explanation, Tuning};
 
 use crate::comm::Comm;
@@ -44,8 +48,21 @@ use schedule::{Plan, Reduction, Schedule};
 use select::Choice;
 use weft_core::{Error, ErrorKind, Result};
 
-/// Tags on the collective context: one per collective, far from communicator creation's.
+/// Tags on the collective context start here, below communicator creation's (0x7fff_0001).
 const TAG_BASE: i32 = 0x7e00_0000;
+/// Bits of the sequence number in a tag: 2^19 collectives may be outstanding on one
+/// communicator before a tag repeats, and the highest tag stays below 0x7f00_0000.
+const TAG_SEQ_MASK: u32 = (1 << 19) - 1;
+/// The low bits of a tag name the collective (16 of them), so ranks that call different
+/// collectives at one point do not take each other's messages for their own.
+const TAG_COLL_BITS: u32 = 5;
+
+/// Whether a call waits for its result (the blocking form) or returns a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Blocking,
+    Nonblocking,
+}
 
 impl Comm {
     /// Ranks of this communicator on this node. On one node that is every member, so every
@@ -84,10 +101,12 @@ impl Comm {
         coll: Coll,
         bytes: usize,
         commutative: bool,
+        mode: Mode,
     ) -> Result<Choice> {
         let traits = select::CallTraits {
             commutative,
             shared_memory: self.coll_shm_slot_bytes().is_some(),
+            blocking: mode == Mode::Blocking,
         };
         let tuning = self.engine.borrow().tuning();
         tuning
@@ -101,18 +120,20 @@ impl Comm {
         self.engine.borrow_mut().set_tuning(tuning);
     }
 
-    /// Binds `plan` to the buffers and drives it to completion.
-    pub(crate) fn coll_run(
+    /// Binds `plan` to the buffers and starts it.
+    pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
         plan: Plan,
-        send: &[u8],
-        recv: &mut [u8],
+        send: &'a [u8],
+        recv: &'a mut [u8],
         reduction: Option<Reduction>,
-    ) -> Result<()> {
-        let tag = TAG_BASE + select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as i32;
-        let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
-        schedule::run(self, &mut s)
+    ) -> Result<CollRequest<'a>> {
+        let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
+        let seq = request::next_seq(self) & TAG_SEQ_MASK;
+        let tag = TAG_BASE + ((seq << TAG_COLL_BITS) | index) as i32;
+        let s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
+        CollRequest::start(self, s)
     }
 
     pub(crate) fn coll_check_root(&self, coll: Coll, root: u32) -> Result<()> {
@@ -145,13 +166,50 @@ pub(crate) fn count_error(coll: Coll, rank: u32, what: &str, got: usize, want: u
 }
 
 /// Checks the op against the element type and packages it for a schedule.
-pub(crate) fn reduction<T: Datatype>(coll: Coll, rank: u32, op: &Op) -> Result<Reduction> {
-    op.check(T::KIND)
+pub(crate) fn reduction(coll: Coll, rank: u32, op: &Op, kind: TypeKind) -> Result<Reduction> {
+    op.check(kind)
         .map_err(|e| e.context(format!("{} on rank {rank}", coll.name())))?;
     Ok(Reduction {
         op: op.clone(),
-        kind: T::KIND,
+        kind,
     })
+}
+
+/// Elements of `kind` in a byte buffer of a reduction, checking that it holds whole elements
+/// and is aligned for them (the reduction kernels read it as typed slices).
+pub(crate) fn elements(
+    coll: Coll,
+    rank: u32,
+    what: &str,
+    buf: &[u8],
+    kind: TypeKind,
+) -> Result<usize> {
+    let es = kind.size_bytes();
+    if !buf.len().is_multiple_of(es) {
+        return Err(Error::new(
+            ErrorKind::InvalidCount,
+            format!(
+                "{} on rank {rank}: {what} has {} bytes, not a whole number of {}-byte {} elements",
+                coll.name(),
+                buf.len(),
+                es,
+                kind.name()
+            ),
+        ));
+    }
+    if !(buf.as_ptr() as usize).is_multiple_of(kind.align_bytes()) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{} on rank {rank}: {what} at address {:p} is not aligned to {} bytes as {} needs",
+                coll.name(),
+                buf.as_ptr(),
+                kind.align_bytes(),
+                kind.name()
+            ),
+        ));
+    }
+    Ok(buf.len() / es)
 }
 
 /// (offset, length) in bytes of blocks given element counts and displacements, checking that

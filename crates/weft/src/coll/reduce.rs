@@ -1,10 +1,10 @@
-//! MPI_Reduce (MPI-4.1 §6.9.1): the element-wise reduction of every rank's buffer, at the
-//! root.
+//! MPI_Reduce (MPI-4.1 §6.9.1) and MPI_Ireduce (§6.12.7): the element-wise reduction of
+//! every rank's buffer, at the root.
 
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
-use super::{count_error, reduction, Datatype, Op};
+use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -19,33 +19,106 @@ impl Comm {
         op: &Op,
         root: u32,
     ) -> Result<()> {
+        self.reduce_bytes(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+            root,
+        )
+    }
+
+    /// Starts [`Comm::reduce`] (MPI_Ireduce).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read `send` and write `recv`.
+    pub unsafe fn ireduce<'a, T: Datatype>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_start(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+            root,
+            Mode::Nonblocking,
+        )
+    }
+
+    /// [`Comm::reduce`] on byte buffers holding elements of `kind` (aligned for it).
+    pub fn reduce_bytes(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        root: u32,
+    ) -> Result<()> {
+        self.reduce_start(send, recv, kind, op, root, Mode::Blocking)?
+            .wait()
+    }
+
+    /// [`Comm::ireduce`] on byte buffers holding elements of `kind` (aligned for it).
+    ///
+    /// # Safety
+    /// As for [`Comm::ireduce`].
+    pub unsafe fn ireduce_bytes<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_start(send, recv, kind, op, root, Mode::Nonblocking)
+    }
+
+    fn reduce_start<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Reduce, root)?;
-        let red = reduction::<T>(Coll::Reduce, self.rank(), op)?;
-        if self.rank() == root && recv.len() != send.len() {
-            return Err(count_error(
-                Coll::Reduce,
-                self.rank(),
-                "the root's receive buffer",
-                recv.len(),
-                send.len(),
-            ));
+        let (rank, size) = (self.rank(), self.size());
+        let red = reduction(Coll::Reduce, rank, op, kind)?;
+        let n = elements(Coll::Reduce, rank, "the send buffer", send, kind)?;
+        if rank == root {
+            let got = elements(Coll::Reduce, rank, "the root's receive buffer", recv, kind)?;
+            if got != n {
+                return Err(count_error(
+                    Coll::Reduce,
+                    rank,
+                    "the root's receive buffer",
+                    got,
+                    n,
+                ));
+            }
         }
-        let bytes = std::mem::size_of_val(send);
-        let c = self.coll_choose(Coll::Reduce, bytes, op.is_commutative())?;
+        let bytes = send.len();
+        let c = self.coll_choose(Coll::Reduce, bytes, op.is_commutative(), mode)?;
         let mut plan = Plan::new();
         if c.algo == "reduce_scatter_gather" {
             plan = algo::rabenseifner::plan(
-                self.rank(),
-                self.size(),
-                send.len(),
-                std::mem::size_of::<T>(),
+                rank,
+                size,
+                n,
+                kind.size_bytes(),
                 algo::rabenseifner::Finish::Root(root),
             );
         } else {
             algo::knomial_reduce::build(
                 &mut plan,
-                self.rank(),
-                self.size(),
+                rank,
+                size,
                 root,
                 c.radix,
                 bytes,
@@ -53,13 +126,7 @@ impl Comm {
                 Buf::Recv,
             )?;
         }
-        let out: &mut [T] = if self.rank() == root { recv } else { &mut [] };
-        self.coll_run(
-            Coll::Reduce,
-            plan,
-            bytemuck::cast_slice(send),
-            bytemuck::cast_slice_mut(out),
-            Some(red),
-        )
+        let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
+        self.coll_start(Coll::Reduce, plan, send, out, Some(red))
     }
 }

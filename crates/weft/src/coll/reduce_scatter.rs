@@ -1,11 +1,12 @@
-//! MPI_Reduce_scatter (MPI-4.1 §6.10.2): the reduction of every rank's buffer, cut into
-//! blocks of given counts, block i to rank i. Also carries the algorithms shared with
-//! reduce_scatter_block.
+//! MPI_Reduce_scatter (MPI-4.1 §6.10.2) and MPI_Ireduce_scatter (§6.12.10): the reduction of
+//! every rank's buffer, cut into blocks of given counts, block i to rank i. Also carries the
+//! algorithms shared with reduce_scatter_block.
 
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
-use super::{check_len, count_error, reduction, Datatype, Op};
+use super::TypeKind;
+use super::{check_len, count_error, elements, reduction, CollRequest, Datatype, Mode, Op};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -19,42 +20,119 @@ impl Comm {
         counts: &[usize],
         op: &Op,
     ) -> Result<()> {
+        self.reduce_scatter_bytes(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            counts,
+            T::KIND,
+            op,
+        )
+    }
+
+    /// Starts [`Comm::reduce_scatter`] (MPI_Ireduce_scatter).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read `send` and write `recv`.
+    pub unsafe fn ireduce_scatter<'a, T: Datatype>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        counts: &[usize],
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_scatter_start(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            counts,
+            T::KIND,
+            op,
+            Mode::Nonblocking,
+        )
+    }
+
+    /// [`Comm::reduce_scatter`] on byte buffers holding elements of `kind` (aligned for it);
+    /// `counts` are in elements.
+    pub fn reduce_scatter_bytes(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        counts: &[usize],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<()> {
+        self.reduce_scatter_start(send, recv, counts, kind, op, Mode::Blocking)?
+            .wait()
+    }
+
+    /// [`Comm::ireduce_scatter`] on byte buffers holding elements of `kind` (aligned for
+    /// it); `counts` are in elements.
+    ///
+    /// # Safety
+    /// As for [`Comm::ireduce_scatter`].
+    pub unsafe fn ireduce_scatter_bytes<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        counts: &[usize],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_scatter_start(send, recv, counts, kind, op, Mode::Nonblocking)
+    }
+
+    fn reduce_scatter_start<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        counts: &[usize],
+        kind: TypeKind,
+        op: &Op,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
-        check_len(Coll::ReduceScatter, rank, "counts", counts.len(), size)?;
+        let c = Coll::ReduceScatter;
+        check_len(c, rank, "counts", counts.len(), size)?;
         let total: usize = counts.iter().sum();
-        if send.len() != total {
+        let n = elements(c, rank, "the send buffer", send, kind)?;
+        if n != total {
             return Err(count_error(
-                Coll::ReduceScatter,
+                c,
                 rank,
                 "the send buffer (sum of counts)",
-                send.len(),
+                n,
                 total,
             ));
         }
-        if recv.len() != counts[rank as usize] {
+        let got = elements(c, rank, "the receive buffer", recv, kind)?;
+        if got != counts[rank as usize] {
             return Err(count_error(
-                Coll::ReduceScatter,
+                c,
                 rank,
                 "the receive buffer (counts[rank])",
-                recv.len(),
+                got,
                 counts[rank as usize],
             ));
         }
-        self.reduce_scatter_impl(Coll::ReduceScatter, send, recv, counts, op)
+        self.reduce_scatter_impl(c, send, recv, counts, kind, op, mode)
     }
 
-    pub(crate) fn reduce_scatter_impl<T: Datatype>(
+    /// Starts a reduce-scatter of checked buffers (`counts` in elements of `kind`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn reduce_scatter_impl<'a>(
         &self,
         coll: Coll,
-        send: &[T],
-        recv: &mut [T],
+        send: &'a [u8],
+        recv: &'a mut [u8],
         counts: &[usize],
+        kind: TypeKind,
         op: &Op,
-    ) -> Result<()> {
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         let (rank, size) = (self.rank(), self.size());
-        let red = reduction::<T>(coll, rank, op)?;
-        let es = std::mem::size_of::<T>();
+        let red = reduction(coll, rank, op, kind)?;
+        let es = kind.size_bytes();
         let mut off = 0;
         let blocks: Vec<(usize, usize)> = counts
             .iter()
@@ -65,7 +143,7 @@ impl Comm {
             })
             .collect();
         let total = off * es;
-        let c = self.coll_choose(coll, total / size as usize, op.is_commutative())?;
+        let c = self.coll_choose(coll, total / size as usize, op.is_commutative(), mode)?;
         let plan = match c.algo {
             "ring" => algo::ring_reduce_scatter::plan(rank, size, &blocks, total),
             _ => {
@@ -93,12 +171,6 @@ impl Comm {
                 p
             }
         };
-        self.coll_run(
-            coll,
-            plan,
-            bytemuck::cast_slice(send),
-            bytemuck::cast_slice_mut(recv),
-            Some(red),
-        )
+        self.coll_start(coll, plan, send, recv, Some(red))
     }
 }

@@ -1,8 +1,8 @@
-//! MPI_Reduce_scatter_block (MPI-4.1 §6.10.1): the reduction of every rank's buffer, block
-//! i of it to rank i.
+//! MPI_Reduce_scatter_block (MPI-4.1 §6.10.1) and MPI_Ireduce_scatter_block (§6.12.9): the
+//! reduction of every rank's buffer, block i of it to rank i.
 
 use super::select::Coll;
-use super::{count_error, Datatype, Op};
+use super::{count_error, elements, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -16,19 +16,85 @@ impl Comm {
         recv: &mut [T],
         op: &Op,
     ) -> Result<()> {
+        self.reduce_scatter_block_bytes(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+        )
+    }
+
+    /// Starts [`Comm::reduce_scatter_block`] (MPI_Ireduce_scatter_block).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read `send` and write `recv`.
+    pub unsafe fn ireduce_scatter_block<'a, T: Datatype>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_scatter_block_start(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+            Mode::Nonblocking,
+        )
+    }
+
+    /// [`Comm::reduce_scatter_block`] on byte buffers holding elements of `kind` (aligned
+    /// for it).
+    pub fn reduce_scatter_block_bytes(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<()> {
+        self.reduce_scatter_block_start(send, recv, kind, op, Mode::Blocking)?
+            .wait()
+    }
+
+    /// [`Comm::ireduce_scatter_block`] on byte buffers holding elements of `kind` (aligned
+    /// for it).
+    ///
+    /// # Safety
+    /// As for [`Comm::ireduce_scatter_block`].
+    pub unsafe fn ireduce_scatter_block_bytes<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.reduce_scatter_block_start(send, recv, kind, op, Mode::Nonblocking)
+    }
+
+    fn reduce_scatter_block_start<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
-        let n = recv.len();
-        if send.len() != n * size as usize {
+        let c = Coll::ReduceScatterBlock;
+        let n = elements(c, rank, "the receive buffer", recv, kind)?;
+        let got = elements(c, rank, "the send buffer", send, kind)?;
+        if got != n * size as usize {
             return Err(count_error(
-                Coll::ReduceScatterBlock,
+                c,
                 rank,
                 "the send buffer",
-                send.len(),
+                got,
                 n * size as usize,
             ));
         }
         let counts = vec![n; size as usize];
-        self.reduce_scatter_impl(Coll::ReduceScatterBlock, send, recv, &counts, op)
+        self.reduce_scatter_impl(c, send, recv, &counts, kind, op, mode)
     }
 }

@@ -1,8 +1,8 @@
-//! MPI_Scan (MPI-4.1 §6.11.1): inclusive prefix reduction in rank order.
+//! MPI_Scan (MPI-4.1 §6.11.1) and MPI_Iscan (§6.12.14): inclusive prefix reduction in rank order.
 
 use super::algo;
 use super::select::Coll;
-use super::{count_error, reduction, Datatype, Op};
+use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -10,28 +10,74 @@ impl Comm {
     /// Leaves `send₀ ∘ … ∘ send_r` in rank r's `recv` (MPI_Scan); `recv` is as long as
     /// `send`. Any operation, commutative or not.
     pub fn scan<T: Datatype>(&self, send: &[T], recv: &mut [T], op: &Op) -> Result<()> {
-        self.check()?;
-        let rank = self.rank();
-        let red = reduction::<T>(Coll::Scan, rank, op)?;
-        if recv.len() != send.len() {
-            return Err(count_error(
-                Coll::Scan,
-                rank,
-                "the receive buffer",
-                recv.len(),
-                send.len(),
-            ));
-        }
-        let bytes = std::mem::size_of_val(send);
-        let c = self.coll_choose(Coll::Scan, bytes, op.is_commutative())?;
-        debug_assert_eq!(c.algo, "linear");
-        let plan = algo::linear_scan::inclusive(rank, self.size(), bytes);
-        self.coll_run(
-            Coll::Scan,
-            plan,
+        self.scan_bytes(
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(recv),
-            Some(red),
+            T::KIND,
+            op,
         )
+    }
+
+    /// Starts [`Comm::scan`] (MPI_Iscan).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read `send` and write `recv`.
+    pub unsafe fn iscan<'a, T: Datatype>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.scan_start(
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(recv),
+            T::KIND,
+            op,
+            Mode::Nonblocking,
+        )
+    }
+
+    /// [`Comm::scan`] on byte buffers holding elements of `kind` (aligned for it).
+    pub fn scan_bytes(&self, send: &[u8], recv: &mut [u8], kind: TypeKind, op: &Op) -> Result<()> {
+        self.scan_start(send, recv, kind, op, Mode::Blocking)?
+            .wait()
+    }
+
+    /// [`Comm::iscan`] on byte buffers holding elements of `kind` (aligned for it).
+    ///
+    /// # Safety
+    /// As for [`Comm::iscan`].
+    pub unsafe fn iscan_bytes<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+    ) -> Result<CollRequest<'a>> {
+        self.scan_start(send, recv, kind, op, Mode::Nonblocking)
+    }
+
+    fn scan_start<'a>(
+        &self,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        kind: TypeKind,
+        op: &Op,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
+        self.check()?;
+        let rank = self.rank();
+        let red = reduction(Coll::Scan, rank, op, kind)?;
+        let n = elements(Coll::Scan, rank, "the send buffer", send, kind)?;
+        let got = elements(Coll::Scan, rank, "the receive buffer", recv, kind)?;
+        if got != n {
+            return Err(count_error(Coll::Scan, rank, "the receive buffer", got, n));
+        }
+        let bytes = send.len();
+        let c = self.coll_choose(Coll::Scan, bytes, op.is_commutative(), mode)?;
+        debug_assert_eq!(c.algo, "linear");
+        let plan = algo::linear_scan::inclusive(rank, self.size(), bytes);
+        self.coll_start(Coll::Scan, plan, send, recv, Some(red))
     }
 }

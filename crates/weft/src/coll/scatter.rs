@@ -4,6 +4,7 @@ use super::algo;
 use super::count_error;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -12,6 +13,30 @@ impl Comm {
     /// Sends block i (of `recv.len()` elements) of the root's `send` to rank i's `recv`
     /// (MPI_Scatter). `send` matters at the root only (pass `&[]` elsewhere).
     pub fn scatter<T: Pod>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
+        self.scatter_start(send, recv, root, Mode::Blocking)?.wait()
+    }
+
+    /// Starts [`Comm::scatter`] (MPI_Iscatter).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn iscatter<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.scatter_start(send, recv, root, Mode::Nonblocking)
+    }
+
+    fn scatter_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        recv: &'a mut [T],
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Scatter, root)?;
         let (rank, size) = (self.rank(), self.size());
         let n = recv.len();
@@ -25,7 +50,7 @@ impl Comm {
             ));
         }
         let blk = std::mem::size_of_val(recv);
-        let c = self.coll_choose(Coll::Scatter, blk, true)?;
+        let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = match c.algo {
             "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
@@ -35,8 +60,8 @@ impl Comm {
                 plan
             }
         };
-        let src: &[T] = if rank == root { send } else { &[] };
-        self.coll_run(
+        let src: &'a [T] = if rank == root { send } else { &[] };
+        self.coll_start(
             Coll::Scatter,
             plan,
             bytemuck::cast_slice(src),

@@ -5,6 +5,7 @@ use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
 use super::{blocks, check_len, count_error};
+use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -20,6 +21,35 @@ impl Comm {
         recv: &mut [T],
         root: u32,
     ) -> Result<()> {
+        self.scatterv_start(send, counts, displs, recv, root, Mode::Blocking)?
+            .wait()
+    }
+
+    /// Starts [`Comm::scatterv`] (MPI_Iscatterv).
+    ///
+    /// # Safety
+    /// The request must not be leaked (`std::mem::forget`, a reference cycle): until it is
+    /// finished, waited or dropped the engine may read and write the buffers.
+    pub unsafe fn iscatterv<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &'a mut [T],
+        root: u32,
+    ) -> Result<CollRequest<'a>> {
+        self.scatterv_start(send, counts, displs, recv, root, Mode::Nonblocking)
+    }
+
+    fn scatterv_start<'a, T: Pod>(
+        &self,
+        send: &'a [T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &'a mut [T],
+        root: u32,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Scatterv, root)?;
         let (rank, size) = (self.rank(), self.size());
         let es = std::mem::size_of::<T>();
@@ -38,13 +68,13 @@ impl Comm {
                 ));
             }
         }
-        let c = self.coll_choose(Coll::Scatterv, std::mem::size_of_val(recv), true)?;
+        let c = self.coll_choose(Coll::Scatterv, std::mem::size_of_val(recv), true, mode)?;
         debug_assert_eq!(c.algo, "linear");
         let mut plan = Plan::new();
         let mine = std::mem::size_of_val(recv);
         algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
-        let src: &[T] = if rank == root { send } else { &[] };
-        self.coll_run(
+        let src: &'a [T] = if rank == root { send } else { &[] };
+        self.coll_start(
             Coll::Scatterv,
             plan,
             bytemuck::cast_slice(src),

@@ -1,8 +1,7 @@
 //! Collective schedules: an algorithm is compiled once, at setup, into a list of steps, each
 //! some local work (copies, reductions) followed by sends and receives; the schedule then
-//! advances step by step whenever it is polled, never blocking a thread. A blocking
-//! collective is [`Schedule::start`] plus [`run`]; nonblocking and persistent collectives
-//! will poll the same schedules from their requests.
+//! advances step by step whenever it is polled, never blocking a thread. A collective
+//! request (`super::request`) polls it; a blocking collective waits on that request.
 //!
 //! All buffers are allocated at setup (temporaries are `u64` vectors, so every element type
 //! is aligned in them); steps allocate nothing. Depends on the engine's request API and on
@@ -250,6 +249,11 @@ impl<'a> Schedule<'a> {
             shm_polls: Cell::new(0),
             shm_dead: Cell::new(None),
         }
+    }
+
+    /// What the collective is called.
+    pub fn what(&self) -> &'static str {
+        self.what
     }
 
     /// True when every message of the current step has completed and every local rank has
@@ -567,15 +571,4 @@ fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error
             err.message()
         ),
     )
-}
-
-/// Drives `s` to completion, waiting in the engine between steps (a blocking collective).
-pub(crate) fn run(comm: &Comm, s: &mut Schedule<'_>) -> Result<()> {
-    let mut e = comm.engine.borrow_mut();
-    loop {
-        if s.advance(&mut e)? {
-            return Ok(());
-        }
-        e.wait_until(|e| s.step_done(e));
-    }
 }

@@ -134,6 +134,9 @@ pub enum Restriction {
     PowerOfTwo,
     /// The communicator must be the world of a job on one node with a collective area.
     SharedMemory,
+    /// The call must be blocking: the node's collective area serves one collective at a
+    /// time, and nonblocking collectives may be outstanding together.
+    Blocking,
 }
 
 impl fmt::Display for Restriction {
@@ -143,6 +146,9 @@ impl fmt::Display for Restriction {
             Restriction::PowerOfTwo => f.write_str("needs a power-of-two number of ranks"),
             Restriction::SharedMemory => f.write_str(
                 "needs the world communicator of a job of 2 or more ranks on one node with a shared-memory collective area",
+            ),
+            Restriction::Blocking => f.write_str(
+                "needs a blocking call (the node's collective area serves one collective at a time)",
             ),
         }
     }
@@ -169,7 +175,7 @@ const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: b
 
 const COMM: &[Restriction] = &[Restriction::Commutative];
 
-const SHM: &[Restriction] = &[Restriction::SharedMemory];
+const SHM: &[Restriction] = &[Restriction::SharedMemory, Restriction::Blocking];
 const BARRIER: &[AlgoInfo] = &[
     algo("dissemination", &[], false),
     algo("knomial", &[], true),
@@ -488,6 +494,8 @@ pub struct CallTraits {
     pub commutative: bool,
     /// The communicator can use the node's collective area.
     pub shared_memory: bool,
+    /// The call is blocking (it finishes before the next collective starts on this rank).
+    pub blocking: bool,
 }
 
 fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction> {
@@ -495,6 +503,7 @@ fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction>
         Restriction::Commutative => !traits.commutative,
         Restriction::PowerOfTwo => !procs.is_power_of_two(),
         Restriction::SharedMemory => !traits.shared_memory,
+        Restriction::Blocking => !traits.blocking,
     })
 }
 
@@ -556,6 +565,7 @@ impl Tuning {
                             Restriction::PowerOfTwo => format!("{procs} ranks"),
                             Restriction::SharedMemory =>
                                 "a communicator that is not a whole node's world (or no collective area)".to_string(),
+                            Restriction::Blocking => "a nonblocking call".to_string(),
                         }
                     ),
                 ));
@@ -641,6 +651,7 @@ impl Tuning {
         let traits = CallTraits {
             commutative: true,
             shared_memory: procs > 1 && ppn >= procs,
+            blocking: true,
         };
         let choice = self.select(coll, procs, ppn.min(procs), bytes, traits)?;
         let shape = CollShape {
@@ -680,10 +691,12 @@ mod tests {
     const C: CallTraits = CallTraits {
         commutative: true,
         shared_memory: false,
+        blocking: true,
     };
     const NC: CallTraits = CallTraits {
         commutative: false,
         shared_memory: false,
+        blocking: true,
     };
 
     #[test]
@@ -697,11 +710,27 @@ mod tests {
         let shm = CallTraits {
             commutative: true,
             shared_memory: true,
+            blocking: true,
         };
         assert_eq!(
             t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo,
             "shm_counter"
         );
+        // A nonblocking call may overlap others: forcing the area is refused, and the table
+        // falls through to a point-to-point algorithm.
+        let nb = CallTraits {
+            blocking: false,
+            ..shm
+        };
+        let e = t.select(Coll::Barrier, 4, 4, 0, nb).unwrap_err();
+        assert!(e.message().contains("a nonblocking call"), "{e}");
+        let free = Tuning::default();
+        for bytes in [0u64, 1 << 16, 1 << 22] {
+            for c in [Coll::Barrier, Coll::Bcast, Coll::Allreduce] {
+                let a = free.select(c, 4, 4, bytes, nb).unwrap().algo;
+                assert!(!a.starts_with("shm"), "{} {bytes}: {a}", c.name());
+            }
+        }
     }
 
     #[test]
@@ -758,6 +787,7 @@ mod tests {
         let shm = CallTraits {
             commutative: true,
             shared_memory: true,
+            blocking: true,
         };
         let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
         assert_eq!(big_shm.algo, "shm");
