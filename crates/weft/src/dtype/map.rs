@@ -234,30 +234,43 @@ impl Builder {
     }
 }
 
+/// What a walk over the packed stream does with each contiguous piece of memory.
+pub(super) trait Visit {
+    /// `len` bytes at byte `at` of the buffer, of basic kind `kind` (a piece may end inside
+    /// an element when the window does).
+    fn piece(&mut self, at: i64, len: usize, kind: BasicKind);
+
+    /// `reps` pieces of `len` bytes, the `j`-th at `at + j * stride` (a strided run: the
+    /// inner loop of vectors, worth specialising).
+    fn strided(&mut self, at: i64, stride: i64, len: usize, reps: u64, kind: BasicKind) {
+        for j in 0..reps {
+            self.piece(at.wrapping_add((j as i64).wrapping_mul(stride)), len, kind);
+        }
+    }
+}
+
 impl Body {
-    /// Calls `f(byte, len, kind)` for each contiguous piece of the packed bytes
-    /// `skip..skip + take` of one item placed at `base`, in type-map order (a piece never
-    /// spans two runs). Requires `skip + take <= self.size`.
+    /// Visits each contiguous piece of the packed bytes `skip..skip + take` of one item
+    /// placed at `base`, in type-map order (a piece never spans two runs). Requires
+    /// `skip + take <= self.size`.
     ///
     /// Addresses use wrapping arithmetic: the intermediate origin of a nested copy may lie
     /// far outside the buffer, but every piece reported is inside the footprint the caller
     /// checked, and wrapping sums are exact whenever the final value is representable.
-    pub(super) fn walk<F: FnMut(i64, usize, BasicKind)>(
-        &self,
-        base: i64,
-        skip: u64,
-        take: u64,
-        f: &mut F,
-    ) {
+    pub(super) fn walk<V: Visit>(&self, base: i64, skip: u64, take: u64, v: &mut V) {
         debug_assert!(skip + take <= self.size);
-        let mut i = self.ends.partition_point(|&e| e <= skip);
+        let mut i = if skip == 0 {
+            0
+        } else {
+            self.ends.partition_point(|&e| e <= skip)
+        };
         let mut skip = skip - if i == 0 { 0 } else { self.ends[i - 1] };
         let mut take = take;
         while take > 0 {
             match &self.items[i] {
                 Item::Run { disp, kind, count } => {
                     let n = (count * kind.size_bytes() - skip).min(take);
-                    f(
+                    v.piece(
                         base.wrapping_add(*disp).wrapping_add(skip as i64),
                         n as usize,
                         *kind,
@@ -274,25 +287,35 @@ impl Body {
                     let start = base.wrapping_add(*disp);
                     let mut j = skip / bs;
                     let mut s = skip % bs;
-                    // A strided run (vector of a basic type) is the common case: loop here
-                    // instead of recursing once per copy.
+                    let at = |j: u64| start.wrapping_add((j as i64).wrapping_mul(*stride));
                     if let [Item::Run { disp: d0, kind, .. }] = body.items[..] {
-                        while j < *count && take > 0 {
+                        // A strided run (vector of a basic type): whole copies in one batch,
+                        // a partial one at either end of the window piece by piece.
+                        if s > 0 {
                             let n = (bs - s).min(take);
-                            let at = start
-                                .wrapping_add((j as i64).wrapping_mul(*stride))
-                                .wrapping_add(d0)
-                                .wrapping_add(s as i64);
-                            f(at, n as usize, kind);
+                            v.piece(
+                                at(j).wrapping_add(d0).wrapping_add(s as i64),
+                                n as usize,
+                                kind,
+                            );
                             take -= n;
-                            s = 0;
                             j += 1;
+                        }
+                        let reps = (take / bs).min(count - j.min(*count));
+                        if reps > 0 {
+                            v.strided(at(j).wrapping_add(d0), *stride, bs as usize, reps, kind);
+                            take -= reps * bs;
+                            j += reps;
+                        }
+                        if take > 0 && j < *count {
+                            let n = bs.min(take);
+                            v.piece(at(j).wrapping_add(d0), n as usize, kind);
+                            take -= n;
                         }
                     } else {
                         while j < *count && take > 0 {
                             let n = (bs - s).min(take);
-                            let at = start.wrapping_add((j as i64).wrapping_mul(*stride));
-                            body.walk(at, s, n, f);
+                            body.walk(at(j), s, n, v);
                             take -= n;
                             s = 0;
                             j += 1;

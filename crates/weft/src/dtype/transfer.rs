@@ -3,6 +3,7 @@
 //! windows for pipelined transfers, and typed buffer to typed buffer. Safe slices only; every
 //! buffer is checked against the type's footprint before any byte moves.
 
+use super::map::Visit;
 use super::{BasicKind, TypeMap};
 use weft_core::{Error, ErrorKind, Result};
 
@@ -70,13 +71,7 @@ impl TypeMap {
 
     /// Calls `f(byte, len, kind)` for the pieces of the packed stream window
     /// `skip..skip + take` of `count` items whose address is at `origin`.
-    fn walk_items<F: FnMut(i64, usize, BasicKind)>(
-        &self,
-        origin: i64,
-        skip: u64,
-        take: u64,
-        f: &mut F,
-    ) {
+    fn walk_items<V: Visit>(&self, origin: i64, skip: u64, take: u64, v: &mut V) {
         let size = self.body.size;
         if take == 0 {
             return;
@@ -89,7 +84,7 @@ impl TypeMap {
             let n = (size - s).min(take);
             // Wrapping: see `Body::walk`; the footprint check bounds every piece.
             let base = origin.wrapping_add((e as i64).wrapping_mul(extent));
-            self.body.walk(base, s, n, f);
+            self.body.walk(base, s, n, v);
             take -= n;
             s = 0;
             e += 1;
@@ -100,6 +95,20 @@ impl TypeMap {
     fn contiguous_start(&self, count: u64) -> Option<i64> {
         let at = self.body.contiguous_at?;
         (count <= 1 || self.extent() == self.body.size as i64).then_some(at)
+    }
+
+    /// `(start, bytes)` of `count` items in a buffer of `len` bytes with its address at
+    /// `origin`, when they are one byte range that fits: the fast path, which needs no
+    /// other check. `None` sends the caller to the checked path (which reports errors).
+    #[inline]
+    fn contiguous_slice(&self, count: u64, origin: usize, len: usize) -> Option<(usize, usize)> {
+        let at = self.contiguous_start(count)?;
+        let bytes = count as u128 * self.body.size as u128;
+        let start = origin as i128 + at as i128;
+        if start < 0 || start as u128 + bytes > len as u128 {
+            return None;
+        }
+        Some((start as usize, bytes as usize))
     }
 
     fn check_window(&self, op: &str, count: u64, position: u64, len: usize) -> Result<()> {
@@ -146,22 +155,22 @@ impl TypeMap {
         position: u64,
         out: &mut [u8],
     ) -> Result<()> {
+        if let Some((start, bytes)) = self.contiguous_slice(count, origin, src.len()) {
+            if position as u128 + out.len() as u128 <= bytes as u128 {
+                let start = start + position as usize;
+                copy_small(out, &src[start..start + out.len()]);
+                return Ok(());
+            }
+        }
         self.check_window("pack", count, position, out.len())?;
         self.check_buffer("pack", src.len(), origin, count)?;
-        if out.is_empty() {
-            return Ok(());
-        }
-        if let Some(at) = self.contiguous_start(count) {
-            let start = (origin as i64 + at) as usize + position as usize;
-            out.copy_from_slice(&src[start..start + out.len()]);
-            return Ok(());
-        }
-        let mut o = 0usize;
-        self.walk_items(origin as i64, position, out.len() as u64, &mut |d, n, _| {
-            let d = d as usize;
-            out[o..o + n].copy_from_slice(&src[d..d + n]);
-            o += n;
-        });
+        let take = out.len() as u64;
+        self.walk_items(
+            origin as i64,
+            position,
+            take,
+            &mut Gather { src, out, o: 0 },
+        );
         Ok(())
     }
 
@@ -193,26 +202,21 @@ impl TypeMap {
         origin: usize,
         count: u64,
     ) -> Result<()> {
+        if let Some((start, bytes)) = self.contiguous_slice(count, origin, dst.len()) {
+            if position as u128 + packed.len() as u128 <= bytes as u128 {
+                let start = start + position as usize;
+                copy_small(&mut dst[start..start + packed.len()], packed);
+                return Ok(());
+            }
+        }
         self.check_window("unpack", count, position, packed.len())?;
         self.check_buffer("unpack", dst.len(), origin, count)?;
-        if packed.is_empty() {
-            return Ok(());
-        }
-        if let Some(at) = self.contiguous_start(count) {
-            let start = (origin as i64 + at) as usize + position as usize;
-            dst[start..start + packed.len()].copy_from_slice(packed);
-            return Ok(());
-        }
-        let mut o = 0usize;
+        let take = packed.len() as u64;
         self.walk_items(
             origin as i64,
             position,
-            packed.len() as u64,
-            &mut |d, n, _| {
-                let d = d as usize;
-                dst[d..d + n].copy_from_slice(&packed[o..o + n]);
-                o += n;
-            },
+            take,
+            &mut Scatter { packed, dst, o: 0 },
         );
         Ok(())
     }
@@ -234,14 +238,136 @@ impl TypeMap {
         if size == 0 {
             return (bytes == 0).then_some(0);
         }
-        let mut n = (bytes / size).checked_mul(self.body.elements)?;
-        let mut whole = true;
-        self.body.walk(0, 0, bytes % size, &mut |_, len, kind| {
-            let k = kind.size_bytes() as usize;
-            n += (len / k) as u64;
-            whole &= len % k == 0;
-        });
-        whole.then_some(n)
+        let full = (bytes / size).checked_mul(self.body.elements)?;
+        let mut c = Count {
+            elements: full,
+            whole: true,
+        };
+        self.body.walk(0, 0, bytes % size, &mut c);
+        c.whole.then_some(c.elements)
+    }
+}
+
+/// Copies `src` into `dst` (equal lengths). Pieces of derived types are mostly one or a few
+/// basic elements; a fixed-size copy for those sizes avoids a `memcpy` call per piece.
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let s: [u8; N] = src.try_into().expect("caller matched the length");
+        dst.copy_from_slice(&s);
+    }
+    match src.len() {
+        1 => dst[0] = src[0],
+        2 => fixed::<2>(dst, src),
+        4 => fixed::<4>(dst, src),
+        8 => fixed::<8>(dst, src),
+        12 => fixed::<12>(dst, src),
+        16 => fixed::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// Pack: copies pieces of a typed buffer into consecutive packed bytes.
+struct Gather<'a, 'b> {
+    src: &'a [u8],
+    out: &'b mut [u8],
+    o: usize,
+}
+
+impl Visit for Gather<'_, '_> {
+    #[inline(always)]
+    fn piece(&mut self, at: i64, len: usize, _: BasicKind) {
+        let d = at as usize;
+        copy_small(&mut self.out[self.o..self.o + len], &self.src[d..d + len]);
+        self.o += len;
+    }
+
+    fn strided(&mut self, at: i64, stride: i64, len: usize, reps: u64, _: BasicKind) {
+        let out = &mut self.out[self.o..self.o + len * reps as usize];
+        self.o += out.len();
+        let src = self.src;
+        let addr = |j: usize| at.wrapping_add((j as i64).wrapping_mul(stride)) as usize;
+        // Fixed-size element copies compile to plain loads and stores.
+        macro_rules! fixed {
+            ($n:literal) => {
+                for (j, c) in out.chunks_exact_mut($n).enumerate() {
+                    let d = addr(j);
+                    let e: [u8; $n] = src[d..d + $n].try_into().expect("length matched");
+                    c.copy_from_slice(&e);
+                }
+            };
+        }
+        match len {
+            4 => fixed!(4),
+            8 => fixed!(8),
+            16 => fixed!(16),
+            _ => {
+                for (j, c) in out.chunks_exact_mut(len).enumerate() {
+                    let d = addr(j);
+                    copy_small(c, &src[d..d + len]);
+                }
+            }
+        }
+    }
+}
+
+/// Unpack: copies consecutive packed bytes into pieces of a typed buffer.
+struct Scatter<'a, 'b> {
+    packed: &'a [u8],
+    dst: &'b mut [u8],
+    o: usize,
+}
+
+impl Visit for Scatter<'_, '_> {
+    #[inline(always)]
+    fn piece(&mut self, at: i64, len: usize, _: BasicKind) {
+        let d = at as usize;
+        copy_small(
+            &mut self.dst[d..d + len],
+            &self.packed[self.o..self.o + len],
+        );
+        self.o += len;
+    }
+
+    fn strided(&mut self, at: i64, stride: i64, len: usize, reps: u64, _: BasicKind) {
+        let packed = &self.packed[self.o..self.o + len * reps as usize];
+        self.o += packed.len();
+        let dst = &mut *self.dst;
+        let addr = |j: usize| at.wrapping_add((j as i64).wrapping_mul(stride)) as usize;
+        macro_rules! fixed {
+            ($n:literal) => {
+                for (j, c) in packed.chunks_exact($n).enumerate() {
+                    let d = addr(j);
+                    let e: [u8; $n] = c.try_into().expect("length matched");
+                    dst[d..d + $n].copy_from_slice(&e);
+                }
+            };
+        }
+        match len {
+            4 => fixed!(4),
+            8 => fixed!(8),
+            16 => fixed!(16),
+            _ => {
+                for (j, c) in packed.chunks_exact(len).enumerate() {
+                    let d = addr(j);
+                    copy_small(&mut dst[d..d + len], c);
+                }
+            }
+        }
+    }
+}
+
+/// Get_elements: counts whole basic elements and notes a cut one.
+struct Count {
+    elements: u64,
+    whole: bool,
+}
+
+impl Visit for Count {
+    fn piece(&mut self, _: i64, len: usize, kind: BasicKind) {
+        let k = kind.size_bytes() as usize;
+        self.elements += (len / k) as u64;
+        self.whole &= len % k == 0;
     }
 }
 
