@@ -367,7 +367,7 @@ impl Visit for Count {
     fn piece(&mut self, _: i64, len: usize, kind: BasicKind) {
         let k = kind.size_bytes() as usize;
         self.elements += (len / k) as u64;
-        self.whole &= len % k == 0;
+        self.whole &= len.is_multiple_of(k);
     }
 }
 
