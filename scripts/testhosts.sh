@@ -98,6 +98,23 @@ up() {
     done
     i=$((i + 1))
   done
+  wait_ready
+}
+
+# The kernel reports a new link's carrier asynchronously (up to about a second later) and a
+# bridge forwards nothing on a port until then: return only once every port forwards, so the
+# first connection of a test is not lost.
+wait_ready() {
+  local n r f deadline=$((SECONDS + 5))
+  for n in "${names[@]}"; do
+    for ((r = 0; r < rails; r++)); do
+      f=/sys/class/net/${n}r$r
+      until [ "$(cat "$f/operstate" 2>/dev/null)" = up ] && [ "$(cat "$f/brport/state" 2>/dev/null)" = 3 ]; do
+        ((SECONDS < deadline)) || die "link ${n}r$r did not come up"
+        sleep 0.02
+      done
+    done
+  done
 }
 
 case "$action" in

@@ -493,6 +493,24 @@ fn garbage_on_the_boot_and_agent_ports_is_refused_and_the_job_goes_on() {
     );
 }
 
+/// Reads `n` "up" lines from a running job's stdout; if the job ends first, fails with its
+/// stderr.
+fn wait_for_ups(child: &mut std::process::Child, n: usize) {
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for i in 0..n {
+        match lines.next() {
+            Some(Ok(l)) => assert_eq!(l, "up"),
+            _ => {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                panic!("job ended after {i} of {n} ranks started: {err}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_killed_launcher_leaves_nothing_on_the_hosts() {
     let Some(h) = Hosts::up('e', 2) else { return };
@@ -502,13 +520,10 @@ fn a_killed_launcher_leaves_nothing_on_the_hosts() {
         .args(["sh", "-c", &format!("echo up; sleep {m}")])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for _ in 0..3 {
-        assert_eq!(lines.next().unwrap().unwrap(), "up");
-    }
+    wait_for_ups(&mut child, 3);
     // The launcher's own command line carries the marker too; each rank at least one.
     assert!(processes_with(&m).len() > 3, "{:?}", processes_with(&m));
     child.kill().unwrap();
@@ -544,10 +559,7 @@ fn timeout_and_sigterm_end_every_host() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for _ in 0..3 {
-        assert_eq!(lines.next().unwrap().unwrap(), "up");
-    }
+    wait_for_ups(&mut child, 3);
     let pid = child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])

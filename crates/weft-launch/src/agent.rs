@@ -29,8 +29,11 @@ use weft_boot::auth::{check_secret, client_handshake, decode_hex};
 use weft_boot::wire::{read_frame, write_frame};
 use weft_core::{Error, ErrorKind, Result};
 
-/// How long one candidate address of the launcher gets to accept the connection.
+/// How long one candidate address of the launcher first gets to accept the connection
+/// (doubled on each of the [`CONNECT_PASSES`] over the addresses that timed out).
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Passes over the addresses that time out: 1 + 2 + 4 + 8 s at most.
+const CONNECT_PASSES: usize = 4;
 /// How long the launcher has to send the ranks once the agent said hello.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Exit code of an agent that could not reach or lost its launcher (as ssh uses).
@@ -79,22 +82,41 @@ fn read_secret() -> Result<Vec<u8>> {
 }
 
 fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
-    let mut tried = Vec::new();
-    for addr in &cfg.connect {
-        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
-            Ok(mut s) => {
-                let _ = s.set_nodelay(true);
-                s.set_read_timeout(Some(START_TIMEOUT))
-                    .map_err(|e| Error::io("agent socket setup", e))?;
-                client_handshake(&mut s, secret, &addr.to_string())?;
-                return Ok(s);
+    // An address that refuses or has no route gave a definite answer and is dropped; one
+    // that times out may only have lost the first SYN (a link just brought up, a busy
+    // machine; TCP resends it after about a second), so it is tried again, waiting longer.
+    let mut pending: Vec<SocketAddr> = cfg.connect.clone();
+    let mut failed: Vec<String> = Vec::new();
+    let mut wait = CONNECT_TIMEOUT;
+    for _ in 0..CONNECT_PASSES {
+        let mut timed_out = Vec::new();
+        for addr in &pending {
+            match TcpStream::connect_timeout(addr, wait) {
+                Ok(mut s) => {
+                    let _ = s.set_nodelay(true);
+                    s.set_read_timeout(Some(START_TIMEOUT))
+                        .map_err(|e| Error::io("agent socket setup", e))?;
+                    client_handshake(&mut s, secret, &addr.to_string())?;
+                    return Ok(s);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
+                Err(e) => failed.push(format!("{addr} ({e})")),
             }
-            Err(e) => tried.push(format!("{addr} ({e})")),
         }
+        if timed_out.is_empty() {
+            break;
+        }
+        pending = timed_out;
+        wait *= 2;
     }
+    failed.extend(
+        pending
+            .iter()
+            .map(|a| format!("{a} (connection timed out)")),
+    );
     Err(Error::new(
         ErrorKind::Io,
-        format!("cannot reach the launcher at any of: {}", tried.join(", ")),
+        format!("cannot reach the launcher at any of: {}", failed.join(", ")),
     ))
 }
 
