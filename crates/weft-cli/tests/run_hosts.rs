@@ -28,20 +28,26 @@ impl Hosts {
     /// `n` hosts with names unique to this process and test (`tag`, one letter) and a subnet
     /// of their own; `None` (after saying why) when namespaces cannot be made here.
     fn up(tag: char, n: usize) -> Option<Hosts> {
+        Hosts::up_with(tag, n, &[])
+    }
+
+    /// Like [`Hosts::up`] with extra options for testhosts.sh (`--rails`, `--shape`).
+    fn up_with(tag: char, n: usize, options: &[&str]) -> Option<Hosts> {
         let pid = std::process::id();
         let names: Vec<String> = (0..n)
             .map(|i| format!("wt{:05}{tag}{i}", pid % 100_000))
             .collect();
         // Another run of this file at the same time gets other names and, most likely,
-        // other subnets.
+        // other subnets (each test keeps 4 for its rails).
         let net = format!(
             "10.{}.{}",
-            100 + pid % 100,
+            100 + pid % 150,
             (tag as u32 - 'a' as u32) * 4 + 1
         );
         let out = Command::new("bash")
             .arg(script())
             .args(["up", "--net", &net])
+            .args(options)
             .args(&names)
             .output()
             .expect("run scripts/testhosts.sh");
@@ -76,7 +82,7 @@ impl Drop for Hosts {
     fn drop(&mut self) {
         let _ = Command::new("bash")
             .arg(script())
-            .arg("down")
+            .args(["down", "--rails", "4"])
             .args(&self.names)
             .status();
         let left = String::from_utf8_lossy(
@@ -614,4 +620,44 @@ fn bench_takes_the_host_options_of_run() {
         stdout.lines().all(|l| l.contains("\"bytes\":8")),
         "{stdout}"
     );
+}
+
+#[test]
+fn test_hosts_have_two_shaped_rails_and_up_is_idempotent() {
+    let shape = [
+        "--rails",
+        "2",
+        "--shape",
+        "tbf rate 1gbit burst 256kb latency 20ms",
+    ];
+    let Some(_first) = Hosts::up_with('h', 2, &shape) else {
+        return;
+    };
+    // Again over the same hosts: the same result, not an error.
+    let h = Hosts::up_with('h', 2, &shape).expect("root already");
+    let out = weft_run(&[
+        "--hosts",
+        &h.list(&[1, 1]),
+        "--launcher",
+        NETNS,
+        "--tag-output",
+        "sh",
+        "-c",
+        "for i in eth0 eth1; do echo $i $(ip -4 -o addr show $i | awk '{print $4}') \
+         $(tc qdisc show dev $i | awk '{print $2}'); done",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let (a, b, c) = {
+        let mut p = h.net.rsplitn(2, '.');
+        let c: u32 = p.next().unwrap().parse().unwrap();
+        let ab = p.next().unwrap().to_owned();
+        (ab, c, c + 1)
+    };
+    for (rank, host_octet) in [(0, 2), (1, 3)] {
+        for (rail, sub) in [(0, b), (1, c)] {
+            let want = format!("[{rank}] eth{rail} {a}.{sub}.{host_octet}/24 tbf");
+            assert!(stdout.contains(&want), "{want} not in {stdout}");
+        }
+    }
 }
