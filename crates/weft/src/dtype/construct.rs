@@ -3,8 +3,9 @@
 //! the bounds with the marker rules of §5.1.7. Pure; depends only on [`super::map`].
 
 use super::map::Builder;
-use super::{BasicKind, DarrayDim, Distribution, Kinds, Order, TypeMap};
+use super::{BasicKind, Combiner, DarrayDim, Distribution, Kinds, Order, TypeMap};
 use crate::coll::TypeKind;
+use std::sync::Arc;
 use weft_core::{Error, ErrorKind, Result};
 
 fn non_negative(op: &str, field: &str, v: i64) -> Result<u64> {
@@ -115,7 +116,7 @@ impl Acc {
 
     /// The new type over `builder`'s data. `pad` applies `create_struct`'s alignment rule:
     /// without sticky bounds the extent is rounded up to the widest alignment inside.
-    fn finish(self, op: &str, builder: Builder, pad: bool) -> Result<TypeMap> {
+    fn finish(self, op: &str, builder: Builder, pad: bool, combiner: Combiner) -> Result<TypeMap> {
         let body = builder.finish().map_err(|e| e.context(op))?;
         let lb = self.lb_sticky.or(self.lb_soft).unwrap_or(0);
         let mut ub = self.ub_sticky.or(self.ub_soft).unwrap_or(0);
@@ -145,6 +146,7 @@ impl Acc {
                 PairState::Pair(p) => Some(p),
                 _ => None,
             },
+            combiner: Arc::new(combiner),
         })
     }
 }
@@ -164,6 +166,7 @@ impl TypeMap {
             align_bytes: kind.align_bytes(),
             kinds: Kinds::One(kind),
             pair: None,
+            combiner: Arc::new(Combiner::Named),
         }
     }
 
@@ -184,6 +187,7 @@ impl TypeMap {
             BasicKind::I64 => Some(TypeKind::I64I32),
             _ => None,
         };
+        t.combiner = Arc::new(Combiner::Named);
         t
     }
 
@@ -196,14 +200,24 @@ impl TypeMap {
             .map_err(|e| e.context(OP))?;
         let mut acc = Acc::new();
         acc.add(0, &[(n, old.extent())], old);
-        acc.finish(OP, b, false)
+        let combiner = Combiner::Contiguous {
+            count,
+            old: old.clone(),
+        };
+        acc.finish(OP, b, false, combiner)
     }
 
     /// `count` blocks of `blocklength` copies of `old`, block starts `stride` extents of
     /// `old` apart (MPI_Type_vector, MPI-4.1 §5.1.2).
     pub fn vector(count: i64, blocklength: i64, stride: i64, old: &TypeMap) -> Result<TypeMap> {
         let bytes = mul("vector", "stride", stride, old.extent())?;
-        TypeMap::strided("vector", count, blocklength, bytes, old)
+        let combiner = Combiner::Vector {
+            count,
+            blocklength,
+            stride,
+            old: old.clone(),
+        };
+        TypeMap::strided("vector", count, blocklength, bytes, old, combiner)
     }
 
     /// Like [`TypeMap::vector`] with the stride in bytes (MPI_Type_create_hvector,
@@ -214,7 +228,13 @@ impl TypeMap {
         stride_bytes: i64,
         old: &TypeMap,
     ) -> Result<TypeMap> {
-        TypeMap::strided("hvector", count, blocklength, stride_bytes, old)
+        let combiner = Combiner::Hvector {
+            count,
+            blocklength,
+            stride_bytes,
+            old: old.clone(),
+        };
+        TypeMap::strided("hvector", count, blocklength, stride_bytes, old, combiner)
     }
 
     fn strided(
@@ -223,6 +243,7 @@ impl TypeMap {
         blocklength: i64,
         stride_bytes: i64,
         old: &TypeMap,
+        combiner: Combiner,
     ) -> Result<TypeMap> {
         let n = non_negative(op, "count", count)?;
         let bl = non_negative(op, "blocklength", blocklength)?;
@@ -237,7 +258,7 @@ impl TypeMap {
             .map_err(|e| e.context(op))?;
         let mut acc = Acc::new();
         acc.add(0, &[(n, stride_bytes), (bl, ext)], old);
-        acc.finish(op, b, false)
+        acc.finish(op, b, false, combiner)
     }
 
     /// Blocks of copies of `old` at displacements counted in extents of `old`
@@ -253,7 +274,12 @@ impl TypeMap {
             .iter()
             .map(|&d| mul(OP, "displacement", d, old.extent()))
             .collect::<Result<Vec<i64>>>()?;
-        TypeMap::blocks(OP, blocklengths, &bytes, old)
+        let combiner = Combiner::Indexed {
+            blocklengths: blocklengths.to_vec(),
+            displacements: displacements.to_vec(),
+            old: old.clone(),
+        };
+        TypeMap::blocks(OP, blocklengths, &bytes, old, combiner)
     }
 
     /// Like [`TypeMap::indexed`] with displacements in bytes (MPI_Type_create_hindexed,
@@ -269,7 +295,12 @@ impl TypeMap {
             ("blocklengths", blocklengths.len()),
             ("displacements", displacements_bytes.len()),
         )?;
-        TypeMap::blocks(OP, blocklengths, displacements_bytes, old)
+        let combiner = Combiner::Hindexed {
+            blocklengths: blocklengths.to_vec(),
+            displacements_bytes: displacements_bytes.to_vec(),
+            old: old.clone(),
+        };
+        TypeMap::blocks(OP, blocklengths, displacements_bytes, old, combiner)
     }
 
     /// Blocks of `blocklength` copies of `old` at displacements counted in extents of `old`
@@ -285,7 +316,12 @@ impl TypeMap {
             .iter()
             .map(|&d| mul(OP, "displacement", d, old.extent()))
             .collect::<Result<Vec<i64>>>()?;
-        TypeMap::blocks(OP, &vec![blocklength; bytes.len()], &bytes, old)
+        let combiner = Combiner::IndexedBlock {
+            blocklength,
+            displacements: displacements.to_vec(),
+            old: old.clone(),
+        };
+        TypeMap::blocks(OP, &vec![blocklength; bytes.len()], &bytes, old, combiner)
     }
 
     /// Like [`TypeMap::indexed_block`] with displacements in bytes
@@ -297,15 +333,27 @@ impl TypeMap {
     ) -> Result<TypeMap> {
         const OP: &str = "hindexed_block";
         non_negative(OP, "blocklength", blocklength)?;
+        let combiner = Combiner::HindexedBlock {
+            blocklength,
+            displacements_bytes: displacements_bytes.to_vec(),
+            old: old.clone(),
+        };
         TypeMap::blocks(
             OP,
             &vec![blocklength; displacements_bytes.len()],
             displacements_bytes,
             old,
+            combiner,
         )
     }
 
-    fn blocks(op: &str, lens: &[i64], disps: &[i64], old: &TypeMap) -> Result<TypeMap> {
+    fn blocks(
+        op: &str,
+        lens: &[i64],
+        disps: &[i64],
+        old: &TypeMap,
+        combiner: Combiner,
+    ) -> Result<TypeMap> {
         let ext = old.extent();
         let mut b = Builder::default();
         let mut acc = Acc::new();
@@ -319,7 +367,7 @@ impl TypeMap {
             // No blocks still makes a type of `old`'s kind (count zero).
             acc.add(0, &[(0, ext)], old);
         }
-        acc.finish(op, b, false)
+        acc.finish(op, b, false, combiner)
     }
 
     /// Blocks of different types at byte displacements (MPI_Type_create_struct,
@@ -356,7 +404,20 @@ impl TypeMap {
                 .map_err(|e| e.context(format!("{OP}: block {i}")))?;
             acc.add(disp, &[(n, ext)], old);
         }
-        acc.finish(OP, b, true)
+        let combiner = Combiner::Struct {
+            blocklengths: blocklengths.to_vec(),
+            displacements_bytes: displacements_bytes.to_vec(),
+            types: types.to_vec(),
+        };
+        acc.finish(OP, b, true, combiner)
+    }
+
+    /// A copy of `old` that records where it came from (MPI_Type_dup, MPI-4.1 §5.1.10):
+    /// same map and bounds, combiner [`Combiner::Dup`].
+    pub fn dup(&self) -> TypeMap {
+        let mut t = self.clone();
+        t.combiner = Arc::new(Combiner::Dup(self.clone()));
+        t
     }
 
     /// `old` with its bounds replaced: `lb` and `lb + extent`, both sticky in later
@@ -377,6 +438,11 @@ impl TypeMap {
             align_bytes: old.align_bytes,
             kinds: old.kinds,
             pair: old.pair,
+            combiner: Arc::new(Combiner::Resized {
+                lb,
+                extent,
+                old: old.clone(),
+            }),
         })
     }
 
@@ -434,7 +500,15 @@ impl TypeMap {
         }
         let full = mul(OP, "array extent", stride, sizes[dims[dims.len() - 1]])?;
         let placed = TypeMap::hindexed(&[1], &[disp], &t)?;
-        TypeMap::resized(&placed, 0, full)
+        let mut t = TypeMap::resized(&placed, 0, full)?;
+        t.combiner = Arc::new(Combiner::Subarray {
+            sizes: sizes.to_vec(),
+            subsizes: subsizes.to_vec(),
+            starts: starts.to_vec(),
+            order,
+            old: old.clone(),
+        });
+        Ok(t)
     }
 
     /// This process's part of an array distributed over a process grid
@@ -520,7 +594,15 @@ impl TypeMap {
                 .map_err(|e| e.context(format!("{OP}: dimension {i}")))?;
         }
         let full = t.extent();
-        TypeMap::resized(&t, 0, full)
+        let mut t = TypeMap::resized(&t, 0, full)?;
+        t.combiner = Arc::new(Combiner::Darray {
+            size,
+            rank,
+            dims: dims.to_vec(),
+            order,
+            old: old.clone(),
+        });
+        Ok(t)
     }
 }
 

@@ -22,7 +22,9 @@
 //!   [`TypeMap::indexed`], [`TypeMap::hindexed`], [`TypeMap::indexed_block`],
 //!   [`TypeMap::hindexed_block`], [`TypeMap::create_struct`], [`TypeMap::resized`],
 //!   [`TypeMap::subarray`] (with [`Order`]), [`TypeMap::darray`] (with
-//!   [`DarrayDim`]); `MPI_Type_dup` is `clone()`.
+//!   [`DarrayDim`]); [`TypeMap::dup`] (`clone()` is the same type without the record).
+//!   [`TypeMap::combiner`] returns the constructor and arguments for
+//!   `MPI_Type_get_envelope`/`MPI_Type_get_contents`.
 //!   Bad input returns `ErrorKind::InvalidCount` (negative counts, overflow) or
 //!   `InvalidArgument` (mismatched lengths, bad subarray extents) naming the field.
 //! * Queries (§5.1.5-5.1.8): [`TypeMap::size_bytes`] (`MPI_Type_size`), [`TypeMap::lb`],
@@ -276,7 +278,7 @@ impl Kinds {
 }
 
 /// A datatype: its packed data layout (the type map, in order, compressed into runs and
-/// repetitions) and its bounds. Immutable; `clone` is cheap and is `MPI_Type_dup`.
+/// repetitions) and its bounds. Immutable; `clone` is cheap.
 #[derive(Clone, Debug)]
 pub struct TypeMap {
     body: Arc<Body>,
@@ -291,6 +293,128 @@ pub struct TypeMap {
     kinds: Kinds,
     /// Set when the type is made only of copies of one value-index pair.
     pair: Option<TypeKind>,
+    /// The constructor call that made the type (for MPI_Type_get_envelope/contents).
+    combiner: Arc<Combiner>,
+}
+
+/// How a type was made, with the arguments given (MPI_Type_get_envelope and
+/// MPI_Type_get_contents, MPI-4.1 §5.1.13). The MPI layer turns `old` types back into
+/// handles; a predefined type is `Named`.
+#[derive(Clone, Debug)]
+pub enum Combiner {
+    /// A predefined type (MPI_COMBINER_NAMED).
+    Named,
+    /// MPI_Type_dup.
+    Dup(TypeMap),
+    /// MPI_Type_contiguous.
+    Contiguous {
+        /// Copies.
+        count: i64,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_vector.
+    Vector {
+        /// Blocks.
+        count: i64,
+        /// Copies per block.
+        blocklength: i64,
+        /// Block stride in extents of `old`.
+        stride: i64,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_hvector.
+    Hvector {
+        /// Blocks.
+        count: i64,
+        /// Copies per block.
+        blocklength: i64,
+        /// Block stride in bytes.
+        stride_bytes: i64,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_indexed.
+    Indexed {
+        /// Copies per block.
+        blocklengths: Vec<i64>,
+        /// Block displacements in extents of `old`.
+        displacements: Vec<i64>,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_hindexed.
+    Hindexed {
+        /// Copies per block.
+        blocklengths: Vec<i64>,
+        /// Block displacements in bytes.
+        displacements_bytes: Vec<i64>,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_indexed_block.
+    IndexedBlock {
+        /// Copies per block.
+        blocklength: i64,
+        /// Block displacements in extents of `old`.
+        displacements: Vec<i64>,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_hindexed_block.
+    HindexedBlock {
+        /// Copies per block.
+        blocklength: i64,
+        /// Block displacements in bytes.
+        displacements_bytes: Vec<i64>,
+        /// Old type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_struct.
+    Struct {
+        /// Copies per block.
+        blocklengths: Vec<i64>,
+        /// Block displacements in bytes.
+        displacements_bytes: Vec<i64>,
+        /// Block types.
+        types: Vec<TypeMap>,
+    },
+    /// MPI_Type_create_subarray.
+    Subarray {
+        /// Array sizes.
+        sizes: Vec<i64>,
+        /// Sub-block sizes.
+        subsizes: Vec<i64>,
+        /// Sub-block starts.
+        starts: Vec<i64>,
+        /// Storage order.
+        order: Order,
+        /// Element type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_darray.
+    Darray {
+        /// Processes.
+        size: i64,
+        /// This process.
+        rank: i64,
+        /// Dimensions.
+        dims: Vec<DarrayDim>,
+        /// Storage order.
+        order: Order,
+        /// Element type.
+        old: TypeMap,
+    },
+    /// MPI_Type_create_resized.
+    Resized {
+        /// New lower bound.
+        lb: i64,
+        /// New extent.
+        extent: i64,
+        /// Old type.
+        old: TypeMap,
+    },
 }
 
 impl TypeMap {
@@ -368,6 +492,12 @@ impl TypeMap {
             Kinds::One(k) => k.type_kind().map(|t| (t, self.body.elements)),
             _ => None,
         }
+    }
+
+    /// The constructor that made this type and its arguments (MPI_Type_get_envelope and
+    /// MPI_Type_get_contents, MPI-4.1 §5.1.13).
+    pub fn combiner(&self) -> &Combiner {
+        &self.combiner
     }
 
     /// The value-index pair this type is made of, if any.

@@ -665,6 +665,75 @@ fn every_transfer_error() {
     );
 }
 
+#[test]
+fn combiners_record_the_constructor_call() {
+    let i = int();
+    assert!(matches!(i.combiner(), Combiner::Named));
+    assert!(matches!(
+        TypeMap::pair(BasicKind::F64).combiner(),
+        Combiner::Named
+    ));
+    let v = TypeMap::vector(3, 2, 4, &i).unwrap();
+    match v.combiner() {
+        Combiner::Vector {
+            count: 3,
+            blocklength: 2,
+            stride: 4,
+            old,
+        } => assert!(matches!(old.combiner(), Combiner::Named)),
+        c => panic!("{c:?}"),
+    }
+    let d = v.dup();
+    assert!(matches!(d.combiner(), Combiner::Dup(o) if o.size_bytes() == 24));
+    assert_eq!(
+        (d.size_bytes(), d.lb(), d.ub()),
+        (v.size_bytes(), v.lb(), v.ub())
+    );
+    let checks: Vec<(TypeMap, &str)> = vec![
+        (TypeMap::contiguous(2, &i).unwrap(), "Contiguous { count: 2"),
+        (
+            TypeMap::hvector(2, 1, 12, &i).unwrap(),
+            "Hvector { count: 2, blocklength: 1, stride_bytes: 12",
+        ),
+        (
+            TypeMap::indexed(&[1, 2], &[0, 3], &i).unwrap(),
+            "Indexed { blocklengths: [1, 2], displacements: [0, 3]",
+        ),
+        (
+            TypeMap::hindexed(&[1], &[8], &i).unwrap(),
+            "Hindexed { blocklengths: [1], displacements_bytes: [8]",
+        ),
+        (
+            TypeMap::indexed_block(2, &[0, 5], &i).unwrap(),
+            "IndexedBlock { blocklength: 2, displacements: [0, 5]",
+        ),
+        (
+            TypeMap::hindexed_block(1, &[4], &i).unwrap(),
+            "HindexedBlock { blocklength: 1, displacements_bytes: [4]",
+        ),
+        (
+            TypeMap::create_struct(&[1, 1], &[0, 8], &[double(), i.clone()]).unwrap(),
+            "Struct { blocklengths: [1, 1], displacements_bytes: [0, 8]",
+        ),
+        (
+            TypeMap::resized(&i, -4, 16).unwrap(),
+            "Resized { lb: -4, extent: 16",
+        ),
+        (
+            TypeMap::subarray(&[4, 4], &[2, 2], &[1, 1], Order::Fortran, &i).unwrap(),
+            "Subarray { sizes: [4, 4], subsizes: [2, 2], starts: [1, 1], order: Fortran",
+        ),
+        (
+            TypeMap::darray(2, 1, &[dim(4, Distribution::Block, None, 2)], Order::C, &i).unwrap(),
+            "Darray { size: 2, rank: 1, dims: [DarrayDim { gsize: 4, distrib: Block",
+        ),
+    ];
+    for (t, want) in checks {
+        let got = format!("{:?}", t.combiner());
+        assert!(got.starts_with(want), "{got} does not start with {want}");
+    }
+}
+
 fn dim(gsize: i64, distrib: Distribution, darg: Option<i64>, psize: i64) -> DarrayDim {
     DarrayDim {
         gsize,
