@@ -24,6 +24,7 @@ use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
 use crate::signals::SignalWatch;
 use crate::status::{failure_line_on_host, RankExit};
 use crate::{HostsSpec, JobOutcome, JobSpec};
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::ffi::OsStrExt;
@@ -143,6 +144,9 @@ enum Event {
 struct HostState {
     name: String,
     ranks: Vec<u32>,
+    /// The template's words for this host.
+    words: Vec<String>,
+    /// The same, as shown in messages.
     command: String,
     child: Option<u32>,
     child_exit: Option<RankExit>,
@@ -325,7 +329,7 @@ fn spawn_line_reader(host: usize, pipe: impl Read + Send + 'static, tx: Sender<E
 fn spawn_template(
     host: usize,
     words: &[String],
-    agent: &[String],
+    agent: &[OsString],
     secret_hex: &str,
     tx: &Sender<Event>,
 ) -> std::io::Result<u32> {
@@ -400,6 +404,7 @@ pub(crate) fn run_on_hosts(
                 .map(|p| p.rank)
                 .collect(),
             command: words.join(" "),
+            words,
             child: None,
             child_exit: None,
             child_reaped: false,
@@ -460,25 +465,29 @@ pub(crate) fn run_on_hosts(
         open_pipes: 0,
     };
     let secret_hex = encode_hex(&secret);
-    let agent_program = hs.agent_program.as_os_str().as_bytes();
-    let agent_args = vec![
-        String::from_utf8_lossy(agent_program).into_owned(),
-        "__agent".to_owned(),
-        "--host".to_owned(),
-        String::new(),
-        "--job".to_owned(),
-        job_id.clone(),
-        "--connect".to_owned(),
-        candidates.join(","),
-    ];
+    let agent_args = |host: &str| -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![hs.agent_program.clone().into_os_string()];
+        v.extend(
+            [
+                "__agent",
+                "--host",
+                host,
+                "--job",
+                &job_id,
+                "--connect",
+                &candidates.join(","),
+            ]
+            .map(OsString::from),
+        );
+        v
+    };
     let mut ending = None;
     for i in 0..job.hosts.len() {
         if job.hosts[i].ranks.is_empty() {
             continue;
         }
-        let mut args = agent_args.clone();
-        args[3] = job.hosts[i].name.clone();
-        let words = expand_template(&hs.launcher, &job.hosts[i].name)?;
+        let args = agent_args(&job.hosts[i].name);
+        let words = job.hosts[i].words.clone();
         match spawn_template(i, &words, &args, &secret_hex, &tx) {
             Ok(pid) => {
                 job.hosts[i].child = Some(pid);
