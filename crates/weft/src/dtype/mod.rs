@@ -2,7 +2,8 @@
 //! constructors, their bounds and extents, and pack/unpack between a typed buffer and MPI's
 //! packed format (the typed bytes in type-map order, nothing else). Pure and safe: no I/O, no
 //! `unsafe`, no dependency on the engine or on communicators; only on [`crate::coll`]'s
-//! [`TypeKind`] (to say how a type reduces) and `weft_core`'s error type.
+//! [`TypeKind`] and `Op` (to say how a type reduces and to reduce locally) and `weft_core`'s
+//! error type.
 //!
 //! # API summary (for the MPI layer)
 //!
@@ -43,8 +44,11 @@
 //! * Receive side (§3.2.5, §5.1.11): [`TypeMap::count_in`] (`MPI_Get_count`) and
 //!   [`TypeMap::elements_in`] (`MPI_Get_elements`); `None` means `MPI_UNDEFINED`.
 //! * Reductions (§6.9.1): [`TypeMap::reduction`] says whether the type is built from one
-//!   basic kind (or one value-index pair kind) and how many of them one item holds, so a
-//!   reduction can pack to a contiguous array of that [`TypeKind`], reduce and unpack.
+//!   basic kind (or one value-index pair kind) and how many of them one item holds;
+//!   [`TypeMap::gather_for_reduction`] packs `count` items into an aligned array of that
+//!   [`TypeKind`] (a [`ReductionBuf`], what `allreduce_bytes` and friends take) and
+//!   [`TypeMap::scatter_from_reduction`] puts the result back; [`reduce_local`] is
+//!   `MPI_Reduce_local` on any such type.
 //!
 //! Extent rules follow MPICH where the standard leaves room: the alignment padding ε of
 //! §5.1.6 is added by `create_struct` only (when no bound was set by `resized`), and bounds
@@ -52,11 +56,13 @@
 
 mod construct;
 mod map;
+mod reduce;
 mod transfer;
 
 #[cfg(test)]
 mod tests;
 
+pub use reduce::{reduce_local, ReductionBuf};
 pub use transfer::{copy, Typed};
 
 use crate::coll::TypeKind;
@@ -481,9 +487,8 @@ impl TypeMap {
 
     /// If the type is built from one basic kind that reductions know, or from copies of one
     /// value-index pair, that kind and how many of it one item holds (MPI-4.1 §6.9.1 allows
-    /// reductions on such derived types). Reduce by packing `count` items into an array of
-    /// the kind (for pairs: [`copy`] into `TypeMap::pair(..).contiguous(n)`, whose layout is
-    /// weft's pair struct), reducing, and unpacking.
+    /// reductions on such derived types). [`TypeMap::gather_for_reduction`] packs items into
+    /// an array of the kind (pairs in weft's padded pair layout) to reduce there.
     pub fn reduction(&self) -> Option<(TypeKind, u64)> {
         if let Some(p) = self.pair {
             return Some((p, self.body.elements / 2));

@@ -734,6 +734,104 @@ fn combiners_record_the_constructor_call() {
     }
 }
 
+fn f64s(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn as_f64s(b: &[u8]) -> Vec<f64> {
+    b.chunks(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn reduce_local_on_a_strided_type() {
+    let v = TypeMap::vector(3, 1, 2, &double()).unwrap();
+    let input = f64s(&[
+        1.0, 100.0, 2.0, 100.0, 3.0, 4.0, 100.0, 5.0, 100.0, 6.0, 100.0,
+    ]);
+    let mut inout = f64s(&[
+        10.0, -1.0, 20.0, -1.0, 30.0, 40.0, -1.0, 50.0, -1.0, 60.0, -1.0,
+    ]);
+    // Two items: the second starts one extent (5 doubles) later.
+    reduce_local(&crate::coll::Op::Sum, &v, 2, (&input, 0), (&mut inout, 0)).unwrap();
+    assert_eq!(
+        as_f64s(&inout),
+        [11.0, -1.0, 22.0, -1.0, 33.0, 44.0, -1.0, 55.0, -1.0, 66.0, -1.0]
+    );
+    let g = v.gather_for_reduction(&input, 0, 2).unwrap();
+    assert_eq!((g.kind(), g.elements()), (TypeKind::F64, 6));
+    assert_eq!(as_f64s(g.bytes()), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(g.bytes().as_ptr() as usize % 8, 0);
+}
+
+#[test]
+fn reduce_local_minloc_on_pairs() {
+    use crate::coll::F64I32;
+    let p = TypeMap::pair(BasicKind::F64);
+    // Every other pair.
+    let v = TypeMap::vector(2, 1, 2, &p).unwrap();
+    let a = [
+        F64I32::new(1.0, 0),
+        F64I32::new(9.0, 9),
+        F64I32::new(7.0, 0),
+        F64I32::new(9.0, 9),
+    ];
+    let mut b = [
+        F64I32::new(2.0, 1),
+        F64I32::new(8.0, 8),
+        F64I32::new(5.0, 1),
+        F64I32::new(8.0, 8),
+    ];
+    reduce_local(
+        &crate::coll::Op::MinLoc,
+        &v,
+        1,
+        (bytemuck::cast_slice(&a), 0),
+        (bytemuck::cast_slice_mut(&mut b), 0),
+    )
+    .unwrap();
+    assert_eq!(b[0], F64I32::new(1.0, 0));
+    assert_eq!(b[1], F64I32::new(8.0, 8), "gap untouched");
+    assert_eq!(b[2], F64I32::new(5.0, 1));
+}
+
+#[test]
+fn reduction_errors() {
+    let mixed = TypeMap::create_struct(&[1, 1], &[0, 8], &[double(), int()]).unwrap();
+    let buf = vec![0u8; 16];
+    expect_err(
+        mixed.gather_for_reduction(&buf, 0, 1),
+        ErrorKind::InvalidType,
+        "built from Mixed",
+    );
+    let chars = TypeMap::contiguous(2, &TypeMap::basic(BasicKind::Char)).unwrap();
+    expect_err(
+        chars.gather_for_reduction(&buf, 0, 1),
+        ErrorKind::InvalidType,
+        "built from One(Char)",
+    );
+    let d = TypeMap::contiguous(2, &double()).unwrap();
+    let mut out = vec![0u8; 16];
+    expect_err(
+        reduce_local(&crate::coll::Op::Band, &d, 1, (&buf, 0), (&mut out, 0)),
+        ErrorKind::InvalidOp,
+        "reduce_local: operation",
+    );
+    let g = d.gather_for_reduction(&buf, 0, 1).unwrap();
+    let i = TypeMap::contiguous(2, &int()).unwrap();
+    expect_err(
+        i.scatter_from_reduction(&g, &mut out, 0, 1),
+        ErrorKind::InvalidType,
+        "holds 2 f64 elements but 1 items of this type take 2 i32",
+    );
+    expect_err(
+        d.gather_for_reduction(&buf[..8], 0, 1),
+        ErrorKind::InvalidArgument,
+        "copy source",
+    );
+}
+
 fn dim(gsize: i64, distrib: Distribution, darg: Option<i64>, psize: i64) -> DarrayDim {
     DarrayDim {
         gsize,
