@@ -832,6 +832,31 @@ fn reduction_errors() {
     );
 }
 
+#[test]
+fn contiguous_span_lets_sends_skip_packing() {
+    fn shared<T: Send + Sync>(_: &T) {}
+    let c = TypeMap::contiguous(4, &int()).unwrap();
+    shared(&c);
+    assert_eq!(c.contiguous_span(3), Some((0, 48)));
+    // A negative lb with extent equal to the size still tiles items end to end.
+    let r = TypeMap::resized(&c, -8, 16).unwrap();
+    assert_eq!(r.contiguous_span(2), Some((0, 32)));
+    // One item is one range even though the extent differs from the size...
+    let g = TypeMap::resized(&c, 0, 24).unwrap();
+    assert_eq!(g.contiguous_span(1), Some((0, 16)));
+    // ...several are not (8-byte gaps between items).
+    assert_eq!(g.contiguous_span(2), None);
+    assert_eq!(
+        TypeMap::vector(2, 1, 2, &int()).unwrap().contiguous_span(1),
+        None
+    );
+    assert_eq!(c.contiguous_span(u64::MAX), None);
+    // Get_elements through a strided batch counts whole elements.
+    let v = TypeMap::vector(1000, 1, 3, &int()).unwrap();
+    assert_eq!(v.elements_in(4 * 999), Some(999));
+    assert_eq!(v.elements_in(4 * 999 + 2), None);
+}
+
 fn dim(gsize: i64, distrib: Distribution, darg: Option<i64>, psize: i64) -> DarrayDim {
     DarrayDim {
         gsize,

@@ -91,6 +91,16 @@ impl TypeMap {
         }
     }
 
+    /// `(start, bytes)` relative to the buffer address when `count` items' data is one
+    /// gap-free byte range in type-map order, so that a send or receive can use the user's
+    /// buffer directly instead of packing. `None` when it is not (or `count * size`
+    /// overflows).
+    pub fn contiguous_span(&self, count: u64) -> Option<(i64, u64)> {
+        let at = self.contiguous_start(count)?;
+        let bytes = self.packed_bytes(count).ok()?;
+        Some((at, bytes))
+    }
+
     /// Where the packed window starts in memory when `count` items are one byte range.
     fn contiguous_start(&self, count: u64) -> Option<i64> {
         let at = self.body.contiguous_at?;
@@ -368,6 +378,11 @@ impl Visit for Count {
         let k = kind.size_bytes() as usize;
         self.elements += (len / k) as u64;
         self.whole &= len.is_multiple_of(k);
+    }
+
+    fn strided(&mut self, _: i64, _: i64, len: usize, reps: u64, kind: BasicKind) {
+        // Strided batches hold whole copies of a run, hence whole elements.
+        self.elements += reps * (len as u64 / kind.size_bytes());
     }
 }
 
