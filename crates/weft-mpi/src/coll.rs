@@ -6,6 +6,7 @@
 use crate::consts::*;
 use crate::dtype::{bytes_of, put};
 use crate::error::{err, finish, R};
+use crate::stage::{incoming, outgoing};
 use crate::state::{handle_index, state, UserFn, UserOpEntry, K_OP};
 use std::os::raw::{c_int, c_void};
 use weft::coll::{Datatype, Op, TypeKind};
@@ -67,11 +68,12 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
 
 fn bcast(buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle) -> R<()> {
     let c = comm_of(comm, "MPI_Bcast")?;
-    let (n, _) = bytes_of(count, dt)?;
     let root = check_root(&c, root)?;
-    // SAFETY: `buf` holds `n` bytes for this blocking call.
-    let b = unsafe { bytes_mut(buf, n)? };
-    Ok(c.bcast(b, root)?)
+    let inc = incoming(buf, count, dt, c.rank() == root)?;
+    // SAFETY: the staged buffer holds `inc.bytes` bytes for this blocking call.
+    let b = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
+    c.bcast(b, root)?;
+    inc.finish()
 }
 
 /// MPI_Bcast (MPI-4.1 §6.4).
@@ -181,7 +183,8 @@ enum Red {
     ReduceScatterBlock,
 }
 
-/// One reduction collective on `count` elements of `T` (per rank's contribution).
+/// One reduction collective: each rank contributes `count` elements of `T` at `send`
+/// (`count * size` for reduce-scatter-block); results go to `recv`.
 fn reduce_typed<T: Datatype>(
     c: &Comm,
     kind: Red,
@@ -193,36 +196,14 @@ fn reduce_typed<T: Datatype>(
 ) -> R<()> {
     let wop = weft_op::<T>(op, dt)?;
     let n = c.size() as usize;
-    let (send_n, recv_n, is_root) = match kind {
-        Red::Reduce(root) => (
-            count,
-            if c.rank() == root { count } else { 0 },
-            c.rank() == root,
-        ),
-        Red::ReduceScatterBlock => (count * n, count, true),
-        _ => (count, count, true),
+    let (send_n, recv_n) = match kind {
+        Red::Reduce(root) => (count, if c.rank() == root { count } else { 0 }),
+        Red::ReduceScatterBlock => (count * n, count),
+        _ => (count, count),
     };
-    // SAFETY (both views): MPI requires the buffers to hold these counts for the call.
+    // SAFETY (both views): the staged buffers hold these counts for the call.
     let recv_s: &mut [T] = unsafe { typed_mut(recv, recv_n)? };
-    let copy: Vec<T>;
-    let send_s: &[T] = if in_place(send) {
-        if !is_root {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                "MPI_IN_PLACE as sendbuf is only allowed at the root",
-            ));
-        }
-        if matches!(kind, Red::ReduceScatterBlock) {
-            return Err(err(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "MPI_IN_PLACE for MPI_Reduce_scatter_block",
-            ));
-        }
-        copy = recv_s.to_vec();
-        &copy
-    } else {
-        unsafe { typed(send, send_n)? }
-    };
+    let send_s: &[T] = unsafe { typed(send, send_n)? };
     match kind {
         Red::Reduce(root) => c.reduce(send_s, recv_s, &wop, root)?,
         Red::Allreduce => c.allreduce(send_s, recv_s, &wop)?,
@@ -269,16 +250,9 @@ fn reduction(
     comm: Handle,
 ) -> R<()> {
     let c = comm_of(comm, func)?;
-    let (bytes, tk) = bytes_of(count, dt)?;
     let kind = match (kind, root) {
         (Red::Reduce(_), Some(r)) => Red::Reduce(check_root(&c, r)?),
         (k, _) => k,
-    };
-    let Some(tk) = tk else {
-        return Err(err(
-            MPI_ERR_TYPE,
-            format!("datatype {dt:#x} has no element type weft can reduce"),
-        ));
     };
     if op == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
@@ -286,15 +260,69 @@ fn reduction(
     let predefined_op = (MPI_SUM..=MPI_NO_OP).contains(&op);
     if !predefined_op && crate::dtype::predefined(dt).is_none() {
         // weft may cut a reduction into chunks of basic elements, which would split the
-        // derived elements a user function expects whole.
+        // derived items a user function expects whole.
         return Err(err(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("user operation on derived datatype {dt:#x}"),
         ));
     }
+    let n = c.size() as i64;
+    let is_root = match kind {
+        Red::Reduce(r) => c.rank() == r,
+        _ => true,
+    };
+    let (send_items, recv_items) = match kind {
+        Red::Reduce(_) => (count, if is_root { count } else { 0 }),
+        Red::ReduceScatterBlock => (count * n, count),
+        _ => (count, count),
+    };
+    let inc = incoming(recv, recv_items, dt, in_place(send))?;
+    let copy: Vec<u8>;
+    let out;
+    let (sptr, sbytes, tk) = if in_place(send) {
+        if !is_root {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "MPI_IN_PLACE as sendbuf is only allowed at the root",
+            ));
+        }
+        if matches!(kind, Red::ReduceScatterBlock) {
+            return Err(err(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "MPI_IN_PLACE for MPI_Reduce_scatter_block",
+            ));
+        }
+        // SAFETY: the staged receive buffer holds `inc.bytes` bytes.
+        copy = unsafe { bytes(inc.ptr as *const c_void, inc.bytes)? }.to_vec();
+        (copy.as_ptr(), copy.len(), inc.kind)
+    } else {
+        out = outgoing(send, send_items, dt)?;
+        (out.ptr, out.bytes, out.kind)
+    };
+    let Some(tk) = tk else {
+        return Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype {dt:#x} is not built from one basic type weft can reduce"),
+        ));
+    };
     let es = elem_bytes(tk);
-    let elems = bytes / es;
-    by_kind!(tk, reduce_typed, &c, kind, send, recv, elems, dt, op)
+    let elems = match kind {
+        Red::ReduceScatterBlock => inc.bytes / es,
+        Red::Reduce(_) => sbytes / es,
+        _ => inc.bytes / es,
+    };
+    by_kind!(
+        tk,
+        reduce_typed,
+        &c,
+        kind,
+        sptr as *const c_void,
+        inc.ptr as *mut c_void,
+        elems,
+        dt,
+        op
+    )?;
+    inc.finish()
 }
 
 fn elem_bytes(k: TypeKind) -> usize {
@@ -581,15 +609,18 @@ pub unsafe extern "C" fn MPI_Gather(
         let c = comm_of(comm, "MPI_Gather")?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
-        let n = c.size() as usize;
-        let rn = if me {
-            bytes_of(rcount as i64, rdt)?.0
-        } else {
-            0
-        };
-        // SAFETY: MPI buffer contracts for the call's duration.
-        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let n = c.size() as i64;
+        let inc = incoming(
+            recv,
+            if me { rcount as i64 * n } else { 0 },
+            rdt,
+            me && in_place(send),
+        )?;
+        let block = inc.bytes / n as usize;
+        // SAFETY: the staged buffers hold their bytes for this blocking call.
+        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
         let copy: Vec<u8>;
+        let out;
         let sb = if in_place(send) {
             if !me {
                 return Err(err(
@@ -597,13 +628,14 @@ pub unsafe extern "C" fn MPI_Gather(
                     "MPI_IN_PLACE as sendbuf is only allowed at the root",
                 ));
             }
-            copy = rb[root as usize * rn..(root as usize + 1) * rn].to_vec();
+            copy = rb[root as usize * block..(root as usize + 1) * block].to_vec();
             &copy[..]
         } else {
-            let (sn, _) = bytes_of(scount as i64, sdt)?;
-            unsafe { bytes(send, sn)? }
+            out = outgoing(send, scount as i64, sdt)?;
+            unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
-        Ok(c.gather(sb, rb, root)?)
+        c.gather(sb, rb, root)?;
+        inc.finish()
     })();
     finish(comm, "MPI_Gather", r)
 }
@@ -624,29 +656,24 @@ pub unsafe extern "C" fn MPI_Scatter(
         let c = comm_of(comm, "MPI_Scatter")?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
-        let n = c.size() as usize;
-        let sn = if me {
-            bytes_of(scount as i64, sdt)?.0
-        } else {
-            0
-        };
-        // SAFETY: MPI buffer contracts for the call's duration.
-        let sb = unsafe { bytes(send, sn * n)? };
-        let mut scratch: Vec<u8>;
-        let rb = if in_place(recv) {
+        let n = c.size() as i64;
+        let out = outgoing(send, if me { scount as i64 * n } else { 0 }, sdt)?;
+        // SAFETY: the staged buffers hold their bytes for this blocking call.
+        let sb = unsafe { bytes(out.ptr as *const c_void, out.bytes)? };
+        if in_place(recv) {
             if !me {
                 return Err(err(
                     MPI_ERR_BUFFER,
                     "MPI_IN_PLACE as recvbuf is only allowed at the root",
                 ));
             }
-            scratch = vec![0u8; sn];
-            &mut scratch[..]
-        } else {
-            let (rn, _) = bytes_of(rcount as i64, rdt)?;
-            unsafe { bytes_mut(recv, rn)? }
-        };
-        Ok(c.scatter(sb, rb, root)?)
+            let mut scratch = vec![0u8; out.bytes / n as usize];
+            return Ok(c.scatter(sb, &mut scratch, root)?);
+        }
+        let inc = incoming(recv, rcount as i64, rdt, false)?;
+        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
+        c.scatter(sb, rb, root)?;
+        inc.finish()
     })();
     finish(comm, "MPI_Scatter", r)
 }
@@ -664,20 +691,23 @@ pub unsafe extern "C" fn MPI_Allgather(
 ) -> c_int {
     let r = (|| {
         let c = comm_of(comm, "MPI_Allgather")?;
-        let n = c.size() as usize;
-        let (rn, _) = bytes_of(rcount as i64, rdt)?;
-        // SAFETY: MPI buffer contracts for the call's duration.
-        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let n = c.size() as i64;
+        let inc = incoming(recv, rcount as i64 * n, rdt, in_place(send))?;
+        let block = inc.bytes / n as usize;
+        // SAFETY: the staged buffers hold their bytes for this blocking call.
+        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
         let copy: Vec<u8>;
+        let out;
         let sb = if in_place(send) {
             let me = c.rank() as usize;
-            copy = rb[me * rn..(me + 1) * rn].to_vec();
+            copy = rb[me * block..(me + 1) * block].to_vec();
             &copy[..]
         } else {
-            let (sn, _) = bytes_of(scount as i64, sdt)?;
-            unsafe { bytes(send, sn)? }
+            out = outgoing(send, scount as i64, sdt)?;
+            unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
-        Ok(c.allgather(sb, rb)?)
+        c.allgather(sb, rb)?;
+        inc.finish()
     })();
     finish(comm, "MPI_Allgather", r)
 }
@@ -695,19 +725,21 @@ pub unsafe extern "C" fn MPI_Alltoall(
 ) -> c_int {
     let r = (|| {
         let c = comm_of(comm, "MPI_Alltoall")?;
-        let n = c.size() as usize;
-        let (rn, _) = bytes_of(rcount as i64, rdt)?;
-        // SAFETY: MPI buffer contracts for the call's duration.
-        let rb = unsafe { bytes_mut(recv, rn * n)? };
+        let n = c.size() as i64;
+        let inc = incoming(recv, rcount as i64 * n, rdt, in_place(send))?;
+        // SAFETY: the staged buffers hold their bytes for this blocking call.
+        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
         let copy: Vec<u8>;
+        let out;
         let sb = if in_place(send) {
             copy = rb.to_vec();
             &copy[..]
         } else {
-            let (sn, _) = bytes_of(scount as i64, sdt)?;
-            unsafe { bytes(send, sn * n)? }
+            out = outgoing(send, scount as i64 * n, sdt)?;
+            unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
-        Ok(c.alltoall(sb, rb)?)
+        c.alltoall(sb, rb)?;
+        inc.finish()
     })();
     finish(comm, "MPI_Alltoall", r)
 }

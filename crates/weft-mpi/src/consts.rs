@@ -43,6 +43,7 @@ pub const MPI_ERRORS_ABORT: Handle = 0x142;
 pub const MPI_ERRORS_RETURN: Handle = 0x143;
 pub const MPI_REQUEST_NULL: Handle = 0x180;
 pub const MPI_DATATYPE_NULL: Handle = 0x200;
+pub const MPI_BYTE: Handle = 0x247;
 
 // Error classes.
 pub const MPI_SUCCESS: c_int = 0;

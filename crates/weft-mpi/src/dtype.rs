@@ -1,13 +1,15 @@
 //! Datatypes (MPI-4.1 chapter 5): the predefined C and Fortran types of the standard ABI
-//! with their sizes and reduction kinds, contiguous derived types, and the size, extent,
-//! name, address and pack/unpack queries. Types with holes (vector, indexed, struct,
-//! subarray) wait for weft's type maps and report MPI_ERR_UNSUPPORTED_OPERATION.
+//! with their sizes and reduction kinds, derived types on weft's type maps
+//! (`weft::dtype::TypeMap`: contiguous, vector, hvector, indexed, hindexed, indexed_block,
+//! hindexed_block, struct, resized, subarray, dup), their queries, and pack/unpack.
+//! Depends on the state tables and weft's type maps; the layout logic is weft's.
 
 use crate::consts::*;
 use crate::error::{err, finish, write_c_string, R};
 use crate::state::{handle_index, make_handle, state, Derived, K_TYPE};
 use std::os::raw::{c_char, c_int, c_void};
 use weft::coll::TypeKind;
+use weft::dtype::{BasicKind, Order, TypeMap};
 
 /// Size in bytes and reduction kind of a predefined datatype (LP64 sizes).
 #[inline]
@@ -111,18 +113,105 @@ fn predefined_name(h: Handle) -> &'static str {
     }
 }
 
-/// Bytes of `count` elements of `dt`, checking the count.
+/// The type map of a predefined datatype.
+pub fn predefined_map(h: Handle) -> Option<TypeMap> {
+    use BasicKind as B;
+    let (size, kind) = predefined(h)?;
+    let basic = |k| Some(TypeMap::basic(k));
+    match h {
+        0x207 => basic(B::Packed),
+        0x247 => basic(B::Byte),
+        0x243 => basic(B::Char),
+        0x23c => basic(B::Wchar),
+        0x238 | 0x239 => basic(B::Bool),
+        0x220 => basic(B::LongDouble),
+        0x212 | 0x213 | 0x21b => basic(B::ComplexF32),
+        0x216 | 0x217 | 0x21d => basic(B::ComplexF64),
+        0x224 | 0x225 => basic(B::ComplexLongDouble),
+        0x228 => Some(TypeMap::pair(B::F32)),
+        0x229 => Some(TypeMap::pair(B::F64)),
+        0x22a => Some(TypeMap::pair(B::I64)),
+        0x22b | 0x232 => Some(TypeMap::pair(B::I32)),
+        0x22c => Some(TypeMap::pair(B::I16)),
+        0x22d => Some(TypeMap::pair(B::LongDouble)),
+        0x230 => TypeMap::contiguous(2, &TypeMap::basic(B::F32)).ok(),
+        0x231 => TypeMap::contiguous(2, &TypeMap::basic(B::F64)).ok(),
+        _ => match kind.and_then(BasicKind::from_type_kind) {
+            Some(k) => basic(k),
+            None => TypeMap::contiguous(size as i64, &TypeMap::basic(B::Byte)).ok(),
+        },
+    }
+}
+
+/// The type map of any valid datatype (committed or not: constructors and queries accept
+/// uncommitted ones).
+pub fn map_of(dt: Handle) -> R<TypeMap> {
+    if let Some(m) = predefined_map(dt) {
+        return Ok(m);
+    }
+    let s = state("datatype")?;
+    handle_index(K_TYPE, dt)
+        .and_then(|i| s.types.get(i))
+        .map(|d| d.map.clone())
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_TYPE,
+                format!("datatype handle {dt:#x} is not valid"),
+            )
+        })
+}
+
+/// How a committed datatype's data lies in memory.
+pub enum Layout {
+    /// Items follow each other with no holes from the buffer address: `size` bytes per item.
+    Contig { size: usize, kind: Option<TypeKind> },
+    /// Anything else: moved by packing and unpacking.
+    Map(TypeMap),
+}
+
+/// The layout of committed datatype `dt`.
+#[inline]
+pub fn layout(dt: Handle) -> R<Layout> {
+    if let Some((size, kind)) = predefined(dt) {
+        return Ok(Layout::Contig { size, kind });
+    }
+    let s = state("datatype")?;
+    match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
+        Some(d) if !d.committed => Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype {dt:#x} was not committed (MPI_Type_commit)"),
+        )),
+        Some(d) if d.map.is_contiguous() && d.map.true_lb() == 0 && d.map.lb() == 0 => {
+            Ok(Layout::Contig {
+                size: d.map.size_bytes() as usize,
+                kind: d.map.reduction().map(|(k, _)| k),
+            })
+        }
+        Some(d) => Ok(Layout::Map(d.map.clone())),
+        None => Err(err(
+            MPI_ERR_TYPE,
+            format!("datatype handle {dt:#x} is not a valid datatype"),
+        )),
+    }
+}
+
+/// Bytes of `count` items of a datatype laid out without holes, and its reduction kind.
+/// Calls that do not stage non-contiguous data yet refuse those types here.
 #[inline]
 pub fn bytes_of(count: i64, dt: Handle) -> R<(usize, Option<TypeKind>)> {
-    let s = state("datatype")?;
-    let (size, kind) = s.dtype(dt)?;
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
     }
-    Ok((size * count as usize, kind))
+    match layout(dt)? {
+        Layout::Contig { size, kind } => Ok((size * count as usize, kind)),
+        Layout::Map(_) => Err(err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("datatype {dt:#x} has holes; this call takes only contiguous datatypes so far"),
+        )),
+    }
 }
 
-/// Writes the result of `f` to C through `out`.
+/// Writes a value to a C output argument, or fails with MPI_ERR_ARG when it is NULL.
 macro_rules! put {
     ($out:expr, $v:expr) => {
         if $out.is_null() {
@@ -136,134 +225,321 @@ macro_rules! put {
 }
 pub(crate) use put;
 
+fn new_type(map: TypeMap, out: *mut Handle) -> R<()> {
+    let s = state("datatype constructor")?;
+    let idx = s.types.insert(Derived {
+        map,
+        committed: false,
+        name: String::new(),
+    });
+    put!(out, make_handle(K_TYPE, idx))
+}
+
+/// `n` C ints as i64 (counts, block lengths, displacements), refusing a NULL array.
+fn ints(p: *const c_int, n: c_int, what: &str) -> R<Vec<i64>> {
+    if n < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count {n} is negative")));
+    }
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the array holds `n` entries (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&x| x as i64)
+        .collect())
+}
+
+fn aints(p: *const isize, n: c_int, what: &str) -> R<Vec<i64>> {
+    if n <= 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the array holds `n` entries (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&x| x as i64)
+        .collect())
+}
+
 /// MPI_Type_size (MPI-4.1 §5.1.5).
-///
-/// # Safety
-/// `size` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
-    let r = (|| {
-        let (n, _) = type_any(dt)?;
-        put!(size, n as c_int)
-    })();
+    let r = map_of(dt).and_then(|m| put!(size, m.size_bytes() as c_int));
     finish(MPI_COMM_WORLD, "MPI_Type_size", r)
 }
 
 /// MPI_Type_size_c (MPI-4.1 §5.1.5, large count).
-///
-/// # Safety
-/// `size` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(dt: Handle, size: *mut i64) -> c_int {
-    let r = (|| {
-        let (n, _) = type_any(dt)?;
-        put!(size, n as i64)
-    })();
+    let r = map_of(dt).and_then(|m| put!(size, m.size_bytes() as i64));
     finish(MPI_COMM_WORLD, "MPI_Type_size_c", r)
 }
 
-/// Size and kind of any valid datatype, committed or not (queries allow uncommitted ones).
-fn type_any(dt: Handle) -> R<(usize, Option<TypeKind>)> {
-    let s = state("datatype")?;
-    if let Some(t) = predefined(dt) {
-        return Ok(t);
-    }
-    handle_index(K_TYPE, dt)
-        .and_then(|i| s.types.get(i))
-        .map(|d| (d.size, d.kind))
-        .ok_or_else(|| {
-            err(
-                MPI_ERR_TYPE,
-                format!("datatype handle {dt:#x} is not valid"),
-            )
-        })
-}
-
-/// MPI_Type_get_extent (MPI-4.1 §5.1.7): contiguous types have lower bound 0.
-///
-/// # Safety
-/// `lb` and `extent` must be writable.
+/// MPI_Type_get_extent (MPI-4.1 §5.1.7).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_extent(
     dt: Handle,
     lb: *mut isize,
     extent: *mut isize,
 ) -> c_int {
-    let r = (|| {
-        let (n, _) = type_any(dt)?;
-        put!(lb, 0)?;
-        put!(extent, n as isize)
-    })();
+    let r = map_of(dt).and_then(|m| {
+        put!(lb, m.lb() as isize)?;
+        put!(extent, m.extent() as isize)
+    });
     finish(MPI_COMM_WORLD, "MPI_Type_get_extent", r)
 }
 
 /// MPI_Type_get_true_extent (MPI-4.1 §5.1.8).
-///
-/// # Safety
-/// `lb` and `extent` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_true_extent(
     dt: Handle,
     lb: *mut isize,
     extent: *mut isize,
 ) -> c_int {
-    // SAFETY: same contract; contiguous types have no holes, so the true extent is the extent.
-    unsafe { MPI_Type_get_extent(dt, lb, extent) }
+    let r = map_of(dt).and_then(|m| {
+        put!(lb, m.true_lb() as isize)?;
+        put!(extent, m.true_extent() as isize)
+    });
+    finish(MPI_COMM_WORLD, "MPI_Type_get_true_extent", r)
 }
 
 /// MPI_Type_contiguous (MPI-4.1 §5.1.2).
-///
-/// # Safety
-/// `newtype` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_contiguous(
     count: c_int,
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        if count < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
-        }
-        let (size, kind) = type_any(old)?;
-        let s = state("MPI_Type_contiguous")?;
-        let idx = s.types.insert(Derived {
-            size: size * count as usize,
-            kind,
-            base: old,
-            committed: false,
-            name: String::new(),
-        });
-        put!(newtype, make_handle(K_TYPE, idx))
-    })();
+    let r = (|| new_type(TypeMap::contiguous(count as i64, &map_of(old)?)?, newtype))();
     finish(MPI_COMM_WORLD, "MPI_Type_contiguous", r)
 }
 
-/// MPI_Type_dup (MPI-4.1 §5.1.2 / §7.7).
-///
-/// # Safety
-/// `newtype` must be writable.
+/// MPI_Type_vector (MPI-4.1 §5.1.2): stride in items of `old`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        new_type(
+            TypeMap::vector(
+                count as i64,
+                blocklength as i64,
+                stride as i64,
+                &map_of(old)?,
+            )?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_vector", r)
+}
+
+/// MPI_Type_create_hvector (MPI-4.1 §5.1.2): stride in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: isize,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        new_type(
+            TypeMap::hvector(
+                count as i64,
+                blocklength as i64,
+                stride as i64,
+                &map_of(old)?,
+            )?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hvector", r)
+}
+
+/// MPI_Type_indexed (MPI-4.1 §5.1.2): displacements in items of `old`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    blocklengths: *const c_int,
+    displs: *const c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = ints(blocklengths, count, "array_of_blocklengths")?;
+        let d = ints(displs, count, "array_of_displacements")?;
+        new_type(TypeMap::indexed(&b, &d, &map_of(old)?)?, newtype)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_indexed", r)
+}
+
+/// MPI_Type_create_hindexed (MPI-4.1 §5.1.2): displacements in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    blocklengths: *const c_int,
+    displs: *const isize,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = ints(blocklengths, count, "array_of_blocklengths")?;
+        let d = aints(displs, count, "array_of_displacements")?;
+        new_type(TypeMap::hindexed(&b, &d, &map_of(old)?)?, newtype)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed", r)
+}
+
+/// MPI_Type_create_indexed_block (MPI-4.1 §5.1.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    displs: *const c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let d = ints(displs, count, "array_of_displacements")?;
+        new_type(
+            TypeMap::indexed_block(blocklength as i64, &d, &map_of(old)?)?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", r)
+}
+
+/// MPI_Type_create_hindexed_block (MPI-4.1 §5.1.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    displs: *const isize,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let d = aints(displs, count, "array_of_displacements")?;
+        new_type(
+            TypeMap::hindexed_block(blocklength as i64, &d, &map_of(old)?)?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", r)
+}
+
+/// MPI_Type_create_struct (MPI-4.1 §5.1.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    blocklengths: *const c_int,
+    displs: *const isize,
+    types: *const Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = ints(blocklengths, count, "array_of_blocklengths")?;
+        let d = aints(displs, count, "array_of_displacements")?;
+        if count > 0 && types.is_null() {
+            return Err(err(MPI_ERR_ARG, "array_of_types is NULL"));
+        }
+        let maps = (0..count.max(0) as usize)
+            // SAFETY: the array holds `count` handles.
+            .map(|i| map_of(unsafe { *types.add(i) }))
+            .collect::<R<Vec<_>>>()?;
+        new_type(TypeMap::create_struct(&b, &d, &maps)?, newtype)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_struct", r)
+}
+
+/// MPI_Type_create_resized (MPI-4.1 §5.1.7).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    old: Handle,
+    lb: isize,
+    extent: isize,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        new_type(
+            TypeMap::resized(&map_of(old)?, lb as i64, extent as i64)?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_resized", r)
+}
+
+/// MPI_Type_create_subarray (MPI-4.1 §5.1.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_subarray(
+    ndims: c_int,
+    sizes: *const c_int,
+    subsizes: *const c_int,
+    starts: *const c_int,
+    order: c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let order = match order {
+            12 => Order::C,
+            15 => Order::Fortran,
+            o => {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+                ))
+            }
+        };
+        let a = ints(sizes, ndims, "array_of_sizes")?;
+        let b = ints(subsizes, ndims, "array_of_subsizes")?;
+        let c = ints(starts, ndims, "array_of_starts")?;
+        new_type(
+            TypeMap::subarray(&a, &b, &c, order, &map_of(old)?)?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_subarray", r)
+}
+
+/// MPI_Type_dup (MPI-4.1 §5.1.2 / §7.7): a committed copy.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_int {
-    // SAFETY: same contract; a dup of a type is one contiguous copy of it, committed alike.
-    let rc = unsafe { MPI_Type_contiguous(1, old, newtype) };
-    if rc == MPI_SUCCESS {
-        if let (Ok(s), Some(i)) = (
-            state("MPI_Type_dup"),
-            handle_index(K_TYPE, unsafe { *newtype }),
-        ) {
-            if let Some(d) = s.types.get_mut(i) {
-                d.committed = true;
-            }
+    let r = (|| {
+        let committed = predefined(old).is_some()
+            || handle_index(K_TYPE, old)
+                .and_then(|i| {
+                    state("MPI_Type_dup")
+                        .ok()?
+                        .types
+                        .get(i)
+                        .map(|d| d.committed)
+                })
+                .unwrap_or(false);
+        new_type(map_of(old)?, newtype)?;
+        // SAFETY: just written.
+        let h = unsafe { *newtype };
+        if let Some(d) =
+            handle_index(K_TYPE, h).and_then(|i| state("MPI_Type_dup").ok()?.types.get_mut(i))
+        {
+            d.committed = committed;
         }
-    }
-    rc
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_dup", r)
 }
 
 /// MPI_Type_commit (MPI-4.1 §5.1.9).
-///
-/// # Safety
-/// `dt` must point to a datatype handle.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
     let r = (|| {
@@ -291,9 +567,6 @@ pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
 }
 
 /// MPI_Type_free (MPI-4.1 §5.1.9).
-///
-/// # Safety
-/// `dt` must point to a datatype handle.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     let r = (|| {
@@ -304,11 +577,7 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
         let h = unsafe { *dt };
         let s = state("MPI_Type_free")?;
         match handle_index(K_TYPE, h).and_then(|i| s.types.remove(i)) {
-            Some(_) => {
-                // SAFETY: as above.
-                unsafe { *dt = MPI_DATATYPE_NULL };
-                Ok(())
-            }
+            Some(_) => put!(dt, MPI_DATATYPE_NULL),
             None => Err(err(
                 MPI_ERR_TYPE,
                 format!("datatype {h:#x} is predefined or not valid and cannot be freed"),
@@ -319,9 +588,6 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
 }
 
 /// MPI_Type_get_name (MPI-4.1 §7.8).
-///
-/// # Safety
-/// `name` must hold MPI_MAX_OBJECT_NAME bytes; `len` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_name(
     dt: Handle,
@@ -329,7 +595,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     len: *mut c_int,
 ) -> c_int {
     let r = (|| {
-        type_any(dt)?;
+        map_of(dt)?;
         let s = state("MPI_Type_get_name")?;
         let text = match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
             Some(d) => d.name.clone(),
@@ -343,12 +609,10 @@ pub unsafe extern "C" fn MPI_Type_get_name(
 }
 
 /// MPI_Type_set_name (MPI-4.1 §7.8).
-///
-/// # Safety
-/// `name` must be a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c_int {
     let r = (|| {
+        // SAFETY: a NUL-terminated string (the caller's contract).
         let text = unsafe { crate::env::c_str(name, "name")? };
         let s = state("MPI_Type_set_name")?;
         match handle_index(K_TYPE, dt).and_then(|i| s.types.get_mut(i)) {
@@ -366,19 +630,25 @@ pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c
 }
 
 /// MPI_Get_address (MPI-4.1 §5.1.5).
-///
-/// # Safety
-/// `address` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
     let r = put!(address, location as isize);
     finish(MPI_COMM_WORLD, "MPI_Get_address", r)
 }
 
+/// MPI_Aint_add (MPI-4.1 §5.1.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    base.wrapping_add(disp)
+}
+
+/// MPI_Aint_diff (MPI-4.1 §5.1.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Aint_diff(a: isize, b: isize) -> isize {
+    a.wrapping_sub(b)
+}
+
 /// MPI_Pack_size (MPI-4.1 §5.2).
-///
-/// # Safety
-/// `size` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack_size(
     count: c_int,
@@ -388,16 +658,43 @@ pub unsafe extern "C" fn MPI_Pack_size(
 ) -> c_int {
     let r = (|| {
         state("MPI_Pack_size")?.comm(comm)?;
-        let (n, _) = bytes_of(count as i64, dt)?;
+        if count < 0 {
+            return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
+        }
+        let n = map_of(dt)?.packed_bytes(count as u64)?;
         put!(size, n as c_int)
     })();
     finish(comm, "MPI_Pack_size", r)
 }
 
-/// MPI_Pack (MPI-4.1 §5.2): appends `count` elements at `*position` of `outbuf`.
+/// The user bytes `count` items of `map` touch, as a slice starting at or below `buf`
+/// (weft's pack and unpack index the buffer address inside the slice), and that index.
 ///
 /// # Safety
-/// Buffers must be valid for the sizes given; `position` readable and writable.
+/// `buf` must be valid for the footprint of `count` items and, when the footprint starts
+/// above `buf`, for the bytes between `buf` and it.
+pub unsafe fn user_span<'a>(
+    map: &TypeMap,
+    buf: *const c_void,
+    count: u64,
+) -> R<(&'a mut [u8], usize)> {
+    let Some((lo, hi)) = map.footprint(count)? else {
+        return Ok((&mut [], 0));
+    };
+    if buf.is_null() {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            "buffer is NULL (MPI_BOTTOM with absolute addresses is not supported yet)",
+        ));
+    }
+    let lo = lo.min(0);
+    let start = (buf as isize).wrapping_add(lo as isize) as *mut u8;
+    // SAFETY: the caller's contract covers [buf + min(lo, 0), buf + hi).
+    let span = unsafe { std::slice::from_raw_parts_mut(start, (hi - lo) as usize) };
+    Ok((span, (-lo) as usize))
+}
+
+/// MPI_Pack (MPI-4.1 §5.2): appends `count` items at `*position` of `outbuf`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack(
     inbuf: *const c_void,
@@ -410,12 +707,16 @@ pub unsafe extern "C" fn MPI_Pack(
 ) -> c_int {
     let r = (|| {
         state("MPI_Pack")?.comm(comm)?;
-        let (n, _) = bytes_of(count as i64, dt)?;
+        if count < 0 {
+            return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
+        }
+        let map = map_of(dt)?;
         if position.is_null() {
             return Err(err(MPI_ERR_ARG, "position is NULL"));
         }
         // SAFETY: non-null.
         let pos = unsafe { *position };
+        let n = map.packed_bytes(count as u64)? as usize;
         if pos < 0 || pos as usize + n > outsize.max(0) as usize {
             return Err(err(
                 MPI_ERR_TRUNCATE,
@@ -423,25 +724,18 @@ pub unsafe extern "C" fn MPI_Pack(
             ));
         }
         if n > 0 {
-            // SAFETY: inbuf holds n bytes and outbuf outsize bytes (the caller's contract).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    inbuf as *const u8,
-                    (outbuf as *mut u8).add(pos as usize),
-                    n,
-                );
-                *position = pos + n as c_int;
-            }
+            // SAFETY: the caller's buffers cover the footprint and `outsize` bytes.
+            let (src, origin) = unsafe { user_span(&map, inbuf, count as u64)? };
+            let out =
+                unsafe { std::slice::from_raw_parts_mut((outbuf as *mut u8).add(pos as usize), n) };
+            map.pack(src, origin, count as u64, out)?;
         }
-        Ok(())
+        put!(position, pos + n as c_int)
     })();
     finish(comm, "MPI_Pack", r)
 }
 
 /// MPI_Unpack (MPI-4.1 §5.2).
-///
-/// # Safety
-/// Buffers must be valid for the sizes given; `position` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Unpack(
     inbuf: *const c_void,
@@ -454,12 +748,16 @@ pub unsafe extern "C" fn MPI_Unpack(
 ) -> c_int {
     let r = (|| {
         state("MPI_Unpack")?.comm(comm)?;
-        let (n, _) = bytes_of(count as i64, dt)?;
+        if count < 0 {
+            return Err(err(MPI_ERR_COUNT, format!("outcount {count} is negative")));
+        }
+        let map = map_of(dt)?;
         if position.is_null() {
             return Err(err(MPI_ERR_ARG, "position is NULL"));
         }
         // SAFETY: non-null.
         let pos = unsafe { *position };
+        let n = map.packed_bytes(count as u64)? as usize;
         if pos < 0 || pos as usize + n > insize.max(0) as usize {
             return Err(err(
                 MPI_ERR_TRUNCATE,
@@ -467,17 +765,13 @@ pub unsafe extern "C" fn MPI_Unpack(
             ));
         }
         if n > 0 {
-            // SAFETY: inbuf holds insize bytes and outbuf n bytes (the caller's contract).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    (inbuf as *const u8).add(pos as usize),
-                    outbuf as *mut u8,
-                    n,
-                );
-                *position = pos + n as c_int;
-            }
+            // SAFETY: the caller's buffers cover `insize` bytes and the footprint.
+            let packed =
+                unsafe { std::slice::from_raw_parts((inbuf as *const u8).add(pos as usize), n) };
+            let (dst, origin) = unsafe { user_span(&map, outbuf, count as u64)? };
+            map.unpack(packed, dst, origin, count as u64)?;
         }
-        Ok(())
+        put!(position, pos + n as c_int)
     })();
     finish(comm, "MPI_Unpack", r)
 }

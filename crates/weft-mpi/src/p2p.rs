@@ -4,8 +4,9 @@
 //! `raw` requests carry the nonblocking ones.
 
 use crate::consts::*;
-use crate::dtype::{bytes_of, put};
+use crate::dtype::{map_of, put};
 use crate::error::{err, finish, R};
+use crate::stage::{incoming, outgoing};
 use crate::state::{handle_index, state, Persistent, ReqEntry, State, K_REQ};
 use std::os::raw::{c_int, c_void};
 use weft::raw::RawRequest;
@@ -82,17 +83,6 @@ fn recv_tag(tag: c_int) -> c_int {
 }
 
 #[inline]
-fn check_buf(buf: *const c_void, bytes: usize) -> R<()> {
-    if buf.is_null() && bytes > 0 {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("buffer is NULL for {bytes} bytes"),
-        ));
-    }
-    Ok(())
-}
-
-#[inline]
 fn check_tag(tag: c_int, recv: bool) -> R<()> {
     if tag < 0 && !(recv && tag == MPI_ANY_TAG) {
         return Err(err(
@@ -131,15 +121,14 @@ fn send(
 ) -> R<()> {
     let s = state("MPI_Send")?;
     let c = &s.comm(comm)?.comm;
-    let (n, _) = bytes_of(count, dt)?;
-    check_buf(buf, n)?;
+    let out = outgoing(buf, count, dt)?;
     check_tag(tag, false)?;
     check_peer(dest, c.size(), false, "dest")?;
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
-    // SAFETY: the caller's buffer holds `n` bytes for the duration of this blocking call.
-    let bytes = unsafe { slice(buf, n) };
+    // SAFETY: the staged bytes stay valid for the duration of this blocking call.
+    let bytes = unsafe { slice(out.ptr as *const c_void, out.bytes) };
     c.send(bytes, dest as u32, tag)?;
     Ok(())
 }
@@ -177,17 +166,17 @@ fn recv(
 ) -> R<()> {
     let s = state("MPI_Recv")?;
     let c = &s.comm(comm)?.comm;
-    let (n, _) = bytes_of(count, dt)?;
-    check_buf(buf, n)?;
+    let inc = incoming(buf, count, dt, false)?;
     check_tag(tag, true)?;
     check_peer(source, c.size(), true, "source")?;
     if source == MPI_PROC_NULL {
         store(status, proc_null_status());
         return Ok(());
     }
-    // SAFETY: the caller's buffer holds `n` writable bytes for this blocking call.
-    let bytes = unsafe { slice_mut(buf, n) };
+    // SAFETY: the staged buffer is writable for this blocking call.
+    let bytes = unsafe { slice_mut(inc.ptr as *mut c_void, inc.bytes) };
     let st = c.recv(bytes, source, recv_tag(tag))?;
+    inc.finish()?;
     store(status, from_weft(&st));
     Ok(())
 }
@@ -276,39 +265,45 @@ pub unsafe extern "C" fn MPI_Recv_c(
     )
 }
 
+/// Stages the buffer and starts a nonblocking send or receive.
+#[allow(clippy::too_many_arguments)]
 fn start_op(
     s: &mut State,
     send: bool,
     buf: usize,
-    n: usize,
+    count: i64,
+    dt: Handle,
     peer: c_int,
     tag: c_int,
     comm: Handle,
 ) -> R<ReqEntry> {
     let c = &s.comm(comm)?.comm;
-    if peer == MPI_PROC_NULL {
-        return Ok(ReqEntry {
-            raw: None,
-            proc_null: true,
-            persistent: None,
-            recv: !send,
-            comm,
-        });
-    }
-    let raw = if send {
-        // SAFETY: MPI requires the buffer to stay valid until the request completes.
-        unsafe { c.raw_isend(buf as *const u8, n, peer as u32, tag)? }
-    } else {
-        // SAFETY: as above, and unaliased until completion.
-        unsafe { c.raw_irecv(buf as *mut u8, n, peer, recv_tag(tag))? }
-    };
-    Ok(ReqEntry {
-        raw: Some(raw),
-        proc_null: false,
+    let mut e = ReqEntry {
+        raw: None,
+        proc_null: peer == MPI_PROC_NULL,
         persistent: None,
         recv: !send,
         comm,
-    })
+        keep: None,
+        unpack: None,
+    };
+    if send {
+        let out = outgoing(buf as *const c_void, count, dt)?;
+        if peer != MPI_PROC_NULL {
+            // SAFETY: MPI requires the buffer to stay valid until the request completes; a
+            // packed copy lives in the request (moving the Vec keeps its heap buffer).
+            e.raw = Some(unsafe { c.raw_isend(out.ptr, out.bytes, peer as u32, tag)? });
+            e.keep = out.keep;
+        }
+    } else {
+        let inc = incoming(buf as *mut c_void, count, dt, false)?;
+        if peer != MPI_PROC_NULL {
+            // SAFETY: as above, and unaliased until completion.
+            e.raw = Some(unsafe { c.raw_irecv(inc.ptr, inc.bytes, peer, recv_tag(tag))? });
+            e.unpack = inc.unpack;
+        }
+    }
+    Ok(e)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -324,14 +319,12 @@ fn inonblocking(
 ) -> R<()> {
     let s = state("MPI_Isend")?;
     let size = s.comm(comm)?.comm.size();
-    let (n, _) = bytes_of(count, dt)?;
-    check_buf(buf, n)?;
     check_tag(tag, !send)?;
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
     if req.is_null() {
         return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
     }
-    let e = start_op(s, send, buf as usize, n, peer, tag, comm)?;
+    let e = start_op(s, send, buf as usize, count, dt, peer, tag, comm)?;
     let h = s.add_req(e);
     put!(req, h)
 }
@@ -443,22 +436,21 @@ fn sendrecv(
 ) -> R<()> {
     let s = state("MPI_Sendrecv")?;
     let size = s.comm(comm)?.comm.size();
-    let (sn, _) = bytes_of(scount, sdt)?;
-    let (rn, _) = bytes_of(rcount, rdt)?;
-    check_buf(sbuf, sn)?;
-    check_buf(rbuf, rn)?;
     check_tag(stag, false)?;
     check_tag(rtag, true)?;
     check_peer(dest, size, false, "dest")?;
     check_peer(source, size, true, "source")?;
     // The receive is posted first so two ranks exchanging cannot deadlock.
-    let mut r = start_op(s, false, rbuf as usize, rn, source, rtag, comm)?;
-    let mut w = start_op(s, true, sbuf as usize, sn, dest, stag, comm)?;
+    let mut r = start_op(s, false, rbuf as usize, rcount, rdt, source, rtag, comm)?;
+    let mut w = start_op(s, true, sbuf as usize, scount, sdt, dest, stag, comm)?;
     let sres = w.raw.as_mut().map(|q| q.wait()).transpose();
     let rst = match r.raw.as_mut() {
         Some(q) => from_weft(&q.wait()?),
         None => proc_null_status(),
     };
+    if let Some(u) = r.unpack.take() {
+        u.run()?;
+    }
     sres?;
     store(status, rst);
     Ok(())
@@ -511,14 +503,17 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MpiStatus,
 ) -> c_int {
     let r = (|| {
-        let (n, _) = bytes_of(count as i64, dt)?;
-        check_buf(buf, n)?;
-        // SAFETY: `buf` holds `n` bytes (the caller's contract).
-        let copy = unsafe { slice(buf, n) }.to_vec();
+        // The outgoing items are packed first (a copy), then received in place.
+        let out = outgoing(buf, count as i64, dt)?;
+        let copy = match out.keep {
+            Some(v) => v,
+            // SAFETY: `buf` holds the items' bytes (the caller's contract).
+            None => unsafe { slice(out.ptr as *const c_void, out.bytes) }.to_vec(),
+        };
         sendrecv(
             copy.as_ptr() as *const c_void,
-            count as i64,
-            dt,
+            copy.len() as i64,
+            MPI_BYTE,
             dest,
             stag,
             buf,
@@ -598,14 +593,12 @@ fn get_count(status: *const MpiStatus, dt: Handle) -> R<i64> {
     if status.is_null() {
         return Err(err(MPI_ERR_ARG, "status is NULL"));
     }
-    let (size, _) = state("MPI_Get_count")?.dtype(dt)?;
+    let map = map_of(dt)?;
     // SAFETY: non-null status is readable.
     let bytes = unsafe { (*status).bytes() };
-    Ok(match size {
-        0 => 0,
-        s if bytes % s as u64 != 0 => MPI_UNDEFINED as i64,
-        s => (bytes / s as u64) as i64,
-    })
+    Ok(map
+        .count_in(bytes)
+        .map_or(MPI_UNDEFINED as i64, |n| n as i64))
 }
 
 /// MPI_Get_count (MPI-4.1 §3.2.5).
@@ -631,8 +624,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     finish(MPI_COMM_WORLD, "MPI_Get_count_c", r)
 }
 
-/// MPI_Get_elements (MPI-4.1 §5.1.11): for contiguous types, basic elements are whole
-/// elements of the base type, so the count of the predefined type.
+/// MPI_Get_elements (MPI-4.1 §5.1.11): basic elements received.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_elements(
     status: *const MpiStatus,
@@ -640,13 +632,16 @@ pub unsafe extern "C" fn MPI_Get_elements(
     count: *mut c_int,
 ) -> c_int {
     let r = (|| {
-        let s = state("MPI_Get_elements")?;
-        let base = match handle_index(crate::state::K_TYPE, dt).and_then(|i| s.types.get(i)) {
-            Some(d) => d.base,
-            None => dt,
-        };
-        let n = get_count(status, base)?;
-        put!(count, i32::try_from(n).unwrap_or(MPI_UNDEFINED))
+        if status.is_null() {
+            return Err(err(MPI_ERR_ARG, "status is NULL"));
+        }
+        let map = map_of(dt)?;
+        // SAFETY: non-null status is readable.
+        let bytes = unsafe { (*status).bytes() };
+        let n = map
+            .elements_in(bytes)
+            .map_or(MPI_UNDEFINED, |n| i32::try_from(n).unwrap_or(MPI_UNDEFINED));
+        put!(count, n)
     })();
     finish(MPI_COMM_WORLD, "MPI_Get_elements", r)
 }
@@ -699,6 +694,12 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
             };
             match r {
                 Ok(Some(st)) => {
+                    e.keep = None;
+                    if let Some(u) = e.unpack.take() {
+                        if !st.cancelled {
+                            u.run()?;
+                        }
+                    }
                     if e.recv {
                         from_weft(&st)
                     } else {
@@ -1121,14 +1122,17 @@ fn init_req(
 ) -> R<()> {
     let s = state("MPI_Send_init")?;
     let size = s.comm(comm)?.comm.size();
-    let (n, _) = bytes_of(count as i64, dt)?;
-    check_buf(buf, n)?;
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    crate::dtype::layout(dt)?;
     check_tag(tag, !send)?;
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
     let p = Persistent {
         send,
         buf: buf as usize,
-        bytes: n,
+        count: count as i64,
+        dt,
         peer,
         tag,
         comm,
@@ -1139,6 +1143,8 @@ fn init_req(
         persistent: Some(p),
         recv: !send,
         comm,
+        keep: None,
+        unpack: None,
     });
     put!(req, h)
 }
@@ -1194,10 +1200,12 @@ fn start(s: &mut State, h: Handle) -> R<()> {
             format!("request {h:#x} is already active"),
         ));
     }
-    let started = start_op(s, p.send, p.buf, p.bytes, p.peer, p.tag, p.comm)?;
+    let started = start_op(s, p.send, p.buf, p.count, p.dt, p.peer, p.tag, p.comm)?;
     let e = s.reqs.get_mut(i).expect("checked");
     e.raw = started.raw;
     e.proc_null = started.proc_null;
+    e.keep = started.keep;
+    e.unpack = started.unpack;
     Ok(())
 }
 
@@ -1278,8 +1286,8 @@ pub unsafe extern "C" fn MPI_Bsend(
     let r = (|| {
         let s = state("MPI_Bsend")?;
         let size = s.comm(comm)?.comm.size();
-        let (n, _) = bytes_of(count as i64, dt)?;
-        check_buf(buf, n)?;
+        let out = outgoing(buf, count as i64, dt)?;
+        let n = out.bytes;
         check_tag(tag, false)?;
         check_peer(dest, size, false, "dest")?;
         if dest == MPI_PROC_NULL {
@@ -1308,8 +1316,11 @@ pub unsafe extern "C" fn MPI_Bsend(
                 ),
             ));
         }
-        // SAFETY: `buf` holds `n` bytes (the caller's contract).
-        let copy = unsafe { slice(buf, n) }.to_vec();
+        let copy = match out.keep {
+            Some(v) => v,
+            // SAFETY: `buf` holds the items' bytes (the caller's contract).
+            None => unsafe { slice(out.ptr as *const c_void, n) }.to_vec(),
+        };
         let c = &s.comm(comm)?.comm;
         // SAFETY: the copy lives in `bsend_pending` until the request completes; moving the
         // Vec does not move its heap buffer.

@@ -8,7 +8,6 @@ use crate::consts::*;
 use crate::error::{err, MpiError, R};
 use std::cell::UnsafeCell;
 use std::os::raw::{c_int, c_void};
-use weft::coll::TypeKind;
 use weft::raw::RawRequest;
 use weft::{Comm, Weft};
 
@@ -105,13 +104,10 @@ pub enum CommHandler {
     User(ErrFn),
 }
 
-/// A derived datatype: contiguous copies of a predefined type (the layouts with holes come
-/// with weft's type maps).
+/// A derived datatype: weft's type map, whether it was committed, and its name.
 #[derive(Clone)]
 pub struct Derived {
-    pub size: usize,
-    pub kind: Option<TypeKind>,
-    pub base: Handle,
+    pub map: weft::dtype::TypeMap,
     pub committed: bool,
     pub name: String,
 }
@@ -128,7 +124,8 @@ pub struct UserOpEntry {
 pub struct Persistent {
     pub send: bool,
     pub buf: usize,
-    pub bytes: usize,
+    pub count: i64,
+    pub dt: Handle,
     pub peer: c_int,
     pub tag: c_int,
     pub comm: Handle,
@@ -143,6 +140,10 @@ pub struct ReqEntry {
     /// Whether the request is a receive (sends report empty statuses).
     pub recv: bool,
     pub comm: Handle,
+    /// The packed copy a send of a type with holes reads from.
+    pub keep: Option<Vec<u8>>,
+    /// The unpack a receive of a type with holes owes its user buffer.
+    pub unpack: Option<crate::stage::Unpack>,
 }
 
 pub struct State {
@@ -280,25 +281,6 @@ impl State {
 
     pub fn add_req(&mut self, r: ReqEntry) -> Handle {
         make_handle(K_REQ, self.reqs.insert(r))
-    }
-
-    /// Size and reduction kind of datatype `h`, or MPI_ERR_TYPE.
-    #[inline]
-    pub fn dtype(&self, h: Handle) -> R<(usize, Option<TypeKind>)> {
-        if let Some(t) = crate::dtype::predefined(h) {
-            return Ok(t);
-        }
-        match handle_index(K_TYPE, h).and_then(|i| self.types.get(i)) {
-            Some(d) if d.committed => Ok((d.size, d.kind)),
-            Some(_) => Err(err(
-                MPI_ERR_TYPE,
-                format!("datatype {h:#x} was not committed (MPI_Type_commit)"),
-            )),
-            None => Err(err(
-                MPI_ERR_TYPE,
-                format!("datatype handle {h:#x} is not a valid datatype"),
-            )),
-        }
     }
 }
 

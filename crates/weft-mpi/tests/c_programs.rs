@@ -121,6 +121,11 @@ fn communicators_groups_types_topologies() {
 }
 
 #[test]
+fn derived_datatypes() {
+    run_ok("dtype");
+}
+
+#[test]
 fn invalid_arguments_return_their_classes() {
     let prog = build("errors");
     for n in [1, 3] {
