@@ -1,6 +1,6 @@
-//! The MPI type constructors (MPI-4.1 §5.1.2, §5.1.3, §5.1.7): each describes its new type
+//! The MPI type constructors (MPI-4.1 §5.1.2-5.1.4, §5.1.7): each describes its new type
 //! as copies of old types at displacements, builds the compressed map from them and derives
-//! the bounds with the marker rules of §5.1.7. Pure; depends only on [`super::map`].
+//! the bounds with the marker rules of §5.1.6. Pure; depends only on [`super::map`].
 
 use super::map::Builder;
 use super::{BasicKind, Combiner, DarrayDim, Distribution, Kinds, Order, TypeMap};
@@ -47,9 +47,9 @@ enum PairState {
 }
 
 /// Accumulates the bounds, kinds and alignment of a new type from its placements of old
-/// types. `lb`/`ub` follow §5.1.7: a bound set by `resized` in any copy overrides the
-/// data's extremes (it behaves like an explicit marker); otherwise the extremes of all
-/// copies' bounds count.
+/// types. `lb`/`ub` follow the markers of §5.1.6: a bound set by `resized` in any copy
+/// overrides the data's extremes (it behaves like an explicit marker); otherwise the extremes
+/// of all copies' bounds count.
 struct Acc {
     lb_soft: Option<i128>,
     lb_sticky: Option<i128>,

@@ -16,7 +16,7 @@
 //!   [`TypeMap::pair`]`(value_kind)` for `MPI_FLOAT_INT`, `MPI_DOUBLE_INT`, `MPI_LONG_INT`,
 //!   `MPI_2INT`, `MPI_SHORT_INT`, `MPI_LONG_DOUBLE_INT` (a struct of value and `int`, laid out
 //!   like C and like weft's pair types).
-//! * Constructors (§5.1.2-5.1.3, §5.1.7), counts and block lengths as `i64` (checked
+//! * Constructors (§5.1.2-5.1.4, §5.1.7), counts and block lengths as `i64` (checked
 //!   non-negative), displacements and strides as `i64` (elements for `vector`/`indexed`/
 //!   `indexed_block`, bytes for the `h` variants and `create_struct`):
 //!   [`TypeMap::contiguous`], [`TypeMap::vector`], [`TypeMap::hvector`],
@@ -40,7 +40,9 @@
 //!   §5.2 `MPI_Pack`/`MPI_Unpack`; [`TypeMap::packed_bytes`] is `MPI_Pack_size`),
 //!   [`TypeMap::pack_range`] / [`TypeMap::unpack_range`] (a byte window of the packed stream,
 //!   for pipelined transfers), and [`copy`] (typed buffer to typed buffer, e.g. a receive
-//!   from self or `MPI_Sendrecv` to self). Contiguous types move with one `copy_from_slice`.
+//!   from self or `MPI_Sendrecv` to self). Contiguous types move with one `copy_from_slice`,
+//!   and [`TypeMap::contiguous_span`]`(count)` says when `count` items are one byte range
+//!   (then send from / receive into the user buffer directly, no packing).
 //! * Receive side (§3.2.5, §5.1.11): [`TypeMap::count_in`] (`MPI_Get_count`) and
 //!   [`TypeMap::elements_in`] (`MPI_Get_elements`); `None` means `MPI_UNDEFINED`.
 //! * Reductions (§6.9.1): [`TypeMap::reduction`] says whether the type is built from one
@@ -52,7 +54,7 @@
 //!
 //! Extent rules follow MPICH where the standard leaves room: the alignment padding ε of
 //! §5.1.6 is added by `create_struct` only (when no bound was set by `resized`), and bounds
-//! set by `resized` are sticky through later constructors (the "marker" rules of §5.1.7).
+//! set by `resized` are sticky through later constructors (the marker rules of §5.1.6).
 
 mod construct;
 mod map;
@@ -291,7 +293,7 @@ pub struct TypeMap {
     lb: i64,
     ub: i64,
     /// The lower bound was set by `resized` (directly or in a component) and overrides the
-    /// data's own minimum in later constructors (MPI-4.1 §5.1.7).
+    /// data's own minimum in later constructors (the markers of MPI-4.1 §5.1.6).
     lb_sticky: bool,
     /// Same for the upper bound.
     ub_sticky: bool,
@@ -430,7 +432,7 @@ impl TypeMap {
         self.body.size
     }
 
-    /// Lower bound (MPI_Type_get_extent, MPI-4.1 §5.1.5, §5.1.7).
+    /// Lower bound (MPI_Type_get_extent, MPI-4.1 §5.1.6-5.1.7).
     pub fn lb(&self) -> i64 {
         self.lb
     }
@@ -440,7 +442,7 @@ impl TypeMap {
         self.ub
     }
 
-    /// `ub - lb`: the stride between consecutive items of a buffer (MPI-4.1 §5.1.5).
+    /// `ub - lb`: the stride between consecutive items of a buffer (MPI-4.1 §5.1.7).
     /// Negative only if `resized` was given a negative extent.
     pub fn extent(&self) -> i64 {
         self.ub - self.lb

@@ -1,6 +1,6 @@
 //! Tests of the datatype engine: hand-computed cases from MPI-4.1 chapter 5, every error, and
 //! property tests against a naive reference that expands a random nested type into its full
-//! type map (with explicit bound markers, as §5.1.7 defines them) and walks it entry by
+//! type map (with explicit bound markers, as §5.1.6 defines them) and walks it entry by
 //! entry.
 
 use super::*;
@@ -1054,7 +1054,7 @@ fn build(s: &Spec) -> TypeMap {
 }
 
 /// One entry of a full type map: data, or a bound marker. A hard marker comes from
-/// `resized` and overrides data (§5.1.7); the soft upper marker is `create_struct`'s
+/// `resized` and overrides data (§5.1.6); the soft upper marker is `create_struct`'s
 /// alignment padding, which counts like data.
 #[derive(Clone, Copy, Debug)]
 enum E {
