@@ -55,6 +55,13 @@ impl Comm {
                 bytes,
             )?;
         }
-        self.coll_start(Coll::Bcast, plan, &[], bytemuck::cast_slice_mut(buf), None)
+        self.coll_start_rooted(
+            Coll::Bcast,
+            root,
+            plan,
+            &[],
+            bytemuck::cast_slice_mut(buf),
+            None,
+        )
     }
 }

@@ -57,8 +57,9 @@ impl Comm {
             _ => algo::linear_gather::plan(rank, root, &blocks, blk),
         };
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
-        self.coll_start(
+        self.coll_start_rooted(
             Coll::Gather,
+            root,
             plan,
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(out),

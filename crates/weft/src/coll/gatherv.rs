@@ -80,8 +80,9 @@ impl Comm {
         debug_assert_eq!(c.algo, "linear");
         let plan = algo::linear_gather::plan(rank, root, &layout, std::mem::size_of_val(send));
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
-        self.coll_start(
+        self.coll_start_rooted(
             Coll::Gatherv,
+            root,
             plan,
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(out),

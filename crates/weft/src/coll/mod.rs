@@ -48,14 +48,72 @@ use schedule::{Plan, Reduction, Schedule};
 use select::Choice;
 use weft_core::{Error, ErrorKind, Result};
 
-/// Tags on the collective context start here, below communicator creation's (0x7fff_0001).
-const TAG_BASE: i32 = 0x7e00_0000;
-/// Bits of the sequence number in a tag: 2^19 collectives may be outstanding on one
-/// communicator before a tag repeats, and the highest tag stays below 0x7f00_0000.
-const TAG_SEQ_MASK: u32 = (1 << 19) - 1;
-/// The low bits of a tag name the collective (16 of them), so ranks that call different
-/// collectives at one point do not take each other's messages for their own.
-const TAG_COLL_BITS: u32 = 5;
+/// Collective tags on the collective context (`ctx + 1`, which only collectives and
+/// communicator creation use; the latter's tag 0x7fff_0001 lies above every collective tag):
+/// bits 0-3 name the collective, bits 4-16 hold its sequence number on the communicator and
+/// bits 17-29 its root. Several outstanding collectives thus never take each other's
+/// messages, and ranks that disagree about the collective or the root exchange no data —
+/// a waiting rank recognises a peer's message of the same call number with another tag and
+/// reports the disagreement (see `schedule`).
+const TAG_COLL_BITS: u32 = 4;
+const TAG_SEQ_BITS: u32 = 13;
+const TAG_ROOT_BITS: u32 = 13;
+
+/// The tag of collective `coll` (index in [`select::ALL`]) number `seq` with `root`.
+fn coll_tag(index: u32, seq: u32, root: u32) -> i32 {
+    debug_assert!(index < 1 << TAG_COLL_BITS);
+    let seq = seq & ((1 << TAG_SEQ_BITS) - 1);
+    let root = root & ((1 << TAG_ROOT_BITS) - 1);
+    ((root << (TAG_COLL_BITS + TAG_SEQ_BITS)) | (seq << TAG_COLL_BITS) | index) as i32
+}
+
+/// The parts of a collective tag: (collective, sequence number, root) as far as they fit.
+fn tag_parts(tag: i32) -> (Coll, u32, u32) {
+    let t = tag as u32;
+    let index = t & ((1 << TAG_COLL_BITS) - 1);
+    let seq = (t >> TAG_COLL_BITS) & ((1 << TAG_SEQ_BITS) - 1);
+    let root = (t >> (TAG_COLL_BITS + TAG_SEQ_BITS)) & ((1 << TAG_ROOT_BITS) - 1);
+    let coll = select::ALL
+        .get(index as usize)
+        .copied()
+        .unwrap_or(Coll::Barrier);
+    (coll, seq, root)
+}
+
+/// True when a peer's message with tag `theirs` belongs to the same call number as this
+/// rank's collective with tag `mine` but disagrees about which collective or root it is.
+pub(crate) fn disagrees(mine: i32, theirs: i32) -> bool {
+    if mine == theirs || !(0..1 << 30).contains(&theirs) {
+        return false;
+    }
+    tag_parts(mine).1 == tag_parts(theirs).1
+}
+
+/// The error for a peer whose message of this call disagrees with it ([`disagrees`]).
+pub(crate) fn disagreement(rank: u32, peer: u32, mine: i32, theirs: i32) -> Error {
+    let (mc, seq, mr) = tag_parts(mine);
+    let (tc, _, tr) = tag_parts(theirs);
+    let what = if mc != tc {
+        format!(
+            "rank {peer} called {} where this rank called {}",
+            tc.name(),
+            mc.name()
+        )
+    } else {
+        format!(
+            "rank {peer} passed root {tr} where this rank passed root {mr} (roots modulo {})",
+            1u32 << TAG_ROOT_BITS
+        )
+    };
+    Error::new(
+        ErrorKind::InvalidRoot,
+        format!(
+            "{} on rank {rank}: the ranks disagree about collective call {seq} on this \
+             communicator: {what}",
+            mc.name()
+        ),
+    )
+}
 
 /// Whether a call waits for its result (the blocking form) or returns a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +178,7 @@ impl Comm {
         self.engine.borrow_mut().set_tuning(tuning);
     }
 
-    /// Binds `plan` to the buffers and starts it.
+    /// Binds `plan` to the buffers and starts it (a collective without a root).
     pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
@@ -129,9 +187,21 @@ impl Comm {
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
     ) -> Result<CollRequest<'a>> {
+        self.coll_start_rooted(coll, 0, plan, send, recv, reduction)
+    }
+
+    /// Binds `plan` of a collective with `root` to the buffers and starts it.
+    pub(crate) fn coll_start_rooted<'a>(
+        &self,
+        coll: Coll,
+        root: u32,
+        plan: Plan,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        reduction: Option<Reduction>,
+    ) -> Result<CollRequest<'a>> {
         let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
-        let seq = request::next_seq(self) & TAG_SEQ_MASK;
-        let tag = TAG_BASE + ((seq << TAG_COLL_BITS) | index) as i32;
+        let tag = coll_tag(index, request::next_seq(self), root);
         let s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
         CollRequest::start(self, s)
     }

@@ -127,6 +127,6 @@ impl Comm {
             )?;
         }
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
-        self.coll_start(Coll::Reduce, plan, send, out, Some(red))
+        self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red))
     }
 }

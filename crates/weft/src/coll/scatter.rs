@@ -61,8 +61,9 @@ impl Comm {
             }
         };
         let src: &'a [T] = if rank == root { send } else { &[] };
-        self.coll_start(
+        self.coll_start_rooted(
             Coll::Scatter,
+            root,
             plan,
             bytemuck::cast_slice(src),
             bytemuck::cast_slice_mut(recv),

@@ -74,8 +74,9 @@ impl Comm {
         let mine = std::mem::size_of_val(recv);
         algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
         let src: &'a [T] = if rank == root { send } else { &[] };
-        self.coll_start(
+        self.coll_start_rooted(
             Coll::Scatterv,
+            root,
             plan,
             bytemuck::cast_slice(src),
             bytemuck::cast_slice_mut(recv),

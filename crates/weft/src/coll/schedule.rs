@@ -14,7 +14,7 @@ use crate::engine::{Engine, ReqId};
 use crate::matching::Pattern;
 use std::cell::Cell;
 use std::rc::Rc;
-use weft_core::{Error, ErrorKind, Result};
+use weft_core::{Error, ErrorKind, Result, ANY_TAG};
 use weft_transport::buf::{RawBuf, RawBufMut};
 use weft_transport::shm::coll::CollArea;
 
@@ -203,11 +203,19 @@ pub(crate) struct Schedule<'a> {
     shm_polls: Cell<u32>,
     /// A local rank found dead while waiting in the collective area.
     shm_dead: Cell<Option<u32>>,
+    /// Polls of an unfinished step, to look now and then for a peer that disagrees.
+    msg_polls: Cell<u32>,
+    /// A peer and the tag of its message for this call number that disagrees with ours.
+    disagreement: Cell<Option<(u32, i32)>>,
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
 /// each): a dead rank never arrives, and nothing else would end the wait.
 const SHM_LIVENESS_EVERY: u32 = 1 << 14;
+
+/// Polls of a waiting step between looks for a disagreeing peer (one peek per peer): ranks
+/// that passed different roots or collectives exchange no data and would wait forever.
+const DISAGREEMENT_EVERY: u32 = 1 << 12;
 
 impl<'a> Schedule<'a> {
     /// Binds `plan` to buffers. `tag` must be the same on every rank for this call.
@@ -248,6 +256,8 @@ impl<'a> Schedule<'a> {
             shm_target: None,
             shm_polls: Cell::new(0),
             shm_dead: Cell::new(None),
+            msg_polls: Cell::new(0),
+            disagreement: Cell::new(None),
         }
     }
 
@@ -259,7 +269,7 @@ impl<'a> Schedule<'a> {
     /// True when every message of the current step has completed and every local rank has
     /// arrived where the step waits for them.
     pub fn step_done(&self, e: &Engine) -> bool {
-        if self.shm_dead.get().is_some() {
+        if self.shm_dead.get().is_some() || self.disagreement.get().is_some() {
             return true;
         }
         if let Some(t) = self.shm_target {
@@ -280,7 +290,34 @@ impl<'a> Schedule<'a> {
                 return false;
             }
         }
-        self.pending.iter().all(|p| e.is_done(p.id))
+        if self.pending.iter().all(|p| e.is_done(p.id)) {
+            return true;
+        }
+        let polls = self.msg_polls.get().wrapping_add(1);
+        self.msg_polls.set(polls);
+        if polls.is_multiple_of(DISAGREEMENT_EVERY) {
+            if let Some(d) = self.find_disagreement(e) {
+                self.disagreement.set(Some(d));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A peer whose first unreceived collective message carries this call's number but
+    /// another collective or root. Messages from one peer on one context arrive in order,
+    /// so its message for this call, if it sent one, is the first with this number.
+    fn find_disagreement(&self, e: &Engine) -> Option<(u32, i32)> {
+        (0..self.members.len() as u32)
+            .filter(|&p| p != self.rank)
+            .find_map(|p| {
+                let st = e.peek(&Pattern {
+                    ctx: self.ctx,
+                    src: p as i32,
+                    tag: ANY_TAG,
+                })?;
+                super::disagrees(self.tag, st.tag).then_some((p, st.tag))
+            })
     }
 
     /// Moves the schedule as far as it can without waiting; true when it has finished.
@@ -294,6 +331,10 @@ impl<'a> Schedule<'a> {
                     }
                 }
                 self.shm_target = None;
+                if let Some((peer, theirs)) = self.disagreement.take() {
+                    self.abandon(e);
+                    return Err(super::disagreement(self.rank, peer, self.tag, theirs));
+                }
                 if let Some(l) = self.shm_dead.take() {
                     self.abandon(e);
                     return Err(self.wrap(Error::new(
