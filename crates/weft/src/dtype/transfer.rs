@@ -69,8 +69,8 @@ impl TypeMap {
         Ok(())
     }
 
-    /// Calls `f(byte, len, kind)` for the pieces of the packed stream window
-    /// `skip..skip + take` of `count` items whose address is at `origin`.
+    /// Visits the pieces of the packed stream window `skip..skip + take` of items whose
+    /// address is at `origin` (item `e` at `origin + e * extent`).
     fn walk_items<V: Visit>(&self, origin: i64, skip: u64, take: u64, v: &mut V) {
         let size = self.body.size;
         if take == 0 {
