@@ -1,0 +1,302 @@
+//! `weft bench shmem`: one-sided communication on the symmetric heap between the PEs of one
+//! node (`weft::rma`). PE 0 initiates, PE 1 is the target.
+//!
+//! - put and get latency (time per blocking call, as OSU's `osu_oshm_put`/`get` report it)
+//!   and bandwidth over a range of sizes;
+//! - the message rate of 8-byte puts (`shmem_p`) with 1, 2, 4, ... initiating threads, each
+//!   storing directly into the target's mapped heap, against a deliberate single-proxy mode
+//!   where the threads hand their puts to one proxy thread (the design seed 002 measured and
+//!   left behind).
+//!
+//! Only intra-node PEs are reachable (one-sided communication across nodes is not
+//! implemented yet). Depends on the runtime and the launcher, not on libshmem.
+
+use super::{default_sizes, parse_sizes};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Instant;
+use weft::rma::SymmetricHeap;
+use weft::sync::SyncEngine;
+use weft::{Error, ErrorKind, Result};
+use weft_launch::HostsSpec;
+
+/// Arguments of `weft bench shmem`.
+#[derive(clap::Args, Clone)]
+pub struct ShmemArgs {
+    /// Number of PEs (PE 0 initiates, PE 1 is the target; others wait).
+    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    pub nranks: u32,
+    /// Message sizes for latency and bandwidth (default: 1 B to 4 MiB in powers of two).
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// Initiating thread counts for the message rate, e.g. `1,2,4,8`.
+    #[arg(long, default_value = "1,2,4")]
+    pub threads: String,
+    /// 8-byte puts per initiating thread in the message-rate test.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub puts: u64,
+    /// Which tests: latency, bandwidth, rate or all.
+    #[arg(long, default_value = "all")]
+    pub test: String,
+    /// End the benchmark if it runs longer than this many seconds.
+    #[arg(long = "timeout", default_value_t = 600)]
+    pub timeout_s: u64,
+}
+
+impl ShmemArgs {
+    fn validate(&self) -> std::result::Result<Vec<usize>, String> {
+        if self.nranks < 2 {
+            return Err(format!("-n {}: needs at least 2 PEs", self.nranks));
+        }
+        if let Some(s) = &self.sizes {
+            parse_sizes(s)?;
+        }
+        if self.puts == 0 {
+            return Err("--puts 0: need at least one put".into());
+        }
+        if !["latency", "bandwidth", "rate", "all"].contains(&self.test.as_str()) {
+            return Err(format!(
+                "--test {}: expected latency, bandwidth, rate or all",
+                self.test
+            ));
+        }
+        parse_threads(&self.threads)
+    }
+}
+
+fn parse_threads(text: &str) -> std::result::Result<Vec<usize>, String> {
+    let v: Vec<usize> = text
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| format!("--threads {text}: expected a list like 1,2,4"))?;
+    if v.is_empty() || v.iter().any(|&t| t == 0 || t > 256) {
+        return Err(format!("--threads {text}: each count must be 1..=256"));
+    }
+    Ok(v)
+}
+
+/// Runs `weft bench shmem`.
+pub fn run(a: ShmemArgs, on: Option<&HostsSpec>) -> i32 {
+    if let Err(e) = a.validate() {
+        eprintln!("weft bench shmem: {e}");
+        return 2;
+    }
+    let mut args = vec![
+        "shmem".to_string(),
+        "--threads".into(),
+        a.threads.clone(),
+        "--puts".into(),
+        a.puts.to_string(),
+        "--test".into(),
+        a.test.clone(),
+    ];
+    if let Some(s) = &a.sizes {
+        args.extend(["--sizes".into(), s.clone()]);
+    }
+    super::launch(a.nranks, args, a.timeout_s, &[], on)
+}
+
+/// Rank-side arguments (forwarded by the driver).
+#[derive(clap::Args)]
+pub struct ShmemRankArgs {
+    #[arg(long)]
+    sizes: Option<String>,
+    #[arg(long)]
+    threads: String,
+    #[arg(long)]
+    puts: u64,
+    #[arg(long)]
+    test: String,
+}
+
+fn invalid(e: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, e)
+}
+
+/// The rank side: PE 0 measures, the others wait at the engine's barrier (asleep on its
+/// futex, so they do not take the initiators' cores).
+pub fn rank_main(a: ShmemRankArgs) -> Result<()> {
+    let weft = weft::init()?;
+    let world = weft.world();
+    let heap = SymmetricHeap::new(&weft)?;
+    let engine = SyncEngine::new(&weft, "bench")?;
+    let (me, n) = (heap.pe(), heap.npes());
+    let sizes = match &a.sizes {
+        Some(s) => parse_sizes(s).map_err(invalid)?,
+        None => default_sizes(),
+    };
+    let threads = parse_threads(&a.threads).map_err(invalid)?;
+    let max = sizes.iter().copied().max().unwrap_or(8);
+    let buf = heap.malloc(max)? as u64 + heap.base() as u64;
+    let slots = 4096u64;
+    let words = heap.malloc(8 * slots as usize * 256)? as u64 + heap.base() as u64;
+    let barrier = |tag: u64| engine.barrier(tag, n);
+    if !heap.accessible(1) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "weft bench shmem: PE 1 is on another node; one-sided communication across nodes is not implemented yet",
+        ));
+    }
+    if me == 0 {
+        println!(
+            "# weft bench shmem, {n} PEs, heap {} bytes per PE, yield when idle: {}",
+            heap.heap_bytes(),
+            weft.yields_when_idle()
+        );
+    }
+    let run_lat = a.test == "latency" || a.test == "all";
+    let run_bw = a.test == "bandwidth" || a.test == "all";
+    if me == 0 && (run_lat || run_bw) {
+        let src = vec![7u8; max];
+        let mut dst = vec![0u8; max];
+        println!(
+            "{:>10} {:>12} {:>12} {:>12} {:>12}",
+            "bytes", "put_us", "get_us", "put_MB/s", "get_MB/s"
+        );
+        for &bytes in &sizes {
+            let iters = if bytes <= 8192 {
+                100_000
+            } else {
+                (1 << 28) / bytes.max(1)
+            }
+            .max(20);
+            let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+                for _ in 0..iters / 10 {
+                    f()?;
+                }
+                let t = Instant::now();
+                for _ in 0..iters {
+                    f()?;
+                }
+                Ok(t.elapsed().as_secs_f64() / iters as f64)
+            };
+            let put_s = time(&mut || {
+                heap.put(1, buf, &src[..bytes])?;
+                heap.quiet();
+                Ok(())
+            })?;
+            let get_s = time(&mut || heap.get(1, buf, &mut dst[..bytes]))?;
+            let mb = |s: f64| bytes as f64 / s / 1e6;
+            println!(
+                "{bytes:>10} {:>12.3} {:>12.3} {:>12.1} {:>12.1}",
+                put_s * 1e6,
+                get_s * 1e6,
+                mb(put_s),
+                mb(get_s)
+            );
+        }
+    }
+    barrier(1)?;
+    if a.test == "rate" || a.test == "all" {
+        if me == 0 {
+            println!(
+                "# 8-byte put rate to PE 1 ({} puts per initiator)\n{:>8} {:>16} {:>16}",
+                a.puts, "threads", "direct_Mputs/s", "proxy_Mputs/s"
+            );
+        }
+        for &t in &threads {
+            if me == 0 {
+                let direct = rate_direct(&heap, words, slots, t, a.puts)?;
+                let proxy = rate_proxy(&heap, words, slots, t, a.puts)?;
+                println!("{t:>8} {:>16.2} {:>16.2}", direct / 1e6, proxy / 1e6);
+            }
+            barrier(2)?;
+        }
+    }
+    // The target checks it really received puts (the last value of each slot is non-zero).
+    barrier(3)?;
+    if me == 1 && (a.test == "rate" || a.test == "all") {
+        let first = heap.atomic_u64(1, words)?.load(Ordering::SeqCst);
+        if first == 0 {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "weft bench shmem: PE 1's heap shows none of PE 0's puts",
+            ));
+        }
+    }
+    drop(world);
+    weft.finalize()
+}
+
+/// Each thread stores its 8-byte values straight into PE 1's heap (its own slot range).
+fn rate_direct(
+    heap: &SymmetricHeap,
+    words: u64,
+    slots: u64,
+    threads: usize,
+    puts: u64,
+) -> Result<f64> {
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|tid| {
+                s.spawn(move || -> Result<()> {
+                    let base = words + tid * slots * 8;
+                    for i in 0..puts {
+                        let v = i + 1;
+                        heap.put(1, base + (i % slots) * 8, &v.to_ne_bytes())?;
+                    }
+                    heap.quiet();
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| Error::new(ErrorKind::Internal, "an initiator thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    Ok((threads as u64 * puts) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The threads post their puts to one proxy thread, which performs them all (a bounded queue
+/// like a NIC command queue); the rate is what that single consumer sustains.
+fn rate_proxy(
+    heap: &SymmetricHeap,
+    words: u64,
+    slots: u64,
+    threads: usize,
+    puts: u64,
+) -> Result<f64> {
+    let start = Instant::now();
+    let (tx, rx) = mpsc::sync_channel::<(u64, u64)>(4096);
+    std::thread::scope(|s| -> Result<()> {
+        let proxy = s.spawn(move || -> Result<()> {
+            for (addr, v) in rx {
+                heap.put(1, addr, &v.to_ne_bytes())?;
+            }
+            heap.quiet();
+            Ok(())
+        });
+        for tid in 0..threads as u64 {
+            let tx = tx.clone();
+            s.spawn(move || {
+                let base = words + tid * slots * 8;
+                for i in 0..puts {
+                    if tx.send((base + (i % slots) * 8, i + 1)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        proxy
+            .join()
+            .map_err(|_| Error::new(ErrorKind::Internal, "the proxy thread panicked"))?
+    })?;
+    Ok((threads as u64 * puts) as f64 / start.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_lists() {
+        assert_eq!(parse_threads("1,2,4").unwrap(), vec![1, 2, 4]);
+        assert!(parse_threads("0").is_err());
+        assert!(parse_threads("a").is_err());
+    }
+}

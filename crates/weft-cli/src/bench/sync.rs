@@ -1,0 +1,221 @@
+//! `weft bench sync`: the node synchronisation engine's barrier and reduce (`weft::sync`)
+//! against a software tournament barrier/reduce over shared memory (flags and values in
+//! the symmetric heaps, each PE waiting on its own words), and weft's communicator barrier
+//! for reference, at each of several process counts (one job per count).
+//!
+//! Both waiters spin first; the engine then sleeps on a futex, the tournament yields the CPU
+//! (without either, an oversubscribed node would starve the process being waited for).
+//! Depends on the runtime and the launcher.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Instant;
+use weft::rma::SymmetricHeap;
+use weft::sync::{SyncEngine, SyncOp};
+use weft::{Error, ErrorKind, Result};
+use weft_launch::HostsSpec;
+
+/// Arguments of `weft bench sync`.
+#[derive(clap::Args, Clone)]
+pub struct SyncArgs {
+    /// Process counts, one job each, e.g. `2,4,8`.
+    #[arg(short = 'n', long = "np", default_value = "2,4,8")]
+    pub nranks: String,
+    /// Timed operations per measurement.
+    #[arg(long, default_value_t = 20_000)]
+    pub iters: u32,
+    /// End each job if it runs longer than this many seconds.
+    #[arg(long = "timeout", default_value_t = 600)]
+    pub timeout_s: u64,
+}
+
+fn parse_counts(text: &str) -> std::result::Result<Vec<u32>, String> {
+    let v: Vec<u32> = text
+        .split(',')
+        .map(|s| s.trim().parse::<u32>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| format!("-n {text}: expected a list like 2,4,8"))?;
+    if v.is_empty() || v.iter().any(|&n| !(1..=1024).contains(&n)) {
+        return Err(format!("-n {text}: each count must be 1..=1024"));
+    }
+    Ok(v)
+}
+
+/// Runs `weft bench sync`: one job per process count; rank 0 of each prints one line.
+pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
+    let counts = match parse_counts(&a.nranks) {
+        Ok(c) if a.iters > 0 => c,
+        Ok(_) => {
+            eprintln!("weft bench sync: --iters 0: need at least one iteration");
+            return 2;
+        }
+        Err(e) => {
+            eprintln!("weft bench sync: {e}");
+            return 2;
+        }
+    };
+    println!(
+        "# weft bench sync, {} operations each, microseconds per operation\n{:>6} {:>14} {:>14} {:>14} {:>14} {:>14}",
+        a.iters, "procs", "engine_barrier", "tourn_barrier", "engine_reduce", "tourn_reduce", "comm_barrier"
+    );
+    for n in counts {
+        let args = vec!["sync".to_string(), "--iters".into(), a.iters.to_string()];
+        let code = super::launch(n, args, a.timeout_s, &[], on);
+        if code != 0 {
+            eprintln!("weft bench sync: job of {n} processes failed (exit {code})");
+            return code;
+        }
+    }
+    0
+}
+
+/// Rank-side arguments.
+#[derive(clap::Args)]
+pub struct SyncRankArgs {
+    #[arg(long)]
+    iters: u32,
+}
+
+/// Words of the tournament in each PE's heap: per round an arrival flag and a value, then the
+/// release flag and the result.
+const ROUNDS: u64 = 32;
+
+struct Tournament<'a> {
+    heap: &'a SymmetricHeap,
+    base: u64,
+    me: u32,
+    n: u32,
+    epoch: u64,
+}
+
+impl Tournament<'_> {
+    fn word(&self, pe: u32, index: u64) -> Result<&std::sync::atomic::AtomicU64> {
+        self.heap.atomic_u64(pe, self.base + index * 8)
+    }
+
+    fn wait(&self, index: u64, epoch: u64) -> Result<()> {
+        let w = self.word(self.me, index)?;
+        let mut spins = 0u32;
+        while w.load(SeqCst) < epoch {
+            spins += 1;
+            if spins < 4000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// One tournament round trip: winners of each pairing wait for the loser's arrival (and
+    /// combine its value), the champion releases the tree top-down with the result.
+    fn run(&mut self, value: i64) -> Result<i64> {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let (me, n) = (self.me, self.n);
+        let mut acc = value;
+        let mut round = 0u64;
+        let mut lost = false;
+        while (1u64 << round) < n as u64 {
+            let step = 1u32 << round;
+            if me % (2 * step) == 0 {
+                if me + step < n {
+                    self.wait(round * 2, epoch)?;
+                    acc = acc.wrapping_add(self.word(me, round * 2 + 1)?.load(SeqCst) as i64);
+                }
+                round += 1;
+            } else {
+                let winner = me - step;
+                self.word(winner, round * 2 + 1)?.store(acc as u64, SeqCst);
+                self.word(winner, round * 2)?.store(epoch, SeqCst);
+                lost = true;
+                break;
+            }
+        }
+        let result = if lost {
+            self.wait(ROUNDS * 2, epoch)?;
+            self.word(me, ROUNDS * 2 + 1)?.load(SeqCst) as i64
+        } else {
+            acc
+        };
+        for r in (0..round).rev() {
+            let child = me + (1u32 << r);
+            if child < n {
+                self.word(child, ROUNDS * 2 + 1)?
+                    .store(result as u64, SeqCst);
+                self.word(child, ROUNDS * 2)?.store(epoch, SeqCst);
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// The rank side: all measurements, rank 0 prints one line.
+pub fn rank_main(a: SyncRankArgs) -> Result<()> {
+    let weft = weft::init()?;
+    let world = weft.world();
+    let heap = SymmetricHeap::new(&weft)?;
+    let engine = SyncEngine::new(&weft, "bench")?;
+    let (me, n) = (heap.pe(), heap.npes());
+    if (0..n).any(|pe| !heap.accessible(pe)) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "weft bench sync: every process must be on one node (the engine is node-wide)",
+        ));
+    }
+    let iters = a.iters;
+    let base = heap.malloc(8 * (ROUNDS as usize * 2 + 2))? as u64 + heap.base() as u64;
+    let mut t = Tournament {
+        heap: &heap,
+        base,
+        me,
+        n,
+        epoch: 0,
+    };
+    let expected = n as i64 * (n as i64 - 1) / 2;
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        for _ in 0..iters / 10 {
+            f()?;
+        }
+        engine.barrier(1, n)?;
+        let start = Instant::now();
+        for _ in 0..iters {
+            f()?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6 / iters as f64)
+    };
+    let eb = time(&mut || engine.barrier(2, n))?;
+    let tb = time(&mut || t.run(0).map(drop))?;
+    let er = time(&mut || {
+        let s: i64 = engine.reduce(3, me as i64, SyncOp::Sum, n)?;
+        check(s, expected)
+    })?;
+    let tr = time(&mut || check(t.run(me as i64)?, expected))?;
+    let cb = time(&mut || world.barrier())?;
+    if me == 0 {
+        println!("{n:>6} {eb:>14.3} {tb:>14.3} {er:>14.3} {tr:>14.3} {cb:>14.3}");
+    }
+    drop(world);
+    weft.finalize()
+}
+
+fn check(got: i64, expected: i64) -> Result<()> {
+    if got != expected {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            format!("weft bench sync: reduce gave {got}, expected {expected}"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_lists() {
+        assert_eq!(parse_counts("2,4,8").unwrap(), vec![2, 4, 8]);
+        assert!(parse_counts("0").is_err());
+        assert!(parse_counts("x").is_err());
+    }
+}
