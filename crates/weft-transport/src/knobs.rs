@@ -40,4 +40,28 @@ pub static KNOBS: &[Knob] = &[
         default: "32K",
         help: "fragment size of the pipelined copy-in/copy-out rendezvous used when CMA is off or refused",
     },
+    Knob {
+        name: "WEFT_TCP_EAGER_BYTES",
+        kind: KnobKind::Bytes,
+        default: "64K",
+        help: "largest message sent whole over TCP; larger ones use rendezvous (RTS, CTS, then pipelined fragments)",
+    },
+    Knob {
+        name: "WEFT_TCP_FRAGMENT_BYTES",
+        kind: KnobKind::Bytes,
+        default: "256K",
+        help: "fragment size of TCP rendezvous messages (the receive buffer of a connection holds one fragment)",
+    },
+    Knob {
+        name: "WEFT_TCP_IFACES",
+        kind: KnobKind::Text,
+        default: "",
+        help: "comma-separated interface names or addresses a rank publishes for TCP (empty = every interface that is up, loopback last)",
+    },
+    Knob {
+        name: "WEFT_TCP_POLL_EVERY",
+        kind: KnobKind::Uint,
+        default: "16",
+        help: "progress calls between two epoll polls while shared-memory peers exist too (TCP work pending polls every call)",
+    },
 ];

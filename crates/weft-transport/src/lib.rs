@@ -2,11 +2,13 @@
 //!
 //! - [`shm`]: the node-wide shared-memory segment, per-peer single-producer rings of
 //!   cache-line cells, and single-copy CMA (`process_vm_readv`) for large messages.
+//! - [`tcp`]: the transport between nodes: lazily made, key-authenticated, nonblocking TCP
+//!   connections driven by epoll from the progress loop, with a fuzzed frame decoder.
 //! - [`buf`]: raw views of user buffers that stay valid while a nonblocking operation is
 //!   in flight (the runtime guarantees the lifetime; this module keeps the `unsafe`).
 //!
 //! This crate knows nothing of communicators, tags or matching: it moves framed messages
-//! with a small fixed header. It depends only on `weft-core` and `libc`. `unsafe` in weft's
+//! with a small fixed header. It depends only on `weft-core`, `libc` and, for the TCP handshake, the hash crates. `unsafe` in weft's
 //! data path lives here, each block with a `// SAFETY:` comment.
 
 pub mod buf;

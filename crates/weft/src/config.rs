@@ -3,6 +3,7 @@
 
 use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS, TOOL_VARS};
 use weft_core::{Error, ErrorKind, Result};
+use weft_model::lanes::TransportKind;
 
 /// How the progress engine waits when it has nothing to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +46,22 @@ pub struct Config {
     pub yield_mode: YieldMode,
     /// Seconds to wait for peers during start-up.
     pub boot_timeout_s: u64,
+    /// Transports allowed (`WEFT_TRANSPORTS`); without shm every peer goes over TCP.
+    pub transports: Vec<TransportKind>,
+    /// Largest message sent whole over TCP.
+    pub tcp_eager_bytes: usize,
+    /// Fragment size of TCP rendezvous.
+    pub tcp_fragment_bytes: usize,
+    /// Interfaces (names or addresses) whose addresses a rank publishes; empty = all.
+    pub tcp_interfaces: Vec<String>,
+    /// Progress calls between epoll polls while shared-memory peers exist and TCP is idle.
+    pub tcp_poll_every: u32,
+    /// Most lanes a large message may be striped over.
+    pub max_rails: u32,
+    /// Messages of at least this size are striped over several lanes.
+    pub stripe_bytes: u64,
+    /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
+    pub job_secret: Option<Vec<u8>>,
     /// The values as read, for `weft info --knobs`.
     pub values: KnobValues,
 }
@@ -110,7 +127,74 @@ impl Config {
             Some("off") => YieldMode::Never,
             _ => YieldMode::Auto,
         };
+        let mut transports = Vec::new();
+        let spec = values
+            .text("WEFT_TRANSPORTS")
+            .unwrap_or_else(|| "shm,tcp".into());
+        for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match TransportKind::parse(name) {
+                Some(t) if !transports.contains(&t) => transports.push(t),
+                Some(_) => {}
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "WEFT_TRANSPORTS={spec}: unknown transport {name:?} (known: shm, tcp)"
+                        ),
+                    ))
+                }
+            }
+        }
+        if transports.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_TRANSPORTS={spec:?}: name at least one of shm, tcp"),
+            ));
+        }
+        let tcp_eager = values.bytes("WEFT_TCP_EAGER_BYTES").unwrap_or(65536);
+        let tcp_frag = values.bytes("WEFT_TCP_FRAGMENT_BYTES").unwrap_or(262144);
+        const TCP_MAX_FRAME: u64 = 64 << 20;
+        if tcp_eager > TCP_MAX_FRAME {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_TCP_EAGER_BYTES={tcp_eager}: at most {TCP_MAX_FRAME}"),
+            ));
+        }
+        if tcp_frag == 0 || tcp_frag > TCP_MAX_FRAME {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_TCP_FRAGMENT_BYTES={tcp_frag}: must be 1..={TCP_MAX_FRAME}"),
+            ));
+        }
+        let max_rails = values.uint("WEFT_MAX_RAILS").unwrap_or(4);
+        if max_rails == 0 || max_rails > 64 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_MAX_RAILS={max_rails}: must be 1..=64"),
+            ));
+        }
+        let job_secret = match values.text("WEFT_JOB_SECRET").filter(|t| !t.is_empty()) {
+            Some(t) => Some(weft_boot::auth::decode_hex("WEFT_JOB_SECRET", &t)?),
+            None => None,
+        };
         Ok(Config {
+            transports,
+            tcp_eager_bytes: tcp_eager as usize,
+            tcp_fragment_bytes: tcp_frag as usize,
+            tcp_interfaces: values
+                .text("WEFT_TCP_IFACES")
+                .unwrap_or_default()
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            tcp_poll_every: values
+                .uint("WEFT_TCP_POLL_EVERY")
+                .unwrap_or(16)
+                .clamp(1, 1 << 20) as u32,
+            max_rails: max_rails as u32,
+            stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
+            job_secret,
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,
             shm_fragment_bytes: frag,
@@ -144,5 +228,17 @@ mod tests {
         assert!(e.message().contains("WEFT_SHM_EAGER_BYTES"), "{e}");
         let e = Config::from_vars(&[("WEFT_SHM_CMA", "maybe")]).unwrap_err();
         assert!(e.message().contains("WEFT_SHM_CMA"), "{e}");
+        let e = Config::from_vars(&[("WEFT_TRANSPORTS", "shm,ib")]).unwrap_err();
+        assert!(e.message().contains("\"ib\""), "{e}");
+        let e = Config::from_vars(&[("WEFT_MAX_RAILS", "0")]).unwrap_err();
+        assert!(e.message().contains("WEFT_MAX_RAILS"), "{e}");
+    }
+
+    #[test]
+    fn transports_default_to_both() {
+        let c = Config::from_vars(&[]).unwrap();
+        assert_eq!(c.transports, vec![TransportKind::Shm, TransportKind::Tcp]);
+        let c = Config::from_vars(&[("WEFT_TRANSPORTS", "tcp")]).unwrap();
+        assert_eq!(c.transports, vec![TransportKind::Tcp]);
     }
 }

@@ -9,6 +9,18 @@
 //!   through the ring (pipelined copy-in/copy-out), which the receiver copies out in place.
 //! - Messages to oneself are matched directly and never touch a ring.
 //!
+//! Protocols over TCP (peers on other nodes, or every peer with `WEFT_TRANSPORTS=tcp`), one
+//! ordered frame stream per direction (see `weft_transport::tcp`):
+//! - `EAGER` up to the TCP eager limit, matched on arrival or buffered as unexpected.
+//! - `RTS` carries the length of a larger message; the receiver, once matched, answers `CTS`
+//!   naming its request (or asking for nothing when the message would not fit), and the
+//!   sender streams `FRAG`s which the receiver copies into place as they arrive. The send
+//!   completes once its last fragment is handed to the kernel.
+//! - A connection reset or closed by a peer marks it dead: its operations fail with
+//!   `PeerDead`. The epoll set is polled with timeout 0 only every few progress calls while
+//!   shared-memory peers exist and nothing is pending on TCP, and rarely while no connection
+//!   exists, so the shared-memory path stays as fast as without TCP.
+//!
 //! The short-message path (blocking send or receive of at most the eager limit, nothing
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
 //! The engine is single-threaded; the runtime wraps it in a `RefCell` per process.
@@ -21,6 +33,8 @@ use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
 use weft_transport::shm::{cma, Header, ShmNode};
+use weft_transport::tcp::frame as net;
+use weft_transport::tcp::Endpoint;
 
 /// Index of a request in the engine's table.
 pub(crate) type ReqId = u32;
@@ -43,6 +57,9 @@ const CONTROL_BODY_BYTES: usize = 24;
 const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 /// Idle yields between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
+/// Progress calls between epoll polls while no TCP connection exists (only to accept the
+/// first connection of a peer: its handshake waits at most this long).
+const TCP_IDLE_POLL_EVERY: u32 = 256;
 
 /// The result of a completed receive or probe.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,7 +87,10 @@ impl Status {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Route {
     Myself,
+    /// A local rank, over the shared-memory rings.
     Local(u32),
+    /// A world rank over TCP.
+    Net(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,14 +103,23 @@ enum Cma {
 /// A message that arrived before its receive was posted.
 enum Unexpected {
     Eager(Vec<u8>),
-    Rts { addr: u64, len: usize, sreq: u32 },
+    Rts {
+        addr: u64,
+        len: usize,
+        sreq: u32,
+    },
+    /// A TCP rendezvous: the data follows the receiver's `CTS`.
+    NetRts {
+        len: usize,
+        sreq: u32,
+    },
 }
 
 impl Unexpected {
     fn len(&self) -> usize {
         match self {
             Unexpected::Eager(v) => v.len(),
-            Unexpected::Rts { len, .. } => *len,
+            Unexpected::Rts { len, .. } | Unexpected::NetRts { len, .. } => *len,
         }
     }
 }
@@ -201,6 +230,12 @@ struct Core {
     deferred_reads: VecDeque<DeferredRead>,
     /// Rendezvous messages of at least this many bytes are copied by both sides.
     coop_bytes: usize,
+    /// TCP: work queued per world rank, its total, dead peers (by world rank) and limits.
+    net_outq: Vec<VecDeque<Outgoing>>,
+    net_outq_len: usize,
+    net_dead: Vec<bool>,
+    net_eager_bytes: usize,
+    net_fragment_bytes: usize,
 }
 
 /// The per-process progress engine.
@@ -216,6 +251,13 @@ pub(crate) struct Engine {
     /// Node index of every world rank.
     #[allow(dead_code)]
     node_of: Vec<u32>,
+    /// The TCP endpoint (None when no peer is reached over TCP).
+    tcp: Option<Endpoint>,
+    /// Progress calls between epoll polls while shared-memory peers exist and TCP is idle.
+    tcp_poll_every: u32,
+    tcp_tick: u32,
+    /// True when no peer is on the shared-memory rings: TCP is polled on every call.
+    net_only: bool,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -228,6 +270,10 @@ pub(crate) struct NodeSetup {
     pub shm: Option<ShmNode>,
     /// Node index of every world rank (nodes numbered in order of their lowest world rank).
     pub node_of: Vec<u32>,
+    /// The TCP endpoint, with peer addresses set, when some peer is reached over TCP.
+    pub tcp: Option<Endpoint>,
+    /// World ranks of this node reached over TCP rather than shared memory (forced TCP).
+    pub tcp_local: bool,
 }
 
 impl Engine {
@@ -238,7 +284,7 @@ impl Engine {
         config: &Config,
     ) -> Result<Engine> {
         let nlocal = node.local_world.len();
-        let mut routes = vec![Route::Myself; world_size as usize];
+        let mut routes: Vec<Route> = (0..world_size).map(Route::Net).collect();
         for (local, &w) in node.local_world.iter().enumerate() {
             if w >= world_size {
                 return Err(Error::new(
@@ -248,19 +294,22 @@ impl Engine {
             }
             routes[w as usize] = if w == world_rank {
                 Route::Myself
+            } else if node.tcp_local {
+                Route::Net(w)
             } else {
                 Route::Local(local as u32)
             };
         }
-        if nlocal as u32 != world_size {
+        let net_peers = routes.iter().filter(|r| matches!(r, Route::Net(_))).count();
+        if net_peers > 0 && node.tcp.is_none() {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "rank {world_rank}: {} of {world_size} ranks are on other nodes; this build has only the shared-memory transport",
-                    world_size as usize - nlocal
+                    "rank {world_rank}: {net_peers} of {world_size} ranks need TCP (other nodes or WEFT_TRANSPORTS=tcp) but TCP is not enabled (WEFT_TRANSPORTS)"
                 ),
             ));
         }
+        let net_only = !routes.iter().any(|r| matches!(r, Route::Local(_)));
         let pids = match &node.shm {
             Some(shm) => (0..nlocal as u32).map(|l| shm.pid(l)).collect(),
             None => vec![std::process::id() as i32; nlocal],
@@ -319,12 +368,40 @@ impl Engine {
                 outq_len: 0,
                 deferred_reads: VecDeque::new(),
                 coop_bytes: config.shm_coop_bytes,
+                net_outq: (0..world_size).map(|_| VecDeque::new()).collect(),
+                net_outq_len: 0,
+                net_dead: vec![false; world_size as usize],
+                net_eager_bytes: config.tcp_eager_bytes,
+                net_fragment_bytes: config.tcp_fragment_bytes,
             },
             yield_when_idle,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
             node_of: node.node_of,
+            tcp: node.tcp,
+            tcp_poll_every: config.tcp_poll_every.max(1),
+            tcp_tick: 0,
+            net_only,
         })
+    }
+
+    /// Inbound TCP connections refused because they did not prove the job key.
+    #[allow(dead_code)] // read by tests through `Weft::tcp_refused`
+    pub(crate) fn tcp_refused(&self) -> u64 {
+        self.tcp.as_ref().map_or(0, Endpoint::refused_count)
+    }
+
+    /// Pushes out everything queued for TCP peers (finalize: a rank that stops polling must
+    /// not keep bytes its peers wait for). Gives up on peers found dead.
+    pub(crate) fn drain(&mut self, timeout: std::time::Duration) {
+        let start = std::time::Instant::now();
+        while self.tcp.as_ref().is_some_and(Endpoint::busy) || self.core.net_outq_len > 0 {
+            self.progress_net(true);
+            if start.elapsed() > timeout {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// The next free context id (see `comm`: new communicators agree on the maximum).
@@ -519,7 +596,58 @@ impl Engine {
                     Ok(Some(id))
                 }
             }
+            Route::Net(w) => self.start_net_send(data, w, header),
         }
+    }
+
+    fn start_net_send(&mut self, data: RawBuf, w: u32, header: Header) -> Result<Option<ReqId>> {
+        if self.core.net_dead[w as usize] {
+            return Err(dead_peer_error(self.world_rank, w, "send to"));
+        }
+        let id = if data.len() <= self.core.net_eager_bytes {
+            if self.core.net_outq[w as usize].is_empty() {
+                let tcp = self.tcp.as_mut().expect("TCP route without an endpoint");
+                // SAFETY: the caller keeps `data` alive for this call.
+                let bytes = unsafe { data.slice(0, data.len()) };
+                if tcp.try_send(w, &header, &[bytes]) {
+                    return Ok(None);
+                }
+            }
+            let id = self.alloc_req(ReqKind::Send);
+            self.core.net_enqueue(
+                w,
+                Outgoing::Data {
+                    header,
+                    data,
+                    req: Some(id),
+                },
+            );
+            id
+        } else {
+            let id = self.alloc_req(ReqKind::Send);
+            let mut body = [0u8; CONTROL_BODY_BYTES];
+            body[..8].copy_from_slice(&(data.len() as u64).to_le_bytes());
+            let rts = Header {
+                kind: net::KIND_RTS,
+                len: net::RTS_BODY_BYTES as u32,
+                aux: id,
+                ..header
+            };
+            self.core.net_enqueue(
+                w,
+                Outgoing::Control {
+                    header: rts,
+                    body,
+                    body_len: net::RTS_BODY_BYTES as u8,
+                },
+            );
+            id
+        };
+        let r = &mut self.core.reqs[id as usize];
+        r.sbuf = data;
+        r.peer_world = Some(w);
+        self.progress_net(true);
+        Ok(Some(id))
     }
 
     // ---------------------------------------------------------------- receives
@@ -552,17 +680,23 @@ impl Engine {
                     } => self
                         .core
                         .start_rendezvous(id, &env, from_local, addr, len, sreq),
+                    Unexpected::NetRts { len, sreq } => self
+                        .core
+                        .start_net_rendezvous(id, &env, from_local, len, sreq),
                 }
                 self.flush_all();
             }
             None => {
                 if let Some(w) = src_world {
-                    if let Route::Local(l) = self.routes[w as usize] {
-                        if self.core.dead[l as usize] {
-                            self.core
-                                .fail(id, dead_peer_error(self.world_rank, w, "receive from"));
-                            return Ok(id);
-                        }
+                    let dead = match self.routes[w as usize] {
+                        Route::Local(l) => self.core.dead[l as usize],
+                        Route::Net(w) => self.core.net_dead[w as usize],
+                        Route::Myself => false,
+                    };
+                    if dead {
+                        self.core
+                            .fail(id, dead_peer_error(self.world_rank, w, "receive from"));
+                        return Ok(id);
                     }
                 }
                 self.core.matching.post(pattern, id);
@@ -594,11 +728,14 @@ impl Engine {
 
     /// Polls every inbound ring and flushes queued outbound work. True if anything moved.
     pub(crate) fn progress(&mut self) -> bool {
+        let mut moved = false;
+        if self.tcp.is_some() {
+            moved = self.progress_net(false);
+        }
         let Some(shm) = self.shm.as_mut() else {
-            return false;
+            return moved;
         };
         let core = &mut self.core;
-        let mut moved = false;
         let n = core.local_world.len() as u32;
         for peer in 0..n {
             if peer == core.my_local {
@@ -621,9 +758,64 @@ impl Engine {
         moved
     }
 
+    /// Polls the TCP endpoint (when `now`, or when due: see the module comment), hands
+    /// inbound frames to matching, fails the operations of peers found dead and sends what
+    /// is queued. True if anything moved.
+    fn progress_net(&mut self, now: bool) -> bool {
+        let Some(tcp) = self.tcp.as_mut() else {
+            return false;
+        };
+        self.tcp_tick = self.tcp_tick.wrapping_add(1);
+        let due = now || self.net_only || self.core.net_outq_len > 0 || tcp.busy() || {
+            let every = if tcp.connection_count() == 0 {
+                TCP_IDLE_POLL_EVERY
+            } else {
+                self.tcp_poll_every
+            };
+            self.tcp_tick.is_multiple_of(every)
+        };
+        if !due {
+            return false;
+        }
+        let core = &mut self.core;
+        let mut moved = tcp.poll(|peer, h, body| core.on_net_message(peer, h, body));
+        let lost = tcp.take_lost();
+        if core.net_outq_len > 0 {
+            moved |= core.flush_net(tcp);
+        }
+        if !lost.is_empty() {
+            for (w, why) in lost {
+                self.net_peer_lost(w, &why);
+            }
+            moved = true;
+        }
+        moved
+    }
+
+    /// Records that TCP peer `w` is gone and fails what waits on it.
+    fn net_peer_lost(&mut self, w: u32, why: &str) {
+        let core = &mut self.core;
+        if core.net_dead[w as usize] {
+            return;
+        }
+        core.net_dead[w as usize] = true;
+        let dropped = core.net_outq[w as usize].len();
+        core.net_outq[w as usize].clear();
+        core.net_outq_len -= dropped;
+        if self.world_rank != w {
+            eprintln!("weft: rank {}: lost rank {w}: {why}", self.world_rank);
+        }
+        self.fail_dead_requests();
+    }
+
     /// Sends what matching queued, then runs deferred rendezvous reads and sends their
     /// acknowledgements.
     fn flush_all(&mut self) {
+        if self.core.net_outq_len > 0 {
+            if let Some(tcp) = self.tcp.as_mut() {
+                self.core.flush_net(tcp);
+            }
+        }
         if let Some(shm) = self.shm.as_mut() {
             if self.core.outq_len > 0 {
                 self.core.flush(shm);
@@ -668,25 +860,54 @@ impl Engine {
         self.outcome(id)
     }
 
-    /// Marks dead local peers and fails the requests that can no longer complete.
+    /// Marks dead local peers and fails the requests that can no longer complete. TCP peers
+    /// that pending requests wait on get a connection, so one that died before ever sending
+    /// is found (its connect is refused).
     fn check_peers(&mut self) {
-        let Some(shm) = self.shm.as_ref() else { return };
-        let mut newly_dead = false;
-        for l in 0..self.core.local_world.len() as u32 {
-            if l != self.core.my_local && !self.core.dead[l as usize] && !shm.peer_alive(l) {
-                self.core.dead[l as usize] = true;
-                newly_dead = true;
+        if let Some(tcp) = self.tcp.as_mut() {
+            for r in &self.core.reqs {
+                if r.kind == ReqKind::Free || r.done {
+                    continue;
+                }
+                let waits_on = |w: u32| matches!(self.routes[w as usize], Route::Net(_));
+                if let Some(w) = r.peer_world.filter(|&w| waits_on(w)) {
+                    tcp.connect(w);
+                } else if let Some(m) = &r.any_source_members {
+                    for &w in m.iter().filter(|&&w| waits_on(w)) {
+                        tcp.connect(w);
+                    }
+                }
             }
         }
-        if !newly_dead && !self.core.dead.iter().any(|&d| d) {
-            return;
+        let mut any_dead = self.core.net_dead.iter().any(|&d| d);
+        if let Some(shm) = self.shm.as_ref() {
+            let mut newly_dead = false;
+            for l in 0..self.core.local_world.len() as u32 {
+                if l != self.core.my_local && !self.core.dead[l as usize] && !shm.peer_alive(l) {
+                    self.core.dead[l as usize] = true;
+                    newly_dead = true;
+                }
+            }
+            if newly_dead {
+                // Take whatever the dead peers managed to send before failing anything.
+                self.progress();
+            }
+            any_dead |= self.core.dead.iter().any(|&d| d);
         }
-        // Take whatever the dead peers managed to send before failing anything.
-        self.progress();
+        if any_dead {
+            self.fail_dead_requests();
+        }
+    }
+
+    /// Fails every pending request that depends on a dead peer (shared memory or TCP).
+    fn fail_dead_requests(&mut self) {
         let me = self.world_rank;
         let routes = &self.routes;
-        let dead_world =
-            |w: u32| matches!(routes[w as usize], Route::Local(l) if self.core.dead[l as usize]);
+        let dead_world = |w: u32| match routes[w as usize] {
+            Route::Local(l) => self.core.dead[l as usize],
+            Route::Net(w) => self.core.net_dead[w as usize],
+            Route::Myself => false,
+        };
         let mut to_fail = Vec::new();
         for (id, r) in self.core.reqs.iter().enumerate() {
             if r.kind == ReqKind::Free || r.done {
@@ -725,6 +946,187 @@ impl Core {
     fn enqueue(&mut self, peer: u32, item: Outgoing) {
         self.outq[peer as usize].push_back(item);
         self.outq_len += 1;
+    }
+
+    fn net_enqueue(&mut self, w: u32, item: Outgoing) {
+        self.net_outq[w as usize].push_back(item);
+        self.net_outq_len += 1;
+    }
+
+    /// Queues a TCP control frame for world rank `w`.
+    fn net_control(&mut self, w: u32, kind: u8, aux: u32, flags: u8, body_bytes: &[u8]) {
+        let mut body = [0u8; CONTROL_BODY_BYTES];
+        body[..body_bytes.len()].copy_from_slice(body_bytes);
+        let header = Header {
+            kind,
+            aux,
+            flags,
+            ..Header::default()
+        };
+        self.net_enqueue(
+            w,
+            Outgoing::Control {
+                header,
+                body,
+                body_len: body_bytes.len() as u8,
+            },
+        );
+    }
+
+    /// A matched TCP rendezvous: ask the sender for the data (or for nothing, when the
+    /// message does not fit and the receive fails with truncation).
+    fn start_net_rendezvous(&mut self, id: ReqId, env: &Envelope, w: u32, len: usize, sreq: u32) {
+        if !self.matched(id, env, len) {
+            self.net_control(
+                w,
+                net::KIND_CTS,
+                sreq,
+                net::CTS_DISCARD,
+                &0u32.to_le_bytes(),
+            );
+            return;
+        }
+        let r = &mut self.reqs[id as usize];
+        r.frag_total = len;
+        r.frag_received = 0;
+        if len == 0 {
+            r.done = true;
+        }
+        self.net_control(w, net::KIND_CTS, sreq, 0, &id.to_le_bytes());
+    }
+
+    /// Handles one frame from world rank `w` (its kind and length were checked by the codec).
+    fn on_net_message(&mut self, w: u32, h: &Header, body: &[u8]) {
+        match h.kind {
+            net::KIND_EAGER => {
+                let env = Envelope {
+                    ctx: h.ctx,
+                    src: h.src,
+                    tag: h.tag,
+                };
+                match self.matching.take_posted(&env) {
+                    Some(id) => self.fill_recv(id, &env, body, &[]),
+                    None => self
+                        .matching
+                        .push_unexpected(env, (Unexpected::Eager(body.to_vec()), w)),
+                }
+            }
+            net::KIND_RTS => {
+                let len = u64::from_le_bytes(body[..8].try_into().expect("RTS body is 8 bytes"));
+                let env = Envelope {
+                    ctx: h.ctx,
+                    src: h.src,
+                    tag: h.tag,
+                };
+                let len = usize::try_from(len).unwrap_or(usize::MAX);
+                match self.matching.take_posted(&env) {
+                    Some(id) => self.start_net_rendezvous(id, &env, w, len, h.aux),
+                    None => self
+                        .matching
+                        .push_unexpected(env, (Unexpected::NetRts { len, sreq: h.aux }, w)),
+                }
+            }
+            net::KIND_CTS => {
+                let rreq = u32::from_le_bytes(body[..4].try_into().expect("CTS body is 4 bytes"));
+                let discard = h.flags & net::CTS_DISCARD != 0;
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    if r.kind == ReqKind::Send && !r.done && r.peer_world == Some(w) {
+                        if discard {
+                            r.done = true;
+                        } else {
+                            r.remote_req = rreq;
+                            r.frag_sent = 0;
+                            self.net_enqueue(w, Outgoing::Fragments { req: h.aux });
+                        }
+                    }
+                }
+            }
+            net::KIND_FRAG => {
+                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
+                    let len = body.len();
+                    if r.kind == ReqKind::Recv && !r.done && r.frag_received + len <= r.frag_total {
+                        // SAFETY: the receive buffer is alive and exclusively ours until
+                        // completion; frag_total ≤ buffer length was checked when it matched.
+                        let dst = unsafe { r.rbuf.slice_mut(r.frag_received, len) };
+                        dst.copy_from_slice(body);
+                        r.frag_received += len;
+                        if r.frag_received == r.frag_total {
+                            r.done = true;
+                        }
+                    }
+                }
+            }
+            other => {
+                eprintln!(
+                    "weft: ignoring TCP frame of kind {other} from rank {w} (the codec admits no such kind)"
+                );
+            }
+        }
+    }
+
+    /// Sends queued TCP work while the connections take it. True if anything was sent.
+    fn flush_net(&mut self, tcp: &mut Endpoint) -> bool {
+        let mut moved = false;
+        for w in 0..self.net_outq.len() {
+            while let Some(item) = self.net_outq[w].front_mut() {
+                let sent_whole = match item {
+                    Outgoing::Data { header, data, req } => {
+                        // SAFETY: a queued send's buffer stays alive until its request completes.
+                        let bytes = unsafe { data.slice(0, data.len()) };
+                        if tcp.try_send(w as u32, header, &[bytes]) {
+                            if let Some(id) = req {
+                                self.reqs[*id as usize].done = true;
+                            }
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    Outgoing::Control {
+                        header,
+                        body,
+                        body_len,
+                    } => {
+                        let h = Header {
+                            len: *body_len as u32,
+                            ..*header
+                        };
+                        tcp.try_send(w as u32, &h, &[&body[..*body_len as usize]])
+                    }
+                    Outgoing::Fragments { req } => {
+                        let r = &mut self.reqs[*req as usize];
+                        let total = r.sbuf.len();
+                        loop {
+                            if r.frag_sent >= total {
+                                r.done = true;
+                                break true;
+                            }
+                            let n = (total - r.frag_sent).min(self.net_fragment_bytes);
+                            let h = Header {
+                                kind: net::KIND_FRAG,
+                                aux: r.remote_req,
+                                len: n as u32,
+                                ..Header::default()
+                            };
+                            // SAFETY: the send buffer stays alive until its request completes.
+                            let chunk = unsafe { r.sbuf.slice(r.frag_sent, n) };
+                            if !tcp.try_send(w as u32, &h, &[chunk]) {
+                                break false;
+                            }
+                            r.frag_sent += n;
+                            moved = true;
+                        }
+                    }
+                };
+                if !sent_whole {
+                    break;
+                }
+                self.net_outq[w].pop_front();
+                self.net_outq_len -= 1;
+                moved = true;
+            }
+        }
+        moved
     }
 
     fn fail(&mut self, id: ReqId, err: Error) {

@@ -16,4 +16,22 @@ pub static KNOBS: &[Knob] = &[
         default: "60",
         help: "seconds a rank waits for the others during start-up before giving up",
     },
+    Knob {
+        name: "WEFT_TRANSPORTS",
+        kind: KnobKind::Text,
+        default: "shm,tcp",
+        help: "transports a rank may use, comma-separated: shm (same node), tcp (any node); tcp alone forces TCP between ranks of one node too",
+    },
+    Knob {
+        name: "WEFT_MAX_RAILS",
+        kind: KnobKind::Uint,
+        default: "4",
+        help: "most lanes whose bandwidth is at least a quarter of the best that the lane choice stripes large messages over (weft info --transports); the TCP transport drives one lane per peer so far",
+    },
+    Knob {
+        name: "WEFT_STRIPE_BYTES",
+        kind: KnobKind::Bytes,
+        default: "1M",
+        help: "messages of at least this size are striped over the chosen lanes (weft info --transports)",
+    },
 ];

@@ -45,7 +45,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 use weft_boot::Store;
+use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
 use weft_transport::shm::{Layout, ShmNode};
+use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
 /// An initialised weft process: the world and self communicators and the progress engine.
 /// One per process (per thread in in-process tests); not `Send`.
@@ -197,6 +199,32 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         }
     };
     let local_size = local_world.len() as u32;
+    let tcp_local = !config.transports.contains(&TransportKind::Shm);
+    let tcp = match &store {
+        Some(store) if size > 1 && (tcp_local || (local_size < size)) => {
+            let ppn = local_size;
+            // The lane choice decides which peers TCP serves; it is the same on every rank.
+            let lanes = lane_candidates(&config)?;
+            let policy = lane_policy(&config);
+            for same_node in [true, false] {
+                let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
+                    .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
+                let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
+                if same_node && tcp_chosen != tcp_local {
+                    return Err(Error::new(
+                        ErrorKind::Internal,
+                        format!("rank {rank}: lane choice for same-node peers disagrees with WEFT_TRANSPORTS"),
+                    ));
+                }
+            }
+            if !config.transports.contains(&TransportKind::Tcp) {
+                None
+            } else {
+                Some(open_tcp(rank, size, &config, store, &node_of, timeout)?)
+            }
+        }
+        _ => None,
+    };
     let engine = Engine::new(
         rank,
         size,
@@ -205,6 +233,8 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             my_local,
             shm,
             node_of,
+            tcp,
+            tcp_local,
         },
         &config,
     )?;
@@ -222,6 +252,173 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         local_rank: my_local,
         local_size,
     })
+}
+
+/// Opens this rank's TCP endpoint, publishes its addresses in the store and reads those of
+/// the peers it reaches over TCP (same-node peers first try loopback).
+fn open_tcp(
+    rank: u32,
+    size: u32,
+    config: &Config,
+    store: &Arc<dyn Store>,
+    node_of: &[u32],
+    timeout: Duration,
+) -> Result<Endpoint> {
+    let at = |what: &str| format!("rank {rank}: {what}");
+    // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
+    // rank 0 and shared through the store, which only holders of the job secret can read.
+    let key = match &config.job_secret {
+        Some(k) => k.clone(),
+        None => {
+            if rank == 0 {
+                let k = weft_boot::auth::new_secret()?;
+                store.put("tcp/key", weft_boot::auth::encode_hex(&k).as_bytes())?;
+                k
+            } else {
+                let hex = store
+                    .get("tcp/key", timeout)
+                    .map_err(|e| e.context(at("waiting for the TCP key")))?;
+                weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
+            }
+        }
+    };
+    let tcp_local = !config.transports.contains(&TransportKind::Shm);
+    let only_local = node_of.iter().all(|&n| n == node_of[rank as usize]);
+    let mut ep = Endpoint::bind(TcpConfig {
+        rank,
+        size,
+        key,
+        limits: tcp::frame::Limits {
+            eager_bytes: config.tcp_eager_bytes as u32,
+            fragment_bytes: config.tcp_fragment_bytes as u32,
+        },
+        // A job on one node (forced TCP) needs loopback only.
+        bind_ip: if only_local && config.tcp_interfaces.is_empty() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        },
+        interfaces: config.tcp_interfaces.clone(),
+    })
+    .map_err(|e| e.context(at("TCP")))?;
+    store
+        .put(&format!("tcp/{rank}"), ep.address_record().as_bytes())
+        .map_err(|e| e.context(at("publishing the TCP address")))?;
+    for r in 0..size {
+        let same = node_of[r as usize] == node_of[rank as usize];
+        if r == rank || (same && !tcp_local) {
+            continue;
+        }
+        let rec = store
+            .get(&format!("tcp/{r}"), timeout)
+            .map_err(|e| e.context(at(&format!("waiting for rank {r}'s TCP address"))))?;
+        let mut addrs = tcp::parse_addresses(r, &String::from_utf8_lossy(&rec))?;
+        if same {
+            let port = addrs.first().map(|a| a.port()).unwrap_or(0);
+            addrs.insert(0, (std::net::Ipv4Addr::LOCALHOST, port).into());
+            addrs.dedup();
+        }
+        ep.set_peer_addresses(r, addrs);
+    }
+    Ok(ep)
+}
+
+/// The lanes this process could use, as each transport describes itself: shared memory
+/// (copy bandwidth mostly dedicated to each process) and TCP over each interface (NIC
+/// bandwidth shared by the node's processes; loopback is a memory copy through the kernel).
+/// NIC speed and NUMA node come from /sys when the machine says; the figures are defaults
+/// for the model, not measurements.
+pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
+    let mut lanes = vec![LaneDesc {
+        name: "shm".into(),
+        transport: TransportKind::Shm,
+        latency_ns: 300.0,
+        overhead_ns: 100.0,
+        registration_ns_per_byte: 0.0,
+        dedicated_bytes_per_s: 8e9,
+        shared_bytes_per_s: 0.0,
+        reach: lanes::Reach::SameNode,
+        single_copy: config.cma != config::CmaMode::Off,
+        numa_near: None,
+    }];
+    let my_numa = current_numa_node();
+    for (iface, ip) in interface_addresses(&config.tcp_interfaces)? {
+        let loopback = ip.is_loopback();
+        let speed_mbit = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
+            .ok()
+            .and_then(|t| t.trim().parse::<f64>().ok())
+            .filter(|&s| s > 0.0);
+        let numa = std::fs::read_to_string(format!("/sys/class/net/{iface}/device/numa_node"))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .filter(|&n| n >= 0);
+        lanes.push(LaneDesc {
+            name: format!("tcp:{iface}({ip})"),
+            transport: TransportKind::Tcp,
+            latency_ns: if loopback { 12_000.0 } else { 25_000.0 },
+            overhead_ns: 2_000.0,
+            registration_ns_per_byte: 0.0,
+            dedicated_bytes_per_s: if loopback { 3e9 } else { 0.0 },
+            // Without a reported speed assume 10 Gbit/s.
+            shared_bytes_per_s: if loopback {
+                0.0
+            } else {
+                speed_mbit.unwrap_or(10_000.0) * 1e6 / 8.0
+            },
+            reach: lanes::Reach::AnyNode,
+            single_copy: false,
+            numa_near: match (numa, my_numa) {
+                (Some(n), Some(m)) => Some(n == m),
+                _ => None,
+            },
+        });
+    }
+    Ok(lanes)
+}
+
+/// The lane policy the knobs describe.
+pub fn lane_policy(config: &Config) -> LanePolicy {
+    LanePolicy {
+        allowed: config.transports.clone(),
+        max_rails: config.max_rails,
+        stripe_threshold_bytes: config.stripe_bytes,
+    }
+}
+
+/// (interface, address) pairs TCP would publish, following `WEFT_TCP_IFACES`.
+fn interface_addresses(only: &[String]) -> Result<Vec<(String, std::net::IpAddr)>> {
+    let ips = tcp::local_addresses(only)?;
+    let names = tcp::interface_names();
+    Ok(ips
+        .into_iter()
+        .map(|ip| {
+            let name = names
+                .iter()
+                .find(|(_, a)| *a == ip)
+                .map(|(n, _)| n.clone())
+                .unwrap_or_else(|| ip.to_string());
+            (name, ip)
+        })
+        .collect())
+}
+
+/// The NUMA node of the CPU this process runs on, when the machine says.
+fn current_numa_node() -> Option<i64> {
+    // SAFETY: sched_getcpu takes no arguments.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return None;
+    }
+    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix("node")?
+                .parse()
+                .ok()
+        })
+        .next()
 }
 
 impl Weft {
@@ -272,8 +469,17 @@ impl Weft {
         std::process::exit(code)
     }
 
+    /// Inbound TCP connections this rank dropped because they did not prove the job key.
+    pub fn tcp_refused(&self) -> u64 {
+        self.engine.borrow().tcp_refused()
+    }
+
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).
     pub fn finalize(self) -> Result<()> {
+        // Bytes still queued for TCP peers must leave before this rank stops polling.
+        self.engine
+            .borrow_mut()
+            .drain(Duration::from_secs(self.config.boot_timeout_s));
         if let Some(s) = &self.store {
             let size = self.world.size();
             s.barrier(

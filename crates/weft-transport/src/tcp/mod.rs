@@ -1,1 +1,985 @@
-//! The TCP transport between nodes. (Being written for issue 5.)
+//! The TCP transport between nodes: one listening socket and one epoll set per process,
+//! connections made lazily on the first send to a peer, each opened by a handshake proving
+//! the job key ([`handshake`]), then framed messages ([`frame`]).
+//!
+//! Everything is nonblocking and driven from the caller's progress loop by [`Endpoint::poll`]
+//! (epoll with timeout 0); there is no thread. Sockets have `TCP_NODELAY`; a frame goes out
+//! with one vectored write of header and payload, and what the kernel does not take is copied
+//! into the connection's small write buffer (at most one frame), so [`Endpoint::try_send`]
+//! never holds on to the caller's buffer after it returns.
+//!
+//! Simultaneous connects: when two ranks connect to each other at once, both connections
+//! survive. Each rank sends all its frames to a peer on the first of them that opened, and
+//! reads frames from both, so the order of one sender's frames holds whichever way the race
+//! went, and no connection is ever torn down under data.
+//!
+//! This module knows nothing of matching or requests; it depends on `weft-core`, `libc` and
+//! the hash crates only.
+
+pub mod frame;
+pub mod handshake;
+
+use crate::shm::Header;
+use frame::{Decoded, Limits, FRAME_HEADER_BYTES};
+use handshake::{CHALLENGE_BYTES, HELLO_BYTES, NONCE_BYTES, PROOF_BYTES};
+use std::io::{ErrorKind as IoKind, IoSlice, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+use weft_core::{Error, ErrorKind, Result};
+
+/// How long a connection may take to finish its handshake before it is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Unproven inbound connections held at once; more are dropped on arrival.
+const MAX_UNPROVEN: usize = 64;
+/// Reads per readable connection per poll, so one busy peer cannot starve the others.
+const READS_PER_EVENT: usize = 8;
+const LISTENER_TOKEN: u64 = u64::MAX;
+
+/// How an [`Endpoint`] is set up.
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// This process's rank in the job.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub size: u32,
+    /// The job key both ends of a connection must prove (at least 16 bytes).
+    pub key: Vec<u8>,
+    /// Bounds on frame bodies; every rank of the job uses the same.
+    pub limits: Limits,
+    /// Address to listen on (unspecified = every interface).
+    pub bind_ip: IpAddr,
+    /// Interfaces (names) or addresses whose addresses are published; empty = all.
+    pub interfaces: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Our nonblocking connect is in flight to `peer_addrs[peer][addr]`.
+    Connecting { addr: usize },
+    /// We sent `HELLO`, waiting for `CHALLENGE`.
+    AwaitChallenge {
+        addr: usize,
+        nonce_c: [u8; NONCE_BYTES],
+    },
+    /// Accepted; waiting for `HELLO`.
+    AwaitHello,
+    /// Accepted and answered; waiting for `PROOF` from the claimed peer.
+    AwaitProof {
+        nonce_c: [u8; NONCE_BYTES],
+        nonce_a: [u8; NONCE_BYTES],
+    },
+    /// Both sides proven; frames flow.
+    Open,
+}
+
+struct Conn {
+    stream: TcpStream,
+    /// The peer's rank: known when we connected, claimed by `HELLO`, proven once `Open`.
+    peer: Option<u32>,
+    phase: Phase,
+    remote: Option<SocketAddr>,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Whether epoll watches this socket for writability.
+    want_write: bool,
+    since: Instant,
+}
+
+impl Conn {
+    fn pending_write(&self) -> bool {
+        self.wpos < self.wbuf.len()
+    }
+}
+
+/// Why a connection ends.
+enum Close {
+    /// The peer is gone or broke the protocol after proving itself: fail its operations.
+    Lost(String),
+    /// An inbound connection that never proved the key: drop it and log.
+    Refused(String),
+    /// Our connect or handshake to this address failed: try the next address.
+    Retry(String),
+}
+
+/// One process's TCP endpoint: listener, connections, epoll set.
+pub struct Endpoint {
+    rank: u32,
+    size: u32,
+    key: Vec<u8>,
+    limits: Limits,
+    listener: TcpListener,
+    addresses: Vec<SocketAddr>,
+    epoll: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Per peer: the connection our frames go out on (the first one that opened).
+    send_conn: Vec<Option<usize>>,
+    /// Per peer: our connection attempt in progress.
+    connecting: Vec<Option<usize>>,
+    peer_addrs: Vec<Vec<SocketAddr>>,
+    connect_errors: Vec<Vec<String>>,
+    dead: Vec<bool>,
+    lost: Vec<(u32, String)>,
+    live_conns: usize,
+    handshakes: usize,
+    pending_writes: usize,
+    refused: u64,
+}
+
+impl Endpoint {
+    /// Opens the listening socket and the epoll set.
+    pub fn bind(cfg: TcpConfig) -> Result<Endpoint> {
+        if cfg.key.len() < handshake::MIN_KEY_BYTES {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "TCP job key of {} bytes is too short (at least {})",
+                    cfg.key.len(),
+                    handshake::MIN_KEY_BYTES
+                ),
+            ));
+        }
+        if cfg.limits.eager_bytes == 0 || cfg.limits.fragment_bytes == 0 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("TCP frame limits {:?} must be positive", cfg.limits),
+            ));
+        }
+        let listener = TcpListener::bind((cfg.bind_ip, 0)).map_err(|e| {
+            Error::io(
+                format!("rank {}: listening for TCP on {}", cfg.rank, cfg.bind_ip),
+                e,
+            )
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::io("making the TCP listener nonblocking", e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| Error::io("reading the TCP listener's address", e))?
+            .port();
+        let addresses = if cfg.bind_ip.is_unspecified() {
+            local_addresses(&cfg.interfaces)?
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, port))
+                .collect()
+        } else {
+            vec![SocketAddr::new(cfg.bind_ip, port)]
+        };
+        // SAFETY: epoll_create1 takes no pointers; the result is checked below.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::io(
+                "creating the epoll set",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+        let n = cfg.size as usize;
+        let ep = Endpoint {
+            rank: cfg.rank,
+            size: cfg.size,
+            key: cfg.key,
+            limits: cfg.limits,
+            listener,
+            addresses,
+            epoll,
+            conns: Vec::new(),
+            free: Vec::new(),
+            send_conn: vec![None; n],
+            connecting: vec![None; n],
+            peer_addrs: vec![Vec::new(); n],
+            connect_errors: vec![Vec::new(); n],
+            dead: vec![false; n],
+            lost: Vec::new(),
+            live_conns: 0,
+            handshakes: 0,
+            pending_writes: 0,
+            refused: 0,
+        };
+        ep.epoll_ctl(
+            libc::EPOLL_CTL_ADD,
+            ep.listener.as_raw_fd(),
+            libc::EPOLLIN as u32,
+            LISTENER_TOKEN,
+        )
+        .map_err(|e| Error::io("adding the TCP listener to epoll", e))?;
+        Ok(ep)
+    }
+
+    /// The addresses peers may connect to, in order of preference.
+    pub fn addresses(&self) -> &[SocketAddr] {
+        &self.addresses
+    }
+
+    /// The addresses as one line for the bootstrap store (see [`parse_addresses`]).
+    pub fn address_record(&self) -> String {
+        let v: Vec<String> = self.addresses.iter().map(|a| a.to_string()).collect();
+        v.join(",")
+    }
+
+    /// Where to reach `peer`, tried in order.
+    pub fn set_peer_addresses(&mut self, peer: u32, addrs: Vec<SocketAddr>) {
+        self.peer_addrs[peer as usize] = addrs;
+    }
+
+    /// Connections open or opening (the caller polls rarely while this is zero).
+    pub fn connection_count(&self) -> usize {
+        self.live_conns
+    }
+
+    /// True while some connection has bytes the kernel has not taken or a handshake runs.
+    pub fn busy(&self) -> bool {
+        self.pending_writes > 0 || self.handshakes > 0
+    }
+
+    /// Whether `peer` was found dead (its connection broke or it cannot be reached).
+    pub fn is_dead(&self, peer: u32) -> bool {
+        self.dead[peer as usize]
+    }
+
+    /// Peers found dead since the last call, each with the reason.
+    pub fn take_lost(&mut self) -> Vec<(u32, String)> {
+        std::mem::take(&mut self.lost)
+    }
+
+    /// Inbound connections dropped because they did not prove the job key.
+    pub fn refused_count(&self) -> u64 {
+        self.refused
+    }
+
+    /// Starts connecting to `peer` unless a connection exists or is being made.
+    pub fn connect(&mut self, peer: u32) {
+        let p = peer as usize;
+        if self.dead[p] || self.send_conn[p].is_some() || self.connecting[p].is_some() {
+            return;
+        }
+        self.connect_errors[p].clear();
+        self.start_connect(peer, 0);
+    }
+
+    /// Sends one frame to `peer` if its connection is open and has nothing queued: the
+    /// frame is then written, or its unwritten rest copied, and true returned. False means
+    /// "not now" (connecting, or the kernel is still taking the previous frame); the caller
+    /// keeps the frame and tries again after [`Endpoint::poll`].
+    pub fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
+        let p = peer as usize;
+        let Some(ci) = self.send_conn[p] else {
+            self.connect(peer);
+            return false;
+        };
+        if self.conns[ci].as_ref().is_some_and(Conn::pending_write) {
+            self.flush_conn(ci);
+            if self.conns[ci].as_ref().is_none_or(Conn::pending_write) {
+                return false;
+            }
+        }
+        let hb = frame::encode_header(h);
+        let mut iov = [IoSlice::new(&[]); 4];
+        iov[0] = IoSlice::new(&hb);
+        let mut total = hb.len();
+        let mut n_iov = 1;
+        for part in parts.iter().filter(|p| !p.is_empty()) {
+            debug_assert!(n_iov < iov.len(), "at most three payload parts");
+            iov[n_iov] = IoSlice::new(part);
+            n_iov += 1;
+            total += part.len();
+        }
+        let conn = self.conns[ci].as_mut().expect("send connection exists");
+        let written = match conn.stream.write_vectored(&iov[..n_iov]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == IoKind::WouldBlock || e.kind() == IoKind::Interrupted => 0,
+            Err(e) => {
+                let why = format!("writing to rank {peer}: {e}");
+                self.close(ci, Close::Lost(why));
+                return false;
+            }
+        };
+        if written < total {
+            // Keep the unwritten rest ourselves so the caller's buffer is free on return.
+            let mut skip = written;
+            conn.wbuf.clear();
+            conn.wpos = 0;
+            for s in std::iter::once(&hb[..]).chain(parts.iter().copied()) {
+                if skip >= s.len() {
+                    skip -= s.len();
+                    continue;
+                }
+                conn.wbuf.extend_from_slice(&s[skip..]);
+                skip = 0;
+            }
+            self.pending_writes += 1;
+            self.watch_writes(ci, true);
+        }
+        true
+    }
+
+    /// Accepts connections, runs handshakes, writes queued bytes and hands every complete
+    /// inbound frame to `on_frame(peer, header, body)`. Never blocks. True if anything moved.
+    pub fn poll(&mut self, mut on_frame: impl FnMut(u32, &Header, &[u8])) -> bool {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 32];
+        // SAFETY: `events` is writable for its whole length; timeout 0 never blocks.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                0,
+            )
+        };
+        let mut moved = false;
+        for ev in events.iter().take(n.max(0) as usize) {
+            let (flags, token) = (ev.events, ev.u64);
+            moved = true;
+            if token == LISTENER_TOKEN {
+                self.accept_all();
+                continue;
+            }
+            let ci = token as usize;
+            let Some(conn) = self.conns.get(ci).and_then(Option::as_ref) else {
+                continue;
+            };
+            if let Phase::Connecting { .. } = conn.phase {
+                self.connect_ready(ci);
+                continue;
+            }
+            if flags & libc::EPOLLOUT as u32 != 0 {
+                self.flush_conn(ci);
+            }
+            if flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                self.read_conn(ci, &mut on_frame);
+            }
+        }
+        if self.handshakes > 0 {
+            self.expire_handshakes();
+        }
+        moved
+    }
+
+    // ------------------------------------------------------------ connections
+
+    fn epoll_ctl(&self, op: i32, fd: i32, events: u32, token: u64) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: `ev` lives across the call; the kernel copies it.
+        let rc = unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) };
+        if rc < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn insert(&mut self, conn: Conn, events: u32) -> std::io::Result<usize> {
+        let ci = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        let fd = conn.stream.as_raw_fd();
+        let want_write = conn.want_write;
+        self.conns[ci] = Some(conn);
+        if let Err(e) = self.epoll_ctl(libc::EPOLL_CTL_ADD, fd, events, ci as u64) {
+            self.conns[ci] = None;
+            self.free.push(ci);
+            return Err(e);
+        }
+        self.live_conns += 1;
+        self.handshakes += 1;
+        debug_assert!(!want_write || events & libc::EPOLLOUT as u32 != 0);
+        Ok(ci)
+    }
+
+    fn watch_writes(&mut self, ci: usize, on: bool) {
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        if conn.want_write == on {
+            return;
+        }
+        conn.want_write = on;
+        let fd = conn.stream.as_raw_fd();
+        let events = libc::EPOLLIN as u32 | if on { libc::EPOLLOUT as u32 } else { 0 };
+        if let Err(e) = self.epoll_ctl(libc::EPOLL_CTL_MOD, fd, events, ci as u64) {
+            self.close(ci, Close::Lost(format!("watching a TCP socket: {e}")));
+        }
+    }
+
+    fn new_conn(stream: TcpStream, peer: Option<u32>, phase: Phase, max_frame: usize) -> Conn {
+        Conn {
+            stream,
+            peer,
+            phase,
+            remote: None,
+            // Room for the largest frame plus the next frame's start, so reading never
+            // waits on a full buffer.
+            rbuf: vec![0u8; max_frame + 64 * 1024],
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::new(),
+            wpos: 0,
+            want_write: false,
+            since: Instant::now(),
+        }
+    }
+
+    fn start_connect(&mut self, peer: u32, first: usize) {
+        let p = peer as usize;
+        for a in first..self.peer_addrs[p].len() {
+            let addr = self.peer_addrs[p][a];
+            match nonblocking_connect(&addr) {
+                Ok(stream) => {
+                    let mut conn = Self::new_conn(
+                        stream,
+                        Some(peer),
+                        Phase::Connecting { addr: a },
+                        self.limits.max_frame_bytes(),
+                    );
+                    conn.remote = Some(addr);
+                    conn.want_write = true;
+                    let events = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
+                    match self.insert(conn, events) {
+                        Ok(ci) => {
+                            self.connecting[p] = Some(ci);
+                            return;
+                        }
+                        Err(e) => self.connect_errors[p].push(format!("{addr}: {e}")),
+                    }
+                }
+                Err(e) => self.connect_errors[p].push(format!("{addr}: {e}")),
+            }
+        }
+        let why = if self.peer_addrs[p].is_empty() {
+            format!("rank {peer} published no TCP address")
+        } else {
+            format!(
+                "could not reach rank {peer} over TCP ({})",
+                self.connect_errors[p].join("; ")
+            )
+        };
+        self.mark_dead(peer, why);
+    }
+
+    fn connect_ready(&mut self, ci: usize) {
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        let Phase::Connecting { addr } = conn.phase else {
+            return;
+        };
+        let peer = conn.peer.expect("outbound connections know their peer");
+        match conn.stream.take_error() {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) => {
+                self.close(ci, Close::Retry(format!("connect: {e}")));
+                return;
+            }
+        }
+        // A spurious wake-up before the connect finished shows as "not connected".
+        if conn.stream.peer_addr().is_err() {
+            return;
+        }
+        let _ = conn.stream.set_nodelay(true);
+        let nonce_c = match handshake::nonce() {
+            Ok(n) => n,
+            Err(e) => {
+                self.close(ci, Close::Retry(e.to_string()));
+                return;
+            }
+        };
+        conn.phase = Phase::AwaitChallenge { addr, nonce_c };
+        conn.wbuf.clear();
+        conn.wbuf
+            .extend_from_slice(&handshake::hello(self.rank, peer, &nonce_c));
+        conn.wpos = 0;
+        self.pending_writes += 1;
+        self.flush_conn(ci);
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let (stream, remote) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(_) => return,
+            };
+            if self.handshakes >= MAX_UNPROVEN {
+                self.refused += 1;
+                eprintln!(
+                    "weft: rank {}: dropped TCP connection from {remote}: {MAX_UNPROVEN} handshakes already pending",
+                    self.rank
+                );
+                continue;
+            }
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let mut conn = Self::new_conn(
+                stream,
+                None,
+                Phase::AwaitHello,
+                self.limits.max_frame_bytes(),
+            );
+            conn.remote = Some(remote);
+            let _ = self.insert(conn, libc::EPOLLIN as u32);
+        }
+    }
+
+    /// Writes what the connection has queued. Closes it on error.
+    fn flush_conn(&mut self, ci: usize) {
+        let Some(conn) = self.conns[ci].as_mut() else {
+            return;
+        };
+        if !conn.pending_write() {
+            self.watch_writes(ci, false);
+            return;
+        }
+        while conn.pending_write() {
+            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+                Ok(0) => break,
+                Ok(n) => conn.wpos += n,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) if e.kind() == IoKind::WouldBlock => break,
+                Err(e) => {
+                    let why = format!("writing: {e}");
+                    let close = match conn.phase {
+                        Phase::Open => Close::Lost(why),
+                        Phase::AwaitChallenge { .. } | Phase::Connecting { .. } => {
+                            Close::Retry(why)
+                        }
+                        _ => Close::Refused(why),
+                    };
+                    self.close(ci, close);
+                    return;
+                }
+            }
+        }
+        let done = !conn.pending_write();
+        if done {
+            conn.wbuf.clear();
+            conn.wpos = 0;
+            self.pending_writes -= 1;
+        }
+        self.watch_writes(ci, !done);
+    }
+
+    fn queue_bytes(&mut self, ci: usize, bytes: &[u8]) {
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        if !conn.pending_write() {
+            conn.wbuf.clear();
+            conn.wpos = 0;
+            self.pending_writes += 1;
+        }
+        conn.wbuf.extend_from_slice(bytes);
+        self.flush_conn(ci);
+    }
+
+    fn read_conn(&mut self, ci: usize, on_frame: &mut impl FnMut(u32, &Header, &[u8])) {
+        for _ in 0..READS_PER_EVENT {
+            let Some(conn) = self.conns[ci].as_mut() else {
+                return;
+            };
+            if conn.rend == conn.rbuf.len() {
+                // Move the partial frame to the front; the buffer holds any whole frame.
+                conn.rbuf.copy_within(conn.rstart..conn.rend, 0);
+                conn.rend -= conn.rstart;
+                conn.rstart = 0;
+            }
+            let end = conn.rend;
+            match conn.stream.read(&mut conn.rbuf[end..]) {
+                Ok(0) => {
+                    let why = match conn.peer {
+                        Some(p) if matches!(conn.phase, Phase::Open) => {
+                            format!("rank {p} closed its connection")
+                        }
+                        _ => "closed during the handshake".to_string(),
+                    };
+                    self.close_for_phase(ci, why);
+                    return;
+                }
+                Ok(n) => {
+                    conn.rend += n;
+                    if !self.process(ci, on_frame) {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) => {
+                    self.close_for_phase(ci, format!("reading: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn close_for_phase(&mut self, ci: usize, why: String) {
+        let conn = self.conns[ci].as_ref().expect("live connection");
+        let close = match conn.phase {
+            Phase::Open => Close::Lost(why),
+            Phase::Connecting { .. } | Phase::AwaitChallenge { .. } => Close::Retry(why),
+            Phase::AwaitHello | Phase::AwaitProof { .. } => Close::Refused(why),
+        };
+        self.close(ci, close);
+    }
+
+    /// Consumes what the connection has buffered. False when the connection was closed.
+    fn process(&mut self, ci: usize, on_frame: &mut impl FnMut(u32, &Header, &[u8])) -> bool {
+        loop {
+            let conn = self.conns[ci].as_mut().expect("live connection");
+            let avail = conn.rend - conn.rstart;
+            match conn.phase {
+                Phase::Connecting { .. } => return true,
+                Phase::AwaitHello => {
+                    if avail < HELLO_BYTES {
+                        return true;
+                    }
+                    let b: [u8; HELLO_BYTES] = conn.rbuf[conn.rstart..conn.rstart + HELLO_BYTES]
+                        .try_into()
+                        .expect("hello bytes");
+                    conn.rstart += HELLO_BYTES;
+                    let (from, nonce_c) = match handshake::parse_hello(&b, self.rank, self.size) {
+                        Ok(x) => x,
+                        Err(e) => {
+                            self.close(ci, Close::Refused(e.to_string()));
+                            return false;
+                        }
+                    };
+                    let nonce_a = match handshake::nonce() {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.close(ci, Close::Refused(e.to_string()));
+                            return false;
+                        }
+                    };
+                    conn.peer = Some(from);
+                    conn.phase = Phase::AwaitProof { nonce_c, nonce_a };
+                    let c = handshake::challenge(&self.key, from, self.rank, &nonce_c, &nonce_a);
+                    self.queue_bytes(ci, &c);
+                    if self.conns[ci].is_none() {
+                        return false;
+                    }
+                }
+                Phase::AwaitProof { nonce_c, nonce_a } => {
+                    if avail < PROOF_BYTES {
+                        return true;
+                    }
+                    let b: [u8; PROOF_BYTES] = conn.rbuf[conn.rstart..conn.rstart + PROOF_BYTES]
+                        .try_into()
+                        .expect("proof bytes");
+                    conn.rstart += PROOF_BYTES;
+                    let from = conn.peer.expect("claimed in hello");
+                    if let Err(e) =
+                        handshake::check_proof(&self.key, from, self.rank, &nonce_c, &nonce_a, &b)
+                    {
+                        self.close(ci, Close::Refused(e.to_string()));
+                        return false;
+                    }
+                    self.opened(ci, from);
+                }
+                Phase::AwaitChallenge { nonce_c, .. } => {
+                    if avail < CHALLENGE_BYTES {
+                        return true;
+                    }
+                    let b: [u8; CHALLENGE_BYTES] = conn.rbuf
+                        [conn.rstart..conn.rstart + CHALLENGE_BYTES]
+                        .try_into()
+                        .expect("challenge bytes");
+                    conn.rstart += CHALLENGE_BYTES;
+                    let peer = conn.peer.expect("outbound connections know their peer");
+                    let nonce_a = match handshake::check_challenge(
+                        &self.key, self.rank, peer, &nonce_c, &b,
+                    ) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.close(ci, Close::Retry(e.to_string()));
+                            return false;
+                        }
+                    };
+                    let p = handshake::proof(&self.key, self.rank, peer, &nonce_c, &nonce_a);
+                    self.queue_bytes(ci, &p);
+                    if self.conns[ci].is_none() {
+                        return false;
+                    }
+                    self.connecting[peer as usize] = None;
+                    self.opened(ci, peer);
+                }
+                Phase::Open => {
+                    let peer = conn.peer.expect("open connections know their peer");
+                    let input = &conn.rbuf[conn.rstart..conn.rend];
+                    match frame::decode(input, &self.limits) {
+                        Ok(Decoded::NeedMore) => {
+                            if conn.rstart == conn.rend {
+                                conn.rstart = 0;
+                                conn.rend = 0;
+                            }
+                            return true;
+                        }
+                        Ok(Decoded::Frame(h)) => {
+                            let body =
+                                &input[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + h.len as usize];
+                            on_frame(peer, &h, body);
+                            conn.rstart += FRAME_HEADER_BYTES + h.len as usize;
+                        }
+                        Err(e) => {
+                            let why = format!("rank {peer} sent a malformed frame: {e}");
+                            self.close(ci, Close::Lost(why));
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn opened(&mut self, ci: usize, peer: u32) {
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        conn.phase = Phase::Open;
+        self.handshakes -= 1;
+        let p = peer as usize;
+        if self.send_conn[p].is_none() {
+            self.send_conn[p] = Some(ci);
+        }
+    }
+
+    fn close(&mut self, ci: usize, close: Close) {
+        let Some(conn) = self.conns[ci].take() else {
+            return;
+        };
+        self.free.push(ci);
+        let fd = conn.stream.as_raw_fd();
+        let _ = self.epoll_ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);
+        self.live_conns -= 1;
+        if !matches!(conn.phase, Phase::Open) {
+            self.handshakes -= 1;
+        }
+        if conn.pending_write() {
+            self.pending_writes -= 1;
+        }
+        let remote = conn
+            .remote
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "?".into());
+        drop(conn.stream);
+        match close {
+            Close::Lost(why) => {
+                let Some(peer) = conn.peer else {
+                    eprintln!(
+                        "weft: rank {}: dropped TCP connection from {remote}: {why}",
+                        self.rank
+                    );
+                    return;
+                };
+                let p = peer as usize;
+                if self.send_conn[p] == Some(ci) {
+                    self.send_conn[p] = None;
+                }
+                if self.connecting[p] == Some(ci) {
+                    self.connecting[p] = None;
+                }
+                self.mark_dead(peer, why);
+            }
+            Close::Refused(why) => {
+                self.refused += 1;
+                eprintln!(
+                    "weft: rank {}: dropped TCP connection from {remote}: {why}",
+                    self.rank
+                );
+            }
+            Close::Retry(why) => {
+                let peer = conn.peer.expect("outbound connections know their peer");
+                let p = peer as usize;
+                self.connecting[p] = None;
+                self.connect_errors[p].push(format!("{remote}: {why}"));
+                let next = match conn.phase {
+                    Phase::Connecting { addr } | Phase::AwaitChallenge { addr, .. } => addr + 1,
+                    _ => self.peer_addrs[p].len(),
+                };
+                if self.send_conn[p].is_none() && !self.dead[p] {
+                    self.start_connect(peer, next);
+                }
+            }
+        }
+    }
+
+    fn mark_dead(&mut self, peer: u32, why: String) {
+        let p = peer as usize;
+        if self.dead[p] {
+            return;
+        }
+        self.dead[p] = true;
+        self.lost.push((peer, why));
+        // Its other connections carry nothing more we could use.
+        for ci in 0..self.conns.len() {
+            if self.conns[ci]
+                .as_ref()
+                .is_some_and(|c| c.peer == Some(peer))
+            {
+                let conn = self.conns[ci].as_ref().expect("checked");
+                let close = if matches!(conn.phase, Phase::Open) {
+                    Close::Lost(String::new())
+                } else {
+                    Close::Refused(format!("rank {peer} is dead"))
+                };
+                self.close(ci, close);
+            }
+        }
+        self.send_conn[p] = None;
+        self.connecting[p] = None;
+    }
+
+    fn expire_handshakes(&mut self) {
+        let now = Instant::now();
+        for ci in 0..self.conns.len() {
+            let Some(conn) = self.conns[ci].as_ref() else {
+                continue;
+            };
+            if matches!(conn.phase, Phase::Open) || now - conn.since < HANDSHAKE_TIMEOUT {
+                continue;
+            }
+            let why = format!(
+                "handshake not finished after {} s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            );
+            self.close_for_phase(ci, why);
+        }
+    }
+}
+
+/// Parses a record written by [`Endpoint::address_record`]; `rank` names it in errors.
+pub fn parse_addresses(rank: u32, record: &str) -> Result<Vec<SocketAddr>> {
+    record
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.trim().parse::<SocketAddr>().map_err(|_| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    format!("rank {rank} published TCP address {s:?}, which is not ip:port"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The IPv4 addresses of this machine's interfaces that are up, with the interface names.
+pub fn interface_names() -> Vec<(String, IpAddr)> {
+    let mut found: Vec<(String, IpAddr)> = Vec::new();
+    let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head into `ifap`, freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut ifap) } != 0 {
+        return found;
+    }
+    let mut cur = ifap;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_flags & libc::IFF_UP as u32 == 0 {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: ifa_addr points to a sockaddr whose family says which struct it is.
+        let family = unsafe { (*ifa.ifa_addr).sa_family } as i32;
+        if family == libc::AF_INET {
+            // SAFETY: AF_INET addresses are sockaddr_in.
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            found.push((name, IpAddr::V4(ip)));
+        }
+    }
+    // SAFETY: `ifap` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(ifap) };
+    found
+}
+
+/// The IP addresses a rank publishes: those of [`interface_names`], optionally only those
+/// named in `only` (interface names or addresses); loopback last, as the fallback.
+pub fn local_addresses(only: &[String]) -> Result<Vec<IpAddr>> {
+    let mut ips: Vec<IpAddr> = interface_names()
+        .into_iter()
+        .filter(|(name, ip)| {
+            only.is_empty() || only.iter().any(|o| o == name || o == &ip.to_string())
+        })
+        .map(|(_, ip)| ip)
+        .collect();
+    if ips.is_empty() {
+        if !only.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "WEFT_TCP_IFACES={}: no interface that is up has that name or address",
+                    only.join(",")
+                ),
+            ));
+        }
+        ips.push(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    ips.sort_by_key(|ip| ip.is_loopback());
+    ips.dedup();
+    Ok(ips)
+}
+
+/// Starts a nonblocking connect; completion shows as writability in epoll.
+fn nonblocking_connect(addr: &SocketAddr) -> std::io::Result<TcpStream> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: socket takes no pointers; the result is checked below.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nobody else owns; the stream closes it.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    // SAFETY: sockaddr_storage is plain data for which all zeroes is valid.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in.
+            let sin = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_in6) };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_scope_id = a.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    // SAFETY: `storage` holds a valid address of `len` bytes for the call's duration.
+    let rc = unsafe {
+        libc::connect(
+            fd,
+            &storage as *const _ as *const libc::sockaddr,
+            len as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(stream)
+}

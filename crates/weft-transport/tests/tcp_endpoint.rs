@@ -1,0 +1,205 @@
+//! Two or three TCP endpoints in one thread over loopback: lazy connection on first send,
+//! frames in order both ways (including simultaneous connects), a connection with the wrong
+//! key refused without disturbing the others, and a closed peer reported as lost.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, TcpStream};
+use weft_transport::shm::Header;
+use weft_transport::tcp::frame::{Limits, KIND_EAGER, KIND_FRAG};
+use weft_transport::tcp::{handshake, parse_addresses, Endpoint, TcpConfig};
+
+const LIMITS: Limits = Limits {
+    eager_bytes: 64 * 1024,
+    fragment_bytes: 256 * 1024,
+};
+
+fn endpoints(n: u32, key: &[u8]) -> Vec<Endpoint> {
+    let mut eps: Vec<Endpoint> = (0..n)
+        .map(|rank| {
+            Endpoint::bind(TcpConfig {
+                rank,
+                size: n,
+                key: key.to_vec(),
+                limits: LIMITS,
+                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                interfaces: Vec::new(),
+            })
+            .unwrap()
+        })
+        .collect();
+    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
+    for ep in &mut eps {
+        for (r, rec) in records.iter().enumerate() {
+            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
+        }
+    }
+    eps
+}
+
+type Got = Vec<(u32, Header, Vec<u8>)>;
+
+fn pump(eps: &mut [Endpoint], got: &mut [Got]) {
+    for (i, ep) in eps.iter_mut().enumerate() {
+        ep.poll(|peer, h, body| got[i].push((peer, *h, body.to_vec())));
+    }
+}
+
+fn send_all(eps: &mut [Endpoint], got: &mut [Got], from: usize, to: u32, h: &Header, body: &[u8]) {
+    for _ in 0..1_000_000 {
+        if eps[from].try_send(to, h, &[body]) {
+            return;
+        }
+        pump(eps, got);
+    }
+    panic!("send from {from} to {to} never went out");
+}
+
+fn eager(tag: i32, len: usize) -> (Header, Vec<u8>) {
+    let body: Vec<u8> = (0..len).map(|i| (i as i32 * 7 + tag) as u8).collect();
+    let h = Header {
+        kind: KIND_EAGER,
+        tag,
+        len: len as u32,
+        ..Header::default()
+    };
+    (h, body)
+}
+
+#[test]
+fn frames_flow_both_ways_in_order_even_when_both_connect_at_once() {
+    let mut eps = endpoints(2, &[3u8; 32]);
+    let mut got: Vec<Got> = vec![Vec::new(), Vec::new()];
+    assert_eq!(eps[0].connection_count(), 0, "connections are made lazily");
+    // Both sides start sending before either connection exists.
+    let mut sent = [Vec::new(), Vec::new()];
+    for i in 0..200 {
+        for from in 0..2usize {
+            let (h, body) = eager(i, (i as usize * 331) % 70_000 % (64 * 1024));
+            send_all(&mut eps, &mut got, from, 1 - from as u32, &h, &body);
+            sent[1 - from].push((from as u32, h, body));
+        }
+    }
+    // A large fragment goes out with a partial write and the rest buffered.
+    let big = vec![0x5Au8; 256 * 1024];
+    let hf = Header {
+        kind: KIND_FRAG,
+        len: big.len() as u32,
+        aux: 9,
+        ..Header::default()
+    };
+    send_all(&mut eps, &mut got, 0, 1, &hf, &big);
+    sent[1].push((0, hf, big));
+    for _ in 0..100_000 {
+        if got[0].len() == sent[0].len() && got[1].len() == sent[1].len() {
+            break;
+        }
+        pump(&mut eps, &mut got);
+    }
+    assert_eq!(got[0], sent[0]);
+    assert_eq!(got[1], sent[1]);
+    assert!(eps[0].take_lost().is_empty());
+}
+
+#[test]
+fn wrong_key_is_refused_and_the_job_continues() {
+    let mut eps = endpoints(2, &[3u8; 32]);
+    let mut got: Vec<Got> = vec![Vec::new(), Vec::new()];
+    let addr = eps[1].addresses()[0];
+    // An intruder with a wrong key claims to be rank 0.
+    let nonce = handshake::nonce().unwrap();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&handshake::hello(0, 1, &nonce)).unwrap();
+    let mut challenge = [0u8; handshake::CHALLENGE_BYTES];
+    let start = std::time::Instant::now();
+    let mut have = 0;
+    s.set_nonblocking(true).unwrap();
+    while have < challenge.len() && start.elapsed().as_secs() < 10 {
+        pump(&mut eps, &mut got);
+        if let Ok(n) = s.read(&mut challenge[have..]) {
+            have += n;
+        }
+    }
+    assert_eq!(have, challenge.len());
+    assert!(handshake::check_challenge(&[9u8; 32], 0, 1, &nonce, &challenge).is_err());
+    // It forges a proof and then sends a frame that would be delivered if interpreted.
+    let nonce_a: [u8; 32] = challenge[8..40].try_into().unwrap();
+    s.write_all(&handshake::proof(&[9u8; 32], 0, 1, &nonce, &nonce_a))
+        .unwrap();
+    let (h, body) = eager(77, 5);
+    s.write_all(&weft_transport::tcp::frame::encode_header(&h))
+        .unwrap();
+    s.write_all(&body).unwrap();
+    // A connection that sends garbage instead of a hello.
+    let mut g = TcpStream::connect(addr).unwrap();
+    g.write_all(&[0xFFu8; handshake::HELLO_BYTES]).unwrap();
+    for _ in 0..10_000 {
+        pump(&mut eps, &mut got);
+        if eps[1].refused_count() == 2 {
+            break;
+        }
+    }
+    assert_eq!(eps[1].refused_count(), 2);
+    assert!(
+        got[1].is_empty(),
+        "a frame of an unproven connection was delivered"
+    );
+    assert!(
+        eps[1].take_lost().is_empty(),
+        "refusal must not mark rank 0 dead"
+    );
+    // The real rank 0 still gets through.
+    let (h, body) = eager(5, 100);
+    send_all(&mut eps, &mut got, 0, 1, &h, &body);
+    for _ in 0..100_000 {
+        if !got[1].is_empty() {
+            break;
+        }
+        pump(&mut eps, &mut got);
+    }
+    assert_eq!(got[1], vec![(0, h, body)]);
+}
+
+#[test]
+fn a_closed_peer_is_reported_lost() {
+    let mut eps = endpoints(3, &[4u8; 32]);
+    let mut got: Vec<Got> = vec![Vec::new(), Vec::new(), Vec::new()];
+    let (h, body) = eager(1, 10);
+    send_all(&mut eps, &mut got, 0, 2, &h, &body);
+    for _ in 0..100_000 {
+        if !got[2].is_empty() {
+            break;
+        }
+        pump(&mut eps, &mut got);
+    }
+    drop(eps.pop());
+    let mut lost = Vec::new();
+    for _ in 0..100_000 {
+        pump(&mut eps, &mut got);
+        lost.extend(eps[0].take_lost());
+        if !lost.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].0, 2);
+    assert!(lost[0].1.contains("rank 2"), "{}", lost[0].1);
+    assert!(eps[0].is_dead(2));
+    // A rank that never listened (its port is closed) is reported unreachable.
+    let mut eps2 = endpoints(2, &[4u8; 32]);
+    drop(eps2.pop());
+    let (h, body) = eager(1, 1);
+    assert!(!eps2[0].try_send(1, &h, &[&body]));
+    for _ in 0..100_000 {
+        eps2[0].poll(|_, _, _| {});
+        if eps2[0].is_dead(1) {
+            break;
+        }
+    }
+    let lost = eps2[0].take_lost();
+    assert_eq!(lost.len(), 1);
+    assert!(
+        lost[0].1.contains("could not reach rank 1"),
+        "{}",
+        lost[0].1
+    );
+}

@@ -1,0 +1,348 @@
+//! TCP between ranks of an in-process job whose ranks claim different nodes (loopback):
+//! point-to-point at 2, 3 and 4 ranks over every size class, ANY_SOURCE across shared memory
+//! and TCP, forced TCP inside a node, a peer that vanishes, an unauthenticated connection
+//! refused while the job goes on, and every collective across nodes with data checked.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use weft::{Comm, Config, ErrorKind, Launch, Op, Weft, ANY_SOURCE};
+
+/// Runs `body(rank, weft)` on `n` rank threads; rank r claims node `node_of(r)`. The body
+/// finalizes (or not) itself. Panics if a rank panics; aborts after 120 s.
+fn job(
+    n: u32,
+    vars: &[(&str, &str)],
+    node_of: fn(u32) -> u32,
+    body: impl Fn(u32, Weft, &Arc<weft_boot::MemStore>) + Send + Sync + 'static,
+) {
+    static JOBS: AtomicU64 = AtomicU64::new(0);
+    let store = weft_boot::MemStore::new();
+    let job_id = format!(
+        "tcp{}x{}",
+        std::process::id(),
+        JOBS.fetch_add(1, Ordering::Relaxed)
+    );
+    let body = Arc::new(body);
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let finished = Arc::new(AtomicBool::new(false));
+    let flag = finished.clone();
+    std::thread::spawn(move || {
+        for _ in 0..1200 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if flag.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+        eprintln!("in-process TCP job of {n} ranks did not finish in 120 s");
+        std::process::abort();
+    });
+    let handles: Vec<_> = (0..n)
+        .map(|rank| {
+            let (store, job_id, body, vars) =
+                (store.clone(), job_id.clone(), body.clone(), vars.clone());
+            std::thread::spawn(move || {
+                let v: Vec<(&str, &str)> =
+                    vars.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                let launch = Launch {
+                    rank,
+                    size: n,
+                    job_id,
+                    node_id: format!("node{}", node_of(rank)),
+                    store: Some(store.clone() as Arc<dyn weft_boot::Store>),
+                };
+                let weft = weft::init_with(launch, Config::from_vars(&v).unwrap()).unwrap();
+                body(rank, weft, &store);
+            })
+        })
+        .collect();
+    let mut panicked = false;
+    for h in handles {
+        panicked |= h.join().is_err();
+    }
+    finished.store(true, Ordering::Relaxed);
+    assert!(!panicked, "a rank thread panicked");
+}
+
+fn own_node(r: u32) -> u32 {
+    r
+}
+fn pairs(r: u32) -> u32 {
+    r / 2
+}
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(131) ^ seed) as u8)
+        .collect()
+}
+
+/// Every rank sends every size to every other rank (blocking sends ordered to avoid
+/// deadlock: nonblocking receives posted first) and checks what it gets.
+fn all_pairs(w: &Comm, sizes: &[usize]) {
+    let (me, n) = (w.rank() as usize, w.size() as usize);
+    for &len in sizes {
+        let send: Vec<Vec<u8>> = (0..n)
+            .map(|d| pattern(len, me * 31 + d * 7 + len))
+            .collect();
+        let mut recv: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; len]).collect();
+        w.scope(|s| {
+            let mut reqs = Vec::new();
+            for (src, buf) in recv.iter_mut().enumerate() {
+                if src != me {
+                    reqs.push(w.irecv(s, buf, src as i32, 5).unwrap());
+                }
+            }
+            for (dst, buf) in send.iter().enumerate() {
+                if dst != me {
+                    reqs.push(w.isend(s, buf, dst as u32, 5).unwrap());
+                }
+            }
+            for st in s.wait_all(reqs).unwrap() {
+                assert!(!st.cancelled);
+            }
+        });
+        for (src, got) in recv.iter().enumerate() {
+            if src != me {
+                assert!(
+                    *got == pattern(len, src * 31 + me * 7 + len),
+                    "rank {me}: {len} bytes from {src} differ"
+                );
+            }
+        }
+    }
+}
+
+/// 0, 1, odd, TCP eager limit (64 KiB) ± 1, 4 MiB + 13.
+const SIZES: &[usize] = &[0, 1, 1001, 65535, 65536, 65537, (4 << 20) + 13];
+
+#[test]
+fn p2p_every_size_at_2_3_4_ranks_each_on_its_own_node() {
+    for n in [2, 3, 4] {
+        job(n, &[], own_node, |_, weft, _| {
+            all_pairs(&weft.world(), SIZES);
+            weft.finalize().unwrap();
+        });
+    }
+}
+
+#[test]
+fn two_nodes_of_two_mix_shm_and_tcp_with_any_source() {
+    job(4, &[], pairs, |rank, weft, _| {
+        let w = weft.world();
+        all_pairs(&w, &[0, 7, 65537, 300_000]);
+        // Rank 0 takes one message from each of the others in arrival order: rank 1 over
+        // shared memory, ranks 2 and 3 over TCP.
+        if rank == 0 {
+            let mut seen = [false; 4];
+            for _ in 0..3 {
+                let mut buf = [0u64; 2];
+                let st = w.recv(&mut buf, ANY_SOURCE, 9).unwrap();
+                assert_eq!(buf, [st.source as u64, 99]);
+                assert!(!seen[st.source as usize]);
+                seen[st.source as usize] = true;
+            }
+            assert_eq!(seen, [false, true, true, true]);
+        } else {
+            w.send(&[rank as u64, 99], 0, 9).unwrap();
+        }
+        weft.finalize().unwrap();
+    });
+}
+
+#[test]
+fn forced_tcp_inside_one_node() {
+    job(
+        3,
+        &[("WEFT_TRANSPORTS", "tcp")],
+        |_| 0,
+        |_, weft, _| {
+            all_pairs(&weft.world(), &[0, 1, 65537, (1 << 20) + 3]);
+            weft.finalize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn truncation_over_tcp_fails_the_receive_only() {
+    job(2, &[], own_node, |rank, weft, _| {
+        let w = weft.world();
+        for len in [100usize, 200_000] {
+            if rank == 0 {
+                w.send(&pattern(len, 1), 1, 3).unwrap();
+            } else {
+                let mut small = vec![0u8; len / 2];
+                let e = w.recv(&mut small, 0, 3).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Truncate, "{e}");
+            }
+        }
+        // The connection still works.
+        all_pairs(&w, &[65537]);
+        weft.finalize().unwrap();
+    });
+}
+
+#[test]
+fn a_vanished_peer_fails_operations_with_peer_dead() {
+    job(3, &[], own_node, |rank, weft, _| {
+        let w = weft.world();
+        all_pairs(&w, &[8]);
+        // Rank 2 leaves (without finalize) only once rank 0 has all its data: an abrupt
+        // close may reset the connection and discard bytes not yet read.
+        if rank == 0 {
+            w.send(&[0u8], 2, 6).unwrap();
+        }
+        match rank {
+            2 => {
+                w.recv(&mut [0u8], 0, 6).unwrap();
+                drop(w);
+                drop(weft)
+            }
+            0 => {
+                let mut b = [0u8; 4];
+                let e = w.recv(&mut b, 2, 1).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
+                assert!(e.message().contains("rank 2"), "{e}");
+                let e = w.recv(&mut b, ANY_SOURCE, 1).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
+                // The living peer is still reachable.
+                w.send(&[1u8], 1, 4).unwrap();
+            }
+            _ => {
+                let mut b = [0u8; 1];
+                w.recv(&mut b, 0, 4).unwrap();
+                assert_eq!(b, [1]);
+            }
+        }
+    });
+}
+
+#[test]
+fn a_connection_without_the_key_is_refused_and_the_job_goes_on() {
+    job(2, &[], own_node, |rank, weft, store| {
+        let w = weft.world();
+        use weft_boot::Store;
+        if rank == 0 {
+            // Knock on rank 1's port with a hello claiming to be rank 0 and a wrong proof,
+            // then a frame that would be delivered if anything unproven were interpreted.
+            let rec = store
+                .get("tcp/1", std::time::Duration::from_secs(10))
+                .unwrap();
+            let addr = weft_transport::tcp::parse_addresses(1, std::str::from_utf8(&rec).unwrap())
+                .unwrap()[0];
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let nonce = weft_transport::tcp::handshake::nonce().unwrap();
+            s.write_all(&weft_transport::tcp::handshake::hello(0, 1, &nonce))
+                .unwrap();
+            s.write_all(&[0u8; weft_transport::tcp::handshake::PROOF_BYTES])
+                .unwrap();
+            let h = weft_transport::shm::Header {
+                kind: weft_transport::tcp::frame::KIND_EAGER,
+                tag: 1,
+                len: 8,
+                ..Default::default()
+            };
+            s.write_all(&weft_transport::tcp::frame::encode_header(&h))
+                .unwrap();
+            s.write_all(&666u64.to_le_bytes()).unwrap();
+            w.send(&[1u64], 1, 2).unwrap();
+            drop(s);
+        } else {
+            let mut b = [0u64; 1];
+            // Tag 2 from the real rank 0; the intruder's tag-1 frame must never appear.
+            w.recv(&mut b, 0, 2).unwrap();
+            assert_eq!(b, [1]);
+            let start = std::time::Instant::now();
+            while weft.tcp_refused() == 0 && start.elapsed().as_secs() < 20 {
+                assert!(
+                    w.iprobe(ANY_SOURCE, 1).unwrap().is_none(),
+                    "unproven frame delivered"
+                );
+            }
+            assert_eq!(weft.tcp_refused(), 1);
+            assert!(w.iprobe(ANY_SOURCE, 1).unwrap().is_none());
+        }
+        all_pairs(&w, &[3, 70_000]);
+        weft.finalize().unwrap();
+    });
+}
+
+#[test]
+fn every_collective_across_nodes() {
+    for (n, nodes) in [(3u32, own_node as fn(u32) -> u32), (4, pairs)] {
+        job(n, &[], nodes, move |rank, weft, _| {
+            let w = weft.world();
+            let (r, np) = (rank as u64, n as u64);
+            w.barrier().unwrap();
+            for count in [1usize, 5000, 70_000] {
+                let mut b: Vec<u64> = if rank == 1 {
+                    (0..count as u64).collect()
+                } else {
+                    vec![0; count]
+                };
+                w.bcast(&mut b, 1).unwrap();
+                assert!(b.iter().enumerate().all(|(i, &x)| x == i as u64));
+                let send: Vec<u64> = (0..count as u64).map(|i| i + r).collect();
+                let mut out = vec![0u64; count];
+                w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+                let base = np * (np - 1) / 2;
+                assert!(out
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &x)| x == i as u64 * np + base));
+                let mut red = vec![0u64; count];
+                w.reduce(&send, &mut red, &Op::Max, 0).unwrap();
+                if rank == 0 {
+                    assert!(red.iter().enumerate().all(|(i, &x)| x == i as u64 + np - 1));
+                }
+                let mut all = vec![0u64; count * n as usize];
+                w.allgather(&send, &mut all).unwrap();
+                for (src, chunk) in all.chunks(count).enumerate() {
+                    assert!(chunk
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &x)| x == i as u64 + src as u64));
+                }
+                let a2a_send: Vec<u64> = (0..count * n as usize)
+                    .map(|i| r * 1_000_000 + i as u64)
+                    .collect();
+                let mut a2a = vec![0u64; count * n as usize];
+                w.alltoall(&a2a_send, &mut a2a).unwrap();
+                for (src, chunk) in a2a.chunks(count).enumerate() {
+                    let first = src as u64 * 1_000_000 + rank as u64 * count as u64;
+                    assert!(chunk
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &x)| x == first + i as u64));
+                }
+                let mut g = vec![0u64; count * n as usize];
+                w.gather(&send, &mut g, 2 % n).unwrap();
+                if rank == 2 % n {
+                    assert_eq!(g, all);
+                }
+                let mut sc = vec![0u64; count];
+                w.scatter(&all, &mut sc, 0).unwrap();
+                assert!(sc.iter().enumerate().all(|(i, &x)| x == i as u64 + r));
+                let mut scan = vec![0u64; count];
+                w.scan(&send, &mut scan, &Op::Sum).unwrap();
+                let upto = r * (r + 1) / 2;
+                assert!(scan
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &x)| x == i as u64 * (r + 1) + upto));
+                let rs_send: Vec<u64> = (0..count * n as usize).map(|i| i as u64).collect();
+                let mut rs = vec![0u64; count];
+                w.reduce_scatter_block(&rs_send, &mut rs, &Op::Sum).unwrap();
+                assert!(rs
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &x)| x == (r * count as u64 + i as u64) * np));
+            }
+            w.barrier().unwrap();
+            weft.finalize().unwrap();
+        });
+    }
+}
