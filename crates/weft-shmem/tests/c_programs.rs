@@ -23,7 +23,7 @@ fn lib_dir() -> PathBuf {
     }
 }
 
-fn compile(name: &str) -> PathBuf {
+fn compile(name: &str, dir: &str) -> PathBuf {
     let out = std::env::temp_dir().join(format!("weft-shmem-{name}-{}", std::process::id()));
     let lib = lib_dir();
     assert!(
@@ -33,9 +33,9 @@ fn compile(name: &str) -> PathBuf {
     );
     let status = Command::new(crate_dir().join("bin/oshcc"))
         .env("WEFT_SHMEM_LIB", &lib)
-        .args(["-O1", "-Wall", "-Werror", "-o"])
+        .args(["-O1", "-Wall", "-Werror", "-pthread", "-o"])
         .arg(&out)
-        .arg(crate_dir().join(format!("tests/c/{name}.c")))
+        .arg(crate_dir().join(format!("{dir}/{name}.c")))
         .status()
         .expect("run oshcc");
     assert!(status.success(), "oshcc {name}.c failed");
@@ -79,7 +79,7 @@ fn text(out: &JobOutcome) -> String {
 
 #[test]
 fn rma_program_at_1_to_4_pes() {
-    let exe = compile("rma");
+    let exe = compile("rma", "tests/c");
     for n in 1..=4 {
         let out = job(&exe, n, &[], &[]);
         assert_eq!(out.exit_code, 0, "{}", text(&out));
@@ -95,8 +95,37 @@ fn rma_program_at_1_to_4_pes() {
 }
 
 #[test]
+fn concurrent_threads_and_signal_ping_pong_at_1_2_3_pes() {
+    let exe = compile("threads", "tests/c");
+    for n in 1..=3 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("threads ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn lu_example_factorises_and_verifies_at_1_2_3_pes() {
+    let exe = compile("lu", "examples");
+    for n in 1..=3 {
+        let out = job(&exe, n, &["96", "both"], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("verified=yes"), "{}", text(&out));
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
 fn sync_engine_at_2_3_4_7_processes() {
-    let exe = compile("sync");
+    let exe = compile("sync", "tests/c");
     for n in [2, 3, 4, 7] {
         let out = job(&exe, n, &[], &[]);
         assert_eq!(out.exit_code, 0, "{}", text(&out));
@@ -113,7 +142,7 @@ fn sync_engine_at_2_3_4_7_processes() {
 
 #[test]
 fn a_killed_process_ends_the_sync_wait() {
-    let exe = compile("sync");
+    let exe = compile("sync", "tests/c");
     let out = job(&exe, 3, &["die"], &[]);
     assert_ne!(out.exit_code, 0, "{}", text(&out));
     assert!(
@@ -127,7 +156,7 @@ fn a_killed_process_ends_the_sync_wait() {
 
 #[test]
 fn bad_input_is_a_fatal_error_naming_pe_and_address() {
-    let exe = compile("bad");
+    let exe = compile("bad", "tests/c");
     for (case, needle) in [
         ("pe", "out of range"),
         ("addr", "not symmetric"),
