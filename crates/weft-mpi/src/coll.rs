@@ -920,3 +920,22 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     })();
     finish(comm, "MPI_Alltoallv", r)
 }
+
+/// The weft operation for MPI operation `op` on elements of kind `tk` (datatype `dt`).
+pub(crate) fn make_op(tk: TypeKind, op: Handle, dt: Handle) -> R<Op> {
+    if op == MPI_OP_NULL {
+        return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
+    }
+    if !(MPI_SUM..=MPI_NO_OP).contains(&op) && crate::dtype::predefined(dt).is_none() {
+        return Err(err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("user operation on derived datatype {dt:#x}"),
+        ));
+    }
+    by_kind!(tk, weft_op, op, dt)
+}
+
+/// The root as a rank of `c`, or MPI_ERR_ROOT.
+pub(crate) fn root_of(c: &Comm, root: c_int) -> R<u32> {
+    check_root(c, root)
+}

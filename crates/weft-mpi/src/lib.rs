@@ -21,6 +21,7 @@ pub mod consts;
 pub mod dtype;
 pub mod env;
 pub mod error;
+pub mod icoll;
 pub mod p2p;
 pub mod stage;
 pub mod state;

@@ -284,7 +284,8 @@ fn start_op(
         persistent: None,
         recv: !send,
         comm,
-        keep: None,
+        keep: Vec::new(),
+        coll: None,
         unpack: None,
     };
     if send {
@@ -293,7 +294,7 @@ fn start_op(
             // SAFETY: MPI requires the buffer to stay valid until the request completes; a
             // packed copy lives in the request (moving the Vec keeps its heap buffer).
             e.raw = Some(unsafe { c.raw_isend(out.ptr, out.bytes, peer as u32, tag)? });
-            e.keep = out.keep;
+            e.keep.extend(out.keep);
         }
     } else {
         let inc = incoming(buf as *mut c_void, count, dt, false)?;
@@ -685,6 +686,32 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
     }
     let i = req_index(s, h)?;
     let e = s.reqs.get_mut(i).expect("checked");
+    if e.coll.is_some() {
+        let r = if block {
+            e.coll.take().expect("checked").wait()
+        } else {
+            match e.coll.as_mut().expect("checked").test() {
+                Ok(false) => return Ok(false),
+                Ok(true) => Ok(()),
+                Err(x) => Err(x),
+            }
+        };
+        e.coll = None;
+        let unpack = e.unpack.take();
+        if e.persistent.is_none() {
+            s.reqs.remove(i);
+            // SAFETY: as above.
+            unsafe { *req = MPI_REQUEST_NULL };
+        } else {
+            e.keep.clear();
+        }
+        r?;
+        if let Some(u) = unpack {
+            u.run()?;
+        }
+        store(status, empty_status());
+        return Ok(true);
+    }
     let st = match e.raw.as_mut() {
         Some(raw) => {
             let r = if block {
@@ -694,7 +721,7 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
             };
             match r {
                 Ok(Some(st)) => {
-                    e.keep = None;
+                    e.keep.clear();
                     if let Some(u) = e.unpack.take() {
                         if !st.cancelled {
                             u.run()?;
@@ -853,11 +880,7 @@ pub unsafe extern "C" fn MPI_Testall(
         for &h in hs.iter() {
             if h != MPI_REQUEST_NULL {
                 let i = req_index(s, h)?;
-                if s.reqs
-                    .get(i)
-                    .and_then(|e| e.raw.as_ref())
-                    .is_some_and(|r| !r.is_done())
-                {
+                if !entry_ready(s, i)? {
                     return put!(flag, 0);
                 }
             }
@@ -870,41 +893,66 @@ pub unsafe extern "C" fn MPI_Testall(
     finish(MPI_COMM_WORLD, "MPI_Testall", r)
 }
 
+/// Whether request entry `i` has completed; advances a collective one step.
+fn entry_ready(s: &mut State, i: usize) -> R<bool> {
+    let Some(e) = s.reqs.get_mut(i) else {
+        return Ok(true);
+    };
+    if let Some(c) = e.coll.as_mut() {
+        return Ok(c.test()?);
+    }
+    Ok(e.raw.as_ref().is_none_or(|r| r.is_done()))
+}
+
 /// Index of a request of `hs` that is complete (or null/inactive-ready), polling if `block`.
 fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
     let mut active = Vec::with_capacity(hs.len());
+    let mut any_coll = false;
     for &h in hs {
         if h == MPI_REQUEST_NULL {
             active.push(None);
             continue;
         }
         let i = req_index(s, h)?;
+        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some());
         active.push(Some(i));
     }
     if active.iter().all(Option::is_none) {
         return Ok(None);
     }
-    let ready = |s: &State| {
-        active.iter().position(|a| {
-            a.is_some_and(|i| {
-                s.reqs
-                    .get(i)
-                    .is_some_and(|e| e.raw.as_ref().is_none_or(|r| r.is_done()))
-            })
-        })
-    };
-    if let Some(k) = ready(s) {
-        return Ok(Some(k));
+    let world = s.weft.world();
+    loop {
+        for (k, a) in active.iter().enumerate() {
+            if let Some(i) = *a {
+                if entry_ready(s, i)? {
+                    return Ok(Some(k));
+                }
+            }
+        }
+        if !block {
+            world.raw_progress();
+            for (k, a) in active.iter().enumerate() {
+                if let Some(i) = *a {
+                    if entry_ready(s, i)? {
+                        return Ok(Some(k));
+                    }
+                }
+            }
+            return Ok(None);
+        }
+        if !any_coll {
+            let raws: Vec<Option<&RawRequest>> = active
+                .iter()
+                .map(|a| a.and_then(|i| s.reqs.get(i)).and_then(|e| e.raw.as_ref()))
+                .collect();
+            return Ok(Some(weft::raw::wait_any(&raws)?));
+        }
+        // Collectives advance only when tested: poll them all, giving the CPU away between
+        // rounds so peers on the same core can run.
+        if !world.raw_progress() {
+            std::thread::yield_now();
+        }
     }
-    if !block {
-        s.weft.world().raw_progress();
-        return Ok(ready(s));
-    }
-    let raws: Vec<Option<&RawRequest>> = active
-        .iter()
-        .map(|a| a.and_then(|i| s.reqs.get(i)).and_then(|e| e.raw.as_ref()))
-        .collect();
-    Ok(Some(weft::raw::wait_any(&raws)?))
 }
 
 fn any(
@@ -1048,6 +1096,12 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         // SAFETY: non-null.
         let h = unsafe { *req };
         let i = req_index(s, h)?;
+        if s.reqs.get(i).is_some_and(|e| e.coll.is_some()) {
+            return Err(err(
+                MPI_ERR_REQUEST,
+                "a nonblocking collective request cannot be freed before it completes; wait for it",
+            ));
+        }
         let e = s.reqs.remove(i).expect("checked");
         if let Some(raw) = e.raw {
             if e.recv {
@@ -1097,11 +1151,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         }
         let i = req_index(s, req)?;
         s.weft.world().raw_progress();
-        let done = s
-            .reqs
-            .get(i)
-            .and_then(|e| e.raw.as_ref())
-            .is_none_or(|r| r.is_done());
+        let done = entry_ready(s, i)?;
         put!(flag, done as c_int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Request_get_status", r)
@@ -1143,7 +1193,8 @@ fn init_req(
         persistent: Some(p),
         recv: !send,
         comm,
-        keep: None,
+        keep: Vec::new(),
+        coll: None,
         unpack: None,
     });
     put!(req, h)

@@ -140,8 +140,12 @@ pub struct ReqEntry {
     /// Whether the request is a receive (sends report empty statuses).
     pub recv: bool,
     pub comm: Handle,
-    /// The packed copy a send of a type with holes reads from.
-    pub keep: Option<Vec<u8>>,
+    /// Buffers the operation reads or writes that the library owns (packed copies of types
+    /// with holes, in-place copies): they live as long as the request.
+    pub keep: Vec<Vec<u8>>,
+    /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
+    /// alive until completion, hence the unbounded lifetime).
+    pub coll: Option<weft::coll::CollRequest<'static>>,
     /// The unpack a receive of a type with holes owes its user buffer.
     pub unpack: Option<crate::stage::Unpack>,
 }

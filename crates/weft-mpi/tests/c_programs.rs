@@ -121,6 +121,11 @@ fn communicators_groups_types_topologies() {
 }
 
 #[test]
+fn nonblocking_collectives() {
+    run_ok("icoll");
+}
+
+#[test]
 fn derived_datatypes() {
     run_ok("dtype");
 }

@@ -1,0 +1,503 @@
+//! Nonblocking collectives (MPI-4.1 §6.12): each starts weft's nonblocking schedule
+//! (`weft::coll::CollRequest`) on staged buffers and files it as a request that the wait and
+//! test families complete. Buffers the library owns (packed copies, in-place copies) live in
+//! the request until it completes.
+
+use crate::coll::{make_op, root_of};
+use crate::consts::*;
+use crate::dtype::put;
+use crate::error::{err, finish, R};
+use crate::stage::{incoming, outgoing, Unpack};
+use crate::state::{state, ReqEntry};
+use std::os::raw::{c_int, c_void};
+use weft::coll::CollRequest;
+use weft::Comm;
+
+/// A slice over staged memory that lives until the request completes.
+///
+/// # Safety
+/// `p` readable for `n` bytes until the collective completes (MPI's buffer contract, or a
+/// buffer kept in the request).
+unsafe fn sl(p: *const u8, n: usize) -> &'static [u8] {
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(p, n) }
+}
+
+/// # Safety
+/// As [`sl`], writable and unaliased.
+unsafe fn sl_mut(p: *mut u8, n: usize) -> &'static mut [u8] {
+    if n == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(p, n) }
+}
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+fn comm_of(h: Handle, func: &str) -> R<Comm> {
+    Ok(state(func)?.comm(h)?.comm.clone())
+}
+
+/// Files a started collective as request `*req`.
+fn file(
+    comm: Handle,
+    coll: CollRequest<'static>,
+    keep: Vec<Vec<u8>>,
+    unpack: Option<Unpack>,
+    req: *mut Handle,
+) -> R<()> {
+    let s = state("nonblocking collective")?;
+    let h = s.add_req(ReqEntry {
+        raw: None,
+        proc_null: false,
+        persistent: None,
+        recv: false,
+        comm,
+        keep,
+        coll: Some(coll),
+        unpack,
+    });
+    put!(req, h)
+}
+
+fn check_req(req: *mut Handle) -> R<()> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+    }
+    Ok(())
+}
+
+/// MPI_Ibarrier (MPI-4.1 §6.12.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
+    let r = (|| {
+        check_req(req)?;
+        let c = comm_of(comm, "MPI_Ibarrier")?;
+        file(comm, c.ibarrier()?, Vec::new(), None, req)
+    })();
+    finish(comm, "MPI_Ibarrier", r)
+}
+
+/// MPI_Ibcast (MPI-4.1 §6.12.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        check_req(req)?;
+        let c = comm_of(comm, "MPI_Ibcast")?;
+        let root = root_of(&c, root)?;
+        let inc = incoming(buf, count as i64, dt, c.rank() == root)?;
+        // SAFETY: the staged buffer lives until the request completes.
+        let q = unsafe { c.ibcast(sl_mut(inc.ptr, inc.bytes), root)? };
+        file(comm, q, Vec::new(), inc.unpack, req)
+    })();
+    finish(comm, "MPI_Ibcast", r)
+}
+
+#[derive(Clone, Copy)]
+enum IRed {
+    Reduce(c_int),
+    Allreduce,
+    Scan,
+    Exscan,
+    ReduceScatterBlock,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ireduction(
+    func: &str,
+    kind: IRed,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    check_req(req)?;
+    let c = comm_of(comm, func)?;
+    let n = c.size() as i64;
+    let count = count as i64;
+    let (root, is_root) = match kind {
+        IRed::Reduce(r) => {
+            let r = root_of(&c, r)?;
+            (r, c.rank() == r)
+        }
+        _ => (0, true),
+    };
+    let (send_items, recv_items) = match kind {
+        IRed::Reduce(_) => (count, if is_root { count } else { 0 }),
+        IRed::ReduceScatterBlock => (count * n, count),
+        _ => (count, count),
+    };
+    let inc = incoming(recv, recv_items, dt, in_place(send))?;
+    let mut keep = Vec::new();
+    let (sptr, sbytes, tk) = if in_place(send) {
+        if !is_root || matches!(kind, IRed::ReduceScatterBlock) {
+            return Err(err(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed here"));
+        }
+        // SAFETY: the staged receive buffer holds `inc.bytes` bytes.
+        let copy = unsafe { sl(inc.ptr, inc.bytes) }.to_vec();
+        let p = copy.as_ptr();
+        keep.push(copy);
+        (p, inc.bytes, inc.kind)
+    } else {
+        let out = outgoing(send, send_items, dt)?;
+        keep.extend(out.keep);
+        (out.ptr, out.bytes, out.kind)
+    };
+    let tk = tk.ok_or_else(|| {
+        err(
+            MPI_ERR_TYPE,
+            format!("datatype {dt:#x} is not built from one basic type weft can reduce"),
+        )
+    })?;
+    let wop = make_op(tk, op, dt)?;
+    // SAFETY: user buffers live until completion (MPI's contract); staged ones live in the
+    // request, which outlives the collective.
+    let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, inc.bytes)) };
+    let q = unsafe {
+        match kind {
+            IRed::Reduce(_) => c.ireduce_bytes(sb, rb, tk, &wop, root)?,
+            IRed::Allreduce => c.iallreduce_bytes(sb, rb, tk, &wop)?,
+            IRed::Scan => c.iscan_bytes(sb, rb, tk, &wop)?,
+            IRed::Exscan => c.iexscan_bytes(sb, rb, tk, &wop)?,
+            IRed::ReduceScatterBlock => c.ireduce_scatter_block_bytes(sb, rb, tk, &wop)?,
+        }
+    };
+    file(comm, q, keep, inc.unpack, req)
+}
+
+/// MPI_Ireduce (MPI-4.1 §6.12.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = ireduction(
+        "MPI_Ireduce",
+        IRed::Reduce(root),
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Ireduce", r)
+}
+
+/// MPI_Iallreduce (MPI-4.1 §6.12.8).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = ireduction(
+        "MPI_Iallreduce",
+        IRed::Allreduce,
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Iallreduce", r)
+}
+
+/// MPI_Iscan (MPI-4.1 §6.12.11).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = ireduction(
+        "MPI_Iscan",
+        IRed::Scan,
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Iscan", r)
+}
+
+/// MPI_Iexscan (MPI-4.1 §6.12.12).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iexscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = ireduction(
+        "MPI_Iexscan",
+        IRed::Exscan,
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Iexscan", r)
+}
+
+/// MPI_Ireduce_scatter_block (MPI-4.1 §6.12.9).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = ireduction(
+        "MPI_Ireduce_scatter_block",
+        IRed::ReduceScatterBlock,
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Ireduce_scatter_block", r)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Move {
+    Gather(c_int),
+    Scatter(c_int),
+    Allgather,
+    Alltoall,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn imove(
+    func: &str,
+    kind: Move,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    check_req(req)?;
+    let c = comm_of(comm, func)?;
+    let n = c.size() as i64;
+    let me = c.rank();
+    let root = match kind {
+        Move::Gather(r) | Move::Scatter(r) => root_of(&c, r)?,
+        _ => 0,
+    };
+    let (scount, rcount) = (scount as i64, rcount as i64);
+    // Items on each side: the "all" side holds one block per rank.
+    let (send_items, recv_items) = match kind {
+        Move::Gather(_) => (scount, if me == root { rcount * n } else { 0 }),
+        Move::Scatter(_) => (if me == root { scount * n } else { 0 }, rcount),
+        Move::Allgather => (scount, rcount * n),
+        Move::Alltoall => (scount * n, rcount * n),
+    };
+    let mut keep = Vec::new();
+    if kind == Move::Scatter(root as c_int) && in_place(recv) {
+        let out = outgoing(send, send_items, sdt)?;
+        let block = out.bytes / n as usize;
+        let mut scratch = vec![0u8; block];
+        let rp = scratch.as_mut_ptr();
+        let (sp, sb) = (out.ptr, out.bytes);
+        keep.extend(out.keep);
+        keep.push(scratch);
+        // SAFETY: buffers live until completion (user's by contract, staged ones in `keep`).
+        let q = unsafe { c.iscatter(sl(sp, sb), sl_mut(rp, block), root)? };
+        return file(comm, q, keep, None, req);
+    }
+    let inc = incoming(recv, recv_items, rdt, in_place(send))?;
+    let (sptr, sbytes) = if in_place(send) {
+        let block = inc.bytes / n as usize;
+        // SAFETY: the staged receive buffer holds `inc.bytes` bytes.
+        let whole = unsafe { sl(inc.ptr, inc.bytes) };
+        let copy = match kind {
+            Move::Alltoall => whole.to_vec(),
+            Move::Allgather => whole[me as usize * block..(me as usize + 1) * block].to_vec(),
+            Move::Gather(_) if me == root => {
+                whole[root as usize * block..(root as usize + 1) * block].to_vec()
+            }
+            _ => return Err(err(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed here")),
+        };
+        let p = copy.as_ptr();
+        let len = copy.len();
+        keep.push(copy);
+        (p, len)
+    } else {
+        let out = outgoing(send, send_items, sdt)?;
+        keep.extend(out.keep);
+        (out.ptr, out.bytes)
+    };
+    // SAFETY: buffers live until completion (user's by contract, staged ones in `keep`).
+    let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, inc.bytes)) };
+    let q = unsafe {
+        match kind {
+            Move::Gather(_) => c.igather(sb, rb, root)?,
+            Move::Scatter(_) => c.iscatter(sb, rb, root)?,
+            Move::Allgather => c.iallgather(sb, rb)?,
+            Move::Alltoall => c.ialltoall(sb, rb)?,
+        }
+    };
+    file(comm, q, keep, inc.unpack, req)
+}
+
+/// MPI_Igather (MPI-4.1 §6.12.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = imove(
+        "MPI_Igather",
+        Move::Gather(root),
+        send,
+        scount,
+        sdt,
+        recv,
+        rcount,
+        rdt,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Igather", r)
+}
+
+/// MPI_Iscatter (MPI-4.1 §6.12.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatter(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = imove(
+        "MPI_Iscatter",
+        Move::Scatter(root),
+        send,
+        scount,
+        sdt,
+        recv,
+        rcount,
+        rdt,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Iscatter", r)
+}
+
+/// MPI_Iallgather (MPI-4.1 §6.12.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = imove(
+        "MPI_Iallgather",
+        Move::Allgather,
+        send,
+        scount,
+        sdt,
+        recv,
+        rcount,
+        rdt,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Iallgather", r)
+}
+
+/// MPI_Ialltoall (MPI-4.1 §6.12.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoall(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = imove(
+        "MPI_Ialltoall",
+        Move::Alltoall,
+        send,
+        scount,
+        sdt,
+        recv,
+        rcount,
+        rdt,
+        comm,
+        req,
+    );
+    finish(comm, "MPI_Ialltoall", r)
+}
