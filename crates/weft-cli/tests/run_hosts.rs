@@ -661,3 +661,54 @@ fn test_hosts_have_two_shaped_rails_and_up_is_idempotent() {
         }
     }
 }
+
+#[test]
+fn real_weft_ranks_talk_across_namespace_hosts() {
+    let Some(h) = Hosts::up('i', 3) else { return };
+    // Point to point between two hosts, eager and rendezvous sizes.
+    let out = Command::new(WEFT)
+        .args([
+            "bench",
+            "--hosts",
+            &format!("{}:1,{}:1", h.names[0], h.names[1]),
+            "--launcher",
+            NETNS,
+        ])
+        .args([
+            "p2p",
+            "--sizes",
+            "8,256K",
+            "--iters",
+            "5",
+            "--json",
+            "--timeout",
+            "60",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 4, "{stdout}");
+    // A collective over three hosts with two ranks each, placed round robin.
+    let out = Command::new(WEFT)
+        .args(["bench", "--hosts", &h.list(&[2, 2, 2]), "--launcher", NETNS])
+        .args(["--map-by", "node", "coll", "--op", "allreduce", "-n", "6"])
+        .args([
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "5",
+            "--json",
+            "--timeout",
+            "60",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.contains("\"op\":\"allreduce\"")),
+        "{stdout}"
+    );
+}
