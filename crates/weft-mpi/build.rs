@@ -2,7 +2,8 @@
 //! standard ABI names it) and generates, from `abi_functions.txt`, one exported function for
 //! every standard ABI name that `src/` does not define. Those report
 //! MPI_ERR_UNSUPPORTED_OPERATION through the error handler. It also emits the list of names
-//! that are implemented, for `weft info --mpi`.
+//! that are implemented, for `weft info --mpi`. A function counts as defined when a line
+//! holds `extern "C" fn MPI_Name` or is a row `MPI_Name, "MPI_Name", ...` of a macro table.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -24,6 +25,16 @@ fn main() {
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).expect("read source");
             for line in text.lines() {
+                // A row `MPI_Name, "MPI_Name", ...` of a macro table that generates functions.
+                let t = line.trim_start();
+                if let Some((name, rest)) = t.split_once(", \"") {
+                    if name.starts_with("MPI_")
+                        && rest.starts_with(name)
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        defined.insert(name.to_string());
+                    }
+                }
                 if let Some(pos) = line.find("extern \"C\" fn MPI_") {
                     let rest = &line[pos + "extern \"C\" fn ".len()..];
                     let end = rest

@@ -91,6 +91,26 @@ int main(int argc, char **argv) {
   }
   OK(MPI_Type_free(&col));
 
+  /* Persistent collectives (MPI-4): initialised once, started three times. */
+  MPI_Request pers[4];
+  int pin = 0, psum = -1, pb = 0, pag[64];
+  OK(MPI_Allreduce_init(&pin, &psum, 1, MPI_INT, MPI_SUM, w, MPI_INFO_NULL, &pers[0]));
+  OK(MPI_Bcast_init(&pb, 1, MPI_INT, size - 1, w, MPI_INFO_NULL, &pers[1]));
+  OK(MPI_Allgather_init(&pin, 1, MPI_INT, pag, 1, MPI_INT, w, MPI_INFO_NULL, &pers[2]));
+  OK(MPI_Barrier_init(w, MPI_INFO_NULL, &pers[3]));
+  for (int it = 0; it < 3; it++) {
+    pin = rank + it;
+    pb = rank == size - 1 ? 50 + it : -1;
+    OK(MPI_Startall(4, pers));
+    OK(MPI_Waitall(4, pers, MPI_STATUSES_IGNORE));
+    CHECK(pers[0] != MPI_REQUEST_NULL);
+    CHECK(psum == size * (size - 1) / 2 + size * it);
+    CHECK(pb == 50 + it);
+    for (int r = 0; r < size; r++) CHECK(pag[r] == r + it);
+  }
+  for (int k = 0; k < 4; k++) OK(MPI_Request_free(&pers[k]));
+  CHECK(pers[0] == MPI_REQUEST_NULL);
+
   free(big), free(bigsum), free(ag), free(g), free(a2a), free(a2b), free(gg);
   OK(MPI_Finalize());
   return 0;

@@ -10,6 +10,7 @@ use crate::error::{err, finish, R};
 use crate::stage::{incoming, outgoing, Unpack};
 use crate::state::{state, ReqEntry};
 use std::os::raw::{c_int, c_void};
+use std::rc::Rc;
 use weft::coll::CollRequest;
 use weft::Comm;
 
@@ -44,25 +45,62 @@ fn comm_of(h: Handle, func: &str) -> R<Comm> {
     Ok(state(func)?.comm(h)?.comm.clone())
 }
 
-/// Files a started collective as request `*req`.
-fn file(
-    comm: Handle,
-    coll: CollRequest<'static>,
+/// A collective just started, with the buffers its request must keep.
+pub struct Started {
+    q: CollRequest<'static>,
     keep: Vec<Vec<u8>>,
     unpack: Option<Unpack>,
-    req: *mut Handle,
-) -> R<()> {
-    let s = state("nonblocking collective")?;
-    let h = s.add_req(ReqEntry {
+}
+
+impl Started {
+    /// Moves the collective and its buffers into request entry `e`.
+    pub fn install(self, e: &mut ReqEntry) {
+        e.coll = Some(self.q);
+        e.keep = self.keep;
+        e.unpack = self.unpack;
+    }
+}
+
+/// How a persistent collective starts again (MPI_Start).
+pub type Restart = Rc<dyn Fn() -> R<Started>>;
+
+fn started(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) -> R<Started> {
+    Ok(Started { q, keep, unpack })
+}
+
+fn entry(comm: Handle) -> ReqEntry {
+    ReqEntry {
         raw: None,
         proc_null: false,
         persistent: None,
         recv: false,
         comm,
-        keep,
-        coll: Some(coll),
-        unpack,
-    });
+        keep: Vec::new(),
+        coll: None,
+        unpack: None,
+        restart: None,
+    }
+}
+
+/// Files a started collective as request `*req`.
+fn file(comm: Handle, st: R<Started>, req: *mut Handle) -> R<()> {
+    check_req(req)?;
+    let st = st?;
+    let s = state("nonblocking collective")?;
+    let mut e = entry(comm);
+    st.install(&mut e);
+    let h = s.add_req(e);
+    put!(req, h)
+}
+
+/// Files an inactive persistent collective (MPI-4.1 §6.13) as request `*req`; each
+/// MPI_Start runs `restart`.
+fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
+    check_req(req)?;
+    let s = state("persistent collective")?;
+    let mut e = entry(comm);
+    e.restart = Some(restart);
+    let h = s.add_req(e);
     put!(req, h)
 }
 
@@ -77,11 +115,19 @@ fn check_req(req: *mut Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     let r = (|| {
-        check_req(req)?;
         let c = comm_of(comm, "MPI_Ibarrier")?;
-        file(comm, c.ibarrier()?, Vec::new(), None, req)
+        file(comm, started(c.ibarrier()?, Vec::new(), None), req)
     })();
     finish(comm, "MPI_Ibarrier", r)
+}
+
+fn ibcast(buf: usize, count: c_int, dt: Handle, root: c_int, comm: Handle) -> R<Started> {
+    let c = comm_of(comm, "MPI_Ibcast")?;
+    let root = root_of(&c, root)?;
+    let inc = incoming(buf as *mut c_void, count as i64, dt, c.rank() == root)?;
+    // SAFETY: the staged buffer lives until the request completes.
+    let q = unsafe { c.ibcast(sl_mut(inc.ptr, inc.bytes), root)? };
+    started(q, Vec::new(), inc.unpack)
 }
 
 /// MPI_Ibcast (MPI-4.1 §6.12.2).
@@ -94,15 +140,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        check_req(req)?;
-        let c = comm_of(comm, "MPI_Ibcast")?;
-        let root = root_of(&c, root)?;
-        let inc = incoming(buf, count as i64, dt, c.rank() == root)?;
-        // SAFETY: the staged buffer lives until the request completes.
-        let q = unsafe { c.ibcast(sl_mut(inc.ptr, inc.bytes), root)? };
-        file(comm, q, Vec::new(), inc.unpack, req)
-    })();
+    let r = file(comm, ibcast(buf as usize, count, dt, root, comm), req);
     finish(comm, "MPI_Ibcast", r)
 }
 
@@ -125,9 +163,7 @@ fn ireduction(
     dt: Handle,
     op: Handle,
     comm: Handle,
-    req: *mut Handle,
-) -> R<()> {
-    check_req(req)?;
+) -> R<Started> {
     let c = comm_of(comm, func)?;
     let n = c.size() as i64;
     let count = count as i64;
@@ -178,7 +214,7 @@ fn ireduction(
             IRed::ReduceScatterBlock => c.ireduce_scatter_block_bytes(sb, rb, tk, &wop)?,
         }
     };
-    file(comm, q, keep, inc.unpack, req)
+    started(q, keep, inc.unpack)
 }
 
 /// MPI_Ireduce (MPI-4.1 §6.12.4).
@@ -193,15 +229,18 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = ireduction(
-        "MPI_Ireduce",
-        IRed::Reduce(root),
-        send,
-        recv,
-        count,
-        dt,
-        op,
+    let r = file(
         comm,
+        ireduction(
+            "MPI_Ireduce",
+            IRed::Reduce(root),
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Ireduce", r)
@@ -218,15 +257,18 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = ireduction(
-        "MPI_Iallreduce",
-        IRed::Allreduce,
-        send,
-        recv,
-        count,
-        dt,
-        op,
+    let r = file(
         comm,
+        ireduction(
+            "MPI_Iallreduce",
+            IRed::Allreduce,
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Iallreduce", r)
@@ -243,15 +285,9 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = ireduction(
-        "MPI_Iscan",
-        IRed::Scan,
-        send,
-        recv,
-        count,
-        dt,
-        op,
+    let r = file(
         comm,
+        ireduction("MPI_Iscan", IRed::Scan, send, recv, count, dt, op, comm),
         req,
     );
     finish(comm, "MPI_Iscan", r)
@@ -268,15 +304,9 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = ireduction(
-        "MPI_Iexscan",
-        IRed::Exscan,
-        send,
-        recv,
-        count,
-        dt,
-        op,
+    let r = file(
         comm,
+        ireduction("MPI_Iexscan", IRed::Exscan, send, recv, count, dt, op, comm),
         req,
     );
     finish(comm, "MPI_Iexscan", r)
@@ -293,15 +323,18 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = ireduction(
-        "MPI_Ireduce_scatter_block",
-        IRed::ReduceScatterBlock,
-        send,
-        recv,
-        count,
-        dt,
-        op,
+    let r = file(
         comm,
+        ireduction(
+            "MPI_Ireduce_scatter_block",
+            IRed::ReduceScatterBlock,
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Ireduce_scatter_block", r)
@@ -326,9 +359,7 @@ fn imove(
     rcount: c_int,
     rdt: Handle,
     comm: Handle,
-    req: *mut Handle,
-) -> R<()> {
-    check_req(req)?;
+) -> R<Started> {
     let c = comm_of(comm, func)?;
     let n = c.size() as i64;
     let me = c.rank();
@@ -355,7 +386,7 @@ fn imove(
         keep.push(scratch);
         // SAFETY: buffers live until completion (user's by contract, staged ones in `keep`).
         let q = unsafe { c.iscatter(sl(sp, sb), sl_mut(rp, block), root)? };
-        return file(comm, q, keep, None, req);
+        return started(q, keep, None);
     }
     let inc = incoming(recv, recv_items, rdt, in_place(send))?;
     let (sptr, sbytes) = if in_place(send) {
@@ -389,7 +420,7 @@ fn imove(
             Move::Alltoall => c.ialltoall(sb, rb)?,
         }
     };
-    file(comm, q, keep, inc.unpack, req)
+    started(q, keep, inc.unpack)
 }
 
 /// MPI_Igather (MPI-4.1 §6.12.3).
@@ -405,16 +436,19 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = imove(
-        "MPI_Igather",
-        Move::Gather(root),
-        send,
-        scount,
-        sdt,
-        recv,
-        rcount,
-        rdt,
+    let r = file(
         comm,
+        imove(
+            "MPI_Igather",
+            Move::Gather(root),
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Igather", r)
@@ -433,16 +467,19 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = imove(
-        "MPI_Iscatter",
-        Move::Scatter(root),
-        send,
-        scount,
-        sdt,
-        recv,
-        rcount,
-        rdt,
+    let r = file(
         comm,
+        imove(
+            "MPI_Iscatter",
+            Move::Scatter(root),
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Iscatter", r)
@@ -460,16 +497,19 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = imove(
-        "MPI_Iallgather",
-        Move::Allgather,
-        send,
-        scount,
-        sdt,
-        recv,
-        rcount,
-        rdt,
+    let r = file(
         comm,
+        imove(
+            "MPI_Iallgather",
+            Move::Allgather,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Iallgather", r)
@@ -487,17 +527,202 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = imove(
-        "MPI_Ialltoall",
-        Move::Alltoall,
-        send,
-        scount,
-        sdt,
-        recv,
-        rcount,
-        rdt,
+    let r = file(
         comm,
+        imove(
+            "MPI_Ialltoall",
+            Move::Alltoall,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+        ),
         req,
     );
     finish(comm, "MPI_Ialltoall", r)
+}
+
+// ------------------------------------------------------------------- persistent (MPI-4.1 §6.13)
+
+/// MPI_Barrier_init (MPI-4.1 §6.13.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, _info: Handle, req: *mut Handle) -> c_int {
+    let r = comm_of(comm, "MPI_Barrier_init").and_then(|_| {
+        let restart: Restart = Rc::new(move || {
+            let c = comm_of(comm, "MPI_Start")?;
+            started(c.ibarrier()?, Vec::new(), None)
+        });
+        file_persistent(comm, restart, req)
+    });
+    finish(comm, "MPI_Barrier_init", r)
+}
+
+/// MPI_Bcast_init (MPI-4.1 §6.13.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast_init(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let buf = buf as usize;
+    let r = comm_of(comm, "MPI_Bcast_init").and_then(|c| {
+        root_of(&c, root)?;
+        crate::dtype::layout(dt)?;
+        file_persistent(
+            comm,
+            Rc::new(move || ibcast(buf, count, dt, root, comm)),
+            req,
+        )
+    });
+    finish(comm, "MPI_Bcast_init", r)
+}
+
+macro_rules! reduction_init {
+    ($(#[$doc:meta] $name:ident, $func:literal, $kind:expr;)*) => {$(
+        #[$doc]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            send: *const c_void,
+            recv: *mut c_void,
+            count: c_int,
+            dt: Handle,
+            op: Handle,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
+            let (send, recv) = (send as usize, recv as usize);
+            let r = comm_of(comm, $func).and_then(|_| {
+                crate::dtype::layout(dt)?;
+                let restart: Restart = Rc::new(move || {
+                    ireduction($func, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
+                });
+                file_persistent(comm, restart, req)
+            });
+            finish(comm, $func, r)
+        }
+    )*};
+}
+
+reduction_init! {
+    /// MPI_Allreduce_init (MPI-4.1 §6.13.2).
+    MPI_Allreduce_init, "MPI_Allreduce_init", IRed::Allreduce;
+    /// MPI_Scan_init (MPI-4.1 §6.13.2).
+    MPI_Scan_init, "MPI_Scan_init", IRed::Scan;
+    /// MPI_Exscan_init (MPI-4.1 §6.13.2).
+    MPI_Exscan_init, "MPI_Exscan_init", IRed::Exscan;
+    /// MPI_Reduce_scatter_block_init (MPI-4.1 §6.13.2).
+    MPI_Reduce_scatter_block_init, "MPI_Reduce_scatter_block_init", IRed::ReduceScatterBlock;
+}
+
+/// MPI_Reduce_init (MPI-4.1 §6.13.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_init(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let (send, recv) = (send as usize, recv as usize);
+    let r = comm_of(comm, "MPI_Reduce_init").and_then(|c| {
+        root_of(&c, root)?;
+        crate::dtype::layout(dt)?;
+        let restart: Restart = Rc::new(move || {
+            let (s, r) = (send as *const c_void, recv as *mut c_void);
+            ireduction(
+                "MPI_Reduce_init",
+                IRed::Reduce(root),
+                s,
+                r,
+                count,
+                dt,
+                op,
+                comm,
+            )
+        });
+        file_persistent(comm, restart, req)
+    });
+    finish(comm, "MPI_Reduce_init", r)
+}
+
+macro_rules! move_init {
+    ($(#[$doc:meta] $name:ident, $func:literal, rooted: $rooted:tt, $kind:expr;)*) => {$(
+        move_init!(@one #[$doc] $name, $func, $rooted, $kind);
+    )*};
+    (@one #[$doc:meta] $name:ident, $func:literal, true, $kind:expr) => {
+        #[$doc]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            send: *const c_void,
+            scount: c_int,
+            sdt: Handle,
+            recv: *mut c_void,
+            rcount: c_int,
+            rdt: Handle,
+            root: c_int,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
+            let (send, recv) = (send as usize, recv as usize);
+            let r = comm_of(comm, $func).and_then(|c| {
+                root_of(&c, root)?;
+                let restart: Restart = Rc::new(move || {
+                    let (s, r) = (send as *const c_void, recv as *mut c_void);
+                    imove($func, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
+                });
+                file_persistent(comm, restart, req)
+            });
+            finish(comm, $func, r)
+        }
+    };
+    (@one #[$doc:meta] $name:ident, $func:literal, false, $kind:expr) => {
+        #[$doc]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            send: *const c_void,
+            scount: c_int,
+            sdt: Handle,
+            recv: *mut c_void,
+            rcount: c_int,
+            rdt: Handle,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
+            let (send, recv) = (send as usize, recv as usize);
+            let r = comm_of(comm, $func).and_then(|_| {
+                let restart: Restart = Rc::new(move || {
+                    let (s, r) = (send as *const c_void, recv as *mut c_void);
+                    imove($func, $kind, s, scount, sdt, r, rcount, rdt, comm)
+                });
+                file_persistent(comm, restart, req)
+            });
+            finish(comm, $func, r)
+        }
+    };
+}
+
+move_init! {
+    /// MPI_Gather_init (MPI-4.1 §6.13.2).
+    MPI_Gather_init, "MPI_Gather_init", rooted: true, Move::Gather;
+    /// MPI_Scatter_init (MPI-4.1 §6.13.2).
+    MPI_Scatter_init, "MPI_Scatter_init", rooted: true, Move::Scatter;
+    /// MPI_Allgather_init (MPI-4.1 §6.13.2).
+    MPI_Allgather_init, "MPI_Allgather_init", rooted: false, Move::Allgather;
+    /// MPI_Alltoall_init (MPI-4.1 §6.13.2).
+    MPI_Alltoall_init, "MPI_Alltoall_init", rooted: false, Move::Alltoall;
 }

@@ -287,6 +287,7 @@ fn start_op(
         keep: Vec::new(),
         coll: None,
         unpack: None,
+        restart: None,
     };
     if send {
         let out = outgoing(buf as *const c_void, count, dt)?;
@@ -698,7 +699,7 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         };
         e.coll = None;
         let unpack = e.unpack.take();
-        if e.persistent.is_none() {
+        if e.persistent.is_none() && e.restart.is_none() {
             s.reqs.remove(i);
             // SAFETY: as above.
             unsafe { *req = MPI_REQUEST_NULL };
@@ -1196,6 +1197,7 @@ fn init_req(
         keep: Vec::new(),
         coll: None,
         unpack: None,
+        restart: None,
     });
     put!(req, h)
 }
@@ -1238,6 +1240,19 @@ pub unsafe extern "C" fn MPI_Recv_init(
 
 fn start(s: &mut State, h: Handle) -> R<()> {
     let i = req_index(s, h)?;
+    let e = s.reqs.get_mut(i).expect("checked");
+    if let Some(restart) = e.restart.clone() {
+        if e.coll.is_some() {
+            return Err(err(
+                MPI_ERR_REQUEST,
+                format!("request {h:#x} is already active"),
+            ));
+        }
+        let st = restart()?;
+        let e = s.reqs.get_mut(i).expect("checked");
+        st.install(e);
+        return Ok(());
+    }
     let e = s.reqs.get(i).expect("checked");
     let Some(p) = e.persistent else {
         return Err(err(

@@ -148,6 +148,8 @@ pub struct ReqEntry {
     pub coll: Option<weft::coll::CollRequest<'static>>,
     /// The unpack a receive of a type with holes owes its user buffer.
     pub unpack: Option<crate::stage::Unpack>,
+    /// A persistent collective: how MPI_Start starts it again.
+    pub restart: Option<crate::icoll::Restart>,
 }
 
 pub struct State {

@@ -1,0 +1,154 @@
+//! Checks against another implementation of the MPI 5.0 standard ABI (PyPI's `mpich`,
+//! `pip install mpich`, which ships `mpicc_abi`, `mpi_abi.h` and `libmpi_abi.so.1`):
+//! every constant of our `mpi.h` has the value MPICH's ABI header gives it, and programs
+//! compiled with MPICH's `mpicc_abi` run on weft when the loader finds our library first.
+//! They need that package, so they are ignored by default:
+//! `cargo test -p weft-mpi --test abi_swap -- --ignored` (MPICH_ABI_PREFIX overrides where
+//! to find it; by default the directory above the `mpicc_abi` on PATH).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use weft_launch::{run_job, JobSpec, OutputMode};
+
+fn mpich_prefix() -> PathBuf {
+    if let Some(p) = std::env::var_os("MPICH_ABI_PREFIX") {
+        return PathBuf::from(p);
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v mpicc_abi"])
+        .output()
+        .unwrap();
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!path.is_empty(), "mpicc_abi not on PATH: pip install mpich");
+    // pyenv shims hide the real location: ask the wrapper itself.
+    let show = Command::new(&path).arg("-show").output().unwrap();
+    let line = String::from_utf8_lossy(&show.stdout).to_string();
+    let inc = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("-I"))
+        .expect("mpicc_abi -show names its include directory");
+    Path::new(inc).parent().unwrap().to_path_buf()
+}
+
+fn install_prefix() -> PathBuf {
+    let p =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("abi-prefix-{}", std::process::id()));
+    let profile = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let st = Command::new("sh")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
+        .arg(&p)
+        .arg(profile.parent().unwrap())
+        .env("PROFILE", profile.file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    p
+}
+
+/// Names our header defines as macros or enumerators.
+fn our_constants() -> Vec<String> {
+    let h = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/mpi.h"))
+        .unwrap();
+    let mut names = Vec::new();
+    for raw in h.split(['\n', ',', '{']) {
+        let t = raw.trim();
+        let name = if let Some(rest) = t.strip_prefix("#define ") {
+            rest.split_whitespace().next().unwrap_or("")
+        } else if t.starts_with("MPI_") && t.contains('=') {
+            t.split('=').next().unwrap().trim()
+        } else {
+            ""
+        };
+        if name.starts_with("MPI_") && !name.contains('(') && !name.ends_with("VERSION") {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+#[ignore = "needs PyPI mpich (pip install mpich)"]
+fn constants_match_mpich_abi_header() {
+    let mpich = mpich_prefix();
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("abi-consts-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("mpich")).unwrap();
+    std::fs::copy(mpich.join("include/mpi_abi.h"), dir.join("mpich/mpi.h")).unwrap();
+    let names = our_constants();
+    assert!(names.len() > 250, "{} constants", names.len());
+    let mut c = String::from(
+        "#include <mpi.h>\n#include <stdio.h>\n#include <stdint.h>\nint main(void) {\n",
+    );
+    for n in &names {
+        c.push_str(&format!(
+            "  printf(\"{n} %lld\\n\", (long long)(intptr_t)({n}));\n"
+        ));
+    }
+    c.push_str("  printf(\"status %zu\\n\", sizeof(MPI_Status));\n  return 0;\n}\n");
+    std::fs::write(dir.join("dump.c"), c).unwrap();
+    let run = |inc: &Path, exe: &str| {
+        let st = Command::new("cc")
+            .arg(format!("-I{}", inc.display()))
+            .arg(dir.join("dump.c"))
+            .arg("-o")
+            .arg(dir.join(exe))
+            .status()
+            .unwrap();
+        assert!(st.success(), "compiling against {}", inc.display());
+        Command::new(dir.join(exe)).output().unwrap().stdout
+    };
+    let ours = run(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("include"),
+        "ours",
+    );
+    let theirs = run(&dir.join("mpich"), "theirs");
+    let (a, b) = (
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs),
+    );
+    for (x, y) in a.lines().zip(b.lines()) {
+        assert_eq!(x, y, "our value vs MPICH's ABI header");
+    }
+    assert_eq!(a.lines().count(), b.lines().count());
+}
+
+#[test]
+#[ignore = "needs PyPI mpich (pip install mpich)"]
+fn mpich_abi_binaries_run_on_weft() {
+    let mpich = mpich_prefix();
+    let ours = install_prefix();
+    for name in ["p2p", "coll", "errors"] {
+        let exe = ours.join(format!("mpich-abi-{name}"));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../itest/c/{name}.c"));
+        let st = Command::new(mpich.join("bin/mpicc_abi"))
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mpicc_abi {name}.c");
+        let mut spec = JobSpec::new(3, &exe);
+        spec.output = OutputMode::Capture;
+        spec.timeout = Some(Duration::from_secs(60));
+        spec.env = vec![(
+            "LD_LIBRARY_PATH".into(),
+            ours.join("lib").display().to_string(),
+        )];
+        let out = run_job(&spec).unwrap();
+        assert_eq!(
+            out.exit_code,
+            0,
+            "{name} built by MPICH, run on weft:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
