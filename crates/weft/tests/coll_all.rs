@@ -273,6 +273,11 @@ fn reduce_scatters(w: &Comm) {
     for a in algorithms(Coll::ReduceScatter) {
         force(w, Coll::ReduceScatter, a.name);
         force_also(w, Coll::ReduceScatterBlock, a.name);
+        if let Some(why) = blocked(a, np, true) {
+            let send = vec![1i64; np as usize];
+            refused(w.reduce_scatter_block(&send, &mut [0], &Op::Sum), why, a);
+            continue;
+        }
         for n in counts_for(np) {
             let blk = n / np as usize + 1;
             let send: Vec<i64> = (0..blk * np as usize).map(|i| val(me, i)).collect();
@@ -301,7 +306,7 @@ fn reduce_scatters(w: &Comm) {
                     &format!("reduce_scatter {} np={np} n={n}", a.name),
                 );
             } else {
-                assert!(r.unwrap_err().message().contains("commutative"));
+                refused(r, blocked(a, np, false).unwrap(), a);
                 let s: Vec<i64> = (0..total).map(|i| val(me, i)).collect();
                 let mut o = vec![0i64; counts[me as usize]];
                 w.reduce_scatter(&s, &mut o, &counts, &Op::Sum).unwrap();
@@ -388,12 +393,20 @@ fn movers(w: &Comm) {
         }
         // alltoall: block j of rank i holds val(i, j·n + k).
         let send: Vec<i64> = (0..n * npu).map(|i| val(me, i)).collect();
-        let mut recv = vec![0i64; n * npu];
-        w.alltoall(&send, &mut recv).unwrap();
         let want: Vec<i64> = (0..np)
             .flat_map(|r| (0..n).map(move |k| val(r, me as usize * n + k)))
             .collect();
-        same(&recv, &want, &format!("alltoall np={np} n={n}"));
+        for a in algorithms(Coll::Alltoall) {
+            force(w, Coll::Alltoall, a.name);
+            let mut recv = vec![0i64; n * npu];
+            let r = w.alltoall(&send, &mut recv);
+            if let Some(why) = blocked(a, np, true) {
+                refused(r, why, a);
+                continue;
+            }
+            r.unwrap();
+            same(&recv, &want, &format!("alltoall {} np={np} n={n}", a.name));
+        }
         // v-variants: rank r contributes r + n % 4 elements, stored in reverse rank order
         // with a gap of one element.
         let counts: Vec<usize> = (0..npu).map(|r| r + n % 4).collect();
@@ -682,6 +695,71 @@ fn barriers_hold_every_rank_until_all_arrived() {
                         a.name,
                         np * round
                     );
+                }
+            }
+        });
+    }
+}
+
+/// The hierarchical algorithms on made-up node groupings (the machine is one node; the
+/// tuning's synthetic grouping stands in for `node_of`): every np, sizes 0, 1, odd and past
+/// the eager limit, each root, radix 2 and 3; data checked.
+#[test]
+fn hierarchical_algorithms_on_synthetic_nodes() {
+    for &np in NPS {
+        run_ranks(np, |w| {
+            let (me, np) = (w.rank(), w.size());
+            // Nodes of 1, 2, 3, ... ranks in rank order, and an interleaved grouping.
+            let runs: Vec<u32> = (0..np)
+                .map(|r| (((8 * r + 1) as f64).sqrt() as u32 - 1) / 2)
+                .collect();
+            let striped: Vec<u32> = (0..np).map(|r| r % 3).collect();
+            for nodes in [runs, striped] {
+                for radix in ["2", "3"] {
+                    let vars = [
+                        ("WEFT_BCAST_ALGO", "hier_knomial"),
+                        ("WEFT_REDUCE_ALGO", "hier_knomial"),
+                        ("WEFT_ALLREDUCE_ALGO", "hier_knomial"),
+                        ("WEFT_BCAST_RADIX", radix),
+                        ("WEFT_REDUCE_RADIX", radix),
+                        ("WEFT_ALLREDUCE_RADIX", radix),
+                    ];
+                    w.set_collective_tuning(
+                        Tuning::from_vars(&vars)
+                            .unwrap()
+                            .with_synthetic_nodes(nodes.clone()),
+                    );
+                    for n in [0usize, 1, 13, 2049] {
+                        let what = format!("nodes {nodes:?} radix {radix} n={n}");
+                        let send: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+                        let mut out = vec![0i64; n];
+                        w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+                        same(&out, &sum_ref(0..np, n), &format!("allreduce {what}"));
+                        for root in 0..np {
+                            let mut b: Vec<i64> = if me == root {
+                                (0..n).map(|i| val(root + 9, i)).collect()
+                            } else {
+                                vec![0; n]
+                            };
+                            w.bcast(&mut b, root).unwrap();
+                            let want: Vec<i64> = (0..n).map(|i| val(root + 9, i)).collect();
+                            same(&b, &want, &format!("bcast root {root} {what}"));
+                            let mut r = vec![0i64; if me == root { n } else { 0 }];
+                            w.reduce(&send, &mut r, &Op::Sum, root).unwrap();
+                            if me == root {
+                                same(
+                                    &r,
+                                    &sum_ref(0..np, n),
+                                    &format!("reduce root {root} {what}"),
+                                );
+                            }
+                        }
+                        // A non-commutative operation is refused by name.
+                        if n == 1 {
+                            let e = w.allreduce(&[1u64], &mut [0], &affine_op()).unwrap_err();
+                            assert!(e.message().contains("commutative"), "{e}");
+                        }
+                    }
                 }
             }
         });

@@ -1,7 +1,8 @@
-//! Shared-memory collectives across real processes: the test binary starts copies of itself
-//! as ranks (a real bootstrap store, one segment, CMA between processes). One rank exits in
-//! the middle of the job; the others, waiting in the node's collective area where no message
-//! will ever fail, must notice and report the dead peer instead of hanging.
+//! Shared-memory collectives (barrier, allreduce, bcast, reduce, allgather, alltoall) across
+//! real processes: the test binary starts copies of itself as ranks (a real bootstrap store,
+//! one segment, CMA between processes). One rank exits in the middle of the job; the
+//! others, waiting in the node's collective area where no message will ever fail, must
+//! notice and report the dead peer instead of hanging.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,6 +31,28 @@ fn child() {
     };
     w.bcast(&mut b, 1).unwrap();
     assert!(b.iter().all(|&x| x == 7), "bcast across processes");
+    // Reduce, allgather and alltoall through the area (more than a slot's worth each).
+    let mut red = vec![0i64; if me == 2 { send.len() } else { 0 }];
+    w.reduce(&send, &mut red, &Op::Sum, 2).unwrap();
+    assert!(red.iter().all(|&x| x == 6), "reduce across processes");
+    let mine: Vec<u32> = (0..70_000).map(|i| i * 3 + me).collect();
+    let mut all = vec![0u32; 3 * mine.len()];
+    w.allgather(&mine, &mut all).unwrap();
+    for (i, &x) in all.iter().enumerate() {
+        let (r, k) = (i / mine.len(), i % mine.len());
+        assert_eq!(x, k as u32 * 3 + r as u32, "allgather across processes");
+    }
+    let out: Vec<u32> = (0..3 * 50_000).map(|i| me * 1_000_000 + i).collect();
+    let mut got = vec![0u32; out.len()];
+    w.alltoall(&out, &mut got).unwrap();
+    for (i, &x) in got.iter().enumerate() {
+        let (r, k) = (i / 50_000, i % 50_000);
+        assert_eq!(
+            x,
+            r as u32 * 1_000_000 + me * 50_000 + k as u32,
+            "alltoall across processes"
+        );
+    }
     w.barrier().unwrap();
     eprintln!("rank {me}: collectives done");
     if me == NP - 1 {
@@ -70,6 +93,9 @@ fn shared_memory_collectives_across_processes_and_a_dead_peer() {
                 .env("WEFT_BARRIER_ALGO", "shm_counter")
                 .env("WEFT_ALLREDUCE_ALGO", "shm")
                 .env("WEFT_BCAST_ALGO", "shm")
+                .env("WEFT_REDUCE_ALGO", "shm")
+                .env("WEFT_ALLGATHER_ALGO", "shm")
+                .env("WEFT_ALLTOALL_ALGO", "shm")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()

@@ -52,6 +52,10 @@ impl Comm {
         let plan = match c.algo {
             "bruck" => algo::bruck_allgather::plan(rank, size, blk),
             "recursive_doubling" => algo::recursive_doubling_allgather::plan(rank, size, blk),
+            "knomial" => algo::knomial_allgather::plan(rank, size, c.radix, blk)?,
+            "shm" => {
+                algo::shm_allgather::plan(rank, size, blk, self.coll_shm_slot_bytes().unwrap_or(64))
+            }
             _ => algo::ring_allgather::plan(rank, size, &blocks),
         };
         self.coll_start(

@@ -99,6 +99,9 @@ impl Comm {
             "rabenseifner" => {
                 algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Everyone)
             }
+            "hier_knomial" => {
+                algo::hierarchical::allreduce(rank, &self.coll_nodes(), c.radix, bytes)?
+            }
             "knomial" => {
                 // Reduce to rank 0, then broadcast from it: 2·log_k n levels.
                 let mut p = Plan::new();

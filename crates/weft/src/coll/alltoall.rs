@@ -55,9 +55,17 @@ impl Comm {
         let es = std::mem::size_of::<T>();
         let blk = send.len() / size as usize * es;
         let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
-        debug_assert_eq!(c.algo, "pairwise");
-        let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-        let plan = algo::pairwise::plan(rank, size, &blocks, &blocks);
+        let plan = match c.algo {
+            "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
+            "shm" => {
+                algo::shm_alltoall::plan(rank, size, blk, self.coll_shm_slot_bytes().unwrap_or(64))
+            }
+            _ => {
+                let blocks: Vec<(usize, usize)> =
+                    (0..size as usize).map(|i| (i * blk, blk)).collect();
+                algo::pairwise::plan(rank, size, &blocks, &blocks)
+            }
+        };
         self.coll_start(
             Coll::Alltoall,
             plan,

@@ -42,6 +42,9 @@ impl Comm {
         if c.algo == "shm" {
             let slot = self.coll_shm_slot_bytes().unwrap_or(64);
             plan = algo::shm::bcast(self.rank(), root, bytes, slot);
+        } else if c.algo == "hier_knomial" {
+            plan =
+                algo::hierarchical::bcast(self.rank(), &self.coll_nodes(), root, c.radix, bytes)?;
         } else if c.algo == "scatter_allgather" {
             plan = algo::scatter_allgather_bcast::plan(self.rank(), self.size(), root, bytes);
         } else {

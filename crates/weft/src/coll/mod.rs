@@ -137,6 +137,19 @@ impl Comm {
         here.max(1)
     }
 
+    /// Node id of every rank of this communicator, the groups of the hierarchical trees
+    /// (the same on every rank: every rank has the job's node table).
+    pub(crate) fn coll_nodes(&self) -> Vec<u32> {
+        let e = self.engine.borrow();
+        let tuning = e.tuning();
+        let nodes = tuning.synthetic_nodes().unwrap_or(e.node_of());
+        self.data
+            .members
+            .iter()
+            .map(|&w| nodes.get(w as usize).copied().unwrap_or(0))
+            .collect()
+    }
+
     /// Bytes of each slot of the node's collective area when this communicator may use it:
     /// the world of a job of 2 or more ranks all on this node. Every rank of such a job
     /// sees the same segment, so every rank answers alike.

@@ -106,7 +106,13 @@ impl Comm {
         let bytes = send.len();
         let c = self.coll_choose(Coll::Reduce, bytes, op.is_commutative(), mode)?;
         let mut plan = Plan::new();
-        if c.algo == "reduce_scatter_gather" {
+        if c.algo == "shm" {
+            let slot = self.coll_shm_slot_bytes().unwrap_or(64);
+            plan = algo::shm_reduce::plan(rank, size, root, n, kind.size_bytes(), slot);
+        } else if c.algo == "hier_knomial" {
+            let nodes = self.coll_nodes();
+            algo::hierarchical::reduce(&mut plan, rank, &nodes, root, c.radix, bytes, Buf::Recv)?;
+        } else if c.algo == "reduce_scatter_gather" {
             plan = algo::rabenseifner::plan(
                 rank,
                 size,

@@ -146,6 +146,7 @@ impl Comm {
         let c = self.coll_choose(coll, total / size as usize, op.is_commutative(), mode)?;
         let plan = match c.algo {
             "ring" => algo::ring_reduce_scatter::plan(rank, size, &blocks, total),
+            "recursive_halving" => algo::recursive_halving::plan(rank, size, &blocks, total),
             _ => {
                 // Reduce the whole buffer to rank 0 (in rank order), then scatter its blocks.
                 let mut p = Plan::new();

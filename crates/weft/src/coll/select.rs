@@ -183,18 +183,23 @@ const BARRIER: &[AlgoInfo] = &[
 ];
 const BCAST: &[AlgoInfo] = &[
     algo("knomial", &[], true),
+    algo("hier_knomial", &[], true),
     algo("scatter_allgather", &[], false),
     algo("shm", SHM, false),
 ];
 const REDUCE: &[AlgoInfo] = &[
     algo("knomial", &[], true),
+    algo("hier_knomial", COMM, true),
     algo("reduce_scatter_gather", COMM, false),
+    algo("shm", SHM, false),
 ];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
 const ALLGATHER: &[AlgoInfo] = &[
     algo("ring", &[], false),
     algo("bruck", &[], false),
     algo("recursive_doubling", POW2, false),
+    algo("knomial", &[], true),
+    algo("shm", SHM, false),
 ];
 const POW2: &[Restriction] = &[Restriction::PowerOfTwo];
 const ALLREDUCE: &[AlgoInfo] = &[
@@ -202,14 +207,22 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("ring", COMM, false),
     algo("knomial", &[], true),
     algo("rabenseifner", COMM, false),
+    algo("hier_knomial", COMM, true),
     algo("shm", SHM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const RING: &[AlgoInfo] = &[algo("ring", &[], false)];
 const PAIRWISE: &[AlgoInfo] = &[algo("pairwise", &[], false)];
+const ALLTOALL: &[AlgoInfo] = &[
+    algo("pairwise", &[], false),
+    algo("bruck", &[], false),
+    algo("shm", SHM, false),
+];
+const COMM_POW2: &[Restriction] = &[Restriction::Commutative, Restriction::PowerOfTwo];
 const REDUCE_SCATTER: &[AlgoInfo] = &[
     algo("ring", COMM, false),
     algo("reduce_scatterv", &[], true),
+    algo("recursive_halving", COMM_POW2, false),
 ];
 
 /// The algorithms registered for `coll`, each working end to end.
@@ -224,7 +237,8 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
         Coll::Scan | Coll::Exscan => LINEAR,
         Coll::Allgather => ALLGATHER,
         Coll::Allgatherv => RING,
-        Coll::Alltoall | Coll::Alltoallv => PAIRWISE,
+        Coll::Alltoall => ALLTOALL,
+        Coll::Alltoallv => PAIRWISE,
         Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
     }
 }
@@ -253,6 +267,7 @@ pub struct Tuning {
     forced_radix: Vec<Option<u32>>,
     rules: Vec<Rule>,
     lanes: Lanes,
+    synthetic_nodes: Option<Vec<u32>>,
 }
 
 /// The table shipped with weft.
@@ -266,6 +281,7 @@ impl Default for Tuning {
             rules: parse_table(DEFAULT_TABLE, "tuning/default.toml")
                 .expect("the shipped tuning table parses (tested)"),
             lanes: default_lanes(),
+            synthetic_nodes: None,
         }
     }
 }
@@ -339,6 +355,20 @@ impl Tuning {
     /// The rules of the tuning table.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// For tests of the hierarchical algorithms on one machine: world rank w is taken to
+    /// live on node `nodes[w]` (ranks past the end on node 0) when the hierarchical trees
+    /// group ranks, instead of the node it is on. Nothing else changes (transport, shared-
+    /// memory restriction, ranks per node).
+    pub fn with_synthetic_nodes(mut self, nodes: Vec<u32>) -> Tuning {
+        self.synthetic_nodes = Some(nodes);
+        self
+    }
+
+    /// The node grouping set by [`Tuning::with_synthetic_nodes`], if any.
+    pub fn synthetic_nodes(&self) -> Option<&[u32]> {
+        self.synthetic_nodes.as_deref()
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
-use weft_model::tree::knomial;
+use weft_model::tree::{knomial, Tree};
 
 /// Appends to `p` a broadcast of the first `bytes` of `buf` (the root's holds the data).
 pub(crate) fn build(
@@ -16,7 +16,13 @@ pub(crate) fn build(
     buf: Buf,
     bytes: usize,
 ) -> Result<()> {
-    let tree = knomial(size, radix, root)?;
+    build_on(p, rank, &knomial(size, radix, root)?, buf, bytes);
+    Ok(())
+}
+
+/// Appends to `p` a broadcast down `tree` (rooted at the root) of the first `bytes` of
+/// `buf`; the hierarchical broadcast uses it with its own tree.
+pub(crate) fn build_on(p: &mut Plan, rank: u32, tree: &Tree, buf: Buf, bytes: usize) {
     let all = Region::new(buf, 0, bytes);
     if let Some(parent) = tree.parent(rank) {
         p.step();
@@ -29,5 +35,4 @@ pub(crate) fn build(
             p.send(c, all);
         }
     }
-    Ok(())
 }

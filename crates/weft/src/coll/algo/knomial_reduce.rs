@@ -9,7 +9,7 @@
 
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
-use weft_model::tree::knomial;
+use weft_model::tree::{knomial, Tree};
 
 /// Appends to `p` a reduce of `bytes` from the send buffer into the root's `out`.
 #[allow(clippy::too_many_arguments)]
@@ -25,6 +25,25 @@ pub(crate) fn build(
 ) -> Result<()> {
     let tree_root = if commutative { root } else { 0 };
     let tree = knomial(size, radix, tree_root)?;
+    build_on(p, rank, size, root, &tree, bytes, out);
+    Ok(())
+}
+
+/// Appends to `p` a reduce up `tree` into the root's `out`. With a tree rooted elsewhere
+/// than `root`, its root forwards the result. Children are combined in increasing order of
+/// their rank relative to the tree's root, which is rank order when every subtree is a
+/// contiguous range of ranks above its parent (a k-nomial tree rooted at 0); other trees
+/// (the hierarchical one) need a commutative operation.
+pub(crate) fn build_on(
+    p: &mut Plan,
+    rank: u32,
+    size: u32,
+    root: u32,
+    tree: &Tree,
+    bytes: usize,
+    out: Buf,
+) {
+    let tree_root = tree.root();
     if rank != root && tree.children(rank).is_empty() {
         // A leaf sends its contribution straight from the send buffer: no copy, and clean
         // cache lines for the parent to read.
@@ -32,7 +51,7 @@ pub(crate) fn build(
             p.step();
             p.send(parent, Region::new(Buf::Send, 0, bytes));
         }
-        return Ok(());
+        return;
     }
     let acc_buf = if rank == root { out } else { p.tmp(bytes) };
     let acc = Region::new(acc_buf, 0, bytes);
@@ -64,5 +83,4 @@ pub(crate) fn build(
             p.recv(tree_root, acc);
         }
     }
-    Ok(())
 }

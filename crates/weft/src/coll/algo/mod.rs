@@ -4,7 +4,10 @@
 //! operation only, and so on) are declared by the collective that registers the algorithm.
 
 pub(crate) mod bruck_allgather;
+pub(crate) mod bruck_alltoall;
 pub(crate) mod dissemination;
+pub(crate) mod hierarchical;
+pub(crate) mod knomial_allgather;
 pub(crate) mod knomial_bcast;
 pub(crate) mod knomial_gather;
 pub(crate) mod knomial_reduce;
@@ -15,11 +18,15 @@ pub(crate) mod pairwise;
 pub(crate) mod rabenseifner;
 pub(crate) mod recursive_doubling;
 pub(crate) mod recursive_doubling_allgather;
+pub(crate) mod recursive_halving;
 pub(crate) mod ring_allgather;
 pub(crate) mod ring_allreduce;
 pub(crate) mod ring_reduce_scatter;
 pub(crate) mod scatter_allgather_bcast;
 pub(crate) mod shm;
+pub(crate) mod shm_allgather;
+pub(crate) mod shm_alltoall;
+pub(crate) mod shm_reduce;
 
 /// Splits `count` elements of `elem_bytes` into `parts` nearly equal chunks; returns each
 /// chunk's byte offset and length (the first `count % parts` chunks get one more element).

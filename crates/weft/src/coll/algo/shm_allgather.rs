@@ -1,0 +1,37 @@
+//! Shared-memory allgather on the node's collective area: every rank copies its block (a
+//! slot's worth per round) into its own slot, one arrival, then copies every other rank's
+//! block out; a second arrival frees the slots. Two copies per byte, no messages. The
+//! communicator must be the whole node (the `SharedMemory` restriction).
+
+use crate::coll::schedule::{Buf, Plan, Region, Slot};
+
+pub(crate) fn plan(rank: u32, size: u32, block: usize, slot_bytes: usize) -> Plan {
+    let mut p = Plan::new();
+    let r = rank as usize;
+    p.step();
+    p.copy(
+        Region::new(Buf::Send, 0, block),
+        Region::new(Buf::Recv, r * block, block),
+    );
+    if size == 1 {
+        return p;
+    }
+    let mut off = 0;
+    while off < block {
+        let len = slot_bytes.min(block - off);
+        p.step();
+        p.shm_write(Slot::Rank(rank), 0, Region::new(Buf::Send, off, len));
+        p.shm_arrive();
+        p.step();
+        for j in (0..size as usize).filter(|&j| j != r) {
+            p.shm_read(
+                Slot::Rank(j as u32),
+                0,
+                Region::new(Buf::Recv, j * block + off, len),
+            );
+        }
+        p.shm_arrive();
+        off += len;
+    }
+    p
+}
