@@ -356,6 +356,45 @@ pub(crate) unsafe fn wait_set<T: Word>(
     }
 }
 
+/// `wait_until_some` (`block`) and `test_some`: the indices of every satisfied variable go to
+/// `indices`; returns how many (waits until at least one when blocking).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn wait_some<T: Word>(
+    ivars: *const T,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: T,
+    block: bool,
+    call: &str,
+) -> usize {
+    check_ptr(ivars, call);
+    check_ptr(indices as *const usize, call);
+    let mut round = 0;
+    loop {
+        let mut found = 0;
+        let mut considered = 0;
+        for i in 0..nelems {
+            // SAFETY: status (when given), ivars and indices have nelems elements.
+            if !status.is_null() && unsafe { *status.add(i) } != 0 {
+                continue;
+            }
+            considered += 1;
+            // SAFETY: as above.
+            if compare(unsafe { T::load(ivars.add(i)) }, cmp, value, call) {
+                // SAFETY: found < nelems.
+                unsafe { *indices.add(found) = i };
+                found += 1;
+            }
+        }
+        if found > 0 || !block || considered == 0 {
+            return found;
+        }
+        backoff(&mut round);
+    }
+}
+
 pub(crate) unsafe fn test_set<T: Word>(
     ivars: *const T,
     nelems: usize,

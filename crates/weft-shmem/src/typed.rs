@@ -7,7 +7,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use crate::*;
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 /// OpenSHMEM 1.5 `shmem_float_put`.
 #[no_mangle]
@@ -300,6 +300,72 @@ pub unsafe extern "C" fn shmem_ctx_float_iget(
         4,
         pe,
         "shmem_ctx_float_iget",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_fcollect(
+    team: ShmemTeam,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_collect(
+    team: ShmemTeam,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_alltoall(
+    team: ShmemTeam,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_broadcast(
+    team: ShmemTeam,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_broadcast"),
+        root,
     )
 }
 
@@ -829,6 +895,72 @@ pub unsafe extern "C" fn shmem_ctx_double_iget(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_double_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_fcollect(
+    team: ShmemTeam,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_collect(
+    team: ShmemTeam,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_alltoall(
+    team: ShmemTeam,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_broadcast(
+    team: ShmemTeam,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_broadcast"),
+        root,
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_double_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_fetch(source: *const f64, pe: c_int) -> f64 {
@@ -1355,6 +1487,72 @@ pub unsafe extern "C" fn shmem_ctx_char_iget(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_char_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_fcollect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_collect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_alltoall(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_broadcast(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_broadcast"),
+        root,
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_schar_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_put(
@@ -1646,6 +1844,72 @@ pub unsafe extern "C" fn shmem_ctx_schar_iget(
         1,
         pe,
         "shmem_ctx_schar_iget",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_fcollect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_collect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_alltoall(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_broadcast(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_broadcast"),
+        root,
     )
 }
 
@@ -2108,6 +2372,116 @@ pub unsafe extern "C" fn shmem_short_test_any(
         value,
         WaitSet::Any,
         "shmem_short_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_fcollect(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_collect(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_alltoall(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_broadcast(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_wait_until_some(
+    ivars: *mut i16,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i16,
+) -> usize {
+    wait_some(
+        ivars as *const i16,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_short_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_test_some(
+    ivars: *mut i16,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i16,
+) -> usize {
+    wait_some(
+        ivars as *const i16,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_short_test_some",
     )
 }
 
@@ -2670,6 +3044,116 @@ pub unsafe extern "C" fn shmem_int_test_any(
         value,
         WaitSet::Any,
         "shmem_int_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_fcollect(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_collect(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_alltoall(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_broadcast(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait_until_some(
+    ivars: *mut i32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i32,
+) -> usize {
+    wait_some(
+        ivars as *const i32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_int_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_test_some(
+    ivars: *mut i32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i32,
+) -> usize {
+    wait_some(
+        ivars as *const i32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_int_test_some",
     )
 }
 
@@ -3374,6 +3858,116 @@ pub unsafe extern "C" fn shmem_long_test_any(
         value,
         WaitSet::Any,
         "shmem_long_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_fcollect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_collect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_alltoall(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_broadcast(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait_until_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_long_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_test_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_long_test_some",
     )
 }
 
@@ -4090,6 +4684,116 @@ pub unsafe extern "C" fn shmem_longlong_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_fcollect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_collect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_alltoall(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_broadcast(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait_until_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_longlong_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_test_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_longlong_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
@@ -4720,6 +5424,72 @@ pub unsafe extern "C" fn shmem_ctx_uchar_iget(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_uchar_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_fcollect(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_collect(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_alltoall(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_broadcast(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_broadcast"),
+        root,
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uchar_sum_reduce`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_sum_reduce(
@@ -5239,6 +6009,116 @@ pub unsafe extern "C" fn shmem_ushort_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_ushort_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_fcollect(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_collect(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_alltoall(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_broadcast(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_wait_until_some(
+    ivars: *mut u16,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u16,
+) -> usize {
+    wait_some(
+        ivars as *const u16,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_ushort_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_test_some(
+    ivars: *mut u16,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u16,
+) -> usize {
+    wait_some(
+        ivars as *const u16,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_ushort_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ushort_sum_reduce`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_sum_reduce(
@@ -5755,6 +6635,116 @@ pub unsafe extern "C" fn shmem_uint_test_any(
         value,
         WaitSet::Any,
         "shmem_uint_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_fcollect(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_collect(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_alltoall(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_broadcast(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_wait_until_some(
+    ivars: *mut u32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u32,
+) -> usize {
+    wait_some(
+        ivars as *const u32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_uint_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_test_some(
+    ivars: *mut u32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u32,
+) -> usize {
+    wait_some(
+        ivars as *const u32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_uint_test_some",
     )
 }
 
@@ -6397,6 +7387,116 @@ pub unsafe extern "C" fn shmem_ulong_test_any(
         value,
         WaitSet::Any,
         "shmem_ulong_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_fcollect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_collect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_alltoall(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_broadcast(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_wait_until_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_ulong_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_test_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_ulong_test_some",
     )
 }
 
@@ -7063,6 +8163,116 @@ pub unsafe extern "C" fn shmem_ulonglong_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_fcollect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_collect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_alltoall(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_broadcast(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_wait_until_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_ulonglong_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_test_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_ulonglong_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
@@ -7647,6 +8857,72 @@ pub unsafe extern "C" fn shmem_ctx_int8_iget(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_int8_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_fcollect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int8_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_collect(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int8_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_alltoall(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int8_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_broadcast(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_broadcast"),
+        root,
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_int8_sum_reduce`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_sum_reduce(
@@ -8071,6 +9347,72 @@ pub unsafe extern "C" fn shmem_ctx_int16_iget(
         2,
         pe,
         "shmem_ctx_int16_iget",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_fcollect(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_collect(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_alltoall(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_broadcast(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_broadcast"),
+        root,
     )
 }
 
@@ -8590,6 +9932,116 @@ pub unsafe extern "C" fn shmem_int32_test_any(
         value,
         WaitSet::Any,
         "shmem_int32_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_fcollect(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_collect(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_alltoall(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_broadcast(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_wait_until_some(
+    ivars: *mut i32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i32,
+) -> usize {
+    wait_some(
+        ivars as *const i32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_int32_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_test_some(
+    ivars: *mut i32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i32,
+) -> usize {
+    wait_some(
+        ivars as *const i32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_int32_test_some",
     )
 }
 
@@ -9247,6 +10699,116 @@ pub unsafe extern "C" fn shmem_int64_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_fcollect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_collect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_alltoall(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_broadcast(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_wait_until_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_int64_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_test_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_int64_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
@@ -9809,6 +11371,72 @@ pub unsafe extern "C" fn shmem_ctx_uint8_iget(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_uint8_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_fcollect(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint8_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_collect(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint8_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_alltoall(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint8_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_broadcast(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_broadcast"),
+        root,
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uint8_sum_reduce`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_sum_reduce(
@@ -10233,6 +11861,72 @@ pub unsafe extern "C" fn shmem_ctx_uint16_iget(
         2,
         pe,
         "shmem_ctx_uint16_iget",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_fcollect(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_collect(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_alltoall(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_broadcast(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_broadcast"),
+        root,
     )
 }
 
@@ -10752,6 +12446,116 @@ pub unsafe extern "C" fn shmem_uint32_test_any(
         value,
         WaitSet::Any,
         "shmem_uint32_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_fcollect(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_collect(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_alltoall(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_broadcast(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_wait_until_some(
+    ivars: *mut u32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u32,
+) -> usize {
+    wait_some(
+        ivars as *const u32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_uint32_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_test_some(
+    ivars: *mut u32,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u32,
+) -> usize {
+    wait_some(
+        ivars as *const u32,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_uint32_test_some",
     )
 }
 
@@ -11425,6 +13229,116 @@ pub unsafe extern "C" fn shmem_uint64_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_fcollect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_collect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_alltoall(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_broadcast(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_wait_until_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_uint64_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_test_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_uint64_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
@@ -12095,6 +14009,116 @@ pub unsafe extern "C" fn shmem_size_test_any(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_size_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_fcollect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_collect(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_alltoall(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_broadcast(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_wait_until_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_size_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_test_some(
+    ivars: *mut u64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: u64,
+) -> usize {
+    wait_some(
+        ivars as *const u64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_size_test_some",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
@@ -12739,6 +14763,116 @@ pub unsafe extern "C" fn shmem_ptrdiff_test_any(
         value,
         WaitSet::Any,
         "shmem_ptrdiff_test_any",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_fcollect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_fcollect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_fcollectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_fcollect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_collect`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_collect(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_collectmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_collect"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_alltoall`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_alltoall(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+) -> c_int {
+    shmem_alltoallmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_broadcast`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_broadcast(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    root: c_int,
+) -> c_int {
+    shmem_broadcastmem(
+        team,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_broadcast"),
+        root,
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_wait_until_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_wait_until_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        true,
+        "shmem_ptrdiff_wait_until_some",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_test_some`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_test_some(
+    ivars: *mut i64,
+    nelems: usize,
+    indices: *mut usize,
+    status: *const c_int,
+    cmp: c_int,
+    value: i64,
+) -> usize {
+    wait_some(
+        ivars as *const i64,
+        nelems,
+        indices,
+        status,
+        cmp,
+        value,
+        false,
+        "shmem_ptrdiff_test_some",
     )
 }
 

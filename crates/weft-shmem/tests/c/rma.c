@@ -107,6 +107,9 @@ int main(void) {
         shmem_int_wait_until_all(flags, n, NULL, SHMEM_CMP_EQ, 1);
         CHECK(shmem_int_test_all(flags, n, NULL, SHMEM_CMP_EQ, 1));
         CHECK(shmem_int_test(&flags[0], SHMEM_CMP_EQ, 1));
+        size_t idx[64];
+        CHECK(shmem_int_wait_until_some(flags, n, idx, NULL, SHMEM_CMP_EQ, 1) == (size_t)n && idx[n - 1] == (size_t)(n - 1));
+        CHECK(shmem_int_test_some(flags, n, idx, NULL, SHMEM_CMP_EQ, 2) == 0);
     }
     shmem_barrier_all();
 
@@ -131,6 +134,14 @@ int main(void) {
     CHECK(bdst[2] == (n - 1) * 1000 + 2);
     shmem_fcollectmem(SHMEM_TEAM_WORLD, bdst, bsrc, 4 * sizeof(long));
     for (int p = 0; p < n; p++) CHECK(bdst[4 * p + 1] == p * 1000 + 1);
+    int *ibc = shmem_malloc(2 * n * sizeof(int));
+    int mine2[2] = {me, -me};
+    shmem_int_fcollect(SHMEM_TEAM_WORLD, ibc, mine2, 2);
+    for (int p = 0; p < n; p++) CHECK(ibc[2 * p] == p && ibc[2 * p + 1] == -p);
+    shmem_int_broadcast(SHMEM_TEAM_WORLD, ibc, mine2, 2, 0);
+    CHECK(ibc[0] == 0 && ibc[1] == 0);
+    shmem_int_collect(SHMEM_TEAM_WORLD, ibc, mine2, me % 2 + 1);
+    for (int p = 0, at = 0; p < n; at += p % 2 + 1, p++) CHECK(ibc[at] == p);
     long *sum = shmem_malloc(4 * sizeof(long));
     shmem_long_sum_reduce(SHMEM_TEAM_WORLD, sum, bsrc, 4);
     CHECK(sum[1] == 1000L * n * (n - 1) / 2 + n);
