@@ -88,21 +88,23 @@ pub fn run(args: InfoArgs) -> i32 {
 }
 
 fn explain(coll: &str, args: &InfoArgs) -> i32 {
-    let bytes = match weft_core::units::parse_bytes(&args.bytes) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("weft info --explain: --bytes: {e}");
-            return 2;
+    match explain_text(coll, args) {
+        Ok(text) => {
+            print!("{text}");
+            0
         }
-    };
-    let ppn = args.ppn.unwrap_or(args.nranks);
-    let e = match weft::coll::explain(coll, bytes, args.nranks, ppn) {
-        Ok(e) => e,
         Err(e) => {
             eprintln!("weft info --explain: {e}");
-            return 2;
+            2
         }
-    };
+    }
+}
+
+/// What `weft info --explain` prints: a table, or one JSON object with `--json`.
+fn explain_text(coll: &str, args: &InfoArgs) -> Result<String, String> {
+    let bytes = weft_core::units::parse_bytes(&args.bytes).map_err(|e| format!("--bytes: {e}"))?;
+    let ppn = args.ppn.unwrap_or(args.nranks);
+    let e = weft::coll::explain(coll, bytes, args.nranks, ppn).map_err(|e| e.to_string())?;
     if args.json {
         let candidates: Vec<serde_json::Value> = e
             .candidates
@@ -111,23 +113,25 @@ fn explain(coll: &str, args: &InfoArgs) -> i32 {
             .collect();
         let v =
             serde_json::json!({"choice": e.choice, "source": e.source, "candidates": candidates});
-        println!("{v}");
-        return 0;
+        return Ok(format!("{v}\n"));
     }
-    println!(
-        "{coll}, {bytes} bytes per rank, {} ranks, {ppn} per node: {} ({})",
+    let mut out = format!(
+        "{coll}, {bytes} bytes per rank, {} ranks, {ppn} per node: {} ({})\n",
         args.nranks, e.choice, e.source
     );
-    println!("  {:<24} {:>6} {:>14}", "algorithm", "radix", "model (us)");
+    out += &format!(
+        "  {:<24} {:>6} {:>14}\n",
+        "algorithm", "radix", "model (us)"
+    );
     for c in &e.candidates {
         let mark = if c.algo == e.choice { "*" } else { " " };
         let cost = c
             .cost_us
             .map(|x| format!("{x:.3}"))
             .unwrap_or_else(|| "not modelled".into());
-        println!("{mark} {:<24} {:>6} {:>14}", c.algo, c.radix, cost);
+        out += &format!("{mark} {:<24} {:>6} {:>14}\n", c.algo, c.radix, cost);
     }
-    0
+    Ok(out)
 }
 
 fn print_knobs(config: &Config) {
@@ -175,4 +179,66 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(bytes: &str, nranks: u32, ppn: Option<u32>, json: bool) -> InfoArgs {
+        InfoArgs {
+            knobs: false,
+            explain: None,
+            bytes: bytes.into(),
+            nranks,
+            ppn,
+            json,
+        }
+    }
+
+    #[test]
+    fn explain_lists_every_registered_algorithm_and_marks_the_choice() {
+        for coll in weft::coll::select::ALL {
+            let algos = weft::coll::select::algorithms(*coll);
+            let text = explain_text(coll.name(), &args("64K", 4, None, false)).unwrap();
+            assert!(text.starts_with(&format!("{}, 65536 bytes per rank, 4 ranks", coll.name())));
+            for a in algos {
+                assert!(text.contains(&format!(" {} ", a.name)), "{text}");
+            }
+            assert_eq!(
+                text.lines().filter(|l| l.starts_with('*')).count(),
+                1,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn explain_json_names_choice_and_costs() {
+        let text = explain_text("alltoall", &args("1M", 4, None, true)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let names: Vec<&str> = v["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["algo"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["pairwise", "bruck", "shm"]);
+        assert!(names.contains(&v["choice"].as_str().unwrap()));
+        assert!(v["candidates"][0]["cost_us"].as_f64().unwrap() > 0.0);
+        // Across nodes the area algorithms are out: the choice is a message algorithm.
+        let text = explain_text("allreduce", &args("1M", 8, Some(2), true)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        assert_ne!(v["choice"], "shm", "{v}");
+    }
+
+    #[test]
+    fn explain_rejects_bad_input_by_name() {
+        let e = explain_text("allreduce", &args("12Q", 4, None, false)).unwrap_err();
+        assert!(e.contains("--bytes"), "{e}");
+        let e = explain_text("allreduse", &args("8", 4, None, false)).unwrap_err();
+        assert!(e.contains("allreduse"), "{e}");
+        let e = explain_text("bcast", &args("8", 0, None, false)).unwrap_err();
+        assert!(e.contains("procs=0"), "{e}");
+    }
 }
