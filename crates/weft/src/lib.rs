@@ -365,7 +365,12 @@ pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
             } else {
                 speed_mbit.unwrap_or(10_000.0) * 1e6 / 8.0
             },
-            reach: lanes::Reach::AnyNode,
+            // Loopback reaches only this host.
+            reach: if loopback {
+                lanes::Reach::SameNode
+            } else {
+                lanes::Reach::AnyNode
+            },
             single_copy: false,
             numa_near: match (numa, my_numa) {
                 (Some(n), Some(m)) => Some(n == m),

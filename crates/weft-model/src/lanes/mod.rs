@@ -1,5 +1,6 @@
 //! Lane scoring (ALGORITHMS.md §5): which transports carry traffic to a peer, as a pure
-//! function of what each transport declares about itself and where the peer is.
+//! function of what each transport declares about itself and where the peer is (TCP over
+//! loopback declares itself a same-node lane).
 //!
 //! A lane is one way to reach a peer (shared memory, TCP over one interface, ...). Its score
 //! is the effective bandwidth of a 256 KiB transfer, `size / time` with
@@ -166,7 +167,7 @@ pub fn choose(lanes: &[LaneDesc], peer: PeerKind, policy: &LanePolicy) -> Result
             } else if !reachable(l) {
                 Some("reaches only the same node".to_string())
             } else if local_lane_exists && l.reach != Reach::SameNode {
-                Some("same-node peer: shared memory is used".to_string())
+                Some("same-node peer: a same-node lane is used".to_string())
             } else if s.is_nan() || s <= 0.0 {
                 Some("no bandwidth".to_string())
             } else {
@@ -218,8 +219,12 @@ pub fn choose(lanes: &[LaneDesc], peer: PeerKind, policy: &LanePolicy) -> Result
             .then(b.score_bytes_per_s.total_cmp(&a.score_bytes_per_s))
             .then(a.lane.cmp(&b.lane))
     });
+    // Rails are several devices of one transport (the best one's): striping shared memory
+    // with loopback TCP would only add a slower copy path.
+    let best_transport = lanes[wide[0].lane].transport;
     let large: Vec<usize> = wide
         .iter()
+        .filter(|c| lanes[c.lane].transport == best_transport)
         .take(policy.max_rails as usize)
         .map(|c| c.lane)
         .collect();
@@ -227,6 +232,11 @@ pub fn choose(lanes: &[LaneDesc], peer: PeerKind, policy: &LanePolicy) -> Result
         if c.excluded.is_none() && c.lane != small && !large.contains(&c.lane) {
             c.excluded = Some(if c.bandwidth_bytes_per_s * 4.0 < best_bw {
                 "below a quarter of the best bandwidth".to_string()
+            } else if lanes[c.lane].transport != best_transport {
+                format!(
+                    "rails stay on the best transport ({})",
+                    best_transport.name()
+                )
             } else {
                 format!("beyond WEFT_MAX_RAILS={}", policy.max_rails)
             });
@@ -293,6 +303,19 @@ mod tests {
         };
         let c = choose(&lanes, peer, &policy(BOTH, 4)).unwrap();
         assert_eq!((c.small, c.large.clone()), (0, vec![0]));
+        // Loopback TCP is a same-node lane too, but rails stay on the best transport.
+        let mut lo = tcp("tcp:lo", 0.0, None);
+        lo.reach = Reach::SameNode;
+        lo.dedicated_bytes_per_s = 3e9;
+        let with_lo = [shm(), lo];
+        let c = choose(&with_lo, peer, &policy(BOTH, 4)).unwrap();
+        assert_eq!((c.small, c.large.clone()), (0, vec![0]));
+        assert!(c.candidates[1]
+            .excluded
+            .as_deref()
+            .unwrap()
+            .contains("best transport"));
+        let c = choose(&lanes, peer, &policy(BOTH, 4)).unwrap();
         assert!(c.candidates[1]
             .excluded
             .as_deref()
