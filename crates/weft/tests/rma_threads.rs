@@ -105,6 +105,15 @@ fn put_get_atomics_at_1_2_3_4_pes() {
             world.barrier().unwrap();
             h.free(a).unwrap();
             h.free(b).unwrap();
+            // A second heap in the same job is a separate symmetric space.
+            let h2 = SymmetricHeap::with_size(w, 8192).unwrap();
+            let o = h2.malloc(8).unwrap() as u64 + h2.base() as u64;
+            h2.put(right, o, &[9u8; 8]).unwrap();
+            world.barrier().unwrap();
+            let mut nine = [0u8; 8];
+            h2.get(me, o, &mut nine).unwrap();
+            assert_eq!(nine, [9u8; 8]);
+            world.barrier().unwrap();
         });
     }
 }

@@ -73,8 +73,8 @@ pub struct SymmetricHeap {
 }
 
 impl SymmetricHeap {
-    /// Creates this node's heaps (collective over the job's ranks on this node), sized by
-    /// `WEFT_SYMMETRIC_SIZE`.
+    /// Creates this node's heaps (collective over the job's ranks: every rank creates its
+    /// heaps in the same order), sized by `WEFT_SYMMETRIC_SIZE`.
     pub fn new(weft: &Weft) -> Result<SymmetricHeap> {
         let text = knob_text(&weft.config.values, "WEFT_SYMMETRIC_SIZE", "64M");
         let bytes = parse_bytes(&text)? as usize;
@@ -98,14 +98,22 @@ impl SymmetricHeap {
                 format!("WEFT_SYMMETRIC_SIZE={heap_bytes} times {n} local PEs overflows"),
             )
         })?;
-        let region = node_region(weft, "heap", total)?;
+        // Every heap of a job needs its own region name and store keys; ranks create their
+        // heaps in the same order (it is collective), so a per-thread count names them alike
+        // (per thread, because in-process jobs run one rank per thread).
+        thread_local!(static HEAPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) });
+        let k = HEAPS.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        let region = node_region(weft, &format!("heap{k}"), total)?;
         let image = Image::of_executable();
         region.publish(WORD_BASE, image.base);
         region.publish(WORD_FINGERPRINT, image.fingerprint);
         region.publish(WORD_PE, weft.world.rank() as u64 + 1);
         if let Some(store) = &weft.store {
             store.barrier(
-                &format!("heap-published/{}", weft.node_id),
+                &format!("heap{k}-published/{}", weft.node_id),
                 n as u32,
                 std::time::Duration::from_secs(weft.config.boot_timeout_s),
             )?;
