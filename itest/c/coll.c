@@ -150,6 +150,20 @@ int main(int argc, char **argv) {
   OK(MPI_Reduce_scatter_block(rsb, rso, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   CHECK(rso[0] == 2 * rank * size && rso[1] == (2 * rank + 1) * size);
 
+  /* Reduce_scatter with unequal counts; Alltoallw with byte displacements. */
+  int *rsin = malloc(tot * sizeof(int)), rsout[64];
+  for (int i = 0; i < tot; i++) rsin[i] = i + rank;
+  OK(MPI_Reduce_scatter(rsin, rsout, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  for (int j = 0; j <= rank; j++) CHECK(rsout[j] == size * (rd[rank] + j) + size * (size - 1) / 2);
+  free(rsin);
+  MPI_Datatype *tys = malloc(size * sizeof(MPI_Datatype));
+  int *wc = malloc(size * sizeof(int)), *wd = malloc(size * sizeof(int));
+  for (int i = 0; i < size; i++) tys[i] = MPI_INT, wc[i] = 1, wd[i] = i * (int)sizeof(int);
+  for (int i = 0; i < size; i++) a2a[i] = rank * 1000 + i;
+  OK(MPI_Alltoallw(a2a, wc, wd, tys, a2b, wc, wd, tys, MPI_COMM_WORLD));
+  for (int i = 0; i < size; i++) CHECK(a2b[i] == i * 1000 + rank);
+  free(tys), free(wc), free(wd);
+
   free(ag), free(rc), free(rd), free(agv), free(a2a), free(a2b), free(ones), free(dsp), free(rsb);
   OK(MPI_Finalize());
   return 0;

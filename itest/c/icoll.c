@@ -91,6 +91,35 @@ int main(int argc, char **argv) {
   }
   OK(MPI_Type_free(&col));
 
+  /* v-variants and reduce_scatter without blocking: rank i gets i + 1 elements. */
+  {
+    int *cnt = malloc(size * sizeof(int)), *dsp = malloc(size * sizeof(int)), tot = 0;
+    for (int i = 0; i < size; i++) cnt[i] = i + 1, dsp[i] = tot, tot += i + 1;
+    int *all = malloc(tot * sizeof(int)), *vals = malloc(tot * sizeof(int)), part[64], got[64];
+    for (int i = 0; i < tot; i++) vals[i] = i;
+    for (int j = 0; j <= rank; j++) part[j] = rank * 10 + j;
+    MPI_Request v[5];
+    OK(MPI_Iallgatherv(part, rank + 1, MPI_INT, all, cnt, dsp, MPI_INT, w, &v[0]));
+    OK(MPI_Iscatterv(vals, cnt, dsp, MPI_INT, got, rank + 1, MPI_INT, 0, w, &v[1]));
+    int rs[64];
+    OK(MPI_Ireduce_scatter(vals, rs, cnt, MPI_INT, MPI_SUM, w, &v[2]));
+    int *gv = malloc(tot * sizeof(int));
+    OK(MPI_Igatherv(part, rank + 1, MPI_INT, gv, cnt, dsp, MPI_INT, size - 1, w, &v[3]));
+    int *ones = malloc(size * sizeof(int)), *idx = malloc(size * sizeof(int));
+    int *a2 = malloc(size * sizeof(int)), *b2 = malloc(size * sizeof(int));
+    for (int i = 0; i < size; i++) ones[i] = 1, idx[i] = i, a2[i] = rank * 100 + i;
+    OK(MPI_Ialltoallv(a2, ones, idx, MPI_INT, b2, ones, idx, MPI_INT, w, &v[4]));
+    OK(MPI_Waitall(5, v, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < size; i++)
+      for (int j = 0; j <= i; j++) CHECK(all[dsp[i] + j] == i * 10 + j);
+    for (int j = 0; j <= rank; j++) CHECK(got[j] == dsp[rank] + j);
+    for (int j = 0; j <= rank; j++) CHECK(rs[j] == size * (dsp[rank] + j));
+    if (rank == size - 1)
+      for (int i = 0; i < size; i++) CHECK(gv[dsp[i] + i] == i * 10 + i);
+    for (int i = 0; i < size; i++) CHECK(b2[i] == i * 100 + rank);
+    free(cnt), free(dsp), free(all), free(vals), free(gv), free(ones), free(idx), free(a2), free(b2);
+  }
+
   /* Persistent collectives (MPI-4): initialised once, started three times. */
   MPI_Request pers[4];
   int pin = 0, psum = -1, pb = 0, pag[64];

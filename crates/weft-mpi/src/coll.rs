@@ -939,3 +939,122 @@ pub(crate) fn make_op(tk: TypeKind, op: Handle, dt: Handle) -> R<Op> {
 pub(crate) fn root_of(c: &Comm, root: c_int) -> R<u32> {
     check_root(c, root)
 }
+
+/// Elements of kind `tk` in one item of `dt`, for counts given in items.
+fn elems_per_item(dt: Handle, tk: TypeKind) -> R<usize> {
+    let (size, _) = bytes_of(1, dt)?;
+    Ok(size / elem_bytes(tk))
+}
+
+/// Arguments of MPI_Reduce_scatter checked and converted: the staged send bytes, the
+/// receive bytes, the counts in elements, the kind and the operation.
+#[allow(clippy::type_complexity)]
+pub(crate) fn reduce_scatter_args(
+    c: &Comm,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<(Vec<u8>, usize, usize, Vec<usize>, TypeKind, Op)> {
+    let n = c.size() as usize;
+    let (_, tk) = bytes_of(1, dt)?;
+    let tk = tk.ok_or_else(|| err(MPI_ERR_TYPE, format!("datatype {dt:#x} cannot be reduced")))?;
+    let per = elems_per_item(dt, tk)?;
+    let counts: Vec<usize> = scaled(rcounts, n, per, "recvcounts")?;
+    let es = elem_bytes(tk);
+    let total: usize = counts.iter().sum::<usize>() * es;
+    let mine = counts[c.rank() as usize] * es;
+    let wop = make_op(tk, op, dt)?;
+    // The send side is copied: in place it is the receive buffer itself (larger than the
+    // result), and a copy keeps the nonblocking form's buffer alive in its request.
+    // SAFETY: MPI requires `send` (or `recv` in place) to hold every rank's counts.
+    let src = if in_place(send) {
+        unsafe { bytes(recv as *const c_void, total)? }.to_vec()
+    } else {
+        unsafe { bytes(send, total)? }.to_vec()
+    };
+    if recv.is_null() && mine > 0 {
+        return Err(err(MPI_ERR_BUFFER, "recvbuf is NULL"));
+    }
+    Ok((src, recv as usize, mine, counts, tk, wop))
+}
+
+/// MPI_Reduce_scatter (MPI-4.1 §6.10.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Reduce_scatter")?;
+        let (src, rp, mine, counts, tk, wop) =
+            reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
+        // SAFETY: `recv` holds this rank's count (MPI's contract).
+        let rb = unsafe { bytes_mut(rp as *mut c_void, mine)? };
+        Ok(c.reduce_scatter_bytes(&src, rb, &counts, tk, &wop)?)
+    })();
+    finish(comm, "MPI_Reduce_scatter", r)
+}
+
+/// MPI_Alltoallw (MPI-4.1 §6.8): per-peer datatypes and byte displacements; each type
+/// must be laid out without holes here.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+) -> c_int {
+    let r = (|| {
+        let c = comm_of(comm, "MPI_Alltoallw")?;
+        let n = c.size() as usize;
+        let bytes_per = |counts: *const c_int, types: *const Handle, what: &str| -> R<Vec<usize>> {
+            let cs = scaled(counts, n, 1, what)?;
+            if types.is_null() {
+                return Err(err(MPI_ERR_ARG, format!("types for {what} is NULL")));
+            }
+            (0..n)
+                // SAFETY: one type per rank (the caller's contract).
+                .map(|i| Ok(bytes_of(cs[i] as i64, unsafe { *types.add(i) })?.0))
+                .collect()
+        };
+        let rc = bytes_per(rcounts, rtypes, "recvcounts")?;
+        let rd = scaled(rdispls, n, 1, "rdispls")?;
+        // SAFETY: MPI buffer contract.
+        let rb = unsafe { bytes_mut(recv, span(&rc, &rd))? };
+        if in_place(send) {
+            let copy = rb.to_vec();
+            return Ok(c.alltoallv(&copy, &rc, &rd, rb, &rc, &rd)?);
+        }
+        let sc = bytes_per(scounts, stypes, "sendcounts")?;
+        let sd = scaled(sdispls, n, 1, "sdispls")?;
+        let sb = unsafe { bytes(send, span(&sc, &sd))? };
+        Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
+    })();
+    finish(comm, "MPI_Alltoallw", r)
+}
+
+/// Counts and displacements of a v-collective in bytes, and the span they cover.
+pub(crate) fn v_bytes(
+    n: usize,
+    counts: *const c_int,
+    displs: *const c_int,
+    dt: Handle,
+    what: &str,
+) -> R<(Vec<usize>, Vec<usize>, usize)> {
+    let (es, _) = bytes_of(1, dt)?;
+    let c = scaled(counts, n, es, what)?;
+    let d = scaled(displs, n, es, "displs")?;
+    let s = span(&c, &d);
+    Ok((c, d, s))
+}

@@ -726,3 +726,235 @@ move_init! {
     /// MPI_Alltoall_init (MPI-4.1 §6.13.2).
     MPI_Alltoall_init, "MPI_Alltoall_init", rooted: false, Move::Alltoall;
 }
+
+// ------------------------------------------------------------------- v-variants
+
+/// MPI_Ireduce_scatter (MPI-4.1 §6.12.10).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let st = (|| {
+        let c = comm_of(comm, "MPI_Ireduce_scatter")?;
+        let (src, rp, mine, counts, tk, wop) =
+            crate::coll::reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
+        // SAFETY: the copy lives in the request; `recv` by MPI's contract.
+        let q = unsafe {
+            c.ireduce_scatter_bytes(
+                sl(src.as_ptr(), src.len()),
+                sl_mut(rp as *mut u8, mine),
+                &counts,
+                tk,
+                &wop,
+            )?
+        };
+        started(q, vec![src], None)
+    })();
+    let r = file(comm, st, req);
+    finish(comm, "MPI_Ireduce_scatter", r)
+}
+
+/// The bytes of a send side with `count` items of contiguous `dt` (a copy for in-place).
+fn contiguous_send(send: *const c_void, count: c_int, dt: Handle) -> R<(usize, usize)> {
+    let (n, _) = crate::dtype::bytes_of(count as i64, dt)?;
+    if send.is_null() && n > 0 {
+        return Err(err(MPI_ERR_BUFFER, "sendbuf is NULL"));
+    }
+    Ok((send as usize, n))
+}
+
+/// MPI_Igatherv (MPI-4.1 §6.12.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let st = (|| {
+        let c = comm_of(comm, "MPI_Igatherv")?;
+        let root = root_of(&c, root)?;
+        let n = c.size() as usize;
+        let (counts, ds, span) = if c.rank() == root {
+            crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?
+        } else {
+            (vec![0; n], vec![0; n], 0)
+        };
+        let mut keep = Vec::new();
+        let (sp, sn) = if in_place(send) {
+            let me = c.rank() as usize;
+            // SAFETY: the root's receive buffer covers its own block.
+            let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+            let p = copy.as_ptr() as usize;
+            let l = copy.len();
+            keep.push(copy);
+            (p, l)
+        } else {
+            contiguous_send(send, scount, sdt)?
+        };
+        // SAFETY: buffers live until completion (MPI's contract or `keep`).
+        let q = unsafe {
+            c.igatherv(
+                sl(sp as *const u8, sn),
+                sl_mut(recv as *mut u8, span),
+                &counts,
+                &ds,
+                root,
+            )?
+        };
+        started(q, keep, None)
+    })();
+    let r = file(comm, st, req);
+    finish(comm, "MPI_Igatherv", r)
+}
+
+/// MPI_Iscatterv (MPI-4.1 §6.12.4).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let st = (|| {
+        let c = comm_of(comm, "MPI_Iscatterv")?;
+        let root = root_of(&c, root)?;
+        let n = c.size() as usize;
+        let (counts, ds, span) = if c.rank() == root {
+            crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts")?
+        } else {
+            (vec![0; n], vec![0; n], 0)
+        };
+        let mut keep = Vec::new();
+        let (rp, rn) = if in_place(recv) {
+            let mut scratch = vec![0u8; counts[c.rank() as usize]];
+            let p = scratch.as_mut_ptr() as usize;
+            let l = scratch.len();
+            keep.push(scratch);
+            (p, l)
+        } else {
+            contiguous_send(recv, rcount, rdt)?
+        };
+        // SAFETY: buffers live until completion (MPI's contract or `keep`).
+        let q = unsafe {
+            c.iscatterv(
+                sl(send as *const u8, span),
+                &counts,
+                &ds,
+                sl_mut(rp as *mut u8, rn),
+                root,
+            )?
+        };
+        started(q, keep, None)
+    })();
+    let r = file(comm, st, req);
+    finish(comm, "MPI_Iscatterv", r)
+}
+
+/// MPI_Iallgatherv (MPI-4.1 §6.12.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let st = (|| {
+        let c = comm_of(comm, "MPI_Iallgatherv")?;
+        let n = c.size() as usize;
+        let (counts, ds, span) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
+        let mut keep = Vec::new();
+        let (sp, sn) = if in_place(send) {
+            let me = c.rank() as usize;
+            // SAFETY: the receive buffer covers this rank's block.
+            let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+            let p = copy.as_ptr() as usize;
+            let l = copy.len();
+            keep.push(copy);
+            (p, l)
+        } else {
+            contiguous_send(send, scount, sdt)?
+        };
+        // SAFETY: buffers live until completion (MPI's contract or `keep`).
+        let q = unsafe {
+            c.iallgatherv(
+                sl(sp as *const u8, sn),
+                sl_mut(recv as *mut u8, span),
+                &counts,
+                &ds,
+            )?
+        };
+        started(q, keep, None)
+    })();
+    let r = file(comm, st, req);
+    finish(comm, "MPI_Iallgatherv", r)
+}
+
+/// MPI_Ialltoallv (MPI-4.1 §6.12.6).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let st = (|| {
+        let c = comm_of(comm, "MPI_Ialltoallv")?;
+        let n = c.size() as usize;
+        let (rc, rd, rspan) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
+        let mut keep = Vec::new();
+        let (sc, sd, sp, sn) = if in_place(send) {
+            // SAFETY: the receive buffer covers its span.
+            let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
+            let p = copy.as_ptr() as usize;
+            keep.push(copy);
+            (rc.clone(), rd.clone(), p, rspan)
+        } else {
+            let (sc, sd, sspan) = crate::coll::v_bytes(n, scounts, sdispls, sdt, "sendcounts")?;
+            (sc, sd, send as usize, sspan)
+        };
+        // SAFETY: buffers live until completion (MPI's contract or `keep`).
+        let q = unsafe {
+            c.ialltoallv(
+                sl(sp as *const u8, sn),
+                &sc,
+                &sd,
+                sl_mut(recv as *mut u8, rspan),
+                &rc,
+                &rd,
+            )?
+        };
+        started(q, keep, None)
+    })();
+    let r = file(comm, st, req);
+    finish(comm, "MPI_Ialltoallv", r)
+}
