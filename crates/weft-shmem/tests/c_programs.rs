@@ -171,3 +171,52 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
     }
     let _ = std::fs::remove_file(exe);
 }
+
+/// Every function shmem.h, shmem_typed.h and weft/sync.h declare is exported by libshmem.so
+/// (the header cannot promise what the library lacks).
+#[test]
+fn every_declared_function_is_exported() {
+    let nm = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib_dir().join("libshmem.so"))
+        .output()
+        .expect("run nm");
+    assert!(nm.status.success());
+    let exported: std::collections::HashSet<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect();
+    let mut declared = 0;
+    for header in [
+        "include/shmem.h",
+        "include/shmem_typed.h",
+        "include/weft/sync.h",
+    ] {
+        let text = std::fs::read_to_string(crate_dir().join(header)).unwrap();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#')
+                || line.starts_with("/*")
+                || line.starts_with('*')
+                || !line.ends_with(");")
+            {
+                continue;
+            }
+            let Some(open) = line.find('(') else { continue };
+            let name = line[..open]
+                .split_whitespace()
+                .last()
+                .unwrap_or("")
+                .trim_start_matches('*');
+            if name.is_empty() || name.starts_with("typedef") {
+                continue;
+            }
+            declared += 1;
+            assert!(
+                exported.contains(name),
+                "{header} declares {name}, libshmem.so does not export it"
+            );
+        }
+    }
+    assert!(declared > 900, "only {declared} declarations parsed");
+}
