@@ -3,6 +3,21 @@
 #include "check.h"
 #include <string.h>
 
+static int copies = 0, deletes = 0;
+static int copy_cb(MPI_Comm old, int key, void *extra, void *in, void *out, int *flag) {
+  (void)old, (void)key;
+  CHECK(*(int *)extra == 99);
+  copies++;
+  *(void **)out = (char *)in + 1; /* the copy's value differs, to tell them apart */
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+static int delete_cb(MPI_Comm c, int key, void *val, void *extra) {
+  (void)c, (void)key, (void)val, (void)extra;
+  deletes++;
+  return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   int rank, size, r;
@@ -184,6 +199,36 @@ int main(int argc, char **argv) {
   CHECK(r == dims[1]);
   OK(MPI_Comm_free(&row));
   OK(MPI_Comm_free(&cart));
+
+  /* User attributes: copied on dup by the callback, deleted on free and replace. */
+  int extra = 99, key, nocopy;
+  static char slot[4];
+  OK(MPI_Comm_create_keyval(copy_cb, delete_cb, &key, &extra));
+  OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &nocopy, NULL));
+  OK(MPI_Comm_set_attr(node, key, &slot[0]));
+  OK(MPI_Comm_set_attr(node, nocopy, &slot[2]));
+  void *val = NULL;
+  int found = 0;
+  OK(MPI_Comm_get_attr(node, key, &val, &found));
+  CHECK(found == 1 && val == &slot[0]);
+  MPI_Comm ndup;
+  OK(MPI_Comm_dup(node, &ndup));
+  CHECK(copies == 1);
+  OK(MPI_Comm_get_attr(ndup, key, &val, &found));
+  CHECK(found == 1 && val == &slot[1]);
+  OK(MPI_Comm_get_attr(ndup, nocopy, &val, &found));
+  CHECK(found == 0);
+  OK(MPI_Comm_set_attr(node, key, &slot[3])); /* replaces: deletes the old value */
+  CHECK(deletes == 1);
+  OK(MPI_Comm_delete_attr(node, key));
+  CHECK(deletes == 2);
+  OK(MPI_Comm_get_attr(node, key, &val, &found));
+  CHECK(found == 0);
+  OK(MPI_Comm_free(&ndup)); /* frees its copy */
+  CHECK(deletes == 3);
+  OK(MPI_Comm_free_keyval(&key));
+  CHECK(key == MPI_KEYVAL_INVALID);
+  OK(MPI_Comm_free_keyval(&nocopy));
 
   OK(MPI_Comm_free(&node));
   OK(MPI_Comm_free(&half));

@@ -6,7 +6,7 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, write_c_string, R};
-use crate::state::{handle_index, state, State, K_GROUP};
+use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, State, K_GROUP};
 use std::os::raw::{c_char, c_int, c_void};
 
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
@@ -37,10 +37,45 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     let r = (|| {
         let s = state("MPI_Comm_dup")?;
         let e = s.comm(comm)?;
-        let (c, errh) = (e.comm.dup()?, e.errhandler);
+        let (c, errh, attrs) = (e.comm.dup()?, e.errhandler, e.attrs.clone());
         new_comm(s, Some(c), newcomm)?;
         // SAFETY: just written.
-        s.comm_mut(unsafe { *newcomm })?.errhandler = errh;
+        let nh = unsafe { *newcomm };
+        s.comm_mut(nh)?.errhandler = errh;
+        // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.2).
+        let mut copied = Vec::new();
+        for (k, v) in attrs {
+            let Some(kv) = keyval_of(s, k) else { continue };
+            match kv.copy {
+                0 => {}
+                1 => copied.push((k, v)),
+                f => {
+                    // SAFETY: registered by the program as an MPI_Comm_copy_attr_function.
+                    let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
+                    let (mut out, mut flag) = (0usize, 0);
+                    let rc = unsafe {
+                        f(
+                            comm,
+                            k,
+                            kv.extra as *mut c_void,
+                            v as *mut c_void,
+                            &mut out as *mut usize as *mut c_void,
+                            &mut flag,
+                        )
+                    };
+                    if rc != MPI_SUCCESS {
+                        return Err(err(
+                            rc,
+                            format!("copy callback of keyval {k} returned {rc}"),
+                        ));
+                    }
+                    if flag != 0 {
+                        copied.push((k, out));
+                    }
+                }
+            }
+        }
+        s.comm_mut(nh)?.attrs = copied;
         Ok(())
     })();
     finish(comm, "MPI_Comm_dup", r)
@@ -131,6 +166,10 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
                 MPI_ERR_COMM,
                 "predefined communicators cannot be freed",
             ));
+        }
+        let attrs = s.comm(h)?.attrs.clone();
+        for (k, v) in attrs {
+            delete_attr(s, h, k, v)?;
         }
         s.comm(h)?.comm.free()?;
         let i = handle_index(crate::state::K_COMM, h).expect("valid comm");
@@ -238,10 +277,17 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_IO => Some(&ANY_SOURCE_VALUE),
             MPI_APPNUM | MPI_UNIVERSE_SIZE => None,
             k => {
-                return Err(err(
-                    MPI_ERR_KEYVAL,
-                    format!("keyval {k} is not known (user keyvals are not implemented)"),
-                ))
+                let s = state("MPI_Comm_get_attr")?;
+                if keyval_of(s, k).is_none() {
+                    return Err(err(MPI_ERR_KEYVAL, format!("keyval {k} is not valid")));
+                }
+                return match s.comm(comm)?.attrs.iter().find(|(x, _)| *x == k) {
+                    Some(&(_, v)) => {
+                        put!(value as *mut usize, v)?;
+                        put!(flag, 1)
+                    }
+                    None => put!(flag, 0),
+                };
             }
         };
         match p {
@@ -778,4 +824,123 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_in
         put!(status, t)
     });
     finish(comm, "MPI_Topo_test", r)
+}
+
+// ------------------------------------------------------------------- attributes (MPI-4.1 §7.7)
+
+/// User keyvals are numbered from here, above every predefined attribute key.
+const KEYVAL_BASE: c_int = 1 << 12;
+
+fn keyval_of(s: &State, k: c_int) -> Option<Keyval> {
+    if k < KEYVAL_BASE {
+        return None;
+    }
+    s.keyvals.get((k - KEYVAL_BASE) as usize).copied()
+}
+
+/// Runs the delete callback of attribute `k` (value `v`) on `comm` and forgets it.
+fn delete_attr(s: &mut State, comm: Handle, k: c_int, v: usize) -> R<()> {
+    if let Some(kv) = keyval_of(s, k) {
+        if kv.delete != 0 {
+            // SAFETY: registered by the program as an MPI_Comm_delete_attr_function.
+            let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+            let rc = unsafe { f(comm, k, v as *mut c_void, kv.extra as *mut c_void) };
+            if rc != MPI_SUCCESS {
+                return Err(err(
+                    rc,
+                    format!("delete callback of keyval {k} returned {rc}"),
+                ));
+            }
+        }
+    }
+    s.comm_mut(comm)?.attrs.retain(|(x, _)| *x != k);
+    Ok(())
+}
+
+/// MPI_Comm_create_keyval (MPI-4.1 §7.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_keyval(
+    copy_fn: usize,
+    delete_fn: usize,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_create_keyval")?;
+        let i = s.keyvals.insert(Keyval {
+            copy: copy_fn,
+            delete: delete_fn,
+            extra: extra_state as usize,
+        });
+        put!(keyval, KEYVAL_BASE + i as c_int)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Comm_create_keyval", r)
+}
+
+/// MPI_Comm_free_keyval (MPI-4.1 §7.7.2): attributes already set keep working.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
+    let r = (|| {
+        if keyval.is_null() {
+            return Err(err(MPI_ERR_ARG, "keyval pointer is NULL"));
+        }
+        let s = state("MPI_Comm_free_keyval")?;
+        // SAFETY: non-null.
+        let k = unsafe { *keyval };
+        if keyval_of(s, k).is_none() {
+            return Err(err(
+                MPI_ERR_KEYVAL,
+                format!("keyval {k} is not a user keyval"),
+            ));
+        }
+        put!(keyval, 0)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Comm_free_keyval", r)
+}
+
+/// MPI_Comm_set_attr (MPI-4.1 §7.7.2): replacing a value deletes the old one first.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_attr(
+    comm: Handle,
+    keyval: c_int,
+    value: *mut c_void,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_set_attr")?;
+        s.comm(comm)?;
+        if keyval_of(s, keyval).is_none() {
+            return Err(err(
+                MPI_ERR_KEYVAL,
+                format!("keyval {keyval} is not a user keyval"),
+            ));
+        }
+        if let Some(&(_, old)) = s.comm(comm)?.attrs.iter().find(|(x, _)| *x == keyval) {
+            delete_attr(s, comm, keyval, old)?;
+        }
+        s.comm_mut(comm)?.attrs.push((keyval, value as usize));
+        Ok(())
+    })();
+    finish(comm, "MPI_Comm_set_attr", r)
+}
+
+/// MPI_Comm_delete_attr (MPI-4.1 §7.7.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, keyval: c_int) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_delete_attr")?;
+        if keyval_of(s, keyval).is_none() {
+            return Err(err(
+                MPI_ERR_KEYVAL,
+                format!("keyval {keyval} is not a user keyval"),
+            ));
+        }
+        match s.comm(comm)?.attrs.iter().find(|(x, _)| *x == keyval) {
+            Some(&(_, v)) => delete_attr(s, comm, keyval, v),
+            None => Err(err(
+                MPI_ERR_KEYVAL,
+                format!("keyval {keyval} is not set on this communicator"),
+            )),
+        }
+    })();
+    finish(comm, "MPI_Comm_delete_attr", r)
 }

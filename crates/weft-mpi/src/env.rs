@@ -43,6 +43,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
             errhandler: MPI_ERRORS_ARE_FATAL,
             name: name.into(),
             cart: None,
+            attrs: Vec::new(),
         });
     }
     // Only one thread may be inside MPI at a time: no internal locking.
@@ -56,6 +57,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         ops: Table::new(),
         infos: Table::new(),
         errhs: Table::new(),
+        keyvals: Table::new(),
         thread_level: provided,
         main_thread: std::thread::current().id(),
         start: std::time::Instant::now(),

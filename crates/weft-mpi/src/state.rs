@@ -88,6 +88,23 @@ pub struct CommEntry {
     pub name: String,
     /// Cartesian topology: dimensions and periodicity.
     pub cart: Option<(Vec<c_int>, Vec<bool>)>,
+    /// Cached attributes: keyval and value.
+    pub attrs: Vec<(c_int, usize)>,
+}
+
+/// The attribute copy callback (MPI_Comm_copy_attr_function).
+pub type CopyFn =
+    unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// The attribute delete callback (MPI_Comm_delete_attr_function).
+pub type DeleteFn = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// A user attribute key (MPI_Comm_create_keyval). The copy "function" may be the
+/// standard's sentinels 0 (MPI_COMM_NULL_COPY_FN) or 1 (MPI_COMM_DUP_FN), hence addresses.
+#[derive(Clone, Copy)]
+pub struct Keyval {
+    pub copy: usize,
+    pub delete: usize,
+    pub extra: usize,
 }
 
 /// The user error handler function type (MPI_Comm_errhandler_function).
@@ -161,6 +178,7 @@ pub struct State {
     pub ops: Table<UserOpEntry>,
     pub infos: Table<Vec<(String, String)>>,
     pub errhs: Table<ErrFn>,
+    pub keyvals: Table<Keyval>,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
     pub start: std::time::Instant,
@@ -245,6 +263,7 @@ impl State {
             errhandler: MPI_ERRORS_ARE_FATAL,
             name,
             cart: None,
+            attrs: Vec::new(),
         });
         make_handle(K_COMM, idx)
     }
