@@ -250,6 +250,40 @@ pub(super) trait Visit {
 }
 
 impl Body {
+    /// Basic elements in the first `take` packed bytes (`take <= size`), or `None` when
+    /// they end inside an element. Whole copies of a repetition count at once, so this costs
+    /// the nesting depth times the items, not the bytes.
+    pub(super) fn elements_in_prefix(&self, take: u64) -> Option<u64> {
+        let mut n = 0u64;
+        let mut take = take;
+        for item in &self.items {
+            if take == 0 {
+                break;
+            }
+            match item {
+                Item::Run { kind, count, .. } => {
+                    let k = kind.size_bytes();
+                    let t = take.min(count * k);
+                    if !t.is_multiple_of(k) {
+                        return None;
+                    }
+                    n += t / k;
+                    take -= t;
+                }
+                Item::Rep { count, body, .. } => {
+                    let t = take.min(count * body.size);
+                    n += t / body.size * body.elements;
+                    let rem = t % body.size;
+                    if rem > 0 {
+                        n += body.elements_in_prefix(rem)?;
+                    }
+                    take -= t;
+                }
+            }
+        }
+        Some(n)
+    }
+
     /// Visits each contiguous piece of the packed bytes `skip..skip + take` of one item
     /// placed at `base`, in type-map order (a piece never spans two runs). Requires
     /// `skip + take <= self.size`.

@@ -84,17 +84,29 @@ impl TypeMap {
         count: u64,
     ) -> Result<ReductionBuf> {
         let (kind, n, dense) = self.reduction_layout(count)?;
-        let bytes = usize::try_from(dense.extent()).map_err(|_| {
+        // Check the source before allocating: overlapping types (stride 0) can describe far
+        // more elements than the buffer holds bytes.
+        self.check_buffer("gather_for_reduction", src.len(), origin, count)?;
+        let too_big = || {
             Error::new(
                 ErrorKind::InvalidCount,
-                format!("{n} reduction elements do not fit in memory"),
+                format!(
+                    "{n} {} reduction elements do not fit in memory",
+                    kind.name()
+                ),
             )
-        })?;
+        };
+        let bytes = usize::try_from(dense.extent()).map_err(|_| too_big())?;
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(bytes.div_ceil(8))
+            .map_err(|_| too_big())?;
+        words.resize(bytes.div_ceil(8), 0u64);
         let mut buf = ReductionBuf {
             kind,
             elements: n as usize,
             bytes,
-            words: vec![0u64; bytes.div_ceil(8)],
+            words,
         };
         let from = Typed {
             map: self,

@@ -828,7 +828,7 @@ fn reduction_errors() {
     expect_err(
         d.gather_for_reduction(&buf[..8], 0, 1),
         ErrorKind::InvalidArgument,
-        "copy source",
+        "gather_for_reduction: 1 items touch bytes [0, 16)",
     );
 }
 
@@ -1526,8 +1526,80 @@ fn darray_dim_strategy() -> impl Strategy<Value = DarrayDim> {
     })
 }
 
+/// Values that stress overflow checks: small ones and ones near the ends of `i64`.
+fn wild() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        3 => -4i64..8,
+        1 => prop::sample::select(vec![
+            i64::MIN,
+            i64::MIN + 1,
+            i64::MIN / 2,
+            -(1 << 40),
+            1 << 40,
+            i64::MAX / 16,
+            i64::MAX / 2,
+            i64::MAX - 1,
+            i64::MAX,
+        ]),
+    ]
+}
+
+/// Builds a type from arbitrary (often invalid) arguments, nesting once, and moves data with
+/// it through a small buffer: every step returns a value or an error, never panics.
+fn build_wild(args: &[i64], inner: bool) -> Result<TypeMap, weft_core::Error> {
+    let base = if inner {
+        build_wild(&args[6..], false)?
+    } else {
+        TypeMap::basic(BasicKind::I32)
+    };
+    let (a, b, c, d) = (args[0], args[1], args[2], args[3]);
+    match args[4].rem_euclid(10) {
+        0 => TypeMap::contiguous(a, &base),
+        1 => TypeMap::vector(a, b, c, &base),
+        2 => TypeMap::hvector(a, b, c, &base),
+        3 => TypeMap::indexed(&[a, b], &[c, d], &base),
+        4 => TypeMap::hindexed(&[a, b], &[c, d], &base),
+        5 => TypeMap::indexed_block(a, &[c, d], &base),
+        6 => TypeMap::hindexed_block(a, &[c, d], &base),
+        7 => TypeMap::create_struct(
+            &[a, b],
+            &[c, d],
+            &[base.clone(), TypeMap::basic(BasicKind::F64)],
+        ),
+        8 => TypeMap::resized(&base, c, d),
+        _ => TypeMap::subarray(&[a, b], &[c, d], &[args[5], 0], Order::C, &base),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn wild_arguments_never_panic(
+        args in prop::collection::vec(wild(), 12),
+        count in prop::sample::select(vec![0u64, 1, 3, u64::MAX / 3, u64::MAX]),
+        origin in 0usize..64,
+    ) {
+        if let Ok(t) = build_wild(&args, true) {
+            let src = vec![7u8; 256];
+            let mut out = vec![0u8; 256];
+            let _ = t.footprint(count);
+            let _ = t.packed_bytes(count);
+            let _ = t.contiguous_span(count);
+            let _ = t.elements_in(count);
+            let _ = t.count_in(count);
+            if let Ok(n) = t.pack(&src, origin, count, &mut out) {
+                // Whatever packed must unpack into the same geometry.
+                let mut dst = vec![0u8; 256];
+                t.unpack(&out[..n], &mut dst, origin, count).unwrap();
+            }
+            let _ = t.pack_range(&src, origin, count, 5, &mut out[..7]);
+            // Only gather what fits comfortably: an overlapping type may describe terabytes.
+            if t.packed_bytes(count).is_ok_and(|n| n <= 1 << 20) {
+                let _ = t.gather_for_reduction(&src, origin, count);
+            }
+        }
+    }
 
     #[test]
     fn random_darrays_partition_the_array(

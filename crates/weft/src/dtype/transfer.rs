@@ -51,7 +51,13 @@ impl TypeMap {
 
     /// Checks that a buffer of `len` bytes whose address is at index `origin` holds
     /// everything `count` items touch.
-    fn check_buffer(&self, op: &str, len: usize, origin: usize, count: u64) -> Result<()> {
+    pub(super) fn check_buffer(
+        &self,
+        op: &str,
+        len: usize,
+        origin: usize,
+        count: u64,
+    ) -> Result<()> {
         if let Some((lo, hi)) = self.footprint(count).map_err(|e| e.context(op))? {
             let o = origin as i128;
             if o + (lo as i128) < 0 || o + hi as i128 > len as i128 {
@@ -249,12 +255,7 @@ impl TypeMap {
             return (bytes == 0).then_some(0);
         }
         let full = (bytes / size).checked_mul(self.body.elements)?;
-        let mut c = Count {
-            elements: full,
-            whole: true,
-        };
-        self.body.walk(0, 0, bytes % size, &mut c);
-        c.whole.then_some(c.elements)
+        full.checked_add(self.body.elements_in_prefix(bytes % size)?)
     }
 }
 
@@ -364,25 +365,6 @@ impl Visit for Scatter<'_, '_> {
                 }
             }
         }
-    }
-}
-
-/// Get_elements: counts whole basic elements and notes a cut one.
-struct Count {
-    elements: u64,
-    whole: bool,
-}
-
-impl Visit for Count {
-    fn piece(&mut self, _: i64, len: usize, kind: BasicKind) {
-        let k = kind.size_bytes() as usize;
-        self.elements += (len / k) as u64;
-        self.whole &= len.is_multiple_of(k);
-    }
-
-    fn strided(&mut self, _: i64, _: i64, len: usize, reps: u64, kind: BasicKind) {
-        // Strided batches hold whole copies of a run, hence whole elements.
-        self.elements += reps * (len as u64 / kind.size_bytes());
     }
 }
 
