@@ -46,12 +46,16 @@ impl TypeMap {
     /// layout (for pairs: weft's padded pair structs), or an `InvalidType` error.
     fn reduction_layout(&self, count: u64) -> Result<(TypeKind, u64, TypeMap)> {
         let (kind, per_item) = self.reduction().ok_or_else(|| {
+            let built = match self.kinds() {
+                super::Kinds::None => "no basic type".to_string(),
+                super::Kinds::One(k) => format!("{}, which reductions do not apply to", k.name()),
+                super::Kinds::Mixed => "several basic kinds".to_string(),
+            };
             Error::new(
                 ErrorKind::InvalidType,
                 format!(
                     "a reduction needs a type built from one basic numeric kind or one \
-                     value-index pair; this one is built from {:?}",
-                    self.kinds()
+                     value-index pair; this one is built from {built}"
                 ),
             )
         })?;

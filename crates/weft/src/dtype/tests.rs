@@ -803,13 +803,13 @@ fn reduction_errors() {
     expect_err(
         mixed.gather_for_reduction(&buf, 0, 1),
         ErrorKind::InvalidType,
-        "built from Mixed",
+        "built from several basic kinds",
     );
     let chars = TypeMap::contiguous(2, &TypeMap::basic(BasicKind::Char)).unwrap();
     expect_err(
         chars.gather_for_reduction(&buf, 0, 1),
         ErrorKind::InvalidType,
-        "built from One(Char)",
+        "built from char, which reductions do not apply to",
     );
     let d = TypeMap::contiguous(2, &double()).unwrap();
     let mut out = vec![0u8; 16];
