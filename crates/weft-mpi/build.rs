@@ -3,7 +3,8 @@
 //! every standard ABI name that `src/` does not define. Those report
 //! MPI_ERR_UNSUPPORTED_OPERATION through the error handler. It also emits the list of names
 //! that are implemented, for `weft info --mpi`. A function counts as defined when a line
-//! holds `extern "C" fn MPI_Name` or is a row `MPI_Name, "MPI_Name", ...` of a macro table.
+//! holds `extern "C" fn MPI_Name`, or is a row `MPI_Name, ...;` of a macro table (its bare
+//! `MPI_` identifiers).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -25,14 +26,17 @@ fn main() {
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).expect("read source");
             for line in text.lines() {
-                // A row `MPI_Name, "MPI_Name", ...` of a macro table that generates functions.
-                let t = line.trim_start();
-                if let Some((name, rest)) = t.split_once(", \"") {
-                    if name.starts_with("MPI_")
-                        && rest.starts_with(name)
-                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    {
-                        defined.insert(name.to_string());
+                // A row of a macro table that generates functions: a line of comma-separated
+                // items ending in `;` whose bare `MPI_` identifiers are function names.
+                let t = line.trim();
+                if t.starts_with("MPI_") && t.ends_with(';') {
+                    for item in t.trim_end_matches(';').split(',') {
+                        let item = item.trim();
+                        if item.starts_with("MPI_")
+                            && item.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        {
+                            defined.insert(item.to_string());
+                        }
                     }
                 }
                 if let Some(pos) = line.find("extern \"C\" fn MPI_") {

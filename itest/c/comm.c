@@ -230,6 +230,51 @@ int main(int argc, char **argv) {
   CHECK(key == MPI_KEYVAL_INVALID);
   OK(MPI_Comm_free_keyval(&nocopy));
 
+  /* Handle conversion round trips, status setters, small queries. */
+  CHECK(MPI_Comm_fromint(MPI_Comm_toint(MPI_COMM_WORLD)) == MPI_COMM_WORLD);
+  CHECK(MPI_Comm_fromint(MPI_Comm_toint(node)) == node);
+  CHECK(MPI_Type_fromint(MPI_Type_toint(MPI_DOUBLE)) == MPI_DOUBLE);
+  CHECK(MPI_Op_fromint(MPI_Op_toint(MPI_SUM)) == MPI_SUM);
+  int flag2 = -1;
+  OK(MPI_Comm_test_inter(node, &flag2));
+  CHECK(flag2 == 0);
+  MPI_Comm parent;
+  OK(MPI_Comm_get_parent(&parent));
+  CHECK(parent == MPI_COMM_NULL);
+  MPI_Info hints;
+  OK(MPI_Comm_get_info(node, &hints));
+  OK(MPI_Comm_set_info(node, hints));
+  OK(MPI_Info_free(&hints));
+  OK(MPI_Pcontrol(1));
+  MPI_Status fake;
+  OK(MPI_Status_set_elements(&fake, MPI_INT, 6));
+  OK(MPI_Status_set_cancelled(&fake, 1));
+  int cnt = 0, canc = 0;
+  OK(MPI_Get_count(&fake, MPI_INT, &cnt));
+  OK(MPI_Test_cancelled(&fake, &canc));
+  CHECK(cnt == 6 && canc == 1);
+
+  /* Comm_create_group: only the even ranks take part. */
+  if (rank % 2 == 0) {
+    MPI_Group wg, eg;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &wg));
+    int evs[64], nev = 0;
+    for (int i = 0; i < size; i += 2) evs[nev++] = i;
+    OK(MPI_Group_incl(wg, nev, evs, &eg));
+    MPI_Comm ec;
+    OK(MPI_Comm_create_group(MPI_COMM_WORLD, eg, 7, &ec));
+    int ecs, ecr, esum = 0;
+    OK(MPI_Comm_size(ec, &ecs));
+    OK(MPI_Comm_rank(ec, &ecr));
+    CHECK(ecs == nev && ecr == rank / 2);
+    OK(MPI_Allreduce(&rank, &esum, 1, MPI_INT, MPI_SUM, ec));
+    CHECK(esum == (nev - 1) * nev); /* 0 + 2 + ... + 2(nev-1) */
+    OK(MPI_Comm_free(&ec));
+    OK(MPI_Group_free(&eg));
+    OK(MPI_Group_free(&wg));
+  }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+
   OK(MPI_Comm_free(&node));
   OK(MPI_Comm_free(&half));
   OK(MPI_Comm_free(&dup));

@@ -27,7 +27,7 @@ pub struct MpiStatus {
 }
 
 impl MpiStatus {
-    fn set_bytes(&mut self, n: u64) {
+    pub fn set_bytes(&mut self, n: u64) {
         self.bytes_lo = n as u32 as c_int;
         self.bytes_hi = (n >> 32) as u32 as c_int;
     }

@@ -295,3 +295,72 @@ impl Comm {
         Comm::new(self.engine.clone(), d.ctx, d.rank, d.members.clone(), name)
     }
 }
+
+/// Tag of the context agreement of [`Comm::create_group`] (on the collective context); the
+/// caller's tag goes in the low bits so concurrent creations on overlapping groups stay apart.
+const TAG_CREATE_GROUP: i32 = 0x7ff0_0000;
+
+impl Comm {
+    /// A new communicator of the members listed in `group` (world ranks, in their new rank
+    /// order), created by those members only (MPI_Comm_create_group): the others of this
+    /// communicator take no part. `tag` tells apart concurrent creations. Collective over
+    /// the group; the caller must be in it.
+    pub fn create_group(&self, group: &[u32], tag: i32) -> Result<Comm> {
+        self.check()?;
+        let me = self.data.members[self.data.rank as usize];
+        let Some(pos) = group.iter().position(|&w| w == me) else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} create_group on {}: the caller is not in the group",
+                    self.rank(),
+                    self.name()
+                ),
+            ));
+        };
+        let mut in_self = Vec::with_capacity(group.len());
+        for &w in group {
+            match self.data.members.iter().position(|&m| m == w) {
+                Some(r) => in_self.push(r as u32),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                        "rank {} create_group on {}: world rank {w} of the group is not a member",
+                        self.rank(),
+                        self.name()
+                    ),
+                    ))
+                }
+            }
+        }
+        // Every member's next free context id, maximised around the group's ring.
+        let n = group.len();
+        let mut max = self.engine.borrow().next_ctx();
+        if n > 1 {
+            let right = in_self[(pos + 1) % n];
+            let left = in_self[(pos + n - 1) % n];
+            let tag = TAG_CREATE_GROUP | (tag & 0xffff);
+            for _ in 0..n - 1 {
+                let mut got = [0u32];
+                self.sendrecv_ctx(
+                    bytemuck::cast_slice(&[max]),
+                    right,
+                    bytemuck::cast_slice_mut(&mut got),
+                    left,
+                    tag,
+                    self.data.ctx + 1,
+                )?;
+                max = max.max(got[0]);
+            }
+        }
+        self.engine.borrow_mut().set_next_ctx(max + 2);
+        Ok(Comm::new(
+            self.engine.clone(),
+            max,
+            pos as u32,
+            group.iter().copied().collect(),
+            format!("group of {}", self.data.name),
+        ))
+    }
+}

@@ -1,0 +1,213 @@
+//! Smaller parts of the standard: handle conversion to and from `int` (MPI 5.0 ABI,
+//! `MPI_*_toint` / `MPI_*_fromint`), status setters (MPI-4.1 §13.3), the
+//! intercommunicator test (weft has intracommunicators only), communicator info hints
+//! (§7.4.4), MPI_Comm_create_group (§7.4.2) and MPI_Pcontrol (§15.2.4).
+
+use crate::consts::*;
+use crate::dtype::{map_of, put};
+use crate::env::MPI_Info_create;
+use crate::error::{err, finish, R};
+use crate::p2p::MpiStatus;
+use crate::state::{
+    handle_index, make_handle, state, K_COMM, K_ERRH, K_GROUP, K_INFO, K_OP, K_REQ, K_TYPE,
+};
+use std::os::raw::c_int;
+
+/// Handles below this are the standard's predefined constants and convert as themselves.
+const PREDEFINED_LIMIT: usize = 0x1000;
+
+fn to_int(h: Handle) -> c_int {
+    if h < PREDEFINED_LIMIT {
+        return h as c_int;
+    }
+    // Created handles: kind in the high byte, index below 2^24.
+    (((h >> 32) << 24) | (h & 0xff_ffff)) as c_int
+}
+
+fn from_int(kind: usize, v: c_int) -> Handle {
+    let v = v as u32 as usize;
+    if v < PREDEFINED_LIMIT {
+        return v;
+    }
+    if v >> 24 != kind {
+        // Not one of ours: a handle no table holds, so any use reports it as invalid.
+        return make_handle(kind, 0xffff_ffff);
+    }
+    make_handle(kind, v & 0xff_ffff)
+}
+
+macro_rules! conversions {
+    ($($to:ident, $from:ident, $kind:expr;)*) => {$(
+        /// Handle to int (MPI 5.0 ABI): predefined handles keep their value.
+        #[no_mangle]
+        pub unsafe extern "C" fn $to(h: Handle) -> c_int {
+            to_int(h)
+        }
+
+        /// Int to handle (MPI 5.0 ABI), the inverse of the `_toint` function.
+        #[no_mangle]
+        pub unsafe extern "C" fn $from(v: c_int) -> Handle {
+            from_int($kind, v)
+        }
+    )*};
+}
+
+conversions! {
+    MPI_Comm_toint, MPI_Comm_fromint, K_COMM;
+    MPI_Group_toint, MPI_Group_fromint, K_GROUP;
+    MPI_Request_toint, MPI_Request_fromint, K_REQ;
+    MPI_Type_toint, MPI_Type_fromint, K_TYPE;
+    MPI_Op_toint, MPI_Op_fromint, K_OP;
+    MPI_Info_toint, MPI_Info_fromint, K_INFO;
+    MPI_Errhandler_toint, MPI_Errhandler_fromint, K_ERRH;
+}
+
+fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {
+    if status.is_null() {
+        return Err(err(MPI_ERR_ARG, "status is NULL"));
+    }
+    // SAFETY: non-null status pointers are writable by the MPI calling contract.
+    Ok(unsafe { &mut *status })
+}
+
+/// MPI_Status_set_elements (MPI-4.1 §13.3): the status then reports `count` elements.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements(
+    status: *mut MpiStatus,
+    dt: Handle,
+    count: c_int,
+) -> c_int {
+    let r = set_elements(status, dt, count as i64);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_elements", r)
+}
+
+/// MPI_Status_set_elements_c (MPI-4.1 §13.3, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_c(
+    status: *mut MpiStatus,
+    dt: Handle,
+    count: i64,
+) -> c_int {
+    let r = set_elements(status, dt, count);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_elements_c", r)
+}
+
+fn set_elements(status: *mut MpiStatus, dt: Handle, count: i64) -> R<()> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    let map = map_of(dt)?;
+    let per = map.elements_per_item().max(1);
+    // Whole items where possible, so MPI_Get_count agrees; the bytes of `count` basic elements.
+    let bytes = map.size_bytes() * (count as u64) / per;
+    status_mut(status)?.set_bytes(bytes);
+    Ok(())
+}
+
+/// MPI_Status_set_cancelled (MPI-4.1 §13.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
+    let r = status_mut(status).map(|s| s.cancelled = (flag != 0) as c_int);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
+}
+
+/// MPI_Status_set_source (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MpiStatus, source: c_int) -> c_int {
+    let r = status_mut(status).map(|s| s.source = source);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_source", r)
+}
+
+/// MPI_Status_set_tag (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MpiStatus, tag: c_int) -> c_int {
+    let r = status_mut(status).map(|s| s.tag = tag);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_tag", r)
+}
+
+/// MPI_Status_set_error (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, error: c_int) -> c_int {
+    let r = status_mut(status).map(|s| s.error = error);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_error", r)
+}
+
+/// MPI_Comm_test_inter (MPI-4.1 §7.6.1): weft's communicators are intracommunicators.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+    let r = state("MPI_Comm_test_inter").and_then(|s| {
+        s.comm(comm)?;
+        put!(flag, 0)
+    });
+    finish(comm, "MPI_Comm_test_inter", r)
+}
+
+/// MPI_Comm_get_parent (MPI-4.1 §11.8.2): no process was spawned, so MPI_COMM_NULL.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
+    let r = put!(parent, MPI_COMM_NULL);
+    finish(MPI_COMM_WORLD, "MPI_Comm_get_parent", r)
+}
+
+/// MPI_Comm_set_info (MPI-4.1 §7.4.4): hints are validated and, as the standard allows,
+/// none changes weft's behaviour.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
+    let r = state("MPI_Comm_set_info").and_then(|s| {
+        s.comm(comm)?;
+        if info != MPI_INFO_NULL
+            && handle_index(K_INFO, info)
+                .and_then(|i| s.infos.get(i))
+                .is_none()
+        {
+            return Err(err(
+                MPI_ERR_INFO,
+                format!("info handle {info:#x} is not valid"),
+            ));
+        }
+        Ok(())
+    });
+    finish(comm, "MPI_Comm_set_info", r)
+}
+
+/// MPI_Comm_get_info (MPI-4.1 §7.4.4): a new info object of the hints in use (none).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info: *mut Handle) -> c_int {
+    if let Err(e) = state("MPI_Comm_get_info").and_then(|s| s.comm(comm).map(|_| ())) {
+        return finish(comm, "MPI_Comm_get_info", Err(e));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Info_create(info) }
+}
+
+/// MPI_Comm_create_group (MPI-4.1 §7.4.2): collective over the group's members only.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(
+    comm: Handle,
+    group: Handle,
+    tag: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_create_group")?;
+        if tag < 0 {
+            return Err(err(MPI_ERR_TAG, format!("tag {tag} is negative")));
+        }
+        let g = s.group(group)?.to_vec();
+        let me = s.world_rank();
+        if !g.contains(&me) {
+            return put!(newcomm, MPI_COMM_NULL);
+        }
+        let c = s.comm(comm)?.comm.create_group(&g, tag)?;
+        let h = s.add_comm(c);
+        put!(newcomm, h)
+    })();
+    finish(comm, "MPI_Comm_create_group", r)
+}
+
+/// MPI_Pcontrol (MPI-4.1 §15.2.4): weft has no profiling levels to switch, which the
+/// standard allows ("the effect is implementation dependent").
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
+    MPI_SUCCESS
+}
