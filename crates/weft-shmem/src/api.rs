@@ -857,6 +857,83 @@ unsafe fn active_fcollect(
     active_barrier(&set, call);
 }
 
+#[allow(clippy::too_many_arguments)]
+unsafe fn active_alltoall(
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    call: &str,
+) {
+    let set = active_set(start, log_stride, size, call);
+    let Some(index) = set.iter().position(|&p| p == heap().pe()) else {
+        fatal(Error::new(
+            ErrorKind::InvalidRank,
+            format!("{call}: PE {} is not in the active set", heap().pe()),
+        ))
+    };
+    active_barrier(&set, call);
+    for (i, &pe) in set.iter().enumerate() {
+        // SAFETY: dest has bytes × set size bytes (API contract).
+        let dst = unsafe { std::slice::from_raw_parts_mut(dest.add(i * bytes), bytes) };
+        let src = source.wrapping_add(index * bytes);
+        ok(heap().get(pe, src as u64, dst).map_err(|e| e.context(call)));
+    }
+    active_barrier(&set, call);
+}
+
+/// Deprecated (1.4) `shmem_alltoall32`: block j of each member's source goes to member j.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoall32(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_alltoall(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 4,
+            start,
+            log_stride,
+            size,
+            "shmem_alltoall32",
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_alltoall64`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoall64(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_alltoall(
+            dest as *mut u8,
+            source as *const u8,
+            nelems * 8,
+            start,
+            log_stride,
+            size,
+            "shmem_alltoall64",
+        )
+    }
+}
+
 /// Deprecated (1.4) `shmem_broadcast32` (the root's dest is left alone, as 1.4 says).
 #[no_mangle]
 pub unsafe extern "C" fn shmem_broadcast32(

@@ -175,6 +175,8 @@ int main(void) {
     if (me != 0) CHECK(old[1] == 1);
     shmem_fcollect64(old, bsrc, 2, 0, 0, n, pSync);
     for (int p = 0; p < n; p++) CHECK(old[2 * p] == p * 1000);
+    shmem_alltoall64(a2a_dst, a2a_src, 1, 0, 0, n, pSync);
+    for (int p = 0; p < n; p++) CHECK(a2a_dst[p] == p * 10 + me);
     static long to_all_src[2], to_all_dst[2], pwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
     to_all_src[0] = me; to_all_src[1] = -me;
     shmem_long_sum_to_all(to_all_dst, to_all_src, 2, 0, 0, n, pwrk, pSync);
