@@ -45,8 +45,10 @@
 //!   (then send from / receive into the user buffer directly, no packing).
 //! * Receive side (§3.2.5, §5.1.11): [`TypeMap::count_in`] (`MPI_Get_count`) and
 //!   [`TypeMap::elements_in`] (`MPI_Get_elements`); `None` means `MPI_UNDEFINED`.
-//! * Reductions (§6.9.1): [`TypeMap::reduction`] says whether the type is built from one
-//!   basic kind (or one value-index pair kind) and how many of them one item holds;
+//! * Reductions (§6.9.1): [`TypeMap::reduction_kind`] says whether the type is built from
+//!   one basic kind (or one value-index pair kind) and how many of them one item holds;
+//!   [`TypeMap::reduction`] says the same only when packed bytes already are an array of the
+//!   kind (not for the padded `(f64, i32)`/`(i64, i32)` pairs);
 //!   [`TypeMap::gather_for_reduction`] packs `count` items into an aligned array of that
 //!   [`TypeKind`] (a [`ReductionBuf`], what `allreduce_bytes` and friends take) and
 //!   [`TypeMap::scatter_from_reduction`] puts the result back; [`reduce_local`] is
@@ -489,15 +491,29 @@ impl TypeMap {
 
     /// If the type is built from one basic kind that reductions know, or from copies of one
     /// value-index pair, that kind and how many of it one item holds (MPI-4.1 §6.9.1 allows
-    /// reductions on such derived types). [`TypeMap::gather_for_reduction`] packs items into
-    /// an array of the kind (pairs in weft's padded pair layout) to reduce there.
-    pub fn reduction(&self) -> Option<(TypeKind, u64)> {
+    /// reductions on such derived types). Reduce through
+    /// [`TypeMap::gather_for_reduction`], which lays the elements out as an array of the kind
+    /// (padded pairs included).
+    pub fn reduction_kind(&self) -> Option<(TypeKind, u64)> {
         if let Some(p) = self.pair {
             return Some((p, self.body.elements / 2));
         }
         match self.kinds {
             Kinds::One(k) => k.type_kind().map(|t| (t, self.body.elements)),
             _ => None,
+        }
+    }
+
+    /// Like [`TypeMap::reduction_kind`], but only when the *packed* bytes of an item already
+    /// are an array of the kind in weft's layout, so packed data can go to the byte-level
+    /// reductions as is. True for the scalar kinds and for `(f32, i32)` and `(i32, i32)`
+    /// pairs; `None` for `(f64, i32)` and `(i64, i32)` pairs, whose packed form (12 bytes)
+    /// lacks the 4 bytes of padding weft's 16-byte pair structs have: use
+    /// [`TypeMap::gather_for_reduction`] for those.
+    pub fn reduction(&self) -> Option<(TypeKind, u64)> {
+        match self.reduction_kind()? {
+            (TypeKind::F64I32 | TypeKind::I64I32, _) => None,
+            r => Some(r),
         }
     }
 

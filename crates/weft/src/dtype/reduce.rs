@@ -45,7 +45,7 @@ impl TypeMap {
     /// The reduction kind and the dense type of `n` such elements in that kind's memory
     /// layout (for pairs: weft's padded pair structs), or an `InvalidType` error.
     fn reduction_layout(&self, count: u64) -> Result<(TypeKind, u64, TypeMap)> {
-        let (kind, per_item) = self.reduction().ok_or_else(|| {
+        let (kind, per_item) = self.reduction_kind().ok_or_else(|| {
             let built = match self.kinds() {
                 super::Kinds::None => "no basic type".to_string(),
                 super::Kinds::One(k) => format!("{}, which reductions do not apply to", k.name()),
