@@ -68,7 +68,7 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
         "allgather" => &["ring", "recursive_doubling", "bruck", "knomial", "shm"],
         "alltoall" => &["pairwise", "bruck", "shm"],
         "gather" | "scatter" => &["knomial", "linear"],
-        "reduce_scatter" => &["ring", "recursive_halving"],
+        "reduce_scatter" => &["ring", "recursive_halving", "shm"],
         _ => &[],
     }
 }
@@ -286,6 +286,14 @@ pub fn cost_ns(
         }
 
         ("reduce_scatter", "ring") => (pf - 1.0) * (Ctx::msg(c.shift(), n) + g * n),
+        // Everyone copies its whole buffer in; each rank reads its block from every slot and
+        // combines; two node-wide phases.
+        ("reduce_scatter", "shm") => {
+            2.0 * intra.latency_ns
+                + intra.bytes_ns(pf * n)
+                + pf * n * intra.ns_per_byte
+                + (pf - 1.0) * n * g
+        }
         ("reduce_scatter", "recursive_halving") => {
             halving_reduce_scatter(&c, pf * n) + fold(&c, pf * n)
         }

@@ -147,6 +147,14 @@ impl Comm {
         let plan = match c.algo {
             "ring" => algo::ring_reduce_scatter::plan(rank, size, &blocks, total),
             "recursive_halving" => algo::recursive_halving::plan(rank, size, &blocks, total),
+            "shm" => algo::shm_reduce_scatter::plan(
+                rank,
+                size,
+                &blocks,
+                total,
+                es,
+                self.coll_shm_slot_bytes().unwrap_or(64),
+            ),
             _ => {
                 // Reduce the whole buffer to rank 0 (in rank order), then scatter its blocks.
                 let mut p = Plan::new();

@@ -223,6 +223,7 @@ const REDUCE_SCATTER: &[AlgoInfo] = &[
     algo("ring", COMM, false),
     algo("reduce_scatterv", &[], true),
     algo("recursive_halving", COMM_POW2, false),
+    algo("shm", SHM, false),
 ];
 
 /// The algorithms registered for `coll`, each working end to end.

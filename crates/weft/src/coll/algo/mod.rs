@@ -27,6 +27,7 @@ pub(crate) mod shm;
 pub(crate) mod shm_allgather;
 pub(crate) mod shm_alltoall;
 pub(crate) mod shm_reduce;
+pub(crate) mod shm_reduce_scatter;
 
 /// Splits `count` elements of `elem_bytes` into `parts` nearly equal chunks; returns each
 /// chunk's byte offset and length (the first `count % parts` chunks get one more element).
