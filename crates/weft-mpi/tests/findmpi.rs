@@ -1,0 +1,83 @@
+//! CMake's FindMPI locates weft's MPI through the `mpicc` wrapper (`-show`) and builds
+//! `itest/c/findmpi/` against it; the program then runs under our `mpiexec`. Needs cmake,
+//! so it is ignored by default: `cargo test -p weft-mpi --test findmpi -- --ignored`
+//! (`CMAKE` names the cmake binary; default `cmake` on PATH).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[test]
+#[ignore = "needs cmake (e.g. pip install cmake)"]
+fn cmake_findmpi_builds_and_runs() {
+    let cmake = std::env::var_os("CMAKE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "cmake".into());
+    let tmp =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("findmpi-{}", std::process::id()));
+    let prefix = tmp.join("prefix");
+    let profile = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let st = Command::new("sh")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
+        .arg(&prefix)
+        .arg(profile.parent().unwrap())
+        .env("PROFILE", profile.file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../itest/c/findmpi");
+    let build = tmp.join("build");
+    let conf = Command::new(&cmake)
+        .arg("-S")
+        .arg(&src)
+        .arg("-B")
+        .arg(&build)
+        .arg(format!(
+            "-DMPI_C_COMPILER={}",
+            prefix.join("bin/mpicc").display()
+        ))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&conf.stdout);
+    assert!(
+        conf.status.success(),
+        "cmake configure:\n{log}\n{}",
+        String::from_utf8_lossy(&conf.stderr)
+    );
+    assert!(
+        log.contains("Found MPI_C:") && log.contains("found version \"5.0\""),
+        "{log}"
+    );
+    let b = Command::new(&cmake)
+        .arg("--build")
+        .arg(&build)
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stdout));
+    let weft = profile.join("weft");
+    if !weft.exists() {
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "weft-cli"])
+            .env("CARGO_TARGET_DIR", profile.parent().unwrap())
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .status()
+            .unwrap();
+        assert!(st.success(), "building the weft binary for mpiexec failed");
+    }
+    let run = Command::new(prefix.join("bin/mpiexec"))
+        .args(["-n", "3"])
+        .arg(build.join("hello"))
+        .env("WEFT_BIN", &weft)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && out.contains("hello from 3 ranks, sum 3"),
+        "{out}"
+    );
+}
