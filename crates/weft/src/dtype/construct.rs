@@ -412,6 +412,15 @@ impl TypeMap {
         acc.finish(OP, b, true, combiner)
     }
 
+    /// The same type with every displacement moved by `bytes` (bounds too, so the extent is
+    /// unchanged): a transient helper for buffers whose slice cannot start at or below the
+    /// address, such as `MPI_BOTTOM` with absolute displacements (shift by `-lo` of the
+    /// footprint, then use the slice from `lo` with origin 0). Records itself as a one-block
+    /// `hindexed`.
+    pub fn shifted(&self, bytes: i64) -> Result<TypeMap> {
+        TypeMap::hindexed(&[1], &[bytes], self)
+    }
+
     /// A copy of `old` that records where it came from (MPI_Type_dup, MPI-4.1 §5.1.10):
     /// same map and bounds, combiner [`Combiner::Dup`].
     pub fn dup(&self) -> TypeMap {

@@ -36,7 +36,9 @@
 //!   user's buffer address (displacement 0), because a type may reach below its address
 //!   (negative lb or displacements). [`TypeMap::footprint`]`(count)` gives the byte range
 //!   `[lo, hi)` relative to the address that `count` items touch, so a C layer can build the
-//!   slice from a pointer. Then [`TypeMap::pack`] / [`TypeMap::unpack`] (whole messages,
+//!   slice from a pointer (when the data lies wholly above the address, as with `MPI_BOTTOM`
+//!   and absolute displacements, use [`TypeMap::shifted`]`(-lo)` and a slice from `lo`).
+//!   Then [`TypeMap::pack`] / [`TypeMap::unpack`] (whole messages,
 //!   §5.2 `MPI_Pack`/`MPI_Unpack`; [`TypeMap::packed_bytes`] is `MPI_Pack_size`),
 //!   [`TypeMap::pack_range`] / [`TypeMap::unpack_range`] (a byte window of the packed stream,
 //!   for pipelined transfers), and [`copy`] (typed buffer to typed buffer, e.g. a receive

@@ -861,6 +861,27 @@ fn contiguous_span_lets_sends_skip_packing() {
     assert_eq!(v.elements_in(4 * 999 + 2), None);
 }
 
+#[test]
+fn shifted_types_serve_absolute_addresses() {
+    // A struct with "absolute" displacements far above address 0 (MPI_BOTTOM): shift it so
+    // its data starts at the slice start, keeping the extent so counts still stride right.
+    let t = TypeMap::create_struct(&[1, 1], &[1 << 40, (1 << 40) + 8], &[int(), double()]).unwrap();
+    let (lo, hi) = t.footprint(2).unwrap().unwrap();
+    assert_eq!((lo, hi), (1 << 40, (1 << 40) + 32));
+    let s = t.shifted(-lo).unwrap();
+    assert_eq!((s.extent(), s.size_bytes()), (t.extent(), t.size_bytes()));
+    assert_eq!(s.footprint(2).unwrap(), Some((0, 32)));
+    let src: Vec<u8> = (0..32).collect();
+    let want: Vec<u8> = (0..4).chain(8..20).chain(24..32).collect();
+    assert_eq!(pack_all(&s, &src, 0, 2), want);
+    // Bounds set by resized stay sticky through the shift.
+    let r = TypeMap::resized(&int(), -4, 12)
+        .unwrap()
+        .shifted(100)
+        .unwrap();
+    assert_eq!((r.lb(), r.ub()), (96, 108));
+}
+
 fn dim(gsize: i64, distrib: Distribution, darg: Option<i64>, psize: i64) -> DarrayDim {
     DarrayDim {
         gsize,
