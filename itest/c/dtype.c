@@ -21,6 +21,11 @@ int main(int argc, char **argv) {
   CHECK(sz == 32);
   OK(MPI_Type_get_extent(col, &lb, &ext));
   CHECK(lb == 0 && ext == (3 * 5 + 1) * 8);
+  MPI_Count lbc, extc;
+  OK(MPI_Type_get_extent_c(col, &lbc, &extc));
+  CHECK(lbc == 0 && extc == ext);
+  OK(MPI_Type_get_true_extent_c(col, &lbc, &extc));
+  CHECK(lbc == 0 && extc == ext);
   double m[4][5], got[4][5];
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 5; j++) m[i][j] = rank * 100 + i * 10 + j, got[i][j] = -1;
@@ -36,6 +41,9 @@ int main(int argc, char **argv) {
   CHECK(n == 1);
   OK(MPI_Get_elements(&st, col, &n));
   CHECK(n == 4);
+  MPI_Count nel = 0;
+  OK(MPI_Get_elements_c(&st, col, &nel));
+  CHECK(nel == 4);
   OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
   CHECK(n == 4);
 

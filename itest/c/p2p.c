@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
   int pv = 0, ps = 0;
   MPI_Request pr[2];
   OK(MPI_Recv_init(&pv, 1, MPI_INT, left, 41, MPI_COMM_WORLD, &pr[0]));
-  OK(MPI_Send_init(&ps, 1, MPI_INT, right, 41, MPI_COMM_WORLD, &pr[1]));
+  OK(MPI_Rsend_init(&ps, 1, MPI_INT, right, 41, MPI_COMM_WORLD, &pr[1]));
   for (int it = 0; it < 3; it++) {
     ps = rank * 100 + it;
     OK(MPI_Startall(2, pr));
@@ -139,6 +139,11 @@ int main(int argc, char **argv) {
   bdata[0] = -5; /* the message was copied: changing the buffer does not change it */
   OK(MPI_Recv(brecv, 64, MPI_INT, left, 51, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   CHECK(brecv[0] == left && brecv[63] == left + 63);
+  MPI_Request ib;
+  OK(MPI_Ibsend(bdata, 64, MPI_INT, right, 53, MPI_COMM_WORLD, &ib));
+  OK(MPI_Wait(&ib, MPI_STATUS_IGNORE));
+  OK(MPI_Recv(brecv, 64, MPI_INT, left, 53, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  CHECK(brecv[0] == -5 && brecv[1] == left + 1);
   OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   int huge[1024];
   CHECK_RC(MPI_Bsend(huge, 1024, MPI_INT, right, 52, MPI_COMM_WORLD), MPI_ERR_BUFFER);

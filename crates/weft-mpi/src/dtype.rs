@@ -775,3 +775,31 @@ pub unsafe extern "C" fn MPI_Unpack(
     })();
     finish(comm, "MPI_Unpack", r)
 }
+
+/// MPI_Type_get_extent_c (MPI-4.1 §5.1.7, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    let r = map_of(dt).and_then(|m| {
+        put!(lb, m.lb())?;
+        put!(extent, m.extent())
+    });
+    finish(MPI_COMM_WORLD, "MPI_Type_get_extent_c", r)
+}
+
+/// MPI_Type_get_true_extent_c (MPI-4.1 §5.1.8, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    let r = map_of(dt).and_then(|m| {
+        put!(lb, m.true_lb())?;
+        put!(extent, m.true_extent())
+    });
+    finish(MPI_COMM_WORLD, "MPI_Type_get_true_extent_c", r)
+}

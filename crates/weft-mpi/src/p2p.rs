@@ -1396,3 +1396,82 @@ pub unsafe extern "C" fn MPI_Bsend(
     })();
     finish(comm, "MPI_Bsend", r)
 }
+
+/// MPI_Rsend_init (MPI-4.1 §3.9): as MPI_Send_init (ready mode is a precondition only).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = init_req(true, buf, count, dt, dest, tag, comm, req);
+    finish(comm, "MPI_Rsend_init", r)
+}
+
+/// MPI_Ibsend (MPI-4.1 §3.7.2): the message is copied into the attached buffer's
+/// accounting as by MPI_Bsend, so the request is complete at once.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if req.is_null() {
+        return finish(
+            comm,
+            "MPI_Ibsend",
+            Err(err(MPI_ERR_REQUEST, "request pointer is NULL")),
+        );
+    }
+    // SAFETY: forwarded caller contract.
+    let rc = unsafe { MPI_Bsend(buf, count, dt, dest, tag, comm) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    let r = state("MPI_Ibsend").and_then(|s| {
+        let h = s.add_req(ReqEntry {
+            raw: None,
+            proc_null: false,
+            persistent: None,
+            recv: false,
+            comm,
+            keep: Vec::new(),
+            coll: None,
+            unpack: None,
+            restart: None,
+        });
+        put!(req, h)
+    });
+    finish(comm, "MPI_Ibsend", r)
+}
+
+/// MPI_Get_elements_c (MPI-4.1 §5.1.11, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
+    let r = (|| {
+        if status.is_null() {
+            return Err(err(MPI_ERR_ARG, "status is NULL"));
+        }
+        let map = map_of(dt)?;
+        // SAFETY: non-null status is readable.
+        let bytes = unsafe { (*status).bytes() };
+        put!(
+            count,
+            map.elements_in(bytes)
+                .map_or(MPI_UNDEFINED as i64, |n| n as i64)
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Get_elements_c", r)
+}
