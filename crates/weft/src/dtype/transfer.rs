@@ -108,6 +108,7 @@ impl TypeMap {
     }
 
     /// Where the packed window starts in memory when `count` items are one byte range.
+    #[inline]
     fn contiguous_start(&self, count: u64) -> Option<i64> {
         let at = self.body.contiguous_at?;
         (count <= 1 || self.extent() == self.body.size as i64).then_some(at)
@@ -117,7 +118,12 @@ impl TypeMap {
     /// `origin`, when they are one byte range that fits: the fast path, which needs no
     /// other check. `None` sends the caller to the checked path (which reports errors).
     #[inline]
-    fn contiguous_slice(&self, count: u64, origin: usize, len: usize) -> Option<(usize, usize)> {
+    pub(super) fn contiguous_slice(
+        &self,
+        count: u64,
+        origin: usize,
+        len: usize,
+    ) -> Option<(usize, usize)> {
         let at = self.contiguous_start(count)?;
         let bytes = count as u128 * self.body.size as u128;
         let start = origin as i128 + at as i128;
@@ -144,7 +150,19 @@ impl TypeMap {
 
     /// Packs `count` items of `src` (address at index `origin`) into the start of `out`
     /// (MPI_Pack, MPI-4.1 §5.2). Returns the bytes written, `packed_bytes(count)`.
+    #[inline]
     pub fn pack(&self, src: &[u8], origin: usize, count: u64, out: &mut [u8]) -> Result<usize> {
+        // Contiguous data that fits: one copy, inlined into the caller.
+        if let Some((start, bytes)) = self.contiguous_slice(count, origin, src.len()) {
+            if bytes <= out.len() {
+                copy_small(&mut out[..bytes], &src[start..start + bytes]);
+                return Ok(bytes);
+            }
+        }
+        self.pack_checked(src, origin, count, out)
+    }
+
+    fn pack_checked(&self, src: &[u8], origin: usize, count: u64, out: &mut [u8]) -> Result<usize> {
         let total = self.packed_bytes(count).map_err(|e| e.context("pack"))?;
         if (out.len() as u64) < total {
             return Err(Error::new(
@@ -193,7 +211,24 @@ impl TypeMap {
     /// Unpacks `packed` (the start of the packed stream of at most `count` items) into
     /// `dst` (address at index `origin`) (MPI_Unpack, MPI-4.1 §5.2; also a receive). A
     /// stream longer than `count` items is a truncation error.
+    #[inline]
     pub fn unpack(&self, packed: &[u8], dst: &mut [u8], origin: usize, count: u64) -> Result<()> {
+        if let Some((start, bytes)) = self.contiguous_slice(count, origin, dst.len()) {
+            if packed.len() <= bytes {
+                copy_small(&mut dst[start..start + packed.len()], packed);
+                return Ok(());
+            }
+        }
+        self.unpack_checked(packed, dst, origin, count)
+    }
+
+    fn unpack_checked(
+        &self,
+        packed: &[u8],
+        dst: &mut [u8],
+        origin: usize,
+        count: u64,
+    ) -> Result<()> {
         let total = self.packed_bytes(count).map_err(|e| e.context("unpack"))?;
         if packed.len() as u64 > total {
             return Err(Error::new(
