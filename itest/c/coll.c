@@ -85,6 +85,10 @@ int main(int argc, char **argv) {
   OK(MPI_Allreduce_c(cv, co, big, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   CHECK(co[2] == size * (size - 1) / 2);
   OK(MPI_Bcast_c(co, big, MPI_INT, 0, MPI_COMM_WORLD));
+  long *agc = malloc(size * sizeof(long)), mel = 5L * rank;
+  OK(MPI_Allgather_c(&mel, (MPI_Count)1, MPI_LONG, agc, (MPI_Count)1, MPI_LONG, MPI_COMM_WORLD));
+  for (int i = 0; i < size; i++) CHECK(agc[i] == 5L * i);
+  free(agc);
 
   /* MINLOC / MAXLOC on value-index pairs. */
   struct { double v; int i; } pin = {(double)((rank * 7) % size), rank}, pout;

@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_Allreduce(buf, buf + 4, -2, MPI_INT, MPI_SUM, w), MPI_ERR_COUNT);
   CHECK_RC(MPI_Gather(buf, 1, MPI_INT, buf, 1, MPI_INT, size + 1, w), MPI_ERR_ROOT);
   CHECK_RC(MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM);
+  CHECK_RC(MPI_Allgather_c(buf, (MPI_Count)1 << 40, MPI_INT, buf, 1, MPI_INT, w), MPI_ERR_COUNT);
 
   /* Communicators, groups, topologies, datatypes, info. */
   MPI_Comm freed;

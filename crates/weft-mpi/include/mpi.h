@@ -585,6 +585,35 @@ int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb,
 MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
 MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 
+/* Large-count forms (MPI-4.1 §2.5.8). */
+int MPI_Allgather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+int MPI_Alltoall_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
+int MPI_Gather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+int MPI_Scatter_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
+int MPI_Scan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int MPI_Exscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int MPI_Reduce_scatter_block_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req);
+int MPI_Ireduce_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req);
+int MPI_Iallreduce_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
+int MPI_Iscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
+int MPI_Iexscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
+int MPI_Ireduce_scatter_block_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
+int MPI_Iallgather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, MPI_Request *req);
+int MPI_Ialltoall_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, MPI_Request *req);
+int MPI_Igather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request *req);
+int MPI_Iscatter_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request *req);
+int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm);
+int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm);
+int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req);
+int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, int dest, int stag, void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int source, int rtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dt, int dest, int stag, int source, int rtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype old, MPI_Datatype *newtype);
+int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype old, MPI_Datatype *newtype);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,615 @@
+//! The MPI-4 large-count (`_c`) forms (MPI-4.1 §2.5.8) of calls whose counts weft takes
+//! as `int` internally: each checks that its counts fit and calls the `int` form, so a
+//! count above 2^31 - 1 is an MPI_ERR_COUNT naming the argument, never truncated. (The
+//! point-to-point, bcast, reduce, allreduce and datatype-size forms take 64-bit counts
+//! natively elsewhere.)
+
+use crate::coll::*;
+use crate::consts::*;
+use crate::dtype::*;
+use crate::error::{err, finish, R};
+use crate::icoll::*;
+use crate::p2p::*;
+use std::os::raw::{c_int, c_void};
+
+/// `n` as an `int` count, or MPI_ERR_COUNT naming `what`.
+fn fit(n: i64, what: &str) -> R<c_int> {
+    c_int::try_from(n).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("{what} = {n} does not fit in an int; weft takes counts below 2^31 here"),
+        )
+    })
+}
+
+/// MPI_Allgather_c (MPI-4.1 §6.7, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Allgather_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Allgather_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Allgather(send, scount, sdt, recv, rcount, rdt, comm) }
+}
+
+/// MPI_Alltoall_c (MPI-4.1 §6.8, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Alltoall_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Alltoall_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Alltoall(send, scount, sdt, recv, rcount, rdt, comm) }
+}
+
+/// MPI_Gather_c (MPI-4.1 §6.5, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Gather_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Gather_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Gather(send, scount, sdt, recv, rcount, rdt, root, comm) }
+}
+
+/// MPI_Scatter_c (MPI-4.1 §6.6, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Scatter_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Scatter_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Scatter(send, scount, sdt, recv, rcount, rdt, root, comm) }
+}
+
+/// MPI_Scan_c (MPI-4.1 §6.11.1, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Scan_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Scan(send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Exscan_c (MPI-4.1 §6.11.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Exscan_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Exscan_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Exscan(send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Reduce_scatter_block_c (MPI-4.1 §6.10.1, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Reduce_scatter_block_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Reduce_scatter_block(send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Ibcast_c (MPI-4.1 §6.12.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ibcast_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Ibcast(buf, count, dt, root, comm, req) }
+}
+
+/// MPI_Ireduce_c (MPI-4.1 §6.12.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ireduce_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Ireduce(send, recv, count, dt, op, root, comm, req) }
+}
+
+/// MPI_Iallreduce_c (MPI-4.1 §6.12.8, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iallreduce_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Iallreduce(send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iscan_c (MPI-4.1 §6.12.11, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscan_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iscan_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Iscan(send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iexscan_c (MPI-4.1 §6.12.12, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iexscan_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iexscan_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Iexscan(send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Ireduce_scatter_block_c (MPI-4.1 §6.12.9, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ireduce_scatter_block_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iallgather_c (MPI-4.1 §6.12.5, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgather_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iallgather_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iallgather_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Iallgather(send, scount, sdt, recv, rcount, rdt, comm, req) }
+}
+
+/// MPI_Ialltoall_c (MPI-4.1 §6.12.6, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoall_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ialltoall_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ialltoall_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Ialltoall(send, scount, sdt, recv, rcount, rdt, comm, req) }
+}
+
+/// MPI_Igather_c (MPI-4.1 §6.12.3, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igather_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Igather_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Igather_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Igather(send, scount, sdt, recv, rcount, rdt, root, comm, req) }
+}
+
+/// MPI_Iscatter_c (MPI-4.1 §6.12.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatter_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iscatter_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Iscatter_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Iscatter(send, scount, sdt, recv, rcount, rdt, root, comm, req) }
+}
+
+/// MPI_Rsend_c (MPI-4.1 §3.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Rsend_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Rsend(buf, count, dt, dest, tag, comm) }
+}
+
+/// MPI_Bsend_c (MPI-4.1 §3.6.1, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Bsend_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Bsend(buf, count, dt, dest, tag, comm) }
+}
+
+/// MPI_Irsend_c (MPI-4.1 §3.7.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Irsend_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Irsend(buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Ibsend_c (MPI-4.1 §3.7.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibsend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Ibsend_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Ibsend(buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Send_init_c (MPI-4.1 §3.9, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_init_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Send_init_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Send_init(buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Recv_init_c (MPI-4.1 §3.9, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Recv_init_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Recv_init(buf, count, dt, source, tag, comm, req) }
+}
+
+/// MPI_Sendrecv_c (MPI-4.1 §3.10, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_c(
+    sbuf: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let comm_h = comm;
+    let scount = match fit(scount, "scount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Sendrecv_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "rcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Sendrecv_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        MPI_Sendrecv(
+            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, status,
+        )
+    }
+}
+
+/// MPI_Sendrecv_replace_c (MPI-4.1 §3.10, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let comm_h = comm;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Sendrecv_replace_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, status) }
+}
+
+/// MPI_Type_contiguous_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous_c(
+    count: i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let comm_h = MPI_COMM_WORLD;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Type_contiguous_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Type_contiguous(count, old, newtype) }
+}
+
+/// MPI_Type_vector_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let comm_h = MPI_COMM_WORLD;
+    let count = match fit(count, "count") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
+    };
+    let blocklength = match fit(blocklength, "blocklength") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
+    };
+    let stride = match fit(stride, "stride") {
+        Ok(v) => v,
+        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Type_vector(count, blocklength, stride, old, newtype) }
+}
