@@ -64,4 +64,16 @@ pub static KNOBS: &[Knob] = &[
         default: "16",
         help: "progress calls between two epoll polls while shared-memory peers exist too (TCP work pending polls every call)",
     },
+    Knob {
+        name: "WEFT_MAX_FAST_PEERS",
+        kind: KnobKind::Uint,
+        default: "32",
+        help: "peers whose TCP connections may switch from small (memory-saving) to large (high-speed) receive buffers and fragments",
+    },
+    Knob {
+        name: "WEFT_FAST_PEER_BYTES",
+        kind: KnobKind::Bytes,
+        default: "1M",
+        help: "bytes received from a peer over TCP after which it switches to high-speed buffers (while fewer than WEFT_MAX_FAST_PEERS have)",
+    },
 ];

@@ -23,6 +23,9 @@ fn endpoints(n: u32, key: &[u8]) -> Vec<Endpoint> {
                 limits: LIMITS,
                 bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 interfaces: Vec::new(),
+                small_fragment_bytes: 32 * 1024,
+                max_fast_peers: 1,
+                fast_after_bytes: 1 << 20,
             })
             .unwrap()
         })

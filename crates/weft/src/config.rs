@@ -56,6 +56,10 @@ pub struct Config {
     pub tcp_interfaces: Vec<String>,
     /// Progress calls between epoll polls while shared-memory peers exist and TCP is idle.
     pub tcp_poll_every: u32,
+    /// Peers that may switch to high-speed TCP buffers.
+    pub max_fast_peers: u32,
+    /// Bytes received from a peer after which it switches to high-speed buffers.
+    pub fast_peer_bytes: u64,
     /// Most lanes a large message may be striped over.
     pub max_rails: u32,
     /// Messages of at least this size are striped over several lanes.
@@ -79,6 +83,11 @@ pub fn knob_tables() -> Vec<&'static [Knob]> {
 }
 
 impl Config {
+    /// The TCP fragment size asked of a peer in memory-saving mode.
+    pub fn tcp_small_fragment_bytes(&self) -> usize {
+        self.tcp_fragment_bytes.min(32 * 1024)
+    }
+
     /// Reads and validates the configuration from the process environment, warning about
     /// unknown `WEFT_*` variables on stderr.
     pub fn from_env() -> Result<Config> {
@@ -193,6 +202,11 @@ impl Config {
                 .unwrap_or(16)
                 .clamp(1, 1 << 20) as u32,
             max_rails: max_rails as u32,
+            max_fast_peers: values
+                .uint("WEFT_MAX_FAST_PEERS")
+                .unwrap_or(32)
+                .min(u32::MAX as u64) as u32,
+            fast_peer_bytes: values.bytes("WEFT_FAST_PEER_BYTES").unwrap_or(1 << 20),
             stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
             job_secret,
             shm_eager_bytes: eager,

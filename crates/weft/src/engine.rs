@@ -181,6 +181,8 @@ struct Request {
     sbuf: RawBuf,
     remote_req: u32,
     frag_sent: usize,
+    /// TCP send: the fragment size the receiver asked for in its `CTS`.
+    frag_bytes: usize,
     /// The world ranks that could satisfy an `ANY_SOURCE` receive (for failure detection).
     any_source_members: Option<Rc<[u32]>>,
     /// World rank this request depends on, when one.
@@ -206,6 +208,7 @@ impl Request {
             sbuf: RawBuf::new(&[]),
             remote_req: 0,
             frag_sent: 0,
+            frag_bytes: 0,
             any_source_members: None,
             peer_world: None,
         }
@@ -236,6 +239,10 @@ struct Core {
     net_dead: Vec<bool>,
     net_eager_bytes: usize,
     net_fragment_bytes: usize,
+    /// Fragment size asked of a TCP peer in memory-saving mode, and which peers are in
+    /// high-speed mode (the endpoint decides; mirrored here for `CTS`).
+    net_small_fragment_bytes: usize,
+    net_fast: Vec<bool>,
 }
 
 /// The per-process progress engine.
@@ -373,6 +380,8 @@ impl Engine {
                 net_dead: vec![false; world_size as usize],
                 net_eager_bytes: config.tcp_eager_bytes,
                 net_fragment_bytes: config.tcp_fragment_bytes,
+                net_small_fragment_bytes: config.tcp_small_fragment_bytes(),
+                net_fast: vec![false; world_size as usize],
             },
             yield_when_idle,
             next_ctx: 4,
@@ -383,6 +392,13 @@ impl Engine {
             tcp_tick: 0,
             net_only,
         })
+    }
+
+    /// Bytes of TCP connection buffers and peers in high-speed mode.
+    pub(crate) fn tcp_memory(&self) -> (usize, u32) {
+        self.tcp
+            .as_ref()
+            .map_or((0, 0), |t| (t.buffer_bytes(), t.fast_peer_count()))
     }
 
     /// Inbound TCP connections refused because they did not prove the job key.
@@ -780,6 +796,9 @@ impl Engine {
         let core = &mut self.core;
         let mut moved = tcp.poll(|peer, h, body| core.on_net_message(peer, h, body));
         let lost = tcp.take_lost();
+        for w in tcp.take_promoted() {
+            core.net_fast[w as usize] = true;
+        }
         if core.net_outq_len > 0 {
             moved |= core.flush_net(tcp);
         }
@@ -982,7 +1001,7 @@ impl Core {
                 net::KIND_CTS,
                 sreq,
                 net::CTS_DISCARD,
-                &0u32.to_le_bytes(),
+                &[0u8; net::CTS_BODY_BYTES],
             );
             return;
         }
@@ -992,7 +1011,17 @@ impl Core {
         if len == 0 {
             r.done = true;
         }
-        self.net_control(w, net::KIND_CTS, sreq, 0, &id.to_le_bytes());
+        // A peer in memory-saving mode is asked for small fragments, which its connection's
+        // small receive buffer holds.
+        let frag = if self.net_fast[w as usize] {
+            self.net_fragment_bytes
+        } else {
+            self.net_small_fragment_bytes
+        };
+        let mut body = [0u8; net::CTS_BODY_BYTES];
+        body[..4].copy_from_slice(&id.to_le_bytes());
+        body[4..].copy_from_slice(&(frag as u32).to_le_bytes());
+        self.net_control(w, net::KIND_CTS, sreq, 0, &body);
     }
 
     /// Handles one frame from world rank `w` (its kind and length were checked by the codec).
@@ -1027,7 +1056,9 @@ impl Core {
                 }
             }
             net::KIND_CTS => {
-                let rreq = u32::from_le_bytes(body[..4].try_into().expect("CTS body is 4 bytes"));
+                let rreq = u32::from_le_bytes(body[..4].try_into().expect("CTS body is 8 bytes"));
+                let frag = u32::from_le_bytes(body[4..8].try_into().expect("CTS body is 8 bytes"));
+                let frag_bytes = (frag as usize).clamp(1, self.net_fragment_bytes);
                 let discard = h.flags & net::CTS_DISCARD != 0;
                 if let Some(r) = self.reqs.get_mut(h.aux as usize) {
                     if r.kind == ReqKind::Send && !r.done && r.peer_world == Some(w) {
@@ -1036,6 +1067,7 @@ impl Core {
                         } else {
                             r.remote_req = rreq;
                             r.frag_sent = 0;
+                            r.frag_bytes = frag_bytes;
                             self.net_enqueue(w, Outgoing::Fragments { req: h.aux });
                         }
                     }
@@ -1101,7 +1133,7 @@ impl Core {
                                 r.done = true;
                                 break true;
                             }
-                            let n = (total - r.frag_sent).min(self.net_fragment_bytes);
+                            let n = (total - r.frag_sent).min(r.frag_bytes);
                             let h = Header {
                                 kind: net::KIND_FRAG,
                                 aux: r.remote_req,

@@ -299,6 +299,9 @@ fn open_tcp(
             std::net::Ipv4Addr::UNSPECIFIED.into()
         },
         interfaces: config.tcp_interfaces.clone(),
+        small_fragment_bytes: config.tcp_small_fragment_bytes() as u32,
+        max_fast_peers: config.max_fast_peers,
+        fast_after_bytes: config.fast_peer_bytes,
     })
     .map_err(|e| e.context(at("TCP")))?;
     store
@@ -472,6 +475,12 @@ impl Weft {
             self.world.rank()
         );
         std::process::exit(code)
+    }
+
+    /// Memory this rank holds for its TCP peers (connection buffers, bytes) and how many
+    /// peers switched to high-speed buffers (at most `WEFT_MAX_FAST_PEERS`).
+    pub fn tcp_peer_memory(&self) -> (usize, u32) {
+        self.engine.borrow().tcp_memory()
     }
 
     /// Inbound TCP connections this rank dropped because they did not prove the job key.

@@ -346,3 +346,45 @@ fn every_collective_across_nodes() {
         });
     }
 }
+
+#[test]
+fn fast_peer_buffers_stay_within_the_cap() {
+    // Receive buffer of a connection: frame header + largest frame asked for + slack.
+    const SMALL: usize = 24 + 65536 + 4096;
+    const LARGE: usize = 24 + 262144 + 65536;
+    for cap in [1u32, 3] {
+        let cap_s = cap.to_string();
+        let vars = [
+            ("WEFT_MAX_FAST_PEERS", cap_s.as_str()),
+            ("WEFT_FAST_PEER_BYTES", "1M"),
+        ];
+        job(4, &vars, own_node, move |rank, weft, _| {
+            let w = weft.world();
+            let len = 3 << 20;
+            // Two rounds: a peer switches during the first; the second asks it for large
+            // fragments, which grow the buffer of the connection they arrive on.
+            if rank == 0 {
+                for round in 0..2 {
+                    for src in 1..4 {
+                        let mut buf = vec![0u8; len];
+                        w.recv(&mut buf, src, 1).unwrap();
+                        assert!(buf == pattern(len, src as usize + round), "data from {src}");
+                    }
+                }
+                let (bytes, fast) = weft.tcp_peer_memory();
+                assert_eq!(fast, cap, "peers in high-speed mode");
+                let bound = cap as usize * LARGE + (3 - cap as usize) * SMALL + 3 * 4096;
+                assert!(
+                    bytes <= bound,
+                    "{bytes} bytes of buffers with {fast} fast peers (bound {bound})"
+                );
+                assert!(bytes >= cap as usize * (24 + 262144), "{bytes}");
+            } else {
+                for round in 0..2 {
+                    w.send(&pattern(len, rank as usize + round), 0, 1).unwrap();
+                }
+            }
+            weft.finalize().unwrap();
+        });
+    }
+}

@@ -16,8 +16,10 @@ pub const FRAME_HEADER_BYTES: usize = 24;
 pub const KIND_EAGER: u8 = 1;
 /// Request to send: the body is the message length (u64); the receiver answers with `CTS`.
 pub const KIND_RTS: u8 = 2;
-/// Clear to send: `aux` names the sender's request, the body the receiver's request (u32).
-/// Flag [`CTS_DISCARD`] says the receiver wants no data (its buffer is too small).
+/// Clear to send: `aux` names the sender's request; the body holds the receiver's request
+/// (u32) and the largest fragment the receiver wants (u32: small while the peer is in
+/// memory-saving mode). Flag [`CTS_DISCARD`] says the receiver wants no data (its buffer is
+/// too small).
 pub const KIND_CTS: u8 = 3;
 /// One fragment of a rendezvous message, in order; `aux` names the receiver's request.
 pub const KIND_FRAG: u8 = 5;
@@ -28,7 +30,7 @@ pub const CTS_DISCARD: u8 = 1;
 /// Body bytes of `RTS`.
 pub const RTS_BODY_BYTES: usize = 8;
 /// Body bytes of `CTS`.
-pub const CTS_BODY_BYTES: usize = 4;
+pub const CTS_BODY_BYTES: usize = 8;
 
 /// Largest bodies the decoder accepts, fixed per job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +86,7 @@ pub fn check_header(h: &Header, limits: &Limits) -> Result<()> {
     let (allowed, what) = match h.kind {
         KIND_EAGER => (h.len <= limits.eager_bytes, "at most the eager limit"),
         KIND_RTS => (h.len as usize == RTS_BODY_BYTES, "exactly 8"),
-        KIND_CTS => (h.len as usize == CTS_BODY_BYTES, "exactly 4"),
+        KIND_CTS => (h.len as usize == CTS_BODY_BYTES, "exactly 8"),
         KIND_FRAG => (
             h.len >= 1 && h.len <= limits.fragment_bytes,
             "1 up to the fragment size",
@@ -173,7 +175,7 @@ mod tests {
         assert!(e.message().contains("65"), "{e}");
         for (kind, len) in [
             (KIND_RTS, 7),
-            (KIND_CTS, 5),
+            (KIND_CTS, 4),
             (KIND_FRAG, 0),
             (KIND_FRAG, 129),
         ] {

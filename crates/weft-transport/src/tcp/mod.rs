@@ -51,6 +51,13 @@ pub struct TcpConfig {
     pub bind_ip: IpAddr,
     /// Interfaces (names) or addresses whose addresses are published; empty = all.
     pub interfaces: Vec<String>,
+    /// Rendezvous fragment size asked of a peer in memory-saving mode (its connections'
+    /// receive buffers are sized for this instead of `limits.fragment_bytes`).
+    pub small_fragment_bytes: u32,
+    /// Peers that may switch to high-speed mode (large receive buffers and fragments).
+    pub max_fast_peers: u32,
+    /// Bytes received from a peer after which it switches to high-speed mode.
+    pub fast_after_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +135,14 @@ pub struct Endpoint {
     handshakes: usize,
     pending_writes: usize,
     refused: u64,
+    small_fragment_bytes: u32,
+    max_fast_peers: u32,
+    fast_after_bytes: u64,
+    /// Per peer: bytes received, and whether it is in high-speed mode.
+    received: Vec<u64>,
+    fast: Vec<bool>,
+    fast_count: u32,
+    promoted: Vec<u32>,
 }
 
 impl Endpoint {
@@ -201,6 +216,13 @@ impl Endpoint {
             handshakes: 0,
             pending_writes: 0,
             refused: 0,
+            small_fragment_bytes: cfg.small_fragment_bytes.clamp(1, cfg.limits.fragment_bytes),
+            max_fast_peers: cfg.max_fast_peers,
+            fast_after_bytes: cfg.fast_after_bytes,
+            received: vec![0; n],
+            fast: vec![false; n],
+            fast_count: 0,
+            promoted: Vec::new(),
         };
         ep.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -253,10 +275,74 @@ impl Endpoint {
         self.refused
     }
 
+    /// The rendezvous fragment size to ask of `peer`: small in memory-saving mode, the full
+    /// fragment size once the peer is in high-speed mode.
+    pub fn fragment_bytes_for(&self, peer: u32) -> u32 {
+        if self.fast[peer as usize] {
+            self.limits.fragment_bytes
+        } else {
+            self.small_fragment_bytes
+        }
+    }
+
+    /// Peers that switched to high-speed mode since the last call.
+    pub fn take_promoted(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.promoted)
+    }
+
+    /// Peers in high-speed mode.
+    pub fn fast_peer_count(&self) -> u32 {
+        self.fast_count
+    }
+
+    /// Bytes of connection buffers this endpoint holds (receive and write buffers).
+    pub fn buffer_bytes(&self) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .map(|c| c.rbuf.len() + c.wbuf.capacity())
+            .sum()
+    }
+
+    /// Receive buffer size for a connection to a peer in the given mode: the largest frame
+    /// it is asked to send plus room for the start of the next.
+    fn rbuf_bytes(&self, fast: bool) -> usize {
+        let frag = if fast {
+            self.limits.fragment_bytes
+        } else {
+            self.small_fragment_bytes
+        };
+        FRAME_HEADER_BYTES
+            + self.limits.eager_bytes.max(frag) as usize
+            + if fast { 64 * 1024 } else { 4096 }
+    }
+
+    /// Counts traffic from `peer`; switches it to high-speed mode past the threshold while
+    /// fewer than `max_fast_peers` have switched (memory stays bounded however many peers).
+    fn count_received(&mut self, peer: u32, bytes: usize) {
+        let p = peer as usize;
+        self.received[p] += bytes as u64;
+        if self.fast[p]
+            || self.received[p] < self.fast_after_bytes
+            || self.fast_count >= self.max_fast_peers
+        {
+            return;
+        }
+        // From now on the peer is asked for large fragments; a connection's buffer grows
+        // when one arrives on it (a second connection the peer does not send on stays small).
+        self.fast[p] = true;
+        self.fast_count += 1;
+        self.promoted.push(peer);
+    }
+
     /// Starts connecting to `peer` unless a connection exists or is being made.
     pub fn connect(&mut self, peer: u32) {
         let p = peer as usize;
         if self.dead[p] || self.send_conn[p].is_some() || self.connecting[p].is_some() {
+            return;
+        }
+        // The peer's own connection to us may be mid-handshake: it will do.
+        if self.conns.iter().flatten().any(|c| c.peer == Some(peer)) {
             return;
         }
         self.connect_errors[p].clear();
@@ -409,15 +495,13 @@ impl Endpoint {
         }
     }
 
-    fn new_conn(stream: TcpStream, peer: Option<u32>, phase: Phase, max_frame: usize) -> Conn {
+    fn new_conn(stream: TcpStream, peer: Option<u32>, phase: Phase, rbuf_bytes: usize) -> Conn {
         Conn {
             stream,
             peer,
             phase,
             remote: None,
-            // Room for the largest frame plus the next frame's start, so reading never
-            // waits on a full buffer.
-            rbuf: vec![0u8; max_frame + 64 * 1024],
+            rbuf: vec![0u8; rbuf_bytes],
             rstart: 0,
             rend: 0,
             wbuf: Vec::new(),
@@ -437,7 +521,7 @@ impl Endpoint {
                         stream,
                         Some(peer),
                         Phase::Connecting { addr: a },
-                        self.limits.max_frame_bytes(),
+                        self.rbuf_bytes(self.fast[p]),
                     );
                     conn.remote = Some(addr);
                     conn.want_write = true;
@@ -517,12 +601,8 @@ impl Endpoint {
                 continue;
             }
             let _ = stream.set_nodelay(true);
-            let mut conn = Self::new_conn(
-                stream,
-                None,
-                Phase::AwaitHello,
-                self.limits.max_frame_bytes(),
-            );
+            // Sized for the handshake; grown once the peer is known and proven.
+            let mut conn = Self::new_conn(stream, None, Phase::AwaitHello, 4096);
             conn.remote = Some(remote);
             let _ = self.insert(conn, libc::EPOLLIN as u32);
         }
@@ -715,14 +795,29 @@ impl Endpoint {
                             if conn.rstart == conn.rend {
                                 conn.rstart = 0;
                                 conn.rend = 0;
+                            } else if input.len() >= FRAME_HEADER_BYTES {
+                                // The header passed the codec's bounds: make sure the whole
+                                // frame fits, whatever fragment size the peer was asked for.
+                                let len =
+                                    u32::from_le_bytes(input[16..20].try_into().expect("4 bytes"))
+                                        as usize;
+                                let need = FRAME_HEADER_BYTES + len;
+                                if conn.rbuf.len() - conn.rstart < need {
+                                    conn.rbuf.copy_within(conn.rstart..conn.rend, 0);
+                                    conn.rend -= conn.rstart;
+                                    conn.rstart = 0;
+                                    if conn.rbuf.len() < need {
+                                        conn.rbuf.resize(need, 0);
+                                    }
+                                }
                             }
                             return true;
                         }
                         Ok(Decoded::Frame(h)) => {
-                            let body =
-                                &input[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + h.len as usize];
-                            on_frame(peer, &h, body);
-                            conn.rstart += FRAME_HEADER_BYTES + h.len as usize;
+                            let n = FRAME_HEADER_BYTES + h.len as usize;
+                            on_frame(peer, &h, &input[FRAME_HEADER_BYTES..n]);
+                            conn.rstart += n;
+                            self.count_received(peer, n);
                         }
                         Err(e) => {
                             let why = format!("rank {peer} sent a malformed frame: {e}");
@@ -736,8 +831,12 @@ impl Endpoint {
     }
 
     fn opened(&mut self, ci: usize, peer: u32) {
+        let want = self.rbuf_bytes(self.fast[peer as usize]);
         let conn = self.conns[ci].as_mut().expect("live connection");
         conn.phase = Phase::Open;
+        if conn.rbuf.len() < want {
+            conn.rbuf.resize(want, 0);
+        }
         self.handshakes -= 1;
         let p = peer as usize;
         if self.send_conn[p].is_none() {
