@@ -26,8 +26,12 @@
 //!   [`DarrayDim`]); [`TypeMap::dup`] (`clone()` is the same type without the record).
 //!   [`TypeMap::combiner`] returns the constructor and arguments for
 //!   `MPI_Type_get_envelope`/`MPI_Type_get_contents`.
-//!   Bad input returns `ErrorKind::InvalidCount` (negative counts, overflow) or
-//!   `InvalidArgument` (mismatched lengths, bad subarray extents) naming the field.
+//!   Bad input returns `ErrorKind::InvalidCount` (negative counts, sizes or bounds beyond
+//!   `i64`), `InvalidArgument` (mismatched lengths, bad subarray/darray shapes) or
+//!   `InvalidRank` (darray rank) naming the field and value. Moving data returns `Truncate`
+//!   (output too small, more data than the receive type holds, a window past the end),
+//!   `InvalidArgument` (a buffer that does not cover what the type touches) and, for
+//!   reductions, `InvalidType`/`InvalidOp`. Nothing panics on bad input.
 //! * Queries (§5.1.5-5.1.8): [`TypeMap::size_bytes`] (`MPI_Type_size`), [`TypeMap::lb`],
 //!   [`TypeMap::ub`], [`TypeMap::extent`] (`MPI_Type_get_extent`), [`TypeMap::true_lb`],
 //!   [`TypeMap::true_extent`] (`MPI_Type_get_true_extent`), [`TypeMap::is_contiguous`],
