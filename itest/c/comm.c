@@ -112,6 +112,30 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_free(&ecomm));
     CHECK(ecomm == MPI_COMM_NULL);
   }
+  /* Range forms: every other rank from the last down, and the rest. */
+  MPI_Group rng, rngx;
+  int rtrip[1][3] = {{size - 1, 0, -2}};
+  OK(MPI_Group_range_incl(world, 1, rtrip, &rng));
+  OK(MPI_Group_range_excl(world, 1, rtrip, &rngx));
+  int rs1, rs2;
+  OK(MPI_Group_size(rng, &rs1));
+  OK(MPI_Group_size(rngx, &rs2));
+  CHECK(rs1 == (size + 1) / 2 && rs1 + rs2 == size);
+  int zero = 0, back0 = -1;
+  OK(MPI_Group_translate_ranks(rng, 1, &zero, world, &back0));
+  CHECK(back0 == size - 1);
+  OK(MPI_Group_free(&rng));
+  OK(MPI_Group_free(&rngx));
+  /* The MPI-1 attribute calls are the communicator ones. */
+  int oldkey, *got_attr = NULL, fl = 0;
+  static int attr_value = 31;
+  OK(MPI_Keyval_create(MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN, &oldkey, NULL));
+  OK(MPI_Attr_put(MPI_COMM_WORLD, oldkey, &attr_value));
+  OK(MPI_Attr_get(MPI_COMM_WORLD, oldkey, &got_attr, &fl));
+  CHECK(fl == 1 && got_attr == &attr_value);
+  OK(MPI_Attr_delete(MPI_COMM_WORLD, oldkey));
+  OK(MPI_Keyval_free(&oldkey));
+
   MPI_Group *gs[] = {&world, &evens, &odds, &uni, &inter, &diff};
   for (int i = 0; i < 6; i++) {
     OK(MPI_Group_free(gs[i]));

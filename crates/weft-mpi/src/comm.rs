@@ -944,3 +944,130 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, keyval: c_int) -> c_
     })();
     finish(comm, "MPI_Comm_delete_attr", r)
 }
+
+/// The ranks of `n` (first, last, stride) triplets, in order (MPI-4.1 §7.3.2).
+fn range_ranks(n: c_int, ranges: *const [c_int; 3], size: usize) -> R<Vec<usize>> {
+    if n < 0 {
+        return Err(err(MPI_ERR_ARG, format!("n = {n} is negative")));
+    }
+    if n > 0 && ranges.is_null() {
+        return Err(err(MPI_ERR_ARG, "ranges is NULL"));
+    }
+    let mut out = Vec::new();
+    for i in 0..n as usize {
+        // SAFETY: the array holds `n` triplets (the caller's contract).
+        let [first, last, stride] = unsafe { *ranges.add(i) };
+        if stride == 0 {
+            return Err(err(MPI_ERR_ARG, format!("range {i} has stride 0")));
+        }
+        let mut r = first;
+        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+            if r < 0 || r as usize >= size {
+                return Err(err(
+                    MPI_ERR_RANK,
+                    format!("rank {r} of range {i} is not in a group of size {size}"),
+                ));
+            }
+            out.push(r as usize);
+            r += stride;
+        }
+    }
+    Ok(out)
+}
+
+/// MPI_Group_range_incl (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_incl(
+    group: Handle,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_range_incl")?;
+        let g = s.group(group)?.to_vec();
+        let picked = range_ranks(n, ranges, g.len())?;
+        let mut out = Vec::with_capacity(picked.len());
+        for p in picked {
+            if out.contains(&g[p]) {
+                return Err(err(MPI_ERR_RANK, format!("rank {p} is listed twice")));
+            }
+            out.push(g[p]);
+        }
+        let h = s.add_group(out);
+        put!(newgroup, h)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_range_incl", r)
+}
+
+/// MPI_Group_range_excl (MPI-4.1 §7.3.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_excl(
+    group: Handle,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Group_range_excl")?;
+        let g = s.group(group)?.to_vec();
+        let mut drop = vec![false; g.len()];
+        for p in range_ranks(n, ranges, g.len())? {
+            drop[p] = true;
+        }
+        let out: Vec<u32> = g
+            .iter()
+            .zip(&drop)
+            .filter(|(_, d)| !**d)
+            .map(|(w, _)| *w)
+            .collect();
+        let h = s.add_group(out);
+        put!(newgroup, h)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Group_range_excl", r)
+}
+
+/// MPI_Keyval_create (MPI-1 form of MPI_Comm_create_keyval, deprecated; same callbacks).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_create(
+    copy_fn: usize,
+    delete_fn: usize,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
+}
+
+/// MPI_Keyval_free (MPI-1 form of MPI_Comm_free_keyval, deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_free_keyval(keyval) }
+}
+
+/// MPI_Attr_put (MPI-1 form of MPI_Comm_set_attr, deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, value: *mut c_void) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_set_attr(comm, keyval, value) }
+}
+
+/// MPI_Attr_get (MPI-1 form of MPI_Comm_get_attr, deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_get(
+    comm: Handle,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_get_attr(comm, keyval, value, flag) }
+}
+
+/// MPI_Attr_delete (MPI-1 form of MPI_Comm_delete_attr, deprecated).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_delete_attr(comm, keyval) }
+}
