@@ -411,7 +411,8 @@ impl Engine {
     /// not keep bytes its peers wait for). Gives up on peers found dead.
     pub(crate) fn drain(&mut self, timeout: std::time::Duration) {
         let start = std::time::Instant::now();
-        while self.tcp.as_ref().is_some_and(Endpoint::busy) || self.core.net_outq_len > 0 {
+        // Only our own bytes count: a stranger's half-open handshake must not hold us up.
+        while self.tcp.as_ref().is_some_and(Endpoint::unsent) || self.core.net_outq_len > 0 {
             self.progress_net(true);
             if start.elapsed() > timeout {
                 return;
@@ -1008,6 +1009,9 @@ impl Core {
         let r = &mut self.reqs[id as usize];
         r.frag_total = len;
         r.frag_received = 0;
+        // Matched: only `w` may deliver the fragments (and only its death fails the receive).
+        r.peer_world = Some(w);
+        r.any_source_members = None;
         if len == 0 {
             r.done = true;
         }
@@ -1076,7 +1080,11 @@ impl Core {
             net::KIND_FRAG => {
                 if let Some(r) = self.reqs.get_mut(h.aux as usize) {
                     let len = body.len();
-                    if r.kind == ReqKind::Recv && !r.done && r.frag_received + len <= r.frag_total {
+                    if r.kind == ReqKind::Recv
+                        && !r.done
+                        && r.peer_world == Some(w)
+                        && r.frag_received + len <= r.frag_total
+                    {
                         // SAFETY: the receive buffer is alive and exclusively ours until
                         // completion; frag_total ≤ buffer length was checked when it matched.
                         let dst = unsafe { r.rbuf.slice_mut(r.frag_received, len) };

@@ -260,6 +260,11 @@ impl Endpoint {
         self.pending_writes > 0 || self.handshakes > 0
     }
 
+    /// True while some connection holds bytes the kernel has not taken yet.
+    pub fn unsent(&self) -> bool {
+        self.pending_writes > 0
+    }
+
     /// Whether `peer` was found dead (its connection broke or it cannot be reached).
     pub fn is_dead(&self, peer: u32) -> bool {
         self.dead[peer as usize]
