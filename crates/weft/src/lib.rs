@@ -206,7 +206,12 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             // The lane choice decides which peers TCP serves; it is the same on every rank.
             let lanes = lane_candidates(&config)?;
             let policy = lane_policy(&config);
-            for same_node in [true, false] {
+            let kinds: &[bool] = if local_size < size {
+                &[true, false]
+            } else {
+                &[true]
+            };
+            for &same_node in kinds {
                 let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
                     .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
                 let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;

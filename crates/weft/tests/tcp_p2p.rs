@@ -388,3 +388,29 @@ fn fast_peer_buffers_stay_within_the_cap() {
         });
     }
 }
+
+#[test]
+fn ranks_on_other_nodes_without_tcp_is_a_clear_error() {
+    let store = weft_boot::MemStore::new();
+    let handles: Vec<_> = (0..2u32)
+        .map(|rank| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let launch = Launch {
+                    rank,
+                    size: 2,
+                    job_id: format!("tcpnone{}", std::process::id()),
+                    node_id: format!("node{rank}"),
+                    store: Some(store as Arc<dyn weft_boot::Store>),
+                };
+                let config = Config::from_vars(&[("WEFT_TRANSPORTS", "shm")]).unwrap();
+                weft::init_with(launch, config).err()
+            })
+        })
+        .collect();
+    for h in handles {
+        let e = h.join().unwrap().expect("init must fail");
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.message().contains("WEFT_TRANSPORTS=shm"), "{e}");
+    }
+}
