@@ -18,7 +18,7 @@ cp "$lib/libmpi_abi.so" "$prefix/lib/libmpi_abi.so.1.tmp" && mv "$prefix/lib/lib
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi.so"
 [ -f "$lib/libmpi_abi.a" ] && cp "$lib/libmpi_abi.a" "$prefix/lib/libmpi_abi.a"
-cp "$crate/include/mpi.h" "$prefix/include/mpi.h"
+cp "$crate/include/mpi.h" "$crate/include/mpi_proto.h" "$prefix/include/"
 for f in mpicc mpiexec; do cp "$crate/bin/$f" "$prefix/bin/$f"; chmod +x "$prefix/bin/$f"; done
 ln -sf mpicc "$prefix/bin/mpicxx"
 ln -sf mpiexec "$prefix/bin/mpirun"

@@ -1,9 +1,9 @@
 /* mpi.h of weft: the MPI 5.0 standard ABI (handles, constants, MPI_Status, types), written
  * from the standard's ABI tables. Programs compiled with it run on any library of the
  * standard ABI (libmpi_abi.so.1), and programs compiled for that ABI elsewhere run on weft.
- * Prototypes are declared for the functions weft implements (`weft info --mpi`); the
- * library also exports every other function of the ABI, reporting
- * MPI_ERR_UNSUPPORTED_OPERATION. */
+ * The prototypes of every procedure of the ABI are in mpi_proto.h, generated from the MPI
+ * Forum's machine-readable standard. weft implements the functions `weft info --mpi` lists;
+ * the others report MPI_ERR_UNSUPPORTED_OPERATION through the error handler. */
 #ifndef WEFT_MPI_H
 #define WEFT_MPI_H
 
@@ -244,388 +244,77 @@ enum {
   MPI_WIN_CREATE_FLAVOR = 604, MPI_WIN_MODEL = 605
 };
 
-typedef void(MPI_User_function)(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
-typedef void(MPI_User_function_c)(void *invec, void *inoutvec, MPI_Count *len,
-                                  MPI_Datatype *datatype);
-typedef void(MPI_Comm_errhandler_function)(MPI_Comm *comm, int *error_code, ...);
+/* Tool information interface (MPI_T) handles and enumerations. */
+typedef struct MPI_ABI_T_enum *MPI_T_enum;
+typedef struct MPI_ABI_T_cvar_handle *MPI_T_cvar_handle;
+typedef struct MPI_ABI_T_pvar_handle *MPI_T_pvar_handle;
+typedef struct MPI_ABI_T_pvar_session *MPI_T_pvar_session;
+typedef struct MPI_ABI_T_event_registration *MPI_T_event_registration;
+typedef struct MPI_ABI_T_event_instance *MPI_T_event_instance;
+#define MPI_T_ENUM_NULL ((MPI_T_enum)0)
+#define MPI_T_CVAR_HANDLE_NULL ((MPI_T_cvar_handle)0)
+#define MPI_T_PVAR_SESSION_NULL ((MPI_T_pvar_session)0)
+#define MPI_T_PVAR_HANDLE_NULL ((MPI_T_pvar_handle)0)
+#define MPI_T_PVAR_ALL_HANDLES ((MPI_T_pvar_handle)1)
+typedef enum MPI_T_cb_safety {
+  MPI_T_CB_REQUIRE_NONE = 0x00,
+  MPI_T_CB_REQUIRE_MPI_RESTRICTED = 0x03,
+  MPI_T_CB_REQUIRE_THREAD_SAFE = 0x0F,
+  MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE = 0x3F
+} MPI_T_cb_safety;
+typedef enum MPI_T_source_order {
+  MPI_T_SOURCE_ORDERED = 1,
+  MPI_T_SOURCE_UNORDERED = 2
+} MPI_T_source_order;
+enum {
+  MPI_T_VERBOSITY_USER_BASIC = 0x09, MPI_T_VERBOSITY_USER_DETAIL = 0x0a,
+  MPI_T_VERBOSITY_USER_ALL = 0x0c, MPI_T_VERBOSITY_TUNER_BASIC = 0x11,
+  MPI_T_VERBOSITY_TUNER_DETAIL = 0x12, MPI_T_VERBOSITY_TUNER_ALL = 0x14,
+  MPI_T_VERBOSITY_MPIDEV_BASIC = 0x21, MPI_T_VERBOSITY_MPIDEV_DETAIL = 0x22,
+  MPI_T_VERBOSITY_MPIDEV_ALL = 0x24,
+  MPI_T_BIND_NO_OBJECT = 1, MPI_T_BIND_MPI_COMM = 2, MPI_T_BIND_MPI_DATATYPE = 3,
+  MPI_T_BIND_MPI_ERRHANDLER = 4, MPI_T_BIND_MPI_FILE = 5, MPI_T_BIND_MPI_GROUP = 6,
+  MPI_T_BIND_MPI_OP = 7, MPI_T_BIND_MPI_REQUEST = 8, MPI_T_BIND_MPI_WIN = 9,
+  MPI_T_BIND_MPI_MESSAGE = 10, MPI_T_BIND_MPI_INFO = 11, MPI_T_BIND_MPI_SESSION = 12,
+  MPI_T_SCOPE_CONSTANT = 1, MPI_T_SCOPE_READONLY = 2, MPI_T_SCOPE_LOCAL = 3,
+  MPI_T_SCOPE_GROUP = 4, MPI_T_SCOPE_GROUP_EQ = 5, MPI_T_SCOPE_ALL = 6,
+  MPI_T_SCOPE_ALL_EQ = 7,
+  MPI_T_PVAR_CLASS_STATE = 1, MPI_T_PVAR_CLASS_LEVEL = 2, MPI_T_PVAR_CLASS_SIZE = 3,
+  MPI_T_PVAR_CLASS_PERCENTAGE = 4, MPI_T_PVAR_CLASS_HIGHWATERMARK = 5,
+  MPI_T_PVAR_CLASS_LOWWATERMARK = 6, MPI_T_PVAR_CLASS_COUNTER = 7,
+  MPI_T_PVAR_CLASS_AGGREGATE = 8, MPI_T_PVAR_CLASS_TIMER = 9, MPI_T_PVAR_CLASS_GENERIC = 10
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "mpi_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
-typedef int(MPI_Comm_copy_attr_function)(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
-                                         void *attribute_val_in, void *attribute_val_out,
-                                         int *flag);
-typedef int(MPI_Comm_delete_attr_function)(MPI_Comm comm, int comm_keyval, void *attribute_val,
-                                           void *extra_state);
-#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0x0)
-#define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function *)0x1)
-#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0x0)
+typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
 
-/* Environment (MPI-4.1 chapter 11), errors (chapter 9), info (chapter 10), ABI (5.0). */
-int MPI_Init(int *argc, char ***argv);
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
-int MPI_Initialized(int *flag);
-int MPI_Finalize(void);
-int MPI_Finalized(int *flag);
-int MPI_Query_thread(int *provided);
-int MPI_Is_thread_main(int *flag);
-int MPI_Abort(MPI_Comm comm, int errorcode);
-double MPI_Wtime(void);
-double MPI_Wtick(void);
-int MPI_Get_processor_name(char *name, int *resultlen);
-int MPI_Get_version(int *version, int *subversion);
-int MPI_Get_library_version(char *version, int *resultlen);
-int MPI_Abi_get_version(int *abi_major, int *abi_minor);
-int MPI_Abi_get_info(MPI_Info *info);
-int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
-int MPI_Free_mem(void *base);
-int MPI_Error_string(int errorcode, char *string, int *resultlen);
-int MPI_Error_class(int errorcode, int *errorclass);
-int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler);
-int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
-int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
-int MPI_Errhandler_free(MPI_Errhandler *errhandler);
-int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
-int MPI_Info_create(MPI_Info *info);
-int MPI_Info_set(MPI_Info info, const char *key, const char *value);
-int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
-int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);
-int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
-int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
-int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
-int MPI_Info_delete(MPI_Info info, const char *key);
-int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
-int MPI_Info_free(MPI_Info *info);
-
-/* Communicators and groups (chapter 7), Cartesian topologies (chapter 8). */
-int MPI_Comm_size(MPI_Comm comm, int *size);
-int MPI_Comm_rank(MPI_Comm comm, int *rank);
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
-int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
-                        MPI_Comm *newcomm);
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
-int MPI_Comm_free(MPI_Comm *comm);
-int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
-int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
-int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
-int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
-int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
-int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
-                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
-                           void *extra_state);
-int MPI_Comm_free_keyval(int *comm_keyval);
-int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
-int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
-int MPI_Group_size(MPI_Group group, int *size);
-int MPI_Group_rank(MPI_Group group, int *rank);
-int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
-int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
-int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
-                              int ranks2[]);
-int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
-int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
-int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
-int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
-int MPI_Group_free(MPI_Group *group);
-int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
-int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
-typedef MPI_Comm_copy_attr_function MPI_Copy_function;
-typedef MPI_Comm_delete_attr_function MPI_Delete_function;
+/* Predefined callback values (the ABI's sentinels). */
 #define MPI_NULL_COPY_FN ((MPI_Copy_function *)0x0)
 #define MPI_DUP_FN ((MPI_Copy_function *)0x1)
 #define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0x0)
-int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
-                      void *extra_state);
-int MPI_Keyval_free(int *keyval);
-int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
-int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
-int MPI_Attr_delete(MPI_Comm comm, int keyval);
-int MPI_Dims_create(int nnodes, int ndims, int dims[]);
-int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
-                    int reorder, MPI_Comm *comm_cart);
-int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
-int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
-int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
-int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
-int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
-int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
-int MPI_Topo_test(MPI_Comm comm, int *status);
-int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
-int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
-int MPI_Comm_get_parent(MPI_Comm *parent);
-int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info);
-int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used);
-int MPI_Pcontrol(const int level, ...);
-
-/* Handle conversion (MPI 5.0 ABI). */
-int MPI_Comm_toint(MPI_Comm comm);
-MPI_Comm MPI_Comm_fromint(int comm);
-int MPI_Group_toint(MPI_Group group);
-MPI_Group MPI_Group_fromint(int group);
-int MPI_Request_toint(MPI_Request request);
-MPI_Request MPI_Request_fromint(int request);
-int MPI_Type_toint(MPI_Datatype datatype);
-MPI_Datatype MPI_Type_fromint(int datatype);
-int MPI_Op_toint(MPI_Op op);
-MPI_Op MPI_Op_fromint(int op);
-int MPI_Info_toint(MPI_Info info);
-MPI_Info MPI_Info_fromint(int info);
-int MPI_Errhandler_toint(MPI_Errhandler errhandler);
-MPI_Errhandler MPI_Errhandler_fromint(int errhandler);
-
-/* Point-to-point (chapter 3). */
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-             MPI_Comm comm);
-int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-               MPI_Comm comm);
-int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-              MPI_Comm comm);
-int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-              MPI_Comm comm);
-int MPI_Buffer_attach(void *buffer, int size);
-int MPI_Buffer_detach(void *buffer_addr, int *size);
-int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-             MPI_Status *status);
-int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
-               MPI_Comm comm, MPI_Status *status);
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-              MPI_Comm comm, MPI_Request *request);
-int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                MPI_Comm comm, MPI_Request *request);
-int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-               MPI_Comm comm, MPI_Request *request);
-int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-              MPI_Request *request);
-int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
-                MPI_Comm comm, MPI_Request *request);
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
-                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
-                 int recvtag, MPI_Comm comm, MPI_Status *status);
-int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
-                         int source, int recvtag, MPI_Comm comm, MPI_Status *status);
-int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
-int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
-int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
-int MPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
-int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
-int MPI_Test_cancelled(const MPI_Status *status, int *flag);
-int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
-int MPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
-int MPI_Status_set_cancelled(MPI_Status *status, int flag);
-int MPI_Status_set_source(MPI_Status *status, int source);
-int MPI_Status_set_tag(MPI_Status *status, int tag);
-int MPI_Status_set_error(MPI_Status *status, int error);
-int MPI_Wait(MPI_Request *request, MPI_Status *status);
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
-int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-                MPI_Status array_of_statuses[]);
-int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
-int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
-                MPI_Status *status);
-int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
-                 int array_of_indices[], MPI_Status array_of_statuses[]);
-int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
-                 int array_of_indices[], MPI_Status array_of_statuses[]);
-int MPI_Request_free(MPI_Request *request);
-int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
-int MPI_Cancel(MPI_Request *request);
-int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-                  MPI_Comm comm, MPI_Request *request);
-int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
-                  MPI_Comm comm, MPI_Request *request);
-int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-                   MPI_Comm comm, MPI_Request *request);
-int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-               MPI_Comm comm, MPI_Request *request);
-int MPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
-int MPI_Start(MPI_Request *request);
-int MPI_Startall(int count, MPI_Request array_of_requests[]);
-
-/* Collectives (chapter 6). */
-int MPI_Barrier(MPI_Comm comm);
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
-int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm);
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm);
-int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                 MPI_Op op, int root, MPI_Comm comm);
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, MPI_Comm comm);
-int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-                    MPI_Op op, MPI_Comm comm);
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-             MPI_Comm comm);
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               MPI_Comm comm);
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                MPI_Comm comm);
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                 int root, MPI_Comm comm);
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                   MPI_Comm comm);
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
-int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
-               MPI_Request *request);
-int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                MPI_Op op, int root, MPI_Comm comm, MPI_Request *request);
-int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                   MPI_Op op, MPI_Comm comm, MPI_Request *request);
-int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-              MPI_Comm comm, MPI_Request *request);
-int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                MPI_Comm comm, MPI_Request *request);
-int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                              MPI_Request *request);
-int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                MPI_Request *request);
-int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                 MPI_Request *request);
-int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
-int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
-int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request);
-int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                   MPI_Info info, MPI_Request *request);
-int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                    MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
-int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                       MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
-int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
-int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                    MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request);
-int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                  MPI_Info info, MPI_Request *request);
-int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                    MPI_Info info, MPI_Request *request);
-int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                     MPI_Info info, MPI_Request *request);
-int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                       MPI_Info info, MPI_Request *request);
-int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                      void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                      MPI_Info info, MPI_Request *request);
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
-                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
-int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request);
-int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
-                 MPI_Comm comm, MPI_Request *request);
-int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  int root, MPI_Comm comm, MPI_Request *request);
-int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                    MPI_Comm comm, MPI_Request *request);
-int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                   MPI_Request *request);
-int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
-int MPI_Op_free(MPI_Op *op);
-int MPI_Op_commutative(MPI_Op op, int *commute);
-
-/* Datatypes (chapter 5). */
-int MPI_Type_size(MPI_Datatype datatype, int *size);
-int MPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size);
-int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
-int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
-int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
-int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
-int MPI_Type_commit(MPI_Datatype *datatype);
-int MPI_Type_free(MPI_Datatype *datatype);
-int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
-int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
-int MPI_Get_address(const void *location, MPI_Aint *address);
-int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
-             int *position, MPI_Comm comm);
-int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
-               MPI_Datatype datatype, MPI_Comm comm);
-int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
-int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
-                    MPI_Datatype *newtype);
-int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
-                            MPI_Datatype *newtype);
-int MPI_Type_indexed(int count, const int array_of_blocklengths[],
-                     const int array_of_displacements[], MPI_Datatype oldtype,
-                     MPI_Datatype *newtype);
-int MPI_Type_create_hindexed(int count, const int array_of_blocklengths[],
-                             const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
-                             MPI_Datatype *newtype);
-int MPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
-                                  MPI_Datatype oldtype, MPI_Datatype *newtype);
-int MPI_Type_create_hindexed_block(int count, int blocklength,
-                                   const MPI_Aint array_of_displacements[], MPI_Datatype oldtype,
-                                   MPI_Datatype *newtype);
-int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
-                           const MPI_Aint array_of_displacements[],
-                           const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
-int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
-                            MPI_Datatype *newtype);
-int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
-                             const int array_of_starts[], int order, MPI_Datatype oldtype,
-                             MPI_Datatype *newtype);
-int MPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
-int MPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb,
-                               MPI_Count *true_extent);
-MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
-MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
-
-/* Large-count forms (MPI-4.1 §2.5.8). */
-int MPI_Allgather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
-int MPI_Alltoall_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm);
-int MPI_Gather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-int MPI_Scatter_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm);
-int MPI_Scan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
-int MPI_Exscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
-int MPI_Reduce_scatter_block_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
-int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req);
-int MPI_Ireduce_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, MPI_Request *req);
-int MPI_Iallreduce_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
-int MPI_Iscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
-int MPI_Iexscan_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
-int MPI_Ireduce_scatter_block_c(const void *send, void *recv, MPI_Count count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req);
-int MPI_Iallgather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, MPI_Request *req);
-int MPI_Ialltoall_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, MPI_Comm comm, MPI_Request *req);
-int MPI_Igather_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request *req);
-int MPI_Iscatter_c(const void *send, MPI_Count scount, MPI_Datatype sdt, void *recv, MPI_Count rcount, MPI_Datatype rdt, int root, MPI_Comm comm, MPI_Request *req);
-int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm);
-int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm);
-int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
-int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
-int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *req);
-int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Request *req);
-int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype sdt, int dest, int stag, void *rbuf, MPI_Count rcount, MPI_Datatype rdt, int source, int rtag, MPI_Comm comm, MPI_Status *status);
-int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dt, int dest, int stag, int source, int rtag, MPI_Comm comm, MPI_Status *status);
-int MPI_Type_contiguous_c(MPI_Count count, MPI_Datatype old, MPI_Datatype *newtype);
-int MPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype old, MPI_Datatype *newtype);
+#define MPI_COMM_NULL_COPY_FN ((MPI_Comm_copy_attr_function *)0x0)
+#define MPI_COMM_DUP_FN ((MPI_Comm_copy_attr_function *)0x1)
+#define MPI_COMM_NULL_DELETE_FN ((MPI_Comm_delete_attr_function *)0x0)
+#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)0x0)
+#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)0x1)
+#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0x0)
+#define MPI_WIN_NULL_COPY_FN ((MPI_Win_copy_attr_function *)0x0)
+#define MPI_WIN_DUP_FN ((MPI_Win_copy_attr_function *)0x1)
+#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0x0)
+#define MPI_CONVERSION_FN_NULL ((MPI_Datarep_conversion_function *)0x0)
+#define MPI_CONVERSION_FN_NULL_C ((MPI_Datarep_conversion_function_c *)0x0)
 
 #ifdef __cplusplus
 }
