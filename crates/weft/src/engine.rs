@@ -539,6 +539,33 @@ impl Engine {
         ctx: u32,
         tag: i32,
     ) -> Result<Option<ReqId>> {
+        self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, false)
+    }
+
+    /// Starts a synchronous send (MPI_Ssend): whatever its size it goes by rendezvous, so
+    /// it completes only once a receive has matched it and taken the data. To oneself it
+    /// is buffered like any send (a synchronous send to oneself with no receive posted is
+    /// erroneous in MPI).
+    pub(crate) fn start_ssend(
+        &mut self,
+        data: RawBuf,
+        dst_world: u32,
+        src_in_comm: u32,
+        ctx: u32,
+        tag: i32,
+    ) -> Result<Option<ReqId>> {
+        self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, true)
+    }
+
+    fn start_send_mode(
+        &mut self,
+        data: RawBuf,
+        dst_world: u32,
+        src_in_comm: u32,
+        ctx: u32,
+        tag: i32,
+        synchronous: bool,
+    ) -> Result<Option<ReqId>> {
         let header = Header {
             kind: KIND_EAGER,
             src: src_in_comm,
@@ -565,7 +592,7 @@ impl Engine {
                 if self.core.dead[peer as usize] {
                     return Err(dead_peer_error(self.world_rank, dst_world, "send to"));
                 }
-                if data.len() <= self.core.eager_bytes {
+                if data.len() <= self.core.eager_bytes && !synchronous {
                     if self.core.outq[peer as usize].is_empty() {
                         let shm = self.shm.as_mut().expect("local peer without a segment");
                         // SAFETY: the caller keeps `data` alive for this call.
@@ -613,15 +640,21 @@ impl Engine {
                     Ok(Some(id))
                 }
             }
-            Route::Net(w) => self.start_net_send(data, w, header),
+            Route::Net(w) => self.start_net_send(data, w, header, synchronous),
         }
     }
 
-    fn start_net_send(&mut self, data: RawBuf, w: u32, header: Header) -> Result<Option<ReqId>> {
+    fn start_net_send(
+        &mut self,
+        data: RawBuf,
+        w: u32,
+        header: Header,
+        synchronous: bool,
+    ) -> Result<Option<ReqId>> {
         if self.core.net_dead[w as usize] {
             return Err(dead_peer_error(self.world_rank, w, "send to"));
         }
-        let id = if data.len() <= self.core.net_eager_bytes {
+        let id = if data.len() <= self.core.net_eager_bytes && !synchronous {
             if self.core.net_outq[w as usize].is_empty() {
                 let tcp = self.tcp.as_mut().expect("TCP route without an endpoint");
                 // SAFETY: the caller keeps `data` alive for this call.
@@ -1289,6 +1322,12 @@ impl Core {
                 sreq,
                 cooperative: false,
             });
+            return;
+        }
+        if len == 0 {
+            // Nothing to stream (a synchronous send of no bytes): matching was the point.
+            self.reqs[id as usize].done = true;
+            self.control(from_local, KIND_FIN, sreq, 0, &[]);
             return;
         }
         let r = &mut self.reqs[id as usize];

@@ -88,6 +88,19 @@ impl Comm {
         self.send_ctx(bytemuck::cast_slice(buf), dst, tag, self.data.ctx)
     }
 
+    /// Sends `buf` to rank `dst` with `tag` and returns only once a matching receive has
+    /// taken it (MPI_Ssend), whatever the size.
+    pub fn ssend<T: Pod>(&self, buf: &[T], dst: u32, tag: Tag) -> Result<()> {
+        self.check_send_tag(tag, "ssend")?;
+        let w = self.check_dest(dst, "ssend to")?;
+        let mut e = self.engine.borrow_mut();
+        let data = RawBuf::new(bytemuck::cast_slice(buf));
+        match e.start_ssend(data, w, self.data.rank, self.data.ctx, tag)? {
+            None => Ok(()),
+            Some(id) => finish(&mut e, id).map(|_| ()),
+        }
+    }
+
     pub(crate) fn send_ctx(&self, bytes: &[u8], dst: u32, tag: Tag, ctx: u32) -> Result<()> {
         let w = self.check_dest(dst, "send to")?;
         let mut e = self.engine.borrow_mut();
