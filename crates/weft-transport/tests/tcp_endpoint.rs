@@ -14,6 +14,10 @@ const LIMITS: Limits = Limits {
 };
 
 fn endpoints(n: u32, key: &[u8]) -> Vec<Endpoint> {
+    endpoints_with_rails(n, key, 1)
+}
+
+fn endpoints_with_rails(n: u32, key: &[u8], rails: u32) -> Vec<Endpoint> {
     let mut eps: Vec<Endpoint> = (0..n)
         .map(|rank| {
             Endpoint::bind(TcpConfig {
@@ -26,6 +30,7 @@ fn endpoints(n: u32, key: &[u8]) -> Vec<Endpoint> {
                 small_fragment_bytes: 32 * 1024,
                 max_fast_peers: 1,
                 fast_after_bytes: 1 << 20,
+                rails,
             })
             .unwrap()
         })
@@ -205,4 +210,46 @@ fn a_closed_peer_is_reported_lost() {
         "{}",
         lost[0].1
     );
+}
+
+#[test]
+fn fragments_are_striped_over_extra_rails() {
+    let mut eps = endpoints_with_rails(2, &[5u8; 32], 3);
+    let mut got: Vec<Got> = vec![Vec::new(), Vec::new()];
+    // The main connection first (rails open with the first fragment).
+    let (h, body) = eager(1, 10);
+    send_all(&mut eps, &mut got, 0, 1, &h, &body);
+    let mut sent = vec![(0u32, h, body)];
+    let chunk = vec![0xC3u8; 200_000];
+    for i in 0..60u32 {
+        let h = Header {
+            kind: KIND_FRAG,
+            len: chunk.len() as u32,
+            aux: 7,
+            ctx: i,
+            ..Header::default()
+        };
+        send_all(&mut eps, &mut got, 0, 1, &h, &chunk);
+        sent.push((0, h, chunk.clone()));
+        // Let the rails opened by the first fragment finish their handshakes.
+        for _ in 0..20 {
+            pump(&mut eps, &mut got);
+        }
+    }
+    for _ in 0..1_000_000 {
+        if got[1].len() == sent.len() {
+            break;
+        }
+        pump(&mut eps, &mut got);
+    }
+    // Rails may reorder fragments among themselves, never lose or change one.
+    let key = |x: &(u32, Header, Vec<u8>)| (x.1.kind, x.1.ctx);
+    got[1].sort_by_key(key);
+    sent.sort_by_key(key);
+    assert_eq!(got[1], sent);
+    assert!(
+        eps[0].striped_count() > 0,
+        "no fragment went over an extra rail"
+    );
+    assert!(eps[0].take_lost().is_empty() && eps[1].take_lost().is_empty());
 }

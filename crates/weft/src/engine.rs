@@ -394,6 +394,11 @@ impl Engine {
         })
     }
 
+    /// Fragments sent over extra TCP rails.
+    pub(crate) fn tcp_striped(&self) -> u64 {
+        self.tcp.as_ref().map_or(0, Endpoint::striped_count)
+    }
+
     /// Bytes of TCP connection buffers and peers in high-speed mode.
     pub(crate) fn tcp_memory(&self) -> (usize, u32) {
         self.tcp
@@ -1113,14 +1118,20 @@ impl Core {
             net::KIND_FRAG => {
                 if let Some(r) = self.reqs.get_mut(h.aux as usize) {
                     let len = body.len();
+                    // Fragments may arrive out of order over several rails: each carries its
+                    // offset (low word in ctx, high word in tag).
+                    let offset = (h.ctx as u64 | (h.tag as u32 as u64) << 32) as usize;
                     if r.kind == ReqKind::Recv
                         && !r.done
                         && r.peer_world == Some(w)
                         && r.frag_received + len <= r.frag_total
+                        && offset
+                            .checked_add(len)
+                            .is_some_and(|end| end <= r.frag_total)
                     {
                         // SAFETY: the receive buffer is alive and exclusively ours until
                         // completion; frag_total ≤ buffer length was checked when it matched.
-                        let dst = unsafe { r.rbuf.slice_mut(r.frag_received, len) };
+                        let dst = unsafe { r.rbuf.slice_mut(offset, len) };
                         dst.copy_from_slice(body);
                         r.frag_received += len;
                         if r.frag_received == r.frag_total {
@@ -1175,10 +1186,13 @@ impl Core {
                                 break true;
                             }
                             let n = (total - r.frag_sent).min(r.frag_bytes);
+                            let offset = r.frag_sent as u64;
                             let h = Header {
                                 kind: net::KIND_FRAG,
                                 aux: r.remote_req,
                                 len: n as u32,
+                                ctx: offset as u32,
+                                tag: (offset >> 32) as u32 as i32,
                                 ..Header::default()
                             };
                             // SAFETY: the send buffer stays alive until its request completes.

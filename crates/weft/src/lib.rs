@@ -211,9 +211,13 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             } else {
                 &[true]
             };
+            let mut rails = 1;
             for &same_node in kinds {
                 let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
                     .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
+                if !same_node {
+                    rails = c.large.len() as u32;
+                }
                 let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
                 if same_node && tcp_chosen != tcp_local {
                     return Err(Error::new(
@@ -225,7 +229,9 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             if !config.transports.contains(&TransportKind::Tcp) {
                 None
             } else {
-                Some(open_tcp(rank, size, &config, store, &node_of, timeout)?)
+                Some(open_tcp(
+                    rank, size, &config, store, &node_of, timeout, rails,
+                )?)
             }
         }
         _ => None,
@@ -268,6 +274,7 @@ fn open_tcp(
     store: &Arc<dyn Store>,
     node_of: &[u32],
     timeout: Duration,
+    rails: u32,
 ) -> Result<Endpoint> {
     let at = |what: &str| format!("rank {rank}: {what}");
     // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
@@ -307,6 +314,7 @@ fn open_tcp(
         small_fragment_bytes: config.tcp_small_fragment_bytes() as u32,
         max_fast_peers: config.max_fast_peers,
         fast_after_bytes: config.fast_peer_bytes,
+        rails,
     })
     .map_err(|e| e.context(at("TCP")))?;
     store
@@ -350,7 +358,11 @@ pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
         numa_near: None,
     }];
     let my_numa = current_numa_node();
-    for (iface, ip) in interface_addresses(&config.tcp_interfaces)? {
+    let ifaces = interface_addresses(&config.tcp_interfaces)?;
+    // Loopback reaches only this host; on a machine without a network interface every peer
+    // it can reach at all (ranks given other node ids) is on this host, so it reaches them.
+    let has_nic = ifaces.iter().any(|(_, ip)| !ip.is_loopback());
+    for (iface, ip) in ifaces {
         let loopback = ip.is_loopback();
         let speed_mbit = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
             .ok()
@@ -373,8 +385,7 @@ pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
             } else {
                 speed_mbit.unwrap_or(10_000.0) * 1e6 / 8.0
             },
-            // Loopback reaches only this host.
-            reach: if loopback {
+            reach: if loopback && has_nic {
                 lanes::Reach::SameNode
             } else {
                 lanes::Reach::AnyNode
@@ -486,6 +497,11 @@ impl Weft {
     /// peers switched to high-speed buffers (at most `WEFT_MAX_FAST_PEERS`).
     pub fn tcp_peer_memory(&self) -> (usize, u32) {
         self.engine.borrow().tcp_memory()
+    }
+
+    /// Rendezvous fragments this rank sent over extra TCP rails (striping).
+    pub fn tcp_striped_fragments(&self) -> u64 {
+        self.engine.borrow().tcp_striped()
     }
 
     /// Inbound TCP connections this rank dropped because they did not prove the job key.

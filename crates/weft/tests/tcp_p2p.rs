@@ -414,3 +414,30 @@ fn ranks_on_other_nodes_without_tcp_is_a_clear_error() {
         assert!(e.message().contains("WEFT_TRANSPORTS=shm"), "{e}");
     }
 }
+
+#[test]
+fn large_messages_stripe_over_rails_when_the_lanes_allow() {
+    let config = Config::from_vars(&[("WEFT_MAX_RAILS", "2")]).unwrap();
+    let lanes = weft::lane_candidates(&config).unwrap();
+    let peer = weft_model::lanes::PeerKind {
+        same_node: false,
+        ppn: 1,
+    };
+    let rails = weft_model::lanes::choose(&lanes, peer, &weft::lane_policy(&config))
+        .unwrap()
+        .large
+        .len();
+    if rails < 2 {
+        eprintln!("skipped: this machine offers {rails} network lane(s) to another node, striping needs 2");
+        return;
+    }
+    job(2, &[("WEFT_MAX_RAILS", "2")], own_node, |rank, weft, _| {
+        let w = weft.world();
+        all_pairs(&w, &[(4 << 20) + 13, 3 << 20]);
+        assert!(
+            weft.tcp_striped_fragments() > 0,
+            "rank {rank} striped nothing"
+        );
+        weft.finalize().unwrap();
+    });
+}

@@ -8,6 +8,11 @@
 //! into the connection's small write buffer (at most one frame), so [`Endpoint::try_send`]
 //! never holds on to the caller's buffer after it returns.
 //!
+//! Rails: with `rails > 1`, the first fragment to a peer also opens `rails - 1` more
+//! connections to it (to its published addresses in turn), and fragments (`FRAG`, which
+//! carry their offset) go out round robin over every connection free to take one; all other
+//! frames stay on the first connection, in order.
+//!
 //! Simultaneous connects: when two ranks connect to each other at once, both connections
 //! survive. Each rank sends all its frames to a peer on the first of them that opened, and
 //! reads frames from both, so the order of one sender's frames holds whichever way the race
@@ -58,6 +63,8 @@ pub struct TcpConfig {
     pub max_fast_peers: u32,
     /// Bytes received from a peer after which it switches to high-speed mode.
     pub fast_after_bytes: u64,
+    /// Connections per peer that fragments are striped over (1 = no striping).
+    pub rails: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +101,8 @@ struct Conn {
     /// Whether epoll watches this socket for writability.
     want_write: bool,
     since: Instant,
+    /// 0 for a peer's main connection; 1.. for an extra rail we opened for fragments.
+    rail: u32,
 }
 
 impl Conn {
@@ -143,6 +152,12 @@ pub struct Endpoint {
     fast: Vec<bool>,
     fast_count: u32,
     promoted: Vec<u32>,
+    rails: u32,
+    /// Per peer: extra rails that are open, whether they were started, the next rail to use.
+    rail_conns: Vec<Vec<usize>>,
+    rails_started: Vec<bool>,
+    next_rail: Vec<usize>,
+    striped: u64,
 }
 
 impl Endpoint {
@@ -223,6 +238,11 @@ impl Endpoint {
             fast: vec![false; n],
             fast_count: 0,
             promoted: Vec::new(),
+            rails: cfg.rails.max(1),
+            rail_conns: vec![Vec::new(); n],
+            rails_started: vec![false; n],
+            next_rail: vec![0; n],
+            striped: 0,
         };
         ep.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -295,6 +315,11 @@ impl Endpoint {
         std::mem::take(&mut self.promoted)
     }
 
+    /// Fragments sent on an extra rail rather than the main connection.
+    pub fn striped_count(&self) -> u64 {
+        self.striped
+    }
+
     /// Peers in high-speed mode.
     pub fn fast_peer_count(&self) -> u32 {
         self.fast_count
@@ -360,16 +385,75 @@ impl Endpoint {
     /// keeps the frame and tries again after [`Endpoint::poll`].
     pub fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
         let p = peer as usize;
-        let Some(ci) = self.send_conn[p] else {
+        let Some(main) = self.send_conn[p] else {
             self.connect(peer);
             return false;
         };
+        if h.kind == frame::KIND_FRAG && self.rails > 1 {
+            if !self.rails_started[p] {
+                self.rails_started[p] = true;
+                self.start_rails(peer);
+            }
+            let n = 1 + self.rail_conns[p].len();
+            for k in 0..n {
+                let r = (self.next_rail[p] + k) % n;
+                let ci = if r == 0 {
+                    main
+                } else {
+                    self.rail_conns[p][r - 1]
+                };
+                if self.free_to_write(ci) {
+                    self.next_rail[p] = r + 1;
+                    if r > 0 {
+                        self.striped += 1;
+                    }
+                    return self.write_frame(ci, peer, h, parts);
+                }
+            }
+            return false;
+        }
+        if !self.free_to_write(main) {
+            return false;
+        }
+        self.write_frame(main, peer, h, parts)
+    }
+
+    /// True when connection `ci` has nothing queued (after trying to write what it had).
+    fn free_to_write(&mut self, ci: usize) -> bool {
         if self.conns[ci].as_ref().is_some_and(Conn::pending_write) {
             self.flush_conn(ci);
-            if self.conns[ci].as_ref().is_none_or(Conn::pending_write) {
-                return false;
-            }
         }
+        self.conns[ci].as_ref().is_some_and(|c| !c.pending_write())
+    }
+
+    /// Opens the extra rails to `peer`, to its addresses in turn.
+    fn start_rails(&mut self, peer: u32) {
+        let p = peer as usize;
+        let naddr = self.peer_addrs[p].len();
+        for rail in 1..self.rails {
+            if naddr == 0 {
+                return;
+            }
+            let a = rail as usize % naddr;
+            let addr = self.peer_addrs[p][a];
+            let Ok(stream) = nonblocking_connect(&addr) else {
+                continue;
+            };
+            let mut conn = Self::new_conn(
+                stream,
+                Some(peer),
+                Phase::Connecting { addr: a },
+                self.rbuf_bytes(self.fast[p]),
+            );
+            conn.remote = Some(addr);
+            conn.want_write = true;
+            conn.rail = rail;
+            let _ = self.insert(conn, (libc::EPOLLIN | libc::EPOLLOUT) as u32);
+        }
+    }
+
+    /// Writes one frame on connection `ci` (which has nothing queued).
+    fn write_frame(&mut self, ci: usize, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
         let hb = frame::encode_header(h);
         let mut iov = [IoSlice::new(&[]); 4];
         iov[0] = IoSlice::new(&hb);
@@ -513,6 +597,7 @@ impl Endpoint {
             wpos: 0,
             want_write: false,
             since: Instant::now(),
+            rail: 0,
         }
     }
 
@@ -789,8 +874,12 @@ impl Endpoint {
                     if self.conns[ci].is_none() {
                         return false;
                     }
-                    self.connecting[peer as usize] = None;
-                    self.opened(ci, peer);
+                    if conn_rail(&self.conns[ci]) == 0 {
+                        self.connecting[peer as usize] = None;
+                        self.opened(ci, peer);
+                    } else {
+                        self.opened_rail(ci, peer);
+                    }
                 }
                 Phase::Open => {
                     let peer = conn.peer.expect("open connections know their peer");
@@ -835,6 +924,17 @@ impl Endpoint {
         }
     }
 
+    fn opened_rail(&mut self, ci: usize, peer: u32) {
+        let want = self.rbuf_bytes(self.fast[peer as usize]);
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        conn.phase = Phase::Open;
+        if conn.rbuf.len() < want {
+            conn.rbuf.resize(want, 0);
+        }
+        self.handshakes -= 1;
+        self.rail_conns[peer as usize].push(ci);
+    }
+
     fn opened(&mut self, ci: usize, peer: u32) {
         let want = self.rbuf_bytes(self.fast[peer as usize]);
         let conn = self.conns[ci].as_mut().expect("live connection");
@@ -868,6 +968,19 @@ impl Endpoint {
             .map(|a| a.to_string())
             .unwrap_or_else(|| "?".into());
         drop(conn.stream);
+        if let Some(peer) = conn.peer {
+            self.rail_conns[peer as usize].retain(|&c| c != ci);
+            if conn.rail > 0 {
+                if let Close::Retry(why) = &close {
+                    // A rail that cannot be opened leaves the main connection to carry all.
+                    eprintln!(
+                        "weft: rank {}: extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
+                        self.rank, conn.rail
+                    );
+                    return;
+                }
+            }
+        }
         match close {
             Close::Lost(why) => {
                 let Some(peer) = conn.peer else {
@@ -951,6 +1064,10 @@ impl Endpoint {
             self.close_for_phase(ci, why);
         }
     }
+}
+
+fn conn_rail(conn: &Option<Conn>) -> u32 {
+    conn.as_ref().map_or(0, |c| c.rail)
 }
 
 /// Parses a record written by [`Endpoint::address_record`]; `rank` names it in errors.
