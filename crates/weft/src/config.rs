@@ -75,6 +75,8 @@ pub fn knob_tables() -> Vec<&'static [Knob]> {
     vec![
         crate::knobs::KNOBS,
         crate::coll::knobs::KNOBS,
+        crate::rma::knobs::KNOBS,
+        crate::sync::knobs::KNOBS,
         weft_transport::knobs::KNOBS,
         weft_boot::knobs::KNOBS,
         LAUNCH_VARS,

@@ -7,6 +7,8 @@
 
 pub mod coll;
 pub mod p2p;
+pub mod shmem;
+pub mod sync;
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -30,6 +32,10 @@ pub enum BenchKind {
     P2p(p2p::P2pArgs),
     /// Latency of one collective over a range of sizes, per algorithm.
     Coll(coll::CollArgs),
+    /// OpenSHMEM-style put/get latency and bandwidth, and the 8-byte put rate per initiator.
+    Shmem(shmem::ShmemArgs),
+    /// The node synchronisation engine's barrier and reduce against software ones.
+    Sync(sync::SyncArgs),
 }
 
 /// Runs `weft bench`.
@@ -51,6 +57,8 @@ pub fn run(args: BenchArgs) -> i32 {
             }
         },
         BenchKind::Coll(a) => run_coll(a, on),
+        BenchKind::Shmem(a) => shmem::run(a, on),
+        BenchKind::Sync(a) => sync::run(a, on),
     }
 }
 
@@ -234,6 +242,10 @@ pub enum RankKind {
     P2p(p2p::P2pRankArgs),
     /// Rank side of `weft bench coll`.
     Coll(coll::CollRankArgs),
+    /// Rank side of `weft bench shmem`.
+    Shmem(shmem::ShmemRankArgs),
+    /// Rank side of `weft bench sync`.
+    Sync(sync::SyncRankArgs),
 }
 
 /// Runs the rank side of a benchmark inside a job started by [`launch`].
@@ -241,6 +253,8 @@ pub fn run_rank(args: RankArgs) -> i32 {
     let result = match args.what {
         RankKind::P2p(a) => p2p::rank_main(a),
         RankKind::Coll(a) => coll::rank_main(a),
+        RankKind::Shmem(a) => shmem::rank_main(a),
+        RankKind::Sync(a) => sync::rank_main(a),
     };
     match result {
         Ok(()) => 0,
