@@ -165,7 +165,9 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 .iter()
                 .position(|&r| r == rank)
                 .expect("own rank is local") as u32;
-            let shm = if local_world.len() > 1 {
+            // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even
+            // a collective, may then go through shared memory.
+            let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::Shm) {
                 let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
                 let layout = Layout {
                     local_size: local_world.len() as u32,

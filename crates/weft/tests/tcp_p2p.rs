@@ -441,3 +441,30 @@ fn large_messages_stripe_over_rails_when_the_lanes_allow() {
         weft.finalize().unwrap();
     });
 }
+
+#[test]
+fn forced_tcp_makes_no_segment_so_collectives_never_use_shared_memory() {
+    job(
+        3,
+        &[("WEFT_TRANSPORTS", "tcp")],
+        |_| 0,
+        |rank, weft, _| {
+            let w = weft.world();
+            // Forcing the shared-memory allreduce is refused: there is no node area.
+            w.set_collective_tuning(
+                weft::coll::Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "shm")]).unwrap(),
+            );
+            let mut out = [0u64; 4];
+            let e = w
+                .allreduce(&[rank as u64; 4], &mut out, &weft::Op::Sum)
+                .unwrap_err();
+            assert!(e.to_string().contains("shared"), "{e}");
+            // The default selection still computes the right answer (over TCP).
+            w.set_collective_tuning(weft::coll::Tuning::default());
+            w.allreduce(&[rank as u64 + 1; 4], &mut out, &weft::Op::Sum)
+                .unwrap();
+            assert_eq!(out, [6u64; 4]);
+            weft.finalize().unwrap();
+        },
+    );
+}
