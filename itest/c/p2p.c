@@ -91,6 +91,20 @@ int main(int argc, char **argv) {
   OK(MPI_Iprobe(MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &done, &st));
   CHECK(done == 0);
 
+  /* Matched probe: the probed message is received by MPI_Mrecv, nothing else can take it. */
+  int mp = rank * 3, mq = -1, flagm = 0;
+  MPI_Message msg;
+  OK(MPI_Send(&mp, 1, MPI_INT, right, 71, MPI_COMM_WORLD));
+  OK(MPI_Mprobe(left, 71, MPI_COMM_WORLD, &msg, &st));
+  OK(MPI_Get_count(&st, MPI_INT, &n));
+  CHECK(n == 1 && st.MPI_SOURCE == left && msg != MPI_MESSAGE_NULL);
+  OK(MPI_Iprobe(left, 71, MPI_COMM_WORLD, &flagm, MPI_STATUS_IGNORE));
+  CHECK(flagm == 0); /* already taken out of matching */
+  OK(MPI_Mrecv(&mq, 1, MPI_INT, &msg, &st));
+  CHECK(mq == left * 3 && msg == MPI_MESSAGE_NULL);
+  OK(MPI_Improbe(left, 72, MPI_COMM_WORLD, &flagm, &msg, &st));
+  CHECK(flagm == 0);
+
   /* Sendrecv and Sendrecv_replace around the ring. */
   int x = rank, y = -1;
   OK(MPI_Sendrecv(&x, 1, MPI_INT, right, 31, &y, 1, MPI_INT, left, 31, MPI_COMM_WORLD, &st));

@@ -42,6 +42,8 @@ pub const MPI_ERRORS_ARE_FATAL: Handle = 0x141;
 pub const MPI_ERRORS_ABORT: Handle = 0x142;
 pub const MPI_ERRORS_RETURN: Handle = 0x143;
 pub const MPI_REQUEST_NULL: Handle = 0x180;
+pub const MPI_MESSAGE_NULL: Handle = 0x128;
+pub const MPI_MESSAGE_NO_PROC: Handle = 0x129;
 pub const MPI_DATATYPE_NULL: Handle = 0x200;
 pub const MPI_BYTE: Handle = 0x247;
 

@@ -58,6 +58,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         infos: Table::new(),
         errhs: Table::new(),
         keyvals: Table::new(),
+        messages: Table::new(),
         thread_level: provided,
         main_thread: std::thread::current().id(),
         start: std::time::Instant::now(),

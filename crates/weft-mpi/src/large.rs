@@ -613,3 +613,183 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Type_vector(count, blocklength, stride, old, newtype) }
 }
+
+/// `n` large counts or displacements as ints, or MPI_ERR_COUNT naming `what`.
+fn fit_all(p: *const i64, n: usize, what: &str) -> R<Vec<c_int>> {
+    if p.is_null() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the array holds one entry per rank (the caller's contract).
+    let v = unsafe { std::slice::from_raw_parts(p, n) };
+    v.iter().map(|&x| fit(x, what)).collect()
+}
+
+fn size_of(comm: Handle, func: &str) -> R<usize> {
+    Ok(crate::state::state(func)?.comm(comm)?.comm.size() as usize)
+}
+
+/// Converts the per-rank arrays, or reports through the handler of `comm`.
+macro_rules! arrays {
+    ($comm:expr, $func:literal, $n:expr, $($p:expr => $what:literal),*) => {
+        ($(match fit_all($p, $n, $what) {
+            Ok(v) => v,
+            Err(e) => return finish($comm, $func, Err(e)),
+        }),*)
+    };
+}
+
+fn ptr_or_null(v: &[c_int]) -> *const c_int {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
+    }
+}
+
+/// MPI_Gatherv_c (MPI-4.1 §6.5, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let n = match size_of(comm, "MPI_Gatherv_c") {
+        Ok(n) => n,
+        Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
+    };
+    let scount = match fit(scount, "sendcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
+    };
+    let (rc, rd) = arrays!(comm, "MPI_Gatherv_c", n, rcounts => "recvcounts", displs as *const i64 => "displs");
+    // SAFETY: forwarded caller contract; the converted arrays live across the call.
+    unsafe {
+        MPI_Gatherv(
+            send,
+            scount,
+            sdt,
+            recv,
+            ptr_or_null(&rc),
+            ptr_or_null(&rd),
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Scatterv_c (MPI-4.1 §6.6, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv_c(
+    send: *const c_void,
+    scounts: *const i64,
+    displs: *const isize,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    let n = match size_of(comm, "MPI_Scatterv_c") {
+        Ok(n) => n,
+        Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
+    };
+    let rcount = match fit(rcount, "recvcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
+    };
+    let (sc, sd) = arrays!(comm, "MPI_Scatterv_c", n, scounts => "sendcounts", displs as *const i64 => "displs");
+    // SAFETY: forwarded caller contract; the converted arrays live across the call.
+    unsafe {
+        MPI_Scatterv(
+            send,
+            ptr_or_null(&sc),
+            ptr_or_null(&sd),
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Allgatherv_c (MPI-4.1 §6.7, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv_c(
+    send: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const i64,
+    displs: *const isize,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let n = match size_of(comm, "MPI_Allgatherv_c") {
+        Ok(n) => n,
+        Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
+    };
+    let scount = match fit(scount, "sendcount") {
+        Ok(v) => v,
+        Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
+    };
+    let (rc, rd) = arrays!(comm, "MPI_Allgatherv_c", n, rcounts => "recvcounts", displs as *const i64 => "displs");
+    // SAFETY: forwarded caller contract; the converted arrays live across the call.
+    unsafe {
+        MPI_Allgatherv(
+            send,
+            scount,
+            sdt,
+            recv,
+            ptr_or_null(&rc),
+            ptr_or_null(&rd),
+            rdt,
+            comm,
+        )
+    }
+}
+
+/// MPI_Alltoallv_c (MPI-4.1 §6.8, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv_c(
+    send: *const c_void,
+    scounts: *const i64,
+    sdispls: *const isize,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const i64,
+    rdispls: *const isize,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    let n = match size_of(comm, "MPI_Alltoallv_c") {
+        Ok(n) => n,
+        Err(e) => return finish(comm, "MPI_Alltoallv_c", Err(e)),
+    };
+    let (sc, sd, rc, rd) = arrays!(comm, "MPI_Alltoallv_c", n,
+        scounts => "sendcounts", sdispls as *const i64 => "sdispls",
+        rcounts => "recvcounts", rdispls as *const i64 => "rdispls");
+    // SAFETY: forwarded caller contract; the converted arrays live across the call.
+    unsafe {
+        MPI_Alltoallv(
+            send,
+            ptr_or_null(&sc),
+            ptr_or_null(&sd),
+            sdt,
+            recv,
+            ptr_or_null(&rc),
+            ptr_or_null(&rd),
+            rdt,
+            comm,
+        )
+    }
+}

@@ -24,6 +24,7 @@ pub mod error;
 pub mod icoll;
 pub mod large;
 pub mod misc;
+pub mod mprobe;
 pub mod p2p;
 pub mod stage;
 pub mod state;

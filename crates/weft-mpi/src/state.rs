@@ -18,6 +18,7 @@ pub const K_TYPE: usize = 4;
 pub const K_OP: usize = 5;
 pub const K_INFO: usize = 6;
 pub const K_ERRH: usize = 7;
+pub const K_MSG: usize = 8;
 
 /// A handle this library created.
 #[inline]
@@ -179,6 +180,8 @@ pub struct State {
     pub infos: Table<Vec<(String, String)>>,
     pub errhs: Table<ErrFn>,
     pub keyvals: Table<Keyval>,
+    /// Messages taken out of matching by MPI_Mprobe: their bytes and status.
+    pub messages: Table<(Vec<u8>, weft::Status)>,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
     pub start: std::time::Instant,

@@ -1,0 +1,275 @@
+//! Matched probes (MPI-4.1 §3.8.2): MPI_Mprobe / MPI_Improbe take the probed message out of
+//! matching at once — a receive for exactly its source and tag is posted right after the
+//! probe, and since messages from one source on one tag never overtake each other it
+//! receives that very message — and MPI_Mrecv / MPI_Imrecv deliver the kept bytes into
+//! the user's buffer. Depends on the p2p statuses and the staging of datatypes.
+
+use crate::consts::*;
+use crate::dtype::put;
+use crate::error::{err, finish, R};
+use crate::p2p::MpiStatus;
+use crate::stage::incoming;
+use crate::state::{handle_index, make_handle, state, ReqEntry, K_MSG};
+use std::os::raw::{c_int, c_void};
+
+fn status_of(st: &weft::Status) -> MpiStatus {
+    let mut m = MpiStatus {
+        source: st.source,
+        tag: st.tag,
+        ..MpiStatus::default()
+    };
+    m.set_bytes(st.bytes as u64);
+    m
+}
+
+fn store(out: *mut MpiStatus, st: MpiStatus) {
+    if !out.is_null() {
+        // SAFETY: non-null status pointers are writable by the MPI calling contract.
+        unsafe { *out = st };
+    }
+}
+
+/// Probes (blocking or not) and, when a message is there, receives it into a kept buffer.
+fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    block: bool,
+    flag: *mut c_int,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    let s = state("MPI_Mprobe")?;
+    let c = s.comm(comm)?.comm.clone();
+    if tag < 0 && tag != MPI_ANY_TAG {
+        return Err(err(MPI_ERR_TAG, format!("tag {tag} is invalid")));
+    }
+    let size = c.size() as c_int;
+    if !(source == MPI_ANY_SOURCE || source == MPI_PROC_NULL || (0..size).contains(&source)) {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!("source = {source} is not a rank of the communicator (size {size})"),
+        ));
+    }
+    if source == MPI_PROC_NULL {
+        store(
+            status,
+            MpiStatus {
+                source: MPI_PROC_NULL,
+                tag: MPI_ANY_TAG,
+                ..MpiStatus::default()
+            },
+        );
+        if !flag.is_null() {
+            put!(flag, 1)?;
+        }
+        return put!(message, MPI_MESSAGE_NO_PROC);
+    }
+    let wtag = if tag == MPI_ANY_TAG {
+        weft::ANY_TAG
+    } else {
+        tag
+    };
+    let found = if block {
+        Some(c.probe(source, wtag)?)
+    } else {
+        c.iprobe(source, wtag)?
+    };
+    let Some(st) = found else {
+        return put!(flag, 0);
+    };
+    let mut bytes = vec![0u8; st.bytes];
+    let got = c.recv(&mut bytes[..], st.source, st.tag)?;
+    let idx = s.messages.insert((bytes, got));
+    store(status, status_of(&got));
+    if !flag.is_null() {
+        put!(flag, 1)?;
+    }
+    put!(message, make_handle(K_MSG, idx))
+}
+
+/// MPI_Mprobe (MPI-4.1 §3.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let r = mprobe(
+        source,
+        tag,
+        comm,
+        true,
+        std::ptr::null_mut(),
+        message,
+        status,
+    );
+    finish(comm, "MPI_Mprobe", r)
+}
+
+/// MPI_Improbe (MPI-4.1 §3.8.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    let r = if flag.is_null() {
+        Err(err(MPI_ERR_ARG, "flag is NULL"))
+    } else {
+        mprobe(source, tag, comm, false, flag, message, status)
+    };
+    finish(comm, "MPI_Improbe", r)
+}
+
+/// Delivers message `*message` into `count` items of `dt` at `buf`.
+fn mrecv(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> R<()> {
+    if message.is_null() {
+        return Err(err(MPI_ERR_ARG, "message pointer is NULL"));
+    }
+    // SAFETY: non-null, readable and writable.
+    let h = unsafe { *message };
+    if h == MPI_MESSAGE_NO_PROC {
+        store(
+            status,
+            MpiStatus {
+                source: MPI_PROC_NULL,
+                tag: MPI_ANY_TAG,
+                ..MpiStatus::default()
+            },
+        );
+        return put!(message, MPI_MESSAGE_NULL);
+    }
+    let s = state("MPI_Mrecv")?;
+    let (bytes, st) = handle_index(K_MSG, h)
+        .and_then(|i| s.messages.remove(i))
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_REQUEST,
+                format!("message handle {h:#x} is not valid (already received?)"),
+            )
+        })?;
+    put!(message, MPI_MESSAGE_NULL)?;
+    let inc = incoming(buf, count, dt, false)?;
+    if bytes.len() > inc.bytes {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "message of {} bytes, receive buffer of {} bytes",
+                bytes.len(),
+                inc.bytes
+            ),
+        ));
+    }
+    if !bytes.is_empty() {
+        // SAFETY: the staged buffer holds `inc.bytes >= bytes.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), inc.ptr, bytes.len()) };
+    }
+    inc.finish()?;
+    store(status, status_of(&st));
+    Ok(())
+}
+
+/// MPI_Mrecv (MPI-4.1 §3.8.3).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Mrecv",
+        mrecv(buf, count as i64, dt, message, status),
+    )
+}
+
+/// MPI_Mrecv_c (MPI-4.1 §3.8.3, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Mrecv_c",
+        mrecv(buf, count, dt, message, status),
+    )
+}
+
+fn imrecv(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    message: *mut Handle,
+    req: *mut Handle,
+) -> R<()> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+    }
+    // The message is already here: deliver it now; the request is complete at once.
+    let mut st = MpiStatus::default();
+    mrecv(buf, count, dt, message, &mut st)?;
+    let s = state("MPI_Imrecv")?;
+    let h = s.add_req(ReqEntry {
+        raw: None,
+        proc_null: false,
+        persistent: None,
+        recv: true,
+        comm: MPI_COMM_WORLD,
+        keep: Vec::new(),
+        coll: None,
+        unpack: None,
+        restart: None,
+    });
+    put!(req, h)
+}
+
+/// MPI_Imrecv (MPI-4.1 §3.8.3). Its status (source, tag, count) comes from MPI_Improbe
+/// or MPI_Mprobe, which received the message.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    message: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Imrecv",
+        imrecv(buf, count as i64, dt, message, req),
+    )
+}
+
+/// MPI_Imrecv_c (MPI-4.1 §3.8.3, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv_c(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    message: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        MPI_COMM_WORLD,
+        "MPI_Imrecv_c",
+        imrecv(buf, count, dt, message, req),
+    )
+}
