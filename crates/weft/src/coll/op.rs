@@ -141,6 +141,22 @@ impl Op {
             (u.f)(a, b);
             return;
         }
+        self.kernel(kind, a, Dst::InPlace(b));
+    }
+
+    /// Stores `a ∘ b` into `out` (one pass over three buffers instead of a copy and a
+    /// pass); same conditions as [`Op::apply`].
+    pub(crate) fn apply_into(&self, kind: TypeKind, a: &[u8], b: &[u8], out: &mut [u8]) {
+        debug_assert!(a.len() == b.len() && b.len() == out.len());
+        if let Op::User(u) = self {
+            out.copy_from_slice(b);
+            (u.f)(a, out);
+            return;
+        }
+        self.kernel(kind, a, Dst::Into(b, out));
+    }
+
+    fn kernel(&self, kind: TypeKind, a: &[u8], b: Dst<'_>) {
         match kind {
             TypeKind::I8 => int::<i8>(self, a, b),
             TypeKind::I16 => int::<i16>(self, a, b),
@@ -192,18 +208,37 @@ macro_rules! int_impl {
 }
 int_impl!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// The second operand of a kernel and where its result goes.
+enum Dst<'x> {
+    /// `b = a ∘ b`.
+    InPlace(&'x mut [u8]),
+    /// `out = a ∘ b`.
+    Into(&'x [u8], &'x mut [u8]),
+}
+
 /// Applies `f` to every pair of elements; one monomorphic loop per operation so each can be
 /// vectorised.
 #[inline(always)]
-fn zip<T: Datatype>(a: &[u8], b: &mut [u8], f: impl Fn(T, T) -> T) {
+fn zip<T: Datatype>(a: &[u8], b: Dst<'_>, f: impl Fn(T, T) -> T) {
     let a: &[T] = bytemuck::cast_slice(a);
-    let b: &mut [T] = bytemuck::cast_slice_mut(b);
-    for (x, y) in a.iter().zip(b.iter_mut()) {
-        *y = f(*x, *y);
+    match b {
+        Dst::InPlace(b) => {
+            let b: &mut [T] = bytemuck::cast_slice_mut(b);
+            for (x, y) in a.iter().zip(b.iter_mut()) {
+                *y = f(*x, *y);
+            }
+        }
+        Dst::Into(b, out) => {
+            let b: &[T] = bytemuck::cast_slice(b);
+            let out: &mut [T] = bytemuck::cast_slice_mut(out);
+            for ((x, y), o) in a.iter().zip(b).zip(out.iter_mut()) {
+                *o = f(*x, *y);
+            }
+        }
     }
 }
 
-fn int<T: Int>(op: &Op, a: &[u8], b: &mut [u8]) {
+fn int<T: Int>(op: &Op, a: &[u8], b: Dst<'_>) {
     let truth = |v: bool| if v { T::ONE } else { T::ZERO };
     match op {
         Op::Sum => zip::<T>(a, b, |x, y| x.add(y)),
@@ -227,7 +262,7 @@ trait Float:
 impl Float for f32 {}
 impl Float for f64 {}
 
-fn float<T: Float>(op: &Op, a: &[u8], b: &mut [u8]) {
+fn float<T: Float>(op: &Op, a: &[u8], b: Dst<'_>) {
     match op {
         Op::Sum => zip::<T>(a, b, |x, y| x + y),
         Op::Prod => zip::<T>(a, b, |x, y| x * y),
@@ -240,13 +275,11 @@ fn float<T: Float>(op: &Op, a: &[u8], b: &mut [u8]) {
 fn pair<P: Datatype, V: PartialOrd + Copy>(
     op: &Op,
     a: &[u8],
-    b: &mut [u8],
+    b: Dst<'_>,
     parts: impl Fn(&P) -> (V, i32),
 ) {
-    let a: &[P] = bytemuck::cast_slice(a);
-    let b: &mut [P] = bytemuck::cast_slice_mut(b);
     let min = matches!(op, Op::MinLoc);
-    for (x, y) in a.iter().zip(b.iter_mut()) {
+    let pick = |x: &P, y: &P| -> P {
         let (xv, xi) = parts(x);
         let (yv, yi) = parts(y);
         let take_x = if xv == yv {
@@ -257,9 +290,12 @@ fn pair<P: Datatype, V: PartialOrd + Copy>(
             xv > yv
         };
         if take_x {
-            *y = *x;
+            *x
+        } else {
+            *y
         }
-    }
+    };
+    zip::<P>(a, b, |x, y| pick(&x, &y));
 }
 
 #[cfg(test)]
@@ -292,6 +328,46 @@ mod tests {
         assert_eq!(run(&Op::Bor, &[0b1100u8], &[0b1010]), [0b1110]);
         assert_eq!(run(&Op::Bxor, &[0b1100u8], &[0b1010]), [0b0110]);
         assert_eq!(run(&Op::Sum, &[u8::MAX], &[2]), [1], "wraps");
+    }
+
+    #[test]
+    fn apply_into_matches_apply() {
+        let a = [3i64, -2, 0, 7, 9];
+        let b = [1i64, 5, 4, 7, -9];
+        let mut out = [0i64; 5];
+        for op in [Op::Sum, Op::Prod, Op::Min, Op::Max, Op::Bxor, Op::Land] {
+            op.apply_into(
+                TypeKind::I64,
+                bytemuck::cast_slice(&a),
+                bytemuck::cast_slice(&b),
+                bytemuck::cast_slice_mut(&mut out),
+            );
+            assert_eq!(out.to_vec(), run(&op, &a, &b), "{op:?}");
+        }
+        let pa = [F64I32::new(1.0, 4), F64I32::new(2.0, 0)];
+        let pb = [F64I32::new(1.0, 2), F64I32::new(3.0, 1)];
+        let mut po = [F64I32::default(); 2];
+        Op::MinLoc.apply_into(
+            TypeKind::F64I32,
+            bytemuck::cast_slice(&pa),
+            bytemuck::cast_slice(&pb),
+            bytemuck::cast_slice_mut(&mut po),
+        );
+        assert_eq!(po, [F64I32::new(1.0, 2), F64I32::new(2.0, 0)]);
+        // A user operation sees (a, b) in that order: non-commutative order is kept.
+        let sub = Op::user::<i32>("sub", false, |x, y| {
+            for (x, y) in x.iter().zip(y.iter_mut()) {
+                *y = *x - *y;
+            }
+        });
+        let mut o = [0i32; 2];
+        sub.apply_into(
+            TypeKind::I32,
+            bytemuck::cast_slice(&[10i32, 1]),
+            bytemuck::cast_slice(&[3i32, 5]),
+            bytemuck::cast_slice_mut(&mut o),
+        );
+        assert_eq!(o, [7, -4]);
     }
 
     #[test]

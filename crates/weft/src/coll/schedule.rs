@@ -64,6 +64,13 @@ enum Action {
         dst: Region,
         src_first: bool,
     },
+    /// `dst = a ∘ b` with `a` in the send buffer (a holds the lower ranks): combines the
+    /// own contribution with a received one without copying it first.
+    ReduceInto {
+        a: Region,
+        b: Region,
+        dst: Region,
+    },
     /// Copy into a slot of the node's collective area.
     ShmWrite {
         slot: Slot,
@@ -152,6 +159,15 @@ impl Plan {
     /// Arrives at the next node-wide phase (at most one per step, after its local work).
     pub fn shm_arrive(&mut self) {
         self.push(Action::ShmArrive);
+    }
+
+    /// `dst = a ∘ b` for `a` in the send buffer and `b`, `dst` elsewhere (distinct).
+    pub fn reduce_into(&mut self, a: Region, b: Region, dst: Region) {
+        debug_assert!(a.buf == Buf::Send && b.buf != Buf::Send && b.buf != dst.buf);
+        debug_assert!(a.len == b.len && b.len == dst.len);
+        if a.len > 0 {
+            self.push(Action::ReduceInto { a, b, dst });
+        }
     }
 
     /// `dst = src ∘ dst` (src holds lower ranks) when `src_first`, else `dst = dst ∘ src`.
@@ -367,6 +383,7 @@ impl<'a> Schedule<'a> {
                         dst,
                         src_first,
                     } => self.local_reduce(src, dst, src_first),
+                    Action::ReduceInto { a, b, dst } => self.local_reduce_into(a, b, dst),
                     Action::ShmWrite { slot, off, src } => {
                         let area = area(e)?;
                         area.write(slot_index(&area, slot), off, self.bytes(src));
@@ -556,6 +573,19 @@ impl<'a> Schedule<'a> {
     fn local_copy(&mut self, src: Region, dst: Region) {
         let (s, d) = self.pair(src, dst);
         d.copy_from_slice(s);
+    }
+
+    fn local_reduce_into(&mut self, a: Region, b: Region, dst: Region) {
+        let red = self
+            .reduction
+            .clone()
+            .expect("reduce in a plan without an op");
+        // The send buffer is borrowed apart from the schedule, so `b` and `dst` can be
+        // taken together as a readable and a writable region.
+        let send: &'a [u8] = self.send;
+        let a = &send[a.off..a.off + a.len];
+        let (b, d) = self.pair(b, dst);
+        red.op.apply_into(red.kind, a, b, d);
     }
 
     fn local_reduce(&mut self, src: Region, dst: Region, src_first: bool) {

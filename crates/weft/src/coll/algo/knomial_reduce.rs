@@ -63,13 +63,20 @@ pub(crate) fn build_on(
         .map(|_| Region::new(p.tmp(bytes), 0, bytes))
         .collect();
     p.step();
-    p.copy(Region::new(Buf::Send, 0, bytes), acc);
     for (&c, &slot) in children.iter().zip(&slots) {
         p.recv(c, slot);
     }
     p.step();
-    for &slot in &slots {
-        p.reduce(slot, acc, false);
+    // acc = own ∘ first child in one pass (no copy of the own contribution first), then
+    // the other children in order.
+    match slots.split_first() {
+        Some((&first, rest)) => {
+            p.reduce_into(Region::new(Buf::Send, 0, bytes), first, acc);
+            for &slot in rest {
+                p.reduce(slot, acc, false);
+            }
+        }
+        None => p.copy(Region::new(Buf::Send, 0, bytes), acc),
     }
     if let Some(parent) = tree.parent(rank) {
         p.send(parent, acc);
