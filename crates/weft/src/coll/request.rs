@@ -93,7 +93,12 @@ impl<'a> CollRequest<'a> {
 impl Drop for CollRequest<'_> {
     fn drop(&mut self) {
         // The engine may still write into (or read from) the borrowed buffers: finish before
-        // the borrow ends. There is no one to give an error to here.
+        // the borrow ends. There is no one to give an error to here. A panic that unwinds
+        // through a frame holding the engine cannot be waited on (a second panic would
+        // abort); the process is going down with that panic anyway.
+        if self.comm.engine.try_borrow_mut().is_err() {
+            return;
+        }
         let _ = self.finish();
     }
 }
