@@ -1,0 +1,104 @@
+//! The hierarchical k-nomial bcast, reduce and allreduce on real node groupings: an
+//! in-process job whose rank threads claim different nodes (the ranks of one node talk over
+//! shared memory, the nodes over TCP on loopback), so the trees group ranks by the engine's
+//! `node_of` rather than a synthetic grouping. Interleaved and blocked placements, radix 2
+//! and 3, every root, sizes 0, 1, odd and past the eager limit; data checked.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use weft::coll::Tuning;
+use weft::{Comm, Config, Launch, Op};
+
+/// One thread per rank; rank r claims node `node(r)`; aborts the test process after 120 s
+/// (a rank that hangs would otherwise hang the test).
+fn job(n: u32, node: fn(u32) -> u32, body: fn(Comm)) {
+    static JOBS: AtomicU64 = AtomicU64::new(0);
+    let store = weft_boot::MemStore::new();
+    let job_id = format!(
+        "hier{}x{}",
+        std::process::id(),
+        JOBS.fetch_add(1, Ordering::Relaxed)
+    );
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = done.clone();
+    std::thread::spawn(move || {
+        for _ in 0..1200 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if watch.load(Ordering::Relaxed) {
+                return;
+            }
+        }
+        eprintln!("hierarchical job of {n} ranks did not finish in 120 s");
+        std::process::abort();
+    });
+    let ranks: Vec<_> = (0..n)
+        .map(|rank| {
+            let (store, job_id) = (store.clone(), job_id.clone());
+            std::thread::spawn(move || {
+                let launch = Launch {
+                    rank,
+                    size: n,
+                    job_id,
+                    node_id: format!("node{}", node(rank)),
+                    store: Some(store as Arc<dyn weft_boot::Store>),
+                };
+                let weft = weft::init_with(launch, Config::from_vars(&[]).unwrap()).unwrap();
+                body(weft.world());
+                weft.finalize().unwrap();
+            })
+        })
+        .collect();
+    let mut panicked = false;
+    for r in ranks {
+        panicked |= r.join().is_err();
+    }
+    done.store(true, Ordering::Relaxed);
+    assert!(!panicked, "a rank thread panicked");
+}
+
+fn val(rank: u32, i: usize) -> i64 {
+    (rank as i64 + 3) * 1_000 + (i as i64 % 977) - 400
+}
+
+fn body(w: Comm) {
+    let (me, np) = (w.rank(), w.size());
+    for radix in ["2", "3"] {
+        let vars = [
+            ("WEFT_BCAST_ALGO", "hier_knomial"),
+            ("WEFT_REDUCE_ALGO", "hier_knomial"),
+            ("WEFT_ALLREDUCE_ALGO", "hier_knomial"),
+            ("WEFT_BCAST_RADIX", radix),
+            ("WEFT_REDUCE_RADIX", radix),
+            ("WEFT_ALLREDUCE_RADIX", radix),
+        ];
+        w.set_collective_tuning(Tuning::from_vars(&vars).unwrap());
+        for n in [0usize, 1, 13, 5000] {
+            let what = format!("np={np} radix {radix} n={n}");
+            let send: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+            let sum: Vec<i64> = (0..n).map(|i| (0..np).map(|r| val(r, i)).sum()).collect();
+            let mut out = vec![0i64; n];
+            w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+            assert_eq!(out, sum, "allreduce {what}");
+            for root in 0..np {
+                let want: Vec<i64> = (0..n).map(|i| val(root + 17, i)).collect();
+                let mut b = if me == root { want.clone() } else { vec![0; n] };
+                w.bcast(&mut b, root).unwrap();
+                assert_eq!(b, want, "bcast root {root} {what}");
+                let mut r = vec![0i64; if me == root { n } else { 0 }];
+                w.reduce(&send, &mut r, &Op::Sum, root).unwrap();
+                if me == root {
+                    assert_eq!(r, sum, "reduce root {root} {what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_trees_across_nodes() {
+    // Ranks alternate between two nodes (a plain k-nomial tree crosses nodes on most edges)…
+    job(4, |r| r % 2, body);
+    job(5, |r| r % 2, body);
+    // …or sit in blocks, with a node of one rank.
+    job(5, |r| r / 2, body);
+}
