@@ -110,6 +110,36 @@ fn polled(w: &Comm) {
     }
 }
 
+/// `wait_all` advances every request together: ranks list the same two collectives in
+/// opposite orders and both complete, data checked.
+fn opposite_orders(w: &Comm) {
+    let (rank, size) = (w.rank(), w.size());
+    let n = 9000;
+    let send: Vec<u64> = (0..n).map(|i| input(rank, i, 5)).collect();
+    let mut sum = vec![0u64; n];
+    let mut b: Vec<u64> = if rank == 0 { vec![42; n] } else { vec![0; n] };
+    {
+        // SAFETY: both requests are completed by wait_all, none is leaked.
+        let (x, y) = unsafe {
+            (
+                w.iallreduce(&send, &mut sum, &Op::Sum).unwrap(),
+                w.ibcast(&mut b, 0).unwrap(),
+            )
+        };
+        let reqs = if rank % 2 == 0 {
+            vec![x, y]
+        } else {
+            vec![y, x]
+        };
+        CollRequest::wait_all(reqs).unwrap();
+    }
+    let want: Vec<u64> = (0..n)
+        .map(|i| (0..size).map(|r| input(r, i, 5)).sum())
+        .collect();
+    assert_eq!(sum, want);
+    assert!(b.iter().all(|&v| v == 42));
+}
+
 /// Dropping an unfinished request finishes it; the data is there afterwards.
 fn dropped(w: &Comm) {
     let size = w.size();
@@ -243,6 +273,7 @@ fn outstanding_collectives_complete_in_any_order() {
         common::run_ranks(np, &[], |w| {
             outstanding_then_reverse(&w);
             polled(&w);
+            opposite_orders(&w);
             dropped(&w);
             bytes(&w);
         });

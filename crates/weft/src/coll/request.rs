@@ -11,11 +11,12 @@ use weft_core::Result;
 
 /// A collective in flight: its schedule, bound to buffers borrowed for `'a`.
 ///
-/// The schedule moves only inside [`CollRequest::test`], [`CollRequest::wait`] and at its
-/// start (messages already posted complete in the engine meanwhile), so a rank that blocks
-/// elsewhere without testing its outstanding collectives can keep its peers waiting — as with
-/// MPI's weak progress, complete requests by testing them in a loop when ranks complete them
-/// in different orders. Dropping an unfinished request waits for it (its error, if any, is
+/// The schedule moves only inside [`CollRequest::test`], [`CollRequest::wait`],
+/// [`CollRequest::wait_all`] and at its start (messages already posted complete in the engine
+/// meanwhile), so a rank that blocks elsewhere without testing its outstanding collectives
+/// can keep its peers waiting — as with MPI's weak progress. When ranks complete several
+/// collectives in different orders, complete them with `wait_all` or a loop of `test`: a
+/// `wait` on one while a peer waits on another would wait for ever. Dropping an unfinished request waits for it (its error, if any, is
 /// lost); leaking one (`std::mem::forget`) would leave the engine with pointers into the
 /// borrowed buffers, which is why the functions that start one are `unsafe`.
 #[must_use = "a collective request does nothing until it is tested or waited"]
@@ -70,6 +71,32 @@ impl<'a> CollRequest<'a> {
     /// Waits until the collective has completed on this rank (MPI_Wait).
     pub fn wait(mut self) -> Result<()> {
         self.finish()
+    }
+
+    /// Waits until every request has completed, advancing all of them together, so ranks
+    /// may list their outstanding collectives in different orders (MPI_Waitall). Returns the
+    /// first error; every request is finished either way.
+    pub fn wait_all(mut reqs: Vec<CollRequest<'a>>) -> Result<()> {
+        let mut first_err = None;
+        loop {
+            let mut unfinished = false;
+            for r in reqs.iter_mut() {
+                match r.test() {
+                    Ok(done) => unfinished |= !done,
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            if !unfinished {
+                break;
+            }
+            // Sleep in the engine until some request's current step can move on.
+            let engine = reqs[0].comm.engine.clone();
+            let mut e = engine.borrow_mut();
+            e.wait_until(|e| reqs.iter().any(|r| !r.finished && r.schedule.step_done(e)));
+        }
+        first_err.map_or(Ok(()), Err)
     }
 
     fn finish(&mut self) -> Result<()> {
