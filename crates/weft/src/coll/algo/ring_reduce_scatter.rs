@@ -9,16 +9,21 @@ use crate::coll::schedule::{Buf, Plan, Region};
 /// accumulator); `total` is the send buffer's length.
 pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], total: usize) -> Plan {
     let mut p = Plan::new();
-    let acc_buf = p.tmp(total);
+    let n = size;
+    let mine = blocks[rank as usize];
+    let own = |b: (usize, usize)| Region::new(Buf::Send, b.0, b.1);
+    let out = Region::new(Buf::Recv, 0, mine.1);
+    if n == 1 {
+        p.step();
+        p.copy(own(mine), out);
+        return p;
+    }
+    // Partial results of the blocks passing through (the first and the last step need
+    // none: the first sends straight from the send buffer, the last combines into `out`).
+    let acc_buf = p.tmp(if n > 2 { total } else { 0 });
     let most = blocks.iter().map(|b| b.1).max().unwrap_or(0);
     let tmp_buf = p.tmp(most);
     let acc = |b: (usize, usize)| Region::new(acc_buf, b.0, b.1);
-    let n = size;
-    p.step();
-    p.copy(
-        Region::new(Buf::Send, 0, total),
-        Region::new(acc_buf, 0, total),
-    );
     let right = (rank + 1) % n;
     let left = sub(rank, 1, n);
     for s in 0..n - 1 {
@@ -26,12 +31,11 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], total: usize
         let recv_b = blocks[sub(rank, s + 2, n) as usize];
         p.step();
         p.recv(left, Region::new(tmp_buf, 0, recv_b.1));
-        p.send(right, acc(send_b));
+        p.send(right, if s == 0 { own(send_b) } else { acc(send_b) });
         p.step();
-        p.reduce(Region::new(tmp_buf, 0, recv_b.1), acc(recv_b), true);
+        // Each block arrives here once: own ∘ incoming, no copy of the own part first.
+        let dst = if s == n - 2 { out } else { acc(recv_b) };
+        p.reduce_into(own(recv_b), Region::new(tmp_buf, 0, recv_b.1), dst);
     }
-    let mine = blocks[rank as usize];
-    p.step();
-    p.copy(acc(mine), Region::new(Buf::Recv, 0, mine.1));
     p
 }
