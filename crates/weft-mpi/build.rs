@@ -24,6 +24,9 @@ fn main() {
     for entry in std::fs::read_dir("src").expect("read src") {
         let path = entry.expect("dir entry").path();
         if path.extension().is_some_and(|e| e == "rs") {
+            // Every file, not only the directory: a directory's time changes only when files
+            // are added or removed, and an edit can add or remove a function.
+            println!("cargo:rerun-if-changed={}", path.display());
             let text = std::fs::read_to_string(&path).expect("read source");
             for line in text.lines() {
                 // A row of a macro table that generates functions: a line of comma-separated

@@ -147,8 +147,23 @@ int main(int argc, char **argv) {
   OK(MPI_Sendrecv(isrc, 1, idx, rank, 4, idst, 1, idx, rank, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   CHECK(idst[0] == 1 && idst[1] == 2 && idst[2] == 0 && idst[4] == 5);
 
-  MPI_Datatype *all[] = {&col, &rect, &every_other, &blk, &idx, &hv};
-  for (int k = 0; k < 6; k++) OK(MPI_Type_free(all[k]));
+  /* Distributed array: a block distribution of 4 * size ints, this rank's 4 of them. */
+  int gs[1] = {4 * size}, dis[1] = {MPI_DISTRIBUTE_BLOCK}, dar[1] = {MPI_DISTRIBUTE_DFLT_DARG};
+  int ps[1] = {size};
+  MPI_Datatype dist;
+  OK(MPI_Type_create_darray(size, rank, 1, gs, dis, dar, ps, MPI_ORDER_C, MPI_INT, &dist));
+  OK(MPI_Type_commit(&dist));
+  OK(MPI_Type_size(dist, &sz));
+  CHECK(sz == 16);
+  int *glob = malloc(4 * size * sizeof(int)), mine4[4];
+  for (int i = 0; i < 4 * size; i++) glob[i] = i;
+  pos = 0;
+  OK(MPI_Pack(glob, 1, dist, mine4, sizeof mine4, &pos, MPI_COMM_WORLD));
+  for (int i = 0; i < 4; i++) CHECK(mine4[i] == 4 * rank + i);
+  free(glob);
+
+  MPI_Datatype *all[] = {&col, &rect, &every_other, &blk, &idx, &hv, &dist};
+  for (int k = 0; k < 7; k++) OK(MPI_Type_free(all[k]));
   OK(MPI_Finalize());
   return 0;
 }

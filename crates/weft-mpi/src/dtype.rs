@@ -803,3 +803,62 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     });
     finish(MPI_COMM_WORLD, "MPI_Type_get_true_extent_c", r)
 }
+
+/// MPI_Type_create_darray (MPI-4.1 §5.1.4): this process's part of a distributed array.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const c_int,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    use weft::dtype::{DarrayDim, Distribution};
+    let r = (|| {
+        let order = match order {
+            12 => Order::C,
+            15 => Order::Fortran,
+            o => {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+                ))
+            }
+        };
+        let g = ints(gsizes, ndims, "array_of_gsizes")?;
+        let d = ints(distribs, ndims, "array_of_distribs")?;
+        let a = ints(dargs, ndims, "array_of_dargs")?;
+        let p = ints(psizes, ndims, "array_of_psizes")?;
+        let mut dims = Vec::with_capacity(g.len());
+        for i in 0..g.len() {
+            let distrib = match d[i] {
+                17 => Distribution::Block,
+                18 => Distribution::Cyclic,
+                16 => Distribution::None,
+                x => {
+                    return Err(err(
+                        MPI_ERR_ARG,
+                        format!("array_of_distribs[{i}] = {x} is not a distribution"),
+                    ))
+                }
+            };
+            let darg = if a[i] == 19 { None } else { Some(a[i]) };
+            dims.push(DarrayDim {
+                gsize: g[i],
+                distrib,
+                darg,
+                psize: p[i],
+            });
+        }
+        new_type(
+            TypeMap::darray(size as i64, rank as i64, &dims, order, &map_of(old)?)?,
+            newtype,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_darray", r)
+}

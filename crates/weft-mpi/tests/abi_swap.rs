@@ -6,6 +6,8 @@
 //! `cargo test -p weft-mpi --test abi_swap -- --ignored` (MPICH_ABI_PREFIX overrides where
 //! to find it; by default the directory above the `mpicc_abi` on PATH).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -32,24 +34,7 @@ fn mpich_prefix() -> PathBuf {
 }
 
 fn install_prefix() -> PathBuf {
-    let p =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("abi-prefix-{}", std::process::id()));
-    let profile = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let st = Command::new("sh")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
-        .arg(&p)
-        .arg(profile.parent().unwrap())
-        .env("PROFILE", profile.file_name().unwrap())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    p
+    common::install("abi-prefix")
 }
 
 /// Names our header defines as macros or enumerators.

@@ -9,11 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 use weft_launch::{run_job, JobSpec, OutputMode};
 
-/// The cargo profile directory holding `libmpi_abi.so` (this test binary is in its `deps`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
+mod common;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -23,28 +19,18 @@ fn repo_root() -> PathBuf {
 fn prefix() -> &'static Path {
     static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PREFIX.get_or_init(|| {
-        let p = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("mpi-prefix-{}", std::process::id()));
-        let profile = profile_dir();
-        let target = profile.parent().unwrap();
-        let profile_name = profile.file_name().unwrap();
-        let st = Command::new("sh")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
-            .arg(&p)
-            .arg(target)
-            .env("PROFILE", profile_name)
-            .status()
-            .unwrap();
-        assert!(st.success(), "install.sh failed");
+        let p = common::install("mpi-prefix");
         for f in [
             "lib/libmpi_abi.so.1",
             "lib/libmpi.so",
             "lib/libmpi_abi.so",
             "include/mpi.h",
+            "include/mpi_proto.h",
             "bin/mpicc",
             "bin/mpicxx",
             "bin/mpiexec",
             "bin/mpirun",
+            "bin/weft",
             "lib/pkgconfig/mpi.pc",
         ] {
             assert!(p.join(f).exists(), "{f} missing from the prefix");
@@ -179,18 +165,7 @@ fn wrappers_show_and_mpiexec() {
         format!("-I{p}/include")
     );
 
-    let weft = std::env::var_os("WEFT_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| profile_dir().join("weft"));
-    if !weft.exists() {
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "weft-cli"])
-            .env("CARGO_TARGET_DIR", profile_dir().parent().unwrap())
-            .current_dir(repo_root())
-            .status()
-            .unwrap();
-        assert!(st.success(), "building the weft binary for mpiexec failed");
-    }
+    let weft = prefix().join("bin/weft");
     let prog = build("env");
     let out = Command::new(prefix().join("bin/mpiexec"))
         .args(["-n", "2", "--oversubscribe", "-x", "WEFT_MPI_TEST_VAR=1"])

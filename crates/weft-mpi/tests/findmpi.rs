@@ -3,6 +3,8 @@
 //! so it is ignored by default: `cargo test -p weft-mpi --test findmpi -- --ignored`
 //! (`CMAKE` names the cmake binary; default `cmake` on PATH).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,22 +16,7 @@ fn cmake_findmpi_builds_and_runs() {
         .unwrap_or_else(|| "cmake".into());
     let tmp =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("findmpi-{}", std::process::id()));
-    let prefix = tmp.join("prefix");
-    let profile = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let st = Command::new("sh")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
-        .arg(&prefix)
-        .arg(profile.parent().unwrap())
-        .env("PROFILE", profile.file_name().unwrap())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let prefix = common::install("findmpi-prefix");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../itest/c/findmpi");
     let build = tmp.join("build");
     let conf = Command::new(&cmake)
@@ -59,16 +46,7 @@ fn cmake_findmpi_builds_and_runs() {
         .output()
         .unwrap();
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stdout));
-    let weft = profile.join("weft");
-    if !weft.exists() {
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "weft-cli"])
-            .env("CARGO_TARGET_DIR", profile.parent().unwrap())
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-            .status()
-            .unwrap();
-        assert!(st.success(), "building the weft binary for mpiexec failed");
-    }
+    let weft = prefix.join("bin/weft");
     let run = Command::new(prefix.join("bin/mpiexec"))
         .args(["-n", "3"])
         .arg(build.join("hello"))

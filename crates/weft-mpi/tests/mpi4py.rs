@@ -6,6 +6,8 @@
 //!         --target /tmp/m4p mpi4py
 //!     MPI4PY_PATH=/tmp/m4p cargo test -p weft-mpi --test mpi4py -- --ignored
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -13,22 +15,7 @@ use std::process::Command;
 #[ignore = "needs mpi4py built with our mpicc (MPI4PY_PATH)"]
 fn mpi4py_runs_on_weft() {
     let m4p = PathBuf::from(std::env::var_os("MPI4PY_PATH").expect("set MPI4PY_PATH"));
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("m4p-{}", std::process::id()));
-    let profile = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let st = Command::new("sh")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
-        .arg(&tmp)
-        .arg(profile.parent().unwrap())
-        .env("PROFILE", profile.file_name().unwrap())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let tmp = common::install("m4p-prefix");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../itest/python/mpi4py_smoke.py");
     for n in ["2", "3"] {
         let out = Command::new(tmp.join("bin/mpiexec"))
@@ -37,7 +24,7 @@ fn mpi4py_runs_on_weft() {
             .env("PYTHONPATH", &m4p)
             // The loader must find weft's libmpi_abi.so.1 before any other.
             .env("LD_LIBRARY_PATH", tmp.join("lib"))
-            .env("WEFT_BIN", profile.join("weft"))
+            .env("WEFT_BIN", tmp.join("bin/weft"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
