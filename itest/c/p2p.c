@@ -186,6 +186,44 @@ int main(int argc, char **argv) {
   OK(MPI_Get_count_c(&st, MPI_INT, &nc));
   CHECK(nc == 4 && in[1] == out[1]);
 
+  /* Synchronous sends: MPI_Issend cannot complete before the receiver posts its receive,
+     which rank 1 does only after the barrier that rank 0 enters after testing. */
+  if (size >= 2 && rank < 2) {
+    int v = 77 + rank, got = -1, flag = 0;
+    MPI_Request sr;
+    if (rank == 0) {
+      OK(MPI_Issend(&v, 1, MPI_INT, 1, 70, MPI_COMM_WORLD, &sr));
+      for (int i = 0; i < 2000; i++) {
+        OK(MPI_Test(&sr, &flag, MPI_STATUS_IGNORE));
+        CHECK(flag == 0);
+      }
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+      OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+      OK(MPI_Ssend(&v, 1, MPI_INT, 1, 71, MPI_COMM_WORLD));
+      OK(MPI_Ssend_init(&v, 1, MPI_INT, 1, 72, MPI_COMM_WORLD, &sr));
+      for (int k = 0; k < 3; k++) {
+        OK(MPI_Start(&sr));
+        OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+      }
+      OK(MPI_Request_free(&sr));
+    } else {
+      OK(MPI_Recv(&got, 1, MPI_INT, 0, 70, MPI_COMM_WORLD, &st));
+      CHECK(got == 77);
+      OK(MPI_Recv(&got, 1, MPI_INT, 0, 71, MPI_COMM_WORLD, &st));
+      CHECK(got == 77);
+      for (int k = 0; k < 3; k++) {
+        got = -1;
+        OK(MPI_Recv(&got, 1, MPI_INT, 0, 72, MPI_COMM_WORLD, &st));
+        CHECK(got == 77);
+      }
+    }
+  } else {
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  OK(MPI_Ssend(out, 0, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD));
+
   free(sbig);
   free(rbig);
   OK(MPI_Finalize());

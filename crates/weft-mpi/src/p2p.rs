@@ -270,6 +270,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
 fn start_op(
     s: &mut State,
     send: bool,
+    synchronous: bool,
     buf: usize,
     count: i64,
     dt: Handle,
@@ -294,7 +295,13 @@ fn start_op(
         if peer != MPI_PROC_NULL {
             // SAFETY: MPI requires the buffer to stay valid until the request completes; a
             // packed copy lives in the request (moving the Vec keeps its heap buffer).
-            e.raw = Some(unsafe { c.raw_isend(out.ptr, out.bytes, peer as u32, tag)? });
+            e.raw = Some(unsafe {
+                if synchronous {
+                    c.raw_issend(out.ptr, out.bytes, peer as u32, tag)?
+                } else {
+                    c.raw_isend(out.ptr, out.bytes, peer as u32, tag)?
+                }
+            });
             e.keep.extend(out.keep);
         }
     } else {
@@ -311,6 +318,7 @@ fn start_op(
 #[allow(clippy::too_many_arguments)]
 fn inonblocking(
     send: bool,
+    synchronous: bool,
     buf: *const c_void,
     count: i64,
     dt: Handle,
@@ -326,7 +334,17 @@ fn inonblocking(
     if req.is_null() {
         return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
     }
-    let e = start_op(s, send, buf as usize, count, dt, peer, tag, comm)?;
+    let e = start_op(
+        s,
+        send,
+        synchronous,
+        buf as usize,
+        count,
+        dt,
+        peer,
+        tag,
+        comm,
+    )?;
     let h = s.add_req(e);
     put!(req, h)
 }
@@ -345,7 +363,7 @@ pub unsafe extern "C" fn MPI_Isend(
     finish(
         comm,
         "MPI_Isend",
-        inonblocking(true, buf, count as i64, dt, dest, tag, comm, req),
+        inonblocking(true, false, buf, count as i64, dt, dest, tag, comm, req),
     )
 }
 
@@ -363,7 +381,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
     finish(
         comm,
         "MPI_Isend_c",
-        inonblocking(true, buf, count, dt, dest, tag, comm, req),
+        inonblocking(true, false, buf, count, dt, dest, tag, comm, req),
     )
 }
 
@@ -381,7 +399,7 @@ pub unsafe extern "C" fn MPI_Irsend(
     finish(
         comm,
         "MPI_Irsend",
-        inonblocking(true, buf, count as i64, dt, dest, tag, comm, req),
+        inonblocking(true, false, buf, count as i64, dt, dest, tag, comm, req),
     )
 }
 
@@ -399,7 +417,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     finish(
         comm,
         "MPI_Irecv",
-        inonblocking(false, buf, count as i64, dt, source, tag, comm, req),
+        inonblocking(false, false, buf, count as i64, dt, source, tag, comm, req),
     )
 }
 
@@ -417,7 +435,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     finish(
         comm,
         "MPI_Irecv_c",
-        inonblocking(false, buf, count, dt, source, tag, comm, req),
+        inonblocking(false, false, buf, count, dt, source, tag, comm, req),
     )
 }
 
@@ -443,8 +461,18 @@ fn sendrecv(
     check_peer(dest, size, false, "dest")?;
     check_peer(source, size, true, "source")?;
     // The receive is posted first so two ranks exchanging cannot deadlock.
-    let mut r = start_op(s, false, rbuf as usize, rcount, rdt, source, rtag, comm)?;
-    let mut w = start_op(s, true, sbuf as usize, scount, sdt, dest, stag, comm)?;
+    let mut r = start_op(
+        s,
+        false,
+        false,
+        rbuf as usize,
+        rcount,
+        rdt,
+        source,
+        rtag,
+        comm,
+    )?;
+    let mut w = start_op(s, true, false, sbuf as usize, scount, sdt, dest, stag, comm)?;
     let sres = w.raw.as_mut().map(|q| q.wait()).transpose();
     let rst = match r.raw.as_mut() {
         Some(q) => from_weft(&q.wait()?),
@@ -1163,6 +1191,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
 #[allow(clippy::too_many_arguments)]
 fn init_req(
     send: bool,
+    synchronous: bool,
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -1181,6 +1210,7 @@ fn init_req(
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
     let p = Persistent {
         send,
+        synchronous,
         buf: buf as usize,
         count: count as i64,
         dt,
@@ -1216,7 +1246,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     finish(
         comm,
         "MPI_Send_init",
-        init_req(true, buf, count, dt, dest, tag, comm, req),
+        init_req(true, false, buf, count, dt, dest, tag, comm, req),
     )
 }
 
@@ -1234,7 +1264,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
     finish(
         comm,
         "MPI_Recv_init",
-        init_req(false, buf, count, dt, source, tag, comm, req),
+        init_req(false, false, buf, count, dt, source, tag, comm, req),
     )
 }
 
@@ -1266,7 +1296,17 @@ fn start(s: &mut State, h: Handle) -> R<()> {
             format!("request {h:#x} is already active"),
         ));
     }
-    let started = start_op(s, p.send, p.buf, p.count, p.dt, p.peer, p.tag, p.comm)?;
+    let started = start_op(
+        s,
+        p.send,
+        p.synchronous,
+        p.buf,
+        p.count,
+        p.dt,
+        p.peer,
+        p.tag,
+        p.comm,
+    )?;
     let e = s.reqs.get_mut(i).expect("checked");
     e.raw = started.raw;
     e.proc_null = started.proc_null;
@@ -1408,7 +1448,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = init_req(true, buf, count, dt, dest, tag, comm, req);
+    let r = init_req(true, false, buf, count, dt, dest, tag, comm, req);
     finish(comm, "MPI_Rsend_init", r)
 }
 
@@ -1474,4 +1514,108 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
         )
     })();
     finish(MPI_COMM_WORLD, "MPI_Get_elements_c", r)
+}
+
+/// A blocking synchronous send: returns once a matching receive has taken the message.
+fn ssend(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<()> {
+    let s = state("MPI_Ssend")?;
+    let c = &s.comm(comm)?.comm;
+    let out = outgoing(buf, count, dt)?;
+    check_tag(tag, false)?;
+    check_peer(dest, c.size(), false, "dest")?;
+    if dest == MPI_PROC_NULL {
+        return Ok(());
+    }
+    // SAFETY: the staged bytes (`out`) stay alive until the wait below has returned.
+    let mut r = unsafe { c.raw_issend(out.ptr, out.bytes, dest as u32, tag)? };
+    r.wait()?;
+    Ok(())
+}
+
+/// MPI_Ssend (MPI-4.1 §3.4): completes only once the matching receive has started.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Ssend",
+        ssend(buf, count as i64, dt, dest, tag, comm),
+    )
+}
+
+/// MPI_Ssend_c (MPI-4.1 §3.4, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    finish(comm, "MPI_Ssend_c", ssend(buf, count, dt, dest, tag, comm))
+}
+
+/// MPI_Issend (MPI-4.1 §3.7.2): the request completes once the message has been matched.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Issend",
+        inonblocking(true, true, buf, count as i64, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Issend_c (MPI-4.1 §3.7.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend_c(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(
+        comm,
+        "MPI_Issend_c",
+        inonblocking(true, true, buf, count, dt, dest, tag, comm, req),
+    )
+}
+
+/// MPI_Ssend_init (MPI-4.1 §3.9): a persistent synchronous send.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = init_req(true, true, buf, count, dt, dest, tag, comm, req);
+    finish(comm, "MPI_Ssend_init", r)
 }

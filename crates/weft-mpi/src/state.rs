@@ -141,6 +141,8 @@ pub struct UserOpEntry {
 #[derive(Clone, Copy)]
 pub struct Persistent {
     pub send: bool,
+    /// A synchronous send (MPI_Ssend_init).
+    pub synchronous: bool,
     pub buf: usize,
     pub count: i64,
     pub dt: Handle,

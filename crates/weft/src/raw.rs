@@ -45,17 +45,49 @@ impl Comm {
         dst: u32,
         tag: Tag,
     ) -> Result<RawRequest> {
-        self.check_send_tag_pub(tag, "isend")?;
-        let w = self.check_dest_pub(dst, "isend to")?;
+        // SAFETY: the caller's contract is ours.
+        unsafe { self.raw_isend_mode(ptr, len, dst, tag, false) }
+    }
+
+    /// Starts a synchronous send (MPI_Issend): it completes only once a receive has matched
+    /// it, whatever its size.
+    ///
+    /// # Safety
+    /// As [`Comm::raw_isend`].
+    pub unsafe fn raw_issend(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        dst: u32,
+        tag: Tag,
+    ) -> Result<RawRequest> {
+        // SAFETY: the caller's contract is ours.
+        unsafe { self.raw_isend_mode(ptr, len, dst, tag, true) }
+    }
+
+    /// # Safety
+    /// As [`Comm::raw_isend`].
+    unsafe fn raw_isend_mode(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        dst: u32,
+        tag: Tag,
+        synchronous: bool,
+    ) -> Result<RawRequest> {
+        let what = if synchronous { "issend" } else { "isend" };
+        self.check_send_tag_pub(tag, what)?;
+        let w = self.check_dest_pub(dst, if synchronous { "issend to" } else { "isend to" })?;
         // SAFETY: the caller promises `ptr` is readable for `len` bytes for the request's life.
         let bytes = unsafe { byte_slice(ptr, len) };
-        let id = self.engine.borrow_mut().start_send(
-            RawBuf::new(bytes),
-            w,
-            self.data.rank,
-            self.data.ctx,
-            tag,
-        )?;
+        let mut e = self.engine.borrow_mut();
+        let data = RawBuf::new(bytes);
+        let id = if synchronous {
+            e.start_ssend(data, w, self.data.rank, self.data.ctx, tag)?
+        } else {
+            e.start_send(data, w, self.data.rank, self.data.ctx, tag)?
+        };
+        drop(e);
         Ok(RawRequest {
             engine: self.engine.clone(),
             id,
