@@ -24,6 +24,15 @@ pub struct InfoArgs {
     /// With --explain: print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Every candidate lane (transport and interface) for a same-node and an other-node peer,
+    /// with its score, and the choice (honours `WEFT_TRANSPORTS`, `WEFT_MAX_RAILS`; `--ppn`
+    /// sets the ranks per node the scores assume).
+    #[arg(long)]
+    pub transports: bool,
+    /// Every function of the MPI standard ABI that `libmpi_abi.so.1` exports, and whether
+    /// weft implements it (the others return MPI_ERR_UNSUPPORTED_OPERATION).
+    #[arg(long)]
+    pub mpi: bool,
 }
 
 /// Runs `weft info`.
@@ -39,6 +48,13 @@ pub fn run(args: InfoArgs) -> i32 {
         print_knobs(&config);
         return 0;
     }
+    if args.transports {
+        return crate::transports::run(&config, args.ppn);
+    }
+    if args.mpi {
+        print_mpi();
+        return 0;
+    }
     if let Some(coll) = &args.explain {
         return explain(coll, &args);
     }
@@ -52,7 +68,7 @@ pub fn run(args: InfoArgs) -> i32 {
         hostname(),
         cores
     );
-    println!("transports:  shm (this node)");
+    println!("transports:  shm (same node), tcp (other nodes); `weft info --transports` scores the lanes");
     println!(
         "  shm rings:   {} bytes per peer pair, eager limit {} bytes",
         config.shm_ring_bytes, config.shm_eager_bytes
@@ -85,6 +101,19 @@ pub fn run(args: InfoArgs) -> i32 {
         knob_tables().iter().map(|t| t.len()).sum::<usize>()
     );
     0
+}
+
+/// `weft info --mpi`: the standard ABI's functions, implemented ones marked.
+fn print_mpi() {
+    let table = mpi_abi::function_table();
+    let real = table.iter().filter(|(_, implemented)| *implemented).count();
+    println!(
+        "MPI 5.0 standard ABI (libmpi_abi.so.1): {real} of {} functions implemented; the others return MPI_ERR_UNSUPPORTED_OPERATION",
+        table.len()
+    );
+    for (name, implemented) in table {
+        println!("{} {name}", if implemented { "yes" } else { " no" });
+    }
 }
 
 fn explain(coll: &str, args: &InfoArgs) -> i32 {

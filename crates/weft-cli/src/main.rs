@@ -10,6 +10,7 @@ mod info;
 mod plan;
 mod plot;
 mod run;
+mod transports;
 
 /// weft: a communication runtime for HPC clusters.
 #[derive(Parser)]
@@ -39,6 +40,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Info(_) | Command::Plan(_)) {
+        weft_launch::default_sigpipe();
+    }
     let code = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),

@@ -26,6 +26,7 @@ pub use hosts::DEFAULT_LAUNCHER;
 pub use job::run_job;
 pub use place::{HostSlots, MapBy};
 pub use shm::{remove_job_segments, shm_prefix};
+pub use signals::default_sigpipe;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -80,3 +80,13 @@ impl Drop for SignalWatch {
         }
     }
 }
+
+/// Restores the default action of SIGPIPE (Rust ignores it), so a command whose report is
+/// piped into `head` ends quietly when the reader goes away instead of failing on a write.
+/// For commands that only print; the launcher keeps SIGPIPE ignored to forward output safely.
+pub fn default_sigpipe() {
+    // SAFETY: setting a standard disposition (no handler code of ours) is always sound.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

@@ -256,7 +256,6 @@ pub(crate) struct Engine {
     /// Collective tuning, read from the knobs at init.
     tuning: Rc<Tuning>,
     /// Node index of every world rank.
-    #[allow(dead_code)]
     node_of: Vec<u32>,
     /// The TCP endpoint (None when no peer is reached over TCP).
     tcp: Option<Endpoint>,
@@ -407,7 +406,6 @@ impl Engine {
     }
 
     /// Inbound TCP connections refused because they did not prove the job key.
-    #[allow(dead_code)] // read by tests through `Weft::tcp_refused`
     pub(crate) fn tcp_refused(&self) -> u64 {
         self.tcp.as_ref().map_or(0, Endpoint::refused_count)
     }
@@ -457,7 +455,6 @@ impl Engine {
 
     /// Node index of every world rank (nodes numbered in order of their lowest world rank):
     /// what hierarchical collectives group by.
-    #[allow(dead_code)] // first reader: the hierarchical collectives (issue 3)
     pub(crate) fn node_of(&self) -> &[u32] {
         &self.node_of
     }

@@ -32,7 +32,7 @@ pub mod raw;
 pub mod rma;
 pub mod sync;
 
-pub use coll::{Datatype, Op, F32I32, F64I32, I32I32, I64I32};
+pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};
 pub use config::Config;
 pub use engine::Status;

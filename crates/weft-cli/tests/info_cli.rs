@@ -1,0 +1,59 @@
+//! `weft info --mpi` and `weft info --transports` through the real binary.
+
+use std::process::Command;
+
+const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+
+fn info(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = Command::new(WEFT)
+        .arg("info")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn mpi_lists_every_abi_function_with_its_status() {
+    let (ok, out, err) = info(&["--mpi"], &[]);
+    assert!(ok, "{err}");
+    let has = |line: &str| out.lines().any(|l| l == line);
+    assert!(has("yes MPI_Send"), "{out}");
+    assert!(has("yes MPI_Ssend"), "{out}");
+    assert!(has("yes MPI_Iallreduce"), "{out}");
+    assert!(has(" no MPI_Win_create"), "{out}");
+    let rows = out.lines().skip(1).count();
+    let header = out.lines().next().unwrap();
+    assert!(header.contains(&format!("of {rows} functions")), "{header}");
+}
+
+#[test]
+fn transports_scores_lanes_and_honours_forcing() {
+    let (ok, out, err) = info(&["--transports"], &[]);
+    assert!(ok, "{err}");
+    let same = out.split("peer on another node").next().unwrap();
+    assert!(
+        same.lines()
+            .any(|l| l.trim_start().starts_with("shm") && l.contains("CHOSEN")),
+        "{out}"
+    );
+    let (ok, out, err) = info(&["--transports"], &[("WEFT_TRANSPORTS", "tcp")]);
+    assert!(ok, "{err}");
+    let same = out.split("peer on another node").next().unwrap();
+    assert!(
+        !same
+            .lines()
+            .any(|l| l.trim_start().starts_with("shm") && l.contains("CHOSEN")),
+        "{out}"
+    );
+    assert!(
+        same.lines()
+            .any(|l| l.trim_start().starts_with("tcp") && l.contains("CHOSEN")),
+        "{out}"
+    );
+}
