@@ -222,6 +222,8 @@ mod tests {
             nranks,
             ppn,
             json,
+            transports: false,
+            mpi: false,
         }
     }
 
