@@ -20,7 +20,13 @@ fn repo_root() -> PathBuf {
 /// so the script reuses the artifacts cargo test just built instead of building a second copy.
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn skip_requested() -> bool {
@@ -137,7 +143,11 @@ fn unknown_pass_list_entry_is_rejected() {
         return;
     }
     let list = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpich-bogus-pass-list.txt");
-    std::fs::write(&list, "# a typo must not pass silently\ncoll/no_such_test 2\n").unwrap();
+    std::fs::write(
+        &list,
+        "# a typo must not pass silently\ncoll/no_such_test 2\n",
+    )
+    .unwrap();
     let out = script(&["check"], Some(&list));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# MPICH's own test suite (test/mpi of Debian bookworm's `mpich` source package) against weft:
+# the coll and pt2pt directories, built with weft's mpicc and run with weft's mpiexec.
+#
+#   scripts/mpich-testsuite.sh [MODE] [--jobs N] [--timeout SECS] [--max-np N] [--list FILE]
+#
+# MODE
+#   all     (default) build every test of the two directories, run every testlist entry,
+#           print PASS/FAIL/NOBUILD/SKIP per test and a summary; the passing entries are
+#           written to $WORK/passing.txt and the failure causes to $WORK/causes.txt.
+#   check   build and run only the entries of the pass list (--list, default
+#           itest/mpich/pass-list.txt); exits 1 when any of them fails (a regression).
+#   setup   only fetch the sources (deb-src line + `apt-get source mpich`).
+#
+# A test passes when its job exits 0 and prints " No Errors" (MPICH's MTest convention).
+# Process counts come from each directory's testlist, capped at 4 (weft's CI has 2 cores;
+# --max-np raises the cap: tests written for, say, 10 ranks may refuse 4);
+# entries that differ only by MPICH-internal environment (env=MPIR_CVAR_...) are run once.
+#
+# Environment
+#   WEFT_MPICH_SRC    source cache (default /var/cache/weft/mpich-src; reused when present)
+#   WEFT_MPICH_WORK   build/run directory (default $CARGO_TARGET_DIR/mpich-suite)
+#   CARGO_TARGET_DIR  where weft-mpi and weft-cli are built (default <repo>/target)
+#   WEFT_MPICH_NO_CARGO=1  do not run cargo build (the artifacts must already be there)
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+src_cache=${WEFT_MPICH_SRC:-/var/cache/weft/mpich-src}
+target=${CARGO_TARGET_DIR:-$repo/target}
+work=${WEFT_MPICH_WORK:-$target/mpich-suite}
+dirs="coll pt2pt"
+max_np=4
+# Entries that need more memory than this (testlist mem=, in GB) are skipped: CI machines are small.
+max_mem_gb=4
+
+mode=all
+jobs=2
+timeout_s=30
+list="$repo/itest/mpich/pass-list.txt"
+
+die() {
+  echo "mpich-testsuite: $*" >&2
+  exit 2
+}
+
+# ---------------------------------------------------------------------------------------------
+# One test run (the parallel pool calls the script itself in this mode).
+#   __run_one "DIR/NAME NP [ARGS...]"
+# Writes $work/results/<key>.res: "PASS|FAIL|NOBUILD <id> [reason]".
+run_one() {
+  local id=$1
+  local prog np args key log res rc=0
+  read -r prog np args <<<"$id"
+  key=$(printf '%s' "$id" | tr -c 'A-Za-z0-9_.-' '_')
+  log="$work/logs/$key.log"
+  res="$work/results/$key.res"
+  if [ ! -x "$work/build/$prog" ]; then
+    echo "NOBUILD $id" >"$res"
+    return 0
+  fi
+  # mpiexec's --timeout makes weft run end the job and clean up; the outer timeout is only a
+  # backstop in case the launcher itself hangs.
+  (cd "$work/build/$(dirname "$prog")" &&
+    # shellcheck disable=SC2086 # args are separate words on purpose
+    # The script's own WEFT_* settings are not weft runtime variables (weft run warns about
+    # unknown WEFT_* names), so they do not reach the job.
+    env -u WEFT_MPICH_SRC -u WEFT_MPICH_WORK -u WEFT_MPICH_NO_CARGO -u WEFT_SKIP_MPICH_SUITE \
+      timeout -k 10 $((timeout_s + 30)) "$work/prefix/bin/mpiexec" -n "$np" --timeout "$timeout_s" \
+      "./$(basename "$prog")" $args) >"$log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -eq 0 ] && grep -q '^ *No Errors' "$log"; then
+    echo "PASS $id" >"$res"
+  else
+    local why
+    if [ "$rc" -eq 0 ]; then
+      why="exit 0 without \"No Errors\""
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || grep -qi 'timed out\|timeout' "$log"; then
+      why="timeout or killed (exit $rc)"
+    else
+      why="exit $rc"
+    fi
+    echo "FAIL $id ($why)" >"$res"
+  fi
+}
+
+if [ "${1:-}" = __run_one ]; then
+  work=$2
+  timeout_s=$3
+  run_one "$4"
+  exit 0
+fi
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    all | check | setup) mode=$1 ;;
+    --all) mode=all ;;
+    --jobs | -j) jobs=${2:?--jobs needs a number}; shift ;;
+    --max-np) max_np=${2:?--max-np needs a number}; shift ;;
+    --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
+    --list) list=${2:?--list needs a file}; shift ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (modes: all, check, setup; options: --jobs N, --timeout SECS, --max-np N, --list FILE)" ;;
+  esac
+  shift
+done
+case "$jobs" in '' | *[!0-9]* | 0) die "--jobs must be a positive integer, got '$jobs'" ;; esac
+case "$max_np" in '' | *[!0-9]* | 0) die "--max-np must be a positive integer, got '$max_np'" ;; esac
+case "$timeout_s" in '' | *[!0-9]* | 0) die "--timeout must be a positive integer, got '$timeout_s'" ;; esac
+
+# ---------------------------------------------------------------------------------------------
+# Sources: a deb-src line for bookworm next to the image's deb822 sources, then apt-get source.
+fetch_sources() {
+  local have
+  have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' 2>/dev/null | sort | tail -n 1)
+  if [ -n "$have" ] && [ -d "$have/test/mpi/coll" ]; then
+    mpich_src=$have
+    return 0
+  fi
+  command -v apt-get >/dev/null || die "apt-get not found: MPICH's test suite comes from Debian's mpich source package (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
+  command -v dpkg-source >/dev/null || die "dpkg-source not found (apt-get install dpkg-dev) — needed to unpack the mpich source package"
+  local list_file=/etc/apt/sources.list.d/weft-deb-src.sources
+  if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
+    [ -w /etc/apt/sources.list.d ] || die "cannot write $list_file (need root to add the deb-src line)"
+    cat >"$list_file" <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  fi
+  if ! apt-cache showsrc mpich >/dev/null 2>&1 || [ -z "$(apt-cache showsrc mpich 2>/dev/null)" ]; then
+    apt-get update -qq >&2 || die "apt-get update failed (network or apt unavailable): cannot fetch the mpich source package (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
+  fi
+  mkdir -p "$src_cache"
+  (cd "$src_cache" && apt-get source -qq mpich >&2) ||
+    die "apt-get source mpich failed (network or apt unavailable) (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
+  have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' | sort | tail -n 1)
+  [ -n "$have" ] && [ -d "$have/test/mpi/coll" ] || die "apt-get source mpich produced no test/mpi/coll under $src_cache"
+  mpich_src=$have
+}
+
+# ---------------------------------------------------------------------------------------------
+# weft: the library, the weft binary, and an install prefix holding mpicc/mpiexec.
+build_weft() {
+  if [ "${WEFT_MPICH_NO_CARGO:-0}" != 1 ]; then
+    (cd "$repo" && CARGO_TARGET_DIR="$target" cargo build -q -p weft-mpi -p weft-cli) ||
+      die "cargo build -p weft-mpi -p weft-cli failed"
+  fi
+  [ -x "$target/debug/weft" ] || die "$target/debug/weft not built (cargo build -p weft-cli)"
+  PROFILE=debug sh "$repo/crates/weft-mpi/install.sh" "$work/prefix" "$target" >/dev/null
+}
+
+# The configure-generated headers the tests include. Values come from the compiler's own
+# predefined macros and from weft's mpi.h, not from guesses: this replaces MPICH's configure,
+# which takes minutes and probes for an MPICH build we do not have.
+write_conf_headers() {
+  mkdir -p "$work/build/include"
+  cat >"$work/build/include/mpitestconf.h.tmp" <<'EOF'
+/* mpitestconf.h for MPICH's test suite built against weft (written by scripts/mpich-testsuite.sh) */
+#ifndef MPITESTCONF_H_INCLUDED
+#define MPITESTCONF_H_INCLUDED
+#define STDC_HEADERS 1
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#define HAVE_STRINGS_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_INTTYPES_H 1
+#define HAVE_STDARG_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_SYS_STAT_H 1
+#define HAVE_SYS_TIME_H 1
+#define HAVE_SYS_RESOURCE_H 1
+#define HAVE_PTHREAD_H 1
+#define HAVE_DLFCN_H 1
+#define HAVE_STRDUP 1
+#define HAVE_USLEEP 1
+#define HAVE_GETRUSAGE 1
+#define HAVE__BOOL 1
+#define HAVE_LONG_LONG 1
+#define HAVE_LONG_DOUBLE 1
+#define HAVE_FLOAT__COMPLEX 1
+#define HAVE_DOUBLE__COMPLEX 1
+#define HAVE_LONG_DOUBLE__COMPLEX 1
+#define USE_LONG_DOUBLE_COMPLEX 1
+#define SIZEOF_SHORT __SIZEOF_SHORT__
+#define SIZEOF_INT __SIZEOF_INT__
+#define SIZEOF_LONG __SIZEOF_LONG__
+#define SIZEOF_LONG_LONG __SIZEOF_LONG_LONG__
+#define SIZEOF_VOID_P __SIZEOF_POINTER__
+/* MPI_Offset is int64_t in the MPI 5.0 standard ABI (weft's mpi.h). */
+#define SIZEOF_MPI_OFFSET 8
+#define POINTERINT_t __INTPTR_TYPE__
+/* weft is not MPICH: the tests must stay within the standard (no MPIX_, no MPICH extensions
+   such as bitwise ops on MPI_CHAR). This is what MPICH's configure --enable-strict sets. */
+#define USE_STRICT_MPI 1
+#define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
+#define PACKAGE "mpich-testsuite"
+#define PACKAGE_NAME "mpich-testsuite"
+#define PACKAGE_VERSION "weft"
+#define VERSION "weft"
+#endif
+EOF
+  mv "$work/build/include/mpitestconf.h.tmp" "$work/build/include/mpitestconf.h"
+  # dtpools_internal.h includes "../dtpoolsconf.h": found through -I$work/build/dtpools/include.
+  mkdir -p "$work/build/dtpools/include"
+  cat >"$work/build/dtpools/dtpoolsconf.h" <<'EOF'
+/* dtpoolsconf.h for MPICH's DTPools built against weft (written by scripts/mpich-testsuite.sh) */
+#define STDC_HEADERS 1
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#define HAVE_STRINGS_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_INTTYPES_H 1
+#define HAVE_LIMITS_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_SYS_STAT_H 1
+#define HAVE_MEMSET 1
+#define HAVE_STRDUP 1
+EOF
+}
+
+# A Makefile with one rule per test program, read from each directory's Makefile.am
+# (noinst_PROGRAMS, NAME_SOURCES, NAME_CPPFLAGS, NAME_LDADD). Each program's compiler output
+# goes to NAME.build.log so build failures can be classified.
+write_makefile() {
+  local t=$mpich_src/test/mpi
+  local mk=$work/build/Makefile
+  {
+    echo "# generated by scripts/mpich-testsuite.sh from $t/*/Makefile.am"
+    echo "T := $t"
+    echo "MPICC := $work/prefix/bin/mpicc"
+    # DTPools calls MPI_Type_hvector/MPI_Type_hindexed, removed from the standard in MPI-3.0
+    # (absent from the MPI 5.0 ABI); their replacements have the same C arguments and meaning.
+    echo "CFLAGS := -O1 -g -w -I$work/build/include -I\$(T)/include -I\$(T)/dtpools/include" \
+      "-DMPI_Type_hvector=MPI_Type_create_hvector -DMPI_Type_hindexed=MPI_Type_create_hindexed"
+    # One group: mtest.o calls the thread hooks of mtest_single.o, and dtpools and mtest call each other.
+    echo "LIBS := -Wl,--start-group $work/build/util/libmtest.a $work/build/dtpools/libdtpools.a -Wl,--end-group"
+    echo ".SUFFIXES:"
+    echo ".DELETE_ON_ERROR:"
+    echo "UTIL_OBJ := util/mtest.o util/mtest_common.o util/mtest_single.o util/dtypes.o"
+    echo "DTP_OBJ := \$(patsubst %.c,dtpools/%.o,\$(notdir \$(wildcard \$(T)/dtpools/src/*.c)))"
+    echo "util/%.o: \$(T)/util/%.c Makefile"
+    printf '\t@mkdir -p util && $(MPICC) $(CFLAGS) -c $< -o $@\n'
+    echo "dtpools/%.o: \$(T)/dtpools/src/%.c Makefile"
+    printf '\t@mkdir -p dtpools && $(MPICC) $(CFLAGS) -I$(T)/dtpools/src -I'"$work"'/build/dtpools/include -c $< -o $@\n'
+    # libmtest + libmtest_single + libdtypes of util/Makefile.am (single-threaded flavour).
+    echo "util/libmtest.a: \$(UTIL_OBJ) Makefile"
+    printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
+    echo "dtpools/libdtpools.a: \$(DTP_OBJ) Makefile"
+    printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
+    echo "LIBDEPS := util/libmtest.a dtpools/libdtpools.a"
+    local d
+    for d in $dirs; do
+      awk -v dir="$d" -v progfile="$work/build/programs.$d" '
+        # Join continuation lines, then read the variables automake would.
+        { line = line $0 }
+        /\\$/ { sub(/\\$/, "", line); next }
+        {
+          l = line; line = ""
+          if (l ~ /^[ \t]*#/ || l ~ /^[ \t]*(if|else|endif)/) next
+          if (match(l, /^[ \t]*noinst_PROGRAMS[ \t]*\+?=/)) {
+            n = split(substr(l, RLENGTH + 1), w, /[ \t]+/)
+            for (i = 1; i <= n; i++) if (w[i] != "" && !(w[i] in seen)) { seen[w[i]] = 1; progs[++np] = w[i] }
+            next
+          }
+          if (match(l, /^[ \t]*[A-Za-z0-9_]+_(SOURCES|CPPFLAGS|LDADD)[ \t]*=/)) {
+            split(l, kv, "=")
+            key = kv[1]; gsub(/[ \t]/, "", key)
+            val = substr(l, index(l, "=") + 1)
+            gsub(/\$\((AM_CPPFLAGS|LDADD)\)/, "", val)
+            vars[key] = val
+          }
+        }
+        END {
+          for (i = 1; i <= np; i++) {
+            p = progs[i]
+            srcs = (p "_SOURCES" in vars) ? vars[p "_SOURCES"] : p ".c"
+            s = ""
+            n = split(srcs, w, /[ \t]+/)
+            for (j = 1; j <= n; j++) if (w[j] != "") s = s " $(T)/" dir "/" w[j]
+            all = all " " dir "/" p
+            print dir "/" p > progfile
+            printf "%s/%s:%s $(LIBDEPS)\n", dir, p, s
+            printf "\t@mkdir -p %s && $(MPICC) $(CFLAGS) %s -o $@%s $(LIBS) %s -lm >$@.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, vars[p "_CPPFLAGS"], s, vars[p "_LDADD"]
+          }
+          printf "ALL_PROGRAMS +=%s\n", all
+        }' "$t/$d/Makefile.am"
+    done
+    echo "all: \$(ALL_PROGRAMS)"
+    echo ".DEFAULT_GOAL := all"
+  } >"$mk.tmp"
+  # Replaced only when it changed: the libraries depend on it, so a new rule set rebuilds
+  # everything while an unchanged one keeps the programs already built.
+  if cmp -s "$mk.tmp" "$mk"; then rm -f "$mk.tmp"; else mv "$mk.tmp" "$mk"; fi
+}
+
+# The testlist entries of a directory, one per line: "DIR/NAME NP [ARGS...]".
+# np is capped at $max_np; env= (MPICH CVARs), strict=, timeLimit= and xfail= are dropped;
+# entries needing more than $max_mem_gb GB and autoconf-disabled (@name@) lines are listed
+# as SKIP on stderr.
+testlist_entries() {
+  local d=$1
+  awk -v dir="$d" -v cap="$max_np" -v maxmem="$max_mem_gb" '
+    /^[ \t]*(#|$)/ { next }
+    /^@[a-z_]+@/ { print "SKIP " dir "/" substr($1, index(substr($1, 2), "@") + 2) " (disabled by MPICH configure: " $0 ")" > "/dev/stderr"; next }
+    {
+      np = $2 + 0; if (np > cap) np = cap; if (np < 1) np = 1
+      args = ""; mem = 0
+      for (i = 3; i <= NF; i++) {
+        if ($i ~ /^arg=/) args = args " " substr($i, 5)
+        else if ($i ~ /^mem=/) mem = substr($i, 5) + 0
+      }
+      id = dir "/" $1 " " np args
+      if (mem > maxmem) { print "SKIP " id " (needs " mem " GB)" > "/dev/stderr"; next }
+      if (!(id in seen)) { seen[id] = 1; print id }
+    }' "$mpich_src/test/mpi/$d/testlist.in"
+}
+
+# Runs the given entries (stdin) $jobs at a time; prints one result line per entry, in order.
+run_entries() {
+  local entries
+  entries=$(cat)
+  rm -rf "$work/results" "$work/logs"
+  mkdir -p "$work/results" "$work/logs"
+  [ -n "$entries" ] || return 0
+  printf '%s\n' "$entries" | xargs -d '\n' -P "$jobs" -n 1 "$0" __run_one "$work" "$timeout_s"
+  local id key
+  while IFS= read -r id; do
+    key=$(printf '%s' "$id" | tr -c 'A-Za-z0-9_.-' '_')
+    if [ -f "$work/results/$key.res" ]; then
+      cat "$work/results/$key.res"
+    else
+      echo "FAIL $id (no result: the runner died)"
+    fi
+  done <<<"$entries"
+}
+
+# The most common failure causes: link errors (functions weft's library does not export),
+# compile errors, and the MPI error messages the failing jobs printed.
+write_causes() {
+  local out=$work/causes.txt
+  {
+    echo "== functions missing at link time (tests affected)"
+    grep -ho "undefined reference to \`[A-Za-z_0-9]*'" "$work"/build/*/*.build.log 2>/dev/null |
+      sort | uniq -c | sort -rn || true
+    echo "== compile errors (first error of each failed build)"
+    for f in "$work"/build/*/*.build.log; do
+      [ -e "$f" ] || continue
+      [ -x "${f%.build.log}" ] && continue
+      grep -m1 'error:' "$f" | sed "s|^|$(basename "${f%.build.log}"): |" || true
+    done
+    echo "== messages of failing runs (first line mentioning an error, per test)"
+    for r in "$work"/results/*.res; do
+      [ -e "$r" ] || continue
+      grep -q '^FAIL' "$r" || continue
+      local log
+      log="$work/logs/$(basename "${r%.res}").log"
+      printf '%s: %s\n' "$(cut -d' ' -f2- "$r")" \
+        "$(grep -m1 -i 'error\|unsupported\|not implemented\|abort\|signal\|fault\|timed out' "$log" 2>/dev/null | cut -c1-200)"
+    done
+  } >"$out"
+}
+
+fetch_sources
+[ "$mode" = setup ] && { echo "mpich sources in $mpich_src"; exit 0; }
+if [ "$mode" = check ]; then
+  [ -f "$list" ] || die "pass list $list not found"
+  entries=$(grep -v '^[[:space:]]*\(#\|$\)' "$list" || true)
+  [ -n "$entries" ] || die "pass list $list is empty"
+  # Every pass-list entry must still be a testlist entry: a typo must not pass silently.
+  known=$(for d in $dirs; do testlist_entries "$d" 2>/dev/null; done)
+  while IFS= read -r id; do
+    grep -qxF "$id" <<<"$known" || die "pass list entry '$id' is not a testlist entry of $mpich_src"
+  done <<<"$entries"
+fi
+mkdir -p "$work/build"
+build_weft
+write_conf_headers
+write_makefile
+
+case "$mode" in
+  all)
+    entries=$(for d in $dirs; do testlist_entries "$d"; done)
+    make -C "$work/build" -k -j "$jobs" all >/dev/null 2>"$work/build-errors.txt" || true
+    programs=$(for d in $dirs; do cat "$work/build/programs.$d"; done)
+    total=0
+    built=0
+    for p in $programs; do
+      total=$((total + 1))
+      [ -x "$work/build/$p" ] && built=$((built + 1))
+    done
+    results=$(printf '%s\n' "$entries" | run_entries)
+    printf '%s\n' "$results"
+    printf '%s\n' "$results" | sed -n 's/^PASS //p' >"$work/passing.txt"
+    write_causes
+    echo "== summary: $built of $total programs built;" \
+      "$(grep -c '^PASS' <<<"$results") of $(grep -c . <<<"$results") testlist entries pass" \
+      "($(grep -c '^FAIL' <<<"$results") fail, $(grep -c '^NOBUILD' <<<"$results") not built);" \
+      "passing entries in $work/passing.txt, failure causes in $work/causes.txt"
+    ;;
+  check)
+    progs=$(cut -d' ' -f1 <<<"$entries" | sort -u)
+    # shellcheck disable=SC2086 # one make target per program
+    make -C "$work/build" -k -j "$jobs" $progs >/dev/null 2>"$work/build-errors.txt" || true
+    results=$(printf '%s\n' "$entries" | run_entries)
+    printf '%s\n' "$results"
+    failed=$(grep -v '^PASS' <<<"$results" || true)
+    if [ -n "$failed" ]; then
+      echo "== REGRESSION: $(grep -c . <<<"$failed") of $(grep -c . <<<"$entries") pass-list entries fail:"
+      while IFS= read -r line; do
+        id=$(cut -d' ' -f2- <<<"$line" | sed 's/ (.*$//')
+        key=$(printf '%s' "$id" | tr -c 'A-Za-z0-9_.-' '_')
+        echo "---- $line"
+        tail -n 20 "$work/logs/$key.log" 2>/dev/null || cat "$work/build/$(cut -d' ' -f1 <<<"$id").build.log" 2>/dev/null || true
+      done <<<"$failed"
+      exit 1
+    fi
+    echo "== all $(grep -c . <<<"$entries") pass-list entries pass"
+    ;;
+esac
