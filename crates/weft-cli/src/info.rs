@@ -169,6 +169,11 @@ fn print_knobs(config: &Config) {
         "name", "type", "default", "value"
     );
     for (k, value) in config.values.listing() {
+        // A job's secret is what keeps strangers out of its sockets: never print it.
+        let value = match value {
+            Some(_) if k.name.ends_with("_SECRET") => Some("(hidden)".to_string()),
+            v => v,
+        };
         println!(
             "{:<28} {:<14} {:<10} {:<10} {}",
             k.name,

@@ -57,3 +57,16 @@ fn transports_scores_lanes_and_honours_forcing() {
         "{out}"
     );
 }
+
+#[test]
+fn knobs_never_print_the_job_secret() {
+    let secret = "5eb7c0ffee5eb7c0ffee5eb7c0ffee5e";
+    let (ok, out, err) = info(&["--knobs"], &[("WEFT_JOB_SECRET", secret)]);
+    assert!(ok, "{err}");
+    assert!(!out.contains(secret) && !err.contains(secret), "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("WEFT_JOB_SECRET") && l.contains("(hidden)")),
+        "{out}"
+    );
+}
