@@ -110,13 +110,28 @@ case "$timeout_s" in '' | *[!0-9]* | 0) die "--timeout must be a positive intege
 # Sources: a deb-src line for bookworm next to the image's deb822 sources, then apt-get source.
 fetch_sources() {
   local have
-  have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' 2>/dev/null | sort | tail -n 1)
+  have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' 2>/dev/null | sort | tail -n 1 || true)
   if [ -n "$have" ] && [ -d "$have/test/mpi/coll" ]; then
     mpich_src=$have
     return 0
   fi
   command -v apt-get >/dev/null || die "apt-get not found: MPICH's test suite comes from Debian's mpich source package (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
-  command -v dpkg-source >/dev/null || die "dpkg-source not found (apt-get install dpkg-dev) — needed to unpack the mpich source package"
+  mkdir -p "$src_cache" || die "cannot create the source cache $src_cache (set WEFT_MPICH_SRC)"
+  # Two callers (the cargo tests run in parallel) must not unpack into the same cache at once.
+  exec 9>"$src_cache/.lock"
+  flock 9
+  have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' | sort | tail -n 1)
+  if [ -n "$have" ] && [ -d "$have/test/mpi/coll" ]; then
+    mpich_src=$have
+    exec 9>&-
+    return 0
+  fi
+  if ! command -v dpkg-source >/dev/null; then
+    # apt-get source needs dpkg-source (package dpkg-dev) to unpack what it downloads.
+    [ "$(id -u)" -eq 0 ] || die "dpkg-source not found and not root: apt-get install dpkg-dev first"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev xz-utils >/dev/null; } >&2 ||
+      die "apt-get install dpkg-dev failed (network or apt unavailable) (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
+  fi
   local list_file=/etc/apt/sources.list.d/weft-deb-src.sources
   if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
     [ -w /etc/apt/sources.list.d ] || die "cannot write $list_file (need root to add the deb-src line)"
@@ -131,12 +146,12 @@ EOF
   if ! apt-cache showsrc mpich >/dev/null 2>&1 || [ -z "$(apt-cache showsrc mpich 2>/dev/null)" ]; then
     apt-get update -qq >&2 || die "apt-get update failed (network or apt unavailable): cannot fetch the mpich source package (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
   fi
-  mkdir -p "$src_cache"
   (cd "$src_cache" && apt-get source -qq mpich >&2) ||
     die "apt-get source mpich failed (network or apt unavailable) (set WEFT_SKIP_MPICH_SUITE=1 to skip)"
   have=$(find "$src_cache" -maxdepth 1 -type d -name 'mpich-*' | sort | tail -n 1)
   [ -n "$have" ] && [ -d "$have/test/mpi/coll" ] || die "apt-get source mpich produced no test/mpi/coll under $src_cache"
   mpich_src=$have
+  exec 9>&-
 }
 
 # ---------------------------------------------------------------------------------------------
