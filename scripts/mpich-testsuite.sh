@@ -7,7 +7,8 @@
 # MODE
 #   all     (default) build every test of the two directories, run every testlist entry,
 #           print PASS/FAIL/NOBUILD/SKIP per test and a summary; the passing entries are
-#           written to $WORK/passing.txt and the failure causes to $WORK/causes.txt.
+#           written to $WORK/passing.txt, those missing from the pass list to
+#           $WORK/new-passes.txt, and the failure causes to $WORK/causes.txt.
 #   check   build and run only the entries of the pass list (--list, default
 #           itest/mpich/pass-list.txt); exits 1 when any of them fails (a regression).
 #   setup   only fetch the sources (deb-src line + `apt-get source mpich`).
@@ -409,11 +410,19 @@ case "$mode" in
     results=$(printf '%s\n' "$entries" | run_entries)
     printf '%s\n' "$results"
     printf '%s\n' "$results" | sed -n 's/^PASS //p' >"$work/passing.txt"
+    # Passing entries the checked-in list lacks: append them to it (the list only grows).
+    if [ -f "$list" ]; then
+      grep -vxF -f <(grep -v '^[[:space:]]*\(#\|$\)' "$list") "$work/passing.txt" >"$work/new-passes.txt" || true
+    else
+      cp "$work/passing.txt" "$work/new-passes.txt"
+    fi
     write_causes
     echo "== summary: $built of $total programs built;" \
       "$(grep -c '^PASS' <<<"$results") of $(grep -c . <<<"$results") testlist entries pass" \
       "($(grep -c '^FAIL' <<<"$results") fail, $(grep -c '^NOBUILD' <<<"$results") not built);" \
       "passing entries in $work/passing.txt, failure causes in $work/causes.txt"
+    echo "== $(grep -c . "$work/new-passes.txt" || true) passing entries are not on $list yet" \
+      "(listed in $work/new-passes.txt; append them to the list)"
     ;;
   check)
     progs=$(cut -d' ' -f1 <<<"$entries" | sort -u)
