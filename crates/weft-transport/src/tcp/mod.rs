@@ -18,6 +18,23 @@
 //! reads frames from both, so the order of one sender's frames holds whichever way the race
 //! went, and no connection is ever torn down under data.
 //!
+//! Liveness: a peer is declared dead only on evidence. A failed TCP connect (refused,
+//! unreachable, or not finished within [`CONNECT_TIMEOUT`]) to every published address, a
+//! challenge that does not prove the job key, or a proven connection that breaks. A
+//! connection whose TCP connect succeeded but whose handshake stalls or is cut (the peer is
+//! computing outside weft and has not accepted yet, or its listener evicted us under a burst)
+//! is redialled to the same address with backoff, never taken as death. Every socket has
+//! `SO_KEEPALIVE` ([`KEEPALIVE_IDLE_S`] idle, then [`KEEPALIVE_CNT`] probes
+//! [`KEEPALIVE_INTVL_S`] apart) and `TCP_USER_TIMEOUT` ([`USER_TIMEOUT_MS`]), so a host that
+//! powers off or is partitioned (no FIN, no RST) is noticed within about a minute.
+//!
+//! Strangers: an inbound connection is unproven until its `PROOF` checks out. Unproven
+//! connections never touch per-peer state (a `HELLO` claiming rank B does not stop us from
+//! connecting to B), do not make [`Endpoint::busy`] true, are dropped after the handshake
+//! timeout, and at most `max(64, 2 * size)` are held: one more evicts the oldest. Outbound and
+//! proven connections are never evicted. After the handshake the stream carries no MAC: the
+//! key protects against off-path strangers, not an attacker on the path.
+//!
 //! This module knows nothing of matching or requests; it depends on `weft-core`, `libc` and
 //! the hash crates only.
 
@@ -33,10 +50,29 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use weft_core::{Error, ErrorKind, Result};
 
-/// How long a connection may take to finish its handshake before it is dropped.
+/// How long an inbound (unproven) connection may take to prove the key before it is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Unproven inbound connections held at once; more are dropped on arrival.
-const MAX_UNPROVEN: usize = 64;
+/// How long our TCP connect may stay unanswered before the next address is tried.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Unproven inbound connections held at once, at least; the cap is `max(this, 2 * size)` so
+/// every other rank of a job can connect at the same moment without evicting each other.
+const MIN_UNPROVEN: usize = 64;
+/// First and largest wait before redialling an address whose handshake was cut.
+const REDIAL_FIRST: Duration = Duration::from_millis(10);
+const REDIAL_MAX: Duration = Duration::from_secs(1);
+/// How often timers (handshake timeouts, redials) are looked at while any is pending.
+const TIMER_EVERY: Duration = Duration::from_millis(20);
+/// Keepalive: idle seconds before the first probe, seconds between probes, probes.
+pub const KEEPALIVE_IDLE_S: i32 = 10;
+pub const KEEPALIVE_INTVL_S: i32 = 5;
+pub const KEEPALIVE_CNT: i32 = 6;
+/// Unacknowledged data older than this breaks the connection (instead of ~15 min of
+/// retransmissions); also bounds a dead host's silence with data queued.
+pub const USER_TIMEOUT_MS: u32 = 60_000;
+/// Refusals logged one by one; after that only every `REFUSAL_LOG_EVERY`th (a flood of
+/// strangers must not flood the job's output).
+const REFUSALS_LOGGED: u64 = 16;
+const REFUSAL_LOG_EVERY: u64 = 1024;
 /// Reads per readable connection per poll, so one busy peer cannot starve the others.
 const READS_PER_EVENT: usize = 8;
 const LISTENER_TOKEN: u64 = u64::MAX;
@@ -101,6 +137,8 @@ struct Conn {
     /// Whether epoll watches this socket for writability.
     want_write: bool,
     since: Instant,
+    /// True if we opened it (its peer is known, not claimed).
+    outbound: bool,
     /// 0 for a peer's main connection; 1.. for an extra rail we opened for fragments.
     rail: u32,
 }
@@ -119,6 +157,9 @@ enum Close {
     Refused(String),
     /// Our connect or handshake to this address failed: try the next address.
     Retry(String),
+    /// Our TCP connect succeeded but the handshake was cut before the challenge (the peer's
+    /// listener evicted us, or dropped us while busy): dial the same address again later.
+    Redial(String),
 }
 
 /// One process's TCP endpoint: listener, connections, epoll set.
@@ -141,7 +182,18 @@ pub struct Endpoint {
     dead: Vec<bool>,
     lost: Vec<(u32, String)>,
     live_conns: usize,
-    handshakes: usize,
+    /// Our own connections still in their handshake.
+    outbound_handshakes: usize,
+    /// Inbound connections that have not proven the key yet.
+    inbound_unproven: usize,
+    max_unproven: usize,
+    handshake_timeout: Duration,
+    connect_timeout: Duration,
+    /// Per peer: when to dial which address again, and the wait after that.
+    redial: Vec<Option<(Instant, usize)>>,
+    redial_wait: Vec<Duration>,
+    redials: usize,
+    next_timers: Instant,
     pending_writes: usize,
     refused: u64,
     small_fragment_bytes: u32,
@@ -228,7 +280,15 @@ impl Endpoint {
             dead: vec![false; n],
             lost: Vec::new(),
             live_conns: 0,
-            handshakes: 0,
+            outbound_handshakes: 0,
+            inbound_unproven: 0,
+            max_unproven: MIN_UNPROVEN.max(2 * n),
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            connect_timeout: CONNECT_TIMEOUT,
+            redial: vec![None; n],
+            redial_wait: vec![REDIAL_FIRST; n],
+            redials: 0,
+            next_timers: Instant::now(),
             pending_writes: 0,
             refused: 0,
             small_fragment_bytes: cfg.small_fragment_bytes.clamp(1, cfg.limits.fragment_bytes),
@@ -275,9 +335,28 @@ impl Endpoint {
         self.live_conns
     }
 
-    /// True while some connection has bytes the kernel has not taken or a handshake runs.
+    /// True while some connection has bytes the kernel has not taken, or one of our own
+    /// connections is being made (a stranger's unproven connection does not count: it must
+    /// not cost every progress call a system call).
     pub fn busy(&self) -> bool {
-        self.pending_writes > 0 || self.handshakes > 0
+        self.pending_writes > 0 || self.outbound_handshakes > 0 || self.redials > 0
+    }
+
+    /// Sets how long an inbound connection may take to prove the key (default 10 s) and
+    /// how long our TCP connect may stay unanswered (default [`CONNECT_TIMEOUT`]).
+    pub fn set_timeouts(&mut self, handshake: Duration, connect: Duration) {
+        self.handshake_timeout = handshake;
+        self.connect_timeout = connect;
+    }
+
+    /// Unproven inbound connections held at most; one more evicts the oldest.
+    pub fn max_unproven(&self) -> usize {
+        self.max_unproven
+    }
+
+    /// Unproven inbound connections held now.
+    pub fn unproven_count(&self) -> usize {
+        self.inbound_unproven
     }
 
     /// True while some connection holds bytes the kernel has not taken yet.
@@ -365,14 +444,17 @@ impl Endpoint {
         self.promoted.push(peer);
     }
 
-    /// Starts connecting to `peer` unless a connection exists or is being made.
+    /// Starts connecting to `peer` unless a proven connection exists or ours is being made
+    /// (or waits to be redialled). An inbound connection merely claiming to be `peer` does
+    /// not count: anyone can send that claim, and if it is the real peer, both connections
+    /// survive (see the module comment).
     pub fn connect(&mut self, peer: u32) {
         let p = peer as usize;
-        if self.dead[p] || self.send_conn[p].is_some() || self.connecting[p].is_some() {
-            return;
-        }
-        // The peer's own connection to us may be mid-handshake: it will do.
-        if self.conns.iter().flatten().any(|c| c.peer == Some(peer)) {
+        if self.dead[p]
+            || self.send_conn[p].is_some()
+            || self.connecting[p].is_some()
+            || self.redial[p].is_some()
+        {
             return;
         }
         self.connect_errors[p].clear();
@@ -445,6 +527,7 @@ impl Endpoint {
                 Phase::Connecting { addr: a },
                 self.rbuf_bytes(self.fast[p]),
             );
+            conn.outbound = true;
             conn.remote = Some(addr);
             conn.want_write = true;
             conn.rail = rail;
@@ -530,8 +613,12 @@ impl Endpoint {
                 self.read_conn(ci, &mut on_frame);
             }
         }
-        if self.handshakes > 0 {
-            self.expire_handshakes();
+        if self.outbound_handshakes + self.inbound_unproven + self.redials > 0 {
+            let now = Instant::now();
+            if now >= self.next_timers {
+                self.next_timers = now + TIMER_EVERY;
+                self.run_timers(now);
+            }
         }
         moved
     }
@@ -559,6 +646,7 @@ impl Endpoint {
         };
         let fd = conn.stream.as_raw_fd();
         let want_write = conn.want_write;
+        let outbound = conn.outbound;
         self.conns[ci] = Some(conn);
         if let Err(e) = self.epoll_ctl(libc::EPOLL_CTL_ADD, fd, events, ci as u64) {
             self.conns[ci] = None;
@@ -566,7 +654,11 @@ impl Endpoint {
             return Err(e);
         }
         self.live_conns += 1;
-        self.handshakes += 1;
+        if outbound {
+            self.outbound_handshakes += 1;
+        } else {
+            self.inbound_unproven += 1;
+        }
         debug_assert!(!want_write || events & libc::EPOLLOUT as u32 != 0);
         Ok(ci)
     }
@@ -597,6 +689,7 @@ impl Endpoint {
             wpos: 0,
             want_write: false,
             since: Instant::now(),
+            outbound: false,
             rail: 0,
         }
     }
@@ -613,6 +706,7 @@ impl Endpoint {
                         Phase::Connecting { addr: a },
                         self.rbuf_bytes(self.fast[p]),
                     );
+                    conn.outbound = true;
                     conn.remote = Some(addr);
                     conn.want_write = true;
                     let events = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
@@ -679,22 +773,38 @@ impl Endpoint {
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
                 Err(_) => return,
             };
-            if self.handshakes >= MAX_UNPROVEN {
-                self.refused += 1;
-                eprintln!(
-                    "weft: rank {}: dropped TCP connection from {remote}: {MAX_UNPROVEN} handshakes already pending",
-                    self.rank
-                );
-                continue;
+            if self.inbound_unproven >= self.max_unproven {
+                // Room for the newcomer at the expense of the unproven connection that has
+                // had the longest to prove itself; proven and outbound ones are never touched.
+                self.evict_oldest_unproven();
             }
             if stream.set_nonblocking(true).is_err() {
                 continue;
             }
             let _ = stream.set_nodelay(true);
+            set_keepalive(stream.as_raw_fd());
             // Sized for the handshake; grown once the peer is known and proven.
             let mut conn = Self::new_conn(stream, None, Phase::AwaitHello, 4096);
             conn.remote = Some(remote);
             let _ = self.insert(conn, libc::EPOLLIN as u32);
+        }
+    }
+
+    fn evict_oldest_unproven(&mut self) {
+        let oldest = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(ci, c)| c.as_ref().map(|c| (ci, c)))
+            .filter(|(_, c)| !c.outbound && !matches!(c.phase, Phase::Open))
+            .min_by_key(|(_, c)| c.since)
+            .map(|(ci, _)| ci);
+        if let Some(ci) = oldest {
+            let why = format!(
+                "evicted: {} unproven connections already held",
+                self.max_unproven
+            );
+            self.close(ci, Close::Refused(why));
         }
     }
 
@@ -717,9 +827,8 @@ impl Endpoint {
                     let why = format!("writing: {e}");
                     let close = match conn.phase {
                         Phase::Open => Close::Lost(why),
-                        Phase::AwaitChallenge { .. } | Phase::Connecting { .. } => {
-                            Close::Retry(why)
-                        }
+                        Phase::AwaitChallenge { .. } => Close::Redial(why),
+                        Phase::Connecting { .. } => Close::Retry(why),
                         _ => Close::Refused(why),
                     };
                     self.close(ci, close);
@@ -790,7 +899,8 @@ impl Endpoint {
         let conn = self.conns[ci].as_ref().expect("live connection");
         let close = match conn.phase {
             Phase::Open => Close::Lost(why),
-            Phase::Connecting { .. } | Phase::AwaitChallenge { .. } => Close::Retry(why),
+            Phase::Connecting { .. } => Close::Retry(why),
+            Phase::AwaitChallenge { .. } => Close::Redial(why),
             Phase::AwaitHello | Phase::AwaitProof { .. } => Close::Refused(why),
         };
         self.close(ci, close);
@@ -931,7 +1041,7 @@ impl Endpoint {
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);
         }
-        self.handshakes -= 1;
+        self.outbound_handshakes -= 1;
         self.rail_conns[peer as usize].push(ci);
     }
 
@@ -942,8 +1052,13 @@ impl Endpoint {
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);
         }
-        self.handshakes -= 1;
+        if conn.outbound {
+            self.outbound_handshakes -= 1;
+        } else {
+            self.inbound_unproven -= 1;
+        }
         let p = peer as usize;
+        self.redial_wait[p] = REDIAL_FIRST;
         if self.send_conn[p].is_none() {
             self.send_conn[p] = Some(ci);
         }
@@ -958,7 +1073,11 @@ impl Endpoint {
         let _ = self.epoll_ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);
         self.live_conns -= 1;
         if !matches!(conn.phase, Phase::Open) {
-            self.handshakes -= 1;
+            if conn.outbound {
+                self.outbound_handshakes -= 1;
+            } else {
+                self.inbound_unproven -= 1;
+            }
         }
         if conn.pending_write() {
             self.pending_writes -= 1;
@@ -971,7 +1090,7 @@ impl Endpoint {
         if let Some(peer) = conn.peer {
             self.rail_conns[peer as usize].retain(|&c| c != ci);
             if conn.rail > 0 {
-                if let Close::Retry(why) = &close {
+                if let Close::Retry(why) | Close::Redial(why) = &close {
                     // A rail that cannot be opened leaves the main connection to carry all.
                     eprintln!(
                         "weft: rank {}: extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
@@ -1001,10 +1120,34 @@ impl Endpoint {
             }
             Close::Refused(why) => {
                 self.refused += 1;
-                eprintln!(
-                    "weft: rank {}: dropped TCP connection from {remote}: {why}",
-                    self.rank
-                );
+                if self.refused <= REFUSALS_LOGGED || self.refused.is_multiple_of(REFUSAL_LOG_EVERY)
+                {
+                    eprintln!(
+                        "weft: rank {}: dropped TCP connection from {remote}: {why} ({} dropped so far)",
+                        self.rank, self.refused
+                    );
+                }
+            }
+            Close::Redial(why) => {
+                let peer = conn.peer.expect("outbound connections know their peer");
+                let p = peer as usize;
+                self.connecting[p] = None;
+                let addr = match conn.phase {
+                    Phase::Connecting { addr } | Phase::AwaitChallenge { addr, .. } => addr,
+                    _ => 0,
+                };
+                if self.send_conn[p].is_none() && !self.dead[p] && self.redial[p].is_none() {
+                    let wait = self.redial_wait[p];
+                    self.redial_wait[p] = (wait * 2).min(REDIAL_MAX);
+                    self.redial[p] = Some((Instant::now() + wait, addr));
+                    self.redials += 1;
+                    if wait == REDIAL_FIRST {
+                        eprintln!(
+                            "weft: rank {}: TCP handshake with rank {peer} at {remote} cut ({why}); dialling again",
+                            self.rank
+                        );
+                    }
+                }
             }
             Close::Retry(why) => {
                 let peer = conn.peer.expect("outbound connections know their peer");
@@ -1046,22 +1189,51 @@ impl Endpoint {
         }
         self.send_conn[p] = None;
         self.connecting[p] = None;
+        if self.redial[p].take().is_some() {
+            self.redials -= 1;
+        }
     }
 
-    fn expire_handshakes(&mut self) {
-        let now = Instant::now();
+    /// Drops inbound connections that did not prove the key in time, gives up on TCP
+    /// connects left unanswered, and redials what is due. Our own connection waiting for a
+    /// challenge has no deadline: the peer may be computing outside weft for minutes, and
+    /// keepalive notices if its host is gone.
+    fn run_timers(&mut self, now: Instant) {
         for ci in 0..self.conns.len() {
             let Some(conn) = self.conns[ci].as_ref() else {
                 continue;
             };
-            if matches!(conn.phase, Phase::Open) || now - conn.since < HANDSHAKE_TIMEOUT {
+            let age = now - conn.since;
+            let why = match conn.phase {
+                Phase::AwaitHello | Phase::AwaitProof { .. } if age >= self.handshake_timeout => {
+                    format!(
+                        "handshake not finished after {} ms",
+                        self.handshake_timeout.as_millis()
+                    )
+                }
+                Phase::Connecting { .. } if age >= self.connect_timeout => format!(
+                    "TCP connect not answered within {} ms",
+                    self.connect_timeout.as_millis()
+                ),
+                _ => continue,
+            };
+            self.close_for_phase(ci, why);
+        }
+        if self.redials == 0 {
+            return;
+        }
+        for p in 0..self.redial.len() {
+            let Some((due, addr)) = self.redial[p] else {
+                continue;
+            };
+            if now < due {
                 continue;
             }
-            let why = format!(
-                "handshake not finished after {} s",
-                HANDSHAKE_TIMEOUT.as_secs()
-            );
-            self.close_for_phase(ci, why);
+            self.redial[p] = None;
+            self.redials -= 1;
+            if self.send_conn[p].is_none() && self.connecting[p].is_none() && !self.dead[p] {
+                self.start_connect(p as u32, addr);
+            }
         }
     }
 }
@@ -1166,6 +1338,7 @@ fn nonblocking_connect(addr: &SocketAddr) -> std::io::Result<TcpStream> {
     }
     // SAFETY: `fd` is a fresh socket nobody else owns; the stream closes it.
     let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    set_keepalive(fd);
     // SAFETY: sockaddr_storage is plain data for which all zeroes is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {
@@ -1203,4 +1376,30 @@ fn nonblocking_connect(addr: &SocketAddr) -> std::io::Result<TcpStream> {
         }
     }
     Ok(stream)
+}
+
+/// Turns on keepalive probes and the user timeout (see the module comment). Failures are
+/// ignored: a socket without them still works, it only learns of a dead host later.
+pub fn set_keepalive(fd: i32) {
+    let set = |level: i32, name: i32, value: i32| {
+        // SAFETY: `value` lives across the call and its size is passed.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                &value as *const i32 as *const libc::c_void,
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTVL_S);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_CNT);
+    set(
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        USER_TIMEOUT_MS as i32,
+    );
 }

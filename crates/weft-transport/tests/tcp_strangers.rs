@@ -1,0 +1,180 @@
+//! TCP endpoints over loopback facing strangers and slow peers: a stranger's HELLO claiming a
+//! rank does not stop sends to that rank, a flood of silent connections evicts only unproven
+//! inbound ones (a real rank cut mid-handshake dials again instead of declaring death),
+//! strangers do not make the endpoint busy, and a peer that answers long after the handshake
+//! timeout is still reached.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, TcpStream};
+use std::time::{Duration, Instant};
+use weft_transport::shm::Header;
+use weft_transport::tcp::frame::{Limits, KIND_EAGER};
+use weft_transport::tcp::{handshake, parse_addresses, Endpoint, TcpConfig};
+
+const LIMITS: Limits = Limits {
+    eager_bytes: 64 * 1024,
+    fragment_bytes: 256 * 1024,
+};
+const KEY: [u8; 32] = [6u8; 32];
+
+fn endpoints(n: u32) -> Vec<Endpoint> {
+    let mut eps: Vec<Endpoint> = (0..n)
+        .map(|rank| {
+            Endpoint::bind(TcpConfig {
+                rank,
+                size: n,
+                key: KEY.to_vec(),
+                limits: LIMITS,
+                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                interfaces: Vec::new(),
+                small_fragment_bytes: 32 * 1024,
+                max_fast_peers: 1,
+                fast_after_bytes: 1 << 20,
+                rails: 1,
+            })
+            .unwrap()
+        })
+        .collect();
+    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
+    for ep in &mut eps {
+        for (r, rec) in records.iter().enumerate() {
+            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
+        }
+    }
+    eps
+}
+
+fn eager(tag: i32) -> (Header, Vec<u8>) {
+    let body = vec![tag as u8; 16];
+    let h = Header {
+        kind: KIND_EAGER,
+        tag,
+        len: body.len() as u32,
+        ..Header::default()
+    };
+    (h, body)
+}
+
+/// Sends one frame 0 -> 1 and pumps both until it arrives or `limit` passes; returns how
+/// long it took, or None.
+fn deliver(eps: &mut [Endpoint], tag: i32, limit: Duration) -> Option<Duration> {
+    let (h, body) = eager(tag);
+    let start = Instant::now();
+    let mut sent = false;
+    let mut got = false;
+    while start.elapsed() < limit {
+        if !sent {
+            sent = eps[0].try_send(1, &h, &[&body]);
+        }
+        eps[0].poll(|_, _, _| {});
+        eps[1].poll(|peer, fh, fb| {
+            if peer == 0 && fh.tag == tag && fb == body.as_slice() {
+                got = true;
+            }
+        });
+        if got {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    None
+}
+
+fn pump_for(eps: &mut [Endpoint], d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        for ep in eps.iter_mut() {
+            ep.poll(|_, _, _| {});
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+#[test]
+fn a_stranger_claiming_a_rank_does_not_block_sends_to_it() {
+    let mut eps = endpoints(2);
+    // Anyone can send a HELLO claiming to be rank 1, then go silent.
+    let mut s = TcpStream::connect(eps[0].addresses()[0]).unwrap();
+    s.write_all(&handshake::hello(1, 0, &handshake::nonce().unwrap()))
+        .unwrap();
+    let start = Instant::now();
+    while eps[0].unproven_count() == 0 && start.elapsed() < Duration::from_secs(5) {
+        eps[0].poll(|_, _, _| {});
+    }
+    assert_eq!(eps[0].unproven_count(), 1);
+    // A stranger's claim must not cost every progress call an epoll_wait.
+    assert!(
+        !eps[0].busy(),
+        "an unproven inbound connection made TCP busy"
+    );
+    let took = deliver(&mut eps, 3, Duration::from_secs(5))
+        .expect("a send to rank 1 stalled behind a stranger's claim");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(eps[0].take_lost().is_empty());
+    drop(s);
+}
+
+#[test]
+fn a_flood_of_silent_strangers_evicts_only_unproven_ones_and_a_cut_rank_dials_again() {
+    let mut eps = endpoints(2);
+    let cap = eps[1].max_unproven();
+    assert_eq!(cap, 64, "max(64, 2 * size)");
+    let addr = eps[1].addresses()[0];
+    let mut strangers: Vec<TcpStream> = Vec::new();
+    // The cap fills with silent strangers.
+    for _ in 0..cap {
+        strangers.push(TcpStream::connect(addr).unwrap());
+    }
+    let start = Instant::now();
+    while eps[1].unproven_count() < cap && start.elapsed() < Duration::from_secs(5) {
+        eps[1].poll(|_, _, _| {});
+    }
+    assert_eq!(eps[1].unproven_count(), cap);
+    // Rank 0 dials while more strangers arrive behind it: its connection becomes the oldest
+    // unproven one and is evicted before rank 1 reads its HELLO.
+    let (h, body) = eager(9);
+    assert!(!eps[0].try_send(1, &h, &[&body]));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(200) {
+        eps[0].poll(|_, _, _| {});
+    }
+    for _ in 0..cap + 16 {
+        strangers.push(TcpStream::connect(addr).unwrap());
+    }
+    pump_for(&mut eps, Duration::from_millis(100));
+    assert!(eps[1].unproven_count() <= cap);
+    assert!(eps[1].refused_count() > cap as u64);
+    // Rank 0 saw its handshake cut: it must dial again, not declare rank 1 dead.
+    let took = deliver(&mut eps, 9, Duration::from_secs(10)).expect("rank 0 never got through");
+    assert!(
+        eps[0].take_lost().is_empty(),
+        "a live rank was declared dead"
+    );
+    assert!(!eps[0].is_dead(1));
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    drop(strangers);
+}
+
+#[test]
+fn a_peer_that_answers_long_after_the_handshake_timeout_is_not_dead() {
+    let mut eps = endpoints(2);
+    for ep in &mut eps {
+        ep.set_timeouts(Duration::from_millis(100), Duration::from_secs(60));
+    }
+    let (h, body) = eager(4);
+    assert!(!eps[0].try_send(1, &h, &[&body]));
+    // Rank 1 computes (never polls) for ten handshake timeouts; rank 0 keeps polling.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        eps[0].poll(|_, _, _| {});
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert!(
+        eps[0].take_lost().is_empty(),
+        "a busy peer was declared dead"
+    );
+    assert!(!eps[0].is_dead(1));
+    assert!(eps[0].busy(), "our own handshake keeps the endpoint busy");
+    deliver(&mut eps, 4, Duration::from_secs(5)).expect("the late peer never got the frame");
+    assert!(eps[1].take_lost().is_empty());
+}
