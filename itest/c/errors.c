@@ -105,7 +105,11 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_Error_class(99999, &n), MPI_ERR_ARG);
 
   /* Unimplemented functions say so rather than pretend. */
-  CHECK_RC(MPI_Ssend(buf, 1, MPI_INT, rank, 0, w), MPI_ERR_UNSUPPORTED_OPERATION);
+  {
+    MPI_Comm dupc = MPI_COMM_NULL;
+    MPI_Request dreq = MPI_REQUEST_NULL;
+    CHECK_RC(MPI_Comm_idup(w, &dupc, &dreq), MPI_ERR_UNSUPPORTED_OPERATION);
+  }
   /* A datatype with holes where only contiguous ones are taken yet. */
   MPI_Datatype vec;
   OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec));
