@@ -6,7 +6,7 @@
 use crate::consts::*;
 use crate::dtype::{bytes_of, put};
 use crate::error::{err, finish, R};
-use crate::stage::{incoming, outgoing};
+use crate::stage::{incoming, incoming_for_reduction, outgoing, outgoing_for_reduction};
 use crate::state::{handle_index, state, UserFn, UserOpEntry, K_OP};
 use std::os::raw::{c_int, c_void};
 use weft::coll::{Datatype, Op, TypeKind};
@@ -276,7 +276,11 @@ fn reduction(
         Red::ReduceScatterBlock => (count * n, count),
         _ => (count, count),
     };
-    let inc = incoming(recv, recv_items, dt, in_place(send))?;
+    // In place, MPI_Reduce_scatter_block reads its input from all `n * count` items of
+    // recvbuf (MPI-4.1 §6.10.1), so the whole span is staged and its first block receives.
+    let rsb_in_place = in_place(send) && matches!(kind, Red::ReduceScatterBlock);
+    let staged_items = if rsb_in_place { send_items } else { recv_items };
+    let inc = incoming_for_reduction(recv, staged_items, dt, in_place(send))?;
     let copy: Vec<u8>;
     let out;
     let (sptr, sbytes, tk) = if in_place(send) {
@@ -286,17 +290,11 @@ fn reduction(
                 "MPI_IN_PLACE as sendbuf is only allowed at the root",
             ));
         }
-        if matches!(kind, Red::ReduceScatterBlock) {
-            return Err(err(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "MPI_IN_PLACE for MPI_Reduce_scatter_block",
-            ));
-        }
         // SAFETY: the staged receive buffer holds `inc.bytes` bytes.
         copy = unsafe { bytes(inc.ptr as *const c_void, inc.bytes)? }.to_vec();
         (copy.as_ptr(), copy.len(), inc.kind)
     } else {
-        out = outgoing(send, send_items, dt)?;
+        out = outgoing_for_reduction(send, send_items, dt)?;
         (out.ptr, out.bytes, out.kind)
     };
     let Some(tk) = tk else {
@@ -307,7 +305,7 @@ fn reduction(
     };
     let es = elem_bytes(tk);
     let elems = match kind {
-        Red::ReduceScatterBlock => inc.bytes / es,
+        Red::ReduceScatterBlock => sbytes / es / n as usize,
         Red::Reduce(_) => sbytes / es,
         _ => inc.bytes / es,
     };

@@ -169,9 +169,32 @@ pub enum Layout {
     Map(TypeMap),
 }
 
-/// The layout of committed datatype `dt`.
+/// Whether predefined `h` is a value-index pair whose C struct has padding (DOUBLE_INT,
+/// LONG_INT, SHORT_INT, LONG_DOUBLE_INT): its size (the signature's bytes) is less than its
+/// extent, so its raw memory is not its wire form.
+#[inline]
+fn padded_pair(h: Handle) -> bool {
+    matches!(h, 0x229 | 0x22a | 0x22c | 0x22d)
+}
+
+/// The layout of committed datatype `dt` for moving data: every type has one wire form,
+/// the packed signature, whether used directly or inside a derived type (MPI-4.1 §3.3.1:
+/// only type signatures must match), so padded pairs are packed like a struct of the pair.
 #[inline]
 pub fn layout(dt: Handle) -> R<Layout> {
+    if padded_pair(dt) {
+        return predefined_map(dt)
+            .map(Layout::Map)
+            .ok_or_else(|| err(MPI_ERR_INTERN, format!("no type map for pair {dt:#x}")));
+    }
+    reduction_layout(dt)
+}
+
+/// The layout of committed datatype `dt` for reductions: a predefined pair stays in its C
+/// memory form, which is what the reduction kernels' pair structs read. Both sides of a
+/// reduction use this, so the padded bytes never meet a packed peer.
+#[inline]
+pub fn reduction_layout(dt: Handle) -> R<Layout> {
     if let Some((size, kind)) = predefined(dt) {
         return Ok(Layout::Contig { size, kind });
     }
@@ -202,13 +225,24 @@ pub fn bytes_of(count: i64, dt: Handle) -> R<(usize, Option<TypeKind>)> {
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
     }
-    match layout(dt)? {
-        Layout::Contig { size, kind } => Ok((size * count as usize, kind)),
+    match reduction_layout(dt)? {
+        Layout::Contig { size, kind } => size
+            .checked_mul(count as usize)
+            .map(|b| (b, kind))
+            .ok_or_else(|| count_overflow(count, size)),
         Layout::Map(_) => Err(err(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("datatype {dt:#x} has holes; this call takes only contiguous datatypes so far"),
         )),
     }
+}
+
+/// The error for `count` items of `size` bytes that do not fit in the address space.
+pub fn count_overflow(count: impl std::fmt::Display, size: usize) -> crate::error::MpiError {
+    err(
+        MPI_ERR_COUNT,
+        format!("count {count} of {size}-byte items overflows the address space"),
+    )
 }
 
 /// Writes a value to a C output argument, or fails with MPI_ERR_ARG when it is NULL.

@@ -7,7 +7,7 @@ use crate::coll::{make_op, root_of};
 use crate::consts::*;
 use crate::dtype::put;
 use crate::error::{err, finish, R};
-use crate::stage::{incoming, outgoing, Unpack};
+use crate::stage::{incoming, incoming_for_reduction, outgoing, outgoing_for_reduction, Unpack};
 use crate::state::{state, ReqEntry};
 use std::os::raw::{c_int, c_void};
 use std::rc::Rc;
@@ -179,11 +179,18 @@ fn ireduction(
         IRed::ReduceScatterBlock => (count * n, count),
         _ => (count, count),
     };
-    let inc = incoming(recv, recv_items, dt, in_place(send))?;
+    // In place, MPI_Ireduce_scatter_block reads its input from all `n * count` items of
+    // recvbuf (MPI-4.1 §6.10.1), so the whole span is staged and its first block receives.
+    let rsb_in_place = in_place(send) && matches!(kind, IRed::ReduceScatterBlock);
+    let staged_items = if rsb_in_place { send_items } else { recv_items };
+    let inc = incoming_for_reduction(recv, staged_items, dt, in_place(send))?;
     let mut keep = Vec::new();
     let (sptr, sbytes, tk) = if in_place(send) {
-        if !is_root || matches!(kind, IRed::ReduceScatterBlock) {
-            return Err(err(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed here"));
+        if !is_root {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "MPI_IN_PLACE as sendbuf is only allowed at the root",
+            ));
         }
         // SAFETY: the staged receive buffer holds `inc.bytes` bytes.
         let copy = unsafe { sl(inc.ptr, inc.bytes) }.to_vec();
@@ -191,7 +198,7 @@ fn ireduction(
         keep.push(copy);
         (p, inc.bytes, inc.kind)
     } else {
-        let out = outgoing(send, send_items, dt)?;
+        let out = outgoing_for_reduction(send, send_items, dt)?;
         keep.extend(out.keep);
         (out.ptr, out.bytes, out.kind)
     };
@@ -204,7 +211,12 @@ fn ireduction(
     let wop = make_op(tk, op, dt)?;
     // SAFETY: user buffers live until completion (MPI's contract); staged ones live in the
     // request, which outlives the collective.
-    let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, inc.bytes)) };
+    let rbytes = if rsb_in_place {
+        inc.bytes / n as usize
+    } else {
+        inc.bytes
+    };
+    let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, rbytes)) };
     let q = unsafe {
         match kind {
             IRed::Reduce(_) => c.ireduce_bytes(sb, rb, tk, &wop, root)?,

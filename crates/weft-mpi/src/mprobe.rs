@@ -176,7 +176,7 @@ fn mrecv(
         // SAFETY: the staged buffer holds `inc.bytes >= bytes.len()` bytes.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), inc.ptr, bytes.len()) };
     }
-    inc.finish()?;
+    inc.finish_received(bytes.len())?;
     store(status, status_of(&st));
     Ok(())
 }

@@ -176,7 +176,7 @@ fn recv(
     // SAFETY: the staged buffer is writable for this blocking call.
     let bytes = unsafe { slice_mut(inc.ptr as *mut c_void, inc.bytes) };
     let st = c.recv(bytes, source, recv_tag(tag))?;
-    inc.finish()?;
+    inc.finish_received(st.bytes)?;
     store(status, from_weft(&st));
     Ok(())
 }
@@ -474,12 +474,15 @@ fn sendrecv(
     )?;
     let mut w = start_op(s, true, false, sbuf as usize, scount, sdt, dest, stag, comm)?;
     let sres = w.raw.as_mut().map(|q| q.wait()).transpose();
-    let rst = match r.raw.as_mut() {
-        Some(q) => from_weft(&q.wait()?),
-        None => proc_null_status(),
+    let (rst, received) = match r.raw.as_mut() {
+        Some(q) => {
+            let st = q.wait()?;
+            (from_weft(&st), st.bytes)
+        }
+        None => (proc_null_status(), 0),
     };
     if let Some(u) = r.unpack.take() {
-        u.run()?;
+        u.run_received(received)?;
     }
     sres?;
     store(status, rst);
@@ -741,6 +744,9 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         store(status, empty_status());
         return Ok(true);
     }
+    // A failed unpack is reported only after the request is retired, so the handle never
+    // points at a finished raw request.
+    let mut unpacked = Ok(());
     let st = match e.raw.as_mut() {
         Some(raw) => {
             let r = if block {
@@ -753,7 +759,7 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
                     e.keep.clear();
                     if let Some(u) = e.unpack.take() {
                         if !st.cancelled {
-                            u.run()?;
+                            unpacked = u.run_received(st.bytes);
                         }
                     }
                     if e.recv {
@@ -781,12 +787,15 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         None => empty_status(),
     };
     e.raw = None;
+    // A persistent send or receive to MPI_PROC_NULL is inactive again once completed.
+    e.proc_null = false;
     if e.persistent.is_none() {
         s.reqs.remove(i);
         // SAFETY: as above.
         unsafe { *req = MPI_REQUEST_NULL };
     }
     store(status, st);
+    unpacked?;
     Ok(true)
 }
 
@@ -943,6 +952,10 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
             continue;
         }
         let i = req_index(s, h)?;
+        if s.reqs.get(i).is_some_and(ReqEntry::inactive) {
+            active.push(None);
+            continue;
+        }
         any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some());
         active.push(Some(i));
     }
@@ -984,6 +997,20 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
     }
 }
 
+/// Whether every handle is MPI_REQUEST_NULL or an inactive persistent request: Waitany
+/// then returns MPI_UNDEFINED and Waitsome an outcount of MPI_UNDEFINED (MPI-4.1 §3.7.5).
+fn all_null_or_inactive(s: &State, hs: &[Handle]) -> bool {
+    hs.iter().all(|&h| skipped(s, h))
+}
+
+/// A handle the "any/some" calls ignore: null or an inactive persistent request.
+fn skipped(s: &State, h: Handle) -> bool {
+    h == MPI_REQUEST_NULL
+        || handle_index(K_REQ, h)
+            .and_then(|i| s.reqs.get(i))
+            .is_some_and(ReqEntry::inactive)
+}
+
 fn any(
     count: c_int,
     reqs: *mut Handle,
@@ -1002,7 +1029,7 @@ fn any(
             }
         }
         None => {
-            let all_null = hs.iter().all(|&h| h == MPI_REQUEST_NULL);
+            let all_null = all_null_or_inactive(s, hs);
             if all_null {
                 put!(index, MPI_UNDEFINED)?;
                 store(status, empty_status());
@@ -1056,8 +1083,15 @@ fn some(
 ) -> R<()> {
     let s = state("MPI_Waitsome")?;
     let hs = reqs_slice(incount, reqs)?;
-    if hs.iter().all(|&h| h == MPI_REQUEST_NULL) {
+    if outcount.is_null() {
+        return Err(err(MPI_ERR_ARG, "outcount is NULL"));
+    }
+    if all_null_or_inactive(s, hs) {
         return put!(outcount, MPI_UNDEFINED);
+    }
+    // Checked before anything completes: a completed request's status must not be lost.
+    if indices.is_null() {
+        return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
     }
     if block {
         find_done(s, hs, true)?;
@@ -1066,13 +1100,10 @@ fn some(
     }
     let mut n = 0usize;
     for (k, h) in hs.iter_mut().enumerate() {
-        if *h == MPI_REQUEST_NULL {
+        if skipped(s, *h) {
             continue;
         }
         if complete(s, h, false, nth(statuses, n))? {
-            if indices.is_null() {
-                return Err(err(MPI_ERR_ARG, "array_of_indices is NULL"));
-            }
             // SAFETY: indices holds incount entries.
             unsafe { *indices.add(n) = k as c_int };
             n += 1;

@@ -4,7 +4,7 @@
 //! datatype layer only.
 
 use crate::consts::*;
-use crate::dtype::{layout, user_span, Layout};
+use crate::dtype::{count_overflow, layout, reduction_layout, user_span, Layout};
 use crate::error::{err, R};
 use std::os::raw::c_void;
 use weft::coll::TypeKind;
@@ -45,10 +45,28 @@ fn check_count(count: i64) -> R<u64> {
 
 /// Stages `count` items of `dt` at `buf` for sending.
 pub(crate) fn outgoing(buf: *const c_void, count: i64, dt: Handle) -> R<Outgoing> {
+    outgoing_as(buf, count, layout(dt)?)
+}
+
+/// Stages `count` items of `dt` at `buf` as the input of a reduction (pairs in their C
+/// memory form, see [`reduction_layout`]).
+pub(crate) fn outgoing_for_reduction(buf: *const c_void, count: i64, dt: Handle) -> R<Outgoing> {
+    outgoing_as(buf, count, reduction_layout(dt)?)
+}
+
+/// `size * n` in bytes, or MPI_ERR_COUNT when it does not fit in the address space.
+fn contig_bytes(size: usize, n: u64) -> R<usize> {
+    usize::try_from(n)
+        .ok()
+        .and_then(|n| size.checked_mul(n))
+        .ok_or_else(|| count_overflow(n, size))
+}
+
+fn outgoing_as(buf: *const c_void, count: i64, lay: Layout) -> R<Outgoing> {
     let n = check_count(count)?;
-    match layout(dt)? {
+    match lay {
         Layout::Contig { size, kind } => {
-            let bytes = size * n as usize;
+            let bytes = contig_bytes(size, n)?;
             if buf.is_null() && bytes > 0 {
                 return Err(err(
                     MPI_ERR_BUFFER,
@@ -89,10 +107,25 @@ pub(crate) fn incoming(
     dt: Handle,
     keep_contents: bool,
 ) -> R<Incoming> {
+    incoming_as(buf, count, keep_contents, layout(dt)?)
+}
+
+/// Stages `count` items of `dt` at `buf` as the output of a reduction (pairs in their C
+/// memory form, see [`reduction_layout`]).
+pub(crate) fn incoming_for_reduction(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    keep_contents: bool,
+) -> R<Incoming> {
+    incoming_as(buf, count, keep_contents, reduction_layout(dt)?)
+}
+
+fn incoming_as(buf: *mut c_void, count: i64, keep_contents: bool, lay: Layout) -> R<Incoming> {
     let n = check_count(count)?;
-    match layout(dt)? {
+    match lay {
         Layout::Contig { size, kind } => {
-            let bytes = size * n as usize;
+            let bytes = contig_bytes(size, n)?;
             if buf.is_null() && bytes > 0 {
                 return Err(err(
                     MPI_ERR_BUFFER,
@@ -139,18 +172,37 @@ impl Incoming {
             Some(u) => u.run(),
         }
     }
+
+    /// Delivers the first `received` bytes (a message may be shorter than the receive).
+    pub fn finish_received(self, received: usize) -> R<()> {
+        match self.unpack {
+            None => Ok(()),
+            Some(u) => u.run_received(received),
+        }
+    }
 }
 
 impl Unpack {
-    /// Unpacks the temporary buffer into the user's buffer.
+    /// Unpacks the whole temporary buffer into the user's buffer (collectives, where every
+    /// byte arrives).
     pub fn run(self) -> R<()> {
-        if self.tmp.is_empty() {
+        let n = self.tmp.len();
+        self.run_received(n)
+    }
+
+    /// Unpacks only the first `received` bytes of the temporary buffer: a message shorter
+    /// than the receive must leave the rest of the user's buffer untouched (MPI-4.1
+    /// §3.2.4), so the zeros the temporary buffer starts with never reach it.
+    pub fn run_received(self, received: usize) -> R<()> {
+        let received = received.min(self.tmp.len());
+        if received == 0 {
             return Ok(());
         }
         // SAFETY: MPI requires the user buffer to cover `count` items until completion.
         let (dst, origin) =
             unsafe { user_span(&self.map, self.user as *const c_void, self.count)? };
-        self.map.unpack(&self.tmp, dst, origin, self.count)?;
+        self.map
+            .unpack_range(&self.tmp[..received], 0, dst, origin, self.count)?;
         Ok(())
     }
 }

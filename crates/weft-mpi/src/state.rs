@@ -172,6 +172,17 @@ pub struct ReqEntry {
     pub restart: Option<crate::icoll::Restart>,
 }
 
+impl ReqEntry {
+    /// A persistent request (point-to-point or collective) that is not started: MPI's
+    /// Waitany/Waitsome/Testany/Testsome skip it like MPI_REQUEST_NULL (MPI-4.1 §3.9).
+    pub fn inactive(&self) -> bool {
+        (self.persistent.is_some() || self.restart.is_some())
+            && self.raw.is_none()
+            && self.coll.is_none()
+            && !self.proc_null
+    }
+}
+
 pub struct State {
     pub weft: Weft,
     pub comms: Table<CommEntry>,

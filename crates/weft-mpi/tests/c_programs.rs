@@ -116,6 +116,14 @@ fn derived_datatypes() {
     run_ok("dtype");
 }
 
+/// Review findings: padded pairs' one wire form, inactive persistent requests in the
+/// any/some calls, short messages into derived types, in-place reduce-scatter-block, freed
+/// active receives, argument errors that keep requests, size*count overflow.
+#[test]
+fn review_fixes() {
+    run_ok("fixes");
+}
+
 #[test]
 fn invalid_arguments_return_their_classes() {
     let prog = build("errors");
