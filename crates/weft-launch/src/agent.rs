@@ -94,6 +94,9 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
             match TcpStream::connect_timeout(addr, wait) {
                 Ok(mut s) => {
                     let _ = s.set_nodelay(true);
+                    // A launcher host that vanishes (no FIN) must not leave us and our ranks
+                    // running: keepalive breaks the link, the reader ends, the ranks end.
+                    crate::keepalive::set_keepalive(&s);
                     s.set_read_timeout(Some(START_TIMEOUT))
                         .map_err(|e| Error::io("agent socket setup", e))?;
                     client_handshake(&mut s, secret, &addr.to_string())?;

@@ -30,7 +30,7 @@ use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -47,6 +47,13 @@ const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After Stop, how long agents get to kill, reap, drain and report.
 const STOP_WAIT: Duration = Duration::from_millis(TERM_GRACE.as_millis() as u64 + 2500);
 /// How long template processes get to exit by themselves once their agent finished.
+const STOP_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
+/// Agent connections still proving the secret, at most (each holds a thread for up to the
+/// handshake timeout); more are closed at once. Legitimate ones number one per host.
+const MIN_UNPROVEN_AGENTS: usize = 8;
+/// Refusals reported one by one; after that only every `REFUSAL_REPORT_EVERY`th.
+const REFUSALS_REPORTED: usize = 16;
+const REFUSAL_REPORT_EVERY: usize = 256;
 const TEMPLATE_EXIT_WAIT: Duration = Duration::from_secs(1);
 /// Exit code when a host's agent could not be started, never connected or was lost.
 const HOST_FAILED: i32 = 255;
@@ -185,7 +192,12 @@ impl AgentPort {
             .map_err(|e| Error::io("agent port: reading the bound address", e))?;
         let shutdown = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&shutdown);
-        let ctx = Arc::new((secret, hosts, job_id));
+        let gate = Gate {
+            max_unproven: MIN_UNPROVEN_AGENTS.max(2 * hosts.len()),
+            unproven: AtomicUsize::new(0),
+            refusals: AtomicUsize::new(0),
+        };
+        let ctx = Arc::new((secret, hosts, job_id, gate));
         let thread = std::thread::Builder::new()
             .name("weft-agent-accept".into())
             .spawn(move || {
@@ -197,11 +209,32 @@ impl AgentPort {
                         std::thread::sleep(Duration::from_millis(10));
                         continue;
                     };
+                    let gate = &ctx.3;
+                    if gate.unproven.load(Ordering::SeqCst) >= gate.max_unproven {
+                        // Every thread is taken by a connection still proving the secret:
+                        // close this one rather than grow without bound.
+                        let peer = stream.peer_addr().map(|a| a.to_string());
+                        gate.refuse(
+                            &tx,
+                            &peer.unwrap_or_else(|_| "?".into()),
+                            format!(
+                                "{} connections already proving the secret",
+                                gate.max_unproven
+                            ),
+                        );
+                        continue;
+                    }
+                    gate.unproven.fetch_add(1, Ordering::SeqCst);
                     let (tx, ctx) = (tx.clone(), Arc::clone(&ctx));
+                    let pending = Unproven(Some(Arc::clone(&ctx)));
+                    // On failure to start the thread, `pending` is dropped with the closure
+                    // and gives its slot back.
                     let _ = std::thread::Builder::new()
                         .name("weft-agent-conn".into())
                         .stack_size(256 << 10)
-                        .spawn(move || serve_agent(stream, &ctx.0, &ctx.1, &ctx.2, &tx));
+                        .spawn(move || {
+                            serve_agent(stream, &ctx.0, &ctx.1, &ctx.2, &tx, &ctx.3, pending)
+                        });
                 }
             })
             .map_err(|e| Error::io("agent port: starting the accept thread", e))?;
@@ -228,20 +261,52 @@ impl Drop for AgentPort {
     }
 }
 
+type PortContext = (Vec<u8>, Vec<String>, String, Gate);
+
+/// Bounds the agent port's connections that have not proven the secret (each holds a
+/// thread), and counts refusals so a flood of strangers cannot flood the job's output.
+struct Gate {
+    max_unproven: usize,
+    unproven: AtomicUsize,
+    refusals: AtomicUsize,
+}
+
+impl Gate {
+    fn refuse(&self, tx: &Sender<Event>, peer: &str, reason: String) {
+        let n = self.refusals.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= REFUSALS_REPORTED || n.is_multiple_of(REFUSAL_REPORT_EVERY) {
+            let _ = tx.send(Event::Refused(format!(
+                "weft: agent port: refused connection from {peer}: {reason} ({n} refused so far)"
+            )));
+        }
+    }
+}
+
+/// A slot of [`Gate::unproven`], given back when the connection is proven or ends.
+struct Unproven(Option<Arc<PortContext>>);
+
+impl Drop for Unproven {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0.take() {
+            ctx.3.unproven.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 fn serve_agent(
     mut stream: TcpStream,
     secret: &[u8],
     hosts: &[String],
     job_id: &str,
     tx: &Sender<Event>,
+    gate: &Gate,
+    pending: Unproven,
 ) {
     let Ok(peer) = stream.peer_addr() else { return };
-    let refuse = |reason: String| {
-        let _ = tx.send(Event::Refused(format!(
-            "weft: agent port: refused connection from {peer}: {reason}"
-        )));
-    };
+    let refuse = |reason: String| gate.refuse(tx, &peer.to_string(), reason);
     let _ = stream.set_nodelay(true);
+    // A host that vanishes (no FIN) must break this link, not leave it silent forever.
+    crate::keepalive::set_keepalive(&stream);
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
     if let Err(Refusal(reason)) = server_handshake(&mut stream, secret) {
@@ -272,6 +337,8 @@ fn serve_agent(
         Ok(a) => a.ip(),
         Err(e) => return refuse(format!("reading the local address: {e}")),
     };
+    // Proven: this connection no longer counts against the strangers' cap.
+    drop(pending);
     let _ = stream.set_read_timeout(None);
     let _ = stream.set_write_timeout(None);
     let Ok(mut reader) = stream.try_clone() else {
@@ -809,6 +876,9 @@ impl MultiJob<'_> {
     fn end_all(&mut self) {
         for h in &mut self.hosts {
             if let Some(w) = &mut h.writer {
+                // An agent that stopped reading must not hold us here: past the timeout the
+                // host counts as lost and its template group is killed below.
+                let _ = w.set_write_timeout(Some(STOP_WRITE_TIMEOUT));
                 if write_frame(w, &ToAgent::Stop.encode()).is_err() {
                     h.lost = true;
                 }
@@ -880,6 +950,51 @@ impl MultiJob<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_agent_port_caps_connections_still_proving_the_secret() {
+        let (tx, rx) = channel();
+        let port = AgentPort::start(
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            vec![1u8; 32],
+            vec!["a".into()],
+            "job".into(),
+            tx,
+        )
+        .unwrap();
+        // Strangers connect and say nothing: only MIN_UNPROVEN_AGENTS get a thread.
+        let idle: Vec<TcpStream> = (0..MIN_UNPROVEN_AGENTS + 4)
+            .map(|_| TcpStream::connect(port.addr).unwrap())
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut capped = 0;
+        while capped < 4 && Instant::now() < deadline {
+            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
+                if line.contains("already proving the secret") {
+                    capped += 1;
+                }
+            }
+        }
+        assert_eq!(capped, 4, "connections over the cap were not refused");
+        // Once they go, their slots come back: a new connection gets a thread again (it is
+        // refused for its garbage, not for the cap).
+        drop(idle);
+        std::thread::sleep(Duration::from_millis(300));
+        // The strangers' own refusals (closed before the handshake) are not the evidence.
+        while rx.try_recv().is_ok() {}
+        let mut s = TcpStream::connect(port.addr).unwrap();
+        s.write_all(&[0u8; 64]).unwrap();
+        drop(s);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut served = false;
+        while !served && Instant::now() < deadline {
+            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
+                served = !line.contains("already proving the secret");
+            }
+        }
+        assert!(served, "slots were not given back");
+        drop(port);
+    }
 
     #[test]
     fn boot_addresses_templates_and_candidates() {

@@ -14,6 +14,7 @@ pub mod agent;
 pub mod agent_wire;
 pub mod hosts;
 mod job;
+mod keepalive;
 pub mod output;
 pub mod place;
 mod ranks;

@@ -98,7 +98,8 @@ pub fn parse_hosts(text: &str) -> Result<Vec<HostSlots>> {
         }
         let bad =
             |c: char| c.is_whitespace() || c.is_control() || "'\"`$;&|<>(){}\\*?!#~".contains(c);
-        if name.is_empty() || name.chars().any(bad) {
+        // A leading '-' would reach the launcher template (`ssh {host}`) as an option.
+        if name.is_empty() || name.starts_with('-') || name.chars().any(bad) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!("hosts: {name:?} is not a usable host name"),
@@ -230,6 +231,7 @@ mod tests {
             ("a b:2", "not a usable host name"),
             ("a;rm:1", "not a usable host name"),
             (":2", "not a usable host name"),
+            ("-oProxyCommand=x:1", "not a usable host name"),
             ("a:1,a:2", "listed twice"),
         ] {
             let e = parse_hosts(bad).unwrap_err();
