@@ -165,6 +165,37 @@ static void rsb_in_place(int rank, int size) {
   free(v);
 }
 
+static void freed_receives(int rank, int size) {
+  if (size < 2 || rank > 1) return;
+  MPI_Datatype t, t2;
+  OK(MPI_Type_vector(1, 1, 2, MPI_INT, &t));
+  OK(MPI_Type_create_resized(t, 0, 2 * sizeof(int), &t2));
+  OK(MPI_Type_commit(&t2));
+  if (rank == 1) {
+    int m[3] = {1, 2, 3};
+    OK(MPI_Send(&m[0], 1, MPI_INT, 0, 50, MPI_COMM_WORLD));
+    OK(MPI_Send(&m[1], 1, MPI_INT, 0, 50, MPI_COMM_WORLD));
+    OK(MPI_Send(m, 3, MPI_INT, 0, 51, MPI_COMM_WORLD));
+    OK(MPI_Send(&m[2], 1, MPI_INT, 0, 52, MPI_COMM_WORLD));
+  } else {
+    /* The freed receive still takes the first message; the next receive the second. */
+    int x = -1, y = -1, d[6] = {-1, -1, -1, -1, -1, -1}, z = -1;
+    MPI_Request r;
+    OK(MPI_Irecv(&x, 1, MPI_INT, 1, 50, MPI_COMM_WORLD, &r));
+    OK(MPI_Request_free(&r));
+    CHECK(r == MPI_REQUEST_NULL);
+    OK(MPI_Recv(&y, 1, MPI_INT, 1, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(y == 2 && x == 1);
+    /* A freed receive of a type with holes is unpacked once its data is there. */
+    OK(MPI_Irecv(d, 3, t2, 1, 51, MPI_COMM_WORLD, &r));
+    OK(MPI_Request_free(&r));
+    OK(MPI_Recv(&z, 1, MPI_INT, 1, 52, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(z == 3 && d[0] == 1 && d[1] == -1 && d[2] == 2 && d[4] == 3 && d[5] == -1);
+  }
+  OK(MPI_Type_free(&t));
+  OK(MPI_Type_free(&t2));
+}
+
 static void argument_errors(int rank) {
   OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   /* A NULL indices array must not complete (and lose) the request. */
@@ -187,6 +218,13 @@ static void argument_errors(int rank) {
   int flag = 1;
   OK(MPI_Iprobe(rank, 41, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
   CHECK(flag == 0);
+  /* A NULL request pointer is refused before the collective starts: rank 0 alone calls
+   * it, so a started (then dropped) broadcast would wait for the others forever. */
+  if (rank == 0) {
+    int v = 1;
+    rc = MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, NULL);
+    CHECK(rc != MPI_SUCCESS);
+  }
   OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
@@ -199,8 +237,14 @@ int main(int argc, char **argv) {
   inactive_persistent(rank, size);
   short_message(rank, size);
   rsb_in_place(rank, size);
+  freed_receives(rank, size);
   argument_errors(rank);
   OK(MPI_Barrier(MPI_COMM_WORLD));
+  /* An in-place Iallreduce still in flight at MPI_Finalize (erroneous, but it must not
+   * free the staged copy its schedule reads before the schedule is finished). */
+  int w = rank;
+  MPI_Request pending;
+  OK(MPI_Iallreduce(MPI_IN_PLACE, &w, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &pending));
   OK(MPI_Finalize());
   return 0;
 }

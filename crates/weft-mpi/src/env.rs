@@ -64,6 +64,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         start: std::time::Instant::now(),
         bsend_buf: None,
         bsend_pending: Vec::new(),
+        detached: Vec::new(),
     });
     INITIALIZED.store(true, Ordering::Release);
     Ok(provided)
@@ -122,6 +123,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         for (mut req, _buf) in s.bsend_pending.drain(..) {
             req.wait()?;
         }
+        // A freed receive that matched gets its data; one that never matched is withdrawn
+        // when dropped (a program that frees a receive no message will match is erroneous).
+        crate::p2p::reap_detached(s)?;
+        s.detached.clear();
         let s = uninstall().expect("state checked above");
         FINALIZED.store(true, Ordering::Release);
         let State {

@@ -83,9 +83,11 @@ fn entry(comm: Handle) -> ReqEntry {
 }
 
 /// Files a started collective as request `*req`.
-fn file(comm: Handle, st: R<Started>, req: *mut Handle) -> R<()> {
+/// `req` is checked before `start` runs: an error return must not leave a collective
+/// started behind (dropping it would block until every rank finished it).
+fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R<()> {
     check_req(req)?;
-    let st = st?;
+    let st = start()?;
     let s = state("nonblocking collective")?;
     let mut e = entry(comm);
     st.install(&mut e);
@@ -116,7 +118,7 @@ fn check_req(req: *mut Handle) -> R<()> {
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     let r = (|| {
         let c = comm_of(comm, "MPI_Ibarrier")?;
-        file(comm, started(c.ibarrier()?, Vec::new(), None), req)
+        file(comm, req, || started(c.ibarrier()?, Vec::new(), None))
     })();
     finish(comm, "MPI_Ibarrier", r)
 }
@@ -140,7 +142,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(comm, ibcast(buf as usize, count, dt, root, comm), req);
+    let r = file(comm, req, || ibcast(buf as usize, count, dt, root, comm));
     finish(comm, "MPI_Ibcast", r)
 }
 
@@ -241,8 +243,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         ireduction(
             "MPI_Ireduce",
             IRed::Reduce(root),
@@ -252,9 +253,8 @@ pub unsafe extern "C" fn MPI_Ireduce(
             dt,
             op,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Ireduce", r)
 }
 
@@ -269,8 +269,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         ireduction(
             "MPI_Iallreduce",
             IRed::Allreduce,
@@ -280,9 +279,8 @@ pub unsafe extern "C" fn MPI_Iallreduce(
             dt,
             op,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Iallreduce", r)
 }
 
@@ -297,11 +295,9 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
-        ireduction("MPI_Iscan", IRed::Scan, send, recv, count, dt, op, comm),
-        req,
-    );
+    let r = file(comm, req, || {
+        ireduction("MPI_Iscan", IRed::Scan, send, recv, count, dt, op, comm)
+    });
     finish(comm, "MPI_Iscan", r)
 }
 
@@ -316,11 +312,9 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
-        ireduction("MPI_Iexscan", IRed::Exscan, send, recv, count, dt, op, comm),
-        req,
-    );
+    let r = file(comm, req, || {
+        ireduction("MPI_Iexscan", IRed::Exscan, send, recv, count, dt, op, comm)
+    });
     finish(comm, "MPI_Iexscan", r)
 }
 
@@ -335,8 +329,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         ireduction(
             "MPI_Ireduce_scatter_block",
             IRed::ReduceScatterBlock,
@@ -346,9 +339,8 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
             dt,
             op,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Ireduce_scatter_block", r)
 }
 
@@ -448,8 +440,7 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         imove(
             "MPI_Igather",
             Move::Gather(root),
@@ -460,9 +451,8 @@ pub unsafe extern "C" fn MPI_Igather(
             rcount,
             rdt,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Igather", r)
 }
 
@@ -479,8 +469,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         imove(
             "MPI_Iscatter",
             Move::Scatter(root),
@@ -491,9 +480,8 @@ pub unsafe extern "C" fn MPI_Iscatter(
             rcount,
             rdt,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Iscatter", r)
 }
 
@@ -509,8 +497,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         imove(
             "MPI_Iallgather",
             Move::Allgather,
@@ -521,9 +508,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
             rcount,
             rdt,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Iallgather", r)
 }
 
@@ -539,8 +525,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = file(
-        comm,
+    let r = file(comm, req, || {
         imove(
             "MPI_Ialltoall",
             Move::Alltoall,
@@ -551,9 +536,8 @@ pub unsafe extern "C" fn MPI_Ialltoall(
             rcount,
             rdt,
             comm,
-        ),
-        req,
-    );
+        )
+    });
     finish(comm, "MPI_Ialltoall", r)
 }
 
@@ -752,7 +736,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let st = (|| {
+    let st = || {
         let c = comm_of(comm, "MPI_Ireduce_scatter")?;
         let (src, rp, mine, counts, tk, wop) =
             crate::coll::reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
@@ -767,8 +751,8 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
             )?
         };
         started(q, vec![src], None)
-    })();
-    let r = file(comm, st, req);
+    };
+    let r = file(comm, req, st);
     finish(comm, "MPI_Ireduce_scatter", r)
 }
 
@@ -795,7 +779,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let st = (|| {
+    let st = || {
         let c = comm_of(comm, "MPI_Igatherv")?;
         let root = root_of(&c, root)?;
         let n = c.size() as usize;
@@ -827,8 +811,8 @@ pub unsafe extern "C" fn MPI_Igatherv(
             )?
         };
         started(q, keep, None)
-    })();
-    let r = file(comm, st, req);
+    };
+    let r = file(comm, req, st);
     finish(comm, "MPI_Igatherv", r)
 }
 
@@ -846,7 +830,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let st = (|| {
+    let st = || {
         let c = comm_of(comm, "MPI_Iscatterv")?;
         let root = root_of(&c, root)?;
         let n = c.size() as usize;
@@ -876,8 +860,8 @@ pub unsafe extern "C" fn MPI_Iscatterv(
             )?
         };
         started(q, keep, None)
-    })();
-    let r = file(comm, st, req);
+    };
+    let r = file(comm, req, st);
     finish(comm, "MPI_Iscatterv", r)
 }
 
@@ -894,7 +878,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let st = (|| {
+    let st = || {
         let c = comm_of(comm, "MPI_Iallgatherv")?;
         let n = c.size() as usize;
         let (counts, ds, span) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
@@ -920,8 +904,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
             )?
         };
         started(q, keep, None)
-    })();
-    let r = file(comm, st, req);
+    };
+    let r = file(comm, req, st);
     finish(comm, "MPI_Iallgatherv", r)
 }
 
@@ -939,7 +923,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let st = (|| {
+    let st = || {
         let c = comm_of(comm, "MPI_Ialltoallv")?;
         let n = c.size() as usize;
         let (rc, rd, rspan) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
@@ -966,7 +950,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
             )?
         };
         started(q, keep, None)
-    })();
-    let r = file(comm, st, req);
+    };
+    let r = file(comm, req, st);
     finish(comm, "MPI_Ialltoallv", r)
 }

@@ -177,6 +177,10 @@ fn recv(
     let bytes = unsafe { slice_mut(inc.ptr as *mut c_void, inc.bytes) };
     let st = c.recv(bytes, source, recv_tag(tag))?;
     inc.finish_received(st.bytes)?;
+    // Messages that preceded this one may have completed freed receives.
+    if !s.detached.is_empty() {
+        reap_detached(s)?;
+    }
     store(status, from_weft(&st));
     Ok(())
 }
@@ -705,10 +709,41 @@ fn req_index(s: &State, h: Handle) -> R<usize> {
         })
 }
 
+/// Finishes the freed receives that have completed (their unpacks run now); the others
+/// stay detached. Called from every completion call so their data lands promptly.
+pub(crate) fn reap_detached(s: &mut State) -> R<()> {
+    let mut first_err = Ok(());
+    let mut k = 0;
+    while k < s.detached.len() {
+        let done = match s.detached[k].0.test() {
+            Ok(Some(st)) => Some(Ok(st)),
+            Ok(None) => None,
+            Err(x) => Some(Err(x)),
+        };
+        match done {
+            None => k += 1,
+            Some(r) => {
+                let (_, unpack, _keep) = s.detached.swap_remove(k);
+                let r = r.map_err(Into::into).and_then(|st| match unpack {
+                    Some(u) if !st.cancelled => u.run_received(st.bytes),
+                    _ => Ok(()),
+                });
+                if first_err.is_ok() {
+                    first_err = r;
+                }
+            }
+        }
+    }
+    first_err
+}
+
 /// Completes the request `*req` if `block` or it is done; returns whether it completed.
 fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus) -> R<bool> {
     if req.is_null() {
         return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
+    }
+    if !s.detached.is_empty() {
+        reap_detached(s)?;
     }
     // SAFETY: non-null request pointers are readable and writable.
     let h = unsafe { *req };
@@ -1162,14 +1197,13 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
                 "a nonblocking collective request cannot be freed before it completes; wait for it",
             ));
         }
-        let e = s.reqs.remove(i).expect("checked");
-        if let Some(raw) = e.raw {
-            if e.recv {
-                // Completing a freed receive's data has no observer; dropping waits for it.
-                drop(raw);
-            } else {
-                s.bsend_pending.push((raw, Vec::new()));
-            }
+        let mut e = s.reqs.remove(i).expect("checked");
+        if let Some(raw) = e.raw.take() {
+            // A receive still matches and completes into the user's buffer (never
+            // cancelled); a send keeps its packed copy until the data has left.
+            s.detached
+                .push((raw, e.unpack.take(), std::mem::take(&mut e.keep)));
+            reap_detached(s)?;
         }
         put!(req, MPI_REQUEST_NULL)
     })();

@@ -152,7 +152,14 @@ pub struct Persistent {
 }
 
 /// A request: an operation in flight, or a persistent one between starts.
+/// Field order matters: Rust drops fields in declaration order, and `coll` and `raw` point
+/// into `keep` and the `unpack` buffer, so they come first and are finished (a dropped
+/// collective completes its schedule, a dropped raw request is withdrawn or waited for)
+/// before those buffers are freed.
 pub struct ReqEntry {
+    /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
+    /// alive until completion, hence the unbounded lifetime).
+    pub coll: Option<weft::coll::CollRequest<'static>>,
     pub raw: Option<RawRequest>,
     /// Completed at start (a peer of MPI_PROC_NULL): the status says so.
     pub proc_null: bool,
@@ -163,9 +170,6 @@ pub struct ReqEntry {
     /// Buffers the operation reads or writes that the library owns (packed copies of types
     /// with holes, in-place copies): they live as long as the request.
     pub keep: Vec<Vec<u8>>,
-    /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
-    /// alive until completion, hence the unbounded lifetime).
-    pub coll: Option<weft::coll::CollRequest<'static>>,
     /// The unpack a receive of a type with holes owes its user buffer.
     pub unpack: Option<crate::stage::Unpack>,
     /// A persistent collective: how MPI_Start starts it again.
@@ -182,6 +186,9 @@ impl ReqEntry {
             && !self.proc_null
     }
 }
+
+/// A freed active request: the raw request, its pending unpack and the buffers it uses.
+pub type Detached = (RawRequest, Option<crate::stage::Unpack>, Vec<Vec<u8>>);
 
 pub struct State {
     pub weft: Weft,
@@ -201,6 +208,11 @@ pub struct State {
     /// The attached Bsend buffer (address, bytes) and the buffered sends in flight.
     pub bsend_buf: Option<(usize, usize)>,
     pub bsend_pending: Vec<(RawRequest, Vec<u8>)>,
+    /// Requests freed while active (MPI_Request_free): they still match and complete
+    /// (MPI-4.1 §3.7.3), so they live here until done, with the unpack a receive of a type
+    /// with holes owes and the packed copy a send reads. The raw request comes first in the
+    /// tuple so it is finished before those buffers are dropped.
+    pub detached: Vec<Detached>,
 }
 
 struct Global(UnsafeCell<Option<State>>);
