@@ -25,6 +25,7 @@
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
 //! The engine is single-threaded; the runtime wraps it in a `RefCell` per process.
 
+use crate::coll::request::{self as coll_request, ActivePtr};
 use crate::coll::Tuning;
 use crate::config::{CmaMode, Config, YieldMode};
 use crate::matching::{Envelope, Matching, Pattern};
@@ -264,6 +265,13 @@ pub(crate) struct Engine {
     tcp_tick: u32,
     /// True when no peer is on the shared-memory rings: TCP is polled on every call.
     net_only: bool,
+    /// Started collectives not finished yet, advanced on every progress call (MPI's progress
+    /// rule: a rank blocked in a receive must still play its part in a pending barrier).
+    /// Kept allocated across calls, so registering costs nothing once it has grown.
+    colls: Vec<ActivePtr>,
+    /// True while a collective is being advanced: progress made from inside it (its own
+    /// polls, or waits after an error) must not advance collectives again.
+    colls_busy: bool,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -390,6 +398,8 @@ impl Engine {
             tcp_poll_every: config.tcp_poll_every.max(1),
             tcp_tick: 0,
             net_only,
+            colls: Vec::new(),
+            colls_busy: false,
         })
     }
 
@@ -778,8 +788,74 @@ impl Engine {
 
     // ---------------------------------------------------------------- progress
 
-    /// Polls every inbound ring and flushes queued outbound work. True if anything moved.
+    /// Polls every inbound ring, flushes queued outbound work and advances the started
+    /// collectives (unless called from inside one). True if anything moved.
     pub(crate) fn progress(&mut self) -> bool {
+        let moved = self.progress_transports();
+        if self.colls.is_empty() || self.colls_busy {
+            return moved;
+        }
+        self.advance_colls() | moved
+    }
+
+    // ---------------------------------------------------------------- collectives
+
+    /// Records a started collective, to be advanced by every progress call until it
+    /// finishes.
+    pub(crate) fn register_coll(&mut self, p: ActivePtr) {
+        self.colls.push(p);
+    }
+
+    /// Forgets a collective (finished, or about to be freed); nothing if already forgotten.
+    pub(crate) fn deregister_coll(&mut self, p: ActivePtr) {
+        if let Some(i) = self.colls.iter().position(|&q| q == p) {
+            self.colls.swap_remove(i);
+        }
+    }
+
+    /// Advances one collective on its owner's behalf (test or wait), forgetting it once it
+    /// has finished.
+    ///
+    /// # Safety
+    /// `p` points to a live registered collective whose owner holds no reference to it
+    /// during the call.
+    pub(crate) unsafe fn drive_coll(&mut self, p: ActivePtr) {
+        debug_assert!(!self.colls_busy, "a collective driven from inside another");
+        self.colls_busy = true;
+        // SAFETY: per the contract; the guard keeps progress made inside from advancing
+        // `p` (or any other collective) a second time.
+        let (finished, _) = unsafe { coll_request::advance(p, self) };
+        self.colls_busy = false;
+        if finished {
+            self.deregister_coll(p);
+        }
+    }
+
+    /// Advances every registered collective once; forgets the finished ones. True if one
+    /// started a step or finished.
+    fn advance_colls(&mut self) -> bool {
+        self.colls_busy = true;
+        let mut moved = false;
+        let mut i = 0;
+        while i < self.colls.len() {
+            let p = self.colls[i];
+            // SAFETY: a registered collective is live (its request deregisters before
+            // freeing it) and its owner holds no reference to it while it calls into the
+            // engine; `colls_busy` keeps it from being advanced again from inside.
+            let (finished, started) = unsafe { coll_request::advance(p, self) };
+            moved |= started;
+            if finished {
+                self.colls.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        self.colls_busy = false;
+        moved
+    }
+
+    /// Polls every inbound ring and flushes queued outbound work. True if anything moved.
+    fn progress_transports(&mut self) -> bool {
         let mut moved = false;
         if self.tcp.is_some() {
             moved = self.progress_net(false);

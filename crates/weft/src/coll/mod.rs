@@ -33,7 +33,7 @@ mod gatherv;
 mod reduce;
 mod reduce_scatter;
 mod reduce_scatter_block;
-mod request;
+pub(crate) mod request;
 mod scan;
 mod scatter;
 mod scatterv;

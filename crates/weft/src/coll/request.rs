@@ -1,71 +1,163 @@
-//! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule and
-//! advances it when tested or waited; a blocking collective is the same request waited at
-//! once. Also the per-communicator count of collectives started, which keeps the traffic of
-//! several outstanding collectives on one communicator apart.
+//! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule, which
+//! the engine advances whenever it makes progress (any blocking call, any test); a blocking
+//! collective is the same request waited at once. Also the per-communicator count of
+//! collectives started, which keeps the traffic of several outstanding collectives on one
+//! communicator apart.
 //!
 //! Depends on the schedule and the engine's progress; knows nothing of algorithms.
 
 use super::schedule::Schedule;
 use crate::comm::Comm;
-use weft_core::Result;
+use crate::engine::Engine;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use weft_core::{Error, Result};
+
+/// A started schedule and its outcome, on the heap so that its address stays fixed while the
+/// engine's registry of active collectives points at it.
+pub(crate) struct Active<'a> {
+    schedule: Schedule<'a>,
+    /// True once the schedule has completed or failed; the engine then forgets it.
+    finished: bool,
+    /// The failure, kept until the owner reports it.
+    error: Option<Error>,
+    /// True once the owner has returned the outcome (later tests return `Ok(true)`).
+    reported: bool,
+}
+
+/// An active collective as the engine's registry holds it, its buffers' lifetime erased.
+pub(crate) type ActivePtr = NonNull<Active<'static>>;
+
+/// True once the collective behind `p` has completed or failed.
+///
+/// # Safety
+/// `p` points to a live `Active` and no mutable reference to it is live.
+pub(crate) unsafe fn is_finished(p: ActivePtr) -> bool {
+    // SAFETY: per the contract; a plain read of one field.
+    unsafe { (*p.as_ptr()).finished }
+}
+
+/// Moves the collective behind `p` as far as it goes without waiting. Returns (finished now
+/// or before, whether it started a new step or finished).
+///
+/// # Safety
+/// `p` points to a live `Active` whose buffers are still borrowed by its request, no other
+/// reference to it is live, and it is not being advanced already (the engine's re-entrancy
+/// guard ensures that).
+pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
+    // SAFETY: per the contract, this is the only reference for the length of the call.
+    let a = unsafe { &mut *p.as_ptr() };
+    if a.finished {
+        return (true, false);
+    }
+    let before = a.schedule.steps_started();
+    let outcome = a.schedule.advance(e);
+    a.finished = !matches!(outcome, Ok(false));
+    a.error = outcome.err();
+    (
+        a.finished,
+        a.finished || a.schedule.steps_started() != before,
+    )
+}
 
 /// A collective in flight: its schedule, bound to buffers borrowed for `'a`.
 ///
-/// The schedule moves only inside [`CollRequest::test`], [`CollRequest::wait`],
-/// [`CollRequest::wait_all`] and at its start (messages already posted complete in the engine
-/// meanwhile), so a rank that blocks elsewhere without testing its outstanding collectives
-/// can keep its peers waiting — as with MPI's weak progress. When ranks complete several
-/// collectives in different orders, complete them with `wait_all` or a loop of `test`: a
-/// `wait` on one while a peer waits on another would wait for ever. Dropping an unfinished request waits for it (its error, if any, is
-/// lost); leaking one (`std::mem::forget`) would leave the engine with pointers into the
+/// The engine advances every started collective whenever it makes progress — inside any
+/// blocking call (receive, send, probe, another collective's wait) and any test — as MPI's
+/// progress rule requires, so ranks may complete their outstanding collectives and other
+/// operations in any order. Dropping an unfinished request waits for it (its error, if any,
+/// is lost); leaking one (`std::mem::forget`) would leave the engine with pointers into the
 /// borrowed buffers, which is why the functions that start one are `unsafe`.
-#[must_use = "a collective request does nothing until it is tested or waited"]
+#[must_use = "a collective request must be tested or waited to learn its outcome"]
 pub struct CollRequest<'a> {
     comm: Comm,
-    schedule: Schedule<'a>,
-    finished: bool,
+    /// Owned (from `Box::into_raw`); freed on drop, after the engine has forgotten it.
+    active: NonNull<Active<'a>>,
+    _owns: PhantomData<Box<Active<'a>>>,
 }
 
 impl std::fmt::Debug for CollRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: the engine touches the schedule only inside engine calls, none of which is
+        // running while the owner is borrowed here.
+        let a = unsafe { self.active.as_ref() };
         write!(
             f,
             "CollRequest({} on {:?}, finished: {})",
-            self.schedule.what(),
+            a.schedule.what(),
             self.comm,
-            self.finished
+            a.finished
         )
     }
 }
 
 impl<'a> CollRequest<'a> {
-    /// Wraps a schedule and moves it as far as it goes without waiting (its first step's
-    /// messages are posted before this returns).
+    /// Wraps a schedule, registers it with the engine and moves it as far as it goes without
+    /// waiting (its first step's messages are posted before this returns).
     pub(crate) fn start(comm: &Comm, schedule: Schedule<'a>) -> Result<CollRequest<'a>> {
-        let mut r = CollRequest {
-            comm: comm.clone(),
+        let active = Box::new(Active {
             schedule,
             finished: false,
+            error: None,
+            reported: false,
+        });
+        // SAFETY: Box::into_raw never returns null.
+        let active = unsafe { NonNull::new_unchecked(Box::into_raw(active)) };
+        let mut r = CollRequest {
+            comm: comm.clone(),
+            active,
+            _owns: PhantomData,
         };
+        // The lifetime is erased for the registry: the request deregisters before its buffers'
+        // borrow ends (drop), and leaking it is excluded by the starting functions' contract.
+        comm.engine.borrow_mut().register_coll(r.erased());
         r.test()?;
         Ok(r)
+    }
+
+    fn erased(&self) -> ActivePtr {
+        self.active.cast()
+    }
+
+    /// The outcome once finished, returned once (later calls see `Ok(())`).
+    fn report(&mut self) -> Result<()> {
+        // SAFETY: no engine call is running; the owner holds the only reference now.
+        let a = unsafe { self.active.as_mut() };
+        debug_assert!(a.finished);
+        a.reported = true;
+        a.error.take().map_or(Ok(()), Err)
     }
 
     /// Advances the collective without blocking; true once it has completed on this rank
     /// (MPI_Test). After an error the request is finished and later calls return true.
     pub fn test(&mut self) -> Result<bool> {
-        if self.finished {
+        {
+            // SAFETY: no engine call is running; a short read of the owner's flags.
+            let a = unsafe { self.active.as_ref() };
+            if a.reported {
+                return Ok(true);
+            }
+        }
+        let p = self.erased();
+        {
+            let mut e = self.comm.engine.borrow_mut();
+            // SAFETY: `p` is live (owned by self) and no reference to it is held across the call.
+            if !unsafe { is_finished(p) } {
+                unsafe { e.drive_coll(p) };
+            }
+        }
+        // SAFETY: as above.
+        if unsafe { is_finished(p) } {
+            self.report()?;
             return Ok(true);
         }
-        let mut e = self.comm.engine.borrow_mut();
-        let outcome = self.schedule.advance(&mut e);
-        self.finished = !matches!(outcome, Ok(false));
-        outcome
+        Ok(false)
     }
 
     /// True once the collective has completed (or failed) on this rank; does not advance it.
     pub fn is_finished(&self) -> bool {
-        self.finished
+        // SAFETY: the request owns the allocation; no engine call is running.
+        unsafe { is_finished(self.erased()) }
     }
 
     /// Waits until the collective has completed on this rank (MPI_Wait).
@@ -92,29 +184,45 @@ impl<'a> CollRequest<'a> {
                 break;
             }
             // Sleep in the engine until some request's current step can move on.
+            let ptrs: Vec<ActivePtr> = reqs.iter().map(CollRequest::erased).collect();
             let engine = reqs[0].comm.engine.clone();
             let mut e = engine.borrow_mut();
-            e.wait_until(|e| reqs.iter().any(|r| !r.finished && r.schedule.step_done(e)));
+            e.wait_until(|e| ptrs.iter().any(|&p| step_can_move(p, e)));
         }
         first_err.map_or(Ok(()), Err)
     }
 
     fn finish(&mut self) -> Result<()> {
-        if self.finished {
+        let p = self.erased();
+        {
+            let mut e = self.comm.engine.borrow_mut();
+            loop {
+                // SAFETY: `p` is live (owned by self); no reference to it is held across
+                // engine calls, and the engine's guard keeps it from being advanced twice.
+                if unsafe { is_finished(p) } {
+                    break;
+                }
+                unsafe { e.drive_coll(p) };
+                if unsafe { is_finished(p) } {
+                    break;
+                }
+                e.wait_until(|e| step_can_move(p, e));
+            }
+        }
+        // SAFETY: as above.
+        if unsafe { self.active.as_ref() }.reported {
             return Ok(());
         }
-        let mut e = self.comm.engine.borrow_mut();
-        let s = &mut self.schedule;
-        let outcome = loop {
-            match s.advance(&mut e) {
-                Ok(false) => e.wait_until(|e| s.step_done(e)),
-                Ok(true) => break Ok(()),
-                Err(err) => break Err(err),
-            }
-        };
-        self.finished = true;
-        outcome
+        self.report()
     }
+}
+
+/// True when the collective behind `p` has finished or its current step can move on.
+fn step_can_move(p: ActivePtr, e: &Engine) -> bool {
+    // SAFETY: called from `wait_until` between engine steps: `p` is live (its request is
+    // borrowed by the caller) and nothing else references it during this short borrow.
+    let a = unsafe { &*p.as_ptr() };
+    a.finished || a.schedule.step_done(e)
 }
 
 impl Drop for CollRequest<'_> {
@@ -122,11 +230,19 @@ impl Drop for CollRequest<'_> {
         // The engine may still write into (or read from) the borrowed buffers: finish before
         // the borrow ends. There is no one to give an error to here. A panic that unwinds
         // through a frame holding the engine cannot be waited on (a second panic would
-        // abort); the process is going down with that panic anyway.
+        // abort): the allocation is then leaked, marked finished so the engine forgets it
+        // without touching its schedule; the process is going down with that panic anyway.
         if self.comm.engine.try_borrow_mut().is_err() {
+            // SAFETY: no engine call can run while the engine is borrowed elsewhere and we
+            // are unwinding; a plain write of one flag.
+            unsafe { (*self.active.as_ptr()).finished = true };
             return;
         }
         let _ = self.finish();
+        let p = self.erased();
+        self.comm.engine.borrow_mut().deregister_coll(p);
+        // SAFETY: allocated by Box::into_raw in `start`, no longer known to the engine.
+        drop(unsafe { Box::from_raw(self.active.as_ptr()) });
     }
 }
 

@@ -1,7 +1,8 @@
 //! Collective schedules: an algorithm is compiled once, at setup, into a list of steps, each
 //! some local work (copies, reductions) followed by sends and receives; the schedule then
 //! advances step by step whenever it is polled, never blocking a thread. A collective
-//! request (`super::request`) polls it; a blocking collective waits on that request.
+//! request (`super::request`) polls it, and so does the engine whenever it makes progress;
+//! a blocking collective waits on that request.
 //!
 //! All buffers are allocated at setup (temporaries are `u64` vectors, so every element type
 //! is aligned in them); steps allocate nothing. Depends on the engine's request API and on
@@ -280,6 +281,11 @@ impl<'a> Schedule<'a> {
     /// What the collective is called.
     pub fn what(&self) -> &'static str {
         self.what
+    }
+
+    /// Steps started so far (tells a poller whether an advance moved anything).
+    pub fn steps_started(&self) -> usize {
+        self.next_step
     }
 
     /// True when every message of the current step has completed and every local rank has

@@ -1,0 +1,160 @@
+//! MPI's progress rule (MPI-4.1 §3.7.4, §6.12): a rank blocked in any call — a receive, a
+//! probe, the wait of another collective — still advances its started nonblocking
+//! collectives, so legal programs that complete them late cannot deadlock. One thread per
+//! rank (the in-process harness), 4 ranks; each scenario runs under a watchdog so that a
+//! regression fails instead of hanging the suite.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+use weft::coll::{CollRequest, Op};
+use weft::Comm;
+
+/// Runs `body` on 4 ranks with the knobs `vars`; fails if the job does not end in time.
+fn run_bounded(vars: &'static [(&'static str, &'static str)], body: fn(&Comm)) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        common::run_ranks(4, vars, move |w| body(&w));
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(()) => {}
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("a rank failed (see its panic)"),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("deadlock: a blocked rank did not advance its pending collective")
+        }
+    }
+}
+
+/// Rank 0: ibarrier; recv from 2; wait. Rank 2: ibarrier; wait; send to 0. Others: ibarrier;
+/// wait. With a multi-round barrier some rank's round depends on rank 0's later round,
+/// which rank 0 only sends if its blocking receive advances the barrier.
+fn barrier_then_recv(w: &Comm) {
+    let rank = w.rank();
+    if rank != 0 {
+        // Rank 0 must find its first round still open when it starts the barrier, so it
+        // enters the receive with rounds left to send (else the race can hide the bug).
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let r = w.ibarrier().unwrap();
+    match rank {
+        0 => {
+            let mut got = [0u64; 4];
+            let st = w.recv(&mut got, 2, 7).unwrap();
+            assert_eq!(st.source, 2);
+            assert_eq!(got, [2, 20, 200, 2000]);
+            r.wait().unwrap();
+        }
+        2 => {
+            r.wait().unwrap();
+            w.send(&[2u64, 20, 200, 2000], 0, 7).unwrap();
+        }
+        _ => r.wait().unwrap(),
+    }
+}
+
+#[test]
+fn blocking_recv_advances_pending_barrier() {
+    run_bounded(&[], barrier_then_recv);
+}
+
+#[test]
+fn blocking_recv_advances_pending_dissemination_barrier() {
+    run_bounded(&[("WEFT_BARRIER_ALGO", "dissemination")], barrier_then_recv);
+}
+
+#[test]
+fn blocking_recv_advances_pending_knomial_barrier() {
+    run_bounded(&[("WEFT_BARRIER_ALGO", "knomial")], barrier_then_recv);
+}
+
+/// Mixed point-to-point and collective traffic: a rendezvous-sized iallreduce and an ibcast
+/// rooted at the rank that blocks in a probe, a large send whose receiver first finishes its
+/// collectives, and the collectives completed in different orders on different ranks.
+fn mixed(w: &Comm) {
+    let (rank, size) = (w.rank(), w.size());
+    let n = 40_000usize; // above the eager limit: rendezvous traffic inside the collectives
+    let send: Vec<u64> = (0..n)
+        .map(|i| (rank as u64 + 1) * 1_000 + i as u64)
+        .collect();
+    let mut sum = vec![0u64; n];
+    let mut bc: Vec<u32> = if rank == 1 {
+        (0..n as u32).map(|i| i ^ 0xa5a5).collect()
+    } else {
+        vec![0; n]
+    };
+    let big: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(31)).collect();
+    {
+        // SAFETY (of the calls): both requests are waited below, none is leaked.
+        let (ar, b) = unsafe {
+            (
+                w.iallreduce(&send, &mut sum, &Op::Sum).unwrap(),
+                w.ibcast(&mut bc, 1).unwrap(),
+            )
+        };
+        match rank {
+            // The bcast root blocks in a probe for a message rank 2 sends only once both of
+            // its collectives are done, which needs the root's data.
+            1 => {
+                let st = w.probe(2, 9).unwrap();
+                assert_eq!(st.bytes, n * 4);
+                let mut got = vec![0u32; n];
+                w.recv(&mut got, 2, 9).unwrap();
+                assert_eq!(got, big);
+                b.wait().unwrap();
+                ar.wait().unwrap();
+            }
+            2 => {
+                b.wait().unwrap();
+                ar.wait().unwrap();
+                w.send(&big, 1, 9).unwrap();
+            }
+            // Rank 0 waits the bcast first, then blocks in a receive from rank 3.
+            0 => {
+                b.wait().unwrap();
+                let mut x = [0u32; 1];
+                w.recv(&mut x, 3, 11).unwrap();
+                assert_eq!(x, [33]);
+                ar.wait().unwrap();
+            }
+            // Rank 3 sends to rank 0 only after the allreduce, which needs rank 0's part.
+            _ => {
+                CollRequest::wait_all(vec![ar, b]).unwrap();
+                w.send(&[33u32], 0, 11).unwrap();
+            }
+        }
+    }
+    let want: Vec<u64> = (0..n)
+        .map(|i| (0..size as u64).map(|r| (r + 1) * 1_000 + i as u64).sum())
+        .collect();
+    assert_eq!(sum, want, "allreduce on rank {rank}");
+    let want: Vec<u32> = (0..n as u32).map(|i| i ^ 0xa5a5).collect();
+    assert_eq!(bc, want, "bcast on rank {rank}");
+}
+
+#[test]
+fn blocking_p2p_advances_pending_collectives() {
+    run_bounded(&[], mixed);
+}
+
+/// A collective waited while another, started earlier, is still pending on a peer that
+/// waits them in the opposite order.
+fn opposite_orders(w: &Comm) {
+    let rank = w.rank();
+    let a = w.ibarrier().unwrap();
+    let dup = w.dup().unwrap();
+    let b = dup.ibarrier().unwrap();
+    if rank.is_multiple_of(2) {
+        a.wait().unwrap();
+        b.wait().unwrap();
+    } else {
+        b.wait().unwrap();
+        a.wait().unwrap();
+    }
+}
+
+#[test]
+fn waits_in_opposite_orders_complete() {
+    run_bounded(&[("WEFT_BARRIER_ALGO", "dissemination")], opposite_orders);
+}
