@@ -1,8 +1,8 @@
 //! TCP endpoints over loopback facing strangers and slow peers: a stranger's HELLO claiming a
 //! rank does not stop sends to that rank, a flood of silent connections evicts only unproven
 //! inbound ones (a real rank cut mid-handshake dials again instead of declaring death),
-//! strangers do not make the endpoint busy, and a peer that answers long after the handshake
-//! timeout is still reached.
+//! strangers do not make the endpoint busy, a peer that answers long after the handshake
+//! timeout is still reached, and one that computes between HELLO and PROOF is not dropped.
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
@@ -176,5 +176,37 @@ fn a_peer_that_answers_long_after_the_handshake_timeout_is_not_dead() {
     assert!(!eps[0].is_dead(1));
     assert!(eps[0].busy(), "our own handshake keeps the endpoint busy");
     deliver(&mut eps, 4, Duration::from_secs(5)).expect("the late peer never got the frame");
+    assert!(eps[1].take_lost().is_empty());
+}
+
+#[test]
+fn a_challenged_peer_that_computes_before_its_proof_is_not_dropped() {
+    let mut eps = endpoints(2);
+    for ep in &mut eps {
+        ep.set_timeouts(Duration::from_millis(100), Duration::from_secs(60));
+    }
+    let (h, body) = eager(8);
+    assert!(!eps[0].try_send(1, &h, &[&body]));
+    // Rank 0 gets its HELLO out, then computes; rank 1 answers with a challenge and keeps
+    // polling for ten handshake timeouts while no proof comes.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(50) {
+        eps[0].poll(|_, _, _| {});
+    }
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        eps[1].poll(|_, _, _| {});
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert_eq!(
+        eps[1].refused_count(),
+        0,
+        "the challenged connection was dropped"
+    );
+    deliver(&mut eps, 8, Duration::from_secs(5)).expect("rank 0 never got through");
+    assert!(
+        eps[0].take_lost().is_empty(),
+        "a live rank was declared dead"
+    );
     assert!(eps[1].take_lost().is_empty());
 }

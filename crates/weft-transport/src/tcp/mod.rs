@@ -30,8 +30,9 @@
 //!
 //! Strangers: an inbound connection is unproven until its `PROOF` checks out. Unproven
 //! connections never touch per-peer state (a `HELLO` claiming rank B does not stop us from
-//! connecting to B), do not make [`Endpoint::busy`] true, are dropped after the handshake
-//! timeout, and at most `max(64, 2 * size)` are held: one more evicts the oldest. Outbound and
+//! connecting to B), do not make [`Endpoint::busy`] true, are dropped when no `HELLO` came
+//! within the handshake timeout (one that got our challenge waits for its proof: its rank may
+//! be computing outside weft), and at most `max(64, 2 * size)` are held: one more evicts the oldest. Outbound and
 //! proven connections are never evicted. After the handshake the stream carries no MAC: the
 //! key protects against off-path strangers, not an attacker on the path.
 //!
@@ -50,7 +51,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use weft_core::{Error, ErrorKind, Result};
 
-/// How long an inbound (unproven) connection may take to prove the key before it is dropped.
+/// How long an inbound connection may stay silent (no `HELLO`) before it is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long our TCP connect may stay unanswered before the next address is tried.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -1205,7 +1206,11 @@ impl Endpoint {
             };
             let age = now - conn.since;
             let why = match conn.phase {
-                Phase::AwaitHello | Phase::AwaitProof { .. } if age >= self.handshake_timeout => {
+                // Only a silent connection is timed out. One that sent a HELLO and got our
+                // challenge waits for its PROOF as long as the cap allows: its rank may be
+                // computing outside weft, and dropping it would break a connection that rank
+                // already counts as open (it would take that for our death).
+                Phase::AwaitHello if age >= self.handshake_timeout => {
                     format!(
                         "handshake not finished after {} ms",
                         self.handshake_timeout.as_millis()
