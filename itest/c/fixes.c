@@ -79,6 +79,21 @@ static void pairs(int rank, int size) {
   OK(MPI_Iallreduce(in, out, 2, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD, &r));
   OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
   CHECK(out[0].v == size && out[0].i == 0 && out[1].v == size - 1 && out[1].i == size - 1);
+  /* The same reductions through a derived type of pairs. */
+  MPI_Datatype two;
+  OK(MPI_Type_contiguous(2, MPI_DOUBLE_INT, &two));
+  OK(MPI_Type_commit(&two));
+  memset(out, 0, sizeof out);
+  OK(MPI_Allreduce(in, out, 1, two, MPI_MINLOC, MPI_COMM_WORLD));
+  CHECK(out[0].v == 1.0 && out[0].i == size - 1 && out[1].v == 0.0 && out[1].i == 0);
+  memset(out, 0, sizeof out);
+  OK(MPI_Iallreduce(in, out, 1, two, MPI_MAXLOC, MPI_COMM_WORLD, &r));
+  OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+  CHECK(out[0].v == size && out[0].i == 0 && out[1].v == size - 1 && out[1].i == size - 1);
+  struct di io[2] = {in[0], in[1]};
+  OK(MPI_Allreduce(MPI_IN_PLACE, io, 1, two, MPI_MAXLOC, MPI_COMM_WORLD));
+  CHECK(io[0].v == size && io[0].i == 0 && io[1].v == size - 1 && io[1].i == size - 1);
+  OK(MPI_Type_free(&two));
   struct li lin = {(long)rank * 3, rank}, lout = {0, 0};
   OK(MPI_Allreduce(&lin, &lout, 1, MPI_LONG_INT, MPI_MAXLOC, MPI_COMM_WORLD));
   CHECK(lout.v == (long)(size - 1) * 3 && lout.i == size - 1);

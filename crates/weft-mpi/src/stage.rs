@@ -8,7 +8,7 @@ use crate::dtype::{count_overflow, layout, reduction_layout, user_span, Layout};
 use crate::error::{err, R};
 use std::os::raw::c_void;
 use weft::coll::TypeKind;
-use weft::dtype::TypeMap;
+use weft::dtype::{ReductionBuf, TypeMap};
 
 /// Outgoing data: where the bytes are, how many, their reduction kind, and the packed copy
 /// that must live as long as the operation when the type has holes.
@@ -34,6 +34,8 @@ pub struct Unpack {
     user: usize,
     count: u64,
     tmp: Vec<u8>,
+    /// A reduction result in the kernels' pair structs, scattered back instead of `tmp`.
+    reduced: Option<ReductionBuf>,
 }
 
 fn check_count(count: i64) -> R<u64> {
@@ -49,9 +51,41 @@ pub(crate) fn outgoing(buf: *const c_void, count: i64, dt: Handle) -> R<Outgoing
 }
 
 /// Stages `count` items of `dt` at `buf` as the input of a reduction (pairs in their C
-/// memory form, see [`reduction_layout`]).
+/// memory form, see [`reduction_layout`]). A derived type of padded pairs (whose packed
+/// form the kernels cannot read) is gathered into an array of the kernels' pair structs.
 pub(crate) fn outgoing_for_reduction(buf: *const c_void, count: i64, dt: Handle) -> R<Outgoing> {
-    outgoing_as(buf, count, reduction_layout(dt)?)
+    match reduction_layout(dt)? {
+        Layout::Map(map) if padded_pairs(&map) => {
+            let n = check_count(count)?;
+            let rb = gather(&map, buf, n)?;
+            let keep = rb.bytes().to_vec();
+            Ok(Outgoing {
+                ptr: keep.as_ptr(),
+                bytes: keep.len(),
+                kind: Some(rb.kind()),
+                keep: Some(keep),
+            })
+        }
+        lay => outgoing_as(buf, count, lay),
+    }
+}
+
+/// A derived type built from padded value-index pairs only: it reduces (the kernels know
+/// its pair kind) but its packed bytes are not an array of pair structs.
+fn padded_pairs(map: &TypeMap) -> bool {
+    map.reduction().is_none() && map.reduction_kind().is_some()
+}
+
+/// `n` items of `map` at `buf` gathered into the reduction kernels' aligned pair array.
+fn gather(map: &TypeMap, buf: *const c_void, n: u64) -> R<ReductionBuf> {
+    if n == 0 || buf.is_null() {
+        // Nothing to read (a NULL buffer with items fails in the gather's bounds check).
+        let empty: &[u8] = &[];
+        return Ok(map.gather_for_reduction(empty, 0, n)?);
+    }
+    // SAFETY: MPI requires `buf` to cover `count` items of its type.
+    let (src, origin) = unsafe { user_span(map, buf, n)? };
+    Ok(map.gather_for_reduction(src, origin, n)?)
 }
 
 /// `size * n` in bytes, or MPI_ERR_COUNT when it does not fit in the address space.
@@ -118,7 +152,28 @@ pub(crate) fn incoming_for_reduction(
     dt: Handle,
     keep_contents: bool,
 ) -> R<Incoming> {
-    incoming_as(buf, count, keep_contents, reduction_layout(dt)?)
+    match reduction_layout(dt)? {
+        Layout::Map(map) if padded_pairs(&map) => {
+            let n = check_count(count)?;
+            // Gathered even when the contents are not needed: it is how a buffer of the
+            // kernels' shape is made, and MPI lets a receive buffer be read.
+            let mut rb = gather(&map, buf, n)?;
+            let ptr = rb.bytes_mut().as_mut_ptr();
+            Ok(Incoming {
+                ptr,
+                bytes: rb.bytes().len(),
+                kind: Some(rb.kind()),
+                unpack: Some(Unpack {
+                    map,
+                    user: buf as usize,
+                    count: n,
+                    tmp: Vec::new(),
+                    reduced: Some(rb),
+                }),
+            })
+        }
+        lay => incoming_as(buf, count, keep_contents, lay),
+    }
 }
 
 fn incoming_as(buf: *mut c_void, count: i64, keep_contents: bool, lay: Layout) -> R<Incoming> {
@@ -158,6 +213,7 @@ fn incoming_as(buf: *mut c_void, count: i64, keep_contents: bool, lay: Layout) -
                     user: buf as usize,
                     count: n,
                     tmp,
+                    reduced: None,
                 }),
             })
         }
@@ -186,6 +242,17 @@ impl Unpack {
     /// Unpacks the whole temporary buffer into the user's buffer (collectives, where every
     /// byte arrives).
     pub fn run(self) -> R<()> {
+        if let Some(rb) = &self.reduced {
+            if self.count == 0 {
+                return Ok(());
+            }
+            // SAFETY: MPI requires the user buffer to cover `count` items until completion.
+            let (dst, origin) =
+                unsafe { user_span(&self.map, self.user as *const c_void, self.count)? };
+            self.map
+                .scatter_from_reduction(rb, dst, origin, self.count)?;
+            return Ok(());
+        }
         let n = self.tmp.len();
         self.run_received(n)
     }
