@@ -241,6 +241,20 @@ static void argument_errors(int rank) {
     CHECK(rc != MPI_SUCCESS);
   }
   OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  /* A failed request in MPI_Waitall raises on its own communicator's handler (returns
+   * here), not MPI_COMM_WORLD's (fatal now). */
+  MPI_Comm d;
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+  OK(MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN));
+  int two[2] = {8, 9}, one = -1;
+  MPI_Status sts[1];
+  OK(MPI_Irecv(&one, 1, MPI_INT, rank, 42, d, &r));
+  OK(MPI_Send(two, 2, MPI_INT, rank, 42, d));
+  rc = MPI_Waitall(1, &r, sts);
+  OK(MPI_Error_class(rc, &eclass));
+  CHECK(eclass == MPI_ERR_IN_STATUS && sts[0].MPI_ERROR == MPI_ERR_TRUNCATE);
+  CHECK(r == MPI_REQUEST_NULL);
+  OK(MPI_Comm_free(&d));
 }
 
 int main(int argc, char **argv) {

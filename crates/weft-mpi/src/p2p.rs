@@ -910,13 +910,22 @@ pub unsafe extern "C" fn MPI_Waitall(
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    // A request's error goes to its communicator's handler (MPI-4.1 §9.3): the first
+    // failing one's, read before completion frees the handle.
+    let mut raise_on = MPI_COMM_WORLD;
     let r = (|| {
         let s = state("MPI_Waitall")?;
         let hs = reqs_slice(count, reqs)?;
         let mut failed = false;
         let mut codes = vec![MPI_SUCCESS; hs.len()];
         for (i, h) in hs.iter_mut().enumerate() {
+            let comm = handle_index(K_REQ, *h)
+                .and_then(|i| s.reqs.get(i))
+                .map_or(MPI_COMM_WORLD, |e| e.comm);
             if let Err(e) = complete(s, h, true, nth(statuses, i)) {
+                if !failed {
+                    raise_on = comm;
+                }
                 failed = true;
                 codes[i] = e.class;
             }
@@ -935,7 +944,7 @@ pub unsafe extern "C" fn MPI_Waitall(
         }
         Ok(())
     })();
-    finish(MPI_COMM_WORLD, "MPI_Waitall", r)
+    finish(raise_on, "MPI_Waitall", r)
 }
 
 /// MPI_Testall (MPI-4.1 §3.7.5): completes all or none.
