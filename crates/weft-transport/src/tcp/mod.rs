@@ -1408,3 +1408,84 @@ pub fn set_keepalive(fd: i32) {
         USER_TIMEOUT_MS as i32,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int_opt(fd: i32, level: i32, name: i32) -> i32 {
+        let mut v: i32 = 0;
+        let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
+        // SAFETY: `v` and `len` are writable and sized for an int option.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                &mut v as *mut i32 as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        v
+    }
+
+    #[test]
+    fn every_connection_has_keepalive_and_a_user_timeout() {
+        let mut eps: Vec<Endpoint> = (0..2)
+            .map(|rank| {
+                Endpoint::bind(TcpConfig {
+                    rank,
+                    size: 2,
+                    key: vec![5u8; 32],
+                    limits: Limits {
+                        eager_bytes: 4096,
+                        fragment_bytes: 8192,
+                    },
+                    bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    interfaces: Vec::new(),
+                    small_fragment_bytes: 4096,
+                    max_fast_peers: 0,
+                    fast_after_bytes: u64::MAX,
+                    rails: 1,
+                })
+                .unwrap()
+            })
+            .collect();
+        for me in 0..2 {
+            let other = eps[1 - me].addresses().to_vec();
+            eps[me].set_peer_addresses(1 - me as u32, other);
+        }
+        eps[0].connect(1);
+        let start = Instant::now();
+        while (eps[0].send_conn[1].is_none() || eps[1].send_conn[0].is_none())
+            && start.elapsed() < Duration::from_secs(5)
+        {
+            for ep in &mut eps {
+                ep.poll(|_, _, _| {});
+            }
+        }
+        // Both ends: the connection we dialled and the one we accepted.
+        for (ep, peer) in [(&eps[0], 1), (&eps[1], 0)] {
+            let ci = ep.send_conn[peer].expect("connection opened");
+            let fd = ep.conns[ci].as_ref().unwrap().stream.as_raw_fd();
+            assert_ne!(int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 0);
+            assert_eq!(
+                int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+                KEEPALIVE_IDLE_S
+            );
+            assert_eq!(
+                int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+                KEEPALIVE_INTVL_S
+            );
+            assert_eq!(
+                int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
+                KEEPALIVE_CNT
+            );
+            assert_eq!(
+                int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT),
+                USER_TIMEOUT_MS as i32
+            );
+        }
+    }
+}
