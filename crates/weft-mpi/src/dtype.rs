@@ -8,6 +8,7 @@ use crate::consts::*;
 use crate::error::{err, finish, write_c_string, R};
 use crate::state::{handle_index, make_handle, state, Derived, K_TYPE};
 use std::os::raw::{c_char, c_int, c_void};
+use std::rc::Rc;
 use weft::coll::TypeKind;
 use weft::dtype::{BasicKind, Order, TypeMap};
 
@@ -152,7 +153,7 @@ pub fn map_of(dt: Handle) -> R<TypeMap> {
     let s = state("datatype")?;
     handle_index(K_TYPE, dt)
         .and_then(|i| s.types.get(i))
-        .map(|d| d.map.clone())
+        .map(|d| (*d.map).clone())
         .ok_or_else(|| {
             err(
                 MPI_ERR_TYPE,
@@ -166,7 +167,7 @@ pub enum Layout {
     /// Items follow each other with no holes from the buffer address: `size` bytes per item.
     Contig { size: usize, kind: Option<TypeKind> },
     /// Anything else: moved by packing and unpacking.
-    Map(TypeMap),
+    Map(Rc<TypeMap>),
 }
 
 /// Whether predefined `h` is a value-index pair whose C struct has padding (DOUBLE_INT,
@@ -184,7 +185,7 @@ fn padded_pair(h: Handle) -> bool {
 pub fn layout(dt: Handle) -> R<Layout> {
     if padded_pair(dt) {
         return predefined_map(dt)
-            .map(Layout::Map)
+            .map(|m| Layout::Map(Rc::new(m)))
             .ok_or_else(|| err(MPI_ERR_INTERN, format!("no type map for pair {dt:#x}")));
     }
     reduction_layout(dt)
@@ -210,7 +211,7 @@ pub fn reduction_layout(dt: Handle) -> R<Layout> {
                 kind: d.map.reduction().map(|(k, _)| k),
             })
         }
-        Some(d) => Ok(Layout::Map(d.map.clone())),
+        Some(d) => Ok(Layout::Map(Rc::clone(&d.map))),
         None => Err(err(
             MPI_ERR_TYPE,
             format!("datatype handle {dt:#x} is not a valid datatype"),
@@ -262,7 +263,7 @@ pub(crate) use put;
 fn new_type(map: TypeMap, out: *mut Handle) -> R<()> {
     let s = state("datatype constructor")?;
     let idx = s.types.insert(Derived {
-        map,
+        map: Rc::new(map),
         committed: false,
         name: String::new(),
     });

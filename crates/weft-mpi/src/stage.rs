@@ -30,7 +30,7 @@ pub struct Incoming {
 
 /// A pending unpack of a temporary buffer into the user's typed buffer.
 pub struct Unpack {
-    map: TypeMap,
+    map: std::rc::Rc<TypeMap>,
     user: usize,
     count: u64,
     tmp: Vec<u8>,

@@ -125,7 +125,8 @@ pub enum CommHandler {
 /// A derived datatype: weft's type map, whether it was committed, and its name.
 #[derive(Clone)]
 pub struct Derived {
-    pub map: weft::dtype::TypeMap,
+    /// Shared so that staging a message takes a reference instead of copying the map.
+    pub map: std::rc::Rc<weft::dtype::TypeMap>,
     pub committed: bool,
     pub name: String,
 }
