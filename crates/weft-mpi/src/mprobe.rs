@@ -78,7 +78,19 @@ fn mprobe(
     let Some(st) = found else {
         return put!(flag, 0);
     };
-    let mut bytes = vec![0u8; st.bytes];
+    // The length comes from the sender's announcement: a size this process cannot hold is
+    // an error, not an abort in the allocator.
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(st.bytes).map_err(|_| {
+        err(
+            MPI_ERR_NO_MEM,
+            format!(
+                "a matched message of {} bytes does not fit in memory",
+                st.bytes
+            ),
+        )
+    })?;
+    bytes.resize(st.bytes, 0u8);
     let got = c.recv(&mut bytes[..], st.source, st.tag)?;
     let idx = s.messages.insert((bytes, got));
     store(status, status_of(&got));
