@@ -420,17 +420,47 @@ impl Engine {
         self.tcp.as_ref().map_or(0, Endpoint::refused_count)
     }
 
-    /// Pushes out everything queued for TCP peers (finalize: a rank that stops polling must
-    /// not keep bytes its peers wait for). Gives up on peers found dead.
+    /// Pushes out everything queued for peers, over TCP and the shared-memory rings, and runs
+    /// the deferred reads (finalize: a rank that stops polling must not keep bytes its peers
+    /// wait for — a `FIN` queued behind a full ring leaves the sender's rendezvous send
+    /// pending for ever). Gives up on peers found dead, and after `timeout`.
     pub(crate) fn drain(&mut self, timeout: std::time::Duration) {
         let start = std::time::Instant::now();
-        // Only our own bytes count: a stranger's half-open handshake must not hold us up.
-        while self.tcp.as_ref().is_some_and(Endpoint::unsent) || self.core.net_outq_len > 0 {
+        let mut idle: u32 = 0;
+        while self.unsent() {
+            // Polling the rings also lets a peer's consumption be seen and frees room.
             self.progress_net(true);
+            self.progress_transports();
             if start.elapsed() > timeout {
                 return;
             }
+            idle = idle.saturating_add(1);
+            if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
+                // A dead peer's queue is never consumed: fail it rather than wait it out.
+                self.check_peers();
+                self.drop_dead_queues();
+            }
             std::thread::yield_now();
+        }
+    }
+
+    /// True while some of our own bytes wait to be sent. A stranger's half-open TCP
+    /// handshake does not count: it must not hold us up.
+    fn unsent(&self) -> bool {
+        self.tcp.as_ref().is_some_and(Endpoint::unsent)
+            || self.core.net_outq_len > 0
+            || self.core.outq_len > 0
+            || !self.core.deferred_reads.is_empty()
+    }
+
+    /// Discards what is queued for dead shared-memory peers (nobody will read it).
+    fn drop_dead_queues(&mut self) {
+        let core = &mut self.core;
+        for (l, q) in core.outq.iter_mut().enumerate() {
+            if core.dead[l] && !q.is_empty() {
+                core.outq_len -= q.len();
+                q.clear();
+            }
         }
     }
 

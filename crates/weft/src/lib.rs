@@ -513,7 +513,8 @@ impl Weft {
 
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).
     pub fn finalize(self) -> Result<()> {
-        // Bytes still queued for TCP peers must leave before this rank stops polling.
+        // Bytes still queued for peers (TCP data, shared-memory acknowledgements behind a full
+        // ring) must leave before this rank stops polling.
         self.engine
             .borrow_mut()
             .drain(Duration::from_secs(self.config.boot_timeout_s));
