@@ -163,6 +163,10 @@ enum ReqKind {
     Free,
     Send,
     Recv,
+    /// A send given up before the peer took it (see [`Engine::abandon_send`]): its buffer
+    /// is forgotten and the peer's later answers to it are ignored; the slot is reused only
+    /// after the peer's `FIN` says it is done with it.
+    Abandoned,
 }
 
 struct Request {
@@ -567,6 +571,39 @@ impl Engine {
         } else {
             false
         }
+    }
+
+    /// Gives up a send the peer has not taken yet, so its buffer may be released without
+    /// waiting for a receive that will never come (a collective whose ranks disagree).
+    /// True if it was pending: the request then belongs to the engine (do not wait for or
+    /// free it). Work still queued for it is withdrawn (its request to send, eager data,
+    /// fragments); a peer that had already matched it gets no data (the program is
+    /// erroneous by then), and a cooperative copy it asks for is refused.
+    pub(crate) fn abandon_send(&mut self, id: ReqId) -> bool {
+        let core = &mut self.core;
+        let r = &mut core.reqs[id as usize];
+        if r.kind != ReqKind::Send || r.done {
+            return false;
+        }
+        r.kind = ReqKind::Abandoned;
+        r.done = true;
+        r.sbuf = RawBuf::new(&[]);
+        let refers = |item: &Outgoing, rts: u8| match item {
+            Outgoing::Data { req, .. } => *req == Some(id),
+            Outgoing::Fragments { req } => *req == id,
+            Outgoing::Control { header, .. } => header.kind == rts && header.aux == id,
+        };
+        for q in core.outq.iter_mut() {
+            let before = q.len();
+            q.retain(|item| !refers(item, KIND_RTS));
+            core.outq_len -= before - q.len();
+        }
+        for q in core.net_outq.iter_mut() {
+            let before = q.len();
+            q.retain(|item| !refers(item, net::KIND_RTS));
+            core.net_outq_len -= before - q.len();
+        }
+        true
     }
 
     // ---------------------------------------------------------------- sends
@@ -1548,8 +1585,16 @@ impl Core {
             }
             KIND_FIN => {
                 if let Some(r) = self.reqs.get_mut(h.aux as usize) {
-                    if r.kind == ReqKind::Send {
-                        r.done = true;
+                    match r.kind {
+                        ReqKind::Send => r.done = true,
+                        // The peer is done with an abandoned send: its slot is free again.
+                        ReqKind::Abandoned => {
+                            r.kind = ReqKind::Free;
+                            r.any_source_members = None;
+                            r.rbuf = RawBufMut::new(&mut []);
+                            self.free_reqs.push(h.aux);
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -1563,6 +1608,12 @@ impl Core {
                 let Some(r) = self.reqs.get_mut(h.aux as usize) else {
                     return;
                 };
+                if r.kind == ReqKind::Abandoned {
+                    // Our buffer is gone: tell the receiver its upper half failed rather than
+                    // leave it waiting for it.
+                    self.control(peer, KIND_FIN_COOP, rreq, 1, &[]);
+                    return;
+                }
                 if r.kind != ReqKind::Send || r.done || split > r.sbuf.len() {
                     return;
                 }

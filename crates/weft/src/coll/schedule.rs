@@ -491,10 +491,18 @@ impl<'a> Schedule<'a> {
     }
 
     /// Cancels and reaps what is still in flight after an error, so no request outlives the
-    /// buffers it points into.
+    /// buffers it points into. Sends the peer has not taken are given up rather than waited
+    /// for: after a disagreement the peer waits under another tag and would never take a
+    /// rendezvous send, so waiting for it would hang the rank that found the problem.
     fn abandon(&mut self, e: &mut Engine) {
         for p in self.pending.drain(..) {
-            e.cancel_recv(p.id);
+            if p.expect_bytes.is_none() {
+                if e.abandon_send(p.id) {
+                    continue;
+                }
+            } else {
+                e.cancel_recv(p.id);
+            }
             let _ = e.wait(p.id);
             e.free_req(p.id);
         }
