@@ -24,6 +24,11 @@
 //! The short-message path (blocking send or receive of at most the eager limit, nothing
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
 //! The engine is single-threaded; the runtime wraps it in a `RefCell` per process.
+//!
+//! Started collectives register their schedules with the engine, and every progress call
+//! advances them (MPI's progress rule: any blocking call moves every pending operation), with
+//! a guard so progress made from inside a schedule never re-enters one. With none started,
+//! this costs one length check per progress call.
 
 use crate::coll::request::{self as coll_request, ActivePtr};
 use crate::coll::Tuning;

@@ -170,6 +170,7 @@ impl<'a> CollRequest<'a> {
     /// first error; every request is finished either way.
     pub fn wait_all(mut reqs: Vec<CollRequest<'a>>) -> Result<()> {
         let mut first_err = None;
+        let ptrs: Vec<ActivePtr> = reqs.iter().map(CollRequest::erased).collect();
         loop {
             let mut unfinished = false;
             for r in reqs.iter_mut() {
@@ -184,7 +185,6 @@ impl<'a> CollRequest<'a> {
                 break;
             }
             // Sleep in the engine until some request's current step can move on.
-            let ptrs: Vec<ActivePtr> = reqs.iter().map(CollRequest::erased).collect();
             let engine = reqs[0].comm.engine.clone();
             let mut e = engine.borrow_mut();
             e.wait_until(|e| ptrs.iter().any(|&p| step_can_move(p, e)));
