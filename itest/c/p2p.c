@@ -177,7 +177,19 @@ int main(int argc, char **argv) {
   /* Truncation: a 4-int message into a 2-int buffer. */
   OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
   OK(MPI_Send(out, 4, MPI_INT, 0, 61, MPI_COMM_SELF));
+  st.MPI_SOURCE = -77;
+  st.MPI_TAG = -77;
   CHECK_RC(MPI_Recv(in, 2, MPI_INT, 0, 61, MPI_COMM_SELF, &st), MPI_ERR_TRUNCATE);
+  CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 61); /* the truncated message is named */
+  {
+    MPI_Request tr;
+    OK(MPI_Send(out, 4, MPI_INT, 0, 63, MPI_COMM_SELF));
+    OK(MPI_Irecv(in, 2, MPI_INT, 0, 63, MPI_COMM_SELF, &tr));
+    st.MPI_SOURCE = -77;
+    st.MPI_TAG = -77;
+    CHECK_RC(MPI_Wait(&tr, &st), MPI_ERR_TRUNCATE);
+    CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == 63);
+  }
 
   /* Large-count forms. */
   OK(MPI_Send_c(out, (MPI_Count)4, MPI_INT, 0, 62, MPI_COMM_SELF));

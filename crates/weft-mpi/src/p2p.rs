@@ -144,17 +144,6 @@ unsafe fn slice<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
     }
 }
 
-/// # Safety
-/// `buf` writable for `n` bytes when `n > 0`.
-unsafe fn slice_mut<'a>(buf: *mut c_void, n: usize) -> &'a mut [u8] {
-    if n == 0 {
-        &mut []
-    } else {
-        // SAFETY: the caller's contract.
-        unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, n) }
-    }
-}
-
 fn recv(
     buf: *mut c_void,
     count: i64,
@@ -173,9 +162,16 @@ fn recv(
         store(status, proc_null_status());
         return Ok(());
     }
-    // SAFETY: the staged buffer is writable for this blocking call.
-    let bytes = unsafe { slice_mut(inc.ptr as *mut c_void, inc.bytes) };
-    let st = c.recv(bytes, source, recv_tag(tag))?;
+    // SAFETY: the staged buffer is writable and unaliased until the wait below returns.
+    let mut r = unsafe { c.raw_irecv(inc.ptr, inc.bytes, source, recv_tag(tag))? };
+    let st = match r.wait() {
+        Ok(st) => st,
+        Err(x) => {
+            // A truncated message still names its source and tag (MPI-4.1 §3.2.5).
+            store(status, from_weft(&r.last_status()));
+            return Err(x.into());
+        }
+    };
     inc.finish_received(st.bytes)?;
     // Messages that preceded this one may have completed freed receives.
     if !s.detached.is_empty() {
@@ -808,6 +804,10 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
                 }
                 Ok(None) => return Ok(false),
                 Err(x) => {
+                    if e.recv {
+                        // A truncated message still names its source and tag.
+                        store(status, from_weft(&raw.last_status()));
+                    }
                     e.raw = None;
                     if e.persistent.is_none() {
                         s.reqs.remove(i);

@@ -554,6 +554,12 @@ impl Engine {
     }
 
     /// The outcome of a completed request.
+    /// What the engine knows of a finished request's message even when it failed: a
+    /// truncated receive still names the source and tag of the message that matched.
+    pub(crate) fn status_of(&self, id: ReqId) -> Status {
+        self.core.reqs[id as usize].status
+    }
+
     pub(crate) fn outcome(&self, id: ReqId) -> Result<Status> {
         let r = &self.core.reqs[id as usize];
         match &r.error {

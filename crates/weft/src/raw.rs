@@ -24,6 +24,8 @@ pub struct RawRequest {
     engine: Rc<RefCell<Engine>>,
     /// `None` once finished, or when the operation completed when it was started.
     id: Option<ReqId>,
+    /// The status of the completion, kept also when it failed (see [`RawRequest::last_status`]).
+    last_status: Status,
 }
 
 impl std::fmt::Debug for RawRequest {
@@ -91,6 +93,7 @@ impl Comm {
         Ok(RawRequest {
             engine: self.engine.clone(),
             id,
+            last_status: Status::default(),
         })
     }
 
@@ -120,6 +123,7 @@ impl Comm {
         Ok(RawRequest {
             engine: self.engine.clone(),
             id: Some(id),
+            last_status: Status::default(),
         })
     }
 
@@ -160,6 +164,7 @@ impl RawRequest {
         RawRequest {
             engine: comm.engine.clone(),
             id: None,
+            last_status: Status::default(),
         }
     }
 
@@ -183,6 +188,7 @@ impl RawRequest {
             }
         }
         let r = e.outcome(id);
+        self.last_status = e.status_of(id);
         e.free_req(id);
         self.id = None;
         r.map(Some)
@@ -195,9 +201,17 @@ impl RawRequest {
         };
         let mut e = self.engine.borrow_mut();
         let r = e.wait(id);
+        self.last_status = e.status_of(id);
         e.free_req(id);
         self.id = None;
         r
+    }
+
+    /// The status of the completion that `test` or `wait` reported, also when it reported an
+    /// error: after a truncation it names the source and tag of the message (MPI-4.1 §3.2.5
+    /// fills them in for MPI_ERR_TRUNCATE).
+    pub fn last_status(&self) -> Status {
+        self.last_status
     }
 
     /// Cancels a receive that has not matched yet (MPI_Cancel); true if it was cancelled.
