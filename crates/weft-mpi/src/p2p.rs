@@ -110,7 +110,8 @@ fn check_peer(peer: c_int, size: u32, recv: bool, what: &str) -> R<()> {
     Ok(())
 }
 
-/// Blocking standard send, shared by Send, Rsend and the `_c` forms.
+/// Blocking send, shared by Send, Rsend, Ssend and the `_c` forms; a `synchronous` one
+/// returns once a matching receive has taken the message.
 fn send(
     buf: *const c_void,
     count: i64,
@@ -118,6 +119,7 @@ fn send(
     dest: c_int,
     tag: c_int,
     comm: Handle,
+    synchronous: bool,
 ) -> R<()> {
     let s = state("MPI_Send")?;
     let c = &s.comm(comm)?.comm;
@@ -129,7 +131,11 @@ fn send(
     }
     // SAFETY: the staged bytes stay valid for the duration of this blocking call.
     let bytes = unsafe { slice(out.ptr as *const c_void, out.bytes) };
-    c.send(bytes, dest as u32, tag)?;
+    if synchronous {
+        c.ssend(bytes, dest as u32, tag)
+    } else {
+        c.send(bytes, dest as u32, tag)
+    }?;
     Ok(())
 }
 
@@ -194,7 +200,7 @@ pub unsafe extern "C" fn MPI_Send(
     finish(
         comm,
         "MPI_Send",
-        send(buf, count as i64, dt, dest, tag, comm),
+        send(buf, count as i64, dt, dest, tag, comm, false),
     )
 }
 
@@ -208,7 +214,11 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    finish(comm, "MPI_Send_c", send(buf, count, dt, dest, tag, comm))
+    finish(
+        comm,
+        "MPI_Send_c",
+        send(buf, count, dt, dest, tag, comm, false),
+    )
 }
 
 /// MPI_Rsend (MPI-4.1 §3.4): ready mode only adds a precondition, so a standard send is a
@@ -225,7 +235,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     finish(
         comm,
         "MPI_Rsend",
-        send(buf, count as i64, dt, dest, tag, comm),
+        send(buf, count as i64, dt, dest, tag, comm, false),
     )
 }
 
@@ -1590,29 +1600,6 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     finish(MPI_COMM_WORLD, "MPI_Get_elements_c", r)
 }
 
-/// A blocking synchronous send: returns once a matching receive has taken the message.
-fn ssend(
-    buf: *const c_void,
-    count: i64,
-    dt: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> R<()> {
-    let s = state("MPI_Ssend")?;
-    let c = &s.comm(comm)?.comm;
-    let out = outgoing(buf, count, dt)?;
-    check_tag(tag, false)?;
-    check_peer(dest, c.size(), false, "dest")?;
-    if dest == MPI_PROC_NULL {
-        return Ok(());
-    }
-    // SAFETY: the staged bytes (`out`) stay alive until the wait below has returned.
-    let mut r = unsafe { c.raw_issend(out.ptr, out.bytes, dest as u32, tag)? };
-    r.wait()?;
-    Ok(())
-}
-
 /// MPI_Ssend (MPI-4.1 §3.4): completes only once the matching receive has started.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ssend(
@@ -1626,7 +1613,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     finish(
         comm,
         "MPI_Ssend",
-        ssend(buf, count as i64, dt, dest, tag, comm),
+        send(buf, count as i64, dt, dest, tag, comm, true),
     )
 }
 
@@ -1640,7 +1627,11 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    finish(comm, "MPI_Ssend_c", ssend(buf, count, dt, dest, tag, comm))
+    finish(
+        comm,
+        "MPI_Ssend_c",
+        send(buf, count, dt, dest, tag, comm, true),
+    )
 }
 
 /// MPI_Issend (MPI-4.1 §3.7.2): the request completes once the message has been matched.

@@ -632,22 +632,11 @@ impl Engine {
         self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, false)
     }
 
-    /// Starts a synchronous send (MPI_Ssend): whatever its size it goes by rendezvous, so
-    /// it completes only once a receive has matched it and taken the data. To oneself it
+    /// Starts a send; a `synchronous` one (MPI_Ssend) goes by rendezvous whatever its size,
+    /// so it completes only once a receive has matched it and taken the data. To oneself it
     /// is buffered like any send (a synchronous send to oneself with no receive posted is
     /// erroneous in MPI).
-    pub(crate) fn start_ssend(
-        &mut self,
-        data: RawBuf,
-        dst_world: u32,
-        src_in_comm: u32,
-        ctx: u32,
-        tag: i32,
-    ) -> Result<Option<ReqId>> {
-        self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, true)
-    }
-
-    fn start_send_mode(
+    pub(crate) fn start_send_mode(
         &mut self,
         data: RawBuf,
         dst_world: u32,

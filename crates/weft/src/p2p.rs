@@ -16,7 +16,7 @@ use weft_core::{Error, ErrorKind, Result, Tag, ANY_SOURCE, ANY_TAG, TAG_UB};
 use weft_transport::buf::{RawBuf, RawBufMut};
 
 impl Comm {
-    fn check_dest(&self, dst: u32, op: &str) -> Result<u32> {
+    pub(crate) fn check_dest(&self, dst: u32, op: &str) -> Result<u32> {
         self.check()?;
         match self.data.members.get(dst as usize) {
             Some(&w) => Ok(w),
@@ -32,7 +32,7 @@ impl Comm {
         }
     }
 
-    fn check_send_tag(&self, tag: Tag, op: &str) -> Result<()> {
+    pub(crate) fn check_send_tag(&self, tag: Tag, op: &str) -> Result<()> {
         if !(0..=TAG_UB).contains(&tag) {
             return Err(Error::new(
                 ErrorKind::InvalidTag,
@@ -46,7 +46,7 @@ impl Comm {
     }
 
     /// Validates a receive's source and tag; returns the pattern and the source's world rank.
-    fn recv_pattern(
+    pub(crate) fn recv_pattern(
         &self,
         src: i32,
         tag: Tag,
@@ -85,26 +85,29 @@ impl Comm {
     /// (MPI_Send). Messages up to the eager limit return at once.
     pub fn send<T: Pod>(&self, buf: &[T], dst: u32, tag: Tag) -> Result<()> {
         self.check_send_tag(tag, "send")?;
-        self.send_ctx(bytemuck::cast_slice(buf), dst, tag, self.data.ctx)
+        self.send_ctx(bytemuck::cast_slice(buf), dst, tag, self.data.ctx, false)
     }
 
     /// Sends `buf` to rank `dst` with `tag` and returns only once a matching receive has
     /// taken it (MPI_Ssend), whatever the size.
     pub fn ssend<T: Pod>(&self, buf: &[T], dst: u32, tag: Tag) -> Result<()> {
         self.check_send_tag(tag, "ssend")?;
-        let w = self.check_dest(dst, "ssend to")?;
-        let mut e = self.engine.borrow_mut();
-        let data = RawBuf::new(bytemuck::cast_slice(buf));
-        match e.start_ssend(data, w, self.data.rank, self.data.ctx, tag)? {
-            None => Ok(()),
-            Some(id) => finish(&mut e, id).map(|_| ()),
-        }
+        self.send_ctx(bytemuck::cast_slice(buf), dst, tag, self.data.ctx, true)
     }
 
-    pub(crate) fn send_ctx(&self, bytes: &[u8], dst: u32, tag: Tag, ctx: u32) -> Result<()> {
-        let w = self.check_dest(dst, "send to")?;
+    /// A blocking send on context `ctx`; `synchronous` makes it complete only once matched.
+    pub(crate) fn send_ctx(
+        &self,
+        bytes: &[u8],
+        dst: u32,
+        tag: Tag,
+        ctx: u32,
+        synchronous: bool,
+    ) -> Result<()> {
+        let w = self.check_dest(dst, if synchronous { "ssend to" } else { "send to" })?;
         let mut e = self.engine.borrow_mut();
-        match e.start_send(RawBuf::new(bytes), w, self.data.rank, ctx, tag)? {
+        let data = RawBuf::new(bytes);
+        match e.start_send_mode(data, w, self.data.rank, ctx, tag, synchronous)? {
             None => Ok(()),
             Some(id) => finish(&mut e, id).map(|_| ()),
         }
@@ -477,28 +480,5 @@ impl<'scope> Request<'scope> {
     pub fn cancel(&self) -> bool {
         self.id
             .is_some_and(|id| self.scope.engine.borrow_mut().cancel_recv(id))
-    }
-}
-
-/// Argument checks shared with the unscoped requests of [`crate::raw`].
-impl Comm {
-    /// World rank of destination `dst`, or an `InvalidRank` error naming `op`.
-    pub(crate) fn check_dest_pub(&self, dst: u32, op: &str) -> Result<u32> {
-        self.check_dest(dst, op)
-    }
-
-    /// An `InvalidTag` error unless `tag` is a valid send tag.
-    pub(crate) fn check_send_tag_pub(&self, tag: Tag, op: &str) -> Result<()> {
-        self.check_send_tag(tag, op)
-    }
-
-    /// The matching pattern of a receive on this communicator's point-to-point context.
-    pub(crate) fn recv_pattern_pub(
-        &self,
-        src: i32,
-        tag: Tag,
-        op: &str,
-    ) -> Result<(Pattern, Option<u32>)> {
-        self.recv_pattern(src, tag, self.data.ctx, op)
     }
 }

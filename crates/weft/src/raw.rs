@@ -78,17 +78,13 @@ impl Comm {
         synchronous: bool,
     ) -> Result<RawRequest> {
         let what = if synchronous { "issend" } else { "isend" };
-        self.check_send_tag_pub(tag, what)?;
-        let w = self.check_dest_pub(dst, if synchronous { "issend to" } else { "isend to" })?;
+        self.check_send_tag(tag, what)?;
+        let w = self.check_dest(dst, if synchronous { "issend to" } else { "isend to" })?;
         // SAFETY: the caller promises `ptr` is readable for `len` bytes for the request's life.
         let bytes = unsafe { byte_slice(ptr, len) };
         let mut e = self.engine.borrow_mut();
         let data = RawBuf::new(bytes);
-        let id = if synchronous {
-            e.start_ssend(data, w, self.data.rank, self.data.ctx, tag)?
-        } else {
-            e.start_send(data, w, self.data.rank, self.data.ctx, tag)?
-        };
+        let id = e.start_send_mode(data, w, self.data.rank, self.data.ctx, tag, synchronous)?;
         drop(e);
         Ok(RawRequest {
             engine: self.engine.clone(),
@@ -111,7 +107,7 @@ impl Comm {
         tag: Tag,
     ) -> Result<RawRequest> {
         let (pattern, src_world): (Pattern, Option<u32>) =
-            self.recv_pattern_pub(src, tag, "irecv from")?;
+            self.recv_pattern(src, tag, self.data.ctx, "irecv from")?;
         // SAFETY: the caller promises `ptr` is writable and unaliased for the request's life.
         let bytes = unsafe { byte_slice_mut(ptr, len) };
         let id = self.engine.borrow_mut().start_recv(
