@@ -3,49 +3,23 @@
 //! and the errors for bad PEs, non-symmetric addresses and heap exhaustion. The C interface
 //! is tested through real processes in weft-shmem.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use weft::rma::SymmetricHeap;
-use weft::{Config, ErrorKind, Launch, Weft};
+use weft::{ErrorKind, Weft};
 
 fn run(n: u32, body: impl Fn(&Weft, SymmetricHeap) + Send + Sync + 'static) {
-    static JOBS: AtomicU64 = AtomicU64::new(0);
-    let store = weft_boot::MemStore::new();
-    let job = format!(
-        "rm{}x{}",
-        std::process::id(),
-        JOBS.fetch_add(1, Ordering::Relaxed)
+    common::run_job(
+        n,
+        &[],
+        |_| 0,
+        move |_, weft, _| {
+            let heap = SymmetricHeap::with_size(&weft, 1 << 20).unwrap();
+            body(&weft, heap);
+            weft.finalize().unwrap();
+        },
     );
-    let body = Arc::new(body);
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let (store, job, body) = (store.clone(), job.clone(), body.clone());
-            std::thread::spawn(move || {
-                let launch = Launch {
-                    rank,
-                    size: n,
-                    job_id: job,
-                    node_id: "node0".into(),
-                    store: Some(store),
-                };
-                let weft = weft::init_with(launch, Config::from_vars(&[]).unwrap()).unwrap();
-                let heap = SymmetricHeap::with_size(&weft, 1 << 20).unwrap();
-                body(&weft, heap);
-                weft.finalize().unwrap();
-            })
-        })
-        .collect();
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    assert!(!panicked, "a PE panicked");
-    let left: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&job))
-        .collect();
-    assert!(left.is_empty(), "segments left behind: {left:?}");
 }
 
 static GLOBAL: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];

@@ -3,55 +3,25 @@
 //! burst reduce, table overflow, and bad input. The multi-process runs (2, 3, 4, 7
 //! processes and a killed one) are in weft-shmem's C tests.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
 use weft::sync::{SyncEngine, SyncOp};
-use weft::{Config, ErrorKind, Launch, Weft};
+use weft::{ErrorKind, Weft};
 
 fn run(n: u32, vars: &[(&str, &str)], body: impl Fn(&Weft, SyncEngine) + Send + Sync + 'static) {
-    static JOBS: AtomicU64 = AtomicU64::new(0);
-    let store = weft_boot::MemStore::new();
-    let job = format!(
-        "sy{}x{}",
-        std::process::id(),
-        JOBS.fetch_add(1, Ordering::Relaxed)
+    common::run_job(
+        n,
+        vars,
+        |_| 0,
+        move |_, weft, _| {
+            let engine = SyncEngine::new(&weft, "t").unwrap();
+            body(&weft, engine);
+            weft.finalize().unwrap();
+        },
     );
-    let body = Arc::new(body);
-    let vars: Vec<(String, String)> = vars
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let (store, job, body, vars) = (store.clone(), job.clone(), body.clone(), vars.clone());
-            std::thread::spawn(move || {
-                let v: Vec<(&str, &str)> =
-                    vars.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-                let launch = Launch {
-                    rank,
-                    size: n,
-                    job_id: job,
-                    node_id: "node0".into(),
-                    store: Some(store),
-                };
-                let weft = weft::init_with(launch, Config::from_vars(&v).unwrap()).unwrap();
-                let engine = SyncEngine::new(&weft, "t").unwrap();
-                body(&weft, engine);
-                weft.finalize().unwrap();
-            })
-        })
-        .collect();
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    assert!(!panicked, "a rank panicked");
-    let left: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&job))
-        .collect();
-    assert!(left.is_empty(), "segments left behind: {left:?}");
 }
 
 #[test]

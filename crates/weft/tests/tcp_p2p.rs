@@ -3,69 +3,12 @@
 //! and TCP, forced TCP inside a node, a peer that vanishes, an unauthenticated connection
 //! refused while the job goes on, and every collective across nodes with data checked.
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use weft::{Comm, Config, ErrorKind, Launch, Op, Weft, ANY_SOURCE};
+mod common;
 
-/// Runs `body(rank, weft)` on `n` rank threads; rank r claims node `node_of(r)`. The body
-/// finalizes (or not) itself. Panics if a rank panics; aborts after 120 s.
-fn job(
-    n: u32,
-    vars: &[(&str, &str)],
-    node_of: fn(u32) -> u32,
-    body: impl Fn(u32, Weft, &Arc<weft_boot::MemStore>) + Send + Sync + 'static,
-) {
-    static JOBS: AtomicU64 = AtomicU64::new(0);
-    let store = weft_boot::MemStore::new();
-    let job_id = format!(
-        "tcp{}x{}",
-        std::process::id(),
-        JOBS.fetch_add(1, Ordering::Relaxed)
-    );
-    let body = Arc::new(body);
-    let vars: Vec<(String, String)> = vars
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    let finished = Arc::new(AtomicBool::new(false));
-    let flag = finished.clone();
-    std::thread::spawn(move || {
-        for _ in 0..1200 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            if flag.load(Ordering::Relaxed) {
-                return;
-            }
-        }
-        eprintln!("in-process TCP job of {n} ranks did not finish in 120 s");
-        std::process::abort();
-    });
-    let handles: Vec<_> = (0..n)
-        .map(|rank| {
-            let (store, job_id, body, vars) =
-                (store.clone(), job_id.clone(), body.clone(), vars.clone());
-            std::thread::spawn(move || {
-                let v: Vec<(&str, &str)> =
-                    vars.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-                let launch = Launch {
-                    rank,
-                    size: n,
-                    job_id,
-                    node_id: format!("node{}", node_of(rank)),
-                    store: Some(store.clone() as Arc<dyn weft_boot::Store>),
-                };
-                let weft = weft::init_with(launch, Config::from_vars(&v).unwrap()).unwrap();
-                body(rank, weft, &store);
-            })
-        })
-        .collect();
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    finished.store(true, Ordering::Relaxed);
-    assert!(!panicked, "a rank thread panicked");
-}
+use common::run_job as job;
+use std::io::Write;
+use std::sync::Arc;
+use weft::{Comm, Config, ErrorKind, Launch, Op, ANY_SOURCE};
 
 fn own_node(r: u32) -> u32 {
     r
