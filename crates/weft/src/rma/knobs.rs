@@ -4,9 +4,35 @@
 use weft_core::knob::{Knob, KnobKind};
 
 /// Every knob of `weft::rma`.
-pub static KNOBS: &[Knob] = &[Knob {
-    name: "WEFT_SYMMETRIC_SIZE",
-    kind: KnobKind::Bytes,
-    default: "64M",
-    help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched",
-}];
+pub static KNOBS: &[Knob] = &[
+    Knob {
+        name: "WEFT_SYMMETRIC_SIZE",
+        kind: KnobKind::Bytes,
+        default: "64M",
+        help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched",
+    },
+    Knob {
+        name: "WEFT_RMA_COALESCE",
+        kind: KnobKind::Bool,
+        default: "1",
+        help: "merge a put to another node's PE that continues the previous one into one frame",
+    },
+    Knob {
+        name: "WEFT_RMA_PROXY",
+        kind: KnobKind::Bool,
+        default: "0",
+        help: "hand every one-sided operation to one proxy thread (the single-proxy design of seed 002, kept for comparison)",
+    },
+    Knob {
+        name: "WEFT_RMA_FLUSH_BYTES",
+        kind: KnobKind::Bytes,
+        default: "64K",
+        help: "bytes of puts a lane to another node's PE buffers before sending (64 B to 1 MiB)",
+    },
+    Knob {
+        name: "WEFT_RMA_TIMEOUT_S",
+        kind: KnobKind::Uint,
+        default: "60",
+        help: "seconds a one-sided call waits for another node's PE before declaring it dead",
+    },
+];

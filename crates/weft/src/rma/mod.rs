@@ -26,6 +26,7 @@
 
 pub mod alloc;
 pub mod knobs;
+pub mod net;
 pub mod statics;
 
 use crate::sync::region::{knob_text, node_region};
@@ -55,11 +56,19 @@ pub enum Target {
         /// The address in the peer's address space.
         addr: u64,
     },
+    /// On a PE of another node, reached through its one-sided service.
+    Remote(net::Remote),
 }
 
 /// The symmetric heaps of this node as seen by one PE. `Send` and `Sync`: threads put and
 /// get concurrently, each directly (no proxy).
 pub struct SymmetricHeap {
+    /// First, so it is dropped (service stopped) before the region is unmapped.
+    net: Option<net::Net>,
+    /// Image fingerprint of every PE on another node (0 for same-node PEs).
+    remote_fingerprint: Vec<u64>,
+    /// The first error a `quiet` without a result met, returned by the next fallible call.
+    sticky: Mutex<Option<Error>>,
     region: Region,
     heap_bytes: usize,
     me_local: u32,
@@ -136,8 +145,25 @@ impl SymmetricHeap {
             let same = region.published(l as u32, WORD_FINGERPRINT) == image.fingerprint;
             peer_image_base.push(same.then(|| region.published(l as u32, WORD_BASE)));
         }
+        let me_local = region.me();
+        let (net, remote_fingerprint) = if local_of_pe.iter().any(|l| l.is_none()) {
+            let mem = net::service::Memory {
+                heap: region
+                    .body_ptr()
+                    .wrapping_add(me_local as usize * heap_bytes),
+                heap_bytes,
+                image: image.clone(),
+            };
+            let (n, f) = start_net(weft, k, &local_of_pe, mem)?;
+            (Some(n), f)
+        } else {
+            (None, Vec::new())
+        };
         Ok(SymmetricHeap {
-            me_local: region.me(),
+            net,
+            remote_fingerprint,
+            sticky: Mutex::new(None),
+            me_local,
             region,
             heap_bytes,
             pe: weft.world.rank(),
@@ -241,23 +267,28 @@ impl SymmetricHeap {
             .is_some_and(|l| l.is_some())
     }
 
-    fn local(&self, pe: u32, what: &str, addr: u64) -> Result<u32> {
+    /// Whether `pe` can be reached at all: same node, or another node's PE through its
+    /// one-sided service (`shmem_pe_accessible`).
+    pub fn reachable(&self, pe: u32) -> bool {
+        pe < self.npes && (self.accessible(pe) || self.net.is_some())
+    }
+
+    fn check_pe(&self, pe: u32, what: &str, addr: u64) -> Result<Option<u32>> {
         match self.local_of_pe.get(pe as usize) {
             None => Err(Error::new(
                 ErrorKind::InvalidRank,
-                format!("PE {}: {what} at {addr:#x} to PE {pe}, which is out of range 0..{}", self.pe, self.npes),
+                format!(
+                    "PE {}: {what} at {addr:#x} to PE {pe}, which is out of range 0..{}",
+                    self.pe, self.npes
+                ),
             )),
-            Some(None) => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("PE {}: {what} at {addr:#x} to PE {pe} on another node: one-sided communication across nodes is not implemented yet", self.pe),
-            )),
-            Some(Some(l)) => Ok(*l),
+            Some(l) => Ok(*l),
         }
     }
 
     /// Where `[addr, addr + len)` (symmetric, in this process's terms) lives on `pe`.
     pub fn target(&self, pe: u32, addr: u64, len: usize, what: &str) -> Result<Target> {
-        let local = self.local(pe, what, addr)?;
+        let local = self.check_pe(pe, what, addr)?;
         if let Some(off) = self.offset_of(addr) {
             if off + len > self.heap_bytes {
                 return Err(Error::new(
@@ -265,21 +296,38 @@ impl SymmetricHeap {
                     format!("PE {}: {what} of {len} bytes at {addr:#x} on PE {pe} runs past the end of the symmetric heap", self.pe),
                 ));
             }
-            return Ok(Target::Heap(local as usize * self.heap_bytes + off));
+            return Ok(match local {
+                Some(local) => Target::Heap(local as usize * self.heap_bytes + off),
+                None => Target::Remote(net::Remote {
+                    pe,
+                    space: net::wire::SPACE_HEAP,
+                    offset: off as u64,
+                }),
+            });
         }
         if self.image.contains(addr, len as u64) {
-            if let (Some(peer_base), pid) =
-                (self.peer_image_base[local as usize], self.region.pid(local))
-            {
-                return Ok(Target::Static {
-                    pid,
-                    addr: addr - self.image.base + peer_base,
-                });
+            let same = match local {
+                Some(local) => self.peer_image_base[local as usize].is_some(),
+                None => self.remote_fingerprint.get(pe as usize) == Some(&self.image.fingerprint),
+            };
+            if !same {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("PE {}: {what} at {addr:#x} (a global) on PE {pe}, which runs a different executable", self.pe),
+                ));
             }
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("PE {}: {what} at {addr:#x} (a global) on PE {pe}, which runs a different executable", self.pe),
-            ));
+            return Ok(match local {
+                Some(local) => Target::Static {
+                    pid: self.region.pid(local),
+                    addr: addr - self.image.base
+                        + self.peer_image_base[local as usize].unwrap_or(0),
+                },
+                None => Target::Remote(net::Remote {
+                    pe,
+                    space: net::wire::SPACE_IMAGE,
+                    offset: addr - self.image.base,
+                }),
+            });
         }
         Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -290,8 +338,31 @@ impl SymmetricHeap {
         ))
     }
 
+    fn net(&self) -> Result<&net::Net> {
+        self.net.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("PE {}: a remote PE without a one-sided network", self.pe),
+            )
+        })
+    }
+
+    fn sticky(&self) -> Result<()> {
+        match self.sticky.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Copies `src` to `dest` (a symmetric address) on `pe`; complete on return.
     pub fn put(&self, pe: u32, dest: u64, src: &[u8]) -> Result<()> {
+        self.put_ctx(0, pe, dest, src)
+    }
+
+    /// [`Self::put`] on context `ctx` (0 is the default context): to a PE of this node the
+    /// copy is done on return; to another node's PE the bytes are buffered or sent (the
+    /// source may be reused at once) and applied at the latest by the context's quiet.
+    pub fn put_ctx(&self, ctx: u64, pe: u32, dest: u64, src: &[u8]) -> Result<()> {
         match self.target(pe, dest, src.len(), "put")? {
             Target::Heap(off) => self.region.write(off, src),
             Target::Static { pid, addr } => cma::write(pid, addr, src).map_err(|e| {
@@ -304,11 +375,24 @@ impl SymmetricHeap {
                     e,
                 )
             }),
+            Target::Remote(at) => {
+                self.sticky()?;
+                if src.is_empty() {
+                    return Ok(());
+                }
+                self.net()?.put(ctx, at, src)
+            }
         }
     }
 
     /// Copies from `src` (a symmetric address) on `pe` into `dst`.
     pub fn get(&self, pe: u32, src: u64, dst: &mut [u8]) -> Result<()> {
+        self.get_ctx(0, pe, src, dst)
+    }
+
+    /// [`Self::get`] on context `ctx`; to another node's PE it follows the context's earlier
+    /// puts to that PE (one ordered lane).
+    pub fn get_ctx(&self, ctx: u64, pe: u32, src: u64, dst: &mut [u8]) -> Result<()> {
         match self.target(pe, src, dst.len(), "get")? {
             Target::Heap(off) => self.region.read(off, dst),
             Target::Static { pid, addr } => cma::read(pid, addr, dst).map_err(|e| {
@@ -321,6 +405,13 @@ impl SymmetricHeap {
                     e,
                 )
             }),
+            Target::Remote(at) => {
+                self.sticky()?;
+                if dst.is_empty() {
+                    return Ok(());
+                }
+                self.net()?.get(ctx, at, dst)
+            }
         }
     }
 
@@ -339,10 +430,15 @@ impl SymmetricHeap {
                 ErrorKind::Unsupported,
                 format!("PE {}: atomic at {addr:#x} on PE {pe} is a global of the program; atomics on another PE's globals are not atomic through CMA: allocate the word with shmem_malloc", self.pe),
             )),
+            Target::Remote(_) => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("PE {}: atomic at {addr:#x} on PE {pe}: the PE is on another node, so its word cannot be mapped; use SymmetricHeap::atomic", self.pe),
+            )),
         }
     }
 
-    /// The 64-bit word at `addr` on `pe`, for a CPU atomic (8-byte aligned, in the heap).
+    /// The 64-bit word at `addr` on `pe`, for a CPU atomic (8-byte aligned, in the heap, same
+    /// node; [`Self::atomic`] reaches every PE).
     pub fn atomic_u64(&self, pe: u32, addr: u64) -> Result<&AtomicU64> {
         let off = self.atomic_offset(pe, addr, 8)?;
         self.region
@@ -358,15 +454,279 @@ impl SymmetricHeap {
             .map_err(|e| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe)))
     }
 
+    /// Applies `amo` to the `width`-byte (4 or 8) word at `addr` on `pe` on context `ctx`
+    /// and returns the word's old value. Same node: a CPU atomic on the mapped word. Another
+    /// node: applied as a CPU atomic by the target's service; with `fetch` false the call
+    /// does not wait for it (it completes at the context's quiet, like a put) and returns 0.
+    /// Works on the heap and, on other nodes' PEs, on globals too.
+    #[allow(clippy::too_many_arguments)]
+    pub fn atomic(
+        &self,
+        ctx: u64,
+        pe: u32,
+        addr: u64,
+        width: u8,
+        amo: net::Amo,
+        a: u64,
+        b: u64,
+        fetch: bool,
+    ) -> Result<u64> {
+        if width != 4 && width != 8 {
+            return Err(Error::new(
+                ErrorKind::InvalidType,
+                format!(
+                    "PE {}: atomic of {width} bytes at {addr:#x}: only 4 and 8 bytes",
+                    self.pe
+                ),
+            ));
+        }
+        if !addr.is_multiple_of(width as u64) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "PE {}: atomic at {addr:#x} on PE {pe}: not {width}-byte aligned",
+                    self.pe
+                ),
+            ));
+        }
+        if let Target::Remote(at) = self.target(pe, addr, width as usize, "atomic")? {
+            self.sticky()?;
+            let needs_answer = fetch || amo == net::Amo::Fetch;
+            return self.net()?.amo(ctx, at, width, amo, a, b, needs_answer);
+        }
+        Ok(if width == 4 {
+            net::apply_amo32(self.atomic_u32(pe, addr)?, amo, a as u32, b as u32) as u64
+        } else {
+            net::apply_amo64(self.atomic_u64(pe, addr)?, amo, a, b)
+        })
+    }
+
+    /// Puts `src` to `dest` on `pe`, then updates the 8-byte signal word `sig_addr` there
+    /// with `sig_op` (`Set` or `Add`) and `signal`: whoever sees the signal sees the data
+    /// (same node: the store is ordered by the atomic's release; another node: one ordered
+    /// lane).
+    #[allow(clippy::too_many_arguments)]
+    pub fn put_signal(
+        &self,
+        ctx: u64,
+        pe: u32,
+        dest: u64,
+        src: &[u8],
+        sig_addr: u64,
+        signal: u64,
+        sig_op: net::Amo,
+    ) -> Result<()> {
+        if !matches!(sig_op, net::Amo::Set | net::Amo::Add) {
+            return Err(Error::new(
+                ErrorKind::InvalidOp,
+                format!(
+                    "PE {}: put_signal with signal operation {sig_op:?}: only Set and Add",
+                    self.pe
+                ),
+            ));
+        }
+        self.put_ctx(ctx, pe, dest, src)?;
+        self.atomic(ctx, pe, sig_addr, 8, sig_op, signal, 0, false)?;
+        // A signal is there to be waited for: send it now rather than when the lane fills.
+        match (&self.net, self.local_of_pe[pe as usize]) {
+            (Some(n), None) => n.flush_pe(ctx, pe),
+            _ => Ok(()),
+        }
+    }
+
     /// Orders this PE's earlier puts before its later ones (shmem_fence): stores to mapped
-    /// heaps become visible in program order after a release fence.
+    /// heaps become visible in program order after a release fence, and each lane to another
+    /// node is one ordered stream applied in order, so no message is needed.
     pub fn fence(&self) {
         fence(Ordering::Release);
     }
 
-    /// Completes every earlier put of this PE (shmem_quiet): they are already in the target's
-    /// memory; the full fence orders them before anything that follows, flags included.
+    /// Completes every earlier put of this PE (shmem_quiet): those to this node are already
+    /// in the target's memory and the full fence orders them; those to other nodes' PEs (on
+    /// every thread's default-context lanes) are acknowledged by their targets. A failure is
+    /// kept and returned by the next put, get or atomic; [`Self::try_quiet`] returns it.
     pub fn quiet(&self) {
+        if let Err(e) = self.try_quiet() {
+            self.sticky
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+        }
+    }
+
+    /// [`Self::quiet`], returning the first failure (a dead PE, a rejected put).
+    pub fn try_quiet(&self) -> Result<()> {
         fence(Ordering::SeqCst);
+        self.sticky()?;
+        match &self.net {
+            Some(n) => n.quiet(Some(0)),
+            None => Ok(()),
+        }
+    }
+
+    /// Completes the operations of context `ctx` only (`shmem_ctx_quiet`).
+    pub fn quiet_ctx(&self, ctx: u64) -> Result<()> {
+        fence(Ordering::SeqCst);
+        match &self.net {
+            Some(n) => n.quiet(Some(ctx)),
+            None => Ok(()),
+        }
+    }
+
+    /// Completes every context's operations (before a barrier).
+    pub fn quiet_all(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        self.sticky()?;
+        match &self.net {
+            Some(n) => n.quiet(None),
+            None => Ok(()),
+        }
+    }
+
+    /// A new context id with its own lanes (`shmem_ctx_create`); never 0, never reused.
+    pub fn ctx_create(&self) -> u64 {
+        static CTX: AtomicU64 = AtomicU64::new(1);
+        CTX.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Completes and forgets context `ctx` (`shmem_ctx_destroy`).
+    pub fn ctx_destroy(&self, ctx: u64) -> Result<()> {
+        let r = self.quiet_ctx(ctx);
+        if let Some(n) = &self.net {
+            n.forget_ctx(ctx);
+        }
+        r
+    }
+
+    /// Sends what the calling thread's lanes have buffered, so a PE about to wait for an
+    /// answer to its puts does not keep them back.
+    pub fn flush(&self) -> Result<()> {
+        match &self.net {
+            Some(n) => n.flush_mine(),
+            None => Ok(()),
+        }
+    }
+
+    /// The port of this PE's one-sided service (None when every PE is on this node).
+    pub fn service_port(&self) -> Option<u16> {
+        self.net.as_ref().map(|n| n.port())
+    }
+
+    /// Connections this PE's service dropped because they did not prove the job key.
+    pub fn refused_connections(&self) -> u64 {
+        self.net.as_ref().map_or(0, |n| n.refused())
+    }
+}
+
+/// Starts this PE's one-sided service, publishes its address and reads every other node's
+/// PE's; returns the network side and the image fingerprint of each PE.
+fn start_net(
+    weft: &Weft,
+    k: u32,
+    local_of_pe: &[Option<u32>],
+    mem: net::service::Memory,
+) -> Result<(net::Net, Vec<u64>)> {
+    let me = weft.world.rank();
+    let npes = weft.world.size();
+    let store = weft.store.as_ref().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Internal,
+            "PEs on other nodes but no bootstrap store",
+        )
+    })?;
+    let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
+    let at = |what: &str| format!("PE {me}: one-sided service: {what}");
+    let mut key = match &weft.config.job_secret {
+        Some(k) => k.clone(),
+        None => {
+            let hex = store
+                .get("tcp/key", timeout)
+                .map_err(|e| e.context(at("waiting for the job key")))?;
+            weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
+        }
+    };
+    // Its own key, so no proof made for the point-to-point transport is one for this service.
+    key.extend_from_slice(b"/weft-rma");
+    let v = &weft.config.values;
+    let coalesce = parse_bool_knob(&knob_text(v, "WEFT_RMA_COALESCE", "1"), "WEFT_RMA_COALESCE")?;
+    let proxy = parse_bool_knob(&knob_text(v, "WEFT_RMA_PROXY", "0"), "WEFT_RMA_PROXY")?;
+    let flush_bytes = parse_bytes(&knob_text(v, "WEFT_RMA_FLUSH_BYTES", "64K"))? as usize;
+    if !(64..=net::wire::MAX_PAYLOAD_BYTES).contains(&flush_bytes) {
+        return Err(Error::new(
+            ErrorKind::Config,
+            format!("WEFT_RMA_FLUSH_BYTES={flush_bytes}: must be 64 bytes to 1 MiB"),
+        ));
+    }
+    let timeout_text = knob_text(v, "WEFT_RMA_TIMEOUT_S", "60");
+    let timeout_s: u64 = timeout_text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&t| t > 0)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Config,
+                format!("WEFT_RMA_TIMEOUT_S={timeout_text}: expected a positive number of seconds"),
+            )
+        })?;
+    let fingerprint = mem.image.fingerprint;
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        .map_err(|e| Error::io(at("binding its port"), e))?;
+    let service = net::service::Service::start(listener, me, npes, key.clone(), mem)?;
+    let ips = weft_transport::tcp::local_addresses(&weft.config.tcp_interfaces)?;
+    let addrs: Vec<String> = ips
+        .iter()
+        .map(|ip| std::net::SocketAddr::new(*ip, service.port()).to_string())
+        .collect();
+    store
+        .put(
+            &format!("rma/heap{k}/{me}"),
+            format!("{fingerprint:x};{}", addrs.join(",")).as_bytes(),
+        )
+        .map_err(|e| e.context(at("publishing its address")))?;
+    let mut peers = vec![Vec::new(); npes as usize];
+    let mut fingerprints = vec![0u64; npes as usize];
+    for pe in 0..npes {
+        if local_of_pe[pe as usize].is_some() {
+            continue;
+        }
+        let rec = store
+            .get(&format!("rma/heap{k}/{pe}"), timeout)
+            .map_err(|e| e.context(at(&format!("waiting for PE {pe}'s address"))))?;
+        let rec = String::from_utf8_lossy(&rec);
+        let (fp, list) = rec.split_once(';').ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!("PE {pe} published one-sided address {rec:?} without a fingerprint"),
+            )
+        })?;
+        fingerprints[pe as usize] = u64::from_str_radix(fp, 16).map_err(|_| {
+            Error::new(
+                ErrorKind::Protocol,
+                format!("PE {pe} published image fingerprint {fp:?}, not hex"),
+            )
+        })?;
+        peers[pe as usize] = weft_transport::tcp::parse_addresses(pe, list)?;
+    }
+    let config = net::NetConfig {
+        coalesce,
+        proxy,
+        flush_bytes,
+        timeout: std::time::Duration::from_secs(timeout_s),
+    };
+    Ok((
+        net::Net::new(me, key, peers, config, service)?,
+        fingerprints,
+    ))
+}
+
+fn parse_bool_knob(text: &str, name: &str) -> Result<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        t => Err(Error::new(
+            ErrorKind::Config,
+            format!("{name}={t}: expected 0/1, true/false, yes/no or on/off"),
+        )),
     }
 }

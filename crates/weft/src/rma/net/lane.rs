@@ -1,0 +1,335 @@
+//! One initiator's connection to one remote PE's service: a send buffer where puts wait
+//! (contiguous ones coalesced into one frame) until it fills or a call needs the target's
+//! answer, and blocking replies. Owned by one thread or one context; never shared by
+//! initiators that should scale. Depends on the wire format and the handshake; no runtime.
+
+use super::wire::{self, Amo};
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+use weft_core::{Error, ErrorKind, Result};
+use weft_transport::tcp::handshake;
+
+/// Settings every lane of a heap shares.
+#[derive(Clone, Debug)]
+pub(crate) struct LaneConfig {
+    pub(crate) coalesce: bool,
+    pub(crate) flush_bytes: usize,
+    pub(crate) timeout: Duration,
+}
+
+pub(crate) struct Lane {
+    me: u32,
+    pe: u32,
+    stream: TcpStream,
+    buf: Vec<u8>,
+    /// The put frame at the end of `buf` that a contiguous put may extend: (position of its
+    /// head, space, offset right after its data, its length).
+    last_put: Option<(usize, u8, u64, usize)>,
+    /// Puts or quiet atomics sent since the last sync.
+    unsynced: bool,
+    config: LaneConfig,
+    /// Set once the connection failed: every later call fails the same way at once.
+    dead: Option<Error>,
+}
+
+impl Lane {
+    /// Connects to `pe` at the first of `addrs` that answers and proves the key.
+    pub(crate) fn connect(
+        me: u32,
+        pe: u32,
+        addrs: &[SocketAddr],
+        key: &[u8],
+        config: LaneConfig,
+    ) -> Result<Lane> {
+        let mut last = Error::new(
+            ErrorKind::Config,
+            format!("PE {me}: PE {pe} published no one-sided service address"),
+        );
+        for a in addrs {
+            match Self::connect_one(me, pe, a, key, &config) {
+                Ok(stream) => {
+                    return Ok(Lane {
+                        me,
+                        pe,
+                        stream,
+                        buf: Vec::with_capacity(config.flush_bytes + wire::HEAD_BYTES),
+                        last_put: None,
+                        unsynced: false,
+                        config,
+                        dead: None,
+                    })
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    fn connect_one(
+        me: u32,
+        pe: u32,
+        a: &SocketAddr,
+        key: &[u8],
+        config: &LaneConfig,
+    ) -> Result<TcpStream> {
+        let at = |e: std::io::Error| {
+            Error::io(
+                format!("PE {me}: connecting to PE {pe}'s one-sided service at {a}"),
+                e,
+            )
+        };
+        let mut s = TcpStream::connect_timeout(a, config.timeout.min(Duration::from_secs(10)))
+            .map_err(at)?;
+        s.set_nodelay(true).map_err(at)?;
+        s.set_read_timeout(Some(config.timeout)).map_err(at)?;
+        s.set_write_timeout(Some(config.timeout)).map_err(at)?;
+        let nonce_c = handshake::nonce()?;
+        send_all(&s, &handshake::hello(me, pe, &nonce_c), me, pe)?;
+        let mut ch = [0u8; handshake::CHALLENGE_BYTES];
+        read_exact(&mut s, &mut ch, me, pe)?;
+        let nonce_a = handshake::check_challenge(key, me, pe, &nonce_c, &ch)?;
+        send_all(
+            &s,
+            &handshake::proof(key, me, pe, &nonce_c, &nonce_a),
+            me,
+            pe,
+        )?;
+        Ok(s)
+    }
+
+    fn alive(&self) -> Result<()> {
+        match &self.dead {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn fail<T>(&mut self, e: Error) -> Result<T> {
+        if matches!(
+            e.kind(),
+            ErrorKind::PeerDead | ErrorKind::Timeout | ErrorKind::Io | ErrorKind::Protocol
+        ) {
+            self.dead = Some(e.clone());
+        }
+        Err(e)
+    }
+
+    /// Sends what is buffered.
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.alive()?;
+        self.last_put = None;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = send_all(&self.stream, &self.buf, self.me, self.pe);
+        self.buf.clear();
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Queues a put of `data` at `offset` of `space` (complete locally on return: the bytes
+    /// are copied or sent).
+    pub(crate) fn put(&mut self, space: u8, offset: u64, data: &[u8]) -> Result<()> {
+        self.alive()?;
+        self.unsynced = true;
+        if data.len() >= self.config.flush_bytes {
+            // Large: no copy into the buffer; frames of at most MAX_PAYLOAD_BYTES.
+            for (i, chunk) in data.chunks(wire::MAX_PAYLOAD_BYTES).enumerate() {
+                let off = offset + (i * wire::MAX_PAYLOAD_BYTES) as u64;
+                wire::put_head(&mut self.buf, space, off, chunk.len() as u32);
+                self.flush()?;
+                if let Err(e) = send_all(&self.stream, chunk, self.me, self.pe) {
+                    return self.fail(e);
+                }
+            }
+            return Ok(());
+        }
+        match self.last_put {
+            Some((at, s, end, len))
+                if self.config.coalesce
+                    && s == space
+                    && end == offset
+                    && len + data.len() <= wire::MAX_PAYLOAD_BYTES =>
+            {
+                wire::grow_put(&mut self.buf, at, data.len() as u32);
+                self.last_put = Some((at, s, end + data.len() as u64, len + data.len()));
+            }
+            _ => {
+                let at = self.buf.len();
+                wire::put_head(&mut self.buf, space, offset, data.len() as u32);
+                self.last_put = Some((at, space, offset + data.len() as u64, data.len()));
+            }
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= self.config.flush_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// An atomic on the `width`-byte word at `offset`; with `reply`, waits for and returns
+    /// the old value (otherwise returns 0 at once: the atomic is queued like a put).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn amo(
+        &mut self,
+        space: u8,
+        offset: u64,
+        width: u8,
+        amo: Amo,
+        a: u64,
+        b: u64,
+        reply: bool,
+    ) -> Result<u64> {
+        self.alive()?;
+        self.last_put = None;
+        wire::amo(&mut self.buf, space, offset, width, amo, a, b, reply);
+        if !reply {
+            self.unsynced = true;
+            if self.buf.len() >= self.config.flush_bytes {
+                self.flush()?;
+            }
+            return Ok(0);
+        }
+        self.flush()?;
+        self.reply(None).map(|(v, _)| v)
+    }
+
+    /// Reads `dst.len()` bytes from `offset` of `space` (earlier puts of this lane land
+    /// first: one stream, applied in order).
+    pub(crate) fn get(&mut self, space: u8, offset: u64, dst: &mut [u8]) -> Result<()> {
+        self.alive()?;
+        // Ask for every chunk at once, then take the answers in order.
+        for (i, chunk) in dst.chunks(wire::MAX_PAYLOAD_BYTES).enumerate() {
+            wire::get(
+                &mut self.buf,
+                space,
+                offset + (i * wire::MAX_PAYLOAD_BYTES) as u64,
+                chunk.len() as u32,
+            );
+        }
+        self.flush()?;
+        let mut first_err = None;
+        for chunk in dst.chunks_mut(wire::MAX_PAYLOAD_BYTES) {
+            if let Err(e) = self.reply(Some(chunk)) {
+                if self.dead.is_some() {
+                    return Err(e);
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Waits until every earlier put and atomic of this lane is applied at the target.
+    pub(crate) fn quiet(&mut self) -> Result<()> {
+        self.alive()?;
+        if !self.unsynced {
+            return Ok(());
+        }
+        wire::sync(&mut self.buf);
+        self.flush()?;
+        self.unsynced = false;
+        self.reply(None).map(|_| ())
+    }
+
+    /// Reads one reply; its data goes to `dst`.
+    fn reply(&mut self, dst: Option<&mut [u8]>) -> Result<(u64, usize)> {
+        let mut h = [0u8; wire::REPLY_HEAD_BYTES];
+        if let Err(e) = read_exact(&mut self.stream, &mut h, self.me, self.pe) {
+            return self.fail(e);
+        }
+        let want = dst.as_ref().map_or(0, |d| d.len());
+        let (failed, len, value) = match wire::decode_reply_head(&h, want) {
+            Ok(x) => x,
+            Err(e) => {
+                return self.fail(e.context(format!("PE {}: reply from PE {}", self.me, self.pe)))
+            }
+        };
+        if failed {
+            let mut text = vec![0u8; len];
+            if let Err(e) = read_exact(&mut self.stream, &mut text, self.me, self.pe) {
+                return self.fail(e);
+            }
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "PE {}: PE {} refused a one-sided operation: {}",
+                    self.me,
+                    self.pe,
+                    String::from_utf8_lossy(&text)
+                ),
+            ));
+        }
+        match dst {
+            Some(d) if d.len() == len => {
+                if let Err(e) = read_exact(&mut self.stream, d, self.me, self.pe) {
+                    return self.fail(e);
+                }
+            }
+            _ if len == 0 => {}
+            _ => {
+                let e = Error::new(
+                    ErrorKind::Protocol,
+                    format!(
+                        "PE {}: PE {} answered {len} bytes where {want} were asked",
+                        self.me, self.pe
+                    ),
+                );
+                return self.fail(e);
+            }
+        }
+        Ok((value, len))
+    }
+}
+
+fn send_all(s: &TcpStream, mut bytes: &[u8], me: u32, pe: u32) -> Result<()> {
+    while !bytes.is_empty() {
+        // SAFETY: sending from a live slice on our socket; MSG_NOSIGNAL keeps a dead peer
+        // from raising SIGPIPE in C programs that do not ignore it.
+        let n = unsafe {
+            libc::send(
+                s.as_raw_fd(),
+                bytes.as_ptr() as *const libc::c_void,
+                bytes.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!("PE {me}: PE {pe} took no data for the whole one-sided timeout (WEFT_RMA_TIMEOUT_S): is it alive?"),
+                    ))
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::PeerDead,
+                        format!("PE {me}: sending to PE {pe} failed ({e}): the PE died or left the job"),
+                    ))
+                }
+            }
+        }
+        bytes = &bytes[n as usize..];
+    }
+    Ok(())
+}
+
+fn read_exact(s: &mut TcpStream, buf: &mut [u8], me: u32, pe: u32) -> Result<()> {
+    s.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::new(
+            ErrorKind::Timeout,
+            format!("PE {me}: PE {pe} did not answer within the one-sided timeout (WEFT_RMA_TIMEOUT_S): is it alive?"),
+        ),
+        _ => Error::new(
+            ErrorKind::PeerDead,
+            format!("PE {me}: PE {pe} closed its one-sided connection ({e}): the PE died or left the job"),
+        ),
+    })
+}

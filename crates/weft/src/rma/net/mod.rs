@@ -1,0 +1,472 @@
+//! One-sided communication with PEs on other nodes: active messages over TCP.
+//!
+//! Target side: every PE runs one [`service`] thread on its own port (published in the
+//! bootstrap store as `rma/heap<k>/<pe>`), which proves the job key with every connector and
+//! then applies that connector's requests to the PE's heap in arrival order. Puts are memory
+//! copies; atomics are CPU atomics on the mapped word, exactly like a same-node peer's
+//! atomics, so local CPU atomics and remote atomics on one word stay consistent. The rule:
+//! every concurrent update of a word must be atomic (plain puts racing with atomics on the
+//! same word give an unspecified but untorn result for aligned 4/8-byte words, as OpenSHMEM
+//! allows). Globals of a remote PE work too: the request names an offset from the
+//! executable's load base and the service applies it at the same offset from its own base
+//! (initiator and target must run the same executable; checked with the image fingerprint
+//! published next to the address).
+//!
+//! Initiator side: every initiating thread has its own [`lane::Lane`] (connection and send
+//! buffer) to each remote PE, created on first use, and every OpenSHMEM context has its own
+//! lanes too: no proxy serialises initiators. Puts (blocking and `_nbi` alike: both are
+//! complete locally once the bytes are in the buffer) wait in the lane's buffer until it
+//! holds `WEFT_RMA_FLUSH_BYTES` or a call needs an answer; a put contiguous with the previous
+//! one to the same PE extends its frame (coalescing, `WEFT_RMA_COALESCE`). Gets, fetching
+//! atomics and quiet send the buffer first, then wait for the answer, so one lane is one
+//! ordered stream: fence needs no message. Quiet sends a sync and waits for its
+//! acknowledgement on every lane of the context that has unacknowledged puts.
+//!
+//! `WEFT_RMA_PROXY=1` is the deliberate single-proxy mode of seed 002, kept for the
+//! comparison benchmark: every operation of every thread is handed to one proxy thread (one
+//! queue) which owns the lanes.
+//!
+//! Depends on the wire format, the TCP handshake primitives and the store addresses; not on
+//! the progress engine (the service has its own thread, the lanes block on their sockets).
+
+pub(crate) mod lane;
+pub(crate) mod service;
+pub mod wire;
+
+use lane::{Lane, LaneConfig};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use weft_core::{Error, ErrorKind, Result};
+pub use wire::Amo;
+
+/// Applies `amo` to a 64-bit word; returns the word's old value.
+pub fn apply_amo64(w: &AtomicU64, amo: Amo, a: u64, b: u64) -> u64 {
+    match amo {
+        Amo::Fetch => w.load(SeqCst),
+        Amo::Set | Amo::Swap => w.swap(a, SeqCst),
+        Amo::CompareSwap => w
+            .compare_exchange(a, b, SeqCst, SeqCst)
+            .unwrap_or_else(|v| v),
+        Amo::Add => w.fetch_add(a, SeqCst),
+        Amo::And => w.fetch_and(a, SeqCst),
+        Amo::Or => w.fetch_or(a, SeqCst),
+        Amo::Xor => w.fetch_xor(a, SeqCst),
+    }
+}
+
+/// Applies `amo` to a 32-bit word; returns the word's old value.
+pub fn apply_amo32(w: &AtomicU32, amo: Amo, a: u32, b: u32) -> u32 {
+    match amo {
+        Amo::Fetch => w.load(SeqCst),
+        Amo::Set | Amo::Swap => w.swap(a, SeqCst),
+        Amo::CompareSwap => w
+            .compare_exchange(a, b, SeqCst, SeqCst)
+            .unwrap_or_else(|v| v),
+        Amo::Add => w.fetch_add(a, SeqCst),
+        Amo::And => w.fetch_and(a, SeqCst),
+        Amo::Or => w.fetch_or(a, SeqCst),
+        Amo::Xor => w.fetch_xor(a, SeqCst),
+    }
+}
+
+/// Where a remote operation goes: PE, space ([`wire::SPACE_HEAP`] or [`wire::SPACE_IMAGE`])
+/// and offset in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// Target PE.
+    pub pe: u32,
+    /// Heap or image.
+    pub space: u8,
+    /// Offset in that space.
+    pub offset: u64,
+}
+
+/// A lane as the registry and the thread caches hold it.
+type SharedLane = Arc<Mutex<Lane>>;
+
+struct LaneEntry {
+    ctx: u64,
+    lane: Arc<Mutex<Lane>>,
+}
+
+/// What every lane of one heap shares.
+struct Shared {
+    id: u64,
+    me: u32,
+    key: Vec<u8>,
+    addrs: Vec<Vec<SocketAddr>>,
+    config: LaneConfig,
+    lanes: Mutex<Vec<LaneEntry>>,
+    /// Lanes of contexts other than the default one, by (context, PE): a context's lanes
+    /// are shared by whichever threads use the context.
+    ctx_lanes: Mutex<HashMap<(u64, u32), SharedLane>>,
+}
+
+thread_local! {
+    /// This thread's lanes: (heap id, context, PE) → lane.
+    static MINE: RefCell<HashMap<(u64, u64, u32), SharedLane>> = RefCell::new(HashMap::new());
+}
+
+fn lock(l: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
+    // A panic inside a lane call leaves at worst a half-sent buffer, which the lane's
+    // error state already covers.
+    l.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn new_lane(&self, pe: u32) -> Result<Lane> {
+        let addrs = self
+            .addrs
+            .get(pe as usize)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidRank,
+                    format!("PE {}: PE {pe} has no one-sided service address", self.me),
+                )
+            })?;
+        Lane::connect(self.me, pe, addrs, &self.key, self.config.clone())
+    }
+
+    /// Runs `f` on the calling thread's lane (context `ctx`) to `pe`, connecting first.
+    fn with_lane<R>(&self, ctx: u64, pe: u32, f: impl FnOnce(&mut Lane) -> Result<R>) -> Result<R> {
+        let lane = MINE.with(|m| -> Result<Arc<Mutex<Lane>>> {
+            let mut m = m.borrow_mut();
+            if let Some(l) = m.get(&(self.id, ctx, pe)) {
+                return Ok(l.clone());
+            }
+            let l = if ctx == 0 {
+                let l = Arc::new(Mutex::new(self.new_lane(pe)?));
+                self.registry().push(LaneEntry {
+                    ctx,
+                    lane: l.clone(),
+                });
+                l
+            } else {
+                let mut shared = self.ctx_lanes.lock().unwrap_or_else(|p| p.into_inner());
+                match shared.get(&(ctx, pe)) {
+                    Some(l) => l.clone(),
+                    None => {
+                        let l = Arc::new(Mutex::new(self.new_lane(pe)?));
+                        shared.insert((ctx, pe), l.clone());
+                        self.registry().push(LaneEntry {
+                            ctx,
+                            lane: l.clone(),
+                        });
+                        l
+                    }
+                }
+            };
+            m.insert((self.id, ctx, pe), l.clone());
+            Ok(l)
+        })?;
+        let mut g = lock(&lane);
+        f(&mut g)
+    }
+
+    fn registry(&self) -> MutexGuard<'_, Vec<LaneEntry>> {
+        self.lanes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Completes every lane of context `ctx` (`None`: of every context); first error wins,
+    /// every lane is still completed.
+    fn quiet(&self, ctx: Option<u64>) -> Result<()> {
+        let lanes: Vec<Arc<Mutex<Lane>>> = self
+            .registry()
+            .iter()
+            .filter(|e| ctx.is_none_or(|c| c == e.ctx))
+            .map(|e| e.lane.clone())
+            .collect();
+        let mut first = Ok(());
+        for l in lanes {
+            let r = lock(&l).quiet();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Sends whatever the calling thread's lanes hold (before it waits on a word a remote PE
+    /// is to update in answer).
+    fn flush_mine(&self) -> Result<()> {
+        let lanes: Vec<Arc<Mutex<Lane>>> = MINE.with(|m| {
+            m.borrow()
+                .iter()
+                .filter(|(k, _)| k.0 == self.id)
+                .map(|(_, l)| l.clone())
+                .collect()
+        });
+        for l in lanes {
+            lock(&l).flush()?;
+        }
+        Ok(())
+    }
+
+    fn forget_ctx(&self, ctx: u64) {
+        self.registry().retain(|e| e.ctx != ctx);
+        self.ctx_lanes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| k.0 != ctx);
+        MINE.with(|m| {
+            m.borrow_mut()
+                .retain(|k, _| !(k.0 == self.id && k.1 == ctx))
+        });
+    }
+}
+
+enum Job {
+    Put(Remote, Vec<u8>),
+    Amo {
+        at: Remote,
+        width: u8,
+        amo: Amo,
+        a: u64,
+        b: u64,
+        reply: Option<mpsc::SyncSender<Result<u64>>>,
+    },
+    Get(Remote, usize, mpsc::SyncSender<Result<Vec<u8>>>),
+    Quiet(mpsc::SyncSender<Result<()>>),
+    Flush,
+}
+
+/// The network side of one symmetric heap.
+pub(crate) struct Net {
+    shared: Arc<Shared>,
+    proxy: Option<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)>,
+    service: service::Service,
+}
+
+/// Knob values of the network side.
+pub(crate) struct NetConfig {
+    pub(crate) coalesce: bool,
+    pub(crate) proxy: bool,
+    pub(crate) flush_bytes: usize,
+    pub(crate) timeout: std::time::Duration,
+}
+
+impl Net {
+    pub(crate) fn new(
+        me: u32,
+        key: Vec<u8>,
+        addrs: Vec<Vec<SocketAddr>>,
+        config: NetConfig,
+        service: service::Service,
+    ) -> Result<Net> {
+        static IDS: AtomicU64 = AtomicU64::new(1);
+        let shared = Arc::new(Shared {
+            id: IDS.fetch_add(1, SeqCst),
+            me,
+            key,
+            addrs,
+            config: LaneConfig {
+                coalesce: config.coalesce,
+                flush_bytes: config.flush_bytes,
+                timeout: config.timeout,
+            },
+            lanes: Mutex::new(Vec::new()),
+            ctx_lanes: Mutex::new(HashMap::new()),
+        });
+        let proxy = if config.proxy {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("weft-rma-proxy{me}"))
+                .spawn(move || proxy_loop(&s, rx))
+                .map_err(|e| Error::io("spawning the one-sided proxy thread", e))?;
+            Some((tx, t))
+        } else {
+            None
+        };
+        Ok(Net {
+            shared,
+            proxy,
+            service,
+        })
+    }
+
+    /// The service's port.
+    pub(crate) fn port(&self) -> u16 {
+        self.service.port()
+    }
+
+    /// Connections the service refused.
+    pub(crate) fn refused(&self) -> u64 {
+        self.service.refused()
+    }
+
+    fn to_proxy(&self, job: Job) -> Result<()> {
+        let (tx, _) = self.proxy.as_ref().expect("proxy mode");
+        tx.send(job).map_err(|_| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("PE {}: the one-sided proxy thread is gone", self.shared.me),
+            )
+        })
+    }
+
+    fn proxy_answer<T>(&self, rx: mpsc::Receiver<Result<T>>) -> Result<T> {
+        rx.recv().unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Internal,
+                format!("PE {}: the one-sided proxy thread is gone", self.shared.me),
+            ))
+        })
+    }
+
+    pub(crate) fn put(&self, ctx: u64, at: Remote, data: &[u8]) -> Result<()> {
+        if self.proxy.is_some() {
+            return self.to_proxy(Job::Put(at, data.to_vec()));
+        }
+        self.shared
+            .with_lane(ctx, at.pe, |l| l.put(at.space, at.offset, data))
+    }
+
+    pub(crate) fn get(&self, ctx: u64, at: Remote, dst: &mut [u8]) -> Result<()> {
+        if self.proxy.is_some() {
+            let (tx, rx) = mpsc::sync_channel(1);
+            self.to_proxy(Job::Get(at, dst.len(), tx))?;
+            let data = self.proxy_answer(rx)?;
+            dst.copy_from_slice(&data);
+            return Ok(());
+        }
+        self.shared
+            .with_lane(ctx, at.pe, |l| l.get(at.space, at.offset, dst))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn amo(
+        &self,
+        ctx: u64,
+        at: Remote,
+        width: u8,
+        amo: Amo,
+        a: u64,
+        b: u64,
+        reply: bool,
+    ) -> Result<u64> {
+        if self.proxy.is_some() {
+            if !reply {
+                return self
+                    .to_proxy(Job::Amo {
+                        at,
+                        width,
+                        amo,
+                        a,
+                        b,
+                        reply: None,
+                    })
+                    .map(|_| 0);
+            }
+            let (tx, rx) = mpsc::sync_channel(1);
+            self.to_proxy(Job::Amo {
+                at,
+                width,
+                amo,
+                a,
+                b,
+                reply: Some(tx),
+            })?;
+            return self.proxy_answer(rx);
+        }
+        self.shared.with_lane(ctx, at.pe, |l| {
+            l.amo(at.space, at.offset, width, amo, a, b, reply)
+        })
+    }
+
+    /// Completes context `ctx`'s operations (`None`: every context's).
+    pub(crate) fn quiet(&self, ctx: Option<u64>) -> Result<()> {
+        if self.proxy.is_some() {
+            let (tx, rx) = mpsc::sync_channel(1);
+            self.to_proxy(Job::Quiet(tx))?;
+            return self.proxy_answer(rx);
+        }
+        self.shared.quiet(ctx)
+    }
+
+    /// Sends what the calling thread's lane (context `ctx`) to `pe` has buffered.
+    pub(crate) fn flush_pe(&self, ctx: u64, pe: u32) -> Result<()> {
+        if self.proxy.is_some() {
+            return self.to_proxy(Job::Flush);
+        }
+        self.shared.with_lane(ctx, pe, |l| l.flush())
+    }
+
+    /// Sends what the calling thread has buffered.
+    pub(crate) fn flush_mine(&self) -> Result<()> {
+        if self.proxy.is_some() {
+            return self.to_proxy(Job::Flush);
+        }
+        self.shared.flush_mine()
+    }
+
+    /// Drops the lanes of a destroyed context (after its quiet).
+    pub(crate) fn forget_ctx(&self, ctx: u64) {
+        self.shared.forget_ctx(ctx);
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        if let Some((tx, t)) = self.proxy.take() {
+            drop(tx);
+            let _ = t.join();
+        }
+    }
+}
+
+/// The proxy thread: executes every thread's operations, in arrival order, on its own lanes.
+fn proxy_loop(s: &Shared, rx: mpsc::Receiver<Job>) {
+    let mut put_error: Option<Error> = None;
+    while let Ok(job) = rx.recv() {
+        match job {
+            Job::Put(at, data) => {
+                if let Err(e) = s.with_lane(0, at.pe, |l| l.put(at.space, at.offset, &data)) {
+                    put_error.get_or_insert(e);
+                }
+            }
+            Job::Amo {
+                at,
+                width,
+                amo,
+                a,
+                b,
+                reply,
+            } => {
+                let r = s.with_lane(0, at.pe, |l| {
+                    l.amo(at.space, at.offset, width, amo, a, b, reply.is_some())
+                });
+                match reply {
+                    Some(tx) => {
+                        let _ = tx.send(r);
+                    }
+                    None => {
+                        if let Err(e) = r {
+                            put_error.get_or_insert(e);
+                        }
+                    }
+                }
+            }
+            Job::Get(at, len, tx) => {
+                let mut buf = vec![0u8; len];
+                let r = s.with_lane(0, at.pe, |l| l.get(at.space, at.offset, &mut buf));
+                let _ = tx.send(r.map(|_| buf));
+            }
+            Job::Quiet(tx) => {
+                let r = s.quiet(None);
+                let _ = tx.send(match put_error.take() {
+                    Some(e) => Err(e),
+                    None => r,
+                });
+            }
+            Job::Flush => {
+                let _ = s.flush_mine();
+            }
+        }
+    }
+}
