@@ -31,8 +31,9 @@ fn blocked(a: &AlgoInfo, np: u32, commutative: bool) -> Option<Restriction> {
         Restriction::Commutative => !commutative,
         Restriction::PowerOfTwo => !np.is_power_of_two(),
         Restriction::SharedMemory => np < 2,
-        // The matrix makes blocking calls.
-        Restriction::Blocking => false,
+        // The matrix makes blocking calls, and the ranks are threads of one process, which
+        // can always read its own memory.
+        Restriction::Blocking | Restriction::CrossMemoryAttach => false,
     })
 }
 
@@ -45,6 +46,7 @@ fn refused(r: weft::Result<()>, why: Restriction, a: &AlgoInfo) {
         Restriction::PowerOfTwo => "power-of-two",
         Restriction::SharedMemory => "one node",
         Restriction::Blocking => "nonblocking",
+        Restriction::CrossMemoryAttach => "Cross Memory Attach",
     };
     assert!(
         e.message().contains(word) && e.message().contains(a.name),

@@ -107,7 +107,10 @@ impl CollArgs {
                     let skip = a.restrictions.iter().find(|r| match r {
                         Restriction::PowerOfTwo => !n.is_power_of_two(),
                         Restriction::SharedMemory => n < 2,
-                        Restriction::Commutative | Restriction::Blocking => false,
+                        // CMA is the node's verdict at run time: the run reports a refusal.
+                        Restriction::Commutative
+                        | Restriction::Blocking
+                        | Restriction::CrossMemoryAttach => false,
                     });
                     match skip {
                         Some(r) => {

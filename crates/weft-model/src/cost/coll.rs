@@ -66,7 +66,7 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
             "shm",
         ],
         "allgather" => &["ring", "recursive_doubling", "bruck", "knomial", "shm"],
-        "alltoall" => &["pairwise", "bruck", "shm"],
+        "alltoall" => &["pairwise", "bruck", "shm", "shm_direct"],
         "gather" | "scatter" => &["knomial", "linear"],
         "reduce_scatter" => &["ring", "recursive_halving", "shm"],
         _ => &[],
@@ -198,7 +198,7 @@ pub fn cost_ns(
         n: shape.bytes as f64,
         lanes,
     };
-    let shm = algo == "shm" || algo == "shm_counter";
+    let shm = matches!(algo, "shm" | "shm_counter" | "shm_direct");
     if shm && c.nodes > 1 {
         return None;
     }
@@ -276,6 +276,11 @@ pub fn cost_ns(
             c.log2() as f64 * Ctx::msg(lane, pf / 2.0 * n) + 2.0 * intra.bytes_ns(pf * n)
         }
         ("alltoall", "shm") => intra.latency_ns + 2.0 * intra.bytes_ns((pf - 1.0) * n),
+        // Publish, one node-wide arrival, one CMA read per peer (a system call each, counted
+        // as one intra latency), a second arrival: one copy per byte.
+        ("alltoall", "shm_direct") => {
+            2.0 * intra.latency_ns + (pf - 1.0) * (intra.latency_ns + intra.bytes_ns(n))
+        }
 
         ("gather" | "scatter", "knomial") => {
             c.knomial(k, 0.0, |m| (k.saturating_pow(m) as f64).min(pf) * n)

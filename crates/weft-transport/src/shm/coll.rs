@@ -3,7 +3,7 @@
 //! shared result slot) that are only ever copied into and out of, never borrowed.
 //!
 //! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
-//! rank's flag; the slots start at the next 4096-byte boundary and split the rest evenly
+//! rank: its flag (word 0) and its Cross Memory Attach vote (word 1); the slots start at the next 4096-byte boundary and split the rest evenly
 //! (multiples of 64 bytes). The area is zero-filled when the segment is created.
 //!
 //! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
@@ -17,6 +17,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 const LINE_BYTES: usize = 64;
 const PAGE_BYTES: usize = 4096;
+
+const CMA_YES: u64 = 1;
+const CMA_NO: u64 = 2;
+
+/// What the local ranks' Cross Memory Attach votes say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaVerdict {
+    /// Some rank has not voted yet.
+    Pending,
+    /// Every rank can read every other rank's memory.
+    Usable,
+    /// This local rank (the lowest such) cannot.
+    Refused(u32),
+}
 
 /// The collective area of one node segment, as seen by one local rank.
 pub struct CollArea<'a> {
@@ -70,11 +84,55 @@ impl<'a> CollArea<'a> {
     }
 
     fn word(&self, line: usize) -> &AtomicU64 {
-        debug_assert!(line <= self.local_size as usize);
+        self.word_at(line, 0)
+    }
+
+    fn word_at(&self, line: usize, index: usize) -> &AtomicU64 {
+        debug_assert!(line <= self.local_size as usize && index < LINE_BYTES / 8);
         // SAFETY: line `line` lies in the control lines at the area's start (checked against
-        // the area's length in `new`), is 64-byte aligned, and is only ever accessed
-        // atomically by every process, so a shared reference to an AtomicU64 is sound.
-        unsafe { &*(self.base.add(line * LINE_BYTES) as *const AtomicU64) }
+        // the area's length in `new`), word `index` inside it is 8-byte aligned, and the
+        // control words are only ever accessed atomically by every process, so a shared
+        // reference to an AtomicU64 is sound.
+        unsafe { &*(self.base.add(line * LINE_BYTES + index * 8) as *const AtomicU64) }
+    }
+
+    /// Records this rank's verdict on Cross Memory Attach: whether it can read every other
+    /// local rank's memory. Once per segment; later votes are ignored, so the node-wide
+    /// verdict never changes once every rank has voted.
+    pub fn vote_cma(&self, ok: bool) {
+        let v = if ok { CMA_YES } else { CMA_NO };
+        let _ = self.word_at(1 + self.me as usize, 1).compare_exchange(
+            0,
+            v,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    /// Whether this rank has voted ([`CollArea::vote_cma`]).
+    pub fn voted_cma(&self) -> bool {
+        self.word_at(1 + self.me as usize, 1)
+            .load(Ordering::Acquire)
+            != 0
+    }
+
+    /// The node-wide verdict on Cross Memory Attach: the same on every rank once every rank
+    /// has voted.
+    pub fn cma_verdict(&self) -> CmaVerdict {
+        let mut refused = None;
+        for l in 0..self.local_size {
+            match self.word_at(1 + l as usize, 1).load(Ordering::Acquire) {
+                0 => return CmaVerdict::Pending,
+                CMA_NO => {
+                    refused.get_or_insert(l);
+                }
+                _ => {}
+            }
+        }
+        match refused {
+            Some(l) => CmaVerdict::Refused(l),
+            None => CmaVerdict::Usable,
+        }
     }
 
     /// Adds one arrival to the node-wide counter; returns the count including it. AcqRel:
@@ -164,6 +222,15 @@ mod tests {
         assert_eq!(va.arrive(), 1);
         assert_eq!(vb.arrive(), 2);
         assert_eq!(va.arrivals(), 2);
+        assert_eq!(va.cma_verdict(), CmaVerdict::Pending);
+        va.vote_cma(true);
+        assert!(va.voted_cma() && !vb.voted_cma());
+        assert_eq!(vb.cma_verdict(), CmaVerdict::Pending);
+        vb.vote_cma(false);
+        va.vote_cma(false);
+        assert_eq!(va.cma_verdict(), CmaVerdict::Refused(1), "first vote stays");
+        assert_eq!(vb.cma_verdict(), CmaVerdict::Refused(1));
+        assert_eq!(va.flag(0), 7, "the vote is beside the flag, not on it");
         vb.write(vb.result_slot(), 0, &[9; 64]);
         let mut r = [0u8; 64];
         va.read(2, 0, &mut r);

@@ -57,6 +57,7 @@ impl Comm {
         let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
         let plan = match c.algo {
             "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
+            "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
             "shm" => {
                 algo::shm_alltoall::plan(rank, size, blk, self.coll_shm_slot_bytes().unwrap_or(64))
             }

@@ -174,15 +174,78 @@ impl Comm {
         commutative: bool,
         mode: Mode,
     ) -> Result<Choice> {
+        let shared_memory = self.coll_shm_slot_bytes().is_some();
+        let wants_cma = select::algorithms(coll).iter().any(|a| {
+            a.restrictions
+                .contains(&select::Restriction::CrossMemoryAttach)
+        });
+        // Every rank of the node asks (same communicator, same collective), so every rank
+        // votes and reads the same verdict.
+        let cma = shared_memory && wants_cma && self.coll_cma_usable()?;
         let traits = select::CallTraits {
             commutative,
-            shared_memory: self.coll_shm_slot_bytes().is_some(),
+            shared_memory,
             blocking: mode == Mode::Blocking,
+            cma,
         };
         let tuning = self.engine.borrow().tuning();
         tuning
             .select(coll, self.size(), self.coll_ppn(), bytes as u64, traits)
             .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
+    }
+
+    /// Whether every local rank can read every other's memory with Cross Memory Attach: the
+    /// node's common verdict, so that every rank picks the same algorithm (a per-rank
+    /// fallback would leave ranks running different schedules). The first call probes every
+    /// local peer and votes in the node's collective area, then waits, making progress, until
+    /// every local rank has voted; votes stay for the segment's life, so later calls only
+    /// read them. Only for a communicator that may use the area (the whole node).
+    pub(crate) fn coll_cma_usable(&self) -> Result<bool> {
+        use weft_transport::shm::coll::{CmaVerdict, CollArea};
+        let allowed = self.engine.borrow().tuning().cma_allowed();
+        let mut polls = 0u32;
+        loop {
+            {
+                let e = self.engine.borrow();
+                let Some(shm) = e.shm() else { return Ok(false) };
+                let Some(area) = CollArea::new(shm) else {
+                    return Ok(false);
+                };
+                if !area.voted_cma() {
+                    let me = area.me();
+                    let ok = allowed
+                        && (0..area.local_size())
+                            .filter(|&l| l != me)
+                            .all(|l| shm.probe_cma(l));
+                    area.vote_cma(ok);
+                }
+                match area.cma_verdict() {
+                    CmaVerdict::Usable => return Ok(true),
+                    CmaVerdict::Refused(_) => return Ok(false),
+                    CmaVerdict::Pending => {}
+                }
+                polls = polls.wrapping_add(1);
+                // A rank that died before voting never will: look now and then.
+                if polls.is_multiple_of(1 << 12) {
+                    if let Some(l) =
+                        (0..area.local_size()).find(|&l| l != area.me() && !shm.peer_alive(l))
+                    {
+                        return Err(Error::new(
+                            ErrorKind::PeerDead,
+                            format!(
+                                "rank {}: local rank {l} died before the node agreed whether \
+                                 Cross Memory Attach works",
+                                self.rank()
+                            ),
+                        ));
+                    }
+                }
+            }
+            let mut e = self.engine.borrow_mut();
+            if !e.progress() && e.yields_when_idle() {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Replaces the collective tuning (forced algorithms, radices, table) of this process,

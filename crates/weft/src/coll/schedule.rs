@@ -17,6 +17,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result, ANY_TAG};
 use weft_transport::buf::{RawBuf, RawBufMut};
+use weft_transport::shm::cma;
 use weft_transport::shm::coll::CollArea;
 
 /// Which buffer a region lies in.
@@ -86,6 +87,16 @@ enum Action {
     },
     /// Arrive at the next node-wide phase; the step completes when every local rank has.
     ShmArrive,
+    /// Publish the address of the caller's send buffer as this rank's flag in the node's
+    /// area, for peers to read from it directly.
+    ShmPublishSend,
+    /// Read bytes `off..off + dst.len` of local rank `peer`'s send buffer (at the address it
+    /// published) straight into `dst` with one Cross Memory Attach read.
+    CmaRead {
+        peer: u32,
+        off: usize,
+        dst: Region,
+    },
 }
 
 /// A slot of the node's collective area.
@@ -162,6 +173,20 @@ impl Plan {
         self.push(Action::ShmArrive);
     }
 
+    /// Publishes the send buffer's address in this rank's flag of the node's area (peers
+    /// may read it once a following arrival has completed).
+    pub fn shm_publish_send(&mut self) {
+        self.push(Action::ShmPublishSend);
+    }
+
+    /// Reads bytes `off..off + dst.len` of local rank `peer`'s published send buffer into
+    /// `dst` (one copy, no staging).
+    pub fn cma_read(&mut self, peer: u32, off: usize, dst: Region) {
+        if dst.len > 0 {
+            self.push(Action::CmaRead { peer, off, dst });
+        }
+    }
+
     /// `dst = a ∘ b` for `a` in the send buffer and `b`, `dst` elsewhere (distinct).
     pub fn reduce_into(&mut self, a: Region, b: Region, dst: Region) {
         debug_assert!(a.buf == Buf::Send && b.buf != Buf::Send && b.buf != dst.buf);
@@ -224,6 +249,9 @@ pub(crate) struct Schedule<'a> {
     msg_polls: Cell<u32>,
     /// A peer and the tag of its message for this call number that disagrees with ours.
     disagreement: Cell<Option<(u32, i32)>>,
+    /// A failed direct read of a peer's buffer, reported once the step's arrival is done
+    /// (the rank still arrives, so its peers are not left waiting for it).
+    failed_read: Option<Error>,
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
@@ -275,6 +303,7 @@ impl<'a> Schedule<'a> {
             shm_dead: Cell::new(None),
             msg_polls: Cell::new(0),
             disagreement: Cell::new(None),
+            failed_read: None,
         }
     }
 
@@ -367,6 +396,10 @@ impl<'a> Schedule<'a> {
                         ),
                     )));
                 }
+                if let Some(err) = self.failed_read.take() {
+                    self.abandon(e);
+                    return Err(self.wrap(err));
+                }
                 self.complete_step(e)?;
             }
             if self.next_step == self.plan.steps.len() {
@@ -406,6 +439,14 @@ impl<'a> Schedule<'a> {
                         let count = area.arrive();
                         self.shm_target = Some(count.div_ceil(n) * n);
                     }
+                    Action::ShmPublishSend => {
+                        area(e)?.publish(self.send.as_ptr() as u64);
+                    }
+                    Action::CmaRead { peer, off, dst } => {
+                        if self.failed_read.is_none() {
+                            self.failed_read = self.cma_read(e, peer, off, dst).err();
+                        }
+                    }
                     Action::Send { .. } | Action::Recv { .. } => {}
                 }
             }
@@ -427,6 +468,23 @@ impl<'a> Schedule<'a> {
                 }
             }
         }
+    }
+
+    /// One Cross Memory Attach read out of local rank `peer`'s published send buffer.
+    fn cma_read(&mut self, e: &Engine, peer: u32, off: usize, dst: Region) -> Result<()> {
+        let area = area(e)?;
+        let shm = e.shm().expect("an area implies a segment");
+        let (base, pid) = (area.flag(peer), shm.pid(peer));
+        cma::read(pid, base + off as u64, self.bytes_mut(dst)).map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "{}: reading {} bytes of local rank {peer}'s send buffer (pid {pid}) with \
+                     process_vm_readv failed: {err}",
+                    self.what, dst.len
+                ),
+            )
+        })
     }
 
     fn post_recv(&mut self, e: &mut Engine, peer: u32, dst: Region) -> Result<()> {

@@ -137,6 +137,10 @@ pub enum Restriction {
     /// The call must be blocking: the node's collective area serves one collective at a
     /// time, and nonblocking collectives may be outstanding together.
     Blocking,
+    /// Every local rank must be able to read every other's memory with Cross Memory Attach
+    /// (`process_vm_readv`), as the node's ranks decide together once (one verdict for all,
+    /// never a per-rank fallback), and `WEFT_SHM_CMA` must not be `off`.
+    CrossMemoryAttach,
 }
 
 impl fmt::Display for Restriction {
@@ -149,6 +153,9 @@ impl fmt::Display for Restriction {
             ),
             Restriction::Blocking => f.write_str(
                 "needs a blocking call (the node's collective area serves one collective at a time)",
+            ),
+            Restriction::CrossMemoryAttach => f.write_str(
+                "needs Cross Memory Attach (process_vm_readv) between every pair of local ranks and WEFT_SHM_CMA not off",
             ),
         }
     }
@@ -176,6 +183,11 @@ const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: b
 const COMM: &[Restriction] = &[Restriction::Commutative];
 
 const SHM: &[Restriction] = &[Restriction::SharedMemory, Restriction::Blocking];
+const SHM_CMA: &[Restriction] = &[
+    Restriction::SharedMemory,
+    Restriction::Blocking,
+    Restriction::CrossMemoryAttach,
+];
 const BARRIER: &[AlgoInfo] = &[
     algo("dissemination", &[], false),
     algo("knomial", &[], true),
@@ -217,6 +229,7 @@ const ALLTOALL: &[AlgoInfo] = &[
     algo("pairwise", &[], false),
     algo("bruck", &[], false),
     algo("shm", SHM, false),
+    algo("shm_direct", SHM_CMA, false),
 ];
 const COMM_POW2: &[Restriction] = &[Restriction::Commutative, Restriction::PowerOfTwo];
 const REDUCE_SCATTER: &[AlgoInfo] = &[
@@ -269,6 +282,8 @@ pub struct Tuning {
     rules: Vec<Rule>,
     lanes: Lanes,
     synthetic_nodes: Option<Vec<u32>>,
+    /// `WEFT_SHM_CMA=off`: no algorithm may read peers' memory directly.
+    cma_off: bool,
 }
 
 /// The table shipped with weft.
@@ -283,6 +298,7 @@ impl Default for Tuning {
                 .expect("the shipped tuning table parses (tested)"),
             lanes: default_lanes(),
             synthetic_nodes: None,
+            cma_off: false,
         }
     }
 }
@@ -318,7 +334,13 @@ impl Tuning {
     /// Builds the tuning from knob values (which must include [`KNOBS`]); reads
     /// `WEFT_TUNING_FILE` when set.
     pub fn from_values(values: &KnobValues) -> Result<Tuning> {
-        let mut t = Tuning::default();
+        // The transport's knob: set only when the values come from the runtime's full set
+        // (text() of an undeclared knob would panic, is_set() does not).
+        let mut t = Tuning {
+            cma_off: values.is_set("WEFT_SHM_CMA")
+                && values.text("WEFT_SHM_CMA").as_deref() == Some("off"),
+            ..Tuning::default()
+        };
         if let Some(path) = values.text("WEFT_TUNING_FILE") {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| Error::io(format!("WEFT_TUNING_FILE={path}"), e))?;
@@ -365,6 +387,11 @@ impl Tuning {
     pub fn with_synthetic_nodes(mut self, nodes: Vec<u32>) -> Tuning {
         self.synthetic_nodes = Some(nodes);
         self
+    }
+
+    /// False when `WEFT_SHM_CMA=off` forbids reading peers' memory directly.
+    pub fn cma_allowed(&self) -> bool {
+        !self.cma_off
     }
 
     /// The node grouping set by [`Tuning::with_synthetic_nodes`], if any.
@@ -527,6 +554,9 @@ pub struct CallTraits {
     pub shared_memory: bool,
     /// The call is blocking (it finishes before the next collective starts on this rank).
     pub blocking: bool,
+    /// Every local rank can read every other's memory with Cross Memory Attach (the node's
+    /// common verdict; false when it has not been asked for).
+    pub cma: bool,
 }
 
 fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction> {
@@ -535,6 +565,7 @@ fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction>
         Restriction::PowerOfTwo => !procs.is_power_of_two(),
         Restriction::SharedMemory => !traits.shared_memory,
         Restriction::Blocking => !traits.blocking,
+        Restriction::CrossMemoryAttach => !traits.cma,
     })
 }
 
@@ -597,6 +628,8 @@ impl Tuning {
                             Restriction::SharedMemory =>
                                 "a communicator that is not a whole node's world (or no collective area)".to_string(),
                             Restriction::Blocking => "a nonblocking call".to_string(),
+                            Restriction::CrossMemoryAttach =>
+                                "local ranks that cannot read each other's memory (or WEFT_SHM_CMA=off)".to_string(),
                         }
                     ),
                 ));
@@ -683,6 +716,8 @@ impl Tuning {
             commutative: true,
             shared_memory: procs > 1 && ppn >= procs,
             blocking: true,
+            // The model's view: a node where the kernel allows CMA (the usual case).
+            cma: procs > 1 && ppn >= procs && !self.cma_off,
         };
         let choice = self.select(coll, procs, ppn.min(procs), bytes, traits)?;
         let shape = CollShape {
@@ -723,11 +758,13 @@ mod tests {
         commutative: true,
         shared_memory: false,
         blocking: true,
+        cma: false,
     };
     const NC: CallTraits = CallTraits {
         commutative: false,
         shared_memory: false,
         blocking: true,
+        cma: false,
     };
 
     #[test]
@@ -742,6 +779,7 @@ mod tests {
             commutative: true,
             shared_memory: true,
             blocking: true,
+            cma: false,
         };
         assert_eq!(
             t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo,
@@ -762,6 +800,32 @@ mod tests {
                 assert!(!a.starts_with("shm"), "{} {bytes}: {a}", c.name());
             }
         }
+    }
+
+    #[test]
+    fn direct_alltoall_needs_the_nodes_cma_verdict() {
+        let t = Tuning::from_vars(&[("WEFT_ALLTOALL_ALGO", "shm_direct")]).unwrap();
+        let node = CallTraits {
+            commutative: true,
+            shared_memory: true,
+            blocking: true,
+            cma: false,
+        };
+        let e = t.select(Coll::Alltoall, 4, 4, 1 << 20, node).unwrap_err();
+        assert!(
+            e.message().contains("shm_direct") && e.message().contains("Cross Memory Attach"),
+            "{e}"
+        );
+        let cma = CallTraits { cma: true, ..node };
+        assert_eq!(
+            t.select(Coll::Alltoall, 4, 4, 1 << 20, cma).unwrap().algo,
+            "shm_direct"
+        );
+        // WEFT_SHM_CMA=off takes the algorithm out of the model's view too.
+        let off = Tuning::default();
+        assert!(off.cma_allowed());
+        let x = off.explain(Coll::Alltoall, 1 << 20, 4, 4).unwrap();
+        assert!(x.candidates.iter().any(|c| c.algo == "shm_direct"));
     }
 
     #[test]
@@ -819,6 +883,7 @@ mod tests {
             commutative: true,
             shared_memory: true,
             blocking: true,
+            cma: false,
         };
         let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
         assert_eq!(big_shm.algo, "shm");

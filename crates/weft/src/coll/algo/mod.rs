@@ -26,6 +26,7 @@ pub(crate) mod scatter_allgather_bcast;
 pub(crate) mod shm;
 pub(crate) mod shm_allgather;
 pub(crate) mod shm_alltoall;
+pub(crate) mod shm_direct_alltoall;
 pub(crate) mod shm_reduce;
 pub(crate) mod shm_reduce_scatter;
 

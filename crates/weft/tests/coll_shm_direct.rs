@@ -1,0 +1,188 @@
+//! The shared-memory direct (single-copy) alltoall across real processes: the test binary
+//! starts copies of itself as ranks (a real bootstrap store, one segment, Cross Memory
+//! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
+//! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
+//! CMA verdict is one for all ranks, and forcing the algorithm where CMA is switched off
+//! (`WEFT_SHM_CMA=off`) or in a nonblocking call is an error naming the restriction.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = "WEFT_TEST_DIRECT_CHILD";
+const MODE: &str = "WEFT_TEST_DIRECT_MODE";
+
+/// Byte k of the block rank `from` sends to rank `to`.
+fn byte(from: u32, to: u32, k: usize) -> u8 {
+    (from as usize * 31 + to as usize * 7 + k * 13 + k / 251) as u8
+}
+
+fn alltoall_bytes(w: &weft::Comm, block: usize) {
+    let (me, n) = (w.rank(), w.size());
+    let send: Vec<u8> = (0..n)
+        .flat_map(|to| (0..block).map(move |k| byte(me, to, k)))
+        .collect();
+    let mut recv = vec![0xeeu8; send.len()];
+    w.alltoall(&send, &mut recv).unwrap();
+    for from in 0..n {
+        for k in 0..block {
+            let got = recv[from as usize * block + k];
+            assert_eq!(
+                got,
+                byte(from, me, k),
+                "np={n} block={block}: byte {k} from rank {from} on rank {me}"
+            );
+        }
+    }
+}
+
+/// The body of one rank (in a child process).
+fn child() {
+    let weft = weft::init().unwrap();
+    let w = weft.world();
+    let me = w.rank();
+    match std::env::var(MODE).as_deref() {
+        Ok("data") => {
+            for block in [0usize, 1, 13, 4097, 1 << 20] {
+                alltoall_bytes(&w, block);
+            }
+            // Typed elements, several calls back to back (the published addresses and the
+            // phases must not mix calls up).
+            for round in 0..20u32 {
+                let n = w.size();
+                let send: Vec<u64> = (0..n as u64 * 5)
+                    .map(|i| (me as u64) << 40 | (round as u64) << 20 | i)
+                    .collect();
+                let mut recv = vec![0u64; send.len()];
+                w.alltoall(&send, &mut recv).unwrap();
+                for (i, &x) in recv.iter().enumerate() {
+                    let (from, k) = (i as u64 / 5, i as u64 % 5);
+                    assert_eq!(
+                        x,
+                        from << 40 | (round as u64) << 20 | (me as u64 * 5 + k),
+                        "round {round}"
+                    );
+                }
+            }
+            // A nonblocking call may overlap others in the area: forcing is refused.
+            if w.size() > 1 {
+                let send = vec![1u8; w.size() as usize];
+                let mut recv = vec![0u8; send.len()];
+                // SAFETY: the request (if any) is waited below, never leaked.
+                let e = unsafe { w.ialltoall(&send, &mut recv) }.unwrap_err();
+                assert!(
+                    e.message().contains("shm_direct") && e.message().contains("nonblocking"),
+                    "{e}"
+                );
+            }
+            w.barrier().unwrap();
+            println!("rank {me}: direct alltoall ok");
+        }
+        Ok("cma_off") => {
+            let send = vec![me as u8; w.size() as usize];
+            let mut recv = vec![0u8; send.len()];
+            let e = w.alltoall(&send, &mut recv).unwrap_err();
+            assert!(
+                e.message().contains("shm_direct") && e.message().contains("Cross Memory Attach"),
+                "{e}"
+            );
+            println!("rank {me}: refused: {e}");
+        }
+        other => panic!("unknown mode {other:?}"),
+    }
+}
+
+/// Runs `np` ranks of this test binary in `mode` with `vars`; every rank must succeed and
+/// print `expect`.
+fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
+    let secret = b"coll-direct-test-secret";
+    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let job = format!("direct{}-{np}-{mode}", std::process::id());
+    let children: Vec<_> = (0..np)
+        .map(|rank| {
+            let mut c = Command::new(&exe);
+            c.args(["--exact", test, "--nocapture"])
+                .env(CHILD, "1")
+                .env(MODE, mode)
+                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
+                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
+                .env("WEFT_RANK", rank.to_string())
+                .env("WEFT_SIZE", np.to_string())
+                .env("WEFT_JOB_ID", &job)
+                .env("WEFT_NODE_ID", "node0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            // One rank has no peer to read from: the algorithm (like every one that uses the
+            // node's area) needs two, so the single rank runs the default.
+            if np > 1 {
+                c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
+            }
+            for (k, v) in vars {
+                c.env(k, v);
+            }
+            c.spawn().unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut failures = Vec::new();
+    for (rank, mut c) in children.into_iter().enumerate() {
+        loop {
+            if c.try_wait().unwrap().is_some() {
+                let out = c.wait_with_output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout);
+                if !out.status.success() || !text.contains(expect) {
+                    failures.push(format!(
+                        "np={np} {mode} rank {rank}: {}{}",
+                        text,
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                let out = c.wait_with_output().unwrap();
+                failures.push(format!(
+                    "np={np} {mode} rank {rank} hung: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn direct_alltoall_across_processes() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    for np in [1, 2, 3, 4, 7] {
+        run(
+            "direct_alltoall_across_processes",
+            np,
+            "data",
+            &[],
+            "direct alltoall ok",
+        );
+    }
+}
+
+#[test]
+fn forcing_direct_alltoall_without_cma_names_the_restriction() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    run(
+        "forcing_direct_alltoall_without_cma_names_the_restriction",
+        3,
+        "cma_off",
+        &[("WEFT_SHM_CMA", "off")],
+        "refused",
+    );
+}
