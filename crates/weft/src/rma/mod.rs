@@ -17,10 +17,17 @@
 //! Completion: a put to a local peer is complete (visible to the target) when the call
 //! returns, so the `_nbi` forms complete at once, [`SymmetricHeap::fence`] orders with a
 //! release fence and [`SymmetricHeap::quiet`] with a full fence. Every initiating thread
-//! stores directly (no proxy thread, nothing to coalesce). Atomics are all CPU atomics on the
-//! mapped word, so mixing them with plain puts to the same word is a data race in the
-//! OpenSHMEM sense only (no torn atomics). PEs on other nodes are reported as not accessible:
-//! one-sided communication across nodes (active messages over TCP) is not implemented yet.
+//! stores directly (no proxy thread). Atomics are all CPU atomics on the mapped word, so
+//! mixing them with plain puts to the same word is a data race in the OpenSHMEM sense only
+//! (no torn atomics).
+//!
+//! PEs on other nodes are reached through [`net`]: active messages over TCP to the target
+//! PE's own service thread, which applies them to its heap (atomics as CPU atomics on the
+//! same word, so the rule above holds across nodes too) and answers gets and fetching
+//! atomics; globals work there as well (same offset from the target's load base). Each
+//! initiating thread and each context has its own lanes; puts are buffered and coalesced
+//! and complete at quiet. `shmem_ptr` gives no pointer for such PEs, but they are reachable
+//! ([`SymmetricHeap::reachable`]).
 //!
 //! Depends on the transport's [`Region`] and CMA; the runtime only for creation.
 

@@ -541,3 +541,47 @@ fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
     c.input.drain(..pos);
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Requests with arbitrary offsets and lengths touch only the heap they name: the
+        /// guard bytes around it never change, and a rejected request is reported.
+        #[test]
+        fn requests_stay_inside_the_heap(reqs in proptest::collection::vec(
+            (0u8..4, any::<u64>(), 0u32..300, any::<u64>()), 1..40)) {
+            const GUARD: usize = 64;
+            const HEAP: usize = 512;
+            let mut mem = vec![0xa5u8; GUARD + HEAP + GUARD];
+            let m = Memory { heap: mem.as_mut_ptr().wrapping_add(GUARD), heap_bytes: HEAP, image: Image::default() };
+            let data = vec![0x11u8; 300];
+            let mut out = Vec::new();
+            let mut deferred = None;
+            for (kind, raw_offset, len, a) in reqs {
+                // Half the offsets near the heap so some requests are legal.
+                let offset = if raw_offset % 2 == 0 { raw_offset % (HEAP as u64 + 64) } else { raw_offset };
+                let req = match kind {
+                    0 => Request::Put { space: wire::SPACE_HEAP, offset, data: &data[..len as usize] },
+                    1 => Request::Get { space: wire::SPACE_HEAP, offset, len },
+                    2 => Request::Amo { space: wire::SPACE_HEAP, offset, width: if a % 2 == 0 { 4 } else { 8 }, amo: Amo::Add, a, b: 0, reply: a % 3 == 0 },
+                    _ => Request::Put { space: wire::SPACE_IMAGE, offset, data: &data[..len as usize] },
+                };
+                let legal = kind != 3 && offset.checked_add(len as u64).is_some_and(|e| e <= HEAP as u64);
+                let before = out.len();
+                m.apply(&req, &mut out, &mut deferred);
+                if kind == 0 || kind == 3 {
+                    prop_assert_eq!(deferred.is_some(), !legal);
+                }
+                if kind == 1 && deferred.is_none() {
+                    prop_assert!(out.len() > before);
+                }
+                deferred = None;
+            }
+            prop_assert!(mem[..GUARD].iter().all(|&b| b == 0xa5));
+            prop_assert!(mem[GUARD + HEAP..].iter().all(|&b| b == 0xa5));
+        }
+    }
+}
