@@ -312,3 +312,63 @@ fn nonblocking_calls_avoid_the_node_area() {
         assert!(a.iter().chain(&b).all(|&v| v == 6));
     });
 }
+
+/// Call numbers are 13 bits in tags. Thousands of outstanding allreduces whose numbers wrap
+/// past 2^13 while earlier ones are still unfinished, completed in opposite orders on
+/// alternate ranks, each with its own data: none may take another's messages. Then a rank
+/// that already has 2^13 unfinished collectives is refused a further one (it could share a
+/// tag with the oldest), by name, and the job carries on once they complete.
+#[test]
+fn call_numbers_wrap_without_mixing_outstanding_collectives() {
+    const MANY: usize = 5000;
+    const LIMIT: usize = 1 << 13;
+    common::run_ranks(2, &[], |w| {
+        let me = w.rank();
+        for round in 0..2u64 {
+            let sends: Vec<[u64; 1]> = (0..MANY as u64)
+                .map(|i| [(me as u64 + 1) * 1_000_000 + round * 10_000 + i])
+                .collect();
+            let mut sums = vec![[0u64; 1]; MANY];
+            {
+                // SAFETY: every request is waited below, none is leaked.
+                let mut reqs: Vec<CollRequest<'_>> = sends
+                    .iter()
+                    .zip(sums.iter_mut())
+                    .map(|(s, r)| unsafe { w.iallreduce(s, r, &Op::Sum) }.unwrap())
+                    .collect();
+                if me == 1 {
+                    reqs.reverse();
+                }
+                CollRequest::wait_all(reqs).unwrap();
+            }
+            for (i, s) in sums.iter().enumerate() {
+                let want = 3_000_000 + 2 * (round * 10_000 + i as u64);
+                assert_eq!(s[0], want, "round {round} call {i} on rank {me}");
+            }
+        }
+        // Rank 0 fills its limit before rank 1 starts any: none of them can finish.
+        let mut token = [0u8; 1];
+        if me == 0 {
+            let reqs: Vec<CollRequest<'static>> =
+                (0..LIMIT).map(|_| w.ibarrier().unwrap()).collect();
+            let e = w.ibarrier().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+            assert!(
+                e.message().contains("unfinished") && e.message().contains("13 bits"),
+                "{e}"
+            );
+            w.send(&token, 1, 9).unwrap();
+            CollRequest::wait_all(reqs).unwrap();
+        } else {
+            w.recv(&mut token, 0, 9).unwrap();
+            let reqs: Vec<CollRequest<'static>> =
+                (0..LIMIT).map(|_| w.ibarrier().unwrap()).collect();
+            CollRequest::wait_all(reqs).unwrap();
+        }
+        // Both ranks numbered the same calls (the refused one took no number).
+        let x = [me as u64 + 1];
+        let mut y = [0u64];
+        w.allreduce(&x, &mut y, &Op::Sum).unwrap();
+        assert_eq!(y[0], 3);
+    });
+}

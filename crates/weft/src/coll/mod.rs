@@ -56,7 +56,7 @@ use weft_core::{Error, ErrorKind, Result};
 /// a waiting rank recognises a peer's message of the same call number with another tag and
 /// reports the disagreement (see `schedule`).
 const TAG_COLL_BITS: u32 = 4;
-const TAG_SEQ_BITS: u32 = 13;
+pub(crate) const TAG_SEQ_BITS: u32 = 13;
 const TAG_ROOT_BITS: u32 = 13;
 
 /// The tag of collective `coll` (index in [`select::ALL`]) number `seq` with `root`.
@@ -276,6 +276,7 @@ impl Comm {
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
     ) -> Result<CollRequest<'a>> {
+        request::check_outstanding(self, coll.name())?;
         let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
         let tag = coll_tag(index, request::next_seq(self), root);
         let s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);

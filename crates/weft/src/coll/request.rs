@@ -9,9 +9,10 @@
 use super::schedule::Schedule;
 use crate::comm::Comm;
 use crate::engine::Engine;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use weft_core::{Error, Result};
+use weft_core::{Error, ErrorKind, Result};
 
 /// A started schedule and its outcome, on the heap so that its address stays fixed while the
 /// engine's registry of active collectives points at it.
@@ -23,6 +24,52 @@ pub(crate) struct Active<'a> {
     error: Option<Error>,
     /// True once the owner has returned the outcome (later tests return `Ok(true)`).
     reported: bool,
+}
+
+impl Active<'_> {
+    /// Marks the collective finished (once), so it no longer counts as outstanding.
+    fn mark_finished(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            OUTSTANDING.with(|n| n.set(n.get() - 1));
+        }
+    }
+}
+
+thread_local! {
+    /// Collectives started and not yet finished by this thread's rank (one engine per
+    /// thread), on all its communicators.
+    static OUTSTANDING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Unfinished collectives a rank may have at once. A collective's tag holds its call number
+/// modulo 2^13 (`super::TAG_SEQ_BITS`); two calls whose numbers differ by a multiple of that
+/// have the same tag, and a peer's message for one could match a receive of the other. Two
+/// such calls can only be unfinished together on a rank that has more than 2^13 collectives
+/// unfinished: with at most that many, every receive a rank has posted on a communicator
+/// belongs to one of 2^13 consecutive call numbers (distinct tags), every earlier call has
+/// taken all its messages, and each peer sends its messages for a call number before any
+/// for the number 2^13 later (it too never has both unfinished), in order on one context.
+pub(crate) const MAX_OUTSTANDING: u32 = 1 << super::TAG_SEQ_BITS;
+
+/// Refuses to start one more collective on a rank that already has [`MAX_OUTSTANDING`]
+/// unfinished (before the call takes a call number, so the ranks' numbering stays aligned
+/// when the caller completes some and retries).
+pub(crate) fn check_outstanding(comm: &Comm, what: &str) -> Result<()> {
+    let n = OUTSTANDING.with(Cell::get);
+    if n >= MAX_OUTSTANDING {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{what} on rank {}: {n} collectives are already unfinished on this rank; call \
+                 numbers in message tags are {} bits, so one more could take another's \
+                 messages: complete some first",
+                comm.rank(),
+                super::TAG_SEQ_BITS
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// An active collective as the engine's registry holds it, its buffers' lifetime erased.
@@ -52,7 +99,9 @@ pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
     }
     let before = a.schedule.steps_started();
     let outcome = a.schedule.advance(e);
-    a.finished = !matches!(outcome, Ok(false));
+    if !matches!(outcome, Ok(false)) {
+        a.mark_finished();
+    }
     a.error = outcome.err();
     (
         a.finished,
@@ -95,6 +144,7 @@ impl<'a> CollRequest<'a> {
     /// Wraps a schedule, registers it with the engine and moves it as far as it goes without
     /// waiting (its first step's messages are posted before this returns).
     pub(crate) fn start(comm: &Comm, schedule: Schedule<'a>) -> Result<CollRequest<'a>> {
+        OUTSTANDING.with(|n| n.set(n.get() + 1));
         let active = Box::new(Active {
             schedule,
             finished: false,
@@ -235,7 +285,7 @@ impl Drop for CollRequest<'_> {
         if self.comm.engine.try_borrow_mut().is_err() {
             // SAFETY: no engine call can run while the engine is borrowed elsewhere and we
             // are unwinding; a plain write of one flag.
-            unsafe { (*self.active.as_ptr()).finished = true };
+            unsafe { (*self.active.as_ptr()).mark_finished() };
             return;
         }
         let _ = self.finish();
