@@ -62,6 +62,9 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Barrier", crate::inter::barrier(p));
+    }
     let r = comm_of(comm, "MPI_Barrier").and_then(|c| Ok(c.barrier()?));
     finish(comm, "MPI_Barrier", r)
 }
@@ -85,6 +88,11 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Bcast", unsafe {
+            crate::inter::bcast(p, buf, count, dt, root)
+        });
+    }
     finish(comm, "MPI_Bcast", bcast(buf, count as i64, dt, root, comm))
 }
 
@@ -344,6 +352,11 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Reduce", unsafe {
+            crate::inter::reduce(p, send, recv, count, dt, op, root)
+        });
+    }
     finish(
         comm,
         "MPI_Reduce",
@@ -399,6 +412,11 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Allreduce", unsafe {
+            crate::inter::allreduce(p, send, recv, count, dt, op)
+        });
+    }
     finish(
         comm,
         "MPI_Allreduce",
@@ -507,6 +525,11 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Reduce_scatter_block", unsafe {
+            crate::inter::reduce_scatter_block(p, send, recv, count, dt, op)
+        });
+    }
     finish(
         comm,
         "MPI_Reduce_scatter_block",
@@ -603,6 +626,20 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Gather", unsafe {
+            crate::inter::gather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+                root,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Gather")?;
         let root = check_root(&c, root)?;
@@ -650,6 +687,20 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Scatter", unsafe {
+            crate::inter::scatter(
+                p,
+                send,
+                crate::inter::Counts::Same(scount),
+                sdt,
+                recv,
+                rcount,
+                rdt,
+                root,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Scatter")?;
         let root = check_root(&c, root)?;
@@ -687,6 +738,19 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Allgather", unsafe {
+            crate::inter::allgather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Allgather")?;
         let n = c.size() as i64;
@@ -721,6 +785,19 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Alltoall", unsafe {
+            crate::inter::alltoall(
+                p,
+                send,
+                crate::inter::Counts::Same(scount),
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Alltoall")?;
         let n = c.size() as i64;
@@ -785,6 +862,20 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Gatherv", unsafe {
+            crate::inter::gather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, displs),
+                rdt,
+                root,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Gatherv")?;
         let root = check_root(&c, root)?;
@@ -825,6 +916,20 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Scatterv", unsafe {
+            crate::inter::scatter(
+                p,
+                send,
+                crate::inter::Counts::V(scounts, displs),
+                sdt,
+                recv,
+                rcount,
+                rdt,
+                root,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Scatterv")?;
         let root = check_root(&c, root)?;
@@ -863,6 +968,19 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Allgatherv", unsafe {
+            crate::inter::allgather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, displs),
+                rdt,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Allgatherv")?;
         let n = c.size() as usize;
@@ -898,6 +1016,19 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Alltoallv", unsafe {
+            crate::inter::alltoall(
+                p,
+                send,
+                crate::inter::Counts::V(scounts, sdispls),
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, rdispls),
+                rdt,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Alltoallv")?;
         let n = c.size() as usize;
@@ -988,6 +1119,11 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Reduce_scatter", unsafe {
+            crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op)
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Reduce_scatter")?;
         let (src, rp, mine, counts, tk, wop) =
@@ -1013,6 +1149,13 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        return finish(comm, "MPI_Alltoallw", unsafe {
+            crate::inter::alltoallw(
+                p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
+            )
+        });
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Alltoallw")?;
         let n = c.size() as usize;

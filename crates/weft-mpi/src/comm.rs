@@ -172,8 +172,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
             delete_attr(s, h, k, v)?;
         }
         s.comm(h)?.comm.free()?;
-        let i = handle_index(crate::state::K_COMM, h).expect("valid comm");
-        s.comms.remove(i);
+        s.remove_comm(h);
         put!(comm, MPI_COMM_NULL)
     })();
     finish(h, "MPI_Comm_free", r)
@@ -596,6 +595,12 @@ pub unsafe extern "C" fn MPI_Cart_create(
         }
         let total: i64 = d.iter().map(|&x| x as i64).product();
         let c = &s.comm(comm)?.comm;
+        if c.is_inter() {
+            return Err(err(
+                MPI_ERR_COMM,
+                "a Cartesian topology needs an intracommunicator, not an intercommunicator",
+            ));
+        }
         if total > c.size() as i64 {
             return Err(err(
                 MPI_ERR_DIMS,

@@ -44,6 +44,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
             name: name.into(),
             cart: None,
             attrs: Vec::new(),
+            inter: None,
         });
     }
     // Only one thread may be inside MPI at a time: no internal locking.

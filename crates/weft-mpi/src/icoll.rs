@@ -116,6 +116,10 @@ fn check_req(req: *mut Handle) -> R<()> {
 /// MPI_Ibarrier (MPI-4.1 §6.12.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = crate::inter::barrier(p).and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ibarrier", r);
+    }
     let r = (|| {
         let c = comm_of(comm, "MPI_Ibarrier")?;
         file(comm, req, || started(c.ibarrier()?, Vec::new(), None))
@@ -142,6 +146,11 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe { crate::inter::bcast(p, buf, count, dt, root) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ibcast", r);
+    }
     let r = file(comm, req, || ibcast(buf as usize, count, dt, root, comm));
     finish(comm, "MPI_Ibcast", r)
 }
@@ -243,6 +252,11 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ireduce", r);
+    }
     let r = file(comm, req, || {
         ireduction(
             "MPI_Ireduce",
@@ -269,6 +283,11 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iallreduce", r);
+    }
     let r = file(comm, req, || {
         ireduction(
             "MPI_Iallreduce",
@@ -329,6 +348,11 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe { crate::inter::reduce_scatter_block(p, send, recv, count, dt, op) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ireduce_scatter_block", r);
+    }
     let r = file(comm, req, || {
         ireduction(
             "MPI_Ireduce_scatter_block",
@@ -440,6 +464,22 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::gather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+                root,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Igather", r);
+    }
     let r = file(comm, req, || {
         imove(
             "MPI_Igather",
@@ -469,6 +509,22 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::scatter(
+                p,
+                send,
+                crate::inter::Counts::Same(scount),
+                sdt,
+                recv,
+                rcount,
+                rdt,
+                root,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iscatter", r);
+    }
     let r = file(comm, req, || {
         imove(
             "MPI_Iscatter",
@@ -497,6 +553,21 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::allgather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iallgather", r);
+    }
     let r = file(comm, req, || {
         imove(
             "MPI_Iallgather",
@@ -525,6 +596,21 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::alltoall(
+                p,
+                send,
+                crate::inter::Counts::Same(scount),
+                sdt,
+                recv,
+                crate::inter::Counts::Same(rcount),
+                rdt,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ialltoall", r);
+    }
     let r = file(comm, req, || {
         imove(
             "MPI_Ialltoall",
@@ -736,6 +822,11 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe { crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ireduce_scatter", r);
+    }
     let st = || {
         let c = comm_of(comm, "MPI_Ireduce_scatter")?;
         let (src, rp, mine, counts, tk, wop) =
@@ -779,6 +870,22 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::gather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, displs),
+                rdt,
+                root,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Igatherv", r);
+    }
     let st = || {
         let c = comm_of(comm, "MPI_Igatherv")?;
         let root = root_of(&c, root)?;
@@ -830,6 +937,22 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::scatter(
+                p,
+                send,
+                crate::inter::Counts::V(scounts, displs),
+                sdt,
+                recv,
+                rcount,
+                rdt,
+                root,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iscatterv", r);
+    }
     let st = || {
         let c = comm_of(comm, "MPI_Iscatterv")?;
         let root = root_of(&c, root)?;
@@ -878,6 +1001,21 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::allgather(
+                p,
+                send,
+                scount,
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, displs),
+                rdt,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iallgatherv", r);
+    }
     let st = || {
         let c = comm_of(comm, "MPI_Iallgatherv")?;
         let n = c.size() as usize;
@@ -923,6 +1061,21 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = unsafe {
+            crate::inter::alltoall(
+                p,
+                send,
+                crate::inter::Counts::V(scounts, sdispls),
+                sdt,
+                recv,
+                crate::inter::Counts::V(rcounts, rdispls),
+                rdt,
+            )
+        }
+        .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ialltoallv", r);
+    }
     let st = || {
         let c = comm_of(comm, "MPI_Ialltoallv")?;
         let n = c.size() as usize;

@@ -22,6 +22,7 @@ pub mod dtype;
 pub mod env;
 pub mod error;
 pub mod icoll;
+pub mod inter;
 pub mod large;
 pub mod misc;
 pub mod mprobe;

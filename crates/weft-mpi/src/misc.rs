@@ -132,16 +132,6 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, error: c_i
     finish(MPI_COMM_WORLD, "MPI_Status_set_error", r)
 }
 
-/// MPI_Comm_test_inter (MPI-4.1 §7.6.1): weft's communicators are intracommunicators.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
-    let r = state("MPI_Comm_test_inter").and_then(|s| {
-        s.comm(comm)?;
-        put!(flag, 0)
-    });
-    finish(comm, "MPI_Comm_test_inter", r)
-}
-
 /// MPI_Comm_get_parent (MPI-4.1 §11.8.2): no process was spawned, so MPI_COMM_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {

@@ -44,7 +44,7 @@ fn mprobe(
     if tag < 0 && tag != MPI_ANY_TAG {
         return Err(err(MPI_ERR_TAG, format!("tag {tag} is invalid")));
     }
-    let size = c.size() as c_int;
+    let size = c.peer_size() as c_int;
     if !(source == MPI_ANY_SOURCE || source == MPI_PROC_NULL || (0..size).contains(&source)) {
         return Err(err(
             MPI_ERR_RANK,

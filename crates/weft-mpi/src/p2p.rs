@@ -125,7 +125,7 @@ fn send(
     let c = &s.comm(comm)?.comm;
     let out = outgoing(buf, count, dt)?;
     check_tag(tag, false)?;
-    check_peer(dest, c.size(), false, "dest")?;
+    check_peer(dest, c.peer_size(), false, "dest")?;
     if dest == MPI_PROC_NULL {
         return Ok(());
     }
@@ -163,7 +163,7 @@ fn recv(
     let c = &s.comm(comm)?.comm;
     let inc = incoming(buf, count, dt, false)?;
     check_tag(tag, true)?;
-    check_peer(source, c.size(), true, "source")?;
+    check_peer(source, c.peer_size(), true, "source")?;
     if source == MPI_PROC_NULL {
         store(status, proc_null_status());
         return Ok(());
@@ -338,7 +338,7 @@ fn inonblocking(
     req: *mut Handle,
 ) -> R<()> {
     let s = state("MPI_Isend")?;
-    let size = s.comm(comm)?.comm.size();
+    let size = s.comm(comm)?.comm.peer_size();
     check_tag(tag, !send)?;
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
     if req.is_null() {
@@ -465,7 +465,7 @@ fn sendrecv(
     status: *mut MpiStatus,
 ) -> R<()> {
     let s = state("MPI_Sendrecv")?;
-    let size = s.comm(comm)?.comm.size();
+    let size = s.comm(comm)?.comm.peer_size();
     check_tag(stag, false)?;
     check_tag(rtag, true)?;
     check_peer(dest, size, false, "dest")?;
@@ -581,7 +581,7 @@ fn probe(
     let s = state("MPI_Probe")?;
     let c = &s.comm(comm)?.comm;
     check_tag(tag, true)?;
-    check_peer(source, c.size(), true, "source")?;
+    check_peer(source, c.peer_size(), true, "source")?;
     if source == MPI_PROC_NULL {
         store(status, proc_null_status());
         if let Some(f) = flag {
@@ -1285,7 +1285,7 @@ fn init_req(
     req: *mut Handle,
 ) -> R<()> {
     let s = state("MPI_Send_init")?;
-    let size = s.comm(comm)?.comm.size();
+    let size = s.comm(comm)?.comm.peer_size();
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
     }
@@ -1475,7 +1475,7 @@ pub unsafe extern "C" fn MPI_Bsend(
 ) -> c_int {
     let r = (|| {
         let s = state("MPI_Bsend")?;
-        let size = s.comm(comm)?.comm.size();
+        let size = s.comm(comm)?.comm.peer_size();
         let out = outgoing(buf, count as i64, dt)?;
         let n = out.bytes;
         check_tag(tag, false)?;

@@ -91,6 +91,17 @@ pub struct CommEntry {
     pub cart: Option<(Vec<c_int>, Vec<bool>)>,
     /// Cached attributes: keyval and value.
     pub attrs: Vec<(c_int, usize)>,
+    /// An intercommunicator's hidden companions (see [`InterParts`]).
+    pub inter: Option<InterParts>,
+}
+
+/// The handles collectives on an intercommunicator run on: its local group as an
+/// intracommunicator and its bridge (point-to-point to the remote group on a context of its
+/// own). Both return errors to the caller (ERRORS_RETURN); programs never see them.
+#[derive(Clone, Copy)]
+pub struct InterParts {
+    pub local: Handle,
+    pub bridge: Handle,
 }
 
 /// The attribute copy callback (MPI_Comm_copy_attr_function).
@@ -284,17 +295,56 @@ impl State {
             .ok_or_else(|| bad_comm(h))
     }
 
-    /// A handle for a new communicator.
+    /// A handle for a new communicator (with the hidden companions of an
+    /// intercommunicator).
     pub fn add_comm(&mut self, comm: Comm) -> Handle {
+        let inter = match (comm.local_comm(), comm.bridge()) {
+            (Ok(local), Ok(bridge)) => {
+                let local = self.add_entry(local.clone(), MPI_ERRORS_RETURN, None);
+                let bridge = self.add_entry(bridge, MPI_ERRORS_RETURN, None);
+                Some(InterParts { local, bridge })
+            }
+            _ => None,
+        };
+        self.add_entry(comm, MPI_ERRORS_ARE_FATAL, inter)
+    }
+
+    fn add_entry(&mut self, comm: Comm, errhandler: Handle, inter: Option<InterParts>) -> Handle {
         let name = comm.name().to_string();
         let idx = self.comms.insert(CommEntry {
             comm,
-            errhandler: MPI_ERRORS_ARE_FATAL,
+            errhandler,
             name,
             cart: None,
             attrs: Vec::new(),
+            inter,
         });
         make_handle(K_COMM, idx)
+    }
+
+    /// Removes communicator `h` from the table with its hidden companions.
+    pub fn remove_comm(&mut self, h: Handle) {
+        let Some(i) = handle_index(K_COMM, h) else {
+            return;
+        };
+        if let Some(e) = self.comms.remove(i) {
+            if let Some(p) = e.inter {
+                for x in [p.local, p.bridge] {
+                    if let Some(j) = handle_index(K_COMM, x) {
+                        if let Some(c) = self.comms.remove(j) {
+                            // The local group's communicator is freed with its
+                            // intercommunicator; a repeated free is harmless here.
+                            let _ = c.comm.free();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The hidden companions of `h` when it is an intercommunicator.
+    pub fn inter_parts(&self, h: Handle) -> R<Option<InterParts>> {
+        Ok(self.comm(h)?.inter)
     }
 
     /// The error handler in force for errors on `comm`.

@@ -112,6 +112,11 @@ fn nonblocking_collectives() {
 }
 
 #[test]
+fn intercommunicators() {
+    run_ok("inter");
+}
+
+#[test]
 fn derived_datatypes() {
     run_ok("dtype");
 }

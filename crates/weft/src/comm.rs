@@ -5,6 +5,14 @@
 //! traffic, the second for the internal traffic of collectives. World uses 0/1, self 2/3. A
 //! new communicator takes the maximum of its members' next free id (each process's own
 //! counter), so no process ever sees two of its communicators share an id.
+//!
+//! Intercommunicators (MPI-4.1 §7.6) join two disjoint groups: point-to-point ranks name the
+//! remote group, the local group keeps an intracommunicator of its own for the local phases
+//! of collectives, and a "bridge" context carries the traffic between the groups that
+//! collectives and communicator creation need, apart from the program's messages. An
+//! intercommunicator takes six context ids (its pair, the local pair, the bridge pair),
+//! agreed by both groups through their leaders (local rank 0). The collectives of [`crate::coll`]
+//! are for intracommunicators only: `check` rejects intercommunicators there.
 
 use crate::engine::Engine;
 use std::cell::{Cell, RefCell};
@@ -27,7 +35,23 @@ pub(crate) struct CommData {
     /// Collectives started on this communicator (folded into their tags, so several
     /// nonblocking collectives can be outstanding at once).
     pub(crate) coll_seq: Cell<u32>,
+    /// Set on intercommunicators: the remote group and the local group's own communicator.
+    pub(crate) inter: Option<InterData>,
 }
+
+/// What an intercommunicator has beyond an intracommunicator.
+pub(crate) struct InterData {
+    /// World rank of each member of the remote group, in its rank order. Point-to-point
+    /// ranks index this.
+    pub(crate) remote: Rc<[u32]>,
+    /// The local group as an intracommunicator with its own context pair.
+    pub(crate) local: Comm,
+    /// Context of the traffic between the groups for collectives and creation.
+    pub(crate) bridge_ctx: u32,
+}
+
+/// Context ids an intercommunicator takes: its own pair, the local pair, the bridge pair.
+const INTER_CTX_IDS: u32 = 6;
 
 /// A communicator: a group of ranks and a private context for their messages.
 ///
@@ -69,6 +93,42 @@ impl Comm {
                 freed: Cell::new(false),
                 name,
                 coll_seq: Cell::new(0),
+                inter: None,
+            }),
+        }
+    }
+
+    /// An intercommunicator on contexts `ctx..ctx + 6` whose local group is `members` (the
+    /// caller at `rank`) and remote group `remote`.
+    fn new_inter(
+        engine: Rc<RefCell<Engine>>,
+        ctx: u32,
+        rank: u32,
+        members: Rc<[u32]>,
+        remote: Rc<[u32]>,
+        name: String,
+    ) -> Comm {
+        let local = Comm::new(
+            engine.clone(),
+            ctx + 2,
+            rank,
+            members.clone(),
+            format!("local group of {name}"),
+        );
+        Comm {
+            engine,
+            data: Rc::new(CommData {
+                ctx,
+                rank,
+                members,
+                freed: Cell::new(false),
+                name,
+                coll_seq: Cell::new(0),
+                inter: Some(InterData {
+                    remote,
+                    local,
+                    bridge_ctx: ctx + 4,
+                }),
             }),
         }
     }
@@ -95,7 +155,7 @@ impl Comm {
 
     /// World rank of member `rank`.
     pub fn world_rank(&self, rank: Rank) -> Result<u32> {
-        self.check()?;
+        self.check_open()?;
         self.data
             .members
             .get(rank as usize)
@@ -115,7 +175,7 @@ impl Comm {
     /// The rank in `other` of this communicator's member `rank`, or `None` when that process is
     /// not a member of `other` (MPI_Group_translate_ranks).
     pub fn translate_rank(&self, rank: Rank, other: &Comm) -> Result<Option<Rank>> {
-        other.check()?;
+        other.check_open()?;
         let w = self.world_rank(rank)?;
         Ok(other
             .data
@@ -125,7 +185,25 @@ impl Comm {
             .map(|p| p as Rank))
     }
 
+    /// Checks that the communicator is usable as an intracommunicator (collectives and the
+    /// creation calls defined only there).
     pub(crate) fn check(&self) -> Result<()> {
+        self.check_open()?;
+        if self.data.inter.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidComm,
+                format!(
+                    "communicator {} is an intercommunicator; this operation needs an \
+                     intracommunicator",
+                    self.data.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the communicator was not freed.
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.data.freed.get() {
             return Err(Error::new(
                 ErrorKind::InvalidComm,
@@ -140,7 +218,7 @@ impl Comm {
 
     /// Frees the communicator: every handle to it becomes invalid. Freeing twice is an error.
     pub fn free(&self) -> Result<()> {
-        self.check()?;
+        self.check_open()?;
         if self.data.ctx < 4 {
             return Err(Error::new(
                 ErrorKind::InvalidComm,
@@ -148,11 +226,17 @@ impl Comm {
             ));
         }
         self.data.freed.set(true);
+        if let Some(i) = &self.data.inter {
+            i.local.data.freed.set(true);
+        }
         Ok(())
     }
 
     /// A new communicator with the same members and a new context (MPI_Comm_dup). Collective.
     pub fn dup(&self) -> Result<Comm> {
+        if self.is_inter() {
+            return self.inter_dup();
+        }
         self.check()?;
         let next = self.engine.borrow().next_ctx();
         let all = self.allgather_words(&[next])?;
@@ -171,7 +255,7 @@ impl Comm {
     /// communicator, ordered by `key` and then by their rank here. A negative color
     /// ([`UNDEFINED`]) leaves the caller out; it gets `None`. Collective.
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
-        self.check()?;
+        self.check_open()?;
         if color < 0 && color != UNDEFINED {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -181,6 +265,9 @@ impl Comm {
                     self.name()
                 ),
             ));
+        }
+        if self.is_inter() {
+            return self.inter_split(color, key);
         }
         let next = self.engine.borrow().next_ctx();
         let all = self.allgather_words(&[color as u32, key as u32, next])?;
@@ -256,7 +343,7 @@ impl Comm {
     /// order); members of this communicator not listed get `None` (MPI_Comm_create). Every
     /// member must pass the same group, whose ranks must all belong here. Collective.
     pub fn create(&self, group: &[u32]) -> Result<Option<Comm>> {
-        self.check()?;
+        self.check_open()?;
         for &w in group {
             if !self.data.members.contains(&w) {
                 return Err(Error::new(
@@ -275,6 +362,9 @@ impl Comm {
             None => (UNDEFINED, 0),
         };
         let c = self.split(color, key)?;
+        if self.is_inter() {
+            return Ok(c);
+        }
         Ok(c.map(|c| c.renamed(format!("create from {}", self.data.name))))
     }
 
@@ -362,5 +452,377 @@ impl Comm {
             group.iter().copied().collect(),
             format!("group of {}", self.data.name),
         ))
+    }
+}
+
+/// Tags of intercommunicator creation: the leaders' exchange (on the bridge context) and the
+/// broadcast of its outcome in the local group (on the local collective context). Both lie
+/// above every collective tag, like [`TAG_COMM_CREATE`].
+const TAG_INTER_EXCHANGE: i32 = 0x7fff_0002;
+const TAG_LOCAL_BCAST: i32 = 0x7fff_0003;
+
+/// Intercommunicators (MPI-4.1 §7.6): creation from two groups, merging, and what the C
+/// interface needs to build collectives from the local group and the bridge.
+impl Comm {
+    /// Whether this is an intercommunicator (MPI_Comm_test_inter).
+    pub fn is_inter(&self) -> bool {
+        self.data.inter.is_some()
+    }
+
+    fn inter_data(&self, op: &str) -> Result<&InterData> {
+        self.check_open()?;
+        self.data.inter.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidComm,
+                format!(
+                    "rank {} {op}: communicator {} is not an intercommunicator",
+                    self.rank(),
+                    self.name()
+                ),
+            )
+        })
+    }
+
+    /// The ranks point-to-point operations address: the remote group of an
+    /// intercommunicator, the members of an intracommunicator.
+    pub(crate) fn peers(&self) -> &Rc<[u32]> {
+        match &self.data.inter {
+            Some(i) => &i.remote,
+            None => &self.data.members,
+        }
+    }
+
+    /// Number of ranks point-to-point operations address: the remote group's size on an
+    /// intercommunicator, the communicator's size otherwise.
+    pub fn peer_size(&self) -> u32 {
+        self.peers().len() as u32
+    }
+
+    /// Number of ranks in the remote group (MPI_Comm_remote_size).
+    pub fn remote_size(&self) -> Result<u32> {
+        Ok(self.inter_data("remote_size")?.remote.len() as u32)
+    }
+
+    /// World rank of every member of the remote group, in its rank order
+    /// (MPI_Comm_remote_group).
+    pub fn remote_members(&self) -> Result<&[u32]> {
+        Ok(&self.inter_data("remote_members")?.remote)
+    }
+
+    /// The local group of an intercommunicator as an intracommunicator of its own (own
+    /// contexts): collectives on the intercommunicator run their local phases there.
+    pub fn local_comm(&self) -> Result<&Comm> {
+        Ok(&self.inter_data("local_comm")?.local)
+    }
+
+    /// The same intercommunicator on its bridge context: point-to-point between the groups
+    /// that never meets the program's messages on the intercommunicator itself. Collectives
+    /// on intercommunicators move their data between the groups through it.
+    pub fn bridge(&self) -> Result<Comm> {
+        let d = self.inter_data("bridge")?;
+        Ok(Comm {
+            engine: self.engine.clone(),
+            data: Rc::new(CommData {
+                ctx: d.bridge_ctx,
+                rank: self.data.rank,
+                members: self.data.members.clone(),
+                freed: Cell::new(false),
+                name: format!("bridge of {}", self.data.name),
+                coll_seq: Cell::new(0),
+                inter: Some(InterData {
+                    remote: d.remote.clone(),
+                    local: d.local.clone(),
+                    bridge_ctx: d.bridge_ctx,
+                }),
+            }),
+        })
+    }
+
+    /// Exchanges `words` with rank `peer` on context `ctx` (lengths first, then the words);
+    /// returns the peer's words. Both sides call it.
+    fn exchange_words(&self, ctx: u32, peer: u32, tag: i32, words: &[u32]) -> Result<Vec<u32>> {
+        let mut n = [0u32];
+        self.sendrecv_bytes(
+            bytemuck::cast_slice(&[words.len() as u32]),
+            peer,
+            tag,
+            bytemuck::cast_slice_mut(&mut n),
+            peer as i32,
+            tag,
+            ctx,
+        )?;
+        let mut theirs = vec![0u32; n[0] as usize];
+        self.sendrecv_bytes(
+            bytemuck::cast_slice(words),
+            peer,
+            tag,
+            bytemuck::cast_slice_mut(&mut theirs),
+            peer as i32,
+            tag,
+            ctx,
+        )?;
+        Ok(theirs)
+    }
+
+    /// `words` of `root` at every member of this intracommunicator (root sends to each in
+    /// turn, on the collective context; creation only, so simplicity beats speed).
+    fn bcast_words(&self, root: u32, words: Vec<u32>) -> Result<Vec<u32>> {
+        let ctx = self.data.ctx + 1;
+        if self.data.rank == root {
+            for r in (0..self.size()).filter(|&r| r != root) {
+                let len = [words.len() as u32];
+                self.send_ctx(bytemuck::cast_slice(&len), r, TAG_LOCAL_BCAST, ctx, false)?;
+                self.send_ctx(bytemuck::cast_slice(&words), r, TAG_LOCAL_BCAST, ctx, false)?;
+            }
+            return Ok(words);
+        }
+        let mut n = [0u32];
+        self.recv_ctx(
+            bytemuck::cast_slice_mut(&mut n),
+            root as i32,
+            TAG_LOCAL_BCAST,
+            ctx,
+        )?;
+        let mut words = vec![0u32; n[0] as usize];
+        self.recv_ctx(
+            bytemuck::cast_slice_mut(&mut words),
+            root as i32,
+            TAG_LOCAL_BCAST,
+            ctx,
+        )?;
+        Ok(words)
+    }
+
+    /// Agrees with the remote group on the first of six fresh context ids, and hands every
+    /// member the remote leader's `words` (the local leader's are sent). Collective over both
+    /// groups.
+    fn inter_agree(&self, words: &[u32]) -> Result<(u32, Vec<u32>)> {
+        let d = self.inter_data("create")?;
+        let next = self.engine.borrow().next_ctx();
+        let max = d
+            .local
+            .allgather_words(&[next])?
+            .into_iter()
+            .max()
+            .unwrap_or(next);
+        let out = if d.local.rank() == 0 {
+            let mut mine = Vec::with_capacity(words.len() + 1);
+            mine.push(max);
+            mine.extend_from_slice(words);
+            let mut theirs = self.exchange_words(d.bridge_ctx, 0, TAG_INTER_EXCHANGE, &mine)?;
+            if theirs.is_empty() {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    "the remote leader sent no context id",
+                ));
+            }
+            theirs[0] = theirs[0].max(max);
+            theirs
+        } else {
+            Vec::new()
+        };
+        let v = d.local.bcast_words(0, out)?;
+        self.engine.borrow_mut().set_next_ctx(v[0] + INTER_CTX_IDS);
+        Ok((v[0], v[1..].to_vec()))
+    }
+
+    /// An intercommunicator joining this communicator's members (the local group) with the
+    /// group whose leader is `remote_leader` in `peer` (MPI_Intercomm_create). The leaders,
+    /// rank `local_leader` here, talk over `peer` with `tag`; the groups must be disjoint.
+    /// Collective over both groups.
+    pub fn intercomm_create(
+        &self,
+        local_leader: u32,
+        peer: &Comm,
+        remote_leader: u32,
+        tag: i32,
+    ) -> Result<Comm> {
+        self.check()?;
+        if local_leader >= self.size() {
+            return Err(Error::new(
+                ErrorKind::InvalidRank,
+                format!(
+                    "rank {} intercomm_create: local leader {local_leader} is not a rank of {} \
+                     (size {})",
+                    self.rank(),
+                    self.name(),
+                    self.size()
+                ),
+            ));
+        }
+        let next = self.engine.borrow().next_ctx();
+        let max = self
+            .allgather_words(&[next])?
+            .into_iter()
+            .max()
+            .unwrap_or(next);
+        let mut failure = None;
+        let out = if self.data.rank == local_leader {
+            match self.leader_exchange(max, peer, remote_leader, tag) {
+                Ok(v) => v,
+                Err(e) => {
+                    failure = Some(e);
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        // An empty outcome tells the others that the leader failed, so they do not wait
+        // for a remote group that will never come.
+        let v = self.bcast_words(local_leader, out)?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if v.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} intercomm_create: the local leader (rank {local_leader}) failed to \
+                     reach the remote leader",
+                    self.rank()
+                ),
+            ));
+        }
+        self.engine.borrow_mut().set_next_ctx(v[0] + INTER_CTX_IDS);
+        Ok(Comm::new_inter(
+            self.engine.clone(),
+            v[0],
+            self.data.rank,
+            self.data.members.clone(),
+            v[1..].iter().copied().collect(),
+            format!("intercomm of {}", self.data.name),
+        ))
+    }
+
+    /// The local leader's part of [`Comm::intercomm_create`]: trades (context id, members)
+    /// with the remote leader; returns (agreed context id, remote members).
+    fn leader_exchange(
+        &self,
+        max: u32,
+        peer: &Comm,
+        remote_leader: u32,
+        tag: i32,
+    ) -> Result<Vec<u32>> {
+        peer.check_open()?;
+        peer.check_send_tag(tag, "intercomm_create")?;
+        let mut mine = Vec::with_capacity(self.data.members.len() + 1);
+        mine.push(max);
+        mine.extend_from_slice(&self.data.members);
+        let mut theirs = peer.exchange_words(peer.data.ctx, remote_leader, tag, &mine)?;
+        if theirs.len() < 2 {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "intercomm_create: the remote leader sent an empty group",
+            ));
+        }
+        if let Some(w) = theirs[1..].iter().find(|w| self.data.members.contains(w)) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} intercomm_create: world rank {w} is in both groups (they must be \
+                     disjoint)",
+                    self.rank()
+                ),
+            ));
+        }
+        theirs[0] = theirs[0].max(max);
+        Ok(theirs)
+    }
+
+    /// An intracommunicator of both groups (MPI_Intercomm_merge): the group that passes
+    /// `high == false` comes first; when both pass the same, the group holding the lower
+    /// world rank among the leaders does. Collective over both groups.
+    pub fn merge(&self, high: bool) -> Result<Comm> {
+        let (ctx, theirs) = self.inter_agree(&[high as u32])?;
+        let d = self.inter_data("merge")?;
+        let remote_high = theirs.first().is_some_and(|&h| h != 0);
+        let local_first = if high != remote_high {
+            !high
+        } else {
+            self.data.members[0] < d.remote[0]
+        };
+        let (first, second) = if local_first {
+            (&self.data.members, &d.remote)
+        } else {
+            (&d.remote, &self.data.members)
+        };
+        let members: Rc<[u32]> = first.iter().chain(second.iter()).copied().collect();
+        let rank = if local_first {
+            self.data.rank
+        } else {
+            d.remote.len() as u32 + self.data.rank
+        };
+        Ok(Comm::new(
+            self.engine.clone(),
+            ctx,
+            rank,
+            members,
+            format!("merge of {}", self.data.name),
+        ))
+    }
+
+    fn inter_dup(&self) -> Result<Comm> {
+        let (ctx, _) = self.inter_agree(&[])?;
+        let d = self.inter_data("dup")?;
+        Ok(Comm::new_inter(
+            self.engine.clone(),
+            ctx,
+            self.data.rank,
+            self.data.members.clone(),
+            d.remote.clone(),
+            format!("dup of {}", self.data.name),
+        ))
+    }
+
+    /// MPI_Comm_split on an intercommunicator: the local processes of one color face the
+    /// remote processes of the same color; a color without remote processes gives `None`.
+    fn inter_split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        let d = self.inter_data("split")?;
+        let local_all = d.local.allgather_words(&[color as u32, key as u32])?;
+        let (ctx, remote_all) = self.inter_agree(&local_all)?;
+        let d = self.inter_data("split")?;
+        if remote_all.len() != 2 * d.remote.len() {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "split of {}: the remote leader sent {} words for {} ranks",
+                    self.name(),
+                    remote_all.len(),
+                    d.remote.len()
+                ),
+            ));
+        }
+        if color == UNDEFINED {
+            return Ok(None);
+        }
+        let pick = |all: &[u32], members: &[u32]| -> Vec<u32> {
+            let mut g: Vec<(i32, usize)> = all
+                .chunks(2)
+                .enumerate()
+                .filter(|(_, c)| c[0] as i32 == color)
+                .map(|(r, c)| (c[1] as i32, r))
+                .collect();
+            g.sort();
+            g.iter().map(|&(_, r)| members[r]).collect()
+        };
+        let local = pick(&local_all, &self.data.members);
+        let remote = pick(&remote_all, &d.remote);
+        if remote.is_empty() {
+            return Ok(None);
+        }
+        let me = self.data.members[self.data.rank as usize];
+        let rank = local
+            .iter()
+            .position(|&w| w == me)
+            .expect("caller is in its own color") as u32;
+        Ok(Some(Comm::new_inter(
+            self.engine.clone(),
+            ctx,
+            rank,
+            local.into(),
+            remote.into(),
+            format!("split of {} (color {color})", self.data.name),
+        )))
     }
 }

@@ -17,16 +17,17 @@ use weft_transport::buf::{RawBuf, RawBufMut};
 
 impl Comm {
     pub(crate) fn check_dest(&self, dst: u32, op: &str) -> Result<u32> {
-        self.check()?;
-        match self.data.members.get(dst as usize) {
+        self.check_open()?;
+        match self.peers().get(dst as usize) {
             Some(&w) => Ok(w),
             None => Err(Error::new(
                 ErrorKind::InvalidRank,
                 format!(
-                    "rank {} {op} rank {dst}: communicator {} has ranks 0..{}",
+                    "rank {} {op} rank {dst}: communicator {} has {}ranks 0..{}",
                     self.rank(),
                     self.name(),
-                    self.size()
+                    if self.is_inter() { "remote " } else { "" },
+                    self.peers().len()
                 ),
             )),
         }
@@ -53,7 +54,7 @@ impl Comm {
         ctx: u32,
         op: &str,
     ) -> Result<(Pattern, Option<u32>)> {
-        self.check()?;
+        self.check_open()?;
         if tag < 0 && tag != ANY_TAG {
             return Err(Error::new(
                 ErrorKind::InvalidTag,
@@ -65,16 +66,17 @@ impl Comm {
         }
         let src_world = if src == ANY_SOURCE {
             None
-        } else if src >= 0 && (src as u32) < self.size() {
-            Some(self.data.members[src as usize])
+        } else if src >= 0 && (src as usize) < self.peers().len() {
+            Some(self.peers()[src as usize])
         } else {
             return Err(Error::new(
                 ErrorKind::InvalidRank,
                 format!(
-                    "rank {} {op} rank {src}: communicator {} has ranks 0..{} (or ANY_SOURCE)",
+                    "rank {} {op} rank {src}: communicator {} has {}ranks 0..{} (or ANY_SOURCE)",
                     self.rank(),
                     self.name(),
-                    self.size()
+                    if self.is_inter() { "remote " } else { "" },
+                    self.peers().len()
                 ),
             ));
         };
@@ -128,12 +130,7 @@ impl Comm {
     ) -> Result<Status> {
         let (pattern, src_world) = self.recv_pattern(src, tag, ctx, "receive from")?;
         let mut e = self.engine.borrow_mut();
-        let id = e.start_recv(
-            RawBufMut::new(bytes),
-            pattern,
-            src_world,
-            &self.data.members,
-        )?;
+        let id = e.start_recv(RawBufMut::new(bytes), pattern, src_world, self.peers())?;
         finish(&mut e, id)
     }
 
@@ -164,7 +161,7 @@ impl Comm {
     /// The receive is cancelled and finished if the send cannot start, so no request keeps a
     /// pointer to `recvbuf` after this returns.
     #[allow(clippy::too_many_arguments)]
-    fn sendrecv_bytes(
+    pub(crate) fn sendrecv_bytes(
         &self,
         sendbuf: &[u8],
         dst: u32,
@@ -177,12 +174,7 @@ impl Comm {
         let w = self.check_dest(dst, "sendrecv to")?;
         let (pattern, src_world) = self.recv_pattern(src, recv_tag, ctx, "sendrecv from")?;
         let mut e = self.engine.borrow_mut();
-        let rid = e.start_recv(
-            RawBufMut::new(recvbuf),
-            pattern,
-            src_world,
-            &self.data.members,
-        )?;
+        let rid = e.start_recv(RawBufMut::new(recvbuf), pattern, src_world, self.peers())?;
         let sid = match e.start_send(RawBuf::new(sendbuf), w, self.data.rank, ctx, send_tag) {
             Ok(s) => s,
             Err(err) => {
@@ -226,7 +218,7 @@ impl Comm {
                 RawBufMut::new(&mut []),
                 Pattern { tag: -2, ..pattern },
                 src_world,
-                &self.data.members,
+                self.peers(),
             )?;
             e.wait_until(|e| e.is_done(guard) || e.peek(&pattern).is_some());
             e.cancel_recv(guard);
@@ -288,7 +280,7 @@ impl Comm {
             RawBufMut::new(bytemuck::cast_slice_mut(buf)),
             pattern,
             src_world,
-            &self.data.members,
+            self.peers(),
         )?;
         Ok(scope.register(Some(id)))
     }

@@ -114,7 +114,7 @@ impl Comm {
             RawBufMut::new(bytes),
             pattern,
             src_world,
-            &self.data.members,
+            self.peers(),
         )?;
         Ok(RawRequest {
             engine: self.engine.clone(),

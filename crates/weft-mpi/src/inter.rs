@@ -1,0 +1,833 @@
+//! Intercommunicators (MPI-4.1 §7.6): MPI_Intercomm_create/merge, Comm_test_inter,
+//! Comm_remote_size/group, and the collectives on intercommunicators (§6.2.2 semantics:
+//! MPI_ROOT / MPI_PROC_NULL roots, each group receiving what the other group contributes).
+//!
+//! weft builds the intercommunicator (groups, contexts, merge); the collectives here are
+//! compositions of weft's intracommunicator collectives on the local group and
+//! point-to-point transfers to the remote group on the intercommunicator's private bridge
+//! context (see `state::InterParts`), so there is no second collective engine: a rooted
+//! collective moves data straight between the root and the remote ranks, a reduction
+//! reduces in the local group, swaps the result between the leaders (local rank 0) and
+//! spreads it in the local group.
+//!
+//! The nonblocking forms (MPI_Ibcast, ... on an intercommunicator) run the same composition
+//! to completion before they return a request that is already complete; unlike
+//! intracommunicator ones they do not overlap with the program (documented limitation).
+//! Depends on the state tables and the crate's own entry points.
+
+use crate::coll::{MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Scatterv};
+use crate::consts::*;
+use crate::dtype::{map_of, put};
+use crate::error::{class_text, err, finish, R};
+use crate::p2p::{MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus};
+use crate::state::{state, InterParts, ReqEntry};
+use std::os::raw::{c_int, c_void};
+
+// ------------------------------------------------------------------- communicators
+
+/// MPI_Comm_test_inter (MPI-4.1 §7.6.1).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+    let r = state("MPI_Comm_test_inter")
+        .and_then(|s| put!(flag, s.comm(comm)?.comm.is_inter() as c_int));
+    finish(comm, "MPI_Comm_test_inter", r)
+}
+
+/// MPI_Comm_remote_size (MPI-4.1 §7.6.1): MPI_ERR_COMM on an intracommunicator.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_remote_size(comm: Handle, size: *mut c_int) -> c_int {
+    let r = state("MPI_Comm_remote_size")
+        .and_then(|s| put!(size, s.comm(comm)?.comm.remote_size()? as c_int));
+    finish(comm, "MPI_Comm_remote_size", r)
+}
+
+/// MPI_Comm_remote_group (MPI-4.1 §7.6.1): MPI_ERR_COMM on an intracommunicator.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, group: *mut Handle) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Comm_remote_group")?;
+        let g = s.comm(comm)?.comm.remote_members()?.to_vec();
+        let h = s.add_group(g);
+        put!(group, h)
+    })();
+    finish(comm, "MPI_Comm_remote_group", r)
+}
+
+/// MPI_Intercomm_create (MPI-4.1 §7.6.2): `peer_comm` and `remote_leader` matter only at
+/// the local leader, as the standard says (other ranks may pass MPI_COMM_NULL).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_create(
+    local_comm: Handle,
+    local_leader: c_int,
+    peer_comm: Handle,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Intercomm_create")?;
+        if newintercomm.is_null() {
+            return Err(err(MPI_ERR_ARG, "newintercomm is NULL"));
+        }
+        let local = s.comm(local_comm)?.comm.clone();
+        if local_leader < 0 || local_leader as u32 >= local.size() {
+            return Err(err(
+                MPI_ERR_RANK,
+                format!(
+                    "local_leader {local_leader} is not a rank of local_comm (size {})",
+                    local.size()
+                ),
+            ));
+        }
+        let peer = if local.rank() == local_leader as u32 {
+            let p = s.comm(peer_comm)?.comm.clone();
+            if remote_leader < 0 || remote_leader as u32 >= p.peer_size() {
+                return Err(err(
+                    MPI_ERR_RANK,
+                    format!(
+                        "remote_leader {remote_leader} is not a rank of peer_comm (size {})",
+                        p.peer_size()
+                    ),
+                ));
+            }
+            p
+        } else {
+            local.clone()
+        };
+        let c =
+            local.intercomm_create(local_leader as u32, &peer, remote_leader.max(0) as u32, tag)?;
+        let h = s.add_comm(c);
+        put!(newintercomm, h)
+    })();
+    finish(local_comm, "MPI_Intercomm_create", r)
+}
+
+/// MPI_Intercomm_merge (MPI-4.1 §7.6.2).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_merge(
+    intercomm: Handle,
+    high: c_int,
+    newintracomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Intercomm_merge")?;
+        if newintracomm.is_null() {
+            return Err(err(MPI_ERR_ARG, "newintracomm is NULL"));
+        }
+        let c = s.comm(intercomm)?.comm.merge(high != 0)?;
+        let h = s.add_comm(c);
+        put!(newintracomm, h)
+    })();
+    finish(intercomm, "MPI_Intercomm_merge", r)
+}
+
+// ------------------------------------------------------------------- collectives
+
+/// The hidden companions of `comm` when it is a valid intercommunicator; `None` otherwise
+/// (the intracommunicator path then reports an invalid handle itself).
+pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
+    state("collective")
+        .ok()
+        .and_then(|s| s.inter_parts(comm).ok().flatten())
+}
+
+/// Files an already completed request for a nonblocking collective on an intercommunicator.
+pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
+    if req.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+    }
+    let s = state("nonblocking collective")?;
+    let h = s.add_req(ReqEntry {
+        coll: None,
+        raw: None,
+        proc_null: true,
+        persistent: None,
+        recv: false,
+        comm,
+        keep: Vec::new(),
+        unpack: None,
+        restart: None,
+    });
+    put!(req, h)
+}
+
+/// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
+/// data of another (the bridge carries nothing else).
+const TAG_BARRIER: c_int = 1;
+const TAG_BCAST: c_int = 2;
+const TAG_REDUCE: c_int = 3;
+const TAG_ALLREDUCE: c_int = 4;
+const TAG_GATHER: c_int = 5;
+const TAG_SCATTER: c_int = 6;
+const TAG_ALLGATHER: c_int = 7;
+const TAG_ALLTOALL: c_int = 8;
+const TAG_REDSCAT: c_int = 9;
+
+/// An inner call's return code as a result naming what failed.
+fn check(rc: c_int, what: &str) -> R<()> {
+    if rc == MPI_SUCCESS {
+        Ok(())
+    } else {
+        Err(err(
+            rc,
+            format!(
+                "{what} of the intercommunicator collective failed: {}",
+                class_text(rc)
+            ),
+        ))
+    }
+}
+
+/// Who the caller is in a rooted collective on an intercommunicator.
+enum Role {
+    /// The root (MPI_ROOT).
+    Root,
+    /// Another rank of the root's group (MPI_PROC_NULL): takes no part.
+    Idle,
+    /// A rank of the other group; the root is this remote rank.
+    Leaf(c_int),
+}
+
+fn role(root: c_int, p: &InterParts) -> R<Role> {
+    match root {
+        MPI_ROOT => Ok(Role::Root),
+        MPI_PROC_NULL => Ok(Role::Idle),
+        r if r >= 0 && r < remote_size(p)? => Ok(Role::Leaf(r)),
+        r => Err(err(
+            MPI_ERR_ROOT,
+            format!(
+                "root {r} is not MPI_ROOT, MPI_PROC_NULL or a rank of the remote group (size {})",
+                remote_size(p)?
+            ),
+        )),
+    }
+}
+
+fn remote_size(p: &InterParts) -> R<c_int> {
+    Ok(state("collective")?.comm(p.bridge)?.comm.peer_size() as c_int)
+}
+
+fn local_rank(p: &InterParts) -> R<c_int> {
+    Ok(state("collective")?.comm(p.local)?.comm.rank() as c_int)
+}
+
+fn local_size(p: &InterParts) -> R<c_int> {
+    Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
+}
+
+fn no_in_place(b: *const c_void, what: &str) -> R<()> {
+    if b as usize == MPI_IN_PLACE {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("MPI_IN_PLACE as {what} is not allowed on an intercommunicator"),
+        ));
+    }
+    Ok(())
+}
+
+/// A scratch buffer for `count` elements of `dt`, laid out like a user buffer.
+struct Scratch {
+    buf: Vec<u8>,
+    /// Added to the buffer's address to get the address the datatype's offsets start from.
+    shift: isize,
+}
+
+impl Scratch {
+    fn new(count: c_int, dt: Handle) -> R<Scratch> {
+        let m = map_of(dt)?;
+        let n = if count <= 0 {
+            0
+        } else {
+            (count as i64 - 1) * m.extent() + m.true_extent()
+        };
+        Ok(Scratch {
+            buf: vec![0u8; n.max(0) as usize],
+            shift: -(m.true_lb() as isize),
+        })
+    }
+
+    fn ptr(&mut self) -> *mut c_void {
+        self.buf.as_mut_ptr().wrapping_offset(self.shift) as *mut c_void
+    }
+}
+
+/// `base` moved by `index` blocks of `count` elements of `dt`.
+fn at(base: *const c_void, index: i64, dt: Handle) -> R<*mut c_void> {
+    let ext = map_of(dt)?.extent();
+    Ok((base as *const u8).wrapping_offset((index * ext) as isize) as *mut c_void)
+}
+
+/// Per-rank array `p` of `n` entries (counts, displacements, types).
+///
+/// # Safety
+/// `p` holds `n` entries when non-null.
+unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// Posts receives and sends on the bridge and waits for all of them.
+struct Transfers {
+    reqs: Vec<Handle>,
+}
+
+impl Transfers {
+    fn new() -> Transfers {
+        Transfers { reqs: Vec::new() }
+    }
+
+    unsafe fn recv(
+        &mut self,
+        p: &InterParts,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Handle,
+        from: c_int,
+        tag: c_int,
+    ) -> R<()> {
+        let mut r = MPI_REQUEST_NULL;
+        check(
+            unsafe { MPI_Irecv(buf, count, dt, from, tag, p.bridge, &mut r) },
+            "a receive from the remote group",
+        )?;
+        self.reqs.push(r);
+        Ok(())
+    }
+
+    unsafe fn send(
+        &mut self,
+        p: &InterParts,
+        buf: *const c_void,
+        count: c_int,
+        dt: Handle,
+        to: c_int,
+        tag: c_int,
+    ) -> R<()> {
+        let mut r = MPI_REQUEST_NULL;
+        check(
+            unsafe { MPI_Isend(buf, count, dt, to, tag, p.bridge, &mut r) },
+            "a send to the remote group",
+        )?;
+        self.reqs.push(r);
+        Ok(())
+    }
+
+    fn wait(mut self) -> R<()> {
+        let n = self.reqs.len() as c_int;
+        // SAFETY: the requests are this library's; statuses are ignored.
+        let rc =
+            unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
+        self.reqs.clear();
+        check(rc, "a transfer between the groups")
+    }
+}
+
+impl Drop for Transfers {
+    fn drop(&mut self) {
+        // An error left requests behind: finish them so no buffer is used after return.
+        if !self.reqs.is_empty() {
+            let n = self.reqs.len() as c_int;
+            // SAFETY: as in `wait`.
+            unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
+        }
+    }
+}
+
+/// MPI_Barrier on an intercommunicator: the local groups synchronise, their leaders
+/// exchange a message, and the local groups synchronise again, so no rank leaves before
+/// every rank of both groups has entered.
+pub(crate) fn barrier(p: InterParts) -> R<()> {
+    // SAFETY: hidden handles of this library; zero-byte messages.
+    unsafe {
+        check(MPI_Barrier(p.local), "the local barrier")?;
+        if local_rank(&p)? == 0 {
+            let null = std::ptr::null_mut::<c_void>();
+            check(
+                MPI_Sendrecv(
+                    null,
+                    0,
+                    MPI_BYTE,
+                    0,
+                    TAG_BARRIER,
+                    null,
+                    0,
+                    MPI_BYTE,
+                    0,
+                    TAG_BARRIER,
+                    p.bridge,
+                    std::ptr::null_mut(),
+                ),
+                "the leaders' exchange",
+            )?;
+        }
+        check(MPI_Barrier(p.local), "the local barrier")
+    }
+}
+
+/// MPI_Bcast on an intercommunicator: the root sends to the remote leader, which
+/// broadcasts in its group.
+pub(crate) unsafe fn bcast(
+    p: InterParts,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+) -> R<()> {
+    match role(root, &p)? {
+        Role::Idle => Ok(()),
+        Role::Root => check(
+            unsafe { MPI_Send(buf, count, dt, 0, TAG_BCAST, p.bridge) },
+            "the send to the remote leader",
+        ),
+        Role::Leaf(r) => {
+            if local_rank(&p)? == 0 {
+                check(
+                    unsafe {
+                        MPI_Recv(buf, count, dt, r, TAG_BCAST, p.bridge, std::ptr::null_mut())
+                    },
+                    "the receive from the root",
+                )?;
+            }
+            check(
+                unsafe { MPI_Bcast(buf, count, dt, 0, p.local) },
+                "the local broadcast",
+            )
+        }
+    }
+}
+
+/// MPI_Reduce on an intercommunicator: the remote group reduces to its leader, which
+/// sends the result to the root.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce(
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+) -> R<()> {
+    match role(root, &p)? {
+        Role::Idle => Ok(()),
+        Role::Root => check(
+            unsafe {
+                MPI_Recv(
+                    recv,
+                    count,
+                    dt,
+                    0,
+                    TAG_REDUCE,
+                    p.bridge,
+                    std::ptr::null_mut(),
+                )
+            },
+            "the receive from the remote leader",
+        ),
+        Role::Leaf(r) => {
+            no_in_place(send, "sendbuf")?;
+            let mut t = Scratch::new(count, dt)?;
+            check(
+                unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
+                "the local reduction",
+            )?;
+            if local_rank(&p)? == 0 {
+                check(
+                    unsafe { MPI_Send(t.ptr(), count, dt, r, TAG_REDUCE, p.bridge) },
+                    "the send to the root",
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The reduction of the local group's `send` at the local leader, swapped with the remote
+/// leader's: the leader's `out` gets the remote group's reduction.
+unsafe fn reduce_and_swap(
+    p: &InterParts,
+    send: *const c_void,
+    out: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    tag: c_int,
+) -> R<()> {
+    no_in_place(send, "sendbuf")?;
+    let mut t = Scratch::new(count, dt)?;
+    check(
+        unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
+        "the local reduction",
+    )?;
+    if local_rank(p)? == 0 {
+        check(
+            unsafe {
+                MPI_Sendrecv(
+                    t.ptr(),
+                    count,
+                    dt,
+                    0,
+                    tag,
+                    out,
+                    count,
+                    dt,
+                    0,
+                    tag,
+                    p.bridge,
+                    std::ptr::null_mut(),
+                )
+            },
+            "the leaders' exchange",
+        )?;
+    }
+    Ok(())
+}
+
+/// MPI_Allreduce on an intercommunicator: each group gets the reduction of the other
+/// group's data.
+pub(crate) unsafe fn allreduce(
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    unsafe {
+        reduce_and_swap(&p, send, recv, count, dt, op, TAG_ALLREDUCE)?;
+        check(
+            MPI_Bcast(recv, count, dt, 0, p.local),
+            "the local broadcast",
+        )
+    }
+}
+
+/// MPI_Reduce_scatter(_block) on an intercommunicator: the remote group's reduction of
+/// `sum(rcounts)` elements is scattered over the local group by `rcounts` (one entry per
+/// local rank).
+pub(crate) unsafe fn reduce_scatter(
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: &[c_int],
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    if rcounts.iter().any(|&c| c < 0) {
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("recvcounts {rcounts:?} has a negative entry"),
+        ));
+    }
+    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
+    let total = c_int::try_from(total)
+        .map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))?;
+    let mut theirs = Scratch::new(total, dt)?;
+    let me = local_rank(&p)? as usize;
+    let mut displs = Vec::with_capacity(rcounts.len());
+    let mut d = 0;
+    for &c in rcounts {
+        displs.push(d);
+        d += c;
+    }
+    unsafe {
+        reduce_and_swap(&p, send, theirs.ptr(), total, dt, op, TAG_REDSCAT)?;
+        check(
+            MPI_Scatterv(
+                theirs.ptr(),
+                rcounts.as_ptr(),
+                displs.as_ptr(),
+                dt,
+                recv,
+                rcounts[me],
+                dt,
+                0,
+                p.local,
+            ),
+            "the local scatter",
+        )
+    }
+}
+
+/// MPI_Reduce_scatter_block on an intercommunicator.
+pub(crate) unsafe fn reduce_scatter_block(
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcount: c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    let n = local_size(&p)?;
+    let counts = vec![rcount; n as usize];
+    unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
+}
+
+/// MPI_Reduce_scatter on an intercommunicator (`rcounts` has one entry per local rank).
+pub(crate) unsafe fn reduce_scatter_v(
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    let n = local_size(&p)?;
+    let counts = unsafe { array(rcounts, n, "recvcounts")? }.to_vec();
+    unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
+}
+
+/// MPI_Gather(v) on an intercommunicator: the root receives block `i` from remote rank `i`
+/// (at `displs[i]` blocks, or `i * counts[0]` when `displs` is `None`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gather(
+    p: InterParts,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+    root: c_int,
+) -> R<()> {
+    match role(root, &p)? {
+        Role::Idle => Ok(()),
+        Role::Leaf(r) => {
+            no_in_place(send, "sendbuf")?;
+            check(
+                unsafe { MPI_Send(send, scount, sdt, r, TAG_GATHER, p.bridge) },
+                "the send to the root",
+            )
+        }
+        Role::Root => {
+            let n = remote_size(&p)?;
+            let (counts, displs) = unsafe { rcounts.resolve(n)? };
+            let mut t = Transfers::new();
+            for i in 0..n as usize {
+                unsafe {
+                    t.recv(
+                        &p,
+                        at(recv, displs[i], rdt)?,
+                        counts[i],
+                        rdt,
+                        i as c_int,
+                        TAG_GATHER,
+                    )?
+                };
+            }
+            t.wait()
+        }
+    }
+}
+
+/// MPI_Scatter(v) on an intercommunicator: the root sends block `i` to remote rank `i`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scatter(
+    p: InterParts,
+    send: *const c_void,
+    scounts: Counts,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+) -> R<()> {
+    match role(root, &p)? {
+        Role::Idle => Ok(()),
+        Role::Leaf(r) => {
+            no_in_place(recv, "recvbuf")?;
+            check(
+                unsafe {
+                    MPI_Recv(
+                        recv,
+                        rcount,
+                        rdt,
+                        r,
+                        TAG_SCATTER,
+                        p.bridge,
+                        std::ptr::null_mut(),
+                    )
+                },
+                "the receive from the root",
+            )
+        }
+        Role::Root => {
+            let n = remote_size(&p)?;
+            let (counts, displs) = unsafe { scounts.resolve(n)? };
+            let mut t = Transfers::new();
+            for i in 0..n as usize {
+                unsafe {
+                    t.send(
+                        &p,
+                        at(send, displs[i], sdt)?,
+                        counts[i],
+                        sdt,
+                        i as c_int,
+                        TAG_SCATTER,
+                    )?
+                };
+            }
+            t.wait()
+        }
+    }
+}
+
+/// Counts and displacements of a collective's per-rank blocks: the same count for every
+/// rank (blocks back to back), or the `v` arrays.
+#[derive(Clone, Copy)]
+pub(crate) enum Counts {
+    Same(c_int),
+    V(*const c_int, *const c_int),
+}
+
+impl Counts {
+    /// (count, displacement in elements) of every one of `n` ranks.
+    ///
+    /// # Safety
+    /// The `V` arrays hold `n` entries.
+    unsafe fn resolve(self, n: c_int) -> R<(Vec<c_int>, Vec<i64>)> {
+        match self {
+            Counts::Same(c) => {
+                if c < 0 {
+                    return Err(err(MPI_ERR_COUNT, format!("count {c} is negative")));
+                }
+                Ok((
+                    vec![c; n as usize],
+                    (0..n as i64).map(|i| i * c as i64).collect(),
+                ))
+            }
+            Counts::V(counts, displs) => {
+                let c = unsafe { array(counts, n, "counts")? }.to_vec();
+                let d = unsafe { array(displs, n, "displs")? };
+                if let Some(x) = c.iter().find(|&&x| x < 0) {
+                    return Err(err(MPI_ERR_COUNT, format!("count {x} is negative")));
+                }
+                Ok((c, d.iter().map(|&x| x as i64).collect()))
+            }
+        }
+    }
+}
+
+/// MPI_Allgather(v) on an intercommunicator: every rank sends its block to every remote
+/// rank and receives block `i` from remote rank `i`.
+pub(crate) unsafe fn allgather(
+    p: InterParts,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+) -> R<()> {
+    no_in_place(send, "sendbuf")?;
+    let n = remote_size(&p)?;
+    let (counts, displs) = unsafe { rcounts.resolve(n)? };
+    let mut t = Transfers::new();
+    for i in 0..n {
+        let k = i as usize;
+        unsafe {
+            t.recv(
+                &p,
+                at(recv, displs[k], rdt)?,
+                counts[k],
+                rdt,
+                i,
+                TAG_ALLGATHER,
+            )?;
+        }
+    }
+    for i in 0..n {
+        unsafe { t.send(&p, send, scount, sdt, i, TAG_ALLGATHER)? };
+    }
+    t.wait()
+}
+
+/// MPI_Alltoall(v) on an intercommunicator: block `j` goes to remote rank `j`, block `i`
+/// comes from remote rank `i`.
+pub(crate) unsafe fn alltoall(
+    p: InterParts,
+    send: *const c_void,
+    scounts: Counts,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+) -> R<()> {
+    no_in_place(send, "sendbuf")?;
+    let n = remote_size(&p)?;
+    let (sc, sd) = unsafe { scounts.resolve(n)? };
+    let (rc, rd) = unsafe { rcounts.resolve(n)? };
+    let mut t = Transfers::new();
+    for i in 0..n as usize {
+        unsafe {
+            t.recv(
+                &p,
+                at(recv, rd[i], rdt)?,
+                rc[i],
+                rdt,
+                i as c_int,
+                TAG_ALLTOALL,
+            )?
+        };
+    }
+    for i in 0..n as usize {
+        unsafe {
+            t.send(
+                &p,
+                at(send, sd[i], sdt)?,
+                sc[i],
+                sdt,
+                i as c_int,
+                TAG_ALLTOALL,
+            )?
+        };
+    }
+    t.wait()
+}
+
+/// MPI_Alltoallw on an intercommunicator: per-rank counts, byte displacements and types.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoallw(
+    p: InterParts,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+) -> R<()> {
+    no_in_place(send, "sendbuf")?;
+    let n = remote_size(&p)?;
+    let (sc, sd, st) = unsafe {
+        (
+            array(scounts, n, "sendcounts")?,
+            array(sdispls, n, "sdispls")?,
+            array(stypes, n, "sendtypes")?,
+        )
+    };
+    let (rc, rd, rt) = unsafe {
+        (
+            array(rcounts, n, "recvcounts")?,
+            array(rdispls, n, "rdispls")?,
+            array(rtypes, n, "recvtypes")?,
+        )
+    };
+    let mut t = Transfers::new();
+    for i in 0..n as usize {
+        let b = (recv as *mut u8).wrapping_offset(rd[i] as isize) as *mut c_void;
+        unsafe { t.recv(&p, b, rc[i], rt[i], i as c_int, TAG_ALLTOALL)? };
+    }
+    for i in 0..n as usize {
+        let b = (send as *const u8).wrapping_offset(sd[i] as isize) as *const c_void;
+        unsafe { t.send(&p, b, sc[i], st[i], i as c_int, TAG_ALLTOALL)? };
+    }
+    t.wait()
+}
