@@ -1,105 +1,279 @@
 #!/bin/sh
 # Side-by-side benchmark of weft's MPI against other MPI libraries on this machine, in one
-# run: the programs of bench/c/ (standard MPI only) are built against each library found and
-# run at each process count; the output is one table per benchmark with each library's P50
-# and the ratio weft / best peer.
+# run: the programs of bench/c/ (standard MPI only: pingpong, bandwidth, coll_lat) are built
+# against each library and run at each process count, REPS times with the libraries
+# interleaved (so slow drifts of a busy machine hit them all alike). Output: one table per
+# benchmark with each library's P50 (median over the repetitions of each run's P50) and the
+# ratio weft / best peer; the same tables in Markdown; raw and summary TSV; PNG plots.
 #
-#   bench/compare.sh [--np "2 4"] [--install] [--out DIR]
+#   bench/compare.sh [--np "2 4"] [--reps 3] [--libs "weft openmpi mpich4 mpich5-abi"]
+#                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
+#                    [--bw-sizes "8 64K 1M 4M"]
+#                    [--budget-ms 400] [--timeout 900] [--out DIR] [--install] [--no-build]
+#                    [--no-plot]
 #
-# Libraries: weft (crates/weft-mpi/install.sh from $CARGO_TARGET_DIR or target/, release
-# profile when built, else debug), PyPI MPICH 5 on the standard ABI (mpicc_abi), Debian's
-# Open MPI (mpicc.openmpi) and Debian's MPICH 4 (mpicc.mpich). --install installs the missing
-# peers first (pip install mpich; apt-get install openmpi-bin libopenmpi-dev mpich
-# libmpich-dev). Libraries not found are listed and skipped.
+# Libraries (a missing one is listed and skipped; --install installs it first):
+#   weft        built here (cargo build --release -p weft-mpi -p weft-cli into
+#               $CARGO_TARGET_DIR or target/, unless --no-build) and installed into OUT/weft
+#               by crates/weft-mpi/install.sh
+#   openmpi     Debian's Open MPI (mpicc.openmpi, mpirun.openmpi; apt-get install
+#               openmpi-bin libopenmpi-dev)
+#   mpich4      Debian's MPICH 4 (mpicc.mpich, mpiexec.mpich; apt-get install mpich
+#               libmpich-dev)
+#   mpich5-abi  PyPI's MPICH 5 on the MPI 5.0 standard ABI (mpicc_abi and the mpiexec.hydra
+#               next to it; pip install mpich)
+# Oversubscription (more ranks than cores): weft yields by itself; Open MPI gets
+# --oversubscribe --mca mpi_yield_when_idle 1; MPICH (ch4:ucx) has no working yield setting
+# and busy-polls (milliseconds per collective), which the time budget per point keeps
+# bounded (--budget-ms for coll_lat, five times that for pingpong). Every run is also bounded by --timeout seconds; a run that
+# fails, times out or reports wrong results is listed and leaves its cells empty.
+#
+# For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
+# MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
+# ratio <= 1.0 means weft is at least as fast as every peer.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 nps="2 4"
+reps=3
+want_libs="weft openmpi mpich4 mpich5-abi"
+colls=""
+sizes="8 64K 1M"
+pp_sizes="8 1K 64K 1M"
+bw_sizes="8 64K 1M 4M"
+budget_ms=400
+run_timeout=900
 install=no
+build=yes
+plot=yes
 out=${TMPDIR:-/tmp}/weft-compare-$$
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot]"
+need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --np) nps="$2"; shift 2 ;;
+    --np) need "$@"; nps="$2"; shift 2 ;;
+    --reps) need "$@"; reps="$2"; shift 2 ;;
+    --libs) need "$@"; want_libs="$2"; shift 2 ;;
+    --colls) need "$@"; colls="$2"; shift 2 ;;
+    --sizes) need "$@"; sizes="$2"; shift 2 ;;
+    --bw-sizes) need "$@"; bw_sizes="$2"; shift 2 ;;
+    --pp-sizes) need "$@"; pp_sizes="$2"; shift 2 ;;
+    --budget-ms) need "$@"; budget_ms="$2"; shift 2 ;;
+    --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
+    --out) need "$@"; out="$2"; shift 2 ;;
     --install) install=yes; shift ;;
-    --out) out="$2"; shift 2 ;;
-    *) echo "usage: $0 [--np \"2 4\"] [--install] [--out DIR]" >&2; exit 2 ;;
+    --no-build) build=no; shift ;;
+    --no-plot) plot=no; shift ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "$0: unknown argument $1" >&2; echo "$usage" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
+is_count() { case "$1" in ''|*[!0-9]*) return 1 ;; *) [ "$1" -gt 0 ] ;; esac; }
+for v in "reps=$reps" "budget-ms=$budget_ms" "timeout=$run_timeout"; do
+  is_count "${v#*=}" || { echo "$0: --${v%%=*} ${v#*=}: expected a positive integer" >&2; exit 2; }
+done
+for np in $nps; do
+  { is_count "$np" && [ "$np" -ge 2 ]; } || { echo "$0: --np: $np is not a process count >= 2" >&2; exit 2; }
+done
+for l in $want_libs; do
+  case "$l" in weft|openmpi|mpich4|mpich5-abi) ;; *) echo "$0: --libs: unknown library $l (weft openmpi mpich4 mpich5-abi)" >&2; exit 2 ;; esac
+done
+case " $want_libs " in *" weft "*) ;; *) echo "$0: --libs must include weft (the ratios are weft / best peer)" >&2; exit 2 ;; esac
+mkdir -p "$out/bin" "$out/logs"
+out=$(cd "$out" && pwd)
+ncores=$(nproc)
+wants() { case " $want_libs " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
 if [ "$install" = yes ]; then
-  command -v mpicc_abi >/dev/null || pip install mpich
-  command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null ||
-    { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev mpich libmpich-dev; }
+  if wants mpich5-abi && ! command -v mpicc_abi >/dev/null; then pip install mpich; fi
+  missing=""
+  wants openmpi && ! command -v mpicc.openmpi >/dev/null && missing="$missing openmpi-bin libopenmpi-dev"
+  wants mpich4 && ! command -v mpicc.mpich >/dev/null && missing="$missing mpich libmpich-dev"
+  if [ -n "$missing" ]; then
+    # shellcheck disable=SC2086 # one word per package
+    { apt-get update && apt-get install -y $missing; }
+  fi
 fi
 
 target=${CARGO_TARGET_DIR:-$root/target}
-profile=debug
-[ -f "$target/release/libmpi_abi.so" ] && profile=release
-PROFILE=$profile sh "$root/crates/weft-mpi/install.sh" "$out/weft" "$target" >/dev/null
+if [ "$build" = yes ]; then
+  echo "building weft (release) into $target" >&2
+  (cd "$root" && CARGO_TARGET_DIR="$target" cargo build --release -q -p weft-mpi -p weft-cli)
+fi
+[ -f "$target/release/libmpi_abi.so" ] ||
+  { echo "$0: $target/release/libmpi_abi.so missing (cargo build --release -p weft-mpi -p weft-cli)" >&2; exit 1; }
+PROFILE=release sh "$root/crates/weft-mpi/install.sh" "$out/weft" "$target" >/dev/null
 
-# name | compiler | launcher (the program follows "-n NP")
+# One line per library: name|compiler|launcher (the launcher line gets "-n NP" and, when
+# oversubscribed, the library's own flags; see launch below).
 libs="weft|$out/weft/bin/mpicc|$out/weft/bin/mpiexec"
-if command -v mpicc_abi >/dev/null; then
-  abi_bin=$(dirname "$(mpicc_abi -show | tr ' ' '\n' | sed -n 's/^-I//p' | head -1)")/bin
-  libs="$libs
-mpich5-abi|mpicc_abi|$abi_bin/mpiexec.hydra"
-else
-  echo "skipped: PyPI MPICH (pip install mpich)" >&2
+skipped=""
+if wants openmpi; then
+  if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
+    libs="$libs
+openmpi|mpicc.openmpi|mpirun.openmpi --allow-run-as-root"
+  else skipped="$skipped openmpi(apt-get install openmpi-bin libopenmpi-dev)"; fi
 fi
-if command -v mpicc.openmpi >/dev/null; then
-  libs="$libs
-openmpi|mpicc.openmpi|mpirun.openmpi --oversubscribe --allow-run-as-root"
-else
-  echo "skipped: Debian Open MPI (apt-get install openmpi-bin libopenmpi-dev)" >&2
-fi
-if command -v mpicc.mpich >/dev/null; then
-  libs="$libs
+if wants mpich4; then
+  if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+    libs="$libs
 mpich4|mpicc.mpich|mpiexec.mpich"
-else
-  echo "skipped: Debian MPICH (apt-get install mpich libmpich-dev)" >&2
+  else skipped="$skipped mpich4(apt-get install mpich libmpich-dev)"; fi
 fi
+if wants mpich5-abi; then
+  abi_inc=""
+  command -v mpicc_abi >/dev/null && abi_inc=$(mpicc_abi -show | tr ' ' '\n' | sed -n 's/^-I//p' | head -1)
+  if [ -n "$abi_inc" ] && [ -x "$(dirname "$abi_inc")/bin/mpiexec.hydra" ]; then
+    libs="$libs
+mpich5-abi|mpicc_abi|$(dirname "$abi_inc")/bin/mpiexec.hydra"
+  else skipped="$skipped mpich5-abi(pip install mpich)"; fi
+fi
+[ -n "$skipped" ] && echo "skipped (not installed; --install installs them):$skipped" >&2
 
+# The launch command of library $1 at $2 ranks.
+launch() {
+  cmd=$(echo "$libs" | awk -F'|' -v l="$1" '$1 == l { print $3 }')
+  extra=""
+  if [ "$2" -gt "$ncores" ]; then
+    case "$1" in
+      openmpi) extra="--oversubscribe --mca mpi_yield_when_idle 1" ;;
+      weft) extra="--oversubscribe" ;;
+    esac
+  fi
+  echo "$cmd -n $2 $extra"
+}
+
+built=""
+for line in $(echo "$libs" | tr ' ' '@'); do
+  name=$(echo "$line" | cut -d'|' -f1)
+  cc=$(echo "$line" | cut -d'|' -f2 | tr '@' ' ')
+  ok=yes
+  for prog in pingpong bandwidth coll_lat; do
+    # shellcheck disable=SC2086 # cc may carry arguments
+    $cc -O2 -o "$out/bin/$name-$prog" "$root/bench/c/$prog.c" 2>"$out/logs/build-$name-$prog.log" ||
+      { ok=no; echo "$name: building $prog failed, see $out/logs/build-$name-$prog.log" >&2; }
+  done
+  [ "$ok" = yes ] && built="$built $name"
+done
+case " $built " in *" weft "*) ;; *) echo "$0: weft's programs did not build" >&2; exit 1 ;; esac
+echo "libraries:$built; np: $nps; reps: $reps; cores: $ncores; output: $out" >&2
+
+coll_args="-t $budget_ms"
+[ -n "$colls" ] && coll_args="$coll_args -c $colls"
 results="$out/results.tsv"
+failures="$out/failures.txt"
 : > "$results"
-echo "$libs" | while IFS='|' read -r name cc launch; do
-  for prog in pingpong coll_lat; do
-    $cc -O2 "$root/bench/c/$prog.c" -o "$out/$name-$prog"
-  done
+: > "$failures"
+pp_args="-t $((budget_ms * 5)) $pp_sizes"
+# One run: $1 library, $2 np, $3 program, $4 rep, $5 program arguments. Appends
+# "bench bytes np lib rep value" lines; a failed run goes to failures.txt instead.
+run_one() {
+  log="$out/logs/$1-np$2-$3-rep$4"
+  # shellcheck disable=SC2086 # launcher and arguments are word lists
+  if timeout -k 10 "$run_timeout" $(launch "$1" "$2") "$out/bin/$1-$3" $5 >"$log.out" 2>"$log.err" </dev/null; then
+    case "$3" in
+      pingpong) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
+      bandwidth) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "bandwidth\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
+      coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 }' "$log.out" ;;
+    esac >> "$results"
+  else
+    rc=$?
+    echo "$1 np=$2 $3 rep $4: exit $rc$( [ "$rc" -eq 124 ] && echo " (timed out after ${run_timeout}s)"); see $log.err" | tee -a "$failures" >&2
+  fi
+}
+t_start=$(date +%s)
+rep=1
+while [ "$rep" -le "$reps" ]; do
   for np in $nps; do
-    echo "running $name at np=$np" >&2
-    if [ "$np" -eq 2 ]; then
-      $launch -n 2 "$out/$name-pingpong" 8 20000 </dev/null |
-        awk -v l="$name" -v np="$np" '$1 == 8 { print "pingpong\t" $1 "\t" np "\t" l "\t" $2 }' >> "$results"
-    fi
-    $launch -n "$np" "$out/$name-coll_lat" 8 65536 1048576 </dev/null |
-      awk -v l="$name" -v np="$np" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" $3 }' >> "$results"
+    for name in $built; do
+      echo "rep $rep/$reps np=$np $name ($(($(date +%s) - t_start)) s)" >&2
+      # shellcheck disable=SC2086 # size lists are word lists
+      run_one "$name" "$np" pingpong "$rep" "$pp_args"
+      run_one "$name" "$np" bandwidth "$rep" "$bw_sizes"
+      run_one "$name" "$np" coll_lat "$rep" "$coll_args $sizes"
+    done
   done
+  rep=$((rep + 1))
 done
 
-# One table per benchmark: rows (size, np), a P50 column per library, weft / best peer.
-names=$(echo "$libs" | cut -d'|' -f1 | tr '\n' ' ')
-awk -F'\t' -v names="$names" '
-  { key = $1 SUBSEP $2 SUBSEP $3; v[key, $4] = $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+# Median over repetitions per (bench, bytes, np, lib), then one table per benchmark: rows
+# (np, bytes), a column per library, weft / best peer. The same tables go to compare.md.
+summary="$out/summary.tsv"
+awk -F'\t' -v OFS='\t' '
+  { if (!($1 in bench)) bench[$1] = ++nb
+    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = $6 + 0
+    if (c == 1) order[++k] = key }
   END {
-    nl = split(names, lib, " ")
-    last = ""
-    for (i = 1; i <= n; i++) {
-      split(order[i], k, SUBSEP)
-      if (k[1] != last) {
-        printf "\n%s (P50 us)\n%10s %4s", k[1], "bytes", "np"
-        for (j = 1; j <= nl; j++) printf " %12s", lib[j]
-        printf " %12s\n", "weft/best"
-        last = k[1]
-      }
-      printf "%10s %4s", k[2], k[3]
-      best = ""
-      for (j = 1; j <= nl; j++) {
-        x = v[order[i], lib[j]]
-        printf " %12s", x == "" ? "-" : x
-        if (j > 1 && x != "" && (best == "" || x + 0 < best + 0)) best = x
-      }
-      w = v[order[i], lib[1]]
-      if (best != "" && w != "" && best + 0 > 0) printf " %12.2f\n", w / best; else printf " %12s\n", "-"
+    for (i = 1; i <= k; i++) {
+      key = order[i]; c = n[key]
+      for (a = 2; a <= c; a++)   # insertion sort of a handful of repetitions
+        for (b = a; b > 1 && v[key, b - 1] > v[key, b]; b--) { t = v[key, b]; v[key, b] = v[key, b - 1]; v[key, b - 1] = t }
+      split(key, f, OFS)
+      print bench[f[1]], f[3], f[2], key, v[key, int((c + 1) / 2)], c
     }
-  }' "$results"
+  }' "$results" | sort -s -t"$(printf '\t')" -k1,1n -k2,2n -k3,3n | cut -f4- > "$summary"
+tables() {
+  awk -F'\t' -v names="$built" -v md="$1" '
+    { key = $1 SUBSEP $3 SUBSEP $2; v[key, $4] = $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+    END {
+      nl = split(names, lib, " ")
+      last = ""
+      for (i = 1; i <= n; i++) {
+        split(order[i], k, SUBSEP)
+        if (k[1] != last) {
+          unit = k[1] == "bandwidth" ? "MB/s, higher is better; ratio of times" : "us"
+          if (md) {
+            printf "\n### %s (P50, %s)\n\n| np | bytes |", k[1], unit
+            for (j = 1; j <= nl; j++) printf " %s |", lib[j]
+            printf " weft/best |\n|---|---|"
+            for (j = 1; j <= nl; j++) printf "---|"
+            printf "---|\n"
+          } else {
+            printf "\n%s (P50, %s)\n%4s %10s", k[1], unit, "np", "bytes"
+            for (j = 1; j <= nl; j++) printf " %11s", lib[j]
+            printf " %10s\n", "weft/best"
+          }
+          last = k[1]
+        }
+        bw = k[1] == "bandwidth"
+        best = ""
+        if (md) printf "| %s | %s |", k[2], k[3]; else printf "%4s %10s", k[2], k[3]
+        for (j = 1; j <= nl; j++) {
+          x = v[order[i], lib[j]]
+          if (md) printf " %s |", x == "" ? "-" : x; else printf " %11s", x == "" ? "-" : x
+          if (lib[j] != "weft" && x != "" && (best == "" || (bw ? x + 0 > best + 0 : x + 0 < best + 0))) best = x
+        }
+        w = v[order[i], "weft"]
+        r = "-"
+        if (best != "" && w != "" && best + 0 > 0 && w + 0 > 0) {
+          r = sprintf("%.2f", bw ? best / w : w / best)
+          if (md && r + 0 > 1.0) r = "**" r "**"
+        }
+        if (md) printf " %s |\n", r; else printf " %10s\n", r
+      }
+    }' "$summary"
+}
+tables "" | tee "$out/tables.txt"
+{
+  echo "Machine: $(nproc) cores, $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50."
+  tables md
+  if [ -s "$failures" ]; then
+    echo
+    echo "Failed runs (their cells are empty or from the other repetitions):"
+    echo
+    sed 's/^/    /' "$failures"
+  fi
+} > "$out/compare.md"
 echo
-echo "raw results: $results"
+echo "raw results: $results; summary: $summary; Markdown: $out/compare.md"
+
+if [ "$plot" = yes ]; then
+  # bench/plot is a small Rust program with its own workspace (plotters, as weft-cli uses).
+  if (cd "$root/bench/plot" && CARGO_TARGET_DIR="$target" cargo build --release -q) 2>"$out/logs/build-plot.log"; then
+    "$target/release/weft-compare-plot" "$summary" "$out/plots" || echo "plot failed" >&2
+  else
+    echo "plot tool did not build, see $out/logs/build-plot.log" >&2
+  fi
+fi
+[ -s "$failures" ] && { echo "$(wc -l < "$failures") runs failed: $failures" >&2; exit 1; }
+exit 0

@@ -1,81 +1,256 @@
-/* Collective latency, OSU methodology: for each collective and message size, warm-up
- * calls, then timed calls separated by nothing; the latency of one call is the maximum over
- * ranks of its time, and the output has the median (P50) over calls. Standard MPI only.
- * Usage: coll_lat [sizes...] (bytes per rank; default 8 65536 1048576) */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* Collective latency for every blocking collective of MPI, OSU methodology with a stricter
+ * statistic: warm-up calls are discarded; each timed call starts after an MPI_Barrier, its
+ * latency is the maximum over ranks of the time each rank spent in it, and the output has the
+ * median (P50) and mean over calls. After timing, one more call per collective and size runs
+ * on known data and every rank checks its result, so a wrong answer fails the run instead of
+ * giving a number. Standard MPI only: every MPI library runs the same code.
+ *
+ * Sizes are bytes per rank, as in `weft bench coll` and OSU: the whole vector for bcast,
+ * reduce, allreduce, reduce_scatter(_block), scan and exscan (floats, MPI_SUM; the reduce-
+ * scatters give each rank 1/np of it); one block per rank (per pair for the all-to-alls) for
+ * gather(v), scatter(v), allgather(v), alltoall(v/w). Barrier runs once, as size 0.
+ *
+ * Usage: coll_lat [-c NAME,NAME...] [-i ITERS] [-t BUDGET_MS] [SIZES...]
+ *   SIZES      bytes per rank, with K/M suffixes (default 8 64K 1M)
+ *   NAME       collectives to run (default all, in the order of `names` below)
+ *   ITERS      most timed calls per point (default 2000 below 64 KiB, 500 below 1 MiB, 100)
+ *   BUDGET_MS  a point stops early once this much time has passed and 20 calls are timed
+ *              (default 400): oversubscribed busy-polling libraries take milliseconds per
+ *              call, and the budget keeps the whole run bounded for them. */
+#include "bench_util.h"
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+enum {
+  BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER,
+  ALLGATHERV, ALLTOALL, ALLTOALLV, ALLTOALLW, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK, SCAN,
+  EXSCAN, NCOLL
+};
+static const char *names[NCOLL] = {
+    "barrier",    "bcast",     "reduce",    "allreduce", "gather",         "gatherv",
+    "scatter",    "scatterv",  "allgather", "allgatherv", "alltoall",      "alltoallv",
+    "alltoallw",  "reduce_scatter", "reduce_scatter_block", "scan",        "exscan"};
+static const char *USAGE = "coll_lat [-c NAME,NAME...] [-i ITERS] [-t BUDGET_MS] [SIZES...]";
+enum { MIN_ITERS = 20, ROOT = 0 };
 
-enum { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSB, SCAN, NCOLL };
-static const char *names[NCOLL] = {"barrier", "bcast", "reduce", "allreduce", "gather",
-                                   "scatter", "allgather", "alltoall", "reduce_scatter_block",
-                                   "scan"};
+/* Buffers of one run. Byte buffers hold one block per rank: block d of rank r's send buffer
+ * is bench_pattern(r, d, i), so each receiver knows what every block must contain. */
+struct bufs {
+  int rank, size;
+  unsigned char *sb, *rb;
+  float *sf, *rf;
+  int *counts, *displs, *rcounts;
+  MPI_Datatype *types;
+};
 
-static void run(int c, char *s, char *r, int n, int size) {
+/* Elements of the float vector for n bytes, and of each rank's share of it. */
+static int vec_count(long n) { return n / 4 > 0 ? (int)(n / 4) : 1; }
+static int share(long n, int size) { return vec_count(n) / size > 0 ? vec_count(n) / size : 1; }
+
+static void run(int c, long n, struct bufs *b) {
   MPI_Comm w = MPI_COMM_WORLD;
-  int ints = n / 4 > 0 ? n / 4 : 1;
+  int blk = n > 0 ? (int)n : 1, cnt = vec_count(n), sh = share(n, b->size);
+  unsigned char *own = b->sb + (size_t)ROOT * blk; /* block meant for the root / everyone */
+  for (int d = 0; d < b->size; d++) {
+    b->counts[d] = blk;
+    b->displs[d] = d * blk;
+    b->rcounts[d] = sh;
+  }
   switch (c) {
     case BARRIER: MPI_Barrier(w); break;
-    case BCAST: MPI_Bcast(s, n, MPI_BYTE, 0, w); break;
-    case REDUCE: MPI_Reduce(s, r, ints, MPI_INT, MPI_SUM, 0, w); break;
-    case ALLREDUCE: MPI_Allreduce(s, r, ints, MPI_INT, MPI_SUM, w); break;
-    case GATHER: MPI_Gather(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, w); break;
-    case SCATTER: MPI_Scatter(s, n, MPI_BYTE, r, n, MPI_BYTE, 0, w); break;
-    case ALLGATHER: MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, w); break;
-    case ALLTOALL: MPI_Alltoall(s, n / size > 0 ? n / size : 1, MPI_BYTE, r, n / size > 0 ? n / size : 1, MPI_BYTE, w); break;
-    case RSB: MPI_Reduce_scatter_block(s, r, ints / size > 0 ? ints / size : 1, MPI_INT, MPI_SUM, w); break;
-    case SCAN: MPI_Scan(s, r, ints, MPI_INT, MPI_SUM, w); break;
+    case BCAST: MPI_Bcast(b->rank == ROOT ? own : b->rb, blk, MPI_BYTE, ROOT, w); break;
+    case REDUCE: MPI_Reduce(b->sf, b->rf, cnt, MPI_FLOAT, MPI_SUM, ROOT, w); break;
+    case ALLREDUCE: MPI_Allreduce(b->sf, b->rf, cnt, MPI_FLOAT, MPI_SUM, w); break;
+    case GATHER: MPI_Gather(own, blk, MPI_BYTE, b->rb, blk, MPI_BYTE, ROOT, w); break;
+    case GATHERV:
+      MPI_Gatherv(own, blk, MPI_BYTE, b->rb, b->counts, b->displs, MPI_BYTE, ROOT, w);
+      break;
+    case SCATTER: MPI_Scatter(b->sb, blk, MPI_BYTE, b->rb, blk, MPI_BYTE, ROOT, w); break;
+    case SCATTERV:
+      MPI_Scatterv(b->sb, b->counts, b->displs, MPI_BYTE, b->rb, blk, MPI_BYTE, ROOT, w);
+      break;
+    case ALLGATHER: MPI_Allgather(own, blk, MPI_BYTE, b->rb, blk, MPI_BYTE, w); break;
+    case ALLGATHERV:
+      MPI_Allgatherv(own, blk, MPI_BYTE, b->rb, b->counts, b->displs, MPI_BYTE, w);
+      break;
+    case ALLTOALL: MPI_Alltoall(b->sb, blk, MPI_BYTE, b->rb, blk, MPI_BYTE, w); break;
+    case ALLTOALLV:
+      MPI_Alltoallv(b->sb, b->counts, b->displs, MPI_BYTE, b->rb, b->counts, b->displs,
+                    MPI_BYTE, w);
+      break;
+    case ALLTOALLW:
+      /* Alltoallw's displacements are in bytes; with MPI_BYTE they equal displs. */
+      for (int d = 0; d < b->size; d++) b->types[d] = MPI_BYTE;
+      MPI_Alltoallw(b->sb, b->counts, b->displs, b->types, b->rb, b->counts, b->displs,
+                    b->types, w);
+      break;
+    case REDUCE_SCATTER:
+      MPI_Reduce_scatter(b->sf, b->rf, b->rcounts, MPI_FLOAT, MPI_SUM, w);
+      break;
+    case REDUCE_SCATTER_BLOCK:
+      MPI_Reduce_scatter_block(b->sf, b->rf, sh, MPI_FLOAT, MPI_SUM, w);
+      break;
+    case SCAN: MPI_Scan(b->sf, b->rf, cnt, MPI_FLOAT, MPI_SUM, w); break;
+    case EXSCAN: MPI_Exscan(b->sf, b->rf, cnt, MPI_FLOAT, MPI_SUM, w); break;
   }
+}
+
+/* Counts wrong bytes in block `blk_index` of rb against what rank `src` sent to `dst`. */
+static int check_block(const struct bufs *b, int blk_index, int src, int dst, int blk) {
+  int bad = 0;
+  const unsigned char *p = b->rb + (size_t)blk_index * blk;
+  for (int i = 0; i < blk; i++) bad += p[i] != bench_pattern(src, dst, i);
+  return bad;
+}
+
+static int check_floats(const float *v, int count, float want) {
+  int bad = 0;
+  for (int i = 0; i < count; i++) bad += v[i] != want;
+  return bad;
+}
+
+/* Runs collective c once on fresh receive buffers and counts this rank's wrong elements. */
+static int check(int c, long n, struct bufs *b) {
+  int blk = n > 0 ? (int)n : 1, cnt = vec_count(n), sh = share(n, b->size);
+  int me = b->rank, np = b->size, bad = 0;
+  memset(b->rb, 0, (size_t)blk * np);
+  for (int i = 0; i < cnt + np; i++) b->rf[i] = -1.0f;
+  run(c, n, b);
+  switch (c) {
+    case BARRIER: break;
+    case BCAST:
+      if (me != ROOT) bad += check_block(b, 0, ROOT, ROOT, blk);
+      break;
+    case REDUCE:
+      if (me == ROOT) bad += check_floats(b->rf, cnt, (float)np);
+      break;
+    case ALLREDUCE: bad += check_floats(b->rf, cnt, (float)np); break;
+    case GATHER:
+    case GATHERV:
+      if (me == ROOT)
+        for (int s = 0; s < np; s++) bad += check_block(b, s, s, ROOT, blk);
+      break;
+    case SCATTER:
+    case SCATTERV: bad += check_block(b, 0, ROOT, me, blk); break;
+    case ALLGATHER:
+    case ALLGATHERV:
+      for (int s = 0; s < np; s++) bad += check_block(b, s, s, ROOT, blk);
+      break;
+    case ALLTOALL:
+    case ALLTOALLV:
+    case ALLTOALLW:
+      for (int s = 0; s < np; s++) bad += check_block(b, s, s, me, blk);
+      break;
+    case REDUCE_SCATTER:
+    case REDUCE_SCATTER_BLOCK: bad += check_floats(b->rf, sh, (float)np); break;
+    case SCAN: bad += check_floats(b->rf, cnt, (float)(me + 1)); break;
+    case EXSCAN:
+      if (me > 0) bad += check_floats(b->rf, cnt, (float)me);
+      break;
+  }
+  return bad;
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  long sizes[16] = {8, 65536, 1048576};
-  int nsizes = 3;
-  if (argc > 1) {
-    nsizes = 0;
-    for (int i = 1; i < argc && nsizes < 16; i++) sizes[nsizes++] = atol(argv[i]);
-  }
-  long maxn = 0;
-  for (int i = 0; i < nsizes; i++) maxn = sizes[i] > maxn ? sizes[i] : maxn;
-  /* Room for size blocks of the largest size on both sides. */
-  char *s = malloc((size_t)maxn * size + 64), *r = malloc((size_t)maxn * size + 64);
-  memset(s, 1, (size_t)maxn * size + 64);
-  memset(r, 0, (size_t)maxn * size + 64);
-  if (rank == 0) printf("%-22s %10s %12s\n", "collective", "bytes", "p50_us");
-  for (int c = 0; c < NCOLL; c++) {
-    for (int k = 0; k < nsizes; k++) {
-      int n = (int)sizes[k];
-      if (c == BARRIER && k > 0) break;
-      int iters = n >= 1 << 20 ? 50 : n >= 1 << 16 ? 200 : 2000;
-      double *lat = malloc(sizeof(double) * iters);
-      for (int i = 0; i < iters / 10 + 2; i++) run(c, s, r, n, size);
-      for (int i = 0; i < iters; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        run(c, s, r, n, size);
-        double t = (MPI_Wtime() - t0) * 1e6, tmax;
-        MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        lat[i] = tmax;
+  struct bufs b;
+  MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+  long sizes[32] = {8, 65536, 1048576};
+  int nsizes = 0, want[NCOLL], any_named = 0;
+  long iters_arg = 0;
+  double budget_s = 0.4;
+  for (int c = 0; c < NCOLL; c++) want[c] = 0;
+  for (int a = 1; a < argc; a++) {
+    if (strcmp(argv[a], "-c") == 0 && a + 1 < argc) {
+      char *list = argv[++a];
+      for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        int c = 0;
+        while (c < NCOLL && strcmp(names[c], name) != 0) c++;
+        if (c == NCOLL) bench_usage_error(b.rank, "coll_lat", "-c: unknown collective", USAGE);
+        want[c] = any_named = 1;
       }
-      if (rank == 0) {
-        qsort(lat, iters, sizeof(double), cmp);
-        printf("%-22s %10d %12.3f\n", names[c], c == BARRIER ? 0 : n, lat[iters / 2]);
-      }
-      free(lat);
+    } else if (strcmp(argv[a], "-i") == 0 && a + 1 < argc) {
+      iters_arg = atol(argv[++a]);
+      if (iters_arg <= 0) bench_usage_error(b.rank, "coll_lat", "-i: expected a positive count", USAGE);
+    } else if (strcmp(argv[a], "-t") == 0 && a + 1 < argc) {
+      long ms = atol(argv[++a]);
+      if (ms <= 0) bench_usage_error(b.rank, "coll_lat", "-t: expected positive milliseconds", USAGE);
+      budget_s = (double)ms / 1e3;
+    } else {
+      long n = bench_parse_bytes(argv[a]);
+      if (n <= 0 || n > (64L << 20)) bench_usage_error(b.rank, "coll_lat", "bad size (1 B to 64M, K/M suffix)", USAGE);
+      if (nsizes == 32) bench_usage_error(b.rank, "coll_lat", "at most 32 sizes", USAGE);
+      sizes[nsizes++] = n;
     }
   }
-  free(s);
-  free(r);
+  if (nsizes == 0) nsizes = 3;
+  if (!any_named)
+    for (int c = 0; c < NCOLL; c++) want[c] = 1;
+  long maxn = 1;
+  for (int k = 0; k < nsizes; k++) maxn = sizes[k] > maxn ? sizes[k] : maxn;
+  int np = b.size;
+  b.sb = malloc((size_t)maxn * np);
+  b.rb = malloc((size_t)maxn * np);
+  size_t floats = (size_t)vec_count(maxn) + (size_t)np + 16;
+  b.sf = malloc(sizeof(float) * floats);
+  b.rf = malloc(sizeof(float) * floats);
+  b.counts = malloc(sizeof(int) * np);
+  b.displs = malloc(sizeof(int) * np);
+  b.rcounts = malloc(sizeof(int) * np);
+  b.types = malloc(sizeof(MPI_Datatype) * np);
+  long max_iters_all = iters_arg ? iters_arg : 2000;
+  double *lat = malloc(sizeof(double) * (size_t)max_iters_all);
+  if (!b.sb || !b.rb || !b.sf || !b.rf || !b.counts || !b.displs || !b.rcounts || !b.types || !lat)
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  for (size_t i = 0; i < floats; i++) b.sf[i] = 1.0f;
+  int bad_total = 0;
+  if (b.rank == 0) printf("%-22s %10s %12s %12s %6s\n", "collective", "bytes", "p50_us", "avg_us", "iters");
+  for (int c = 0; c < NCOLL; c++) {
+    if (!want[c]) continue;
+    for (int k = 0; k < nsizes; k++) {
+      long n = c == BARRIER ? 0 : sizes[k];
+      if (c == BARRIER && k > 0) break;
+      int blk = n > 0 ? (int)n : 1;
+      for (int d = 0; d < np; d++)
+        for (int i = 0; i < blk; i++) b.sb[(size_t)d * blk + i] = bench_pattern(b.rank, d, i);
+      long max_iters = iters_arg ? iters_arg : n < 65536 ? 2000 : n < 1048576 ? 500 : 100;
+      long warm = max_iters / 10 + 2;
+      for (long i = 0; i < warm; i++) run(c, n, &b);
+      double start = MPI_Wtime(), sum = 0;
+      long done = 0;
+      while (done < max_iters) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        run(c, n, &b);
+        double in[2] = {(MPI_Wtime() - t0) * 1e6, MPI_Wtime() - start}, out[2];
+        /* Max over ranks of this call's time and of the elapsed time: every rank then takes
+         * the same decision to stop. */
+        MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        lat[done++] = out[0];
+        sum += out[0];
+        if (done >= MIN_ITERS && out[1] > budget_s) break;
+      }
+      int bad = check(c, n, &b), bad_all = 0;
+      MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      bad_total += bad_all;
+      if (b.rank == 0) {
+        if (bad_all)
+          fprintf(stderr, "coll_lat: %s at %ld B: %d wrong result elements\n", names[c], n, bad_all);
+        else
+          printf("%-22s %10ld %12.3f %12.3f %6ld\n", names[c], n, bench_median(lat, (int)done),
+                 sum / (double)done, done);
+        fflush(stdout);
+      }
+    }
+  }
+  free(b.sb);
+  free(b.rb);
+  free(b.sf);
+  free(b.rf);
+  free(b.counts);
+  free(b.displs);
+  free(b.rcounts);
+  free(b.types);
+  free(lat);
   MPI_Finalize();
-  return 0;
+  return bad_total ? 1 : 0;
 }
