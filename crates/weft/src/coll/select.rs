@@ -821,11 +821,23 @@ mod tests {
             t.select(Coll::Alltoall, 4, 4, 1 << 20, cma).unwrap().algo,
             "shm_direct"
         );
-        // WEFT_SHM_CMA=off takes the algorithm out of the model's view too.
-        let off = Tuning::default();
-        assert!(off.cma_allowed());
-        let x = off.explain(Coll::Alltoall, 1 << 20, 4, 4).unwrap();
-        assert!(x.candidates.iter().any(|c| c.algo == "shm_direct"));
+        // The shipped table: the direct copy for large blocks on 3+ ranks of a node whose
+        // ranks agreed CMA works, pairwise where they did not (never a per-rank mix).
+        let table = Tuning::default();
+        let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
+        assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo, "shm_direct");
+        assert_eq!(pick(node, 4, 1 << 20).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 4, 8).unwrap().algo, "shm");
+        assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo, "pairwise");
+        // The explanation (the model's view of a node where CMA works) lists it with a cost
+        // and marks it chosen.
+        assert!(table.cma_allowed());
+        let x = table.explain(Coll::Alltoall, 1 << 20, 4, 4).unwrap();
+        assert_eq!(x.choice, "shm_direct");
+        assert!(x
+            .candidates
+            .iter()
+            .any(|c| c.algo == "shm_direct" && c.cost_us.is_some_and(|v| v > 0.0)));
     }
 
     #[test]
