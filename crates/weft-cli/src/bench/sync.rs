@@ -3,8 +3,9 @@
 //! the symmetric heaps, each PE waiting on its own words), and weft's communicator barrier
 //! for reference, at each of several process counts (one job per count).
 //!
-//! Both waiters spin first; the engine then sleeps on a futex, the tournament yields the CPU
-//! (without either, an oversubscribed node would starve the process being waited for).
+//! The tournament spins, then yields the CPU; the engine follows its wait policy (spin while
+//! every rank has a core, yield, then sleep on a futex). Without yielding or sleeping an
+//! oversubscribed node would starve the process being waited for.
 //! Depends on the runtime and the launcher.
 
 use std::sync::atomic::Ordering::SeqCst;
@@ -23,6 +24,10 @@ pub struct SyncArgs {
     /// Timed operations per measurement.
     #[arg(long, default_value_t = 20_000)]
     pub iters: u32,
+    /// Measurements of each kind, interleaved (engine, tournament, ... again); the median
+    /// is printed, so one slow run of a noisy machine does not decide the comparison.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
     /// End each job if it runs longer than this many seconds.
     #[arg(long = "timeout", default_value_t = 600)]
     pub timeout_s: u64,
@@ -43,9 +48,12 @@ fn parse_counts(text: &str) -> std::result::Result<Vec<u32>, String> {
 /// Runs `weft bench sync`: one job per process count; rank 0 of each prints one line.
 pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
     let counts = match parse_counts(&a.nranks) {
-        Ok(c) if a.iters > 0 => c,
+        Ok(c) if a.iters > 0 && (1..=101).contains(&a.reps) => c,
         Ok(_) => {
-            eprintln!("weft bench sync: --iters 0: need at least one iteration");
+            eprintln!(
+                "weft bench sync: --iters {} --reps {}: need at least one iteration and 1..=101 repetitions",
+                a.iters, a.reps
+            );
             return 2;
         }
         Err(e) => {
@@ -54,11 +62,17 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
         }
     };
     println!(
-        "# weft bench sync, {} operations each, microseconds per operation\n{:>6} {:>14} {:>14} {:>14} {:>14} {:>14}",
-        a.iters, "procs", "engine_barrier", "tourn_barrier", "engine_reduce", "tourn_reduce", "comm_barrier"
+        "# weft bench sync, {} operations each, microseconds per operation (median of {} interleaved runs); speedup = tournament / engine\n{:>6} {:>14} {:>14} {:>14} {:>14} {:>14} {:>15} {:>14}",
+        a.iters, a.reps, "procs", "engine_barrier", "tourn_barrier", "engine_reduce", "tourn_reduce", "comm_barrier", "barrier_speedup", "reduce_speedup"
     );
     for n in counts {
-        let args = vec!["sync".to_string(), "--iters".into(), a.iters.to_string()];
+        let args = vec![
+            "sync".to_string(),
+            "--iters".into(),
+            a.iters.to_string(),
+            "--reps".into(),
+            a.reps.to_string(),
+        ];
         let code = super::launch(n, args, a.timeout_s, &[], on);
         if code != 0 {
             eprintln!("weft bench sync: job of {n} processes failed (exit {code})");
@@ -73,6 +87,8 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
 pub struct SyncRankArgs {
     #[arg(long)]
     iters: u32,
+    #[arg(long, default_value_t = 1)]
+    reps: u32,
 }
 
 /// Words of the tournament in each PE's heap: per round an arrival flag and a value, then the
@@ -183,19 +199,35 @@ pub fn rank_main(a: SyncRankArgs) -> Result<()> {
         }
         Ok(start.elapsed().as_secs_f64() * 1e6 / iters as f64)
     };
-    let eb = time(&mut || engine.barrier(2, n))?;
-    let tb = time(&mut || t.run(0).map(drop))?;
-    let er = time(&mut || {
-        let s: i64 = engine.reduce(3, me as i64, SyncOp::Sum, n)?;
-        check(s, expected)
-    })?;
-    let tr = time(&mut || check(t.run(me as i64)?, expected))?;
-    let cb = time(&mut || world.barrier())?;
+    // Columns: engine barrier, tournament barrier, engine reduce, tournament reduce,
+    // communicator barrier; each repetition measures all five in turn.
+    let mut samples: [Vec<f64>; 5] = Default::default();
+    for _ in 0..a.reps.max(1) {
+        samples[0].push(time(&mut || engine.barrier(2, n))?);
+        samples[1].push(time(&mut || t.run(0).map(drop))?);
+        samples[2].push(time(&mut || {
+            let s: i64 = engine.reduce(3, me as i64, SyncOp::Sum, n)?;
+            check(s, expected)
+        })?);
+        samples[3].push(time(&mut || check(t.run(me as i64)?, expected))?);
+        samples[4].push(time(&mut || world.barrier())?);
+    }
+    let [eb, tb, er, tr, cb] = samples.map(median);
     if me == 0 {
-        println!("{n:>6} {eb:>14.3} {tb:>14.3} {er:>14.3} {tr:>14.3} {cb:>14.3}");
+        println!(
+            "{n:>6} {eb:>14.3} {tb:>14.3} {er:>14.3} {tr:>14.3} {cb:>14.3} {:>15.2} {:>14.2}",
+            tb / eb,
+            tr / er
+        );
     }
     drop(world);
     weft.finalize()
+}
+
+/// The middle value (the upper middle of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn check(got: i64, expected: i64) -> Result<()> {
@@ -217,5 +249,7 @@ mod tests {
         assert_eq!(parse_counts("2,4,8").unwrap(), vec![2, 4, 8]);
         assert!(parse_counts("0").is_err());
         assert!(parse_counts("x").is_err());
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![5.0]), 5.0);
     }
 }

@@ -23,4 +23,16 @@ pub static KNOBS: &[Knob] = &[
         default: "256K",
         help: "per-rank staging buffer of the engine's burst reduce (longer buffers go in chunks of this size)",
     },
+    Knob {
+        name: "WEFT_SYNC_SPIN_NS",
+        kind: KnobKind::Uint,
+        default: "20000",
+        help: "how long a sync engine waiter spins before yielding the core when every local rank has a core (an oversubscribed node yields after a few checks)",
+    },
+    Knob {
+        name: "WEFT_SYNC_YIELD_US",
+        kind: KnobKind::Uint,
+        default: "2000",
+        help: "how long a sync engine waiter keeps yielding the core before it sleeps on a futex",
+    },
 ];

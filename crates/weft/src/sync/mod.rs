@@ -18,13 +18,18 @@
 //! futex in the entry, so a node with more processes than cores does not starve the process
 //! it waits for; while sleeping it checks now and then that the node's other ranks live.
 //!
-//! Participants are the processes (or threads, in in-process jobs) of one node; across
-//! nodes, combine the node result with the runtime's collectives. The engine depends on the
+//! Participants are the processes (or threads, in in-process jobs) of one node: `n` in
+//! [`SyncEngine::barrier`] and [`SyncEngine::reduce`] counts participants on this node.
+//! Across nodes, [`JobSync`] completes each round on the node first and then between the
+//! nodes' leaders over the runtime's collectives (see [`job`]). The engine depends on the
 //! transport's [`Region`] (shared bytes, atomics, futex) and on the runtime only for its
 //! creation; its `unsafe` lives in the transport.
 
+pub mod job;
 pub mod knobs;
 pub(crate) mod region;
+
+pub use job::JobSync;
 
 use crate::Weft;
 use region::{knob_text, node_region};
@@ -48,6 +53,44 @@ const REDUCE_LOCK: u32 = 2;
 /// How long a sleeping waiter sleeps before checking that its peers live.
 const SLEEP: Duration = Duration::from_millis(100);
 const DEATH_CHECK_AFTER: Duration = Duration::from_millis(300);
+/// Checks of the condition between two readings of the clock while spinning (a clock
+/// reading costs about as much as a few dozen checks).
+const SPINS_PER_CLOCK: u32 = 64;
+/// Checks a waiter makes before yielding when the node has more ranks than cores: the
+/// process it waits for most likely needs this very core, so spinning longer only delays it.
+const OVERSUBSCRIBED_SPINS: u32 = 16;
+
+/// How a waiter waits (ALGORITHMS.md §8): spin, then give the core away with `sched_yield`,
+/// then sleep on the entry's futex. Spinning answers fastest when every rank has a core;
+/// yielding lets a process that shares our core run at once without the cost of a futex
+/// wake-up (a sleeping waiter makes its waker pay a system call and itself a scheduler
+/// wake-up of tens of microseconds); sleeping keeps long waits from burning the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitPolicy {
+    /// Condition checks before the first yield.
+    pub spins: u32,
+    /// Longest spin before yielding, in nanoseconds (whichever of this and `spins` ends
+    /// first).
+    pub spin_ns: u64,
+    /// How long to keep yielding before sleeping on the futex, in microseconds.
+    pub yield_us: u64,
+}
+
+impl WaitPolicy {
+    /// The policy for a node that is `oversubscribed` (more local ranks than cores, or
+    /// `WEFT_YIELD=on`), from the knobs `WEFT_SYNC_SPIN_NS` and `WEFT_SYNC_YIELD_US`.
+    pub fn new(oversubscribed: bool, spin_ns: u64, yield_us: u64) -> WaitPolicy {
+        WaitPolicy {
+            spins: if oversubscribed {
+                OVERSUBSCRIBED_SPINS
+            } else {
+                u32::MAX
+            },
+            spin_ns: if oversubscribed { 0 } else { spin_ns },
+            yield_us,
+        }
+    }
+}
 
 /// A reduction operation of [`SyncEngine::reduce`] and [`SyncEngine::burst_reduce`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +237,7 @@ impl Geometry {
 pub struct SyncEngine {
     region: Region,
     geo: Geometry,
-    spins: u32,
+    policy: WaitPolicy,
 }
 
 impl SyncEngine {
@@ -233,9 +276,28 @@ impl SyncEngine {
             burst_bytes: (burst as usize).next_multiple_of(64),
             local_size: weft.local_size as usize,
         };
+        let policy = WaitPolicy::new(
+            weft.yields_when_idle(),
+            uint("WEFT_SYNC_SPIN_NS", "20000")?,
+            uint("WEFT_SYNC_YIELD_US", "2000")?,
+        );
         let region = node_region(weft, &format!("sync-{name}"), geo.body_bytes())?;
-        let spins = if weft.yields_when_idle() { 64 } else { 4000 };
-        Ok(SyncEngine { region, geo, spins })
+        Ok(SyncEngine {
+            region,
+            geo,
+            policy,
+        })
+    }
+
+    /// How this engine's waiters wait.
+    pub fn wait_policy(&self) -> WaitPolicy {
+        self.policy
+    }
+
+    /// Replaces how this engine's waiters wait (for benchmarks and tests; the knobs set it
+    /// at creation).
+    pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
+        self.policy = policy;
     }
 
     /// Tagged words the table holds (sets × 4 + overflow).
@@ -300,16 +362,19 @@ impl SyncEngine {
     }
 
     /// Tells sleepers on `e` that its state changed. The state change happened before (both
-    /// sequentially consistent), so a waiter either sees it or is woken.
+    /// sequentially consistent): a waiter that registered as a sleeper after our load of the
+    /// sleeper count checks its condition after that and sees the change, so when nobody
+    /// sleeps the notification is one load and no write or system call.
     fn notify(e: &Entry<'_>) {
-        e.wake.fetch_add(1, SeqCst);
         if e.sleepers.load(SeqCst) > 0 {
+            e.wake.fetch_add(1, SeqCst);
             futex_wake(e.wake, i32::MAX);
         }
     }
 
-    /// Waits until `ready()`: spins, then sleeps on the entry's futex; fails with `PeerDead`
-    /// when a rank of the node died meanwhile.
+    /// Waits until `ready()` by the engine's [`WaitPolicy`]: spins, then yields the core,
+    /// then sleeps on the entry's futex; fails with `PeerDead` when a rank of the node died
+    /// meanwhile.
     fn wait(
         &self,
         e: &Entry<'_>,
@@ -317,13 +382,39 @@ impl SyncEngine {
         addr: u64,
         mut ready: impl FnMut() -> bool,
     ) -> Result<()> {
-        for _ in 0..self.spins {
+        let p = self.policy;
+        let start = Instant::now();
+        let spin_for = Duration::from_nanos(p.spin_ns);
+        let mut checks = 0u32;
+        while checks < p.spins {
             if ready() {
                 return Ok(());
             }
             std::hint::spin_loop();
+            checks += 1;
+            if checks.is_multiple_of(SPINS_PER_CLOCK) && start.elapsed() >= spin_for {
+                break;
+            }
         }
-        let start = Instant::now();
+        let yield_for = Duration::from_micros(p.yield_us);
+        let mut yields = 0u32;
+        loop {
+            std::thread::yield_now();
+            if ready() {
+                return Ok(());
+            }
+            yields += 1;
+            // The clock only now and then: a yield to nobody costs well under a microsecond.
+            if yields.is_multiple_of(16) {
+                let waited = start.elapsed();
+                if waited >= yield_for {
+                    break;
+                }
+                if waited > DEATH_CHECK_AFTER {
+                    self.check_peers(what, addr)?;
+                }
+            }
+        }
         loop {
             e.sleepers.fetch_add(1, SeqCst);
             let seen = e.wake.load(SeqCst);
@@ -337,16 +428,21 @@ impl SyncEngine {
                 return Ok(());
             }
             if start.elapsed() > DEATH_CHECK_AFTER {
-                if let Some(dead) = self.region.dead_peer() {
-                    return Err(Error::new(
-                        ErrorKind::PeerDead,
-                        format!(
-                            "sync {what} at address {addr:#x}: local rank {dead} (pid {}) died",
-                            self.region.pid(dead)
-                        ),
-                    ));
-                }
+                self.check_peers(what, addr)?;
             }
+        }
+    }
+
+    fn check_peers(&self, what: &str, addr: u64) -> Result<()> {
+        match self.region.dead_peer() {
+            Some(dead) => Err(Error::new(
+                ErrorKind::PeerDead,
+                format!(
+                    "sync {what} at address {addr:#x}: local rank {dead} (pid {}) died",
+                    self.region.pid(dead)
+                ),
+            )),
+            None => Ok(()),
         }
     }
 

@@ -1,0 +1,244 @@
+//! Job-wide barrier and reduce across nodes (issue 7 §4), on top of the node engine: the
+//! participants of each node complete the round locally in the node's table, the node's
+//! leader (its local rank 0) exchanges the node's part with the other nodes' leaders over a
+//! communicator of leaders made once at creation, and then releases its node's waiters with
+//! the job-wide result.
+//!
+//! What `n` means: in [`JobSync::barrier`] and [`JobSync::reduce`], `n` counts the
+//! participants **on the caller's node** (all of them pass the same `n`; nodes may pass
+//! different ones), and every node of the job takes part in every round. Each node's local
+//! rank 0 must be one of its participants: it carries the node's part between nodes.
+//!
+//! Failures do not hang the job: a leader whose local wait fails (a local rank died) still
+//! takes part in the leaders' exchange, flagging the failure; a leader whose exchange fails
+//! (a node's rank vanished) releases its node with the error; every participant of every
+//! node then returns an error instead of waiting.
+//!
+//! Depends on the node engine ([`super::SyncEngine`]'s tagged words and wait policy) and on
+//! the runtime's communicators; nothing below the runtime knows about nodes' leaders.
+
+use super::{Entry, SyncEngine, SyncOp, SyncValue, REDUCE_LOCK};
+use crate::{Comm, Weft, UNDEFINED};
+use std::sync::atomic::Ordering::SeqCst;
+use weft_core::{Error, ErrorKind, Result};
+
+/// Error kinds as they travel between nodes and from a leader to its node (index + 1; 0 is
+/// success).
+const KINDS: [ErrorKind; 18] = [
+    ErrorKind::InvalidRank,
+    ErrorKind::InvalidTag,
+    ErrorKind::InvalidCount,
+    ErrorKind::InvalidRoot,
+    ErrorKind::InvalidComm,
+    ErrorKind::InvalidType,
+    ErrorKind::InvalidOp,
+    ErrorKind::InvalidRequest,
+    ErrorKind::InvalidArgument,
+    ErrorKind::Truncate,
+    ErrorKind::PeerDead,
+    ErrorKind::Auth,
+    ErrorKind::Protocol,
+    ErrorKind::Timeout,
+    ErrorKind::Io,
+    ErrorKind::Config,
+    ErrorKind::Unsupported,
+    ErrorKind::Internal,
+];
+
+fn kind_code(kind: ErrorKind) -> u64 {
+    KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .map_or(KINDS.len() as u64, |i| i as u64 + 1)
+}
+
+fn code_kind(code: u64) -> ErrorKind {
+    KINDS
+        .get((code as usize).wrapping_sub(1))
+        .copied()
+        .unwrap_or(ErrorKind::Internal)
+}
+
+/// The synchronisation engine for a job that may span several nodes: the node engine plus
+/// the leaders' communicator. One per rank (not shared between threads: it holds a
+/// communicator).
+pub struct JobSync {
+    engine: SyncEngine,
+    /// The nodes' leaders (local rank 0 of every node), ordered by world rank; only on a
+    /// leader.
+    leaders: Option<Comm>,
+    local_size: u32,
+    nodes: u32,
+    world_rank: u32,
+}
+
+impl JobSync {
+    /// Creates the node table named `name` (as [`SyncEngine::new`]) and the communicator of
+    /// the nodes' leaders. Collective over every rank of the job.
+    pub fn new(weft: &Weft, name: &str) -> Result<JobSync> {
+        let engine = SyncEngine::new(weft, name)?;
+        let world = weft.world();
+        let (local_rank, local_size) = weft.local();
+        let color = if local_rank == 0 { 0 } else { UNDEFINED };
+        let leaders = world.split(color, world.rank() as i32)?;
+        let nodes = weft
+            .engine
+            .borrow()
+            .node_of()
+            .iter()
+            .copied()
+            .max()
+            .map_or(1, |m| m + 1);
+        Ok(JobSync {
+            engine,
+            leaders,
+            local_size,
+            nodes,
+            world_rank: world.rank(),
+        })
+    }
+
+    /// The node engine underneath (for node-local operations; an address serves one kind
+    /// of operation, so keep job-wide addresses apart from node-wide ones).
+    pub fn engine(&self) -> &SyncEngine {
+        &self.engine
+    }
+
+    /// Nodes the job spans.
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// Returns once the participants of every node have called `barrier` on `addr` in this
+    /// round (`n` of them on the caller's node, see the module documentation).
+    pub fn barrier(&self, addr: u64, n: u32) -> Result<()> {
+        self.round(addr, 0u64, None, n, "job barrier").map(drop)
+    }
+
+    /// Combines `v` from every participant of every node with `op` (`n` counted on the
+    /// caller's node); every participant gets the result. Within a node values combine in
+    /// arrival order, across nodes in the order of the leaders' world ranks.
+    pub fn reduce<T: SyncValue>(&self, addr: u64, v: T, op: SyncOp, n: u32) -> Result<T> {
+        if !T::supports(op) {
+            return Err(Error::new(
+                ErrorKind::InvalidOp,
+                format!(
+                    "sync job reduce at {addr:#x}: {op:?} does not apply to {}",
+                    std::any::type_name::<T>()
+                ),
+            ));
+        }
+        self.round(addr, v, Some(op), n, "job reduce")
+    }
+
+    fn round<T: SyncValue>(
+        &self,
+        addr: u64,
+        v: T,
+        op: Option<SyncOp>,
+        n: u32,
+        what: &str,
+    ) -> Result<T> {
+        SyncEngine::check_n(what, addr, n)?;
+        if n > self.local_size {
+            return Err(Error::new(
+                ErrorKind::InvalidCount,
+                format!(
+                    "sync {what} at {addr:#x}: {n} participants on this node but it has {} ranks",
+                    self.local_size
+                ),
+            ));
+        }
+        let eng = &self.engine;
+        let e = eng.lookup(addr)?;
+        // Arrive: combine our value into the node's accumulator.
+        eng.acquire(&e, REDUCE_LOCK, what, addr)?;
+        let a = e.arrive.load(SeqCst);
+        let (generation, count) = (a >> 32, a & 0xffff_ffff);
+        let acc = match op {
+            Some(op) if count > 0 => T::combine(op, T::from_bits(e.accum.load(SeqCst)), v),
+            _ => v,
+        };
+        e.accum.store(acc.to_bits(), SeqCst);
+        e.arrive.store(a + 1, SeqCst);
+        e.lock.fetch_and(!REDUCE_LOCK, SeqCst);
+        SyncEngine::notify(&e);
+        let Some(leaders) = &self.leaders else {
+            eng.wait(&e, what, addr, || e.arrive.load(SeqCst) >> 32 != generation)?;
+            return Self::outcome(&e, what, addr);
+        };
+        // The leader: wait for the node, exchange with the other leaders, release the node.
+        // Only the leader moves the generation on, so within this round "at least n" is a
+        // plain comparison (more than n arrivals is the callers' error, not a hang).
+        let complete = (generation << 32) | n as u64;
+        let local = eng.wait(&e, what, addr, || e.arrive.load(SeqCst) >= complete);
+        let mut status = match &local {
+            Ok(()) => 0,
+            Err(err) => kind_code(err.kind()),
+        };
+        let mut result = e.accum.load(SeqCst);
+        let mut failure = local.err();
+        if leaders.size() > 1 {
+            let mine = [result, status];
+            let mut all = vec![0u64; 2 * leaders.size() as usize];
+            match leaders.allgather(&mine, &mut all) {
+                Ok(()) => {
+                    let mut parts = all.chunks(2);
+                    if let Some(bad) = parts.clone().find(|p| p[1] != 0) {
+                        status = bad[1];
+                    }
+                    if let (Some(op), Some(first)) = (op, parts.next()) {
+                        let combined = parts.fold(T::from_bits(first[0]), |acc, p| {
+                            T::combine(op, acc, T::from_bits(p[0]))
+                        });
+                        result = combined.to_bits();
+                    }
+                }
+                Err(err) => {
+                    status = kind_code(err.kind());
+                    failure.get_or_insert(err);
+                }
+            }
+        }
+        e.result.store(result, SeqCst);
+        e.value.store(status, SeqCst);
+        e.arrive.store((generation + 1) << 32, SeqCst);
+        SyncEngine::notify(&e);
+        if let Some(err) = failure {
+            return Err(err.context(format!(
+                "sync {what} at {addr:#x} (node leader, world rank {})",
+                self.world_rank
+            )));
+        }
+        Self::outcome(&e, what, addr)
+    }
+
+    /// The released round's result, or the error its leader published.
+    fn outcome<T: SyncValue>(e: &Entry<'_>, what: &str, addr: u64) -> Result<T> {
+        match e.value.load(SeqCst) {
+            0 => Ok(T::from_bits(e.result.load(SeqCst))),
+            code => Err(Error::new(
+                code_kind(code),
+                format!(
+                    "sync {what} at {addr:#x}: the round failed on a node ({})",
+                    code_kind(code).name()
+                ),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_travel_as_codes() {
+        for k in [ErrorKind::PeerDead, ErrorKind::Timeout, ErrorKind::Internal] {
+            assert_eq!(code_kind(kind_code(k)), k);
+        }
+        assert_ne!(kind_code(ErrorKind::InvalidRank), 0);
+        assert_eq!(code_kind(0), ErrorKind::Internal);
+        assert_eq!(code_kind(999), ErrorKind::Internal);
+    }
+}
