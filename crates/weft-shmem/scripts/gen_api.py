@@ -54,31 +54,32 @@ for (n, c, t, k, cls) in T:
     if "r" in cls:
         for ctx in ("", "ctx_"):
             ca = "shmem_ctx_t ctx, " if ctx else ""
-            ra = "_ctx: ShmemCtx, " if ctx else ""
+            ra = "ctx: ShmemCtx, " if ctx else ""
+            cv = "ctx" if ctx else "CTX_DEFAULT"
             p = f"shmem_{ctx}{n}"
             fn(f"{p}_put", f"{ra}dest: *mut {t}, source: *const {t}, nelems: usize, pe: c_int", None,
-               f"put_elems(dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_put\")",
+               f"put_elems({cv}, dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_put\")",
                f"{ca}{c} *dest, const {c} *source, size_t nelems, int pe", "void")
             fn(f"{p}_get", f"{ra}dest: *mut {t}, source: *const {t}, nelems: usize, pe: c_int", None,
-               f"get_elems(dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_get\")",
+               f"get_elems({cv}, dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_get\")",
                f"{ca}{c} *dest, const {c} *source, size_t nelems, int pe", "void")
             fn(f"{p}_put_nbi", f"{ra}dest: *mut {t}, source: *const {t}, nelems: usize, pe: c_int", None,
-               f"put_elems(dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_put_nbi\")",
+               f"put_elems({cv}, dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_put_nbi\")",
                f"{ca}{c} *dest, const {c} *source, size_t nelems, int pe", "void")
             fn(f"{p}_get_nbi", f"{ra}dest: *mut {t}, source: *const {t}, nelems: usize, pe: c_int", None,
-               f"get_elems(dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_get_nbi\")",
+               f"get_elems({cv}, dest as *mut u8, source as *const u8, nelems, {sz}, pe, \"{p}_get_nbi\")",
                f"{ca}{c} *dest, const {c} *source, size_t nelems, int pe", "void")
             fn(f"{p}_p", f"{ra}dest: *mut {t}, value: {t}, pe: c_int", None,
-               f"put_elems(dest as *mut u8, &value as *const {t} as *const u8, 1, {sz}, pe, \"{p}_p\")",
+               f"put_elems({cv}, dest as *mut u8, &value as *const {t} as *const u8, 1, {sz}, pe, \"{p}_p\")",
                f"{ca}{c} *dest, {c} value, int pe", "void")
             fn(f"{p}_g", f"{ra}source: *const {t}, pe: c_int", t,
-               f"let mut v: {t} = Default::default(); get_elems(&mut v as *mut {t} as *mut u8, source as *const u8, 1, {sz}, pe, \"{p}_g\"); v",
+               f"let mut v: {t} = Default::default(); get_elems({cv}, &mut v as *mut {t} as *mut u8, source as *const u8, 1, {sz}, pe, \"{p}_g\"); v",
                f"{ca}const {c} *source, int pe", c)
             fn(f"{p}_iput", f"{ra}dest: *mut {t}, source: *const {t}, dst: isize, sst: isize, nelems: usize, pe: c_int", None,
-               f"iput_elems(dest as *mut u8, source as *const u8, dst, sst, nelems, {sz}, pe, \"{p}_iput\")",
+               f"iput_elems({cv}, dest as *mut u8, source as *const u8, dst, sst, nelems, {sz}, pe, \"{p}_iput\")",
                f"{ca}{c} *dest, const {c} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe", "void")
             fn(f"{p}_iget", f"{ra}dest: *mut {t}, source: *const {t}, dst: isize, sst: isize, nelems: usize, pe: c_int", None,
-               f"iget_elems(dest as *mut u8, source as *const u8, dst, sst, nelems, {sz}, pe, \"{p}_iget\")",
+               f"iget_elems({cv}, dest as *mut u8, source as *const u8, dst, sst, nelems, {sz}, pe, \"{p}_iget\")",
                f"{ca}{c} *dest, const {c} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe", "void")
         if n not in ("float", "double", "char", "schar", "uchar", "int8", "uint8", "int16", "uint16"):
             fn(f"shmem_{n}_wait_until", f"ivar: *mut {t}, cmp: c_int, value: {t}", None,
@@ -114,36 +115,40 @@ for (n, c, t, k, cls) in T:
         fn(f"shmem_{n}_test_some", f"ivars: *mut {t}, nelems: usize, indices: *mut usize, status: *const c_int, cmp: c_int, value: {t}", "usize",
            f"wait_some(ivars as *const {t}, nelems, indices, status, cmp, value, false, \"shmem_{n}_test_some\")",
            f"{c} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {c} value", "size_t")
-    amo = "amo32" if sz == 4 else "amo64"
     if "x" in cls:
-        conv_in = (lambda v: f"{v}.to_bits()") if t.startswith("f") else (lambda v: f"{v} as {u}")
-        conv_out = (lambda v: f"{t}::from_bits({v})") if t.startswith("f") else (lambda v: f"{v} as {t}")
-        ops = [("fetch", "source: *const %s, pe: c_int" % t, t, "source", "|a| a.load(SeqCst)", "const %s *source, int pe" % c, c),
-               ("set", "dest: *mut %s, value: %s, pe: c_int" % (t, t), None, "dest", "|a| { a.store(%s, SeqCst); 0 }" % conv_in("value"), "%s *dest, %s value, int pe" % (c, c), "void"),
-               ("swap", "dest: *mut %s, value: %s, pe: c_int" % (t, t), t, "dest", "|a| a.swap(%s, SeqCst)" % conv_in("value"), "%s *dest, %s value, int pe" % (c, c), c)]
+        conv_in = (lambda v: f"{v}.to_bits() as u64") if t.startswith("f") else (lambda v: f"{v} as {u} as u64")
+        conv_out = (lambda v: f"{t}::from_bits({v} as {u})") if t.startswith("f") else (lambda v: f"{v} as {u} as {t}")
+        # (op, extra Rust args, returns, pointer, Amo, a, b, fetch, extra C args)
+        ops = [("fetch", "", True, "source", "Fetch", "0", "0", "true", ""),
+               ("set", f", value: {t}", False, "dest", "Set", conv_in("value"), "0", "false", f", {c} value"),
+               ("swap", f", value: {t}", True, "dest", "Swap", conv_in("value"), "0", "true", f", {c} value")]
         if "a" in cls:
-            ops += [("compare_swap", "dest: *mut %s, cond: %s, value: %s, pe: c_int" % (t, t, t), t, "dest",
-                     "|a| match a.compare_exchange(%s, %s, SeqCst, SeqCst) { Ok(x) | Err(x) => x }" % (conv_in("cond"), conv_in("value")),
-                     "%s *dest, %s cond, %s value, int pe" % (c, c, c), c)]
-            for op, f in (("inc", "fetch_add(1, SeqCst)"),):
-                ops += [("fetch_inc", "dest: *mut %s, pe: c_int" % t, t, "dest", "|a| a.%s" % f, "%s *dest, int pe" % c, c),
-                        ("inc", "dest: *mut %s, pe: c_int" % t, None, "dest", "|a| a.%s" % f, "%s *dest, int pe" % c, "void")]
-            ops += [("fetch_add", "dest: *mut %s, value: %s, pe: c_int" % (t, t), t, "dest", "|a| a.fetch_add(%s, SeqCst)" % conv_in("value"), "%s *dest, %s value, int pe" % (c, c), c),
-                    ("add", "dest: *mut %s, value: %s, pe: c_int" % (t, t), None, "dest", "|a| a.fetch_add(%s, SeqCst)" % conv_in("value"), "%s *dest, %s value, int pe" % (c, c), "void")]
+            ops += [("compare_swap", f", cond: {t}, value: {t}", True, "dest", "CompareSwap", conv_in("cond"), conv_in("value"), "true", f", {c} cond, {c} value"),
+                    ("fetch_inc", "", True, "dest", "Add", "1", "0", "true", ""),
+                    ("inc", "", False, "dest", "Add", "1", "0", "false", ""),
+                    ("fetch_add", f", value: {t}", True, "dest", "Add", conv_in("value"), "0", "true", f", {c} value"),
+                    ("add", f", value: {t}", False, "dest", "Add", conv_in("value"), "0", "false", f", {c} value")]
         if "b" in cls:
             for op in ("and", "or", "xor"):
-                ops += [("fetch_" + op, "dest: *mut %s, value: %s, pe: c_int" % (t, t), t, "dest", "|a| a.fetch_%s(%s, SeqCst)" % (op, conv_in("value")), "%s *dest, %s value, int pe" % (c, c), c),
-                        (op, "dest: *mut %s, value: %s, pe: c_int" % (t, t), None, "dest", "|a| a.fetch_%s(%s, SeqCst)" % (op, conv_in("value")), "%s *dest, %s value, int pe" % (c, c), "void")]
+                o = op.capitalize()
+                ops += [("fetch_" + op, f", value: {t}", True, "dest", o, conv_in("value"), "0", "true", f", {c} value"),
+                        (op, f", value: {t}", False, "dest", o, conv_in("value"), "0", "false", f", {c} value")]
         deprecated = {"fetch_inc": "finc", "fetch_add": "fadd", "fetch": "fetch", "set": "set", "swap": "swap", "compare_swap": "cswap", "inc": "inc", "add": "add"}
-        for (op, args, ret, ptr, clo, cargs, cret) in ops:
-            names = [f"shmem_{n}_atomic_{op}"]
+        for (op, extra, ret, ptr, amo_op, a, b, fetch, cextra) in ops:
+            ptr_t = f"*const {t}" if ptr == "source" else f"*mut {t}"
+            cptr = f"const {c} *source" if ptr == "source" else f"{c} *dest"
+            names = [(f"shmem_{n}_atomic_{op}", False), (f"shmem_ctx_{n}_atomic_{op}", True)]
             if op in deprecated and n in ("int", "long", "longlong", "float", "double"):
                 if not (t.startswith("f") and op not in ("fetch", "set", "swap")):
-                    names.append(f"shmem_{n}_{deprecated[op]}")
-            for name in names:
-                call = f"{amo}({ptr} as *const u8, pe, \"{name}\", {clo})"
+                    names.append((f"shmem_{n}_{deprecated[op]}", False))
+            for name, with_ctx in names:
+                ra = "ctx: ShmemCtx, " if with_ctx else ""
+                ca = "shmem_ctx_t ctx, " if with_ctx else ""
+                cv = "ctx" if with_ctx else "CTX_DEFAULT"
+                call = f"amo({cv}, {ptr} as *const u8, pe, \"{name}\", {sz}, Amo::{amo_op}, {a}, {b}, {fetch})"
                 body = conv_out(call) if ret else f"{call};"
-                fn(name, args, ret, body, cargs, cret)
+                fn(name, f"{ra}{ptr}: {ptr_t}{extra}, pe: c_int", t if ret else None, body,
+                   f"{ca}{cptr}{cextra}, int pe", c if ret else "void")
     if "s" in cls or "l" in cls:
         ops = (["sum", "prod", "min", "max"] if "s" in cls else []) + (["and", "or", "xor"] if "l" in cls else [])
         for op in ops:
@@ -160,18 +165,19 @@ for bits in (8, 16, 32, 64, 128):
     b = bits // 8
     for ctx in ("", "ctx_"):
         ca = "shmem_ctx_t ctx, " if ctx else ""
-        ra = "_ctx: ShmemCtx, " if ctx else ""
+        ra = "ctx: ShmemCtx, " if ctx else ""
+        cv = "ctx" if ctx else "CTX_DEFAULT"
         for kind in ("put", "get", "put_nbi", "get_nbi"):
             f = "put_elems" if kind.startswith("put") else "get_elems"
             name = f"shmem_{ctx}{kind.replace('put', 'put%d' % bits).replace('get', 'get%d' % bits)}"
             fn(name, f"{ra}dest: *mut u8, source: *const u8, nelems: usize, pe: c_int", None,
-               f"{f}(dest, source, nelems, {b}, pe, \"{name}\")",
+               f"{f}({cv}, dest, source, nelems, {b}, pe, \"{name}\")",
                f"{ca}void *dest, const void *source, size_t nelems, int pe", "void")
         for kind in ("iput", "iget"):
             f = kind + "_elems"
             name = f"shmem_{ctx}{kind}{bits}"
             fn(name, f"{ra}dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, pe: c_int", None,
-               f"{f}(dest, source, dst, sst, nelems, {b}, pe, \"{name}\")",
+               f"{f}({cv}, dest, source, dst, sst, nelems, {b}, pe, \"{name}\")",
                f"{ca}void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe", "void")
 
 h += ["", "#endif"]

@@ -150,10 +150,11 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
     }
 }
 
-/// OpenSHMEM 1.5 §9.1.7 `shmem_pe_accessible`: PEs of this node.
+/// OpenSHMEM 1.5 §9.1.7 `shmem_pe_accessible`: PEs of this node, and other nodes' PEs
+/// through their one-sided services.
 #[no_mangle]
 pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
-    (pe >= 0 && heap().accessible(pe as u32)) as c_int
+    (pe >= 0 && heap().reachable(pe as u32)) as c_int
 }
 
 /// OpenSHMEM 1.5 §9.1.8 `shmem_addr_accessible`.
@@ -285,6 +286,7 @@ pub unsafe extern "C" fn shmem_putmem(
     // SAFETY: forwarded API contract.
     unsafe {
         put_elems(
+            CTX_DEFAULT,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -306,6 +308,7 @@ pub unsafe extern "C" fn shmem_getmem(
     // SAFETY: forwarded API contract.
     unsafe {
         get_elems(
+            CTX_DEFAULT,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -327,6 +330,7 @@ pub unsafe extern "C" fn shmem_putmem_nbi(
     // SAFETY: forwarded API contract.
     unsafe {
         put_elems(
+            CTX_DEFAULT,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -348,6 +352,7 @@ pub unsafe extern "C" fn shmem_getmem_nbi(
     // SAFETY: forwarded API contract.
     unsafe {
         get_elems(
+            CTX_DEFAULT,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -361,7 +366,7 @@ pub unsafe extern "C" fn shmem_getmem_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_putmem`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_putmem(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -370,6 +375,7 @@ pub unsafe extern "C" fn shmem_ctx_putmem(
     // SAFETY: forwarded API contract.
     unsafe {
         put_elems(
+            ctx,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -383,7 +389,7 @@ pub unsafe extern "C" fn shmem_ctx_putmem(
 /// OpenSHMEM 1.5 `shmem_ctx_getmem`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_getmem(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -392,6 +398,7 @@ pub unsafe extern "C" fn shmem_ctx_getmem(
     // SAFETY: forwarded API contract.
     unsafe {
         get_elems(
+            ctx,
             dest as *mut u8,
             source as *const u8,
             nelems,
@@ -402,10 +409,11 @@ pub unsafe extern "C" fn shmem_ctx_getmem(
     }
 }
 
-/// OpenSHMEM 1.5 §9.11.2 `shmem_quiet`.
+/// OpenSHMEM 1.5 §9.11.2 `shmem_quiet`: every thread's default-context puts to other
+/// nodes' PEs are acknowledged (same-node puts are complete already).
 #[no_mangle]
 pub extern "C" fn shmem_quiet() {
-    heap().quiet();
+    ok(heap().try_quiet().map_err(|e| e.context("shmem_quiet")));
 }
 
 /// OpenSHMEM 1.5 §9.11.1 `shmem_fence`.
@@ -414,36 +422,54 @@ pub extern "C" fn shmem_fence() {
     heap().fence();
 }
 
-/// OpenSHMEM 1.5 `shmem_ctx_quiet`: contexts share the direct data path, so this is quiet.
+/// OpenSHMEM 1.5 `shmem_ctx_quiet`: completes this context's operations only (its own
+/// lanes to other nodes' PEs).
 #[no_mangle]
-pub extern "C" fn shmem_ctx_quiet(_ctx: ShmemCtx) {
-    heap().quiet();
+pub extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
+    let call = "shmem_ctx_quiet";
+    let id = ctx_id(ctx, call);
+    let r = if id == 0 {
+        heap().try_quiet()
+    } else {
+        heap().quiet_ctx(id)
+    };
+    ok(r.map_err(|e| e.context(call)));
 }
 
-/// OpenSHMEM 1.5 `shmem_ctx_fence`.
+/// OpenSHMEM 1.5 `shmem_ctx_fence`: a context's lane to a PE is one ordered stream, so the
+/// release fence of same-node stores is all it takes.
 #[no_mangle]
-pub extern "C" fn shmem_ctx_fence(_ctx: ShmemCtx) {
+pub extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
+    ctx_id(ctx, "shmem_ctx_fence");
     heap().fence();
 }
 
-/// OpenSHMEM 1.5 §9.4.1 `shmem_ctx_create`. Every thread already stores directly into the
-/// target heap (there is no shared queue to privatise), so a context is a handle whose quiet
-/// and fence order this thread's stores.
+/// OpenSHMEM 1.5 §9.4.1 `shmem_ctx_create`: a context with its own lanes (connections and
+/// send buffers) to other nodes' PEs, so its operations neither wait behind nor complete
+/// with the default context's. Same-node stores are direct for every context.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_create(_options: std::ffi::c_long, ctx: *mut ShmemCtx) -> c_int {
     if ctx.is_null() {
         return 1;
     }
-    static NEXT: AtomicU64 = AtomicU64::new(2);
+    let id = heap().ctx_create();
     // SAFETY: non-null out-pointer from the caller.
-    unsafe { *ctx = NEXT.fetch_add(1, SeqCst) as ShmemCtx };
+    unsafe { *ctx = id as ShmemCtx + 1 };
     0
 }
 
-/// OpenSHMEM 1.5 §9.4.2 `shmem_ctx_destroy`.
+/// OpenSHMEM 1.5 §9.4.2 `shmem_ctx_destroy`: completes the context's operations first.
 #[no_mangle]
-pub extern "C" fn shmem_ctx_destroy(_ctx: ShmemCtx) {
-    heap().quiet();
+pub extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
+    let call = "shmem_ctx_destroy";
+    let id = ctx_id(ctx, call);
+    if id == 0 {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: SHMEM_CTX_DEFAULT cannot be destroyed"),
+        ));
+    }
+    ok(heap().ctx_destroy(id).map_err(|e| e.context(call)));
 }
 
 /// OpenSHMEM 1.5 `shmem_team_create_ctx`.
@@ -461,7 +487,9 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
 /// is the synchronisation engine's counter barrier, otherwise weft's barrier.
 #[no_mangle]
 pub extern "C" fn shmem_barrier_all() {
-    heap().quiet();
+    ok(heap()
+        .quiet_all()
+        .map_err(|e| e.context("shmem_barrier_all")));
     shmem_sync_all();
 }
 
@@ -496,8 +524,8 @@ pub extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
     0
 }
 
-/// OpenSHMEM 1.5 `shmem_putmem_signal`: the data, a fence, then the signal update
-/// (SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1).
+/// OpenSHMEM 1.5 `shmem_putmem_signal`: the data, then the signal update
+/// (SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1); whoever sees the signal sees the data.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_putmem_signal(
     dest: *mut c_void,
@@ -510,25 +538,87 @@ pub unsafe extern "C" fn shmem_putmem_signal(
 ) {
     // SAFETY: forwarded API contract.
     unsafe {
-        put_elems(
-            dest as *mut u8,
-            source as *const u8,
+        put_signal(
+            CTX_DEFAULT,
+            dest,
+            source,
             nelems,
-            1,
+            sig_addr,
+            signal,
+            sig_op,
             pe,
             "shmem_putmem_signal",
         )
-    };
-    heap().fence();
-    let call = "shmem_putmem_signal";
-    match sig_op {
-        0 => amo64(sig_addr as *const u8, pe, call, |a| a.swap(signal, SeqCst)),
-        1 => amo64(sig_addr as *const u8, pe, call, |a| a.fetch_add(signal, SeqCst)),
+    }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shmem_ctx_putmem_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_signal(
+            ctx,
+            dest,
+            source,
+            nelems,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+            "shmem_ctx_putmem_signal",
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn put_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+    call: &str,
+) {
+    let op = match sig_op {
+        0 => Amo::Set,
+        1 => Amo::Add,
         _ => fatal(Error::new(
             ErrorKind::InvalidOp,
             format!("{call}: signal operation {sig_op} is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD"),
         )),
     };
+    let pe = pe_u32(pe, call);
+    let src: &[u8] = if nelems == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller promises `source` is readable for nelems bytes (OpenSHMEM API).
+        unsafe { std::slice::from_raw_parts(source as *const u8, nelems) }
+    };
+    ok(heap()
+        .put_signal(
+            ctx_id(ctx, call),
+            pe,
+            dest as u64,
+            src,
+            sig_addr as u64,
+            signal,
+            op,
+        )
+        .map_err(|e| e.context(call)));
 }
 
 /// OpenSHMEM 1.5 `shmem_putmem_signal_nbi`.
@@ -605,7 +695,9 @@ pub extern "C" fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
 /// visible), then release.
 #[no_mangle]
 pub extern "C" fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
-    heap().quiet();
+    ok(heap()
+        .quiet_all()
+        .map_err(|e| e.context("shmem_clear_lock")));
     let tag = lock_tag(lock, "shmem_clear_lock");
     ok(engine()
         .unlock(tag)

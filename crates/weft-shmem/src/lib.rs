@@ -15,9 +15,10 @@
 mod typed;
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use weft::coll::TypeKind;
+use weft::rma::net::Amo;
 use weft::rma::SymmetricHeap;
 use weft::sync::{SyncEngine, SyncOp};
 use weft::{Comm, Error, ErrorKind, Op, Result, Weft};
@@ -118,8 +119,24 @@ fn bytes_of(nelems: usize, elem_bytes: usize, call: &str) -> usize {
     })
 }
 
+/// The runtime's context id of a C context handle: `SHMEM_CTX_DEFAULT` (1) is the default
+/// context 0, handles from `shmem_ctx_create` are the runtime's id plus one.
+pub(crate) fn ctx_id(ctx: ShmemCtx, call: &str) -> u64 {
+    match ctx {
+        0 => fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: SHMEM_CTX_INVALID (0) is not a context"),
+        )),
+        c => (c - 1) as u64,
+    }
+}
+
+/// The C handle of the default context.
+pub(crate) const CTX_DEFAULT: ShmemCtx = 1;
+
 /// Contiguous put of `nelems` elements (every typed and sized put lands here).
 pub(crate) unsafe fn put_elems(
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
@@ -135,12 +152,13 @@ pub(crate) unsafe fn put_elems(
     // SAFETY: the caller promises `source` is readable for nelems elements (OpenSHMEM API).
     let src = unsafe { std::slice::from_raw_parts(source, len) };
     ok(heap()
-        .put(pe, dest as u64, src)
+        .put_ctx(ctx_id(ctx, call), pe, dest as u64, src)
         .map_err(|e| e.context(call)));
 }
 
 /// Contiguous get of `nelems` elements.
 pub(crate) unsafe fn get_elems(
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
@@ -156,13 +174,14 @@ pub(crate) unsafe fn get_elems(
     // SAFETY: the caller promises `dest` is writable for nelems elements.
     let dst = unsafe { std::slice::from_raw_parts_mut(dest, len) };
     ok(heap()
-        .get(pe, source as u64, dst)
+        .get_ctx(ctx_id(ctx, call), pe, source as u64, dst)
         .map_err(|e| e.context(call)));
 }
 
 /// Strided put: element i goes from `source + i*sst` to `dest + i*dst` (strides in elements).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iput_elems(
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -176,13 +195,14 @@ pub(crate) unsafe fn iput_elems(
         let d = dest.wrapping_offset(i * dst * elem_bytes as isize);
         let s = source.wrapping_offset(i * sst * elem_bytes as isize);
         // SAFETY: as put_elems, for one element at the strided position.
-        unsafe { put_elems(d, s, 1, elem_bytes, pe, call) };
+        unsafe { put_elems(ctx, d, s, 1, elem_bytes, pe, call) };
     }
 }
 
 /// Strided get.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iget_elems(
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -196,34 +216,30 @@ pub(crate) unsafe fn iget_elems(
         let d = dest.wrapping_offset(i * dst * elem_bytes as isize);
         let s = source.wrapping_offset(i * sst * elem_bytes as isize);
         // SAFETY: as get_elems, for one element at the strided position.
-        unsafe { get_elems(d, s, 1, elem_bytes, pe, call) };
+        unsafe { get_elems(ctx, d, s, 1, elem_bytes, pe, call) };
     }
 }
 
-/// Runs `f` on the 32-bit word at `dest` on `pe` (a CPU atomic on the mapped heap).
-pub(crate) fn amo32(
+/// An atomic on the `width`-byte word at `dest` on `pe` (a CPU atomic on the mapped heap
+/// of a same-node PE, the target service's CPU atomic on another node's); returns the old
+/// value (0 when `fetch` is false and the PE is on another node: the update is queued and
+/// completes at quiet, like a put).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn amo(
+    ctx: ShmemCtx,
     dest: *const u8,
     pe: c_int,
     call: &str,
-    f: impl FnOnce(&AtomicU32) -> u32,
-) -> u32 {
-    let pe = pe_u32(pe, call);
-    f(ok(heap()
-        .atomic_u32(pe, dest as u64)
-        .map_err(|e| e.context(call))))
-}
-
-/// Runs `f` on the 64-bit word at `dest` on `pe`.
-pub(crate) fn amo64(
-    dest: *const u8,
-    pe: c_int,
-    call: &str,
-    f: impl FnOnce(&AtomicU64) -> u64,
+    width: u8,
+    op: Amo,
+    a: u64,
+    b: u64,
+    fetch: bool,
 ) -> u64 {
     let pe = pe_u32(pe, call);
-    f(ok(heap()
-        .atomic_u64(pe, dest as u64)
-        .map_err(|e| e.context(call))))
+    ok(heap()
+        .atomic(ctx_id(ctx, call), pe, dest as u64, width, op, a, b, fetch)
+        .map_err(|e| e.context(call)))
 }
 
 /// A word `wait_until` can watch: loaded atomically, compared as its C type.
@@ -285,8 +301,15 @@ fn backoff(round: &mut u32) {
     }
 }
 
+/// Sends what this thread's lanes to other nodes hold: the PE is about to wait for a word
+/// that another PE may only update in answer to those puts.
+fn flush_before_wait(call: &str) {
+    ok(heap().flush().map_err(|e| e.context(call)));
+}
+
 pub(crate) unsafe fn wait_until<T: Word>(ivar: *const T, cmp: c_int, value: T, call: &str) {
     check_ptr(ivar, call);
+    flush_before_wait(call);
     let mut round = 0;
     // SAFETY: checked non-null and aligned; the caller's symmetric variable.
     while !compare(unsafe { T::load(ivar) }, cmp, value, call) {
@@ -342,6 +365,7 @@ pub(crate) unsafe fn wait_set<T: Word>(
     call: &str,
 ) -> usize {
     check_ptr(ivars, call);
+    flush_before_wait(call);
     let mut round = 0;
     loop {
         // SAFETY: forwarded caller contract.
@@ -371,6 +395,9 @@ pub(crate) unsafe fn wait_some<T: Word>(
 ) -> usize {
     check_ptr(ivars, call);
     check_ptr(indices as *const usize, call);
+    if block {
+        flush_before_wait(call);
+    }
     let mut round = 0;
     loop {
         let mut found = 0;
@@ -496,7 +523,7 @@ fn active_barrier(set: &[u32], call: &str) {
             format!("{call}: active-set collectives across nodes are not implemented yet"),
         ));
     }
-    heap().quiet();
+    ok(heap().quiet_all().map_err(|e| e.context(call)));
     let tag = TAG_ACTIVE_SET
         ^ ((set[0] as u64) << 32)
         ^ ((set.len() as u64) << 8)

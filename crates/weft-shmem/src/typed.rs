@@ -18,6 +18,7 @@ pub unsafe extern "C" fn shmem_float_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -36,6 +37,7 @@ pub unsafe extern "C" fn shmem_float_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -54,6 +56,7 @@ pub unsafe extern "C" fn shmem_float_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -72,6 +75,7 @@ pub unsafe extern "C" fn shmem_float_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -85,6 +89,7 @@ pub unsafe extern "C" fn shmem_float_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_p(dest: *mut f32, value: f32, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const f32 as *const u8,
         1,
@@ -99,6 +104,7 @@ pub unsafe extern "C" fn shmem_float_p(dest: *mut f32, value: f32, pe: c_int) {
 pub unsafe extern "C" fn shmem_float_g(source: *const f32, pe: c_int) -> f32 {
     let mut v: f32 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut f32 as *mut u8,
         source as *const u8,
         1,
@@ -120,6 +126,7 @@ pub unsafe extern "C" fn shmem_float_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -142,6 +149,7 @@ pub unsafe extern "C" fn shmem_float_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -156,13 +164,14 @@ pub unsafe extern "C" fn shmem_float_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_float_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -175,13 +184,14 @@ pub unsafe extern "C" fn shmem_ctx_float_put(
 /// OpenSHMEM 1.5 `shmem_ctx_float_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -194,13 +204,14 @@ pub unsafe extern "C" fn shmem_ctx_float_get(
 /// OpenSHMEM 1.5 `shmem_ctx_float_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -213,13 +224,14 @@ pub unsafe extern "C" fn shmem_ctx_float_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_float_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -231,8 +243,9 @@ pub unsafe extern "C" fn shmem_ctx_float_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_float_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_float_p(_ctx: ShmemCtx, dest: *mut f32, value: f32, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_float_p(ctx: ShmemCtx, dest: *mut f32, value: f32, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const f32 as *const u8,
         1,
@@ -244,9 +257,10 @@ pub unsafe extern "C" fn shmem_ctx_float_p(_ctx: ShmemCtx, dest: *mut f32, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_float_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_float_g(_ctx: ShmemCtx, source: *const f32, pe: c_int) -> f32 {
+pub unsafe extern "C" fn shmem_ctx_float_g(ctx: ShmemCtx, source: *const f32, pe: c_int) -> f32 {
     let mut v: f32 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut f32 as *mut u8,
         source as *const u8,
         1,
@@ -260,7 +274,7 @@ pub unsafe extern "C" fn shmem_ctx_float_g(_ctx: ShmemCtx, source: *const f32, p
 /// OpenSHMEM 1.5 `shmem_ctx_float_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     dst: isize,
@@ -269,6 +283,7 @@ pub unsafe extern "C" fn shmem_ctx_float_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -283,7 +298,7 @@ pub unsafe extern "C" fn shmem_ctx_float_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_float_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_float_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f32,
     source: *const f32,
     dst: isize,
@@ -292,6 +307,7 @@ pub unsafe extern "C" fn shmem_ctx_float_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -372,57 +388,159 @@ pub unsafe extern "C" fn shmem_float_broadcast(
 /// OpenSHMEM 1.5 `shmem_float_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_fetch(source: *const f32, pe: c_int) -> f32 {
-    f32::from_bits(amo32(
+    f32::from_bits(amo(
+        CTX_DEFAULT,
         source as *const u8,
         pe,
         "shmem_float_atomic_fetch",
-        |a| a.load(SeqCst),
-    ))
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32)
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const f32,
+    pe: c_int,
+) -> f32 {
+    f32::from_bits(amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_float_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32)
 }
 
 /// OpenSHMEM 1.5 `shmem_float_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_fetch(source: *const f32, pe: c_int) -> f32 {
-    f32::from_bits(amo32(source as *const u8, pe, "shmem_float_fetch", |a| {
-        a.load(SeqCst)
-    }))
+    f32::from_bits(amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_float_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32)
 }
 
 /// OpenSHMEM 1.5 `shmem_float_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_float_atomic_set", |a| {
-        a.store(value.to_bits(), SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_float_atomic_set",
+        4,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut f32,
+    value: f32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_float_atomic_set",
+        4,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_float_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_set(dest: *mut f32, value: f32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_float_set", |a| {
-        a.store(value.to_bits(), SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_float_set",
+        4,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_float_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_swap(dest: *mut f32, value: f32, pe: c_int) -> f32 {
-    f32::from_bits(amo32(
+    f32::from_bits(amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_float_atomic_swap",
-        |a| a.swap(value.to_bits(), SeqCst),
-    ))
+        4,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u32)
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut f32,
+    value: f32,
+    pe: c_int,
+) -> f32 {
+    f32::from_bits(amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_float_atomic_swap",
+        4,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u32)
 }
 
 /// OpenSHMEM 1.5 `shmem_float_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_swap(dest: *mut f32, value: f32, pe: c_int) -> f32 {
-    f32::from_bits(amo32(dest as *const u8, pe, "shmem_float_swap", |a| {
-        a.swap(value.to_bits(), SeqCst)
-    }))
+    f32::from_bits(amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_float_swap",
+        4,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u32)
 }
 
 /// OpenSHMEM 1.5 `shmem_float_sum_reduce`.
@@ -610,6 +728,7 @@ pub unsafe extern "C" fn shmem_double_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -628,6 +747,7 @@ pub unsafe extern "C" fn shmem_double_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -646,6 +766,7 @@ pub unsafe extern "C" fn shmem_double_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -664,6 +785,7 @@ pub unsafe extern "C" fn shmem_double_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -677,6 +799,7 @@ pub unsafe extern "C" fn shmem_double_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_p(dest: *mut f64, value: f64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const f64 as *const u8,
         1,
@@ -691,6 +814,7 @@ pub unsafe extern "C" fn shmem_double_p(dest: *mut f64, value: f64, pe: c_int) {
 pub unsafe extern "C" fn shmem_double_g(source: *const f64, pe: c_int) -> f64 {
     let mut v: f64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut f64 as *mut u8,
         source as *const u8,
         1,
@@ -712,6 +836,7 @@ pub unsafe extern "C" fn shmem_double_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -734,6 +859,7 @@ pub unsafe extern "C" fn shmem_double_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -748,13 +874,14 @@ pub unsafe extern "C" fn shmem_double_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_double_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -767,13 +894,14 @@ pub unsafe extern "C" fn shmem_ctx_double_put(
 /// OpenSHMEM 1.5 `shmem_ctx_double_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -786,13 +914,14 @@ pub unsafe extern "C" fn shmem_ctx_double_get(
 /// OpenSHMEM 1.5 `shmem_ctx_double_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -805,13 +934,14 @@ pub unsafe extern "C" fn shmem_ctx_double_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_double_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -823,8 +953,9 @@ pub unsafe extern "C" fn shmem_ctx_double_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_double_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_double_p(_ctx: ShmemCtx, dest: *mut f64, value: f64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_double_p(ctx: ShmemCtx, dest: *mut f64, value: f64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const f64 as *const u8,
         1,
@@ -836,9 +967,10 @@ pub unsafe extern "C" fn shmem_ctx_double_p(_ctx: ShmemCtx, dest: *mut f64, valu
 
 /// OpenSHMEM 1.5 `shmem_ctx_double_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_double_g(_ctx: ShmemCtx, source: *const f64, pe: c_int) -> f64 {
+pub unsafe extern "C" fn shmem_ctx_double_g(ctx: ShmemCtx, source: *const f64, pe: c_int) -> f64 {
     let mut v: f64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut f64 as *mut u8,
         source as *const u8,
         1,
@@ -852,7 +984,7 @@ pub unsafe extern "C" fn shmem_ctx_double_g(_ctx: ShmemCtx, source: *const f64, 
 /// OpenSHMEM 1.5 `shmem_ctx_double_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     dst: isize,
@@ -861,6 +993,7 @@ pub unsafe extern "C" fn shmem_ctx_double_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -875,7 +1008,7 @@ pub unsafe extern "C" fn shmem_ctx_double_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_double_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_double_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut f64,
     source: *const f64,
     dst: isize,
@@ -884,6 +1017,7 @@ pub unsafe extern "C" fn shmem_ctx_double_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -964,57 +1098,159 @@ pub unsafe extern "C" fn shmem_double_broadcast(
 /// OpenSHMEM 1.5 `shmem_double_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_fetch(source: *const f64, pe: c_int) -> f64 {
-    f64::from_bits(amo64(
+    f64::from_bits(amo(
+        CTX_DEFAULT,
         source as *const u8,
         pe,
         "shmem_double_atomic_fetch",
-        |a| a.load(SeqCst),
-    ))
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64)
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const f64,
+    pe: c_int,
+) -> f64 {
+    f64::from_bits(amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_double_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64)
 }
 
 /// OpenSHMEM 1.5 `shmem_double_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_fetch(source: *const f64, pe: c_int) -> f64 {
-    f64::from_bits(amo64(source as *const u8, pe, "shmem_double_fetch", |a| {
-        a.load(SeqCst)
-    }))
+    f64::from_bits(amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_double_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64)
 }
 
 /// OpenSHMEM 1.5 `shmem_double_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_double_atomic_set", |a| {
-        a.store(value.to_bits(), SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_double_atomic_set",
+        8,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut f64,
+    value: f64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_double_atomic_set",
+        8,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_double_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_set(dest: *mut f64, value: f64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_double_set", |a| {
-        a.store(value.to_bits(), SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_double_set",
+        8,
+        Amo::Set,
+        value.to_bits() as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_double_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
-    f64::from_bits(amo64(
+    f64::from_bits(amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_double_atomic_swap",
-        |a| a.swap(value.to_bits(), SeqCst),
-    ))
+        8,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u64)
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut f64,
+    value: f64,
+    pe: c_int,
+) -> f64 {
+    f64::from_bits(amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_double_atomic_swap",
+        8,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u64)
 }
 
 /// OpenSHMEM 1.5 `shmem_double_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_swap(dest: *mut f64, value: f64, pe: c_int) -> f64 {
-    f64::from_bits(amo64(dest as *const u8, pe, "shmem_double_swap", |a| {
-        a.swap(value.to_bits(), SeqCst)
-    }))
+    f64::from_bits(amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_double_swap",
+        8,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u64)
 }
 
 /// OpenSHMEM 1.5 `shmem_double_sum_reduce`.
@@ -1202,6 +1438,7 @@ pub unsafe extern "C" fn shmem_char_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1220,6 +1457,7 @@ pub unsafe extern "C" fn shmem_char_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1238,6 +1476,7 @@ pub unsafe extern "C" fn shmem_char_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1256,6 +1495,7 @@ pub unsafe extern "C" fn shmem_char_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1269,6 +1509,7 @@ pub unsafe extern "C" fn shmem_char_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_p(dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -1283,6 +1524,7 @@ pub unsafe extern "C" fn shmem_char_p(dest: *mut i8, value: i8, pe: c_int) {
 pub unsafe extern "C" fn shmem_char_g(source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -1304,6 +1546,7 @@ pub unsafe extern "C" fn shmem_char_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1326,6 +1569,7 @@ pub unsafe extern "C" fn shmem_char_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1340,13 +1584,14 @@ pub unsafe extern "C" fn shmem_char_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_char_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1359,13 +1604,14 @@ pub unsafe extern "C" fn shmem_ctx_char_put(
 /// OpenSHMEM 1.5 `shmem_ctx_char_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1378,13 +1624,14 @@ pub unsafe extern "C" fn shmem_ctx_char_get(
 /// OpenSHMEM 1.5 `shmem_ctx_char_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1397,13 +1644,14 @@ pub unsafe extern "C" fn shmem_ctx_char_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_char_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1415,8 +1663,9 @@ pub unsafe extern "C" fn shmem_ctx_char_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_char_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_char_p(_ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_char_p(ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -1428,9 +1677,10 @@ pub unsafe extern "C" fn shmem_ctx_char_p(_ctx: ShmemCtx, dest: *mut i8, value: 
 
 /// OpenSHMEM 1.5 `shmem_ctx_char_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_char_g(_ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
+pub unsafe extern "C" fn shmem_ctx_char_g(ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -1444,7 +1694,7 @@ pub unsafe extern "C" fn shmem_ctx_char_g(_ctx: ShmemCtx, source: *const i8, pe:
 /// OpenSHMEM 1.5 `shmem_ctx_char_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -1453,6 +1703,7 @@ pub unsafe extern "C" fn shmem_ctx_char_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1467,7 +1718,7 @@ pub unsafe extern "C" fn shmem_ctx_char_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_char_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_char_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -1476,6 +1727,7 @@ pub unsafe extern "C" fn shmem_ctx_char_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1562,6 +1814,7 @@ pub unsafe extern "C" fn shmem_schar_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1580,6 +1833,7 @@ pub unsafe extern "C" fn shmem_schar_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1598,6 +1852,7 @@ pub unsafe extern "C" fn shmem_schar_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1616,6 +1871,7 @@ pub unsafe extern "C" fn shmem_schar_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1629,6 +1885,7 @@ pub unsafe extern "C" fn shmem_schar_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_p(dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -1643,6 +1900,7 @@ pub unsafe extern "C" fn shmem_schar_p(dest: *mut i8, value: i8, pe: c_int) {
 pub unsafe extern "C" fn shmem_schar_g(source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -1664,6 +1922,7 @@ pub unsafe extern "C" fn shmem_schar_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1686,6 +1945,7 @@ pub unsafe extern "C" fn shmem_schar_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1700,13 +1960,14 @@ pub unsafe extern "C" fn shmem_schar_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_schar_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1719,13 +1980,14 @@ pub unsafe extern "C" fn shmem_ctx_schar_put(
 /// OpenSHMEM 1.5 `shmem_ctx_schar_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1738,13 +2000,14 @@ pub unsafe extern "C" fn shmem_ctx_schar_get(
 /// OpenSHMEM 1.5 `shmem_ctx_schar_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1757,13 +2020,14 @@ pub unsafe extern "C" fn shmem_ctx_schar_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_schar_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -1775,8 +2039,9 @@ pub unsafe extern "C" fn shmem_ctx_schar_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_schar_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_schar_p(_ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_schar_p(ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -1788,9 +2053,10 @@ pub unsafe extern "C" fn shmem_ctx_schar_p(_ctx: ShmemCtx, dest: *mut i8, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_schar_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_schar_g(_ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
+pub unsafe extern "C" fn shmem_ctx_schar_g(ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -1804,7 +2070,7 @@ pub unsafe extern "C" fn shmem_ctx_schar_g(_ctx: ShmemCtx, source: *const i8, pe
 /// OpenSHMEM 1.5 `shmem_ctx_schar_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -1813,6 +2079,7 @@ pub unsafe extern "C" fn shmem_ctx_schar_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1827,7 +2094,7 @@ pub unsafe extern "C" fn shmem_ctx_schar_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_schar_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_schar_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -1836,6 +2103,7 @@ pub unsafe extern "C" fn shmem_ctx_schar_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -1998,6 +2266,7 @@ pub unsafe extern "C" fn shmem_short_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2016,6 +2285,7 @@ pub unsafe extern "C" fn shmem_short_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2034,6 +2304,7 @@ pub unsafe extern "C" fn shmem_short_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2052,6 +2323,7 @@ pub unsafe extern "C" fn shmem_short_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2065,6 +2337,7 @@ pub unsafe extern "C" fn shmem_short_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_p(dest: *mut i16, value: i16, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i16 as *const u8,
         1,
@@ -2079,6 +2352,7 @@ pub unsafe extern "C" fn shmem_short_p(dest: *mut i16, value: i16, pe: c_int) {
 pub unsafe extern "C" fn shmem_short_g(source: *const i16, pe: c_int) -> i16 {
     let mut v: i16 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i16 as *mut u8,
         source as *const u8,
         1,
@@ -2100,6 +2374,7 @@ pub unsafe extern "C" fn shmem_short_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2122,6 +2397,7 @@ pub unsafe extern "C" fn shmem_short_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2136,13 +2412,14 @@ pub unsafe extern "C" fn shmem_short_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_short_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2155,13 +2432,14 @@ pub unsafe extern "C" fn shmem_ctx_short_put(
 /// OpenSHMEM 1.5 `shmem_ctx_short_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2174,13 +2452,14 @@ pub unsafe extern "C" fn shmem_ctx_short_get(
 /// OpenSHMEM 1.5 `shmem_ctx_short_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2193,13 +2472,14 @@ pub unsafe extern "C" fn shmem_ctx_short_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_short_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2211,8 +2491,9 @@ pub unsafe extern "C" fn shmem_ctx_short_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_short_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_short_p(_ctx: ShmemCtx, dest: *mut i16, value: i16, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_short_p(ctx: ShmemCtx, dest: *mut i16, value: i16, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i16 as *const u8,
         1,
@@ -2224,9 +2505,10 @@ pub unsafe extern "C" fn shmem_ctx_short_p(_ctx: ShmemCtx, dest: *mut i16, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_short_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_short_g(_ctx: ShmemCtx, source: *const i16, pe: c_int) -> i16 {
+pub unsafe extern "C" fn shmem_ctx_short_g(ctx: ShmemCtx, source: *const i16, pe: c_int) -> i16 {
     let mut v: i16 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i16 as *mut u8,
         source as *const u8,
         1,
@@ -2240,7 +2522,7 @@ pub unsafe extern "C" fn shmem_ctx_short_g(_ctx: ShmemCtx, source: *const i16, p
 /// OpenSHMEM 1.5 `shmem_ctx_short_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     dst: isize,
@@ -2249,6 +2531,7 @@ pub unsafe extern "C" fn shmem_ctx_short_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2263,7 +2546,7 @@ pub unsafe extern "C" fn shmem_ctx_short_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_short_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_short_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     dst: isize,
@@ -2272,6 +2555,7 @@ pub unsafe extern "C" fn shmem_ctx_short_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2670,6 +2954,7 @@ pub unsafe extern "C" fn shmem_int_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2688,6 +2973,7 @@ pub unsafe extern "C" fn shmem_int_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2706,6 +2992,7 @@ pub unsafe extern "C" fn shmem_int_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2724,6 +3011,7 @@ pub unsafe extern "C" fn shmem_int_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2737,6 +3025,7 @@ pub unsafe extern "C" fn shmem_int_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_p(dest: *mut i32, value: i32, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i32 as *const u8,
         1,
@@ -2751,6 +3040,7 @@ pub unsafe extern "C" fn shmem_int_p(dest: *mut i32, value: i32, pe: c_int) {
 pub unsafe extern "C" fn shmem_int_g(source: *const i32, pe: c_int) -> i32 {
     let mut v: i32 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i32 as *mut u8,
         source as *const u8,
         1,
@@ -2772,6 +3062,7 @@ pub unsafe extern "C" fn shmem_int_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2794,6 +3085,7 @@ pub unsafe extern "C" fn shmem_int_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2808,13 +3100,14 @@ pub unsafe extern "C" fn shmem_int_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_int_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2827,13 +3120,14 @@ pub unsafe extern "C" fn shmem_ctx_int_put(
 /// OpenSHMEM 1.5 `shmem_ctx_int_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2846,13 +3140,14 @@ pub unsafe extern "C" fn shmem_ctx_int_get(
 /// OpenSHMEM 1.5 `shmem_ctx_int_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2865,13 +3160,14 @@ pub unsafe extern "C" fn shmem_ctx_int_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_int_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -2883,8 +3179,9 @@ pub unsafe extern "C" fn shmem_ctx_int_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_int_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int_p(_ctx: ShmemCtx, dest: *mut i32, value: i32, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_int_p(ctx: ShmemCtx, dest: *mut i32, value: i32, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i32 as *const u8,
         1,
@@ -2896,9 +3193,10 @@ pub unsafe extern "C" fn shmem_ctx_int_p(_ctx: ShmemCtx, dest: *mut i32, value: 
 
 /// OpenSHMEM 1.5 `shmem_ctx_int_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int_g(_ctx: ShmemCtx, source: *const i32, pe: c_int) -> i32 {
+pub unsafe extern "C" fn shmem_ctx_int_g(ctx: ShmemCtx, source: *const i32, pe: c_int) -> i32 {
     let mut v: i32 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i32 as *mut u8,
         source as *const u8,
         1,
@@ -2912,7 +3210,7 @@ pub unsafe extern "C" fn shmem_ctx_int_g(_ctx: ShmemCtx, source: *const i32, pe:
 /// OpenSHMEM 1.5 `shmem_ctx_int_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     dst: isize,
@@ -2921,6 +3219,7 @@ pub unsafe extern "C" fn shmem_ctx_int_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -2935,7 +3234,7 @@ pub unsafe extern "C" fn shmem_ctx_int_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_int_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     dst: isize,
@@ -2944,6 +3243,7 @@ pub unsafe extern "C" fn shmem_ctx_int_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -3160,51 +3460,159 @@ pub unsafe extern "C" fn shmem_int_test_some(
 /// OpenSHMEM 1.5 `shmem_int_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch(source: *const i32, pe: c_int) -> i32 {
-    amo32(source as *const u8, pe, "shmem_int_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_fetch(source: *const i32, pe: c_int) -> i32 {
-    amo32(source as *const u8, pe, "shmem_int_fetch", |a| {
-        a.load(SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_set", |a| {
-        a.store(value as u32, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_set(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_set", |a| {
-        a.store(value as u32, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_swap", |a| {
-        a.swap(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_swap", |a| {
-        a.swap(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_compare_swap`.
@@ -3215,88 +3623,261 @@ pub unsafe extern "C" fn shmem_int_atomic_compare_swap(
     value: i32,
     pe: c_int,
 ) -> i32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_int_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u32, value as u32, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i32
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_compare_swap",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_cswap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_cswap(dest: *mut i32, cond: i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_cswap", |a| {
-        match a.compare_exchange(cond as u32, value as u32, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        }
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_cswap",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_finc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_finc(dest: *mut i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_finc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_finc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_inc(dest: *mut i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_inc(ctx: ShmemCtx, dest: *mut i32, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_inc(dest: *mut i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_fetch_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch_add(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_fetch_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_fadd`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_fadd(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int_fadd", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_fadd",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_atomic_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_add(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int_sum_reduce`.
@@ -3484,6 +4065,7 @@ pub unsafe extern "C" fn shmem_long_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3502,6 +4084,7 @@ pub unsafe extern "C" fn shmem_long_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3520,6 +4103,7 @@ pub unsafe extern "C" fn shmem_long_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3538,6 +4122,7 @@ pub unsafe extern "C" fn shmem_long_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3551,6 +4136,7 @@ pub unsafe extern "C" fn shmem_long_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_p(dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -3565,6 +4151,7 @@ pub unsafe extern "C" fn shmem_long_p(dest: *mut i64, value: i64, pe: c_int) {
 pub unsafe extern "C" fn shmem_long_g(source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -3586,6 +4173,7 @@ pub unsafe extern "C" fn shmem_long_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -3608,6 +4196,7 @@ pub unsafe extern "C" fn shmem_long_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -3622,13 +4211,14 @@ pub unsafe extern "C" fn shmem_long_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_long_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3641,13 +4231,14 @@ pub unsafe extern "C" fn shmem_ctx_long_put(
 /// OpenSHMEM 1.5 `shmem_ctx_long_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3660,13 +4251,14 @@ pub unsafe extern "C" fn shmem_ctx_long_get(
 /// OpenSHMEM 1.5 `shmem_ctx_long_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3679,13 +4271,14 @@ pub unsafe extern "C" fn shmem_ctx_long_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_long_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -3697,8 +4290,9 @@ pub unsafe extern "C" fn shmem_ctx_long_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_long_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_long_p(_ctx: ShmemCtx, dest: *mut i64, value: i64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_long_p(ctx: ShmemCtx, dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -3710,9 +4304,10 @@ pub unsafe extern "C" fn shmem_ctx_long_p(_ctx: ShmemCtx, dest: *mut i64, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_long_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_long_g(_ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
+pub unsafe extern "C" fn shmem_ctx_long_g(ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -3726,7 +4321,7 @@ pub unsafe extern "C" fn shmem_ctx_long_g(_ctx: ShmemCtx, source: *const i64, pe
 /// OpenSHMEM 1.5 `shmem_ctx_long_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -3735,6 +4330,7 @@ pub unsafe extern "C" fn shmem_ctx_long_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -3749,7 +4345,7 @@ pub unsafe extern "C" fn shmem_ctx_long_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_long_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_long_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -3758,6 +4354,7 @@ pub unsafe extern "C" fn shmem_ctx_long_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -3974,51 +4571,159 @@ pub unsafe extern "C" fn shmem_long_test_some(
 /// OpenSHMEM 1.5 `shmem_long_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(source as *const u8, pe, "shmem_long_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_long_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(source as *const u8, pe, "shmem_long_fetch", |a| {
-        a.load(SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_long_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_compare_swap`.
@@ -4029,88 +4734,261 @@ pub unsafe extern "C" fn shmem_long_atomic_compare_swap(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_long_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_cswap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_cswap(dest: *mut i64, cond: i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_cswap", |a| {
-        match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        }
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_cswap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_finc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_finc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_finc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_finc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_inc(ctx: ShmemCtx, dest: *mut i64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_fetch_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch_add(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_fetch_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_fadd`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_fadd(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_long_fadd", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_fadd",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_long_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_long_sum_reduce`.
@@ -4298,6 +5176,7 @@ pub unsafe extern "C" fn shmem_longlong_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4316,6 +5195,7 @@ pub unsafe extern "C" fn shmem_longlong_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4334,6 +5214,7 @@ pub unsafe extern "C" fn shmem_longlong_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4352,6 +5233,7 @@ pub unsafe extern "C" fn shmem_longlong_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4365,6 +5247,7 @@ pub unsafe extern "C" fn shmem_longlong_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_p(dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -4379,6 +5262,7 @@ pub unsafe extern "C" fn shmem_longlong_p(dest: *mut i64, value: i64, pe: c_int)
 pub unsafe extern "C" fn shmem_longlong_g(source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -4400,6 +5284,7 @@ pub unsafe extern "C" fn shmem_longlong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -4422,6 +5307,7 @@ pub unsafe extern "C" fn shmem_longlong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -4436,13 +5322,14 @@ pub unsafe extern "C" fn shmem_longlong_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4455,13 +5342,14 @@ pub unsafe extern "C" fn shmem_ctx_longlong_put(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4474,13 +5362,14 @@ pub unsafe extern "C" fn shmem_ctx_longlong_get(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4493,13 +5382,14 @@ pub unsafe extern "C" fn shmem_ctx_longlong_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -4512,12 +5402,13 @@ pub unsafe extern "C" fn shmem_ctx_longlong_get_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_p`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_p(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     value: i64,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -4529,13 +5420,10 @@ pub unsafe extern "C" fn shmem_ctx_longlong_p(
 
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_longlong_g(
-    _ctx: ShmemCtx,
-    source: *const i64,
-    pe: c_int,
-) -> i64 {
+pub unsafe extern "C" fn shmem_ctx_longlong_g(ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -4549,7 +5437,7 @@ pub unsafe extern "C" fn shmem_ctx_longlong_g(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -4558,6 +5446,7 @@ pub unsafe extern "C" fn shmem_ctx_longlong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -4572,7 +5461,7 @@ pub unsafe extern "C" fn shmem_ctx_longlong_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_longlong_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_longlong_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -4581,6 +5470,7 @@ pub unsafe extern "C" fn shmem_ctx_longlong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -4797,54 +5687,159 @@ pub unsafe extern "C" fn shmem_longlong_test_some(
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         source as *const u8,
         pe,
         "shmem_longlong_atomic_fetch",
-        |a| a.load(SeqCst),
-    ) as i64
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(source as *const u8, pe, "shmem_longlong_fetch", |a| {
-        a.load(SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_longlong_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_longlong_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_longlong_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_compare_swap`.
@@ -4855,14 +5850,39 @@ pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_longlong_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_cswap`.
@@ -4873,46 +5893,117 @@ pub unsafe extern "C" fn shmem_longlong_cswap(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_longlong_cswap", |a| {
-        match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        }
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_cswap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_longlong_atomic_fetch_inc",
-        |a| a.fetch_add(1, SeqCst),
-    ) as i64
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_finc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_finc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_longlong_finc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_finc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_inc(ctx: ShmemCtx, dest: *mut i64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_add`.
@@ -4922,36 +6013,107 @@ pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_longlong_atomic_fetch_add",
-        |a| a.fetch_add(value as u64, SeqCst),
-    ) as i64
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_fadd`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_fadd(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_longlong_fadd", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_fadd",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_longlong_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_sum_reduce`.
@@ -5139,6 +6301,7 @@ pub unsafe extern "C" fn shmem_uchar_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5157,6 +6320,7 @@ pub unsafe extern "C" fn shmem_uchar_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5175,6 +6339,7 @@ pub unsafe extern "C" fn shmem_uchar_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5193,6 +6358,7 @@ pub unsafe extern "C" fn shmem_uchar_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5206,6 +6372,7 @@ pub unsafe extern "C" fn shmem_uchar_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_p(dest: *mut u8, value: u8, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u8 as *const u8,
         1,
@@ -5220,6 +6387,7 @@ pub unsafe extern "C" fn shmem_uchar_p(dest: *mut u8, value: u8, pe: c_int) {
 pub unsafe extern "C" fn shmem_uchar_g(source: *const u8, pe: c_int) -> u8 {
     let mut v: u8 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u8 as *mut u8,
         source as *const u8,
         1,
@@ -5241,6 +6409,7 @@ pub unsafe extern "C" fn shmem_uchar_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5263,6 +6432,7 @@ pub unsafe extern "C" fn shmem_uchar_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5277,13 +6447,14 @@ pub unsafe extern "C" fn shmem_uchar_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5296,13 +6467,14 @@ pub unsafe extern "C" fn shmem_ctx_uchar_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5315,13 +6487,14 @@ pub unsafe extern "C" fn shmem_ctx_uchar_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5334,13 +6507,14 @@ pub unsafe extern "C" fn shmem_ctx_uchar_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5352,8 +6526,9 @@ pub unsafe extern "C" fn shmem_ctx_uchar_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uchar_p(_ctx: ShmemCtx, dest: *mut u8, value: u8, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uchar_p(ctx: ShmemCtx, dest: *mut u8, value: u8, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u8 as *const u8,
         1,
@@ -5365,9 +6540,10 @@ pub unsafe extern "C" fn shmem_ctx_uchar_p(_ctx: ShmemCtx, dest: *mut u8, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uchar_g(_ctx: ShmemCtx, source: *const u8, pe: c_int) -> u8 {
+pub unsafe extern "C" fn shmem_ctx_uchar_g(ctx: ShmemCtx, source: *const u8, pe: c_int) -> u8 {
     let mut v: u8 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u8 as *mut u8,
         source as *const u8,
         1,
@@ -5381,7 +6557,7 @@ pub unsafe extern "C" fn shmem_ctx_uchar_g(_ctx: ShmemCtx, source: *const u8, pe
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -5390,6 +6566,7 @@ pub unsafe extern "C" fn shmem_ctx_uchar_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5404,7 +6581,7 @@ pub unsafe extern "C" fn shmem_ctx_uchar_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uchar_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uchar_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -5413,6 +6590,7 @@ pub unsafe extern "C" fn shmem_ctx_uchar_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5632,6 +6810,7 @@ pub unsafe extern "C" fn shmem_ushort_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5650,6 +6829,7 @@ pub unsafe extern "C" fn shmem_ushort_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5668,6 +6848,7 @@ pub unsafe extern "C" fn shmem_ushort_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5686,6 +6867,7 @@ pub unsafe extern "C" fn shmem_ushort_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5699,6 +6881,7 @@ pub unsafe extern "C" fn shmem_ushort_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ushort_p(dest: *mut u16, value: u16, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u16 as *const u8,
         1,
@@ -5713,6 +6896,7 @@ pub unsafe extern "C" fn shmem_ushort_p(dest: *mut u16, value: u16, pe: c_int) {
 pub unsafe extern "C" fn shmem_ushort_g(source: *const u16, pe: c_int) -> u16 {
     let mut v: u16 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u16 as *mut u8,
         source as *const u8,
         1,
@@ -5734,6 +6918,7 @@ pub unsafe extern "C" fn shmem_ushort_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5756,6 +6941,7 @@ pub unsafe extern "C" fn shmem_ushort_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5770,13 +6956,14 @@ pub unsafe extern "C" fn shmem_ushort_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5789,13 +6976,14 @@ pub unsafe extern "C" fn shmem_ctx_ushort_put(
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5808,13 +6996,14 @@ pub unsafe extern "C" fn shmem_ctx_ushort_get(
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5827,13 +7016,14 @@ pub unsafe extern "C" fn shmem_ctx_ushort_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -5845,8 +7035,9 @@ pub unsafe extern "C" fn shmem_ctx_ushort_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ushort_p(_ctx: ShmemCtx, dest: *mut u16, value: u16, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_ushort_p(ctx: ShmemCtx, dest: *mut u16, value: u16, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u16 as *const u8,
         1,
@@ -5858,9 +7049,10 @@ pub unsafe extern "C" fn shmem_ctx_ushort_p(_ctx: ShmemCtx, dest: *mut u16, valu
 
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ushort_g(_ctx: ShmemCtx, source: *const u16, pe: c_int) -> u16 {
+pub unsafe extern "C" fn shmem_ctx_ushort_g(ctx: ShmemCtx, source: *const u16, pe: c_int) -> u16 {
     let mut v: u16 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u16 as *mut u8,
         source as *const u8,
         1,
@@ -5874,7 +7066,7 @@ pub unsafe extern "C" fn shmem_ctx_ushort_g(_ctx: ShmemCtx, source: *const u16, 
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     dst: isize,
@@ -5883,6 +7075,7 @@ pub unsafe extern "C" fn shmem_ctx_ushort_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -5897,7 +7090,7 @@ pub unsafe extern "C" fn shmem_ctx_ushort_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_ushort_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ushort_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     dst: isize,
@@ -5906,6 +7099,7 @@ pub unsafe extern "C" fn shmem_ctx_ushort_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -6261,6 +7455,7 @@ pub unsafe extern "C" fn shmem_uint_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6279,6 +7474,7 @@ pub unsafe extern "C" fn shmem_uint_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6297,6 +7493,7 @@ pub unsafe extern "C" fn shmem_uint_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6315,6 +7512,7 @@ pub unsafe extern "C" fn shmem_uint_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6328,6 +7526,7 @@ pub unsafe extern "C" fn shmem_uint_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_p(dest: *mut u32, value: u32, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u32 as *const u8,
         1,
@@ -6342,6 +7541,7 @@ pub unsafe extern "C" fn shmem_uint_p(dest: *mut u32, value: u32, pe: c_int) {
 pub unsafe extern "C" fn shmem_uint_g(source: *const u32, pe: c_int) -> u32 {
     let mut v: u32 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u32 as *mut u8,
         source as *const u8,
         1,
@@ -6363,6 +7563,7 @@ pub unsafe extern "C" fn shmem_uint_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -6385,6 +7586,7 @@ pub unsafe extern "C" fn shmem_uint_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -6399,13 +7601,14 @@ pub unsafe extern "C" fn shmem_uint_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uint_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6418,13 +7621,14 @@ pub unsafe extern "C" fn shmem_ctx_uint_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uint_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6437,13 +7641,14 @@ pub unsafe extern "C" fn shmem_ctx_uint_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uint_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6456,13 +7661,14 @@ pub unsafe extern "C" fn shmem_ctx_uint_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uint_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -6474,8 +7680,9 @@ pub unsafe extern "C" fn shmem_ctx_uint_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint_p(_ctx: ShmemCtx, dest: *mut u32, value: u32, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uint_p(ctx: ShmemCtx, dest: *mut u32, value: u32, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u32 as *const u8,
         1,
@@ -6487,9 +7694,10 @@ pub unsafe extern "C" fn shmem_ctx_uint_p(_ctx: ShmemCtx, dest: *mut u32, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint_g(_ctx: ShmemCtx, source: *const u32, pe: c_int) -> u32 {
+pub unsafe extern "C" fn shmem_ctx_uint_g(ctx: ShmemCtx, source: *const u32, pe: c_int) -> u32 {
     let mut v: u32 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u32 as *mut u8,
         source as *const u8,
         1,
@@ -6503,7 +7711,7 @@ pub unsafe extern "C" fn shmem_ctx_uint_g(_ctx: ShmemCtx, source: *const u32, pe
 /// OpenSHMEM 1.5 `shmem_ctx_uint_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     dst: isize,
@@ -6512,6 +7720,7 @@ pub unsafe extern "C" fn shmem_ctx_uint_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -6526,7 +7735,7 @@ pub unsafe extern "C" fn shmem_ctx_uint_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uint_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     dst: isize,
@@ -6535,6 +7744,7 @@ pub unsafe extern "C" fn shmem_ctx_uint_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -6751,26 +7961,111 @@ pub unsafe extern "C" fn shmem_uint_test_some(
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch(source: *const u32, pe: c_int) -> u32 {
-    amo32(source as *const u8, pe, "shmem_uint_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_set", |a| {
-        a.store(value as u32, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_swap(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_swap", |a| {
-        a.swap(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_compare_swap`.
@@ -6781,94 +8076,403 @@ pub unsafe extern "C" fn shmem_uint_atomic_compare_swap(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u32, value as u32, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u32
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_compare_swap",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_inc(dest: *mut u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_inc(ctx: ShmemCtx, dest: *mut u32, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_add(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_fetch_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_and(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_fetch_and", |a| {
-        a.fetch_and(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_and", |a| {
-        a.fetch_and(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_or(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_fetch_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_fetch_xor", |a| {
-        a.fetch_xor(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint_atomic_xor", |a| {
-        a.fetch_xor(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_sum_reduce`.
@@ -7013,6 +8617,7 @@ pub unsafe extern "C" fn shmem_ulong_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7031,6 +8636,7 @@ pub unsafe extern "C" fn shmem_ulong_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7049,6 +8655,7 @@ pub unsafe extern "C" fn shmem_ulong_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7067,6 +8674,7 @@ pub unsafe extern "C" fn shmem_ulong_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7080,6 +8688,7 @@ pub unsafe extern "C" fn shmem_ulong_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_p(dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -7094,6 +8703,7 @@ pub unsafe extern "C" fn shmem_ulong_p(dest: *mut u64, value: u64, pe: c_int) {
 pub unsafe extern "C" fn shmem_ulong_g(source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -7115,6 +8725,7 @@ pub unsafe extern "C" fn shmem_ulong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7137,6 +8748,7 @@ pub unsafe extern "C" fn shmem_ulong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7151,13 +8763,14 @@ pub unsafe extern "C" fn shmem_ulong_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7170,13 +8783,14 @@ pub unsafe extern "C" fn shmem_ctx_ulong_put(
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7189,13 +8803,14 @@ pub unsafe extern "C" fn shmem_ctx_ulong_get(
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7208,13 +8823,14 @@ pub unsafe extern "C" fn shmem_ctx_ulong_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7226,8 +8842,9 @@ pub unsafe extern "C" fn shmem_ctx_ulong_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ulong_p(_ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_ulong_p(ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -7239,9 +8856,10 @@ pub unsafe extern "C" fn shmem_ctx_ulong_p(_ctx: ShmemCtx, dest: *mut u64, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ulong_g(_ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
+pub unsafe extern "C" fn shmem_ctx_ulong_g(ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -7255,7 +8873,7 @@ pub unsafe extern "C" fn shmem_ctx_ulong_g(_ctx: ShmemCtx, source: *const u64, p
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -7264,6 +8882,7 @@ pub unsafe extern "C" fn shmem_ctx_ulong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7278,7 +8897,7 @@ pub unsafe extern "C" fn shmem_ctx_ulong_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_ulong_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulong_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -7287,6 +8906,7 @@ pub unsafe extern "C" fn shmem_ctx_ulong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7503,26 +9123,111 @@ pub unsafe extern "C" fn shmem_ulong_test_some(
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
-    amo64(source as *const u8, pe, "shmem_ulong_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_compare_swap`.
@@ -7533,30 +9238,107 @@ pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulong_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_inc(dest: *mut u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_inc(ctx: ShmemCtx, dest: *mut u64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_add`.
@@ -7566,17 +9348,75 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_fetch_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_and`.
@@ -7586,33 +9426,149 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_fetch_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_fetch_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_xor`.
@@ -7622,17 +9578,75 @@ pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_fetch_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulong_atomic_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_sum_reduce`.
@@ -7777,6 +9791,7 @@ pub unsafe extern "C" fn shmem_ulonglong_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7795,6 +9810,7 @@ pub unsafe extern "C" fn shmem_ulonglong_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7813,6 +9829,7 @@ pub unsafe extern "C" fn shmem_ulonglong_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7831,6 +9848,7 @@ pub unsafe extern "C" fn shmem_ulonglong_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7844,6 +9862,7 @@ pub unsafe extern "C" fn shmem_ulonglong_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_p(dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -7858,6 +9877,7 @@ pub unsafe extern "C" fn shmem_ulonglong_p(dest: *mut u64, value: u64, pe: c_int
 pub unsafe extern "C" fn shmem_ulonglong_g(source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -7879,6 +9899,7 @@ pub unsafe extern "C" fn shmem_ulonglong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7901,6 +9922,7 @@ pub unsafe extern "C" fn shmem_ulonglong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -7915,13 +9937,14 @@ pub unsafe extern "C" fn shmem_ulonglong_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7934,13 +9957,14 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_put(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7953,13 +9977,14 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_get(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7972,13 +9997,14 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -7991,12 +10017,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_get_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_p`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_p(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     value: u64,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -8009,12 +10036,13 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_p(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_g`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_g(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     source: *const u64,
     pe: c_int,
 ) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -8028,7 +10056,7 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_g(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -8037,6 +10065,7 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -8051,7 +10080,7 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_ulonglong_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ulonglong_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -8060,6 +10089,7 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -8276,29 +10306,111 @@ pub unsafe extern "C" fn shmem_ulonglong_test_some(
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         source as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch",
-        |a| a.load(SeqCst),
-    ) as u64
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_compare_swap`.
@@ -8309,33 +10421,107 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch_inc",
-        |a| a.fetch_add(1, SeqCst),
-    ) as u64
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_inc(dest: *mut u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_inc(ctx: ShmemCtx, dest: *mut u64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_add`.
@@ -8345,20 +10531,75 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch_add",
-        |a| a.fetch_add(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_and`.
@@ -8368,20 +10609,75 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch_and",
-        |a| a.fetch_and(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_or`.
@@ -8391,20 +10687,75 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch_or",
-        |a| a.fetch_or(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_xor`.
@@ -8414,20 +10765,75 @@ pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ulonglong_atomic_fetch_xor",
-        |a| a.fetch_xor(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ulonglong_atomic_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_sum_reduce`.
@@ -8572,6 +10978,7 @@ pub unsafe extern "C" fn shmem_int8_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8590,6 +10997,7 @@ pub unsafe extern "C" fn shmem_int8_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8608,6 +11016,7 @@ pub unsafe extern "C" fn shmem_int8_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8626,6 +11035,7 @@ pub unsafe extern "C" fn shmem_int8_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8639,6 +11049,7 @@ pub unsafe extern "C" fn shmem_int8_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_p(dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -8653,6 +11064,7 @@ pub unsafe extern "C" fn shmem_int8_p(dest: *mut i8, value: i8, pe: c_int) {
 pub unsafe extern "C" fn shmem_int8_g(source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -8674,6 +11086,7 @@ pub unsafe extern "C" fn shmem_int8_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -8696,6 +11109,7 @@ pub unsafe extern "C" fn shmem_int8_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -8710,13 +11124,14 @@ pub unsafe extern "C" fn shmem_int8_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_int8_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8729,13 +11144,14 @@ pub unsafe extern "C" fn shmem_ctx_int8_put(
 /// OpenSHMEM 1.5 `shmem_ctx_int8_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8748,13 +11164,14 @@ pub unsafe extern "C" fn shmem_ctx_int8_get(
 /// OpenSHMEM 1.5 `shmem_ctx_int8_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8767,13 +11184,14 @@ pub unsafe extern "C" fn shmem_ctx_int8_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_int8_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -8785,8 +11203,9 @@ pub unsafe extern "C" fn shmem_ctx_int8_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_int8_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int8_p(_ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_int8_p(ctx: ShmemCtx, dest: *mut i8, value: i8, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i8 as *const u8,
         1,
@@ -8798,9 +11217,10 @@ pub unsafe extern "C" fn shmem_ctx_int8_p(_ctx: ShmemCtx, dest: *mut i8, value: 
 
 /// OpenSHMEM 1.5 `shmem_ctx_int8_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int8_g(_ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
+pub unsafe extern "C" fn shmem_ctx_int8_g(ctx: ShmemCtx, source: *const i8, pe: c_int) -> i8 {
     let mut v: i8 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i8 as *mut u8,
         source as *const u8,
         1,
@@ -8814,7 +11234,7 @@ pub unsafe extern "C" fn shmem_ctx_int8_g(_ctx: ShmemCtx, source: *const i8, pe:
 /// OpenSHMEM 1.5 `shmem_ctx_int8_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -8823,6 +11243,7 @@ pub unsafe extern "C" fn shmem_ctx_int8_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -8837,7 +11258,7 @@ pub unsafe extern "C" fn shmem_ctx_int8_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_int8_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int8_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i8,
     source: *const i8,
     dst: isize,
@@ -8846,6 +11267,7 @@ pub unsafe extern "C" fn shmem_ctx_int8_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9065,6 +11487,7 @@ pub unsafe extern "C" fn shmem_int16_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9083,6 +11506,7 @@ pub unsafe extern "C" fn shmem_int16_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9101,6 +11525,7 @@ pub unsafe extern "C" fn shmem_int16_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9119,6 +11544,7 @@ pub unsafe extern "C" fn shmem_int16_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9132,6 +11558,7 @@ pub unsafe extern "C" fn shmem_int16_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int16_p(dest: *mut i16, value: i16, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i16 as *const u8,
         1,
@@ -9146,6 +11573,7 @@ pub unsafe extern "C" fn shmem_int16_p(dest: *mut i16, value: i16, pe: c_int) {
 pub unsafe extern "C" fn shmem_int16_g(source: *const i16, pe: c_int) -> i16 {
     let mut v: i16 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i16 as *mut u8,
         source as *const u8,
         1,
@@ -9167,6 +11595,7 @@ pub unsafe extern "C" fn shmem_int16_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9189,6 +11618,7 @@ pub unsafe extern "C" fn shmem_int16_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9203,13 +11633,14 @@ pub unsafe extern "C" fn shmem_int16_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_int16_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9222,13 +11653,14 @@ pub unsafe extern "C" fn shmem_ctx_int16_put(
 /// OpenSHMEM 1.5 `shmem_ctx_int16_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9241,13 +11673,14 @@ pub unsafe extern "C" fn shmem_ctx_int16_get(
 /// OpenSHMEM 1.5 `shmem_ctx_int16_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9260,13 +11693,14 @@ pub unsafe extern "C" fn shmem_ctx_int16_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_int16_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9278,8 +11712,9 @@ pub unsafe extern "C" fn shmem_ctx_int16_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_int16_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int16_p(_ctx: ShmemCtx, dest: *mut i16, value: i16, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_int16_p(ctx: ShmemCtx, dest: *mut i16, value: i16, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i16 as *const u8,
         1,
@@ -9291,9 +11726,10 @@ pub unsafe extern "C" fn shmem_ctx_int16_p(_ctx: ShmemCtx, dest: *mut i16, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_int16_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int16_g(_ctx: ShmemCtx, source: *const i16, pe: c_int) -> i16 {
+pub unsafe extern "C" fn shmem_ctx_int16_g(ctx: ShmemCtx, source: *const i16, pe: c_int) -> i16 {
     let mut v: i16 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i16 as *mut u8,
         source as *const u8,
         1,
@@ -9307,7 +11743,7 @@ pub unsafe extern "C" fn shmem_ctx_int16_g(_ctx: ShmemCtx, source: *const i16, p
 /// OpenSHMEM 1.5 `shmem_ctx_int16_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     dst: isize,
@@ -9316,6 +11752,7 @@ pub unsafe extern "C" fn shmem_ctx_int16_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9330,7 +11767,7 @@ pub unsafe extern "C" fn shmem_ctx_int16_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_int16_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int16_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i16,
     source: *const i16,
     dst: isize,
@@ -9339,6 +11776,7 @@ pub unsafe extern "C" fn shmem_ctx_int16_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9558,6 +11996,7 @@ pub unsafe extern "C" fn shmem_int32_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9576,6 +12015,7 @@ pub unsafe extern "C" fn shmem_int32_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9594,6 +12034,7 @@ pub unsafe extern "C" fn shmem_int32_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9612,6 +12053,7 @@ pub unsafe extern "C" fn shmem_int32_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9625,6 +12067,7 @@ pub unsafe extern "C" fn shmem_int32_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_p(dest: *mut i32, value: i32, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i32 as *const u8,
         1,
@@ -9639,6 +12082,7 @@ pub unsafe extern "C" fn shmem_int32_p(dest: *mut i32, value: i32, pe: c_int) {
 pub unsafe extern "C" fn shmem_int32_g(source: *const i32, pe: c_int) -> i32 {
     let mut v: i32 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i32 as *mut u8,
         source as *const u8,
         1,
@@ -9660,6 +12104,7 @@ pub unsafe extern "C" fn shmem_int32_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9682,6 +12127,7 @@ pub unsafe extern "C" fn shmem_int32_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9696,13 +12142,14 @@ pub unsafe extern "C" fn shmem_int32_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_int32_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9715,13 +12162,14 @@ pub unsafe extern "C" fn shmem_ctx_int32_put(
 /// OpenSHMEM 1.5 `shmem_ctx_int32_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9734,13 +12182,14 @@ pub unsafe extern "C" fn shmem_ctx_int32_get(
 /// OpenSHMEM 1.5 `shmem_ctx_int32_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9753,13 +12202,14 @@ pub unsafe extern "C" fn shmem_ctx_int32_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_int32_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -9771,8 +12221,9 @@ pub unsafe extern "C" fn shmem_ctx_int32_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_int32_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int32_p(_ctx: ShmemCtx, dest: *mut i32, value: i32, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_int32_p(ctx: ShmemCtx, dest: *mut i32, value: i32, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i32 as *const u8,
         1,
@@ -9784,9 +12235,10 @@ pub unsafe extern "C" fn shmem_ctx_int32_p(_ctx: ShmemCtx, dest: *mut i32, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_int32_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int32_g(_ctx: ShmemCtx, source: *const i32, pe: c_int) -> i32 {
+pub unsafe extern "C" fn shmem_ctx_int32_g(ctx: ShmemCtx, source: *const i32, pe: c_int) -> i32 {
     let mut v: i32 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i32 as *mut u8,
         source as *const u8,
         1,
@@ -9800,7 +12252,7 @@ pub unsafe extern "C" fn shmem_ctx_int32_g(_ctx: ShmemCtx, source: *const i32, p
 /// OpenSHMEM 1.5 `shmem_ctx_int32_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     dst: isize,
@@ -9809,6 +12261,7 @@ pub unsafe extern "C" fn shmem_ctx_int32_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -9823,7 +12276,7 @@ pub unsafe extern "C" fn shmem_ctx_int32_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_int32_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int32_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i32,
     source: *const i32,
     dst: isize,
@@ -9832,6 +12285,7 @@ pub unsafe extern "C" fn shmem_ctx_int32_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -10048,26 +12502,111 @@ pub unsafe extern "C" fn shmem_int32_test_some(
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch(source: *const i32, pe: c_int) -> i32 {
-    amo32(source as *const u8, pe, "shmem_int32_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_set", |a| {
-        a.store(value as u32, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_swap(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_swap", |a| {
-        a.swap(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_compare_swap`.
@@ -10078,30 +12617,107 @@ pub unsafe extern "C" fn shmem_int32_atomic_compare_swap(
     value: i32,
     pe: c_int,
 ) -> i32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_int32_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u32, value as u32, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i32
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_compare_swap",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_inc(dest: *mut i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_inc(ctx: ShmemCtx, dest: *mut i32, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_add`.
@@ -10111,17 +12727,75 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_add(
     value: i32,
     pe: c_int,
 ) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_fetch_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_add(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_and`.
@@ -10131,33 +12805,149 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_and(
     value: i32,
     pe: c_int,
 ) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_fetch_and", |a| {
-        a.fetch_and(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_and", |a| {
-        a.fetch_and(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_or(dest: *mut i32, value: i32, pe: c_int) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_fetch_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_or(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_xor`.
@@ -10167,17 +12957,75 @@ pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor(
     value: i32,
     pe: c_int,
 ) -> i32 {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_fetch_xor", |a| {
-        a.fetch_xor(value as u32, SeqCst)
-    }) as i32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) -> i32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_xor(dest: *mut i32, value: i32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_int32_atomic_xor", |a| {
-        a.fetch_xor(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_sum_reduce`.
@@ -10322,6 +13170,7 @@ pub unsafe extern "C" fn shmem_int64_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10340,6 +13189,7 @@ pub unsafe extern "C" fn shmem_int64_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10358,6 +13208,7 @@ pub unsafe extern "C" fn shmem_int64_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10376,6 +13227,7 @@ pub unsafe extern "C" fn shmem_int64_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10389,6 +13241,7 @@ pub unsafe extern "C" fn shmem_int64_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_p(dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -10403,6 +13256,7 @@ pub unsafe extern "C" fn shmem_int64_p(dest: *mut i64, value: i64, pe: c_int) {
 pub unsafe extern "C" fn shmem_int64_g(source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -10424,6 +13278,7 @@ pub unsafe extern "C" fn shmem_int64_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -10446,6 +13301,7 @@ pub unsafe extern "C" fn shmem_int64_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -10460,13 +13316,14 @@ pub unsafe extern "C" fn shmem_int64_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_int64_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10479,13 +13336,14 @@ pub unsafe extern "C" fn shmem_ctx_int64_put(
 /// OpenSHMEM 1.5 `shmem_ctx_int64_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10498,13 +13356,14 @@ pub unsafe extern "C" fn shmem_ctx_int64_get(
 /// OpenSHMEM 1.5 `shmem_ctx_int64_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10517,13 +13376,14 @@ pub unsafe extern "C" fn shmem_ctx_int64_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_int64_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -10535,8 +13395,9 @@ pub unsafe extern "C" fn shmem_ctx_int64_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_int64_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int64_p(_ctx: ShmemCtx, dest: *mut i64, value: i64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_int64_p(ctx: ShmemCtx, dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -10548,9 +13409,10 @@ pub unsafe extern "C" fn shmem_ctx_int64_p(_ctx: ShmemCtx, dest: *mut i64, value
 
 /// OpenSHMEM 1.5 `shmem_ctx_int64_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_int64_g(_ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
+pub unsafe extern "C" fn shmem_ctx_int64_g(ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -10564,7 +13426,7 @@ pub unsafe extern "C" fn shmem_ctx_int64_g(_ctx: ShmemCtx, source: *const i64, p
 /// OpenSHMEM 1.5 `shmem_ctx_int64_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -10573,6 +13435,7 @@ pub unsafe extern "C" fn shmem_ctx_int64_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -10587,7 +13450,7 @@ pub unsafe extern "C" fn shmem_ctx_int64_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_int64_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_int64_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -10596,6 +13459,7 @@ pub unsafe extern "C" fn shmem_ctx_int64_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -10812,26 +13676,111 @@ pub unsafe extern "C" fn shmem_int64_test_some(
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(source as *const u8, pe, "shmem_int64_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_compare_swap`.
@@ -10842,30 +13791,107 @@ pub unsafe extern "C" fn shmem_int64_atomic_compare_swap(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_int64_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_inc(ctx: ShmemCtx, dest: *mut i64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_add`.
@@ -10875,17 +13901,75 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_add(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_fetch_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_and`.
@@ -10895,33 +13979,149 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_and(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_fetch_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_or(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_fetch_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_or(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_xor`.
@@ -10931,17 +14131,75 @@ pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_fetch_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_xor(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_int64_atomic_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_sum_reduce`.
@@ -11086,6 +14344,7 @@ pub unsafe extern "C" fn shmem_uint8_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11104,6 +14363,7 @@ pub unsafe extern "C" fn shmem_uint8_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11122,6 +14382,7 @@ pub unsafe extern "C" fn shmem_uint8_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11140,6 +14401,7 @@ pub unsafe extern "C" fn shmem_uint8_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11153,6 +14415,7 @@ pub unsafe extern "C" fn shmem_uint8_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_p(dest: *mut u8, value: u8, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u8 as *const u8,
         1,
@@ -11167,6 +14430,7 @@ pub unsafe extern "C" fn shmem_uint8_p(dest: *mut u8, value: u8, pe: c_int) {
 pub unsafe extern "C" fn shmem_uint8_g(source: *const u8, pe: c_int) -> u8 {
     let mut v: u8 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u8 as *mut u8,
         source as *const u8,
         1,
@@ -11188,6 +14452,7 @@ pub unsafe extern "C" fn shmem_uint8_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11210,6 +14475,7 @@ pub unsafe extern "C" fn shmem_uint8_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11224,13 +14490,14 @@ pub unsafe extern "C" fn shmem_uint8_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11243,13 +14510,14 @@ pub unsafe extern "C" fn shmem_ctx_uint8_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11262,13 +14530,14 @@ pub unsafe extern "C" fn shmem_ctx_uint8_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11281,13 +14550,14 @@ pub unsafe extern "C" fn shmem_ctx_uint8_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11299,8 +14569,9 @@ pub unsafe extern "C" fn shmem_ctx_uint8_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint8_p(_ctx: ShmemCtx, dest: *mut u8, value: u8, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uint8_p(ctx: ShmemCtx, dest: *mut u8, value: u8, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u8 as *const u8,
         1,
@@ -11312,9 +14583,10 @@ pub unsafe extern "C" fn shmem_ctx_uint8_p(_ctx: ShmemCtx, dest: *mut u8, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint8_g(_ctx: ShmemCtx, source: *const u8, pe: c_int) -> u8 {
+pub unsafe extern "C" fn shmem_ctx_uint8_g(ctx: ShmemCtx, source: *const u8, pe: c_int) -> u8 {
     let mut v: u8 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u8 as *mut u8,
         source as *const u8,
         1,
@@ -11328,7 +14600,7 @@ pub unsafe extern "C" fn shmem_ctx_uint8_g(_ctx: ShmemCtx, source: *const u8, pe
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -11337,6 +14609,7 @@ pub unsafe extern "C" fn shmem_ctx_uint8_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11351,7 +14624,7 @@ pub unsafe extern "C" fn shmem_ctx_uint8_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uint8_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint8_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -11360,6 +14633,7 @@ pub unsafe extern "C" fn shmem_ctx_uint8_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11579,6 +14853,7 @@ pub unsafe extern "C" fn shmem_uint16_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11597,6 +14872,7 @@ pub unsafe extern "C" fn shmem_uint16_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11615,6 +14891,7 @@ pub unsafe extern "C" fn shmem_uint16_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11633,6 +14910,7 @@ pub unsafe extern "C" fn shmem_uint16_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11646,6 +14924,7 @@ pub unsafe extern "C" fn shmem_uint16_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint16_p(dest: *mut u16, value: u16, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u16 as *const u8,
         1,
@@ -11660,6 +14939,7 @@ pub unsafe extern "C" fn shmem_uint16_p(dest: *mut u16, value: u16, pe: c_int) {
 pub unsafe extern "C" fn shmem_uint16_g(source: *const u16, pe: c_int) -> u16 {
     let mut v: u16 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u16 as *mut u8,
         source as *const u8,
         1,
@@ -11681,6 +14961,7 @@ pub unsafe extern "C" fn shmem_uint16_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11703,6 +14984,7 @@ pub unsafe extern "C" fn shmem_uint16_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11717,13 +14999,14 @@ pub unsafe extern "C" fn shmem_uint16_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11736,13 +15019,14 @@ pub unsafe extern "C" fn shmem_ctx_uint16_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11755,13 +15039,14 @@ pub unsafe extern "C" fn shmem_ctx_uint16_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11774,13 +15059,14 @@ pub unsafe extern "C" fn shmem_ctx_uint16_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -11792,8 +15078,9 @@ pub unsafe extern "C" fn shmem_ctx_uint16_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint16_p(_ctx: ShmemCtx, dest: *mut u16, value: u16, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uint16_p(ctx: ShmemCtx, dest: *mut u16, value: u16, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u16 as *const u8,
         1,
@@ -11805,9 +15092,10 @@ pub unsafe extern "C" fn shmem_ctx_uint16_p(_ctx: ShmemCtx, dest: *mut u16, valu
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint16_g(_ctx: ShmemCtx, source: *const u16, pe: c_int) -> u16 {
+pub unsafe extern "C" fn shmem_ctx_uint16_g(ctx: ShmemCtx, source: *const u16, pe: c_int) -> u16 {
     let mut v: u16 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u16 as *mut u8,
         source as *const u8,
         1,
@@ -11821,7 +15109,7 @@ pub unsafe extern "C" fn shmem_ctx_uint16_g(_ctx: ShmemCtx, source: *const u16, 
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     dst: isize,
@@ -11830,6 +15118,7 @@ pub unsafe extern "C" fn shmem_ctx_uint16_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -11844,7 +15133,7 @@ pub unsafe extern "C" fn shmem_ctx_uint16_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uint16_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint16_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u16,
     source: *const u16,
     dst: isize,
@@ -11853,6 +15142,7 @@ pub unsafe extern "C" fn shmem_ctx_uint16_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12072,6 +15362,7 @@ pub unsafe extern "C" fn shmem_uint32_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12090,6 +15381,7 @@ pub unsafe extern "C" fn shmem_uint32_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12108,6 +15400,7 @@ pub unsafe extern "C" fn shmem_uint32_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12126,6 +15419,7 @@ pub unsafe extern "C" fn shmem_uint32_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12139,6 +15433,7 @@ pub unsafe extern "C" fn shmem_uint32_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_p(dest: *mut u32, value: u32, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u32 as *const u8,
         1,
@@ -12153,6 +15448,7 @@ pub unsafe extern "C" fn shmem_uint32_p(dest: *mut u32, value: u32, pe: c_int) {
 pub unsafe extern "C" fn shmem_uint32_g(source: *const u32, pe: c_int) -> u32 {
     let mut v: u32 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u32 as *mut u8,
         source as *const u8,
         1,
@@ -12174,6 +15470,7 @@ pub unsafe extern "C" fn shmem_uint32_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12196,6 +15493,7 @@ pub unsafe extern "C" fn shmem_uint32_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12210,13 +15508,14 @@ pub unsafe extern "C" fn shmem_uint32_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12229,13 +15528,14 @@ pub unsafe extern "C" fn shmem_ctx_uint32_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12248,13 +15548,14 @@ pub unsafe extern "C" fn shmem_ctx_uint32_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12267,13 +15568,14 @@ pub unsafe extern "C" fn shmem_ctx_uint32_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12285,8 +15587,9 @@ pub unsafe extern "C" fn shmem_ctx_uint32_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint32_p(_ctx: ShmemCtx, dest: *mut u32, value: u32, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uint32_p(ctx: ShmemCtx, dest: *mut u32, value: u32, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u32 as *const u8,
         1,
@@ -12298,9 +15601,10 @@ pub unsafe extern "C" fn shmem_ctx_uint32_p(_ctx: ShmemCtx, dest: *mut u32, valu
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint32_g(_ctx: ShmemCtx, source: *const u32, pe: c_int) -> u32 {
+pub unsafe extern "C" fn shmem_ctx_uint32_g(ctx: ShmemCtx, source: *const u32, pe: c_int) -> u32 {
     let mut v: u32 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u32 as *mut u8,
         source as *const u8,
         1,
@@ -12314,7 +15618,7 @@ pub unsafe extern "C" fn shmem_ctx_uint32_g(_ctx: ShmemCtx, source: *const u32, 
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     dst: isize,
@@ -12323,6 +15627,7 @@ pub unsafe extern "C" fn shmem_ctx_uint32_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12337,7 +15642,7 @@ pub unsafe extern "C" fn shmem_ctx_uint32_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uint32_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint32_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u32,
     source: *const u32,
     dst: isize,
@@ -12346,6 +15651,7 @@ pub unsafe extern "C" fn shmem_ctx_uint32_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12562,26 +15868,111 @@ pub unsafe extern "C" fn shmem_uint32_test_some(
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch(source: *const u32, pe: c_int) -> u32 {
-    amo32(source as *const u8, pe, "shmem_uint32_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_set", |a| {
-        a.store(value as u32, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_set",
+        4,
+        Amo::Set,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_swap(dest: *mut u32, value: u32, pe: c_int) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_swap", |a| {
-        a.swap(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_swap",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_compare_swap`.
@@ -12592,33 +15983,107 @@ pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint32_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u32, value as u32, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u32
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_compare_swap",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint32_atomic_fetch_inc",
-        |a| a.fetch_add(1, SeqCst),
-    ) as u32
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_inc(dest: *mut u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_inc(ctx: ShmemCtx, dest: *mut u32, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_inc",
+        4,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_add`.
@@ -12628,20 +16093,75 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint32_atomic_fetch_add",
-        |a| a.fetch_add(value as u32, SeqCst),
-    ) as u32
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_add(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_add", |a| {
-        a.fetch_add(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_add",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_and`.
@@ -12651,20 +16171,75 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint32_atomic_fetch_and",
-        |a| a.fetch_and(value as u32, SeqCst),
-    ) as u32
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_and", |a| {
-        a.fetch_and(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_and",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_or`.
@@ -12674,17 +16249,75 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_fetch_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    }) as u32
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_or", |a| {
-        a.fetch_or(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_or",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_xor`.
@@ -12694,20 +16327,75 @@ pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor(
     value: u32,
     pe: c_int,
 ) -> u32 {
-    amo32(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint32_atomic_fetch_xor",
-        |a| a.fetch_xor(value as u32, SeqCst),
-    ) as u32
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) -> u32 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_xor(dest: *mut u32, value: u32, pe: c_int) {
-    amo32(dest as *const u8, pe, "shmem_uint32_atomic_xor", |a| {
-        a.fetch_xor(value as u32, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_xor",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_sum_reduce`.
@@ -12852,6 +16540,7 @@ pub unsafe extern "C" fn shmem_uint64_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12870,6 +16559,7 @@ pub unsafe extern "C" fn shmem_uint64_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12888,6 +16578,7 @@ pub unsafe extern "C" fn shmem_uint64_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12906,6 +16597,7 @@ pub unsafe extern "C" fn shmem_uint64_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -12919,6 +16611,7 @@ pub unsafe extern "C" fn shmem_uint64_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_p(dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -12933,6 +16626,7 @@ pub unsafe extern "C" fn shmem_uint64_p(dest: *mut u64, value: u64, pe: c_int) {
 pub unsafe extern "C" fn shmem_uint64_g(source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -12954,6 +16648,7 @@ pub unsafe extern "C" fn shmem_uint64_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12976,6 +16671,7 @@ pub unsafe extern "C" fn shmem_uint64_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -12990,13 +16686,14 @@ pub unsafe extern "C" fn shmem_uint64_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13009,13 +16706,14 @@ pub unsafe extern "C" fn shmem_ctx_uint64_put(
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13028,13 +16726,14 @@ pub unsafe extern "C" fn shmem_ctx_uint64_get(
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13047,13 +16746,14 @@ pub unsafe extern "C" fn shmem_ctx_uint64_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13065,8 +16765,9 @@ pub unsafe extern "C" fn shmem_ctx_uint64_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint64_p(_ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_uint64_p(ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -13078,9 +16779,10 @@ pub unsafe extern "C" fn shmem_ctx_uint64_p(_ctx: ShmemCtx, dest: *mut u64, valu
 
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_uint64_g(_ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
+pub unsafe extern "C" fn shmem_ctx_uint64_g(ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -13094,7 +16796,7 @@ pub unsafe extern "C" fn shmem_ctx_uint64_g(_ctx: ShmemCtx, source: *const u64, 
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -13103,6 +16805,7 @@ pub unsafe extern "C" fn shmem_ctx_uint64_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -13117,7 +16820,7 @@ pub unsafe extern "C" fn shmem_ctx_uint64_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_uint64_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_uint64_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -13126,6 +16829,7 @@ pub unsafe extern "C" fn shmem_ctx_uint64_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -13342,26 +17046,111 @@ pub unsafe extern "C" fn shmem_uint64_test_some(
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
-    amo64(source as *const u8, pe, "shmem_uint64_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_compare_swap`.
@@ -13372,33 +17161,107 @@ pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint64_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint64_atomic_fetch_inc",
-        |a| a.fetch_add(1, SeqCst),
-    ) as u64
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_inc(dest: *mut u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_inc(ctx: ShmemCtx, dest: *mut u64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_add`.
@@ -13408,20 +17271,75 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint64_atomic_fetch_add",
-        |a| a.fetch_add(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_and`.
@@ -13431,20 +17349,75 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint64_atomic_fetch_and",
-        |a| a.fetch_and(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_or`.
@@ -13454,17 +17427,75 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_fetch_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_xor`.
@@ -13474,20 +17505,75 @@ pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_uint64_atomic_fetch_xor",
-        |a| a.fetch_xor(value as u64, SeqCst),
-    ) as u64
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_uint64_atomic_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_sum_reduce`.
@@ -13632,6 +17718,7 @@ pub unsafe extern "C" fn shmem_size_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13650,6 +17737,7 @@ pub unsafe extern "C" fn shmem_size_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13668,6 +17756,7 @@ pub unsafe extern "C" fn shmem_size_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13686,6 +17775,7 @@ pub unsafe extern "C" fn shmem_size_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13699,6 +17789,7 @@ pub unsafe extern "C" fn shmem_size_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_p(dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -13713,6 +17804,7 @@ pub unsafe extern "C" fn shmem_size_p(dest: *mut u64, value: u64, pe: c_int) {
 pub unsafe extern "C" fn shmem_size_g(source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -13734,6 +17826,7 @@ pub unsafe extern "C" fn shmem_size_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -13756,6 +17849,7 @@ pub unsafe extern "C" fn shmem_size_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -13770,13 +17864,14 @@ pub unsafe extern "C" fn shmem_size_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_size_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13789,13 +17884,14 @@ pub unsafe extern "C" fn shmem_ctx_size_put(
 /// OpenSHMEM 1.5 `shmem_ctx_size_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13808,13 +17904,14 @@ pub unsafe extern "C" fn shmem_ctx_size_get(
 /// OpenSHMEM 1.5 `shmem_ctx_size_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13827,13 +17924,14 @@ pub unsafe extern "C" fn shmem_ctx_size_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_size_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -13845,8 +17943,9 @@ pub unsafe extern "C" fn shmem_ctx_size_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_size_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_size_p(_ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
+pub unsafe extern "C" fn shmem_ctx_size_p(ctx: ShmemCtx, dest: *mut u64, value: u64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const u64 as *const u8,
         1,
@@ -13858,9 +17957,10 @@ pub unsafe extern "C" fn shmem_ctx_size_p(_ctx: ShmemCtx, dest: *mut u64, value:
 
 /// OpenSHMEM 1.5 `shmem_ctx_size_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_size_g(_ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
+pub unsafe extern "C" fn shmem_ctx_size_g(ctx: ShmemCtx, source: *const u64, pe: c_int) -> u64 {
     let mut v: u64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut u64 as *mut u8,
         source as *const u8,
         1,
@@ -13874,7 +17974,7 @@ pub unsafe extern "C" fn shmem_ctx_size_g(_ctx: ShmemCtx, source: *const u64, pe
 /// OpenSHMEM 1.5 `shmem_ctx_size_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -13883,6 +17983,7 @@ pub unsafe extern "C" fn shmem_ctx_size_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -13897,7 +17998,7 @@ pub unsafe extern "C" fn shmem_ctx_size_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_size_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_size_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u64,
     source: *const u64,
     dst: isize,
@@ -13906,6 +18007,7 @@ pub unsafe extern "C" fn shmem_ctx_size_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -14122,26 +18224,111 @@ pub unsafe extern "C" fn shmem_size_test_some(
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch(source: *const u64, pe: c_int) -> u64 {
-    amo64(source as *const u8, pe, "shmem_size_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_size_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_swap(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_compare_swap`.
@@ -14152,94 +18339,403 @@ pub unsafe extern "C" fn shmem_size_atomic_compare_swap(
     value: u64,
     pe: c_int,
 ) -> u64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_size_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as u64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_fetch_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_inc(dest: *mut u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_inc(ctx: ShmemCtx, dest: *mut u64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_add(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_fetch_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_add(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_and(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_fetch_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_and", |a| {
-        a.fetch_and(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_and`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_and(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_and",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_or(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_fetch_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_or", |a| {
-        a.fetch_or(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_or`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_or(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_or",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_xor(dest: *mut u64, value: u64, pe: c_int) -> u64 {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_fetch_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    }) as u64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) -> u64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_xor`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_xor(dest: *mut u64, value: u64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_size_atomic_xor", |a| {
-        a.fetch_xor(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_xor`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_xor(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_xor",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_size_sum_reduce`.
@@ -14384,6 +18880,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_put(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14402,6 +18899,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_get(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14420,6 +18918,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_put_nbi(
     pe: c_int,
 ) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14438,6 +18937,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_get_nbi(
     pe: c_int,
 ) {
     get_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14451,6 +18951,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_get_nbi(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_p(dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -14465,6 +18966,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_p(dest: *mut i64, value: i64, pe: c_int) 
 pub unsafe extern "C" fn shmem_ptrdiff_g(source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        CTX_DEFAULT,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -14486,6 +18988,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_iput(
     pe: c_int,
 ) {
     iput_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -14508,6 +19011,7 @@ pub unsafe extern "C" fn shmem_ptrdiff_iget(
     pe: c_int,
 ) {
     iget_elems(
+        CTX_DEFAULT,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -14522,13 +19026,14 @@ pub unsafe extern "C" fn shmem_ptrdiff_iget(
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_put(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14541,13 +19046,14 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_put(
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_get`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_get(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14560,13 +19066,14 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_get(
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_put_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     put_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14579,13 +19086,14 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_nbi(
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_get_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_get_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     nelems: usize,
     pe: c_int,
 ) {
     get_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         nelems,
@@ -14597,13 +19105,9 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_get_nbi(
 
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_p`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ptrdiff_p(
-    _ctx: ShmemCtx,
-    dest: *mut i64,
-    value: i64,
-    pe: c_int,
-) {
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_p(ctx: ShmemCtx, dest: *mut i64, value: i64, pe: c_int) {
     put_elems(
+        ctx,
         dest as *mut u8,
         &value as *const i64 as *const u8,
         1,
@@ -14615,9 +19119,10 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_p(
 
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_g`.
 #[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_ptrdiff_g(_ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_g(ctx: ShmemCtx, source: *const i64, pe: c_int) -> i64 {
     let mut v: i64 = Default::default();
     get_elems(
+        ctx,
         &mut v as *mut i64 as *mut u8,
         source as *const u8,
         1,
@@ -14631,7 +19136,7 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_g(_ctx: ShmemCtx, source: *const i64,
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_iput`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_iput(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -14640,6 +19145,7 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_iput(
     pe: c_int,
 ) {
     iput_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -14654,7 +19160,7 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_iput(
 /// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_iget`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_ptrdiff_iget(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut i64,
     source: *const i64,
     dst: isize,
@@ -14663,6 +19169,7 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_iget(
     pe: c_int,
 ) {
     iget_elems(
+        ctx,
         dest as *mut u8,
         source as *const u8,
         dst,
@@ -14879,26 +19386,111 @@ pub unsafe extern "C" fn shmem_ptrdiff_test_some(
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch(source: *const i64, pe: c_int) -> i64 {
-    amo64(source as *const u8, pe, "shmem_ptrdiff_atomic_fetch", |a| {
-        a.load(SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch(
+    ctx: ShmemCtx,
+    source: *const i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ptrdiff_atomic_set", |a| {
-        a.store(value as u64, SeqCst);
-        0
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_set`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_set(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_set",
+        8,
+        Amo::Set,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap(dest: *mut i64, value: i64, pe: c_int) -> i64 {
-    amo64(dest as *const u8, pe, "shmem_ptrdiff_atomic_swap", |a| {
-        a.swap(value as u64, SeqCst)
-    }) as i64
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_swap",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_compare_swap`.
@@ -14909,33 +19501,107 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ptrdiff_atomic_compare_swap",
-        |a| match a.compare_exchange(cond as u64, value as u64, SeqCst, SeqCst) {
-            Ok(x) | Err(x) => x,
-        },
-    ) as i64
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_compare_swap`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_compare_swap(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_compare_swap",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ptrdiff_atomic_fetch_inc",
-        |a| a.fetch_add(1, SeqCst),
-    ) as i64
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_inc(dest: *mut i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ptrdiff_atomic_inc", |a| {
-        a.fetch_add(1, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_inc(ctx: ShmemCtx, dest: *mut i64, pe: c_int) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_inc",
+        8,
+        Amo::Add,
+        1,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_add`.
@@ -14945,20 +19611,75 @@ pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add(
     value: i64,
     pe: c_int,
 ) -> i64 {
-    amo64(
+    amo(
+        CTX_DEFAULT,
         dest as *const u8,
         pe,
         "shmem_ptrdiff_atomic_fetch_add",
-        |a| a.fetch_add(value as u64, SeqCst),
-    ) as i64
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) -> i64 {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_add`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_add(dest: *mut i64, value: i64, pe: c_int) {
-    amo64(dest as *const u8, pe, "shmem_ptrdiff_atomic_add", |a| {
-        a.fetch_add(value as u64, SeqCst)
-    });
+    amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_add`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_add(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_add",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        false,
+    );
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_sum_reduce`.
@@ -15040,13 +19761,13 @@ pub unsafe extern "C" fn shmem_ptrdiff_max_reduce(
 /// OpenSHMEM 1.5 `shmem_put8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put8(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    put_elems(dest, source, nelems, 1, pe, "shmem_put8")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 1, pe, "shmem_put8")
 }
 
 /// OpenSHMEM 1.5 `shmem_get8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get8(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    get_elems(dest, source, nelems, 1, pe, "shmem_get8")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 1, pe, "shmem_get8")
 }
 
 /// OpenSHMEM 1.5 `shmem_put8_nbi`.
@@ -15057,7 +19778,7 @@ pub unsafe extern "C" fn shmem_put8_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 1, pe, "shmem_put8_nbi")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 1, pe, "shmem_put8_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_get8_nbi`.
@@ -15068,7 +19789,7 @@ pub unsafe extern "C" fn shmem_get8_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 1, pe, "shmem_get8_nbi")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 1, pe, "shmem_get8_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_iput8`.
@@ -15081,7 +19802,17 @@ pub unsafe extern "C" fn shmem_iput8(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 1, pe, "shmem_iput8")
+    iput_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        1,
+        pe,
+        "shmem_iput8",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iget8`.
@@ -15094,61 +19825,71 @@ pub unsafe extern "C" fn shmem_iget8(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 1, pe, "shmem_iget8")
+    iget_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        1,
+        pe,
+        "shmem_iget8",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put8(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 1, pe, "shmem_ctx_put8")
+    put_elems(ctx, dest, source, nelems, 1, pe, "shmem_ctx_put8")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get8(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 1, pe, "shmem_ctx_get8")
+    get_elems(ctx, dest, source, nelems, 1, pe, "shmem_ctx_get8")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put8_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put8_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 1, pe, "shmem_ctx_put8_nbi")
+    put_elems(ctx, dest, source, nelems, 1, pe, "shmem_ctx_put8_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get8_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get8_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 1, pe, "shmem_ctx_get8_nbi")
+    get_elems(ctx, dest, source, nelems, 1, pe, "shmem_ctx_get8_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput8(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15156,13 +19897,23 @@ pub unsafe extern "C" fn shmem_ctx_iput8(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 1, pe, "shmem_ctx_iput8")
+    iput_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        1,
+        pe,
+        "shmem_ctx_iput8",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iget8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iget8(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15170,19 +19921,29 @@ pub unsafe extern "C" fn shmem_ctx_iget8(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 1, pe, "shmem_ctx_iget8")
+    iget_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        1,
+        pe,
+        "shmem_ctx_iget8",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_put16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put16(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    put_elems(dest, source, nelems, 2, pe, "shmem_put16")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 2, pe, "shmem_put16")
 }
 
 /// OpenSHMEM 1.5 `shmem_get16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get16(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    get_elems(dest, source, nelems, 2, pe, "shmem_get16")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 2, pe, "shmem_get16")
 }
 
 /// OpenSHMEM 1.5 `shmem_put16_nbi`.
@@ -15193,7 +19954,7 @@ pub unsafe extern "C" fn shmem_put16_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 2, pe, "shmem_put16_nbi")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 2, pe, "shmem_put16_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_get16_nbi`.
@@ -15204,7 +19965,7 @@ pub unsafe extern "C" fn shmem_get16_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 2, pe, "shmem_get16_nbi")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 2, pe, "shmem_get16_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_iput16`.
@@ -15217,7 +19978,17 @@ pub unsafe extern "C" fn shmem_iput16(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 2, pe, "shmem_iput16")
+    iput_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        2,
+        pe,
+        "shmem_iput16",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iget16`.
@@ -15230,61 +20001,71 @@ pub unsafe extern "C" fn shmem_iget16(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 2, pe, "shmem_iget16")
+    iget_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        2,
+        pe,
+        "shmem_iget16",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put16(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 2, pe, "shmem_ctx_put16")
+    put_elems(ctx, dest, source, nelems, 2, pe, "shmem_ctx_put16")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get16(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 2, pe, "shmem_ctx_get16")
+    get_elems(ctx, dest, source, nelems, 2, pe, "shmem_ctx_get16")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put16_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put16_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 2, pe, "shmem_ctx_put16_nbi")
+    put_elems(ctx, dest, source, nelems, 2, pe, "shmem_ctx_put16_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get16_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get16_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 2, pe, "shmem_ctx_get16_nbi")
+    get_elems(ctx, dest, source, nelems, 2, pe, "shmem_ctx_get16_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput16(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15292,13 +20073,23 @@ pub unsafe extern "C" fn shmem_ctx_iput16(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 2, pe, "shmem_ctx_iput16")
+    iput_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        2,
+        pe,
+        "shmem_ctx_iput16",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iget16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iget16(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15306,19 +20097,29 @@ pub unsafe extern "C" fn shmem_ctx_iget16(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 2, pe, "shmem_ctx_iget16")
+    iget_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        2,
+        pe,
+        "shmem_ctx_iget16",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_put32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put32(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    put_elems(dest, source, nelems, 4, pe, "shmem_put32")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 4, pe, "shmem_put32")
 }
 
 /// OpenSHMEM 1.5 `shmem_get32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get32(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    get_elems(dest, source, nelems, 4, pe, "shmem_get32")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 4, pe, "shmem_get32")
 }
 
 /// OpenSHMEM 1.5 `shmem_put32_nbi`.
@@ -15329,7 +20130,7 @@ pub unsafe extern "C" fn shmem_put32_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 4, pe, "shmem_put32_nbi")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 4, pe, "shmem_put32_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_get32_nbi`.
@@ -15340,7 +20141,7 @@ pub unsafe extern "C" fn shmem_get32_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 4, pe, "shmem_get32_nbi")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 4, pe, "shmem_get32_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_iput32`.
@@ -15353,7 +20154,17 @@ pub unsafe extern "C" fn shmem_iput32(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 4, pe, "shmem_iput32")
+    iput_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        4,
+        pe,
+        "shmem_iput32",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iget32`.
@@ -15366,61 +20177,71 @@ pub unsafe extern "C" fn shmem_iget32(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 4, pe, "shmem_iget32")
+    iget_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        4,
+        pe,
+        "shmem_iget32",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put32(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 4, pe, "shmem_ctx_put32")
+    put_elems(ctx, dest, source, nelems, 4, pe, "shmem_ctx_put32")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get32(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 4, pe, "shmem_ctx_get32")
+    get_elems(ctx, dest, source, nelems, 4, pe, "shmem_ctx_get32")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put32_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put32_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 4, pe, "shmem_ctx_put32_nbi")
+    put_elems(ctx, dest, source, nelems, 4, pe, "shmem_ctx_put32_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get32_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get32_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 4, pe, "shmem_ctx_get32_nbi")
+    get_elems(ctx, dest, source, nelems, 4, pe, "shmem_ctx_get32_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput32(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15428,13 +20249,23 @@ pub unsafe extern "C" fn shmem_ctx_iput32(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 4, pe, "shmem_ctx_iput32")
+    iput_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        4,
+        pe,
+        "shmem_ctx_iput32",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iget32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iget32(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15442,19 +20273,29 @@ pub unsafe extern "C" fn shmem_ctx_iget32(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 4, pe, "shmem_ctx_iget32")
+    iget_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        4,
+        pe,
+        "shmem_ctx_iget32",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_put64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put64(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    put_elems(dest, source, nelems, 8, pe, "shmem_put64")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 8, pe, "shmem_put64")
 }
 
 /// OpenSHMEM 1.5 `shmem_get64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get64(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    get_elems(dest, source, nelems, 8, pe, "shmem_get64")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 8, pe, "shmem_get64")
 }
 
 /// OpenSHMEM 1.5 `shmem_put64_nbi`.
@@ -15465,7 +20306,7 @@ pub unsafe extern "C" fn shmem_put64_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 8, pe, "shmem_put64_nbi")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 8, pe, "shmem_put64_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_get64_nbi`.
@@ -15476,7 +20317,7 @@ pub unsafe extern "C" fn shmem_get64_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 8, pe, "shmem_get64_nbi")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 8, pe, "shmem_get64_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_iput64`.
@@ -15489,7 +20330,17 @@ pub unsafe extern "C" fn shmem_iput64(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 8, pe, "shmem_iput64")
+    iput_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        8,
+        pe,
+        "shmem_iput64",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iget64`.
@@ -15502,61 +20353,71 @@ pub unsafe extern "C" fn shmem_iget64(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 8, pe, "shmem_iget64")
+    iget_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        8,
+        pe,
+        "shmem_iget64",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put64(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 8, pe, "shmem_ctx_put64")
+    put_elems(ctx, dest, source, nelems, 8, pe, "shmem_ctx_put64")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get64(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 8, pe, "shmem_ctx_get64")
+    get_elems(ctx, dest, source, nelems, 8, pe, "shmem_ctx_get64")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put64_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put64_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 8, pe, "shmem_ctx_put64_nbi")
+    put_elems(ctx, dest, source, nelems, 8, pe, "shmem_ctx_put64_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get64_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get64_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 8, pe, "shmem_ctx_get64_nbi")
+    get_elems(ctx, dest, source, nelems, 8, pe, "shmem_ctx_get64_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput64(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15564,13 +20425,23 @@ pub unsafe extern "C" fn shmem_ctx_iput64(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 8, pe, "shmem_ctx_iput64")
+    iput_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        8,
+        pe,
+        "shmem_ctx_iput64",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iget64`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iget64(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15578,19 +20449,29 @@ pub unsafe extern "C" fn shmem_ctx_iget64(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 8, pe, "shmem_ctx_iget64")
+    iget_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        8,
+        pe,
+        "shmem_ctx_iget64",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_put128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_put128(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    put_elems(dest, source, nelems, 16, pe, "shmem_put128")
+    put_elems(CTX_DEFAULT, dest, source, nelems, 16, pe, "shmem_put128")
 }
 
 /// OpenSHMEM 1.5 `shmem_get128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_get128(dest: *mut u8, source: *const u8, nelems: usize, pe: c_int) {
-    get_elems(dest, source, nelems, 16, pe, "shmem_get128")
+    get_elems(CTX_DEFAULT, dest, source, nelems, 16, pe, "shmem_get128")
 }
 
 /// OpenSHMEM 1.5 `shmem_put128_nbi`.
@@ -15601,7 +20482,15 @@ pub unsafe extern "C" fn shmem_put128_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 16, pe, "shmem_put128_nbi")
+    put_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        nelems,
+        16,
+        pe,
+        "shmem_put128_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_get128_nbi`.
@@ -15612,7 +20501,15 @@ pub unsafe extern "C" fn shmem_get128_nbi(
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 16, pe, "shmem_get128_nbi")
+    get_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        nelems,
+        16,
+        pe,
+        "shmem_get128_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iput128`.
@@ -15625,7 +20522,17 @@ pub unsafe extern "C" fn shmem_iput128(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 16, pe, "shmem_iput128")
+    iput_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        16,
+        pe,
+        "shmem_iput128",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iget128`.
@@ -15638,61 +20545,71 @@ pub unsafe extern "C" fn shmem_iget128(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 16, pe, "shmem_iget128")
+    iget_elems(
+        CTX_DEFAULT,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        16,
+        pe,
+        "shmem_iget128",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put128(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 16, pe, "shmem_ctx_put128")
+    put_elems(ctx, dest, source, nelems, 16, pe, "shmem_ctx_put128")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get128(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 16, pe, "shmem_ctx_get128")
+    get_elems(ctx, dest, source, nelems, 16, pe, "shmem_ctx_get128")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_put128_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_put128_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    put_elems(dest, source, nelems, 16, pe, "shmem_ctx_put128_nbi")
+    put_elems(ctx, dest, source, nelems, 16, pe, "shmem_ctx_put128_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_get128_nbi`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_get128_nbi(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     nelems: usize,
     pe: c_int,
 ) {
-    get_elems(dest, source, nelems, 16, pe, "shmem_ctx_get128_nbi")
+    get_elems(ctx, dest, source, nelems, 16, pe, "shmem_ctx_get128_nbi")
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput128(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15700,13 +20617,23 @@ pub unsafe extern "C" fn shmem_ctx_iput128(
     nelems: usize,
     pe: c_int,
 ) {
-    iput_elems(dest, source, dst, sst, nelems, 16, pe, "shmem_ctx_iput128")
+    iput_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        16,
+        pe,
+        "shmem_ctx_iput128",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iget128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iget128(
-    _ctx: ShmemCtx,
+    ctx: ShmemCtx,
     dest: *mut u8,
     source: *const u8,
     dst: isize,
@@ -15714,5 +20641,15 @@ pub unsafe extern "C" fn shmem_ctx_iget128(
     nelems: usize,
     pe: c_int,
 ) {
-    iget_elems(dest, source, dst, sst, nelems, 16, pe, "shmem_ctx_iget128")
+    iget_elems(
+        ctx,
+        dest,
+        source,
+        dst,
+        sst,
+        nelems,
+        16,
+        pe,
+        "shmem_ctx_iget128",
+    )
 }

@@ -220,3 +220,56 @@ fn every_declared_function_is_exported() {
     }
     assert!(declared > 900, "only {declared} declarations parsed");
 }
+
+/// The `weft` binary (it holds the hosts' agent): `$WEFT` (an absolute path, as oshrun
+/// takes it), else next to libshmem's directory when the workspace's binaries were built
+/// (`cargo test --workspace` builds them), else `None`.
+fn weft_binary() -> Option<PathBuf> {
+    if let Some(w) = std::env::var_os("WEFT")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.exists())
+    {
+        return Some(w);
+    }
+    let lib = lib_dir();
+    [lib.join("weft"), lib.parent().unwrap().join("weft")]
+        .into_iter()
+        .find(|p| p.exists())
+}
+
+#[test]
+fn rma_across_two_nodes_at_2_and_4_pes() {
+    let Some(weft) = weft_binary() else {
+        eprintln!(
+            "skipped: no weft binary next to {} (build weft-cli first)",
+            lib_dir().display()
+        );
+        return;
+    };
+    let exe = compile("rma_nodes", "tests/c");
+    for per_host in [1u32, 2] {
+        let mut spec = JobSpec::new(2 * per_host, &exe);
+        spec.output = OutputMode::Capture;
+        spec.tag_output = true;
+        spec.timeout = Some(Duration::from_secs(60));
+        // A launcher template without {host} runs every host's agent here: two "nodes"
+        // (different WEFT_NODE_ID) on one machine, so every put to the partner goes over TCP.
+        spec.hosts = Some(weft_launch::HostsSpec {
+            hosts: weft_launch::place::parse_hosts(&format!("a:{per_host},b:{per_host}")).unwrap(),
+            map_by: weft_launch::place::MapBy::Slot,
+            launcher: "env".into(),
+            boot_addr: Some("127.0.0.1".into()),
+            agent_program: weft.clone(),
+        });
+        let out = run_job(&spec).expect("launch");
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("rma_nodes ok").count(),
+            2 * per_host as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}

@@ -1,20 +1,24 @@
-//! `weft bench shmem`: one-sided communication on the symmetric heap between the PEs of one
-//! node (`weft::rma`). PE 0 initiates, PE 1 is the target.
+//! `weft bench shmem`: one-sided communication on the symmetric heap (`weft::rma`). PE 0
+//! initiates; the target is the first PE on another node when there is one (run with
+//! `--hosts`), else PE 1 on the same node.
 //!
-//! - put and get latency (time per blocking call, as OSU's `osu_oshm_put`/`get` report it)
-//!   and bandwidth over a range of sizes;
-//! - the message rate of 8-byte puts (`shmem_p`) with 1, 2, 4, ... initiating threads, each
-//!   storing directly into the target's mapped heap, against a deliberate single-proxy mode
-//!   where the threads hand their puts to one proxy thread (the design seed 002 measured and
-//!   left behind).
+//! - put and get latency (time per blocking call, as OSU's `osu_oshm_put`/`get` report it;
+//!   a put to another node is followed by quiet, so it is a round trip) and bandwidth over a
+//!   range of sizes;
+//! - the message rate of 8-byte puts (`shmem_p`) with 1, 2, 4, ... initiating threads.
+//!   Same node: each thread stores directly into the target's mapped heap, against threads
+//!   handing their puts to one proxy thread. Other node: each thread posts to its own lanes
+//!   with coalescing of contiguous puts, the same without coalescing, and the deliberate
+//!   single-proxy mode (`WEFT_RMA_PROXY`: every put handed to one proxy thread), each on its
+//!   own heap; the rate includes the final quiet (every put acknowledged by the target).
 //!
-//! Only intra-node PEs are reachable (one-sided communication across nodes is not
-//! implemented yet). Depends on the runtime and the launcher, not on libshmem.
+//! Depends on the runtime and the launcher, not on libshmem.
 
 use super::{default_sizes, parse_sizes};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Instant;
+use weft::rma::net::{Amo, Options};
 use weft::rma::SymmetricHeap;
 use weft::sync::SyncEngine;
 use weft::{Error, ErrorKind, Result};
@@ -131,16 +135,17 @@ pub fn rank_main(a: ShmemRankArgs) -> Result<()> {
     let buf = heap.malloc(max)? as u64 + heap.base() as u64;
     let slots = 4096u64;
     let words = heap.malloc(8 * slots as usize * 256)? as u64 + heap.base() as u64;
-    let barrier = |tag: u64| engine.barrier(tag, n);
-    if !heap.accessible(1) {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            "weft bench shmem: PE 1 is on another node; one-sided communication across nodes is not implemented yet",
-        ));
+    let target = (1..n).find(|&p| !heap.accessible(p)).unwrap_or(1);
+    let remote = !heap.accessible(target);
+    if remote {
+        remote_main(&weft, &heap, &a, &sizes, &threads, target)?;
+        drop(world);
+        return weft.finalize();
     }
+    let barrier = |tag: u64| engine.barrier(tag, n);
     if me == 0 {
         println!(
-            "# weft bench shmem, {n} PEs, heap {} bytes per PE, yield when idle: {}",
+            "# weft bench shmem, {n} PEs, target PE 1 on the same node, heap {} bytes per PE, yield when idle: {}",
             heap.heap_bytes(),
             weft.yields_when_idle()
         );
@@ -217,6 +222,216 @@ pub fn rank_main(a: ShmemRankArgs) -> Result<()> {
     }
     drop(world);
     weft.finalize()
+}
+
+/// Latency/bandwidth of put+quiet and get, and the put rate, to `target` on another node.
+fn remote_main(
+    weft: &weft::Weft,
+    heap: &SymmetricHeap,
+    a: &ShmemRankArgs,
+    sizes: &[usize],
+    threads: &[usize],
+    target: u32,
+) -> Result<()> {
+    let world = weft.world();
+    let me = heap.pe();
+    let run_rate = a.test == "rate" || a.test == "all";
+    let max_threads = threads.iter().copied().max().unwrap_or(1) as u64;
+    let slots = 4096u64;
+    let region_bytes = (8 * slots * max_threads) as usize;
+    let defaults = Options::from_config(weft)?;
+    // One heap per mode, created by every PE in the same order (collective).
+    let modes: Vec<(&str, SymmetricHeap)> = if run_rate {
+        vec![
+            (
+                "coalesced",
+                SymmetricHeap::with_options(
+                    weft,
+                    region_bytes + 4096,
+                    &Options {
+                        coalesce: true,
+                        proxy: false,
+                        ..defaults.clone()
+                    },
+                )?,
+            ),
+            (
+                "uncoalesced",
+                SymmetricHeap::with_options(
+                    weft,
+                    region_bytes + 4096,
+                    &Options {
+                        coalesce: false,
+                        proxy: false,
+                        ..defaults.clone()
+                    },
+                )?,
+            ),
+            (
+                "proxy",
+                SymmetricHeap::with_options(
+                    weft,
+                    region_bytes + 4096,
+                    &Options {
+                        coalesce: true,
+                        proxy: true,
+                        ..defaults.clone()
+                    },
+                )?,
+            ),
+        ]
+    } else {
+        Vec::new()
+    };
+    let words: Vec<u64> = modes
+        .iter()
+        .map(|(_, h)| Ok(h.malloc(region_bytes)? as u64 + h.base() as u64))
+        .collect::<Result<_>>()?;
+    let done = heap.malloc(8)? as u64 + heap.base() as u64;
+    world.barrier()?;
+    if me != 0 {
+        // Wait asleep (the initiator and this PE's service need the cores) for PE 0's "done".
+        // SAFETY: an 8-byte aligned word of this PE's own heap, written by PE 0's atomic.
+        let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(done as *mut u64) };
+        while word.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if me == target && run_rate {
+            for ((name, _), &w) in modes.iter().zip(&words) {
+                // SAFETY: this PE's own heap word, written by PE 0's puts before "done".
+                if unsafe { *(w as *const u64) } == 0 {
+                    return Err(Error::new(
+                        ErrorKind::Internal,
+                        format!(
+                            "weft bench shmem: PE {target}'s {name} heap shows none of PE 0's puts"
+                        ),
+                    ));
+                }
+            }
+        }
+        world.barrier()?;
+        return Ok(());
+    }
+    println!(
+        "# weft bench shmem, {} PEs, target PE {target} on another node (through its one-sided service over TCP), flush {} bytes",
+        heap.npes(),
+        defaults.flush_bytes
+    );
+    let max = sizes.iter().copied().max().unwrap_or(8);
+    let buf = heap.malloc(max)? as u64 + heap.base() as u64;
+    if a.test == "latency" || a.test == "bandwidth" || a.test == "all" {
+        let src = vec![7u8; max];
+        let mut dst = vec![0u8; max];
+        println!(
+            "{:>10} {:>12} {:>12} {:>12} {:>12}",
+            "bytes", "put_us", "get_us", "put_MB/s", "get_MB/s"
+        );
+        for &bytes in sizes {
+            let iters = if bytes <= 8192 {
+                5_000
+            } else {
+                (1 << 27) / bytes.max(1)
+            }
+            .max(10);
+            let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+                for _ in 0..iters / 10 {
+                    f()?;
+                }
+                let t = Instant::now();
+                for _ in 0..iters {
+                    f()?;
+                }
+                Ok(t.elapsed().as_secs_f64() / iters as f64)
+            };
+            let put_s = time(&mut || {
+                heap.put(target, buf, &src[..bytes])?;
+                heap.try_quiet()
+            })?;
+            let get_s = time(&mut || heap.get(target, buf, &mut dst[..bytes]))?;
+            let mb = |s: f64| bytes as f64 / s / 1e6;
+            println!(
+                "{bytes:>10} {:>12.3} {:>12.3} {:>12.1} {:>12.1}",
+                put_s * 1e6,
+                get_s * 1e6,
+                mb(put_s),
+                mb(get_s)
+            );
+        }
+    }
+    if run_rate {
+        println!(
+            "# 8-byte put rate to PE {target} ({} puts per initiator, contiguous within each thread's range, until quiet)",
+            a.puts
+        );
+        print!("{:>8}", "threads");
+        for (name, _) in &modes {
+            print!(" {:>16}", format!("{name}_Mputs/s"));
+        }
+        println!();
+        let mut table = Vec::new();
+        for &t in threads {
+            let mut row = Vec::new();
+            for ((_, h), &w) in modes.iter().zip(&words) {
+                row.push(rate_remote(h, w, slots, target, t, a.puts)?);
+            }
+            print!("{t:>8}");
+            for r in &row {
+                print!(" {:>16.2}", r / 1e6);
+            }
+            println!();
+            table.push((t, row));
+        }
+        let at = |t: usize| table.iter().find(|(n, _)| *n == t).map(|(_, r)| r.clone());
+        if let (Some(one), Some(two)) = (at(1), at(2)) {
+            println!(
+                "# 2 vs 1 initiators (coalesced): {:.2}x; coalesced vs single proxy at 2 initiators: {:.2}x; uncoalesced 2 vs 1: {:.2}x",
+                two[0] / one[0],
+                two[0] / two[2],
+                two[1] / one[1]
+            );
+        }
+    }
+    // Tell every other PE the measurement is over.
+    for pe in 1..heap.npes() {
+        heap.atomic(0, pe, done, 8, Amo::Set, 1, 0, true)?;
+    }
+    world.barrier()?;
+    Ok(())
+}
+
+/// `threads` initiators each put `puts` 8-byte values into their own range of `target`'s
+/// heap (through their own lanes, or the heap's proxy); ends when quiet has every put
+/// acknowledged. Returns puts per second.
+fn rate_remote(
+    heap: &SymmetricHeap,
+    words: u64,
+    slots: u64,
+    target: u32,
+    threads: usize,
+    puts: u64,
+) -> Result<f64> {
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|tid| {
+                s.spawn(move || -> Result<()> {
+                    let base = words + tid * slots * 8;
+                    for i in 0..puts {
+                        let v = i + 1;
+                        heap.put(target, base + (i % slots) * 8, &v.to_ne_bytes())?;
+                    }
+                    heap.flush()
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .map_err(|_| Error::new(ErrorKind::Internal, "an initiator thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    heap.try_quiet()?;
+    Ok((threads as u64 * puts) as f64 / start.elapsed().as_secs_f64())
 }
 
 /// Each thread stores its 8-byte values straight into PE 1's heap (its own slot range).

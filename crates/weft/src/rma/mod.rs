@@ -99,6 +99,16 @@ impl SymmetricHeap {
 
     /// Creates this node's heaps with `heap_bytes` per PE (collective, as [`Self::new`]).
     pub fn with_size(weft: &Weft, heap_bytes: usize) -> Result<SymmetricHeap> {
+        Self::with_options(weft, heap_bytes, &net::Options::from_config(weft)?)
+    }
+
+    /// [`Self::with_size`] with explicit settings of the lanes to other nodes (instead of the
+    /// `WEFT_RMA_*` knobs), e.g. to compare coalescing and the single proxy in one job.
+    pub fn with_options(
+        weft: &Weft,
+        heap_bytes: usize,
+        options: &net::Options,
+    ) -> Result<SymmetricHeap> {
         if !(4096..=1 << 40).contains(&heap_bytes) {
             return Err(Error::new(
                 ErrorKind::Config,
@@ -161,7 +171,7 @@ impl SymmetricHeap {
                 heap_bytes,
                 image: image.clone(),
             };
-            let (n, f) = start_net(weft, k, &local_of_pe, mem)?;
+            let (n, f) = start_net(weft, k, &local_of_pe, mem, options)?;
             (Some(n), f)
         } else {
             (None, Vec::new())
@@ -632,6 +642,7 @@ fn start_net(
     k: u32,
     local_of_pe: &[Option<u32>],
     mem: net::service::Memory,
+    options: &net::Options,
 ) -> Result<(net::Net, Vec<u64>)> {
     let me = weft.world.rank();
     let npes = weft.world.size();
@@ -654,28 +665,6 @@ fn start_net(
     };
     // Its own key, so no proof made for the point-to-point transport is one for this service.
     key.extend_from_slice(b"/weft-rma");
-    let v = &weft.config.values;
-    let coalesce = parse_bool_knob(&knob_text(v, "WEFT_RMA_COALESCE", "1"), "WEFT_RMA_COALESCE")?;
-    let proxy = parse_bool_knob(&knob_text(v, "WEFT_RMA_PROXY", "0"), "WEFT_RMA_PROXY")?;
-    let flush_bytes = parse_bytes(&knob_text(v, "WEFT_RMA_FLUSH_BYTES", "64K"))? as usize;
-    if !(64..=net::wire::MAX_PAYLOAD_BYTES).contains(&flush_bytes) {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("WEFT_RMA_FLUSH_BYTES={flush_bytes}: must be 64 bytes to 1 MiB"),
-        ));
-    }
-    let timeout_text = knob_text(v, "WEFT_RMA_TIMEOUT_S", "60");
-    let timeout_s: u64 = timeout_text
-        .trim()
-        .parse()
-        .ok()
-        .filter(|&t| t > 0)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Config,
-                format!("WEFT_RMA_TIMEOUT_S={timeout_text}: expected a positive number of seconds"),
-            )
-        })?;
     let fingerprint = mem.image.fingerprint;
     let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
         .map_err(|e| Error::io(at("binding its port"), e))?;
@@ -715,25 +704,8 @@ fn start_net(
         })?;
         peers[pe as usize] = weft_transport::tcp::parse_addresses(pe, list)?;
     }
-    let config = net::NetConfig {
-        coalesce,
-        proxy,
-        flush_bytes,
-        timeout: std::time::Duration::from_secs(timeout_s),
-    };
     Ok((
-        net::Net::new(me, key, peers, config, service)?,
+        net::Net::new(me, key, peers, options, service)?,
         fingerprints,
     ))
-}
-
-fn parse_bool_knob(text: &str, name: &str) -> Result<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        t => Err(Error::new(
-            ErrorKind::Config,
-            format!("{name}={t}: expected 0/1, true/false, yes/no or on/off"),
-        )),
-    }
 }

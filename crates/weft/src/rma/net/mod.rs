@@ -242,12 +242,72 @@ pub(crate) struct Net {
     service: service::Service,
 }
 
-/// Knob values of the network side.
-pub(crate) struct NetConfig {
-    pub(crate) coalesce: bool,
-    pub(crate) proxy: bool,
-    pub(crate) flush_bytes: usize,
-    pub(crate) timeout: std::time::Duration,
+/// Settings of the lanes to other nodes' PEs (the `WEFT_RMA_*` knobs by default).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Merge a put that continues the previous one to the same PE into its frame.
+    pub coalesce: bool,
+    /// Hand every operation to one proxy thread (the single-proxy comparison mode).
+    pub proxy: bool,
+    /// Bytes of puts a lane buffers before sending (64 B to 1 MiB).
+    pub flush_bytes: usize,
+    /// How long a call waits for a PE before declaring it dead.
+    pub timeout_s: u64,
+}
+
+impl Options {
+    /// The values of the knobs `WEFT_RMA_COALESCE`, `WEFT_RMA_PROXY`, `WEFT_RMA_FLUSH_BYTES`
+    /// and `WEFT_RMA_TIMEOUT_S`.
+    pub fn from_config(weft: &crate::Weft) -> Result<Options> {
+        let v = &weft.config.values;
+        let text = |name: &str, default: &str| crate::sync::region::knob_text(v, name, default);
+        let timeout = text("WEFT_RMA_TIMEOUT_S", "60");
+        let o = Options {
+            coalesce: parse_bool(&text("WEFT_RMA_COALESCE", "1"), "WEFT_RMA_COALESCE")?,
+            proxy: parse_bool(&text("WEFT_RMA_PROXY", "0"), "WEFT_RMA_PROXY")?,
+            flush_bytes: weft_core::units::parse_bytes(&text("WEFT_RMA_FLUSH_BYTES", "64K"))?
+                as usize,
+            timeout_s: timeout.trim().parse().map_err(|_| {
+                Error::new(
+                    ErrorKind::Config,
+                    format!("WEFT_RMA_TIMEOUT_S={timeout}: expected a number of seconds"),
+                )
+            })?,
+        };
+        o.check()?;
+        Ok(o)
+    }
+
+    /// Checks the ranges.
+    pub fn check(&self) -> Result<()> {
+        if !(64..=wire::MAX_PAYLOAD_BYTES).contains(&self.flush_bytes) {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "WEFT_RMA_FLUSH_BYTES={}: must be 64 bytes to 1 MiB",
+                    self.flush_bytes
+                ),
+            ));
+        }
+        if self.timeout_s == 0 {
+            return Err(Error::new(
+                ErrorKind::Config,
+                "WEFT_RMA_TIMEOUT_S=0: must be at least 1 second",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn parse_bool(text: &str, name: &str) -> Result<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        t => Err(Error::new(
+            ErrorKind::Config,
+            format!("{name}={t}: expected 0/1, true/false, yes/no or on/off"),
+        )),
+    }
 }
 
 impl Net {
@@ -255,9 +315,10 @@ impl Net {
         me: u32,
         key: Vec<u8>,
         addrs: Vec<Vec<SocketAddr>>,
-        config: NetConfig,
+        config: &Options,
         service: service::Service,
     ) -> Result<Net> {
+        config.check()?;
         static IDS: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
             id: IDS.fetch_add(1, SeqCst),
@@ -267,7 +328,7 @@ impl Net {
             config: LaneConfig {
                 coalesce: config.coalesce,
                 flush_bytes: config.flush_bytes,
-                timeout: config.timeout,
+                timeout: std::time::Duration::from_secs(config.timeout_s),
             },
             lanes: Mutex::new(Vec::new()),
             ctx_lanes: Mutex::new(HashMap::new()),
