@@ -20,7 +20,7 @@
 #include "bench_util.h"
 
 static const char *USAGE = "pingpong [-i ITERS] [-t BUDGET_MS] [SIZES...]";
-enum { CHUNK = 100, MIN_ITERS = 1000, TAG_DATA = 1, TAG_GO = 2 };
+enum { CHUNK = 1000, MIN_ITERS = 1000, TAG_DATA = 1, TAG_GO = 2 };
 
 /* One round trip; the leader sends first. */
 static void round_trip(int leader, int peer, unsigned char *sbuf, unsigned char *rbuf, int n) {
