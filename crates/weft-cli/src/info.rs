@@ -70,8 +70,13 @@ pub fn run(args: InfoArgs) -> i32 {
     );
     println!("transports:  shm (same node), tcp (other nodes); `weft info --transports` scores the lanes");
     println!(
-        "  shm rings:   {} bytes per peer pair, eager limit {} bytes",
-        config.shm_ring_bytes, config.shm_eager_bytes
+        "  shm rings:   {} bytes per peer pair at first (eager limit {} bytes), {} bytes for up to {} peers past {} bytes of traffic (eager limit {} bytes)",
+        config.shm_small_ring_bytes,
+        config.shm_eager_bytes.min(config.shm_small_ring_bytes / 4),
+        config.shm_ring_bytes,
+        config.max_fast_peers,
+        config.fast_peer_bytes,
+        config.shm_eager_bytes
     );
     println!(
         "  rendezvous:  {} (CMA {}), both sides copy from {} bytes, fallback fragments of {} bytes",
@@ -96,6 +101,7 @@ pub fn run(args: InfoArgs) -> i32 {
             YieldMode::Never => "poll without yielding",
         }
     );
+    print_peer_memory(&config, args.nranks, args.ppn);
     println!(
         "knobs:       `weft info --knobs` lists all {}",
         knob_tables().iter().map(|t| t.len()).sum::<usize>()
@@ -213,6 +219,82 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The memory a rank uses for its peers: shared-memory rings it sends into and TCP receive
+/// buffers, in memory-saving mode and with the most peers allowed in high-speed mode, for a
+/// job of `nranks` ranks with `ppn` per node (`-n`, `--ppn`), and the node segment's size.
+fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
+    use weft_transport::shm::{ring::ring_footprint, Layout, Modes};
+    use weft_transport::tcp::{frame::Limits, receive_buffer_bytes};
+    let ppn = ppn.unwrap_or(nranks).clamp(1, nranks.max(1));
+    let local_peers = ppn as usize - 1;
+    let remote_peers = nranks.saturating_sub(ppn) as usize;
+    let small_ring = ring_footprint(config.shm_small_ring_bytes);
+    let large_ring = ring_footprint(config.shm_ring_bytes);
+    let limits = Limits {
+        eager_bytes: config.tcp_eager_bytes as u32,
+        fragment_bytes: config.tcp_fragment_bytes as u32,
+    };
+    let small_fragment = config.tcp_small_fragment_bytes() as u32;
+    let tcp_small = receive_buffer_bytes(&limits, small_fragment, false);
+    let tcp_large = receive_buffer_bytes(&limits, small_fragment, true);
+    let max_fast = config.max_fast_peers as usize;
+    let shm_min = local_peers * small_ring;
+    let shm_max = shm_min + local_peers.min(max_fast) * large_ring;
+    let tcp_min = remote_peers * tcp_small;
+    let tcp_max = tcp_min + remote_peers.min(max_fast) * (tcp_large - tcp_small);
+    println!(
+        "peer memory: per rank, {nranks} ranks with {ppn} per node (-n, --ppn): shm {} to {}, tcp {} to {} (all memory-saving .. {} peers of each kind high-speed)",
+        human(shm_min),
+        human(shm_max),
+        human(tcp_min),
+        human(tcp_max),
+        max_fast
+    );
+    println!(
+        "  per peer:    shm ring {} (+{} high-speed), tcp receive buffer {} ({} high-speed)",
+        human(small_ring),
+        human(large_ring),
+        human(tcp_small),
+        human(tcp_large)
+    );
+    let mut sizes = vec![16, 64];
+    if ppn >= 2 && !sizes.contains(&ppn) {
+        sizes.insert(0, ppn);
+    }
+    for local in sizes {
+        let layout = Layout {
+            local_size: local,
+            ring_bytes: config.shm_ring_bytes,
+            coll_bytes: config.shm_coll_bytes,
+        };
+        let modes = Modes::new(
+            &layout,
+            config.shm_small_ring_bytes,
+            config.max_fast_peers,
+            config.fast_peer_bytes,
+        );
+        println!(
+            "  segment:     {local} local ranks: {} ({} if every pair had a large ring)",
+            human(layout.segment_bytes_with(&modes)),
+            human(layout.segment_bytes())
+        );
+    }
+}
+
+/// Bytes in binary units with one decimal.
+fn human(bytes: usize) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
 }
 
 #[cfg(test)]

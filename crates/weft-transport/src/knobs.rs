@@ -14,7 +14,13 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SHM_RING_BYTES",
         kind: KnobKind::Bytes,
         default: "256K",
-        help: "size of each per-peer shared-memory ring (power of two, at least 4x the eager limit)",
+        help: "size of a high-speed shared-memory ring, used by a pair once its sender switched it (power of two, at least 4x the eager limit)",
+    },
+    Knob {
+        name: "WEFT_SHM_SMALL_RING_BYTES",
+        kind: KnobKind::Bytes,
+        default: "64K",
+        help: "size of the memory-saving shared-memory ring every pair of local ranks starts with (power of two, 4K up to WEFT_SHM_RING_BYTES; equal to it = no switching); eager messages through it are at most a quarter of it",
     },
     Knob {
         name: "WEFT_SHM_CMA",
@@ -67,13 +73,13 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_MAX_FAST_PEERS",
         kind: KnobKind::Uint,
-        default: "32",
-        help: "peers whose TCP connections may switch from small (memory-saving) to large (high-speed) receive buffers and fragments",
+        default: "8",
+        help: "peers per rank that may switch from memory-saving to high-speed buffers: TCP receive buffers and fragments, and shared-memory rings (each rank's segment share holds this many large rings)",
     },
     Knob {
         name: "WEFT_FAST_PEER_BYTES",
         kind: KnobKind::Bytes,
         default: "1M",
-        help: "bytes received from a peer over TCP after which it switches to high-speed buffers (while fewer than WEFT_MAX_FAST_PEERS have)",
+        help: "traffic with a peer after which it switches to high-speed buffers, while fewer than WEFT_MAX_FAST_PEERS have: bytes received over TCP, bytes a rank put into the peer's shared-memory ring",
     },
 ];

@@ -31,6 +31,7 @@ fn endpoints_with_rails(n: u32, key: &[u8], rails: u32) -> Vec<Endpoint> {
                 max_fast_peers: 1,
                 fast_after_bytes: 1 << 20,
                 rails,
+                rail_sources: Vec::new(),
             })
             .unwrap()
         })
@@ -252,4 +253,86 @@ fn fragments_are_striped_over_extra_rails() {
         "no fragment went over an extra rail"
     );
     assert!(eps[0].take_lost().is_empty() && eps[1].take_lost().is_empty());
+}
+
+/// Rank 0 stripes fragments to rank 1 over two rails whose lanes are the local addresses
+/// `sources`; rank 1 published `published` (its port filled in). Returns the (local,
+/// remote) address pair of each of rank 0's connections to rank 1, main connection first.
+fn rails_over(sources: &[Ipv4Addr], published: &[Ipv4Addr]) -> Vec<(IpAddr, IpAddr)> {
+    let mut eps: Vec<Endpoint> = (0..2u32)
+        .map(|rank| {
+            Endpoint::bind(TcpConfig {
+                rank,
+                size: 2,
+                key: vec![6u8; 32],
+                limits: LIMITS,
+                bind_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                interfaces: Vec::new(),
+                small_fragment_bytes: 32 * 1024,
+                max_fast_peers: 1,
+                fast_after_bytes: 1 << 20,
+                rails: 2,
+                rail_sources: sources.iter().map(|&ip| IpAddr::V4(ip)).collect(),
+            })
+            .unwrap()
+        })
+        .collect();
+    for r in 0..2usize {
+        let port = eps[r].addresses()[0].port();
+        let mut addrs: Vec<std::net::SocketAddr> =
+            published.iter().map(|&ip| (ip, port).into()).collect();
+        // As the runtime does: the main connection's lane first.
+        if let Some(&src) = sources.first() {
+            weft_transport::tcp::order_for_source(&mut addrs, IpAddr::V4(src));
+        }
+        eps[1 - r].set_peer_addresses(r as u32, addrs);
+    }
+    let mut got: Vec<Got> = vec![Vec::new(), Vec::new()];
+    let chunk = vec![0x3Cu8; 100_000];
+    for i in 0..20u32 {
+        let h = Header {
+            kind: KIND_FRAG,
+            len: chunk.len() as u32,
+            aux: 7,
+            ctx: i,
+            ..Header::default()
+        };
+        send_all(&mut eps, &mut got, 0, 1, &h, &chunk);
+        for _ in 0..20 {
+            pump(&mut eps, &mut got);
+        }
+    }
+    for _ in 0..1_000_000 {
+        if got[1].len() == 20 {
+            break;
+        }
+        pump(&mut eps, &mut got);
+    }
+    assert_eq!(got[1].len(), 20, "fragments lost");
+    eps[0]
+        .rail_addresses(1)
+        .into_iter()
+        .map(|(l, r)| (l.ip(), r.ip()))
+        .collect()
+}
+
+#[test]
+fn each_rail_leaves_by_its_own_lane_whatever_order_the_peer_published() {
+    // Two "interfaces" on loopback (127.0.0.0/8 is all local): the peer publishes them in the
+    // opposite order of the lane choice.
+    let (a, b) = (Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(127, 0, 1, 1));
+    let conns = rails_over(&[a, b], &[b, a]);
+    assert_eq!(
+        conns,
+        vec![
+            (IpAddr::V4(a), IpAddr::V4(a)),
+            (IpAddr::V4(b), IpAddr::V4(b))
+        ],
+        "main connection on lane {a}, rail 1 on lane {b}"
+    );
+    // Without lanes to follow, the kernel picks the source: both leave from one address, which
+    // is what the lanes prevent (on real hosts: one NIC carrying both rails).
+    let conns = rails_over(&[], &[b, a]);
+    assert_eq!(conns.len(), 2);
+    assert_eq!(conns[0].0, conns[1].0, "{conns:?}");
 }

@@ -31,6 +31,7 @@ fn endpoints(n: u32) -> Vec<Endpoint> {
                 max_fast_peers: 1,
                 fast_after_bytes: 1 << 20,
                 rails: 1,
+                rail_sources: Vec::new(),
             })
             .unwrap()
         })

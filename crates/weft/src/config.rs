@@ -32,8 +32,10 @@ pub enum CmaMode {
 pub struct Config {
     /// Largest message sent inline through the shared-memory ring.
     pub shm_eager_bytes: usize,
-    /// Size of each per-peer ring.
+    /// Size of a high-speed (large) per-pair ring.
     pub shm_ring_bytes: usize,
+    /// Size of the memory-saving ring every pair starts with.
+    pub shm_small_ring_bytes: usize,
     /// Fragment size of the pipelined copy rendezvous.
     pub shm_fragment_bytes: usize,
     /// Rendezvous messages of at least this size are copied by both sides at once.
@@ -56,7 +58,7 @@ pub struct Config {
     pub tcp_interfaces: Vec<String>,
     /// Progress calls between epoll polls while shared-memory peers exist and TCP is idle.
     pub tcp_poll_every: u32,
-    /// Peers that may switch to high-speed TCP buffers.
+    /// Peers that may switch to high-speed buffers (TCP and shared-memory rings).
     pub max_fast_peers: u32,
     /// Bytes received from a peer after which it switches to high-speed buffers.
     pub fast_peer_bytes: u64,
@@ -113,6 +115,17 @@ impl Config {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!("WEFT_SHM_RING_BYTES={ring}: must be a power of two of at least 4096"),
+            ));
+        }
+        // Unset, the small ring follows a smaller WEFT_SHM_RING_BYTES down.
+        let small_ring = match values.bytes("WEFT_SHM_SMALL_RING_BYTES") {
+            Some(b) if values.is_set("WEFT_SHM_SMALL_RING_BYTES") => b as usize,
+            b => ring.min(b.unwrap_or(65536) as usize),
+        };
+        if !small_ring.is_power_of_two() || small_ring < 4096 || small_ring > ring {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!("WEFT_SHM_SMALL_RING_BYTES={small_ring}: must be a power of two from 4096 to WEFT_SHM_RING_BYTES={ring}"),
             ));
         }
         let max_payload = weft_transport::shm::ring::max_payload(ring);
@@ -206,13 +219,14 @@ impl Config {
             max_rails: max_rails as u32,
             max_fast_peers: values
                 .uint("WEFT_MAX_FAST_PEERS")
-                .unwrap_or(32)
+                .unwrap_or(8)
                 .min(u32::MAX as u64) as u32,
             fast_peer_bytes: values.bytes("WEFT_FAST_PEER_BYTES").unwrap_or(1 << 20),
             stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
             job_secret,
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,
+            shm_small_ring_bytes: small_ring,
             shm_fragment_bytes: frag,
             shm_coll_bytes: (values.bytes("WEFT_SHM_COLL_BYTES").unwrap_or(4 << 20) as usize)
                 .next_multiple_of(4096),
@@ -233,6 +247,7 @@ mod tests {
     fn defaults() {
         let c = Config::from_vars(&[]).unwrap();
         assert_eq!(c.shm_eager_bytes, 16384);
+        assert_eq!((c.shm_small_ring_bytes, c.max_fast_peers), (65536, 8));
         assert_eq!(c.cma, CmaMode::Auto);
     }
 
@@ -240,6 +255,17 @@ mod tests {
     fn bad_values_name_the_knob() {
         let e = Config::from_vars(&[("WEFT_SHM_RING_BYTES", "5000")]).unwrap_err();
         assert!(e.message().contains("WEFT_SHM_RING_BYTES"), "{e}");
+        for small in ["5000", "1M"] {
+            let e = Config::from_vars(&[("WEFT_SHM_SMALL_RING_BYTES", small)]).unwrap_err();
+            assert!(e.message().contains("WEFT_SHM_SMALL_RING_BYTES"), "{e}");
+        }
+        let c = Config::from_vars(&[
+            ("WEFT_SHM_RING_BYTES", "16K"),
+            ("WEFT_SHM_EAGER_BYTES", "4K"),
+            ("WEFT_SHM_FRAGMENT_BYTES", "4K"),
+        ])
+        .unwrap();
+        assert_eq!(c.shm_small_ring_bytes, 16384);
         let e = Config::from_vars(&[("WEFT_SHM_EAGER_BYTES", "1M")]).unwrap_err();
         assert!(e.message().contains("WEFT_SHM_EAGER_BYTES"), "{e}");
         let e = Config::from_vars(&[("WEFT_SHM_CMA", "maybe")]).unwrap_err();

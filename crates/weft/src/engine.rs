@@ -671,9 +671,12 @@ impl Engine {
                 if self.core.dead[peer as usize] {
                     return Err(dead_peer_error(self.world_rank, dst_world, "send to"));
                 }
-                if data.len() <= self.core.eager_bytes && !synchronous {
+                let shm = self.shm.as_mut().expect("local peer without a segment");
+                // A pair still on its small ring takes eager messages up to a quarter of it
+                // (rings only grow, so a message queued now still fits when it goes).
+                let eager_bytes = self.core.eager_bytes.min(shm.ring_bytes(peer) / 4);
+                if data.len() <= eager_bytes && !synchronous {
                     if self.core.outq[peer as usize].is_empty() {
-                        let shm = self.shm.as_mut().expect("local peer without a segment");
                         // SAFETY: the caller keeps `data` alive for this call.
                         let bytes = unsafe { data.slice(0, data.len()) };
                         if shm.try_send(peer, &header, &[bytes]) {
@@ -1711,7 +1714,9 @@ impl Core {
                                 r.done = true;
                                 break true;
                             }
-                            let n = (total - r.frag_sent).min(self.fragment_bytes);
+                            let n = (total - r.frag_sent)
+                                .min(self.fragment_bytes)
+                                .min(shm.max_payload(peer as u32));
                             let h = Header {
                                 kind: KIND_FRAG,
                                 aux: r.remote_req,

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use weft_boot::Store;
 use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
-use weft_transport::shm::{Layout, ShmNode};
+use weft_transport::shm::{Layout, Modes, ShmNode};
 use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
 /// An initialised weft process: the world and self communicators and the progress engine.
@@ -175,8 +175,15 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                     coll_bytes: config.shm_coll_bytes,
                 };
                 let ready_key = format!("shm/{node_id}");
+                // Every pair starts on a small ring; the busiest peers move to large ones.
+                let modes = Modes::new(
+                    &layout,
+                    config.shm_small_ring_bytes,
+                    config.max_fast_peers,
+                    config.fast_peer_bytes,
+                );
                 let node = if my_local == 0 {
-                    let node = ShmNode::create(&name, layout, 0)
+                    let node = ShmNode::create_with(&name, layout, modes, 0)
                         .map_err(|e| e.context(format!("rank {rank}")))?;
                     store.put(&ready_key, b"1")?;
                     node
@@ -206,7 +213,7 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         Some(store) if size > 1 && (tcp_local || (local_size < size)) => {
             let ppn = local_size;
             // The lane choice decides which peers TCP serves; it is the same on every rank.
-            let lanes = lane_candidates(&config)?;
+            let (lanes, lane_ips) = lanes_with_addresses(&config)?;
             let policy = lane_policy(&config);
             let kinds: &[bool] = if local_size < size {
                 &[true, false]
@@ -214,11 +221,17 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 &[true]
             };
             let mut rails = 1;
+            let mut rail_sources = Vec::new();
             for &same_node in kinds {
                 let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
                     .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
                 if !same_node {
                     rails = c.large.len() as u32;
+                    // Each rail leaves from its lane's interface (see TcpConfig::rail_sources).
+                    rail_sources = c.large.iter().filter_map(|&l| lane_ips[l]).collect();
+                    if rail_sources.len() != c.large.len() {
+                        rail_sources.clear();
+                    }
                 }
                 let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
                 if same_node && tcp_chosen != tcp_local {
@@ -232,7 +245,13 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 None
             } else {
                 Some(open_tcp(
-                    rank, size, &config, store, &node_of, timeout, rails,
+                    rank,
+                    size,
+                    &config,
+                    store,
+                    &node_of,
+                    rails,
+                    rail_sources,
                 )?)
             }
         }
@@ -275,9 +294,10 @@ fn open_tcp(
     config: &Config,
     store: &Arc<dyn Store>,
     node_of: &[u32],
-    timeout: Duration,
     rails: u32,
+    rail_sources: Vec<std::net::IpAddr>,
 ) -> Result<Endpoint> {
+    let timeout = Duration::from_secs(config.boot_timeout_s);
     let at = |what: &str| format!("rank {rank}: {what}");
     // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
     // rank 0 and shared through the store, which only holders of the job secret can read.
@@ -317,6 +337,7 @@ fn open_tcp(
         max_fast_peers: config.max_fast_peers,
         fast_after_bytes: config.fast_peer_bytes,
         rails,
+        rail_sources: rail_sources.clone(),
     })
     .map_err(|e| e.context(at("TCP")))?;
     store
@@ -335,6 +356,10 @@ fn open_tcp(
             let port = addrs.first().map(|a| a.port()).unwrap_or(0);
             addrs.insert(0, (std::net::Ipv4Addr::LOCALHOST, port).into());
             addrs.dedup();
+        } else if let Some(&src) = rail_sources.first() {
+            // The main connection goes over the first lane chosen, not the first address
+            // the peer happened to publish.
+            tcp::order_for_source(&mut addrs, src);
         }
         ep.set_peer_addresses(r, addrs);
     }
@@ -347,6 +372,12 @@ fn open_tcp(
 /// NIC speed and NUMA node come from /sys when the machine says; the figures are defaults
 /// for the model, not measurements.
 pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
+    Ok(lanes_with_addresses(config)?.0)
+}
+
+/// [`lane_candidates`], with each lane's local address (None for shared memory).
+fn lanes_with_addresses(config: &Config) -> Result<(Vec<LaneDesc>, Vec<Option<std::net::IpAddr>>)> {
+    let mut ips = vec![None];
     let mut lanes = vec![LaneDesc {
         name: "shm".into(),
         transport: TransportKind::Shm,
@@ -365,6 +396,7 @@ pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
     // it can reach at all (ranks given other node ids) is on this host, so it reaches them.
     let has_nic = ifaces.iter().any(|(_, ip)| !ip.is_loopback());
     for (iface, ip) in ifaces {
+        ips.push(Some(ip));
         let loopback = ip.is_loopback();
         let speed_mbit = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
             .ok()
@@ -399,7 +431,7 @@ pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
             },
         });
     }
-    Ok(lanes)
+    Ok((lanes, ips))
 }
 
 /// The lane policy the knobs describe.
@@ -499,6 +531,22 @@ impl Weft {
     /// peers switched to high-speed buffers (at most `WEFT_MAX_FAST_PEERS`).
     pub fn tcp_peer_memory(&self) -> (usize, u32) {
         self.engine.borrow().tcp_memory()
+    }
+
+    /// Memory this rank holds for its shared-memory peers (bytes of the rings it sends into:
+    /// a small ring per local peer, a large one per peer in high-speed mode) and how many
+    /// peers it sends to in high-speed mode (at most `WEFT_MAX_FAST_PEERS`).
+    pub fn shm_peer_memory(&self) -> (usize, u32) {
+        self.engine
+            .borrow()
+            .shm()
+            .map_or((0, 0), |s| (s.ring_memory_bytes(), s.fast_peer_count()))
+    }
+
+    /// Memory this rank holds for all its peers, in bytes: shared-memory rings it sends into
+    /// plus TCP connection buffers.
+    pub fn peer_memory_bytes(&self) -> usize {
+        self.shm_peer_memory().0 + self.tcp_peer_memory().0
     }
 
     /// Rendezvous fragments this rank sent over extra TCP rails (striping).

@@ -1,10 +1,23 @@
 //! The shared-memory transport: one segment per node holding a header (each local rank's
-//! pid and CMA probe word) and one single-producer ring for every ordered pair of local ranks.
+//! pid and CMA probe word), one small single-producer ring for every ordered pair of local
+//! ranks, and a pool of large rings per rank.
+//!
+//! Buffer modes (seed 003): every pair starts on its small ring (memory-saving). Once a
+//! sender has put [`Modes::fast_after_bytes`] into a peer's ring it moves that pair to one of
+//! its own large rings (high-speed), at most [`Modes::fast_rings`] peers per sender. The move
+//! is an in-band message ([`KIND_SWITCH`]) that is the last thing written to the old ring, so
+//! the consumer reads the old ring to its end and then follows to the new one: order holds
+//! without any other synchronisation. Large rings are never given back (a pair that was busy
+//! once is likely to be busy again, and giving back would need a second handshake).
+//! Neither end allocates or makes a system call when it switches: the pool is part of the
+//! segment, and its pages are only touched (and so only take memory) once used.
 //!
 //! Setup is two-phase because the creator and the others must be ordered by the bootstrap
 //! store (which this crate does not know): local rank 0 calls [`ShmNode::create`], publishes
 //! that fact, the others call [`ShmNode::attach`]; once everybody is attached the creator
 //! calls [`ShmNode::unlink`] so nothing is left in `/dev/shm` even if the job dies later.
+//! This module must not depend on the runtime's message kinds beyond reserving
+//! [`KIND_SWITCH`].
 
 pub mod cma;
 pub mod coll;
@@ -19,7 +32,11 @@ use weft_core::{Error, ErrorKind, Result};
 
 pub use ring::{Header, INLINE_BYTES};
 
-const MAGIC: u64 = 0x7765_6674_7368_6d31; // "weftshm1"
+/// Message kind reserved by this module: "the rest of this pair's messages are in the
+/// sender's large ring number `aux`". Never handed to the runtime.
+pub const KIND_SWITCH: u8 = 0xff;
+
+const MAGIC: u64 = 0x7765_6674_7368_6d32; // "weftshm2"
 const SLOTS_OFFSET: usize = 256;
 const SLOT_BYTES: usize = 64;
 const PAGE_BYTES: usize = 4096;
@@ -28,12 +45,16 @@ const PAGE_BYTES: usize = 4096;
 struct SegmentHeader {
     magic: AtomicU64,
     local_size: AtomicU32,
-    _pad: u32,
+    fast_rings: AtomicU32,
     ring_bytes: AtomicU64,
     attached: AtomicU32,
     _pad2: u32,
     coll_bytes: AtomicU64,
+    small_ring_bytes: AtomicU64,
+    fast_after_bytes: AtomicU64,
 }
+
+const _: () = assert!(std::mem::size_of::<SegmentHeader>() <= SLOTS_OFFSET);
 
 #[repr(C)]
 struct RankSlot {
@@ -48,49 +69,132 @@ struct RankSlot {
 pub struct Layout {
     /// Number of local ranks.
     pub local_size: u32,
-    /// Bytes of cells per ring (power of two).
+    /// Bytes of cells per high-speed ring (power of two). Without [`Modes`] every pair's
+    /// ring has this size.
     pub ring_bytes: usize,
     /// Bytes of the node-wide area for shared-memory collectives (multiple of 4096; may be 0).
     pub coll_bytes: usize,
 }
 
-impl Layout {
+/// Per-pair buffer modes: small rings first, large ones for the busiest peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Modes {
+    /// Bytes of cells of every pair's first (memory-saving) ring (power of two, at most
+    /// [`Layout::ring_bytes`]).
+    pub small_ring_bytes: usize,
+    /// Large rings in each rank's pool: the most peers a rank sends to in high-speed mode
+    /// (`WEFT_MAX_FAST_PEERS`, capped at `local_size - 1`).
+    pub fast_rings: u32,
+    /// Bytes a rank puts into a peer's small ring before it moves the pair to a large ring
+    /// (`WEFT_FAST_PEER_BYTES`).
+    pub fast_after_bytes: u64,
+}
+
+impl Modes {
+    /// No small rings: every pair uses a ring of `layout.ring_bytes` from the start.
+    pub fn fixed(layout: &Layout) -> Modes {
+        Modes {
+            small_ring_bytes: layout.ring_bytes,
+            fast_rings: 0,
+            fast_after_bytes: u64::MAX,
+        }
+    }
+
+    /// Small rings of `small_ring_bytes` and a pool of `max_fast_peers` large rings per rank
+    /// (no more than it has peers).
+    pub fn new(
+        layout: &Layout,
+        small_ring_bytes: usize,
+        max_fast_peers: u32,
+        fast_after_bytes: u64,
+    ) -> Modes {
+        if small_ring_bytes >= layout.ring_bytes {
+            return Modes::fixed(layout);
+        }
+        Modes {
+            small_ring_bytes,
+            fast_rings: max_fast_peers.min(layout.local_size.saturating_sub(1)),
+            fast_after_bytes,
+        }
+    }
+}
+
+/// Offsets of everything in a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Geometry {
+    layout: Layout,
+    modes: Modes,
+}
+
+impl Geometry {
     fn rings_offset(&self) -> usize {
-        (SLOTS_OFFSET + self.local_size as usize * SLOT_BYTES).next_multiple_of(PAGE_BYTES)
+        (SLOTS_OFFSET + self.layout.local_size as usize * SLOT_BYTES).next_multiple_of(PAGE_BYTES)
     }
 
+    /// The small ring of the pair (src, dst).
     fn ring_offset(&self, src: u32, dst: u32) -> usize {
+        let n = self.layout.local_size as usize;
         self.rings_offset()
-            + (src as usize * self.local_size as usize + dst as usize)
-                * ring::ring_footprint(self.ring_bytes)
+            + (src as usize * n + dst as usize) * ring::ring_footprint(self.modes.small_ring_bytes)
     }
 
-    fn coll_offset(&self) -> usize {
-        self.ring_offset(self.local_size, 0)
+    fn pool_offset(&self) -> usize {
+        self.ring_offset(self.layout.local_size, 0)
             .next_multiple_of(PAGE_BYTES)
     }
 
-    /// Total segment size in bytes (rings, then the collective area).
-    pub fn segment_bytes(&self) -> usize {
-        self.coll_offset() + self.coll_bytes.next_multiple_of(PAGE_BYTES)
+    /// Large ring `k` of sender `src`'s pool.
+    fn fast_ring_offset(&self, src: u32, k: u32) -> usize {
+        self.pool_offset()
+            + (src as usize * self.modes.fast_rings as usize + k as usize)
+                * ring::ring_footprint(self.layout.ring_bytes)
+    }
+
+    fn coll_offset(&self) -> usize {
+        self.fast_ring_offset(self.layout.local_size, 0)
+            .next_multiple_of(PAGE_BYTES)
+    }
+
+    fn segment_bytes(&self) -> usize {
+        self.coll_offset() + self.layout.coll_bytes.next_multiple_of(PAGE_BYTES)
     }
 
     fn validate(&self) -> Result<()> {
-        if self.local_size == 0 || self.local_size > 4096 {
+        let l = &self.layout;
+        if l.local_size == 0 || l.local_size > 4096 {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!(
                     "shared-memory segment for {} local ranks: must be 1..=4096",
-                    self.local_size
+                    l.local_size
                 ),
             ));
         }
-        if !self.ring_bytes.is_power_of_two() || self.ring_bytes < 4096 {
+        if !l.ring_bytes.is_power_of_two() || l.ring_bytes < 4096 {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!(
                     "WEFT_SHM_RING_BYTES={}: must be a power of two of at least 4096",
-                    self.ring_bytes
+                    l.ring_bytes
+                ),
+            ));
+        }
+        let small = self.modes.small_ring_bytes;
+        if !small.is_power_of_two() || small < 4096 || small > l.ring_bytes {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "WEFT_SHM_SMALL_RING_BYTES={small}: must be a power of two from 4096 to WEFT_SHM_RING_BYTES={}",
+                    l.ring_bytes
+                ),
+            ));
+        }
+        if self.modes.fast_rings >= l.local_size {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "{} large rings per rank for {} local ranks: at most one per peer",
+                    self.modes.fast_rings, l.local_size
                 ),
             ));
         }
@@ -98,36 +202,71 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// Total segment size in bytes when every pair has a ring of `ring_bytes` (no modes).
+    pub fn segment_bytes(&self) -> usize {
+        self.segment_bytes_with(&Modes::fixed(self))
+    }
+
+    /// Total segment size in bytes with `modes`: small rings, the pools of large rings, then
+    /// the collective area.
+    pub fn segment_bytes_with(&self, modes: &Modes) -> usize {
+        Geometry {
+            layout: *self,
+            modes: *modes,
+        }
+        .segment_bytes()
+    }
+}
+
 /// This process's view of the node segment: its producing ends towards every local peer and
 /// its consuming ends from every local peer.
 pub struct ShmNode {
     seg: Segment,
-    layout: Layout,
+    geo: Geometry,
     me: u32,
     out: Vec<Producer>,
     inbound: Vec<Consumer>,
+    /// Per peer: cells put into its current ring at which to try moving the pair to a large
+    /// ring (`u64::MAX` once moved, or when the pool is used up), so the send path tests one
+    /// number and nothing else.
+    switch_at_cells: Vec<u64>,
+    /// Large rings of our pool in use (peers we send to in high-speed mode).
+    fast_out: u32,
+    /// Peers that moved their sends to us to a large ring.
+    fast_in: u32,
 }
 
 impl ShmNode {
-    /// Creates the node segment `name` (mode 0600) for `layout` and attaches as local rank `me`.
+    /// Creates the node segment `name` (mode 0600) for `layout`, every pair with a ring of
+    /// `layout.ring_bytes`, and attaches as local rank `me`.
     pub fn create(name: &str, layout: Layout, me: u32) -> Result<ShmNode> {
-        layout.validate()?;
-        let seg = Segment::create(name, layout.segment_bytes())?;
+        Self::create_with(name, layout, Modes::fixed(&layout), me)
+    }
+
+    /// Creates the node segment `name` (mode 0600) with per-pair buffer `modes` and attaches
+    /// as local rank `me`. The attaching ranks read the modes from the segment.
+    pub fn create_with(name: &str, layout: Layout, modes: Modes, me: u32) -> Result<ShmNode> {
+        let geo = Geometry { layout, modes };
+        geo.validate()?;
+        let seg = Segment::create(name, geo.segment_bytes())?;
         let header = seg.base() as *const SegmentHeader;
         // SAFETY: the segment is at least one page, zero-filled, and page-aligned.
         unsafe {
-            (*header)
-                .local_size
-                .store(layout.local_size, Ordering::Relaxed);
-            (*header)
-                .ring_bytes
+            let h = &*header;
+            h.local_size.store(layout.local_size, Ordering::Relaxed);
+            h.ring_bytes
                 .store(layout.ring_bytes as u64, Ordering::Relaxed);
-            (*header)
-                .coll_bytes
+            h.coll_bytes
                 .store(layout.coll_bytes as u64, Ordering::Relaxed);
-            (*header).magic.store(MAGIC, Ordering::Release);
+            h.small_ring_bytes
+                .store(modes.small_ring_bytes as u64, Ordering::Relaxed);
+            h.fast_rings.store(modes.fast_rings, Ordering::Relaxed);
+            h.fast_after_bytes
+                .store(modes.fast_after_bytes, Ordering::Relaxed);
+            h.magic.store(MAGIC, Ordering::Release);
         }
-        Self::finish_attach(seg, layout, me)
+        Self::finish_attach(seg, geo, me)
     }
 
     /// Attaches to the segment `name` created by another local rank, as local rank `me`.
@@ -139,75 +278,79 @@ impl ShmNode {
                 format!("segment {name} is only {} bytes", seg.len()),
             ));
         }
-        let header = seg.base() as *const SegmentHeader;
         // SAFETY: at least one page is mapped (checked above).
-        let (magic, local_size, ring_bytes, coll_bytes) = unsafe {
-            (
-                (*header).magic.load(Ordering::Acquire),
-                (*header).local_size.load(Ordering::Relaxed),
-                (*header).ring_bytes.load(Ordering::Relaxed) as usize,
-                (*header).coll_bytes.load(Ordering::Relaxed) as usize,
-            )
-        };
+        let h = unsafe { &*(seg.base() as *const SegmentHeader) };
+        let magic = h.magic.load(Ordering::Acquire);
         if magic != MAGIC {
             return Err(Error::new(
                 ErrorKind::Protocol,
                 format!("segment {name} has a bad magic number {magic:#x}"),
             ));
         }
-        let layout = Layout {
-            local_size,
-            ring_bytes,
-            coll_bytes,
+        let geo = Geometry {
+            layout: Layout {
+                local_size: h.local_size.load(Ordering::Relaxed),
+                ring_bytes: h.ring_bytes.load(Ordering::Relaxed) as usize,
+                coll_bytes: h.coll_bytes.load(Ordering::Relaxed) as usize,
+            },
+            modes: Modes {
+                small_ring_bytes: h.small_ring_bytes.load(Ordering::Relaxed) as usize,
+                fast_rings: h.fast_rings.load(Ordering::Relaxed),
+                fast_after_bytes: h.fast_after_bytes.load(Ordering::Relaxed),
+            },
         };
-        layout.validate()?;
-        if seg.len() < layout.segment_bytes() {
+        geo.validate()?;
+        if seg.len() < geo.segment_bytes() {
             return Err(Error::new(
                 ErrorKind::Protocol,
                 format!(
                     "segment {name} is {} bytes, layout needs {}",
                     seg.len(),
-                    layout.segment_bytes()
+                    geo.segment_bytes()
                 ),
             ));
         }
-        Self::finish_attach(seg, layout, me)
+        Self::finish_attach(seg, geo, me)
     }
 
-    fn finish_attach(seg: Segment, layout: Layout, me: u32) -> Result<ShmNode> {
-        if me >= layout.local_size {
+    fn finish_attach(seg: Segment, geo: Geometry, me: u32) -> Result<ShmNode> {
+        if me >= geo.layout.local_size {
             return Err(Error::new(
                 ErrorKind::InvalidRank,
                 format!(
                     "local rank {me} attaching to a segment for {} ranks",
-                    layout.local_size
+                    geo.layout.local_size
                 ),
             ));
         }
         let base = seg.base();
-        let n = layout.local_size;
+        let n = geo.layout.local_size;
+        let small = geo.modes.small_ring_bytes;
         let mut out = Vec::with_capacity(n as usize);
         let mut inbound = Vec::with_capacity(n as usize);
         for peer in 0..n {
             // SAFETY: ring offsets lie inside the segment (its size was checked against the
-            // layout); each (src, dst) ring has exactly one producer (src) and one consumer (dst).
+            // geometry); each (src, dst) ring has exactly one producer (src) and one consumer
+            // (dst).
             unsafe {
-                out.push(Producer::new(
-                    base.add(layout.ring_offset(me, peer)),
-                    layout.ring_bytes,
-                ));
-                inbound.push(Consumer::new(
-                    base.add(layout.ring_offset(peer, me)),
-                    layout.ring_bytes,
-                ));
+                out.push(Producer::new(base.add(geo.ring_offset(me, peer)), small));
+                inbound.push(Consumer::new(base.add(geo.ring_offset(peer, me)), small));
             }
         }
+        let switch_at = if geo.modes.fast_rings == 0 {
+            u64::MAX
+        } else {
+            geo.modes.fast_after_bytes.div_ceil(ring::CELL_BYTES as u64)
+        };
         let node = ShmNode {
             seg,
-            layout,
+            geo,
             me,
             out,
             inbound,
+            switch_at_cells: vec![switch_at; n as usize],
+            fast_out: 0,
+            fast_in: 0,
         };
         let pid = std::process::id() as i32;
         let (probe_addr, probe_value) = cma::probe_target(pid);
@@ -225,7 +368,7 @@ impl ShmNode {
     }
 
     fn slot(&self, local: u32) -> &RankSlot {
-        assert!(local < self.layout.local_size);
+        assert!(local < self.geo.layout.local_size);
         // SAFETY: slots lie between SLOTS_OFFSET and rings_offset(), inside the mapping.
         unsafe {
             &*(self
@@ -247,7 +390,37 @@ impl ShmNode {
 
     /// The segment's geometry.
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.geo.layout
+    }
+
+    /// The segment's buffer modes.
+    pub fn modes(&self) -> Modes {
+        self.geo.modes
+    }
+
+    /// Peers this rank sends to through a large ring (at most [`Modes::fast_rings`]).
+    pub fn fast_peer_count(&self) -> u32 {
+        self.fast_out
+    }
+
+    /// Peers that send to this rank through a large ring.
+    pub fn fast_inbound_count(&self) -> u32 {
+        self.fast_in
+    }
+
+    /// Bytes of rings this rank sends into (control areas included): one small ring per
+    /// peer and the large rings it moved to. Summed over a node's ranks this is the
+    /// segment's ring memory in use; large rings nobody moved to are never touched, so they
+    /// take no memory.
+    pub fn ring_memory_bytes(&self) -> usize {
+        let peers = self.geo.layout.local_size as usize - 1;
+        peers * ring::ring_footprint(self.geo.modes.small_ring_bytes)
+            + self.fast_out as usize * ring::ring_footprint(self.geo.layout.ring_bytes)
+    }
+
+    /// Length of the whole segment in bytes.
+    pub fn segment_bytes(&self) -> usize {
+        self.geo.segment_bytes()
     }
 
     /// This process's local rank.
@@ -284,32 +457,110 @@ impl ShmNode {
     pub fn coll_area(&self) -> (*mut u8, usize) {
         // SAFETY: the area lies inside the mapping (its size was checked against the layout).
         (
-            unsafe { self.seg.base().add(self.layout.coll_offset()) },
-            self.layout.coll_bytes,
+            unsafe { self.seg.base().add(self.geo.coll_offset()) },
+            self.geo.layout.coll_bytes,
         )
     }
 
-    /// Largest payload of one ring message.
-    pub fn max_payload(&self) -> usize {
-        ring::max_payload(self.layout.ring_bytes)
+    /// Largest payload of one message to local rank `peer` now (its ring may grow later,
+    /// never shrink).
+    #[inline]
+    pub fn max_payload(&self, peer: u32) -> usize {
+        self.out[peer as usize].max_payload()
+    }
+
+    /// Bytes of cells of the ring this rank sends to local rank `peer` through now.
+    #[inline]
+    pub fn ring_bytes(&self, peer: u32) -> usize {
+        self.out[peer as usize].ring_bytes()
     }
 
     /// Sends one message to local rank `peer`; false when its ring is full right now.
     #[inline]
     pub fn try_send(&mut self, peer: u32, header: &Header, parts: &[&[u8]]) -> bool {
-        self.out[peer as usize].try_send(header, parts)
+        let p = peer as usize;
+        if self.out[p].cells_sent() >= self.switch_at_cells[p] {
+            self.try_switch(p);
+        }
+        self.out[p].try_send(header, parts)
     }
 
-    /// True when a message from local rank `peer` is waiting.
+    /// Moves the pair (me, `p`) to the next large ring of our pool, if one is left and the
+    /// small ring has room for the switch message (otherwise the next send tries again).
+    #[cold]
+    fn try_switch(&mut self, p: usize) {
+        let k = self.fast_out;
+        if k >= self.geo.modes.fast_rings {
+            self.switch_at_cells.fill(u64::MAX);
+            return;
+        }
+        let h = Header {
+            kind: KIND_SWITCH,
+            aux: k,
+            ..Header::default()
+        };
+        if !self.out[p].try_send(&h, &[]) {
+            return;
+        }
+        let off = self.geo.fast_ring_offset(self.me, k);
+        // SAFETY: the ring lies inside the segment; ring k of our pool is used by us alone,
+        // for this pair alone (k is handed out once), and is still zero-filled.
+        self.out[p] =
+            unsafe { Producer::new(self.seg.base().add(off), self.geo.layout.ring_bytes) };
+        self.fast_out += 1;
+        self.switch_at_cells[p] = u64::MAX;
+        if self.fast_out == self.geo.modes.fast_rings {
+            self.switch_at_cells.fill(u64::MAX);
+        }
+    }
+
+    /// True when a message from local rank `peer` is waiting (possibly only the switch to a
+    /// large ring, after which [`ShmNode::poll`] may still find nothing).
     #[inline]
     pub fn ready(&self, peer: u32) -> bool {
         self.inbound[peer as usize].ready()
     }
 
-    /// Takes the next message from local rank `peer`, if any, handing header and payload to `f`.
+    /// Takes the next message from local rank `peer`, if any, handing header and payload to
+    /// `f`. Follows the peer to its large ring when it switched.
     #[inline]
     pub fn poll<R>(&mut self, peer: u32, f: impl FnOnce(&Header, &[u8], &[u8]) -> R) -> Option<R> {
-        self.inbound[peer as usize].poll(f)
+        let mut f = Some(f);
+        loop {
+            let got = self.inbound[peer as usize].poll(|h, a, b| {
+                if h.kind == KIND_SWITCH {
+                    Err(h.aux)
+                } else {
+                    // `f` is only taken here, and this branch returns at once below.
+                    Ok(f.take().map(|f| f(h, a, b)))
+                }
+            })?;
+            match got {
+                Ok(r) => return r,
+                Err(k) => self.follow_switch(peer, k),
+            }
+        }
+    }
+
+    /// Peer `peer` wrote its last message to our small ring and continues in ring `k` of its
+    /// pool.
+    #[cold]
+    fn follow_switch(&mut self, peer: u32, k: u32) {
+        if k >= self.geo.modes.fast_rings {
+            // Only a local rank of this job writes here; a bad index is a bug, not an attack.
+            // Staying on the old ring stalls this pair rather than reading foreign memory.
+            eprintln!(
+                "weft: local rank {}: local rank {peer} switched to large ring {k} of {}; ignored",
+                self.me, self.geo.modes.fast_rings
+            );
+            return;
+        }
+        let off = self.geo.fast_ring_offset(peer, k);
+        // SAFETY: the ring lies inside the segment; its producer (peer) gave it to this pair
+        // alone, and we are the pair's only consumer.
+        self.inbound[peer as usize] =
+            unsafe { Consumer::new(self.seg.base().add(off), self.geo.layout.ring_bytes) };
+        self.fast_in += 1;
     }
 }
 
@@ -464,6 +715,144 @@ mod tests {
             Some(ErrorKind::InvalidRank)
         );
         a.unlink().unwrap();
+    }
+
+    fn msg(tag: u32, len: usize) -> (Header, Vec<u8>) {
+        let h = Header {
+            kind: 1,
+            tag: tag as i32,
+            len: len as u32,
+            ..Header::default()
+        };
+        (h, (0..len).map(|i| (i as u32 ^ tag) as u8).collect())
+    }
+
+    #[test]
+    fn only_the_cap_of_pairs_moves_to_large_rings_and_order_holds() {
+        let n = name("modes");
+        let layout = Layout {
+            local_size: 4,
+            ring_bytes: 65536,
+            coll_bytes: 0,
+        };
+        let modes = Modes::new(&layout, 4096, 1, 8192);
+        assert_eq!(modes.fast_rings, 1);
+        let mut a = ShmNode::create_with(&n, layout, modes, 0).unwrap();
+        let mut peers: Vec<ShmNode> = (1..4).map(|r| ShmNode::attach(&n, r).unwrap()).collect();
+        a.unlink().unwrap();
+        assert_eq!(peers[0].modes(), modes);
+        assert_eq!(a.max_payload(1), ring::max_payload(4096));
+        // Every peer gets far more than the threshold, interleaved; each checks order and data.
+        let mut next = [0u32; 3];
+        let mut expect = [0u32; 3];
+        for round in 0..3000u32 {
+            for p in 0..3 {
+                let (h, data) = msg(next[p], (round as usize * 13) % 1000);
+                if a.try_send(
+                    p as u32 + 1,
+                    &h,
+                    &[&data[..data.len() / 3], &data[data.len() / 3..]],
+                ) {
+                    next[p] += 1;
+                }
+                if round % 2 == 0 {
+                    while let Some((h, d)) = peers[p].poll(0, |h, x, y| (*h, [x, y].concat())) {
+                        let (eh, ed) = msg(expect[p], d.len());
+                        assert_eq!((h.tag, h.len), (eh.tag, eh.len), "peer {p}");
+                        assert_eq!(d, ed, "peer {p} message {}", expect[p]);
+                        expect[p] += 1;
+                    }
+                }
+            }
+        }
+        for p in 0..3 {
+            while peers[p]
+                .poll(0, |h, _, _| assert_eq!(h.tag as u32, expect[p]))
+                .is_some()
+            {
+                expect[p] += 1;
+            }
+            assert_eq!(expect[p], next[p], "peer {p} lost messages");
+            assert!(next[p] > 1000, "peer {p}: only {} messages", next[p]);
+        }
+        assert_eq!(a.fast_peer_count(), 1);
+        let followed: u32 = peers.iter().map(ShmNode::fast_inbound_count).sum();
+        assert_eq!(followed, 1, "exactly one pair moved");
+        let fast = (1..4).find(|&p| a.ring_bytes(p) == 65536).unwrap();
+        assert_eq!(peers[fast as usize - 1].fast_inbound_count(), 1);
+        assert_eq!(
+            (1..4).filter(|&p| a.ring_bytes(p) == 4096).count(),
+            2,
+            "the others stay small"
+        );
+        // The large ring carries what the small one could not.
+        let big = ring::max_payload(4096) + 1000;
+        let (h, data) = msg(next[fast as usize - 1], big);
+        assert!(a.try_send(fast, &h, &[&data]));
+        let got = peers[fast as usize - 1]
+            .poll(0, |_, x, y| [x, y].concat())
+            .unwrap();
+        assert_eq!(got, data);
+        assert_eq!(
+            a.ring_memory_bytes(),
+            2 * ring::ring_footprint(4096)
+                + ring::ring_footprint(4096)
+                + ring::ring_footprint(65536)
+        );
+    }
+
+    #[test]
+    fn a_full_small_ring_delays_the_switch_without_losing_order() {
+        let n = name("full");
+        let layout = Layout {
+            local_size: 2,
+            ring_bytes: 16384,
+            coll_bytes: 0,
+        };
+        // 64 cells of 64 bytes; the threshold is passed when the ring is full.
+        let mut a =
+            ShmNode::create_with(&n, layout, Modes::new(&layout, 4096, 1, 63 * 64), 0).unwrap();
+        let mut b = ShmNode::attach(&n, 1).unwrap();
+        a.unlink().unwrap();
+        let (h0, d0) = msg(0, 2016); // 32 cells
+        let (h1, d1) = msg(1, 1952); // 31 cells: 63 in use, the last one kept free
+        assert!(a.try_send(1, &h0, &[&d0]));
+        assert!(a.try_send(1, &h1, &[&d1]));
+        let (h2, d2) = msg(2, 10);
+        assert!(
+            !a.try_send(1, &h2, &[&d2]),
+            "no room for the switch nor the message"
+        );
+        assert_eq!(a.fast_peer_count(), 0);
+        assert_eq!(b.poll(0, |h, _, _| h.tag), Some(0));
+        assert!(
+            a.try_send(1, &h2, &[&d2]),
+            "room now: switch, then the message"
+        );
+        assert_eq!((a.fast_peer_count(), a.ring_bytes(1)), (1, 16384));
+        assert_eq!(b.poll(0, |h, x, y| (h.tag, [x, y].concat())), Some((1, d1)));
+        assert_eq!(b.fast_inbound_count(), 0, "the switch is behind message 1");
+        assert_eq!(b.poll(0, |h, x, y| (h.tag, [x, y].concat())), Some((2, d2)));
+        assert_eq!(b.fast_inbound_count(), 1);
+        assert!(b.poll(0, |_, _, _| ()).is_none());
+    }
+
+    #[test]
+    fn small_rings_shrink_large_segments() {
+        // Default knobs: 256K large rings, 64K small rings, 8 fast peers, 4M collective area.
+        for (local, at_most_percent) in [(16u32, 80usize), (64, 40)] {
+            let layout = Layout {
+                local_size: local,
+                ring_bytes: 256 << 10,
+                coll_bytes: 4 << 20,
+            };
+            let before = layout.segment_bytes();
+            let after = layout.segment_bytes_with(&Modes::new(&layout, 64 << 10, 8, 1 << 20));
+            assert!(
+                after * 100 <= before * at_most_percent,
+                "{local} local ranks: {after} bytes with modes, {before} without"
+            );
+        }
     }
 
     #[test]

@@ -113,8 +113,21 @@ impl Producer {
     }
 
     /// Largest payload one message may carry.
+    #[inline]
     pub fn max_payload(&self) -> usize {
         max_payload(self.ring_bytes)
+    }
+
+    /// Bytes of cells of this ring.
+    #[inline]
+    pub fn ring_bytes(&self) -> usize {
+        self.ring_bytes
+    }
+
+    /// Cells written since the ring was made (its traffic, in units of [`CELL_BYTES`]).
+    #[inline]
+    pub fn cells_sent(&self) -> u64 {
+        self.head
     }
 
     /// Sends one message whose payload is the concatenation of `parts`. Returns false, without

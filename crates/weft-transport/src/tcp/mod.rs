@@ -102,6 +102,11 @@ pub struct TcpConfig {
     pub fast_after_bytes: u64,
     /// Connections per peer that fragments are striped over (1 = no striping).
     pub rails: u32,
+    /// Local address of each rail's interface, in the lane choice's order (rail 0 is the
+    /// main connection). Rail `r` dials the peer address on the same subnet as
+    /// `rail_sources[r]` from that address, so the rails leave by different interfaces
+    /// whatever order the peer published its addresses in. Empty: no preference.
+    pub rail_sources: Vec<IpAddr>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -163,6 +168,21 @@ enum Close {
     Redial(String),
 }
 
+/// Receive buffer of a connection to a peer in memory-saving (`fast` false) or high-speed
+/// mode: the largest frame the peer is asked to send plus room for the start of the next.
+pub fn receive_buffer_bytes(
+    limits: &frame::Limits,
+    small_fragment_bytes: u32,
+    fast: bool,
+) -> usize {
+    let frag = if fast {
+        limits.fragment_bytes
+    } else {
+        small_fragment_bytes.min(limits.fragment_bytes)
+    };
+    FRAME_HEADER_BYTES + limits.eager_bytes.max(frag) as usize + if fast { 64 * 1024 } else { 4096 }
+}
+
 /// One process's TCP endpoint: listener, connections, epoll set.
 pub struct Endpoint {
     rank: u32,
@@ -206,6 +226,7 @@ pub struct Endpoint {
     fast_count: u32,
     promoted: Vec<u32>,
     rails: u32,
+    rail_sources: Vec<IpAddr>,
     /// Per peer: extra rails that are open, whether they were started, the next rail to use.
     rail_conns: Vec<Vec<usize>>,
     rails_started: Vec<bool>,
@@ -300,6 +321,7 @@ impl Endpoint {
             fast_count: 0,
             promoted: Vec::new(),
             rails: cfg.rails.max(1),
+            rail_sources: cfg.rail_sources,
             rail_conns: vec![Vec::new(); n],
             rails_started: vec![false; n],
             next_rail: vec![0; n],
@@ -400,6 +422,20 @@ impl Endpoint {
         self.striped
     }
 
+    /// Local and remote address of each connection our frames to `peer` go out on: the main
+    /// connection first, then the extra rails that are open.
+    pub fn rail_addresses(&self, peer: u32) -> Vec<(SocketAddr, SocketAddr)> {
+        let p = peer as usize;
+        self.send_conn[p]
+            .into_iter()
+            .chain(self.rail_conns[p].iter().copied())
+            .filter_map(|ci| {
+                let c = self.conns[ci].as_ref()?;
+                Some((c.stream.local_addr().ok()?, c.stream.peer_addr().ok()?))
+            })
+            .collect()
+    }
+
     /// Peers in high-speed mode.
     pub fn fast_peer_count(&self) -> u32 {
         self.fast_count
@@ -417,14 +453,7 @@ impl Endpoint {
     /// Receive buffer size for a connection to a peer in the given mode: the largest frame
     /// it is asked to send plus room for the start of the next.
     fn rbuf_bytes(&self, fast: bool) -> usize {
-        let frag = if fast {
-            self.limits.fragment_bytes
-        } else {
-            self.small_fragment_bytes
-        };
-        FRAME_HEADER_BYTES
-            + self.limits.eager_bytes.max(frag) as usize
-            + if fast { 64 * 1024 } else { 4096 }
+        receive_buffer_bytes(&self.limits, self.small_fragment_bytes, fast)
     }
 
     /// Counts traffic from `peer`; switches it to high-speed mode past the threshold while
@@ -509,7 +538,8 @@ impl Endpoint {
         self.conns[ci].as_ref().is_some_and(|c| !c.pending_write())
     }
 
-    /// Opens the extra rails to `peer`, to its addresses in turn.
+    /// Opens the extra rails to `peer`: rail `r` to the peer address on the subnet of
+    /// `rail_sources[r]`, from that address (without sources: to its addresses in turn).
     fn start_rails(&mut self, peer: u32) {
         let p = peer as usize;
         let naddr = self.peer_addrs[p].len();
@@ -517,9 +547,14 @@ impl Endpoint {
             if naddr == 0 {
                 return;
             }
-            let a = rail as usize % naddr;
+            let source = self.rail_sources.get(rail as usize).copied();
+            let a = source
+                .and_then(|src| best_address_for(&self.peer_addrs[p], src))
+                .unwrap_or(rail as usize % naddr);
             let addr = self.peer_addrs[p][a];
-            let Ok(stream) = nonblocking_connect(&addr) else {
+            let Ok(stream) =
+                nonblocking_connect(&addr, source.filter(|&s| same_link(s, addr.ip())))
+            else {
                 continue;
             };
             let mut conn = Self::new_conn(
@@ -699,7 +734,12 @@ impl Endpoint {
         let p = peer as usize;
         for a in first..self.peer_addrs[p].len() {
             let addr = self.peer_addrs[p][a];
-            match nonblocking_connect(&addr) {
+            let source = self
+                .rail_sources
+                .first()
+                .copied()
+                .filter(|&s| same_link(s, addr.ip()));
+            match nonblocking_connect(&addr, source) {
                 Ok(stream) => {
                     let mut conn = Self::new_conn(
                         stream,
@@ -1325,25 +1365,44 @@ pub fn local_addresses(only: &[String]) -> Result<Vec<IpAddr>> {
 }
 
 /// Starts a nonblocking connect; completion shows as writability in epoll.
-fn nonblocking_connect(addr: &SocketAddr) -> std::io::Result<TcpStream> {
-    let family = match addr {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
-    };
-    // SAFETY: socket takes no pointers; the result is checked below.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+/// Index of the address in `addrs` on the same subnet as the local address `source` (the
+/// longest common prefix, at least a /24 for IPv4 or a /64 for IPv6), if any.
+pub fn best_address_for(addrs: &[SocketAddr], source: IpAddr) -> Option<usize> {
+    addrs
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| same_link(source, a.ip()))
+        .max_by_key(|(i, a)| (common_prefix_bits(source, a.ip()), std::cmp::Reverse(*i)))
+        .map(|(i, _)| i)
+}
+
+/// Puts first the addresses of `addrs` on the same subnet as `source` (the interface the
+/// lane choice prefers), the others after in their published order.
+pub fn order_for_source(addrs: &mut [SocketAddr], source: IpAddr) {
+    addrs.sort_by_key(|a| std::cmp::Reverse(same_link(source, a.ip())));
+}
+
+/// Leading bits two addresses of the same family share (0 across families).
+fn common_prefix_bits(a: IpAddr, b: IpAddr) -> u32 {
+    match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u32::from(a) ^ u32::from(b)).leading_zeros(),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a) ^ u128::from(b)).leading_zeros(),
+        _ => 0,
     }
-    // SAFETY: `fd` is a fresh socket nobody else owns; the stream closes it.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    set_keepalive(fd);
+}
+
+/// True when `local` and `remote` look like one link (a /24 or /64 in common, neither a
+/// loopback address unless both are): a connection to `remote` may be bound to `local`.
+fn same_link(local: IpAddr, remote: IpAddr) -> bool {
+    if local.is_loopback() != remote.is_loopback() {
+        return false;
+    }
+    let need = if local.is_ipv4() { 24 } else { 64 };
+    common_prefix_bits(local, remote) >= need
+}
+
+/// The C form of a socket address.
+fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain data for which all zeroes is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {
@@ -1366,14 +1425,40 @@ fn nonblocking_connect(addr: &SocketAddr) -> std::io::Result<TcpStream> {
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
-    // SAFETY: `storage` holds a valid address of `len` bytes for the call's duration.
-    let rc = unsafe {
-        libc::connect(
-            fd,
-            &storage as *const _ as *const libc::sockaddr,
-            len as libc::socklen_t,
+    (storage, len as libc::socklen_t)
+}
+
+/// Starts a nonblocking connect to `addr`, from the local address `source` when given (so
+/// the connection leaves by that address's interface).
+fn nonblocking_connect(addr: &SocketAddr, source: Option<IpAddr>) -> std::io::Result<TcpStream> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: socket takes no pointers; the result is checked below.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
         )
     };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nobody else owns; the stream closes it.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    set_keepalive(fd);
+    if let Some(src) = source {
+        let (local, local_len) = sockaddr_of(&SocketAddr::new(src, 0));
+        // SAFETY: `local` holds a valid address of `local_len` bytes for the call's duration.
+        if unsafe { libc::bind(fd, &local as *const _ as *const libc::sockaddr, local_len) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    let (storage, len) = sockaddr_of(addr);
+    // SAFETY: `storage` holds a valid address of `len` bytes for the call's duration.
+    let rc = unsafe { libc::connect(fd, &storage as *const _ as *const libc::sockaddr, len) };
     if rc < 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINPROGRESS) {
@@ -1448,6 +1533,7 @@ mod tests {
                     max_fast_peers: 0,
                     fast_after_bytes: u64::MAX,
                     rails: 1,
+                    rail_sources: Vec::new(),
                 })
                 .unwrap()
             })
