@@ -316,6 +316,13 @@ typedef MPI_Session_errhandler_function MPI_Session_errhandler_fn;
 #define MPI_CONVERSION_FN_NULL ((MPI_Datarep_conversion_function *)0x0)
 #define MPI_CONVERSION_FN_NULL_C ((MPI_Datarep_conversion_function_c *)0x0)
 
+/* Fortran conversion of message handles (MPI-4.1 §19.3.4), beyond the ABI's
+ * MPI_Message_toint/fromint, with their profiling names. */
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
+MPI_Fint PMPI_Message_c2f(MPI_Message message);
+MPI_Message PMPI_Message_f2c(MPI_Fint message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -245,6 +245,109 @@ macro_rules! by_kind {
     };
 }
 
+/// Whether `op` is a user operation and `dt` a derived datatype: such reductions go through
+/// [`user_reduce_derived`].
+pub(crate) fn user_op_on_derived(op: Handle, dt: Handle) -> bool {
+    op != MPI_OP_NULL
+        && !(MPI_SUM..=MPI_NO_OP).contains(&op)
+        && crate::dtype::predefined(dt).is_none()
+}
+
+/// Copies `count` items of `dt` from `src` to `dst` (both laid out as user buffers).
+fn typed_copy(src: *const c_void, dst: *mut c_void, count: i64, dt: Handle) -> R<()> {
+    let out = outgoing(src, count, dt)?;
+    let inc = incoming(dst, count, dt, false)?;
+    // SAFETY: both staged buffers hold the items' packed bytes.
+    unsafe {
+        let from = bytes(out.ptr as *const c_void, out.bytes)?;
+        bytes_mut(inc.ptr as *mut c_void, inc.bytes)?.copy_from_slice(from);
+    }
+    inc.finish()
+}
+
+/// MPI_Reduce (`root` given) or MPI_Allreduce (`None`) of a user operation on a derived
+/// datatype: the items are gathered whole to the root (rank 0 for allreduce), which applies
+/// the user function in rank order (x0 op (x1 op (... op x(n-1)))), so a non-commutative
+/// operation sees the order MPI-4.1 §6.9.1 defines and no item is ever split; allreduce
+/// then broadcasts the result. The user function sees the items in their own layout.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn user_reduce_derived(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    root: Option<c_int>,
+    comm: Handle,
+) -> R<()> {
+    let c = comm_of(comm, func)?;
+    let root = match root {
+        Some(r) => Some(check_root(&c, r)?),
+        None => None,
+    };
+    let s = state(func)?;
+    let f = handle_index(K_OP, op)
+        .and_then(|i| s.ops.get(i))
+        .map(|u| u.f)
+        .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
+    let count = c_int::try_from(count)
+        .map_err(|_| err(MPI_ERR_COUNT, format!("count {count} does not fit an int")))?;
+    let n = c.size() as c_int;
+    let r = root.unwrap_or(0) as c_int;
+    let me = c.rank() as c_int == r;
+    let map = crate::dtype::map_of(dt)?;
+    let block = count as i64 * map.extent();
+    let span = if count == 0 {
+        0
+    } else {
+        (n as i64 - 1) * block + (count as i64 - 1) * map.extent() + map.true_extent()
+    };
+    let mut all = vec![0u8; if me { span.max(0) as usize } else { 0 }];
+    let base = all.as_mut_ptr().wrapping_offset(-(map.true_lb() as isize)) as *mut c_void;
+    let src = if in_place(send) {
+        recv as *const c_void
+    } else {
+        send
+    };
+    if in_place(send) && root.is_some() && !me {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            "MPI_IN_PLACE as sendbuf is only allowed at the root",
+        ));
+    }
+    // SAFETY: the user's buffers by MPI's contract; `all` holds n blocks at the root.
+    let rc = unsafe { MPI_Gather(src, count, dt, base, count, dt, r, comm) };
+    if rc != MPI_SUCCESS {
+        return Err(err(rc, format!("{func}: gathering the items failed")));
+    }
+    if me {
+        let at = |i: c_int| (base as *mut u8).wrapping_offset((i as i64 * block) as isize);
+        // acc = x(n-1); acc = x(i) op acc for i = n-2 .. 0: inout is the later block.
+        for i in (0..n - 1).rev() {
+            let (mut len, mut d) = (count, dt);
+            // SAFETY: `f` follows MPI_User_function; both blocks hold `count` items of `dt`.
+            unsafe {
+                f(
+                    at(i) as *mut c_void,
+                    at(n - 1) as *mut c_void,
+                    &mut len,
+                    &mut d,
+                )
+            };
+        }
+        typed_copy(at(n - 1) as *const c_void, recv, count as i64, dt)?;
+    }
+    if root.is_none() {
+        // SAFETY: `recv` holds `count` items (MPI's contract).
+        let rc = unsafe { MPI_Bcast(recv, count, dt, 0, comm) };
+        if rc != MPI_SUCCESS {
+            return Err(err(rc, format!("{func}: broadcasting the result failed")));
+        }
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn reduction(
     func: &str,
@@ -268,7 +371,26 @@ fn reduction(
     let predefined_op = (MPI_SUM..=MPI_NO_OP).contains(&op);
     if !predefined_op && crate::dtype::predefined(dt).is_none() {
         // weft may cut a reduction into chunks of basic elements, which would split the
-        // derived items a user function expects whole.
+        // derived items a user function expects whole: reduce and allreduce gather the
+        // items instead (see `user_reduce_derived`).
+        match kind {
+            Red::Reduce(root) => {
+                return user_reduce_derived(
+                    func,
+                    send,
+                    recv,
+                    count,
+                    dt,
+                    op,
+                    Some(root as c_int),
+                    comm,
+                );
+            }
+            Red::Allreduce => {
+                return user_reduce_derived(func, send, recv, count, dt, op, None, comm)
+            }
+            _ => {}
+        }
         return Err(err(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("user operation on derived datatype {dt:#x}"),
@@ -644,6 +766,8 @@ pub unsafe extern "C" fn MPI_Gather(
         let c = comm_of(comm, "MPI_Gather")?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
+        // The receive arguments are ignored at non-roots (MPI-4.1 §6.5): not validated.
+        let rdt = if me { rdt } else { MPI_BYTE };
         let n = c.size() as i64;
         let inc = incoming(
             recv,
@@ -705,6 +829,8 @@ pub unsafe extern "C" fn MPI_Scatter(
         let c = comm_of(comm, "MPI_Scatter")?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
+        // The send arguments are ignored at non-roots (MPI-4.1 §6.6): not validated.
+        let sdt = if me { sdt } else { MPI_BYTE };
         let n = c.size() as i64;
         let out = outgoing(send, if me { scount as i64 * n } else { 0 }, sdt)?;
         // SAFETY: the staged buffers hold their bytes for this blocking call.
@@ -936,22 +1062,46 @@ pub unsafe extern "C" fn MPI_Scatterv(
         let n = c.size() as usize;
         let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
         let mut sb: &[u8] = &[];
+        let mut packed = Vec::new();
         if c.rank() == root {
-            let (es, _) = bytes_of(1, sdt)?;
-            counts = scaled(scounts, n, es, "sendcounts")?;
-            ds = scaled(displs, n, es, "displs")?;
-            // SAFETY: MPI buffer contract.
-            sb = unsafe { bytes(send, span(&counts, &ds))? };
+            match bytes_of(1, sdt) {
+                Ok((es, _)) => {
+                    counts = scaled(scounts, n, es, "sendcounts")?;
+                    ds = scaled(displs, n, es, "displs")?;
+                    // SAFETY: MPI buffer contract.
+                    sb = unsafe { bytes(send, span(&counts, &ds))? };
+                }
+                // A type with holes: the blocks are packed one after another.
+                Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
+                    let items = scaled(scounts, n, 1, "sendcounts")?;
+                    if displs.is_null() {
+                        return Err(err(MPI_ERR_ARG, "displs is NULL"));
+                    }
+                    let ext = crate::dtype::map_of(sdt)?.extent() as isize;
+                    for (i, &k) in items.iter().enumerate() {
+                        // SAFETY: one displacement per rank (the caller's contract).
+                        let d = unsafe { *displs.add(i) } as isize;
+                        let p = (send as *const u8).wrapping_offset(d * ext);
+                        let o = outgoing(p as *const c_void, k as i64, sdt)?;
+                        ds[i] = packed.len();
+                        counts[i] = o.bytes;
+                        packed
+                            .extend_from_slice(unsafe { bytes(o.ptr as *const c_void, o.bytes)? });
+                    }
+                    sb = &packed;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let mut scratch: Vec<u8>;
-        let rb = if in_place(recv) {
-            scratch = vec![0; counts[c.rank() as usize]];
-            &mut scratch[..]
-        } else {
-            let (rn, _) = bytes_of(rcount as i64, rdt)?;
-            unsafe { bytes_mut(recv, rn)? }
-        };
-        Ok(c.scatterv(sb, &counts, &ds, rb, root)?)
+        if in_place(recv) {
+            let mut scratch = vec![0; counts[c.rank() as usize]];
+            return Ok(c.scatterv(sb, &counts, &ds, &mut scratch, root)?);
+        }
+        let inc = incoming(recv, rcount as i64, rdt, false)?;
+        // SAFETY: the staged buffer holds `inc.bytes` bytes for this blocking call.
+        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
+        c.scatterv(sb, &counts, &ds, rb, root)?;
+        inc.finish()
     })();
     finish(comm, "MPI_Scatterv", r)
 }
@@ -1135,6 +1285,63 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     finish(comm, "MPI_Reduce_scatter", r)
 }
 
+/// MPI_Alltoallw with datatypes that have holes: each send block is packed, the packed
+/// blocks are exchanged with weft's alltoallv, and each received block is unpacked into its
+/// place (`rd`: receive displacements in bytes).
+///
+/// # Safety
+/// The per-rank arrays hold one entry per rank; the buffers follow MPI's contract.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw_staged(
+    c: &Comm,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rtypes: *const Handle,
+    rd: &[usize],
+) -> R<()> {
+    let n = c.size() as usize;
+    let sc = scaled(scounts, n, 1, "sendcounts")?;
+    let sd = scaled(sdispls, n, 1, "sdispls")?;
+    let rc = scaled(rcounts, n, 1, "recvcounts")?;
+    if stypes.is_null() || rtypes.is_null() {
+        return Err(err(MPI_ERR_ARG, "sendtypes or recvtypes is NULL"));
+    }
+    let mut sbuf = Vec::new();
+    let (mut sbytes, mut soffs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        // SAFETY: one type per rank; the block lies in the user's send buffer.
+        let (t, p) = unsafe { (*stypes.add(i), (send as *const u8).wrapping_add(sd[i])) };
+        let o = outgoing(p as *const c_void, sc[i] as i64, t)?;
+        soffs.push(sbuf.len());
+        sbytes.push(o.bytes);
+        sbuf.extend_from_slice(unsafe { bytes(o.ptr as *const c_void, o.bytes)? });
+    }
+    let mut incs = Vec::with_capacity(n);
+    let (mut rbytes, mut roffs, mut total) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+    for i in 0..n {
+        // SAFETY: as above, for the receive buffer.
+        let (t, p) = unsafe { (*rtypes.add(i), (recv as *mut u8).wrapping_add(rd[i])) };
+        let inc = incoming(p as *mut c_void, rc[i] as i64, t, false)?;
+        roffs.push(total);
+        rbytes.push(inc.bytes);
+        total += inc.bytes;
+        incs.push(inc);
+    }
+    let mut rbuf = vec![0u8; total];
+    c.alltoallv(&sbuf, &sbytes, &soffs, &mut rbuf, &rbytes, &roffs)?;
+    for (i, inc) in incs.into_iter().enumerate() {
+        // SAFETY: the staged block holds `inc.bytes` bytes.
+        let dst = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
+        dst.copy_from_slice(&rbuf[roffs[i]..roffs[i] + rbytes[i]]);
+        inc.finish()?;
+    }
+    Ok(())
+}
+
 /// MPI_Alltoallw (MPI-4.1 §6.8): per-peer datatypes and byte displacements; each type
 /// must be laid out without holes here.
 #[no_mangle]
@@ -1149,15 +1356,49 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    let r = unsafe {
+        alltoallw(
+            send,
+            scounts,
+            sdispls,
+            stypes,
+            recv,
+            rcounts,
+            rdispls,
+            rtypes,
+            comm,
+            "MPI_Alltoallw",
+        )
+    };
+    finish(comm, "MPI_Alltoallw", r)
+}
+
+/// The body of MPI_Alltoallw and MPI_Ialltoallw (`func` names the caller).
+///
+/// # Safety
+/// MPI's contract for MPI_Alltoallw's arguments.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoallw(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+    func: &str,
+) -> R<()> {
     if let Some(p) = crate::inter::parts(comm) {
-        return finish(comm, "MPI_Alltoallw", unsafe {
+        return unsafe {
             crate::inter::alltoallw(
                 p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
             )
-        });
+        };
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Alltoallw")?;
+        let c = comm_of(comm, func)?;
         let n = c.size() as usize;
         let bytes_per = |counts: *const c_int, types: *const Handle, what: &str| -> R<Vec<usize>> {
             let cs = scaled(counts, n, 1, what)?;
@@ -1169,20 +1410,43 @@ pub unsafe extern "C" fn MPI_Alltoallw(
                 .map(|i| Ok(bytes_of(cs[i] as i64, unsafe { *types.add(i) })?.0))
                 .collect()
         };
-        let rc = bytes_per(rcounts, rtypes, "recvcounts")?;
         let rd = scaled(rdispls, n, 1, "rdispls")?;
+        let rc = match bytes_per(rcounts, rtypes, "recvcounts") {
+            Ok(rc) => rc,
+            // A type with holes: every block goes through a contiguous staging buffer.
+            Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION && !in_place(send) => {
+                // SAFETY: the caller's per-rank arrays and buffers (MPI contract).
+                return unsafe {
+                    alltoallw_staged(
+                        &c, send, scounts, sdispls, stypes, recv, rcounts, rtypes, &rd,
+                    )
+                };
+            }
+            Err(e) => return Err(e),
+        };
         // SAFETY: MPI buffer contract.
         let rb = unsafe { bytes_mut(recv, span(&rc, &rd))? };
         if in_place(send) {
             let copy = rb.to_vec();
             return Ok(c.alltoallv(&copy, &rc, &rd, rb, &rc, &rd)?);
         }
-        let sc = bytes_per(scounts, stypes, "sendcounts")?;
         let sd = scaled(sdispls, n, 1, "sdispls")?;
+        let sc = match bytes_per(scounts, stypes, "sendcounts") {
+            Ok(sc) => sc,
+            Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
+                // SAFETY: as above.
+                return unsafe {
+                    alltoallw_staged(
+                        &c, send, scounts, sdispls, stypes, recv, rcounts, rtypes, &rd,
+                    )
+                };
+            }
+            Err(e) => return Err(e),
+        };
         let sb = unsafe { bytes(send, span(&sc, &sd))? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
-    finish(comm, "MPI_Alltoallw", r)
+    r
 }
 
 /// Counts and displacements of a v-collective in bytes, and the span they cover.
@@ -1198,4 +1462,56 @@ pub(crate) fn v_bytes(
     let d = scaled(displs, n, es, "displs")?;
     let s = span(&c, &d);
     Ok((c, d, s))
+}
+
+/// MPI_Reduce_local (MPI-4.1 §6.9.7): `inoutbuf = inbuf op inoutbuf` on this process. A
+/// user operation is called on the buffers as they are; a predefined one runs weft's
+/// kernel on the elements of a type built from one basic type.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> c_int {
+    let r = (|| {
+        if count < 0 {
+            return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
+        }
+        if op == MPI_OP_NULL {
+            return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
+        }
+        let map = crate::dtype::map_of(dt)?;
+        if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
+            let s = state("MPI_Reduce_local")?;
+            let f = handle_index(K_OP, op)
+                .and_then(|i| s.ops.get(i))
+                .map(|u| u.f)
+                .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
+            let (mut len, mut d) = (count, dt);
+            // SAFETY: `f` follows MPI_User_function; the buffers hold `count` items of `dt`.
+            unsafe { f(inbuf as *mut c_void, inoutbuf, &mut len, &mut d) };
+            return Ok(());
+        }
+        let (tk, _) = map.reduction_kind().ok_or_else(|| {
+            err(
+                MPI_ERR_TYPE,
+                format!("datatype {dt:#x} is not built from one basic type weft can reduce"),
+            )
+        })?;
+        let wop = make_op(tk, op, dt)?;
+        // SAFETY: both buffers hold `count` items of `dt` (MPI's contract); they do not
+        // overlap (MPI-4.1 §6.9.7 forbids it).
+        let (a, ai) = unsafe { crate::dtype::user_span(&map, inbuf, count as u64)? };
+        let (b, bi) = unsafe { crate::dtype::user_span(&map, inoutbuf, count as u64)? };
+        Ok(weft::dtype::reduce_local(
+            &wop,
+            &map,
+            count as u64,
+            (&*a, ai),
+            (b, bi),
+        )?)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Reduce_local", r)
 }

@@ -1076,3 +1076,38 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_delete_attr(comm, keyval) }
 }
+
+/// MPI_Comm_idup (MPI-4.1 §7.4.2): the duplication (MPI_Comm_dup, attributes and error
+/// handler included) is done before this returns, with an already complete request.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: Handle,
+    newcomm: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
+    if req.is_null() {
+        return finish(
+            comm,
+            "MPI_Comm_idup",
+            Err(err(MPI_ERR_REQUEST, "request pointer is NULL")),
+        );
+    }
+    // SAFETY: forwarded caller contract.
+    let rc = unsafe { MPI_Comm_dup(comm, newcomm) };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    finish(comm, "MPI_Comm_idup", crate::inter::completed(comm, req))
+}
+
+/// MPI_Comm_idup_with_info (MPI-4.1 §7.4.2): as MPI_Comm_idup; hints change nothing.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: Handle,
+    _info: Handle,
+    newcomm: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_idup(comm, newcomm, req) }
+}

@@ -257,6 +257,25 @@ pub unsafe extern "C" fn MPI_Ireduce(
             .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Ireduce", r);
     }
+    if crate::coll::user_op_on_derived(op, dt) {
+        // Items of a derived type reduced by a user function are gathered whole (see
+        // coll::user_reduce_derived); that runs to completion here.
+        let r = check_req(req)
+            .and_then(|()| {
+                crate::coll::user_reduce_derived(
+                    "MPI_Ireduce",
+                    send,
+                    recv,
+                    count as i64,
+                    dt,
+                    op,
+                    Some(root),
+                    comm,
+                )
+            })
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Ireduce", r);
+    }
     let r = file(comm, req, || {
         ireduction(
             "MPI_Ireduce",
@@ -285,6 +304,25 @@ pub unsafe extern "C" fn MPI_Iallreduce(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) }
+            .and_then(|()| crate::inter::completed(comm, req));
+        return finish(comm, "MPI_Iallreduce", r);
+    }
+    if crate::coll::user_op_on_derived(op, dt) {
+        // Items of a derived type reduced by a user function are gathered whole (see
+        // coll::user_reduce_derived); that runs to completion here.
+        let r = check_req(req)
+            .and_then(|()| {
+                crate::coll::user_reduce_derived(
+                    "MPI_Iallreduce",
+                    send,
+                    recv,
+                    count as i64,
+                    dt,
+                    op,
+                    None,
+                    comm,
+                )
+            })
             .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Iallreduce", r);
     }
@@ -394,6 +432,13 @@ fn imove(
     let root = match kind {
         Move::Gather(r) | Move::Scatter(r) => root_of(&c, r)?,
         _ => 0,
+    };
+    // Arguments the standard says are ignored are not validated (MPI-4.1 §6.5, §6.6: the
+    // receive type at a gather's non-root, the send type at a scatter's non-root).
+    let (sdt, rdt) = match kind {
+        Move::Gather(_) if me != root => (sdt, MPI_BYTE),
+        Move::Scatter(_) if me != root => (MPI_BYTE, rdt),
+        _ => (sdt, rdt),
     };
     let (scount, rcount) = (scount as i64, rcount as i64);
     // Items on each side: the "all" side holds one block per rank.
@@ -811,6 +856,32 @@ move_init! {
 
 // ------------------------------------------------------------------- v-variants
 
+/// Starts MPI_Ireduce_scatter (also what MPI_Start does for its persistent form).
+#[allow(clippy::too_many_arguments)]
+fn ireduce_scatter_start(
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, "MPI_Ireduce_scatter")?;
+    let (src, rp, mine, counts, tk, wop) =
+        crate::coll::reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
+    // SAFETY: the copy lives in the request; `recv` by MPI's contract.
+    let q = unsafe {
+        c.ireduce_scatter_bytes(
+            sl(src.as_ptr(), src.len()),
+            sl_mut(rp as *mut u8, mine),
+            &counts,
+            tk,
+            &wop,
+        )?
+    };
+    started(q, vec![src], None)
+}
+
 /// MPI_Ireduce_scatter (MPI-4.1 §6.12.10).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ireduce_scatter(
@@ -827,22 +898,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
             .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Ireduce_scatter", r);
     }
-    let st = || {
-        let c = comm_of(comm, "MPI_Ireduce_scatter")?;
-        let (src, rp, mine, counts, tk, wop) =
-            crate::coll::reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
-        // SAFETY: the copy lives in the request; `recv` by MPI's contract.
-        let q = unsafe {
-            c.ireduce_scatter_bytes(
-                sl(src.as_ptr(), src.len()),
-                sl_mut(rp as *mut u8, mine),
-                &counts,
-                tk,
-                &wop,
-            )?
-        };
-        started(q, vec![src], None)
-    };
+    let st = || ireduce_scatter_start(send, recv, rcounts, dt, op, comm);
     let r = file(comm, req, st);
     finish(comm, "MPI_Ireduce_scatter", r)
 }
@@ -854,6 +910,52 @@ fn contiguous_send(send: *const c_void, count: c_int, dt: Handle) -> R<(usize, u
         return Err(err(MPI_ERR_BUFFER, "sendbuf is NULL"));
     }
     Ok((send as usize, n))
+}
+
+/// Starts MPI_Igatherv (also what MPI_Start does for its persistent form).
+#[allow(clippy::too_many_arguments)]
+fn igatherv_start(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, "MPI_Igatherv")?;
+    let root = root_of(&c, root)?;
+    let n = c.size() as usize;
+    let (counts, ds, span) = if c.rank() == root {
+        crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?
+    } else {
+        (vec![0; n], vec![0; n], 0)
+    };
+    let mut keep = Vec::new();
+    let (sp, sn) = if in_place(send) {
+        let me = c.rank() as usize;
+        // SAFETY: the root's receive buffer covers its own block.
+        let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+        let p = copy.as_ptr() as usize;
+        let l = copy.len();
+        keep.push(copy);
+        (p, l)
+    } else {
+        contiguous_send(send, scount, sdt)?
+    };
+    // SAFETY: buffers live until completion (MPI's contract or `keep`).
+    let q = unsafe {
+        c.igatherv(
+            sl(sp as *const u8, sn),
+            sl_mut(recv as *mut u8, span),
+            &counts,
+            &ds,
+            root,
+        )?
+    };
+    started(q, keep, None)
 }
 
 /// MPI_Igatherv (MPI-4.1 §6.12.3).
@@ -886,41 +988,53 @@ pub unsafe extern "C" fn MPI_Igatherv(
         .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Igatherv", r);
     }
-    let st = || {
-        let c = comm_of(comm, "MPI_Igatherv")?;
-        let root = root_of(&c, root)?;
-        let n = c.size() as usize;
-        let (counts, ds, span) = if c.rank() == root {
-            crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?
-        } else {
-            (vec![0; n], vec![0; n], 0)
-        };
-        let mut keep = Vec::new();
-        let (sp, sn) = if in_place(send) {
-            let me = c.rank() as usize;
-            // SAFETY: the root's receive buffer covers its own block.
-            let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
-            let p = copy.as_ptr() as usize;
-            let l = copy.len();
-            keep.push(copy);
-            (p, l)
-        } else {
-            contiguous_send(send, scount, sdt)?
-        };
-        // SAFETY: buffers live until completion (MPI's contract or `keep`).
-        let q = unsafe {
-            c.igatherv(
-                sl(sp as *const u8, sn),
-                sl_mut(recv as *mut u8, span),
-                &counts,
-                &ds,
-                root,
-            )?
-        };
-        started(q, keep, None)
-    };
+    let st = || igatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, root, comm);
     let r = file(comm, req, st);
     finish(comm, "MPI_Igatherv", r)
+}
+
+/// Starts MPI_Iscatterv (also what MPI_Start does for its persistent form).
+#[allow(clippy::too_many_arguments)]
+fn iscatterv_start(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, "MPI_Iscatterv")?;
+    let root = root_of(&c, root)?;
+    let n = c.size() as usize;
+    let (counts, ds, span) = if c.rank() == root {
+        crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts")?
+    } else {
+        (vec![0; n], vec![0; n], 0)
+    };
+    let mut keep = Vec::new();
+    let (rp, rn) = if in_place(recv) {
+        let mut scratch = vec![0u8; counts[c.rank() as usize]];
+        let p = scratch.as_mut_ptr() as usize;
+        let l = scratch.len();
+        keep.push(scratch);
+        (p, l)
+    } else {
+        contiguous_send(recv, rcount, rdt)?
+    };
+    // SAFETY: buffers live until completion (MPI's contract or `keep`).
+    let q = unsafe {
+        c.iscatterv(
+            sl(send as *const u8, span),
+            &counts,
+            &ds,
+            sl_mut(rp as *mut u8, rn),
+            root,
+        )?
+    };
+    started(q, keep, None)
 }
 
 /// MPI_Iscatterv (MPI-4.1 §6.12.4).
@@ -953,39 +1067,48 @@ pub unsafe extern "C" fn MPI_Iscatterv(
         .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Iscatterv", r);
     }
-    let st = || {
-        let c = comm_of(comm, "MPI_Iscatterv")?;
-        let root = root_of(&c, root)?;
-        let n = c.size() as usize;
-        let (counts, ds, span) = if c.rank() == root {
-            crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts")?
-        } else {
-            (vec![0; n], vec![0; n], 0)
-        };
-        let mut keep = Vec::new();
-        let (rp, rn) = if in_place(recv) {
-            let mut scratch = vec![0u8; counts[c.rank() as usize]];
-            let p = scratch.as_mut_ptr() as usize;
-            let l = scratch.len();
-            keep.push(scratch);
-            (p, l)
-        } else {
-            contiguous_send(recv, rcount, rdt)?
-        };
-        // SAFETY: buffers live until completion (MPI's contract or `keep`).
-        let q = unsafe {
-            c.iscatterv(
-                sl(send as *const u8, span),
-                &counts,
-                &ds,
-                sl_mut(rp as *mut u8, rn),
-                root,
-            )?
-        };
-        started(q, keep, None)
-    };
+    let st = || iscatterv_start(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
     let r = file(comm, req, st);
     finish(comm, "MPI_Iscatterv", r)
+}
+
+/// Starts MPI_Iallgatherv (also what MPI_Start does for its persistent form).
+#[allow(clippy::too_many_arguments)]
+fn iallgatherv_start(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, "MPI_Iallgatherv")?;
+    let n = c.size() as usize;
+    let (counts, ds, span) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
+    let mut keep = Vec::new();
+    let (sp, sn) = if in_place(send) {
+        let me = c.rank() as usize;
+        // SAFETY: the receive buffer covers this rank's block.
+        let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+        let p = copy.as_ptr() as usize;
+        let l = copy.len();
+        keep.push(copy);
+        (p, l)
+    } else {
+        contiguous_send(send, scount, sdt)?
+    };
+    // SAFETY: buffers live until completion (MPI's contract or `keep`).
+    let q = unsafe {
+        c.iallgatherv(
+            sl(sp as *const u8, sn),
+            sl_mut(recv as *mut u8, span),
+            &counts,
+            &ds,
+        )?
+    };
+    started(q, keep, None)
 }
 
 /// MPI_Iallgatherv (MPI-4.1 §6.12.5).
@@ -1016,35 +1139,50 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
         .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Iallgatherv", r);
     }
-    let st = || {
-        let c = comm_of(comm, "MPI_Iallgatherv")?;
-        let n = c.size() as usize;
-        let (counts, ds, span) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
-        let mut keep = Vec::new();
-        let (sp, sn) = if in_place(send) {
-            let me = c.rank() as usize;
-            // SAFETY: the receive buffer covers this rank's block.
-            let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
-            let p = copy.as_ptr() as usize;
-            let l = copy.len();
-            keep.push(copy);
-            (p, l)
-        } else {
-            contiguous_send(send, scount, sdt)?
-        };
-        // SAFETY: buffers live until completion (MPI's contract or `keep`).
-        let q = unsafe {
-            c.iallgatherv(
-                sl(sp as *const u8, sn),
-                sl_mut(recv as *mut u8, span),
-                &counts,
-                &ds,
-            )?
-        };
-        started(q, keep, None)
-    };
+    let st = || iallgatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, comm);
     let r = file(comm, req, st);
     finish(comm, "MPI_Iallgatherv", r)
+}
+
+/// Starts MPI_Ialltoallv (also what MPI_Start does for its persistent form).
+#[allow(clippy::too_many_arguments)]
+fn ialltoallv_start(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, "MPI_Ialltoallv")?;
+    let n = c.size() as usize;
+    let (rc, rd, rspan) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
+    let mut keep = Vec::new();
+    let (sc, sd, sp, sn) = if in_place(send) {
+        // SAFETY: the receive buffer covers its span.
+        let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
+        let p = copy.as_ptr() as usize;
+        keep.push(copy);
+        (rc.clone(), rd.clone(), p, rspan)
+    } else {
+        let (sc, sd, sspan) = crate::coll::v_bytes(n, scounts, sdispls, sdt, "sendcounts")?;
+        (sc, sd, send as usize, sspan)
+    };
+    // SAFETY: buffers live until completion (MPI's contract or `keep`).
+    let q = unsafe {
+        c.ialltoallv(
+            sl(sp as *const u8, sn),
+            &sc,
+            &sd,
+            sl_mut(recv as *mut u8, rspan),
+            &rc,
+            &rd,
+        )?
+    };
+    started(q, keep, None)
 }
 
 /// MPI_Ialltoallv (MPI-4.1 §6.12.6).
@@ -1077,33 +1215,86 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
         return finish(comm, "MPI_Ialltoallv", r);
     }
     let st = || {
-        let c = comm_of(comm, "MPI_Ialltoallv")?;
-        let n = c.size() as usize;
-        let (rc, rd, rspan) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
-        let mut keep = Vec::new();
-        let (sc, sd, sp, sn) = if in_place(send) {
-            // SAFETY: the receive buffer covers its span.
-            let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
-            let p = copy.as_ptr() as usize;
-            keep.push(copy);
-            (rc.clone(), rd.clone(), p, rspan)
-        } else {
-            let (sc, sd, sspan) = crate::coll::v_bytes(n, scounts, sdispls, sdt, "sendcounts")?;
-            (sc, sd, send as usize, sspan)
-        };
-        // SAFETY: buffers live until completion (MPI's contract or `keep`).
-        let q = unsafe {
-            c.ialltoallv(
-                sl(sp as *const u8, sn),
-                &sc,
-                &sd,
-                sl_mut(recv as *mut u8, rspan),
-                &rc,
-                &rd,
-            )?
-        };
-        started(q, keep, None)
+        ialltoallv_start(
+            send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm,
+        )
     };
     let r = file(comm, req, st);
     finish(comm, "MPI_Ialltoallv", r)
+}
+
+/// MPI_Ialltoallw (MPI-4.1 §6.12.6). The exchange runs to completion (as MPI_Alltoallw)
+/// before this returns an already complete request, so it does not overlap with the
+/// program's work; weft has no per-peer-datatype schedule to start yet.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallw(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = check_req(req)
+        .and_then(|()| unsafe {
+            crate::coll::alltoallw(
+                send,
+                scounts,
+                sdispls,
+                stypes,
+                recv,
+                rcounts,
+                rdispls,
+                rtypes,
+                comm,
+                "MPI_Ialltoallw",
+            )
+        })
+        .and_then(|()| crate::inter::completed(comm, req));
+    finish(comm, "MPI_Ialltoallw", r)
+}
+
+/// The persistent v-collectives (MPI-4.1 §6.13): each MPI_Start starts the nonblocking
+/// form again with the arguments given here (MPI requires the buffers and the count and
+/// displacement arrays to stay valid while the request exists).
+macro_rules! v_init {
+    ($(#[$doc:meta] $name:ident, $func:literal, $start:ident,
+       ($($p:ident: $t:ty),*), [$($ptr:ident),*];)*) => {$(
+        #[$doc]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            $($p: $t,)*
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
+            $(let $ptr = $ptr as usize;)*
+            let r = comm_of(comm, $func).and_then(|_| {
+                let restart: Restart = Rc::new(move || {
+                    $(let $ptr = $ptr as _;)*
+                    $start($($p,)* comm)
+                });
+                file_persistent(comm, restart, req)
+            });
+            finish(comm, $func, r)
+        }
+    )*};
+}
+
+v_init! {
+    /// MPI_Gatherv_init (MPI-4.1 §6.13.3).
+    MPI_Gatherv_init, "MPI_Gatherv_init", igatherv_start, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int), [send, recv, rcounts, displs];
+    /// MPI_Scatterv_init (MPI-4.1 §6.13.4).
+    MPI_Scatterv_init, "MPI_Scatterv_init", iscatterv_start, (send: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, recv: *mut c_void, rcount: c_int, rdt: Handle, root: c_int), [send, scounts, displs, recv];
+    /// MPI_Allgatherv_init (MPI-4.1 §6.13.5).
+    MPI_Allgatherv_init, "MPI_Allgatherv_init", iallgatherv_start, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle), [send, recv, rcounts, displs];
+    /// MPI_Alltoallv_init (MPI-4.1 §6.13.6).
+    MPI_Alltoallv_init, "MPI_Alltoallv_init", ialltoallv_start, (send: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle), [send, scounts, sdispls, recv, rcounts, rdispls];
+    /// MPI_Reduce_scatter_init (MPI-4.1 §6.13.9).
+    MPI_Reduce_scatter_init, "MPI_Reduce_scatter_init", ireduce_scatter_start, (send: *const c_void, recv: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle), [send, recv, rcounts];
 }

@@ -1,6 +1,6 @@
 //! Smaller parts of the standard: handle conversion to and from `int` (MPI 5.0 ABI,
-//! `MPI_*_toint` / `MPI_*_fromint`), status setters (MPI-4.1 §13.3), the
-//! intercommunicator test (weft has intracommunicators only), communicator info hints
+//! `MPI_*_toint` / `MPI_*_fromint`, and the message handle's Fortran conversion), status
+//! setters (MPI-4.1 §13.3), communicator info hints
 //! (§7.4.4), MPI_Comm_create_group (§7.4.2) and MPI_Pcontrol (§15.2.4).
 
 use crate::consts::*;
@@ -9,7 +9,7 @@ use crate::env::MPI_Info_create;
 use crate::error::{err, finish, R};
 use crate::p2p::MpiStatus;
 use crate::state::{
-    handle_index, make_handle, state, K_COMM, K_ERRH, K_GROUP, K_INFO, K_OP, K_REQ, K_TYPE,
+    handle_index, make_handle, state, K_COMM, K_ERRH, K_GROUP, K_INFO, K_MSG, K_OP, K_REQ, K_TYPE,
 };
 use std::os::raw::c_int;
 
@@ -60,6 +60,33 @@ conversions! {
     MPI_Op_toint, MPI_Op_fromint, K_OP;
     MPI_Info_toint, MPI_Info_fromint, K_INFO;
     MPI_Errhandler_toint, MPI_Errhandler_fromint, K_ERRH;
+    MPI_Message_toint, MPI_Message_fromint, K_MSG;
+}
+
+/// MPI_Message_c2f (MPI-4.1 §19.3.4): a message handle as a Fortran integer (MPI_Fint is
+/// `int`), the same value as MPI_Message_toint. Programs check that the conversion exists
+/// under both names (MPICH's mprobe test).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Message_c2f(h: Handle) -> c_int {
+    to_int(h)
+}
+
+/// MPI_Message_f2c (MPI-4.1 §19.3.4): the inverse of MPI_Message_c2f.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Message_f2c(v: c_int) -> Handle {
+    from_int(K_MSG, v)
+}
+
+/// The profiling name of MPI_Message_c2f (MPI-4.1 §15.2).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Message_c2f(h: Handle) -> c_int {
+    to_int(h)
+}
+
+/// The profiling name of MPI_Message_f2c (MPI-4.1 §15.2).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Message_f2c(v: c_int) -> Handle {
+    from_int(K_MSG, v)
 }
 
 fn status_mut<'a>(status: *mut MpiStatus) -> R<&'a mut MpiStatus> {

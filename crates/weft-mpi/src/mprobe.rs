@@ -24,8 +24,13 @@ fn status_of(st: &weft::Status) -> MpiStatus {
 
 fn store(out: *mut MpiStatus, st: MpiStatus) {
     if !out.is_null() {
+        // The error field is left alone: single-completion calls never set it, only the
+        // multiple-completion ones report MPI_ERR_IN_STATUS there (MPI-4.1 §3.2.5).
         // SAFETY: non-null status pointers are writable by the MPI calling contract.
-        unsafe { *out = st };
+        unsafe {
+            let error = (*out).error;
+            *out = MpiStatus { error, ..st };
+        }
     }
 }
 
@@ -239,8 +244,16 @@ fn imrecv(
     let mut st = MpiStatus::default();
     mrecv(buf, count, dt, message, &mut st)?;
     let s = state("MPI_Imrecv")?;
+    // The request reports the message's status when it is completed.
+    let done = weft::Status {
+        source: st.source,
+        tag: st.tag,
+        bytes: st.bytes() as usize,
+        cancelled: false,
+    };
+    let raw = weft::raw::RawRequest::completed_with(&s.weft.world(), done);
     let h = s.add_req(ReqEntry {
-        raw: None,
+        raw: Some(raw),
         proc_null: false,
         persistent: None,
         recv: true,

@@ -68,8 +68,13 @@ fn from_weft(st: &Status) -> MpiStatus {
 #[inline]
 fn store(out: *mut MpiStatus, st: MpiStatus) {
     if !out.is_null() {
+        // The error field is left alone: single-completion calls never set it, only the
+        // multiple-completion ones report MPI_ERR_IN_STATUS there (MPI-4.1 §3.2.5).
         // SAFETY: non-null status pointers are writable by the MPI calling contract.
-        unsafe { *out = st };
+        unsafe {
+            let error = (*out).error;
+            *out = MpiStatus { error, ..st };
+        }
     }
 }
 
@@ -1295,6 +1300,7 @@ fn init_req(
     let p = Persistent {
         send,
         synchronous,
+        buffered: false,
         buf: buf as usize,
         count: count as i64,
         dt,
@@ -1379,6 +1385,21 @@ fn start(s: &mut State, h: Handle) -> R<()> {
             MPI_ERR_REQUEST,
             format!("request {h:#x} is already active"),
         ));
+    }
+    if p.buffered {
+        // Buffered mode completes locally: the message is copied into the attached buffer
+        // and the request is complete at once.
+        bsend(
+            p.buf as *const c_void,
+            p.count as c_int,
+            p.dt,
+            p.peer,
+            p.tag,
+            p.comm,
+        )?;
+        let e = s.reqs.get_mut(i).expect("checked");
+        e.proc_null = true;
+        return Ok(());
     }
     let started = start_op(
         s,
@@ -1473,7 +1494,19 @@ pub unsafe extern "C" fn MPI_Bsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    let r = (|| {
+    finish(comm, "MPI_Bsend", bsend(buf, count, dt, dest, tag, comm))
+}
+
+/// The body of MPI_Bsend, also what a started MPI_Bsend_init request does.
+fn bsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<()> {
+    {
         let s = state("MPI_Bsend")?;
         let size = s.comm(comm)?.comm.peer_size();
         let out = outgoing(buf, count as i64, dt)?;
@@ -1517,8 +1550,7 @@ pub unsafe extern "C" fn MPI_Bsend(
         let q = unsafe { c.raw_isend(copy.as_ptr(), n, dest as u32, tag)? };
         s.bsend_pending.push((q, copy));
         Ok(())
-    })();
-    finish(comm, "MPI_Bsend", r)
+    }
 }
 
 /// MPI_Rsend_init (MPI-4.1 §3.9): as MPI_Send_init (ready mode is a precondition only).
@@ -1683,4 +1715,157 @@ pub unsafe extern "C" fn MPI_Ssend_init(
 ) -> c_int {
     let r = init_req(true, true, buf, count, dt, dest, tag, comm, req);
     finish(comm, "MPI_Ssend_init", r)
+}
+
+/// MPI_Isendrecv / MPI_Isendrecv_replace: the send goes from a private packed copy and
+/// lives on as a detached request (like a freed one, it completes on its own and keeps the
+/// copy), so the request handed back is the receive's: it completes when the message has
+/// arrived, its status is the receive's, and the send buffer is free at once. The copy is
+/// taken before the receive starts, which is what makes the replace variant safe.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+    func: &str,
+) -> R<()> {
+    let s = state(func)?;
+    let size = s.comm(comm)?.comm.peer_size();
+    check_tag(stag, false)?;
+    check_tag(rtag, true)?;
+    check_peer(dest, size, false, "dest")?;
+    check_peer(source, size, true, "source")?;
+    if req.is_null() {
+        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+    }
+    let copy = if dest == MPI_PROC_NULL {
+        Vec::new()
+    } else {
+        let out = outgoing(sbuf, scount as i64, sdt)?;
+        // SAFETY: the staged send side holds `out.bytes` bytes.
+        unsafe { slice(out.ptr as *const c_void, out.bytes) }.to_vec()
+    };
+    let e = start_op(
+        s,
+        false,
+        false,
+        rbuf as usize,
+        rcount as i64,
+        rdt,
+        source,
+        rtag,
+        comm,
+    )?;
+    if dest != MPI_PROC_NULL {
+        let c = &s.comm(comm)?.comm;
+        // SAFETY: the copy moves into the detached entry with the request (its heap buffer
+        // does not move) and is dropped only after the send has finished.
+        let raw = unsafe { c.raw_isend(copy.as_ptr(), copy.len(), dest as u32, stag)? };
+        s.detached.push((raw, None, vec![copy]));
+    }
+    let h = s.add_req(e);
+    put!(req, h)
+}
+
+/// MPI_Isendrecv (MPI-4.1 §3.10).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = unsafe {
+        isendrecv(
+            sbuf,
+            scount,
+            sdt,
+            dest,
+            stag,
+            rbuf,
+            rcount,
+            rdt,
+            source,
+            rtag,
+            comm,
+            req,
+            "MPI_Isendrecv",
+        )
+    };
+    finish(comm, "MPI_Isendrecv", r)
+}
+
+/// MPI_Isendrecv_replace (MPI-4.1 §3.10).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = unsafe {
+        isendrecv(
+            buf,
+            count,
+            dt,
+            dest,
+            stag,
+            buf,
+            count,
+            dt,
+            source,
+            rtag,
+            comm,
+            req,
+            "MPI_Isendrecv_replace",
+        )
+    };
+    finish(comm, "MPI_Isendrecv_replace", r)
+}
+
+/// MPI_Bsend_init (MPI-4.1 §3.9): each MPI_Start sends as MPI_Bsend (copied into the
+/// attached buffer), so the started request is complete at once.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let r = init_req(true, false, buf, count, dt, dest, tag, comm, req).and_then(|()| {
+        let s = state("MPI_Bsend_init")?;
+        // SAFETY: just written by init_req.
+        let h = unsafe { *req };
+        let i = req_index(s, h)?;
+        if let Some(p) = s.reqs.get_mut(i).and_then(|e| e.persistent.as_mut()) {
+            p.buffered = true;
+        }
+        Ok(())
+    });
+    finish(comm, "MPI_Bsend_init", r)
 }

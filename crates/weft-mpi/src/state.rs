@@ -155,6 +155,8 @@ pub struct Persistent {
     pub send: bool,
     /// A synchronous send (MPI_Ssend_init).
     pub synchronous: bool,
+    /// A buffered send (MPI_Bsend_init).
+    pub buffered: bool,
     pub buf: usize,
     pub count: i64,
     pub dt: Handle,

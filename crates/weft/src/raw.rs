@@ -26,6 +26,8 @@ pub struct RawRequest {
     id: Option<ReqId>,
     /// The status of the completion, kept also when it failed (see [`RawRequest::last_status`]).
     last_status: Status,
+    /// The status a request created complete reports at its first completion.
+    preset: Option<Status>,
 }
 
 impl std::fmt::Debug for RawRequest {
@@ -90,6 +92,7 @@ impl Comm {
             engine: self.engine.clone(),
             id,
             last_status: Status::default(),
+            preset: None,
         })
     }
 
@@ -120,6 +123,7 @@ impl Comm {
             engine: self.engine.clone(),
             id: Some(id),
             last_status: Status::default(),
+            preset: None,
         })
     }
 
@@ -161,6 +165,18 @@ impl RawRequest {
             engine: comm.engine.clone(),
             id: None,
             last_status: Status::default(),
+            preset: None,
+        }
+    }
+
+    /// A request that has already completed with `status` (a message received before the
+    /// request was made, as MPI_Imrecv's): its first completion reports that status.
+    pub fn completed_with(comm: &Comm, status: Status) -> RawRequest {
+        RawRequest {
+            engine: comm.engine.clone(),
+            id: None,
+            last_status: status,
+            preset: Some(status),
         }
     }
 
@@ -174,7 +190,7 @@ impl RawRequest {
     /// while it is in flight.
     pub fn test(&mut self) -> Result<Option<Status>> {
         let Some(id) = self.id else {
-            return Ok(Some(Status::default()));
+            return Ok(Some(self.preset.take().unwrap_or_default()));
         };
         let mut e = self.engine.borrow_mut();
         if !e.is_done(id) {
@@ -193,7 +209,7 @@ impl RawRequest {
     /// Waits for completion and finishes the request (MPI_Wait).
     pub fn wait(&mut self) -> Result<Status> {
         let Some(id) = self.id else {
-            return Ok(Status::default());
+            return Ok(self.preset.take().unwrap_or_default());
         };
         let mut e = self.engine.borrow_mut();
         let r = e.wait(id);

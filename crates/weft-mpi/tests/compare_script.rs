@@ -1,0 +1,162 @@
+//! Smoke test of the side-by-side benchmark (`bench/`): its C programs build with our
+//! `mpicc` without warnings, run on weft at 2 and 3 ranks (an odd rank out idles) with tiny
+//! iteration counts, check their own results (a wrong answer is a non-zero exit) and print
+//! one line per point in the format `bench/compare.sh` parses; bad arguments are refused
+//! with a message naming them, by the programs and by the script. The script's full run
+//! (other MPI libraries, release build) is not part of CI. No job may leave a
+//! `/dev/shm/weft-*` segment behind.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use weft_launch::{run_job, JobSpec, OutputMode};
+
+mod common;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn prefix() -> &'static Path {
+    static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| common::install("bench-prefix"))
+}
+
+/// Compiles `bench/c/<name>.c` with our mpicc, warnings as errors.
+fn build(name: &str) -> PathBuf {
+    let out = prefix().join(format!("b-{name}"));
+    let o = Command::new(prefix().join("bin/mpicc"))
+        .args(["-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(repo_root().join(format!("bench/c/{name}.c")))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mpicc bench/c/{name}.c failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// Runs `program args` on `n` ranks; returns (exit code, stdout, stderr).
+fn run(program: &Path, n: u32, args: &[&str]) -> (i32, String, String) {
+    let mut spec = JobSpec::new(n, program);
+    spec.args = args.iter().map(Into::into).collect();
+    spec.output = OutputMode::Capture;
+    spec.timeout = Some(Duration::from_secs(60));
+    let out = run_job(&spec).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
+        .collect();
+    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    (
+        out.exit_code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The data lines of a benchmark's table (after the header): their whitespace fields.
+fn rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+fn positive(field: &str, what: &str) -> f64 {
+    let v: f64 = field
+        .parse()
+        .unwrap_or_else(|_| panic!("{what}: {field:?} is not a number"));
+    assert!(v > 0.0 && v.is_finite(), "{what}: {v} is not positive");
+    v
+}
+
+#[test]
+fn pingpong_and_bandwidth_run_and_report_every_size() {
+    let pp = build("pingpong");
+    for n in [2, 3] {
+        let (code, out, err) = run(&pp, n, &["-i", "300", "8", "1K"]);
+        assert_eq!(code, 0, "pingpong at {n} ranks: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "pingpong output:\n{out}");
+        assert_eq!((r[0][0].as_str(), r[1][0].as_str()), ("8", "1024"));
+        for row in &r {
+            positive(&row[1], "pingpong p50_us");
+            positive(&row[2], "pingpong avg_us");
+        }
+    }
+    let bw = build("bandwidth");
+    let (code, out, err) = run(&bw, 2, &["-i", "3", "8", "64K"]);
+    assert_eq!(code, 0, "bandwidth: {err}");
+    let r = rows(&out);
+    assert_eq!(r.len(), 2, "bandwidth output:\n{out}");
+    assert_eq!((r[0][0].as_str(), r[1][0].as_str()), ("8", "65536"));
+    for row in &r {
+        positive(&row[1], "bandwidth p50");
+        positive(&row[2], "bandwidth all");
+    }
+    // A size the program cannot take is refused by name, on every rank, with exit code 2.
+    let (code, _, err) = run(&bw, 2, &["64X"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bad size"), "{err}");
+}
+
+#[test]
+fn coll_lat_checks_all_seventeen_collectives() {
+    let cl = build("coll_lat");
+    for n in [2, 3] {
+        let (code, out, err) = run(&cl, n, &["-i", "5", "-t", "50", "8", "4K"]);
+        assert_eq!(
+            code, 0,
+            "coll_lat at {n} ranks (a wrong result exits 1): {err}"
+        );
+        let r = rows(&out);
+        // Barrier once, the 16 others at both sizes.
+        assert_eq!(r.len(), 1 + 16 * 2, "coll_lat output:\n{out}");
+        let names: std::collections::BTreeSet<&str> = r.iter().map(|f| f[0].as_str()).collect();
+        assert_eq!(names.len(), 17, "{names:?}");
+        for f in &r {
+            positive(&f[2], &format!("{} p50_us", f[0]));
+            assert_eq!(f[4], "5", "{}: iterations", f[0]);
+        }
+    }
+    let (code, out, _) = run(&cl, 2, &["-c", "alltoallw,exscan", "-i", "3", "16"]);
+    assert_eq!(code, 0);
+    let r = rows(&out);
+    assert_eq!(r.len(), 2, "{out}");
+    assert_eq!(
+        (r[0][0].as_str(), r[1][0].as_str()),
+        ("alltoallw", "exscan")
+    );
+    let (code, _, err) = run(&cl, 2, &["-c", "allreduse"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown collective"), "{err}");
+}
+
+#[test]
+fn compare_script_refuses_bad_arguments_by_name() {
+    let script = repo_root().join("bench/compare.sh");
+    for (args, needle) in [
+        (vec!["--np", "1"], "--np: 1"),
+        (vec!["--reps", "0"], "--reps 0"),
+        (vec!["--libs", "openmpi"], "must include weft"),
+        (vec!["--libs", "weft lam"], "unknown library lam"),
+        (vec!["--frobnicate"], "unknown argument --frobnicate"),
+        (vec!["--out"], "--out needs a value"),
+    ] {
+        let o = Command::new("sh")
+            .arg(&script)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "compare.sh {args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "compare.sh {args:?}: {err}");
+    }
+}
