@@ -3,7 +3,7 @@
 
 use super::algo;
 use super::schedule::{Buf, Plan};
-use super::select::Coll;
+use super::select::{Choice, Coll};
 use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
@@ -75,7 +75,7 @@ impl Comm {
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
         self.check()?;
-        let (rank, size) = (self.rank(), self.size());
+        let rank = self.rank();
         let red = reduction(Coll::Allreduce, rank, op, kind)?;
         let n = elements(Coll::Allreduce, rank, "the send buffer", send, kind)?;
         let got = elements(Coll::Allreduce, rank, "the receive buffer", recv, kind)?;
@@ -90,12 +90,32 @@ impl Comm {
         }
         let es = kind.size_bytes();
         let bytes = send.len();
-        let c = self.coll_choose(Coll::Allreduce, bytes, op.is_commutative(), mode)?;
-        let plan = match c.algo {
+        let commutative = op.is_commutative();
+        let c = self.coll_choose(Coll::Allreduce, bytes, commutative, mode)?;
+        let slot = match c.algo {
+            "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+            _ => 0,
+        };
+        let shape = [es, slot << 1 | usize::from(commutative)];
+        let plan = self.coll_plan(Coll::Allreduce, &c, bytes, 0, shape, || {
+            self.allreduce_plan(&c, n, es, commutative, slot)
+        })?;
+        self.coll_start(Coll::Allreduce, plan, send, recv, Some(red))
+    }
+
+    fn allreduce_plan(
+        &self,
+        c: &Choice,
+        n: usize,
+        es: usize,
+        commutative: bool,
+        slot: usize,
+    ) -> Result<Plan> {
+        let (rank, size) = (self.rank(), self.size());
+        let bytes = n * es;
+        Ok(match c.algo {
             "ring" => algo::ring_allreduce::plan(rank, size, n, es),
-            "shm" => {
-                algo::shm::allreduce(rank, size, n, es, self.coll_shm_slot_bytes().unwrap_or(64))
-            }
+            "shm" => algo::shm::allreduce(rank, size, n, es, slot),
             "rabenseifner" => {
                 algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Everyone)
             }
@@ -112,14 +132,13 @@ impl Comm {
                     0,
                     c.radix,
                     bytes,
-                    op.is_commutative(),
+                    commutative,
                     Buf::Recv,
                 )?;
                 algo::knomial_bcast::build(&mut p, rank, size, 0, c.radix, Buf::Recv, bytes)?;
                 p
             }
             _ => algo::recursive_doubling::plan(rank, size, bytes),
-        };
-        self.coll_start(Coll::Allreduce, plan, send, recv, Some(red))
+        })
     }
 }

@@ -3,7 +3,7 @@
 
 use super::algo;
 use super::schedule::{Buf, Plan};
-use super::select::Coll;
+use super::select::{Choice, Coll};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use weft_core::Result;
@@ -23,7 +23,12 @@ impl Comm {
     fn barrier_start(&self, mode: Mode) -> Result<CollRequest<'static>> {
         self.check()?;
         let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
-        let plan = match c.algo {
+        let plan = self.coll_plan(Coll::Barrier, &c, 0, 0, [0, 0], || self.barrier_plan(&c))?;
+        self.coll_start(Coll::Barrier, plan, &[], &mut [], None)
+    }
+
+    fn barrier_plan(&self, c: &Choice) -> Result<Plan> {
+        Ok(match c.algo {
             "shm_counter" => algo::shm::barrier(),
             "knomial" => {
                 // Empty messages up a k-nomial tree to rank 0, then back down it.
@@ -34,7 +39,6 @@ impl Comm {
                 p
             }
             _ => algo::dissemination::plan(self.rank(), self.size()),
-        };
-        self.coll_start(Coll::Barrier, plan, &[], &mut [], None)
+        })
     }
 }

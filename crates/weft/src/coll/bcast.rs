@@ -2,7 +2,7 @@
 
 use super::algo;
 use super::schedule::{Buf, Plan};
-use super::select::Coll;
+use super::select::{Choice, Coll};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
@@ -38,9 +38,20 @@ impl Comm {
         self.coll_check_root(Coll::Bcast, root)?;
         let bytes = std::mem::size_of_val(buf);
         let c = self.coll_choose(Coll::Bcast, bytes, true, mode)?;
+        let slot = match c.algo {
+            "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+            _ => 0,
+        };
+        let plan = self.coll_plan(Coll::Bcast, &c, bytes, root, [slot, 0], || {
+            self.bcast_plan(&c, root, bytes, slot)
+        })?;
+        let buf: &'a mut [u8] = bytemuck::cast_slice_mut(buf);
+        self.coll_start_rooted(Coll::Bcast, root, plan, &[], buf, None)
+    }
+
+    fn bcast_plan(&self, c: &Choice, root: u32, bytes: usize, slot: usize) -> Result<Plan> {
         let mut plan = Plan::new();
         if c.algo == "shm" {
-            let slot = self.coll_shm_slot_bytes().unwrap_or(64);
             plan = algo::shm::bcast(self.rank(), root, bytes, slot);
         } else if c.algo == "hier_knomial" {
             plan =
@@ -58,13 +69,6 @@ impl Comm {
                 bytes,
             )?;
         }
-        self.coll_start_rooted(
-            Coll::Bcast,
-            root,
-            plan,
-            &[],
-            bytemuck::cast_slice_mut(buf),
-            None,
-        )
+        Ok(plan)
     }
 }

@@ -46,6 +46,7 @@ pub use select::{explain, Coll, Explanation, Tuning};
 use crate::comm::Comm;
 use schedule::{Plan, Reduction, Schedule};
 use select::Choice;
+use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 
 /// Collective tags on the collective context (`ctx + 1`, which only collectives and
@@ -258,7 +259,7 @@ impl Comm {
     pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
-        plan: Plan,
+        plan: impl Into<Rc<Plan>>,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
@@ -271,7 +272,7 @@ impl Comm {
         &self,
         coll: Coll,
         root: u32,
-        plan: Plan,
+        plan: impl Into<Rc<Plan>>,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
@@ -279,8 +280,54 @@ impl Comm {
         request::check_outstanding(self, coll.name())?;
         let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
         let tag = coll_tag(index, request::next_seq(self), root);
-        let s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
+        let s = Schedule::start(self, coll.name(), plan.into(), send, recv, reduction, tag);
         CollRequest::start(self, s)
+    }
+
+    /// The plan of a call from the cache of recent small plans, or built by `build` (and
+    /// kept when the call moves at most [`PLAN_CACHE_BYTES`]). A plan is a pure function of
+    /// the key (rank, size, collective, algorithm, radix, bytes, root and `shape`: whatever
+    /// else the caller's builder reads, such as element counts and sizes), so plans are
+    /// shared between communicators of the same shape. Saves the plan's allocations on the
+    /// latency-bound path.
+    pub(crate) fn coll_plan(
+        &self,
+        coll: Coll,
+        choice: &Choice,
+        bytes: usize,
+        root: u32,
+        shape: [usize; 2],
+        build: impl FnOnce() -> Result<Plan>,
+    ) -> Result<Rc<Plan>> {
+        // Hierarchical plans also read the node layout, which the key does not hold.
+        if bytes > PLAN_CACHE_BYTES || choice.algo.starts_with("hier") {
+            return build().map(Rc::new);
+        }
+        let key = PlanKey {
+            rank: self.rank(),
+            size: self.size(),
+            coll,
+            algo: choice.algo,
+            radix: choice.radix,
+            bytes,
+            root,
+            shape,
+        };
+        if let Some(p) = PLANS.with(|c| {
+            let c = c.borrow();
+            c.iter().find(|(k, _)| *k == key).map(|(_, p)| p.clone())
+        }) {
+            return Ok(p);
+        }
+        let plan = Rc::new(build()?);
+        PLANS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() == PLAN_CACHE_ENTRIES {
+                c.remove(0);
+            }
+            c.push((key, plan.clone()));
+        });
+        Ok(plan)
     }
 
     pub(crate) fn coll_check_root(&self, coll: Coll, root: u32) -> Result<()> {
@@ -299,6 +346,29 @@ impl Comm {
         }
         Ok(())
     }
+}
+
+/// Calls moving at most this many bytes keep their plans for the next call.
+const PLAN_CACHE_BYTES: usize = 16384;
+/// Plans kept per thread (one rank's engine per thread); the oldest goes first.
+const PLAN_CACHE_ENTRIES: usize = 32;
+
+/// What a cached plan was built from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PlanKey {
+    rank: u32,
+    size: u32,
+    coll: Coll,
+    algo: &'static str,
+    radix: u32,
+    bytes: usize,
+    root: u32,
+    shape: [usize; 2],
+}
+
+thread_local! {
+    static PLANS: std::cell::RefCell<Vec<(PlanKey, Rc<Plan>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An `InvalidCount` error for a buffer of the wrong length.

@@ -3,7 +3,7 @@
 
 use super::algo;
 use super::schedule::{Buf, Plan};
-use super::select::Coll;
+use super::select::{Choice, Coll};
 use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
@@ -88,7 +88,7 @@ impl Comm {
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
         self.coll_check_root(Coll::Reduce, root)?;
-        let (rank, size) = (self.rank(), self.size());
+        let rank = self.rank();
         let red = reduction(Coll::Reduce, rank, op, kind)?;
         let n = elements(Coll::Reduce, rank, "the send buffer", send, kind)?;
         if rank == root {
@@ -104,22 +104,41 @@ impl Comm {
             }
         }
         let bytes = send.len();
-        let c = self.coll_choose(Coll::Reduce, bytes, op.is_commutative(), mode)?;
+        let commutative = op.is_commutative();
+        let c = self.coll_choose(Coll::Reduce, bytes, commutative, mode)?;
+        let slot = match c.algo {
+            "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+            _ => 0,
+        };
+        let es = kind.size_bytes();
+        let shape = [es, slot << 1 | usize::from(commutative)];
+        let plan = self.coll_plan(Coll::Reduce, &c, bytes, root, shape, || {
+            self.reduce_plan(&c, root, n, es, commutative, slot)
+        })?;
+        let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
+        self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red))
+    }
+
+    fn reduce_plan(
+        &self,
+        c: &Choice,
+        root: u32,
+        n: usize,
+        es: usize,
+        commutative: bool,
+        slot: usize,
+    ) -> Result<Plan> {
+        let (rank, size) = (self.rank(), self.size());
+        let bytes = n * es;
         let mut plan = Plan::new();
         if c.algo == "shm" {
-            let slot = self.coll_shm_slot_bytes().unwrap_or(64);
-            plan = algo::shm_reduce::plan(rank, size, root, n, kind.size_bytes(), slot);
+            plan = algo::shm_reduce::plan(rank, size, root, n, es, slot);
         } else if c.algo == "hier_knomial" {
             let nodes = self.coll_nodes();
             algo::hierarchical::reduce(&mut plan, rank, &nodes, root, c.radix, bytes, Buf::Recv)?;
         } else if c.algo == "reduce_scatter_gather" {
-            plan = algo::rabenseifner::plan(
-                rank,
-                size,
-                n,
-                kind.size_bytes(),
-                algo::rabenseifner::Finish::Root(root),
-            );
+            plan =
+                algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Root(root));
         } else {
             algo::knomial_reduce::build(
                 &mut plan,
@@ -128,11 +147,10 @@ impl Comm {
                 root,
                 c.radix,
                 bytes,
-                op.is_commutative(),
+                commutative,
                 Buf::Recv,
             )?;
         }
-        let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
-        self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red))
+        Ok(plan)
     }
 }

@@ -115,7 +115,11 @@ pub(crate) struct Plan {
     actions: Vec<Action>,
     /// Start index in `actions` of each step.
     steps: Vec<usize>,
-    tmp_bytes: Vec<usize>,
+    /// Start (in bytes, 8-byte aligned) of each temporary in the schedule's one scratch
+    /// buffer.
+    tmp_offsets: Vec<usize>,
+    /// Bytes of scratch in all (a multiple of 8).
+    tmp_total_bytes: usize,
 }
 
 impl Plan {
@@ -125,8 +129,9 @@ impl Plan {
 
     /// A temporary buffer of `bytes`; returns its id.
     pub fn tmp(&mut self, bytes: usize) -> Buf {
-        self.tmp_bytes.push(bytes);
-        Buf::Tmp((self.tmp_bytes.len() - 1) as u8)
+        self.tmp_offsets.push(self.tmp_total_bytes);
+        self.tmp_total_bytes += bytes.next_multiple_of(8);
+        Buf::Tmp((self.tmp_offsets.len() - 1) as u8)
     }
 
     /// Starts a new step: its local actions run once the previous step's messages are done.
@@ -226,10 +231,12 @@ struct Pending {
 
 /// A plan bound to the caller's buffers and the communicator, advancing when polled.
 pub(crate) struct Schedule<'a> {
-    plan: Plan,
+    plan: Rc<Plan>,
     send: &'a [u8],
     recv: &'a mut [u8],
-    tmps: Vec<Vec<u64>>,
+    /// Every temporary of the plan, back to back (`u64`, so each is aligned for any
+    /// element type); taken from and returned to this thread's pool.
+    tmp: Vec<u64>,
     reduction: Option<Reduction>,
     /// What the collective is called, for errors.
     what: &'static str,
@@ -267,17 +274,12 @@ impl<'a> Schedule<'a> {
     pub fn start(
         comm: &Comm,
         what: &'static str,
-        plan: Plan,
+        plan: Rc<Plan>,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
         tag: i32,
     ) -> Schedule<'a> {
-        let tmps = plan
-            .tmp_bytes
-            .iter()
-            .map(|&b| vec![0u64; b.div_ceil(8)])
-            .collect();
         let most = plan
             .steps
             .iter()
@@ -285,11 +287,12 @@ impl<'a> Schedule<'a> {
             .map(|(i, &s)| plan.steps.get(i + 1).copied().unwrap_or(plan.actions.len()) - s)
             .max()
             .unwrap_or(0);
+        let (tmp, pending) = pool::take(plan.tmp_total_bytes / 8, most);
         Schedule {
             plan,
             send,
             recv,
-            tmps,
+            tmp,
             reduction,
             what,
             rank: comm.data.rank,
@@ -297,7 +300,7 @@ impl<'a> Schedule<'a> {
             ctx: comm.data.ctx + 1,
             tag,
             next_step: 0,
-            pending: Vec::with_capacity(most),
+            pending,
             shm_target: None,
             shm_polls: Cell::new(0),
             shm_dead: Cell::new(None),
@@ -574,71 +577,63 @@ impl<'a> Schedule<'a> {
         }
     }
 
-    fn bytes(&self, r: Region) -> &[u8] {
+    /// Byte offset of region `r` in its whole buffer (temporaries share one).
+    fn abs_off(&self, r: Region) -> usize {
         match r.buf {
-            Buf::Send => &self.send[r.off..r.off + r.len],
-            Buf::Recv => &self.recv[r.off..r.off + r.len],
-            Buf::Tmp(t) => {
-                &bytemuck::cast_slice::<u64, u8>(&self.tmps[t as usize])[r.off..r.off + r.len]
-            }
+            Buf::Tmp(t) => self.plan.tmp_offsets[t as usize] + r.off,
+            _ => r.off,
         }
     }
 
+    fn bytes(&self, r: Region) -> &[u8] {
+        let off = self.abs_off(r);
+        let whole: &[u8] = match r.buf {
+            Buf::Send => self.send,
+            Buf::Recv => self.recv,
+            Buf::Tmp(_) => bytemuck::cast_slice(&self.tmp),
+        };
+        &whole[off..off + r.len]
+    }
+
     fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
-        match r.buf {
+        let off = self.abs_off(r);
+        let whole: &mut [u8] = match r.buf {
             Buf::Send => unreachable!("plans never write the send buffer"),
-            Buf::Recv => &mut self.recv[r.off..r.off + r.len],
-            Buf::Tmp(t) => &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.tmps[t as usize])
-                [r.off..r.off + r.len],
-        }
+            Buf::Recv => self.recv,
+            Buf::Tmp(_) => bytemuck::cast_slice_mut(&mut self.tmp),
+        };
+        &mut whole[off..off + r.len]
     }
 
     /// A readable `src` and a writable `dst` at once; they never overlap in a plan.
     fn pair(&mut self, src: Region, dst: Region) -> (&[u8], &mut [u8]) {
-        if src.buf == dst.buf {
+        let (so, d_o) = (self.abs_off(src), self.abs_off(dst));
+        let same = std::mem::discriminant(&src.buf) == std::mem::discriminant(&dst.buf);
+        let Schedule {
+            send, recv, tmp, ..
+        } = self;
+        if same {
             let whole: &mut [u8] = match dst.buf {
-                Buf::Recv => self.recv,
-                Buf::Tmp(t) => bytemuck::cast_slice_mut(&mut self.tmps[t as usize]),
+                Buf::Recv => recv,
+                Buf::Tmp(_) => bytemuck::cast_slice_mut(tmp),
                 Buf::Send => unreachable!("plans never write the send buffer"),
             };
-            if src.off < dst.off {
-                let (lo, hi) = whole.split_at_mut(dst.off);
-                (&lo[src.off..src.off + src.len], &mut hi[..dst.len])
+            if so < d_o {
+                let (lo, hi) = whole.split_at_mut(d_o);
+                (&lo[so..so + src.len], &mut hi[..dst.len])
             } else {
-                let (lo, hi) = whole.split_at_mut(src.off);
-                (&hi[..src.len], &mut lo[dst.off..dst.off + dst.len])
+                let (lo, hi) = whole.split_at_mut(so);
+                (&hi[..src.len], &mut lo[d_o..d_o + dst.len])
             }
         } else {
-            let Schedule {
-                send, recv, tmps, ..
-            } = self;
             let (s, d): (&[u8], &mut [u8]) = match (src.buf, dst.buf) {
                 (Buf::Send, Buf::Recv) => (send, recv),
-                (Buf::Send, Buf::Tmp(t)) => (send, bytemuck::cast_slice_mut(&mut tmps[t as usize])),
-                (Buf::Recv, Buf::Tmp(t)) => (recv, bytemuck::cast_slice_mut(&mut tmps[t as usize])),
-                (Buf::Tmp(t), Buf::Recv) => (bytemuck::cast_slice(&tmps[t as usize]), recv),
-                (Buf::Tmp(a), Buf::Tmp(b)) => {
-                    let (a, b) = (a as usize, b as usize);
-                    if a < b {
-                        let (lo, hi) = tmps.split_at_mut(b);
-                        (
-                            bytemuck::cast_slice(&lo[a]),
-                            bytemuck::cast_slice_mut(&mut hi[0]),
-                        )
-                    } else {
-                        let (lo, hi) = tmps.split_at_mut(a);
-                        (
-                            bytemuck::cast_slice(&hi[0]),
-                            bytemuck::cast_slice_mut(&mut lo[b]),
-                        )
-                    }
-                }
+                (Buf::Send, Buf::Tmp(_)) => (send, bytemuck::cast_slice_mut(tmp)),
+                (Buf::Recv, Buf::Tmp(_)) => (recv, bytemuck::cast_slice_mut(tmp)),
+                (Buf::Tmp(_), Buf::Recv) => (bytemuck::cast_slice(tmp), recv),
                 _ => unreachable!("plans never write the send buffer"),
             };
-            (
-                &s[src.off..src.off + src.len],
-                &mut d[dst.off..dst.off + dst.len],
-            )
+            (&s[so..so + src.len], &mut d[d_o..d_o + dst.len])
         }
     }
 
@@ -714,4 +709,73 @@ fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error
             err.message()
         ),
     )
+}
+
+impl Drop for Schedule<'_> {
+    fn drop(&mut self) {
+        pool::give(
+            std::mem::take(&mut self.tmp),
+            std::mem::take(&mut self.pending),
+        );
+    }
+}
+
+/// Scratch and pending-request vectors of finished schedules, reused by the next ones on
+/// this thread (one engine per thread), so a small collective allocates neither.
+mod pool {
+    use super::Pending;
+    use std::cell::RefCell;
+
+    /// Vectors kept per kind; more are freed.
+    const KEEP: usize = 8;
+    /// Larger scratch (in u64 words: 64 KiB) is freed rather than kept.
+    const KEEP_WORDS: usize = 8192;
+
+    /// Spare scratch vectors and spare pending lists.
+    type Spares = (Vec<Vec<u64>>, Vec<Vec<Pending>>);
+
+    thread_local! {
+        static POOL: RefCell<Spares> = const { RefCell::new((Vec::new(), Vec::new())) };
+    }
+
+    /// Zeroed scratch of `words` and an empty pending list with room for `pending`.
+    pub(super) fn take(words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
+        POOL.with(|p| {
+            let mut p = p.borrow_mut();
+            let mut tmp = if words == 0 {
+                Vec::new()
+            } else {
+                match p.0.iter().position(|v| v.capacity() >= words) {
+                    Some(i) => p.0.swap_remove(i),
+                    None => Vec::with_capacity(words),
+                }
+            };
+            tmp.resize(words, 0);
+            let mut pend = match p.1.iter().position(|v| v.capacity() >= pending) {
+                Some(i) => p.1.swap_remove(i),
+                None => Vec::with_capacity(pending),
+            };
+            pend.clear();
+            (tmp, pend)
+        })
+    }
+
+    /// Returns vectors for reuse.
+    pub(super) fn give(mut tmp: Vec<u64>, mut pending: Vec<Pending>) {
+        // try_with: a schedule dropped while the thread's locals are being destroyed just
+        // frees its vectors.
+        let _ = POOL.try_with(|p| {
+            let Ok(mut p) = p.try_borrow_mut() else {
+                return;
+            };
+            if tmp.capacity() > 0 && tmp.capacity() <= KEEP_WORDS && p.0.len() < KEEP {
+                tmp.clear();
+                p.0.push(tmp);
+            }
+            if pending.capacity() > 0 && p.1.len() < KEEP {
+                pending.clear();
+                p.1.push(pending);
+            }
+        });
+    }
 }
