@@ -32,7 +32,7 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_SYNC_YIELD_US",
         kind: KnobKind::Uint,
-        default: "2000",
+        default: "100",
         help: "how long a sync engine waiter keeps yielding the core before it sleeps on a futex",
     },
 ];

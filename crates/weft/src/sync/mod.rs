@@ -14,9 +14,11 @@
 //! The table is set-associative (4 ways per set, chosen by a hash of the address) with an
 //! overflow area probed linearly, so any address works until both are full. Entries are
 //! claimed in probe order and never freed, which is what lets two processes claiming the same
-//! new address agree on one entry without a lock. A waiter spins briefly, then sleeps on a
-//! futex in the entry, so a node with more processes than cores does not starve the process
-//! it waits for; while sleeping it checks now and then that the node's other ranks live.
+//! new address agree on one entry without a lock. A waiter follows a [`WaitPolicy`]: it
+//! spins while every local rank has a core, yields the core, then sleeps on a futex in the
+//! entry, so a node with more processes than cores does not starve the process it waits for;
+//! wakers make a system call only when a sleeper registered. While sleeping a waiter checks
+//! now and then that the node's other ranks live.
 //!
 //! Participants are the processes (or threads, in in-process jobs) of one node: `n` in
 //! [`SyncEngine::barrier`] and [`SyncEngine::reduce`] counts participants on this node.
@@ -60,11 +62,14 @@ const SPINS_PER_CLOCK: u32 = 64;
 /// process it waits for most likely needs this very core, so spinning longer only delays it.
 const OVERSUBSCRIBED_SPINS: u32 = 16;
 
-/// How a waiter waits (ALGORITHMS.md §8): spin, then give the core away with `sched_yield`,
+/// How a waiter waits (ALGORITHMS.md §7): spin, then give the core away with `sched_yield`,
 /// then sleep on the entry's futex. Spinning answers fastest when every rank has a core;
 /// yielding lets a process that shares our core run at once without the cost of a futex
 /// wake-up (a sleeping waiter makes its waker pay a system call and itself a scheduler
-/// wake-up of tens of microseconds); sleeping keeps long waits from burning the core.
+/// wake-up of tens of microseconds, and once both sides of a barrier fall asleep by turns
+/// every round pays it); sleeping keeps long waits from taking time slices and caches from
+/// a process that computes on our core (the LU example's pivot waits), so the yield window
+/// is short: about as long as a whole barrier round on an oversubscribed node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitPolicy {
     /// Condition checks before the first yield.
@@ -279,7 +284,7 @@ impl SyncEngine {
         let policy = WaitPolicy::new(
             weft.yields_when_idle(),
             uint("WEFT_SYNC_SPIN_NS", "20000")?,
-            uint("WEFT_SYNC_YIELD_US", "2000")?,
+            uint("WEFT_SYNC_YIELD_US", "100")?,
         );
         let region = node_region(weft, &format!("sync-{name}"), geo.body_bytes())?;
         Ok(SyncEngine {
@@ -758,6 +763,19 @@ mod tests {
         assert_eq!(SyncOp::parse("max").unwrap(), SyncOp::Max);
         let e = SyncOp::parse("avg").unwrap_err();
         assert!(e.message().contains("avg"), "{e}");
+    }
+
+    #[test]
+    fn wait_policy_spins_only_with_a_core_per_rank() {
+        let own = WaitPolicy::new(false, 20_000, 100);
+        assert_eq!(
+            (own.spins, own.spin_ns, own.yield_us),
+            (u32::MAX, 20_000, 100)
+        );
+        let shared = WaitPolicy::new(true, 20_000, 100);
+        assert_eq!(shared.spins, OVERSUBSCRIBED_SPINS);
+        assert_eq!(shared.spin_ns, 0);
+        assert_eq!(shared.yield_us, 100);
     }
 
     #[test]
