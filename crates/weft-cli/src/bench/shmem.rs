@@ -135,8 +135,11 @@ pub fn rank_main(a: ShmemRankArgs) -> Result<()> {
     let buf = heap.malloc(max)? as u64 + heap.base() as u64;
     let slots = 4096u64;
     let words = heap.malloc(8 * slots as usize * 256)? as u64 + heap.base() as u64;
-    let target = (1..n).find(|&p| !heap.accessible(p)).unwrap_or(1);
-    let remote = !heap.accessible(target);
+    // PE 0 picks the target (the first PE on another node, else PE 1) and tells everyone.
+    let mut pick = [(1..n).find(|&p| !heap.accessible(p)).unwrap_or(1), 0u32];
+    pick[1] = !heap.accessible(pick[0]) as u32;
+    world.bcast(&mut pick, 0)?;
+    let (target, remote) = (pick[0], pick[1] == 1);
     if remote {
         remote_main(&weft, &heap, &a, &sizes, &threads, target)?;
         drop(world);

@@ -76,6 +76,9 @@ pub struct SymmetricHeap {
     remote_fingerprint: Vec<u64>,
     /// The first error a `quiet` without a result met, returned by the next fallible call.
     sticky: Mutex<Option<Error>>,
+    /// Whether `sticky` holds an error: read on every remote call, so the common case touches
+    /// no lock and no cache line that another thread writes.
+    has_sticky: std::sync::atomic::AtomicBool,
     region: Region,
     heap_bytes: usize,
     me_local: u32,
@@ -180,6 +183,7 @@ impl SymmetricHeap {
             net,
             remote_fingerprint,
             sticky: Mutex::new(None),
+            has_sticky: std::sync::atomic::AtomicBool::new(false),
             me_local,
             region,
             heap_bytes,
@@ -365,7 +369,12 @@ impl SymmetricHeap {
     }
 
     fn sticky(&self) -> Result<()> {
-        match self.sticky.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if !self.has_sticky.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut g = self.sticky.lock().unwrap_or_else(|p| p.into_inner());
+        self.has_sticky.store(false, Ordering::Release);
+        match g.take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -564,10 +573,9 @@ impl SymmetricHeap {
     /// kept and returned by the next put, get or atomic; [`Self::try_quiet`] returns it.
     pub fn quiet(&self) {
         if let Err(e) = self.try_quiet() {
-            self.sticky
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(e);
+            let mut g = self.sticky.lock().unwrap_or_else(|p| p.into_inner());
+            g.get_or_insert(e);
+            self.has_sticky.store(true, Ordering::Release);
         }
     }
 

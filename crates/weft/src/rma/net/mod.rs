@@ -106,7 +106,12 @@ struct Shared {
     ctx_lanes: Mutex<HashMap<(u64, u32), SharedLane>>,
 }
 
+/// A thread's lane key: (heap id, context, PE).
+type LaneKey = (u64, u64, u32);
+
 thread_local! {
+    /// The lane this thread used last.
+    static LAST: RefCell<Option<(LaneKey, SharedLane)>> = const { RefCell::new(None) };
     /// This thread's lanes: (heap id, context, PE) → lane.
     static MINE: RefCell<HashMap<(u64, u64, u32), SharedLane>> = RefCell::new(HashMap::new());
 }
@@ -134,6 +139,17 @@ impl Shared {
 
     /// Runs `f` on the calling thread's lane (context `ctx`) to `pe`, connecting first.
     fn with_lane<R>(&self, ctx: u64, pe: u32, f: impl FnOnce(&mut Lane) -> Result<R>) -> Result<R> {
+        // Back-to-back operations of a thread mostly go to the lane it used last: no hashing.
+        let hit = LAST.with(|l| {
+            l.borrow()
+                .as_ref()
+                .filter(|(k, _)| *k == (self.id, ctx, pe))
+                .map(|(_, lane)| lane.clone())
+        });
+        if let Some(lane) = hit {
+            let mut g = lock(&lane);
+            return f(&mut g);
+        }
         let lane = MINE.with(|m| -> Result<Arc<Mutex<Lane>>> {
             let mut m = m.borrow_mut();
             if let Some(l) = m.get(&(self.id, ctx, pe)) {
@@ -164,6 +180,7 @@ impl Shared {
             m.insert((self.id, ctx, pe), l.clone());
             Ok(l)
         })?;
+        LAST.with(|l| *l.borrow_mut() = Some(((self.id, ctx, pe), lane.clone())));
         let mut g = lock(&lane);
         f(&mut g)
     }
@@ -216,6 +233,14 @@ impl Shared {
         MINE.with(|m| {
             m.borrow_mut()
                 .retain(|k, _| !(k.0 == self.id && k.1 == ctx))
+        });
+        LAST.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref()
+                .is_some_and(|(k, _)| k.0 == self.id && k.1 == ctx)
+            {
+                *l = None;
+            }
         });
     }
 }

@@ -13,7 +13,7 @@
 use super::wire::{self, Amo, Decoded, Request};
 use super::{apply_amo32, apply_amo64};
 use crate::rma::statics::Image;
-use std::io::{ErrorKind as IoKind, Read, Write};
+use std::io::{ErrorKind as IoKind, Read};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -194,7 +194,8 @@ struct Conn {
     written: usize,
     opened: Instant,
     deferred: Option<String>,
-    want_out: bool,
+    /// The epoll events the connection is registered for.
+    interest: u32,
 }
 
 /// A running service; stops (and joins its thread) when dropped.
@@ -397,83 +398,104 @@ fn accept_all(ep: &OwnedFd, listener: &TcpListener, conns: &mut Vec<Option<Conn>
                 written: 0,
                 opened: Instant::now(),
                 deferred: None,
-                want_out: false,
+                interest: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
             });
         }
     }
 }
 
-/// Reads, interprets and writes what it can for one connection; false to drop it (the
-/// stream closes with it, which also removes it from the epoll set).
-fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx) -> bool {
-    let mut chunk = [0u8; 64 * 1024];
-    let mut eof = flags & (libc::EPOLLERR as u32) != 0;
-    loop {
-        if c.output.len() - c.written > MAX_QUEUED_OUT_BYTES {
-            break;
-        }
-        match c.stream.read(&mut chunk) {
-            Ok(0) => {
-                eof = true;
-                break;
-            }
-            Ok(k) => {
-                c.input.extend_from_slice(&chunk[..k]);
-                if !interpret(c, ctx) {
-                    if !matches!(c.state, State::Ready) {
-                        ctx.refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return false;
-                }
-            }
-            Err(e) if e.kind() == IoKind::WouldBlock => break,
-            Err(e) if e.kind() == IoKind::Interrupted => continue,
-            Err(_) => {
-                eof = true;
-                break;
-            }
-        }
-    }
-    // Write what the kernel takes; ask for EPOLLOUT only while something is left.
+fn queued_out(c: &Conn) -> usize {
+    c.output.len() - c.written
+}
+
+/// Writes what the kernel takes of the connection's output; false when the connection
+/// broke. `send` with MSG_NOSIGNAL: a connector that vanished must not raise SIGPIPE in a C
+/// program that does not ignore it.
+fn write_out(c: &mut Conn) -> bool {
     while c.written < c.output.len() {
-        match c.stream.write(&c.output[c.written..]) {
-            Ok(0) => return false,
-            Ok(k) => c.written += k,
-            Err(e) if e.kind() == IoKind::WouldBlock => break,
-            Err(e) if e.kind() == IoKind::Interrupted => continue,
-            Err(_) => return false,
+        let rest = &c.output[c.written..];
+        // SAFETY: sending from a live slice on our socket.
+        let n = unsafe {
+            libc::send(
+                c.stream.as_raw_fd(),
+                rest.as_ptr() as *const libc::c_void,
+                rest.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            match std::io::Error::last_os_error().kind() {
+                IoKind::WouldBlock => break,
+                IoKind::Interrupted => continue,
+                _ => return false,
+            }
         }
+        c.written += n as usize;
     }
     if c.written == c.output.len() {
         c.output.clear();
         c.written = 0;
     }
-    let want_out = !c.output.is_empty();
-    if want_out != c.want_out {
-        let mut events = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
-        if want_out {
-            events |= libc::EPOLLOUT as u32;
+    true
+}
+
+/// Reads, interprets and writes what it can for one connection; false to drop it (the
+/// stream closes with it, which also removes it from the epoll set). While more than
+/// [`MAX_QUEUED_OUT_BYTES`] of answers wait for the connector to read them, its requests
+/// are left unread (it only waits for writability then).
+fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx) -> bool {
+    let mut chunk = [0u8; 64 * 1024];
+    let mut eof = flags & (libc::EPOLLERR as u32) != 0;
+    loop {
+        if !write_out(c) {
+            return false;
         }
+        if !interpret(c, ctx) {
+            if !matches!(c.state, State::Ready) {
+                ctx.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            return false;
+        }
+        if !write_out(c) {
+            return false;
+        }
+        if queued_out(c) > MAX_QUEUED_OUT_BYTES || eof {
+            break;
+        }
+        match c.stream.read(&mut chunk) {
+            Ok(0) => eof = true,
+            Ok(k) => c.input.extend_from_slice(&chunk[..k]),
+            Err(e) if e.kind() == IoKind::WouldBlock => break,
+            Err(e) if e.kind() == IoKind::Interrupted => continue,
+            Err(_) => eof = true,
+        }
+    }
+    let blocked = queued_out(c) > MAX_QUEUED_OUT_BYTES;
+    let interest = if blocked {
+        libc::EPOLLOUT as u32
+    } else if queued_out(c) > 0 {
+        (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLOUT) as u32
+    } else {
+        (libc::EPOLLIN | libc::EPOLLRDHUP) as u32
+    };
+    if interest != c.interest {
         if epoll_set(
             ep.as_raw_fd(),
             libc::EPOLL_CTL_MOD,
             c.stream.as_raw_fd(),
-            events,
+            interest,
             i as u64 + 2,
         )
         .is_err()
         {
             return false;
         }
-        c.want_out = want_out;
-    }
-    if eof && !c.output.is_empty() {
-        // The connector closed its side; what it asked for can no longer be delivered.
-        return false;
+        c.interest = interest;
     }
     if eof && !matches!(c.state, State::Ready) {
         ctx.refused.fetch_add(1, Ordering::Relaxed);
     }
+    // At end of input, what the connector asked for can no longer be worth delivering.
     !eof
 }
 
@@ -481,6 +503,9 @@ fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx) -> bool {
 fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
     let mut pos = 0;
     loop {
+        if queued_out(c) > MAX_QUEUED_OUT_BYTES {
+            break;
+        }
         match c.state {
             State::Hello => {
                 if c.input.len() < handshake::HELLO_BYTES {
