@@ -124,18 +124,27 @@ pub(crate) enum Mode {
 }
 
 impl Comm {
-    /// Ranks of this communicator on this node. On one node that is every member, so every
-    /// rank computes the same value; across nodes it assumes an even spread.
+    /// Ranks per node of this communicator as the selector and the cost model see it: the
+    /// most members any one node holds, computed from the job's node table (the same on
+    /// every rank, so every rank decides alike; counting only this node's members would
+    /// differ between nodes of unequal shares and split the ranks between algorithms).
     pub(crate) fn coll_ppn(&self) -> u32 {
         let e = self.engine.borrow();
-        let (local, _) = e.local_ranks();
-        let here = self
-            .data
-            .members
-            .iter()
-            .filter(|m| local.contains(m))
-            .count() as u32;
-        here.max(1)
+        let tuning = e.tuning();
+        let table = tuning.synthetic_nodes().unwrap_or(e.node_of());
+        let node = |w: u32| table.get(w as usize).copied().unwrap_or(0);
+        let members = &self.data.members;
+        let first = node(members[0]);
+        // The common case, one node, without allocating.
+        if members.iter().all(|&w| node(w) == first) {
+            return members.len() as u32;
+        }
+        let mut ids: Vec<u32> = members.iter().map(|&w| node(w)).collect();
+        ids.sort_unstable();
+        ids.chunk_by(|a, b| a == b)
+            .map(|c| c.len() as u32)
+            .max()
+            .unwrap_or(1)
     }
 
     /// Node id of every rank of this communicator, the groups of the hierarchical trees
