@@ -1062,7 +1062,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         let n = c.size() as usize;
         let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
         let mut sb: &[u8] = &[];
-        let mut packed = Vec::new();
+        let packed: Vec<u8>;
         if c.rank() == root {
             match bytes_of(1, sdt) {
                 Ok((es, _)) => {
@@ -1073,21 +1073,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
                 }
                 // A type with holes: the blocks are packed one after another.
                 Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
-                    let items = scaled(scounts, n, 1, "sendcounts")?;
-                    if displs.is_null() {
-                        return Err(err(MPI_ERR_ARG, "displs is NULL"));
-                    }
-                    let ext = crate::dtype::map_of(sdt)?.extent() as isize;
-                    for (i, &k) in items.iter().enumerate() {
-                        // SAFETY: one displacement per rank (the caller's contract).
-                        let d = unsafe { *displs.add(i) } as isize;
-                        let p = (send as *const u8).wrapping_offset(d * ext);
-                        let o = outgoing(p as *const c_void, k as i64, sdt)?;
-                        ds[i] = packed.len();
-                        counts[i] = o.bytes;
-                        packed
-                            .extend_from_slice(unsafe { bytes(o.ptr as *const c_void, o.bytes)? });
-                    }
+                    (packed, counts, ds) = pack_v_blocks(send, scounts, displs, sdt, n)?;
                     sb = &packed;
                 }
                 Err(e) => return Err(e),
@@ -1104,6 +1090,34 @@ pub unsafe extern "C" fn MPI_Scatterv(
         inc.finish()
     })();
     finish(comm, "MPI_Scatterv", r)
+}
+
+/// The `n` blocks of a v-collective's send side whose datatype has holes, packed one after
+/// another: (packed bytes, bytes per block, offset of each block).
+pub(crate) fn pack_v_blocks(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    n: usize,
+) -> R<(Vec<u8>, Vec<usize>, Vec<usize>)> {
+    let items = scaled(scounts, n, 1, "sendcounts")?;
+    if displs.is_null() {
+        return Err(err(MPI_ERR_ARG, "displs is NULL"));
+    }
+    let ext = crate::dtype::map_of(sdt)?.extent() as isize;
+    let (mut packed, mut counts, mut ds) = (Vec::new(), vec![0; n], vec![0; n]);
+    for (i, &k) in items.iter().enumerate() {
+        // SAFETY: one displacement per rank (the caller's contract).
+        let d = unsafe { *displs.add(i) } as isize;
+        let p = (send as *const u8).wrapping_offset(d * ext);
+        let o = outgoing(p as *const c_void, k as i64, sdt)?;
+        ds[i] = packed.len();
+        counts[i] = o.bytes;
+        // SAFETY: the staged block holds `o.bytes` bytes.
+        packed.extend_from_slice(unsafe { bytes(o.ptr as *const c_void, o.bytes)? });
+    }
+    Ok((packed, counts, ds))
 }
 
 /// MPI_Allgatherv (MPI-4.1 §6.7).

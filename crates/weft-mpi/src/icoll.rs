@@ -1009,12 +1009,25 @@ fn iscatterv_start(
     let c = comm_of(comm, "MPI_Iscatterv")?;
     let root = root_of(&c, root)?;
     let n = c.size() as usize;
+    let mut keep = Vec::new();
+    let mut send = send as usize;
     let (counts, ds, span) = if c.rank() == root {
-        crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts")?
+        match crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts") {
+            Ok(v) => v,
+            // A type with holes: the blocks are packed now, into a buffer the request keeps.
+            Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
+                let (packed, counts, ds) =
+                    crate::coll::pack_v_blocks(send as *const c_void, scounts, displs, sdt, n)?;
+                let span = packed.len();
+                send = packed.as_ptr() as usize;
+                keep.push(packed);
+                (counts, ds, span)
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         (vec![0; n], vec![0; n], 0)
     };
-    let mut keep = Vec::new();
     let (rp, rn) = if in_place(recv) {
         let mut scratch = vec![0u8; counts[c.rank() as usize]];
         let p = scratch.as_mut_ptr() as usize;
@@ -1223,9 +1236,95 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     finish(comm, "MPI_Ialltoallv", r)
 }
 
-/// MPI_Ialltoallw (MPI-4.1 §6.12.6). The exchange runs to completion (as MPI_Alltoallw)
-/// before this returns an already complete request, so it does not overlap with the
-/// program's work; weft has no per-peer-datatype schedule to start yet.
+/// Per-rank (bytes, byte displacement) of an alltoallw side whose datatypes are all
+/// contiguous; `None` when one has holes.
+fn w_bytes(
+    n: usize,
+    counts: *const c_int,
+    displs: *const c_int,
+    types: *const Handle,
+    what: &str,
+) -> R<Option<(Vec<usize>, Vec<usize>, usize)>> {
+    if counts.is_null() || displs.is_null() || types.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("an array of {what} is NULL")));
+    }
+    // SAFETY: one entry per rank (the caller's contract).
+    let (c, d, t) = unsafe {
+        (
+            std::slice::from_raw_parts(counts, n),
+            std::slice::from_raw_parts(displs, n),
+            std::slice::from_raw_parts(types, n),
+        )
+    };
+    let mut bytes = Vec::with_capacity(n);
+    let mut offs = Vec::with_capacity(n);
+    for i in 0..n {
+        if d[i] < 0 {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("{what}: displacement {} is negative", d[i]),
+            ));
+        }
+        match crate::dtype::bytes_of(c[i] as i64, t[i]) {
+            Ok((b, _)) => bytes.push(b),
+            Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        offs.push(d[i] as usize);
+    }
+    let span = (0..n).map(|i| offs[i] + bytes[i]).max().unwrap_or(0);
+    Ok(Some((bytes, offs, span)))
+}
+
+/// Starts MPI_Ialltoallw as weft's nonblocking alltoallv on bytes, when every datatype is
+/// contiguous (`None` otherwise).
+#[allow(clippy::too_many_arguments)]
+fn ialltoallw_start(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+) -> R<Option<Started>> {
+    let c = comm_of(comm, "MPI_Ialltoallw")?;
+    let n = c.size() as usize;
+    let Some((rc, rd, rspan)) = w_bytes(n, rcounts, rdispls, rtypes, "recvcounts")? else {
+        return Ok(None);
+    };
+    let mut keep = Vec::new();
+    let (sc, sd, sp, sn) = if in_place(send) {
+        // SAFETY: the receive buffer covers its span.
+        let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
+        let p = copy.as_ptr() as usize;
+        keep.push(copy);
+        (rc.clone(), rd.clone(), p, rspan)
+    } else {
+        let Some((sc, sd, sspan)) = w_bytes(n, scounts, sdispls, stypes, "sendcounts")? else {
+            return Ok(None);
+        };
+        (sc, sd, send as usize, sspan)
+    };
+    // SAFETY: buffers live until completion (MPI's contract or `keep`).
+    let q = unsafe {
+        c.ialltoallv(
+            sl(sp as *const u8, sn),
+            &sc,
+            &sd,
+            sl_mut(recv as *mut u8, rspan),
+            &rc,
+            &rd,
+        )?
+    };
+    started(q, keep, None).map(Some)
+}
+
+/// MPI_Ialltoallw (MPI-4.1 §6.12.6): a nonblocking schedule when every datatype is
+/// contiguous. With a datatype that has holes the exchange runs to completion (as
+/// MPI_Alltoallw, which packs the blocks) before this returns an already complete request.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ialltoallw(
     send: *const c_void,
@@ -1239,8 +1338,18 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    let r = check_req(req)
-        .and_then(|()| unsafe {
+    let r = (|| {
+        check_req(req)?;
+        if crate::inter::parts(comm).is_none() {
+            let st = ialltoallw_start(
+                send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
+            )?;
+            if let Some(st) = st {
+                return file(comm, req, || Ok(st));
+            }
+        }
+        // SAFETY: MPI's contract for the arguments.
+        unsafe {
             crate::coll::alltoallw(
                 send,
                 scounts,
@@ -1253,9 +1362,55 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
                 comm,
                 "MPI_Ialltoallw",
             )
-        })
-        .and_then(|()| crate::inter::completed(comm, req));
+        }?;
+        crate::inter::completed(comm, req)
+    })();
     finish(comm, "MPI_Ialltoallw", r)
+}
+
+/// MPI_Alltoallw_init (MPI-4.1 §6.13.6): contiguous datatypes only (each start is
+/// weft's nonblocking alltoallv on bytes); a datatype with holes is refused at the first
+/// MPI_Start with MPI_ERR_UNSUPPORTED_OPERATION.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw_init(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
+    let p = [
+        send as usize,
+        scounts as usize,
+        sdispls as usize,
+        stypes as usize,
+        recv as usize,
+        rcounts as usize,
+        rdispls as usize,
+        rtypes as usize,
+    ];
+    let r = comm_of(comm, "MPI_Alltoallw_init").and_then(|_| {
+        let restart: Restart = Rc::new(move || {
+            ialltoallw_start(
+                p[0] as _, p[1] as _, p[2] as _, p[3] as _, p[4] as _, p[5] as _, p[6] as _,
+                p[7] as _, comm,
+            )?
+            .ok_or_else(|| {
+                err(
+                    MPI_ERR_UNSUPPORTED_OPERATION,
+                    "MPI_Alltoallw_init with a datatype that has holes",
+                )
+            })
+        });
+        file_persistent(comm, restart, req)
+    });
+    finish(comm, "MPI_Alltoallw_init", r)
 }
 
 /// The persistent v-collectives (MPI-4.1 §6.13): each MPI_Start starts the nonblocking

@@ -228,3 +228,55 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
 pub unsafe extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
     MPI_SUCCESS
 }
+
+/// The MPI-3 `_x` calls (MPI-4.1 §19.1.2 keeps them; MPI_Count is `int64_t` in the ABI):
+/// each is its large-count `_c` twin under the older name.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_x(
+    status: *mut MpiStatus,
+    dt: Handle,
+    count: i64,
+) -> c_int {
+    let r = set_elements(status, dt, count);
+    finish(MPI_COMM_WORLD, "MPI_Status_set_elements_x", r)
+}
+
+/// MPI_Get_elements_x (MPI-4.1 §5.1.11): as MPI_Get_elements_c.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::p2p::MPI_Get_elements_c(status, dt, count) }
+}
+
+/// MPI_Type_size_x (MPI-4.1 §5.1.5): as MPI_Type_size_c.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(dt: Handle, size: *mut i64) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::dtype::MPI_Type_size_c(dt, size) }
+}
+
+/// MPI_Type_get_extent_x (MPI-4.1 §5.1.7): as MPI_Type_get_extent_c.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_x(
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::dtype::MPI_Type_get_extent_c(dt, lb, extent) }
+}
+
+/// MPI_Type_get_true_extent_x (MPI-4.1 §5.1.8): as MPI_Type_get_true_extent_c.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { crate::dtype::MPI_Type_get_true_extent_c(dt, lb, extent) }
+}

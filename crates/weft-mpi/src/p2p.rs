@@ -7,7 +7,7 @@ use crate::consts::*;
 use crate::dtype::{map_of, put};
 use crate::error::{err, finish, R};
 use crate::stage::{incoming, outgoing};
-use crate::state::{handle_index, state, Persistent, ReqEntry, State, K_REQ};
+use crate::state::{handle_index, make_handle, state, Persistent, ReqEntry, State, K_REQ, K_TYPE};
 use std::os::raw::{c_int, c_void};
 use weft::raw::RawRequest;
 use weft::Status;
@@ -1222,6 +1222,11 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
             ));
         }
         let mut e = s.reqs.remove(i).expect("checked");
+        if let Some(p) = e.persistent.filter(|p| p.own_type) {
+            if let Some(t) = handle_index(K_TYPE, p.dt) {
+                s.types.remove(t);
+            }
+        }
         if let Some(raw) = e.raw.take() {
             // A receive still matches and completes into the user's buffer (never
             // cancelled); a send keeps its packed copy until the data has left.
@@ -1270,6 +1275,20 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         let i = req_index(s, req)?;
         s.weft.world().raw_progress();
         let done = entry_ready(s, i)?;
+        if done {
+            // The status the completion will report, without completing (MPI-4.1 §3.7.3).
+            let e = s.reqs.get(i).expect("checked");
+            let st = match e.raw.as_ref().and_then(|r| r.peek_status()) {
+                Some(st) if e.recv => from_weft(&st),
+                Some(st) => MpiStatus {
+                    cancelled: st.cancelled as c_int,
+                    ..empty_status()
+                },
+                None if e.proc_null && e.recv => proc_null_status(),
+                None => empty_status(),
+            };
+            store(status, st);
+        }
         put!(flag, done as c_int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Request_get_status", r)
@@ -1297,7 +1316,18 @@ fn init_req(
     crate::dtype::layout(dt)?;
     check_tag(tag, !send)?;
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
+    // MPI lets the program free the datatype right after the init call (MPI-4.1 §5.1.9:
+    // pending operations keep using it), so a derived type is copied into a hidden entry the
+    // request owns and frees with itself.
+    let (dt, own_type) = match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
+        Some(d) => {
+            let copy = d.clone();
+            (make_handle(K_TYPE, s.types.insert(copy)), true)
+        }
+        None => (dt, false),
+    };
     let p = Persistent {
+        own_type,
         send,
         synchronous,
         buffered: false,

@@ -157,6 +157,8 @@ pub struct Persistent {
     pub synchronous: bool,
     /// A buffered send (MPI_Bsend_init).
     pub buffered: bool,
+    /// `dt` is the request's own copy of a derived datatype, freed with the request.
+    pub own_type: bool,
     pub buf: usize,
     pub count: i64,
     pub dt: Handle,

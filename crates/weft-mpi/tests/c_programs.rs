@@ -117,6 +117,11 @@ fn intercommunicators() {
 }
 
 #[test]
+fn isendrecv_bsend_init_reduce_local_persistent_v_and_friends() {
+    run_ok("extras");
+}
+
+#[test]
 fn derived_datatypes() {
     run_ok("dtype");
 }

@@ -226,6 +226,18 @@ impl RawRequest {
         self.last_status
     }
 
+    /// The status of the operation if it has completed, without finishing the request
+    /// (MPI_Request_get_status); `None` while it is in flight. Does not poll.
+    pub fn peek_status(&self) -> Option<Status> {
+        match self.id {
+            None => Some(self.preset.unwrap_or(self.last_status)),
+            Some(id) => {
+                let e = self.engine.borrow();
+                e.is_done(id).then(|| e.status_of(id))
+            }
+        }
+    }
+
     /// Cancels a receive that has not matched yet (MPI_Cancel); true if it was cancelled.
     /// Completing a cancelled receive gives a status with `cancelled` set.
     pub fn cancel(&self) -> bool {
