@@ -1236,6 +1236,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     finish(comm, "MPI_Ialltoallv", r)
 }
 
+/// Bytes per rank, byte displacement per rank, and the span they cover.
+type Blocks = (Vec<usize>, Vec<usize>, usize);
+
 /// Per-rank (bytes, byte displacement) of an alltoallw side whose datatypes are all
 /// contiguous; `None` when one has holes.
 fn w_bytes(
@@ -1244,7 +1247,7 @@ fn w_bytes(
     displs: *const c_int,
     types: *const Handle,
     what: &str,
-) -> R<Option<(Vec<usize>, Vec<usize>, usize)>> {
+) -> R<Option<Blocks>> {
     if counts.is_null() || displs.is_null() || types.is_null() {
         return Err(err(MPI_ERR_ARG, format!("an array of {what} is NULL")));
     }
