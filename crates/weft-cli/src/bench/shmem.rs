@@ -404,7 +404,8 @@ fn remote_main(
 
 /// `threads` initiators each put `puts` 8-byte values into their own range of `target`'s
 /// heap (through their own lanes, or the heap's proxy); ends when quiet has every put
-/// acknowledged. Returns puts per second.
+/// acknowledged. Each thread connects its lane (one put) before the clock starts, as a
+/// long-lived initiator would have. Returns puts per second.
 fn rate_remote(
     heap: &SymmetricHeap,
     words: u64,
@@ -413,12 +414,18 @@ fn rate_remote(
     threads: usize,
     puts: u64,
 ) -> Result<f64> {
-    let start = Instant::now();
-    std::thread::scope(|s| -> Result<()> {
+    let ready = std::sync::Barrier::new(threads + 1);
+    let elapsed = std::thread::scope(|s| -> Result<f64> {
+        let ready = &ready;
         let handles: Vec<_> = (0..threads as u64)
             .map(|tid| {
                 s.spawn(move || -> Result<()> {
                     let base = words + tid * slots * 8;
+                    let warm = heap
+                        .put(target, base, &0u64.to_ne_bytes())
+                        .and_then(|_| heap.flush());
+                    ready.wait();
+                    warm?;
                     for i in 0..puts {
                         let v = i + 1;
                         heap.put(target, base + (i % slots) * 8, &v.to_ne_bytes())?;
@@ -427,14 +434,16 @@ fn rate_remote(
                 })
             })
             .collect();
+        ready.wait();
+        let start = Instant::now();
         for h in handles {
             h.join()
                 .map_err(|_| Error::new(ErrorKind::Internal, "an initiator thread panicked"))??;
         }
-        Ok(())
+        heap.try_quiet()?;
+        Ok(start.elapsed().as_secs_f64())
     })?;
-    heap.try_quiet()?;
-    Ok((threads as u64 * puts) as f64 / start.elapsed().as_secs_f64())
+    Ok((threads as u64 * puts) as f64 / elapsed)
 }
 
 /// Each thread stores its 8-byte values straight into PE 1's heap (its own slot range).

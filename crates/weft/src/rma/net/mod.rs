@@ -1,18 +1,18 @@
 //! One-sided communication with PEs on other nodes: active messages over TCP.
 //!
-//! Target side: every PE runs one [`service`] thread on its own port (published in the
+//! Target side: every PE runs one service thread (`service.rs`) on its own port (published in the
 //! bootstrap store as `rma/heap<k>/<pe>`), which proves the job key with every connector and
 //! then applies that connector's requests to the PE's heap in arrival order. Puts are memory
 //! copies; atomics are CPU atomics on the mapped word, exactly like a same-node peer's
 //! atomics, so local CPU atomics and remote atomics on one word stay consistent. The rule:
-//! every concurrent update of a word must be atomic (plain puts racing with atomics on the
-//! same word give an unspecified but untorn result for aligned 4/8-byte words, as OpenSHMEM
-//! allows). Globals of a remote PE work too: the request names an offset from the
+//! every concurrent update of a word must be an atomic (of the same width); a plain put
+//! racing with an atomic on the same word is a data race whose result OpenSHMEM leaves
+//! undefined. Globals of a remote PE work too: the request names an offset from the
 //! executable's load base and the service applies it at the same offset from its own base
 //! (initiator and target must run the same executable; checked with the image fingerprint
 //! published next to the address).
 //!
-//! Initiator side: every initiating thread has its own [`lane::Lane`] (connection and send
+//! Initiator side: every initiating thread has its own lane (`lane.rs`: connection and send
 //! buffer) to each remote PE, created on first use, and every OpenSHMEM context has its own
 //! lanes too: no proxy serialises initiators. Puts (blocking and `_nbi` alike: both are
 //! complete locally once the bytes are in the buffer) wait in the lane's buffer until it
@@ -21,6 +21,11 @@
 //! atomics and quiet send the buffer first, then wait for the answer, so one lane is one
 //! ordered stream: fence needs no message. Quiet sends a sync and waits for its
 //! acknowledgement on every lane of the context that has unacknowledged puts.
+//!
+//! A buffered put leaves at the latest when its thread waits: `SymmetricHeap::flush` (called
+//! by libshmem's `wait_until`/`signal_wait_until`) sends the thread's buffers, and put-with-
+//! signal sends at once. Lanes live as long as the heap (a thread that exits leaves its
+//! lanes registered, idle, until the heap is dropped).
 //!
 //! `WEFT_RMA_PROXY=1` is the deliberate single-proxy mode of seed 002, kept for the
 //! comparison benchmark: every operation of every thread is handed to one proxy thread (one
