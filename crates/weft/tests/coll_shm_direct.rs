@@ -1,4 +1,4 @@
-//! The shared-memory direct (single-copy) alltoall across real processes: the test binary
+//! The shared-memory direct (single-copy) alltoall and reduce across real processes: the test binary
 //! starts copies of itself as ranks (a real bootstrap store, one segment, Cross Memory
 //! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
 //! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
@@ -63,6 +63,41 @@ fn child() {
                     );
                 }
             }
+            // Reduce: every root, 0, 1, odd and 1 MiB of i64, and an operation that does not
+            // commute (applied in rank order).
+            let n = w.size();
+            for count in [0usize, 1, 13, 4099, 1 << 17] {
+                let send: Vec<i64> = (0..count)
+                    .map(|i| (me as i64 + 1) * 1000 + i as i64 % 977)
+                    .collect();
+                for root in 0..n {
+                    let mut out = vec![0i64; if me == root { count } else { 0 }];
+                    w.reduce(&send, &mut out, &weft::coll::Op::Sum, root)
+                        .unwrap();
+                    for (i, &x) in out.iter().enumerate() {
+                        let want: i64 =
+                            (0..n as i64).map(|r| (r + 1) * 1000 + i as i64 % 977).sum();
+                        assert_eq!(
+                            x, want,
+                            "reduce np={n} count={count} root={root} element {i}"
+                        );
+                    }
+                }
+            }
+            // x ↦ first then second: string-like concatenation of rank digits in a u64.
+            let concat = weft::coll::Op::user::<u64>("concat", false, |a, b| {
+                for (x, y) in a.iter().zip(b.iter_mut()) {
+                    *y = *x * 16 + *y;
+                }
+            });
+            let send = vec![me as u64 + 1; 20_000];
+            let mut out = vec![0u64; if me == 0 { send.len() } else { 0 }];
+            w.reduce(&send, &mut out, &concat, 0).unwrap();
+            let want = (1..=n as u64).fold(0, |acc, d| acc * 16 + d);
+            assert!(
+                out.iter().all(|&x| x == want),
+                "non-commutative reduce in rank order"
+            );
             // A nonblocking call may overlap others in the area: forcing is refused.
             if w.size() > 1 {
                 let send = vec![1u8; w.size() as usize];
@@ -116,6 +151,7 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
             // node's area) needs two, so the single rank runs the default.
             if np > 1 {
                 c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
+                c.env("WEFT_REDUCE_ALGO", "shm_direct");
             }
             for (k, v) in vars {
                 c.env(k, v);

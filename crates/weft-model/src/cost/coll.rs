@@ -56,7 +56,13 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
     match coll {
         "barrier" => &["dissemination", "knomial", "shm_counter"],
         "bcast" => &["knomial", "hier_knomial", "scatter_allgather", "shm"],
-        "reduce" => &["knomial", "hier_knomial", "reduce_scatter_gather", "shm"],
+        "reduce" => &[
+            "knomial",
+            "hier_knomial",
+            "reduce_scatter_gather",
+            "shm",
+            "shm_direct",
+        ],
         "allreduce" => &[
             "recursive_doubling",
             "knomial",
@@ -230,6 +236,14 @@ pub fn cost_ns(
             halving_reduce_scatter(&c, n) + gather_binomial(&c, n)
         }
         ("reduce", "shm") => shm_reduce(&c, n),
+        // Two arrivals; each rank reads its part of every peer's buffer (one CMA read per
+        // peer, a system call each), combines, and writes the part to the root.
+        ("reduce", "shm_direct") => {
+            2.0 * intra.latency_ns
+                + pf * intra.latency_ns
+                + (pf - 1.0) * (n / pf) * (intra.ns_per_byte + g)
+                + intra.bytes_ns(n / pf)
+        }
 
         ("allreduce", "recursive_doubling") => {
             let steps: f64 = (0..c.log2())

@@ -3,7 +3,8 @@
 //! shared result slot) that are only ever copied into and out of, never borrowed.
 //!
 //! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
-//! rank: its flag (word 0) and its Cross Memory Attach vote (word 1); the slots start at the next 4096-byte boundary and split the rest evenly
+//! rank: its flag (word 0), its Cross Memory Attach vote (word 1) and a second published
+//! value (word 2, [`CollArea::publish_second`]); the slots start at the next 4096-byte boundary and split the rest evenly
 //! (multiples of 64 bytes). The area is zero-filled when the segment is created.
 //!
 //! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
@@ -153,6 +154,22 @@ impl<'a> CollArea<'a> {
             .store(value, Ordering::Release);
     }
 
+    /// Publishes a second value (an address), beside the flag (release).
+    pub fn publish_second(&self, value: u64) {
+        self.word_at(1 + self.me as usize, 2)
+            .store(value, Ordering::Release);
+    }
+
+    /// Local rank `rank`'s second published value (acquire).
+    pub fn second(&self, rank: u32) -> u64 {
+        assert!(
+            rank < self.local_size,
+            "second value of local rank {rank} of {}",
+            self.local_size
+        );
+        self.word_at(1 + rank as usize, 2).load(Ordering::Acquire)
+    }
+
     /// Local rank `rank`'s flag (acquire).
     pub fn flag(&self, rank: u32) -> u64 {
         assert!(
@@ -231,6 +248,8 @@ mod tests {
         assert_eq!(va.cma_verdict(), CmaVerdict::Refused(1), "first vote stays");
         assert_eq!(vb.cma_verdict(), CmaVerdict::Refused(1));
         assert_eq!(va.flag(0), 7, "the vote is beside the flag, not on it");
+        vb.publish_second(99);
+        assert_eq!((va.second(1), va.flag(1), va.second(0)), (99, 0, 0));
         vb.write(vb.result_slot(), 0, &[9; 64]);
         let mut r = [0u8; 64];
         va.read(2, 0, &mut r);

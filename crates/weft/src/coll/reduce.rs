@@ -133,6 +133,8 @@ impl Comm {
         let mut plan = Plan::new();
         if c.algo == "shm" {
             plan = algo::shm_reduce::plan(rank, size, root, n, es, slot);
+        } else if c.algo == "shm_direct" {
+            plan = algo::shm_direct_reduce::plan(rank, size, root, n, es);
         } else if c.algo == "hier_knomial" {
             let nodes = self.coll_nodes();
             algo::hierarchical::reduce(&mut plan, rank, &nodes, root, c.radix, bytes, Buf::Recv)?;

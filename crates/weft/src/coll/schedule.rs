@@ -87,15 +87,24 @@ enum Action {
     },
     /// Arrive at the next node-wide phase; the step completes when every local rank has.
     ShmArrive,
-    /// Publish the address of the caller's send buffer as this rank's flag in the node's
-    /// area, for peers to read from it directly.
-    ShmPublishSend,
-    /// Read bytes `off..off + dst.len` of local rank `peer`'s send buffer (at the address it
-    /// published) straight into `dst` with one Cross Memory Attach read.
+    /// Publish the addresses of the caller's send buffer (as this rank's flag) and receive
+    /// buffer (as its second value) in the node's area, for peers to access them directly.
+    ShmPublishBuffers,
+    /// Read bytes `off..off + dst.len` of local rank `peer`'s buffer `from` (send or
+    /// receive, at the address it published) straight into `dst` with one Cross Memory
+    /// Attach read.
     CmaRead {
         peer: u32,
+        from: Buf,
         off: usize,
         dst: Region,
+    },
+    /// Write `src` into bytes `off..off + src.len` of local rank `peer`'s receive buffer
+    /// (at the address it published) with one Cross Memory Attach write.
+    CmaWrite {
+        peer: u32,
+        off: usize,
+        src: Region,
     },
 }
 
@@ -178,17 +187,31 @@ impl Plan {
         self.push(Action::ShmArrive);
     }
 
-    /// Publishes the send buffer's address in this rank's flag of the node's area (peers
-    /// may read it once a following arrival has completed).
-    pub fn shm_publish_send(&mut self) {
-        self.push(Action::ShmPublishSend);
+    /// Publishes the send and receive buffers' addresses in this rank's words of the
+    /// node's area (peers may use them once a following arrival has completed).
+    pub fn shm_publish_buffers(&mut self) {
+        self.push(Action::ShmPublishBuffers);
     }
 
-    /// Reads bytes `off..off + dst.len` of local rank `peer`'s published send buffer into
-    /// `dst` (one copy, no staging).
-    pub fn cma_read(&mut self, peer: u32, off: usize, dst: Region) {
+    /// Reads bytes `off..off + dst.len` of local rank `peer`'s published buffer `from`
+    /// (`Buf::Send` or `Buf::Recv`) into `dst` (one copy, no staging).
+    pub fn cma_read(&mut self, peer: u32, from: Buf, off: usize, dst: Region) {
+        debug_assert!(matches!(from, Buf::Send | Buf::Recv));
         if dst.len > 0 {
-            self.push(Action::CmaRead { peer, off, dst });
+            self.push(Action::CmaRead {
+                peer,
+                from,
+                off,
+                dst,
+            });
+        }
+    }
+
+    /// Writes `src` into bytes `off..off + src.len` of local rank `peer`'s published
+    /// receive buffer (one copy).
+    pub fn cma_write(&mut self, peer: u32, off: usize, src: Region) {
+        if src.len > 0 {
+            self.push(Action::CmaWrite { peer, off, src });
         }
     }
 
@@ -442,12 +465,24 @@ impl<'a> Schedule<'a> {
                         let count = area.arrive();
                         self.shm_target = Some(count.div_ceil(n) * n);
                     }
-                    Action::ShmPublishSend => {
-                        area(e)?.publish(self.send.as_ptr() as u64);
+                    Action::ShmPublishBuffers => {
+                        let area = area(e)?;
+                        area.publish(self.send.as_ptr() as u64);
+                        area.publish_second(self.recv.as_ptr() as u64);
                     }
-                    Action::CmaRead { peer, off, dst } => {
+                    Action::CmaRead {
+                        peer,
+                        from,
+                        off,
+                        dst,
+                    } => {
                         if self.failed_read.is_none() {
-                            self.failed_read = self.cma_read(e, peer, off, dst).err();
+                            self.failed_read = self.cma_read(e, peer, from, off, dst).err();
+                        }
+                    }
+                    Action::CmaWrite { peer, off, src } => {
+                        if self.failed_read.is_none() {
+                            self.failed_read = self.cma_write(e, peer, off, src).err();
                         }
                     }
                     Action::Send { .. } | Action::Recv { .. } => {}
@@ -473,18 +508,46 @@ impl<'a> Schedule<'a> {
         }
     }
 
-    /// One Cross Memory Attach read out of local rank `peer`'s published send buffer.
-    fn cma_read(&mut self, e: &Engine, peer: u32, off: usize, dst: Region) -> Result<()> {
+    /// One Cross Memory Attach read out of local rank `peer`'s published buffer `from`.
+    fn cma_read(
+        &mut self,
+        e: &Engine,
+        peer: u32,
+        from: Buf,
+        off: usize,
+        dst: Region,
+    ) -> Result<()> {
         let area = area(e)?;
         let shm = e.shm().expect("an area implies a segment");
-        let (base, pid) = (area.flag(peer), shm.pid(peer));
+        let (base, which) = match from {
+            Buf::Send => (area.flag(peer), "send"),
+            _ => (area.second(peer), "receive"),
+        };
+        let pid = shm.pid(peer);
         cma::read(pid, base + off as u64, self.bytes_mut(dst)).map_err(|err| {
             Error::new(
                 ErrorKind::Io,
                 format!(
-                    "{}: reading {} bytes of local rank {peer}'s send buffer (pid {pid}) with \
-                     process_vm_readv failed: {err}",
+                    "{}: reading {} bytes of local rank {peer}'s {which} buffer (pid {pid}) \
+                     with process_vm_readv failed: {err}",
                     self.what, dst.len
+                ),
+            )
+        })
+    }
+
+    /// One Cross Memory Attach write into local rank `peer`'s published receive buffer.
+    fn cma_write(&mut self, e: &Engine, peer: u32, off: usize, src: Region) -> Result<()> {
+        let area = area(e)?;
+        let shm = e.shm().expect("an area implies a segment");
+        let (base, pid) = (area.second(peer), shm.pid(peer));
+        cma::write(pid, base + off as u64, self.bytes(src)).map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!(
+                    "{}: writing {} bytes into local rank {peer}'s receive buffer (pid {pid}) \
+                     with process_vm_writev failed: {err}",
+                    self.what, src.len
                 ),
             )
         })

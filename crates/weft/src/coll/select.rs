@@ -204,6 +204,7 @@ const REDUCE: &[AlgoInfo] = &[
     algo("hier_knomial", COMM, true),
     algo("reduce_scatter_gather", COMM, false),
     algo("shm", SHM, false),
+    algo("shm_direct", SHM_CMA, false),
 ];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
 const ALLGATHER: &[AlgoInfo] = &[

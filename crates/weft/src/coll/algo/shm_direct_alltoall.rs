@@ -21,7 +21,7 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
     if size == 1 || block == 0 {
         return p;
     }
-    p.shm_publish_send();
+    p.shm_publish_buffers();
     p.shm_arrive();
     p.step();
     // Start at the next rank so that the ranks' reads spread over the peers' buffers
@@ -30,6 +30,7 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
         let j = (rank + s) % size;
         p.cma_read(
             j,
+            Buf::Send,
             r * block,
             Region::new(Buf::Recv, j as usize * block, block),
         );

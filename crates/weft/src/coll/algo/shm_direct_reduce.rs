@@ -1,0 +1,66 @@
+//! Shared-memory direct reduce (seed 000's single copy applied to seed 004's shared
+//! reduction): every rank publishes its send and receive buffers' addresses in the node's
+//! collective area and arrives; rank i then combines part i of the vector across all ranks
+//! in rank order (so any operation), reading each peer's part straight out of the peer's
+//! send buffer with Cross Memory Attach, a piece at a time so the operands stay in cache,
+//! and writes the finished part straight into the root's receive buffer; a second arrival
+//! ends the call. Unlike the area reduce nobody copies its whole buffer into the area
+//! first: one copy of each input byte, two node-wide phases whatever the size. Needs the
+//! whole node (`SharedMemory`) and CMA between every pair of local ranks
+//! (`CrossMemoryAttach`).
+
+use super::chunks;
+use crate::coll::schedule::{Buf, Plan, Region};
+
+/// Bytes combined per read: a peer's piece and the accumulator stay in a core's cache.
+const PIECE_BYTES: usize = 64 * 1024;
+
+pub(crate) fn plan(rank: u32, size: u32, root: u32, count: usize, elem_bytes: usize) -> Plan {
+    let mut p = Plan::new();
+    let bytes = count * elem_bytes;
+    if size == 1 || bytes == 0 {
+        p.step();
+        p.copy(
+            Region::new(Buf::Send, 0, bytes),
+            Region::new(Buf::Recv, 0, bytes),
+        );
+        return p;
+    }
+    let (off, len) = chunks(count, elem_bytes, size as usize)[rank as usize];
+    let piece = (PIECE_BYTES / elem_bytes).max(1) * elem_bytes;
+    let other = p.tmp(piece.min(len));
+    // The root combines its part in place in its receive buffer; the others in scratch,
+    // then write it into the root's.
+    let acc_buf = if rank == root { Buf::Recv } else { p.tmp(len) };
+    let acc_off = if rank == root { off } else { 0 };
+    p.step();
+    p.shm_publish_buffers();
+    p.shm_arrive();
+    p.step();
+    let mut done = 0;
+    while done < len {
+        let n = piece.min(len - done);
+        let acc = Region::new(acc_buf, acc_off + done, n);
+        let t = Region::new(other, 0, n);
+        read(&mut p, rank, 0, off + done, acc);
+        for i in 1..size {
+            read(&mut p, rank, i, off + done, t);
+            p.reduce(t, acc, false);
+        }
+        done += n;
+    }
+    if rank != root {
+        p.cma_write(root, off, Region::new(acc_buf, 0, len));
+    }
+    p.shm_arrive();
+    p
+}
+
+/// Bytes `at..at + dst.len` of rank `from`'s send buffer into `dst`.
+fn read(p: &mut Plan, rank: u32, from: u32, at: usize, dst: Region) {
+    if from == rank {
+        p.copy(Region::new(Buf::Send, at, dst.len), dst);
+    } else {
+        p.cma_read(from, Buf::Send, at, dst);
+    }
+}
