@@ -302,6 +302,44 @@ int main(int argc, char **argv) {
     OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
   }
 
+  /* Neighborhood collectives on a periodic ring and on a 2-D non-periodic grid. */
+  {
+    MPI_Comm ring;
+    int dims[1] = {size}, periods[1] = {1};
+    OK(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring));
+    int rr, sb[2], rb[2] = {-1, -1};
+    OK(MPI_Comm_rank(ring, &rr));
+    int lft = (rr + size - 1) % size, rgt = (rr + 1) % size;
+    sb[0] = 10 * rr;     /* to the left neighbor */
+    sb[1] = 10 * rr + 1; /* to the right neighbor */
+    OK(MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, ring));
+    CHECK(rb[0] == 10 * lft + 1 && rb[1] == 10 * rgt);
+    int one = 7 * rr;
+    OK(MPI_Neighbor_allgather(&one, 1, MPI_INT, rb, 1, MPI_INT, ring));
+    CHECK(rb[0] == 7 * lft && rb[1] == 7 * rgt);
+    OK(MPI_Comm_free(&ring));
+    /* Without a topology: MPI_ERR_TOPOLOGY. */
+    CHECK_RC(MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, MPI_COMM_WORLD),
+             MPI_ERR_TOPOLOGY);
+    MPI_Comm grid;
+    int gd[2] = {0, 0}, gp[2] = {0, 0};
+    OK(MPI_Dims_create(size, 2, gd));
+    OK(MPI_Cart_create(MPI_COMM_WORLD, 2, gd, gp, 0, &grid));
+    int gr, c[2], s4[4], r4[4] = {-5, -5, -5, -5};
+    OK(MPI_Comm_rank(grid, &gr));
+    OK(MPI_Cart_coords(grid, gr, 2, c));
+    for (int k = 0; k < 4; k++) s4[k] = 100 * gr + k;
+    OK(MPI_Neighbor_alltoall(s4, 1, MPI_INT, r4, 1, MPI_INT, grid));
+    for (int d = 0; d < 2; d++) {
+      int src, dst;
+      OK(MPI_Cart_shift(grid, d, 1, &src, &dst));
+      /* From the -1 neighbor: its block to its +1 neighbor; past an edge: untouched. */
+      CHECK(r4[2 * d] == (src == MPI_PROC_NULL ? -5 : 100 * src + 2 * d + 1));
+      CHECK(r4[2 * d + 1] == (dst == MPI_PROC_NULL ? -5 : 100 * dst + 2 * d));
+    }
+    OK(MPI_Comm_free(&grid));
+  }
+
   OK(MPI_Op_free(&op));
   OK(MPI_Type_free(&pair));
   OK(MPI_Finalize());

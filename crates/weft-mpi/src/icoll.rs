@@ -99,6 +99,10 @@ fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R
 /// MPI_Start runs `restart`.
 fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
     check_req(req)?;
+    // The call number is taken now, so the ranks match the starts by init order.
+    let c = comm_of(comm, "persistent collective")?;
+    let seq = c.reserve_coll_seq();
+    let restart: Restart = Rc::new(move || c.with_coll_seq(seq, || restart()));
     let s = state("persistent collective")?;
     let mut e = entry(comm);
     e.restart = Some(restart);

@@ -464,6 +464,26 @@ const TAG_LOCAL_BCAST: i32 = 0x7fff_0003;
 /// Intercommunicators (MPI-4.1 §7.6): creation from two groups, merging, and what the C
 /// interface needs to build collectives from the local group and the bridge.
 impl Comm {
+    /// Takes the call number of a persistent collective at its init call: MPI-4.1 §6.13
+    /// matches persistent collectives in the order of their init calls, whatever order the
+    /// ranks start them in. Pass it to [`Comm::with_coll_seq`] at each start.
+    pub fn reserve_coll_seq(&self) -> u32 {
+        let seq = self.data.coll_seq.get();
+        self.data.coll_seq.set(seq.wrapping_add(1));
+        seq
+    }
+
+    /// Runs `start`, which starts one collective, with call number `seq` (from
+    /// [`Comm::reserve_coll_seq`]) instead of the next one; later collectives keep counting
+    /// where they were.
+    pub fn with_coll_seq<T>(&self, seq: u32, start: impl FnOnce() -> T) -> T {
+        let saved = self.data.coll_seq.get();
+        self.data.coll_seq.set(seq);
+        let r = start();
+        self.data.coll_seq.set(saved);
+        r
+    }
+
     /// Whether this is an intercommunicator (MPI_Comm_test_inter).
     pub fn is_inter(&self) -> bool {
         self.data.inter.is_some()
