@@ -87,7 +87,7 @@ fn child() {
             // x ↦ first then second: string-like concatenation of rank digits in a u64.
             let concat = weft::coll::Op::user::<u64>("concat", false, |a, b| {
                 for (x, y) in a.iter().zip(b.iter_mut()) {
-                    *y = *x * 16 + *y;
+                    *y += *x * 16;
                 }
             });
             let send = vec![me as u64 + 1; 20_000];
