@@ -1,4 +1,4 @@
-//! The shared-memory direct (single-copy) alltoall and reduce across real processes: the test binary
+//! The shared-memory direct (single-copy) alltoall, reduce and bcast across real processes: the test binary
 //! starts copies of itself as ranks (a real bootstrap store, one segment, Cross Memory
 //! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
 //! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
@@ -84,6 +84,19 @@ fn child() {
                     }
                 }
             }
+            // Bcast from every root, 0, 1, odd and 1 MiB.
+            for len in [0usize, 1, 13, 4099, 1 << 20] {
+                for root in 0..n {
+                    let want: Vec<u8> = (0..len).map(|k| byte(root, 99, k)).collect();
+                    let mut b = if me == root {
+                        want.clone()
+                    } else {
+                        vec![0u8; len]
+                    };
+                    w.bcast(&mut b, root).unwrap();
+                    assert!(b == want, "bcast np={n} len={len} root={root}");
+                }
+            }
             // x ↦ first then second: string-like concatenation of rank digits in a u64.
             let concat = weft::coll::Op::user::<u64>("concat", false, |a, b| {
                 for (x, y) in a.iter().zip(b.iter_mut()) {
@@ -152,6 +165,7 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
             if np > 1 {
                 c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
                 c.env("WEFT_REDUCE_ALGO", "shm_direct");
+                c.env("WEFT_BCAST_ALGO", "shm_direct");
             }
             for (k, v) in vars {
                 c.env(k, v);

@@ -55,7 +55,13 @@ pub const COLLECTIVES: &[&str] = &[
 pub fn algorithms(coll: &str) -> &'static [&'static str] {
     match coll {
         "barrier" => &["dissemination", "knomial", "shm_counter"],
-        "bcast" => &["knomial", "hier_knomial", "scatter_allgather", "shm"],
+        "bcast" => &[
+            "knomial",
+            "hier_knomial",
+            "scatter_allgather",
+            "shm",
+            "shm_direct",
+        ],
         "reduce" => &[
             "knomial",
             "hier_knomial",
@@ -229,6 +235,8 @@ pub fn cost_ns(
         ("bcast", "scatter_allgather") => scatter_binomial(&c, n) + ring_allgather(&c, n / pf),
         // Root copies in, every rank copies out, one flag.
         ("bcast", "shm") => intra.latency_ns + 2.0 * intra.bytes_ns(n),
+        // Two arrivals and one CMA read of the whole buffer per rank, all at once.
+        ("bcast", "shm_direct") => 3.0 * intra.latency_ns + intra.bytes_ns(n),
 
         ("reduce", "knomial") => c.knomial(k, g, |_| n),
         ("reduce", "hier_knomial") => hier_fan(&c, k, n, g),

@@ -53,6 +53,8 @@ impl Comm {
         let mut plan = Plan::new();
         if c.algo == "shm" {
             plan = algo::shm::bcast(self.rank(), root, bytes, slot);
+        } else if c.algo == "shm_direct" {
+            plan = algo::shm_direct_bcast::plan(self.rank(), self.size(), root, bytes);
         } else if c.algo == "hier_knomial" {
             plan =
                 algo::hierarchical::bcast(self.rank(), &self.coll_nodes(), root, c.radix, bytes)?;

@@ -198,6 +198,7 @@ const BCAST: &[AlgoInfo] = &[
     algo("hier_knomial", &[], true),
     algo("scatter_allgather", &[], false),
     algo("shm", SHM, false),
+    algo("shm_direct", SHM_CMA, false),
 ];
 const REDUCE: &[AlgoInfo] = &[
     algo("knomial", &[], true),

@@ -27,6 +27,7 @@ pub(crate) mod shm;
 pub(crate) mod shm_allgather;
 pub(crate) mod shm_alltoall;
 pub(crate) mod shm_direct_alltoall;
+pub(crate) mod shm_direct_bcast;
 pub(crate) mod shm_direct_reduce;
 pub(crate) mod shm_reduce;
 pub(crate) mod shm_reduce_scatter;
