@@ -673,35 +673,90 @@ fn lock_tag(lock: *mut std::ffi::c_long, call: &str) -> u64 {
     })
 }
 
-/// OpenSHMEM 1.5 §9.10.1 `shmem_set_lock`: the lock bit of the node synchronisation engine's
-/// word tagged by the lock's symmetric identity (so a global `long` works as well as a heap
-/// one; the lock variable itself is not written). PEs of one node only.
+/// Across nodes, a lock is PE 0's copy of the lock word (0 free, holder's PE + 1), taken and
+/// released with compare-and-swap: a CPU atomic for PEs of PE 0's node, the service's atomic
+/// for the others. The word must be in the symmetric heap (an atomic on a same-node peer's
+/// global is not possible through CMA).
+fn lock_word(lock: *mut std::ffi::c_long, call: &str) -> Option<u64> {
+    if ONE_NODE.get().copied().unwrap_or(true) {
+        return None;
+    }
+    check_ptr(lock as *const std::ffi::c_long, call);
+    if heap().offset_of(lock as u64).is_none() {
+        fatal(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{call}: lock at {lock:?} on PE {} is not in the symmetric heap; with PEs on several nodes a lock must be allocated with shmem_malloc/shmem_calloc",
+                heap().pe()
+            ),
+        ));
+    }
+    Some(lock as u64)
+}
+
+fn cswap_lock(word: u64, from: u64, to: u64, call: &str) -> u64 {
+    ok(heap()
+        .atomic(0, 0, word, 8, Amo::CompareSwap, from, to, true)
+        .map_err(|e| e.context(call)))
+}
+
+/// OpenSHMEM 1.5 §9.10.1 `shmem_set_lock`. On one node: the lock bit of the node
+/// synchronisation engine's word tagged by the lock's symmetric identity (so a global `long`
+/// works as well as a heap one; the lock variable itself is not written). Across nodes: PE
+/// 0's copy of the (heap) lock word, see `lock_word`.
 #[no_mangle]
 pub extern "C" fn shmem_set_lock(lock: *mut std::ffi::c_long) {
-    let tag = lock_tag(lock, "shmem_set_lock");
-    ok(engine().lock(tag).map_err(|e| e.context("shmem_set_lock")));
+    let call = "shmem_set_lock";
+    if let Some(word) = lock_word(lock, call) {
+        let me = heap().pe() as u64 + 1;
+        let mut round = 0;
+        while cswap_lock(word, 0, me, call) != 0 {
+            backoff(&mut round);
+        }
+        return;
+    }
+    let tag = lock_tag(lock, call);
+    ok(engine().lock(tag).map_err(|e| e.context(call)));
 }
 
 /// OpenSHMEM 1.5 §9.10.3 `shmem_test_lock`: 0 when acquired, 1 when held elsewhere.
 #[no_mangle]
 pub extern "C" fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
-    let tag = lock_tag(lock, "shmem_test_lock");
-    (!ok(engine()
-        .try_lock(tag)
-        .map_err(|e| e.context("shmem_test_lock")))) as c_int
+    let call = "shmem_test_lock";
+    if let Some(word) = lock_word(lock, call) {
+        return (cswap_lock(word, 0, heap().pe() as u64 + 1, call) != 0) as c_int;
+    }
+    let tag = lock_tag(lock, call);
+    (!ok(engine().try_lock(tag).map_err(|e| e.context(call)))) as c_int
 }
 
 /// OpenSHMEM 1.5 §9.10.2 `shmem_clear_lock`: quiet (so the critical section's puts are
 /// visible), then release.
 #[no_mangle]
 pub extern "C" fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
-    ok(heap()
-        .quiet_all()
-        .map_err(|e| e.context("shmem_clear_lock")));
-    let tag = lock_tag(lock, "shmem_clear_lock");
-    ok(engine()
-        .unlock(tag)
-        .map_err(|e| e.context("shmem_clear_lock")));
+    let call = "shmem_clear_lock";
+    ok(heap().quiet_all().map_err(|e| e.context(call)));
+    if let Some(word) = lock_word(lock, call) {
+        let me = heap().pe() as u64 + 1;
+        let held = cswap_lock(word, me, 0, call);
+        if held != me {
+            fatal(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{call}: PE {} releases lock {lock:?}, which it does not hold (holder: {})",
+                    me - 1,
+                    if held == 0 {
+                        "none".to_string()
+                    } else {
+                        format!("PE {}", held - 1)
+                    }
+                ),
+            ));
+        }
+        return;
+    }
+    let tag = lock_tag(lock, call);
+    ok(engine().unlock(tag).map_err(|e| e.context(call)));
 }
 
 /// OpenSHMEM 1.5 §9.8.2 `shmem_team_my_pe`.

@@ -2,7 +2,7 @@
  * PE i + n/2 are on different nodes): put/get of many sizes, p/g, iput/iget, nbi + quiet,
  * globals, every atomic from every PE on one word (exact results), 32-bit atomics,
  * put_signal ping-pong with signal_wait_until, wait_until woken by a remote p, contexts with
- * their own quiet. Prints "rma_nodes ok" on each PE. */
+ * their own quiet, a lock. Prints "rma_nodes ok" on each PE. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +141,18 @@ int main(void) {
     shmem_barrier_all();
     CHECK(x[6] == 5006 + partner && *sig == (uint64_t)(lower ? 31 : 30));
     if (me == 0) CHECK(counter[2] >= 1000L * n && counter[2] < 1000L * n + n);
+
+    /* a lock across the nodes guards a read-modify-write of PE 0's word */
+    long *lk = shmem_calloc(1, sizeof(long)), *guarded = shmem_calloc(1, sizeof(long));
+    for (int k = 0; k < 20; k++) {
+        if (k % 2) shmem_set_lock(lk);
+        else while (shmem_test_lock(lk)) ;
+        long v = shmem_long_g(guarded, 0);
+        shmem_long_p(guarded, v + 1, 0);
+        shmem_clear_lock(lk);
+    }
+    shmem_barrier_all();
+    if (me == 0) CHECK(*guarded == 20L * n && *lk == 0);
 
     /* a collective across the nodes */
     long one = me + 1, total = 0;
