@@ -341,7 +341,10 @@ mod tests {
             .iter()
             .map(|c| c["algo"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["pairwise", "bruck", "shm"]);
+        // Every algorithm of alltoall is a candidate (others may join the list).
+        for algo in ["pairwise", "bruck", "shm"] {
+            assert!(names.contains(&algo), "{algo} missing from {names:?}");
+        }
         assert!(names.contains(&v["choice"].as_str().unwrap()));
         assert!(v["candidates"][0]["cost_us"].as_f64().unwrap() > 0.0);
         // Across nodes the area algorithms are out: the choice is a message algorithm.

@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// Hosts to run on.
     #[command(flatten)]
     pub on: HostArgs,
+    /// Give every rank the variable NAME: its value here, or VALUE (repeatable, like
+    /// mpiexec -x). Ranks on other hosts get these and this environment's WEFT_* knobs, no
+    /// other variable of the launcher's.
+    #[arg(short = 'x', long = "export", value_name = "NAME[=VALUE]", value_parser = parse_export)]
+    pub export: Vec<(String, Option<String>)>,
     /// The program every rank runs, then its arguments.
     #[arg(
         value_name = "PROGRAM",
@@ -126,6 +131,40 @@ fn parse_nranks(s: &str) -> Result<u32, String> {
         return Err("the number of ranks must be at least 1".into());
     }
     Ok(n)
+}
+
+fn parse_export(s: &str) -> Result<(String, Option<String>), String> {
+    let (name, value) = match s.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_owned())),
+        None => (s, None),
+    };
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!(
+            "{name:?} is not a variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    Ok((name.to_owned(), value))
+}
+
+/// The `-x` variables with their values (a bare NAME takes this environment's value).
+fn export_env(
+    export: &[(String, Option<String>)],
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, String> {
+    export
+        .iter()
+        .map(|(name, value)| match value {
+            Some(v) => Ok((name.clone(), v.clone())),
+            None => lookup(name).map(|v| (name.clone(), v)).ok_or_else(|| {
+                format!("-x {name}: not set in this environment (use -x {name}=VALUE)")
+            }),
+        })
+        .collect()
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
@@ -155,6 +194,13 @@ pub fn run(args: RunArgs) -> i32 {
             return 2;
         }
     };
+    let env = match export_env(&args.export, |n| std::env::var(n).ok()) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("weft run: {e}");
+            return 2;
+        }
+    };
     let nranks = job_size(args.nranks, hosts.as_ref());
     if let Some(h) = &hosts {
         // A usage error (exit 2) like the other checks, before anything starts.
@@ -169,7 +215,7 @@ pub fn run(args: RunArgs) -> i32 {
         args: command.collect(),
         tag_output: args.tag_output,
         timeout: args.timeout,
-        env: Vec::new(),
+        env,
         output: OutputMode::Inherit,
         hosts,
     };
@@ -233,6 +279,35 @@ mod tests {
         Cli::try_parse_from(v)
             .map(|c| c.run)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn export_takes_values_from_here_or_the_argument() {
+        let a = parse(&[
+            "-x",
+            "OMP_NUM_THREADS=4",
+            "--export",
+            "HOME",
+            "-x",
+            "E=",
+            "prog",
+        ])
+        .unwrap();
+        let env = export_env(&a.export, |n| (n == "HOME").then(|| "/h".to_owned())).unwrap();
+        assert_eq!(
+            env,
+            [
+                ("OMP_NUM_THREADS".to_owned(), "4".to_owned()),
+                ("HOME".to_owned(), "/h".to_owned()),
+                ("E".to_owned(), String::new()),
+            ]
+        );
+        let e = export_env(&parse(&["-x", "NOPE", "prog"]).unwrap().export, |_| None).unwrap_err();
+        assert!(e.contains("-x NOPE: not set"), "{e}");
+        for bad in ["1A", "A-B", "=x", ""] {
+            let e = parse(&["-x", bad, "prog"]).err().unwrap();
+            assert!(e.contains("not a variable name"), "{bad}: {e}");
+        }
     }
 
     #[test]

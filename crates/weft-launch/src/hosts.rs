@@ -527,6 +527,11 @@ pub(crate) fn run_on_hosts(
         watch,
         store_port: store.local_addr().port(),
         spec,
+        env: crate::forwarded_env(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            &spec.env,
+        ),
         job_id: job_id.clone(),
         ended_connecting: false,
         open_pipes: 0,
@@ -608,6 +613,8 @@ struct MultiJob<'a> {
     watch: SignalWatch,
     store_port: u16,
     spec: &'a JobSpec,
+    /// What every remote rank's environment gets (see [`crate::forwarded_env`]).
+    env: Vec<(String, String)>,
     job_id: String,
     /// Agents still connecting were terminated when the job ended.
     ended_connecting: bool,
@@ -657,7 +664,7 @@ impl MultiJob<'_> {
                 .iter()
                 .map(|a| a.as_bytes().to_vec())
                 .collect(),
-            env: self.spec.env.clone(),
+            env: self.env.clone(),
             ranks,
         }
     }

@@ -57,7 +57,9 @@ pub struct JobSpec {
     pub tag_output: bool,
     /// End the job (exit code 124) when it runs longer than this.
     pub timeout: Option<Duration>,
-    /// Extra environment for every rank (the launcher's `WEFT_*` variables take precedence).
+    /// Extra environment for every rank, e.g. from `weft run -x NAME`. Ranks on other hosts
+    /// get these and the launcher's own `WEFT_*` knobs ([`forwarded_env`]); the variables
+    /// the launcher sets per rank (`WEFT_RANK`, ...) take precedence.
     pub env: Vec<(String, String)>,
     /// Where output goes.
     pub output: OutputMode,
@@ -118,4 +120,66 @@ pub struct JobOutcome {
     pub stderr: Vec<u8>,
     /// Wall time from start to the last rank reaped and cleanup done.
     pub elapsed: Duration,
+}
+
+/// Variables the launcher sets itself for each rank, never forwarded from its own
+/// environment (a job started from inside a rank must not pass on its parent's identity or
+/// secret).
+pub const PER_RANK_VARS: &[&str] = &[
+    "WEFT_RANK",
+    "WEFT_SIZE",
+    "WEFT_LOCAL_RANK",
+    "WEFT_LOCAL_SIZE",
+    "WEFT_NODE_ID",
+    "WEFT_BOOT_ADDR",
+    "WEFT_JOB_ID",
+    "WEFT_JOB_SECRET",
+];
+
+/// The environment ranks on other hosts get: the `WEFT_*` knobs of `launcher_env` (the
+/// launcher's environment; a remote login does not carry it) except [`PER_RANK_VARS`], then
+/// `extra` (the job's [`JobSpec::env`]), which wins over a knob of the same name.
+pub fn forwarded_env(
+    launcher_env: impl IntoIterator<Item = (String, String)>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = launcher_env
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("WEFT_") && !PER_RANK_VARS.contains(&k.as_str()))
+        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
+        .collect();
+    env.sort();
+    env.extend(extra.iter().cloned());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn knobs_and_named_variables_are_forwarded_identity_and_secret_are_not() {
+        let launcher = vars(&[
+            ("WEFT_SHM_EAGER_BYTES", "8K"),
+            ("WEFT_RANK", "3"),
+            ("WEFT_JOB_SECRET", "00ff"),
+            ("HOME", "/root"),
+            ("WEFT_YIELD", "on"),
+        ]);
+        let extra = vars(&[("OMP_NUM_THREADS", "2"), ("WEFT_YIELD", "off")]);
+        assert_eq!(
+            forwarded_env(launcher, &extra),
+            vars(&[
+                ("WEFT_SHM_EAGER_BYTES", "8K"),
+                ("OMP_NUM_THREADS", "2"),
+                ("WEFT_YIELD", "off"),
+            ])
+        );
+    }
 }

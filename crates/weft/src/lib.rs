@@ -86,6 +86,11 @@ pub fn init() -> Result<Weft> {
         Some(c) => Some(Arc::new(c)),
         None => None,
     };
+    // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
+    // (into `config` and the store client) and now leaves the environment, so whatever this
+    // rank starts (a shell, a tool, an `exec`) does not inherit it. Done here, at start-up,
+    // because changing the environment races with other threads reading it.
+    std::env::remove_var("WEFT_JOB_SECRET");
     let (rank, size) = match &store {
         Some(_) => {
             let rank = v.uint("WEFT_RANK").ok_or_else(|| {

@@ -2,7 +2,8 @@
 //! with a real bootstrap store and job secret, claiming two nodes of two ranks
 //! (`WEFT_NODE_ID`), so ranks of a node talk over shared memory and across nodes over TCP
 //! with the job secret as the handshake key. Point-to-point and collectives are checked, then
-//! rank 3 exits: rank 0 (other node, TCP) and rank 2 (its node) report it dead.
+//! rank 3 exits: rank 0 (other node, TCP) and rank 2 (its node) report it dead. Each rank
+//! also checks that init took the job secret out of its environment.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +14,15 @@ const CHILD: &str = "WEFT_TEST_TCP_CHILD";
 const NP: u32 = 4;
 
 fn child() {
+    assert!(std::env::var_os("WEFT_JOB_SECRET").is_some());
     let weft = weft::init().unwrap();
+    // Read by init, then gone: a program this rank starts does not inherit it.
+    assert!(std::env::var_os("WEFT_JOB_SECRET").is_none());
+    let inherited = Command::new("sh")
+        .args(["-c", "echo ${WEFT_JOB_SECRET-none}"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&inherited.stdout).trim(), "none");
     let w = weft.world();
     let me = w.rank() as u32;
     // A ring of 1 MiB + 5 bytes (rendezvous over TCP between ranks 1-2 and 3-0).
@@ -32,6 +41,17 @@ fn child() {
     assert_eq!(out, [6, 4, 8]);
     w.barrier().unwrap();
     println!("rank {me}: traffic checked");
+    // Rank 3 vanishes only once ranks 0 and 2 are past the barrier: its last barrier message
+    // could otherwise still sit in its queues when it exits without finalizing (flaky).
+    match me {
+        0 | 2 => w.send(&[1u8], 3, 8).unwrap(),
+        3 => {
+            let mut go = [0u8; 1];
+            w.recv(&mut go, 0, 8).unwrap();
+            w.recv(&mut go, 2, 8).unwrap();
+        }
+        _ => {}
+    }
     match me {
         3 => std::process::exit(3),
         0 | 2 => {
@@ -84,7 +104,10 @@ fn tcp_between_processes_on_two_nodes_and_a_dead_peer() {
                 let out = c.wait_with_output().unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
                 let err = String::from_utf8_lossy(&out.stderr);
-                assert!(text.contains("traffic checked"), "rank {rank}: {text}{err}");
+                assert!(
+                    text.contains("traffic checked"),
+                    "rank {rank} ({status}): {text}{err}"
+                );
                 if rank == 3 {
                     assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
                 } else {
