@@ -183,6 +183,24 @@ int main(int argc, char **argv) {
     CHECK(r[1] == 4 * rank + 1);
     OK(MPI_Request_free(&pq));
     CHECK_RC(MPI_Ialltoallw(s, sc, sd, st, r, rc, rd, rt, MPI_COMM_WORLD, NULL), MPI_ERR_REQUEST);
+    /* Holes on the receive side: staged, unpacked at completion, gaps untouched. */
+    for (int i = 0; i < 4 * n; i++) r[i] = -1;
+    OK(MPI_Ialltoallw(s, rc, rd, rt, r, sc, sd, st, MPI_COMM_WORLD, &q));
+    OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    for (int i = 0; i < n; i++) {
+      CHECK(r[4 * i] == 1000 * i + 4 * rank && r[4 * i + 2] == 1000 * i + 4 * rank + 1);
+      CHECK(r[4 * i + 1] == -1 && r[4 * i + 3] == -1);
+    }
+    /* The same as a persistent request, started twice. */
+    MPI_Request wq;
+    OK(MPI_Alltoallw_init(s, rc, rd, rt, r, sc, sd, st, MPI_COMM_WORLD, MPI_INFO_NULL, &wq));
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < 4 * n; i++) r[i] = -1;
+      OK(MPI_Start(&wq));
+      OK(MPI_Wait(&wq, MPI_STATUS_IGNORE));
+      CHECK(r[2] == 4 * rank + 1 && r[1] == -1);
+    }
+    OK(MPI_Request_free(&wq));
 
     /* Scatterv of the strided type from the last rank. */
     int root = size - 1, got[2] = {-1, -1};

@@ -1283,8 +1283,10 @@ fn w_bytes(
     Ok(Some((bytes, offs, span)))
 }
 
-/// Starts MPI_Ialltoallw as weft's nonblocking alltoallv on bytes, when every datatype is
-/// contiguous (`None` otherwise).
+/// Starts MPI_Ialltoallw as weft's nonblocking alltoallv on bytes. Contiguous blocks are
+/// sent from and received into the user's buffers; blocks of datatypes with holes are
+/// packed now (send) or staged and unpacked at completion (receive), each with its own
+/// datatype.
 #[allow(clippy::too_many_arguments)]
 fn ialltoallw_start(
     send: *const c_void,
@@ -1296,13 +1298,61 @@ fn ialltoallw_start(
     rdispls: *const c_int,
     rtypes: *const Handle,
     comm: Handle,
-) -> R<Option<Started>> {
+) -> R<Started> {
     let c = comm_of(comm, "MPI_Ialltoallw")?;
     let n = c.size() as usize;
-    let Some((rc, rd, rspan)) = w_bytes(n, rcounts, rdispls, rtypes, "recvcounts")? else {
-        return Ok(None);
-    };
     let mut keep = Vec::new();
+    let mut unpack: Option<Unpack> = None;
+    let (rc, rd, rp, rspan) = match w_bytes(n, rcounts, rdispls, rtypes, "recvcounts")? {
+        Some((rc, rd, rspan)) => (rc, rd, recv as usize, rspan),
+        None => {
+            if in_place(send) {
+                return Err(err(
+                    MPI_ERR_UNSUPPORTED_OPERATION,
+                    "MPI_IN_PLACE with a receive datatype that has holes",
+                ));
+            }
+            // SAFETY: one entry per rank (the caller's contract; w_bytes checked non-null).
+            let (cs, ds, ts) = unsafe {
+                (
+                    std::slice::from_raw_parts(rcounts, n),
+                    std::slice::from_raw_parts(rdispls, n),
+                    std::slice::from_raw_parts(rtypes, n),
+                )
+            };
+            let mut maps = Vec::with_capacity(n);
+            let (mut rc, mut rd, mut total) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
+            for i in 0..n {
+                if cs[i] < 0 {
+                    return Err(err(
+                        MPI_ERR_COUNT,
+                        format!("recvcounts has a negative entry {}", cs[i]),
+                    ));
+                }
+                let map = Rc::new(crate::dtype::map_of(ts[i])?);
+                let bytes = map.packed_bytes(cs[i] as u64)? as usize;
+                rd.push(total);
+                rc.push(bytes);
+                total += bytes;
+                maps.push(map);
+            }
+            let mut big = vec![0u8; total];
+            let base = big.as_mut_ptr() as usize;
+            for (i, map) in maps.into_iter().enumerate() {
+                if rc[i] == 0 {
+                    continue;
+                }
+                let user = (recv as usize).wrapping_add(ds[i] as isize as usize);
+                let u = Unpack::from_block(map, user, cs[i] as u64, (base + rd[i], rc[i]));
+                match unpack.as_mut() {
+                    Some(first) => first.then(u),
+                    None => unpack = Some(u),
+                }
+            }
+            keep.push(big);
+            (rc, rd, base, total)
+        }
+    };
     let (sc, sd, sp, sn) = if in_place(send) {
         // SAFETY: the receive buffer covers its span.
         let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
@@ -1310,10 +1360,33 @@ fn ialltoallw_start(
         keep.push(copy);
         (rc.clone(), rd.clone(), p, rspan)
     } else {
-        let Some((sc, sd, sspan)) = w_bytes(n, scounts, sdispls, stypes, "sendcounts")? else {
-            return Ok(None);
-        };
-        (sc, sd, send as usize, sspan)
+        match w_bytes(n, scounts, sdispls, stypes, "sendcounts")? {
+            Some((sc, sd, sspan)) => (sc, sd, send as usize, sspan),
+            None => {
+                // SAFETY: as above, for the send side.
+                let (cs, ds, ts) = unsafe {
+                    (
+                        std::slice::from_raw_parts(scounts, n),
+                        std::slice::from_raw_parts(sdispls, n),
+                        std::slice::from_raw_parts(stypes, n),
+                    )
+                };
+                let (mut packed, mut sc, mut sd) =
+                    (Vec::new(), Vec::with_capacity(n), Vec::with_capacity(n));
+                for i in 0..n {
+                    let p = (send as *const u8).wrapping_offset(ds[i] as isize);
+                    let o = crate::stage::outgoing(p as *const c_void, cs[i] as i64, ts[i])?;
+                    sd.push(packed.len());
+                    sc.push(o.bytes);
+                    // SAFETY: the staged block holds `o.bytes` bytes.
+                    packed.extend_from_slice(unsafe { sl(o.ptr, o.bytes) });
+                }
+                let p = packed.as_ptr() as usize;
+                let len = packed.len();
+                keep.push(packed);
+                (sc, sd, p, len)
+            }
+        }
     };
     // SAFETY: buffers live until completion (MPI's contract or `keep`).
     let q = unsafe {
@@ -1321,17 +1394,17 @@ fn ialltoallw_start(
             sl(sp as *const u8, sn),
             &sc,
             &sd,
-            sl_mut(recv as *mut u8, rspan),
+            sl_mut(rp as *mut u8, rspan),
             &rc,
             &rd,
         )?
     };
-    started(q, keep, None).map(Some)
+    started(q, keep, unpack)
 }
 
-/// MPI_Ialltoallw (MPI-4.1 §6.12.6): a nonblocking schedule when every datatype is
-/// contiguous. With a datatype that has holes the exchange runs to completion (as
-/// MPI_Alltoallw, which packs the blocks) before this returns an already complete request.
+/// MPI_Ialltoallw (MPI-4.1 §6.12.6): weft's nonblocking alltoallv on bytes, blocks of
+/// datatypes with holes packed or staged (see `ialltoallw_start`). On an intercommunicator
+/// it completes inside the call (see the `inter` module).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ialltoallw(
     send: *const c_void,
@@ -1348,12 +1421,11 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     let r = (|| {
         check_req(req)?;
         if crate::inter::parts(comm).is_none() {
-            let st = ialltoallw_start(
-                send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
-            )?;
-            if let Some(st) = st {
-                return file(comm, req, || Ok(st));
-            }
+            return file(comm, req, || {
+                ialltoallw_start(
+                    send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
+                )
+            });
         }
         // SAFETY: MPI's contract for the arguments.
         unsafe {
@@ -1375,9 +1447,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     finish(comm, "MPI_Ialltoallw", r)
 }
 
-/// MPI_Alltoallw_init (MPI-4.1 §6.13.6): contiguous datatypes only (each start is
-/// weft's nonblocking alltoallv on bytes); a datatype with holes is refused at the first
-/// MPI_Start with MPI_ERR_UNSUPPORTED_OPERATION.
+/// MPI_Alltoallw_init (MPI-4.1 §6.13.6): each start is the nonblocking form's schedule.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Alltoallw_init(
     send: *const c_void,
@@ -1407,13 +1477,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
             ialltoallw_start(
                 p[0] as _, p[1] as _, p[2] as _, p[3] as _, p[4] as _, p[5] as _, p[6] as _,
                 p[7] as _, comm,
-            )?
-            .ok_or_else(|| {
-                err(
-                    MPI_ERR_UNSUPPORTED_OPERATION,
-                    "MPI_Alltoallw_init with a datatype that has holes",
-                )
-            })
+            )
         });
         file_persistent(comm, restart, req)
     });

@@ -776,17 +776,18 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         };
         e.coll = None;
         let unpack = e.unpack.take();
+        // The staging buffers outlive the unpack, which may read a block of one of them.
+        let keep = std::mem::take(&mut e.keep);
         if e.persistent.is_none() && e.restart.is_none() {
             s.reqs.remove(i);
             // SAFETY: as above.
             unsafe { *req = MPI_REQUEST_NULL };
-        } else {
-            e.keep.clear();
         }
         r?;
         if let Some(u) = unpack {
             u.run()?;
         }
+        drop(keep);
         store(status, empty_status());
         return Ok(true);
     }

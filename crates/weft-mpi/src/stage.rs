@@ -36,6 +36,12 @@ pub struct Unpack {
     tmp: Vec<u8>,
     /// A reduction result in the kernels' pair structs, scattered back instead of `tmp`.
     reduced: Option<ReductionBuf>,
+    /// Unpacks that run after this one (the blocks of a collective with one datatype per
+    /// peer).
+    more: Vec<Unpack>,
+    /// Packed bytes kept elsewhere (address, length: a block of a staging buffer the
+    /// request owns), unpacked instead of `tmp`.
+    src: Option<(usize, usize)>,
 }
 
 fn check_count(count: i64) -> R<u64> {
@@ -169,6 +175,8 @@ pub(crate) fn incoming_for_reduction(
                     count: n,
                     tmp: Vec::new(),
                     reduced: Some(rb),
+                    more: Vec::new(),
+                    src: None,
                 }),
             })
         }
@@ -214,6 +222,8 @@ fn incoming_as(buf: *mut c_void, count: i64, keep_contents: bool, lay: Layout) -
                     count: n,
                     tmp,
                     reduced: None,
+                    more: Vec::new(),
+                    src: None,
                 }),
             })
         }
@@ -239,9 +249,42 @@ impl Incoming {
 }
 
 impl Unpack {
+    /// An unpack of `len` packed bytes at `src` (a block of a staging buffer that outlives
+    /// the unpack) into `count` items of `map` at `user`.
+    pub(crate) fn from_block(
+        map: std::rc::Rc<TypeMap>,
+        user: usize,
+        count: u64,
+        src: (usize, usize),
+    ) -> Unpack {
+        Unpack {
+            map,
+            user,
+            count,
+            tmp: Vec::new(),
+            reduced: None,
+            more: Vec::new(),
+            src: Some(src),
+        }
+    }
+
+    /// Chains `next` to run after this unpack.
+    pub(crate) fn then(&mut self, next: Unpack) {
+        self.more.push(next);
+    }
+
     /// Unpacks the whole temporary buffer into the user's buffer (collectives, where every
-    /// byte arrives).
-    pub fn run(self) -> R<()> {
+    /// byte arrives), then the chained unpacks.
+    pub fn run(mut self) -> R<()> {
+        let more = std::mem::take(&mut self.more);
+        self.run_one()?;
+        for u in more {
+            u.run()?;
+        }
+        Ok(())
+    }
+
+    fn run_one(self) -> R<()> {
         if let Some(rb) = &self.reduced {
             if self.count == 0 {
                 return Ok(());
@@ -253,7 +296,7 @@ impl Unpack {
                 .scatter_from_reduction(rb, dst, origin, self.count)?;
             return Ok(());
         }
-        let n = self.tmp.len();
+        let n = self.src.map_or(self.tmp.len(), |(_, len)| len);
         self.run_received(n)
     }
 
@@ -261,7 +304,14 @@ impl Unpack {
     /// than the receive must leave the rest of the user's buffer untouched (MPI-4.1
     /// §3.2.4), so the zeros the temporary buffer starts with never reach it.
     pub fn run_received(self, received: usize) -> R<()> {
-        let received = received.min(self.tmp.len());
+        let packed: &[u8] = match self.src {
+            // SAFETY: the staging buffer holding the block outlives the unpack (the request
+            // keeps it).
+            Some((p, len)) if len > 0 => unsafe { std::slice::from_raw_parts(p as *const u8, len) },
+            Some(_) => &[],
+            None => &self.tmp,
+        };
+        let received = received.min(packed.len());
         if received == 0 {
             return Ok(());
         }
@@ -269,7 +319,7 @@ impl Unpack {
         let (dst, origin) =
             unsafe { user_span(&self.map, self.user as *const c_void, self.count)? };
         self.map
-            .unpack_range(&self.tmp[..received], 0, dst, origin, self.count)?;
+            .unpack_range(&packed[..received], 0, dst, origin, self.count)?;
         Ok(())
     }
 }
