@@ -152,26 +152,39 @@ impl JobSync {
         let eng = &self.engine;
         let e = eng.lookup(addr)?;
         // Arrive: combine our value into the node's accumulator.
-        eng.acquire(&e, REDUCE_LOCK, what, addr)?;
-        let a = e.arrive.load(SeqCst);
-        let (generation, count) = (a >> 32, a & 0xffff_ffff);
-        let acc = match op {
-            Some(op) if count > 0 => T::combine(op, T::from_bits(e.accum.load(SeqCst)), v),
-            _ => v,
-        };
-        e.accum.store(acc.to_bits(), SeqCst);
-        e.arrive.store(a + 1, SeqCst);
-        e.lock.fetch_and(!REDUCE_LOCK, SeqCst);
-        SyncEngine::notify(&e);
+        let arrived = eng.acquire(&e, REDUCE_LOCK, what, addr).map(|()| {
+            let a = e.arrive.load(SeqCst);
+            let acc = match op {
+                Some(op) if a & 0xffff_ffff > 0 => {
+                    T::combine(op, T::from_bits(e.accum.load(SeqCst)), v)
+                }
+                _ => v,
+            };
+            e.accum.store(acc.to_bits(), SeqCst);
+            e.arrive.store(a + 1, SeqCst);
+            e.lock.fetch_and(!REDUCE_LOCK, SeqCst);
+            SyncEngine::notify(&e);
+            a >> 32
+        });
         let Some(leaders) = &self.leaders else {
+            let generation = arrived?;
             eng.wait(&e, what, addr, || e.arrive.load(SeqCst) >> 32 != generation)?;
             return Self::outcome(&e, what, addr);
         };
         // The leader: wait for the node, exchange with the other leaders, release the node.
-        // Only the leader moves the generation on, so within this round "at least n" is a
-        // plain comparison (more than n arrivals is the callers' error, not a hang).
-        let complete = (generation << 32) | n as u64;
-        let local = eng.wait(&e, what, addr, || e.arrive.load(SeqCst) >= complete);
+        // A leader that failed locally still joins the exchange (flagging the failure), or
+        // the other nodes' leaders would wait for it forever.
+        let (generation, local) = match arrived {
+            Ok(generation) => {
+                // Only the leader moves the generation on, so within this round "at least
+                // n" is a plain comparison (more than n arrivals is the callers' error, not
+                // a hang).
+                let complete = (generation << 32) | n as u64;
+                let local = eng.wait(&e, what, addr, || e.arrive.load(SeqCst) >= complete);
+                (generation, local)
+            }
+            Err(err) => (e.arrive.load(SeqCst) >> 32, Err(err)),
+        };
         let mut status = match &local {
             Ok(()) => 0,
             Err(err) => kind_code(err.kind()),
