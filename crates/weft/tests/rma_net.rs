@@ -288,6 +288,18 @@ fn four_threads_put_concurrently_and_quiet_completes_them_all() {
                 });
                 // The default context's quiet completes every thread's lanes.
                 h.try_quiet().unwrap();
+                // An exited thread's lanes close at a quiet once its thread-locals are gone
+                // (which may be just after the scope returns).
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while h.open_lanes() > 0 {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{} lanes still open",
+                        h.open_lanes()
+                    );
+                    std::thread::sleep(Duration::from_millis(5));
+                    h.try_quiet().unwrap();
+                }
             }
             world.barrier().unwrap();
             if h.pe() == 1 {

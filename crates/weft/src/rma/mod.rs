@@ -637,6 +637,12 @@ impl SymmetricHeap {
         self.net.as_ref().map(|n| n.port())
     }
 
+    /// Lanes (connections) this PE has open to other nodes' PEs: one per initiating thread
+    /// and context and target PE; an exited thread's lanes close at the next quiet.
+    pub fn open_lanes(&self) -> usize {
+        self.net.as_ref().map_or(0, |n| n.lane_count())
+    }
+
     /// Connections this PE's service dropped because they did not prove the job key.
     pub fn refused_connections(&self) -> u64 {
         self.net.as_ref().map_or(0, |n| n.refused())

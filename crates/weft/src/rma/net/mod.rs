@@ -24,8 +24,8 @@
 //!
 //! A buffered put leaves at the latest when its thread waits: `SymmetricHeap::flush` (called
 //! by libshmem's `wait_until`/`signal_wait_until`) sends the thread's buffers, and put-with-
-//! signal sends at once. Lanes live as long as the heap (a thread that exits leaves its
-//! lanes registered, idle, until the heap is dropped).
+//! signal sends at once. A thread that exits leaves its lanes registered until the next
+//! quiet has their puts acknowledged; then they close.
 //!
 //! `WEFT_RMA_PROXY=1` is the deliberate single-proxy mode of seed 002, kept for the
 //! comparison benchmark: every operation of every thread is handed to one proxy thread (one
@@ -197,18 +197,28 @@ impl Shared {
     /// Completes every lane of context `ctx` (`None`: of every context); first error wins,
     /// every lane is still completed.
     fn quiet(&self, ctx: Option<u64>) -> Result<()> {
-        let lanes: Vec<Arc<Mutex<Lane>>> = self
+        let lanes: Vec<(u64, SharedLane)> = self
             .registry()
             .iter()
             .filter(|e| ctx.is_none_or(|c| c == e.ctx))
-            .map(|e| e.lane.clone())
+            .map(|e| (e.ctx, e.lane.clone()))
             .collect();
         let mut first = Ok(());
-        for l in lanes {
+        let mut finished = Vec::new();
+        for (c, l) in lanes {
             let r = lock(&l).quiet();
+            // A default-context lane held only by the registry and this list belonged to a
+            // thread that has exited: once its puts are acknowledged it can close.
+            if c == 0 && r.is_ok() && Arc::strong_count(&l) == 2 {
+                finished.push(l.clone());
+            }
             if first.is_ok() {
                 first = r;
             }
+        }
+        if !finished.is_empty() {
+            self.registry()
+                .retain(|e| !finished.iter().any(|f| Arc::ptr_eq(f, &e.lane)));
         }
         first
     }
@@ -494,6 +504,11 @@ impl Net {
             return self.to_proxy(Job::Flush);
         }
         self.shared.flush_mine()
+    }
+
+    /// Lanes open to other nodes' PEs (every thread's and context's).
+    pub(crate) fn lane_count(&self) -> usize {
+        self.shared.registry().len()
     }
 
     /// Drops the lanes of a destroyed context (after its quiet).
