@@ -61,7 +61,7 @@ fn code_kind(code: u64) -> ErrorKind {
 
 /// The synchronisation engine for a job that may span several nodes: the node engine plus
 /// the leaders' communicator. One per rank (not shared between threads: it holds a
-/// communicator).
+/// communicator); drop it before [`Weft::finalize`].
 pub struct JobSync {
     engine: SyncEngine,
     /// The nodes' leaders (local rank 0 of every node), ordered by world rank; only on a
