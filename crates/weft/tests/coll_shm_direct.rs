@@ -1,4 +1,5 @@
-//! The shared-memory direct (single-copy) alltoall, reduce and bcast across real processes: the test binary
+//! The shared-memory direct (single-copy) alltoall, reduce, reduce-scatter and bcast across
+//! real processes: the test binary
 //! starts copies of itself as ranks (a real bootstrap store, one segment, Cross Memory
 //! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
 //! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
@@ -84,6 +85,23 @@ fn child() {
                     }
                 }
             }
+            // Reduce-scatter (equal blocks): 0, 1, odd and 1 MiB blocks of i64.
+            for count in [0usize, 1, 13, 1 << 17] {
+                let send: Vec<i64> = (0..count * n as usize)
+                    .map(|i| (me as i64 + 1) * 7 + i as i64 % 1013)
+                    .collect();
+                let mut out = vec![0i64; count];
+                w.reduce_scatter_block(&send, &mut out, &weft::coll::Op::Sum)
+                    .unwrap();
+                for (k, &x) in out.iter().enumerate() {
+                    let i = me as usize * count + k;
+                    let want: i64 = (0..n as i64).map(|r| (r + 1) * 7 + i as i64 % 1013).sum();
+                    assert_eq!(
+                        x, want,
+                        "reduce_scatter_block np={n} count={count} element {k}"
+                    );
+                }
+            }
             // Bcast from every root, 0, 1, odd and 1 MiB.
             for len in [0usize, 1, 13, 4099, 1 << 20] {
                 for root in 0..n {
@@ -166,6 +184,7 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
                 c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
                 c.env("WEFT_REDUCE_ALGO", "shm_direct");
                 c.env("WEFT_BCAST_ALGO", "shm_direct");
+                c.env("WEFT_REDUCE_SCATTER_BLOCK_ALGO", "shm_direct");
             }
             for (k, v) in vars {
                 c.env(k, v);

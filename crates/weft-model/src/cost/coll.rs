@@ -80,7 +80,7 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
         "allgather" => &["ring", "recursive_doubling", "bruck", "knomial", "shm"],
         "alltoall" => &["pairwise", "bruck", "shm", "shm_direct"],
         "gather" | "scatter" => &["knomial", "linear"],
-        "reduce_scatter" => &["ring", "recursive_halving", "shm"],
+        "reduce_scatter" => &["ring", "recursive_halving", "shm", "shm_direct"],
         _ => &[],
     }
 }
@@ -320,6 +320,11 @@ pub fn cost_ns(
                 + intra.bytes_ns(pf * n)
                 + pf * n * intra.ns_per_byte
                 + (pf - 1.0) * n * g
+        }
+        // Two arrivals; each rank reads its block from every peer (one CMA read each) and
+        // combines.
+        ("reduce_scatter", "shm_direct") => {
+            2.0 * intra.latency_ns + (pf - 1.0) * (intra.latency_ns + n * (intra.ns_per_byte + g))
         }
         ("reduce_scatter", "recursive_halving") => {
             halving_reduce_scatter(&c, pf * n) + fold(&c, pf * n)

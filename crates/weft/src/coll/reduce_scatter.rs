@@ -147,6 +147,7 @@ impl Comm {
         let plan = match c.algo {
             "ring" => algo::ring_reduce_scatter::plan(rank, size, &blocks, total),
             "recursive_halving" => algo::recursive_halving::plan(rank, size, &blocks, total),
+            "shm_direct" => algo::shm_direct_reduce_scatter::plan(rank, size, &blocks, es),
             "shm" => algo::shm_reduce_scatter::plan(
                 rank,
                 size,

@@ -239,6 +239,7 @@ const REDUCE_SCATTER: &[AlgoInfo] = &[
     algo("reduce_scatterv", &[], true),
     algo("recursive_halving", COMM_POW2, false),
     algo("shm", SHM, false),
+    algo("shm_direct", SHM_CMA, false),
 ];
 
 /// The algorithms registered for `coll`, each working end to end.

@@ -29,6 +29,7 @@ pub(crate) mod shm_alltoall;
 pub(crate) mod shm_direct_alltoall;
 pub(crate) mod shm_direct_bcast;
 pub(crate) mod shm_direct_reduce;
+pub(crate) mod shm_direct_reduce_scatter;
 pub(crate) mod shm_reduce;
 pub(crate) mod shm_reduce_scatter;
 
