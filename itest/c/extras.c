@@ -358,6 +358,45 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_free(&grid));
   }
 
+  /* The _x calls, Request_get_status with a status, Comm_idup_with_info. */
+  {
+    MPI_Count sz, lb, ext, elems;
+    OK(MPI_Type_size_x(pair, &sz));
+    CHECK(sz == 2 * (MPI_Count)sizeof(int));
+    OK(MPI_Type_get_extent_x(pair, &lb, &ext));
+    CHECK(lb == 0 && ext == 2 * (MPI_Count)sizeof(int));
+    OK(MPI_Type_get_true_extent_x(pair, &lb, &ext));
+    CHECK(lb == 0 && ext == 2 * (MPI_Count)sizeof(int));
+    MPI_Status st;
+    OK(MPI_Status_set_elements_x(&st, MPI_INT, 6));
+    OK(MPI_Get_elements_x(&st, MPI_INT, &elems));
+    CHECK(elems == 6);
+    int cnt = -1;
+    OK(MPI_Get_count(&st, pair, &cnt));
+    CHECK(cnt == 3);
+    CHECK_RC(MPI_Status_set_elements_x(&st, MPI_DATATYPE_NULL, 1), MPI_ERR_TYPE);
+
+    int v = 40 + rank, w = -1, flag = 0;
+    MPI_Request rq, sq;
+    OK(MPI_Irecv(&w, 1, MPI_INT, left, 11, MPI_COMM_WORLD, &rq));
+    OK(MPI_Isend(&v, 1, MPI_INT, right, 11, MPI_COMM_WORLD, &sq));
+    while (!flag) OK(MPI_Request_get_status(rq, &flag, &st));
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11);
+    OK(MPI_Get_count(&st, MPI_INT, &cnt));
+    CHECK(cnt == 1);
+    CHECK(rq != MPI_REQUEST_NULL); /* get_status does not free it */
+    OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&sq, MPI_STATUS_IGNORE));
+    CHECK(w == 40 + left);
+
+    MPI_Comm d;
+    MPI_Request q;
+    OK(MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &d, &q));
+    OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    OK(MPI_Barrier(d));
+    OK(MPI_Comm_free(&d));
+  }
+
   OK(MPI_Op_free(&op));
   OK(MPI_Type_free(&pair));
   OK(MPI_Finalize());

@@ -115,6 +115,39 @@ static void collectives(MPI_Comm ic, int g, int lrank, int lsize, int rsize) {
     free(r);
   }
 
+  /* v-forms: Scatterv from root 0 of group 0 with one int per remote rank at stride 2,
+   * Alltoallv with one int per remote rank, Reduce_scatter by the local group's counts. */
+  {
+    int root = g == 0 ? (lrank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    int *src = malloc(sizeof(int) * 2 * (rsize + 1)), cnt[64], dsp[64], y = -1;
+    for (i = 0; i < rsize && i < 64; i++) {
+      src[2 * i] = 3 * i + 1;
+      cnt[i] = 1;
+      dsp[i] = 2 * i;
+    }
+    OK(MPI_Scatterv(src, cnt, dsp, MPI_INT, &y, 1, MPI_INT, root, ic));
+    if (g == 1) CHECK(y == 3 * lrank + 1);
+    int *s = malloc(sizeof(int) * rsize), *r = malloc(sizeof(int) * rsize);
+    int *c1 = malloc(sizeof(int) * rsize), *d1 = malloc(sizeof(int) * rsize);
+    for (i = 0; i < rsize; i++) {
+      s[i] = 1000 * g + 10 * lrank + i;
+      r[i] = -1;
+      c1[i] = 1;
+      d1[i] = i;
+    }
+    OK(MPI_Alltoallv(s, c1, d1, MPI_INT, r, c1, d1, MPI_INT, ic));
+    for (i = 0; i < rsize; i++) CHECK(r[i] == 1000 * (1 - g) + 10 * i + lrank);
+    /* Reduce_scatter: every rank sends lsize*rsize ints (the same total in both groups),
+     * local rank k receives rsize of the remote group's sums. */
+    int total = lsize * rsize, *v = malloc(sizeof(int) * total), *counts = malloc(sizeof(int) * lsize);
+    for (i = 0; i < total; i++) v[i] = i;
+    for (i = 0; i < lsize; i++) counts[i] = rsize;
+    int *out = malloc(sizeof(int) * rsize);
+    OK(MPI_Reduce_scatter(v, out, counts, MPI_INT, MPI_SUM, ic));
+    for (i = 0; i < rsize; i++) CHECK(out[i] == rsize * (lrank * rsize + i));
+    free(src), free(s), free(r), free(c1), free(d1), free(v), free(counts), free(out);
+  }
+
   /* Nonblocking forms. */
   {
     MPI_Request rq[3];
