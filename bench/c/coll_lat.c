@@ -14,7 +14,7 @@
  *   SIZES      bytes per rank, with K/M suffixes (default 8 64K 1M)
  *   NAME       collectives to run (default all, in the order of `names` below)
  *   ITERS      most timed calls per point (default 2000 below 64 KiB, 500 below 1 MiB, 100)
- *   BUDGET_MS  a point stops early once this much time has passed and 20 calls are timed
+ *   BUDGET_MS  a point stops early once this much time has passed and 5 calls are timed
  *              (default 400): oversubscribed busy-polling libraries take milliseconds per
  *              call, and the budget keeps the whole run bounded for them. */
 #include "bench_util.h"
@@ -29,7 +29,7 @@ static const char *names[NCOLL] = {
     "scatter",    "scatterv",  "allgather", "allgatherv", "alltoall",      "alltoallv",
     "alltoallw",  "reduce_scatter", "reduce_scatter_block", "scan",        "exscan"};
 static const char *USAGE = "coll_lat [-c NAME,NAME...] [-i ITERS] [-t BUDGET_MS] [SIZES...]";
-enum { MIN_ITERS = 20, ROOT = 0 };
+enum { MIN_ITERS = 5, ROOT = 0 };
 
 /* Buffers of one run. Byte buffers hold one block per rank: block d of rank r's send buffer
  * is bench_pattern(r, d, i), so each receiver knows what every block must contain. */
