@@ -1,5 +1,5 @@
-//! The engine's wait policy at its sleeping end: with `WEFT_SYNC_SPIN_NS=0` and
-//! `WEFT_SYNC_YIELD_US=0` every wait goes to sleep on the futex at once, so each put, get,
+//! The engine's wait policy at its sleeping end: with `WEFT_SYNC_SPIN_NS=0` and both yield
+//! windows 0 every wait goes to sleep on the futex at once, so each put, get,
 //! barrier and reduce hands over through a registered sleeper and a wake-up. A lost wake-up
 //! would show as a wait that lasts until the sleeper's timeout (100 ms) instead of ending
 //! soon after the event; many such rounds must finish quickly and with the right values.
@@ -10,7 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft::sync::{SyncEngine, SyncOp};
 
-const SLEEP_AT_ONCE: &[(&str, &str)] = &[("WEFT_SYNC_SPIN_NS", "0"), ("WEFT_SYNC_YIELD_US", "0")];
+const SLEEP_AT_ONCE: &[(&str, &str)] = &[
+    ("WEFT_SYNC_SPIN_NS", "0"),
+    ("WEFT_SYNC_YIELD_US", "0"),
+    ("WEFT_SYNC_OWN_CORE_YIELD_US", "0"),
+];
 
 #[test]
 fn sleeping_getters_are_woken_by_the_put() {

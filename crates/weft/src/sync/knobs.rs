@@ -33,6 +33,12 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SYNC_YIELD_US",
         kind: KnobKind::Uint,
         default: "100",
-        help: "how long a sync engine waiter keeps yielding the core before it sleeps on a futex",
+        help: "how long a sync engine waiter keeps yielding the core before it sleeps on a futex, on a node with more local ranks than cores",
+    },
+    Knob {
+        name: "WEFT_SYNC_OWN_CORE_YIELD_US",
+        kind: KnobKind::Uint,
+        default: "2000",
+        help: "how long a sync engine waiter keeps yielding the core (after spinning) before it sleeps on a futex, when every local rank has a core",
     },
 ];
