@@ -18,6 +18,14 @@ pub extern "C" fn shmem_init() {
     let world = weft.world();
     let n = world.size();
     let one_node = (0..n).all(|pe| heap.accessible(pe));
+    if !one_node {
+        // Counter words of the active-set barriers across nodes (every PE allocates them
+        // first, so they are symmetric); fresh heap memory, zeroed to be sure.
+        let off = ok(heap.malloc(ACTIVE_SLOTS * 16));
+        // SAFETY: the block just allocated in this PE's own heap.
+        unsafe { std::ptr::write_bytes(heap.base().add(off), 0, ACTIVE_SLOTS * 16) };
+        let _ = ACTIVE_WORDS.set(heap.base() as u64 + off as u64);
+    }
     let shared = ok(world.split_shared(0));
     let shared_pes = shared.members().to_vec();
     let teams = vec![

@@ -54,6 +54,10 @@ static HEAP: OnceLock<SymmetricHeap> = OnceLock::new();
 static SYNC: OnceLock<SyncEngine> = OnceLock::new();
 /// Whether every PE is on this node (then barriers use the synchronisation engine).
 static ONE_NODE: OnceLock<bool> = OnceLock::new();
+/// Slots of the active-set barrier words across nodes.
+const ACTIVE_SLOTS: usize = 64;
+/// Address of those words in this PE's heap (set only when PEs span several nodes).
+static ACTIVE_WORDS: OnceLock<u64> = OnceLock::new();
 
 const TAG_BARRIER_ALL: u64 = 0x5eed_0000_0000_0001;
 const TAG_ACTIVE_SET: u64 = 0x5eed_0001_0000_0000;
@@ -517,20 +521,44 @@ fn active_set(pe_start: c_int, log_stride: c_int, size: c_int, call: &str) -> Ve
 
 /// Barrier of an active set through the node's synchronisation engine (all PEs on one node).
 fn active_barrier(set: &[u32], call: &str) {
-    if !ONE_NODE.get().copied().unwrap_or(false) {
-        fatal(Error::new(
-            ErrorKind::Unsupported,
-            format!("{call}: active-set collectives across nodes are not implemented yet"),
-        ));
-    }
     ok(heap().quiet_all().map_err(|e| e.context(call)));
     let tag = TAG_ACTIVE_SET
         ^ ((set[0] as u64) << 32)
         ^ ((set.len() as u64) << 8)
         ^ set.get(1).map_or(0, |p| (p - set[0]) as u64);
+    if let Some(&words) = ACTIVE_WORDS.get() {
+        return remote_barrier(words, tag, set, call);
+    }
     ok(engine()
         .barrier(tag, set.len() as u32)
         .map_err(|e| e.context(call)));
+}
+
+/// Active-set barrier across nodes: a counter and a generation word on the set's first PE
+/// (slot chosen by the set's tag), updated with atomics that work on every PE. A PE reads
+/// the generation, then counts itself in; the last to arrive resets the counter and bumps
+/// the generation, which releases the others. Two different active sets with the same first
+/// PE that hash to the same slot must not be in a barrier at the same time.
+fn remote_barrier(words: u64, tag: u64, set: &[u32], call: &str) {
+    let root = set[0];
+    let slot = (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % ACTIVE_SLOTS;
+    let count = words + (slot * 16) as u64;
+    let generation = count + 8;
+    let amo = |addr: u64, op: Amo, a: u64| {
+        ok(heap()
+            .atomic(0, root, addr, 8, op, a, 0, true)
+            .map_err(|e| e.context(call)))
+    };
+    let g = amo(generation, Amo::Fetch, 0);
+    if amo(count, Amo::Add, 1) + 1 == set.len() as u64 {
+        amo(count, Amo::Set, 0);
+        amo(generation, Amo::Add, 1);
+        return;
+    }
+    let mut round = 0;
+    while amo(generation, Amo::Fetch, 0) == g {
+        backoff(&mut round);
+    }
 }
 
 /// A reduction kernel for the element types of the deprecated `*_to_all` calls.

@@ -2,7 +2,7 @@
  * PE i + n/2 are on different nodes): put/get of many sizes, p/g, iput/iget, nbi + quiet,
  * globals, every atomic from every PE on one word (exact results), 32-bit atomics,
  * put_signal ping-pong with signal_wait_until, wait_until woken by a remote p, contexts with
- * their own quiet, a lock. Prints "rma_nodes ok" on each PE. */
+ * their own quiet, a lock, the deprecated active-set collectives. Prints "rma_nodes ok" on each PE. */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +153,28 @@ int main(void) {
     }
     shmem_barrier_all();
     if (me == 0) CHECK(*guarded == 20L * n && *lk == 0);
+
+    /* deprecated active-set calls across the nodes: barrier, broadcast, fcollect, to_all */
+    static long psync[SHMEM_REDUCE_SYNC_SIZE], pwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+    long *as_src = shmem_malloc(2 * sizeof(long)), *as_dst = shmem_malloc(2 * n * sizeof(long));
+    for (int k = 0; k < 5; k++) {
+        as_src[0] = me * 10 + k;
+        as_src[1] = -me - k;
+        shmem_barrier(0, 0, n, psync);
+        shmem_broadcast64(as_dst, as_src, 2, n - 1, 0, 0, n, psync);
+        if (me != n - 1) CHECK(as_dst[0] == (n - 1) * 10 + k && as_dst[1] == -(n - 1) - k);
+        shmem_fcollect64(as_dst, as_src, 2, 0, 0, n, psync);
+        for (int p = 0; p < n; p++) CHECK(as_dst[2 * p] == p * 10 + k && as_dst[2 * p + 1] == -p - k);
+        shmem_long_sum_to_all(as_dst, as_src, 1, 0, 0, n, pwrk, psync);
+        CHECK(as_dst[0] == 10L * n * (n - 1) / 2 + (long)k * n);
+        if (n >= 4) {   /* the odd PEs only: stride 2 */
+            if (me % 2 == 1) {
+                shmem_long_max_to_all(as_dst, as_src, 1, 1, 1, n / 2, pwrk, psync);
+                CHECK(as_dst[0] == (n - 1 - (n % 2 == 0 ? 0 : 1)) * 10 + k);
+            }
+        }
+        shmem_barrier_all();
+    }
 
     /* a collective across the nodes */
     long one = me + 1, total = 0;
