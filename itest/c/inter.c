@@ -255,6 +255,13 @@ int main(int argc, char **argv) {
     OK(MPI_Comm_dup(ic, &d));
     OK(MPI_Comm_test_inter(d, &flag));
     CHECK(flag == 1);
+    int cmp;
+    OK(MPI_Comm_compare(ic, d, &cmp));
+    CHECK(cmp == MPI_CONGRUENT);
+    OK(MPI_Comm_compare(ic, ic, &cmp));
+    CHECK(cmp == MPI_IDENT);
+    OK(MPI_Comm_compare(ic, local, &cmp));
+    CHECK(cmp == MPI_UNEQUAL);
     int a = val(g, lrank), b = -1, c = -1;
     if (lrank == 0) {
       OK(MPI_Sendrecv(&a, 1, MPI_INT, 0, 1, &b, 1, MPI_INT, 0, 1, d, MPI_STATUS_IGNORE));

@@ -201,8 +201,16 @@ pub unsafe extern "C" fn MPI_Comm_compare(c1: Handle, c2: Handle, result: *mut c
         let (a, b) = (&s.comm(c1)?.comm, &s.comm(c2)?.comm);
         let v = if a.context_id() == b.context_id() {
             MPI_IDENT
+        } else if a.is_inter() != b.is_inter() {
+            MPI_UNEQUAL
         } else {
-            match compare_members(a.members(), b.members()) {
+            // Intercommunicators compare both groups (MPI-4.1 §7.6.1).
+            let local = compare_members(a.members(), b.members());
+            let remote = match (a.remote_members(), b.remote_members()) {
+                (Ok(x), Ok(y)) => compare_members(x, y),
+                _ => MPI_IDENT,
+            };
+            match local.max(remote) {
                 MPI_IDENT => MPI_CONGRUENT,
                 x => x,
             }
