@@ -9,7 +9,8 @@
 #   bench/compare.sh [--np "2 4"] [--reps 3] [--libs "weft openmpi mpich4 mpich5-abi"]
 #                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
 #                    [--bw-sizes "8 64K 1M 4M"]
-#                    [--budget-ms 400] [--timeout 900] [--out DIR] [--install] [--no-build]
+#                    [--budget-ms 400] [--stat p50|span] [--timeout 900] [--out DIR]
+#                    [--install] [--no-build]
 #                    [--no-plot]
 #
 # Libraries (a missing one is listed and skipped; --install installs it first):
@@ -28,6 +29,11 @@
 # bounded (--budget-ms for coll_lat, five times that for pingpong). Every run is also bounded by --timeout seconds; a run that
 # fails, times out or reports wrong results is listed and leaves its cells empty.
 #
+# Collectives have two statistics (bench/c/coll_lat.c): p50, the P50 over calls of the
+# maximum over ranks of the time in the call (OSU-like, the default), and span (--stat span),
+# the P50 of last exit - first entry on the node's clock, which does not reward a barrier
+# that releases the root first. results.tsv keeps both (columns 6 and 7).
+#
 # For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
 # MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
 # ratio <= 1.0 means weft is at least as fast as every peer.
@@ -41,12 +47,13 @@ sizes="8 64K 1M"
 pp_sizes="8 1K 64K 1M"
 bw_sizes="8 64K 1M 4M"
 budget_ms=400
+stat=p50
 run_timeout=900
 install=no
 build=yes
 plot=yes
 out=${TMPDIR:-/tmp}/weft-compare-$$
-usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot]"
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -58,6 +65,7 @@ while [ $# -gt 0 ]; do
     --bw-sizes) need "$@"; bw_sizes="$2"; shift 2 ;;
     --pp-sizes) need "$@"; pp_sizes="$2"; shift 2 ;;
     --budget-ms) need "$@"; budget_ms="$2"; shift 2 ;;
+    --stat) need "$@"; stat="$2"; shift 2 ;;
     --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
     --out) need "$@"; out="$2"; shift 2 ;;
     --install) install=yes; shift ;;
@@ -77,6 +85,7 @@ done
 for l in $want_libs; do
   case "$l" in weft|openmpi|mpich4|mpich5-abi) ;; *) echo "$0: --libs: unknown library $l (weft openmpi mpich4 mpich5-abi)" >&2; exit 2 ;; esac
 done
+case "$stat" in p50|span) ;; *) echo "$0: --stat $stat: expected p50 or span" >&2; exit 2 ;; esac
 case " $want_libs " in *" weft "*) ;; *) echo "$0: --libs must include weft (the ratios are weft / best peer)" >&2; exit 2 ;; esac
 mkdir -p "$out/bin" "$out/logs"
 out=$(cd "$out" && pwd)
@@ -165,7 +174,7 @@ failures="$out/failures.txt"
 : > "$failures"
 pp_args="-t $((budget_ms * 5)) $pp_sizes"
 # One run: $1 library, $2 np, $3 program, $4 rep, $5 program arguments. Appends
-# "bench bytes np lib rep value" lines; a failed run goes to failures.txt instead.
+# "bench bytes np lib rep value [span]" lines; a failed run goes to failures.txt instead.
 run_one() {
   log="$out/logs/$1-np$2-$3-rep$4"
   # shellcheck disable=SC2086 # launcher and arguments are word lists
@@ -173,7 +182,7 @@ run_one() {
     case "$3" in
       pingpong) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       bandwidth) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "bandwidth\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
-      coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 }' "$log.out" ;;
+      coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 "\t" $6 }' "$log.out" ;;
     esac >> "$results"
   else
     rc=$?
@@ -198,9 +207,9 @@ done
 # Median over repetitions per (bench, bytes, np, lib), then one table per benchmark: rows
 # (np, bytes), a column per library, weft / best peer. The same tables go to compare.md.
 summary="$out/summary.tsv"
-awk -F'\t' -v OFS='\t' '
+awk -F'\t' -v OFS='\t' -v stat="$stat" '
   { if (!($1 in bench)) bench[$1] = ++nb
-    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = $6 + 0
+    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" && $7 != "" ? $7 : $6) + 0
     if (c == 1) order[++k] = key }
   END {
     for (i = 1; i <= k; i++) {
@@ -255,7 +264,7 @@ tables() {
 tables "" | tee "$out/tables.txt"
 {
   echo "Machine: $(nproc) cores, $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
-  echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50."
+  echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50; collectives: $stat statistic."
   tables md
   if [ -s "$failures" ]; then
     echo

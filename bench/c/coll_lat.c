@@ -1,9 +1,12 @@
 /* Collective latency for every blocking collective of MPI, OSU methodology with a stricter
  * statistic: warm-up calls are discarded; each timed call starts after an MPI_Barrier, its
  * latency is the maximum over ranks of the time each rank spent in it, and the output has the
- * median (P50) and mean over calls. After timing, one more call per collective and size runs
- * on known data and every rank checks its result, so a wrong answer fails the run instead of
- * giving a number. Standard MPI only: every MPI library runs the same code.
+ * median (P50) and mean over calls. A second statistic, the span, is the P50 over calls of
+ * (last rank's exit - first rank's entry) on the node's monotonic clock: the maximum over
+ * ranks rewards a barrier that lets the root out first (its receivers then find the data
+ * already there), the span does not (valid when all ranks share one node). After timing,
+ * one more call per collective and size runs on known data and every rank checks its result,
+ * so a wrong answer fails the run instead of giving a number. Standard MPI only: every MPI library runs the same code.
  *
  * Sizes are bytes per rank, as in `weft bench coll` and OSU: the whole vector for bcast,
  * reduce, allreduce, reduce_scatter(_block), scan and exscan (floats, MPI_SUM; the reduce-
@@ -199,11 +202,15 @@ int main(int argc, char **argv) {
   b.types = malloc(sizeof(MPI_Datatype) * np);
   long max_iters_all = iters_arg ? iters_arg : 2000;
   double *lat = malloc(sizeof(double) * (size_t)max_iters_all);
-  if (!b.sb || !b.rb || !b.sf || !b.rf || !b.counts || !b.displs || !b.rcounts || !b.types || !lat)
+  double *span = malloc(sizeof(double) * (size_t)max_iters_all);
+  if (!b.sb || !b.rb || !b.sf || !b.rf || !b.counts || !b.displs || !b.rcounts || !b.types ||
+      !lat || !span)
     MPI_Abort(MPI_COMM_WORLD, 3);
   for (size_t i = 0; i < floats; i++) b.sf[i] = 1.0f;
   int bad_total = 0;
-  if (b.rank == 0) printf("%-22s %10s %12s %12s %6s\n", "collective", "bytes", "p50_us", "avg_us", "iters");
+  if (b.rank == 0)
+    printf("%-22s %10s %12s %12s %6s %12s\n", "collective", "bytes", "p50_us", "avg_us", "iters",
+           "span_p50_us");
   for (int c = 0; c < NCOLL; c++) {
     if (!want[c]) continue;
     for (int k = 0; k < nsizes; k++) {
@@ -219,12 +226,14 @@ int main(int argc, char **argv) {
       long done = 0;
       while (done < max_iters) {
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
+        double t0 = MPI_Wtime(), n0 = bench_node_clock();
         run(c, n, &b);
-        double in[2] = {(MPI_Wtime() - t0) * 1e6, MPI_Wtime() - start}, out[2];
-        /* Max over ranks of this call's time and of the elapsed time: every rank then takes
-         * the same decision to stop. */
-        MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double n1 = bench_node_clock();
+        double in[4] = {(MPI_Wtime() - t0) * 1e6, MPI_Wtime() - start, -n0, n1}, out[4];
+        /* Max over ranks of this call's time, of the elapsed time (so every rank takes the
+         * same decision to stop), of minus the entry and of the exit on the node clock. */
+        MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        span[done] = (out[3] + out[2]) * 1e6;
         lat[done++] = out[0];
         sum += out[0];
         if (done >= MIN_ITERS && out[1] > budget_s) break;
@@ -236,8 +245,9 @@ int main(int argc, char **argv) {
         if (bad_all)
           fprintf(stderr, "coll_lat: %s at %ld B: %d wrong result elements\n", names[c], n, bad_all);
         else
-          printf("%-22s %10ld %12.3f %12.3f %6ld\n", names[c], n, bench_median(lat, (int)done),
-                 sum / (double)done, done);
+          printf("%-22s %10ld %12.3f %12.3f %6ld %12.3f\n", names[c], n,
+                 bench_median(lat, (int)done), sum / (double)done, done,
+                 bench_median(span, (int)done));
         fflush(stdout);
       }
     }
@@ -251,6 +261,7 @@ int main(int argc, char **argv) {
   free(b.rcounts);
   free(b.types);
   free(lat);
+  free(span);
   MPI_Finalize();
   return bad_total ? 1 : 0;
 }

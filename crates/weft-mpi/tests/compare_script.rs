@@ -124,6 +124,7 @@ fn coll_lat_checks_all_seventeen_collectives() {
         for f in &r {
             positive(&f[2], &format!("{} p50_us", f[0]));
             assert_eq!(f[4], "5", "{}: iterations", f[0]);
+            positive(&f[5], &format!("{} span_p50_us", f[0]));
         }
     }
     let (code, out, _) = run(&cl, 2, &["-c", "alltoallw,exscan", "-i", "3", "16"]);
@@ -147,6 +148,7 @@ fn compare_script_refuses_bad_arguments_by_name() {
         (vec!["--reps", "0"], "--reps 0"),
         (vec!["--libs", "openmpi"], "must include weft"),
         (vec!["--libs", "weft lam"], "unknown library lam"),
+        (vec!["--stat", "max"], "--stat max: expected p50 or span"),
         (vec!["--frobnicate"], "unknown argument --frobnicate"),
         (vec!["--out"], "--out needs a value"),
     ] {
