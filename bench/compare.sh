@@ -10,8 +10,9 @@
 #                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
 #                    [--bw-sizes "8 64K 1M 4M"]
 #                    [--budget-ms 400] [--stat p50|span] [--timeout 900] [--out DIR]
-#                    [--install] [--no-build]
-#                    [--no-plot]
+#                    [--install] [--no-build] [--no-plot]
+#   bench/compare.sh --retable DIR [--stat span] [--no-plot]   (tables and plots again from
+#                    DIR/results.tsv of an earlier run, e.g. with the other statistic)
 #
 # Libraries (a missing one is listed and skipped; --install installs it first):
 #   weft        built here (cargo build --release -p weft-mpi -p weft-cli into
@@ -52,8 +53,9 @@ run_timeout=900
 install=no
 build=yes
 plot=yes
+retable=no
 out=${TMPDIR:-/tmp}/weft-compare-$$
-usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot]"
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -68,6 +70,7 @@ while [ $# -gt 0 ]; do
     --stat) need "$@"; stat="$2"; shift 2 ;;
     --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
     --out) need "$@"; out="$2"; shift 2 ;;
+    --retable) need "$@"; out="$2"; retable=yes; shift 2 ;;
     --install) install=yes; shift ;;
     --no-build) build=no; shift ;;
     --no-plot) plot=no; shift ;;
@@ -87,11 +90,23 @@ for l in $want_libs; do
 done
 case "$stat" in p50|span) ;; *) echo "$0: --stat $stat: expected p50 or span" >&2; exit 2 ;; esac
 case " $want_libs " in *" weft "*) ;; *) echo "$0: --libs must include weft (the ratios are weft / best peer)" >&2; exit 2 ;; esac
+if [ "$retable" = yes ] && [ ! -s "$out/results.tsv" ]; then
+  echo "$0: --retable $out: no results.tsv there" >&2
+  exit 2
+fi
 mkdir -p "$out/bin" "$out/logs"
 out=$(cd "$out" && pwd)
 ncores=$(nproc)
 wants() { case " $want_libs " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+target=${CARGO_TARGET_DIR:-$root/target}
+results="$out/results.tsv"
+failures="$out/failures.txt"
 
+if [ "$retable" = yes ]; then
+  # The libraries of the earlier run, weft first.
+  built="weft $(cut -f4 "$results" | awk '$1 != "weft" && !seen[$1]++' | tr '\n' ' ')"
+else
+# ---- build and measure (not indented: most of the script) ----
 if [ "$install" = yes ]; then
   if wants mpich5-abi && ! command -v mpicc_abi >/dev/null; then pip install mpich; fi
   missing=""
@@ -103,7 +118,6 @@ if [ "$install" = yes ]; then
   fi
 fi
 
-target=${CARGO_TARGET_DIR:-$root/target}
 if [ "$build" = yes ]; then
   echo "building weft (release) into $target" >&2
   (cd "$root" && CARGO_TARGET_DIR="$target" cargo build --release -q -p weft-mpi -p weft-cli)
@@ -168,8 +182,6 @@ echo "libraries:$built; np: $nps; reps: $reps; cores: $ncores; output: $out" >&2
 
 coll_args="-t $budget_ms"
 [ -n "$colls" ] && coll_args="$coll_args -c $colls"
-results="$out/results.tsv"
-failures="$out/failures.txt"
 : > "$results"
 : > "$failures"
 pp_args="-t $((budget_ms * 5)) $pp_sizes"
@@ -203,6 +215,7 @@ while [ "$rep" -le "$reps" ]; do
   done
   rep=$((rep + 1))
 done
+fi
 
 # Median over repetitions per (bench, bytes, np, lib), then one table per benchmark: rows
 # (np, bytes), a column per library, weft / best peer. The same tables go to compare.md.

@@ -150,6 +150,10 @@ fn compare_script_refuses_bad_arguments_by_name() {
         (vec!["--libs", "weft lam"], "unknown library lam"),
         (vec!["--stat", "max"], "--stat max: expected p50 or span"),
         (vec!["--frobnicate"], "unknown argument --frobnicate"),
+        (
+            vec!["--retable", "/nonexistent/weft-compare"],
+            "no results.tsv there",
+        ),
         (vec!["--out"], "--out needs a value"),
     ] {
         let o = Command::new("sh")
