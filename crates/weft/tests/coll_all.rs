@@ -370,6 +370,10 @@ fn movers(w: &Comm) {
             } else {
                 vec![]
             };
+            if let Some(why) = blocked(a, np, true) {
+                refused(w.gather(&mine, &mut g, root), why, a);
+                continue;
+            }
             w.gather(&mine, &mut g, root).unwrap();
             if me == root {
                 same(&g, &all, &format!("gather {} np={np} n={n}", a.name));

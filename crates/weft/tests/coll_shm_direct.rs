@@ -1,5 +1,5 @@
-//! The shared-memory direct (single-copy) alltoall, reduce, reduce-scatter and bcast across
-//! real processes: the test binary
+//! The shared-memory direct (single-copy) alltoall, reduce, reduce-scatter, gather and bcast
+//! across real processes: the test binary
 //! starts copies of itself as ranks (a real bootstrap store, one segment, Cross Memory
 //! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
 //! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
@@ -102,6 +102,22 @@ fn child() {
                     );
                 }
             }
+            // Gather to every root, blocks of 0, 1, odd and 1 MiB.
+            for len in [0usize, 1, 13, 1 << 20] {
+                let mine: Vec<u8> = (0..len).map(|k| byte(me, 5, k)).collect();
+                for root in 0..n {
+                    let mut all = vec![0u8; if me == root { len * n as usize } else { 0 }];
+                    w.gather(&mine, &mut all, root).unwrap();
+                    for (i, &x) in all.iter().enumerate() {
+                        let (from, k) = (i / len, i % len);
+                        assert_eq!(
+                            x,
+                            byte(from as u32, 5, k),
+                            "gather np={n} len={len} root={root}"
+                        );
+                    }
+                }
+            }
             // Bcast from every root, 0, 1, odd and 1 MiB.
             for len in [0usize, 1, 13, 4099, 1 << 20] {
                 for root in 0..n {
@@ -184,6 +200,7 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
                 c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
                 c.env("WEFT_REDUCE_ALGO", "shm_direct");
                 c.env("WEFT_BCAST_ALGO", "shm_direct");
+                c.env("WEFT_GATHER_ALGO", "shm_direct");
                 c.env("WEFT_REDUCE_SCATTER_BLOCK_ALGO", "shm_direct");
             }
             for (k, v) in vars {

@@ -79,7 +79,8 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
         ],
         "allgather" => &["ring", "recursive_doubling", "bruck", "knomial", "shm"],
         "alltoall" => &["pairwise", "bruck", "shm", "shm_direct"],
-        "gather" | "scatter" => &["knomial", "linear"],
+        "gather" => &["knomial", "linear", "shm_direct"],
+        "scatter" => &["knomial", "linear"],
         "reduce_scatter" => &["ring", "recursive_halving", "shm", "shm_direct"],
         _ => &[],
     }
@@ -307,6 +308,9 @@ pub fn cost_ns(
         ("gather" | "scatter", "knomial") => {
             c.knomial(k, 0.0, |m| (k.saturating_pow(m) as f64).min(pf) * n)
         }
+        // Two arrivals; every rank writes its block into the root's buffer at once (the
+        // copies overlap, bounded by the node's memory bandwidth: counted as one stream).
+        ("gather", "shm_direct") => 3.0 * intra.latency_ns + intra.bytes_ns((pf - 1.0) * n),
         ("gather" | "scatter", "linear") => {
             let local = c.local() as f64;
             (local - 1.0) * Ctx::msg(&lanes.intra, n) + (pf - local) * Ctx::msg(c.lane(false), n)

@@ -54,6 +54,7 @@ impl Comm {
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
         let plan = match c.algo {
             "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
+            "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
             _ => algo::linear_gather::plan(rank, root, &blocks, blk),
         };
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };

@@ -208,6 +208,11 @@ const REDUCE: &[AlgoInfo] = &[
     algo("shm_direct", SHM_CMA, false),
 ];
 const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
+const GATHER: &[AlgoInfo] = &[
+    algo("linear", &[], false),
+    algo("knomial", &[], true),
+    algo("shm_direct", SHM_CMA, false),
+];
 const ALLGATHER: &[AlgoInfo] = &[
     algo("ring", &[], false),
     algo("bruck", &[], false),
@@ -249,7 +254,8 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
         Coll::Bcast => BCAST,
         Coll::Reduce => REDUCE,
         Coll::Allreduce => ALLREDUCE,
-        Coll::Gather | Coll::Scatter => LINEAR_KNOMIAL,
+        Coll::Gather => GATHER,
+        Coll::Scatter => LINEAR_KNOMIAL,
         Coll::Gatherv | Coll::Scatterv => LINEAR,
         Coll::Scan | Coll::Exscan => LINEAR,
         Coll::Allgather => ALLGATHER,
