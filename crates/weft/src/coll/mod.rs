@@ -189,8 +189,13 @@ impl Comm {
             a.restrictions
                 .contains(&select::Restriction::CrossMemoryAttach)
         });
-        // Every rank of the node asks (same communicator, same collective), so every rank
-        // votes and reads the same verdict.
+        // Every collective on the node's communicator votes (once per segment), so a rank
+        // that needs the verdict finds every peer's vote as soon as the peer has called any
+        // collective, even another one than this (then the call's disagreement is reported
+        // as usual instead of hanging here).
+        if shared_memory {
+            self.coll_cma_vote();
+        }
         let cma = shared_memory && wants_cma && self.coll_cma_usable()?;
         let traits = select::CallTraits {
             commutative,
@@ -204,15 +209,34 @@ impl Comm {
             .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
     }
 
+    /// This rank's vote on Cross Memory Attach in the node's area, once per segment: whether
+    /// it can read every local peer's memory (a probe of each) and `WEFT_SHM_CMA` is not
+    /// `off`.
+    fn coll_cma_vote(&self) {
+        use weft_transport::shm::coll::CollArea;
+        let e = self.engine.borrow();
+        let Some(shm) = e.shm() else { return };
+        let Some(area) = CollArea::new(shm) else {
+            return;
+        };
+        if !area.voted_cma() {
+            let me = area.me();
+            let ok = e.tuning().cma_allowed()
+                && (0..area.local_size())
+                    .filter(|&l| l != me)
+                    .all(|l| shm.probe_cma(l));
+            area.vote_cma(ok);
+        }
+    }
+
     /// Whether every local rank can read every other's memory with Cross Memory Attach: the
     /// node's common verdict, so that every rank picks the same algorithm (a per-rank
-    /// fallback would leave ranks running different schedules). The first call probes every
-    /// local peer and votes in the node's collective area, then waits, making progress, until
-    /// every local rank has voted; votes stay for the segment's life, so later calls only
-    /// read them. Only for a communicator that may use the area (the whole node).
+    /// fallback would leave ranks running different schedules). Waits, making progress,
+    /// until every local rank has voted (each does at its first collective on the node's
+    /// communicator, [`Comm::coll_cma_vote`]); votes stay for the segment's life, so later
+    /// calls only read them. Only for a communicator that may use the area (the whole node).
     pub(crate) fn coll_cma_usable(&self) -> Result<bool> {
         use weft_transport::shm::coll::{CmaVerdict, CollArea};
-        let allowed = self.engine.borrow().tuning().cma_allowed();
         let mut polls = 0u32;
         loop {
             {
@@ -221,14 +245,6 @@ impl Comm {
                 let Some(area) = CollArea::new(shm) else {
                     return Ok(false);
                 };
-                if !area.voted_cma() {
-                    let me = area.me();
-                    let ok = allowed
-                        && (0..area.local_size())
-                            .filter(|&l| l != me)
-                            .all(|l| shm.probe_cma(l));
-                    area.vote_cma(ok);
-                }
                 match area.cma_verdict() {
                     CmaVerdict::Usable => return Ok(true),
                     CmaVerdict::Refused(_) => return Ok(false),
