@@ -63,6 +63,10 @@ const CONTROL_BODY_BYTES: usize = 24;
 const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 /// Idle yields between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
+/// Idle polls between liveness checks under `WEFT_YIELD=off`, which never yields: a rank that
+/// asked to keep its core must not hand it to a compiler or a peer on a loaded machine (each
+/// yield can cost a whole time slice), but a dead peer must still be found.
+const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
 /// Progress calls between epoll polls while no TCP connection exists (only to accept the
 /// first connection of a peer: its handshake waits at most this long).
 const TCP_IDLE_POLL_EVERY: u32 = 256;
@@ -262,6 +266,10 @@ pub(crate) struct Engine {
     shm: Option<ShmNode>,
     core: Core,
     yield_when_idle: bool,
+    /// `WEFT_YIELD=off`: spin while idle and never yield the CPU.
+    never_yield: bool,
+    /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
+    idle_yields: u64,
     next_ctx: u32,
     /// Collective tuning, read from the knobs at init.
     tuning: Rc<Tuning>,
@@ -400,6 +408,8 @@ impl Engine {
                 net_fast: vec![false; world_size as usize],
             },
             yield_when_idle,
+            never_yield: matches!(config.yield_mode, YieldMode::Never),
+            idle_yields: 0,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
             node_of: node.node_of,
@@ -511,6 +521,11 @@ impl Engine {
     /// Whether the engine yields the CPU when idle.
     pub(crate) fn yields_when_idle(&self) -> bool {
         self.yield_when_idle
+    }
+
+    /// Times this rank yielded the CPU while waiting.
+    pub(crate) fn idle_yields(&self) -> u64 {
+        self.idle_yields
     }
 
     // ---------------------------------------------------------------- requests
@@ -1044,10 +1059,19 @@ impl Engine {
                 continue;
             }
             idle = idle.saturating_add(1);
+            if self.never_yield {
+                std::hint::spin_loop();
+                if idle >= LIVENESS_EVERY_SPINS {
+                    idle = start_idle;
+                    self.check_peers();
+                }
+                continue;
+            }
             if idle < SPINS_BEFORE_YIELD {
                 std::hint::spin_loop();
                 continue;
             }
+            self.idle_yields += 1;
             std::thread::yield_now();
             if (idle - SPINS_BEFORE_YIELD).is_multiple_of(LIVENESS_EVERY_YIELDS) {
                 self.check_peers();

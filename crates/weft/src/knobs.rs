@@ -8,7 +8,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = at once when the node has more ranks than cores, else after ~100 us of idle polling; on = at once; off = never (spin, keep the core)",
     },
     Knob {
         name: "WEFT_BOOT_TIMEOUT_S",

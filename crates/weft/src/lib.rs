@@ -520,6 +520,11 @@ impl Weft {
         self.engine.borrow().yields_when_idle()
     }
 
+    /// Times this rank gave its CPU away while waiting (never under `WEFT_YIELD=off`).
+    pub fn idle_yields(&self) -> u64 {
+        self.engine.borrow().idle_yields()
+    }
+
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
         if let Some(s) = &self.store {
