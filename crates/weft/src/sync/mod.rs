@@ -83,8 +83,16 @@ pub struct WaitPolicy {
 
 impl WaitPolicy {
     /// The policy for a node that is `oversubscribed` (more local ranks than cores, or
-    /// `WEFT_YIELD=on`), from the knobs `WEFT_SYNC_SPIN_NS` and `WEFT_SYNC_YIELD_US`.
-    pub fn new(oversubscribed: bool, spin_ns: u64, yield_us: u64) -> WaitPolicy {
+    /// `WEFT_YIELD=on`), from the knobs `WEFT_SYNC_SPIN_NS`, `WEFT_SYNC_YIELD_US` (yield
+    /// window when oversubscribed) and `WEFT_SYNC_OWN_CORE_YIELD_US` (when every rank has a
+    /// core: yielding then only lets other programs run, and sleeping would make both sides
+    /// of a barrier pay a futex wake-up per round under foreign load).
+    pub fn new(
+        oversubscribed: bool,
+        spin_ns: u64,
+        yield_us: u64,
+        own_core_yield_us: u64,
+    ) -> WaitPolicy {
         WaitPolicy {
             spins: if oversubscribed {
                 OVERSUBSCRIBED_SPINS
@@ -92,7 +100,11 @@ impl WaitPolicy {
                 u32::MAX
             },
             spin_ns: if oversubscribed { 0 } else { spin_ns },
-            yield_us,
+            yield_us: if oversubscribed {
+                yield_us
+            } else {
+                own_core_yield_us
+            },
         }
     }
 }
@@ -285,6 +297,7 @@ impl SyncEngine {
             weft.yields_when_idle(),
             uint("WEFT_SYNC_SPIN_NS", "20000")?,
             uint("WEFT_SYNC_YIELD_US", "100")?,
+            uint("WEFT_SYNC_OWN_CORE_YIELD_US", "2000")?,
         );
         let region = node_region(weft, &format!("sync-{name}"), geo.body_bytes())?;
         Ok(SyncEngine {
@@ -767,12 +780,12 @@ mod tests {
 
     #[test]
     fn wait_policy_spins_only_with_a_core_per_rank() {
-        let own = WaitPolicy::new(false, 20_000, 100);
+        let own = WaitPolicy::new(false, 20_000, 100, 2000);
         assert_eq!(
             (own.spins, own.spin_ns, own.yield_us),
-            (u32::MAX, 20_000, 100)
+            (u32::MAX, 20_000, 2000)
         );
-        let shared = WaitPolicy::new(true, 20_000, 100);
+        let shared = WaitPolicy::new(true, 20_000, 100, 2000);
         assert_eq!(shared.spins, OVERSUBSCRIBED_SPINS);
         assert_eq!(shared.spin_ns, 0);
         assert_eq!(shared.yield_us, 100);
