@@ -1,6 +1,6 @@
 //! The one-sided service as a stranger and as a misbehaving job member see it: a connection
 //! that does not prove the job key is dropped and nothing it sent is applied (the job goes
-//! on); an authenticated connection's put or get with an offset outside the heap is answered
+//! on), and silent ones beyond a cap are evicted oldest first; an authenticated connection's put or get with an offset outside the heap is answered
 //! with an error, never applied; a frame the decoder rejects closes the connection.
 
 mod common;
@@ -104,8 +104,19 @@ fn strangers_are_refused_and_bad_offsets_rejected() {
                     closed_without_answer(&mut s, 0),
                     "hello for PE 0 at PE 1's port"
                 );
+                // 4. More silent strangers than the service keeps unproven (64): the oldest
+                // are evicted (refused), so strangers cannot take every descriptor.
+                let mut silent: Vec<TcpStream> = (0..70).map(|_| connect(port)).collect();
+                // Well before the 10 s handshake timeout would close it anyway.
+                silent[0]
+                    .set_read_timeout(Some(Duration::from_secs(3)))
+                    .unwrap();
+                assert!(
+                    closed_without_answer(&mut silent[0], 0),
+                    "the oldest silent stranger was not evicted"
+                );
                 let deadline = std::time::Instant::now() + Duration::from_secs(10);
-                while h.refused_connections() < 3 {
+                while h.refused_connections() < 3 + 6 {
                     assert!(
                         std::time::Instant::now() < deadline,
                         "refused {}",

@@ -83,6 +83,7 @@ impl Lane {
         let mut s = TcpStream::connect_timeout(a, config.timeout.min(Duration::from_secs(10)))
             .map_err(at)?;
         s.set_nodelay(true).map_err(at)?;
+        weft_transport::tcp::set_keepalive(s.as_raw_fd());
         s.set_read_timeout(Some(config.timeout)).map_err(at)?;
         s.set_write_timeout(Some(config.timeout)).map_err(at)?;
         let nonce_c = handshake::nonce()?;

@@ -26,6 +26,11 @@ use weft_transport::tcp::handshake;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output a connection may have queued before its input is left unread (back-pressure).
 const MAX_QUEUED_OUT_BYTES: usize = 4 << 20;
+/// Connections that have not proved the key yet, at most: one more evicts the oldest, so
+/// strangers cannot take every descriptor of the process (the transport's rule too).
+const MAX_UNPROVEN: usize = 64;
+/// Bytes read from a socket per call, into one buffer the service keeps.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
 const TOKEN_LISTENER: u64 = 0;
 const TOKEN_STOP: u64 = 1;
 
@@ -322,6 +327,9 @@ impl Drop for Service {
 fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
+    // Allocated (and zeroed) once, not per wake-up.
+    let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+    let mut last_sweep = Instant::now();
     loop {
         // SAFETY: events has room for its length; ep is our epoll descriptor.
         let n = unsafe {
@@ -347,11 +355,11 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
             let (token, flags) = (ev.u64, ev.events);
             match token {
                 TOKEN_STOP => return,
-                TOKEN_LISTENER => accept_all(&ep, &listener, &mut conns),
+                TOKEN_LISTENER => accept_all(&ep, &listener, &mut conns, &ctx),
                 t => {
                     let i = (t - 2) as usize;
                     let keep = match conns.get_mut(i).and_then(|c| c.as_mut()) {
-                        Some(c) => serve(&ep, c, i, flags, &ctx),
+                        Some(c) => serve(&ep, c, i, flags, &ctx, &mut chunk),
                         None => continue,
                     };
                     if !keep {
@@ -360,7 +368,12 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
                 }
             }
         }
-        // Strangers that never finish the handshake do not keep a slot.
+        // Strangers that never finish the handshake do not keep a slot (looked at once a
+        // second, not on every wake-up: the timeout is seconds long).
+        if last_sweep.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        last_sweep = Instant::now();
         for slot in conns.iter_mut() {
             if let Some(c) = slot {
                 if !matches!(c.state, State::Ready) && c.opened.elapsed() > HANDSHAKE_TIMEOUT {
@@ -372,11 +385,25 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
     }
 }
 
-fn accept_all(ep: &OwnedFd, listener: &TcpListener, conns: &mut Vec<Option<Conn>>) {
+fn accept_all(ep: &OwnedFd, listener: &TcpListener, conns: &mut Vec<Option<Conn>>, ctx: &Ctx) {
     while let Ok((stream, _)) = listener.accept() {
         if stream.set_nonblocking(true).is_err() {
             continue;
         }
+        let unproven = || {
+            conns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+                .filter(|(_, c)| !matches!(c.state, State::Ready))
+        };
+        if unproven().count() >= MAX_UNPROVEN {
+            if let Some((oldest, _)) = unproven().min_by_key(|(_, c)| c.opened) {
+                ctx.refused.fetch_add(1, Ordering::Relaxed);
+                conns[oldest] = None;
+            }
+        }
+        weft_transport::tcp::set_keepalive(stream.as_raw_fd());
         let _ = stream.set_nodelay(true);
         let i = conns.iter().position(|c| c.is_none()).unwrap_or_else(|| {
             conns.push(None);
@@ -443,8 +470,7 @@ fn write_out(c: &mut Conn) -> bool {
 /// stream closes with it, which also removes it from the epoll set). While more than
 /// [`MAX_QUEUED_OUT_BYTES`] of answers wait for the connector to read them, its requests
 /// are left unread (it only waits for writability then).
-fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx) -> bool {
-    let mut chunk = [0u8; 64 * 1024];
+fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx, chunk: &mut [u8]) -> bool {
     let mut eof = flags & (libc::EPOLLERR as u32) != 0;
     loop {
         if !write_out(c) {
@@ -462,7 +488,7 @@ fn serve(ep: &OwnedFd, c: &mut Conn, i: usize, flags: u32, ctx: &Ctx) -> bool {
         if queued_out(c) > MAX_QUEUED_OUT_BYTES || eof {
             break;
         }
-        match c.stream.read(&mut chunk) {
+        match c.stream.read(chunk) {
             Ok(0) => eof = true,
             Ok(k) => c.input.extend_from_slice(&chunk[..k]),
             Err(e) if e.kind() == IoKind::WouldBlock => break,
