@@ -51,11 +51,19 @@ fn wait_word(addr: u64, want: u64) {
 }
 
 fn put_get_sizes(vars: &'static [(&'static str, &'static str)]) {
+    // Whether contiguous puts travel as one request (the proxy mode merges on its own terms:
+    // not checked there).
+    let has = |kv: (&str, &str)| vars.contains(&kv);
+    let coalescing = if has(("WEFT_RMA_PROXY", "1")) {
+        None
+    } else {
+        Some(!has(("WEFT_RMA_COALESCE", "0")))
+    };
     run(
         3,
         vars,
         |r| r,
-        |w, h| {
+        move |w, h| {
             let world = w.world();
             let (me, n) = (h.pe(), h.npes());
             assert!(
@@ -87,6 +95,9 @@ fn put_get_sizes(vars: &'static [(&'static str, &'static str)]) {
             // Many small contiguous puts (coalesced when enabled), then one get sees all of them.
             let off = h.malloc(8 * 1000).unwrap() as u64;
             let right = (me + 1) % n;
+            world.barrier().unwrap();
+            let served_before = h.requests_served();
+            world.barrier().unwrap();
             for i in 0..1000u64 {
                 h.put(
                     right,
@@ -102,6 +113,19 @@ fn put_get_sizes(vars: &'static [(&'static str, &'static str)]) {
                 assert_eq!(v, i as u64 * 3 + me as u64);
             }
             world.barrier().unwrap();
+            // What this PE's service applied for its left neighbour's 1000 puts (and 1 get):
+            // a handful of frames when coalescing, one per put without.
+            let served = h.requests_served() - served_before;
+            match coalescing {
+                Some(true) => assert!(served <= 20, "{served} requests for 1000 contiguous puts"),
+                Some(false) => {
+                    assert!(
+                        served >= 1000,
+                        "{served} requests for 1000 uncoalesced puts"
+                    )
+                }
+                None => {}
+            }
         },
     );
 }

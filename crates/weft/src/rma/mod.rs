@@ -647,6 +647,12 @@ impl SymmetricHeap {
     pub fn refused_connections(&self) -> u64 {
         self.net.as_ref().map_or(0, |n| n.refused())
     }
+
+    /// Requests from other nodes' PEs this PE's service applied (a coalesced run of puts
+    /// counts once): shows coalescing at work.
+    pub fn requests_served(&self) -> u64 {
+        self.net.as_ref().map_or(0, |n| n.served())
+    }
 }
 
 /// Starts this PE's one-sided service, publishes its address and reads every other node's

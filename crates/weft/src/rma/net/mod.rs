@@ -401,6 +401,11 @@ impl Net {
         self.service.refused()
     }
 
+    /// Requests this PE's service applied.
+    pub(crate) fn served(&self) -> u64 {
+        self.service.served()
+    }
+
     fn to_proxy(&self, job: Job) -> Result<()> {
         let (tx, _) = self.proxy.as_ref().expect("proxy mode");
         tx.send(job).map_err(|_| {

@@ -209,6 +209,7 @@ pub(crate) struct Service {
     thread: Option<std::thread::JoinHandle<()>>,
     port: u16,
     refused: Arc<AtomicU64>,
+    served: Arc<AtomicU64>,
 }
 
 struct Ctx {
@@ -217,6 +218,8 @@ struct Ctx {
     key: Vec<u8>,
     mem: Memory,
     refused: Arc<AtomicU64>,
+    /// Requests decoded and applied (a coalesced run of puts is one).
+    served: Arc<AtomicU64>,
 }
 
 fn os(what: &str) -> Error {
@@ -277,12 +280,14 @@ impl Service {
             TOKEN_STOP,
         )?;
         let refused = Arc::new(AtomicU64::new(0));
+        let served = Arc::new(AtomicU64::new(0));
         let ctx = Ctx {
             me,
             npes,
             key,
             mem,
             refused: refused.clone(),
+            served: served.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("weft-rma-pe{me}"))
@@ -293,6 +298,7 @@ impl Service {
             thread: Some(thread),
             port,
             refused,
+            served,
         })
     }
 
@@ -304,6 +310,11 @@ impl Service {
     /// Connections dropped because they did not prove the job key.
     pub(crate) fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Requests applied so far (a coalesced run of puts counts once).
+    pub(crate) fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 }
 
@@ -579,6 +590,7 @@ fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
             State::Ready => match wire::decode_request(&c.input[pos..]) {
                 Ok(Decoded::Request(req, n)) => {
                     ctx.mem.apply(&req, &mut c.output, &mut c.deferred);
+                    ctx.served.fetch_add(1, Ordering::Relaxed);
                     pos += n;
                 }
                 Ok(Decoded::NeedBytes(_)) => break,
