@@ -449,17 +449,21 @@ impl Engine {
         while self.unsent() {
             // Polling the rings also lets a peer's consumption be seen and frees room.
             self.progress_net(true);
-            self.progress_transports();
+            self.progress_shm();
             if start.elapsed() > timeout {
                 return;
             }
             idle = idle.saturating_add(1);
             if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
-                // A dead peer's queue is never consumed: fail it rather than wait it out.
+                // A dead peer's queue is never consumed: `check_peers` drops it.
                 self.check_peers();
-                self.drop_dead_queues();
             }
-            std::thread::yield_now();
+            if self.never_yield {
+                std::hint::spin_loop();
+            } else {
+                self.idle_yields += 1;
+                std::thread::yield_now();
+            }
         }
     }
 
@@ -470,17 +474,6 @@ impl Engine {
             || self.core.net_outq_len > 0
             || self.core.outq_len > 0
             || !self.core.deferred_reads.is_empty()
-    }
-
-    /// Discards what is queued for dead shared-memory peers (nobody will read it).
-    fn drop_dead_queues(&mut self) {
-        let core = &mut self.core;
-        for (l, q) in core.outq.iter_mut().enumerate() {
-            if core.dead[l] && !q.is_empty() {
-                core.outq_len -= q.len();
-                q.clear();
-            }
-        }
     }
 
     /// The next free context id (see `comm`: new communicators agree on the maximum).
@@ -568,13 +561,13 @@ impl Engine {
         self.core.reqs[id as usize].done
     }
 
-    /// The outcome of a completed request.
     /// What the engine knows of a finished request's message even when it failed: a
     /// truncated receive still names the source and tag of the message that matched.
     pub(crate) fn status_of(&self, id: ReqId) -> Status {
         self.core.reqs[id as usize].status
     }
 
+    /// The outcome of a completed request.
     pub(crate) fn outcome(&self, id: ReqId) -> Result<Status> {
         let r = &self.core.reqs[id as usize];
         match &r.error {
@@ -941,10 +934,14 @@ impl Engine {
 
     /// Polls every inbound ring and flushes queued outbound work. True if anything moved.
     fn progress_transports(&mut self) -> bool {
+        let moved = self.progress_net(false);
+        self.progress_shm() | moved
+    }
+
+    /// Polls every inbound ring, flushes what is queued for local peers and runs deferred
+    /// reads. True if anything moved.
+    fn progress_shm(&mut self) -> bool {
         let mut moved = false;
-        if self.tcp.is_some() {
-            moved = self.progress_net(false);
-        }
         let Some(shm) = self.shm.as_mut() else {
             return moved;
         };
@@ -1114,8 +1111,16 @@ impl Engine {
                 }
             }
             if newly_dead {
-                // Take whatever the dead peers managed to send before failing anything.
+                // Take whatever the dead peers managed to send before failing anything;
+                // what is queued for them nobody will read.
                 self.progress();
+                let core = &mut self.core;
+                for (l, q) in core.outq.iter_mut().enumerate() {
+                    if core.dead[l] && !q.is_empty() {
+                        core.outq_len -= q.len();
+                        q.clear();
+                    }
+                }
             }
             any_dead |= self.core.dead.iter().any(|&d| d);
         }

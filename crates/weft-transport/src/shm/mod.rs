@@ -490,10 +490,11 @@ impl ShmNode {
     #[cold]
     fn try_switch(&mut self, p: usize) {
         let k = self.fast_out;
-        if k >= self.geo.modes.fast_rings {
-            self.switch_at_cells.fill(u64::MAX);
-            return;
-        }
+        // The threshold is u64::MAX without a pool and once the pool is used up.
+        debug_assert!(
+            k < self.geo.modes.fast_rings,
+            "switch with no large ring left"
+        );
         let h = Header {
             kind: KIND_SWITCH,
             aux: k,
