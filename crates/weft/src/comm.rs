@@ -35,6 +35,9 @@ pub(crate) struct CommData {
     /// Collectives started on this communicator (folded into their tags, so several
     /// nonblocking collectives can be outstanding at once).
     pub(crate) coll_seq: Cell<u32>,
+    /// Ranks per node for collective selection and the tuning generation it was computed
+    /// under (see `Comm::coll_ppn`), so calls do not recompute it.
+    pub(crate) coll_ppn: Cell<Option<(u64, u32)>>,
     /// Set on intercommunicators: the remote group and the local group's own communicator.
     pub(crate) inter: Option<InterData>,
 }
@@ -93,6 +96,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name,
                 coll_seq: Cell::new(0),
+                coll_ppn: Cell::new(None),
                 inter: None,
             }),
         }
@@ -124,6 +128,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name,
                 coll_seq: Cell::new(0),
+                coll_ppn: Cell::new(None),
                 inter: Some(InterData {
                     remote,
                     local,
@@ -549,6 +554,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name: format!("bridge of {}", self.data.name),
                 coll_seq: Cell::new(0),
+                coll_ppn: Cell::new(None),
                 inter: Some(InterData {
                     remote: d.remote.clone(),
                     local: d.local.clone(),

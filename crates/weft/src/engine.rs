@@ -273,6 +273,10 @@ pub(crate) struct Engine {
     next_ctx: u32,
     /// Collective tuning, read from the knobs at init.
     tuning: Rc<Tuning>,
+    /// Bumped by every tuning change.
+    tuning_gen: u64,
+    /// The node's final verdict on Cross Memory Attach, once known.
+    cma_verdict: Option<bool>,
     /// Node index of every world rank.
     node_of: Vec<u32>,
     /// The TCP endpoint (None when no peer is reached over TCP).
@@ -412,6 +416,8 @@ impl Engine {
             idle_yields: 0,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
+            tuning_gen: 0,
+            cma_verdict: None,
             node_of: node.node_of,
             tcp: node.tcp,
             tcp_poll_every: config.tcp_poll_every.max(1),
@@ -493,6 +499,24 @@ impl Engine {
     /// Replaces the collective tuning.
     pub(crate) fn set_tuning(&mut self, tuning: Tuning) {
         self.tuning = Rc::new(tuning);
+        self.tuning_gen += 1;
+    }
+
+    /// Changes with every [`Engine::set_tuning`]: what communicators derived from the tuning
+    /// (ranks per node) is stale when it differs.
+    pub(crate) fn tuning_gen(&self) -> u64 {
+        self.tuning_gen
+    }
+
+    /// The node's verdict on Cross Memory Attach once every local rank has voted (it never
+    /// changes after that); None before.
+    pub(crate) fn cma_verdict(&self) -> Option<bool> {
+        self.cma_verdict
+    }
+
+    /// Records the node's final verdict on Cross Memory Attach.
+    pub(crate) fn set_cma_verdict(&mut self, usable: bool) {
+        self.cma_verdict = Some(usable);
     }
 
     /// The node's shared-memory segment (None for a job of one rank on its node).

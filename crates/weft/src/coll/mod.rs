@@ -130,6 +130,18 @@ impl Comm {
     /// differ between nodes of unequal shares and split the ranks between algorithms).
     pub(crate) fn coll_ppn(&self) -> u32 {
         let e = self.engine.borrow();
+        let gen = e.tuning_gen();
+        if let Some((g, ppn)) = self.data.coll_ppn.get() {
+            if g == gen {
+                return ppn;
+            }
+        }
+        let ppn = self.count_coll_ppn(&e);
+        self.data.coll_ppn.set(Some((gen, ppn)));
+        ppn
+    }
+
+    fn count_coll_ppn(&self, e: &crate::engine::Engine) -> u32 {
         let tuning = e.tuning();
         let table = tuning.synthetic_nodes().unwrap_or(e.node_of());
         let node = |w: u32| table.get(w as usize).copied().unwrap_or(0);
@@ -215,6 +227,10 @@ impl Comm {
     fn coll_cma_vote(&self) {
         use weft_transport::shm::coll::CollArea;
         let e = self.engine.borrow();
+        if e.cma_verdict().is_some() {
+            // A final verdict includes our vote.
+            return;
+        }
         let Some(shm) = e.shm() else { return };
         let Some(area) = CollArea::new(shm) else {
             return;
@@ -237,6 +253,9 @@ impl Comm {
     /// calls only read them. Only for a communicator that may use the area (the whole node).
     pub(crate) fn coll_cma_usable(&self) -> Result<bool> {
         use weft_transport::shm::coll::{CmaVerdict, CollArea};
+        if let Some(usable) = self.engine.borrow().cma_verdict() {
+            return Ok(usable);
+        }
         let mut polls = 0u32;
         loop {
             {
@@ -245,10 +264,15 @@ impl Comm {
                 let Some(area) = CollArea::new(shm) else {
                     return Ok(false);
                 };
-                match area.cma_verdict() {
-                    CmaVerdict::Usable => return Ok(true),
-                    CmaVerdict::Refused(_) => return Ok(false),
-                    CmaVerdict::Pending => {}
+                let verdict = match area.cma_verdict() {
+                    CmaVerdict::Usable => Some(true),
+                    CmaVerdict::Refused(_) => Some(false),
+                    CmaVerdict::Pending => None,
+                };
+                if let Some(usable) = verdict {
+                    drop(e);
+                    self.engine.borrow_mut().set_cma_verdict(usable);
+                    return Ok(usable);
                 }
                 polls = polls.wrapping_add(1);
                 // A rank that died before voting never will: look now and then.
