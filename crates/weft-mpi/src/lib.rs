@@ -21,6 +21,8 @@ pub mod consts;
 pub mod dtype;
 pub mod env;
 pub mod error;
+pub mod fast;
+pub mod greq;
 pub mod icoll;
 pub mod inter;
 pub mod large;
