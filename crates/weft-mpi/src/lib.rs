@@ -31,6 +31,7 @@ pub mod mprobe;
 pub mod p2p;
 pub mod stage;
 pub mod state;
+pub mod topo;
 
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/abi_stubs.rs"));
