@@ -43,6 +43,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
             errhandler: MPI_ERRORS_ARE_FATAL,
             name: name.into(),
             cart: None,
+            graph: None,
             attrs: Vec::new(),
             inter: None,
         });

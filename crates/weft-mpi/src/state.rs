@@ -89,6 +89,8 @@ pub struct CommEntry {
     pub name: String,
     /// Cartesian topology: dimensions and periodicity.
     pub cart: Option<(Vec<c_int>, Vec<bool>)>,
+    /// Graph or distributed graph topology (see [`crate::topo`]).
+    pub graph: Option<crate::topo::GraphTopo>,
     /// Cached attributes: keyval and value.
     pub attrs: Vec<(c_int, usize)>,
     /// An intercommunicator's hidden companions (see [`InterParts`]).
@@ -320,6 +322,7 @@ impl State {
             errhandler,
             name,
             cart: None,
+            graph: None,
             attrs: Vec::new(),
             inter,
         });
