@@ -38,10 +38,13 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
         let s = state("MPI_Comm_dup")?;
         let e = s.comm(comm)?;
         let (c, errh, attrs) = (e.comm.dup()?, e.errhandler, e.attrs.clone());
+        let (cart, graph) = (e.cart.clone(), e.graph.clone());
         new_comm(s, Some(c), newcomm)?;
         // SAFETY: just written.
         let nh = unsafe { *newcomm };
-        s.comm_mut(nh)?.errhandler = errh;
+        // The duplicate keeps the error handler and the topology (MPI-4.1 §7.4.2).
+        let ne = s.comm_mut(nh)?;
+        (ne.errhandler, ne.cart, ne.graph) = (errh, cart, graph);
         // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.2).
         let mut copied = Vec::new();
         for (k, v) in attrs {
@@ -828,14 +831,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 /// MPI_Topo_test (MPI-4.1 §8.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int {
-    let r = state("MPI_Topo_test").and_then(|s| {
-        let t = if s.comm(comm)?.cart.is_some() {
-            MPI_CART
-        } else {
-            MPI_UNDEFINED
-        };
-        put!(status, t)
-    });
+    let r = state("MPI_Topo_test").and_then(|s| put!(status, crate::topo::topo_kind(s, comm)?));
     finish(comm, "MPI_Topo_test", r)
 }
 
@@ -1121,11 +1117,12 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 }
 
 // ------------------------------------------------------------------- neighborhood collectives
+// (the collectives themselves are in crate::topo)
 
 /// The neighbors of `rank` in a Cartesian topology, in the order MPI-4.1 §8.6 gives them:
 /// for each dimension the rank at coordinate -1, then the one at +1 (MPI_PROC_NULL past the
 /// edge of a non-periodic dimension).
-fn cart_neighbors(dims: &[c_int], periods: &[bool], rank: c_int) -> Vec<c_int> {
+pub(crate) fn cart_neighbors(dims: &[c_int], periods: &[bool], rank: c_int) -> Vec<c_int> {
     let me = coords_of(dims, rank);
     let mut out = Vec::with_capacity(2 * dims.len());
     for d in 0..dims.len() {
@@ -1136,127 +1133,4 @@ fn cart_neighbors(dims: &[c_int], periods: &[bool], rank: c_int) -> Vec<c_int> {
         }
     }
     out
-}
-
-/// MPI_Neighbor_alltoall / MPI_Neighbor_allgather on a Cartesian communicator: block `k`
-/// of the send side (or the one send block, `same_block`) goes to neighbor `k`, block `k`
-/// of the receive side comes from neighbor `k`. Built on weft's alltoallv: the blocks for
-/// each peer travel as one message, in the sender's neighbor order; the block a rank
-/// receives from its -1 neighbor of a dimension is the one that neighbor sent to its +1
-/// neighbor, which puts blocks right also when both neighbors are the same rank (periodic
-/// dimensions of size 1 or 2). Contiguous datatypes only.
-#[allow(clippy::too_many_arguments)]
-fn neighbor_exchange(
-    func: &str,
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    same_block: bool,
-    recv: *mut c_void,
-    rcount: c_int,
-    rdt: Handle,
-    comm: Handle,
-) -> R<()> {
-    let s = state(func)?;
-    let (dims, periods) = cart(s, comm)?;
-    let c = s.comm(comm)?.comm.clone();
-    let n = c.size() as usize;
-    let me = c.rank() as c_int;
-    let nbrs = cart_neighbors(&dims, &periods, me);
-    let (sb, _) = crate::dtype::bytes_of(scount as i64, sdt)?;
-    let (rb, _) = crate::dtype::bytes_of(rcount as i64, rdt)?;
-    let slots = nbrs.len();
-    if (sb > 0 && send.is_null()) || (rb > 0 && recv.is_null()) {
-        return Err(err(MPI_ERR_BUFFER, "a buffer is NULL"));
-    }
-    // Send: for each peer, my blocks to it in increasing slot order.
-    let (mut sbuf, mut sc, mut sd) = (Vec::new(), vec![0usize; n], vec![0usize; n]);
-    for p in 0..n {
-        sd[p] = sbuf.len();
-        for (k, _) in nbrs.iter().enumerate().filter(|(_, &q)| q == p as c_int) {
-            let off = if same_block { 0 } else { k * sb };
-            // SAFETY: the send buffer holds one block per neighbor (or one block).
-            let block = unsafe { std::slice::from_raw_parts((send as *const u8).add(off), sb) };
-            sbuf.extend_from_slice(block);
-            sc[p] += sb;
-        }
-    }
-    // Receive: from each peer, as many blocks as slots naming it.
-    let (mut rc, mut rd, mut total) = (vec![0usize; n], vec![0usize; n], 0);
-    for p in 0..n {
-        rd[p] = total;
-        rc[p] = nbrs.iter().filter(|&&q| q == p as c_int).count() * rb;
-        total += rc[p];
-    }
-    let mut rbuf = vec![0u8; total];
-    c.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?;
-    // The peer sent its blocks in its slot order; its slot for me is my slot with the
-    // direction flipped (k ^ 1).
-    for p in 0..n {
-        let mut from: Vec<usize> = (0..slots)
-            .filter(|&k| nbrs[k] == p as c_int)
-            .map(|k| k ^ 1)
-            .collect();
-        from.sort_unstable();
-        for (j, their) in from.into_iter().enumerate() {
-            let mine = their ^ 1;
-            let src = &rbuf[rd[p] + j * rb..rd[p] + (j + 1) * rb];
-            // SAFETY: the receive buffer holds one block per neighbor.
-            unsafe {
-                std::slice::from_raw_parts_mut((recv as *mut u8).add(mine * rb), rb)
-                    .copy_from_slice(src)
-            };
-        }
-    }
-    Ok(())
-}
-
-/// MPI_Neighbor_alltoall (MPI-4.1 §8.6.2) on a Cartesian communicator.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall(
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcount: c_int,
-    rdt: Handle,
-    comm: Handle,
-) -> c_int {
-    let r = neighbor_exchange(
-        "MPI_Neighbor_alltoall",
-        send,
-        scount,
-        sdt,
-        false,
-        recv,
-        rcount,
-        rdt,
-        comm,
-    );
-    finish(comm, "MPI_Neighbor_alltoall", r)
-}
-
-/// MPI_Neighbor_allgather (MPI-4.1 §8.6.1) on a Cartesian communicator.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather(
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcount: c_int,
-    rdt: Handle,
-    comm: Handle,
-) -> c_int {
-    let r = neighbor_exchange(
-        "MPI_Neighbor_allgather",
-        send,
-        scount,
-        sdt,
-        true,
-        recv,
-        rcount,
-        rdt,
-        comm,
-    );
-    finish(comm, "MPI_Neighbor_allgather", r)
 }

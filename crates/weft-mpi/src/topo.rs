@@ -1,14 +1,44 @@
 //! Process topologies beyond the Cartesian one: graph and distributed graph communicators
-//! (MPI-4.1 §8.5) and the neighborhood collectives on every topology (§8.6).
+//! (MPI-4.1 §8.5.3-8.5.4, §8.5.5 inquiry) and the neighborhood collectives on every topology
+//! (§8.6), Cartesian included.
+//!
+//! Neighborhood collectives run on weft's alltoallv over the topology communicator: the
+//! blocks a rank sends to one peer travel as one message, packed in the sender's neighbor
+//! order, and the receiver unpacks them into its neighbor slots naming that peer in the
+//! order MPI pairs them (§8.6: the k-th edge from a to b in a's destinations is the k-th
+//! edge from a in b's sources; on a Cartesian grid the block from the -1 neighbor of a
+//! dimension is what that neighbor sent to its +1 neighbor). Any datatype works (blocks are
+//! packed). The cost is one alltoallv per call, whatever the number of neighbors; the
+//! nonblocking forms complete inside the call that starts them (as weft's other composed
+//! nonblocking collectives do).
+//!
+//! Depends on weft's communicators and datatype engine and on this crate's handle tables;
+//! nothing in weft depends on it.
 
-use std::ffi::c_int;
+use crate::consts::*;
+use crate::dtype::{map_of, put, user_span};
+use crate::error::{err, finish, R};
+use crate::state::{state, State};
+use std::ffi::{c_int, c_void};
+
+/// `status` of MPI_Topo_test for a graph topology (as the standard ABI's mpi.h defines it).
+pub const MPI_GRAPH: c_int = 212;
+/// `status` of MPI_Topo_test for a distributed graph topology.
+pub const MPI_DIST_GRAPH: c_int = 213;
+/// The standard ABI's `MPI_UNWEIGHTED` (`(int *)10`).
+const UNWEIGHTED: usize = 10;
+/// The standard ABI's `MPI_WEIGHTS_EMPTY` (`(int *)11`).
+const WEIGHTS_EMPTY: usize = 11;
 
 /// A graph or distributed graph topology attached to a communicator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GraphTopo {
     /// MPI_Graph_create: the whole graph, as the `index` and `edges` arrays were given
     /// (node i's neighbors are `edges[index[i-1]..index[i]]`).
-    Graph { index: Vec<c_int>, edges: Vec<c_int> },
+    Graph {
+        index: Vec<c_int>,
+        edges: Vec<c_int>,
+    },
     /// MPI_Dist_graph_create(_adjacent): this rank's in- and out-neighbors in the order
     /// given, with their weights when the program gave weights.
     Dist {
@@ -18,3 +48,835 @@ pub enum GraphTopo {
         dest_weights: Option<Vec<c_int>>,
     },
 }
+
+impl GraphTopo {
+    /// The neighbors of `rank` in a graph topology (`edges[index[rank-1]..index[rank]]`).
+    fn graph_neighbors<'a>(index: &[c_int], edges: &'a [c_int], rank: usize) -> &'a [c_int] {
+        let lo = if rank == 0 {
+            0
+        } else {
+            index[rank - 1] as usize
+        };
+        &edges[lo..index[rank] as usize]
+    }
+}
+
+/// The neighbor lists a neighborhood collective of the calling rank uses: where receive
+/// slot k comes from, where send slot k goes, and whether the pairing is the Cartesian one.
+struct Neighbors {
+    sources: Vec<c_int>,
+    destinations: Vec<c_int>,
+    cartesian: bool,
+}
+
+fn topology_neighbors(s: &State, comm: Handle) -> R<Neighbors> {
+    let e = s.comm(comm)?;
+    let me = e.comm.rank() as usize;
+    if let Some((dims, periods)) = &e.cart {
+        let n = crate::comm::cart_neighbors(dims, periods, me as c_int);
+        return Ok(Neighbors {
+            sources: n.clone(),
+            destinations: n,
+            cartesian: true,
+        });
+    }
+    match &e.graph {
+        Some(GraphTopo::Graph { index, edges }) => {
+            let n = GraphTopo::graph_neighbors(index, edges, me).to_vec();
+            Ok(Neighbors {
+                sources: n.clone(),
+                destinations: n,
+                cartesian: false,
+            })
+        }
+        Some(GraphTopo::Dist {
+            sources,
+            destinations,
+            ..
+        }) => Ok(Neighbors {
+            sources: sources.clone(),
+            destinations: destinations.clone(),
+            cartesian: false,
+        }),
+        None => Err(err(
+            MPI_ERR_TOPOLOGY,
+            format!("communicator {comm:#x} has no process topology"),
+        )),
+    }
+}
+
+fn slice<'a, T>(n: usize, p: *const T, what: &str) -> R<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the array holds n entries (the caller's MPI contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+fn degree(n: c_int, what: &str) -> R<usize> {
+    usize::try_from(n).map_err(|_| err(MPI_ERR_ARG, format!("{what} {n} is negative")))
+}
+
+fn check_ranks(list: &[c_int], size: usize, what: &str) -> R<()> {
+    match list.iter().find(|&&r| r < 0 || r as usize >= size) {
+        Some(r) => Err(err(
+            MPI_ERR_RANK,
+            format!("{what} names rank {r}, outside 0..{size}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Reads a weight array: `None` for MPI_UNWEIGHTED, empty for MPI_WEIGHTS_EMPTY.
+fn weights(n: usize, p: *const c_int, what: &str) -> R<Option<Vec<c_int>>> {
+    match p as usize {
+        UNWEIGHTED => Ok(None),
+        WEIGHTS_EMPTY if n == 0 => Ok(Some(Vec::new())),
+        WEIGHTS_EMPTY => Err(err(
+            MPI_ERR_ARG,
+            format!("{what} is MPI_WEIGHTS_EMPTY for {n} edges"),
+        )),
+        _ => Ok(Some(slice(n, p, what)?.to_vec())),
+    }
+}
+
+fn intra(s: &State, comm: Handle, what: &str) -> R<weft::Comm> {
+    let c = &s.comm(comm)?.comm;
+    if c.is_inter() {
+        return Err(err(
+            MPI_ERR_COMM,
+            format!("{what} needs an intracommunicator, not an intercommunicator"),
+        ));
+    }
+    Ok(c.clone())
+}
+
+// ------------------------------------------------------------------- graph topology (§8.5.3)
+
+/// MPI_Graph_create (MPI-4.1 §8.5.3): ranks keep their order (reordering is permitted, not
+/// required); ranks at or above `nnodes` get MPI_COMM_NULL.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_create(
+    comm: Handle,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    _reorder: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graph_create")?;
+        let c = intra(s, comm, "a graph topology")?;
+        let nodes = degree(nnodes, "nnodes")?;
+        if nodes > c.size() as usize {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("nnodes {nnodes} exceeds communicator size {}", c.size()),
+            ));
+        }
+        let index = slice(nodes, index, "index")?.to_vec();
+        if index.windows(2).any(|w| w[1] < w[0]) || index.first().is_some_and(|&x| x < 0) {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("index {index:?} is not non-decreasing from 0"),
+            ));
+        }
+        let nedges = index.last().copied().unwrap_or(0) as usize;
+        let edges = slice(nedges, edges, "edges")?.to_vec();
+        check_ranks(&edges, nodes, "edges")?;
+        let color = if (c.rank() as usize) < nodes {
+            0
+        } else {
+            weft::UNDEFINED
+        };
+        let nc = c.split(color, c.rank() as i32)?;
+        let h = match nc {
+            Some(nc) => s.add_comm(nc),
+            None => MPI_COMM_NULL,
+        };
+        put!(newcomm, h)?;
+        if h != MPI_COMM_NULL {
+            s.comm_mut(h)?.graph = Some(GraphTopo::Graph { index, edges });
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Graph_create", r)
+}
+
+fn graph(s: &State, comm: Handle) -> R<(&[c_int], &[c_int])> {
+    match &s.comm(comm)?.graph {
+        Some(GraphTopo::Graph { index, edges }) => Ok((index, edges)),
+        _ => Err(err(
+            MPI_ERR_TOPOLOGY,
+            format!("communicator {comm:#x} has no graph topology"),
+        )),
+    }
+}
+
+/// MPI_Graphdims_get (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graphdims_get(
+    comm: Handle,
+    nnodes: *mut c_int,
+    nedges: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graphdims_get")?;
+        let (index, edges) = graph(s, comm)?;
+        put!(nnodes, index.len() as c_int)?;
+        put!(nedges, edges.len() as c_int)
+    })();
+    finish(comm, "MPI_Graphdims_get", r)
+}
+
+/// Copies up to `max` entries of `src` to `out` (MPI's inquiry calls truncate to the
+/// caller's array).
+fn fill(src: &[c_int], max: c_int, out: *mut c_int, what: &str) -> R<()> {
+    let n = src.len().min(max.max(0) as usize);
+    if n == 0 {
+        return Ok(());
+    }
+    if out.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the caller's array holds `max` >= n entries.
+    unsafe { std::slice::from_raw_parts_mut(out, n) }.copy_from_slice(&src[..n]);
+    Ok(())
+}
+
+/// MPI_Graph_get (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_get(
+    comm: Handle,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graph_get")?;
+        let (i, e) = graph(s, comm)?;
+        fill(i, maxindex, index, "index")?;
+        fill(e, maxedges, edges, "edges")
+    })();
+    finish(comm, "MPI_Graph_get", r)
+}
+
+fn graph_rank(index: &[c_int], rank: c_int) -> R<usize> {
+    if rank < 0 || rank as usize >= index.len() {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!(
+                "rank {rank} is not a node of the graph (0..{})",
+                index.len()
+            ),
+        ));
+    }
+    Ok(rank as usize)
+}
+
+/// MPI_Graph_neighbors_count (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors_count(
+    comm: Handle,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graph_neighbors_count")?;
+        let (index, edges) = graph(s, comm)?;
+        let n = GraphTopo::graph_neighbors(index, edges, graph_rank(index, rank)?).len();
+        put!(nneighbors, n as c_int)
+    })();
+    finish(comm, "MPI_Graph_neighbors_count", r)
+}
+
+/// MPI_Graph_neighbors (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors(
+    comm: Handle,
+    rank: c_int,
+    maxneighbors: c_int,
+    neighbors: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graph_neighbors")?;
+        let (index, edges) = graph(s, comm)?;
+        let n = GraphTopo::graph_neighbors(index, edges, graph_rank(index, rank)?);
+        fill(n, maxneighbors, neighbors, "neighbors")
+    })();
+    finish(comm, "MPI_Graph_neighbors", r)
+}
+
+/// MPI_Graph_map (MPI-4.1 §8.5.8): the identity placement MPI_Graph_create uses.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_map(
+    comm: Handle,
+    nnodes: c_int,
+    _index: *const c_int,
+    _edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Graph_map")?;
+        let c = intra(s, comm, "MPI_Graph_map")?;
+        if nnodes < 0 || nnodes as u32 > c.size() {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("nnodes {nnodes} outside 0..={}", c.size()),
+            ));
+        }
+        let me = c.rank() as c_int;
+        put!(newrank, if me < nnodes { me } else { MPI_UNDEFINED })
+    })();
+    finish(comm, "MPI_Graph_map", r)
+}
+
+// ------------------------------------------------------- distributed graph topology (§8.5.4)
+
+/// MPI_Dist_graph_create_adjacent (MPI-4.1 §8.5.4): every rank names its own in- and
+/// out-neighbors; the new communicator has the same group in the same order.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
+    comm: Handle,
+    indegree: c_int,
+    sources: *const c_int,
+    sourceweights: *const c_int,
+    outdegree: c_int,
+    destinations: *const c_int,
+    destweights: *const c_int,
+    _info: Handle,
+    _reorder: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Dist_graph_create_adjacent")?;
+        let c = intra(s, comm, "a distributed graph topology")?;
+        let size = c.size() as usize;
+        let (ni, no) = (
+            degree(indegree, "indegree")?,
+            degree(outdegree, "outdegree")?,
+        );
+        let sources = slice(ni, sources, "sources")?.to_vec();
+        let destinations = slice(no, destinations, "destinations")?.to_vec();
+        check_ranks(&sources, size, "sources")?;
+        check_ranks(&destinations, size, "destinations")?;
+        let source_weights = weights(ni, sourceweights, "sourceweights")?;
+        let dest_weights = weights(no, destweights, "destweights")?;
+        let h = s.add_comm(c.dup()?);
+        put!(newcomm, h)?;
+        s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
+            sources,
+            source_weights,
+            destinations,
+            dest_weights,
+        });
+        Ok(())
+    })();
+    finish(comm, "MPI_Dist_graph_create_adjacent", r)
+}
+
+/// MPI_Dist_graph_create (MPI-4.1 §8.5.4): any rank may name any edge; each edge is sent
+/// to both of its ends (one alltoall of counts, one alltoallv of edges). Both ends order
+/// their edges by (naming rank, position in its list), so several edges between the same
+/// pair are paired in the same order on both sides.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create(
+    comm: Handle,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights_in: *const c_int,
+    _info: Handle,
+    _reorder: c_int,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Dist_graph_create")?;
+        let c = intra(s, comm, "a distributed graph topology")?;
+        let size = c.size() as usize;
+        let n = degree(n, "n")?;
+        let srcs = slice(n, sources, "sources")?;
+        let degs = slice(n, degrees, "degrees")?;
+        check_ranks(srcs, size, "sources")?;
+        if let Some(d) = degs.iter().find(|&&d| d < 0) {
+            return Err(err(MPI_ERR_ARG, format!("degree {d} is negative")));
+        }
+        let total: usize = degs.iter().map(|&d| d as usize).sum();
+        let dsts = slice(total, destinations, "destinations")?;
+        check_ranks(dsts, size, "destinations")?;
+        let w = weights(total, weights_in, "weights")?;
+        // Weightedness must agree on every rank (MPI: all or none pass MPI_UNWEIGHTED).
+        let weighted = w.is_some() as u32;
+        let mut flags = vec![0u32; size];
+        c.allgather(&[weighted], &mut flags)?;
+        if flags.iter().any(|&f| f != weighted) {
+            return Err(err(
+                MPI_ERR_ARG,
+                "some ranks passed MPI_UNWEIGHTED and others weights",
+            ));
+        }
+        // Each edge as (to_source: 1 = an out-edge of the receiver, peer, weight) words to
+        // each of its two ends; self-edges go twice to the same rank, once per role.
+        let mut per: Vec<Vec<i32>> = vec![Vec::new(); size];
+        let mut k = 0;
+        for (i, &src) in srcs.iter().enumerate() {
+            for _ in 0..degs[i] {
+                let dst = dsts[k];
+                let wt = w.as_ref().map_or(1, |w| w[k]);
+                per[src as usize].extend_from_slice(&[1, dst, wt]);
+                per[dst as usize].extend_from_slice(&[0, src, wt]);
+                k += 1;
+            }
+        }
+        let counts: Vec<u32> = per.iter().map(|v| v.len() as u32).collect();
+        let mut rcounts = vec![0u32; size];
+        c.alltoall(&counts, &mut rcounts)?;
+        let (mut sbuf, mut sc, mut sd) = (Vec::new(), vec![0usize; size], vec![0usize; size]);
+        for p in 0..size {
+            sd[p] = sbuf.len();
+            sc[p] = per[p].len();
+            sbuf.extend_from_slice(&per[p]);
+        }
+        let (mut rc, mut rd, mut rtotal) = (vec![0usize; size], vec![0usize; size], 0);
+        for p in 0..size {
+            rd[p] = rtotal;
+            rc[p] = rcounts[p] as usize;
+            rtotal += rc[p];
+        }
+        let mut rbuf = vec![0i32; rtotal];
+        c.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?;
+        let (mut ins, mut inw, mut outs, mut outw) = (vec![], vec![], vec![], vec![]);
+        for e in rbuf.chunks_exact(3) {
+            if e[0] == 1 {
+                outs.push(e[1]);
+                outw.push(e[2]);
+            } else {
+                ins.push(e[1]);
+                inw.push(e[2]);
+            }
+        }
+        let h = s.add_comm(c.dup()?);
+        put!(newcomm, h)?;
+        s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
+            sources: ins,
+            source_weights: w.as_ref().map(|_| inw),
+            destinations: outs,
+            dest_weights: w.as_ref().map(|_| outw),
+        });
+        Ok(())
+    })();
+    finish(comm, "MPI_Dist_graph_create", r)
+}
+
+fn dist(s: &State, comm: Handle) -> R<&GraphTopo> {
+    match &s.comm(comm)?.graph {
+        Some(g @ GraphTopo::Dist { .. }) => Ok(g),
+        _ => Err(err(
+            MPI_ERR_TOPOLOGY,
+            format!("communicator {comm:#x} has no distributed graph topology"),
+        )),
+    }
+}
+
+/// MPI_Dist_graph_neighbors_count (MPI-4.1 §8.5.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
+    comm: Handle,
+    indegree: *mut c_int,
+    outdegree: *mut c_int,
+    weighted: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Dist_graph_neighbors_count")?;
+        let GraphTopo::Dist {
+            sources,
+            destinations,
+            source_weights,
+            ..
+        } = dist(s, comm)?
+        else {
+            unreachable!("dist() returns Dist only")
+        };
+        put!(indegree, sources.len() as c_int)?;
+        put!(outdegree, destinations.len() as c_int)?;
+        put!(weighted, source_weights.is_some() as c_int)
+    })();
+    finish(comm, "MPI_Dist_graph_neighbors_count", r)
+}
+
+/// MPI_Dist_graph_neighbors (MPI-4.1 §8.5.5): weights are written only for a weighted
+/// graph and when the caller passes arrays for them.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
+    comm: Handle,
+    maxindegree: c_int,
+    sources: *mut c_int,
+    sourceweights: *mut c_int,
+    maxoutdegree: c_int,
+    destinations: *mut c_int,
+    destweights: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Dist_graph_neighbors")?;
+        let GraphTopo::Dist {
+            sources: si,
+            source_weights: sw,
+            destinations: di,
+            dest_weights: dw,
+        } = dist(s, comm)?
+        else {
+            unreachable!("dist() returns Dist only")
+        };
+        fill(si, maxindegree, sources, "sources")?;
+        fill(di, maxoutdegree, destinations, "destinations")?;
+        let given = |p: *mut c_int| !matches!(p as usize, 0 | UNWEIGHTED | WEIGHTS_EMPTY);
+        if let Some(sw) = sw {
+            if given(sourceweights) {
+                fill(sw, maxindegree, sourceweights, "sourceweights")?;
+            }
+        }
+        if let Some(dw) = dw {
+            if given(destweights) {
+                fill(dw, maxoutdegree, destweights, "destweights")?;
+            }
+        }
+        Ok(())
+    })();
+    finish(comm, "MPI_Dist_graph_neighbors", r)
+}
+
+/// The topology kind for MPI_Topo_test: MPI_CART, MPI_GRAPH, MPI_DIST_GRAPH or
+/// MPI_UNDEFINED.
+pub(crate) fn topo_kind(s: &State, comm: Handle) -> R<c_int> {
+    let e = s.comm(comm)?;
+    Ok(match (&e.cart, &e.graph) {
+        (Some(_), _) => MPI_CART,
+        (None, Some(GraphTopo::Graph { .. })) => MPI_GRAPH,
+        (None, Some(GraphTopo::Dist { .. })) => MPI_DIST_GRAPH,
+        (None, None) => MPI_UNDEFINED,
+    })
+}
+
+// ------------------------------------------------------ neighborhood collectives (§8.6)
+
+/// One block of a neighborhood collective: `count` items of `dt` at `buf`.
+#[derive(Clone, Copy)]
+struct Block {
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+}
+
+/// The blocks of one side, per neighbor slot, from the arguments' shapes.
+enum Side<'a> {
+    /// One block, the same for every slot (the send side of allgather).
+    Same(Block),
+    /// Slot k at `buf + k * count * extent`.
+    Strided(Block),
+    /// Slot k: `counts[k]` items at `buf + displs[k] * extent`.
+    Varying {
+        buf: *const c_void,
+        counts: &'a [c_int],
+        displs: &'a [c_int],
+        dt: Handle,
+    },
+    /// Slot k: `counts[k]` items of `types[k]` at `buf + displs[k]` bytes.
+    Typed {
+        buf: *const c_void,
+        counts: &'a [c_int],
+        displs: &'a [isize],
+        types: &'a [Handle],
+    },
+}
+
+impl Side<'_> {
+    fn block(&self, k: usize) -> R<Block> {
+        let at = |buf: *const c_void, bytes: i64| {
+            (buf as *const u8).wrapping_offset(bytes as isize) as *const c_void
+        };
+        let b = match *self {
+            Side::Same(b) => b,
+            Side::Strided(b) => {
+                let ext = map_of(b.dt)?.extent();
+                Block {
+                    buf: at(b.buf, k as i64 * b.count * ext),
+                    ..b
+                }
+            }
+            Side::Varying {
+                buf,
+                counts,
+                displs,
+                dt,
+            } => {
+                let ext = map_of(dt)?.extent();
+                Block {
+                    buf: at(buf, displs[k] as i64 * ext),
+                    count: counts[k] as i64,
+                    dt,
+                }
+            }
+            Side::Typed {
+                buf,
+                counts,
+                displs,
+                types,
+            } => Block {
+                buf: at(buf, displs[k] as i64),
+                count: counts[k] as i64,
+                dt: types[k],
+            },
+        };
+        if b.count < 0 {
+            return Err(err(
+                MPI_ERR_COUNT,
+                format!("count {} for neighbor {k} is negative", b.count),
+            ));
+        }
+        Ok(b)
+    }
+}
+
+fn packed_len(b: &Block) -> R<usize> {
+    Ok(map_of(b.dt)?.packed_bytes(b.count as u64)? as usize)
+}
+
+/// The body of every neighborhood collective: packs send slot k for `destinations[k]`,
+/// exchanges, unpacks receive slot k from `sources[k]` (MPI_PROC_NULL slots are skipped on
+/// both sides: nothing is sent, the receive block is left as it is).
+fn neighbor_exchange(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -> R<()> {
+    let s = state(func)?;
+    let nb = topology_neighbors(s, comm)?;
+    let c = s.comm(comm)?.comm.clone();
+    let n = c.size() as usize;
+    let live = |r: c_int| (r >= 0).then_some(r as usize);
+    // Send: for each peer, its slots' blocks in increasing slot order.
+    let mut sbuf = Vec::new();
+    let (mut sc, mut sd) = (vec![0usize; n], vec![0usize; n]);
+    let mut by_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (k, &p) in nb.destinations.iter().enumerate() {
+        if let Some(p) = live(p) {
+            by_peer[p].push(k);
+        }
+    }
+    for p in 0..n {
+        sd[p] = sbuf.len();
+        for &k in &by_peer[p] {
+            let b = send.block(k)?;
+            let map = map_of(b.dt)?;
+            let len = map.packed_bytes(b.count as u64)? as usize;
+            let at = sbuf.len();
+            sbuf.resize(at + len, 0);
+            if len > 0 {
+                // SAFETY: the block lies in the caller's send buffer (MPI contract).
+                let (src, origin) = unsafe { user_span(&map, b.buf, b.count as u64)? };
+                map.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
+            }
+        }
+        sc[p] = sbuf.len() - sd[p];
+    }
+    // Receive: from each peer, its blocks for my slots naming it, in the order the peer
+    // packed them (its slot order: mine on a graph, mine with the direction flipped on a
+    // Cartesian grid).
+    let mut from_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (k, &p) in nb.sources.iter().enumerate() {
+        if let Some(p) = live(p) {
+            from_peer[p].push(k);
+        }
+    }
+    if nb.cartesian {
+        for slots in &mut from_peer {
+            slots.sort_unstable_by_key(|&k| k ^ 1);
+        }
+    }
+    let (mut rc, mut rd, mut total) = (vec![0usize; n], vec![0usize; n], 0);
+    for p in 0..n {
+        rd[p] = total;
+        for &k in &from_peer[p] {
+            rc[p] += packed_len(&recv.block(k)?)?;
+        }
+        total += rc[p];
+    }
+    let mut rbuf = vec![0u8; total];
+    c.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?;
+    for p in 0..n {
+        let mut at = rd[p];
+        for &k in &from_peer[p] {
+            let b = recv.block(k)?;
+            let map = map_of(b.dt)?;
+            let len = map.packed_bytes(b.count as u64)? as usize;
+            if len > 0 {
+                // SAFETY: the block lies in the caller's receive buffer (MPI contract).
+                let (dst, origin) = unsafe { user_span(&map, b.buf, b.count as u64)? };
+                map.unpack(&rbuf[at..at + len], dst, origin, b.count as u64)?;
+            }
+            at += len;
+        }
+    }
+    Ok(())
+}
+
+/// Slot counts of the calling rank's topology (in, out), for the array arguments.
+fn degrees(func: &str, comm: Handle) -> R<(usize, usize)> {
+    let s = state(func)?;
+    let nb = topology_neighbors(s, comm)?;
+    Ok((nb.sources.len(), nb.destinations.len()))
+}
+
+fn block(buf: *const c_void, count: c_int, dt: Handle) -> Block {
+    Block {
+        buf,
+        count: count as i64,
+        dt,
+    }
+}
+
+/// The neighborhood collectives, each blocking and nonblocking (the nonblocking form runs
+/// the exchange and returns a completed request). The two names share a line ending in `;`
+/// so the build script sees them as defined.
+macro_rules! neighbor_fns {
+    ($blocking:ident, $nonblocking:ident; ($($arg:ident: $ty:ty),*), |$func:ident| $body:expr) => {
+        #[doc = concat!("`", stringify!($blocking), "` (MPI-4.1 §8.6) on any process topology.")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
+            let $func = stringify!($blocking);
+            let r: R<()> = $body(comm);
+            finish(comm, $func, r)
+        }
+
+        #[doc = concat!("`", stringify!($nonblocking), "` (MPI-4.1 §8.7): completes inside this call.")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $nonblocking(
+            $($arg: $ty,)*
+            comm: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let $func = stringify!($nonblocking);
+            let r: R<()> =
+                $body(comm).and_then(|()| crate::inter::completed(comm, request));
+            finish(comm, $func, r)
+        }
+    };
+}
+
+neighbor_fns!(
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather;
+    (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
+    |func| |comm: Handle| neighbor_exchange(
+        func,
+        comm,
+        Side::Same(block(sbuf, scount, sdt)),
+        Side::Strided(block(rbuf, rcount, rdt)),
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv;
+    (
+        sbuf: *const c_void,
+        scount: c_int,
+        sdt: Handle,
+        rbuf: *mut c_void,
+        rcounts: *const c_int,
+        displs: *const c_int,
+        rdt: Handle
+    ),
+    |func| |comm: Handle| {
+        let (ni, _) = degrees(func, comm)?;
+        neighbor_exchange(
+            func,
+            comm,
+            Side::Same(block(sbuf, scount, sdt)),
+            Side::Varying {
+                buf: rbuf,
+                counts: slice(ni, rcounts, "recvcounts")?,
+                displs: slice(ni, displs, "displs")?,
+                dt: rdt,
+            },
+        )
+    }
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall;
+    (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
+    |func| |comm: Handle| neighbor_exchange(
+        func,
+        comm,
+        Side::Strided(block(sbuf, scount, sdt)),
+        Side::Strided(block(rbuf, rcount, rdt)),
+    )
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv;
+    (
+        sbuf: *const c_void,
+        scounts: *const c_int,
+        sdispls: *const c_int,
+        sdt: Handle,
+        rbuf: *mut c_void,
+        rcounts: *const c_int,
+        rdispls: *const c_int,
+        rdt: Handle
+    ),
+    |func| |comm: Handle| {
+        let (ni, no) = degrees(func, comm)?;
+        neighbor_exchange(
+            func,
+            comm,
+            Side::Varying {
+                buf: sbuf,
+                counts: slice(no, scounts, "sendcounts")?,
+                displs: slice(no, sdispls, "sdispls")?,
+                dt: sdt,
+            },
+            Side::Varying {
+                buf: rbuf,
+                counts: slice(ni, rcounts, "recvcounts")?,
+                displs: slice(ni, rdispls, "rdispls")?,
+                dt: rdt,
+            },
+        )
+    }
+);
+
+neighbor_fns!(
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw;
+    (
+        sbuf: *const c_void,
+        scounts: *const c_int,
+        sdispls: *const isize,
+        stypes: *const Handle,
+        rbuf: *mut c_void,
+        rcounts: *const c_int,
+        rdispls: *const isize,
+        rtypes: *const Handle
+    ),
+    |func| |comm: Handle| {
+        let (ni, no) = degrees(func, comm)?;
+        neighbor_exchange(
+            func,
+            comm,
+            Side::Typed {
+                buf: sbuf,
+                counts: slice(no, scounts, "sendcounts")?,
+                displs: slice(no, sdispls, "sdispls")?,
+                types: slice(no, stypes, "sendtypes")?,
+            },
+            Side::Typed {
+                buf: rbuf,
+                counts: slice(ni, rcounts, "recvcounts")?,
+                displs: slice(ni, rdispls, "rdispls")?,
+                types: slice(ni, rtypes, "recvtypes")?,
+            },
+        )
+    }
+);

@@ -107,6 +107,11 @@ fn communicators_groups_types_topologies() {
 }
 
 #[test]
+fn graph_topologies_and_neighborhood_collectives() {
+    run_ok("topo");
+}
+
+#[test]
 fn nonblocking_collectives() {
     run_ok("icoll");
 }
