@@ -4,7 +4,8 @@
 //! Attach between processes) at 1, 2, 3, 4 and 7 ranks, with blocks of 0, 1, an odd number
 //! of bytes and 1 MiB, checked against the values every rank can compute. Also: the node's
 //! CMA verdict is one for all ranks, and forcing the algorithm where CMA is switched off
-//! (`WEFT_SHM_CMA=off`) or in a nonblocking call is an error naming the restriction.
+//! (`WEFT_SHM_CMA=off`) or in a nonblocking call is an error naming the restriction, and a
+//! call whose algorithm does not read peers' memory does not wait for the node's verdict.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -169,6 +170,44 @@ fn child() {
             );
             println!("rank {me}: refused: {e}");
         }
+        Ok("lazy_vote") => {
+            // Rank 0 starts nonblocking broadcasts (which never read peers' memory) and only
+            // then sends rank 1 the message rank 1 waits for before its first collective: a
+            // start that waited for every rank's CMA vote would hang here, as rank 1 votes
+            // at its first collective.
+            let mut small = [0u64; 1];
+            let mut big = vec![0u8; 1 << 20];
+            if me == 0 {
+                small[0] = 42;
+                big.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, b)| *b = byte(0, 1, k));
+                // SAFETY: both requests are waited below, never leaked.
+                let a = unsafe { w.ibcast(&mut small, 0) }.unwrap();
+                let b = unsafe { w.ibcast(&mut big, 0) }.unwrap();
+                w.send(&[7u32], 1, 7).unwrap();
+                weft::coll::CollRequest::wait_all(vec![a, b]).unwrap();
+            } else {
+                let mut go = [0u32; 1];
+                w.recv(&mut go, 0, 7).unwrap();
+                assert_eq!(go[0], 7);
+                // SAFETY: as above.
+                let a = unsafe { w.ibcast(&mut small, 0) }.unwrap();
+                let b = unsafe { w.ibcast(&mut big, 0) }.unwrap();
+                weft::coll::CollRequest::wait_all(vec![a, b]).unwrap();
+                assert_eq!(small[0], 42);
+                assert!(big.iter().enumerate().all(|(k, &b)| b == byte(0, 1, k)));
+            }
+            // A blocking call whose default algorithm reads peers' memory (the direct
+            // reduce at 2 ranks from 128 KiB) still waits for and finds the verdict.
+            let send = vec![me as i64 + 1; 1 << 17];
+            let mut sum = vec![0i64; 1 << 17];
+            w.reduce(&send, &mut sum, &weft::coll::Op::Sum, 1).unwrap();
+            if me == 1 {
+                assert!(sum.iter().all(|&x| x == 3));
+            }
+            println!("rank {me}: lazy vote ok");
+        }
         other => panic!("unknown mode {other:?}"),
     }
 }
@@ -196,7 +235,7 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
                 .stderr(Stdio::piped());
             // One rank has no peer to read from: the algorithm (like every one that uses the
             // node's area) needs two, so the single rank runs the default.
-            if np > 1 {
+            if np > 1 && mode != "lazy_vote" {
                 c.env("WEFT_ALLTOALL_ALGO", "shm_direct");
                 c.env("WEFT_REDUCE_ALGO", "shm_direct");
                 c.env("WEFT_BCAST_ALGO", "shm_direct");
@@ -270,5 +309,20 @@ fn forcing_direct_alltoall_without_cma_names_the_restriction() {
         "cma_off",
         &[("WEFT_SHM_CMA", "off")],
         "refused",
+    );
+}
+
+#[test]
+fn a_call_that_needs_no_cma_does_not_wait_for_the_votes() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    run(
+        "a_call_that_needs_no_cma_does_not_wait_for_the_votes",
+        2,
+        "lazy_vote",
+        &[],
+        "lazy vote ok",
     );
 }

@@ -4,7 +4,9 @@
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::{Choice, Coll};
-use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
+use super::{
+    count_error, elements, reduction, CollRequest, Datatype, Mode, Op, PlanShape, TypeKind,
+};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -96,8 +98,14 @@ impl Comm {
             "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
             _ => 0,
         };
-        let shape = [es, slot << 1 | usize::from(commutative)];
-        let plan = self.coll_plan(Coll::Allreduce, &c, bytes, 0, shape, || {
+        let shape = PlanShape {
+            bytes,
+            elem_bytes: es,
+            slot_bytes: slot,
+            commutative,
+            ..PlanShape::default()
+        };
+        let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
             self.allreduce_plan(&c, n, es, commutative, slot)
         })?;
         self.coll_start(Coll::Allreduce, plan, send, recv, Some(red))

@@ -4,7 +4,7 @@
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::{Choice, Coll};
-use super::{CollRequest, Mode};
+use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -23,7 +23,9 @@ impl Comm {
     fn barrier_start(&self, mode: Mode) -> Result<CollRequest<'static>> {
         self.check()?;
         let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
-        let plan = self.coll_plan(Coll::Barrier, &c, 0, 0, [0, 0], || self.barrier_plan(&c))?;
+        let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), || {
+            self.barrier_plan(&c)
+        })?;
         self.coll_start(Coll::Barrier, plan, &[], &mut [], None)
     }
 

@@ -3,7 +3,7 @@
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::{Choice, Coll};
-use super::{CollRequest, Mode};
+use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use weft_core::Result;
@@ -42,7 +42,13 @@ impl Comm {
             "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
             _ => 0,
         };
-        let plan = self.coll_plan(Coll::Bcast, &c, bytes, root, [slot, 0], || {
+        let shape = PlanShape {
+            bytes,
+            root,
+            slot_bytes: slot,
+            ..PlanShape::default()
+        };
+        let plan = self.coll_plan(Coll::Bcast, &c, shape, || {
             self.bcast_plan(&c, root, bytes, slot)
         })?;
         let buf: &'a mut [u8] = bytemuck::cast_slice_mut(buf);

@@ -197,10 +197,6 @@ impl Comm {
         mode: Mode,
     ) -> Result<Choice> {
         let shared_memory = self.coll_shm_slot_bytes().is_some();
-        let wants_cma = select::algorithms(coll).iter().any(|a| {
-            a.restrictions
-                .contains(&select::Restriction::CrossMemoryAttach)
-        });
         // Every collective on the node's communicator votes (once per segment), so a rank
         // that needs the verdict finds every peer's vote as soon as the peer has called any
         // collective, even another one than this (then the call's disagreement is reported
@@ -208,17 +204,33 @@ impl Comm {
         if shared_memory {
             self.coll_cma_vote();
         }
-        let cma = shared_memory && wants_cma && self.coll_cma_usable()?;
-        let traits = select::CallTraits {
-            commutative,
-            shared_memory,
-            blocking: mode == Mode::Blocking,
-            cma,
-        };
         let tuning = self.engine.borrow().tuning();
-        tuning
-            .select(coll, self.size(), self.coll_ppn(), bytes as u64, traits)
-            .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
+        let (size, ppn) = (self.size(), self.coll_ppn());
+        let choose = |cma: bool| {
+            let traits = select::CallTraits {
+                commutative,
+                shared_memory,
+                blocking: mode == Mode::Blocking,
+                cma,
+            };
+            tuning
+                .select(coll, size, ppn, bytes as u64, traits)
+                .map_err(|e| e.context(format!("{} on rank {}", coll.name(), self.rank())))
+        };
+        let known = self.engine.borrow().cma_verdict();
+        // Choose first as if the node's verdict were (or is) that CMA works: a choice that
+        // does not need it stands whatever the verdict, so the call does not wait for the
+        // peers' votes. Every rank makes the same first choice, so either every rank waits
+        // for the verdict below or none does.
+        let first = choose(shared_memory && known.unwrap_or(true))?;
+        if known.is_some() || !select::needs_cma(coll, first.algo) {
+            return Ok(first);
+        }
+        if self.coll_cma_usable()? {
+            Ok(first)
+        } else {
+            choose(false)
+        }
     }
 
     /// This rank's vote on Cross Memory Attach in the node's area, once per segment: whether
@@ -335,21 +347,18 @@ impl Comm {
 
     /// The plan of a call from the cache of recent small plans, or built by `build` (and
     /// kept when the call moves at most [`PLAN_CACHE_BYTES`]). A plan is a pure function of
-    /// the key (rank, size, collective, algorithm, radix, bytes, root and `shape`: whatever
-    /// else the caller's builder reads, such as element counts and sizes), so plans are
-    /// shared between communicators of the same shape. Saves the plan's allocations on the
-    /// latency-bound path.
+    /// its [`PlanKey`] (this rank and size, the collective, the choice and the call's
+    /// [`PlanShape`]), so plans are shared between communicators of the same shape. Saves
+    /// the plan's allocations on the latency-bound path. Plans of hierarchical algorithms
+    /// also read the node layout, which the key does not hold: they are never cached.
     pub(crate) fn coll_plan(
         &self,
         coll: Coll,
         choice: &Choice,
-        bytes: usize,
-        root: u32,
-        shape: [usize; 2],
+        shape: PlanShape,
         build: impl FnOnce() -> Result<Plan>,
     ) -> Result<Rc<Plan>> {
-        // Hierarchical plans also read the node layout, which the key does not hold.
-        if bytes > PLAN_CACHE_BYTES || choice.algo.starts_with("hier") {
+        if shape.bytes > PLAN_CACHE_BYTES || choice.hierarchical {
             return build().map(Rc::new);
         }
         let key = PlanKey {
@@ -358,8 +367,6 @@ impl Comm {
             coll,
             algo: choice.algo,
             radix: choice.radix,
-            bytes,
-            root,
             shape,
         };
         if let Some(p) = PLANS.with(|c| {
@@ -402,6 +409,22 @@ const PLAN_CACHE_BYTES: usize = 16384;
 /// Plans kept per thread (one rank's engine per thread); the oldest goes first.
 const PLAN_CACHE_ENTRIES: usize = 32;
 
+/// What a call's plan depends on besides the communicator and the algorithm chosen:
+/// whatever a collective's plan builder reads (unused fields stay at their defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PlanShape {
+    /// Bytes per rank, as the selector counts them.
+    pub bytes: usize,
+    /// The root (0 for collectives without one).
+    pub root: u32,
+    /// Bytes of one element (reductions).
+    pub elem_bytes: usize,
+    /// Bytes of a slot of the node's area, for algorithms that stage through it.
+    pub slot_bytes: usize,
+    /// Whether the operation commutes (reductions).
+    pub commutative: bool,
+}
+
 /// What a cached plan was built from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct PlanKey {
@@ -410,9 +433,7 @@ struct PlanKey {
     coll: Coll,
     algo: &'static str,
     radix: u32,
-    bytes: usize,
-    root: u32,
-    shape: [usize; 2],
+    shape: PlanShape,
 }
 
 thread_local! {

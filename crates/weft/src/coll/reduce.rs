@@ -4,7 +4,9 @@
 use super::algo;
 use super::schedule::{Buf, Plan};
 use super::select::{Choice, Coll};
-use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
+use super::{
+    count_error, elements, reduction, CollRequest, Datatype, Mode, Op, PlanShape, TypeKind,
+};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -111,8 +113,14 @@ impl Comm {
             _ => 0,
         };
         let es = kind.size_bytes();
-        let shape = [es, slot << 1 | usize::from(commutative)];
-        let plan = self.coll_plan(Coll::Reduce, &c, bytes, root, shape, || {
+        let shape = PlanShape {
+            bytes,
+            root,
+            elem_bytes: es,
+            slot_bytes: slot,
+            commutative,
+        };
+        let plan = self.coll_plan(Coll::Reduce, &c, shape, || {
             self.reduce_plan(&c, root, n, es, commutative, slot)
         })?;
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };

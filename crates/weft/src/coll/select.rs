@@ -170,6 +170,9 @@ pub struct AlgoInfo {
     pub restrictions: &'static [Restriction],
     /// Whether it takes a tree radix.
     pub radix: bool,
+    /// Whether its plan follows the job's node layout (groups of ranks per node), which
+    /// then is an input of the plan beside the call's shape.
+    pub hierarchical: bool,
 }
 
 const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: bool) -> AlgoInfo {
@@ -177,6 +180,19 @@ const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: b
         name,
         restrictions,
         radix,
+        hierarchical: false,
+    }
+}
+
+/// A tree that groups ranks by node first (its plan reads the node layout).
+const fn hier_algo(
+    name: &'static str,
+    restrictions: &'static [Restriction],
+    radix: bool,
+) -> AlgoInfo {
+    AlgoInfo {
+        hierarchical: true,
+        ..algo(name, restrictions, radix)
     }
 }
 
@@ -195,14 +211,14 @@ const BARRIER: &[AlgoInfo] = &[
 ];
 const BCAST: &[AlgoInfo] = &[
     algo("knomial", &[], true),
-    algo("hier_knomial", &[], true),
+    hier_algo("hier_knomial", &[], true),
     algo("scatter_allgather", &[], false),
     algo("shm", SHM, false),
     algo("shm_direct", SHM_CMA, false),
 ];
 const REDUCE: &[AlgoInfo] = &[
     algo("knomial", &[], true),
-    algo("hier_knomial", COMM, true),
+    hier_algo("hier_knomial", COMM, true),
     algo("reduce_scatter_gather", COMM, false),
     algo("shm", SHM, false),
     algo("shm_direct", SHM_CMA, false),
@@ -226,7 +242,7 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("ring", COMM, false),
     algo("knomial", &[], true),
     algo("rabenseifner", COMM, false),
-    algo("hier_knomial", COMM, true),
+    hier_algo("hier_knomial", COMM, true),
     algo("shm", SHM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
@@ -264,6 +280,14 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
         Coll::Alltoallv => PAIRWISE,
         Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
     }
+}
+
+/// Whether algorithm `algo` of `coll` reads peers' memory with Cross Memory Attach (only
+/// then does a call wait for the node's verdict on it).
+pub(crate) fn needs_cma(coll: Coll, algo: &str) -> bool {
+    algorithms(coll)
+        .iter()
+        .any(|a| a.name == algo && a.restrictions.contains(&Restriction::CrossMemoryAttach))
 }
 
 /// One rule of the tuning table.
@@ -536,6 +560,8 @@ pub struct Choice {
     pub radix: u32,
     /// Where the decision came from: `forced`, `table` or `model`.
     pub source: &'static str,
+    /// The algorithm is hierarchical ([`AlgoInfo::hierarchical`]).
+    pub hierarchical: bool,
 }
 
 /// Every candidate with its modelled cost, and the choice.
@@ -657,6 +683,7 @@ impl Tuning {
                 algo: a.name,
                 radix,
                 source: "forced",
+                hierarchical: a.hierarchical,
             });
         }
         for rule in &self.rules {
@@ -681,6 +708,7 @@ impl Tuning {
                 algo: a.name,
                 radix,
                 source: "table",
+                hierarchical: a.hierarchical,
             });
         }
         let mut best: Option<(f64, &AlgoInfo, u32)> = None;
@@ -695,9 +723,8 @@ impl Tuning {
                 // Across nodes a hierarchical tree wins a tie: the flat tree's cost assumes
                 // ranks placed in node-aligned blocks (then its subtrees are the nodes), while
                 // the hierarchical tree groups by the real nodes whatever the placement.
-                let tie_to_hier = nodes > 1
-                    && a.name.starts_with("hier")
-                    && best.is_some_and(|b| c <= b.0 * (1.0 + 1e-9));
+                let tie_to_hier =
+                    nodes > 1 && a.hierarchical && best.is_some_and(|b| c <= b.0 * (1.0 + 1e-9));
                 if best.is_none_or(|b| c < b.0) || tie_to_hier {
                     best = Some((c, a, radix));
                 }
@@ -708,11 +735,13 @@ impl Tuning {
                 algo: a.name,
                 radix,
                 source: "model",
+                hierarchical: a.hierarchical,
             }),
             (None, Some(a)) => Ok(Choice {
                 algo: a.name,
                 radix: forced_radix.unwrap_or(2),
                 source: "model",
+                hierarchical: a.hierarchical,
             }),
             (None, None) => Err(Error::new(
                 ErrorKind::InvalidOp,
@@ -880,6 +909,27 @@ mod tests {
                 ("hier_knomial", "model"),
                 "{c:?} {bytes}"
             );
+            // Declared, not guessed from the name: its plans read the node layout.
+            assert!(x.hierarchical);
+        }
+        assert!(!one.hierarchical);
+        for c in ALL {
+            for a in algorithms(*c) {
+                let forced = Tuning::from_vars(&[(
+                    &format!("WEFT_{}_ALGO", c.name().to_ascii_uppercase()),
+                    a.name,
+                )])
+                .unwrap();
+                let traits = CallTraits {
+                    commutative: true,
+                    shared_memory: true,
+                    blocking: true,
+                    cma: true,
+                };
+                if let Ok(x) = forced.select(*c, 4, 4, 8, traits) {
+                    assert_eq!(x.hierarchical, a.hierarchical, "{} {}", c.name(), a.name);
+                }
+            }
         }
         let x = t.explain(Coll::Bcast, 65536, 8, 4).unwrap();
         assert_eq!(x.choice, "hier_knomial");

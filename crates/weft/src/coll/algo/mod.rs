@@ -28,6 +28,7 @@ pub(crate) mod shm_allgather;
 pub(crate) mod shm_alltoall;
 pub(crate) mod shm_direct_alltoall;
 pub(crate) mod shm_direct_bcast;
+pub(crate) mod shm_direct_combine;
 pub(crate) mod shm_direct_gather;
 pub(crate) mod shm_direct_reduce;
 pub(crate) mod shm_direct_reduce_scatter;

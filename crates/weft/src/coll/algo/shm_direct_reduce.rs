@@ -10,10 +10,8 @@
 //! (`CrossMemoryAttach`).
 
 use super::chunks;
+use super::shm_direct_combine::combine;
 use crate::coll::schedule::{Buf, Plan, Region};
-
-/// Bytes combined per read: a peer's piece and the accumulator stay in a core's cache.
-const PIECE_BYTES: usize = 64 * 1024;
 
 pub(crate) fn plan(rank: u32, size: u32, root: u32, count: usize, elem_bytes: usize) -> Plan {
     let mut p = Plan::new();
@@ -27,8 +25,6 @@ pub(crate) fn plan(rank: u32, size: u32, root: u32, count: usize, elem_bytes: us
         return p;
     }
     let (off, len) = chunks(count, elem_bytes, size as usize)[rank as usize];
-    let piece = (PIECE_BYTES / elem_bytes).max(1) * elem_bytes;
-    let other = p.tmp(piece.min(len));
     // The root combines its part in place in its receive buffer; the others in scratch,
     // then write it into the root's.
     let acc_buf = if rank == root { Buf::Recv } else { p.tmp(len) };
@@ -37,30 +33,17 @@ pub(crate) fn plan(rank: u32, size: u32, root: u32, count: usize, elem_bytes: us
     p.shm_publish_buffers();
     p.shm_arrive();
     p.step();
-    let mut done = 0;
-    while done < len {
-        let n = piece.min(len - done);
-        let acc = Region::new(acc_buf, acc_off + done, n);
-        let t = Region::new(other, 0, n);
-        read(&mut p, rank, 0, off + done, acc);
-        for i in 1..size {
-            read(&mut p, rank, i, off + done, t);
-            p.reduce(t, acc, false);
-        }
-        done += n;
-    }
+    combine(
+        &mut p,
+        rank,
+        size,
+        off,
+        Region::new(acc_buf, acc_off, len),
+        elem_bytes,
+    );
     if rank != root {
         p.cma_write(root, off, Region::new(acc_buf, 0, len));
     }
     p.shm_arrive();
     p
-}
-
-/// Bytes `at..at + dst.len` of rank `from`'s send buffer into `dst`.
-fn read(p: &mut Plan, rank: u32, from: u32, at: usize, dst: Region) {
-    if from == rank {
-        p.copy(Region::new(Buf::Send, at, dst.len), dst);
-    } else {
-        p.cma_read(from, Buf::Send, at, dst);
-    }
 }

@@ -6,10 +6,8 @@
 //! One copy of each input byte, two node-wide phases. Needs the whole node
 //! (`SharedMemory`) and CMA between every pair of local ranks (`CrossMemoryAttach`).
 
+use super::shm_direct_combine::combine;
 use crate::coll::schedule::{Buf, Plan, Region};
-
-/// Bytes combined per read: a peer's piece and the accumulator stay in a core's cache.
-const PIECE_BYTES: usize = 64 * 1024;
 
 /// `blocks[j]`: (offset, length) in bytes of rank j's block in the send buffers.
 pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], elem_bytes: usize) -> Plan {
@@ -26,33 +24,18 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], elem_bytes: 
     if blocks.iter().all(|b| b.1 == 0) {
         return p;
     }
-    let piece = (PIECE_BYTES / elem_bytes).max(1) * elem_bytes;
-    let other = p.tmp(piece.min(len));
     p.step();
     p.shm_publish_buffers();
     p.shm_arrive();
     p.step();
-    let mut done = 0;
-    while done < len {
-        let n = piece.min(len - done);
-        let acc = Region::new(Buf::Recv, done, n);
-        let t = Region::new(other, 0, n);
-        read(&mut p, rank, 0, off + done, acc);
-        for i in 1..size {
-            read(&mut p, rank, i, off + done, t);
-            p.reduce(t, acc, false);
-        }
-        done += n;
-    }
+    combine(
+        &mut p,
+        rank,
+        size,
+        off,
+        Region::new(Buf::Recv, 0, len),
+        elem_bytes,
+    );
     p.shm_arrive();
     p
-}
-
-/// Bytes `at..at + dst.len` of rank `from`'s send buffer into `dst`.
-fn read(p: &mut Plan, rank: u32, from: u32, at: usize, dst: Region) {
-    if from == rank {
-        p.copy(Region::new(Buf::Send, at, dst.len), dst);
-    } else {
-        p.cma_read(from, Buf::Send, at, dst);
-    }
 }
