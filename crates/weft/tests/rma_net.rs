@@ -378,6 +378,63 @@ fn contexts_have_their_own_lanes_and_quiet() {
     );
 }
 
+#[test]
+fn destroying_a_context_closes_its_lanes_in_every_thread() {
+    run(
+        2,
+        &[],
+        |r| r,
+        |w, h| {
+            let world = w.world();
+            let base = h.base() as u64;
+            let a = base + h.malloc(64).unwrap() as u64;
+            if h.pe() == 0 {
+                let before = h.open_lanes();
+                let c = h.ctx_create();
+                let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+                let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+                std::thread::scope(|s| {
+                    let h = &h;
+                    let t = s.spawn(move || {
+                        // This thread caches the context's lane, then outlives its destruction.
+                        h.put_ctx(c, 1, a, &7u64.to_ne_bytes()).unwrap();
+                        h.quiet_ctx(c).unwrap();
+                        done_tx.send(()).unwrap();
+                        go_rx.recv().unwrap();
+                        h.put_ctx(c, 1, a + 8, &8u64.to_ne_bytes())
+                    });
+                    done_rx.recv().unwrap();
+                    h.put_ctx(c, 1, a + 16, &9u64.to_ne_bytes()).unwrap();
+                    assert_eq!(h.open_lanes(), before + 1, "one lane per (context, PE)");
+                    h.ctx_destroy(c).unwrap();
+                    assert_eq!(h.open_lanes(), before);
+                    // The other thread's cached lane is closed too: its put is refused (it
+                    // would otherwise go to a lane no quiet ever completes).
+                    go_tx.send(()).unwrap();
+                    let e = t.join().unwrap().unwrap_err();
+                    assert!(e.message().contains("destroyed"), "{e}");
+                    // So is a use from this thread and from a thread that never used it.
+                    let e = h.put_ctx(c, 1, a, &[0u8; 8]).unwrap_err();
+                    assert!(e.message().contains("destroyed"), "{e}");
+                    let e = s
+                        .spawn(move || h.put_ctx(c, 1, a, &[0u8; 8]))
+                        .join()
+                        .unwrap()
+                        .unwrap_err();
+                    assert!(e.message().contains("destroyed"), "{e}");
+                });
+            }
+            world.barrier().unwrap();
+            if h.pe() == 1 {
+                // SAFETY: our own heap, written and completed before the barrier.
+                let v = |i: u64| unsafe { *((a + 8 * i) as *const u64) };
+                assert_eq!((v(0), v(1), v(2)), (7, 0, 9));
+            }
+            world.barrier().unwrap();
+        },
+    );
+}
+
 static REMOTE_GLOBAL: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
 #[test]

@@ -5,7 +5,7 @@
 
 use super::wire::{self, Amo};
 use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 use weft_core::{Error, ErrorKind, Result};
@@ -22,7 +22,8 @@ pub(crate) struct LaneConfig {
 pub(crate) struct Lane {
     me: u32,
     pe: u32,
-    stream: TcpStream,
+    /// None once [`Lane::close`] closed the connection.
+    stream: Option<TcpStream>,
     buf: Vec<u8>,
     /// The put frame at the end of `buf` that a contiguous put may extend: (position of its
     /// head, space, offset right after its data, its length).
@@ -53,7 +54,7 @@ impl Lane {
                     return Ok(Lane {
                         me,
                         pe,
-                        stream,
+                        stream: Some(stream),
                         buf: Vec::with_capacity(config.flush_bytes + wire::HEAD_BYTES),
                         last_put: None,
                         unsynced: false,
@@ -80,7 +81,7 @@ impl Lane {
                 e,
             )
         };
-        let mut s = TcpStream::connect_timeout(a, config.timeout.min(Duration::from_secs(10)))
+        let s = TcpStream::connect_timeout(a, config.timeout.min(Duration::from_secs(10)))
             .map_err(at)?;
         s.set_nodelay(true).map_err(at)?;
         weft_transport::tcp::set_keepalive(s.as_raw_fd());
@@ -89,7 +90,7 @@ impl Lane {
         let nonce_c = handshake::nonce()?;
         send_all(&s, &handshake::hello(me, pe, &nonce_c), me, pe)?;
         let mut ch = [0u8; handshake::CHALLENGE_BYTES];
-        read_exact(&mut s, &mut ch, me, pe)?;
+        read_exact(&s, &mut ch, me, pe)?;
         let nonce_a = handshake::check_challenge(key, me, pe, &nonce_c, &ch)?;
         send_all(
             &s,
@@ -98,6 +99,29 @@ impl Lane {
             pe,
         )?;
         Ok(s)
+    }
+
+    /// Closes the connection for good (its context was destroyed): the socket is closed at
+    /// once, whichever threads still hold the lane, and every later call fails with `why`.
+    pub(crate) fn close(&mut self, why: Error) {
+        if let Some(s) = self.stream.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        self.buf = Vec::new();
+        self.last_put = None;
+        self.unsynced = false;
+        self.dead = Some(why);
+    }
+
+    fn sock(&self) -> Result<&TcpStream> {
+        self.stream.as_ref().ok_or_else(|| {
+            self.dead.clone().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!("PE {}: the lane to PE {} is closed", self.me, self.pe),
+                )
+            })
+        })
     }
 
     fn alive(&self) -> Result<()> {
@@ -124,7 +148,9 @@ impl Lane {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let r = send_all(&self.stream, &self.buf, self.me, self.pe);
+        let r = self
+            .sock()
+            .and_then(|s| send_all(s, &self.buf, self.me, self.pe));
         self.buf.clear();
         match r {
             Ok(()) => Ok(()),
@@ -138,12 +164,17 @@ impl Lane {
         self.alive()?;
         self.unsynced = true;
         if data.len() >= self.config.flush_bytes {
-            // Large: no copy into the buffer; frames of at most MAX_PAYLOAD_BYTES.
+            // Large: no copy into the buffer; frames of at most MAX_PAYLOAD_BYTES, each sent
+            // with what is buffered before it and its head in one vectored system call.
+            self.last_put = None;
             for (i, chunk) in data.chunks(wire::MAX_PAYLOAD_BYTES).enumerate() {
                 let off = offset + (i * wire::MAX_PAYLOAD_BYTES) as u64;
                 wire::put_head(&mut self.buf, space, off, chunk.len() as u32);
-                self.flush()?;
-                if let Err(e) = send_all(&self.stream, chunk, self.me, self.pe) {
+                let r = self
+                    .sock()
+                    .and_then(|s| send_two(s, &self.buf, chunk, self.me, self.pe));
+                self.buf.clear();
+                if let Err(e) = r {
                     return self.fail(e);
                 }
             }
@@ -240,7 +271,10 @@ impl Lane {
     /// Reads one reply; its data goes to `dst`.
     fn reply(&mut self, dst: Option<&mut [u8]>) -> Result<(u64, usize)> {
         let mut h = [0u8; wire::REPLY_HEAD_BYTES];
-        if let Err(e) = read_exact(&mut self.stream, &mut h, self.me, self.pe) {
+        if let Err(e) = self
+            .sock()
+            .and_then(|s| read_exact(s, &mut h, self.me, self.pe))
+        {
             return self.fail(e);
         }
         let want = dst.as_ref().map_or(0, |d| d.len());
@@ -252,7 +286,10 @@ impl Lane {
         };
         if failed {
             let mut text = vec![0u8; len];
-            if let Err(e) = read_exact(&mut self.stream, &mut text, self.me, self.pe) {
+            if let Err(e) = self
+                .sock()
+                .and_then(|s| read_exact(s, &mut text, self.me, self.pe))
+            {
                 return self.fail(e);
             }
             return Err(Error::new(
@@ -267,7 +304,7 @@ impl Lane {
         }
         match dst {
             Some(d) if d.len() == len => {
-                if let Err(e) = read_exact(&mut self.stream, d, self.me, self.pe) {
+                if let Err(e) = self.sock().and_then(|s| read_exact(s, d, self.me, self.pe)) {
                     return self.fail(e);
                 }
             }
@@ -287,18 +324,31 @@ impl Lane {
     }
 }
 
-fn send_all(s: &TcpStream, mut bytes: &[u8], me: u32, pe: u32) -> Result<()> {
-    while !bytes.is_empty() {
-        // SAFETY: sending from a live slice on our socket; MSG_NOSIGNAL keeps a dead peer
+fn send_all(s: &TcpStream, bytes: &[u8], me: u32, pe: u32) -> Result<()> {
+    send_two(s, bytes, &[], me, pe)
+}
+
+/// Sends `a` then `b` with `sendmsg` (one system call when the socket takes both).
+fn send_two(s: &TcpStream, mut a: &[u8], mut b: &[u8], me: u32, pe: u32) -> Result<()> {
+    while !a.is_empty() || !b.is_empty() {
+        let iov = [
+            libc::iovec {
+                iov_base: a.as_ptr() as *mut libc::c_void,
+                iov_len: a.len(),
+            },
+            libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            },
+        ];
+        // SAFETY: a zeroed msghdr is valid (no name, no control data); it points at `iov`,
+        // which lives across the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = iov.len() as _;
+        // SAFETY: sending from live slices on our socket; MSG_NOSIGNAL keeps a dead peer
         // from raising SIGPIPE in C programs that do not ignore it.
-        let n = unsafe {
-            libc::send(
-                s.as_raw_fd(),
-                bytes.as_ptr() as *const libc::c_void,
-                bytes.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
+        let n = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             match e.kind() {
@@ -317,12 +367,15 @@ fn send_all(s: &TcpStream, mut bytes: &[u8], me: u32, pe: u32) -> Result<()> {
                 }
             }
         }
-        bytes = &bytes[n as usize..];
+        let n = n as usize;
+        let from_a = n.min(a.len());
+        a = &a[from_a..];
+        b = &b[n - from_a..];
     }
     Ok(())
 }
 
-fn read_exact(s: &mut TcpStream, buf: &mut [u8], me: u32, pe: u32) -> Result<()> {
+fn read_exact(mut s: &TcpStream, buf: &mut [u8], me: u32, pe: u32) -> Result<()> {
     s.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::new(
             ErrorKind::Timeout,

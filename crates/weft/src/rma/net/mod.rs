@@ -40,7 +40,7 @@ pub mod wire;
 
 use lane::{Lane, LaneConfig};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc;
@@ -109,6 +109,9 @@ struct Shared {
     /// Lanes of contexts other than the default one, by (context, PE): a context's lanes
     /// are shared by whichever threads use the context.
     ctx_lanes: Mutex<HashMap<(u64, u32), SharedLane>>,
+    /// Contexts destroyed so far (ids are never reused): their lanes are closed, and a
+    /// thread's cached handles to them are dropped at its next cache miss.
+    destroyed: Mutex<HashSet<u64>>,
 }
 
 /// A thread's lane key: (heap id, context, PE).
@@ -159,6 +162,15 @@ impl Shared {
             let mut m = m.borrow_mut();
             if let Some(l) = m.get(&(self.id, ctx, pe)) {
                 return Ok(l.clone());
+            }
+            {
+                let destroyed = self.destroyed.lock().unwrap_or_else(|p| p.into_inner());
+                if destroyed.contains(&ctx) {
+                    return Err(self.destroyed_error(ctx));
+                }
+                if !destroyed.is_empty() {
+                    m.retain(|k, _| k.0 != self.id || !destroyed.contains(&k.1));
+                }
             }
             let l = if ctx == 0 {
                 let l = Arc::new(Mutex::new(self.new_lane(pe)?));
@@ -239,12 +251,35 @@ impl Shared {
         Ok(())
     }
 
+    fn destroyed_error(&self, ctx: u64) -> Error {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!("PE {}: context {ctx} was destroyed", self.me),
+        )
+    }
+
+    /// Closes every lane of context `ctx`, whichever threads used it (a context's lanes are
+    /// shared by its threads, and each thread caches them): their connections close now,
+    /// and a later use of the context fails.
     fn forget_ctx(&self, ctx: u64) {
-        self.registry().retain(|e| e.ctx != ctx);
+        self.destroyed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ctx);
+        let mut closing = Vec::new();
+        self.registry().retain(|e| {
+            if e.ctx == ctx {
+                closing.push(e.lane.clone());
+            }
+            e.ctx != ctx
+        });
         self.ctx_lanes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|k, _| k.0 != ctx);
+        for l in closing {
+            lock(&l).close(self.destroyed_error(ctx));
+        }
         MINE.with(|m| {
             m.borrow_mut()
                 .retain(|k, _| !(k.0 == self.id && k.1 == ctx))
@@ -261,7 +296,8 @@ impl Shared {
 }
 
 enum Job {
-    Put(Remote, Vec<u8>),
+    /// A put whose `usize` bytes wait in the proxy's staging buffer (appended in job order).
+    Put(Remote, usize),
     Amo {
         at: Remote,
         width: u8,
@@ -278,6 +314,10 @@ enum Job {
 /// The network side of one symmetric heap.
 pub(crate) struct Net {
     shared: Arc<Shared>,
+    /// Proxy mode: the bytes of queued puts, appended by initiators in the order of their
+    /// jobs; the proxy swaps the buffer with its own drained one, so a put allocates
+    /// nothing once both buffers have grown.
+    staging: Arc<Mutex<Vec<u8>>>,
     proxy: Option<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)>,
     service: service::Service,
 }
@@ -372,13 +412,16 @@ impl Net {
             },
             lanes: Mutex::new(Vec::new()),
             ctx_lanes: Mutex::new(HashMap::new()),
+            destroyed: Mutex::new(HashSet::new()),
         });
+        let staging = Arc::new(Mutex::new(Vec::new()));
         let proxy = if config.proxy {
             let (tx, rx) = mpsc::channel::<Job>();
             let s = shared.clone();
+            let st = staging.clone();
             let t = std::thread::Builder::new()
                 .name(format!("weft-rma-proxy{me}"))
-                .spawn(move || proxy_loop(&s, rx))
+                .spawn(move || proxy_loop(&s, rx, &st))
                 .map_err(|e| Error::io("spawning the one-sided proxy thread", e))?;
             Some((tx, t))
         } else {
@@ -386,6 +429,7 @@ impl Net {
         };
         Ok(Net {
             shared,
+            staging,
             proxy,
             service,
         })
@@ -427,7 +471,11 @@ impl Net {
 
     pub(crate) fn put(&self, ctx: u64, at: Remote, data: &[u8]) -> Result<()> {
         if self.proxy.is_some() {
-            return self.to_proxy(Job::Put(at, data.to_vec()));
+            // The bytes go in before the job, under the staging lock, so the proxy finds
+            // them in job order.
+            let mut st = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+            st.extend_from_slice(data);
+            return self.to_proxy(Job::Put(at, data.len()));
         }
         self.shared
             .with_lane(ctx, at.pe, |l| l.put(at.space, at.offset, data))
@@ -532,12 +580,32 @@ impl Drop for Net {
 }
 
 /// The proxy thread: executes every thread's operations, in arrival order, on its own lanes.
-fn proxy_loop(s: &Shared, rx: mpsc::Receiver<Job>) {
+fn proxy_loop(s: &Shared, rx: mpsc::Receiver<Job>, staging: &Mutex<Vec<u8>>) {
     let mut put_error: Option<Error> = None;
+    // Bytes of puts taken from `staging`, consumed from `pos` on in job order.
+    let mut local: Vec<u8> = Vec::new();
+    let mut pos = 0;
     while let Ok(job) = rx.recv() {
         match job {
-            Job::Put(at, data) => {
-                if let Err(e) = s.with_lane(0, at.pe, |l| l.put(at.space, at.offset, &data)) {
+            Job::Put(at, len) => {
+                if pos == local.len() {
+                    local.clear();
+                    pos = 0;
+                    let mut st = staging.lock().unwrap_or_else(|p| p.into_inner());
+                    std::mem::swap(&mut local, &mut *st);
+                }
+                let Some(data) = local.get(pos..pos + len) else {
+                    put_error.get_or_insert(Error::new(
+                        ErrorKind::Internal,
+                        format!(
+                            "PE {}: the proxy's staging buffer lost a put of {len} bytes",
+                            s.me
+                        ),
+                    ));
+                    continue;
+                };
+                pos += len;
+                if let Err(e) = s.with_lane(0, at.pe, |l| l.put(at.space, at.offset, data)) {
                     put_error.get_or_insert(e);
                 }
             }
