@@ -2,7 +2,8 @@
 //! 2 or 3 node ids (TCP on loopback between nodes, one shared table per node): barrier and
 //! reduce rounds with 1 to 3 ranks per node, values and ordering checked, a subset of a
 //! node's ranks taking part, bad input, and a vanished rank on another node reported to
-//! every survivor (leaders and the ranks they release) instead of hanging.
+//! every survivor (leaders and the ranks they release) instead of hanging; burst reduce of
+//! whole buffers across nodes, over several chunks.
 
 mod common;
 
@@ -62,6 +63,60 @@ fn three_nodes_of_one_two_and_three_ranks() {
     // Nodes 0, 1, 2 hold 1, 2 and 3 ranks.
     rounds(6, |r| [0, 1, 1, 2, 2, 2][r as usize], 3, 100);
     rounds(3, |r| r, 3, 100);
+}
+
+/// Job-wide burst reduce on `n` ranks placed by `node_of`, with a burst chunk of 8 elements
+/// (`WEFT_SYNC_BURST_BYTES=64`) so lengths of 0, 1, 8, 9 and 100 cross chunk boundaries.
+fn burst(n: u32, node_of: fn(u32) -> u32) {
+    common::run_job(
+        n,
+        &[("WEFT_YIELD", "on"), ("WEFT_SYNC_BURST_BYTES", "64")],
+        node_of,
+        move |rank, weft, _| {
+            let local = weft.local().1;
+            let js = JobSync::new(&weft, "burst").unwrap();
+            for (round, len) in [0usize, 1, 8, 9, 100, 9].into_iter().enumerate() {
+                let src: Vec<i64> = (0..len)
+                    .map(|i| (rank as i64 + 1) * (i as i64 + 1) - round as i64)
+                    .collect();
+                let mut dst = vec![-7i64; len];
+                js.burst_reduce(11, &src, &mut dst, SyncOp::Sum, local)
+                    .unwrap();
+                let ranks_sum = (n * (n + 1) / 2) as i64;
+                for (i, &d) in dst.iter().enumerate() {
+                    assert_eq!(
+                        d,
+                        ranks_sum * (i as i64 + 1) - n as i64 * round as i64,
+                        "rank {rank} len {len} element {i}"
+                    );
+                }
+                let fsrc: Vec<f64> = (0..len).map(|i| rank as f64 * 0.5 - i as f64).collect();
+                let mut fdst = vec![0.0; len];
+                js.burst_reduce(12, &fsrc, &mut fdst, SyncOp::Max, local)
+                    .unwrap();
+                for (i, &d) in fdst.iter().enumerate() {
+                    assert_eq!(
+                        d,
+                        (n - 1) as f64 * 0.5 - i as f64,
+                        "rank {rank} element {i}"
+                    );
+                }
+            }
+            let e = js
+                .burst_reduce(13, &[1.0f64], &mut [0.0], SyncOp::Xor, local)
+                .unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidOp);
+            drop(js);
+            weft.finalize().unwrap();
+        },
+    );
+}
+
+#[test]
+fn burst_reduce_across_two_and_three_nodes() {
+    burst(2, |r| r);
+    burst(4, |r| r / 2);
+    burst(6, |r| [0, 1, 1, 2, 2, 2][r as usize]);
 }
 
 #[test]

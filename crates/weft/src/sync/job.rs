@@ -109,6 +109,11 @@ impl JobSync {
         self.nodes
     }
 
+    /// Ranks on the caller's node.
+    pub fn local_size(&self) -> u32 {
+        self.local_size
+    }
+
     /// Returns once the participants of every node have called `barrier` on `addr` in this
     /// round (`n` of them on the caller's node, see the module documentation).
     pub fn barrier(&self, addr: u64, n: u32) -> Result<()> {
@@ -129,6 +134,107 @@ impl JobSync {
             ));
         }
         self.round(addr, v, Some(op), n, "job reduce")
+    }
+
+    /// Reduces whole buffers across every node: `dst[i]` = `op` over `src[i]` of every
+    /// participant of every node (`n` counted on the caller's node, as in
+    /// [`JobSync::reduce`]). The node reduces first ([`SyncEngine::burst_reduce`], every
+    /// participant then holds the node's result), then the leaders exchange their nodes'
+    /// results chunk by chunk (`WEFT_SYNC_BURST_BYTES` at a time) and combine them in the
+    /// order of their world ranks, so every participant of the job gets the same bits; each
+    /// leader hands a combined chunk to its node through its burst slot. A leader whose node
+    /// or exchange failed still takes part (flagging the failure), and its node's
+    /// participants then return the error instead of waiting.
+    pub fn burst_reduce<T: SyncValue>(
+        &self,
+        addr: u64,
+        src: &[T],
+        dst: &mut [T],
+        op: SyncOp,
+        n: u32,
+    ) -> Result<()> {
+        let what = "job burst reduce";
+        let local = self.engine.burst_reduce(addr, src, dst, op, n);
+        if self.nodes <= 1 {
+            return local;
+        }
+        // Arguments are checked the same way everywhere, so a bad call fails on every
+        // participant here; only a dead local rank makes the leader go on flagged.
+        if let Err(e) = &local {
+            if self.leaders.is_none() || e.kind() != ErrorKind::PeerDead {
+                return local;
+            }
+        }
+        let eng = &self.engine;
+        let slot = eng.geo.burst_slots_offset();
+        let chunk = eng.geo.burst_bytes / 8;
+        let mut failure = local.err();
+        let mut bits = vec![0u64; chunk.min(dst.len())];
+        let mut done = 0;
+        while done < dst.len() {
+            let len = chunk.min(dst.len() - done);
+            let mut status = 0u64;
+            if let Some(leaders) = &self.leaders {
+                status = failure.as_ref().map_or(0, |e| kind_code(e.kind()));
+                // Each leader's part: its status, then its node's chunk.
+                let mut mine = Vec::with_capacity(len + 1);
+                mine.push(status);
+                mine.extend(dst[done..done + len].iter().map(|v| v.to_bits()));
+                let mut all = vec![0u64; (len + 1) * leaders.size() as usize];
+                match leaders.allgather(&mine, &mut all) {
+                    Ok(()) => {
+                        let mut parts = all.chunks(len + 1);
+                        if let Some(bad) = parts.clone().find(|p| p[0] != 0) {
+                            status = bad[0];
+                        }
+                        if let Some(first) = parts.next() {
+                            for (b, &x) in bits.iter_mut().zip(&first[1..]) {
+                                *b = x;
+                            }
+                            for p in parts {
+                                for (b, &x) in bits.iter_mut().zip(&p[1..]) {
+                                    *b =
+                                        T::combine(op, T::from_bits(*b), T::from_bits(x)).to_bits();
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        status = kind_code(e.kind());
+                        failure.get_or_insert(e);
+                    }
+                }
+                if status == 0 {
+                    eng.region.write(slot, bytemuck::cast_slice(&bits[..len]))?;
+                }
+            }
+            // The leader's status reaches its node's participants with the release: a
+            // node-local reduce in which only the leader contributes a non-zero value.
+            let released: u64 = eng.reduce(addr, status, SyncOp::Max, n)?;
+            if released != 0 {
+                let e = failure.unwrap_or_else(|| {
+                    Error::new(
+                        code_kind(released),
+                        format!(
+                            "sync {what} at {addr:#x}: the round failed on a node ({})",
+                            code_kind(released).name()
+                        ),
+                    )
+                });
+                return Err(e.context(format!("sync {what} at {addr:#x}")));
+            }
+            if self.leaders.is_none() {
+                eng.region
+                    .read(slot, bytemuck::cast_slice_mut(&mut bits[..len]))?;
+            }
+            for (d, b) in dst[done..done + len].iter_mut().zip(&bits[..len]) {
+                *d = T::from_bits(*b);
+            }
+            // The leader does not overwrite its slot before everyone copied this chunk.
+            eng.barrier(addr, n)?;
+            done += len;
+        }
+        Ok(())
     }
 
     fn round<T: SyncValue>(
