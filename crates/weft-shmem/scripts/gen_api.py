@@ -48,6 +48,11 @@ def fn(name, args, ret, body, cargs, cret):
     rs.append(f"#[no_mangle]\npub unsafe extern \"C\" fn {name}({args}){r} {{\n    {body}\n}}\n")
     h.append(f"{cret} {name}({cargs});")
 
+def to_all(n, c, t, k, op, o):
+    fn(f"shmem_{n}_{op}_to_all", f"dest: *mut {t}, source: *const {t}, nreduce: c_int, pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, _pwrk: *mut {t}, _psync: *mut i64", None,
+       f"active_reduce(dest as *mut u8, source as *const u8, nreduce, pe_start, log_pe_stride, pe_size, TypeKind::{k}, &Op::{o}, \"shmem_{n}_{op}_to_all\")",
+       f"{c} *dest, const {c} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {c} *pWrk, long *pSync", "void")
+
 for (n, c, t, k, cls) in T:
     sz = SIZES[t]
     u = UNS.get(t, t)
@@ -85,6 +90,11 @@ for (n, c, t, k, cls) in T:
             fn(f"shmem_{n}_wait_until", f"ivar: *mut {t}, cmp: c_int, value: {t}", None,
                f"wait_until(ivar as *const {t}, cmp, value, \"shmem_{n}_wait_until\")",
                f"{c} *ivar, int cmp, {c} value", "void")
+            if n in ("short", "int", "long", "longlong"):
+                # Deprecated (1.4): waits while the variable equals cmp_value.
+                fn(f"shmem_{n}_wait", f"ivar: *mut {t}, cmp_value: {t}", None,
+                   f"wait_until(ivar as *const {t}, 1, cmp_value, \"shmem_{n}_wait\")",
+                   f"{c} *ivar, {c} cmp_value", "void")
             fn(f"shmem_{n}_test", f"ivar: *mut {t}, cmp: c_int, value: {t}", "c_int",
                f"test(ivar as *const {t}, cmp, value, \"shmem_{n}_test\") as c_int",
                f"{c} *ivar, int cmp, {c} value", "int")
@@ -105,6 +115,18 @@ for (n, c, t, k, cls) in T:
             fn(f"shmem_{n}_{coll}", f"team: ShmemTeam, dest: *mut {t}, source: *const {t}, nelems: usize", "c_int",
                f"shmem_{coll}mem(team, dest as *mut c_void, source as *const c_void, bytes_of(nelems, {sz}, \"shmem_{n}_{coll}\"))",
                f"shmem_team_t team, {c} *dest, const {c} *source, size_t nelems", "int")
+        fn(f"shmem_{n}_alltoalls", f"team: ShmemTeam, dest: *mut {t}, source: *const {t}, dst: isize, sst: isize, nelems: usize", "c_int",
+           f"alltoalls_elems(team, dest as *mut u8, source as *const u8, dst, sst, nelems, {sz}, \"shmem_{n}_alltoalls\")",
+           f"shmem_team_t team, {c} *dest, const {c} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems", "int")
+        for ctx in ("", "ctx_"):
+            ca = "shmem_ctx_t ctx, " if ctx else ""
+            ra = "ctx: ShmemCtx, " if ctx else ""
+            cv = "ctx" if ctx else "CTX_DEFAULT"
+            for nbi in ("", "_nbi"):
+                name = f"shmem_{ctx}{n}_put_signal{nbi}"
+                fn(name, f"{ra}dest: *mut {t}, source: *const {t}, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int", None,
+                   f"put_signal({cv}, dest as *mut c_void, source as *const c_void, bytes_of(nelems, {sz}, \"{name}\"), sig_addr, signal, sig_op, pe, \"{name}\")",
+                   f"{ca}{c} *dest, const {c} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe", "void")
         fn(f"shmem_{n}_broadcast", f"team: ShmemTeam, dest: *mut {t}, source: *const {t}, nelems: usize, root: c_int", "c_int",
            f"shmem_broadcastmem(team, dest as *mut c_void, source as *const c_void, bytes_of(nelems, {sz}, \"shmem_{n}_broadcast\"), root)",
            f"shmem_team_t team, {c} *dest, const {c} *source, size_t nelems, int PE_root", "int")
@@ -157,9 +179,12 @@ for (n, c, t, k, cls) in T:
                f"team_reduce(team, dest as *mut u8, source as *const u8, nreduce, TypeKind::{k}, &Op::{o}, \"shmem_{n}_{op}_reduce\")",
                f"shmem_team_t team, {c} *dest, const {c} *source, size_t nreduce", "int")
             if n in ("short", "int", "long", "longlong", "float", "double"):
-                fn(f"shmem_{n}_{op}_to_all", f"dest: *mut {t}, source: *const {t}, nreduce: c_int, pe_start: c_int, log_pe_stride: c_int, pe_size: c_int, _pwrk: *mut {t}, _psync: *mut i64", None,
-                   f"active_reduce(dest as *mut u8, source as *const u8, nreduce, pe_start, log_pe_stride, pe_size, TypeKind::{k}, &Op::{o}, \"shmem_{n}_{op}_to_all\")",
-                   f"{c} *dest, const {c} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {c} *pWrk, long *pSync", "void")
+                to_all(n, c, t, k, op, o)
+    if n in ("short", "int", "long", "longlong"):
+        # The 1.4 bitwise active-set reductions exist for these types (their 1.5 team
+        # forms are on the unsigned and fixed-width types).
+        for op, o in (("and", "Band"), ("or", "Bor"), ("xor", "Bxor")):
+            to_all(n, c, t, k, op, o)
 
 for bits in (8, 16, 32, 64, 128):
     b = bits // 8
@@ -173,6 +198,11 @@ for bits in (8, 16, 32, 64, 128):
             fn(name, f"{ra}dest: *mut u8, source: *const u8, nelems: usize, pe: c_int", None,
                f"{f}({cv}, dest, source, nelems, {b}, pe, \"{name}\")",
                f"{ca}void *dest, const void *source, size_t nelems, int pe", "void")
+        for nbi in ("", "_nbi"):
+            name = f"shmem_{ctx}put{bits}_signal{nbi}"
+            fn(name, f"{ra}dest: *mut c_void, source: *const c_void, nelems: usize, sig_addr: *mut u64, signal: u64, sig_op: c_int, pe: c_int", None,
+               f"put_signal({cv}, dest, source, bytes_of(nelems, {b}, \"{name}\"), sig_addr, signal, sig_op, pe, \"{name}\")",
+               f"{ca}void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe", "void")
         for kind in ("iput", "iget"):
             f = kind + "_elems"
             name = f"shmem_{ctx}{kind}{bits}"

@@ -26,6 +26,9 @@ pub extern "C" fn shmem_init() {
         unsafe { std::ptr::write_bytes(heap.base().add(off), 0, ACTIVE_SLOTS * 16) };
         let _ = ACTIVE_WORDS.set(heap.base() as u64 + off as u64);
     }
+    // Every PE allocates it at the same point, so it is symmetric.
+    let collect = ok(heap.malloc(64));
+    let _ = COLLECT_WORD.set(heap.base() as u64 + collect as u64);
     let shared = ok(world.split_shared(0));
     let shared_pes = shared.members().to_vec();
     let teams = vec![
@@ -38,12 +41,13 @@ pub extern "C" fn shmem_init() {
             pes: shared_pes,
         }),
     ];
+    let job = ok(JobSync::new(&weft, "shmem-job"));
     let _ = HEAP.set(heap);
     let _ = SYNC.set(sync);
     let _ = ONE_NODE.set(one_node);
     ok(world.barrier());
     drop(world);
-    g.0 = Some(Runtime { weft, teams });
+    g.0 = Some(Runtime { weft, teams, job });
 }
 
 /// OpenSHMEM 1.5 §9.1.2 `shmem_init_thread`: every thread level is provided (the data path is
@@ -77,6 +81,7 @@ pub extern "C" fn shmem_finalize() {
     let rt = runtime().0.take();
     if let Some(rt) = rt {
         drop(rt.teams);
+        drop(rt.job);
         ok(rt.weft.finalize());
     }
 }
@@ -589,8 +594,38 @@ pub unsafe extern "C" fn shmem_ctx_putmem_signal(
     }
 }
 
+/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal_nbi`.
+#[no_mangle]
 #[allow(clippy::too_many_arguments)]
-unsafe fn put_signal(
+pub unsafe extern "C" fn shmem_ctx_putmem_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        put_signal(
+            ctx,
+            dest,
+            source,
+            nelems,
+            sig_addr,
+            signal,
+            sig_op,
+            pe,
+            "shmem_ctx_putmem_signal_nbi",
+        )
+    }
+}
+
+/// The put-with-signal behind every `put_signal` form (`nelems` in bytes).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn put_signal(
     ctx: ShmemCtx,
     dest: *mut c_void,
     source: *const c_void,
@@ -669,6 +704,24 @@ pub unsafe extern "C" fn shmem_signal_wait_until(
         );
         u64::load(sig_addr)
     }
+}
+
+/// Deprecated (1.4) `shmem_wait`: waits while `*ivar == cmp_value`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_wait(ivar: *mut std::ffi::c_long, cmp_value: std::ffi::c_long) {
+    // SAFETY: forwarded API contract (`long` is 64 bits on the platforms weft supports).
+    unsafe { wait_until(ivar as *const i64, 1, cmp_value, "shmem_wait") }
+}
+
+/// Deprecated (1.4) untyped `shmem_wait_until` on a `long`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_wait_until(
+    ivar: *mut std::ffi::c_long,
+    cmp: c_int,
+    value: std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe { wait_until(ivar as *const i64, cmp, value, "shmem_wait_until") }
 }
 
 fn lock_tag(lock: *mut std::ffi::c_long, call: &str) -> u64 {
@@ -1039,6 +1092,238 @@ unsafe fn active_alltoall(
     active_barrier(&set, call);
 }
 
+/// Variable-length active-set collect: each member publishes its byte count in its
+/// [`COLLECT_WORD`], then every member reads the counts and the blocks of all members in set
+/// order (one get per member), and a last barrier keeps sources and counts alive until all
+/// have read them.
+unsafe fn active_collect(
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    call: &str,
+) {
+    let set = active_set(start, log_stride, size, call);
+    let word = *COLLECT_WORD.get().unwrap_or_else(|| {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call} before shmem_init"),
+        ))
+    });
+    // SAFETY: our own heap word, 8-byte aligned (allocated at init); others read it only
+    // after the barrier below.
+    unsafe { std::sync::atomic::AtomicU64::from_ptr(word as *mut u64).store(bytes as u64, SeqCst) };
+    active_barrier(&set, call);
+    let mut at = 0usize;
+    for &pe in &set {
+        let mut len = [0u8; 8];
+        ok(heap().get(pe, word, &mut len).map_err(|e| e.context(call)));
+        let len = u64::from_ne_bytes(len) as usize;
+        if len > 0 {
+            // SAFETY: dest holds the sum of every member's nelems (API contract).
+            let dst = unsafe { std::slice::from_raw_parts_mut(dest.add(at), len) };
+            ok(heap()
+                .get(pe, source as u64, dst)
+                .map_err(|e| e.context(call)));
+        }
+        at += len;
+    }
+    active_barrier(&set, call);
+}
+
+/// Deprecated (1.4) `shmem_collect32`: every member's `nelems` 4-byte elements (each its
+/// own count), concatenated in active-set order.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collect32(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    let call = "shmem_collect32";
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_collect(
+            dest as *mut u8,
+            source as *const u8,
+            bytes_of(nelems, 4, call),
+            start,
+            log_stride,
+            size,
+            call,
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_collect64`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_collect64(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    let call = "shmem_collect64";
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_collect(
+            dest as *mut u8,
+            source as *const u8,
+            bytes_of(nelems, 8, call),
+            start,
+            log_stride,
+            size,
+            call,
+        )
+    }
+}
+
+/// Strided active-set alltoall: from each member `pe` this PE (set index `me`) reads the
+/// span holding `pe`'s elements `(me * nelems + k) * sst` in one get, then places element `k`
+/// at `dest[(i * nelems + k) * dst]` (`i` = the member's set index).
+#[allow(clippy::too_many_arguments)]
+unsafe fn active_alltoalls(
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    elem: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    call: &str,
+) {
+    check_strides(dst, sst, call);
+    let set = active_set(start, log_stride, size, call);
+    let Some(me) = set.iter().position(|&p| p == heap().pe()) else {
+        fatal(Error::new(
+            ErrorKind::InvalidRank,
+            format!("{call}: PE {} is not in the active set", heap().pe()),
+        ))
+    };
+    let (dst, sst) = (dst as usize, sst as usize);
+    active_barrier(&set, call);
+    if nelems > 0 {
+        let span = bytes_of((nelems - 1) * sst + 1, elem, call);
+        let mut buf = vec![0u8; span];
+        for (i, &pe) in set.iter().enumerate() {
+            let from = source.wrapping_add(me * nelems * sst * elem);
+            ok(heap()
+                .get(pe, from as u64, &mut buf)
+                .map_err(|e| e.context(call)));
+            for k in 0..nelems {
+                // SAFETY: dest holds (set size * nelems - 1) * dst + 1 elements (API
+                // contract); buf holds element k at k * sst.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        buf.as_ptr().add(k * sst * elem),
+                        dest.add((i * nelems + k) * dst * elem),
+                        elem,
+                    )
+                };
+            }
+        }
+    }
+    active_barrier(&set, call);
+}
+
+/// Deprecated (1.4) `shmem_alltoalls32`: [`shmem_alltoall32`] with element strides `dst`
+/// (in dest) and `sst` (in source).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shmem_alltoalls32(
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_alltoalls(
+            dest as *mut u8,
+            source as *const u8,
+            dst,
+            sst,
+            nelems,
+            4,
+            start,
+            log_stride,
+            size,
+            "shmem_alltoalls32",
+        )
+    }
+}
+
+/// Deprecated (1.4) `shmem_alltoalls64`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn shmem_alltoalls64(
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    start: c_int,
+    log_stride: c_int,
+    size: c_int,
+    _psync: *mut std::ffi::c_long,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        active_alltoalls(
+            dest as *mut u8,
+            source as *const u8,
+            dst,
+            sst,
+            nelems,
+            8,
+            start,
+            log_stride,
+            size,
+            "shmem_alltoalls64",
+        )
+    }
+}
+
+/// OpenSHMEM 1.5 §9.9.8 `shmem_alltoallsmem`: the strided team alltoall of bytes.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_alltoallsmem(
+    team: ShmemTeam,
+    dest: *mut c_void,
+    source: *const c_void,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        alltoalls_elems(
+            team,
+            dest as *mut u8,
+            source as *const u8,
+            dst,
+            sst,
+            nelems,
+            1,
+            "shmem_alltoallsmem",
+        )
+    }
+}
+
 /// Deprecated (1.4) `shmem_alltoall32`: block j of each member's source goes to member j.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_alltoall32(
@@ -1307,4 +1592,111 @@ pub unsafe extern "C" fn weft_sync_burst_reduce_long(
     ok(engine()
         .burst_reduce(addr, &s, d, op, n)
         .map_err(|e| e.context("weft_sync_burst_reduce_long")));
+}
+
+/// weft/sync.h `weft_sync_node_size`: processes of this node (the `n` of a node-wide or
+/// job-wide call in which all of them take part).
+#[no_mangle]
+pub extern "C" fn weft_sync_node_size() -> u32 {
+    with_job("weft_sync_node_size", |j| Ok(j.local_size()))
+}
+
+/// weft/sync.h `weft_sync_nodes`: nodes the job spans.
+#[no_mangle]
+pub extern "C" fn weft_sync_nodes() -> u32 {
+    with_job("weft_sync_nodes", |j| Ok(j.nodes()))
+}
+
+/// weft/sync.h `weft_sync_job_barrier`: returns once `n` processes of every node (`n`
+/// counted on the caller's node) called it on `addr`.
+#[no_mangle]
+pub extern "C" fn weft_sync_job_barrier(addr: u64, n: u32) {
+    with_job("weft_sync_job_barrier", |j| j.barrier(addr, n));
+}
+
+/// weft/sync.h `weft_sync_job_reduce_long`: one value from each participant of every node.
+#[no_mangle]
+pub extern "C" fn weft_sync_job_reduce_long(addr: u64, value: i64, op: c_int, n: u32) -> i64 {
+    let call = "weft_sync_job_reduce_long";
+    let op = sync_op(op, call);
+    with_job(call, |j| j.reduce(addr, value, op, n))
+}
+
+/// weft/sync.h `weft_sync_job_reduce_double`.
+#[no_mangle]
+pub extern "C" fn weft_sync_job_reduce_double(addr: u64, value: f64, op: c_int, n: u32) -> f64 {
+    let call = "weft_sync_job_reduce_double";
+    let op = sync_op(op, call);
+    with_job(call, |j| j.reduce(addr, value, op, n))
+}
+
+/// weft/sync.h `weft_sync_job_burst_reduce_long`: `dst[i]` = op over every participant's
+/// `src[i]`, across every node.
+#[no_mangle]
+pub unsafe extern "C" fn weft_sync_job_burst_reduce_long(
+    addr: u64,
+    src: *const i64,
+    dst: *mut i64,
+    len: usize,
+    op: c_int,
+    n: u32,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        job_burst(
+            addr,
+            src,
+            dst,
+            len,
+            op,
+            n,
+            "weft_sync_job_burst_reduce_long",
+        )
+    }
+}
+
+/// weft/sync.h `weft_sync_job_burst_reduce_double`.
+#[no_mangle]
+pub unsafe extern "C" fn weft_sync_job_burst_reduce_double(
+    addr: u64,
+    src: *const f64,
+    dst: *mut f64,
+    len: usize,
+    op: c_int,
+    n: u32,
+) {
+    // SAFETY: forwarded API contract.
+    unsafe {
+        job_burst(
+            addr,
+            src,
+            dst,
+            len,
+            op,
+            n,
+            "weft_sync_job_burst_reduce_double",
+        )
+    }
+}
+
+unsafe fn job_burst<T: weft::sync::SyncValue>(
+    addr: u64,
+    src: *const T,
+    dst: *mut T,
+    len: usize,
+    op: c_int,
+    n: u32,
+    call: &str,
+) {
+    let op = sync_op(op, call);
+    if len == 0 {
+        return;
+    }
+    check_ptr(src, call);
+    check_ptr(dst as *const T, call);
+    // SAFETY: src and dst have len elements (API contract); src copied in case they overlap.
+    let s = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
+    // SAFETY: as above.
+    let d = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+    with_job(call, |j| j.burst_reduce(addr, &s, d, op, n));
 }

@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use weft::coll::TypeKind;
 use weft::rma::net::Amo;
 use weft::rma::SymmetricHeap;
-use weft::sync::{SyncEngine, SyncOp};
+use weft::sync::{JobSync, SyncEngine, SyncOp};
 use weft::{Comm, Error, ErrorKind, Op, Result, Weft};
 
 /// A team handle as C sees it (`shmem_team_t`): 1 is `SHMEM_TEAM_WORLD`, 2
@@ -34,6 +34,9 @@ struct Runtime {
     /// Index 0 = SHMEM_TEAM_WORLD, 1 = SHMEM_TEAM_SHARED, then split teams (None once
     /// destroyed, or on PEs outside the team).
     teams: Vec<Option<Team>>,
+    /// The job-wide synchronisation engine of `weft/sync.h`'s `weft_sync_job_*` (its own
+    /// node table, so job-wide and node-wide addresses never meet).
+    job: JobSync,
 }
 
 #[derive(Clone)]
@@ -58,6 +61,10 @@ static ONE_NODE: OnceLock<bool> = OnceLock::new();
 const ACTIVE_SLOTS: usize = 64;
 /// Address of those words in this PE's heap (set only when PEs span several nodes).
 static ACTIVE_WORDS: OnceLock<u64> = OnceLock::new();
+
+/// Address of this PE's word in its heap where an active-set `collect32/64` publishes how
+/// many bytes it contributes (a PE is in one collective at a time, so one word does).
+static COLLECT_WORD: OnceLock<u64> = OnceLock::new();
 
 const TAG_BARRIER_ALL: u64 = 0x5eed_0000_0000_0001;
 const TAG_ACTIVE_SET: u64 = 0x5eed_0001_0000_0000;
@@ -477,6 +484,25 @@ fn with_team<R>(team: ShmemTeam, call: &str, f: impl FnOnce(&Team) -> Result<R>)
     }
 }
 
+/// Runs `f` on the job-wide synchronisation engine (with the runtime's lock held: job-wide
+/// rounds are for processes, one call per process and round).
+fn with_job<R>(call: &str, f: impl FnOnce(&JobSync) -> Result<R>) -> R {
+    let g = runtime();
+    let rt = g.0.as_ref().unwrap_or_else(|| {
+        drop_and_fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call} before shmem_init"),
+        ))
+    });
+    match f(&rt.job) {
+        Ok(r) => r,
+        Err(e) => {
+            drop(g);
+            fatal(e.context(call))
+        }
+    }
+}
+
 fn drop_and_fatal(e: Error) -> ! {
     eprintln!("weft shmem: {e}");
     std::process::exit(1)
@@ -498,6 +524,62 @@ pub(crate) unsafe fn team_reduce(
     // SAFETY: dest has nreduce elements.
     let dst = unsafe { std::slice::from_raw_parts_mut(dest, len) };
     with_team(team, call, |t| t.comm.allreduce_bytes(&src, dst, kind, op));
+    0
+}
+
+/// Checks the strides of an `alltoalls` call (OpenSHMEM: both must be at least 1).
+fn check_strides(dst: isize, sst: isize, call: &str) {
+    if dst < 1 || sst < 1 {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{call}: strides dst={dst} sst={sst} on PE {}: both must be at least 1",
+                heap().pe()
+            ),
+        ));
+    }
+}
+
+/// Team `alltoalls` (OpenSHMEM 1.5 §9.9.8): element `k` of the block for team PE `j` is
+/// `source[(j * nelems + k) * sst]`; it lands at `dest[(i * nelems + k) * dst]` of PE `j`,
+/// where `i` is the sender. Packed into contiguous blocks, exchanged with weft's alltoall,
+/// unpacked.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoalls_elems(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    elem_bytes: usize,
+    call: &str,
+) -> c_int {
+    check_strides(dst, sst, call);
+    with_team(team, call, |t| {
+        let n = t.comm.size() as usize;
+        let block = bytes_of(nelems, elem_bytes, call);
+        let mut packed = vec![0u8; block * n];
+        for (i, e) in packed.chunks_exact_mut(elem_bytes).enumerate() {
+            // SAFETY: source holds (n * nelems - 1) * sst + 1 elements (API contract).
+            let s = unsafe { source.add(i * sst as usize * elem_bytes) };
+            // SAFETY: s points at one readable element.
+            e.copy_from_slice(unsafe { std::slice::from_raw_parts(s, elem_bytes) });
+        }
+        let mut recv = vec![0u8; block * n];
+        t.comm.alltoall(&packed, &mut recv)?;
+        for (i, e) in recv.chunks_exact(elem_bytes).enumerate() {
+            // SAFETY: dest holds (n * nelems - 1) * dst + 1 elements (API contract).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    e.as_ptr(),
+                    dest.add(i * dst as usize * elem_bytes),
+                    elem_bytes,
+                )
+            };
+        }
+        Ok(())
+    });
     0
 }
 

@@ -367,6 +367,126 @@ pub unsafe extern "C" fn shmem_float_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_float_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_alltoalls(
+    team: ShmemTeam,
+    dest: *mut f32,
+    source: *const f32,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        4,
+        "shmem_float_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_put_signal(
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_float_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_float_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_put_signal_nbi(
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_float_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_float_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_float_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_float_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut f32,
+    source: *const f32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_float_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_float_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_float_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_broadcast(
@@ -1074,6 +1194,126 @@ pub unsafe extern "C" fn shmem_double_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 8, "shmem_double_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_alltoalls(
+    team: ShmemTeam,
+    dest: *mut f64,
+    source: *const f64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_double_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_put_signal(
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_double_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_double_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_put_signal_nbi(
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_double_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_double_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_double_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_double_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut f64,
+    source: *const f64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_double_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_double_put_signal_nbi",
     )
 }
 
@@ -1787,6 +2027,126 @@ pub unsafe extern "C" fn shmem_char_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_char_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        1,
+        "shmem_char_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_put_signal(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_char_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_put_signal_nbi(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_char_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_char_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_char_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_char_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_char_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_char_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_char_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_char_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_char_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_char_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_char_broadcast(
@@ -2160,6 +2520,126 @@ pub unsafe extern "C" fn shmem_schar_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 1, "shmem_schar_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        1,
+        "shmem_schar_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_put_signal(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_schar_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_schar_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_schar_put_signal_nbi(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_schar_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_schar_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_schar_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_schar_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_schar_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_schar_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_schar_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_schar_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_schar_put_signal_nbi",
     )
 }
 
@@ -2573,6 +3053,12 @@ pub unsafe extern "C" fn shmem_short_wait_until(ivar: *mut i16, cmp: c_int, valu
     wait_until(ivar as *const i16, cmp, value, "shmem_short_wait_until")
 }
 
+/// OpenSHMEM 1.5 `shmem_short_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_wait(ivar: *mut i16, cmp_value: i16) {
+    wait_until(ivar as *const i16, 1, cmp_value, "shmem_short_wait")
+}
+
 /// OpenSHMEM 1.5 `shmem_short_test`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_test(ivar: *mut i16, cmp: c_int, value: i16) -> c_int {
@@ -2704,6 +3190,126 @@ pub unsafe extern "C" fn shmem_short_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 2, "shmem_short_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        2,
+        "shmem_short_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_put_signal(
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_short_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_put_signal_nbi(
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_short_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_short_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_short_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_short_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_short_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_short_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_short_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_short_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_short_put_signal_nbi",
     )
 }
 
@@ -2942,6 +3548,81 @@ pub unsafe extern "C" fn shmem_short_max_to_all(
         TypeKind::I16,
         &Op::Max,
         "shmem_short_max_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_and_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_and_to_all(
+    dest: *mut i16,
+    source: *const i16,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i16,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I16,
+        &Op::Band,
+        "shmem_short_and_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_or_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_or_to_all(
+    dest: *mut i16,
+    source: *const i16,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i16,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I16,
+        &Op::Bor,
+        "shmem_short_or_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_short_xor_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_short_xor_to_all(
+    dest: *mut i16,
+    source: *const i16,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i16,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I16,
+        &Op::Bxor,
+        "shmem_short_xor_to_all",
     )
 }
 
@@ -3261,6 +3942,12 @@ pub unsafe extern "C" fn shmem_int_wait_until(ivar: *mut i32, cmp: c_int, value:
     wait_until(ivar as *const i32, cmp, value, "shmem_int_wait_until")
 }
 
+/// OpenSHMEM 1.5 `shmem_int_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_wait(ivar: *mut i32, cmp_value: i32) {
+    wait_until(ivar as *const i32, 1, cmp_value, "shmem_int_wait")
+}
+
 /// OpenSHMEM 1.5 `shmem_int_test`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_test(ivar: *mut i32, cmp: c_int, value: i32) -> c_int {
@@ -3392,6 +4079,126 @@ pub unsafe extern "C" fn shmem_int_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 4, "shmem_int_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        4,
+        "shmem_int_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_put_signal(
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_put_signal_nbi(
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_int_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_int_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int_put_signal_nbi",
     )
 }
 
@@ -4056,6 +4863,81 @@ pub unsafe extern "C" fn shmem_int_max_to_all(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_int_and_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_and_to_all(
+    dest: *mut i32,
+    source: *const i32,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i32,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I32,
+        &Op::Band,
+        "shmem_int_and_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_or_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_or_to_all(
+    dest: *mut i32,
+    source: *const i32,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i32,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I32,
+        &Op::Bor,
+        "shmem_int_or_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int_xor_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_xor_to_all(
+    dest: *mut i32,
+    source: *const i32,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i32,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I32,
+        &Op::Bxor,
+        "shmem_int_xor_to_all",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_long_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_put(
@@ -4372,6 +5254,12 @@ pub unsafe extern "C" fn shmem_long_wait_until(ivar: *mut i64, cmp: c_int, value
     wait_until(ivar as *const i64, cmp, value, "shmem_long_wait_until")
 }
 
+/// OpenSHMEM 1.5 `shmem_long_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_wait(ivar: *mut i64, cmp_value: i64) {
+    wait_until(ivar as *const i64, 1, cmp_value, "shmem_long_wait")
+}
+
 /// OpenSHMEM 1.5 `shmem_long_test`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_test(ivar: *mut i64, cmp: c_int, value: i64) -> c_int {
@@ -4503,6 +5391,126 @@ pub unsafe extern "C" fn shmem_long_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 8, "shmem_long_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_long_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_put_signal(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_long_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_put_signal_nbi(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_long_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_long_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_long_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_long_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_long_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_long_put_signal_nbi",
     )
 }
 
@@ -5167,6 +6175,81 @@ pub unsafe extern "C" fn shmem_long_max_to_all(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_long_and_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_and_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Band,
+        "shmem_long_and_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_or_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_or_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Bor,
+        "shmem_long_or_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_long_xor_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_xor_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Bxor,
+        "shmem_long_xor_to_all",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_put(
@@ -5488,6 +6571,12 @@ pub unsafe extern "C" fn shmem_longlong_wait_until(ivar: *mut i64, cmp: c_int, v
     wait_until(ivar as *const i64, cmp, value, "shmem_longlong_wait_until")
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_wait`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_wait(ivar: *mut i64, cmp_value: i64) {
+    wait_until(ivar as *const i64, 1, cmp_value, "shmem_longlong_wait")
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_test`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_test(ivar: *mut i64, cmp: c_int, value: i64) -> c_int {
@@ -5619,6 +6708,126 @@ pub unsafe extern "C" fn shmem_longlong_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 8, "shmem_longlong_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_longlong_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_put_signal(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_longlong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_put_signal_nbi(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_longlong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_longlong_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_longlong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_longlong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_longlong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_longlong_put_signal_nbi",
     )
 }
 
@@ -6292,6 +7501,81 @@ pub unsafe extern "C" fn shmem_longlong_max_to_all(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_and_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_and_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Band,
+        "shmem_longlong_and_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_or_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_or_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Bor,
+        "shmem_longlong_or_to_all",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_xor_to_all`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_xor_to_all(
+    dest: *mut i64,
+    source: *const i64,
+    nreduce: c_int,
+    pe_start: c_int,
+    log_pe_stride: c_int,
+    pe_size: c_int,
+    _pwrk: *mut i64,
+    _psync: *mut i64,
+) {
+    active_reduce(
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        pe_start,
+        log_pe_stride,
+        pe_size,
+        TypeKind::I64,
+        &Op::Bxor,
+        "shmem_longlong_xor_to_all",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uchar_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uchar_put(
@@ -6647,6 +7931,126 @@ pub unsafe extern "C" fn shmem_uchar_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 1, "shmem_uchar_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        1,
+        "shmem_uchar_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_put_signal(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uchar_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uchar_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uchar_put_signal_nbi(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uchar_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uchar_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uchar_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_uchar_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uchar_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uchar_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uchar_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_uchar_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uchar_put_signal_nbi",
     )
 }
 
@@ -7248,6 +8652,126 @@ pub unsafe extern "C" fn shmem_ushort_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 2, "shmem_ushort_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        2,
+        "shmem_ushort_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_put_signal(
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ushort_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ushort_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ushort_put_signal_nbi(
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ushort_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ushort_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ushort_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_ushort_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ushort_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ushort_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ushort_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_ushort_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ushort_put_signal_nbi",
     )
 }
 
@@ -7893,6 +9417,126 @@ pub unsafe extern "C" fn shmem_uint_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 4, "shmem_uint_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        4,
+        "shmem_uint_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_put_signal(
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_put_signal_nbi(
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_uint_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_uint_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint_put_signal_nbi",
     )
 }
 
@@ -9055,6 +10699,126 @@ pub unsafe extern "C" fn shmem_ulong_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 8, "shmem_ulong_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_ulong_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_put_signal(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ulong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_put_signal_nbi(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ulong_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ulong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ulong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ulong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ulong_put_signal_nbi",
     )
 }
 
@@ -10241,6 +12005,126 @@ pub unsafe extern "C" fn shmem_ulonglong_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_ulonglong_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_put_signal(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ulonglong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_put_signal_nbi(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ulonglong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ulonglong_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ulonglong_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ulonglong_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ulonglong_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ulonglong_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_broadcast(
@@ -11327,6 +13211,126 @@ pub unsafe extern "C" fn shmem_int8_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_int8_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        1,
+        "shmem_int8_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int8_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_put_signal(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int8_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int8_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int8_put_signal_nbi(
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_int8_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int8_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int8_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_int8_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int8_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int8_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int8_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i8,
+    source: *const i8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_int8_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int8_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_int8_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int8_broadcast(
@@ -11833,6 +13837,126 @@ pub unsafe extern "C" fn shmem_int16_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 2, "shmem_int16_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i16,
+    source: *const i16,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        2,
+        "shmem_int16_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_put_signal(
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int16_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int16_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int16_put_signal_nbi(
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_int16_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int16_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int16_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_int16_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int16_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int16_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int16_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i16,
+    source: *const i16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_int16_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int16_put_signal_nbi",
     )
 }
 
@@ -12434,6 +14558,126 @@ pub unsafe extern "C" fn shmem_int32_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 4, "shmem_int32_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i32,
+    source: *const i32,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        4,
+        "shmem_int32_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_put_signal(
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int32_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_put_signal_nbi(
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_int32_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int32_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_int32_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int32_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i32,
+    source: *const i32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_int32_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int32_put_signal_nbi",
     )
 }
 
@@ -13611,6 +15855,126 @@ pub unsafe extern "C" fn shmem_int64_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_int64_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_put_signal(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int64_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_put_signal_nbi(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_int64_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_int64_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_int64_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int64_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_int64_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_int64_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_broadcast(
@@ -14693,6 +17057,126 @@ pub unsafe extern "C" fn shmem_uint8_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_uint8_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u8,
+    source: *const u8,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        1,
+        "shmem_uint8_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint8_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_put_signal(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint8_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint8_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint8_put_signal_nbi(
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_uint8_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint8_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint8_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_uint8_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint8_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint8_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint8_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u8,
+    source: *const u8,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 1, "shmem_ctx_uint8_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint8_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uint8_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint8_broadcast(
@@ -15199,6 +17683,126 @@ pub unsafe extern "C" fn shmem_uint16_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 2, "shmem_uint16_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u16,
+    source: *const u16,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        2,
+        "shmem_uint16_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_put_signal(
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint16_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint16_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint16_put_signal_nbi(
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_uint16_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint16_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint16_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_uint16_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint16_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint16_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint16_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u16,
+    source: *const u16,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 2, "shmem_ctx_uint16_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint16_put_signal_nbi",
     )
 }
 
@@ -15800,6 +18404,126 @@ pub unsafe extern "C" fn shmem_uint32_alltoall(
         dest as *mut c_void,
         source as *const c_void,
         bytes_of(nelems, 4, "shmem_uint32_alltoall"),
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u32,
+    source: *const u32,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        4,
+        "shmem_uint32_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_put_signal(
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint32_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_put_signal_nbi(
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_uint32_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint32_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_uint32_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint32_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u32,
+    source: *const u32,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 4, "shmem_ctx_uint32_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint32_put_signal_nbi",
     )
 }
 
@@ -16981,6 +19705,126 @@ pub unsafe extern "C" fn shmem_uint64_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_uint64_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_put_signal(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint64_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_put_signal_nbi(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_uint64_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_uint64_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_uint64_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint64_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_uint64_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_uint64_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_broadcast(
@@ -18159,6 +21003,126 @@ pub unsafe extern "C" fn shmem_size_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_size_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_alltoalls(
+    team: ShmemTeam,
+    dest: *mut u64,
+    source: *const u64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_size_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_put_signal(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_size_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_size_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_put_signal_nbi(
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_size_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_size_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_size_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_size_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut u64,
+    source: *const u64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_size_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_size_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_size_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_broadcast(
@@ -19321,6 +22285,126 @@ pub unsafe extern "C" fn shmem_ptrdiff_alltoall(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_ptrdiff_alltoalls`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_alltoalls(
+    team: ShmemTeam,
+    dest: *mut i64,
+    source: *const i64,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+) -> c_int {
+    alltoalls_elems(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        dst,
+        sst,
+        nelems,
+        8,
+        "shmem_ptrdiff_alltoalls",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_put_signal(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ptrdiff_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_put_signal_nbi(
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ptrdiff_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ptrdiff_put_signal_nbi",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_put_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_signal(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ptrdiff_put_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ptrdiff_put_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_put_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_put_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut i64,
+    source: *const i64,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest as *mut c_void,
+        source as *const c_void,
+        bytes_of(nelems, 8, "shmem_ctx_ptrdiff_put_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_ptrdiff_put_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ptrdiff_broadcast`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_broadcast(
@@ -19792,6 +22876,54 @@ pub unsafe extern "C" fn shmem_get8_nbi(
     get_elems(CTX_DEFAULT, dest, source, nelems, 1, pe, "shmem_get8_nbi")
 }
 
+/// OpenSHMEM 1.5 `shmem_put8_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put8_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 1, "shmem_put8_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put8_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_put8_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put8_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 1, "shmem_put8_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put8_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_iput8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput8(
@@ -19886,6 +23018,56 @@ pub unsafe extern "C" fn shmem_ctx_get8_nbi(
     get_elems(ctx, dest, source, nelems, 1, pe, "shmem_ctx_get8_nbi")
 }
 
+/// OpenSHMEM 1.5 `shmem_ctx_put8_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 1, "shmem_ctx_put8_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put8_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put8_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put8_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 1, "shmem_ctx_put8_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put8_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ctx_iput8`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput8(
@@ -19966,6 +23148,54 @@ pub unsafe extern "C" fn shmem_get16_nbi(
     pe: c_int,
 ) {
     get_elems(CTX_DEFAULT, dest, source, nelems, 2, pe, "shmem_get16_nbi")
+}
+
+/// OpenSHMEM 1.5 `shmem_put16_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put16_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 2, "shmem_put16_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put16_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_put16_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put16_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 2, "shmem_put16_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put16_signal_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iput16`.
@@ -20062,6 +23292,56 @@ pub unsafe extern "C" fn shmem_ctx_get16_nbi(
     get_elems(ctx, dest, source, nelems, 2, pe, "shmem_ctx_get16_nbi")
 }
 
+/// OpenSHMEM 1.5 `shmem_ctx_put16_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 2, "shmem_ctx_put16_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put16_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put16_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put16_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 2, "shmem_ctx_put16_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put16_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ctx_iput16`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput16(
@@ -20142,6 +23422,54 @@ pub unsafe extern "C" fn shmem_get32_nbi(
     pe: c_int,
 ) {
     get_elems(CTX_DEFAULT, dest, source, nelems, 4, pe, "shmem_get32_nbi")
+}
+
+/// OpenSHMEM 1.5 `shmem_put32_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put32_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 4, "shmem_put32_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put32_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_put32_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put32_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 4, "shmem_put32_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put32_signal_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iput32`.
@@ -20238,6 +23566,56 @@ pub unsafe extern "C" fn shmem_ctx_get32_nbi(
     get_elems(ctx, dest, source, nelems, 4, pe, "shmem_ctx_get32_nbi")
 }
 
+/// OpenSHMEM 1.5 `shmem_ctx_put32_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 4, "shmem_ctx_put32_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put32_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put32_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put32_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 4, "shmem_ctx_put32_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put32_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_ctx_iput32`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ctx_iput32(
@@ -20318,6 +23696,54 @@ pub unsafe extern "C" fn shmem_get64_nbi(
     pe: c_int,
 ) {
     get_elems(CTX_DEFAULT, dest, source, nelems, 8, pe, "shmem_get64_nbi")
+}
+
+/// OpenSHMEM 1.5 `shmem_put64_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put64_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 8, "shmem_put64_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put64_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_put64_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put64_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 8, "shmem_put64_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put64_signal_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_iput64`.
@@ -20412,6 +23838,56 @@ pub unsafe extern "C" fn shmem_ctx_get64_nbi(
     pe: c_int,
 ) {
     get_elems(ctx, dest, source, nelems, 8, pe, "shmem_ctx_get64_nbi")
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put64_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 8, "shmem_ctx_put64_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put64_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put64_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put64_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 8, "shmem_ctx_put64_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put64_signal_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput64`.
@@ -20512,6 +23988,54 @@ pub unsafe extern "C" fn shmem_get128_nbi(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_put128_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put128_signal(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 16, "shmem_put128_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put128_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_put128_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_put128_signal_nbi(
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        CTX_DEFAULT,
+        dest,
+        source,
+        bytes_of(nelems, 16, "shmem_put128_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_put128_signal_nbi",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_iput128`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_iput128(
@@ -20604,6 +24128,56 @@ pub unsafe extern "C" fn shmem_ctx_get128_nbi(
     pe: c_int,
 ) {
     get_elems(ctx, dest, source, nelems, 16, pe, "shmem_ctx_get128_nbi")
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put128_signal`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128_signal(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 16, "shmem_ctx_put128_signal"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put128_signal",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_put128_signal_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_put128_signal_nbi(
+    ctx: ShmemCtx,
+    dest: *mut c_void,
+    source: *const c_void,
+    nelems: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    put_signal(
+        ctx,
+        dest,
+        source,
+        bytes_of(nelems, 16, "shmem_ctx_put128_signal_nbi"),
+        sig_addr,
+        signal,
+        sig_op,
+        pe,
+        "shmem_ctx_put128_signal_nbi",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_iput128`.

@@ -24,7 +24,10 @@ fn lib_dir() -> PathBuf {
 }
 
 fn compile(name: &str, dir: &str) -> PathBuf {
-    let out = std::env::temp_dir().join(format!("weft-shmem-{name}-{}", std::process::id()));
+    // Unique per call: tests run in parallel and several compile (and remove) one program.
+    static COMPILED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = COMPILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!("weft-shmem-{name}-{}-{k}", std::process::id()));
     let lib = lib_dir();
     assert!(
         lib.join("libshmem.so").exists(),
@@ -86,6 +89,23 @@ fn rma_program_at_1_to_4_pes() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("rma ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn collectives_and_signal_forms_at_1_to_4_pes() {
+    let exe = compile("coll", "tests/c");
+    for n in 1..=4 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("coll ok").count(),
             n as usize,
             "{}",
             text(&out)
@@ -237,39 +257,82 @@ fn weft_binary() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-#[test]
-fn rma_across_two_nodes_at_2_and_4_pes() {
-    let Some(weft) = weft_binary() else {
+/// Runs `exe` with `args` on the hosts `hosts` (e.g. "a:1,b:2"), all on this machine: a
+/// launcher template without {host} runs every host's agent here, so the hosts are different
+/// nodes (different WEFT_NODE_ID) and every operation between them goes over TCP. Checks
+/// that every PE printed `ok`.
+fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &str) {
+    let list = weft_launch::place::parse_hosts(hosts).unwrap();
+    let n: u32 = list.iter().map(|h| h.slots).sum();
+    let mut spec = JobSpec::new(n, exe);
+    spec.args = args.iter().map(|a| a.into()).collect();
+    spec.output = OutputMode::Capture;
+    spec.tag_output = true;
+    spec.timeout = Some(Duration::from_secs(60));
+    spec.hosts = Some(weft_launch::HostsSpec {
+        hosts: list,
+        map_by: weft_launch::place::MapBy::Slot,
+        launcher: "env".into(),
+        boot_addr: Some("127.0.0.1".into()),
+        agent_program: weft.to_path_buf(),
+    });
+    let out = run_job(&spec).expect("launch");
+    assert_eq!(out.exit_code, 0, "{hosts}: {}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches(ok).count(),
+        n as usize,
+        "{hosts}: {}",
+        text(&out)
+    );
+}
+
+fn skip_without_weft() -> Option<PathBuf> {
+    let w = weft_binary();
+    if w.is_none() {
         eprintln!(
             "skipped: no weft binary next to {} (build weft-cli first)",
             lib_dir().display()
         );
+    }
+    w
+}
+
+#[test]
+fn rma_across_two_nodes_at_2_and_4_pes() {
+    let Some(weft) = skip_without_weft() else {
         return;
     };
     let exe = compile("rma_nodes", "tests/c");
-    for per_host in [1u32, 2] {
-        let mut spec = JobSpec::new(2 * per_host, &exe);
-        spec.output = OutputMode::Capture;
-        spec.tag_output = true;
-        spec.timeout = Some(Duration::from_secs(60));
-        // A launcher template without {host} runs every host's agent here: two "nodes"
-        // (different WEFT_NODE_ID) on one machine, so every put to the partner goes over TCP.
-        spec.hosts = Some(weft_launch::HostsSpec {
-            hosts: weft_launch::place::parse_hosts(&format!("a:{per_host},b:{per_host}")).unwrap(),
-            map_by: weft_launch::place::MapBy::Slot,
-            launcher: "env".into(),
-            boot_addr: Some("127.0.0.1".into()),
-            agent_program: weft.clone(),
-        });
-        let out = run_job(&spec).expect("launch");
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            stdout.matches("rma_nodes ok").count(),
-            2 * per_host as usize,
-            "{}",
-            text(&out)
-        );
+    for hosts in ["a:1,b:1", "a:2,b:2"] {
+        across_nodes(&weft, &exe, hosts, &[], "rma_nodes ok");
     }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn collectives_and_signal_forms_across_two_nodes() {
+    let Some(weft) = skip_without_weft() else {
+        return;
+    };
+    let exe = compile("coll", "tests/c");
+    for hosts in ["a:1,b:1", "a:2,b:2", "a:1,b:2"] {
+        across_nodes(&weft, &exe, hosts, &[], "coll ok");
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn job_wide_sync_engine_across_two_and_three_nodes() {
+    let Some(weft) = skip_without_weft() else {
+        return;
+    };
+    let exe = compile("sync_job", "tests/c");
+    for (hosts, nodes) in [("a:1,b:1", "2"), ("a:2,b:2", "2"), ("a:1,b:2,c:1", "3")] {
+        across_nodes(&weft, &exe, hosts, &[nodes], "sync_job ok");
+    }
+    // One node: the job-wide calls are the node's.
+    let out = job(&exe, 3, &["1"], &[]);
+    assert_eq!(out.exit_code, 0, "{}", text(&out));
     let _ = std::fs::remove_file(exe);
 }
