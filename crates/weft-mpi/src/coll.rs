@@ -239,6 +239,14 @@ macro_rules! by_kind {
             TypeKind::F64I32 => $f::<weft::F64I32>($($arg),*),
             TypeKind::I32I32 => $f::<weft::I32I32>($($arg),*),
             TypeKind::I64I32 => $f::<weft::I64I32>($($arg),*),
+            TypeKind::I16I32 => $f::<weft::coll::datatype::I16I32>($($arg),*),
+            TypeKind::LongDouble => $f::<weft::coll::datatype::LongDouble>($($arg),*),
+            TypeKind::ComplexF32 => $f::<weft::coll::datatype::ComplexF32>($($arg),*),
+            TypeKind::ComplexF64 => $f::<weft::coll::datatype::ComplexF64>($($arg),*),
+            TypeKind::ComplexLongDouble => {
+                $f::<weft::coll::datatype::ComplexLongDouble>($($arg),*)
+            }
+            TypeKind::LongDoubleI32 => $f::<weft::coll::datatype::LongDoubleI32>($($arg),*),
             #[allow(unreachable_patterns)]
             k => Err(err(MPI_ERR_TYPE, format!("element kind {k:?} cannot be reduced"))),
         }
@@ -368,6 +376,7 @@ fn reduction(
     if op == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
     }
+    crate::dtype::check_op(op, dt)?;
     let predefined_op = (MPI_SUM..=MPI_NO_OP).contains(&op);
     if !predefined_op && crate::dtype::predefined(dt).is_none() {
         // weft may cut a reduction into chunks of basic elements, which would split the
@@ -454,13 +463,7 @@ fn reduction(
 }
 
 fn elem_bytes(k: TypeKind) -> usize {
-    match k {
-        TypeKind::I8 | TypeKind::U8 => 1,
-        TypeKind::I16 | TypeKind::U16 => 2,
-        TypeKind::I32 | TypeKind::U32 | TypeKind::F32 => 4,
-        TypeKind::I64 | TypeKind::U64 | TypeKind::F64 | TypeKind::F32I32 | TypeKind::I32I32 => 8,
-        _ => 16,
-    }
+    k.size_bytes()
 }
 
 /// MPI_Reduce (MPI-4.1 §6.9.1).
@@ -1219,6 +1222,7 @@ pub(crate) fn make_op(tk: TypeKind, op: Handle, dt: Handle) -> R<Op> {
     if op == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
     }
+    crate::dtype::check_op(op, dt)?;
     if !(MPI_SUM..=MPI_NO_OP).contains(&op) && crate::dtype::predefined(dt).is_none() {
         return Err(err(
             MPI_ERR_UNSUPPORTED_OPERATION,

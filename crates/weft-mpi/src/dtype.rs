@@ -26,31 +26,31 @@ pub fn predefined(h: Handle) -> Option<(usize, Option<TypeKind>)> {
         0x20d => (4, Some(U32)),
         0x20e | 0x20f => (8, Some(U64)),
         0x210 => (4, Some(F32)),
-        0x212 | 0x213 => (8, None), // float complex
+        0x212 | 0x213 => (8, Some(ComplexF32)), // float complex
         0x214 => (8, Some(F64)),
-        0x216 | 0x217 => (16, None),            // double complex
-        0x218 | 0x219 => (4, Some(I32)),        // LOGICAL, INTEGER
-        0x21a => (4, Some(F32)),                // REAL
-        0x21b => (8, None),                     // COMPLEX
-        0x21c => (8, Some(F64)),                // DOUBLE_PRECISION
-        0x21d => (16, None),                    // DOUBLE_COMPLEX
-        0x21e => (1, None),                     // CHARACTER
-        0x220 => (16, None),                    // LONG_DOUBLE
-        0x224 | 0x225 => (32, None),            // long double complex
-        0x228 => (8, Some(F32I32)),             // FLOAT_INT
-        0x229 => (16, Some(F64I32)),            // DOUBLE_INT
-        0x22a => (16, Some(I64I32)),            // LONG_INT
-        0x22b => (8, Some(I32I32)),             // 2INT
-        0x22c => (8, None),                     // SHORT_INT
-        0x22d => (32, None),                    // LONG_DOUBLE_INT
-        0x230 => (8, None),                     // 2REAL
-        0x231 => (16, None),                    // 2DOUBLE_PRECISION
-        0x232 => (8, Some(I32I32)),             // 2INTEGER
-        0x238 | 0x239 => (1, Some(U8)),         // C_BOOL, CXX_BOOL
-        0x23c => (4, None),                     // WCHAR
-        0x240 | 0x244 => (1, Some(I8)),         // INT8_T, SIGNED_CHAR
-        0x243 => (1, Some(I8)),                 // CHAR
-        0x241 | 0x245 | 0x247 => (1, Some(U8)), // UINT8_T, UNSIGNED_CHAR, BYTE
+        0x216 | 0x217 => (16, Some(ComplexF64)), // double complex
+        0x218 | 0x219 => (4, Some(I32)),         // LOGICAL, INTEGER
+        0x21a => (4, Some(F32)),                 // REAL
+        0x21b => (8, Some(ComplexF32)),          // COMPLEX
+        0x21c => (8, Some(F64)),                 // DOUBLE_PRECISION
+        0x21d => (16, Some(ComplexF64)),         // DOUBLE_COMPLEX
+        0x21e => (1, None),                      // CHARACTER
+        0x220 => (16, Some(LongDouble)),         // LONG_DOUBLE
+        0x224 | 0x225 => (32, Some(ComplexLongDouble)), // long double complex
+        0x228 => (8, Some(F32I32)),              // FLOAT_INT
+        0x229 => (16, Some(F64I32)),             // DOUBLE_INT
+        0x22a => (16, Some(I64I32)),             // LONG_INT
+        0x22b => (8, Some(I32I32)),              // 2INT
+        0x22c => (8, Some(I16I32)),              // SHORT_INT
+        0x22d => (32, Some(LongDoubleI32)),      // LONG_DOUBLE_INT
+        0x230 => (8, None),                      // 2REAL
+        0x231 => (16, None),                     // 2DOUBLE_PRECISION
+        0x232 => (8, Some(I32I32)),              // 2INTEGER
+        0x238 | 0x239 => (1, Some(U8)),          // C_BOOL, CXX_BOOL
+        0x23c => (4, None),                      // WCHAR
+        0x240 | 0x244 => (1, Some(I8)),          // INT8_T, SIGNED_CHAR
+        0x243 => (1, Some(I8)),                  // CHAR
+        0x241 | 0x245 | 0x247 => (1, Some(U8)),  // UINT8_T, UNSIGNED_CHAR, BYTE
         0x248 => (2, Some(I16)),
         0x249 => (2, Some(U16)),
         0x250 => (4, Some(I32)),
@@ -65,17 +65,17 @@ pub fn predefined(h: Handle) -> Option<(usize, Option<TypeKind>)> {
         0x2d3 => (4, None),
         0x2d8 | 0x2d9 => (8, Some(I64)),
         0x2da => (8, Some(F64)),
-        0x2db => (8, None),
+        0x2db => (8, Some(ComplexF32)), // COMPLEX8
         0x2e0 | 0x2e1 => (16, None),
         0x2e2 => (16, None),
-        0x2e3 => (16, None),
+        0x2e3 => (16, Some(ComplexF64)), // COMPLEX16
         0x2eb => (32, None),
         _ => return None,
     })
 }
 
-/// The standard name of a predefined type, for MPI_Type_get_name.
-fn predefined_name(h: Handle) -> &'static str {
+/// The standard name of a predefined type, for MPI_Type_get_name and messages.
+pub(crate) fn predefined_name(h: Handle) -> &'static str {
     match h {
         0x201 => "MPI_AINT",
         0x202 => "MPI_COUNT",
@@ -90,13 +90,32 @@ fn predefined_name(h: Handle) -> &'static str {
         0x20e => "MPI_UNSIGNED_LONG",
         0x20f => "MPI_UNSIGNED_LONG_LONG",
         0x210 => "MPI_FLOAT",
+        0x212 => "MPI_C_FLOAT_COMPLEX",
+        0x213 => "MPI_CXX_FLOAT_COMPLEX",
         0x214 => "MPI_DOUBLE",
+        0x216 => "MPI_C_DOUBLE_COMPLEX",
+        0x217 => "MPI_CXX_DOUBLE_COMPLEX",
+        0x218 => "MPI_LOGICAL",
+        0x219 => "MPI_INTEGER",
+        0x21a => "MPI_REAL",
+        0x21b => "MPI_COMPLEX",
+        0x21c => "MPI_DOUBLE_PRECISION",
+        0x21d => "MPI_DOUBLE_COMPLEX",
+        0x21e => "MPI_CHARACTER",
         0x220 => "MPI_LONG_DOUBLE",
+        0x224 => "MPI_C_LONG_DOUBLE_COMPLEX",
+        0x225 => "MPI_CXX_LONG_DOUBLE_COMPLEX",
         0x228 => "MPI_FLOAT_INT",
         0x229 => "MPI_DOUBLE_INT",
         0x22a => "MPI_LONG_INT",
         0x22b => "MPI_2INT",
+        0x22c => "MPI_SHORT_INT",
+        0x22d => "MPI_LONG_DOUBLE_INT",
+        0x230 => "MPI_2REAL",
+        0x231 => "MPI_2DOUBLE_PRECISION",
+        0x232 => "MPI_2INTEGER",
         0x238 => "MPI_C_BOOL",
+        0x239 => "MPI_CXX_BOOL",
         0x23c => "MPI_WCHAR",
         0x240 => "MPI_INT8_T",
         0x241 => "MPI_UINT8_T",
@@ -110,8 +129,172 @@ fn predefined_name(h: Handle) -> &'static str {
         0x251 => "MPI_UINT32_T",
         0x258 => "MPI_INT64_T",
         0x259 => "MPI_UINT64_T",
+        0x2c0 => "MPI_LOGICAL1",
+        0x2c1 => "MPI_INTEGER1",
+        0x2c8 => "MPI_LOGICAL2",
+        0x2c9 => "MPI_INTEGER2",
+        0x2ca => "MPI_REAL2",
+        0x2d0 => "MPI_LOGICAL4",
+        0x2d1 => "MPI_INTEGER4",
+        0x2d2 => "MPI_REAL4",
+        0x2d3 => "MPI_COMPLEX4",
+        0x2d8 => "MPI_LOGICAL8",
+        0x2d9 => "MPI_INTEGER8",
+        0x2da => "MPI_REAL8",
+        0x2db => "MPI_COMPLEX8",
+        0x2e0 => "MPI_LOGICAL16",
+        0x2e1 => "MPI_INTEGER16",
+        0x2e2 => "MPI_REAL16",
+        0x2e3 => "MPI_COMPLEX16",
+        0x2eb => "MPI_COMPLEX32",
         _ => "",
     }
+}
+
+/// The groups of predefined datatypes of MPI-4.1 §6.9.2 (and the pairs of §6.9.4), which
+/// say which predefined operations apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpClass {
+    /// C integer types, including `signed char` and `unsigned char` (not `char`).
+    CInteger,
+    /// Fortran INTEGER types.
+    FortranInteger,
+    /// Real floating-point types, C and Fortran.
+    Floating,
+    /// MPI_LOGICAL and its sized forms, MPI_C_BOOL, MPI_CXX_BOOL.
+    Logical,
+    /// Complex types, C, C++ and Fortran.
+    Complex,
+    /// MPI_BYTE.
+    Byte,
+    /// MPI_AINT, MPI_OFFSET, MPI_COUNT.
+    MultiLanguage,
+    /// The value-index pairs of MINLOC and MAXLOC.
+    Pair,
+    /// Text and packed data (MPI_CHAR, MPI_WCHAR, MPI_CHARACTER, MPI_PACKED): no
+    /// predefined operation applies.
+    None,
+}
+
+impl OpClass {
+    /// How the standard names the group, for messages.
+    fn name(self) -> &'static str {
+        match self {
+            OpClass::CInteger => "C integer",
+            OpClass::FortranInteger => "Fortran integer",
+            OpClass::Floating => "floating point",
+            OpClass::Logical => "logical",
+            OpClass::Complex => "complex",
+            OpClass::Byte => "byte",
+            OpClass::MultiLanguage => "multi-language",
+            OpClass::Pair => "value-index pair",
+            OpClass::None => "character or packed",
+        }
+    }
+}
+
+/// The group of predefined datatype `h`, or `None` for other handles.
+pub fn op_class(h: Handle) -> Option<OpClass> {
+    use OpClass as C;
+    predefined(h)?;
+    Some(match h {
+        0x201..=0x203 => C::MultiLanguage,
+        0x208..=0x20f | 0x240 | 0x241 | 0x244 | 0x245 | 0x248 | 0x249 | 0x250 | 0x251 => {
+            C::CInteger
+        }
+        0x258 | 0x259 => C::CInteger,
+        0x219 | 0x2c1 | 0x2c9 | 0x2d1 | 0x2d9 | 0x2e1 => C::FortranInteger,
+        0x210 | 0x214 | 0x220 | 0x21a | 0x21c | 0x2ca | 0x2d2 | 0x2da | 0x2e2 => C::Floating,
+        0x218 | 0x238 | 0x239 | 0x2c0 | 0x2c8 | 0x2d0 | 0x2d8 | 0x2e0 => C::Logical,
+        0x212 | 0x213 | 0x216 | 0x217 | 0x21b | 0x21d | 0x224 | 0x225 => C::Complex,
+        0x2d3 | 0x2db | 0x2e3 | 0x2eb => C::Complex,
+        0x247 => C::Byte,
+        0x228..=0x22d | 0x230..=0x232 => C::Pair,
+        _ => C::None,
+    })
+}
+
+/// Whether the table of MPI-4.1 §6.9.2 (and §6.9.4 for MINLOC/MAXLOC) allows predefined
+/// operation `op` on the datatypes of `class`.
+///
+/// One deliberate extension: the logical operations also accept the multi-language types
+/// (MPI_AINT, MPI_OFFSET, MPI_COUNT), which are C integer types in C. The standard's table
+/// leaves them out, but MPICH and Open MPI accept them and MPICH's own test suite
+/// (coll/allred) relies on it; the result is the same as for any C integer.
+pub fn op_allowed(op: Handle, class: OpClass) -> bool {
+    use OpClass as C;
+    match op {
+        MPI_MAX | MPI_MIN => matches!(
+            class,
+            C::CInteger | C::FortranInteger | C::Floating | C::MultiLanguage
+        ),
+        MPI_SUM | MPI_PROD => matches!(
+            class,
+            C::CInteger | C::FortranInteger | C::Floating | C::Complex | C::MultiLanguage
+        ),
+        MPI_LAND | MPI_LOR | MPI_LXOR => {
+            matches!(class, C::CInteger | C::Logical | C::MultiLanguage)
+        }
+        MPI_BAND | MPI_BOR | MPI_BXOR => matches!(
+            class,
+            C::CInteger | C::FortranInteger | C::Byte | C::MultiLanguage
+        ),
+        MPI_MINLOC | MPI_MAXLOC => class == C::Pair,
+        _ => false,
+    }
+}
+
+/// The name of predefined operation `op`, for messages.
+fn op_name(op: Handle) -> &'static str {
+    match op {
+        MPI_SUM => "MPI_SUM",
+        MPI_PROD => "MPI_PROD",
+        MPI_MIN => "MPI_MIN",
+        MPI_MAX => "MPI_MAX",
+        MPI_LAND => "MPI_LAND",
+        MPI_LOR => "MPI_LOR",
+        MPI_LXOR => "MPI_LXOR",
+        MPI_BAND => "MPI_BAND",
+        MPI_BOR => "MPI_BOR",
+        MPI_BXOR => "MPI_BXOR",
+        MPI_MINLOC => "MPI_MINLOC",
+        MPI_MAXLOC => "MPI_MAXLOC",
+        MPI_REPLACE => "MPI_REPLACE",
+        MPI_NO_OP => "MPI_NO_OP",
+        _ => "a user operation",
+    }
+}
+
+/// Refuses, with MPI_ERR_OP, a predefined operation on a predefined datatype that MPI-4.1
+/// §6.9.2 does not define it on (MPI_BAND on MPI_FLOAT, MPI_SUM on MPI_C_BOOL, MPI_MAX on a
+/// complex type, any operation on MPI_CHAR, ...). User operations, and derived datatypes
+/// (checked by weft against their basic kind), pass.
+pub fn check_op(op: Handle, dt: Handle) -> R<()> {
+    if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
+        return Ok(());
+    }
+    let Some(class) = op_class(dt) else {
+        return Ok(());
+    };
+    if op_allowed(op, class) {
+        return Ok(());
+    }
+    let what = match op {
+        MPI_REPLACE | MPI_NO_OP => "it is for one-sided accumulate operations only".to_string(),
+        _ => format!(
+            "{} is a {} type (MPI-4.1 §6.9.2)",
+            predefined_name(dt),
+            class.name()
+        ),
+    };
+    Err(err(
+        MPI_ERR_OP,
+        format!(
+            "{} is not defined on {}: {what}",
+            op_name(op),
+            predefined_name(dt)
+        ),
+    ))
 }
 
 /// The type map of a predefined datatype.
@@ -719,7 +902,7 @@ pub unsafe fn user_span<'a>(
     if buf.is_null() {
         return Err(err(
             MPI_ERR_BUFFER,
-            "buffer is NULL (MPI_BOTTOM with absolute addresses is not supported yet)",
+            "buffer is NULL (this call does not take MPI_BOTTOM with absolute addresses yet)",
         ));
     }
     let lo = lo.min(0);
@@ -727,6 +910,45 @@ pub unsafe fn user_span<'a>(
     // SAFETY: the caller's contract covers [buf + min(lo, 0), buf + hi).
     let span = unsafe { std::slice::from_raw_parts_mut(start, (hi - lo) as usize) };
     Ok((span, (-lo) as usize))
+}
+
+/// The user bytes `count` items of `map` at `buf` touch, the index of `buf` in them, and
+/// the map to index them with: `map` itself, or for `buf` = MPI_BOTTOM (NULL) with absolute
+/// displacements (from MPI_Get_address, MPI-4.1 §5.1.12) a copy of `map` shifted by the
+/// footprint's start, whose slice begins at that start with origin 0. This is
+/// [`user_span`] plus MPI_BOTTOM; the shifted map (when `Some`) must be used in place of
+/// `map` for the pack or unpack.
+///
+/// # Safety
+/// As for [`user_span`]; with MPI_BOTTOM, the absolute addresses the type names must be
+/// valid for its footprint.
+pub unsafe fn user_view<'a>(
+    map: &TypeMap,
+    buf: *const c_void,
+    count: u64,
+) -> R<(&'a mut [u8], usize, Option<TypeMap>)> {
+    if !buf.is_null() {
+        // SAFETY: forwarded caller contract.
+        let (span, origin) = unsafe { user_span(map, buf, count)? };
+        return Ok((span, origin, None));
+    }
+    let Some((lo, hi)) = map.footprint(count)? else {
+        return Ok((&mut [], 0, None));
+    };
+    if lo <= 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!(
+                "buffer is NULL (MPI_BOTTOM) but the datatype's data starts at byte {lo}: \
+                 with MPI_BOTTOM its displacements must be absolute addresses"
+            ),
+        ));
+    }
+    let shifted = map.shifted(-lo)?;
+    // SAFETY: the caller's contract covers the absolute range [lo, hi).
+    let span =
+        unsafe { std::slice::from_raw_parts_mut(lo as usize as *mut u8, (hi - lo) as usize) };
+    Ok((span, 0, Some(shifted)))
 }
 
 /// MPI_Pack (MPI-4.1 §5.2): appends `count` items at `*position` of `outbuf`.
@@ -760,10 +982,13 @@ pub unsafe extern "C" fn MPI_Pack(
         }
         if n > 0 {
             // SAFETY: the caller's buffers cover the footprint and `outsize` bytes.
-            let (src, origin) = unsafe { user_span(&map, inbuf, count as u64)? };
+            let (src, origin, shifted) = unsafe { user_view(&map, inbuf, count as u64)? };
             let out =
                 unsafe { std::slice::from_raw_parts_mut((outbuf as *mut u8).add(pos as usize), n) };
-            map.pack(src, origin, count as u64, out)?;
+            shifted
+                .as_ref()
+                .unwrap_or(&map)
+                .pack(src, origin, count as u64, out)?;
         }
         put!(position, pos + n as c_int)
     })();
@@ -803,8 +1028,11 @@ pub unsafe extern "C" fn MPI_Unpack(
             // SAFETY: the caller's buffers cover `insize` bytes and the footprint.
             let packed =
                 unsafe { std::slice::from_raw_parts((inbuf as *const u8).add(pos as usize), n) };
-            let (dst, origin) = unsafe { user_span(&map, outbuf, count as u64)? };
-            map.unpack(packed, dst, origin, count as u64)?;
+            let (dst, origin, shifted) = unsafe { user_view(&map, outbuf, count as u64)? };
+            shifted
+                .as_ref()
+                .unwrap_or(&map)
+                .unpack(packed, dst, origin, count as u64)?;
         }
         put!(position, pos + n as c_int)
     })();

@@ -1,12 +1,18 @@
 //! Reduction operations (MPI-4.1 §6.9.2): the predefined ones and user closures, with the
 //! check of which operation applies to which type and the reduction kernels themselves
-//! (plain loops over typed slices that the compiler vectorises). Depends on
-//! [`super::datatype`] only; knows nothing of communicators.
+//! (plain loops over typed slices that the compiler vectorises). C's `long double` has no
+//! Rust type: on x86-64 its kernels are small x87 instruction sequences (module `x87`);
+//! elsewhere [`Op::check`] refuses the `long double` kinds. Depends on [`super::datatype`]
+//! only; knows nothing of communicators.
 //!
 //! Convention: `apply(a, b)` stores `a ∘ b` into `b`, where `a` holds the contributions of
 //! lower ranks (MPI's `invec`, `inoutvec`). Non-commutative operations rely on that order.
 
-use super::datatype::{Datatype, TypeKind, F32I32, F64I32, I32I32, I64I32};
+use super::datatype::{
+    ComplexF32, ComplexF64, Datatype, TypeKind, F32I32, F64I32, I16I32, I32I32, I64I32,
+};
+#[cfg(target_arch = "x86_64")]
+use super::datatype::{ComplexLongDouble, LongDouble, LongDoubleI32};
 use std::fmt;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
@@ -105,21 +111,41 @@ impl Op {
         }
     }
 
-    /// Checks that the operation applies to elements of `kind`; an `InvalidOp` error naming
-    /// both otherwise.
+    /// Checks that the operation applies to elements of `kind` (the table of MPI-4.1 §6.9.2
+    /// on weft's kinds: sum and product on numbers and complex numbers, minimum and maximum
+    /// on real numbers, the logical and bitwise operations on integers, MINLOC and MAXLOC on
+    /// value-index pairs); an `InvalidOp` error naming both otherwise. The `long double`
+    /// kinds give an `Unsupported` error off x86-64, where weft has no kernel for the
+    /// platform's format.
     pub fn check(&self, kind: TypeKind) -> Result<()> {
         let ok = match self {
-            Op::Sum | Op::Prod | Op::Min | Op::Max => !kind.is_pair(),
+            Op::Sum | Op::Prod => !kind.is_pair(),
+            Op::Min | Op::Max => !kind.is_pair() && !kind.is_complex(),
             Op::Land | Op::Lor | Op::Lxor | Op::Band | Op::Bor | Op::Bxor => kind.is_integer(),
             Op::MinLoc | Op::MaxLoc => kind.is_pair(),
             Op::User(u) => u.kind == kind,
         };
         if ok {
+            if kind.has_long_double()
+                && !matches!(self, Op::User(_))
+                && !cfg!(target_arch = "x86_64")
+            {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "operation {} on type {}: weft reduces long double only on x86-64 \
+                         (the 80-bit x87 format); use a user operation on this platform",
+                        self.name(),
+                        kind.name()
+                    ),
+                ));
+            }
             return Ok(());
         }
         let why = match self {
             Op::User(u) => format!("it was created for {}", u.kind.name()),
             Op::MinLoc | Op::MaxLoc => "it applies to value-index pairs only".into(),
+            Op::Min | Op::Max if kind.is_complex() => "complex numbers are not ordered".into(),
             Op::Sum | Op::Prod | Op::Min | Op::Max => "it does not apply to pairs".into(),
             _ => "it applies to integer types only".into(),
         };
@@ -172,6 +198,19 @@ impl Op {
             TypeKind::F64I32 => pair::<F64I32, f64>(self, a, b, |p| (p.value, p.index)),
             TypeKind::I32I32 => pair::<I32I32, i32>(self, a, b, |p| (p.value, p.index)),
             TypeKind::I64I32 => pair::<I64I32, i64>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::I16I32 => pair::<I16I32, i16>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::ComplexF32 => complex_f32(self, a, b),
+            TypeKind::ComplexF64 => complex_f64(self, a, b),
+            #[cfg(target_arch = "x86_64")]
+            TypeKind::LongDouble => x87::long_double(self, a, b),
+            #[cfg(target_arch = "x86_64")]
+            TypeKind::ComplexLongDouble => x87::complex(self, a, b),
+            #[cfg(target_arch = "x86_64")]
+            TypeKind::LongDoubleI32 => x87::pair(self, a, b),
+            #[cfg(not(target_arch = "x86_64"))]
+            TypeKind::LongDouble | TypeKind::ComplexLongDouble | TypeKind::LongDoubleI32 => {
+                unreachable!("refused by Op::check off x86-64")
+            }
         }
     }
 }
@@ -269,6 +308,260 @@ fn float<T: Float>(op: &Op, a: &[u8], b: Dst<'_>) {
         Op::Min => zip::<T>(a, b, |x, y| if y < x { y } else { x }),
         Op::Max => zip::<T>(a, b, |x, y| if y > x { y } else { x }),
         _ => unreachable!("checked by Op::check"),
+    }
+}
+
+macro_rules! complex_kernel {
+    ($name:ident, $t:ident) => {
+        /// Sum and product of complex numbers (the only predefined operations on them),
+        /// computed like C without Annex G's infinity recovery.
+        fn $name(op: &Op, a: &[u8], b: Dst<'_>) {
+            match op {
+                Op::Sum => zip::<$t>(a, b, |x, y| $t {
+                    re: x.re + y.re,
+                    im: x.im + y.im,
+                }),
+                Op::Prod => zip::<$t>(a, b, |x, y| $t {
+                    re: x.re * y.re - x.im * y.im,
+                    im: x.re * y.im + x.im * y.re,
+                }),
+                _ => unreachable!("checked by Op::check"),
+            }
+        }
+    };
+}
+complex_kernel!(complex_f32, ComplexF32);
+complex_kernel!(complex_f64, ComplexF64);
+
+/// Whether MINLOC/MAXLOC keeps the first pair, given how the values compare and the indices
+/// (MPI-4.1 §6.9.4: the smaller index wins ties; unordered values keep the second pair,
+/// like the comparisons of [`pair`]).
+#[cfg(target_arch = "x86_64")]
+fn take_first(min: bool, ord: Option<std::cmp::Ordering>, xi: i32, yi: i32) -> bool {
+    use std::cmp::Ordering::*;
+    match ord {
+        Some(Equal) => xi < yi,
+        Some(Less) => min,
+        Some(Greater) => !min,
+        None => false,
+    }
+}
+
+/// The `long double` kernels: x87 arithmetic on the 80-bit values in memory. Each helper is
+/// one short `asm!` block that loads its operands onto the x87 stack, computes, stores the
+/// result and leaves the stack empty again. The x87 unit computes with the 64-bit
+/// significand (Linux's default precision control), so results are those of C's
+/// `long double` arithmetic, rounded to nearest.
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use super::{take_first, zip, ComplexLongDouble, Dst, LongDouble, LongDoubleI32, Op};
+    use std::arch::asm;
+    use std::cmp::Ordering;
+
+    /// `a + b`.
+    #[inline]
+    pub(super) fn add(a: &LongDouble, b: &LongDouble) -> LongDouble {
+        let mut out = LongDouble::default();
+        // SAFETY: `a` and `b` point to 16 readable bytes and `out` to 16 writable ones, of
+        // which the block reads and writes the first 10; it loads two values and pops both
+        // (faddp pops one, fstp the other), so the x87 stack is empty on exit as clobbering
+        // all of st(0)-st(7) requires; it uses no Rust stack.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{a}]",
+                "fld tbyte ptr [{b}]",
+                "faddp st(1), st",
+                "fstp tbyte ptr [{o}]",
+                a = in(reg) a,
+                b = in(reg) b,
+                o = in(reg) &mut out,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        out
+    }
+
+    /// `a * b`.
+    #[inline]
+    pub(super) fn mul(a: &LongDouble, b: &LongDouble) -> LongDouble {
+        let mut out = LongDouble::default();
+        // SAFETY: as in `add`, with fmulp in place of faddp.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{a}]",
+                "fld tbyte ptr [{b}]",
+                "fmulp st(1), st",
+                "fstp tbyte ptr [{o}]",
+                a = in(reg) a,
+                b = in(reg) b,
+                o = in(reg) &mut out,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        out
+    }
+
+    /// `-a`: the sign bit flipped (exact, as IEEE negation is).
+    #[inline]
+    pub(super) fn neg(a: &LongDouble) -> LongDouble {
+        let mut b = a.to_bytes();
+        b[9] ^= 0x80;
+        LongDouble::from_bytes(b)
+    }
+
+    /// How `a` compares with `b` as numbers (`None` when either is a NaN).
+    #[inline]
+    pub(super) fn compare(a: &LongDouble, b: &LongDouble) -> Option<Ordering> {
+        let (below, equal, unordered): (u8, u8, u8);
+        // SAFETY: `a` and `b` point to 16 readable bytes, of which the block reads the first
+        // 10; it loads two values and pops both (fucomip pops one, fstp st(0) the other), so
+        // the x87 stack is empty on exit; the flags it sets are read by the setcc
+        // instructions before anything else changes them; it uses no Rust stack.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{b}]",
+                "fld tbyte ptr [{a}]",
+                "fucomip st, st(1)",
+                "fstp st(0)",
+                "setb {below}",
+                "sete {equal}",
+                "setp {unordered}",
+                a = in(reg) a,
+                b = in(reg) b,
+                below = out(reg_byte) below,
+                equal = out(reg_byte) equal,
+                unordered = out(reg_byte) unordered,
+                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                options(nostack),
+            );
+        }
+        if unordered != 0 {
+            None
+        } else if equal != 0 {
+            Some(Ordering::Equal)
+        } else if below != 0 {
+            Some(Ordering::Less)
+        } else {
+            Some(Ordering::Greater)
+        }
+    }
+
+    impl LongDouble {
+        /// The `long double` equal to `v` (exact: every `f64` is one).
+        pub fn from_f64(v: f64) -> LongDouble {
+            let mut out = LongDouble::default();
+            // SAFETY: reads the 8 bytes of `v`, writes the first 10 of `out`; one value is
+            // loaded and popped, so the x87 stack is empty on exit; no Rust stack.
+            unsafe {
+                asm!(
+                    "fld qword ptr [{v}]",
+                    "fstp tbyte ptr [{o}]",
+                    v = in(reg) &v,
+                    o = in(reg) &mut out,
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+            out
+        }
+
+        /// The `long double` equal to `v` (exact: the significand has 64 bits).
+        pub fn from_i64(v: i64) -> LongDouble {
+            let mut out = LongDouble::default();
+            // SAFETY: as in `from_f64`, loading an integer (fild) instead of a double.
+            unsafe {
+                asm!(
+                    "fild qword ptr [{v}]",
+                    "fstp tbyte ptr [{o}]",
+                    v = in(reg) &v,
+                    o = in(reg) &mut out,
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+            out
+        }
+
+        /// The value rounded to the nearest `f64`.
+        pub fn to_f64(self) -> f64 {
+            let mut out = 0f64;
+            // SAFETY: reads the first 10 bytes of `self`, writes the 8 of `out`; one value
+            // is loaded and popped; no Rust stack.
+            unsafe {
+                asm!(
+                    "fld tbyte ptr [{v}]",
+                    "fstp qword ptr [{o}]",
+                    v = in(reg) &self,
+                    o = in(reg) &mut out,
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+            out
+        }
+
+        /// The value rounded to the nearest integer (ties to even); `i64::MIN` when it is
+        /// out of range or a NaN (the x87 "integer indefinite").
+        pub fn to_i64(self) -> i64 {
+            let mut out = 0i64;
+            // SAFETY: as in `to_f64`, storing an integer (fistp) instead of a double.
+            unsafe {
+                asm!(
+                    "fld tbyte ptr [{v}]",
+                    "fistp qword ptr [{o}]",
+                    v = in(reg) &self,
+                    o = in(reg) &mut out,
+                    out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                    out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                    options(nostack),
+                );
+            }
+            out
+        }
+    }
+
+    pub(super) fn long_double(op: &Op, a: &[u8], b: Dst<'_>) {
+        let less = |x: &LongDouble, y: &LongDouble| compare(x, y) == Some(Ordering::Less);
+        match op {
+            Op::Sum => zip::<LongDouble>(a, b, |x, y| add(&x, &y)),
+            Op::Prod => zip::<LongDouble>(a, b, |x, y| mul(&x, &y)),
+            Op::Min => zip::<LongDouble>(a, b, |x, y| if less(&y, &x) { y } else { x }),
+            Op::Max => zip::<LongDouble>(a, b, |x, y| if less(&x, &y) { y } else { x }),
+            _ => unreachable!("checked by Op::check"),
+        }
+    }
+
+    pub(super) fn complex(op: &Op, a: &[u8], b: Dst<'_>) {
+        match op {
+            Op::Sum => zip::<ComplexLongDouble>(a, b, |x, y| ComplexLongDouble {
+                re: add(&x.re, &y.re),
+                im: add(&x.im, &y.im),
+            }),
+            Op::Prod => zip::<ComplexLongDouble>(a, b, |x, y| ComplexLongDouble {
+                re: add(&mul(&x.re, &y.re), &neg(&mul(&x.im, &y.im))),
+                im: add(&mul(&x.re, &y.im), &mul(&x.im, &y.re)),
+            }),
+            _ => unreachable!("checked by Op::check"),
+        }
+    }
+
+    pub(super) fn pair(op: &Op, a: &[u8], b: Dst<'_>) {
+        let min = matches!(op, Op::MinLoc);
+        zip::<LongDoubleI32>(a, b, |x, y| {
+            if take_first(min, compare(&x.value, &y.value), x.index, y.index) {
+                x
+            } else {
+                y
+            }
+        });
     }
 }
 
@@ -426,6 +719,179 @@ mod tests {
         assert!(
             e.message().contains("first") && e.message().contains("i64"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn complex_sum_and_product() {
+        let a = [
+            ComplexF64 { re: 1.0, im: 2.0 },
+            ComplexF64 { re: -3.0, im: 0.5 },
+        ];
+        let b = [
+            ComplexF64 { re: 3.0, im: -1.0 },
+            ComplexF64 { re: 2.0, im: 4.0 },
+        ];
+        assert_eq!(
+            run(&Op::Sum, &a, &b),
+            [
+                ComplexF64 { re: 4.0, im: 1.0 },
+                ComplexF64 { re: -1.0, im: 4.5 }
+            ]
+        );
+        // (1+2i)(3-i) = 5+5i; (-3+0.5i)(2+4i) = -8-11i
+        assert_eq!(
+            run(&Op::Prod, &a, &b),
+            [
+                ComplexF64 { re: 5.0, im: 5.0 },
+                ComplexF64 {
+                    re: -8.0,
+                    im: -11.0
+                }
+            ]
+        );
+        let p = run(
+            &Op::Prod,
+            &[ComplexF32 { re: 0.0, im: 1.0 }],
+            &[ComplexF32 { re: 0.0, im: 1.0 }],
+        );
+        assert_eq!(p, [ComplexF32 { re: -1.0, im: 0.0 }], "i * i");
+    }
+
+    #[test]
+    fn short_int_pairs() {
+        let a = [I16I32::new(-4, 3), I16I32::new(7, 9), I16I32::new(2, 1)];
+        let b = [I16I32::new(-4, 2), I16I32::new(6, 0), I16I32::new(5, 5)];
+        assert_eq!(
+            run(&Op::MinLoc, &a, &b),
+            [I16I32::new(-4, 2), I16I32::new(6, 0), I16I32::new(2, 1)]
+        );
+        assert_eq!(
+            run(&Op::MaxLoc, &a, &b),
+            [I16I32::new(-4, 2), I16I32::new(7, 9), I16I32::new(5, 5)]
+        );
+    }
+
+    /// Every predefined operation against every kind: exactly the combinations of MPI-4.1
+    /// §6.9.2 pass the check.
+    #[test]
+    fn check_follows_the_standard_table() {
+        use TypeKind::*;
+        let kinds = [
+            I8,
+            I16,
+            I32,
+            I64,
+            U8,
+            U16,
+            U32,
+            U64,
+            F32,
+            F64,
+            F32I32,
+            F64I32,
+            I32I32,
+            I64I32,
+            LongDouble,
+            ComplexF32,
+            ComplexF64,
+            ComplexLongDouble,
+            I16I32,
+            LongDoubleI32,
+        ];
+        let ops = [
+            Op::Sum,
+            Op::Prod,
+            Op::Min,
+            Op::Max,
+            Op::Land,
+            Op::Lor,
+            Op::Lxor,
+            Op::Band,
+            Op::Bor,
+            Op::Bxor,
+            Op::MinLoc,
+            Op::MaxLoc,
+        ];
+        for k in kinds {
+            for op in &ops {
+                let allowed = match op {
+                    Op::Sum | Op::Prod => k.is_integer() || k.is_float() || k.is_complex(),
+                    Op::Min | Op::Max => k.is_integer() || k.is_float(),
+                    Op::MinLoc | Op::MaxLoc => k.is_pair(),
+                    _ => k.is_integer(),
+                };
+                let r = op.check(k);
+                if !allowed {
+                    let e = r.expect_err(&format!("{op:?} on {k:?}"));
+                    assert_eq!(e.kind(), ErrorKind::InvalidOp, "{e}");
+                } else if k.has_long_double() && !cfg!(target_arch = "x86_64") {
+                    assert_eq!(r.unwrap_err().kind(), ErrorKind::Unsupported);
+                } else {
+                    r.unwrap_or_else(|e| panic!("{op:?} on {k:?}: {e}"));
+                }
+            }
+        }
+        let e = Op::Max.check(ComplexF32).unwrap_err();
+        assert!(e.message().contains("not ordered"), "{e}");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn long_double_kernels_use_the_64_bit_significand() {
+        let ld = LongDouble::from_i64;
+        // 2^62 + 1 needs 63 bits: f64 cannot hold it, the x87 format can.
+        let big = 1i64 << 62;
+        assert_eq!(run(&Op::Sum, &[ld(big)], &[ld(1)]), [ld(big + 1)]);
+        assert_eq!((ld(big).to_f64() + 1.0) as i64, big, "f64 loses the 1");
+        assert_eq!(run(&Op::Sum, &[ld(big)], &[ld(1)])[0].to_i64(), big + 1);
+        assert_eq!(run(&Op::Prod, &[ld(3)], &[ld(-7)]), [ld(-21)]);
+        assert_eq!(
+            run(&Op::Prod, &[ld(1 << 31)], &[ld((1 << 31) + 1)])[0].to_i64(),
+            (1i64 << 62) + (1 << 31)
+        );
+        assert_eq!(
+            run(&Op::Min, &[ld(3), ld(-2)], &[ld(2), ld(5)]),
+            [ld(2), ld(-2)]
+        );
+        assert_eq!(
+            run(&Op::Max, &[ld(3), ld(-2)], &[ld(2), ld(5)]),
+            [ld(3), ld(5)]
+        );
+        assert_eq!(
+            run(&Op::Max, &[ld(big + 1)], &[ld(big)]),
+            [ld(big + 1)],
+            "compared with 64 bits"
+        );
+        assert_eq!(LongDouble::from_f64(-2.5).to_f64(), -2.5);
+        assert_eq!(LongDouble::from_f64(0.1).to_f64(), 0.1);
+        let nan = LongDouble::from_f64(f64::NAN);
+        assert!(nan.to_f64().is_nan());
+        // Like the f64 kernels: a NaN second operand is not picked by min, a first one is kept.
+        assert_eq!(run(&Op::Min, &[ld(1)], &[nan]), [ld(1)]);
+        let c = |re: i64, im: i64| ComplexLongDouble {
+            re: ld(re),
+            im: ld(im),
+        };
+        assert_eq!(run(&Op::Sum, &[c(1, 2)], &[c(3, -1)]), [c(4, 1)]);
+        assert_eq!(run(&Op::Prod, &[c(1, 2)], &[c(3, -1)]), [c(5, 5)]);
+        assert_eq!(run(&Op::Prod, &[c(-3, 1)], &[c(2, 4)]), [c(-10, -10)]);
+        let p = |v: i64, i: i32| LongDoubleI32::new(ld(v), i);
+        assert_eq!(
+            run(
+                &Op::MinLoc,
+                &[p(big + 1, 0), p(4, 7)],
+                &[p(big, 3), p(4, 2)]
+            ),
+            [p(big, 3), p(4, 2)]
+        );
+        assert_eq!(
+            run(
+                &Op::MaxLoc,
+                &[p(big + 1, 0), p(4, 7)],
+                &[p(big, 3), p(4, 2)]
+            ),
+            [p(big + 1, 0), p(4, 2)]
         );
     }
 

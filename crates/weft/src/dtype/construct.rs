@@ -185,6 +185,8 @@ impl TypeMap {
             BasicKind::F64 => Some(TypeKind::F64I32),
             BasicKind::I32 => Some(TypeKind::I32I32),
             BasicKind::I64 => Some(TypeKind::I64I32),
+            BasicKind::I16 => Some(TypeKind::I16I32),
+            BasicKind::LongDouble => Some(TypeKind::LongDoubleI32),
             _ => None,
         };
         t.combiner = Arc::new(Combiner::Named);

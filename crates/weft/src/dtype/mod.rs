@@ -187,7 +187,15 @@ impl BasicKind {
             BasicKind::U64 => Some(TypeKind::U64),
             BasicKind::F32 => Some(TypeKind::F32),
             BasicKind::F64 => Some(TypeKind::F64),
-            _ => None,
+            BasicKind::LongDouble => Some(TypeKind::LongDouble),
+            BasicKind::ComplexF32 => Some(TypeKind::ComplexF32),
+            BasicKind::ComplexF64 => Some(TypeKind::ComplexF64),
+            BasicKind::ComplexLongDouble => Some(TypeKind::ComplexLongDouble),
+            BasicKind::Bool
+            | BasicKind::Char
+            | BasicKind::Wchar
+            | BasicKind::Byte
+            | BasicKind::Packed => None,
         }
     }
 
@@ -205,7 +213,16 @@ impl BasicKind {
             TypeKind::U64 => Some(BasicKind::U64),
             TypeKind::F32 => Some(BasicKind::F32),
             TypeKind::F64 => Some(BasicKind::F64),
-            TypeKind::F32I32 | TypeKind::F64I32 | TypeKind::I32I32 | TypeKind::I64I32 => None,
+            TypeKind::LongDouble => Some(BasicKind::LongDouble),
+            TypeKind::ComplexF32 => Some(BasicKind::ComplexF32),
+            TypeKind::ComplexF64 => Some(BasicKind::ComplexF64),
+            TypeKind::ComplexLongDouble => Some(BasicKind::ComplexLongDouble),
+            TypeKind::F32I32
+            | TypeKind::F64I32
+            | TypeKind::I32I32
+            | TypeKind::I64I32
+            | TypeKind::I16I32
+            | TypeKind::LongDoubleI32 => None,
         }
     }
 
@@ -513,12 +530,15 @@ impl TypeMap {
     /// Like [`TypeMap::reduction_kind`], but only when the *packed* bytes of an item already
     /// are an array of the kind in weft's layout, so packed data can go to the byte-level
     /// reductions as is. True for the scalar kinds and for `(f32, i32)` and `(i32, i32)`
-    /// pairs; `None` for `(f64, i32)` and `(i64, i32)` pairs, whose packed form (12 bytes)
-    /// lacks the 4 bytes of padding weft's 16-byte pair structs have: use
+    /// pairs; `None` for the padded pairs `(f64, i32)`, `(i64, i32)` (12 packed bytes, 16 in
+    /// memory), `(i16, i32)` (6 and 8) and `(long double, i32)` (20 and 32): use
     /// [`TypeMap::gather_for_reduction`] for those.
     pub fn reduction(&self) -> Option<(TypeKind, u64)> {
         match self.reduction_kind()? {
-            (TypeKind::F64I32 | TypeKind::I64I32, _) => None,
+            (
+                TypeKind::F64I32 | TypeKind::I64I32 | TypeKind::I16I32 | TypeKind::LongDoubleI32,
+                _,
+            ) => None,
             r => Some(r),
         }
     }

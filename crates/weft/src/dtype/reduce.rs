@@ -70,6 +70,8 @@ impl TypeMap {
             TypeKind::F64I32 => TypeMap::pair(super::BasicKind::F64),
             TypeKind::I32I32 => TypeMap::pair(super::BasicKind::I32),
             TypeKind::I64I32 => TypeMap::pair(super::BasicKind::I64),
+            TypeKind::I16I32 => TypeMap::pair(super::BasicKind::I16),
+            TypeKind::LongDoubleI32 => TypeMap::pair(super::BasicKind::LongDouble),
             scalar => TypeMap::basic(
                 super::BasicKind::from_type_kind(scalar).expect("scalar kinds are basic"),
             ),

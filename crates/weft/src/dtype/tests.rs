@@ -271,8 +271,9 @@ fn pairs_match_weft_pair_layout() {
         (BasicKind::F64, Some(TypeKind::F64I32), 12, 16),
         (BasicKind::I32, Some(TypeKind::I32I32), 8, 8),
         (BasicKind::I64, Some(TypeKind::I64I32), 12, 16),
-        (BasicKind::I16, None, 6, 8),
-        (BasicKind::LongDouble, None, 20, 32),
+        (BasicKind::I16, Some(TypeKind::I16I32), 6, 8),
+        (BasicKind::LongDouble, Some(TypeKind::LongDoubleI32), 20, 32),
+        (BasicKind::U8, None, 5, 8),
     ] {
         let p = TypeMap::pair(v);
         assert_eq!((p.size_bytes(), p.extent()), (size, extent), "{v:?}");
@@ -282,6 +283,10 @@ fn pairs_match_weft_pair_layout() {
                 TypeKind::F32I32 => std::mem::size_of::<crate::coll::F32I32>(),
                 TypeKind::F64I32 => std::mem::size_of::<crate::coll::F64I32>(),
                 TypeKind::I32I32 => std::mem::size_of::<crate::coll::I32I32>(),
+                TypeKind::I16I32 => std::mem::size_of::<crate::coll::datatype::I16I32>(),
+                TypeKind::LongDoubleI32 => {
+                    std::mem::size_of::<crate::coll::datatype::LongDoubleI32>()
+                }
                 _ => std::mem::size_of::<crate::coll::I64I32>(),
             };
             assert_eq!(extent as usize, rust_size);
@@ -290,7 +295,10 @@ fn pairs_match_weft_pair_layout() {
             let v = TypeMap::vector(2, 2, 3, &p).unwrap();
             assert_eq!(v.reduction_kind(), Some((tk, 4)));
             // Packed bytes are an array of the pair only when the pair has no padding.
-            let padded = matches!(tk, TypeKind::F64I32 | TypeKind::I64I32);
+            let padded = matches!(
+                tk,
+                TypeKind::F64I32 | TypeKind::I64I32 | TypeKind::I16I32 | TypeKind::LongDoubleI32
+            );
             assert_eq!(v.reduction(), (!padded).then_some((tk, 4)));
             assert_eq!(size as usize == rust_size, !padded);
         }
@@ -1321,6 +1329,8 @@ fn naive_reduction(s: &Spec, elements: u64) -> Option<(TypeKind, u64)> {
         BasicKind::F64 => Some(TypeKind::F64I32),
         BasicKind::I32 => Some(TypeKind::I32I32),
         BasicKind::I64 => Some(TypeKind::I64I32),
+        BasicKind::I16 => Some(TypeKind::I16I32),
+        BasicKind::LongDouble => Some(TypeKind::LongDoubleI32),
         _ => None,
     };
     if let Some(Spec::Pair(k0)) = l.first() {
@@ -1431,7 +1441,12 @@ fn check_against_naive(spec: &Spec, count: u64, cuts: &[usize]) -> Result<(), Te
     prop_assert_eq!(t.elements_per_item(), data.len() as u64);
     let want = naive_reduction(spec, data.len() as u64);
     prop_assert_eq!(t.reduction_kind(), want);
-    let packed_ok = want.filter(|(k, _)| !matches!(k, TypeKind::F64I32 | TypeKind::I64I32));
+    let packed_ok = want.filter(|(k, _)| {
+        !matches!(
+            k,
+            TypeKind::F64I32 | TypeKind::I64I32 | TypeKind::I16I32 | TypeKind::LongDoubleI32
+        )
+    });
     prop_assert_eq!(t.reduction(), packed_ok);
     let mut at = data.first().map_or(0, |d| d.0);
     let gap_free = data.iter().all(|&(d, k)| {
