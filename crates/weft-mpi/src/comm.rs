@@ -521,15 +521,115 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
 
 // ------------------------------------------------------------------- Cartesian topologies
 
+/// The `k` factors of `n` in non-increasing order that are as close to each other as
+/// possible: the smallest spread (largest minus smallest), ties going to the one whose
+/// smallest factors are largest (MPICH's choice; its test suite checks thousands of cases).
+/// An exhaustive search over the divisors of `n`, pruned by the best spread so far.
+fn balanced_factors(n: i64, k: usize) -> Vec<i64> {
+    fn better(a: &[i64], b: &[i64]) -> bool {
+        let (sa, sb) = (a[0] - a[a.len() - 1], b[0] - b[b.len() - 1]);
+        if sa != sb {
+            return sa < sb;
+        }
+        a.iter()
+            .rev()
+            .zip(b.iter().rev())
+            .find(|(x, y)| x != y)
+            .is_some_and(|(x, y)| x > y)
+    }
+    /// Whether `f` raised to `k` reaches `n` (so `k` factors of at most `f` can make `n`).
+    fn reaches(f: i64, k: usize, n: i64) -> bool {
+        let mut p = 1i64;
+        for _ in 0..k {
+            p = p.saturating_mul(f);
+            if p >= n {
+                return true;
+            }
+        }
+        p >= n
+    }
+    fn search(
+        rest: i64,
+        k: usize,
+        maxf: i64,
+        divs: &[i64],
+        cur: &mut Vec<i64>,
+        best: &mut Option<Vec<i64>>,
+    ) {
+        if k == 1 {
+            if rest <= maxf {
+                cur.push(rest);
+                if best.as_ref().is_none_or(|b| better(cur, b)) {
+                    *best = Some(cur.clone());
+                }
+                cur.pop();
+            }
+            return;
+        }
+        if rest == 1 {
+            // Only ones are left: one candidate.
+            let at = cur.len();
+            cur.resize(at + k, 1);
+            if best.as_ref().is_none_or(|b| better(cur, b)) {
+                *best = Some(cur.clone());
+            }
+            cur.truncate(at);
+            return;
+        }
+        let below = divs.partition_point(|&d| d <= maxf);
+        for &f in divs[..below].iter().rev() {
+            if rest % f != 0 {
+                continue;
+            }
+            if !reaches(f, k, rest) {
+                break;
+            }
+            let first = cur.first().copied().unwrap_or(f);
+            if let Some(b) = best {
+                // The remaining factors are at most f, so the spread is at least first - f.
+                if first - f > b[0] - b[b.len() - 1] {
+                    break;
+                }
+            }
+            cur.push(f);
+            search(rest / f, k - 1, f, divs, cur, best);
+            cur.pop();
+        }
+    }
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut divs: Vec<i64> = (1..)
+        .take_while(|d| d * d <= n)
+        .filter(|d| n % d == 0)
+        .flat_map(|d| [d, n / d])
+        .collect();
+    divs.sort_unstable();
+    divs.dedup();
+    let mut best = None;
+    search(n, k, n, &divs, &mut Vec::with_capacity(k), &mut best);
+    best.expect("n = n * 1 * ... * 1 is always a candidate")
+}
+
 /// MPI_Dims_create (MPI-4.1 §8.5.2): fills the zero entries with factors of `nnodes` as
-/// close to each other as possible, in non-increasing order.
+/// close to each other as possible ([`balanced_factors`]), in non-increasing order.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     let r = (|| {
         if nnodes <= 0 || ndims < 0 || (ndims > 0 && dims.is_null()) {
             return Err(err(MPI_ERR_ARG, format!("nnodes {nnodes}, ndims {ndims}")));
         }
-        // SAFETY: dims holds ndims entries.
+        if ndims == 0 {
+            return if nnodes == 1 {
+                Ok(())
+            } else {
+                Err(err(
+                    MPI_ERR_DIMS,
+                    format!("no dimensions for {nnodes} nodes"),
+                ))
+            };
+        }
+        // SAFETY: dims holds ndims entries (non-null, checked above).
         let d = unsafe { std::slice::from_raw_parts_mut(dims, ndims as usize) };
         let mut rest = nnodes;
         let mut free = 0;
@@ -556,26 +656,10 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
                 Err(err(MPI_ERR_DIMS, "fixed dims do not multiply to nnodes"))
             };
         }
-        // Prime factors, largest first, each given to the currently smallest free dimension.
-        let mut factors = Vec::new();
-        let (mut n, mut p) = (rest, 2);
-        while n > 1 {
-            while n % p == 0 {
-                factors.push(p);
-                n /= p;
-            }
-            p += 1;
-        }
-        let mut out = vec![1; free];
-        for f in factors.into_iter().rev() {
-            let k = (0..free).min_by_key(|&i| out[i]).expect("free > 0");
-            out[k] *= f;
-        }
-        out.sort_unstable_by(|a, b| b.cmp(a));
-        let mut it = out.into_iter();
+        let mut it = balanced_factors(rest as i64, free).into_iter();
         for x in d.iter_mut() {
             if *x == 0 {
-                *x = it.next().expect("one per free entry");
+                *x = it.next().expect("one per free entry") as c_int;
             }
         }
         Ok(())
@@ -816,16 +900,67 @@ pub unsafe extern "C" fn MPI_Cart_sub(
                 color = color * d[i] + me[i];
             }
         }
+        if !keep.contains(&true) {
+            // A zero-dimensional grid holds one process, as MPI_Cart_create with ndims 0
+            // makes it: rank 0 gets it, the others MPI_COMM_NULL (MPICH does the same).
+            color = if c.rank() == 0 { 0 } else { weft::UNDEFINED };
+        }
         let nc = c.split(color, key)?;
         new_comm(s, nc, newcomm)?;
         // SAFETY: just written.
         let h = unsafe { *newcomm };
+        if h == MPI_COMM_NULL {
+            return Ok(());
+        }
         let nd: Vec<c_int> = (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect();
         let np: Vec<bool> = (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect();
         s.comm_mut(h)?.cart = Some((nd, np));
         Ok(())
     })();
     finish(comm, "MPI_Cart_sub", r)
+}
+
+/// MPI_Cart_map (MPI-4.1 §8.5.8): the identity placement MPI_Cart_create uses (ranks
+/// below the grid's size keep their rank, the others are MPI_UNDEFINED).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_map(
+    comm: Handle,
+    ndims: c_int,
+    dims: *const c_int,
+    _periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    let r = (|| {
+        let s = state("MPI_Cart_map")?;
+        let d = ranks(ndims, dims)?;
+        if d.iter().any(|&x| x <= 0) {
+            return Err(err(
+                MPI_ERR_DIMS,
+                format!("dims {d:?} has a non-positive entry"),
+            ));
+        }
+        let c = &s.comm(comm)?.comm;
+        let total: i64 = d.iter().map(|&x| x as i64).product();
+        if total > c.size() as i64 {
+            return Err(err(
+                MPI_ERR_DIMS,
+                format!(
+                    "grid of {total} ranks exceeds communicator size {}",
+                    c.size()
+                ),
+            ));
+        }
+        let me = c.rank() as i64;
+        put!(
+            newrank,
+            if me < total {
+                me as c_int
+            } else {
+                MPI_UNDEFINED
+            }
+        )
+    })();
+    finish(comm, "MPI_Cart_map", r)
 }
 
 /// MPI_Topo_test (MPI-4.1 §8.5.5).
@@ -1133,4 +1268,38 @@ pub(crate) fn cart_neighbors(dims: &[c_int], periods: &[bool], rank: c_int) -> V
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balanced_factors;
+
+    #[test]
+    fn dims_are_as_balanced_as_mpich_expects() {
+        // Cases from MPICH's test/mpi/topo/baddims.h, where a greedy split of the prime
+        // factors goes wrong, and ties of the spread.
+        let cases: [(i64, &[i64]); 8] = [
+            (72, &[9, 8]),
+            (450, &[25, 18]),
+            (228072, &[86, 52, 51]),
+            (117936, &[14, 13, 9, 9, 8]),
+            (712656, &[101, 14, 9, 8, 7]),
+            (555408, &[38, 29, 24, 21]),
+            (1, &[1, 1, 1]),
+            (7, &[7, 1]),
+        ];
+        for (n, want) in cases {
+            assert_eq!(
+                balanced_factors(n, want.len()),
+                want,
+                "{n} in {}d",
+                want.len()
+            );
+        }
+        assert_eq!(
+            balanced_factors(999_983, 17)[0],
+            999_983,
+            "a prime stays whole"
+        );
+    }
 }
