@@ -1125,3 +1125,69 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_darray", r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLOAT: Handle = 0x210;
+    const LONG_DOUBLE: Handle = 0x220;
+    const C_DOUBLE_COMPLEX: Handle = 0x216;
+    const C_BOOL: Handle = 0x238;
+    const CHAR: Handle = 0x243;
+    const INT: Handle = 0x209;
+    const INTEGER: Handle = 0x219;
+    const AINT: Handle = 0x201;
+    const SHORT_INT: Handle = 0x22c;
+
+    #[test]
+    fn every_predefined_type_has_a_group() {
+        for h in 0x200..0x300 {
+            assert_eq!(predefined(h).is_some(), op_class(h).is_some(), "{h:#x}");
+            if predefined(h).is_some() {
+                assert!(!predefined_name(h).is_empty(), "{h:#x} has no name");
+            }
+        }
+    }
+
+    #[test]
+    fn predefined_ops_follow_the_standard_table() {
+        let ok = |op, dt| check_op(op, dt).is_ok();
+        let refused = |op, dt| {
+            let e = check_op(op, dt).unwrap_err();
+            assert_eq!(e.class, MPI_ERR_OP, "{}", e.message);
+            assert!(e.message.contains(predefined_name(dt)), "{}", e.message);
+        };
+        assert!(ok(MPI_SUM, FLOAT) && ok(MPI_MAX, LONG_DOUBLE) && ok(MPI_PROD, C_DOUBLE_COMPLEX));
+        assert!(ok(MPI_LAND, INT) && ok(MPI_BXOR, INT) && ok(MPI_LOR, C_BOOL));
+        assert!(ok(MPI_BAND, MPI_BYTE) && ok(MPI_BOR, INTEGER) && ok(MPI_MINLOC, SHORT_INT));
+        assert!(ok(MPI_LXOR, AINT), "the documented extension");
+        refused(MPI_BAND, FLOAT);
+        refused(MPI_MAX, C_DOUBLE_COMPLEX);
+        refused(MPI_SUM, C_BOOL);
+        refused(MPI_SUM, MPI_BYTE);
+        refused(MPI_LAND, INTEGER);
+        refused(MPI_SUM, CHAR);
+        refused(MPI_MINLOC, INT);
+        refused(MPI_SUM, SHORT_INT);
+        refused(MPI_REPLACE, INT);
+        // User operations and derived types are not judged here.
+        assert!(ok(0x1234_5678, FLOAT) && ok(MPI_BAND, 0x9999_0000));
+    }
+
+    #[test]
+    fn new_kinds_map_with_c_sizes() {
+        use TypeKind::*;
+        assert_eq!(predefined(LONG_DOUBLE), Some((16, Some(LongDouble))));
+        assert_eq!(predefined(0x212), Some((8, Some(ComplexF32))));
+        assert_eq!(predefined(0x21d), Some((16, Some(ComplexF64))));
+        assert_eq!(predefined(0x225), Some((32, Some(ComplexLongDouble))));
+        assert_eq!(predefined(SHORT_INT), Some((8, Some(I16I32))));
+        assert_eq!(predefined(0x22d), Some((32, Some(LongDoubleI32))));
+        for (h, k) in [(SHORT_INT, I16I32), (0x22d, LongDoubleI32)] {
+            let m = predefined_map(h).unwrap();
+            assert_eq!(m.extent() as usize, k.size_bytes());
+            assert_eq!(m.reduction_kind(), Some((k, 1)));
+        }
+    }
+}
