@@ -267,6 +267,68 @@ fn bytes(w: &Comm) {
     w.barrier().unwrap();
 }
 
+/// A persistent collective restarts with the call number it was given at initialisation;
+/// 2^13 calls later the running count reaches the same 13 bits. A start whose tag an
+/// unfinished call on the communicator holds is refused (before taking a number) until that
+/// call completes, and neither call takes the other's data (with distinct tags for
+/// persistent numbers there is nothing to refuse, and the data must still be right).
+fn repeated_call_numbers(w: &Comm) {
+    if w.size() != 2 {
+        return;
+    }
+    let me = w.rank();
+    let s = w.reserve_coll_seq();
+    // Outstanding together, so the count advances without a round trip per call.
+    let bars: Vec<CollRequest<'static>> = (1..1u32 << 13).map(|_| w.ibarrier().unwrap()).collect();
+    CollRequest::wait_all(bars).unwrap();
+    let (want_a, want_b) = ([11u64, 12, 13, 14], [21u64, 22, 23, 24]);
+    let mut a = if me == 1 { want_a } else { [0; 4] };
+    let mut b = if me == 1 { want_b } else { [0; 4] };
+    if me == 0 {
+        // SAFETY (of the calls): every request is waited, none is leaked.
+        let ra = unsafe { w.ibcast(&mut a, 1) }.unwrap();
+        assert!(!ra.is_finished(), "rank 1 has not started yet");
+        let mut early = [0u64; 4];
+        let accepted = {
+            let first = w.with_coll_seq(s, || unsafe { w.ibcast(&mut early, 1) });
+            match first {
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+                    assert!(e.message().contains("same message tag"), "{e}");
+                    w.send(&[1u8], 1, 5).unwrap();
+                    ra.wait().unwrap();
+                    let rb = w.with_coll_seq(s, || unsafe { w.ibcast(&mut b, 1) });
+                    rb.unwrap().wait().unwrap();
+                    false
+                }
+                Ok(rb) => {
+                    w.send(&[1u8], 1, 5).unwrap();
+                    ra.wait().unwrap();
+                    rb.wait().unwrap();
+                    true
+                }
+            }
+        };
+        if accepted {
+            b = early;
+        }
+    } else {
+        let mut go = [0u8];
+        w.recv(&mut go, 0, 5).unwrap();
+        w.bcast(&mut a, 1).unwrap();
+        // SAFETY: waited at once.
+        let rb = w.with_coll_seq(s, || unsafe { w.ibcast(&mut b, 1) });
+        rb.unwrap().wait().unwrap();
+    }
+    assert_eq!((a, b), (want_a, want_b), "rank {me}");
+    w.barrier().unwrap();
+}
+
+#[test]
+fn a_repeated_call_number_never_takes_another_calls_messages() {
+    common::run_ranks(2, &[], |w| repeated_call_numbers(&w));
+}
+
 #[test]
 fn outstanding_collectives_complete_in_any_order() {
     for np in 1..=4 {

@@ -51,28 +51,49 @@ use weft_core::{Error, ErrorKind, Result};
 
 /// Collective tags on the collective context (`ctx + 1`, which only collectives and
 /// communicator creation use; the latter's tag 0x7fff_0001 lies above every collective tag):
-/// bits 0-3 name the collective, bits 4-16 hold its sequence number on the communicator and
-/// bits 17-29 its root. Several outstanding collectives thus never take each other's
+/// bits 0-3 name the collective, bits 4-16 hold its call number on the communicator, bits
+/// 17-28 its root and bit 29 says whether the number is a persistent collective's
+/// ([`PERSISTENT_SEQ`]). Several outstanding collectives thus never take each other's
 /// messages, and ranks that disagree about the collective or the root exchange no data —
 /// a waiting rank recognises a peer's message of the same call number with another tag and
-/// reports the disagreement (see `schedule`).
+/// reports the disagreement (see `schedule`). Two unfinished calls on one rank never share
+/// a tag: a start whose tag an unfinished call on the communicator holds is refused
+/// (`request::check_tag_free`), which covers call numbers that repeat (persistent
+/// collectives restart with their number) as well as the 2^13 wrap-around.
 const TAG_COLL_BITS: u32 = 4;
 pub(crate) const TAG_SEQ_BITS: u32 = 13;
-const TAG_ROOT_BITS: u32 = 13;
+const TAG_ROOT_BITS: u32 = 12;
+const TAG_PERSISTENT: u32 = 1 << (TAG_COLL_BITS + TAG_SEQ_BITS + TAG_ROOT_BITS);
+
+/// Marks a call number as a persistent collective's: such numbers count apart from the
+/// others (a communicator's persistent collectives are numbered in the order of their
+/// collective initialisation, which every rank shares, while their starts may come in any
+/// order), and their tags carry bit 29, so a persistent start never shares a tag with a
+/// call of the running count.
+pub const PERSISTENT_SEQ: u32 = 1 << 31;
 
 /// The tag of collective `coll` (index in [`select::ALL`]) number `seq` with `root`.
 fn coll_tag(index: u32, seq: u32, root: u32) -> i32 {
     debug_assert!(index < 1 << TAG_COLL_BITS);
+    let persistent = if seq & PERSISTENT_SEQ != 0 {
+        TAG_PERSISTENT
+    } else {
+        0
+    };
     let seq = seq & ((1 << TAG_SEQ_BITS) - 1);
     let root = root & ((1 << TAG_ROOT_BITS) - 1);
-    ((root << (TAG_COLL_BITS + TAG_SEQ_BITS)) | (seq << TAG_COLL_BITS) | index) as i32
+    (persistent | (root << (TAG_COLL_BITS + TAG_SEQ_BITS)) | (seq << TAG_COLL_BITS) | index) as i32
 }
 
-/// The parts of a collective tag: (collective, sequence number, root) as far as they fit.
+/// The parts of a collective tag: (collective, call number with [`PERSISTENT_SEQ`] when
+/// the tag is a persistent collective's, root) as far as they fit.
 fn tag_parts(tag: i32) -> (Coll, u32, u32) {
     let t = tag as u32;
     let index = t & ((1 << TAG_COLL_BITS) - 1);
-    let seq = (t >> TAG_COLL_BITS) & ((1 << TAG_SEQ_BITS) - 1);
+    let mut seq = (t >> TAG_COLL_BITS) & ((1 << TAG_SEQ_BITS) - 1);
+    if t & TAG_PERSISTENT != 0 {
+        seq |= PERSISTENT_SEQ;
+    }
     let root = (t >> (TAG_COLL_BITS + TAG_SEQ_BITS)) & ((1 << TAG_ROOT_BITS) - 1);
     let coll = select::ALL
         .get(index as usize)
@@ -93,6 +114,11 @@ pub(crate) fn disagrees(mine: i32, theirs: i32) -> bool {
 /// The error for a peer whose message of this call disagrees with it ([`disagrees`]).
 pub(crate) fn disagreement(rank: u32, peer: u32, mine: i32, theirs: i32) -> Error {
     let (mc, seq, mr) = tag_parts(mine);
+    let seq = if seq & PERSISTENT_SEQ != 0 {
+        format!("(persistent {})", seq & !PERSISTENT_SEQ)
+    } else {
+        seq.to_string()
+    };
     let (tc, _, tr) = tag_parts(theirs);
     let what = if mc != tc {
         format!(
@@ -340,7 +366,11 @@ impl Comm {
     ) -> Result<CollRequest<'a>> {
         request::check_outstanding(self, coll.name())?;
         let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
-        let tag = coll_tag(index, request::next_seq(self), root);
+        // Checked before the number is taken, so that the ranks' numbering stays aligned
+        // when the caller completes the other call and retries.
+        let tag = coll_tag(index, request::peek_seq(self), root);
+        request::check_tag_free(self, coll.name(), tag)?;
+        request::next_seq(self);
         let s = Schedule::start(self, coll.name(), plan.into(), send, recv, reduction, tag);
         CollRequest::start(self, s)
     }
@@ -571,4 +601,35 @@ pub(crate) fn check_disjoint(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_keep_persistent_numbers_apart() {
+        let running = coll_tag(3, 5, 2);
+        let persistent = coll_tag(3, 5 | PERSISTENT_SEQ, 2);
+        assert_ne!(running, persistent);
+        assert_eq!(
+            running,
+            coll_tag(3, 5 + (1 << TAG_SEQ_BITS), 2),
+            "13-bit numbers"
+        );
+        assert_eq!(
+            tag_parts(persistent),
+            (select::ALL[3], 5 | PERSISTENT_SEQ, 2)
+        );
+        assert_eq!(tag_parts(running), (select::ALL[3], 5, 2));
+        // Every collective tag stays below communicator creation's and the range a
+        // disagreement is looked for in.
+        let top = coll_tag(15, u32::MAX, u32::MAX);
+        assert!((0..1 << 30).contains(&top) && top < 0x7fff_0001);
+        // Same number, other collective: a disagreement; a persistent start and a call of
+        // the running count with the same 13 bits are not the same call.
+        assert!(disagrees(running, coll_tag(4, 5, 2)));
+        assert!(!disagrees(running, coll_tag(4, 5 | PERSISTENT_SEQ, 2)));
+        assert!(disagrees(persistent, coll_tag(3, 5 | PERSISTENT_SEQ, 1)));
+    }
 }

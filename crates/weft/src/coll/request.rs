@@ -9,7 +9,7 @@
 use super::schedule::Schedule;
 use crate::comm::Comm;
 use crate::engine::Engine;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use weft_core::{Error, ErrorKind, Result};
@@ -32,6 +32,14 @@ impl Active<'_> {
         if !self.finished {
             self.finished = true;
             OUTSTANDING.with(|n| n.set(n.get() - 1));
+            let key = self.schedule.ctx_tag();
+            // try_with: a request finished while the thread's locals are being destroyed.
+            let _ = UNFINISHED_TAGS.try_with(|t| {
+                let mut t = t.borrow_mut();
+                if let Some(i) = t.iter().position(|&k| k == key) {
+                    t.swap_remove(i);
+                }
+            });
         }
     }
 }
@@ -40,6 +48,40 @@ thread_local! {
     /// Collectives started and not yet finished by this thread's rank (one engine per
     /// thread), on all its communicators.
     static OUTSTANDING: Cell<u32> = const { Cell::new(0) };
+    /// (collective context, tag) of each of those collectives.
+    static UNFINISHED_TAGS: RefCell<Vec<(u32, i32)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Refuses to start a collective whose tag `tag` an unfinished collective of this rank on
+/// the same communicator already holds (before the call takes its number, like
+/// [`check_outstanding`]). With it, two calls that share a tag are never unfinished together
+/// on a rank: every earlier call with the tag has taken all its messages from every peer
+/// before a receive of the next is posted, and a peer sends its messages for one before any
+/// for the next (it too finishes one first), in order on one context, so neither can take
+/// the other's. This holds whatever the call numbers: the 2^13 wrap-around and persistent
+/// collectives, which restart with the number they were given at initialisation.
+pub(crate) fn check_tag_free(comm: &Comm, what: &str, tag: i32) -> Result<()> {
+    let key = (comm.data.ctx + 1, tag);
+    if !UNFINISHED_TAGS.with(|t| t.borrow().contains(&key)) {
+        return Ok(());
+    }
+    let (_, seq, _) = super::tag_parts(tag);
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "{what} on rank {}: an unfinished collective on communicator {} has the same \
+             message tag (call numbers equal modulo 2^{}{}), so the two could take each \
+             other's messages: complete it first",
+            comm.rank(),
+            comm.name(),
+            super::TAG_SEQ_BITS,
+            if seq & super::PERSISTENT_SEQ != 0 {
+                ", both persistent"
+            } else {
+                ""
+            }
+        ),
+    ))
 }
 
 /// Unfinished collectives a rank may have at once. A collective's tag holds its call number
@@ -145,6 +187,8 @@ impl<'a> CollRequest<'a> {
     /// waiting (its first step's messages are posted before this returns).
     pub(crate) fn start(comm: &Comm, schedule: Schedule<'a>) -> Result<CollRequest<'a>> {
         OUTSTANDING.with(|n| n.set(n.get() + 1));
+        let key = schedule.ctx_tag();
+        UNFINISHED_TAGS.with(|t| t.borrow_mut().push(key));
         let active = Box::new(Active {
             schedule,
             finished: false,
@@ -294,6 +338,11 @@ impl Drop for CollRequest<'_> {
         // SAFETY: allocated by Box::into_raw in `start`, no longer known to the engine.
         drop(unsafe { Box::from_raw(self.active.as_ptr()) });
     }
+}
+
+/// The number [`next_seq`] will return, without taking it.
+pub(crate) fn peek_seq(comm: &Comm) -> u32 {
+    comm.data.coll_seq.get()
 }
 
 /// The sequence number of the next collective on `comm`: 0, 1, 2, ... in the order this

@@ -338,6 +338,11 @@ impl<'a> Schedule<'a> {
         self.what
     }
 
+    /// The context and tag its messages carry.
+    pub fn ctx_tag(&self) -> (u32, i32) {
+        (self.ctx, self.tag)
+    }
+
     /// Steps started so far (tells a poller whether an advance moved anything).
     pub fn steps_started(&self) -> usize {
         self.next_step
