@@ -210,6 +210,19 @@ static void test_cart(void) {
   OK(MPI_Neighbor_allgather(&mine, 1, MPI_INT, recv, 1, MPI_INT, line));
   CHECK(recv[0] == (me > 0 ? me : -1));
   CHECK(recv[1] == (me < n - 1 ? me + 2 : -1));
+
+  /* The same from MPI_BOTTOM with a type of absolute addresses. */
+  MPI_Aint addr;
+  OK(MPI_Get_address(&mine, &addr));
+  int one = 1;
+  MPI_Datatype absolute;
+  OK(MPI_Type_create_hindexed(1, &one, &addr, MPI_INT, &absolute));
+  OK(MPI_Type_commit(&absolute));
+  recv[0] = recv[1] = -1;
+  OK(MPI_Neighbor_allgather(MPI_BOTTOM, 1, absolute, recv, 1, MPI_INT, line));
+  CHECK(recv[0] == (me > 0 ? me : -1));
+  CHECK(recv[1] == (me < n - 1 ? me + 2 : -1));
+  OK(MPI_Type_free(&absolute));
   OK(MPI_Comm_free(&line));
   OK(MPI_Comm_free(&c));
 }

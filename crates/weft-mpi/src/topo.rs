@@ -10,13 +10,13 @@
 //! dimension is what that neighbor sent to its +1 neighbor). Any datatype works (blocks are
 //! packed). The cost is one alltoallv per call, whatever the number of neighbors; the
 //! nonblocking forms complete inside the call that starts them (as weft's other composed
-//! nonblocking collectives do).
+//! nonblocking collectives do). Buffers may be MPI_BOTTOM with types of absolute addresses.
 //!
 //! Depends on weft's communicators and datatype engine and on this crate's handle tables;
 //! nothing in weft depends on it.
 
 use crate::consts::*;
-use crate::dtype::{map_of, put, user_span};
+use crate::dtype::{map_of, put, user_view};
 use crate::error::{err, finish, R};
 use crate::state::{state, State};
 use std::ffi::{c_int, c_void};
@@ -674,8 +674,9 @@ fn neighbor_exchange(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -
             sbuf.resize(at + len, 0);
             if len > 0 {
                 // SAFETY: the block lies in the caller's send buffer (MPI contract).
-                let (src, origin) = unsafe { user_span(&map, b.buf, b.count as u64)? };
-                map.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
+                let (src, origin, shifted) = unsafe { user_view(&map, b.buf, b.count as u64)? };
+                let m = shifted.as_ref().unwrap_or(&map);
+                m.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
             }
         }
         sc[p] = sbuf.len() - sd[p];
@@ -712,8 +713,9 @@ fn neighbor_exchange(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -
             let len = map.packed_bytes(b.count as u64)? as usize;
             if len > 0 {
                 // SAFETY: the block lies in the caller's receive buffer (MPI contract).
-                let (dst, origin) = unsafe { user_span(&map, b.buf, b.count as u64)? };
-                map.unpack(&rbuf[at..at + len], dst, origin, b.count as u64)?;
+                let (dst, origin, shifted) = unsafe { user_view(&map, b.buf, b.count as u64)? };
+                let m = shifted.as_ref().unwrap_or(&map);
+                m.unpack(&rbuf[at..at + len], dst, origin, b.count as u64)?;
             }
             at += len;
         }
