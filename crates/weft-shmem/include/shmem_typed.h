@@ -111,6 +111,10 @@ void shmem_char_put_signal_nbi(char *dest, const char *source, size_t nelems, ui
 void shmem_ctx_char_put_signal(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 void shmem_ctx_char_put_signal_nbi(shmem_ctx_t ctx, char *dest, const char *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
 int shmem_char_broadcast(shmem_team_t team, char *dest, const char *source, size_t nelems, int PE_root);
+int shmem_char_sum_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_char_prod_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_char_min_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
+int shmem_char_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nreduce);
 void shmem_schar_put(signed char *dest, const signed char *source, size_t nelems, int pe);
 void shmem_schar_get(signed char *dest, const signed char *source, size_t nelems, int pe);
 void shmem_schar_put_nbi(signed char *dest, const signed char *source, size_t nelems, int pe);

@@ -9,7 +9,7 @@ Run from the crate directory: python3 scripts/gen_api.py"""
 T = [
     ("float", "float", "f32", "F32", "rxs"),
     ("double", "double", "f64", "F64", "rxs"),
-    ("char", "char", "i8", "I8", "r"),
+    ("char", "char", "i8", "I8", "rs"),
     ("schar", "signed char", "i8", "I8", "rs"),
     ("short", "short", "i16", "I16", "rs"),
     ("int", "int", "i32", "I32", "raxs"),

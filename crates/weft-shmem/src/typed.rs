@@ -2165,6 +2165,82 @@ pub unsafe extern "C" fn shmem_char_broadcast(
     )
 }
 
+/// OpenSHMEM 1.5 `shmem_char_sum_reduce`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_sum_reduce(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nreduce: usize,
+) -> c_int {
+    team_reduce(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        TypeKind::I8,
+        &Op::Sum,
+        "shmem_char_sum_reduce",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_prod_reduce`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_prod_reduce(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nreduce: usize,
+) -> c_int {
+    team_reduce(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        TypeKind::I8,
+        &Op::Prod,
+        "shmem_char_prod_reduce",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_min_reduce`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_min_reduce(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nreduce: usize,
+) -> c_int {
+    team_reduce(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        TypeKind::I8,
+        &Op::Min,
+        "shmem_char_min_reduce",
+    )
+}
+
+/// OpenSHMEM 1.5 `shmem_char_max_reduce`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_char_max_reduce(
+    team: ShmemTeam,
+    dest: *mut i8,
+    source: *const i8,
+    nreduce: usize,
+) -> c_int {
+    team_reduce(
+        team,
+        dest as *mut u8,
+        source as *const u8,
+        nreduce,
+        TypeKind::I8,
+        &Op::Max,
+        "shmem_char_max_reduce",
+    )
+}
+
 /// OpenSHMEM 1.5 `shmem_schar_put`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_schar_put(

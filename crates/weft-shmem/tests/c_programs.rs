@@ -36,7 +36,16 @@ fn compile(name: &str, dir: &str) -> PathBuf {
     );
     let status = Command::new(crate_dir().join("bin/oshcc"))
         .env("WEFT_SHMEM_LIB", &lib)
-        .args(["-O1", "-Wall", "-Werror", "-pthread", "-o"])
+        // DT_RPATH, which the loader searches before LD_LIBRARY_PATH: cargo's test runner
+        // puts <target>/<profile> on that path, where an older libshmem.so may lie.
+        .args([
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-pthread",
+            "-Wl,--disable-new-dtags",
+            "-o",
+        ])
         .arg(&out)
         .arg(crate_dir().join(format!("{dir}/{name}.c")))
         .status()

@@ -137,6 +137,13 @@ int main(void) {
         for (int p = 0; p < n; p += 2) want |= (short)(1 << p);
         CHECK(sd[0] == want && sd[1] == 0x70);
     }
+    /* shmem_char_max_reduce (char joined the 1.5 sum/prod/min/max types). */
+    char *cs = shmem_malloc(2), *cd = shmem_malloc(2);
+    cs[0] = (char)(10 + me); cs[1] = (char)(-me);
+    CHECK(shmem_char_max_reduce(SHMEM_TEAM_WORLD, cd, cs, 2) == 0);
+    CHECK(cd[0] == (char)(10 + n - 1) && cd[1] == 0);
+    CHECK(shmem_char_sum_reduce(SHMEM_TEAM_WORLD, cd, cs, 1) == 0);
+    CHECK(cd[0] == (char)(10 * n + n * (n - 1) / 2));
     shmem_long_xor_to_all(lxd, lxs, 1, 0, 0, n, pWrk_long, pSync);
     long lwant = 0;
     for (int p = 0; p < n; p++) lwant ^= 3L << (2 * p);
