@@ -96,9 +96,12 @@ pub fn run(args: InfoArgs) -> i32 {
     println!(
         "  idle policy: {}",
         match config.yield_mode {
-            YieldMode::Auto => "poll; yield when a node runs more ranks than cores",
-            YieldMode::Always => "yield whenever idle",
-            YieldMode::Never => "poll without yielding",
+            YieldMode::Auto => format!(
+                "poll; yield at once when a node runs more ranks than cores, else after {} us of idle polling",
+                config.yield_after_us
+            ),
+            YieldMode::Always => "yield whenever idle".into(),
+            YieldMode::Never => "poll without yielding".into(),
         }
     );
     print_peer_memory(&config, args.nranks, args.ppn);
@@ -225,7 +228,7 @@ fn hostname() -> String {
 /// buffers, in memory-saving mode and with the most peers allowed in high-speed mode, for a
 /// job of `nranks` ranks with `ppn` per node (`-n`, `--ppn`), and the node segment's size.
 fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
-    use weft_transport::shm::{ring::ring_footprint, Layout, Modes};
+    use weft_transport::shm::ring::ring_footprint;
     use weft_transport::tcp::{frame::Limits, receive_buffer_bytes};
     let ppn = ppn.unwrap_or(nranks).clamp(1, nranks.max(1));
     let local_peers = ppn as usize - 1;
@@ -244,8 +247,11 @@ fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
     let shm_max = shm_min + local_peers.min(max_fast) * large_ring;
     let tcp_min = remote_peers * tcp_small;
     let tcp_max = tcp_min + remote_peers.min(max_fast) * (tcp_large - tcp_small);
+    // Shared-memory figures are reservations in the node segment: a ring's pages take memory
+    // only once written (a running rank reports what it touched: Weft::shm_peer_touched_bytes).
+    // TCP receive buffers are allocated whole when a connection is made.
     println!(
-        "peer memory: per rank, {nranks} ranks with {ppn} per node (-n, --ppn): shm {} to {}, tcp {} to {} (all memory-saving .. {} peers of each kind high-speed)",
+        "peer memory: per rank, {nranks} ranks with {ppn} per node (-n, --ppn): shm {} to {} reserved (pages used only once written), tcp {} to {} allocated (all memory-saving .. {} peers of each kind high-speed)",
         human(shm_min),
         human(shm_max),
         human(tcp_min),
@@ -264,17 +270,13 @@ fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
         sizes.insert(0, ppn);
     }
     for local in sizes {
-        let layout = Layout {
-            local_size: local,
-            ring_bytes: config.shm_ring_bytes,
-            coll_bytes: config.shm_coll_bytes,
+        let (layout, modes) = match config.shm_layout(local) {
+            Ok(g) => g,
+            Err(e) => {
+                println!("  segment:     {local} local ranks: {e}");
+                continue;
+            }
         };
-        let modes = Modes::new(
-            &layout,
-            config.shm_small_ring_bytes,
-            config.max_fast_peers,
-            config.fast_peer_bytes,
-        );
         println!(
             "  segment:     {local} local ranks: {} ({} if every pair had a large ring)",
             human(layout.segment_bytes_with(&modes)),

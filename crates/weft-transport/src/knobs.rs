@@ -44,7 +44,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SHM_FRAGMENT_BYTES",
         kind: KnobKind::Bytes,
         default: "32K",
-        help: "fragment size of the pipelined copy-in/copy-out rendezvous used when CMA is off or refused",
+        help: "fragment size of the pipelined copy-in/copy-out rendezvous used when CMA is off or refused (at most half of WEFT_SHM_RING_BYTES; a pair still on its small ring sends fragments of at most half of that ring)",
     },
     Knob {
         name: "WEFT_TCP_EAGER_BYTES",

@@ -4,6 +4,7 @@
 use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS, TOOL_VARS};
 use weft_core::{Error, ErrorKind, Result};
 use weft_model::lanes::TransportKind;
+use weft_transport::shm::{Layout, Modes};
 
 /// How the progress engine waits when it has nothing to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,9 @@ pub struct Config {
     pub cma: CmaMode,
     /// Idle policy.
     pub yield_mode: YieldMode,
+    /// Under `WEFT_YIELD=auto` with a core per local rank: microseconds a waiting rank spins
+    /// in one idle stretch before it starts yielding.
+    pub yield_after_us: u64,
     /// Seconds to wait for peers during start-up.
     pub boot_timeout_s: u64,
     /// Transports allowed (`WEFT_TRANSPORTS`); without shm every peer goes over TCP.
@@ -87,6 +91,24 @@ pub fn knob_tables() -> Vec<&'static [Knob]> {
 }
 
 impl Config {
+    /// The geometry and buffer modes of a node segment for `local_size` ranks under these
+    /// knobs: every pair starts on a small ring, the busiest peers move to large ones. The
+    /// runtime makes its segment from this and `weft info` reports it.
+    pub fn shm_layout(&self, local_size: u32) -> Result<(Layout, Modes)> {
+        let layout = Layout {
+            local_size,
+            ring_bytes: self.shm_ring_bytes,
+            coll_bytes: self.shm_coll_bytes,
+        };
+        let modes = Modes::new(
+            &layout,
+            self.shm_small_ring_bytes,
+            self.max_fast_peers,
+            self.fast_peer_bytes,
+        )?;
+        Ok((layout, modes))
+    }
+
     /// The TCP fragment size asked of a peer in memory-saving mode.
     pub fn tcp_small_fragment_bytes(&self) -> usize {
         self.tcp_fragment_bytes.min(32 * 1024)
@@ -122,7 +144,10 @@ impl Config {
             Some(b) if values.is_set("WEFT_SHM_SMALL_RING_BYTES") => b as usize,
             b => ring.min(b.unwrap_or(65536) as usize),
         };
-        if !small_ring.is_power_of_two() || small_ring < 4096 || small_ring > ring {
+        if small_ring > ring {
+            return Err(weft_transport::shm::small_ring_too_large(small_ring, ring));
+        }
+        if !small_ring.is_power_of_two() || small_ring < 4096 {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!("WEFT_SHM_SMALL_RING_BYTES={small_ring}: must be a power of two from 4096 to WEFT_SHM_RING_BYTES={ring}"),
@@ -233,6 +258,7 @@ impl Config {
             shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
             cma,
             yield_mode,
+            yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
             values,
         })
@@ -274,6 +300,37 @@ mod tests {
         assert!(e.message().contains("\"ib\""), "{e}");
         let e = Config::from_vars(&[("WEFT_MAX_RAILS", "0")]).unwrap_err();
         assert!(e.message().contains("WEFT_MAX_RAILS"), "{e}");
+    }
+
+    #[test]
+    fn a_small_ring_larger_than_the_large_one_is_refused_naming_both() {
+        // Set explicitly, either way round, and whatever the large ring's size.
+        for (small, large) in [("1M", None), ("128K", Some("64K")), ("512K", Some("256K"))] {
+            let mut vars = vec![("WEFT_SHM_SMALL_RING_BYTES", small)];
+            if let Some(l) = large {
+                vars.push(("WEFT_SHM_RING_BYTES", l));
+                vars.push(("WEFT_SHM_EAGER_BYTES", "4K"));
+                vars.push(("WEFT_SHM_FRAGMENT_BYTES", "4K"));
+            }
+            let e = Config::from_vars(&vars).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config);
+            let small_b = weft_core::units::parse_bytes(small).unwrap();
+            let large_b = weft_core::units::parse_bytes(large.unwrap_or("256K")).unwrap();
+            for part in [
+                format!("WEFT_SHM_SMALL_RING_BYTES={small_b}"),
+                format!("WEFT_SHM_RING_BYTES={large_b}"),
+            ] {
+                assert!(e.message().contains(&part), "{e}");
+            }
+        }
+        // Equal: no switching, accepted; the segment's modes say so.
+        let c = Config::from_vars(&[("WEFT_SHM_SMALL_RING_BYTES", "256K")]).unwrap();
+        let (layout, modes) = c.shm_layout(4).unwrap();
+        assert_eq!(modes, Modes::fixed(&layout));
+        // The default: small rings and a pool of at most one large ring per peer.
+        let (layout, modes) = Config::from_vars(&[]).unwrap().shm_layout(4).unwrap();
+        assert_eq!(layout.ring_bytes, 262144);
+        assert_eq!((modes.small_ring_bytes, modes.fast_rings), (65536, 3));
     }
 
     #[test]

@@ -101,22 +101,39 @@ impl Modes {
     }
 
     /// Small rings of `small_ring_bytes` and a pool of `max_fast_peers` large rings per rank
-    /// (no more than it has peers).
+    /// (no more than it has peers). A small ring as large as the large one means no switching
+    /// ([`Modes::fixed`]); a larger one is refused, naming both knobs: nothing would say which
+    /// of the two sizes the user meant.
     pub fn new(
         layout: &Layout,
         small_ring_bytes: usize,
         max_fast_peers: u32,
         fast_after_bytes: u64,
-    ) -> Modes {
-        if small_ring_bytes >= layout.ring_bytes {
-            return Modes::fixed(layout);
+    ) -> Result<Modes> {
+        if small_ring_bytes > layout.ring_bytes {
+            return Err(small_ring_too_large(small_ring_bytes, layout.ring_bytes));
         }
-        Modes {
+        if small_ring_bytes == layout.ring_bytes {
+            return Ok(Modes::fixed(layout));
+        }
+        Ok(Modes {
             small_ring_bytes,
             fast_rings: max_fast_peers.min(layout.local_size.saturating_sub(1)),
             fast_after_bytes,
-        }
+        })
     }
+}
+
+/// The error for a memory-saving ring larger than the high-speed one.
+pub fn small_ring_too_large(small_ring_bytes: usize, ring_bytes: usize) -> Error {
+    Error::new(
+        ErrorKind::Config,
+        format!(
+            "WEFT_SHM_SMALL_RING_BYTES={small_ring_bytes} is larger than WEFT_SHM_RING_BYTES={ring_bytes}: \
+             the ring every pair starts with must not exceed the one busy pairs switch to \
+             (lower WEFT_SHM_SMALL_RING_BYTES, raise WEFT_SHM_RING_BYTES, or make them equal for no switching)"
+        ),
+    )
 }
 
 /// Offsets of everything in a segment.
@@ -180,7 +197,10 @@ impl Geometry {
             ));
         }
         let small = self.modes.small_ring_bytes;
-        if !small.is_power_of_two() || small < 4096 || small > l.ring_bytes {
+        if small > l.ring_bytes {
+            return Err(small_ring_too_large(small, l.ring_bytes));
+        }
+        if !small.is_power_of_two() || small < 4096 {
             return Err(Error::new(
                 ErrorKind::Config,
                 format!(
@@ -235,6 +255,8 @@ pub struct ShmNode {
     fast_out: u32,
     /// Peers that moved their sends to us to a large ring.
     fast_in: u32,
+    /// Bytes touched in the small rings we moved away from (see [`ShmNode::ring_touched_bytes`]).
+    retired_touched_bytes: usize,
 }
 
 impl ShmNode {
@@ -351,6 +373,7 @@ impl ShmNode {
             switch_at_cells: vec![switch_at; n as usize],
             fast_out: 0,
             fast_in: 0,
+            retired_touched_bytes: 0,
         };
         let pid = std::process::id() as i32;
         let (probe_addr, probe_value) = cma::probe_target(pid);
@@ -408,14 +431,22 @@ impl ShmNode {
         self.fast_in
     }
 
-    /// Bytes of rings this rank sends into (control areas included): one small ring per
-    /// peer and the large rings it moved to. Summed over a node's ranks this is the
-    /// segment's ring memory in use; large rings nobody moved to are never touched, so they
-    /// take no memory.
+    /// Bytes of rings reserved for what this rank sends (control areas included): one small
+    /// ring per peer and the large rings it moved to. This is address space set aside in the
+    /// segment, not memory in use: a page of a ring takes memory only once written (see
+    /// [`ShmNode::ring_touched_bytes`]); large rings nobody moved to are never touched.
     pub fn ring_memory_bytes(&self) -> usize {
         let peers = self.geo.layout.local_size as usize - 1;
         peers * ring::ring_footprint(self.geo.modes.small_ring_bytes)
             + self.fast_out as usize * ring::ring_footprint(self.geo.layout.ring_bytes)
+    }
+
+    /// Bytes of the rings this rank sends into that its traffic has touched so far (cells
+    /// written, at most each ring's size, and control areas; small rings it moved away from
+    /// included): the memory its sending really takes, rounded up to whole pages per ring.
+    /// At most [`ShmNode::ring_memory_bytes`]; O(local peers).
+    pub fn ring_touched_bytes(&self) -> usize {
+        self.retired_touched_bytes + self.out.iter().map(Producer::touched_bytes).sum::<usize>()
     }
 
     /// Length of the whole segment in bytes.
@@ -504,6 +535,7 @@ impl ShmNode {
             return;
         }
         let off = self.geo.fast_ring_offset(self.me, k);
+        self.retired_touched_bytes += self.out[p].touched_bytes();
         // SAFETY: the ring lies inside the segment; ring k of our pool is used by us alone,
         // for this pair alone (k is handed out once), and is still zero-filled.
         self.out[p] =
@@ -736,7 +768,7 @@ mod tests {
             ring_bytes: 65536,
             coll_bytes: 0,
         };
-        let modes = Modes::new(&layout, 4096, 1, 8192);
+        let modes = Modes::new(&layout, 4096, 1, 8192).unwrap();
         assert_eq!(modes.fast_rings, 1);
         let mut a = ShmNode::create_with(&n, layout, modes, 0).unwrap();
         let mut peers: Vec<ShmNode> = (1..4).map(|r| ShmNode::attach(&n, r).unwrap()).collect();
@@ -803,6 +835,74 @@ mod tests {
     }
 
     #[test]
+    fn a_small_ring_above_the_large_one_is_refused_by_name() {
+        let layout = Layout {
+            local_size: 4,
+            ring_bytes: 65536,
+            coll_bytes: 0,
+        };
+        let e = Modes::new(&layout, 131072, 2, 1 << 20).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config);
+        for part in [
+            "WEFT_SHM_SMALL_RING_BYTES=131072",
+            "WEFT_SHM_RING_BYTES=65536",
+        ] {
+            assert!(e.message().contains(part), "{e}");
+        }
+        // Equal sizes are the documented "no switching".
+        assert_eq!(
+            Modes::new(&layout, 65536, 2, 1 << 20).unwrap(),
+            Modes::fixed(&layout)
+        );
+        // Modes made by hand are checked where the segment is made.
+        let bad = Modes {
+            small_ring_bytes: 131072,
+            fast_rings: 1,
+            fast_after_bytes: 1,
+        };
+        let e = ShmNode::create_with(&name("bigsmall"), layout, bad, 0)
+            .err()
+            .unwrap();
+        assert!(e.message().contains("WEFT_SHM_RING_BYTES=65536"), "{e}");
+    }
+
+    #[test]
+    fn touched_bytes_follow_the_traffic_not_the_reservation() {
+        let n = name("touch");
+        let layout = Layout {
+            local_size: 3,
+            ring_bytes: 65536,
+            coll_bytes: 0,
+        };
+        let modes = Modes::new(&layout, 8192, 1, 16384).unwrap();
+        let mut a = ShmNode::create_with(&n, layout, modes, 0).unwrap();
+        let mut b = ShmNode::attach(&n, 1).unwrap();
+        let _c = ShmNode::attach(&n, 2).unwrap();
+        a.unlink().unwrap();
+        assert_eq!(a.ring_touched_bytes(), 0, "nothing sent, nothing touched");
+        // 300 messages of 3 cells to rank 1 only: the 8K small ring wraps before the switch
+        // (at 16K), then about 210 messages go into the 64K large ring, which does not wrap.
+        for i in 0..300 {
+            let (h, d) = msg(i, 100);
+            while !a.try_send(1, &h, &[&d]) {
+                while b.poll(0, |_, _, _| ()).is_some() {}
+            }
+        }
+        while b.poll(0, |_, _, _| ()).is_some() {}
+        assert_eq!(a.fast_peer_count(), 1);
+        let touched = a.ring_touched_bytes();
+        let reserved = a.ring_memory_bytes();
+        // The small ring to rank 1 whole, and at least 200 messages' cells of the large ring;
+        // nothing of the ring to rank 2 and not all of the large ring.
+        assert!(touched >= 8192 + 200 * 3 * 64, "{touched}");
+        assert!(touched < 8192 + 65536, "{touched}");
+        assert!(
+            reserved >= 2 * 8192 + 65536 && touched + 8192 < reserved,
+            "touched {touched} reserved {reserved}"
+        );
+    }
+
+    #[test]
     fn a_full_small_ring_delays_the_switch_without_losing_order() {
         let n = name("full");
         let layout = Layout {
@@ -811,8 +911,13 @@ mod tests {
             coll_bytes: 0,
         };
         // 64 cells of 64 bytes; the threshold is passed when the ring is full.
-        let mut a =
-            ShmNode::create_with(&n, layout, Modes::new(&layout, 4096, 1, 63 * 64), 0).unwrap();
+        let mut a = ShmNode::create_with(
+            &n,
+            layout,
+            Modes::new(&layout, 4096, 1, 63 * 64).unwrap(),
+            0,
+        )
+        .unwrap();
         let mut b = ShmNode::attach(&n, 1).unwrap();
         a.unlink().unwrap();
         let (h0, d0) = msg(0, 2016); // 32 cells
@@ -848,7 +953,8 @@ mod tests {
                 coll_bytes: 4 << 20,
             };
             let before = layout.segment_bytes();
-            let after = layout.segment_bytes_with(&Modes::new(&layout, 64 << 10, 8, 1 << 20));
+            let after =
+                layout.segment_bytes_with(&Modes::new(&layout, 64 << 10, 8, 1 << 20).unwrap());
             assert!(
                 after * 100 <= before * at_most_percent,
                 "{local} local ranks: {after} bytes with modes, {before} without"

@@ -130,6 +130,18 @@ impl Producer {
         self.head
     }
 
+    /// Bytes of this ring that traffic has touched so far: the cells written (each message's
+    /// cells and the cell after it, whose sequence word it clears), at most the whole ring,
+    /// plus the control area once anything was sent. A ring never written costs no memory:
+    /// its pages are never faulted in.
+    pub fn touched_bytes(&self) -> usize {
+        if self.head == 0 {
+            return 0;
+        }
+        let cells = (self.head + 1).min(self.cell_count) as usize;
+        CONTROL_BYTES + cells * CELL_BYTES
+    }
+
     /// Sends one message whose payload is the concatenation of `parts`. Returns false, without
     /// writing anything, when the ring has no room now (the caller retries after progress).
     /// Panics if the payload exceeds [`Producer::max_payload`] (a caller bug).
