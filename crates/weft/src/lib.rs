@@ -42,11 +42,12 @@ pub use weft_core::{Error, ErrorKind, Rank, Result, Tag, ANY_SOURCE, ANY_TAG, TA
 use engine::{Engine, NodeSetup};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_boot::Store;
 use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
-use weft_transport::shm::{Layout, Modes, ShmNode};
+use weft_transport::shm::ShmNode;
 use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
 /// An initialised weft process: the world and self communicators and the progress engine.
@@ -77,20 +78,59 @@ pub struct Launch {
     pub store: Option<Arc<dyn Store>>,
 }
 
+/// The job secret (hex) of a launched rank, kept in this process's memory once the first
+/// [`init`] took it out of the environment, so a later init still proves membership of the
+/// job. It never goes back into the environment.
+static JOB_SECRET_HEX: Mutex<Option<String>> = Mutex::new(None);
+
+/// Calls of [`init`] in this process so far; the n-th (counting from 0) keeps its bootstrap
+/// records under `init<n>/` (see [`InitStore`]).
+static INITS: AtomicU32 = AtomicU32::new(0);
+
 /// Initialises weft from the environment `weft run` sets (or as a job of one rank when run
 /// directly). Reads every knob once; unknown `WEFT_*` variables get a warning.
+///
+/// A process may init again after dropping (or finalizing) its [`Weft`], as a program that
+/// restarts its communication or a test that inits twice does. Launched by `weft run`, that
+/// is collective like the first init: every rank of the job must init the same number of
+/// times (a rank that inits alone waits `WEFT_BOOT_TIMEOUT_S` for the others, then fails
+/// saying so). MPI programs cannot: MPI forbids `MPI_Init` after `MPI_Finalize`.
 pub fn init() -> Result<Weft> {
-    let config = Config::from_env()?;
-    let v = &config.values;
-    let store: Option<Arc<dyn Store>> = match weft_boot::client_from_env()? {
-        Some(c) => Some(Arc::new(c)),
+    let mut config = Config::from_env()?;
+    // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
+    // and then leaves the environment, so whatever this rank starts (a shell, a tool, an
+    // `exec`) does not inherit it; this process keeps it for a later init. Done here, at
+    // start-up, because changing the environment races with other threads reading it.
+    let secret_hex = {
+        let mut kept = JOB_SECRET_HEX.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(hex) = std::env::var("WEFT_JOB_SECRET") {
+            *kept = Some(hex);
+        }
+        kept.clone()
+    };
+    std::env::remove_var("WEFT_JOB_SECRET");
+    if config.job_secret.is_none() {
+        if let Some(hex) = secret_hex.as_deref().filter(|h| !h.is_empty()) {
+            config.job_secret = Some(weft_boot::auth::decode_hex("WEFT_JOB_SECRET", hex)?);
+        }
+    }
+    let generation = INITS.fetch_add(1, Ordering::Relaxed);
+    let client = weft_boot::client_from_vars(|name| {
+        if name == "WEFT_JOB_SECRET" {
+            secret_hex.clone()
+        } else {
+            std::env::var(name).ok()
+        }
+    })?;
+    let store: Option<Arc<dyn Store>> = match client {
+        Some(c) if generation == 0 => Some(Arc::new(c)),
+        Some(c) => Some(Arc::new(InitStore {
+            inner: c,
+            prefix: format!("init{generation}/"),
+        })),
         None => None,
     };
-    // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
-    // (into `config` and the store client) and now leaves the environment, so whatever this
-    // rank starts (a shell, a tool, an `exec`) does not inherit it. Done here, at start-up,
-    // because changing the environment races with other threads reading it.
-    std::env::remove_var("WEFT_JOB_SECRET");
+    let v = &config.values;
     let (rank, size) = match &store {
         Some(_) => {
             let rank = v.uint("WEFT_RANK").ok_or_else(|| {
@@ -129,6 +169,41 @@ pub fn init() -> Result<Weft> {
         },
         config,
     )
+    .map_err(|e| match generation {
+        0 => e,
+        n => e.context(format!(
+            "init number {} of this process (every rank of the job must init as often)",
+            n + 1
+        )),
+    })
+}
+
+/// The bootstrap store of a process's second and later [`init`]: the same job store, with
+/// every key and barrier name under a prefix of its own, so start-up does not read what an
+/// earlier init left there (a segment's "ready" mark, old TCP addresses). Every rank of the
+/// job inits the same number of times, so the prefixes agree.
+struct InitStore {
+    inner: weft_boot::TcpStoreClient,
+    prefix: String,
+}
+
+impl Store for InitStore {
+    fn put(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.put(&format!("{}{key}", self.prefix), value)
+    }
+
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.inner.get(&format!("{}{key}", self.prefix), timeout)
+    }
+
+    fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()> {
+        self.inner
+            .barrier(&format!("{}{name}", self.prefix), count, timeout)
+    }
+
+    fn abort(&self, code: i32, message: &str) -> Result<()> {
+        self.inner.abort(code, message)
+    }
 }
 
 /// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
@@ -174,19 +249,11 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             // a collective, may then go through shared memory.
             let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::Shm) {
                 let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
-                let layout = Layout {
-                    local_size: local_world.len() as u32,
-                    ring_bytes: config.shm_ring_bytes,
-                    coll_bytes: config.shm_coll_bytes,
-                };
-                let ready_key = format!("shm/{node_id}");
                 // Every pair starts on a small ring; the busiest peers move to large ones.
-                let modes = Modes::new(
-                    &layout,
-                    config.shm_small_ring_bytes,
-                    config.max_fast_peers,
-                    config.fast_peer_bytes,
-                );
+                let (layout, modes) = config
+                    .shm_layout(local_world.len() as u32)
+                    .map_err(|e| e.context(format!("rank {rank}")))?;
+                let ready_key = format!("shm/{node_id}");
                 let node = if my_local == 0 {
                     let node = ShmNode::create_with(&name, layout, modes, 0)
                         .map_err(|e| e.context(format!("rank {rank}")))?;
@@ -543,9 +610,10 @@ impl Weft {
         self.engine.borrow().tcp_memory()
     }
 
-    /// Memory this rank holds for its shared-memory peers (bytes of the rings it sends into:
-    /// a small ring per local peer, a large one per peer in high-speed mode) and how many
-    /// peers it sends to in high-speed mode (at most `WEFT_MAX_FAST_PEERS`).
+    /// Memory reserved for this rank's shared-memory peers (bytes of the rings it sends
+    /// into: a small ring per local peer, a large one per peer in high-speed mode) and how
+    /// many peers it sends to in high-speed mode (at most `WEFT_MAX_FAST_PEERS`). Reserved,
+    /// not used: see [`Weft::shm_peer_touched_bytes`].
     pub fn shm_peer_memory(&self) -> (usize, u32) {
         self.engine
             .borrow()
@@ -553,8 +621,18 @@ impl Weft {
             .map_or((0, 0), |s| (s.ring_memory_bytes(), s.fast_peer_count()))
     }
 
-    /// Memory this rank holds for all its peers, in bytes: shared-memory rings it sends into
-    /// plus TCP connection buffers.
+    /// Bytes of the rings this rank sends into that its traffic has touched so far (at most
+    /// [`Weft::shm_peer_memory`]'s reservation): the shared memory its sending really takes,
+    /// give or take a page per ring.
+    pub fn shm_peer_touched_bytes(&self) -> usize {
+        self.engine
+            .borrow()
+            .shm()
+            .map_or(0, |s| s.ring_touched_bytes())
+    }
+
+    /// Memory this rank holds for all its peers, in bytes: shared-memory rings reserved for
+    /// what it sends plus TCP connection buffers.
     pub fn peer_memory_bytes(&self) -> usize {
         self.shm_peer_memory().0 + self.tcp_peer_memory().0
     }

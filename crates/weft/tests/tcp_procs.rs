@@ -3,7 +3,8 @@
 //! (`WEFT_NODE_ID`), so ranks of a node talk over shared memory and across nodes over TCP
 //! with the job secret as the handshake key. Point-to-point and collectives are checked, then
 //! rank 3 exits: rank 0 (other node, TCP) and rank 2 (its node) report it dead. Each rank
-//! also checks that init took the job secret out of its environment.
+//! also checks that init took the job secret out of its environment. A second job inits,
+//! talks and finalizes three times in each rank's process.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -72,60 +73,138 @@ fn tcp_between_processes_on_two_nodes_and_a_dead_peer() {
         child();
         return;
     }
+    let job = format!("tcpp{}", std::process::id());
+    let outputs = run_ranks(
+        "tcp_between_processes_on_two_nodes_and_a_dead_peer",
+        CHILD,
+        &job,
+        &[0, 0, 1, 1],
+    );
+    for (rank, (status, text, err)) in outputs.iter().enumerate() {
+        assert!(
+            text.contains("traffic checked"),
+            "rank {rank} ({status}): {text}{err}"
+        );
+        if rank == 3 {
+            assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
+        } else {
+            assert!(status.success(), "rank {rank} failed: {text}{err}");
+        }
+        if rank == 0 || rank == 2 {
+            assert!(
+                text.contains("dead peer reported"),
+                "rank {rank}: {text}{err}"
+            );
+        }
+    }
+}
+
+const REINIT_CHILD: &str = "WEFT_TEST_REINIT_CHILD";
+const INITS: u64 = 3;
+
+/// One rank of a job that inits, talks and finalizes three times in one process: ranks 0
+/// and 1 share a node (a new segment each time), rank 2 is on another (TCP, whose handshake
+/// needs the job secret that left the environment at the first init).
+fn reinit_child() {
+    for round in 0..INITS {
+        let weft = weft::init().unwrap_or_else(|e| panic!("init number {}: {e}", round + 1));
+        assert!(std::env::var_os("WEFT_JOB_SECRET").is_none());
+        let w = weft.world();
+        let (me, np) = (w.rank() as u64, w.size() as u32);
+        let mut out = [0u64; 2];
+        w.allreduce(&[me + round, 1], &mut out, &Op::Sum).unwrap();
+        assert_eq!(out, [3 + 3 * round, 3], "init number {}", round + 1);
+        // Rendezvous-sized ring: CMA or fragments between 0 and 1, TCP to and from 2.
+        let len = 100_000 + round as usize;
+        let send: Vec<u8> = (0..len)
+            .map(|i| (i as u64 * 5 + me + round) as u8)
+            .collect();
+        let mut recv = vec![0u8; len];
+        let prev = (me as u32 + np - 1) % np;
+        w.sendrecv(&send, (me as u32 + 1) % np, 4, &mut recv, prev as i32, 4)
+            .unwrap();
+        assert!(recv
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == (i as u64 * 5 + prev as u64 + round) as u8));
+        weft.finalize().unwrap();
+        println!("rank {me}: init number {} worked", round + 1);
+    }
+    std::process::exit(0);
+}
+
+#[test]
+fn a_launched_rank_can_init_again_after_finalize() {
+    if std::env::var_os(REINIT_CHILD).is_some() {
+        reinit_child();
+        return;
+    }
+    let job = format!("reinit{}", std::process::id());
+    let outputs = run_ranks(
+        "a_launched_rank_can_init_again_after_finalize",
+        REINIT_CHILD,
+        &job,
+        &[0, 0, 1],
+    );
+    for (rank, (status, text, err)) in outputs.iter().enumerate() {
+        assert!(status.success(), "rank {rank} ({status}): {text}{err}");
+        assert!(
+            text.contains(&format!("init number {INITS} worked")),
+            "rank {rank}: {text}{err}"
+        );
+    }
+}
+
+/// Starts this test binary as the ranks of a job (rank r on node `nodes[r]`) with a real
+/// bootstrap store and job secret, running `test` with `child_var` set; waits up to 60 s for
+/// each and returns (status, stdout, stderr) per rank; checks no segment of `job` is left.
+fn run_ranks(
+    test: &str,
+    child_var: &str,
+    job: &str,
+    nodes: &[u32],
+) -> Vec<(std::process::ExitStatus, String, String)> {
     let secret = b"tcp-procs-test-secret";
     let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
     let exe = std::env::current_exe().unwrap();
-    let job = format!("tcpp{}", std::process::id());
-    let children: Vec<_> = (0..NP)
-        .map(|rank| {
+    let np = nodes.len();
+    let children: Vec<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, node)| {
             Command::new(&exe)
-                .args([
-                    "--exact",
-                    "tcp_between_processes_on_two_nodes_and_a_dead_peer",
-                    "--nocapture",
-                ])
-                .env(CHILD, "1")
+                .args(["--exact", test, "--nocapture"])
+                .env(child_var, "1")
                 .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
                 .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
                 .env("WEFT_RANK", rank.to_string())
-                .env("WEFT_SIZE", NP.to_string())
-                .env("WEFT_JOB_ID", &job)
-                .env("WEFT_NODE_ID", format!("node{}", rank / 2))
+                .env("WEFT_SIZE", np.to_string())
+                .env("WEFT_JOB_ID", job)
+                .env("WEFT_NODE_ID", format!("node{node}"))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut outputs = Vec::new();
     for (rank, mut c) in children.into_iter().enumerate() {
         loop {
             if let Some(status) = c.try_wait().unwrap() {
                 let out = c.wait_with_output().unwrap();
-                let text = String::from_utf8_lossy(&out.stdout);
-                let err = String::from_utf8_lossy(&out.stderr);
-                assert!(
-                    text.contains("traffic checked"),
-                    "rank {rank} ({status}): {text}{err}"
-                );
-                if rank == 3 {
-                    assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
-                } else {
-                    assert!(status.success(), "rank {rank} failed: {text}{err}");
-                }
-                if rank == 0 || rank == 2 {
-                    assert!(
-                        text.contains("dead peer reported"),
-                        "rank {rank}: {text}{err}"
-                    );
-                }
+                outputs.push((
+                    status,
+                    String::from_utf8_lossy(&out.stdout).into_owned(),
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                ));
                 break;
             }
             if Instant::now() > deadline {
                 let _ = c.kill();
                 let out = c.wait_with_output().unwrap();
                 panic!(
-                    "rank {rank} did not finish in 30 s: {}{}",
+                    "rank {rank} did not finish in 60 s: {}{}",
                     String::from_utf8_lossy(&out.stdout),
                     String::from_utf8_lossy(&out.stderr)
                 );
@@ -136,7 +215,8 @@ fn tcp_between_processes_on_two_nodes_and_a_dead_peer() {
     let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&job))
+        .filter(|e| e.file_name().to_string_lossy().contains(job))
         .collect();
     assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+    outputs
 }
