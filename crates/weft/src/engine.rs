@@ -56,16 +56,15 @@ const KIND_FIN_COOP: u8 = 7;
 /// Largest body of a control message.
 const CONTROL_BODY_BYTES: usize = 24;
 
-/// Idle polls between checks that the awaited peers are still alive.
-/// Idle polls after which a busy-polling rank starts yielding the CPU on every idle poll
-/// (about 100 us): a peer that shares our core, because the node is oversubscribed or other
-/// programs load it, then gets to run instead of waiting out our time slice.
-const SPINS_BEFORE_YIELD: u32 = 1 << 12;
+/// Idle polls between two readings of the clock while a rank spins through its spin window
+/// (about 25 us): a wait answered sooner never reads it.
+const POLLS_PER_CLOCK_READ: u32 = 1 << 10;
 /// Idle yields between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
-/// Idle polls between liveness checks under `WEFT_YIELD=off`, which never yields: a rank that
-/// asked to keep its core must not hand it to a compiler or a peer on a loaded machine (each
-/// yield can cost a whole time slice), but a dead peer must still be found.
+/// Idle polls between liveness checks while spinning (a spin window, or `WEFT_YIELD=off`,
+/// which never yields): a rank that keeps its core must not hand it to a compiler or a peer
+/// on a loaded machine (each yield can cost a whole time slice), but a dead peer must still
+/// be found. A multiple of [`POLLS_PER_CLOCK_READ`].
 const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
 /// Progress calls between epoll polls while no TCP connection exists (only to accept the
 /// first connection of a peer: its handshake waits at most this long).
@@ -268,6 +267,9 @@ pub(crate) struct Engine {
     yield_when_idle: bool,
     /// `WEFT_YIELD=off`: spin while idle and never yield the CPU.
     never_yield: bool,
+    /// How long a rank that does not yield at once spins in one idle stretch before it
+    /// starts yielding (`WEFT_YIELD_AFTER_US`).
+    spin_window: std::time::Duration,
     /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
     idle_yields: u64,
     next_ctx: u32,
@@ -413,6 +415,7 @@ impl Engine {
             },
             yield_when_idle,
             never_yield: matches!(config.yield_mode, YieldMode::Never),
+            spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
@@ -1066,35 +1069,43 @@ impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
     /// and then that the peers the pending requests wait for are alive.
     pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
-        // Poll, then yield: spin while a reply is likely to be near, then give the core away
-        // on every idle poll (at once when the node has more ranks than cores).
-        let mut idle: u32 = if self.yield_when_idle {
-            SPINS_BEFORE_YIELD
-        } else {
-            0
-        };
-        let start_idle = idle;
+        // An idle stretch is the polls since the last progress. A rank with a core of its own
+        // spins through the spin window (`WEFT_YIELD_AFTER_US`): a reply is likely near, and
+        // on a loaded machine each yield can hand the core to another program for a whole
+        // time slice. After the window, or at once when the node has more ranks than cores,
+        // it yields on every idle poll. The clock is read only every few hundred idle polls,
+        // so a short wait never reads it.
+        let mut idle: u32 = 0;
+        let mut spin_until: Option<std::time::Instant> = None;
+        let mut yielding = self.yield_when_idle;
         while !done(self) {
             if self.progress() {
-                idle = start_idle;
+                idle = 0;
+                spin_until = None;
+                yielding = self.yield_when_idle;
                 continue;
             }
-            idle = idle.saturating_add(1);
-            if self.never_yield {
+            idle = idle.wrapping_add(1);
+            if !yielding {
                 std::hint::spin_loop();
-                if idle >= LIVENESS_EVERY_SPINS {
-                    idle = start_idle;
-                    self.check_peers();
+                if idle.is_multiple_of(POLLS_PER_CLOCK_READ) {
+                    if !self.never_yield {
+                        let now = std::time::Instant::now();
+                        match spin_until {
+                            None => spin_until = Some(now + self.spin_window),
+                            Some(t) if now >= t => yielding = true,
+                            Some(_) => {}
+                        }
+                    }
+                    if idle.is_multiple_of(LIVENESS_EVERY_SPINS) {
+                        self.check_peers();
+                    }
                 }
-                continue;
-            }
-            if idle < SPINS_BEFORE_YIELD {
-                std::hint::spin_loop();
                 continue;
             }
             self.idle_yields += 1;
             std::thread::yield_now();
-            if (idle - SPINS_BEFORE_YIELD).is_multiple_of(LIVENESS_EVERY_YIELDS) {
+            if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
                 self.check_peers();
             }
         }
@@ -1346,70 +1357,12 @@ impl Core {
 
     /// Sends queued TCP work while the connections take it. True if anything was sent.
     fn flush_net(&mut self, tcp: &mut Endpoint) -> bool {
-        let mut moved = false;
-        for w in 0..self.net_outq.len() {
-            while let Some(item) = self.net_outq[w].front_mut() {
-                let sent_whole = match item {
-                    Outgoing::Data { header, data, req } => {
-                        // SAFETY: a queued send's buffer stays alive until its request completes.
-                        let bytes = unsafe { data.slice(0, data.len()) };
-                        if tcp.try_send(w as u32, header, &[bytes]) {
-                            if let Some(id) = req {
-                                self.reqs[*id as usize].done = true;
-                            }
-                            true
-                        } else {
-                            false
-                        }
-                    }
-                    Outgoing::Control {
-                        header,
-                        body,
-                        body_len,
-                    } => {
-                        let h = Header {
-                            len: *body_len as u32,
-                            ..*header
-                        };
-                        tcp.try_send(w as u32, &h, &[&body[..*body_len as usize]])
-                    }
-                    Outgoing::Fragments { req } => {
-                        let r = &mut self.reqs[*req as usize];
-                        let total = r.sbuf.len();
-                        loop {
-                            if r.frag_sent >= total {
-                                r.done = true;
-                                break true;
-                            }
-                            let n = (total - r.frag_sent).min(r.frag_bytes);
-                            let offset = r.frag_sent as u64;
-                            let h = Header {
-                                kind: net::KIND_FRAG,
-                                aux: r.remote_req,
-                                len: n as u32,
-                                ctx: offset as u32,
-                                tag: (offset >> 32) as u32 as i32,
-                                ..Header::default()
-                            };
-                            // SAFETY: the send buffer stays alive until its request completes.
-                            let chunk = unsafe { r.sbuf.slice(r.frag_sent, n) };
-                            if !tcp.try_send(w as u32, &h, &[chunk]) {
-                                break false;
-                            }
-                            r.frag_sent += n;
-                            moved = true;
-                        }
-                    }
-                };
-                if !sent_whole {
-                    break;
-                }
-                self.net_outq[w].pop_front();
-                self.net_outq_len -= 1;
-                moved = true;
-            }
-        }
-        moved
+        flush_queues(
+            &mut self.net_outq,
+            &mut self.net_outq_len,
+            &mut self.reqs,
+            tcp,
+        )
     }
 
     fn fail(&mut self, id: ReqId, err: Error) {
@@ -1732,70 +1685,144 @@ impl Core {
 
     /// Sends queued work while the rings have room. True if anything was sent.
     fn flush(&mut self, shm: &mut ShmNode) -> bool {
-        let mut moved = false;
-        for peer in 0..self.outq.len() {
-            while let Some(item) = self.outq[peer].front_mut() {
-                let sent_whole = match item {
-                    Outgoing::Data { header, data, req } => {
-                        // SAFETY: a queued send's buffer stays alive until its request completes.
-                        let bytes = unsafe { data.slice(0, data.len()) };
-                        if shm.try_send(peer as u32, header, &[bytes]) {
-                            if let Some(id) = req {
-                                self.reqs[*id as usize].done = true;
-                            }
-                            true
-                        } else {
-                            false
-                        }
-                    }
-                    Outgoing::Control {
-                        header,
-                        body,
-                        body_len,
-                    } => {
-                        let h = Header {
-                            len: *body_len as u32,
-                            ..*header
-                        };
-                        shm.try_send(peer as u32, &h, &[&body[..*body_len as usize]])
-                    }
-                    Outgoing::Fragments { req } => {
-                        let r = &mut self.reqs[*req as usize];
-                        let total = r.sbuf.len();
-                        loop {
-                            if r.frag_sent >= total {
-                                r.done = true;
-                                break true;
-                            }
-                            let n = (total - r.frag_sent)
-                                .min(self.fragment_bytes)
-                                .min(shm.max_payload(peer as u32));
-                            let h = Header {
-                                kind: KIND_FRAG,
-                                aux: r.remote_req,
-                                len: n as u32,
-                                ..Header::default()
-                            };
-                            // SAFETY: the send buffer stays alive until its request completes.
-                            let chunk = unsafe { r.sbuf.slice(r.frag_sent, n) };
-                            if !shm.try_send(peer as u32, &h, &[chunk]) {
-                                break false;
-                            }
-                            r.frag_sent += n;
-                            moved = true;
-                        }
-                    }
-                };
-                if !sent_whole {
-                    break;
-                }
-                self.outq[peer].pop_front();
-                self.outq_len -= 1;
-                moved = true;
-            }
-        }
-        moved
+        let mut link = ShmLink {
+            shm,
+            fragment_bytes: self.fragment_bytes,
+        };
+        flush_queues(
+            &mut self.outq,
+            &mut self.outq_len,
+            &mut self.reqs,
+            &mut link,
+        )
     }
+}
+
+/// Where queued work goes: the shared-memory rings or the TCP endpoint. [`flush_queues`] is
+/// the one loop over the queues; a link sends one message and cuts the next fragment of a
+/// send streamed by fragments.
+trait Link {
+    /// Sends one message to `peer` (local rank or world rank, as the queues are indexed);
+    /// false when it has no room now.
+    fn try_send(&mut self, peer: u32, header: &Header, parts: &[&[u8]]) -> bool;
+    /// The header and length of the next fragment of send `r` to `peer` (from `r.frag_sent`).
+    fn fragment(&self, peer: u32, r: &Request) -> (Header, usize);
+}
+
+/// The shared-memory rings: fragments as large as the knob and the peer's ring allow, in
+/// order (one ring per pair), so they carry no offset.
+struct ShmLink<'a> {
+    shm: &'a mut ShmNode,
+    fragment_bytes: usize,
+}
+
+impl Link for ShmLink<'_> {
+    #[inline]
+    fn try_send(&mut self, peer: u32, header: &Header, parts: &[&[u8]]) -> bool {
+        self.shm.try_send(peer, header, parts)
+    }
+
+    fn fragment(&self, peer: u32, r: &Request) -> (Header, usize) {
+        let n = (r.sbuf.len() - r.frag_sent)
+            .min(self.fragment_bytes)
+            .min(self.shm.max_payload(peer));
+        let h = Header {
+            kind: KIND_FRAG,
+            aux: r.remote_req,
+            len: n as u32,
+            ..Header::default()
+        };
+        (h, n)
+    }
+}
+
+/// TCP: fragments of the size the receiver asked for, each carrying its offset (low word in
+/// `ctx`, high word in `tag`) because rails may deliver them out of order.
+impl Link for Endpoint {
+    #[inline]
+    fn try_send(&mut self, peer: u32, header: &Header, parts: &[&[u8]]) -> bool {
+        Endpoint::try_send(self, peer, header, parts)
+    }
+
+    fn fragment(&self, _peer: u32, r: &Request) -> (Header, usize) {
+        let n = (r.sbuf.len() - r.frag_sent).min(r.frag_bytes);
+        let offset = r.frag_sent as u64;
+        let h = Header {
+            kind: net::KIND_FRAG,
+            aux: r.remote_req,
+            len: n as u32,
+            ctx: offset as u32,
+            tag: (offset >> 32) as u32 as i32,
+            ..Header::default()
+        };
+        (h, n)
+    }
+}
+
+/// Sends queued work, peer by peer and in each peer's order, while `link` takes it; counts
+/// what leaves `queued` and completes eager sends and finished fragment streams. True if
+/// anything was sent.
+fn flush_queues(
+    queues: &mut [VecDeque<Outgoing>],
+    queued: &mut usize,
+    reqs: &mut [Request],
+    link: &mut impl Link,
+) -> bool {
+    let mut moved = false;
+    for (peer, q) in queues.iter_mut().enumerate() {
+        let peer = peer as u32;
+        while let Some(item) = q.front_mut() {
+            let sent_whole = match item {
+                Outgoing::Data { header, data, req } => {
+                    // SAFETY: a queued send's buffer stays alive until its request completes.
+                    let bytes = unsafe { data.slice(0, data.len()) };
+                    if link.try_send(peer, header, &[bytes]) {
+                        if let Some(id) = req {
+                            reqs[*id as usize].done = true;
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Outgoing::Control {
+                    header,
+                    body,
+                    body_len,
+                } => {
+                    let h = Header {
+                        len: *body_len as u32,
+                        ..*header
+                    };
+                    link.try_send(peer, &h, &[&body[..*body_len as usize]])
+                }
+                Outgoing::Fragments { req } => {
+                    let r = &mut reqs[*req as usize];
+                    loop {
+                        if r.frag_sent >= r.sbuf.len() {
+                            r.done = true;
+                            break true;
+                        }
+                        let (h, n) = link.fragment(peer, r);
+                        // SAFETY: the send buffer stays alive until its request completes.
+                        let chunk = unsafe { r.sbuf.slice(r.frag_sent, n) };
+                        if !link.try_send(peer, &h, &[chunk]) {
+                            break false;
+                        }
+                        r.frag_sent += n;
+                        moved = true;
+                    }
+                }
+            };
+            if !sent_whole {
+                break;
+            }
+            q.pop_front();
+            *queued -= 1;
+            moved = true;
+        }
+    }
+    moved
 }
 
 fn cma_refused(e: &std::io::Error) -> bool {

@@ -8,7 +8,13 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = at once when the node has more ranks than cores, else after ~100 us of idle polling; on = at once; off = never (spin, keep the core)",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = at once when the node has more ranks than cores, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
+    },
+    Knob {
+        name: "WEFT_YIELD_AFTER_US",
+        kind: KnobKind::Uint,
+        default: "100",
+        help: "WEFT_YIELD=auto on a node with a core per rank: microseconds a waiting rank polls with nothing arriving before it yields the CPU on every idle poll (any progress starts the count again)",
     },
     Knob {
         name: "WEFT_BOOT_TIMEOUT_S",

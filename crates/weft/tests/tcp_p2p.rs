@@ -298,9 +298,12 @@ fn fast_peer_buffers_stay_within_the_cap() {
     const LARGE: usize = 24 + 262144 + 65536;
     for cap in [1u32, 3] {
         let cap_s = cap.to_string();
+        // One rail per peer: with several interfaces up (namespace hosts of another test
+        // leave one in this namespace) rails would each hold a buffer of their own.
         let vars = [
             ("WEFT_MAX_FAST_PEERS", cap_s.as_str()),
             ("WEFT_FAST_PEER_BYTES", "1M"),
+            ("WEFT_MAX_RAILS", "1"),
         ];
         job(4, &vars, own_node, move |rank, weft, _| {
             let w = weft.world();

@@ -1,5 +1,6 @@
 //! `WEFT_YIELD=off` keeps the core: a rank waiting for a late message spins and never yields
 //! (on a loaded machine each yield can cost a time slice), while `WEFT_YIELD=on` yields.
+//! Under `auto` with a core per rank, a rank spins for `WEFT_YIELD_AFTER_US` before it yields.
 
 mod common;
 
@@ -7,11 +8,15 @@ use common::run_job;
 use std::time::Duration;
 
 fn yields_while_waiting(mode: &'static str) -> u64 {
+    yields_while_waiting_with(&[("WEFT_YIELD", mode)])
+}
+
+fn yields_while_waiting_with(vars: &[(&str, &str)]) -> u64 {
     let (tx, rx) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
     run_job(
         2,
-        &[("WEFT_YIELD", mode)],
+        vars,
         |_| 0,
         move |rank, weft, _| {
             let world = weft.world();
@@ -34,4 +39,24 @@ fn yields_while_waiting(mode: &'static str) -> u64 {
 fn yield_off_never_gives_the_core_away_and_on_does() {
     assert_eq!(yields_while_waiting("off"), 0);
     assert!(yields_while_waiting("on") > 0);
+}
+
+#[test]
+fn auto_spins_for_its_window_before_yielding() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Two ranks on one core are oversubscribed: auto yields at once whatever the window.
+    let spin_long =
+        yields_while_waiting_with(&[("WEFT_YIELD", "auto"), ("WEFT_YIELD_AFTER_US", "5000000")]);
+    if cores >= 2 {
+        assert_eq!(
+            spin_long, 0,
+            "a 30 ms wait inside a 5 s spin window yielded"
+        );
+    }
+    let spin_none =
+        yields_while_waiting_with(&[("WEFT_YIELD", "auto"), ("WEFT_YIELD_AFTER_US", "0")]);
+    assert!(
+        spin_none > 0,
+        "a 30 ms wait with no spin window never yielded"
+    );
 }
