@@ -1,7 +1,10 @@
 //! `weft bench coll`: OSU-style latency of one collective over a range of sizes.
 //!
-//! Per size: a barrier, warm-up iterations, then timed iterations; each rank records its
-//! per-iteration times; the reported average is the maximum over ranks of each rank's mean
+//! Per size: a barrier, warm-up iterations, then timed iterations, each followed by an
+//! untimed barrier as the OSU benchmarks do (so a call's time is its latency: without it a
+//! root that returns after eager sends starts the next call while the others still finish
+//! the last, and consecutive calls overlap; `--pipelined` measures that way); each rank
+//! records its per-iteration times; the reported average is the maximum over ranks of each rank's mean
 //! (as OSU reports), and p50 is the maximum over ranks of each rank's median. Sizes are bytes
 //! per rank: the whole vector for bcast/reduce/allreduce/scan/reduce_scatter, one block for
 //! gather/scatter/allgather/alltoall. Reductions use f32 sum, as the OSU benchmarks do.
@@ -49,6 +52,10 @@ pub struct CollArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// No barrier between timed calls (consecutive calls may overlap; sessions 1-3 measured
+    /// this way).
+    #[arg(long)]
+    pub pipelined: bool,
     /// Also write the results as CSV to this file.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
@@ -136,6 +143,9 @@ impl CollArgs {
         if json_lines {
             v.push("--json".into());
         }
+        if self.pipelined {
+            v.push("--pipelined".into());
+        }
         v
     }
 }
@@ -159,6 +169,8 @@ pub struct CollRankArgs {
     iters: Option<u32>,
     #[arg(long)]
     json: bool,
+    #[arg(long)]
+    pipelined: bool,
 }
 
 pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
@@ -180,7 +192,7 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
         if progress {
             eprint!("\r{} {} B ({}/{})   ", a.op, bytes, i + 1, sizes.len());
         }
-        let times = measure(&world, &a.op, bytes, iters, skip)?;
+        let times = measure(&world, &a.op, bytes, iters, skip, !a.pipelined)?;
         let mut t = times.clone();
         let p50 = median(&mut t);
         let avg = times.iter().sum::<f64>() / times.len() as f64;
@@ -223,8 +235,16 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
     weft.finalize()
 }
 
-/// Times `iters` calls (after `skip` warm-up calls); returns µs per call.
-fn measure(world: &Comm, op: &str, bytes: usize, iters: usize, skip: usize) -> Result<Vec<f64>> {
+/// Times `iters` calls (after `skip` warm-up calls), each followed by an untimed barrier
+/// when `sync`; returns µs per call.
+fn measure(
+    world: &Comm,
+    op: &str,
+    bytes: usize,
+    iters: usize,
+    skip: usize,
+    sync: bool,
+) -> Result<Vec<f64>> {
     let n = world.size() as usize;
     let count = (bytes / 4).max(if op == "barrier" { 0 } else { 1 });
     let block = count;
@@ -262,6 +282,9 @@ fn measure(world: &Comm, op: &str, bytes: usize, iters: usize, skip: usize) -> R
         }
         if i >= skip {
             out.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        if sync && op != "barrier" {
+            world.barrier()?;
         }
     }
     Ok(out)
