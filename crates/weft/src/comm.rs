@@ -35,6 +35,9 @@ pub(crate) struct CommData {
     /// Collectives started on this communicator (folded into their tags, so several
     /// nonblocking collectives can be outstanding at once).
     pub(crate) coll_seq: Cell<u32>,
+    /// Call numbers of persistent collectives, counted apart from `coll_seq` and marked
+    /// with [`crate::coll::PERSISTENT_SEQ`] (see [`Comm::reserve_coll_seq`]).
+    pub(crate) coll_persistent_seq: Cell<u32>,
     /// Ranks per node for collective selection and the tuning generation it was computed
     /// under (see `Comm::coll_ppn`), so calls do not recompute it.
     pub(crate) coll_ppn: Cell<Option<(u64, u32)>>,
@@ -96,6 +99,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name,
                 coll_seq: Cell::new(0),
+                coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 inter: None,
             }),
@@ -128,6 +132,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name,
                 coll_seq: Cell::new(0),
+                coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 inter: Some(InterData {
                     remote,
@@ -472,10 +477,18 @@ impl Comm {
     /// Takes the call number of a persistent collective at its init call: MPI-4.1 §6.13
     /// matches persistent collectives in the order of their init calls, whatever order the
     /// ranks start them in. Pass it to [`Comm::with_coll_seq`] at each start.
+    ///
+    /// Persistent numbers are counted apart from the running count of other collectives and
+    /// carry [`crate::coll::PERSISTENT_SEQ`], which puts them in a tag space of their own: a
+    /// persistent start never shares a tag (or a disagreement check) with an ordinary call,
+    /// whatever the orders the ranks start them in.
     pub fn reserve_coll_seq(&self) -> u32 {
-        let seq = self.data.coll_seq.get();
-        self.data.coll_seq.set(seq.wrapping_add(1));
-        seq
+        use crate::coll::PERSISTENT_SEQ;
+        let n = self.data.coll_persistent_seq.get();
+        self.data
+            .coll_persistent_seq
+            .set(n.wrapping_add(1) & !PERSISTENT_SEQ);
+        n | PERSISTENT_SEQ
     }
 
     /// Runs `start`, which starts one collective, with call number `seq` (from
@@ -554,6 +567,7 @@ impl Comm {
                 freed: Cell::new(false),
                 name: format!("bridge of {}", self.data.name),
                 coll_seq: Cell::new(0),
+                coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 inter: Some(InterData {
                     remote: d.remote.clone(),
