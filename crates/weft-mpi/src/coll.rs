@@ -247,6 +247,8 @@ macro_rules! by_kind {
                 $f::<weft::coll::datatype::ComplexLongDouble>($($arg),*)
             }
             TypeKind::LongDoubleI32 => $f::<weft::coll::datatype::LongDoubleI32>($($arg),*),
+            TypeKind::F32F32 => $f::<weft::coll::datatype::F32F32>($($arg),*),
+            TypeKind::F64F64 => $f::<weft::coll::datatype::F64F64>($($arg),*),
             #[allow(unreachable_patterns)]
             k => Err(err(MPI_ERR_TYPE, format!("element kind {k:?} cannot be reduced"))),
         }

@@ -43,8 +43,8 @@ pub fn predefined(h: Handle) -> Option<(usize, Option<TypeKind>)> {
         0x22b => (8, Some(I32I32)),              // 2INT
         0x22c => (8, Some(I16I32)),              // SHORT_INT
         0x22d => (32, Some(LongDoubleI32)),      // LONG_DOUBLE_INT
-        0x230 => (8, None),                      // 2REAL
-        0x231 => (16, None),                     // 2DOUBLE_PRECISION
+        0x230 => (8, Some(F32F32)),              // 2REAL
+        0x231 => (16, Some(F64F64)),             // 2DOUBLE_PRECISION
         0x232 => (8, Some(I32I32)),              // 2INTEGER
         0x238 | 0x239 => (1, Some(U8)),          // C_BOOL, CXX_BOOL
         0x23c => (4, None),                      // WCHAR
@@ -1184,6 +1184,9 @@ mod tests {
         assert_eq!(predefined(0x225), Some((32, Some(ComplexLongDouble))));
         assert_eq!(predefined(SHORT_INT), Some((8, Some(I16I32))));
         assert_eq!(predefined(0x22d), Some((32, Some(LongDoubleI32))));
+        assert_eq!(predefined(0x230), Some((8, Some(F32F32))));
+        assert_eq!(predefined(0x231), Some((16, Some(F64F64))));
+        assert!(check_op(MPI_MAXLOC, 0x231).is_ok() && check_op(MPI_SUM, 0x230).is_err());
         for (h, k) in [(SHORT_INT, I16I32), (0x22d, LongDoubleI32)] {
             let m = predefined_map(h).unwrap();
             assert_eq!(m.extent() as usize, k.size_bytes());

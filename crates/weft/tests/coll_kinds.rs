@@ -1,6 +1,6 @@
 //! Reductions on the element kinds C has and Rust lacks: `long double` (x86-64's 80-bit x87
 //! format), the complex types, and the `(short, int)` and `(long double, int)` pairs of
-//! MINLOC/MAXLOC. Real ranks (one thread each, 1-4 of them) run allreduce, reduce and scan
+//! MINLOC/MAXLOC (and Fortran's `(REAL, REAL)` and `(DOUBLE PRECISION, DOUBLE PRECISION)`). Real ranks (one thread each, 1-4 of them) run allreduce, reduce and scan
 //! with every predefined operation MPI-4.1 §6.9.2 allows on each kind, and the results are
 //! compared with a serial reference computed in exact integer arithmetic; the combinations
 //! the standard does not allow fail on every rank with `InvalidOp`.
@@ -11,7 +11,7 @@
 mod common;
 
 use std::fmt::Debug;
-use weft::coll::datatype::{ComplexF32, ComplexF64, I16I32};
+use weft::coll::datatype::{ComplexF32, ComplexF64, F32F32, F64F64, I16I32};
 use weft::coll::{Datatype, Op, TypeKind};
 use weft::{Comm, ErrorKind};
 
@@ -93,6 +93,20 @@ impl Key for ComplexF64 {
     type K = (f64, f64);
     fn key(&self) -> (f64, f64) {
         (self.re, self.im)
+    }
+}
+
+impl Key for F32F32 {
+    type K = (f32, f32);
+    fn key(&self) -> (f32, f32) {
+        (self.value, self.index)
+    }
+}
+
+impl Key for F64F64 {
+    type K = (f64, f64);
+    fn key(&self) -> (f64, f64) {
+        (self.value, self.index)
     }
 }
 
@@ -184,6 +198,31 @@ fn short_int(w: &Comm) {
     for op in [Op::Sum, Op::Min, Op::Bor] {
         refused::<I16I32>(w, &op);
     }
+}
+
+fn fortran_pairs(w: &Comm) {
+    // Ties across ranks (rank / 2) pick the smaller index, which is a real number here.
+    let input = |rank: u32, i: usize| -> (i32, i32) {
+        (
+            (i % 4) as i32 * 3 - (rank / 2) as i32,
+            rank as i32 * 2 + (i % 3) as i32,
+        )
+    };
+    let fold = |min: bool| move |a: (i32, i32), b: (i32, i32)| -> (i32, i32) { loc(min)(a, b) };
+    let to32 = |(v, i): (i32, i32)| F32F32 {
+        value: v as f32 / 2.0,
+        index: i as f32,
+    };
+    let to64 = |(v, i): (i32, i32)| F64F64 {
+        value: v as f64 * 0.25,
+        index: i as f64,
+    };
+    check(w, "(f32, f32)", &Op::MinLoc, input, fold(true), to32);
+    check(w, "(f32, f32)", &Op::MaxLoc, input, fold(false), to32);
+    check(w, "(f64, f64)", &Op::MinLoc, input, fold(true), to64);
+    check(w, "(f64, f64)", &Op::MaxLoc, input, fold(false), to64);
+    refused::<F64F64>(w, &Op::Sum);
+    refused::<F32F32>(w, &Op::Max);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -314,6 +353,7 @@ fn new_kinds_reduce_like_a_serial_reference() {
         common::run_ranks(np, &[], |w| {
             complex(&w);
             short_int(&w);
+            fortran_pairs(&w);
             #[cfg(target_arch = "x86_64")]
             {
                 long_double::scalars(&w);

@@ -51,6 +51,10 @@ pub enum TypeKind {
     I16I32,
     /// [`LongDoubleI32`] (MPI_LONG_DOUBLE_INT); x86-64 only, like [`TypeKind::LongDouble`].
     LongDoubleI32,
+    /// [`F32F32`] (MPI_2REAL: Fortran's pair of two REALs)
+    F32F32,
+    /// [`F64F64`] (MPI_2DOUBLE_PRECISION)
+    F64F64,
 }
 
 impl TypeKind {
@@ -77,6 +81,8 @@ impl TypeKind {
             TypeKind::ComplexLongDouble => "long double complex",
             TypeKind::I16I32 => "(i16, i32)",
             TypeKind::LongDoubleI32 => "(long double, i32)",
+            TypeKind::F32F32 => "(f32, f32)",
+            TypeKind::F64F64 => "(f64, f64)",
         }
     }
 
@@ -87,7 +93,8 @@ impl TypeKind {
             TypeKind::I16 | TypeKind::U16 => 2,
             TypeKind::I32 | TypeKind::U32 | TypeKind::F32 => 4,
             TypeKind::I64 | TypeKind::U64 | TypeKind::F64 => 8,
-            TypeKind::F32I32 | TypeKind::I32I32 | TypeKind::I16I32 => 8,
+            TypeKind::F32I32 | TypeKind::I32I32 | TypeKind::I16I32 | TypeKind::F32F32 => 8,
+            TypeKind::F64F64 => 16,
             TypeKind::F64I32 | TypeKind::I64I32 => 16,
             TypeKind::ComplexF32 => 8,
             TypeKind::ComplexF64 | TypeKind::LongDouble => 16,
@@ -101,7 +108,8 @@ impl TypeKind {
     pub fn align_bytes(self) -> usize {
         match self {
             TypeKind::F32I32 | TypeKind::I32I32 | TypeKind::I16I32 | TypeKind::ComplexF32 => 4,
-            TypeKind::F64I32 | TypeKind::I64I32 | TypeKind::ComplexF64 => 8,
+            TypeKind::F32F32 => 4,
+            TypeKind::F64I32 | TypeKind::I64I32 | TypeKind::ComplexF64 | TypeKind::F64F64 => 8,
             TypeKind::LongDouble | TypeKind::ComplexLongDouble | TypeKind::LongDoubleI32 => 8,
             k => k.size_bytes(),
         }
@@ -145,6 +153,8 @@ impl TypeKind {
                 | TypeKind::I64I32
                 | TypeKind::I16I32
                 | TypeKind::LongDoubleI32
+                | TypeKind::F32F32
+                | TypeKind::F64F64
         )
     }
 
@@ -355,6 +365,29 @@ impl Datatype for LongDoubleI32 {
     const KIND: TypeKind = TypeKind::LongDoubleI32;
 }
 
+/// A Fortran `(REAL, REAL)` pair for MINLOC/MAXLOC (MPI_2REAL): the index is a REAL too.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct F32F32 {
+    /// The value compared.
+    pub value: f32,
+    /// The index carried along (the smaller one wins ties).
+    pub index: f32,
+}
+
+/// A Fortran `(DOUBLE PRECISION, DOUBLE PRECISION)` pair for MINLOC/MAXLOC
+/// (MPI_2DOUBLE_PRECISION).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct F64F64 {
+    /// The value compared.
+    pub value: f64,
+    /// The index carried along (the smaller one wins ties).
+    pub index: f64,
+}
+
+scalar!(F32F32 => F32F32, F64F64 => F64F64);
+
 scalar!(LongDouble => LongDouble, ComplexF32 => ComplexF32, ComplexF64 => ComplexF64,
     ComplexLongDouble => ComplexLongDouble);
 
@@ -436,5 +469,7 @@ mod tests {
         check::<ComplexF64>();
         check::<ComplexLongDouble>();
         check::<LongDoubleI32>();
+        check::<F32F32>();
+        check::<F64F64>();
     }
 }

@@ -9,7 +9,8 @@
 //! lower ranks (MPI's `invec`, `inoutvec`). Non-commutative operations rely on that order.
 
 use super::datatype::{
-    ComplexF32, ComplexF64, Datatype, TypeKind, F32I32, F64I32, I16I32, I32I32, I64I32,
+    ComplexF32, ComplexF64, Datatype, TypeKind, F32F32, F32I32, F64F64, F64I32, I16I32, I32I32,
+    I64I32,
 };
 #[cfg(target_arch = "x86_64")]
 use super::datatype::{ComplexLongDouble, LongDouble, LongDoubleI32};
@@ -194,11 +195,13 @@ impl Op {
             TypeKind::U64 => int::<u64>(self, a, b),
             TypeKind::F32 => float::<f32>(self, a, b),
             TypeKind::F64 => float::<f64>(self, a, b),
-            TypeKind::F32I32 => pair::<F32I32, f32>(self, a, b, |p| (p.value, p.index)),
-            TypeKind::F64I32 => pair::<F64I32, f64>(self, a, b, |p| (p.value, p.index)),
-            TypeKind::I32I32 => pair::<I32I32, i32>(self, a, b, |p| (p.value, p.index)),
-            TypeKind::I64I32 => pair::<I64I32, i64>(self, a, b, |p| (p.value, p.index)),
-            TypeKind::I16I32 => pair::<I16I32, i16>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::F32I32 => pair::<F32I32, f32, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::F64I32 => pair::<F64I32, f64, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::I32I32 => pair::<I32I32, i32, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::I64I32 => pair::<I64I32, i64, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::I16I32 => pair::<I16I32, i16, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::F32F32 => pair::<F32F32, f32, _>(self, a, b, |p| (p.value, p.index)),
+            TypeKind::F64F64 => pair::<F64F64, f64, _>(self, a, b, |p| (p.value, p.index)),
             TypeKind::ComplexF32 => complex_f32(self, a, b),
             TypeKind::ComplexF64 => complex_f64(self, a, b),
             #[cfg(target_arch = "x86_64")]
@@ -565,11 +568,11 @@ mod x87 {
     }
 }
 
-fn pair<P: Datatype, V: PartialOrd + Copy>(
+fn pair<P: Datatype, V: PartialOrd + Copy, I: PartialOrd + Copy>(
     op: &Op,
     a: &[u8],
     b: Dst<'_>,
-    parts: impl Fn(&P) -> (V, i32),
+    parts: impl Fn(&P) -> (V, I),
 ) {
     let min = matches!(op, Op::MinLoc);
     let pick = |x: &P, y: &P| -> P {
@@ -759,6 +762,28 @@ mod tests {
     }
 
     #[test]
+    fn fortran_pairs_compare_real_indices() {
+        let p = |v: f64, i: f64| F64F64 { value: v, index: i };
+        assert_eq!(
+            run(
+                &Op::MinLoc,
+                &[p(1.5, 3.0), p(2.0, 1.0)],
+                &[p(1.5, 2.0), p(0.5, 9.0)]
+            ),
+            [p(1.5, 2.0), p(0.5, 9.0)]
+        );
+        let q = |v: f32, i: f32| F32F32 { value: v, index: i };
+        assert_eq!(
+            run(
+                &Op::MaxLoc,
+                &[q(4.0, 1.0), q(-1.0, 0.0)],
+                &[q(4.0, 0.5), q(-2.0, 5.0)]
+            ),
+            [q(4.0, 0.5), q(-1.0, 0.0)]
+        );
+    }
+
+    #[test]
     fn short_int_pairs() {
         let a = [I16I32::new(-4, 3), I16I32::new(7, 9), I16I32::new(2, 1)];
         let b = [I16I32::new(-4, 2), I16I32::new(6, 0), I16I32::new(5, 5)];
@@ -798,6 +823,8 @@ mod tests {
             ComplexLongDouble,
             I16I32,
             LongDoubleI32,
+            F32F32,
+            F64F64,
         ];
         let ops = [
             Op::Sum,

@@ -222,7 +222,9 @@ impl BasicKind {
             | TypeKind::I32I32
             | TypeKind::I64I32
             | TypeKind::I16I32
-            | TypeKind::LongDoubleI32 => None,
+            | TypeKind::LongDoubleI32
+            | TypeKind::F32F32
+            | TypeKind::F64F64 => None,
         }
     }
 

@@ -72,6 +72,9 @@ impl TypeMap {
             TypeKind::I64I32 => TypeMap::pair(super::BasicKind::I64),
             TypeKind::I16I32 => TypeMap::pair(super::BasicKind::I16),
             TypeKind::LongDoubleI32 => TypeMap::pair(super::BasicKind::LongDouble),
+            // Fortran's pairs are two values of one kind: packed and in memory alike.
+            TypeKind::F32F32 => TypeMap::contiguous(2, &TypeMap::basic(super::BasicKind::F32))?,
+            TypeKind::F64F64 => TypeMap::contiguous(2, &TypeMap::basic(super::BasicKind::F64))?,
             scalar => TypeMap::basic(
                 super::BasicKind::from_type_kind(scalar).expect("scalar kinds are basic"),
             ),
