@@ -16,37 +16,58 @@ use weft_core::{Error, ErrorKind, Result, Tag, ANY_SOURCE, ANY_TAG, TAG_UB};
 use weft_transport::buf::{RawBuf, RawBufMut};
 
 impl Comm {
+    // The checks are inline and their errors out of line (cold): the small-message path
+    // runs a few compares and builds a message only when one fails.
+
+    #[inline]
     pub(crate) fn check_dest(&self, dst: u32, op: &str) -> Result<u32> {
         self.check_open()?;
         match self.peers().get(dst as usize) {
             Some(&w) => Ok(w),
-            None => Err(Error::new(
-                ErrorKind::InvalidRank,
-                format!(
-                    "rank {} {op} rank {dst}: communicator {} has {}ranks 0..{}",
-                    self.rank(),
-                    self.name(),
-                    if self.is_inter() { "remote " } else { "" },
-                    self.peers().len()
-                ),
-            )),
+            None => Err(self.bad_rank(i64::from(dst), op, "")),
         }
     }
 
+    /// The error of an invalid peer rank `peer` given to `op`; `or` adds what else was
+    /// accepted.
+    #[cold]
+    #[inline(never)]
+    fn bad_rank(&self, peer: i64, op: &str, or: &str) -> Error {
+        Error::new(
+            ErrorKind::InvalidRank,
+            format!(
+                "rank {} {op} rank {peer}: communicator {} has {}ranks 0..{}{or}",
+                self.rank(),
+                self.name(),
+                if self.is_inter() { "remote " } else { "" },
+                self.peers().len()
+            ),
+        )
+    }
+
+    /// The error of an invalid tag given to `op`; `or` adds what else was accepted.
+    #[cold]
+    #[inline(never)]
+    fn bad_tag(&self, tag: Tag, op: &str, or: &str) -> Error {
+        Error::new(
+            ErrorKind::InvalidTag,
+            format!(
+                "rank {} {op}: tag {tag} is invalid (tags are 0..={TAG_UB}{or})",
+                self.rank()
+            ),
+        )
+    }
+
+    #[inline]
     pub(crate) fn check_send_tag(&self, tag: Tag, op: &str) -> Result<()> {
         if !(0..=TAG_UB).contains(&tag) {
-            return Err(Error::new(
-                ErrorKind::InvalidTag,
-                format!(
-                    "rank {} {op}: tag {tag} is invalid (tags are 0..={TAG_UB})",
-                    self.rank()
-                ),
-            ));
+            return Err(self.bad_tag(tag, op, ""));
         }
         Ok(())
     }
 
     /// Validates a receive's source and tag; returns the pattern and the source's world rank.
+    #[inline]
     pub(crate) fn recv_pattern(
         &self,
         src: i32,
@@ -56,29 +77,14 @@ impl Comm {
     ) -> Result<(Pattern, Option<u32>)> {
         self.check_open()?;
         if tag < 0 && tag != ANY_TAG {
-            return Err(Error::new(
-                ErrorKind::InvalidTag,
-                format!(
-                    "rank {} {op}: tag {tag} is invalid (tags are 0..={TAG_UB} or ANY_TAG)",
-                    self.rank()
-                ),
-            ));
+            return Err(self.bad_tag(tag, op, " or ANY_TAG"));
         }
         let src_world = if src == ANY_SOURCE {
             None
         } else if src >= 0 && (src as usize) < self.peers().len() {
             Some(self.peers()[src as usize])
         } else {
-            return Err(Error::new(
-                ErrorKind::InvalidRank,
-                format!(
-                    "rank {} {op} rank {src}: communicator {} has {}ranks 0..{} (or ANY_SOURCE)",
-                    self.rank(),
-                    self.name(),
-                    if self.is_inter() { "remote " } else { "" },
-                    self.peers().len()
-                ),
-            ));
+            return Err(self.bad_rank(i64::from(src), op, " (or ANY_SOURCE)"));
         };
         Ok((Pattern { ctx, src, tag }, src_world))
     }
@@ -134,6 +140,23 @@ impl Comm {
         finish(&mut e, id)
     }
 
+    /// A blocking receive on context `ctx` that writes the message's status into `status`
+    /// also when the receive fails once started: a truncated message still names its source,
+    /// tag and length (MPI-4.1 §3.2.5 fills them in for MPI_ERR_TRUNCATE).
+    pub(crate) fn recv_status(
+        &self,
+        bytes: &mut [u8],
+        src: i32,
+        tag: Tag,
+        ctx: u32,
+        status: &mut Status,
+    ) -> Result<()> {
+        let (pattern, src_world) = self.recv_pattern(src, tag, ctx, "receive from")?;
+        let mut e = self.engine.borrow_mut();
+        let id = e.start_recv(RawBufMut::new(bytes), pattern, src_world, self.peers())?;
+        finish_status(&mut e, id, status)
+    }
+
     /// Sends `sendbuf` to `dst` and receives into `recvbuf` from `src` at the same time, so
     /// pairs exchanging data cannot deadlock (MPI_Sendrecv).
     pub fn sendrecv<S: Pod, R: Pod>(
@@ -171,6 +194,34 @@ impl Comm {
         recv_tag: Tag,
         ctx: u32,
     ) -> Result<Status> {
+        let mut status = Status::default();
+        self.sendrecv_status(
+            sendbuf,
+            dst,
+            send_tag,
+            recvbuf,
+            src,
+            recv_tag,
+            ctx,
+            &mut status,
+        )?;
+        Ok(status)
+    }
+
+    /// [`Comm::sendrecv_bytes`] that writes the receive's status into `status` also when
+    /// the receive fails once started (a truncated message names its source and tag).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn sendrecv_status(
+        &self,
+        sendbuf: &[u8],
+        dst: u32,
+        send_tag: Tag,
+        recvbuf: &mut [u8],
+        src: i32,
+        recv_tag: Tag,
+        ctx: u32,
+        status: &mut Status,
+    ) -> Result<()> {
         let w = self.check_dest(dst, "sendrecv to")?;
         let (pattern, src_world) = self.recv_pattern(src, recv_tag, ctx, "sendrecv from")?;
         let mut e = self.engine.borrow_mut();
@@ -188,9 +239,13 @@ impl Comm {
             Some(id) => finish(&mut e, id).map(|_| ()),
             None => Ok(()),
         };
-        let status = finish(&mut e, rid);
+        // Not `finish_status`: that one is the blocking receive's alone, so profiles tell the
+        // two apart (bench/mpi_overhead.sh --callgrind subtracts its wait).
+        let received = e.wait(rid).map(|_| ());
+        *status = e.status_of(rid);
+        e.free_req(rid);
         send_result?;
-        status
+        received
     }
 
     /// Internal sendrecv on an explicit context (collectives, communicator creation).
@@ -291,6 +346,17 @@ fn finish(e: &mut Engine, id: ReqId) -> Result<Status> {
     let r = e.wait(id);
     e.free_req(id);
     r
+}
+
+/// Waits for `id`, writes its status into `status` (also when it failed: the engine knows
+/// the matched message's source, tag and length), frees it and returns its outcome. Kept out
+/// of line, like `finish`, so a profile names the blocking receive's wait.
+#[inline(never)]
+fn finish_status(e: &mut Engine, id: ReqId, status: &mut Status) -> Result<()> {
+    let r = e.wait(id);
+    *status = e.status_of(id);
+    e.free_req(id);
+    r.map(|_| ())
 }
 
 /// A region in which nonblocking operations may borrow buffers; see [`Comm::scope`].

@@ -127,6 +127,64 @@ impl Comm {
         })
     }
 
+    /// Receives at most `len` bytes into `ptr` from `src` (or `ANY_SOURCE`) with `tag` (or
+    /// `ANY_TAG`) and returns once they have arrived (MPI_Recv): the safe API's blocking
+    /// receive, with no request object in between. `status` is written once the receive has
+    /// started, also when it then fails: a truncated message still names its source, tag and
+    /// length (MPI-4.1 §3.2.5).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for writes of `len` bytes and not read or written by anyone else
+    /// until this returns.
+    #[inline]
+    pub unsafe fn raw_recv(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        src: i32,
+        tag: Tag,
+        status: &mut Status,
+    ) -> Result<()> {
+        // SAFETY: the caller promises `ptr` is writable and unaliased during the call.
+        let bytes = unsafe { byte_slice_mut(ptr, len) };
+        self.recv_status(bytes, src, tag, self.data.ctx, status)
+    }
+
+    /// Sends `slen` bytes at `sptr` to `dst` with `send_tag` while receiving at most `rlen`
+    /// bytes into `rptr` from `src` with `recv_tag` (MPI_Sendrecv); `status` as in
+    /// [`Comm::raw_recv`].
+    ///
+    /// # Safety
+    /// `sptr` must be valid for reads of `slen` bytes and `rptr` for writes of `rlen` bytes,
+    /// the receive buffer unaliased (it may not overlap the send buffer), until this returns.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn raw_sendrecv(
+        &self,
+        sptr: *const u8,
+        slen: usize,
+        dst: u32,
+        send_tag: Tag,
+        rptr: *mut u8,
+        rlen: usize,
+        src: i32,
+        recv_tag: Tag,
+        status: &mut Status,
+    ) -> Result<()> {
+        self.check_send_tag(send_tag, "sendrecv")?;
+        // SAFETY: the caller's contract: readable, resp. writable and unaliased, buffers.
+        let (sbytes, rbytes) = unsafe { (byte_slice(sptr, slen), byte_slice_mut(rptr, rlen)) };
+        self.sendrecv_status(
+            sbytes,
+            dst,
+            send_tag,
+            rbytes,
+            src,
+            recv_tag,
+            self.data.ctx,
+            status,
+        )
+    }
+
     /// Moves every pending operation of this process forward once; true if anything moved.
     /// C layers call it from their test functions so polling loops make progress.
     pub fn raw_progress(&self) -> bool {
@@ -325,5 +383,74 @@ mod tests {
         // A bad tag is refused before anything starts.
         // SAFETY: zero-length send reads nothing.
         assert!(unsafe { world.raw_isend(std::ptr::null(), 0, 0, -5) }.is_err());
+    }
+
+    #[test]
+    fn blocking_recv_and_sendrecv_report_status_also_when_truncated() {
+        let weft = init_with(
+            Launch {
+                rank: 0,
+                size: 1,
+                job_id: "raw-recv-test".into(),
+                node_id: "n".into(),
+                store: None,
+            },
+            Config::from_vars(&[]).unwrap(),
+        )
+        .unwrap();
+        let world = weft.world();
+        let data = [7u8; 16];
+        let mut got = [0u8; 16];
+        let mut st = crate::Status::default();
+        // SAFETY: `data` outlives the send request, waited below.
+        let mut s = unsafe { world.raw_isend(data.as_ptr(), 16, 0, 4) }.unwrap();
+        // SAFETY: `got` is writable for 16 bytes during the call.
+        unsafe { world.raw_recv(got.as_mut_ptr(), 16, -1, -1, &mut st) }.unwrap();
+        s.wait().unwrap();
+        assert_eq!((st.source, st.tag, st.bytes, got), (0, 4, 16, data));
+        // A longer message than the buffer: truncation, and the status still names it.
+        // SAFETY: as above.
+        let mut s = unsafe { world.raw_isend(data.as_ptr(), 16, 0, 6) }.unwrap();
+        let mut st = crate::Status::default();
+        // SAFETY: `got` is writable for 8 bytes.
+        let e = unsafe { world.raw_recv(got.as_mut_ptr(), 8, 0, 6, &mut st) }.unwrap_err();
+        s.wait().unwrap();
+        assert_eq!(e.kind(), crate::ErrorKind::Truncate);
+        assert_eq!((st.source, st.tag, st.bytes), (0, 6, 16));
+        // Sendrecv to self: the send's bytes arrive, and truncation is reported the same way.
+        let mut st = crate::Status::default();
+        let mut back = [0u8; 16];
+        // SAFETY: both buffers live through the call and do not overlap.
+        unsafe {
+            world.raw_sendrecv(
+                data.as_ptr(),
+                16,
+                0,
+                9,
+                back.as_mut_ptr(),
+                16,
+                0,
+                9,
+                &mut st,
+            )
+        }
+        .unwrap();
+        assert_eq!((st.source, st.tag, st.bytes, back), (0, 9, 16, data));
+        let mut st = crate::Status::default();
+        // SAFETY: as above.
+        let e = unsafe {
+            world.raw_sendrecv(data.as_ptr(), 16, 0, 9, back.as_mut_ptr(), 4, 0, 9, &mut st)
+        }
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Truncate);
+        assert_eq!((st.source, st.tag, st.bytes), (0, 9, 16));
+        // Bad arguments are refused before anything starts.
+        // SAFETY: nothing is read or written for a refused call.
+        assert!(unsafe { world.raw_recv(got.as_mut_ptr(), 1, 3, 0, &mut st) }.is_err());
+        // SAFETY: as above.
+        assert!(unsafe {
+            world.raw_sendrecv(data.as_ptr(), 1, 0, -4, got.as_mut_ptr(), 1, 0, 0, &mut st)
+        }
+        .is_err());
     }
 }
