@@ -6,7 +6,13 @@
 # difference in ns (issue 4 asks for at most 30 ns at 8 B).
 #
 #   bench/mpi_overhead.sh [--reps 5] [--sizes "8"] [--iters 100000] [--out DIR] [--no-build]
-#                         [--callgrind]
+#                         [--callgrind] [--base TARGET_DIR]
+#
+# --base TARGET_DIR adds a third side, "base": the same ping-pong on the libmpi and weft
+# binary of another release build (for instance the session's starting commit, checked out
+# with `git worktree add` and built there), interleaved with the other two, so a change to
+# the MPI layer is measured against what it replaces in the same minutes (and under
+# --callgrind, its instruction count too).
 #
 # --callgrind adds a measurement that does not depend on machine load: both sides run 22000
 # round trips of 8 B under valgrind's callgrind, and the instructions each rank executes
@@ -26,6 +32,7 @@ iters=100000
 build=yes
 callgrind=no
 out=${TMPDIR:-/tmp}/weft-mpi-overhead-$$
+base=
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -34,7 +41,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --no-build) build=no; shift ;;
     --callgrind) callgrind=yes; shift ;;
-    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind]" >&2; exit 2 ;;
+    --base) base="$2"; shift 2 ;;
+    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind] [--base TARGET_DIR]" >&2; exit 2 ;;
   esac
 done
 for v in "$reps" "$iters"; do
@@ -48,25 +56,38 @@ mkdir -p "$out"
 PROFILE=release sh "$root/crates/weft-mpi/install.sh" "$out/weft" "$target" >/dev/null
 "$out/weft/bin/mpicc" -O2 -o "$out/pingpong" "$root/bench/c/pingpong.c"
 weft="$out/weft/bin/weft"
+sides="rust mpi"
+if [ -n "$base" ]; then
+  PROFILE=release sh "$root/crates/weft-mpi/install.sh" "$out/base" "$base" >/dev/null
+  [ -x "$out/base/bin/weft" ] || { echo "$0: --base $base: no release weft binary there" >&2; exit 1; }
+  "$out/base/bin/mpicc" -O2 -o "$out/pingpong-base" "$root/bench/c/pingpong.c"
+  sides="rust mpi base"
+fi
 csv_sizes=$(echo "$sizes" | tr ' ' ',')
 : > "$out/runs.tsv"
 i=1
 while [ "$i" -le "$reps" ]; do
-  # Alternate which side goes first, so a drift in machine load does not favour one.
-  if [ $((i % 2)) -eq 1 ]; then order="rust mpi"; else order="mpi rust"; fi
-  for side in $order; do
-    if [ "$side" = rust ]; then
-      "$weft" bench p2p -n 2 --test latency --sizes "$csv_sizes" --iters "$iters" |
-        awk -v r="$i" '$1 ~ /^[0-9]+$/ { print "rust\t" $1 "\t" r "\t" $2 }'
-    else
-      "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -i "$iters" -t 600000 $sizes |
-        awk -v r="$i" 'NR > 1 { print "mpi\t" $1 "\t" r "\t" $2 }'
-    fi
+  # Rotate which side goes first, so a drift in machine load does not favour one.
+  set -- $sides
+  k=$(( (i - 1) % $# ))
+  while [ "$k" -gt 0 ]; do first=$1; shift; set -- "$@" "$first"; k=$((k - 1)); done
+  for side in "$@"; do
+    case "$side" in
+      rust)
+        "$weft" bench p2p -n 2 --test latency --sizes "$csv_sizes" --iters "$iters" |
+          awk -v r="$i" '$1 ~ /^[0-9]+$/ { print "rust\t" $1 "\t" r "\t" $2 }' ;;
+      mpi)
+        "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -i "$iters" -t 600000 $sizes |
+          awk -v r="$i" 'NR > 1 { print "mpi\t" $1 "\t" r "\t" $2 }' ;;
+      base)
+        "$out/base/bin/mpiexec" -n 2 "$out/pingpong-base" -i "$iters" -t 600000 $sizes |
+          awk -v r="$i" 'NR > 1 { print "base\t" $1 "\t" r "\t" $2 }' ;;
+    esac
   done >> "$out/runs.tsv"
   i=$((i + 1))
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $reps runs each, $iters round trips per run"
-awk -F'\t' '
+awk -F'\t' -v with_base="${base:+yes}" '
   { v[$2, $1] = v[$2, $1] " " $4; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
   function median(list,   a, k, i, j, t) {
     k = split(list, a, " ")
@@ -78,6 +99,12 @@ awk -F'\t' '
     for (i = 1; i <= n; i++) {
       s = order[i]; r = median(v[s, "rust"]); m = median(v[s, "mpi"])
       printf "%8s  %-40s %-40s %9.3f %9.3f %6.0f ns\n", s, v[s, "rust"], v[s, "mpi"], r, m, (m - r) * 1000
+    }
+    if (with_base != "yes") exit
+    printf "\n%8s  %-40s %9s %9s %8s %9s\n", "bytes", "base MPI P50 per run (us)", "base med", "MPI med", "MPI/base", "base-Rust"
+    for (i = 1; i <= n; i++) {
+      s = order[i]; r = median(v[s, "rust"]); m = median(v[s, "mpi"]); b = median(v[s, "base"])
+      printf "%8s  %-40s %9.3f %9.3f %8.3f %6.0f ns\n", s, v[s, "base"], b, m, m / b, (b - r) * 1000
     }
   }' "$out/runs.tsv"
 
@@ -105,23 +132,50 @@ trips=22000 # 20000 timed round trips and 2000 warm-up ones on both sides
   "$out/pingpong" -i 20000 -t 600000 8 >/dev/null
 "$weft" run -n 2 valgrind -q --tool=callgrind --callgrind-out-file="$out/cg.rust.%p" \
   "$weft" __bench-rank p2p --test latency --sizes 8 --iters 20000 >/dev/null
-total_mpi=0
-total_rust=0
-for f in "$out"/cg.mpi.*; do
-  s=$(cost "$f" MPI_Send); r=$(cost "$f" MPI_Recv)
-  w=$(cost "$f" weft::raw::RawRequest::wait weft::engine::Engine::wait)
-  total_mpi=$((total_mpi + s + r - w))
-done
-for f in "$out"/cg.rust.*; do
-  s=$(cost "$f" "weft::p2p::<impl weft::comm::Comm>::send_ctx")
-  r=$(cost "$f" "weft::p2p::<impl weft::comm::Comm>::recv_ctx")
-  w=$(cost "$f" weft::p2p::finish weft::engine::Engine::wait)
-  total_rust=$((total_rust + s + r - w))
-done
+if [ -n "$base" ]; then
+  "$out/base/bin/weft" run -n 2 valgrind -q --tool=callgrind \
+    --callgrind-out-file="$out/cg.base.%p" "$out/pingpong-base" -i 20000 -t 600000 8 >/dev/null
+  "$out/base/bin/weft" run -n 2 valgrind -q --tool=callgrind \
+    --callgrind-out-file="$out/cg.baserust.%p" \
+    "$out/base/bin/weft" __bench-rank p2p --test latency --sizes 8 --iters 20000 >/dev/null
+fi
+# MPI_Send + MPI_Recv minus the engine's wait loop, summed over the ranks' files $1.*. A
+# blocking receive waits in weft::p2p::finish_status (weft::raw::RawRequest::wait before
+# session 4); functions a build does not have count 0.
+mpi_total() {
+  t=0
+  for f in "$1".*; do
+    s=$(cost "$f" MPI_Send); r=$(cost "$f" MPI_Recv)
+    w1=$(cost "$f" weft::raw::RawRequest::wait weft::engine::Engine::wait)
+    w2=$(cost "$f" weft::p2p::finish_status weft::engine::Engine::wait)
+    t=$((t + ${s:-0} + ${r:-0} - ${w1:-0} - ${w2:-0}))
+  done
+  echo "$t"
+}
+total_mpi=$(mpi_total "$out/cg.mpi")
+# Comm::send_ctx + Comm::recv_ctx minus the engine's wait loop, summed over $1.*.
+rust_total() {
+  t=0
+  for f in "$1".*; do
+    s=$(cost "$f" "weft::p2p::<impl weft::comm::Comm>::send_ctx")
+    r=$(cost "$f" "weft::p2p::<impl weft::comm::Comm>::recv_ctx")
+    w=$(cost "$f" weft::p2p::finish weft::engine::Engine::wait)
+    t=$((t + ${s:-0} + ${r:-0} - ${w:-0}))
+  done
+  echo "$t"
+}
+total_rust=$(rust_total "$out/cg.rust")
 first=$(ls "$out"/cg.mpi.* | head -1)
 callgrind_annotate --inclusive=no --threshold=100 "$first" > "$out/callgrind-mpi.txt" 2>/dev/null
 echo "instructions per round trip and rank outside Engine::wait (callgrind, 8 B, $trips round trips):"
 echo "  MPI (MPI_Send + MPI_Recv):        $((total_mpi / trips / 2))"
 echo "  Rust API (send_ctx + recv_ctx):   $((total_rust / trips / 2))"
 echo "  MPI layer:                        $(((total_mpi - total_rust) / trips / 2))"
+if [ -n "$base" ]; then
+  total_base=$(mpi_total "$out/cg.base")
+  total_base_rust=$(rust_total "$out/cg.baserust")
+  echo "  base MPI (MPI_Send + MPI_Recv):   $((total_base / trips / 2))"
+  echo "  base Rust API:                    $((total_base_rust / trips / 2))"
+  echo "  base MPI layer:                   $(((total_base - total_base_rust) / trips / 2))"
+fi
 echo "per function: $out/callgrind-mpi.txt"

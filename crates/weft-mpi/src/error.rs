@@ -124,6 +124,15 @@ pub fn raise(comm: Handle, func: &str, e: MpiError) -> c_int {
     }
 }
 
+/// Reports weft's error `e`, raised by `func` on `comm`, as [`raise`] does. Out of line and
+/// cold: the fast path's callers carry only the class they return, and the message is built
+/// here, on the error branch.
+#[cold]
+#[inline(never)]
+pub fn raise_weft(comm: Handle, func: &str, e: weft::Error) -> c_int {
+    raise(comm, func, e.into())
+}
+
 /// Finishes a C entry point: 0 on success, otherwise the error handler's verdict.
 #[inline]
 pub fn finish(comm: Handle, func: &str, r: R<()>) -> c_int {

@@ -1,2 +1,412 @@
-//! Fast path of the blocking and nonblocking point-to-point calls for predefined contiguous
-//! datatypes (filled in by session 4's work on the MPI layer's small-message overhead).
+//! Fast path of point-to-point for predefined contiguous datatypes (MPI_Send, MPI_Recv, their
+//! synchronous, ready and large-count forms, MPI_Isend, MPI_Irecv, MPI_Sendrecv, and
+//! MPI_Wait / MPI_Test on the requests those start): the element size comes from a table
+//! indexed by the predefined handle (no layout lookup, no staging), blocking calls go
+//! straight to weft's blocking point-to-point (no request in between), and no error text
+//! travels on the way.
+//!
+//! Each function either handles the call completely or returns `None` before it has done
+//! anything; the entry point then runs the checked path of `p2p.rs`, which finds what is
+//! wrong and reports it with its message (or handles what the fast path leaves out:
+//! MPI_PROC_NULL, derived and padded datatypes, persistent and collective requests). So
+//! every check MPI requires still happens, once, where the message is made. Errors weft
+//! itself reports once the operation has started (a truncated message, a dead peer) go
+//! through [`raise_weft`], which builds the message on the error branch only.
+//!
+//! Nothing here allocates or makes a system call for a small message; the table is built
+//! at the first call. Depends on the state tables, the datatype layer (for the table) and
+//! the status helpers of `p2p.rs`.
+
+use crate::consts::*;
+use crate::dtype::{layout, predefined, Layout};
+use crate::error::{raise, raise_weft};
+use crate::p2p::{empty_status, from_weft, reap_detached, recv_tag, store, MpiStatus};
+use crate::state::{handle_index, state_opt, ReqEntry, K_REQ};
+use std::os::raw::{c_int, c_void};
+use std::sync::LazyLock;
+use weft::{ErrorKind, Status};
+
+/// The first handle the table covers (MPI_DATATYPE_NULL; predefined datatypes follow it).
+const FIRST: Handle = MPI_DATATYPE_NULL;
+/// Handles covered: every predefined datatype of the standard ABI is below 0x300.
+const SPAN: usize = 0x100;
+
+/// Bytes per element of predefined datatype `FIRST + i` when its memory is its wire form
+/// (the datatype layer lays it out contiguously); 0 for every other handle, which the
+/// checked path handles (padded value-index pairs, which are packed, and non-datatypes).
+static ELEMENT_BYTES: LazyLock<[u8; SPAN]> = LazyLock::new(|| {
+    let mut t = [0u8; SPAN];
+    for (i, b) in t.iter_mut().enumerate() {
+        let h = FIRST + i;
+        // Only predefined handles are asked, so `layout` never reaches the state.
+        if predefined(h).is_some() {
+            if let Ok(Layout::Contig { size, .. }) = layout(h) {
+                *b = u8::try_from(size).unwrap_or(0);
+            }
+        }
+    }
+    t
+});
+
+/// The element size of `dt` when the fast path takes it.
+#[inline]
+pub fn element_bytes(dt: Handle) -> Option<usize> {
+    let i = dt.wrapping_sub(FIRST);
+    if i >= SPAN {
+        return None;
+    }
+    match ELEMENT_BYTES[i] {
+        0 => None,
+        b => Some(b as usize),
+    }
+}
+
+/// The bytes of `count` items of `size` bytes at `buf`, when the fast path takes them: the
+/// count is not negative, the product fits, and the buffer is not NULL unless empty.
+#[inline]
+fn span(buf: *const c_void, count: i64, size: usize) -> Option<usize> {
+    let n = usize::try_from(count).ok()?;
+    let bytes = n.checked_mul(size)?;
+    (bytes == 0 || !buf.is_null()).then_some(bytes)
+}
+
+/// A rank of a communicator (or remote group) of `size` ranks.
+#[inline]
+fn is_rank(peer: c_int, size: u32) -> bool {
+    peer >= 0 && (peer as u32) < size
+}
+
+/// A receive's source: a rank or MPI_ANY_SOURCE (MPI_PROC_NULL goes the checked way).
+#[inline]
+fn is_source(peer: c_int, size: u32) -> bool {
+    peer == MPI_ANY_SOURCE || is_rank(peer, size)
+}
+
+/// A receive's tag: not negative, or MPI_ANY_TAG.
+#[inline]
+fn is_recv_tag(tag: c_int) -> bool {
+    tag >= 0 || tag == MPI_ANY_TAG
+}
+
+/// # Safety
+/// For `n > 0`, `buf` is readable for `n` bytes while the slice is used.
+#[inline]
+unsafe fn bytes_at<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
+    if n == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(buf as *const u8, n) }
+    }
+}
+
+/// MPI_Send, MPI_Rsend and MPI_Ssend (`synchronous`) and their `_c` forms.
+///
+/// # Safety
+/// The MPI calling contract: `buf` holds `count` items of `dt`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn send(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    synchronous: bool,
+    func: &str,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    let s = state_opt()?;
+    let c = &s.comm_opt(comm)?.comm;
+    if tag < 0 || !is_rank(dest, c.peer_size()) {
+        return None;
+    }
+    let bytes = span(buf, count, size)?;
+    // SAFETY: MPI requires `buf` to hold the items for the duration of this blocking call.
+    let data = unsafe { bytes_at(buf, bytes) };
+    let r = if synchronous {
+        c.ssend(data, dest as u32, tag)
+    } else {
+        c.send(data, dest as u32, tag)
+    };
+    Some(match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_weft(comm, func, e),
+    })
+}
+
+/// The status a failed receive reports: the matched message's source, tag and length for a
+/// truncation (MPI-4.1 §3.2.5); other failures leave the status alone.
+#[inline]
+pub(crate) fn store_failed(status: *mut MpiStatus, e: &weft::Error, st: &Status) {
+    if e.kind() == ErrorKind::Truncate {
+        store(status, from_weft(st));
+    }
+}
+
+/// MPI_Recv and MPI_Recv_c.
+///
+/// # Safety
+/// The MPI calling contract: `buf` is writable for `count` items of `dt`; `status` is
+/// writable or MPI_STATUS_IGNORE.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn recv(
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+    func: &str,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    let s = state_opt()?;
+    let c = &s.comm_opt(comm)?.comm;
+    if !is_recv_tag(tag) || !is_source(source, c.peer_size()) {
+        return None;
+    }
+    let bytes = span(buf, count, size)?;
+    let mut st = Status::default();
+    // SAFETY: MPI requires `buf` to be writable for the items and unaliased during the call.
+    let r = unsafe { c.raw_recv(buf as *mut u8, bytes, source, recv_tag(tag), &mut st) };
+    if let Err(e) = r {
+        store_failed(status, &e, &st);
+        return Some(raise_weft(comm, func, e));
+    }
+    // Messages that preceded this one may have completed freed receives.
+    if !s.detached.is_empty() {
+        if let Err(e) = reap_detached(s) {
+            return Some(raise(comm, func, e));
+        }
+    }
+    store(status, from_weft(&st));
+    Some(MPI_SUCCESS)
+}
+
+/// MPI_Sendrecv.
+///
+/// # Safety
+/// The MPI calling contract: `sbuf` holds `scount` items of `sdt`, `rbuf` is writable for
+/// `rcount` items of `rdt` and does not overlap `sbuf`; `status` writable or ignored.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn sendrecv(
+    sbuf: *const c_void,
+    scount: i64,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: i64,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> Option<c_int> {
+    let ssize = element_bytes(sdt)?;
+    let rsize = element_bytes(rdt)?;
+    let s = state_opt()?;
+    let c = &s.comm_opt(comm)?.comm;
+    let n = c.peer_size();
+    if stag < 0 || !is_recv_tag(rtag) || !is_rank(dest, n) || !is_source(source, n) {
+        return None;
+    }
+    let sbytes = span(sbuf, scount, ssize)?;
+    let rbytes = span(rbuf, rcount, rsize)?;
+    let mut st = Status::default();
+    // SAFETY: MPI requires both buffers to cover their items during the call, disjoint.
+    let r = unsafe {
+        c.raw_sendrecv(
+            sbuf as *const u8,
+            sbytes,
+            dest as u32,
+            stag,
+            rbuf as *mut u8,
+            rbytes,
+            source,
+            recv_tag(rtag),
+            &mut st,
+        )
+    };
+    if let Err(e) = r {
+        store_failed(status, &e, &st);
+        return Some(raise_weft(comm, "MPI_Sendrecv", e));
+    }
+    store(status, from_weft(&st));
+    Some(MPI_SUCCESS)
+}
+
+/// MPI_Isend, MPI_Irsend, MPI_Issend (`synchronous`), MPI_Irecv (`recv`) and their `_c`
+/// forms: the request holds weft's raw request and nothing else.
+///
+/// # Safety
+/// The MPI calling contract: `buf` holds (for a receive: is writable for) `count` items of
+/// `dt` until the request completes; `req` is writable.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn start(
+    recv: bool,
+    synchronous: bool,
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+    func: &str,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    if req.is_null() {
+        return None;
+    }
+    let s = state_opt()?;
+    let c = &s.comm_opt(comm)?.comm;
+    let n = c.peer_size();
+    let ok = if recv {
+        is_recv_tag(tag) && is_source(peer, n)
+    } else {
+        tag >= 0 && is_rank(peer, n)
+    };
+    if !ok {
+        return None;
+    }
+    let bytes = span(buf, count, size)?;
+    // SAFETY: MPI requires the buffer to stay valid (and for a receive, unaliased) until the
+    // request completes; the request is finished or withdrawn before it is dropped.
+    let r = unsafe {
+        if recv {
+            c.raw_irecv(buf as *mut u8, bytes, peer, recv_tag(tag))
+        } else if synchronous {
+            c.raw_issend(buf as *const u8, bytes, peer as u32, tag)
+        } else {
+            c.raw_isend(buf as *const u8, bytes, peer as u32, tag)
+        }
+    };
+    let raw = match r {
+        Ok(raw) => raw,
+        Err(e) => return Some(raise_weft(comm, func, e)),
+    };
+    let h = s.add_req(ReqEntry::started(raw, recv, comm));
+    // SAFETY: checked non-null; writable by the MPI calling contract.
+    unsafe { *req = h };
+    Some(MPI_SUCCESS)
+}
+
+/// MPI_Wait (`test` false) and MPI_Test on a request [`start`] made (or any started send or
+/// receive with nothing to unpack, not persistent): completes it as the checked path does.
+///
+/// # Safety
+/// The MPI calling contract: `req` readable and writable, `status` writable or ignored,
+/// `flag` writable for MPI_Test.
+#[inline(always)]
+pub unsafe fn complete(
+    req: *mut Handle,
+    test: bool,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+    func: &str,
+) -> Option<c_int> {
+    if req.is_null() || (test && flag.is_null()) {
+        return None;
+    }
+    let s = state_opt()?;
+    if !s.detached.is_empty() {
+        return None;
+    }
+    // SAFETY: checked non-null; readable by the MPI calling contract.
+    let i = handle_index(K_REQ, unsafe { *req })?;
+    let e = s.reqs.get_mut(i)?;
+    if e.coll.is_some()
+        || e.persistent.is_some()
+        || e.restart.is_some()
+        || e.unpack.is_some()
+        || !e.keep.is_empty()
+    {
+        return None;
+    }
+    let (recv, comm) = (e.recv, e.comm);
+    let raw = e.raw.as_mut()?;
+    let r = if test {
+        raw.test()
+    } else {
+        raw.wait().map(Some)
+    };
+    let done = match r {
+        Ok(Some(st)) if recv => from_weft(&st),
+        Ok(Some(st)) => MpiStatus {
+            cancelled: st.cancelled as c_int,
+            ..empty_status()
+        },
+        Ok(None) => {
+            s.weft.world().raw_progress();
+            // SAFETY: non-null for MPI_Test (checked above); writable by the contract.
+            unsafe { *flag = 0 };
+            return Some(MPI_SUCCESS);
+        }
+        Err(x) => {
+            if recv {
+                // A truncated message still names its source and tag.
+                store(status, from_weft(&raw.last_status()));
+            }
+            s.reqs.remove(i);
+            // SAFETY: as above.
+            unsafe { *req = MPI_REQUEST_NULL };
+            return Some(raise_weft(comm, func, x));
+        }
+    };
+    s.reqs.remove(i);
+    // SAFETY: as above.
+    unsafe { *req = MPI_REQUEST_NULL };
+    store(status, done);
+    if test {
+        // SAFETY: as above.
+        unsafe { *flag = 1 };
+    }
+    Some(MPI_SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_follows_the_datatype_layer() {
+        // Contiguous predefined types are in the table with their size...
+        assert_eq!(element_bytes(MPI_BYTE), Some(1));
+        assert_eq!(element_bytes(0x209), Some(4)); // MPI_INT
+        assert_eq!(element_bytes(0x214), Some(8)); // MPI_DOUBLE
+        assert_eq!(element_bytes(0x22b), Some(8)); // MPI_2INT: no padding
+                                                   // ...padded pairs (packed on the wire), non-types and derived handles are not.
+        assert_eq!(element_bytes(0x229), None); // MPI_DOUBLE_INT
+        assert_eq!(element_bytes(MPI_DATATYPE_NULL), None);
+        assert_eq!(element_bytes(0x2ff), None);
+        assert_eq!(element_bytes(0x1ff), None);
+        assert_eq!(element_bytes((K_REQ + 1) << 32), None);
+        // Every handle agrees with the datatype layer.
+        for h in 0..0x400usize {
+            let want = match predefined(h).map(|_| layout(h)) {
+                Some(Ok(Layout::Contig { size, .. })) => Some(size),
+                _ => None,
+            };
+            assert_eq!(element_bytes(h), want, "handle {h:#x}");
+        }
+    }
+
+    #[test]
+    fn spans_refuse_what_the_checked_path_reports() {
+        let b = 8usize as *const c_void;
+        assert_eq!(span(b, 3, 4), Some(12));
+        assert_eq!(span(b, -1, 4), None);
+        assert_eq!(span(std::ptr::null(), 0, 4), Some(0));
+        assert_eq!(span(std::ptr::null(), 1, 4), None);
+        assert_eq!(span(b, i64::MAX, 8), None);
+        assert!(is_source(MPI_ANY_SOURCE, 2) && !is_source(MPI_PROC_NULL, 2));
+        assert!(is_rank(1, 2) && !is_rank(2, 2) && !is_rank(-7, 2));
+        assert!(is_recv_tag(MPI_ANY_TAG) && is_recv_tag(0) && !is_recv_tag(-1));
+    }
+}

@@ -6,6 +6,7 @@
 use crate::consts::*;
 use crate::dtype::{map_of, put};
 use crate::error::{err, finish, R};
+use crate::fast;
 use crate::stage::{incoming, outgoing};
 use crate::state::{handle_index, make_handle, state, Persistent, ReqEntry, State, K_REQ, K_TYPE};
 use std::os::raw::{c_int, c_void};
@@ -37,7 +38,7 @@ impl MpiStatus {
 }
 
 /// The empty status (MPI-4.1 §3.7.3).
-fn empty_status() -> MpiStatus {
+pub(crate) fn empty_status() -> MpiStatus {
     MpiStatus {
         source: MPI_ANY_SOURCE,
         tag: MPI_ANY_TAG,
@@ -53,7 +54,7 @@ fn proc_null_status() -> MpiStatus {
     }
 }
 
-fn from_weft(st: &Status) -> MpiStatus {
+pub(crate) fn from_weft(st: &Status) -> MpiStatus {
     let mut m = MpiStatus {
         source: st.source,
         tag: st.tag,
@@ -66,7 +67,7 @@ fn from_weft(st: &Status) -> MpiStatus {
 
 /// Writes `st` unless the caller passed MPI_STATUS_IGNORE.
 #[inline]
-fn store(out: *mut MpiStatus, st: MpiStatus) {
+pub(crate) fn store(out: *mut MpiStatus, st: MpiStatus) {
     if !out.is_null() {
         // The error field is left alone: single-completion calls never set it, only the
         // multiple-completion ones report MPI_ERR_IN_STATUS there (MPI-4.1 §3.2.5).
@@ -79,7 +80,7 @@ fn store(out: *mut MpiStatus, st: MpiStatus) {
 }
 
 #[inline]
-fn recv_tag(tag: c_int) -> c_int {
+pub(crate) fn recv_tag(tag: c_int) -> c_int {
     if tag == MPI_ANY_TAG {
         weft::ANY_TAG
     } else {
@@ -117,6 +118,8 @@ fn check_peer(peer: c_int, size: u32, recv: bool, what: &str) -> R<()> {
 
 /// Blocking send, shared by Send, Rsend, Ssend and the `_c` forms; a `synchronous` one
 /// returns once a matching receive has taken the message.
+#[cold]
+#[inline(never)]
 fn send(
     buf: *const c_void,
     count: i64,
@@ -155,6 +158,8 @@ unsafe fn slice<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn recv(
     buf: *mut c_void,
     count: i64,
@@ -173,16 +178,13 @@ fn recv(
         store(status, proc_null_status());
         return Ok(());
     }
-    // SAFETY: the staged buffer is writable and unaliased until the wait below returns.
-    let mut r = unsafe { c.raw_irecv(inc.ptr, inc.bytes, source, recv_tag(tag))? };
-    let st = match r.wait() {
-        Ok(st) => st,
-        Err(x) => {
-            // A truncated message still names its source and tag (MPI-4.1 §3.2.5).
-            store(status, from_weft(&r.last_status()));
-            return Err(x.into());
-        }
-    };
+    let mut st = Status::default();
+    // SAFETY: the staged buffer is writable and unaliased during the call.
+    if let Err(x) = unsafe { c.raw_recv(inc.ptr, inc.bytes, source, recv_tag(tag), &mut st) } {
+        // A truncated message still names its source and tag (MPI-4.1 §3.2.5).
+        fast::store_failed(status, &x, &st);
+        return Err(x.into());
+    }
     inc.finish_received(st.bytes)?;
     // Messages that preceded this one may have completed freed receives.
     if !s.detached.is_empty() {
@@ -202,6 +204,12 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) =
+        unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Send") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Send",
@@ -219,6 +227,10 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Send_c",
@@ -237,6 +249,12 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) =
+        unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Rsend") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Rsend",
@@ -255,6 +273,12 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) =
+        unsafe { fast::recv(buf, count as i64, dt, source, tag, comm, status, "MPI_Recv") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Recv",
@@ -273,6 +297,11 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Recv_c",
@@ -331,6 +360,8 @@ fn start_op(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
 fn inonblocking(
     send: bool,
     synchronous: bool,
@@ -375,6 +406,23 @@ pub unsafe extern "C" fn MPI_Isend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            false,
+            false,
+            buf,
+            count as i64,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            "MPI_Isend",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Isend",
@@ -393,6 +441,23 @@ pub unsafe extern "C" fn MPI_Isend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            false,
+            false,
+            buf,
+            count,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            "MPI_Isend_c",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Isend_c",
@@ -411,6 +476,23 @@ pub unsafe extern "C" fn MPI_Irsend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            false,
+            false,
+            buf,
+            count as i64,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            "MPI_Irsend",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Irsend",
@@ -429,6 +511,23 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            true,
+            false,
+            buf,
+            count as i64,
+            dt,
+            source,
+            tag,
+            comm,
+            req,
+            "MPI_Irecv",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Irecv",
@@ -447,6 +546,23 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            true,
+            false,
+            buf,
+            count,
+            dt,
+            source,
+            tag,
+            comm,
+            req,
+            "MPI_Irecv_c",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Irecv_c",
@@ -455,6 +571,8 @@ pub unsafe extern "C" fn MPI_Irecv_c(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
 fn sendrecv(
     sbuf: *const c_void,
     scount: i64,
@@ -520,6 +638,25 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::sendrecv(
+            sbuf,
+            scount as i64,
+            sdt,
+            dest,
+            stag,
+            rbuf,
+            rcount as i64,
+            rdt,
+            source,
+            rtag,
+            comm,
+            status,
+        )
+    } {
+        return rc;
+    }
     let r = sendrecv(
         sbuf,
         scount as i64,
@@ -872,6 +1009,19 @@ fn state_comm_of(h: Handle) -> Handle {
 /// MPI_Wait (MPI-4.1 §3.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) =
+        unsafe { fast::complete(req, false, std::ptr::null_mut(), status, "MPI_Wait") }
+    {
+        return rc;
+    }
+    wait_checked(req, status)
+}
+
+/// MPI_Wait on every request the fast path does not take.
+#[cold]
+#[inline(never)]
+fn wait_checked(req: *mut Handle, status: *mut MpiStatus) -> c_int {
     let comm = req_comm(req);
     let r = state("MPI_Wait").and_then(|s| complete(s, req, true, status).map(|_| ()));
     finish(comm, "MPI_Wait", r)
@@ -884,6 +1034,17 @@ pub unsafe extern "C" fn MPI_Test(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe { fast::complete(req, true, flag, status, "MPI_Test") } {
+        return rc;
+    }
+    test_checked(req, flag, status)
+}
+
+/// MPI_Test on every request the fast path does not take.
+#[cold]
+#[inline(never)]
+fn test_checked(req: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     let comm = req_comm(req);
     let r = state("MPI_Test").and_then(|s| {
         let done = complete(s, req, false, status)?;
@@ -1673,6 +1834,12 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) =
+        unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, true, "MPI_Ssend") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Ssend",
@@ -1690,6 +1857,10 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Ssend_c",
@@ -1708,6 +1879,23 @@ pub unsafe extern "C" fn MPI_Issend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            false,
+            true,
+            buf,
+            count as i64,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            "MPI_Issend",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Issend",
@@ -1726,6 +1914,23 @@ pub unsafe extern "C" fn MPI_Issend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    // SAFETY: the MPI calling contract, forwarded.
+    if let Some(rc) = unsafe {
+        fast::start(
+            false,
+            true,
+            buf,
+            count,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            "MPI_Issend_c",
+        )
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Issend_c",

@@ -195,6 +195,22 @@ pub struct ReqEntry {
 }
 
 impl ReqEntry {
+    /// A started nonblocking send or receive (`recv`) on `comm` that moves the user's bytes
+    /// in place: nothing staged, nothing to unpack, not persistent.
+    pub fn started(raw: RawRequest, recv: bool, comm: Handle) -> ReqEntry {
+        ReqEntry {
+            coll: None,
+            raw: Some(raw),
+            proc_null: false,
+            persistent: None,
+            recv,
+            comm,
+            keep: Vec::new(),
+            unpack: None,
+            restart: None,
+        }
+    }
+
     /// A persistent request (point-to-point or collective) that is not started: MPI's
     /// Waitany/Waitsome/Testany/Testsome skip it like MPI_REQUEST_NULL (MPI-4.1 §3.9).
     pub fn inactive(&self) -> bool {
@@ -290,9 +306,14 @@ impl State {
     /// The communicator behind `h`, or MPI_ERR_COMM.
     #[inline]
     pub fn comm(&self, h: Handle) -> R<&CommEntry> {
-        Self::comm_index(h)
-            .and_then(|i| self.comms.get(i))
-            .ok_or_else(|| bad_comm(h))
+        self.comm_opt(h).ok_or_else(|| bad_comm(h))
+    }
+
+    /// The communicator behind `h`, if it is one (the fast path's lookup: no error is
+    /// built; the caller takes the checked path when this is `None`).
+    #[inline]
+    pub fn comm_opt(&self, h: Handle) -> Option<&CommEntry> {
+        Self::comm_index(h).and_then(|i| self.comms.get(i))
     }
 
     pub fn comm_mut(&mut self, h: Handle) -> R<&mut CommEntry> {
