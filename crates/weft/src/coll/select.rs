@@ -7,6 +7,7 @@
 //! No I/O here except reading `WEFT_TUNING_FILE` once when the tuning is built.
 
 use super::knobs::KNOBS;
+use std::cell::Cell;
 use std::fmt;
 use weft_core::knob::KnobValues;
 use weft_core::{Error, ErrorKind, Result};
@@ -319,6 +320,26 @@ pub struct Tuning {
     synthetic_nodes: Option<Vec<u32>>,
     /// `WEFT_SHM_CMA=off`: no algorithm may read peers' memory directly.
     cma_off: bool,
+    /// The last [`MEMO_WAYS`] choices per collective, newest first (see [`Tuning::select`]).
+    memo: Vec<Cell<Option<(MemoKey, Choice)>>>,
+}
+
+/// Choices remembered per collective: a program usually repeats a few call shapes, and a
+/// remembered choice costs a few compares instead of the table walk and the model
+/// (about a thousand instructions per call, measured with callgrind).
+const MEMO_WAYS: usize = 4;
+
+/// What a choice depends on besides the tuning itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MemoKey {
+    procs: u32,
+    ppn: u32,
+    bytes: u64,
+    traits: CallTraits,
+}
+
+fn empty_memo() -> Vec<Cell<Option<(MemoKey, Choice)>>> {
+    vec![Cell::new(None); ALL.len() * MEMO_WAYS]
 }
 
 /// The table shipped with weft.
@@ -334,6 +355,7 @@ impl Default for Tuning {
             lanes: default_lanes(),
             synthetic_nodes: None,
             cma_off: false,
+            memo: empty_memo(),
         }
     }
 }
@@ -422,6 +444,7 @@ impl Tuning {
     /// memory restriction, ranks per node).
     pub fn with_synthetic_nodes(mut self, nodes: Vec<u32>) -> Tuning {
         self.synthetic_nodes = Some(nodes);
+        self.memo = empty_memo();
         self
     }
 
@@ -552,7 +575,7 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
 }
 
 /// What the selector decided for one call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Choice {
     /// The algorithm.
     pub algo: &'static str,
@@ -640,8 +663,43 @@ fn modelled(
 }
 
 impl Tuning {
-    /// Chooses the algorithm for one call (see the module notes).
+    /// Chooses the algorithm for one call (see the module notes). The choice is a pure
+    /// function of the arguments and the tuning, so the last few per collective are
+    /// remembered and a repeated call shape is answered from memory; errors are not
+    /// remembered.
     pub fn select(
+        &self,
+        coll: Coll,
+        procs: u32,
+        ppn: u32,
+        bytes: u64,
+        traits: CallTraits,
+    ) -> Result<Choice> {
+        let key = MemoKey {
+            procs,
+            ppn,
+            bytes,
+            traits,
+        };
+        let row = &self.memo[coll.index() * MEMO_WAYS..][..MEMO_WAYS];
+        for slot in row {
+            match slot.get() {
+                Some((k, choice)) if k == key => return Ok(choice),
+                Some(_) => {}
+                None => break,
+            }
+        }
+        let choice = self.choose(coll, procs, ppn, bytes, traits)?;
+        for i in (1..MEMO_WAYS).rev() {
+            row[i].set(row[i - 1].get());
+        }
+        row[0].set(Some((key, choice)));
+        Ok(choice)
+    }
+
+    /// The selection itself: forced algorithm, then the table's first matching rule, then
+    /// the cost model.
+    fn choose(
         &self,
         coll: Coll,
         procs: u32,
@@ -806,6 +864,55 @@ pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32) -> Result<Explanati
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remembered_choices_are_the_computed_ones() {
+        // More call shapes than the memory holds, interleaved and repeated, through one
+        // tuning: every answer equals a fresh selection's, forced and table rules included.
+        let tunings = [
+            Tuning::default(),
+            Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "ring")]).unwrap(),
+            Tuning::from_vars(&[("WEFT_BCAST_RADIX", "3")]).unwrap(),
+        ];
+        let traits = [
+            CallTraits {
+                commutative: true,
+                shared_memory: true,
+                blocking: true,
+                cma: true,
+            },
+            CallTraits {
+                commutative: false,
+                shared_memory: false,
+                blocking: false,
+                cma: false,
+            },
+        ];
+        for t in &tunings {
+            for round in 0..3 {
+                for &coll in ALL {
+                    for (i, &bytes) in [0u64, 8, 4096, 65536, 1 << 20, 4 << 20].iter().enumerate() {
+                        for &tr in &traits {
+                            let (procs, ppn) = if (i + round) % 2 == 0 { (4, 4) } else { (8, 2) };
+                            let fresh = Tuning::choose(t, coll, procs, ppn, bytes, tr);
+                            let got = t.select(coll, procs, ppn, bytes, tr);
+                            match (fresh, got) {
+                                (Ok(a), Ok(b)) => assert_eq!(a, b, "{coll:?} {bytes} {tr:?}"),
+                                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                                (a, b) => panic!("{coll:?} {bytes}: fresh {a:?}, remembered {b:?}"),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The memory holds the newest shape first.
+        let t = Tuning::default();
+        let c = t.select(Coll::Bcast, 4, 4, 8, traits[0]).unwrap();
+        let row = &t.memo[Coll::Bcast.index() * MEMO_WAYS..][..MEMO_WAYS];
+        assert_eq!(row[0].get().map(|(k, ch)| (k.bytes, ch)), Some((8, c)));
+        assert!(row[1].get().is_none());
+    }
 
     const C: CallTraits = CallTraits {
         commutative: true,
