@@ -4,7 +4,7 @@
 //! datatype layer only.
 
 use crate::consts::*;
-use crate::dtype::{count_overflow, layout, reduction_layout, user_span, Layout};
+use crate::dtype::{count_overflow, layout, reduction_layout, user_view, Layout};
 use crate::error::{err, R};
 use std::os::raw::c_void;
 use weft::coll::TypeKind;
@@ -84,14 +84,15 @@ fn padded_pairs(map: &TypeMap) -> bool {
 
 /// `n` items of `map` at `buf` gathered into the reduction kernels' aligned pair array.
 fn gather(map: &TypeMap, buf: *const c_void, n: u64) -> R<ReductionBuf> {
-    if n == 0 || buf.is_null() {
-        // Nothing to read (a NULL buffer with items fails in the gather's bounds check).
+    if n == 0 {
         let empty: &[u8] = &[];
         return Ok(map.gather_for_reduction(empty, 0, n)?);
     }
-    // SAFETY: MPI requires `buf` to cover `count` items of its type.
-    let (src, origin) = unsafe { user_span(map, buf, n)? };
-    Ok(map.gather_for_reduction(src, origin, n)?)
+    // SAFETY: MPI requires `buf` to cover `count` items of its type (MPI_BOTTOM: the
+    // absolute addresses the type names).
+    let (src, origin, shifted) = unsafe { user_view(map, buf, n)? };
+    let m = shifted.as_ref().unwrap_or(map);
+    Ok(m.gather_for_reduction(src, origin, n)?)
 }
 
 /// `size * n` in bytes, or MPI_ERR_COUNT when it does not fit in the address space.
@@ -124,9 +125,11 @@ fn outgoing_as(buf: *const c_void, count: i64, lay: Layout) -> R<Outgoing> {
             let bytes = map.packed_bytes(n)? as usize;
             let mut tmp = vec![0u8; bytes];
             if bytes > 0 {
-                // SAFETY: MPI requires `buf` to cover `count` items of its type.
-                let (src, origin) = unsafe { user_span(&map, buf, n)? };
-                map.pack(src, origin, n, &mut tmp)?;
+                // SAFETY: MPI requires `buf` to cover `count` items of its type (MPI_BOTTOM:
+                // the absolute addresses the type names).
+                let (src, origin, shifted) = unsafe { user_view(&map, buf, n)? };
+                let m = shifted.as_ref().unwrap_or(&map);
+                m.pack(src, origin, n, &mut tmp)?;
             }
             let kind = map.reduction().map(|(k, _)| k);
             Ok(Outgoing {
@@ -206,9 +209,11 @@ fn incoming_as(buf: *mut c_void, count: i64, keep_contents: bool, lay: Layout) -
             let bytes = map.packed_bytes(n)? as usize;
             let mut tmp = vec![0u8; bytes];
             if keep_contents && bytes > 0 {
-                // SAFETY: MPI requires `buf` to cover `count` items of its type.
-                let (src, origin) = unsafe { user_span(&map, buf, n)? };
-                map.pack(src, origin, n, &mut tmp)?;
+                // SAFETY: MPI requires `buf` to cover `count` items of its type (MPI_BOTTOM:
+                // the absolute addresses the type names).
+                let (src, origin, shifted) = unsafe { user_view(&map, buf, n)? };
+                let m = shifted.as_ref().unwrap_or(&map);
+                m.pack(src, origin, n, &mut tmp)?;
             }
             let kind = map.reduction().map(|(k, _)| k);
             let ptr = tmp.as_mut_ptr();
@@ -290,10 +295,10 @@ impl Unpack {
                 return Ok(());
             }
             // SAFETY: MPI requires the user buffer to cover `count` items until completion.
-            let (dst, origin) =
-                unsafe { user_span(&self.map, self.user as *const c_void, self.count)? };
-            self.map
-                .scatter_from_reduction(rb, dst, origin, self.count)?;
+            let (dst, origin, shifted) =
+                unsafe { user_view(&self.map, self.user as *const c_void, self.count)? };
+            let m = shifted.as_ref().unwrap_or(&self.map);
+            m.scatter_from_reduction(rb, dst, origin, self.count)?;
             return Ok(());
         }
         let n = self.src.map_or(self.tmp.len(), |(_, len)| len);
@@ -316,10 +321,10 @@ impl Unpack {
             return Ok(());
         }
         // SAFETY: MPI requires the user buffer to cover `count` items until completion.
-        let (dst, origin) =
-            unsafe { user_span(&self.map, self.user as *const c_void, self.count)? };
-        self.map
-            .unpack_range(&packed[..received], 0, dst, origin, self.count)?;
+        let (dst, origin, shifted) =
+            unsafe { user_view(&self.map, self.user as *const c_void, self.count)? };
+        let m = shifted.as_ref().unwrap_or(&self.map);
+        m.unpack_range(&packed[..received], 0, dst, origin, self.count)?;
         Ok(())
     }
 }

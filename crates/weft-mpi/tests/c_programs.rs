@@ -139,6 +139,13 @@ fn review_fixes() {
     run_ok("fixes");
 }
 
+/// MPI_BOTTOM with a struct type of absolute addresses through point-to-point and
+/// collective staging (MPICH's pt2pt/bottom).
+#[test]
+fn mpi_bottom_with_absolute_addresses() {
+    run_ok("bottom");
+}
+
 #[test]
 fn invalid_arguments_return_their_classes() {
     let prog = build("errors");
