@@ -8,15 +8,23 @@
 //! `cancel_fn` with the completed flag ([`Greq::cancel`]); MPI_Request_free calls `free_fn`
 //! once the request is complete ([`Greq::release`]).
 //!
-//! Not wired yet: the request table entry and the wait/test/cancel/free hooks live in
-//! state.rs and p2p.rs (see /work/notes/requests.md, R-k2), so MPI_Grequest_start and
-//! MPI_Grequest_complete stay unsupported until they are. Depends on the error type and the
-//! status layout of p2p.rs.
+//! The request table (state.rs) holds an entry with no operation for each generalized
+//! request, so its handle is an ordinary request handle; the callbacks and the completed
+//! flag live in a registry here, keyed by that handle, behind a mutex: MPI_Grequest_complete
+//! touches only the registry, so it may run on another thread (or inside a callback) while
+//! a wait polls it. The completion calls of p2p.rs ask the registry first ([`done`],
+//! [`wait`], [`take`]). Callbacks never run with the registry locked (a callback may call
+//! MPI_Grequest_complete). Depends on the error type, the request table and the status
+//! layout of p2p.rs.
 
 use crate::consts::*;
 use crate::error::{err, R};
 use crate::p2p::{empty_status, store, MpiStatus};
+use crate::state::{handle_index, ReqEntry, State, K_REQ};
+use std::collections::BTreeMap;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// `MPI_Grequest_query_function`: fills the status of the completed request.
 pub type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
@@ -27,6 +35,7 @@ pub type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
 /// One generalized request.
+#[derive(Clone, Copy)]
 pub struct Greq {
     query_fn: QueryFn,
     free_fn: FreeFn,
@@ -121,6 +130,181 @@ impl Greq {
         let rc = unsafe { (self.free_fn)(self.extra_state) };
         code(rc, "free_fn")
     }
+}
+
+// SAFETY: `extra_state` is the program's pointer, handed back to its callbacks only; MPI lets
+// the callbacks run on whichever thread completes, cancels or frees the request.
+unsafe impl Send for Greq {}
+
+/// A live generalized request: its state and whether MPI_Request_free has dropped the
+/// handle (`free_fn` then runs at MPI_Grequest_complete).
+struct Slot {
+    greq: Greq,
+    freed: bool,
+}
+
+/// The live generalized requests by request handle.
+static LIVE: Mutex<BTreeMap<Handle, Slot>> = Mutex::new(BTreeMap::new());
+/// How many there are: completion calls skip the lock when none is live.
+static LIVE_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Handles of freed requests that MPI_Grequest_complete has finished: their request-table
+/// entries (kept so the handle stays unique while the program may still name it) are
+/// removed by the next [`reap`].
+static REAPED: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, BTreeMap<Handle, Slot>> {
+    // A panic never happens with the lock held (no callback runs under it).
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn remove(map: &mut BTreeMap<Handle, Slot>, h: Handle) -> Option<Slot> {
+    let s = map.remove(&h);
+    if s.is_some() {
+        LIVE_COUNT.fetch_sub(1, Ordering::Relaxed);
+    }
+    s
+}
+
+/// `Some(completed)` when `h` is a live generalized request, `None` for any other handle.
+pub(crate) fn done(h: Handle) -> Option<bool> {
+    if LIVE_COUNT.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    live().get(&h).map(|s| s.greq.is_complete())
+}
+
+/// Whether `h` is a live generalized request.
+pub(crate) fn is_greq(h: Handle) -> bool {
+    done(h).is_some()
+}
+
+/// Waits (`block`) or tests for generalized request `h` to be completed, advancing the
+/// engine between looks (MPI_Grequest_complete may come from another thread, or from a
+/// program that needs other messages to arrive first); returns whether it is complete.
+pub(crate) fn wait(h: Handle, block: bool, world: &weft::Comm) -> bool {
+    loop {
+        if done(h) != Some(false) {
+            return true;
+        }
+        if !block {
+            world.raw_progress();
+            return done(h) != Some(false);
+        }
+        if !world.raw_progress() {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Takes generalized request `h` out of the registry (a wait or test completing it).
+pub(crate) fn take(h: Handle) -> Option<Greq> {
+    remove(&mut live(), h).map(|s| s.greq)
+}
+
+/// MPI_Cancel on generalized request `h`: `cancel_fn(extra_state, completed)`.
+pub(crate) fn cancel(h: Handle) -> R<()> {
+    let g = live().get(&h).map(|s| s.greq);
+    match g {
+        Some(g) => g.cancel(),
+        None => Err(not_greq(h)),
+    }
+}
+
+/// MPI_Request_get_status on generalized request `h`: whether it is complete, and if so
+/// `query_fn` has filled `status`.
+pub(crate) fn get_status(h: Handle, status: *mut MpiStatus) -> R<bool> {
+    let g = live().get(&h).map(|s| s.greq).ok_or_else(|| not_greq(h))?;
+    if g.is_complete() {
+        g.query(status)?;
+    }
+    Ok(g.is_complete())
+}
+
+/// MPI_Request_free on generalized request `h`: a complete one is released now (`free_fn`)
+/// and its table entry may go (returns true); an incomplete one is released by
+/// MPI_Grequest_complete, and its table entry stays until then (returns false).
+pub(crate) fn free(h: Handle) -> R<bool> {
+    let mut map = live();
+    let slot = map.get_mut(&h).ok_or_else(|| not_greq(h))?;
+    if !slot.greq.is_complete() {
+        slot.freed = true;
+        return Ok(false);
+    }
+    let g = remove(&mut map, h).expect("present").greq;
+    drop(map);
+    g.release()?;
+    Ok(true)
+}
+
+/// Removes the table entries of freed generalized requests that have been completed.
+pub(crate) fn reap(s: &mut State) {
+    let hs = std::mem::take(&mut *REAPED.lock().unwrap_or_else(|p| p.into_inner()));
+    for h in hs {
+        if let Some(i) = handle_index(K_REQ, h) {
+            s.reqs.remove(i);
+        }
+    }
+}
+
+fn not_greq(h: Handle) -> crate::error::MpiError {
+    err(
+        MPI_ERR_REQUEST,
+        format!("request handle {h:#x} is not a live generalized request"),
+    )
+}
+
+/// MPI_Grequest_start (MPI-4.1 §13.2): a new, incomplete generalized request.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Grequest_start(
+    query_fn: Option<QueryFn>,
+    free_fn: Option<FreeFn>,
+    cancel_fn: Option<CancelFn>,
+    extra_state: *mut c_void,
+    request: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let s = crate::state::state("MPI_Grequest_start")?;
+        if request.is_null() {
+            return Err(err(MPI_ERR_ARG, "request is NULL"));
+        }
+        let g = Greq::new(query_fn, free_fn, cancel_fn, extra_state)?;
+        reap(s);
+        let h = s.add_req(ReqEntry::generalized());
+        live().insert(
+            h,
+            Slot {
+                greq: g,
+                freed: false,
+            },
+        );
+        LIVE_COUNT.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: checked non-null; writable by the MPI calling contract.
+        unsafe { *request = h };
+        Ok(())
+    })();
+    crate::error::finish(MPI_COMM_WORLD, "MPI_Grequest_start", r)
+}
+
+/// MPI_Grequest_complete (MPI-4.1 §13.2): the operation is done; a wait on the request
+/// returns (from any thread). A request already freed is released now (`free_fn`).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
+    let r = (|| {
+        let mut map = live();
+        let slot = map.get_mut(&request).ok_or_else(|| not_greq(request))?;
+        slot.greq.complete()?;
+        if !slot.freed {
+            return Ok(());
+        }
+        let g = remove(&mut map, request).expect("present").greq;
+        drop(map);
+        REAPED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request);
+        g.release()
+    })();
+    crate::error::finish(MPI_COMM_WORLD, "MPI_Grequest_complete", r)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::consts::*;
 use crate::dtype::{map_of, put};
 use crate::error::{err, finish, R};
 use crate::fast;
+use crate::greq;
 use crate::stage::{incoming, outgoing};
 use crate::state::{handle_index, make_handle, state, Persistent, ReqEntry, State, K_REQ, K_TYPE};
 use std::os::raw::{c_int, c_void};
@@ -900,6 +901,22 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         return Ok(true);
     }
     let i = req_index(s, h)?;
+    if greq::is_greq(h) {
+        if !greq::wait(h, block, &s.weft.world()) {
+            return Ok(false);
+        }
+        let g = greq::take(h).ok_or_else(|| {
+            err(
+                MPI_ERR_REQUEST,
+                format!("generalized request {h:#x} was released while being waited for"),
+            )
+        })?;
+        s.reqs.remove(i);
+        // SAFETY: as above.
+        unsafe { *req = MPI_REQUEST_NULL };
+        g.finish(status)?;
+        return Ok(true);
+    }
     let e = s.reqs.get_mut(i).expect("checked");
     if e.coll.is_some() {
         let r = if block {
@@ -1154,6 +1171,9 @@ pub unsafe extern "C" fn MPI_Testall(
 
 /// Whether request entry `i` has completed; advances a collective one step.
 fn entry_ready(s: &mut State, i: usize) -> R<bool> {
+    if let Some(done) = greq::done(make_handle(K_REQ, i)) {
+        return Ok(done);
+    }
     let Some(e) = s.reqs.get_mut(i) else {
         return Ok(true);
     };
@@ -1177,7 +1197,8 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
             active.push(None);
             continue;
         }
-        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some());
+        // Collectives and generalized requests are polled (weft's wait_any knows neither).
+        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some()) || greq::is_greq(h);
         active.push(Some(i));
     }
     if active.iter().all(Option::is_none) {
@@ -1377,6 +1398,12 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         // SAFETY: non-null.
         let h = unsafe { *req };
         let i = req_index(s, h)?;
+        if greq::is_greq(h) {
+            if greq::free(h)? {
+                s.reqs.remove(i);
+            }
+            return put!(req, MPI_REQUEST_NULL);
+        }
         if s.reqs.get(i).is_some_and(|e| e.coll.is_some()) {
             return Err(err(
                 MPI_ERR_REQUEST,
@@ -1412,7 +1439,11 @@ pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
             return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
         }
         // SAFETY: non-null.
-        let i = req_index(s, unsafe { *req })?;
+        let h = unsafe { *req };
+        let i = req_index(s, h)?;
+        if greq::is_greq(h) {
+            return greq::cancel(h);
+        }
         if let Some(raw) = s.reqs.get(i).and_then(|e| e.raw.as_ref()) {
             raw.cancel();
         }
@@ -1435,6 +1466,10 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             return put!(flag, 1);
         }
         let i = req_index(s, req)?;
+        if greq::is_greq(req) {
+            let done = greq::get_status(req, status)?;
+            return put!(flag, done as c_int);
+        }
         s.weft.world().raw_progress();
         let done = entry_ready(s, i)?;
         if done {

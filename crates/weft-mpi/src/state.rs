@@ -211,6 +211,22 @@ impl ReqEntry {
         }
     }
 
+    /// A generalized request's entry (MPI_Grequest_start): no operation of its own; the
+    /// callbacks and completion live in greq.rs's registry under this entry's handle.
+    pub fn generalized() -> ReqEntry {
+        ReqEntry {
+            coll: None,
+            raw: None,
+            proc_null: false,
+            persistent: None,
+            recv: false,
+            comm: MPI_COMM_SELF,
+            keep: Vec::new(),
+            unpack: None,
+            restart: None,
+        }
+    }
+
     /// A persistent request (point-to-point or collective) that is not started: MPI's
     /// Waitany/Waitsome/Testany/Testsome skip it like MPI_REQUEST_NULL (MPI-4.1 §3.9).
     pub fn inactive(&self) -> bool {

@@ -146,6 +146,13 @@ fn mpi_bottom_with_absolute_addresses() {
     run_ok("bottom");
 }
 
+/// Generalized requests: callbacks in the standard's order from wait/test/get_status/
+/// cancel/free, mixed with ordinary requests, completed from another thread.
+#[test]
+fn generalized_requests() {
+    run_ok("greq");
+}
+
 #[test]
 fn invalid_arguments_return_their_classes() {
     let prog = build("errors");
