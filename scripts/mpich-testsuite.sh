@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # MPICH's own test suite (test/mpi of Debian bookworm's `mpich` source package) against weft:
-# the coll and pt2pt directories, built with weft's mpicc and run with weft's mpiexec.
+# the coll, pt2pt and topo directories, built with weft's mpicc and run with weft's mpiexec.
 #
 #   scripts/mpich-testsuite.sh [MODE] [--jobs N] [--timeout SECS] [--max-np N] [--list FILE]
 #
 # MODE
-#   all     (default) build every test of the two directories, run every testlist entry,
+#   all     (default) build every test of the directories, run every testlist entry,
 #           print PASS/FAIL/NOBUILD/SKIP per test and a summary; the passing entries are
 #           written to $WORK/passing.txt, those missing from the pass list to
 #           $WORK/new-passes.txt, and the failure causes to $WORK/causes.txt.
@@ -29,7 +29,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 src_cache=${WEFT_MPICH_SRC:-/var/cache/weft/mpich-src}
 target=${CARGO_TARGET_DIR:-$repo/target}
 work=${WEFT_MPICH_WORK:-$target/mpich-suite}
-dirs="coll pt2pt"
+dirs="coll pt2pt topo"
 max_np=4
 # Entries that need more memory than this (testlist mem=, in GB) are skipped: CI machines are small.
 max_mem_gb=4
@@ -312,7 +312,8 @@ write_makefile() {
   if cmp -s "$mk.tmp" "$mk"; then rm -f "$mk.tmp"; else mv "$mk.tmp" "$mk"; fi
 }
 
-# The testlist entries of a directory, one per line: "DIR/NAME NP [ARGS...]".
+# The testlist entries of a directory (its testlist.in, or testlist), one per line:
+# "DIR/NAME NP [ARGS...]".
 # np is capped at $max_np; env= (MPICH CVARs), strict=, timeLimit= and xfail= are dropped;
 # entries needing more than $max_mem_gb GB and autoconf-disabled (@name@) lines are listed
 # as SKIP on stderr. The tests in $divisor_of_10 call MPI_Abort unless the process count
@@ -321,6 +322,10 @@ write_makefile() {
 divisor_of_10="coll/coll2 coll/coll6 coll/coll7 coll/gatherv coll/nbcoll2 coll/p_gatherv"
 testlist_entries() {
   local d=$1
+  # testlist.in when the directory has one (configure makes testlist of it), else testlist
+  # (topo has no configure-time entries).
+  local tl=$mpich_src/test/mpi/$d/testlist.in
+  [ -f "$tl" ] || tl=$mpich_src/test/mpi/$d/testlist
   awk -v dir="$d" -v cap="$max_np" -v maxmem="$max_mem_gb" -v div10="$divisor_of_10" '
     BEGIN { n = split(div10, w, " "); for (i = 1; i <= n; i++) needs5[w[i]] = 1 }
     /^[ \t]*(#|$)/ { next }
@@ -336,7 +341,7 @@ testlist_entries() {
       id = dir "/" $1 " " np args
       if (mem > maxmem) { print "SKIP " id " (needs " mem " GB)" > "/dev/stderr"; next }
       if (!(id in seen)) { seen[id] = 1; print id }
-    }' "$mpich_src/test/mpi/$d/testlist.in"
+    }' "$tl"
 }
 
 # Runs the given entries (stdin) $jobs at a time; prints one result line per entry, in order.
