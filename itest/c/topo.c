@@ -185,6 +185,55 @@ static void test_cart(void) {
   OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
   CHECK(recv[0] == left * 10 + 1 && recv[1] == right * 10 + 0);
 
+  /* The same from MPI_BOTTOM: slot k's block is k extents past the type's absolute
+   * address, the element send[k]. */
+  MPI_Aint sa;
+  OK(MPI_Get_address(send, &sa));
+  int one_int = 1;
+  MPI_Datatype at_send;
+  OK(MPI_Type_create_hindexed(1, &one_int, &sa, MPI_INT, &at_send));
+  OK(MPI_Type_commit(&at_send));
+  recv[0] = recv[1] = -1;
+  OK(MPI_Neighbor_alltoall(MPI_BOTTOM, 1, at_send, recv, 1, MPI_INT, c));
+  CHECK(recv[0] == left * 10 + 1 && recv[1] == right * 10 + 0);
+  OK(MPI_Type_free(&at_send));
+
+  /* A nonblocking neighborhood collective does not wait for its peers inside the start:
+   * rank 0 starts it, then sends rank 1 the message rank 1 waits for before starting. */
+  if (n >= 2 && me <= 1) {
+    int token = 7;
+    recv[0] = recv[1] = -1;
+    if (me == 0) {
+      OK(MPI_Ineighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, c, &req));
+      OK(MPI_Send(&token, 1, MPI_INT, 1, 99, c));
+      OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    } else {
+      OK(MPI_Recv(&token, 1, MPI_INT, 0, 99, c, MPI_STATUS_IGNORE));
+      CHECK(token == 7);
+      OK(MPI_Ineighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, c, &req));
+      OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    }
+  } else {
+    OK(MPI_Ineighbor_alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, c, &req));
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+  }
+  CHECK(recv[0] == left * 10 + 1 && recv[1] == right * 10 + 0);
+
+  /* Persistent: every start sends the send buffer's current data. */
+  MPI_Request p;
+  OK(MPI_Neighbor_alltoall_init(send, 1, MPI_INT, recv, 1, MPI_INT, c, MPI_INFO_NULL, &p));
+  for (int round = 0; round < 3; round++) {
+    send[0] = me * 10 + 100 * round;
+    send[1] = me * 10 + 1 + 100 * round;
+    recv[0] = recv[1] = -1;
+    OK(MPI_Start(&p));
+    OK(MPI_Wait(&p, MPI_STATUS_IGNORE));
+    CHECK(recv[0] == left * 10 + 1 + 100 * round && recv[1] == right * 10 + 100 * round);
+  }
+  OK(MPI_Request_free(&p));
+  send[0] = me * 10 + 0;
+  send[1] = me * 10 + 1;
+
   /* A strided send type: every other int of a 4-int buffer per neighbor. */
   MPI_Datatype every_other;
   OK(MPI_Type_vector(2, 1, 2, MPI_INT, &every_other));
@@ -243,6 +292,13 @@ static void test_errors(void) {
                                       MPI_INFO_NULL, 0, &g);
   MPI_Error_class(rc, &cls);
   CHECK(cls == MPI_ERR_RANK);
+  /* One rank's bad argument fails the creation on every rank (no rank is left waiting):
+   * the last rank names a destination that does not exist. */
+  int dst = me == n - 1 ? n : (me + 1) % n, src = (me - 1 + n) % n;
+  rc = MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &src, unweighted, 1, &dst, unweighted,
+                                      MPI_INFO_NULL, 0, &g);
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == (me == n - 1 ? MPI_ERR_RANK : MPI_ERR_ARG));
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 

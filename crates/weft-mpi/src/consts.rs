@@ -99,6 +99,14 @@ pub const MPI_CONGRUENT: c_int = 202;
 pub const MPI_SIMILAR: c_int = 203;
 pub const MPI_UNEQUAL: c_int = 204;
 pub const MPI_CART: c_int = 211;
+/// `status` of MPI_Topo_test for a graph topology.
+pub const MPI_GRAPH: c_int = 212;
+/// `status` of MPI_Topo_test for a distributed graph topology.
+pub const MPI_DIST_GRAPH: c_int = 213;
+/// The address of the standard ABI's `MPI_UNWEIGHTED` (`(int *)10`).
+pub const MPI_UNWEIGHTED_ADDR: usize = 10;
+/// The address of the standard ABI's `MPI_WEIGHTS_EMPTY` (`(int *)11`).
+pub const MPI_WEIGHTS_EMPTY_ADDR: usize = 11;
 pub const MPI_COMM_TYPE_SHARED: c_int = 221;
 
 pub const MPI_TAG_UB: c_int = 501;

@@ -53,6 +53,12 @@ pub struct Started {
 }
 
 impl Started {
+    /// A started collective `q` whose request keeps `keep` alive and runs `unpack` (with its
+    /// chained unpacks) at completion.
+    pub(crate) fn new(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Self {
+        Started { q, keep, unpack }
+    }
+
     /// Moves the collective and its buffers into request entry `e`.
     pub fn install(self, e: &mut ReqEntry) {
         e.coll = Some(self.q);
@@ -85,7 +91,11 @@ fn entry(comm: Handle) -> ReqEntry {
 /// Files a started collective as request `*req`.
 /// `req` is checked before `start` runs: an error return must not leave a collective
 /// started behind (dropping it would block until every rank finished it).
-fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R<()> {
+pub(crate) fn file(
+    comm: Handle,
+    req: *mut Handle,
+    start: impl FnOnce() -> R<Started>,
+) -> R<()> {
     check_req(req)?;
     let st = start()?;
     let s = state("nonblocking collective")?;
@@ -97,7 +107,7 @@ fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R
 
 /// Files an inactive persistent collective (MPI-4.1 §6.13) as request `*req`; each
 /// MPI_Start runs `restart`.
-fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
+pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
     check_req(req)?;
     // The call number is taken now, so the ranks match the starts by init order.
     let c = comm_of(comm, "persistent collective")?;

@@ -18,17 +18,12 @@
 use crate::consts::*;
 use crate::dtype::{map_of, put, user_view};
 use crate::error::{err, finish, R};
+use crate::icoll::Started;
+use crate::stage::Unpack;
 use crate::state::{state, State};
 use std::ffi::{c_int, c_void};
-
-/// `status` of MPI_Topo_test for a graph topology (as the standard ABI's mpi.h defines it).
-pub const MPI_GRAPH: c_int = 212;
-/// `status` of MPI_Topo_test for a distributed graph topology.
-pub const MPI_DIST_GRAPH: c_int = 213;
-/// The standard ABI's `MPI_UNWEIGHTED` (`(int *)10`).
-const UNWEIGHTED: usize = 10;
-/// The standard ABI's `MPI_WEIGHTS_EMPTY` (`(int *)11`).
-const WEIGHTS_EMPTY: usize = 11;
+use std::rc::Rc;
+use weft::dtype::TypeMap;
 
 /// A graph or distributed graph topology attached to a communicator.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,9 +128,9 @@ fn check_ranks(list: &[c_int], size: usize, what: &str) -> R<()> {
 /// Reads a weight array: `None` for MPI_UNWEIGHTED, empty for MPI_WEIGHTS_EMPTY.
 fn weights(n: usize, p: *const c_int, what: &str) -> R<Option<Vec<c_int>>> {
     match p as usize {
-        UNWEIGHTED => Ok(None),
-        WEIGHTS_EMPTY if n == 0 => Ok(Some(Vec::new())),
-        WEIGHTS_EMPTY => Err(err(
+        MPI_UNWEIGHTED_ADDR => Ok(None),
+        MPI_WEIGHTS_EMPTY_ADDR if n == 0 => Ok(Some(Vec::new())),
+        MPI_WEIGHTS_EMPTY_ADDR => Err(err(
             MPI_ERR_ARG,
             format!("{what} is MPI_WEIGHTS_EMPTY for {n} edges"),
         )),
@@ -154,6 +149,23 @@ fn intra(s: &State, comm: Handle, what: &str) -> R<weft::Comm> {
     Ok(c.clone())
 }
 
+/// Whether every rank's arguments passed their local checks, learnt by all (one word per
+/// rank, gathered) before the collective part of a creation: a bad argument on one rank
+/// then fails the call on every rank instead of leaving the others waiting in it. The rank
+/// with the bad argument reports its own error, the others name it.
+fn agree<T>(c: &weft::Comm, local: R<T>) -> R<T> {
+    let mut all = vec![0u32; c.size() as usize];
+    c.allgather(&[local.is_ok() as u32], &mut all)?;
+    let local = local?;
+    match all.iter().position(|&ok| ok == 0) {
+        Some(r) => Err(err(
+            MPI_ERR_ARG,
+            format!("rank {r} passed invalid arguments to the same call"),
+        )),
+        None => Ok(local),
+    }
+}
+
 // ------------------------------------------------------------------- graph topology (§8.5.3)
 
 /// MPI_Graph_create (MPI-4.1 §8.5.3): ranks keep their order (reordering is permitted, not
@@ -170,23 +182,30 @@ pub unsafe extern "C" fn MPI_Graph_create(
     let r = (|| {
         let s = state("MPI_Graph_create")?;
         let c = intra(s, comm, "a graph topology")?;
-        let nodes = degree(nnodes, "nnodes")?;
-        if nodes > c.size() as usize {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("nnodes {nnodes} exceeds communicator size {}", c.size()),
-            ));
-        }
-        let index = slice(nodes, index, "index")?.to_vec();
-        if index.windows(2).any(|w| w[1] < w[0]) || index.first().is_some_and(|&x| x < 0) {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("index {index:?} is not non-decreasing from 0"),
-            ));
-        }
-        let nedges = index.last().copied().unwrap_or(0) as usize;
-        let edges = slice(nedges, edges, "edges")?.to_vec();
-        check_ranks(&edges, nodes, "edges")?;
+        let checked = (|| {
+            if newcomm.is_null() {
+                return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
+            }
+            let nodes = degree(nnodes, "nnodes")?;
+            if nodes > c.size() as usize {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("nnodes {nnodes} exceeds communicator size {}", c.size()),
+                ));
+            }
+            let index = slice(nodes, index, "index")?.to_vec();
+            if index.windows(2).any(|w| w[1] < w[0]) || index.first().is_some_and(|&x| x < 0) {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("index {index:?} is not non-decreasing from 0"),
+                ));
+            }
+            let nedges = index.last().copied().unwrap_or(0) as usize;
+            let edges = slice(nedges, edges, "edges")?.to_vec();
+            check_ranks(&edges, nodes, "edges")?;
+            Ok((nodes, index, edges))
+        })();
+        let (nodes, index, edges) = agree(&c, checked)?;
         let color = if (c.rank() as usize) < nodes {
             0
         } else {
@@ -356,16 +375,23 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
         let s = state("MPI_Dist_graph_create_adjacent")?;
         let c = intra(s, comm, "a distributed graph topology")?;
         let size = c.size() as usize;
-        let (ni, no) = (
-            degree(indegree, "indegree")?,
-            degree(outdegree, "outdegree")?,
-        );
-        let sources = slice(ni, sources, "sources")?.to_vec();
-        let destinations = slice(no, destinations, "destinations")?.to_vec();
-        check_ranks(&sources, size, "sources")?;
-        check_ranks(&destinations, size, "destinations")?;
-        let source_weights = weights(ni, sourceweights, "sourceweights")?;
-        let dest_weights = weights(no, destweights, "destweights")?;
+        let checked = (|| {
+            if newcomm.is_null() {
+                return Err(err(MPI_ERR_ARG, "comm_dist_graph is NULL"));
+            }
+            let (ni, no) = (
+                degree(indegree, "indegree")?,
+                degree(outdegree, "outdegree")?,
+            );
+            let sources = slice(ni, sources, "sources")?.to_vec();
+            let destinations = slice(no, destinations, "destinations")?.to_vec();
+            check_ranks(&sources, size, "sources")?;
+            check_ranks(&destinations, size, "destinations")?;
+            let source_weights = weights(ni, sourceweights, "sourceweights")?;
+            let dest_weights = weights(no, destweights, "destweights")?;
+            Ok((sources, source_weights, destinations, dest_weights))
+        })();
+        let (sources, source_weights, destinations, dest_weights) = agree(&c, checked)?;
         let h = s.add_comm(c.dup()?);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
@@ -399,17 +425,24 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         let s = state("MPI_Dist_graph_create")?;
         let c = intra(s, comm, "a distributed graph topology")?;
         let size = c.size() as usize;
-        let n = degree(n, "n")?;
-        let srcs = slice(n, sources, "sources")?;
-        let degs = slice(n, degrees, "degrees")?;
-        check_ranks(srcs, size, "sources")?;
-        if let Some(d) = degs.iter().find(|&&d| d < 0) {
-            return Err(err(MPI_ERR_ARG, format!("degree {d} is negative")));
-        }
-        let total: usize = degs.iter().map(|&d| d as usize).sum();
-        let dsts = slice(total, destinations, "destinations")?;
-        check_ranks(dsts, size, "destinations")?;
-        let w = weights(total, weights_in, "weights")?;
+        let checked = (|| {
+            if newcomm.is_null() {
+                return Err(err(MPI_ERR_ARG, "comm_dist_graph is NULL"));
+            }
+            let n = degree(n, "n")?;
+            let srcs = slice(n, sources, "sources")?;
+            let degs = slice(n, degrees, "degrees")?;
+            check_ranks(srcs, size, "sources")?;
+            if let Some(d) = degs.iter().find(|&&d| d < 0) {
+                return Err(err(MPI_ERR_ARG, format!("degree {d} is negative")));
+            }
+            let total: usize = degs.iter().map(|&d| d as usize).sum();
+            let dsts = slice(total, destinations, "destinations")?;
+            check_ranks(dsts, size, "destinations")?;
+            let w = weights(total, weights_in, "weights")?;
+            Ok((srcs, degs, dsts, w))
+        })();
+        let (srcs, degs, dsts, w) = agree(&c, checked)?;
         // Weightedness must agree on every rank (MPI: all or none pass MPI_UNWEIGHTED).
         let weighted = w.is_some() as u32;
         let mut flags = vec![0u32; size];
@@ -534,7 +567,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
         };
         fill(si, maxindegree, sources, "sources")?;
         fill(di, maxoutdegree, destinations, "destinations")?;
-        let given = |p: *mut c_int| !matches!(p as usize, 0 | UNWEIGHTED | WEIGHTS_EMPTY);
+        let given =
+            |p: *mut c_int| !matches!(p as usize, 0 | MPI_UNWEIGHTED_ADDR | MPI_WEIGHTS_EMPTY_ADDR);
         if let Some(sw) = sw {
             if given(sourceweights) {
                 fill(sw, maxindegree, sourceweights, "sourceweights")?;
@@ -564,12 +598,27 @@ pub(crate) fn topo_kind(s: &State, comm: Handle) -> R<c_int> {
 
 // ------------------------------------------------------ neighborhood collectives (§8.6)
 
-/// One block of a neighborhood collective: `count` items of `dt` at `buf`.
+/// One block of a neighborhood collective: `count` items of `dt` at `buf`, or, when `buf`
+/// is MPI_BOTTOM (NULL), at the absolute addresses of `dt` shifted by `shift` bytes (no
+/// pointer is formed from NULL).
 #[derive(Clone, Copy)]
 struct Block {
     buf: *const c_void,
+    shift: i64,
     count: i64,
     dt: Handle,
+}
+
+impl Block {
+    /// The block's type map, shifted for a block at an offset from MPI_BOTTOM.
+    fn map(&self) -> R<Rc<TypeMap>> {
+        let map = map_of(self.dt)?;
+        Ok(Rc::new(if self.shift != 0 {
+            map.shifted(self.shift)?
+        } else {
+            map
+        }))
+    }
 }
 
 /// The blocks of one side, per neighbor slot, from the arguments' shapes.
@@ -596,17 +645,29 @@ enum Side<'a> {
 
 impl Side<'_> {
     fn block(&self, k: usize) -> R<Block> {
-        let at = |buf: *const c_void, bytes: i64| {
-            (buf as *const u8).wrapping_offset(bytes as isize) as *const c_void
+        // `bytes` past `buf`; from MPI_BOTTOM the offset shifts the type instead.
+        let at = |buf: *const c_void, bytes: i64, count: i64, dt: Handle| {
+            if buf.is_null() {
+                Block {
+                    buf,
+                    shift: bytes,
+                    count,
+                    dt,
+                }
+            } else {
+                Block {
+                    buf: (buf as *const u8).wrapping_offset(bytes as isize) as *const c_void,
+                    shift: 0,
+                    count,
+                    dt,
+                }
+            }
         };
         let b = match *self {
             Side::Same(b) => b,
             Side::Strided(b) => {
                 let ext = map_of(b.dt)?.extent();
-                Block {
-                    buf: at(b.buf, k as i64 * b.count * ext),
-                    ..b
-                }
+                at(b.buf, k as i64 * b.count * ext, b.count, b.dt)
             }
             Side::Varying {
                 buf,
@@ -615,22 +676,14 @@ impl Side<'_> {
                 dt,
             } => {
                 let ext = map_of(dt)?.extent();
-                Block {
-                    buf: at(buf, displs[k] as i64 * ext),
-                    count: counts[k] as i64,
-                    dt,
-                }
+                at(buf, displs[k] as i64 * ext, counts[k] as i64, dt)
             }
             Side::Typed {
                 buf,
                 counts,
                 displs,
                 types,
-            } => Block {
-                buf: at(buf, displs[k] as i64),
-                count: counts[k] as i64,
-                dt: types[k],
-            },
+            } => at(buf, displs[k] as i64, counts[k] as i64, types[k]),
         };
         if b.count < 0 {
             return Err(err(
@@ -642,85 +695,139 @@ impl Side<'_> {
     }
 }
 
-fn packed_len(b: &Block) -> R<usize> {
-    Ok(map_of(b.dt)?.packed_bytes(b.count as u64)? as usize)
+/// A neighborhood collective ready to run: the send blocks packed per peer in the sender's
+/// slot order, and where each received block goes (MPI_PROC_NULL slots are skipped on both
+/// sides: nothing is sent, the receive block is left as it is).
+struct Exchange {
+    comm: weft::Comm,
+    sbuf: Vec<u8>,
+    sc: Vec<usize>,
+    sd: Vec<usize>,
+    rc: Vec<usize>,
+    rd: Vec<usize>,
+    /// Per receive block: its type map, the user address (0 for MPI_BOTTOM), its count, and
+    /// its offset and length in the packed receive buffer.
+    blocks: Vec<(Rc<TypeMap>, usize, u64, usize, usize)>,
 }
 
-/// The body of every neighborhood collective: packs send slot k for `destinations[k]`,
-/// exchanges, unpacks receive slot k from `sources[k]` (MPI_PROC_NULL slots are skipped on
-/// both sides: nothing is sent, the receive block is left as it is).
-fn neighbor_exchange(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -> R<()> {
-    let s = state(func)?;
-    let nb = topology_neighbors(s, comm)?;
-    let c = s.comm(comm)?.comm.clone();
-    let n = c.size() as usize;
-    let live = |r: c_int| (r >= 0).then_some(r as usize);
-    // Send: for each peer, its slots' blocks in increasing slot order.
-    let mut sbuf = Vec::new();
-    let (mut sc, mut sd) = (vec![0usize; n], vec![0usize; n]);
-    let mut by_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (k, &p) in nb.destinations.iter().enumerate() {
-        if let Some(p) = live(p) {
-            by_peer[p].push(k);
-        }
-    }
-    for p in 0..n {
-        sd[p] = sbuf.len();
-        for &k in &by_peer[p] {
-            let b = send.block(k)?;
-            let map = map_of(b.dt)?;
-            let len = map.packed_bytes(b.count as u64)? as usize;
-            let at = sbuf.len();
-            sbuf.resize(at + len, 0);
-            if len > 0 {
-                // SAFETY: the block lies in the caller's send buffer (MPI contract).
-                let (src, origin, shifted) = unsafe { user_view(&map, b.buf, b.count as u64)? };
-                let m = shifted.as_ref().unwrap_or(&map);
-                m.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
+impl Exchange {
+    /// Packs send slot k for `destinations[k]` and plans receive slot k from `sources[k]`.
+    fn prepare(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -> R<Exchange> {
+        let s = state(func)?;
+        let nb = topology_neighbors(s, comm)?;
+        let c = s.comm(comm)?.comm.clone();
+        let n = c.size() as usize;
+        let live = |r: c_int| (r >= 0).then_some(r as usize);
+        // Send: for each peer, its slots' blocks in increasing slot order.
+        let mut by_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (k, &p) in nb.destinations.iter().enumerate() {
+            if let Some(p) = live(p) {
+                by_peer[p].push(k);
             }
         }
-        sc[p] = sbuf.len() - sd[p];
-    }
-    // Receive: from each peer, its blocks for my slots naming it, in the order the peer
-    // packed them (its slot order: mine on a graph, mine with the direction flipped on a
-    // Cartesian grid).
-    let mut from_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (k, &p) in nb.sources.iter().enumerate() {
-        if let Some(p) = live(p) {
-            from_peer[p].push(k);
-        }
-    }
-    if nb.cartesian {
-        for slots in &mut from_peer {
-            slots.sort_unstable_by_key(|&k| k ^ 1);
-        }
-    }
-    let (mut rc, mut rd, mut total) = (vec![0usize; n], vec![0usize; n], 0);
-    for p in 0..n {
-        rd[p] = total;
-        for &k in &from_peer[p] {
-            rc[p] += packed_len(&recv.block(k)?)?;
-        }
-        total += rc[p];
-    }
-    let mut rbuf = vec![0u8; total];
-    c.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?;
-    for p in 0..n {
-        let mut at = rd[p];
-        for &k in &from_peer[p] {
-            let b = recv.block(k)?;
-            let map = map_of(b.dt)?;
-            let len = map.packed_bytes(b.count as u64)? as usize;
-            if len > 0 {
-                // SAFETY: the block lies in the caller's receive buffer (MPI contract).
-                let (dst, origin, shifted) = unsafe { user_view(&map, b.buf, b.count as u64)? };
-                let m = shifted.as_ref().unwrap_or(&map);
-                m.unpack(&rbuf[at..at + len], dst, origin, b.count as u64)?;
+        let mut sbuf = Vec::new();
+        let (mut sc, mut sd) = (vec![0usize; n], vec![0usize; n]);
+        for p in 0..n {
+            sd[p] = sbuf.len();
+            for &k in &by_peer[p] {
+                let b = send.block(k)?;
+                let map = b.map()?;
+                let len = map.packed_bytes(b.count as u64)? as usize;
+                let at = sbuf.len();
+                sbuf.resize(at + len, 0);
+                if len > 0 {
+                    // SAFETY: the block lies in the caller's send buffer (MPI contract).
+                    let (src, origin, shifted) = unsafe { user_view(&map, b.buf, b.count as u64)? };
+                    let m = shifted.as_ref().unwrap_or(&map);
+                    m.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
+                }
             }
-            at += len;
+            sc[p] = sbuf.len() - sd[p];
         }
+        // Receive: from each peer, its blocks for my slots naming it, in the order the peer
+        // packed them (its slot order: mine on a graph, mine with the direction flipped on
+        // a Cartesian grid).
+        let mut from_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (k, &p) in nb.sources.iter().enumerate() {
+            if let Some(p) = live(p) {
+                from_peer[p].push(k);
+            }
+        }
+        if nb.cartesian {
+            for slots in &mut from_peer {
+                slots.sort_unstable_by_key(|&k| k ^ 1);
+            }
+        }
+        let (mut rc, mut rd, mut total) = (vec![0usize; n], vec![0usize; n], 0);
+        let mut blocks = Vec::new();
+        for p in 0..n {
+            rd[p] = total;
+            for &k in &from_peer[p] {
+                let b = recv.block(k)?;
+                let map = b.map()?;
+                let len = map.packed_bytes(b.count as u64)? as usize;
+                blocks.push((map, b.buf as usize, b.count as u64, total, len));
+                total += len;
+            }
+            rc[p] = total - rd[p];
+        }
+        Ok(Exchange {
+            comm: c,
+            sbuf,
+            sc,
+            sd,
+            rc,
+            rd,
+            blocks,
+        })
     }
-    Ok(())
+
+    /// The receive buffer and the chain of unpacks from it into the user's blocks.
+    fn receive_side(&self) -> (Vec<u8>, Option<Unpack>) {
+        let total = self.rd.last().map_or(0, |&d| d) + self.rc.last().map_or(0, |&c| c);
+        let rbuf = vec![0u8; total];
+        let base = rbuf.as_ptr() as usize;
+        let mut unpack: Option<Unpack> = None;
+        for (map, user, count, at, len) in &self.blocks {
+            if *len == 0 {
+                continue;
+            }
+            let u = Unpack::from_block(map.clone(), *user, *count, (base + at, *len));
+            match unpack.as_mut() {
+                Some(first) => first.then(u),
+                None => unpack = Some(u),
+            }
+        }
+        (rbuf, unpack)
+    }
+
+    /// Exchanges and unpacks before returning.
+    fn run(self) -> R<()> {
+        let (mut rbuf, unpack) = self.receive_side();
+        let c = &self.comm;
+        c.alltoallv(
+            &self.sbuf, &self.sc, &self.sd, &mut rbuf, &self.rc, &self.rd,
+        )?;
+        unpack.map_or(Ok(()), Unpack::run)
+    }
+
+    /// Starts the exchange; the request keeps both buffers and unpacks at completion.
+    fn start(self) -> R<Started> {
+        let (rbuf, unpack) = self.receive_side();
+        let (sp, sn) = (self.sbuf.as_ptr(), self.sbuf.len());
+        let (rp, rn) = (rbuf.as_ptr() as *mut u8, rbuf.len());
+        // SAFETY: both buffers are heap blocks the request keeps (moving a Vec does not move
+        // its block) until the collective completes; nothing else touches them meanwhile.
+        let q = unsafe {
+            let (sb, rb) = (
+                std::slice::from_raw_parts(sp, sn),
+                std::slice::from_raw_parts_mut(rp, rn),
+            );
+            self.comm
+                .ialltoallv(sb, &self.sc, &self.sd, rb, &self.rc, &self.rd)?
+        };
+        Ok(Started::new(q, vec![self.sbuf, rbuf], unpack))
+    }
 }
 
 /// Slot counts of the calling rank's topology (in, out), for the array arguments.
@@ -733,26 +840,28 @@ fn degrees(func: &str, comm: Handle) -> R<(usize, usize)> {
 fn block(buf: *const c_void, count: c_int, dt: Handle) -> Block {
     Block {
         buf,
+        shift: 0,
         count: count as i64,
         dt,
     }
 }
 
-/// The neighborhood collectives, each blocking and nonblocking (the nonblocking form runs
-/// the exchange and returns a completed request). The two names share a line ending in `;`
-/// so the build script sees them as defined.
+/// The neighborhood collectives, each blocking, nonblocking (MPI-4.1 §8.7: the request
+/// completes when the exchange does and unpacks then) and persistent (§8.8: every MPI_Start
+/// packs the send buffer again). The three names share a line ending in `;` so the build
+/// script sees them as defined. `$body` prepares the exchange from the arguments.
 macro_rules! neighbor_fns {
-    ($blocking:ident, $nonblocking:ident; ($($arg:ident: $ty:ty),*), |$func:ident| $body:expr) => {
+    ($blocking:ident, $nonblocking:ident, $persistent:ident; ($($arg:ident: $ty:ty),*), |$func:ident| $body:expr) => {
         #[doc = concat!("`", stringify!($blocking), "` (MPI-4.1 §8.6) on any process topology.")]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
             let $func = stringify!($blocking);
-            let r: R<()> = $body(comm);
+            let r: R<()> = $body(comm).and_then(Exchange::run);
             finish(comm, $func, r)
         }
 
-        #[doc = concat!("`", stringify!($nonblocking), "` (MPI-4.1 §8.7): completes inside this call.")]
+        #[doc = concat!("`", stringify!($nonblocking), "` (MPI-4.1 §8.7).")]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $nonblocking(
@@ -761,17 +870,38 @@ macro_rules! neighbor_fns {
             request: *mut Handle,
         ) -> c_int {
             let $func = stringify!($nonblocking);
-            let r: R<()> =
-                $body(comm).and_then(|()| crate::inter::completed(comm, request));
+            let r = crate::icoll::file(comm, request, || $body(comm).and_then(Exchange::start));
+            finish(comm, $func, r)
+        }
+
+        #[doc = concat!("`", stringify!($persistent), "` (MPI-4.1 §8.8).")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $persistent(
+            $($arg: $ty,)*
+            comm: Handle,
+            _info: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let $func = stringify!($persistent);
+            // Arguments are checked now (a bad one fails the init call, on every rank alike)
+            // and read again at each start, as MPI lets the program change the buffers' data.
+            let r = $body(comm).and_then(|_| {
+                let restart: crate::icoll::Restart = Rc::new(move || {
+                    let $func = stringify!($persistent);
+                    $body(comm).and_then(Exchange::start)
+                });
+                crate::icoll::file_persistent(comm, restart, request)
+            });
             finish(comm, $func, r)
         }
     };
 }
 
 neighbor_fns!(
-    MPI_Neighbor_allgather, MPI_Ineighbor_allgather;
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
-    |func| |comm: Handle| neighbor_exchange(
+    |func| |comm: Handle| Exchange::prepare(
         func,
         comm,
         Side::Same(block(sbuf, scount, sdt)),
@@ -780,7 +910,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv;
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init;
     (
         sbuf: *const c_void,
         scount: c_int,
@@ -792,7 +922,7 @@ neighbor_fns!(
     ),
     |func| |comm: Handle| {
         let (ni, _) = degrees(func, comm)?;
-        neighbor_exchange(
+        Exchange::prepare(
             func,
             comm,
             Side::Same(block(sbuf, scount, sdt)),
@@ -807,9 +937,9 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall;
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
-    |func| |comm: Handle| neighbor_exchange(
+    |func| |comm: Handle| Exchange::prepare(
         func,
         comm,
         Side::Strided(block(sbuf, scount, sdt)),
@@ -818,7 +948,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv;
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init;
     (
         sbuf: *const c_void,
         scounts: *const c_int,
@@ -831,7 +961,7 @@ neighbor_fns!(
     ),
     |func| |comm: Handle| {
         let (ni, no) = degrees(func, comm)?;
-        neighbor_exchange(
+        Exchange::prepare(
             func,
             comm,
             Side::Varying {
@@ -851,7 +981,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw;
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init;
     (
         sbuf: *const c_void,
         scounts: *const c_int,
@@ -864,7 +994,7 @@ neighbor_fns!(
     ),
     |func| |comm: Handle| {
         let (ni, no) = degrees(func, comm)?;
-        neighbor_exchange(
+        Exchange::prepare(
             func,
             comm,
             Side::Typed {
