@@ -267,57 +267,50 @@ fn bytes(w: &Comm) {
     w.barrier().unwrap();
 }
 
-/// A persistent collective restarts with the call number it was given at initialisation;
-/// 2^13 calls later the running count reaches the same 13 bits. A start whose tag an
-/// unfinished call on the communicator holds is refused (before taking a number) until that
-/// call completes, and neither call takes the other's data (with distinct tags for
-/// persistent numbers there is nothing to refuse, and the data must still be right).
+/// Two persistent collectives whose call numbers are 2^13 apart have the same message tag.
+/// A start whose tag an unfinished call on the communicator holds is refused (before it
+/// takes a number) until that call completes; then it runs, and neither call takes the
+/// other's data.
 fn repeated_call_numbers(w: &Comm) {
     if w.size() != 2 {
         return;
     }
     let me = w.rank();
-    let s = w.reserve_coll_seq();
-    // Outstanding together, so the count advances without a round trip per call.
-    let bars: Vec<CollRequest<'static>> = (1..1u32 << 13).map(|_| w.ibarrier().unwrap()).collect();
-    CollRequest::wait_all(bars).unwrap();
+    let first = w.reserve_coll_seq();
+    for _ in 1..1u32 << 13 {
+        w.reserve_coll_seq();
+    }
+    let again = w.reserve_coll_seq();
+    assert_eq!(again.wrapping_sub(first), 1 << 13);
     let (want_a, want_b) = ([11u64, 12, 13, 14], [21u64, 22, 23, 24]);
     let mut a = if me == 1 { want_a } else { [0; 4] };
     let mut b = if me == 1 { want_b } else { [0; 4] };
     if me == 0 {
+        // Rank 1 (the root) has not started: the first call stays unfinished here.
         // SAFETY (of the calls): every request is waited, none is leaked.
-        let ra = unsafe { w.ibcast(&mut a, 1) }.unwrap();
+        let ra = w
+            .with_coll_seq(first, || unsafe { w.ibcast(&mut a, 1) })
+            .unwrap();
         assert!(!ra.is_finished(), "rank 1 has not started yet");
         let mut early = [0u64; 4];
-        let accepted = {
-            let first = w.with_coll_seq(s, || unsafe { w.ibcast(&mut early, 1) });
-            match first {
-                Err(e) => {
-                    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
-                    assert!(e.message().contains("same message tag"), "{e}");
-                    w.send(&[1u8], 1, 5).unwrap();
-                    ra.wait().unwrap();
-                    let rb = w.with_coll_seq(s, || unsafe { w.ibcast(&mut b, 1) });
-                    rb.unwrap().wait().unwrap();
-                    false
-                }
-                Ok(rb) => {
-                    w.send(&[1u8], 1, 5).unwrap();
-                    ra.wait().unwrap();
-                    rb.wait().unwrap();
-                    true
-                }
-            }
-        };
-        if accepted {
-            b = early;
-        }
+        let e = w
+            .with_coll_seq(again, || unsafe { w.ibcast(&mut early, 1) })
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.message().contains("same message tag"), "{e}");
+        assert!(e.message().contains("both persistent"), "{e}");
+        w.send(&[1u8], 1, 5).unwrap();
+        ra.wait().unwrap();
+        let rb = w.with_coll_seq(again, || unsafe { w.ibcast(&mut b, 1) });
+        rb.unwrap().wait().unwrap();
     } else {
         let mut go = [0u8];
         w.recv(&mut go, 0, 5).unwrap();
-        w.bcast(&mut a, 1).unwrap();
-        // SAFETY: waited at once.
-        let rb = w.with_coll_seq(s, || unsafe { w.ibcast(&mut b, 1) });
+        // SAFETY: each request is waited at once.
+        let ra = w.with_coll_seq(first, || unsafe { w.ibcast(&mut a, 1) });
+        ra.unwrap().wait().unwrap();
+        let rb = w.with_coll_seq(again, || unsafe { w.ibcast(&mut b, 1) });
         rb.unwrap().wait().unwrap();
     }
     assert_eq!((a, b), (want_a, want_b), "rank {me}");

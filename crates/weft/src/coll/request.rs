@@ -84,14 +84,12 @@ pub(crate) fn check_tag_free(comm: &Comm, what: &str, tag: i32) -> Result<()> {
     ))
 }
 
-/// Unfinished collectives a rank may have at once. A collective's tag holds its call number
-/// modulo 2^13 (`super::TAG_SEQ_BITS`); two calls whose numbers differ by a multiple of that
-/// have the same tag, and a peer's message for one could match a receive of the other. Two
-/// such calls can only be unfinished together on a rank that has more than 2^13 collectives
-/// unfinished: with at most that many, every receive a rank has posted on a communicator
-/// belongs to one of 2^13 consecutive call numbers (distinct tags), every earlier call has
-/// taken all its messages, and each peer sends its messages for a call number before any
-/// for the number 2^13 later (it too never has both unfinished), in order on one context.
+/// Unfinished collectives a rank may have at once (a bound on the memory they hold). A
+/// collective's tag holds its call number modulo 2^13 (`super::TAG_SEQ_BITS`), so two calls
+/// whose numbers differ by a multiple of that share a tag, even with only two unfinished
+/// (call k still open while k+1 .. k+8191 completed); [`check_tag_free`], not this bound,
+/// keeps such calls from being unfinished together. With at most 2^13 unfinished, a rank can
+/// always have that many outstanding at once in order of their call numbers.
 pub(crate) const MAX_OUTSTANDING: u32 = 1 << super::TAG_SEQ_BITS;
 
 /// Refuses to start one more collective on a rank that already has [`MAX_OUTSTANDING`]
