@@ -233,7 +233,16 @@ fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
     let ppn = ppn.unwrap_or(nranks).clamp(1, nranks.max(1));
     let local_peers = ppn as usize - 1;
     let remote_peers = nranks.saturating_sub(ppn) as usize;
-    let small_ring = ring_footprint(config.shm_small_ring_bytes);
+    // The node's rings as init lays them out (a small ring equal to the large one means no
+    // switching: no large rings in the pool).
+    let modes = match config.shm_layout(ppn) {
+        Ok((_, modes)) => modes,
+        Err(e) => {
+            println!("peer memory: {e}");
+            return;
+        }
+    };
+    let small_ring = ring_footprint(modes.small_ring_bytes);
     let large_ring = ring_footprint(config.shm_ring_bytes);
     let limits = Limits {
         eager_bytes: config.tcp_eager_bytes as u32,
@@ -244,7 +253,7 @@ fn print_peer_memory(config: &Config, nranks: u32, ppn: Option<u32>) {
     let tcp_large = receive_buffer_bytes(&limits, small_fragment, true);
     let max_fast = config.max_fast_peers as usize;
     let shm_min = local_peers * small_ring;
-    let shm_max = shm_min + local_peers.min(max_fast) * large_ring;
+    let shm_max = shm_min + modes.fast_rings as usize * large_ring;
     let tcp_min = remote_peers * tcp_small;
     let tcp_max = tcp_min + remote_peers.min(max_fast) * (tcp_large - tcp_small);
     // Shared-memory figures are reservations in the node segment: a ring's pages take memory

@@ -14,7 +14,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD_AFTER_US",
         kind: KnobKind::Uint,
         default: "100",
-        help: "WEFT_YIELD=auto on a node with a core per rank: microseconds a waiting rank polls with nothing arriving before it yields the CPU on every idle poll (any progress starts the count again)",
+        help: "WEFT_YIELD=auto on a node with a core per rank: microseconds a waiting rank polls with nothing arriving before it yields the CPU on every idle poll (the clock is read every 1024 idle polls, so the window is this plus about 1024 polls; any progress starts the count again)",
     },
     Knob {
         name: "WEFT_BOOT_TIMEOUT_S",

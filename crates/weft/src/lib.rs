@@ -83,8 +83,9 @@ pub struct Launch {
 /// job. It never goes back into the environment.
 static JOB_SECRET_HEX: Mutex<Option<String>> = Mutex::new(None);
 
-/// Calls of [`init`] in this process so far; the n-th (counting from 0) keeps its bootstrap
-/// records under `init<n>/` (see [`InitStore`]).
+/// Successful calls of [`init`] in this process so far; the n-th (counting from 0) keeps its
+/// bootstrap records under `init<n>/` (see [`InitStore`]). A failed init does not count, so
+/// a rank that retries after fixing its settings meets its peers' attempt.
 static INITS: AtomicU32 = AtomicU32::new(0);
 
 /// Initialises weft from the environment `weft run` sets (or as a job of one rank when run
@@ -114,7 +115,7 @@ pub fn init() -> Result<Weft> {
             config.job_secret = Some(weft_boot::auth::decode_hex("WEFT_JOB_SECRET", hex)?);
         }
     }
-    let generation = INITS.fetch_add(1, Ordering::Relaxed);
+    let generation = INITS.load(Ordering::Relaxed);
     let client = weft_boot::client_from_vars(|name| {
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
@@ -169,6 +170,7 @@ pub fn init() -> Result<Weft> {
         },
         config,
     )
+    .inspect(|_| INITS.store(generation + 1, Ordering::Relaxed))
     .map_err(|e| match generation {
         0 => e,
         n => e.context(format!(

@@ -443,7 +443,8 @@ impl ShmNode {
 
     /// Bytes of the rings this rank sends into that its traffic has touched so far (cells
     /// written, at most each ring's size, and control areas; small rings it moved away from
-    /// included): the memory its sending really takes, rounded up to whole pages per ring.
+    /// included): the memory its sending really takes, give or take a page per ring (the
+    /// kernel maps whole pages; this counts bytes).
     /// At most [`ShmNode::ring_memory_bytes`]; O(local peers).
     pub fn ring_touched_bytes(&self) -> usize {
         self.retired_touched_bytes + self.out.iter().map(Producer::touched_bytes).sum::<usize>()

@@ -59,7 +59,9 @@ use weft_core::{Error, ErrorKind, Result};
 /// reports the disagreement (see `schedule`). Two unfinished calls on one rank never share
 /// a tag: a start whose tag an unfinished call on the communicator holds is refused
 /// (`request::check_tag_free`), which covers call numbers that repeat (persistent
-/// collectives restart with their number) as well as the 2^13 wrap-around.
+/// collectives restart with their number) as well as the 2^13 wrap-around. Roots are
+/// compared modulo 2^12: on a communicator of more than 4096 ranks, ranks that disagree on
+/// the root by a multiple of 4096 are not detected (an erroneous program; the others are).
 const TAG_COLL_BITS: u32 = 4;
 pub(crate) const TAG_SEQ_BITS: u32 = 13;
 const TAG_ROOT_BITS: u32 = 12;
