@@ -435,6 +435,38 @@ fn destroying_a_context_closes_its_lanes_in_every_thread() {
     );
 }
 
+#[test]
+fn a_destroyed_context_is_refused_in_proxy_mode_too() {
+    // The single proxy has no per-context lanes to close; uses of a destroyed context are
+    // refused all the same, and the default context keeps working.
+    run(
+        2,
+        &[("WEFT_RMA_PROXY", "1")],
+        |r| r,
+        |w, h| {
+            let world = w.world();
+            let base = h.base() as u64;
+            let a = base + h.malloc(64).unwrap() as u64;
+            if h.pe() == 0 {
+                let c = h.ctx_create();
+                h.put_ctx(c, 1, a, &5u64.to_ne_bytes()).unwrap();
+                h.ctx_destroy(c).unwrap();
+                let e = h.put_ctx(c, 1, a + 8, &[1u8; 8]).unwrap_err();
+                assert!(e.message().contains("destroyed"), "{e}");
+                h.put(1, a + 16, &6u64.to_ne_bytes()).unwrap();
+                h.quiet();
+            }
+            world.barrier().unwrap();
+            if h.pe() == 1 {
+                // SAFETY: our own heap, written and completed before the barrier.
+                let v = |i: u64| unsafe { *((a + 8 * i) as *const u64) };
+                assert_eq!((v(0), v(1), v(2)), (5, 0, 6));
+            }
+            world.barrier().unwrap();
+        },
+    );
+}
+
 static REMOTE_GLOBAL: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
 #[test]

@@ -112,6 +112,8 @@ struct Shared {
     /// Contexts destroyed so far (ids are never reused): their lanes are closed, and a
     /// thread's cached handles to them are dropped at its next cache miss.
     destroyed: Mutex<HashSet<u64>>,
+    /// Whether any context was destroyed (so uses of the others skip the lock).
+    any_destroyed: std::sync::atomic::AtomicBool,
 }
 
 /// A thread's lane key: (heap id, context, PE).
@@ -251,6 +253,23 @@ impl Shared {
         Ok(())
     }
 
+    /// Refuses a use of destroyed context `ctx` (the proxy path, which has no per-context
+    /// lanes to close, checks here).
+    fn check_ctx(&self, ctx: u64) -> Result<()> {
+        if ctx == 0
+            || !self
+                .any_destroyed
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Ok(());
+        }
+        let destroyed = self.destroyed.lock().unwrap_or_else(|p| p.into_inner());
+        if destroyed.contains(&ctx) {
+            return Err(self.destroyed_error(ctx));
+        }
+        Ok(())
+    }
+
     fn destroyed_error(&self, ctx: u64) -> Error {
         Error::new(
             ErrorKind::InvalidArgument,
@@ -266,6 +285,8 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(ctx);
+        self.any_destroyed
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut closing = Vec::new();
         self.registry().retain(|e| {
             if e.ctx == ctx {
@@ -413,6 +434,7 @@ impl Net {
             lanes: Mutex::new(Vec::new()),
             ctx_lanes: Mutex::new(HashMap::new()),
             destroyed: Mutex::new(HashSet::new()),
+            any_destroyed: std::sync::atomic::AtomicBool::new(false),
         });
         let staging = Arc::new(Mutex::new(Vec::new()));
         let proxy = if config.proxy {
@@ -471,6 +493,7 @@ impl Net {
 
     pub(crate) fn put(&self, ctx: u64, at: Remote, data: &[u8]) -> Result<()> {
         if self.proxy.is_some() {
+            self.shared.check_ctx(ctx)?;
             // The bytes go in before the job, under the staging lock, so the proxy finds
             // them in job order.
             let mut st = self.staging.lock().unwrap_or_else(|p| p.into_inner());
@@ -483,6 +506,7 @@ impl Net {
 
     pub(crate) fn get(&self, ctx: u64, at: Remote, dst: &mut [u8]) -> Result<()> {
         if self.proxy.is_some() {
+            self.shared.check_ctx(ctx)?;
             let (tx, rx) = mpsc::sync_channel(1);
             self.to_proxy(Job::Get(at, dst.len(), tx))?;
             let data = self.proxy_answer(rx)?;
@@ -505,6 +529,7 @@ impl Net {
         reply: bool,
     ) -> Result<u64> {
         if self.proxy.is_some() {
+            self.shared.check_ctx(ctx)?;
             if !reply {
                 return self
                     .to_proxy(Job::Amo {
@@ -546,6 +571,7 @@ impl Net {
     /// Sends what the calling thread's lane (context `ctx`) to `pe` has buffered.
     pub(crate) fn flush_pe(&self, ctx: u64, pe: u32) -> Result<()> {
         if self.proxy.is_some() {
+            self.shared.check_ctx(ctx)?;
             return self.to_proxy(Job::Flush);
         }
         self.shared.with_lane(ctx, pe, |l| l.flush())
