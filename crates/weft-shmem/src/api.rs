@@ -1202,8 +1202,8 @@ unsafe fn active_alltoalls(
     size: c_int,
     call: &str,
 ) {
-    check_strides(dst, sst, call);
     let set = active_set(start, log_stride, size, call);
+    check_strides(dst, sst, set.len().saturating_mul(nelems), elem, call);
     let Some(me) = set.iter().position(|&p| p == heap().pe()) else {
         fatal(Error::new(
             ErrorKind::InvalidRank,

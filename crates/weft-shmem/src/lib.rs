@@ -528,12 +528,33 @@ pub(crate) unsafe fn team_reduce(
 }
 
 /// Checks the strides of an `alltoalls` call (OpenSHMEM: both must be at least 1).
-fn check_strides(dst: isize, sst: isize, call: &str) {
+/// Checks the strides of an `alltoalls` that moves `elems` elements of `elem` bytes in all
+/// (PEs times nelems): both at least 1, and the strided spans of source and dest, `((elems -
+/// 1) * stride + 1) * elem` bytes, representable, so no offset computed from them wraps.
+fn check_strides(dst: isize, sst: isize, elems: usize, elem: usize, call: &str) {
     if dst < 1 || sst < 1 {
         fatal(Error::new(
             ErrorKind::InvalidArgument,
             format!(
                 "{call}: strides dst={dst} sst={sst} on PE {}: both must be at least 1",
+                heap().pe()
+            ),
+        ));
+    }
+    let span = |stride: isize| {
+        elems
+            .saturating_sub(1)
+            .checked_mul(stride as usize)
+            .and_then(|x| x.checked_add(1))
+            .and_then(|x| x.checked_mul(elem))
+            .filter(|&x| x <= isize::MAX as usize)
+    };
+    if span(dst).is_none() || span(sst).is_none() {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "{call}: strides dst={dst} sst={sst} over {elems} elements of {elem} bytes on PE {} \
+                 span more than the address space",
                 heap().pe()
             ),
         ));
@@ -555,9 +576,9 @@ pub(crate) unsafe fn alltoalls_elems(
     elem_bytes: usize,
     call: &str,
 ) -> c_int {
-    check_strides(dst, sst, call);
     with_team(team, call, |t| {
         let n = t.comm.size() as usize;
+        check_strides(dst, sst, n.saturating_mul(nelems), elem_bytes, call);
         let block = bytes_of(nelems, elem_bytes, call);
         let mut packed = vec![0u8; block * n];
         for (i, e) in packed.chunks_exact_mut(elem_bytes).enumerate() {

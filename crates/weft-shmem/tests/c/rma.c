@@ -123,9 +123,16 @@ int main(void) {
     }
     shmem_barrier_all();
     if (me == 0) CHECK(*plain == 50L * n);
-    CHECK(shmem_test_lock(&lock_word) == 0);
-    shmem_clear_lock(&lock_word);
-    shmem_barrier_all();
+    /* test_lock takes a free lock (0) and leaves a held one (1); one PE at a time, as every
+     * PE testing at once races for the one lock. */
+    for (int p = 0; p < n; p++) {
+        if (me == p) CHECK(shmem_test_lock(&lock_word) == 0);
+        shmem_barrier_all();
+        if (me != p) CHECK(shmem_test_lock(&lock_word) == 1);
+        shmem_barrier_all();
+        if (me == p) shmem_clear_lock(&lock_word);
+        shmem_barrier_all();
+    }
 
     /* team collectives on the world and on a strided split */
     long *bsrc = shmem_malloc(4 * sizeof(long)), *bdst = shmem_malloc(4 * n * sizeof(long));
