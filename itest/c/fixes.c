@@ -257,6 +257,32 @@ static void argument_errors(int rank) {
   OK(MPI_Comm_free(&d));
 }
 
+/* MPI_Sendrecv with a derived receive type (the checked path) reports a truncated receive
+ * with MPI_ERR_TRUNCATE and a status naming the source and tag. */
+static void sendrecv_truncated_derived(int rank, int size) {
+  MPI_Comm c; /* collective: every rank dups and frees */
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+  if (size < 2 || rank > 1) {
+    OK(MPI_Comm_free(&c));
+    return;
+  }
+  int peer = 1 - rank, out[4] = {1, 2, 3, 4}, in[2] = {0, 0};
+  MPI_Datatype two;
+  OK(MPI_Type_contiguous(2, MPI_INT, &two));
+  OK(MPI_Type_commit(&two));
+  MPI_Status st;
+  st.MPI_SOURCE = -7;
+  st.MPI_TAG = -7;
+  /* Each sends 4 ints; each receives room for 2. */
+  int rc = MPI_Sendrecv(out, 4, MPI_INT, peer, 31, in, 1, two, peer, 31, c, &st), cls;
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_TRUNCATE);
+  CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 31);
+  OK(MPI_Comm_free(&c));
+  OK(MPI_Type_free(&two));
+}
+
 int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   int rank, size;
@@ -268,6 +294,7 @@ int main(int argc, char **argv) {
   rsb_in_place(rank, size);
   freed_receives(rank, size);
   argument_errors(rank);
+  sendrecv_truncated_derived(rank, size);
   OK(MPI_Barrier(MPI_COMM_WORLD));
   /* An in-place Iallreduce still in flight at MPI_Finalize (erroneous, but it must not
    * free the staged copy its schedule reads before the schedule is finished). */

@@ -609,10 +609,15 @@ fn sendrecv(
     let mut w = start_op(s, true, false, sbuf as usize, scount, sdt, dest, stag, comm)?;
     let sres = w.raw.as_mut().map(|q| q.wait()).transpose();
     let (rst, received) = match r.raw.as_mut() {
-        Some(q) => {
-            let st = q.wait()?;
-            (from_weft(&st), st.bytes)
-        }
+        Some(q) => match q.wait() {
+            Ok(st) => (from_weft(&st), st.bytes),
+            Err(e) => {
+                // A truncated receive still says where the message came from (as the
+                // fast path does).
+                store(status, from_weft(&q.last_status()));
+                return Err(e.into());
+            }
+        },
         None => (proc_null_status(), 0),
     };
     if let Some(u) = r.unpack.take() {

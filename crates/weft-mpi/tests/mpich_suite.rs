@@ -1,4 +1,4 @@
-//! Runs MPICH's own test suite (test/mpi/coll and test/mpi/pt2pt of Debian's `mpich` source
+//! Runs MPICH's own test suite (test/mpi/coll, pt2pt and topo of Debian's `mpich` source
 //! package) against weft through `scripts/mpich-testsuite.sh check`: every entry of the
 //! checked-in pass list `itest/mpich/pass-list.txt` must build with our `mpicc`, run with our
 //! `mpiexec`, exit 0 and print " No Errors". A failing entry is a regression.
