@@ -91,11 +91,7 @@ fn entry(comm: Handle) -> ReqEntry {
 /// Files a started collective as request `*req`.
 /// `req` is checked before `start` runs: an error return must not leave a collective
 /// started behind (dropping it would block until every rank finished it).
-pub(crate) fn file(
-    comm: Handle,
-    req: *mut Handle,
-    start: impl FnOnce() -> R<Started>,
-) -> R<()> {
+pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R<()> {
     check_req(req)?;
     let st = start()?;
     let s = state("nonblocking collective")?;
