@@ -612,7 +612,7 @@ fn balanced_factors(n: i64, k: usize) -> Vec<i64> {
 }
 
 /// MPI_Dims_create (MPI-4.1 §8.5.2): fills the zero entries with factors of `nnodes` as
-/// close to each other as possible ([`balanced_factors`]), in non-increasing order.
+/// close to each other as possible (`balanced_factors`), in non-increasing order.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     let r = (|| {

@@ -12,8 +12,8 @@
 //! request, so its handle is an ordinary request handle; the callbacks and the completed
 //! flag live in a registry here, keyed by that handle, behind a mutex: MPI_Grequest_complete
 //! touches only the registry, so it may run on another thread (or inside a callback) while
-//! a wait polls it. The completion calls of p2p.rs ask the registry first ([`done`],
-//! [`wait`], [`take`]). Callbacks never run with the registry locked (a callback may call
+//! a wait polls it. The completion calls of p2p.rs ask the registry first (`done`,
+//! `wait`, `take`). Callbacks never run with the registry locked (a callback may call
 //! MPI_Grequest_complete). Depends on the error type, the request table and the status
 //! layout of p2p.rs.
 

@@ -4,8 +4,10 @@
  *   barrier  at step k the owner of row k puts it into every PE's pivot buffer, then all PEs
  *            meet in shmem_barrier_all before eliminating (one global barrier per step; two
  *            pivot buffers alternate so step k+1's puts cannot overwrite step k's row early);
- *   fine     the owner of row k marks the engine's tagged word k full once the row is final
- *            (weft_sync_put with n-1 readers); every other PE waits for exactly that word
+ *   fine     the owner of row k marks the engine's tagged word k full as soon as the row is
+ *            final, i.e. right after step k-1 eliminated it and before the owner eliminates
+ *            its other rows (look-ahead; weft_sync_put with n-1 readers); every other PE
+ *            waits for exactly that word
  *            (weft_sync_get) and fetches the row from the owner with shmem_getmem, so a PE
  *            runs ahead as soon as the rows it needs exist.
  *
@@ -54,7 +56,9 @@ static double factor(double *a, double *pivots, int fine, uint64_t tag_base) {
         const double *pivot;
         if (fine) {
             if (owner == me) {
-                if (n > 1) weft_sync_put(tag_base + k, 1, n - 1);
+                /* Row 0 is final from the start; every later row was published by its owner
+                 * as soon as it was final (below). */
+                if (n > 1 && k == 0) weft_sync_put(tag_base + k, 1, n - 1);
                 pivot = &a[(size_t)lk * N];
             } else {
                 weft_sync_get(tag_base + k);
@@ -73,7 +77,13 @@ static double factor(double *a, double *pivots, int fine, uint64_t tag_base) {
         }
         /* rows below k that this PE owns */
         int first = k + 1 + ((me - (k + 1)) % n + n) % n;
-        for (int i = first; i < N; i += n) eliminate(&a[(size_t)(i / n) * N], pivot, k);
+        for (int i = first; i < N; i += n) {
+            eliminate(&a[(size_t)(i / n) * N], pivot, k);
+            /* Look-ahead, what fine-grained synchronisation allows: row k+1 is final once
+             * step k has eliminated it, so its owner publishes it before eliminating its
+             * other rows, and the PEs waiting for it start step k+1 meanwhile. */
+            if (fine && n > 1 && i == k + 1) weft_sync_put(tag_base + k + 1, 1, n - 1);
+        }
     }
     shmem_barrier_all();
     double t = now_s() - t0;
