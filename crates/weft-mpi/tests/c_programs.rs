@@ -111,6 +111,15 @@ fn graph_topologies_and_neighborhood_collectives() {
     run_ok("topo");
 }
 
+/// The point-to-point fast path for predefined contiguous datatypes (src/fast.rs) keeps the
+/// checks MPI requires: every argument error of the fast calls gets its class, truncation
+/// from Recv, Sendrecv, Wait and Test reports class, source and tag, good messages their
+/// statuses, and errors reach their communicator's handler (itest/c/fastpath.c).
+#[test]
+fn fast_path_keeps_every_error_class_and_status() {
+    run_ok("fastpath");
+}
+
 #[test]
 fn nonblocking_collectives() {
     run_ok("icoll");
