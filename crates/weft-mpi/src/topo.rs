@@ -712,9 +712,16 @@ struct Exchange {
 
 impl Exchange {
     /// Packs send slot k for `destinations[k]` and plans receive slot k from `sources[k]`.
-    fn prepare(func: &str, comm: Handle, send: Side<'_>, recv: Side<'_>) -> R<Exchange> {
+    /// `sides` builds the two sides from the slot counts (in, out), which the v and w forms
+    /// need to read their arrays.
+    fn prepare<'a>(
+        func: &str,
+        comm: Handle,
+        sides: impl FnOnce(usize, usize) -> R<(Side<'a>, Side<'a>)>,
+    ) -> R<Exchange> {
         let s = state(func)?;
         let nb = topology_neighbors(s, comm)?;
+        let (send, recv) = sides(nb.sources.len(), nb.destinations.len())?;
         let c = s.comm(comm)?.comm.clone();
         let n = c.size() as usize;
         let live = |r: c_int| (r >= 0).then_some(r as usize);
@@ -830,13 +837,6 @@ impl Exchange {
     }
 }
 
-/// Slot counts of the calling rank's topology (in, out), for the array arguments.
-fn degrees(func: &str, comm: Handle) -> R<(usize, usize)> {
-    let s = state(func)?;
-    let nb = topology_neighbors(s, comm)?;
-    Ok((nb.sources.len(), nb.destinations.len()))
-}
-
 fn block(buf: *const c_void, count: c_int, dt: Handle) -> Block {
     Block {
         buf,
@@ -901,12 +901,12 @@ macro_rules! neighbor_fns {
 neighbor_fns!(
     MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
-    |func| |comm: Handle| Exchange::prepare(
-        func,
-        comm,
-        Side::Same(block(sbuf, scount, sdt)),
-        Side::Strided(block(rbuf, rcount, rdt)),
-    )
+    |func| |comm: Handle| Exchange::prepare(func, comm, |_, _| {
+        Ok((
+            Side::Same(block(sbuf, scount, sdt)),
+            Side::Strided(block(rbuf, rcount, rdt)),
+        ))
+    })
 );
 
 neighbor_fns!(
@@ -921,30 +921,29 @@ neighbor_fns!(
         rdt: Handle
     ),
     |func| |comm: Handle| {
-        let (ni, _) = degrees(func, comm)?;
-        Exchange::prepare(
-            func,
-            comm,
-            Side::Same(block(sbuf, scount, sdt)),
-            Side::Varying {
-                buf: rbuf,
-                counts: slice(ni, rcounts, "recvcounts")?,
-                displs: slice(ni, displs, "displs")?,
-                dt: rdt,
-            },
-        )
+        Exchange::prepare(func, comm, |ni, _| {
+            Ok((
+                Side::Same(block(sbuf, scount, sdt)),
+                Side::Varying {
+                    buf: rbuf,
+                    counts: slice(ni, rcounts, "recvcounts")?,
+                    displs: slice(ni, displs, "displs")?,
+                    dt: rdt,
+                },
+            ))
+        })
     }
 );
 
 neighbor_fns!(
     MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
-    |func| |comm: Handle| Exchange::prepare(
-        func,
-        comm,
-        Side::Strided(block(sbuf, scount, sdt)),
-        Side::Strided(block(rbuf, rcount, rdt)),
-    )
+    |func| |comm: Handle| Exchange::prepare(func, comm, |_, _| {
+        Ok((
+            Side::Strided(block(sbuf, scount, sdt)),
+            Side::Strided(block(rbuf, rcount, rdt)),
+        ))
+    })
 );
 
 neighbor_fns!(
@@ -960,23 +959,22 @@ neighbor_fns!(
         rdt: Handle
     ),
     |func| |comm: Handle| {
-        let (ni, no) = degrees(func, comm)?;
-        Exchange::prepare(
-            func,
-            comm,
-            Side::Varying {
-                buf: sbuf,
-                counts: slice(no, scounts, "sendcounts")?,
-                displs: slice(no, sdispls, "sdispls")?,
-                dt: sdt,
-            },
-            Side::Varying {
-                buf: rbuf,
-                counts: slice(ni, rcounts, "recvcounts")?,
-                displs: slice(ni, rdispls, "rdispls")?,
-                dt: rdt,
-            },
-        )
+        Exchange::prepare(func, comm, |ni, no| {
+            Ok((
+                Side::Varying {
+                    buf: sbuf,
+                    counts: slice(no, scounts, "sendcounts")?,
+                    displs: slice(no, sdispls, "sdispls")?,
+                    dt: sdt,
+                },
+                Side::Varying {
+                    buf: rbuf,
+                    counts: slice(ni, rcounts, "recvcounts")?,
+                    displs: slice(ni, rdispls, "rdispls")?,
+                    dt: rdt,
+                },
+            ))
+        })
     }
 );
 
@@ -993,22 +991,21 @@ neighbor_fns!(
         rtypes: *const Handle
     ),
     |func| |comm: Handle| {
-        let (ni, no) = degrees(func, comm)?;
-        Exchange::prepare(
-            func,
-            comm,
-            Side::Typed {
-                buf: sbuf,
-                counts: slice(no, scounts, "sendcounts")?,
-                displs: slice(no, sdispls, "sdispls")?,
-                types: slice(no, stypes, "sendtypes")?,
-            },
-            Side::Typed {
-                buf: rbuf,
-                counts: slice(ni, rcounts, "recvcounts")?,
-                displs: slice(ni, rdispls, "rdispls")?,
-                types: slice(ni, rtypes, "recvtypes")?,
-            },
-        )
+        Exchange::prepare(func, comm, |ni, no| {
+            Ok((
+                Side::Typed {
+                    buf: sbuf,
+                    counts: slice(no, scounts, "sendcounts")?,
+                    displs: slice(no, sdispls, "sdispls")?,
+                    types: slice(no, stypes, "sendtypes")?,
+                },
+                Side::Typed {
+                    buf: rbuf,
+                    counts: slice(ni, rcounts, "recvcounts")?,
+                    displs: slice(ni, rdispls, "rdispls")?,
+                    types: slice(ni, rtypes, "recvtypes")?,
+                },
+            ))
+        })
     }
 );
