@@ -170,6 +170,10 @@ impl JobSync {
         let chunk = eng.geo.burst_bytes / 8;
         let mut failure = local.err();
         let mut bits = vec![0u64; chunk.min(dst.len())];
+        // The leaders' exchange buffers, sized once for a whole chunk and cut per chunk.
+        let leader_count = self.leaders.as_ref().map_or(0, |l| l.size() as usize);
+        let mut mine: Vec<u64> = Vec::with_capacity(chunk.min(dst.len()) + 1);
+        let mut all = vec![0u64; (chunk.min(dst.len()) + 1) * leader_count];
         let mut done = 0;
         while done < dst.len() {
             let len = chunk.min(dst.len() - done);
@@ -177,11 +181,11 @@ impl JobSync {
             if let Some(leaders) = &self.leaders {
                 status = failure.as_ref().map_or(0, |e| kind_code(e.kind()));
                 // Each leader's part: its status, then its node's chunk.
-                let mut mine = Vec::with_capacity(len + 1);
+                mine.clear();
                 mine.push(status);
                 mine.extend(dst[done..done + len].iter().map(|v| v.to_bits()));
-                let mut all = vec![0u64; (len + 1) * leaders.size() as usize];
-                match leaders.allgather(&mine, &mut all) {
+                let all = &mut all[..(len + 1) * leaders.size() as usize];
+                match leaders.allgather(&mine, all) {
                     Ok(()) => {
                         let mut parts = all.chunks(len + 1);
                         if let Some(bad) = parts.clone().find(|p| p[0] != 0) {
