@@ -4,8 +4,11 @@
 //! untimed barrier as the OSU benchmarks do (so a call's time is its latency: without it a
 //! root that returns after eager sends starts the next call while the others still finish
 //! the last, and consecutive calls overlap; `--pipelined` measures that way); each rank
-//! records its per-iteration times; the reported average is the maximum over ranks of each rank's mean
-//! (as OSU reports), and p50 is the maximum over ranks of each rank's median. Sizes are bytes
+//! records its per-iteration times. The statistics are OSU 7.4's: `p50_us` is the median over
+//! timed calls of the mean over ranks of the call's time (OSU sums each iteration's times over
+//! ranks with MPI_Reduce and takes percentiles of the sums / P), and `avg_us` the mean over
+//! ranks of each rank's mean. The stricter `max_p50_us` (the maximum over ranks of each
+//! rank's median: the slowest rank's typical call) is reported beside them. Sizes are bytes
 //! per rank: the whole vector for bcast/reduce/allreduce/scan/reduce_scatter, one block for
 //! gather/scatter/allgather/alltoall. Reductions use f32 sum, as the OSU benchmarks do.
 
@@ -73,8 +76,13 @@ pub struct Point {
     pub op: String,
     pub bytes: u64,
     pub algo: String,
+    /// OSU's P50: the median over calls of the mean over ranks of the call's time.
     pub p50_us: f64,
+    /// OSU's average: the mean over ranks (and calls) of the time in the call.
     pub avg_us: f64,
+    /// The maximum over ranks of each rank's median time (0 in results of older versions).
+    #[serde(default)]
+    pub max_p50_us: f64,
 }
 
 impl CollArgs {
@@ -193,11 +201,8 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
             eprint!("\r{} {} B ({}/{})   ", a.op, bytes, i + 1, sizes.len());
         }
         let times = measure(&world, &a.op, bytes, iters, skip, !a.pipelined)?;
-        let mut t = times.clone();
-        let p50 = median(&mut t);
-        let avg = times.iter().sum::<f64>() / times.len() as f64;
-        let (p50, avg) = max_over_ranks(&world, p50, avg)?;
-        if me == 0 {
+        let stats = osu_stats(&world, times)?;
+        if let Some((p50, avg, max_p50)) = stats {
             let chosen =
                 weft::coll::explain(coll_name(&a.op), bytes as u64, world.size(), weft.local().1)
                     .map(|e| e.choice)
@@ -208,23 +213,25 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
                 algo: chosen,
                 p50_us: p50,
                 avg_us: avg,
+                max_p50_us: max_p50,
             };
             if a.json {
                 println!("{}", serde_json::to_string(&p).expect("point serialises"));
             } else {
                 if i == 0 {
                     println!(
-                        "# weft bench coll --op {} ({} ranks)\n{:>10} {:>12} {:>12}  algorithm",
+                        "# weft bench coll --op {} ({} ranks)\n{:>10} {:>12} {:>12} {:>12}  algorithm",
                         a.op,
                         world.size(),
                         "bytes",
                         "p50_us",
-                        "avg_us"
+                        "avg_us",
+                        "max_p50_us"
                     );
                 }
                 println!(
-                    "{:>10} {:>12.3} {:>12.3}  {}",
-                    p.bytes, p.p50_us, p.avg_us, p.algo
+                    "{:>10} {:>12.3} {:>12.3} {:>12.3}  {}",
+                    p.bytes, p.p50_us, p.avg_us, p.max_p50_us, p.algo
                 );
             }
         }
@@ -290,19 +297,26 @@ fn measure(
     Ok(out)
 }
 
-/// The maximum over ranks of (p50, avg), known to rank 0.
-fn max_over_ranks(world: &Comm, p50: f64, avg: f64) -> Result<(f64, f64)> {
-    if world.rank() == 0 {
-        let (mut a, mut b) = (p50, avg);
-        for r in 1..world.size() {
-            let mut v = [0f64; 2];
-            world.recv(&mut v, r as i32, TAG_REPORT)?;
-            a = a.max(v[0]);
-            b = b.max(v[1]);
-        }
-        Ok((a, b))
-    } else {
-        world.send(&[p50, avg], 0, TAG_REPORT)?;
-        Ok((p50, avg))
+/// OSU 7.4's statistics of one size, known to rank 0 (None elsewhere): (P50 over calls of
+/// the mean over ranks, mean over ranks and calls, maximum over ranks of each rank's
+/// median). Every rank timed the same number of calls.
+fn osu_stats(world: &Comm, mut times: Vec<f64>) -> Result<Option<(f64, f64, f64)>> {
+    if world.rank() != 0 {
+        world.send(&times, 0, TAG_REPORT)?;
+        return Ok(None);
     }
+    let n = times.len();
+    let mut sum = times.clone();
+    let mut max_p50 = median(&mut times);
+    for r in 1..world.size() {
+        world.recv(&mut times, r as i32, TAG_REPORT)?;
+        for (s, t) in sum.iter_mut().zip(&times) {
+            *s += t;
+        }
+        max_p50 = max_p50.max(median(&mut times));
+    }
+    let ranks = f64::from(world.size());
+    let mut mean: Vec<f64> = sum.iter().map(|s| s / ranks).collect();
+    let avg = mean.iter().sum::<f64>() / n as f64;
+    Ok(Some((median(&mut mean), avg, max_p50)))
 }

@@ -120,22 +120,22 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
     } else {
         println!("# weft bench coll --op {} -n {}", a.op, a.nranks);
         println!(
-            "{:>10} {:>24} {:>12} {:>12}",
-            "bytes", "algorithm", "p50_us", "avg_us"
+            "{:>10} {:>24} {:>12} {:>12} {:>12}",
+            "bytes", "algorithm", "p50_us", "avg_us", "max_p50_us"
         );
         for p in &points {
             println!(
-                "{:>10} {:>24} {:>12.3} {:>12.3}",
-                p.bytes, p.algo, p.p50_us, p.avg_us
+                "{:>10} {:>24} {:>12.3} {:>12.3} {:>12.3}",
+                p.bytes, p.algo, p.p50_us, p.avg_us, p.max_p50_us
             );
         }
     }
     if let Some(path) = &a.csv {
-        let mut text = String::from("op,bytes,algo,p50_us,avg_us\n");
+        let mut text = String::from("op,bytes,algo,p50_us,avg_us,max_p50_us\n");
         for p in &points {
             text.push_str(&format!(
-                "{},{},{},{:.3},{:.3}\n",
-                p.op, p.bytes, p.algo, p.p50_us, p.avg_us
+                "{},{},{},{:.3},{:.3},{:.3}\n",
+                p.op, p.bytes, p.algo, p.p50_us, p.avg_us, p.max_p50_us
             ));
         }
         if let Err(e) = std::fs::write(path, text) {
