@@ -93,7 +93,7 @@ for (n, c, t, k, cls) in T:
             if n in ("short", "int", "long", "longlong"):
                 # Deprecated (1.4): waits while the variable equals cmp_value.
                 fn(f"shmem_{n}_wait", f"ivar: *mut {t}, cmp_value: {t}", None,
-                   f"wait_until(ivar as *const {t}, 1, cmp_value, \"shmem_{n}_wait\")",
+                   f"wait_until(ivar as *const {t}, crate::cmp::SHMEM_CMP_NE, cmp_value, \"shmem_{n}_wait\")",
                    f"{c} *ivar, {c} cmp_value", "void")
             fn(f"shmem_{n}_test", f"ivar: *mut {t}, cmp: c_int, value: {t}", "c_int",
                f"test(ivar as *const {t}, cmp, value, \"shmem_{n}_test\") as c_int",

@@ -710,7 +710,14 @@ pub unsafe extern "C" fn shmem_signal_wait_until(
 #[no_mangle]
 pub unsafe extern "C" fn shmem_wait(ivar: *mut std::ffi::c_long, cmp_value: std::ffi::c_long) {
     // SAFETY: forwarded API contract (`long` is 64 bits on the platforms weft supports).
-    unsafe { wait_until(ivar as *const i64, 1, cmp_value, "shmem_wait") }
+    unsafe {
+        wait_until(
+            ivar as *const i64,
+            crate::cmp::SHMEM_CMP_NE,
+            cmp_value,
+            "shmem_wait",
+        )
+    }
 }
 
 /// Deprecated (1.4) untyped `shmem_wait_until` on a `long`.

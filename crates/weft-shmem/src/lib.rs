@@ -274,15 +274,38 @@ word!(i16 => std::sync::atomic::AtomicI16, u16 => std::sync::atomic::AtomicU16,
     i32 => std::sync::atomic::AtomicI32, u32 => std::sync::atomic::AtomicU32,
     i64 => std::sync::atomic::AtomicI64, u64 => std::sync::atomic::AtomicU64);
 
-/// `SHMEM_CMP_*` values of shmem.h.
+/// The `SHMEM_CMP_*` comparisons of shmem.h: the one place Rust code (and the code
+/// `scripts/gen_api.py` writes) takes them from; a test checks shmem.h defines the same.
+pub(crate) mod cmp {
+    use std::ffi::c_int;
+    pub(crate) const SHMEM_CMP_EQ: c_int = 0;
+    pub(crate) const SHMEM_CMP_NE: c_int = 1;
+    pub(crate) const SHMEM_CMP_GT: c_int = 2;
+    pub(crate) const SHMEM_CMP_GE: c_int = 3;
+    pub(crate) const SHMEM_CMP_LT: c_int = 4;
+    pub(crate) const SHMEM_CMP_LE: c_int = 5;
+    /// Each with its name in shmem.h.
+    #[cfg(test)]
+    pub(crate) const ALL: [(&str, c_int); 6] = [
+        ("SHMEM_CMP_EQ", SHMEM_CMP_EQ),
+        ("SHMEM_CMP_NE", SHMEM_CMP_NE),
+        ("SHMEM_CMP_GT", SHMEM_CMP_GT),
+        ("SHMEM_CMP_GE", SHMEM_CMP_GE),
+        ("SHMEM_CMP_LT", SHMEM_CMP_LT),
+        ("SHMEM_CMP_LE", SHMEM_CMP_LE),
+    ];
+}
+
+/// Compares `a cmp b` for a `SHMEM_CMP_*` value `cmp`.
 fn compare<T: Word>(a: T, cmp: c_int, b: T, call: &str) -> bool {
+    use cmp::*;
     match cmp {
-        0 => a == b,
-        1 => a != b,
-        2 => a > b,
-        3 => a >= b,
-        4 => a < b,
-        5 => a <= b,
+        SHMEM_CMP_EQ => a == b,
+        SHMEM_CMP_NE => a != b,
+        SHMEM_CMP_GT => a > b,
+        SHMEM_CMP_GE => a >= b,
+        SHMEM_CMP_LT => a < b,
+        SHMEM_CMP_LE => a <= b,
         _ => fatal(Error::new(
             ErrorKind::InvalidOp,
             format!("{call}: comparison {cmp} is not one of SHMEM_CMP_EQ..SHMEM_CMP_LE (0..=5)"),
@@ -785,3 +808,37 @@ pub(crate) unsafe fn active_reduce(
 
 mod api;
 pub use api::*;
+
+#[cfg(test)]
+mod tests {
+    /// shmem.h's `#define NAME VALUE` lines, by name.
+    fn header_defines() -> std::collections::HashMap<String, String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/include/shmem.h");
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next()? == "#define").then_some(())?;
+                Some((w.next()?.to_string(), w.next()?.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn comparison_constants_match_shmem_h() {
+        let defs = header_defines();
+        for (name, value) in super::cmp::ALL {
+            assert_eq!(
+                defs.get(name).map(String::as_str),
+                Some(value.to_string().as_str()),
+                "{name} in include/shmem.h"
+            );
+            // The deprecated spelling stays an alias of the 1.5 one.
+            assert_eq!(
+                defs.get(&format!("_{name}")).map(String::as_str),
+                Some(name),
+                "_{name}"
+            );
+        }
+    }
+}

@@ -3132,7 +3132,12 @@ pub unsafe extern "C" fn shmem_short_wait_until(ivar: *mut i16, cmp: c_int, valu
 /// OpenSHMEM 1.5 `shmem_short_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_short_wait(ivar: *mut i16, cmp_value: i16) {
-    wait_until(ivar as *const i16, 1, cmp_value, "shmem_short_wait")
+    wait_until(
+        ivar as *const i16,
+        crate::cmp::SHMEM_CMP_NE,
+        cmp_value,
+        "shmem_short_wait",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_short_test`.
@@ -4021,7 +4026,12 @@ pub unsafe extern "C" fn shmem_int_wait_until(ivar: *mut i32, cmp: c_int, value:
 /// OpenSHMEM 1.5 `shmem_int_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_wait(ivar: *mut i32, cmp_value: i32) {
-    wait_until(ivar as *const i32, 1, cmp_value, "shmem_int_wait")
+    wait_until(
+        ivar as *const i32,
+        crate::cmp::SHMEM_CMP_NE,
+        cmp_value,
+        "shmem_int_wait",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_int_test`.
@@ -5333,7 +5343,12 @@ pub unsafe extern "C" fn shmem_long_wait_until(ivar: *mut i64, cmp: c_int, value
 /// OpenSHMEM 1.5 `shmem_long_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_wait(ivar: *mut i64, cmp_value: i64) {
-    wait_until(ivar as *const i64, 1, cmp_value, "shmem_long_wait")
+    wait_until(
+        ivar as *const i64,
+        crate::cmp::SHMEM_CMP_NE,
+        cmp_value,
+        "shmem_long_wait",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_long_test`.
@@ -6650,7 +6665,12 @@ pub unsafe extern "C" fn shmem_longlong_wait_until(ivar: *mut i64, cmp: c_int, v
 /// OpenSHMEM 1.5 `shmem_longlong_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_wait(ivar: *mut i64, cmp_value: i64) {
-    wait_until(ivar as *const i64, 1, cmp_value, "shmem_longlong_wait")
+    wait_until(
+        ivar as *const i64,
+        crate::cmp::SHMEM_CMP_NE,
+        cmp_value,
+        "shmem_longlong_wait",
+    )
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_test`.
