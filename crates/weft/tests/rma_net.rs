@@ -467,6 +467,48 @@ fn a_destroyed_context_is_refused_in_proxy_mode_too() {
     );
 }
 
+#[test]
+fn context_bookkeeping_is_bounded_by_the_live_contexts() {
+    // Creating and destroying many contexts leaves nothing behind: the heap keeps only the
+    // live ones (a set of destroyed ids would grow with every create/destroy pair), and an
+    // id that was never created is refused like a destroyed one. Both lane modes.
+    for proxy in ["0", "1"] {
+        run(
+            2,
+            &[("WEFT_RMA_PROXY", proxy)],
+            |r| r,
+            |w, h| {
+                let world = w.world();
+                let base = h.base() as u64;
+                let a = base + h.malloc(64).unwrap() as u64;
+                if h.pe() == 0 {
+                    let keep = h.ctx_create();
+                    let mut last = 0;
+                    for i in 0..200u64 {
+                        let c = h.ctx_create();
+                        h.put_ctx(c, 1, a + 8, &(i + 1).to_ne_bytes()).unwrap();
+                        h.ctx_destroy(c).unwrap();
+                        assert_eq!(h.live_contexts(), 1, "after destroying context {c}");
+                        last = c;
+                    }
+                    let e = h.put_ctx(last + 1000, 1, a, &[1u8; 8]).unwrap_err();
+                    assert!(e.message().contains("never created"), "{e}");
+                    h.put_ctx(keep, 1, a, &3u64.to_ne_bytes()).unwrap();
+                    h.ctx_destroy(keep).unwrap();
+                    assert_eq!(h.live_contexts(), 0);
+                }
+                world.barrier().unwrap();
+                if h.pe() == 1 {
+                    // SAFETY: our own heap, written and completed before the barrier.
+                    let v = |i: u64| unsafe { *((a + 8 * i) as *const u64) };
+                    assert_eq!((v(0), v(1)), (3, 200));
+                }
+                world.barrier().unwrap();
+            },
+        );
+    }
+}
+
 static REMOTE_GLOBAL: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
 #[test]

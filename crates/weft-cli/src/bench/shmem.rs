@@ -372,10 +372,14 @@ fn remote_main(
         }
         println!();
         let mut table = Vec::new();
+        let mut cpu_table = Vec::new();
         for &t in threads {
             let mut row = Vec::new();
+            let mut cpu_row = Vec::new();
             for ((_, h), &w) in modes.iter().zip(&words) {
-                row.push(rate_remote(h, w, slots, target, t, a.puts)?);
+                let (rate, cpu) = rate_remote(h, w, slots, target, t, a.puts)?;
+                row.push(rate);
+                cpu_row.push(cpu);
             }
             print!("{t:>8}");
             for r in &row {
@@ -383,6 +387,26 @@ fn remote_main(
             }
             println!();
             table.push((t, row));
+            cpu_table.push((t, cpu_row));
+        }
+        // On-CPU time is what the machine's load does not inflate: the per-put cost of the
+        // initiators' own path (for the proxy mode only the hand-off to the proxy thread,
+        // whose own time is not in it).
+        println!("# initiating threads' on-CPU time per put (ns, from /proc/thread-self/schedstat; sends included, the final quiet not)");
+        print!("{:>8}", "threads");
+        for (name, _) in &modes {
+            print!(" {:>16}", format!("{name}_cpu_ns"));
+        }
+        println!();
+        for (t, row) in &cpu_table {
+            print!("{t:>8}");
+            for c in row {
+                match c {
+                    Some(ns) => print!(" {ns:>16.1}"),
+                    None => print!(" {:>16}", "-"),
+                }
+            }
+            println!();
         }
         let at = |t: usize| table.iter().find(|(n, _)| *n == t).map(|(_, r)| r.clone());
         if let (Some(one), Some(two)) = (at(1), at(2)) {
@@ -405,7 +429,8 @@ fn remote_main(
 /// `threads` initiators each put `puts` 8-byte values into their own range of `target`'s
 /// heap (through their own lanes, or the heap's proxy); ends when quiet has every put
 /// acknowledged. Each thread connects its lane (one put) before the clock starts, as a
-/// long-lived initiator would have. Returns puts per second.
+/// long-lived initiator would have. Returns puts per second and the initiating threads'
+/// on-CPU nanoseconds per put (None where the kernel does not report it).
 fn rate_remote(
     heap: &SymmetricHeap,
     words: u64,
@@ -413,37 +438,53 @@ fn rate_remote(
     target: u32,
     threads: usize,
     puts: u64,
-) -> Result<f64> {
+) -> Result<(f64, Option<f64>)> {
     let ready = std::sync::Barrier::new(threads + 1);
-    let elapsed = std::thread::scope(|s| -> Result<f64> {
+    let (elapsed, cpu_ns) = std::thread::scope(|s| -> Result<(f64, Option<u64>)> {
         let ready = &ready;
         let handles: Vec<_> = (0..threads as u64)
             .map(|tid| {
-                s.spawn(move || -> Result<()> {
+                s.spawn(move || -> Result<Option<u64>> {
                     let base = words + tid * slots * 8;
                     let warm = heap
                         .put(target, base, &0u64.to_ne_bytes())
                         .and_then(|_| heap.flush());
                     ready.wait();
                     warm?;
+                    let cpu0 = thread_cpu_ns();
                     for i in 0..puts {
                         let v = i + 1;
                         heap.put(target, base + (i % slots) * 8, &v.to_ne_bytes())?;
                     }
-                    heap.flush()
+                    heap.flush()?;
+                    Ok(cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a)))
                 })
             })
             .collect();
         ready.wait();
         let start = Instant::now();
+        let mut cpu = Some(0u64);
         for h in handles {
-            h.join()
+            let c = h
+                .join()
                 .map_err(|_| Error::new(ErrorKind::Internal, "an initiator thread panicked"))??;
+            cpu = cpu.zip(c).map(|(a, b)| a + b);
         }
         heap.try_quiet()?;
-        Ok(start.elapsed().as_secs_f64())
+        Ok((start.elapsed().as_secs_f64(), cpu))
     })?;
-    Ok((threads as u64 * puts) as f64 / elapsed)
+    let total = (threads as u64 * puts) as f64;
+    Ok((total / elapsed, cpu_ns.map(|ns| ns as f64 / total)))
+}
+
+/// The calling thread's on-CPU time in nanoseconds (Linux schedstat), if the kernel reports it.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Each thread stores its 8-byte values straight into PE 1's heap (its own slot range).

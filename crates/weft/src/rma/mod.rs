@@ -609,9 +609,20 @@ impl SymmetricHeap {
     }
 
     /// A new context id with its own lanes (`shmem_ctx_create`); never 0, never reused.
+    /// Only ids from here are accepted as contexts (until [`Self::ctx_destroy`]).
     pub fn ctx_create(&self) -> u64 {
         static CTX: AtomicU64 = AtomicU64::new(1);
-        CTX.fetch_add(1, Ordering::Relaxed)
+        let id = CTX.fetch_add(1, Ordering::Relaxed);
+        if let Some(n) = &self.net {
+            n.add_ctx(id);
+        }
+        id
+    }
+
+    /// Contexts created and not yet destroyed whose bookkeeping this heap keeps (0 when
+    /// every PE is on this node: contexts then need none).
+    pub fn live_contexts(&self) -> usize {
+        self.net.as_ref().map_or(0, |n| n.live_ctx_count())
     }
 
     /// Completes and forgets context `ctx` (`shmem_ctx_destroy`).

@@ -109,11 +109,11 @@ struct Shared {
     /// Lanes of contexts other than the default one, by (context, PE): a context's lanes
     /// are shared by whichever threads use the context.
     ctx_lanes: Mutex<HashMap<(u64, u32), SharedLane>>,
-    /// Contexts destroyed so far (ids are never reused): their lanes are closed, and a
-    /// thread's cached handles to them are dropped at its next cache miss.
-    destroyed: Mutex<HashSet<u64>>,
-    /// Whether any context was destroyed (so uses of the others skip the lock).
-    any_destroyed: std::sync::atomic::AtomicBool,
+    /// Contexts created and not yet destroyed (besides the default context 0): a use of
+    /// any other id is refused, so it is as large as the contexts alive, however many were
+    /// destroyed. A destroyed context's lanes are closed, and a thread's cached handles to
+    /// them are dropped at its next cache miss.
+    live: Mutex<HashSet<u64>>,
 }
 
 /// A thread's lane key: (heap id, context, PE).
@@ -149,30 +149,36 @@ impl Shared {
 
     /// Runs `f` on the calling thread's lane (context `ctx`) to `pe`, connecting first.
     fn with_lane<R>(&self, ctx: u64, pe: u32, f: impl FnOnce(&mut Lane) -> Result<R>) -> Result<R> {
-        // Back-to-back operations of a thread mostly go to the lane it used last: no hashing.
+        // Back-to-back operations of a thread mostly go to the lane it used last: no hashing,
+        // and no reference count touched (the cache's handle keeps the lane alive while `f`
+        // runs; lane calls never reach this cache), so an 8-byte put costs the lane's lock
+        // and no other atomic read-modify-write.
+        let mut f = Some(f);
         let hit = LAST.with(|l| {
-            l.borrow()
-                .as_ref()
-                .filter(|(k, _)| *k == (self.id, ctx, pe))
-                .map(|(_, lane)| lane.clone())
+            let l = l.borrow();
+            match l.as_ref() {
+                Some((k, lane)) if *k == (self.id, ctx, pe) => {
+                    let f = f.take().expect("the lane call runs once");
+                    Some(f(&mut lock(lane)))
+                }
+                _ => None,
+            }
         });
-        if let Some(lane) = hit {
-            let mut g = lock(&lane);
-            return f(&mut g);
+        if let Some(r) = hit {
+            return r;
         }
+        let f = f.take().expect("the lane call runs once");
         let lane = MINE.with(|m| -> Result<Arc<Mutex<Lane>>> {
             let mut m = m.borrow_mut();
             if let Some(l) = m.get(&(self.id, ctx, pe)) {
                 return Ok(l.clone());
             }
             {
-                let destroyed = self.destroyed.lock().unwrap_or_else(|p| p.into_inner());
-                if destroyed.contains(&ctx) {
+                let live = self.live_contexts();
+                if ctx != 0 && !live.contains(&ctx) {
                     return Err(self.destroyed_error(ctx));
                 }
-                if !destroyed.is_empty() {
-                    m.retain(|k, _| k.0 != self.id || !destroyed.contains(&k.1));
-                }
+                m.retain(|k, _| k.0 != self.id || k.1 == 0 || live.contains(&k.1));
             }
             let l = if ctx == 0 {
                 let l = Arc::new(Mutex::new(self.new_lane(pe)?));
@@ -253,27 +259,26 @@ impl Shared {
         Ok(())
     }
 
-    /// Refuses a use of destroyed context `ctx` (the proxy path, which has no per-context
-    /// lanes to close, checks here).
+    fn live_contexts(&self) -> MutexGuard<'_, HashSet<u64>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Refuses a use of context `ctx` unless it is the default one or alive (the proxy
+    /// path, which has no per-context lanes to close, checks here).
     fn check_ctx(&self, ctx: u64) -> Result<()> {
-        if ctx == 0
-            || !self
-                .any_destroyed
-                .load(std::sync::atomic::Ordering::Acquire)
-        {
+        if ctx == 0 || self.live_contexts().contains(&ctx) {
             return Ok(());
         }
-        let destroyed = self.destroyed.lock().unwrap_or_else(|p| p.into_inner());
-        if destroyed.contains(&ctx) {
-            return Err(self.destroyed_error(ctx));
-        }
-        Ok(())
+        Err(self.destroyed_error(ctx))
     }
 
     fn destroyed_error(&self, ctx: u64) -> Error {
         Error::new(
             ErrorKind::InvalidArgument,
-            format!("PE {}: context {ctx} was destroyed", self.me),
+            format!(
+                "PE {}: context {ctx} was destroyed (or never created)",
+                self.me
+            ),
         )
     }
 
@@ -281,12 +286,7 @@ impl Shared {
     /// shared by its threads, and each thread caches them): their connections close now,
     /// and a later use of the context fails.
     fn forget_ctx(&self, ctx: u64) {
-        self.destroyed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(ctx);
-        self.any_destroyed
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.live_contexts().remove(&ctx);
         let mut closing = Vec::new();
         self.registry().retain(|e| {
             if e.ctx == ctx {
@@ -433,8 +433,7 @@ impl Net {
             },
             lanes: Mutex::new(Vec::new()),
             ctx_lanes: Mutex::new(HashMap::new()),
-            destroyed: Mutex::new(HashSet::new()),
-            any_destroyed: std::sync::atomic::AtomicBool::new(false),
+            live: Mutex::new(HashSet::new()),
         });
         let staging = Arc::new(Mutex::new(Vec::new()));
         let proxy = if config.proxy {
@@ -588,6 +587,16 @@ impl Net {
     /// Lanes open to other nodes' PEs (every thread's and context's).
     pub(crate) fn lane_count(&self) -> usize {
         self.shared.registry().len()
+    }
+
+    /// Makes context `ctx` (new, from [`crate::rma::SymmetricHeap::ctx_create`]) usable.
+    pub(crate) fn add_ctx(&self, ctx: u64) {
+        self.shared.live_contexts().insert(ctx);
+    }
+
+    /// Contexts alive (created and not destroyed).
+    pub(crate) fn live_ctx_count(&self) -> usize {
+        self.shared.live_contexts().len()
     }
 
     /// Drops the lanes of a destroyed context (after its quiet).
