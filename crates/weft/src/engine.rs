@@ -1003,7 +1003,12 @@ impl Engine {
             return false;
         };
         self.tcp_tick = self.tcp_tick.wrapping_add(1);
-        let due = now || self.net_only || self.core.net_outq_len > 0 || tcp.busy() || {
+        let due = now
+            || self.net_only
+            || self.core.net_outq_len > 0
+            || tcp.busy()
+            || tcp.active()
+            || {
             let every = if tcp.connection_count() == 0 {
                 TCP_IDLE_POLL_EVERY
             } else {
@@ -1218,7 +1223,10 @@ impl Core {
         self.net_outq_len += 1;
     }
 
-    /// Queues a TCP control frame for world rank `w`.
+    /// Queues a TCP control frame (a `CTS`) for world rank `w`, ahead of everything queued
+    /// for it: a `CTS` takes part in no matching order, and a peer that waits for it while
+    /// our own fragments to it go out first would send nothing until they are all written
+    /// (an exchange of two large messages would run one direction after the other).
     fn net_control(&mut self, w: u32, kind: u8, aux: u32, flags: u8, body_bytes: &[u8]) {
         let mut body = [0u8; CONTROL_BODY_BYTES];
         body[..body_bytes.len()].copy_from_slice(body_bytes);
@@ -1228,14 +1236,12 @@ impl Core {
             flags,
             ..Header::default()
         };
-        self.net_enqueue(
-            w,
-            Outgoing::Control {
-                header,
-                body,
-                body_len: body_bytes.len() as u8,
-            },
-        );
+        self.net_outq[w as usize].push_front(Outgoing::Control {
+            header,
+            body,
+            body_len: body_bytes.len() as u8,
+        });
+        self.net_outq_len += 1;
     }
 
     /// A matched TCP rendezvous: ask the sender for the data (or for nothing, when the

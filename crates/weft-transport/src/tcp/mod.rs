@@ -76,6 +76,11 @@ const REFUSALS_LOGGED: u64 = 16;
 const REFUSAL_LOG_EVERY: u64 = 1024;
 /// Reads per readable connection per poll, so one busy peer cannot starve the others.
 const READS_PER_EVENT: usize = 8;
+/// Polls that find nothing after the last frame moved before [`Endpoint::active`] turns
+/// false: traffic comes in bursts (a rendezvous answers an `RTS` with a `CTS`, then streams
+/// fragments), and a caller that polls only every few calls while idle would otherwise add
+/// that many calls (each a yield, for a yielding rank) to every step of an exchange.
+pub const ACTIVE_POLLS: u32 = 64;
 const LISTENER_TOKEN: u64 = u64::MAX;
 
 /// How an [`Endpoint`] is set up.
@@ -232,6 +237,8 @@ pub struct Endpoint {
     rails_started: Vec<bool>,
     next_rail: Vec<usize>,
     striped: u64,
+    /// Polls left before [`Endpoint::active`] turns false (reset whenever a frame moves).
+    active_polls: u32,
 }
 
 impl Endpoint {
@@ -326,6 +333,7 @@ impl Endpoint {
             rails_started: vec![false; n],
             next_rail: vec![0; n],
             striped: 0,
+            active_polls: 0,
         };
         ep.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -363,6 +371,12 @@ impl Endpoint {
     /// not cost every progress call a system call).
     pub fn busy(&self) -> bool {
         self.pending_writes > 0 || self.outbound_handshakes > 0 || self.redials > 0
+    }
+
+    /// True while frames moved within the last [`ACTIVE_POLLS`] polls (or since the last
+    /// send): more are likely soon, so the caller should poll on every progress call.
+    pub fn active(&self) -> bool {
+        self.active_polls > 0
     }
 
     /// Sets how long an inbound connection may take to prove the key (default 10 s) and
@@ -573,6 +587,7 @@ impl Endpoint {
 
     /// Writes one frame on connection `ci` (which has nothing queued).
     fn write_frame(&mut self, ci: usize, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
+        self.active_polls = ACTIVE_POLLS;
         let hb = frame::encode_header(h);
         let mut iov = [IoSlice::new(&[]); 4];
         iov[0] = IoSlice::new(&hb);
@@ -648,6 +663,11 @@ impl Endpoint {
             if flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
                 self.read_conn(ci, &mut on_frame);
             }
+        }
+        if moved {
+            self.active_polls = ACTIVE_POLLS;
+        } else {
+            self.active_polls = self.active_polls.saturating_sub(1);
         }
         if self.outbound_handshakes + self.inbound_unproven + self.redials > 0 {
             let now = Instant::now();
