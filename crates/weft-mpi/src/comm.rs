@@ -44,7 +44,11 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
         let nh = unsafe { *newcomm };
         // The duplicate keeps the error handler and the topology (MPI-4.1 §7.4.2).
         let ne = s.comm_mut(nh)?;
+        let topology = cart.is_some() || graph.is_some();
         (ne.errhandler, ne.cart, ne.graph) = (errh, cart, graph);
+        if topology {
+            crate::topo::attach_neighborhood(s, nh)?;
+        }
         // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.2).
         let mut copied = Vec::new();
         for (k, v) in attrs {
@@ -716,6 +720,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
         let h = unsafe { *newcomm };
         if h != MPI_COMM_NULL {
             s.comm_mut(h)?.cart = Some((d, p));
+            crate::topo::attach_neighborhood(s, h)?;
         }
         Ok(())
     })();
@@ -915,7 +920,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
         let nd: Vec<c_int> = (0..d.len()).filter(|&i| keep[i]).map(|i| d[i]).collect();
         let np: Vec<bool> = (0..d.len()).filter(|&i| keep[i]).map(|i| p[i]).collect();
         s.comm_mut(h)?.cart = Some((nd, np));
-        Ok(())
+        crate::topo::attach_neighborhood(s, h)
     })();
     finish(comm, "MPI_Cart_sub", r)
 }
@@ -1217,7 +1222,9 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
 }
 
 /// MPI_Comm_idup (MPI-4.1 §7.4.2): the duplication (MPI_Comm_dup, attributes and error
-/// handler included) is done before this returns, with an already complete request.
+/// handler included) is done before this returns, with an already complete request: the
+/// context-id agreement is a blocking exchange inside weft (`Comm::dup`) with no nonblocking
+/// form yet, so a rank that calls MPI_Comm_idup waits for the others to call it too.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: Handle,

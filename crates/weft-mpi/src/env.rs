@@ -46,6 +46,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
             graph: None,
             attrs: Vec::new(),
             inter: None,
+            neighbor: None,
         });
     }
     // Only one thread may be inside MPI at a time: no internal locking.
@@ -67,6 +68,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         bsend_buf: None,
         bsend_pending: Vec::new(),
         detached: Vec::new(),
+        compounds: Default::default(),
     });
     INITIALIZED.store(true, Ordering::Release);
     Ok(provided)
@@ -132,10 +134,16 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         let s = uninstall().expect("state checked above");
         FINALIZED.store(true, Ordering::Release);
         let State {
-            weft, comms, reqs, ..
+            weft,
+            comms,
+            reqs,
+            compounds,
+            ..
         } = s;
-        // Requests and communicators hold the engine; drop them before finalize.
+        // Requests and communicators hold the engine; drop them before finalize (the
+        // requests before the compounds, whose final steps own buffers they may write).
         drop(reqs);
+        drop(compounds);
         drop(comms);
         weft.finalize()?;
         Ok(())
@@ -541,7 +549,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     finish(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", r)
 }
 
-fn valid_errhandler(s: &State, h: Handle) -> R<()> {
+pub(crate) fn valid_errhandler(s: &State, h: Handle) -> R<()> {
     match h {
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN => Ok(()),
         _ if handle_index(K_ERRH, h)

@@ -47,21 +47,43 @@ fn comm_of(h: Handle, func: &str) -> R<Comm> {
 
 /// A collective just started, with the buffers its request must keep.
 pub struct Started {
-    q: CollRequest<'static>,
+    q: Option<CollRequest<'static>>,
     keep: Vec<Vec<u8>>,
     unpack: Option<Unpack>,
+    /// Or, instead of a collective of weft's, a compound request (compound.rs).
+    compound: Option<crate::compound::Compound>,
 }
 
 impl Started {
     /// A started collective `q` whose request keeps `keep` alive and runs `unpack` (with its
     /// chained unpacks) at completion.
     pub(crate) fn new(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) -> Self {
-        Started { q, keep, unpack }
+        Started {
+            q: Some(q),
+            keep,
+            unpack,
+            compound: None,
+        }
+    }
+
+    /// A started compound request (its parts own what they use).
+    pub(crate) fn compound(c: crate::compound::Compound) -> Self {
+        Started {
+            q: None,
+            keep: Vec::new(),
+            unpack: None,
+            compound: Some(c),
+        }
+    }
+
+    /// The compound request, which the caller files under the entry's index.
+    pub(crate) fn take_compound(&mut self) -> Option<crate::compound::Compound> {
+        self.compound.take()
     }
 
     /// Moves the collective and its buffers into request entry `e`.
     pub fn install(self, e: &mut ReqEntry) {
-        e.coll = Some(self.q);
+        e.coll = self.q;
         e.keep = self.keep;
         e.unpack = self.unpack;
     }
@@ -71,7 +93,7 @@ impl Started {
 pub type Restart = Rc<dyn Fn() -> R<Started>>;
 
 fn started(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) -> R<Started> {
-    Ok(Started { q, keep, unpack })
+    Ok(Started::new(q, keep, unpack))
 }
 
 fn entry(comm: Handle) -> ReqEntry {
@@ -93,11 +115,16 @@ fn entry(comm: Handle) -> ReqEntry {
 /// started behind (dropping it would block until every rank finished it).
 pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R<()> {
     check_req(req)?;
-    let st = start()?;
+    let mut st = start()?;
     let s = state("nonblocking collective")?;
+    let compound = st.take_compound();
     let mut e = entry(comm);
     st.install(&mut e);
     let h = s.add_req(e);
+    if let Some(c) = compound {
+        let i = crate::state::handle_index(crate::state::K_REQ, h).expect("a request handle");
+        s.compounds.insert(i, c);
+    }
     put!(req, h)
 }
 
@@ -127,7 +154,7 @@ fn check_req(req: *mut Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
-        let r = crate::inter::barrier(p).and_then(|()| crate::inter::completed(comm, req));
+        let r = crate::inter_nb::ibarrier(comm, p, req);
         return finish(comm, "MPI_Ibarrier", r);
     }
     let r = (|| {
@@ -157,8 +184,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
-        let r = unsafe { crate::inter::bcast(p, buf, count, dt, root) }
-            .and_then(|()| crate::inter::completed(comm, req));
+        let r = unsafe { crate::inter_nb::ibcast(comm, p, buf, count, dt, root, req) };
         return finish(comm, "MPI_Ibcast", r);
     }
     let r = file(comm, req, || ibcast(buf as usize, count, dt, root, comm));
@@ -263,8 +289,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
-        let r = unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) }
-            .and_then(|()| crate::inter::completed(comm, req));
+        let r = unsafe { crate::inter_nb::ireduce(comm, p, send, recv, count, dt, op, root, req) };
         return finish(comm, "MPI_Ireduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
@@ -313,8 +338,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
-        let r = unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) }
-            .and_then(|()| crate::inter::completed(comm, req));
+        let r = unsafe { crate::inter_nb::iallreduce(comm, p, send, recv, count, dt, op, req) };
         return finish(comm, "MPI_Iallreduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
@@ -521,7 +545,8 @@ pub unsafe extern "C" fn MPI_Igather(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::gather(
+            crate::inter_nb::igather(
+                comm,
                 p,
                 send,
                 scount,
@@ -530,9 +555,9 @@ pub unsafe extern "C" fn MPI_Igather(
                 crate::inter::Counts::Same(rcount),
                 rdt,
                 root,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Igather", r);
     }
     let r = file(comm, req, || {
@@ -566,7 +591,8 @@ pub unsafe extern "C" fn MPI_Iscatter(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::scatter(
+            crate::inter_nb::iscatter(
+                comm,
                 p,
                 send,
                 crate::inter::Counts::Same(scount),
@@ -575,9 +601,9 @@ pub unsafe extern "C" fn MPI_Iscatter(
                 rcount,
                 rdt,
                 root,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Iscatter", r);
     }
     let r = file(comm, req, || {
@@ -610,7 +636,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::allgather(
+            crate::inter_nb::iallgather(
+                comm,
                 p,
                 send,
                 scount,
@@ -618,9 +645,9 @@ pub unsafe extern "C" fn MPI_Iallgather(
                 recv,
                 crate::inter::Counts::Same(rcount),
                 rdt,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Iallgather", r);
     }
     let r = file(comm, req, || {
@@ -653,7 +680,8 @@ pub unsafe extern "C" fn MPI_Ialltoall(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::alltoall(
+            crate::inter_nb::ialltoall(
+                comm,
                 p,
                 send,
                 crate::inter::Counts::Same(scount),
@@ -661,9 +689,9 @@ pub unsafe extern "C" fn MPI_Ialltoall(
                 recv,
                 crate::inter::Counts::Same(rcount),
                 rdt,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Ialltoall", r);
     }
     let r = file(comm, req, || {
@@ -984,7 +1012,8 @@ pub unsafe extern "C" fn MPI_Igatherv(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::gather(
+            crate::inter_nb::igather(
+                comm,
                 p,
                 send,
                 scount,
@@ -993,9 +1022,9 @@ pub unsafe extern "C" fn MPI_Igatherv(
                 crate::inter::Counts::V(rcounts, displs),
                 rdt,
                 root,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Igatherv", r);
     }
     let st = || igatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, root, comm);
@@ -1076,7 +1105,8 @@ pub unsafe extern "C" fn MPI_Iscatterv(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::scatter(
+            crate::inter_nb::iscatter(
+                comm,
                 p,
                 send,
                 crate::inter::Counts::V(scounts, displs),
@@ -1085,9 +1115,9 @@ pub unsafe extern "C" fn MPI_Iscatterv(
                 rcount,
                 rdt,
                 root,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Iscatterv", r);
     }
     let st = || iscatterv_start(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
@@ -1149,7 +1179,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::allgather(
+            crate::inter_nb::iallgather(
+                comm,
                 p,
                 send,
                 scount,
@@ -1157,9 +1188,9 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
                 recv,
                 crate::inter::Counts::V(rcounts, displs),
                 rdt,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Iallgatherv", r);
     }
     let st = || iallgatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, comm);
@@ -1224,7 +1255,8 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
         let r = unsafe {
-            crate::inter::alltoall(
+            crate::inter_nb::ialltoall(
+                comm,
                 p,
                 send,
                 crate::inter::Counts::V(scounts, sdispls),
@@ -1232,9 +1264,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
                 recv,
                 crate::inter::Counts::V(rcounts, rdispls),
                 rdt,
+                req,
             )
-        }
-        .and_then(|()| crate::inter::completed(comm, req));
+        };
         return finish(comm, "MPI_Ialltoallv", r);
     }
     let st = || {
@@ -1433,22 +1465,13 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
                 )
             });
         }
+        let p = crate::inter::parts(comm).expect("checked above");
         // SAFETY: MPI's contract for the arguments.
         unsafe {
-            crate::coll::alltoallw(
-                send,
-                scounts,
-                sdispls,
-                stypes,
-                recv,
-                rcounts,
-                rdispls,
-                rtypes,
-                comm,
-                "MPI_Ialltoallw",
+            crate::inter_nb::ialltoallw(
+                comm, p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, req,
             )
-        }?;
-        crate::inter::completed(comm, req)
+        }
     })();
     finish(comm, "MPI_Ialltoallw", r)
 }

@@ -10,16 +10,20 @@
 //! reduces in the local group, swaps the result between the leaders (local rank 0) and
 //! spreads it in the local group.
 //!
-//! The nonblocking forms (MPI_Ibcast, ... on an intercommunicator) run the same composition
-//! to completion before they return a request that is already complete; unlike
-//! intracommunicator ones they do not overlap with the program (documented limitation).
+//! The nonblocking forms (MPI_Ibcast, ... on an intercommunicator) are in inter_nb.rs: one
+//! round of messages each, posted by the start call (the `*_post` functions here post the
+//! direct transfers for both forms). MPI_Ireduce_scatter(_block) is the exception: it runs
+//! the blocking composition and returns a completed request (a sender cannot know how the
+//! other group splits the result, so it has no one-round form).
 //! Depends on the state tables and the crate's own entry points.
 
 use crate::coll::{MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Scatterv};
 use crate::consts::*;
 use crate::dtype::{map_of, put};
 use crate::error::{class_text, err, finish, R};
-use crate::p2p::{MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus};
+use crate::p2p::{
+    MPI_Cancel, MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus,
+};
 use crate::state::{state, InterParts, ReqEntry};
 use std::os::raw::{c_int, c_void};
 
@@ -153,18 +157,18 @@ pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
 
 /// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
 /// data of another (the bridge carries nothing else).
-const TAG_BARRIER: c_int = 1;
-const TAG_BCAST: c_int = 2;
-const TAG_REDUCE: c_int = 3;
-const TAG_ALLREDUCE: c_int = 4;
-const TAG_GATHER: c_int = 5;
-const TAG_SCATTER: c_int = 6;
-const TAG_ALLGATHER: c_int = 7;
-const TAG_ALLTOALL: c_int = 8;
-const TAG_REDSCAT: c_int = 9;
+pub(crate) const TAG_BARRIER: c_int = 1;
+pub(crate) const TAG_BCAST: c_int = 2;
+pub(crate) const TAG_REDUCE: c_int = 3;
+pub(crate) const TAG_ALLREDUCE: c_int = 4;
+pub(crate) const TAG_GATHER: c_int = 5;
+pub(crate) const TAG_SCATTER: c_int = 6;
+pub(crate) const TAG_ALLGATHER: c_int = 7;
+pub(crate) const TAG_ALLTOALL: c_int = 8;
+pub(crate) const TAG_REDSCAT: c_int = 9;
 
 /// An inner call's return code as a result naming what failed.
-fn check(rc: c_int, what: &str) -> R<()> {
+pub(crate) fn check(rc: c_int, what: &str) -> R<()> {
     if rc == MPI_SUCCESS {
         Ok(())
     } else {
@@ -179,7 +183,7 @@ fn check(rc: c_int, what: &str) -> R<()> {
 }
 
 /// Who the caller is in a rooted collective on an intercommunicator.
-enum Role {
+pub(crate) enum Role {
     /// The root (MPI_ROOT).
     Root,
     /// Another rank of the root's group (MPI_PROC_NULL): takes no part.
@@ -188,7 +192,7 @@ enum Role {
     Leaf(c_int),
 }
 
-fn role(root: c_int, p: &InterParts) -> R<Role> {
+pub(crate) fn role(root: c_int, p: &InterParts) -> R<Role> {
     match root {
         MPI_ROOT => Ok(Role::Root),
         MPI_PROC_NULL => Ok(Role::Idle),
@@ -203,7 +207,7 @@ fn role(root: c_int, p: &InterParts) -> R<Role> {
     }
 }
 
-fn remote_size(p: &InterParts) -> R<c_int> {
+pub(crate) fn remote_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.bridge)?.comm.peer_size() as c_int)
 }
 
@@ -215,7 +219,7 @@ fn local_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
 }
 
-fn no_in_place(b: *const c_void, what: &str) -> R<()> {
+pub(crate) fn no_in_place(b: *const c_void, what: &str) -> R<()> {
     if b as usize == MPI_IN_PLACE {
         return Err(err(
             MPI_ERR_BUFFER,
@@ -226,14 +230,14 @@ fn no_in_place(b: *const c_void, what: &str) -> R<()> {
 }
 
 /// A scratch buffer for `count` elements of `dt`, laid out like a user buffer.
-struct Scratch {
+pub(crate) struct Scratch {
     buf: Vec<u8>,
     /// Added to the buffer's address to get the address the datatype's offsets start from.
     shift: isize,
 }
 
 impl Scratch {
-    fn new(count: c_int, dt: Handle) -> R<Scratch> {
+    pub(crate) fn new(count: c_int, dt: Handle) -> R<Scratch> {
         let m = map_of(dt)?;
         let n = if count <= 0 {
             0
@@ -246,7 +250,7 @@ impl Scratch {
         })
     }
 
-    fn ptr(&mut self) -> *mut c_void {
+    pub(crate) fn ptr(&mut self) -> *mut c_void {
         self.buf.as_mut_ptr().wrapping_offset(self.shift) as *mut c_void
     }
 }
@@ -272,17 +276,18 @@ unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-/// Posts receives and sends on the bridge and waits for all of them.
-struct Transfers {
+/// Posts receives and sends on the bridge and waits for all of them (or hands them to a
+/// compound request, for the nonblocking forms).
+pub(crate) struct Transfers {
     reqs: Vec<Handle>,
 }
 
 impl Transfers {
-    fn new() -> Transfers {
+    pub(crate) fn new() -> Transfers {
         Transfers { reqs: Vec::new() }
     }
 
-    unsafe fn recv(
+    pub(crate) unsafe fn recv(
         &mut self,
         p: &InterParts,
         buf: *mut c_void,
@@ -300,7 +305,7 @@ impl Transfers {
         Ok(())
     }
 
-    unsafe fn send(
+    pub(crate) unsafe fn send(
         &mut self,
         p: &InterParts,
         buf: *const c_void,
@@ -318,7 +323,12 @@ impl Transfers {
         Ok(())
     }
 
-    fn wait(mut self) -> R<()> {
+    /// The posted requests, now the caller's to complete.
+    pub(crate) fn into_parts(mut self) -> Vec<Handle> {
+        std::mem::take(&mut self.reqs)
+    }
+
+    pub(crate) fn wait(mut self) -> R<()> {
         let n = self.reqs.len() as c_int;
         // SAFETY: the requests are this library's; statuses are ignored.
         let rc =
@@ -331,7 +341,13 @@ impl Transfers {
 impl Drop for Transfers {
     fn drop(&mut self) {
         // An error left requests behind: finish them so no buffer is used after return.
+        // Receives are cancelled first: the peers may have refused the call too and never
+        // send (an unmatched receive would wait forever).
         if !self.reqs.is_empty() {
+            for r in self.reqs.iter_mut() {
+                // SAFETY: the requests are this library's; a send is left to complete.
+                unsafe { MPI_Cancel(r) };
+            }
             let n = self.reqs.len() as c_int;
             // SAFETY: as in `wait`.
             unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
@@ -596,19 +612,33 @@ pub(crate) unsafe fn gather(
     rdt: Handle,
     root: c_int,
 ) -> R<()> {
+    unsafe { gather_post(p, send, scount, sdt, recv, rcounts, rdt, root, TAG_GATHER) }?.wait()
+}
+
+/// Posts the messages of [`gather`] with bridge tag `tag`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gather_post(
+    p: InterParts,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+    root: c_int,
+    tag: c_int,
+) -> R<Transfers> {
+    let mut t = Transfers::new();
     match role(root, &p)? {
-        Role::Idle => Ok(()),
+        Role::Idle => Ok(t),
         Role::Leaf(r) => {
             no_in_place(send, "sendbuf")?;
-            check(
-                unsafe { MPI_Send(send, scount, sdt, r, TAG_GATHER, p.bridge) },
-                "the send to the root",
-            )
+            unsafe { t.send(&p, send, scount, sdt, r, tag)? };
+            Ok(t)
         }
         Role::Root => {
             let n = remote_size(&p)?;
             let (counts, displs) = unsafe { rcounts.resolve(n)? };
-            let mut t = Transfers::new();
             for i in 0..n as usize {
                 unsafe {
                     t.recv(
@@ -617,11 +647,11 @@ pub(crate) unsafe fn gather(
                         counts[i],
                         rdt,
                         i as c_int,
-                        TAG_GATHER,
+                        tag,
                     )?
                 };
             }
-            t.wait()
+            Ok(t)
         }
     }
 }
@@ -638,29 +668,33 @@ pub(crate) unsafe fn scatter(
     rdt: Handle,
     root: c_int,
 ) -> R<()> {
+    unsafe { scatter_post(p, send, scounts, sdt, recv, rcount, rdt, root, TAG_SCATTER) }?.wait()
+}
+
+/// Posts the messages of [`scatter`] with bridge tag `tag`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scatter_post(
+    p: InterParts,
+    send: *const c_void,
+    scounts: Counts,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    tag: c_int,
+) -> R<Transfers> {
+    let mut t = Transfers::new();
     match role(root, &p)? {
-        Role::Idle => Ok(()),
+        Role::Idle => Ok(t),
         Role::Leaf(r) => {
             no_in_place(recv, "recvbuf")?;
-            check(
-                unsafe {
-                    MPI_Recv(
-                        recv,
-                        rcount,
-                        rdt,
-                        r,
-                        TAG_SCATTER,
-                        p.bridge,
-                        std::ptr::null_mut(),
-                    )
-                },
-                "the receive from the root",
-            )
+            unsafe { t.recv(&p, recv, rcount, rdt, r, tag)? };
+            Ok(t)
         }
         Role::Root => {
             let n = remote_size(&p)?;
             let (counts, displs) = unsafe { scounts.resolve(n)? };
-            let mut t = Transfers::new();
             for i in 0..n as usize {
                 unsafe {
                     t.send(
@@ -669,11 +703,11 @@ pub(crate) unsafe fn scatter(
                         counts[i],
                         sdt,
                         i as c_int,
-                        TAG_SCATTER,
+                        tag,
                     )?
                 };
             }
-            t.wait()
+            Ok(t)
         }
     }
 }
@@ -725,27 +759,42 @@ pub(crate) unsafe fn allgather(
     rcounts: Counts,
     rdt: Handle,
 ) -> R<()> {
+    unsafe { allgather_post(p, send, scount, sdt, recv, rcounts, rdt, TAG_ALLGATHER) }?.wait()
+}
+
+/// Posts the messages of [`allgather`] with bridge tag `tag`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn allgather_post(
+    p: InterParts,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+    tag: c_int,
+) -> R<Transfers> {
     no_in_place(send, "sendbuf")?;
+    if scount < 0 {
+        // Checked before the receives are posted, which the peers' sends would not match.
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("sendcount {scount} is negative"),
+        ));
+    }
     let n = remote_size(&p)?;
     let (counts, displs) = unsafe { rcounts.resolve(n)? };
     let mut t = Transfers::new();
     for i in 0..n {
         let k = i as usize;
         unsafe {
-            t.recv(
-                &p,
-                at(recv, displs[k], rdt)?,
-                counts[k],
-                rdt,
-                i,
-                TAG_ALLGATHER,
-            )?;
+            t.recv(&p, at(recv, displs[k], rdt)?, counts[k], rdt, i, tag)?;
         }
     }
     for i in 0..n {
-        unsafe { t.send(&p, send, scount, sdt, i, TAG_ALLGATHER)? };
+        unsafe { t.send(&p, send, scount, sdt, i, tag)? };
     }
-    t.wait()
+    Ok(t)
 }
 
 /// MPI_Alltoall(v) on an intercommunicator: block `j` goes to remote rank `j`, block `i`
@@ -759,36 +808,33 @@ pub(crate) unsafe fn alltoall(
     rcounts: Counts,
     rdt: Handle,
 ) -> R<()> {
+    unsafe { alltoall_post(p, send, scounts, sdt, recv, rcounts, rdt, TAG_ALLTOALL) }?.wait()
+}
+
+/// Posts the messages of [`alltoall`] with bridge tag `tag`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoall_post(
+    p: InterParts,
+    send: *const c_void,
+    scounts: Counts,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: Counts,
+    rdt: Handle,
+    tag: c_int,
+) -> R<Transfers> {
     no_in_place(send, "sendbuf")?;
     let n = remote_size(&p)?;
     let (sc, sd) = unsafe { scounts.resolve(n)? };
     let (rc, rd) = unsafe { rcounts.resolve(n)? };
     let mut t = Transfers::new();
     for i in 0..n as usize {
-        unsafe {
-            t.recv(
-                &p,
-                at(recv, rd[i], rdt)?,
-                rc[i],
-                rdt,
-                i as c_int,
-                TAG_ALLTOALL,
-            )?
-        };
+        unsafe { t.recv(&p, at(recv, rd[i], rdt)?, rc[i], rdt, i as c_int, tag)? };
     }
     for i in 0..n as usize {
-        unsafe {
-            t.send(
-                &p,
-                at(send, sd[i], sdt)?,
-                sc[i],
-                sdt,
-                i as c_int,
-                TAG_ALLTOALL,
-            )?
-        };
+        unsafe { t.send(&p, at(send, sd[i], sdt)?, sc[i], sdt, i as c_int, tag)? };
     }
-    t.wait()
+    Ok(t)
 }
 
 /// MPI_Alltoallw on an intercommunicator: per-rank counts, byte displacements and types.
@@ -804,6 +850,31 @@ pub(crate) unsafe fn alltoallw(
     rdispls: *const c_int,
     rtypes: *const Handle,
 ) -> R<()> {
+    unsafe {
+        alltoallw_post(
+            p,
+            [send as *mut c_void, recv],
+            [scounts, sdispls],
+            stypes,
+            [rcounts, rdispls],
+            rtypes,
+            TAG_ALLTOALL,
+        )
+    }?
+    .wait()
+}
+
+/// Posts the messages of [`alltoallw`] with bridge tag `tag`: buffers (send, receive),
+/// (counts, byte displacements) of the sends, their types, the same of the receives.
+pub(crate) unsafe fn alltoallw_post(
+    p: InterParts,
+    [send, recv]: [*mut c_void; 2],
+    [scounts, sdispls]: [*const c_int; 2],
+    stypes: *const Handle,
+    [rcounts, rdispls]: [*const c_int; 2],
+    rtypes: *const Handle,
+    tag: c_int,
+) -> R<Transfers> {
     no_in_place(send, "sendbuf")?;
     let n = remote_size(&p)?;
     let (sc, sd, st) = unsafe {
@@ -823,11 +894,11 @@ pub(crate) unsafe fn alltoallw(
     let mut t = Transfers::new();
     for i in 0..n as usize {
         let b = (recv as *mut u8).wrapping_offset(rd[i] as isize) as *mut c_void;
-        unsafe { t.recv(&p, b, rc[i], rt[i], i as c_int, TAG_ALLTOALL)? };
+        unsafe { t.recv(&p, b, rc[i], rt[i], i as c_int, tag)? };
     }
     for i in 0..n as usize {
         let b = (send as *const u8).wrapping_offset(sd[i] as isize) as *const c_void;
-        unsafe { t.send(&p, b, sc[i], st[i], i as c_int, TAG_ALLTOALL)? };
+        unsafe { t.send(&p, b, sc[i], st[i], i as c_int, tag)? };
     }
-    t.wait()
+    Ok(t)
 }

@@ -17,14 +17,17 @@
 
 pub mod coll;
 pub mod comm;
+pub mod compound;
 pub mod consts;
 pub mod dtype;
 pub mod env;
 pub mod error;
 pub mod fast;
 pub mod greq;
+pub mod groups;
 pub mod icoll;
 pub mod inter;
+pub mod inter_nb;
 pub mod large;
 pub mod misc;
 pub mod mprobe;

@@ -3,6 +3,7 @@
 //! requests) and statuses. Contiguous datatypes map onto weft's byte messages; weft's
 //! `raw` requests carry the nonblocking ones.
 
+use crate::compound;
 use crate::consts::*;
 use crate::dtype::{map_of, put};
 use crate::error::{err, finish, R};
@@ -892,7 +893,12 @@ pub(crate) fn reap_detached(s: &mut State) -> R<()> {
 }
 
 /// Completes the request `*req` if `block` or it is done; returns whether it completed.
-fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus) -> R<bool> {
+pub(crate) fn complete(
+    s: &mut State,
+    req: *mut Handle,
+    block: bool,
+    status: *mut MpiStatus,
+) -> R<bool> {
     if req.is_null() {
         return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
@@ -906,6 +912,9 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
         return Ok(true);
     }
     let i = req_index(s, h)?;
+    if compound::is_compound(s, i) {
+        return compound::complete(s, i, req, block, status);
+    }
     if greq::is_greq(h) {
         if !greq::wait(h, block, &s.weft.world()) {
             return Ok(false);
@@ -999,7 +1008,9 @@ fn complete(s: &mut State, req: *mut Handle, block: bool, status: *mut MpiStatus
     e.raw = None;
     // A persistent send or receive to MPI_PROC_NULL is inactive again once completed.
     e.proc_null = false;
-    if e.persistent.is_none() {
+    // An inactive persistent collective (MPI-4.1 §3.9: completing it returns at once and
+    // keeps it) has `restart` instead.
+    if e.persistent.is_none() && e.restart.is_none() {
         s.reqs.remove(i);
         // SAFETY: as above.
         unsafe { *req = MPI_REQUEST_NULL };
@@ -1179,6 +1190,12 @@ fn entry_ready(s: &mut State, i: usize) -> R<bool> {
     if let Some(done) = greq::done(make_handle(K_REQ, i)) {
         return Ok(done);
     }
+    if compound::is_compound(s, i) {
+        return compound::ready(s, i, |s, h| {
+            let k = req_index(s, h)?;
+            entry_ready(s, k)
+        });
+    }
     let Some(e) = s.reqs.get_mut(i) else {
         return Ok(true);
     };
@@ -1198,12 +1215,14 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
             continue;
         }
         let i = req_index(s, h)?;
-        if s.reqs.get(i).is_some_and(ReqEntry::inactive) {
+        if s.req_inactive(i) {
             active.push(None);
             continue;
         }
         // Collectives and generalized requests are polled (weft's wait_any knows neither).
-        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some()) || greq::is_greq(h);
+        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some())
+            || greq::is_greq(h)
+            || compound::is_compound(s, i);
         active.push(Some(i));
     }
     if active.iter().all(Option::is_none) {
@@ -1252,10 +1271,7 @@ fn all_null_or_inactive(s: &State, hs: &[Handle]) -> bool {
 
 /// A handle the "any/some" calls ignore: null or an inactive persistent request.
 fn skipped(s: &State, h: Handle) -> bool {
-    h == MPI_REQUEST_NULL
-        || handle_index(K_REQ, h)
-            .and_then(|i| s.reqs.get(i))
-            .is_some_and(ReqEntry::inactive)
+    h == MPI_REQUEST_NULL || handle_index(K_REQ, h).is_some_and(|i| s.req_inactive(i))
 }
 
 fn any(
@@ -1409,7 +1425,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
             }
             return put!(req, MPI_REQUEST_NULL);
         }
-        if s.reqs.get(i).is_some_and(|e| e.coll.is_some()) {
+        if s.reqs.get(i).is_some_and(|e| e.coll.is_some()) || compound::is_compound(s, i) {
             return Err(err(
                 MPI_ERR_REQUEST,
                 "a nonblocking collective request cannot be freed before it completes; wait for it",
@@ -1594,13 +1610,16 @@ fn start(s: &mut State, h: Handle) -> R<()> {
     let i = req_index(s, h)?;
     let e = s.reqs.get_mut(i).expect("checked");
     if let Some(restart) = e.restart.clone() {
-        if e.coll.is_some() {
+        if e.coll.is_some() || compound::is_compound(s, i) {
             return Err(err(
                 MPI_ERR_REQUEST,
                 format!("request {h:#x} is already active"),
             ));
         }
-        let st = restart()?;
+        let mut st = restart()?;
+        if let Some(c) = st.take_compound() {
+            s.compounds.insert(i, c);
+        }
         let e = s.reqs.get_mut(i).expect("checked");
         st.install(e);
         return Ok(());

@@ -95,6 +95,8 @@ pub struct CommEntry {
     pub attrs: Vec<(c_int, usize)>,
     /// An intercommunicator's hidden companions (see [`InterParts`]).
     pub inter: Option<InterParts>,
+    /// A topology's private context for its neighborhood collectives (see crate::topo).
+    pub neighbor: Option<crate::topo::Neighborhood>,
 }
 
 /// The handles collectives on an intercommunicator run on: its local group as an
@@ -263,6 +265,8 @@ pub struct State {
     /// with holes owes and the packed copy a send reads. The raw request comes first in the
     /// tuple so it is finished before those buffers are dropped.
     pub detached: Vec<Detached>,
+    /// Compound requests (compound.rs) by request-table index.
+    pub compounds: std::collections::HashMap<usize, crate::compound::Compound>,
 }
 
 struct Global(UnsafeCell<Option<State>>);
@@ -362,6 +366,7 @@ impl State {
             graph: None,
             attrs: Vec::new(),
             inter,
+            neighbor: None,
         });
         make_handle(K_COMM, idx)
     }
@@ -429,6 +434,12 @@ impl State {
 
     pub fn add_req(&mut self, r: ReqEntry) -> Handle {
         make_handle(K_REQ, self.reqs.insert(r))
+    }
+
+    /// Whether request entry `i` is an inactive persistent request (a started persistent
+    /// compound request has no operation in its entry but is active).
+    pub fn req_inactive(&self, i: usize) -> bool {
+        self.reqs.get(i).is_some_and(ReqEntry::inactive) && !self.compounds.contains_key(&i)
     }
 }
 

@@ -2,15 +2,21 @@
 //! (MPI-4.1 §8.5.3-8.5.4, §8.5.5 inquiry) and the neighborhood collectives on every topology
 //! (§8.6), Cartesian included.
 //!
-//! Neighborhood collectives run on weft's alltoallv over the topology communicator: the
+//! Neighborhood collectives exchange point-to-point messages with the neighbors only: the
 //! blocks a rank sends to one peer travel as one message, packed in the sender's neighbor
 //! order, and the receiver unpacks them into its neighbor slots naming that peer in the
 //! order MPI pairs them (§8.6: the k-th edge from a to b in a's destinations is the k-th
 //! edge from a in b's sources; on a Cartesian grid the block from the -1 neighbor of a
 //! dimension is what that neighbor sent to its +1 neighbor). Any datatype works (blocks are
-//! packed). The cost is one alltoallv per call, whatever the number of neighbors; the
-//! nonblocking forms complete inside the call that starts them (as weft's other composed
-//! nonblocking collectives do). Buffers may be MPI_BOTTOM with types of absolute addresses.
+//! packed). A call costs one message per distinct neighbor each way, whatever the size of
+//! the communicator. The messages travel on a private duplicate of the topology
+//! communicator ([`Neighborhood`], made when the topology is attached), so no program
+//! receive can take them; the blocking and nonblocking calls all use tag 0 (every rank
+//! posts a call's messages in call order, and a pair of ranks exchanges a message in every
+//! call or in none, so they pair up in order), each persistent request a tag of its own
+//! (its starts may come in different orders on different ranks). The nonblocking and
+//! persistent forms are compound requests (compound.rs): the start posts the messages, the
+//! completion unpacks. Buffers may be MPI_BOTTOM with types of absolute addresses.
 //!
 //! Depends on weft's communicators and datatype engine and on this crate's handle tables;
 //! nothing in weft depends on it.
@@ -24,6 +30,50 @@ use crate::state::{state, State};
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 use weft::dtype::TypeMap;
+use weft::raw::RawRequest;
+
+/// The private context of a topology communicator's neighborhood collectives: a duplicate
+/// of it, and how many persistent neighborhood requests it has had (their tags).
+pub struct Neighborhood {
+    comm: weft::Comm,
+    persistent_inits: i32,
+}
+
+/// Gives topology communicator `h` its neighborhood context. Collective over `h` (every
+/// caller of a topology constructor that gets `h` calls it, in the same place).
+pub(crate) fn attach_neighborhood(s: &mut State, h: Handle) -> R<()> {
+    let comm = s.comm(h)?.comm.dup()?;
+    s.comm_mut(h)?.neighbor = Some(Neighborhood {
+        comm,
+        persistent_inits: 0,
+    });
+    Ok(())
+}
+
+/// The tag of a new persistent neighborhood request on `comm` (1, 2, ...: 0 is the other
+/// calls'); every rank creates them in the same order (MPI-4.1 §8.8).
+fn persistent_tag(comm: Handle) -> R<i32> {
+    let s = state("persistent neighborhood collective")?;
+    let nb = s
+        .comm_mut(comm)?
+        .neighbor
+        .as_mut()
+        .ok_or_else(no_neighborhood)?;
+    nb.persistent_inits = nb.persistent_inits.checked_add(1).ok_or_else(|| {
+        err(
+            MPI_ERR_INTERN,
+            "more than 2^31 persistent neighborhood requests on one communicator",
+        )
+    })?;
+    Ok(nb.persistent_inits)
+}
+
+fn no_neighborhood() -> crate::error::MpiError {
+    err(
+        MPI_ERR_INTERN,
+        "the topology communicator has no neighborhood context",
+    )
+}
 
 /// A graph or distributed graph topology attached to a communicator.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,6 +269,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
         put!(newcomm, h)?;
         if h != MPI_COMM_NULL {
             s.comm_mut(h)?.graph = Some(GraphTopo::Graph { index, edges });
+            attach_neighborhood(s, h)?;
         }
         Ok(())
     })();
@@ -400,7 +451,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             destinations,
             dest_weights,
         });
-        Ok(())
+        attach_neighborhood(s, h)
     })();
     finish(comm, "MPI_Dist_graph_create_adjacent", r)
 }
@@ -501,7 +552,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             destinations: outs,
             dest_weights: w.as_ref().map(|_| outw),
         });
-        Ok(())
+        attach_neighborhood(s, h)
     })();
     finish(comm, "MPI_Dist_graph_create", r)
 }
@@ -699,12 +750,16 @@ impl Side<'_> {
 /// slot order, and where each received block goes (MPI_PROC_NULL slots are skipped on both
 /// sides: nothing is sent, the receive block is left as it is).
 struct Exchange {
+    /// The topology's neighborhood context.
     comm: weft::Comm,
+    tag: i32,
     sbuf: Vec<u8>,
-    sc: Vec<usize>,
-    sd: Vec<usize>,
-    rc: Vec<usize>,
-    rd: Vec<usize>,
+    /// One message per peer named in a send slot: (peer, offset, length) in `sbuf`.
+    sends: Vec<(u32, usize, usize)>,
+    /// One message per peer named in a receive slot: (peer, offset, length) in the packed
+    /// receive buffer, whose size is `recv_bytes`.
+    recvs: Vec<(u32, usize, usize)>,
+    recv_bytes: usize,
     /// Per receive block: its type map, the user address (0 for MPI_BOTTOM), its count, and
     /// its offset and length in the packed receive buffer.
     blocks: Vec<(Rc<TypeMap>, usize, u64, usize, usize)>,
@@ -722,8 +777,14 @@ impl Exchange {
         let s = state(func)?;
         let nb = topology_neighbors(s, comm)?;
         let (send, recv) = sides(nb.sources.len(), nb.destinations.len())?;
-        let c = s.comm(comm)?.comm.clone();
-        let n = c.size() as usize;
+        let e = s.comm(comm)?;
+        let n = e.comm.size() as usize;
+        let c = e
+            .neighbor
+            .as_ref()
+            .ok_or_else(no_neighborhood)?
+            .comm
+            .clone();
         let live = |r: c_int| (r >= 0).then_some(r as usize);
         // Send: for each peer, its slots' blocks in increasing slot order.
         let mut by_peer: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -733,10 +794,13 @@ impl Exchange {
             }
         }
         let mut sbuf = Vec::new();
-        let (mut sc, mut sd) = (vec![0usize; n], vec![0usize; n]);
-        for p in 0..n {
-            sd[p] = sbuf.len();
-            for &k in &by_peer[p] {
+        let mut sends = Vec::new();
+        for (p, slots) in by_peer.iter().enumerate() {
+            if slots.is_empty() {
+                continue;
+            }
+            let at = sbuf.len();
+            for &k in slots {
                 let b = send.block(k)?;
                 let map = b.map()?;
                 let len = map.packed_bytes(b.count as u64)? as usize;
@@ -749,7 +813,7 @@ impl Exchange {
                     m.pack(src, origin, b.count as u64, &mut sbuf[at..])?;
                 }
             }
-            sc[p] = sbuf.len() - sd[p];
+            sends.push((p as u32, at, sbuf.len() - at));
         }
         // Receive: from each peer, its blocks for my slots naming it, in the order the peer
         // packed them (its slot order: mine on a graph, mine with the direction flipped on
@@ -765,34 +829,61 @@ impl Exchange {
                 slots.sort_unstable_by_key(|&k| k ^ 1);
             }
         }
-        let (mut rc, mut rd, mut total) = (vec![0usize; n], vec![0usize; n], 0);
-        let mut blocks = Vec::new();
-        for p in 0..n {
-            rd[p] = total;
-            for &k in &from_peer[p] {
+        let mut total = 0;
+        let (mut blocks, mut recvs) = (Vec::new(), Vec::new());
+        for (p, slots) in from_peer.iter().enumerate() {
+            if slots.is_empty() {
+                continue;
+            }
+            let at = total;
+            for &k in slots {
                 let b = recv.block(k)?;
                 let map = b.map()?;
                 let len = map.packed_bytes(b.count as u64)? as usize;
                 blocks.push((map, b.buf as usize, b.count as u64, total, len));
                 total += len;
             }
-            rc[p] = total - rd[p];
+            recvs.push((p as u32, at, total - at));
         }
         Ok(Exchange {
             comm: c,
+            tag: 0,
             sbuf,
-            sc,
-            sd,
-            rc,
-            rd,
+            sends,
+            recvs,
+            recv_bytes: total,
             blocks,
         })
     }
 
+    /// The same exchange with the messages tagged `tag` (a persistent request's).
+    fn tagged(self, tag: i32) -> Exchange {
+        Exchange { tag, ..self }
+    }
+
+    /// Posts the receives into `rbuf` (the packed receive buffer), then the sends.
+    ///
+    /// # Safety
+    /// `rbuf` holds `recv_bytes` bytes; it and `self.sbuf` stay alive and untouched until
+    /// every returned request has completed or been dropped.
+    unsafe fn post(&self, rbuf: *mut u8) -> R<(Vec<RawRequest>, Vec<RawRequest>)> {
+        let c = &self.comm;
+        let mut recvs = Vec::with_capacity(self.recvs.len());
+        for &(p, at, len) in &self.recvs {
+            // SAFETY: the caller's contract; `at + len <= recv_bytes` by construction.
+            recvs.push(unsafe { c.raw_irecv(rbuf.add(at), len, p as i32, self.tag)? });
+        }
+        let mut sends = Vec::with_capacity(self.sends.len());
+        for &(p, at, len) in &self.sends {
+            // SAFETY: as above, in `sbuf`.
+            sends.push(unsafe { c.raw_isend(self.sbuf.as_ptr().add(at), len, p, self.tag)? });
+        }
+        Ok((recvs, sends))
+    }
+
     /// The receive buffer and the chain of unpacks from it into the user's blocks.
     fn receive_side(&self) -> (Vec<u8>, Option<Unpack>) {
-        let total = self.rd.last().map_or(0, |&d| d) + self.rc.last().map_or(0, |&c| c);
-        let rbuf = vec![0u8; total];
+        let rbuf = vec![0u8; self.recv_bytes];
         let base = rbuf.as_ptr() as usize;
         let mut unpack: Option<Unpack> = None;
         for (map, user, count, at, len) in &self.blocks {
@@ -811,29 +902,37 @@ impl Exchange {
     /// Exchanges and unpacks before returning.
     fn run(self) -> R<()> {
         let (mut rbuf, unpack) = self.receive_side();
-        let c = &self.comm;
-        c.alltoallv(
-            &self.sbuf, &self.sc, &self.sd, &mut rbuf, &self.rc, &self.rd,
-        )?;
+        // SAFETY: both buffers outlive the requests (dropped first: declared after them;
+        // dropping one in flight cancels or finishes it).
+        let (mut recvs, mut sends) = unsafe { self.post(rbuf.as_mut_ptr())? };
+        for r in recvs.iter_mut().chain(sends.iter_mut()) {
+            r.wait()?;
+        }
         unpack.map_or(Ok(()), Unpack::run)
     }
 
-    /// Starts the exchange; the request keeps both buffers and unpacks at completion.
-    fn start(self) -> R<Started> {
-        let (rbuf, unpack) = self.receive_side();
-        let (sp, sn) = (self.sbuf.as_ptr(), self.sbuf.len());
-        let (rp, rn) = (rbuf.as_ptr() as *mut u8, rbuf.len());
-        // SAFETY: both buffers are heap blocks the request keeps (moving a Vec does not move
-        // its block) until the collective completes; nothing else touches them meanwhile.
-        let q = unsafe {
-            let (sb, rb) = (
-                std::slice::from_raw_parts(sp, sn),
-                std::slice::from_raw_parts_mut(rp, rn),
-            );
-            self.comm
-                .ialltoallv(sb, &self.sc, &self.sd, rb, &self.rc, &self.rd)?
-        };
-        Ok(Started::new(q, vec![self.sbuf, rbuf], unpack))
+    /// Starts the exchange as a compound request on `comm` whose final step unpacks; the
+    /// step owns both buffers, so they outlive the messages.
+    fn start(self, comm: Handle) -> R<Started> {
+        let (mut rbuf, unpack) = self.receive_side();
+        // SAFETY: the buffers' heap blocks move into the final step (moving a Vec does not
+        // move its block), which the request keeps until every message has completed.
+        let (recvs, sends) = unsafe { self.post(rbuf.as_mut_ptr())? };
+        let s = state("neighborhood collective")?;
+        let mut parts = Vec::with_capacity(recvs.len() + sends.len());
+        for (r, recv) in recvs
+            .into_iter()
+            .map(|r| (r, true))
+            .chain(sends.into_iter().map(|r| (r, false)))
+        {
+            parts.push(s.add_req(crate::state::ReqEntry::started(r, recv, comm)));
+        }
+        let sbuf = self.sbuf;
+        let then: crate::compound::Then = Box::new(move |_: &mut State| {
+            let _keep = (sbuf, rbuf);
+            unpack.map_or(Ok(()), Unpack::run)
+        });
+        Ok(Started::compound(crate::compound::new(parts, Some(then))))
     }
 }
 
@@ -870,7 +969,7 @@ macro_rules! neighbor_fns {
             request: *mut Handle,
         ) -> c_int {
             let $func = stringify!($nonblocking);
-            let r = crate::icoll::file(comm, request, || $body(comm).and_then(Exchange::start));
+            let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
             finish(comm, $func, r)
         }
 
@@ -887,9 +986,10 @@ macro_rules! neighbor_fns {
             // Arguments are checked now (a bad one fails the init call, on every rank alike)
             // and read again at each start, as MPI lets the program change the buffers' data.
             let r = $body(comm).and_then(|_| {
+                let tag = persistent_tag(comm)?;
                 let restart: crate::icoll::Restart = Rc::new(move || {
                     let $func = stringify!($persistent);
-                    $body(comm).and_then(Exchange::start)
+                    $body(comm)?.tagged(tag).start(comm)
                 });
                 crate::icoll::file_persistent(comm, restart, request)
             });

@@ -131,6 +131,21 @@ fn intercommunicators() {
 }
 
 #[test]
+fn nonblocking_intercommunicator_collectives_progress_after_their_start() {
+    run_ok("inter_nb");
+}
+
+#[test]
+fn neighborhood_collectives_involve_the_neighbors_only() {
+    run_ok("neighbors");
+}
+
+#[test]
+fn communicators_from_groups_without_a_parent() {
+    run_ok("from_groups");
+}
+
+#[test]
 fn isendrecv_bsend_init_reduce_local_persistent_v_and_friends() {
     run_ok("extras");
 }
