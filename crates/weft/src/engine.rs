@@ -13,13 +13,16 @@
 //! ordered frame stream per direction (see `weft_transport::tcp`):
 //! - `EAGER` up to the TCP eager limit, matched on arrival or buffered as unexpected.
 //! - `RTS` carries the length of a larger message; the receiver, once matched, answers `CTS`
-//!   naming its request (or asking for nothing when the message would not fit), and the
-//!   sender streams `FRAG`s which the receiver copies into place as they arrive. The send
-//!   completes once its last fragment is handed to the kernel.
+//!   naming its request and the fragment size (or asking for nothing when the message would
+//!   not fit), and the sender streams `FRAG`s, which the endpoint reads straight into the
+//!   receive buffer (a small one, or one that arrived whole, is copied there). A `CTS` goes
+//!   out ahead of fragments queued to the same peer, so both directions of an exchange
+//!   stream at once. The send completes once its last fragment is handed to the kernel.
 //! - A connection reset or closed by a peer marks it dead: its operations fail with
 //!   `PeerDead`. The epoll set is polled with timeout 0 only every few progress calls while
 //!   shared-memory peers exist and nothing is pending on TCP, and rarely while no connection
-//!   exists, so the shared-memory path stays as fast as without TCP.
+//!   exists, so the shared-memory path stays as fast as without TCP; it is polled on every
+//!   call while frames moved within the last few polls (the next step of an exchange).
 //!
 //! The short-message path (blocking send or receive of at most the eager limit, nothing
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
@@ -66,6 +69,8 @@ const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
 /// on a loaded machine (each yield can cost a whole time slice), but a dead peer must still
 /// be found. A multiple of [`POLLS_PER_CLOCK_READ`].
 const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
+/// Smallest fragment a TCP rendezvous message is cut into to have two of them in flight.
+const NET_MIN_SPLIT_BYTES: usize = 64 * 1024;
 /// Progress calls between epoll polls while no TCP connection exists (only to accept the
 /// first connection of a peer: its handshake waits at most this long).
 const TCP_IDLE_POLL_EVERY: u32 = 256;
@@ -188,7 +193,8 @@ struct Request {
     /// Receive by fragments: bytes expected and received so far.
     frag_total: usize,
     frag_received: usize,
-    /// Receive by CMA: parts still to arrive (ours and the cooperating sender's).
+    /// Receive by CMA: parts still to arrive (ours and the cooperating sender's). Receive
+    /// over TCP: fragments being read straight into the buffer (at most one per connection).
     parts_left: u8,
     /// Send: the data, the peer, and for fragment streaming the receiver's request and progress.
     sbuf: RawBuf,
@@ -1003,24 +1009,20 @@ impl Engine {
             return false;
         };
         self.tcp_tick = self.tcp_tick.wrapping_add(1);
-        let due = now
-            || self.net_only
-            || self.core.net_outq_len > 0
-            || tcp.busy()
-            || tcp.active()
-            || {
-            let every = if tcp.connection_count() == 0 {
-                TCP_IDLE_POLL_EVERY
-            } else {
-                self.tcp_poll_every
+        let due =
+            now || self.net_only || self.core.net_outq_len > 0 || tcp.busy() || tcp.active() || {
+                let every = if tcp.connection_count() == 0 {
+                    TCP_IDLE_POLL_EVERY
+                } else {
+                    self.tcp_poll_every
+                };
+                self.tcp_tick.is_multiple_of(every)
             };
-            self.tcp_tick.is_multiple_of(every)
-        };
         if !due {
             return false;
         }
         let core = &mut self.core;
-        let mut moved = tcp.poll(|peer, h, body| core.on_net_message(peer, h, body));
+        let mut moved = tcp.poll_into(&mut NetSink(core));
         let lost = tcp.take_lost();
         for w in tcp.take_promoted() {
             core.net_fast[w as usize] = true;
@@ -1267,9 +1269,12 @@ impl Core {
             r.done = true;
         }
         // A peer in memory-saving mode is asked for small fragments, which its connection's
-        // small receive buffer holds.
+        // small receive buffer holds. A message of at most two full fragments comes in two
+        // halves (not below NET_MIN_SPLIT_BYTES): we read the first while the peer writes
+        // the second, where one fragment would make us wait for all of it.
         let frag = if self.net_fast[w as usize] {
             self.net_fragment_bytes
+                .min(len.div_ceil(2).max(NET_MIN_SPLIT_BYTES))
         } else {
             self.net_small_fragment_bytes
         };
@@ -1329,27 +1334,14 @@ impl Core {
                 }
             }
             net::KIND_FRAG => {
-                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
-                    let len = body.len();
-                    // Fragments may arrive out of order over several rails: each carries its
-                    // offset (low word in ctx, high word in tag).
-                    let offset = (h.ctx as u64 | (h.tag as u32 as u64) << 32) as usize;
-                    if r.kind == ReqKind::Recv
-                        && !r.done
-                        && r.peer_world == Some(w)
-                        && r.frag_received + len <= r.frag_total
-                        && offset
-                            .checked_add(len)
-                            .is_some_and(|end| end <= r.frag_total)
-                    {
-                        // SAFETY: the receive buffer is alive and exclusively ours until
-                        // completion; frag_total ≤ buffer length was checked when it matched.
-                        let dst = unsafe { r.rbuf.slice_mut(offset, len) };
-                        dst.copy_from_slice(body);
-                        r.frag_received += len;
-                        if r.frag_received == r.frag_total {
-                            r.done = true;
-                        }
+                if let Some((r, offset)) = self.net_fragment_target(w, h) {
+                    // SAFETY: the receive buffer is alive and exclusively ours until
+                    // completion; frag_total ≤ buffer length was checked when it matched.
+                    let dst = unsafe { r.rbuf.slice_mut(offset, body.len()) };
+                    dst.copy_from_slice(body);
+                    r.frag_received += body.len();
+                    if r.frag_received == r.frag_total && r.parts_left == 0 {
+                        r.done = true;
                     }
                 }
             }
@@ -1359,6 +1351,25 @@ impl Core {
                 );
             }
         }
+    }
+
+    /// The receive a `FRAG` from world rank `w` belongs to and the fragment's offset in it,
+    /// if it is one that may take it (a matched rendezvous from `w`, not complete, with room
+    /// for the fragment where its offset says).
+    fn net_fragment_target(&mut self, w: u32, h: &Header) -> Option<(&mut Request, usize)> {
+        let r = self.reqs.get_mut(h.aux as usize)?;
+        let len = h.len as usize;
+        // Fragments may arrive out of order over several rails: each carries its offset (low
+        // word in ctx, high word in tag).
+        let offset = (h.ctx as u64 | (h.tag as u32 as u64) << 32) as usize;
+        let fits = r.kind == ReqKind::Recv
+            && !r.done
+            && r.peer_world == Some(w)
+            && r.frag_received + len <= r.frag_total
+            && offset
+                .checked_add(len)
+                .is_some_and(|end| end <= r.frag_total);
+        fits.then_some((r, offset))
     }
 
     /// Sends queued TCP work while the connections take it. True if anything was sent.
@@ -1701,6 +1712,49 @@ impl Core {
             &mut self.reqs,
             &mut link,
         )
+    }
+}
+
+/// What the TCP endpoint reads goes to matching; the rest of a large fragment's body is read
+/// straight into its receive buffer.
+struct NetSink<'a>(&'a mut Core);
+
+// SAFETY: `place` hands out the part of a matched, incomplete rendezvous receive's buffer that
+// one fragment fills, and counts the placement in the receive's `parts_left`. The receive
+// completes only with every byte counted and no placement left (`placed` takes it back), so
+// its buffer stays alive and is not handed back to the program while the endpoint writes into
+// it; it fails early only when its peer is lost, which the endpoint reports after closing
+// every connection of that peer (ending their placements).
+unsafe impl weft_transport::tcp::Sink for NetSink<'_> {
+    fn frame(&mut self, peer: u32, h: &Header, body: &[u8]) {
+        self.0.on_net_message(peer, h, body);
+    }
+
+    fn place(&mut self, peer: u32, h: &Header) -> Option<RawBufMut> {
+        let (r, offset) = self.0.net_fragment_target(peer, h)?;
+        if r.parts_left == u8::MAX {
+            return None;
+        }
+        // Counted now, so bytes claimed twice (by a confused peer) find no room left.
+        r.frag_received += h.len as usize;
+        r.parts_left += 1;
+        // SAFETY: as in `on_net_message` for `FRAG`: the receive buffer is alive and ours.
+        Some(RawBufMut::new(unsafe {
+            r.rbuf.slice_mut(offset, h.len as usize)
+        }))
+    }
+
+    fn placed(&mut self, _peer: u32, h: &Header) {
+        let Some(r) = self.0.reqs.get_mut(h.aux as usize) else {
+            return;
+        };
+        if r.kind != ReqKind::Recv || r.done || r.parts_left == 0 {
+            return;
+        }
+        r.parts_left -= 1;
+        if r.frag_received == r.frag_total && r.parts_left == 0 {
+            r.done = true;
+        }
     }
 }
 

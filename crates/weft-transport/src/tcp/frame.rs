@@ -104,18 +104,8 @@ pub fn check_header(h: &Header, limits: &Limits) -> Result<()> {
 
 /// Decodes the frame at the start of `input`. Reads only `input`; never panics.
 pub fn decode(input: &[u8], limits: &Limits) -> Result<Decoded> {
-    if input.len() < FRAME_HEADER_BYTES {
+    let Some(h) = peek_header(input) else {
         return Ok(Decoded::NeedMore);
-    }
-    let h = Header {
-        kind: input[0],
-        flags: input[1],
-        reserved: u16::from_le_bytes([input[2], input[3]]),
-        src: word(input, 4),
-        ctx: word(input, 8),
-        tag: word(input, 12) as i32,
-        len: word(input, 16),
-        aux: word(input, 20),
     };
     // Checked before the length is used for anything, so a lying length cannot make the
     // caller wait for (or buffer) more than a legitimate frame.
@@ -124,6 +114,24 @@ pub fn decode(input: &[u8], limits: &Limits) -> Result<Decoded> {
         return Ok(Decoded::NeedMore);
     }
     Ok(Decoded::Frame(h))
+}
+
+/// The header at the start of `input`, unchecked (None when fewer bytes than a header):
+/// for a frame [`decode`] already found sound but incomplete.
+pub fn peek_header(input: &[u8]) -> Option<Header> {
+    if input.len() < FRAME_HEADER_BYTES {
+        return None;
+    }
+    Some(Header {
+        kind: input[0],
+        flags: input[1],
+        reserved: u16::from_le_bytes([input[2], input[3]]),
+        src: word(input, 4),
+        ctx: word(input, 8),
+        tag: word(input, 12) as i32,
+        len: word(input, 16),
+        aux: word(input, 20),
+    })
 }
 
 fn protocol(message: String) -> Error {

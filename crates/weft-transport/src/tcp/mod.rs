@@ -36,16 +36,22 @@
 //! proven connections are never evicted. After the handshake the stream carries no MAC: the
 //! key protects against off-path strangers, not an attacker on the path.
 //!
+//! Direct placement: a `FRAG` whose header arrived before the rest of its body is offered to
+//! the caller's [`Sink::place`]; when the caller names the memory the body belongs in (the
+//! receive buffer of a matched rendezvous), the rest of the body is read from the socket
+//! straight into it, instead of through the connection's buffer and a copy out of it.
+//!
 //! This module knows nothing of matching or requests; it depends on `weft-core`, `libc` and
 //! the hash crates only.
 
 pub mod frame;
 pub mod handshake;
 
+use crate::buf::RawBufMut;
 use crate::shm::Header;
 use frame::{Decoded, Limits, FRAME_HEADER_BYTES};
 use handshake::{CHALLENGE_BYTES, HELLO_BYTES, NONCE_BYTES, PROOF_BYTES};
-use std::io::{ErrorKind as IoKind, IoSlice, Read, Write};
+use std::io::{ErrorKind as IoKind, IoSlice, IoSliceMut, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -81,6 +87,47 @@ const READS_PER_EVENT: usize = 8;
 /// fragments), and a caller that polls only every few calls while idle would otherwise add
 /// that many calls (each a yield, for a yielding rank) to every step of an exchange.
 pub const ACTIVE_POLLS: u32 = 64;
+/// Smallest `FRAG` body offered to [`Sink::place`]: below this the copy out of the
+/// connection's buffer costs less than the extra bookkeeping.
+pub const PLACE_MIN_BYTES: usize = 16 * 1024;
+
+/// Where [`Endpoint::poll_into`] delivers inbound frames.
+///
+/// # Safety
+/// Memory returned by [`Sink::place`] is written by the endpoint, from later polls, until
+/// [`Sink::placed`] is called for that frame or the connection to that peer breaks (the
+/// peer is then reported by [`Endpoint::take_lost`]). An implementation must keep that memory
+/// alive and touch it in no other way until then.
+pub unsafe trait Sink {
+    /// A whole frame from `peer`: its header and body.
+    fn frame(&mut self, peer: u32, h: &Header, body: &[u8]);
+    /// A `FRAG` from `peer` (body of at least [`PLACE_MIN_BYTES`]) whose body has not all
+    /// arrived: memory of exactly `h.len` bytes to read the body into, or `None` to receive
+    /// it as a whole frame through [`Sink::frame`].
+    fn place(&mut self, _peer: u32, _h: &Header) -> Option<RawBufMut> {
+        None
+    }
+    /// The body of a frame that [`Sink::place`] gave memory to has arrived whole.
+    fn placed(&mut self, _peer: u32, _h: &Header) {}
+}
+
+/// A [`Sink`] that takes whole frames only.
+struct Frames<F>(F);
+
+// SAFETY: `place` is the default, which hands out no memory.
+unsafe impl<F: FnMut(u32, &Header, &[u8])> Sink for Frames<F> {
+    fn frame(&mut self, peer: u32, h: &Header, body: &[u8]) {
+        (self.0)(peer, h, body)
+    }
+}
+
+/// A `FRAG` body being read straight into the memory its sink named.
+struct Placing {
+    h: Header,
+    dst: RawBufMut,
+    /// Body bytes already in `dst`.
+    got: usize,
+}
 const LISTENER_TOKEN: u64 = u64::MAX;
 
 /// How an [`Endpoint`] is set up.
@@ -152,6 +199,9 @@ struct Conn {
     outbound: bool,
     /// 0 for a peer's main connection; 1.. for an extra rail we opened for fragments.
     rail: u32,
+    /// The frame whose body is being read into its sink's memory (the read buffer is empty
+    /// meanwhile).
+    placing: Option<Placing>,
 }
 
 impl Conn {
@@ -630,7 +680,13 @@ impl Endpoint {
 
     /// Accepts connections, runs handshakes, writes queued bytes and hands every complete
     /// inbound frame to `on_frame(peer, header, body)`. Never blocks. True if anything moved.
-    pub fn poll(&mut self, mut on_frame: impl FnMut(u32, &Header, &[u8])) -> bool {
+    pub fn poll(&mut self, on_frame: impl FnMut(u32, &Header, &[u8])) -> bool {
+        self.poll_into(&mut Frames(on_frame))
+    }
+
+    /// [`Endpoint::poll`], delivering to `sink`, which may take large fragments straight
+    /// into their destination ([`Sink::place`]).
+    pub fn poll_into(&mut self, sink: &mut impl Sink) -> bool {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 32];
         // SAFETY: `events` is writable for its whole length; timeout 0 never blocks.
         let n = unsafe {
@@ -661,7 +717,7 @@ impl Endpoint {
                 self.flush_conn(ci);
             }
             if flags & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
-                self.read_conn(ci, &mut on_frame);
+                self.read_conn(ci, sink);
             }
         }
         if moved {
@@ -747,6 +803,7 @@ impl Endpoint {
             since: Instant::now(),
             outbound: false,
             rail: 0,
+            placing: None,
         }
     }
 
@@ -917,11 +974,23 @@ impl Endpoint {
         self.flush_conn(ci);
     }
 
-    fn read_conn(&mut self, ci: usize, on_frame: &mut impl FnMut(u32, &Header, &[u8])) {
+    fn read_conn(&mut self, ci: usize, sink: &mut impl Sink) {
         for _ in 0..READS_PER_EVENT {
             let Some(conn) = self.conns[ci].as_mut() else {
                 return;
             };
+            if conn.placing.is_some() {
+                match self.read_placing(ci, sink) {
+                    Some(true) => continue,
+                    Some(false) => return,
+                    None => {}
+                }
+                let conn = self.conns[ci].as_ref().expect("live connection");
+                if conn.rend > conn.rstart && !self.process(ci, sink) {
+                    return;
+                }
+                continue;
+            }
             if conn.rend == conn.rbuf.len() {
                 // Move the partial frame to the front; the buffer holds any whole frame.
                 conn.rbuf.copy_within(conn.rstart..conn.rend, 0);
@@ -942,7 +1011,7 @@ impl Endpoint {
                 }
                 Ok(n) => {
                     conn.rend += n;
-                    if !self.process(ci, on_frame) {
+                    if !self.process(ci, sink) {
                         return;
                     }
                 }
@@ -952,6 +1021,51 @@ impl Endpoint {
                     self.close_for_phase(ci, format!("reading: {e}"));
                     return;
                 }
+            }
+        }
+    }
+
+    /// One read for a connection placing a body: the rest of the body into its memory, what
+    /// follows it into the (empty) read buffer. `Some(true)`: read again; `Some(false)`:
+    /// nothing more to read now, or the connection closed; `None`: the body is complete and
+    /// handed over, and the read buffer may hold more frames.
+    fn read_placing(&mut self, ci: usize, sink: &mut impl Sink) -> Option<bool> {
+        let conn = self.conns[ci].as_mut().expect("live connection");
+        let pl = conn.placing.as_mut().expect("placing a body");
+        debug_assert!(conn.rstart == 0 && conn.rend == 0);
+        let want = pl.dst.len() - pl.got;
+        // SAFETY: the sink keeps `dst` alive and untouched until `placed` or until this
+        // connection breaks (the `Sink` contract); this is the only view of it in use.
+        let rest = unsafe { pl.dst.slice_mut(pl.got, want) };
+        let mut iov = [IoSliceMut::new(rest), IoSliceMut::new(&mut conn.rbuf[..])];
+        match conn.stream.read_vectored(&mut iov) {
+            Ok(0) => {
+                let why = match conn.peer {
+                    Some(p) => format!("rank {p} closed its connection"),
+                    None => "closed".to_string(),
+                };
+                self.close_for_phase(ci, why);
+                Some(false)
+            }
+            Ok(n) => {
+                let body = n.min(want);
+                pl.got += body;
+                conn.rend = n - body;
+                if pl.got < pl.dst.len() {
+                    return Some(true);
+                }
+                let h = pl.h;
+                conn.placing = None;
+                let peer = conn.peer.expect("open connections know their peer");
+                sink.placed(peer, &h);
+                self.count_received(peer, FRAME_HEADER_BYTES + h.len as usize);
+                None
+            }
+            Err(e) if e.kind() == IoKind::Interrupted => Some(true),
+            Err(e) if e.kind() == IoKind::WouldBlock => Some(false),
+            Err(e) => {
+                self.close_for_phase(ci, format!("reading: {e}"));
+                Some(false)
             }
         }
     }
@@ -968,7 +1082,7 @@ impl Endpoint {
     }
 
     /// Consumes what the connection has buffered. False when the connection was closed.
-    fn process(&mut self, ci: usize, on_frame: &mut impl FnMut(u32, &Header, &[u8])) -> bool {
+    fn process(&mut self, ci: usize, sink: &mut impl Sink) -> bool {
         loop {
             let conn = self.conns[ci].as_mut().expect("live connection");
             let avail = conn.rend - conn.rstart;
@@ -1060,6 +1174,26 @@ impl Endpoint {
                             if conn.rstart == conn.rend {
                                 conn.rstart = 0;
                                 conn.rend = 0;
+                            } else if let Some(dst) = frame::peek_header(input)
+                                .filter(|h| {
+                                    h.kind == frame::KIND_FRAG && h.len as usize >= PLACE_MIN_BYTES
+                                })
+                                .and_then(|h| Some(h).zip(sink.place(peer, &h)))
+                                .filter(|(h, dst)| dst.len() == h.len as usize)
+                            {
+                                // The rest of this body goes straight into its memory.
+                                let (h, dst) = dst;
+                                let have = &input[FRAME_HEADER_BYTES..];
+                                // SAFETY: the sink's contract (see `Sink`); `have` is shorter
+                                // than the body (the frame is incomplete).
+                                unsafe { dst.slice_mut(0, have.len()) }.copy_from_slice(have);
+                                conn.placing = Some(Placing {
+                                    h,
+                                    dst,
+                                    got: have.len(),
+                                });
+                                conn.rstart = 0;
+                                conn.rend = 0;
                             } else if input.len() >= FRAME_HEADER_BYTES {
                                 // The header passed the codec's bounds: make sure the whole
                                 // frame fits, whatever fragment size the peer was asked for.
@@ -1080,7 +1214,7 @@ impl Endpoint {
                         }
                         Ok(Decoded::Frame(h)) => {
                             let n = FRAME_HEADER_BYTES + h.len as usize;
-                            on_frame(peer, &h, &input[FRAME_HEADER_BYTES..n]);
+                            sink.frame(peer, &h, &input[FRAME_HEADER_BYTES..n]);
                             conn.rstart += n;
                             self.count_received(peer, n);
                         }
@@ -1533,6 +1667,120 @@ mod tests {
         };
         assert_eq!(rc, 0);
         v
+    }
+
+    /// Records what the endpoint delivers; places fragments with `aux` 7 into `dst`.
+    struct Placer {
+        dst: Vec<u8>,
+        offered: u32,
+        placed: u32,
+        frames: Vec<(Header, Vec<u8>)>,
+    }
+
+    // SAFETY: `dst` lives in the sink and nothing touches it while the test polls.
+    unsafe impl Sink for Placer {
+        fn frame(&mut self, _peer: u32, h: &Header, body: &[u8]) {
+            self.frames.push((*h, body.to_vec()));
+        }
+        fn place(&mut self, _peer: u32, h: &Header) -> Option<RawBufMut> {
+            self.offered += 1;
+            (h.aux == 7).then(|| RawBufMut::new(&mut self.dst))
+        }
+        fn placed(&mut self, _peer: u32, h: &Header) {
+            assert_eq!(h.aux, 7);
+            self.placed += 1;
+        }
+    }
+
+    #[test]
+    fn a_large_fragment_is_read_into_the_memory_its_sink_names() {
+        let frag = 512 * 1024;
+        let mut eps = pair(4096, frag as u32);
+        let payload: Vec<u8> = (0..frag).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let other: Vec<u8> = payload.iter().map(|b| b ^ 0x5a).collect();
+        let frag_header = |aux: u32| Header {
+            kind: frame::KIND_FRAG,
+            len: frag as u32,
+            aux,
+            ..Header::default()
+        };
+        let eager = Header {
+            kind: frame::KIND_EAGER,
+            len: 3,
+            tag: 9,
+            ..Header::default()
+        };
+        let mut sink = Placer {
+            dst: vec![0; frag],
+            offered: 0,
+            placed: 0,
+            frames: Vec::new(),
+        };
+        // Placed, refused (delivered whole), then a small frame behind them.
+        let mut queue: Vec<(Header, &[u8])> = vec![
+            (frag_header(7), &payload),
+            (frag_header(8), &other),
+            (eager, b"abc"),
+        ];
+        let start = Instant::now();
+        while sink.frames.len() < 2 && start.elapsed() < Duration::from_secs(20) {
+            if let Some(&(h, body)) = queue.first() {
+                if eps[0].try_send(1, &h, &[body]) {
+                    queue.remove(0);
+                }
+            }
+            eps[0].poll(|_, _, _| {});
+            eps[1].poll_into(&mut sink);
+        }
+        assert_eq!(sink.placed, 1, "the first fragment was placed");
+        assert!(sink.dst == payload, "placed bytes differ from those sent");
+        assert!(sink.offered >= 2, "both fragments were offered");
+        assert_eq!(sink.frames.len(), 2);
+        assert_eq!(sink.frames[0].0.aux, 8);
+        assert!(sink.frames[0].1 == other, "the refused fragment came whole");
+        assert_eq!(
+            (sink.frames[1].0.tag, &sink.frames[1].1[..]),
+            (9, &b"abc"[..])
+        );
+    }
+
+    /// Two endpoints on loopback, connected (rank 0 dialled rank 1).
+    fn pair(eager_bytes: u32, fragment_bytes: u32) -> Vec<Endpoint> {
+        let mut eps: Vec<Endpoint> = (0..2)
+            .map(|rank| {
+                Endpoint::bind(TcpConfig {
+                    rank,
+                    size: 2,
+                    key: vec![5u8; 32],
+                    limits: Limits {
+                        eager_bytes,
+                        fragment_bytes,
+                    },
+                    bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    interfaces: Vec::new(),
+                    small_fragment_bytes: 4096,
+                    max_fast_peers: 0,
+                    fast_after_bytes: u64::MAX,
+                    rails: 1,
+                    rail_sources: Vec::new(),
+                })
+                .unwrap()
+            })
+            .collect();
+        for me in 0..2 {
+            let other = eps[1 - me].addresses().to_vec();
+            eps[me].set_peer_addresses(1 - me as u32, other);
+        }
+        eps[0].connect(1);
+        let start = Instant::now();
+        while (eps[0].send_conn[1].is_none() || eps[1].send_conn[0].is_none())
+            && start.elapsed() < Duration::from_secs(5)
+        {
+            for ep in &mut eps {
+                ep.poll(|_, _, _| {});
+            }
+        }
+        eps
     }
 
     #[test]
