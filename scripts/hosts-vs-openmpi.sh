@@ -9,13 +9,18 @@
 # size, the medians and the ratio weft / Open MPI (target: at most 1.2).
 #
 #   scripts/hosts-vs-openmpi.sh [--reps 3] [--sizes "8 1M"] [--target DIR] [--yield on|off]
+#                               [--rt PRIO]
 #
 # DIR is the cargo target directory holding the release builds of weft-mpi and weft-cli
 # (default $CARGO_TARGET_DIR or target/; build them with
 # `cargo build --release -p weft-mpi -p weft-cli`). --yield on (the default when the 4 ranks
 # outnumber this machine's cores) makes both libraries yield the CPU when idle
 # (WEFT_YIELD=on; Open MPI's --mca mpi_yield_when_idle 1): namespace hosts share one
-# machine's cores, so otherwise busy-polling ranks steal them from each other. Needs root,
+# machine's cores, so otherwise busy-polling ranks steal them from each other. --rt PRIO runs
+# both libraries' jobs (launcher and ranks) under `chrt -f PRIO` (real-time FIFO): on a
+# machine busy with other work, each run otherwise measures the other work's bursts more
+# than the library (medians of 1 MiB moved 2-5x between runs at load 8-10); the kernel's
+# real-time throttling still leaves the rest of the machine 5% of each second. Needs root,
 # iproute2 and openmpi-bin + libopenmpi-dev (exits 77 when one is missing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,13 +28,16 @@ reps=3
 sizes="8 1M"
 target=${CARGO_TARGET_DIR:-$root/target}
 yield=""
+rt=()
 while (($#)); do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --yield) yield=$2; shift 2 ;;
-    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    --rt) [[ "${2:-}" =~ ^[1-9][0-9]?$ ]] || { echo "hosts-vs-openmpi.sh: --rt: '${2:-}' is not a priority 1-99" >&2; exit 2; }
+      rt=(chrt -f "$2"); shift 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 for tool in mpicc.openmpi mpirun.openmpi; do
@@ -72,7 +80,7 @@ ompi_run() {
   local extra=()
   [ "$yield" = on ] && extra=(--oversubscribe --mca mpi_yield_when_idle 1)
   # shellcheck disable=SC2086 # sizes are separate arguments
-  timeout 600 mpirun.openmpi --allow-run-as-root -np 4 --host "${hosts[0]}:2,${hosts[1]}:2" \
+  timeout 600 "${rt[@]}" mpirun.openmpi --allow-run-as-root -np 4 --host "${hosts[0]}:2,${hosts[1]}:2" \
     --mca plm_rsh_agent "$work/agent.sh" --mca btl tcp,self \
     --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" "${extra[@]}" \
     "$work/coll_lat.ompi" -c allreduce $sizes 2>/dev/null
@@ -81,7 +89,7 @@ weft_run() {
   local y=off
   [ "$yield" = on ] && y=on
   # shellcheck disable=SC2086
-  WEFT_YIELD=$y timeout 600 "$target/release/weft" run -n 4 --hosts "${hosts[0]}:2,${hosts[1]}:2" \
+  WEFT_YIELD=$y timeout 600 "${rt[@]}" "$target/release/weft" run -n 4 --hosts "${hosts[0]}:2,${hosts[1]}:2" \
     --launcher "ip netns exec {host}" "$work/coll_lat.weft" -c allreduce $sizes
 }
 # "allreduce BYTES P50 AVG ITERS" lines -> "BYTES P50".
@@ -98,7 +106,7 @@ for ((i = 1; i <= reps; i++)); do
     done <<< "$out"
   done
 done
-echo "medians over $reps runs (2 hosts x 2 ranks, unshaped, yield $yield):"
+echo "medians over $reps runs (2 hosts x 2 ranks, unshaped, yield $yield${rt[*]:+, ${rt[*]}}):"
 awk '
   { v[$1 " " $2] = v[$1 " " $2] " " $3; sizes[$2] = 1 }
   function median(list,   a, n, i, j, t) {
