@@ -286,6 +286,62 @@ fn put_signal_and_remote_puts_wake_a_waiting_pe() {
 }
 
 #[test]
+fn another_threads_quiet_racing_with_the_owners_puts_loses_nothing() {
+    // A thread's puts go to its own lane without a lock; another thread's quiet takes the
+    // lane from under it (cell.rs's handshake). Two threads put small values (many of them
+    // coalesced, buffers flushed often) while a third quiets in a loop: every put must land
+    // exactly once, in order per slot, and the lane buffers must never be corrupted (a lost
+    // exclusion shows as wrong values, a protocol error or a crash).
+    run(
+        2,
+        &[("WEFT_RMA_FLUSH_BYTES", "256")],
+        |r| r,
+        |w, h| {
+            let world = w.world();
+            let base = h.base() as u64;
+            let per = 200_000u64;
+            let slots = 512u64;
+            let off = base + h.malloc((2 * slots * 8) as usize).unwrap() as u64;
+            if h.pe() == 0 {
+                let done = std::sync::atomic::AtomicUsize::new(0);
+                let mut quiets = 0u64;
+                std::thread::scope(|s| {
+                    for t in 0..2u64 {
+                        let (h, done) = (&h, &done);
+                        s.spawn(move || {
+                            for i in 0..per {
+                                let at = off + 8 * (t * slots + i % slots);
+                                h.put(1, at, &(t << 32 | i).to_ne_bytes()).unwrap();
+                            }
+                            done.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                    while done.load(Ordering::SeqCst) < 2 {
+                        h.try_quiet().unwrap();
+                        quiets += 1;
+                    }
+                });
+                h.try_quiet().unwrap();
+                assert!(quiets > 0);
+            }
+            world.barrier().unwrap();
+            if h.pe() == 1 {
+                for t in 0..2u64 {
+                    for slot in 0..slots {
+                        // The last put to each slot wins (one ordered lane per thread).
+                        let last = (per - 1) - (per - 1 - slot) % slots;
+                        // SAFETY: our own heap, written and completed before the barrier.
+                        let v = unsafe { *((off + 8 * (t * slots + slot)) as *const u64) };
+                        assert_eq!(v, t << 32 | last, "thread {t} slot {slot}");
+                    }
+                }
+            }
+            world.barrier().unwrap();
+        },
+    );
+}
+
+#[test]
 fn four_threads_put_concurrently_and_quiet_completes_them_all() {
     run(
         2,

@@ -160,7 +160,41 @@ impl Lane {
 
     /// Queues a put of `data` at `offset` of `space` (complete locally on return: the bytes
     /// are copied or sent).
+    #[inline]
     pub(crate) fn put(&mut self, space: u8, offset: u64, data: &[u8]) -> Result<()> {
+        if self.extend_last(space, offset, data) {
+            return Ok(());
+        }
+        self.put_any(space, offset, data)
+    }
+
+    /// The common case of [`Self::put`], kept small enough to inline into the caller: a put
+    /// that continues the buffered frame and leaves the buffer short of a flush. Returns
+    /// false (having done nothing) otherwise.
+    #[inline(always)]
+    fn extend_last(&mut self, space: u8, offset: u64, data: &[u8]) -> bool {
+        match self.last_put {
+            Some((at, s, end, len))
+                if self.config.coalesce
+                    && s == space
+                    && end == offset
+                    && len + data.len() <= wire::MAX_PAYLOAD_BYTES
+                    && self.buf.len() + data.len() < self.config.flush_bytes
+                    && self.dead.is_none() =>
+            {
+                wire::grow_put(&mut self.buf, at, data.len() as u32);
+                self.last_put = Some((at, s, end + data.len() as u64, len + data.len()));
+                self.buf.extend_from_slice(data);
+                self.unsynced = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Self::put`] in every case.
+    #[inline(never)]
+    fn put_any(&mut self, space: u8, offset: u64, data: &[u8]) -> Result<()> {
         self.alive()?;
         self.unsynced = true;
         if data.len() >= self.config.flush_bytes {

@@ -14,7 +14,9 @@
 //!
 //! Initiator side: every initiating thread has its own lane (`lane.rs`: connection and send
 //! buffer) to each remote PE, created on first use, and every OpenSHMEM context has its own
-//! lanes too: no proxy serialises initiators. Puts (blocking and `_nbi` alike: both are
+//! lanes too: no proxy serialises initiators. A thread works on its own default-context
+//! lanes without taking a lock (`cell.rs`: a handshake with the rare other users, such as
+//! another thread's quiet, whose cost those users pay). Puts (blocking and `_nbi` alike: both are
 //! complete locally once the bytes are in the buffer) wait in the lane's buffer until it
 //! holds `WEFT_RMA_FLUSH_BYTES` or a call needs an answer; a put contiguous with the previous
 //! one to the same PE extends its frame (coalescing, `WEFT_RMA_COALESCE`). Gets, fetching
@@ -34,10 +36,12 @@
 //! Depends on the wire format, the TCP handshake primitives and the store addresses; not on
 //! the progress engine (the service has its own thread, the lanes block on their sockets).
 
+pub(crate) mod cell;
 pub(crate) mod lane;
 pub(crate) mod service;
 pub mod wire;
 
+use cell::LaneCell;
 use lane::{Lane, LaneConfig};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -91,11 +95,11 @@ pub struct Remote {
 }
 
 /// A lane as the registry and the thread caches hold it.
-type SharedLane = Arc<Mutex<Lane>>;
+type SharedLane = Arc<LaneCell>;
 
 struct LaneEntry {
     ctx: u64,
-    lane: Arc<Mutex<Lane>>,
+    lane: SharedLane,
 }
 
 /// What every lane of one heap shares.
@@ -126,12 +130,6 @@ thread_local! {
     static MINE: RefCell<HashMap<(u64, u64, u32), SharedLane>> = RefCell::new(HashMap::new());
 }
 
-fn lock(l: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
-    // A panic inside a lane call leaves at worst a half-sent buffer, which the lane's
-    // error state already covers.
-    l.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Shared {
     fn new_lane(&self, pe: u32) -> Result<Lane> {
         let addrs = self
@@ -151,15 +149,20 @@ impl Shared {
     fn with_lane<R>(&self, ctx: u64, pe: u32, f: impl FnOnce(&mut Lane) -> Result<R>) -> Result<R> {
         // Back-to-back operations of a thread mostly go to the lane it used last: no hashing,
         // and no reference count touched (the cache's handle keeps the lane alive while `f`
-        // runs; lane calls never reach this cache), so an 8-byte put costs the lane's lock
-        // and no other atomic read-modify-write.
+        // runs; lane calls never reach this cache), and a default-context lane is the
+        // thread's own (cell.rs: no lock on the owner's path), so an 8-byte put does no
+        // atomic read-modify-write at all.
         let mut f = Some(f);
         let hit = LAST.with(|l| {
             let l = l.borrow();
             match l.as_ref() {
                 Some((k, lane)) if *k == (self.id, ctx, pe) => {
                     let f = f.take().expect("the lane call runs once");
-                    Some(f(&mut lock(lane)))
+                    Some(if ctx == 0 {
+                        lane.with_owner(f)
+                    } else {
+                        lane.with_locked(f)
+                    })
                 }
                 _ => None,
             }
@@ -168,7 +171,7 @@ impl Shared {
             return r;
         }
         let f = f.take().expect("the lane call runs once");
-        let lane = MINE.with(|m| -> Result<Arc<Mutex<Lane>>> {
+        let lane = MINE.with(|m| -> Result<SharedLane> {
             let mut m = m.borrow_mut();
             if let Some(l) = m.get(&(self.id, ctx, pe)) {
                 return Ok(l.clone());
@@ -181,7 +184,8 @@ impl Shared {
                 m.retain(|k, _| k.0 != self.id || k.1 == 0 || live.contains(&k.1));
             }
             let l = if ctx == 0 {
-                let l = Arc::new(Mutex::new(self.new_lane(pe)?));
+                // A default-context lane is this thread's own: its fast path.
+                let l = Arc::new(LaneCell::new(self.new_lane(pe)?, true));
                 self.registry().push(LaneEntry {
                     ctx,
                     lane: l.clone(),
@@ -192,7 +196,7 @@ impl Shared {
                 match shared.get(&(ctx, pe)) {
                     Some(l) => l.clone(),
                     None => {
-                        let l = Arc::new(Mutex::new(self.new_lane(pe)?));
+                        let l = Arc::new(LaneCell::new(self.new_lane(pe)?, false));
                         shared.insert((ctx, pe), l.clone());
                         self.registry().push(LaneEntry {
                             ctx,
@@ -206,8 +210,11 @@ impl Shared {
             Ok(l)
         })?;
         LAST.with(|l| *l.borrow_mut() = Some(((self.id, ctx, pe), lane.clone())));
-        let mut g = lock(&lane);
-        f(&mut g)
+        if ctx == 0 {
+            lane.with_owner(f)
+        } else {
+            lane.with_locked(f)
+        }
     }
 
     fn registry(&self) -> MutexGuard<'_, Vec<LaneEntry>> {
@@ -226,10 +233,13 @@ impl Shared {
         let mut first = Ok(());
         let mut finished = Vec::new();
         for (c, l) in lanes {
-            let r = lock(&l).quiet();
-            // A default-context lane held only by the registry and this list belonged to a
-            // thread that has exited: once its puts are acknowledged it can close.
-            if c == 0 && r.is_ok() && Arc::strong_count(&l) == 2 {
+            // A default-context lane held only by the registry and this list belongs to a
+            // thread that has exited: once its puts are acknowledged it can close. Counted
+            // before the quiet: a thread that put after the quiet and exited just before a
+            // count taken after it would leave its last puts in a lane no quiet ever sees.
+            let orphan = c == 0 && Arc::strong_count(&l) == 2;
+            let r = l.with_any(|l| l.quiet());
+            if orphan && r.is_ok() {
                 finished.push(l.clone());
             }
             if first.is_ok() {
@@ -246,7 +256,7 @@ impl Shared {
     /// Sends whatever the calling thread's lanes hold (before it waits on a word a remote PE
     /// is to update in answer).
     fn flush_mine(&self) -> Result<()> {
-        let lanes: Vec<Arc<Mutex<Lane>>> = MINE.with(|m| {
+        let lanes: Vec<SharedLane> = MINE.with(|m| {
             m.borrow()
                 .iter()
                 .filter(|(k, _)| k.0 == self.id)
@@ -254,7 +264,7 @@ impl Shared {
                 .collect()
         });
         for l in lanes {
-            lock(&l).flush()?;
+            l.with_any(|l| l.flush())?;
         }
         Ok(())
     }
@@ -299,7 +309,7 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|k, _| k.0 != ctx);
         for l in closing {
-            lock(&l).close(self.destroyed_error(ctx));
+            l.with_locked(|l| l.close(self.destroyed_error(ctx)));
         }
         MINE.with(|m| {
             m.borrow_mut()

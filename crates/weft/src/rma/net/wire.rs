@@ -150,6 +150,7 @@ pub fn put_head(out: &mut Vec<u8>, space: u8, offset: u64, len: u32) {
 
 /// Grows the length of the put whose head starts at `at` in `out` by `more` bytes (the
 /// caller appends them right after), for coalescing a contiguous put.
+#[inline]
 pub fn grow_put(out: &mut [u8], at: usize, more: u32) {
     let len = u32::from_le_bytes(out[at + 4..at + 8].try_into().expect("4 bytes"));
     out[at + 4..at + 8].copy_from_slice(&(len + more).to_le_bytes());
