@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # MPICH's own test suite (test/mpi of Debian bookworm's `mpich` source package) against weft:
-# the coll, pt2pt and topo directories, built with weft's mpicc and run with weft's mpiexec.
+# the coll, pt2pt, topo, comm and group directories (--dirs), built with weft's mpicc and run
+# with weft's mpiexec.
 #
 #   scripts/mpich-testsuite.sh [MODE] [--jobs N] [--timeout SECS] [--max-np N] [--list FILE]
+#                              [--dirs "DIR ..."]
 #
 # MODE
 #   all     (default) build every test of the directories, run every testlist entry,
@@ -14,7 +16,9 @@
 #   setup   only fetch the sources (deb-src line + `apt-get source mpich`).
 #
 # A test passes when its job exits 0 and prints " No Errors" (MPICH's MTest convention).
-# Process counts come from each directory's testlist, capped at 4 (weft's CI has 2 cores;
+# --dirs names the test/mpi directories of `all` (default "coll pt2pt topo comm group"; any
+# directory of the suite works, e.g. "datatype"). Process counts come from each directory's
+# testlist, capped at 4 (weft's CI has 2 cores;
 # --max-np raises the cap: tests written for, say, 10 ranks may refuse 4);
 # entries that differ only by MPICH-internal environment (env=MPIR_CVAR_...) are run once.
 #
@@ -29,7 +33,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 src_cache=${WEFT_MPICH_SRC:-/var/cache/weft/mpich-src}
 target=${CARGO_TARGET_DIR:-$repo/target}
 work=${WEFT_MPICH_WORK:-$target/mpich-suite}
-dirs="coll pt2pt topo"
+dirs="coll pt2pt topo comm group"
 max_np=4
 # Entries that need more memory than this (testlist mem=, in GB) are skipped: CI machines are small.
 max_mem_gb=4
@@ -98,8 +102,9 @@ while [ $# -gt 0 ]; do
     --max-np) max_np=${2:?--max-np needs a number}; shift ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift ;;
     --list) list=${2:?--list needs a file}; shift ;;
+    --dirs) dirs=${2:?--dirs needs a list of directories}; shift ;;
     -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
-    *) die "unknown argument '$1' (modes: all, check, setup; options: --jobs N, --timeout SECS, --max-np N, --list FILE)" ;;
+    *) die "unknown argument '$1' (modes: all, check, setup; options: --jobs N, --timeout SECS, --max-np N, --list FILE, --dirs LIST)" ;;
   esac
   shift
 done

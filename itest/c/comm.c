@@ -30,6 +30,32 @@ int main(int argc, char **argv) {
   CHECK(r == MPI_CONGRUENT);
   OK(MPI_Comm_compare(dup, dup, &r));
   CHECK(r == MPI_IDENT);
+  /* MPI_Comm_dup_with_info: a congruent duplicate with the error handler; a bad info handle
+   * is refused before anything collective happens. */
+  {
+    MPI_Info info;
+    MPI_Comm wi;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    OK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    OK(MPI_Comm_dup_with_info(dup, info, &wi));
+    OK(MPI_Comm_compare(dup, wi, &r));
+    CHECK(r == MPI_CONGRUENT);
+    MPI_Errhandler eh;
+    OK(MPI_Comm_get_errhandler(wi, &eh));
+    CHECK(eh == MPI_ERRORS_RETURN);
+    int s = -1;
+    OK(MPI_Allreduce(&rank, &s, 1, MPI_INT, MPI_SUM, wi));
+    CHECK(s == size * (size - 1) / 2);
+    OK(MPI_Comm_free(&wi));
+    MPI_Info stale = info;
+    OK(MPI_Info_free(&info));
+    MPI_Comm never = MPI_COMM_NULL;
+    CHECK_RC(MPI_Comm_dup_with_info(dup, stale, &never), MPI_ERR_INFO);
+    CHECK(never == MPI_COMM_NULL);
+    OK(MPI_Comm_dup_with_info(dup, MPI_INFO_NULL, &wi));
+    OK(MPI_Comm_free(&wi));
+  }
   /* Traffic on the dup does not meet traffic on world. */
   int a = rank, b = -1, c = -1;
   MPI_Request q[2];
@@ -111,6 +137,22 @@ int main(int argc, char **argv) {
     OK(MPI_Barrier(ecomm));
     OK(MPI_Comm_free(&ecomm));
     CHECK(ecomm == MPI_COMM_NULL);
+  }
+  /* Disjoint groups at once (MPI-2.2): evens pass the evens, odds the odds, each gets a
+   * communicator of its own parity in world order. */
+  {
+    MPI_Group mine = rank % 2 ? odds : evens;
+    MPI_Comm pc;
+    OK(MPI_Comm_create(MPI_COMM_WORLD, mine, &pc));
+    CHECK(pc != MPI_COMM_NULL);
+    int n, pr, sum = -1, want = 0;
+    OK(MPI_Comm_size(pc, &n));
+    OK(MPI_Comm_rank(pc, &pr));
+    CHECK(n == (rank % 2 ? size / 2 : ne) && pr == rank / 2);
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, pc));
+    for (int i = rank % 2; i < size; i += 2) want += i;
+    CHECK(sum == want);
+    OK(MPI_Comm_free(&pc));
   }
   /* Range forms: every other rank from the last down, and the rest. */
   MPI_Group rng, rngx;

@@ -6,7 +6,7 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, write_c_string, R};
-use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, State, K_GROUP};
+use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, State, K_GROUP, K_INFO};
 use std::os::raw::{c_char, c_int, c_void};
 
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
@@ -142,7 +142,10 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     finish(comm, "MPI_Comm_split_type", r)
 }
 
-/// MPI_Comm_create (MPI-4.1 §7.4.2).
+/// MPI_Comm_create (MPI-4.1 §7.4.2). On an intracommunicator the ranks may pass different
+/// groups as long as they are disjoint (each group makes its own communicator): a split
+/// whose color is the group's lowest world rank, which names the group as every member
+/// passes it, and whose key is the caller's place in it.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create(
     comm: Handle,
@@ -152,7 +155,23 @@ pub unsafe extern "C" fn MPI_Comm_create(
     let r = (|| {
         let s = state("MPI_Comm_create")?;
         let g = s.group(group)?.to_vec();
-        let c = s.comm(comm)?.comm.create(&g)?;
+        let parent = s.comm(comm)?.comm.clone();
+        if parent.is_inter() {
+            let c = parent.create(&g)?;
+            return new_comm(s, c, newcomm);
+        }
+        if let Some(w) = g.iter().find(|w| !parent.members().contains(w)) {
+            return Err(err(
+                MPI_ERR_GROUP,
+                format!("world rank {w} of the group is not a member of the communicator"),
+            ));
+        }
+        let me = parent.members()[parent.rank() as usize];
+        let (color, key) = match g.iter().position(|&w| w == me) {
+            Some(p) => (*g.iter().min().expect("holds the caller") as i32, p as i32),
+            None => (weft::UNDEFINED, 0),
+        };
+        let c = parent.split(color, key)?;
         new_comm(s, c, newcomm)
     })();
     finish(comm, "MPI_Comm_create", r)
@@ -1244,6 +1263,35 @@ pub unsafe extern "C" fn MPI_Comm_idup(
         return rc;
     }
     finish(comm, "MPI_Comm_idup", crate::inter::completed(comm, req))
+}
+
+/// MPI_Comm_dup_with_info (MPI-4.1 §7.4.2): as MPI_Comm_dup (attributes, error handler and
+/// topology travel); the hints in `info` change nothing in weft, which the standard allows,
+/// but the handle must be an info object or MPI_INFO_NULL.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: Handle,
+    info: Handle,
+    newcomm: *mut Handle,
+) -> c_int {
+    let r = state("MPI_Comm_dup_with_info").and_then(|s| {
+        if info != MPI_INFO_NULL
+            && handle_index(K_INFO, info)
+                .and_then(|i| s.infos.get(i))
+                .is_none()
+        {
+            return Err(err(
+                MPI_ERR_INFO,
+                format!("info handle {info:#x} is not valid"),
+            ));
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        return finish(comm, "MPI_Comm_dup_with_info", Err(e));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_dup(comm, newcomm) }
 }
 
 /// MPI_Comm_idup_with_info (MPI-4.1 §7.4.2): as MPI_Comm_idup; hints change nothing.
