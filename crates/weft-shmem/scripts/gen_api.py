@@ -171,6 +171,20 @@ for (n, c, t, k, cls) in T:
                 body = conv_out(call) if ret else f"{call};"
                 fn(name, f"{ra}{ptr}: {ptr_t}{extra}, pe: c_int", t if ret else None, body,
                    f"{ca}{cptr}{cextra}, int pe", c if ret else "void")
+            if ret:
+                # 1.5 nonblocking forms of the fetching AMOs: the old value goes to *fetch.
+                # They complete before returning (the fetch is stored at once), which is
+                # within what quiet would guarantee.
+                for with_ctx in (False, True):
+                    name = f"shmem_{'ctx_' if with_ctx else ''}{n}_atomic_{op}_nbi"
+                    ra = "ctx: ShmemCtx, " if with_ctx else ""
+                    ca = "shmem_ctx_t ctx, " if with_ctx else ""
+                    cv = "ctx" if with_ctx else "CTX_DEFAULT"
+                    call = f"amo({cv}, {ptr} as *const u8, pe, \"{name}\", {sz}, Amo::{amo_op}, {a}, {b}, {fetch})"
+                    body = (f"check_ptr(fetch as *const {t}, \"{name}\");\n    let old = {conv_out(call)};\n"
+                            f"    // SAFETY: checked non-null and aligned; the caller's fetch buffer.\n    unsafe {{ *fetch = old }}")
+                    fn(name, f"{ra}fetch: *mut {t}, {ptr}: {ptr_t}{extra}, pe: c_int", None, body,
+                       f"{ca}{c} *fetch, {cptr}{cextra}, int pe", "void")
     if "s" in cls or "l" in cls:
         ops = (["sum", "prod", "min", "max"] if "s" in cls else []) + (["and", "or", "xor"] if "l" in cls else [])
         for op in ops:

@@ -557,6 +557,53 @@ pub unsafe extern "C" fn shmem_float_fetch(source: *const f32, pe: c_int) -> f32
     ) as u32)
 }
 
+/// OpenSHMEM 1.5 `shmem_float_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_fetch_nbi(
+    fetch: *mut f32,
+    source: *const f32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f32, "shmem_float_atomic_fetch_nbi");
+    let old = f32::from_bits(amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_float_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut f32,
+    source: *const f32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f32, "shmem_ctx_float_atomic_fetch_nbi");
+    let old = f32::from_bits(amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_float_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_float_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_float_atomic_set(dest: *mut f32, value: f32, pe: c_int) {
@@ -661,6 +708,55 @@ pub unsafe extern "C" fn shmem_float_swap(dest: *mut f32, value: f32, pe: c_int)
         0,
         true,
     ) as u32)
+}
+
+/// OpenSHMEM 1.5 `shmem_float_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_float_atomic_swap_nbi(
+    fetch: *mut f32,
+    dest: *mut f32,
+    value: f32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f32, "shmem_float_atomic_swap_nbi");
+    let old = f32::from_bits(amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_float_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u32);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_float_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_float_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut f32,
+    dest: *mut f32,
+    value: f32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f32, "shmem_ctx_float_atomic_swap_nbi");
+    let old = f32::from_bits(amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_float_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u32);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_float_sum_reduce`.
@@ -1387,6 +1483,53 @@ pub unsafe extern "C" fn shmem_double_fetch(source: *const f64, pe: c_int) -> f6
     ) as u64)
 }
 
+/// OpenSHMEM 1.5 `shmem_double_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_fetch_nbi(
+    fetch: *mut f64,
+    source: *const f64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f64, "shmem_double_atomic_fetch_nbi");
+    let old = f64::from_bits(amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_double_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut f64,
+    source: *const f64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f64, "shmem_ctx_double_atomic_fetch_nbi");
+    let old = f64::from_bits(amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_double_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_double_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_double_atomic_set(dest: *mut f64, value: f64, pe: c_int) {
@@ -1491,6 +1634,55 @@ pub unsafe extern "C" fn shmem_double_swap(dest: *mut f64, value: f64, pe: c_int
         0,
         true,
     ) as u64)
+}
+
+/// OpenSHMEM 1.5 `shmem_double_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_double_atomic_swap_nbi(
+    fetch: *mut f64,
+    dest: *mut f64,
+    value: f64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f64, "shmem_double_atomic_swap_nbi");
+    let old = f64::from_bits(amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_double_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u64);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_double_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_double_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut f64,
+    dest: *mut f64,
+    value: f64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const f64, "shmem_ctx_double_atomic_swap_nbi");
+    let old = f64::from_bits(amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_double_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value.to_bits() as u64,
+        0,
+        true,
+    ) as u64);
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_double_sum_reduce`.
@@ -4402,6 +4594,53 @@ pub unsafe extern "C" fn shmem_int_fetch(source: *const i32, pe: c_int) -> i32 {
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_nbi(
+    fetch: *mut i32,
+    source: *const i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    source: *const i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
@@ -4508,6 +4747,55 @@ pub unsafe extern "C" fn shmem_int_swap(dest: *mut i32, value: i32, pe: c_int) -
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_swap_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_compare_swap(
@@ -4567,6 +4855,57 @@ pub unsafe extern "C" fn shmem_int_cswap(dest: *mut i32, cond: i32, value: i32, 
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_compare_swap_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int_atomic_compare_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
@@ -4617,6 +4956,53 @@ pub unsafe extern "C" fn shmem_int_finc(dest: *mut i32, pe: c_int) -> i32 {
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_inc_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_inc`.
@@ -4718,6 +5104,55 @@ pub unsafe extern "C" fn shmem_int_fadd(dest: *mut i32, value: i32, pe: c_int) -
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int_atomic_fetch_add_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int_atomic_add`.
@@ -5719,6 +6154,53 @@ pub unsafe extern "C" fn shmem_long_fetch(source: *const i64, pe: c_int) -> i64 
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_long_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_nbi(
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_long_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_long_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_long_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_long_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
@@ -5825,6 +6307,55 @@ pub unsafe extern "C" fn shmem_long_swap(dest: *mut i64, value: i64, pe: c_int) 
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_long_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_long_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_long_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_long_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_compare_swap(
@@ -5884,6 +6415,60 @@ pub unsafe extern "C" fn shmem_long_cswap(dest: *mut i64, cond: i64, value: i64,
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_long_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_compare_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_long_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_long_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_long_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_long_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
@@ -5934,6 +6519,53 @@ pub unsafe extern "C" fn shmem_long_finc(dest: *mut i64, pe: c_int) -> i64 {
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_long_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_inc_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_long_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_long_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_inc`.
@@ -6035,6 +6667,55 @@ pub unsafe extern "C" fn shmem_long_fadd(dest: *mut i64, value: i64, pe: c_int) 
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_long_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_long_atomic_fetch_add_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_long_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_long_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_long_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_long_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_long_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_long_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_long_atomic_add`.
@@ -7041,6 +7722,53 @@ pub unsafe extern "C" fn shmem_longlong_fetch(source: *const i64, pe: c_int) -> 
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_nbi(
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_longlong_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_longlong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_longlong_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
@@ -7147,6 +7875,55 @@ pub unsafe extern "C" fn shmem_longlong_swap(dest: *mut i64, value: i64, pe: c_i
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_longlong_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_longlong_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap(
@@ -7211,6 +7988,63 @@ pub unsafe extern "C" fn shmem_longlong_cswap(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_longlong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_compare_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_longlong_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_longlong_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
@@ -7261,6 +8095,56 @@ pub unsafe extern "C" fn shmem_longlong_finc(dest: *mut i64, pe: c_int) -> i64 {
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_inc_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_longlong_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_longlong_atomic_fetch_inc_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_inc`.
@@ -7366,6 +8250,58 @@ pub unsafe extern "C" fn shmem_longlong_fadd(dest: *mut i64, value: i64, pe: c_i
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_longlong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_longlong_atomic_fetch_add_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_longlong_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_longlong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_longlong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_longlong_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_longlong_atomic_fetch_add_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_longlong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_longlong_atomic_add`.
@@ -9734,6 +10670,53 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_nbi(
+    fetch: *mut u32,
+    source: *const u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    source: *const u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
@@ -9808,6 +10791,55 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_swap(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_swap_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_compare_swap(
@@ -9851,6 +10883,60 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_compare_swap(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_compare_swap_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u32,
+        "shmem_ctx_uint_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
@@ -9885,6 +10971,53 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_inc_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_inc`.
@@ -9954,6 +11087,55 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_add_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_add`.
@@ -10030,6 +11212,55 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_and_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
@@ -10104,6 +11335,55 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_or_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
@@ -10176,6 +11456,55 @@ pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint_atomic_fetch_xor_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint_atomic_xor`.
@@ -11016,6 +12345,53 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_nbi(
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
@@ -11090,6 +12466,55 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap(
@@ -11133,6 +12558,60 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_compare_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_compare_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulong_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
@@ -11167,6 +12646,53 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_inc_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_inc`.
@@ -11240,6 +12766,55 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_add_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_add`.
@@ -11320,6 +12895,55 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_and_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulong_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
@@ -11392,6 +13016,55 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_or_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_or`.
@@ -11470,6 +13143,55 @@ pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulong_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulong_atomic_fetch_xor_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulong_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulong_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulong_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulong_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulong_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulong_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulong_atomic_xor`.
@@ -12319,6 +14041,53 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_nbi(
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulonglong_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
@@ -12393,6 +14162,55 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_ulonglong_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap(
@@ -12436,6 +14254,63 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_compare_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_compare_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ulonglong_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
@@ -12470,6 +14345,56 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_inc_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_fetch_inc_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_inc`.
@@ -12543,6 +14468,58 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_add_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_fetch_add_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_add`.
@@ -12623,6 +14600,58 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_and_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_fetch_and_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
@@ -12701,6 +14730,58 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_or_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_fetch_or_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ulonglong_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
@@ -12777,6 +14858,58 @@ pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_ulonglong_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ulonglong_atomic_fetch_xor_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ulonglong_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ulonglong_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ulonglong_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ulonglong_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_ulonglong_atomic_fetch_xor_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ulonglong_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ulonglong_atomic_xor`.
@@ -14875,6 +17008,53 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch(
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_nbi(
+    fetch: *mut i32,
+    source: *const i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    source: *const i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int32_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_set(dest: *mut i32, value: i32, pe: c_int) {
@@ -14949,6 +17129,55 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_swap(
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int32_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_swap_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int32_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_compare_swap(
@@ -14992,6 +17221,60 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_compare_swap(
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int32_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_compare_swap_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    cond: i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i32,
+        "shmem_ctx_int32_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc(dest: *mut i32, pe: c_int) -> i32 {
@@ -15026,6 +17309,53 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc(
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_inc_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_inc`.
@@ -15099,6 +17429,55 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add(
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_add_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_add`.
@@ -15179,6 +17558,55 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and(
     ) as u32 as i32
 }
 
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_and_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int32_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int32_atomic_and(dest: *mut i32, value: i32, pe: c_int) {
@@ -15251,6 +17679,55 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or(
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_or_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_or`.
@@ -15329,6 +17806,55 @@ pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor(
         0,
         true,
     ) as u32 as i32
+}
+
+/// OpenSHMEM 1.5 `shmem_int32_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int32_atomic_fetch_xor_nbi(
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_int32_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int32_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int32_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int32_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i32,
+    dest: *mut i32,
+    value: i32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i32, "shmem_ctx_int32_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int32_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as i32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int32_atomic_xor`.
@@ -16169,6 +18695,53 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_nbi(
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
@@ -16243,6 +18816,55 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_swap(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_compare_swap(
@@ -16286,6 +18908,60 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_compare_swap(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_compare_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_int64_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
@@ -16320,6 +18996,53 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_inc_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_inc`.
@@ -16393,6 +19116,55 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_add_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_add`.
@@ -16473,6 +19245,55 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_and_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_int64_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_int64_atomic_and(dest: *mut i64, value: i64, pe: c_int) {
@@ -16545,6 +19366,55 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_or_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_or`.
@@ -16623,6 +19493,55 @@ pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_int64_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_int64_atomic_fetch_xor_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_int64_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_int64_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_int64_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_int64_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_int64_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_int64_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_int64_atomic_xor`.
@@ -18721,6 +21640,53 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_nbi(
+    fetch: *mut u32,
+    source: *const u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    source: *const u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_nbi",
+        4,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_set(dest: *mut u32, value: u32, pe: c_int) {
@@ -18795,6 +21761,55 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_swap(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_swap_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_swap_nbi",
+        4,
+        Amo::Swap,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap(
@@ -18838,6 +21853,60 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_compare_swap(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_compare_swap_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    cond: u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u32,
+        "shmem_ctx_uint32_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_compare_swap_nbi",
+        4,
+        Amo::CompareSwap,
+        cond as u32 as u64,
+        value as u32 as u64,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc(dest: *mut u32, pe: c_int) -> u32 {
@@ -18872,6 +21941,53 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_inc_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_inc_nbi",
+        4,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_inc`.
@@ -18945,6 +22061,55 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_add_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_add_nbi",
+        4,
+        Amo::Add,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_add`.
@@ -19025,6 +22190,55 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_and_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_and_nbi",
+        4,
+        Amo::And,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_and(dest: *mut u32, value: u32, pe: c_int) {
@@ -19103,6 +22317,55 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or(
     ) as u32 as u32
 }
 
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_or_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_or_nbi",
+        4,
+        Amo::Or,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint32_atomic_or(dest: *mut u32, value: u32, pe: c_int) {
@@ -19179,6 +22442,55 @@ pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor(
         0,
         true,
     ) as u32 as u32
+}
+
+/// OpenSHMEM 1.5 `shmem_uint32_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint32_atomic_fetch_xor_nbi(
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_uint32_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint32_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint32_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint32_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u32,
+    dest: *mut u32,
+    value: u32,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u32, "shmem_ctx_uint32_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint32_atomic_fetch_xor_nbi",
+        4,
+        Amo::Xor,
+        value as u32 as u64,
+        0,
+        true,
+    ) as u32 as u32;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint32_atomic_xor`.
@@ -20019,6 +23331,53 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_nbi(
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
@@ -20093,6 +23452,55 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap(
@@ -20136,6 +23544,60 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_compare_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_compare_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_uint64_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
@@ -20170,6 +23632,53 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_inc_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_inc`.
@@ -20243,6 +23752,55 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_add_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_add`.
@@ -20323,6 +23881,55 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_and_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
@@ -20401,6 +24008,55 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_or_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_uint64_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
@@ -20477,6 +24133,55 @@ pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_uint64_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_uint64_atomic_fetch_xor_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_uint64_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_uint64_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_uint64_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_uint64_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_uint64_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_uint64_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_uint64_atomic_xor`.
@@ -21317,6 +25022,53 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_nbi(
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    source: *const u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_set(dest: *mut u64, value: u64, pe: c_int) {
@@ -21391,6 +25143,55 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_size_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_compare_swap(
@@ -21434,6 +25235,60 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_compare_swap(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_size_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_compare_swap_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    cond: u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const u64,
+        "shmem_ctx_size_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_fetch_inc(dest: *mut u64, pe: c_int) -> u64 {
@@ -21468,6 +25323,53 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_inc_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_inc_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_inc`.
@@ -21537,6 +25439,55 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_add_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_add_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_add`.
@@ -21613,6 +25564,55 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_and(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_and_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_and_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_and_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_and_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_and_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_and_nbi",
+        8,
+        Amo::And,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_and`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_and(dest: *mut u64, value: u64, pe: c_int) {
@@ -21687,6 +25687,55 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_or(
     ) as u64 as u64
 }
 
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_or_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_or_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_or_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_or_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_or_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_or_nbi",
+        8,
+        Amo::Or,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_size_atomic_or`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_size_atomic_or(dest: *mut u64, value: u64, pe: c_int) {
@@ -21759,6 +25808,55 @@ pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_xor(
         0,
         true,
     ) as u64 as u64
+}
+
+/// OpenSHMEM 1.5 `shmem_size_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_size_atomic_fetch_xor_nbi(
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_size_atomic_fetch_xor_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_size_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_size_atomic_fetch_xor_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_size_atomic_fetch_xor_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut u64,
+    dest: *mut u64,
+    value: u64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const u64, "shmem_ctx_size_atomic_fetch_xor_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_size_atomic_fetch_xor_nbi",
+        8,
+        Amo::Xor,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as u64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_size_atomic_xor`.
@@ -22599,6 +26697,53 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_nbi(
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ptrdiff_atomic_fetch_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        source as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    source: *const i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_ptrdiff_atomic_fetch_nbi");
+    let old = amo(
+        ctx,
+        source as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch_nbi",
+        8,
+        Amo::Fetch,
+        0,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_set`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_set(dest: *mut i64, value: i64, pe: c_int) {
@@ -22673,6 +26818,55 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_swap(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ptrdiff_atomic_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ctx_ptrdiff_atomic_swap_nbi");
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_swap_nbi",
+        8,
+        Amo::Swap,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_compare_swap`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap(
@@ -22716,6 +26910,60 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_compare_swap(
     ) as u64 as i64
 }
 
+/// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_compare_swap_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ptrdiff_atomic_compare_swap_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_compare_swap_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_compare_swap_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    cond: i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_ptrdiff_atomic_compare_swap_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_compare_swap_nbi",
+        8,
+        Amo::CompareSwap,
+        cond as u64 as u64,
+        value as u64 as u64,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_inc`.
 #[no_mangle]
 pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc(dest: *mut i64, pe: c_int) -> i64 {
@@ -22750,6 +26998,56 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_inc_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ptrdiff_atomic_fetch_inc_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch_inc_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_inc_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_ptrdiff_atomic_fetch_inc_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch_inc_nbi",
+        8,
+        Amo::Add,
+        1,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_inc`.
@@ -22823,6 +27121,58 @@ pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add(
         0,
         true,
     ) as u64 as i64
+}
+
+/// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ptrdiff_atomic_fetch_add_nbi(
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(fetch as *const i64, "shmem_ptrdiff_atomic_fetch_add_nbi");
+    let old = amo(
+        CTX_DEFAULT,
+        dest as *const u8,
+        pe,
+        "shmem_ptrdiff_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
+}
+
+/// OpenSHMEM 1.5 `shmem_ctx_ptrdiff_atomic_fetch_add_nbi`.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_ptrdiff_atomic_fetch_add_nbi(
+    ctx: ShmemCtx,
+    fetch: *mut i64,
+    dest: *mut i64,
+    value: i64,
+    pe: c_int,
+) {
+    check_ptr(
+        fetch as *const i64,
+        "shmem_ctx_ptrdiff_atomic_fetch_add_nbi",
+    );
+    let old = amo(
+        ctx,
+        dest as *const u8,
+        pe,
+        "shmem_ctx_ptrdiff_atomic_fetch_add_nbi",
+        8,
+        Amo::Add,
+        value as u64 as u64,
+        0,
+        true,
+    ) as u64 as i64;
+    // SAFETY: checked non-null and aligned; the caller's fetch buffer.
+    unsafe { *fetch = old }
 }
 
 /// OpenSHMEM 1.5 `shmem_ptrdiff_atomic_add`.

@@ -90,6 +90,39 @@ int main(void) {
     }
     shmem_barrier_all();
 
+    /* nonblocking fetching atomics (1.5): every PE takes a ticket from PE 0's word, the old
+     * values land in local (non-symmetric) fetch buffers by the quiet */
+    int *tickets = shmem_calloc(2, sizeof(int));
+    int mine[2] = {-1, -1};
+    shmem_int_atomic_fetch_inc_nbi(&mine[0], &tickets[0], 0);
+    shmem_ctx_int_atomic_fetch_add_nbi(SHMEM_CTX_DEFAULT, &mine[1], &tickets[1], 10, 0);
+    shmem_quiet();
+    CHECK(mine[0] >= 0 && mine[0] < n);
+    CHECK(mine[1] % 10 == 0 && mine[1] >= 0 && mine[1] < 10 * n);
+    shmem_barrier_all();
+    if (me == 0) CHECK(tickets[0] == n && tickets[1] == 10 * n);
+    shmem_barrier_all();
+    if (me == n - 1) {
+        long old = 0; unsigned long bits = 0; double dv = 0; int cs = 0;
+        shmem_long_atomic_swap_nbi(&old, counter, 77, 0);
+        shmem_quiet();
+        CHECK(old == 0x31);
+        shmem_long_atomic_compare_swap_nbi(&old, counter, 76, 5, 0);     /* no match */
+        shmem_long_atomic_compare_swap_nbi(&old, counter, 77, 6, 0);     /* match */
+        shmem_quiet();
+        CHECK(old == 77 && shmem_long_atomic_fetch(counter, 0) == 6);
+        shmem_ulong_atomic_fetch_or_nbi(&bits, (unsigned long *)counter, 0x10, 0);
+        shmem_ulong_atomic_fetch_and_nbi(&bits, (unsigned long *)counter, 0x12, 0);
+        shmem_ctx_ulong_atomic_fetch_xor_nbi(SHMEM_CTX_DEFAULT, &bits, (unsigned long *)counter, 0x3, 0);
+        shmem_quiet();
+        CHECK(bits == 0x12 && shmem_long_atomic_fetch(counter, 0) == 0x11);
+        shmem_double_atomic_fetch_nbi(&dv, &d[3], 0);
+        shmem_int_atomic_fetch_nbi(&cs, &tickets[0], 0);
+        shmem_quiet();
+        CHECK(cs == n && dv == 4.25);                                     /* PE 0's d[3] */
+    }
+    shmem_barrier_all();
+
     /* put with signal; wait_until never misses the update */
     uint64_t *sig = shmem_calloc(1, sizeof(uint64_t));
     int *data = shmem_calloc(64, sizeof(int));
