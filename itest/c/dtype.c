@@ -164,6 +164,41 @@ int main(int argc, char **argv) {
 
   MPI_Datatype *all[] = {&col, &rect, &every_other, &blk, &idx, &hv, &dist};
   for (int k = 0; k < 7; k++) OK(MPI_Type_free(all[k]));
+
+  /* Predefined datatypes can be renamed (MPI-4.1 §7.8); a freed handle cannot. */
+  {
+    char nm[MPI_MAX_OBJECT_NAME];
+    int nl = 0;
+    OK(MPI_Type_get_name(MPI_INT, nm, &nl));
+    CHECK(strcmp(nm, "MPI_INT") == 0 && nl == 7);
+    OK(MPI_Type_set_name(MPI_INT, "int"));
+    OK(MPI_Type_get_name(MPI_INT, nm, &nl));
+    CHECK(strcmp(nm, "int") == 0 && nl == 3);
+    OK(MPI_Type_get_name(MPI_FLOAT, nm, &nl));
+    CHECK(strcmp(nm, "MPI_FLOAT") == 0);
+    MPI_Datatype gone;
+    OK(MPI_Type_contiguous(2, MPI_INT, &gone));
+    MPI_Datatype stale = gone;
+    OK(MPI_Type_free(&gone));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK_RC(MPI_Type_set_name(stale, "x"), MPI_ERR_TYPE);
+  }
+  /* MPI_Type_match_size: predefined types of the asked size; unknown sizes refused. */
+  {
+    MPI_Datatype t;
+    int tsz = 0;
+    int classes[3] = {MPI_TYPECLASS_INTEGER, MPI_TYPECLASS_REAL, MPI_TYPECLASS_COMPLEX};
+    int sizes[3] = {(int)sizeof(int), (int)sizeof(double), 2 * (int)sizeof(float)};
+    for (int k = 0; k < 3; k++) {
+      OK(MPI_Type_match_size(classes[k], sizes[k], &t));
+      OK(MPI_Type_size(t, &tsz));
+      CHECK(tsz == sizes[k]);
+    }
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, (int)sizeof(float), &t));
+    CHECK(t == MPI_REAL4);
+    CHECK_RC(MPI_Type_match_size(MPI_TYPECLASS_REAL, 3, &t), MPI_ERR_ARG);
+    CHECK_RC(MPI_Type_match_size(12345, 4, &t), MPI_ERR_ARG);
+  }
   OK(MPI_Finalize());
   return 0;
 }

@@ -123,3 +123,8 @@ pub const MPI_MAX_LIBRARY_VERSION_STRING: usize = 8192;
 pub const MPI_MAX_OBJECT_NAME: usize = 128;
 pub const MPI_MAX_PROCESSOR_NAME: usize = 256;
 pub const MPI_BSEND_OVERHEAD: usize = 512;
+
+// Type classes of MPI_Type_match_size (MPI 5.0 ABI values, as mpi.h gives them).
+pub const MPI_TYPECLASS_INTEGER: c_int = 192;
+pub const MPI_TYPECLASS_REAL: c_int = 193;
+pub const MPI_TYPECLASS_COMPLEX: c_int = 194;

@@ -84,13 +84,15 @@ pub(crate) fn predefined_name(h: Handle) -> &'static str {
         0x208 => "MPI_SHORT",
         0x209 => "MPI_INT",
         0x20a => "MPI_LONG",
-        0x20b => "MPI_LONG_LONG",
+        // MPI-4.1 Table 3.2 lists MPI_LONG_LONG as the synonym of MPI_LONG_LONG_INT and
+        // MPI_C_FLOAT_COMPLEX as that of MPI_C_COMPLEX (one handle each in the ABI).
+        0x20b => "MPI_LONG_LONG_INT",
         0x20c => "MPI_UNSIGNED_SHORT",
         0x20d => "MPI_UNSIGNED",
         0x20e => "MPI_UNSIGNED_LONG",
         0x20f => "MPI_UNSIGNED_LONG_LONG",
         0x210 => "MPI_FLOAT",
-        0x212 => "MPI_C_FLOAT_COMPLEX",
+        0x212 => "MPI_C_COMPLEX",
         0x213 => "MPI_CXX_FLOAT_COMPLEX",
         0x214 => "MPI_DOUBLE",
         0x216 => "MPI_C_DOUBLE_COMPLEX",
@@ -824,7 +826,11 @@ pub unsafe extern "C" fn MPI_Type_get_name(
         let s = state("MPI_Type_get_name")?;
         let text = match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
             Some(d) => d.name.clone(),
-            None => predefined_name(dt).to_string(),
+            None => s
+                .type_names
+                .get(&dt)
+                .cloned()
+                .unwrap_or_else(|| predefined_name(dt).to_string()),
         };
         // SAFETY: forwarded caller contract.
         unsafe { write_c_string(&text, name, MPI_MAX_OBJECT_NAME, len) };
@@ -833,25 +839,69 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     finish(MPI_COMM_WORLD, "MPI_Type_get_name", r)
 }
 
-/// MPI_Type_set_name (MPI-4.1 §7.8).
+/// MPI_Type_set_name (MPI-4.1 §7.8): derived and predefined datatypes alike (a predefined
+/// one keeps its new name in this process until renamed again).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c_int {
     let r = (|| {
         // SAFETY: a NUL-terminated string (the caller's contract).
         let text = unsafe { crate::env::c_str(name, "name")? };
         let s = state("MPI_Type_set_name")?;
-        match handle_index(K_TYPE, dt).and_then(|i| s.types.get_mut(i)) {
-            Some(d) => {
-                d.name = text;
-                Ok(())
-            }
-            None => Err(err(
-                MPI_ERR_TYPE,
-                format!("datatype {dt:#x} cannot be renamed"),
-            )),
+        if let Some(d) = handle_index(K_TYPE, dt).and_then(|i| s.types.get_mut(i)) {
+            d.name = text;
+            return Ok(());
         }
+        if predefined(dt).is_none() {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!("datatype {dt:#x} is not a datatype (freed or never created)"),
+            ));
+        }
+        s.type_names.insert(dt, text);
+        Ok(())
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_set_name", r)
+}
+
+/// The predefined Fortran datatype of `typeclass` (MPI_TYPECLASS_INTEGER, _REAL, _COMPLEX)
+/// whose size is `size` bytes, as MPI_Type_match_size picks it.
+fn match_size(typeclass: c_int, size: c_int) -> R<Handle> {
+    let table: &[(c_int, Handle)] = match typeclass {
+        MPI_TYPECLASS_INTEGER => &[(1, 0x2c1), (2, 0x2c9), (4, 0x2d1), (8, 0x2d9), (16, 0x2e1)],
+        MPI_TYPECLASS_REAL => &[(4, 0x2d2), (8, 0x2da), (16, 0x2e2)],
+        MPI_TYPECLASS_COMPLEX => &[(8, 0x2db), (16, 0x2e3), (32, 0x2eb)],
+        _ => {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "typeclass {typeclass} is not MPI_TYPECLASS_INTEGER, MPI_TYPECLASS_REAL or \
+                     MPI_TYPECLASS_COMPLEX"
+                ),
+            ))
+        }
+    };
+    table
+        .iter()
+        .find(|&&(n, _)| n == size)
+        .map(|&(_, h)| h)
+        .ok_or_else(|| {
+            err(
+                MPI_ERR_ARG,
+                format!("no predefined datatype of typeclass {typeclass} has {size} bytes"),
+            )
+        })
+}
+
+/// MPI_Type_match_size (MPI-4.1, Fortran support: size-specific datatypes): the predefined
+/// INTEGERn, REALn or COMPLEXn type of `size` bytes (a predefined handle, never to be freed).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_match_size(
+    typeclass: c_int,
+    size: c_int,
+    datatype: *mut Handle,
+) -> c_int {
+    let r = state("MPI_Type_match_size").and_then(|_| put!(datatype, match_size(typeclass, size)?));
+    finish(MPI_COMM_WORLD, "MPI_Type_match_size", r)
 }
 
 /// MPI_Get_address (MPI-4.1 §5.1.5).
@@ -1219,6 +1269,22 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn match_size_gives_predefined_types_of_that_size() {
+        for (class, sizes) in [
+            (MPI_TYPECLASS_INTEGER, &[1, 2, 4, 8, 16][..]),
+            (MPI_TYPECLASS_REAL, &[4, 8, 16][..]),
+            (MPI_TYPECLASS_COMPLEX, &[8, 16, 32][..]),
+        ] {
+            for &n in sizes {
+                let h = super::match_size(class, n).unwrap();
+                assert_eq!(predefined(h).map(|p| p.0), Some(n as usize), "{class} {n}");
+            }
+            assert_eq!(super::match_size(class, 3).unwrap_err().class, MPI_ERR_ARG);
+        }
+        assert_eq!(super::match_size(7, 4).unwrap_err().class, MPI_ERR_ARG);
     }
 
     #[test]

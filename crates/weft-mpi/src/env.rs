@@ -69,6 +69,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         bsend_pending: Vec::new(),
         detached: Vec::new(),
         compounds: Default::default(),
+        type_names: Default::default(),
     });
     INITIALIZED.store(true, Ordering::Release);
     Ok(provided)

@@ -265,6 +265,8 @@ pub struct State {
     /// with holes owes and the packed copy a send reads. The raw request comes first in the
     /// tuple so it is finished before those buffers are dropped.
     pub detached: Vec<Detached>,
+    /// Names the program gave predefined datatypes (MPI_Type_set_name).
+    pub type_names: std::collections::HashMap<Handle, String>,
     /// Compound requests (compound.rs) by request-table index.
     pub compounds: std::collections::HashMap<usize, crate::compound::Compound>,
 }

@@ -1,5 +1,5 @@
-//! Runs MPICH's own test suite (test/mpi/coll, pt2pt, topo, comm and group of Debian's
-//! `mpich` source package) against weft through `scripts/mpich-testsuite.sh check`: every entry of the
+//! Runs MPICH's own test suite (test/mpi/coll, pt2pt, topo, comm, group and datatype of
+//! Debian's `mpich` source package) against weft through `scripts/mpich-testsuite.sh check`: every entry of the
 //! checked-in pass list `itest/mpich/pass-list.txt` must build with our `mpicc`, run with our
 //! `mpiexec`, exit 0 and print " No Errors". A failing entry is a regression.
 //! Entries not on the list run only on request (`scripts/mpich-testsuite.sh --all`).
