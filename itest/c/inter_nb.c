@@ -173,6 +173,10 @@ static void bad_arguments(MPI_Comm ic) {
   CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &y, 1, MPI_INT, MPI_SUM, ic, &rq), MPI_ERR_BUFFER);
   CHECK_RC(MPI_Ibarrier(ic, NULL), MPI_ERR_REQUEST);
   CHECK_RC(MPI_Iallgather(&x, -1, MPI_INT, &y, 1, MPI_INT, ic, &rq), MPI_ERR_COUNT);
+  /* Persistent forms on an intercommunicator are refused at init, naming the limitation. */
+  CHECK_RC(MPI_Barrier_init(ic, MPI_INFO_NULL, &rq), MPI_ERR_UNSUPPORTED_OPERATION);
+  CHECK_RC(MPI_Allreduce_init(&x, &y, 1, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &rq),
+           MPI_ERR_UNSUPPORTED_OPERATION);
   CHECK(rq == MPI_REQUEST_NULL);
   /* Nothing was left in flight by the refusals: a barrier still pairs up. */
   OK(MPI_Ibarrier(ic, &rq));

@@ -132,6 +132,15 @@ pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Sta
 /// MPI_Start runs `restart`.
 pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
     check_req(req)?;
+    if crate::inter::parts(comm).is_some() {
+        // The restarts start weft's intracommunicator schedules; refused here rather than
+        // at every MPI_Start.
+        return Err(err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "persistent collectives on intercommunicators are not implemented by weft yet \
+             (the nonblocking forms are)",
+        ));
+    }
     // The call number is taken now, so the ranks match the starts by init order.
     let c = comm_of(comm, "persistent collective")?;
     let seq = c.reserve_coll_seq();
