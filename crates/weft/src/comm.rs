@@ -41,6 +41,9 @@ pub(crate) struct CommData {
     /// Ranks per node for collective selection and the tuning generation it was computed
     /// under (see `Comm::coll_ppn`), so calls do not recompute it.
     pub(crate) coll_ppn: Cell<Option<(u64, u32)>>,
+    /// `Comm::coll_shm_slot_bytes` once computed (the segment does not change under a
+    /// communicator).
+    pub(crate) coll_slot_bytes: std::cell::OnceCell<Option<usize>>,
     /// Set on intercommunicators: the remote group and the local group's own communicator.
     pub(crate) inter: Option<InterData>,
 }
@@ -101,6 +104,7 @@ impl Comm {
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
+                coll_slot_bytes: std::cell::OnceCell::new(),
                 inter: None,
             }),
         }
@@ -134,6 +138,7 @@ impl Comm {
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
+                coll_slot_bytes: std::cell::OnceCell::new(),
                 inter: Some(InterData {
                     remote,
                     local,
@@ -569,6 +574,7 @@ impl Comm {
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
+                coll_slot_bytes: std::cell::OnceCell::new(),
                 inter: Some(InterData {
                     remote: d.remote.clone(),
                     local: d.local.clone(),

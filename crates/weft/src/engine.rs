@@ -285,6 +285,8 @@ pub(crate) struct Engine {
     tuning_gen: u64,
     /// The node's final verdict on Cross Memory Attach, once known.
     cma_verdict: Option<bool>,
+    /// Whether this rank's vote on Cross Memory Attach is in the node's area.
+    cma_voted: bool,
     /// Node index of every world rank.
     node_of: Vec<u32>,
     /// The TCP endpoint (None when no peer is reached over TCP).
@@ -301,6 +303,8 @@ pub(crate) struct Engine {
     /// True while a collective is being advanced: progress made from inside it (its own
     /// polls, or waits after an error) must not advance collectives again.
     colls_busy: bool,
+    /// The collectives' own bookkeeping: unfinished calls' tags, plans, scratch.
+    pub(crate) coll_state: crate::coll::CallState,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -427,6 +431,7 @@ impl Engine {
             tuning: Rc::new(Tuning::from_values(&config.values)?),
             tuning_gen: 0,
             cma_verdict: None,
+            cma_voted: false,
             node_of: node.node_of,
             tcp: node.tcp,
             tcp_poll_every: config.tcp_poll_every.max(1),
@@ -434,6 +439,7 @@ impl Engine {
             net_only,
             colls: Vec::new(),
             colls_busy: false,
+            coll_state: crate::coll::CallState::default(),
         })
     }
 
@@ -521,6 +527,16 @@ impl Engine {
     /// changes after that); None before.
     pub(crate) fn cma_verdict(&self) -> Option<bool> {
         self.cma_verdict
+    }
+
+    /// Whether this rank has voted on Cross Memory Attach (see [`Engine::set_cma_voted`]).
+    pub(crate) fn cma_voted(&self) -> bool {
+        self.cma_voted
+    }
+
+    /// Records that this rank's vote is in the node's area (it stays for the segment's life).
+    pub(crate) fn set_cma_voted(&mut self) {
+        self.cma_voted = true;
     }
 
     /// Records the node's final verdict on Cross Memory Attach.
@@ -940,6 +956,16 @@ impl Engine {
         if finished {
             self.deregister_coll(p);
         }
+    }
+
+    /// Runs `f`, which advances a blocking collective that is not registered, under the
+    /// same guard as [`Engine::drive_coll`]: progress made inside advances no collective.
+    pub(crate) fn advancing_coll<R>(&mut self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        debug_assert!(!self.colls_busy, "a collective driven from inside another");
+        self.colls_busy = true;
+        let r = f(self);
+        self.colls_busy = false;
+        r
     }
 
     /// Advances every registered collective once; forgets the finished ones. True if one

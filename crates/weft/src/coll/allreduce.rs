@@ -108,7 +108,7 @@ impl Comm {
         let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
             self.allreduce_plan(&c, n, es, commutative, slot)
         })?;
-        self.coll_start(Coll::Allreduce, plan, send, recv, Some(red))
+        self.coll_start(Coll::Allreduce, plan, send, recv, Some(red), mode)
     }
 
     fn allreduce_plan(

@@ -73,6 +73,7 @@ impl Comm {
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(recv),
             None,
+            mode,
         )
     }
 }

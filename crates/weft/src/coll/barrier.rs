@@ -26,7 +26,7 @@ impl Comm {
         let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), || {
             self.barrier_plan(&c)
         })?;
-        self.coll_start(Coll::Barrier, plan, &[], &mut [], None)
+        self.coll_start(Coll::Barrier, plan, &[], &mut [], None, mode)
     }
 
     fn barrier_plan(&self, c: &Choice) -> Result<Plan> {

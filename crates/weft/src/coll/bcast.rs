@@ -52,7 +52,7 @@ impl Comm {
             self.bcast_plan(&c, root, bytes, slot)
         })?;
         let buf: &'a mut [u8] = bytemuck::cast_slice_mut(buf);
-        self.coll_start_rooted(Coll::Bcast, root, plan, &[], buf, None)
+        self.coll_start_rooted(Coll::Bcast, root, plan, &[], buf, None, mode)
     }
 
     fn bcast_plan(&self, c: &Choice, root: u32, bytes: usize, slot: usize) -> Result<Plan> {

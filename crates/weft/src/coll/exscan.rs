@@ -91,6 +91,6 @@ impl Comm {
         let c = self.coll_choose(Coll::Exscan, bytes, op.is_commutative(), mode)?;
         debug_assert_eq!(c.algo, "linear");
         let plan = algo::linear_scan::exclusive(rank, self.size(), bytes);
-        self.coll_start(Coll::Exscan, plan, send, recv, Some(red))
+        self.coll_start(Coll::Exscan, plan, send, recv, Some(red), mode)
     }
 }

@@ -65,6 +65,7 @@ impl Comm {
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(out),
             None,
+            mode,
         )
     }
 }

@@ -87,6 +87,7 @@ impl Comm {
             bytemuck::cast_slice(send),
             bytemuck::cast_slice_mut(out),
             None,
+            mode,
         )
     }
 }

@@ -204,16 +204,18 @@ impl Comm {
     /// the world of a job of 2 or more ranks all on this node. Every rank of such a job
     /// sees the same segment, so every rank answers alike.
     pub(crate) fn coll_shm_slot_bytes(&self) -> Option<usize> {
-        if self.data.ctx != 0 || self.size() < 2 {
-            return None;
-        }
-        let e = self.engine.borrow();
-        if e.local_ranks().0.len() != self.size() as usize {
-            return None;
-        }
-        e.shm()
-            .and_then(weft_transport::shm::coll::CollArea::new)
-            .map(|a| a.slot_bytes())
+        *self.data.coll_slot_bytes.get_or_init(|| {
+            if self.data.ctx != 0 || self.size() < 2 {
+                return None;
+            }
+            let e = self.engine.borrow();
+            if e.local_ranks().0.len() != self.size() as usize {
+                return None;
+            }
+            e.shm()
+                .and_then(weft_transport::shm::coll::CollArea::new)
+                .map(|a| a.slot_bytes())
+        })
     }
 
     /// The algorithm for one call of `coll` moving `bytes` per rank.
@@ -251,7 +253,7 @@ impl Comm {
         // peers' votes. Every rank makes the same first choice, so either every rank waits
         // for the verdict below or none does.
         let first = choose(shared_memory && known.unwrap_or(true))?;
-        if known.is_some() || !select::needs_cma(coll, first.algo) {
+        if known.is_some() || !first.needs_cma {
             return Ok(first);
         }
         if self.coll_cma_usable()? {
@@ -266,8 +268,8 @@ impl Comm {
     /// `off`.
     fn coll_cma_vote(&self) {
         use weft_transport::shm::coll::CollArea;
-        let e = self.engine.borrow();
-        if e.cma_verdict().is_some() {
+        let mut e = self.engine.borrow_mut();
+        if e.cma_voted() || e.cma_verdict().is_some() {
             // A final verdict includes our vote.
             return;
         }
@@ -283,6 +285,7 @@ impl Comm {
                     .all(|l| shm.probe_cma(l));
             area.vote_cma(ok);
         }
+        e.set_cma_voted();
     }
 
     /// Whether every local rank can read every other's memory with Cross Memory Attach: the
@@ -344,7 +347,8 @@ impl Comm {
         self.engine.borrow_mut().set_tuning(tuning);
     }
 
-    /// Binds `plan` to the buffers and starts it (a collective without a root).
+    /// Binds `plan` to the buffers and starts it (a collective without a root); a blocking
+    /// call runs to completion here and its request holds the outcome.
     pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
@@ -352,11 +356,13 @@ impl Comm {
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
+        mode: Mode,
     ) -> Result<CollRequest<'a>> {
-        self.coll_start_rooted(coll, 0, plan, send, recv, reduction)
+        self.coll_start_rooted(coll, 0, plan, send, recv, reduction, mode)
     }
 
     /// Binds `plan` of a collective with `root` to the buffers and starts it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn coll_start_rooted<'a>(
         &self,
         coll: Coll,
@@ -365,6 +371,7 @@ impl Comm {
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
+        mode: Mode,
     ) -> Result<CollRequest<'a>> {
         request::check_outstanding(self, coll.name())?;
         let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
@@ -373,7 +380,11 @@ impl Comm {
         let tag = coll_tag(index, request::peek_seq(self), root);
         request::check_tag_free(self, coll.name(), tag)?;
         request::next_seq(self);
-        let s = Schedule::start(self, coll.name(), plan.into(), send, recv, reduction, tag);
+        let mut s = Schedule::start(self, coll.name(), plan.into(), send, recv, reduction, tag);
+        if mode == Mode::Blocking {
+            let outcome = request::run_blocking(self, &mut s);
+            return Ok(CollRequest::completed(self, outcome));
+        }
         CollRequest::start(self, s)
     }
 
@@ -401,20 +412,18 @@ impl Comm {
             radix: choice.radix,
             shape,
         };
-        if let Some(p) = PLANS.with(|c| {
-            let c = c.borrow();
-            c.iter().find(|(k, _)| *k == key).map(|(_, p)| p.clone())
-        }) {
-            return Ok(p);
+        {
+            let e = self.engine.borrow();
+            if let Some((_, p)) = e.coll_state.plans.iter().find(|(k, _)| *k == key) {
+                return Ok(p.clone());
+            }
         }
         let plan = Rc::new(build()?);
-        PLANS.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.len() == PLAN_CACHE_ENTRIES {
-                c.remove(0);
-            }
-            c.push((key, plan.clone()));
-        });
+        let plans = &mut self.engine.borrow_mut().coll_state.plans;
+        if plans.len() == PLAN_CACHE_ENTRIES {
+            plans.remove(0);
+        }
+        plans.push((key, plan.clone()));
         Ok(plan)
     }
 
@@ -438,7 +447,7 @@ impl Comm {
 
 /// Calls moving at most this many bytes keep their plans for the next call.
 const PLAN_CACHE_BYTES: usize = 16384;
-/// Plans kept per thread (one rank's engine per thread); the oldest goes first.
+/// Plans kept per engine; the oldest goes first.
 const PLAN_CACHE_ENTRIES: usize = 32;
 
 /// What a call's plan depends on besides the communicator and the algorithm chosen:
@@ -457,20 +466,29 @@ pub(crate) struct PlanShape {
     pub commutative: bool,
 }
 
-/// What a cached plan was built from.
+/// What a cached plan was built from (the algorithm's name last: the cheaper fields decide
+/// most mismatches).
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct PlanKey {
+pub(crate) struct PlanKey {
     rank: u32,
     size: u32,
     coll: Coll,
-    algo: &'static str,
     radix: u32,
     shape: PlanShape,
+    algo: &'static str,
 }
 
-thread_local! {
-    static PLANS: std::cell::RefCell<Vec<(PlanKey, Rc<Plan>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+/// What the engine keeps for this rank's collective calls (one engine per rank, so none of
+/// it is shared between ranks or threads).
+#[derive(Default)]
+pub(crate) struct CallState {
+    /// (collective context, tag) of each started and unfinished nonblocking collective (a
+    /// blocking one completes before anything else starts).
+    pub unfinished: Vec<(u32, i32)>,
+    /// Scratch of finished schedules, for the next ones.
+    pub pool: schedule::Pool,
+    /// Recent small plans ([`Comm::coll_plan`]), oldest first.
+    pub plans: Vec<(PlanKey, Rc<Plan>)>,
 }
 
 /// An `InvalidCount` error for a buffer of the wrong length.

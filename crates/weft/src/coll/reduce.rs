@@ -124,7 +124,7 @@ impl Comm {
             self.reduce_plan(&c, root, n, es, commutative, slot)
         })?;
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
-        self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red))
+        self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red), mode)
     }
 
     fn reduce_plan(

@@ -181,6 +181,6 @@ impl Comm {
                 p
             }
         };
-        self.coll_start(coll, plan, send, recv, Some(red))
+        self.coll_start(coll, plan, send, recv, Some(red), mode)
     }
 }

@@ -9,7 +9,6 @@
 use super::schedule::Schedule;
 use crate::comm::Comm;
 use crate::engine::Engine;
-use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 use weft_core::{Error, ErrorKind, Result};
@@ -27,29 +26,16 @@ pub(crate) struct Active<'a> {
 }
 
 impl Active<'_> {
-    /// Marks the collective finished (once), so it no longer counts as outstanding.
-    fn mark_finished(&mut self) {
+    /// Marks the collective finished (once), so it no longer counts as unfinished.
+    fn mark_finished(&mut self, unfinished: &mut Vec<(u32, i32)>) {
         if !self.finished {
             self.finished = true;
-            OUTSTANDING.with(|n| n.set(n.get() - 1));
             let key = self.schedule.ctx_tag();
-            // try_with: a request finished while the thread's locals are being destroyed.
-            let _ = UNFINISHED_TAGS.try_with(|t| {
-                let mut t = t.borrow_mut();
-                if let Some(i) = t.iter().position(|&k| k == key) {
-                    t.swap_remove(i);
-                }
-            });
+            if let Some(i) = unfinished.iter().position(|&k| k == key) {
+                unfinished.swap_remove(i);
+            }
         }
     }
-}
-
-thread_local! {
-    /// Collectives started and not yet finished by this thread's rank (one engine per
-    /// thread), on all its communicators.
-    static OUTSTANDING: Cell<u32> = const { Cell::new(0) };
-    /// (collective context, tag) of each of those collectives.
-    static UNFINISHED_TAGS: RefCell<Vec<(u32, i32)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Refuses to start a collective whose tag `tag` an unfinished collective of this rank on
@@ -62,7 +48,7 @@ thread_local! {
 /// collectives, which restart with the number they were given at initialisation.
 pub(crate) fn check_tag_free(comm: &Comm, what: &str, tag: i32) -> Result<()> {
     let key = (comm.data.ctx + 1, tag);
-    if !UNFINISHED_TAGS.with(|t| t.borrow().contains(&key)) {
+    if !comm.engine.borrow().coll_state.unfinished.contains(&key) {
         return Ok(());
     }
     let (_, seq, _) = super::tag_parts(tag);
@@ -96,7 +82,7 @@ pub(crate) const MAX_OUTSTANDING: u32 = 1 << super::TAG_SEQ_BITS;
 /// unfinished (before the call takes a call number, so the ranks' numbering stays aligned
 /// when the caller completes some and retries).
 pub(crate) fn check_outstanding(comm: &Comm, what: &str) -> Result<()> {
-    let n = OUTSTANDING.with(Cell::get);
+    let n = comm.engine.borrow().coll_state.unfinished.len() as u32;
     if n >= MAX_OUTSTANDING {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -140,7 +126,7 @@ pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
     let before = a.schedule.steps_started();
     let outcome = a.schedule.advance(e);
     if !matches!(outcome, Ok(false)) {
-        a.mark_finished();
+        a.mark_finished(&mut e.coll_state.unfinished);
     }
     a.error = outcome.err();
     (
@@ -160,45 +146,94 @@ pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
 #[must_use = "a collective request must be tested or waited to learn its outcome"]
 pub struct CollRequest<'a> {
     comm: Comm,
-    /// Owned (from `Box::into_raw`); freed on drop, after the engine has forgotten it.
-    active: NonNull<Active<'a>>,
-    _owns: PhantomData<Box<Active<'a>>>,
+    inner: Inner<'a>,
+}
+
+/// Where a request's schedule lives.
+enum Inner<'a> {
+    /// A nonblocking call's: on the heap, at a fixed address the engine's registry points
+    /// at, so that any progress advances it. Owned (from `Box::into_raw`); freed on drop,
+    /// after the engine has forgotten it.
+    Registered {
+        active: NonNull<Active<'a>>,
+        _owns: PhantomData<Box<Active<'a>>>,
+    },
+    /// A blocking call's, run to completion by [`run_blocking`] before the request was
+    /// made (its schedule never needed the heap, the registry or a place among the
+    /// unfinished calls: nothing else starts on this rank before it completes): the
+    /// outcome, until reported.
+    Done {
+        error: Option<Error>,
+        reported: bool,
+    },
 }
 
 impl std::fmt::Debug for CollRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // SAFETY: the engine touches the schedule only inside engine calls, none of which is
-        // running while the owner is borrowed here.
-        let a = unsafe { self.active.as_ref() };
-        write!(
-            f,
-            "CollRequest({} on {:?}, finished: {})",
-            a.schedule.what(),
-            self.comm,
-            a.finished
-        )
+        match &self.inner {
+            Inner::Registered { active, .. } => {
+                // SAFETY: the engine touches the schedule only inside engine calls, none of
+                // which is running while the owner is borrowed here.
+                let a = unsafe { active.as_ref() };
+                write!(
+                    f,
+                    "CollRequest({} on {:?}, finished: {})",
+                    a.schedule.what(),
+                    self.comm,
+                    a.finished
+                )
+            }
+            Inner::Done { .. } => {
+                write!(f, "CollRequest(blocking call on {:?}, finished)", self.comm)
+            }
+        }
     }
 }
 
+/// Runs a blocking call's schedule to completion on this rank, then hands its scratch back.
+pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<()> {
+    let mut e = comm.engine.borrow_mut();
+    let outcome = loop {
+        match e.advancing_coll(|e| schedule.advance(e)) {
+            Ok(false) => e.wait_until(|e| schedule.step_done(e)),
+            outcome => break outcome.map(|_| ()),
+        }
+    };
+    schedule.recycle(&mut e.coll_state.pool);
+    outcome
+}
+
 impl<'a> CollRequest<'a> {
-    /// Wraps a schedule, registers it with the engine and moves it as far as it goes without
-    /// waiting (its first step's messages are posted before this returns).
+    /// The request of a blocking call that [`run_blocking`] has completed.
+    pub(crate) fn completed(comm: &Comm, outcome: Result<()>) -> CollRequest<'a> {
+        CollRequest {
+            comm: comm.clone(),
+            inner: Inner::Done {
+                error: outcome.err(),
+                reported: false,
+            },
+        }
+    }
+
+    /// Wraps a nonblocking call's schedule, registers it with the engine and moves it as far
+    /// as it goes without waiting (its first step's messages are posted before this returns).
     pub(crate) fn start(comm: &Comm, schedule: Schedule<'a>) -> Result<CollRequest<'a>> {
-        OUTSTANDING.with(|n| n.set(n.get() + 1));
-        let key = schedule.ctx_tag();
-        UNFINISHED_TAGS.with(|t| t.borrow_mut().push(key));
-        let active = Box::new(Active {
+        let active = Active {
             schedule,
             finished: false,
             error: None,
             reported: false,
-        });
+        };
+        let key = active.schedule.ctx_tag();
+        comm.engine.borrow_mut().coll_state.unfinished.push(key);
         // SAFETY: Box::into_raw never returns null.
-        let active = unsafe { NonNull::new_unchecked(Box::into_raw(active)) };
+        let active = unsafe { NonNull::new_unchecked(Box::into_raw(Box::new(active))) };
         let mut r = CollRequest {
             comm: comm.clone(),
-            active,
-            _owns: PhantomData,
+            inner: Inner::Registered {
+                active,
+                _owns: PhantomData,
+            },
         };
         // The lifetime is erased for the registry: the request deregisters before its buffers'
         // borrow ends (drop), and leaking it is excluded by the starting functions' contract.
@@ -207,28 +242,47 @@ impl<'a> CollRequest<'a> {
         Ok(r)
     }
 
+    /// The registered collective's address for the engine.
     fn erased(&self) -> ActivePtr {
-        self.active.cast()
+        match &self.inner {
+            Inner::Registered { active, .. } => active.cast(),
+            Inner::Done { .. } => unreachable!("a completed blocking call is never registered"),
+        }
     }
 
     /// The outcome once finished, returned once (later calls see `Ok(())`).
     fn report(&mut self) -> Result<()> {
-        // SAFETY: no engine call is running; the owner holds the only reference now.
-        let a = unsafe { self.active.as_mut() };
-        debug_assert!(a.finished);
-        a.reported = true;
-        a.error.take().map_or(Ok(()), Err)
+        let (error, reported) = match &mut self.inner {
+            Inner::Registered { active, .. } => {
+                // SAFETY: no engine call is running; the owner holds the only reference now.
+                let a = unsafe { active.as_mut() };
+                debug_assert!(a.finished);
+                (&mut a.error, &mut a.reported)
+            }
+            Inner::Done { error, reported } => (error, reported),
+        };
+        *reported = true;
+        error.take().map_or(Ok(()), Err)
+    }
+
+    /// Whether the outcome has been returned.
+    fn reported(&self) -> bool {
+        match &self.inner {
+            // SAFETY: no engine call is running; a short read of the owner's flag.
+            Inner::Registered { active, .. } => unsafe { active.as_ref() }.reported,
+            Inner::Done { reported, .. } => *reported,
+        }
     }
 
     /// Advances the collective without blocking; true once it has completed on this rank
     /// (MPI_Test). After an error the request is finished and later calls return true.
     pub fn test(&mut self) -> Result<bool> {
-        {
-            // SAFETY: no engine call is running; a short read of the owner's flags.
-            let a = unsafe { self.active.as_ref() };
-            if a.reported {
-                return Ok(true);
-            }
+        if self.reported() {
+            return Ok(true);
+        }
+        if matches!(self.inner, Inner::Done { .. }) {
+            self.report()?;
+            return Ok(true);
         }
         let p = self.erased();
         {
@@ -248,8 +302,11 @@ impl<'a> CollRequest<'a> {
 
     /// True once the collective has completed (or failed) on this rank; does not advance it.
     pub fn is_finished(&self) -> bool {
-        // SAFETY: the request owns the allocation; no engine call is running.
-        unsafe { is_finished(self.erased()) }
+        match &self.inner {
+            // SAFETY: the request owns the allocation; no engine call is running.
+            Inner::Registered { .. } => unsafe { is_finished(self.erased()) },
+            Inner::Done { .. } => true,
+        }
     }
 
     /// Waits until the collective has completed on this rank (MPI_Wait).
@@ -262,7 +319,12 @@ impl<'a> CollRequest<'a> {
     /// first error; every request is finished either way.
     pub fn wait_all(mut reqs: Vec<CollRequest<'a>>) -> Result<()> {
         let mut first_err = None;
-        let ptrs: Vec<ActivePtr> = reqs.iter().map(CollRequest::erased).collect();
+        // A completed blocking call's request (never registered) has nothing to wait for.
+        let ptrs: Vec<ActivePtr> = reqs
+            .iter()
+            .filter(|r| matches!(r.inner, Inner::Registered { .. }))
+            .map(CollRequest::erased)
+            .collect();
         loop {
             let mut unfinished = false;
             for r in reqs.iter_mut() {
@@ -285,6 +347,12 @@ impl<'a> CollRequest<'a> {
     }
 
     fn finish(&mut self) -> Result<()> {
+        if matches!(self.inner, Inner::Done { .. }) {
+            if self.reported() {
+                return Ok(());
+            }
+            return self.report();
+        }
         let p = self.erased();
         {
             let mut e = self.comm.engine.borrow_mut();
@@ -301,8 +369,7 @@ impl<'a> CollRequest<'a> {
                 e.wait_until(|e| step_can_move(p, e));
             }
         }
-        // SAFETY: as above.
-        if unsafe { self.active.as_ref() }.reported {
+        if self.reported() {
             return Ok(());
         }
         self.report()
@@ -322,19 +389,26 @@ impl Drop for CollRequest<'_> {
         // The engine may still write into (or read from) the borrowed buffers: finish before
         // the borrow ends. There is no one to give an error to here. A panic that unwinds
         // through a frame holding the engine cannot be waited on (a second panic would
-        // abort): the allocation is then leaked, marked finished so the engine forgets it
-        // without touching its schedule; the process is going down with that panic anyway.
+        // abort): a registered allocation is then leaked, marked finished so the engine
+        // forgets it without touching its schedule; the process is going down with that
+        // panic anyway. A blocking call's request holds only its outcome.
+        let Inner::Registered { active, .. } = self.inner else {
+            return;
+        };
         if self.comm.engine.try_borrow_mut().is_err() {
             // SAFETY: no engine call can run while the engine is borrowed elsewhere and we
-            // are unwinding; a plain write of one flag.
-            unsafe { (*self.active.as_ptr()).mark_finished() };
+            // are unwinding; a plain write of one flag (the engine's count of unfinished
+            // calls keeps it: nothing starts another collective on this rank any more).
+            unsafe { (*active.as_ptr()).finished = true };
             return;
         }
         let _ = self.finish();
         let p = self.erased();
-        self.comm.engine.borrow_mut().deregister_coll(p);
+        let mut e = self.comm.engine.borrow_mut();
+        e.deregister_coll(p);
         // SAFETY: allocated by Box::into_raw in `start`, no longer known to the engine.
-        drop(unsafe { Box::from_raw(self.active.as_ptr()) });
+        let mut a = unsafe { Box::from_raw(active.as_ptr()) };
+        a.schedule.recycle(&mut e.coll_state.pool);
     }
 }
 

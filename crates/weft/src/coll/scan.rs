@@ -78,6 +78,6 @@ impl Comm {
         let c = self.coll_choose(Coll::Scan, bytes, op.is_commutative(), mode)?;
         debug_assert_eq!(c.algo, "linear");
         let plan = algo::linear_scan::inclusive(rank, self.size(), bytes);
-        self.coll_start(Coll::Scan, plan, send, recv, Some(red))
+        self.coll_start(Coll::Scan, plan, send, recv, Some(red), mode)
     }
 }

@@ -68,6 +68,7 @@ impl Comm {
             bytemuck::cast_slice(src),
             bytemuck::cast_slice_mut(recv),
             None,
+            mode,
         )
     }
 }

@@ -129,6 +129,8 @@ pub(crate) struct Plan {
     tmp_offsets: Vec<usize>,
     /// Bytes of scratch in all (a multiple of 8).
     tmp_total_bytes: usize,
+    /// The most actions any one step has (the room a schedule's pending list needs).
+    widest_step: usize,
 }
 
 impl Plan {
@@ -153,6 +155,8 @@ impl Plan {
             self.step();
         }
         self.actions.push(a);
+        let start = self.steps.last().copied().unwrap_or(0);
+        self.widest_step = self.widest_step.max(self.actions.len() - start);
     }
 
     pub fn send(&mut self, peer: u32, src: Region) {
@@ -258,7 +262,7 @@ pub(crate) struct Schedule<'a> {
     send: &'a [u8],
     recv: &'a mut [u8],
     /// Every temporary of the plan, back to back (`u64`, so each is aligned for any
-    /// element type); taken from and returned to this thread's pool.
+    /// element type); taken from and returned to the engine's pool.
     tmp: Vec<u64>,
     reduction: Option<Reduction>,
     /// What the collective is called, for errors.
@@ -303,14 +307,12 @@ impl<'a> Schedule<'a> {
         reduction: Option<Reduction>,
         tag: i32,
     ) -> Schedule<'a> {
-        let most = plan
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| plan.steps.get(i + 1).copied().unwrap_or(plan.actions.len()) - s)
-            .max()
-            .unwrap_or(0);
-        let (tmp, pending) = pool::take(plan.tmp_total_bytes / 8, most);
+        let (tmp, pending) = comm
+            .engine
+            .borrow_mut()
+            .coll_state
+            .pool
+            .take(plan.tmp_total_bytes / 8, plan.widest_step);
         Schedule {
             plan,
             send,
@@ -779,71 +781,59 @@ fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error
     )
 }
 
-impl Drop for Schedule<'_> {
-    fn drop(&mut self) {
-        pool::give(
+impl Schedule<'_> {
+    /// Hands the schedule's scratch and pending list to `pool` for the next schedule (a
+    /// schedule dropped without this just frees them).
+    pub fn recycle(&mut self, pool: &mut Pool) {
+        pool.give(
             std::mem::take(&mut self.tmp),
             std::mem::take(&mut self.pending),
         );
     }
 }
 
-/// Scratch and pending-request vectors of finished schedules, reused by the next ones on
-/// this thread (one engine per thread), so a small collective allocates neither.
-mod pool {
-    use super::Pending;
-    use std::cell::RefCell;
+/// Scratch and pending-request vectors of finished schedules, reused by the next ones of
+/// the engine that owns the pool, so a small collective allocates neither.
+#[derive(Default)]
+pub(crate) struct Pool {
+    tmp: Vec<Vec<u64>>,
+    pending: Vec<Vec<Pending>>,
+}
 
-    /// Vectors kept per kind; more are freed.
-    const KEEP: usize = 8;
-    /// Larger scratch (in u64 words: 64 KiB) is freed rather than kept.
-    const KEEP_WORDS: usize = 8192;
+/// Vectors kept per kind; more are freed.
+const POOL_KEEP: usize = 8;
+/// Larger scratch (in u64 words: 64 KiB) is freed rather than kept.
+const POOL_KEEP_WORDS: usize = 8192;
 
-    /// Spare scratch vectors and spare pending lists.
-    type Spares = (Vec<Vec<u64>>, Vec<Vec<Pending>>);
-
-    thread_local! {
-        static POOL: RefCell<Spares> = const { RefCell::new((Vec::new(), Vec::new())) };
-    }
-
+impl Pool {
     /// Zeroed scratch of `words` and an empty pending list with room for `pending`.
-    pub(super) fn take(words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
-        POOL.with(|p| {
-            let mut p = p.borrow_mut();
-            let mut tmp = if words == 0 {
-                Vec::new()
-            } else {
-                match p.0.iter().position(|v| v.capacity() >= words) {
-                    Some(i) => p.0.swap_remove(i),
-                    None => Vec::with_capacity(words),
-                }
-            };
-            tmp.resize(words, 0);
-            let mut pend = match p.1.iter().position(|v| v.capacity() >= pending) {
-                Some(i) => p.1.swap_remove(i),
-                None => Vec::with_capacity(pending),
-            };
-            pend.clear();
-            (tmp, pend)
-        })
+    fn take(&mut self, words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
+        let mut tmp = if words == 0 {
+            Vec::new()
+        } else {
+            match self.tmp.iter().position(|v| v.capacity() >= words) {
+                Some(i) => self.tmp.swap_remove(i),
+                None => Vec::with_capacity(words),
+            }
+        };
+        tmp.resize(words, 0);
+        let mut pend = match self.pending.iter().position(|v| v.capacity() >= pending) {
+            Some(i) => self.pending.swap_remove(i),
+            None => Vec::with_capacity(pending),
+        };
+        pend.clear();
+        (tmp, pend)
     }
 
-    /// Returns vectors for reuse.
-    pub(super) fn give(mut tmp: Vec<u64>, mut pending: Vec<Pending>) {
-        // try_with: a schedule dropped while the thread's locals are being destroyed just
-        // frees its vectors.
-        let _ = POOL.try_with(|p| {
-            let Ok(mut p) = p.try_borrow_mut() else {
-                return;
-            };
-            if tmp.capacity() > 0 && tmp.capacity() <= KEEP_WORDS && p.0.len() < KEEP {
-                tmp.clear();
-                p.0.push(tmp);
-            }
-            if pending.capacity() > 0 && p.1.len() < KEEP {
-                pending.clear();
-                p.1.push(pending);
-            }
-        });
+    /// Keeps vectors for reuse.
+    fn give(&mut self, mut tmp: Vec<u64>, mut pending: Vec<Pending>) {
+        if tmp.capacity() > 0 && tmp.capacity() <= POOL_KEEP_WORDS && self.tmp.len() < POOL_KEEP {
+            tmp.clear();
+            self.tmp.push(tmp);
+        }
+        if pending.capacity() > 0 && self.pending.len() < POOL_KEEP {
+            pending.clear();
+            self.pending.push(pending);
+        }
     }
 }

@@ -283,14 +283,6 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
     }
 }
 
-/// Whether algorithm `algo` of `coll` reads peers' memory with Cross Memory Attach (only
-/// then does a call wait for the node's verdict on it).
-pub(crate) fn needs_cma(coll: Coll, algo: &str) -> bool {
-    algorithms(coll)
-        .iter()
-        .any(|a| a.name == algo && a.restrictions.contains(&Restriction::CrossMemoryAttach))
-}
-
 /// One rule of the tuning table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
@@ -585,6 +577,9 @@ pub struct Choice {
     pub source: &'static str,
     /// The algorithm is hierarchical ([`AlgoInfo::hierarchical`]).
     pub hierarchical: bool,
+    /// The algorithm needs Cross Memory Attach (one of its restrictions), so the node's
+    /// verdict on it must be known before it runs.
+    pub needs_cma: bool,
 }
 
 /// Every candidate with its modelled cost, and the choice.
@@ -742,6 +737,7 @@ impl Tuning {
                 radix,
                 source: "forced",
                 hierarchical: a.hierarchical,
+                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
             });
         }
         for rule in &self.rules {
@@ -767,6 +763,7 @@ impl Tuning {
                 radix,
                 source: "table",
                 hierarchical: a.hierarchical,
+                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
             });
         }
         let mut best: Option<(f64, &AlgoInfo, u32)> = None;
@@ -794,12 +791,14 @@ impl Tuning {
                 radix,
                 source: "model",
                 hierarchical: a.hierarchical,
+                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
             }),
             (None, Some(a)) => Ok(Choice {
                 algo: a.name,
                 radix: forced_radix.unwrap_or(2),
                 source: "model",
                 hierarchical: a.hierarchical,
+                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
             }),
             (None, None) => Err(Error::new(
                 ErrorKind::InvalidOp,
