@@ -62,6 +62,9 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
+    if let Some(rc) = crate::fast::barrier(comm) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Barrier", crate::inter::barrier(p));
     }
@@ -88,6 +91,10 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Bcast", unsafe {
             crate::inter::bcast(p, buf, count, dt, root)
@@ -479,6 +486,12 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::reduction(send, recv, count, dt, op, Some(root), comm, "MPI_Reduce") }
+    {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Reduce", unsafe {
             crate::inter::reduce(p, send, recv, count, dt, op, root)
@@ -539,6 +552,12 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::reduction(send, recv, count, dt, op, None, comm, "MPI_Allreduce") }
+    {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Allreduce", unsafe {
             crate::inter::allreduce(p, send, recv, count, dt, op)
@@ -753,6 +772,23 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::blocks(
+            crate::fast::BlockColl::Gather,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            Some(root),
+            comm,
+            "MPI_Gather",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Gather", unsafe {
             crate::inter::gather(
@@ -816,6 +852,23 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::blocks(
+            crate::fast::BlockColl::Scatter,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            Some(root),
+            comm,
+            "MPI_Scatter",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Scatter", unsafe {
             crate::inter::scatter(
@@ -869,6 +922,23 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::blocks(
+            crate::fast::BlockColl::Allgather,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            None,
+            comm,
+            "MPI_Allgather",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Allgather", unsafe {
             crate::inter::allgather(
@@ -916,6 +986,23 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::blocks(
+            crate::fast::BlockColl::Alltoall,
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            None,
+            comm,
+            "MPI_Alltoall",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Alltoall", unsafe {
             crate::inter::alltoall(

@@ -1,9 +1,12 @@
-//! Fast path of point-to-point for predefined contiguous datatypes (MPI_Send, MPI_Recv, their
-//! synchronous, ready and large-count forms, MPI_Isend, MPI_Irecv, MPI_Sendrecv, and
-//! MPI_Wait / MPI_Test on the requests those start): the element size comes from a table
-//! indexed by the predefined handle (no layout lookup, no staging), blocking calls go
-//! straight to weft's blocking point-to-point (no request in between), and no error text
-//! travels on the way.
+//! Fast path for predefined contiguous datatypes, of point-to-point (MPI_Send, MPI_Recv,
+//! their synchronous, ready and large-count forms, MPI_Isend, MPI_Irecv, MPI_Sendrecv, and
+//! MPI_Wait / MPI_Test on the requests those start) and of the blocking collectives on
+//! intracommunicators (MPI_Barrier, MPI_Bcast, MPI_Reduce and MPI_Allreduce with predefined
+//! operations, MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall with one datatype and
+//! count on both sides, not in place): the element size (and a reduction's element kind)
+//! comes from a table indexed by the predefined handle (no layout lookup, no staging),
+//! blocking calls go straight to weft's blocking calls (no request in between), and no error
+//! text travels on the way.
 //!
 //! Each function either handles the call completely or returns `None` before it has done
 //! anything; the entry point then runs the checked path of `p2p.rs`, which finds what is
@@ -18,13 +21,14 @@
 //! the status helpers of `p2p.rs`.
 
 use crate::consts::*;
-use crate::dtype::{layout, predefined, Layout};
+use crate::dtype::{layout, predefined, reduction_layout, Layout};
 use crate::error::{raise, raise_weft};
 use crate::p2p::{empty_status, from_weft, reap_detached, recv_tag, store, MpiStatus};
 use crate::state::{handle_index, state_opt, ReqEntry, K_REQ};
 use std::os::raw::{c_int, c_void};
 use std::sync::LazyLock;
-use weft::{ErrorKind, Status};
+use weft::coll::{Op, TypeKind};
+use weft::{Comm, ErrorKind, Status};
 
 /// The first handle the table covers (MPI_DATATYPE_NULL; predefined datatypes follow it).
 const FIRST: Handle = MPI_DATATYPE_NULL;
@@ -409,4 +413,243 @@ mod tests {
         assert!(is_rank(1, 2) && !is_rank(2, 2) && !is_rank(-7, 2));
         assert!(is_recv_tag(MPI_ANY_TAG) && is_recv_tag(0) && !is_recv_tag(-1));
     }
+}
+
+// ------------------------------------------------------------------- collectives
+
+/// Element kind of a reduction on predefined datatype `FIRST + i` when its memory is its
+/// wire form; None for every other handle (the checked path handles those).
+static REDUCE_KIND: LazyLock<[Option<TypeKind>; SPAN]> = LazyLock::new(|| {
+    let mut t = [None; SPAN];
+    for (i, k) in t.iter_mut().enumerate() {
+        let h = FIRST + i;
+        if element_bytes(h).is_some() {
+            if let Ok(Layout::Contig { kind, .. }) = reduction_layout(h) {
+                *k = kind;
+            }
+        }
+    }
+    t
+});
+
+/// The intracommunicator behind `comm` when the fast path takes it.
+#[inline]
+fn intra(comm: Handle) -> Option<&'static Comm> {
+    let e = state_opt()?.comm_opt(comm)?;
+    if e.inter.is_some() {
+        return None;
+    }
+    Some(&e.comm)
+}
+
+/// A root of a communicator of `size` ranks.
+#[inline]
+fn root_of(root: c_int, size: u32) -> Option<u32> {
+    is_rank(root, size).then_some(root as u32)
+}
+
+/// A buffer the fast path takes: not MPI_IN_PLACE (or MPI_BOTTOM-relative: NULL with items).
+#[inline]
+fn plain(buf: *const c_void) -> bool {
+    buf as usize != MPI_IN_PLACE
+}
+
+/// # Safety
+/// For `n > 0`, `buf` is writable and unaliased for `n` bytes while the slice is used.
+#[inline]
+unsafe fn bytes_at_mut<'a>(buf: *mut c_void, n: usize) -> &'a mut [u8] {
+    if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, n) }
+    }
+}
+
+/// The MPI return code of a finished weft call.
+#[inline]
+fn outcome(r: weft::Result<()>, comm: Handle, func: &str) -> c_int {
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_weft(comm, func, e),
+    }
+}
+
+/// weft's operation for a predefined operation handle defined on `dt` (MPI-4.1 §6.9.2);
+/// None for user operations and pairs the standard does not define (the checked path
+/// reports those).
+#[inline]
+fn predefined_op(op: Handle, dt: Handle) -> Option<Op> {
+    let o = match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        MPI_MAX => Op::Max,
+        MPI_LAND => Op::Land,
+        MPI_LOR => Op::Lor,
+        MPI_LXOR => Op::Lxor,
+        MPI_BAND => Op::Band,
+        MPI_BOR => Op::Bor,
+        MPI_BXOR => Op::Bxor,
+        MPI_MINLOC => Op::MinLoc,
+        MPI_MAXLOC => Op::MaxLoc,
+        _ => return None,
+    };
+    crate::dtype::check_op(op, dt).ok()?;
+    Some(o)
+}
+
+/// MPI_Barrier.
+#[inline(always)]
+pub fn barrier(comm: Handle) -> Option<c_int> {
+    let c = intra(comm)?;
+    Some(outcome(c.barrier(), comm, "MPI_Barrier"))
+}
+
+/// MPI_Bcast.
+///
+/// # Safety
+/// The MPI calling contract: `buf` holds (at the root) or receives `count` items of `dt`.
+#[inline(always)]
+pub unsafe fn bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    let c = intra(comm)?;
+    let root = root_of(root, c.size())?;
+    let n = span(buf, count.into(), size)?;
+    // SAFETY: MPI requires `buf` to hold the items for the duration of this blocking call.
+    let data = unsafe { bytes_at_mut(buf, n) };
+    Some(outcome(c.bcast(data, root), comm, "MPI_Bcast"))
+}
+
+/// MPI_Reduce (`root` given) and MPI_Allreduce with a predefined operation.
+///
+/// # Safety
+/// The MPI calling contract: `send` holds `count` items of `dt`; `recv` is writable for
+/// them (at the root, for MPI_Reduce) and does not overlap `send`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn reduction(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: Option<c_int>,
+    comm: Handle,
+    func: &str,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    let kind = REDUCE_KIND[dt.wrapping_sub(FIRST)]?;
+    let wop = predefined_op(op, dt)?;
+    let c = intra(comm)?;
+    if !plain(send) {
+        return None;
+    }
+    let root = match root {
+        Some(r) => Some(root_of(r, c.size())?),
+        None => None,
+    };
+    let n = span(send, count.into(), size)?;
+    let out = match root {
+        Some(r) if r != c.rank() => 0,
+        _ => span(recv, count.into(), size)?,
+    };
+    // SAFETY: MPI requires the buffers to hold the items for this blocking call.
+    let (s, r) = unsafe { (bytes_at(send, n), bytes_at_mut(recv, out)) };
+    // weft checks alignment and reports a misaligned buffer; the checked path says it in
+    // MPI's words.
+    let align = kind.align_bytes();
+    if !(s.as_ptr() as usize).is_multiple_of(align) || !(r.as_ptr() as usize).is_multiple_of(align)
+    {
+        return None;
+    }
+    let res = match root {
+        Some(root) => c.reduce_bytes(s, r, kind, &wop, root),
+        None => c.allreduce_bytes(s, r, kind, &wop),
+    };
+    Some(outcome(res, comm, func))
+}
+
+/// Which block collective [`blocks`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum BlockColl {
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+}
+
+/// MPI_Gather, MPI_Scatter (`root` given), MPI_Allgather and MPI_Alltoall when both sides
+/// name the same predefined datatype and count (the usual call; anything else, MPI_IN_PLACE
+/// included, takes the checked path).
+///
+/// # Safety
+/// The MPI calling contract for the collective: `send` holds its items, `recv` is writable
+/// for its items where the collective writes it, and they do not overlap.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn blocks(
+    which: BlockColl,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: Option<c_int>,
+    comm: Handle,
+    func: &str,
+) -> Option<c_int> {
+    if sdt != rdt {
+        return None;
+    }
+    let size = element_bytes(sdt)?;
+    let c = intra(comm)?;
+    if !plain(send) || !plain(recv) {
+        return None;
+    }
+    let p = c.size() as usize;
+    let me = c.rank();
+    let root = match root {
+        Some(r) => Some(root_of(r, c.size())?),
+        None => None,
+    };
+    let at_root = root == Some(me);
+    // Counts that matter on this rank must agree; the others are ignored, as MPI says.
+    let (sn, rn) = match which {
+        BlockColl::Gather if at_root => (scount, rcount),
+        BlockColl::Gather => (scount, scount),
+        BlockColl::Scatter if at_root => (scount, rcount),
+        BlockColl::Scatter => (rcount, rcount),
+        _ => (scount, rcount),
+    };
+    if sn != rn {
+        return None;
+    }
+    let blk = usize::try_from(sn).ok()?.checked_mul(size)?;
+    let (send_bytes, recv_bytes) = match which {
+        BlockColl::Gather => (blk, if at_root { blk.checked_mul(p)? } else { 0 }),
+        BlockColl::Scatter => (if at_root { blk.checked_mul(p)? } else { 0 }, blk),
+        BlockColl::Allgather => (blk, blk.checked_mul(p)?),
+        BlockColl::Alltoall => (blk.checked_mul(p)?, blk.checked_mul(p)?),
+    };
+    if (send_bytes > 0 && send.is_null()) || (recv_bytes > 0 && recv.is_null()) {
+        return None;
+    }
+    // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
+    let (s, r) = unsafe { (bytes_at(send, send_bytes), bytes_at_mut(recv, recv_bytes)) };
+    let res = match (which, root) {
+        (BlockColl::Gather, Some(root)) => c.gather(s, r, root),
+        (BlockColl::Scatter, Some(root)) => c.scatter(s, r, root),
+        (BlockColl::Allgather, _) => c.allgather(s, r),
+        (BlockColl::Alltoall, _) => c.alltoall(s, r),
+        _ => return None,
+    };
+    Some(outcome(res, comm, func))
 }
