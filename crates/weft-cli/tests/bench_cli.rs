@@ -74,9 +74,9 @@ fn coll_all_algorithms_skips_what_cannot_run() {
         algos,
         ["ring", "ring", "bruck", "bruck", "knomial", "knomial", "shm", "shm"]
     );
-    assert!(v
-        .iter()
-        .all(|p| p["op"] == "allgather" && p["avg_us"].as_f64().unwrap() > 0.0));
+    assert!(v.iter().all(|p| p["op"] == "allgather"
+        && p["avg_us"].as_f64().unwrap() > 0.0
+        && p["max_p50_us"].as_f64().unwrap() > 0.0));
 }
 
 #[test]
@@ -94,4 +94,57 @@ fn bad_arguments_exit_2() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// bench/coll_sweep.sh runs `weft bench coll` per round, np, op and size and tables the
+/// medians against a peers file: a point slower than the better peer is marked MISS, one
+/// faster is not; the raw points keep one line per round and point.
+#[test]
+fn coll_sweep_tables_rounds_against_peers() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("weft-sweep-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let peers = dir.join("PEERS.md");
+    // Barrier: peers far slower than anything weft does; bcast 8 B: impossibly fast peers.
+    std::fs::write(
+        &peers,
+        "## np=2: test figures\n| osu_barrier (us) | - | 100000.0 | 200000.0 |\n\
+         | osu_bcast (us) | 8 B | 0.0001 | 0.0002 |\n",
+    )
+    .unwrap();
+    let raw = dir.join("points.jsonl");
+    let out = Command::new("sh")
+        .arg(root.join("bench/coll_sweep.sh"))
+        .args(["--weft", WEFT, "--rounds", "2", "--np", "2"])
+        .args(["--ops", "barrier,bcast", "--sizes", "8", "--peers"])
+        .arg(&peers)
+        .arg("--out")
+        .arg(&raw)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |op: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(op))
+            .unwrap_or_else(|| panic!("no {op} row in:\n{stdout}"))
+            .to_string()
+    };
+    assert!(!row("barrier").ends_with("MISS"), "{stdout}");
+    assert!(row("bcast").ends_with("MISS"), "{stdout}");
+    let lines = std::fs::read_to_string(&raw).unwrap();
+    assert_eq!(lines.lines().count(), 4, "{lines}");
+    let bad = Command::new("sh")
+        .arg(root.join("bench/coll_sweep.sh"))
+        .args(["--weft", WEFT, "--rounds", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--rounds 0"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
