@@ -120,6 +120,15 @@ fn fast_path_keeps_every_error_class_and_status() {
     run_ok("fastpath");
 }
 
+/// The blocking collectives' fast path (src/fast.rs) and the checked path it hands the rest
+/// to: right results on both (in place, two datatypes of one signature, garbage arguments
+/// where MPI ignores them, pairs), and every argument error keeps its class and reaches the
+/// communicator's handler (itest/c/collfast.c).
+#[test]
+fn collective_fast_path_keeps_results_and_error_classes() {
+    run_ok("collfast");
+}
+
 #[test]
 fn nonblocking_collectives() {
     run_ok("icoll");
