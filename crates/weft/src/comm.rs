@@ -44,6 +44,8 @@ pub(crate) struct CommData {
     /// `Comm::coll_shm_slot_bytes` once computed (the segment does not change under a
     /// communicator).
     pub(crate) coll_slot_bytes: std::cell::OnceCell<Option<usize>>,
+    /// `Comm::coll_near_first` and the tuning generation it was computed under.
+    pub(crate) coll_near_first: Cell<Option<(u64, bool)>>,
     /// Set on intercommunicators: the remote group and the local group's own communicator.
     pub(crate) inter: Option<InterData>,
 }
@@ -105,6 +107,7 @@ impl Comm {
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
+                coll_near_first: Cell::new(None),
                 inter: None,
             }),
         }
@@ -139,6 +142,7 @@ impl Comm {
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
+                coll_near_first: Cell::new(None),
                 inter: Some(InterData {
                     remote,
                     local,
@@ -575,6 +579,7 @@ impl Comm {
                 coll_persistent_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
+                coll_near_first: Cell::new(None),
                 inter: Some(InterData {
                     remote: d.remote.clone(),
                     local: d.local.clone(),

@@ -107,6 +107,42 @@ fn hierarchical_trees_across_nodes() {
     job(5, |r| r / 2, body);
 }
 
+/// Rabenseifner's allreduce and reduce (reduce-scatter then gather) forced, on layouts where
+/// the halving pairs ranks near first (blocks) and far first (round robin); data checked for
+/// every root, sizes 0, 1, odd and past the eager limit.
+fn halving(w: Comm) {
+    let (me, np) = (w.rank(), w.size());
+    let vars = [
+        ("WEFT_ALLREDUCE_ALGO", "rabenseifner"),
+        ("WEFT_REDUCE_ALGO", "reduce_scatter_gather"),
+    ];
+    w.set_collective_tuning(Tuning::from_vars(&vars).unwrap());
+    for n in [0usize, 1, 13, 5000] {
+        let what = format!("np={np} n={n} (halving)");
+        let send: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
+        let sum: Vec<i64> = (0..n).map(|i| (0..np).map(|r| val(r, i)).sum()).collect();
+        let mut out = vec![0i64; n];
+        w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+        assert_eq!(out, sum, "allreduce {what}");
+        for root in 0..np {
+            let mut r = vec![0i64; if me == root { n } else { 0 }];
+            w.reduce(&send, &mut r, &Op::Sum, root).unwrap();
+            if me == root {
+                assert_eq!(r, sum, "reduce root {root} {what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn halving_pairs_in_either_order_across_nodes() {
+    job(4, |r| r / 2, halving);
+    job(4, |r| r % 2, halving);
+    job(6, |r| r / 3, halving);
+    job(7, |r| r / 4, halving);
+    job(8, |r| r / 4, halving);
+}
+
 /// Every collective with the automatic choice on a multi-node job; data checked.
 fn automatic(w: Comm) {
     let (me, np) = (w.rank(), w.size());

@@ -103,10 +103,11 @@ impl Comm {
             elem_bytes: es,
             slot_bytes: slot,
             commutative,
+            near_first: c.algo == "rabenseifner" && self.coll_near_first(),
             ..PlanShape::default()
         };
         let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
-            self.allreduce_plan(&c, n, es, commutative, slot)
+            self.allreduce_plan(&c, n, es, commutative, slot, shape.near_first)
         })?;
         self.coll_start(Coll::Allreduce, plan, send, recv, Some(red), mode)
     }
@@ -118,15 +119,21 @@ impl Comm {
         es: usize,
         commutative: bool,
         slot: usize,
+        near_first: bool,
     ) -> Result<Plan> {
         let (rank, size) = (self.rank(), self.size());
         let bytes = n * es;
         Ok(match c.algo {
             "ring" => algo::ring_allreduce::plan(rank, size, n, es),
             "shm" => algo::shm::allreduce(rank, size, n, es, slot),
-            "rabenseifner" => {
-                algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Everyone)
-            }
+            "rabenseifner" => algo::rabenseifner::plan(
+                rank,
+                size,
+                n,
+                es,
+                algo::rabenseifner::Finish::Everyone,
+                near_first,
+            ),
             "hier_knomial" => {
                 algo::hierarchical::allreduce(rank, &self.coll_nodes(), c.radix, bytes)?
             }

@@ -187,6 +187,20 @@ impl Comm {
             .unwrap_or(1)
     }
 
+    /// Whether recursive halving should pair ranks one apart first on this communicator's
+    /// node layout (see `algo::rabenseifner::pairs_near_first`), remembered per tuning.
+    pub(crate) fn coll_near_first(&self) -> bool {
+        let gen = self.engine.borrow().tuning_gen();
+        if let Some((g, near)) = self.data.coll_near_first.get() {
+            if g == gen {
+                return near;
+            }
+        }
+        let near = algo::rabenseifner::pairs_near_first(&self.coll_nodes());
+        self.data.coll_near_first.set(Some((gen, near)));
+        near
+    }
+
     /// Node id of every rank of this communicator, the groups of the hierarchical trees
     /// (the same on every rank: every rank has the job's node table).
     pub(crate) fn coll_nodes(&self) -> Vec<u32> {
@@ -464,6 +478,8 @@ pub(crate) struct PlanShape {
     pub slot_bytes: usize,
     /// Whether the operation commutes (reductions).
     pub commutative: bool,
+    /// Whether recursive halving pairs ranks one apart first ([`Comm::coll_near_first`]).
+    pub near_first: bool,
 }
 
 /// What a cached plan was built from (the algorithm's name last: the cheaper fields decide

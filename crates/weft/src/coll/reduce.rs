@@ -119,14 +119,16 @@ impl Comm {
             elem_bytes: es,
             slot_bytes: slot,
             commutative,
+            near_first: c.algo == "reduce_scatter_gather" && self.coll_near_first(),
         };
         let plan = self.coll_plan(Coll::Reduce, &c, shape, || {
-            self.reduce_plan(&c, root, n, es, commutative, slot)
+            self.reduce_plan(&c, root, n, es, commutative, slot, shape.near_first)
         })?;
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red), mode)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn reduce_plan(
         &self,
         c: &Choice,
@@ -135,6 +137,7 @@ impl Comm {
         es: usize,
         commutative: bool,
         slot: usize,
+        near_first: bool,
     ) -> Result<Plan> {
         let (rank, size) = (self.rank(), self.size());
         let bytes = n * es;
@@ -147,8 +150,14 @@ impl Comm {
             let nodes = self.coll_nodes();
             algo::hierarchical::reduce(&mut plan, rank, &nodes, root, c.radix, bytes, Buf::Recv)?;
         } else if c.algo == "reduce_scatter_gather" {
-            plan =
-                algo::rabenseifner::plan(rank, size, n, es, algo::rabenseifner::Finish::Root(root));
+            plan = algo::rabenseifner::plan(
+                rank,
+                size,
+                n,
+                es,
+                algo::rabenseifner::Finish::Root(root),
+                near_first,
+            );
         } else {
             algo::knomial_reduce::build(
                 &mut plan,
