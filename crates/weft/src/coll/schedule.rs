@@ -793,7 +793,10 @@ impl Schedule<'_> {
 }
 
 /// Scratch and pending-request vectors of finished schedules, reused by the next ones of
-/// the engine that owns the pool, so a small collective allocates neither.
+/// the engine that owns the pool, so a collective allocates neither once the pool holds
+/// vectors of its size. Scratch keeps its contents between uses: a plan writes every
+/// temporary before it reads it, so only never-used words are zeroed (zeroing a large
+/// collective's scratch on every call cost as much as a memory copy of it).
 #[derive(Default)]
 pub(crate) struct Pool {
     tmp: Vec<Vec<u64>>,
@@ -802,11 +805,12 @@ pub(crate) struct Pool {
 
 /// Vectors kept per kind; more are freed.
 const POOL_KEEP: usize = 8;
-/// Larger scratch (in u64 words: 64 KiB) is freed rather than kept.
-const POOL_KEEP_WORDS: usize = 8192;
+/// Most scratch kept in all (in u64 words: 8 MiB); a vector that would pass it is freed.
+const POOL_KEEP_WORDS: usize = 1 << 20;
 
 impl Pool {
-    /// Zeroed scratch of `words` and an empty pending list with room for `pending`.
+    /// Scratch of `words` (never-used words zeroed) and an empty pending list with room for
+    /// `pending`.
     fn take(&mut self, words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
         let mut tmp = if words == 0 {
             Vec::new()
@@ -816,7 +820,11 @@ impl Pool {
                 None => Vec::with_capacity(words),
             }
         };
-        tmp.resize(words, 0);
+        if tmp.len() >= words {
+            tmp.truncate(words);
+        } else {
+            tmp.resize(words, 0);
+        }
         let mut pend = match self.pending.iter().position(|v| v.capacity() >= pending) {
             Some(i) => self.pending.swap_remove(i),
             None => Vec::with_capacity(pending),
@@ -825,10 +833,13 @@ impl Pool {
         (tmp, pend)
     }
 
-    /// Keeps vectors for reuse.
-    fn give(&mut self, mut tmp: Vec<u64>, mut pending: Vec<Pending>) {
-        if tmp.capacity() > 0 && tmp.capacity() <= POOL_KEEP_WORDS && self.tmp.len() < POOL_KEEP {
-            tmp.clear();
+    /// Keeps vectors for reuse, within the bounds.
+    fn give(&mut self, tmp: Vec<u64>, mut pending: Vec<Pending>) {
+        let kept: usize = self.tmp.iter().map(Vec::capacity).sum();
+        if tmp.capacity() > 0
+            && kept + tmp.capacity() <= POOL_KEEP_WORDS
+            && self.tmp.len() < POOL_KEEP
+        {
             self.tmp.push(tmp);
         }
         if pending.capacity() > 0 && self.pending.len() < POOL_KEEP {
