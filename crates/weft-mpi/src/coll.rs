@@ -7,7 +7,7 @@ use crate::consts::*;
 use crate::dtype::{bytes_of, put};
 use crate::error::{err, finish, R};
 use crate::stage::{incoming, incoming_for_reduction, outgoing, outgoing_for_reduction};
-use crate::state::{handle_index, state, UserFn, UserOpEntry, K_OP};
+use crate::state::{handle_index, state, State, UserFn, UserOpEntry, K_OP};
 use std::os::raw::{c_int, c_void};
 use weft::coll::{Datatype, Op, TypeKind};
 use weft::Comm;
@@ -1571,6 +1571,51 @@ pub(crate) fn v_bytes(
     Ok((c, d, s))
 }
 
+/// `inout = in op inout` on `count` items of `dt` (MPI-4.1 §6.9.7): a user operation is
+/// called on the items as they are; a predefined one runs weft's kernel on the type's basic
+/// elements. For MPI_Reduce_local and for completions that combine received items.
+///
+/// # Safety
+/// Both buffers hold `count` items of `dt` and do not overlap.
+pub(crate) unsafe fn reduce_local(
+    s: &State,
+    inbuf: *mut c_void,
+    inout: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
+        let f = handle_index(K_OP, op)
+            .and_then(|i| s.ops.get(i))
+            .map(|u| u.f)
+            .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
+        let (mut len, mut d) = (count, dt);
+        // SAFETY: `f` follows MPI_User_function; the buffers hold `count` items of `dt`.
+        unsafe { f(inbuf, inout, &mut len, &mut d) };
+        return Ok(());
+    }
+    let map = crate::dtype::map_of(dt)?;
+    let (tk, _) = map.reduction_kind().ok_or_else(|| {
+        err(
+            MPI_ERR_TYPE,
+            format!("datatype {dt:#x} is not built from one basic type weft can reduce"),
+        )
+    })?;
+    let wop = make_op(tk, op, dt)?;
+    // SAFETY: both buffers hold `count` items of `dt` (the caller's contract); they do not
+    // overlap.
+    let (a, ai) = unsafe { crate::dtype::user_span(&map, inbuf, count as u64)? };
+    let (b, bi) = unsafe { crate::dtype::user_span(&map, inout, count as u64)? };
+    Ok(weft::dtype::reduce_local(
+        &wop,
+        &map,
+        count as u64,
+        (&*a, ai),
+        (b, bi),
+    )?)
+}
+
 /// MPI_Reduce_local (MPI-4.1 §6.9.7): `inoutbuf = inbuf op inoutbuf` on this process. A
 /// user operation is called on the buffers as they are; a predefined one runs weft's
 /// kernel on the elements of a type built from one basic type.
@@ -1589,36 +1634,10 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         if op == MPI_OP_NULL {
             return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
         }
-        let map = crate::dtype::map_of(dt)?;
-        if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
-            let s = state("MPI_Reduce_local")?;
-            let f = handle_index(K_OP, op)
-                .and_then(|i| s.ops.get(i))
-                .map(|u| u.f)
-                .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
-            let (mut len, mut d) = (count, dt);
-            // SAFETY: `f` follows MPI_User_function; the buffers hold `count` items of `dt`.
-            unsafe { f(inbuf as *mut c_void, inoutbuf, &mut len, &mut d) };
-            return Ok(());
-        }
-        let (tk, _) = map.reduction_kind().ok_or_else(|| {
-            err(
-                MPI_ERR_TYPE,
-                format!("datatype {dt:#x} is not built from one basic type weft can reduce"),
-            )
-        })?;
-        let wop = make_op(tk, op, dt)?;
-        // SAFETY: both buffers hold `count` items of `dt` (MPI's contract); they do not
-        // overlap (MPI-4.1 §6.9.7 forbids it).
-        let (a, ai) = unsafe { crate::dtype::user_span(&map, inbuf, count as u64)? };
-        let (b, bi) = unsafe { crate::dtype::user_span(&map, inoutbuf, count as u64)? };
-        Ok(weft::dtype::reduce_local(
-            &wop,
-            &map,
-            count as u64,
-            (&*a, ai),
-            (b, bi),
-        )?)
+        crate::dtype::map_of(dt)?;
+        let s = state("MPI_Reduce_local")?;
+        // SAFETY: the caller's MPI contract, passed on.
+        unsafe { reduce_local(s, inbuf as *mut c_void, inoutbuf, count, dt, op) }
     })();
     finish(MPI_COMM_WORLD, "MPI_Reduce_local", r)
 }

@@ -20,7 +20,7 @@
 use crate::coll::make_op;
 use crate::compound::{self, Then};
 use crate::consts::*;
-use crate::dtype::{check_op, map_of, user_span};
+use crate::dtype::{check_op, map_of};
 use crate::error::{err, R};
 use crate::inter::{
     alltoall_post, alltoallw_post, gather_post, no_in_place, remote_size, role, scatter_post,
@@ -114,10 +114,11 @@ fn check_reduction(s: &State, op: Handle, dt: Handle) -> R<()> {
     make_op(tk, op, dt).map(|_| ())
 }
 
-/// `inout = in op inout` for `count` items of `dt` (as MPI_Reduce_local).
+/// `inout = in op inout` (see [`crate::coll::reduce_local`]); an operation freed before the
+/// reduction ends is reported as such.
 ///
 /// # Safety
-/// Both buffers hold `count` items of `dt` laid out as user buffers and do not overlap.
+/// Both buffers hold `count` items of `dt` and do not overlap.
 unsafe fn reduce_into(
     s: &mut State,
     inbuf: *mut c_void,
@@ -126,36 +127,16 @@ unsafe fn reduce_into(
     dt: Handle,
     op: Handle,
 ) -> R<()> {
-    if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
-        let f = handle_index(K_OP, op)
-            .and_then(|i| s.ops.get(i))
-            .map(|u| u.f)
-            .ok_or_else(|| {
-                err(
-                    MPI_ERR_OP,
-                    format!("operation handle {op:#x} was freed before the reduction ended"),
-                )
-            })?;
-        let (mut len, mut d) = (count, dt);
-        // SAFETY: `f` follows MPI_User_function; the buffers hold `count` items of `dt`.
-        unsafe { f(inbuf, inout, &mut len, &mut d) };
-        return Ok(());
+    if !(MPI_SUM..=MPI_NO_OP).contains(&op)
+        && handle_index(K_OP, op).and_then(|i| s.ops.get(i)).is_none()
+    {
+        return Err(err(
+            MPI_ERR_OP,
+            format!("operation handle {op:#x} was freed before the reduction ended"),
+        ));
     }
-    let map = map_of(dt)?;
-    let (tk, _) = map
-        .reduction_kind()
-        .ok_or_else(|| err(MPI_ERR_TYPE, format!("datatype {dt:#x} cannot be reduced")))?;
-    let wop = make_op(tk, op, dt)?;
     // SAFETY: the caller's contract.
-    let (a, ai) = unsafe { user_span(&map, inbuf, count as u64)? };
-    let (b, bi) = unsafe { user_span(&map, inout, count as u64)? };
-    Ok(weft::dtype::reduce_local(
-        &wop,
-        &map,
-        count as u64,
-        (&*a, ai),
-        (b, bi),
-    )?)
+    unsafe { crate::coll::reduce_local(s, inbuf, inout, count, dt, op) }
 }
 
 /// Posts receives of every remote rank's `count` items of `dt`: the last one's into
