@@ -6,7 +6,7 @@
 //! complete the parts and run the final step.
 //!
 //! A compound lives in `State::compounds` under its request-table index; its table entry
-//! has no operation of its own. The completion calls of p2p.rs ask [`is_compound`] first.
+//! has no operation of its own. The completion calls of p2p.rs ask `is_compound` first.
 //! Depends on the request table and p2p.rs's completion of single requests.
 
 use crate::consts::*;

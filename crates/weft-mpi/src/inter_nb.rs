@@ -13,7 +13,7 @@
 //! not among them (see inter.rs: it still completes in the start call): a sender does not
 //! know how the other group splits the result, so it could not send each rank its block.
 //!
-//! Bridge tags are the blocking forms' plus [`NB`], so an unfinished nonblocking call and a
+//! Bridge tags are the blocking forms' plus `NB`, so an unfinished nonblocking call and a
 //! blocking one never take each other's messages. Depends on inter.rs's transfers and
 //! compound.rs.
 
