@@ -805,6 +805,9 @@ pub(crate) struct Pool {
 
 /// Vectors kept per kind; more are freed.
 const POOL_KEEP: usize = 8;
+/// What debug builds fill scratch with before a schedule uses it (no plausible value of any
+/// element type: a NaN pattern for floats, a large odd number for integers).
+const SCRATCH_POISON: u64 = 0xfff5_a5a5_a5a5_a5a5;
 /// Most scratch kept in all (in u64 words: 8 MiB); a vector that would pass it is freed.
 const POOL_KEEP_WORDS: usize = 1 << 20;
 
@@ -824,6 +827,11 @@ impl Pool {
             tmp.truncate(words);
         } else {
             tmp.resize(words, 0);
+        }
+        if cfg!(debug_assertions) {
+            // Test builds poison the scratch, so a plan that reads a temporary before
+            // writing it gives wrong results in the tests instead of stale or zero bytes.
+            tmp.fill(SCRATCH_POISON);
         }
         let mut pend = match self.pending.iter().position(|v| v.capacity() >= pending) {
             Some(i) => self.pending.swap_remove(i),
