@@ -1785,40 +1785,7 @@ mod tests {
 
     #[test]
     fn every_connection_has_keepalive_and_a_user_timeout() {
-        let mut eps: Vec<Endpoint> = (0..2)
-            .map(|rank| {
-                Endpoint::bind(TcpConfig {
-                    rank,
-                    size: 2,
-                    key: vec![5u8; 32],
-                    limits: Limits {
-                        eager_bytes: 4096,
-                        fragment_bytes: 8192,
-                    },
-                    bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                    interfaces: Vec::new(),
-                    small_fragment_bytes: 4096,
-                    max_fast_peers: 0,
-                    fast_after_bytes: u64::MAX,
-                    rails: 1,
-                    rail_sources: Vec::new(),
-                })
-                .unwrap()
-            })
-            .collect();
-        for me in 0..2 {
-            let other = eps[1 - me].addresses().to_vec();
-            eps[me].set_peer_addresses(1 - me as u32, other);
-        }
-        eps[0].connect(1);
-        let start = Instant::now();
-        while (eps[0].send_conn[1].is_none() || eps[1].send_conn[0].is_none())
-            && start.elapsed() < Duration::from_secs(5)
-        {
-            for ep in &mut eps {
-                ep.poll(|_, _, _| {});
-            }
-        }
+        let eps = pair(4096, 8192);
         // Both ends: the connection we dialled and the one we accepted.
         for (ep, peer) in [(&eps[0], 1), (&eps[1], 0)] {
             let ci = ep.send_conn[peer].expect("connection opened");
