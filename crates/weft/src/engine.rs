@@ -947,12 +947,9 @@ impl Engine {
     /// `p` points to a live registered collective whose owner holds no reference to it
     /// during the call.
     pub(crate) unsafe fn drive_coll(&mut self, p: ActivePtr) {
-        debug_assert!(!self.colls_busy, "a collective driven from inside another");
-        self.colls_busy = true;
         // SAFETY: per the contract; the guard keeps progress made inside from advancing
         // `p` (or any other collective) a second time.
-        let (finished, _) = unsafe { coll_request::advance(p, self) };
-        self.colls_busy = false;
+        let (finished, _) = self.advancing_coll(|e| unsafe { coll_request::advance(p, e) });
         if finished {
             self.deregister_coll(p);
         }
@@ -960,35 +957,37 @@ impl Engine {
 
     /// Runs `f`, which advances a blocking collective that is not registered, under the
     /// same guard as [`Engine::drive_coll`]: progress made inside advances no collective.
+    /// A panic inside `f` (a user reduction operation) clears the guard on its way out, so
+    /// a program that catches it can go on making progress.
     pub(crate) fn advancing_coll<R>(&mut self, f: impl FnOnce(&mut Engine) -> R) -> R {
         debug_assert!(!self.colls_busy, "a collective driven from inside another");
         self.colls_busy = true;
-        let r = f(self);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
         self.colls_busy = false;
-        r
+        r.unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
 
     /// Advances every registered collective once; forgets the finished ones. True if one
     /// started a step or finished.
     fn advance_colls(&mut self) -> bool {
-        self.colls_busy = true;
-        let mut moved = false;
-        let mut i = 0;
-        while i < self.colls.len() {
-            let p = self.colls[i];
-            // SAFETY: a registered collective is live (its request deregisters before
-            // freeing it) and its owner holds no reference to it while it calls into the
-            // engine; `colls_busy` keeps it from being advanced again from inside.
-            let (finished, started) = unsafe { coll_request::advance(p, self) };
-            moved |= started;
-            if finished {
-                self.colls.swap_remove(i);
-            } else {
-                i += 1;
+        self.advancing_coll(|e| {
+            let mut moved = false;
+            let mut i = 0;
+            while i < e.colls.len() {
+                let p = e.colls[i];
+                // SAFETY: a registered collective is live (its request deregisters before
+                // freeing it) and its owner holds no reference to it while it calls into
+                // the engine; `colls_busy` keeps it from being advanced again from inside.
+                let (finished, started) = unsafe { coll_request::advance(p, e) };
+                moved |= started;
+                if finished {
+                    e.colls.swap_remove(i);
+                } else {
+                    i += 1;
+                }
             }
-        }
-        self.colls_busy = false;
-        moved
+            moved
+        })
     }
 
     /// Polls every inbound ring and flushes queued outbound work. True if anything moved.

@@ -1,6 +1,7 @@
 //! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule, which
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
-//! collective is the same request waited at once. Also the per-communicator count of
+//! collective runs its schedule to completion where it starts ([`run_blocking`]) and its
+//! request only carries the outcome. Also the per-communicator count of
 //! collectives started, which keeps the traffic of several outstanding collectives on one
 //! communicator apart.
 //!
@@ -23,13 +24,16 @@ pub(crate) struct Active<'a> {
     error: Option<Error>,
     /// True once the owner has returned the outcome (later tests return `Ok(true)`).
     reported: bool,
+    /// True while its tag is among the engine's unfinished calls.
+    tag_held: bool,
 }
 
 impl Active<'_> {
     /// Marks the collective finished (once), so it no longer counts as unfinished.
     fn mark_finished(&mut self, unfinished: &mut Vec<(u32, i32)>) {
-        if !self.finished {
-            self.finished = true;
+        self.finished = true;
+        if self.tag_held {
+            self.tag_held = false;
             let key = self.schedule.ctx_tag();
             if let Some(i) = unfinished.iter().position(|&k| k == key) {
                 unfinished.swap_remove(i);
@@ -121,6 +125,9 @@ pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
     // SAFETY: per the contract, this is the only reference for the length of the call.
     let a = unsafe { &mut *p.as_ptr() };
     if a.finished {
+        // A request dropped while a panic unwound marked it finished without the engine:
+        // its tag leaves the unfinished calls here.
+        a.mark_finished(&mut e.coll_state.unfinished);
         return (true, false);
     }
     let before = a.schedule.steps_started();
@@ -192,14 +199,33 @@ impl std::fmt::Debug for CollRequest<'_> {
 
 /// Runs a blocking call's schedule to completion on this rank, then hands its scratch back.
 pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<()> {
-    let mut e = comm.engine.borrow_mut();
+    /// Finishes what the schedule has in flight when a panic (a user reduction operation)
+    /// unwinds through the call: its receives point into the scratch and the caller's
+    /// buffers, which the unwinding frees.
+    struct Unwind<'e, 's, 'a> {
+        e: std::cell::RefMut<'e, Engine>,
+        s: &'s mut Schedule<'a>,
+    }
+    impl Drop for Unwind<'_, '_, '_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.s.abandon(&mut self.e);
+            }
+        }
+    }
+    let mut g = Unwind {
+        e: comm.engine.borrow_mut(),
+        s: schedule,
+    };
     let outcome = loop {
-        match e.advancing_coll(|e| schedule.advance(e)) {
-            Ok(false) => e.wait_until(|e| schedule.step_done(e)),
+        let Unwind { e, s } = &mut g;
+        match e.advancing_coll(|e| s.advance(e)) {
+            Ok(false) => e.wait_until(|e| s.step_done(e)),
             outcome => break outcome.map(|_| ()),
         }
     };
-    schedule.recycle(&mut e.coll_state.pool);
+    let Unwind { e, s } = &mut g;
+    s.recycle(&mut e.coll_state.pool);
     outcome
 }
 
@@ -223,6 +249,7 @@ impl<'a> CollRequest<'a> {
             finished: false,
             error: None,
             reported: false,
+            tag_held: true,
         };
         let key = active.schedule.ctx_tag();
         comm.engine.borrow_mut().coll_state.unfinished.push(key);
@@ -397,8 +424,8 @@ impl Drop for CollRequest<'_> {
         };
         if self.comm.engine.try_borrow_mut().is_err() {
             // SAFETY: no engine call can run while the engine is borrowed elsewhere and we
-            // are unwinding; a plain write of one flag (the engine's count of unfinished
-            // calls keeps it: nothing starts another collective on this rank any more).
+            // are unwinding; a plain write of one flag (the engine's next pass over its
+            // registry drops the collective's tag from the unfinished calls).
             unsafe { (*active.as_ptr()).finished = true };
             return;
         }
