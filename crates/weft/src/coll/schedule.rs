@@ -625,7 +625,7 @@ impl<'a> Schedule<'a> {
     /// buffers it points into. Sends the peer has not taken are given up rather than waited
     /// for: after a disagreement the peer waits under another tag and would never take a
     /// rendezvous send, so waiting for it would hang the rank that found the problem.
-    fn abandon(&mut self, e: &mut Engine) {
+    pub fn abandon(&mut self, e: &mut Engine) {
         for p in self.pending.drain(..) {
             if p.expect_bytes.is_none() {
                 if e.abandon_send(p.id) {
@@ -812,20 +812,24 @@ const SCRATCH_POISON: u64 = 0xfff5_a5a5_a5a5_a5a5;
 const POOL_KEEP_WORDS: usize = 1 << 20;
 
 impl Pool {
-    /// Scratch of `words` (never-used words zeroed) and an empty pending list with room for
-    /// `pending`.
+    /// Scratch of at least `words` (never-used words zeroed) and an empty pending list with
+    /// room for `pending`.
     fn take(&mut self, words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
         let mut tmp = if words == 0 {
             Vec::new()
         } else {
-            match self.tmp.iter().position(|v| v.capacity() >= words) {
+            // The smallest that fits, so a small call does not take (and a large one then
+            // miss) the big vector; it keeps its length: plans address scratch by offset, so
+            // a longer one serves, and its initialised words stay initialised.
+            let fit = (0..self.tmp.len())
+                .filter(|&i| self.tmp[i].capacity() >= words)
+                .min_by_key(|&i| self.tmp[i].capacity());
+            match fit {
                 Some(i) => self.tmp.swap_remove(i),
                 None => Vec::with_capacity(words),
             }
         };
-        if tmp.len() >= words {
-            tmp.truncate(words);
-        } else {
+        if tmp.len() < words {
             tmp.resize(words, 0);
         }
         if cfg!(debug_assertions) {
