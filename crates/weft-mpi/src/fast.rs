@@ -565,8 +565,8 @@ pub unsafe fn reduction(
     // weft checks alignment and reports a misaligned buffer; the checked path says it in
     // MPI's words.
     let align = kind.align_bytes();
-    if !(s.as_ptr() as usize).is_multiple_of(align) || !(r.as_ptr() as usize).is_multiple_of(align)
-    {
+    let misaligned = |b: &[u8]| !b.is_empty() && !(b.as_ptr() as usize).is_multiple_of(align);
+    if misaligned(s) || misaligned(r) {
         return None;
     }
     let res = match root {

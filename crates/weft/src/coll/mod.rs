@@ -550,7 +550,7 @@ pub(crate) fn elements(
             ),
         ));
     }
-    if !(buf.as_ptr() as usize).is_multiple_of(kind.align_bytes()) {
+    if !buf.is_empty() && !(buf.as_ptr() as usize).is_multiple_of(kind.align_bytes()) {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
