@@ -193,6 +193,8 @@ pub unsafe extern "C" fn MPI_Ibcast(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe { crate::inter_nb::ibcast(comm, p, buf, count, dt, root, req) };
         return finish(comm, "MPI_Ibcast", r);
     }
@@ -272,7 +274,11 @@ fn ireduction(
     } else {
         inc.bytes
     };
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, rbytes)) };
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let q = unsafe {
         match kind {
             IRed::Reduce(_) => c.ireduce_bytes(sb, rb, tk, &wop, root)?,
@@ -298,6 +304,8 @@ pub unsafe extern "C" fn MPI_Ireduce(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe { crate::inter_nb::ireduce(comm, p, send, recv, count, dt, op, root, req) };
         return finish(comm, "MPI_Ireduce", r);
     }
@@ -347,6 +355,8 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe { crate::inter_nb::iallreduce(comm, p, send, recv, count, dt, op, req) };
         return finish(comm, "MPI_Iallreduce", r);
     }
@@ -430,6 +440,8 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe { crate::inter::reduce_scatter_block(p, send, recv, count, dt, op) }
             .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Ireduce_scatter_block", r);
@@ -553,6 +565,8 @@ pub unsafe extern "C" fn MPI_Igather(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::igather(
                 comm,
@@ -599,6 +613,8 @@ pub unsafe extern "C" fn MPI_Iscatter(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::iscatter(
                 comm,
@@ -644,6 +660,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::iallgather(
                 comm,
@@ -688,6 +706,8 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::ialltoall(
                 comm,
@@ -941,6 +961,8 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe { crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op) }
             .and_then(|()| crate::inter::completed(comm, req));
         return finish(comm, "MPI_Ireduce_scatter", r);
@@ -1020,6 +1042,8 @@ pub unsafe extern "C" fn MPI_Igatherv(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::igather(
                 comm,
@@ -1113,6 +1137,8 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::iscatter(
                 comm,
@@ -1187,6 +1213,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::iallgather(
                 comm,
@@ -1263,6 +1291,8 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     req: *mut Handle,
 ) -> c_int {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         let r = unsafe {
             crate::inter_nb::ialltoall(
                 comm,

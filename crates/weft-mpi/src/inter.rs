@@ -298,6 +298,8 @@ impl Transfers {
     ) -> R<()> {
         let mut r = MPI_REQUEST_NULL;
         check(
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe { MPI_Irecv(buf, count, dt, from, tag, p.bridge, &mut r) },
             "a receive from the remote group",
         )?;
@@ -316,6 +318,8 @@ impl Transfers {
     ) -> R<()> {
         let mut r = MPI_REQUEST_NULL;
         check(
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe { MPI_Isend(buf, count, dt, to, tag, p.bridge, &mut r) },
             "a send to the remote group",
         )?;
@@ -338,8 +342,11 @@ impl Transfers {
     }
 }
 
-impl Drop for Transfers {
-    fn drop(&mut self) {
+impl Transfers {
+    /// Cancels what can be cancelled and waits for the rest, so no posted request uses a
+    /// buffer after this returns (an error path calls it before freeing scratch the
+    /// requests point into).
+    pub(crate) fn abandon(&mut self) {
         // An error left requests behind: finish them so no buffer is used after return.
         // Receives are cancelled first: the peers may have refused the call too and never
         // send (an unmatched receive would wait forever).
@@ -351,7 +358,14 @@ impl Drop for Transfers {
             let n = self.reqs.len() as c_int;
             // SAFETY: as in `wait`.
             unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
+            self.reqs.clear();
         }
+    }
+}
+
+impl Drop for Transfers {
+    fn drop(&mut self) {
+        self.abandon();
     }
 }
 
@@ -398,12 +412,16 @@ pub(crate) unsafe fn bcast(
     match role(root, &p)? {
         Role::Idle => Ok(()),
         Role::Root => check(
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe { MPI_Send(buf, count, dt, 0, TAG_BCAST, p.bridge) },
             "the send to the remote leader",
         ),
         Role::Leaf(r) => {
             if local_rank(&p)? == 0 {
                 check(
+                    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                    // hidden handles are this library's.
                     unsafe {
                         MPI_Recv(buf, count, dt, r, TAG_BCAST, p.bridge, std::ptr::null_mut())
                     },
@@ -411,6 +429,8 @@ pub(crate) unsafe fn bcast(
                 )?;
             }
             check(
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 unsafe { MPI_Bcast(buf, count, dt, 0, p.local) },
                 "the local broadcast",
             )
@@ -433,6 +453,8 @@ pub(crate) unsafe fn reduce(
     match role(root, &p)? {
         Role::Idle => Ok(()),
         Role::Root => check(
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe {
                 MPI_Recv(
                     recv,
@@ -450,11 +472,15 @@ pub(crate) unsafe fn reduce(
             no_in_place(send, "sendbuf")?;
             let mut t = Scratch::new(count, dt)?;
             check(
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
                 "the local reduction",
             )?;
             if local_rank(&p)? == 0 {
                 check(
+                    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                    // hidden handles are this library's.
                     unsafe { MPI_Send(t.ptr(), count, dt, r, TAG_REDUCE, p.bridge) },
                     "the send to the root",
                 )?;
@@ -478,11 +504,15 @@ unsafe fn reduce_and_swap(
     no_in_place(send, "sendbuf")?;
     let mut t = Scratch::new(count, dt)?;
     check(
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
         "the local reduction",
     )?;
     if local_rank(p)? == 0 {
         check(
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe {
                 MPI_Sendrecv(
                     t.ptr(),
@@ -515,6 +545,8 @@ pub(crate) unsafe fn allreduce(
     dt: Handle,
     op: Handle,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe {
         reduce_and_swap(&p, send, recv, count, dt, op, TAG_ALLREDUCE)?;
         check(
@@ -552,6 +584,8 @@ pub(crate) unsafe fn reduce_scatter(
         displs.push(d);
         d += c;
     }
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe {
         reduce_and_swap(&p, send, theirs.ptr(), total, dt, op, TAG_REDSCAT)?;
         check(
@@ -582,6 +616,8 @@ pub(crate) unsafe fn reduce_scatter_block(
 ) -> R<()> {
     let n = local_size(&p)?;
     let counts = vec![rcount; n as usize];
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
 }
 
@@ -595,7 +631,11 @@ pub(crate) unsafe fn reduce_scatter_v(
     op: Handle,
 ) -> R<()> {
     let n = local_size(&p)?;
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let counts = unsafe { array(rcounts, n, "recvcounts")? }.to_vec();
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
 }
 
@@ -612,6 +652,8 @@ pub(crate) unsafe fn gather(
     rdt: Handle,
     root: c_int,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { gather_post(p, send, scount, sdt, recv, rcounts, rdt, root, TAG_GATHER) }?.wait()
 }
 
@@ -633,13 +675,19 @@ pub(crate) unsafe fn gather_post(
         Role::Idle => Ok(t),
         Role::Leaf(r) => {
             no_in_place(send, "sendbuf")?;
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe { t.send(&p, send, scount, sdt, r, tag)? };
             Ok(t)
         }
         Role::Root => {
             let n = remote_size(&p)?;
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             let (counts, displs) = unsafe { rcounts.resolve(n)? };
             for i in 0..n as usize {
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 unsafe {
                     t.recv(
                         &p,
@@ -668,6 +716,8 @@ pub(crate) unsafe fn scatter(
     rdt: Handle,
     root: c_int,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { scatter_post(p, send, scounts, sdt, recv, rcount, rdt, root, TAG_SCATTER) }?.wait()
 }
 
@@ -689,13 +739,19 @@ pub(crate) unsafe fn scatter_post(
         Role::Idle => Ok(t),
         Role::Leaf(r) => {
             no_in_place(recv, "recvbuf")?;
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             unsafe { t.recv(&p, recv, rcount, rdt, r, tag)? };
             Ok(t)
         }
         Role::Root => {
             let n = remote_size(&p)?;
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+            // hidden handles are this library's.
             let (counts, displs) = unsafe { scounts.resolve(n)? };
             for i in 0..n as usize {
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 unsafe {
                     t.send(
                         &p,
@@ -737,7 +793,11 @@ impl Counts {
                 ))
             }
             Counts::V(counts, displs) => {
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 let c = unsafe { array(counts, n, "counts")? }.to_vec();
+                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+                // hidden handles are this library's.
                 let d = unsafe { array(displs, n, "displs")? };
                 if let Some(x) = c.iter().find(|&&x| x < 0) {
                     return Err(err(MPI_ERR_COUNT, format!("count {x} is negative")));
@@ -759,6 +819,8 @@ pub(crate) unsafe fn allgather(
     rcounts: Counts,
     rdt: Handle,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { allgather_post(p, send, scount, sdt, recv, rcounts, rdt, TAG_ALLGATHER) }?.wait()
 }
 
@@ -783,15 +845,21 @@ pub(crate) unsafe fn allgather_post(
         ));
     }
     let n = remote_size(&p)?;
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (counts, displs) = unsafe { rcounts.resolve(n)? };
     let mut t = Transfers::new();
     for i in 0..n {
         let k = i as usize;
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe {
             t.recv(&p, at(recv, displs[k], rdt)?, counts[k], rdt, i, tag)?;
         }
     }
     for i in 0..n {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { t.send(&p, send, scount, sdt, i, tag)? };
     }
     Ok(t)
@@ -808,6 +876,8 @@ pub(crate) unsafe fn alltoall(
     rcounts: Counts,
     rdt: Handle,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe { alltoall_post(p, send, scounts, sdt, recv, rcounts, rdt, TAG_ALLTOALL) }?.wait()
 }
 
@@ -825,13 +895,21 @@ pub(crate) unsafe fn alltoall_post(
 ) -> R<Transfers> {
     no_in_place(send, "sendbuf")?;
     let n = remote_size(&p)?;
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (sc, sd) = unsafe { scounts.resolve(n)? };
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (rc, rd) = unsafe { rcounts.resolve(n)? };
     let mut t = Transfers::new();
     for i in 0..n as usize {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { t.recv(&p, at(recv, rd[i], rdt)?, rc[i], rdt, i as c_int, tag)? };
     }
     for i in 0..n as usize {
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { t.send(&p, at(send, sd[i], sdt)?, sc[i], sdt, i as c_int, tag)? };
     }
     Ok(t)
@@ -850,6 +928,8 @@ pub(crate) unsafe fn alltoallw(
     rdispls: *const c_int,
     rtypes: *const Handle,
 ) -> R<()> {
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     unsafe {
         alltoallw_post(
             p,
@@ -877,6 +957,8 @@ pub(crate) unsafe fn alltoallw_post(
 ) -> R<Transfers> {
     no_in_place(send, "sendbuf")?;
     let n = remote_size(&p)?;
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (sc, sd, st) = unsafe {
         (
             array(scounts, n, "sendcounts")?,
@@ -884,6 +966,8 @@ pub(crate) unsafe fn alltoallw_post(
             array(stypes, n, "sendtypes")?,
         )
     };
+    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+    // hidden handles are this library's.
     let (rc, rd, rt) = unsafe {
         (
             array(rcounts, n, "recvcounts")?,
@@ -894,10 +978,14 @@ pub(crate) unsafe fn alltoallw_post(
     let mut t = Transfers::new();
     for i in 0..n as usize {
         let b = (recv as *mut u8).wrapping_offset(rd[i] as isize) as *mut c_void;
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { t.recv(&p, b, rc[i], rt[i], i as c_int, tag)? };
     }
     for i in 0..n as usize {
         let b = (send as *const u8).wrapping_offset(sd[i] as isize) as *const c_void;
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
+        // hidden handles are this library's.
         unsafe { t.send(&p, b, sc[i], st[i], i as c_int, tag)? };
     }
     Ok(t)

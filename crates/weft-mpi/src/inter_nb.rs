@@ -156,15 +156,23 @@ unsafe fn gather_contributions(
 ) -> R<Then> {
     let n = remote_size(p)?;
     let mut scratch = Vec::with_capacity(n.max(1) as usize - 1);
-    for i in 0..n - 1 {
-        let mut b = Scratch::new(count, dt)?;
-        // SAFETY: the scratch holds `count` items of `dt` and moves into the final step,
-        // which the request keeps until every part has completed (its heap block stays put).
-        unsafe { t.recv(p, b.ptr(), count, dt, i, tag)? };
-        scratch.push(b);
+    let mut post = || -> R<()> {
+        for i in 0..n - 1 {
+            let mut b = Scratch::new(count, dt)?;
+            // SAFETY: the scratch holds `count` items of `dt` and moves into the final step,
+            // which the request keeps until every part has completed (its heap block stays
+            // put); on an error below the receives are finished before it is freed.
+            unsafe { t.recv(p, b.ptr(), count, dt, i, tag)? };
+            scratch.push(b);
+        }
+        // SAFETY: the caller's contract.
+        unsafe { t.recv(p, recv, count, dt, n - 1, tag) }
+    };
+    if let Err(e) = post() {
+        // Receives already posted point into `scratch`: finish them before it is freed.
+        t.abandon();
+        return Err(e);
     }
-    // SAFETY: the caller's contract.
-    unsafe { t.recv(p, recv, count, dt, n - 1, tag)? };
     let recv = recv as usize;
     Ok(Box::new(move |s: &mut State| {
         for b in scratch.iter_mut().rev() {
@@ -232,8 +240,18 @@ pub(crate) unsafe fn iallreduce(
     // SAFETY: MPI's contract for `recv` and `send`.
     let then =
         unsafe { gather_contributions(&p, &mut t, recv, count, dt, op, TAG_ALLREDUCE + NB)? };
-    for i in 0..remote_size(&p)? {
-        unsafe { t.send(&p, send, count, dt, i, TAG_ALLREDUCE + NB)? };
+    let sent = (|| -> R<()> {
+        for i in 0..remote_size(&p)? {
+            // SAFETY: MPI's contract for `send`.
+            unsafe { t.send(&p, send, count, dt, i, TAG_ALLREDUCE + NB)? };
+        }
+        Ok(())
+    })();
+    if let Err(e) = sent {
+        // The posted receives point into the scratch `then` owns: finish them first.
+        t.abandon();
+        drop(then);
+        return Err(e);
     }
     file(comm, t, Some(then), req)
 }
