@@ -56,7 +56,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_TCP_FRAGMENT_BYTES",
         kind: KnobKind::Bytes,
         default: "256K",
-        help: "largest fragment of TCP rendezvous messages once the peer is in high-speed mode; a message of at most two is cut in halves (at least 64K each) so its receiver reads one while the other is written; fragments are read straight into the receive buffer",
+        help: "largest fragment of TCP rendezvous messages once the peer is in high-speed mode; a message of at most two fragments goes in two halves (each at least 64 KiB, never more than this) so its receiver reads one while the other is written; fragments are read straight into the receive buffer",
     },
     Knob {
         name: "WEFT_TCP_IFACES",

@@ -1179,7 +1179,15 @@ impl Endpoint {
                                     h.kind == frame::KIND_FRAG && h.len as usize >= PLACE_MIN_BYTES
                                 })
                                 .and_then(|h| Some(h).zip(sink.place(peer, &h)))
-                                .filter(|(h, dst)| dst.len() == h.len as usize)
+                                .inspect(|(h, dst)| {
+                                    // The sink counted the memory as in use: memory of
+                                    // another size would leave its receive waiting forever.
+                                    assert_eq!(
+                                        dst.len(),
+                                        h.len as usize,
+                                        "Sink::place gave memory of the wrong size"
+                                    )
+                                })
                             {
                                 // The rest of this body goes straight into its memory.
                                 let (h, dst) = dst;
