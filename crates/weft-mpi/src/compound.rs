@@ -29,7 +29,6 @@ pub struct Compound {
     error: Option<MpiError>,
 }
 
-/// Files request `*req` on `comm` made of `parts` and ending with `then`.
 /// A compound request's parts and final step, before it is filed.
 pub(crate) fn new(parts: Vec<Handle>, then: Option<Then>) -> Compound {
     Compound {
@@ -39,6 +38,7 @@ pub(crate) fn new(parts: Vec<Handle>, then: Option<Then>) -> Compound {
     }
 }
 
+/// Files request `*req` on `comm` made of `parts` and ending with `then`.
 pub(crate) fn file(
     s: &mut State,
     comm: Handle,
