@@ -209,6 +209,7 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
     impl Drop for Unwind<'_, '_, '_> {
         fn drop(&mut self) {
             if std::thread::panicking() {
+                self.e.clear_advancing();
                 self.s.abandon(&mut self.e);
             }
         }
@@ -217,6 +218,7 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
         e: comm.engine.borrow_mut(),
         s: schedule,
     };
+    g.e.clear_advancing();
     let outcome = loop {
         let Unwind { e, s } = &mut g;
         match e.advancing_coll(|e| s.advance(e)) {
@@ -314,6 +316,7 @@ impl<'a> CollRequest<'a> {
         let p = self.erased();
         {
             let mut e = self.comm.engine.borrow_mut();
+            e.clear_advancing();
             // SAFETY: `p` is live (owned by self) and no reference to it is held across the call.
             if !unsafe { is_finished(p) } {
                 unsafe { e.drive_coll(p) };
@@ -383,6 +386,7 @@ impl<'a> CollRequest<'a> {
         let p = self.erased();
         {
             let mut e = self.comm.engine.borrow_mut();
+            e.clear_advancing();
             loop {
                 // SAFETY: `p` is live (owned by self); no reference to it is held across
                 // engine calls, and the engine's guard keeps it from being advanced twice.
