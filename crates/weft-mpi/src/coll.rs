@@ -118,8 +118,9 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 // ------------------------------------------------------------------- operations
 
 /// The weft operation for `op` on elements of `T` (datatype handle `dt`).
-fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
-    Ok(match op {
+/// weft's operation for predefined operation handle `op`; None for any other handle.
+pub(crate) fn predefined_op(op: Handle) -> Option<Op> {
+    Some(match op {
         MPI_SUM => Op::Sum,
         MPI_PROD => Op::Prod,
         MPI_MIN => Op::Min,
@@ -132,27 +133,36 @@ fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
         MPI_BXOR => Op::Bxor,
         MPI_MINLOC => Op::MinLoc,
         MPI_MAXLOC => Op::MaxLoc,
-        _ => {
-            let s = state("operation")?;
-            let u = handle_index(K_OP, op)
-                .and_then(|i| s.ops.get(i))
-                .copied()
-                .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
-            Op::user::<T>("MPI_Op_create", u.commute, move |a: &[T], b: &mut [T]| {
-                let mut len = a.len() as c_int;
-                let mut d = dt;
-                // SAFETY: `f` follows MPI_User_function; `a` and `b` hold `len` elements.
-                unsafe {
-                    (u.f)(
-                        a.as_ptr() as *mut c_void,
-                        b.as_mut_ptr() as *mut c_void,
-                        &mut len,
-                        &mut d,
-                    )
-                };
-            })
-        }
+        _ => return None,
     })
+}
+
+fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
+    if let Some(o) = predefined_op(op) {
+        return Ok(o);
+    }
+    let s = state("operation")?;
+    let u = handle_index(K_OP, op)
+        .and_then(|i| s.ops.get(i))
+        .copied()
+        .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
+    Ok(Op::user::<T>(
+        "MPI_Op_create",
+        u.commute,
+        move |a: &[T], b: &mut [T]| {
+            let mut len = a.len() as c_int;
+            let mut d = dt;
+            // SAFETY: `f` follows MPI_User_function; `a` and `b` hold `len` elements.
+            unsafe {
+                (u.f)(
+                    a.as_ptr() as *mut c_void,
+                    b.as_mut_ptr() as *mut c_void,
+                    &mut len,
+                    &mut d,
+                )
+            };
+        },
+    ))
 }
 
 /// Typed view of `n` elements at `p`, refusing misaligned buffers.

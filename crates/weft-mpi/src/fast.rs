@@ -480,21 +480,7 @@ fn outcome(r: weft::Result<()>, comm: Handle, func: &str) -> c_int {
 /// reports those).
 #[inline]
 fn predefined_op(op: Handle, dt: Handle) -> Option<Op> {
-    let o = match op {
-        MPI_SUM => Op::Sum,
-        MPI_PROD => Op::Prod,
-        MPI_MIN => Op::Min,
-        MPI_MAX => Op::Max,
-        MPI_LAND => Op::Land,
-        MPI_LOR => Op::Lor,
-        MPI_LXOR => Op::Lxor,
-        MPI_BAND => Op::Band,
-        MPI_BOR => Op::Bor,
-        MPI_BXOR => Op::Bxor,
-        MPI_MINLOC => Op::MinLoc,
-        MPI_MAXLOC => Op::MaxLoc,
-        _ => return None,
-    };
+    let o = crate::coll::predefined_op(op)?;
     crate::dtype::check_op(op, dt).ok()?;
     Some(o)
 }
