@@ -452,14 +452,25 @@ macro_rules! put {
 }
 pub(crate) use put;
 
-fn new_type(map: TypeMap, out: *mut Handle) -> R<()> {
+/// Makes a derived datatype of `map`, built from the datatypes `olds` (recorded for
+/// MPI_Type_get_contents), and writes its handle to `out`.
+fn new_type(map: TypeMap, olds: &[Handle], out: *mut Handle) -> R<()> {
+    if out.is_null() {
+        return Err(err(MPI_ERR_ARG, "newtype is NULL"));
+    }
     let s = state("datatype constructor")?;
     let idx = s.types.insert(Derived {
         map: Rc::new(map),
         committed: false,
         name: String::new(),
     });
-    put!(out, make_handle(K_TYPE, idx))
+    let h = make_handle(K_TYPE, idx);
+    let d = s.types.get(idx).expect("just inserted");
+    if let Err(e) = crate::contents::record(h, &d.map, olds) {
+        s.types.remove(idx);
+        return Err(e);
+    }
+    put!(out, h)
 }
 
 /// `n` C ints as i64 (counts, block lengths, displacements), refusing a NULL array.
@@ -543,7 +554,13 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| new_type(TypeMap::contiguous(count as i64, &map_of(old)?)?, newtype))();
+    let r = (|| {
+        new_type(
+            TypeMap::contiguous(count as i64, &map_of(old)?)?,
+            &[old],
+            newtype,
+        )
+    })();
     finish(MPI_COMM_WORLD, "MPI_Type_contiguous", r)
 }
 
@@ -564,6 +581,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
                 stride as i64,
                 &map_of(old)?,
             )?,
+            &[old],
             newtype,
         )
     })();
@@ -587,6 +605,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
                 stride as i64,
                 &map_of(old)?,
             )?,
+            &[old],
             newtype,
         )
     })();
@@ -605,7 +624,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = ints(displs, count, "array_of_displacements")?;
-        new_type(TypeMap::indexed(&b, &d, &map_of(old)?)?, newtype)
+        new_type(TypeMap::indexed(&b, &d, &map_of(old)?)?, &[old], newtype)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_indexed", r)
 }
@@ -622,7 +641,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = aints(displs, count, "array_of_displacements")?;
-        new_type(TypeMap::hindexed(&b, &d, &map_of(old)?)?, newtype)
+        new_type(TypeMap::hindexed(&b, &d, &map_of(old)?)?, &[old], newtype)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed", r)
 }
@@ -640,6 +659,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
         let d = ints(displs, count, "array_of_displacements")?;
         new_type(
             TypeMap::indexed_block(blocklength as i64, &d, &map_of(old)?)?,
+            &[old],
             newtype,
         )
     })();
@@ -659,6 +679,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
         let d = aints(displs, count, "array_of_displacements")?;
         new_type(
             TypeMap::hindexed_block(blocklength as i64, &d, &map_of(old)?)?,
+            &[old],
             newtype,
         )
     })();
@@ -680,11 +701,12 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
         if count > 0 && types.is_null() {
             return Err(err(MPI_ERR_ARG, "array_of_types is NULL"));
         }
-        let maps = (0..count.max(0) as usize)
+        let handles: Vec<Handle> = (0..count.max(0) as usize)
             // SAFETY: the array holds `count` handles.
-            .map(|i| map_of(unsafe { *types.add(i) }))
-            .collect::<R<Vec<_>>>()?;
-        new_type(TypeMap::create_struct(&b, &d, &maps)?, newtype)
+            .map(|i| unsafe { *types.add(i) })
+            .collect();
+        let maps = handles.iter().map(|&h| map_of(h)).collect::<R<Vec<_>>>()?;
+        new_type(TypeMap::create_struct(&b, &d, &maps)?, &handles, newtype)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_struct", r)
 }
@@ -700,6 +722,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     let r = (|| {
         new_type(
             TypeMap::resized(&map_of(old)?, lb as i64, extent as i64)?,
+            &[old],
             newtype,
         )
     })();
@@ -733,6 +756,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
         let c = ints(starts, ndims, "array_of_starts")?;
         new_type(
             TypeMap::subarray(&a, &b, &c, order, &map_of(old)?)?,
+            &[old],
             newtype,
         )
     })();
@@ -753,7 +777,7 @@ pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_in
                         .map(|d| d.committed)
                 })
                 .unwrap_or(false);
-        new_type(map_of(old)?, newtype)?;
+        new_type(map_of(old)?.dup(), &[old], newtype)?;
         // SAFETY: just written.
         let h = unsafe { *newtype };
         if let Some(d) =
@@ -761,7 +785,8 @@ pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_in
         {
             d.committed = committed;
         }
-        Ok(())
+        // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.4).
+        crate::tattr::copy_all(old, h)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_dup", r)
 }
@@ -803,8 +828,21 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
         // SAFETY: non-null, readable and writable.
         let h = unsafe { *dt };
         let s = state("MPI_Type_free")?;
+        if handle_index(K_TYPE, h)
+            .and_then(|i| s.types.get(i))
+            .is_none()
+        {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!("datatype {h:#x} is predefined or not valid and cannot be freed"),
+            ));
+        }
+        // Attributes are deleted first (MPI-4.1 §7.7.4); a failing delete callback's error
+        // is returned, the datatype is freed all the same.
+        let deleted = crate::tattr::delete_all(h);
+        crate::contents::forget(h);
         match handle_index(K_TYPE, h).and_then(|i| s.types.remove(i)) {
-            Some(_) => put!(dt, MPI_DATATYPE_NULL),
+            Some(_) => put!(dt, MPI_DATATYPE_NULL).and(deleted),
             None => Err(err(
                 MPI_ERR_TYPE,
                 format!("datatype {h:#x} is predefined or not valid and cannot be freed"),
@@ -1196,6 +1234,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
         }
         new_type(
             TypeMap::darray(size as i64, rank as i64, &dims, order, &map_of(old)?)?,
+            &[old],
             newtype,
         )
     })();

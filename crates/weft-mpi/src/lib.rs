@@ -19,9 +19,11 @@ pub mod coll;
 pub mod comm;
 pub mod compound;
 pub mod consts;
+pub mod contents;
 pub mod dtype;
 pub mod env;
 pub mod error;
+pub mod external;
 pub mod fast;
 pub mod greq;
 pub mod groups;
@@ -34,6 +36,7 @@ pub mod mprobe;
 pub mod p2p;
 pub mod stage;
 pub mod state;
+pub mod tattr;
 pub mod topo;
 
 mod generated {

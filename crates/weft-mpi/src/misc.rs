@@ -280,3 +280,214 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     // SAFETY: forwarded caller contract.
     unsafe { crate::dtype::MPI_Type_get_true_extent_c(dt, lb, extent) }
 }
+
+/// MPI_Status_get_source (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_get_source(
+    status: *const MpiStatus,
+    source: *mut c_int,
+) -> c_int {
+    let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(source, s.source));
+    finish(MPI_COMM_WORLD, "MPI_Status_get_source", r)
+}
+
+/// MPI_Status_get_tag (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MpiStatus, tag: *mut c_int) -> c_int {
+    let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(tag, s.tag));
+    finish(MPI_COMM_WORLD, "MPI_Status_get_tag", r)
+}
+
+/// MPI_Status_get_error (MPI 5.0 §3.2.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_get_error(
+    status: *const MpiStatus,
+    error: *mut c_int,
+) -> c_int {
+    let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(error, s.error));
+    finish(MPI_COMM_WORLD, "MPI_Status_get_error", r)
+}
+
+/// Whether request `h` is MPI_REQUEST_NULL or an inactive persistent request (these count
+/// as complete with an empty status and take no part in "any"/"some" completion).
+fn request_inactive(h: Handle) -> R<bool> {
+    if h == MPI_REQUEST_NULL {
+        return Ok(true);
+    }
+    let s = state("MPI_Request_get_status")?;
+    match handle_index(K_REQ, h) {
+        Some(i) if s.reqs.get(i).is_some() => Ok(s.req_inactive(i)),
+        _ => Err(err(MPI_ERR_REQUEST, format!("request {h:#x} is not valid"))),
+    }
+}
+
+/// The requests of an array argument, refusing a NULL array with entries.
+fn request_array<'a>(count: c_int, reqs: *const Handle) -> R<&'a [Handle]> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
+    }
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if reqs.is_null() {
+        return Err(err(MPI_ERR_ARG, "array_of_requests is NULL"));
+    }
+    // SAFETY: the array holds `count` requests (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(reqs, count as usize) })
+}
+
+/// MPI_Request_get_status on one request: its flag, with `status` filled when set. The
+/// error handler has already run when this fails.
+fn peek(h: Handle, status: *mut MpiStatus) -> Result<bool, c_int> {
+    let mut flag = 0;
+    // SAFETY: valid pointers; MPI_Request_get_status checks the handle.
+    let rc = unsafe { crate::p2p::MPI_Request_get_status(h, &mut flag, status) };
+    if rc != MPI_SUCCESS {
+        return Err(rc);
+    }
+    Ok(flag != 0)
+}
+
+/// MPI_Request_get_status_all (MPI 5.0 §3.7.3): whether every request is complete, without
+/// completing any; the statuses are written only when all are.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    reqs: *const Handle,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    let reqs = match request_array(count, reqs).and_then(|r| {
+        if flag.is_null() {
+            Err(err(MPI_ERR_ARG, "flag is NULL"))
+        } else {
+            Ok(r)
+        }
+    }) {
+        Ok(r) => r,
+        Err(e) => return finish(MPI_COMM_WORLD, "MPI_Request_get_status_all", Err(e)),
+    };
+    let mut scratch = vec![MpiStatus::default(); reqs.len()];
+    for (i, &h) in reqs.iter().enumerate() {
+        match peek(h, &mut scratch[i]) {
+            Ok(true) => {}
+            Ok(false) => {
+                // SAFETY: checked non-null above.
+                unsafe { *flag = 0 };
+                return MPI_SUCCESS;
+            }
+            Err(rc) => return rc,
+        }
+    }
+    if !statuses.is_null() {
+        for (i, st) in scratch.into_iter().enumerate() {
+            // SAFETY: the status array holds `count` entries (the caller's contract).
+            unsafe { *statuses.add(i) = st };
+        }
+    }
+    // SAFETY: checked non-null above.
+    unsafe { *flag = 1 };
+    MPI_SUCCESS
+}
+
+/// MPI_Request_get_status_any (MPI 5.0 §3.7.3): the first complete active request, without
+/// completing it; with no active request, flag is true and index MPI_UNDEFINED.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    reqs: *const Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    const NAME: &str = "MPI_Request_get_status_any";
+    let reqs = match request_array(count, reqs).and_then(|r| {
+        if flag.is_null() || index.is_null() {
+            Err(err(MPI_ERR_ARG, "index or flag is NULL"))
+        } else {
+            Ok(r)
+        }
+    }) {
+        Ok(r) => r,
+        Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
+    };
+    let mut active = 0;
+    for (i, &h) in reqs.iter().enumerate() {
+        match request_inactive(h) {
+            Ok(true) => continue,
+            Ok(false) => active += 1,
+            Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
+        }
+        let mut st = MpiStatus::default();
+        match peek(h, &mut st) {
+            Ok(true) => {
+                crate::p2p::store(status, st);
+                // SAFETY: checked non-null above.
+                unsafe { (*index, *flag) = (i as c_int, 1) };
+                return MPI_SUCCESS;
+            }
+            Ok(false) => {}
+            Err(rc) => return rc,
+        }
+    }
+    if active == 0 {
+        crate::p2p::store(status, crate::p2p::empty_status());
+    }
+    // SAFETY: checked non-null above.
+    unsafe { (*index, *flag) = (MPI_UNDEFINED, (active == 0) as c_int) };
+    MPI_SUCCESS
+}
+
+/// MPI_Request_get_status_some (MPI 5.0 §3.7.3): the complete active requests, without
+/// completing them; with no active request, outcount is MPI_UNDEFINED.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    reqs: *const Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    const NAME: &str = "MPI_Request_get_status_some";
+    let reqs = match request_array(incount, reqs).and_then(|r| {
+        if outcount.is_null() || (incount > 0 && indices.is_null()) {
+            Err(err(MPI_ERR_ARG, "outcount or array_of_indices is NULL"))
+        } else {
+            Ok(r)
+        }
+    }) {
+        Ok(r) => r,
+        Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
+    };
+    let (mut active, mut done) = (0, 0usize);
+    for (i, &h) in reqs.iter().enumerate() {
+        match request_inactive(h) {
+            Ok(true) => continue,
+            Ok(false) => active += 1,
+            Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
+        }
+        let mut st = MpiStatus::default();
+        match peek(h, &mut st) {
+            Ok(true) => {
+                // SAFETY: the arrays hold `incount` entries (the caller's contract).
+                unsafe {
+                    *indices.add(done) = i as c_int;
+                    if !statuses.is_null() {
+                        *statuses.add(done) = st;
+                    }
+                }
+                done += 1;
+            }
+            Ok(false) => {}
+            Err(rc) => return rc,
+        }
+    }
+    let n = if active == 0 {
+        MPI_UNDEFINED
+    } else {
+        done as c_int
+    };
+    // SAFETY: checked non-null above.
+    unsafe { *outcount = n };
+    MPI_SUCCESS
+}
