@@ -38,6 +38,8 @@ pub(crate) struct CommData {
     /// Call numbers of persistent collectives, counted apart from `coll_seq` and marked
     /// with [`crate::coll::PERSISTENT_SEQ`] (see [`Comm::reserve_coll_seq`]).
     pub(crate) coll_persistent_seq: Cell<u32>,
+    /// Nonblocking duplications started on this communicator (their tags carry it).
+    pub(crate) idup_seq: Cell<u32>,
     /// Ranks per node for collective selection and the tuning generation it was computed
     /// under (see `Comm::coll_ppn`), so calls do not recompute it.
     pub(crate) coll_ppn: Cell<Option<(u64, u32)>>,
@@ -105,6 +107,7 @@ impl Comm {
                 name,
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
                 coll_near_first: Cell::new(None),
@@ -140,6 +143,7 @@ impl Comm {
                 name,
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
                 coll_near_first: Cell::new(None),
@@ -257,10 +261,11 @@ impl Comm {
             return self.inter_dup();
         }
         self.check()?;
+        let _creating = Creating::new(&self.engine);
         let next = self.engine.borrow().next_ctx();
         let all = self.allgather_words(&[next])?;
         let ctx = all.iter().copied().max().unwrap_or(next);
-        self.engine.borrow_mut().set_next_ctx(ctx + 2);
+        self.engine.borrow_mut().take_ctx(ctx, 2);
         Ok(Comm::new(
             self.engine.clone(),
             ctx,
@@ -288,10 +293,11 @@ impl Comm {
         if self.is_inter() {
             return self.inter_split(color, key);
         }
+        let _creating = Creating::new(&self.engine);
         let next = self.engine.borrow().next_ctx();
         let all = self.allgather_words(&[color as u32, key as u32, next])?;
         let ctx = all.chunks(3).map(|c| c[2]).max().unwrap_or(next);
-        self.engine.borrow_mut().set_next_ctx(ctx + 2);
+        self.engine.borrow_mut().take_ctx(ctx, 2);
         if color == UNDEFINED {
             return Ok(None);
         }
@@ -445,6 +451,7 @@ impl Comm {
         }
         // Every member's next free context id, maximised around the group's ring.
         let n = group.len();
+        let _creating = Creating::new(&self.engine);
         let mut max = self.engine.borrow().next_ctx();
         if n > 1 {
             let right = in_self[(pos + 1) % n];
@@ -463,7 +470,7 @@ impl Comm {
                 max = max.max(got[0]);
             }
         }
-        self.engine.borrow_mut().set_next_ctx(max + 2);
+        self.engine.borrow_mut().take_ctx(max, 2);
         Ok(Comm::new(
             self.engine.clone(),
             max,
@@ -577,6 +584,7 @@ impl Comm {
                 name: format!("bridge of {}", self.data.name),
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
                 coll_near_first: Cell::new(None),
@@ -649,6 +657,7 @@ impl Comm {
     /// groups.
     fn inter_agree(&self, words: &[u32]) -> Result<(u32, Vec<u32>)> {
         let d = self.inter_data("create")?;
+        let _creating = Creating::new(&self.engine);
         let next = self.engine.borrow().next_ctx();
         let max = d
             .local
@@ -673,7 +682,7 @@ impl Comm {
             Vec::new()
         };
         let v = d.local.bcast_words(0, out)?;
-        self.engine.borrow_mut().set_next_ctx(v[0] + INTER_CTX_IDS);
+        self.engine.borrow_mut().take_ctx(v[0], INTER_CTX_IDS);
         Ok((v[0], v[1..].to_vec()))
     }
 
@@ -701,6 +710,7 @@ impl Comm {
                 ),
             ));
         }
+        let _creating = Creating::new(&self.engine);
         let next = self.engine.borrow().next_ctx();
         let max = self
             .allgather_words(&[next])?
@@ -735,7 +745,7 @@ impl Comm {
                 ),
             ));
         }
-        self.engine.borrow_mut().set_next_ctx(v[0] + INTER_CTX_IDS);
+        self.engine.borrow_mut().take_ctx(v[0], INTER_CTX_IDS);
         Ok(Comm::new_inter(
             self.engine.clone(),
             v[0],
@@ -875,5 +885,405 @@ impl Comm {
             remote.into(),
             format!("split of {} (color {color})", self.data.name),
         )))
+    }
+}
+
+/// Marks a blocking communicator creation for its whole life: nonblocking duplications take
+/// no decision on context ids meanwhile (see [`Comm::idup`]).
+struct Creating(Rc<RefCell<Engine>>);
+
+impl Creating {
+    fn new(engine: &Rc<RefCell<Engine>>) -> Creating {
+        engine.borrow_mut().begin_creation();
+        Creating(engine.clone())
+    }
+}
+
+impl Drop for Creating {
+    fn drop(&mut self) {
+        self.0.borrow_mut().end_creation();
+    }
+}
+
+/// Tags of the nonblocking context-id agreement on the collective context: above every
+/// collective tag (below 2^30) and below communicator creation's; bits 8-23 hold the
+/// duplication's number on its communicator, bits 0-7 the message's step.
+const TAG_IDUP: i32 = 0x6000_0000;
+
+/// One participant of a duplication's agreement: where its messages go and how they arrive.
+#[derive(Clone)]
+pub(crate) struct AgreePeer {
+    world: u32,
+    /// Context both directions use with this participant.
+    ctx: u32,
+    /// This process's rank as the participant sees it on `ctx`.
+    me_as_src: u32,
+    /// The participant's rank as this process sees it on `ctx`.
+    them_as_src: i32,
+    /// World ranks of the ranks on `ctx` (the receive's view of its sources).
+    peers: Rc<[u32]>,
+}
+
+/// A nonblocking duplication's agreement on a context id (MPI-4.1 §7.4.2 MPI_Comm_idup),
+/// advanced by every progress call of this process (`Engine::advance_idups`).
+///
+/// Rounds of a dissemination allreduce(MAX) (ceil(log2 n) steps, one message each way per
+/// step) over the participants alternate:
+/// - a proposal round: every participant proposes the first of `width` ids it reserved
+///   (`Engine::reserve_ctx`: no other creation on its process can take them); the maximum
+///   is the candidate. Each participant checks whether the candidate overlaps ids its
+///   process took since its oldest duplication in flight started (other duplications'
+///   proposals and candidates, blocking creations: `Engine::ctx_overlaps`), then takes it;
+/// - a confirmation round: the maximum of the "taken here" flags. Zero: the candidate is
+///   the new context on every participant. Otherwise a new proposal round starts.
+///
+/// The checks (and new proposals) wait while a blocking creation of this process is between
+/// reading and setting its next free id ([`Engine::creating`]), so the two never take the
+/// same id.
+pub(crate) struct IdupState {
+    parts: Vec<AgreePeer>,
+    me: usize,
+    width: u32,
+    seq: u32,
+    /// Messages sent so far (low tag bits); equal on every participant at each step.
+    step_no: u32,
+    proposal: u32,
+    candidate: u32,
+    confirming: bool,
+    /// Distance of the current dissemination step.
+    dist: usize,
+    /// Proposal rounds after the first, and what makes this process's gaps differ from
+    /// the other participants' (its world rank and the duplication's number).
+    attempt: u32,
+    salt: u64,
+    value: u32,
+    /// Boxed so the engine's pointers into them survive moves of the state.
+    sbuf: Box<[u32; 1]>,
+    rbuf: Box<[u32; 1]>,
+    send: Option<crate::engine::ReqId>,
+    recv: Option<crate::engine::ReqId>,
+    /// The agreed first context id, or why the agreement failed.
+    pub(crate) outcome: Option<Result<u32>>,
+}
+
+impl IdupState {
+    /// Whether the engine still holds pointers into this state's buffers.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.send.is_some() || self.recv.is_some()
+    }
+
+    /// Advances the agreement as far as it can go without waiting; true if anything moved.
+    pub(crate) fn step(&mut self, e: &mut Engine) -> bool {
+        if self.outcome.is_some() {
+            // Only a failed or dropped agreement's leftover messages remain.
+            return self.reap(e);
+        }
+        match self.advance(e) {
+            Ok(moved) => moved,
+            Err(x) => {
+                self.abandon(e);
+                self.outcome = Some(Err(x));
+                true
+            }
+        }
+    }
+
+    /// Frees this state's finished requests; true if any.
+    fn reap(&mut self, e: &mut Engine) -> bool {
+        let mut moved = false;
+        for id in [&mut self.send, &mut self.recv] {
+            if let Some(r) = id.filter(|&r| e.is_done(r)) {
+                e.free_req(r);
+                *id = None;
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// Stops the agreement: a receive not matched yet is cancelled; a send keeps going until
+    /// it is done (its buffer lives as long as this state).
+    pub(crate) fn abandon(&mut self, e: &mut Engine) {
+        if let Some(r) = self.recv {
+            e.cancel_recv(r);
+        }
+        self.reap(e);
+    }
+
+    fn advance(&mut self, e: &mut Engine) -> Result<bool> {
+        let mut moved = false;
+        loop {
+            if self.send.is_some_and(|r| !e.is_done(r)) || self.recv.is_some_and(|r| !e.is_done(r))
+            {
+                return Ok(moved);
+            }
+            if let Some(r) = self.send.take() {
+                let out = e.outcome(r);
+                e.free_req(r);
+                out?;
+            }
+            if let Some(r) = self.recv.take() {
+                let out = e.outcome(r);
+                e.free_req(r);
+                out?;
+                self.value = self.value.max(self.rbuf[0]);
+                self.dist *= 2;
+                moved = true;
+            }
+            let n = self.parts.len();
+            if self.dist < n {
+                self.post(e)?;
+                moved = true;
+                continue;
+            }
+            // A round is complete: `value` is the maximum over every participant.
+            if e.creating() {
+                return Ok(moved);
+            }
+            if !self.confirming {
+                let m = self.value;
+                let own = (self.proposal, self.proposal + self.width);
+                let taken = e.ctx_overlaps(m, self.width, own);
+                e.take_ctx(m, self.width);
+                self.candidate = m;
+                self.value = taken as u32;
+                self.confirming = true;
+            } else if self.value == 0 {
+                self.outcome = Some(Ok(self.candidate));
+                return Ok(true);
+            } else {
+                // Another duplication of some participant's process wanted the candidate
+                // too. Proposals spaced by a pseudo-random gap keep two duplications that
+                // run into each other from doing so again in lockstep.
+                self.attempt += 1;
+                let gap = (splitmix(self.salt ^ u64::from(self.attempt)) % 8) as u32;
+                self.proposal = e.reserve_ctx(self.width, gap * self.width);
+                self.value = self.proposal;
+                self.confirming = false;
+            }
+            self.dist = 1;
+            moved = true;
+        }
+    }
+
+    /// Posts the current step's send and receive.
+    fn post(&mut self, e: &mut Engine) -> Result<()> {
+        let n = self.parts.len();
+        let to = &self.parts[(self.me + self.dist) % n];
+        let from = &self.parts[(self.me + n - self.dist) % n];
+        let tag = TAG_IDUP | (((self.seq & 0xffff) << 8) | (self.step_no & 0xff)) as i32;
+        self.step_no = self.step_no.wrapping_add(1);
+        self.sbuf[0] = self.value;
+        let pattern = crate::matching::Pattern {
+            ctx: from.ctx,
+            src: from.them_as_src,
+            tag,
+        };
+        self.recv = Some(e.start_recv(
+            weft_transport::buf::RawBufMut::new(bytemuck::cast_slice_mut(&mut self.rbuf[..])),
+            pattern,
+            Some(from.world),
+            &from.peers,
+        )?);
+        self.send = e.start_send_mode(
+            weft_transport::buf::RawBuf::new(bytemuck::cast_slice(&self.sbuf[..])),
+            to.world,
+            to.me_as_src,
+            to.ctx,
+            tag,
+            false,
+        )?;
+        Ok(())
+    }
+}
+
+/// SplitMix64's finaliser: a well-mixed 64-bit value of `x`.
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A nonblocking duplication started by [`Comm::idup`]; the new communicator exists once
+/// [`DupRequest::test`] or [`DupRequest::wait`] returns it.
+pub struct DupRequest {
+    parent: Comm,
+    key: u64,
+    taken: bool,
+}
+
+impl std::fmt::Debug for DupRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DupRequest(of {}, key {})",
+            self.parent.data.name, self.key
+        )
+    }
+}
+
+impl Comm {
+    /// Starts duplicating this communicator (MPI_Comm_idup, MPI-4.1 §7.4.2): returns at once;
+    /// the agreement on the new context runs on this process's progress (any weft call that
+    /// polls, a blocking receive included), so ranks may call it at different times and
+    /// communicate meanwhile. Several duplications may be in flight, on one communicator or
+    /// on overlapping ones; every member must start the duplications of one communicator in
+    /// the same order. Works on intercommunicators too (both groups take part).
+    ///
+    /// A peer that dies makes the request fail (with the engine's error for that peer).
+    /// Known limit: the agreement takes no decision while a blocking creation (dup, split,
+    /// create_group, intercomm creation) runs on this process, so a program that blocks in
+    /// such a creation until a peer's duplication has completed waits forever.
+    pub fn idup(&self) -> Result<DupRequest> {
+        self.check_open()?;
+        let seq = self.data.idup_seq.get();
+        self.data.idup_seq.set(seq.wrapping_add(1));
+        let (parts, me, width) = self.agree_parts()?;
+        let d_ctx = self.data.ctx;
+        let mut e = self.engine.borrow_mut();
+        let proposal = e.reserve_ctx(width, 0);
+        let salt = (u64::from(parts[me].world) << 32) ^ u64::from(seq) ^ (u64::from(d_ctx) << 16);
+        let state = IdupState {
+            attempt: 0,
+            salt,
+            parts,
+            me,
+            width,
+            seq,
+            step_no: 0,
+            proposal,
+            candidate: 0,
+            confirming: false,
+            dist: 1,
+            value: proposal,
+            sbuf: Box::new([0]),
+            rbuf: Box::new([0]),
+            send: None,
+            recv: None,
+            outcome: None,
+        };
+        let key = e.add_idup(state);
+        // The first step's messages leave now: a peer blocked elsewhere can receive them.
+        e.progress();
+        drop(e);
+        Ok(DupRequest {
+            parent: self.clone(),
+            key,
+            taken: false,
+        })
+    }
+
+    /// The participants of an agreement over this communicator (both groups of an
+    /// intercommunicator, the group whose leader has the lower world rank first), this
+    /// process's index among them and the number of context ids the new one takes.
+    fn agree_parts(&self) -> Result<(Vec<AgreePeer>, usize, u32)> {
+        let d = &self.data;
+        let group = |members: &Rc<[u32]>, ctx: u32| -> Vec<AgreePeer> {
+            (0..members.len())
+                .map(|j| AgreePeer {
+                    world: members[j],
+                    ctx,
+                    me_as_src: d.rank,
+                    them_as_src: j as i32,
+                    peers: members.clone(),
+                })
+                .collect()
+        };
+        let Some(i) = &d.inter else {
+            return Ok((group(&d.members, d.ctx + 1), d.rank as usize, 2));
+        };
+        let local = group(&d.members, i.local.data.ctx + 1);
+        let remote = group(&i.remote, i.bridge_ctx);
+        if d.members.first() < i.remote.first() {
+            let mut parts = local;
+            parts.extend(remote);
+            Ok((parts, d.rank as usize, INTER_CTX_IDS))
+        } else {
+            let mut parts = remote;
+            parts.extend(local);
+            Ok((parts, i.remote.len() + d.rank as usize, INTER_CTX_IDS))
+        }
+    }
+
+    /// The duplicate on context `ctx` (agreed by an idup).
+    fn dup_on(&self, ctx: u32) -> Comm {
+        let name = format!("dup of {}", self.data.name);
+        match &self.data.inter {
+            None => Comm::new(
+                self.engine.clone(),
+                ctx,
+                self.data.rank,
+                self.data.members.clone(),
+                name,
+            ),
+            Some(i) => Comm::new_inter(
+                self.engine.clone(),
+                ctx,
+                self.data.rank,
+                self.data.members.clone(),
+                i.remote.clone(),
+                name,
+            ),
+        }
+    }
+}
+
+impl DupRequest {
+    /// Polls once; the new communicator once the agreement is done (`Ok(None)` before). After
+    /// an error or a returned communicator, the request is finished: later calls are errors.
+    pub fn test(&mut self) -> Result<Option<Comm>> {
+        if self.taken {
+            return Err(Error::new(
+                ErrorKind::InvalidRequest,
+                format!(
+                    "idup of {}: the request has already completed",
+                    self.parent.name()
+                ),
+            ));
+        }
+        let mut e = self.parent.engine.borrow_mut();
+        if !e.idup_finished(self.key) {
+            e.progress();
+        }
+        let out = e.take_idup(self.key);
+        drop(e);
+        match out {
+            None => Ok(None),
+            Some(r) => {
+                self.taken = true;
+                r.map(|ctx| Some(self.parent.dup_on(ctx)))
+            }
+        }
+    }
+
+    /// Whether the agreement is done (test or wait then returns at once); does not poll.
+    pub fn is_done(&self) -> bool {
+        self.taken || self.parent.engine.borrow().idup_finished(self.key)
+    }
+
+    /// Waits for the agreement and returns the new communicator (finishing the request as
+    /// `test` does).
+    pub fn wait(&mut self) -> Result<Comm> {
+        loop {
+            if let Some(c) = self.test()? {
+                return Ok(c);
+            }
+            let key = self.key;
+            self.parent
+                .engine
+                .borrow_mut()
+                .wait_until(|e| e.idup_finished(key));
+        }
+    }
+}
+
+impl Drop for DupRequest {
+    fn drop(&mut self) {
+        if !self.taken {
+            if let Ok(mut e) = self.parent.engine.try_borrow_mut() {
+                e.drop_idup(self.key);
+            }
+        }
     }
 }

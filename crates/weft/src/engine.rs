@@ -305,6 +305,27 @@ pub(crate) struct Engine {
     colls_busy: bool,
     /// The collectives' own bookkeeping: unfinished calls' tags, plans, scratch.
     pub(crate) coll_state: crate::coll::CallState,
+    /// Nonblocking duplications (`Comm::idup`) not taken by their request yet, advanced on
+    /// every progress call like the collectives (see `comm::IdupState`).
+    idups: Vec<IdupSlot>,
+    /// True while the duplications are being advanced (no re-entry from their own sends).
+    idups_busy: bool,
+    /// Key of the next duplication.
+    next_idup_key: u64,
+    /// Context id ranges `[first, end)` taken (reserved, claimed or agreed) on this process
+    /// while duplications are in flight: their checks look for overlaps here.
+    ctx_taken: Vec<(u32, u32)>,
+    /// Blocking communicator creations in progress: a duplication takes no decision on
+    /// context ids while one reads and sets them (see `Comm::idup`).
+    creating: u32,
+}
+
+/// A duplication in flight and whether its request was dropped (it is removed once its
+/// messages are done).
+struct IdupSlot {
+    key: u64,
+    state: crate::comm::IdupState,
+    dropped: bool,
 }
 
 /// How a local node was set up, handed to [`Engine::new`].
@@ -440,6 +461,11 @@ impl Engine {
             colls: Vec::new(),
             colls_busy: false,
             coll_state: crate::coll::CallState::default(),
+            idups: Vec::new(),
+            idups_busy: false,
+            next_idup_key: 0,
+            ctx_taken: Vec::new(),
+            creating: 0,
         })
     }
 
@@ -504,6 +530,119 @@ impl Engine {
 
     pub(crate) fn set_next_ctx(&mut self, ctx: u32) {
         self.next_ctx = self.next_ctx.max(ctx);
+    }
+
+    /// Takes `width` fresh context ids on this process, `skip` ids above the next free one
+    /// (they are below `next_ctx` from now on, so no later creation here picks them), and
+    /// returns the first. Only duplications reserve, so the ids are recorded for their
+    /// checks (see `ctx_taken`).
+    pub(crate) fn reserve_ctx(&mut self, width: u32, skip: u32) -> u32 {
+        let p = self.next_ctx + skip;
+        self.ctx_taken.push((p, p + width));
+        self.next_ctx = p + width;
+        p
+    }
+
+    /// A new communicator of this process takes ids `first..first + width` (a creation's
+    /// agreed context): later ones start above them.
+    pub(crate) fn take_ctx(&mut self, first: u32, width: u32) {
+        if !self.idups.is_empty() || self.idups_busy {
+            self.ctx_taken.push((first, first + width));
+        }
+        self.set_next_ctx(first + width);
+    }
+
+    /// Whether ids `first..first + width` overlap ids this process took since its oldest
+    /// duplication in flight started, apart from one range `own` (the asking duplication's
+    /// proposal).
+    pub(crate) fn ctx_overlaps(&self, first: u32, width: u32, own: (u32, u32)) -> bool {
+        let mut own_seen = false;
+        self.ctx_taken.iter().any(|&(a, b)| {
+            if (a, b) == own && !own_seen {
+                own_seen = true;
+                return false;
+            }
+            a < first + width && first < b
+        })
+    }
+
+    /// A blocking communicator creation starts (`end_creation` when it has set `next_ctx`).
+    pub(crate) fn begin_creation(&mut self) {
+        self.creating += 1;
+    }
+
+    pub(crate) fn end_creation(&mut self) {
+        self.creating -= 1;
+    }
+
+    /// Whether a blocking communicator creation is between reading and setting `next_ctx`.
+    pub(crate) fn creating(&self) -> bool {
+        self.creating > 0
+    }
+
+    /// Files a started duplication; progress advances it from now on. Returns its key.
+    pub(crate) fn add_idup(&mut self, state: crate::comm::IdupState) -> u64 {
+        if self.idups.is_empty() {
+            // Ids taken before lie below every proposal of the new duplication.
+            self.ctx_taken.clear();
+        }
+        let key = self.next_idup_key;
+        self.next_idup_key += 1;
+        self.idups.push(IdupSlot {
+            key,
+            state,
+            dropped: false,
+        });
+        key
+    }
+
+    /// Whether duplication `key` has an outcome (a context id or an error).
+    pub(crate) fn idup_finished(&self, key: u64) -> bool {
+        self.idups
+            .iter()
+            .find(|s| s.key == key)
+            .is_none_or(|s| s.state.outcome.is_some())
+    }
+
+    /// The outcome of duplication `key` once it has one; the slot goes (or stays, marked
+    /// dropped, until messages it still has in flight are done).
+    pub(crate) fn take_idup(&mut self, key: u64) -> Option<Result<u32>> {
+        let i = self.idups.iter().position(|s| s.key == key)?;
+        let out = self.idups[i].state.outcome.take()?;
+        self.drop_idup_at(i);
+        Some(out)
+    }
+
+    /// Forgets duplication `key` (its request was dropped unfinished or has taken the outcome).
+    pub(crate) fn drop_idup(&mut self, key: u64) {
+        if let Some(i) = self.idups.iter().position(|s| s.key == key) {
+            self.drop_idup_at(i);
+        }
+    }
+
+    fn drop_idup_at(&mut self, i: usize) {
+        let mut slot = self.idups.swap_remove(i);
+        slot.state.abandon(self);
+        if slot.state.in_flight() {
+            slot.dropped = true;
+            self.idups.push(slot);
+        }
+    }
+
+    /// Advances every duplication once; true if any moved.
+    fn advance_idups(&mut self) -> bool {
+        self.idups_busy = true;
+        let mut slots = std::mem::take(&mut self.idups);
+        let mut moved = false;
+        for s in slots.iter_mut() {
+            moved |= s.state.step(self);
+        }
+        slots.retain(|s| !(s.dropped && !s.state.in_flight()));
+        // Duplications filed meanwhile (none today: filing is a user call) are kept.
+        slots.append(&mut self.idups);
+        self.idups = slots;
+        self.idups_busy = false;
+        moved
     }
 
     /// The collective tuning of this process.
@@ -918,7 +1057,10 @@ impl Engine {
     /// Polls every inbound ring, flushes queued outbound work and advances the started
     /// collectives (unless called from inside one). True if anything moved.
     pub(crate) fn progress(&mut self) -> bool {
-        let moved = self.progress_transports();
+        let mut moved = self.progress_transports();
+        if !self.idups.is_empty() && !self.idups_busy && self.creating == 0 {
+            moved |= self.advance_idups();
+        }
         if self.colls.is_empty() || self.colls_busy {
             return moved;
         }
