@@ -125,6 +125,27 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let r = (|| {
         let s = state("MPI_Finalize")?;
+        // MPI_COMM_SELF is freed first, as if by MPI_Comm_free, so its attributes' delete
+        // callbacks run at the very beginning, in the reverse order of their setting
+        // (MPI-4.1 §11.2.2): tools use them as an "at exit" hook.
+        let keys: Vec<c_int> = s
+            .comm(MPI_COMM_SELF)?
+            .attrs
+            .iter()
+            .rev()
+            .map(|&(k, _)| k)
+            .collect();
+        for k in keys {
+            // SAFETY: a valid communicator and a keyval set on it.
+            let rc = unsafe { crate::comm::MPI_Comm_delete_attr(MPI_COMM_SELF, k) };
+            if rc != MPI_SUCCESS {
+                return Err(err(
+                    rc,
+                    format!("the delete callback of MPI_COMM_SELF's attribute {k} failed"),
+                ));
+            }
+        }
+        let s = state("MPI_Finalize")?;
         for (mut req, _buf) in s.bsend_pending.drain(..) {
             req.wait()?;
         }
@@ -305,7 +326,47 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
 
 // ------------------------------------------------------------------- info objects
 
+/// The table index holding MPI_INFO_ENV's keys, made at its first use (usize::MAX: none).
+static INFO_ENV_INDEX: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// MPI_INFO_ENV's keys (MPI-4.1 §11.2.2): how the process was started.
+fn info_env_entries(s: &State) -> Vec<(String, String)> {
+    let args: Vec<String> = std::env::args().collect();
+    let mut kv = Vec::new();
+    if let Some(cmd) = args.first() {
+        kv.push(("command".to_string(), cmd.clone()));
+    }
+    if args.len() > 1 {
+        kv.push(("argv".to_string(), args[1..].join(" ")));
+    }
+    kv.push(("maxprocs".to_string(), s.weft.world().size().to_string()));
+    kv.push(("arch".to_string(), std::env::consts::ARCH.to_string()));
+    if let Ok(dir) = std::env::current_dir() {
+        kv.push(("wdir".to_string(), dir.display().to_string()));
+    }
+    let level = match s.thread_level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
+    };
+    kv.push(("thread_level".to_string(), level.to_string()));
+    kv
+}
+
 fn info_mut(s: &mut State, h: Handle) -> R<&mut Vec<(String, String)>> {
+    let h = if h == MPI_INFO_ENV {
+        let mut i = INFO_ENV_INDEX.load(Ordering::Acquire);
+        if s.infos.get(i).is_none() {
+            let kv = info_env_entries(s);
+            i = s.infos.insert(kv);
+            INFO_ENV_INDEX.store(i, Ordering::Release);
+        }
+        make_handle(K_INFO, i)
+    } else {
+        h
+    };
     handle_index(K_INFO, h)
         .and_then(|i| s.infos.get_mut(i))
         .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))

@@ -107,11 +107,10 @@ pub fn raise(comm: Handle, func: &str, e: MpiError) -> c_int {
             e.class
         }
         CommHandler::Fatal => {
+            let text = dynamic_string(e.class).unwrap_or_else(|| class_text(e.class).into());
             let line = format!(
-                "{func} on rank {rank}: {} (MPI error class {}: {})",
-                e.message,
-                e.class,
-                class_text(e.class)
+                "{func} on rank {rank}: {} (MPI error class {}: {text})",
+                e.message, e.class,
             );
             match state_opt() {
                 Some(s) => s.weft.abort(e.class.max(1), &line),
@@ -184,6 +183,11 @@ pub unsafe extern "C" fn MPI_Error_string(
     string: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
+    if let Some(text) = dynamic_string(errorcode) {
+        // SAFETY: forwarded caller contract.
+        unsafe { write_c_string(&text, string, MPI_MAX_ERROR_STRING, resultlen) };
+        return MPI_SUCCESS;
+    }
     let text = class_text(errorcode);
     if text.is_empty() {
         return raise(
@@ -206,6 +210,11 @@ pub unsafe extern "C" fn MPI_Error_string(
 /// `errorclass` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    if let (Some(class), false) = (dynamic_class(errorcode), errorclass.is_null()) {
+        // SAFETY: checked non-null; writable by the caller's contract.
+        unsafe { *errorclass = class };
+        return MPI_SUCCESS;
+    }
     if class_text(errorcode).is_empty() || errorclass.is_null() {
         return raise(
             MPI_COMM_WORLD,
@@ -219,4 +228,175 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
     // SAFETY: checked non-null; writable by the caller's contract.
     unsafe { *errorclass = errorcode };
     MPI_SUCCESS
+}
+
+// ------------------------------------------------------------------- user error classes
+
+/// Error classes and codes the program added (MPI-4.1 §9.5), numbered above
+/// MPI_ERR_LASTCODE from one counter: each value's class (itself for a class) and string.
+struct Dynamic {
+    /// Value -> (class, string).
+    entries: std::collections::BTreeMap<c_int, (c_int, String)>,
+    /// The largest value handed out (MPI_LASTUSEDCODE).
+    last: c_int,
+}
+
+static DYNAMIC: std::sync::Mutex<Dynamic> = std::sync::Mutex::new(Dynamic {
+    entries: std::collections::BTreeMap::new(),
+    last: MPI_ERR_LASTCODE,
+});
+
+fn dynamic() -> std::sync::MutexGuard<'static, Dynamic> {
+    DYNAMIC.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The class of an added error class or code.
+pub fn dynamic_class(code: c_int) -> Option<c_int> {
+    dynamic().entries.get(&code).map(|e| e.0)
+}
+
+/// The string of an added error class or code (empty until MPI_Add_error_string).
+fn dynamic_string(code: c_int) -> Option<String> {
+    dynamic().entries.get(&code).map(|e| e.1.clone())
+}
+
+/// The largest error code or class in use (the MPI_LASTUSEDCODE attribute's value).
+pub fn last_used_code() -> c_int {
+    dynamic().last
+}
+
+fn add_error(class: Option<c_int>, out: *mut c_int, func: &str) -> c_int {
+    if out.is_null() {
+        return raise(MPI_COMM_WORLD, func, err(MPI_ERR_ARG, "the output is NULL"));
+    }
+    let mut d = dynamic();
+    if d.last == c_int::MAX {
+        drop(d);
+        return raise(
+            MPI_COMM_WORLD,
+            func,
+            err(MPI_ERR_OTHER, "no error values left"),
+        );
+    }
+    d.last += 1;
+    let v = d.last;
+    d.entries.insert(v, (class.unwrap_or(v), String::new()));
+    // SAFETY: checked non-null; writable by the caller's contract.
+    unsafe { *out = v };
+    MPI_SUCCESS
+}
+
+/// MPI_Add_error_class (MPI-4.1 §9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    add_error(None, errorclass, "MPI_Add_error_class")
+}
+
+/// MPI_Add_error_code (MPI-4.1 §9.5): a new code of `errorclass`, predefined or added.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    let predefined = (MPI_SUCCESS..=MPI_ERR_LASTCODE).contains(&errorclass)
+        && !class_text(errorclass).is_empty();
+    let added = dynamic_class(errorclass) == Some(errorclass);
+    if !predefined && !added {
+        return raise(
+            MPI_COMM_WORLD,
+            "MPI_Add_error_code",
+            err(
+                MPI_ERR_ARG,
+                format!("errorclass {errorclass} is not an error class"),
+            ),
+        );
+    }
+    add_error(Some(errorclass), errorcode, "MPI_Add_error_code")
+}
+
+/// MPI_Add_error_string (MPI-4.1 §9.5): for added classes and codes only (the predefined
+/// ones keep the standard's text).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    let r = (|| {
+        // SAFETY: a NUL-terminated string (the caller's contract).
+        let text = unsafe { crate::env::c_str(string, "string")? };
+        if text.len() >= MPI_MAX_ERROR_STRING {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "the string has {} bytes, MPI_MAX_ERROR_STRING is {MPI_MAX_ERROR_STRING}",
+                    text.len()
+                ),
+            ));
+        }
+        match dynamic().entries.get_mut(&errorcode) {
+            Some(e) => {
+                e.1 = text;
+                Ok(())
+            }
+            None => Err(err(
+                MPI_ERR_ARG,
+                format!("errorcode {errorcode} was not added by MPI_Add_error_class/code"),
+            )),
+        }
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Add_error_string", r)
+}
+
+/// MPI_Remove_error_class (MPI-4.1 §9.5): only a class with no codes left.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    let r = (|| {
+        let mut d = dynamic();
+        if d.entries.get(&errorclass).map(|e| e.0) != Some(errorclass) {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("{errorclass} is not an added error class"),
+            ));
+        }
+        if d.entries
+            .iter()
+            .any(|(&v, e)| e.0 == errorclass && v != errorclass)
+        {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("error class {errorclass} still has codes"),
+            ));
+        }
+        d.entries.remove(&errorclass);
+        Ok(())
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Remove_error_class", r)
+}
+
+/// MPI_Remove_error_code (MPI-4.1 §9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    let mut d = dynamic();
+    let r = match d.entries.get(&errorcode) {
+        Some(e) if e.0 != errorcode => {
+            d.entries.remove(&errorcode);
+            Ok(())
+        }
+        _ => Err(err(
+            MPI_ERR_ARG,
+            format!("{errorcode} is not an added error code"),
+        )),
+    };
+    drop(d);
+    finish(MPI_COMM_WORLD, "MPI_Remove_error_code", r)
+}
+
+/// MPI_Remove_error_string (MPI-4.1 §9.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    let r = match dynamic().entries.get_mut(&errorcode) {
+        Some(e) => {
+            e.1.clear();
+            Ok(())
+        }
+        None => Err(err(
+            MPI_ERR_ARG,
+            format!("{errorcode} is not an added error class or code"),
+        )),
+    };
+    finish(MPI_COMM_WORLD, "MPI_Remove_error_string", r)
 }

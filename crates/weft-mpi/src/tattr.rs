@@ -167,7 +167,7 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
 }
 
 /// MPI_Type_free_keyval (MPI-4.1 §7.7.4): sets the keyval to MPI_KEYVAL_INVALID;
-/// attributes already set keep working until deleted.
+/// attributes already set keep working until deleted, new ones are refused.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free_keyval(keyval_p: *mut c_int) -> c_int {
     let r = (|| {
@@ -176,7 +176,9 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(keyval_p: *mut c_int) -> c_int {
         }
         // SAFETY: non-null.
         let k = unsafe { *keyval_p };
-        keyval(k, true)?;
+        // Freeing a freed keyval again is accepted (MPICH's keyval_double_free_type frees
+        // copies of one keyval from delete callbacks, as the communicator keyvals allow).
+        keyval(k, false)?;
         tables().keyvals[(k - TYPE_KEYVAL_BASE) as usize].1 = true;
         put!(keyval_p, MPI_KEYVAL_INVALID)
     })();

@@ -265,3 +265,11 @@ fn wrappers_show_and_mpiexec() {
 fn datatype_decoding_external32_attributes_and_status_queries() {
     run_ok("decode");
 }
+
+/// User error classes and codes with their strings and removal, MPI_INFO_ENV's keys, and
+/// MPI_COMM_SELF's attribute delete callbacks at the start of MPI_Finalize in reverse order
+/// of setting (itest/c/errclass.c).
+#[test]
+fn user_error_classes_info_env_and_finalize_callbacks() {
+    run_ok("errclass");
+}
