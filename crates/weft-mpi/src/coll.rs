@@ -6,6 +6,7 @@
 use crate::consts::*;
 use crate::dtype::{bytes_of, put};
 use crate::error::{err, finish, R};
+use crate::fast::RedColl as Fast;
 use crate::stage::{incoming, incoming_for_reduction, outgoing, outgoing_for_reduction};
 use crate::state::{handle_index, state, State, UserFn, UserOpEntry, K_OP};
 use std::os::raw::{c_int, c_void};
@@ -497,9 +498,18 @@ pub unsafe extern "C" fn MPI_Reduce(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the caller's MPI contract, passed on.
-    if let Some(rc) =
-        unsafe { crate::fast::reduction(send, recv, count, dt, op, Some(root), comm, "MPI_Reduce") }
-    {
+    if let Some(rc) = unsafe {
+        crate::fast::reduction(
+            Fast::Reduce(root),
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+            "MPI_Reduce",
+        )
+    } {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -563,9 +573,18 @@ pub unsafe extern "C" fn MPI_Allreduce(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the caller's MPI contract, passed on.
-    if let Some(rc) =
-        unsafe { crate::fast::reduction(send, recv, count, dt, op, None, comm, "MPI_Allreduce") }
-    {
+    if let Some(rc) = unsafe {
+        crate::fast::reduction(
+            Fast::Allreduce,
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+            "MPI_Allreduce",
+        )
+    } {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -627,6 +646,12 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, "MPI_Scan") }
+    {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Scan",
@@ -654,6 +679,12 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::reduction(Fast::Exscan, send, recv, count, dt, op, comm, "MPI_Exscan")
+    } {
+        return rc;
+    }
     finish(
         comm,
         "MPI_Exscan",
@@ -681,6 +712,21 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::reduction(
+            Fast::ReduceScatterBlock,
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+            "MPI_Reduce_scatter_block",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Reduce_scatter_block", unsafe {
             crate::inter::reduce_scatter_block(p, send, recv, count, dt, op)
@@ -1090,6 +1136,12 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::gatherv(send, scount, sdt, recv, rcounts, displs, rdt, root, comm) }
+    {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Gatherv", unsafe {
             crate::inter::gather(
@@ -1144,6 +1196,12 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm) }
+    {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Scatterv", unsafe {
             crate::inter::scatter(
@@ -1234,6 +1292,12 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) =
+        unsafe { crate::fast::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, comm) }
+    {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Allgatherv", unsafe {
             crate::inter::allgather(
@@ -1282,6 +1346,24 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::alltoallv(
+            send,
+            scounts,
+            sdispls,
+            sdt,
+            recv,
+            rcounts,
+            rdispls,
+            rdt,
+            None,
+            comm,
+            "MPI_Alltoallv",
+        )
+    } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Alltoallv", unsafe {
             crate::inter::alltoall(
@@ -1386,6 +1468,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe { crate::fast::reduce_scatter(send, recv, rcounts, dt, op, comm) } {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         return finish(comm, "MPI_Reduce_scatter", unsafe {
             crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op)
@@ -1473,6 +1559,24 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::alltoallv(
+            send,
+            scounts,
+            sdispls,
+            MPI_DATATYPE_NULL,
+            recv,
+            rcounts,
+            rdispls,
+            MPI_DATATYPE_NULL,
+            Some((stypes, rtypes)),
+            comm,
+            "MPI_Alltoallw",
+        )
+    } {
+        return rc;
+    }
     let r = unsafe {
         alltoallw(
             send,

@@ -3,7 +3,9 @@
 //! MPI_Wait / MPI_Test on the requests those start) and of the blocking collectives on
 //! intracommunicators (MPI_Barrier, MPI_Bcast, MPI_Reduce and MPI_Allreduce with predefined
 //! operations, MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall with one datatype and
-//! count on both sides, not in place): the element size (and a reduction's element kind)
+//! count on both sides, their v forms and MPI_Alltoallw with one datatype everywhere,
+//! MPI_Reduce_scatter(_block), MPI_Scan and MPI_Exscan with predefined operations, not in
+//! place): the element size (and a reduction's element kind)
 //! comes from a table indexed by the predefined handle (no layout lookup, no staging),
 //! blocking calls go straight to weft's blocking calls (no request in between), and no error
 //! text travels on the way.
@@ -17,7 +19,8 @@
 //! through [`raise_weft`], which builds the message on the error branch only.
 //!
 //! Nothing here allocates or makes a system call for a small message; the table is built
-//! at the first call. Depends on the state tables, the datatype layer (for the table) and
+//! at the first call, and the v-collectives convert their int counts and displacements into
+//! a per-thread scratch vector that grows to the largest communicator and stays. Depends on the state tables, the datatype layer (for the table) and
 //! the status helpers of `p2p.rs`.
 
 use crate::consts::*;
@@ -513,20 +516,42 @@ pub unsafe fn bcast(
     Some(outcome(c.bcast(data, root), comm, "MPI_Bcast"))
 }
 
-/// MPI_Reduce (`root` given) and MPI_Allreduce with a predefined operation.
+/// Which reduction [`reduction`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RedColl {
+    /// MPI_Reduce to this root.
+    Reduce(c_int),
+    Allreduce,
+    Scan,
+    Exscan,
+    ReduceScatterBlock,
+}
+
+/// Neither buffer is misaligned for elements of `kind`. weft checks alignment and reports a
+/// misaligned buffer; the checked path says it in MPI's words.
+#[inline]
+fn aligned(kind: TypeKind, s: &[u8], r: &[u8]) -> bool {
+    let align = kind.align_bytes();
+    let ok = |b: &[u8]| b.is_empty() || (b.as_ptr() as usize).is_multiple_of(align);
+    ok(s) && ok(r)
+}
+
+/// MPI_Reduce, MPI_Allreduce, MPI_Scan, MPI_Exscan and MPI_Reduce_scatter_block with a
+/// predefined operation.
 ///
 /// # Safety
-/// The MPI calling contract: `send` holds `count` items of `dt`; `recv` is writable for
-/// them (at the root, for MPI_Reduce) and does not overlap `send`.
+/// The MPI calling contract: `send` holds `count` items of `dt` (`count` per rank for
+/// MPI_Reduce_scatter_block); `recv` is writable for `count` items (at the root, for
+/// MPI_Reduce) and does not overlap `send`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn reduction(
+    which: RedColl,
     send: *const c_void,
     recv: *mut c_void,
     count: c_int,
     dt: Handle,
     op: Handle,
-    root: Option<c_int>,
     comm: Handle,
     func: &str,
 ) -> Option<c_int> {
@@ -537,27 +562,30 @@ pub unsafe fn reduction(
     if !plain(send) {
         return None;
     }
-    let root = match root {
-        Some(r) => Some(root_of(r, c.size())?),
-        None => None,
+    let root = match which {
+        RedColl::Reduce(r) => Some(root_of(r, c.size())?),
+        _ => None,
     };
-    let n = span(send, count.into(), size)?;
+    let items = match which {
+        RedColl::ReduceScatterBlock => i64::from(count).checked_mul(c.size().into())?,
+        _ => count.into(),
+    };
+    let n = span(send, items, size)?;
     let out = match root {
         Some(r) if r != c.rank() => 0,
         _ => span(recv, count.into(), size)?,
     };
     // SAFETY: MPI requires the buffers to hold the items for this blocking call.
     let (s, r) = unsafe { (bytes_at(send, n), bytes_at_mut(recv, out)) };
-    // weft checks alignment and reports a misaligned buffer; the checked path says it in
-    // MPI's words.
-    let align = kind.align_bytes();
-    let misaligned = |b: &[u8]| !b.is_empty() && !(b.as_ptr() as usize).is_multiple_of(align);
-    if misaligned(s) || misaligned(r) {
+    if !aligned(kind, s, r) {
         return None;
     }
-    let res = match root {
-        Some(root) => c.reduce_bytes(s, r, kind, &wop, root),
-        None => c.allreduce_bytes(s, r, kind, &wop),
+    let res = match which {
+        RedColl::Reduce(_) => c.reduce_bytes(s, r, kind, &wop, root?),
+        RedColl::Allreduce => c.allreduce_bytes(s, r, kind, &wop),
+        RedColl::Scan => c.scan_bytes(s, r, kind, &wop),
+        RedColl::Exscan => c.exscan_bytes(s, r, kind, &wop),
+        RedColl::ReduceScatterBlock => c.reduce_scatter_block_bytes(s, r, kind, &wop),
     };
     Some(outcome(res, comm, func))
 }
@@ -638,4 +666,334 @@ pub unsafe fn blocks(
         _ => return None,
     };
     Some(outcome(res, comm, func))
+}
+
+// ---------------------------------------------------------------- v-collectives
+
+thread_local! {
+    /// Counts and displacements of a v-collective in bytes (or a reduction's counts in
+    /// elements), converted from the caller's int arrays: kept between calls so a call
+    /// allocates only when the communicator is larger than any before on this thread.
+    static SCRATCH: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `len` scratch entries; None (the checked path) if the scratch is in use
+/// (a call from inside a call, which the fast path never makes, but costs nothing to refuse).
+#[inline]
+fn with_scratch(len: usize, f: impl FnOnce(&mut [usize]) -> Option<c_int>) -> Option<c_int> {
+    SCRATCH.with(|cell| {
+        let mut v = cell.try_borrow_mut().ok()?;
+        if v.len() < len {
+            v.resize(len, 0);
+        }
+        f(&mut v[..len])
+    })
+}
+
+/// `out[i] = arr[i] * unit` for the caller's int array `arr` of `out.len()` entries; None
+/// (the checked path reports it) when `arr` is NULL, an entry is negative or a product
+/// overflows.
+///
+/// # Safety
+/// `arr` is NULL or readable for `out.len()` ints (the MPI calling contract).
+#[inline]
+unsafe fn scale_into(arr: *const c_int, unit: usize, out: &mut [usize]) -> Option<()> {
+    if arr.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: one entry per rank.
+    let a = unsafe { std::slice::from_raw_parts(arr, out.len()) };
+    for (o, &x) in out.iter_mut().zip(a) {
+        *o = usize::try_from(x).ok()?.checked_mul(unit)?;
+    }
+    Some(())
+}
+
+/// The bytes blocks at `displs` of `counts` bytes cover (from the buffer's start).
+#[inline]
+fn extent(counts: &[usize], displs: &[usize]) -> Option<usize> {
+    let mut end = 0usize;
+    for (&c, &d) in counts.iter().zip(displs) {
+        end = end.max(c.checked_add(d)?);
+    }
+    Some(end)
+}
+
+/// The `n` bytes at `buf` when the fast path takes them: not NULL unless empty.
+#[inline]
+fn present(buf: *const c_void, n: usize) -> Option<()> {
+    (n == 0 || !buf.is_null()).then_some(())
+}
+
+/// MPI_Gatherv with one predefined contiguous datatype (the receive side matters at the
+/// root only, as MPI says).
+///
+/// # Safety
+/// The MPI calling contract: `send` holds `scount` items of `sdt`; at the root `recv` is
+/// writable for the blocks `rcounts` and `displs` (one entry per rank) describe, and does
+/// not overlap `send`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn gatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    let size = element_bytes(sdt)?;
+    let c = intra(comm)?;
+    if !plain(send) {
+        return None;
+    }
+    let root = root_of(root, c.size())?;
+    let sn = span(send, scount.into(), size)?;
+    // SAFETY: MPI requires `send` to hold the items for this blocking call.
+    let s = unsafe { bytes_at(send, sn) };
+    if c.rank() != root {
+        return Some(outcome(
+            c.gatherv(s, &mut [], &[], &[], root),
+            comm,
+            "MPI_Gatherv",
+        ));
+    }
+    if rdt != sdt || !plain(recv) {
+        return None;
+    }
+    let p = c.size() as usize;
+    with_scratch(2 * p, |b| {
+        let (cs, ds) = b.split_at_mut(p);
+        // SAFETY: one entry per rank at the root (the MPI calling contract).
+        unsafe { scale_into(rcounts, size, cs)? };
+        unsafe { scale_into(displs, size, ds)? };
+        let rn = extent(cs, ds)?;
+        present(recv, rn)?;
+        // SAFETY: MPI requires `recv` to cover every block for this blocking call.
+        let r = unsafe { bytes_at_mut(recv, rn) };
+        Some(outcome(c.gatherv(s, r, cs, ds, root), comm, "MPI_Gatherv"))
+    })
+}
+
+/// MPI_Scatterv with one predefined contiguous datatype (the send side matters at the root
+/// only).
+///
+/// # Safety
+/// The MPI calling contract: at the root `send` holds the blocks `scounts` and `displs`
+/// describe; `recv` is writable for `rcount` items of `rdt` and does not overlap `send`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn scatterv(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> Option<c_int> {
+    let size = element_bytes(rdt)?;
+    let c = intra(comm)?;
+    if !plain(recv) {
+        return None;
+    }
+    let root = root_of(root, c.size())?;
+    let rn = span(recv, rcount.into(), size)?;
+    // SAFETY: MPI requires `recv` to be writable for the items during this blocking call.
+    let r = unsafe { bytes_at_mut(recv, rn) };
+    if c.rank() != root {
+        return Some(outcome(
+            c.scatterv(&[], &[], &[], r, root),
+            comm,
+            "MPI_Scatterv",
+        ));
+    }
+    if sdt != rdt || !plain(send) {
+        return None;
+    }
+    let p = c.size() as usize;
+    with_scratch(2 * p, |b| {
+        let (cs, ds) = b.split_at_mut(p);
+        // SAFETY: one entry per rank at the root (the MPI calling contract).
+        unsafe { scale_into(scounts, size, cs)? };
+        unsafe { scale_into(displs, size, ds)? };
+        let sn = extent(cs, ds)?;
+        present(send, sn)?;
+        // SAFETY: MPI requires `send` to hold every block for this blocking call.
+        let s = unsafe { bytes_at(send, sn) };
+        Some(outcome(
+            c.scatterv(s, cs, ds, r, root),
+            comm,
+            "MPI_Scatterv",
+        ))
+    })
+}
+
+/// MPI_Allgatherv with one predefined contiguous datatype.
+///
+/// # Safety
+/// The MPI calling contract: `send` holds `scount` items of `sdt`; `recv` is writable for
+/// the blocks `rcounts` and `displs` (one entry per rank) describe, and does not overlap
+/// `send`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn allgatherv(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> Option<c_int> {
+    if sdt != rdt {
+        return None;
+    }
+    let size = element_bytes(sdt)?;
+    let c = intra(comm)?;
+    if !plain(send) || !plain(recv) {
+        return None;
+    }
+    let sn = span(send, scount.into(), size)?;
+    let p = c.size() as usize;
+    with_scratch(2 * p, |b| {
+        let (cs, ds) = b.split_at_mut(p);
+        // SAFETY: one entry per rank (the MPI calling contract).
+        unsafe { scale_into(rcounts, size, cs)? };
+        unsafe { scale_into(displs, size, ds)? };
+        let rn = extent(cs, ds)?;
+        present(recv, rn)?;
+        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
+        let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
+        Some(outcome(c.allgatherv(s, r, cs, ds), comm, "MPI_Allgatherv"))
+    })
+}
+
+/// MPI_Alltoallv (`types` None) and MPI_Alltoallw (`types`: the send and receive datatype
+/// arrays, all of which must be one predefined contiguous datatype; displacements are then
+/// in bytes) with one predefined contiguous datatype `sdt` = `rdt`.
+///
+/// # Safety
+/// The MPI calling contract: the int arrays (and datatype arrays) hold one entry per rank;
+/// `send` holds the send blocks, `recv` is writable for the receive blocks and does not
+/// overlap `send`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn alltoallv(
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    types: Option<(*const Handle, *const Handle)>,
+    comm: Handle,
+    func: &str,
+) -> Option<c_int> {
+    let c = intra(comm)?;
+    if !plain(send) || !plain(recv) {
+        return None;
+    }
+    let p = c.size() as usize;
+    let (sdt, rdt, unit) = match types {
+        None => (sdt, rdt, None),
+        Some((st, rt)) => {
+            if st.is_null() || rt.is_null() {
+                return None;
+            }
+            // SAFETY: one datatype per rank in each array (the MPI calling contract).
+            let (st, rt) = unsafe {
+                (
+                    std::slice::from_raw_parts(st, p),
+                    std::slice::from_raw_parts(rt, p),
+                )
+            };
+            let t = st[0];
+            if st.iter().chain(rt).any(|&x| x != t) {
+                return None;
+            }
+            (t, t, Some(1))
+        }
+    };
+    if sdt != rdt {
+        return None;
+    }
+    let size = element_bytes(sdt)?;
+    // Alltoallv's displacements count items; Alltoallw's count bytes.
+    let dunit = unit.unwrap_or(size);
+    with_scratch(4 * p, |b| {
+        let (sc, rest) = b.split_at_mut(p);
+        let (sd, rest) = rest.split_at_mut(p);
+        let (rc, rd) = rest.split_at_mut(p);
+        // SAFETY: one entry per rank (the MPI calling contract).
+        unsafe {
+            scale_into(scounts, size, sc)?;
+            scale_into(sdispls, dunit, sd)?;
+            scale_into(rcounts, size, rc)?;
+            scale_into(rdispls, dunit, rd)?;
+        }
+        let (sn, rn) = (extent(sc, sd)?, extent(rc, rd)?);
+        present(send, sn)?;
+        present(recv, rn)?;
+        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
+        let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
+        Some(outcome(c.alltoallv(s, sc, sd, r, rc, rd), comm, func))
+    })
+}
+
+/// MPI_Reduce_scatter with a predefined datatype and operation.
+///
+/// # Safety
+/// The MPI calling contract: `rcounts` holds one entry per rank; `send` holds their sum of
+/// items of `dt`; `recv` is writable for this rank's count and does not overlap `send`.
+#[inline(always)]
+pub unsafe fn reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> Option<c_int> {
+    let size = element_bytes(dt)?;
+    let kind = REDUCE_KIND[dt.wrapping_sub(FIRST)]?;
+    let wop = predefined_op(op, dt)?;
+    let c = intra(comm)?;
+    if !plain(send) {
+        return None;
+    }
+    let es = kind.size_bytes();
+    // Elements of `kind` per item (MPI_2INT: two).
+    let per = size / es;
+    let p = c.size() as usize;
+    with_scratch(p, |counts| {
+        // SAFETY: one entry per rank (the MPI calling contract).
+        unsafe { scale_into(rcounts, per, counts)? };
+        let mut total = 0usize;
+        for &x in counts.iter() {
+            total = total.checked_add(x)?;
+        }
+        let sn = total.checked_mul(es)?;
+        let rn = counts[c.rank() as usize] * es;
+        present(send, sn)?;
+        present(recv, rn)?;
+        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
+        let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
+        if !aligned(kind, s, r) {
+            return None;
+        }
+        Some(outcome(
+            c.reduce_scatter_bytes(s, r, counts, kind, &wop),
+            comm,
+            "MPI_Reduce_scatter",
+        ))
+    })
 }
