@@ -6,7 +6,9 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, write_c_string, R};
-use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, State, K_GROUP, K_INFO};
+use crate::state::{
+    handle_index, state, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP, K_INFO,
+};
 use std::os::raw::{c_char, c_int, c_void};
 
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
@@ -37,21 +39,48 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     let r = (|| {
         let s = state("MPI_Comm_dup")?;
         let e = s.comm(comm)?;
-        let (c, errh, attrs) = (e.comm.dup()?, e.errhandler, e.attrs.clone());
-        let (cart, graph) = (e.cart.clone(), e.graph.clone());
+        let c = e.comm.dup()?;
+        let inherited = Inherited::of(e);
+        inherited.install(s, comm, c, newcomm)
+    })();
+    finish(comm, "MPI_Comm_dup", r)
+}
+
+/// What a duplicate takes from its communicator (MPI-4.1 §7.4.2): the error handler, the
+/// topology and the attributes (through their keyvals' copy callbacks). MPI_Comm_idup takes
+/// them when it starts and installs them when it completes.
+struct Inherited {
+    errhandler: Handle,
+    attrs: Vec<(c_int, usize)>,
+    cart: Option<(Vec<c_int>, Vec<bool>)>,
+    graph: Option<crate::topo::GraphTopo>,
+}
+
+impl Inherited {
+    fn of(e: &crate::state::CommEntry) -> Inherited {
+        Inherited {
+            errhandler: e.errhandler,
+            attrs: e.attrs.clone(),
+            cart: e.cart.clone(),
+            graph: e.graph.clone(),
+        }
+    }
+
+    /// Files `c`, the duplicate of `comm`, as `*newcomm` with what it inherits.
+    fn install(self, s: &mut State, comm: Handle, c: weft::Comm, newcomm: *mut Handle) -> R<()> {
         new_comm(s, Some(c), newcomm)?;
         // SAFETY: just written.
         let nh = unsafe { *newcomm };
         // The duplicate keeps the error handler and the topology (MPI-4.1 §7.4.2).
         let ne = s.comm_mut(nh)?;
-        let topology = cart.is_some() || graph.is_some();
-        (ne.errhandler, ne.cart, ne.graph) = (errh, cart, graph);
+        let topology = self.cart.is_some() || self.graph.is_some();
+        (ne.errhandler, ne.cart, ne.graph) = (self.errhandler, self.cart, self.graph);
         if topology {
             crate::topo::attach_neighborhood(s, nh)?;
         }
         // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.2).
         let mut copied = Vec::new();
-        for (k, v) in attrs {
+        for (k, v) in self.attrs {
             let Some(kv) = keyval_of(s, k) else { continue };
             match kv.copy {
                 0 => {}
@@ -84,8 +113,7 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
         }
         s.comm_mut(nh)?.attrs = copied;
         Ok(())
-    })();
-    finish(comm, "MPI_Comm_dup", r)
+    }
 }
 
 /// MPI_Comm_split (MPI-4.1 §7.4.2).
@@ -1240,29 +1268,98 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
     unsafe { MPI_Comm_delete_attr(comm, keyval) }
 }
 
-/// MPI_Comm_idup (MPI-4.1 §7.4.2): the duplication (MPI_Comm_dup, attributes and error
-/// handler included) is done before this returns, with an already complete request: the
-/// context-id agreement is a blocking exchange inside weft (`Comm::dup`) with no nonblocking
-/// form yet, so a rank that calls MPI_Comm_idup waits for the others to call it too.
+/// MPI_Comm_idup (MPI-4.1 §7.4.2): starts the duplication and returns at once; the ranks
+/// agree on the new context while they go on (weft's `Comm::idup`, advanced by every call
+/// that makes progress). `*newcomm` is written when the request completes (MPI_Wait/Test and
+/// the array forms), with the error handler, topology and attributes the communicator had at
+/// this call (copy callbacks run at completion). The request cannot be cancelled or freed
+/// before it completes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: Handle,
     newcomm: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
-    if req.is_null() {
-        return finish(
-            comm,
-            "MPI_Comm_idup",
-            Err(err(MPI_ERR_REQUEST, "request pointer is NULL")),
-        );
-    }
-    // SAFETY: forwarded caller contract.
-    let rc = unsafe { MPI_Comm_dup(comm, newcomm) };
-    if rc != MPI_SUCCESS {
-        return rc;
-    }
-    finish(comm, "MPI_Comm_idup", crate::inter::completed(comm, req))
+    let r = (|| {
+        if req.is_null() {
+            return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        }
+        if newcomm.is_null() {
+            return Err(err(MPI_ERR_ARG, "newcomm pointer is NULL"));
+        }
+        let s = state("MPI_Comm_idup")?;
+        let e = s.comm(comm)?;
+        let dup = e.comm.idup()?;
+        let inherited = Inherited::of(e);
+        let mut entry = ReqEntry::generalized();
+        entry.comm = comm;
+        let h = s.add_req(entry);
+        IDUPS.with(|m| {
+            m.borrow_mut().insert(
+                h,
+                PendingDup {
+                    dup,
+                    parent: comm,
+                    newcomm,
+                    inherited,
+                },
+            )
+        });
+        put!(req, h)
+    })();
+    finish(comm, "MPI_Comm_idup", r)
+}
+
+/// A duplication in flight: its weft request and where the new handle goes.
+struct PendingDup {
+    dup: weft::comm::DupRequest,
+    parent: Handle,
+    newcomm: *mut Handle,
+    inherited: Inherited,
+}
+
+thread_local! {
+    /// Duplications in flight by request handle (MPI runs on the thread that initialised
+    /// it; the request table entry of each is a bare one, like a generalized request's).
+    static IDUPS: std::cell::RefCell<std::collections::HashMap<Handle, PendingDup>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Whether request `h` is a duplication in flight (MPI_Comm_idup).
+pub(crate) fn is_idup(h: Handle) -> bool {
+    IDUPS.with(|m| !m.borrow().is_empty() && m.borrow().contains_key(&h))
+}
+
+/// Whether duplication `h` has its outcome (completing it then does not wait); does not poll.
+pub(crate) fn idup_ready(h: Handle) -> bool {
+    IDUPS.with(|m| m.borrow().get(&h).is_none_or(|p| p.dup.is_done()))
+}
+
+/// Completes duplication `h` (request table index `i`) if `block` or it is done: writes the
+/// new handle and retires the request. Returns whether it completed.
+pub(crate) fn complete_idup(s: &mut State, i: usize, h: Handle, block: bool) -> R<bool> {
+    let Some(mut p) = IDUPS.with(|m| m.borrow_mut().remove(&h)) else {
+        return Err(err(
+            MPI_ERR_REQUEST,
+            format!("request {h:#x} is not a duplication"),
+        ));
+    };
+    let got = if block {
+        p.dup.wait()
+    } else {
+        match p.dup.test() {
+            Ok(Some(c)) => Ok(c),
+            Ok(None) => {
+                IDUPS.with(|m| m.borrow_mut().insert(h, p));
+                return Ok(false);
+            }
+            Err(e) => Err(e),
+        }
+    };
+    s.reqs.remove(i);
+    let c = got?;
+    p.inherited.install(s, p.parent, c, p.newcomm)?;
+    Ok(true)
 }
 
 /// MPI_Comm_dup_with_info (MPI-4.1 §7.4.2): as MPI_Comm_dup (attributes, error handler and

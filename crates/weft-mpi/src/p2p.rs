@@ -915,6 +915,16 @@ pub(crate) fn complete(
     if compound::is_compound(s, i) {
         return compound::complete(s, i, req, block, status);
     }
+    if crate::comm::is_idup(h) {
+        let done = crate::comm::complete_idup(s, i, h, block);
+        if !matches!(done, Ok(false)) {
+            // Retired (also after an error): the handle goes.
+            // SAFETY: as above.
+            unsafe { *req = MPI_REQUEST_NULL };
+            store(status, empty_status());
+        }
+        return done;
+    }
     if greq::is_greq(h) {
         if !greq::wait(h, block, &s.weft.world()) {
             return Ok(false);
@@ -1190,6 +1200,9 @@ fn entry_ready(s: &mut State, i: usize) -> R<bool> {
     if let Some(done) = greq::done(make_handle(K_REQ, i)) {
         return Ok(done);
     }
+    if crate::comm::is_idup(make_handle(K_REQ, i)) {
+        return Ok(crate::comm::idup_ready(make_handle(K_REQ, i)));
+    }
     if compound::is_compound(s, i) {
         return compound::ready(s, i, |s, h| {
             let k = req_index(s, h)?;
@@ -1222,6 +1235,7 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
         // Collectives and generalized requests are polled (weft's wait_any knows neither).
         any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some())
             || greq::is_greq(h)
+            || crate::comm::is_idup(h)
             || compound::is_compound(s, i);
         active.push(Some(i));
     }
@@ -1425,7 +1439,10 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
             }
             return put!(req, MPI_REQUEST_NULL);
         }
-        if s.reqs.get(i).is_some_and(|e| e.coll.is_some()) || compound::is_compound(s, i) {
+        if s.reqs.get(i).is_some_and(|e| e.coll.is_some())
+            || compound::is_compound(s, i)
+            || crate::comm::is_idup(h)
+        {
             return Err(err(
                 MPI_ERR_REQUEST,
                 "a nonblocking collective request cannot be freed before it completes; wait for it",
@@ -1464,6 +1481,13 @@ pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
         let i = req_index(s, h)?;
         if greq::is_greq(h) {
             return greq::cancel(h);
+        }
+        if crate::comm::is_idup(h) {
+            return Err(err(
+                MPI_ERR_REQUEST,
+                "MPI_Comm_idup's request cannot be cancelled (MPI-4.1 §6.12: nonblocking \
+                 collectives cannot be cancelled); wait for it",
+            ));
         }
         if let Some(raw) = s.reqs.get(i).and_then(|e| e.raw.as_ref()) {
             raw.cancel();
