@@ -2,7 +2,8 @@
 //! real processes: the test binary starts copies of itself as ranks (a real bootstrap store,
 //! one segment, CMA between processes). One rank exits in the middle of the job; the
 //! others, waiting in the node's collective area where no message will ever fail, must
-//! notice and report the dead peer instead of hanging.
+//! notice and report the dead peer instead of hanging: the last rank (the others wait for
+//! its arrival) or local rank 0 (the others wait for it to release the barrier).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,10 +11,13 @@ use weft::coll::Op;
 use weft::ErrorKind;
 
 const CHILD: &str = "WEFT_TEST_COLL_CHILD";
+/// The rank that exits in the middle (set by the test for its children).
+const DYING: &str = "WEFT_TEST_COLL_DYING";
 const NP: u32 = 3;
 
 /// The body of one rank (in a child process).
 fn child() {
+    let dying: u32 = std::env::var(DYING).unwrap().parse().unwrap();
     let weft = weft::init().unwrap();
     eprintln!("rank {}: up", weft.world().rank());
     let w = weft.world();
@@ -55,7 +59,7 @@ fn child() {
     }
     w.barrier().unwrap();
     eprintln!("rank {me}: collectives done");
-    if me == NP - 1 {
+    if me == dying {
         std::process::exit(3);
     }
     let e = w.barrier().unwrap_err();
@@ -67,6 +71,19 @@ fn child() {
 
 #[test]
 fn shared_memory_collectives_across_processes_and_a_dead_peer() {
+    run(
+        "shared_memory_collectives_across_processes_and_a_dead_peer",
+        NP - 1,
+    );
+}
+
+#[test]
+fn shared_memory_barrier_whose_releasing_rank_dies() {
+    run("shared_memory_barrier_whose_releasing_rank_dies", 0);
+}
+
+/// Runs the job of test `name` (its children run `child`), with rank `dying` exiting.
+fn run(name: &str, dying: u32) {
     if std::env::var_os(CHILD).is_some() {
         child();
         return;
@@ -74,16 +91,13 @@ fn shared_memory_collectives_across_processes_and_a_dead_peer() {
     let secret = b"coll-shm-test-secret";
     let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
     let exe = std::env::current_exe().unwrap();
-    let job = format!("collp{}", std::process::id());
+    let job = format!("collp{}d{dying}", std::process::id());
     let children: Vec<_> = (0..NP)
         .map(|rank| {
             Command::new(&exe)
-                .args([
-                    "--exact",
-                    "shared_memory_collectives_across_processes_and_a_dead_peer",
-                    "--nocapture",
-                ])
+                .args(["--exact", name, "--nocapture"])
                 .env(CHILD, "1")
+                .env(DYING, dying.to_string())
                 .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
                 .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
                 .env("WEFT_RANK", rank.to_string())
@@ -109,7 +123,7 @@ fn shared_memory_collectives_across_processes_and_a_dead_peer() {
                 let out = c.wait_with_output().unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
                 let err = String::from_utf8_lossy(&out.stderr);
-                if rank as u32 == NP - 1 {
+                if rank as u32 == dying {
                     assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
                 } else {
                     assert!(status.success(), "rank {rank} failed: {text}{err}");

@@ -3,8 +3,9 @@
 //! shared result slot) that are only ever copied into and out of, never borrowed.
 //!
 //! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
-//! rank: its flag (word 0), its Cross Memory Attach vote (word 1) and a second published
-//! value (word 2, [`CollArea::publish_second`]); the slots start at the next 4096-byte boundary and split the rest evenly
+//! rank: its flag (word 0), its Cross Memory Attach vote (word 1), a second published
+//! value (word 2, [`CollArea::publish_second`]) and, in local rank 0's line only, the
+//! release of a leader-released phase (word 3, [`CollArea::release`]); the slots start at the next 4096-byte boundary and split the rest evenly
 //! (multiples of 64 bytes). The area is zero-filled when the segment is created.
 //!
 //! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
@@ -147,6 +148,21 @@ impl<'a> CollArea<'a> {
         self.word(0).load(Ordering::Acquire)
     }
 
+    /// Local rank 0 ends a phase for the others: stores the arrival count `target` that
+    /// completed it (release: everything local rank 0 wrote before, and everything the
+    /// arrivals it observed published, is visible to a rank that sees it). Only local rank
+    /// 0 calls it, with increasing targets.
+    pub fn release(&self, target: u64) {
+        debug_assert_eq!(self.me, 0, "only local rank 0 releases a phase");
+        self.word_at(1, 3).store(target, Ordering::Release);
+    }
+
+    /// The arrival count of the last phase local rank 0 released (acquire: pairs with
+    /// [`CollArea::release`]).
+    pub fn released(&self) -> u64 {
+        self.word_at(1, 3).load(Ordering::Acquire)
+    }
+
     /// Publishes `value` as this rank's flag (release: slot writes before it are visible to
     /// a reader that sees it).
     pub fn publish(&self, value: u64) {
@@ -239,6 +255,13 @@ mod tests {
         assert_eq!(va.arrive(), 1);
         assert_eq!(vb.arrive(), 2);
         assert_eq!(va.arrivals(), 2);
+        assert_eq!(vb.released(), 0);
+        va.release(2);
+        assert_eq!(
+            (vb.released(), vb.flag(0)),
+            (2, 7),
+            "the release is beside the flag"
+        );
         assert_eq!(va.cma_verdict(), CmaVerdict::Pending);
         va.vote_cma(true);
         assert!(va.voted_cma() && !vb.voted_cma());

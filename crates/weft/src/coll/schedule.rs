@@ -87,6 +87,10 @@ enum Action {
     },
     /// Arrive at the next node-wide phase; the step completes when every local rank has.
     ShmArrive,
+    /// Arrive at the next node-wide phase, which local rank 0 ends for the others: it waits
+    /// for every arrival and then releases the rest, so it always leaves first (a root 0
+    /// that leaves a barrier first has its data out before its receivers look for it).
+    ShmArriveLeader,
     /// Publish the addresses of the caller's send buffer (as this rank's flag) and receive
     /// buffer (as its second value) in the node's area, for peers to access them directly.
     ShmPublishBuffers,
@@ -191,6 +195,11 @@ impl Plan {
         self.push(Action::ShmArrive);
     }
 
+    /// Arrives at a phase that local rank 0 ends for everyone ([`Action::ShmArriveLeader`]).
+    pub fn shm_arrive_leader(&mut self) {
+        self.push(Action::ShmArriveLeader);
+    }
+
     /// Publishes the send and receive buffers' addresses in this rank's words of the
     /// node's area (peers may use them once a following arrival has completed).
     pub fn shm_publish_buffers(&mut self) {
@@ -275,6 +284,8 @@ pub(crate) struct Schedule<'a> {
     pending: Vec<Pending>,
     /// Arrival count the current step waits for in the collective area, if any.
     shm_target: Option<u64>,
+    /// The current step's phase is ended by local rank 0's release, not by the count.
+    shm_leader: bool,
     /// Polls of an unfinished wait in the collective area, to check peers now and then.
     shm_polls: Cell<u32>,
     /// A local rank found dead while waiting in the collective area.
@@ -327,6 +338,7 @@ impl<'a> Schedule<'a> {
             next_step: 0,
             pending,
             shm_target: None,
+            shm_leader: false,
             shm_polls: Cell::new(0),
             shm_dead: Cell::new(None),
             msg_polls: Cell::new(0),
@@ -361,7 +373,18 @@ impl<'a> Schedule<'a> {
             let Some(a) = CollArea::new(shm) else {
                 return false;
             };
-            if a.arrivals() < t {
+            let reached = if !self.shm_leader {
+                a.arrivals() >= t
+            } else if a.me() == 0 {
+                let all = a.arrivals() >= t;
+                if all {
+                    a.release(t);
+                }
+                all
+            } else {
+                a.released() >= t
+            };
+            if !reached {
                 let polls = self.shm_polls.get().wrapping_add(1);
                 self.shm_polls.set(polls);
                 if polls.is_multiple_of(SHM_LIVENESS_EVERY) {
@@ -471,6 +494,14 @@ impl<'a> Schedule<'a> {
                         let n = area.local_size() as u64;
                         let count = area.arrive();
                         self.shm_target = Some(count.div_ceil(n) * n);
+                        self.shm_leader = false;
+                    }
+                    Action::ShmArriveLeader => {
+                        let area = area(e)?;
+                        let n = area.local_size() as u64;
+                        let count = area.arrive();
+                        self.shm_target = Some(count.div_ceil(n) * n);
+                        self.shm_leader = true;
                     }
                     Action::ShmPublishBuffers => {
                         let area = area(e)?;

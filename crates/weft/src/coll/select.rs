@@ -839,7 +839,14 @@ impl Tuning {
         let candidates = algorithms(coll)
             .iter()
             .map(|a| {
-                let (cost, radix) = modelled(coll, a, &shape, &self.lanes, forced_radix);
+                // The chosen algorithm at the radix chosen (a table rule may fix one);
+                // the others at the model's best radix.
+                let radix = if a.name == choice.algo {
+                    Some(choice.radix)
+                } else {
+                    forced_radix
+                };
+                let (cost, radix) = modelled(coll, a, &shape, &self.lanes, radix);
                 Candidate {
                     algo: a.name.to_string(),
                     cost_us: cost.map(|c| c / 1000.0),

@@ -7,11 +7,13 @@
 use super::chunks;
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
 
-/// Counter barrier: every rank arrives once; the phase ends when all have.
+/// Counter barrier: every rank arrives once; local rank 0 leaves when all have and then
+/// releases the others, so it always leaves first (a rooted collective after a barrier
+/// mostly has root 0, whose data is then out before its receivers look for it).
 pub(crate) fn barrier() -> Plan {
     let mut p = Plan::new();
     p.step();
-    p.shm_arrive();
+    p.shm_arrive_leader();
     p
 }
 
