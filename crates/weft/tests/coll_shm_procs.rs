@@ -2,8 +2,9 @@
 //! real processes: the test binary starts copies of itself as ranks (a real bootstrap store,
 //! one segment, CMA between processes). One rank exits in the middle of the job; the
 //! others, waiting in the node's collective area where no message will ever fail, must
-//! notice and report the dead peer instead of hanging: the last rank (the others wait for
-//! its arrival) or local rank 0 (the others wait for it to release the barrier).
+//! notice and report the dead peer instead of hanging: the last rank, in the counter
+//! barrier (the others wait for its arrival), or local rank 0, in the leader barrier (the
+//! others wait for it to release them).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -74,16 +75,22 @@ fn shared_memory_collectives_across_processes_and_a_dead_peer() {
     run(
         "shared_memory_collectives_across_processes_and_a_dead_peer",
         NP - 1,
+        "shm_counter",
     );
 }
 
 #[test]
 fn shared_memory_barrier_whose_releasing_rank_dies() {
-    run("shared_memory_barrier_whose_releasing_rank_dies", 0);
+    run(
+        "shared_memory_barrier_whose_releasing_rank_dies",
+        0,
+        "shm_leader",
+    );
 }
 
-/// Runs the job of test `name` (its children run `child`), with rank `dying` exiting.
-fn run(name: &str, dying: u32) {
+/// Runs the job of test `name` (its children run `child`) with barrier algorithm `barrier`,
+/// rank `dying` exiting in the middle.
+fn run(name: &str, dying: u32, barrier: &str) {
     if std::env::var_os(CHILD).is_some() {
         child();
         return;
@@ -104,7 +111,7 @@ fn run(name: &str, dying: u32) {
                 .env("WEFT_SIZE", NP.to_string())
                 .env("WEFT_JOB_ID", &job)
                 .env("WEFT_NODE_ID", "node0")
-                .env("WEFT_BARRIER_ALGO", "shm_counter")
+                .env("WEFT_BARRIER_ALGO", barrier)
                 .env("WEFT_ALLREDUCE_ALGO", "shm")
                 .env("WEFT_BCAST_ALGO", "shm")
                 .env("WEFT_REDUCE_ALGO", "shm")

@@ -54,7 +54,7 @@ pub const COLLECTIVES: &[&str] = &[
 /// radix are listed by [`takes_radix`].
 pub fn algorithms(coll: &str) -> &'static [&'static str] {
     match coll {
-        "barrier" => &["dissemination", "knomial", "shm_counter"],
+        "barrier" => &["dissemination", "knomial", "shm_counter", "shm_leader"],
         "bcast" => &[
             "knomial",
             "hier_knomial",
@@ -211,7 +211,7 @@ pub fn cost_ns(
         n: shape.bytes as f64,
         lanes,
     };
-    let shm = matches!(algo, "shm" | "shm_counter" | "shm_direct");
+    let shm = matches!(algo, "shm" | "shm_counter" | "shm_leader" | "shm_direct");
     if shm && c.nodes > 1 {
         return None;
     }
@@ -230,6 +230,9 @@ pub fn cost_ns(
         // Every rank bumps one shared counter (serialised cache-line transfers), then all
         // see the release flag.
         ("barrier", "shm_counter") => intra.latency_ns + pf * intra.bytes_ns(64.0),
+        // Local rank 0 reads every rank's arrival line, then all read its release: one hop
+        // more than the counter.
+        ("barrier", "shm_leader") => 2.0 * intra.latency_ns + pf * intra.bytes_ns(64.0),
 
         ("bcast", "knomial") => c.knomial(k, 0.0, |_| n),
         ("bcast", "hier_knomial") => hier_fan(&c, k, n, 0.0),

@@ -4,8 +4,9 @@
 //!
 //! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
 //! rank: its flag (word 0), its Cross Memory Attach vote (word 1), a second published
-//! value (word 2, [`CollArea::publish_second`]) and, in local rank 0's line only, the
-//! release of a leader-released phase (word 3, [`CollArea::release`]); the slots start at the next 4096-byte boundary and split the rest evenly
+//! value (word 2, [`CollArea::publish_second`]), the number of leader barriers it has
+//! arrived at (word 4, [`CollArea::barrier_arrive`]) and, in local rank 0's line only, the
+//! last leader barrier it released (word 3, [`CollArea::release`]); the slots start at the next 4096-byte boundary and split the rest evenly
 //! (multiples of 64 bytes). The area is zero-filled when the segment is created.
 //!
 //! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
@@ -148,16 +149,31 @@ impl<'a> CollArea<'a> {
         self.word(0).load(Ordering::Acquire)
     }
 
-    /// Local rank 0 ends a phase for the others: stores the arrival count `target` that
-    /// completed it (release: everything local rank 0 wrote before, and everything the
-    /// arrivals it observed published, is visible to a rank that sees it). Only local rank
-    /// 0 calls it, with increasing targets.
-    pub fn release(&self, target: u64) {
-        debug_assert_eq!(self.me, 0, "only local rank 0 releases a phase");
-        self.word_at(1, 3).store(target, Ordering::Release);
+    /// Arrives at the next leader barrier: a barrier that local rank 0 ends for the others
+    /// once it has seen every arrival ([`CollArea::all_arrived`], then
+    /// [`CollArea::release`]), so it always leaves first. Returns the barrier's number (the
+    /// same on every rank: each counts its own arrivals, and all take part in every one).
+    /// Release: what this rank wrote before is visible to whoever sees the arrival.
+    pub fn barrier_arrive(&self) -> u64 {
+        let w = self.word_at(1 + self.me as usize, 4);
+        let seq = w.load(Ordering::Relaxed) + 1;
+        w.store(seq, Ordering::Release);
+        seq
     }
 
-    /// The arrival count of the last phase local rank 0 released (acquire: pairs with
+    /// Whether every local rank has arrived at leader barrier `seq` (acquire).
+    pub fn all_arrived(&self, seq: u64) -> bool {
+        (0..self.local_size as usize).all(|l| self.word_at(1 + l, 4).load(Ordering::Acquire) >= seq)
+    }
+
+    /// Local rank 0 ends leader barrier `seq` for the others (release: everything it wrote
+    /// and everything the arrivals it observed published is visible to whoever sees it).
+    pub fn release(&self, seq: u64) {
+        debug_assert_eq!(self.me, 0, "only local rank 0 releases a barrier");
+        self.word_at(1, 3).store(seq, Ordering::Release);
+    }
+
+    /// The last leader barrier local rank 0 released (acquire: pairs with
     /// [`CollArea::release`]).
     pub fn released(&self) -> u64 {
         self.word_at(1, 3).load(Ordering::Acquire)

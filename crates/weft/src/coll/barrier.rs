@@ -32,6 +32,7 @@ impl Comm {
     fn barrier_plan(&self, c: &Choice) -> Result<Plan> {
         Ok(match c.algo {
             "shm_counter" => algo::shm::barrier(),
+            "shm_leader" => algo::shm::leader_barrier(),
             "knomial" => {
                 // Empty messages up a k-nomial tree to rank 0, then back down it.
                 let mut p = Plan::new();

@@ -87,10 +87,10 @@ enum Action {
     },
     /// Arrive at the next node-wide phase; the step completes when every local rank has.
     ShmArrive,
-    /// Arrive at the next node-wide phase, which local rank 0 ends for the others: it waits
-    /// for every arrival and then releases the rest, so it always leaves first (a root 0
-    /// that leaves a barrier first has its data out before its receivers look for it).
-    ShmArriveLeader,
+    /// Arrive at the next leader barrier of the node's area: local rank 0 waits for every
+    /// arrival and then releases the rest, so it always leaves first (a root 0 that leaves a
+    /// barrier first has its data out before its receivers look for it).
+    ShmLeaderBarrier,
     /// Publish the addresses of the caller's send buffer (as this rank's flag) and receive
     /// buffer (as its second value) in the node's area, for peers to access them directly.
     ShmPublishBuffers,
@@ -195,9 +195,10 @@ impl Plan {
         self.push(Action::ShmArrive);
     }
 
-    /// Arrives at a phase that local rank 0 ends for everyone ([`Action::ShmArriveLeader`]).
-    pub fn shm_arrive_leader(&mut self) {
-        self.push(Action::ShmArriveLeader);
+    /// Arrives at a barrier that local rank 0 ends for everyone
+    /// ([`Action::ShmLeaderBarrier`]).
+    pub fn shm_leader_barrier(&mut self) {
+        self.push(Action::ShmLeaderBarrier);
     }
 
     /// Publishes the send and receive buffers' addresses in this rank's words of the
@@ -282,10 +283,8 @@ pub(crate) struct Schedule<'a> {
     tag: i32,
     next_step: usize,
     pending: Vec<Pending>,
-    /// Arrival count the current step waits for in the collective area, if any.
-    shm_target: Option<u64>,
-    /// The current step's phase is ended by local rank 0's release, not by the count.
-    shm_leader: bool,
+    /// What the current step waits for in the collective area, if anything.
+    shm_wait: Option<ShmWait>,
     /// Polls of an unfinished wait in the collective area, to check peers now and then.
     shm_polls: Cell<u32>,
     /// A local rank found dead while waiting in the collective area.
@@ -297,6 +296,16 @@ pub(crate) struct Schedule<'a> {
     /// A failed direct read of a peer's buffer, reported once the step's arrival is done
     /// (the rank still arrives, so its peers are not left waiting for it).
     failed_read: Option<Error>,
+}
+
+/// What a step waits for in the node's collective area.
+#[derive(Clone, Copy, Debug)]
+enum ShmWait {
+    /// The arrival counter reaching this count (the phase's last arrival).
+    Count(u64),
+    /// Leader barrier number `n`: local rank 0 waits for every rank's arrival and releases
+    /// it; the others wait for the release.
+    Barrier(u64),
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
@@ -337,8 +346,7 @@ impl<'a> Schedule<'a> {
             tag,
             next_step: 0,
             pending,
-            shm_target: None,
-            shm_leader: false,
+            shm_wait: None,
             shm_polls: Cell::new(0),
             shm_dead: Cell::new(None),
             msg_polls: Cell::new(0),
@@ -368,21 +376,21 @@ impl<'a> Schedule<'a> {
         if self.shm_dead.get().is_some() || self.disagreement.get().is_some() {
             return true;
         }
-        if let Some(t) = self.shm_target {
+        if let Some(wait) = self.shm_wait {
             let Some(shm) = e.shm() else { return false };
             let Some(a) = CollArea::new(shm) else {
                 return false;
             };
-            let reached = if !self.shm_leader {
-                a.arrivals() >= t
-            } else if a.me() == 0 {
-                let all = a.arrivals() >= t;
-                if all {
-                    a.release(t);
+            let reached = match wait {
+                ShmWait::Count(t) => a.arrivals() >= t,
+                ShmWait::Barrier(seq) if a.me() == 0 => {
+                    let all = a.all_arrived(seq);
+                    if all {
+                        a.release(seq);
+                    }
+                    all
                 }
-                all
-            } else {
-                a.released() >= t
+                ShmWait::Barrier(seq) => a.released() >= seq,
             };
             if !reached {
                 let polls = self.shm_polls.get().wrapping_add(1);
@@ -430,14 +438,14 @@ impl<'a> Schedule<'a> {
     /// Moves the schedule as far as it can without waiting; true when it has finished.
     pub fn advance(&mut self, e: &mut Engine) -> Result<bool> {
         loop {
-            if !self.pending.is_empty() || self.shm_target.is_some() {
+            if !self.pending.is_empty() || self.shm_wait.is_some() {
                 if !self.step_done(e) {
                     e.progress();
                     if !self.step_done(e) {
                         return Ok(false);
                     }
                 }
-                self.shm_target = None;
+                self.shm_wait = None;
                 if let Some((peer, theirs)) = self.disagreement.take() {
                     self.abandon(e);
                     return Err(super::disagreement(self.rank, peer, self.tag, theirs));
@@ -493,15 +501,11 @@ impl<'a> Schedule<'a> {
                         // the count rounded up to a multiple of n ends this rank's phase.
                         let n = area.local_size() as u64;
                         let count = area.arrive();
-                        self.shm_target = Some(count.div_ceil(n) * n);
-                        self.shm_leader = false;
+                        self.shm_wait = Some(ShmWait::Count(count.div_ceil(n) * n));
                     }
-                    Action::ShmArriveLeader => {
+                    Action::ShmLeaderBarrier => {
                         let area = area(e)?;
-                        let n = area.local_size() as u64;
-                        let count = area.arrive();
-                        self.shm_target = Some(count.div_ceil(n) * n);
-                        self.shm_leader = true;
+                        self.shm_wait = Some(ShmWait::Barrier(area.barrier_arrive()));
                     }
                     Action::ShmPublishBuffers => {
                         let area = area(e)?;

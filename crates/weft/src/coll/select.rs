@@ -209,6 +209,7 @@ const BARRIER: &[AlgoInfo] = &[
     algo("dissemination", &[], false),
     algo("knomial", &[], true),
     algo("shm_counter", SHM, false),
+    algo("shm_leader", SHM, false),
 ];
 const BCAST: &[AlgoInfo] = &[
     algo("knomial", &[], true),

@@ -7,13 +7,24 @@
 use super::chunks;
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
 
-/// Counter barrier: every rank arrives once; local rank 0 leaves when all have and then
-/// releases the others, so it always leaves first (a rooted collective after a barrier
-/// mostly has root 0, whose data is then out before its receivers look for it).
+/// Counter barrier: every rank arrives once; the phase ends when all have (the last to
+/// arrive leaves first, the others one cache-line transfer later).
 pub(crate) fn barrier() -> Plan {
     let mut p = Plan::new();
     p.step();
-    p.shm_arrive_leader();
+    p.shm_arrive();
+    p
+}
+
+/// Leader barrier: every rank marks its arrival in its own word of the area; local rank 0
+/// leaves when it has seen all of them and then releases the others, so it always leaves
+/// first, one transfer before the rest (a rooted collective after a barrier mostly has root
+/// 0, whose data is then out before its receivers look for it), and the release comes from
+/// a rank that is running (with more ranks than cores, the others may not be).
+pub(crate) fn leader_barrier() -> Plan {
+    let mut p = Plan::new();
+    p.step();
+    p.shm_leader_barrier();
     p
 }
 
