@@ -1,9 +1,10 @@
-//! Allocations on the latency-bound path: after a warm-up, an 8-byte allreduce or bcast and
-//! a barrier between two in-process ranks must not allocate a plan, scratch or request
-//! lists per call (the plan cache and the schedule pools keep them); what is left is the
-//! request's own box and, on a rank whose peer's eager message arrives before its receive
-//! is posted, the engine's copy of that message. Counted with a global allocator that
-//! counts per thread.
+//! Allocations on the latency-bound path: after a warm-up, an 8-byte blocking allreduce,
+//! reduce, bcast, barrier, gather, scatter, allgather or alltoall between two in-process
+//! ranks must not allocate a plan, block list, scratch or request per call (the memo of the
+//! last call, the plan cache and the schedule pools keep them); what is left is, on a rank
+//! whose peer's eager message arrives before its receive is posted, the engine's copy of
+//! that message: at most one per call. Counted with a global allocator that counts per
+//! thread.
 
 mod common;
 
@@ -43,50 +44,82 @@ fn allocs() -> u64 {
 }
 
 #[test]
-fn small_collectives_allocate_at_most_their_request() {
+fn small_collectives_allocate_at_most_an_early_message() {
     common::run_ranks(2, &[], |w| {
         const CALLS: u64 = 2000;
-        let send = [w.rank() as u64 + 1];
+        let me = w.rank() as u64;
+        let send = [me + 1];
         let mut out = [0u64];
         let mut b = [7u64];
-        // Warm-up: plans cached, pools filled, engine queues grown.
+        let mut two = [0u64; 2];
+        let mut one = [0u64];
+        let pair = [me * 10, me * 10 + 1];
+        let all =
+            |w: &weft::Comm, out: &mut [u64], b: &mut [u64], two: &mut [u64], one: &mut [u64]| {
+                [
+                    ("allreduce", {
+                        let n0 = allocs();
+                        w.allreduce(&send, out, &Op::Sum).unwrap();
+                        allocs() - n0
+                    }),
+                    ("reduce", {
+                        let n0 = allocs();
+                        w.reduce(&send, out, &Op::Sum, 0).unwrap();
+                        allocs() - n0
+                    }),
+                    ("bcast", {
+                        let n0 = allocs();
+                        w.bcast(b, 0).unwrap();
+                        allocs() - n0
+                    }),
+                    ("barrier", {
+                        let n0 = allocs();
+                        w.barrier().unwrap();
+                        allocs() - n0
+                    }),
+                    ("gather", {
+                        let n0 = allocs();
+                        let r: &mut [u64] = if me == 0 { two } else { &mut [] };
+                        w.gather(&send, r, 0).unwrap();
+                        allocs() - n0
+                    }),
+                    ("scatter", {
+                        let n0 = allocs();
+                        w.scatter(&pair, one, 0).unwrap();
+                        allocs() - n0
+                    }),
+                    ("allgather", {
+                        let n0 = allocs();
+                        w.allgather(&send, two).unwrap();
+                        allocs() - n0
+                    }),
+                    ("alltoall", {
+                        let n0 = allocs();
+                        w.alltoall(&pair, two).unwrap();
+                        allocs() - n0
+                    }),
+                ]
+            };
         for _ in 0..100 {
-            w.allreduce(&send, &mut out, &Op::Sum).unwrap();
-            w.bcast(&mut b, 0).unwrap();
-            w.barrier().unwrap();
+            all(&w, &mut out, &mut b, &mut two, &mut one);
         }
-        let before = allocs();
+        let mut total = [0u64; 8];
         for _ in 0..CALLS {
-            w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+            for (t, (_, n)) in total
+                .iter_mut()
+                .zip(all(&w, &mut out, &mut b, &mut two, &mut one))
+            {
+                *t += n;
+            }
         }
-        let allreduce = allocs() - before;
-        let before = allocs();
-        for _ in 0..CALLS {
-            w.bcast(&mut b, 0).unwrap();
-        }
-        let bcast = allocs() - before;
-        let before = allocs();
-        for _ in 0..CALLS {
-            w.barrier().unwrap();
-        }
-        let barrier = allocs() - before;
-        assert_eq!(out[0], 3);
-        println!(
-            "rank {}: allocations per call: allreduce {:.2}, bcast {:.2}, barrier {:.2}",
-            w.rank(),
-            allreduce as f64 / CALLS as f64,
-            bcast as f64 / CALLS as f64,
-            barrier as f64 / CALLS as f64
-        );
-        // The request's box and the engine's copies of early messages (one or two per
-        // call, depending on timing): at most 3 per call. The plan (3 vectors, some
-        // regrown while it is built), scratch and pending lists used to add 4-8 more.
-        for (what, n) in [
-            ("allreduce", allreduce),
-            ("bcast", bcast),
-            ("barrier", barrier),
-        ] {
-            assert!(n <= 3 * CALLS, "{what}: {n} allocations in {CALLS} calls");
+        assert_eq!((out[0], b[0], two[1], one[0]), (3, 7, me + 10, me));
+        let names = all(&w, &mut out, &mut b, &mut two, &mut one).map(|(name, _)| name);
+        for (name, n) in names.iter().zip(total) {
+            println!(
+                "rank {me}: {name}: {:.2} allocations per call",
+                n as f64 / CALLS as f64
+            );
+            assert!(n <= CALLS, "{name}: {n} allocations in {CALLS} calls");
         }
     });
 }

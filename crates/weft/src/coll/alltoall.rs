@@ -7,6 +7,7 @@ use super::select::Coll;
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
+use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 
 impl Comm {
@@ -54,17 +55,28 @@ impl Comm {
         }
         let es = std::mem::size_of::<T>();
         let blk = send.len() / size as usize * es;
-        let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
-        let plan = match c.algo {
-            "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
-            "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
-            "shm" => {
-                algo::shm_alltoall::plan(rank, size, blk, self.coll_shm_slot_bytes().unwrap_or(64))
-            }
-            _ => {
-                let blocks: Vec<(usize, usize)> =
-                    (0..size as usize).map(|i| (i * blk, blk)).collect();
-                algo::pairwise::plan(rank, size, &blocks, &blocks)
+        let key = self.coll_key(blk, 0, 0, true, mode);
+        let plan = match self.coll_memo(Coll::Alltoall, &key) {
+            Some((_, plan)) => plan,
+            None => {
+                let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
+                let plan = Rc::new(match c.algo {
+                    "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
+                    "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
+                    "shm" => algo::shm_alltoall::plan(
+                        rank,
+                        size,
+                        blk,
+                        self.coll_shm_slot_bytes().unwrap_or(64),
+                    ),
+                    _ => {
+                        let blocks: Vec<(usize, usize)> =
+                            (0..size as usize).map(|i| (i * blk, blk)).collect();
+                        algo::pairwise::plan(rank, size, &blocks, &blocks)
+                    }
+                });
+                self.coll_remember(Coll::Alltoall, key, &c, &plan);
+                plan
             }
         };
         self.coll_start(

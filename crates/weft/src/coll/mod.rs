@@ -358,7 +358,53 @@ impl Comm {
     /// Replaces the collective tuning (forced algorithms, radices, table) of this process,
     /// for every communicator. Tools and tests use it; jobs set it with knobs, read at init.
     pub fn set_collective_tuning(&self, tuning: Tuning) {
-        self.engine.borrow_mut().set_tuning(tuning);
+        let mut e = self.engine.borrow_mut();
+        e.set_tuning(tuning);
+        e.coll_state.memo = Default::default();
+    }
+
+    /// The inputs of a call of this communicator, for [`Comm::coll_memo`].
+    pub(crate) fn coll_key(
+        &self,
+        bytes: usize,
+        root: u32,
+        elem_bytes: usize,
+        commutative: bool,
+        mode: Mode,
+    ) -> CallKey {
+        CallKey {
+            ctx: self.data.ctx,
+            bytes,
+            root,
+            elem_bytes,
+            commutative,
+            mode,
+        }
+    }
+
+    /// The choice and plan of the last call of `coll` when it had the inputs `key`: a loop
+    /// of the same call skips the selection and the plan lookup (a third of a small
+    /// blocking collective's instructions).
+    pub(crate) fn coll_memo(&self, coll: Coll, key: &CallKey) -> Option<(Choice, Rc<Plan>)> {
+        let e = self.engine.borrow();
+        match &e.coll_state.memo[coll.index()] {
+            Some(m) if m.key == *key => Some((m.choice, m.plan.clone())),
+            _ => None,
+        }
+    }
+
+    /// Remembers a call's choice and plan for the next call with the same inputs, unless the
+    /// choice may still change (it needs Cross Memory Attach and the node has not voted).
+    pub(crate) fn coll_remember(&self, coll: Coll, key: CallKey, choice: &Choice, plan: &Rc<Plan>) {
+        let mut e = self.engine.borrow_mut();
+        if choice.needs_cma && e.cma_verdict().is_none() {
+            return;
+        }
+        e.coll_state.memo[coll.index()] = Some(Memo {
+            key,
+            choice: *choice,
+            plan: plan.clone(),
+        });
     }
 
     /// Binds `plan` to the buffers and starts it (a collective without a root); a blocking
@@ -505,6 +551,35 @@ pub(crate) struct CallState {
     pub pool: schedule::Pool,
     /// Recent small plans ([`Comm::coll_plan`]), oldest first.
     pub plans: Vec<(PlanKey, Rc<Plan>)>,
+    /// The last call of each collective ([`Coll::index`]): its inputs, choice and plan
+    /// ([`Comm::coll_memo`]).
+    pub memo: [Option<Memo>; select::ALL.len()],
+}
+
+/// What a call's choice and plan are a function of, besides the tuning (a new tuning
+/// forgets every memo) and what the communicator's context id fixes (members, node layout,
+/// collective area: context ids are never reused within a process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallKey {
+    /// The communicator's context id.
+    pub ctx: u32,
+    /// Bytes per rank, as the selector counts them.
+    pub bytes: usize,
+    /// The root (0 for collectives without one).
+    pub root: u32,
+    /// Bytes of one element (reductions; 0 otherwise).
+    pub elem_bytes: usize,
+    /// Whether the operation commutes (true without one).
+    pub commutative: bool,
+    /// Blocking or not.
+    pub mode: Mode,
+}
+
+/// One remembered call ([`CallState::memo`]).
+pub(crate) struct Memo {
+    key: CallKey,
+    choice: Choice,
+    plan: Rc<Plan>,
 }
 
 /// An `InvalidCount` error for a buffer of the wrong length.

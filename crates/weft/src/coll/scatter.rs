@@ -7,6 +7,7 @@ use super::select::Coll;
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -50,13 +51,22 @@ impl Comm {
             ));
         }
         let blk = std::mem::size_of_val(recv);
-        let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
-        let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-        let plan = match c.algo {
-            "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
-            _ => {
-                let mut plan = Plan::new();
-                algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+        let key = self.coll_key(blk, root, 0, true, mode);
+        let plan = match self.coll_memo(Coll::Scatter, &key) {
+            Some((_, plan)) => plan,
+            None => {
+                let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
+                let blocks: Vec<(usize, usize)> =
+                    (0..size as usize).map(|i| (i * blk, blk)).collect();
+                let plan = Rc::new(match c.algo {
+                    "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
+                    _ => {
+                        let mut plan = Plan::new();
+                        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+                        plan
+                    }
+                });
+                self.coll_remember(Coll::Scatter, key, &c, &plan);
                 plan
             }
         };

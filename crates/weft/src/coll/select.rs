@@ -109,8 +109,9 @@ impl Coll {
             })
     }
 
-    fn index(self) -> usize {
-        ALL.iter().position(|&c| c == self).expect("listed")
+    /// Position in [`ALL`] (its declaration order; a test checks they agree).
+    pub(crate) fn index(self) -> usize {
+        self as usize
     }
 
     /// Name the cost model knows the collective by (the v-variants share their base model).
@@ -871,6 +872,13 @@ pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32) -> Result<Explanati
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_is_the_position_in_all() {
+        for (i, &c) in ALL.iter().enumerate() {
+            assert_eq!(c.index(), i, "{c:?}");
+        }
+    }
 
     #[test]
     fn remembered_choices_are_the_computed_ones() {
