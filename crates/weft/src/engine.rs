@@ -623,6 +623,13 @@ impl Engine {
     fn drop_idup_at(&mut self, i: usize) {
         let mut slot = self.idups.swap_remove(i);
         slot.state.abandon(self);
+        // A dropped agreement posts nothing more: only its messages in flight are waited for.
+        slot.state.outcome.get_or_insert_with(|| {
+            Err(Error::new(
+                ErrorKind::InvalidRequest,
+                "the duplication was dropped",
+            ))
+        });
         if slot.state.in_flight() {
             slot.dropped = true;
             self.idups.push(slot);
@@ -637,7 +644,7 @@ impl Engine {
         for s in slots.iter_mut() {
             moved |= s.state.step(self);
         }
-        slots.retain(|s| !(s.dropped && !s.state.in_flight()));
+        slots.retain(|s| !s.dropped || s.state.in_flight());
         // Duplications filed meanwhile (none today: filing is a user call) are kept.
         slots.append(&mut self.idups);
         self.idups = slots;
