@@ -123,3 +123,101 @@ fn small_collectives_allocate_at_most_an_early_message() {
         }
     });
 }
+
+/// The v-forms, reduce-scatters and scans: repeated calls allocate no more than the others,
+/// and a call that differs from the last only in its count or displacement arrays gets its
+/// own plan (the results would be wrong with the last call's).
+#[test]
+fn v_forms_allocate_at_most_an_early_message_and_follow_their_arrays() {
+    common::run_ranks(2, &[], |w| {
+        const CALLS: u64 = 2000;
+        let me = w.rank() as u64;
+        let run = |w: &weft::Comm, displs: &[usize]| -> [(&'static str, u64); 8] {
+            let counts = [1usize, 1];
+            let send = [me + 1];
+            let mut three = [0u64; 3];
+            let mut one = [0u64];
+            let src = [100u64, 101, 102];
+            let mut n = |f: &mut dyn FnMut()| {
+                let n0 = allocs();
+                f();
+                allocs() - n0
+            };
+            let out = [
+                (
+                    "gatherv",
+                    n(&mut || {
+                        let r: &mut [u64] = if me == 0 { &mut three } else { &mut [] };
+                        w.gatherv(&send, r, &counts, displs, 0).unwrap();
+                    }),
+                ),
+                (
+                    "scatterv",
+                    n(&mut || w.scatterv(&src, &counts, displs, &mut one, 0).unwrap()),
+                ),
+                (
+                    "allgatherv",
+                    n(&mut || w.allgatherv(&send, &mut three, &counts, displs).unwrap()),
+                ),
+                (
+                    "alltoallv",
+                    n(&mut || {
+                        w.alltoallv(&src, &counts, displs, &mut three, &counts, displs)
+                            .unwrap()
+                    }),
+                ),
+                (
+                    "reduce_scatter",
+                    n(&mut || {
+                        w.reduce_scatter(&[me, me + 1], &mut one, &counts, &Op::Sum)
+                            .unwrap()
+                    }),
+                ),
+                (
+                    "reduce_scatter_block",
+                    n(&mut || {
+                        w.reduce_scatter_block(&[me, me + 1], &mut one, &Op::Sum)
+                            .unwrap()
+                    }),
+                ),
+                (
+                    "scan",
+                    n(&mut || w.scan(&send, &mut one, &Op::Sum).unwrap()),
+                ),
+                (
+                    "exscan",
+                    n(&mut || w.exscan(&send, &mut one, &Op::Sum).unwrap()),
+                ),
+            ];
+            // The last allgatherv left every rank's block at its displacement.
+            let mut g = [0u64; 3];
+            w.allgatherv(&send, &mut g, &counts, displs).unwrap();
+            assert_eq!(
+                (g[displs[0]], g[displs[1]]),
+                (1, 2),
+                "displacements {displs:?}"
+            );
+            out
+        };
+        for _ in 0..100 {
+            run(&w, &[0, 1]);
+        }
+        let mut total = [0u64; 8];
+        for _ in 0..CALLS {
+            for (t, (_, n)) in total.iter_mut().zip(run(&w, &[0, 1])) {
+                *t += n;
+            }
+        }
+        for ((name, _), n) in run(&w, &[0, 1]).iter().zip(total) {
+            println!(
+                "rank {me}: {name}: {:.2} allocations per call",
+                n as f64 / CALLS as f64
+            );
+            assert!(n <= CALLS, "{name}: {n} allocations in {CALLS} calls");
+        }
+        // Same sizes, other displacements: alternating must follow the arrays every call.
+        for i in 0..20 {
+            run(&w, if i % 2 == 0 { &[2, 0] } else { &[0, 2] });
+        }
+    });
+}

@@ -7,6 +7,7 @@ use super::{blocks, check_disjoint, check_len, count_error};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -48,31 +49,42 @@ impl Comm {
     ) -> Result<CollRequest<'a>> {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
-        check_len(Coll::Allgatherv, rank, "counts", counts.len(), size)?;
-        check_len(Coll::Allgatherv, rank, "displs", displs.len(), size)?;
         let es = std::mem::size_of::<T>();
-        let layout = blocks(
-            Coll::Allgatherv,
-            rank,
-            "receive",
-            counts,
-            displs,
-            recv.len(),
-            es,
-        )?;
-        check_disjoint(Coll::Allgatherv, rank, "receive", &layout)?;
-        if counts[rank as usize] != send.len() {
-            return Err(count_error(
-                Coll::Allgatherv,
-                rank,
-                "the send buffer",
-                send.len(),
-                counts[rank as usize],
-            ));
-        }
-        let c = self.coll_choose(Coll::Allgatherv, std::mem::size_of_val(send), true, mode)?;
-        debug_assert_eq!(c.algo, "ring");
-        let plan = algo::ring_allgather::plan(rank, size, &layout);
+        let mine = std::mem::size_of_val(send);
+        let mut key = self.coll_key(mine, 0, es, true, mode);
+        key.extra = recv.len();
+        let arrays = [counts, displs];
+        let plan = match self.coll_memo_v(Coll::Allgatherv, &key, &arrays) {
+            Some((_, plan)) => plan,
+            None => {
+                check_len(Coll::Allgatherv, rank, "counts", counts.len(), size)?;
+                check_len(Coll::Allgatherv, rank, "displs", displs.len(), size)?;
+                let layout = blocks(
+                    Coll::Allgatherv,
+                    rank,
+                    "receive",
+                    counts,
+                    displs,
+                    recv.len(),
+                    es,
+                )?;
+                check_disjoint(Coll::Allgatherv, rank, "receive", &layout)?;
+                if counts[rank as usize] != send.len() {
+                    return Err(count_error(
+                        Coll::Allgatherv,
+                        rank,
+                        "the send buffer",
+                        send.len(),
+                        counts[rank as usize],
+                    ));
+                }
+                let c = self.coll_choose(Coll::Allgatherv, mine, true, mode)?;
+                debug_assert_eq!(c.algo, "ring");
+                let plan = Rc::new(algo::ring_allgather::plan(rank, size, &layout));
+                self.coll_remember_v(Coll::Allgatherv, key, &arrays, &c, &plan);
+                plan
+            }
+        };
         self.coll_start(
             Coll::Allgatherv,
             plan,

@@ -5,6 +5,7 @@ use super::algo;
 use super::select::Coll;
 use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -88,9 +89,18 @@ impl Comm {
             ));
         }
         let bytes = send.len();
-        let c = self.coll_choose(Coll::Exscan, bytes, op.is_commutative(), mode)?;
-        debug_assert_eq!(c.algo, "linear");
-        let plan = algo::linear_scan::exclusive(rank, self.size(), bytes);
+        let commutative = op.is_commutative();
+        let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
+        let plan = match self.coll_memo(Coll::Exscan, &key) {
+            Some((_, plan)) => plan,
+            None => {
+                let c = self.coll_choose(Coll::Exscan, bytes, commutative, mode)?;
+                debug_assert_eq!(c.algo, "linear");
+                let plan = Rc::new(algo::linear_scan::exclusive(rank, self.size(), bytes));
+                self.coll_remember(Coll::Exscan, key, &c, &plan);
+                plan
+            }
+        };
         self.coll_start(Coll::Exscan, plan, send, recv, Some(red), mode)
     }
 }

@@ -6,6 +6,7 @@ use super::{blocks, check_disjoint, check_len, count_error};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -52,33 +53,50 @@ impl Comm {
         self.coll_check_root(Coll::Gatherv, root)?;
         let (rank, size) = (self.rank(), self.size());
         let es = std::mem::size_of::<T>();
-        let mut layout = Vec::new();
-        if rank == root {
-            check_len(Coll::Gatherv, rank, "counts", counts.len(), size)?;
-            check_len(Coll::Gatherv, rank, "displs", displs.len(), size)?;
-            layout = blocks(
-                Coll::Gatherv,
-                rank,
-                "receive",
-                counts,
-                displs,
-                recv.len(),
-                es,
-            )?;
-            check_disjoint(Coll::Gatherv, rank, "receive", &layout)?;
-            if counts[rank as usize] != send.len() {
-                return Err(count_error(
-                    Coll::Gatherv,
-                    rank,
-                    "the root's send buffer",
-                    send.len(),
-                    counts[rank as usize],
-                ));
+        let mine = std::mem::size_of_val(send);
+        // The arrays and the receive buffer matter at the root only.
+        let mut key = self.coll_key(mine, root, es, true, mode);
+        let both = [counts, displs];
+        let arrays: &[&[usize]] = if rank == root {
+            key.extra = recv.len();
+            &both
+        } else {
+            &[]
+        };
+        let plan = match self.coll_memo_v(Coll::Gatherv, &key, arrays) {
+            Some((_, plan)) => plan,
+            None => {
+                let mut layout = Vec::new();
+                if rank == root {
+                    check_len(Coll::Gatherv, rank, "counts", counts.len(), size)?;
+                    check_len(Coll::Gatherv, rank, "displs", displs.len(), size)?;
+                    layout = blocks(
+                        Coll::Gatherv,
+                        rank,
+                        "receive",
+                        counts,
+                        displs,
+                        recv.len(),
+                        es,
+                    )?;
+                    check_disjoint(Coll::Gatherv, rank, "receive", &layout)?;
+                    if counts[rank as usize] != send.len() {
+                        return Err(count_error(
+                            Coll::Gatherv,
+                            rank,
+                            "the root's send buffer",
+                            send.len(),
+                            counts[rank as usize],
+                        ));
+                    }
+                }
+                let c = self.coll_choose(Coll::Gatherv, mine, true, mode)?;
+                debug_assert_eq!(c.algo, "linear");
+                let plan = Rc::new(algo::linear_gather::plan(rank, root, &layout, mine));
+                self.coll_remember_v(Coll::Gatherv, key, arrays, &c, &plan);
+                plan
             }
-        }
-        let c = self.coll_choose(Coll::Gatherv, std::mem::size_of_val(send), true, mode)?;
-        debug_assert_eq!(c.algo, "linear");
-        let plan = algo::linear_gather::plan(rank, root, &layout, std::mem::size_of_val(send));
+        };
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(
             Coll::Gatherv,

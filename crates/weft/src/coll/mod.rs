@@ -379,6 +379,7 @@ impl Comm {
             elem_bytes,
             commutative,
             mode,
+            extra: 0,
         }
     }
 
@@ -386,9 +387,22 @@ impl Comm {
     /// of the same call skips the selection and the plan lookup (a third of a small
     /// blocking collective's instructions).
     pub(crate) fn coll_memo(&self, coll: Coll, key: &CallKey) -> Option<(Choice, Rc<Plan>)> {
+        self.coll_memo_v(coll, key, &[])
+    }
+
+    /// [`Comm::coll_memo`] for a call that also passed count and displacement arrays (the
+    /// v-forms): they must equal the last call's too (compared, not copied).
+    pub(crate) fn coll_memo_v(
+        &self,
+        coll: Coll,
+        key: &CallKey,
+        arrays: &[&[usize]],
+    ) -> Option<(Choice, Rc<Plan>)> {
         let e = self.engine.borrow();
         match &e.coll_state.memo[coll.index()] {
-            Some(m) if m.key == *key => Some((m.choice, m.plan.clone())),
+            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => {
+                Some((m.choice, m.plan.clone()))
+            }
             _ => None,
         }
     }
@@ -396,12 +410,25 @@ impl Comm {
     /// Remembers a call's choice and plan for the next call with the same inputs, unless the
     /// choice may still change (it needs Cross Memory Attach and the node has not voted).
     pub(crate) fn coll_remember(&self, coll: Coll, key: CallKey, choice: &Choice, plan: &Rc<Plan>) {
+        self.coll_remember_v(coll, key, &[], choice, plan)
+    }
+
+    /// [`Comm::coll_remember`] with the call's count and displacement arrays.
+    pub(crate) fn coll_remember_v(
+        &self,
+        coll: Coll,
+        key: CallKey,
+        arrays: &[&[usize]],
+        choice: &Choice,
+        plan: &Rc<Plan>,
+    ) {
         let mut e = self.engine.borrow_mut();
         if choice.needs_cma && e.cma_verdict().is_none() {
             return;
         }
         e.coll_state.memo[coll.index()] = Some(Memo {
             key,
+            arrays: arrays.concat(),
             choice: *choice,
             plan: plan.clone(),
         });
@@ -573,13 +600,29 @@ pub(crate) struct CallKey {
     pub commutative: bool,
     /// Blocking or not.
     pub mode: Mode,
+    /// Another length a call's checks read (the v-forms' other buffer; 0 otherwise).
+    pub extra: usize,
 }
 
 /// One remembered call ([`CallState::memo`]).
 pub(crate) struct Memo {
     key: CallKey,
+    /// The call's count and displacement arrays, back to back (v-forms; empty otherwise).
+    arrays: Vec<usize>,
     choice: Choice,
     plan: Rc<Plan>,
+}
+
+/// Whether `stored` is `parts` back to back.
+fn same_arrays(stored: &[usize], parts: &[&[usize]]) -> bool {
+    let mut rest = stored;
+    for p in parts {
+        match rest.split_at_checked(p.len()) {
+            Some((head, tail)) if head == *p => rest = tail,
+            _ => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// An `InvalidCount` error for a buffer of the wrong length.

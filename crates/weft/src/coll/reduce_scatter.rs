@@ -4,10 +4,11 @@
 
 use super::algo;
 use super::schedule::{Buf, Plan};
-use super::select::Coll;
+use super::select::{Choice, Coll};
 use super::TypeKind;
 use super::{check_len, count_error, elements, reduction, CollRequest, Datatype, Mode, Op};
 use crate::comm::Comm;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -93,6 +94,12 @@ impl Comm {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let c = Coll::ReduceScatter;
+        let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
+        key.extra = recv.len();
+        if let Some((_, plan)) = self.coll_memo_v(c, &key, &[counts]) {
+            let red = reduction(c, rank, op, kind)?;
+            return self.coll_start(c, plan, send, recv, Some(red), mode);
+        }
         check_len(c, rank, "counts", counts.len(), size)?;
         let total: usize = counts.iter().sum();
         let n = elements(c, rank, "the send buffer", send, kind)?;
@@ -115,23 +122,24 @@ impl Comm {
                 counts[rank as usize],
             ));
         }
-        self.reduce_scatter_impl(c, send, recv, counts, kind, op, mode)
+        let red = reduction(c, rank, op, kind)?;
+        let (choice, plan) = self.reduce_scatter_plan(c, counts, kind, op, mode)?;
+        self.coll_remember_v(c, key, &[counts], &choice, &plan);
+        self.coll_start(c, plan, send, recv, Some(red), mode)
     }
 
     /// Starts a reduce-scatter of checked buffers (`counts` in elements of `kind`).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn reduce_scatter_impl<'a>(
+    /// The choice and plan of a reduce-scatter with blocks of `counts` elements (checked by
+    /// the caller) for either form.
+    pub(crate) fn reduce_scatter_plan(
         &self,
         coll: Coll,
-        send: &'a [u8],
-        recv: &'a mut [u8],
         counts: &[usize],
         kind: TypeKind,
         op: &Op,
         mode: Mode,
-    ) -> Result<CollRequest<'a>> {
+    ) -> Result<(Choice, Rc<Plan>)> {
         let (rank, size) = (self.rank(), self.size());
-        let red = reduction(coll, rank, op, kind)?;
         let es = kind.size_bytes();
         let mut off = 0;
         let blocks: Vec<(usize, usize)> = counts
@@ -181,6 +189,6 @@ impl Comm {
                 p
             }
         };
-        self.coll_start(coll, plan, send, recv, Some(red), mode)
+        Ok((c, Rc::new(plan)))
     }
 }

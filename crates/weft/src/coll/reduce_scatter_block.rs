@@ -2,7 +2,7 @@
 //! reduction of every rank's buffer, block i of it to rank i.
 
 use super::select::Coll;
-use super::{count_error, elements, CollRequest, Datatype, Mode, Op, TypeKind};
+use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
 use weft_core::Result;
 
@@ -83,6 +83,12 @@ impl Comm {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let c = Coll::ReduceScatterBlock;
+        let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
+        key.extra = recv.len();
+        if let Some((_, plan)) = self.coll_memo(c, &key) {
+            let red = reduction(c, rank, op, kind)?;
+            return self.coll_start(c, plan, send, recv, Some(red), mode);
+        }
         let n = elements(c, rank, "the receive buffer", recv, kind)?;
         let got = elements(c, rank, "the send buffer", send, kind)?;
         if got != n * size as usize {
@@ -94,7 +100,10 @@ impl Comm {
                 n * size as usize,
             ));
         }
+        let red = reduction(c, rank, op, kind)?;
         let counts = vec![n; size as usize];
-        self.reduce_scatter_impl(c, send, recv, &counts, kind, op, mode)
+        let (choice, plan) = self.reduce_scatter_plan(c, &counts, kind, op, mode)?;
+        self.coll_remember(c, key, &choice, &plan);
+        self.coll_start(c, plan, send, recv, Some(red), mode)
     }
 }

@@ -8,6 +8,7 @@ use super::{blocks, check_len, count_error};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
+use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -53,26 +54,43 @@ impl Comm {
         self.coll_check_root(Coll::Scatterv, root)?;
         let (rank, size) = (self.rank(), self.size());
         let es = std::mem::size_of::<T>();
-        let mut layout = Vec::new();
-        if rank == root {
-            check_len(Coll::Scatterv, rank, "counts", counts.len(), size)?;
-            check_len(Coll::Scatterv, rank, "displs", displs.len(), size)?;
-            layout = blocks(Coll::Scatterv, rank, "send", counts, displs, send.len(), es)?;
-            if counts[rank as usize] != recv.len() {
-                return Err(count_error(
-                    Coll::Scatterv,
-                    rank,
-                    "the root's receive buffer",
-                    recv.len(),
-                    counts[rank as usize],
-                ));
-            }
-        }
-        let c = self.coll_choose(Coll::Scatterv, std::mem::size_of_val(recv), true, mode)?;
-        debug_assert_eq!(c.algo, "linear");
-        let mut plan = Plan::new();
         let mine = std::mem::size_of_val(recv);
-        algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
+        // The arrays and the send buffer matter at the root only.
+        let mut key = self.coll_key(mine, root, es, true, mode);
+        let both = [counts, displs];
+        let arrays: &[&[usize]] = if rank == root {
+            key.extra = send.len();
+            &both
+        } else {
+            &[]
+        };
+        let plan = match self.coll_memo_v(Coll::Scatterv, &key, arrays) {
+            Some((_, plan)) => plan,
+            None => {
+                let mut layout = Vec::new();
+                if rank == root {
+                    check_len(Coll::Scatterv, rank, "counts", counts.len(), size)?;
+                    check_len(Coll::Scatterv, rank, "displs", displs.len(), size)?;
+                    layout = blocks(Coll::Scatterv, rank, "send", counts, displs, send.len(), es)?;
+                    if counts[rank as usize] != recv.len() {
+                        return Err(count_error(
+                            Coll::Scatterv,
+                            rank,
+                            "the root's receive buffer",
+                            recv.len(),
+                            counts[rank as usize],
+                        ));
+                    }
+                }
+                let c = self.coll_choose(Coll::Scatterv, mine, true, mode)?;
+                debug_assert_eq!(c.algo, "linear");
+                let mut plan = Plan::new();
+                algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
+                let plan = Rc::new(plan);
+                self.coll_remember_v(Coll::Scatterv, key, arrays, &c, &plan);
+                plan
+            }
+        };
         let src: &'a [T] = if rank == root { send } else { &[] };
         self.coll_start_rooted(
             Coll::Scatterv,
