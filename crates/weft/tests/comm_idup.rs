@@ -81,7 +81,7 @@ fn idup_returns_before_the_peers_call_it_over_tcp() {
 }
 
 /// Each pair (r, r+1) of ranks has a communicator; every rank duplicates its two at once
-/// (MPICH's comm_idup_overlap: with blocking duplications this deadlocks).
+/// (MPICH's comm_idup_overlap: with blocking duplications this deadlocks), 20 times.
 #[test]
 fn overlapping_idups_complete() {
     for n in 2..=4 {
@@ -101,26 +101,30 @@ fn overlapping_idups_complete() {
                 }
             }
             let (p, s) = (primary.unwrap(), secondary.unwrap());
-            let mut rp = p.idup().unwrap();
-            let mut rs = s.idup().unwrap();
-            // Waited for in the order that makes each rank wait on a pair its partner
-            // waits on second.
-            let ds = rs.wait().unwrap();
-            let dp = rp.wait().unwrap();
-            assert_ne!(dp.context_id(), ds.context_id());
-            // Checked pair by pair in the order of the pairs' creation (comm i joins ranks
-            // i and i + 1), so no two ranks wait on each other's other pair.
-            let mut pairs = [(me, p, dp), ((me + n - 1) % n, s, ds)];
-            pairs.sort_by_key(|x| x.0);
-            for (_, parent, dup) in &pairs {
-                ring_works(dup);
-                // The partners agree on the new context.
-                let other = 1 - parent.rank();
-                let mut theirs = [0u32];
-                parent
-                    .sendrecv(&[dup.context_id()], other, 9, &mut theirs, other as i32, 9)
-                    .unwrap();
-                assert_eq!(theirs[0], dup.context_id());
+            // Repeated: the two agreements of a rank often propose each other's ids and
+            // must retry, in an order that differs between rounds.
+            for _ in 0..20 {
+                let mut rp = p.idup().unwrap();
+                let mut rs = s.idup().unwrap();
+                // Waited for in the order that makes each rank wait on a pair its partner
+                // waits on second.
+                let ds = rs.wait().unwrap();
+                let dp = rp.wait().unwrap();
+                assert_ne!(dp.context_id(), ds.context_id());
+                // Checked pair by pair in the order of the pairs' creation (comm i joins ranks
+                // i and i + 1), so no two ranks wait on each other's other pair.
+                let mut pairs = [(me, p.clone(), dp), ((me + n - 1) % n, s.clone(), ds)];
+                pairs.sort_by_key(|x| x.0);
+                for (_, parent, dup) in &pairs {
+                    ring_works(dup);
+                    // The partners agree on the new context.
+                    let other = 1 - parent.rank();
+                    let mut theirs = [0u32];
+                    parent
+                        .sendrecv(&[dup.context_id()], other, 9, &mut theirs, other as i32, 9)
+                        .unwrap();
+                    assert_eq!(theirs[0], dup.context_id());
+                }
             }
         });
     }
