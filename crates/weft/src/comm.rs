@@ -4,7 +4,10 @@
 //! Context ids: every communicator has a pair `(ctx, ctx + 1)`, the first for point-to-point
 //! traffic, the second for the internal traffic of collectives. World uses 0/1, self 2/3. A
 //! new communicator takes the maximum of its members' next free id (each process's own
-//! counter), so no process ever sees two of its communicators share an id.
+//! counter), so no process ever sees two of its communicators share an id. A nonblocking
+//! duplication ([`Comm::idup`]) cannot hold its process's counter while it runs: it reserves
+//! ids, agrees on the maximum over a nonblocking exchange advanced by progress, and confirms
+//! in a second round that no other creation of any member took the winner (see `IdupState`).
 //!
 //! Intercommunicators (MPI-4.1 §7.6) join two disjoint groups: point-to-point ranks name the
 //! remote group, the local group keeps an intracommunicator of its own for the local phases
