@@ -138,7 +138,7 @@ fn v_forms_allocate_at_most_an_early_message_and_follow_their_arrays() {
             let mut three = [0u64; 3];
             let mut one = [0u64];
             let src = [100u64, 101, 102];
-            let mut n = |f: &mut dyn FnMut()| {
+            let n = |f: &mut dyn FnMut()| {
                 let n0 = allocs();
                 f();
                 allocs() - n0
