@@ -9,9 +9,9 @@
 #   bench/compare.sh [--np "2 4"] [--reps 3] [--libs "weft openmpi mpich4 mpich5-abi"]
 #                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
 #                    [--bw-sizes "8 64K 1M 4M"]
-#                    [--budget-ms 400] [--stat p50|span] [--timeout 900] [--out DIR]
+#                    [--budget-ms 400] [--stat p50|span|max] [--timeout 900] [--out DIR]
 #                    [--install] [--no-build] [--no-plot]
-#   bench/compare.sh --retable DIR [--stat span] [--no-plot]   (tables and plots again from
+#   bench/compare.sh --retable DIR [--stat span|max] [--no-plot]   (tables and plots again from
 #                    DIR/results.tsv of an earlier run, e.g. with the other statistic)
 #
 # Libraries (a missing one is listed and skipped; --install installs it first):
@@ -30,10 +30,12 @@
 # bounded (--budget-ms for coll_lat, five times that for pingpong). Every run is also bounded by --timeout seconds; a run that
 # fails, times out or reports wrong results is listed and leaves its cells empty.
 #
-# Collectives have two statistics (bench/c/coll_lat.c): p50, the P50 over calls of the
-# maximum over ranks of the time in the call (OSU-like, the default), and span (--stat span),
-# the P50 of last exit - first entry on the node's clock, which does not reward a barrier
-# that releases the root first. results.tsv keeps both (columns 6 and 7).
+# Collectives have three statistics (bench/c/coll_lat.c, OSU 7.4's loop: a barrier after each
+# call, the records combined after the loop): p50, OSU's P50 (median over calls of the mean
+# over ranks of the time in the call; the default), max (--stat max: the median over calls of
+# the maximum over ranks) and span (--stat span: the median of last exit - first entry on the
+# node's clock, which does not reward a barrier that releases the root first). results.tsv
+# keeps all three (columns 6, 7 and 8: p50, span, max).
 #
 # For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
 # MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
@@ -55,7 +57,7 @@ build=yes
 plot=yes
 retable=no
 out=${TMPDIR:-/tmp}/weft-compare-$$
-usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span]"
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span|max] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span|max]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -88,7 +90,7 @@ done
 for l in $want_libs; do
   case "$l" in weft|openmpi|mpich4|mpich5-abi) ;; *) echo "$0: --libs: unknown library $l (weft openmpi mpich4 mpich5-abi)" >&2; exit 2 ;; esac
 done
-case "$stat" in p50|span) ;; *) echo "$0: --stat $stat: expected p50 or span" >&2; exit 2 ;; esac
+case "$stat" in p50|span|max) ;; *) echo "$0: --stat $stat: expected p50, span or max" >&2; exit 2 ;; esac
 case " $want_libs " in *" weft "*) ;; *) echo "$0: --libs must include weft (the ratios are weft / best peer)" >&2; exit 2 ;; esac
 if [ "$retable" = yes ] && [ ! -s "$out/results.tsv" ]; then
   echo "$0: --retable $out: no results.tsv there" >&2
@@ -186,7 +188,7 @@ coll_args="-t $budget_ms"
 : > "$failures"
 pp_args="-t $((budget_ms * 5)) $pp_sizes"
 # One run: $1 library, $2 np, $3 program, $4 rep, $5 program arguments. Appends
-# "bench bytes np lib rep value [span]" lines; a failed run goes to failures.txt instead.
+# "bench bytes np lib rep value [span max]" lines; a failed run goes to failures.txt instead.
 run_one() {
   log="$out/logs/$1-np$2-$3-rep$4"
   # shellcheck disable=SC2086 # launcher and arguments are word lists
@@ -194,7 +196,7 @@ run_one() {
     case "$3" in
       pingpong) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       bandwidth) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "bandwidth\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
-      coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 "\t" $6 }' "$log.out" ;;
+      coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 "\t" $6 "\t" $7 }' "$log.out" ;;
     esac >> "$results"
   else
     rc=$?
@@ -222,7 +224,7 @@ fi
 summary="$out/summary.tsv"
 awk -F'\t' -v OFS='\t' -v stat="$stat" '
   { if (!($1 in bench)) bench[$1] = ++nb
-    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" && $7 != "" ? $7 : $6) + 0
+    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" && $7 != "" ? $7 : stat == "max" && $8 != "" ? $8 : $6) + 0
     if (c == 1) order[++k] = key }
   END {
     for (i = 1; i <= k; i++) {

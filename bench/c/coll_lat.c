@@ -1,12 +1,17 @@
-/* Collective latency for every blocking collective of MPI, OSU methodology with a stricter
- * statistic: warm-up calls are discarded; each timed call starts after an MPI_Barrier, its
- * latency is the maximum over ranks of the time each rank spent in it, and the output has the
- * median (P50) and mean over calls. A second statistic, the span, is the P50 over calls of
- * (last rank's exit - first rank's entry) on the node's monotonic clock: the maximum over
- * ranks rewards a barrier that lets the root out first (its receivers then find the data
- * already there), the span does not (valid when all ranks share one node). After timing,
- * one more call per collective and size runs on known data and every rank checks its result,
- * so a wrong answer fails the run instead of giving a number. Standard MPI only: every MPI library runs the same code.
+/* Collective latency for every blocking collective of MPI, OSU 7.4 methodology: warm-up calls
+ * are discarded; the timed calls run back to back with an MPI_Barrier after each (nothing
+ * else between them); every rank records the time it spent in each call, and only after the
+ * loop are the records combined: p50_us is the median over calls of the mean over ranks (OSU's
+ * P50), avg_us the mean of those means. Two more statistics from the same records:
+ * max_p50_us, the median over calls of the maximum over ranks, and span_p50_us, the median of
+ * (last rank's exit - first rank's entry) on the node's monotonic clock (valid when all ranks
+ * share one node): the maximum rewards a barrier that lets the root out first (its receivers
+ * then find the data already there), the span does not. (Until session 6 each call was
+ * followed by an MPI_Allreduce of its times, which is not OSU's loop and let each library's
+ * barrier and allreduce decide which rank waited where.) The number of timed calls is fixed
+ * before timing, from the warm-up calls' time and the budget, the same on every rank. After
+ * timing, one more call per collective and size runs on known data and every rank checks its
+ * result, so a wrong answer fails the run instead of giving a number. Standard MPI only: every MPI library runs the same code.
  *
  * Sizes are bytes per rank, as in `weft bench coll` and OSU: the whole vector for bcast,
  * reduce, allreduce, reduce_scatter(_block), scan and exscan (floats, MPI_SUM; the reduce-
@@ -201,16 +206,19 @@ int main(int argc, char **argv) {
   b.rcounts = malloc(sizeof(int) * np);
   b.types = malloc(sizeof(MPI_Datatype) * np);
   long max_iters_all = iters_arg ? iters_arg : 2000;
-  double *lat = malloc(sizeof(double) * (size_t)max_iters_all);
-  double *span = malloc(sizeof(double) * (size_t)max_iters_all);
+  /* Per call: this rank's time, then minus its entry and its exit on the node clock; after
+   * the loop the sums (mine) and maxima (all three) over ranks. */
+  size_t rec = (size_t)max_iters_all;
+  double *mine = malloc(sizeof(double) * 3 * rec), *maxes = malloc(sizeof(double) * 3 * rec);
+  double *sums = malloc(sizeof(double) * rec), *stat = malloc(sizeof(double) * rec);
   if (!b.sb || !b.rb || !b.sf || !b.rf || !b.counts || !b.displs || !b.rcounts || !b.types ||
-      !lat || !span)
+      !mine || !maxes || !sums || !stat)
     MPI_Abort(MPI_COMM_WORLD, 3);
   for (size_t i = 0; i < floats; i++) b.sf[i] = 1.0f;
   int bad_total = 0;
   if (b.rank == 0)
-    printf("%-22s %10s %12s %12s %6s %12s\n", "collective", "bytes", "p50_us", "avg_us", "iters",
-           "span_p50_us");
+    printf("%-22s %10s %12s %12s %6s %12s %12s\n", "collective", "bytes", "p50_us", "avg_us",
+           "iters", "span_p50_us", "max_p50_us");
   for (int c = 0; c < NCOLL; c++) {
     if (!want[c]) continue;
     for (int k = 0; k < nsizes; k++) {
@@ -221,22 +229,41 @@ int main(int argc, char **argv) {
         for (int i = 0; i < blk; i++) b.sb[(size_t)d * blk + i] = bench_pattern(b.rank, d, i);
       long max_iters = iters_arg ? iters_arg : n < 65536 ? 2000 : n < 1048576 ? 500 : 100;
       long warm = max_iters / 10 + 2;
-      for (long i = 0; i < warm; i++) run(c, n, &b);
-      double start = MPI_Wtime(), sum = 0;
-      long done = 0;
-      while (done < max_iters) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double w0 = MPI_Wtime();
+      for (long i = 0; i < warm; i++) {
+        run(c, n, &b);
         MPI_Barrier(MPI_COMM_WORLD);
+      }
+      /* As many timed calls as fit the budget at the slowest rank's warm-up pace (between
+       * MIN_ITERS and max_iters): decided once, the same everywhere. */
+      double per_call = (MPI_Wtime() - w0) / (double)warm, slowest;
+      MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      long done = slowest > 0 ? (long)(budget_s / slowest) : max_iters;
+      done = done < MIN_ITERS ? MIN_ITERS : done > max_iters ? max_iters : done;
+      double *t = mine, *entry = mine + done, *exit_ = mine + 2 * done;
+      MPI_Barrier(MPI_COMM_WORLD);
+      for (long i = 0; i < done; i++) {
         double t0 = MPI_Wtime(), n0 = bench_node_clock();
         run(c, n, &b);
         double n1 = bench_node_clock();
-        double in[4] = {(MPI_Wtime() - t0) * 1e6, MPI_Wtime() - start, -n0, n1}, out[4];
-        /* Max over ranks of this call's time, of the elapsed time (so every rank takes the
-         * same decision to stop), of minus the entry and of the exit on the node clock. */
-        MPI_Allreduce(in, out, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        span[done] = (out[3] + out[2]) * 1e6;
-        lat[done++] = out[0];
-        sum += out[0];
-        if (done >= MIN_ITERS && out[1] > budget_s) break;
+        t[i] = (MPI_Wtime() - t0) * 1e6;
+        entry[i] = -n0;
+        exit_[i] = n1;
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      MPI_Reduce(t, sums, (int)done, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      MPI_Reduce(mine, maxes, (int)(3 * done), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      double sum = 0, p50 = 0, span50 = 0, max50 = 0;
+      if (b.rank == 0) {
+        for (long i = 0; i < done; i++) {
+          stat[i] = sums[i] / np;
+          sum += stat[i];
+        }
+        p50 = bench_median(stat, (int)done);
+        for (long i = 0; i < done; i++) stat[i] = (maxes[done + i] + maxes[2 * done + i]) * 1e6;
+        span50 = bench_median(stat, (int)done);
+        max50 = bench_median(maxes, (int)done);
       }
       int bad = check(c, n, &b), bad_all = 0;
       MPI_Allreduce(&bad, &bad_all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
@@ -245,9 +272,8 @@ int main(int argc, char **argv) {
         if (bad_all)
           fprintf(stderr, "coll_lat: %s at %ld B: %d wrong result elements\n", names[c], n, bad_all);
         else
-          printf("%-22s %10ld %12.3f %12.3f %6ld %12.3f\n", names[c], n,
-                 bench_median(lat, (int)done), sum / (double)done, done,
-                 bench_median(span, (int)done));
+          printf("%-22s %10ld %12.3f %12.3f %6ld %12.3f %12.3f\n", names[c], n, p50,
+                 sum / (double)done, done, span50, max50);
         fflush(stdout);
       }
     }
@@ -260,8 +286,10 @@ int main(int argc, char **argv) {
   free(b.displs);
   free(b.rcounts);
   free(b.types);
-  free(lat);
-  free(span);
+  free(mine);
+  free(maxes);
+  free(sums);
+  free(stat);
   MPI_Finalize();
   return bad_total ? 1 : 0;
 }

@@ -125,6 +125,7 @@ fn coll_lat_checks_all_seventeen_collectives() {
             positive(&f[2], &format!("{} p50_us", f[0]));
             assert_eq!(f[4], "5", "{}: iterations", f[0]);
             positive(&f[5], &format!("{} span_p50_us", f[0]));
+            positive(&f[6], &format!("{} max_p50_us", f[0]));
         }
     }
     let (code, out, _) = run(&cl, 2, &["-c", "alltoallw,exscan", "-i", "3", "16"]);
@@ -148,7 +149,7 @@ fn compare_script_refuses_bad_arguments_by_name() {
         (vec!["--reps", "0"], "--reps 0"),
         (vec!["--libs", "openmpi"], "must include weft"),
         (vec!["--libs", "weft lam"], "unknown library lam"),
-        (vec!["--stat", "max"], "--stat max: expected p50 or span"),
+        (vec!["--stat", "mean"], "--stat mean: expected p50, span or max"),
         (vec!["--frobnicate"], "unknown argument --frobnicate"),
         (
             vec!["--retable", "/nonexistent/weft-compare"],
