@@ -102,8 +102,15 @@ int main(int argc, char **argv) {
 
   /* Unimplemented functions say so rather than pretend. */
   {
-    int ec;
-    CHECK_RC(MPI_Add_error_class(&ec), MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Session session;
+    CHECK_RC(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session),
+             MPI_ERR_UNSUPPORTED_OPERATION);
+  }
+  /* MPI_LASTUSEDCODE is set and at least MPI_ERR_LASTCODE (MPI-4.1 §9.5). */
+  {
+    int *last = NULL;
+    OK(MPI_Comm_get_attr(w, MPI_LASTUSEDCODE, &last, &flag));
+    CHECK(flag && last && *last >= MPI_ERR_LASTCODE);
   }
   /* A generalized request needs its three callbacks. */
   {

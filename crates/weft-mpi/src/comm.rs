@@ -320,6 +320,8 @@ static TAG_UB_VALUE: c_int = i32::MAX;
 static FALSE_VALUE: c_int = 0;
 static PROC_NULL_VALUE: c_int = MPI_PROC_NULL;
 static ANY_SOURCE_VALUE: c_int = MPI_ANY_SOURCE;
+/// MPI_LASTUSEDCODE's value, refreshed at each query (MPI_Add_error_class/code raise it).
+static LAST_USED_VALUE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// MPI_Comm_get_attr (MPI-4.1 §7.7.2) for the predefined keys.
 #[no_mangle]
@@ -336,6 +338,13 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_WTIME_IS_GLOBAL => Some(&FALSE_VALUE),
             MPI_HOST => Some(&PROC_NULL_VALUE),
             MPI_IO => Some(&ANY_SOURCE_VALUE),
+            MPI_LASTUSEDCODE => {
+                LAST_USED_VALUE.store(
+                    crate::error::last_used_code(),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                Some(LAST_USED_VALUE.as_ptr() as *const c_int)
+            }
             MPI_APPNUM | MPI_UNIVERSE_SIZE => None,
             k => {
                 let s = state("MPI_Comm_get_attr")?;

@@ -114,6 +114,7 @@ pub const MPI_HOST: c_int = 503;
 pub const MPI_IO: c_int = 502;
 pub const MPI_WTIME_IS_GLOBAL: c_int = 504;
 pub const MPI_APPNUM: c_int = 505;
+pub const MPI_LASTUSEDCODE: c_int = 506;
 pub const MPI_UNIVERSE_SIZE: c_int = 507;
 
 pub const MPI_MAX_ERROR_STRING: usize = 512;
