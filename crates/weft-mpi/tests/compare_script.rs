@@ -149,7 +149,10 @@ fn compare_script_refuses_bad_arguments_by_name() {
         (vec!["--reps", "0"], "--reps 0"),
         (vec!["--libs", "openmpi"], "must include weft"),
         (vec!["--libs", "weft lam"], "unknown library lam"),
-        (vec!["--stat", "mean"], "--stat mean: expected p50, span or max"),
+        (
+            vec!["--stat", "mean"],
+            "--stat mean: expected p50, span or max",
+        ),
         (vec!["--frobnicate"], "unknown argument --frobnicate"),
         (
             vec!["--retable", "/nonexistent/weft-compare"],
