@@ -60,6 +60,11 @@ int main(int argc, char **argv) {
     CHECK(MPI_Cancel(&req) == MPI_ERR_REQUEST);
     OK(MPI_Ssend(&rank, 1, MPI_INT, 0, 0, MPI_COMM_WORLD));
   }
+  /* The duplicate takes the attributes of the idup call (MPI-4.1 §7.4.2: as if MPI_Comm_dup
+   * ran there): the copy callback has run, and a later change does not travel. */
+  CHECK(copies == 1);
+  static int later = 7;
+  OK(MPI_Comm_set_attr(MPI_COMM_WORLD, key, &later));
   MPI_Status st;
   OK(MPI_Wait(&req, &st));
   CHECK(req == MPI_REQUEST_NULL);
@@ -71,6 +76,8 @@ int main(int argc, char **argv) {
   int *got = NULL, flag = 0;
   OK(MPI_Comm_get_attr(d, key, &got, &flag));
   CHECK(flag && got == &value && copies == 1);
+  OK(MPI_Comm_get_attr(MPI_COMM_WORLD, key, &got, &flag));
+  CHECK(flag && got == &later);
   MPI_Errhandler eh;
   OK(MPI_Comm_get_errhandler(d, &eh));
   CHECK(eh == MPI_ERRORS_RETURN);

@@ -5,7 +5,7 @@
 use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
-use crate::error::{err, finish, write_c_string, R};
+use crate::error::{err, finish, write_c_string, MpiError, R};
 use crate::state::{
     handle_index, state, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP, K_INFO,
 };
@@ -38,57 +38,51 @@ fn new_comm(s: &mut State, c: Option<weft::Comm>, out: *mut Handle) -> R<()> {
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
     let r = (|| {
         let s = state("MPI_Comm_dup")?;
-        let e = s.comm(comm)?;
-        let c = e.comm.dup()?;
-        let inherited = Inherited::of(e);
-        inherited.install(s, comm, c, newcomm)
+        let c = s.comm(comm)?.comm.dup()?;
+        let inherited = Inherited::of(s, comm)?;
+        inherited.install(s, c, newcomm)
     })();
     finish(comm, "MPI_Comm_dup", r)
 }
 
 /// What a duplicate takes from its communicator (MPI-4.1 §7.4.2): the error handler, the
-/// topology and the attributes (through their keyvals' copy callbacks). MPI_Comm_idup takes
-/// them when it starts and installs them when it completes.
+/// topology and the attributes (through their keyvals' copy callbacks, run when it is taken).
+/// MPI_Comm_idup takes it when it starts (as if the duplication happened there) and installs
+/// it when it completes.
 struct Inherited {
     errhandler: Handle,
+    /// The attributes the copy callbacks gave the duplicate.
     attrs: Vec<(c_int, usize)>,
+    /// A copy callback's failure, reported when the duplicate is installed (the duplication
+    /// itself goes on: its peers take part in it whatever this rank's callbacks do).
+    failed: Option<MpiError>,
     cart: Option<(Vec<c_int>, Vec<bool>)>,
     graph: Option<crate::topo::GraphTopo>,
 }
 
 impl Inherited {
-    fn of(e: &crate::state::CommEntry) -> Inherited {
-        Inherited {
+    /// What a duplicate of `comm` takes now; runs the attributes' copy callbacks.
+    fn of(s: &State, comm: Handle) -> R<Inherited> {
+        let e = s.comm(comm)?;
+        let mut inherited = Inherited {
             errhandler: e.errhandler,
-            attrs: e.attrs.clone(),
+            attrs: Vec::new(),
+            failed: None,
             cart: e.cart.clone(),
             graph: e.graph.clone(),
-        }
-    }
-
-    /// Files `c`, the duplicate of `comm`, as `*newcomm` with what it inherits.
-    fn install(self, s: &mut State, comm: Handle, c: weft::Comm, newcomm: *mut Handle) -> R<()> {
-        new_comm(s, Some(c), newcomm)?;
-        // SAFETY: just written.
-        let nh = unsafe { *newcomm };
-        // The duplicate keeps the error handler and the topology (MPI-4.1 §7.4.2).
-        let ne = s.comm_mut(nh)?;
-        let topology = self.cart.is_some() || self.graph.is_some();
-        (ne.errhandler, ne.cart, ne.graph) = (self.errhandler, self.cart, self.graph);
-        if topology {
-            crate::topo::attach_neighborhood(s, nh)?;
-        }
+        };
         // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.2).
-        let mut copied = Vec::new();
-        for (k, v) in self.attrs {
+        for &(k, v) in &e.attrs {
             let Some(kv) = keyval_of(s, k) else { continue };
             match kv.copy {
                 0 => {}
-                1 => copied.push((k, v)),
+                1 => inherited.attrs.push((k, v)),
                 f => {
                     // SAFETY: registered by the program as an MPI_Comm_copy_attr_function.
                     let f: CopyFn = unsafe { std::mem::transmute::<usize, CopyFn>(f) };
                     let (mut out, mut flag) = (0usize, 0);
+                    // SAFETY: the callback's contract: the old communicator, the keyval,
+                    // its extra state, the attribute value and two output locations.
                     let rc = unsafe {
                         f(
                             comm,
@@ -100,19 +94,38 @@ impl Inherited {
                         )
                     };
                     if rc != MPI_SUCCESS {
-                        return Err(err(
+                        inherited.failed = Some(err(
                             rc,
                             format!("copy callback of keyval {k} returned {rc}"),
                         ));
+                        break;
                     }
                     if flag != 0 {
-                        copied.push((k, out));
+                        inherited.attrs.push((k, out));
                     }
                 }
             }
         }
-        s.comm_mut(nh)?.attrs = copied;
-        Ok(())
+        Ok(inherited)
+    }
+
+    /// Files `c`, the duplicate, as `*newcomm` with what it inherits.
+    fn install(self, s: &mut State, c: weft::Comm, newcomm: *mut Handle) -> R<()> {
+        new_comm(s, Some(c), newcomm)?;
+        // SAFETY: just written.
+        let nh = unsafe { *newcomm };
+        // The duplicate keeps the error handler and the topology (MPI-4.1 §7.4.2).
+        let ne = s.comm_mut(nh)?;
+        let topology = self.cart.is_some() || self.graph.is_some();
+        (ne.errhandler, ne.cart, ne.graph) = (self.errhandler, self.cart, self.graph);
+        ne.attrs = self.attrs;
+        if topology {
+            crate::topo::attach_neighborhood(s, nh)?;
+        }
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1281,8 +1294,11 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
 /// agree on the new context while they go on (weft's `Comm::idup`, advanced by every call
 /// that makes progress). `*newcomm` is written when the request completes (MPI_Wait/Test and
 /// the array forms), with the error handler, topology and attributes the communicator had at
-/// this call (copy callbacks run at completion). The request cannot be cancelled or freed
-/// before it completes.
+/// this call (the copy callbacks run here, as if the duplication happened now). The request
+/// cannot be cancelled or freed before it completes. Limit (weft's `Comm::idup`): while a
+/// blocking communicator creation (MPI_Comm_dup, split, create, ...) runs on this process,
+/// duplications in flight make no progress, so a program where that creation needs a peer
+/// that first waits for the idup deadlocks.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(
     comm: Handle,
@@ -1297,57 +1313,45 @@ pub unsafe extern "C" fn MPI_Comm_idup(
             return Err(err(MPI_ERR_ARG, "newcomm pointer is NULL"));
         }
         let s = state("MPI_Comm_idup")?;
-        let e = s.comm(comm)?;
-        let dup = e.comm.idup()?;
-        let inherited = Inherited::of(e);
+        let dup = s.comm(comm)?.comm.idup()?;
+        let inherited = Inherited::of(s, comm)?;
         let mut entry = ReqEntry::generalized();
         entry.comm = comm;
         let h = s.add_req(entry);
-        IDUPS.with(|m| {
-            m.borrow_mut().insert(
-                h,
-                PendingDup {
-                    dup,
-                    parent: comm,
-                    newcomm,
-                    inherited,
-                },
-            )
-        });
+        s.idups.insert(
+            h,
+            PendingDup {
+                dup,
+                newcomm,
+                inherited,
+            },
+        );
         put!(req, h)
     })();
     finish(comm, "MPI_Comm_idup", r)
 }
 
 /// A duplication in flight: its weft request and where the new handle goes.
-struct PendingDup {
+pub(crate) struct PendingDup {
     dup: weft::comm::DupRequest,
-    parent: Handle,
     newcomm: *mut Handle,
     inherited: Inherited,
 }
 
-thread_local! {
-    /// Duplications in flight by request handle (MPI runs on the thread that initialised
-    /// it; the request table entry of each is a bare one, like a generalized request's).
-    static IDUPS: std::cell::RefCell<std::collections::HashMap<Handle, PendingDup>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
-
 /// Whether request `h` is a duplication in flight (MPI_Comm_idup).
-pub(crate) fn is_idup(h: Handle) -> bool {
-    IDUPS.with(|m| !m.borrow().is_empty() && m.borrow().contains_key(&h))
+pub(crate) fn is_idup(s: &State, h: Handle) -> bool {
+    !s.idups.is_empty() && s.idups.contains_key(&h)
 }
 
 /// Whether duplication `h` has its outcome (completing it then does not wait); does not poll.
-pub(crate) fn idup_ready(h: Handle) -> bool {
-    IDUPS.with(|m| m.borrow().get(&h).is_none_or(|p| p.dup.is_done()))
+pub(crate) fn idup_ready(s: &State, h: Handle) -> bool {
+    s.idups.get(&h).is_none_or(|p| p.dup.is_done())
 }
 
 /// Completes duplication `h` (request table index `i`) if `block` or it is done: writes the
 /// new handle and retires the request. Returns whether it completed.
 pub(crate) fn complete_idup(s: &mut State, i: usize, h: Handle, block: bool) -> R<bool> {
-    let Some(mut p) = IDUPS.with(|m| m.borrow_mut().remove(&h)) else {
+    let Some(mut p) = s.idups.remove(&h) else {
         return Err(err(
             MPI_ERR_REQUEST,
             format!("request {h:#x} is not a duplication"),
@@ -1359,7 +1363,7 @@ pub(crate) fn complete_idup(s: &mut State, i: usize, h: Handle, block: bool) -> 
         match p.dup.test() {
             Ok(Some(c)) => Ok(c),
             Ok(None) => {
-                IDUPS.with(|m| m.borrow_mut().insert(h, p));
+                s.idups.insert(h, p);
                 return Ok(false);
             }
             Err(e) => Err(e),
@@ -1367,7 +1371,7 @@ pub(crate) fn complete_idup(s: &mut State, i: usize, h: Handle, block: bool) -> 
     };
     s.reqs.remove(i);
     let c = got?;
-    p.inherited.install(s, p.parent, c, p.newcomm)?;
+    p.inherited.install(s, c, p.newcomm)?;
     Ok(true)
 }
 

@@ -69,6 +69,7 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         bsend_pending: Vec::new(),
         detached: Vec::new(),
         compounds: Default::default(),
+        idups: Default::default(),
         type_names: Default::default(),
     });
     INITIALIZED.store(true, Ordering::Release);
@@ -160,12 +161,14 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             comms,
             reqs,
             compounds,
+            idups,
             ..
         } = s;
         // Requests and communicators hold the engine; drop them before finalize (the
         // requests before the compounds, whose final steps own buffers they may write).
         drop(reqs);
         drop(compounds);
+        drop(idups);
         drop(comms);
         weft.finalize()?;
         Ok(())

@@ -915,7 +915,7 @@ pub(crate) fn complete(
     if compound::is_compound(s, i) {
         return compound::complete(s, i, req, block, status);
     }
-    if crate::comm::is_idup(h) {
+    if crate::comm::is_idup(s, h) {
         let done = crate::comm::complete_idup(s, i, h, block);
         if !matches!(done, Ok(false)) {
             // Retired (also after an error): the handle goes.
@@ -1200,8 +1200,8 @@ fn entry_ready(s: &mut State, i: usize) -> R<bool> {
     if let Some(done) = greq::done(make_handle(K_REQ, i)) {
         return Ok(done);
     }
-    if crate::comm::is_idup(make_handle(K_REQ, i)) {
-        return Ok(crate::comm::idup_ready(make_handle(K_REQ, i)));
+    if crate::comm::is_idup(s, make_handle(K_REQ, i)) {
+        return Ok(crate::comm::idup_ready(s, make_handle(K_REQ, i)));
     }
     if compound::is_compound(s, i) {
         return compound::ready(s, i, |s, h| {
@@ -1235,7 +1235,7 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
         // Collectives and generalized requests are polled (weft's wait_any knows neither).
         any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some())
             || greq::is_greq(h)
-            || crate::comm::is_idup(h)
+            || crate::comm::is_idup(s, h)
             || compound::is_compound(s, i);
         active.push(Some(i));
     }
@@ -1441,7 +1441,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         }
         if s.reqs.get(i).is_some_and(|e| e.coll.is_some())
             || compound::is_compound(s, i)
-            || crate::comm::is_idup(h)
+            || crate::comm::is_idup(s, h)
         {
             return Err(err(
                 MPI_ERR_REQUEST,
@@ -1482,7 +1482,7 @@ pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
         if greq::is_greq(h) {
             return greq::cancel(h);
         }
-        if crate::comm::is_idup(h) {
+        if crate::comm::is_idup(s, h) {
             return Err(err(
                 MPI_ERR_REQUEST,
                 "MPI_Comm_idup's request cannot be cancelled (MPI-4.1 §6.12: nonblocking \

@@ -269,6 +269,10 @@ pub struct State {
     pub type_names: std::collections::HashMap<Handle, String>,
     /// Compound requests (compound.rs) by request-table index.
     pub compounds: std::collections::HashMap<usize, crate::compound::Compound>,
+    /// Duplications in flight (MPI_Comm_idup) by request handle; the request table entry of
+    /// each is a bare one, like a generalized request's. In the state, not per thread: under
+    /// MPI_THREAD_SERIALIZED another thread may complete the request.
+    pub(crate) idups: std::collections::HashMap<Handle, crate::comm::PendingDup>,
 }
 
 struct Global(UnsafeCell<Option<State>>);
