@@ -125,6 +125,15 @@ int main(int argc, char **argv) {
         for (int i = 0; i < cnt[r]; i++) CHECK(buf[dsp[r] + i] == 100 * r + i);
         CHECK(buf[dsp[r] + cnt[r]] == -1);
       }
+      /* An empty block's displacement means nothing: far past the buffer is valid. */
+      {
+        int far[8];
+        for (int r = 0; r < np; r++) far[r] = cnt[r] ? dsp[r] : 1 << 24;
+        for (int i = 0; i < total; i++) buf[i] = -1;
+        OK(MPI_Allgatherv(mine, cnt[me], t, buf, cnt, far, t, w));
+        for (int r = 0; r < np; r++)
+          for (int i = 0; i < cnt[r]; i++) CHECK(buf[dsp[r] + i] == 100 * r + i);
+      }
       /* Alltoallv and Alltoallw: every rank sends cnt[d] items to rank d, so rank d
        * receives cnt[d] items from each rank, placed in reverse rank order with gaps. */
       int sc[8], sd[8], rc[8], rd[8], rbd[8], sbd[8], sendv[8 * 3];

@@ -709,12 +709,15 @@ unsafe fn scale_into(arr: *const c_int, unit: usize, out: &mut [usize]) -> Optio
     Some(())
 }
 
-/// The bytes blocks at `displs` of `counts` bytes cover (from the buffer's start).
+/// The bytes blocks at `displs` of `counts` bytes cover (from the buffer's start); an empty
+/// block covers nothing wherever its displacement points.
 #[inline]
 fn extent(counts: &[usize], displs: &[usize]) -> Option<usize> {
     let mut end = 0usize;
     for (&c, &d) in counts.iter().zip(displs) {
-        end = end.max(c.checked_add(d)?);
+        if c > 0 {
+            end = end.max(c.checked_add(d)?);
+        }
     }
     Some(end)
 }

@@ -219,5 +219,26 @@ fn v_forms_allocate_at_most_an_early_message_and_follow_their_arrays() {
         for i in 0..20 {
             run(&w, if i % 2 == 0 { &[2, 0] } else { &[0, 2] });
         }
+        // What the memo does not cover is still checked on every call: buffer alignment
+        // (the same lengths one byte off) and arrays of the wrong length (the same entries
+        // split differently).
+        use weft::coll::TypeKind;
+        let words = [0u64; 5];
+        let mut out = [0u64; 3];
+        let send: &[u8] = bytemuck::cast_slice(&words[..4]);
+        let recv: &mut [u8] = bytemuck::cast_slice_mut(&mut out[..2]);
+        w.reduce_scatter_block_bytes(send, recv, TypeKind::U64, &Op::Sum)
+            .unwrap();
+        let send_off = &bytemuck::cast_slice::<u64, u8>(&words)[1..33];
+        let e = w
+            .reduce_scatter_block_bytes(send_off, recv, TypeKind::U64, &Op::Sum)
+            .unwrap_err();
+        assert_eq!(e.kind(), weft::ErrorKind::InvalidArgument, "{e}");
+        let mut three = [0u64; 3];
+        w.allgatherv(&[me], &mut three, &[1, 1], &[0, 1]).unwrap();
+        let e = w
+            .allgatherv(&[me], &mut three, &[1, 1, 0], &[1])
+            .unwrap_err();
+        assert_eq!(e.kind(), weft::ErrorKind::InvalidCount, "{e}");
     });
 }

@@ -398,6 +398,12 @@ impl Comm {
         key: &CallKey,
         arrays: &[&[usize]],
     ) -> Option<(Choice, Rc<Plan>)> {
+        // Every array of a v-form has one entry per rank; one of another length is bad
+        // input for the checks of a fresh call to report.
+        let size = self.size() as usize;
+        if arrays.iter().any(|a| a.len() != size) {
+            return None;
+        }
         let e = self.engine.borrow();
         match &e.coll_state.memo[coll.index()] {
             Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => {
@@ -699,6 +705,8 @@ pub(crate) fn blocks(
         .zip(displs)
         .enumerate()
         .map(|(i, (&c, &d))| match d.checked_add(c) {
+            // An empty block's displacement means nothing (MPI gives it none).
+            _ if c == 0 => Ok((0, 0)),
             Some(end) if end <= len => Ok((d * elem_bytes, c * elem_bytes)),
             _ => Err(Error::new(
                 ErrorKind::InvalidCount,

@@ -94,6 +94,10 @@ impl Comm {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let c = Coll::ReduceScatter;
+        // Sizes and alignment depend on the buffers, not on the call's inputs: checked on
+        // every call, before the memo.
+        let n = elements(c, rank, "the send buffer", send, kind)?;
+        let got = elements(c, rank, "the receive buffer", recv, kind)?;
         let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
         key.extra = recv.len();
         if let Some((_, plan)) = self.coll_memo_v(c, &key, &[counts]) {
@@ -102,7 +106,6 @@ impl Comm {
         }
         check_len(c, rank, "counts", counts.len(), size)?;
         let total: usize = counts.iter().sum();
-        let n = elements(c, rank, "the send buffer", send, kind)?;
         if n != total {
             return Err(count_error(
                 c,
@@ -112,7 +115,6 @@ impl Comm {
                 total,
             ));
         }
-        let got = elements(c, rank, "the receive buffer", recv, kind)?;
         if got != counts[rank as usize] {
             return Err(count_error(
                 c,
@@ -128,7 +130,6 @@ impl Comm {
         self.coll_start(c, plan, send, recv, Some(red), mode)
     }
 
-    /// Starts a reduce-scatter of checked buffers (`counts` in elements of `kind`).
     /// The choice and plan of a reduce-scatter with blocks of `counts` elements (checked by
     /// the caller) for either form.
     pub(crate) fn reduce_scatter_plan(

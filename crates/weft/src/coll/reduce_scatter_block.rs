@@ -83,14 +83,15 @@ impl Comm {
         self.check()?;
         let (rank, size) = (self.rank(), self.size());
         let c = Coll::ReduceScatterBlock;
+        // Sizes and alignment depend on the buffers: checked on every call, before the memo.
+        let n = elements(c, rank, "the receive buffer", recv, kind)?;
+        let got = elements(c, rank, "the send buffer", send, kind)?;
         let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
         key.extra = recv.len();
         if let Some((_, plan)) = self.coll_memo(c, &key) {
             let red = reduction(c, rank, op, kind)?;
             return self.coll_start(c, plan, send, recv, Some(red), mode);
         }
-        let n = elements(c, rank, "the receive buffer", recv, kind)?;
-        let got = elements(c, rank, "the send buffer", send, kind)?;
         if got != n * size as usize {
             return Err(count_error(
                 c,
