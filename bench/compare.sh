@@ -222,9 +222,17 @@ fi
 # Median over repetitions per (bench, bytes, np, lib), then one table per benchmark: rows
 # (np, bytes), a column per library, weft / best peer. The same tables go to compare.md.
 summary="$out/summary.tsv"
+# Results of coll_lat before session 6 have no max column, and their column 6 was the maximum.
+if [ "$stat" != p50 ]; then
+  col=7; [ "$stat" = max ] && col=8
+  if awk -F'\t' -v c="$col" '$1 !~ /^(pingpong|bandwidth)$/ && $c == "" { f = 1 } END { exit !f }' "$results"; then
+    echo "$0: --stat $stat: $results has collective rows without that column (written before session 6, when column 6 was another statistic too)" >&2
+    exit 2
+  fi
+fi
 awk -F'\t' -v OFS='\t' -v stat="$stat" '
   { if (!($1 in bench)) bench[$1] = ++nb
-    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" && $7 != "" ? $7 : stat == "max" && $8 != "" ? $8 : $6) + 0
+    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
     if (c == 1) order[++k] = key }
   END {
     for (i = 1; i <= k; i++) {

@@ -240,7 +240,8 @@ int main(int argc, char **argv) {
       double per_call = (MPI_Wtime() - w0) / (double)warm, slowest;
       MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       long done = slowest > 0 ? (long)(budget_s / slowest) : max_iters;
-      done = done < MIN_ITERS ? MIN_ITERS : done > max_iters ? max_iters : done;
+      done = done < MIN_ITERS ? MIN_ITERS : done;
+      done = done > max_iters ? max_iters : done; /* the records hold max_iters calls */
       double *t = mine, *entry = mine + done, *exit_ = mine + 2 * done;
       MPI_Barrier(MPI_COMM_WORLD);
       for (long i = 0; i < done; i++) {

@@ -1137,7 +1137,9 @@ impl Comm {
     /// A peer that dies makes the request fail (with the engine's error for that peer).
     /// Known limit: the agreement takes no decision while a blocking creation (dup, split,
     /// create_group, intercomm creation) runs on this process, so a program that blocks in
-    /// such a creation until a peer's duplication has completed waits forever.
+    /// such a creation until a peer's duplication has completed waits forever. Dropping the
+    /// request before it completes is erroneous: this rank stops taking part, so its peers'
+    /// duplication never completes (MPI's layer refuses to free or cancel it).
     pub fn idup(&self) -> Result<DupRequest> {
         self.check_open()?;
         let seq = self.data.idup_seq.get();

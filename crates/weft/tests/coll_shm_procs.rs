@@ -124,7 +124,9 @@ fn run(name: &str, dying: u32, barrier: &str) {
         })
         .collect();
     let deadline = Instant::now() + Duration::from_secs(20);
-    for (rank, mut c) in children.into_iter().enumerate() {
+    let mut children: Vec<Option<std::process::Child>> = children.into_iter().map(Some).collect();
+    for rank in 0..children.len() {
+        let mut c = children[rank].take().expect("each child once");
         loop {
             if let Some(status) = c.try_wait().unwrap() {
                 let out = c.wait_with_output().unwrap();
@@ -143,6 +145,11 @@ fn run(name: &str, dying: u32, barrier: &str) {
             }
             if Instant::now() > deadline {
                 let _ = c.kill();
+                // The ranks not looked at yet go too: none may outlive the test.
+                for other in children.iter_mut().flatten() {
+                    let _ = other.kill();
+                    let _ = other.wait();
+                }
                 let out = c.wait_with_output().unwrap();
                 panic!(
                     "rank {rank} did not finish in 60 s (a wait in the area hung?): {}{}",

@@ -96,7 +96,9 @@ fn run_ranks(
         .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut outputs = Vec::new();
-    for (rank, mut c) in children.into_iter().enumerate() {
+    let mut children: Vec<Option<std::process::Child>> = children.into_iter().map(Some).collect();
+    for rank in 0..children.len() {
+        let mut c = children[rank].take().expect("each child once");
         loop {
             if let Some(status) = c.try_wait().unwrap() {
                 let out = c.wait_with_output().unwrap();
@@ -109,6 +111,11 @@ fn run_ranks(
             }
             if Instant::now() > deadline {
                 let _ = c.kill();
+                // The ranks not looked at yet go too: none may outlive the test.
+                for other in children.iter_mut().flatten() {
+                    let _ = other.kill();
+                    let _ = other.wait();
+                }
                 let out = c.wait_with_output().unwrap();
                 panic!(
                     "rank {rank} did not finish in 60 s: {}{}",
