@@ -273,3 +273,12 @@ fn datatype_decoding_external32_attributes_and_status_queries() {
 fn user_error_classes_info_env_and_finalize_callbacks() {
     run_ok("errclass");
 }
+
+/// MPI_Comm_idup returns before the other ranks call it (they communicate first), several
+/// run at once and around a blocking creation, the handle appears at completion with the
+/// attributes (copied at the call) and error handler, and bad input gets its error class
+/// (itest/c/idup.c).
+#[test]
+fn comm_idup_is_nonblocking() {
+    run_ok("idup");
+}
