@@ -3,9 +3,24 @@
  * rank, which send synchronously after starting their idup); several run at once on one
  * communicator, on overlapping ones and around blocking creations; the new handle is written
  * at completion and inherits attributes and the error handler; errors: MPI_COMM_NULL, a NULL
- * request pointer, freeing or cancelling the request before it completes. */
+ * request pointer, freeing or cancelling the request before it completes. Under
+ * MPI_THREAD_SERIALIZED another thread may complete the request. */
 #include "check.h"
+#include <pthread.h>
 #include <string.h>
+
+/* Waits for a duplication started on the main thread (MPI_THREAD_SERIALIZED: the main
+ * thread makes no MPI call meanwhile, it joins). */
+struct waiter {
+  MPI_Request req;
+  MPI_Comm *out;
+  int rc;
+};
+static void *wait_elsewhere(void *arg) {
+  struct waiter *w = arg;
+  w->rc = MPI_Wait(&w->req, MPI_STATUS_IGNORE);
+  return NULL;
+}
 
 static int copies = 0;
 static int copy_fn(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag) {
@@ -28,7 +43,9 @@ static void works(MPI_Comm c) {
 }
 
 int main(int argc, char **argv) {
-  OK(MPI_Init(&argc, &argv));
+  int provided = 0;
+  OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided));
+  CHECK(provided >= MPI_THREAD_SERIALIZED);
   int rank, size;
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
@@ -135,7 +152,20 @@ int main(int argc, char **argv) {
   OK(MPI_Comm_free(&g));
   OK(MPI_Comm_free(&i3));
 
-  /* 4. Bad input: clear error classes, no request made. */
+  /* 4. Another thread completes the request (the new handle appears for it too). */
+  {
+    MPI_Comm t = MPI_COMM_NULL;
+    struct waiter w = {MPI_REQUEST_NULL, &t, -1};
+    OK(MPI_Comm_idup(MPI_COMM_WORLD, &t, &w.req));
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, wait_elsewhere, &w) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK(w.rc == MPI_SUCCESS && w.req == MPI_REQUEST_NULL && t != MPI_COMM_NULL);
+    works(t);
+    OK(MPI_Comm_free(&t));
+  }
+
+  /* 5. Bad input: clear error classes, no request made. */
   MPI_Comm x = MPI_COMM_NULL;
   req = MPI_REQUEST_NULL;
   CHECK(MPI_Comm_idup(MPI_COMM_NULL, &x, &req) == MPI_ERR_COMM);
