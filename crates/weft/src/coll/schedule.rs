@@ -59,6 +59,13 @@ enum Action {
         src: Region,
         dst: Region,
     },
+    /// A copy made in the pass that posts the step's sends, in plan order: after the
+    /// receives and the sends before it are posted, so peers move those while it copies (a
+    /// root's own block: its receivers need not wait for it).
+    CopyAfterPosting {
+        src: Region,
+        dst: Region,
+    },
     /// `dst = src ∘ dst` when `src_first`, else `dst = dst ∘ src`; in the second form a
     /// non-commutative operation may clobber `src`, which must be a scratch region.
     Reduce {
@@ -175,6 +182,15 @@ impl Plan {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 && src != dst {
             self.push(Action::Copy { src, dst });
+        }
+    }
+
+    /// A copy that nothing else of its step reads or writes, made once the step's receives
+    /// and the sends added before it are posted ([`Action::CopyAfterPosting`]).
+    pub fn copy_after_posting(&mut self, src: Region, dst: Region) {
+        debug_assert_eq!(src.len, dst.len);
+        if src.len > 0 && src != dst {
+            self.push(Action::CopyAfterPosting { src, dst });
         }
     }
 
@@ -527,7 +543,8 @@ impl<'a> Schedule<'a> {
                             self.failed_read = self.cma_write(e, peer, off, src).err();
                         }
                     }
-                    Action::Send { .. } | Action::Recv { .. } => {}
+                    Action::Send { .. } | Action::Recv { .. } | Action::CopyAfterPosting { .. } => {
+                    }
                 }
             }
             // Receives first, so a peer's eager message finds its receive posted.
@@ -540,11 +557,15 @@ impl<'a> Schedule<'a> {
                 }
             }
             for i in start..end {
-                if let Action::Send { peer, src } = self.plan.actions[i] {
-                    if let Err(err) = self.post_send(e, peer, src) {
-                        self.abandon(e);
-                        return Err(self.wrap(err));
+                match self.plan.actions[i] {
+                    Action::Send { peer, src } => {
+                        if let Err(err) = self.post_send(e, peer, src) {
+                            self.abandon(e);
+                            return Err(self.wrap(err));
+                        }
                     }
+                    Action::CopyAfterPosting { src, dst } => self.local_copy(src, dst),
+                    _ => {}
                 }
             }
         }

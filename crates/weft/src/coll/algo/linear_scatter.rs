@@ -15,13 +15,13 @@ pub(crate) fn build(
     p.step();
     if rank == root {
         for (i, &(off, len)) in blocks.iter().enumerate() {
-            let src = Region::new(src, off, len);
-            if i as u32 == root {
-                p.copy(src, Region::new(Buf::Recv, 0, len));
-            } else {
-                p.send(i as u32, src);
+            if i as u32 != root {
+                p.send(i as u32, Region::new(src, off, len));
             }
         }
+        // Its own block last, while the others move theirs.
+        let (off, len) = blocks[root as usize];
+        p.copy_after_posting(Region::new(src, off, len), Region::new(Buf::Recv, 0, len));
     } else {
         p.recv(root, Region::new(Buf::Recv, 0, mine));
     }
