@@ -49,30 +49,23 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(send);
         let key = self.coll_key(blk, 0, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Allgather, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Allgather, blk, true, mode)?;
-                let blocks: Vec<(usize, usize)> =
-                    (0..size as usize).map(|i| (i * blk, blk)).collect();
-                let plan = Rc::new(match c.algo {
-                    "bruck" => algo::bruck_allgather::plan(rank, size, blk),
-                    "recursive_doubling" => {
-                        algo::recursive_doubling_allgather::plan(rank, size, blk)
-                    }
-                    "knomial" => algo::knomial_allgather::plan(rank, size, c.radix, blk)?,
-                    "shm" => algo::shm_allgather::plan(
-                        rank,
-                        size,
-                        blk,
-                        self.coll_shm_slot_bytes().unwrap_or(64),
-                    ),
-                    _ => algo::ring_allgather::plan(rank, size, &blocks),
-                });
-                self.coll_remember(Coll::Allgather, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Allgather, key, &[], || {
+            let c = self.coll_choose(Coll::Allgather, blk, true, mode)?;
+            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
+            let plan = Rc::new(match c.algo {
+                "bruck" => algo::bruck_allgather::plan(rank, size, blk),
+                "recursive_doubling" => algo::recursive_doubling_allgather::plan(rank, size, blk),
+                "knomial" => algo::knomial_allgather::plan(rank, size, c.radix, blk)?,
+                "shm" => algo::shm_allgather::plan(
+                    rank,
+                    size,
+                    blk,
+                    self.coll_shm_slot_bytes().unwrap_or(64),
+                ),
+                _ => algo::ring_allgather::plan(rank, size, &blocks),
+            });
+            Ok((c, plan))
+        })?;
         self.coll_start(
             Coll::Allgather,
             plan,

@@ -54,37 +54,33 @@ impl Comm {
         let mut key = self.coll_key(mine, 0, es, true, mode);
         key.extra = recv.len();
         let arrays = [counts, displs];
-        let plan = match self.coll_memo_v(Coll::Allgatherv, &key, &arrays) {
-            Some((_, plan)) => plan,
-            None => {
-                check_len(Coll::Allgatherv, rank, "counts", counts.len(), size)?;
-                check_len(Coll::Allgatherv, rank, "displs", displs.len(), size)?;
-                let layout = blocks(
+        let plan = self.coll_prepared(Coll::Allgatherv, key, &arrays, || {
+            check_len(Coll::Allgatherv, rank, "counts", counts.len(), size)?;
+            check_len(Coll::Allgatherv, rank, "displs", displs.len(), size)?;
+            let layout = blocks(
+                Coll::Allgatherv,
+                rank,
+                "receive",
+                counts,
+                displs,
+                recv.len(),
+                es,
+            )?;
+            check_disjoint(Coll::Allgatherv, rank, "receive", &layout)?;
+            if counts[rank as usize] != send.len() {
+                return Err(count_error(
                     Coll::Allgatherv,
                     rank,
-                    "receive",
-                    counts,
-                    displs,
-                    recv.len(),
-                    es,
-                )?;
-                check_disjoint(Coll::Allgatherv, rank, "receive", &layout)?;
-                if counts[rank as usize] != send.len() {
-                    return Err(count_error(
-                        Coll::Allgatherv,
-                        rank,
-                        "the send buffer",
-                        send.len(),
-                        counts[rank as usize],
-                    ));
-                }
-                let c = self.coll_choose(Coll::Allgatherv, mine, true, mode)?;
-                debug_assert_eq!(c.algo, "ring");
-                let plan = Rc::new(algo::ring_allgather::plan(rank, size, &layout));
-                self.coll_remember_v(Coll::Allgatherv, key, &arrays, &c, &plan);
-                plan
+                    "the send buffer",
+                    send.len(),
+                    counts[rank as usize],
+                ));
             }
-        };
+            let c = self.coll_choose(Coll::Allgatherv, mine, true, mode)?;
+            debug_assert_eq!(c.algo, "ring");
+            let plan = Rc::new(algo::ring_allgather::plan(rank, size, &layout));
+            Ok((c, plan))
+        })?;
         self.coll_start(
             Coll::Allgatherv,
             plan,

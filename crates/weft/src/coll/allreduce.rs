@@ -94,29 +94,25 @@ impl Comm {
         let bytes = send.len();
         let commutative = op.is_commutative();
         let key = self.coll_key(bytes, 0, es, commutative, mode);
-        let plan = match self.coll_memo(Coll::Allreduce, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Allreduce, bytes, commutative, mode)?;
-                let slot = match c.algo {
-                    "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
-                    _ => 0,
-                };
-                let shape = PlanShape {
-                    bytes,
-                    elem_bytes: es,
-                    slot_bytes: slot,
-                    commutative,
-                    near_first: c.algo == "rabenseifner" && self.coll_near_first(),
-                    ..PlanShape::default()
-                };
-                let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
-                    self.allreduce_plan(&c, n, es, commutative, slot, shape.near_first)
-                })?;
-                self.coll_remember(Coll::Allreduce, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Allreduce, key, &[], || {
+            let c = self.coll_choose(Coll::Allreduce, bytes, commutative, mode)?;
+            let slot = match c.algo {
+                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+                _ => 0,
+            };
+            let shape = PlanShape {
+                bytes,
+                elem_bytes: es,
+                slot_bytes: slot,
+                commutative,
+                near_first: c.algo == "rabenseifner" && self.coll_near_first(),
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
+                self.allreduce_plan(&c, n, es, commutative, slot, shape.near_first)
+            })?;
+            Ok((c, plan))
+        })?;
         self.coll_start(Coll::Allreduce, plan, send, recv, Some(red), mode)
     }
 

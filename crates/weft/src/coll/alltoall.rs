@@ -56,29 +56,25 @@ impl Comm {
         let es = std::mem::size_of::<T>();
         let blk = send.len() / size as usize * es;
         let key = self.coll_key(blk, 0, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Alltoall, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
-                let plan = Rc::new(match c.algo {
-                    "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
-                    "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
-                    "shm" => algo::shm_alltoall::plan(
-                        rank,
-                        size,
-                        blk,
-                        self.coll_shm_slot_bytes().unwrap_or(64),
-                    ),
-                    _ => {
-                        let blocks: Vec<(usize, usize)> =
-                            (0..size as usize).map(|i| (i * blk, blk)).collect();
-                        algo::pairwise::plan(rank, size, &blocks, &blocks)
-                    }
-                });
-                self.coll_remember(Coll::Alltoall, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Alltoall, key, &[], || {
+            let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
+            let plan = Rc::new(match c.algo {
+                "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
+                "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
+                "shm" => algo::shm_alltoall::plan(
+                    rank,
+                    size,
+                    blk,
+                    self.coll_shm_slot_bytes().unwrap_or(64),
+                ),
+                _ => {
+                    let blocks: Vec<(usize, usize)> =
+                        (0..size as usize).map(|i| (i * blk, blk)).collect();
+                    algo::pairwise::plan(rank, size, &blocks, &blocks)
+                }
+            });
+            Ok((c, plan))
+        })?;
         self.coll_start(
             Coll::Alltoall,
             plan,

@@ -79,33 +79,29 @@ impl Comm {
         let mut key = self.coll_key(send.len(), 0, es, true, mode);
         key.extra = recv.len();
         let arrays = [send_counts, send_displs, recv_counts, recv_displs];
-        let plan = match self.coll_memo_v(c, &key, &arrays) {
-            Some((_, plan)) => plan,
-            None => {
-                check_len(c, rank, "send_counts", send_counts.len(), size)?;
-                check_len(c, rank, "send_displs", send_displs.len(), size)?;
-                check_len(c, rank, "recv_counts", recv_counts.len(), size)?;
-                check_len(c, rank, "recv_displs", recv_displs.len(), size)?;
-                let sb = blocks(c, rank, "send", send_counts, send_displs, send.len(), es)?;
-                let rb = blocks(c, rank, "receive", recv_counts, recv_displs, recv.len(), es)?;
-                check_disjoint(c, rank, "receive", &rb)?;
-                if sb[rank as usize].1 != rb[rank as usize].1 {
-                    return Err(super::count_error(
-                        c,
-                        rank,
-                        "the block to itself (recv_counts[rank])",
-                        recv_counts[rank as usize],
-                        send_counts[rank as usize],
-                    ));
-                }
-                let avg = send_counts.iter().sum::<usize>() * es / size as usize;
-                let choice = self.coll_choose(c, avg, true, mode)?;
-                debug_assert_eq!(choice.algo, "pairwise");
-                let plan = Rc::new(algo::pairwise::plan(rank, size, &sb, &rb));
-                self.coll_remember_v(c, key, &arrays, &choice, &plan);
-                plan
+        let plan = self.coll_prepared(c, key, &arrays, || {
+            check_len(c, rank, "send_counts", send_counts.len(), size)?;
+            check_len(c, rank, "send_displs", send_displs.len(), size)?;
+            check_len(c, rank, "recv_counts", recv_counts.len(), size)?;
+            check_len(c, rank, "recv_displs", recv_displs.len(), size)?;
+            let sb = blocks(c, rank, "send", send_counts, send_displs, send.len(), es)?;
+            let rb = blocks(c, rank, "receive", recv_counts, recv_displs, recv.len(), es)?;
+            check_disjoint(c, rank, "receive", &rb)?;
+            if sb[rank as usize].1 != rb[rank as usize].1 {
+                return Err(super::count_error(
+                    c,
+                    rank,
+                    "the block to itself (recv_counts[rank])",
+                    recv_counts[rank as usize],
+                    send_counts[rank as usize],
+                ));
             }
-        };
+            let avg = send_counts.iter().sum::<usize>() * es / size as usize;
+            let choice = self.coll_choose(c, avg, true, mode)?;
+            debug_assert_eq!(choice.algo, "pairwise");
+            let plan = Rc::new(algo::pairwise::plan(rank, size, &sb, &rb));
+            Ok((choice, plan))
+        })?;
         self.coll_start(
             c,
             plan,

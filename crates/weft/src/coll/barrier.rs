@@ -23,17 +23,13 @@ impl Comm {
     fn barrier_start(&self, mode: Mode) -> Result<CollRequest<'static>> {
         self.check()?;
         let key = self.coll_key(0, 0, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Barrier, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
-                let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), || {
-                    self.barrier_plan(&c)
-                })?;
-                self.coll_remember(Coll::Barrier, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Barrier, key, &[], || {
+            let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
+            let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), || {
+                self.barrier_plan(&c)
+            })?;
+            Ok((c, plan))
+        })?;
         self.coll_start(Coll::Barrier, plan, &[], &mut [], None, mode)
     }
 

@@ -38,27 +38,23 @@ impl Comm {
         self.coll_check_root(Coll::Bcast, root)?;
         let bytes = std::mem::size_of_val(buf);
         let key = self.coll_key(bytes, root, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Bcast, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Bcast, bytes, true, mode)?;
-                let slot = match c.algo {
-                    "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
-                    _ => 0,
-                };
-                let shape = PlanShape {
-                    bytes,
-                    root,
-                    slot_bytes: slot,
-                    ..PlanShape::default()
-                };
-                let plan = self.coll_plan(Coll::Bcast, &c, shape, || {
-                    self.bcast_plan(&c, root, bytes, slot)
-                })?;
-                self.coll_remember(Coll::Bcast, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Bcast, key, &[], || {
+            let c = self.coll_choose(Coll::Bcast, bytes, true, mode)?;
+            let slot = match c.algo {
+                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+                _ => 0,
+            };
+            let shape = PlanShape {
+                bytes,
+                root,
+                slot_bytes: slot,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Bcast, &c, shape, || {
+                self.bcast_plan(&c, root, bytes, slot)
+            })?;
+            Ok((c, plan))
+        })?;
         let buf: &'a mut [u8] = bytemuck::cast_slice_mut(buf);
         self.coll_start_rooted(Coll::Bcast, root, plan, &[], buf, None, mode)
     }

@@ -91,16 +91,12 @@ impl Comm {
         let bytes = send.len();
         let commutative = op.is_commutative();
         let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
-        let plan = match self.coll_memo(Coll::Exscan, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Exscan, bytes, commutative, mode)?;
-                debug_assert_eq!(c.algo, "linear");
-                let plan = Rc::new(algo::linear_scan::exclusive(rank, self.size(), bytes));
-                self.coll_remember(Coll::Exscan, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Exscan, key, &[], || {
+            let c = self.coll_choose(Coll::Exscan, bytes, commutative, mode)?;
+            debug_assert_eq!(c.algo, "linear");
+            let plan = Rc::new(algo::linear_scan::exclusive(rank, self.size(), bytes));
+            Ok((c, plan))
+        })?;
         self.coll_start(Coll::Exscan, plan, send, recv, Some(red), mode)
     }
 }

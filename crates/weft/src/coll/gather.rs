@@ -52,21 +52,16 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(send);
         let key = self.coll_key(blk, root, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Gather, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Gather, blk, true, mode)?;
-                let blocks: Vec<(usize, usize)> =
-                    (0..size as usize).map(|i| (i * blk, blk)).collect();
-                let plan = Rc::new(match c.algo {
-                    "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
-                    "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
-                    _ => algo::linear_gather::plan(rank, root, &blocks, blk),
-                });
-                self.coll_remember(Coll::Gather, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Gather, key, &[], || {
+            let c = self.coll_choose(Coll::Gather, blk, true, mode)?;
+            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
+            let plan = Rc::new(match c.algo {
+                "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
+                "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
+                _ => algo::linear_gather::plan(rank, root, &blocks, blk),
+            });
+            Ok((c, plan))
+        })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(
             Coll::Gather,

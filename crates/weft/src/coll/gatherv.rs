@@ -63,40 +63,36 @@ impl Comm {
         } else {
             &[]
         };
-        let plan = match self.coll_memo_v(Coll::Gatherv, &key, arrays) {
-            Some((_, plan)) => plan,
-            None => {
-                let mut layout = Vec::new();
-                if rank == root {
-                    check_len(Coll::Gatherv, rank, "counts", counts.len(), size)?;
-                    check_len(Coll::Gatherv, rank, "displs", displs.len(), size)?;
-                    layout = blocks(
+        let plan = self.coll_prepared(Coll::Gatherv, key, arrays, || {
+            let mut layout = Vec::new();
+            if rank == root {
+                check_len(Coll::Gatherv, rank, "counts", counts.len(), size)?;
+                check_len(Coll::Gatherv, rank, "displs", displs.len(), size)?;
+                layout = blocks(
+                    Coll::Gatherv,
+                    rank,
+                    "receive",
+                    counts,
+                    displs,
+                    recv.len(),
+                    es,
+                )?;
+                check_disjoint(Coll::Gatherv, rank, "receive", &layout)?;
+                if counts[rank as usize] != send.len() {
+                    return Err(count_error(
                         Coll::Gatherv,
                         rank,
-                        "receive",
-                        counts,
-                        displs,
-                        recv.len(),
-                        es,
-                    )?;
-                    check_disjoint(Coll::Gatherv, rank, "receive", &layout)?;
-                    if counts[rank as usize] != send.len() {
-                        return Err(count_error(
-                            Coll::Gatherv,
-                            rank,
-                            "the root's send buffer",
-                            send.len(),
-                            counts[rank as usize],
-                        ));
-                    }
+                        "the root's send buffer",
+                        send.len(),
+                        counts[rank as usize],
+                    ));
                 }
-                let c = self.coll_choose(Coll::Gatherv, mine, true, mode)?;
-                debug_assert_eq!(c.algo, "linear");
-                let plan = Rc::new(algo::linear_gather::plan(rank, root, &layout, mine));
-                self.coll_remember_v(Coll::Gatherv, key, arrays, &c, &plan);
-                plan
             }
-        };
+            let c = self.coll_choose(Coll::Gatherv, mine, true, mode)?;
+            debug_assert_eq!(c.algo, "linear");
+            let plan = Rc::new(algo::linear_gather::plan(rank, root, &layout, mine));
+            Ok((c, plan))
+        })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(
             Coll::Gatherv,

@@ -363,7 +363,7 @@ impl Comm {
         e.coll_state.memo = Default::default();
     }
 
-    /// The inputs of a call of this communicator, for [`Comm::coll_memo`].
+    /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
     pub(crate) fn coll_key(
         &self,
         bytes: usize,
@@ -383,21 +383,29 @@ impl Comm {
         }
     }
 
-    /// The choice and plan of the last call of `coll` when it had the inputs `key`: a loop
-    /// of the same call skips the selection and the plan lookup (a third of a small
-    /// blocking collective's instructions).
-    pub(crate) fn coll_memo(&self, coll: Coll, key: &CallKey) -> Option<(Choice, Rc<Plan>)> {
-        self.coll_memo_v(coll, key, &[])
-    }
-
-    /// [`Comm::coll_memo`] for a call that also passed count and displacement arrays (the
-    /// v-forms): they must equal the last call's too (compared, not copied).
-    pub(crate) fn coll_memo_v(
+    /// The plan of a call: the memo's when the last call of `coll` had the same inputs
+    /// (`key`, and for the v-forms their count and displacement `arrays`, compared, not
+    /// copied), else `build`'s (which checks the inputs and returns the choice and plan),
+    /// then remembered. A loop of the same call skips the selection, the checks of its
+    /// inputs and the plan lookup (a third to a half of a small blocking collective's
+    /// instructions). Whatever depends on the buffers themselves (their alignment) or on
+    /// the operation is not the memo's: callers check it on every call.
+    pub(crate) fn coll_prepared(
         &self,
         coll: Coll,
-        key: &CallKey,
+        key: CallKey,
         arrays: &[&[usize]],
-    ) -> Option<(Choice, Rc<Plan>)> {
+        build: impl FnOnce() -> Result<(Choice, Rc<Plan>)>,
+    ) -> Result<Rc<Plan>> {
+        if let Some(plan) = self.coll_memo(coll, &key, arrays) {
+            return Ok(plan);
+        }
+        let (choice, plan) = build()?;
+        self.coll_remember(coll, key, arrays, &choice, &plan);
+        Ok(plan)
+    }
+
+    fn coll_memo(&self, coll: Coll, key: &CallKey, arrays: &[&[usize]]) -> Option<Rc<Plan>> {
         // Every array of a v-form has one entry per rank; one of another length is bad
         // input for the checks of a fresh call to report.
         let size = self.size() as usize;
@@ -406,21 +414,14 @@ impl Comm {
         }
         let e = self.engine.borrow();
         match &e.coll_state.memo[coll.index()] {
-            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => {
-                Some((m.choice, m.plan.clone()))
-            }
+            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => Some(m.plan.clone()),
             _ => None,
         }
     }
 
-    /// Remembers a call's choice and plan for the next call with the same inputs, unless the
-    /// choice may still change (it needs Cross Memory Attach and the node has not voted).
-    pub(crate) fn coll_remember(&self, coll: Coll, key: CallKey, choice: &Choice, plan: &Rc<Plan>) {
-        self.coll_remember_v(coll, key, &[], choice, plan)
-    }
-
-    /// [`Comm::coll_remember`] with the call's count and displacement arrays.
-    pub(crate) fn coll_remember_v(
+    /// Remembers a call's plan for the next call with the same inputs, unless its choice may
+    /// still change (it needs Cross Memory Attach and the node has not voted).
+    fn coll_remember(
         &self,
         coll: Coll,
         key: CallKey,
@@ -435,7 +436,6 @@ impl Comm {
         e.coll_state.memo[coll.index()] = Some(Memo {
             key,
             arrays: arrays.concat(),
-            choice: *choice,
             plan: plan.clone(),
         });
     }
@@ -585,7 +585,7 @@ pub(crate) struct CallState {
     /// Recent small plans ([`Comm::coll_plan`]), oldest first.
     pub plans: Vec<(PlanKey, Rc<Plan>)>,
     /// The last call of each collective ([`Coll::index`]): its inputs, choice and plan
-    /// ([`Comm::coll_memo`]).
+    /// ([`Comm::coll_prepared`]).
     pub memo: [Option<Memo>; select::ALL.len()],
 }
 
@@ -615,7 +615,6 @@ pub(crate) struct Memo {
     key: CallKey,
     /// The call's count and displacement arrays, back to back (v-forms; empty otherwise).
     arrays: Vec<usize>,
-    choice: Choice,
     plan: Rc<Plan>,
 }
 

@@ -109,29 +109,25 @@ impl Comm {
         let commutative = op.is_commutative();
         let es = kind.size_bytes();
         let key = self.coll_key(bytes, root, es, commutative, mode);
-        let plan = match self.coll_memo(Coll::Reduce, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Reduce, bytes, commutative, mode)?;
-                let slot = match c.algo {
-                    "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
-                    _ => 0,
-                };
-                let shape = PlanShape {
-                    bytes,
-                    root,
-                    elem_bytes: es,
-                    slot_bytes: slot,
-                    commutative,
-                    near_first: c.algo == "reduce_scatter_gather" && self.coll_near_first(),
-                };
-                let plan = self.coll_plan(Coll::Reduce, &c, shape, || {
-                    self.reduce_plan(&c, root, n, es, commutative, slot, shape.near_first)
-                })?;
-                self.coll_remember(Coll::Reduce, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Reduce, key, &[], || {
+            let c = self.coll_choose(Coll::Reduce, bytes, commutative, mode)?;
+            let slot = match c.algo {
+                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+                _ => 0,
+            };
+            let shape = PlanShape {
+                bytes,
+                root,
+                elem_bytes: es,
+                slot_bytes: slot,
+                commutative,
+                near_first: c.algo == "reduce_scatter_gather" && self.coll_near_first(),
+            };
+            let plan = self.coll_plan(Coll::Reduce, &c, shape, || {
+                self.reduce_plan(&c, root, n, es, commutative, slot, shape.near_first)
+            })?;
+            Ok((c, plan))
+        })?;
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red), mode)
     }

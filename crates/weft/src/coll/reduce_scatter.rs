@@ -100,33 +100,30 @@ impl Comm {
         let got = elements(c, rank, "the receive buffer", recv, kind)?;
         let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
         key.extra = recv.len();
-        if let Some((_, plan)) = self.coll_memo_v(c, &key, &[counts]) {
-            let red = reduction(c, rank, op, kind)?;
-            return self.coll_start(c, plan, send, recv, Some(red), mode);
-        }
-        check_len(c, rank, "counts", counts.len(), size)?;
-        let total: usize = counts.iter().sum();
-        if n != total {
-            return Err(count_error(
-                c,
-                rank,
-                "the send buffer (sum of counts)",
-                n,
-                total,
-            ));
-        }
-        if got != counts[rank as usize] {
-            return Err(count_error(
-                c,
-                rank,
-                "the receive buffer (counts[rank])",
-                got,
-                counts[rank as usize],
-            ));
-        }
+        let plan = self.coll_prepared(c, key, &[counts], || {
+            check_len(c, rank, "counts", counts.len(), size)?;
+            let total: usize = counts.iter().sum();
+            if n != total {
+                return Err(count_error(
+                    c,
+                    rank,
+                    "the send buffer (sum of counts)",
+                    n,
+                    total,
+                ));
+            }
+            if got != counts[rank as usize] {
+                return Err(count_error(
+                    c,
+                    rank,
+                    "the receive buffer (counts[rank])",
+                    got,
+                    counts[rank as usize],
+                ));
+            }
+            self.reduce_scatter_plan(c, counts, kind, op, mode)
+        })?;
         let red = reduction(c, rank, op, kind)?;
-        let (choice, plan) = self.reduce_scatter_plan(c, counts, kind, op, mode)?;
-        self.coll_remember_v(c, key, &[counts], &choice, &plan);
         self.coll_start(c, plan, send, recv, Some(red), mode)
     }
 

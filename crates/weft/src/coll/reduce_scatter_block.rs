@@ -88,23 +88,19 @@ impl Comm {
         let got = elements(c, rank, "the send buffer", send, kind)?;
         let mut key = self.coll_key(send.len(), 0, kind.size_bytes(), op.is_commutative(), mode);
         key.extra = recv.len();
-        if let Some((_, plan)) = self.coll_memo(c, &key) {
-            let red = reduction(c, rank, op, kind)?;
-            return self.coll_start(c, plan, send, recv, Some(red), mode);
-        }
-        if got != n * size as usize {
-            return Err(count_error(
-                c,
-                rank,
-                "the send buffer",
-                got,
-                n * size as usize,
-            ));
-        }
+        let plan = self.coll_prepared(c, key, &[], || {
+            if got != n * size as usize {
+                return Err(count_error(
+                    c,
+                    rank,
+                    "the send buffer",
+                    got,
+                    n * size as usize,
+                ));
+            }
+            self.reduce_scatter_plan(c, &vec![n; size as usize], kind, op, mode)
+        })?;
         let red = reduction(c, rank, op, kind)?;
-        let counts = vec![n; size as usize];
-        let (choice, plan) = self.reduce_scatter_plan(c, &counts, kind, op, mode)?;
-        self.coll_remember(c, key, &choice, &plan);
         self.coll_start(c, plan, send, recv, Some(red), mode)
     }
 }

@@ -78,16 +78,12 @@ impl Comm {
         let bytes = send.len();
         let commutative = op.is_commutative();
         let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
-        let plan = match self.coll_memo(Coll::Scan, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Scan, bytes, commutative, mode)?;
-                debug_assert_eq!(c.algo, "linear");
-                let plan = Rc::new(algo::linear_scan::inclusive(rank, self.size(), bytes));
-                self.coll_remember(Coll::Scan, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Scan, key, &[], || {
+            let c = self.coll_choose(Coll::Scan, bytes, commutative, mode)?;
+            debug_assert_eq!(c.algo, "linear");
+            let plan = Rc::new(algo::linear_scan::inclusive(rank, self.size(), bytes));
+            Ok((c, plan))
+        })?;
         self.coll_start(Coll::Scan, plan, send, recv, Some(red), mode)
     }
 }

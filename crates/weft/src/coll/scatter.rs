@@ -52,24 +52,19 @@ impl Comm {
         }
         let blk = std::mem::size_of_val(recv);
         let key = self.coll_key(blk, root, 0, true, mode);
-        let plan = match self.coll_memo(Coll::Scatter, &key) {
-            Some((_, plan)) => plan,
-            None => {
-                let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
-                let blocks: Vec<(usize, usize)> =
-                    (0..size as usize).map(|i| (i * blk, blk)).collect();
-                let plan = Rc::new(match c.algo {
-                    "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
-                    _ => {
-                        let mut plan = Plan::new();
-                        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
-                        plan
-                    }
-                });
-                self.coll_remember(Coll::Scatter, key, &c, &plan);
-                plan
-            }
-        };
+        let plan = self.coll_prepared(Coll::Scatter, key, &[], || {
+            let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
+            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
+            let plan = Rc::new(match c.algo {
+                "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
+                _ => {
+                    let mut plan = Plan::new();
+                    algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+                    plan
+                }
+            });
+            Ok((c, plan))
+        })?;
         let src: &'a [T] = if rank == root { send } else { &[] };
         self.coll_start_rooted(
             Coll::Scatter,

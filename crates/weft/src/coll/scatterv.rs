@@ -64,33 +64,29 @@ impl Comm {
         } else {
             &[]
         };
-        let plan = match self.coll_memo_v(Coll::Scatterv, &key, arrays) {
-            Some((_, plan)) => plan,
-            None => {
-                let mut layout = Vec::new();
-                if rank == root {
-                    check_len(Coll::Scatterv, rank, "counts", counts.len(), size)?;
-                    check_len(Coll::Scatterv, rank, "displs", displs.len(), size)?;
-                    layout = blocks(Coll::Scatterv, rank, "send", counts, displs, send.len(), es)?;
-                    if counts[rank as usize] != recv.len() {
-                        return Err(count_error(
-                            Coll::Scatterv,
-                            rank,
-                            "the root's receive buffer",
-                            recv.len(),
-                            counts[rank as usize],
-                        ));
-                    }
+        let plan = self.coll_prepared(Coll::Scatterv, key, arrays, || {
+            let mut layout = Vec::new();
+            if rank == root {
+                check_len(Coll::Scatterv, rank, "counts", counts.len(), size)?;
+                check_len(Coll::Scatterv, rank, "displs", displs.len(), size)?;
+                layout = blocks(Coll::Scatterv, rank, "send", counts, displs, send.len(), es)?;
+                if counts[rank as usize] != recv.len() {
+                    return Err(count_error(
+                        Coll::Scatterv,
+                        rank,
+                        "the root's receive buffer",
+                        recv.len(),
+                        counts[rank as usize],
+                    ));
                 }
-                let c = self.coll_choose(Coll::Scatterv, mine, true, mode)?;
-                debug_assert_eq!(c.algo, "linear");
-                let mut plan = Plan::new();
-                algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
-                let plan = Rc::new(plan);
-                self.coll_remember_v(Coll::Scatterv, key, arrays, &c, &plan);
-                plan
             }
-        };
+            let c = self.coll_choose(Coll::Scatterv, mine, true, mode)?;
+            debug_assert_eq!(c.algo, "linear");
+            let mut plan = Plan::new();
+            algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
+            let plan = Rc::new(plan);
+            Ok((c, plan))
+        })?;
         let src: &'a [T] = if rank == root { send } else { &[] };
         self.coll_start_rooted(
             Coll::Scatterv,
