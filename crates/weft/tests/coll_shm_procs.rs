@@ -6,8 +6,9 @@
 //! barrier (the others wait for its arrival), or local rank 0, in the leader barrier (the
 //! others wait for it to release them).
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 
@@ -95,69 +96,33 @@ fn run(name: &str, dying: u32, barrier: &str) {
         child();
         return;
     }
-    let secret = b"coll-shm-test-secret";
-    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
-    let exe = std::env::current_exe().unwrap();
     let job = format!("collp{}d{dying}", std::process::id());
-    let children: Vec<_> = (0..NP)
-        .map(|rank| {
-            Command::new(&exe)
-                .args(["--exact", name, "--nocapture"])
-                .env(CHILD, "1")
-                .env(DYING, dying.to_string())
-                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
-                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
-                .env("WEFT_RANK", rank.to_string())
-                .env("WEFT_SIZE", NP.to_string())
-                .env("WEFT_JOB_ID", &job)
-                .env("WEFT_NODE_ID", "node0")
-                .env("WEFT_BARRIER_ALGO", barrier)
-                .env("WEFT_ALLREDUCE_ALGO", "shm")
-                .env("WEFT_BCAST_ALGO", "shm")
-                .env("WEFT_REDUCE_ALGO", "shm")
-                .env("WEFT_ALLGATHER_ALGO", "shm")
-                .env("WEFT_ALLTOALL_ALGO", "shm")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut children: Vec<Option<std::process::Child>> = children.into_iter().map(Some).collect();
-    for rank in 0..children.len() {
-        let mut c = children[rank].take().expect("each child once");
-        loop {
-            if let Some(status) = c.try_wait().unwrap() {
-                let out = c.wait_with_output().unwrap();
-                let text = String::from_utf8_lossy(&out.stdout);
-                let err = String::from_utf8_lossy(&out.stderr);
-                if rank as u32 == dying {
-                    assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
-                } else {
-                    assert!(status.success(), "rank {rank} failed: {text}{err}");
-                    assert!(
-                        text.contains("dead peer reported"),
-                        "rank {rank}: {text}{err}"
-                    );
-                }
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                // The ranks not looked at yet go too: none may outlive the test.
-                for other in children.iter_mut().flatten() {
-                    let _ = other.kill();
-                    let _ = other.wait();
-                }
-                let out = c.wait_with_output().unwrap();
-                panic!(
-                    "rank {rank} did not finish in 60 s (a wait in the area hung?): {}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    let dying_text = dying.to_string();
+    let outputs = common::run_procs(
+        name,
+        CHILD,
+        &job,
+        &[0; NP as usize],
+        &[
+            (DYING, dying_text.as_str()),
+            ("WEFT_BARRIER_ALGO", barrier),
+            ("WEFT_ALLREDUCE_ALGO", "shm"),
+            ("WEFT_BCAST_ALGO", "shm"),
+            ("WEFT_REDUCE_ALGO", "shm"),
+            ("WEFT_ALLGATHER_ALGO", "shm"),
+            ("WEFT_ALLTOALL_ALGO", "shm"),
+        ],
+        Duration::from_secs(20),
+    );
+    for (rank, (status, text, err)) in outputs.iter().enumerate() {
+        if rank as u32 == dying {
+            assert_eq!(status.code(), Some(3), "rank {rank}: {text}{err}");
+        } else {
+            assert!(status.success(), "rank {rank} failed: {text}{err}");
+            assert!(
+                text.contains("dead peer reported"),
+                "rank {rank}: {text}{err}"
+            );
         }
     }
 }

@@ -4,8 +4,9 @@
 //! exits without starting the duplication; the others start it and their wait returns a
 //! PeerDead error naming rank 2 instead of hanging.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 use weft::ErrorKind;
 
 const CHILD: &str = "WEFT_TEST_IDUP_DEAD_CHILD";
@@ -44,7 +45,14 @@ fn a_peer_that_dies_fails_the_idup() {
         return;
     }
     let job = format!("idupdead{}", std::process::id());
-    let outputs = run_ranks("a_peer_that_dies_fails_the_idup", CHILD, &job, &[0, 1, 0]);
+    let outputs = common::run_procs(
+        "a_peer_that_dies_fails_the_idup",
+        CHILD,
+        &job,
+        &[0, 1, 0],
+        &[],
+        Duration::from_secs(60),
+    );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(
             text.contains("started"),
@@ -60,77 +68,4 @@ fn a_peer_that_dies_fails_the_idup() {
             );
         }
     }
-}
-
-/// Starts this test binary as the ranks of a job (rank r on node `nodes[r]`) with a real
-/// bootstrap store and job secret, running `test` with `child_var` set; waits up to 60 s for
-/// each and returns (status, stdout, stderr) per rank; checks no segment of `job` is left.
-fn run_ranks(
-    test: &str,
-    child_var: &str,
-    job: &str,
-    nodes: &[u32],
-) -> Vec<(std::process::ExitStatus, String, String)> {
-    let secret = b"tcp-procs-test-secret";
-    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let np = nodes.len();
-    let children: Vec<_> = nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, node)| {
-            Command::new(&exe)
-                .args(["--exact", test, "--nocapture"])
-                .env(child_var, "1")
-                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
-                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
-                .env("WEFT_RANK", rank.to_string())
-                .env("WEFT_SIZE", np.to_string())
-                .env("WEFT_JOB_ID", job)
-                .env("WEFT_NODE_ID", format!("node{node}"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut outputs = Vec::new();
-    let mut children: Vec<Option<std::process::Child>> = children.into_iter().map(Some).collect();
-    for rank in 0..children.len() {
-        let mut c = children[rank].take().expect("each child once");
-        loop {
-            if let Some(status) = c.try_wait().unwrap() {
-                let out = c.wait_with_output().unwrap();
-                outputs.push((
-                    status,
-                    String::from_utf8_lossy(&out.stdout).into_owned(),
-                    String::from_utf8_lossy(&out.stderr).into_owned(),
-                ));
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                // The ranks not looked at yet go too: none may outlive the test.
-                for other in children.iter_mut().flatten() {
-                    let _ = other.kill();
-                    let _ = other.wait();
-                }
-                let out = c.wait_with_output().unwrap();
-                panic!(
-                    "rank {rank} did not finish in 60 s: {}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(job))
-        .collect();
-    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
-    outputs
 }

@@ -6,8 +6,10 @@
 //! also checks that init took the job secret out of its environment. A second job inits,
 //! talks and finalizes three times in each rank's process.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 
@@ -74,11 +76,13 @@ fn tcp_between_processes_on_two_nodes_and_a_dead_peer() {
         return;
     }
     let job = format!("tcpp{}", std::process::id());
-    let outputs = run_ranks(
+    let outputs = common::run_procs(
         "tcp_between_processes_on_two_nodes_and_a_dead_peer",
         CHILD,
         &job,
         &[0, 0, 1, 1],
+        &[],
+        Duration::from_secs(60),
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(
@@ -140,11 +144,13 @@ fn a_launched_rank_can_init_again_after_finalize() {
         return;
     }
     let job = format!("reinit{}", std::process::id());
-    let outputs = run_ranks(
+    let outputs = common::run_procs(
         "a_launched_rank_can_init_again_after_finalize",
         REINIT_CHILD,
         &job,
         &[0, 0, 1],
+        &[],
+        Duration::from_secs(60),
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(status.success(), "rank {rank} ({status}): {text}{err}");
@@ -153,70 +159,4 @@ fn a_launched_rank_can_init_again_after_finalize() {
             "rank {rank}: {text}{err}"
         );
     }
-}
-
-/// Starts this test binary as the ranks of a job (rank r on node `nodes[r]`) with a real
-/// bootstrap store and job secret, running `test` with `child_var` set; waits up to 60 s for
-/// each and returns (status, stdout, stderr) per rank; checks no segment of `job` is left.
-fn run_ranks(
-    test: &str,
-    child_var: &str,
-    job: &str,
-    nodes: &[u32],
-) -> Vec<(std::process::ExitStatus, String, String)> {
-    let secret = b"tcp-procs-test-secret";
-    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let np = nodes.len();
-    let children: Vec<_> = nodes
-        .iter()
-        .enumerate()
-        .map(|(rank, node)| {
-            Command::new(&exe)
-                .args(["--exact", test, "--nocapture"])
-                .env(child_var, "1")
-                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
-                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
-                .env("WEFT_RANK", rank.to_string())
-                .env("WEFT_SIZE", np.to_string())
-                .env("WEFT_JOB_ID", job)
-                .env("WEFT_NODE_ID", format!("node{node}"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut outputs = Vec::new();
-    for (rank, mut c) in children.into_iter().enumerate() {
-        loop {
-            if let Some(status) = c.try_wait().unwrap() {
-                let out = c.wait_with_output().unwrap();
-                outputs.push((
-                    status,
-                    String::from_utf8_lossy(&out.stdout).into_owned(),
-                    String::from_utf8_lossy(&out.stderr).into_owned(),
-                ));
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = c.kill();
-                let out = c.wait_with_output().unwrap();
-                panic!(
-                    "rank {rank} did not finish in 60 s: {}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(job))
-        .collect();
-    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
-    outputs
 }

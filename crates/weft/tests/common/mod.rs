@@ -89,3 +89,84 @@ pub fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Syn
         },
     );
 }
+
+/// What one rank process printed and how it ended.
+pub type RankOutput = (std::process::ExitStatus, String, String);
+
+/// Starts this test binary as the ranks of a job (rank r on node `nodes[r]`) with a real
+/// bootstrap store and job secret, running test `test` with `child_var=1` and the knobs
+/// `vars` set; waits up to `timeout` for them (then kills every rank and panics) and returns
+/// (status, stdout, stderr) per rank; checks that no segment of `job` is left.
+pub fn run_procs(
+    test: &str,
+    child_var: &str,
+    job: &str,
+    nodes: &[u32],
+    vars: &[(&str, &str)],
+    timeout: std::time::Duration,
+) -> Vec<RankOutput> {
+    use std::process::{Command, Stdio};
+    let secret = b"weft-procs-test-secret";
+    let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let np = nodes.len();
+    let mut children: Vec<Option<std::process::Child>> = nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, node)| {
+            let mut c = Command::new(&exe);
+            c.args(["--exact", test, "--nocapture"])
+                .env(child_var, "1")
+                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
+                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
+                .env("WEFT_RANK", rank.to_string())
+                .env("WEFT_SIZE", np.to_string())
+                .env("WEFT_JOB_ID", job)
+                .env("WEFT_NODE_ID", format!("node{node}"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (k, v) in vars {
+                c.env(k, v);
+            }
+            Some(c.spawn().unwrap())
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + timeout;
+    let mut outputs = Vec::new();
+    for rank in 0..children.len() {
+        let mut c = children[rank].take().expect("each child once");
+        loop {
+            if let Some(status) = c.try_wait().unwrap() {
+                let out = c.wait_with_output().unwrap();
+                outputs.push((
+                    status,
+                    String::from_utf8_lossy(&out.stdout).into_owned(),
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                ));
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = c.kill();
+                // The ranks not looked at yet go too: none may outlive the test.
+                for other in children.iter_mut().flatten() {
+                    let _ = other.kill();
+                    let _ = other.wait();
+                }
+                let out = c.wait_with_output().unwrap();
+                panic!(
+                    "rank {rank} did not finish in {timeout:?}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(job))
+        .collect();
+    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+    outputs
+}
