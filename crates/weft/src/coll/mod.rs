@@ -584,12 +584,12 @@ pub(crate) struct CallState {
     pub pool: schedule::Pool,
     /// Recent small plans ([`Comm::coll_plan`]), oldest first.
     pub plans: Vec<(PlanKey, Rc<Plan>)>,
-    /// The last call of each collective ([`Coll::index`]): its inputs, choice and plan
+    /// The last call of each collective ([`Coll::index`]): its inputs and plan
     /// ([`Comm::coll_prepared`]).
     pub memo: [Option<Memo>; select::ALL.len()],
 }
 
-/// What a call's choice and plan are a function of, besides the tuning (a new tuning
+/// What a call's plan is a function of, besides the tuning (a new tuning
 /// forgets every memo) and what the communicator's context id fixes (members, node layout,
 /// collective area: context ids are never reused within a process).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -319,8 +319,8 @@ pub(crate) struct Schedule<'a> {
 enum ShmWait {
     /// The arrival counter reaching this count (the phase's last arrival).
     Count(u64),
-    /// Leader barrier number `n`: local rank 0 waits for every rank's arrival and releases
-    /// it; the others wait for the release.
+    /// The leader barrier of this number: local rank 0 waits for every rank's arrival and
+    /// releases it; the others wait for the release.
     Barrier(u64),
 }
 
