@@ -12,6 +12,7 @@ use crate::state::{
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 
 /// A Rust string from a C string argument named `what`.
 ///
@@ -25,12 +26,15 @@ pub unsafe fn c_str(p: *const c_char, what: &str) -> R<String> {
     Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
-fn init(func: &str, required: c_int) -> R<c_int> {
-    if INITIALIZED.load(Ordering::Acquire) {
-        return Err(err(
-            MPI_ERR_OTHER,
-            format!("{func}: MPI is already initialised"),
-        ));
+/// Starts weft and installs the state when no state exists: MPI_Init and the first
+/// MPI_Session_init share one start (the world model and sessions coexist on one weft
+/// instance). Info objects and error handlers made before have their tables moved in, so
+/// their handles stay valid. Returns the thread level provided.
+pub(crate) fn start(required: c_int) -> R<c_int> {
+    // Only one thread may be inside MPI at a time: no internal locking.
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    if let Some(s) = state_opt() {
+        return Ok(s.thread_level);
     }
     let weft = weft::init()?;
     let mut comms = Table::new();
@@ -49,8 +53,6 @@ fn init(func: &str, required: c_int) -> R<c_int> {
             neighbor: None,
         });
     }
-    // Only one thread may be inside MPI at a time: no internal locking.
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     install(State {
         weft,
         comms,
@@ -58,8 +60,8 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         reqs: Table::new(),
         types: Table::new(),
         ops: Table::new(),
-        infos: Table::new(),
-        errhs: Table::new(),
+        infos: std::mem::take(&mut *loose(&LOOSE_INFOS)),
+        errhs: std::mem::take(&mut *loose(&LOOSE_ERRHS)),
         keyvals: Table::new(),
         messages: Table::new(),
         thread_level: provided,
@@ -72,6 +74,80 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         idups: Default::default(),
         type_names: Default::default(),
     });
+    Ok(provided)
+}
+
+/// Ends weft once neither the world model nor any session uses it: finishes buffered
+/// sends, drops the tables and finalizes weft (which waits for every rank). Info objects
+/// and error handlers stay usable: their tables move out of the state.
+pub(crate) fn stop() -> R<()> {
+    let s = state("MPI_Finalize")?;
+    for (mut req, _buf) in s.bsend_pending.drain(..) {
+        req.wait()?;
+    }
+    // A freed receive that matched gets its data; one that never matched is withdrawn
+    // when dropped (a program that frees a receive no message will match is erroneous).
+    crate::p2p::reap_detached(s)?;
+    s.detached.clear();
+    let s = uninstall().expect("state checked above");
+    let State {
+        weft,
+        comms,
+        reqs,
+        compounds,
+        idups,
+        infos,
+        errhs,
+        ..
+    } = s;
+    *loose(&LOOSE_INFOS) = infos;
+    *loose(&LOOSE_ERRHS) = errhs;
+    // Requests and communicators hold the engine; drop them before finalize (the
+    // requests before the compounds, whose final steps own buffers they may write).
+    drop(reqs);
+    drop(compounds);
+    drop(idups);
+    drop(comms);
+    weft.finalize()?;
+    Ok(())
+}
+
+/// Info objects while no state exists (before MPI_Init or the first session, after the
+/// last finalize): MPI-4.1 §11.4 lets programs use them then.
+static LOOSE_INFOS: Mutex<Table<Vec<(String, String)>>> = Mutex::new(Table::new());
+/// Error handlers made while no state exists (MPI_Session_create_errhandler before the
+/// first MPI_Session_init).
+static LOOSE_ERRHS: Mutex<Table<ErrFn>> = Mutex::new(Table::new());
+
+fn loose<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` on the table of info objects: the state's, or the loose one.
+fn with_infos<T>(f: impl FnOnce(&mut Table<Vec<(String, String)>>) -> T) -> T {
+    match state_opt() {
+        Some(s) => f(&mut s.infos),
+        None => f(&mut loose(&LOOSE_INFOS)),
+    }
+}
+
+/// Registers an error handler function in the state's table or the loose one.
+pub(crate) fn errhandler_insert(f: ErrFn) -> Handle {
+    let i = match state_opt() {
+        Some(s) => s.errhs.insert(f),
+        None => loose(&LOOSE_ERRHS).insert(f),
+    };
+    make_handle(K_ERRH, i)
+}
+
+fn init(func: &str, required: c_int) -> R<c_int> {
+    if INITIALIZED.load(Ordering::Acquire) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{func}: MPI is already initialised"),
+        ));
+    }
+    let provided = start(required)?;
     INITIALIZED.store(true, Ordering::Release);
     Ok(provided)
 }
@@ -146,31 +222,11 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
                 ));
             }
         }
-        let s = state("MPI_Finalize")?;
-        for (mut req, _buf) in s.bsend_pending.drain(..) {
-            req.wait()?;
-        }
-        // A freed receive that matched gets its data; one that never matched is withdrawn
-        // when dropped (a program that frees a receive no message will match is erroneous).
-        crate::p2p::reap_detached(s)?;
-        s.detached.clear();
-        let s = uninstall().expect("state checked above");
         FINALIZED.store(true, Ordering::Release);
-        let State {
-            weft,
-            comms,
-            reqs,
-            compounds,
-            idups,
-            ..
-        } = s;
-        // Requests and communicators hold the engine; drop them before finalize (the
-        // requests before the compounds, whose final steps own buffers they may write).
-        drop(reqs);
-        drop(compounds);
-        drop(idups);
-        drop(comms);
-        weft.finalize()?;
+        // A session still open keeps weft running; its MPI_Session_finalize ends it.
+        if crate::session::open_sessions() == 0 {
+            stop()?;
+        }
         Ok(())
     })();
     finish(MPI_COMM_WORLD, "MPI_Finalize", r)
@@ -333,8 +389,9 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
 static INFO_ENV_INDEX: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(usize::MAX);
 
-/// MPI_INFO_ENV's keys (MPI-4.1 §11.2.2): how the process was started.
-fn info_env_entries(s: &State) -> Vec<(String, String)> {
+/// MPI_INFO_ENV's keys (MPI-4.1 §11.2.2): how the process was started (before MPI_Init,
+/// the job size the launcher gave).
+fn info_env_entries(s: Option<&State>) -> Vec<(String, String)> {
     let args: Vec<String> = std::env::args().collect();
     let mut kv = Vec::new();
     if let Some(cmd) = args.first() {
@@ -343,12 +400,16 @@ fn info_env_entries(s: &State) -> Vec<(String, String)> {
     if args.len() > 1 {
         kv.push(("argv".to_string(), args[1..].join(" ")));
     }
-    kv.push(("maxprocs".to_string(), s.weft.world().size().to_string()));
+    let size = match s {
+        Some(s) => s.weft.world().size().to_string(),
+        None => std::env::var("WEFT_SIZE").unwrap_or_else(|_| "1".into()),
+    };
+    kv.push(("maxprocs".to_string(), size));
     kv.push(("arch".to_string(), std::env::consts::ARCH.to_string()));
     if let Ok(dir) = std::env::current_dir() {
         kv.push(("wdir".to_string(), dir.display().to_string()));
     }
-    let level = match s.thread_level {
+    let level = match s.map_or(MPI_THREAD_SERIALIZED, |s| s.thread_level) {
         MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
         MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
         MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
@@ -358,21 +419,47 @@ fn info_env_entries(s: &State) -> Vec<(String, String)> {
     kv
 }
 
-fn info_mut(s: &mut State, h: Handle) -> R<&mut Vec<(String, String)>> {
-    let h = if h == MPI_INFO_ENV {
-        let mut i = INFO_ENV_INDEX.load(Ordering::Acquire);
-        if s.infos.get(i).is_none() {
-            let kv = info_env_entries(s);
-            i = s.infos.insert(kv);
-            INFO_ENV_INDEX.store(i, Ordering::Release);
-        }
-        make_handle(K_INFO, i)
-    } else {
-        h
-    };
-    handle_index(K_INFO, h)
-        .and_then(|i| s.infos.get_mut(i))
-        .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))
+/// Runs `f` on the keys and values of info object `h` (before MPI_Init too).
+fn with_info<T>(h: Handle, f: impl FnOnce(&mut Vec<(String, String)>) -> R<T>) -> R<T> {
+    let env = (h == MPI_INFO_ENV).then(|| info_env_entries(state_opt().map(|s| &*s)));
+    with_infos(|t| {
+        let h = match env {
+            Some(kv) => {
+                let mut i = INFO_ENV_INDEX.load(Ordering::Acquire);
+                if t.get(i).is_none() {
+                    i = t.insert(kv);
+                    INFO_ENV_INDEX.store(i, Ordering::Release);
+                }
+                make_handle(K_INFO, i)
+            }
+            None => h,
+        };
+        let kv = handle_index(K_INFO, h)
+            .and_then(|i| t.get_mut(i))
+            .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))?;
+        f(kv)
+    })
+}
+
+/// The keys and values of info object `h` (before MPI_Init too).
+pub(crate) fn info_entries(h: Handle) -> R<Vec<(String, String)>> {
+    with_info(h, |kv| Ok(kv.clone()))
+}
+
+/// Whether `h` is a predefined error handler or one the program made (before MPI_Init too).
+pub(crate) fn errhandler_exists(h: Handle) -> bool {
+    match h {
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN => true,
+        _ => handle_index(K_ERRH, h).is_some_and(|i| match state_opt() {
+            Some(s) => s.errhs.get(i).is_some(),
+            None => loose(&LOOSE_ERRHS).get(i).is_some(),
+        }),
+    }
+}
+
+/// A new info object holding `kv` (before MPI_Init too).
+pub(crate) fn info_insert(kv: Vec<(String, String)>) -> Handle {
+    make_handle(K_INFO, with_infos(|t| t.insert(kv)))
 }
 
 /// MPI_Info_create (MPI-4.1 §10).
@@ -381,8 +468,12 @@ fn info_mut(s: &mut State, h: Handle) -> R<&mut Vec<(String, String)>> {
 /// `info` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
-    let r = state("MPI_Info_create")
-        .and_then(|s| put!(info, make_handle(K_INFO, s.infos.insert(Vec::new()))));
+    let r = (|| {
+        if info.is_null() {
+            return Err(err(MPI_ERR_ARG, "info is NULL"));
+        }
+        put!(info, info_insert(Vec::new()))
+    })();
     finish(MPI_COMM_WORLD, "MPI_Info_create", r)
 }
 
@@ -408,12 +499,13 @@ pub unsafe extern "C" fn MPI_Info_set(
                 format!("value of {} bytes", v.len()),
             ));
         }
-        let kv = info_mut(state("MPI_Info_set")?, info)?;
-        match kv.iter_mut().find(|(a, _)| *a == k) {
-            Some(e) => e.1 = v,
-            None => kv.push((k, v)),
-        }
-        Ok(())
+        with_info(info, |kv| {
+            match kv.iter_mut().find(|(a, _)| *a == k) {
+                Some(e) => e.1 = v,
+                None => kv.push((k, v)),
+            }
+            Ok(())
+        })
     })();
     finish(MPI_COMM_WORLD, "MPI_Info_set", r)
 }
@@ -432,12 +524,17 @@ pub unsafe extern "C" fn MPI_Info_get(
 ) -> c_int {
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
-        let kv = info_mut(state("MPI_Info_get")?, info)?;
-        match kv.iter().find(|(a, _)| *a == k) {
+        let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
+        match found {
             Some((_, v)) => {
                 // SAFETY: value holds valuelen + 1 bytes.
                 unsafe {
-                    write_c_string(v, value, valuelen.max(0) as usize + 1, std::ptr::null_mut())
+                    write_c_string(
+                        &v,
+                        value,
+                        valuelen.max(0) as usize + 1,
+                        std::ptr::null_mut(),
+                    )
                 };
                 put!(flag, 1)
             }
@@ -464,14 +561,14 @@ pub unsafe extern "C" fn MPI_Info_get_string(
         if buflen.is_null() {
             return Err(err(MPI_ERR_ARG, "buflen is NULL"));
         }
-        let kv = info_mut(state("MPI_Info_get_string")?, info)?;
-        match kv.iter().find(|(a, _)| *a == k) {
+        let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
+        match found {
             Some((_, v)) => {
                 // SAFETY: buflen readable and writable; value holds *buflen bytes.
                 unsafe {
                     let cap = (*buflen).max(0) as usize;
                     if cap > 0 {
-                        write_c_string(v, value, cap, std::ptr::null_mut());
+                        write_c_string(&v, value, cap, std::ptr::null_mut());
                     }
                     *buflen = v.len() as c_int + 1;
                 }
@@ -496,8 +593,8 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 ) -> c_int {
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
-        let kv = info_mut(state("MPI_Info_get_valuelen")?, info)?;
-        match kv.iter().find(|(a, _)| *a == k) {
+        let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
+        match found {
             Some((_, v)) => put!(valuelen, v.len() as c_int).and_then(|_| put!(flag, 1)),
             None => put!(flag, 0),
         }
@@ -511,10 +608,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 /// `nkeys` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> c_int {
-    let r = state("MPI_Info_get_nkeys").and_then(|s| {
-        let n = info_mut(s, info)?.len();
-        put!(nkeys, n as c_int)
-    });
+    let r = with_info(info, |kv| Ok(kv.len())).and_then(|n| put!(nkeys, n as c_int));
     finish(MPI_COMM_WORLD, "MPI_Info_get_nkeys", r)
 }
 
@@ -524,8 +618,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> 
 /// `key` must hold MPI_MAX_INFO_KEY bytes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) -> c_int {
-    let r = state("MPI_Info_get_nthkey").and_then(|s| {
-        let kv = info_mut(s, info)?;
+    let r = with_info(info, |kv| {
         match usize::try_from(n).ok().and_then(|i| kv.get(i)) {
             Some((k, _)) => {
                 // SAFETY: key holds MPI_MAX_INFO_KEY bytes.
@@ -549,14 +642,13 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
-        let kv = info_mut(state("MPI_Info_delete")?, info)?;
-        match kv.iter().position(|(a, _)| *a == k) {
+        with_info(info, |kv| match kv.iter().position(|(a, _)| *a == k) {
             Some(i) => {
                 kv.remove(i);
                 Ok(())
             }
             None => Err(err(MPI_ERR_INFO_NOKEY, format!("key {k:?} is not set"))),
-        }
+        })
     })();
     finish(MPI_COMM_WORLD, "MPI_Info_delete", r)
 }
@@ -567,10 +659,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_
 /// `newinfo` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_int {
-    let r = state("MPI_Info_dup").and_then(|s| {
-        let kv = info_mut(s, info)?.clone();
-        put!(newinfo, make_handle(K_INFO, s.infos.insert(kv)))
-    });
+    let r = with_info(info, |kv| Ok(kv.clone())).and_then(|kv| put!(newinfo, info_insert(kv)));
     finish(MPI_COMM_WORLD, "MPI_Info_dup", r)
 }
 
@@ -584,11 +673,9 @@ pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
         if info.is_null() {
             return Err(err(MPI_ERR_ARG, "info pointer is NULL"));
         }
-        let s = state("MPI_Info_free")?;
         // SAFETY: non-null.
         let h = unsafe { *info };
-        handle_index(K_INFO, h)
-            .and_then(|i| s.infos.remove(i))
+        with_infos(|t| handle_index(K_INFO, h).and_then(|i| t.remove(i)))
             .ok_or_else(|| err(MPI_ERR_INFO, format!("info handle {h:#x} is not valid")))?;
         put!(info, MPI_INFO_NULL)
     })();
@@ -608,8 +695,8 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
 ) -> c_int {
     let r = (|| {
         let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
-        let s = state("MPI_Comm_create_errhandler")?;
-        put!(errhandler, make_handle(K_ERRH, s.errhs.insert(f)))
+        state("MPI_Comm_create_errhandler")?;
+        put!(errhandler, errhandler_insert(f))
     })();
     finish(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", r)
 }

@@ -85,6 +85,14 @@ pub fn class_text(class: c_int) -> &'static str {
         MPI_ERR_PROC_ABORTED => "a peer process aborted",
         MPI_ERR_ERRHANDLER => "invalid error handler",
         MPI_ERR_ABI => "ABI mismatch",
+        crate::session::MPI_ERR_SESSION => "invalid session",
+        crate::mpit::MPI_T_ERR_NOT_INITIALIZED => "MPI_T is not initialized",
+        crate::mpit::MPI_T_ERR_INVALID_INDEX => "invalid MPI_T index",
+        crate::mpit::MPI_T_ERR_INVALID_HANDLE => "invalid MPI_T handle",
+        crate::mpit::MPI_T_ERR_INVALID_NAME => "invalid MPI_T variable or category name",
+        crate::mpit::MPI_T_ERR_INVALID_SESSION => "invalid MPI_T performance session",
+        crate::mpit::MPI_T_ERR_CVAR_SET_NEVER => "control variable cannot be set",
+        crate::mpit::MPI_T_ERR_NOT_ACCESSIBLE => "MPI_T variable not accessible",
         _ => "",
     }
 }
@@ -106,19 +114,23 @@ pub fn raise(comm: Handle, func: &str, e: MpiError) -> c_int {
             unsafe { f(&mut c, &mut code) };
             e.class
         }
-        CommHandler::Fatal => {
-            let text = dynamic_string(e.class).unwrap_or_else(|| class_text(e.class).into());
-            let line = format!(
-                "{func} on rank {rank}: {} (MPI error class {}: {text})",
-                e.message, e.class,
-            );
-            match state_opt() {
-                Some(s) => s.weft.abort(e.class.max(1), &line),
-                None => {
-                    eprintln!("weft-mpi: {line}");
-                    std::process::exit(e.class.max(1))
-                }
-            }
+        CommHandler::Fatal => fatal(func, rank, e),
+    }
+}
+
+/// The fatal handlers (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT): prints `e` raised by `func`
+/// on `rank` and ends the job with the error class as exit code.
+pub fn fatal(func: &str, rank: u32, e: MpiError) -> ! {
+    let text = dynamic_string(e.class).unwrap_or_else(|| class_text(e.class).into());
+    let line = format!(
+        "{func} on rank {rank}: {} (MPI error class {}: {text})",
+        e.message, e.class,
+    );
+    match state_opt() {
+        Some(s) => s.weft.abort(e.class.max(1), &line),
+        None => {
+            eprintln!("weft-mpi: {line}");
+            std::process::exit(e.class.max(1))
         }
     }
 }

@@ -1,0 +1,226 @@
+/* The MPI tool information interface (MPI-4.1 chapter 15): weft's knobs as control
+ * variables, before MPI_Init, while MPI runs and after MPI_Finalize; enumerations of the
+ * choice knobs; categories; no pvars, events or sources; every bad argument gets the
+ * standard's MPI_T error code. The job runs with WEFT_SHM_EAGER_BYTES=8K and WEFT_YIELD=off
+ * (tests/c_tools.rs), so the values read are the environment's, not the defaults. */
+#include <string.h>
+#include "check.h"
+
+/* The MPI 5.0 ABI's MPI_T return codes (not in weft's mpi.h yet). */
+enum {
+  T_ERR_NOT_INITIALIZED = 1003,
+  T_ERR_INVALID_INDEX = 1007,
+  T_ERR_INVALID_SESSION = 1009,
+  T_ERR_INVALID_HANDLE = 1010,
+  T_ERR_INVALID_NAME = 1011,
+  T_ERR_CVAR_SET_NEVER = 1015
+};
+
+static int cvar_index(const char *name) {
+  int i = -1;
+  OK(MPI_T_cvar_get_index(name, &i));
+  CHECK(i >= 0);
+  return i;
+}
+
+static unsigned long long read_ull(const char *name) {
+  MPI_T_cvar_handle h;
+  int count = 0;
+  unsigned long long v = 0;
+  OK(MPI_T_cvar_handle_alloc(cvar_index(name), NULL, &h, &count));
+  CHECK(count == 1);
+  OK(MPI_T_cvar_read(h, &v));
+  OK(MPI_T_cvar_handle_free(&h));
+  CHECK(h == MPI_T_CVAR_HANDLE_NULL);
+  return v;
+}
+
+/* Every cvar: its info, its index by name, one read, and a refused write. */
+static int check_all_cvars(void) {
+  int num = 0;
+  OK(MPI_T_cvar_get_num(&num));
+  CHECK(num > 40);
+  for (int i = 0; i < num; i++) {
+    char name[256], desc[1024];
+    int name_len = 0, desc_len = 0, verbosity = -1, bind = -1, scope = -1;
+    MPI_Datatype dt = MPI_DATATYPE_NULL;
+    MPI_T_enum e;
+    /* Lengths first (NULL buffers), then the strings. */
+    OK(MPI_T_cvar_get_info(i, NULL, &name_len, NULL, NULL, NULL, NULL, &desc_len, NULL, NULL));
+    CHECK(name_len > 6 && name_len <= (int)sizeof name);
+    CHECK(desc_len > 1 && desc_len <= (int)sizeof desc);
+    int want_name = name_len;
+    OK(MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &dt, &e, desc, &desc_len, &bind,
+                           &scope));
+    CHECK(name_len == want_name && (int)strlen(name) + 1 == name_len);
+    CHECK(strncmp(name, "WEFT_", 5) == 0);
+    CHECK(strstr(desc, name) != NULL); /* the description names the variable */
+    CHECK(bind == MPI_T_BIND_NO_OBJECT);
+    CHECK(scope == MPI_T_SCOPE_READONLY);
+    CHECK(verbosity == MPI_T_VERBOSITY_USER_BASIC || verbosity == MPI_T_VERBOSITY_TUNER_BASIC);
+    CHECK(dt == MPI_INT || dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_DOUBLE || dt == MPI_CHAR);
+    CHECK(e == MPI_T_ENUM_NULL || dt == MPI_INT);
+    int j = -1;
+    OK(MPI_T_cvar_get_index(name, &j));
+    CHECK(j == i);
+    MPI_T_cvar_handle h;
+    int count = 0;
+    OK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
+    CHECK(count >= 1);
+    char buf[4096];
+    CHECK(dt != MPI_CHAR || count <= (int)sizeof buf);
+    OK(MPI_T_cvar_read(h, buf));
+    if (dt == MPI_CHAR) CHECK((int)strlen(buf) + 1 == count);
+    CHECK_RC(MPI_T_cvar_write(h, buf), T_ERR_CVAR_SET_NEVER);
+    OK(MPI_T_cvar_handle_free(&h));
+  }
+  return num;
+}
+
+/* The knobs the job set, a default, a text knob, and a choice knob's enumeration. */
+static void check_values(void) {
+  CHECK(read_ull("WEFT_SHM_EAGER_BYTES") == 8192);
+  CHECK(read_ull("WEFT_SHM_RING_BYTES") == 262144); /* its default, 256K */
+
+  MPI_T_cvar_handle h;
+  int count = 0;
+  char text[64];
+  OK(MPI_T_cvar_handle_alloc(cvar_index("WEFT_TRANSPORTS"), NULL, &h, &count));
+  CHECK(count == (int)strlen("shm,tcp") + 1);
+  OK(MPI_T_cvar_read(h, text));
+  CHECK(strcmp(text, "shm,tcp") == 0);
+  OK(MPI_T_cvar_handle_free(&h));
+
+  int i = cvar_index("WEFT_YIELD"), n = 0, len = sizeof text, value = -1;
+  MPI_Datatype dt;
+  MPI_T_enum e = MPI_T_ENUM_NULL;
+  OK(MPI_T_cvar_get_info(i, NULL, NULL, NULL, &dt, &e, NULL, NULL, NULL, NULL));
+  CHECK(dt == MPI_INT && e != MPI_T_ENUM_NULL);
+  OK(MPI_T_enum_get_info(e, &n, text, &len));
+  CHECK(n == 3 && strcmp(text, "WEFT_YIELD") == 0 && len == 11);
+  const char *words[] = {"auto", "on", "off"};
+  for (int k = 0; k < n; k++) {
+    len = sizeof text;
+    OK(MPI_T_enum_get_item(e, k, &value, text, &len));
+    CHECK(value == k && strcmp(text, words[k]) == 0);
+  }
+  CHECK_RC(MPI_T_enum_get_item(e, 3, &value, text, &len), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_enum_get_item(e, -1, &value, text, &len), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_enum_get_info((MPI_T_enum)(intptr_t)0x1234, &n, text, &len),
+           T_ERR_INVALID_HANDLE);
+  OK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
+  OK(MPI_T_cvar_read(h, &value));
+  CHECK(value == 2); /* WEFT_YIELD=off is item 2 */
+  OK(MPI_T_cvar_handle_free(&h));
+
+  /* A short buffer gets the string cut, NUL included, and the length stored. */
+  char small[5];
+  len = sizeof small;
+  OK(MPI_T_cvar_get_info(i, small, &len, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
+  CHECK(len == 5 && strcmp(small, "WEFT") == 0);
+}
+
+static void check_errors(int num) {
+  int x = 0;
+  MPI_T_cvar_handle h;
+  CHECK_RC(MPI_T_cvar_get_info(-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+           T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_cvar_get_info(num, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+           T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_cvar_get_index("WEFT_NO_SUCH_KNOB", &x), T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_cvar_handle_alloc(num, NULL, &h, &x), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_cvar_read((MPI_T_cvar_handle)(intptr_t)0x77, &x), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_cvar_write((MPI_T_cvar_handle)(intptr_t)0x77, &x), T_ERR_INVALID_HANDLE);
+  OK(MPI_T_cvar_handle_alloc(0, NULL, &h, &x));
+  MPI_T_cvar_handle copy = h;
+  OK(MPI_T_cvar_handle_free(&h));
+  CHECK_RC(MPI_T_cvar_handle_free(&copy), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_cvar_read(copy, &x), T_ERR_INVALID_HANDLE);
+
+  /* No performance variables, event types or sources. */
+  OK(MPI_T_pvar_get_num(&x));
+  CHECK(x == 0);
+  OK(MPI_T_event_get_num(&x));
+  CHECK(x == 0);
+  OK(MPI_T_source_get_num(&x));
+  CHECK(x == 0);
+  CHECK_RC(MPI_T_pvar_get_index("anything", MPI_T_PVAR_CLASS_COUNTER, &x), T_ERR_INVALID_NAME);
+  MPI_T_pvar_session ps;
+  OK(MPI_T_pvar_session_create(&ps));
+  MPI_T_pvar_handle ph;
+  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &x), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_pvar_start(ps, MPI_T_PVAR_ALL_HANDLES), T_ERR_INVALID_HANDLE);
+  MPI_T_pvar_session pcopy = ps;
+  OK(MPI_T_pvar_session_free(&ps));
+  CHECK(ps == MPI_T_PVAR_SESSION_NULL);
+  CHECK_RC(MPI_T_pvar_session_free(&pcopy), T_ERR_INVALID_SESSION);
+}
+
+/* Categories: every cvar in exactly one; names round-trip. */
+static void check_categories(int num) {
+  int ncat = 0, total = 0, changed = -1;
+  OK(MPI_T_category_get_num(&ncat));
+  CHECK(ncat >= 6);
+  char *seen = calloc(num, 1);
+  for (int c = 0; c < ncat; c++) {
+    char name[128];
+    int len = sizeof name, ncv = -1, npv = -1, nsub = -1, j = -1;
+    OK(MPI_T_category_get_info(c, name, &len, NULL, NULL, &ncv, &npv, &nsub));
+    CHECK(npv == 0 && nsub == 0 && ncv >= 0);
+    OK(MPI_T_category_get_index(name, &j));
+    CHECK(j == c);
+    int *idx = malloc(sizeof(int) * (ncv + 1));
+    OK(MPI_T_category_get_cvars(c, ncv, idx));
+    for (int k = 0; k < ncv; k++) {
+      CHECK(idx[k] >= 0 && idx[k] < num && !seen[idx[k]]);
+      seen[idx[k]] = 1;
+    }
+    free(idx);
+    total += ncv;
+  }
+  CHECK(total == num);
+  free(seen);
+  int x;
+  CHECK_RC(MPI_T_category_get_info(ncat, NULL, NULL, NULL, NULL, &x, &x, &x),
+           T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_category_get_index("no such category", &x), T_ERR_INVALID_NAME);
+  OK(MPI_T_category_changed(&changed));
+  CHECK(changed == 0);
+}
+
+int main(int argc, char **argv) {
+  int provided = -1, x = 0;
+  /* Nothing works before MPI_T_init_thread. */
+  CHECK_RC(MPI_T_cvar_get_num(&x), T_ERR_NOT_INITIALIZED);
+  CHECK_RC(MPI_T_finalize(), T_ERR_NOT_INITIALIZED);
+
+  /* Before MPI_Init. */
+  OK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
+  CHECK(provided == MPI_THREAD_SINGLE);
+  int num = check_all_cvars();
+  check_values();
+  check_errors(num);
+  check_categories(num);
+
+  /* While MPI runs: the same cvars, the values weft read at MPI_Init. */
+  OK(MPI_Init(&argc, &argv));
+  OK(MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided)); /* nested */
+  CHECK(provided == MPI_THREAD_SERIALIZED);
+  CHECK(check_all_cvars() == num);
+  check_values();
+  OK(MPI_T_finalize()); /* one of two: still usable */
+  OK(MPI_T_cvar_get_num(&x));
+  CHECK(x == num);
+  OK(MPI_T_finalize());
+  CHECK_RC(MPI_T_cvar_get_num(&x), T_ERR_NOT_INITIALIZED);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  OK(MPI_Finalize());
+
+  /* After MPI_Finalize. */
+  OK(MPI_T_init_thread(MPI_THREAD_FUNNELED, &provided));
+  CHECK(provided == MPI_THREAD_FUNNELED);
+  CHECK(check_all_cvars() == num);
+  check_values();
+  OK(MPI_T_finalize());
+  return 0;
+}
