@@ -1,7 +1,16 @@
 # mpi4py built for the MPI 5.0 standard ABI with our mpicc, run on weft: pickled and buffer
 # point-to-point and collectives, a nonblocking barrier, split. Every rank asserts its results.
+# With MPI4PY_SMOKE_LIBDIR set, every rank also asserts that the libmpi_abi.so.1 it loaded is
+# the one in that directory (the swap really happened).
 from mpi4py import MPI
+import os
 import sys
+want = os.environ.get("MPI4PY_SMOKE_LIBDIR")
+if want:
+    with open("/proc/self/maps") as maps:
+        libs = {l.split()[-1] for l in maps if "libmpi" in l and l.rstrip().endswith(".so.1")}
+    dirs = {os.path.dirname(os.path.realpath(l)) for l in libs}
+    assert dirs == {os.path.realpath(want)}, (libs, want)
 c = MPI.COMM_WORLD
 r, n = c.Get_rank(), c.Get_size()
 assert MPI.Get_library_version().startswith("weft"), MPI.Get_library_version()

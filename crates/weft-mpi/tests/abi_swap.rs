@@ -2,9 +2,11 @@
 //! `pip install mpich`, which ships `mpicc_abi`, `mpi_abi.h` and `libmpi_abi.so.1`):
 //! every constant of our `mpi.h` has the value MPICH's ABI header gives it, and programs
 //! compiled with MPICH's `mpicc_abi` run on weft when the loader finds our library first.
-//! They need that package, so they are ignored by default:
-//! `cargo test -p weft-mpi --test abi_swap -- --ignored` (MPICH_ABI_PREFIX overrides where
-//! to find it; by default the directory above the `mpicc_abi` on PATH).
+//! They need that package, so they are ignored by default (CI runs them:
+//! `scripts/ci-mpi-extras.sh` installs it into a venv and sets MPICH_ABI_PREFIX):
+//! `cargo test -p weft-mpi --test abi_swap -- --include-ignored` (MPICH_ABI_PREFIX says
+//! where it is; by default the directory above the `mpicc_abi` on PATH). Without it they
+//! fail, saying so; they never skip.
 
 mod common;
 
@@ -13,7 +15,20 @@ use std::process::Command;
 use std::time::Duration;
 use weft_launch::{run_job, JobSpec, OutputMode};
 
+/// PyPI mpich's install prefix, checked to hold `bin/mpicc_abi` and `include/mpi_abi.h`.
 fn mpich_prefix() -> PathBuf {
+    let p = find_mpich_prefix();
+    for f in ["bin/mpicc_abi", "include/mpi_abi.h"] {
+        assert!(
+            p.join(f).is_file(),
+            "no {} (MPICH_ABI_PREFIX or the mpicc_abi on PATH): pip install mpich",
+            p.join(f).display()
+        );
+    }
+    p
+}
+
+fn find_mpich_prefix() -> PathBuf {
     if let Some(p) = std::env::var_os("MPICH_ABI_PREFIX") {
         return PathBuf::from(p);
     }
@@ -22,7 +37,10 @@ fn mpich_prefix() -> PathBuf {
         .output()
         .unwrap();
     let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!path.is_empty(), "mpicc_abi not on PATH: pip install mpich");
+    assert!(
+        !path.is_empty(),
+        "mpicc_abi not on PATH and MPICH_ABI_PREFIX not set: pip install mpich"
+    );
     // pyenv shims hide the real location: ask the wrapper itself.
     let show = Command::new(&path).arg("-show").output().unwrap();
     let line = String::from_utf8_lossy(&show.stdout).to_string();
@@ -106,12 +124,16 @@ fn constants_match_mpich_abi_header() {
     assert_eq!(a.lines().count(), b.lines().count());
 }
 
+/// Programs compiled by MPICH's `mpicc_abi` (linked to MPICH's libmpi_abi.so.1, RUNPATH
+/// to MPICH's lib) run on weft when LD_LIBRARY_PATH puts our lib first. `env` checks that
+/// the library answering is weft's (`MPI_Get_library_version` starts with "weft"), so a
+/// run that silently used MPICH's library (each rank a singleton) cannot pass.
 #[test]
 #[ignore = "needs PyPI mpich (pip install mpich)"]
 fn mpich_abi_binaries_run_on_weft() {
     let mpich = mpich_prefix();
     let ours = install_prefix();
-    for name in ["p2p", "coll", "errors"] {
+    for name in ["env", "p2p", "coll", "errors"] {
         let exe = ours.join(format!("mpich-abi-{name}"));
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../itest/c/{name}.c"));
         let st = Command::new(mpich.join("bin/mpicc_abi"))
