@@ -477,6 +477,44 @@ pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
     finish(MPI_COMM_WORLD, "MPI_Info_create", r)
 }
 
+/// MPI_Info_create_env (MPI-4.1 §11.2.2): the keys of MPI_INFO_ENV for this process, with
+/// `command` and `argv` from the arguments given (when `argc > 0`); callable before MPI_Init
+/// and after MPI_Finalize. `thread_level` is left out: it depends on the init call, and the
+/// object must describe the process the same way whenever it is made.
+///
+/// # Safety
+/// `argv` null or holding `argc` NUL-terminated strings; `info` writable.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_create_env(
+    argc: c_int,
+    argv: *const *const c_char,
+    info: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        if info.is_null() {
+            return Err(err(MPI_ERR_ARG, "info is NULL"));
+        }
+        let mut kv = info_env_entries(state_opt().map(|s| &*s));
+        kv.retain(|(k, _)| k != "thread_level");
+        if argc > 0 && !argv.is_null() {
+            let mut args = Vec::new();
+            for i in 0..argc as usize {
+                // SAFETY: argv holds argc strings (the caller's contract).
+                let a = unsafe { *argv.add(i) };
+                // SAFETY: each is NUL-terminated or null.
+                args.push(unsafe { c_str(a, "argv element")? });
+            }
+            kv.retain(|(k, _)| k != "command" && k != "argv");
+            kv.insert(0, ("command".into(), args[0].clone()));
+            if args.len() > 1 {
+                kv.insert(1, ("argv".into(), args[1..].join(" ")));
+            }
+        }
+        put!(info, info_insert(kv))
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Info_create_env", r)
+}
+
 /// MPI_Info_set (MPI-4.1 §10).
 ///
 /// # Safety
