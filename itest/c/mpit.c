@@ -1,19 +1,24 @@
 /* The MPI tool information interface (MPI-4.1 chapter 15): weft's knobs as control
  * variables, before MPI_Init, while MPI runs and after MPI_Finalize; enumerations of the
- * choice knobs; categories; no pvars, events or sources; every bad argument gets the
- * standard's MPI_T error code. The job runs with WEFT_SHM_EAGER_BYTES=8K and WEFT_YIELD=off
- * (tests/c_tools.rs), so the values read are the environment's, not the defaults. */
+ * choice knobs; categories; the one pvar, weft_idle_yields, counting while a receive waits;
+ * no events or sources; every bad argument gets the standard's MPI_T error code. The job runs
+ * with WEFT_SHM_EAGER_BYTES=8K and WEFT_YIELD=on (tests/c_tools.rs), so the values read are
+ * the environment's, not the defaults, and a waiting rank yields its CPU. */
+#include <time.h>
 #include <string.h>
 #include "check.h"
 
 /* The MPI 5.0 ABI's MPI_T return codes (not in weft's mpi.h yet). */
 enum {
+  T_ERR_NOT_ACCESSIBLE = 1002,
   T_ERR_NOT_INITIALIZED = 1003,
   T_ERR_INVALID_INDEX = 1007,
   T_ERR_INVALID_SESSION = 1009,
   T_ERR_INVALID_HANDLE = 1010,
   T_ERR_INVALID_NAME = 1011,
-  T_ERR_CVAR_SET_NEVER = 1015
+  T_ERR_CVAR_SET_NEVER = 1015,
+  T_ERR_PVAR_NO_WRITE = 1016,
+  T_ERR_PVAR_NO_STARTSTOP = 1017
 };
 
 static int cvar_index(const char *name) {
@@ -110,7 +115,7 @@ static void check_values(void) {
            T_ERR_INVALID_HANDLE);
   OK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
   OK(MPI_T_cvar_read(h, &value));
-  CHECK(value == 2); /* WEFT_YIELD=off is item 2 */
+  CHECK(value == 1); /* WEFT_YIELD=on is item 1 */
   OK(MPI_T_cvar_handle_free(&h));
 
   /* A short buffer gets the string cut, NUL included, and the length stored. */
@@ -137,28 +142,100 @@ static void check_errors(int num) {
   CHECK_RC(MPI_T_cvar_handle_free(&copy), T_ERR_INVALID_HANDLE);
   CHECK_RC(MPI_T_cvar_read(copy, &x), T_ERR_INVALID_HANDLE);
 
-  /* No performance variables, event types or sources. */
+  /* One performance variable; no event types or sources. */
   OK(MPI_T_pvar_get_num(&x));
-  CHECK(x == 0);
+  CHECK(x == 1);
   OK(MPI_T_event_get_num(&x));
   CHECK(x == 0);
   OK(MPI_T_source_get_num(&x));
   CHECK(x == 0);
+  {
+    char name[64];
+    int len = sizeof name, verb, cls = -1, bind = -1, ro = -1, cont = -1, atomic = -1;
+    MPI_Datatype dt;
+    MPI_T_enum e;
+    OK(MPI_T_pvar_get_info(0, name, &len, &verb, &cls, &dt, &e, NULL, NULL, &bind, &ro, &cont,
+                           &atomic));
+    CHECK(strcmp(name, "weft_idle_yields") == 0 && len == 17);
+    CHECK(cls == MPI_T_PVAR_CLASS_COUNTER && dt == MPI_UNSIGNED_LONG_LONG);
+    CHECK(e == MPI_T_ENUM_NULL && bind == MPI_T_BIND_NO_OBJECT);
+    CHECK(ro == 1 && cont == 1 && atomic == 0);
+  }
+  CHECK_RC(MPI_T_pvar_get_info(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                               NULL, NULL),
+           T_ERR_INVALID_INDEX);
+  OK(MPI_T_pvar_get_index("weft_idle_yields", MPI_T_PVAR_CLASS_COUNTER, &x));
+  CHECK(x == 0);
+  CHECK_RC(MPI_T_pvar_get_index("weft_idle_yields", MPI_T_PVAR_CLASS_TIMER, &x),
+           T_ERR_INVALID_NAME);
   CHECK_RC(MPI_T_pvar_get_index("anything", MPI_T_PVAR_CLASS_COUNTER, &x), T_ERR_INVALID_NAME);
   MPI_T_pvar_session ps;
   OK(MPI_T_pvar_session_create(&ps));
   MPI_T_pvar_handle ph;
-  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &x), T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_pvar_start(ps, MPI_T_PVAR_ALL_HANDLES), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 1, NULL, &ph, &x), T_ERR_INVALID_INDEX);
+  OK(MPI_T_pvar_start(ps, MPI_T_PVAR_ALL_HANDLES));
+  CHECK_RC(MPI_T_pvar_start((MPI_T_pvar_session)(intptr_t)0x55, MPI_T_PVAR_ALL_HANDLES),
+           T_ERR_INVALID_SESSION);
   MPI_T_pvar_session pcopy = ps;
   OK(MPI_T_pvar_session_free(&ps));
   CHECK(ps == MPI_T_PVAR_SESSION_NULL);
   CHECK_RC(MPI_T_pvar_session_free(&pcopy), T_ERR_INVALID_SESSION);
 }
 
+/* The pvar outside MPI: not accessible. */
+static void check_pvar_outside(void) {
+  MPI_T_pvar_session ps;
+  MPI_T_pvar_handle ph;
+  int count;
+  OK(MPI_T_pvar_session_create(&ps));
+  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &count), T_ERR_NOT_ACCESSIBLE);
+  OK(MPI_T_pvar_session_free(&ps));
+}
+
+/* The pvar while MPI runs: rank 1 waits in a receive rank 0 delays, and yields. */
+static void check_pvar_running(void) {
+  int rank, size, count = 0;
+  unsigned long long v = 99, w = 99;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_T_pvar_session ps, other;
+  MPI_T_pvar_handle ph;
+  OK(MPI_T_pvar_session_create(&ps));
+  OK(MPI_T_pvar_session_create(&other));
+  OK(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &count));
+  CHECK(count == 1);
+  CHECK_RC(MPI_T_pvar_start(ps, ph), T_ERR_PVAR_NO_STARTSTOP);
+  CHECK_RC(MPI_T_pvar_stop(ps, ph), T_ERR_PVAR_NO_STARTSTOP);
+  CHECK_RC(MPI_T_pvar_write(ps, ph, &v), T_ERR_PVAR_NO_WRITE);
+  CHECK_RC(MPI_T_pvar_read(other, ph, &v), T_ERR_INVALID_HANDLE); /* not its session */
+  OK(MPI_T_pvar_reset(ps, ph));
+  if (size > 1 && rank < 2) {
+    int msg = 7;
+    if (rank == 0) {
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      OK(MPI_Send(&msg, 1, MPI_INT, 1, 3, MPI_COMM_WORLD));
+    } else {
+      OK(MPI_Recv(&msg, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    }
+  }
+  OK(MPI_T_pvar_readreset(ps, ph, &v));
+  if (size > 1 && rank == 1) CHECK(v > 0); /* it waited 100 ms with WEFT_YIELD=on */
+  OK(MPI_T_pvar_read(ps, ph, &w));
+  CHECK(w == 0); /* no MPI call waited since the reset */
+  OK(MPI_T_pvar_reset(ps, MPI_T_PVAR_ALL_HANDLES));
+  MPI_T_pvar_handle copy = ph;
+  OK(MPI_T_pvar_handle_free(ps, &ph));
+  CHECK(ph == MPI_T_PVAR_HANDLE_NULL);
+  CHECK_RC(MPI_T_pvar_handle_free(ps, &copy), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_pvar_read(ps, copy, &v), T_ERR_INVALID_HANDLE);
+  OK(MPI_T_pvar_session_free(&ps));
+  OK(MPI_T_pvar_session_free(&other));
+}
+
 /* Categories: every cvar in exactly one; names round-trip. */
 static void check_categories(int num) {
-  int ncat = 0, total = 0, changed = -1;
+  int ncat = 0, total = 0, changed = -1, pvars = 0;
   OK(MPI_T_category_get_num(&ncat));
   CHECK(ncat >= 6);
   char *seen = calloc(num, 1);
@@ -166,7 +243,13 @@ static void check_categories(int num) {
     char name[128];
     int len = sizeof name, ncv = -1, npv = -1, nsub = -1, j = -1;
     OK(MPI_T_category_get_info(c, name, &len, NULL, NULL, &ncv, &npv, &nsub));
-    CHECK(npv == 0 && nsub == 0 && ncv >= 0);
+    CHECK(nsub == 0 && ncv >= 0 && (npv == 0 || npv == 1));
+    if (npv == 1) {
+      int p = -1;
+      OK(MPI_T_category_get_pvars(c, 1, &p));
+      CHECK(p == 0);
+      pvars++;
+    }
     OK(MPI_T_category_get_index(name, &j));
     CHECK(j == c);
     int *idx = malloc(sizeof(int) * (ncv + 1));
@@ -178,7 +261,7 @@ static void check_categories(int num) {
     free(idx);
     total += ncv;
   }
-  CHECK(total == num);
+  CHECK(total == num && pvars == 1);
   free(seen);
   int x;
   CHECK_RC(MPI_T_category_get_info(ncat, NULL, NULL, NULL, NULL, &x, &x, &x),
@@ -201,6 +284,7 @@ int main(int argc, char **argv) {
   check_values();
   check_errors(num);
   check_categories(num);
+  check_pvar_outside();
 
   /* While MPI runs: the same cvars, the values weft read at MPI_Init. */
   OK(MPI_Init(&argc, &argv));
@@ -208,6 +292,7 @@ int main(int argc, char **argv) {
   CHECK(provided == MPI_THREAD_SERIALIZED);
   CHECK(check_all_cvars() == num);
   check_values();
+  check_pvar_running();
   OK(MPI_T_finalize()); /* one of two: still usable */
   OK(MPI_T_cvar_get_num(&x));
   CHECK(x == num);
@@ -221,6 +306,7 @@ int main(int argc, char **argv) {
   CHECK(provided == MPI_THREAD_FUNNELED);
   CHECK(check_all_cvars() == num);
   check_values();
+  check_pvar_outside();
   OK(MPI_T_finalize());
   return 0;
 }

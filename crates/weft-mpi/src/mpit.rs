@@ -3,8 +3,11 @@
 //! registry, `weft info --knobs`): each knob is one cvar with its type, help text and the value
 //! this process read. Knobs are read once at start, so every cvar is read-only
 //! (MPI_T_SCOPE_READONLY) and a write is refused with MPI_T_ERR_CVAR_SET_NEVER. Each knob
-//! table (runtime, collectives, ...) is a category. weft exposes no performance variables,
-//! event types or event sources: their counts are 0 and their indices are invalid.
+//! table (runtime, collectives, ...) is a category. One performance variable,
+//! `weft_idle_yields` (a read-only continuous counter in the runtime category), counts the
+//! times the progress engine gave its CPU away while waiting (weft's `Weft::idle_yields`);
+//! it is readable while MPI runs. weft has no event types or event sources: their counts are
+//! 0 and their indices are invalid.
 //!
 //! The interface works before MPI_Init and after MPI_Finalize (MPI-4.1 §15.3.4): while MPI is
 //! running the values are those weft read at MPI_Init; otherwise they are read from the
@@ -44,6 +47,9 @@ pub const MPI_T_VERBOSITY_USER_BASIC: c_int = 0x09;
 pub const MPI_T_VERBOSITY_TUNER_BASIC: c_int = 0x11;
 pub const MPI_T_BIND_NO_OBJECT: c_int = 1;
 pub const MPI_T_SCOPE_READONLY: c_int = 2;
+pub const MPI_T_PVAR_CLASS_COUNTER: c_int = 7;
+/// MPI_T_PVAR_ALL_HANDLES of mpi.h.
+const PVAR_ALL_HANDLES: Handle = 1;
 
 /// Datatypes of the cvars (mpi.h): MPI_INT, MPI_UNSIGNED_LONG_LONG, MPI_DOUBLE, MPI_CHAR.
 const DT_INT: Handle = 0x209;
@@ -55,6 +61,19 @@ const DT_CHAR: Handle = 0x243;
 const K_CVAR: usize = 16;
 const K_ENUM: usize = 17;
 const K_PVAR_SESSION: usize = 18;
+const K_PVAR: usize = 20;
+
+/// The one performance variable: its name and description (index 0, category 0).
+const PVAR_NAME: &str = "weft_idle_yields";
+const PVAR_DESC: &str = "times this rank's progress engine gave its CPU away (sched_yield) while \
+    waiting with nothing to do since MPI_Init (see WEFT_YIELD); readable while MPI runs";
+
+/// The counter's current value, or MPI_T_ERR_NOT_ACCESSIBLE while MPI is not running.
+fn pvar_value() -> Result<u64, c_int> {
+    state_opt()
+        .map(|s| s.weft.idle_yields())
+        .ok_or(MPI_T_ERR_NOT_ACCESSIBLE)
+}
 
 /// The categories: one per knob table, in `weft::config::knob_tables()` order.
 const CATEGORIES: &[(&str, &str)] = &[
@@ -168,8 +187,11 @@ static INIT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// Allocated cvar handles: the cvar index and the count given at allocation.
 static CVAR_HANDLES: Mutex<Table<(usize, c_int)>> = Mutex::new(Table::new());
-/// Performance-variable sessions (each holds no handles: weft has no pvars).
+/// Performance-variable sessions.
 static PVAR_SESSIONS: Mutex<Table<()>> = Mutex::new(Table::new());
+/// Allocated pvar handles: the session index and the counter's value at the last reset
+/// (reads report the growth since).
+static PVAR_HANDLES: Mutex<Table<(usize, u64)>> = Mutex::new(Table::new());
 
 fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -278,6 +300,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
         Ok(1) => {
             *lock(&CVAR_HANDLES) = Table::new();
             *lock(&PVAR_SESSIONS) = Table::new();
+            *lock(&PVAR_HANDLES) = Table::new();
             MPI_SUCCESS
         }
         Ok(_) => MPI_SUCCESS,
@@ -594,7 +617,7 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
             out_string(n, name, name_len);
             out_string(d, desc, desc_len);
             out(num_cvars, cvars_of(cat).count() as c_int);
-            out(num_pvars, 0);
+            out(num_pvars, (cat == 0) as c_int);
             out(num_categories, 0);
         }
         Ok(())
@@ -658,14 +681,22 @@ pub unsafe extern "C" fn MPI_T_category_get_cvars(
     })
 }
 
-/// MPI_T_category_get_pvars (MPI-4.1 §15.3.9): no category holds pvars.
+/// MPI_T_category_get_pvars (MPI-4.1 §15.3.9): the runtime category holds the pvar.
+///
+/// # Safety
+/// `indices` writable for `len` ints.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_category_get_pvars(
     cat_index: c_int,
-    _len: c_int,
-    _indices: *mut c_int,
+    len: c_int,
+    indices: *mut c_int,
 ) -> c_int {
-    t(|| category_at(cat_index).map(|_| ()))
+    t(|| {
+        let cat = category_at(cat_index)?;
+        // SAFETY: forwarded caller contract.
+        unsafe { out_indices((cat == 0).then_some(0).into_iter(), len, indices) };
+        Ok(())
+    })
 }
 
 /// MPI_T_category_get_categories (MPI-4.1 §15.3.9): the categories are flat.
@@ -723,9 +754,9 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
 }
 
 // ------------------------------------------------------------------- performance variables,
-// event types and sources: weft exposes none.
+// event types (none) and sources (none).
 
-/// MPI_T_pvar_get_num (MPI-4.1 §15.3.7): weft exposes no performance variables.
+/// MPI_T_pvar_get_num (MPI-4.1 §15.3.7): one, `weft_idle_yields`.
 ///
 /// # Safety
 /// `num_pvar` writable.
@@ -736,39 +767,82 @@ pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
             return Err(MPI_ERR_ARG);
         }
         // SAFETY: checked non-null.
-        unsafe { *num_pvar = 0 };
+        unsafe { *num_pvar = 1 };
         Ok(())
     })
 }
 
-/// MPI_T_pvar_get_info (MPI-4.1 §15.3.7): no index is valid.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_get_info(
-    _pvar_index: c_int,
-    _name: *mut c_char,
-    _name_len: *mut c_int,
-    _verbosity: *mut c_int,
-    _var_class: *mut c_int,
-    _datatype: *mut Handle,
-    _enumtype: *mut Handle,
-    _desc: *mut c_char,
-    _desc_len: *mut c_int,
-    _bind: *mut c_int,
-    _readonly: *mut c_int,
-    _continuous: *mut c_int,
-    _atomic: *mut c_int,
-) -> c_int {
-    t(|| Err(MPI_T_ERR_INVALID_INDEX))
+fn pvar_at(index: c_int) -> Result<(), c_int> {
+    if index == 0 {
+        Ok(())
+    } else {
+        Err(MPI_T_ERR_INVALID_INDEX)
+    }
 }
 
-/// MPI_T_pvar_get_index (MPI-4.1 §15.3.7): no name is valid.
+/// MPI_T_pvar_get_info (MPI-4.1 §15.3.7): a read-only, continuous, non-atomic counter of
+/// MPI_UNSIGNED_LONG_LONG bound to no object; every output may be NULL.
+///
+/// # Safety
+/// Each pointer null or writable (strings: `*len` bytes).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_pvar_get_info(
+    pvar_index: c_int,
+    name: *mut c_char,
+    name_len: *mut c_int,
+    verbosity: *mut c_int,
+    var_class: *mut c_int,
+    datatype: *mut Handle,
+    enumtype: *mut Handle,
+    desc: *mut c_char,
+    desc_len: *mut c_int,
+    bind: *mut c_int,
+    readonly: *mut c_int,
+    continuous: *mut c_int,
+    atomic: *mut c_int,
+) -> c_int {
+    t(|| {
+        pvar_at(pvar_index)?;
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            out_string(PVAR_NAME, name, name_len);
+            out(verbosity, MPI_T_VERBOSITY_TUNER_BASIC);
+            out(var_class, MPI_T_PVAR_CLASS_COUNTER);
+            out(datatype, DT_ULL);
+            out(enumtype, 0);
+            out_string(PVAR_DESC, desc, desc_len);
+            out(bind, MPI_T_BIND_NO_OBJECT);
+            out(readonly, 1);
+            out(continuous, 1);
+            out(atomic, 0);
+        }
+        Ok(())
+    })
+}
+
+/// MPI_T_pvar_get_index (MPI-4.1 §15.3.7): by name and class.
+///
+/// # Safety
+/// `name` NUL-terminated; `pvar_index` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_get_index(
-    _name: *const c_char,
-    _var_class: c_int,
-    _pvar_index: *mut c_int,
+    name: *const c_char,
+    var_class: c_int,
+    pvar_index: *mut c_int,
 ) -> c_int {
-    t(|| Err(MPI_T_ERR_INVALID_NAME))
+    t(|| {
+        // SAFETY: forwarded caller contract.
+        let n = unsafe { name_arg(name)? };
+        if n != PVAR_NAME || var_class != MPI_T_PVAR_CLASS_COUNTER {
+            return Err(MPI_T_ERR_INVALID_NAME);
+        }
+        if pvar_index.is_null() {
+            return Err(MPI_ERR_ARG);
+        }
+        // SAFETY: checked non-null.
+        unsafe { *pvar_index = 0 };
+        Ok(())
+    })
 }
 
 /// MPI_T_pvar_session_create (MPI-4.1 §15.3.7).
@@ -788,7 +862,8 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut Handle) -> c
     })
 }
 
-/// MPI_T_pvar_session_free (MPI-4.1 §15.3.7): sets the session to MPI_T_PVAR_SESSION_NULL.
+/// MPI_T_pvar_session_free (MPI-4.1 §15.3.7): frees the session's handles and sets it to
+/// MPI_T_PVAR_SESSION_NULL.
 ///
 /// # Safety
 /// `pe_session` readable and writable.
@@ -800,90 +875,200 @@ pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut Handle) -> c_i
         }
         // SAFETY: checked non-null.
         let h = unsafe { *pe_session };
-        handle_index(K_PVAR_SESSION, h)
-            .and_then(|i| lock(&PVAR_SESSIONS).remove(i))
+        let si = handle_index(K_PVAR_SESSION, h).ok_or(MPI_T_ERR_INVALID_SESSION)?;
+        lock(&PVAR_SESSIONS)
+            .remove(si)
             .ok_or(MPI_T_ERR_INVALID_SESSION)?;
+        let mut handles = lock(&PVAR_HANDLES);
+        let mine: Vec<usize> = (0..handles.slot_count())
+            .filter(|&i| handles.get(i).is_some_and(|(s, _)| *s == si))
+            .collect();
+        for i in mine {
+            handles.remove(i);
+        }
         // SAFETY: checked non-null.
         unsafe { *pe_session = 0 };
         Ok(())
     })
 }
 
-fn pvar_session(h: Handle) -> Result<(), c_int> {
+fn pvar_session(h: Handle) -> Result<usize, c_int> {
     handle_index(K_PVAR_SESSION, h)
-        .and_then(|i| lock(&PVAR_SESSIONS).get(i).copied())
+        .filter(|&i| lock(&PVAR_SESSIONS).get(i).is_some())
         .ok_or(MPI_T_ERR_INVALID_SESSION)
 }
 
-/// MPI_T_pvar_handle_alloc (MPI-4.1 §15.3.7): no index is valid.
+/// The table index of pvar handle `h` of session `pe_session`.
+fn pvar_handle(pe_session: Handle, h: Handle) -> Result<usize, c_int> {
+    let si = pvar_session(pe_session)?;
+    handle_index(K_PVAR, h)
+        .filter(|&i| lock(&PVAR_HANDLES).get(i).is_some_and(|(s, _)| *s == si))
+        .ok_or(MPI_T_ERR_INVALID_HANDLE)
+}
+
+/// MPI_T_pvar_handle_alloc (MPI-4.1 §15.3.7): the counter binds to no object (`obj_handle`
+/// is ignored) and has one element; while MPI is not running it is not accessible.
+///
+/// # Safety
+/// `handle` and `count` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     pe_session: Handle,
-    _pvar_index: c_int,
+    pvar_index: c_int,
     _obj_handle: *mut c_void,
-    _handle: *mut Handle,
-    _count: *mut c_int,
+    handle: *mut Handle,
+    count: *mut c_int,
 ) -> c_int {
-    t(|| pvar_session(pe_session).and(Err(MPI_T_ERR_INVALID_INDEX)))
+    t(|| {
+        let si = pvar_session(pe_session)?;
+        pvar_at(pvar_index)?;
+        if handle.is_null() || count.is_null() {
+            return Err(MPI_ERR_ARG);
+        }
+        let base = pvar_value()?;
+        let i = lock(&PVAR_HANDLES).insert((si, base));
+        // SAFETY: checked non-null.
+        unsafe {
+            *handle = make_handle(K_PVAR, i);
+            *count = 1;
+        }
+        Ok(())
+    })
 }
 
-/// The pvar handle operations: a valid session holds no handle (weft has no pvars).
-fn no_pvar_handle(pe_session: Handle) -> c_int {
-    t(|| pvar_session(pe_session).and(Err(MPI_T_ERR_INVALID_HANDLE)))
-}
-
-/// MPI_T_pvar_handle_free (MPI-4.1 §15.3.7): no handle exists.
+/// MPI_T_pvar_handle_free (MPI-4.1 §15.3.7): sets the handle to MPI_T_PVAR_HANDLE_NULL.
+///
+/// # Safety
+/// `handle` readable and writable.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_handle_free(pe_session: Handle, _handle: *mut Handle) -> c_int {
-    no_pvar_handle(pe_session)
+pub unsafe extern "C" fn MPI_T_pvar_handle_free(pe_session: Handle, handle: *mut Handle) -> c_int {
+    t(|| {
+        if handle.is_null() {
+            return Err(MPI_ERR_ARG);
+        }
+        // SAFETY: checked non-null.
+        let i = pvar_handle(pe_session, unsafe { *handle })?;
+        lock(&PVAR_HANDLES).remove(i);
+        // SAFETY: checked non-null.
+        unsafe { *handle = 0 };
+        Ok(())
+    })
 }
 
-/// MPI_T_pvar_start (MPI-4.1 §15.3.7): no handle exists.
+/// Start and stop: the counter is continuous, so a single handle refuses with
+/// MPI_T_ERR_PVAR_NO_STARTSTOP and MPI_T_PVAR_ALL_HANDLES has nothing to do.
+fn startstop(pe_session: Handle, handle: Handle) -> c_int {
+    t(|| {
+        if handle == PVAR_ALL_HANDLES {
+            return pvar_session(pe_session).map(|_| ());
+        }
+        pvar_handle(pe_session, handle)?;
+        Err(MPI_T_ERR_PVAR_NO_STARTSTOP)
+    })
+}
+
+/// MPI_T_pvar_start (MPI-4.1 §15.3.7): the counter always runs.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_start(pe_session: Handle, _handle: Handle) -> c_int {
-    no_pvar_handle(pe_session)
+pub unsafe extern "C" fn MPI_T_pvar_start(pe_session: Handle, handle: Handle) -> c_int {
+    startstop(pe_session, handle)
 }
 
-/// MPI_T_pvar_stop (MPI-4.1 §15.3.7): no handle exists.
+/// MPI_T_pvar_stop (MPI-4.1 §15.3.7): the counter always runs.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_stop(pe_session: Handle, _handle: Handle) -> c_int {
-    no_pvar_handle(pe_session)
+pub unsafe extern "C" fn MPI_T_pvar_stop(pe_session: Handle, handle: Handle) -> c_int {
+    startstop(pe_session, handle)
 }
 
-/// MPI_T_pvar_read (MPI-4.1 §15.3.7): no handle exists.
+/// Reads the handle's count since its allocation or last reset into `buf`, and resets it
+/// when `reset`.
+///
+/// # Safety
+/// `buf` null or writable for one `unsigned long long`.
+unsafe fn read_pvar(pe_session: Handle, handle: Handle, buf: *mut c_void, reset: bool) -> c_int {
+    t(|| {
+        let i = pvar_handle(pe_session, handle)?;
+        if buf.is_null() {
+            return Err(MPI_ERR_ARG);
+        }
+        let now = pvar_value()?;
+        let mut handles = lock(&PVAR_HANDLES);
+        let entry = handles.get_mut(i).ok_or(MPI_T_ERR_INVALID_HANDLE)?;
+        // A new weft instance (a session after MPI_Finalize) counts from 0 again.
+        let v = now.checked_sub(entry.1).unwrap_or(now);
+        if reset {
+            entry.1 = now;
+        }
+        // SAFETY: buf holds one unsigned long long (the caller's contract).
+        unsafe { *(buf as *mut u64) = v };
+        Ok(())
+    })
+}
+
+/// MPI_T_pvar_read (MPI-4.1 §15.3.7): the yields since the handle's allocation or last
+/// reset.
+///
+/// # Safety
+/// `buf` writable for one `unsigned long long`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_read(
     pe_session: Handle,
-    _handle: Handle,
-    _buf: *mut c_void,
+    handle: Handle,
+    buf: *mut c_void,
 ) -> c_int {
-    no_pvar_handle(pe_session)
+    // SAFETY: forwarded caller contract.
+    unsafe { read_pvar(pe_session, handle, buf, false) }
 }
 
-/// MPI_T_pvar_write (MPI-4.1 §15.3.7): no handle exists.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_write(
-    pe_session: Handle,
-    _handle: Handle,
-    _buf: *const c_void,
-) -> c_int {
-    no_pvar_handle(pe_session)
-}
-
-/// MPI_T_pvar_reset (MPI-4.1 §15.3.7): no handle exists.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_T_pvar_reset(pe_session: Handle, _handle: Handle) -> c_int {
-    no_pvar_handle(pe_session)
-}
-
-/// MPI_T_pvar_readreset (MPI-4.1 §15.3.7): no handle exists.
+/// MPI_T_pvar_readreset (MPI-4.1 §15.3.7).
+///
+/// # Safety
+/// `buf` writable for one `unsigned long long`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_readreset(
     pe_session: Handle,
-    _handle: Handle,
-    _buf: *mut c_void,
+    handle: Handle,
+    buf: *mut c_void,
 ) -> c_int {
-    no_pvar_handle(pe_session)
+    // SAFETY: forwarded caller contract.
+    unsafe { read_pvar(pe_session, handle, buf, true) }
+}
+
+/// MPI_T_pvar_reset (MPI-4.1 §15.3.7): the handle (or every handle of the session) counts
+/// from 0 again.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_pvar_reset(pe_session: Handle, handle: Handle) -> c_int {
+    t(|| {
+        let si = pvar_session(pe_session)?;
+        let now = pvar_value()?;
+        let mut handles = lock(&PVAR_HANDLES);
+        if handle == PVAR_ALL_HANDLES {
+            for i in 0..handles.slot_count() {
+                if let Some(e) = handles.get_mut(i).filter(|e| e.0 == si) {
+                    e.1 = now;
+                }
+            }
+            return Ok(());
+        }
+        drop(handles);
+        let i = pvar_handle(pe_session, handle)?;
+        if let Some(e) = lock(&PVAR_HANDLES).get_mut(i) {
+            e.1 = now;
+        }
+        Ok(())
+    })
+}
+
+/// MPI_T_pvar_write (MPI-4.1 §15.3.7): the counter is read-only.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_pvar_write(
+    pe_session: Handle,
+    handle: Handle,
+    _buf: *const c_void,
+) -> c_int {
+    t(|| {
+        pvar_handle(pe_session, handle)?;
+        Err(MPI_T_ERR_PVAR_NO_WRITE)
+    })
 }
 
 /// MPI_T_source_get_num (MPI-4.1 §15.3.8): weft has no event sources.

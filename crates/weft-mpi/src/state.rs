@@ -70,6 +70,10 @@ impl<T> Table<T> {
     pub fn get(&self, i: usize) -> Option<&T> {
         self.slots.get(i).and_then(Option::as_ref)
     }
+    /// Slots used or free: every index ever handed out is below this.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.slots.get_mut(i).and_then(Option::as_mut)
     }

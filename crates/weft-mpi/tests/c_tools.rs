@@ -67,15 +67,17 @@ fn run_ok(name: &str, env: &[(&str, &str)]) {
 
 /// MPI_T (itest/c/mpit.c): every knob is a read-only cvar with its type and description,
 /// named and indexed consistently, holding the value the job set (WEFT_SHM_EAGER_BYTES=8K,
-/// WEFT_YIELD=off as enumeration item 2) or the default, before MPI_Init, while MPI runs and
+/// WEFT_YIELD=on as enumeration item 1) or the default, before MPI_Init, while MPI runs and
 /// after MPI_Finalize; writes get MPI_T_ERR_CVAR_SET_NEVER, bad indices, names, handles and
 /// sessions their MPI_T_ERR_* codes, calls outside MPI_T_init_thread/finalize
-/// MPI_T_ERR_NOT_INITIALIZED; categories partition the cvars; no pvars, events or sources.
+/// MPI_T_ERR_NOT_INITIALIZED; categories partition the cvars; the pvar weft_idle_yields counts
+/// the yields of rank 1 waiting 100 ms in a receive, resets, refuses start/stop/write, and is
+/// not accessible outside MPI; no events or sources.
 #[test]
 fn tool_interface_control_variables() {
     run_ok(
         "mpit",
-        &[("WEFT_SHM_EAGER_BYTES", "8K"), ("WEFT_YIELD", "off")],
+        &[("WEFT_SHM_EAGER_BYTES", "8K"), ("WEFT_YIELD", "on")],
     );
 }
 
