@@ -136,7 +136,13 @@ int main(int argc, char **argv) {
 
   /* The world model starts on the same weft; bad session handles are reported through
    * MPI_COMM_SELF's handler. */
-  OK(MPI_Init(&argc, &argv));
+  int provided = -1;
+  OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+  CHECK(provided == MPI_THREAD_FUNNELED); /* its own level, not the session's */
+  OK(MPI_Query_thread(&provided));
+  CHECK(provided == MPI_THREAD_FUNNELED);
+  OK(MPI_Initialized(&flag));
+  CHECK(flag == 1);
   OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
   int wsize = -1, wrank = -1;
   OK(MPI_Comm_size(MPI_COMM_WORLD, &wsize));

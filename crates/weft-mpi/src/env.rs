@@ -29,12 +29,13 @@ pub unsafe fn c_str(p: *const c_char, what: &str) -> R<String> {
 /// Starts weft and installs the state when no state exists: MPI_Init and the first
 /// MPI_Session_init share one start (the world model and sessions coexist on one weft
 /// instance). Info objects and error handlers made before have their tables moved in, so
-/// their handles stay valid. Returns the thread level provided.
+/// their handles stay valid. Returns the thread level provided for `required` (at most
+/// MPI_THREAD_SERIALIZED, whoever started weft).
 pub(crate) fn start(required: c_int) -> R<c_int> {
     // Only one thread may be inside MPI at a time: no internal locking.
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
-    if let Some(s) = state_opt() {
-        return Ok(s.thread_level);
+    if state_opt().is_some() {
+        return Ok(provided);
     }
     let weft = weft::init()?;
     let mut comms = Table::new();
@@ -148,6 +149,8 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         ));
     }
     let provided = start(required)?;
+    // The world model's level (MPI_Query_thread), also when a session started weft.
+    state(func)?.thread_level = provided;
     INITIALIZED.store(true, Ordering::Release);
     Ok(provided)
 }

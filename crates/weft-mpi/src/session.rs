@@ -158,7 +158,7 @@ pub unsafe extern "C" fn MPI_Session_init(
             })?,
             None => MPI_THREAD_SERIALIZED,
         };
-        let got = start(wanted)?.min(wanted);
+        let got = start(wanted)?;
         kv.retain(|(k, _)| k != "thread_level");
         kv.push(("thread_level".into(), thread_level_name(got).into()));
         let i = sessions().insert(Session {
