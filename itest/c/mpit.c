@@ -169,6 +169,10 @@ static void check_errors(int num) {
   CHECK_RC(MPI_T_pvar_get_index("weft_idle_yields", MPI_T_PVAR_CLASS_TIMER, &x),
            T_ERR_INVALID_NAME);
   CHECK_RC(MPI_T_pvar_get_index("anything", MPI_T_PVAR_CLASS_COUNTER, &x), T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_event_get_index("anything", &x), T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, NULL), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_event_read((MPI_T_event_instance)(intptr_t)0x9, 0, &x), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_source_get_timestamp(0, NULL), T_ERR_INVALID_INDEX);
   MPI_T_pvar_session ps;
   OK(MPI_T_pvar_session_create(&ps));
   MPI_T_pvar_handle ph;

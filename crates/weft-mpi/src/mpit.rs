@@ -1167,6 +1167,115 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     t(|| Err(MPI_T_ERR_INVALID_INDEX))
 }
 
+/// The calls on event registrations and instances: weft has no event types, so neither can
+/// exist and every handle is invalid.
+fn no_event_handle() -> c_int {
+    t(|| Err(MPI_T_ERR_INVALID_HANDLE))
+}
+
+/// MPI_T_event_handle_free (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_handle_free(
+    _event_registration: Handle,
+    _user_data: *mut c_void,
+    _free_cb_function: *mut c_void,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_handle_get_info (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_handle_get_info(
+    _event_registration: Handle,
+    _info_used: *mut Handle,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_handle_set_info (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_handle_set_info(
+    _event_registration: Handle,
+    _info: Handle,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_register_callback (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_register_callback(
+    _event_registration: Handle,
+    _cb_safety: c_int,
+    _info: Handle,
+    _user_data: *mut c_void,
+    _event_cb_function: *mut c_void,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_callback_get_info (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_callback_get_info(
+    _event_registration: Handle,
+    _cb_safety: c_int,
+    _info_used: *mut Handle,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_callback_set_info (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_callback_set_info(
+    _event_registration: Handle,
+    _cb_safety: c_int,
+    _info: Handle,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_set_dropped_handler (MPI-4.1 §15.3.8): no registration exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
+    _event_registration: Handle,
+    _dropped_cb_function: *mut c_void,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_read (MPI-4.1 §15.3.8): no event instance exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_read(
+    _event_instance: Handle,
+    _element_index: c_int,
+    _buffer: *mut c_void,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_copy (MPI-4.1 §15.3.8): no event instance exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_copy(_event_instance: Handle, _buffer: *mut c_void) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_get_timestamp (MPI-4.1 §15.3.8): no event instance exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_get_timestamp(
+    _event_instance: Handle,
+    _event_timestamp: *mut i64,
+) -> c_int {
+    no_event_handle()
+}
+
+/// MPI_T_event_get_source (MPI-4.1 §15.3.8): no event instance exists.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_event_get_source(
+    _event_instance: Handle,
+    _source_index: *mut c_int,
+) -> c_int {
+    no_event_handle()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
