@@ -49,14 +49,19 @@ int main(int argc, char **argv) {
   OK(MPI_Info_create(&sinfo));
   OK(MPI_Info_set(sinfo, "thread_level", "MPI_THREAD_MULTIPLE"));
   OK(MPI_Info_set(sinfo, "weft_test_key", "kept"));
-  MPI_Errhandler eh;
+  MPI_Errhandler eh, eh2;
   OK(MPI_Session_create_errhandler(on_error, &eh));
+  OK(MPI_Session_create_errhandler(on_error, &eh2));
+  OK(MPI_Errhandler_free(&eh2));
+  CHECK(eh2 == MPI_ERRHANDLER_NULL);
   OK(MPI_Initialized(&flag));
   CHECK(flag == 0);
 
   MPI_Session s = MPI_SESSION_NULL;
   OK(MPI_Session_init(sinfo, MPI_ERRORS_RETURN, &s));
   CHECK(s != MPI_SESSION_NULL);
+  CHECK(MPI_Session_fromint(MPI_Session_toint(s)) == s);
+  CHECK(MPI_Session_toint(MPI_SESSION_NULL) == (int)(intptr_t)MPI_SESSION_NULL);
   OK(MPI_Info_free(&sinfo));
   OK(MPI_Initialized(&flag));
   CHECK(flag == 0); /* a session is not the world model */

@@ -791,10 +791,15 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
         if errhandler.is_null() {
             return Err(err(MPI_ERR_ARG, "errhandler pointer is NULL"));
         }
-        let s = state("MPI_Errhandler_free")?;
         // SAFETY: non-null.
         let h = unsafe { *errhandler };
-        valid_errhandler(s, h)?;
+        // Before MPI_Init too: session error handlers are made before any session.
+        if !errhandler_exists(h) {
+            return Err(err(
+                MPI_ERR_ERRHANDLER,
+                format!("error handler {h:#x} is not valid"),
+            ));
+        }
         // Communicators keep using a freed user handler until they change it (MPI-4.1
         // §9.3.4), so the function stays in the table.
         put!(errhandler, MPI_ERRHANDLER_NULL)

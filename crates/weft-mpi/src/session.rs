@@ -22,7 +22,7 @@ pub const MPI_ERR_SESSION: c_int = 60;
 pub const MPI_SESSION_NULL: Handle = 0x120;
 
 /// Handle kind of sessions (the state's kinds stop below 16).
-const K_SESSION: usize = 19;
+pub(crate) const K_SESSION: usize = 19;
 
 /// The process sets, in the order MPI_Session_get_nth_pset numbers them.
 const PSETS: &[&str] = &["mpi://WORLD", "mpi://SELF"];
