@@ -118,6 +118,14 @@ static void check_values(void) {
   CHECK(value == 1); /* WEFT_YIELD=on is item 1 */
   OK(MPI_T_cvar_handle_free(&h));
 
+  /* The job secret (set by the launcher) never shows. */
+  OK(MPI_T_cvar_handle_alloc(cvar_index("WEFT_JOB_SECRET"), NULL, &h, &count));
+  CHECK(count == 1);
+  text[0] = 'x';
+  OK(MPI_T_cvar_read(h, text));
+  CHECK(text[0] == 0);
+  OK(MPI_T_cvar_handle_free(&h));
+
   /* A short buffer gets the string cut, NUL included, and the length stored. */
   char small[5];
   len = sizeof small;

@@ -139,9 +139,16 @@ enum Value {
     Text(String),
 }
 
+/// Knobs whose value no tool may read: the job secret proves membership of the job, and
+/// tools print cvars (MPI_T reads it as empty text).
+const HIDDEN: &[&str] = &["WEFT_JOB_SECRET"];
+
 fn value_of(c: &Cvar) -> Result<Value, c_int> {
     let v = values()?;
     let name = c.knob.name;
+    if HIDDEN.contains(&name) {
+        return Ok(Value::Text(String::new()));
+    }
     Ok(match c.knob.kind {
         KnobKind::Bool => Value::Int(v.bool(name) as c_int),
         KnobKind::Uint => Value::Ull(v.uint(name).unwrap_or(0)),
@@ -177,7 +184,15 @@ fn description_of(k: &Knob) -> String {
         KnobKind::Bytes => " [bytes]",
         _ => "",
     };
-    format!("{}{unset} (environment variable {})", k.help, k.name)
+    let hidden = if HIDDEN.contains(&k.name) {
+        " [value hidden: reads empty]"
+    } else {
+        ""
+    };
+    format!(
+        "{}{unset}{hidden} (environment variable {})",
+        k.help, k.name
+    )
 }
 
 // ------------------------------------------------------------------- init and handles
