@@ -8,19 +8,6 @@
 #include <string.h>
 #include "check.h"
 
-/* The MPI 5.0 ABI's MPI_T return codes (not in weft's mpi.h yet). */
-enum {
-  T_ERR_NOT_ACCESSIBLE = 1002,
-  T_ERR_NOT_INITIALIZED = 1003,
-  T_ERR_INVALID_INDEX = 1007,
-  T_ERR_INVALID_SESSION = 1009,
-  T_ERR_INVALID_HANDLE = 1010,
-  T_ERR_INVALID_NAME = 1011,
-  T_ERR_CVAR_SET_NEVER = 1015,
-  T_ERR_PVAR_NO_WRITE = 1016,
-  T_ERR_PVAR_NO_STARTSTOP = 1017
-};
-
 static int cvar_index(const char *name) {
   int i = -1;
   OK(MPI_T_cvar_get_index(name, &i));
@@ -76,7 +63,7 @@ static int check_all_cvars(void) {
     CHECK(dt != MPI_CHAR || count <= (int)sizeof buf);
     OK(MPI_T_cvar_read(h, buf));
     if (dt == MPI_CHAR) CHECK((int)strlen(buf) + 1 == count);
-    CHECK_RC(MPI_T_cvar_write(h, buf), T_ERR_CVAR_SET_NEVER);
+    CHECK_RC(MPI_T_cvar_write(h, buf), MPI_T_ERR_CVAR_SET_NEVER);
     OK(MPI_T_cvar_handle_free(&h));
   }
   return num;
@@ -109,10 +96,10 @@ static void check_values(void) {
     OK(MPI_T_enum_get_item(e, k, &value, text, &len));
     CHECK(value == k && strcmp(text, words[k]) == 0);
   }
-  CHECK_RC(MPI_T_enum_get_item(e, 3, &value, text, &len), T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_enum_get_item(e, -1, &value, text, &len), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_enum_get_item(e, 3, &value, text, &len), MPI_T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_enum_get_item(e, -1, &value, text, &len), MPI_T_ERR_INVALID_INDEX);
   CHECK_RC(MPI_T_enum_get_info((MPI_T_enum)(intptr_t)0x1234, &n, text, &len),
-           T_ERR_INVALID_HANDLE);
+           MPI_T_ERR_INVALID_HANDLE);
   OK(MPI_T_cvar_handle_alloc(i, NULL, &h, &count));
   OK(MPI_T_cvar_read(h, &value));
   CHECK(value == 1); /* WEFT_YIELD=on is item 1 */
@@ -137,18 +124,18 @@ static void check_errors(int num) {
   int x = 0;
   MPI_T_cvar_handle h;
   CHECK_RC(MPI_T_cvar_get_info(-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-           T_ERR_INVALID_INDEX);
+           MPI_T_ERR_INVALID_INDEX);
   CHECK_RC(MPI_T_cvar_get_info(num, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
-           T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_cvar_get_index("WEFT_NO_SUCH_KNOB", &x), T_ERR_INVALID_NAME);
-  CHECK_RC(MPI_T_cvar_handle_alloc(num, NULL, &h, &x), T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_cvar_read((MPI_T_cvar_handle)(intptr_t)0x77, &x), T_ERR_INVALID_HANDLE);
-  CHECK_RC(MPI_T_cvar_write((MPI_T_cvar_handle)(intptr_t)0x77, &x), T_ERR_INVALID_HANDLE);
+           MPI_T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_cvar_get_index("WEFT_NO_SUCH_KNOB", &x), MPI_T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_cvar_handle_alloc(num, NULL, &h, &x), MPI_T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_cvar_read((MPI_T_cvar_handle)(intptr_t)0x77, &x), MPI_T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_cvar_write((MPI_T_cvar_handle)(intptr_t)0x77, &x), MPI_T_ERR_INVALID_HANDLE);
   OK(MPI_T_cvar_handle_alloc(0, NULL, &h, &x));
   MPI_T_cvar_handle copy = h;
   OK(MPI_T_cvar_handle_free(&h));
-  CHECK_RC(MPI_T_cvar_handle_free(&copy), T_ERR_INVALID_HANDLE);
-  CHECK_RC(MPI_T_cvar_read(copy, &x), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_cvar_handle_free(&copy), MPI_T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_cvar_read(copy, &x), MPI_T_ERR_INVALID_HANDLE);
 
   /* One performance variable; no event types or sources. */
   OK(MPI_T_pvar_get_num(&x));
@@ -171,27 +158,27 @@ static void check_errors(int num) {
   }
   CHECK_RC(MPI_T_pvar_get_info(1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                NULL, NULL),
-           T_ERR_INVALID_INDEX);
+           MPI_T_ERR_INVALID_INDEX);
   OK(MPI_T_pvar_get_index("weft_idle_yields", MPI_T_PVAR_CLASS_COUNTER, &x));
   CHECK(x == 0);
   CHECK_RC(MPI_T_pvar_get_index("weft_idle_yields", MPI_T_PVAR_CLASS_TIMER, &x),
-           T_ERR_INVALID_NAME);
-  CHECK_RC(MPI_T_pvar_get_index("anything", MPI_T_PVAR_CLASS_COUNTER, &x), T_ERR_INVALID_NAME);
-  CHECK_RC(MPI_T_event_get_index("anything", &x), T_ERR_INVALID_NAME);
-  CHECK_RC(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, NULL), T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_event_read((MPI_T_event_instance)(intptr_t)0x9, 0, &x), T_ERR_INVALID_HANDLE);
-  CHECK_RC(MPI_T_source_get_timestamp(0, NULL), T_ERR_INVALID_INDEX);
+           MPI_T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_pvar_get_index("anything", MPI_T_PVAR_CLASS_COUNTER, &x), MPI_T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_event_get_index("anything", &x), MPI_T_ERR_INVALID_NAME);
+  CHECK_RC(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, NULL), MPI_T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_event_read((MPI_T_event_instance)(intptr_t)0x9, 0, &x), MPI_T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_source_get_timestamp(0, NULL), MPI_T_ERR_INVALID_INDEX);
   MPI_T_pvar_session ps;
   OK(MPI_T_pvar_session_create(&ps));
   MPI_T_pvar_handle ph;
-  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 1, NULL, &ph, &x), T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 1, NULL, &ph, &x), MPI_T_ERR_INVALID_INDEX);
   OK(MPI_T_pvar_start(ps, MPI_T_PVAR_ALL_HANDLES));
   CHECK_RC(MPI_T_pvar_start((MPI_T_pvar_session)(intptr_t)0x55, MPI_T_PVAR_ALL_HANDLES),
-           T_ERR_INVALID_SESSION);
+           MPI_T_ERR_INVALID_SESSION);
   MPI_T_pvar_session pcopy = ps;
   OK(MPI_T_pvar_session_free(&ps));
   CHECK(ps == MPI_T_PVAR_SESSION_NULL);
-  CHECK_RC(MPI_T_pvar_session_free(&pcopy), T_ERR_INVALID_SESSION);
+  CHECK_RC(MPI_T_pvar_session_free(&pcopy), MPI_T_ERR_INVALID_SESSION);
 }
 
 /* The pvar outside MPI: not accessible. */
@@ -200,7 +187,7 @@ static void check_pvar_outside(void) {
   MPI_T_pvar_handle ph;
   int count;
   OK(MPI_T_pvar_session_create(&ps));
-  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &count), T_ERR_NOT_ACCESSIBLE);
+  CHECK_RC(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &count), MPI_T_ERR_NOT_ACCESSIBLE);
   OK(MPI_T_pvar_session_free(&ps));
 }
 
@@ -216,10 +203,10 @@ static void check_pvar_running(void) {
   OK(MPI_T_pvar_session_create(&other));
   OK(MPI_T_pvar_handle_alloc(ps, 0, NULL, &ph, &count));
   CHECK(count == 1);
-  CHECK_RC(MPI_T_pvar_start(ps, ph), T_ERR_PVAR_NO_STARTSTOP);
-  CHECK_RC(MPI_T_pvar_stop(ps, ph), T_ERR_PVAR_NO_STARTSTOP);
-  CHECK_RC(MPI_T_pvar_write(ps, ph, &v), T_ERR_PVAR_NO_WRITE);
-  CHECK_RC(MPI_T_pvar_read(other, ph, &v), T_ERR_INVALID_HANDLE); /* not its session */
+  CHECK_RC(MPI_T_pvar_start(ps, ph), MPI_T_ERR_PVAR_NO_STARTSTOP);
+  CHECK_RC(MPI_T_pvar_stop(ps, ph), MPI_T_ERR_PVAR_NO_STARTSTOP);
+  CHECK_RC(MPI_T_pvar_write(ps, ph, &v), MPI_T_ERR_PVAR_NO_WRITE);
+  CHECK_RC(MPI_T_pvar_read(other, ph, &v), MPI_T_ERR_INVALID_HANDLE); /* not its session */
   OK(MPI_T_pvar_reset(ps, ph));
   if (size > 1 && rank < 2) {
     int msg = 7;
@@ -239,8 +226,8 @@ static void check_pvar_running(void) {
   MPI_T_pvar_handle copy = ph;
   OK(MPI_T_pvar_handle_free(ps, &ph));
   CHECK(ph == MPI_T_PVAR_HANDLE_NULL);
-  CHECK_RC(MPI_T_pvar_handle_free(ps, &copy), T_ERR_INVALID_HANDLE);
-  CHECK_RC(MPI_T_pvar_read(ps, copy, &v), T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_pvar_handle_free(ps, &copy), MPI_T_ERR_INVALID_HANDLE);
+  CHECK_RC(MPI_T_pvar_read(ps, copy, &v), MPI_T_ERR_INVALID_HANDLE);
   OK(MPI_T_pvar_session_free(&ps));
   OK(MPI_T_pvar_session_free(&other));
 }
@@ -277,8 +264,8 @@ static void check_categories(int num) {
   free(seen);
   int x;
   CHECK_RC(MPI_T_category_get_info(ncat, NULL, NULL, NULL, NULL, &x, &x, &x),
-           T_ERR_INVALID_INDEX);
-  CHECK_RC(MPI_T_category_get_index("no such category", &x), T_ERR_INVALID_NAME);
+           MPI_T_ERR_INVALID_INDEX);
+  CHECK_RC(MPI_T_category_get_index("no such category", &x), MPI_T_ERR_INVALID_NAME);
   OK(MPI_T_category_changed(&changed));
   CHECK(changed == 0);
 }
@@ -286,8 +273,8 @@ static void check_categories(int num) {
 int main(int argc, char **argv) {
   int provided = -1, x = 0;
   /* Nothing works before MPI_T_init_thread. */
-  CHECK_RC(MPI_T_cvar_get_num(&x), T_ERR_NOT_INITIALIZED);
-  CHECK_RC(MPI_T_finalize(), T_ERR_NOT_INITIALIZED);
+  CHECK_RC(MPI_T_cvar_get_num(&x), MPI_T_ERR_NOT_INITIALIZED);
+  CHECK_RC(MPI_T_finalize(), MPI_T_ERR_NOT_INITIALIZED);
 
   /* Before MPI_Init. */
   OK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
@@ -309,7 +296,7 @@ int main(int argc, char **argv) {
   OK(MPI_T_cvar_get_num(&x));
   CHECK(x == num);
   OK(MPI_T_finalize());
-  CHECK_RC(MPI_T_cvar_get_num(&x), T_ERR_NOT_INITIALIZED);
+  CHECK_RC(MPI_T_cvar_get_num(&x), MPI_T_ERR_NOT_INITIALIZED);
   OK(MPI_Barrier(MPI_COMM_WORLD));
   OK(MPI_Finalize());
 
