@@ -321,9 +321,9 @@ pub fn cost_ns(
 
         ("reduce_scatter", "ring") => (pf - 1.0) * (Ctx::msg(c.shift(), n) + g * n),
         // Everyone copies its whole buffer in; each rank reads its block from every slot and
-        // combines; two node-wide phases.
+        // combines; one node-wide phase (the area's slots alternate halves).
         ("reduce_scatter", "shm") => {
-            2.0 * intra.latency_ns
+            intra.latency_ns
                 + intra.bytes_ns(pf * n)
                 + pf * n * intra.ns_per_byte
                 + (pf - 1.0) * n * g

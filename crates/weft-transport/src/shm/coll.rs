@@ -5,14 +5,23 @@
 //! Layout (from the area's start): 64-byte lines for the arrival counter, then one per local
 //! rank: its flag (word 0), its Cross Memory Attach vote (word 1), a second published
 //! value (word 2, [`CollArea::publish_second`]), the number of leader barriers it has
-//! arrived at (word 4, [`CollArea::barrier_arrive`]) and, in local rank 0's line only, the
-//! last leader barrier it released (word 3, [`CollArea::release`]); the slots start at the next 4096-byte boundary and split the rest evenly
-//! (multiples of 64 bytes). The area is zero-filled when the segment is created.
+//! arrived at (word 4, [`CollArea::barrier_arrive`]), the number of counter arrivals it has
+//! made (word 5, its phase; only it writes it) and, in local rank 0's line only, the last
+//! leader barrier it released (word 3, [`CollArea::release`]); the slots start at the next
+//! 4096-byte boundary and split the rest evenly, each in two halves of
+//! [`CollArea::slot_bytes`] (multiples of 64 bytes). The area is zero-filled when the
+//! segment is created.
 //!
-//! Synchronisation is the caller's protocol: a writer copies into a slot and then publishes
-//! (release); a reader waits until it observes the publication (acquire) and then copies out.
-//! Copies go through raw pointers into the caller's own buffers, so no Rust reference to
-//! shared bytes ever exists. Depends only on [`ShmNode::coll_area`].
+//! Synchronisation is the caller's protocol: a writer copies into a slot and then arrives
+//! (release); a reader waits until every rank has arrived (acquire) and then copies out.
+//! Phases alternate between the halves: a write goes into the half of the writer's current
+//! phase (the arrivals it has made), a read comes from the half of the phase before. So
+//! what was written before an arrival can be read until the next one, and the next write
+//! into that half comes only after every rank has arrived once more, i.e. has finished
+//! reading it: one arrival per exchange, none to free the slots. Every rank of the node
+//! takes part in every arrival, so phases agree. Copies go through raw pointers into the
+//! caller's own buffers, so no Rust reference to shared bytes ever exists. Depends only on
+//! [`ShmNode::coll_area`].
 
 use super::ShmNode;
 use std::marker::PhantomData;
@@ -52,7 +61,7 @@ impl<'a> CollArea<'a> {
         let (base, len) = node.coll_area();
         let n = node.layout().local_size as usize;
         let slots_offset = ((1 + n) * LINE_BYTES).next_multiple_of(PAGE_BYTES);
-        let slot_bytes = (len.checked_sub(slots_offset)? / (n + 1)) & !(LINE_BYTES - 1);
+        let slot_bytes = (len.checked_sub(slots_offset)? / (2 * (n + 1))) & !(LINE_BYTES - 1);
         if slot_bytes == 0 || base.align_offset(LINE_BYTES) != 0 {
             return None;
         }
@@ -76,7 +85,7 @@ impl<'a> CollArea<'a> {
         self.me
     }
 
-    /// Bytes of each slot.
+    /// Bytes of each slot (of each of its two halves: what one phase can exchange).
     pub fn slot_bytes(&self) -> usize {
         self.slot_bytes
     }
@@ -138,10 +147,20 @@ impl<'a> CollArea<'a> {
         }
     }
 
-    /// Adds one arrival to the node-wide counter; returns the count including it. AcqRel:
-    /// whatever this rank wrote before arriving is visible to whoever sees the count reach it.
+    /// Adds one arrival to the node-wide counter and starts this rank's next phase; returns
+    /// the count including it. AcqRel: whatever this rank wrote before arriving is visible to
+    /// whoever sees the count reach it. The caller waits until every rank has arrived
+    /// before its next slot access.
     pub fn arrive(&self) -> u64 {
+        let phase = self.word_at(1 + self.me as usize, 5);
+        phase.store(phase.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.word(0).fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// This rank's phase: the counter arrivals it has made.
+    fn phase(&self) -> u64 {
+        self.word_at(1 + self.me as usize, 5)
+            .load(Ordering::Relaxed)
     }
 
     /// The arrival counter (acquire: pairs with [`CollArea::arrive`]).
@@ -212,32 +231,33 @@ impl<'a> CollArea<'a> {
         self.word(1 + rank as usize).load(Ordering::Acquire)
     }
 
-    fn slot_ptr(&self, slot: u32, off: usize, len: usize) -> *mut u8 {
+    /// Where bytes `off..off + len` of `slot` lie in the half of phase `phase`.
+    fn slot_ptr(&self, slot: u32, phase: u64, off: usize, len: usize) -> *mut u8 {
         assert!(
             slot <= self.local_size && off.checked_add(len).is_some_and(|e| e <= self.slot_bytes),
             "slot {slot} bytes {off}..+{len} outside the {}-byte slots of {} ranks",
             self.slot_bytes,
             self.local_size
         );
-        // SAFETY: in bounds of the area: slots_offset + (local_size + 1) · slot_bytes ≤ len
-        // by construction in `new`, and the range was checked above.
-        unsafe {
-            self.base
-                .add(self.slots_offset + slot as usize * self.slot_bytes + off)
-        }
+        let half = (slot as usize * 2 + (phase % 2) as usize) * self.slot_bytes;
+        // SAFETY: in bounds of the area: slots_offset + (local_size + 1) · 2 · slot_bytes ≤
+        // len by construction in `new`, and the range was checked above.
+        unsafe { self.base.add(self.slots_offset + half + off) }
     }
 
-    /// Copies `data` into `slot` at byte `off`.
+    /// Copies `data` into `slot` at byte `off`, in the half of this rank's current phase
+    /// (readable after its next arrival, until the one after).
     pub fn write(&self, slot: u32, off: usize, data: &[u8]) {
-        let dst = self.slot_ptr(slot, off, data.len());
+        let dst = self.slot_ptr(slot, self.phase(), off, data.len());
         // SAFETY: `dst..dst + len` is inside the mapping (slot_ptr checked it) and cannot
         // overlap `data`, a buffer of this process outside the segment's collective area.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
     }
 
-    /// Copies bytes `off..off + out.len()` of `slot` into `out`.
+    /// Copies bytes `off..off + out.len()` of `slot` into `out`, from the half written in
+    /// the phase before this rank's current one.
     pub fn read(&self, slot: u32, off: usize, out: &mut [u8]) {
-        let src = self.slot_ptr(slot, off, out.len());
+        let src = self.slot_ptr(slot, self.phase() + 1, off, out.len());
         // SAFETY: as in `write`, with the roles swapped.
         unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
     }
@@ -261,16 +281,26 @@ mod tests {
         a.unlink().unwrap();
         let (va, vb) = (CollArea::new(&a).unwrap(), CollArea::new(&b).unwrap());
         assert_eq!(va.slot_bytes(), vb.slot_bytes());
-        assert!(va.slot_bytes() >= 64 && va.slot_bytes() * 3 <= 16384);
+        assert!(va.slot_bytes() >= 64 && va.slot_bytes() * 2 * 3 <= 16384);
         va.write(0, 8, b"hello");
         va.publish(7);
         assert_eq!(vb.flag(0), 7);
         let mut out = [0u8; 5];
         vb.read(0, 8, &mut out);
-        assert_eq!(&out, b"hello");
+        assert_eq!(out, [0; 5], "a read sees the phase before: nothing yet");
         assert_eq!(va.arrive(), 1);
         assert_eq!(vb.arrive(), 2);
         assert_eq!(va.arrivals(), 2);
+        vb.read(0, 8, &mut out);
+        assert_eq!(&out, b"hello", "written before the arrival, read after it");
+        // The next phase writes the other half: the bytes stay readable meanwhile.
+        va.write(0, 8, b"world");
+        vb.read(0, 8, &mut out);
+        assert_eq!(&out, b"hello");
+        va.arrive();
+        vb.arrive();
+        vb.read(0, 8, &mut out);
+        assert_eq!(&out, b"world");
         assert_eq!(vb.released(), 0);
         va.release(2);
         assert_eq!(
@@ -290,6 +320,8 @@ mod tests {
         vb.publish_second(99);
         assert_eq!((va.second(1), va.flag(1), va.second(0)), (99, 0, 0));
         vb.write(vb.result_slot(), 0, &[9; 64]);
+        va.arrive();
+        vb.arrive();
         let mut r = [0u8; 64];
         va.read(2, 0, &mut r);
         assert_eq!(r, [9; 64]);

@@ -1,8 +1,9 @@
 //! Shared-memory-native algorithms on the node's collective area (seeds 000 and 004): data
 //! is copied once into the area and once out, and readiness is a node-wide arrival counter
-//! instead of messages. Every chunk takes two phases: after the first everyone may read what
-//! was written; after the second everything read may be overwritten. Only for a
-//! communicator that is the whole node (declared as the `SharedMemory` restriction).
+//! instead of messages. What is written before an arrival is read after it; phases
+//! alternate between the two halves of each slot (`CollArea`), so nothing waits for the
+//! readers to finish: the next arrival says they have. Only for a communicator that is the
+//! whole node (declared as the `SharedMemory` restriction).
 
 use super::chunks;
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
@@ -44,7 +45,6 @@ pub(crate) fn bcast(rank: u32, root: u32, bytes: usize, slot_bytes: usize) -> Pl
         if rank != root {
             p.shm_read(Slot::Result, 0, here);
         }
-        p.shm_arrive();
         off += len;
         if off >= bytes {
             return p;
@@ -97,9 +97,6 @@ pub(crate) fn allreduce(
         );
         first += n;
         if first >= count {
-            // Nobody may overwrite the result slot (a following bcast would) before every
-            // rank has copied it out. Between chunks the next chunk's first phase does that.
-            p.shm_arrive();
             return p;
         }
     }

@@ -1,6 +1,7 @@
 //! Shared-memory allgather on the node's collective area: every rank copies its block (a
 //! slot's worth per round) into its own slot, one arrival, then copies every other rank's
-//! block out; a second arrival frees the slots. Two copies per byte, no messages. The
+//! block out (the next round writes the slots' other halves, so no arrival frees them). Two
+//! copies per byte, one node-wide phase per round, no messages. The
 //! communicator must be the whole node (the `SharedMemory` restriction).
 
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
@@ -30,7 +31,6 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize, slot_bytes: usize) -> Pla
                 Region::new(Buf::Recv, j * block + off, len),
             );
         }
-        p.shm_arrive();
         off += len;
     }
     p

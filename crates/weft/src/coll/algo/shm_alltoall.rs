@@ -1,8 +1,8 @@
 //! Shared-memory alltoall on the node's collective area: every rank copies the blocks it
 //! sends into its own slot (a chunk of each block per round, as many as fit), one arrival,
-//! then every rank copies the blocks meant for it out of every other rank's slot, and a
-//! second arrival frees the slots. Two copies per byte and two node-wide phases per round,
-//! no messages; the own block is copied straight across. Equal blocks only; the communicator
+//! then every rank copies the blocks meant for it out of every other rank's slot (the next
+//! round writes the slots' other halves, so no arrival frees them). Two copies per byte and
+//! one node-wide phase per round, no messages; the own block is copied straight across. Equal blocks only; the communicator
 //! must be the whole node (the `SharedMemory` restriction).
 
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
@@ -41,7 +41,6 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize, slot_bytes: usize) -> Pla
                 Region::new(Buf::Recv, j * block + off, len),
             );
         }
-        p.shm_arrive();
         off += len;
     }
     p

@@ -2,7 +2,8 @@
 //! reduction): per round every rank copies a chunk of its buffer into its slot; after one
 //! arrival rank i combines part i of the chunk across all slots, in rank order (so any
 //! operation), into the result slot; after a second arrival the root copies the result out.
-//! All ranks share the combining work, no messages. The communicator must be the whole
+//! All ranks share the combining work, no messages; the next phase's writes go to the slots'
+//! other halves, so nothing waits for the root's copy. The communicator must be the whole
 //! node (the `SharedMemory` restriction).
 
 use super::chunks;
@@ -61,11 +62,6 @@ pub(crate) fn plan(
             );
         }
         first += n;
-    }
-    // Nobody may overwrite the result slot before the root has copied it out (between
-    // rounds the next round's first arrival does that).
-    if count > 0 {
-        p.shm_arrive();
     }
     p
 }

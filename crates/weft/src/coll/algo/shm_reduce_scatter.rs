@@ -1,8 +1,8 @@
 //! Shared-memory reduce-scatter on the node's collective area: per round every rank copies a
 //! slot's worth of its buffer into its slot; after one arrival each rank combines, across
 //! all slots and in rank order (so any operation), the part of its own block that lies in
-//! the round's range, straight into its receive buffer; a second arrival frees the slots.
-//! Every byte is copied in once and read once by its owner; no messages. The communicator
+//! the round's range, straight into its receive buffer (the next round writes the slots'
+//! other halves, so no arrival frees them). Every byte is copied in once and read once by its owner; no messages. The communicator
 //! must be the whole node (the `SharedMemory` restriction).
 
 use crate::coll::schedule::{Buf, Plan, Region, Slot};
@@ -48,7 +48,6 @@ pub(crate) fn plan(
                 p.reduce(t, acc, false);
             }
         }
-        p.shm_arrive();
         base += len;
     }
     p

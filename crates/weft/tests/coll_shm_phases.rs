@@ -1,0 +1,142 @@
+//! The node's collective area alternates the halves of its slots between phases and has no
+//! arrival that frees them (weft-transport `shm::coll`): a rank that leaves a collective
+//! early may write the next one's data while slower ranks still read this one's. Here the
+//! area algorithms run back to back in a mixed sequence (bcast from rotating roots, reduce,
+//! allreduce, allgather, alltoall, reduce-scatter, the counter barrier), each split into
+//! many rounds by a small area, with ranks held back at random points, and every result is
+//! checked against a serial reference. Reusing a half before every rank has left it, or
+//! reading the wrong half, gives wrong bytes here.
+
+mod common;
+
+use weft::coll::{Op, Tuning};
+use weft::Comm;
+
+/// A small area: slots of a few hundred bytes, so every call takes many rounds.
+const VARS: &[(&str, &str)] = &[("WEFT_SHM_COLL_BYTES", "16384")];
+
+/// Deterministic per-(rank, iteration, point) pseudo-random number (splitmix64).
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Sometimes holds this rank back, so that others run ahead into the next collective.
+fn skew(me: u32, it: u64, point: u64) {
+    match mix(((me as u64) << 40) ^ (it << 8) ^ point) % 16 {
+        0 => std::thread::sleep(std::time::Duration::from_micros(200)),
+        1..=3 => std::thread::yield_now(),
+        _ => {}
+    }
+}
+
+fn val(r: u32, it: u64, i: usize) -> i64 {
+    (r as i64 + 1) * 1_000_003 + it as i64 * 7919 + i as i64
+}
+
+fn force_shm(w: &Comm) {
+    let vars: Vec<(String, &str)> = [
+        "BCAST",
+        "REDUCE",
+        "ALLREDUCE",
+        "ALLGATHER",
+        "ALLTOALL",
+        "REDUCE_SCATTER",
+        "REDUCE_SCATTER_BLOCK",
+    ]
+    .iter()
+    .map(|c| (format!("WEFT_{c}_ALGO"), "shm"))
+    .chain(std::iter::once((
+        "WEFT_BARRIER_ALGO".to_string(),
+        "shm_counter",
+    )))
+    .collect();
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    w.set_collective_tuning(Tuning::from_vars(&refs).unwrap());
+}
+
+fn sequence(w: &Comm, iters: u64) {
+    force_shm(w);
+    let (me, np) = (w.rank(), w.size());
+    let npu = np as usize;
+    for it in 0..iters {
+        // 1..~700 elements: from one round to several of the small area's slots.
+        let n = 1 + (mix(it) % 700) as usize;
+        let what = format!("np={np} iteration {it} n={n}");
+        skew(me, it, 0);
+        match it % 7 {
+            0 => {
+                let root = (it as u32 / 7) % np;
+                let mut buf: Vec<i64> = if me == root {
+                    (0..n).map(|i| val(root, it, i)).collect()
+                } else {
+                    vec![-1; n]
+                };
+                w.bcast(&mut buf, root).unwrap();
+                let want: Vec<i64> = (0..n).map(|i| val(root, it, i)).collect();
+                assert_eq!(buf, want, "bcast from {root}, {what}");
+            }
+            1 | 2 => {
+                let send: Vec<i64> = (0..n).map(|i| val(me, it, i)).collect();
+                let mut out = vec![-1i64; n];
+                let root = (it as u32) % np;
+                let want: Vec<i64> = (0..n)
+                    .map(|i| (0..np).map(|r| val(r, it, i)).sum())
+                    .collect();
+                if it % 7 == 1 {
+                    w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+                    assert_eq!(out, want, "allreduce {what}");
+                } else {
+                    w.reduce(&send, &mut out, &Op::Sum, root).unwrap();
+                    if me == root {
+                        assert_eq!(out, want, "reduce to {root}, {what}");
+                    }
+                }
+            }
+            3 => {
+                let mine: Vec<i64> = (0..n).map(|i| val(me, it, i)).collect();
+                let mut all = vec![-1i64; n * npu];
+                w.allgather(&mine, &mut all).unwrap();
+                let want: Vec<i64> = (0..np)
+                    .flat_map(|r| (0..n).map(move |i| val(r, it, i)))
+                    .collect();
+                assert_eq!(all, want, "allgather {what}");
+            }
+            4 => {
+                // Block j of rank r's buffer is meant for rank j.
+                let send: Vec<i64> = (0..npu * n)
+                    .map(|k| val(me, it, k) * 31 + (k / n) as i64)
+                    .collect();
+                let mut recv = vec![-1i64; npu * n];
+                w.alltoall(&send, &mut recv).unwrap();
+                let want: Vec<i64> = (0..npu * n)
+                    .map(|k| {
+                        let (r, i) = ((k / n) as u32, k % n);
+                        val(r, it, me as usize * n + i) * 31 + me as i64
+                    })
+                    .collect();
+                assert_eq!(recv, want, "alltoall {what}");
+            }
+            5 => {
+                let send: Vec<i64> = (0..npu * n).map(|k| val(me, it, k)).collect();
+                let mut out = vec![-1i64; n];
+                w.reduce_scatter_block(&send, &mut out, &Op::Sum).unwrap();
+                let want: Vec<i64> = (0..n)
+                    .map(|i| (0..np).map(|r| val(r, it, me as usize * n + i)).sum())
+                    .collect();
+                assert_eq!(out, want, "reduce_scatter_block {what}");
+            }
+            _ => w.barrier().unwrap(),
+        }
+        skew(me, it, 1);
+    }
+}
+
+#[test]
+fn area_collectives_back_to_back_with_skewed_ranks() {
+    for np in [2, 3, 4, 7] {
+        common::run_ranks(np, VARS, |w| sequence(&w, 140));
+    }
+}
