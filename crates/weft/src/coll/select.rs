@@ -1002,7 +1002,7 @@ mod tests {
         let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
         assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo, "shm_direct");
         assert_eq!(pick(node, 4, 1 << 20).unwrap().algo, "pairwise");
-        assert_eq!(pick(cma, 4, 8).unwrap().algo, "bruck");
+        assert_eq!(pick(cma, 4, 8).unwrap().algo, "shm");
         assert_eq!(pick(cma, 4, 4096).unwrap().algo, "shm");
         assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo, "pairwise");
         // The explanation (the model's view of a node where CMA works) lists it with a cost
