@@ -239,6 +239,20 @@ fn reductions(w: &Comm) {
 
 fn scans(w: &Comm) {
     let (me, np) = (w.rank(), w.size());
+    for a in algorithms(Coll::Scan) {
+        force_scans(w, a.name);
+        scans_with(w, me, np);
+    }
+}
+
+/// Forces `algo` for both scan and exscan (they share their algorithms).
+fn force_scans(w: &Comm, algo: &str) {
+    w.set_collective_tuning(
+        Tuning::from_vars(&[("WEFT_SCAN_ALGO", algo), ("WEFT_EXSCAN_ALGO", algo)]).unwrap(),
+    );
+}
+
+fn scans_with(w: &Comm, me: u32, np: u32) {
     for n in counts_for(np) {
         let send: Vec<u64> = (0..n).map(|i| affine(me, i)).collect();
         let mut out = vec![7u64; n];
@@ -439,9 +453,21 @@ fn movers(w: &Comm) {
         if me == root {
             same(&gv, &want_v, &format!("gatherv np={np} n={n}"));
         }
-        let mut agv = vec![-1i64; total];
-        w.allgatherv(&mine_v, &mut agv, &counts, &displs).unwrap();
-        same(&agv, &want_v, &format!("allgatherv np={np} n={n}"));
+        for a in algorithms(Coll::Allgatherv) {
+            force(w, Coll::Allgatherv, a.name);
+            let mut agv = vec![-1i64; total];
+            let r = w.allgatherv(&mine_v, &mut agv, &counts, &displs);
+            if let Some(why) = blocked(a, np, true) {
+                refused(r, why, a);
+                continue;
+            }
+            r.unwrap();
+            same(
+                &agv,
+                &want_v,
+                &format!("allgatherv {} np={np} n={n}", a.name),
+            );
+        }
         let mut sv = vec![0i64; counts[me as usize]];
         let src = if me == root { want_v.clone() } else { vec![] };
         w.scatterv(&src, &counts, &displs, &mut sv, root).unwrap();
@@ -463,12 +489,15 @@ fn movers(w: &Comm) {
         let sbuf: Vec<i64> = (0..npu)
             .flat_map(|j| (0..sc[j]).map(move |k| (me as i64) * 1000 + j as i64 * 10 + k as i64))
             .collect();
-        let mut rbuf = vec![0i64; rc.iter().sum()];
-        w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();
         let want: Vec<i64> = (0..npu)
             .flat_map(|i| (0..rc[i]).map(move |k| i as i64 * 1000 + me as i64 * 10 + k as i64))
             .collect();
-        same(&rbuf, &want, &format!("alltoallv np={np} n={n}"));
+        for a in algorithms(Coll::Alltoallv) {
+            force(w, Coll::Alltoallv, a.name);
+            let mut rbuf = vec![0i64; rc.iter().sum()];
+            w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();
+            same(&rbuf, &want, &format!("alltoallv {} np={np} n={n}", a.name));
+        }
     }
 }
 

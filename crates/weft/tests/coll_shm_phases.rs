@@ -2,7 +2,7 @@
 //! arrival that frees them (weft-transport `shm::coll`): a rank that leaves a collective
 //! early may write the next one's data while slower ranks still read this one's. Here the
 //! area algorithms run back to back in a mixed sequence (bcast from rotating roots, reduce,
-//! allreduce, allgather, alltoall, reduce-scatter, the counter barrier), each split into
+//! allreduce, allgather, allgatherv, alltoall, reduce-scatter, the counter barrier), each split into
 //! many rounds by a small area, with ranks held back at random points, and every result is
 //! checked against a serial reference. Reusing a half before every rank has left it, or
 //! reading the wrong half, gives wrong bytes here.
@@ -45,6 +45,7 @@ fn force_shm(w: &Comm) {
         "ALLTOALL",
         "REDUCE_SCATTER",
         "REDUCE_SCATTER_BLOCK",
+        "ALLGATHERV",
     ]
     .iter()
     .map(|c| (format!("WEFT_{c}_ALGO"), "shm"))
@@ -66,9 +67,9 @@ fn sequence(w: &Comm, iters: u64) {
         let n = 1 + (mix(it) % 700) as usize;
         let what = format!("np={np} iteration {it} n={n}");
         skew(me, it, 0);
-        match it % 7 {
+        match it % 8 {
             0 => {
-                let root = (it as u32 / 7) % np;
+                let root = (it as u32 / 8) % np;
                 let mut buf: Vec<i64> = if me == root {
                     (0..n).map(|i| val(root, it, i)).collect()
                 } else {
@@ -85,7 +86,7 @@ fn sequence(w: &Comm, iters: u64) {
                 let want: Vec<i64> = (0..n)
                     .map(|i| (0..np).map(|r| val(r, it, i)).sum())
                     .collect();
-                if it % 7 == 1 {
+                if it % 8 == 1 {
                     w.allreduce(&send, &mut out, &Op::Sum).unwrap();
                     assert_eq!(out, want, "allreduce {what}");
                 } else {
@@ -127,6 +128,27 @@ fn sequence(w: &Comm, iters: u64) {
                     .map(|i| (0..np).map(|r| val(r, it, me as usize * n + i)).sum())
                     .collect();
                 assert_eq!(out, want, "reduce_scatter_block {what}");
+            }
+            6 => {
+                // Uneven blocks, some empty, some over several slots, in reverse rank order.
+                let len = |r: u32| (mix(it ^ ((r as u64) << 20)) % 4) as usize * n / 2;
+                let mut displs = vec![0usize; npu];
+                let mut off = 0;
+                for r in (0..np).rev() {
+                    displs[r as usize] = off;
+                    off += len(r) + 3;
+                }
+                let counts: Vec<usize> = (0..np).map(len).collect();
+                let mine: Vec<i64> = (0..len(me)).map(|i| val(me, it, i)).collect();
+                let mut all = vec![-1i64; off];
+                w.allgatherv(&mine, &mut all, &counts, &displs).unwrap();
+                let mut want = vec![-1i64; off];
+                for r in 0..np {
+                    for i in 0..len(r) {
+                        want[displs[r as usize] + i] = val(r, it, i);
+                    }
+                }
+                assert_eq!(all, want, "allgatherv {counts:?}, {what}");
             }
             _ => w.barrier().unwrap(),
         }

@@ -77,8 +77,14 @@ impl Comm {
                 ));
             }
             let c = self.coll_choose(Coll::Allgatherv, mine, true, mode)?;
-            debug_assert_eq!(c.algo, "ring");
-            let plan = Rc::new(algo::ring_allgather::plan(rank, size, &layout));
+            let plan = Rc::new(match c.algo {
+                "shm" => algo::shm_allgatherv::plan(
+                    rank,
+                    &layout,
+                    self.coll_shm_slot_bytes().unwrap_or(64),
+                ),
+                _ => algo::ring_allgather::plan(rank, size, &layout),
+            });
             Ok((c, plan))
         })?;
         self.coll_start(

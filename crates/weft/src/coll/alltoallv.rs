@@ -98,8 +98,10 @@ impl Comm {
             }
             let avg = send_counts.iter().sum::<usize>() * es / size as usize;
             let choice = self.coll_choose(c, avg, true, mode)?;
-            debug_assert_eq!(choice.algo, "pairwise");
-            let plan = Rc::new(algo::pairwise::plan(rank, size, &sb, &rb));
+            let plan = Rc::new(match choice.algo {
+                "linear" => algo::linear_alltoall::plan(rank, size, &sb, &rb),
+                _ => algo::pairwise::plan(rank, size, &sb, &rb),
+            });
             Ok((choice, plan))
         })?;
         self.coll_start(

@@ -80,8 +80,10 @@ impl Comm {
         let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
         let plan = self.coll_prepared(Coll::Scan, key, &[], || {
             let c = self.coll_choose(Coll::Scan, bytes, commutative, mode)?;
-            debug_assert_eq!(c.algo, "linear");
-            let plan = Rc::new(algo::linear_scan::inclusive(rank, self.size(), bytes));
+            let plan = Rc::new(match c.algo {
+                "fan_out" => algo::fanout_scan::inclusive(rank, self.size(), bytes),
+                _ => algo::linear_scan::inclusive(rank, self.size(), bytes),
+            });
             Ok((c, plan))
         })?;
         self.coll_start(Coll::Scan, plan, send, recv, Some(red), mode)

@@ -249,8 +249,9 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("shm", SHM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
-const RING: &[AlgoInfo] = &[algo("ring", &[], false)];
-const PAIRWISE: &[AlgoInfo] = &[algo("pairwise", &[], false)];
+const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];
+const ALLGATHERV: &[AlgoInfo] = &[algo("ring", &[], false), algo("shm", SHM, false)];
+const ALLTOALLV: &[AlgoInfo] = &[algo("pairwise", &[], false), algo("linear", &[], false)];
 const ALLTOALL: &[AlgoInfo] = &[
     algo("pairwise", &[], false),
     algo("bruck", &[], false),
@@ -276,11 +277,11 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
         Coll::Gather => GATHER,
         Coll::Scatter => LINEAR_KNOMIAL,
         Coll::Gatherv | Coll::Scatterv => LINEAR,
-        Coll::Scan | Coll::Exscan => LINEAR,
+        Coll::Scan | Coll::Exscan => SCAN,
         Coll::Allgather => ALLGATHER,
-        Coll::Allgatherv => RING,
+        Coll::Allgatherv => ALLGATHERV,
         Coll::Alltoall => ALLTOALL,
-        Coll::Alltoallv => PAIRWISE,
+        Coll::Alltoallv => ALLTOALLV,
         Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
     }
 }
