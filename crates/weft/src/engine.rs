@@ -62,6 +62,15 @@ const CONTROL_BODY_BYTES: usize = 24;
 /// Idle polls between two readings of the clock while a rank spins through its spin window
 /// (about 25 us): a wait answered sooner never reads it.
 const POLLS_PER_CLOCK_READ: u32 = 1 << 10;
+/// Longest spin of a point-to-point wait on an oversubscribed node before it yields (see
+/// [`Engine::wait_p2p_until`]).
+const P2P_SPIN_MAX_NS: u32 = 50_000;
+/// The spin of a probing wait while the learned spin is nothing, and how often such a wait
+/// probes.
+const P2P_SPIN_PROBE_NS: u32 = 4_000;
+const P2P_PROBE_EVERY_WAITS: u32 = 8;
+/// Idle polls between two readings of the clock in a point-to-point spin.
+const P2P_POLLS_PER_CLOCK_READ: u32 = 32;
 /// Idle yields between checks that the awaited peers are still alive.
 const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
 /// Idle polls between liveness checks while spinning (a spin window, or `WEFT_YIELD=off`,
@@ -264,6 +273,17 @@ struct Core {
     net_fast: Vec<bool>,
 }
 
+/// How a wait went ([`Engine::wait_p2p_until`] learns from it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spun {
+    /// Done before any idle poll.
+    Never,
+    /// Done within the spin.
+    Enough,
+    /// It yielded.
+    Yielded,
+}
+
 /// The per-process progress engine.
 pub(crate) struct Engine {
     world_rank: u32,
@@ -278,6 +298,14 @@ pub(crate) struct Engine {
     spin_window: std::time::Duration,
     /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
     idle_yields: u64,
+    /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
+    /// a learned number of idle polls before they yield ([`Engine::wait`]).
+    adaptive_spin: bool,
+    /// The learned spin of point-to-point waits (0 ..= P2P_SPIN_MAX_NS).
+    p2p_spin_ns: u32,
+    /// Point-to-point waits so far (every P2P_PROBE_EVERY_WAITS-th probes when the learned
+    /// spin is nothing).
+    p2p_waits: u32,
     next_ctx: u32,
     /// Collective tuning, read from the knobs at init.
     tuning: Rc<Tuning>,
@@ -448,6 +476,9 @@ impl Engine {
             never_yield: matches!(config.yield_mode, YieldMode::Never),
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
+            adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
+            p2p_spin_ns: 0,
+            p2p_waits: 0,
             next_ctx: 4,
             tuning: Rc::new(Tuning::from_values(&config.values)?),
             tuning_gen: 0,
@@ -1258,24 +1289,90 @@ impl Engine {
 
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
     /// and then that the peers the pending requests wait for are alive.
-    pub(crate) fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
-        // An idle stretch is the polls since the last progress. A rank with a core of its own
-        // spins through the spin window (`WEFT_YIELD_AFTER_US`): a reply is likely near, and
-        // on a loaded machine each yield can hand the core to another program for a whole
-        // time slice. After the window, or at once when the node has more ranks than cores,
-        // it yields on every idle poll. The clock is read only every few hundred idle polls,
-        // so a short wait never reads it.
+    pub(crate) fn wait_until(&mut self, done: impl FnMut(&Engine) -> bool) {
+        self.wait_spinning(done, 0);
+    }
+
+    /// [`Engine::wait_until`] for point-to-point completions. On a node with more ranks
+    /// than cores (`WEFT_YIELD=auto`) it spins a learned number of idle polls before it
+    /// yields, as an adaptive lock does: the spin doubles (up to about 50 us) after a wait
+    /// that ended within it, and drops to a quarter after one that had to yield; at nothing,
+    /// every 32nd wait probes with a 2 us spin. Two partners that run at the same time (a
+    /// ping-pong) then answer each other without a trip through the scheduler, while a wait
+    /// on a rank that is not running soon goes back to yielding at once. Collectives keep
+    /// yielding at once: their waits depend on every rank being scheduled.
+    pub(crate) fn wait_p2p_until(&mut self, done: impl FnMut(&Engine) -> bool) {
+        if !self.adaptive_spin {
+            self.wait_spinning(done, 0);
+            return;
+        }
+        self.p2p_waits = self.p2p_waits.wrapping_add(1);
+        let budget = if self.p2p_spin_ns == 0 {
+            if self.p2p_waits.is_multiple_of(P2P_PROBE_EVERY_WAITS) {
+                P2P_SPIN_PROBE_NS
+            } else {
+                0
+            }
+        } else {
+            self.p2p_spin_ns
+        };
+        let got = self.wait_spinning(done, budget);
+        match got {
+            Spun::Never => {}
+            Spun::Enough => {
+                self.p2p_spin_ns = (budget * 2).clamp(P2P_SPIN_PROBE_NS, P2P_SPIN_MAX_NS)
+            }
+            Spun::Yielded => {
+                self.p2p_spin_ns = match budget / 2 {
+                    b if b < P2P_SPIN_PROBE_NS => 0,
+                    b => b,
+                }
+            }
+        }
+    }
+
+    /// The wait loop. An idle stretch is the polls since the last progress. A rank that
+    /// yields when idle first spins for `spin_ns` of each stretch. A rank with a
+    /// core of its own spins through the spin window (`WEFT_YIELD_AFTER_US`): a reply is
+    /// likely near, and on a loaded machine each yield can hand the core to another program
+    /// for a whole time slice. After the window, or at once when the node has more ranks
+    /// than cores, it yields on every idle poll. The clock is read only every few hundred
+    /// idle polls, so a short wait never reads it.
+    fn wait_spinning(&mut self, mut done: impl FnMut(&Engine) -> bool, spin_ns: u32) -> Spun {
         let mut idle: u32 = 0;
+        let mut spun = Spun::Never;
+        // The end of this stretch's spin (a yielding rank's), once the clock was read.
+        let mut spin_end: Option<std::time::Instant> = None;
+        let mut spinning = spin_ns > 0;
         let mut spin_until: Option<std::time::Instant> = None;
         let mut yielding = self.yield_when_idle;
         while !done(self) {
             if self.progress() {
                 idle = 0;
                 spin_until = None;
+                spin_end = None;
+                spinning = spin_ns > 0;
                 yielding = self.yield_when_idle;
                 continue;
             }
             idle = idle.wrapping_add(1);
+            if yielding && spinning {
+                if spun == Spun::Never {
+                    spun = Spun::Enough;
+                }
+                std::hint::spin_loop();
+                if idle.is_multiple_of(P2P_POLLS_PER_CLOCK_READ) {
+                    let now = std::time::Instant::now();
+                    match spin_end {
+                        None => {
+                            spin_end = Some(now + std::time::Duration::from_nanos(spin_ns.into()))
+                        }
+                        Some(t) if now >= t => spinning = false,
+                        Some(_) => {}
+                    }
+                }
+                continue;
+            }
             if !yielding {
                 std::hint::spin_loop();
                 if idle.is_multiple_of(POLLS_PER_CLOCK_READ) {
@@ -1293,17 +1390,19 @@ impl Engine {
                 }
                 continue;
             }
+            spun = Spun::Yielded;
             self.idle_yields += 1;
             std::thread::yield_now();
             if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
                 self.check_peers();
             }
         }
+        spun
     }
 
     /// Waits for one request to complete.
     pub(crate) fn wait(&mut self, id: ReqId) -> Result<Status> {
-        self.wait_until(|e| e.is_done(id));
+        self.wait_p2p_until(|e| e.is_done(id));
         self.outcome(id)
     }
 

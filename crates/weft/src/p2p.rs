@@ -275,7 +275,7 @@ impl Comm {
                 src_world,
                 self.peers(),
             )?;
-            e.wait_until(|e| e.is_done(guard) || e.peek(&pattern).is_some());
+            e.wait_p2p_until(|e| e.is_done(guard) || e.peek(&pattern).is_some());
             e.cancel_recv(guard);
             let failed = e.outcome(guard);
             e.free_req(guard);
@@ -471,7 +471,7 @@ impl<'scope> Scope<'scope, '_> {
         let idx = {
             let mut e = self.inner.engine.borrow_mut();
             let mut found = None;
-            e.wait_until(|e| {
+            e.wait_p2p_until(|e| {
                 found = reqs
                     .iter()
                     .position(|r| r.id.is_none_or(|id| e.is_done(id)));

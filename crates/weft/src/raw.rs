@@ -329,7 +329,7 @@ pub fn wait_any(reqs: &[Option<&RawRequest>]) -> Result<usize> {
     }
     let mut e = first.engine.borrow_mut();
     let mut found = None;
-    e.wait_until(|e| {
+    e.wait_p2p_until(|e| {
         found = reqs
             .iter()
             .position(|r| r.is_some_and(|r| r.id.is_some_and(|id| e.is_done(id))));
@@ -341,7 +341,7 @@ pub fn wait_any(reqs: &[Option<&RawRequest>]) -> Result<usize> {
 /// Drives progress until `done()` holds (used by C layers waiting on several requests or
 /// on their own conditions). `done` must not touch the engine.
 pub fn wait_until(comm: &Comm, mut done: impl FnMut() -> bool) {
-    comm.engine.borrow_mut().wait_until(|_| done());
+    comm.engine.borrow_mut().wait_p2p_until(|_| done());
 }
 
 #[cfg(test)]
