@@ -284,6 +284,19 @@ enum Spun {
     Yielded,
 }
 
+/// The spin of the next point-to-point wait, after one that spun `budget_ns` (the learned
+/// `spin_ns`, or a probe) and went `got`.
+fn learned_spin_ns(spin_ns: u32, budget_ns: u32, got: Spun) -> u32 {
+    match got {
+        Spun::Never => spin_ns,
+        Spun::Enough => (budget_ns * 2).clamp(P2P_SPIN_PROBE_NS, P2P_SPIN_MAX_NS),
+        Spun::Yielded => match budget_ns / 2 {
+            b if b < P2P_SPIN_PROBE_NS => 0,
+            b => b,
+        },
+    }
+}
+
 /// The per-process progress engine.
 pub(crate) struct Engine {
     world_rank: u32,
@@ -1317,18 +1330,7 @@ impl Engine {
             self.p2p_spin_ns
         };
         let got = self.wait_spinning(done, budget);
-        match got {
-            Spun::Never => {}
-            Spun::Enough => {
-                self.p2p_spin_ns = (budget * 2).clamp(P2P_SPIN_PROBE_NS, P2P_SPIN_MAX_NS)
-            }
-            Spun::Yielded => {
-                self.p2p_spin_ns = match budget / 2 {
-                    b if b < P2P_SPIN_PROBE_NS => 0,
-                    b => b,
-                }
-            }
-        }
+        self.p2p_spin_ns = learned_spin_ns(self.p2p_spin_ns, budget, got);
     }
 
     /// The wait loop. An idle stretch is the polls since the last progress. A rank that
@@ -2189,4 +2191,31 @@ fn truncation_error(env: &Envelope, len: usize, cap: usize) -> Error {
             env.src, env.tag
         ),
     )
+}
+
+#[cfg(test)]
+mod spin_tests {
+    use super::*;
+
+    #[test]
+    fn the_learned_spin_grows_on_success_and_falls_to_nothing_on_failures() {
+        // A probe that ended within its spin starts the learning; successes double it up to
+        // the cap; a wait that had to yield halves it, and below a probe it is nothing.
+        let mut s = learned_spin_ns(0, P2P_SPIN_PROBE_NS, Spun::Enough);
+        assert_eq!(s, 2 * P2P_SPIN_PROBE_NS);
+        for _ in 0..10 {
+            s = learned_spin_ns(s, s, Spun::Enough);
+        }
+        assert_eq!(s, P2P_SPIN_MAX_NS);
+        assert_eq!(learned_spin_ns(s, s, Spun::Never), s, "nothing learned");
+        s = learned_spin_ns(s, s, Spun::Yielded);
+        assert_eq!(s, P2P_SPIN_MAX_NS / 2);
+        while s > 0 {
+            let next = learned_spin_ns(s, s, Spun::Yielded);
+            assert!(next < s);
+            s = next;
+        }
+        assert_eq!(learned_spin_ns(0, 0, Spun::Yielded), 0);
+        assert_eq!(learned_spin_ns(0, P2P_SPIN_PROBE_NS, Spun::Yielded), 0);
+    }
 }

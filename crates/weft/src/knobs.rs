@@ -8,7 +8,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = at once when the node has more ranks than cores, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
     },
     Knob {
         name: "WEFT_YIELD_AFTER_US",
