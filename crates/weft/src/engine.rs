@@ -312,7 +312,7 @@ pub(crate) struct Engine {
     /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
     idle_yields: u64,
     /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
-    /// a learned number of idle polls before they yield ([`Engine::wait`]).
+    /// a learned time before they yield ([`Engine::wait_p2p_until`]).
     adaptive_spin: bool,
     /// The learned spin of point-to-point waits (0 ..= P2P_SPIN_MAX_NS).
     p2p_spin_ns: u32,
@@ -1307,10 +1307,10 @@ impl Engine {
     }
 
     /// [`Engine::wait_until`] for point-to-point completions. On a node with more ranks
-    /// than cores (`WEFT_YIELD=auto`) it spins a learned number of idle polls before it
-    /// yields, as an adaptive lock does: the spin doubles (up to about 50 us) after a wait
-    /// that ended within it, and drops to a quarter after one that had to yield; at nothing,
-    /// every 32nd wait probes with a 2 us spin. Two partners that run at the same time (a
+    /// than cores (`WEFT_YIELD=auto`) it spins a learned time before it yields, as an
+    /// adaptive lock does: the spin doubles (up to 50 us) after a wait that ended within it,
+    /// and halves after one that had to yield (below 4 us it is nothing); at nothing, every
+    /// 8th wait probes with a 4 us spin ([`learned_spin_ns`]). Two partners that run at the same time (a
     /// ping-pong) then answer each other without a trip through the scheduler, while a wait
     /// on a rank that is not running soon goes back to yielding at once. Collectives keep
     /// yielding at once: their waits depend on every rank being scheduled.
@@ -1339,7 +1339,7 @@ impl Engine {
     /// likely near, and on a loaded machine each yield can hand the core to another program
     /// for a whole time slice. After the window, or at once when the node has more ranks
     /// than cores, it yields on every idle poll. The clock is read only every few hundred
-    /// idle polls, so a short wait never reads it.
+    /// idle polls (every 32 in a yielding rank's spin), so a short wait never reads it.
     fn wait_spinning(&mut self, mut done: impl FnMut(&Engine) -> bool, spin_ns: u32) -> Spun {
         let mut idle: u32 = 0;
         let mut spun = Spun::Never;
