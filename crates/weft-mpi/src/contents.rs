@@ -7,7 +7,7 @@
 //! Depends on the state tables and dtype.rs.
 
 use crate::consts::*;
-use crate::dtype::{map_of, predefined, put};
+use crate::dtype::{map_of, predefined, put, Counts};
 use crate::error::{err, finish, R};
 use crate::state::{handle_index, make_handle, state, Derived, K_TYPE};
 use std::collections::BTreeMap;
@@ -46,12 +46,13 @@ enum Old {
     Derived(Arc<Node>),
 }
 
-/// A derived type's map, commit state and the old types of its constructor, in argument
-/// order.
+/// A derived type's map, commit state, the old types of its constructor, in argument
+/// order, and whether that constructor was an `int` or a large-count (`_c`) form.
 struct Node {
     map: TypeMap,
     committed: bool,
     olds: Vec<Old>,
+    counts: Counts,
 }
 
 /// The old types of every live derived handle the program created (MPI calls are
@@ -75,6 +76,7 @@ fn old_of(h: Handle) -> R<Old> {
             map: n.map.clone(),
             committed,
             olds: n.olds.clone(),
+            counts: n.counts,
         }))),
         None => Err(err(
             MPI_ERR_TYPE,
@@ -83,8 +85,9 @@ fn old_of(h: Handle) -> R<Old> {
     }
 }
 
-/// Records that derived handle `h` (just created with `map`) was built from `olds`.
-pub(crate) fn record(h: Handle, map: &TypeMap, olds: &[Handle]) -> R<()> {
+/// Records that derived handle `h` (just created with `map`) was built from `olds` by a
+/// constructor of family `counts`.
+pub(crate) fn record(h: Handle, map: &TypeMap, olds: &[Handle], counts: Counts) -> R<()> {
     let olds = olds.iter().map(|&o| old_of(o)).collect::<R<Vec<_>>>()?;
     records().insert(
         h,
@@ -92,6 +95,7 @@ pub(crate) fn record(h: Handle, map: &TypeMap, olds: &[Handle]) -> R<()> {
             map: map.clone(),
             committed: false,
             olds,
+            counts,
         }),
     );
     Ok(())
@@ -245,15 +249,49 @@ fn decode(dt: Handle) -> R<Option<Decoded>> {
         }
         Combiner::Resized { lb, extent, .. } => (MPI_COMBINER_RESIZED, vec![], vec![*lb, *extent]),
     };
+    let (ints, addrs, large) = match node.counts {
+        Counts::Int => (ints, addrs, vec![]),
+        Counts::Large => as_large(combiner, ints, addrs),
+    };
     Ok(Some(Decoded {
         combiner,
         ints,
         addrs,
-        // weft's large-count constructors (large.rs) forward to the int ones when the
-        // values fit and refuse them otherwise, so no type holds large counts.
-        large: vec![],
+        large,
         olds: node.olds.clone(),
     }))
+}
+
+/// The arguments of a large-count (`_c`) constructor (MPI-4.1 §5.1.13, the large-count
+/// column of Table 5.1) from those the `int` form would report (`ints`, `addrs`): every
+/// argument the `_c` form takes as MPI_Count moves to the large counts, in the order the
+/// `int` form lists it (addresses after integers); what stays `int` (subarray's `ndims` and
+/// `order`, darray's all but the global sizes) stays.
+fn as_large(combiner: c_int, ints: Vec<i64>, addrs: Vec<i64>) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    match combiner {
+        MPI_COMBINER_SUBARRAY => {
+            // ints: ndims, sizes, subsizes, starts, order.
+            let n = ints.len() - 2;
+            (
+                vec![ints[0], ints[ints.len() - 1]],
+                vec![],
+                ints[1..1 + n].to_vec(),
+            )
+        }
+        MPI_COMBINER_DARRAY => {
+            // ints: size, rank, ndims, gsizes, distribs, dargs, psizes, order.
+            let n = ints[2] as usize;
+            let mut rest = ints[..3].to_vec();
+            rest.extend(&ints[3 + n..]);
+            (rest, vec![], ints[3..3 + n].to_vec())
+        }
+        MPI_COMBINER_DUP => (ints, addrs, vec![]),
+        _ => {
+            let mut large = ints;
+            large.extend(addrs);
+            (vec![], vec![], large)
+        }
+    }
 }
 
 /// The datatype handle to return for old type `o`: itself when predefined, else a new

@@ -1,7 +1,8 @@
 //! Datatypes (MPI-4.1 chapter 5): the predefined C and Fortran types of the standard ABI
 //! with their sizes and reduction kinds, derived types on weft's type maps
 //! (`weft::dtype::TypeMap`: contiguous, vector, hvector, indexed, hindexed, indexed_block,
-//! hindexed_block, struct, resized, subarray, dup), their queries, and pack/unpack.
+//! hindexed_block, struct, resized, subarray, darray, dup), with the MPI-4 large-count
+//! (`_c`) constructors over the same i64 cores, their queries, and pack/unpack.
 //! Depends on the state tables and weft's type maps; the layout logic is weft's.
 
 use crate::consts::*;
@@ -453,8 +454,9 @@ macro_rules! put {
 pub(crate) use put;
 
 /// Makes a derived datatype of `map`, built from the datatypes `olds` (recorded for
-/// MPI_Type_get_contents), and writes its handle to `out`.
-fn new_type(map: TypeMap, olds: &[Handle], out: *mut Handle) -> R<()> {
+/// MPI_Type_get_contents, with the family of constructor `counts`), and writes its handle to
+/// `out`.
+fn new_type(map: TypeMap, olds: &[Handle], out: *mut Handle, counts: Counts) -> R<()> {
     if out.is_null() {
         return Err(err(MPI_ERR_ARG, "newtype is NULL"));
     }
@@ -466,15 +468,25 @@ fn new_type(map: TypeMap, olds: &[Handle], out: *mut Handle) -> R<()> {
     });
     let h = make_handle(K_TYPE, idx);
     let d = s.types.get(idx).expect("just inserted");
-    if let Err(e) = crate::contents::record(h, &d.map, olds) {
+    if let Err(e) = crate::contents::record(h, &d.map, olds, counts) {
         s.types.remove(idx);
         return Err(e);
     }
     put!(out, h)
 }
 
-/// `n` C ints as i64 (counts, block lengths, displacements), refusing a NULL array.
-fn ints(p: *const c_int, n: c_int, what: &str) -> R<Vec<i64>> {
+/// Which family of constructor made a datatype: the `int` forms, or the MPI-4 large-count
+/// (`_c`) forms, whose arguments MPI_Type_get_contents_c returns as large counts
+/// (MPI-4.1 §5.1.13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counts {
+    Int,
+    Large,
+}
+
+/// `n` entries of a C array as i64 (counts, block lengths, displacements): MPI_ERR_COUNT
+/// for a negative `n`, MPI_ERR_ARG for a NULL array of at least one entry.
+fn array<T: Copy>(p: *const T, n: i64, what: &str, conv: impl Fn(T) -> i64) -> R<Vec<i64>> {
     if n < 0 {
         return Err(err(MPI_ERR_COUNT, format!("count {n} is negative")));
     }
@@ -484,38 +496,186 @@ fn ints(p: *const c_int, n: c_int, what: &str) -> R<Vec<i64>> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
     }
+    let n = usize::try_from(n).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("count {n} exceeds this machine's address space"),
+        )
+    })?;
     // SAFETY: the array holds `n` entries (the caller's contract).
-    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) }
+    Ok(unsafe { std::slice::from_raw_parts(p, n) }
         .iter()
-        .map(|&x| x as i64)
+        .map(|&x| conv(x))
         .collect())
 }
 
+/// `n` C ints as i64, refusing a negative `n` or a NULL array.
+fn ints(p: *const c_int, n: c_int, what: &str) -> R<Vec<i64>> {
+    array(p, n as i64, what, |x| x as i64)
+}
+
+/// `n` MPI_Aint values as i64, refusing a negative `n` or a NULL array.
 fn aints(p: *const isize, n: c_int, what: &str) -> R<Vec<i64>> {
-    if n <= 0 {
-        return Ok(Vec::new());
-    }
-    if p.is_null() {
-        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: the array holds `n` entries (the caller's contract).
-    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) }
-        .iter()
-        .map(|&x| x as i64)
-        .collect())
+    array(p, n as i64, what, |x| x as i64)
 }
 
-/// MPI_Type_size (MPI-4.1 §5.1.5).
+/// `n` MPI_Count values, refusing a negative `n` or a NULL array.
+fn counts(p: *const i64, n: i64, what: &str) -> R<Vec<i64>> {
+    array(p, n, what, |x| x)
+}
+
+// The constructors' cores: every argument as i64, as weft's type maps take them. The `int`
+// forms (MPI-4.1 §5.1.2-5.1.4, §5.1.7) widen their arguments and the large-count `_c` forms
+// (MPI-4.1 §5.1.2, large count) pass theirs as they are; both end here. weft refuses negative
+// counts and block lengths (MPI_ERR_COUNT) and type maps whose size or bounds overflow.
+
+fn contiguous(count: i64, old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    new_type(TypeMap::contiguous(count, &map_of(old)?)?, &[old], out, c)
+}
+
+fn vector(count: i64, bl: i64, stride: i64, old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    let map = TypeMap::vector(count, bl, stride, &map_of(old)?)?;
+    new_type(map, &[old], out, c)
+}
+
+fn hvector(count: i64, bl: i64, stride: i64, old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    let map = TypeMap::hvector(count, bl, stride, &map_of(old)?)?;
+    new_type(map, &[old], out, c)
+}
+
+fn indexed(b: &[i64], d: &[i64], old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    new_type(TypeMap::indexed(b, d, &map_of(old)?)?, &[old], out, c)
+}
+
+fn hindexed(b: &[i64], d: &[i64], old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    new_type(TypeMap::hindexed(b, d, &map_of(old)?)?, &[old], out, c)
+}
+
+fn indexed_block(bl: i64, d: &[i64], old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    new_type(
+        TypeMap::indexed_block(bl, d, &map_of(old)?)?,
+        &[old],
+        out,
+        c,
+    )
+}
+
+fn hindexed_block(bl: i64, d: &[i64], old: Handle, out: *mut Handle, c: Counts) -> R<()> {
+    let map = TypeMap::hindexed_block(bl, d, &map_of(old)?)?;
+    new_type(map, &[old], out, c)
+}
+
+/// The struct core; `types` holds one handle per block (NULL refused when there are any).
+fn create_struct(b: &[i64], d: &[i64], types: *const Handle, out: *mut Handle, c: Counts) -> R<()> {
+    let handles: Vec<Handle> = if b.is_empty() {
+        Vec::new()
+    } else if types.is_null() {
+        return Err(err(MPI_ERR_ARG, "array_of_types is NULL"));
+    } else {
+        // SAFETY: the array holds one handle per block (the caller's contract).
+        unsafe { std::slice::from_raw_parts(types, b.len()) }.to_vec()
+    };
+    let maps = handles.iter().map(|&h| map_of(h)).collect::<R<Vec<_>>>()?;
+    new_type(TypeMap::create_struct(b, d, &maps)?, &handles, out, c)
+}
+
+fn resized(old: Handle, lb: i64, extent: i64, out: *mut Handle, c: Counts) -> R<()> {
+    new_type(TypeMap::resized(&map_of(old)?, lb, extent)?, &[old], out, c)
+}
+
+/// MPI_ORDER_C or MPI_ORDER_FORTRAN.
+fn order_of(order: c_int) -> R<Order> {
+    match order {
+        12 => Ok(Order::C),
+        15 => Ok(Order::Fortran),
+        o => Err(err(
+            MPI_ERR_ARG,
+            format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        )),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn subarray(
+    sizes: &[i64],
+    subsizes: &[i64],
+    starts: &[i64],
+    order: c_int,
+    old: Handle,
+    out: *mut Handle,
+    c: Counts,
+) -> R<()> {
+    let order = order_of(order)?;
+    let map = TypeMap::subarray(sizes, subsizes, starts, order, &map_of(old)?)?;
+    new_type(map, &[old], out, c)
+}
+
+/// The darray core: `gsizes` as i64, the other per-dimension arrays as C ints.
+#[allow(clippy::too_many_arguments)]
+fn darray(
+    size: c_int,
+    rank: c_int,
+    gsizes: &[i64],
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: Handle,
+    out: *mut Handle,
+    c: Counts,
+) -> R<()> {
+    use weft::dtype::{DarrayDim, Distribution};
+    let order = order_of(order)?;
+    let n = gsizes.len() as i64;
+    let d = array(distribs, n, "array_of_distribs", |x| x as i64)?;
+    let a = array(dargs, n, "array_of_dargs", |x| x as i64)?;
+    let p = array(psizes, n, "array_of_psizes", |x| x as i64)?;
+    let mut dims = Vec::with_capacity(gsizes.len());
+    for i in 0..gsizes.len() {
+        let distrib = match d[i] {
+            17 => Distribution::Block,
+            18 => Distribution::Cyclic,
+            16 => Distribution::None,
+            x => {
+                return Err(err(
+                    MPI_ERR_ARG,
+                    format!("array_of_distribs[{i}] = {x} is not a distribution"),
+                ))
+            }
+        };
+        let darg = if a[i] == 19 { None } else { Some(a[i]) };
+        dims.push(DarrayDim {
+            gsize: gsizes[i],
+            distrib,
+            darg,
+            psize: p[i],
+        });
+    }
+    let map = TypeMap::darray(size as i64, rank as i64, &dims, order, &map_of(old)?)?;
+    new_type(map, &[old], out, c)
+}
+
+/// MPI_Type_size (MPI-4.1 §5.1.5): MPI_UNDEFINED when the size does not fit in an int.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
-    let r = map_of(dt).and_then(|m| put!(size, m.size_bytes() as c_int));
+    let r = map_of(dt).and_then(|m| {
+        put!(
+            size,
+            c_int::try_from(m.size_bytes()).unwrap_or(MPI_UNDEFINED)
+        )
+    });
     finish(MPI_COMM_WORLD, "MPI_Type_size", r)
 }
 
 /// MPI_Type_size_c (MPI-4.1 §5.1.5, large count).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(dt: Handle, size: *mut i64) -> c_int {
-    let r = map_of(dt).and_then(|m| put!(size, m.size_bytes() as i64));
+    let r = map_of(dt).and_then(|m| {
+        put!(
+            size,
+            i64::try_from(m.size_bytes()).unwrap_or(MPI_UNDEFINED as i64)
+        )
+    });
     finish(MPI_COMM_WORLD, "MPI_Type_size_c", r)
 }
 
@@ -554,14 +714,19 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        new_type(
-            TypeMap::contiguous(count as i64, &map_of(old)?)?,
-            &[old],
-            newtype,
-        )
-    })();
+    let r = contiguous(count as i64, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_contiguous", r)
+}
+
+/// MPI_Type_contiguous_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous_c(
+    count: i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = contiguous(count, old, newtype, Counts::Large);
+    finish(MPI_COMM_WORLD, "MPI_Type_contiguous_c", r)
 }
 
 /// MPI_Type_vector (MPI-4.1 §5.1.2): stride in items of `old`.
@@ -573,19 +738,22 @@ pub unsafe extern "C" fn MPI_Type_vector(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        new_type(
-            TypeMap::vector(
-                count as i64,
-                blocklength as i64,
-                stride as i64,
-                &map_of(old)?,
-            )?,
-            &[old],
-            newtype,
-        )
-    })();
+    let (n, b, s) = (count as i64, blocklength as i64, stride as i64);
+    let r = vector(n, b, s, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_vector", r)
+}
+
+/// MPI_Type_vector_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = vector(count, blocklength, stride, old, newtype, Counts::Large);
+    finish(MPI_COMM_WORLD, "MPI_Type_vector_c", r)
 }
 
 /// MPI_Type_create_hvector (MPI-4.1 §5.1.2): stride in bytes.
@@ -597,19 +765,22 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        new_type(
-            TypeMap::hvector(
-                count as i64,
-                blocklength as i64,
-                stride as i64,
-                &map_of(old)?,
-            )?,
-            &[old],
-            newtype,
-        )
-    })();
+    let (n, b, s) = (count as i64, blocklength as i64, stride as i64);
+    let r = hvector(n, b, s, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_create_hvector", r)
+}
+
+/// MPI_Type_create_hvector_c (MPI-4.1 §5.1.2, large count): stride in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector_c(
+    count: i64,
+    blocklength: i64,
+    stride: i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = hvector(count, blocklength, stride, old, newtype, Counts::Large);
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hvector_c", r)
 }
 
 /// MPI_Type_indexed (MPI-4.1 §5.1.2): displacements in items of `old`.
@@ -624,9 +795,26 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = ints(displs, count, "array_of_displacements")?;
-        new_type(TypeMap::indexed(&b, &d, &map_of(old)?)?, &[old], newtype)
+        indexed(&b, &d, old, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_indexed", r)
+}
+
+/// MPI_Type_indexed_c (MPI-4.1 §5.1.2, large count): displacements in items of `old`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed_c(
+    count: i64,
+    blocklengths: *const i64,
+    displs: *const i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = counts(blocklengths, count, "array_of_blocklengths")?;
+        let d = counts(displs, count, "array_of_displacements")?;
+        indexed(&b, &d, old, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_indexed_c", r)
 }
 
 /// MPI_Type_create_hindexed (MPI-4.1 §5.1.2): displacements in bytes.
@@ -641,9 +829,26 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = aints(displs, count, "array_of_displacements")?;
-        new_type(TypeMap::hindexed(&b, &d, &map_of(old)?)?, &[old], newtype)
+        hindexed(&b, &d, old, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed", r)
+}
+
+/// MPI_Type_create_hindexed_c (MPI-4.1 §5.1.2, large count): displacements in bytes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
+    count: i64,
+    blocklengths: *const i64,
+    displs: *const i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = counts(blocklengths, count, "array_of_blocklengths")?;
+        let d = counts(displs, count, "array_of_displacements")?;
+        hindexed(&b, &d, old, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed_c", r)
 }
 
 /// MPI_Type_create_indexed_block (MPI-4.1 §5.1.2).
@@ -657,13 +862,25 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
 ) -> c_int {
     let r = (|| {
         let d = ints(displs, count, "array_of_displacements")?;
-        new_type(
-            TypeMap::indexed_block(blocklength as i64, &d, &map_of(old)?)?,
-            &[old],
-            newtype,
-        )
+        indexed_block(blocklength as i64, &d, old, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_indexed_block", r)
+}
+
+/// MPI_Type_create_indexed_block_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
+    count: i64,
+    blocklength: i64,
+    displs: *const i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let d = counts(displs, count, "array_of_displacements")?;
+        indexed_block(blocklength, &d, old, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_indexed_block_c", r)
 }
 
 /// MPI_Type_create_hindexed_block (MPI-4.1 §5.1.2).
@@ -677,13 +894,25 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
 ) -> c_int {
     let r = (|| {
         let d = aints(displs, count, "array_of_displacements")?;
-        new_type(
-            TypeMap::hindexed_block(blocklength as i64, &d, &map_of(old)?)?,
-            &[old],
-            newtype,
-        )
+        hindexed_block(blocklength as i64, &d, old, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block", r)
+}
+
+/// MPI_Type_create_hindexed_block_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
+    count: i64,
+    blocklength: i64,
+    displs: *const i64,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let d = counts(displs, count, "array_of_displacements")?;
+        hindexed_block(blocklength, &d, old, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_hindexed_block_c", r)
 }
 
 /// MPI_Type_create_struct (MPI-4.1 §5.1.2).
@@ -698,17 +927,26 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = aints(displs, count, "array_of_displacements")?;
-        if count > 0 && types.is_null() {
-            return Err(err(MPI_ERR_ARG, "array_of_types is NULL"));
-        }
-        let handles: Vec<Handle> = (0..count.max(0) as usize)
-            // SAFETY: the array holds `count` handles.
-            .map(|i| unsafe { *types.add(i) })
-            .collect();
-        let maps = handles.iter().map(|&h| map_of(h)).collect::<R<Vec<_>>>()?;
-        new_type(TypeMap::create_struct(&b, &d, &maps)?, &handles, newtype)
+        create_struct(&b, &d, types, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_struct", r)
+}
+
+/// MPI_Type_create_struct_c (MPI-4.1 §5.1.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct_c(
+    count: i64,
+    blocklengths: *const i64,
+    displs: *const i64,
+    types: *const Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let b = counts(blocklengths, count, "array_of_blocklengths")?;
+        let d = counts(displs, count, "array_of_displacements")?;
+        create_struct(&b, &d, types, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_struct_c", r)
 }
 
 /// MPI_Type_create_resized (MPI-4.1 §5.1.7).
@@ -719,14 +957,20 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     newtype: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        new_type(
-            TypeMap::resized(&map_of(old)?, lb as i64, extent as i64)?,
-            &[old],
-            newtype,
-        )
-    })();
+    let r = resized(old, lb as i64, extent as i64, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_create_resized", r)
+}
+
+/// MPI_Type_create_resized_c (MPI-4.1 §5.1.7, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized_c(
+    old: Handle,
+    lb: i64,
+    extent: i64,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = resized(old, lb, extent, newtype, Counts::Large);
+    finish(MPI_COMM_WORLD, "MPI_Type_create_resized_c", r)
 }
 
 /// MPI_Type_create_subarray (MPI-4.1 §5.1.3).
@@ -741,26 +985,33 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     newtype: *mut Handle,
 ) -> c_int {
     let r = (|| {
-        let order = match order {
-            12 => Order::C,
-            15 => Order::Fortran,
-            o => {
-                return Err(err(
-                    MPI_ERR_ARG,
-                    format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
-                ))
-            }
-        };
         let a = ints(sizes, ndims, "array_of_sizes")?;
         let b = ints(subsizes, ndims, "array_of_subsizes")?;
         let c = ints(starts, ndims, "array_of_starts")?;
-        new_type(
-            TypeMap::subarray(&a, &b, &c, order, &map_of(old)?)?,
-            &[old],
-            newtype,
-        )
+        subarray(&a, &b, &c, order, old, newtype, Counts::Int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_subarray", r)
+}
+
+/// MPI_Type_create_subarray_c (MPI-4.1 §5.1.3, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_subarray_c(
+    ndims: c_int,
+    sizes: *const i64,
+    subsizes: *const i64,
+    starts: *const i64,
+    order: c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let n = ndims as i64;
+        let a = counts(sizes, n, "array_of_sizes")?;
+        let b = counts(subsizes, n, "array_of_subsizes")?;
+        let c = counts(starts, n, "array_of_starts")?;
+        subarray(&a, &b, &c, order, old, newtype, Counts::Large)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_subarray_c", r)
 }
 
 /// MPI_Type_dup (MPI-4.1 §5.1.2 / §7.7): a committed copy.
@@ -777,7 +1028,7 @@ pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_in
                         .map(|d| d.committed)
                 })
                 .unwrap_or(false);
-        new_type(map_of(old)?.dup(), &[old], newtype)?;
+        new_type(map_of(old)?.dup(), &[old], newtype, Counts::Int)?;
         // SAFETY: just written.
         let h = unsafe { *newtype };
         if let Some(d) =
@@ -1195,50 +1446,54 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
-    use weft::dtype::{DarrayDim, Distribution};
     let r = (|| {
-        let order = match order {
-            12 => Order::C,
-            15 => Order::Fortran,
-            o => {
-                return Err(err(
-                    MPI_ERR_ARG,
-                    format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
-                ))
-            }
-        };
         let g = ints(gsizes, ndims, "array_of_gsizes")?;
-        let d = ints(distribs, ndims, "array_of_distribs")?;
-        let a = ints(dargs, ndims, "array_of_dargs")?;
-        let p = ints(psizes, ndims, "array_of_psizes")?;
-        let mut dims = Vec::with_capacity(g.len());
-        for i in 0..g.len() {
-            let distrib = match d[i] {
-                17 => Distribution::Block,
-                18 => Distribution::Cyclic,
-                16 => Distribution::None,
-                x => {
-                    return Err(err(
-                        MPI_ERR_ARG,
-                        format!("array_of_distribs[{i}] = {x} is not a distribution"),
-                    ))
-                }
-            };
-            let darg = if a[i] == 19 { None } else { Some(a[i]) };
-            dims.push(DarrayDim {
-                gsize: g[i],
-                distrib,
-                darg,
-                psize: p[i],
-            });
-        }
-        new_type(
-            TypeMap::darray(size as i64, rank as i64, &dims, order, &map_of(old)?)?,
-            &[old],
+        darray(
+            size,
+            rank,
+            &g,
+            distribs,
+            dargs,
+            psizes,
+            order,
+            old,
             newtype,
+            Counts::Int,
         )
     })();
     finish(MPI_COMM_WORLD, "MPI_Type_create_darray", r)
+}
+
+/// MPI_Type_create_darray_c (MPI-4.1 §5.1.4, large count): global sizes as MPI_Count.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_darray_c(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    gsizes: *const i64,
+    distribs: *const c_int,
+    dargs: *const c_int,
+    psizes: *const c_int,
+    order: c_int,
+    old: Handle,
+    newtype: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        let g = counts(gsizes, ndims as i64, "array_of_gsizes")?;
+        darray(
+            size,
+            rank,
+            &g,
+            distribs,
+            dargs,
+            psizes,
+            order,
+            old,
+            newtype,
+            Counts::Large,
+        )
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_create_darray_c", r)
 }
 
 #[cfg(test)]

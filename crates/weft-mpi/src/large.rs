@@ -2,11 +2,11 @@
 //! as `int` internally: each checks that its counts fit and calls the `int` form, so a
 //! count above 2^31 - 1 is an MPI_ERR_COUNT naming the argument, never truncated. (The
 //! point-to-point, bcast, reduce, allreduce and datatype-size forms take 64-bit counts
-//! natively elsewhere.)
+//! natively elsewhere, and the datatype constructors' `_c` forms are in dtype.rs over the
+//! same i64 cores as their `int` forms.)
 
 use crate::coll::*;
 use crate::consts::*;
-use crate::dtype::*;
 use crate::error::{err, finish, R};
 use crate::icoll::*;
 use crate::p2p::*;
@@ -570,48 +570,6 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     };
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, status) }
-}
-
-/// MPI_Type_contiguous_c (MPI-4.1 §5.1.2, large count).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous_c(
-    count: i64,
-    old: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    let comm_h = MPI_COMM_WORLD;
-    let count = match fit(count, "count") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Type_contiguous_c", Err(e)),
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { MPI_Type_contiguous(count, old, newtype) }
-}
-
-/// MPI_Type_vector_c (MPI-4.1 §5.1.2, large count).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector_c(
-    count: i64,
-    blocklength: i64,
-    stride: i64,
-    old: Handle,
-    newtype: *mut Handle,
-) -> c_int {
-    let comm_h = MPI_COMM_WORLD;
-    let count = match fit(count, "count") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
-    };
-    let blocklength = match fit(blocklength, "blocklength") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
-    };
-    let stride = match fit(stride, "stride") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Type_vector_c", Err(e)),
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { MPI_Type_vector(count, blocklength, stride, old, newtype) }
 }
 
 /// `n` large counts or displacements as ints, or MPI_ERR_COUNT naming `what`.
