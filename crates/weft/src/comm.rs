@@ -1095,6 +1095,7 @@ impl IdupState {
             to.ctx,
             tag,
             false,
+            false,
         )?;
         Ok(())
     }

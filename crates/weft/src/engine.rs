@@ -58,6 +58,9 @@ const KIND_FIN_COOP: u8 = 7;
 
 /// Largest body of a control message.
 const CONTROL_BODY_BYTES: usize = 24;
+/// Body of a shared-memory `RTS`: the sender's address and length (8 bytes each) and its
+/// `solo` flag (1 byte).
+const RTS_BODY_BYTES: u8 = 17;
 
 /// Idle polls between two readings of the clock while a rank spins through its spin window
 /// (about 25 us): a wait answered sooner never reads it.
@@ -130,6 +133,8 @@ enum Unexpected {
         addr: u64,
         len: usize,
         sreq: u32,
+        /// The sender will not copy its share ([`Engine::start_send_mode`]'s `solo`).
+        solo: bool,
     },
     /// A TCP rendezvous: the data follows the receiver's `CTS`.
     NetRts {
@@ -876,13 +881,17 @@ impl Engine {
         ctx: u32,
         tag: i32,
     ) -> Result<Option<ReqId>> {
-        self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, false)
+        self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, false, false)
     }
 
     /// Starts a send; a `synchronous` one (MPI_Ssend) goes by rendezvous whatever its size,
     /// so it completes only once a receive has matched it and taken the data. To oneself it
     /// is buffered like any send (a synchronous send to oneself with no receive posted is
-    /// erroneous in MPI).
+    /// erroneous in MPI). A `solo` send tells a shared-memory receiver of a large message
+    /// to read all of it: the sender has other work (a collective step with more than this
+    /// send) and would be late with its share of a cooperative copy
+    /// (`WEFT_SHM_COOP_BYTES`), which the receiver would wait for.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_send_mode(
         &mut self,
         data: RawBuf,
@@ -891,6 +900,7 @@ impl Engine {
         ctx: u32,
         tag: i32,
         synchronous: bool,
+        solo: bool,
     ) -> Result<Option<ReqId>> {
         let header = Header {
             kind: KIND_EAGER,
@@ -951,9 +961,10 @@ impl Engine {
                     let mut body = [0u8; CONTROL_BODY_BYTES];
                     body[..8].copy_from_slice(&data.addr().to_le_bytes());
                     body[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+                    body[16] = u8::from(solo);
                     let rts = Header {
                         kind: KIND_RTS,
-                        len: 16,
+                        len: RTS_BODY_BYTES.into(),
                         aux: id,
                         ..header
                     };
@@ -962,7 +973,7 @@ impl Engine {
                         Outgoing::Control {
                             header: rts,
                             body,
-                            body_len: 16,
+                            body_len: RTS_BODY_BYTES,
                         },
                     );
                     self.flush_all();
@@ -1055,10 +1066,13 @@ impl Engine {
                 match msg {
                     Unexpected::Eager(data) => self.core.fill_recv(id, &env, &data, &[]),
                     Unexpected::Rts {
-                        addr, len, sreq, ..
+                        addr,
+                        len,
+                        sreq,
+                        solo,
                     } => self
                         .core
-                        .start_rendezvous(id, &env, from_local, addr, len, sreq),
+                        .start_rendezvous(id, &env, from_local, addr, len, sreq, solo),
                     Unexpected::NetRts { len, sreq } => self
                         .core
                         .start_net_rendezvous(id, &env, from_local, len, sreq),
@@ -1736,7 +1750,9 @@ impl Core {
     }
 
     /// A matched rendezvous: pull the data with CMA (sharing the copy with the sender for
-    /// large messages), or ask the sender to stream fragments when CMA is not allowed.
+    /// large messages unless it sent `solo`), or ask the sender to stream fragments when CMA
+    /// is not allowed.
+    #[allow(clippy::too_many_arguments)]
     fn start_rendezvous(
         &mut self,
         id: ReqId,
@@ -1745,6 +1761,7 @@ impl Core {
         addr: u64,
         len: usize,
         sreq: u32,
+        solo: bool,
     ) {
         if !self.matched(id, env, len) {
             self.control(from_local, KIND_FIN, sreq, 0, &[]);
@@ -1755,7 +1772,7 @@ impl Core {
             self.cma[from_local as usize] = Cma::Yes;
         }
         if self.cma[from_local as usize] == Cma::Yes {
-            if len >= self.coop_bytes {
+            if len >= self.coop_bytes && !solo {
                 // Both sides copy: the sender writes the upper part into our buffer while we
                 // read the lower part. Send the request first, read after (deferred), so the
                 // two copies overlap.
@@ -1873,13 +1890,14 @@ impl Core {
                 copy_body(&mut body, a, b);
                 let addr = u64::from_le_bytes(body[..8].try_into().unwrap());
                 let len = u64::from_le_bytes(body[8..16].try_into().unwrap()) as usize;
+                let solo = body[16] != 0;
                 let env = Envelope {
                     ctx: h.ctx,
                     src: h.src,
                     tag: h.tag,
                 };
                 match self.matching.take_posted(&env) {
-                    Some(id) => self.start_rendezvous(id, &env, peer, addr, len, h.aux),
+                    Some(id) => self.start_rendezvous(id, &env, peer, addr, len, h.aux, solo),
                     None => self.matching.push_unexpected(
                         env,
                         (
@@ -1887,6 +1905,7 @@ impl Core {
                                 addr,
                                 len,
                                 sreq: h.aux,
+                                solo,
                             },
                             peer,
                         ),

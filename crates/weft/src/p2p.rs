@@ -115,7 +115,7 @@ impl Comm {
         let w = self.check_dest(dst, if synchronous { "ssend to" } else { "send to" })?;
         let mut e = self.engine.borrow_mut();
         let data = RawBuf::new(bytes);
-        match e.start_send_mode(data, w, self.data.rank, ctx, tag, synchronous)? {
+        match e.start_send_mode(data, w, self.data.rank, ctx, tag, synchronous, false)? {
             None => Ok(()),
             Some(id) => finish(&mut e, id).map(|_| ()),
         }

@@ -86,7 +86,15 @@ impl Comm {
         let bytes = unsafe { byte_slice(ptr, len) };
         let mut e = self.engine.borrow_mut();
         let data = RawBuf::new(bytes);
-        let id = e.start_send_mode(data, w, self.data.rank, self.data.ctx, tag, synchronous)?;
+        let id = e.start_send_mode(
+            data,
+            w,
+            self.data.rank,
+            self.data.ctx,
+            tag,
+            synchronous,
+            false,
+        )?;
         drop(e);
         Ok(RawRequest {
             engine: self.engine.clone(),

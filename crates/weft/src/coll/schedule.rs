@@ -135,6 +135,13 @@ pub(crate) struct Plan {
     actions: Vec<Action>,
     /// Start index in `actions` of each step.
     steps: Vec<usize>,
+    /// Sends of each step, and whether it copies after posting. A step with several sends
+    /// or such a copy (a root's fan-out) keeps its rank busy after posting, so its sends go
+    /// `solo`: the receiver copies a large message alone instead of waiting for this rank's
+    /// share (`Engine::start_send_mode`). One send, alone or against one receive (a ring or
+    /// pairwise exchange), keeps the cooperative copy.
+    step_sends: Vec<u32>,
+    step_copies_after: Vec<bool>,
     /// Start (in bytes, 8-byte aligned) of each temporary in the schedule's one scratch
     /// buffer.
     tmp_offsets: Vec<usize>,
@@ -159,11 +166,20 @@ impl Plan {
     /// Starts a new step: its local actions run once the previous step's messages are done.
     pub fn step(&mut self) {
         self.steps.push(self.actions.len());
+        self.step_sends.push(0);
+        self.step_copies_after.push(false);
     }
 
     fn push(&mut self, a: Action) {
         if self.steps.is_empty() {
             self.step();
+        }
+        match a {
+            Action::Send { .. } => *self.step_sends.last_mut().expect("a step exists") += 1,
+            Action::CopyAfterPosting { .. } => {
+                *self.step_copies_after.last_mut().expect("a step exists") = true
+            }
+            _ => {}
         }
         self.actions.push(a);
         let start = self.steps.last().copied().unwrap_or(0);
@@ -556,10 +572,11 @@ impl<'a> Schedule<'a> {
                     }
                 }
             }
+            let solo = self.plan.step_sends[s] > 1 || self.plan.step_copies_after[s];
             for i in start..end {
                 match self.plan.actions[i] {
                     Action::Send { peer, src } => {
-                        if let Err(err) = self.post_send(e, peer, src) {
+                        if let Err(err) = self.post_send(e, peer, src, solo) {
                             self.abandon(e);
                             return Err(self.wrap(err));
                         }
@@ -637,10 +654,12 @@ impl<'a> Schedule<'a> {
         Ok(())
     }
 
-    fn post_send(&mut self, e: &mut Engine, peer: u32, src: Region) -> Result<()> {
+    fn post_send(&mut self, e: &mut Engine, peer: u32, src: Region, solo: bool) -> Result<()> {
         let buf = RawBuf::new(self.bytes(src));
         let world = self.members[peer as usize];
-        if let Some(id) = e.start_send(buf, world, self.rank, self.ctx, self.tag)? {
+        if let Some(id) =
+            e.start_send_mode(buf, world, self.rank, self.ctx, self.tag, false, solo)?
+        {
             self.pending.push(Pending {
                 id,
                 peer,
