@@ -156,6 +156,11 @@ impl Plan {
         Plan::default()
     }
 
+    /// Whether step `step`'s sends go solo (its rank has other work after posting them).
+    fn sends_solo(&self, step: usize) -> bool {
+        self.step_sends[step] > 1 || self.step_copies_after[step]
+    }
+
     /// A temporary buffer of `bytes`; returns its id.
     pub fn tmp(&mut self, bytes: usize) -> Buf {
         self.tmp_offsets.push(self.tmp_total_bytes);
@@ -572,7 +577,7 @@ impl<'a> Schedule<'a> {
                     }
                 }
             }
-            let solo = self.plan.step_sends[s] > 1 || self.plan.step_copies_after[s];
+            let solo = self.plan.sends_solo(s);
             for i in start..end {
                 match self.plan.actions[i] {
                     Action::Send { peer, src } => {
@@ -933,5 +938,41 @@ impl Pool {
             pending.clear();
             self.pending.push(pending);
         }
+    }
+}
+
+#[cfg(test)]
+mod solo_tests {
+    use super::*;
+    use crate::coll::algo;
+
+    #[test]
+    fn fan_out_steps_send_solo_and_exchanges_cooperate() {
+        let blocks = |n: usize| (0..n).map(|i| (i * 64, 64)).collect::<Vec<_>>();
+        // The scatter root copies its own block after posting: solo even with one send.
+        for n in [2u32, 4] {
+            let mut root = Plan::new();
+            algo::linear_scatter::build(&mut root, 0, 0, &blocks(n as usize), 64, Buf::Send);
+            assert!(root.sends_solo(0), "scatter root, {n} ranks");
+            let mut leaf = Plan::new();
+            algo::linear_scatter::build(&mut leaf, 1, 0, &blocks(n as usize), 64, Buf::Send);
+            assert!(
+                !leaf.sends_solo(0),
+                "a receiving rank has nothing to cooperate on"
+            );
+        }
+        // One send against one receive per step: both sides copy at once anyway.
+        let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
+        assert!((0..ring.steps.len()).all(|s| !ring.sends_solo(s)));
+        // A lone send keeps the cooperative copy; a second send in the step makes it solo.
+        let mut p = Plan::new();
+        p.step();
+        p.send(1, Region::new(Buf::Send, 0, 8));
+        assert!(!p.sends_solo(0));
+        p.send(2, Region::new(Buf::Send, 0, 8));
+        assert!(p.sends_solo(0));
+        p.step();
+        p.recv(1, Region::new(Buf::Recv, 0, 8));
+        assert!(!p.sends_solo(1));
     }
 }
