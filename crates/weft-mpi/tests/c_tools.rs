@@ -3,66 +3,11 @@
 //! ranks; each program checks its own results and error codes and exits non-zero on the first
 //! wrong one. No job may leave a `/dev/shm/weft-*` segment behind.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
-use weft_launch::{run_job, JobSpec, OutputMode};
-
 mod common;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Installs into a fresh prefix under the target's temp directory, once per test process.
-fn prefix() -> &'static Path {
-    static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| common::install("mpi-tools-prefix"))
-}
-
-/// Compiles `itest/c/<name>.c` with our mpicc; returns the program.
-fn build(name: &str) -> PathBuf {
-    let out = prefix().join(format!("t-{name}"));
-    let src = repo_root().join(format!("itest/c/{name}.c"));
-    let o = Command::new(prefix().join("bin/mpicc"))
-        .args(["-O1", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "mpicc {name}.c failed:\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
 
 /// Runs `itest/c/<name>.c` at 1 to 4 ranks with `env` added; every job must exit 0.
 fn run_ok(name: &str, env: &[(&str, &str)]) {
-    let prog = build(name);
-    for n in 1..=4 {
-        let mut spec = JobSpec::new(n, &prog);
-        spec.output = OutputMode::Capture;
-        spec.timeout = Some(Duration::from_secs(60));
-        spec.env
-            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let out = run_job(&spec).unwrap();
-        let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
-            .collect();
-        assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
-        assert_eq!(
-            out.exit_code,
-            0,
-            "{name} at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    common::run_c_ok(common::shared_prefix("mpi-tools-prefix"), name, 1..=4, env);
 }
 
 /// MPI_T (itest/c/mpit.c): every knob is a read-only cvar with its type and description,

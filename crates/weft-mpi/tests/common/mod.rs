@@ -48,3 +48,92 @@ pub fn install(tag: &str) -> PathBuf {
     assert!(st.success(), "install.sh failed");
     p
 }
+
+/// The repository's root (for `itest/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One install prefix per test process (named after the first caller's `tag`), checked to
+/// hold everything `install.sh` promises.
+pub fn shared_prefix(tag: &str) -> &'static Path {
+    static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let p = install(tag);
+        for f in [
+            "lib/libmpi_abi.so.1",
+            "lib/libmpi.so",
+            "lib/libmpi_abi.so",
+            "include/mpi.h",
+            "include/mpi_proto.h",
+            "bin/mpicc",
+            "bin/mpicxx",
+            "bin/mpiexec",
+            "bin/mpirun",
+            "bin/weft",
+            "lib/pkgconfig/mpi.pc",
+        ] {
+            assert!(p.join(f).exists(), "{f} missing from the prefix");
+        }
+        p
+    })
+}
+
+/// Compiles `itest/c/<name>.c` with the mpicc of `prefix` (warnings are errors); returns the
+/// program.
+pub fn build_c(prefix: &Path, name: &str) -> PathBuf {
+    let out = prefix.join(format!("t-{name}"));
+    let src = repo_root().join(format!("itest/c/{name}.c"));
+    let o = Command::new(prefix.join("bin/mpicc"))
+        .args(["-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mpicc {name}.c failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+/// Runs `program` as a job of `n` ranks with `env` added (60 s at most); checks that the
+/// job left no `/dev/shm` segment behind.
+pub fn run_c(program: &Path, n: u32, env: &[(&str, &str)]) -> weft_launch::JobOutcome {
+    let mut spec = weft_launch::JobSpec::new(n, program);
+    spec.output = weft_launch::OutputMode::Capture;
+    spec.timeout = Some(std::time::Duration::from_secs(60));
+    spec.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let out = weft_launch::run_job(&spec).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
+        .collect();
+    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    out
+}
+
+/// Builds `itest/c/<name>.c` and runs it at every rank count of `ranks` with `env`; every
+/// job must exit 0.
+pub fn run_c_ok(
+    prefix: &Path,
+    name: &str,
+    ranks: std::ops::RangeInclusive<u32>,
+    env: &[(&str, &str)],
+) {
+    let prog = build_c(prefix, name);
+    for n in ranks {
+        let out = run_c(&prog, n, env);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "{name} at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
