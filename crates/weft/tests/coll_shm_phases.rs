@@ -162,3 +162,32 @@ fn area_collectives_back_to_back_with_skewed_ranks() {
         common::run_ranks(np, VARS, |w| sequence(&w, 140));
     }
 }
+
+/// With the shipped tuning, allgatherv's choice must not depend on the rank's own block: rank
+/// 0's 2 MiB block alone would take the ring and the others' 8 B blocks the node area, and
+/// the two never meet (a hang before the choice went by the largest block).
+#[test]
+fn allgatherv_with_uneven_blocks_chooses_alike_on_every_rank() {
+    for np in [3u32, 4, 5] {
+        common::run_ranks(np, &[], move |w| {
+            let me = w.rank();
+            for big in [1usize, 1 << 18] {
+                let len = |r: u32| if r == 0 { big } else { 1 };
+                let counts: Vec<usize> = (0..np).map(len).collect();
+                let displs: Vec<usize> = (0..np).map(|r| (0..r).map(len).sum::<usize>()).collect();
+                let total: usize = counts.iter().sum();
+                let mine: Vec<i64> = (0..len(me)).map(|i| val(me, 0, i)).collect();
+                let mut all = vec![-1i64; total];
+                w.allgatherv(&mine, &mut all, &counts, &displs).unwrap();
+                for r in 0..np {
+                    let got = &all[displs[r as usize]..displs[r as usize] + len(r)];
+                    let want: Vec<i64> = (0..len(r)).map(|i| val(r, 0, i)).collect();
+                    assert!(
+                        got == want.as_slice(),
+                        "np={np} block of rank {r}, rank 0 sends {big}"
+                    );
+                }
+            }
+        });
+    }
+}

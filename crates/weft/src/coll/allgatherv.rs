@@ -76,7 +76,10 @@ impl Comm {
                     counts[rank as usize],
                 ));
             }
-            let c = self.coll_choose(Coll::Allgatherv, mine, true, mode)?;
+            // Every rank must choose alike: by the largest block, which all of them know
+            // (their own blocks differ, and the area and the ring do not mix).
+            let largest = layout.iter().map(|&(_, len)| len).max().unwrap_or(0);
+            let c = self.coll_choose(Coll::Allgatherv, largest, true, mode)?;
             let plan = Rc::new(match c.algo {
                 "shm" => algo::shm_allgatherv::plan(
                     rank,

@@ -251,6 +251,10 @@ const ALLREDUCE: &[AlgoInfo] = &[
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];
 const ALLGATHERV: &[AlgoInfo] = &[algo("ring", &[], false), algo("shm", SHM, false)];
+/// Alltoallv chooses from each rank's own counts (no rank knows the others'), so its ranks
+/// may choose differently: every algorithm here must work against every other (both post
+/// one message per peer pair, matched by source and tag). One that cannot, an area or a
+/// direct-copy one, needs a choice every rank shares first.
 const ALLTOALLV: &[AlgoInfo] = &[algo("pairwise", &[], false), algo("linear", &[], false)];
 const ALLTOALL: &[AlgoInfo] = &[
     algo("pairwise", &[], false),
