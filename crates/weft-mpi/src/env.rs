@@ -204,6 +204,11 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     let r = (|| {
+        if FINALIZED.load(Ordering::Acquire) {
+            // With a session open the state outlives MPI_Finalize; a second call is still
+            // erroneous (MPI-4.1 §11.2.2: once per process).
+            return Err(err(MPI_ERR_OTHER, "MPI_Finalize called after MPI_Finalize"));
+        }
         let s = state("MPI_Finalize")?;
         // MPI_COMM_SELF is freed first, as if by MPI_Comm_free, so its attributes' delete
         // callbacks run at the very beginning, in the reverse order of their setting
