@@ -32,6 +32,9 @@ static int check_all_cvars(void) {
   int num = 0;
   OK(MPI_T_cvar_get_num(&num));
   CHECK(num > 40);
+  /* A bad parameter is MPI_T_ERR_INVALID (MPI-4.1 §15.3.10), not an MPI error class. */
+  CHECK_RC(MPI_T_cvar_get_num(NULL), MPI_T_ERR_INVALID);
+  CHECK_RC(MPI_T_pvar_get_num(NULL), MPI_T_ERR_INVALID);
   for (int i = 0; i < num; i++) {
     char name[256], desc[1024];
     int name_len = 0, desc_len = 0, verbosity = -1, bind = -1, scope = -1;
@@ -277,6 +280,8 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_T_finalize(), MPI_T_ERR_NOT_INITIALIZED);
 
   /* Before MPI_Init. */
+  CHECK_RC(MPI_T_init_thread(MPI_THREAD_SINGLE, NULL), MPI_T_ERR_INVALID);
+  CHECK_RC(MPI_T_init_thread(12345, &provided), MPI_T_ERR_INVALID);
   OK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
   CHECK(provided == MPI_THREAD_SINGLE);
   int num = check_all_cvars();

@@ -291,13 +291,13 @@ fn category_at(index: c_int) -> Result<usize, c_int> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     if provided.is_null() {
-        return MPI_ERR_ARG;
+        return MPI_T_ERR_INVALID;
     }
     let level = match required {
         MPI_THREAD_SINGLE | MPI_THREAD_FUNNELED | MPI_THREAD_SERIALIZED | MPI_THREAD_MULTIPLE => {
             required.min(MPI_THREAD_SERIALIZED)
         }
-        _ => return MPI_ERR_ARG,
+        _ => return MPI_T_ERR_INVALID,
     };
     // SAFETY: checked non-null; writable by the caller's contract.
     unsafe { *provided = level };
@@ -332,7 +332,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
 pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
     t(|| {
         if num_cvar.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *num_cvar = cvars().len() as c_int };
@@ -401,7 +401,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_index(
             .position(|c| c.knob.name == n)
             .ok_or(MPI_T_ERR_INVALID_NAME)?;
         if cvar_index.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *cvar_index = i as c_int };
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
     t(|| {
         let c = cvar_at(cvar_index)?;
         if handle.is_null() || count.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         let n = count_of(c)?;
         let i = lock(&CVAR_HANDLES).insert((cvar_index as usize, n));
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
 pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut Handle) -> c_int {
     t(|| {
         if handle.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         let h = unsafe { *handle };
@@ -482,7 +482,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: Handle, buf: *mut c_void) -> c_
     t(|| {
         let (index, count) = cvar_handle(handle)?;
         if buf.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         let c = &cvars()[index];
         // SAFETY: buf holds `count` elements of the cvar's datatype (the caller's contract).
@@ -592,7 +592,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     t(|| {
         if num_cat.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *num_cat = CATEGORIES.len() as c_int };
@@ -656,7 +656,7 @@ pub unsafe extern "C" fn MPI_T_category_get_index(
             .position(|(c, _)| *c == n)
             .ok_or(MPI_T_ERR_INVALID_NAME)?;
         if cat_index.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *cat_index = i as c_int };
@@ -760,7 +760,7 @@ pub unsafe extern "C" fn MPI_T_category_get_events(
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
     t(|| {
         if update_number.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *update_number = 0 };
@@ -779,7 +779,7 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
 pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
     t(|| {
         if num_pvar.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *num_pvar = 1 };
@@ -852,7 +852,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
             return Err(MPI_T_ERR_INVALID_NAME);
         }
         if pvar_index.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *pvar_index = 0 };
@@ -868,7 +868,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
 pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut Handle) -> c_int {
     t(|| {
         if pe_session.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         let i = lock(&PVAR_SESSIONS).insert(());
         // SAFETY: checked non-null.
@@ -886,7 +886,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut Handle) -> c
 pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut Handle) -> c_int {
     t(|| {
         if pe_session.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         let h = unsafe { *pe_session };
@@ -938,7 +938,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
         let si = pvar_session(pe_session)?;
         pvar_at(pvar_index)?;
         if handle.is_null() || count.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         let base = pvar_value()?;
         let i = lock(&PVAR_HANDLES).insert((si, base));
@@ -959,7 +959,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
 pub unsafe extern "C" fn MPI_T_pvar_handle_free(pe_session: Handle, handle: *mut Handle) -> c_int {
     t(|| {
         if handle.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         let i = pvar_handle(pe_session, unsafe { *handle })?;
@@ -1003,7 +1003,7 @@ unsafe fn read_pvar(pe_session: Handle, handle: Handle, buf: *mut c_void, reset:
     t(|| {
         let i = pvar_handle(pe_session, handle)?;
         if buf.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         let now = pvar_value()?;
         let mut handles = lock(&PVAR_HANDLES);
@@ -1094,7 +1094,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
 pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
     t(|| {
         if num_sources.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *num_sources = 0 };
@@ -1135,7 +1135,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
 pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
     t(|| {
         if num_events.is_null() {
-            return Err(MPI_ERR_ARG);
+            return Err(MPI_T_ERR_INVALID);
         }
         // SAFETY: checked non-null.
         unsafe { *num_events = 0 };
