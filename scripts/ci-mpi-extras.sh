@@ -68,7 +68,8 @@ if [ ! -x "$venv/bin/pip" ]; then
 else
   say "venv: have $venv ($("$venv/bin/python3" --version))"
 fi
-pip=("$venv/bin/pip" --disable-pip-version-check)
+# A registry that stops answering must fail the run, not hang it.
+pip=(timeout 900 "$venv/bin/pip" --disable-pip-version-check)
 
 # 3. PyPI's mpich: another implementation of the standard ABI (mpicc_abi, libmpi_abi.so.1).
 if [ -x "$venv/bin/mpicc_abi" ] && [ -f "$venv/include/mpi_abi.h" ] &&
@@ -86,7 +87,10 @@ say "weft: installed into $prefix"
 
 # 5. mpi4py built from source for the standard ABI with weft's mpicc (never a cached wheel:
 #    a wheel built elsewhere would not show that our mpicc and mpi.h can build it).
-if ls "$m4p"/mpi4py/MPI.*.so >/dev/null 2>&1 && [ "$(cat "$m4p/.weft-build" 2>/dev/null)" = "$MPI4PY_VERSION" ]; then
+#    The build is kept only for the same mpi4py and the same header and wrapper: a changed
+#    mpi.h must be compiled against mpi4py again.
+m4p_key="$MPI4PY_VERSION $(cat crates/weft-mpi/include/*.h crates/weft-mpi/bin/mpicc | sha256sum | cut -c1-16)"
+if ls "$m4p"/mpi4py/MPI.*.so >/dev/null 2>&1 && [ "$(cat "$m4p/.weft-build" 2>/dev/null)" = "$m4p_key" ]; then
   say "mpi4py $MPI4PY_VERSION: have it in $m4p"
 else
   inc=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
@@ -103,7 +107,7 @@ else
     die "building mpi4py failed (log: $dir/mpi4py-build.log)"
   fi
   say "build mpi4py==$MPI4PY_VERSION: done in $((SECONDS - t0)) s (log: $dir/mpi4py-build.log)"
-  echo "$MPI4PY_VERSION" >"$m4p.tmp/.weft-build"
+  echo "$m4p_key" >"$m4p.tmp/.weft-build"
   mv "$m4p.tmp" "$m4p"
 fi
 ls "$m4p"/mpi4py/MPI.*.so >/dev/null 2>&1 || die "no mpi4py extension in $m4p/mpi4py"
