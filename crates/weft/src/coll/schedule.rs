@@ -135,13 +135,6 @@ pub(crate) struct Plan {
     actions: Vec<Action>,
     /// Start index in `actions` of each step.
     steps: Vec<usize>,
-    /// Sends of each step, and whether it copies after posting. A step with several sends
-    /// or such a copy (a root's fan-out) keeps its rank busy after posting, so its sends go
-    /// `solo`: the receiver copies a large message alone instead of waiting for this rank's
-    /// share (`Engine::start_send_mode`). One send, alone or against one receive (a ring or
-    /// pairwise exchange), keeps the cooperative copy.
-    step_sends: Vec<u32>,
-    step_copies_after: Vec<bool>,
     /// Start (in bytes, 8-byte aligned) of each temporary in the schedule's one scratch
     /// buffer.
     tmp_offsets: Vec<usize>,
@@ -156,9 +149,14 @@ impl Plan {
         Plan::default()
     }
 
-    /// Whether step `step`'s sends go solo (its rank has other work after posting them).
-    fn sends_solo(&self, step: usize) -> bool {
-        self.step_sends[step] > 1 || self.step_copies_after[step]
+    /// The actions of step `step`.
+    fn step_actions(&self, step: usize) -> &[Action] {
+        let end = self
+            .steps
+            .get(step + 1)
+            .copied()
+            .unwrap_or(self.actions.len());
+        &self.actions[self.steps[step]..end]
     }
 
     /// A temporary buffer of `bytes`; returns its id.
@@ -171,20 +169,11 @@ impl Plan {
     /// Starts a new step: its local actions run once the previous step's messages are done.
     pub fn step(&mut self) {
         self.steps.push(self.actions.len());
-        self.step_sends.push(0);
-        self.step_copies_after.push(false);
     }
 
     fn push(&mut self, a: Action) {
         if self.steps.is_empty() {
             self.step();
-        }
-        match a {
-            Action::Send { .. } => *self.step_sends.last_mut().expect("a step exists") += 1,
-            Action::CopyAfterPosting { .. } => {
-                *self.step_copies_after.last_mut().expect("a step exists") = true
-            }
-            _ => {}
         }
         self.actions.push(a);
         let start = self.steps.last().copied().unwrap_or(0);
@@ -509,12 +498,7 @@ impl<'a> Schedule<'a> {
             let s = self.next_step;
             self.next_step += 1;
             let start = self.plan.steps[s];
-            let end = self
-                .plan
-                .steps
-                .get(s + 1)
-                .copied()
-                .unwrap_or(self.plan.actions.len());
+            let end = start + self.plan.step_actions(s).len();
             for i in start..end {
                 match self.plan.actions[i] {
                     Action::Copy { src, dst } => self.local_copy(src, dst),
@@ -577,7 +561,7 @@ impl<'a> Schedule<'a> {
                     }
                 }
             }
-            let solo = self.plan.sends_solo(s);
+            let solo = sends_solo(self.plan.step_actions(s));
             for i in start..end {
                 match self.plan.actions[i] {
                     Action::Send { peer, src } => {
@@ -941,6 +925,23 @@ impl Pool {
     }
 }
 
+/// Whether a step's sends go `solo` (`Engine::start_send_mode`): a step with several sends,
+/// or a copy after posting (a root's fan-out), keeps its rank busy after posting, so its
+/// receivers copy a large message alone instead of waiting for this rank's share of a
+/// cooperative copy. One send, alone or against one receive (a ring or pairwise exchange),
+/// keeps the cooperative copy.
+fn sends_solo(step: &[Action]) -> bool {
+    let mut sends = 0;
+    for a in step {
+        match a {
+            Action::CopyAfterPosting { .. } => return true,
+            Action::Send { .. } => sends += 1,
+            _ => {}
+        }
+    }
+    sends > 1
+}
+
 #[cfg(test)]
 mod solo_tests {
     use super::*;
@@ -953,26 +954,26 @@ mod solo_tests {
         for n in [2u32, 4] {
             let mut root = Plan::new();
             algo::linear_scatter::build(&mut root, 0, 0, &blocks(n as usize), 64, Buf::Send);
-            assert!(root.sends_solo(0), "scatter root, {n} ranks");
+            assert!(sends_solo(root.step_actions(0)), "scatter root, {n} ranks");
             let mut leaf = Plan::new();
             algo::linear_scatter::build(&mut leaf, 1, 0, &blocks(n as usize), 64, Buf::Send);
             assert!(
-                !leaf.sends_solo(0),
+                !sends_solo(leaf.step_actions(0)),
                 "a receiving rank has nothing to cooperate on"
             );
         }
         // One send against one receive per step: both sides copy at once anyway.
         let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
-        assert!((0..ring.steps.len()).all(|s| !ring.sends_solo(s)));
+        assert!((0..ring.steps.len()).all(|s| !sends_solo(ring.step_actions(s))));
         // A lone send keeps the cooperative copy; a second send in the step makes it solo.
         let mut p = Plan::new();
         p.step();
         p.send(1, Region::new(Buf::Send, 0, 8));
-        assert!(!p.sends_solo(0));
+        assert!(!sends_solo(p.step_actions(0)));
         p.send(2, Region::new(Buf::Send, 0, 8));
-        assert!(p.sends_solo(0));
+        assert!(sends_solo(p.step_actions(0)));
         p.step();
         p.recv(1, Region::new(Buf::Recv, 0, 8));
-        assert!(!p.sends_solo(1));
+        assert!(!sends_solo(p.step_actions(1)));
     }
 }

@@ -18,14 +18,7 @@ pub(crate) fn plan(rank: u32, blocks: &[(usize, usize)], slot_bytes: usize) -> P
         Region::new(Buf::Send, 0, ml),
         Region::new(Buf::Recv, mo, ml),
     );
-    let most = blocks
-        .iter()
-        .enumerate()
-        .filter(|&(j, _)| j != r)
-        .map(|(_, &(_, l))| l)
-        .max()
-        .unwrap_or(0)
-        .max(ml);
+    let most = blocks.iter().map(|&(_, l)| l).max().unwrap_or(0);
     if blocks.len() < 2 || most == 0 {
         return p;
     }
