@@ -197,6 +197,20 @@ fn description_of(k: &Knob) -> String {
 
 // ------------------------------------------------------------------- init and handles
 
+/// Stores through an output pointer the program must pass: NULL is a bad parameter
+/// (MPI_T_ERR_INVALID). For optional outputs, [`out`].
+///
+/// # Safety
+/// `p` is NULL or valid for a write of a `T`.
+unsafe fn out_required<T>(p: *mut T, v: T) -> Result<(), c_int> {
+    if p.is_null() {
+        return Err(MPI_T_ERR_INVALID);
+    }
+    // SAFETY: non-null, and writable by the caller's contract.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
 /// MPI_T_init_thread calls not yet matched by MPI_T_finalize.
 static INIT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
@@ -331,12 +345,8 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
     t(|| {
-        if num_cvar.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *num_cvar = cvars().len() as c_int };
-        Ok(())
+        // SAFETY: `num_cvar` is writable or NULL (the caller's contract).
+        unsafe { out_required(num_cvar, cvars().len() as c_int) }
     })
 }
 
@@ -400,12 +410,8 @@ pub unsafe extern "C" fn MPI_T_cvar_get_index(
             .iter()
             .position(|c| c.knob.name == n)
             .ok_or(MPI_T_ERR_INVALID_NAME)?;
-        if cvar_index.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *cvar_index = i as c_int };
-        Ok(())
+        // SAFETY: `cvar_index` is writable or NULL (the caller's contract).
+        unsafe { out_required(cvar_index, i as c_int) }
     })
 }
 
@@ -591,12 +597,8 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     t(|| {
-        if num_cat.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *num_cat = CATEGORIES.len() as c_int };
-        Ok(())
+        // SAFETY: `num_cat` is writable or NULL (the caller's contract).
+        unsafe { out_required(num_cat, CATEGORIES.len() as c_int) }
     })
 }
 
@@ -655,12 +657,8 @@ pub unsafe extern "C" fn MPI_T_category_get_index(
             .iter()
             .position(|(c, _)| *c == n)
             .ok_or(MPI_T_ERR_INVALID_NAME)?;
-        if cat_index.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *cat_index = i as c_int };
-        Ok(())
+        // SAFETY: `cat_index` is writable or NULL (the caller's contract).
+        unsafe { out_required(cat_index, i as c_int) }
     })
 }
 
@@ -759,12 +757,8 @@ pub unsafe extern "C" fn MPI_T_category_get_events(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
     t(|| {
-        if update_number.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *update_number = 0 };
-        Ok(())
+        // SAFETY: `update_number` is writable or NULL (the caller's contract).
+        unsafe { out_required(update_number, 0) }
     })
 }
 
@@ -778,12 +772,8 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
     t(|| {
-        if num_pvar.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *num_pvar = 1 };
-        Ok(())
+        // SAFETY: `num_pvar` is writable or NULL (the caller's contract).
+        unsafe { out_required(num_pvar, 1) }
     })
 }
 
@@ -851,12 +841,8 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
         if n != PVAR_NAME || var_class != MPI_T_PVAR_CLASS_COUNTER {
             return Err(MPI_T_ERR_INVALID_NAME);
         }
-        if pvar_index.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *pvar_index = 0 };
-        Ok(())
+        // SAFETY: `pvar_index` is writable or NULL (the caller's contract).
+        unsafe { out_required(pvar_index, 0) }
     })
 }
 
@@ -1093,12 +1079,8 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
     t(|| {
-        if num_sources.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *num_sources = 0 };
-        Ok(())
+        // SAFETY: `num_sources` is writable or NULL (the caller's contract).
+        unsafe { out_required(num_sources, 0) }
     })
 }
 
@@ -1134,12 +1116,8 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
     t(|| {
-        if num_events.is_null() {
-            return Err(MPI_T_ERR_INVALID);
-        }
-        // SAFETY: checked non-null.
-        unsafe { *num_events = 0 };
-        Ok(())
+        // SAFETY: `num_events` is writable or NULL (the caller's contract).
+        unsafe { out_required(num_events, 0) }
     })
 }
 
