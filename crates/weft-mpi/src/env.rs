@@ -429,18 +429,20 @@ fn info_env_entries(s: Option<&State>) -> Vec<(String, String)> {
 
 /// Runs `f` on the keys and values of info object `h` (before MPI_Init too).
 fn with_info<T>(h: Handle, f: impl FnOnce(&mut Vec<(String, String)>) -> R<T>) -> R<T> {
-    let env = (h == MPI_INFO_ENV).then(|| info_env_entries(state_opt().map(|s| &*s)));
+    // MPI_INFO_ENV is made on its first use (its entries read the arguments and the
+    // working directory: not again on every access).
+    let made = || with_infos(|t| t.get(INFO_ENV_INDEX.load(Ordering::Acquire)).is_some());
+    let env = (h == MPI_INFO_ENV && !made()).then(|| info_env_entries(state_opt().map(|s| &*s)));
     with_infos(|t| {
-        let h = match env {
-            Some(kv) => {
-                let mut i = INFO_ENV_INDEX.load(Ordering::Acquire);
-                if t.get(i).is_none() {
-                    i = t.insert(kv);
-                    INFO_ENV_INDEX.store(i, Ordering::Release);
-                }
-                make_handle(K_INFO, i)
+        let h = if h == MPI_INFO_ENV {
+            let mut i = INFO_ENV_INDEX.load(Ordering::Acquire);
+            if let Some(kv) = env {
+                i = t.insert(kv);
+                INFO_ENV_INDEX.store(i, Ordering::Release);
             }
-            None => h,
+            make_handle(K_INFO, i)
+        } else {
+            h
         };
         let kv = handle_index(K_INFO, h)
             .and_then(|i| t.get_mut(i))
