@@ -417,12 +417,7 @@ fn info_env_entries(s: Option<&State>) -> Vec<(String, String)> {
     if let Ok(dir) = std::env::current_dir() {
         kv.push(("wdir".to_string(), dir.display().to_string()));
     }
-    let level = match s.map_or(MPI_THREAD_SERIALIZED, |s| s.thread_level) {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
-    };
+    let level = thread_level_name(s.map_or(MPI_THREAD_SERIALIZED, |s| s.thread_level));
     kv.push(("thread_level".to_string(), level.to_string()));
     kv
 }
@@ -458,12 +453,29 @@ pub(crate) fn info_entries(h: Handle) -> R<Vec<(String, String)>> {
 
 /// Whether `h` is a predefined error handler or one the program made (before MPI_Init too).
 pub(crate) fn errhandler_exists(h: Handle) -> bool {
-    match h {
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN => true,
-        _ => handle_index(K_ERRH, h).is_some_and(|i| match state_opt() {
-            Some(s) => s.errhs.get(i).is_some(),
-            None => loose(&LOOSE_ERRHS).get(i).is_some(),
-        }),
+    matches!(
+        h,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN
+    ) || errhandler_fn(h).is_some()
+}
+
+/// The function of user error handler `h`, from the state's table or, while no state
+/// exists, the loose one.
+pub(crate) fn errhandler_fn(h: Handle) -> Option<ErrFn> {
+    let i = handle_index(K_ERRH, h)?;
+    match state_opt() {
+        Some(s) => s.errhs.get(i).copied(),
+        None => loose(&LOOSE_ERRHS).get(i).copied(),
+    }
+}
+
+/// The name of a thread level, as info values spell it.
+pub(crate) fn thread_level_name(level: c_int) -> &'static str {
+    match level {
+        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
+        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+        _ => "MPI_THREAD_MULTIPLE",
     }
 }
 

@@ -9,9 +9,11 @@
 
 use crate::consts::*;
 use crate::dtype::put;
-use crate::env::{c_str, errhandler_exists, info_insert, start, stop};
+use crate::env::{
+    c_str, errhandler_exists, errhandler_fn, info_insert, start, stop, thread_level_name,
+};
 use crate::error::{err, fatal, raise, write_c_string, MpiError, R};
-use crate::state::{handle_index, make_handle, state, state_opt, ErrFn, Table, K_ERRH};
+use crate::state::{handle_index, make_handle, state, state_opt, ErrFn, Table};
 use std::os::raw::{c_char, c_int};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
@@ -68,14 +70,19 @@ fn errhandler_of(h: Handle) -> R<Handle> {
 /// MPI_COMM_SELF or initial handler when `session` is not one, MPI-4.1 §9.3) and returns the
 /// class to give C.
 fn raise_on(session: Handle, func: &str, e: MpiError) -> c_int {
-    let Ok(h) = errhandler_of(session) else {
-        return raise(MPI_COMM_SELF, func, e);
-    };
+    match errhandler_of(session) {
+        Ok(h) => raise_via(h, session, func, e),
+        Err(_) => raise(MPI_COMM_SELF, func, e),
+    }
+}
+
+/// Reports `e` through error handler `h` of `session` (also when weft has stopped: a user
+/// handler made while no state existed, or moved out by the last finalize, is still found).
+fn raise_via(h: Handle, session: Handle, func: &str, e: MpiError) -> c_int {
     match h {
         MPI_ERRORS_RETURN => e.class,
         _ => {
-            let user: Option<ErrFn> = state_opt()
-                .and_then(|s| handle_index(K_ERRH, h).and_then(|i| s.errhs.get(i).copied()));
+            let user: Option<ErrFn> = errhandler_fn(h);
             match user {
                 Some(f) => {
                     let mut sh = session;
@@ -96,15 +103,6 @@ fn done(session: Handle, func: &str, r: R<()>) -> c_int {
     match r {
         Ok(()) => MPI_SUCCESS,
         Err(e) => raise_on(session, func, e),
-    }
-}
-
-fn thread_level_name(level: c_int) -> &'static str {
-    match level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
     }
 }
 
@@ -191,22 +189,29 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
     }
     // SAFETY: checked non-null.
     let h = unsafe { *session };
-    if let Err(e) = errhandler_of(h) {
-        return raise(MPI_COMM_SELF, "MPI_Session_finalize", e);
+    let errh = match errhandler_of(h) {
+        Ok(errh) => errh,
+        Err(e) => return raise(MPI_COMM_SELF, "MPI_Session_finalize", e),
+    };
+    // The session ends here even if stopping weft fails below: its error handler, taken
+    // above, still reports that failure.
+    if let Some(i) = handle_index(K_SESSION, h) {
+        sessions().remove(i);
     }
-    let r = (|| {
-        let world_in_use = crate::state::INITIALIZED.load(Ordering::Acquire)
-            && !crate::state::FINALIZED.load(Ordering::Acquire);
-        if open_sessions() == 1 && !world_in_use {
-            stop()?;
-        }
-        if let Some(i) = handle_index(K_SESSION, h) {
-            sessions().remove(i);
-        }
-        OPEN.fetch_sub(1, Ordering::AcqRel);
-        put!(session, MPI_SESSION_NULL)
-    })();
-    done(h, "MPI_Session_finalize", r)
+    OPEN.fetch_sub(1, Ordering::AcqRel);
+    // SAFETY: checked non-null.
+    unsafe { *session = MPI_SESSION_NULL };
+    let world_in_use = crate::state::INITIALIZED.load(Ordering::Acquire)
+        && !crate::state::FINALIZED.load(Ordering::Acquire);
+    let r = if open_sessions() == 0 && !world_in_use {
+        stop()
+    } else {
+        Ok(())
+    };
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise_via(errh, h, "MPI_Session_finalize", e),
+    }
 }
 
 /// MPI_Session_get_num_psets (MPI-4.1 §11.3.2): `mpi://WORLD` and `mpi://SELF`.
