@@ -138,6 +138,60 @@ fn dead_peer_is_an_error_not_a_hang() {
     assert!(t.elapsed() < Duration::from_secs(20));
 }
 
+/// The CPUs of a `Cpus_allowed_list` value such as `0-3,8`.
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(lo.parse::<usize>().unwrap()..=hi.parse::<usize>().unwrap());
+    }
+    cpus
+}
+
+#[test]
+fn ranks_pin_to_cores_under_weft_bind() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let own = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list in /proc/self/status");
+    let allowed = cpu_list(own);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(allowed.len());
+    // core: always pinned; none: never; auto: when the node has more ranks than cores.
+    for (mode, n) in [
+        ("core", 3),
+        ("none", 3),
+        ("auto", 2),
+        ("auto", cores as u32 + 1),
+    ] {
+        let out = job(n, &["info"], &[("WEFT_BIND", mode)]);
+        ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut seen = 0;
+        for line in text.lines().filter(|l| l.contains(" cpus ")) {
+            let local: usize = line
+                .split(" local ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no local rank in {line:?}"));
+            let cpus = cpu_list(line.split(" cpus ").nth(1).unwrap());
+            let pinned = mode == "core" || (mode == "auto" && n as usize > cores);
+            let expect = if pinned {
+                vec![allowed[local % allowed.len()]]
+            } else {
+                allowed.clone()
+            };
+            assert_eq!(cpus, expect, "WEFT_BIND={mode} at {n} ranks: {line}");
+            seen += 1;
+        }
+        assert_eq!(seen, n, "WEFT_BIND={mode}: {text}");
+    }
+}
+
 #[test]
 fn oversubscribed_node_yields() {
     let out = job(4, &["info"], &[]);

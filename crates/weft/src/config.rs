@@ -17,6 +17,17 @@ pub enum YieldMode {
     Never,
 }
 
+/// Whether a launched rank pins its process to one core (`WEFT_BIND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindMode {
+    /// Pin when the node runs more ranks than the process may use cores.
+    Auto,
+    /// Always pin (local rank modulo the usable cores).
+    Core,
+    /// Never pin.
+    None,
+}
+
 /// Whether large messages may use single-copy CMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmaMode {
@@ -47,6 +58,8 @@ pub struct Config {
     pub cma: CmaMode,
     /// Idle policy.
     pub yield_mode: YieldMode,
+    /// Whether a launched rank pins itself to a core.
+    pub bind: BindMode,
     /// Under `WEFT_YIELD=auto` with a core per local rank: microseconds a waiting rank spins
     /// in one idle stretch before it starts yielding.
     pub yield_after_us: u64,
@@ -176,6 +189,11 @@ impl Config {
             Some("off") => YieldMode::Never,
             _ => YieldMode::Auto,
         };
+        let bind = match values.text("WEFT_BIND").as_deref() {
+            Some("core") => BindMode::Core,
+            Some("none") => BindMode::None,
+            _ => BindMode::Auto,
+        };
         let mut transports = Vec::new();
         let spec = values
             .text("WEFT_TRANSPORTS")
@@ -258,6 +276,7 @@ impl Config {
             shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
             cma,
             yield_mode,
+            bind,
             yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
             values,

@@ -454,9 +454,7 @@ impl Engine {
                 }
             }
         }
-        let oversubscribed = std::thread::available_parallelism()
-            .map(|n| nlocal > n.get())
-            .unwrap_or(true);
+        let oversubscribed = nlocal > crate::bind::usable_cores();
         let yield_when_idle = match config.yield_mode {
             YieldMode::Always => true,
             YieldMode::Never => false,

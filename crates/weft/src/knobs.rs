@@ -11,6 +11,12 @@ pub static KNOBS: &[Knob] = &[
         help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
     },
     Knob {
+        name: "WEFT_BIND",
+        kind: KnobKind::Choice(&["auto", "core", "none"]),
+        default: "auto",
+        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use: auto = when the node has more ranks than those cores (the kernel's placement then decides whether partners share a core), core = always, none = never",
+    },
+    Knob {
         name: "WEFT_YIELD_AFTER_US",
         kind: KnobKind::Uint,
         default: "100",

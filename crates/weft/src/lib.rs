@@ -20,6 +20,7 @@
 //! This crate must not depend on the surfaces above it (CLI, launcher, C ABI); its `unsafe`
 //! is confined to the transport crate's buffer views.
 
+mod bind;
 pub mod coll;
 pub mod comm;
 pub mod config;
@@ -170,7 +171,10 @@ pub fn init() -> Result<Weft> {
         },
         config,
     )
-    .inspect(|_| INITS.store(generation + 1, Ordering::Relaxed))
+    .inspect(|weft| {
+        INITS.store(generation + 1, Ordering::Relaxed);
+        weft.pin_to_core();
+    })
     .map_err(|e| match generation {
         0 => e,
         n => e.context(format!(
@@ -582,6 +586,21 @@ impl Weft {
     /// Rank among the job's ranks on this node, and how many there are.
     pub fn local(&self) -> (u32, u32) {
         (self.local_rank, self.local_size)
+    }
+
+    /// Pins this process to its core under `WEFT_BIND` (launched ranks only: [`init`]
+    /// calls it; in-process ranks are threads of one test). A refusal is reported once on
+    /// standard error and the rank runs unpinned.
+    fn pin_to_core(&self) {
+        let Some(cpu) = bind::cpu_for(self.config.bind, self.local_rank, self.local_size) else {
+            return;
+        };
+        if let Err(e) = bind::pin(cpu) {
+            eprintln!(
+                "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
+                self.world.rank()
+            );
+        }
     }
 
     /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).

@@ -25,8 +25,16 @@ fn main() {
         "collectives" => collectives(&world),
         "info" => {
             let (lr, ls) = weft.local();
+            let cpus = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                        .map(|v| v.trim().to_owned())
+                })
+                .unwrap_or_default();
             println!(
-                "rank {} of {} local {lr} of {ls} yield {}",
+                "rank {} of {} local {lr} of {ls} yield {} cpus {cpus}",
                 world.rank(),
                 world.size(),
                 weft.yields_when_idle()
