@@ -81,6 +81,11 @@ const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
 /// on a loaded machine (each yield can cost a whole time slice), but a dead peer must still
 /// be found. A multiple of [`POLLS_PER_CLOCK_READ`].
 const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
+/// Longest a wait keeps its core because no co-located rank is needed
+/// ([`Engine::wait_until_sharing`]): a co-located rank might still have work for a peer
+/// that the wait cannot see (a pipelined send), which then waits this long at most before
+/// the rank yields again.
+const KEEP_CORE_MAX: std::time::Duration = std::time::Duration::from_micros(50);
 /// Smallest fragment a TCP rendezvous message is cut into to have two of them in flight.
 const NET_MIN_SPLIT_BYTES: usize = 64 * 1024;
 /// Progress calls between epoll polls while no TCP connection exists (only to accept the
@@ -321,6 +326,10 @@ pub(crate) struct Engine {
     adaptive_spin: bool,
     /// The learned spin of point-to-point waits (0 ..= P2P_SPIN_MAX_NS).
     p2p_spin_ns: u32,
+    /// The local ranks pinned to this rank's core, when this rank is pinned (`WEFT_BIND`):
+    /// a collective wait that needs none of them to run keeps the core instead of yielding
+    /// it ([`Engine::wait_until_sharing`]).
+    colocated: Vec<u32>,
     /// Point-to-point waits so far (every P2P_PROBE_EVERY_WAITS-th probes when the learned
     /// spin is nothing).
     p2p_waits: u32,
@@ -490,6 +499,7 @@ impl Engine {
             },
             yield_when_idle,
             never_yield: matches!(config.yield_mode, YieldMode::Never),
+            colocated: Vec::new(),
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
@@ -756,6 +766,16 @@ impl Engine {
     /// Whether the engine yields the CPU when idle.
     pub(crate) fn yields_when_idle(&self) -> bool {
         self.yield_when_idle
+    }
+
+    /// Records the local ranks pinned to this rank's core (after pinning it).
+    pub(crate) fn set_colocated(&mut self, local_ranks: Vec<u32>) {
+        self.colocated = local_ranks;
+    }
+
+    /// The local ranks pinned to this rank's core (empty when it is not pinned).
+    pub(crate) fn colocated(&self) -> &[u32] {
+        &self.colocated
     }
 
     /// Times this rank yielded the CPU while waiting.
@@ -1315,7 +1335,22 @@ impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
     /// and then that the peers the pending requests wait for are alive.
     pub(crate) fn wait_until(&mut self, done: impl FnMut(&Engine) -> bool) {
-        self.wait_spinning(done, 0);
+        self.wait_spinning(done, 0, |_| false);
+    }
+
+    /// [`Engine::wait_until`] for a wait that knows whom it waits for: where the rank would
+    /// yield, it keeps polling instead while `keep_core` says that no rank pinned to its
+    /// core is needed for the wait to end (a collective area wait whose co-located ranks
+    /// have all arrived: yielding would only switch to one of them, which has nothing to do
+    /// but wait too, and back), for at most [`KEEP_CORE_MAX`] of the wait. np=4 on 2 cores,
+    /// 8 B, p50 us, 4 jobs each: allgather 2.13-2.21 -> 1.94-2.06, alltoall 2.18-2.26 ->
+    /// 1.95-2.10, reduce_scatter 2.28-2.33 -> 2.07-2.20.
+    pub(crate) fn wait_until_sharing(
+        &mut self,
+        done: impl FnMut(&Engine) -> bool,
+        keep_core: impl Fn(&Engine) -> bool,
+    ) {
+        self.wait_spinning(done, 0, keep_core);
     }
 
     /// [`Engine::wait_until`] for point-to-point completions. On a node with more ranks
@@ -1328,7 +1363,7 @@ impl Engine {
     /// yielding at once: their waits depend on every rank being scheduled.
     pub(crate) fn wait_p2p_until(&mut self, done: impl FnMut(&Engine) -> bool) {
         if !self.adaptive_spin {
-            self.wait_spinning(done, 0);
+            self.wait_spinning(done, 0, |_| false);
             return;
         }
         self.p2p_waits = self.p2p_waits.wrapping_add(1);
@@ -1341,7 +1376,7 @@ impl Engine {
         } else {
             self.p2p_spin_ns
         };
-        let got = self.wait_spinning(done, budget);
+        let got = self.wait_spinning(done, budget, |_| false);
         self.p2p_spin_ns = learned_spin_ns(self.p2p_spin_ns, budget, got);
     }
 
@@ -1352,7 +1387,12 @@ impl Engine {
     /// for a whole time slice. After the window, or at once when the node has more ranks
     /// than cores, it yields on every idle poll. The clock is read only every few hundred
     /// idle polls (every 32 in a yielding rank's spin), so a short wait never reads it.
-    fn wait_spinning(&mut self, mut done: impl FnMut(&Engine) -> bool, spin_ns: u32) -> Spun {
+    fn wait_spinning(
+        &mut self,
+        mut done: impl FnMut(&Engine) -> bool,
+        spin_ns: u32,
+        keep_core: impl Fn(&Engine) -> bool,
+    ) -> Spun {
         let mut idle: u32 = 0;
         let mut spun = Spun::Never;
         // The end of this stretch's spin (a yielding rank's), once the clock was read.
@@ -1360,6 +1400,9 @@ impl Engine {
         let mut spinning = spin_ns > 0;
         let mut spin_until: Option<std::time::Instant> = None;
         let mut yielding = self.yield_when_idle;
+        // Keeping the core (`keep_core`) ends for good after KEEP_CORE_MAX of one wait.
+        let mut keeping = true;
+        let mut keep_until: Option<std::time::Instant> = None;
         while !done(self) {
             if self.progress() {
                 idle = 0;
@@ -1400,6 +1443,18 @@ impl Engine {
                     }
                     if idle.is_multiple_of(LIVENESS_EVERY_SPINS) {
                         self.check_peers();
+                    }
+                }
+                continue;
+            }
+            if keeping && keep_core(self) {
+                std::hint::spin_loop();
+                if idle.is_multiple_of(P2P_POLLS_PER_CLOCK_READ) {
+                    let now = std::time::Instant::now();
+                    match keep_until {
+                        None => keep_until = Some(now + KEEP_CORE_MAX),
+                        Some(t) if now >= t => keeping = false,
+                        Some(_) => {}
                     }
                 }
                 continue;

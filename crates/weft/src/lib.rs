@@ -600,7 +600,15 @@ impl Weft {
                 "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
+            return;
         }
+        let colocated = (0..self.local_size)
+            .filter(|&l| {
+                l != self.local_rank
+                    && bind::cpu_for(self.config.bind, l, self.local_size) == Some(cpu)
+            })
+            .collect();
+        self.engine.borrow_mut().set_colocated(colocated);
     }
 
     /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).

@@ -153,14 +153,25 @@ impl<'a> CollArea<'a> {
     /// before its next slot access.
     pub fn arrive(&self) -> u64 {
         let phase = self.word_at(1 + self.me as usize, 5);
-        phase.store(phase.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        phase.store(phase.load(Ordering::Relaxed) + 1, Ordering::Release);
         self.word(0).fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// This rank's phase: the counter arrivals it has made.
-    fn phase(&self) -> u64 {
+    pub fn phase(&self) -> u64 {
         self.word_at(1 + self.me as usize, 5)
             .load(Ordering::Relaxed)
+    }
+
+    /// Local rank `rank`'s phase (the counter arrivals it has made; acquire): whether it has
+    /// arrived in a phase, for a waiting rank that decides whether it may keep its core.
+    pub fn phase_of(&self, rank: u32) -> u64 {
+        assert!(
+            rank < self.local_size,
+            "phase of local rank {rank} of {}",
+            self.local_size
+        );
+        self.word_at(1 + rank as usize, 5).load(Ordering::Acquire)
     }
 
     /// The arrival counter (acquire: pairs with [`CollArea::arrive`]).

@@ -222,7 +222,7 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
     let outcome = loop {
         let Unwind { e, s } = &mut g;
         match e.advancing_coll(|e| s.advance(e)) {
-            Ok(false) => e.wait_until(|e| s.step_done(e)),
+            Ok(false) => e.wait_until_sharing(|e| s.step_done(e), |e| s.keeps_core(e)),
             outcome => break outcome.map(|_| ()),
         }
     };

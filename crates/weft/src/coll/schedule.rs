@@ -445,6 +445,33 @@ impl<'a> Schedule<'a> {
         false
     }
 
+    /// Whether the current step's wait needs no rank pinned to this rank's core to run
+    /// ([`Engine::wait_until_sharing`]): it waits for the node's arrival counter only (no
+    /// message, whose sender may depend on anyone), and every co-located rank has already
+    /// arrived there.
+    pub fn keeps_core(&self, e: &Engine) -> bool {
+        let co = e.colocated();
+        let Some(wait) = self.shm_wait else {
+            return false;
+        };
+        if co.is_empty() || !self.pending.is_empty() {
+            return false;
+        }
+        let Some(a) = e.shm().and_then(CollArea::new) else {
+            return false;
+        };
+        match wait {
+            ShmWait::Count(_) => {
+                let mine = a.phase();
+                co.iter().all(|&l| a.phase_of(l) >= mine)
+            }
+            // Not the leader barrier: there local rank 0 is to leave first, and ranks that
+            // kept their cores delayed it (np=4 on 2 cores, rooted 8 B calls after the
+            // barrier: 0.23 -> 0.7-0.8 us in 2 of 3 jobs).
+            ShmWait::Barrier(_) => false,
+        }
+    }
+
     /// A peer whose first unreceived collective message carries this call's number but
     /// another collective or root. Messages from one peer on one context arrive in order,
     /// so its message for this call, if it sent one, is the first with this number.
