@@ -467,16 +467,23 @@ impl Comm {
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
         request::check_outstanding(self, coll.name())?;
-        let index = select::ALL.iter().position(|&c| c == coll).unwrap_or(0) as u32;
+        let index = coll.index() as u32;
         // Checked before the number is taken, so that the ranks' numbering stays aligned
         // when the caller completes the other call and retries.
         let tag = coll_tag(index, request::peek_seq(self), root);
         request::check_tag_free(self, coll.name(), tag)?;
         request::next_seq(self);
-        let mut s = Schedule::start(self, coll.name(), plan.into(), send, recv, reduction, tag);
+        let plan: Rc<Plan> = plan.into();
+        if mode == Mode::Blocking {
+            if let Some(single) = plan.single_message() {
+                let outcome = schedule::run_single(self, coll.name(), single, send, recv, tag);
+                return Ok(CollRequest::completed(outcome));
+            }
+        }
+        let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
         if mode == Mode::Blocking {
             let outcome = request::run_blocking(self, &mut s);
-            return Ok(CollRequest::completed(self, outcome));
+            return Ok(CollRequest::completed(outcome));
         }
         CollRequest::start(self, s)
     }

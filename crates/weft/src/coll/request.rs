@@ -152,7 +152,6 @@ pub(crate) unsafe fn advance(p: ActivePtr, e: &mut Engine) -> (bool, bool) {
 /// borrowed buffers, which is why the functions that start one are `unsafe`.
 #[must_use = "a collective request must be tested or waited to learn its outcome"]
 pub struct CollRequest<'a> {
-    comm: Comm,
     inner: Inner<'a>,
 }
 
@@ -162,6 +161,7 @@ enum Inner<'a> {
     /// at, so that any progress advances it. Owned (from `Box::into_raw`); freed on drop,
     /// after the engine has forgotten it.
     Registered {
+        comm: Comm,
         active: NonNull<Active<'a>>,
         _owns: PhantomData<Box<Active<'a>>>,
     },
@@ -178,7 +178,7 @@ enum Inner<'a> {
 impl std::fmt::Debug for CollRequest<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.inner {
-            Inner::Registered { active, .. } => {
+            Inner::Registered { comm, active, .. } => {
                 // SAFETY: the engine touches the schedule only inside engine calls, none of
                 // which is running while the owner is borrowed here.
                 let a = unsafe { active.as_ref() };
@@ -186,13 +186,11 @@ impl std::fmt::Debug for CollRequest<'_> {
                     f,
                     "CollRequest({} on {:?}, finished: {})",
                     a.schedule.what(),
-                    self.comm,
+                    comm,
                     a.finished
                 )
             }
-            Inner::Done { .. } => {
-                write!(f, "CollRequest(blocking call on {:?}, finished)", self.comm)
-            }
+            Inner::Done { .. } => f.write_str("CollRequest(blocking call, finished)"),
         }
     }
 }
@@ -232,10 +230,10 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
 }
 
 impl<'a> CollRequest<'a> {
-    /// The request of a blocking call that [`run_blocking`] has completed.
-    pub(crate) fn completed(comm: &Comm, outcome: Result<()>) -> CollRequest<'a> {
+    /// The request of a blocking call that [`run_blocking`] has completed (it holds only
+    /// the outcome: no communicator to clone and drop on the latency-bound path).
+    pub(crate) fn completed(outcome: Result<()>) -> CollRequest<'a> {
         CollRequest {
-            comm: comm.clone(),
             inner: Inner::Done {
                 error: outcome.err(),
                 reported: false,
@@ -258,8 +256,8 @@ impl<'a> CollRequest<'a> {
         // SAFETY: Box::into_raw never returns null.
         let active = unsafe { NonNull::new_unchecked(Box::into_raw(Box::new(active))) };
         let mut r = CollRequest {
-            comm: comm.clone(),
             inner: Inner::Registered {
+                comm: comm.clone(),
                 active,
                 _owns: PhantomData,
             },
@@ -269,6 +267,14 @@ impl<'a> CollRequest<'a> {
         comm.engine.borrow_mut().register_coll(r.erased());
         r.test()?;
         Ok(r)
+    }
+
+    /// The communicator of a registered (nonblocking) call.
+    fn comm(&self) -> &Comm {
+        match &self.inner {
+            Inner::Registered { comm, .. } => comm,
+            Inner::Done { .. } => unreachable!("a completed blocking call has no communicator"),
+        }
     }
 
     /// The registered collective's address for the engine.
@@ -315,7 +321,7 @@ impl<'a> CollRequest<'a> {
         }
         let p = self.erased();
         {
-            let mut e = self.comm.engine.borrow_mut();
+            let mut e = self.comm().engine.borrow_mut();
             e.clear_advancing();
             // SAFETY: `p` is live (owned by self) and no reference to it is held across the call.
             if !unsafe { is_finished(p) } {
@@ -369,7 +375,13 @@ impl<'a> CollRequest<'a> {
                 break;
             }
             // Sleep in the engine until some request's current step can move on.
-            let engine = reqs[0].comm.engine.clone();
+            let Some(first) = reqs
+                .iter()
+                .find(|r| matches!(r.inner, Inner::Registered { .. }))
+            else {
+                break;
+            };
+            let engine = first.comm().engine.clone();
             let mut e = engine.borrow_mut();
             e.wait_until(|e| ptrs.iter().any(|&p| step_can_move(p, e)));
         }
@@ -385,7 +397,7 @@ impl<'a> CollRequest<'a> {
         }
         let p = self.erased();
         {
-            let mut e = self.comm.engine.borrow_mut();
+            let mut e = self.comm().engine.borrow_mut();
             e.clear_advancing();
             loop {
                 // SAFETY: `p` is live (owned by self); no reference to it is held across
@@ -426,7 +438,7 @@ impl Drop for CollRequest<'_> {
         let Inner::Registered { active, .. } = self.inner else {
             return;
         };
-        if self.comm.engine.try_borrow_mut().is_err() {
+        if self.comm().engine.try_borrow_mut().is_err() {
             // SAFETY: no engine call can run while the engine is borrowed elsewhere and we
             // are unwinding; a plain write of one flag (the engine's next pass over its
             // registry drops the collective's tag from the unfinished calls).
@@ -435,7 +447,7 @@ impl Drop for CollRequest<'_> {
         }
         let _ = self.finish();
         let p = self.erased();
-        let mut e = self.comm.engine.borrow_mut();
+        let mut e = self.comm().engine.borrow_mut();
         e.deregister_coll(p);
         // SAFETY: allocated by Box::into_raw in `start`, no longer known to the engine.
         let mut a = unsafe { Box::from_raw(active.as_ptr()) };

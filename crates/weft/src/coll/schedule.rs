@@ -476,16 +476,7 @@ impl<'a> Schedule<'a> {
     /// another collective or root. Messages from one peer on one context arrive in order,
     /// so its message for this call, if it sent one, is the first with this number.
     fn find_disagreement(&self, e: &Engine) -> Option<(u32, i32)> {
-        (0..self.members.len() as u32)
-            .filter(|&p| p != self.rank)
-            .find_map(|p| {
-                let st = e.peek(&Pattern {
-                    ctx: self.ctx,
-                    src: p as i32,
-                    tag: ANY_TAG,
-                })?;
-                super::disagrees(self.tag, st.tag).then_some((p, st.tag))
-            })
+        find_disagreement(e, self.members.len() as u32, self.rank, self.ctx, self.tag)
     }
 
     /// Moves the schedule as far as it can without waiting; true when it has finished.
@@ -848,6 +839,134 @@ fn slot_index(area: &CollArea<'_>, slot: Slot) -> u32 {
     match slot {
         Slot::Rank(r) => r,
         Slot::Result => area.result_slot(),
+    }
+}
+
+/// A peer of `rank` (among `size`) whose first unreceived message on `ctx` carries the call
+/// number of `tag` but another collective or root ([`Schedule::find_disagreement`]).
+fn find_disagreement(e: &Engine, size: u32, rank: u32, ctx: u32, tag: i32) -> Option<(u32, i32)> {
+    (0..size).filter(|&p| p != rank).find_map(|p| {
+        let st = e.peek(&Pattern {
+            ctx,
+            src: p as i32,
+            tag: ANY_TAG,
+        })?;
+        super::disagrees(tag, st.tag).then_some((p, st.tag))
+    })
+}
+
+/// The one message of a plan that is nothing but it (a leaf of a flat tree: a scatter's or
+/// a broadcast's receiver, a gather's or a reduction's sender).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Single {
+    Send { peer: u32, src: Region },
+    Recv { peer: u32, dst: Region },
+}
+
+impl Plan {
+    /// The plan's one message when the plan is a single send or receive from or into the
+    /// caller's buffers ([`run_single`]).
+    pub fn single_message(&self) -> Option<Single> {
+        if self.actions.len() != 1 || self.tmp_total_bytes != 0 {
+            return None;
+        }
+        match self.actions[0] {
+            Action::Send { peer, src } if matches!(src.buf, Buf::Send | Buf::Recv) => {
+                Some(Single::Send { peer, src })
+            }
+            Action::Recv { peer, dst } if dst.buf == Buf::Recv => Some(Single::Recv { peer, dst }),
+            _ => None,
+        }
+    }
+}
+
+/// Runs a blocking call whose plan is one message ([`Plan::single_message`]) as a plain
+/// point-to-point send or receive: what a schedule would do for it (the same tag, the same
+/// checks of the received length, the same look for a peer that disagrees about the call
+/// while it waits) without building one. A leaf of a small scatter or broadcast spent
+/// about 0.17-0.23 us per call in the schedule's machinery (np=4, 8 B; Open MPI's leaves
+/// 0.06-0.08).
+pub(crate) fn run_single(
+    comm: &Comm,
+    what: &'static str,
+    single: Single,
+    send: &[u8],
+    recv: &mut [u8],
+    tag: i32,
+) -> Result<()> {
+    let rank = comm.data.rank;
+    let ctx = comm.data.ctx + 1;
+    let members = &comm.data.members;
+    let wrap = |err: Error| {
+        if err.message().starts_with(what) {
+            err
+        } else {
+            err.context(format!("{what} on rank {rank}"))
+        }
+    };
+    let mut e = comm.engine.borrow_mut();
+    e.clear_advancing();
+    let (id, peer, expect) = match single {
+        Single::Recv { peer, dst } => {
+            let buf = RawBufMut::new(&mut recv[dst.off..dst.off + dst.len]);
+            let pattern = Pattern {
+                ctx,
+                src: peer as i32,
+                tag,
+            };
+            let id = e
+                .start_recv(buf, pattern, Some(members[peer as usize]), members)
+                .map_err(wrap)?;
+            (id, peer, Some(dst.len))
+        }
+        Single::Send { peer, src } => {
+            let whole = if src.buf == Buf::Send { send } else { &*recv };
+            let buf = RawBuf::new(&whole[src.off..src.off + src.len]);
+            let world = members[peer as usize];
+            match e
+                .start_send_mode(buf, world, rank, ctx, tag, false, false)
+                .map_err(wrap)?
+            {
+                Some(id) => (id, peer, None),
+                None => return Ok(()),
+            }
+        }
+    };
+    let size = members.len() as u32;
+    let mut polls = 0u32;
+    let mut disagreement = None;
+    e.wait_until(|e| {
+        if e.is_done(id) {
+            return true;
+        }
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(DISAGREEMENT_EVERY) {
+            disagreement = find_disagreement(e, size, rank, ctx, tag);
+        }
+        disagreement.is_some()
+    });
+    if let Some((other, theirs)) = disagreement {
+        let given_up = expect.is_none() && e.abandon_send(id);
+        if !given_up {
+            if expect.is_some() {
+                e.cancel_recv(id);
+            }
+            let _ = e.wait(id);
+            e.free_req(id);
+        }
+        return Err(super::disagreement(rank, other, tag, theirs));
+    }
+    let outcome = e.outcome(id);
+    e.free_req(id);
+    match (outcome, expect) {
+        (Ok(st), Some(want)) if st.bytes != want => {
+            Err(wrap(mismatch(what, rank, peer, st.bytes, want)))
+        }
+        (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
+            Err(wrap(mismatch_truncated(what, rank, peer, want, &err)))
+        }
+        (Err(err), _) => Err(wrap(err)),
+        _ => Ok(()),
     }
 }
 
