@@ -475,8 +475,9 @@ impl Comm {
         request::next_seq(self);
         let plan: Rc<Plan> = plan.into();
         if mode == Mode::Blocking {
-            if let Some(single) = plan.single_message() {
-                let outcome = schedule::run_single(self, coll.name(), single, send, recv, tag);
+            if let Some(direct) = plan.direct() {
+                let outcome =
+                    schedule::run_direct(self, coll.name(), &plan, direct, send, recv, tag);
                 return Ok(CollRequest::completed(outcome));
             }
         }
