@@ -76,6 +76,7 @@ pub fn algorithms(coll: &str) -> &'static [&'static str] {
             "rabenseifner",
             "hier_knomial",
             "shm",
+            "shm_one_shot",
         ],
         "allgather" => &["ring", "recursive_doubling", "bruck", "knomial", "shm"],
         "alltoall" => &["pairwise", "bruck", "shm", "shm_direct"],
@@ -211,7 +212,10 @@ pub fn cost_ns(
         n: shape.bytes as f64,
         lanes,
     };
-    let shm = matches!(algo, "shm" | "shm_counter" | "shm_leader" | "shm_direct");
+    let shm = matches!(
+        algo,
+        "shm" | "shm_counter" | "shm_leader" | "shm_direct" | "shm_one_shot"
+    );
     if shm && c.nodes > 1 {
         return None;
     }
@@ -274,6 +278,10 @@ pub fn cost_ns(
         // Reduce (with γ) up both levels, then bcast down both levels.
         ("allreduce", "hier_knomial") => hier_fan(&c, k, n, g) + hier_fan(&c, k, n, 0.0),
         ("allreduce", "shm") => shm_reduce(&c, n) + intra.bytes_ns(n),
+        // One arrival; every rank copies its vector in, reads all p and combines p - 1.
+        ("allreduce", "shm_one_shot") => {
+            intra.latency_ns + intra.bytes_ns((pf + 1.0) * n) + (pf - 1.0) * n * g
+        }
 
         ("allgather", "ring") => (pf - 1.0) * Ctx::msg(c.shift(), n),
         ("allgather", "recursive_doubling") => {

@@ -97,7 +97,7 @@ impl Comm {
         let plan = self.coll_prepared(Coll::Allreduce, key, &[], || {
             let c = self.coll_choose(Coll::Allreduce, bytes, commutative, mode)?;
             let slot = match c.algo {
-                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
+                "shm" | "shm_one_shot" => self.coll_shm_slot_bytes().unwrap_or(64),
                 _ => 0,
             };
             let shape = PlanShape {
@@ -130,6 +130,7 @@ impl Comm {
         Ok(match c.algo {
             "ring" => algo::ring_allreduce::plan(rank, size, n, es),
             "shm" => algo::shm::allreduce(rank, size, n, es, slot),
+            "shm_one_shot" => algo::shm_one_shot::allreduce(rank, size, n, es, slot),
             "rabenseifner" => algo::rabenseifner::plan(
                 rank,
                 size,

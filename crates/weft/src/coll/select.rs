@@ -247,6 +247,7 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("rabenseifner", COMM, false),
     hier_algo("hier_knomial", COMM, true),
     algo("shm", SHM, false),
+    algo("shm_one_shot", SHM, false),
 ];
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];

@@ -35,6 +35,7 @@ pub(crate) mod shm_direct_combine;
 pub(crate) mod shm_direct_gather;
 pub(crate) mod shm_direct_reduce;
 pub(crate) mod shm_direct_reduce_scatter;
+pub(crate) mod shm_one_shot;
 pub(crate) mod shm_reduce;
 pub(crate) mod shm_reduce_scatter;
 
