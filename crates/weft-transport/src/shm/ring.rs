@@ -6,9 +6,14 @@
 //! store; the consumer spins on the sequence word of the cell at its read position with an
 //! acquire load, so a short message costs one cache-line transfer and no system call.
 //!
-//! Stale bytes cannot pass for a message: before publishing a message the producer zeroes the
-//! sequence word of the cell right after it (where the next header will go), and it always
-//! keeps that cell free, so the consumer sees either zero or the next real header there.
+//! Stale bytes cannot pass for a message: the producer always keeps the cell right after a
+//! message (where the next header will go) free, and before publishing the message it
+//! zeroes that cell's sequence word unless the cell cannot hold stale payload bytes, so the
+//! consumer sees either the next real header there, zero, or a header of an earlier lap
+//! (whose sequence word is one lap lower than the one it waits for). A cell holds stale
+//! payload only if a message of more than one cell covered it a lap ago; the producer
+//! remembers the last cell any such message covered, so a stream of one-cell messages
+//! writes one cache line each, not two.
 //! The consumer publishes its read position in a separate cache line, which the producer only
 //! reads when its cached copy says the ring is full.
 
@@ -73,6 +78,9 @@ pub struct Producer {
     cell_count: u64,
     head: u64,
     cached_tail: u64,
+    /// One past the last cell (absolute index) that a message's payload, not its header,
+    /// was written into: cells below it may hold stale payload a lap later.
+    payload_end: u64,
 }
 
 /// The consuming end of a ring; lives in the receiving process only.
@@ -109,6 +117,7 @@ impl Producer {
             cell_count: (ring_bytes / CELL_BYTES) as u64,
             head: 0,
             cached_tail: 0,
+            payload_end: 0,
         }
     }
 
@@ -131,7 +140,7 @@ impl Producer {
     }
 
     /// Bytes of this ring that traffic has touched so far: the cells written (each message's
-    /// cells and the cell after it, whose sequence word it clears), at most the whole ring,
+    /// cells and the cell after it, whose sequence word it may clear), at most the whole ring,
     /// plus the control area once anything was sent. A ring never written costs no memory:
     /// its pages are never faulted in.
     pub fn touched_bytes(&self) -> usize {
@@ -163,7 +172,11 @@ impl Producer {
         // SAFETY: all offsets are reduced modulo the ring size and the cells in
         // [head, head + need] are free (checked above), so nothing here races with the consumer.
         unsafe {
-            (*(self.cells.add(next_off) as *const AtomicU64)).store(0, Ordering::Relaxed);
+            // The cell after the message held, a lap ago, cell `head + need - cell_count`:
+            // only a payload cell there can look like a header now.
+            if self.head + need < self.payload_end + self.cell_count {
+                (*(self.cells.add(next_off) as *const AtomicU64)).store(0, Ordering::Relaxed);
+            }
             let mut off = head_off + HEADER_BYTES;
             for part in parts {
                 self.copy_in(off, part);
@@ -172,6 +185,9 @@ impl Producer {
             std::ptr::write(self.cells.add(head_off + 8) as *mut Header, *header);
             (*(self.cells.add(head_off) as *const AtomicU64))
                 .store(self.head + 1, Ordering::Release);
+        }
+        if need > 1 {
+            self.payload_end = self.head + need;
         }
         self.head += need;
         true
@@ -357,6 +373,52 @@ mod tests {
             let got = c.poll(|h, a, b| (h.aux, a.len() + b.len())).unwrap();
             assert_eq!(got, (i as u32, len));
             assert!(c.poll(|_, _, _| ()).is_none(), "phantom message after {i}");
+        }
+    }
+
+    #[test]
+    fn a_lap_after_a_long_message_its_payload_cell_is_cleared() {
+        // A 4-cell ring. Past the first lap, a two-cell message at cell 5 leaves in cell 6
+        // (slot 2) the word 11: exactly the sequence word the consumer waits for at cell 10,
+        // one lap later in the same slot. One-cell messages follow; the one at cell 9 must
+        // clear slot 2 (one-cell messages alone clear nothing), or the consumer would take the
+        // stale payload for a header.
+        let ring_bytes = 4 * CELL_BYTES;
+        let mut mem = ring_memory(ring_bytes);
+        let base = mem.as_mut_ptr() as *mut u8;
+        // SAFETY: `mem` outlives both ends and is zeroed.
+        let (mut p, mut c) = unsafe {
+            (
+                Producer::new(base, ring_bytes),
+                Consumer::new(base, ring_bytes),
+            )
+        };
+        let mut send = |p: &mut Producer, payload: &[u8], aux: u32| {
+            let h = Header {
+                len: payload.len() as u32,
+                aux,
+                ..Header::default()
+            };
+            assert!(p.try_send(&h, &[payload]));
+            assert_eq!(
+                c.poll(|h, a, b| (h.aux, a.len() + b.len())),
+                Some((aux, payload.len()))
+            );
+            assert!(
+                c.poll(|_, _, _| ()).is_none(),
+                "phantom message after {aux}"
+            );
+        };
+        for aux in 0..5 {
+            send(&mut p, &[1; 8], aux);
+        }
+        assert_eq!(p.cells_sent(), 5);
+        let mut long = vec![0u8; INLINE_BYTES];
+        long.extend_from_slice(&11u64.to_le_bytes());
+        send(&mut p, &long, 5);
+        assert_eq!(p.cells_sent(), 7);
+        for aux in 6..20 {
+            send(&mut p, &[2; 8], aux);
         }
     }
 }
