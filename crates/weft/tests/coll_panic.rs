@@ -38,3 +38,63 @@ fn a_panicking_user_op_leaves_the_engine_usable() {
         assert_eq!(out2, [2; 3]);
     });
 }
+
+/// A blocking broadcast's leaf waits as a plain receive (no schedule). While it waits, the
+/// engine advances this rank's nonblocking allreduce, whose user operation panics: the
+/// panic unwinds through the broadcast, and its receive must be given up on the way, or
+/// the root's data, arriving later, would be written into the leaf's buffer (freed memory,
+/// had it been on the unwound stack; here it stays alive so the test can look at it).
+#[test]
+fn a_panic_during_a_direct_leaf_wait_gives_up_its_receive() {
+    let vars = [
+        ("WEFT_BCAST_ALGO", "knomial"),
+        ("WEFT_ALLREDUCE_ALGO", "recursive_doubling"),
+    ];
+    common::run_ranks(2, &vars, |w| {
+        let me = w.rank();
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let f = fired.clone();
+        let op = Op::user::<i64>("boom once on rank 1", true, move |a, b| {
+            if me == 1 && !f.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                panic!("user op fails once on rank 1");
+            }
+            for (x, y) in a.iter().zip(b.iter_mut()) {
+                *y += x;
+            }
+        });
+        // The nonblocking call's buffers live for ever and its request is never waited
+        // (forgotten below), so the panic cannot leave the engine pointing at freed memory
+        // through it.
+        let send: &'static [i64] = Box::leak(Box::new([me as i64 + 1; 2]));
+        let recv: &'static mut [i64] = Box::leak(Box::new([0i64; 2]));
+        let mut buf = [7u8; 16];
+        if me == 0 {
+            // Rank 1 is waiting in the broadcast when this allreduce's data reaches it.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            // SAFETY: the buffers are leaked, so they outlive the request.
+            let req = unsafe { w.iallreduce(send, recv, &op) }.unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            buf = [9u8; 16];
+            w.bcast(&mut buf, 0).unwrap();
+            w.send(&[1u8], 1, 77).unwrap();
+            std::mem::forget(req);
+        } else {
+            // SAFETY: as above.
+            let req = unsafe { w.iallreduce(send, recv, &op) }.unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.bcast(&mut buf, 0)));
+            assert!(
+                r.is_err(),
+                "the user op's panic reaches the broadcast's caller"
+            );
+            // Rank 0's broadcast has been sent before this message.
+            let mut done = [0u8];
+            w.recv(&mut done, 0, 77).unwrap();
+            assert_eq!(
+                buf, [7u8; 16],
+                "a given-up receive wrote into the leaf's buffer"
+            );
+            std::mem::forget(req);
+        }
+        w.barrier().unwrap();
+    });
+}

@@ -207,8 +207,11 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
     impl Drop for Unwind<'_, '_, '_> {
         fn drop(&mut self) {
             if std::thread::panicking() {
-                self.e.clear_advancing();
+                // Give up first, while the guard the panic left set keeps the waits in
+                // `abandon` from advancing (and re-running the operation of) any
+                // collective; then clear it.
                 self.s.abandon(&mut self.e);
+                self.e.clear_advancing();
             }
         }
     }

@@ -904,9 +904,9 @@ fn direct_copy(send: &[u8], recv: &mut [u8], src: Region, dst: Region) {
 /// what a schedule would do for it (the same order of copies and sends, the same tags, the
 /// same checks of the received length, the same look for a peer that disagrees about the
 /// call while it waits) without building one. Eager sends complete as they are posted; only
-/// rendezvous sends are waited for. A leaf of a small scatter or broadcast spent
-/// 0.17-0.23 us per call in the schedule's machinery (np=4, 8 B; Open MPI's leaves
-/// 0.06-0.08).
+/// rendezvous sends are waited for (their list comes from the engine's pool, so a small call
+/// allocates nothing). A leaf of a small scatter or broadcast spent 0.17-0.23 us per call
+/// in the schedule's machinery (np=4, 8 B; Open MPI's leaves 0.06-0.08).
 pub(crate) fn run_direct(
     comm: &Comm,
     what: &'static str,
@@ -926,11 +926,12 @@ pub(crate) fn run_direct(
             err.context(format!("{what} on rank {rank}"))
         }
     };
-    let mut e = comm.engine.borrow_mut();
-    e.clear_advancing();
-    // Requests still in flight: (id, peer, expected length of a receive).
-    let mut waiting: Vec<(ReqId, u32, Option<usize>)> = Vec::new();
-    let mut recv_one = None;
+    let mut g = InFlight {
+        e: comm.engine.borrow_mut(),
+        one: None,
+        many: None,
+    };
+    g.e.clear_advancing();
     match direct {
         Direct::Recv { peer, dst } => {
             let buf = RawBufMut::new(&mut recv[dst.off..dst.off + dst.len]);
@@ -939,10 +940,14 @@ pub(crate) fn run_direct(
                 src: peer as i32,
                 tag,
             };
-            let id = e
-                .start_recv(buf, pattern, Some(members[peer as usize]), members)
-                .map_err(wrap)?;
-            recv_one = Some((id, peer, Some(dst.len)));
+            let id =
+                g.e.start_recv(buf, pattern, Some(members[peer as usize]), members)
+                    .map_err(wrap)?;
+            g.one = Some(Pending {
+                id,
+                peer,
+                expect_bytes: Some(dst.len),
+            });
         }
         Direct::Sends => {
             for a in &plan.actions {
@@ -957,11 +962,25 @@ pub(crate) fn run_direct(
                         let whole = if src.buf == Buf::Send { send } else { &*recv };
                         let buf = RawBuf::new(&whole[src.off..src.off + src.len]);
                         let world = members[peer as usize];
-                        match e.start_send_mode(buf, world, rank, ctx, tag, false, solo) {
-                            Ok(Some(id)) => waiting.push((id, peer, None)),
+                        match g.e.start_send_mode(buf, world, rank, ctx, tag, false, solo) {
+                            Ok(Some(id)) => {
+                                let pending = Pending {
+                                    id,
+                                    peer,
+                                    expect_bytes: None,
+                                };
+                                if g.one.is_none() {
+                                    g.one = Some(pending);
+                                } else {
+                                    let widest = plan.widest_step;
+                                    let InFlight { e, many, .. } = &mut g;
+                                    many.get_or_insert_with(|| e.coll_state.pool.take(0, widest).1)
+                                        .push(pending);
+                                }
+                            }
                             Ok(None) => {}
                             Err(err) => {
-                                abandon_direct(&mut e, &mut waiting);
+                                g.abandon();
                                 return Err(wrap(err));
                             }
                         }
@@ -972,40 +991,51 @@ pub(crate) fn run_direct(
             }
         }
     }
-    waiting.extend(recv_one);
-    if waiting.is_empty() {
+    if g.one.is_none() {
         return Ok(());
     }
     let size = members.len() as u32;
     let mut polls = 0u32;
     let mut disagreement = None;
-    e.wait_until(|e| {
-        if waiting.iter().all(|w| e.is_done(w.0)) {
-            return true;
-        }
-        polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(DISAGREEMENT_EVERY) {
-            disagreement = find_disagreement(e, size, rank, ctx, tag);
-        }
-        disagreement.is_some()
-    });
+    {
+        let InFlight { e, one, many } = &mut g;
+        e.wait_until(|e| {
+            let done = one.as_ref().is_none_or(|p| e.is_done(p.id))
+                && many
+                    .as_ref()
+                    .is_none_or(|m| m.iter().all(|p| e.is_done(p.id)));
+            if done {
+                return true;
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(DISAGREEMENT_EVERY) {
+                disagreement = find_disagreement(e, size, rank, ctx, tag);
+            }
+            disagreement.is_some()
+        });
+    }
     if let Some((other, theirs)) = disagreement {
-        abandon_direct(&mut e, &mut waiting);
+        g.abandon();
         return Err(super::disagreement(rank, other, tag, theirs));
     }
     let mut first = None;
-    for (id, peer, expect) in waiting {
-        let outcome = e.outcome(id);
-        e.free_req(id);
+    let InFlight { e, one, many } = &mut g;
+    let all = one
+        .take()
+        .into_iter()
+        .chain(many.iter_mut().flat_map(|m| m.drain(..)));
+    for p in all {
+        let outcome = e.outcome(p.id);
+        e.free_req(p.id);
         if first.is_some() {
             continue;
         }
-        first = match (outcome, expect) {
+        first = match (outcome, p.expect_bytes) {
             (Ok(st), Some(want)) if st.bytes != want => {
-                Some(mismatch(what, rank, peer, st.bytes, want))
+                Some(mismatch(what, rank, p.peer, st.bytes, want))
             }
             (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
-                Some(mismatch_truncated(what, rank, peer, want, &err))
+                Some(mismatch_truncated(what, rank, p.peer, want, &err))
             }
             (Err(err), _) => Some(err),
             _ => None,
@@ -1014,19 +1044,52 @@ pub(crate) fn run_direct(
     first.map_or(Ok(()), |err| Err(wrap(err)))
 }
 
-/// Gives up what a direct run still has in flight after an error, as
-/// [`Schedule::abandon`] does.
-fn abandon_direct(e: &mut Engine, waiting: &mut Vec<(ReqId, u32, Option<usize>)>) {
-    for (id, _, expect) in waiting.drain(..) {
-        if expect.is_none() {
-            if e.abandon_send(id) {
-                continue;
+/// What a direct run has in flight, with the engine it runs on. Dropped by a panic that
+/// unwinds through the run (a user operation of a nonblocking collective that the wait
+/// advanced), it gives up the requests, as [`run_blocking`](super::request::run_blocking)
+/// does for a schedule: they point into the caller's buffers, which the unwinding frees.
+/// A normal end leaves it nothing to give up and hands the pooled list back.
+struct InFlight<'e> {
+    e: std::cell::RefMut<'e, Engine>,
+    one: Option<Pending>,
+    /// The second and later requests (a root's rendezvous sends), from the engine's pool.
+    many: Option<Vec<Pending>>,
+}
+
+impl InFlight<'_> {
+    /// Gives up every request still in flight, as [`Schedule::abandon`] does: sends the
+    /// peer has not taken are dropped, receives cancelled, and each is reaped.
+    fn abandon(&mut self) {
+        let InFlight { e, one, many } = self;
+        let all = one
+            .take()
+            .into_iter()
+            .chain(many.iter_mut().flat_map(|m| m.drain(..)));
+        for p in all {
+            if p.expect_bytes.is_none() {
+                if e.abandon_send(p.id) {
+                    continue;
+                }
+            } else {
+                e.cancel_recv(p.id);
             }
-        } else {
-            e.cancel_recv(id);
+            let _ = e.wait(p.id);
+            e.free_req(p.id);
         }
-        let _ = e.wait(id);
-        e.free_req(id);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Give up first, while the guard the panic left set keeps the waits below from
+            // advancing (and re-running the operation of) any collective; then clear it.
+            self.abandon();
+            self.e.clear_advancing();
+        }
+        if let Some(m) = self.many.take() {
+            self.e.coll_state.pool.give(Vec::new(), m);
+        }
     }
 }
 
