@@ -1,39 +1,31 @@
-//! Pinning a launched rank's process to one core (`WEFT_BIND`). With more ranks than cores,
-//! the kernel's placement decides whether two partners share a core, and a pair that does
-//! must go through the scheduler for every message: measured on a 2-core machine, MPI
+//! The `WEFT_BIND` policy: whether and where a launched rank pins its process (its main
+//! thread; threads started later inherit the mask) to one core. With more ranks than
+//! cores, the kernel's placement decides whether two partners share a core, and a pair that
+//! does must go through the scheduler for every message: measured on a 2-core machine, MPI
 //! ping-pong at 4 ranks took 1.16-1.22 us at 8 B in 4 of 5 unpinned jobs and 0.24 us in 5
 //! of 5 pinned ones (rank to core `local rank mod cores`, so ranks 2k and 2k + 1 run on
 //! different cores). Pinning happens after start-up, so the engine's view of the node (how
 //! many cores, so whether to yield) is the unpinned one ([`usable_cores`]).
 //!
-//! Depends on the operating system's affinity calls only.
+//! The mapping assumes that the job has the node to itself and that every local rank may
+//! use the same CPUs; `auto` therefore leaves alone a process that someone already bound
+//! to fewer CPUs than are online (a batch system's or a wrapper's binding). Depends on the
+//! transport's affinity calls (`weft_transport::shm::affinity`) and the typed config.
 
 use crate::config::BindMode;
 use std::sync::OnceLock;
+use weft_transport::shm::affinity;
 
 /// CPUs this process could run on before anything was pinned, in increasing order (empty
 /// when the system does not say).
 fn allowed_cpus() -> &'static [usize] {
     static CPUS: OnceLock<Vec<usize>> = OnceLock::new();
-    CPUS.get_or_init(|| {
-        // SAFETY: cpu_set_t is a plain bit array, for which all zeroes is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: pid 0 is the calling thread; the size and pointer describe `set`, which
-        // lives for the call.
-        let rc =
-            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-        if rc != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            // SAFETY: `c` is below CPU_SETSIZE, inside the set.
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .collect()
-    })
+    CPUS.get_or_init(affinity::allowed_cpus)
 }
 
 /// Cores this process may use, as it started: the same answer before and after a rank
-/// pinned itself (which shrinks what the system reports to one).
+/// pinned itself (which shrinks what the system reports to one). Counts a CPU quota too
+/// (`available_parallelism`).
 pub(crate) fn usable_cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| {
@@ -43,36 +35,35 @@ pub(crate) fn usable_cores() -> usize {
 }
 
 /// The CPU local rank `local` of `local_size` goes on under `mode`, if it is pinned: the
-/// `local mod n`-th of the `n` CPUs it may use.
+/// `local mod n`-th of the `n` CPUs the process may use. `auto` pins when the node has
+/// more ranks than those CPUs, unless the process was already bound to fewer CPUs than the
+/// machine has online.
 pub(crate) fn cpu_for(mode: BindMode, local: u32, local_size: u32) -> Option<usize> {
     let cpus = allowed_cpus();
+    cpu_in(mode, local, local_size, cpus, affinity::online_cpus())
+}
+
+fn cpu_in(
+    mode: BindMode,
+    local: u32,
+    local_size: u32,
+    cpus: &[usize],
+    online: usize,
+) -> Option<usize> {
+    if cpus.is_empty() {
+        return None;
+    }
     let pin = match mode {
         BindMode::None => false,
         BindMode::Core => true,
-        BindMode::Auto => local_size as usize > usable_cores().min(cpus.len().max(1)),
+        BindMode::Auto => cpus.len() >= online && local_size as usize > cpus.len(),
     };
-    if !pin || cpus.is_empty() {
-        return None;
-    }
-    Some(cpus[local as usize % cpus.len()])
+    pin.then(|| cpus[local as usize % cpus.len()])
 }
 
-/// Pins the calling process (its thread) to `cpu`.
+/// Pins the calling process (its calling thread, and the threads it starts later) to `cpu`.
 pub(crate) fn pin(cpu: usize) -> std::io::Result<()> {
-    // SAFETY: as in `allowed_cpus`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
-    }
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked), inside the set.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; the size and pointer describe `set`.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    affinity::pin_to(cpu)
 }
 
 #[cfg(test)]
@@ -81,24 +72,21 @@ mod tests {
 
     #[test]
     fn ranks_spread_over_the_allowed_cpus() {
-        let cpus = allowed_cpus();
-        assert!(
-            !cpus.is_empty(),
-            "this system reports the CPUs a process may use"
-        );
-        assert!(cpus.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(cpu_for(BindMode::None, 0, 64), None);
-        let n = cpus.len() as u32;
-        for local in 0..2 * n + 1 {
-            let cpu = cpu_for(BindMode::Core, local, 2 * n + 1);
-            assert_eq!(cpu, Some(cpus[(local % n) as usize]));
+        let cpus = [0, 1, 4, 5];
+        assert_eq!(cpu_in(BindMode::None, 0, 64, &cpus, 4), None);
+        for local in 0..9 {
+            assert_eq!(
+                cpu_in(BindMode::Core, local, 9, &cpus, 8),
+                Some(cpus[local as usize % 4])
+            );
         }
-        // Auto pins only a node with more ranks than cores.
-        let cores = usable_cores().min(cpus.len()) as u32;
-        assert_eq!(cpu_for(BindMode::Auto, 0, cores), None);
-        assert_eq!(
-            cpu_for(BindMode::Auto, 1, cores + 1),
-            Some(cpus[1 % cpus.len()])
-        );
+        // Auto pins only a node with more ranks than CPUs...
+        assert_eq!(cpu_in(BindMode::Auto, 0, 4, &cpus, 4), None);
+        assert_eq!(cpu_in(BindMode::Auto, 1, 5, &cpus, 4), Some(1));
+        // ... and never a process someone bound to fewer CPUs than are online.
+        assert_eq!(cpu_in(BindMode::Auto, 1, 5, &cpus, 8), None);
+        assert_eq!(cpu_in(BindMode::Core, 1, 5, &cpus, 8), Some(1));
+        // Nothing known, nothing pinned.
+        assert_eq!(cpu_in(BindMode::Core, 0, 5, &[], 8), None);
     }
 }

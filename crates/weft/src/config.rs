@@ -20,7 +20,8 @@ pub enum YieldMode {
 /// Whether a launched rank pins its process to one core (`WEFT_BIND`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BindMode {
-    /// Pin when the node runs more ranks than the process may use cores.
+    /// Pin when the node runs more ranks than the process may use cores (and nobody bound
+    /// the process to fewer CPUs than are online).
     Auto,
     /// Always pin (local rank modulo the usable cores).
     Core,
@@ -189,7 +190,7 @@ impl Config {
             Some("off") => YieldMode::Never,
             _ => YieldMode::Auto,
         };
-        let bind = match values.text("WEFT_BIND").as_deref() {
+        let bind = match values.text("WEFT_BIND").as_deref().map(str::trim) {
             Some("core") => BindMode::Core,
             Some("none") => BindMode::None,
             _ => BindMode::Auto,

@@ -8,13 +8,13 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
     },
     Knob {
         name: "WEFT_BIND",
         kind: KnobKind::Choice(&["auto", "core", "none"]),
         default: "auto",
-        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use: auto = when the node has more ranks than those cores (the kernel's placement then decides whether partners share a core), core = always, none = never",
+        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads it starts later inherit the core; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
     },
     Knob {
         name: "WEFT_YIELD_AFTER_US",

@@ -608,7 +608,11 @@ impl Weft {
                     && bind::cpu_for(self.config.bind, l, self.local_size) == Some(cpu)
             })
             .collect();
-        self.engine.borrow_mut().set_colocated(colocated);
+        let mut e = self.engine.borrow_mut();
+        // `WEFT_YIELD=on` yields at once, always: only `auto` keeps a core.
+        if self.config.yield_mode == config::YieldMode::Auto {
+            e.set_colocated(colocated);
+        }
     }
 
     /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).

@@ -19,6 +19,7 @@
 //! This module must not depend on the runtime's message kinds beyond reserving
 //! [`KIND_SWITCH`].
 
+pub mod affinity;
 pub mod cma;
 pub mod coll;
 pub mod heap;

@@ -5,8 +5,10 @@
 //! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
 //! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
-//! blocking form waits on it. Reductions have byte-level entry points (`allreduce_bytes`)
-//! taking the element type at run time, for the C layers; the typed functions wrap them.
+//! blocking form runs it to completion first (a plan of one message, or of one step of
+//! sends, as plain point-to-point calls: `schedule::run_direct`). Reductions have
+//! byte-level entry points (`allreduce_bytes`) taking the element type at run time, for the
+//! C layers; the typed functions wrap them.
 //! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
 //! point-to-point messages, with a tag made of the collective and its sequence number on the
 //! communicator, so several outstanding collectives never take each other's messages.

@@ -1,7 +1,8 @@
 //! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule, which
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
-//! collective runs its schedule to completion where it starts ([`run_blocking`]) and its
-//! request only carries the outcome. Also the per-communicator count of
+//! collective runs its schedule to completion where it starts ([`run_blocking`]; a plan of
+//! one message or of one step of sends runs without a schedule,
+//! [`run_direct`](super::schedule::run_direct)) and its request only carries the outcome. Also the per-communicator count of
 //! collectives started, which keeps the traffic of several outstanding collectives on one
 //! communicator apart.
 //!
@@ -165,7 +166,8 @@ enum Inner<'a> {
         active: NonNull<Active<'a>>,
         _owns: PhantomData<Box<Active<'a>>>,
     },
-    /// A blocking call's, run to completion by [`run_blocking`] before the request was
+    /// A blocking call's, run to completion (by [`run_blocking`] or
+    /// [`run_direct`](super::schedule::run_direct)) before the request was
     /// made (its schedule never needed the heap, the registry or a place among the
     /// unfinished calls: nothing else starts on this rank before it completes): the
     /// outcome, until reported.
@@ -233,7 +235,7 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
 }
 
 impl<'a> CollRequest<'a> {
-    /// The request of a blocking call that [`run_blocking`] has completed (it holds only
+    /// The request of a blocking call that has run to completion (it holds only
     /// the outcome: no communicator to clone and drop on the latency-bound path).
     pub(crate) fn completed(outcome: Result<()>) -> CollRequest<'a> {
         CollRequest {

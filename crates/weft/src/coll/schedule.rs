@@ -679,25 +679,8 @@ impl<'a> Schedule<'a> {
     /// Collects the finished step's outcomes; a receive of the wrong size means the ranks
     /// disagree about the call (counts, roots or the collective itself).
     fn complete_step(&mut self, e: &mut Engine) -> Result<()> {
-        let mut first: Option<Error> = None;
-        for p in self.pending.drain(..) {
-            let outcome = e.outcome(p.id);
-            e.free_req(p.id);
-            if first.is_some() {
-                continue;
-            }
-            match (outcome, p.expect_bytes) {
-                (Ok(st), Some(want)) if st.bytes != want => {
-                    first = Some(mismatch(self.what, self.rank, p.peer, st.bytes, want));
-                }
-                (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
-                    first = Some(mismatch_truncated(self.what, self.rank, p.peer, want, &err));
-                }
-                (Err(err), _) => first = Some(err),
-                _ => {}
-            }
-        }
-        match first {
+        let (what, rank) = (self.what, self.rank);
+        match collect_outcomes(e, what, rank, self.pending.drain(..)) {
             Some(err) => Err(self.wrap(err)),
             None => Ok(()),
         }
@@ -708,17 +691,7 @@ impl<'a> Schedule<'a> {
     /// for: after a disagreement the peer waits under another tag and would never take a
     /// rendezvous send, so waiting for it would hang the rank that found the problem.
     pub fn abandon(&mut self, e: &mut Engine) {
-        for p in self.pending.drain(..) {
-            if p.expect_bytes.is_none() {
-                if e.abandon_send(p.id) {
-                    continue;
-                }
-            } else {
-                e.cancel_recv(p.id);
-            }
-            let _ = e.wait(p.id);
-            e.free_req(p.id);
-        }
+        abandon_pending(e, self.pending.drain(..));
     }
 
     fn wrap(&self, err: Error) -> Error {
@@ -1018,30 +991,12 @@ pub(crate) fn run_direct(
         g.abandon();
         return Err(super::disagreement(rank, other, tag, theirs));
     }
-    let mut first = None;
     let InFlight { e, one, many } = &mut g;
     let all = one
         .take()
         .into_iter()
         .chain(many.iter_mut().flat_map(|m| m.drain(..)));
-    for p in all {
-        let outcome = e.outcome(p.id);
-        e.free_req(p.id);
-        if first.is_some() {
-            continue;
-        }
-        first = match (outcome, p.expect_bytes) {
-            (Ok(st), Some(want)) if st.bytes != want => {
-                Some(mismatch(what, rank, p.peer, st.bytes, want))
-            }
-            (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
-                Some(mismatch_truncated(what, rank, p.peer, want, &err))
-            }
-            (Err(err), _) => Some(err),
-            _ => None,
-        };
-    }
-    first.map_or(Ok(()), |err| Err(wrap(err)))
+    collect_outcomes(e, what, rank, all).map_or(Ok(()), |err| Err(wrap(err)))
 }
 
 /// What a direct run has in flight, with the engine it runs on. Dropped by a panic that
@@ -1065,17 +1020,7 @@ impl InFlight<'_> {
             .take()
             .into_iter()
             .chain(many.iter_mut().flat_map(|m| m.drain(..)));
-        for p in all {
-            if p.expect_bytes.is_none() {
-                if e.abandon_send(p.id) {
-                    continue;
-                }
-            } else {
-                e.cancel_recv(p.id);
-            }
-            let _ = e.wait(p.id);
-            e.free_req(p.id);
-        }
+        abandon_pending(e, all);
     }
 }
 
@@ -1090,6 +1035,54 @@ impl Drop for InFlight<'_> {
         if let Some(m) = self.many.take() {
             self.e.coll_state.pool.give(Vec::new(), m);
         }
+    }
+}
+
+/// Collects finished requests' outcomes and frees them; returns the first error (a
+/// receive of the wrong size means the ranks disagree about the call: counts, roots or the
+/// collective itself).
+fn collect_outcomes(
+    e: &mut Engine,
+    what: &str,
+    rank: u32,
+    done: impl Iterator<Item = Pending>,
+) -> Option<Error> {
+    let mut first: Option<Error> = None;
+    for p in done {
+        let outcome = e.outcome(p.id);
+        e.free_req(p.id);
+        if first.is_some() {
+            continue;
+        }
+        first = match (outcome, p.expect_bytes) {
+            (Ok(st), Some(want)) if st.bytes != want => {
+                Some(mismatch(what, rank, p.peer, st.bytes, want))
+            }
+            (Err(err), Some(want)) if err.kind() == ErrorKind::Truncate => {
+                Some(mismatch_truncated(what, rank, p.peer, want, &err))
+            }
+            (Err(err), _) => Some(err),
+            _ => None,
+        };
+    }
+    first
+}
+
+/// Gives up requests still in flight after an error and reaps them, so none outlives the
+/// buffers it points into. Sends the peer has not taken are given up rather than waited
+/// for: after a disagreement the peer waits under another tag and would never take a
+/// rendezvous send, so waiting for it would hang the rank that found the problem.
+fn abandon_pending(e: &mut Engine, inflight: impl Iterator<Item = Pending>) {
+    for p in inflight {
+        if p.expect_bytes.is_none() {
+            if e.abandon_send(p.id) {
+                continue;
+            }
+        } else {
+            e.cancel_recv(p.id);
+        }
+        let _ = e.wait(p.id);
+        e.free_req(p.id);
     }
 }
 
