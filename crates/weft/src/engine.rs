@@ -314,6 +314,8 @@ pub(crate) struct Engine {
     shm: Option<ShmNode>,
     core: Core,
     yield_when_idle: bool,
+    /// The node runs more local ranks than the process may use cores (as it started).
+    oversubscribed: bool,
     /// `WEFT_YIELD=off`: spin while idle and never yield the CPU.
     never_yield: bool,
     /// How long a rank that does not yield at once spins in one idle stretch before it
@@ -498,6 +500,7 @@ impl Engine {
                 net_fast: vec![false; world_size as usize],
             },
             yield_when_idle,
+            oversubscribed,
             never_yield: matches!(config.yield_mode, YieldMode::Never),
             colocated: Vec::new(),
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
@@ -766,6 +769,11 @@ impl Engine {
     /// Whether the engine yields the CPU when idle.
     pub(crate) fn yields_when_idle(&self) -> bool {
         self.yield_when_idle
+    }
+
+    /// Whether the node runs more local ranks than the process may use cores.
+    pub(crate) fn oversubscribed(&self) -> bool {
+        self.oversubscribed
     }
 
     /// Records the local ranks pinned to this rank's core (after pinning it).

@@ -196,6 +196,7 @@ fn automatic_choice_across_nodes() {
         shared_memory: false,
         blocking: true,
         cma: false,
+        oversubscribed: false,
     };
     for (np, ppn) in [(4, 2), (5, 3)] {
         let c = t.select(Coll::Bcast, np, ppn, 8, traits).unwrap();

@@ -250,7 +250,10 @@ impl Comm {
         if shared_memory {
             self.coll_cma_vote();
         }
-        let tuning = self.engine.borrow().tuning();
+        let (tuning, oversubscribed) = {
+            let e = self.engine.borrow();
+            (e.tuning(), e.oversubscribed())
+        };
         let (size, ppn) = (self.size(), self.coll_ppn());
         let choose = |cma: bool| {
             let traits = select::CallTraits {
@@ -258,6 +261,7 @@ impl Comm {
                 shared_memory,
                 blocking: mode == Mode::Blocking,
                 cma,
+                oversubscribed,
             };
             tuning
                 .select(coll, size, ppn, bytes as u64, traits)

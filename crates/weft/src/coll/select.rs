@@ -308,6 +308,9 @@ pub struct Rule {
     pub ppn: (u32, u32),
     /// Inclusive range of nodes the communicator spans (`ceil(procs / ppn)`).
     pub nodes: (u32, u32),
+    /// Only on a node with more ranks than cores (`Some(true)`), only on one without
+    /// (`Some(false)`), or either.
+    pub oversubscribed: Option<bool>,
 }
 
 /// The knobs and the tuning table, read once.
@@ -491,6 +494,7 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
         let mut procs = (1u32, u32::MAX);
         let mut ppn = (1u32, u32::MAX);
         let mut nodes = (1u32, u32::MAX);
+        let mut oversubscribed = None;
         for (k, v) in kv {
             let num = |v: &str| -> Result<u64> {
                 v.replace('_', "")
@@ -519,6 +523,13 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
                 "max_ppn" => ppn.1 = num(&v)? as u32,
                 "min_nodes" => nodes.0 = num(&v)? as u32,
                 "max_nodes" => nodes.1 = num(&v)? as u32,
+                "oversubscribed" => {
+                    oversubscribed = Some(match v.as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(bad(line, format!("{k} = {v}: expected true or false"))),
+                    })
+                }
                 _ => return Err(bad(line, format!("unknown key {k}"))),
             }
         }
@@ -541,6 +552,7 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
             procs,
             ppn,
             nodes,
+            oversubscribed,
         });
         Ok(())
     };
@@ -625,6 +637,9 @@ pub struct CallTraits {
     /// Every local rank can read every other's memory with Cross Memory Attach (the node's
     /// common verdict; false when it has not been asked for).
     pub cma: bool,
+    /// The node runs more of the job's ranks than the process may use cores (a rule with
+    /// `oversubscribed = true` or `false` applies only then, or only otherwise).
+    pub oversubscribed: bool,
 }
 
 fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction> {
@@ -754,6 +769,9 @@ impl Tuning {
                 || !(rule.procs.0..=rule.procs.1).contains(&procs)
                 || !(rule.ppn.0..=rule.ppn.1).contains(&ppn)
                 || !(rule.nodes.0..=rule.nodes.1).contains(&nodes)
+                || rule
+                    .oversubscribed
+                    .is_some_and(|o| o != traits.oversubscribed)
             {
                 continue;
             }
@@ -819,7 +837,8 @@ impl Tuning {
     }
 
     /// Every candidate for `coll` with its modelled cost in µs, and the choice (for
-    /// `weft info --explain`). Pure: same inputs, same answer, on every rank.
+    /// `weft info --explain`). Same inputs, same answer, on every rank of one machine (rules
+    /// for oversubscribed nodes compare `ppn` with this machine's cores).
     pub fn explain(&self, coll: Coll, bytes: u64, procs: u32, ppn: u32) -> Result<Explanation> {
         if procs == 0 || ppn == 0 {
             return Err(Error::new(
@@ -836,6 +855,8 @@ impl Tuning {
             blocking: true,
             // The model's view: a node where the kernel allows CMA (the usual case).
             cma: procs > 1 && ppn >= procs && !self.cma_off,
+            // As this machine would run `ppn` ranks.
+            oversubscribed: ppn.min(procs) as usize > crate::bind::usable_cores(),
         };
         let choice = self.select(coll, procs, ppn.min(procs), bytes, traits)?;
         let shape = CollShape {
@@ -901,12 +922,14 @@ mod tests {
                 shared_memory: true,
                 blocking: true,
                 cma: true,
+                oversubscribed: false,
             },
             CallTraits {
                 commutative: false,
                 shared_memory: false,
                 blocking: false,
                 cma: false,
+                oversubscribed: false,
             },
         ];
         for t in &tunings {
@@ -940,12 +963,14 @@ mod tests {
         shared_memory: false,
         blocking: true,
         cma: false,
+        oversubscribed: false,
     };
     const NC: CallTraits = CallTraits {
         commutative: false,
         shared_memory: false,
         blocking: true,
         cma: false,
+        oversubscribed: false,
     };
 
     #[test]
@@ -961,6 +986,7 @@ mod tests {
             shared_memory: true,
             blocking: true,
             cma: false,
+            oversubscribed: false,
         };
         assert_eq!(
             t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo,
@@ -991,6 +1017,7 @@ mod tests {
             shared_memory: true,
             blocking: true,
             cma: false,
+            oversubscribed: false,
         };
         let e = t.select(Coll::Alltoall, 4, 4, 1 << 20, node).unwrap_err();
         assert!(
@@ -1054,6 +1081,7 @@ mod tests {
                     shared_memory: true,
                     blocking: true,
                     cma: true,
+                    oversubscribed: false,
                 };
                 if let Ok(x) = forced.select(*c, 4, 4, 8, traits) {
                     assert_eq!(x.hierarchical, a.hierarchical, "{} {}", c.name(), a.name);
@@ -1083,6 +1111,39 @@ mod tests {
             .filter(|c| c.algo.starts_with("shm"))
             .all(|c| c.cost_us.is_none()));
         assert_eq!(w.choice, "pairwise");
+    }
+
+    #[test]
+    fn a_rule_can_hold_for_oversubscribed_nodes_only() {
+        let rules = parse_table(
+            "[[rule]]\ncoll = \"scan\"\noversubscribed = true\nalgo = \"fan_out\"\n",
+            "test",
+        )
+        .unwrap();
+        let t = Tuning {
+            rules,
+            ..Tuning::default()
+        };
+        let on = CallTraits {
+            commutative: true,
+            shared_memory: true,
+            blocking: true,
+            cma: false,
+            oversubscribed: true,
+        };
+        let off = CallTraits {
+            oversubscribed: false,
+            ..on
+        };
+        assert_eq!(t.select(Coll::Scan, 4, 4, 8, on).unwrap().algo, "fan_out");
+        let other = t.select(Coll::Scan, 4, 4, 8, off).unwrap();
+        assert_eq!((other.algo, other.source), ("linear", "model"));
+        let e = parse_table(
+            "[[rule]]\ncoll = \"scan\"\noversubscribed = yes\nalgo = \"fan_out\"\n",
+            "test",
+        )
+        .unwrap_err();
+        assert!(e.message().contains("expected true or false"), "{e}");
     }
 
     #[test]
@@ -1141,6 +1202,7 @@ mod tests {
             shared_memory: true,
             blocking: true,
             cma: false,
+            oversubscribed: false,
         };
         let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
         assert_eq!(big_shm.algo, "shm");
