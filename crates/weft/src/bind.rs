@@ -7,7 +7,8 @@
 //! different cores). Pinning happens after start-up, so the engine's view of the node (how
 //! many cores, so whether to yield) is the unpinned one ([`usable_cores`]).
 //!
-//! The mapping assumes that the job has the node to itself and that every local rank may
+//! weft's own helper threads undo the pinning for themselves ([`unpin_this_thread`]); a
+//! program's threads keep it. The mapping assumes that the job has the node to itself and that every local rank may
 //! use the same CPUs; `auto` therefore leaves alone a process that someone already bound
 //! to fewer CPUs than are online (a batch system's or a wrapper's binding). Depends on the
 //! transport's affinity calls (`weft_transport::shm::affinity`) and the typed config.
@@ -64,6 +65,16 @@ fn cpu_in(
 /// Pins the calling process (its calling thread, and the threads it starts later) to `cpu`.
 pub(crate) fn pin(cpu: usize) -> std::io::Result<()> {
     affinity::pin_to(cpu)
+}
+
+/// Lets the calling thread run on every CPU the process could use before it was pinned:
+/// for weft's own helper threads (the one-sided service and proxy), which would otherwise
+/// inherit their rank's core and take turns with it.
+pub(crate) fn unpin_this_thread() {
+    let cpus = allowed_cpus();
+    if !cpus.is_empty() {
+        let _ = affinity::allow_only(cpus);
+    }
 }
 
 #[cfg(test)]

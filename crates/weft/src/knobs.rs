@@ -14,7 +14,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_BIND",
         kind: KnobKind::Choice(&["auto", "core", "none"]),
         default: "auto",
-        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads it starts later inherit the core; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
+        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads the program starts later inherit the core, weft's own helper threads do not; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
     },
     Knob {
         name: "WEFT_YIELD_AFTER_US",

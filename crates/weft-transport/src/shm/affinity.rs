@@ -33,13 +33,20 @@ pub fn online_cpus() -> usize {
 
 /// Pins the calling thread to `cpu` (threads it starts later inherit the mask).
 pub fn pin_to(cpu: usize) -> std::io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
+    allow_only(&[cpu])
+}
+
+/// Lets the calling thread run on exactly `cpus` (threads it starts later inherit them).
+pub fn allow_only(cpus: &[usize]) -> std::io::Result<()> {
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
         return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
     }
     // SAFETY: as in `allowed_cpus`.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked), inside the set.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        // SAFETY: `cpu` is below CPU_SETSIZE (checked), inside the set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: pid 0 is the calling thread; the size and pointer describe `set`.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc == 0 {
@@ -59,5 +66,18 @@ mod tests {
         assert!(cpus.windows(2).all(|w| w[0] < w[1]));
         assert!(cpus.len() <= online_cpus().max(cpus.len()));
         assert!(pin_to(libc::CPU_SETSIZE as usize).is_err());
+        assert!(allow_only(&[]).is_err());
+        // On a thread of its own (the mask is per thread): pin to the last allowed CPU,
+        // then allow them all again.
+        std::thread::spawn(move || {
+            if let Some(&last) = cpus.last() {
+                pin_to(last).unwrap();
+                assert_eq!(allowed_cpus(), vec![last]);
+                allow_only(&cpus).unwrap();
+                assert_eq!(allowed_cpus(), cpus);
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

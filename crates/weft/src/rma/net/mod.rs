@@ -452,7 +452,10 @@ impl Net {
             let st = staging.clone();
             let t = std::thread::Builder::new()
                 .name(format!("weft-rma-proxy{me}"))
-                .spawn(move || proxy_loop(&s, rx, &st))
+                .spawn(move || {
+                    crate::bind::unpin_this_thread();
+                    proxy_loop(&s, rx, &st)
+                })
                 .map_err(|e| Error::io("spawning the one-sided proxy thread", e))?;
             Some((tx, t))
         } else {

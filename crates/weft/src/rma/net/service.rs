@@ -291,7 +291,10 @@ impl Service {
         };
         let thread = std::thread::Builder::new()
             .name(format!("weft-rma-pe{me}"))
-            .spawn(move || run(ep, listener, ctx))
+            .spawn(move || {
+                crate::bind::unpin_this_thread();
+                run(ep, listener, ctx)
+            })
             .map_err(|e| Error::io("one-sided service: spawning its thread", e))?;
         Ok(Service {
             stop,
