@@ -8,10 +8,11 @@
 //! many cores, so whether to yield) is the unpinned one ([`usable_cores`]).
 //!
 //! weft's own helper threads undo the pinning for themselves ([`unpin_this_thread`]); a
-//! program's threads keep it. The mapping assumes that the job has the node to itself and that every local rank may
-//! use the same CPUs; `auto` therefore leaves alone a process that someone already bound
-//! to fewer CPUs than are online (a batch system's or a wrapper's binding). Depends on the
-//! transport's affinity calls (`weft_transport::shm::affinity`) and the typed config.
+//! program's threads keep it. The mapping assumes that the job has the node to itself and
+//! that every local rank may use the same CPUs; `auto` therefore leaves alone a process that
+//! someone already bound to fewer CPUs than are online (a batch system's or a wrapper's
+//! binding). Depends on the transport's affinity calls (`weft_transport::shm::affinity`)
+//! and the typed config.
 
 use crate::config::BindMode;
 use std::sync::OnceLock;

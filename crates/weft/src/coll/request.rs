@@ -2,9 +2,9 @@
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
 //! collective runs its schedule to completion where it starts ([`run_blocking`]; a plan of
 //! one message or of one step of sends runs without a schedule,
-//! [`run_direct`](super::schedule::run_direct)) and its request only carries the outcome. Also the per-communicator count of
-//! collectives started, which keeps the traffic of several outstanding collectives on one
-//! communicator apart.
+//! [`run_direct`](super::schedule::run_direct)) and its request only carries the outcome.
+//! Also the per-communicator count of collectives started, which keeps the traffic of
+//! several outstanding collectives on one communicator apart.
 //!
 //! Depends on the schedule and the engine's progress; knows nothing of algorithms.
 

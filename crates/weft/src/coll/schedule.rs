@@ -695,11 +695,7 @@ impl<'a> Schedule<'a> {
     }
 
     fn wrap(&self, err: Error) -> Error {
-        if err.message().starts_with(self.what) {
-            err
-        } else {
-            err.context(format!("{} on rank {}", self.what, self.rank))
-        }
+        wrap_call(self.what, self.rank, err)
     }
 
     /// Byte offset of region `r` in its whole buffer (temporaries share one).
@@ -815,6 +811,16 @@ fn slot_index(area: &CollArea<'_>, slot: Slot) -> u32 {
     }
 }
 
+/// `err` of collective `what` on `rank`, named so (unless its message already names the
+/// collective).
+fn wrap_call(what: &str, rank: u32, err: Error) -> Error {
+    if err.message().starts_with(what) {
+        err
+    } else {
+        err.context(format!("{what} on rank {rank}"))
+    }
+}
+
 /// A peer of `rank` (among `size`) whose first unreceived message on `ctx` carries the call
 /// number of `tag` but another collective or root ([`Schedule::find_disagreement`]).
 fn find_disagreement(e: &Engine, size: u32, rank: u32, ctx: u32, tag: i32) -> Option<(u32, i32)> {
@@ -892,13 +898,7 @@ pub(crate) fn run_direct(
     let rank = comm.data.rank;
     let ctx = comm.data.ctx + 1;
     let members = &comm.data.members;
-    let wrap = |err: Error| {
-        if err.message().starts_with(what) {
-            err
-        } else {
-            err.context(format!("{what} on rank {rank}"))
-        }
-    };
+    let wrap = |err: Error| wrap_call(what, rank, err);
     let mut g = InFlight {
         e: comm.engine.borrow_mut(),
         one: None,
