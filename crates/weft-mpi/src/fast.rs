@@ -382,6 +382,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn operation_table_agrees_with_the_checked_path() {
+        let mut allowed = 0;
+        for dt in FIRST..FIRST + SPAN {
+            if crate::dtype::predefined(dt).is_none() {
+                continue;
+            }
+            for op in MPI_SUM..=MPI_NO_OP + 1 {
+                let checked = crate::coll::predefined_op(op).is_some()
+                    && crate::dtype::check_op(op, dt).is_ok();
+                assert_eq!(
+                    predefined_op(op, dt).is_some(),
+                    checked,
+                    "op {op:#x} dt {dt:#x}"
+                );
+                allowed += usize::from(checked);
+            }
+        }
+        // Spot checks against the standard's table: SUM on INT and DOUBLE, BAND on INT and
+        // BYTE, MAXLOC on 2INT; not BAND on DOUBLE, SUM on CHAR, MAX on a user handle.
+        for (op, dt) in [(MPI_SUM, 0x209), (MPI_SUM, 0x214), (MPI_BAND, 0x209)] {
+            assert!(predefined_op(op, dt).is_some(), "{op:#x} {dt:#x}");
+        }
+        assert!(predefined_op(MPI_BAND, MPI_BYTE).is_some());
+        assert!(predefined_op(MPI_MAXLOC, 0x22b).is_some());
+        assert!(predefined_op(MPI_BAND, 0x214).is_none());
+        assert!(predefined_op(MPI_SUM, 0x243).is_none()); // MPI_CHAR
+        assert!(predefined_op(MPI_MAX, 0x1000).is_none());
+        assert!(allowed > 100, "{allowed}");
+    }
+
+    #[test]
     fn table_follows_the_datatype_layer() {
         // Contiguous predefined types are in the table with their size...
         assert_eq!(element_bytes(MPI_BYTE), Some(1));
@@ -478,14 +509,32 @@ fn outcome(r: weft::Result<()>, comm: Handle, func: &str) -> c_int {
     }
 }
 
+/// For predefined datatype `FIRST + i`, bit `op - MPI_SUM` is set when predefined operation
+/// `op` is defined on it (MPI-4.1 §6.9.2, by `dtype::op_allowed`); a table so that a
+/// reduction call does not walk the standard's table each time.
+static OP_ALLOWED: LazyLock<[u32; SPAN]> = LazyLock::new(|| {
+    let mut t = [0u32; SPAN];
+    for (i, bits) in t.iter_mut().enumerate() {
+        let Some(class) = crate::dtype::op_class(FIRST + i) else {
+            continue;
+        };
+        for op in MPI_SUM..=MPI_NO_OP {
+            if crate::coll::predefined_op(op).is_some() && crate::dtype::op_allowed(op, class) {
+                *bits |= 1 << (op - MPI_SUM);
+            }
+        }
+    }
+    t
+});
+
 /// weft's operation for a predefined operation handle defined on `dt` (MPI-4.1 §6.9.2);
 /// None for user operations and pairs the standard does not define (the checked path
 /// reports those).
 #[inline]
 fn predefined_op(op: Handle, dt: Handle) -> Option<Op> {
     let o = crate::coll::predefined_op(op)?;
-    crate::dtype::check_op(op, dt).ok()?;
-    Some(o)
+    let bits = *OP_ALLOWED.get(dt.wrapping_sub(FIRST))?;
+    (bits & (1 << (op - MPI_SUM)) != 0).then_some(o)
 }
 
 /// MPI_Barrier.
