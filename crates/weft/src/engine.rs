@@ -58,6 +58,11 @@ const KIND_FIN_COOP: u8 = 7;
 
 /// Largest body of a control message.
 const CONTROL_BODY_BYTES: usize = 24;
+/// Buffers of delivered unexpected messages kept for reuse: a burst of small messages ahead
+/// of their receives (a collective's early arrivals) then costs no allocation.
+const SPARE_BUFS: usize = 64;
+/// The largest such buffer kept (so at most 1 MiB stays held).
+const SPARE_BUF_MAX_BYTES: usize = 16 << 10;
 /// Body of a shared-memory `RTS`: the sender's address and length (8 bytes each) and its
 /// `solo` flag (1 byte).
 const RTS_BODY_BYTES: u8 = 17;
@@ -281,6 +286,10 @@ struct Core {
     /// high-speed mode (the endpoint decides; mirrored here for `CTS`).
     net_small_fragment_bytes: usize,
     net_fast: Vec<bool>,
+    /// Buffers of unexpected eager messages already delivered, kept for the next ones so
+    /// that a message arriving before its receive costs no allocation
+    /// ([`Core::unexpected_copy`]).
+    spare_bufs: Vec<Vec<u8>>,
 }
 
 /// How a wait went ([`Engine::wait_p2p_until`] learns from it).
@@ -498,6 +507,7 @@ impl Engine {
                 net_fragment_bytes: config.tcp_fragment_bytes,
                 net_small_fragment_bytes: config.tcp_small_fragment_bytes(),
                 net_fast: vec![false; world_size as usize],
+                spare_bufs: Vec::new(),
             },
             yield_when_idle,
             oversubscribed,
@@ -1090,7 +1100,10 @@ impl Engine {
         match self.core.matching.take_unexpected(&pattern) {
             Some((env, (msg, from_local))) => {
                 match msg {
-                    Unexpected::Eager(data) => self.core.fill_recv(id, &env, &data, &[]),
+                    Unexpected::Eager(data) => {
+                        self.core.fill_recv(id, &env, &data, &[]);
+                        self.core.keep_spare(data);
+                    }
                     Unexpected::Rts {
                         addr,
                         len,
@@ -1654,9 +1667,10 @@ impl Core {
                 };
                 match self.matching.take_posted(&env) {
                     Some(id) => self.fill_recv(id, &env, body, &[]),
-                    None => self
-                        .matching
-                        .push_unexpected(env, (Unexpected::Eager(body.to_vec()), w)),
+                    None => {
+                        let msg = self.unexpected_copy(body, &[]);
+                        self.matching.push_unexpected(env, (msg, w));
+                    }
                 }
             }
             net::KIND_RTS => {
@@ -1749,12 +1763,39 @@ impl Core {
         }
     }
 
+    /// An unexpected eager message holding `a` then `b`, in a spare buffer when one is
+    /// kept and the message is small (at most [`SPARE_BUF_MAX_BYTES`]).
+    fn unexpected_copy(&mut self, a: &[u8], b: &[u8]) -> Unexpected {
+        let len = a.len() + b.len();
+        let mut v = match self.spare_bufs.pop() {
+            Some(v) if len <= SPARE_BUF_MAX_BYTES => v,
+            other => {
+                self.spare_bufs.extend(other);
+                Vec::with_capacity(len)
+            }
+        };
+        v.clear();
+        v.extend_from_slice(a);
+        v.extend_from_slice(b);
+        Unexpected::Eager(v)
+    }
+
+    /// Keeps the buffer of a delivered unexpected message for the next one, while fewer
+    /// than [`SPARE_BUFS`] are kept and it is small.
+    fn keep_spare(&mut self, v: Vec<u8>) {
+        if self.spare_bufs.len() < SPARE_BUFS && v.capacity() <= SPARE_BUF_MAX_BYTES {
+            self.spare_bufs.push(v);
+        }
+    }
+
     fn deliver_to_self(&mut self, env: Envelope, bytes: &[u8]) {
         match self.matching.take_posted(&env) {
             Some(id) => self.fill_recv(id, &env, bytes, &[]),
-            None => self
-                .matching
-                .push_unexpected(env, (Unexpected::Eager(bytes.to_vec()), self.my_local)),
+            None => {
+                let msg = self.unexpected_copy(bytes, &[]);
+                let me = self.my_local;
+                self.matching.push_unexpected(env, (msg, me));
+            }
         }
     }
 
@@ -1938,11 +1979,8 @@ impl Core {
                 match self.matching.take_posted(&env) {
                     Some(id) => self.fill_recv(id, &env, a, b),
                     None => {
-                        let mut v = Vec::with_capacity(a.len() + b.len());
-                        v.extend_from_slice(a);
-                        v.extend_from_slice(b);
-                        self.matching
-                            .push_unexpected(env, (Unexpected::Eager(v), peer));
+                        let msg = self.unexpected_copy(a, b);
+                        self.matching.push_unexpected(env, (msg, peer));
                     }
                 }
             }

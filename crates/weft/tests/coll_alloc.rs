@@ -1,16 +1,17 @@
 //! Allocations on the latency-bound path: after a warm-up, an 8-byte blocking allreduce,
 //! reduce, bcast, barrier, gather, scatter, allgather or alltoall between two in-process
 //! ranks must not allocate a plan, block list, scratch or request per call (the memo of the
-//! last call, the plan cache and the schedule pools keep them); what is left is, on a rank
-//! whose peer's eager message arrives before its receive is posted, the engine's handling
-//! of that early message: about one allocation per call alone, up to 2.1 seen while the
-//! other test's job ran in the same process, so the bound is 3 per call (without the memo
-//! a gather takes 4 plus those). Counted with a global allocator that counts per thread. A
-//! rank checks its counts only after its last collective call, so a failed check ends the
-//! test instead of leaving the other rank waiting for it.
+//! last call, the plan cache and the schedule pools keep them), nor a buffer for a peer's
+//! eager message that arrives before its receive is posted (the engine keeps the buffers of
+//! delivered early messages for the next ones). Seen: 0.00 to 0.01 allocations per call
+//! (what is left is the engine's queues growing now and then); the bound is one per ten
+//! calls (it was three per call before the engine kept its buffers; without the memo a
+//! gather takes 4 more). Counted with a global allocator that counts per thread. A rank
+//! checks its counts only after its last collective call, so a failed check ends the test
+//! instead of leaving the other rank waiting for it.
 
-/// Allocations per repeated call a rank may make (see the module comment).
-const BOUND_PER_CALL: u64 = 3;
+/// A rank may allocate once per this many repeated calls (see the module comment).
+const CALLS_PER_ALLOCATION: u64 = 10;
 
 mod common;
 
@@ -50,7 +51,7 @@ fn allocs() -> u64 {
 }
 
 #[test]
-fn small_collectives_allocate_at_most_an_early_message() {
+fn small_collectives_do_not_allocate_per_call() {
     common::run_ranks(2, &[], |w| {
         const CALLS: u64 = 2000;
         let me = w.rank() as u64;
@@ -126,7 +127,7 @@ fn small_collectives_allocate_at_most_an_early_message() {
                 n as f64 / CALLS as f64
             );
             assert!(
-                n <= BOUND_PER_CALL * CALLS,
+                n * CALLS_PER_ALLOCATION <= CALLS,
                 "{name}: {n} allocations in {CALLS} calls"
             );
         }
@@ -137,7 +138,7 @@ fn small_collectives_allocate_at_most_an_early_message() {
 /// and a call that differs from the last only in its count or displacement arrays gets its
 /// own plan (the results would be wrong with the last call's).
 #[test]
-fn v_forms_allocate_at_most_an_early_message_and_follow_their_arrays() {
+fn v_forms_do_not_allocate_per_call_and_follow_their_arrays() {
     common::run_ranks(2, &[], |w| {
         const CALLS: u64 = 2000;
         let me = w.rank() as u64;
@@ -253,7 +254,7 @@ fn v_forms_allocate_at_most_an_early_message_and_follow_their_arrays() {
                 n as f64 / CALLS as f64
             );
             assert!(
-                n <= BOUND_PER_CALL * CALLS,
+                n * CALLS_PER_ALLOCATION <= CALLS,
                 "{name}: {n} allocations in {CALLS} calls"
             );
         }
