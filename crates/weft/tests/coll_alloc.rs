@@ -260,3 +260,55 @@ fn v_forms_do_not_allocate_per_call_and_follow_their_arrays() {
         }
     });
 }
+
+/// Rooted calls whose root changes every call (the memo of the last call never matches):
+/// they take the schedule, from the plan cache and the pools, and allocate no more than
+/// repeated calls (a direct run is resolved, once, only for a repeated call). Before,
+/// scatter and gather built their plan on every such call (4 allocations per call).
+#[test]
+fn rotating_roots_do_not_allocate_per_call() {
+    common::run_ranks(3, &[], |w| {
+        const CALLS: u64 = 1500;
+        let me = w.rank();
+        let mut b = [0u64; 1];
+        let src = [10u64, 11, 12];
+        let mut one = [0u64];
+        let mut three = [0u64; 3];
+        let mut round = |i: u64| -> [u64; 3] {
+            let root = (i % 3) as u32;
+            b[0] = if me == root { i } else { 0 };
+            let n0 = allocs();
+            w.bcast(&mut b, root).unwrap();
+            let n1 = allocs();
+            w.scatter(&src, &mut one, root).unwrap();
+            let n2 = allocs();
+            let g: &mut [u64] = if me == root { &mut three } else { &mut [] };
+            w.gather(&[u64::from(me) + i], g, root).unwrap();
+            let n3 = allocs();
+            assert_eq!((b[0], one[0]), (i, 10 + u64::from(me)), "call {i}");
+            if me == root {
+                assert_eq!(three, [i, i + 1, i + 2], "call {i}");
+            }
+            [n1 - n0, n2 - n1, n3 - n2]
+        };
+        for i in 0..60 {
+            round(i);
+        }
+        let mut total = [0u64; 3];
+        for i in 0..CALLS {
+            for (t, n) in total.iter_mut().zip(round(i)) {
+                *t += n;
+            }
+        }
+        for (name, n) in ["bcast", "scatter", "gather"].iter().zip(total) {
+            println!(
+                "rank {me}: rotating {name}: {:.2} allocations per call",
+                n as f64 / CALLS as f64
+            );
+            assert!(
+                n * CALLS_PER_ALLOCATION <= CALLS,
+                "{name}: {n} allocations in {CALLS} calls"
+            );
+        }
+    });
+}

@@ -3,10 +3,9 @@
 use super::algo;
 use super::count_error;
 use super::select::Coll;
-use super::{CollRequest, Mode};
+use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -54,12 +53,22 @@ impl Comm {
         let key = self.coll_key(blk, root, 0, true, mode);
         let plan = self.coll_prepared(Coll::Gather, key, &[], || {
             let c = self.coll_choose(Coll::Gather, blk, true, mode)?;
-            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-            let plan = Rc::new(match c.algo {
-                "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
-                "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
-                _ => algo::linear_gather::plan(rank, root, &blocks, blk),
-            });
+            let shape = PlanShape {
+                bytes: blk,
+                root,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Gather, &c, shape, || {
+                Ok(match c.algo {
+                    "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
+                    "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
+                    _ => {
+                        let blocks: Vec<(usize, usize)> =
+                            (0..size as usize).map(|i| (i * blk, blk)).collect();
+                        algo::linear_gather::plan(rank, root, &blocks, blk)
+                    }
+                })
+            })?;
             Ok((c, plan))
         })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };

@@ -4,10 +4,9 @@ use super::algo;
 use super::count_error;
 use super::schedule::{Buf, Plan};
 use super::select::Coll;
-use super::{CollRequest, Mode};
+use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -54,15 +53,23 @@ impl Comm {
         let key = self.coll_key(blk, root, 0, true, mode);
         let plan = self.coll_prepared(Coll::Scatter, key, &[], || {
             let c = self.coll_choose(Coll::Scatter, blk, true, mode)?;
-            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-            let plan = Rc::new(match c.algo {
-                "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
-                _ => {
-                    let mut plan = Plan::new();
-                    algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
-                    plan
-                }
-            });
+            let shape = PlanShape {
+                bytes: blk,
+                root,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Scatter, &c, shape, || {
+                Ok(match c.algo {
+                    "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
+                    _ => {
+                        let blocks: Vec<(usize, usize)> =
+                            (0..size as usize).map(|i| (i * blk, blk)).collect();
+                        let mut plan = Plan::new();
+                        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
+                        plan
+                    }
+                })
+            })?;
             Ok((c, plan))
         })?;
         let src: &'a [T] = if rank == root { send } else { &[] };
