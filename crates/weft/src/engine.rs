@@ -791,6 +791,14 @@ impl Engine {
         self.colocated = local_ranks;
     }
 
+    /// Whether world rank `w` is a rank of this node pinned to this rank's core.
+    pub(crate) fn shares_my_core(&self, w: u32) -> bool {
+        match self.routes[w as usize] {
+            Route::Local(l) => self.colocated.contains(&l),
+            _ => false,
+        }
+    }
+
     /// The local ranks pinned to this rank's core (empty when it is not pinned).
     pub(crate) fn colocated(&self) -> &[u32] {
         &self.colocated

@@ -26,26 +26,40 @@ fn a_rank_with_another_root_gets_an_error_not_a_hang() {
         ("WEFT_SCATTER_ALGO", "linear"),
         ("WEFT_SCATTER_ALGO", "knomial"),
     ] {
-        for n in [0usize, 1, 100, 2047] {
+        // `warm`: first one call that all ranks make with root 1, so rank 2's mismatched
+        // call repeats it and runs directly (a first call takes the schedule).
+        for (n, warm) in [
+            (0usize, false),
+            (1, false),
+            (100, false),
+            (2047, false),
+            (1, true),
+            (100, true),
+        ] {
             common::run_ranks(3, &[], move |w| {
                 force(&w, var, algo);
                 let rank = w.rank();
-                let root = if rank == 2 { 1 } else { 0 };
-                let r = if var == "WEFT_BCAST_ALGO" {
-                    let mut buf = vec![rank as u64; n];
-                    w.bcast(&mut buf, root)
-                } else {
-                    let send = vec![9u64; 3 * n];
-                    let mut recv = vec![0u64; n];
-                    w.scatter(&send, &mut recv, root)
+                let call = |root: u32| {
+                    if var == "WEFT_BCAST_ALGO" {
+                        let mut buf = vec![rank as u64; n];
+                        w.bcast(&mut buf, root)
+                    } else {
+                        let send = vec![9u64; 3 * n];
+                        let mut recv = vec![0u64; n];
+                        w.scatter(&send, &mut recv, root)
+                    }
                 };
+                if warm {
+                    call(1).unwrap();
+                }
+                let r = call(if rank == 2 { 1 } else { 0 });
                 if rank == 2 {
                     let e = r.unwrap_err();
-                    assert_eq!(e.kind(), ErrorKind::InvalidRoot, "{algo}: {e}");
+                    assert_eq!(e.kind(), ErrorKind::InvalidRoot, "{algo} {n} {warm}: {e}");
                     assert!(
                         e.message().contains("rank 0 passed root 0")
                             && e.message().contains("this rank passed root 1"),
-                        "{algo} {n}: {e}"
+                        "{algo} {n} {warm}: {e}"
                     );
                 } else {
                     r.unwrap();

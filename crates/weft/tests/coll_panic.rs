@@ -67,6 +67,10 @@ fn a_panic_during_a_direct_leaf_wait_gives_up_its_receive() {
         // through it.
         let send: &'static [i64] = Box::leak(Box::new([me as i64 + 1; 2]));
         let recv: &'static mut [i64] = Box::leak(Box::new([0i64; 2]));
+        // A first broadcast of the same shape: the one below repeats it, so it runs
+        // directly (a first call takes the schedule).
+        let mut buf = [0u8; 16];
+        w.bcast(&mut buf, 0).unwrap();
         let mut buf = [7u8; 16];
         if me == 0 {
             // Rank 1 is waiting in the broadcast when this allreduce's data reaches it.

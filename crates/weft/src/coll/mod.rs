@@ -5,8 +5,8 @@
 //! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
 //! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
-//! blocking form runs it to completion first (a plan of one message, or of one step of
-//! sends, as plain point-to-point calls: `schedule::run_direct`). Reductions have
+//! blocking form runs it to completion first (a repeated call whose plan is one message, or
+//! one step of sends, as plain point-to-point calls: [`direct`]). Reductions have
 //! byte-level entry points (`allreduce_bytes`) taking the element type at run time, for the
 //! C layers; the typed functions wrap them.
 //! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
@@ -17,6 +17,7 @@
 
 mod algo;
 pub mod datatype;
+mod direct;
 pub mod knobs;
 pub mod op;
 pub(crate) mod schedule;
@@ -46,8 +47,10 @@ pub use request::CollRequest;
 pub use select::{explain, Coll, Explanation, Tuning};
 
 use crate::comm::Comm;
+use direct::DirectRun;
 use schedule::{Plan, Reduction, Schedule};
 use select::Choice;
+use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 
@@ -420,7 +423,10 @@ impl Comm {
         }
         let e = self.engine.borrow();
         match &e.coll_state.memo[coll.index()] {
-            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => Some(m.plan.clone()),
+            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => {
+                m.repeated.set(true);
+                Some(m.plan.clone())
+            }
             _ => None,
         }
     }
@@ -443,6 +449,8 @@ impl Comm {
             key,
             arrays: arrays.concat(),
             plan: plan.clone(),
+            repeated: Cell::new(false),
+            direct: OnceCell::new(),
         });
     }
 
@@ -481,9 +489,8 @@ impl Comm {
         request::next_seq(self);
         let plan: Rc<Plan> = plan.into();
         if mode == Mode::Blocking {
-            if let Some(direct) = plan.direct() {
-                let outcome =
-                    schedule::run_direct(self, coll.name(), &plan, direct, send, recv, tag);
+            if let Some(run) = self.coll_direct_run(coll, &plan) {
+                let outcome = run.run(self, coll.name(), send, recv, tag);
                 return Ok(CollRequest::completed(outcome));
             }
         }
@@ -493,6 +500,23 @@ impl Comm {
             return Ok(CollRequest::completed(outcome));
         }
         CollRequest::start(self, s)
+    }
+
+    /// The direct run of `plan` ([`DirectRun`]) when it is the plan of `coll`'s memo on this
+    /// communicator, the call repeats the memo's (so the run, resolved once, serves many
+    /// calls: a first call or a rotating root takes the schedule, which allocates nothing)
+    /// and the plan can run directly.
+    fn coll_direct_run(&self, coll: Coll, plan: &Rc<Plan>) -> Option<Rc<DirectRun>> {
+        let e = self.engine.borrow();
+        let m = e.coll_state.memo[coll.index()].as_ref()?;
+        if !m.repeated.get() || m.key.ctx != self.data.ctx || !Rc::ptr_eq(&m.plan, plan) {
+            return None;
+        }
+        m.direct
+            .get_or_init(|| {
+                DirectRun::of(plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
+            })
+            .clone()
     }
 
     /// The plan of a call from the cache of recent small plans, or built by `build` (and
@@ -630,6 +654,11 @@ pub(crate) struct Memo {
     /// The call's count and displacement arrays, back to back (v-forms; empty otherwise).
     arrays: Vec<usize>,
     plan: Rc<Plan>,
+    /// A call repeated this one ([`Comm::coll_direct_run`] resolves a direct run only then).
+    repeated: Cell<bool>,
+    /// The plan resolved for running directly, once a repeated call asked (None inside:
+    /// it cannot run so).
+    direct: OnceCell<Option<Rc<DirectRun>>>,
 }
 
 /// Whether `stored` is `parts` back to back.

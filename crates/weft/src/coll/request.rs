@@ -2,7 +2,7 @@
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
 //! collective runs its schedule to completion where it starts ([`run_blocking`]; a plan of
 //! one message or of one step of sends runs without a schedule,
-//! [`run_direct`](super::schedule::run_direct)) and its request only carries the outcome.
+//! [`DirectRun`](super::direct::DirectRun)) and its request only carries the outcome.
 //! Also the per-communicator count of collectives started, which keeps the traffic of
 //! several outstanding collectives on one communicator apart.
 //!
@@ -167,7 +167,7 @@ enum Inner<'a> {
         _owns: PhantomData<Box<Active<'a>>>,
     },
     /// A blocking call's, run to completion (by [`run_blocking`] or
-    /// [`run_direct`](super::schedule::run_direct)) before the request was
+    /// [`DirectRun`](super::direct::DirectRun)) before the request was
     /// made (its schedule never needed the heap, the registry or a place among the
     /// unfinished calls: nothing else starts on this rank before it completes): the
     /// outcome, until reported.

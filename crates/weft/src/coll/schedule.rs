@@ -46,7 +46,7 @@ impl Region {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Action {
+pub(super) enum Action {
     Send {
         peer: u32,
         src: Region,
@@ -285,11 +285,11 @@ pub(crate) struct Reduction {
 }
 
 /// A request in flight and what to check when it completes.
-struct Pending {
-    id: ReqId,
-    peer: u32,
+pub(super) struct Pending {
+    pub id: ReqId,
+    pub peer: u32,
     /// Expected length of a receive (None for a send).
-    expect_bytes: Option<usize>,
+    pub expect_bytes: Option<usize>,
 }
 
 /// A plan bound to the caller's buffers and the communicator, advancing when polled.
@@ -340,7 +340,7 @@ const SHM_LIVENESS_EVERY: u32 = 1 << 14;
 
 /// Polls of a waiting step between looks for a disagreeing peer (one peek per peer): ranks
 /// that passed different roots or collectives exchange no data and would wait forever.
-const DISAGREEMENT_EVERY: u32 = 1 << 12;
+pub(super) const DISAGREEMENT_EVERY: u32 = 1 << 12;
 
 impl<'a> Schedule<'a> {
     /// Binds `plan` to buffers. `tag` must be the same on every rank for this call.
@@ -813,7 +813,7 @@ fn slot_index(area: &CollArea<'_>, slot: Slot) -> u32 {
 
 /// `err` of collective `what` on `rank`, named so (unless its message already names the
 /// collective).
-fn wrap_call(what: &str, rank: u32, err: Error) -> Error {
+pub(super) fn wrap_call(what: &str, rank: u32, err: Error) -> Error {
     if err.message().starts_with(what) {
         err
     } else {
@@ -823,7 +823,13 @@ fn wrap_call(what: &str, rank: u32, err: Error) -> Error {
 
 /// A peer of `rank` (among `size`) whose first unreceived message on `ctx` carries the call
 /// number of `tag` but another collective or root ([`Schedule::find_disagreement`]).
-fn find_disagreement(e: &Engine, size: u32, rank: u32, ctx: u32, tag: i32) -> Option<(u32, i32)> {
+pub(super) fn find_disagreement(
+    e: &Engine,
+    size: u32,
+    rank: u32,
+    ctx: u32,
+    tag: i32,
+) -> Option<(u32, i32)> {
     (0..size).filter(|&p| p != rank).find_map(|p| {
         let st = e.peek(&Pattern {
             ctx,
@@ -834,214 +840,18 @@ fn find_disagreement(e: &Engine, size: u32, rank: u32, ctx: u32, tag: i32) -> Op
     })
 }
 
-/// What a plan that a blocking call can run without a schedule does ([`run_direct`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Direct {
-    /// One receive into the receive buffer and nothing else (a leaf of a flat tree: a
-    /// scatter's or a broadcast's receiver).
-    Recv { peer: u32, dst: Region },
-    /// One step of sends and copies between the caller's buffers (a flat tree's root: a
-    /// broadcast's, a scatter's; a gather's or a reduction's leaf).
-    Sends,
-}
-
 impl Plan {
-    /// Whether (and how) a blocking call may run the plan directly ([`run_direct`]): a
-    /// single step without scratch that only receives one message, or only sends and
-    /// copies.
-    pub fn direct(&self) -> Option<Direct> {
-        if self.steps.len() != 1 || self.tmp_total_bytes != 0 {
-            return None;
-        }
-        if let [Action::Recv { peer, dst }] = self.actions[..] {
-            return (dst.buf == Buf::Recv).then_some(Direct::Recv { peer, dst });
-        }
-        let user = |r: Region| matches!(r.buf, Buf::Send | Buf::Recv);
-        self.actions
-            .iter()
-            .all(|a| match *a {
-                Action::Send { src, .. } => user(src),
-                Action::Copy { src, dst } | Action::CopyAfterPosting { src, dst } => {
-                    user(src) && dst.buf == Buf::Recv
-                }
-                _ => false,
-            })
-            .then_some(Direct::Sends)
-    }
-}
-
-/// Copies region `src` (send or receive buffer) into region `dst` of the receive buffer.
-fn direct_copy(send: &[u8], recv: &mut [u8], src: Region, dst: Region) {
-    if src.buf == Buf::Recv {
-        recv.copy_within(src.off..src.off + src.len, dst.off);
-    } else {
-        recv[dst.off..dst.off + dst.len].copy_from_slice(&send[src.off..src.off + src.len]);
-    }
-}
-
-/// Runs a blocking call's plan that [`Plan::direct`] accepts as plain point-to-point calls:
-/// what a schedule would do for it (the same order of copies and sends, the same tags, the
-/// same checks of the received length, the same look for a peer that disagrees about the
-/// call while it waits) without building one. Eager sends complete as they are posted; only
-/// rendezvous sends are waited for (their list comes from the engine's pool, so a small call
-/// allocates nothing). A leaf of a small scatter or broadcast spent 0.17-0.23 us per call
-/// in the schedule's machinery (np=4, 8 B; Open MPI's leaves 0.06-0.08).
-pub(crate) fn run_direct(
-    comm: &Comm,
-    what: &'static str,
-    plan: &Plan,
-    direct: Direct,
-    send: &[u8],
-    recv: &mut [u8],
-    tag: i32,
-) -> Result<()> {
-    let rank = comm.data.rank;
-    let ctx = comm.data.ctx + 1;
-    let members = &comm.data.members;
-    let wrap = |err: Error| wrap_call(what, rank, err);
-    let mut g = InFlight {
-        e: comm.engine.borrow_mut(),
-        one: None,
-        many: None,
-    };
-    g.e.clear_advancing();
-    match direct {
-        Direct::Recv { peer, dst } => {
-            let buf = RawBufMut::new(&mut recv[dst.off..dst.off + dst.len]);
-            let pattern = Pattern {
-                ctx,
-                src: peer as i32,
-                tag,
-            };
-            let id =
-                g.e.start_recv(buf, pattern, Some(members[peer as usize]), members)
-                    .map_err(wrap)?;
-            g.one = Some(Pending {
-                id,
-                peer,
-                expect_bytes: Some(dst.len),
-            });
-        }
-        Direct::Sends => {
-            for a in &plan.actions {
-                if let Action::Copy { src, dst } = *a {
-                    direct_copy(send, recv, src, dst);
-                }
-            }
-            let solo = sends_solo(&plan.actions);
-            for a in &plan.actions {
-                match *a {
-                    Action::Send { peer, src } => {
-                        let whole = if src.buf == Buf::Send { send } else { &*recv };
-                        let buf = RawBuf::new(&whole[src.off..src.off + src.len]);
-                        let world = members[peer as usize];
-                        match g.e.start_send_mode(buf, world, rank, ctx, tag, false, solo) {
-                            Ok(Some(id)) => {
-                                let pending = Pending {
-                                    id,
-                                    peer,
-                                    expect_bytes: None,
-                                };
-                                if g.one.is_none() {
-                                    g.one = Some(pending);
-                                } else {
-                                    let widest = plan.widest_step;
-                                    let InFlight { e, many, .. } = &mut g;
-                                    many.get_or_insert_with(|| e.coll_state.pool.take(0, widest).1)
-                                        .push(pending);
-                                }
-                            }
-                            Ok(None) => {}
-                            Err(err) => {
-                                g.abandon();
-                                return Err(wrap(err));
-                            }
-                        }
-                    }
-                    Action::CopyAfterPosting { src, dst } => direct_copy(send, recv, src, dst),
-                    _ => {}
-                }
-            }
-        }
-    }
-    if g.one.is_none() {
-        return Ok(());
-    }
-    let size = members.len() as u32;
-    let mut polls = 0u32;
-    let mut disagreement = None;
-    {
-        let InFlight { e, one, many } = &mut g;
-        e.wait_until(|e| {
-            let done = one.as_ref().is_none_or(|p| e.is_done(p.id))
-                && many
-                    .as_ref()
-                    .is_none_or(|m| m.iter().all(|p| e.is_done(p.id)));
-            if done {
-                return true;
-            }
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(DISAGREEMENT_EVERY) {
-                disagreement = find_disagreement(e, size, rank, ctx, tag);
-            }
-            disagreement.is_some()
-        });
-    }
-    if let Some((other, theirs)) = disagreement {
-        g.abandon();
-        return Err(super::disagreement(rank, other, tag, theirs));
-    }
-    let InFlight { e, one, many } = &mut g;
-    let all = one
-        .take()
-        .into_iter()
-        .chain(many.iter_mut().flat_map(|m| m.drain(..)));
-    collect_outcomes(e, what, rank, all).map_or(Ok(()), |err| Err(wrap(err)))
-}
-
-/// What a direct run has in flight, with the engine it runs on. Dropped by a panic that
-/// unwinds through the run (a user operation of a nonblocking collective that the wait
-/// advanced), it gives up the requests, as [`run_blocking`](super::request::run_blocking)
-/// does for a schedule: they point into the caller's buffers, which the unwinding frees.
-/// A normal end leaves it nothing to give up and hands the pooled list back.
-struct InFlight<'e> {
-    e: std::cell::RefMut<'e, Engine>,
-    one: Option<Pending>,
-    /// The second and later requests (a root's rendezvous sends), from the engine's pool.
-    many: Option<Vec<Pending>>,
-}
-
-impl InFlight<'_> {
-    /// Gives up every request still in flight, as [`Schedule::abandon`] does: sends the
-    /// peer has not taken are dropped, receives cancelled, and each is reaped.
-    fn abandon(&mut self) {
-        let InFlight { e, one, many } = self;
-        let all = one
-            .take()
-            .into_iter()
-            .chain(many.iter_mut().flat_map(|m| m.drain(..)));
-        abandon_pending(e, all);
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            // Give up first, while the guard the panic left set keeps the waits below from
-            // advancing (and re-running the operation of) any collective; then clear it.
-            self.abandon();
-            self.e.clear_advancing();
-        }
-        if let Some(m) = self.many.take() {
-            self.e.coll_state.pool.give(Vec::new(), m);
-        }
+    /// The actions of the plan when it is one step without scratch (a plan
+    /// [`DirectRun`](super::direct::DirectRun) may run); None otherwise.
+    pub(super) fn single_step(&self) -> Option<&[Action]> {
+        (self.steps.len() == 1 && self.tmp_total_bytes == 0).then_some(&self.actions[..])
     }
 }
 
 /// Collects finished requests' outcomes and frees them; returns the first error (a
 /// receive of the wrong size means the ranks disagree about the call: counts, roots or the
 /// collective itself).
-fn collect_outcomes(
+pub(super) fn collect_outcomes(
     e: &mut Engine,
     what: &str,
     rank: u32,
@@ -1072,7 +882,7 @@ fn collect_outcomes(
 /// buffers it points into. Sends the peer has not taken are given up rather than waited
 /// for: after a disagreement the peer waits under another tag and would never take a
 /// rendezvous send, so waiting for it would hang the rank that found the problem.
-fn abandon_pending(e: &mut Engine, inflight: impl Iterator<Item = Pending>) {
+pub(super) fn abandon_pending(e: &mut Engine, inflight: impl Iterator<Item = Pending>) {
     for p in inflight {
         if p.expect_bytes.is_none() {
             if e.abandon_send(p.id) {
@@ -1140,7 +950,7 @@ const POOL_KEEP_WORDS: usize = 1 << 20;
 impl Pool {
     /// Scratch of at least `words` (never-used words zeroed) and an empty pending list with
     /// room for `pending`.
-    fn take(&mut self, words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
+    pub(super) fn take(&mut self, words: usize, pending: usize) -> (Vec<u64>, Vec<Pending>) {
         let mut tmp = if words == 0 {
             Vec::new()
         } else {
@@ -1172,7 +982,7 @@ impl Pool {
     }
 
     /// Keeps vectors for reuse, within the bounds.
-    fn give(&mut self, tmp: Vec<u64>, mut pending: Vec<Pending>) {
+    pub(super) fn give(&mut self, tmp: Vec<u64>, mut pending: Vec<Pending>) {
         let kept: usize = self.tmp.iter().map(Vec::capacity).sum();
         if tmp.capacity() > 0
             && kept + tmp.capacity() <= POOL_KEEP_WORDS
@@ -1192,7 +1002,7 @@ impl Pool {
 /// receivers copy a large message alone instead of waiting for this rank's share of a
 /// cooperative copy. One send, alone or against one receive (a ring or pairwise exchange),
 /// keeps the cooperative copy.
-fn sends_solo(step: &[Action]) -> bool {
+pub(super) fn sends_solo(step: &[Action]) -> bool {
     let mut sends = 0;
     for a in step {
         match a {
