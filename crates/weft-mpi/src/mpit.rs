@@ -75,20 +75,11 @@ fn pvar_value() -> Result<u64, c_int> {
         .ok_or(MPI_T_ERR_NOT_ACCESSIBLE)
 }
 
-/// The categories: one per knob table, in `weft::config::knob_tables()` order.
-const CATEGORIES: &[(&str, &str)] = &[
-    ("weft_runtime", "weft's progress engine and lanes"),
-    (
-        "weft_collectives",
-        "collective algorithm choice and radices",
-    ),
-    ("weft_rma", "one-sided operations"),
-    ("weft_sync", "the node synchronisation engine"),
-    ("weft_transport", "shared-memory and TCP transports"),
-    ("weft_boot", "job start-up"),
-    ("weft_launch", "set by the launcher for each rank"),
-    ("weft_tools", "read by the weft command's tools"),
-];
+/// The categories: one per knob table, as weft names them (`weft::config::knob_groups`).
+fn categories() -> &'static [weft::config::KnobGroup] {
+    static GROUPS: OnceLock<Vec<weft::config::KnobGroup>> = OnceLock::new();
+    GROUPS.get_or_init(weft::config::knob_groups)
+}
 
 /// One cvar: its knob and its category.
 struct Cvar {
@@ -102,8 +93,8 @@ fn cvars() -> &'static [Cvar] {
     static CVARS: OnceLock<Vec<Cvar>> = OnceLock::new();
     CVARS.get_or_init(|| {
         let mut v: Vec<Cvar> = Vec::new();
-        for (category, table) in weft::config::knob_tables().into_iter().enumerate() {
-            for k in table {
+        for (category, group) in categories().iter().enumerate() {
+            for k in group.knobs {
                 if !v.iter().any(|c| c.knob.name == k.name) {
                     v.push(Cvar { knob: *k, category });
                 }
@@ -293,7 +284,7 @@ fn cvar_at(index: c_int) -> Result<&'static Cvar, c_int> {
 fn category_at(index: c_int) -> Result<usize, c_int> {
     usize::try_from(index)
         .ok()
-        .filter(|&i| i < CATEGORIES.len())
+        .filter(|&i| i < categories().len())
         .ok_or(MPI_T_ERR_INVALID_INDEX)
 }
 
@@ -371,7 +362,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
     t(|| {
         let c = cvar_at(cvar_index)?;
         let k = &c.knob;
-        let level = if c.category >= 6 {
+        let level = if categories()[c.category].outside_runtime {
             MPI_T_VERBOSITY_USER_BASIC
         } else {
             MPI_T_VERBOSITY_TUNER_BASIC
@@ -598,7 +589,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
     t(|| {
         // SAFETY: `num_cat` is writable or NULL (the caller's contract).
-        unsafe { out_required(num_cat, CATEGORIES.len() as c_int) }
+        unsafe { out_required(num_cat, categories().len() as c_int) }
     })
 }
 
@@ -628,7 +619,7 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
 ) -> c_int {
     t(|| {
         let cat = category_at(cat_index)?;
-        let (n, d) = CATEGORIES[cat];
+        let (n, d) = (categories()[cat].name, categories()[cat].about);
         // SAFETY: forwarded caller contract.
         unsafe {
             out_string(n, name, name_len);
@@ -653,9 +644,9 @@ pub unsafe extern "C" fn MPI_T_category_get_index(
     t(|| {
         // SAFETY: forwarded caller contract.
         let n = unsafe { name_arg(name)? };
-        let i = CATEGORIES
+        let i = categories()
             .iter()
-            .position(|(c, _)| *c == n)
+            .position(|g| g.name == n)
             .ok_or(MPI_T_ERR_INVALID_NAME)?;
         // SAFETY: `cat_index` is writable or NULL (the caller's contract).
         unsafe { out_required(cat_index, i as c_int) }
@@ -1274,8 +1265,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_category_name_per_knob_table() {
-        assert_eq!(weft::config::knob_tables().len(), CATEGORIES.len());
+    fn categories_have_distinct_names_and_hold_their_tables_knobs() {
+        let groups = categories();
+        assert_eq!(weft::config::knob_tables().len(), groups.len());
+        let mut names: Vec<_> = groups.iter().map(|g| g.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), groups.len(), "a category name twice");
+        assert!(groups
+            .iter()
+            .all(|g| g.name.starts_with("weft_") && !g.about.is_empty()));
+        // Every cvar sits in the category of the first table that declares its knob.
+        for c in cvars() {
+            let first = groups
+                .iter()
+                .position(|g| g.knobs.iter().any(|k| k.name == c.knob.name));
+            assert_eq!(first, Some(c.category), "{}", c.knob.name);
+        }
+        let runtime = groups
+            .iter()
+            .position(|g| g.name == "weft_runtime")
+            .unwrap();
+        assert!(!groups[runtime].outside_runtime);
+        assert!(groups.iter().any(|g| g.outside_runtime));
         assert!(cvars()
             .iter()
             .any(|c| c.knob.name == "WEFT_SHM_EAGER_BYTES"));

@@ -90,18 +90,67 @@ pub struct Config {
     pub values: KnobValues,
 }
 
+/// One knob table with what it is about: a name (`weft_...`, the MPI tool interface's
+/// category name) and a line of description.
+#[derive(Clone, Copy, Debug)]
+pub struct KnobGroup {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub knobs: &'static [Knob],
+    /// Variables the runtime does not tune itself by: set by the launcher for each rank, or
+    /// read by the weft command's tools (the tool interface shows them to users, not tuners).
+    pub outside_runtime: bool,
+}
+
+/// Every knob table of the crates below the surfaces, named, for reading and listing.
+pub fn knob_groups() -> Vec<KnobGroup> {
+    let group = |name, about, knobs| KnobGroup {
+        name,
+        about,
+        knobs,
+        outside_runtime: false,
+    };
+    vec![
+        group(
+            "weft_runtime",
+            "weft's progress engine and lanes",
+            crate::knobs::KNOBS,
+        ),
+        group(
+            "weft_collectives",
+            "collective algorithm choice and radices",
+            crate::coll::knobs::KNOBS,
+        ),
+        group("weft_rma", "one-sided operations", crate::rma::knobs::KNOBS),
+        group(
+            "weft_sync",
+            "the node synchronisation engine",
+            crate::sync::knobs::KNOBS,
+        ),
+        group(
+            "weft_transport",
+            "shared-memory and TCP transports",
+            weft_transport::knobs::KNOBS,
+        ),
+        group("weft_boot", "job start-up", weft_boot::knobs::KNOBS),
+        KnobGroup {
+            outside_runtime: true,
+            ..group(
+                "weft_launch",
+                "set by the launcher for each rank",
+                LAUNCH_VARS,
+            )
+        },
+        KnobGroup {
+            outside_runtime: true,
+            ..group("weft_tools", "read by the weft command's tools", TOOL_VARS)
+        },
+    ]
+}
+
 /// Every knob table of the crates below the surfaces, for reading and listing.
 pub fn knob_tables() -> Vec<&'static [Knob]> {
-    vec![
-        crate::knobs::KNOBS,
-        crate::coll::knobs::KNOBS,
-        crate::rma::knobs::KNOBS,
-        crate::sync::knobs::KNOBS,
-        weft_transport::knobs::KNOBS,
-        weft_boot::knobs::KNOBS,
-        LAUNCH_VARS,
-        TOOL_VARS,
-    ]
+    knob_groups().into_iter().map(|g| g.knobs).collect()
 }
 
 impl Config {
