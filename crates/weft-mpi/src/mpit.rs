@@ -1267,7 +1267,6 @@ mod tests {
     #[test]
     fn categories_have_distinct_names_and_hold_their_tables_knobs() {
         let groups = categories();
-        assert_eq!(weft::config::knob_tables().len(), groups.len());
         let mut names: Vec<_> = groups.iter().map(|g| g.name).collect();
         names.sort_unstable();
         names.dedup();

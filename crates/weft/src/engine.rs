@@ -791,7 +791,9 @@ impl Engine {
         self.colocated = local_ranks;
     }
 
-    /// Whether world rank `w` is a rank of this node pinned to this rank's core.
+    /// Whether world rank `w` is a rank of this node pinned to this rank's core, as far as
+    /// the engine knows: the co-located ranks are recorded under `WEFT_YIELD=auto` only (the
+    /// only mode that uses them), so under `on` or `off` this says false.
     pub(crate) fn shares_my_core(&self, w: u32) -> bool {
         match self.routes[w as usize] {
             Route::Local(l) => self.colocated.contains(&l),
@@ -1791,7 +1793,8 @@ impl Core {
     /// Keeps the buffer of a delivered unexpected message for the next one, while fewer
     /// than [`SPARE_BUFS`] are kept and it is small.
     fn keep_spare(&mut self, v: Vec<u8>) {
-        if self.spare_bufs.len() < SPARE_BUFS && v.capacity() <= SPARE_BUF_MAX_BYTES {
+        // An empty one (a zero-length message's) would save no allocation.
+        if self.spare_bufs.len() < SPARE_BUFS && (1..=SPARE_BUF_MAX_BYTES).contains(&v.capacity()) {
             self.spare_bufs.push(v);
         }
     }

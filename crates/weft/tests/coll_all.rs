@@ -146,15 +146,20 @@ fn reductions(w: &Comm) {
                 let send: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
                 let mut out = vec![0i64; n];
                 let root = (n as u32 * 3 + 1) % np;
-                if coll == Coll::Allreduce {
-                    w.allreduce(&send, &mut out, &Op::Sum).unwrap();
-                    same(&out, &sum_ref(0..np, n), &what);
-                } else {
-                    w.reduce(&send, &mut out, &Op::Sum, root).unwrap();
-                    if me == root {
-                        same(&out, &sum_ref(0..np, n), &what);
+                // Twice: the second call repeats the first, so a plan of one step of plain
+                // messages runs directly (coll::direct) where the first took the schedule.
+                for call in 0..2 {
+                    out.fill(0);
+                    if coll == Coll::Allreduce {
+                        w.allreduce(&send, &mut out, &Op::Sum).unwrap();
+                        same(&out, &sum_ref(0..np, n), &format!("{what} call {call}"));
                     } else {
-                        assert!(out.iter().all(|&x| x == 0), "{what}: non-root touched");
+                        w.reduce(&send, &mut out, &Op::Sum, root).unwrap();
+                        if me == root {
+                            same(&out, &sum_ref(0..np, n), &format!("{what} call {call}"));
+                        } else {
+                            assert!(out.iter().all(|&x| x == 0), "{what}: non-root touched");
+                        }
                     }
                 }
                 if n > 3000 {
@@ -370,6 +375,16 @@ fn movers(w: &Comm) {
             r.unwrap();
             let want: Vec<i64> = (0..n).map(|i| val(root, i)).collect();
             same(&buf, &want, &format!("bcast {} np={np} n={n}", a.name));
+            // Again: a repeated call, which may run directly (coll::direct).
+            if me != root {
+                buf.fill(0);
+            }
+            w.bcast(&mut buf, root).unwrap();
+            same(
+                &buf,
+                &want,
+                &format!("bcast {} np={np} n={n} again", a.name),
+            );
         }
         let n = if n == BIG { BIG / npu } else { n };
         let mine: Vec<i64> = (0..n).map(|i| val(me, i)).collect();
@@ -388,17 +403,31 @@ fn movers(w: &Comm) {
                 refused(w.gather(&mine, &mut g, root), why, a);
                 continue;
             }
-            w.gather(&mine, &mut g, root).unwrap();
-            if me == root {
-                same(&g, &all, &format!("gather {} np={np} n={n}", a.name));
+            for call in 0..2 {
+                g.fill(0);
+                w.gather(&mine, &mut g, root).unwrap();
+                if me == root {
+                    same(
+                        &g,
+                        &all,
+                        &format!("gather {} np={np} n={n} call {call}", a.name),
+                    );
+                }
             }
         }
         for a in algorithms(Coll::Scatter) {
             force(w, Coll::Scatter, a.name);
             let mut s = vec![0i64; n];
             let src = if me == root { all.clone() } else { vec![] };
-            w.scatter(&src, &mut s, root).unwrap();
-            same(&s, &mine, &format!("scatter {} np={np} n={n}", a.name));
+            for call in 0..2 {
+                s.fill(0);
+                w.scatter(&src, &mut s, root).unwrap();
+                same(
+                    &s,
+                    &mine,
+                    &format!("scatter {} np={np} n={n} call {call}", a.name),
+                );
+            }
         }
         for a in algorithms(Coll::Allgather) {
             force(w, Coll::Allgather, a.name);

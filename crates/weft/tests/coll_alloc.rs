@@ -61,23 +61,37 @@ fn small_collectives_do_not_allocate_per_call() {
         let mut two = [0u64; 2];
         let mut one = [0u64];
         let pair = [me * 10, me * 10 + 1];
+        // Wrong results, counted inside the loop (checked after it, as the counts are).
+        let wrong = Cell::new(0u64);
+        let check = |ok: bool| wrong.set(wrong.get() + u64::from(!ok));
         let all =
             |w: &weft::Comm, out: &mut [u64], b: &mut [u64], two: &mut [u64], one: &mut [u64]| {
                 [
                     ("allreduce", {
+                        out[0] = 0;
                         let n0 = allocs();
                         w.allreduce(&send, out, &Op::Sum).unwrap();
-                        allocs() - n0
+                        let n = allocs() - n0;
+                        check(out[0] == 3);
+                        n
                     }),
                     ("reduce", {
+                        out[0] = 0;
                         let n0 = allocs();
                         w.reduce(&send, out, &Op::Sum, 0).unwrap();
-                        allocs() - n0
+                        let n = allocs() - n0;
+                        check(out[0] == if me == 0 { 3 } else { 0 });
+                        n
                     }),
                     ("bcast", {
+                        if me != 0 {
+                            b[0] = 0;
+                        }
                         let n0 = allocs();
                         w.bcast(b, 0).unwrap();
-                        allocs() - n0
+                        let n = allocs() - n0;
+                        check(b[0] == 7);
+                        n
                     }),
                     ("barrier", {
                         let n0 = allocs();
@@ -85,15 +99,21 @@ fn small_collectives_do_not_allocate_per_call() {
                         allocs() - n0
                     }),
                     ("gather", {
+                        two.fill(0);
                         let n0 = allocs();
                         let r: &mut [u64] = if me == 0 { two } else { &mut [] };
                         w.gather(&send, r, 0).unwrap();
-                        allocs() - n0
+                        let n = allocs() - n0;
+                        check(me != 0 || two == [1, 2]);
+                        n
                     }),
                     ("scatter", {
+                        one[0] = 99;
                         let n0 = allocs();
                         w.scatter(&pair, one, 0).unwrap();
-                        allocs() - n0
+                        let n = allocs() - n0;
+                        check(one[0] == me);
+                        n
                     }),
                     ("allgather", {
                         let n0 = allocs();
@@ -119,7 +139,8 @@ fn small_collectives_do_not_allocate_per_call() {
                 *t += n;
             }
         }
-        assert_eq!((out[0], b[0], two[1], one[0]), (3, 7, me + 10, me));
+        assert_eq!(wrong.get(), 0, "calls with a wrong result");
+        assert_eq!((b[0], two[1], one[0]), (7, me + 10, me));
         let names = all(&w, &mut out, &mut b, &mut two, &mut one).map(|(name, _)| name);
         for (name, n) in names.iter().zip(total) {
             println!(

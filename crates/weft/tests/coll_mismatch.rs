@@ -52,8 +52,14 @@ fn a_rank_with_another_root_gets_an_error_not_a_hang() {
                 if warm {
                     call(1).unwrap();
                 }
+                let direct_before = w.coll_direct_runs();
                 let r = call(if rank == 2 { 1 } else { 0 });
                 if rank == 2 {
+                    assert_eq!(
+                        w.coll_direct_runs() > direct_before,
+                        warm,
+                        "{algo} {n}: rank 2 ran directly exactly when it repeated a call"
+                    );
                     let e = r.unwrap_err();
                     assert_eq!(e.kind(), ErrorKind::InvalidRoot, "{algo} {n} {warm}: {e}");
                     assert!(

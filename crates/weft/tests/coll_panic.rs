@@ -46,11 +46,23 @@ fn a_panicking_user_op_leaves_the_engine_usable() {
 /// had it been on the unwound stack; here it stays alive so the test can look at it).
 #[test]
 fn a_panic_during_a_direct_leaf_wait_gives_up_its_receive() {
+    panic_during_a_leaf_wait(true);
+}
+
+/// The same for a first call, whose leaf waits in the schedule.
+#[test]
+fn a_panic_during_a_scheduled_leaf_wait_gives_up_its_receive() {
+    panic_during_a_leaf_wait(false);
+}
+
+/// `warm`: a first broadcast of the same shape, so the one that the panic unwinds through
+/// repeats it and runs directly (a first call takes the schedule).
+fn panic_during_a_leaf_wait(warm: bool) {
     let vars = [
         ("WEFT_BCAST_ALGO", "knomial"),
         ("WEFT_ALLREDUCE_ALGO", "recursive_doubling"),
     ];
-    common::run_ranks(2, &vars, |w| {
+    common::run_ranks(2, &vars, move |w| {
         let me = w.rank();
         let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let f = fired.clone();
@@ -67,10 +79,11 @@ fn a_panic_during_a_direct_leaf_wait_gives_up_its_receive() {
         // through it.
         let send: &'static [i64] = Box::leak(Box::new([me as i64 + 1; 2]));
         let recv: &'static mut [i64] = Box::leak(Box::new([0i64; 2]));
-        // A first broadcast of the same shape: the one below repeats it, so it runs
-        // directly (a first call takes the schedule).
-        let mut buf = [0u8; 16];
-        w.bcast(&mut buf, 0).unwrap();
+        if warm {
+            let mut buf = [0u8; 16];
+            w.bcast(&mut buf, 0).unwrap();
+        }
+        let direct_before = w.coll_direct_runs();
         let mut buf = [7u8; 16];
         if me == 0 {
             // Rank 1 is waiting in the broadcast when this allreduce's data reaches it.
@@ -89,6 +102,11 @@ fn a_panic_during_a_direct_leaf_wait_gives_up_its_receive() {
             assert!(
                 r.is_err(),
                 "the user op's panic reaches the broadcast's caller"
+            );
+            assert_eq!(
+                w.coll_direct_runs() > direct_before,
+                warm,
+                "the broadcast ran directly exactly when it repeated a call"
             );
             // Rank 0's broadcast has been sent before this message.
             let mut done = [0u8];

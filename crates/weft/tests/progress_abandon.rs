@@ -13,10 +13,36 @@ use weft::{Comm, ErrorKind};
 
 const COUNT: usize = 1 << 17; // u64s: 1 MiB, far above the eager limit
 
-fn disagreeing_roots(w: &Comm) {
+/// `warm`: first two agreed calls of the same size, the last from root 1, so rank 1's
+/// disagreeing call repeats it and runs directly (`coll::direct`, its rendezvous send
+/// pending there) while rank 0's takes the schedule.
+fn disagreeing_roots(w: &Comm, warm: bool) {
     let rank = w.rank();
+    if warm {
+        for root in [0u32, 1] {
+            let mut b = vec![
+                if rank == root {
+                    5u64 + u64::from(root)
+                } else {
+                    0
+                };
+                COUNT
+            ];
+            w.bcast(&mut b, root).unwrap();
+            assert!(
+                b.iter().all(|&x| x == 5 + u64::from(root)),
+                "warm-up from {root}"
+            );
+        }
+    }
     let mut buf = vec![rank as u64 + 1; COUNT];
+    let direct_before = w.coll_direct_runs();
     let e = w.bcast(&mut buf, rank).unwrap_err();
+    assert_eq!(
+        w.coll_direct_runs() > direct_before,
+        warm && rank == 1,
+        "rank {rank}: the call ran directly exactly when it repeated the last"
+    );
     assert_eq!(e.kind(), ErrorKind::InvalidRoot, "rank {rank}: {e}");
     let peer = 1 - rank;
     assert!(
@@ -38,13 +64,13 @@ fn disagreeing_roots(w: &Comm) {
     w.barrier().unwrap();
 }
 
-fn run_bounded(vars: &'static [(&'static str, &'static str)]) {
+fn run_bounded(vars: &'static [(&'static str, &'static str)], warm: bool) {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        common::run_ranks(2, vars, |w| {
+        common::run_ranks(2, vars, move |w| {
             // A linear-shaped tree: the root sends straight to the other rank.
             w.set_collective_tuning(Tuning::from_vars(&[("WEFT_BCAST_ALGO", "knomial")]).unwrap());
-            disagreeing_roots(&w);
+            disagreeing_roots(&w, warm);
         });
         let _ = tx.send(());
     });
@@ -59,10 +85,16 @@ fn run_bounded(vars: &'static [(&'static str, &'static str)]) {
 
 #[test]
 fn large_bcast_with_disagreeing_roots_returns_invalid_root() {
-    run_bounded(&[]);
+    run_bounded(&[], false);
+}
+
+#[test]
+fn a_repeated_large_bcast_with_disagreeing_roots_returns_invalid_root() {
+    run_bounded(&[], true);
 }
 
 #[test]
 fn large_bcast_with_disagreeing_roots_without_cma() {
-    run_bounded(&[("WEFT_SHM_CMA", "off")]);
+    run_bounded(&[("WEFT_SHM_CMA", "off")], false);
+    run_bounded(&[("WEFT_SHM_CMA", "off")], true);
 }

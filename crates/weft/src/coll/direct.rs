@@ -11,8 +11,9 @@
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits), in the
-//! order above. Depends on the engine's request API and the schedule's plan and outcome
-//! checks; knows nothing of algorithms or selection.
+//! order above. Depends on the engine's request API, matching patterns, the communicator's
+//! members and context, and the schedule's plan and outcome checks; knows nothing of
+//! algorithms or selection.
 
 use super::schedule::{
     abandon_pending, collect_outcomes, find_disagreement, sends_solo, wrap_call, Action, Buf,
@@ -38,6 +39,7 @@ enum Step {
 /// A plan resolved for running directly on one communicator ([`DirectRun::of`]).
 #[derive(Debug)]
 pub(crate) struct DirectRun {
+    /// The run's steps, in order.
     steps: Box<[Step]>,
     /// The sends go `solo` (`Engine::start_send_mode`), as the schedule's would.
     solo: bool,
@@ -97,6 +99,22 @@ impl DirectRun {
                 }
                 _ => return None,
             }
+        }
+        // The moved copies must not write what a send reads (no plan does so today: a
+        // scatter root's own block is the only such copy).
+        let overlaps =
+            |a: Region, b: Region| a.buf == b.buf && a.off < b.off + b.len && b.off < a.off + a.len;
+        let sent = |c: &Step| {
+            let Step::Copy { dst, .. } = *c else {
+                return false;
+            };
+            sends_here
+                .iter()
+                .chain(&sends_mates)
+                .any(|s| matches!(*s, Step::Send { src, .. } if overlaps(src, dst)))
+        };
+        if copies_after.iter().any(sent) {
+            return None;
         }
         let sends = sends_here.len() + sends_mates.len();
         let mut steps = Vec::with_capacity(actions.len());
@@ -321,6 +339,20 @@ mod tests {
             }]
         );
         assert_eq!(run.sends, 0);
+    }
+
+    #[test]
+    fn a_copy_after_posting_that_a_send_reads_keeps_the_schedule() {
+        let mut p = Plan::new();
+        p.step();
+        p.send(1, Region::new(Buf::Recv, 0, 8));
+        p.copy_after_posting(Region::new(Buf::Send, 0, 8), Region::new(Buf::Recv, 4, 8));
+        assert!(DirectRun::of(&p, &[0, 1], |_| false).is_none());
+        let mut q = Plan::new();
+        q.step();
+        q.send(1, Region::new(Buf::Recv, 0, 8));
+        q.copy_after_posting(Region::new(Buf::Send, 0, 8), Region::new(Buf::Recv, 8, 8));
+        assert!(DirectRun::of(&q, &[0, 1], |_| false).is_some());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
 //! blocking form runs it to completion first (a repeated call whose plan is one message, or
-//! one step of sends, as plain point-to-point calls: [`direct`]). Reductions have
+//! one step of sends, as plain point-to-point calls: `direct`). Reductions have
 //! byte-level entry points (`allreduce_bytes`) taking the element type at run time, for the
 //! C layers; the typed functions wrap them.
 //! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
@@ -372,6 +372,13 @@ impl Comm {
         e.coll_state.memo = Default::default();
     }
 
+    /// Blocking collective calls of this rank, on any communicator, that ran as plain
+    /// point-to-point calls without a schedule (a repeated call whose plan is one message or
+    /// one step of sends); for tests and tools that check which path a call took.
+    pub fn coll_direct_runs(&self) -> u64 {
+        self.engine.borrow().coll_state.direct_runs
+    }
+
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
     pub(crate) fn coll_key(
         &self,
@@ -490,6 +497,7 @@ impl Comm {
         let plan: Rc<Plan> = plan.into();
         if mode == Mode::Blocking {
             if let Some(run) = self.coll_direct_run(coll, &plan) {
+                self.engine.borrow_mut().coll_state.direct_runs += 1;
                 let outcome = run.run(self, coll.name(), send, recv, tag);
                 return Ok(CollRequest::completed(outcome));
             }
@@ -625,6 +633,8 @@ pub(crate) struct CallState {
     /// The last call of each collective ([`Coll::index`]): its inputs and plan
     /// ([`Comm::coll_prepared`]).
     pub memo: [Option<Memo>; select::ALL.len()],
+    /// Blocking calls that ran directly ([`Comm::coll_direct_runs`]).
+    pub direct_runs: u64,
 }
 
 /// What a call's plan is a function of, besides the tuning (a new tuning

@@ -1,7 +1,7 @@
 //! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule, which
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
-//! collective runs its schedule to completion where it starts ([`run_blocking`]; a plan of
-//! one message or of one step of sends runs without a schedule,
+//! collective runs its schedule to completion where it starts ([`run_blocking`]; a repeated
+//! call whose plan is one message or one step of sends runs without a schedule,
 //! [`DirectRun`](super::direct::DirectRun)) and its request only carries the outcome.
 //! Also the per-communicator count of collectives started, which keeps the traffic of
 //! several outstanding collectives on one communicator apart.
