@@ -439,6 +439,14 @@ fn movers(w: &Comm) {
             }
             r.unwrap();
             same(&ag, &all, &format!("allgather {} np={np} n={n}", a.name));
+            // Again: a repeated call, which may run directly (coll::direct).
+            ag.fill(0);
+            w.allgather(&mine, &mut ag).unwrap();
+            same(
+                &ag,
+                &all,
+                &format!("allgather {} np={np} n={n} again", a.name),
+            );
         }
         // alltoall: block j of rank i holds val(i, j·n + k).
         let send: Vec<i64> = (0..n * npu).map(|i| val(me, i)).collect();
@@ -455,6 +463,13 @@ fn movers(w: &Comm) {
             }
             r.unwrap();
             same(&recv, &want, &format!("alltoall {} np={np} n={n}", a.name));
+            recv.fill(0);
+            w.alltoall(&send, &mut recv).unwrap();
+            same(
+                &recv,
+                &want,
+                &format!("alltoall {} np={np} n={n} again", a.name),
+            );
         }
         // v-variants: rank r contributes r + n % 4 elements, stored in reverse rank order
         // with a gap of one element.
@@ -524,8 +539,15 @@ fn movers(w: &Comm) {
         for a in algorithms(Coll::Alltoallv) {
             force(w, Coll::Alltoallv, a.name);
             let mut rbuf = vec![0i64; rc.iter().sum()];
-            w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();
-            same(&rbuf, &want, &format!("alltoallv {} np={np} n={n}", a.name));
+            for call in 0..2 {
+                rbuf.fill(0);
+                w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();
+                same(
+                    &rbuf,
+                    &want,
+                    &format!("alltoallv {} np={np} n={n} call {call}", a.name),
+                );
+            }
         }
     }
 }

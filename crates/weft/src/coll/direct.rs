@@ -1,13 +1,15 @@
 //! A blocking collective whose plan is one step of plain messages, run as point-to-point
-//! calls without a schedule: one receive (a leaf of a flat tree: a broadcast's or a
-//! scatter's receiver), or sends and copies between the caller's buffers (a flat tree's
-//! root; a gather's or a reduction's leaf). A leaf of a small scatter or broadcast spent
-//! 0.17-0.23 us per call in the schedule's machinery (np=4, 8 B; Open MPI's leaves
-//! 0.06-0.08). [`DirectRun::of`] resolves such a plan once, for a repeated call (the memo
-//! keeps it): the peers' world ranks, the copies, and the order of the sends: to peers on
-//! other cores first, so they can start while this rank still sends (the ranks pinned to
-//! its core cannot run before it yields anyway); measured neutral at np=4 on 2 cores, where
-//! the leader barrier already lets the root out first.
+//! calls without a schedule: receives into, sends from and copies between the caller's
+//! buffers, no scratch and no reduction (a leaf of a flat tree: a broadcast's or a
+//! scatter's receiver; a flat tree's root; a gather's or a reduction's leaf; a gather's
+//! root; a two-rank exchange: allgather, alltoall; alltoallv's one step of every message).
+//! A leaf of a small scatter or broadcast spent 0.17-0.23 us per call in the schedule's
+//! machinery (np=4, 8 B; Open MPI's leaves 0.06-0.08). [`DirectRun::of`] resolves such a
+//! plan once, for a repeated call (the memo keeps it): the peers' world ranks, the copies,
+//! the receives (posted first), and the order of the sends: to peers on other cores first,
+//! so they can start while this rank still sends (the ranks pinned to its core cannot run
+//! before it yields anyway); measured neutral at np=4 on 2 cores, where the leader barrier
+//! already lets the root out first.
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits), in the
@@ -43,14 +45,14 @@ pub(crate) struct DirectRun {
     steps: Box<[Step]>,
     /// The sends go `solo` (`Engine::start_send_mode`), as the schedule's would.
     solo: bool,
-    /// Sends in all: the room the list of rendezvous sends to wait for may need.
-    sends: usize,
+    /// Receives and sends in all: the room the list of requests to wait for may need.
+    requests: usize,
 }
 
 impl DirectRun {
     /// `plan` resolved for the communicator of world ranks `members`, when it is one step
-    /// without scratch that only receives one message into the receive buffer, or only
-    /// sends and copies between the caller's buffers; None otherwise. `shares_my_core(w)`
+    /// without scratch of receives into the receive buffer and sends and copies between the
+    /// caller's buffers; None otherwise. `shares_my_core(w)`
     /// says whether world rank `w` runs on this rank's core (false when unknown).
     pub fn of(
         plan: &Plan,
@@ -58,23 +60,9 @@ impl DirectRun {
         shares_my_core: impl Fn(u32) -> bool,
     ) -> Option<DirectRun> {
         let actions = plan.single_step()?;
-        if let [Action::Recv { peer, dst }] = *actions {
-            if dst.buf != Buf::Recv {
-                return None;
-            }
-            let recv = Step::Recv {
-                peer,
-                world: members[peer as usize],
-                dst,
-            };
-            return Some(DirectRun {
-                steps: Box::new([recv]),
-                solo: false,
-                sends: 0,
-            });
-        }
         let user = |r: Region| matches!(r.buf, Buf::Send | Buf::Recv);
         let mut copies = Vec::new();
+        let mut recvs = Vec::new();
         let mut sends_here = Vec::new();
         let mut sends_mates = Vec::new();
         let mut copies_after = Vec::new();
@@ -88,6 +76,10 @@ impl DirectRun {
                     } else {
                         sends_here.push(send);
                     }
+                }
+                Action::Recv { peer, dst } if dst.buf == Buf::Recv => {
+                    let world = members[peer as usize];
+                    recvs.push(Step::Recv { peer, world, dst });
                 }
                 Action::Copy { src, dst } if user(src) && dst.buf == Buf::Recv => {
                     copies.push(Step::Copy { src, dst });
@@ -116,16 +108,18 @@ impl DirectRun {
         if copies_after.iter().any(sent) {
             return None;
         }
-        let sends = sends_here.len() + sends_mates.len();
+        let requests = recvs.len() + sends_here.len() + sends_mates.len();
         let mut steps = Vec::with_capacity(actions.len());
         steps.extend(copies);
+        // Receives first, so a peer's eager message finds its receive posted.
+        steps.extend(recvs);
         steps.extend(sends_here);
         steps.extend(sends_mates);
         steps.extend(copies_after);
         Some(DirectRun {
             steps: steps.into_boxed_slice(),
             solo: sends_solo(actions),
-            sends,
+            requests,
         })
     }
 
@@ -157,14 +151,23 @@ impl DirectRun {
                         src: peer as i32,
                         tag,
                     };
-                    let id =
-                        g.e.start_recv(buf, pattern, Some(world), &comm.data.members)
-                            .map_err(wrap)?;
-                    g.one = Some(Pending {
-                        id,
-                        peer,
-                        expect_bytes: Some(dst.len),
-                    });
+                    match g
+                        .e
+                        .start_recv(buf, pattern, Some(world), &comm.data.members)
+                    {
+                        Ok(id) => g.push(
+                            Pending {
+                                id,
+                                peer,
+                                expect_bytes: Some(dst.len),
+                            },
+                            self.requests,
+                        ),
+                        Err(err) => {
+                            g.abandon();
+                            return Err(wrap(err));
+                        }
+                    }
                 }
                 Step::Copy { src, dst } => copy(send, recv, src, dst),
                 Step::Send { peer, world, src } => {
@@ -176,20 +179,14 @@ impl DirectRun {
                     {
                         // An eager send is complete once posted.
                         Ok(None) => {}
-                        Ok(Some(id)) => {
-                            let pending = Pending {
+                        Ok(Some(id)) => g.push(
+                            Pending {
                                 id,
                                 peer,
                                 expect_bytes: None,
-                            };
-                            if g.one.is_none() {
-                                g.one = Some(pending);
-                            } else {
-                                let InFlight { e, many, .. } = &mut g;
-                                many.get_or_insert_with(|| e.coll_state.pool.take(0, self.sends).1)
-                                    .push(pending);
-                            }
-                        }
+                            },
+                            self.requests,
+                        ),
                         Err(err) => {
                             g.abandon();
                             return Err(wrap(err));
@@ -253,11 +250,24 @@ fn copy(send: &[u8], recv: &mut [u8], src: Region, dst: Region) {
 struct InFlight<'e> {
     e: std::cell::RefMut<'e, Engine>,
     one: Option<Pending>,
-    /// The second and later requests (a root's rendezvous sends), from the engine's pool.
+    /// The second and later requests (a root's rendezvous sends, a gather root's receives),
+    /// from the engine's pool.
     many: Option<Vec<Pending>>,
 }
 
 impl InFlight<'_> {
+    /// Adds a request to wait for; the list for the second and later comes from the pool,
+    /// with room for `room`.
+    fn push(&mut self, p: Pending, room: usize) {
+        if self.one.is_none() {
+            self.one = Some(p);
+        } else {
+            let InFlight { e, many, .. } = self;
+            many.get_or_insert_with(|| e.coll_state.pool.take(0, room).1)
+                .push(p);
+        }
+    }
+
     /// Gives up every request still in flight, as the schedule does after an error: sends
     /// the peer has not taken are dropped, receives cancelled, and each is reaped.
     fn abandon(&mut self) {
@@ -311,7 +321,7 @@ mod tests {
             })
             .collect();
         assert_eq!(order, ["send 11", "send 13", "send 12", "copy"]);
-        assert!(run.solo && run.sends == 3);
+        assert!(run.solo && run.requests == 3);
         // Unknown placement keeps the plan's order.
         let run = DirectRun::of(&root, &members, |_| false).unwrap();
         let worlds: Vec<_> = run
@@ -338,7 +348,7 @@ mod tests {
                 dst: Region::new(Buf::Recv, 0, 8),
             }]
         );
-        assert_eq!(run.sends, 0);
+        assert_eq!(run.requests, 1);
     }
 
     #[test]
@@ -353,6 +363,25 @@ mod tests {
         q.send(1, Region::new(Buf::Recv, 0, 8));
         q.copy_after_posting(Region::new(Buf::Send, 0, 8), Region::new(Buf::Recv, 8, 8));
         assert!(DirectRun::of(&q, &[0, 1], |_| false).is_some());
+    }
+
+    #[test]
+    fn an_exchange_posts_its_receive_before_its_send() {
+        // Two-rank allgather by recursive doubling: own block copied, the peer's received,
+        // own block sent, in one step.
+        let p = algo::recursive_doubling_allgather::plan(0, 2, 8);
+        let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
+        let kinds: Vec<_> = run
+            .steps
+            .iter()
+            .map(|s| match *s {
+                Step::Send { world, .. } => format!("send {world}"),
+                Step::Copy { .. } => "copy".to_string(),
+                Step::Recv { world, .. } => format!("recv {world}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["copy", "recv 6", "send 6"]);
+        assert_eq!(run.requests, 2);
     }
 
     #[test]
