@@ -8,8 +8,8 @@
 //! plan once, for a repeated call (the memo keeps it): the peers' world ranks, the copies,
 //! the receives (posted first), and the order of the sends: to peers on other cores first,
 //! so they can start while this rank still sends (the ranks pinned to its core cannot run
-//! before it yields anyway); measured neutral at np=4 on 2 cores, where the leader barrier
-//! already lets the root out first.
+//! before it yields anyway): np=4 on 2 cores, 8 B, against the plan's order, three A/B
+//! runs of 5-7 interleaved jobs, scatter 5-7% faster (0.198 vs 0.213 us), bcast 1-5%.
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits), in the
@@ -224,11 +224,7 @@ impl DirectRun {
             g.abandon();
             return Err(super::disagreement(rank, other, tag, theirs));
         }
-        let InFlight { e, one, many } = &mut g;
-        let all = one
-            .take()
-            .into_iter()
-            .chain(many.iter_mut().flat_map(|m| m.drain(..)));
+        let (e, all) = g.take_all();
         collect_outcomes(e, what, rank, all).map_or(Ok(()), |err| Err(wrap(err)))
     }
 }
@@ -271,12 +267,18 @@ impl InFlight<'_> {
     /// Gives up every request still in flight, as the schedule does after an error: sends
     /// the peer has not taken are dropped, receives cancelled, and each is reaped.
     fn abandon(&mut self) {
+        let (e, all) = self.take_all();
+        abandon_pending(e, all);
+    }
+
+    /// The engine and every request in flight, taken out (the pooled list stays, empty).
+    fn take_all(&mut self) -> (&mut Engine, impl Iterator<Item = Pending> + '_) {
         let InFlight { e, one, many } = self;
         let all = one
             .take()
             .into_iter()
             .chain(many.iter_mut().flat_map(|m| m.drain(..)));
-        abandon_pending(e, all);
+        (&mut **e, all)
     }
 }
 
@@ -303,6 +305,18 @@ mod tests {
         (0..n).map(|i| (i * 8, 8)).collect()
     }
 
+    /// The run's steps, named with the world ranks they involve.
+    fn order(run: &DirectRun) -> Vec<String> {
+        run.steps
+            .iter()
+            .map(|s| match *s {
+                Step::Send { world, .. } => format!("send {world}"),
+                Step::Copy { .. } => "copy".to_string(),
+                Step::Recv { world, .. } => format!("recv {world}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_root_sends_to_other_cores_first_and_copies_its_own_block_last() {
         // Scatter from root 0 of 4 ranks, world ranks 10..14; rank 12 shares the root's
@@ -311,28 +325,11 @@ mod tests {
         algo::linear_scatter::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
         let members = [10, 11, 12, 13];
         let run = DirectRun::of(&root, &members, |w| w == 12).unwrap();
-        let order: Vec<_> = run
-            .steps
-            .iter()
-            .map(|s| match *s {
-                Step::Send { world, .. } => format!("send {world}"),
-                Step::Copy { .. } => "copy".to_string(),
-                Step::Recv { .. } => "recv".to_string(),
-            })
-            .collect();
-        assert_eq!(order, ["send 11", "send 13", "send 12", "copy"]);
+        assert_eq!(order(&run), ["send 11", "send 13", "send 12", "copy"]);
         assert!(run.solo && run.requests == 3);
         // Unknown placement keeps the plan's order.
         let run = DirectRun::of(&root, &members, |_| false).unwrap();
-        let worlds: Vec<_> = run
-            .steps
-            .iter()
-            .filter_map(|s| match *s {
-                Step::Send { world, .. } => Some(world),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(worlds, [11, 12, 13]);
+        assert_eq!(order(&run), ["send 11", "send 12", "send 13", "copy"]);
     }
 
     #[test]
@@ -371,16 +368,7 @@ mod tests {
         // own block sent, in one step.
         let p = algo::recursive_doubling_allgather::plan(0, 2, 8);
         let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
-        let kinds: Vec<_> = run
-            .steps
-            .iter()
-            .map(|s| match *s {
-                Step::Send { world, .. } => format!("send {world}"),
-                Step::Copy { .. } => "copy".to_string(),
-                Step::Recv { world, .. } => format!("recv {world}"),
-            })
-            .collect();
-        assert_eq!(kinds, ["copy", "recv 6", "send 6"]);
+        assert_eq!(order(&run), ["copy", "recv 6", "send 6"]);
         assert_eq!(run.requests, 2);
     }
 

@@ -376,7 +376,7 @@ impl Comm {
     /// point-to-point calls without a schedule (a repeated call whose plan is one message or
     /// one step of sends); for tests and tools that check which path a call took.
     pub fn coll_direct_runs(&self) -> u64 {
-        self.engine.borrow().coll_state.direct_runs
+        self.engine.borrow().coll_state.direct_runs.get()
     }
 
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
@@ -497,7 +497,6 @@ impl Comm {
         let plan: Rc<Plan> = plan.into();
         if mode == Mode::Blocking {
             if let Some(run) = self.coll_direct_run(coll, &plan) {
-                self.engine.borrow_mut().coll_state.direct_runs += 1;
                 let outcome = run.run(self, coll.name(), send, recv, tag);
                 return Ok(CollRequest::completed(outcome));
             }
@@ -513,18 +512,22 @@ impl Comm {
     /// The direct run of `plan` ([`DirectRun`]) when it is the plan of `coll`'s memo on this
     /// communicator, the call repeats the memo's (so the run, resolved once, serves many
     /// calls: a first call or a rotating root takes the schedule, which allocates nothing)
-    /// and the plan can run directly.
+    /// and the plan can run directly (counted: [`Comm::coll_direct_runs`]).
     fn coll_direct_run(&self, coll: Coll, plan: &Rc<Plan>) -> Option<Rc<DirectRun>> {
         let e = self.engine.borrow();
         let m = e.coll_state.memo[coll.index()].as_ref()?;
         if !m.repeated.get() || m.key.ctx != self.data.ctx || !Rc::ptr_eq(&m.plan, plan) {
             return None;
         }
-        m.direct
+        let run = m
+            .direct
             .get_or_init(|| {
                 DirectRun::of(plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
             })
-            .clone()
+            .clone()?;
+        let runs = &e.coll_state.direct_runs;
+        runs.set(runs.get() + 1);
+        Some(run)
     }
 
     /// The plan of a call from the cache of recent small plans, or built by `build` (and
@@ -634,7 +637,7 @@ pub(crate) struct CallState {
     /// ([`Comm::coll_prepared`]).
     pub memo: [Option<Memo>; select::ALL.len()],
     /// Blocking calls that ran directly ([`Comm::coll_direct_runs`]).
-    pub direct_runs: u64,
+    pub direct_runs: Cell<u64>,
 }
 
 /// What a call's plan is a function of, besides the tuning (a new tuning
