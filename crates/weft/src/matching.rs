@@ -64,7 +64,7 @@ impl<P, U> Matching<P, U> {
     #[inline]
     pub fn take_posted(&mut self, e: &Envelope) -> Option<P> {
         let i = self.posted.iter().position(|(p, _)| p.matches(e))?;
-        self.posted.remove(i).map(|(_, id)| id)
+        take_at(&mut self.posted, i).map(|(_, id)| id)
     }
 
     /// Records a message nobody has asked for yet.
@@ -80,7 +80,7 @@ impl<P, U> Matching<P, U> {
             .unexpected
             .iter()
             .position(|(e, _)| pattern.matches(e))?;
-        self.unexpected.remove(i)
+        take_at(&mut self.unexpected, i)
     }
 
     /// Queues a receive behind all earlier posted receives.
@@ -120,6 +120,17 @@ impl<P, U> Matching<P, U> {
     /// Posted receives, oldest first (for failure detection: which sources are awaited).
     pub fn posted(&self) -> impl Iterator<Item = (&Pattern, &P)> {
         self.posted.iter().map(|(p, id)| (p, id))
+    }
+}
+
+/// Entry `i` of `q`, taken out. Usually the oldest, which `pop_front` takes without the
+/// general removal's shifting.
+#[inline]
+fn take_at<T>(q: &mut VecDeque<T>, i: usize) -> Option<T> {
+    if i == 0 {
+        q.pop_front()
+    } else {
+        q.remove(i)
     }
 }
 
