@@ -217,24 +217,27 @@ fn reductions(w: &Comm) {
                     w.allreduce(&bs, &mut bo, &Op::Bxor).unwrap();
                     same(&bo, &bref, &format!("{what} bxor"));
                 }
-                // A non-commutative user op: rank order, or a restriction error.
+                // A non-commutative user op: rank order, or a restriction error; twice, so
+                // the operand order is checked in a direct run too.
                 let us: Vec<u64> = (0..n).map(|i| affine(me, i)).collect();
-                let mut uo = vec![0u64; n];
-                let r = if coll == Coll::Allreduce {
-                    w.allreduce(&us, &mut uo, &affine_op())
-                } else {
-                    w.reduce(&us, &mut uo, &affine_op(), root)
-                };
-                if let Some(why) = blocked(a, np, false) {
-                    refused(r, why, a);
-                } else {
-                    r.unwrap();
-                    if coll == Coll::Allreduce || me == root {
-                        same(
-                            &uo,
-                            &affine_ref(0..np, n),
-                            &format!("{what} non-commutative"),
-                        );
+                for call in 0..2 {
+                    let mut uo = vec![0u64; n];
+                    let r = if coll == Coll::Allreduce {
+                        w.allreduce(&us, &mut uo, &affine_op())
+                    } else {
+                        w.reduce(&us, &mut uo, &affine_op(), root)
+                    };
+                    if let Some(why) = blocked(a, np, false) {
+                        refused(r, why, a);
+                    } else {
+                        r.unwrap();
+                        if coll == Coll::Allreduce || me == root {
+                            same(
+                                &uo,
+                                &affine_ref(0..np, n),
+                                &format!("{what} non-commutative call {call}"),
+                            );
+                        }
                     }
                 }
             }
@@ -258,7 +261,8 @@ fn force_scans(w: &Comm, algo: &str) {
 }
 
 fn scans_with(w: &Comm, me: u32, np: u32) {
-    for n in counts_for(np) {
+    // Each call twice in a row: the second repeats the first and may run directly.
+    for n in counts_for(np).into_iter().flat_map(|n| [n, n]) {
         let send: Vec<u64> = (0..n).map(|i| affine(me, i)).collect();
         let mut out = vec![7u64; n];
         w.scan(&send, &mut out, &affine_op()).unwrap();
@@ -302,31 +306,38 @@ fn reduce_scatters(w: &Comm) {
         for n in counts_for(np) {
             let blk = n / np as usize + 1;
             let send: Vec<i64> = (0..blk * np as usize).map(|i| val(me, i)).collect();
-            let mut out = vec![0i64; blk];
-            w.reduce_scatter_block(&send, &mut out, &Op::Sum).unwrap();
             let full = sum_ref(0..np, blk * np as usize);
             let mine = &full[me as usize * blk..(me as usize + 1) * blk];
-            same(
-                &out,
-                mine,
-                &format!("reduce_scatter_block {} np={np} n={n}", a.name),
-            );
+            // Twice: the second call repeats the first and may run directly.
+            for call in 0..2 {
+                let mut out = vec![0i64; blk];
+                w.reduce_scatter_block(&send, &mut out, &Op::Sum).unwrap();
+                same(
+                    &out,
+                    mine,
+                    &format!("reduce_scatter_block {} np={np} n={n} call {call}", a.name),
+                );
+            }
             // Uneven counts: rank r gets r + n % 3 elements.
             let counts: Vec<usize> = (0..np as usize).map(|r| r + n % 3).collect();
             let total: usize = counts.iter().sum();
             let start: usize = counts[..me as usize].iter().sum();
             let us: Vec<u64> = (0..total).map(|i| affine(me, i)).collect();
-            let mut uo = vec![0u64; counts[me as usize]];
-            let r = w.reduce_scatter(&us, &mut uo, &counts, &affine_op());
             if blocked(a, np, false).is_none() {
-                r.unwrap();
                 let full = affine_ref(0..np, total);
-                same(
-                    &uo,
-                    &full[start..start + counts[me as usize]],
-                    &format!("reduce_scatter {} np={np} n={n}", a.name),
-                );
+                for call in 0..2 {
+                    let mut uo = vec![0u64; counts[me as usize]];
+                    w.reduce_scatter(&us, &mut uo, &counts, &affine_op())
+                        .unwrap();
+                    same(
+                        &uo,
+                        &full[start..start + counts[me as usize]],
+                        &format!("reduce_scatter {} np={np} n={n} call {call}", a.name),
+                    );
+                }
             } else {
+                let mut uo = vec![0u64; counts[me as usize]];
+                let r = w.reduce_scatter(&us, &mut uo, &counts, &affine_op());
                 refused(r, blocked(a, np, false).unwrap(), a);
                 let s: Vec<i64> = (0..total).map(|i| val(me, i)).collect();
                 let mut o = vec![0i64; counts[me as usize]];

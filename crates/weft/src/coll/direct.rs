@@ -1,130 +1,182 @@
-//! A blocking collective whose plan is one step of plain messages, run as point-to-point
-//! calls without a schedule: receives into, sends from and copies between the caller's
-//! buffers, no scratch and no reduction (a leaf of a flat tree: a broadcast's or a
-//! scatter's receiver; a flat tree's root; a gather's or a reduction's leaf; a gather's
-//! root; a two-rank exchange: allgather, alltoall; alltoallv's one step of every message).
-//! A leaf of a small scatter or broadcast spent 0.17-0.23 us per call in the schedule's
-//! machinery (np=4, 8 B; Open MPI's leaves 0.06-0.08). [`DirectRun::of`] resolves such a
-//! plan once, for a repeated call (the memo keeps it): the peers' world ranks, the copies,
-//! the receives (posted first), and the order of the sends: to peers on other cores first,
-//! so they can start while this rank still sends (the ranks pinned to its core cannot run
-//! before it yields anyway): np=4 on 2 cores, 8 B, against the plan's order, three A/B
-//! runs of 5-7 interleaved jobs, scatter 5-7% faster (0.198 vs 0.213 us), bcast 1-5%.
+//! A blocking collective whose plan is plain messages and local work, run step by step as
+//! point-to-point calls without a schedule: receives into, sends from, copies and reductions
+//! between the caller's buffers and a scratch kept with the run, no shared-memory area. A
+//! leaf of a small scatter or broadcast spent 0.17-0.23 us per call in the schedule's
+//! machinery (np=4, 8 B; Open MPI's leaves 0.06-0.08), and a two-rank allreduce, scan or
+//! reduce-scatter went through it for one exchange and one reduction. [`DirectRun::of`]
+//! resolves such a plan once, for a repeated call (the memo keeps it): the peers' world
+//! ranks, each step's local work, its receives (posted first), and the order of its sends:
+//! to peers on other cores first, so they can start while this rank still sends (the ranks
+//! pinned to its core cannot run before it yields anyway): np=4 on 2 cores, 8 B, against
+//! the plan's order, three A/B runs of 5-7 interleaved jobs, scatter 5-7% faster (0.198 vs
+//! 0.213 us), bcast 1-5%.
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
-//! length, the same look for a peer that disagrees about the call while it waits), in the
-//! order above. Depends on the engine's request API, matching patterns, the communicator's
-//! members and context, and the schedule's plan and outcome checks; knows nothing of
-//! algorithms or selection.
+//! length, the same look for a peer that disagrees about the call while it waits, the same
+//! local work in the same order), a step at a time. Depends on the engine's request API,
+//! matching patterns, the communicator's members and context, and the schedule's plan,
+//! buffers and outcome checks; knows nothing of algorithms or selection.
 
 use super::schedule::{
     abandon_pending, collect_outcomes, find_disagreement, sends_solo, wrap_call, Action, Buf,
-    Pending, Plan, Region, DISAGREEMENT_EVERY,
+    Buffers, Pending, Plan, Reduction, Region, DISAGREEMENT_EVERY, SCRATCH_POISON,
 };
 use crate::comm::Comm;
 use crate::engine::Engine;
 use crate::matching::Pattern;
-use weft_core::Result;
+use std::cell::RefCell;
+use weft_core::{Error, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
+
+/// Most scratch a direct run keeps (bytes): larger plans take the schedule, whose
+/// machinery costs little next to their copies, and whose scratch is pooled.
+pub(crate) const DIRECT_SCRATCH_BYTES: usize = 16 << 10;
 
 /// One thing a direct run does, in its order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
-    /// Receive from rank `peer` (world rank `world`) into `dst` of the receive buffer.
+    /// Receive from rank `peer` (world rank `world`) into `dst`.
     Recv { peer: u32, world: u32, dst: Region },
-    /// Copy `src` (send or receive buffer) into `dst` of the receive buffer.
+    /// Copy `src` into `dst`.
     Copy { src: Region, dst: Region },
-    /// Send `src` (send or receive buffer) to rank `peer` (world rank `world`).
+    /// Reduce `src` into `dst` ([`Action::Reduce`]).
+    Reduce {
+        src: Region,
+        dst: Region,
+        src_first: bool,
+    },
+    /// `dst = a ∘ b` ([`Action::ReduceInto`]).
+    ReduceInto { a: Region, b: Region, dst: Region },
+    /// Send `src` to rank `peer` (world rank `world`).
     Send { peer: u32, world: u32, src: Region },
+}
+
+/// One step of the plan: its things to do, then a wait for its messages.
+#[derive(Clone, Copy, Debug)]
+struct Phase {
+    /// End (exclusive) of the phase's steps in [`DirectRun::steps`].
+    end: usize,
+    /// The phase's sends go `solo` (`Engine::start_send_mode`), as the schedule's would.
+    solo: bool,
 }
 
 /// A plan resolved for running directly on one communicator ([`DirectRun::of`]).
 #[derive(Debug)]
 pub(crate) struct DirectRun {
-    /// The run's steps, in order.
+    /// The run's steps, in order, phase after phase.
     steps: Box<[Step]>,
-    /// The sends go `solo` (`Engine::start_send_mode`), as the schedule's would.
-    solo: bool,
-    /// Receives and sends in all: the room the list of requests to wait for may need.
+    phases: Box<[Phase]>,
+    /// Receives and sends of the widest phase: the room the list of requests to wait for
+    /// may need.
     requests: usize,
+    /// The plan's temporaries, back to back (`u64`, so each is aligned for any element
+    /// type).
+    scratch: RefCell<Vec<u64>>,
+    /// Where each temporary starts in the scratch, in bytes.
+    tmp_offsets: Box<[usize]>,
 }
 
 impl DirectRun {
-    /// `plan` resolved for the communicator of world ranks `members`, when it is one step
-    /// without scratch of receives into the receive buffer and sends and copies between the
-    /// caller's buffers; None otherwise. `shares_my_core(w)`
-    /// says whether world rank `w` runs on this rank's core (false when unknown).
+    /// `plan` resolved for the communicator of world ranks `members`, when every action is
+    /// a message or local work between the caller's buffers and at most
+    /// [`DIRECT_SCRATCH_BYTES`] of scratch; None otherwise. `shares_my_core(w)` says whether
+    /// world rank `w` runs on this rank's core (false when unknown).
     pub fn of(
         plan: &Plan,
         members: &[u32],
         shares_my_core: impl Fn(u32) -> bool,
     ) -> Option<DirectRun> {
-        let actions = plan.single_step()?;
-        let user = |r: Region| matches!(r.buf, Buf::Send | Buf::Recv);
-        let mut copies = Vec::new();
-        let mut recvs = Vec::new();
-        let mut sends_here = Vec::new();
-        let mut sends_mates = Vec::new();
-        let mut copies_after = Vec::new();
-        for a in actions {
-            match *a {
-                Action::Send { peer, src } if user(src) => {
-                    let world = members[peer as usize];
-                    let send = Step::Send { peer, world, src };
-                    if shares_my_core(world) {
-                        sends_mates.push(send);
-                    } else {
-                        sends_here.push(send);
-                    }
-                }
-                Action::Recv { peer, dst } if dst.buf == Buf::Recv => {
-                    let world = members[peer as usize];
-                    recvs.push(Step::Recv { peer, world, dst });
-                }
-                Action::Copy { src, dst } if user(src) && dst.buf == Buf::Recv => {
-                    copies.push(Step::Copy { src, dst });
-                }
-                // Nothing else of the step reads or writes its region, so it may wait for
-                // every send to be posted.
-                Action::CopyAfterPosting { src, dst } if user(src) && dst.buf == Buf::Recv => {
-                    copies_after.push(Step::Copy { src, dst });
-                }
-                _ => return None,
-            }
-        }
-        // The moved copies must not write what a send reads (no plan does so today: a
-        // scatter root's own block is the only such copy).
-        let overlaps =
-            |a: Region, b: Region| a.buf == b.buf && a.off < b.off + b.len && b.off < a.off + a.len;
-        let sent = |c: &Step| {
-            let Step::Copy { dst, .. } = *c else {
-                return false;
-            };
-            sends_here
-                .iter()
-                .chain(&sends_mates)
-                .any(|s| matches!(*s, Step::Send { src, .. } if overlaps(src, dst)))
-        };
-        if copies_after.iter().any(sent) {
+        if plan.tmp_total_bytes() > DIRECT_SCRATCH_BYTES {
             return None;
         }
-        let requests = recvs.len() + sends_here.len() + sends_mates.len();
-        let mut steps = Vec::with_capacity(actions.len());
-        steps.extend(copies);
-        // Receives first, so a peer's eager message finds its receive posted.
-        steps.extend(recvs);
-        steps.extend(sends_here);
-        steps.extend(sends_mates);
-        steps.extend(copies_after);
+        let writable = |r: Region| r.buf != Buf::Send;
+        let overlaps =
+            |a: Region, b: Region| a.buf == b.buf && a.off < b.off + b.len && b.off < a.off + a.len;
+        let mut steps = Vec::new();
+        let mut phases = Vec::new();
+        let mut requests = 0;
+        for actions in plan.each_step() {
+            let mut recvs = Vec::new();
+            let mut sends_here = Vec::new();
+            let mut sends_mates = Vec::new();
+            let mut copies_after = Vec::new();
+            // Local work first, in plan order, as the schedule does it.
+            for a in actions {
+                match *a {
+                    Action::Send { peer, src } => {
+                        let world = members[peer as usize];
+                        let send = Step::Send { peer, world, src };
+                        if shares_my_core(world) {
+                            sends_mates.push(send);
+                        } else {
+                            sends_here.push(send);
+                        }
+                    }
+                    Action::Recv { peer, dst } if writable(dst) => {
+                        let world = members[peer as usize];
+                        recvs.push(Step::Recv { peer, world, dst });
+                    }
+                    Action::Copy { src, dst } if writable(dst) => {
+                        steps.push(Step::Copy { src, dst });
+                    }
+                    Action::Reduce {
+                        src,
+                        dst,
+                        src_first,
+                    } if writable(dst) => steps.push(Step::Reduce {
+                        src,
+                        dst,
+                        src_first,
+                    }),
+                    Action::ReduceInto { a, b, dst } if a.buf == Buf::Send && writable(dst) => {
+                        steps.push(Step::ReduceInto { a, b, dst });
+                    }
+                    // Nothing else of the step reads or writes its region, so it may wait for
+                    // every send to be posted.
+                    Action::CopyAfterPosting { src, dst } if writable(dst) => {
+                        copies_after.push(Step::Copy { src, dst });
+                    }
+                    _ => return None,
+                }
+            }
+            // The moved copies must not write what a send reads (no plan does so today: a
+            // scatter root's own block is the only such copy).
+            let sent = |c: &Step| {
+                let Step::Copy { dst, .. } = *c else {
+                    return false;
+                };
+                sends_here
+                    .iter()
+                    .chain(&sends_mates)
+                    .any(|s| matches!(*s, Step::Send { src, .. } if overlaps(src, dst)))
+            };
+            if copies_after.iter().any(sent) {
+                return None;
+            }
+            requests = requests.max(recvs.len() + sends_here.len() + sends_mates.len());
+            // Receives first, so a peer's eager message finds its receive posted.
+            steps.extend(recvs);
+            steps.extend(sends_here);
+            steps.extend(sends_mates);
+            steps.extend(copies_after);
+            phases.push(Phase {
+                end: steps.len(),
+                solo: sends_solo(actions),
+            });
+        }
         Some(DirectRun {
             steps: steps.into_boxed_slice(),
-            solo: sends_solo(actions),
+            phases: phases.into_boxed_slice(),
             requests,
+            scratch: RefCell::new(vec![0; plan.tmp_total_bytes() / 8]),
+            tmp_offsets: plan.tmp_offsets().into(),
         })
     }
 
     /// Runs the call on `comm` with the caller's buffers; `what` names the collective in
-    /// errors, `tag` is the call's.
+    /// errors, `tag` is the call's, `reduction` what its reductions apply. None when the
+    /// run is already running (a reduction's operation that calls the collective again):
+    /// the caller then takes the schedule.
     pub fn run(
         &self,
         comm: &Comm,
@@ -132,109 +184,108 @@ impl DirectRun {
         send: &[u8],
         recv: &mut [u8],
         tag: i32,
-    ) -> Result<()> {
+        reduction: Option<&Reduction>,
+    ) -> Option<Result<()>> {
+        let mut scratch = self.scratch.try_borrow_mut().ok()?;
+        if cfg!(debug_assertions) {
+            // As the schedule's pool does: a plan that reads a temporary before writing it
+            // gives wrong results in the tests instead of the last call's bytes.
+            scratch.fill(SCRATCH_POISON);
+        }
+        let mut bufs = Buffers {
+            send,
+            recv,
+            tmp: &mut scratch,
+            tmp_offsets: &self.tmp_offsets,
+        };
         let rank = comm.data.rank;
         let ctx = comm.data.ctx + 1;
+        let size = comm.data.members.len() as u32;
         let wrap = |err| wrap_call(what, rank, err);
+        let red = || reduction.expect("reduce in a plan without an op");
         let mut g = InFlight {
             e: comm.engine.borrow_mut(),
             one: None,
             many: None,
         };
         g.e.clear_advancing();
-        for step in self.steps.iter() {
-            match *step {
-                Step::Recv { peer, world, dst } => {
-                    let buf = RawBufMut::new(&mut recv[dst.off..dst.off + dst.len]);
-                    let pattern = Pattern {
-                        ctx,
-                        src: peer as i32,
-                        tag,
-                    };
-                    match g
-                        .e
-                        .start_recv(buf, pattern, Some(world), &comm.data.members)
-                    {
-                        Ok(id) => g.push(
-                            Pending {
-                                id,
-                                peer,
-                                expect_bytes: Some(dst.len),
-                            },
-                            self.requests,
-                        ),
-                        Err(err) => {
-                            g.abandon();
-                            return Err(wrap(err));
+        let runs = &g.e.coll_state.direct_runs;
+        runs.set(runs.get() + 1);
+        let mut start = 0;
+        for phase in self.phases.iter() {
+            for step in &self.steps[start..phase.end] {
+                match *step {
+                    Step::Recv { peer, world, dst } => {
+                        let buf = RawBufMut::new(bufs.bytes_mut(dst));
+                        let pattern = Pattern {
+                            ctx,
+                            src: peer as i32,
+                            tag,
+                        };
+                        match g
+                            .e
+                            .start_recv(buf, pattern, Some(world), &comm.data.members)
+                        {
+                            Ok(id) => g.push(
+                                Pending {
+                                    id,
+                                    peer,
+                                    expect_bytes: Some(dst.len),
+                                },
+                                self.requests,
+                            ),
+                            Err(err) => {
+                                g.abandon();
+                                return Some(Err(wrap(err)));
+                            }
                         }
                     }
-                }
-                Step::Copy { src, dst } => copy(send, recv, src, dst),
-                Step::Send { peer, world, src } => {
-                    let whole = if src.buf == Buf::Send { send } else { &*recv };
-                    let buf = RawBuf::new(&whole[src.off..src.off + src.len]);
-                    match g
-                        .e
-                        .start_send_mode(buf, world, rank, ctx, tag, false, self.solo)
-                    {
-                        // An eager send is complete once posted.
-                        Ok(None) => {}
-                        Ok(Some(id)) => g.push(
-                            Pending {
-                                id,
-                                peer,
-                                expect_bytes: None,
-                            },
-                            self.requests,
-                        ),
-                        Err(err) => {
-                            g.abandon();
-                            return Err(wrap(err));
+                    Step::Copy { src, dst } => bufs.copy(src, dst),
+                    Step::Reduce {
+                        src,
+                        dst,
+                        src_first,
+                    } => bufs.reduce(red(), src, dst, src_first),
+                    Step::ReduceInto { a, b, dst } => bufs.reduce_into(red(), a, b, dst),
+                    Step::Send { peer, world, src } => {
+                        let buf = RawBuf::new(bufs.bytes(src));
+                        match g
+                            .e
+                            .start_send_mode(buf, world, rank, ctx, tag, false, phase.solo)
+                        {
+                            // An eager send is complete once posted.
+                            Ok(None) => {}
+                            Ok(Some(id)) => g.push(
+                                Pending {
+                                    id,
+                                    peer,
+                                    expect_bytes: None,
+                                },
+                                self.requests,
+                            ),
+                            Err(err) => {
+                                g.abandon();
+                                return Some(Err(wrap(err)));
+                            }
                         }
                     }
                 }
             }
+            start = phase.end;
+            if g.one.is_none() {
+                continue;
+            }
+            if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
+                g.abandon();
+                return Some(Err(super::disagreement(rank, other, tag, theirs)));
+            }
+            // Every request of the phase is collected, whatever the outcome: nothing is
+            // left in flight after an error.
+            if let Some(err) = g.collect(what, rank) {
+                return Some(Err(wrap(err)));
+            }
         }
-        if g.one.is_none() {
-            return Ok(());
-        }
-        let size = comm.data.members.len() as u32;
-        let mut polls = 0u32;
-        let mut disagreement = None;
-        {
-            let InFlight { e, one, many } = &mut g;
-            let done = |e: &Engine| {
-                one.as_ref().is_none_or(|p| e.is_done(p.id))
-                    && many
-                        .as_ref()
-                        .is_none_or(|m| m.iter().all(|p| e.is_done(p.id)))
-            };
-            e.wait_until(|e| {
-                if done(e) {
-                    return true;
-                }
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(DISAGREEMENT_EVERY) {
-                    disagreement = find_disagreement(e, size, rank, ctx, tag);
-                }
-                disagreement.is_some()
-            });
-        }
-        if let Some((other, theirs)) = disagreement {
-            g.abandon();
-            return Err(super::disagreement(rank, other, tag, theirs));
-        }
-        let (e, all) = g.take_all();
-        collect_outcomes(e, what, rank, all).map_or(Ok(()), |err| Err(wrap(err)))
-    }
-}
-
-/// Copies region `src` (send or receive buffer) into region `dst` of the receive buffer.
-fn copy(send: &[u8], recv: &mut [u8], src: Region, dst: Region) {
-    if src.buf == Buf::Recv {
-        recv.copy_within(src.off..src.off + src.len, dst.off);
-    } else {
-        recv[dst.off..dst.off + dst.len].copy_from_slice(&send[src.off..src.off + src.len]);
+        Some(Ok(()))
     }
 }
 
@@ -261,6 +312,48 @@ impl InFlight<'_> {
             let InFlight { e, many, .. } = self;
             many.get_or_insert_with(|| e.coll_state.pool.take(0, room).1)
                 .push(p);
+        }
+    }
+
+    /// Waits until every request in flight is done, looking now and then for a peer that
+    /// disagrees about the call (`size` ranks, this one `rank`, messages on `ctx` with
+    /// `tag`); returns such a peer and its tag.
+    fn wait(&mut self, size: u32, rank: u32, ctx: u32, tag: i32) -> Option<(u32, i32)> {
+        let InFlight { e, one, many } = self;
+        let done = |e: &Engine| {
+            one.as_ref().is_none_or(|p| e.is_done(p.id))
+                && many
+                    .as_ref()
+                    .is_none_or(|m| m.iter().all(|p| e.is_done(p.id)))
+        };
+        let mut polls = 0u32;
+        let mut disagreement = None;
+        e.wait_until(|e| {
+            if done(e) {
+                return true;
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(DISAGREEMENT_EVERY) {
+                disagreement = find_disagreement(e, size, rank, ctx, tag);
+            }
+            disagreement.is_some()
+        });
+        disagreement
+    }
+
+    /// Collects the outcomes of the requests in flight, all done, and frees them; returns
+    /// the first error ([`collect_outcomes`]).
+    fn collect(&mut self, what: &str, rank: u32) -> Option<Error> {
+        let InFlight { e, one, many } = self;
+        let first = one
+            .take()
+            .and_then(|p| collect_outcomes(e, what, rank, std::iter::once(p)));
+        match many {
+            Some(m) if !m.is_empty() => {
+                let rest = collect_outcomes(e, what, rank, m.drain(..));
+                first.or(rest)
+            }
+            _ => first,
         }
     }
 
@@ -313,8 +406,14 @@ mod tests {
                 Step::Send { world, .. } => format!("send {world}"),
                 Step::Copy { .. } => "copy".to_string(),
                 Step::Recv { world, .. } => format!("recv {world}"),
+                Step::Reduce { .. } | Step::ReduceInto { .. } => "reduce".to_string(),
             })
             .collect()
+    }
+
+    /// Where each phase ends in the run's steps.
+    fn phase_ends(run: &DirectRun) -> Vec<usize> {
+        run.phases.iter().map(|p| p.end).collect()
     }
 
     #[test]
@@ -326,7 +425,7 @@ mod tests {
         let members = [10, 11, 12, 13];
         let run = DirectRun::of(&root, &members, |w| w == 12).unwrap();
         assert_eq!(order(&run), ["send 11", "send 13", "send 12", "copy"]);
-        assert!(run.solo && run.requests == 3);
+        assert!(run.phases[0].solo && run.requests == 3);
         // Unknown placement keeps the plan's order.
         let run = DirectRun::of(&root, &members, |_| false).unwrap();
         assert_eq!(order(&run), ["send 11", "send 12", "send 13", "copy"]);
@@ -373,13 +472,40 @@ mod tests {
     }
 
     #[test]
-    fn plans_of_several_steps_or_scratch_are_not_run_directly() {
+    fn a_reduction_runs_step_by_step_with_its_scratch() {
+        // Two-rank allreduce by recursive doubling: own contribution copied, the peer's
+        // received into scratch while ours is sent, then combined.
+        let p = algo::recursive_doubling::plan(1, 2, 8);
+        let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
+        assert_eq!(order(&run), ["copy", "recv 5", "send 5", "reduce"]);
+        assert_eq!(phase_ends(&run), [1, 3, 4]);
+        assert_eq!(run.requests, 2);
+        assert_eq!(
+            run.scratch.borrow().len(),
+            1,
+            "8 bytes of scratch, in u64 words"
+        );
+        // A ring of several exchanges: one phase per step.
         let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
-        assert!(DirectRun::of(&ring, &[0, 1, 2, 3], |_| false).is_none());
+        let run = DirectRun::of(&ring, &[0, 1, 2, 3], |_| false).unwrap();
+        assert_eq!(run.phases.len(), ring.each_step().count());
+    }
+
+    #[test]
+    fn shared_memory_actions_or_much_scratch_keep_the_schedule() {
         let mut p = Plan::new();
         p.step();
-        let t = p.tmp(8);
-        p.recv(1, Region::new(t, 0, 8));
+        p.shm_arrive();
         assert!(DirectRun::of(&p, &[0, 1], |_| false).is_none());
+        let mut q = Plan::new();
+        q.step();
+        let t = q.tmp(DIRECT_SCRATCH_BYTES + 8);
+        q.recv(1, Region::new(t, 0, 8));
+        assert!(DirectRun::of(&q, &[0, 1], |_| false).is_none());
+        let mut r = Plan::new();
+        r.step();
+        let t = r.tmp(DIRECT_SCRATCH_BYTES);
+        r.recv(1, Region::new(t, 0, 8));
+        assert!(DirectRun::of(&r, &[0, 1], |_| false).is_some());
     }
 }

@@ -5,8 +5,9 @@
 //! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
 //! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
-//! blocking form runs it to completion first (a repeated call whose plan is one message, or
-//! one step of sends, as plain point-to-point calls: `direct`). Reductions have
+//! blocking form runs it to completion first (a repeated call whose plan is only messages,
+//! copies and reductions, with little scratch, as plain point-to-point calls: `direct`).
+//! Reductions have
 //! byte-level entry points (`allreduce_bytes`) taking the element type at run time, for the
 //! C layers; the typed functions wrap them.
 //! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
@@ -373,8 +374,8 @@ impl Comm {
     }
 
     /// Blocking collective calls of this rank, on any communicator, that ran as plain
-    /// point-to-point calls without a schedule (a repeated call whose plan is one message or
-    /// one step of sends); for tests and tools that check which path a call took.
+    /// point-to-point calls without a schedule (a repeated call whose plan is only messages,
+    /// copies and reductions); for tests and tools that check which path a call took.
     pub fn coll_direct_runs(&self) -> u64 {
         self.engine.borrow().coll_state.direct_runs.get()
     }
@@ -487,18 +488,24 @@ impl Comm {
         reduction: Option<Reduction>,
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
-        request::check_outstanding(self, coll.name())?;
         let index = coll.index() as u32;
-        // Checked before the number is taken, so that the ranks' numbering stays aligned
-        // when the caller completes the other call and retries.
         let tag = coll_tag(index, request::peek_seq(self), root);
-        request::check_tag_free(self, coll.name(), tag)?;
+        // Checked before the number is taken, so that the ranks' numbering stays aligned
+        // when the caller completes the other calls and retries; nothing to check while no
+        // nonblocking collective is unfinished (the usual case).
+        if !self.engine.borrow().coll_state.unfinished.is_empty() {
+            request::check_outstanding(self, coll.name())?;
+            request::check_tag_free(self, coll.name(), tag)?;
+        }
         request::next_seq(self);
         let plan: Rc<Plan> = plan.into();
         if mode == Mode::Blocking {
             if let Some(run) = self.coll_direct_run(coll, &plan) {
-                let outcome = run.run(self, coll.name(), send, recv, tag);
-                return Ok(CollRequest::completed(outcome));
+                if let Some(outcome) =
+                    run.run(self, coll.name(), send, recv, tag, reduction.as_ref())
+                {
+                    return Ok(CollRequest::completed(outcome));
+                }
             }
         }
         let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
@@ -525,8 +532,6 @@ impl Comm {
                 DirectRun::of(plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
             })
             .clone()?;
-        let runs = &e.coll_state.direct_runs;
-        runs.set(runs.get() + 1);
         Some(run)
     }
 

@@ -1,7 +1,7 @@
 //! Nonblocking collectives (MPI-4.1 §6.12): a [`CollRequest`] owns a started schedule, which
 //! the engine advances whenever it makes progress (any blocking call, any test); a blocking
 //! collective runs its schedule to completion where it starts ([`run_blocking`]; a repeated
-//! call whose plan is one message or one step of sends runs without a schedule,
+//! call whose plan is only messages, copies and reductions runs without a schedule,
 //! [`DirectRun`](super::direct::DirectRun)) and its request only carries the outcome.
 //! Also the per-communicator count of collectives started, which keeps the traffic of
 //! several outstanding collectives on one communicator apart.
@@ -351,7 +351,14 @@ impl<'a> CollRequest<'a> {
     }
 
     /// Waits until the collective has completed on this rank (MPI_Wait).
+    #[inline]
     pub fn wait(mut self) -> Result<()> {
+        // A blocking call's request: its outcome, taken out (the drop then has nothing to
+        // do).
+        if let Inner::Done { error, reported } = &mut self.inner {
+            *reported = true;
+            return error.take().map_or(Ok(()), Err);
+        }
         self.finish()
     }
 

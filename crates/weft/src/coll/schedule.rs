@@ -698,30 +698,101 @@ impl<'a> Schedule<'a> {
         wrap_call(self.what, self.rank, err)
     }
 
-    /// Byte offset of region `r` in its whole buffer (temporaries share one).
-    fn abs_off(&self, r: Region) -> usize {
-        match r.buf {
-            Buf::Tmp(t) => self.plan.tmp_offsets[t as usize] + r.off,
-            _ => r.off,
+    /// The caller's buffers and the scratch, for the plan's local work.
+    fn bufs(&mut self) -> Buffers<'_> {
+        Buffers {
+            send: self.send,
+            recv: &mut *self.recv,
+            tmp: &mut self.tmp,
+            tmp_offsets: &self.plan.tmp_offsets,
         }
     }
 
     fn bytes(&self, r: Region) -> &[u8] {
-        let off = self.abs_off(r);
-        let whole: &[u8] = match r.buf {
-            Buf::Send => self.send,
-            Buf::Recv => self.recv,
-            Buf::Tmp(_) => bytemuck::cast_slice(&self.tmp),
+        Buffers::read(self.send, self.recv, &self.tmp, &self.plan.tmp_offsets, r)
+    }
+
+    fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
+        self.bufs().into_mut(r)
+    }
+
+    fn local_copy(&mut self, src: Region, dst: Region) {
+        self.bufs().copy(src, dst);
+    }
+
+    fn local_reduce_into(&mut self, a: Region, b: Region, dst: Region) {
+        let red = self.reduction.clone();
+        let red = red.as_ref().expect("reduce in a plan without an op");
+        self.bufs().reduce_into(red, a, b, dst);
+    }
+
+    fn local_reduce(&mut self, src: Region, dst: Region, src_first: bool) {
+        let red = self.reduction.clone();
+        let red = red.as_ref().expect("reduce in a plan without an op");
+        self.bufs().reduce(red, src, dst, src_first);
+    }
+}
+
+/// A plan's buffers during its local work: the caller's send (read only) and receive
+/// buffers and the scratch that holds the plan's temporaries back to back, for a schedule
+/// or a direct run (`super::direct`).
+pub(super) struct Buffers<'s> {
+    pub send: &'s [u8],
+    pub recv: &'s mut [u8],
+    pub tmp: &'s mut [u64],
+    /// Where each temporary starts in `tmp`, in bytes ([`Plan::tmp_offsets`]).
+    pub tmp_offsets: &'s [usize],
+}
+
+impl<'s> Buffers<'s> {
+    /// Byte offset of region `r` in its whole buffer (temporaries share one).
+    fn abs_off(&self, r: Region) -> usize {
+        match r.buf {
+            Buf::Tmp(t) => self.tmp_offsets[t as usize] + r.off,
+            _ => r.off,
+        }
+    }
+
+    /// Region `r` of the buffers given apart, for reading.
+    fn read<'b>(
+        send: &'b [u8],
+        recv: &'b [u8],
+        tmp: &'b [u64],
+        tmp_offsets: &[usize],
+        r: Region,
+    ) -> &'b [u8] {
+        let (whole, off): (&[u8], usize) = match r.buf {
+            Buf::Send => (send, r.off),
+            Buf::Recv => (recv, r.off),
+            Buf::Tmp(t) => (bytemuck::cast_slice(tmp), tmp_offsets[t as usize] + r.off),
         };
         &whole[off..off + r.len]
     }
 
-    fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
+    /// Region `r`, for reading.
+    pub fn bytes(&self, r: Region) -> &[u8] {
+        Self::read(self.send, self.recv, self.tmp, self.tmp_offsets, r)
+    }
+
+    /// Region `r` (of the receive buffer or the scratch), for writing.
+    pub fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
+        Buffers {
+            send: self.send,
+            recv: &mut *self.recv,
+            tmp: &mut *self.tmp,
+            tmp_offsets: self.tmp_offsets,
+        }
+        .into_mut(r)
+    }
+
+    /// Region `r` (of the receive buffer or the scratch), for writing, for as long as the
+    /// buffers are borrowed.
+    fn into_mut(self, r: Region) -> &'s mut [u8] {
         let off = self.abs_off(r);
         let whole: &mut [u8] = match r.buf {
             Buf::Send => unreachable!("plans never write the send buffer"),
             Buf::Recv => self.recv,
-            Buf::Tmp(_) => bytemuck::cast_slice_mut(&mut self.tmp),
+            Buf::Tmp(_) => bytemuck::cast_slice_mut(self.tmp),
         };
         &mut whole[off..off + r.len]
     }
@@ -730,7 +801,7 @@ impl<'a> Schedule<'a> {
     fn pair(&mut self, src: Region, dst: Region) -> (&[u8], &mut [u8]) {
         let (so, d_o) = (self.abs_off(src), self.abs_off(dst));
         let same = std::mem::discriminant(&src.buf) == std::mem::discriminant(&dst.buf);
-        let Schedule {
+        let Buffers {
             send, recv, tmp, ..
         } = self;
         if same {
@@ -758,29 +829,24 @@ impl<'a> Schedule<'a> {
         }
     }
 
-    fn local_copy(&mut self, src: Region, dst: Region) {
+    /// `dst = src` ([`Action::Copy`]).
+    pub fn copy(&mut self, src: Region, dst: Region) {
         let (s, d) = self.pair(src, dst);
         d.copy_from_slice(s);
     }
 
-    fn local_reduce_into(&mut self, a: Region, b: Region, dst: Region) {
-        let red = self
-            .reduction
-            .clone()
-            .expect("reduce in a plan without an op");
-        // The send buffer is borrowed apart from the schedule, so `b` and `dst` can be
+    /// [`Action::ReduceInto`] with `red`.
+    pub fn reduce_into(&mut self, red: &Reduction, a: Region, b: Region, dst: Region) {
+        // The send buffer is borrowed apart from the others, so `b` and `dst` can be
         // taken together as a readable and a writable region.
-        let send: &'a [u8] = self.send;
+        let send = self.send;
         let a = &send[a.off..a.off + a.len];
         let (b, d) = self.pair(b, dst);
         red.op.apply_into(red.kind, a, b, d);
     }
 
-    fn local_reduce(&mut self, src: Region, dst: Region, src_first: bool) {
-        let red = self
-            .reduction
-            .clone()
-            .expect("reduce in a plan without an op");
+    /// [`Action::Reduce`] with `red`.
+    pub fn reduce(&mut self, red: &Reduction, src: Region, dst: Region, src_first: bool) {
         if src_first || red.op.is_commutative() {
             let (s, d) = self.pair(src, dst);
             red.op.apply(red.kind, s, d);
@@ -790,7 +856,7 @@ impl<'a> Schedule<'a> {
                 let (d, s) = self.pair(dst, src);
                 red.op.apply(red.kind, d, s);
             }
-            self.local_copy(src, dst);
+            self.copy(src, dst);
         }
     }
 }
@@ -841,10 +907,19 @@ pub(super) fn find_disagreement(
 }
 
 impl Plan {
-    /// The actions of the plan when it is one step without scratch (a plan
-    /// [`DirectRun`](super::direct::DirectRun) may run); None otherwise.
-    pub(super) fn single_step(&self) -> Option<&[Action]> {
-        (self.steps.len() == 1 && self.tmp_total_bytes == 0).then_some(&self.actions[..])
+    /// The actions of each step, in order (for [`DirectRun`](super::direct::DirectRun)).
+    pub(super) fn each_step(&self) -> impl Iterator<Item = &[Action]> + '_ {
+        (0..self.steps.len()).map(|s| self.step_actions(s))
+    }
+
+    /// Bytes of scratch the plan's temporaries take in all.
+    pub(super) fn tmp_total_bytes(&self) -> usize {
+        self.tmp_total_bytes
+    }
+
+    /// Where each temporary starts in the scratch, in bytes.
+    pub(super) fn tmp_offsets(&self) -> &[usize] {
+        &self.tmp_offsets
     }
 }
 
@@ -943,7 +1018,7 @@ pub(crate) struct Pool {
 const POOL_KEEP: usize = 8;
 /// What debug builds fill scratch with before a schedule uses it (no plausible value of any
 /// element type: a NaN pattern for floats, a large odd number for integers).
-const SCRATCH_POISON: u64 = 0xfff5_a5a5_a5a5_a5a5;
+pub(super) const SCRATCH_POISON: u64 = 0xfff5_a5a5_a5a5_a5a5;
 /// Most scratch kept in all (in u64 words: 8 MiB); a vector that would pass it is freed.
 const POOL_KEEP_WORDS: usize = 1 << 20;
 
