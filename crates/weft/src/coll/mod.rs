@@ -413,16 +413,20 @@ impl Comm {
         key: CallKey,
         arrays: &[&[usize]],
         build: impl FnOnce() -> Result<(Choice, Rc<Plan>)>,
-    ) -> Result<Rc<Plan>> {
-        if let Some(plan) = self.coll_memo(coll, &key, arrays) {
-            return Ok(plan);
+    ) -> Result<Prepared> {
+        if let Some(prepared) = self.coll_memo(coll, &key, arrays) {
+            return Ok(prepared);
         }
         let (choice, plan) = build()?;
         self.coll_remember(coll, key, arrays, &choice, &plan);
-        Ok(plan)
+        Ok(plan.into())
     }
 
-    fn coll_memo(&self, coll: Coll, key: &CallKey, arrays: &[&[usize]]) -> Option<Rc<Plan>> {
+    /// The memo's plan when the call repeats the memo's, with its direct run for a blocking
+    /// call ([`DirectRun`], resolved at the first repetition, so a first call or a rotating
+    /// root takes the schedule, which allocates nothing; counted when it runs:
+    /// [`Comm::coll_direct_runs`]).
+    fn coll_memo(&self, coll: Coll, key: &CallKey, arrays: &[&[usize]]) -> Option<Prepared> {
         // Every array of a v-form has one entry per rank; one of another length is bad
         // input for the checks of a fresh call to report.
         let size = self.size() as usize;
@@ -430,13 +434,23 @@ impl Comm {
             return None;
         }
         let e = self.engine.borrow();
-        match &e.coll_state.memo[coll.index()] {
-            Some(m) if m.key == *key && same_arrays(&m.arrays, arrays) => {
-                m.repeated.set(true);
-                Some(m.plan.clone())
-            }
-            _ => None,
+        let m = e.coll_state.memo[coll.index()].as_ref()?;
+        if m.key != *key || !same_arrays(&m.arrays, arrays) {
+            return None;
         }
+        let direct = if key.mode == Mode::Blocking {
+            m.direct
+                .get_or_init(|| {
+                    DirectRun::of(&m.plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
+                })
+                .clone()
+        } else {
+            None
+        };
+        Some(Prepared {
+            plan: m.plan.clone(),
+            direct,
+        })
     }
 
     /// Remembers a call's plan for the next call with the same inputs, unless its choice may
@@ -457,7 +471,6 @@ impl Comm {
             key,
             arrays: arrays.concat(),
             plan: plan.clone(),
-            repeated: Cell::new(false),
             direct: OnceCell::new(),
         });
     }
@@ -467,7 +480,7 @@ impl Comm {
     pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
-        plan: impl Into<Rc<Plan>>,
+        plan: impl Into<Prepared>,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
@@ -482,7 +495,7 @@ impl Comm {
         &self,
         coll: Coll,
         root: u32,
-        plan: impl Into<Rc<Plan>>,
+        prepared: impl Into<Prepared>,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
@@ -498,14 +511,10 @@ impl Comm {
             request::check_tag_free(self, coll.name(), tag)?;
         }
         request::next_seq(self);
-        let plan: Rc<Plan> = plan.into();
-        if mode == Mode::Blocking {
-            if let Some(run) = self.coll_direct_run(coll, &plan) {
-                if let Some(outcome) =
-                    run.run(self, coll.name(), send, recv, tag, reduction.as_ref())
-                {
-                    return Ok(CollRequest::completed(outcome));
-                }
+        let Prepared { plan, direct } = prepared.into();
+        if let (Some(run), Mode::Blocking) = (direct, mode) {
+            if let Some(outcome) = run.run(self, coll.name(), send, recv, tag, reduction.as_ref()) {
+                return Ok(CollRequest::completed(outcome));
             }
         }
         let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
@@ -514,25 +523,6 @@ impl Comm {
             return Ok(CollRequest::completed(outcome));
         }
         CollRequest::start(self, s)
-    }
-
-    /// The direct run of `plan` ([`DirectRun`]) when it is the plan of `coll`'s memo on this
-    /// communicator, the call repeats the memo's (so the run, resolved once, serves many
-    /// calls: a first call or a rotating root takes the schedule, which allocates nothing)
-    /// and the plan can run directly (counted: [`Comm::coll_direct_runs`]).
-    fn coll_direct_run(&self, coll: Coll, plan: &Rc<Plan>) -> Option<Rc<DirectRun>> {
-        let e = self.engine.borrow();
-        let m = e.coll_state.memo[coll.index()].as_ref()?;
-        if !m.repeated.get() || m.key.ctx != self.data.ctx || !Rc::ptr_eq(&m.plan, plan) {
-            return None;
-        }
-        let run = m
-            .direct
-            .get_or_init(|| {
-                DirectRun::of(plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
-            })
-            .clone()?;
-        Some(run)
     }
 
     /// The plan of a call from the cache of recent small plans, or built by `build` (and
@@ -672,11 +662,28 @@ pub(crate) struct Memo {
     /// The call's count and displacement arrays, back to back (v-forms; empty otherwise).
     arrays: Vec<usize>,
     plan: Rc<Plan>,
-    /// A call repeated this one ([`Comm::coll_direct_run`] resolves a direct run only then).
-    repeated: Cell<bool>,
-    /// The plan resolved for running directly, once a repeated call asked (None inside:
-    /// it cannot run so).
+    /// The plan resolved for running directly, once a blocking call repeated this one
+    /// (None inside: it cannot run so).
     direct: OnceCell<Option<Rc<DirectRun>>>,
+}
+
+/// What a call starts from: its plan and, for a blocking call that repeats the memo's, the
+/// plan resolved for running directly.
+pub(crate) struct Prepared {
+    plan: Rc<Plan>,
+    direct: Option<Rc<DirectRun>>,
+}
+
+impl From<Rc<Plan>> for Prepared {
+    fn from(plan: Rc<Plan>) -> Prepared {
+        Prepared { plan, direct: None }
+    }
+}
+
+impl From<Plan> for Prepared {
+    fn from(plan: Plan) -> Prepared {
+        Rc::new(plan).into()
+    }
 }
 
 /// Whether `stored` is `parts` back to back.
