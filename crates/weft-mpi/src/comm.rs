@@ -1369,7 +1369,7 @@ pub(crate) fn complete_idup(s: &mut State, i: usize, h: Handle, block: bool) -> 
             Err(e) => Err(e),
         }
     };
-    s.reqs.remove(i);
+    s.reqs.discard(i);
     let c = got?;
     p.inherited.install(s, c, p.newcomm)?;
     Ok(true)

@@ -360,13 +360,13 @@ pub unsafe fn complete(
                 // A truncated message still names its source and tag.
                 store(status, from_weft(&raw.last_status()));
             }
-            s.reqs.remove(i);
+            s.reqs.discard(i);
             // SAFETY: as above.
             unsafe { *req = MPI_REQUEST_NULL };
             return Some(raise_weft(comm, func, x));
         }
     };
-    s.reqs.remove(i);
+    s.reqs.discard(i);
     // SAFETY: as above.
     unsafe { *req = MPI_REQUEST_NULL };
     store(status, done);

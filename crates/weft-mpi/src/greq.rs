@@ -241,7 +241,7 @@ pub(crate) fn reap(s: &mut State) {
     let hs = std::mem::take(&mut *REAPED.lock().unwrap_or_else(|p| p.into_inner()));
     for h in hs {
         if let Some(i) = handle_index(K_REQ, h) {
-            s.reqs.remove(i);
+            s.reqs.discard(i);
         }
     }
 }

@@ -83,9 +83,9 @@ impl Started {
 
     /// Moves the collective and its buffers into request entry `e`.
     pub fn install(self, e: &mut ReqEntry) {
-        e.coll = self.q;
+        e.coll = self.q.map(Box::new);
         e.keep = self.keep;
-        e.unpack = self.unpack;
+        e.unpack = self.unpack.map(Box::new);
     }
 }
 

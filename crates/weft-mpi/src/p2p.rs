@@ -355,7 +355,7 @@ fn start_op(
         if peer != MPI_PROC_NULL {
             // SAFETY: as above, and unaliased until completion.
             e.raw = Some(unsafe { c.raw_irecv(inc.ptr, inc.bytes, peer, recv_tag(tag))? });
-            e.unpack = inc.unpack;
+            e.unpack = inc.unpack.map(Box::new);
         }
     }
     Ok(e)
@@ -935,7 +935,7 @@ pub(crate) fn complete(
                 format!("generalized request {h:#x} was released while being waited for"),
             )
         })?;
-        s.reqs.remove(i);
+        s.reqs.discard(i);
         // SAFETY: as above.
         unsafe { *req = MPI_REQUEST_NULL };
         g.finish(status)?;
@@ -957,7 +957,7 @@ pub(crate) fn complete(
         // The staging buffers outlive the unpack, which may read a block of one of them.
         let keep = std::mem::take(&mut e.keep);
         if e.persistent.is_none() && e.restart.is_none() {
-            s.reqs.remove(i);
+            s.reqs.discard(i);
             // SAFETY: as above.
             unsafe { *req = MPI_REQUEST_NULL };
         }
@@ -1004,7 +1004,7 @@ pub(crate) fn complete(
                     }
                     e.raw = None;
                     if e.persistent.is_none() {
-                        s.reqs.remove(i);
+                        s.reqs.discard(i);
                         // SAFETY: as above.
                         unsafe { *req = MPI_REQUEST_NULL };
                     }
@@ -1021,7 +1021,7 @@ pub(crate) fn complete(
     // An inactive persistent collective (MPI-4.1 §3.9: completing it returns at once and
     // keeps it) has `restart` instead.
     if e.persistent.is_none() && e.restart.is_none() {
-        s.reqs.remove(i);
+        s.reqs.discard(i);
         // SAFETY: as above.
         unsafe { *req = MPI_REQUEST_NULL };
     }
@@ -1435,7 +1435,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         let i = req_index(s, h)?;
         if greq::is_greq(h) {
             if greq::free(h)? {
-                s.reqs.remove(i);
+                s.reqs.discard(i);
             }
             return put!(req, MPI_REQUEST_NULL);
         }
@@ -1457,8 +1457,11 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
         if let Some(raw) = e.raw.take() {
             // A receive still matches and completes into the user's buffer (never
             // cancelled); a send keeps its packed copy until the data has left.
-            s.detached
-                .push((raw, e.unpack.take(), std::mem::take(&mut e.keep)));
+            s.detached.push((
+                raw,
+                e.unpack.take().map(|u| *u),
+                std::mem::take(&mut e.keep),
+            ));
             reap_detached(s)?;
         }
         put!(req, MPI_REQUEST_NULL)
@@ -1583,7 +1586,7 @@ fn init_req(
     let h = s.add_req(ReqEntry {
         raw: None,
         proc_null: false,
-        persistent: Some(p),
+        persistent: Some(Box::new(p)),
         recv: !send,
         comm,
         keep: Vec::new(),
@@ -1649,7 +1652,7 @@ fn start(s: &mut State, h: Handle) -> R<()> {
         return Ok(());
     }
     let e = s.reqs.get(i).expect("checked");
-    let Some(p) = e.persistent else {
+    let Some(&p) = e.persistent.as_deref() else {
         return Err(err(
             MPI_ERR_REQUEST,
             format!("request {h:#x} is not persistent"),

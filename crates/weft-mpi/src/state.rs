@@ -77,6 +77,14 @@ impl<T> Table<T> {
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.slots.get_mut(i).and_then(Option::as_mut)
     }
+    /// Drops entry `i` where it lies (no move out: a request entry is a few hundred
+    /// bytes, and the hot completion path has no use for it).
+    pub fn discard(&mut self, i: usize) {
+        if let Some(slot @ Some(_)) = self.slots.get_mut(i) {
+            *slot = None;
+            self.free.push(i);
+        }
+    }
     pub fn remove(&mut self, i: usize) -> Option<T> {
         let v = self.slots.get_mut(i).and_then(Option::take);
         if v.is_some() {
@@ -183,11 +191,14 @@ pub struct Persistent {
 pub struct ReqEntry {
     /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
     /// alive until completion, hence the unbounded lifetime).
-    pub coll: Option<weft::coll::CollRequest<'static>>,
+    /// Boxed, as `persistent` and `unpack` (a nonblocking collective allocates its schedule
+    /// anyway): the entry moves on every nonblocking call, so it is kept small.
+    pub coll: Option<Box<weft::coll::CollRequest<'static>>>,
     pub raw: Option<RawRequest>,
     /// Completed at start (a peer of MPI_PROC_NULL): the status says so.
     pub proc_null: bool,
-    pub persistent: Option<Persistent>,
+    /// Boxed: rare (see `coll`).
+    pub persistent: Option<Box<Persistent>>,
     /// Whether the request is a receive (sends report empty statuses).
     pub recv: bool,
     pub comm: Handle,
@@ -195,7 +206,7 @@ pub struct ReqEntry {
     /// with holes, in-place copies): they live as long as the request.
     pub keep: Vec<Vec<u8>>,
     /// The unpack a receive of a type with holes owes its user buffer.
-    pub unpack: Option<crate::stage::Unpack>,
+    pub unpack: Option<Box<crate::stage::Unpack>>,
     /// A persistent collective: how MPI_Start starts it again.
     pub restart: Option<crate::icoll::Restart>,
 }

@@ -1786,7 +1786,9 @@ impl Core {
         };
         v.clear();
         v.extend_from_slice(a);
-        v.extend_from_slice(b);
+        if !b.is_empty() {
+            v.extend_from_slice(b);
+        }
         Unexpected::Eager(v)
     }
 
@@ -1837,7 +1839,9 @@ impl Core {
             // and nothing else writes it meanwhile.
             let dst = unsafe { r.rbuf.slice_mut(0, len) };
             dst[..a.len()].copy_from_slice(a);
-            dst[a.len()..].copy_from_slice(b);
+            if !b.is_empty() {
+                dst[a.len()..].copy_from_slice(b);
+            }
             r.done = true;
         }
     }

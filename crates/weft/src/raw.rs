@@ -26,8 +26,9 @@ pub struct RawRequest {
     id: Option<ReqId>,
     /// The status of the completion, kept also when it failed (see [`RawRequest::last_status`]).
     last_status: Status,
-    /// The status a request created complete reports at its first completion.
-    preset: Option<Status>,
+    /// A request created complete reports `last_status` at its first completion (an
+    /// empty one after it).
+    preset: bool,
 }
 
 impl std::fmt::Debug for RawRequest {
@@ -100,7 +101,7 @@ impl Comm {
             engine: self.engine.clone(),
             id,
             last_status: Status::default(),
-            preset: None,
+            preset: false,
         })
     }
 
@@ -131,7 +132,7 @@ impl Comm {
             engine: self.engine.clone(),
             id: Some(id),
             last_status: Status::default(),
-            preset: None,
+            preset: false,
         })
     }
 
@@ -231,7 +232,7 @@ impl RawRequest {
             engine: comm.engine.clone(),
             id: None,
             last_status: Status::default(),
-            preset: None,
+            preset: false,
         }
     }
 
@@ -242,7 +243,7 @@ impl RawRequest {
             engine: comm.engine.clone(),
             id: None,
             last_status: status,
-            preset: Some(status),
+            preset: true,
         }
     }
 
@@ -256,7 +257,7 @@ impl RawRequest {
     /// while it is in flight.
     pub fn test(&mut self) -> Result<Option<Status>> {
         let Some(id) = self.id else {
-            return Ok(Some(self.preset.take().unwrap_or_default()));
+            return Ok(Some(self.take_preset()));
         };
         let mut e = self.engine.borrow_mut();
         if !e.is_done(id) {
@@ -272,10 +273,20 @@ impl RawRequest {
         r.map(Some)
     }
 
+    /// What a completion of a request without an operation reports: the status it was
+    /// created with the first time, an empty one after.
+    fn take_preset(&mut self) -> Status {
+        if std::mem::take(&mut self.preset) {
+            self.last_status
+        } else {
+            Status::default()
+        }
+    }
+
     /// Waits for completion and finishes the request (MPI_Wait).
     pub fn wait(&mut self) -> Result<Status> {
         let Some(id) = self.id else {
-            return Ok(self.preset.take().unwrap_or_default());
+            return Ok(self.take_preset());
         };
         let mut e = self.engine.borrow_mut();
         let r = e.wait(id);
@@ -296,7 +307,7 @@ impl RawRequest {
     /// (MPI_Request_get_status); `None` while it is in flight. Does not poll.
     pub fn peek_status(&self) -> Option<Status> {
         match self.id {
-            None => Some(self.preset.unwrap_or(self.last_status)),
+            None => Some(self.last_status),
             Some(id) => {
                 let e = self.engine.borrow();
                 e.is_done(id).then(|| e.status_of(id))
