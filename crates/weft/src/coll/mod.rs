@@ -7,9 +7,8 @@
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
 //! blocking form runs it to completion first (a repeated call whose plan is only messages,
 //! copies and reductions, with little scratch, as plain point-to-point calls: `direct`).
-//! Reductions have
-//! byte-level entry points (`allreduce_bytes`) taking the element type at run time, for the
-//! C layers; the typed functions wrap them.
+//! Reductions have byte-level entry points (`allreduce_bytes`) taking the element type at
+//! run time, for the C layers; the typed functions wrap them.
 //! Collective traffic uses the communicator's second context (`ctx + 1`), so it never meets
 //! point-to-point messages, with a tag made of the collective and its sequence number on the
 //! communicator, so several outstanding collectives never take each other's messages.
