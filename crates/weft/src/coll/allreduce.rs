@@ -158,7 +158,7 @@ impl Comm {
                 algo::knomial_bcast::build(&mut p, rank, size, 0, c.radix, Buf::Recv, bytes)?;
                 p
             }
-            _ => algo::recursive_doubling::plan(rank, size, bytes),
+            _ => algo::recursive_doubling::plan(rank, size, bytes, commutative),
         })
     }
 }

@@ -475,7 +475,7 @@ mod tests {
     fn a_reduction_runs_step_by_step_with_its_scratch() {
         // Two-rank allreduce by recursive doubling: own contribution copied, the peer's
         // received into scratch while ours is sent, then combined.
-        let p = algo::recursive_doubling::plan(1, 2, 8);
+        let p = algo::recursive_doubling::plan(1, 2, 8, false);
         let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
         assert_eq!(order(&run), ["copy", "recv 5", "send 5", "reduce"]);
         assert_eq!(phase_ends(&run), [1, 3, 4]);
@@ -485,6 +485,16 @@ mod tests {
             1,
             "8 bytes of scratch, in u64 words"
         );
+        // With a commutative operation (or as the lower rank) the peer's contribution is
+        // received straight into the result and ours sent from the send buffer: no copy.
+        for (rank, commutative) in [(1, true), (0, false)] {
+            let p = algo::recursive_doubling::plan(rank, 2, 8, commutative);
+            let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
+            let peer = if rank == 0 { 6 } else { 5 };
+            let (recv, send) = (format!("recv {peer}"), format!("send {peer}"));
+            assert_eq!(order(&run), [recv.as_str(), send.as_str(), "reduce"]);
+            assert_eq!(phase_ends(&run), [2, 3]);
+        }
         // A ring of several exchanges: one phase per step.
         let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
         let run = DirectRun::of(&ring, &[0, 1, 2, 3], |_| false).unwrap();

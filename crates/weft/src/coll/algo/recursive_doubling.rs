@@ -6,18 +6,36 @@
 
 use crate::coll::schedule::{Buf, Plan, Region};
 
-pub(crate) fn plan(rank: u32, size: u32, bytes: usize) -> Plan {
+pub(crate) fn plan(rank: u32, size: u32, bytes: usize, commutative: bool) -> Plan {
     let mut p = Plan::new();
+    let own = Region::new(Buf::Send, 0, bytes);
     let acc = Region::new(Buf::Recv, 0, bytes);
     let tmp = Region::new(p.tmp(bytes), 0, bytes);
-    p.step();
-    p.copy(Region::new(Buf::Send, 0, bytes), acc);
     let pof2 = if size.is_power_of_two() {
         size
     } else {
         1 << (31 - size.leading_zeros())
     };
     let rem = size - pof2;
+    // A rank whose partial result is still its own contribution at the first exchange
+    // receives the partner's straight into the result and sends from its send buffer: no
+    // copy first, no scratch for that round. The partner's operand comes second only for
+    // the higher rank, which a non-commutative operation cannot combine in place (its
+    // second form needs the operand in scratch): that rank copies as before.
+    let first_partner = |nr: u32| {
+        let pn = nr ^ 1;
+        if pn < rem {
+            pn * 2 + 1
+        } else {
+            pn + rem
+        }
+    };
+    let direct_first =
+        rank >= 2 * rem && pof2 > 1 && (commutative || first_partner(rank - rem) > rank);
+    p.step();
+    if !direct_first {
+        p.copy(own, acc);
+    }
     // Rank in the power-of-two group, or None for the even ranks that sit out.
     let new_rank = if rank < 2 * rem {
         if rank.is_multiple_of(2) {
@@ -34,6 +52,14 @@ pub(crate) fn plan(rank: u32, size: u32, bytes: usize) -> Plan {
     };
     if let Some(nr) = new_rank {
         let mut mask = 1u32;
+        if direct_first {
+            let partner = first_partner(nr);
+            p.recv(partner, acc);
+            p.send(partner, own);
+            p.step();
+            p.reduce(own, acc, partner > rank);
+            mask = 2;
+        }
         while mask < pof2 {
             let pn = nr ^ mask;
             let partner = if pn < rem { pn * 2 + 1 } else { pn + rem };
