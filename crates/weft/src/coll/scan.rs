@@ -82,7 +82,7 @@ impl Comm {
             let c = self.coll_choose(Coll::Scan, bytes, commutative, mode)?;
             let plan = Rc::new(match c.algo {
                 "fan_out" => algo::fanout_scan::inclusive(rank, self.size(), bytes),
-                _ => algo::linear_scan::inclusive(rank, self.size(), bytes),
+                _ => algo::linear_scan::inclusive(rank, self.size(), bytes, commutative),
             });
             Ok((c, plan))
         })?;

@@ -5,12 +5,22 @@
 use crate::coll::schedule::{Buf, Plan, Region};
 
 /// Inclusive scan: the receive buffer gets `x₀ ∘ … ∘ x_r`.
-pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize) -> Plan {
+pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize, commutative: bool) -> Plan {
     let mut p = Plan::new();
     let acc = Region::new(Buf::Recv, 0, bytes);
+    let own = Region::new(Buf::Send, 0, bytes);
     p.step();
-    p.copy(Region::new(Buf::Send, 0, bytes), acc);
-    if rank > 0 {
+    if rank > 0 && commutative {
+        // The prefix received straight into the result and our contribution combined into
+        // it in place: no copy, no scratch (the prefix must come first otherwise, which
+        // needs it in scratch).
+        p.recv(rank - 1, acc);
+        p.step();
+        p.reduce(own, acc, false);
+    } else {
+        p.copy(own, acc);
+    }
+    if rank > 0 && !commutative {
         let tmp = Region::new(p.tmp(bytes), 0, bytes);
         p.recv(rank - 1, tmp);
         p.step();
