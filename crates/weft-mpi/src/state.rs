@@ -77,8 +77,8 @@ impl<T> Table<T> {
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
         self.slots.get_mut(i).and_then(Option::as_mut)
     }
-    /// Drops entry `i` where it lies (no move out: a request entry is a few hundred
-    /// bytes, and the hot completion path has no use for it).
+    /// Drops entry `i` where it lies, for a caller that has no use for it (the completion
+    /// path): no move out of the table first.
     pub fn discard(&mut self, i: usize) {
         if let Some(slot @ Some(_)) = self.slots.get_mut(i) {
             *slot = None;
