@@ -64,9 +64,16 @@ fn child() {
     if me == dying {
         std::process::exit(3);
     }
+    // A repeated barrier waits in the area without a schedule (coll::direct): that wait
+    // must notice the dead rank too.
+    let direct_before = w.coll_direct_runs();
     let e = w.barrier().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
     assert!(e.message().contains("barrier"), "{e}");
+    assert!(
+        w.coll_direct_runs() > direct_before,
+        "the repeated barrier ran directly"
+    );
     println!("rank {me}: dead peer reported: {e}");
     std::process::exit(0);
 }

@@ -310,11 +310,7 @@ pub(crate) struct Schedule<'a> {
     next_step: usize,
     pending: Vec<Pending>,
     /// What the current step waits for in the collective area, if anything.
-    shm_wait: Option<ShmWait>,
-    /// Polls of an unfinished wait in the collective area, to check peers now and then.
-    shm_polls: Cell<u32>,
-    /// A local rank found dead while waiting in the collective area.
-    shm_dead: Cell<Option<u32>>,
+    shm_wait: Option<AreaWait>,
     /// Polls of an unfinished step, to look now and then for a peer that disagrees.
     msg_polls: Cell<u32>,
     /// A peer and the tag of its message for this call number that disagrees with ours.
@@ -332,6 +328,109 @@ enum ShmWait {
     /// The leader barrier of this number: local rank 0 waits for every rank's arrival and
     /// releases it; the others wait for the release.
     Barrier(u64),
+}
+
+/// A rank's arrival in the node's collective area and its wait for the others, polled: for
+/// a schedule's step and for a direct run (`super::direct`). A dead local rank never
+/// arrives, so every [`SHM_LIVENESS_EVERY`] polls of an unfinished wait the local peers
+/// are checked.
+#[derive(Debug)]
+pub(super) struct AreaWait {
+    wait: ShmWait,
+    /// Polls of the unfinished wait.
+    polls: Cell<u32>,
+    /// A local rank found dead while waiting.
+    dead: Cell<Option<u32>>,
+}
+
+impl AreaWait {
+    /// Arrives at the next node-wide phase ([`Action::ShmArrive`]) or, with `leader`, the
+    /// next leader barrier ([`Action::ShmLeaderBarrier`]).
+    pub(super) fn arrive(area: &CollArea<'_>, leader: bool) -> AreaWait {
+        let wait = if leader {
+            ShmWait::Barrier(area.barrier_arrive())
+        } else {
+            // Everyone finished phase k before anyone can arrive at k + 1, so the count
+            // rounded up to a multiple of n ends this rank's phase.
+            let n = area.local_size() as u64;
+            ShmWait::Count(area.arrive().div_ceil(n) * n)
+        };
+        AreaWait {
+            wait,
+            polls: Cell::new(0),
+            dead: Cell::new(None),
+        }
+    }
+
+    /// True once every local rank has arrived (the leader releases the others when it sees
+    /// that), or a local rank was found dead ([`AreaWait::dead`]).
+    pub(super) fn done(&self, e: &Engine) -> bool {
+        if self.dead.get().is_some() {
+            return true;
+        }
+        let Some(shm) = e.shm() else { return false };
+        let Some(a) = CollArea::new(shm) else {
+            return false;
+        };
+        let reached = match self.wait {
+            ShmWait::Count(t) => a.arrivals() >= t,
+            ShmWait::Barrier(seq) if a.me() == 0 => {
+                let all = a.all_arrived(seq);
+                if all {
+                    a.release(seq);
+                }
+                all
+            }
+            ShmWait::Barrier(seq) => a.released() >= seq,
+        };
+        if reached {
+            return true;
+        }
+        let polls = self.polls.get().wrapping_add(1);
+        self.polls.set(polls);
+        if polls.is_multiple_of(SHM_LIVENESS_EVERY) {
+            let dead = (0..a.local_size()).find(|&l| l != a.me() && !shm.peer_alive(l));
+            self.dead.set(dead);
+            return dead.is_some();
+        }
+        false
+    }
+
+    /// The local rank found dead while waiting, if any.
+    pub(super) fn dead(&self) -> Option<u32> {
+        self.dead.get()
+    }
+
+    /// Whether the wait needs no rank pinned to this rank's core to run
+    /// ([`Engine::wait_until_sharing`]): it is for the node's arrival counter, and every
+    /// co-located rank has already arrived there.
+    pub(super) fn keeps_core(&self, e: &Engine) -> bool {
+        let co = e.colocated();
+        if co.is_empty() {
+            return false;
+        }
+        let Some(a) = e.shm().and_then(CollArea::new) else {
+            return false;
+        };
+        match self.wait {
+            ShmWait::Count(_) => {
+                let mine = a.phase();
+                co.iter().all(|&l| a.phase_of(l) >= mine)
+            }
+            // Not the leader barrier: there local rank 0 is to leave first, and ranks that
+            // kept their cores delayed it (np=4 on 2 cores, rooted 8 B calls after the
+            // barrier: 0.23 -> 0.7-0.8 us in 2 of 3 jobs).
+            ShmWait::Barrier(_) => false,
+        }
+    }
+
+    /// The error of a wait that ended with local rank `l` found dead, in collective `what`.
+    pub(super) fn dead_error(l: u32, what: &str) -> Error {
+        Error::new(
+            ErrorKind::PeerDead,
+            format!("local rank {l} died before arriving in the shared-memory {what}"),
+        )
+    }
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
@@ -373,8 +472,6 @@ impl<'a> Schedule<'a> {
             next_step: 0,
             pending,
             shm_wait: None,
-            shm_polls: Cell::new(0),
-            shm_dead: Cell::new(None),
             msg_polls: Cell::new(0),
             disagreement: Cell::new(None),
             failed_read: None,
@@ -399,36 +496,15 @@ impl<'a> Schedule<'a> {
     /// True when every message of the current step has completed and every local rank has
     /// arrived where the step waits for them.
     pub fn step_done(&self, e: &Engine) -> bool {
-        if self.shm_dead.get().is_some() || self.disagreement.get().is_some() {
+        if self.disagreement.get().is_some() {
             return true;
         }
-        if let Some(wait) = self.shm_wait {
-            let Some(shm) = e.shm() else { return false };
-            let Some(a) = CollArea::new(shm) else {
+        if let Some(w) = &self.shm_wait {
+            if !w.done(e) {
                 return false;
-            };
-            let reached = match wait {
-                ShmWait::Count(t) => a.arrivals() >= t,
-                ShmWait::Barrier(seq) if a.me() == 0 => {
-                    let all = a.all_arrived(seq);
-                    if all {
-                        a.release(seq);
-                    }
-                    all
-                }
-                ShmWait::Barrier(seq) => a.released() >= seq,
-            };
-            if !reached {
-                let polls = self.shm_polls.get().wrapping_add(1);
-                self.shm_polls.set(polls);
-                if polls.is_multiple_of(SHM_LIVENESS_EVERY) {
-                    let dead = (0..a.local_size()).find(|&l| l != a.me() && !shm.peer_alive(l));
-                    if dead.is_some() {
-                        self.shm_dead.set(dead);
-                        return true;
-                    }
-                }
-                return false;
+            }
+            if w.dead().is_some() {
+                return true;
             }
         }
         if self.pending.iter().all(|p| e.is_done(p.id)) {
@@ -450,25 +526,9 @@ impl<'a> Schedule<'a> {
     /// message, whose sender may depend on anyone), and every co-located rank has already
     /// arrived there.
     pub fn keeps_core(&self, e: &Engine) -> bool {
-        let co = e.colocated();
-        let Some(wait) = self.shm_wait else {
-            return false;
-        };
-        if co.is_empty() || !self.pending.is_empty() {
-            return false;
-        }
-        let Some(a) = e.shm().and_then(CollArea::new) else {
-            return false;
-        };
-        match wait {
-            ShmWait::Count(_) => {
-                let mine = a.phase();
-                co.iter().all(|&l| a.phase_of(l) >= mine)
-            }
-            // Not the leader barrier: there local rank 0 is to leave first, and ranks that
-            // kept their cores delayed it (np=4 on 2 cores, rooted 8 B calls after the
-            // barrier: 0.23 -> 0.7-0.8 us in 2 of 3 jobs).
-            ShmWait::Barrier(_) => false,
+        match &self.shm_wait {
+            Some(w) if self.pending.is_empty() => w.keeps_core(e),
+            _ => false,
         }
     }
 
@@ -489,20 +549,14 @@ impl<'a> Schedule<'a> {
                         return Ok(false);
                     }
                 }
-                self.shm_wait = None;
+                let dead = self.shm_wait.take().and_then(|w| w.dead());
                 if let Some((peer, theirs)) = self.disagreement.take() {
                     self.abandon(e);
                     return Err(super::disagreement(self.rank, peer, self.tag, theirs));
                 }
-                if let Some(l) = self.shm_dead.take() {
+                if let Some(l) = dead {
                     self.abandon(e);
-                    return Err(self.wrap(Error::new(
-                        ErrorKind::PeerDead,
-                        format!(
-                            "local rank {l} died before arriving in the shared-memory {}",
-                            self.what
-                        ),
-                    )));
+                    return Err(self.wrap(AreaWait::dead_error(l, self.what)));
                 }
                 if let Some(err) = self.failed_read.take() {
                     self.abandon(e);
@@ -535,16 +589,10 @@ impl<'a> Schedule<'a> {
                         area.read(slot_index(&area, slot), off, self.bytes_mut(dst));
                     }
                     Action::ShmArrive => {
-                        let area = area(e)?;
-                        // Everyone finished phase k before anyone can arrive at k + 1, so
-                        // the count rounded up to a multiple of n ends this rank's phase.
-                        let n = area.local_size() as u64;
-                        let count = area.arrive();
-                        self.shm_wait = Some(ShmWait::Count(count.div_ceil(n) * n));
+                        self.shm_wait = Some(AreaWait::arrive(&area(e)?, false));
                     }
                     Action::ShmLeaderBarrier => {
-                        let area = area(e)?;
-                        self.shm_wait = Some(ShmWait::Barrier(area.barrier_arrive()));
+                        self.shm_wait = Some(AreaWait::arrive(&area(e)?, true));
                     }
                     Action::ShmPublishBuffers => {
                         let area = area(e)?;
@@ -861,7 +909,8 @@ impl<'s> Buffers<'s> {
     }
 }
 
-fn area(e: &Engine) -> Result<CollArea<'_>> {
+/// The node's collective area (a selector bug when there is none).
+pub(super) fn area(e: &Engine) -> Result<CollArea<'_>> {
     e.shm().and_then(CollArea::new).ok_or_else(|| {
         Error::new(
             ErrorKind::Internal,
