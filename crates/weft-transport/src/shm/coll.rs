@@ -44,6 +44,33 @@ pub enum CmaVerdict {
     Refused(u32),
 }
 
+/// Where the slots of an area of `len` bytes at `base` shared by `local_size` ranks start
+/// and how large each is ([`CollArea::new`] reads it from the node, which works it out once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    local_size: u32,
+    slots_offset: usize,
+    slot_bytes: usize,
+}
+
+impl Geometry {
+    /// The geometry, or None when the area is too small to give every slot at least 64
+    /// bytes or is not line-aligned.
+    pub(crate) fn of(base: *mut u8, len: usize, local_size: usize) -> Option<Geometry> {
+        let n = local_size;
+        let slots_offset = ((1 + n) * LINE_BYTES).next_multiple_of(PAGE_BYTES);
+        let slot_bytes = (len.checked_sub(slots_offset)? / (2 * (n + 1))) & !(LINE_BYTES - 1);
+        if slot_bytes == 0 || base.align_offset(LINE_BYTES) != 0 {
+            return None;
+        }
+        Some(Geometry {
+            local_size: n as u32,
+            slots_offset,
+            slot_bytes,
+        })
+    }
+}
+
 /// The collective area of one node segment, as seen by one local rank.
 pub struct CollArea<'a> {
     base: *mut u8,
@@ -58,19 +85,14 @@ impl<'a> CollArea<'a> {
     /// The area of `node`, or `None` when it is too small to give every slot at least 64
     /// bytes.
     pub fn new(node: &'a ShmNode) -> Option<CollArea<'a>> {
-        let (base, len) = node.coll_area();
-        let n = node.layout().local_size as usize;
-        let slots_offset = ((1 + n) * LINE_BYTES).next_multiple_of(PAGE_BYTES);
-        let slot_bytes = (len.checked_sub(slots_offset)? / (2 * (n + 1))) & !(LINE_BYTES - 1);
-        if slot_bytes == 0 || base.align_offset(LINE_BYTES) != 0 {
-            return None;
-        }
+        let g = node.coll_geometry()?;
+        let (base, _) = node.coll_area();
         Some(CollArea {
             base,
-            local_size: n as u32,
+            local_size: g.local_size,
             me: node.me(),
-            slots_offset,
-            slot_bytes,
+            slots_offset: g.slots_offset,
+            slot_bytes: g.slot_bytes,
             _node: PhantomData,
         })
     }

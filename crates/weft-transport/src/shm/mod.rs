@@ -256,6 +256,9 @@ pub struct ShmNode {
     fast_out: u32,
     /// Peers that moved their sends to us to a large ring.
     fast_in: u32,
+    /// The collective area's offset in the segment and its slot geometry (`coll::geometry`),
+    /// worked out once: `CollArea::new` runs on every poll of a wait in the area.
+    coll_geometry: (usize, Option<coll::Geometry>),
     /// Bytes touched in the small rings we moved away from (see [`ShmNode::ring_touched_bytes`]).
     retired_touched_bytes: usize,
 }
@@ -365,10 +368,22 @@ impl ShmNode {
         } else {
             geo.modes.fast_after_bytes.div_ceil(ring::CELL_BYTES as u64)
         };
+        let coll_offset = geo.coll_offset();
+        let coll_geometry = (
+            coll_offset,
+            coll::Geometry::of(
+                // SAFETY: the area lies inside the mapping (its size was checked against the
+                // layout); only its address is taken here.
+                unsafe { base.add(coll_offset) },
+                geo.layout.coll_bytes,
+                geo.layout.local_size as usize,
+            ),
+        );
         let node = ShmNode {
             seg,
             geo,
             me,
+            coll_geometry,
             out,
             inbound,
             switch_at_cells: vec![switch_at; n as usize],
@@ -490,9 +505,14 @@ impl ShmNode {
     pub fn coll_area(&self) -> (*mut u8, usize) {
         // SAFETY: the area lies inside the mapping (its size was checked against the layout).
         (
-            unsafe { self.seg.base().add(self.geo.coll_offset()) },
+            unsafe { self.seg.base().add(self.coll_geometry.0) },
             self.geo.layout.coll_bytes,
         )
+    }
+
+    /// The collective area's slot geometry, None when it is too small (`coll::Geometry`).
+    pub(crate) fn coll_geometry(&self) -> Option<coll::Geometry> {
+        self.coll_geometry.1
     }
 
     /// Largest payload of one message to local rank `peer` now (its ring may grow later,
