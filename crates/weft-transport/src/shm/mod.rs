@@ -628,16 +628,44 @@ pub fn process_alive(pid: i32) -> bool {
     if unsafe { libc::kill(pid, 0) } != 0 {
         return std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
     }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // Field 3 (after the parenthesised command name) is the state; Z = zombie, X = dead.
-        Ok(stat) => match stat
-            .rfind(')')
-            .and_then(|i| stat[i + 1..].split_whitespace().next())
-        {
-            Some(state) => state != "Z" && state != "X",
-            None => true,
-        },
-        Err(_) => false,
+    // /proc/<pid>/stat, read into the stack: this runs now and then during every long wait
+    // (the engine's liveness check), which must not allocate.
+    use std::io::{Read, Write};
+    let mut path = [0u8; 32];
+    let len = {
+        let mut w = &mut path[..];
+        if write!(w, "/proc/{pid}/stat").is_err() {
+            return true;
+        }
+        32 - w.len()
+    };
+    let Ok(path) = std::str::from_utf8(&path[..len]) else {
+        return true;
+    };
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // The state comes right after the command name (at most 16 bytes), well within this.
+    let mut buf = [0u8; 512];
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    let stat = &buf[..n];
+    // Field 3 (after the parenthesised command name) is the state; Z = zombie, X = dead.
+    match stat.iter().rposition(|&b| b == b')').and_then(|i| {
+        stat[i + 1..]
+            .iter()
+            .copied()
+            .find(|b| !b.is_ascii_whitespace())
+    }) {
+        Some(state) => state != b'Z' && state != b'X',
+        None => true,
     }
 }
 
