@@ -256,7 +256,7 @@ pub struct ShmNode {
     fast_out: u32,
     /// Peers that moved their sends to us to a large ring.
     fast_in: u32,
-    /// The collective area's offset in the segment and its slot geometry (`coll::geometry`),
+    /// The collective area's offset in the segment and its slot geometry (`coll::Geometry`),
     /// worked out once: `CollArea::new` runs on every poll of a wait in the area.
     coll_geometry: (usize, Option<coll::Geometry>),
     /// Bytes touched in the small rings we moved away from (see [`ShmNode::ring_touched_bytes`]).
@@ -1019,5 +1019,24 @@ mod tests {
         child.wait().unwrap();
         assert!(!process_alive(pid));
         assert!(process_alive(std::process::id() as i32));
+    }
+
+    #[test]
+    fn zombie_process_is_not_alive() {
+        // An exited child not yet reaped still answers kill(pid, 0): only its state in
+        // /proc/<pid>/stat ("Z") tells.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_alive(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "child {pid} never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: signal 0 only checks for existence.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "still there as a zombie");
+        child.wait().unwrap();
     }
 }

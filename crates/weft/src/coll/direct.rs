@@ -191,9 +191,7 @@ impl DirectRun {
     }
 
     /// Runs the call on `comm` with the caller's buffers; `what` names the collective in
-    /// errors, `tag` is the call's, `reduction` what its reductions apply. None when the
-    /// run is already running (a reduction's operation that calls the collective again):
-    /// the caller then takes the schedule.
+    /// errors, `tag` is the call's, `reduction` what its reductions apply.
     pub fn run(
         &self,
         comm: &Comm,
@@ -202,8 +200,10 @@ impl DirectRun {
         recv: &mut [u8],
         tag: i32,
         reduction: Option<&Reduction>,
-    ) -> Option<Result<()>> {
-        let mut scratch = self.scratch.try_borrow_mut().ok()?;
+    ) -> Result<()> {
+        // Never borrowed twice: the engine is borrowed for the whole run, so a reduction's
+        // operation that started a collective would fail on the engine first.
+        let mut scratch = self.scratch.borrow_mut();
         if cfg!(debug_assertions) {
             // As the schedule's pool does: a plan that reads a temporary before writing it
             // gives wrong results in the tests instead of the last call's bytes.
@@ -237,7 +237,7 @@ impl DirectRun {
                         Ok(a) => arrived = Some(AreaWait::arrive(&a, leader)),
                         Err(err) => {
                             g.abandon();
-                            return Some(Err(wrap(err)));
+                            return Err(wrap(err));
                         }
                     },
                     Step::Recv { peer, world, dst } => {
@@ -261,7 +261,7 @@ impl DirectRun {
                             ),
                             Err(err) => {
                                 g.abandon();
-                                return Some(Err(wrap(err)));
+                                return Err(wrap(err));
                             }
                         }
                     }
@@ -290,7 +290,7 @@ impl DirectRun {
                             ),
                             Err(err) => {
                                 g.abandon();
-                                return Some(Err(wrap(err)));
+                                return Err(wrap(err));
                             }
                         }
                     }
@@ -300,7 +300,7 @@ impl DirectRun {
             if let Some(w) = arrived {
                 g.e.wait_until_sharing(|e| w.done(e), |e| w.keeps_core(e));
                 if let Some(l) = w.dead() {
-                    return Some(Err(wrap(AreaWait::dead_error(l, what))));
+                    return Err(wrap(AreaWait::dead_error(l, what)));
                 }
             }
             if g.one.is_none() {
@@ -308,15 +308,15 @@ impl DirectRun {
             }
             if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
                 g.abandon();
-                return Some(Err(super::disagreement(rank, other, tag, theirs)));
+                return Err(super::disagreement(rank, other, tag, theirs));
             }
             // Every request of the phase is collected, whatever the outcome: nothing is
             // left in flight after an error.
             if let Some(err) = g.collect(what, rank) {
-                return Some(Err(wrap(err)));
+                return Err(wrap(err));
             }
         }
-        Some(Ok(()))
+        Ok(())
     }
 }
 

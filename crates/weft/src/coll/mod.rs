@@ -512,9 +512,8 @@ impl Comm {
         request::next_seq(self);
         let Prepared { plan, direct } = prepared.into();
         if let (Some(run), Mode::Blocking) = (direct, mode) {
-            if let Some(outcome) = run.run(self, coll.name(), send, recv, tag, reduction.as_ref()) {
-                return Ok(CollRequest::completed(outcome));
-            }
+            let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
+            return Ok(CollRequest::completed(outcome));
         }
         let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);
         if mode == Mode::Blocking {
@@ -676,12 +675,6 @@ pub(crate) struct Prepared {
 impl From<Rc<Plan>> for Prepared {
     fn from(plan: Rc<Plan>) -> Prepared {
         Prepared { plan, direct: None }
-    }
-}
-
-impl From<Plan> for Prepared {
-    fn from(plan: Plan) -> Prepared {
-        Rc::new(plan).into()
     }
 }
 

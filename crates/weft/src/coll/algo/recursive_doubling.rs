@@ -22,8 +22,9 @@ pub(crate) fn plan(rank: u32, size: u32, bytes: usize, commutative: bool) -> Pla
     // copy first, no scratch for that round. The partner's operand comes second only for
     // the higher rank, which a non-commutative operation cannot combine in place (its
     // second form needs the operand in scratch): that rank copies as before.
-    let first_partner = |nr: u32| {
-        let pn = nr ^ 1;
+    // The rank paired with group rank `nr` in the round of `mask`.
+    let partner_of = |nr: u32, mask: u32| {
+        let pn = nr ^ mask;
         if pn < rem {
             pn * 2 + 1
         } else {
@@ -31,7 +32,7 @@ pub(crate) fn plan(rank: u32, size: u32, bytes: usize, commutative: bool) -> Pla
         }
     };
     let direct_first =
-        rank >= 2 * rem && pof2 > 1 && (commutative || first_partner(rank - rem) > rank);
+        rank >= 2 * rem && pof2 > 1 && (commutative || partner_of(rank - rem, 1) > rank);
     p.step();
     if !direct_first {
         p.copy(own, acc);
@@ -53,7 +54,7 @@ pub(crate) fn plan(rank: u32, size: u32, bytes: usize, commutative: bool) -> Pla
     if let Some(nr) = new_rank {
         let mut mask = 1u32;
         if direct_first {
-            let partner = first_partner(nr);
+            let partner = partner_of(nr, 1);
             p.recv(partner, acc);
             p.send(partner, own);
             p.step();
@@ -61,8 +62,7 @@ pub(crate) fn plan(rank: u32, size: u32, bytes: usize, commutative: bool) -> Pla
             mask = 2;
         }
         while mask < pof2 {
-            let pn = nr ^ mask;
-            let partner = if pn < rem { pn * 2 + 1 } else { pn + rem };
+            let partner = partner_of(nr, mask);
             p.step();
             p.send(partner, acc);
             p.recv(partner, tmp);
