@@ -25,6 +25,7 @@ pub struct RawBufMut {
 impl RawBuf {
     /// Records `data`'s address and length. The caller keeps `data` alive and unmodified until
     /// every use of the returned view is over.
+    #[inline]
     pub fn new(data: &[u8]) -> Self {
         RawBuf {
             ptr: data.as_ptr(),
@@ -33,16 +34,19 @@ impl RawBuf {
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for a zero-length buffer.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Address as an integer, for CMA reads by a peer process.
+    #[inline]
     pub fn addr(&self) -> u64 {
         self.ptr as u64
     }
@@ -51,6 +55,7 @@ impl RawBuf {
     ///
     /// # Safety
     /// The buffer this view was made from must still be alive and not mutated.
+    #[inline]
     pub unsafe fn slice(&self, offset: usize, len: usize) -> &[u8] {
         assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
         if len == 0 {
@@ -64,6 +69,7 @@ impl RawBuf {
 impl RawBufMut {
     /// Records `data`'s address and length. The caller keeps `data` alive and otherwise
     /// untouched until every use of the returned view is over.
+    #[inline]
     pub fn new(data: &mut [u8]) -> Self {
         RawBufMut {
             ptr: data.as_mut_ptr(),
@@ -73,16 +79,19 @@ impl RawBufMut {
     }
 
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for a zero-length buffer.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Address as an integer, for CMA writes by a peer process.
+    #[inline]
     pub fn addr(&self) -> u64 {
         self.ptr as u64
     }
@@ -93,6 +102,7 @@ impl RawBufMut {
     /// The buffer this view was made from must still be alive and not otherwise accessed, and
     /// no other slice obtained from this view may be live at the same time.
     #[allow(clippy::mut_from_ref)]
+    #[inline]
     pub unsafe fn slice_mut(&self, offset: usize, len: usize) -> &mut [u8] {
         assert!(offset.checked_add(len).is_some_and(|end| end <= self.len));
         if len == 0 {

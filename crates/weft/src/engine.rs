@@ -938,7 +938,52 @@ impl Engine {
     /// send) and would be late with its share of a cooperative copy
     /// (`WEFT_SHM_COOP_BYTES`), which the receiver would wait for.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn start_send_mode(
+        &mut self,
+        data: RawBuf,
+        dst_world: u32,
+        src_in_comm: u32,
+        ctx: u32,
+        tag: i32,
+        synchronous: bool,
+        solo: bool,
+    ) -> Result<Option<ReqId>> {
+        // The usual small send to a live rank of the node with nothing queued before it:
+        // straight into its ring, complete at once (the rest below handles every other case,
+        // this one included when the ring is full).
+        if let (Route::Local(peer), Some(shm), false) = (
+            self.routes[dst_world as usize],
+            self.shm.as_mut(),
+            synchronous,
+        ) {
+            let p = peer as usize;
+            if data.len() <= self.core.eager_bytes.min(shm.ring_bytes(peer) / 4)
+                && !self.core.dead[p]
+                && self.core.outq[p].is_empty()
+            {
+                let header = Header {
+                    kind: KIND_EAGER,
+                    src: src_in_comm,
+                    ctx,
+                    tag,
+                    len: data.len() as u32,
+                    ..Header::default()
+                };
+                // SAFETY: the caller keeps `data` alive for this call.
+                let bytes = unsafe { data.slice(0, data.len()) };
+                if shm.try_send(peer, &header, &[bytes]) {
+                    return Ok(None);
+                }
+            }
+        }
+        self.start_send_queued(data, dst_world, src_in_comm, ctx, tag, synchronous, solo)
+    }
+
+    /// [`Engine::start_send_mode`] past its fast case.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn start_send_queued(
         &mut self,
         data: RawBuf,
         dst_world: u32,
