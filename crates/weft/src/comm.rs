@@ -213,33 +213,51 @@ impl Comm {
 
     /// Checks that the communicator is usable as an intracommunicator (collectives and the
     /// creation calls defined only there).
+    #[inline]
     pub(crate) fn check(&self) -> Result<()> {
-        self.check_open()?;
-        if self.data.inter.is_some() {
-            return Err(Error::new(
-                ErrorKind::InvalidComm,
-                format!(
-                    "communicator {} is an intercommunicator; this operation needs an \
-                     intracommunicator",
-                    self.data.name
-                ),
-            ));
+        if self.data.freed.get() || self.data.inter.is_some() {
+            return Err(self.check_error());
         }
         Ok(())
     }
 
+    /// What [`Comm::check`] reports (off the hot path).
+    #[cold]
+    #[inline(never)]
+    fn check_error(&self) -> Error {
+        if let Err(e) = self.check_open() {
+            return e;
+        }
+        Error::new(
+            ErrorKind::InvalidComm,
+            format!(
+                "communicator {} is an intercommunicator; this operation needs an \
+                 intracommunicator",
+                self.data.name
+            ),
+        )
+    }
+
     /// Checks that the communicator was not freed.
+    #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.data.freed.get() {
-            return Err(Error::new(
-                ErrorKind::InvalidComm,
-                format!(
-                    "communicator {} (context {}) was freed",
-                    self.data.name, self.data.ctx
-                ),
-            ));
+            return Err(self.freed_error());
         }
         Ok(())
+    }
+
+    /// What [`Comm::check_open`] reports (off the hot path).
+    #[cold]
+    #[inline(never)]
+    fn freed_error(&self) -> Error {
+        Error::new(
+            ErrorKind::InvalidComm,
+            format!(
+                "communicator {} (context {}) was freed",
+                self.data.name, self.data.ctx
+            ),
+        )
     }
 
     /// Frees the communicator: every handle to it becomes invalid. Freeing twice is an error.

@@ -87,6 +87,7 @@ impl TypeKind {
     }
 
     /// Bytes of one element.
+    #[inline]
     pub fn size_bytes(self) -> usize {
         match self {
             TypeKind::I8 | TypeKind::U8 => 1,
@@ -105,6 +106,7 @@ impl TypeKind {
     /// Alignment in bytes an element needs (that of its widest field). For the `long double`
     /// kinds this is 8, less than C's 16: the kernels read them with instructions that need
     /// no alignment, and collectives' scratch buffers are 8-aligned.
+    #[inline]
     pub fn align_bytes(self) -> usize {
         match self {
             TypeKind::F32I32 | TypeKind::I32I32 | TypeKind::I16I32 | TypeKind::ComplexF32 => 4,
@@ -116,6 +118,7 @@ impl TypeKind {
     }
 
     /// True for the integer types (the bitwise and logical operations apply to them).
+    #[inline]
     pub fn is_integer(self) -> bool {
         matches!(
             self,
@@ -136,6 +139,7 @@ impl TypeKind {
     }
 
     /// True for the complex types (only sum, product and user operations apply).
+    #[inline]
     pub fn is_complex(self) -> bool {
         matches!(
             self,
@@ -144,6 +148,7 @@ impl TypeKind {
     }
 
     /// True for the value-index pairs (only MINLOC, MAXLOC and user operations apply).
+    #[inline]
     pub fn is_pair(self) -> bool {
         matches!(
             self,
@@ -160,6 +165,7 @@ impl TypeKind {
 
     /// True for the kinds holding C's `long double`, whose format depends on the
     /// architecture: weft reduces them only where it is x86-64's 80-bit extended format.
+    #[inline]
     pub fn has_long_double(self) -> bool {
         matches!(
             self,
@@ -413,6 +419,46 @@ mod tests {
         assert!(TypeKind::ComplexF64.is_complex() && !TypeKind::ComplexF64.is_float());
         assert!(TypeKind::LongDouble.is_float() && TypeKind::LongDouble.has_long_double());
         assert!(!TypeKind::F64.has_long_double());
+    }
+
+    #[test]
+    fn every_size_and_alignment_is_a_power_of_two() {
+        // `coll::elements` checks lengths and addresses with masks.
+        use TypeKind::*;
+        let all = [
+            I8,
+            I16,
+            I32,
+            I64,
+            U8,
+            U16,
+            U32,
+            U64,
+            F32,
+            F64,
+            F32I32,
+            F64I32,
+            I32I32,
+            I64I32,
+            LongDouble,
+            ComplexF32,
+            ComplexF64,
+            ComplexLongDouble,
+            I16I32,
+            LongDoubleI32,
+            F32F32,
+            F64F64,
+        ];
+        for k in all {
+            // A new kind fails to compile here until it joins the list.
+            match k {
+                I8 | I16 | I32 | I64 | U8 | U16 | U32 | U64 | F32 | F64 | F32I32 | F64I32
+                | I32I32 | I64I32 | LongDouble | ComplexF32 | ComplexF64 | ComplexLongDouble
+                | I16I32 | LongDoubleI32 | F32F32 | F64F64 => {}
+            }
+            assert!(k.size_bytes().is_power_of_two(), "{k:?}");
+            assert!(k.align_bytes().is_power_of_two(), "{k:?}");
+        }
     }
 
     #[test]

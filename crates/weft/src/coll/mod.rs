@@ -380,6 +380,7 @@ impl Comm {
     }
 
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
+    #[inline]
     pub(crate) fn coll_key(
         &self,
         bytes: usize,
@@ -406,6 +407,7 @@ impl Comm {
     /// inputs and the plan lookup (a third to a half of a small blocking collective's
     /// instructions). Whatever depends on the buffers themselves (their alignment) or on
     /// the operation is not the memo's: callers check it on every call.
+    #[inline]
     pub(crate) fn coll_prepared(
         &self,
         coll: Coll,
@@ -425,6 +427,7 @@ impl Comm {
     /// call ([`DirectRun`], resolved at the first repetition, so a first call or a rotating
     /// root takes the schedule, which allocates nothing; counted when it runs:
     /// [`Comm::coll_direct_runs`]).
+    #[inline(always)]
     fn coll_memo(&self, coll: Coll, key: &CallKey, arrays: &[&[usize]]) -> Option<Prepared> {
         // Every array of a v-form has one entry per rank; one of another length is bad
         // input for the checks of a fresh call to report.
@@ -437,19 +440,25 @@ impl Comm {
         if m.key != *key || !same_arrays(&m.arrays, arrays) {
             return None;
         }
-        let direct = if key.mode == Mode::Blocking {
-            m.direct
-                .get_or_init(|| {
-                    DirectRun::of(&m.plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
-                })
-                .clone()
-        } else {
-            None
+        let direct = match (key.mode, m.direct.get()) {
+            (Mode::Blocking, Some(d)) => d.clone(),
+            (Mode::Blocking, None) => self.coll_resolve_direct(&e, m),
+            (Mode::Nonblocking, _) => None,
         };
         Some(Prepared {
             plan: m.plan.clone(),
             direct,
         })
+    }
+
+    /// The memo's plan resolved for running directly, at the first repetition of its call.
+    #[inline(never)]
+    fn coll_resolve_direct(&self, e: &crate::engine::Engine, m: &Memo) -> Option<Rc<DirectRun>> {
+        m.direct
+            .get_or_init(|| {
+                DirectRun::of(&m.plan, &self.data.members, |w| e.shares_my_core(w)).map(Rc::new)
+            })
+            .clone()
     }
 
     /// Remembers a call's plan for the next call with the same inputs, unless its choice may
@@ -476,6 +485,7 @@ impl Comm {
 
     /// Binds `plan` to the buffers and starts it (a collective without a root); a blocking
     /// call runs to completion here and its request holds the outcome.
+    #[inline(always)]
     pub(crate) fn coll_start<'a>(
         &self,
         coll: Coll,
@@ -490,11 +500,39 @@ impl Comm {
 
     /// Binds `plan` of a collective with `root` to the buffers and starts it.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn coll_start_rooted<'a>(
         &self,
         coll: Coll,
         root: u32,
         prepared: impl Into<Prepared>,
+        send: &'a [u8],
+        recv: &'a mut [u8],
+        reduction: Option<Reduction>,
+        mode: Mode,
+    ) -> Result<CollRequest<'a>> {
+        let prepared = prepared.into();
+        // The usual repeated blocking call: nothing to check while no nonblocking collective
+        // is unfinished, so it runs here.
+        if let (Some(run), Mode::Blocking) = (&prepared.direct, mode) {
+            if self.engine.borrow().coll_state.unfinished.is_empty() {
+                let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
+                let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
+                return Ok(CollRequest::completed(outcome));
+            }
+        }
+        self.coll_start_scheduled(coll, root, prepared, send, recv, reduction, mode)
+    }
+
+    /// [`Comm::coll_start_rooted`] for every call but a repeated blocking one with no
+    /// nonblocking collective unfinished.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn coll_start_scheduled<'a>(
+        &self,
+        coll: Coll,
+        root: u32,
+        prepared: Prepared,
         send: &'a [u8],
         recv: &'a mut [u8],
         reduction: Option<Reduction>,
@@ -510,7 +548,7 @@ impl Comm {
             request::check_tag_free(self, coll.name(), tag)?;
         }
         request::next_seq(self);
-        let Prepared { plan, direct } = prepared.into();
+        let Prepared { plan, direct } = prepared;
         if let (Some(run), Mode::Blocking) = (direct, mode) {
             let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
             return Ok(CollRequest::completed(outcome));
@@ -562,21 +600,29 @@ impl Comm {
         Ok(plan)
     }
 
+    #[inline]
     pub(crate) fn coll_check_root(&self, coll: Coll, root: u32) -> Result<()> {
         self.check()?;
         if root >= self.size() {
-            return Err(Error::new(
-                ErrorKind::InvalidRoot,
-                format!(
-                    "{} on rank {}: root {root} is not a rank of communicator {} (size {})",
-                    coll.name(),
-                    self.rank(),
-                    self.name(),
-                    self.size()
-                ),
-            ));
+            return Err(self.root_error(coll, root));
         }
         Ok(())
+    }
+
+    /// What [`Comm::coll_check_root`] reports for a root that is not a rank.
+    #[cold]
+    #[inline(never)]
+    fn root_error(&self, coll: Coll, root: u32) -> Error {
+        Error::new(
+            ErrorKind::InvalidRoot,
+            format!(
+                "{} on rank {}: root {root} is not a rank of communicator {} (size {})",
+                coll.name(),
+                self.rank(),
+                self.name(),
+                self.size()
+            ),
+        )
     }
 }
 
@@ -679,15 +725,19 @@ impl From<Rc<Plan>> for Prepared {
 }
 
 /// Whether `stored` is `parts` back to back.
+#[inline]
 fn same_arrays(stored: &[usize], parts: &[&[usize]]) -> bool {
-    let mut rest = stored;
+    // Element by element: the arrays have one entry per rank, few in the calls this saves
+    // time for, where a library comparison per array costs more than the comparing.
+    let mut rest = stored.iter();
     for p in parts {
-        match rest.split_at_checked(p.len()) {
-            Some((head, tail)) if head == *p => rest = tail,
-            _ => return false,
+        for x in p.iter() {
+            if rest.next() != Some(x) {
+                return false;
+            }
         }
     }
-    rest.is_empty()
+    rest.next().is_none()
 }
 
 /// An `InvalidCount` error for a buffer of the wrong length.
@@ -702,17 +752,27 @@ pub(crate) fn count_error(coll: Coll, rank: u32, what: &str, got: usize, want: u
 }
 
 /// Checks the op against the element type and packages it for a schedule.
+#[inline(always)]
 pub(crate) fn reduction(coll: Coll, rank: u32, op: &Op, kind: TypeKind) -> Result<Reduction> {
-    op.check(kind)
-        .map_err(|e| e.context(format!("{} on rank {rank}", coll.name())))?;
+    if let Err(e) = op.check(kind) {
+        return Err(in_call(e, coll, rank));
+    }
     Ok(Reduction {
         op: op.clone(),
         kind,
     })
 }
 
+/// `e` with the call and rank in front of its message (off the hot path).
+#[cold]
+#[inline(never)]
+fn in_call(e: Error, coll: Coll, rank: u32) -> Error {
+    e.context(format!("{} on rank {rank}", coll.name()))
+}
+
 /// Elements of `kind` in a byte buffer of a reduction, checking that it holds whole elements
 /// and is aligned for them (the reduction kernels read it as typed slices).
+#[inline]
 pub(crate) fn elements(
     coll: Coll,
     rank: u32,
@@ -720,9 +780,23 @@ pub(crate) fn elements(
     buf: &[u8],
     kind: TypeKind,
 ) -> Result<usize> {
+    // Every kind's size and alignment are powers of two.
+    let (es, align) = (kind.size_bytes(), kind.align_bytes());
+    debug_assert!(es.is_power_of_two() && align.is_power_of_two());
+    let ragged = buf.len() & (es - 1) != 0;
+    if ragged || (!buf.is_empty() && (buf.as_ptr() as usize) & (align - 1) != 0) {
+        return Err(elements_error(coll, rank, what, buf, kind));
+    }
+    Ok(buf.len() >> es.trailing_zeros())
+}
+
+/// What [`elements`] reports.
+#[cold]
+#[inline(never)]
+fn elements_error(coll: Coll, rank: u32, what: &str, buf: &[u8], kind: TypeKind) -> Error {
     let es = kind.size_bytes();
     if !buf.len().is_multiple_of(es) {
-        return Err(Error::new(
+        return Error::new(
             ErrorKind::InvalidCount,
             format!(
                 "{} on rank {rank}: {what} has {} bytes, not a whole number of {}-byte {} elements",
@@ -731,21 +805,18 @@ pub(crate) fn elements(
                 es,
                 kind.name()
             ),
-        ));
+        );
     }
-    if !buf.is_empty() && !(buf.as_ptr() as usize).is_multiple_of(kind.align_bytes()) {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "{} on rank {rank}: {what} at address {:p} is not aligned to {} bytes as {} needs",
-                coll.name(),
-                buf.as_ptr(),
-                kind.align_bytes(),
-                kind.name()
-            ),
-        ));
-    }
-    Ok(buf.len() / es)
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "{} on rank {rank}: {what} at address {:p} is not aligned to {} bytes as {} needs",
+            coll.name(),
+            buf.as_ptr(),
+            kind.align_bytes(),
+            kind.name()
+        ),
+    )
 }
 
 /// (offset, length) in bytes of blocks given element counts and displacements, checking that

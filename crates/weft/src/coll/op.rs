@@ -118,6 +118,7 @@ impl Op {
     /// value-index pairs); an `InvalidOp` error naming both otherwise. The `long double`
     /// kinds give an `Unsupported` error off x86-64, where weft has no kernel for the
     /// platform's format.
+    #[inline]
     pub fn check(&self, kind: TypeKind) -> Result<()> {
         let ok = match self {
             Op::Sum | Op::Prod => !kind.is_pair(),
@@ -126,22 +127,29 @@ impl Op {
             Op::MinLoc | Op::MaxLoc => kind.is_pair(),
             Op::User(u) => u.kind == kind,
         };
-        if ok {
-            if kind.has_long_double()
-                && !matches!(self, Op::User(_))
-                && !cfg!(target_arch = "x86_64")
-            {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "operation {} on type {}: weft reduces long double only on x86-64 \
-                         (the 80-bit x87 format); use a user operation on this platform",
-                        self.name(),
-                        kind.name()
-                    ),
-                ));
-            }
+        let unsupported =
+            kind.has_long_double() && !matches!(self, Op::User(_)) && !cfg!(target_arch = "x86_64");
+        if ok && !unsupported {
             return Ok(());
+        }
+        Err(self.check_error(kind, ok))
+    }
+
+    /// What [`Op::check`] reports: `applies` when the operation is defined on `kind` but
+    /// weft has no kernel for it on this platform.
+    #[cold]
+    #[inline(never)]
+    fn check_error(&self, kind: TypeKind, applies: bool) -> Error {
+        if applies {
+            return Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "operation {} on type {}: weft reduces long double only on x86-64 \
+                     (the 80-bit x87 format); use a user operation on this platform",
+                    self.name(),
+                    kind.name()
+                ),
+            );
         }
         let why = match self {
             Op::User(u) => format!("it was created for {}", u.kind.name()),
@@ -150,14 +158,14 @@ impl Op {
             Op::Sum | Op::Prod | Op::Min | Op::Max => "it does not apply to pairs".into(),
             _ => "it applies to integer types only".into(),
         };
-        Err(Error::new(
+        Error::new(
             ErrorKind::InvalidOp,
             format!(
                 "operation {} is not defined on type {}: {why}",
                 self.name(),
                 kind.name()
             ),
-        ))
+        )
     }
 
     /// Stores `a ∘ b` into `b`, element by element. The caller checked the operation against

@@ -237,6 +237,7 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
 impl<'a> CollRequest<'a> {
     /// The request of a blocking call that has run to completion (it holds only
     /// the outcome: no communicator to clone and drop on the latency-bound path).
+    #[inline]
     pub(crate) fn completed(outcome: Result<()>) -> CollRequest<'a> {
         CollRequest {
             inner: Inner::Done {
@@ -440,6 +441,7 @@ fn step_can_move(p: ActivePtr, e: &Engine) -> bool {
 }
 
 impl Drop for CollRequest<'_> {
+    #[inline]
     fn drop(&mut self) {
         // The engine may still write into (or read from) the borrowed buffers: finish before
         // the borrow ends. There is no one to give an error to here. A panic that unwinds
@@ -447,6 +449,16 @@ impl Drop for CollRequest<'_> {
         // abort): a registered allocation is then leaked, marked finished so the engine
         // forgets it without touching its schedule; the process is going down with that
         // panic anyway. A blocking call's request holds only its outcome.
+        if matches!(self.inner, Inner::Registered { .. }) {
+            self.drop_registered();
+        }
+    }
+}
+
+impl CollRequest<'_> {
+    /// [`Drop`] for a nonblocking call's request.
+    #[inline(never)]
+    fn drop_registered(&mut self) {
         let Inner::Registered { active, .. } = self.inner else {
             return;
         };
