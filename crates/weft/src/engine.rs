@@ -1192,6 +1192,49 @@ impl Engine {
         Ok(id)
     }
 
+    /// Receives into `buf` at once when the next message from `src_world`, a live rank of
+    /// this node, is already in its ring, eager, of exactly `buf.len()` bytes, and matched
+    /// by `pattern` (a named source), while no receive is posted and no message waits
+    /// unmatched: then nothing else could take that message or come before it, so this is
+    /// what posting the receive and polling would do, without a request or a pass through
+    /// matching. False, having taken nothing, otherwise (the caller posts the receive).
+    #[inline]
+    pub(crate) fn recv_eager_now(
+        &mut self,
+        buf: &mut [u8],
+        pattern: &Pattern,
+        src_world: u32,
+    ) -> bool {
+        let Route::Local(peer) = self.routes[src_world as usize] else {
+            return false;
+        };
+        let Some(shm) = self.shm.as_mut() else {
+            return false;
+        };
+        let core = &self.core;
+        if core.dead[peer as usize]
+            || core.matching.posted_len() != 0
+            || core.matching.unexpected_len() != 0
+        {
+            return false;
+        }
+        let len = buf.len();
+        let want = |h: &Header| {
+            h.kind == KIND_EAGER
+                && h.len as usize == len
+                && pattern.matches(&Envelope {
+                    ctx: h.ctx,
+                    src: h.src,
+                    tag: h.tag,
+                })
+        };
+        let copy = |_: &Header, a: &[u8], b: &[u8]| {
+            buf[..a.len()].copy_from_slice(a);
+            buf[a.len()..].copy_from_slice(b);
+        };
+        shm.poll_if(peer, want, copy).is_some()
+    }
+
     /// Probe: polls once, then reports the oldest unexpected message matching `pattern`.
     pub(crate) fn iprobe(&mut self, pattern: &Pattern) -> Option<Status> {
         self.progress();

@@ -580,16 +580,32 @@ impl ShmNode {
     /// `f`. Follows the peer to its large ring when it switched.
     #[inline]
     pub fn poll<R>(&mut self, peer: u32, f: impl FnOnce(&Header, &[u8], &[u8]) -> R) -> Option<R> {
+        self.poll_if(peer, |_| true, f)
+    }
+
+    /// [`ShmNode::poll`] for a message from `peer` whose header `accept` accepts; one it
+    /// refuses stays, the next to take.
+    #[inline]
+    pub fn poll_if<R>(
+        &mut self,
+        peer: u32,
+        accept: impl Fn(&Header) -> bool,
+        f: impl FnOnce(&Header, &[u8], &[u8]) -> R,
+    ) -> Option<R> {
         let mut f = Some(f);
         loop {
-            let got = self.inbound[peer as usize].poll(|h, a, b| {
-                if h.kind == KIND_SWITCH {
-                    Err(h.aux)
-                } else {
-                    // `f` is only taken here, and this branch returns at once below.
-                    Ok(f.take().map(|f| f(h, a, b)))
-                }
-            })?;
+            let inbound = &mut self.inbound[peer as usize];
+            let got = inbound.poll_if(
+                |h| h.kind == KIND_SWITCH || accept(h),
+                |h, a, b| {
+                    if h.kind == KIND_SWITCH {
+                        Err(h.aux)
+                    } else {
+                        // `f` is only taken here, and this branch returns at once below.
+                        Ok(f.take().map(|f| f(h, a, b)))
+                    }
+                },
+            )?;
             match got {
                 Ok(r) => return r,
                 Err(k) => self.follow_switch(peer, k),

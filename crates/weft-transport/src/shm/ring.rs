@@ -245,6 +245,17 @@ impl Consumer {
     /// two slices, the second non-empty only when the payload wraps), then frees its cells.
     #[inline]
     pub fn poll<R>(&mut self, f: impl FnOnce(&Header, &[u8], &[u8]) -> R) -> Option<R> {
+        self.poll_if(|_| true, f)
+    }
+
+    /// [`Consumer::poll`] for a message whose header `accept` accepts; one it refuses stays
+    /// where it is, the next to take.
+    #[inline]
+    pub fn poll_if<R>(
+        &mut self,
+        accept: impl FnOnce(&Header) -> bool,
+        f: impl FnOnce(&Header, &[u8], &[u8]) -> R,
+    ) -> Option<R> {
         if !self.ready() {
             return None;
         }
@@ -260,6 +271,9 @@ impl Consumer {
             let b = std::slice::from_raw_parts(self.cells, len - first);
             (header, a, b)
         };
+        if !accept(&header) {
+            return None;
+        }
         let r = f(&header, a, b);
         self.pos += cells_for(a.len() + b.len());
         // SAFETY: consumer_pos points into the live mapping.

@@ -379,6 +379,13 @@ impl Comm {
         self.engine.borrow().coll_state.direct_runs.get()
     }
 
+    /// Messages of this rank's directly run collectives (any communicator) that were
+    /// already in their ring when the receive would have been posted, and were taken at
+    /// once without a request; for tests and tools that check which path a call took.
+    pub fn coll_received_at_once(&self) -> u64 {
+        self.engine.borrow().coll_state.received_at_once.get()
+    }
+
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
     #[inline]
     pub(crate) fn coll_key(
@@ -677,6 +684,8 @@ pub(crate) struct CallState {
     pub memo: [Option<Memo>; select::ALL.len()],
     /// Blocking calls that ran directly ([`Comm::coll_direct_runs`]).
     pub direct_runs: Cell<u64>,
+    /// Messages direct runs took from a ring at once ([`Comm::coll_received_at_once`]).
+    pub received_at_once: Cell<u64>,
 }
 
 /// What a call's plan is a function of, besides the tuning (a new tuning
