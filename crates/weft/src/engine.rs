@@ -1230,7 +1230,9 @@ impl Engine {
         };
         let copy = |_: &Header, a: &[u8], b: &[u8]| {
             buf[..a.len()].copy_from_slice(a);
-            buf[a.len()..].copy_from_slice(b);
+            if !b.is_empty() {
+                buf[a.len()..].copy_from_slice(b);
+            }
         };
         shm.poll_if(peer, want, copy).is_some()
     }
