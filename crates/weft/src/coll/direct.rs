@@ -10,7 +10,11 @@
 //! to peers on other cores first, so they can start while this rank still sends (the ranks
 //! pinned to its core cannot run before it yields anyway): np=4 on 2 cores, 8 B, against
 //! the plan's order, three A/B runs of 5-7 interleaved jobs, scatter 5-7% faster (0.198 vs
-//! 0.213 us), bcast 1-5%.
+//! 0.213 us), bcast 1-5%. A receive whose message is already in the peer's ring, with no
+//! receive posted and no message waiting unmatched, takes it at once
+//! ([`Engine::recv_eager_now`](crate::engine::Engine::recv_eager_now)): a rank the
+//! scheduler runs after its peers sent (np=4 on 2 cores) skips the request, matching and
+//! poll loop (scatter leaf 1179 -> 709 instructions).
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits, the same
