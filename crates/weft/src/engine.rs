@@ -75,6 +75,19 @@ const RTS_BODY_BYTES: u8 = 17;
 /// hyperthread sibling.
 const POLLS_BEFORE_PAUSING: u32 = 128;
 
+/// The ring header of an eager message of `len` bytes.
+#[inline]
+fn eager_header(src_in_comm: u32, ctx: u32, tag: i32, len: usize) -> Header {
+    Header {
+        kind: KIND_EAGER,
+        src: src_in_comm,
+        ctx,
+        tag,
+        len: len as u32,
+        ..Header::default()
+    }
+}
+
 /// The pause of an idle poll, after the first [`POLLS_BEFORE_PAUSING`] of a stretch.
 #[inline]
 fn idle_pause(idle: u32) {
@@ -978,14 +991,7 @@ impl Engine {
                 && !self.core.dead[p]
                 && self.core.outq[p].is_empty()
             {
-                let header = Header {
-                    kind: KIND_EAGER,
-                    src: src_in_comm,
-                    ctx,
-                    tag,
-                    len: data.len() as u32,
-                    ..Header::default()
-                };
+                let header = eager_header(src_in_comm, ctx, tag, data.len());
                 // SAFETY: the caller keeps `data` alive for this call.
                 let bytes = unsafe { data.slice(0, data.len()) };
                 if shm.try_send(peer, &header, &[bytes]) {
@@ -1009,14 +1015,7 @@ impl Engine {
         synchronous: bool,
         solo: bool,
     ) -> Result<Option<ReqId>> {
-        let header = Header {
-            kind: KIND_EAGER,
-            src: src_in_comm,
-            ctx,
-            tag,
-            len: data.len() as u32,
-            ..Header::default()
-        };
+        let header = eager_header(src_in_comm, ctx, tag, data.len());
         match self.routes[dst_world as usize] {
             Route::Myself => {
                 // SAFETY: the caller keeps `data` alive for this call.

@@ -58,6 +58,45 @@ pub enum TypeKind {
 }
 
 impl TypeKind {
+    /// Every kind, for tests that go through all of them.
+    #[cfg(test)]
+    pub(crate) const ALL: [TypeKind; 22] = {
+        use TypeKind::*;
+        // A new kind fails to compile here until it joins the list.
+        const fn listed(k: TypeKind) {
+            match k {
+                I8 | I16 | I32 | I64 | U8 | U16 | U32 | U64 | F32 | F64 | F32I32 | F64I32
+                | I32I32 | I64I32 | LongDouble | ComplexF32 | ComplexF64 | ComplexLongDouble
+                | I16I32 | LongDoubleI32 | F32F32 | F64F64 => {}
+            }
+        }
+        listed(I8);
+        [
+            I8,
+            I16,
+            I32,
+            I64,
+            U8,
+            U16,
+            U32,
+            U64,
+            F32,
+            F64,
+            F32I32,
+            F64I32,
+            I32I32,
+            I64I32,
+            LongDouble,
+            ComplexF32,
+            ComplexF64,
+            ComplexLongDouble,
+            I16I32,
+            LongDoubleI32,
+            F32F32,
+            F64F64,
+        ]
+    };
+
     /// The Rust spelling of the type, for error messages.
     pub fn name(self) -> &'static str {
         match self {
@@ -424,38 +463,7 @@ mod tests {
     #[test]
     fn every_size_and_alignment_is_a_power_of_two() {
         // `coll::elements` checks lengths and addresses with masks.
-        use TypeKind::*;
-        let all = [
-            I8,
-            I16,
-            I32,
-            I64,
-            U8,
-            U16,
-            U32,
-            U64,
-            F32,
-            F64,
-            F32I32,
-            F64I32,
-            I32I32,
-            I64I32,
-            LongDouble,
-            ComplexF32,
-            ComplexF64,
-            ComplexLongDouble,
-            I16I32,
-            LongDoubleI32,
-            F32F32,
-            F64F64,
-        ];
-        for k in all {
-            // A new kind fails to compile here until it joins the list.
-            match k {
-                I8 | I16 | I32 | I64 | U8 | U16 | U32 | U64 | F32 | F64 | F32I32 | F64I32
-                | I32I32 | I64I32 | LongDouble | ComplexF32 | ComplexF64 | ComplexLongDouble
-                | I16I32 | LongDoubleI32 | F32F32 | F64F64 => {}
-            }
+        for k in TypeKind::ALL {
             assert!(k.size_bytes().is_power_of_two(), "{k:?}");
             assert!(k.align_bytes().is_power_of_two(), "{k:?}");
         }

@@ -809,31 +809,6 @@ mod tests {
     /// §6.9.2 pass the check.
     #[test]
     fn check_follows_the_standard_table() {
-        use TypeKind::*;
-        let kinds = [
-            I8,
-            I16,
-            I32,
-            I64,
-            U8,
-            U16,
-            U32,
-            U64,
-            F32,
-            F64,
-            F32I32,
-            F64I32,
-            I32I32,
-            I64I32,
-            LongDouble,
-            ComplexF32,
-            ComplexF64,
-            ComplexLongDouble,
-            I16I32,
-            LongDoubleI32,
-            F32F32,
-            F64F64,
-        ];
         let ops = [
             Op::Sum,
             Op::Prod,
@@ -848,7 +823,7 @@ mod tests {
             Op::MinLoc,
             Op::MaxLoc,
         ];
-        for k in kinds {
+        for k in TypeKind::ALL {
             for op in &ops {
                 let allowed = match op {
                     Op::Sum | Op::Prod => k.is_integer() || k.is_float() || k.is_complex(),
@@ -867,7 +842,7 @@ mod tests {
                 }
             }
         }
-        let e = Op::Max.check(ComplexF32).unwrap_err();
+        let e = Op::Max.check(TypeKind::ComplexF32).unwrap_err();
         assert!(e.message().contains("not ordered"), "{e}");
     }
 
