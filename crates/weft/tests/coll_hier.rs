@@ -7,57 +7,19 @@
 //! node on every rank, even where nodes hold unequal shares, picks the hierarchical tree
 //! where the model says so, and every collective's data is right.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+mod common;
+
 use weft::coll::select::{CallTraits, Coll};
 use weft::coll::Tuning;
-use weft::{Comm, Config, Launch, Op};
+use weft::{Comm, Op};
 
-/// One thread per rank; rank r claims node `node(r)`; aborts the test process after 120 s
-/// (a rank that hangs would otherwise hang the test).
+/// One thread per rank; rank r claims node `node(r)` (the shared in-process harness: a rank
+/// that panics ends the test at once, one that hangs is aborted by its watchdog).
 fn job(n: u32, node: fn(u32) -> u32, body: fn(Comm)) {
-    static JOBS: AtomicU64 = AtomicU64::new(0);
-    let store = weft_boot::MemStore::new();
-    let job_id = format!(
-        "hier{}x{}",
-        std::process::id(),
-        JOBS.fetch_add(1, Ordering::Relaxed)
-    );
-    let done = Arc::new(AtomicBool::new(false));
-    let watch = done.clone();
-    std::thread::spawn(move || {
-        for _ in 0..1200 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            if watch.load(Ordering::Relaxed) {
-                return;
-            }
-        }
-        eprintln!("hierarchical job of {n} ranks did not finish in 120 s");
-        std::process::abort();
+    common::run_job(n, &[], node, move |_, weft, _| {
+        body(weft.world());
+        weft.finalize().unwrap();
     });
-    let ranks: Vec<_> = (0..n)
-        .map(|rank| {
-            let (store, job_id) = (store.clone(), job_id.clone());
-            std::thread::spawn(move || {
-                let launch = Launch {
-                    rank,
-                    size: n,
-                    job_id,
-                    node_id: format!("node{}", node(rank)),
-                    store: Some(store as Arc<dyn weft_boot::Store>),
-                };
-                let weft = weft::init_with(launch, Config::from_vars(&[]).unwrap()).unwrap();
-                body(weft.world());
-                weft.finalize().unwrap();
-            })
-        })
-        .collect();
-    let mut panicked = false;
-    for r in ranks {
-        panicked |= r.join().is_err();
-    }
-    done.store(true, Ordering::Relaxed);
-    assert!(!panicked, "a rank thread panicked");
 }
 
 fn val(rank: u32, i: usize) -> i64 {

@@ -11,9 +11,10 @@ use weft::{Comm, Config, Launch, Weft};
 
 /// Runs `body(rank, weft, store)` on `n` rank threads whose ranks read the knobs `vars`; rank
 /// r claims node `node_of(r)`. The body finalizes (or, to play a vanishing rank, does not).
-/// Panics if a rank panics; a watchdog aborts the test process after 180 s (threads share a
-/// pid, so peer-death detection cannot see a panicked rank); checks that no segment of the
-/// job is left in /dev/shm.
+/// A rank that panics ends the test process at once (exit code 101, after removing the
+/// job's segments): the other ranks would wait for it, since threads share a pid and
+/// peer-death detection cannot see a panicked rank. A watchdog aborts the test process
+/// after 180 s (a hung rank); checks that no segment of the job is left in /dev/shm.
 pub fn run_job(
     n: u32,
     vars: &[(&str, &str)],
@@ -41,12 +42,21 @@ pub fn run_job(
                 let launch = Launch {
                     rank,
                     size: n,
-                    job_id: job,
+                    job_id: job.clone(),
                     node_id: format!("node{}", node_of(rank)),
                     store: Some(store.clone() as Arc<dyn weft_boot::Store>),
                 };
                 let weft = weft::init_with(launch, Config::from_vars(&v).unwrap()).unwrap();
-                body(rank, weft, &store);
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    body(rank, weft, &store)
+                }));
+                if ran.is_err() {
+                    // The other ranks would wait for this one (in a call or in finalize)
+                    // until the watchdog: end the test process now, and its segments.
+                    remove_segments(&job);
+                    eprintln!("rank {rank} of in-process job {job} panicked: ending the test");
+                    std::process::exit(101);
+                }
             })
         })
         .collect();
@@ -68,12 +78,25 @@ pub fn run_job(
     }
     finished.store(true, Ordering::Relaxed);
     assert!(!panicked, "a rank thread panicked");
-    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
+    let leftover = segments(&job);
+    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+}
+
+/// The entries of /dev/shm that belong to in-process job `job`.
+fn segments(job: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/dev/shm")
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&job))
-        .collect();
-    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+        .filter(|e| e.file_name().to_string_lossy().contains(job))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes job `job`'s segments (a test that ends the process before its ranks finalize).
+fn remove_segments(job: &str) {
+    for p in segments(job) {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 /// Runs `body` on the world communicator of an `n`-rank in-process job on one node whose
