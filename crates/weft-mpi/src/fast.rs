@@ -28,6 +28,7 @@ use crate::dtype::{layout, predefined, reduction_layout, Layout};
 use crate::error::{raise, raise_weft};
 use crate::p2p::{empty_status, from_weft, reap_detached, recv_tag, store, MpiStatus};
 use crate::state::{handle_index, state_opt, ReqEntry, K_REQ};
+use std::cell::{Cell, UnsafeCell};
 use std::os::raw::{c_int, c_void};
 use std::sync::LazyLock;
 use weft::coll::{Op, TypeKind};
@@ -720,24 +721,42 @@ pub unsafe fn blocks(
 
 // ---------------------------------------------------------------- v-collectives
 
-thread_local! {
-    /// Counts and displacements of a v-collective in bytes (or a reduction's counts in
-    /// elements), converted from the caller's int arrays: kept between calls so a call
-    /// allocates only when the communicator is larger than any before on this thread.
-    static SCRATCH: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+/// Counts and displacements of a v-collective in bytes (or a reduction's counts in
+/// elements), converted from the caller's int arrays: kept between calls so a call
+/// allocates only when the communicator is larger than any before. A plain static, not a
+/// thread-local (which a shared library reaches through a call to the dynamic loader, about
+/// 50 instructions a call with the borrow): MPI calls are serialised, as for the state.
+struct Scratch {
+    entries: UnsafeCell<Vec<usize>>,
+    /// Set while a call uses the entries.
+    busy: Cell<bool>,
 }
+
+// SAFETY: MPI provides at most MPI_THREAD_SERIALIZED here (see `state::Global`): no two
+// threads are inside MPI calls at once, and the scratch is only reached from inside them.
+unsafe impl Sync for Scratch {}
+
+static SCRATCH: Scratch = Scratch {
+    entries: UnsafeCell::new(Vec::new()),
+    busy: Cell::new(false),
+};
 
 /// Runs `f` on `len` scratch entries; None (the checked path) if the scratch is in use
 /// (a call from inside a call, which the fast path never makes, but costs nothing to refuse).
 #[inline]
 fn with_scratch(len: usize, f: impl FnOnce(&mut [usize]) -> Option<c_int>) -> Option<c_int> {
-    SCRATCH.with(|cell| {
-        let mut v = cell.try_borrow_mut().ok()?;
-        if v.len() < len {
-            v.resize(len, 0);
-        }
-        f(&mut v[..len])
-    })
+    if SCRATCH.busy.replace(true) {
+        return None;
+    }
+    // SAFETY: calls are serialised (above) and `busy` was clear, so no other reference to
+    // the entries exists until it is cleared again below.
+    let v = unsafe { &mut *SCRATCH.entries.get() };
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    let r = f(&mut v[..len]);
+    SCRATCH.busy.set(false);
+    r
 }
 
 /// `out[i] = arr[i] * unit` for the caller's int array `arr` of `out.len()` entries; None
