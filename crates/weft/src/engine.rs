@@ -69,8 +69,9 @@ const RTS_BODY_BYTES: u8 = 17;
 
 /// Idle polls of a wait made without a pause instruction before the next poll. A pause
 /// costs about 24 ns on the machines measured here (AMD family 26: a C loop of 10^7
-/// `_mm_pause`), twice what a poll of the rings costs, so pausing on every idle poll made
-/// an answer wait for half a pause on average before it was seen; a wait longer than these
+/// `_mm_pause`), where an idle poll of the rings is 80-100 instructions (callgrind), so
+/// pausing on every idle poll made an answer wait for half a pause on average before it
+/// was seen; a wait longer than these
 /// polls (a microsecond or two) pauses on every poll again, as a spin should for its
 /// hyperthread sibling.
 const POLLS_BEFORE_PAUSING: u32 = 128;

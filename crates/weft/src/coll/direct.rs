@@ -252,8 +252,9 @@ impl DirectRun {
                             tag,
                         };
                         // A message already there (a peer that started earlier) is taken
-                        // now, with no request to post and collect.
-                        if g.one.is_none() && g.e.recv_eager_now(bytes, &pattern, world) {
+                        // now, with no request to post and collect (the engine refuses while
+                        // any receive, this run's earlier ones included, is posted).
+                        if g.e.recv_eager_now(bytes, &pattern, world) {
                             let n = &g.e.coll_state.received_at_once;
                             n.set(n.get() + 1);
                             continue;
