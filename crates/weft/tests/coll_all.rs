@@ -550,6 +550,10 @@ fn movers(w: &Comm) {
         for a in algorithms(Coll::Alltoallv) {
             force(w, Coll::Alltoallv, a.name);
             let mut rbuf = vec![0i64; rc.iter().sum()];
+            if let Some(why) = blocked(a, np, true) {
+                refused(w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd), why, a);
+                continue;
+            }
             for call in 0..2 {
                 rbuf.fill(0);
                 w.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd).unwrap();

@@ -2,7 +2,7 @@
 //! arrival that frees them (weft-transport `shm::coll`): a rank that leaves a collective
 //! early may write the next one's data while slower ranks still read this one's. Here the
 //! area algorithms run back to back in a mixed sequence (bcast from rotating roots, reduce,
-//! allreduce, allgather, allgatherv, alltoall, reduce-scatter, the counter barrier), each split into
+//! allreduce, allgather, allgatherv, alltoall, alltoallv, reduce-scatter, the counter barrier), each split into
 //! many rounds by a small area, with ranks held back at random points, and every result is
 //! checked against a serial reference. Reusing a half before every rank has left it, or
 //! reading the wrong half, gives wrong bytes here.
@@ -46,6 +46,7 @@ fn force_shm(w: &Comm) {
         "REDUCE_SCATTER",
         "REDUCE_SCATTER_BLOCK",
         "ALLGATHERV",
+        "ALLTOALLV",
     ]
     .iter()
     .map(|c| (format!("WEFT_{c}_ALGO"), "shm"))
@@ -67,9 +68,9 @@ fn sequence(w: &Comm, iters: u64) {
         let n = 1 + (mix(it) % 700) as usize;
         let what = format!("np={np} iteration {it} n={n}");
         skew(me, it, 0);
-        match it % 8 {
+        match it % 9 {
             0 => {
-                let root = (it as u32 / 8) % np;
+                let root = (it as u32 / 9) % np;
                 let mut buf: Vec<i64> = if me == root {
                     (0..n).map(|i| val(root, it, i)).collect()
                 } else {
@@ -86,7 +87,7 @@ fn sequence(w: &Comm, iters: u64) {
                 let want: Vec<i64> = (0..n)
                     .map(|i| (0..np).map(|r| val(r, it, i)).sum())
                     .collect();
-                if it % 8 == 1 {
+                if it % 9 == 1 {
                     w.allreduce(&send, &mut out, &Op::Sum).unwrap();
                     assert_eq!(out, want, "allreduce {what}");
                 } else {
@@ -150,6 +151,41 @@ fn sequence(w: &Comm, iters: u64) {
                 }
                 assert_eq!(all, want, "allgatherv {counts:?}, {what}");
             }
+            7 => {
+                // Every pair its own length (some empty, some over many slots' pieces, so
+                // ranks take different numbers of rounds), blocks in reverse order with gaps.
+                let len = |i: u32, j: u32| {
+                    (mix(it ^ ((i as u64) << 20) ^ ((j as u64) << 30)) % 5) as usize * n / 3
+                };
+                let layout = |lens: &[usize]| {
+                    let mut displs = vec![0usize; lens.len()];
+                    let mut off = 0;
+                    for j in (0..lens.len()).rev() {
+                        displs[j] = off;
+                        off += lens[j] + 1;
+                    }
+                    (displs, off)
+                };
+                let sc: Vec<usize> = (0..np).map(|j| len(me, j)).collect();
+                let rc: Vec<usize> = (0..np).map(|i| len(i, me)).collect();
+                let ((sd, sn), (rd, rn)) = (layout(&sc), layout(&rc));
+                let item = |i: u32, j: u32, k: usize| val(i, it, k) * 64 + j as i64;
+                let mut send = vec![-2i64; sn];
+                for j in 0..np {
+                    for k in 0..sc[j as usize] {
+                        send[sd[j as usize] + k] = item(me, j, k);
+                    }
+                }
+                let mut recv = vec![-1i64; rn];
+                w.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd).unwrap();
+                let mut want = vec![-1i64; rn];
+                for i in 0..np {
+                    for k in 0..rc[i as usize] {
+                        want[rd[i as usize] + k] = item(i, me, k);
+                    }
+                }
+                assert_eq!(recv, want, "alltoallv {sc:?} -> {rc:?}, {what}");
+            }
             _ => w.barrier().unwrap(),
         }
         skew(me, it, 1);
@@ -187,6 +223,106 @@ fn allgatherv_with_uneven_blocks_chooses_alike_on_every_rank() {
                         "np={np} block of rank {r}, rank 0 sends {big}"
                     );
                 }
+            }
+        });
+    }
+}
+
+/// Alltoallv's ranks know only their own counts: with the shipped tuning, rank 0's 2 MiB
+/// blocks alone must not take another algorithm than the others' 8 B blocks (the area one
+/// needs every local rank; a rank on the message algorithms would leave it waiting).
+#[test]
+fn alltoallv_with_uneven_counts_chooses_alike_on_every_rank() {
+    for np in [2u32, 3, 4, 5] {
+        common::run_ranks(np, &[], move |w| {
+            let me = w.rank();
+            let len = |i: u32, j: u32| if i == 0 && j != 0 { 1 << 18 } else { 1 };
+            let prefix = |c: &[usize]| {
+                c.iter()
+                    .scan(0, |s, &x| {
+                        *s += x;
+                        Some(*s - x)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let sc: Vec<usize> = (0..np).map(|j| len(me, j)).collect();
+            let rc: Vec<usize> = (0..np).map(|i| len(i, me)).collect();
+            let (sd, rd) = (prefix(&sc), prefix(&rc));
+            let send: Vec<i64> = (0..np)
+                .flat_map(|j| (0..len(me, j)).map(move |k| val(me, j as u64, k)))
+                .collect();
+            let mut recv = vec![-1i64; rc.iter().sum()];
+            for call in 0..3 {
+                w.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd).unwrap();
+                for i in 0..np {
+                    let got = &recv[rd[i as usize]..][..rc[i as usize]];
+                    let want: Vec<i64> = (0..len(i, me)).map(|k| val(i, me as u64, k)).collect();
+                    assert!(got == want.as_slice(), "np={np} call {call} block from {i}");
+                }
+            }
+        });
+    }
+}
+
+/// Ranks that disagree about a pair's count under the area alltoallv: the receiver says so
+/// (InvalidCount, naming the sender and both lengths), every rank still takes part in the
+/// same number of rounds, and the next calls run normally. Rank 1 expects from rank 0 more
+/// (then it takes more rounds than anyone) or less than rank 0 sends.
+#[test]
+fn alltoallv_on_the_area_reports_disagreeing_counts_and_stays_in_step() {
+    for np in [3u32, 4, 7] {
+        common::run_ranks(np, VARS, move |w| {
+            let me = w.rank();
+            w.set_collective_tuning(Tuning::from_vars(&[("WEFT_ALLTOALLV_ALGO", "shm")]).unwrap());
+            for (sent, expected) in [(5usize, 900usize), (900, 5), (0, 1), (1, 0)] {
+                let len = |i: u32, j: u32| {
+                    if i == 0 && j == 1 {
+                        if me == 1 {
+                            expected
+                        } else {
+                            sent
+                        }
+                    } else {
+                        37
+                    }
+                };
+                let sc: Vec<usize> = (0..np).map(|j| len(me, j)).collect();
+                let rc: Vec<usize> = (0..np).map(|i| len(i, me)).collect();
+                let sd: Vec<usize> = (0..np)
+                    .map(|j| (0..j).map(|x| sc[x as usize]).sum())
+                    .collect();
+                let rd: Vec<usize> = (0..np)
+                    .map(|i| (0..i).map(|x| rc[x as usize]).sum())
+                    .collect();
+                let send = vec![me as u16; sc.iter().sum()];
+                let mut recv = vec![0u16; rc.iter().sum()];
+                let r = w.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd);
+                if me == 1 {
+                    let e = r.unwrap_err();
+                    assert_eq!(e.kind(), weft::ErrorKind::InvalidCount, "{e}");
+                    let (s, x) = (2 * sent, 2 * expected);
+                    assert!(
+                        e.message().contains("alltoallv")
+                            && e.message()
+                                .contains(&format!("received {s} bytes from rank 0"))
+                            && e.message().contains(&format!("expected {x}")),
+                        "{e}"
+                    );
+                } else {
+                    r.unwrap();
+                }
+                // Still in step: a correct call and a barrier on the area.
+                let ok: Vec<usize> = vec![3; np as usize];
+                let od: Vec<usize> = (0..np as usize).map(|j| 3 * j).collect();
+                let send: Vec<u16> = (0..3 * np).map(|k| (me * 100 + k) as u16).collect();
+                let mut recv = vec![0u16; send.len()];
+                w.alltoallv(&send, &ok, &od, &mut recv, &ok, &od).unwrap();
+                for i in 0..np {
+                    for k in 0..3 {
+                        assert_eq!(recv[(3 * i + k) as usize], (i * 100 + 3 * me + k) as u16);
+                    }
+                }
+                w.barrier().unwrap();
             }
         });
     }

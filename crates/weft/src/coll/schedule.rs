@@ -117,6 +117,27 @@ pub(super) enum Action {
         off: usize,
         src: Region,
     },
+    /// Write this call's header into this rank's slot at byte 0: the call's tag, then plan
+    /// words `first..first + count` ([`Plan::words`]): what peers check with
+    /// [`Action::ShmCheckHeaders`].
+    ShmWriteHeader {
+        first: u32,
+        count: u32,
+    },
+    /// Read every other local rank's header ([`Action::ShmWriteHeader`], written before the
+    /// arrival just completed): the same tag as ours (else the ranks disagree about the
+    /// call), the rounds it takes, and the bytes it sends this rank. Plan word `first` holds
+    /// this rank's own rounds and words `first + 1 + n + j` what it expects from local rank
+    /// j (n local ranks); a length that differs is this call's error, reported at its end
+    /// (the rank still takes part in every round, so no peer is left waiting). The most
+    /// rounds any rank takes less this rank's own are the empty rounds it pads with
+    /// ([`Action::ShmArrivePad`]).
+    ShmCheckHeaders {
+        first: u32,
+    },
+    /// Arrive once for each round the rank still owes the node ([`Action::ShmCheckHeaders`]):
+    /// the step runs again after each arrival until none is owed.
+    ShmArrivePad,
 }
 
 /// A slot of the node's collective area.
@@ -140,6 +161,9 @@ pub(crate) struct Plan {
     tmp_offsets: Vec<usize>,
     /// Bytes of scratch in all (a multiple of 8).
     tmp_total_bytes: usize,
+    /// Constants the plan writes into the node's area ([`Action::ShmWriteHeader`]) and
+    /// checks against it ([`Action::ShmCheckHeaders`]).
+    words: Vec<u64>,
     /// The most actions any one step has (the room a schedule's pending list needs).
     widest_step: usize,
 }
@@ -164,6 +188,30 @@ impl Plan {
         self.tmp_offsets.push(self.tmp_total_bytes);
         self.tmp_total_bytes += bytes.next_multiple_of(8);
         Buf::Tmp((self.tmp_offsets.len() - 1) as u8)
+    }
+
+    /// Keeps `words` with the plan; returns the index of the first.
+    pub fn words(&mut self, words: &[u64]) -> u32 {
+        self.words.extend_from_slice(words);
+        (self.words.len() - words.len()) as u32
+    }
+
+    /// Writes the call's tag and plan words `first..first + count` at the start of this
+    /// rank's slot ([`Action::ShmWriteHeader`]).
+    pub fn shm_write_header(&mut self, first: u32, count: u32) {
+        self.push(Action::ShmWriteHeader { first, count });
+    }
+
+    /// Checks the peers' headers and learns the rounds to pad with
+    /// ([`Action::ShmCheckHeaders`]).
+    pub fn shm_check_headers(&mut self, first: u32) {
+        self.push(Action::ShmCheckHeaders { first });
+    }
+
+    /// Arrives once for every round the rank owes the node ([`Action::ShmArrivePad`]); the
+    /// action of a step of its own, the plan's last.
+    pub fn shm_arrive_pad(&mut self) {
+        self.push(Action::ShmArrivePad);
     }
 
     /// Starts a new step: its local actions run once the previous step's messages are done.
@@ -318,6 +366,13 @@ pub(crate) struct Schedule<'a> {
     /// A failed direct read of a peer's buffer, reported once the step's arrival is done
     /// (the rank still arrives, so its peers are not left waiting for it).
     failed_read: Option<Error>,
+    /// Rounds this rank still owes the node ([`Action::ShmArrivePad`]).
+    pad_rounds: u64,
+    /// Steps run again to pad (so [`Schedule::steps_started`] still counts up).
+    pad_steps: usize,
+    /// An error found in a header ([`Action::ShmCheckHeaders`]), reported once the plan
+    /// has run to its end.
+    late_error: Option<Error>,
 }
 
 /// What a step waits for in the node's collective area.
@@ -475,6 +530,9 @@ impl<'a> Schedule<'a> {
             msg_polls: Cell::new(0),
             disagreement: Cell::new(None),
             failed_read: None,
+            pad_rounds: 0,
+            pad_steps: 0,
+            late_error: None,
         }
     }
 
@@ -490,7 +548,7 @@ impl<'a> Schedule<'a> {
 
     /// Steps started so far (tells a poller whether an advance moved anything).
     pub fn steps_started(&self) -> usize {
-        self.next_step
+        self.next_step + self.pad_steps
     }
 
     /// True when every message of the current step has completed and every local rank has
@@ -565,6 +623,9 @@ impl<'a> Schedule<'a> {
                 self.complete_step(e)?;
             }
             if self.next_step == self.plan.steps.len() {
+                if let Some(err) = self.late_error.take() {
+                    return Err(self.wrap(err));
+                }
                 return Ok(true);
             }
             let s = self.next_step;
@@ -614,6 +675,27 @@ impl<'a> Schedule<'a> {
                             self.failed_read = self.cma_write(e, peer, off, src).err();
                         }
                     }
+                    Action::ShmWriteHeader { first, count } => {
+                        let area = area(e)?;
+                        let (first, count) = (first as usize, count as usize);
+                        let me = self.rank;
+                        area.write(me, 0, &(self.tag as u64).to_ne_bytes());
+                        area.write(
+                            me,
+                            8,
+                            bytemuck::cast_slice(&self.plan.words[first..first + count]),
+                        );
+                    }
+                    Action::ShmCheckHeaders { first } => self.check_headers(e, first as usize)?,
+                    Action::ShmArrivePad => {
+                        if self.pad_rounds > 0 {
+                            self.pad_rounds -= 1;
+                            self.pad_steps += 1;
+                            // This step again once the arrival is done.
+                            self.next_step = s;
+                            self.shm_wait = Some(AreaWait::arrive(&area(e)?, false));
+                        }
+                    }
                     Action::Send { .. } | Action::Recv { .. } | Action::CopyAfterPosting { .. } => {
                     }
                 }
@@ -641,6 +723,50 @@ impl<'a> Schedule<'a> {
                 }
             }
         }
+    }
+
+    /// [`Action::ShmCheckHeaders`]: every other local rank's header, against plan words
+    /// from `first`.
+    fn check_headers(&mut self, e: &Engine, first: usize) -> Result<()> {
+        let area = area(e)?;
+        // Slots by rank: the area serves the whole node's world, ranked as the node is.
+        let (n, me) = (area.local_size() as usize, self.rank);
+        let own = self.plan.words[first];
+        let expect = &self.plan.words[first + 1 + n..first + 1 + 2 * n];
+        let word = |slot: u32, off: usize| {
+            let mut b = [0u8; 8];
+            area.read(slot, off, &mut b);
+            u64::from_ne_bytes(b)
+        };
+        let mut most = own;
+        for j in (0..n as u32).filter(|&j| j != me) {
+            let tag = word(j, 0);
+            if tag != self.tag as u64 {
+                // Another call's header: its rounds mean nothing here, so pad with none.
+                self.late_error.get_or_insert_with(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                            "{}: local rank {j} is in another collective call (tag {:#x}, ours \
+                             {:#x}): the ranks called different collectives",
+                            self.what, tag as i64, self.tag
+                        ),
+                    )
+                });
+                self.pad_rounds = 0;
+                return Ok(());
+            }
+            most = most.max(word(j, 8));
+            let theirs = word(j, 16 + 8 * me as usize);
+            let want = expect[j as usize];
+            if theirs != want {
+                self.late_error.get_or_insert_with(|| {
+                    mismatch(self.what, self.rank, j, theirs as usize, want as usize)
+                });
+            }
+        }
+        self.pad_rounds = most - own;
+        Ok(())
     }
 
     /// One Cross Memory Attach read out of local rank `peer`'s published buffer `from`.

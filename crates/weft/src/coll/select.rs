@@ -2,7 +2,10 @@
 //! the tuning table (`tuning/default.toml`, data) and the cost model
 //! (`weft_model::cost::coll`). A decision depends only on the collective, the communicator
 //! size, ranks per node, bytes per rank, whether the operation commutes and the knobs, all of
-//! which every rank shares, so every rank decides alike. Forcing an algorithm whose
+//! which every rank shares, so every rank decides alike. Alltoallv is the exception: each
+//! rank knows only its own counts, so its bytes differ by rank, and it takes an algorithm
+//! that needs every rank alike (the node's area) only when the question every rank shares
+//! (the same call of 0 bytes) answers with one. Forcing an algorithm whose
 //! restriction fails is an error naming the restriction, never a silent fallback.
 //! No I/O here except reading `WEFT_TUNING_FILE` once when the tuning is built.
 
@@ -252,11 +255,15 @@ const ALLREDUCE: &[AlgoInfo] = &[
 const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];
 const ALLGATHERV: &[AlgoInfo] = &[algo("ring", &[], false), algo("shm", SHM, false)];
-/// Alltoallv chooses from each rank's own counts (no rank knows the others'), so its ranks
-/// may choose differently: every algorithm here must work against every other (both post
-/// one message per peer pair, matched by source and tag). One that cannot, an area or a
-/// direct-copy one, needs a choice every rank shares first.
-const ALLTOALLV: &[AlgoInfo] = &[algo("pairwise", &[], false), algo("linear", &[], false)];
+/// Alltoallv's ranks know only their own counts, so their sizes differ: the message
+/// algorithms work against each other (both post one message per peer pair, matched by
+/// source and tag) and are chosen by the rank's own size, the area one only by what every
+/// rank of the node shares ([`Tuning::select`]).
+const ALLTOALLV: &[AlgoInfo] = &[
+    algo("pairwise", &[], false),
+    algo("linear", &[], false),
+    algo("shm", SHM, false),
+];
 const ALLTOALL: &[AlgoInfo] = &[
     algo("pairwise", &[], false),
     algo("bruck", &[], false),
@@ -685,7 +692,41 @@ impl Tuning {
     /// function of the arguments and the tuning, so the last few per collective are
     /// remembered and a repeated call shape is answered from memory; errors are not
     /// remembered.
+    ///
+    /// Alltoallv's `bytes` (the rank's average block) differ by rank, and its area
+    /// algorithm needs every local rank to run it: it is taken when the choice for 0 bytes
+    /// (the same on every rank) is an area algorithm, whatever this rank's size; otherwise
+    /// the rank's own size chooses among the others, which work against each other.
     pub fn select(
+        &self,
+        coll: Coll,
+        procs: u32,
+        ppn: u32,
+        bytes: u64,
+        traits: CallTraits,
+    ) -> Result<Choice> {
+        if coll != Coll::Alltoallv || !traits.shared_memory {
+            return self.select_remembered(coll, procs, ppn, bytes, traits);
+        }
+        let shared = self.select_remembered(coll, procs, ppn, 0, traits)?;
+        let area = |c: &Choice| {
+            algorithms(coll)
+                .iter()
+                .any(|a| a.name == c.algo && a.restrictions.contains(&Restriction::SharedMemory))
+        };
+        if area(&shared) {
+            return Ok(shared);
+        }
+        let own = CallTraits {
+            shared_memory: false,
+            cma: false,
+            ..traits
+        };
+        self.select_remembered(coll, procs, ppn, bytes, own)
+    }
+
+    /// [`Tuning::select`] for one question, from memory when asked before.
+    fn select_remembered(
         &self,
         coll: Coll,
         procs: u32,

@@ -50,11 +50,22 @@ pub fn run_job(
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     body(rank, weft, &store)
                 }));
-                if ran.is_err() {
+                if let Err(payload) = ran {
                     // The other ranks would wait for this one (in a call or in finalize)
-                    // until the watchdog: end the test process now, and its segments.
+                    // until the watchdog: end the test process now, and its segments. The
+                    // test harness would never show its captured output, so the panic's
+                    // message goes straight to the process's stderr.
                     remove_segments(&job);
-                    eprintln!("rank {rank} of in-process job {job} panicked: ending the test");
+                    let why = payload
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| payload.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)");
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        format!("rank {rank} of in-process job {job} panicked: {why}\nending the test\n")
+                            .as_bytes(),
+                    );
                     std::process::exit(101);
                 }
             })

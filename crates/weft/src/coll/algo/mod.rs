@@ -29,6 +29,7 @@ pub(crate) mod shm;
 pub(crate) mod shm_allgather;
 pub(crate) mod shm_allgatherv;
 pub(crate) mod shm_alltoall;
+pub(crate) mod shm_alltoallv;
 pub(crate) mod shm_direct_alltoall;
 pub(crate) mod shm_direct_bcast;
 pub(crate) mod shm_direct_combine;
