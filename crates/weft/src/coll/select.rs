@@ -1015,6 +1015,57 @@ mod tests {
     };
 
     #[test]
+    fn alltoallv_takes_the_area_by_the_shared_question_only() {
+        // A table whose area rule holds from 1 KiB only: asked with each rank's own bytes it
+        // would split the ranks; asked with the shared 0 bytes it never applies.
+        let rules = "[[rule]]\ncoll = \"alltoallv\"\nmin_bytes = 1024\nalgo = \"shm\"\n\n\
+                     [[rule]]\ncoll = \"alltoallv\"\nalgo = \"pairwise\"\n";
+        let split = Tuning {
+            rules: parse_table(rules, "test").unwrap(),
+            ..Tuning::default()
+        };
+        let shm = CallTraits {
+            commutative: true,
+            shared_memory: true,
+            blocking: true,
+            cma: true,
+            oversubscribed: false,
+        };
+        for bytes in [0u64, 8, 1 << 20] {
+            let a = split
+                .select(Coll::Alltoallv, 4, 4, bytes, shm)
+                .unwrap()
+                .algo;
+            assert_eq!(a, "pairwise", "{bytes} bytes");
+        }
+        // The shipped table: the area on a node of 3 or 4 ranks at every size, messages
+        // chosen by the rank's own size on 2 ranks or off the node's area.
+        let t = Tuning::default();
+        for bytes in [0u64, 8, 1 << 16, 1 << 20] {
+            for np in [3, 4] {
+                assert_eq!(
+                    t.select(Coll::Alltoallv, np, np, bytes, shm).unwrap().algo,
+                    "shm"
+                );
+                let a = t.select(Coll::Alltoallv, np, np, bytes, C).unwrap().algo;
+                assert_ne!(a, "shm", "np={np} {bytes} bytes off the area");
+            }
+            assert_ne!(
+                t.select(Coll::Alltoallv, 2, 2, bytes, shm).unwrap().algo,
+                "shm"
+            );
+        }
+        assert_eq!(
+            t.select(Coll::Alltoallv, 2, 2, 8, shm).unwrap().algo,
+            "linear"
+        );
+        assert_eq!(
+            t.select(Coll::Alltoallv, 2, 2, 1 << 20, shm).unwrap().algo,
+            "pairwise"
+        );
+    }
+
+    #[test]
     fn shared_memory_algorithms_need_the_node() {
         let t = Tuning::from_vars(&[("WEFT_BARRIER_ALGO", "shm_counter")]).unwrap();
         let e = t.select(Coll::Barrier, 4, 4, 0, C).unwrap_err();
