@@ -79,7 +79,7 @@ pub fn run(args: InfoArgs) -> i32 {
         config.shm_eager_bytes
     );
     println!(
-        "  rendezvous:  {} (CMA {}), both sides copy from {} bytes, fallback fragments of {} bytes",
+        "  rendezvous:  {} (CMA {}) from {} bytes, both sides copy from {} bytes, fragments of {} bytes below or without CMA",
         match config.cma {
             CmaMode::Auto => "auto",
             CmaMode::On => "CMA required",
@@ -90,6 +90,7 @@ pub fn run(args: InfoArgs) -> i32 {
         } else {
             "refused by this kernel"
         },
+        config.shm_cma_min_bytes,
         config.shm_coop_bytes,
         config.shm_fragment_bytes
     );

@@ -29,6 +29,12 @@ pub static KNOBS: &[Knob] = &[
         help: "single-copy rendezvous with process_vm_readv: auto (probe), on (fail if refused), off (pipelined copy through the segment)",
     },
     Knob {
+        name: "WEFT_SHM_CMA_MIN_BYTES",
+        kind: KnobKind::Bytes,
+        default: "256K",
+        help: "rendezvous messages below this size take the pipelined copy through the segment even where CMA works (a one-sided CMA read costs more than two copies below the size where both processes share the copy)",
+    },
+    Knob {
         name: "WEFT_SHM_COOP_BYTES",
         kind: KnobKind::Bytes,
         default: "256K",

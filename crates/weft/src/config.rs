@@ -53,6 +53,8 @@ pub struct Config {
     pub shm_fragment_bytes: usize,
     /// Rendezvous messages of at least this size are copied by both sides at once.
     pub shm_coop_bytes: usize,
+    /// Rendezvous messages below this size take the pipelined copy even where CMA works.
+    pub shm_cma_min_bytes: usize,
     /// Bytes of the node-wide area for shared-memory collectives.
     pub shm_coll_bytes: usize,
     /// CMA policy.
@@ -324,6 +326,7 @@ impl Config {
             shm_coll_bytes: (values.bytes("WEFT_SHM_COLL_BYTES").unwrap_or(4 << 20) as usize)
                 .next_multiple_of(4096),
             shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
+            shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").unwrap_or(262144) as usize,
             cma,
             yield_mode,
             bind,
