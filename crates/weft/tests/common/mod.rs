@@ -54,8 +54,9 @@ pub fn run_job(
                     // The other ranks would wait for this one (in a call or in finalize)
                     // until the watchdog: end the test process now, and its segments. The
                     // test harness would never show its captured output, so the panic's
-                    // message goes straight to the process's stderr.
-                    remove_segments(&job);
+                    // message goes straight to the process's stderr. Every job of the
+                    // process goes with it (tests run side by side), so all their segments.
+                    remove_segments(&format!("-t{}x", std::process::id()));
                     let why = payload
                         .downcast_ref::<String>()
                         .map(String::as_str)
