@@ -46,7 +46,11 @@ fn ok(out: &JobOutcome) {
 #[test]
 fn exchange_all_sizes_at_1_2_3_4_7_ranks_with_cma() {
     for n in [1, 2, 3, 4, 7] {
-        let out = job(n, &["exchange"], &[("WEFT_SHM_CMA", "on")]);
+        let out = job(
+            n,
+            &["exchange"],
+            &[("WEFT_SHM_CMA", "on"), ("WEFT_SHM_CMA_MIN_BYTES", "0")],
+        );
         ok(&out);
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.matches("exchange ok").count(), n as usize, "{text}");
@@ -69,7 +73,14 @@ fn exchange_with_both_sides_copying_small_rendezvous() {
     // The cooperative CMA rendezvous (receiver reads the lower half, sender writes the upper)
     // for every rendezvous size, at odd rank counts.
     for n in [3, 4] {
-        ok(&job(n, &["exchange"], &[("WEFT_SHM_COOP_BYTES", "16385")]));
+        ok(&job(
+            n,
+            &["exchange"],
+            &[
+                ("WEFT_SHM_COOP_BYTES", "16385"),
+                ("WEFT_SHM_CMA_MIN_BYTES", "0"),
+            ],
+        ));
     }
 }
 

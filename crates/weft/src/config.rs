@@ -326,7 +326,7 @@ impl Config {
             shm_coll_bytes: (values.bytes("WEFT_SHM_COLL_BYTES").unwrap_or(4 << 20) as usize)
                 .next_multiple_of(4096),
             shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
-            shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").unwrap_or(262144) as usize,
+            shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").unwrap_or(64 << 20) as usize,
             cma,
             yield_mode,
             bind,
@@ -347,6 +347,9 @@ mod tests {
         assert_eq!(c.shm_eager_bytes, 16384);
         assert_eq!((c.shm_small_ring_bytes, c.max_fast_peers), (65536, 8));
         assert_eq!(c.cma, CmaMode::Auto);
+        assert_eq!(c.shm_cma_min_bytes, 64 << 20);
+        let c = Config::from_vars(&[("WEFT_SHM_CMA_MIN_BYTES", "0")]).unwrap();
+        assert_eq!(c.shm_cma_min_bytes, 0);
     }
 
     #[test]

@@ -1997,11 +1997,13 @@ impl Core {
             // Not probed (a job of one rank has no segment to probe through): try it.
             self.cma[from_local as usize] = Cma::Yes;
         }
-        // Below `cma_min_bytes` two copies through the segment beat one CMA read here: the
-        // read pins the peer's pages and copies alone (np=2 ping-pong, 64 KiB 5.5 us with
-        // CMA against 3.8-4.0 streamed, 128 KiB 9.7 against 5.9; windowed bandwidth 64 KiB
-        // 10.2 against 27.5 GB/s). From the cooperative size both processes copy and CMA is
-        // level or ahead (1 MiB 36.4 against 38.5 us).
+        // Below `cma_min_bytes` two copies through the segment beat CMA here: a CMA call
+        // pins the peer's pages every time. np=2 ping-pong, 64 KiB 5.5 us with CMA against
+        // 3.8-4.0 streamed, 128 KiB 9.7 against 5.9 (from 256 KiB, where both processes
+        // share the copy, CMA is level, and 5-8% ahead from 1 MiB); windowed bandwidth 64
+        // KiB 10.2 against 27.5 GB/s, 1 MiB 12.4-14.8 against 16.7; collectives built on
+        // messages (coll_lat p50, 3 jobs) np=2 1 MiB scatter 71 against 41 us, alltoallv 97
+        // against 63, np=4 1 MiB gatherv 116 against 79, 4 MiB 873 against 591.
         if self.cma[from_local as usize] == Cma::Yes && len >= self.cma_min_bytes {
             if len >= self.coop_bytes && !solo {
                 // Both sides copy: the sender writes the upper part into our buffer while we

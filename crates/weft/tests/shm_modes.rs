@@ -46,6 +46,8 @@ fn exchange(cma: &'static str) {
         ("WEFT_SHM_SMALL_RING_BYTES", "32K"),
         ("WEFT_SHM_RING_BYTES", "256K"),
         ("WEFT_SHM_CMA", cma),
+        // CMA, where allowed, for every rendezvous (by default it starts far above these).
+        ("WEFT_SHM_CMA_MIN_BYTES", "0"),
     ];
     run_job(
         5,

@@ -95,7 +95,11 @@ impl Comm {
                     let n = size as usize;
                     let mut sb = vec![(0, 0); n];
                     sb[root as usize] = (0, mine);
-                    let rb = if rank == root { layout } else { vec![(0, 0); n] };
+                    let rb = if rank == root {
+                        layout
+                    } else {
+                        vec![(0, 0); n]
+                    };
                     let pieces = self.coll_area_pieces(Coll::Gatherv, false)?;
                     algo::shm_alltoallv::plan(rank, &sb, &rb, pieces)
                 }

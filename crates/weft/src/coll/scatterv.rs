@@ -87,7 +87,11 @@ impl Comm {
                     let n = size as usize;
                     let mut rb = vec![(0, 0); n];
                     rb[root as usize] = (0, mine);
-                    let sb = if rank == root { layout } else { vec![(0, 0); n] };
+                    let sb = if rank == root {
+                        layout
+                    } else {
+                        vec![(0, 0); n]
+                    };
                     let pieces = self.coll_area_pieces(Coll::Scatterv, true)?;
                     algo::shm_alltoallv::plan(rank, &sb, &rb, pieces)
                 }

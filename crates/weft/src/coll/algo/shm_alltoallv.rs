@@ -134,6 +134,9 @@ mod tests {
         assert_eq!(per_peer(32), None);
         let one = Pieces::new(4, 65536, false).unwrap();
         assert_eq!((one.bytes, one.at(4, 3)), (65472, 64));
-        assert_eq!(Pieces::new(4, 65536, true).unwrap().at(4, 3), 64 + 3 * 16320);
+        assert_eq!(
+            Pieces::new(4, 65536, true).unwrap().at(4, 3),
+            64 + 3 * 16320
+        );
     }
 }
