@@ -7,7 +7,7 @@ use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
 use std::rc::Rc;
-use weft_core::Result;
+use weft_core::{Error, ErrorKind, Result};
 
 impl Comm {
     /// Sends `send_counts[j]` elements at `send_displs[j]` to rank j, and receives
@@ -101,8 +101,19 @@ impl Comm {
             let plan = Rc::new(match choice.algo {
                 "linear" => algo::linear_alltoall::plan(rank, size, &sb, &rb),
                 "shm" => {
-                    let pieces = self.coll_area_pieces(c, true)?;
-                    algo::shm_alltoallv::plan(rank, &sb, &rb, pieces)
+                    let slot = self.coll_shm_slot_bytes().unwrap_or(0);
+                    let Some(piece) = algo::shm_alltoallv::piece_bytes(size, slot) else {
+                        // The same on every rank: one node, one area.
+                        return Err(Error::new(
+                            ErrorKind::InvalidArgument,
+                            format!(
+                                "alltoallv shm on rank {rank}: the node's collective area \
+                                 gives each rank {slot} bytes, too few for {size} ranks' \
+                                 64-byte pieces (raise WEFT_SHM_COLL_BYTES)"
+                            ),
+                        ));
+                    };
+                    algo::shm_alltoallv::plan(rank, &sb, &rb, piece)
                 }
                 _ => algo::pairwise::plan(rank, size, &sb, &rb),
             });

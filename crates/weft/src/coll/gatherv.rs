@@ -89,22 +89,8 @@ impl Comm {
                 }
             }
             let c = self.coll_choose(Coll::Gatherv, mine, true, mode)?;
-            let plan = Rc::new(match c.algo {
-                "shm" => {
-                    // An alltoallv in which every rank sends its block to the root only.
-                    let n = size as usize;
-                    let mut sb = vec![(0, 0); n];
-                    sb[root as usize] = (0, mine);
-                    let rb = if rank == root {
-                        layout
-                    } else {
-                        vec![(0, 0); n]
-                    };
-                    let pieces = self.coll_area_pieces(Coll::Gatherv, false)?;
-                    algo::shm_alltoallv::plan(rank, &sb, &rb, pieces)
-                }
-                _ => algo::linear_gather::plan(rank, root, &layout, mine),
-            });
+            debug_assert_eq!(c.algo, "linear");
+            let plan = Rc::new(algo::linear_gather::plan(rank, root, &layout, mine));
             Ok((c, plan))
         })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };

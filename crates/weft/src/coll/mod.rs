@@ -237,30 +237,6 @@ impl Comm {
         })
     }
 
-    /// The pieces of the area alltoallv ([`algo::shm_alltoallv`]) on this communicator, or
-    /// the error that its area is too small for them (the same on every rank: one node,
-    /// one area).
-    pub(crate) fn coll_area_pieces(
-        &self,
-        coll: Coll,
-        per_peer: bool,
-    ) -> Result<algo::shm_alltoallv::Pieces> {
-        let slot = self.coll_shm_slot_bytes().unwrap_or(0);
-        let size = self.size();
-        algo::shm_alltoallv::Pieces::new(size, slot, per_peer).ok_or_else(|| {
-            Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "{} shm on rank {}: the node's collective area gives each rank {slot} \
-                     bytes, too few for {size} ranks' 64-byte pieces (raise \
-                     WEFT_SHM_COLL_BYTES)",
-                    coll.name(),
-                    self.rank()
-                ),
-            )
-        })
-    }
-
     /// The algorithm for one call of `coll` moving `bytes` per rank.
     pub(crate) fn coll_choose(
         &self,

@@ -81,27 +81,11 @@ impl Comm {
                 }
             }
             let c = self.coll_choose(Coll::Scatterv, mine, true, mode)?;
-            let plan = match c.algo {
-                "shm" => {
-                    // An alltoallv in which the root alone sends, a block to every rank.
-                    let n = size as usize;
-                    let mut rb = vec![(0, 0); n];
-                    rb[root as usize] = (0, mine);
-                    let sb = if rank == root {
-                        layout
-                    } else {
-                        vec![(0, 0); n]
-                    };
-                    let pieces = self.coll_area_pieces(Coll::Scatterv, true)?;
-                    algo::shm_alltoallv::plan(rank, &sb, &rb, pieces)
-                }
-                _ => {
-                    let mut plan = Plan::new();
-                    algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
-                    plan
-                }
-            };
-            Ok((c, Rc::new(plan)))
+            debug_assert_eq!(c.algo, "linear");
+            let mut plan = Plan::new();
+            algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
+            let plan = Rc::new(plan);
+            Ok((c, plan))
         })?;
         let src: &'a [T] = if rank == root { send } else { &[] };
         self.coll_start_rooted(

@@ -2,9 +2,8 @@
 //! the tuning table (`tuning/default.toml`, data) and the cost model
 //! (`weft_model::cost::coll`). A decision depends only on the collective, the communicator
 //! size, ranks per node, bytes per rank, whether the operation commutes and the knobs, all of
-//! which every rank shares, so every rank decides alike. Alltoallv, gatherv and scatterv are
-//! the exception: a rank knows only its own counts, so their bytes differ by rank, and they
-//! take an algorithm
+//! which every rank shares, so every rank decides alike. Alltoallv is the exception: each
+//! rank knows only its own counts, so its bytes differ by rank, and it takes an algorithm
 //! that needs every rank alike (the node's area) only when the question every rank shares
 //! (the same call of 0 bytes) answers with one. Forcing an algorithm whose
 //! restriction fails is an error naming the restriction, never a silent fallback.
@@ -253,9 +252,7 @@ const ALLREDUCE: &[AlgoInfo] = &[
     algo("shm", SHM, false),
     algo("shm_one_shot", SHM, false),
 ];
-/// Gatherv and scatterv: each leaf knows only its own block, so, as for alltoallv, the
-/// area one is chosen only by what every rank shares ([`Tuning::select`]).
-const ROOTED_V: &[AlgoInfo] = &[algo("linear", &[], false), algo("shm", SHM, false)];
+const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
 const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];
 const ALLGATHERV: &[AlgoInfo] = &[algo("ring", &[], false), algo("shm", SHM, false)];
 /// Alltoallv's ranks know only their own counts, so their sizes differ: the message
@@ -291,7 +288,7 @@ pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
         Coll::Allreduce => ALLREDUCE,
         Coll::Gather => GATHER,
         Coll::Scatter => LINEAR_KNOMIAL,
-        Coll::Gatherv | Coll::Scatterv => ROOTED_V,
+        Coll::Gatherv | Coll::Scatterv => LINEAR,
         Coll::Scan | Coll::Exscan => SCAN,
         Coll::Allgather => ALLGATHER,
         Coll::Allgatherv => ALLGATHERV,
@@ -696,8 +693,8 @@ impl Tuning {
     /// remembered and a repeated call shape is answered from memory; errors are not
     /// remembered.
     ///
-    /// The bytes of alltoallv (the rank's average block), gatherv and scatterv (the rank's
-    /// own block) differ by rank, and their area algorithm needs every local rank to run it: it is taken when the choice for 0 bytes
+    /// Alltoallv's `bytes` (the rank's average block) differ by rank, and its area
+    /// algorithm needs every local rank to run it: it is taken when the choice for 0 bytes
     /// (the same on every rank) is an area algorithm, whatever this rank's size; otherwise
     /// the rank's own size chooses among the others, which work against each other.
     pub fn select(
@@ -708,8 +705,7 @@ impl Tuning {
         bytes: u64,
         traits: CallTraits,
     ) -> Result<Choice> {
-        let own_sizes = matches!(coll, Coll::Alltoallv | Coll::Gatherv | Coll::Scatterv);
-        if !own_sizes || !traits.shared_memory {
+        if coll != Coll::Alltoallv || !traits.shared_memory {
             return self.select_remembered(coll, procs, ppn, bytes, traits);
         }
         let shared = self.select_remembered(coll, procs, ppn, 0, traits)?;

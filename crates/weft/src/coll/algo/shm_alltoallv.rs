@@ -1,8 +1,6 @@
-//! Shared-memory alltoallv on the node's collective area, and gatherv and scatterv as its
-//! special cases (one receiver, one sender). Each rank's slot holds a header (the call's
-//! tag, the rounds the rank takes, the bytes it sends each rank) and a fixed-size piece per
-//! receiver (one piece for all of the slot when each rank sends to one rank at most, as
-//! for gatherv); a round copies the next piece of every block the rank sends
+//! Shared-memory alltoallv on the node's collective area. Each rank's slot holds a header
+//! (the call's tag, the rounds the rank takes, the bytes it sends each rank) and one
+//! fixed-size piece per peer; a round copies the next piece of every block the rank sends
 //! into its slot, arrives once, and copies the pieces meant for it out of every other
 //! rank's slot (the next round writes the slots' other halves, so no arrival frees them).
 //! Two copies per byte, one node-wide phase per round, no messages.
@@ -22,39 +20,21 @@ fn header_bytes(size: usize) -> usize {
     (8 * (2 + size)).next_multiple_of(64)
 }
 
-/// Where in its slot a sender puts the piece for each receiver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Pieces {
-    /// Bytes of each piece per round (a multiple of 64).
-    bytes: usize,
-    /// One piece per receiver (else one for all: no rank sends to more than one other).
-    per_peer: bool,
-}
-
-impl Pieces {
-    /// Pieces in slots of `slot_bytes` shared by `size` ranks, one per receiver when
-    /// `per_peer`; None when the slot cannot give each 64 bytes after the header.
-    pub(crate) fn new(size: u32, slot_bytes: usize, per_peer: bool) -> Option<Pieces> {
-        let n = size as usize;
-        let room = slot_bytes.checked_sub(header_bytes(n))?;
-        let bytes = (if per_peer { room / n } else { room }) & !63;
-        (bytes >= 64).then_some(Pieces { bytes, per_peer })
-    }
-
-    /// Offset in the sender's slot of the piece for rank `to`.
-    fn at(&self, size: usize, to: usize) -> usize {
-        header_bytes(size) + if self.per_peer { to * self.bytes } else { 0 }
-    }
+/// Bytes of each peer's piece per round in slots of `slot_bytes` shared by `size` ranks, a
+/// multiple of 64; None when the slot cannot give every peer 64 bytes after the header.
+pub(crate) fn piece_bytes(size: u32, slot_bytes: usize) -> Option<usize> {
+    let n = size as usize;
+    let piece = (slot_bytes.checked_sub(header_bytes(n))? / n) & !63;
+    (piece >= 64).then_some(piece)
 }
 
 /// Rank `rank`'s plan: `send[j]` and `recv[j]` are the (offset, length) in bytes of the
-/// block for and from rank j (the own block's lengths agree); with [`Pieces`] of one piece
-/// for all, at most one of a rank's blocks for others is not empty.
+/// block for and from rank j (the own block's lengths agree); `piece` from [`piece_bytes`].
 pub(crate) fn plan(
     rank: u32,
     send: &[(usize, usize)],
     recv: &[(usize, usize)],
-    pieces: Pieces,
+    piece: usize,
 ) -> Plan {
     let mut p = Plan::new();
     let n = send.len();
@@ -67,11 +47,6 @@ pub(crate) fn plan(
     if n == 1 {
         return p;
     }
-    debug_assert!(
-        pieces.per_peer || (0..n).filter(|&j| j != r && send[j].1 > 0).count() <= 1,
-        "one piece for all, but rank {rank} sends to several"
-    );
-    let piece = pieces.bytes;
     let rounds = |len: usize| len.div_ceil(piece);
     let own = (0..n)
         .filter(|&j| j != r)
@@ -86,6 +61,7 @@ pub(crate) fn plan(
     words.extend(send.iter().map(|b| b.1 as u64));
     words.extend(recv.iter().map(|b| b.1 as u64));
     let first = p.words(&words);
+    let header = header_bytes(n);
     for k in 0..own {
         let off = k * piece;
         let part = |len: usize| len.saturating_sub(off).min(piece);
@@ -96,7 +72,7 @@ pub(crate) fn plan(
         for j in (0..n).filter(|&j| j != r) {
             p.shm_write(
                 Slot::Rank(rank),
-                pieces.at(n, j),
+                header + j * piece,
                 Region::new(Buf::Send, send[j].0 + off, part(send[j].1)),
             );
         }
@@ -108,7 +84,7 @@ pub(crate) fn plan(
         for j in (0..n).filter(|&j| j != r) {
             p.shm_read(
                 Slot::Rank(j as u32),
-                pieces.at(n, r),
+                header + r * piece,
                 Region::new(Buf::Recv, recv[j].0 + off, part(recv[j].1)),
             );
         }
@@ -127,16 +103,9 @@ mod tests {
         assert_eq!(header_bytes(4), 64);
         assert_eq!(header_bytes(7), 128);
         // 4 ranks, 64 KiB slots: (65536 - 64) / 4 = 16368, down to 16320.
-        let per_peer = |slot| Pieces::new(4, slot, true).map(|p| p.bytes);
-        assert_eq!(per_peer(65536), Some(16320));
-        assert_eq!(per_peer(64 + 4 * 64), Some(64));
-        assert_eq!(per_peer(64 + 4 * 64 - 1), None);
-        assert_eq!(per_peer(32), None);
-        let one = Pieces::new(4, 65536, false).unwrap();
-        assert_eq!((one.bytes, one.at(4, 3)), (65472, 64));
-        assert_eq!(
-            Pieces::new(4, 65536, true).unwrap().at(4, 3),
-            64 + 3 * 16320
-        );
+        assert_eq!(piece_bytes(4, 65536), Some(16320));
+        assert_eq!(piece_bytes(4, 64 + 4 * 64), Some(64));
+        assert_eq!(piece_bytes(4, 64 + 4 * 64 - 1), None);
+        assert_eq!(piece_bytes(4, 32), None);
     }
 }
