@@ -1121,13 +1121,14 @@ mod tests {
             t.select(Coll::Alltoall, 4, 4, 1 << 20, cma).unwrap().algo,
             "shm_direct"
         );
-        // The shipped table: the direct copy for large blocks on 3 ranks of a node whose
-        // ranks agreed CMA works, pairwise where they did not (never a per-rank mix); the
-        // node area on 2 and 4 ranks (session 10).
+        // The shipped table: the direct copy for large blocks on 5 or more ranks of a node
+        // whose ranks agreed CMA works, pairwise where they did not (never a per-rank mix);
+        // the node area on 2 to 4 ranks (sessions 10 and 13).
         let table = Tuning::default();
         let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
-        assert_eq!(pick(cma, 3, 1 << 20).unwrap().algo, "shm_direct");
-        assert_eq!(pick(node, 3, 1 << 20).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo, "shm_direct");
+        assert_eq!(pick(node, 5, 1 << 20).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 3, 1 << 20).unwrap().algo, "shm");
         assert_eq!(pick(cma, 3, 8).unwrap().algo, "shm");
         assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo, "shm");
         assert_eq!(pick(cma, 4, 8).unwrap().algo, "shm");
@@ -1136,7 +1137,7 @@ mod tests {
         // The explanation (the model's view of a node where CMA works) lists it with a cost
         // and marks it chosen.
         assert!(table.cma_allowed());
-        let x = table.explain(Coll::Alltoall, 1 << 20, 3, 3).unwrap();
+        let x = table.explain(Coll::Alltoall, 1 << 20, 5, 5).unwrap();
         assert_eq!(x.choice, "shm_direct");
         assert!(x
             .candidates
