@@ -82,6 +82,10 @@ pub(crate) struct DirectRun {
     scratch: RefCell<Vec<u64>>,
     /// Where each temporary starts in the scratch, in bytes.
     tmp_offsets: Box<[usize]>,
+    /// The run's one step when it is one message between the caller's buffers (a leaf of
+    /// a linear scatter or gather, of a two-rank bcast or reduce), for
+    /// [`DirectRun::run_single`].
+    single: Option<Step>,
 }
 
 impl DirectRun {
@@ -185,7 +189,14 @@ impl DirectRun {
                 solo: sends_solo(actions),
             });
         }
+        let single = match steps[..] {
+            [one @ (Step::Recv { .. } | Step::Send { .. })] if plan.tmp_total_bytes() == 0 => {
+                Some(one)
+            }
+            _ => None,
+        };
         Some(DirectRun {
+            single,
             steps: steps.into_boxed_slice(),
             phases: phases.into_boxed_slice(),
             requests,
@@ -196,7 +207,123 @@ impl DirectRun {
 
     /// Runs the call on `comm` with the caller's buffers; `what` names the collective in
     /// errors, `tag` is the call's, `reduction` what its reductions apply.
+    #[inline]
     pub fn run(
+        &self,
+        comm: &Comm,
+        what: &'static str,
+        send: &[u8],
+        recv: &mut [u8],
+        tag: i32,
+        reduction: Option<&Reduction>,
+    ) -> Result<()> {
+        match self.single {
+            Some(step) => self.run_single(comm, what, send, recv, tag, step),
+            None => self.run_steps(comm, what, send, recv, tag, reduction),
+        }
+    }
+
+    /// A run of one message (`step`), without the step loop, the scratch and the list of
+    /// requests: a send, or a receive that takes its message at once when it is already
+    /// there and else posts it and waits, as [`DirectRun::run_steps`] would. A gather
+    /// leaf's call, np=4 8 B: 746 -> 596 instructions; coll_lat np=2 8 B, 7 interleaved
+    /// jobs, p50 us: bcast 0.160 -> 0.150, reduce 0.180 -> 0.170, gather 0.161 -> 0.150,
+    /// gatherv 0.170 -> 0.160 (scatter and scatterv, whose leaves wait, unchanged).
+    #[inline]
+    fn run_single(
+        &self,
+        comm: &Comm,
+        what: &'static str,
+        send: &[u8],
+        recv: &mut [u8],
+        tag: i32,
+        step: Step,
+    ) -> Result<()> {
+        let rank = comm.data.rank;
+        let ctx = comm.data.ctx + 1;
+        // No scratch: its temporaries, if any, are empty.
+        let mut bufs = Buffers {
+            send,
+            recv,
+            tmp: &mut [],
+            tmp_offsets: &self.tmp_offsets,
+        };
+        let mut e = comm.engine.borrow_mut();
+        e.clear_advancing();
+        let runs = &e.coll_state.direct_runs;
+        runs.set(runs.get() + 1);
+        let pending = match step {
+            Step::Recv { peer, world, dst } => {
+                let bytes = bufs.bytes_mut(dst);
+                let pattern = Pattern {
+                    ctx,
+                    src: peer as i32,
+                    tag,
+                };
+                if e.recv_eager_now(bytes, &pattern, world) {
+                    let n = &e.coll_state.received_at_once;
+                    n.set(n.get() + 1);
+                    return Ok(());
+                }
+                let buf = RawBufMut::new(bytes);
+                match e.start_recv(buf, pattern, Some(world), &comm.data.members) {
+                    Ok(id) => Pending {
+                        id,
+                        peer,
+                        expect_bytes: Some(dst.len),
+                    },
+                    Err(err) => return Err(wrap_call(what, rank, err)),
+                }
+            }
+            Step::Send { peer, world, src } => {
+                let buf = RawBuf::new(bufs.bytes(src));
+                let solo = self.phases[0].solo;
+                match e.start_send_mode(buf, world, rank, ctx, tag, false, solo) {
+                    // An eager send is complete once posted.
+                    Ok(None) => return Ok(()),
+                    Ok(Some(id)) => Pending {
+                        id,
+                        peer,
+                        expect_bytes: None,
+                    },
+                    Err(err) => return Err(wrap_call(what, rank, err)),
+                }
+            }
+            _ => unreachable!("a single step is a message"),
+        };
+        self.wait_one(comm, what, e, pending, tag)
+    }
+
+    /// Waits for a single run's one request and collects it.
+    #[inline(never)]
+    fn wait_one(
+        &self,
+        comm: &Comm,
+        what: &'static str,
+        e: std::cell::RefMut<'_, Engine>,
+        pending: Pending,
+        tag: i32,
+    ) -> Result<()> {
+        let (rank, ctx) = (comm.data.rank, comm.data.ctx + 1);
+        let size = comm.data.members.len() as u32;
+        let mut g = InFlight {
+            e,
+            one: Some(pending),
+            many: None,
+        };
+        if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
+            g.abandon();
+            return Err(super::disagreement(rank, other, tag, theirs));
+        }
+        match g.collect(what, rank) {
+            Some(err) => Err(wrap_call(what, rank, err)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`DirectRun::run`] step by step.
+    #[inline(never)]
+    fn run_steps(
         &self,
         comm: &Comm,
         what: &'static str,
