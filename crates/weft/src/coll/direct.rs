@@ -252,44 +252,20 @@ impl DirectRun {
         e.clear_advancing();
         let runs = &e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
-        let pending = match step {
+        let started = match step {
             Step::Recv { peer, world, dst } => {
-                let bytes = bufs.bytes_mut(dst);
-                let pattern = Pattern {
-                    ctx,
-                    src: peer as i32,
-                    tag,
-                };
-                if e.recv_eager_now(bytes, &pattern, world) {
-                    let n = &e.coll_state.received_at_once;
-                    n.set(n.get() + 1);
-                    return Ok(());
-                }
-                let buf = RawBufMut::new(bytes);
-                match e.start_recv(buf, pattern, Some(world), &comm.data.members) {
-                    Ok(id) => Pending {
-                        id,
-                        peer,
-                        expect_bytes: Some(dst.len),
-                    },
-                    Err(err) => return Err(wrap_call(what, rank, err)),
-                }
+                start_recv(&mut e, &mut bufs, comm, peer, world, dst, ctx, tag)
             }
             Step::Send { peer, world, src } => {
-                let buf = RawBuf::new(bufs.bytes(src));
                 let solo = self.phases[0].solo;
-                match e.start_send_mode(buf, world, rank, ctx, tag, false, solo) {
-                    // An eager send is complete once posted.
-                    Ok(None) => return Ok(()),
-                    Ok(Some(id)) => Pending {
-                        id,
-                        peer,
-                        expect_bytes: None,
-                    },
-                    Err(err) => return Err(wrap_call(what, rank, err)),
-                }
+                start_send(&mut e, &bufs, peer, world, src, rank, ctx, tag, solo)
             }
             _ => unreachable!("a single step is a message"),
+        };
+        let pending = match started {
+            Ok(None) => return Ok(()),
+            Ok(Some(p)) => p,
+            Err(err) => return Err(wrap_call(what, rank, err)),
         };
         self.wait_one(comm, what, e, pending, tag)
     }
@@ -372,33 +348,9 @@ impl DirectRun {
                         }
                     },
                     Step::Recv { peer, world, dst } => {
-                        let bytes = bufs.bytes_mut(dst);
-                        let pattern = Pattern {
-                            ctx,
-                            src: peer as i32,
-                            tag,
-                        };
-                        // A message already there (a peer that started earlier) is taken
-                        // now, with no request to post and collect (the engine refuses while
-                        // any receive, this run's earlier ones included, is posted).
-                        if g.e.recv_eager_now(bytes, &pattern, world) {
-                            let n = &g.e.coll_state.received_at_once;
-                            n.set(n.get() + 1);
-                            continue;
-                        }
-                        let buf = RawBufMut::new(bytes);
-                        match g
-                            .e
-                            .start_recv(buf, pattern, Some(world), &comm.data.members)
-                        {
-                            Ok(id) => g.push(
-                                Pending {
-                                    id,
-                                    peer,
-                                    expect_bytes: Some(dst.len),
-                                },
-                                self.requests,
-                            ),
+                        match start_recv(&mut g.e, &mut bufs, comm, peer, world, dst, ctx, tag) {
+                            Ok(None) => {}
+                            Ok(Some(p)) => g.push(p, self.requests),
                             Err(err) => {
                                 g.abandon();
                                 return Err(wrap(err));
@@ -413,21 +365,10 @@ impl DirectRun {
                     } => bufs.reduce(red(), src, dst, src_first),
                     Step::ReduceInto { a, b, dst } => bufs.reduce_into(red(), a, b, dst),
                     Step::Send { peer, world, src } => {
-                        let buf = RawBuf::new(bufs.bytes(src));
-                        match g
-                            .e
-                            .start_send_mode(buf, world, rank, ctx, tag, false, phase.solo)
-                        {
-                            // An eager send is complete once posted.
+                        let solo = phase.solo;
+                        match start_send(&mut g.e, &bufs, peer, world, src, rank, ctx, tag, solo) {
                             Ok(None) => {}
-                            Ok(Some(id)) => g.push(
-                                Pending {
-                                    id,
-                                    peer,
-                                    expect_bytes: None,
-                                },
-                                self.requests,
-                            ),
+                            Ok(Some(p)) => g.push(p, self.requests),
                             Err(err) => {
                                 g.abandon();
                                 return Err(wrap(err));
@@ -458,6 +399,66 @@ impl DirectRun {
         }
         Ok(())
     }
+}
+
+/// Starts a run's receive from rank `peer` (world rank `world`) into `dst`: None when its
+/// message was already there and is taken now, with no request to post and collect (the
+/// engine refuses while any receive, this run's earlier ones included, is posted), else the
+/// posted request.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn start_recv(
+    e: &mut Engine,
+    bufs: &mut Buffers<'_>,
+    comm: &Comm,
+    peer: u32,
+    world: u32,
+    dst: Region,
+    ctx: u32,
+    tag: i32,
+) -> Result<Option<Pending>> {
+    let bytes = bufs.bytes_mut(dst);
+    let pattern = Pattern {
+        ctx,
+        src: peer as i32,
+        tag,
+    };
+    if e.recv_eager_now(bytes, &pattern, world) {
+        let n = &e.coll_state.received_at_once;
+        n.set(n.get() + 1);
+        return Ok(None);
+    }
+    let buf = RawBufMut::new(bytes);
+    let id = e.start_recv(buf, pattern, Some(world), &comm.data.members)?;
+    Ok(Some(Pending {
+        id,
+        peer,
+        expect_bytes: Some(dst.len),
+    }))
+}
+
+/// Starts a run's send of `src` to rank `peer` (world rank `world`) from `rank`: None when
+/// it is complete once posted (eager), else its request.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn start_send(
+    e: &mut Engine,
+    bufs: &Buffers<'_>,
+    peer: u32,
+    world: u32,
+    src: Region,
+    rank: u32,
+    ctx: u32,
+    tag: i32,
+    solo: bool,
+) -> Result<Option<Pending>> {
+    let buf = RawBuf::new(bufs.bytes(src));
+    Ok(e.start_send_mode(buf, world, rank, ctx, tag, false, solo)?
+        .map(|id| Pending {
+            id,
+            peer,
+            expect_bytes: None,
+        }))
 }
 
 /// What a direct run has in flight, with the engine it runs on. Dropped by a panic that
