@@ -1256,6 +1256,20 @@ impl Engine {
         shm.poll_if(peer, want, copy).is_some()
     }
 
+    /// Whether [`Engine::recv_eager_now`] could take a message from `src_world` now that
+    /// one lands: a live rank of this node, no receive posted, no message waiting unmatched
+    /// (a caller about to wait on that rank's ring alone asks first).
+    pub(crate) fn may_recv_eager_now(&self, src_world: u32) -> bool {
+        let Route::Local(peer) = self.routes[src_world as usize] else {
+            return false;
+        };
+        let core = &self.core;
+        self.shm.is_some()
+            && !core.dead[peer as usize]
+            && core.matching.posted_len() == 0
+            && core.matching.unexpected_len() == 0
+    }
+
     /// Probe: polls once, then reports the oldest unexpected message matching `pattern`.
     pub(crate) fn iprobe(&mut self, pattern: &Pattern) -> Option<Status> {
         self.progress();

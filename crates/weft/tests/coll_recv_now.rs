@@ -140,3 +140,57 @@ fn a_message_of_another_length_is_not_taken() {
         }
     });
 }
+
+/// A two-rank exchange (allreduce by recursive doubling) whose peer's message is not there
+/// yet waits for it on the peer's ring once its own message is out, and takes it as it
+/// lands (counted as taken at once). A peer late by far more than that wait, or a receive
+/// of the program's posted meanwhile, sends the call the usual way; every result is right.
+#[test]
+fn a_waiting_receive_takes_its_message_from_the_ring() {
+    common::run_ranks(2, &[], move |w| {
+        w.set_collective_tuning(
+            Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "recursive_doubling")]).unwrap(),
+        );
+        let rank = w.rank();
+        let op = weft::coll::Op::Sum;
+        let mut out = [0u64; 2];
+        let before = w.coll_received_on_ring();
+        for call in 0..2000u64 {
+            w.allreduce(&[call, rank as u64], &mut out, &op).unwrap();
+            assert_eq!(out, [2 * call, 1], "call {call}");
+        }
+        // Back-to-back calls: most messages land while the other rank waits for them.
+        let waited = w.coll_received_on_ring() - before;
+        assert!(
+            waited > 0,
+            "rank {rank}: none of 2000 waited for on the ring"
+        );
+        // Rank 1 late by 20 ms: rank 0 gives up waiting on the ring and posts.
+        for call in 0..3u64 {
+            if rank == 1 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            w.allreduce(&[call, 7], &mut out, &op).unwrap();
+            assert_eq!(out, [2 * call, 14]);
+        }
+        // A receive of the program's posted on rank 0: its allreduce waits the usual way.
+        let mut p2p = [0u32; 1];
+        w.scope(|s| {
+            if rank == 0 {
+                let r = w.irecv(s, &mut p2p, 1, 9).unwrap();
+                let before = w.coll_received_at_once();
+                w.allreduce(&[1, 2], &mut out, &op).unwrap();
+                assert_eq!(out, [2, 4]);
+                assert_eq!(w.coll_received_at_once(), before, "a receive was posted");
+                r.wait().unwrap();
+            } else {
+                std::thread::sleep(Duration::from_millis(20));
+                w.allreduce(&[1, 2], &mut out, &op).unwrap();
+                w.send(&[3u32], 0, 9).unwrap();
+            }
+        });
+        if rank == 0 {
+            assert_eq!(p2p, [3]);
+        }
+    });
+}

@@ -66,6 +66,10 @@ struct Phase {
     end: usize,
     /// The phase's sends go `solo` (`Engine::start_send_mode`), as the schedule's would.
     solo: bool,
+    /// The phase has one receive and no arrival: when its message is not there yet, the
+    /// receive may wait for it on its peer's ring after the phase's sends
+    /// ([`spin_for`]).
+    one_recv: bool,
 }
 
 /// A plan resolved for running directly on one communicator ([`DirectRun::of`]).
@@ -173,6 +177,7 @@ impl DirectRun {
                 return None;
             }
             let messages = recvs.len() + sends_here.len() + sends_mates.len();
+            let recvs_here = recvs.len();
             // A phase waits for its messages or for one arrival in the area, not both (the
             // barriers; no plan mixes them in a step).
             if arrivals > 1 || (arrivals == 1 && messages > 0) {
@@ -187,6 +192,7 @@ impl DirectRun {
             phases.push(Phase {
                 end: steps.len(),
                 solo: sends_solo(actions),
+                one_recv: recvs_here == 1 && arrivals == 0,
             });
         }
         let single = match steps[..] {
@@ -254,6 +260,15 @@ impl DirectRun {
         runs.set(runs.get() + 1);
         let started = match step {
             Step::Recv { peer, world, dst } => {
+                if !e.oversubscribed() {
+                    let pattern = recv_pattern(peer, ctx, tag);
+                    let bytes = bufs.bytes_mut(dst);
+                    if take_now(&mut e, bytes, &pattern, world)
+                        || spin_for(&mut e, bytes, &pattern, world)
+                    {
+                        return Ok(());
+                    }
+                }
                 start_recv(&mut e, &mut bufs, comm, peer, world, dst, ctx, tag)
             }
             Step::Send { peer, world, src } => {
@@ -335,9 +350,13 @@ impl DirectRun {
         g.e.clear_advancing();
         let runs = &g.e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
+        let spin = !g.e.oversubscribed();
         let mut start = 0;
         for phase in self.phases.iter() {
             let mut arrived = None;
+            // The phase's one receive, not there yet, to wait for on its peer's ring once
+            // the sends are out.
+            let mut deferred = None;
             for step in &self.steps[start..phase.end] {
                 match *step {
                     Step::AreaArrive { leader } => match area(&g.e) {
@@ -347,6 +366,12 @@ impl DirectRun {
                             return Err(wrap(err));
                         }
                     },
+                    Step::Recv { peer, world, dst } if spin && phase.one_recv => {
+                        let pattern = recv_pattern(peer, ctx, tag);
+                        if !take_now(&mut g.e, bufs.bytes_mut(dst), &pattern, world) {
+                            deferred = Some(*step);
+                        }
+                    }
                     Step::Recv { peer, world, dst } => {
                         match start_recv(&mut g.e, &mut bufs, comm, peer, world, dst, ctx, tag) {
                             Ok(None) => {}
@@ -373,6 +398,32 @@ impl DirectRun {
                                 g.abandon();
                                 return Err(wrap(err));
                             }
+                        }
+                    }
+                }
+            }
+            if let Some(Step::Recv { peer, world, dst }) = deferred {
+                let pattern = recv_pattern(peer, ctx, tag);
+                // Only with every send out: a send still queued needs the engine's progress.
+                let taken =
+                    g.one.is_none() && spin_for(&mut g.e, bufs.bytes_mut(dst), &pattern, world);
+                if !taken {
+                    let buf = RawBufMut::new(bufs.bytes_mut(dst));
+                    match g
+                        .e
+                        .start_recv(buf, pattern, Some(world), &comm.data.members)
+                    {
+                        Ok(id) => g.push(
+                            Pending {
+                                id,
+                                peer,
+                                expect_bytes: Some(dst.len),
+                            },
+                            self.requests,
+                        ),
+                        Err(err) => {
+                            g.abandon();
+                            return Err(wrap(err));
                         }
                     }
                 }
@@ -418,14 +469,8 @@ fn start_recv(
     tag: i32,
 ) -> Result<Option<Pending>> {
     let bytes = bufs.bytes_mut(dst);
-    let pattern = Pattern {
-        ctx,
-        src: peer as i32,
-        tag,
-    };
-    if e.recv_eager_now(bytes, &pattern, world) {
-        let n = &e.coll_state.received_at_once;
-        n.set(n.get() + 1);
+    let pattern = recv_pattern(peer, ctx, tag);
+    if take_now(e, bytes, &pattern, world) {
         return Ok(None);
     }
     let buf = RawBufMut::new(bytes);
@@ -435,6 +480,49 @@ fn start_recv(
         peer,
         expect_bytes: Some(dst.len),
     }))
+}
+
+/// What a run's receive from rank `peer` matches.
+#[inline(always)]
+fn recv_pattern(peer: u32, ctx: u32, tag: i32) -> Pattern {
+    Pattern {
+        ctx,
+        src: peer as i32,
+        tag,
+    }
+}
+
+/// Takes the message for `bytes` when it is already in world rank `world`'s ring
+/// ([`Engine::recv_eager_now`]), and counts it.
+#[inline(always)]
+fn take_now(e: &mut Engine, bytes: &mut [u8], pattern: &Pattern, world: u32) -> bool {
+    let taken = e.recv_eager_now(bytes, pattern, world);
+    if taken {
+        let n = &e.coll_state.received_at_once;
+        n.set(n.get() + 1);
+    }
+    taken
+}
+
+/// Polls of world rank `world`'s ring a waiting receive makes before it is posted
+/// ([`spin_for`]): a few microseconds.
+const SPIN_POLLS: u32 = 1024;
+
+/// Waits up to [`SPIN_POLLS`] polls for the message of a receive that found nothing (its
+/// phase's sends out, no other request of the run in flight, the node not oversubscribed)
+/// on its peer's ring alone, taking it as it lands ([`take_now`]); false when it has not
+/// come or could not be taken so (the caller posts the receive and waits as usual). A
+/// message that arrives is then taken without a request, a pass through matching or a
+/// poll of every ring.
+#[inline(never)]
+fn spin_for(e: &mut Engine, bytes: &mut [u8], pattern: &Pattern, world: u32) -> bool {
+    let taken =
+        e.may_recv_eager_now(world) && (0..SPIN_POLLS).any(|_| take_now(e, bytes, pattern, world));
+    if taken {
+        let n = &e.coll_state.received_on_ring;
+        n.set(n.get() + 1);
+    }
+    taken
 }
 
 /// Starts a run's send of `src` to rank `peer` (world rank `world`) from `rank`: None when

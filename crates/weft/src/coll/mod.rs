@@ -386,6 +386,12 @@ impl Comm {
         self.engine.borrow().coll_state.received_at_once.get()
     }
 
+    /// Of [`Comm::coll_received_at_once`], the messages a receive waited for on its peer's
+    /// ring and took as they landed; for tests and tools.
+    pub fn coll_received_on_ring(&self) -> u64 {
+        self.engine.borrow().coll_state.received_on_ring.get()
+    }
+
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
     #[inline]
     pub(crate) fn coll_key(
@@ -686,6 +692,8 @@ pub(crate) struct CallState {
     pub direct_runs: Cell<u64>,
     /// Messages direct runs took from a ring at once ([`Comm::coll_received_at_once`]).
     pub received_at_once: Cell<u64>,
+    /// Of those, the ones a receive waited for ([`Comm::coll_received_on_ring`]).
+    pub received_on_ring: Cell<u64>,
 }
 
 /// What a call's plan is a function of, besides the tuning (a new tuning
