@@ -86,10 +86,10 @@ pub(crate) struct DirectRun {
     scratch: RefCell<Vec<u64>>,
     /// Where each temporary starts in the scratch, in bytes.
     tmp_offsets: Box<[usize]>,
-    /// The run's one step when it is one message between the caller's buffers (a leaf of
-    /// a linear scatter or gather, of a two-rank bcast or reduce), for
-    /// [`DirectRun::run_single`].
-    single: Option<Step>,
+    /// The run is one message and copies between the caller's buffers (a leaf of a linear
+    /// gather or scatter, their roots and a two-rank scan's first rank on two ranks, a
+    /// two-rank bcast or reduce's leaf), for [`DirectRun::run_single`].
+    single: bool,
 }
 
 impl DirectRun {
@@ -195,12 +195,21 @@ impl DirectRun {
                 one_recv: recvs_here == 1 && arrivals == 0,
             });
         }
-        let single = match steps[..] {
-            [one @ (Step::Recv { .. } | Step::Send { .. })] if plan.tmp_total_bytes() == 0 => {
-                Some(one)
-            }
-            _ => None,
-        };
+        let messages = steps
+            .iter()
+            .filter(|s| matches!(s, Step::Recv { .. } | Step::Send { .. }))
+            .count();
+        // Phases before the message's hold copies only (they wait for nothing), so they
+        // may run as one with it; nothing may come after it.
+        let last_start = phases.iter().rev().nth(1).map_or(0, |p: &Phase| p.end);
+        let single = plan.tmp_total_bytes() == 0
+            && messages == 1
+            && steps[last_start..]
+                .iter()
+                .any(|s| matches!(s, Step::Recv { .. } | Step::Send { .. }))
+            && steps
+                .iter()
+                .all(|s| matches!(s, Step::Recv { .. } | Step::Send { .. } | Step::Copy { .. }));
         Some(DirectRun {
             single,
             steps: steps.into_boxed_slice(),
@@ -223,18 +232,20 @@ impl DirectRun {
         tag: i32,
         reduction: Option<&Reduction>,
     ) -> Result<()> {
-        match self.single {
-            Some(step) => self.run_single(comm, what, send, recv, tag, step),
-            None => self.run_steps(comm, what, send, recv, tag, reduction),
+        if self.single {
+            self.run_single(comm, what, send, recv, tag)
+        } else {
+            self.run_steps(comm, what, send, recv, tag, reduction)
         }
     }
 
-    /// A run of one message (`step`), without the step loop, the scratch and the list of
-    /// requests: a send, or a receive that takes its message at once when it is already
-    /// there and else posts it and waits, as [`DirectRun::run_steps`] would. A gather
-    /// leaf's call, np=4 8 B: 746 -> 596 instructions; coll_lat np=2 8 B, 7 interleaved
-    /// jobs, p50 us: bcast 0.160 -> 0.150, reduce 0.180 -> 0.170, gather 0.161 -> 0.150,
-    /// gatherv 0.170 -> 0.160 (scatter and scatterv, whose leaves wait, unchanged).
+    /// A run of one message and copies, without the phase loop, the scratch and the list
+    /// of requests: copies and a send run in order, the send returning once posted; a
+    /// receive takes its message at once when it is already there and else, after the
+    /// copies, waits for it on its peer's ring ([`spin_for`]) and then posts it and waits,
+    /// as [`DirectRun::run_steps`] would. A gather leaf's call, np=4 8 B: 746 -> 596
+    /// instructions; coll_lat np=2 8 B, 7 interleaved jobs, p50 us: bcast 0.160 -> 0.150,
+    /// reduce 0.180 -> 0.170, gather 0.161 -> 0.150, gatherv 0.170 -> 0.160.
     #[inline]
     fn run_single(
         &self,
@@ -243,7 +254,6 @@ impl DirectRun {
         send: &[u8],
         recv: &mut [u8],
         tag: i32,
-        step: Step,
     ) -> Result<()> {
         let rank = comm.data.rank;
         let ctx = comm.data.ctx + 1;
@@ -258,31 +268,48 @@ impl DirectRun {
         e.clear_advancing();
         let runs = &e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
-        let started = match step {
-            Step::Recv { peer, world, dst } => {
-                if !e.oversubscribed() {
+        let mut pending = None;
+        let mut deferred = None;
+        for step in self.steps.iter() {
+            match *step {
+                Step::Copy { src, dst } => bufs.copy(src, dst),
+                Step::Recv { peer, world, dst } => {
                     let pattern = recv_pattern(peer, ctx, tag);
-                    let bytes = bufs.bytes_mut(dst);
-                    if take_now(&mut e, bytes, &pattern, world)
-                        || spin_for(&mut e, bytes, &pattern, world)
-                    {
-                        return Ok(());
+                    if !take_now(&mut e, bufs.bytes_mut(dst), &pattern, world) {
+                        deferred = Some((peer, world, dst));
                     }
                 }
-                start_recv(&mut e, &mut bufs, comm, peer, world, dst, ctx, tag)
+                Step::Send { peer, world, src } => {
+                    let solo = self.phases[self.phases.len() - 1].solo;
+                    match start_send(&mut e, &bufs, peer, world, src, rank, ctx, tag, solo) {
+                        Ok(p) => pending = p,
+                        Err(err) => return Err(wrap_call(what, rank, err)),
+                    }
+                }
+                _ => unreachable!("a single run holds one message and copies"),
             }
-            Step::Send { peer, world, src } => {
-                let solo = self.phases[0].solo;
-                start_send(&mut e, &bufs, peer, world, src, rank, ctx, tag, solo)
+        }
+        if let Some((peer, world, dst)) = deferred {
+            let pattern = recv_pattern(peer, ctx, tag);
+            if !e.oversubscribed() && spin_for(&mut e, bufs.bytes_mut(dst), &pattern, world) {
+                return Ok(());
             }
-            _ => unreachable!("a single step is a message"),
-        };
-        let pending = match started {
-            Ok(None) => return Ok(()),
-            Ok(Some(p)) => p,
-            Err(err) => return Err(wrap_call(what, rank, err)),
-        };
-        self.wait_one(comm, what, e, pending, tag)
+            let buf = RawBufMut::new(bufs.bytes_mut(dst));
+            match e.start_recv(buf, pattern, Some(world), &comm.data.members) {
+                Ok(id) => {
+                    pending = Some(Pending {
+                        id,
+                        peer,
+                        expect_bytes: Some(dst.len),
+                    })
+                }
+                Err(err) => return Err(wrap_call(what, rank, err)),
+            }
+        }
+        match pending {
+            None => Ok(()),
+            Some(p) => self.wait_one(comm, what, e, p, tag),
+        }
     }
 
     /// Waits for a single run's one request and collects it.
