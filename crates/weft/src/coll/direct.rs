@@ -290,19 +290,9 @@ impl DirectRun {
             }
         }
         if let Some((peer, world, dst)) = deferred {
-            let pattern = recv_pattern(peer, ctx, tag);
-            if !e.oversubscribed() && spin_for(&mut e, bufs.bytes_mut(dst), &pattern, world) {
-                return Ok(());
-            }
-            let buf = RawBufMut::new(bufs.bytes_mut(dst));
-            match e.start_recv(buf, pattern, Some(world), &comm.data.members) {
-                Ok(id) => {
-                    pending = Some(Pending {
-                        id,
-                        peer,
-                        expect_bytes: Some(dst.len),
-                    })
-                }
+            let spin = !e.oversubscribed();
+            match post_waiting(&mut e, &mut bufs, comm, peer, world, dst, ctx, tag, spin) {
+                Ok(p) => pending = p,
                 Err(err) => return Err(wrap_call(what, rank, err)),
             }
         }
@@ -430,28 +420,14 @@ impl DirectRun {
                 }
             }
             if let Some(Step::Recv { peer, world, dst }) = deferred {
-                let pattern = recv_pattern(peer, ctx, tag);
                 // Only with every send out: a send still queued needs the engine's progress.
-                let taken =
-                    g.one.is_none() && spin_for(&mut g.e, bufs.bytes_mut(dst), &pattern, world);
-                if !taken {
-                    let buf = RawBufMut::new(bufs.bytes_mut(dst));
-                    match g
-                        .e
-                        .start_recv(buf, pattern, Some(world), &comm.data.members)
-                    {
-                        Ok(id) => g.push(
-                            Pending {
-                                id,
-                                peer,
-                                expect_bytes: Some(dst.len),
-                            },
-                            self.requests,
-                        ),
-                        Err(err) => {
-                            g.abandon();
-                            return Err(wrap(err));
-                        }
+                let spin = g.one.is_none();
+                match post_waiting(&mut g.e, &mut bufs, comm, peer, world, dst, ctx, tag, spin) {
+                    Ok(None) => {}
+                    Ok(Some(p)) => g.push(p, self.requests),
+                    Err(err) => {
+                        g.abandon();
+                        return Err(wrap(err));
                     }
                 }
             }
@@ -495,12 +471,34 @@ fn start_recv(
     ctx: u32,
     tag: i32,
 ) -> Result<Option<Pending>> {
-    let bytes = bufs.bytes_mut(dst);
     let pattern = recv_pattern(peer, ctx, tag);
-    if take_now(e, bytes, &pattern, world) {
+    if take_now(e, bufs.bytes_mut(dst), &pattern, world) {
         return Ok(None);
     }
-    let buf = RawBufMut::new(bytes);
+    post_waiting(e, bufs, comm, peer, world, dst, ctx, tag, false)
+}
+
+/// A run's receive whose message was not there when it started: with `spin`, waits for it
+/// on its peer's ring ([`spin_for`]; None when taken so), else (or when it does not come)
+/// posts it and returns the request.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn post_waiting(
+    e: &mut Engine,
+    bufs: &mut Buffers<'_>,
+    comm: &Comm,
+    peer: u32,
+    world: u32,
+    dst: Region,
+    ctx: u32,
+    tag: i32,
+    spin: bool,
+) -> Result<Option<Pending>> {
+    let pattern = recv_pattern(peer, ctx, tag);
+    if spin && spin_for(e, bufs.bytes_mut(dst), &pattern, world) {
+        return Ok(None);
+    }
+    let buf = RawBufMut::new(bufs.bytes_mut(dst));
     let id = e.start_recv(buf, pattern, Some(world), &comm.data.members)?;
     Ok(Some(Pending {
         id,
