@@ -107,6 +107,9 @@ failures="$out/failures.txt"
 if [ "$retable" = yes ]; then
   # The libraries of the earlier run, weft first.
   built="weft $(cut -f4 "$results" | awk '$1 != "weft" && !seen[$1]++' | tr '\n' ' ')"
+  # And its repetitions and process counts, for the header.
+  reps=$(awk -F'\t' '$5 + 0 > m { m = $5 + 0 } END { print m }' "$results")
+  nps=$(cut -f3 "$results" | awk '!seen[$1]++' | tr '\n' ' ' | sed 's/ $//')
 else
 # ---- build and measure (not indented: most of the script) ----
 if [ "$install" = yes ]; then
@@ -284,10 +287,22 @@ tables() {
       }
     }' "$summary"
 }
+# Each repetition's ping-pong 8 B per library and np: a host that changes speed between
+# repetitions (the development VM has a mode three times slower, for minutes) shows here as
+# one repetition far above the others, for every library that ran in it.
+reps_line() {
+  awk -F'\t' '$1 == "pingpong" && $2 == "8" {
+      key = "np=" $3 " " $4; if (!(key in v)) order[++n] = key; v[key] = v[key] " " $6 }
+    END { for (i = 1; i <= n; i++) printf "%s%s:%s", (i > 1 ? "; " : ""), order[i], v[order[i]]; print "" }' "$results"
+}
 tables "" | tee "$out/tables.txt"
+echo
+echo "ping-pong 8 B by repetition (us): $(reps_line)" | tee -a "$out/tables.txt"
 {
   echo "Machine: $(nproc) cores, $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50; collectives: $stat statistic."
+  echo
+  echo "Ping-pong 8 B by repetition (us; a repetition far above the others ran while the host was slower): $(reps_line)."
   tables md
   if [ -s "$failures" ]; then
     echo
