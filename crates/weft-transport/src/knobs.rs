@@ -32,7 +32,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SHM_CMA_MIN_BYTES",
         kind: KnobKind::Bytes,
         default: "64M",
-        help: "rendezvous messages below this size take the pipelined copy through the segment even where CMA works: CMA pins the peer's pages on every call, and two copies through the mapped segment were faster for collectives at every size measured (to 4 MiB; ping-pong alone gains 5-8% with CMA from 1 MiB)",
+        help: "rendezvous messages below this size take the pipelined copy through the segment even where CMA works: CMA pins the peer's pages on every call, and two copies through the mapped segment were faster for collectives at every size measured (to 4 MiB; ping-pong from 1 MiB is level either way)",
     },
     Knob {
         name: "WEFT_SHM_COOP_BYTES",

@@ -2014,7 +2014,8 @@ impl Core {
         // Below `cma_min_bytes` two copies through the segment beat CMA here: a CMA call
         // pins the peer's pages every time. np=2 ping-pong, 64 KiB 5.5 us with CMA against
         // 3.8-4.0 streamed, 128 KiB 9.7 against 5.9 (from 256 KiB, where both processes
-        // share the copy, CMA is level, and 5-8% ahead from 1 MiB); windowed bandwidth 64
+        // share the copy, CMA is level: 1 MiB 35.8-36.3 against 35.7-36.8, 4 MiB 166-170
+        // against 167-170, CMA from 256 KiB against this default); windowed bandwidth 64
         // KiB 10.2 against 27.5 GB/s, 1 MiB 12.4-14.8 against 16.7; collectives built on
         // messages (coll_lat p50, 3 jobs) np=2 1 MiB scatter 71 against 41 us, alltoallv 97
         // against 63, np=4 1 MiB gatherv 116 against 79, 4 MiB 873 against 591.

@@ -181,7 +181,7 @@ impl DirectRun {
                 return None;
             }
             let messages = recvs.len() + sends_here.len() + sends_mates.len();
-            let recvs_here = recvs.len();
+            let one_recv = recvs.len() == 1 && arrivals == 0;
             // A phase waits for its messages or for one arrival in the area, not both (the
             // barriers; no plan mixes them in a step).
             if arrivals > 1 || (arrivals == 1 && messages > 0) {
@@ -196,7 +196,7 @@ impl DirectRun {
             phases.push(Phase {
                 end: steps.len(),
                 solo: sends_solo(actions),
-                one_recv: recvs_here == 1 && arrivals == 0,
+                one_recv,
             });
         }
         let messages = steps
