@@ -254,6 +254,24 @@ static void argument_errors(int rank) {
   OK(MPI_Error_class(rc, &eclass));
   CHECK(eclass == MPI_ERR_IN_STATUS && sts[0].MPI_ERROR == MPI_ERR_TRUNCATE);
   CHECK(r == MPI_REQUEST_NULL);
+  /* A failure in the middle: the requests around it still complete, each status says how
+   * (MPI_SUCCESS with its source and tag, or the truncation), and every handle is null. */
+  int x0 = -1, x1 = -1, x2 = -1;
+  MPI_Request rs[3];
+  MPI_Status st3[3];
+  OK(MPI_Irecv(&x0, 1, MPI_INT, rank, 43, d, &rs[0]));
+  OK(MPI_Irecv(&x1, 1, MPI_INT, rank, 44, d, &rs[1]));
+  OK(MPI_Irecv(&x2, 1, MPI_INT, rank, 45, d, &rs[2]));
+  OK(MPI_Send(&two[0], 1, MPI_INT, rank, 43, d));
+  OK(MPI_Send(two, 2, MPI_INT, rank, 44, d));
+  OK(MPI_Send(&two[1], 1, MPI_INT, rank, 45, d));
+  rc = MPI_Waitall(3, rs, st3);
+  OK(MPI_Error_class(rc, &eclass));
+  CHECK(eclass == MPI_ERR_IN_STATUS);
+  CHECK(st3[0].MPI_ERROR == MPI_SUCCESS && st3[0].MPI_TAG == 43 && x0 == 8);
+  CHECK(st3[1].MPI_ERROR == MPI_ERR_TRUNCATE && st3[1].MPI_TAG == 44 && st3[1].MPI_SOURCE == rank);
+  CHECK(st3[2].MPI_ERROR == MPI_SUCCESS && st3[2].MPI_TAG == 45 && x2 == 9);
+  CHECK(rs[0] == MPI_REQUEST_NULL && rs[1] == MPI_REQUEST_NULL && rs[2] == MPI_REQUEST_NULL);
   OK(MPI_Comm_free(&d));
 }
 

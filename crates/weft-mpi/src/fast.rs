@@ -326,8 +326,47 @@ pub unsafe fn complete(
     if !s.detached.is_empty() {
         return None;
     }
-    // SAFETY: checked non-null; readable by the MPI calling contract.
-    let i = handle_index(K_REQ, unsafe { *req })?;
+    // SAFETY: checked non-null; readable and writable by the MPI calling contract.
+    match finish_plain(s, unsafe { &mut *req }, test, status)? {
+        Plain::Done => {
+            if test {
+                // SAFETY: non-null for MPI_Test (checked above); writable by the contract.
+                unsafe { *flag = 1 };
+            }
+        }
+        Plain::Pending => {
+            s.weft.world().raw_progress();
+            // SAFETY: as above.
+            unsafe { *flag = 0 };
+        }
+        Plain::Failed(comm, x) => return Some(raise_weft(comm, func, x)),
+    }
+    Some(MPI_SUCCESS)
+}
+
+/// What [`finish_plain`] did with a request.
+pub enum Plain {
+    /// Completed: the handle is MPI_REQUEST_NULL and the status stored.
+    Done,
+    /// Not complete yet (a test only).
+    Pending,
+    /// Completed with this error on this communicator: the handle is MPI_REQUEST_NULL (a
+    /// receive's status names the message's source and tag).
+    Failed(Handle, weft::Error),
+}
+
+/// Waits for (`test`: tests) request `*req` when it is one [`start`] made (or any started
+/// send or receive with nothing to unpack, not persistent) and retires it once complete, as
+/// the checked path does; None for any other handle (left untouched). The caller has
+/// checked that no freed request waits to be reaped (`State::detached`).
+#[inline(always)]
+pub fn finish_plain(
+    s: &mut crate::state::State,
+    req: &mut Handle,
+    test: bool,
+    status: *mut MpiStatus,
+) -> Option<Plain> {
+    let i = handle_index(K_REQ, *req)?;
     let e = s.reqs.get_mut(i)?;
     if e.coll.is_some()
         || e.persistent.is_some()
@@ -350,32 +389,21 @@ pub unsafe fn complete(
             cancelled: st.cancelled as c_int,
             ..empty_status()
         },
-        Ok(None) => {
-            s.weft.world().raw_progress();
-            // SAFETY: non-null for MPI_Test (checked above); writable by the contract.
-            unsafe { *flag = 0 };
-            return Some(MPI_SUCCESS);
-        }
+        Ok(None) => return Some(Plain::Pending),
         Err(x) => {
             if recv {
                 // A truncated message still names its source and tag.
                 store(status, from_weft(&raw.last_status()));
             }
             s.reqs.discard(i);
-            // SAFETY: as above.
-            unsafe { *req = MPI_REQUEST_NULL };
-            return Some(raise_weft(comm, func, x));
+            *req = MPI_REQUEST_NULL;
+            return Some(Plain::Failed(comm, x));
         }
     };
     s.reqs.discard(i);
-    // SAFETY: as above.
-    unsafe { *req = MPI_REQUEST_NULL };
+    *req = MPI_REQUEST_NULL;
     store(status, done);
-    if test {
-        // SAFETY: as above.
-        unsafe { *flag = 1 };
-    }
-    Some(MPI_SUCCESS)
+    Some(Plain::Done)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 use crate::compound;
 use crate::consts::*;
 use crate::dtype::{map_of, put};
-use crate::error::{err, finish, R};
-use crate::fast;
+use crate::error::{err, finish, MpiError, R};
+use crate::fast::{self, Plain};
 use crate::greq;
 use crate::stage::{incoming, outgoing};
 use crate::state::{handle_index, make_handle, state, Persistent, ReqEntry, State, K_REQ, K_TYPE};
@@ -1136,21 +1136,39 @@ pub unsafe extern "C" fn MPI_Waitall(
     let r = (|| {
         let s = state("MPI_Waitall")?;
         let hs = reqs_slice(count, reqs)?;
-        let mut failed = false;
-        let mut codes = vec![MPI_SUCCESS; hs.len()];
+        // Error classes by request, made at the first failure.
+        let mut codes: Option<Vec<c_int>> = None;
+        let n = hs.len();
         for (i, h) in hs.iter_mut().enumerate() {
-            let comm = handle_index(K_REQ, *h)
-                .and_then(|i| s.reqs.get(i))
-                .map_or(MPI_COMM_WORLD, |e| e.comm);
-            if let Err(e) = complete(s, h, true, nth(statuses, i)) {
-                if !failed {
-                    raise_on = comm;
+            let status = nth(statuses, i);
+            // A send or receive that fast::start made (the usual request) is retired in
+            // place; anything else takes the checked path.
+            let plain = if s.detached.is_empty() {
+                fast::finish_plain(s, h, false, status)
+            } else {
+                None
+            };
+            let failure = match plain {
+                Some(Plain::Done) => continue,
+                Some(Plain::Failed(comm, x)) => (comm, MpiError::from(x)),
+                Some(Plain::Pending) => unreachable!("a wait completes"),
+                None => {
+                    let comm = handle_index(K_REQ, *h)
+                        .and_then(|i| s.reqs.get(i))
+                        .map_or(MPI_COMM_WORLD, |e| e.comm);
+                    match complete(s, h, true, status) {
+                        Ok(_) => continue,
+                        Err(e) => (comm, e),
+                    }
                 }
-                failed = true;
-                codes[i] = e.class;
-            }
+            };
+            let codes = codes.get_or_insert_with(|| {
+                raise_on = failure.0;
+                vec![MPI_SUCCESS; n]
+            });
+            codes[i] = failure.1.class;
         }
-        if failed {
+        if let Some(codes) = codes {
             if !statuses.is_null() {
                 for (i, c) in codes.iter().enumerate() {
                     // SAFETY: one status per request.
