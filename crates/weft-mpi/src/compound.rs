@@ -102,7 +102,7 @@ pub(crate) fn complete(
         return Ok(false);
     }
     // A persistent request stays, inactive, for the next MPI_Start.
-    if s.reqs.get(i).is_none_or(|e| e.restart.is_none()) {
+    if s.reqs.get(i).is_none_or(|e| e.restart().is_none()) {
         s.reqs.discard(i);
         // SAFETY: the caller checked `req` non-null; writable by the MPI calling contract.
         unsafe { *req = MPI_REQUEST_NULL };

@@ -368,12 +368,7 @@ pub fn finish_plain(
 ) -> Option<Plain> {
     let i = handle_index(K_REQ, *req)?;
     let e = s.reqs.get_mut(i)?;
-    if e.coll.is_some()
-        || e.persistent.is_some()
-        || e.restart.is_some()
-        || e.unpack.is_some()
-        || !e.keep.is_empty()
-    {
+    if e.more.is_some() {
         return None;
     }
     let (recv, comm) = (e.recv, e.comm);

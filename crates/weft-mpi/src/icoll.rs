@@ -83,9 +83,10 @@ impl Started {
 
     /// Moves the collective and its buffers into request entry `e`.
     pub fn install(self, e: &mut ReqEntry) {
-        e.coll = self.q.map(Box::new);
-        e.keep = self.keep;
-        e.unpack = self.unpack.map(Box::new);
+        let m = e.more_mut();
+        m.coll = self.q.map(Box::new);
+        m.keep = self.keep;
+        m.unpack = self.unpack.map(Box::new);
     }
 }
 
@@ -100,13 +101,9 @@ fn entry(comm: Handle) -> ReqEntry {
     ReqEntry {
         raw: None,
         proc_null: false,
-        persistent: None,
         recv: false,
         comm,
-        keep: Vec::new(),
-        coll: None,
-        unpack: None,
-        restart: None,
+        more: None,
     }
 }
 
@@ -147,7 +144,7 @@ pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) 
     let restart: Restart = Rc::new(move || c.with_coll_seq(seq, || restart()));
     let s = state("persistent collective")?;
     let mut e = entry(comm);
-    e.restart = Some(restart);
+    e.more_mut().restart = Some(restart);
     let h = s.add_req(e);
     put!(req, h)
 }

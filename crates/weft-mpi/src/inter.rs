@@ -142,15 +142,11 @@ pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
     }
     let s = state("nonblocking collective")?;
     let h = s.add_req(ReqEntry {
-        coll: None,
         raw: None,
         proc_null: true,
-        persistent: None,
         recv: false,
         comm,
-        keep: Vec::new(),
-        unpack: None,
-        restart: None,
+        more: None,
     });
     put!(req, h)
 }

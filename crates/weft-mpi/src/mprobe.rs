@@ -255,13 +255,9 @@ fn imrecv(
     let h = s.add_req(ReqEntry {
         raw: Some(raw),
         proc_null: false,
-        persistent: None,
         recv: true,
         comm: MPI_COMM_WORLD,
-        keep: Vec::new(),
-        coll: None,
-        unpack: None,
-        restart: None,
+        more: None,
     });
     put!(req, h)
 }

@@ -10,7 +10,9 @@ use crate::error::{err, finish, MpiError, R};
 use crate::fast::{self, Plain};
 use crate::greq;
 use crate::stage::{incoming, outgoing};
-use crate::state::{handle_index, make_handle, state, Persistent, ReqEntry, State, K_REQ, K_TYPE};
+use crate::state::{
+    handle_index, make_handle, state, Persistent, ReqEntry, ReqMore, State, K_REQ, K_TYPE,
+};
 use std::os::raw::{c_int, c_void};
 use weft::raw::RawRequest;
 use weft::Status;
@@ -328,13 +330,9 @@ fn start_op(
     let mut e = ReqEntry {
         raw: None,
         proc_null: peer == MPI_PROC_NULL,
-        persistent: None,
         recv: !send,
         comm,
-        keep: Vec::new(),
-        coll: None,
-        unpack: None,
-        restart: None,
+        more: None,
     };
     if send {
         let out = outgoing(buf as *const c_void, count, dt)?;
@@ -348,14 +346,18 @@ fn start_op(
                     c.raw_isend(out.ptr, out.bytes, peer as u32, tag)?
                 }
             });
-            e.keep.extend(out.keep);
+            if let Some(k) = out.keep {
+                e.more_mut().keep.push(k);
+            }
         }
     } else {
         let inc = incoming(buf as *mut c_void, count, dt, false)?;
         if peer != MPI_PROC_NULL {
             // SAFETY: as above, and unaliased until completion.
             e.raw = Some(unsafe { c.raw_irecv(inc.ptr, inc.bytes, peer, recv_tag(tag))? });
-            e.unpack = inc.unpack.map(Box::new);
+            if let Some(u) = inc.unpack {
+                e.more_mut().unpack = Some(Box::new(u));
+            }
         }
     }
     Ok(e)
@@ -621,7 +623,7 @@ fn sendrecv(
         },
         None => (proc_null_status(), 0),
     };
-    if let Some(u) = r.unpack.take() {
+    if let Some(u) = r.more.as_mut().and_then(|m| m.unpack.take()) {
         u.run_received(received)?;
     }
     sres?;
@@ -942,21 +944,21 @@ pub(crate) fn complete(
         return Ok(true);
     }
     let e = s.reqs.get_mut(i).expect("checked");
-    if e.coll.is_some() {
+    if let Some(m) = e.more.as_mut().filter(|m| m.coll.is_some()) {
         let r = if block {
-            e.coll.take().expect("checked").wait()
+            m.coll.take().expect("checked").wait()
         } else {
-            match e.coll.as_mut().expect("checked").test() {
+            match m.coll.as_mut().expect("checked").test() {
                 Ok(false) => return Ok(false),
                 Ok(true) => Ok(()),
                 Err(x) => Err(x),
             }
         };
-        e.coll = None;
-        let unpack = e.unpack.take();
+        m.coll = None;
+        let unpack = m.unpack.take();
         // The staging buffers outlive the unpack, which may read a block of one of them.
-        let keep = std::mem::take(&mut e.keep);
-        if e.persistent.is_none() && e.restart.is_none() {
+        let keep = std::mem::take(&mut m.keep);
+        if !e.stays() {
             s.reqs.discard(i);
             // SAFETY: as above.
             unsafe { *req = MPI_REQUEST_NULL };
@@ -981,10 +983,12 @@ pub(crate) fn complete(
             };
             match r {
                 Ok(Some(st)) => {
-                    e.keep.clear();
-                    if let Some(u) = e.unpack.take() {
-                        if !st.cancelled {
-                            unpacked = u.run_received(st.bytes);
+                    if let Some(m) = e.more.as_mut() {
+                        m.keep.clear();
+                        if let Some(u) = m.unpack.take() {
+                            if !st.cancelled {
+                                unpacked = u.run_received(st.bytes);
+                            }
                         }
                     }
                     if e.recv {
@@ -1003,7 +1007,7 @@ pub(crate) fn complete(
                         store(status, from_weft(&raw.last_status()));
                     }
                     e.raw = None;
-                    if e.persistent.is_none() {
+                    if e.persistent().is_none() {
                         s.reqs.discard(i);
                         // SAFETY: as above.
                         unsafe { *req = MPI_REQUEST_NULL };
@@ -1020,7 +1024,7 @@ pub(crate) fn complete(
     e.proc_null = false;
     // An inactive persistent collective (MPI-4.1 §3.9: completing it returns at once and
     // keeps it) has `restart` instead.
-    if e.persistent.is_none() && e.restart.is_none() {
+    if !e.stays() {
         s.reqs.discard(i);
         // SAFETY: as above.
         unsafe { *req = MPI_REQUEST_NULL };
@@ -1230,7 +1234,7 @@ fn entry_ready(s: &mut State, i: usize) -> R<bool> {
     let Some(e) = s.reqs.get_mut(i) else {
         return Ok(true);
     };
-    if let Some(c) = e.coll.as_mut() {
+    if let Some(c) = e.coll_mut() {
         return Ok(c.test()?);
     }
     Ok(e.raw.as_ref().is_none_or(|r| r.is_done()))
@@ -1251,7 +1255,7 @@ fn find_done(s: &mut State, hs: &[Handle], block: bool) -> R<Option<usize>> {
             continue;
         }
         // Collectives and generalized requests are polled (weft's wait_any knows neither).
-        any_coll |= s.reqs.get(i).is_some_and(|e| e.coll.is_some())
+        any_coll |= s.reqs.get(i).is_some_and(ReqEntry::has_coll)
             || greq::is_greq(h)
             || crate::comm::is_idup(s, h)
             || compound::is_compound(s, i);
@@ -1457,7 +1461,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
             }
             return put!(req, MPI_REQUEST_NULL);
         }
-        if s.reqs.get(i).is_some_and(|e| e.coll.is_some())
+        if s.reqs.get(i).is_some_and(ReqEntry::has_coll)
             || compound::is_compound(s, i)
             || crate::comm::is_idup(s, h)
         {
@@ -1467,19 +1471,19 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
             ));
         }
         let mut e = s.reqs.remove(i).expect("checked");
-        if let Some(p) = e.persistent.filter(|p| p.own_type) {
-            if let Some(t) = handle_index(K_TYPE, p.dt) {
+        if let Some(dt) = e.persistent().filter(|p| p.own_type).map(|p| p.dt) {
+            if let Some(t) = handle_index(K_TYPE, dt) {
                 s.types.remove(t);
             }
         }
         if let Some(raw) = e.raw.take() {
             // A receive still matches and completes into the user's buffer (never
             // cancelled); a send keeps its packed copy until the data has left.
-            s.detached.push((
-                raw,
-                e.unpack.take().map(|u| *u),
-                std::mem::take(&mut e.keep),
-            ));
+            let (unpack, keep) = match e.more.as_mut() {
+                Some(m) => (m.unpack.take().map(|u| *u), std::mem::take(&mut m.keep)),
+                None => (None, Vec::new()),
+            };
+            s.detached.push((raw, unpack, keep));
             reap_detached(s)?;
         }
         put!(req, MPI_REQUEST_NULL)
@@ -1604,13 +1608,12 @@ fn init_req(
     let h = s.add_req(ReqEntry {
         raw: None,
         proc_null: false,
-        persistent: Some(Box::new(p)),
         recv: !send,
         comm,
-        keep: Vec::new(),
-        coll: None,
-        unpack: None,
-        restart: None,
+        more: Some(Box::new(ReqMore {
+            persistent: Some(Box::new(p)),
+            ..Default::default()
+        })),
     });
     put!(req, h)
 }
@@ -1654,8 +1657,8 @@ pub unsafe extern "C" fn MPI_Recv_init(
 fn start(s: &mut State, h: Handle) -> R<()> {
     let i = req_index(s, h)?;
     let e = s.reqs.get_mut(i).expect("checked");
-    if let Some(restart) = e.restart.clone() {
-        if e.coll.is_some() || compound::is_compound(s, i) {
+    if let Some(restart) = e.restart().cloned() {
+        if e.has_coll() || compound::is_compound(s, i) {
             return Err(err(
                 MPI_ERR_REQUEST,
                 format!("request {h:#x} is already active"),
@@ -1670,7 +1673,7 @@ fn start(s: &mut State, h: Handle) -> R<()> {
         return Ok(());
     }
     let e = s.reqs.get(i).expect("checked");
-    let Some(&p) = e.persistent.as_deref() else {
+    let Some(&p) = e.persistent() else {
         return Err(err(
             MPI_ERR_REQUEST,
             format!("request {h:#x} is not persistent"),
@@ -1708,11 +1711,17 @@ fn start(s: &mut State, h: Handle) -> R<()> {
         p.tag,
         p.comm,
     )?;
+    let ReqEntry {
+        raw,
+        proc_null,
+        more,
+        ..
+    } = started;
     let e = s.reqs.get_mut(i).expect("checked");
-    e.raw = started.raw;
-    e.proc_null = started.proc_null;
-    e.keep = started.keep;
-    e.unpack = started.unpack;
+    e.raw = raw;
+    e.proc_null = proc_null;
+    let m = e.more_mut();
+    (m.keep, m.unpack) = more.map_or((Vec::new(), None), |x| (x.keep, x.unpack));
     Ok(())
 }
 
@@ -1892,13 +1901,9 @@ pub unsafe extern "C" fn MPI_Ibsend(
         let h = s.add_req(ReqEntry {
             raw: None,
             proc_null: false,
-            persistent: None,
             recv: false,
             comm,
-            keep: Vec::new(),
-            coll: None,
-            unpack: None,
-            restart: None,
+            more: None,
         });
         put!(req, h)
     });
@@ -2202,7 +2207,11 @@ pub unsafe extern "C" fn MPI_Bsend_init(
         // SAFETY: just written by init_req.
         let h = unsafe { *req };
         let i = req_index(s, h)?;
-        if let Some(p) = s.reqs.get_mut(i).and_then(|e| e.persistent.as_mut()) {
+        if let Some(p) = s
+            .reqs
+            .get_mut(i)
+            .and_then(|e| e.more.as_mut()?.persistent.as_mut())
+        {
             p.buffered = true;
         }
         Ok(())

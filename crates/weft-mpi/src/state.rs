@@ -183,25 +183,36 @@ pub struct Persistent {
     pub comm: Handle,
 }
 
-/// A request: an operation in flight, or a persistent one between starts.
-/// Field order matters: Rust drops fields in declaration order, and `coll` and `raw` point
-/// into `keep` and the `unpack` buffer, so they come first and are finished (a dropped
-/// collective completes its schedule, a dropped raw request is withdrawn or waited for)
-/// before those buffers are freed.
+/// A request: an operation in flight, or a persistent one between starts. A plain
+/// nonblocking send or receive (the message-rate path) has only its raw request and the
+/// fields beside it; everything else lives in the boxed [`ReqMore`], so that the entry
+/// moved into the table and dropped from it on every such call stays small (8 B windows,
+/// callgrind, instructions per request: MPI_Isend 404 -> 398 and its share of MPI_Waitall
+/// 206 -> 177; MPI_Irecv 439 -> 432 and its share of MPI_Waitall 482 -> 452).
+/// Field order matters: Rust drops fields in declaration order, and `raw` (and the
+/// collective in `more`) point into the buffers of `more`, so `raw` comes first and is
+/// finished (a dropped raw request is withdrawn or waited for) before those are freed.
 pub struct ReqEntry {
-    /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
-    /// alive until completion, hence the unbounded lifetime).
-    /// Boxed, as `persistent` and `unpack` (a nonblocking collective allocates its schedule
-    /// anyway): the entry moves on every nonblocking call, so it is kept small.
-    pub coll: Option<Box<weft::coll::CollRequest<'static>>>,
     pub raw: Option<RawRequest>,
     /// Completed at start (a peer of MPI_PROC_NULL): the status says so.
     pub proc_null: bool,
-    /// Boxed: rare (see `coll`).
-    pub persistent: Option<Box<Persistent>>,
     /// Whether the request is a receive (sends report empty statuses).
     pub recv: bool,
     pub comm: Handle,
+    /// What a plain send or receive does not have.
+    pub more: Option<Box<ReqMore>>,
+}
+
+/// The parts of a request that a plain send or receive does not have.
+/// Field order matters as in [`ReqEntry`]: `coll` points into `keep` and the `unpack`
+/// buffer, so it is finished (a dropped collective completes its schedule) first.
+#[derive(Default)]
+pub struct ReqMore {
+    /// A nonblocking collective in flight (it borrows the user's buffers, which MPI keeps
+    /// alive until completion, hence the unbounded lifetime).
+    pub coll: Option<Box<weft::coll::CollRequest<'static>>>,
+    /// A persistent point-to-point request: how MPI_Start starts it again.
+    pub persistent: Option<Box<Persistent>>,
     /// Buffers the operation reads or writes that the library owns (packed copies of types
     /// with holes, in-place copies): they live as long as the request.
     pub keep: Vec<Vec<u8>>,
@@ -216,41 +227,68 @@ impl ReqEntry {
     /// in place: nothing staged, nothing to unpack, not persistent.
     pub fn started(raw: RawRequest, recv: bool, comm: Handle) -> ReqEntry {
         ReqEntry {
-            coll: None,
             raw: Some(raw),
             proc_null: false,
-            persistent: None,
             recv,
             comm,
-            keep: Vec::new(),
-            unpack: None,
-            restart: None,
+            more: None,
+        }
+    }
+
+    /// An entry on `comm` with no operation yet (the caller fills it in).
+    pub fn empty(recv: bool, comm: Handle) -> ReqEntry {
+        ReqEntry {
+            raw: None,
+            proc_null: false,
+            recv,
+            comm,
+            more: None,
         }
     }
 
     /// A generalized request's entry (MPI_Grequest_start): no operation of its own; the
     /// callbacks and completion live in greq.rs's registry under this entry's handle.
     pub fn generalized() -> ReqEntry {
-        ReqEntry {
-            coll: None,
-            raw: None,
-            proc_null: false,
-            persistent: None,
-            recv: false,
-            comm: MPI_COMM_SELF,
-            keep: Vec::new(),
-            unpack: None,
-            restart: None,
-        }
+        ReqEntry::empty(false, MPI_COMM_SELF)
+    }
+
+    /// The rare parts, made on first use.
+    pub fn more_mut(&mut self) -> &mut ReqMore {
+        self.more.get_or_insert_with(Default::default)
+    }
+
+    /// The nonblocking collective in flight, if any.
+    pub fn coll_mut(&mut self) -> Option<&mut weft::coll::CollRequest<'static>> {
+        self.more.as_mut()?.coll.as_deref_mut()
+    }
+
+    /// Whether a nonblocking collective is in flight.
+    pub fn has_coll(&self) -> bool {
+        self.more.as_ref().is_some_and(|m| m.coll.is_some())
+    }
+
+    /// The persistent point-to-point operation, if this is one.
+    pub fn persistent(&self) -> Option<&Persistent> {
+        self.more.as_ref()?.persistent.as_deref()
+    }
+
+    /// How MPI_Start starts this persistent collective again, if it is one.
+    pub fn restart(&self) -> Option<&crate::icoll::Restart> {
+        self.more.as_ref()?.restart.as_ref()
+    }
+
+    /// Whether the request stays after completion (persistent point-to-point or
+    /// collective), inactive until the next MPI_Start.
+    pub fn stays(&self) -> bool {
+        self.more
+            .as_ref()
+            .is_some_and(|m| m.persistent.is_some() || m.restart.is_some())
     }
 
     /// A persistent request (point-to-point or collective) that is not started: MPI's
     /// Waitany/Waitsome/Testany/Testsome skip it like MPI_REQUEST_NULL (MPI-4.1 §3.9).
     pub fn inactive(&self) -> bool {
-        (self.persistent.is_some() || self.restart.is_some())
-            && self.raw.is_none()
-            && self.coll.is_none()
-            && !self.proc_null
+        self.stays() && self.raw.is_none() && !self.has_coll() && !self.proc_null
     }
 }
 
