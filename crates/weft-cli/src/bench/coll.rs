@@ -166,6 +166,17 @@ pub fn coll_name(op: &str) -> &str {
     }
 }
 
+/// The size the selector decides a benchmark call by: the bytes per rank, except for
+/// reduce_scatter, whose calls (the block form) are chosen by each rank's share of the
+/// vector, as [`measure`] sizes it. (The label had shown the choice for the whole vector:
+/// np=5, 128 KiB said shm_direct while the call ran the area.)
+fn selected_bytes(op: &str, bytes: usize, n: usize) -> u64 {
+    match op {
+        "reduce_scatter" => ((bytes / 4).max(1).max(n) / n * 4) as u64,
+        _ => bytes as u64,
+    }
+}
+
 /// Rank-side arguments.
 #[derive(clap::Args)]
 pub struct CollRankArgs {
@@ -203,10 +214,10 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
         let times = measure(&world, &a.op, bytes, iters, skip, !a.pipelined)?;
         let stats = osu_stats(&world, times)?;
         if let Some((p50, avg, max_p50)) = stats {
-            let chosen =
-                weft::coll::explain(coll_name(&a.op), bytes as u64, world.size(), weft.local().1)
-                    .map(|e| e.choice)
-                    .unwrap_or_else(|_| algo.choice.clone());
+            let asked = selected_bytes(&a.op, bytes, world.size() as usize);
+            let chosen = weft::coll::explain(coll_name(&a.op), asked, world.size(), weft.local().1)
+                .map(|e| e.choice)
+                .unwrap_or_else(|_| algo.choice.clone());
             let p = Point {
                 op: a.op.clone(),
                 bytes: bytes as u64,
@@ -319,4 +330,19 @@ fn osu_stats(world: &Comm, mut times: Vec<f64>) -> Result<Option<(f64, f64, f64)
     let mut mean: Vec<f64> = sum.iter().map(|s| s / ranks).collect();
     let avg = mean.iter().sum::<f64>() / n as f64;
     Ok(Some((median(&mut mean), avg, max_p50)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selected_bytes;
+
+    #[test]
+    fn reduce_scatter_is_labelled_by_each_ranks_share() {
+        // 128 KiB of floats over 5 ranks: 6553 floats each (the remainder is not sent).
+        assert_eq!(selected_bytes("reduce_scatter", 131072, 5), 6553 * 4);
+        // Fewer floats than ranks: one each.
+        assert_eq!(selected_bytes("reduce_scatter", 8, 5), 4);
+        assert_eq!(selected_bytes("bcast", 131072, 5), 131072);
+        assert_eq!(selected_bytes("alltoall", 4096, 8), 4096);
+    }
 }
