@@ -1121,24 +1121,27 @@ mod tests {
             t.select(Coll::Alltoall, 4, 4, 1 << 20, cma).unwrap().algo,
             "shm_direct"
         );
-        // The shipped table: the direct copy for large blocks on 5 or more ranks of a node
-        // whose ranks agreed CMA works, pairwise where they did not (never a per-rank mix);
-        // the node area on 2 to 4 ranks (sessions 10 and 13).
+        // The shipped table: the node area on 2 to 5 ranks (sessions 10, 13 and 14), on 6 or
+        // more up to 512 KiB blocks and the pairwise exchange above (session 14), whether or
+        // not the node's ranks agreed CMA works: the direct copy is chosen only when forced.
         let table = Tuning::default();
         let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
-        assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo, "shm_direct");
-        assert_eq!(pick(node, 5, 1 << 20).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo, "shm");
+        assert_eq!(pick(node, 5, 1 << 20).unwrap().algo, "shm");
+        assert_eq!(pick(cma, 6, 512 << 10).unwrap().algo, "shm");
+        assert_eq!(pick(cma, 6, 1 << 20).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 8, 8).unwrap().algo, "shm");
         assert_eq!(pick(cma, 3, 1 << 20).unwrap().algo, "shm");
         assert_eq!(pick(cma, 3, 8).unwrap().algo, "shm");
         assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo, "shm");
         assert_eq!(pick(cma, 4, 8).unwrap().algo, "shm");
         assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo, "shm");
         assert_eq!(pick(cma, 2, 8).unwrap().algo, "pairwise");
-        // The explanation (the model's view of a node where CMA works) lists it with a cost
-        // and marks it chosen.
+        // The explanation (the model's view of a node where CMA works) lists the direct
+        // copy with a cost beside the table's choice.
         assert!(table.cma_allowed());
         let x = table.explain(Coll::Alltoall, 1 << 20, 5, 5).unwrap();
-        assert_eq!(x.choice, "shm_direct");
+        assert_eq!(x.choice, "shm");
         assert!(x
             .candidates
             .iter()
@@ -1302,7 +1305,12 @@ mod tests {
         };
         let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
         assert_eq!(big_shm.algo, "shm");
-        let b = t.select(Coll::Gather, 8, 8, 1 << 20, C).unwrap();
+        // Gather is linear up to 8 ranks of a node (the table), the model's above.
+        assert_eq!(
+            t.select(Coll::Gather, 8, 8, 1 << 20, C).unwrap().algo,
+            "linear"
+        );
+        let b = t.select(Coll::Gather, 16, 16, 1 << 20, C).unwrap();
         assert_eq!(b.source, "model");
         assert!(b.radix >= 2);
     }
