@@ -584,6 +584,13 @@ impl Engine {
             .map_or((0, 0), |t| (t.buffer_bytes(), t.fast_peer_count()))
     }
 
+    /// Open TCP connections and the largest receive buffer among them (bytes).
+    pub(crate) fn tcp_connections(&self) -> (usize, usize) {
+        self.tcp.as_ref().map_or((0, 0), |t| {
+            (t.connection_count(), t.largest_receive_buffer())
+        })
+    }
+
     /// Inbound TCP connections refused because they did not prove the job key.
     pub(crate) fn tcp_refused(&self) -> u64 {
         self.tcp.as_ref().map_or(0, Endpoint::refused_count)

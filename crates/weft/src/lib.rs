@@ -675,6 +675,14 @@ impl Weft {
         self.engine.borrow().tcp_striped()
     }
 
+    /// TCP connections this rank holds open (two to one peer when both dialled at once:
+    /// each side keeps what it accepted) and the largest receive buffer among them, in
+    /// bytes: a large fragment that was not read straight into its receive grows one past
+    /// the size of its peer's mode.
+    pub fn tcp_connections(&self) -> (usize, usize) {
+        self.engine.borrow().tcp_connections()
+    }
+
     /// Inbound TCP connections this rank dropped because they did not prove the job key.
     pub fn tcp_refused(&self) -> u64 {
         self.engine.borrow().tcp_refused()

@@ -321,16 +321,23 @@ fn fast_peer_buffers_stay_within_the_cap() {
                 }
                 let (bytes, fast) = weft.tcp_peer_memory();
                 assert_eq!(fast, cap, "peers in high-speed mode");
-                let bound = cap as usize * LARGE + (3 - cap as usize) * SMALL + 3 * 4096;
+                // A connection per peer, or two where both sides dialled at once (each keeps
+                // the one it accepted): seen under load, 1 run in 32 with four copies of this
+                // test at once, which the bounds below (written for three) then failed.
+                let (conns, largest) = weft.tcp_connections();
+                assert!((3..=6).contains(&conns), "{conns} connections");
+                let bound = cap as usize * LARGE + (conns - cap as usize) * SMALL + conns * 4096;
                 assert!(
                     bytes <= bound,
-                    "{bytes} bytes of buffers with {fast} fast peers (bound {bound})"
+                    "{bytes} bytes of buffers with {fast} fast peers and {conns} connections \
+                     (bound {bound})"
                 );
                 // The large fragments were read straight into `buf` (direct placement),
                 // so no connection buffer grew to hold one.
                 assert!(
-                    bytes <= 3 * SMALL + 3 * 4096,
-                    "{bytes} bytes of buffers: a large fragment went through a connection buffer"
+                    largest <= SMALL,
+                    "a receive buffer of {largest} bytes: a large fragment went through a \
+                     connection buffer"
                 );
             } else {
                 for round in 0..2 {

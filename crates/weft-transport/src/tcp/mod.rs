@@ -514,6 +514,17 @@ impl Endpoint {
             .sum()
     }
 
+    /// The largest receive buffer of this endpoint's connections (bytes): a frame read
+    /// through a buffer too small for it grows that one past its mode's size.
+    pub fn largest_receive_buffer(&self) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .map(|c| c.rbuf.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Receive buffer size for a connection to a peer in the given mode: the largest frame
     /// it is asked to send plus room for the start of the next.
     fn rbuf_bytes(&self, fast: bool) -> usize {
