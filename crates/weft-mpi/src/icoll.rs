@@ -98,13 +98,7 @@ fn started(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) 
 }
 
 fn entry(comm: Handle) -> ReqEntry {
-    ReqEntry {
-        raw: None,
-        proc_null: false,
-        recv: false,
-        comm,
-        more: None,
-    }
+    ReqEntry::empty(false, comm)
 }
 
 /// Files a started collective as request `*req`.

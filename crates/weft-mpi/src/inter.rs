@@ -142,11 +142,8 @@ pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
     }
     let s = state("nonblocking collective")?;
     let h = s.add_req(ReqEntry {
-        raw: None,
         proc_null: true,
-        recv: false,
-        comm,
-        more: None,
+        ..ReqEntry::empty(false, comm)
     });
     put!(req, h)
 }

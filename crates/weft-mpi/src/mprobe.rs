@@ -252,13 +252,7 @@ fn imrecv(
         cancelled: false,
     };
     let raw = weft::raw::RawRequest::completed_with(&s.weft.world(), done);
-    let h = s.add_req(ReqEntry {
-        raw: Some(raw),
-        proc_null: false,
-        recv: true,
-        comm: MPI_COMM_WORLD,
-        more: None,
-    });
+    let h = s.add_req(ReqEntry::started(raw, true, MPI_COMM_WORLD));
     put!(req, h)
 }
 

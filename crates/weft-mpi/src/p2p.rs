@@ -328,11 +328,8 @@ fn start_op(
 ) -> R<ReqEntry> {
     let c = &s.comm(comm)?.comm;
     let mut e = ReqEntry {
-        raw: None,
         proc_null: peer == MPI_PROC_NULL,
-        recv: !send,
-        comm,
-        more: None,
+        ..ReqEntry::empty(!send, comm)
     };
     if send {
         let out = outgoing(buf as *const c_void, count, dt)?;
@@ -1606,14 +1603,11 @@ fn init_req(
         comm,
     };
     let h = s.add_req(ReqEntry {
-        raw: None,
-        proc_null: false,
-        recv: !send,
-        comm,
         more: Some(Box::new(ReqMore {
             persistent: Some(Box::new(p)),
             ..Default::default()
         })),
+        ..ReqEntry::empty(!send, comm)
     });
     put!(req, h)
 }
@@ -1898,13 +1892,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
         return rc;
     }
     let r = state("MPI_Ibsend").and_then(|s| {
-        let h = s.add_req(ReqEntry {
-            raw: None,
-            proc_null: false,
-            recv: false,
-            comm,
-            more: None,
-        });
+        let h = s.add_req(ReqEntry::empty(false, comm));
         put!(req, h)
     });
     finish(comm, "MPI_Ibsend", r)

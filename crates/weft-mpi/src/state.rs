@@ -232,10 +232,7 @@ impl ReqEntry {
     pub fn started(raw: RawRequest, recv: bool, comm: Handle) -> ReqEntry {
         ReqEntry {
             raw: Some(raw),
-            proc_null: false,
-            recv,
-            comm,
-            more: None,
+            ..ReqEntry::empty(recv, comm)
         }
     }
 

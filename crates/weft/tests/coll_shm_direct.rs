@@ -198,8 +198,8 @@ fn child() {
                 assert_eq!(small[0], 42);
                 assert!(big.iter().enumerate().all(|(k, &b)| b == byte(0, 1, k)));
             }
-            // A blocking call after them (a reduce at 2 ranks from 128 KiB: the node's area
-            // since session 10; no default rule reads peers' memory since session 14) is
+            // A blocking call after them (a reduce at 2 ranks of 128 KiB: the k-nomial tree
+            // since session 14, when the last default rule that read peers' memory went) is
             // still right.
             let send = vec![me as i64 + 1; 1 << 17];
             let mut sum = vec![0i64; 1 << 17];
