@@ -33,11 +33,15 @@ pub fn cargo_build(packages: &[&str]) {
 }
 
 /// Builds the shared library and the weft binary, then runs install.sh into a new prefix
-/// named after `tag` and this process.
+/// named after `tag` and this process. Prefixes of `tag` left by test processes that have
+/// ended are removed first: each holds a copy of the libraries and the `weft` binary (a few
+/// hundred MB in a debug build), and a test binary cannot remove its own at exit.
 pub fn install(tag: &str) -> PathBuf {
     cargo_build(&["weft-mpi", "weft-cli"]);
     let profile = profile_dir();
-    let p = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}-{}", std::process::id()));
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    remove_stale_prefixes(tmp, tag);
+    let p = tmp.join(format!("{tag}-{}", std::process::id()));
     let st = Command::new("sh")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh"))
         .arg(&p)
@@ -47,6 +51,28 @@ pub fn install(tag: &str) -> PathBuf {
         .unwrap();
     assert!(st.success(), "install.sh failed");
     p
+}
+
+/// Removes `<dir>/<tag>-<pid>` where no process `pid` runs any more (a prefix whose name
+/// does not end in a number is not ours and stays).
+fn remove_stale_prefixes(dir: &Path, tag: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(tag))
+            .and_then(|n| n.strip_prefix('-'))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The repository's root (for `itest/`).
