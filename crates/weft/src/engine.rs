@@ -36,7 +36,7 @@
 use crate::coll::request::{self as coll_request, ActivePtr};
 use crate::coll::Tuning;
 use crate::config::{CmaMode, Config, YieldMode};
-use crate::matching::{Envelope, Matching, Pattern};
+use crate::matching::{Envelope, Matching, Oldest, Pattern};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
@@ -1218,12 +1218,15 @@ impl Engine {
         Ok(id)
     }
 
-    /// Receives into `buf` at once when the next message from `src_world`, a live rank of
-    /// this node, is already in its ring, eager, of exactly `buf.len()` bytes, and matched
-    /// by `pattern` (a named source), while no receive is posted and no message waits
-    /// unmatched: then nothing else could take that message or come before it, so this is
-    /// what posting the receive and polling would do, without a request or a pass through
-    /// matching. False, having taken nothing, otherwise (the caller posts the receive).
+    /// Receives into `buf` at once when the message a receive from `src_world` (a live rank
+    /// of this node) matching `pattern` (a named source) would get is already here, eager
+    /// and of exactly `buf.len()` bytes, while no receive is posted: the oldest matching
+    /// message among those waiting unmatched (a progress pass, in another call's wait,
+    /// took it off the ring; its buffer goes back to the spare ones), or, when none
+    /// matches, the next message in the rank's ring. Nothing else could take that message
+    /// or come before it, so this is what posting the receive and polling would do,
+    /// without a request or a pass through the posted queue. False, having taken nothing,
+    /// otherwise (the caller posts the receive).
     #[inline]
     pub(crate) fn recv_eager_now(
         &mut self,
@@ -1237,14 +1240,25 @@ impl Engine {
         let Some(shm) = self.shm.as_mut() else {
             return false;
         };
-        let core = &self.core;
-        if core.dead[peer as usize]
-            || core.matching.posted_len() != 0
-            || core.matching.unexpected_len() != 0
-        {
+        let core = &mut self.core;
+        if core.dead[peer as usize] || core.matching.posted_len() != 0 {
             return false;
         }
         let len = buf.len();
+        if core.matching.unexpected_len() != 0 {
+            let eager_fits =
+                |u: &(Unexpected, u32)| matches!(&u.0, Unexpected::Eager(v) if v.len() == len);
+            match core.matching.take_unexpected_if(pattern, eager_fits) {
+                Oldest::Taken(_, (Unexpected::Eager(v), _)) => {
+                    buf.copy_from_slice(&v);
+                    core.keep_spare(v);
+                    return true;
+                }
+                Oldest::Taken(..) => unreachable!("only an eager message that fits is taken"),
+                Oldest::Kept => return false,
+                Oldest::None => {}
+            }
+        }
         let want = |h: &Header| {
             h.kind == KIND_EAGER
                 && h.len as usize == len

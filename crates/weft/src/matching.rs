@@ -83,6 +83,27 @@ impl<P, U> Matching<P, U> {
         take_at(&mut self.unexpected, i)
     }
 
+    /// The oldest unexpected message `pattern` matches, taken out when `take` accepts it:
+    /// [`Oldest::Taken`]; [`Oldest::Kept`] when `take` refused it (it stays, still the
+    /// oldest); [`Oldest::None`] when no message matches.
+    #[inline]
+    pub fn take_unexpected_if(
+        &mut self,
+        pattern: &Pattern,
+        take: impl FnOnce(&U) -> bool,
+    ) -> Oldest<U> {
+        let Some(i) = self.unexpected.iter().position(|(e, _)| pattern.matches(e)) else {
+            return Oldest::None;
+        };
+        if !take(&self.unexpected[i].1) {
+            return Oldest::Kept;
+        }
+        match take_at(&mut self.unexpected, i) {
+            Some((e, u)) => Oldest::Taken(e, u),
+            None => Oldest::None,
+        }
+    }
+
     /// Queues a receive behind all earlier posted receives.
     pub fn post(&mut self, pattern: Pattern, id: P) {
         self.posted.push_back((pattern, id));
@@ -121,6 +142,17 @@ impl<P, U> Matching<P, U> {
     pub fn posted(&self) -> impl Iterator<Item = (&Pattern, &P)> {
         self.posted.iter().map(|(p, id)| (p, id))
     }
+}
+
+/// What [`Matching::take_unexpected_if`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Oldest<U> {
+    /// No unexpected message matches.
+    None,
+    /// The oldest matching message, taken out.
+    Taken(Envelope, U),
+    /// The oldest matching message was refused and stays queued.
+    Kept,
 }
 
 /// Entry `i` of `q`, taken out. Usually the oldest, which `pop_front` takes without the
@@ -167,6 +199,31 @@ mod tests {
         assert_eq!(m.take_posted(&env(0, 2, 5)), Some(11));
         assert_eq!(m.take_posted(&env(0, 1, 5)), Some(10));
         assert_eq!(m.take_posted(&env(0, 1, 5)), None);
+    }
+
+    #[test]
+    fn take_unexpected_if_takes_only_the_oldest_match_it_accepts() {
+        let mut m: Matching<u32, u32> = Matching::default();
+        assert_eq!(m.take_unexpected_if(&pat(0, 1, 5), |_| true), Oldest::None);
+        m.push_unexpected(env(0, 2, 5), 20);
+        m.push_unexpected(env(0, 1, 5), 10);
+        m.push_unexpected(env(0, 1, 5), 11);
+        // The oldest match is refused: it stays, and the younger one is not offered.
+        assert_eq!(
+            m.take_unexpected_if(&pat(0, 1, 5), |&u| u == 11),
+            Oldest::Kept
+        );
+        assert_eq!(m.unexpected_len(), 3);
+        assert_eq!(
+            m.take_unexpected_if(&pat(0, 1, 5), |_| true),
+            Oldest::Taken(env(0, 1, 5), 10)
+        );
+        assert_eq!(
+            m.take_unexpected_if(&pat(0, 1, 5), |_| true),
+            Oldest::Taken(env(0, 1, 5), 11)
+        );
+        assert_eq!(m.take_unexpected_if(&pat(0, 1, 5), |_| true), Oldest::None);
+        assert_eq!(m.unexpected_len(), 1, "the other source's message stays");
     }
 
     #[test]

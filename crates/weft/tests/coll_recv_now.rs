@@ -1,8 +1,9 @@
-//! A repeated blocking collective takes a message that is already in its ring without
-//! posting a receive (`Engine::recv_eager_now`), but only when nothing else could take that
-//! message or come before it: no receive posted, no message waiting unmatched, the exact
-//! length expected. These check both sides of that rule, with the results, on real
-//! shared-memory rings (one thread per rank).
+//! A repeated blocking collective takes a message that is already here without posting a
+//! receive (`Engine::recv_eager_now`): from its ring, or from the messages waiting unmatched
+//! when a progress pass of another call took it off the ring; but only when nothing else
+//! could take that message or come before it: no receive posted, no older matching message
+//! waiting, the exact length expected. These check both sides of that rule, with the
+//! results, on real shared-memory rings (one thread per rank).
 
 mod common;
 
@@ -191,6 +192,85 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
         });
         if rank == 0 {
             assert_eq!(p2p, [3]);
+        }
+    });
+}
+
+/// The probe that polls the rings; its tag matches nothing sent here.
+fn drain(w: &Comm) {
+    assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
+}
+
+/// The root's message was taken off the ring by a progress pass of another call (a probe
+/// for something else) before the leaf's collective started: the leaf takes it from the
+/// messages waiting unmatched at once, with the right data, at 2 and 3 ranks; a
+/// point-to-point message from the root waiting unmatched in front of it (another
+/// context) does not stop that, and is received afterwards.
+#[test]
+fn a_message_a_probe_took_off_the_ring_is_taken_at_once() {
+    for n in [2u32, 3] {
+        common::run_ranks(n, &[], move |w| {
+            force(&w);
+            let rank = w.rank();
+            let mut at_once = 0;
+            for call in 0..6u64 {
+                if rank == 0 {
+                    if call % 2 == 1 {
+                        for leaf in 1..n {
+                            w.send(&[call as u32], leaf, 7).unwrap();
+                        }
+                    }
+                } else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    drain(&w);
+                }
+                let before = w.coll_received_at_once();
+                let mut buf = vec![rank as u64 + call; 5];
+                if rank == 0 {
+                    buf = vec![call; 5];
+                }
+                w.bcast(&mut buf, 0).unwrap();
+                assert_eq!(buf, vec![call; 5], "call {call} rank {rank}");
+                at_once += w.coll_received_at_once() - before;
+                if rank != 0 && call % 2 == 1 {
+                    let mut p2p = [0u32; 1];
+                    w.recv(&mut p2p, 0, 7).unwrap();
+                    assert_eq!(p2p, [call as u32], "call {call} rank {rank}");
+                }
+                w.barrier().unwrap();
+            }
+            if rank != 0 {
+                // The first call takes the schedule; the k-nomial tree's leaves at 3 ranks
+                // receive from the root, whose message the probe took off the ring.
+                assert!(at_once >= 2, "rank {rank} of {n}: {at_once} taken at once");
+            }
+        });
+    }
+}
+
+/// A message taken off the ring that is not what the leaf expects (another length) stays
+/// where it is: the leaf posts its receive and gets the count error it gets when the
+/// message comes later.
+#[test]
+fn a_message_of_another_length_off_the_ring_is_not_taken() {
+    common::run_ranks(2, &[], move |w| {
+        force(&w);
+        let rank = w.rank();
+        let mut buf = vec![1u64; 3];
+        w.bcast(&mut buf, 0).unwrap();
+        w.bcast(&mut buf, 0).unwrap();
+        w.barrier().unwrap();
+        if rank == 0 {
+            let mut longer = vec![2u64; 4];
+            w.bcast(&mut longer, 0).unwrap();
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+            drain(&w);
+            let (runs, before) = (w.coll_direct_runs(), w.coll_received_at_once());
+            let e = w.bcast(&mut buf, 0).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
+            assert!(w.coll_direct_runs() > runs, "the call ran directly");
+            assert_eq!(w.coll_received_at_once(), before);
         }
     });
 }

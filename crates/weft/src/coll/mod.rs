@@ -380,8 +380,9 @@ impl Comm {
     }
 
     /// Messages of this rank's directly run collectives (any communicator) that were
-    /// already in their ring when the receive would have been posted, and were taken at
-    /// once without a request; for tests and tools that check which path a call took.
+    /// already here (in their ring, or taken off it by a progress pass and waiting
+    /// unmatched) when the receive would have been posted, and were taken at once without a
+    /// request; for tests and tools that check which path a call took.
     pub fn coll_received_at_once(&self) -> u64 {
         self.engine.borrow().coll_state.received_at_once.get()
     }
