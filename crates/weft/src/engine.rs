@@ -364,6 +364,9 @@ pub(crate) struct Engine {
     spin_window: std::time::Duration,
     /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
     idle_yields: u64,
+    /// Blocking point-to-point receives whose message was already here and was taken
+    /// without a request ([`Engine::recv_p2p_now`]; for tests and tools).
+    p2p_received_at_once: u64,
     /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
     /// a learned time before they yield ([`Engine::wait_p2p_until`]).
     adaptive_spin: bool,
@@ -548,6 +551,7 @@ impl Engine {
             colocated: Vec::new(),
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
+            p2p_received_at_once: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
             p2p_spin_ns: 0,
             p2p_waits: 0,
@@ -1234,47 +1238,93 @@ impl Engine {
         pattern: &Pattern,
         src_world: u32,
     ) -> bool {
+        let len = buf.len();
+        self.take_here(buf, pattern, src_world, |n| n == len)
+            .is_some()
+    }
+
+    /// [`Engine::recv_eager_now`] for a blocking point-to-point receive: a message of at
+    /// most `buf.len()` bytes (a longer one, which the receive must report as truncated,
+    /// is left for the usual way), with any tag `pattern` accepts; its status.
+    #[inline]
+    pub(crate) fn recv_p2p_now(
+        &mut self,
+        buf: &mut [u8],
+        pattern: &Pattern,
+        src_world: u32,
+    ) -> Option<Status> {
+        let len = buf.len();
+        let (env, bytes) = self.take_here(buf, pattern, src_world, |n| n <= len)?;
+        self.p2p_received_at_once += 1;
+        Some(Status {
+            source: env.src as i32,
+            tag: env.tag,
+            bytes,
+            cancelled: false,
+        })
+    }
+
+    /// What [`Engine::recv_eager_now`] and [`Engine::recv_p2p_now`] share: takes the
+    /// message when its length `fits`, copying it to the front of `buf`; its envelope and
+    /// length.
+    #[inline(always)]
+    fn take_here(
+        &mut self,
+        buf: &mut [u8],
+        pattern: &Pattern,
+        src_world: u32,
+        fits: impl Fn(usize) -> bool,
+    ) -> Option<(Envelope, usize)> {
         let Route::Local(peer) = self.routes[src_world as usize] else {
-            return false;
+            return None;
         };
-        let Some(shm) = self.shm.as_mut() else {
-            return false;
-        };
+        let shm = self.shm.as_mut()?;
         let core = &mut self.core;
         if core.dead[peer as usize] || core.matching.posted_len() != 0 {
-            return false;
+            return None;
         }
-        let len = buf.len();
         if core.matching.unexpected_len() != 0 {
             let eager_fits =
-                |u: &(Unexpected, u32)| matches!(&u.0, Unexpected::Eager(v) if v.len() == len);
+                |u: &(Unexpected, u32)| matches!(&u.0, Unexpected::Eager(v) if fits(v.len()));
             match core.matching.take_unexpected_if(pattern, eager_fits) {
-                Oldest::Taken(_, (Unexpected::Eager(v), _)) => {
-                    buf.copy_from_slice(&v);
+                Oldest::Taken(env, (Unexpected::Eager(v), _)) => {
+                    let n = v.len();
+                    buf[..n].copy_from_slice(&v);
                     core.keep_spare(v);
-                    return true;
+                    return Some((env, n));
                 }
                 Oldest::Taken(..) => unreachable!("only an eager message that fits is taken"),
-                Oldest::Kept => return false,
+                Oldest::Kept => return None,
                 Oldest::None => {}
             }
         }
         let want = |h: &Header| {
             h.kind == KIND_EAGER
-                && h.len as usize == len
+                && fits(h.len as usize)
                 && pattern.matches(&Envelope {
                     ctx: h.ctx,
                     src: h.src,
                     tag: h.tag,
                 })
         };
-        let copy = |_: &Header, a: &[u8], b: &[u8]| {
+        let copy = |h: &Header, a: &[u8], b: &[u8]| {
             buf[..a.len()].copy_from_slice(a);
             if !b.is_empty() {
-                buf[a.len()..].copy_from_slice(b);
+                buf[a.len()..a.len() + b.len()].copy_from_slice(b);
             }
+            let env = Envelope {
+                ctx: h.ctx,
+                src: h.src,
+                tag: h.tag,
+            };
+            (env, a.len() + b.len())
         };
-        shm.poll_if(peer, want, copy).is_some()
+        shm.poll_if(peer, want, copy)
+    }
+
+    /// [`Engine::recv_p2p_now`]'s receives so far.
+    pub(crate) fn p2p_received_at_once(&self) -> u64 {
+        self.p2p_received_at_once
     }
 
     /// Whether [`Engine::recv_eager_now`] could take a message from `src_world` now that

@@ -127,6 +127,13 @@ impl Comm {
         self.recv_ctx(bytemuck::cast_slice_mut(buf), src, tag, self.data.ctx)
     }
 
+    /// Blocking receives of this rank (any communicator) whose message was already here, in
+    /// its sender's ring or taken off it by a progress pass, and was received without a
+    /// request; for tests and tools that check which path a receive took.
+    pub fn p2p_received_at_once(&self) -> u64 {
+        self.engine.borrow().p2p_received_at_once()
+    }
+
     pub(crate) fn recv_ctx(
         &self,
         bytes: &mut [u8],
@@ -134,10 +141,9 @@ impl Comm {
         tag: Tag,
         ctx: u32,
     ) -> Result<Status> {
-        let (pattern, src_world) = self.recv_pattern(src, tag, ctx, "receive from")?;
-        let mut e = self.engine.borrow_mut();
-        let id = e.start_recv(RawBufMut::new(bytes), pattern, src_world, self.peers())?;
-        finish(&mut e, id)
+        let mut status = Status::default();
+        self.recv_status(bytes, src, tag, ctx, &mut status)?;
+        Ok(status)
     }
 
     /// A blocking receive on context `ctx` that writes the message's status into `status`
@@ -153,6 +159,14 @@ impl Comm {
     ) -> Result<()> {
         let (pattern, src_world) = self.recv_pattern(src, tag, ctx, "receive from")?;
         let mut e = self.engine.borrow_mut();
+        // A message already here from a named rank of this node is taken without a request
+        // (Engine::recv_p2p_now).
+        if let Some(w) = src_world {
+            if let Some(st) = e.recv_p2p_now(bytes, &pattern, w) {
+                *status = st;
+                return Ok(());
+            }
+        }
         let id = e.start_recv(RawBufMut::new(bytes), pattern, src_world, self.peers())?;
         finish_status(&mut e, id, status)
     }

@@ -1,0 +1,128 @@
+//! A blocking point-to-point receive from a named rank of the node takes a message that is
+//! already here (in its sender's ring, or taken off it by a progress pass and waiting
+//! unmatched) without a request (`Engine::recv_p2p_now`), and gives the status the usual
+//! way would: source, tag (also for ANY_TAG), length of a shorter message. Anything the
+//! usual way must decide stays with it: a longer message (truncation), a receive posted
+//! earlier, an ANY_SOURCE receive. Messages from one sender keep their order whichever way
+//! each is taken. Real shared-memory rings, one thread per rank, at 2 and 3 ranks.
+
+mod common;
+
+use std::time::Duration;
+use weft::{Comm, ErrorKind, ANY_SOURCE, ANY_TAG};
+
+/// A probe for a tag nobody sends: one progress pass, which takes arrived messages off
+/// the rings into the unexpected queue.
+fn drain(w: &Comm) {
+    assert!(w.iprobe(ANY_SOURCE, 999).unwrap().is_none());
+}
+
+/// Every rank but 0 sends rank 0 three messages (tags 1, 2, 3; lengths 3, 0 and 5 words),
+/// then rank 0 receives them after a head start: in the ring, or off it (`drained`).
+/// Named-source receives take them at once with the right data and status; the order of
+/// each sender's messages holds.
+#[test]
+fn messages_already_here_are_taken_at_once_with_their_status() {
+    for n in [2u32, 3] {
+        for drained in [false, true] {
+            common::run_ranks(n, &[], move |w| {
+                let rank = w.rank();
+                if rank != 0 {
+                    let r = rank as u64;
+                    w.send(&[r, r + 1, r + 2], 0, 1).unwrap();
+                    w.send::<u64>(&[], 0, 2).unwrap();
+                    w.send(&[10 * r; 5], 0, 3).unwrap();
+                    w.barrier().unwrap();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                if drained {
+                    drain(&w);
+                }
+                let before = w.p2p_received_at_once();
+                for src in 1..n {
+                    let r = src as u64;
+                    let mut buf = [0u64; 8];
+                    // ANY_TAG takes the oldest: tag 1, 3 words into an 8-word buffer.
+                    let st = w.recv(&mut buf, src as i32, ANY_TAG).unwrap();
+                    assert_eq!((st.source, st.tag, st.bytes), (src as i32, 1, 24));
+                    assert_eq!(&buf[..4], &[r, r + 1, r + 2, 0]);
+                    // Tag 3 named before tag 2: the zero-length message stays for later.
+                    let st = w.recv(&mut buf, src as i32, 3).unwrap();
+                    assert_eq!((st.source, st.tag, st.bytes), (src as i32, 3, 40));
+                    assert_eq!(&buf[..5], &[10 * r; 5]);
+                    let st = w.recv(&mut buf, src as i32, 2).unwrap();
+                    assert_eq!((st.source, st.tag, st.bytes), (src as i32, 2, 0));
+                }
+                let taken = w.p2p_received_at_once() - before;
+                // Tag 3 behind an unmatched tag-2 message in the ring goes the usual way
+                // (only the ring's next message is looked at); the others are here.
+                let least = if drained { 3 * (n - 1) } else { 2 * (n - 1) };
+                assert!(
+                    taken >= u64::from(least),
+                    "n {n} drained {drained}: {taken} taken at once"
+                );
+                w.barrier().unwrap();
+            });
+        }
+    }
+}
+
+/// A message longer than the buffer is not taken at once: the receive reports the
+/// truncation as it does when it was posted first, in the ring and off it.
+#[test]
+fn a_longer_message_is_left_for_the_truncation_error() {
+    for drained in [false, true] {
+        common::run_ranks(2, &[], move |w| {
+            if w.rank() == 1 {
+                w.send(&[7u32; 6], 0, 4).unwrap();
+                w.barrier().unwrap();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            if drained {
+                drain(&w);
+            }
+            let before = w.p2p_received_at_once();
+            let mut buf = [0u32; 4];
+            let e = w.recv(&mut buf, 1, 4).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Truncate, "{e}");
+            assert_eq!(w.p2p_received_at_once(), before);
+            w.barrier().unwrap();
+        });
+    }
+}
+
+/// A receive posted earlier (nonblocking, same sender and tag) gets the first message, the
+/// blocking one the second; an ANY_SOURCE receive takes the usual way.
+#[test]
+fn an_earlier_posted_receive_or_any_source_keeps_the_usual_way() {
+    common::run_ranks(2, &[], move |w| {
+        if w.rank() == 1 {
+            w.barrier().unwrap();
+            w.send(&[1u32], 0, 5).unwrap();
+            w.send(&[2u32], 0, 5).unwrap();
+            w.send(&[3u32], 0, 6).unwrap();
+            w.barrier().unwrap();
+            return;
+        }
+        let mut first = [0u32; 1];
+        let mut second = [0u32; 1];
+        w.scope(|s| {
+            let r = w.irecv(s, &mut first, 1, 5).unwrap();
+            w.barrier().unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            let before = w.p2p_received_at_once();
+            w.recv(&mut second, 1, 5).unwrap();
+            assert_eq!(w.p2p_received_at_once(), before, "a receive was posted");
+            r.wait().unwrap();
+        });
+        assert_eq!((first, second), ([1], [2]));
+        let before = w.p2p_received_at_once();
+        let mut third = [0u32; 1];
+        let st = w.recv(&mut third, ANY_SOURCE, 6).unwrap();
+        assert_eq!((third, st.source), ([3], 1));
+        assert_eq!(w.p2p_received_at_once(), before, "ANY_SOURCE");
+        w.barrier().unwrap();
+    });
+}
