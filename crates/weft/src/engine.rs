@@ -348,6 +348,18 @@ fn learned_spin_ns(spin_ns: u32, budget_ns: u32, got: Spun) -> u32 {
     }
 }
 
+/// Whether a request waiting on these peers (None: any source) could be completed by a rank
+/// not pinned to this rank's core (`colocated`: the local ranks that are).
+fn waits_off_my_core(
+    mut waited_on: impl Iterator<Item = Option<Route>>,
+    colocated: &[u32],
+) -> bool {
+    waited_on.any(|peer| match peer {
+        Some(Route::Local(l)) => !colocated.contains(&l),
+        _ => true,
+    })
+}
+
 /// The per-process progress engine.
 pub(crate) struct Engine {
     world_rank: u32,
@@ -1585,9 +1597,17 @@ impl Engine {
     /// 8th wait probes with a 4 us spin ([`learned_spin_ns`]). Two partners that run at the same time (a
     /// ping-pong) then answer each other without a trip through the scheduler, while a wait
     /// on a rank that is not running soon goes back to yielding at once. Collectives keep
-    /// yielding at once: their waits depend on every rank being scheduled.
-    pub(crate) fn wait_p2p_until(&mut self, done: impl FnMut(&Engine) -> bool) {
+    /// yielding at once: their waits depend on every rank being scheduled. A pinned rank
+    /// whose unfinished requests all wait on ranks pinned to its own core yields at once
+    /// and learns nothing from the wait: those ranks cannot run while it spins (a root
+    /// receiving from its 3 leaves in turn, np=4 on 2 cores, spun its whole learned 50 us
+    /// before the leaf on its core could send: 56 -> 3 us per round).
+    pub(crate) fn wait_p2p_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
         if !self.adaptive_spin {
+            self.wait_spinning(done, 0, |_| false);
+            return;
+        }
+        if !self.colocated.is_empty() && !done(self) && !self.spin_may_help() {
             self.wait_spinning(done, 0, |_| false);
             return;
         }
@@ -1603,6 +1623,18 @@ impl Engine {
         };
         let got = self.wait_spinning(done, budget, |_| false);
         self.p2p_spin_ns = learned_spin_ns(self.p2p_spin_ns, budget, got);
+    }
+
+    /// Whether a rank not pinned to this rank's core could complete one of its unfinished
+    /// requests (a receive from any source could be).
+    fn spin_may_help(&self) -> bool {
+        let waited_on = self
+            .core
+            .reqs
+            .iter()
+            .filter(|r| r.kind != ReqKind::Free && !r.done)
+            .map(|r| r.peer_world.map(|w| self.routes[w as usize]));
+        waits_off_my_core(waited_on, &self.colocated)
     }
 
     /// The wait loop. An idle stretch is the polls since the last progress. A rank that
@@ -2552,5 +2584,32 @@ mod spin_tests {
         }
         assert_eq!(learned_spin_ns(0, 0, Spun::Yielded), 0);
         assert_eq!(learned_spin_ns(0, P2P_SPIN_PROBE_NS, Spun::Yielded), 0);
+    }
+
+    #[test]
+    fn spinning_helps_only_a_wait_on_a_rank_off_this_core() {
+        // Local ranks 2 and 4 share this rank's core.
+        let colocated = [2, 4];
+        let local = |l| Some(Route::Local(l));
+        assert!(!waits_off_my_core(
+            [local(2), local(4)].into_iter(),
+            &colocated
+        ));
+        assert!(
+            !waits_off_my_core(std::iter::empty(), &colocated),
+            "nothing waited on"
+        );
+        assert!(waits_off_my_core(
+            [local(2), local(1)].into_iter(),
+            &colocated
+        ));
+        assert!(
+            waits_off_my_core([local(2), None].into_iter(), &colocated),
+            "any source"
+        );
+        assert!(
+            waits_off_my_core([Some(Route::Net(9))].into_iter(), &colocated),
+            "a node away"
+        );
     }
 }
