@@ -11,6 +11,14 @@ use std::time::Duration;
 use weft::coll::Tuning;
 use weft::{Comm, ErrorKind};
 
+/// The tests of this file one at a time: their ranks spin while others sleep, and the
+/// test of waiting on the ring counts what lands within a short spin, which threads of
+/// another test competing for the cores starve.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Linear scatter from root 0 (one message per leaf) and k-nomial bcast, forced so the
 /// plans are the same whatever the tuning table says.
 fn force(w: &Comm) {
@@ -24,38 +32,62 @@ fn force(w: &Comm) {
 }
 
 /// The leaves wait before each call, so the root's message is in their ring when they
-/// start; they take it at once, and the data is right, every time.
+/// start; they take it at once, and the data is right, every time. With `drained`, a
+/// probe for something else took the message off the ring first (a progress pass of
+/// another call), and on every other call a point-to-point message of the root's waits
+/// unmatched in front of it (another context): the leaves take the collective's message
+/// from the messages waiting unmatched at once all the same, and receive the other after.
 #[test]
 fn a_message_already_there_is_taken_at_once() {
+    let _serial = serial();
     for n in [2u32, 3] {
-        common::run_ranks(n, &[], move |w| {
-            force(&w);
-            let rank = w.rank();
-            let mut at_once = 0;
-            for call in 0..6u64 {
-                if rank != 0 {
-                    std::thread::sleep(Duration::from_millis(20));
+        for drained in [false, true] {
+            common::run_ranks(n, &[], move |w| {
+                force(&w);
+                let rank = w.rank();
+                let mut at_once = 0;
+                for call in 0..6u64 {
+                    let p2p_first = drained && call % 2 == 1;
+                    if rank == 0 && p2p_first {
+                        for leaf in 1..n {
+                            w.send(&[call as u32], leaf, 7).unwrap();
+                        }
+                    }
+                    if rank != 0 {
+                        std::thread::sleep(Duration::from_millis(20));
+                        if drained {
+                            assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
+                        }
+                    }
+                    let before = w.coll_received_at_once();
+                    let send: Vec<u64> = (0..n as u64 * 3).map(|i| i + 100 * call).collect();
+                    let mut recv = vec![0u64; 3];
+                    w.scatter(&send, &mut recv, 0).unwrap();
+                    let want: Vec<u64> = (0..3).map(|i| rank as u64 * 3 + i + 100 * call).collect();
+                    assert_eq!(recv, want, "call {call} rank {rank}");
+                    let mut buf = vec![rank as u64 + call; 5];
+                    w.bcast(&mut buf, 0).unwrap();
+                    assert_eq!(buf, vec![call; 5], "call {call} rank {rank}");
+                    at_once += w.coll_received_at_once() - before;
+                    if rank != 0 && p2p_first {
+                        let mut p2p = [0u32; 1];
+                        w.recv(&mut p2p, 0, 7).unwrap();
+                        assert_eq!(p2p, [call as u32], "call {call} rank {rank}");
+                    }
+                    w.barrier().unwrap();
                 }
-                let before = w.coll_received_at_once();
-                let send: Vec<u64> = (0..n as u64 * 3).map(|i| i + 100 * call).collect();
-                let mut recv = vec![0u64; 3];
-                w.scatter(&send, &mut recv, 0).unwrap();
-                let want: Vec<u64> = (0..3).map(|i| rank as u64 * 3 + i + 100 * call).collect();
-                assert_eq!(recv, want, "call {call} rank {rank}");
-                let mut buf = vec![rank as u64 + call; 5];
-                w.bcast(&mut buf, 0).unwrap();
-                assert_eq!(buf, vec![call; 5], "call {call} rank {rank}");
-                at_once += w.coll_received_at_once() - before;
-                w.barrier().unwrap();
-            }
-            if rank == 0 {
-                assert_eq!(at_once, 0, "the root receives nothing");
-            } else {
-                // The first call takes the schedule, the rest run directly; a 20 ms head
-                // start leaves the messages waiting in all but a starved run.
-                assert!(at_once >= 2, "rank {rank} of {n}: {at_once} taken at once");
-            }
-        });
+                if rank == 0 {
+                    assert_eq!(at_once, 0, "the root receives nothing");
+                } else {
+                    // The first call takes the schedule, the rest run directly; a 20 ms
+                    // head start leaves the messages waiting in all but a starved run.
+                    assert!(
+                        at_once >= 2,
+                        "rank {rank} of {n} (drained {drained}): {at_once} taken at once"
+                    );
+                }
+            });
+        }
     }
 }
 
@@ -65,6 +97,7 @@ fn a_message_already_there_is_taken_at_once() {
 /// and the point-to-point traffic get the right data.
 #[test]
 fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
+    let _serial = serial();
     common::run_ranks(2, &[], move |w| {
         force(&w);
         let rank = w.rank();
@@ -115,31 +148,39 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
 }
 
 /// A leaf that passes another length than the root's, with the root's message already
-/// there: the message is not taken at once (it is not what the leaf expects) and the leaf
-/// gets the count error it gets when the message comes later.
+/// there (in its ring, or taken off it by a probe): the message is not taken at once (it
+/// is not what the leaf expects) and the leaf gets the count error it gets when the message
+/// comes later.
 #[test]
 fn a_message_of_another_length_is_not_taken() {
-    common::run_ranks(2, &[], move |w| {
-        force(&w);
-        let rank = w.rank();
-        // The leaf's last call repeats these, so it runs directly, expecting 3 elements.
-        let mut buf = vec![1u64; 3];
-        w.bcast(&mut buf, 0).unwrap();
-        w.bcast(&mut buf, 0).unwrap();
-        // Nothing of the root's next call reaches the leaf while it still polls in the last.
-        w.barrier().unwrap();
-        if rank == 0 {
-            let mut longer = vec![2u64; 4];
-            w.bcast(&mut longer, 0).unwrap();
-        } else {
-            std::thread::sleep(Duration::from_millis(20));
-            let (runs, before) = (w.coll_direct_runs(), w.coll_received_at_once());
-            let e = w.bcast(&mut buf, 0).unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
-            assert!(w.coll_direct_runs() > runs, "the call ran directly");
-            assert_eq!(w.coll_received_at_once(), before);
-        }
-    });
+    let _serial = serial();
+    for drained in [false, true] {
+        common::run_ranks(2, &[], move |w| {
+            force(&w);
+            let rank = w.rank();
+            // The leaf's last call repeats these, so it runs directly, expecting 3 elements.
+            let mut buf = vec![1u64; 3];
+            w.bcast(&mut buf, 0).unwrap();
+            w.bcast(&mut buf, 0).unwrap();
+            // Nothing of the root's next call reaches the leaf while it still polls in the
+            // last.
+            w.barrier().unwrap();
+            if rank == 0 {
+                let mut longer = vec![2u64; 4];
+                w.bcast(&mut longer, 0).unwrap();
+            } else {
+                std::thread::sleep(Duration::from_millis(20));
+                if drained {
+                    assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
+                }
+                let (runs, before) = (w.coll_direct_runs(), w.coll_received_at_once());
+                let e = w.bcast(&mut buf, 0).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
+                assert!(w.coll_direct_runs() > runs, "the call ran directly");
+                assert_eq!(w.coll_received_at_once(), before);
+            }
+        });
+    }
 }
 
 /// A two-rank exchange (allreduce by recursive doubling) whose peer's message is not there
@@ -148,6 +189,7 @@ fn a_message_of_another_length_is_not_taken() {
 /// of the program's posted meanwhile, sends the call the usual way; every result is right.
 #[test]
 fn a_waiting_receive_takes_its_message_from_the_ring() {
+    let _serial = serial();
     common::run_ranks(2, &[], move |w| {
         w.set_collective_tuning(
             Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "recursive_doubling")]).unwrap(),
@@ -192,85 +234,6 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
         });
         if rank == 0 {
             assert_eq!(p2p, [3]);
-        }
-    });
-}
-
-/// The probe that polls the rings; its tag matches nothing sent here.
-fn drain(w: &Comm) {
-    assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
-}
-
-/// The root's message was taken off the ring by a progress pass of another call (a probe
-/// for something else) before the leaf's collective started: the leaf takes it from the
-/// messages waiting unmatched at once, with the right data, at 2 and 3 ranks; a
-/// point-to-point message from the root waiting unmatched in front of it (another
-/// context) does not stop that, and is received afterwards.
-#[test]
-fn a_message_a_probe_took_off_the_ring_is_taken_at_once() {
-    for n in [2u32, 3] {
-        common::run_ranks(n, &[], move |w| {
-            force(&w);
-            let rank = w.rank();
-            let mut at_once = 0;
-            for call in 0..6u64 {
-                if rank == 0 {
-                    if call % 2 == 1 {
-                        for leaf in 1..n {
-                            w.send(&[call as u32], leaf, 7).unwrap();
-                        }
-                    }
-                } else {
-                    std::thread::sleep(Duration::from_millis(20));
-                    drain(&w);
-                }
-                let before = w.coll_received_at_once();
-                let mut buf = vec![rank as u64 + call; 5];
-                if rank == 0 {
-                    buf = vec![call; 5];
-                }
-                w.bcast(&mut buf, 0).unwrap();
-                assert_eq!(buf, vec![call; 5], "call {call} rank {rank}");
-                at_once += w.coll_received_at_once() - before;
-                if rank != 0 && call % 2 == 1 {
-                    let mut p2p = [0u32; 1];
-                    w.recv(&mut p2p, 0, 7).unwrap();
-                    assert_eq!(p2p, [call as u32], "call {call} rank {rank}");
-                }
-                w.barrier().unwrap();
-            }
-            if rank != 0 {
-                // The first call takes the schedule; the k-nomial tree's leaves at 3 ranks
-                // receive from the root, whose message the probe took off the ring.
-                assert!(at_once >= 2, "rank {rank} of {n}: {at_once} taken at once");
-            }
-        });
-    }
-}
-
-/// A message taken off the ring that is not what the leaf expects (another length) stays
-/// where it is: the leaf posts its receive and gets the count error it gets when the
-/// message comes later.
-#[test]
-fn a_message_of_another_length_off_the_ring_is_not_taken() {
-    common::run_ranks(2, &[], move |w| {
-        force(&w);
-        let rank = w.rank();
-        let mut buf = vec![1u64; 3];
-        w.bcast(&mut buf, 0).unwrap();
-        w.bcast(&mut buf, 0).unwrap();
-        w.barrier().unwrap();
-        if rank == 0 {
-            let mut longer = vec![2u64; 4];
-            w.bcast(&mut longer, 0).unwrap();
-        } else {
-            std::thread::sleep(Duration::from_millis(20));
-            drain(&w);
-            let (runs, before) = (w.coll_direct_runs(), w.coll_received_at_once());
-            let e = w.bcast(&mut buf, 0).unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
-            assert!(w.coll_direct_runs() > runs, "the call ran directly");
-            assert_eq!(w.coll_received_at_once(), before);
         }
     });
 }

@@ -11,10 +11,14 @@ mod common;
 use std::time::Duration;
 use weft::{Comm, ErrorKind, ANY_SOURCE, ANY_TAG};
 
-/// A probe for a tag nobody sends: one progress pass, which takes arrived messages off
-/// the rings into the unexpected queue.
-fn drain(w: &Comm) {
-    assert!(w.iprobe(ANY_SOURCE, 999).unwrap().is_none());
+/// Lets the other ranks' messages arrive (20 ms), then with `drained` makes one progress
+/// pass (a probe for a tag nobody sends), which takes them off the rings into the
+/// unexpected queue.
+fn head_start(w: &Comm, drained: bool) {
+    std::thread::sleep(Duration::from_millis(20));
+    if drained {
+        assert!(w.iprobe(ANY_SOURCE, 999).unwrap().is_none());
+    }
 }
 
 /// Every rank but 0 sends rank 0 three messages (tags 1, 2, 3; lengths 3, 0 and 5 words),
@@ -35,10 +39,7 @@ fn messages_already_here_are_taken_at_once_with_their_status() {
                     w.barrier().unwrap();
                     return;
                 }
-                std::thread::sleep(Duration::from_millis(20));
-                if drained {
-                    drain(&w);
-                }
+                head_start(&w, drained);
                 let before = w.p2p_received_at_once();
                 for src in 1..n {
                     let r = src as u64;
@@ -79,10 +80,7 @@ fn a_longer_message_is_left_for_the_truncation_error() {
                 w.barrier().unwrap();
                 return;
             }
-            std::thread::sleep(Duration::from_millis(20));
-            if drained {
-                drain(&w);
-            }
+            head_start(&w, drained);
             let before = w.p2p_received_at_once();
             let mut buf = [0u32; 4];
             let e = w.recv(&mut buf, 1, 4).unwrap_err();
