@@ -1601,7 +1601,7 @@ impl Engine {
     /// whose unfinished requests all wait on ranks pinned to its own core yields at once
     /// and learns nothing from the wait: those ranks cannot run while it spins (a root
     /// receiving from its 3 leaves in turn, np=4 on 2 cores, spun its whole learned 50 us
-    /// before the leaf on its core could send: 56 -> 3 us per round).
+    /// before the leaf on its core could send: 56 -> 5.3 us per round).
     pub(crate) fn wait_p2p_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
         if !self.adaptive_spin {
             self.wait_spinning(done, 0, |_| false);
