@@ -17,7 +17,7 @@
 //! scheduler runs after its peers sent (np=4 on 2 cores) skips the request, matching and
 //! poll loop (scatter leaf 1179 -> 709 instructions; a scatterv leaf whose message a probe
 //! had taken off the ring, np=4 8 B, 286-364 -> 182-208 TSC ticks per call; back-to-back
-//! calls with no barrier, np=4 8 B, bcast 103 -> 87 ns, gather 9.0 -> 3.8 us per call). A
+//! calls with no barrier, np=4 8 B, bcast 105 -> 87 ns, gather 9.0 -> 3.8 us per call). A
 //! phase's one receive whose message is not there yet waits for it on its peer's ring
 //! alone once the phase's sends are out, on a node that is not oversubscribed
 //! ([`spin_for`]: np=2 8 B allreduce 0.215 -> 0.195 us), and a run of one message and
