@@ -379,6 +379,8 @@ pub(crate) struct Engine {
     /// Blocking point-to-point receives whose message was already here and was taken
     /// without a request ([`Engine::recv_p2p_now`]; for tests and tools).
     p2p_received_at_once: u64,
+    /// Calls of [`Engine::progress`] so far (wrapping): whether a blocking call polled.
+    progress_passes: u64,
     /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
     /// a learned time before they yield ([`Engine::wait_p2p_until`]).
     adaptive_spin: bool,
@@ -564,6 +566,7 @@ impl Engine {
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
             p2p_received_at_once: 0,
+            progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
             p2p_spin_ns: 0,
             p2p_waits: 0,
@@ -1334,6 +1337,11 @@ impl Engine {
         shm.poll_if(peer, want, copy)
     }
 
+    /// Calls of [`Engine::progress`] so far (wrapping); a caller compares two readings.
+    pub(crate) fn progress_passes(&self) -> u64 {
+        self.progress_passes
+    }
+
     /// [`Engine::recv_p2p_now`]'s receives so far.
     pub(crate) fn p2p_received_at_once(&self) -> u64 {
         self.p2p_received_at_once
@@ -1377,6 +1385,7 @@ impl Engine {
     /// Polls every inbound ring, flushes queued outbound work and advances the started
     /// collectives (unless called from inside one). True if anything moved.
     pub(crate) fn progress(&mut self) -> bool {
+        self.progress_passes = self.progress_passes.wrapping_add(1);
         let mut moved = self.progress_transports();
         if !self.idups.is_empty() && !self.idups_busy && self.creating == 0 {
             moved |= self.advance_idups();

@@ -158,3 +158,86 @@ fn opposite_orders(w: &Comm) {
 fn waits_in_opposite_orders_complete() {
     run_bounded(&[("WEFT_BARRIER_ALGO", "dissemination")], opposite_orders);
 }
+
+/// What rank 1 saw of its send in [`barrier_exit_pass`]: 0 not yet, 1 complete while rank 0
+/// stayed out of every call, 2 not complete within the bound.
+static SEND_SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Rank 0 posts a receive for a message above the eager limit, then arrives last at a
+/// barrier that rank 1 entered after sending it, and afterwards makes no call until rank 1
+/// has seen its send complete (or given up). The send completes only if rank 0's barrier
+/// took the request to send and answered it, though the barrier was complete at rank 0's
+/// first look (rank 0 is the node's leader: the others wait for its release, so they poll
+/// at least once whatever the order of arrival).
+fn barrier_exit_pass(w: &Comm) {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+    let rank = w.rank();
+    // 24 KiB: above the eager limit (16 KiB), so a request to send goes first; once
+    // answered, the whole message fits in the ring, so the send completes without more
+    // help from the receiver.
+    let n = 3 * 1024;
+    let data: Vec<u64> = (0..n as u64).map(|i| i * 7 + 3).collect();
+    let mut got = vec![0u64; n];
+    // Repeated barriers run directly (the first call of a plan takes the schedule): both
+    // paths are crossed before the one that counts.
+    for _ in 0..3 {
+        w.barrier().unwrap();
+    }
+    w.scope(|s| match rank {
+        1 => {
+            w.barrier().unwrap();
+            // Rank 0 has left the barrier above and sleeps: it cannot see the request to
+            // send in that barrier's wait.
+            std::thread::sleep(Duration::from_millis(20));
+            let mut r = w.isend(s, &data, 0, 5).unwrap();
+            w.barrier().unwrap();
+            let t0 = Instant::now();
+            let seen = loop {
+                if r.test().unwrap().is_some() {
+                    break 1;
+                }
+                if t0.elapsed() > Duration::from_secs(5) {
+                    break 2;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            SEND_SEEN.store(seen, Ordering::Release);
+            assert_eq!(
+                seen, 1,
+                "rank 1's send did not complete while rank 0 computed"
+            );
+            r.wait().unwrap();
+        }
+        0 => {
+            let r = w.irecv(s, &mut got, 1, 5).unwrap();
+            w.barrier().unwrap();
+            // Everyone else waits in the next barrier before rank 0 arrives.
+            std::thread::sleep(Duration::from_millis(150));
+            w.barrier().unwrap();
+            // "Computing": no call until rank 1 has seen its send complete or given up.
+            while SEND_SEEN.load(Ordering::Acquire) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let st = r.wait().unwrap();
+            assert_eq!(st.bytes, n * 8);
+        }
+        _ => {
+            w.barrier().unwrap();
+            w.barrier().unwrap();
+        }
+    });
+    if rank == 0 {
+        assert_eq!(got, data);
+    }
+}
+
+#[test]
+fn barrier_answers_a_request_to_send_after_the_last_arrival() {
+    run_bounded(&[], barrier_exit_pass);
+}
+
+#[test]
+fn counter_barrier_answers_a_request_to_send_after_the_last_arrival() {
+    run_bounded(&[("WEFT_BARRIER_ALGO", "shm_counter")], barrier_exit_pass);
+}

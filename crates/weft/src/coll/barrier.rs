@@ -10,8 +10,22 @@ use weft_core::Result;
 
 impl Comm {
     /// Blocks until every rank of the communicator has called `barrier` (MPI_Barrier).
+    ///
+    /// A barrier that was complete at its first look (the rank that arrives last at a
+    /// counter barrier, the node's leader at a leader barrier, or a rank scheduled again
+    /// only after everyone arrived) makes one progress pass before it returns: without it,
+    /// a receive posted before the barrier would not be matched, nor a large or synchronous
+    /// sender answered, until the rank's next call, however long the work that follows.
+    /// A barrier that waited has polled already (at most a few polls' time before the end).
     pub fn barrier(&self) -> Result<()> {
-        self.barrier_start(Mode::Blocking)?.wait()
+        let passes = self.engine.borrow().progress_passes();
+        self.barrier_start(Mode::Blocking)?.wait()?;
+        let mut e = self.engine.borrow_mut();
+        if e.progress_passes() == passes {
+            e.clear_advancing();
+            e.progress();
+        }
+        Ok(())
     }
 
     /// Starts a barrier (MPI_Ibarrier): the request completes once every rank has started
