@@ -10,7 +10,7 @@
 #                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
 #                    [--bw-sizes "8 64K 1M 4M"]
 #                    [--budget-ms 400] [--stat p50|span|max] [--timeout 900] [--out DIR]
-#                    [--install] [--no-build] [--no-plot]
+#                    [--mode-retries 2] [--install] [--no-build] [--no-plot]
 #   bench/compare.sh --retable DIR [--stat span|max] [--no-plot]   (tables and plots again from
 #                    DIR/results.tsv of an earlier run, e.g. with the other statistic)
 #
@@ -37,6 +37,16 @@
 # node's clock, which does not reward a barrier that releases the root first). results.tsv
 # keeps all three (columns 6, 7 and 8: p50, span, max).
 #
+# The host's speed: some machines (the development VM) have a mode in which every transfer
+# between cores takes several times as long, for seconds to minutes at a time, which makes
+# a library measured in it look slower than one measured outside it. bench/c/hostprobe.c
+# (two threads passing a cache line, no MPI) runs before and after each program run; a run
+# whose two probes differ by more than 2x (the mode changed during it) is run again, up
+# to --mode-retries times. results.tsv keeps both probes (columns 9 and 10, ns); a run
+# whose probes exceed 2x the run's fastest probe was measured in the slow mode and is left
+# out of a cell's median whenever the cell has a run in the fast mode. compare.md lists the
+# probes of every repetition and how many runs each library had in each mode.
+#
 # For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
 # MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
 # ratio <= 1.0 means weft is at least as fast as every peer.
@@ -52,12 +62,13 @@ bw_sizes="8 64K 1M 4M"
 budget_ms=400
 stat=p50
 run_timeout=900
+mode_retries=2
 install=no
 build=yes
 plot=yes
 retable=no
 out=${TMPDIR:-/tmp}/weft-compare-$$
-usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span|max] [--timeout S] [--out DIR] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span|max]"
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span|max] [--timeout S] [--out DIR] [--mode-retries N] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span|max]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,6 +82,7 @@ while [ $# -gt 0 ]; do
     --budget-ms) need "$@"; budget_ms="$2"; shift 2 ;;
     --stat) need "$@"; stat="$2"; shift 2 ;;
     --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
+    --mode-retries) need "$@"; mode_retries="$2"; shift 2 ;;
     --out) need "$@"; out="$2"; shift 2 ;;
     --retable) need "$@"; out="$2"; retable=yes; shift 2 ;;
     --install) install=yes; shift ;;
@@ -84,6 +96,7 @@ is_count() { case "$1" in ''|*[!0-9]*) return 1 ;; *) [ "$1" -gt 0 ] ;; esac; }
 for v in "reps=$reps" "budget-ms=$budget_ms" "timeout=$run_timeout"; do
   is_count "${v#*=}" || { echo "$0: --${v%%=*} ${v#*=}: expected a positive integer" >&2; exit 2; }
 done
+case "$mode_retries" in ''|*[!0-9]*) echo "$0: --mode-retries $mode_retries: expected a count (0 or more)" >&2; exit 2 ;; esac
 for np in $nps; do
   { is_count "$np" && [ "$np" -ge 2 ]; } || { echo "$0: --np: $np is not a process count >= 2" >&2; exit 2; }
 done
@@ -183,6 +196,12 @@ for line in $(echo "$libs" | tr ' ' '@'); do
   [ "$ok" = yes ] && built="$built $name"
 done
 case " $built " in *" weft "*) ;; *) echo "$0: weft's programs did not build" >&2; exit 1 ;; esac
+probe_bin="$out/bin/hostprobe"
+if ! { cc -O2 -pthread -o "$probe_bin" "$root/bench/c/hostprobe.c" 2>"$out/logs/build-hostprobe.log" &&
+  "$probe_bin" >/dev/null 2>>"$out/logs/build-hostprobe.log"; }; then
+  echo "no host speed probes (see $out/logs/build-hostprobe.log): runs in the host's slow mode are not told apart" >&2
+  probe_bin=""
+fi
 echo "libraries:$built; np: $nps; reps: $reps; cores: $ncores; output: $out" >&2
 
 coll_args="-t $budget_ms"
@@ -190,7 +209,7 @@ coll_args="-t $budget_ms"
 : > "$results"
 : > "$failures"
 pp_args="-t $((budget_ms * 5)) $pp_sizes"
-# One run: $1 library, $2 np, $3 program, $4 rep, $5 program arguments. Appends
+# One run: $1 library, $2 np, $3 program, $4 rep, $5 program arguments. Prints
 # "bench bytes np lib rep value [span max]" lines; a failed run goes to failures.txt instead.
 run_one() {
   log="$out/logs/$1-np$2-$3-rep$4"
@@ -200,11 +219,34 @@ run_one() {
       pingpong) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       bandwidth) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "bandwidth\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 "\t" $6 "\t" $7 }' "$log.out" ;;
-    esac >> "$results"
+    esac
   else
     rc=$?
     echo "$1 np=$2 $3 rep $4: exit $rc$( [ "$rc" -eq 124 ] && echo " (timed out after ${run_timeout}s)"); see $log.err" | tee -a "$failures" >&2
   fi
+}
+# The host's speed now (hostprobe's round trip, ns), or nothing without the probe.
+probe() { [ -z "$probe_bin" ] || "$probe_bin" 2>/dev/null || true; }
+# Whether two probes differ by more than 2x (the fast mode alone spans 70-107 ns here, the
+# slow one about 400).
+changed() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 2 * b || b > 2 * a) }'; }
+# run_one between two probes, again while the host changed speed during it (at most
+# --mode-retries times); appends its lines to results.tsv with the probes as columns 9, 10.
+run_probed() {
+  tries=0
+  while :; do
+    before=$(probe)
+    lines=$(run_one "$@")
+    after=$(probe)
+    if changed "$before" "$after" && [ "$tries" -lt "$mode_retries" ]; then
+      tries=$((tries + 1))
+      echo "  the host changed speed during $1 np=$2 $3 (probe $before -> $after ns): again" >&2
+      continue
+    fi
+    [ -z "$lines" ] || printf '%s\n' "$lines" |
+      awk -F'\t' -v OFS='\t' -v a="$before" -v b="$after" '{ while (NF < 8) $(NF + 1) = ""; print $0, a, b }' >> "$results"
+    return 0
+  done
 }
 t_start=$(date +%s)
 rep=1
@@ -213,9 +255,9 @@ while [ "$rep" -le "$reps" ]; do
     for name in $built; do
       echo "rep $rep/$reps np=$np $name ($(($(date +%s) - t_start)) s)" >&2
       # shellcheck disable=SC2086 # size lists are word lists
-      run_one "$name" "$np" pingpong "$rep" "$pp_args"
-      run_one "$name" "$np" bandwidth "$rep" "$bw_sizes"
-      run_one "$name" "$np" coll_lat "$rep" "$coll_args $sizes"
+      run_probed "$name" "$np" pingpong "$rep" "$pp_args"
+      run_probed "$name" "$np" bandwidth "$rep" "$bw_sizes"
+      run_probed "$name" "$np" coll_lat "$rep" "$coll_args $sizes"
     done
   done
   rep=$((rep + 1))
@@ -233,19 +275,31 @@ if [ "$stat" != p50 ]; then
     exit 2
   fi
 fi
+# A run is in the slow mode when a probe of it (columns 9, 10) exceeds 2x the fastest
+# run's larger probe; a cell's median takes only its fast runs when it has any (rows
+# without probes, from before session 16, count as fast). Ping-pong and bandwidth have one
+# statistic (column 6).
 awk -F'\t' -v OFS='\t' -v stat="$stat" '
+  function worst(a, b) { return a + 0 > b + 0 ? a + 0 : b + 0 }
+  NR == FNR { if ($9 != "" && $10 != "" && (best == "" || worst($9, $10) < best)) best = worst($9, $10); next }
   { if (!($1 in bench)) bench[$1] = ++nb
-    key = $1 OFS $2 OFS $3 OFS $4; c = ++n[key]; v[key, c] = (stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
-    if (c == 1) order[++k] = key }
+    key = $1 OFS $2 OFS $3 OFS $4
+    if (!(key in n)) { order[++k] = key; n[key] = 0; nf[key] = 0 }
+    x = ($1 ~ /^(pingpong|bandwidth)$/ ? $6 : stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
+    v[key, ++n[key]] = x
+    if ($9 == "" || $10 == "" || worst($9, $10) <= 2 * best) vf[key, ++nf[key]] = x }
   END {
     for (i = 1; i <= k; i++) {
-      key = order[i]; c = n[key]
+      key = order[i]
+      c = nf[key]
+      if (c > 0) for (a = 1; a <= c; a++) w[a] = vf[key, a]
+      else { c = n[key]; for (a = 1; a <= c; a++) w[a] = v[key, a] }
       for (a = 2; a <= c; a++)   # insertion sort of a handful of repetitions
-        for (b = a; b > 1 && v[key, b - 1] > v[key, b]; b--) { t = v[key, b]; v[key, b] = v[key, b - 1]; v[key, b - 1] = t }
+        for (b = a; b > 1 && w[b - 1] > w[b]; b--) { t = w[b]; w[b] = w[b - 1]; w[b - 1] = t }
       split(key, f, OFS)
-      print bench[f[1]], f[3], f[2], key, v[key, int((c + 1) / 2)], c
+      print bench[f[1]], f[3], f[2], key, w[int((c + 1) / 2)], c
     }
-  }' "$results" | sort -s -t"$(printf '\t')" -k1,1n -k2,2n -k3,3n | cut -f4- > "$summary"
+  }' "$results" "$results" | sort -s -t"$(printf '\t')" -k1,1n -k2,2n -k3,3n | cut -f4- > "$summary"
 tables() {
   awk -F'\t' -v names="$built" -v md="$1" '
     { key = $1 SUBSEP $3 SUBSEP $2; v[key, $4] = $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
@@ -295,14 +349,41 @@ reps_line() {
       key = "np=" $3 " " $4; if (!(key in v)) order[++n] = key; v[key] = v[key] " " $6 }
     END { for (i = 1; i <= n; i++) printf "%s%s:%s", (i > 1 ? "; " : ""), order[i], v[order[i]]; print "" }' "$results"
 }
+# The host's mode per library and np: how many of its program runs were in the fast mode
+# (see the summary above), and every run's probes (ns, before/after). Rows of old runs
+# without probes are not counted.
+modes() {
+  awk -F'\t' -v md="$1" '
+    function worst(a, b) { return a + 0 > b + 0 ? a + 0 : b + 0 }
+    NR == FNR { if ($9 != "" && $10 != "" && (best == "" || worst($9, $10) < best)) best = worst($9, $10); next }
+    $9 != "" && $10 != "" {
+      prog = $1 ~ /^(pingpong|bandwidth)$/ ? $1 : "coll_lat"
+      run = prog SUBSEP $3 SUBSEP $4 SUBSEP $5
+      if (run in seen) next
+      seen[run] = 1
+      key = "np=" $3 " " $4
+      if (!(key in all)) order[++n] = key
+      all[key]++
+      if (worst($9, $10) <= 2 * best) fast[key]++
+      probes[key] = probes[key] " " $9 "/" $10 }
+    END {
+      if (n == 0) { print "no host speed probes in these results"; exit }
+      printf "fastest run probe %s ns (a run with a probe above %.0f ns ran in the slow mode)\n", best, 2 * best
+      for (i = 1; i <= n; i++)
+        printf "%s%s: %d of %d runs in the fast mode; probes:%s\n", (md ? "- " : ""), order[i], fast[order[i]] + 0, all[order[i]], probes[order[i]]
+    }' "$results" "$results"
+}
 tables "" | tee "$out/tables.txt"
 echo
 echo "ping-pong 8 B by repetition (us): $(reps_line)" | tee -a "$out/tables.txt"
+echo "host speed: $(modes "")" | tee -a "$out/tables.txt"
 {
   echo "Machine: $(nproc) cores, $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50; collectives: $stat statistic."
   echo
   echo "Ping-pong 8 B by repetition (us; a repetition far above the others ran while the host was slower): $(reps_line)."
+  echo
+  echo "Host speed (bench/c/hostprobe.c before and after each program run; a cell's median leaves out the runs in the slow mode when it has runs in the fast mode): $(modes md)"
   tables md
   if [ -s "$failures" ]; then
     echo

@@ -165,6 +165,10 @@ fn compare_script_refuses_bad_arguments_by_name() {
             "no results.tsv there",
         ),
         (vec!["--out"], "--out needs a value"),
+        (
+            vec!["--mode-retries", "two"],
+            "--mode-retries two: expected a count",
+        ),
     ] {
         let o = Command::new("sh")
             .arg(&script)
@@ -175,4 +179,101 @@ fn compare_script_refuses_bad_arguments_by_name() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(needle), "compare.sh {args:?}: {err}");
     }
+}
+
+#[test]
+fn host_probe_reports_a_round_trip() {
+    let out = prefix().join("hostprobe");
+    let o = Command::new("cc")
+        .args(["-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        .arg(repo_root().join("bench/c/hostprobe.c"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&out).output().unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs two CPUs"));
+        return;
+    }
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ns = positive(String::from_utf8_lossy(&o.stdout).trim(), "hostprobe ns");
+    // A cache line's round trip between two cores: tens of nanoseconds to microseconds.
+    assert!((10.0..100_000.0).contains(&ns), "{ns} ns");
+    // Pinned to one CPU it refuses by name.
+    if Command::new("taskset").arg("-V").output().is_ok() {
+        let o = Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs two CPUs"));
+    }
+}
+
+/// The tables of a run leave out the repetitions measured in the host's slow mode (probes
+/// above 2x the fastest run's) where a cell has runs in the fast mode, and say how many
+/// runs each library had in each mode.
+#[test]
+fn compare_tables_leave_out_slow_mode_runs() {
+    let dir = prefix().join("retable");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows = [
+        // bench bytes np lib rep p50 span max probe-before probe-after
+        "pingpong\t8\t2\tweft\t1\t0.09\t\t\t85\t88",
+        "pingpong\t8\t2\tweft\t2\t0.30\t\t\t400\t410",
+        "pingpong\t8\t2\tweft\t3\t0.10\t\t\t90\t86",
+        "pingpong\t8\t2\topenmpi\t1\t0.11\t\t\t84\t89",
+        "pingpong\t8\t2\topenmpi\t2\t0.35\t\t\t395\t400",
+        "pingpong\t8\t2\topenmpi\t3\t0.36\t\t\t402\t399",
+        // Every run of a cell in the slow mode: all of them count.
+        "bcast\t8\t2\tweft\t1\t0.30\t0.5\t0.4\t400\t401",
+        "bcast\t8\t2\tweft\t2\t0.32\t0.5\t0.4\t402\t401",
+        "bcast\t8\t2\tweft\t3\t0.31\t0.5\t0.4\t403\t401",
+        "bcast\t8\t2\topenmpi\t1\t0.40\t0.6\t0.5\t399\t400",
+        "bcast\t8\t2\topenmpi\t2\t0.41\t0.6\t0.5\t399\t400",
+        "bcast\t8\t2\topenmpi\t3\t0.42\t0.6\t0.5\t399\t400",
+    ];
+    std::fs::write(dir.join("results.tsv"), rows.join("\n") + "\n").unwrap();
+    let o = Command::new("sh")
+        .arg(repo_root().join("bench/compare.sh"))
+        .arg("--retable")
+        .arg(&dir)
+        .arg("--no-plot")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let summary = std::fs::read_to_string(dir.join("summary.tsv")).unwrap();
+    let cell = |bench: &str, lib: &str| -> (String, String) {
+        let f: Vec<&str> = summary
+            .lines()
+            .map(|l| l.split('\t').collect::<Vec<_>>())
+            .find(|f| f[0] == bench && f[3] == lib)
+            .unwrap_or_else(|| panic!("no {bench} {lib} in {summary}"));
+        (f[4].to_string(), f[5].to_string())
+    };
+    // Fast runs only: weft 0.09 and 0.10 (the lower middle), Open MPI its one fast run.
+    assert_eq!(cell("pingpong", "weft"), ("0.09".into(), "2".into()));
+    assert_eq!(cell("pingpong", "openmpi"), ("0.11".into(), "1".into()));
+    assert!(out.contains("0.82"), "{out}");
+    assert_eq!(cell("bcast", "weft"), ("0.31".into(), "3".into()));
+    assert_eq!(cell("bcast", "openmpi"), ("0.41".into(), "3".into()));
+    assert!(
+        out.contains("np=2 weft: 2 of 6 runs in the fast mode"),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(dir.join("compare.md")).unwrap();
+    assert!(
+        md.contains("- np=2 openmpi: 1 of 6 runs in the fast mode"),
+        "{md}"
+    );
 }
