@@ -1,6 +1,8 @@
 //! MPI's progress rule (MPI-4.1 §3.7.4, §6.12): a rank blocked in any call — a receive, a
 //! probe, the wait of another collective — still advances its started nonblocking
-//! collectives, so legal programs that complete them late cannot deadlock. One thread per
+//! collectives, so legal programs that complete them late cannot deadlock; and a barrier
+//! polls at least once, so a receive posted before it is answered before the work after
+//! it. One thread per
 //! rank (the in-process harness), 4 ranks; each scenario runs under a watchdog so that a
 //! regression fails instead of hanging the suite.
 
@@ -159,17 +161,21 @@ fn waits_in_opposite_orders_complete() {
     run_bounded(&[("WEFT_BARRIER_ALGO", "dissemination")], opposite_orders);
 }
 
-/// What rank 1 saw of its send in [`barrier_exit_pass`]: 0 not yet, 1 complete while rank 0
-/// stayed out of every call, 2 not complete within the bound.
-static SEND_SEEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// What rank 1 saw of its send in [`barrier_exit_pass`], one entry per test (they run at the
+/// same time): 0 not yet, 1 complete while rank 0 stayed out of every call, 2 not complete
+/// within the bound.
+static SEND_SEEN: [std::sync::atomic::AtomicU32; 2] = [
+    std::sync::atomic::AtomicU32::new(0),
+    std::sync::atomic::AtomicU32::new(0),
+];
 
 /// Rank 0 posts a receive for a message above the eager limit, then arrives last at a
 /// barrier that rank 1 entered after sending it, and afterwards makes no call until rank 1
 /// has seen its send complete (or given up). The send completes only if rank 0's barrier
 /// took the request to send and answered it, though the barrier was complete at rank 0's
 /// first look (rank 0 is the node's leader: the others wait for its release, so they poll
-/// at least once whatever the order of arrival).
-fn barrier_exit_pass(w: &Comm) {
+/// at least once whatever the order of arrival). `test` picks the test's [`SEND_SEEN`].
+fn barrier_exit_pass(w: &Comm, test: usize) {
     use std::sync::atomic::Ordering;
     use std::time::Instant;
     let rank = w.rank();
@@ -202,7 +208,7 @@ fn barrier_exit_pass(w: &Comm) {
                 }
                 std::thread::sleep(Duration::from_millis(1));
             };
-            SEND_SEEN.store(seen, Ordering::Release);
+            SEND_SEEN[test].store(seen, Ordering::Release);
             assert_eq!(
                 seen, 1,
                 "rank 1's send did not complete while rank 0 computed"
@@ -216,7 +222,7 @@ fn barrier_exit_pass(w: &Comm) {
             std::thread::sleep(Duration::from_millis(150));
             w.barrier().unwrap();
             // "Computing": no call until rank 1 has seen its send complete or given up.
-            while SEND_SEEN.load(Ordering::Acquire) == 0 {
+            while SEND_SEEN[test].load(Ordering::Acquire) == 0 {
                 std::thread::sleep(Duration::from_millis(1));
             }
             let st = r.wait().unwrap();
@@ -234,10 +240,12 @@ fn barrier_exit_pass(w: &Comm) {
 
 #[test]
 fn barrier_answers_a_request_to_send_after_the_last_arrival() {
-    run_bounded(&[], barrier_exit_pass);
+    run_bounded(&[], |w| barrier_exit_pass(w, 0));
 }
 
 #[test]
 fn counter_barrier_answers_a_request_to_send_after_the_last_arrival() {
-    run_bounded(&[("WEFT_BARRIER_ALGO", "shm_counter")], barrier_exit_pass);
+    run_bounded(&[("WEFT_BARRIER_ALGO", "shm_counter")], |w| {
+        barrier_exit_pass(w, 1)
+    });
 }
