@@ -90,13 +90,22 @@ fn a_longer_message_is_left_for_the_truncation_error() {
     }
 }
 
+/// Set by rank 0 of [`an_earlier_posted_receive_or_any_source_keeps_the_usual_way`] once its
+/// nonblocking receive is posted: rank 1 sends only then. Not a barrier: a barrier may poll
+/// (the leader's last arrival makes one progress pass), and a poll after the first message
+/// arrived would complete the posted receive before the blocking one starts.
+static POSTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// A receive posted earlier (nonblocking, same sender and tag) gets the first message, the
 /// blocking one the second; an ANY_SOURCE receive takes the usual way.
 #[test]
 fn an_earlier_posted_receive_or_any_source_keeps_the_usual_way() {
+    use std::sync::atomic::Ordering;
     common::run_ranks(2, &[], move |w| {
         if w.rank() == 1 {
-            w.barrier().unwrap();
+            while !POSTED.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             w.send(&[1u32], 0, 5).unwrap();
             w.send(&[2u32], 0, 5).unwrap();
             w.send(&[3u32], 0, 6).unwrap();
@@ -107,7 +116,8 @@ fn an_earlier_posted_receive_or_any_source_keeps_the_usual_way() {
         let mut second = [0u32; 1];
         w.scope(|s| {
             let r = w.irecv(s, &mut first, 1, 5).unwrap();
-            w.barrier().unwrap();
+            POSTED.store(true, Ordering::Release);
+            // No call until the blocking receive: nothing polls the ring in between.
             std::thread::sleep(Duration::from_millis(20));
             let before = w.p2p_received_at_once();
             w.recv(&mut second, 1, 5).unwrap();
