@@ -275,19 +275,20 @@ if [ "$stat" != p50 ]; then
     exit 2
   fi
 fi
-# A run is in the slow mode when a probe of it (columns 9, 10) exceeds 2x the fastest
-# run's larger probe; a cell's median takes only its fast runs when it has any (rows
-# without probes, from before session 16, count as fast). Ping-pong and bandwidth have one
-# statistic (column 6).
-awk -F'\t' -v OFS='\t' -v stat="$stat" '
-  function worst(a, b) { return a + 0 > b + 0 ? a + 0 : b + 0 }
-  NR == FNR { if ($9 != "" && $10 != "" && (best == "" || worst($9, $10) < best)) best = worst($9, $10); next }
+# A run is in the slow mode when a probe of it (columns 9, 10) exceeds twice the fastest
+# run's larger probe ($fastest_probe, ns; empty when no row has probes); a cell's median
+# takes only its fast runs when it has any (rows without probes, from before session 16,
+# count as fast). Ping-pong and bandwidth have one statistic (column 6).
+fastest_probe=$(awk -F'\t' '$9 != "" && $10 != "" { w = ($9 + 0 > $10 + 0 ? $9 : $10) + 0; if (best == "" || w < best) best = w } END { print best }' "$results")
+# The awk function of a row's mode, for the programs below that need it.
+fast_fn='function fast() { return $9 == "" || $10 == "" || ($9 + 0 > $10 + 0 ? $9 : $10) + 0 <= 2 * limit }'
+awk -F'\t' -v OFS='\t' -v stat="$stat" -v limit="$fastest_probe" "$fast_fn"'
   { if (!($1 in bench)) bench[$1] = ++nb
     key = $1 OFS $2 OFS $3 OFS $4
     if (!(key in n)) { order[++k] = key; n[key] = 0; nf[key] = 0 }
     x = ($1 ~ /^(pingpong|bandwidth)$/ ? $6 : stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
     v[key, ++n[key]] = x
-    if ($9 == "" || $10 == "" || worst($9, $10) <= 2 * best) vf[key, ++nf[key]] = x }
+    if (fast()) vf[key, ++nf[key]] = x }
   END {
     for (i = 1; i <= k; i++) {
       key = order[i]
@@ -299,7 +300,7 @@ awk -F'\t' -v OFS='\t' -v stat="$stat" '
       split(key, f, OFS)
       print bench[f[1]], f[3], f[2], key, w[int((c + 1) / 2)], c
     }
-  }' "$results" "$results" | sort -s -t"$(printf '\t')" -k1,1n -k2,2n -k3,3n | cut -f4- > "$summary"
+  }' "$results" | sort -s -t"$(printf '\t')" -k1,1n -k2,2n -k3,3n | cut -f4- > "$summary"
 tables() {
   awk -F'\t' -v names="$built" -v md="$1" '
     { key = $1 SUBSEP $3 SUBSEP $2; v[key, $4] = $5; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
@@ -353,9 +354,7 @@ reps_line() {
 # (see the summary above), and every run's probes (ns, before/after). Rows of old runs
 # without probes are not counted.
 modes() {
-  awk -F'\t' -v md="$1" '
-    function worst(a, b) { return a + 0 > b + 0 ? a + 0 : b + 0 }
-    NR == FNR { if ($9 != "" && $10 != "" && (best == "" || worst($9, $10) < best)) best = worst($9, $10); next }
+  awk -F'\t' -v md="$1" -v limit="$fastest_probe" "$fast_fn"'
     $9 != "" && $10 != "" {
       prog = $1 ~ /^(pingpong|bandwidth)$/ ? $1 : "coll_lat"
       run = prog SUBSEP $3 SUBSEP $4 SUBSEP $5
@@ -364,14 +363,14 @@ modes() {
       key = "np=" $3 " " $4
       if (!(key in all)) order[++n] = key
       all[key]++
-      if (worst($9, $10) <= 2 * best) fast[key]++
+      if (fast()) fastruns[key]++
       probes[key] = probes[key] " " $9 "/" $10 }
     END {
       if (n == 0) { print "no host speed probes in these results"; exit }
-      printf "fastest run probe %s ns (a run with a probe above %.0f ns ran in the slow mode)\n", best, 2 * best
+      printf "fastest run probe %s ns (a run with a probe above %.0f ns ran in the slow mode)\n", limit, 2 * limit
       for (i = 1; i <= n; i++)
-        printf "%s%s: %d of %d runs in the fast mode; probes:%s\n", (md ? "- " : ""), order[i], fast[order[i]] + 0, all[order[i]], probes[order[i]]
-    }' "$results" "$results"
+        printf "%s%s: %d of %d runs in the fast mode; probes:%s\n", (md ? "- " : ""), order[i], fastruns[order[i]] + 0, all[order[i]], probes[order[i]]
+    }' "$results"
 }
 tables "" | tee "$out/tables.txt"
 echo
