@@ -1347,6 +1347,17 @@ impl Engine {
         self.p2p_received_at_once
     }
 
+    /// Starts bringing the next message from world rank `src_world` into this core's cache
+    /// when it comes through this node's shared memory (a hint; nothing is taken): a
+    /// receive that will look for it after its setup overlaps the transfer of the line from
+    /// the sender's core with that setup.
+    #[inline]
+    pub(crate) fn prefetch_from(&self, src_world: u32) {
+        if let (Route::Local(peer), Some(shm)) = (self.routes[src_world as usize], &self.shm) {
+            shm.prefetch(peer);
+        }
+    }
+
     /// Whether [`Engine::recv_eager_now`] could take a message from `src_world` now that
     /// one lands: a live rank of this node, no receive posted, no message waiting unmatched
     /// (a caller about to wait on that rank's ring alone asks first).

@@ -576,6 +576,13 @@ impl ShmNode {
         self.inbound[peer as usize].ready()
     }
 
+    /// Starts bringing the next message from local rank `peer` into this core's cache
+    /// ([`Consumer::prefetch`]); takes nothing.
+    #[inline]
+    pub fn prefetch(&self, peer: u32) {
+        self.inbound[peer as usize].prefetch();
+    }
+
     /// Takes the next message from local rank `peer`, if any, handing header and payload to
     /// `f`. Follows the peer to its large ring when it switched.
     #[inline]

@@ -22,6 +22,9 @@
 //! alone once the phase's sends are out, on a node that is not oversubscribed
 //! ([`spin_for`]: np=2 8 B allreduce 0.215 -> 0.195 us), and a run of one message and
 //! copies skips the phase loop ([`DirectRun::run_single`]).
+//! Two calls whose plan is known without one, a linear scatter's root and a leaf whose one
+//! message comes from the root, run from their arguments when repeated ([`root_scatter_now`],
+//! [`leaf_take_now`]; scatterv's, whose leaves cannot know a plan anyway).
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits, the same
@@ -29,10 +32,13 @@
 //! matching patterns, the communicator's members and context, and the schedule's plan,
 //! buffers and outcome checks; knows nothing of algorithms or selection.
 
+use super::coll_tag;
+use super::request::{next_seq, peek_seq};
 use super::schedule::{
     abandon_pending, area, collect_outcomes, find_disagreement, sends_solo, wrap_call, Action,
     AreaWait, Buf, Buffers, Pending, Plan, Reduction, Region, DISAGREEMENT_EVERY, SCRATCH_POISON,
 };
+use super::select::Coll;
 use crate::comm::Comm;
 use crate::engine::Engine;
 use crate::matching::Pattern;
@@ -512,6 +518,156 @@ fn post_waiting(
         peer,
         expect_bytes: Some(dst.len),
     }))
+}
+
+/// The blocking call of `coll` at a leaf whose plan is one receive of `recv` from `root`
+/// whatever the selection (a linear scatterv's leaf), run without its plan when the
+/// message is already here ([`take_now`]): true when it was, and the call is done (counted
+/// as a direct run). False, with nothing taken and no call number used, when it is not
+/// here, the call cannot be taken so (no shared memory to the root, a nonblocking
+/// collective unfinished, a bad communicator or root, no earlier call of `coll` on this
+/// rank made its choice) or the message is not the length `recv` expects: the caller then
+/// makes the call the usual way, which also reports what is wrong. Skips the memo lookup
+/// and the run's setup. The transfer of the root's next message to this core starts first
+/// (`Engine::prefetch_from`), so it overlaps the checks.
+#[inline(always)]
+pub(super) fn leaf_take_now(comm: &Comm, coll: Coll, root: u32, recv: &mut [u8]) -> bool {
+    let data = &comm.data;
+    let Some(&world) = data.members.get(root as usize) else {
+        return false;
+    };
+    let mut e = comm.engine.borrow_mut();
+    e.prefetch_from(world);
+    if data.freed.get()
+        || data.inter.is_some()
+        || !e.coll_state.unfinished.is_empty()
+        || e.coll_state.memo[coll.index()].is_none()
+    {
+        return false;
+    }
+    let tag = coll_tag(coll.index() as u32, peek_seq(comm), root);
+    let pattern = recv_pattern(root, data.ctx + 1, tag);
+    if !take_now(&mut e, recv, &pattern, world) {
+        return false;
+    }
+    next_seq(comm);
+    let runs = &e.coll_state.direct_runs;
+    runs.set(runs.get() + 1);
+    true
+}
+
+/// Ranks pinned to this rank's core that [`root_scatter_now`] remembers on its first pass.
+const MATES_KEPT: usize = 8;
+
+/// The blocking call of `coll` at the root of a linear scatter (rank i's block `block(i)`,
+/// an (offset, length) in `send` the caller has checked, sent to it directly; the root's
+/// own copied to `recv`) run without its plan: the memo lookup (which compares the count
+/// and displacement arrays) and the run's setup are skipped, the sends go out as the
+/// plan's direct run would send them (to ranks on other cores first, then to the ones
+/// pinned to this rank's core; together, `solo`), and any that are not complete once
+/// posted are waited for as its run waits. None, with nothing sent and no call number
+/// used, when the call cannot run so (a bad communicator, a nonblocking collective
+/// unfinished, no earlier call of `coll` on this rank made its choice): the caller takes
+/// the usual way.
+pub(super) fn root_scatter_now(
+    comm: &Comm,
+    coll: Coll,
+    send: &[u8],
+    recv: &mut [u8],
+    block: impl Fn(usize) -> (usize, usize),
+) -> Option<Result<()>> {
+    let data = &comm.data;
+    let mut e = comm.engine.borrow_mut();
+    if data.freed.get()
+        || data.inter.is_some()
+        || !e.coll_state.unfinished.is_empty()
+        || e.coll_state.memo[coll.index()].is_none()
+    {
+        return None;
+    }
+    let (rank, size) = (data.rank, data.members.len() as u32);
+    let ctx = data.ctx + 1;
+    let what = coll.name();
+    let tag = coll_tag(coll.index() as u32, next_seq(comm), rank);
+    e.clear_advancing();
+    let runs = &e.coll_state.direct_runs;
+    runs.set(runs.get() + 1);
+    let mut g = InFlight {
+        e,
+        one: None,
+        many: None,
+    };
+    // The ranks pinned to this rank's core, met on the first pass, for the second (a few
+    // at most; more are looked for again).
+    let mut mates = [0u32; MATES_KEPT];
+    let (mut kept, mut more) = (0, false);
+    let send_to = |g: &mut InFlight<'_>, i: usize| {
+        let (off, len) = block(i);
+        let buf = RawBuf::new(&send[off..off + len]);
+        match g
+            .e
+            .start_send_mode(buf, data.members[i], rank, ctx, tag, false, true)
+        {
+            Ok(None) => Ok(()),
+            Ok(Some(id)) => {
+                let peer = i as u32;
+                let pending = Pending {
+                    id,
+                    peer,
+                    expect_bytes: None,
+                };
+                g.push(pending, size as usize);
+                Ok(())
+            }
+            Err(err) => {
+                g.abandon();
+                Err(wrap_call(what, rank, err))
+            }
+        }
+    };
+    for (i, &world) in data.members.iter().enumerate() {
+        if i as u32 == rank {
+            continue;
+        }
+        if g.e.shares_my_core(world) {
+            match mates.get_mut(kept) {
+                Some(m) => *m = i as u32,
+                None => more = true,
+            }
+            kept += 1;
+        } else if let Err(err) = send_to(&mut g, i) {
+            return Some(Err(err));
+        }
+    }
+    for &i in &mates[..kept.min(MATES_KEPT)] {
+        if let Err(err) = send_to(&mut g, i as usize) {
+            return Some(Err(err));
+        }
+    }
+    if more {
+        let rest = data.members.iter().enumerate().filter(|&(i, &w)| {
+            i as u32 != rank && g.e.shares_my_core(w) && !mates.contains(&(i as u32))
+        });
+        let rest: Vec<usize> = rest.map(|(i, _)| i).collect();
+        for i in rest {
+            if let Err(err) = send_to(&mut g, i) {
+                return Some(Err(err));
+            }
+        }
+    }
+    let (off, len) = block(rank as usize);
+    recv[..len].copy_from_slice(&send[off..off + len]);
+    if g.one.is_none() {
+        return Some(Ok(()));
+    }
+    if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
+        g.abandon();
+        return Some(Err(super::disagreement(rank, other, tag, theirs)));
+    }
+    Some(match g.collect(what, rank) {
+        Some(err) => Err(wrap_call(what, rank, err)),
+        None => Ok(()),
+    })
 }
 
 /// What a run's receive from rank `peer` matches.

@@ -1,0 +1,193 @@
+//! A repeated blocking scatterv runs without its plan: the root sends each rank its block
+//! directly (`direct::root_scatter_now`), a leaf whose message is already here takes it at
+//! once (`direct::leaf_take_now`). These check that both are taken, that the results are
+//! right at odd, empty and large blocks and a moving root, and that whatever they cannot
+//! handle (bad arguments, a length the root did not send, an unfinished nonblocking
+//! collective) goes the usual way and gets its usual answer, on real shared-memory rings
+//! (one thread per rank).
+
+mod common;
+
+use std::time::Duration;
+use weft::{Comm, ErrorKind};
+
+/// The tests of this file one at a time: their leaves sleep so that the root's message is
+/// there when they call, which threads of another test competing for the cores could
+/// delay past the sleep.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Call `call`'s counts (elements per rank: odd, some zero) and displacements (blocks in
+/// reverse rank order with a gap of 3 between them) on `n` ranks; the send length.
+fn layout(n: u32, call: u64) -> (Vec<usize>, Vec<usize>, usize) {
+    let counts: Vec<usize> = (0..n as u64)
+        .map(|i| ((i * 3 + call) % 5) as usize)
+        .collect();
+    let mut displs = vec![0; n as usize];
+    let mut at = 1;
+    for i in (0..n as usize).rev() {
+        displs[i] = at;
+        at += counts[i] + 3;
+    }
+    (counts, displs, at)
+}
+
+/// What element `k` of rank `i`'s block holds in call `call`.
+fn value(call: u64, i: u32, k: usize) -> u32 {
+    (call * 1000 + i as u64 * 10 + k as u64) as u32
+}
+
+/// One scatterv of call `call` with `root`, checked; (direct runs, messages taken at once)
+/// it added on this rank.
+fn scatterv_checked(w: &Comm, call: u64, root: u32) -> (u64, u64) {
+    let (rank, n) = (w.rank(), w.size());
+    let (counts, displs, len) = layout(n, call);
+    let mut send = vec![u32::MAX; len];
+    for i in 0..n {
+        for k in 0..counts[i as usize] {
+            send[displs[i as usize] + k] = value(call, i, k);
+        }
+    }
+    let mut recv = vec![0u32; counts[rank as usize]];
+    let (runs, at_once) = (w.coll_direct_runs(), w.coll_received_at_once());
+    if rank == root {
+        w.scatterv(&send, &counts, &displs, &mut recv, root)
+            .unwrap();
+    } else {
+        w.scatterv(&[], &[], &[], &mut recv, root).unwrap();
+    }
+    let want: Vec<u32> = (0..recv.len()).map(|k| value(call, rank, k)).collect();
+    assert_eq!(recv, want, "call {call} root {root} rank {rank}");
+    (
+        w.coll_direct_runs() - runs,
+        w.coll_received_at_once() - at_once,
+    )
+}
+
+/// At 1, 2, 3, 4 and 7 ranks, with the root moving every 4 calls: every call is right;
+/// after a rank's first call every root call runs directly, and a leaf that calls after its
+/// message came takes it at once.
+#[test]
+fn repeated_scatterv_runs_without_its_plan() {
+    let _serial = serial();
+    for n in [1u32, 2, 3, 4, 7] {
+        common::run_ranks(n, &[], move |w| {
+            let rank = w.rank();
+            for call in 0..16u64 {
+                let root = (call / 4) as u32 % n;
+                let late = rank != root && call % 2 == 1;
+                if late {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let (runs, at_once) = scatterv_checked(&w, call, root);
+                if call > 0 && rank == root {
+                    assert_eq!(runs, 1, "call {call}: the root ran directly");
+                    assert_eq!(at_once, 0, "call {call}: the root receives nothing");
+                }
+                if call > 0 && late {
+                    assert_eq!(runs, 1, "call {call} rank {rank}: taken at once");
+                    assert_eq!(at_once, 1, "call {call} rank {rank}: taken at once");
+                }
+                // Nothing of the next call reaches a leaf still polling in this one.
+                w.barrier().unwrap();
+            }
+        });
+    }
+}
+
+/// Blocks above the eager limit (64 KiB and 1 MiB) from a root that runs directly: its sends
+/// wait for their receivers as the run's would, and the data are right.
+#[test]
+fn large_blocks_from_a_direct_root() {
+    let _serial = serial();
+    common::run_ranks(3, &[], move |w| {
+        let (rank, n) = (w.rank(), w.size() as usize);
+        for (call, block) in [(0u32, 16usize << 10), (1, 16 << 10), (2, 256 << 10)] {
+            let counts = vec![block; n];
+            let displs: Vec<usize> = (0..n).map(|i| i * block).collect();
+            let send: Vec<u32> = (0..(n * block) as u32).map(|x| x ^ call).collect();
+            let mut recv = vec![0u32; block];
+            let runs = w.coll_direct_runs();
+            if rank == 0 {
+                w.scatterv(&send, &counts, &displs, &mut recv, 0).unwrap();
+                if call > 0 {
+                    assert_eq!(w.coll_direct_runs() - runs, 1, "call {call}");
+                }
+            } else {
+                w.scatterv(&[], &[], &[], &mut recv, 0).unwrap();
+            }
+            assert_eq!(recv, send[rank as usize * block..][..block], "call {call}");
+        }
+    });
+}
+
+/// After good calls, a root whose arrays are bad gets the usual error and sends nothing
+/// and uses no call number: its next good call is the one the leaves are waiting in.
+#[test]
+fn bad_arrays_at_the_root_get_the_usual_error() {
+    let _serial = serial();
+    common::run_ranks(3, &[], move |w| {
+        let rank = w.rank();
+        for call in 0..2 {
+            scatterv_checked(&w, call, 0);
+        }
+        if rank == 0 {
+            let send = [1u32, 2, 3, 4, 5, 6];
+            let mut recv = [0u32; 2];
+            let short = w.scatterv(&send, &[2, 2], &[0, 2], &mut recv, 0);
+            assert_eq!(short.unwrap_err().kind(), ErrorKind::InvalidCount);
+            let past = w.scatterv(&send, &[2, 2, 2], &[0, 2, 5], &mut recv, 0);
+            assert_eq!(past.unwrap_err().kind(), ErrorKind::InvalidCount);
+            let mut wrong = [0u32; 3];
+            let mine = w.scatterv(&send, &[2, 2, 2], &[0, 2, 4], &mut wrong, 0);
+            assert_eq!(mine.unwrap_err().kind(), ErrorKind::InvalidCount);
+        }
+        scatterv_checked(&w, 2, 0);
+    });
+}
+
+/// A leaf that expects another length than the root sent it, with the message already
+/// there: not taken at once, and the leaf gets the count error of the usual way.
+#[test]
+fn a_leaf_expecting_another_length_gets_the_count_error() {
+    let _serial = serial();
+    common::run_ranks(2, &[], move |w| {
+        let rank = w.rank();
+        for call in 0..2 {
+            scatterv_checked(&w, call, 0);
+        }
+        w.barrier().unwrap();
+        if rank == 0 {
+            let mut recv = [0u32; 1];
+            w.scatterv(&[7u32, 8, 9], &[1, 2], &[0, 1], &mut recv, 0)
+                .unwrap();
+        } else {
+            std::thread::sleep(Duration::from_millis(10));
+            let at_once = w.coll_received_at_once();
+            let mut recv = [0u32; 3];
+            let e = w.scatterv(&[], &[], &[], &mut recv, 0).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
+            assert_eq!(w.coll_received_at_once(), at_once, "not taken at once");
+        }
+    });
+}
+
+/// With a nonblocking collective unfinished, scatterv goes the usual way (which checks the
+/// calls in flight) on every rank, and is right.
+#[test]
+fn an_unfinished_nonblocking_collective_keeps_the_usual_way() {
+    let _serial = serial();
+    common::run_ranks(3, &[], move |w| {
+        for call in 0..2 {
+            scatterv_checked(&w, call, 0);
+        }
+        let r = w.ibarrier().unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let (_, at_once) = scatterv_checked(&w, 2, 1);
+        assert_eq!(at_once, 0, "rank {}: not taken at once", w.rank());
+        r.wait().unwrap();
+        scatterv_checked(&w, 3, 1);
+    });
+}
