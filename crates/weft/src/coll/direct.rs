@@ -22,9 +22,10 @@
 //! alone once the phase's sends are out, on a node that is not oversubscribed
 //! ([`spin_for`]: np=2 8 B allreduce 0.215 -> 0.195 us), and a run of one message and
 //! copies skips the phase loop ([`DirectRun::run_single`]).
-//! Two calls whose plan is known without one, a linear scatter's root and a leaf whose one
-//! message comes from the root, run from their arguments when repeated ([`root_scatter_now`],
-//! [`leaf_take_now`]; scatterv's, whose leaves cannot know a plan anyway).
+//! Calls whose plan is known without one, a linear scatter's root and a leaf whose one
+//! message comes from or goes to the root, run from their arguments when repeated
+//! ([`root_scatter_now`], [`leaf_take_now`], [`leaf_send_now`]; scatterv's and gatherv's,
+//! whose leaves cannot know a plan anyway).
 //!
 //! Does what the schedule would do for the plan (the same tags and checks of the received
 //! length, the same look for a peer that disagrees about the call while it waits, the same
@@ -554,6 +555,53 @@ pub(super) fn leaf_take_now(comm: &Comm, coll: Coll, root: u32, recv: &mut [u8])
     let runs = &e.coll_state.direct_runs;
     runs.set(runs.get() + 1);
     true
+}
+
+/// The blocking call of `coll` at a leaf whose plan is one send of `send` to `root`
+/// whatever the selection (a linear gatherv's leaf), run without its plan: the send goes
+/// out as the plan's direct run would send it, and is waited for as its run waits when it
+/// is not complete once posted. None, with nothing sent and no call number used, when the
+/// call cannot run so (a bad communicator or root, a nonblocking collective unfinished, no
+/// earlier call of `coll` on this rank made its choice): the caller takes the usual way.
+#[inline(always)]
+pub(super) fn leaf_send_now(comm: &Comm, coll: Coll, root: u32, send: &[u8]) -> Option<Result<()>> {
+    let data = &comm.data;
+    let &world = data.members.get(root as usize)?;
+    let mut e = comm.engine.borrow_mut();
+    if data.freed.get()
+        || data.inter.is_some()
+        || !e.coll_state.unfinished.is_empty()
+        || e.coll_state.memo[coll.index()].is_none()
+    {
+        return None;
+    }
+    let (rank, ctx, what) = (data.rank, data.ctx + 1, coll.name());
+    let tag = coll_tag(coll.index() as u32, next_seq(comm), root);
+    e.clear_advancing();
+    let runs = &e.coll_state.direct_runs;
+    runs.set(runs.get() + 1);
+    let id = match e.start_send_mode(RawBuf::new(send), world, rank, ctx, tag, false, false) {
+        Ok(None) => return Some(Ok(())),
+        Ok(Some(id)) => id,
+        Err(err) => return Some(Err(wrap_call(what, rank, err))),
+    };
+    let mut g = InFlight {
+        e,
+        one: Some(Pending {
+            id,
+            peer: root,
+            expect_bytes: None,
+        }),
+        many: None,
+    };
+    if let Some((other, theirs)) = g.wait(data.members.len() as u32, rank, ctx, tag) {
+        g.abandon();
+        return Some(Err(super::disagreement(rank, other, tag, theirs)));
+    }
+    Some(match g.collect(what, rank) {
+        Some(err) => Err(wrap_call(what, rank, err)),
+        None => Ok(()),
+    })
 }
 
 /// Ranks pinned to this rank's core that [`root_scatter_now`] remembers on its first pass.

@@ -21,6 +21,12 @@ impl Comm {
         displs: &[usize],
         root: u32,
     ) -> Result<()> {
+        if self.rank() != root {
+            let bytes = bytemuck::cast_slice(send);
+            if let Some(done) = super::direct::leaf_send_now(self, Coll::Gatherv, root, bytes) {
+                return done;
+            }
+        }
         self.gatherv_start(send, recv, counts, displs, root, Mode::Blocking)?
             .wait()
     }
