@@ -104,6 +104,10 @@ pub(crate) struct DirectRun {
     /// gather or scatter, their roots and a two-rank scan's first rank on two ranks, a
     /// two-rank bcast or reduce's leaf), for [`DirectRun::run_single`].
     single: bool,
+    /// World rank of the run's first receive's peer, whose next message the run starts
+    /// bringing into this core's cache as it begins (`Engine::prefetch_from`), so the
+    /// line's transfer overlaps the run's setup and sends.
+    first_from: Option<u32>,
 }
 
 impl DirectRun {
@@ -226,6 +230,10 @@ impl DirectRun {
                 .all(|s| matches!(s, Step::Recv { .. } | Step::Send { .. } | Step::Copy { .. }));
         Some(DirectRun {
             single,
+            first_from: steps.iter().find_map(|s| match *s {
+                Step::Recv { world, .. } => Some(world),
+                _ => None,
+            }),
             steps: steps.into_boxed_slice(),
             phases: phases.into_boxed_slice(),
             requests,
@@ -279,6 +287,9 @@ impl DirectRun {
             tmp_offsets: &self.tmp_offsets,
         };
         let mut e = comm.engine.borrow_mut();
+        if let Some(w) = self.first_from {
+            e.prefetch_from(w);
+        }
         e.clear_advancing();
         let runs = &e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
@@ -378,6 +389,9 @@ impl DirectRun {
             one: None,
             many: None,
         };
+        if let Some(w) = self.first_from {
+            g.e.prefetch_from(w);
+        }
         g.e.clear_advancing();
         let runs = &g.e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
