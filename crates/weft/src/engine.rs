@@ -853,6 +853,7 @@ impl Engine {
     /// Whether world rank `w` is a rank of this node pinned to this rank's core, as far as
     /// the engine knows: the co-located ranks are recorded under `WEFT_YIELD=auto` only (the
     /// only mode that uses them), so under `on` or `off` this says false.
+    #[inline(always)]
     pub(crate) fn shares_my_core(&self, w: u32) -> bool {
         match self.routes[w as usize] {
             Route::Local(l) => self.colocated.contains(&l),
