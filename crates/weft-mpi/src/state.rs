@@ -310,7 +310,6 @@ pub struct State {
     pub messages: Table<(Vec<u8>, weft::Status)>,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
-    pub start: std::time::Instant,
     /// The attached Bsend buffer (address, bytes) and the buffered sends in flight.
     pub bsend_buf: Option<(usize, usize)>,
     pub bsend_pending: Vec<(RawRequest, Vec<u8>)>,
