@@ -1,8 +1,9 @@
-//! A repeated blocking scatterv runs without its plan: the root sends each rank its block
-//! directly (`direct::root_scatter_now`), a leaf whose message is already here takes it at
-//! once (`direct::leaf_take_now`). These check that both are taken, that the results are
-//! right at odd, empty and large blocks and a moving root, and that whatever they cannot
-//! handle (bad arguments, a length the root did not send, an unfinished nonblocking
+//! Repeated blocking scatterv and gatherv calls run without their plan: a scatterv root
+//! sends each rank its block directly (`direct::root_scatter_now`), a scatterv leaf whose
+//! message is already here takes it at once (`direct::leaf_take_now`), a gatherv leaf sends
+//! its block (`direct::leaf_send_now`). These check that each is taken, that the results
+//! are right at odd, empty and large blocks and a moving root, and that whatever they
+//! cannot handle (bad arguments, a length the root did not send, an unfinished nonblocking
 //! collective) goes the usual way and gets its usual answer, on real shared-memory rings
 //! (one thread per rank).
 
@@ -189,5 +190,127 @@ fn an_unfinished_nonblocking_collective_keeps_the_usual_way() {
         assert_eq!(at_once, 0, "rank {}: not taken at once", w.rank());
         r.wait().unwrap();
         scatterv_checked(&w, 3, 1);
+    });
+}
+
+/// One gatherv of call `call` to `root` (the layout of [`layout`]), checked at the root;
+/// the direct runs it added on this rank.
+fn gatherv_checked(w: &Comm, call: u64, root: u32) -> u64 {
+    let (rank, n) = (w.rank(), w.size());
+    let (counts, displs, len) = layout(n, call);
+    let mine: Vec<u32> = (0..counts[rank as usize])
+        .map(|k| value(call, rank, k))
+        .collect();
+    let runs = w.coll_direct_runs();
+    if rank == root {
+        let mut recv = vec![u32::MAX; len];
+        w.gatherv(&mine, &mut recv, &counts, &displs, root).unwrap();
+        for i in 0..n {
+            for k in 0..counts[i as usize] {
+                let got = recv[displs[i as usize] + k];
+                assert_eq!(got, value(call, i, k), "call {call} block {i} element {k}");
+            }
+        }
+    } else {
+        w.gatherv(&mine, &mut [], &[], &[], root).unwrap();
+    }
+    w.coll_direct_runs() - runs
+}
+
+/// At 1, 2, 3, 4 and 7 ranks, with the root moving every 4 calls: every call is right, and
+/// after a rank's first call every leaf call runs directly.
+#[test]
+fn repeated_gatherv_leaves_run_without_their_plan() {
+    let _serial = serial();
+    for n in [1u32, 2, 3, 4, 7] {
+        common::run_ranks(n, &[], move |w| {
+            let rank = w.rank();
+            for call in 0..16u64 {
+                let root = (call / 4) as u32 % n;
+                let runs = gatherv_checked(&w, call, root);
+                if call > 0 && rank != root {
+                    assert_eq!(runs, 1, "call {call} rank {rank}: the leaf ran directly");
+                }
+            }
+        });
+    }
+}
+
+/// Leaves' blocks above the eager limit: their direct sends wait for the root as the run's
+/// would, and the root has every block right.
+#[test]
+fn large_blocks_from_direct_leaves() {
+    let _serial = serial();
+    common::run_ranks(3, &[], move |w| {
+        let (rank, n) = (w.rank(), w.size() as usize);
+        for (call, block) in [(0u32, 16usize << 10), (1, 16 << 10), (2, 256 << 10)] {
+            let mine: Vec<u32> = (0..block as u32).map(|x| x ^ (rank << 20) ^ call).collect();
+            let runs = w.coll_direct_runs();
+            if rank == 0 {
+                let counts = vec![block; n];
+                let displs: Vec<usize> = (0..n).map(|i| i * block).collect();
+                let mut recv = vec![0u32; n * block];
+                w.gatherv(&mine, &mut recv, &counts, &displs, 0).unwrap();
+                for i in 0..n {
+                    let want: Vec<u32> = (0..block as u32)
+                        .map(|x| x ^ ((i as u32) << 20) ^ call)
+                        .collect();
+                    assert!(
+                        recv[i * block..][..block] == want[..],
+                        "call {call} block {i}"
+                    );
+                }
+            } else {
+                w.gatherv(&mine, &mut [], &[], &[], 0).unwrap();
+                if call > 0 {
+                    assert_eq!(w.coll_direct_runs() - runs, 1, "call {call}");
+                }
+            }
+        }
+    });
+}
+
+/// A direct leaf that sends more than the root expects from it: the root gets the error of
+/// the usual way, and the next calls are right.
+#[test]
+fn a_leaf_sending_another_length_gets_the_root_an_error() {
+    let _serial = serial();
+    common::run_ranks(2, &[], move |w| {
+        let rank = w.rank();
+        for call in 0..2 {
+            gatherv_checked(&w, call, 0);
+        }
+        if rank == 0 {
+            let mut recv = [0u32; 3];
+            let e = w
+                .gatherv(&[1u32], &mut recv, &[1, 2], &[0, 1], 0)
+                .unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::InvalidCount | ErrorKind::Truncate),
+                "{e}"
+            );
+        } else {
+            let runs = w.coll_direct_runs();
+            w.gatherv(&[5u32, 6, 7], &mut [], &[], &[], 0).unwrap();
+            assert_eq!(w.coll_direct_runs() - runs, 1, "the leaf ran directly");
+        }
+        w.barrier().unwrap();
+        gatherv_checked(&w, 2, 0);
+    });
+}
+
+/// With a nonblocking collective unfinished, a gatherv leaf goes the usual way (which checks
+/// the calls in flight), and the call is right.
+#[test]
+fn an_unfinished_nonblocking_collective_keeps_gatherv_the_usual_way() {
+    let _serial = serial();
+    common::run_ranks(3, &[], move |w| {
+        for call in 0..2 {
+            gatherv_checked(&w, call, 0);
+        }
+        let r = w.ibarrier().unwrap();
+        gatherv_checked(&w, 2, 1);
+        r.wait().unwrap();
+        gatherv_checked(&w, 3, 1);
     });
 }

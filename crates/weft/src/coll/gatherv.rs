@@ -1,4 +1,12 @@
 //! MPI_Gatherv (MPI-4.1 §6.5): blocks of varying length at the root, at given displacements.
+//!
+//! The algorithm is linear whatever the tuning (the leaves know only their own count), so a
+//! repeated blocking call's leaf needs no plan: it sends its block to the root
+//! ([`direct::leaf_send_now`](super::direct::leaf_send_now)), without the memo lookup and
+//! the direct run's setup. np=4 on 2 cores, 8 B, callgrind per call: leaf 637 -> 363
+//! instructions (Open MPI's 507); coll_lat p50: np=2 0.136 -> 0.115 us (Open MPI 0.160,
+//! 9 interleaved jobs), np=4 0.911 -> 0.901 (Open MPI 0.894, 15 jobs: the root waits for
+//! its leaves to be scheduled).
 
 use super::algo;
 use super::select::Coll;
