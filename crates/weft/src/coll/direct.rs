@@ -344,14 +344,7 @@ impl DirectRun {
             one: Some(pending),
             many: None,
         };
-        if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
-            g.abandon();
-            return Err(super::disagreement(rank, other, tag, theirs));
-        }
-        match g.collect(what, rank) {
-            Some(err) => Err(wrap_call(what, rank, err)),
-            None => Ok(()),
-        }
+        g.finish(size, rank, ctx, tag, what)
     }
 
     /// [`DirectRun::run`] step by step.
@@ -535,6 +528,20 @@ fn post_waiting(
     }))
 }
 
+/// Whether a repeated blocking call of `coll` may run from its arguments, without its plan
+/// ([`leaf_take_now`], [`leaf_send_now`], [`root_scatter_now`]): the communicator is a live
+/// intracommunicator, no nonblocking collective is unfinished (the usual way checks the
+/// calls in flight), and an earlier call of `coll` on this rank made its choice (so its
+/// checks, its vote and any error of the selection came first).
+#[inline(always)]
+fn runs_without_plan(comm: &Comm, e: &Engine, coll: Coll) -> bool {
+    let data = &comm.data;
+    !data.freed.get()
+        && data.inter.is_none()
+        && e.coll_state.unfinished.is_empty()
+        && e.coll_state.memo[coll.index()].is_some()
+}
+
 /// The blocking call of `coll` at a leaf whose plan is one receive of `recv` from `root`
 /// whatever the selection (a linear scatterv's leaf), run without its plan when the
 /// message is already here ([`take_now`]): true when it was, and the call is done (counted
@@ -553,11 +560,7 @@ pub(super) fn leaf_take_now(comm: &Comm, coll: Coll, root: u32, recv: &mut [u8])
     };
     let mut e = comm.engine.borrow_mut();
     e.prefetch_from(world);
-    if data.freed.get()
-        || data.inter.is_some()
-        || !e.coll_state.unfinished.is_empty()
-        || e.coll_state.memo[coll.index()].is_none()
-    {
+    if !runs_without_plan(comm, &e, coll) {
         return false;
     }
     let tag = coll_tag(coll.index() as u32, peek_seq(comm), root);
@@ -582,11 +585,7 @@ pub(super) fn leaf_send_now(comm: &Comm, coll: Coll, root: u32, send: &[u8]) -> 
     let data = &comm.data;
     let &world = data.members.get(root as usize)?;
     let mut e = comm.engine.borrow_mut();
-    if data.freed.get()
-        || data.inter.is_some()
-        || !e.coll_state.unfinished.is_empty()
-        || e.coll_state.memo[coll.index()].is_none()
-    {
+    if !runs_without_plan(comm, &e, coll) {
         return None;
     }
     let (rank, ctx, what) = (data.rank, data.ctx + 1, coll.name());
@@ -608,14 +607,7 @@ pub(super) fn leaf_send_now(comm: &Comm, coll: Coll, root: u32, send: &[u8]) -> 
         }),
         many: None,
     };
-    if let Some((other, theirs)) = g.wait(data.members.len() as u32, rank, ctx, tag) {
-        g.abandon();
-        return Some(Err(super::disagreement(rank, other, tag, theirs)));
-    }
-    Some(match g.collect(what, rank) {
-        Some(err) => Err(wrap_call(what, rank, err)),
-        None => Ok(()),
-    })
+    Some(g.finish(data.members.len() as u32, rank, ctx, tag, what))
 }
 
 /// Ranks pinned to this rank's core that [`root_scatter_now`] remembers on its first pass.
@@ -640,11 +632,7 @@ pub(super) fn root_scatter_now(
 ) -> Option<Result<()>> {
     let data = &comm.data;
     let mut e = comm.engine.borrow_mut();
-    if data.freed.get()
-        || data.inter.is_some()
-        || !e.coll_state.unfinished.is_empty()
-        || e.coll_state.memo[coll.index()].is_none()
-    {
+    if !runs_without_plan(comm, &e, coll) {
         return None;
     }
     let (rank, size) = (data.rank, data.members.len() as u32);
@@ -722,14 +710,7 @@ pub(super) fn root_scatter_now(
     if g.one.is_none() {
         return Some(Ok(()));
     }
-    if let Some((other, theirs)) = g.wait(size, rank, ctx, tag) {
-        g.abandon();
-        return Some(Err(super::disagreement(rank, other, tag, theirs)));
-    }
-    Some(match g.collect(what, rank) {
-        Some(err) => Err(wrap_call(what, rank, err)),
-        None => Ok(()),
-    })
+    Some(g.finish(size, rank, ctx, tag, what))
 }
 
 /// What a run's receive from rank `peer` matches.
@@ -864,6 +845,19 @@ impl InFlight<'_> {
                 first.or(rest)
             }
             _ => first,
+        }
+    }
+
+    /// Waits for the requests in flight ([`InFlight::wait`]) and collects them: the call's
+    /// outcome, a disagreeing peer's error first.
+    fn finish(&mut self, size: u32, rank: u32, ctx: u32, tag: i32, what: &str) -> Result<()> {
+        if let Some((other, theirs)) = self.wait(size, rank, ctx, tag) {
+            self.abandon();
+            return Err(super::disagreement(rank, other, tag, theirs));
+        }
+        match self.collect(what, rank) {
+            Some(err) => Err(wrap_call(what, rank, err)),
+            None => Ok(()),
         }
     }
 
