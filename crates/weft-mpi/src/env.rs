@@ -296,10 +296,11 @@ fn monotonic_ns() -> i64 {
 }
 
 /// MPI_Wtime (MPI-4.1 §11.6): seconds since weft started on this rank (MPI_Init or the first
-/// MPI_Session_init; before that, on the node's monotonic clock). One clock read and integer arithmetic: the time a program measures
-/// between two calls includes the work of each call on one side of its clock read, so
-/// every instruction here counts in every measurement (np=4 8 B scatterv in coll_lat's
-/// loop: 2 Wtime and 2 clock_gettime around the call take 0.08 of its 0.125 us).
+/// MPI_Session_init; before that, on the node's monotonic clock). One clock read and integer
+/// arithmetic: the time a program measures between two calls includes the work of each call
+/// on one side of its clock read, so every instruction here counts in every measurement
+/// (np=4 8 B scatterv in coll_lat's loop: 2 Wtime and 2 clock_gettime around the call take
+/// 0.08 of its 0.125 us).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wtime() -> f64 {
     (monotonic_ns() - WTIME_ORIGIN_NS.load(Ordering::Relaxed)) as f64 * 1e-9
