@@ -610,9 +610,6 @@ pub(super) fn leaf_send_now(comm: &Comm, coll: Coll, root: u32, send: &[u8]) -> 
     Some(g.finish(data.members.len() as u32, rank, ctx, tag, what))
 }
 
-/// Ranks pinned to this rank's core that [`root_scatter_now`] remembers on its first pass.
-const MATES_KEPT: usize = 8;
-
 /// The blocking call of `coll` at the root of a linear scatter (rank i's block `block(i)`,
 /// an (offset, length) in `send` the caller has checked, sent to it directly; the root's
 /// own copied to `recv`) run without its plan: the memo lookup (which compares the count
@@ -647,61 +644,30 @@ pub(super) fn root_scatter_now(
         one: None,
         many: None,
     };
-    // The ranks pinned to this rank's core, met on the first pass, for the second (a few
-    // at most; more are looked for again).
-    let mut mates = [0u32; MATES_KEPT];
-    let (mut kept, mut more) = (0, false);
-    let send_to = |g: &mut InFlight<'_>, i: usize| {
-        let (off, len) = block(i);
-        let buf = RawBuf::new(&send[off..off + len]);
-        match g
-            .e
-            .start_send_mode(buf, data.members[i], rank, ctx, tag, false, true)
-        {
-            Ok(None) => Ok(()),
-            Ok(Some(id)) => {
-                let peer = i as u32;
-                let pending = Pending {
-                    id,
-                    peer,
-                    expect_bytes: None,
-                };
-                g.push(pending, size as usize);
-                Ok(())
+    // Ranks on other cores first, then the ones pinned to this rank's core (they cannot
+    // run before it yields anyway), as the plan's direct run orders them.
+    for mates in [false, true] {
+        for (i, &world) in data.members.iter().enumerate() {
+            if i as u32 == rank || g.e.shares_my_core(world) != mates {
+                continue;
             }
-            Err(err) => {
-                g.abandon();
-                Err(wrap_call(what, rank, err))
-            }
-        }
-    };
-    for (i, &world) in data.members.iter().enumerate() {
-        if i as u32 == rank {
-            continue;
-        }
-        if g.e.shares_my_core(world) {
-            match mates.get_mut(kept) {
-                Some(m) => *m = i as u32,
-                None => more = true,
-            }
-            kept += 1;
-        } else if let Err(err) = send_to(&mut g, i) {
-            return Some(Err(err));
-        }
-    }
-    for &i in &mates[..kept.min(MATES_KEPT)] {
-        if let Err(err) = send_to(&mut g, i as usize) {
-            return Some(Err(err));
-        }
-    }
-    if more {
-        let rest = data.members.iter().enumerate().filter(|&(i, &w)| {
-            i as u32 != rank && g.e.shares_my_core(w) && !mates.contains(&(i as u32))
-        });
-        let rest: Vec<usize> = rest.map(|(i, _)| i).collect();
-        for i in rest {
-            if let Err(err) = send_to(&mut g, i) {
-                return Some(Err(err));
+            let (off, len) = block(i);
+            let buf = RawBuf::new(&send[off..off + len]);
+            match g.e.start_send_mode(buf, world, rank, ctx, tag, false, true) {
+                Ok(None) => {}
+                Ok(Some(id)) => {
+                    let peer = i as u32;
+                    let pending = Pending {
+                        id,
+                        peer,
+                        expect_bytes: None,
+                    };
+                    g.push(pending, size as usize);
+                }
+                Err(err) => {
+                    g.abandon();
+                    return Some(Err(wrap_call(what, rank, err)));
+                }
             }
         }
     }
