@@ -40,6 +40,18 @@ fn value(call: u64, i: u32, k: usize) -> u32 {
     (call * 1000 + i as u64 * 10 + k as u64) as u32
 }
 
+/// Runs `body(w, call, root)` for calls 0..16 on 1, 2, 3, 4 and 7 ranks, the root moving
+/// every 4 calls.
+fn with_moving_root(body: fn(&Comm, u64, u32)) {
+    for n in [1u32, 2, 3, 4, 7] {
+        common::run_ranks(n, &[], move |w| {
+            for call in 0..16u64 {
+                body(&w, call, (call / 4) as u32 % n);
+            }
+        });
+    }
+}
+
 /// One scatterv of call `call` with `root`, checked; (direct runs, messages taken at once)
 /// it added on this rank.
 fn scatterv_checked(w: &Comm, call: u64, root: u32) -> (u64, u64) {
@@ -73,29 +85,24 @@ fn scatterv_checked(w: &Comm, call: u64, root: u32) -> (u64, u64) {
 #[test]
 fn repeated_scatterv_runs_without_its_plan() {
     let _serial = serial();
-    for n in [1u32, 2, 3, 4, 7] {
-        common::run_ranks(n, &[], move |w| {
-            let rank = w.rank();
-            for call in 0..16u64 {
-                let root = (call / 4) as u32 % n;
-                let late = rank != root && call % 2 == 1;
-                if late {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                let (runs, at_once) = scatterv_checked(&w, call, root);
-                if call > 0 && rank == root {
-                    assert_eq!(runs, 1, "call {call}: the root ran directly");
-                    assert_eq!(at_once, 0, "call {call}: the root receives nothing");
-                }
-                if call > 0 && late {
-                    assert_eq!(runs, 1, "call {call} rank {rank}: taken at once");
-                    assert_eq!(at_once, 1, "call {call} rank {rank}: taken at once");
-                }
-                // Nothing of the next call reaches a leaf still polling in this one.
-                w.barrier().unwrap();
-            }
-        });
-    }
+    with_moving_root(|w, call, root| {
+        let rank = w.rank();
+        let late = rank != root && call % 2 == 1;
+        if late {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (runs, at_once) = scatterv_checked(w, call, root);
+        if call > 0 && rank == root {
+            assert_eq!(runs, 1, "call {call}: the root ran directly");
+            assert_eq!(at_once, 0, "call {call}: the root receives nothing");
+        }
+        if call > 0 && late {
+            assert_eq!(runs, 1, "call {call} rank {rank}: taken at once");
+            assert_eq!(at_once, 1, "call {call} rank {rank}: taken at once");
+        }
+        // Nothing of the next call reaches a leaf still polling in this one.
+        w.barrier().unwrap();
+    });
 }
 
 /// Blocks above the eager limit (64 KiB and 1 MiB) from a root that runs directly: its sends
@@ -200,18 +207,13 @@ fn gatherv_checked(w: &Comm, call: u64, root: u32) -> u64 {
 #[test]
 fn repeated_gatherv_leaves_run_without_their_plan() {
     let _serial = serial();
-    for n in [1u32, 2, 3, 4, 7] {
-        common::run_ranks(n, &[], move |w| {
-            let rank = w.rank();
-            for call in 0..16u64 {
-                let root = (call / 4) as u32 % n;
-                let runs = gatherv_checked(&w, call, root);
-                if call > 0 && rank != root {
-                    assert_eq!(runs, 1, "call {call} rank {rank}: the leaf ran directly");
-                }
-            }
-        });
-    }
+    with_moving_root(|w, call, root| {
+        let rank = w.rank();
+        let runs = gatherv_checked(w, call, root);
+        if call > 0 && rank != root {
+            assert_eq!(runs, 1, "call {call} rank {rank}: the leaf ran directly");
+        }
+    });
 }
 
 /// Leaves' blocks above the eager limit: their direct sends wait for the root as the run's
