@@ -13,6 +13,13 @@ impl Comm {
     /// Gathers every rank's `send` into every rank's `recv`, rank i's block at
     /// `i·send.len()` (MPI_Allgather); `recv` holds `size·send.len()` elements.
     pub fn allgather<T: Pod>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let (s, r) = (
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(&mut *recv),
+        );
+        if let Some(done) = self.coll_repeat(Coll::Allgather, 0, s, r, None) {
+            return done;
+        }
         self.allgather_start(send, recv, Mode::Blocking)?.wait()
     }
 

@@ -50,6 +50,9 @@ impl Comm {
         kind: TypeKind,
         op: &Op,
     ) -> Result<()> {
+        if let Some(done) = self.coll_repeat(Coll::Allreduce, 0, send, recv, Some((kind, op))) {
+            return done;
+        }
         self.allreduce_start(send, recv, kind, op, Mode::Blocking)?
             .wait()
     }

@@ -14,6 +14,13 @@ impl Comm {
     /// Sends block j of `send` to rank j, which stores it as block i of its `recv`
     /// (MPI_Alltoall). Both buffers hold `size` equal blocks.
     pub fn alltoall<T: Pod>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        let (s, r) = (
+            bytemuck::cast_slice(send),
+            bytemuck::cast_slice_mut(&mut *recv),
+        );
+        if let Some(done) = self.coll_repeat(Coll::Alltoall, 0, s, r, None) {
+            return done;
+        }
         self.alltoall_start(send, recv, Mode::Blocking)?.wait()
     }
 

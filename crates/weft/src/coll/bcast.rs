@@ -13,6 +13,10 @@ impl Comm {
     /// the same length; a rank whose length differs from the root's gets an `InvalidCount`
     /// error.
     pub fn bcast<T: Pod>(&self, buf: &mut [T], root: u32) -> Result<()> {
+        let bytes = bytemuck::cast_slice_mut(&mut *buf);
+        if let Some(done) = self.coll_repeat(Coll::Bcast, root, &[], bytes, None) {
+            return done;
+        }
         self.bcast_start(buf, root, Mode::Blocking)?.wait()
     }
 

@@ -48,6 +48,9 @@ impl Comm {
         kind: TypeKind,
         op: &Op,
     ) -> Result<()> {
+        if let Some(done) = self.coll_repeat(Coll::Exscan, 0, send, recv, Some((kind, op))) {
+            return done;
+        }
         self.exscan_start(send, recv, kind, op, Mode::Blocking)?
             .wait()
     }

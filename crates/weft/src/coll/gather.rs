@@ -13,6 +13,16 @@ impl Comm {
     /// (MPI_Gather). At the root `recv` holds `size·send.len()` elements; elsewhere it is not
     /// touched (pass `&mut []`).
     pub fn gather<T: Pod>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
+        // Only the root's receive buffer counts, as in the usual way.
+        let out: &mut [T] = if root == self.rank() {
+            &mut *recv
+        } else {
+            &mut []
+        };
+        let (s, r) = (bytemuck::cast_slice(send), bytemuck::cast_slice_mut(out));
+        if let Some(done) = self.coll_repeat(Coll::Gather, root, s, r, None) {
+            return done;
+        }
         self.gather_start(send, recv, root, Mode::Blocking)?.wait()
     }
 

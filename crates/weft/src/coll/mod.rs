@@ -379,6 +379,13 @@ impl Comm {
         self.engine.borrow().coll_state.direct_runs.get()
     }
 
+    /// Of [`Comm::coll_direct_runs`], the calls that repeated the last directly run call
+    /// of their collective on their communicator (root, buffer lengths, element kind and
+    /// predefined operation) and skipped its checks and memo lookup; for tests and tools.
+    pub fn coll_repeat_runs(&self) -> u64 {
+        self.engine.borrow().coll_state.repeat_runs.get()
+    }
+
     /// Messages of this rank's directly run collectives (any communicator) that were
     /// already here (in their ring, or taken off it by a progress pass and waiting
     /// unmatched) when the receive would have been posted, and were taken at once without a
@@ -494,7 +501,66 @@ impl Comm {
             arrays: arrays.concat(),
             plan: plan.clone(),
             direct: OnceCell::new(),
+            repeat: Cell::new(None),
         });
+    }
+
+    /// A blocking call of `coll` (one that [`repeats_from_lengths`]) with `root`, the
+    /// buffers and the reduction (`kind` and `op`) of the last one that ran directly on this
+    /// communicator, run the same way from here: the call's checks, its memo lookup, the
+    /// operation's packaging and its request are skipped, as they would decide and do what
+    /// they did last time. None, with nothing done and no call number used, when the call
+    /// differs (a user operation always does), its buffers are misaligned for the kind, or
+    /// a nonblocking collective is unfinished: the caller then takes the usual way.
+    #[inline(always)]
+    pub(crate) fn coll_repeat(
+        &self,
+        coll: Coll,
+        root: u32,
+        send: &[u8],
+        recv: &mut [u8],
+        reduction: Option<(TypeKind, &Op)>,
+    ) -> Option<Result<()>> {
+        debug_assert!(repeats_from_lengths(coll));
+        let code = match reduction {
+            Some((kind, op)) => Some((kind, op.predefined_code()?)),
+            None => None,
+        };
+        let sig = Repeat {
+            send_bytes: send.len(),
+            recv_bytes: recv.len(),
+            reduction: code,
+        };
+        if let Some((kind, _)) = code {
+            let mask = kind.align_bytes() - 1;
+            let off = |b: &[u8]| !b.is_empty() && (b.as_ptr() as usize) & mask != 0;
+            if off(send) || off(recv) {
+                return None;
+            }
+        }
+        let run = {
+            let e = self.engine.borrow();
+            let m = e.coll_state.memo[coll.index()].as_ref()?;
+            if m.repeat.get() != Some(sig)
+                || m.key.ctx != self.data.ctx
+                || m.key.root != root
+                || !e.coll_state.unfinished.is_empty()
+                || self.data.freed.get()
+                || self.data.inter.is_some()
+            {
+                return None;
+            }
+            let runs = &e.coll_state.repeat_runs;
+            let run = m.direct.get()?.clone()?;
+            runs.set(runs.get() + 1);
+            run
+        };
+        let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
+        let reduction = reduction.map(|(kind, op)| Reduction {
+            op: op.clone(),
+            kind,
+        });
+        Some(run.run(self, coll.name(), send, recv, tag, reduction.as_ref()))
     }
 
     /// Binds `plan` to the buffers and starts it (a collective without a root); a blocking
@@ -529,7 +595,14 @@ impl Comm {
         // The usual repeated blocking call: nothing to check while no nonblocking collective
         // is unfinished, so it runs here.
         if let (Some(run), Mode::Blocking) = (&prepared.direct, mode) {
-            if self.engine.borrow().coll_state.unfinished.is_empty() {
+            let e = self.engine.borrow();
+            if e.coll_state.unfinished.is_empty() {
+                if repeats_from_lengths(coll) {
+                    if let Some(m) = &e.coll_state.memo[coll.index()] {
+                        m.repeat.set(Repeat::of(send, recv, reduction.as_ref()));
+                    }
+                }
+                drop(e);
                 let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
                 let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
                 return Ok(CollRequest::completed(outcome));
@@ -691,6 +764,8 @@ pub(crate) struct CallState {
     pub memo: [Option<Memo>; select::ALL.len()],
     /// Blocking calls that ran directly ([`Comm::coll_direct_runs`]).
     pub direct_runs: Cell<u64>,
+    /// Of those, the ones that repeated the last call ([`Comm::coll_repeat_runs`]).
+    pub repeat_runs: Cell<u64>,
     /// Messages direct runs took from a ring at once ([`Comm::coll_received_at_once`]).
     pub received_at_once: Cell<u64>,
     /// Of those, the ones a receive waited for ([`Comm::coll_received_on_ring`]).
@@ -727,6 +802,58 @@ pub(crate) struct Memo {
     /// The plan resolved for running directly, once a blocking call repeated this one
     /// (None inside: it cannot run so).
     direct: OnceCell<Option<Rc<DirectRun>>>,
+    /// The arguments of the blocking call that last ran it directly, for
+    /// [`Comm::coll_repeat`].
+    repeat: Cell<Option<Repeat>>,
+}
+
+/// What the checks of a blocking call of a collective that [`repeats_from_lengths`] read
+/// besides the communicator and the root: the lengths of its buffers and, for a reduction,
+/// the element kind and the predefined operation (alignment depends on the buffers
+/// themselves and is checked on every call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Repeat {
+    send_bytes: usize,
+    recv_bytes: usize,
+    reduction: Option<(TypeKind, u8)>,
+}
+
+impl Repeat {
+    /// The signature of a call with these buffers and reduction; None for a user operation,
+    /// whose identity the signature cannot hold.
+    #[inline(always)]
+    fn of(send: &[u8], recv: &[u8], reduction: Option<&Reduction>) -> Option<Repeat> {
+        let reduction = match reduction {
+            Some(r) => Some((r.kind, r.op.predefined_code()?)),
+            None => None,
+        };
+        Some(Repeat {
+            send_bytes: send.len(),
+            recv_bytes: recv.len(),
+            reduction,
+        })
+    }
+}
+
+/// Whether a blocking call of `coll` passes its checks when another call on the same
+/// communicator with the same root, buffer lengths, element kind and predefined operation
+/// did, and its buffers are aligned for the kind: true for the collectives whose checks read
+/// nothing else (not the v-forms, whose count arrays the memo compares).
+#[inline(always)]
+const fn repeats_from_lengths(coll: Coll) -> bool {
+    matches!(
+        coll,
+        Coll::Bcast
+            | Coll::Reduce
+            | Coll::Allreduce
+            | Coll::Gather
+            | Coll::Scatter
+            | Coll::Allgather
+            | Coll::Alltoall
+            | Coll::ReduceScatterBlock
+            | Coll::Scan
+            | Coll::Exscan
+    )
 }
 
 /// What a call starts from: its plan and, for a blocking call that repeats the memo's, the

@@ -104,6 +104,27 @@ impl Op {
         }
     }
 
+    /// A number naming a predefined operation, the same for every value of it; None for a
+    /// user operation (two of which may differ in everything but their name).
+    #[inline]
+    pub(crate) fn predefined_code(&self) -> Option<u8> {
+        Some(match self {
+            Op::Sum => 0,
+            Op::Prod => 1,
+            Op::Min => 2,
+            Op::Max => 3,
+            Op::Land => 4,
+            Op::Lor => 5,
+            Op::Lxor => 6,
+            Op::Band => 7,
+            Op::Bor => 8,
+            Op::Bxor => 9,
+            Op::MinLoc => 10,
+            Op::MaxLoc => 11,
+            Op::User(_) => return None,
+        })
+    }
+
     /// True when the operation may be applied in any order.
     pub fn is_commutative(&self) -> bool {
         match self {

@@ -61,6 +61,15 @@ impl Comm {
         op: &Op,
         root: u32,
     ) -> Result<()> {
+        // Only the root's receive buffer counts, as in the usual way.
+        let out: &mut [u8] = if root == self.rank() {
+            &mut *recv
+        } else {
+            &mut []
+        };
+        if let Some(done) = self.coll_repeat(Coll::Reduce, root, send, out, Some((kind, op))) {
+            return done;
+        }
         self.reduce_start(send, recv, kind, op, root, Mode::Blocking)?
             .wait()
     }

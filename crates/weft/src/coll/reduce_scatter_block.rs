@@ -53,6 +53,10 @@ impl Comm {
         kind: TypeKind,
         op: &Op,
     ) -> Result<()> {
+        let c = Coll::ReduceScatterBlock;
+        if let Some(done) = self.coll_repeat(c, 0, send, recv, Some((kind, op))) {
+            return done;
+        }
         self.reduce_scatter_block_start(send, recv, kind, op, Mode::Blocking)?
             .wait()
     }

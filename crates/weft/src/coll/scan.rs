@@ -41,6 +41,9 @@ impl Comm {
 
     /// [`Comm::scan`] on byte buffers holding elements of `kind` (aligned for it).
     pub fn scan_bytes(&self, send: &[u8], recv: &mut [u8], kind: TypeKind, op: &Op) -> Result<()> {
+        if let Some(done) = self.coll_repeat(Coll::Scan, 0, send, recv, Some((kind, op))) {
+            return done;
+        }
         self.scan_start(send, recv, kind, op, Mode::Blocking)?
             .wait()
     }

@@ -13,6 +13,15 @@ impl Comm {
     /// Sends block i (of `recv.len()` elements) of the root's `send` to rank i's `recv`
     /// (MPI_Scatter). `send` matters at the root only (pass `&[]` elsewhere).
     pub fn scatter<T: Pod>(&self, send: &[T], recv: &mut [T], root: u32) -> Result<()> {
+        // Only the root's send buffer counts, as in the usual way.
+        let src: &[T] = if root == self.rank() { send } else { &[] };
+        let (s, r) = (
+            bytemuck::cast_slice(src),
+            bytemuck::cast_slice_mut(&mut *recv),
+        );
+        if let Some(done) = self.coll_repeat(Coll::Scatter, root, s, r, None) {
+            return done;
+        }
         self.scatter_start(send, recv, root, Mode::Blocking)?.wait()
     }
 
