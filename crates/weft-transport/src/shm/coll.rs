@@ -213,6 +213,16 @@ impl<'a> CollArea<'a> {
         seq
     }
 
+    /// Whether local rank `rank` has arrived at leader barrier `seq` (acquire).
+    pub fn barrier_arrived(&self, rank: u32, seq: u64) -> bool {
+        assert!(
+            rank < self.local_size,
+            "barrier arrival of local rank {rank} of {}",
+            self.local_size
+        );
+        self.word_at(1 + rank as usize, 4).load(Ordering::Acquire) >= seq
+    }
+
     /// Whether every local rank has arrived at leader barrier `seq` (acquire).
     pub fn all_arrived(&self, seq: u64) -> bool {
         (0..self.local_size as usize).all(|l| self.word_at(1 + l, 4).load(Ordering::Acquire) >= seq)

@@ -532,10 +532,12 @@ fn post_waiting(
 /// ([`leaf_take_now`], [`leaf_send_now`], [`root_scatter_now`]): the communicator is a live
 /// intracommunicator, no nonblocking collective is unfinished (the usual way checks the
 /// calls in flight), and an earlier call of `coll` on this rank made its choice (so its
-/// checks, its vote and any error of the selection came first).
+/// checks, its vote and any error of the selection came first). Notes for the next leader
+/// barrier that the call has no preferred order of core-mates (none of these calls does).
 #[inline(always)]
 fn runs_without_plan(comm: &Comm, e: &Engine, coll: Coll) -> bool {
     let data = &comm.data;
+    e.coll_state.lower_first.set(false);
     !data.freed.get()
         && data.inter.is_none()
         && e.coll_state.unfinished.is_empty()

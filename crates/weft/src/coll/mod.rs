@@ -555,12 +555,26 @@ impl Comm {
             runs.set(runs.get() + 1);
             run
         };
+        self.coll_note_order(coll);
         let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
         let reduction = reduction.map(|(kind, op)| Reduction {
             op: op.clone(),
             kind,
         });
         Some(run.run(self, coll.name(), send, recv, tag, reduction.as_ref()))
+    }
+
+    /// Notes for the next leader barrier whether a blocking call of `coll` runs best with the
+    /// lower ranks of a shared core first ([`CallState::lower_first`]; a barrier leaves it
+    /// as it is).
+    #[inline(always)]
+    pub(crate) fn coll_note_order(&self, coll: Coll) {
+        if coll != Coll::Barrier {
+            let e = self.engine.borrow();
+            e.coll_state
+                .lower_first
+                .set(matches!(coll, Coll::Scan | Coll::Exscan));
+        }
     }
 
     /// Binds `plan` to the buffers and starts it (a collective without a root); a blocking
@@ -592,6 +606,9 @@ impl Comm {
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
         let prepared = prepared.into();
+        if mode == Mode::Blocking {
+            self.coll_note_order(coll);
+        }
         // The usual repeated blocking call: nothing to check while no nonblocking collective
         // is unfinished, so it runs here.
         if let (Some(run), Mode::Blocking) = (&prepared.direct, mode) {
@@ -766,6 +783,11 @@ pub(crate) struct CallState {
     pub direct_runs: Cell<u64>,
     /// Of those, the ones that repeated the last call ([`Comm::coll_repeat_runs`]).
     pub repeat_runs: Cell<u64>,
+    /// The last blocking collective other than a barrier ran best with the lower ranks
+    /// of a shared core first (a scan or exscan: rank r waits for every lower rank), so
+    /// the leader barrier lets the lowest of a core leave first
+    /// ([`schedule::AreaWait::keeps_core`]): the next call is likely the same.
+    pub lower_first: Cell<bool>,
     /// Messages direct runs took from a ring at once ([`Comm::coll_received_at_once`]).
     pub received_at_once: Cell<u64>,
     /// Of those, the ones a receive waited for ([`Comm::coll_received_on_ring`]).

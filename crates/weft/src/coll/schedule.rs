@@ -472,10 +472,17 @@ impl AreaWait {
                 let mine = a.phase();
                 co.iter().all(|&l| a.phase_of(l) >= mine)
             }
-            // Not the leader barrier: there local rank 0 is to leave first, and ranks that
-            // kept their cores delayed it (np=4 on 2 cores, rooted 8 B calls after the
-            // barrier: 0.23 -> 0.7-0.8 us in 2 of 3 jobs).
-            ShmWait::Barrier(_) => false,
+            // The leader barrier: local rank 0 is to leave first, and ranks that kept their
+            // cores delayed it (np=4 on 2 cores, rooted 8 B calls after the barrier: 0.23
+            // -> 0.7-0.8 us in 2 of 3 jobs). But when the last blocking collective wants
+            // the lower ranks of a core to run first ([`super::CallState::lower_first`]), the
+            // lowest rank of a core without local rank 0 keeps it once its core-mates have
+            // arrived: it sees the release first and leaves first, and no core-mate runs
+            // into the next such call ahead of it only to wait for it.
+            ShmWait::Barrier(seq) => {
+                e.coll_state.lower_first.get()
+                    && leaves_first(a.me(), co, |l| a.barrier_arrived(l, seq))
+            }
         }
     }
 
@@ -486,6 +493,15 @@ impl AreaWait {
             format!("local rank {l} died before arriving in the shared-memory {what}"),
         )
     }
+}
+
+/// Whether local rank `me`, waiting in a leader barrier with the local ranks `mates` pinned
+/// to its core, is the one of its core to keep it and leave first: not local rank 0 (which
+/// releases the barrier and leaves first anyway), no local rank 0 on its core (which must
+/// run to release it), the lowest of its core, and every core-mate has `arrived` (a rank
+/// still to arrive needs the core).
+fn leaves_first(me: u32, mates: &[u32], arrived: impl Fn(u32) -> bool) -> bool {
+    me != 0 && !mates.is_empty() && mates.iter().all(|&l| l > me && arrived(l))
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
@@ -1297,5 +1313,40 @@ mod solo_tests {
         p.step();
         p.recv(1, Region::new(Buf::Recv, 0, 8));
         assert!(!sends_solo(p.step_actions(1)));
+    }
+}
+
+#[cfg(test)]
+mod barrier_order_tests {
+    use super::leaves_first;
+
+    #[test]
+    fn the_lowest_rank_of_a_core_without_the_leader_leaves_first_once_its_mates_arrived() {
+        let all = |_| true;
+        let none = |_| false;
+        // Four ranks on two cores, pinned 0 and 2, 1 and 3.
+        assert!(leaves_first(1, &[3], all), "rank 1 keeps its core");
+        assert!(!leaves_first(1, &[3], none), "rank 3 still has to arrive");
+        assert!(
+            !leaves_first(3, &[1], all),
+            "rank 3 is not the lowest of its core"
+        );
+        assert!(
+            !leaves_first(2, &[0], all),
+            "the leader must run to release"
+        );
+        assert!(
+            !leaves_first(0, &[2], all),
+            "the leader releases and leaves anyway"
+        );
+        // Three mates: every one must have arrived.
+        assert!(leaves_first(1, &[3, 5], all));
+        assert!(
+            !leaves_first(1, &[3, 5], |l| l == 3),
+            "rank 5 still to arrive"
+        );
+        assert!(!leaves_first(3, &[1, 5], all));
+        // A core of its own: nothing to order.
+        assert!(!leaves_first(1, &[], all));
     }
 }
