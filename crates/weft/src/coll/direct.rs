@@ -37,7 +37,8 @@ use super::coll_tag;
 use super::request::{next_seq, peek_seq};
 use super::schedule::{
     abandon_pending, area, collect_outcomes, find_disagreement, sends_solo, wrap_call, Action,
-    AreaWait, Buf, Buffers, Pending, Plan, Reduction, Region, DISAGREEMENT_EVERY, SCRATCH_POISON,
+    AreaWait, Buf, Buffers, Pending, Plan, ReductionRef, Region, DISAGREEMENT_EVERY,
+    SCRATCH_POISON,
 };
 use super::select::Coll;
 use crate::comm::Comm;
@@ -252,7 +253,7 @@ impl DirectRun {
         send: &[u8],
         recv: &mut [u8],
         tag: i32,
-        reduction: Option<&Reduction>,
+        reduction: Option<ReductionRef<'_>>,
     ) -> Result<()> {
         if self.single {
             self.run_single(comm, what, send, recv, tag)
@@ -356,7 +357,7 @@ impl DirectRun {
         send: &[u8],
         recv: &mut [u8],
         tag: i32,
-        reduction: Option<&Reduction>,
+        reduction: Option<ReductionRef<'_>>,
     ) -> Result<()> {
         // Never borrowed twice: the engine is borrowed for the whole run, so a reduction's
         // operation that started a collective would fail on the engine first.

@@ -98,7 +98,7 @@ impl Comm {
             let c = self.coll_choose(Coll::Exscan, bytes, commutative, mode)?;
             let plan = Rc::new(match c.algo {
                 "fan_out" => algo::fanout_scan::exclusive(rank, self.size(), bytes),
-                _ => algo::linear_scan::exclusive(rank, self.size(), bytes),
+                _ => algo::linear_scan::exclusive(rank, self.size(), bytes, commutative),
             });
             Ok((c, plan))
         })?;

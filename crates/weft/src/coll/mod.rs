@@ -48,7 +48,7 @@ pub use select::{explain, Coll, Explanation, Tuning};
 
 use crate::comm::Comm;
 use direct::DirectRun;
-use schedule::{Plan, Reduction, Schedule};
+use schedule::{Plan, Reduction, ReductionRef, Schedule};
 use select::Choice;
 use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
@@ -557,11 +557,8 @@ impl Comm {
         };
         self.coll_note_order(coll);
         let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
-        let reduction = reduction.map(|(kind, op)| Reduction {
-            op: op.clone(),
-            kind,
-        });
-        Some(run.run(self, coll.name(), send, recv, tag, reduction.as_ref()))
+        let reduction = reduction.map(|(kind, op)| ReductionRef { op, kind });
+        Some(run.run(self, coll.name(), send, recv, tag, reduction))
     }
 
     /// Notes for the next leader barrier whether a blocking call of `coll` runs best with the
@@ -621,7 +618,8 @@ impl Comm {
                 }
                 drop(e);
                 let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
-                let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
+                let red = reduction.as_ref().map(Reduction::view);
+                let outcome = run.run(self, coll.name(), send, recv, tag, red);
                 return Ok(CollRequest::completed(outcome));
             }
         }
@@ -654,7 +652,8 @@ impl Comm {
         request::next_seq(self);
         let Prepared { plan, direct } = prepared;
         if let (Some(run), Mode::Blocking) = (direct, mode) {
-            let outcome = run.run(self, coll.name(), send, recv, tag, reduction.as_ref());
+            let red = reduction.as_ref().map(Reduction::view);
+            let outcome = run.run(self, coll.name(), send, recv, tag, red);
             return Ok(CollRequest::completed(outcome));
         }
         let mut s = Schedule::start(self, coll.name(), plan, send, recv, reduction, tag);

@@ -332,6 +332,24 @@ pub(crate) struct Reduction {
     pub kind: TypeKind,
 }
 
+/// A reduction's operation and element kind, borrowed: what a run applies (a repeated call
+/// passes its caller's operation without cloning it).
+#[derive(Clone, Copy)]
+pub(crate) struct ReductionRef<'o> {
+    pub op: &'o Op,
+    pub kind: TypeKind,
+}
+
+impl Reduction {
+    /// The reduction, borrowed.
+    pub fn view(&self) -> ReductionRef<'_> {
+        ReductionRef {
+            op: &self.op,
+            kind: self.kind,
+        }
+    }
+}
+
 /// A request in flight and what to check when it completes.
 pub(super) struct Pending {
     pub id: ReqId,
@@ -913,13 +931,13 @@ impl<'a> Schedule<'a> {
     fn local_reduce_into(&mut self, a: Region, b: Region, dst: Region) {
         let red = self.reduction.clone();
         let red = red.as_ref().expect("reduce in a plan without an op");
-        self.bufs().reduce_into(red, a, b, dst);
+        self.bufs().reduce_into(red.view(), a, b, dst);
     }
 
     fn local_reduce(&mut self, src: Region, dst: Region, src_first: bool) {
         let red = self.reduction.clone();
         let red = red.as_ref().expect("reduce in a plan without an op");
-        self.bufs().reduce(red, src, dst, src_first);
+        self.bufs().reduce(red.view(), src, dst, src_first);
     }
 }
 
@@ -1026,7 +1044,7 @@ impl<'s> Buffers<'s> {
     }
 
     /// [`Action::ReduceInto`] with `red`.
-    pub fn reduce_into(&mut self, red: &Reduction, a: Region, b: Region, dst: Region) {
+    pub fn reduce_into(&mut self, red: ReductionRef<'_>, a: Region, b: Region, dst: Region) {
         // The send buffer is borrowed apart from the others, so `b` and `dst` can be
         // taken together as a readable and a writable region.
         let send = self.send;
@@ -1036,7 +1054,7 @@ impl<'s> Buffers<'s> {
     }
 
     /// [`Action::Reduce`] with `red`.
-    pub fn reduce(&mut self, red: &Reduction, src: Region, dst: Region, src_first: bool) {
+    pub fn reduce(&mut self, red: ReductionRef<'_>, src: Region, dst: Region, src_first: bool) {
         if src_first || red.op.is_commutative() {
             let (s, d) = self.pair(src, dst);
             red.op.apply(red.kind, s, d);

@@ -33,8 +33,10 @@ pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize, commutative: bool) -
     p
 }
 
-/// Exclusive scan: the receive buffer gets `x₀ ∘ … ∘ x_{r−1}` (untouched on rank 0).
-pub(crate) fn exclusive(rank: u32, size: u32, bytes: usize) -> Plan {
+/// Exclusive scan: the receive buffer gets `x₀ ∘ … ∘ x_{r−1}` (untouched on rank 0). With a
+/// `commutative` operation a middle rank makes the prefix it passes on in one pass over
+/// its contribution and the received prefix, instead of a copy and a pass.
+pub(crate) fn exclusive(rank: u32, size: u32, bytes: usize, commutative: bool) -> Plan {
     let mut p = Plan::new();
     let prefix = Region::new(Buf::Recv, 0, bytes);
     let own = Region::new(Buf::Send, 0, bytes);
@@ -50,8 +52,13 @@ pub(crate) fn exclusive(rank: u32, size: u32, bytes: usize) -> Plan {
     if rank + 1 < size {
         let next = Region::new(p.tmp(bytes), 0, bytes);
         p.step();
-        p.copy(own, next);
-        p.reduce(prefix, next, true);
+        if commutative {
+            // own ∘ prefix, which is prefix ∘ own.
+            p.reduce_into(own, prefix, next);
+        } else {
+            p.copy(own, next);
+            p.reduce(prefix, next, true);
+        }
         p.send(rank + 1, next);
     }
     p
