@@ -1359,15 +1359,18 @@ impl Engine {
         }
     }
 
-    /// Whether [`Engine::recv_eager_now`] could take a message from `src_world` now that
-    /// one lands: a live rank of this node, no receive posted, no message waiting unmatched
-    /// (a caller about to wait on that rank's ring alone asks first).
-    pub(crate) fn may_recv_eager_now(&self, src_world: u32) -> bool {
+    /// Whether [`Engine::recv_eager_now`] could take a message of `bytes` from `src_world`
+    /// now that one lands: a live rank of this node, no receive posted, no message waiting
+    /// unmatched, and not longer than the eager limit (a longer one comes by rendezvous,
+    /// which only a posted receive takes). A caller about to wait on that rank's ring alone
+    /// asks first.
+    pub(crate) fn may_recv_eager_now(&self, src_world: u32, bytes: usize) -> bool {
         let Route::Local(peer) = self.routes[src_world as usize] else {
             return false;
         };
         let core = &self.core;
         self.shm.is_some()
+            && bytes <= core.eager_bytes
             && !core.dead[peer as usize]
             && core.matching.posted_len() == 0
             && core.matching.unexpected_len() == 0

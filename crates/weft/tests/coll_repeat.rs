@@ -1,11 +1,11 @@
 //! A blocking collective that repeats the last directly run call of its collective on its
 //! communicator (root, buffer lengths, element kind, predefined operation) runs that call's
 //! direct run again without its checks and memo lookup (`Comm::coll_repeat`). These check
-//! that the repeat is taken, that every call still moves this call's data (odd, empty and
-//! larger vectors, 1-7 ranks, threads and processes), and that whatever differs from the
-//! last call (the operation, a user operation, alignment, a length, the root, the
-//! communicator, an unfinished nonblocking collective) goes the usual way and gets its
-//! usual answer.
+//! that the repeat is taken, that every call still moves this call's data (odd, empty,
+//! larger and rendezvous-sized vectors, 1-7 ranks, threads and processes), and that
+//! whatever differs from the last call (the operation, a user operation, alignment, a
+//! length, the root, the communicator, an unfinished nonblocking collective) goes the usual
+//! way and gets its usual answer.
 
 mod common;
 
@@ -172,7 +172,7 @@ fn check_counts(counts: &[(&str, u64, u64)], ranks: u32, n: usize) {
 fn repeated_calls_repeat_and_move_each_calls_data() {
     for ranks in [1u32, 2, 3, 4, 7] {
         common::run_ranks(ranks, &[], move |w| {
-            for n in [3usize, 0, 1, 1001] {
+            for n in [3usize, 0, 1, 1001, 8193] {
                 let counts = every_collective(&w, n);
                 check_counts(&counts, ranks, n);
             }

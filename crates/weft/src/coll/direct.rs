@@ -709,15 +709,18 @@ fn take_now(e: &mut Engine, bytes: &mut [u8], pattern: &Pattern, world: u32) -> 
 const SPIN_POLLS: u32 = 1024;
 
 /// Waits up to [`SPIN_POLLS`] polls for the message of a receive that found nothing (its
-/// phase's sends out, no other request of the run in flight, the node not oversubscribed)
-/// on its peer's ring alone, taking it as it lands ([`take_now`]); false when it has not
-/// come or could not be taken so (the caller posts the receive and waits as usual). A
+/// phase's sends out, no other request of the run in flight, the node not oversubscribed,
+/// no longer than the eager limit) on its peer's ring alone, taking it as it lands
+/// ([`take_now`]); false when it has not come or could not be taken so (the caller posts
+/// the receive and waits as usual). A longer message comes by rendezvous, which spinning
+/// for an eager one only delayed: np=2 gather of 64 KiB, per-rank TSC medians, root 15678
+/// and leaf 14092 ticks against 4030 and 2418 for one MPI_Recv and MPI_Send of it. A
 /// message that arrives is then taken without a request, a pass through matching or a
 /// poll of every ring.
 #[inline(never)]
 fn spin_for(e: &mut Engine, bytes: &mut [u8], pattern: &Pattern, world: u32) -> bool {
-    let taken =
-        e.may_recv_eager_now(world) && (0..SPIN_POLLS).any(|_| take_now(e, bytes, pattern, world));
+    let taken = e.may_recv_eager_now(world, bytes.len())
+        && (0..SPIN_POLLS).any(|_| take_now(e, bytes, pattern, world));
     if taken {
         let n = &e.coll_state.received_on_ring;
         n.set(n.get() + 1);
