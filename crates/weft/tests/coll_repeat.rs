@@ -279,18 +279,29 @@ fn an_unfinished_nonblocking_collective_stops_the_repeat() {
         let me = w.rank();
         let d = w.dup().unwrap();
         warm(&w);
-        let mine = [me as i64 + 1];
-        let mut theirs = [0i64];
-        // SAFETY: the request is waited below, before the buffers go.
-        let req = unsafe { d.iallreduce(&mine, &mut theirs, &Op::Sum) }.unwrap();
+        // A broadcast from rank 0 on another communicator (the allreduce's memo stays),
+        // which rank 0 starts only after the allreduce: on ranks 1 and 2 it is unfinished
+        // during the allreduce, which then goes the usual way; rank 0 repeats.
+        let mut b = [if me == 0 { 42i64 } else { 0 }];
         let mut r = [0f32; 3];
-        let n = repeats_in(&w, || {
-            w.allreduce(&[1.0f32, 2.0, 3.0], &mut r, &Op::Sum).unwrap()
-        });
-        assert_eq!((n, r), (0, [3.0, 6.0, 9.0]), "rank {me}");
-        req.wait().unwrap();
-        assert_eq!(theirs, [6]);
-        warm(&w);
+        let call = |r: &mut [f32; 3]| w.allreduce(&[1.0f32, 2.0, 3.0], r, &Op::Sum).unwrap();
+        let n = if me != 0 {
+            // SAFETY: the request is waited below, before the buffer goes.
+            let req = unsafe { d.ibcast(&mut b, 0) }.unwrap();
+            let n = repeats_in(&w, || call(&mut r));
+            req.wait().unwrap();
+            n
+        } else {
+            let n = repeats_in(&w, || call(&mut r));
+            d.bcast(&mut b, 0).unwrap();
+            n
+        };
+        let want = u64::from(me == 0);
+        assert_eq!((n, r), (want, [3.0, 6.0, 9.0]), "rank {me}");
+        assert_eq!(b, [42]);
+        // With nothing unfinished the same call repeats everywhere.
+        let n = repeats_in(&w, || call(&mut r));
+        assert_eq!((n, r), (1, [3.0, 6.0, 9.0]), "rank {me}");
         d.free().unwrap();
     });
 }
