@@ -258,17 +258,18 @@ fn whatever_differs_goes_the_usual_way() {
                     assert_eq!(got, [ranks, call as i64 * p as i64], "call {call}");
                 }
             }
-            // Alternating communicators of the same shape: each its own call.
-            let d = w.dup().unwrap();
-            for call in 0..6i64 {
-                let c = if call % 2 == 0 { &w } else { &d };
+            // Alternating communicators of the same size, one in reverse rank order: each
+            // call runs its own communicator's plan (a scan's result shows the order).
+            let rev = w.split(0, (p - 1 - me) as i32).unwrap().unwrap();
+            for call in 0..8i64 {
+                let c = if call % 4 < 2 { &w } else { &rev };
+                let at = c.rank() as i64;
                 let mut got = [0i64; 1];
-                c.allreduce(&[call + me as i64], &mut got, &Op::Sum)
-                    .unwrap();
-                let ranks: i64 = (0..p as i64).sum();
-                assert_eq!(got, [call * p as i64 + ranks], "call {call}");
+                c.scan(&[call * 100 + at], &mut got, &Op::Sum).unwrap();
+                let want: i64 = (0..=at).map(|k| call * 100 + k).sum();
+                assert_eq!(got, [want], "call {call}, rank {at} of its communicator");
             }
-            d.free().unwrap();
+            rev.free().unwrap();
         });
     }
 }
