@@ -534,11 +534,12 @@ fn post_waiting(
 /// intracommunicator, no nonblocking collective is unfinished (the usual way checks the
 /// calls in flight), and an earlier call of `coll` on this rank made its choice (so its
 /// checks, its vote and any error of the selection came first). Notes for the next leader
-/// barrier that the call has no preferred order of core-mates (none of these calls does).
+/// barrier which order of core-mates the call wants (as `Comm::coll_note_order` does; the
+/// caller holds the engine).
 #[inline(always)]
 fn runs_without_plan(comm: &Comm, e: &Engine, coll: Coll) -> bool {
     let data = &comm.data;
-    e.coll_state.lower_first.set(false);
+    e.coll_state.lower_first.set(super::wants_lower_first(coll));
     !data.freed.get()
         && data.inter.is_none()
         && e.coll_state.unfinished.is_empty()

@@ -522,19 +522,10 @@ impl Comm {
         reduction: Option<(TypeKind, &Op)>,
     ) -> Option<Result<()>> {
         debug_assert!(repeats_from_lengths(coll));
-        let code = match reduction {
-            Some((kind, op)) => Some((kind, op.predefined_code()?)),
-            None => None,
-        };
-        let sig = Repeat {
-            send_bytes: send.len(),
-            recv_bytes: recv.len(),
-            reduction: code,
-        };
-        if let Some((kind, _)) = code {
-            let mask = kind.align_bytes() - 1;
-            let off = |b: &[u8]| !b.is_empty() && (b.as_ptr() as usize) & mask != 0;
-            if off(send) || off(recv) {
+        let reduction = reduction.map(|(kind, op)| ReductionRef { op, kind });
+        let sig = Repeat::of(send, recv, reduction)?;
+        if let Some(r) = reduction {
+            if misaligned(send, r.kind) || misaligned(recv, r.kind) {
                 return None;
             }
         }
@@ -557,7 +548,6 @@ impl Comm {
         };
         self.coll_note_order(coll);
         let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
-        let reduction = reduction.map(|(kind, op)| ReductionRef { op, kind });
         Some(run.run(self, coll.name(), send, recv, tag, reduction))
     }
 
@@ -568,9 +558,7 @@ impl Comm {
     pub(crate) fn coll_note_order(&self, coll: Coll) {
         if coll != Coll::Barrier {
             let e = self.engine.borrow();
-            e.coll_state
-                .lower_first
-                .set(matches!(coll, Coll::Scan | Coll::Exscan));
+            e.coll_state.lower_first.set(wants_lower_first(coll));
         }
     }
 
@@ -611,14 +599,14 @@ impl Comm {
         if let (Some(run), Mode::Blocking) = (&prepared.direct, mode) {
             let e = self.engine.borrow();
             if e.coll_state.unfinished.is_empty() {
+                let red = reduction.as_ref().map(Reduction::view);
                 if repeats_from_lengths(coll) {
                     if let Some(m) = &e.coll_state.memo[coll.index()] {
-                        m.repeat.set(Repeat::of(send, recv, reduction.as_ref()));
+                        m.repeat.set(Repeat::of(send, recv, red));
                     }
                 }
                 drop(e);
                 let tag = coll_tag(coll.index() as u32, request::next_seq(self), root);
-                let red = reduction.as_ref().map(Reduction::view);
                 let outcome = run.run(self, coll.name(), send, recv, tag, red);
                 return Ok(CollRequest::completed(outcome));
             }
@@ -843,7 +831,7 @@ impl Repeat {
     /// The signature of a call with these buffers and reduction; None for a user operation,
     /// whose identity the signature cannot hold.
     #[inline(always)]
-    fn of(send: &[u8], recv: &[u8], reduction: Option<&Reduction>) -> Option<Repeat> {
+    fn of(send: &[u8], recv: &[u8], reduction: Option<ReductionRef<'_>>) -> Option<Repeat> {
         let reduction = match reduction {
             Some(r) => Some((r.kind, r.op.predefined_code()?)),
             None => None,
@@ -875,6 +863,13 @@ const fn repeats_from_lengths(coll: Coll) -> bool {
             | Coll::Scan
             | Coll::Exscan
     )
+}
+
+/// Whether a blocking call of `coll` runs best with the lower ranks of a shared core first
+/// ([`CallState::lower_first`]): a scan or exscan, where rank r waits for every lower rank.
+#[inline(always)]
+pub(crate) const fn wants_lower_first(coll: Coll) -> bool {
+    matches!(coll, Coll::Scan | Coll::Exscan)
 }
 
 /// What a call starts from: its plan and, for a blocking call that repeats the memo's, the
@@ -950,10 +945,17 @@ pub(crate) fn elements(
     let (es, align) = (kind.size_bytes(), kind.align_bytes());
     debug_assert!(es.is_power_of_two() && align.is_power_of_two());
     let ragged = buf.len() & (es - 1) != 0;
-    if ragged || (!buf.is_empty() && (buf.as_ptr() as usize) & (align - 1) != 0) {
+    if ragged || misaligned(buf, kind) {
         return Err(elements_error(coll, rank, what, buf, kind));
     }
     Ok(buf.len() >> es.trailing_zeros())
+}
+
+/// Whether a non-empty `buf` does not start at an address aligned for elements of `kind`
+/// (the reduction kernels read it as typed slices).
+#[inline(always)]
+fn misaligned(buf: &[u8], kind: TypeKind) -> bool {
+    !buf.is_empty() && (buf.as_ptr() as usize) & (kind.align_bytes() - 1) != 0
 }
 
 /// What [`elements`] reports.
