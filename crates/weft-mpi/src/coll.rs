@@ -118,29 +118,30 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 
 // ------------------------------------------------------------------- operations
 
-/// The weft operation for `op` on elements of `T` (datatype handle `dt`).
-/// weft's operation for predefined operation handle `op`; None for any other handle.
-pub(crate) fn predefined_op(op: Handle) -> Option<Op> {
+/// weft's operation for predefined operation handle `op` (MPI-4.1 §6.9.2), a static one
+/// that a call may borrow without building or dropping anything; None for any other handle.
+pub(crate) fn predefined_op(op: Handle) -> Option<&'static Op> {
     Some(match op {
-        MPI_SUM => Op::Sum,
-        MPI_PROD => Op::Prod,
-        MPI_MIN => Op::Min,
-        MPI_MAX => Op::Max,
-        MPI_LAND => Op::Land,
-        MPI_LOR => Op::Lor,
-        MPI_LXOR => Op::Lxor,
-        MPI_BAND => Op::Band,
-        MPI_BOR => Op::Bor,
-        MPI_BXOR => Op::Bxor,
-        MPI_MINLOC => Op::MinLoc,
-        MPI_MAXLOC => Op::MaxLoc,
+        MPI_SUM => &Op::Sum,
+        MPI_PROD => &Op::Prod,
+        MPI_MIN => &Op::Min,
+        MPI_MAX => &Op::Max,
+        MPI_LAND => &Op::Land,
+        MPI_LOR => &Op::Lor,
+        MPI_LXOR => &Op::Lxor,
+        MPI_BAND => &Op::Band,
+        MPI_BOR => &Op::Bor,
+        MPI_BXOR => &Op::Bxor,
+        MPI_MINLOC => &Op::MinLoc,
+        MPI_MAXLOC => &Op::MaxLoc,
         _ => return None,
     })
 }
 
+/// The weft operation for `op` on elements of `T` (datatype handle `dt`).
 fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
     if let Some(o) = predefined_op(op) {
-        return Ok(o);
+        return Ok(o.clone());
     }
     let s = state("operation")?;
     let u = handle_index(K_OP, op)

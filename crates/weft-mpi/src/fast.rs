@@ -412,27 +412,41 @@ mod tests {
             if crate::dtype::predefined(dt).is_none() {
                 continue;
             }
+            // The fast path takes the datatypes whose memory is their wire form and which
+            // reduce as a kind of weft's (padded pairs and the like go the checked way).
+            let kind = match reduction_layout(dt) {
+                Ok(Layout::Contig { kind: Some(k), .. }) if element_bytes(dt).is_some() => Some(k),
+                _ => None,
+            };
             for op in MPI_SUM..=MPI_NO_OP + 1 {
                 let checked = crate::coll::predefined_op(op).is_some()
                     && crate::dtype::check_op(op, dt).is_ok();
+                let fast = reducible(dt, op);
                 assert_eq!(
-                    predefined_op(op, dt).is_some(),
-                    checked,
+                    fast.is_some(),
+                    checked && kind.is_some(),
                     "op {op:#x} dt {dt:#x}"
                 );
-                allowed += usize::from(checked);
+                if let Some((bytes, k, _)) = fast {
+                    assert_eq!(Some(bytes), element_bytes(dt), "dt {dt:#x}");
+                    assert_eq!(Some(k), kind, "dt {dt:#x}");
+                    allowed += 1;
+                }
             }
         }
         // Spot checks against the standard's table: SUM on INT and DOUBLE, BAND on INT and
-        // BYTE, MAXLOC on 2INT; not BAND on DOUBLE, SUM on CHAR, MAX on a user handle.
-        for (op, dt) in [(MPI_SUM, 0x209), (MPI_SUM, 0x214), (MPI_BAND, 0x209)] {
-            assert!(predefined_op(op, dt).is_some(), "{op:#x} {dt:#x}");
+        // BYTE, MAXLOC on 2INT; not BAND on DOUBLE, SUM on CHAR, MAX on a user handle, not
+        // a user operation's handle.
+        for (dt, op) in [(0x209, MPI_SUM), (0x214, MPI_SUM), (0x209, MPI_BAND)] {
+            assert!(reducible(dt, op).is_some(), "{op:#x} {dt:#x}");
         }
-        assert!(predefined_op(MPI_BAND, MPI_BYTE).is_some());
-        assert!(predefined_op(MPI_MAXLOC, 0x22b).is_some());
-        assert!(predefined_op(MPI_BAND, 0x214).is_none());
-        assert!(predefined_op(MPI_SUM, 0x243).is_none()); // MPI_CHAR
-        assert!(predefined_op(MPI_MAX, 0x1000).is_none());
+        assert!(reducible(MPI_BYTE, MPI_BAND).is_some());
+        assert!(reducible(0x22b, MPI_MAXLOC).is_some());
+        assert!(reducible(0x214, MPI_BAND).is_none());
+        assert!(reducible(0x243, MPI_SUM).is_none()); // MPI_CHAR
+        assert!(reducible(0x1000, MPI_MAX).is_none());
+        assert!(reducible(0x209, MPI_REPLACE).is_none());
+        assert!(reducible(0x209, (crate::state::K_OP + 1) << 32).is_none());
         assert!(allowed > 100, "{allowed}");
     }
 
@@ -475,20 +489,60 @@ mod tests {
 
 // ------------------------------------------------------------------- collectives
 
-/// Element kind of a reduction on predefined datatype `FIRST + i` when its memory is its
-/// wire form; None for every other handle (the checked path handles those).
-static REDUCE_KIND: LazyLock<[Option<TypeKind>; SPAN]> = LazyLock::new(|| {
+/// What a reduction on predefined datatype `FIRST + i` needs to know when its memory is its
+/// wire form: the bytes per item, the element kind and the predefined operations defined on
+/// it (bit `op - MPI_SUM`, MPI-4.1 §6.9.2 by `dtype::op_allowed`); None for every other
+/// handle (the checked path handles those). One table, so that a reduction call looks up
+/// its datatype once and does not walk the standard's table.
+static REDUCIBLE: LazyLock<[Option<Reducible>; SPAN]> = LazyLock::new(|| {
     let mut t = [None; SPAN];
-    for (i, k) in t.iter_mut().enumerate() {
+    for (i, r) in t.iter_mut().enumerate() {
         let h = FIRST + i;
-        if element_bytes(h).is_some() {
-            if let Ok(Layout::Contig { kind, .. }) = reduction_layout(h) {
-                *k = kind;
+        let (Some(item_bytes), Some(class)) = (element_bytes(h), crate::dtype::op_class(h)) else {
+            continue;
+        };
+        let Ok(Layout::Contig {
+            kind: Some(kind), ..
+        }) = reduction_layout(h)
+        else {
+            continue;
+        };
+        let mut ops = 0;
+        for op in MPI_SUM..=MPI_NO_OP {
+            if crate::coll::predefined_op(op).is_some() && crate::dtype::op_allowed(op, class) {
+                ops |= 1 << (op - MPI_SUM);
             }
         }
+        *r = Some(Reducible {
+            item_bytes,
+            kind,
+            ops,
+        });
     }
     t
 });
+
+/// An entry of [`REDUCIBLE`].
+#[derive(Clone, Copy)]
+struct Reducible {
+    item_bytes: usize,
+    kind: TypeKind,
+    ops: u32,
+}
+
+/// For a reduction with predefined datatype `dt` and predefined operation `op` defined on
+/// it: the bytes per item, the element kind and weft's operation (a static one, so nothing
+/// is built or dropped per call); None for user operations, derived or padded datatypes and
+/// pairs the standard does not define (the checked path reports those).
+#[inline]
+fn reducible(dt: Handle, op: Handle) -> Option<(usize, TypeKind, &'static Op)> {
+    let r = (*REDUCIBLE.get(dt.wrapping_sub(FIRST))?)?;
+    let bit = op.wrapping_sub(MPI_SUM);
+    if bit >= 32 || r.ops & (1 << bit) == 0 {
+        return None;
+    }
+    Some((r.item_bytes, r.kind, crate::coll::predefined_op(op)?))
+}
 
 /// The intracommunicator behind `comm` when the fast path takes it.
 #[inline]
@@ -531,34 +585,6 @@ fn outcome(r: weft::Result<()>, comm: Handle, func: &str) -> c_int {
         Ok(()) => MPI_SUCCESS,
         Err(e) => raise_weft(comm, func, e),
     }
-}
-
-/// For predefined datatype `FIRST + i`, bit `op - MPI_SUM` is set when predefined operation
-/// `op` is defined on it (MPI-4.1 §6.9.2, by `dtype::op_allowed`); a table so that a
-/// reduction call does not walk the standard's table each time.
-static OP_ALLOWED: LazyLock<[u32; SPAN]> = LazyLock::new(|| {
-    let mut t = [0u32; SPAN];
-    for (i, bits) in t.iter_mut().enumerate() {
-        let Some(class) = crate::dtype::op_class(FIRST + i) else {
-            continue;
-        };
-        for op in MPI_SUM..=MPI_NO_OP {
-            if crate::coll::predefined_op(op).is_some() && crate::dtype::op_allowed(op, class) {
-                *bits |= 1 << (op - MPI_SUM);
-            }
-        }
-    }
-    t
-});
-
-/// weft's operation for a predefined operation handle defined on `dt` (MPI-4.1 §6.9.2);
-/// None for user operations and pairs the standard does not define (the checked path
-/// reports those).
-#[inline]
-fn predefined_op(op: Handle, dt: Handle) -> Option<Op> {
-    let o = crate::coll::predefined_op(op)?;
-    let bits = *OP_ALLOWED.get(dt.wrapping_sub(FIRST))?;
-    (bits & (1 << (op - MPI_SUM)) != 0).then_some(o)
 }
 
 /// MPI_Barrier.
@@ -629,9 +655,7 @@ pub unsafe fn reduction(
     comm: Handle,
     func: &str,
 ) -> Option<c_int> {
-    let size = element_bytes(dt)?;
-    let kind = REDUCE_KIND[dt.wrapping_sub(FIRST)]?;
-    let wop = predefined_op(op, dt)?;
+    let (size, kind, wop) = reducible(dt, op)?;
     let c = intra(comm)?;
     if !plain(send) {
         return None;
@@ -655,11 +679,11 @@ pub unsafe fn reduction(
         return None;
     }
     let res = match which {
-        RedColl::Reduce(_) => c.reduce_bytes(s, r, kind, &wop, root?),
-        RedColl::Allreduce => c.allreduce_bytes(s, r, kind, &wop),
-        RedColl::Scan => c.scan_bytes(s, r, kind, &wop),
-        RedColl::Exscan => c.exscan_bytes(s, r, kind, &wop),
-        RedColl::ReduceScatterBlock => c.reduce_scatter_block_bytes(s, r, kind, &wop),
+        RedColl::Reduce(_) => c.reduce_bytes(s, r, kind, wop, root?),
+        RedColl::Allreduce => c.allreduce_bytes(s, r, kind, wop),
+        RedColl::Scan => c.scan_bytes(s, r, kind, wop),
+        RedColl::Exscan => c.exscan_bytes(s, r, kind, wop),
+        RedColl::ReduceScatterBlock => c.reduce_scatter_block_bytes(s, r, kind, wop),
     };
     Some(outcome(res, comm, func))
 }
@@ -1058,9 +1082,7 @@ pub unsafe fn reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let size = element_bytes(dt)?;
-    let kind = REDUCE_KIND[dt.wrapping_sub(FIRST)]?;
-    let wop = predefined_op(op, dt)?;
+    let (size, kind, wop) = reducible(dt, op)?;
     let c = intra(comm)?;
     if !plain(send) {
         return None;
@@ -1086,7 +1108,7 @@ pub unsafe fn reduce_scatter(
             return None;
         }
         Some(outcome(
-            c.reduce_scatter_bytes(s, r, counts, kind, &wop),
+            c.reduce_scatter_bytes(s, r, counts, kind, wop),
             comm,
             "MPI_Reduce_scatter",
         ))
