@@ -74,20 +74,6 @@ enum Step {
     AreaArrive { leader: bool },
 }
 
-/// The one message of a run that does nothing else ([`DirectRun::run_lone`]).
-#[derive(Clone, Copy, Debug)]
-enum Lone {
-    /// Send `src` to rank `peer` (world rank `world`), `solo` as the phase's sends go.
-    Send {
-        peer: u32,
-        world: u32,
-        src: Region,
-        solo: bool,
-    },
-    /// Receive from rank `peer` (world rank `world`) into `dst`.
-    Recv { peer: u32, world: u32, dst: Region },
-}
-
 /// One step of the plan: its things to do, then a wait for its messages.
 #[derive(Clone, Copy, Debug)]
 struct Phase {
@@ -122,7 +108,7 @@ pub(crate) struct DirectRun {
     /// The run is its one message and nothing else (an exclusive scan's first and last
     /// ranks, a linear gather's leaves, a two-rank broadcast's leaf), for
     /// [`DirectRun::run_lone`].
-    lone: Option<Lone>,
+    lone: bool,
     /// World rank of the run's first receive's peer, whose next message the run starts
     /// bringing into this core's cache as it begins (`Engine::prefetch_from`), so the
     /// line's transfer overlaps the run's setup and sends.
@@ -247,16 +233,7 @@ impl DirectRun {
             && steps
                 .iter()
                 .all(|s| matches!(s, Step::Recv { .. } | Step::Send { .. } | Step::Copy { .. }));
-        let lone = match steps[..] {
-            [Step::Send { peer, world, src }] if single => Some(Lone::Send {
-                peer,
-                world,
-                src,
-                solo: phases.last().is_some_and(|p| p.solo),
-            }),
-            [Step::Recv { peer, world, dst }] if single => Some(Lone::Recv { peer, world, dst }),
-            _ => None,
-        };
+        let lone = single && steps.len() == 1;
         Some(DirectRun {
             single,
             lone,
@@ -284,8 +261,8 @@ impl DirectRun {
         tag: i32,
         reduction: Option<ReductionRef<'_>>,
     ) -> Result<()> {
-        if let Some(lone) = &self.lone {
-            self.run_lone(lone, comm, what, send, recv, tag)
+        if self.lone {
+            self.run_lone(comm, what, send, recv, tag)
         } else if self.single {
             self.run_single(comm, what, send, recv, tag)
         } else {
@@ -301,7 +278,6 @@ impl DirectRun {
     #[inline]
     fn run_lone(
         &self,
-        lone: &Lone,
         comm: &Comm,
         what: &'static str,
         send: &[u8],
@@ -320,24 +296,23 @@ impl DirectRun {
         e.clear_advancing();
         let runs = &e.coll_state.direct_runs;
         runs.set(runs.get() + 1);
-        match *lone {
-            Lone::Send {
-                peer,
-                world,
-                src,
-                solo,
-            } => match start_send(&mut e, &bufs, peer, world, src, rank, ctx, tag, solo) {
-                Ok(None) => Ok(()),
-                Ok(Some(p)) => self.wait_one(comm, what, e, p, tag),
-                Err(err) => Err(wrap_call(what, rank, err)),
-            },
-            Lone::Recv { peer, world, dst } => {
+        match self.steps[0] {
+            Step::Send { peer, world, src } => {
+                let solo = self.phases[self.phases.len() - 1].solo;
+                match start_send(&mut e, &bufs, peer, world, src, rank, ctx, tag, solo) {
+                    Ok(None) => Ok(()),
+                    Ok(Some(p)) => self.wait_one(comm, what, e, p, tag),
+                    Err(err) => Err(wrap_call(what, rank, err)),
+                }
+            }
+            Step::Recv { peer, world, dst } => {
                 let pattern = recv_pattern(peer, ctx, tag);
                 if take_now(&mut e, bufs.bytes_mut(dst), &pattern, world) {
                     return Ok(());
                 }
                 self.lone_wait(comm, what, e, &mut bufs, peer, world, dst, tag)
             }
+            _ => unreachable!("a lone run holds one message"),
         }
     }
 
@@ -1028,6 +1003,33 @@ mod tests {
             }]
         );
         assert_eq!(run.requests, 1);
+    }
+
+    #[test]
+    fn a_run_of_one_message_alone_is_lone_and_with_copies_single() {
+        // (lone, single) of each rank of a 4-rank chain scan, exclusive and inclusive.
+        let shape = |p: Plan| {
+            let run = DirectRun::of(&p, &[10, 11, 12, 13], |_| false).unwrap();
+            (run.lone, run.single)
+        };
+        let exscan: Vec<_> = (0..4)
+            .map(|r| shape(algo::linear_scan::exclusive(r, 4, 8, true)))
+            .collect();
+        // The first rank only sends, the last only receives; the middle ones reduce.
+        assert_eq!(
+            exscan,
+            [(true, true), (false, false), (false, false), (true, true)]
+        );
+        // The inclusive scan's first rank copies its block before sending it.
+        let scan0 = shape(algo::linear_scan::inclusive(0, 4, 8, true));
+        assert_eq!(scan0, (false, true));
+        // A scatter leaf's one receive is lone; the root's sends and copy are neither.
+        let mut leaf = Plan::new();
+        algo::linear_scatter::build(&mut leaf, 2, 0, &blocks(4), 8, Buf::Send);
+        assert_eq!(shape(leaf), (true, true));
+        let mut root = Plan::new();
+        algo::linear_scatter::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
+        assert_eq!(shape(root), (false, false));
     }
 
     #[test]
