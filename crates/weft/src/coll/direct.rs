@@ -1020,7 +1020,7 @@ mod tests {
             exscan,
             [(true, true), (false, false), (false, false), (true, true)]
         );
-        // The inclusive scan's first rank copies its block before sending it.
+        // The inclusive scan's first rank sends its block and copies it into the result.
         let scan0 = shape(algo::linear_scan::inclusive(0, 4, 8, true));
         assert_eq!(scan0, (false, true));
         // A scatter leaf's one receive is lone; the root's sends and copy are neither.

@@ -10,7 +10,16 @@ pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize, commutative: bool) -
     let acc = Region::new(Buf::Recv, 0, bytes);
     let own = Region::new(Buf::Send, 0, bytes);
     p.step();
-    if rank > 0 && commutative {
+    if rank == 0 {
+        // The first rank's prefix is its contribution: it goes out first, and the copy
+        // into the result waits for the send to be posted.
+        if size > 1 {
+            p.send(1, own);
+        }
+        p.copy_after_posting(own, acc);
+        return p;
+    }
+    if commutative {
         // The prefix received straight into the result and our contribution combined into
         // it in place: no copy, no scratch (the prefix must come first otherwise, which
         // needs it in scratch).
@@ -19,8 +28,6 @@ pub(crate) fn inclusive(rank: u32, size: u32, bytes: usize, commutative: bool) -
         p.reduce(own, acc, false);
     } else {
         p.copy(own, acc);
-    }
-    if rank > 0 && !commutative {
         let tmp = Region::new(p.tmp(bytes), 0, bytes);
         p.recv(rank - 1, tmp);
         p.step();
