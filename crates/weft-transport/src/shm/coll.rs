@@ -6,8 +6,7 @@
 //! rank: its flag (word 0), its Cross Memory Attach vote (word 1), a second published
 //! value (word 2, [`CollArea::publish_second`]), the number of leader barriers it has
 //! arrived at (word 4, [`CollArea::barrier_arrive`]), the number of counter arrivals it has
-//! made (word 5, its phase; only it writes it), the number of leader barriers it has left
-//! (word 6, [`CollArea::barrier_leave`]) and, in local rank 0's line only, the last
+//! made (word 5, its phase; only it writes it) and, in local rank 0's line only, the last
 //! leader barrier it released (word 3, [`CollArea::release`]); the slots start at the next
 //! 4096-byte boundary and split the rest evenly, each in two halves of
 //! [`CollArea::slot_bytes`] (multiples of 64 bytes). The area is zero-filled when the
@@ -222,23 +221,6 @@ impl<'a> CollArea<'a> {
             self.local_size
         );
         self.word_at(1 + rank as usize, 4).load(Ordering::Acquire) >= seq
-    }
-
-    /// Records that this rank leaves leader barrier `seq` (release: local rank 0 records it
-    /// before its release, so whoever sees the release sees it too).
-    pub fn barrier_leave(&self, seq: u64) {
-        self.word_at(1 + self.me as usize, 6)
-            .store(seq, Ordering::Release);
-    }
-
-    /// Whether local rank `rank` has left leader barrier `seq` (acquire).
-    pub fn barrier_left(&self, rank: u32, seq: u64) -> bool {
-        assert!(
-            rank < self.local_size,
-            "barrier departure of local rank {rank} of {}",
-            self.local_size
-        );
-        self.word_at(1 + rank as usize, 6).load(Ordering::Acquire) >= seq
     }
 
     /// Whether every local rank has arrived at leader barrier `seq` (acquire).

@@ -450,25 +450,11 @@ impl AreaWait {
             ShmWait::Barrier(seq) if a.me() == 0 => {
                 let all = a.all_arrived(seq);
                 if all {
-                    a.barrier_leave(seq);
                     a.release(seq);
                 }
                 all
             }
-            // Released; but when the last blocking collective wants the lower ranks of a
-            // core to run first, a rank that sees the release before a lower core-mate
-            // left waits (yielding) until it has: [`AreaWait::keeps_core`] makes the lowest
-            // see it first when it runs in time, this when the others' last arrival and the
-            // release come while a higher rank still runs.
-            ShmWait::Barrier(seq) => {
-                let go = a.released() >= seq
-                    && !(e.coll_state.lower_first.get()
-                        && waits_for_lower(a.me(), e.colocated(), |l| a.barrier_left(l, seq)));
-                if go {
-                    a.barrier_leave(seq);
-                }
-                go
-            }
+            ShmWait::Barrier(seq) => a.released() >= seq,
         };
         if reached {
             return true;
@@ -534,12 +520,6 @@ impl AreaWait {
 /// still to arrive needs the core).
 fn leaves_first(me: u32, mates: &[u32], arrived: impl Fn(u32) -> bool) -> bool {
     me != 0 && !mates.is_empty() && mates.iter().all(|&l| l > me && arrived(l))
-}
-
-/// Whether local rank `me`, released from a leader barrier, waits for a lower-ranked
-/// core-mate (of `mates`, the local ranks pinned to its core) that has not `left` yet.
-fn waits_for_lower(me: u32, mates: &[u32], left: impl Fn(u32) -> bool) -> bool {
-    mates.iter().any(|&l| l < me && !left(l))
 }
 
 /// Polls of a waiting step between checks that the local peers are alive (a system call
@@ -1356,7 +1336,7 @@ mod solo_tests {
 
 #[cfg(test)]
 mod barrier_order_tests {
-    use super::{leaves_first, waits_for_lower};
+    use super::leaves_first;
 
     #[test]
     fn the_lowest_rank_of_a_core_without_the_leader_leaves_first_once_its_mates_arrived() {
@@ -1386,29 +1366,5 @@ mod barrier_order_tests {
         assert!(!leaves_first(3, &[1, 5], all));
         // A core of its own: nothing to order.
         assert!(!leaves_first(1, &[], all));
-    }
-
-    #[test]
-    fn a_released_rank_waits_for_its_lower_core_mates_to_leave() {
-        let gone = |_| true;
-        let stayed = |_| false;
-        // Four ranks on two cores: rank 3 waits for rank 1, rank 1 for nobody.
-        assert!(
-            waits_for_lower(3, &[1], stayed),
-            "rank 1 is still in the barrier"
-        );
-        assert!(!waits_for_lower(3, &[1], gone), "rank 1 has left");
-        assert!(!waits_for_lower(1, &[3], stayed), "rank 3 is higher");
-        // Rank 2 waits for the leader, which leaves as it releases.
-        assert!(waits_for_lower(2, &[0], stayed));
-        // Three mates: every lower one must have left; higher ones do not count.
-        assert!(
-            waits_for_lower(5, &[1, 3], |l| l == 1),
-            "rank 3 still there"
-        );
-        assert!(!waits_for_lower(5, &[1, 3], gone));
-        assert!(!waits_for_lower(3, &[1, 5], |l| l == 1), "rank 5 is higher");
-        // A core of its own: nothing to wait for.
-        assert!(!waits_for_lower(3, &[], stayed));
     }
 }
