@@ -5,8 +5,9 @@
 //! operations, MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall with one datatype and
 //! count on both sides, their v forms and MPI_Alltoallw with one datatype everywhere,
 //! MPI_Reduce_scatter(_block), MPI_Scan and MPI_Exscan with predefined operations, not in
-//! place): the element size (and a reduction's element kind)
-//! comes from a table indexed by the predefined handle (no layout lookup, no staging),
+//! place): the element size (and a reduction's element kind and the operations defined on
+//! it) comes from a table indexed by the predefined handle (no layout lookup, no staging;
+//! a predefined operation is a static `Op`, borrowed),
 //! blocking calls go straight to weft's blocking calls (no request in between), and no error
 //! text travels on the way.
 //!
@@ -18,10 +19,11 @@
 //! itself reports once the operation has started (a truncated message, a dead peer) go
 //! through [`raise_weft`], which builds the message on the error branch only.
 //!
-//! Nothing here allocates or makes a system call for a small message; the table is built
-//! at the first call, and the v-collectives convert their int counts and displacements into
-//! a per-thread scratch vector that grows to the largest communicator and stays. Depends on the state tables, the datatype layer (for the table) and
-//! the status helpers of `p2p.rs`.
+//! Nothing here allocates or makes a system call for a small message; the tables are built
+//! at their first use, and the v-collectives convert their int counts and displacements
+//! into a per-thread scratch vector that grows to the largest communicator and stays.
+//! Depends on the state tables, the datatype layer (for the tables), the operation table
+//! of `coll.rs` and the status helpers of `p2p.rs`.
 
 use crate::consts::*;
 use crate::dtype::{layout, predefined, reduction_layout, Layout};

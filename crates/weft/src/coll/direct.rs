@@ -20,8 +20,9 @@
 //! calls with no barrier, np=4 8 B, bcast 105 -> 87 ns, gather 9.0 -> 3.8 us per call). A
 //! phase's one receive whose message is not there yet waits for it on its peer's ring
 //! alone once the phase's sends are out, on a node that is not oversubscribed
-//! ([`spin_for`]: np=2 8 B allreduce 0.215 -> 0.195 us), and a run of one message and
-//! copies skips the phase loop ([`DirectRun::run_single`]).
+//! ([`spin_for`]: np=2 8 B allreduce 0.215 -> 0.195 us), a run of one message and copies
+//! skips the phase loop ([`DirectRun::run_single`]), and one of a message alone its loop
+//! over steps too ([`DirectRun::run_lone`]).
 //! Calls whose plan is known without one, a linear scatter's root and a leaf whose one
 //! message comes from or goes to the root, run from their arguments when repeated
 //! ([`root_scatter_now`], [`leaf_take_now`], [`leaf_send_now`]; scatterv's and gatherv's,
@@ -273,7 +274,7 @@ impl DirectRun {
     /// A run that is one message and nothing else, as [`DirectRun::run_single`] runs it
     /// without its loop over steps: a send returns once posted (waiting only when it is not
     /// complete then), a receive takes its message at once when it is already there (else
-    /// [`DirectRun::lone_wait`]). Exscan np=4 8 B, rank 0 (one send), callgrind: 631 -> 553
+    /// [`DirectRun::lone_wait`]). Exscan np=4 8 B, rank 0 (one send), callgrind: 631 -> 569
     /// instructions per MPI_Exscan.
     #[inline]
     fn run_lone(
