@@ -285,18 +285,8 @@ impl DirectRun {
         recv: &mut [u8],
         tag: i32,
     ) -> Result<()> {
-        let rank = comm.data.rank;
-        let ctx = comm.data.ctx + 1;
-        let mut bufs = Buffers {
-            send,
-            recv,
-            tmp: &mut [],
-            tmp_offsets: &self.tmp_offsets,
-        };
-        let mut e = comm.engine.borrow_mut();
-        e.clear_advancing();
-        let runs = &e.coll_state.direct_runs;
-        runs.set(runs.get() + 1);
+        let (rank, ctx) = (comm.data.rank, comm.data.ctx + 1);
+        let (mut bufs, mut e) = self.start_single(comm, send, recv);
         match self.steps[0] {
             Step::Send { peer, world, src } => {
                 let solo = self.phases[self.phases.len() - 1].solo;
@@ -315,6 +305,29 @@ impl DirectRun {
             }
             _ => unreachable!("a lone run holds one message"),
         }
+    }
+
+    /// What a lone or single run starts with: the caller's buffers (no scratch: the run's
+    /// temporaries, if any, are empty) and the engine, its progress marks cleared and the
+    /// run counted ([`Comm::coll_direct_runs`]).
+    #[inline(always)]
+    fn start_single<'b>(
+        &'b self,
+        comm: &'b Comm,
+        send: &'b [u8],
+        recv: &'b mut [u8],
+    ) -> (Buffers<'b>, std::cell::RefMut<'b, Engine>) {
+        let bufs = Buffers {
+            send,
+            recv,
+            tmp: &mut [],
+            tmp_offsets: &self.tmp_offsets,
+        };
+        let mut e = comm.engine.borrow_mut();
+        e.clear_advancing();
+        let runs = &e.coll_state.direct_runs;
+        runs.set(runs.get() + 1);
+        (bufs, e)
     }
 
     /// A lone receive whose message was not there when the run started: waits for it on
@@ -358,22 +371,11 @@ impl DirectRun {
         recv: &mut [u8],
         tag: i32,
     ) -> Result<()> {
-        let rank = comm.data.rank;
-        let ctx = comm.data.ctx + 1;
-        // No scratch: its temporaries, if any, are empty.
-        let mut bufs = Buffers {
-            send,
-            recv,
-            tmp: &mut [],
-            tmp_offsets: &self.tmp_offsets,
-        };
-        let mut e = comm.engine.borrow_mut();
+        let (rank, ctx) = (comm.data.rank, comm.data.ctx + 1);
+        let (mut bufs, mut e) = self.start_single(comm, send, recv);
         if let Some(w) = self.first_from {
             e.prefetch_from(w);
         }
-        e.clear_advancing();
-        let runs = &e.coll_state.direct_runs;
-        runs.set(runs.get() + 1);
         let mut pending = None;
         let mut deferred = None;
         for step in self.steps.iter() {
