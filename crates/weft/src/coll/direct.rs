@@ -274,7 +274,7 @@ impl DirectRun {
     /// A run that is one message and nothing else, as [`DirectRun::run_single`] runs it
     /// without its loop over steps: a send returns once posted (waiting only when it is not
     /// complete then), a receive takes its message at once when it is already there (else
-    /// [`DirectRun::lone_wait`]). Exscan np=4 8 B, rank 0 (one send), callgrind: 631 -> 569
+    /// [`DirectRun::recv_waiting`]). Exscan np=4 8 B, rank 0 (one send), callgrind: 631 -> 569
     /// instructions per MPI_Exscan.
     #[inline]
     fn run_lone(
@@ -301,7 +301,7 @@ impl DirectRun {
                 if take_now(&mut e, bufs.bytes_mut(dst), &pattern, world) {
                     return Ok(());
                 }
-                self.lone_wait(comm, what, e, &mut bufs, peer, world, dst, tag)
+                self.recv_waiting(comm, what, e, &mut bufs, peer, world, dst, tag)
             }
             _ => unreachable!("a lone run holds one message"),
         }
@@ -330,12 +330,12 @@ impl DirectRun {
         (bufs, e)
     }
 
-    /// A lone receive whose message was not there when the run started: waits for it on
-    /// its peer's ring ([`spin_for`]) on a node that is not oversubscribed, else posts it
-    /// and waits, as [`DirectRun::run_single`] does.
+    /// The one receive of a lone or single run, its message not there when the run reached
+    /// it: waits for it on its peer's ring ([`spin_for`]) on a node that is not
+    /// oversubscribed, else (or when it does not come) posts it and waits.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn lone_wait(
+    fn recv_waiting(
         &self,
         comm: &Comm,
         what: &'static str,
@@ -398,11 +398,8 @@ impl DirectRun {
             }
         }
         if let Some((peer, world, dst)) = deferred {
-            let spin = !e.oversubscribed();
-            match post_waiting(&mut e, &mut bufs, comm, peer, world, dst, ctx, tag, spin) {
-                Ok(p) => pending = p,
-                Err(err) => return Err(wrap_call(what, rank, err)),
-            }
+            // The run's one message: no send is pending.
+            return self.recv_waiting(comm, what, e, &mut bufs, peer, world, dst, tag);
         }
         match pending {
             None => Ok(()),
