@@ -42,6 +42,20 @@ pub enum ErrorKind {
     Unsupported,
     /// A broken internal invariant (MPI_ERR_INTERN).
     Internal,
+    /// A one-sided call outside the synchronisation it needs: an access without an epoch,
+    /// an unlock without a lock (MPI_ERR_RMA_SYNC).
+    RmaSync,
+    /// A one-sided access outside the target's window (MPI_ERR_RMA_RANGE).
+    RmaRange,
+    /// Memory that cannot be attached to or detached from a dynamic window
+    /// (MPI_ERR_RMA_ATTACH).
+    RmaAttach,
+    /// Processes that cannot share memory asked for a shared window (MPI_ERR_RMA_SHARED).
+    RmaShared,
+    /// A call the window's flavor does not allow (MPI_ERR_RMA_FLAVOR).
+    RmaFlavor,
+    /// A lock type that is neither exclusive nor shared (MPI_ERR_LOCKTYPE).
+    LockType,
 }
 
 impl ErrorKind {
@@ -66,6 +80,12 @@ impl ErrorKind {
             ErrorKind::Config => "configuration error",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Internal => "internal error",
+            ErrorKind::RmaSync => "one-sided synchronisation error",
+            ErrorKind::RmaRange => "one-sided access out of range",
+            ErrorKind::RmaAttach => "window attach error",
+            ErrorKind::RmaShared => "memory cannot be shared",
+            ErrorKind::RmaFlavor => "wrong window flavor",
+            ErrorKind::LockType => "invalid lock type",
         }
     }
 }

@@ -44,6 +44,7 @@ pub const MPI_ERRORS_RETURN: Handle = 0x143;
 pub const MPI_REQUEST_NULL: Handle = 0x180;
 pub const MPI_MESSAGE_NULL: Handle = 0x128;
 pub const MPI_MESSAGE_NO_PROC: Handle = 0x129;
+pub const MPI_WIN_NULL: Handle = 0x110;
 pub const MPI_DATATYPE_NULL: Handle = 0x200;
 pub const MPI_BYTE: Handle = 0x247;
 
@@ -72,9 +73,21 @@ pub const MPI_ERR_INFO_KEY: c_int = 31;
 pub const MPI_ERR_INFO_NOKEY: c_int = 32;
 pub const MPI_ERR_INFO_VALUE: c_int = 33;
 pub const MPI_ERR_INFO: c_int = 34;
+pub const MPI_ERR_ASSERT: c_int = 22;
+pub const MPI_ERR_BASE: c_int = 24;
+pub const MPI_ERR_DISP: c_int = 26;
 pub const MPI_ERR_KEYVAL: c_int = 36;
+pub const MPI_ERR_LOCKTYPE: c_int = 37;
 pub const MPI_ERR_NO_MEM: c_int = 39;
+pub const MPI_ERR_RMA_ATTACH: c_int = 46;
+pub const MPI_ERR_RMA_CONFLICT: c_int = 47;
+pub const MPI_ERR_RMA_RANGE: c_int = 48;
+pub const MPI_ERR_RMA_SHARED: c_int = 49;
+pub const MPI_ERR_RMA_SYNC: c_int = 50;
+pub const MPI_ERR_SIZE: c_int = 52;
 pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 55;
+pub const MPI_ERR_WIN: c_int = 56;
+pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 pub const MPI_ERR_PROC_ABORTED: c_int = 58;
 pub const MPI_ERR_ERRHANDLER: c_int = 61;
 pub const MPI_ERR_ABI: c_int = 62;
@@ -116,6 +129,24 @@ pub const MPI_WTIME_IS_GLOBAL: c_int = 504;
 pub const MPI_APPNUM: c_int = 505;
 pub const MPI_LASTUSEDCODE: c_int = 506;
 pub const MPI_UNIVERSE_SIZE: c_int = 507;
+
+// One-sided communication (MPI 5.0 ABI values).
+pub const MPI_LOCK_EXCLUSIVE: c_int = 301;
+pub const MPI_LOCK_SHARED: c_int = 302;
+pub const MPI_WIN_FLAVOR_CREATE: c_int = 311;
+pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 312;
+pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 313;
+pub const MPI_WIN_FLAVOR_SHARED: c_int = 314;
+pub const MPI_WIN_UNIFIED: c_int = 321;
+pub const MPI_WIN_SEPARATE: c_int = 322;
+pub const MPI_WIN_BASE: c_int = 601;
+pub const MPI_WIN_DISP_UNIT: c_int = 602;
+pub const MPI_WIN_SIZE: c_int = 603;
+pub const MPI_WIN_CREATE_FLAVOR: c_int = 604;
+pub const MPI_WIN_MODEL: c_int = 605;
+/// Every MPI_MODE_* assertion of synchronisation calls (NOCHECK, NOPRECEDE, NOPUT,
+/// NOSTORE, NOSUCCEED).
+pub const MPI_MODE_RMA_ALL: c_int = 1024 | 2048 | 4096 | 8192 | 16384;
 
 pub const MPI_MAX_ERROR_STRING: usize = 512;
 pub const MPI_MAX_INFO_KEY: usize = 256;

@@ -74,6 +74,7 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
         compounds: Default::default(),
         idups: Default::default(),
         type_names: Default::default(),
+        wins: Default::default(),
     });
     Ok(provided)
 }
@@ -99,6 +100,7 @@ pub(crate) fn stop() -> R<()> {
         idups,
         infos,
         errhs,
+        wins,
         ..
     } = s;
     *loose(&LOOSE_INFOS) = infos;
@@ -106,6 +108,8 @@ pub(crate) fn stop() -> R<()> {
     // Requests and communicators hold the engine; drop them before finalize (the
     // requests before the compounds, whose final steps own buffers they may write).
     drop(reqs);
+    // Windows the program did not free stop being served before the engine ends.
+    drop(wins);
     drop(compounds);
     drop(idups);
     drop(comms);

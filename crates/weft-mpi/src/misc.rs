@@ -36,6 +36,16 @@ fn from_int(kind: usize, v: c_int) -> Handle {
     make_handle(kind, v & 0xff_ffff)
 }
 
+/// A handle as the `int` of the MPI 5.0 ABI's `_toint` functions.
+pub(crate) fn handle_to_int(h: Handle) -> c_int {
+    to_int(h)
+}
+
+/// The handle of kind `kind` an `int` of [`handle_to_int`] names.
+pub(crate) fn handle_from_int(kind: usize, v: c_int) -> Handle {
+    from_int(kind, v)
+}
+
 macro_rules! conversions {
     ($($to:ident, $from:ident, $kind:expr;)*) => {$(
         /// Handle to int (MPI 5.0 ABI): predefined handles keep their value.

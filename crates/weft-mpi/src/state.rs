@@ -326,6 +326,8 @@ pub struct State {
     /// each is a bare one, like a generalized request's. In the state, not per thread: under
     /// MPI_THREAD_SERIALIZED another thread may complete the request.
     pub(crate) idups: std::collections::HashMap<Handle, crate::comm::PendingDup>,
+    /// Windows, their keyvals and the process's one-sided endpoint.
+    pub wins: crate::win::Windows,
 }
 
 struct Global(UnsafeCell<Option<State>>);

@@ -163,3 +163,37 @@ pub fn run_c_ok(
         );
     }
 }
+
+/// Runs `program` on the simulated hosts `hosts` (e.g. "a:2,b:1"): every host's agent runs
+/// on this machine (a launcher template without `{host}`), so the hosts are different nodes
+/// (different WEFT_NODE_ID) whose ranks talk over TCP. 60 s at most; checks that the job
+/// left no `/dev/shm` segment behind.
+pub fn run_c_hosts(
+    prefix: &Path,
+    program: &Path,
+    hosts: &str,
+    env: &[(&str, &str)],
+) -> weft_launch::JobOutcome {
+    let list = weft_launch::place::parse_hosts(hosts).unwrap();
+    let n: u32 = list.iter().map(|h| h.slots).sum();
+    let mut spec = weft_launch::JobSpec::new(n, program);
+    spec.output = weft_launch::OutputMode::Capture;
+    spec.timeout = Some(std::time::Duration::from_secs(60));
+    spec.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    spec.hosts = Some(weft_launch::HostsSpec {
+        hosts: list,
+        map_by: weft_launch::place::MapBy::Slot,
+        launcher: "env".into(),
+        boot_addr: Some("127.0.0.1".into()),
+        agent_program: prefix.join("bin/weft"),
+    });
+    let out = weft_launch::run_job(&spec).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
+        .collect();
+    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    out
+}

@@ -58,8 +58,8 @@ pub enum TypeKind {
 }
 
 impl TypeKind {
-    /// Every kind, for tests that go through all of them.
-    #[cfg(test)]
+    /// Every kind (for tests that go through all of them, and the codes of
+    /// [`TypeKind::code`]).
     pub(crate) const ALL: [TypeKind; 22] = {
         use TypeKind::*;
         // A new kind fails to compile here until it joins the list.
@@ -96,6 +96,17 @@ impl TypeKind {
             F64F64,
         ]
     };
+
+    /// A number naming the kind (its place in [`TypeKind::ALL`]), for one-sided requests
+    /// between processes.
+    pub(crate) fn code(self) -> u8 {
+        Self::ALL.iter().position(|&k| k == self).unwrap_or(0) as u8
+    }
+
+    /// The kind [`TypeKind::code`] names.
+    pub(crate) fn from_code(code: u8) -> Option<TypeKind> {
+        Self::ALL.get(code as usize).copied()
+    }
 
     /// The Rust spelling of the type, for error messages.
     pub fn name(self) -> &'static str {

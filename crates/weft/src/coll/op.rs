@@ -125,6 +125,25 @@ impl Op {
         })
     }
 
+    /// The predefined operation [`Op::predefined_code`] names.
+    pub(crate) fn from_predefined_code(code: u8) -> Option<Op> {
+        Some(match code {
+            0 => Op::Sum,
+            1 => Op::Prod,
+            2 => Op::Min,
+            3 => Op::Max,
+            4 => Op::Land,
+            5 => Op::Lor,
+            6 => Op::Lxor,
+            7 => Op::Band,
+            8 => Op::Bor,
+            9 => Op::Bxor,
+            10 => Op::MinLoc,
+            11 => Op::MaxLoc,
+            _ => return None,
+        })
+    }
+
     /// True when the operation may be applied in any order.
     pub fn is_commutative(&self) -> bool {
         match self {

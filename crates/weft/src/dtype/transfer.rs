@@ -97,6 +97,36 @@ impl TypeMap {
         }
     }
 
+    /// Calls `f(at, len)` for each contiguous piece of `count` items' data in type-map order:
+    /// `len` bytes at byte `at` relative to the buffer address (one-sided transfers move
+    /// each piece to or from another process's memory). Adjacent pieces are merged.
+    pub fn for_each_piece(&self, count: u64, f: impl FnMut(i64, usize)) -> Result<()> {
+        struct Pieces<F: FnMut(i64, usize)> {
+            f: F,
+            pending: Option<(i64, usize)>,
+        }
+        impl<F: FnMut(i64, usize)> Visit for Pieces<F> {
+            fn piece(&mut self, at: i64, len: usize, _: BasicKind) {
+                match &mut self.pending {
+                    Some((start, n)) if start.wrapping_add(*n as i64) == at => *n += len,
+                    p => {
+                        if let Some((a, n)) = p.take() {
+                            (self.f)(a, n);
+                        }
+                        *p = Some((at, len));
+                    }
+                }
+            }
+        }
+        let take = self.packed_bytes(count)?;
+        let mut v = Pieces { f, pending: None };
+        self.walk_items(0, 0, take, &mut v);
+        if let Some((a, n)) = v.pending {
+            (v.f)(a, n);
+        }
+        Ok(())
+    }
+
     /// `(start, bytes)` relative to the buffer address when `count` items' data is one
     /// gap-free byte range in type-map order, so that a send or receive can use the user's
     /// buffer directly instead of packing. `None` when it is not (or `count * size`

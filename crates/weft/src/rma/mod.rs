@@ -35,6 +35,7 @@ pub mod alloc;
 pub mod knobs;
 pub mod net;
 pub mod statics;
+pub mod win;
 
 use crate::sync::region::{knob_text, node_region};
 use crate::Weft;
@@ -173,6 +174,7 @@ impl SymmetricHeap {
                     .wrapping_add(me_local as usize * heap_bytes),
                 heap_bytes,
                 image: image.clone(),
+                windows: None,
             };
             let (n, f) = start_net(weft, k, &local_of_pe, mem, options)?;
             (Some(n), f)
@@ -666,6 +668,50 @@ impl SymmetricHeap {
     }
 }
 
+/// The key a one-sided service proves itself with: the job's secret (from the
+/// configuration, else the bootstrap store) followed by `suffix`, so that no proof made for
+/// the point-to-point transport (or another service) is one for this service.
+pub(crate) fn service_key(
+    weft: &Weft,
+    store: &dyn weft_boot::Store,
+    suffix: &[u8],
+) -> Result<Vec<u8>> {
+    let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
+    let mut key = match &weft.config.job_secret {
+        Some(k) => k.clone(),
+        None => {
+            let hex = store.get("tcp/key", timeout).map_err(|e| {
+                e.context(format!(
+                    "rank {}: one-sided service: waiting for the job key",
+                    weft.world.rank()
+                ))
+            })?;
+            weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
+        }
+    };
+    key.extend_from_slice(suffix);
+    Ok(key)
+}
+
+/// Starts a one-sided service on `mem` that proves `key`, listening on every address; returns
+/// it and the addresses (`ip:port`) to publish.
+pub(crate) fn start_service(
+    weft: &Weft,
+    key: Vec<u8>,
+    mem: net::service::Memory,
+) -> Result<(net::service::Service, Vec<String>)> {
+    let me = weft.world.rank();
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        .map_err(|e| Error::io(format!("PE {me}: one-sided service: binding its port"), e))?;
+    let service = net::service::Service::start(listener, me, weft.world.size(), key, mem)?;
+    let ips = weft_transport::tcp::local_addresses(&weft.config.tcp_interfaces)?;
+    let addrs = ips
+        .iter()
+        .map(|ip| std::net::SocketAddr::new(*ip, service.port()).to_string())
+        .collect();
+    Ok((service, addrs))
+}
+
 /// Starts this PE's one-sided service, publishes its address and reads every other node's
 /// PE's; returns the network side and the image fingerprint of each PE.
 fn start_net(
@@ -685,26 +731,9 @@ fn start_net(
     })?;
     let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
     let at = |what: &str| format!("PE {me}: one-sided service: {what}");
-    let mut key = match &weft.config.job_secret {
-        Some(k) => k.clone(),
-        None => {
-            let hex = store
-                .get("tcp/key", timeout)
-                .map_err(|e| e.context(at("waiting for the job key")))?;
-            weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
-        }
-    };
-    // Its own key, so no proof made for the point-to-point transport is one for this service.
-    key.extend_from_slice(b"/weft-rma");
+    let key = service_key(weft, store.as_ref(), b"/weft-rma")?;
     let fingerprint = mem.image.fingerprint;
-    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
-        .map_err(|e| Error::io(at("binding its port"), e))?;
-    let service = net::service::Service::start(listener, me, npes, key.clone(), mem)?;
-    let ips = weft_transport::tcp::local_addresses(&weft.config.tcp_interfaces)?;
-    let addrs: Vec<String> = ips
-        .iter()
-        .map(|ip| std::net::SocketAddr::new(*ip, service.port()).to_string())
-        .collect();
+    let (service, addrs) = start_service(weft, key.clone(), mem)?;
     store
         .put(
             &format!("rma/heap{k}/{me}"),

@@ -264,6 +264,57 @@ impl Lane {
         self.reply(None).map(|(v, _)| v)
     }
 
+    /// Accumulates `data` (elements of kind `kind`, at most [`wire::MAX_PAYLOAD_BYTES`])
+    /// into the elements at `offset` of `space` with operation `op`. With `old` (as long as
+    /// `data`), waits for the target's answer and stores the elements as they were; without,
+    /// the request is queued like a put.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn acc(
+        &mut self,
+        space: u8,
+        offset: u64,
+        kind: u8,
+        op: u8,
+        data: &[u8],
+        old: Option<&mut [u8]>,
+    ) -> Result<()> {
+        self.alive()?;
+        self.last_put = None;
+        let len = data.len() as u32;
+        wire::acc_head(&mut self.buf, space, offset, kind, op, len, old.is_some());
+        self.buf.extend_from_slice(data);
+        match old {
+            None => {
+                self.unsynced = true;
+                if self.buf.len() >= self.config.flush_bytes {
+                    self.flush()?;
+                }
+                Ok(())
+            }
+            Some(old) => {
+                self.flush()?;
+                self.reply(Some(old)).map(|_| ())
+            }
+        }
+    }
+
+    /// Compare-and-swap of the element at `offset` of `space` (`compare` and `new` of equal
+    /// length, at most [`wire::MAX_CAS_BYTES`]); waits and stores the old element in `old`.
+    pub(crate) fn cas(
+        &mut self,
+        space: u8,
+        offset: u64,
+        compare: &[u8],
+        new: &[u8],
+        old: &mut [u8],
+    ) -> Result<()> {
+        self.alive()?;
+        self.last_put = None;
+        wire::cas(&mut self.buf, space, offset, compare, new);
+        self.flush()?;
+        self.reply(Some(old)).map(|_| ())
+    }
+
     /// Reads `dst.len()` bytes from `offset` of `space` (earlier puts of this lane land
     /// first: one stream, applied in order).
     pub(crate) fn get(&mut self, space: u8, offset: u64, dst: &mut [u8]) -> Result<()> {

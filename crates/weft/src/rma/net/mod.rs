@@ -99,15 +99,22 @@ type SharedLane = Arc<LaneCell>;
 
 struct LaneEntry {
     ctx: u64,
+    pe: u32,
     lane: SharedLane,
 }
+
+/// Finds the service addresses of a PE nobody gave the lanes (MPI windows learn them from
+/// the bootstrap store when they first reach the PE).
+pub(crate) type Resolver = Box<dyn Fn(u32) -> Result<Vec<SocketAddr>> + Send + Sync>;
 
 /// What every lane of one heap shares.
 struct Shared {
     id: u64,
     me: u32,
     key: Vec<u8>,
-    addrs: Vec<Vec<SocketAddr>>,
+    /// Service addresses by PE; an empty entry is asked of `resolve` (and kept).
+    addrs: Mutex<Vec<Vec<SocketAddr>>>,
+    resolve: Option<Resolver>,
     config: LaneConfig,
     lanes: Mutex<Vec<LaneEntry>>,
     /// Lanes of contexts other than the default one, by (context, PE): a context's lanes
@@ -132,17 +139,34 @@ thread_local! {
 
 impl Shared {
     fn new_lane(&self, pe: u32) -> Result<Lane> {
-        let addrs = self
-            .addrs
-            .get(pe as usize)
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| {
-                Error::new(
+        let known = {
+            let a = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
+            a.get(pe as usize).filter(|a| !a.is_empty()).cloned()
+        };
+        let addrs = match (known, &self.resolve) {
+            (Some(a), _) => a,
+            (None, Some(resolve)) => {
+                let a = resolve(pe)?;
+                let mut all = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(slot) = all.get_mut(pe as usize) {
+                    slot.clone_from(&a);
+                }
+                a
+            }
+            (None, None) => {
+                return Err(Error::new(
                     ErrorKind::InvalidRank,
                     format!("PE {}: PE {pe} has no one-sided service address", self.me),
-                )
-            })?;
-        Lane::connect(self.me, pe, addrs, &self.key, self.config.clone())
+                ))
+            }
+        };
+        if addrs.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidRank,
+                format!("PE {}: PE {pe} has no one-sided service address", self.me),
+            ));
+        }
+        Lane::connect(self.me, pe, &addrs, &self.key, self.config.clone())
     }
 
     /// Runs `f` on the calling thread's lane (context `ctx`) to `pe`, connecting first.
@@ -188,6 +212,7 @@ impl Shared {
                 let l = Arc::new(LaneCell::new(self.new_lane(pe)?, true));
                 self.registry().push(LaneEntry {
                     ctx,
+                    pe,
                     lane: l.clone(),
                 });
                 l
@@ -200,6 +225,7 @@ impl Shared {
                         shared.insert((ctx, pe), l.clone());
                         self.registry().push(LaneEntry {
                             ctx,
+                            pe,
                             lane: l.clone(),
                         });
                         l
@@ -224,10 +250,15 @@ impl Shared {
     /// Completes every lane of context `ctx` (`None`: of every context); first error wins,
     /// every lane is still completed.
     fn quiet(&self, ctx: Option<u64>) -> Result<()> {
+        self.quiet_where(ctx, None)
+    }
+
+    /// [`Self::quiet`] of the lanes to `pe` only (every thread's, when `pe` is some).
+    fn quiet_where(&self, ctx: Option<u64>, pe: Option<u32>) -> Result<()> {
         let lanes: Vec<(u64, SharedLane)> = self
             .registry()
             .iter()
-            .filter(|e| ctx.is_none_or(|c| c == e.ctx))
+            .filter(|e| ctx.is_none_or(|c| c == e.ctx) && pe.is_none_or(|p| p == e.pe))
             .map(|e| (e.ctx, e.lane.clone()))
             .collect();
         let mut first = Ok(());
@@ -429,13 +460,39 @@ impl Net {
         config: &Options,
         service: service::Service,
     ) -> Result<Net> {
+        Self::build(me, key, addrs, None, config, service)
+    }
+
+    /// A network side whose PEs' addresses are found by `resolve` when first needed, for
+    /// `npes` PEs (MPI windows: a job's processes need not all reach each other).
+    pub(crate) fn with_resolver(
+        me: u32,
+        key: Vec<u8>,
+        npes: u32,
+        resolve: Resolver,
+        config: &Options,
+        service: service::Service,
+    ) -> Result<Net> {
+        let addrs = vec![Vec::new(); npes as usize];
+        Self::build(me, key, addrs, Some(resolve), config, service)
+    }
+
+    fn build(
+        me: u32,
+        key: Vec<u8>,
+        addrs: Vec<Vec<SocketAddr>>,
+        resolve: Option<Resolver>,
+        config: &Options,
+        service: service::Service,
+    ) -> Result<Net> {
         config.check()?;
         static IDS: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
             id: IDS.fetch_add(1, SeqCst),
             me,
             key,
-            addrs,
+            addrs: Mutex::new(addrs),
+            resolve,
             config: LaneConfig {
                 coalesce: config.coalesce,
                 flush_bytes: config.flush_bytes,
@@ -568,6 +625,33 @@ impl Net {
         self.shared.with_lane(ctx, at.pe, |l| {
             l.amo(at.space, at.offset, width, amo, a, b, reply)
         })
+    }
+
+    /// Accumulates `data` into the elements at `at` (see [`Lane::acc`]); with `old`, waits
+    /// for the old elements. Always on the calling thread's default-context lane (MPI
+    /// windows do not use the proxy).
+    pub(crate) fn acc(
+        &self,
+        at: Remote,
+        kind: u8,
+        op: u8,
+        data: &[u8],
+        old: Option<&mut [u8]>,
+    ) -> Result<()> {
+        self.shared.with_lane(0, at.pe, |l| {
+            l.acc(at.space, at.offset, kind, op, data, old)
+        })
+    }
+
+    /// Compare-and-swap of the element at `at` (see [`Lane::cas`]).
+    pub(crate) fn cas(&self, at: Remote, compare: &[u8], new: &[u8], old: &mut [u8]) -> Result<()> {
+        self.shared
+            .with_lane(0, at.pe, |l| l.cas(at.space, at.offset, compare, new, old))
+    }
+
+    /// Completes every thread's default-context operations to `pe`.
+    pub(crate) fn quiet_pe(&self, pe: u32) -> Result<()> {
+        self.shared.quiet_where(Some(0), Some(pe))
     }
 
     /// Completes context `ctx`'s operations (`None`: every context's).

@@ -34,11 +34,14 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 const TOKEN_LISTENER: u64 = 0;
 const TOKEN_STOP: u64 = 1;
 
-/// The memory a service applies requests to: this PE's heap and its executable's globals.
+/// The memory a service applies requests to: this PE's heap and its executable's globals,
+/// or the MPI windows of the process.
 pub(crate) struct Memory {
     pub(crate) heap: *mut u8,
     pub(crate) heap_bytes: usize,
     pub(crate) image: Image,
+    /// The process's MPI windows (window requests are refused without).
+    pub(crate) windows: Option<std::sync::Arc<crate::rma::win::registry::Registry>>,
 }
 
 // SAFETY: the heap pointer stays valid while the service runs (SymmetricHeap stops the
@@ -54,6 +57,12 @@ impl Memory {
         len: u64,
     ) -> std::result::Result<*mut u8, String> {
         let end = offset.checked_add(len);
+        if matches!(space, wire::SPACE_WINDOW | wire::SPACE_WINDOW_CONTROL) {
+            return match &self.windows {
+                Some(w) => w.locate(space, offset, len),
+                None => Err("this service exposes no MPI windows".into()),
+            };
+        }
         match space {
             wire::SPACE_HEAP => match end {
                 Some(end) if end <= self.heap_bytes as u64 => {
@@ -149,6 +158,82 @@ impl Memory {
                 Some(e) => wire::reply_err(out, &e),
                 None => wire::reply_ok(out, 0, &[]),
             },
+            Request::Acc {
+                space,
+                offset,
+                kind,
+                op,
+                data,
+                reply,
+            } => {
+                let Some(w) = self
+                    .windows
+                    .as_ref()
+                    .filter(|_| space == wire::SPACE_WINDOW)
+                else {
+                    let e = "accumulate rejected: only MPI windows take accumulates".to_string();
+                    return match reply {
+                        true => wire::reply_err(out, &deferred.take().unwrap_or(e)),
+                        false => {
+                            deferred.get_or_insert(e);
+                        }
+                    };
+                };
+                if !reply {
+                    if let Err(e) = w.accumulate(offset, kind, op, data, None) {
+                        deferred.get_or_insert(format!("accumulate rejected: {e}"));
+                    }
+                    return;
+                }
+                if let Some(e) = deferred.take() {
+                    return wire::reply_err(out, &e);
+                }
+                wire::reply_ok(out, 0, &[]);
+                let at = out.len();
+                match w.accumulate(offset, kind, op, data, Some(out)) {
+                    Ok(()) => {
+                        let head = at - wire::REPLY_HEAD_BYTES;
+                        let n = (out.len() - at) as u32;
+                        out[head + 4..head + 8].copy_from_slice(&n.to_le_bytes());
+                    }
+                    Err(e) => {
+                        out.truncate(at - wire::REPLY_HEAD_BYTES);
+                        wire::reply_err(out, &format!("accumulate rejected: {e}"));
+                    }
+                }
+            }
+            Request::Cas {
+                space,
+                offset,
+                data,
+            } => {
+                if let Some(e) = deferred.take() {
+                    return wire::reply_err(out, &e);
+                }
+                let Some(w) = self
+                    .windows
+                    .as_ref()
+                    .filter(|_| space == wire::SPACE_WINDOW)
+                else {
+                    return wire::reply_err(
+                        out,
+                        "compare-and-swap rejected: only MPI windows take it",
+                    );
+                };
+                wire::reply_ok(out, 0, &[]);
+                let at = out.len();
+                match w.compare_swap(offset, data, out) {
+                    Ok(()) => {
+                        let head = at - wire::REPLY_HEAD_BYTES;
+                        let n = (out.len() - at) as u32;
+                        out[head + 4..head + 8].copy_from_slice(&n.to_le_bytes());
+                    }
+                    Err(e) => {
+                        out.truncate(at - wire::REPLY_HEAD_BYTES);
+                        wire::reply_err(out, &format!("compare-and-swap rejected: {e}"));
+                    }
+                }
+            }
         }
     }
 
@@ -622,7 +707,7 @@ mod tests {
             const GUARD: usize = 64;
             const HEAP: usize = 512;
             let mut mem = vec![0xa5u8; GUARD + HEAP + GUARD];
-            let m = Memory { heap: mem.as_mut_ptr().wrapping_add(GUARD), heap_bytes: HEAP, image: Image::default() };
+            let m = Memory { heap: mem.as_mut_ptr().wrapping_add(GUARD), heap_bytes: HEAP, image: Image::default(), windows: None };
             let data = vec![0x11u8; 300];
             let mut out = Vec::new();
             let mut deferred = None;

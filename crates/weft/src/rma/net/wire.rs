@@ -8,6 +8,11 @@
 //! request order) is a 16-byte head — status, three bytes of zero, length (u32), value
 //! (u64) — then `length` bytes: the data of a get, or the error text when status is 1.
 //!
+//! MPI windows add two spaces ([`SPACE_WINDOW`], [`SPACE_WINDOW_CONTROL`]: the window's
+//! slot in the offset's top bits) and three operations with data: accumulate, accumulate
+//! with the old elements answered (the width byte names the element kind, the atomic-kind
+//! byte the operation) and compare-and-swap (comparand then new value).
+//!
 //! [`decode_request`] checks the head against [`MAX_PAYLOAD_BYTES`] before anything else, so
 //! a hostile length can neither allocate nor make the reader wait for gigabytes; offsets are
 //! checked against the target's memory by the service, not here.
@@ -33,11 +38,46 @@ pub const OP_AMO: u8 = 3;
 pub const OP_AMO_QUIET: u8 = 4;
 /// Answer an empty reply once every earlier request of the connection is applied.
 pub const OP_SYNC: u8 = 5;
+/// Accumulate: combine the data (elements of the kind named by the width byte) into the
+/// elements at the offset with the operation named by the atomic-kind byte; no answer.
+pub const OP_ACC: u8 = 6;
+/// Accumulate like [`OP_ACC`] and answer with the elements as they were before.
+pub const OP_GET_ACC: u8 = 7;
+/// Compare-and-swap of a `width`-byte element (1 to 16 bytes): the data is the comparand then
+/// the new value; the answer is the element as it was.
+pub const OP_CAS: u8 = 8;
 
 /// The target PE's symmetric heap.
 pub const SPACE_HEAP: u8 = 0;
 /// The target PE's executable image (globals), offset from its load base.
 pub const SPACE_IMAGE: u8 = 1;
+/// Memory of an MPI window at the target: the offset's bits from [`WINDOW_SLOT_SHIFT`] up
+/// name the window's slot in the target's registry, the bits below it a byte offset in the
+/// window's memory (an address, for a dynamic window).
+pub const SPACE_WINDOW: u8 = 2;
+/// The control block (lock words) of an MPI window at the target, addressed as
+/// [`SPACE_WINDOW`] is.
+pub const SPACE_WINDOW_CONTROL: u8 = 3;
+/// Where the window slot starts in the offset of [`SPACE_WINDOW`] and
+/// [`SPACE_WINDOW_CONTROL`] requests: 48 bits of offset cover every user-space address of
+/// x86-64 and AArch64.
+pub const WINDOW_SLOT_SHIFT: u32 = 48;
+/// Largest element of a compare-and-swap.
+pub const MAX_CAS_BYTES: u8 = 16;
+
+/// The offset of a window request: `slot` and the byte offset (or address) `at` in it, or
+/// `None` when `at` does not fit below [`WINDOW_SLOT_SHIFT`].
+pub fn window_offset(slot: u16, at: u64) -> Option<u64> {
+    (at >> WINDOW_SLOT_SHIFT == 0).then_some((slot as u64) << WINDOW_SLOT_SHIFT | at)
+}
+
+/// The slot and byte offset of a window request's offset (the inverse of [`window_offset`]).
+pub fn window_parts(offset: u64) -> (u16, u64) {
+    (
+        (offset >> WINDOW_SLOT_SHIFT) as u16,
+        offset & ((1u64 << WINDOW_SLOT_SHIFT) - 1),
+    )
+}
 
 /// The atomic operations a target applies to one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +161,32 @@ pub enum Request<'a> {
     },
     /// Answer once everything before is applied.
     Sync,
+    /// Combine `data` (elements of kind `kind`) into the elements at `offset` with
+    /// operation `op` (codes of the window layer); with `reply`, answer the old elements.
+    Acc {
+        /// [`SPACE_WINDOW`] (the service refuses others).
+        space: u8,
+        /// Offset of the first element.
+        offset: u64,
+        /// Element kind code.
+        kind: u8,
+        /// Operation code.
+        op: u8,
+        /// The origin's elements.
+        data: &'a [u8],
+        /// Whether the old elements are answered.
+        reply: bool,
+    },
+    /// Compare-and-swap of one element of `data.len() / 2` bytes: `data` is the comparand,
+    /// then the new value; answers the old element.
+    Cas {
+        /// [`SPACE_WINDOW`].
+        space: u8,
+        /// Offset of the element.
+        offset: u64,
+        /// Comparand and new value.
+        data: &'a [u8],
+    },
 }
 
 /// A request decoded from the front of a buffer, or how many bytes are still missing.
@@ -184,6 +250,30 @@ pub fn sync(out: &mut Vec<u8>) {
     out.extend_from_slice(&head(OP_SYNC, 0, 0, 0, 0, 0));
 }
 
+/// Appends the head of an accumulate of `len` bytes of elements of `kind` with operation
+/// `op` (the caller appends the bytes); with `reply`, the old elements are answered.
+pub fn acc_head(
+    out: &mut Vec<u8>,
+    space: u8,
+    offset: u64,
+    kind: u8,
+    op: u8,
+    len: u32,
+    reply: bool,
+) {
+    let code = if reply { OP_GET_ACC } else { OP_ACC };
+    out.extend_from_slice(&head(code, kind, space, op, len, offset));
+}
+
+/// Appends a compare-and-swap of `compare.len()` bytes (`new` as long).
+pub fn cas(out: &mut Vec<u8>, space: u8, offset: u64, compare: &[u8], new: &[u8]) {
+    debug_assert_eq!(compare.len(), new.len());
+    let len = (compare.len() + new.len()) as u32;
+    out.extend_from_slice(&head(OP_CAS, compare.len() as u8, space, 0, len, offset));
+    out.extend_from_slice(compare);
+    out.extend_from_slice(new);
+}
+
 fn bad(what: String) -> Error {
     Error::new(ErrorKind::Protocol, format!("one-sided request: {what}"))
 }
@@ -196,9 +286,9 @@ pub fn decode_request(input: &[u8]) -> Result<Decoded<'_>> {
     let (op, width, space, amo) = (input[0], input[1], input[2], input[3]);
     let len = u32::from_le_bytes(input[4..8].try_into().expect("4 bytes"));
     let offset = u64::from_le_bytes(input[8..16].try_into().expect("8 bytes"));
-    if op != OP_SYNC && space > SPACE_IMAGE {
+    if op != OP_SYNC && space > SPACE_WINDOW_CONTROL {
         return Err(bad(format!(
-            "space {space} is neither heap (0) nor image (1)"
+            "space {space} is none of heap (0), image (1), window (2) and window control (3)"
         )));
     }
     match op {
@@ -255,6 +345,40 @@ pub fn decode_request(input: &[u8]) -> Result<Decoded<'_>> {
             ))
         }
         OP_SYNC => Ok(Decoded::Request(Request::Sync, HEAD_BYTES)),
+        OP_ACC | OP_GET_ACC | OP_CAS => {
+            if len as usize > MAX_PAYLOAD_BYTES {
+                return Err(bad(format!(
+                    "length {len} is above the frame limit of {MAX_PAYLOAD_BYTES} bytes"
+                )));
+            }
+            if op == OP_CAS && (width == 0 || width > MAX_CAS_BYTES || len != 2 * width as u32) {
+                return Err(bad(format!(
+                    "compare-and-swap of {width} bytes with {len} bytes of operands"
+                )));
+            }
+            let total = HEAD_BYTES + len as usize;
+            if input.len() < total {
+                return Ok(Decoded::NeedBytes(total));
+            }
+            let data = &input[HEAD_BYTES..total];
+            let req = if op == OP_CAS {
+                Request::Cas {
+                    space,
+                    offset,
+                    data,
+                }
+            } else {
+                Request::Acc {
+                    space,
+                    offset,
+                    kind: width,
+                    op: amo,
+                    data,
+                    reply: op == OP_GET_ACC,
+                }
+            };
+            Ok(Decoded::Request(req, total))
+        }
         _ => Err(bad(format!("op {op} is unknown"))),
     }
 }
@@ -333,6 +457,55 @@ mod tests {
         assert_eq!(seen.len(), 4);
         assert!(seen[0].contains("[97, 98, 99, 100, 101]"), "{seen:?}");
         assert!(seen[1].contains("CompareSwap") && seen[1].contains("reply: true"));
+    }
+
+    #[test]
+    fn window_requests_round_trip() {
+        let at = window_offset(7, 0x1234).unwrap();
+        assert_eq!(window_parts(at), (7, 0x1234));
+        assert!(window_offset(1, 1 << WINDOW_SLOT_SHIFT).is_none());
+        let mut b = Vec::new();
+        acc_head(&mut b, SPACE_WINDOW, at, 9, 0, 8, true);
+        b.extend_from_slice(&1.5f64.to_le_bytes());
+        cas(&mut b, SPACE_WINDOW, at, &[1, 0], &[2, 0]);
+        let Decoded::Request(r, n) = decode_request(&b).unwrap() else {
+            panic!("whole request")
+        };
+        assert_eq!(
+            r,
+            Request::Acc {
+                space: SPACE_WINDOW,
+                offset: at,
+                kind: 9,
+                op: 0,
+                data: &1.5f64.to_le_bytes(),
+                reply: true
+            }
+        );
+        assert_eq!(n, HEAD_BYTES + 8);
+        let Decoded::Request(r, m) = decode_request(&b[n..]).unwrap() else {
+            panic!("whole request")
+        };
+        assert_eq!(
+            r,
+            Request::Cas {
+                space: SPACE_WINDOW,
+                offset: at,
+                data: &[1, 0, 2, 0]
+            }
+        );
+        assert_eq!(n + m, b.len());
+        assert!(matches!(
+            decode_request(&b[..n - 1]).unwrap(),
+            Decoded::NeedBytes(_)
+        ));
+        // A compare-and-swap whose operands disagree with its width is refused.
+        let mut c = Vec::new();
+        cas(&mut c, SPACE_WINDOW, at, &[1, 0], &[2, 0]);
+        c[1] = 3;
+        assert!(decode_request(&c).is_err());
+        c[1] = 0;
+        assert!(decode_request(&c).is_err());
     }
 
     #[test]

@@ -1,0 +1,689 @@
+//! MPI one-sided communication (MPI-4.1 ch. 12): windows of memory that the members of a
+//! communicator read, write and update in each other without the target taking part.
+//!
+//! A window is made collectively over a communicator (its own private duplicate carries
+//! the synchronisation messages) in one of four flavors: over memory the caller gives
+//! ([`Window::create`]), over memory weft allocates ([`Window::allocate`],
+//! [`Window::allocate_shared`]) or over memory attached later ([`Window::create_dynamic`]).
+//! Each target is reached the fastest way the flavor allows, decided once at creation for
+//! every member (`Path`):
+//!
+//! - the caller itself: its own memory;
+//! - a member of the same node, allocated or shared window: the memory lies in a node region
+//!   every local member maps, so a put is a `memcpy` and an accumulate a CPU atomic;
+//! - a member of the same node, created or dynamic window: Cross Memory Attach
+//!   (`process_vm_readv`/`writev`) into the target's own memory when the node allows it
+//!   (probed at creation, and `WEFT_SHM_CMA` not `off`), else its one-sided service;
+//! - a member of another node: its one-sided service (the machinery of [`crate::rma::net`]
+//!   that OpenSHMEM uses, with the window spaces of its wire format): the service thread
+//!   applies puts, answers gets, and applies accumulates and lock operations atomically, so
+//!   no target ever has to call MPI for an origin to progress (truly passive target).
+//!
+//! Synchronisation ([`epoch`]): fence (complete everything, barrier), post-start-complete-
+//! wait (zero-byte messages on the window's communicator), lock/unlock shared and
+//! exclusive (a reader-writer lock word in the target's control block, see [`control`],
+//! taken with CPU atomics locally and with the service's atomics remotely), lock_all,
+//! flush and sync. Every operation of this process to a same-node target is complete at
+//! the target when its call returns; operations to other nodes' targets are buffered on the
+//! calling thread's lane and complete at the next flush, unlock, complete or fence.
+//!
+//! Accumulates ([`acc`]) are atomic per element with respect to each other: with CPU atomics
+//! on mapped windows where the element allows, else under the target's accumulate lock.
+//!
+//! Memory model: MPI_WIN_UNIFIED (every path writes the target's memory itself).
+//! Depends on the runtime's communicators and progress engine, the transport's regions and
+//! CMA, and [`crate::rma::net`].
+
+pub mod acc;
+pub(crate) mod control;
+pub mod epoch;
+mod ops;
+pub(crate) mod registry;
+
+pub use acc::AccOp;
+pub use control::MAX_ATTACH;
+pub use epoch::LockType;
+pub use ops::{Origin, OriginMut, TargetSpec};
+
+use crate::comm::Comm;
+use crate::rma::net;
+use crate::Weft;
+use control::{Control, CONTROL_STRIDE};
+use registry::{Exposed, Registry};
+use std::cell::{OnceCell, RefCell};
+use std::sync::Arc;
+use weft_core::{Error, ErrorKind, Result};
+use weft_transport::shm::cma;
+use weft_transport::shm::heap::Region;
+
+/// How a window's memory came to be (MPI_WIN_CREATE_FLAVOR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Memory the caller gave (MPI_Win_create).
+    Create,
+    /// Memory weft allocated (MPI_Win_allocate).
+    Allocate,
+    /// Memory weft allocated for load/store by every member (MPI_Win_allocate_shared).
+    Shared,
+    /// Memory attached after creation (MPI_Win_create_dynamic).
+    Dynamic,
+}
+
+/// The process's side of one-sided communication that all its windows share: the registry
+/// its service serves from, and the service and lanes to other nodes' processes, started
+/// when the first window that needs them is made. One per process (the MPI layer keeps it
+/// beside the runtime).
+#[derive(Default)]
+pub struct Endpoint {
+    registry: Arc<Registry>,
+    net: OnceCell<Arc<net::Net>>,
+}
+
+impl Endpoint {
+    /// An endpoint with nothing started.
+    pub fn new() -> Endpoint {
+        Endpoint::default()
+    }
+
+    /// The network side, started on first use: this process's service (serving the
+    /// registry's windows, its addresses published in the bootstrap store as
+    /// `rma/win/<rank>`) and the lanes, which look other processes' addresses up there.
+    fn net(&self, weft: &Weft) -> Result<Arc<net::Net>> {
+        if let Some(n) = self.net.get() {
+            return Ok(n.clone());
+        }
+        let me = weft.world.rank();
+        let store = weft.store.clone().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("rank {me}: a window member on another node but no bootstrap store"),
+            )
+        })?;
+        let key = crate::rma::service_key(weft, store.as_ref(), b"/weft-win")?;
+        let mem = net::service::Memory {
+            heap: std::ptr::null_mut(),
+            heap_bytes: 0,
+            image: crate::rma::statics::Image::default(),
+            windows: Some(self.registry.clone()),
+        };
+        let (service, addrs) = crate::rma::start_service(weft, key.clone(), mem)?;
+        store
+            .put(&format!("rma/win/{me}"), addrs.join(",").as_bytes())
+            .map_err(|e| {
+                e.context(format!(
+                    "rank {me}: publishing its one-sided service's address"
+                ))
+            })?;
+        let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
+        let resolve: net::Resolver = Box::new(move |pe| {
+            let rec = store.get(&format!("rma/win/{pe}"), timeout).map_err(|e| {
+                e.context(format!(
+                    "rank {me}: waiting for rank {pe}'s one-sided service address"
+                ))
+            })?;
+            weft_transport::tcp::parse_addresses(pe, &String::from_utf8_lossy(&rec))
+        });
+        let options = net::Options {
+            proxy: false,
+            ..net::Options::from_config(weft)?
+        };
+        let n = net::Net::with_resolver(me, key, weft.world.size(), resolve, &options, service)?;
+        Ok(self.net.get_or_init(|| Arc::new(n)).clone())
+    }
+}
+
+/// How this process reaches one member's window memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Path {
+    /// This process: its own memory at `base`.
+    Me,
+    /// A member of the node whose window memory this process maps at `mem`.
+    Mapped { mem: *mut u8 },
+    /// A member of the node reached with CMA: process `pid`, memory at address `base` there.
+    Cma { pid: i32, base: u64 },
+    /// A member reached through its one-sided service: world rank `pe`, window `slot`.
+    Service { pe: u32, slot: u16 },
+}
+
+/// One member as a target.
+#[derive(Clone, Debug)]
+pub(crate) struct Member {
+    pub(crate) world: u32,
+    pub(crate) bytes: u64,
+    pub(crate) disp_unit: u32,
+    pub(crate) path: Path,
+    /// The member's control block when it is on this node (mapped), else null.
+    pub(crate) control: *const u8,
+}
+
+/// A window (see the module).
+pub struct Window {
+    weft_rank: u32,
+    comm: Comm,
+    flavor: Flavor,
+    members: Vec<Member>,
+    /// Where this process's window memory starts (null for dynamic windows) and its bytes.
+    base: *mut u8,
+    bytes: usize,
+    disp_unit: u32,
+    hw_atomics: bool,
+    /// The node region with the local members' control blocks (and memory, when weft
+    /// allocated it). Dropped after the registry entry.
+    region: Option<Region>,
+    control: *const u8,
+    slot: u16,
+    registry: Arc<Registry>,
+    /// The network side when a member is reached through a service.
+    net: Option<Arc<net::Net>>,
+    epochs: RefCell<epoch::Epochs>,
+    freed: bool,
+}
+
+/// Words each member contributes at creation.
+const INFO_WORDS: usize = 8;
+
+impl Window {
+    /// A window over `bytes` bytes of the caller's memory at `base` (MPI_Win_create), with
+    /// displacement unit `disp_unit`. Collective over `comm`.
+    ///
+    /// # Safety
+    /// `base..base + bytes` must stay valid for reads and writes by other processes until
+    /// the window is freed, and be touched locally only as MPI's synchronisation allows.
+    pub unsafe fn create(
+        weft: &Weft,
+        ep: &Endpoint,
+        comm: &Comm,
+        base: *mut u8,
+        bytes: usize,
+        disp_unit: u32,
+    ) -> Result<Window> {
+        Self::build(
+            weft,
+            ep,
+            comm,
+            Flavor::Create,
+            base,
+            bytes,
+            disp_unit,
+            false,
+        )
+    }
+
+    /// A window over `bytes` bytes weft allocates (MPI_Win_allocate): local members map each
+    /// other's memory. Collective over `comm`.
+    pub fn allocate(
+        weft: &Weft,
+        ep: &Endpoint,
+        comm: &Comm,
+        bytes: usize,
+        disp_unit: u32,
+    ) -> Result<Window> {
+        Self::build(
+            weft,
+            ep,
+            comm,
+            Flavor::Allocate,
+            std::ptr::null_mut(),
+            bytes,
+            disp_unit,
+            false,
+        )
+    }
+
+    /// A window every member can load from and store to (MPI_Win_allocate_shared): all
+    /// members must be on this node. The members' memory is contiguous in rank order unless
+    /// `noncontig` (the `alloc_shared_noncontig` hint), which aligns each member's to a page.
+    pub fn allocate_shared(
+        weft: &Weft,
+        ep: &Endpoint,
+        comm: &Comm,
+        bytes: usize,
+        disp_unit: u32,
+        noncontig: bool,
+    ) -> Result<Window> {
+        Self::build(
+            weft,
+            ep,
+            comm,
+            Flavor::Shared,
+            std::ptr::null_mut(),
+            bytes,
+            disp_unit,
+            noncontig,
+        )
+    }
+
+    /// A window without memory, to which each member attaches its own later
+    /// (MPI_Win_create_dynamic); displacements are addresses.
+    pub fn create_dynamic(weft: &Weft, ep: &Endpoint, comm: &Comm) -> Result<Window> {
+        Self::build(
+            weft,
+            ep,
+            comm,
+            Flavor::Dynamic,
+            std::ptr::null_mut(),
+            0,
+            1,
+            false,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        weft: &Weft,
+        ep: &Endpoint,
+        comm: &Comm,
+        flavor: Flavor,
+        user_base: *mut u8,
+        bytes: usize,
+        disp_unit: u32,
+        noncontig: bool,
+    ) -> Result<Window> {
+        comm.check()?;
+        let me_world = weft.world.rank();
+        let at = |what: String| format!("rank {me_world}: window creation: {what}");
+        if comm.is_inter() {
+            return Err(Error::new(
+                ErrorKind::InvalidComm,
+                at("windows are made over intracommunicators only".into()),
+            ));
+        }
+        if disp_unit == 0 && flavor != Flavor::Dynamic {
+            // MPI allows any positive unit; 0 would make every displacement the same byte.
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                at("displacement unit 0: it must be positive".into()),
+            ));
+        }
+        let wcomm = comm.dup()?;
+        let size = wcomm.size() as usize;
+        let rank = wcomm.rank() as usize;
+        let node_of: Vec<u32> = weft.engine.borrow().node_of().to_vec();
+        let my_node = node_of[me_world as usize];
+        let (probe_addr, probe_value) = cma::probe_target(std::process::id() as i32);
+        let mine: [u64; INFO_WORDS] = [
+            my_node as u64,
+            bytes as u64,
+            disp_unit as u64,
+            std::process::id() as u64,
+            user_base as u64,
+            probe_addr,
+            probe_value,
+            0,
+        ];
+        let mut all = vec![0u64; INFO_WORDS * size];
+        wcomm.allgather(&mine, &mut all)?;
+        let info = |r: usize, w: usize| all[r * INFO_WORDS + w];
+        let local: Vec<usize> = (0..size)
+            .filter(|&r| info(r, 0) == my_node as u64)
+            .collect();
+        let lidx = local
+            .iter()
+            .position(|&r| r == rank)
+            .expect("the caller is local");
+        if flavor == Flavor::Shared && local.len() != size {
+            return Err(Error::new(
+                ErrorKind::RmaShared,
+                at(format!(
+                    "a shared window needs every member on one node; {} of the {size} are on other nodes",
+                    size - local.len()
+                )),
+            ));
+        }
+        // Layout of the node region: control blocks, then (allocated flavors) each local
+        // member's memory, contiguous for a shared window unless asked otherwise.
+        let controls = (local.len() * CONTROL_STRIDE).next_multiple_of(4096);
+        let mut offsets = Vec::with_capacity(local.len());
+        let mut end = controls;
+        for &r in &local {
+            let b = info(r, 1) as usize;
+            let allocated = matches!(flavor, Flavor::Allocate | Flavor::Shared);
+            if allocated && (flavor == Flavor::Allocate || noncontig) {
+                end = end.next_multiple_of(if b >= 4096 { 4096 } else { 64 });
+            }
+            offsets.push(end);
+            if allocated {
+                end = end.checked_add(b).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        at("window sizes overflow".into()),
+                    )
+                })?;
+            }
+        }
+        let region = node_window_region(weft, &wcomm, &local, lidx, end)?;
+        let body = region.body_ptr();
+        let control = body.wrapping_add(lidx * CONTROL_STRIDE) as *const u8;
+        let base = match flavor {
+            Flavor::Create => user_base,
+            Flavor::Dynamic => std::ptr::null_mut(),
+            Flavor::Allocate | Flavor::Shared => body.wrapping_add(offsets[lidx]),
+        };
+        // Cross Memory Attach between the node's members, decided alike everywhere (every
+        // member takes part in the vote, also one alone on its node).
+        let needs_cma = matches!(flavor, Flavor::Create | Flavor::Dynamic) && size > 1;
+        let cma_ok = if needs_cma {
+            let mine_ok = weft.engine.borrow().tuning().cma_allowed()
+                && local
+                    .iter()
+                    .filter(|&&r| r != rank)
+                    .all(|&r| cma::probe(info(r, 3) as i32, info(r, 5), info(r, 6)));
+            let mut ok = [mine_ok as u32];
+            let send = ok;
+            wcomm.allreduce(&send, &mut ok, &crate::coll::Op::Min)?;
+            ok[0] == 1
+        } else {
+            true
+        };
+        let any_remote = local.len() != size;
+        let needs_service = any_remote || !cma_ok;
+        let hw_atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared);
+        let slot = ep.registry.register(Exposed {
+            base: base as usize,
+            bytes,
+            control,
+            dynamic: flavor == Flavor::Dynamic,
+            hw: hw_atomics,
+        })?;
+        let net = if needs_service {
+            match ep.net(weft) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    ep.registry.unregister(slot);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        // Every member's slot, and the assurance that every service serves the window
+        // before anyone accesses it.
+        let mut slots = vec![0u32; size];
+        if let Err(e) = wcomm.allgather(&[slot as u32], &mut slots) {
+            ep.registry.unregister(slot);
+            return Err(e);
+        }
+        let members = (0..size)
+            .map(|r| {
+                let world = wcomm.members()[r];
+                let l = local.iter().position(|&x| x == r);
+                let path = match l {
+                    _ if r == rank => Path::Me,
+                    Some(l) if hw_atomics => Path::Mapped {
+                        mem: body.wrapping_add(offsets[l]),
+                    },
+                    Some(_) if cma_ok => Path::Cma {
+                        pid: info(r, 3) as i32,
+                        base: info(r, 4),
+                    },
+                    _ => Path::Service {
+                        pe: world,
+                        slot: slots[r] as u16,
+                    },
+                };
+                Member {
+                    world,
+                    bytes: info(r, 1),
+                    disp_unit: info(r, 2) as u32,
+                    path,
+                    control: l.map_or(std::ptr::null(), |l| {
+                        body.wrapping_add(l * CONTROL_STRIDE) as *const u8
+                    }),
+                }
+            })
+            .collect();
+        Ok(Window {
+            weft_rank: me_world,
+            comm: wcomm,
+            flavor,
+            members,
+            base,
+            bytes,
+            disp_unit,
+            hw_atomics,
+            region: Some(region),
+            control,
+            slot,
+            registry: ep.registry.clone(),
+            net,
+            epochs: RefCell::new(epoch::Epochs::default()),
+            freed: false,
+        })
+    }
+
+    /// The window's flavor.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// The window's private communicator (the members, in the creating communicator's
+    /// order).
+    pub fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
+    /// Start of this process's window memory (null for a dynamic window).
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Bytes of this process's window memory (0 for a dynamic window).
+    pub fn size_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// This process's displacement unit.
+    pub fn disp_unit(&self) -> u32 {
+        self.disp_unit
+    }
+
+    /// Whether accumulates to this window use CPU atomics where the element allows.
+    pub fn hardware_atomics(&self) -> bool {
+        self.hw_atomics
+    }
+
+    /// How the window reaches member `rank`, in words for `weft info` and tests: `self`,
+    /// `load/store`, `cma` or `service`.
+    pub fn path_name(&self, rank: u32) -> Option<&'static str> {
+        self.members.get(rank as usize).map(|m| match m.path {
+            Path::Me => "self",
+            Path::Mapped { .. } => "load/store",
+            Path::Cma { .. } => "cma",
+            Path::Service { .. } => "service",
+        })
+    }
+
+    /// Member `rank`'s memory as this process can load and store it (MPI_Win_shared_query):
+    /// address, bytes and displacement unit, for members whose memory this process maps (and
+    /// itself); `None` for others.
+    pub fn shared_query(&self, rank: u32) -> Result<Option<(*mut u8, u64, u32)>> {
+        if self.flavor == Flavor::Dynamic {
+            return Err(Error::new(
+                ErrorKind::RmaFlavor,
+                format!(
+                    "rank {}: MPI_Win_shared_query on a dynamic window",
+                    self.weft_rank
+                ),
+            ));
+        }
+        let m = self.member(rank, "shared query")?;
+        Ok(match m.path {
+            Path::Me => Some((self.base, self.bytes as u64, self.disp_unit)),
+            Path::Mapped { mem } => Some((mem, m.bytes, m.disp_unit)),
+            _ => None,
+        })
+    }
+
+    /// The lowest member with memory (bytes above 0), for MPI_Win_shared_query with
+    /// MPI_PROC_NULL.
+    pub fn first_with_memory(&self) -> Option<u32> {
+        self.members
+            .iter()
+            .position(|m| m.bytes > 0)
+            .map(|r| r as u32)
+    }
+
+    pub(crate) fn member(&self, rank: u32, what: &str) -> Result<&Member> {
+        self.members.get(rank as usize).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidRank,
+                format!(
+                    "rank {}: {what} names window rank {rank}, but the window has {} members",
+                    self.weft_rank,
+                    self.members.len()
+                ),
+            )
+        })
+    }
+
+    pub(crate) fn my_control(&self) -> &Control {
+        // SAFETY: the block lies in the region this window keeps mapped.
+        unsafe { Control::at(self.control) }
+    }
+
+    pub(crate) fn net(&self) -> Result<&net::Net> {
+        match &self.net {
+            Some(n) => Ok(n),
+            None => Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "rank {}: a service path without the one-sided network",
+                    self.weft_rank
+                ),
+            )),
+        }
+    }
+
+    /// Attaches `bytes` bytes at `base` to this dynamic window (MPI_Win_attach): other
+    /// members then reach them at displacement `base as u64`.
+    ///
+    /// # Safety
+    /// The memory must stay valid until detached.
+    pub unsafe fn attach(&self, base: *mut u8, bytes: usize) -> Result<()> {
+        self.dynamic_only("MPI_Win_attach")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.my_control().attach(base as u64, bytes as u64)
+    }
+
+    /// Detaches the memory attached at `base` (MPI_Win_detach).
+    pub fn detach(&self, base: *mut u8) -> Result<()> {
+        self.dynamic_only("MPI_Win_detach")?;
+        self.my_control().detach(base as u64)
+    }
+
+    fn dynamic_only(&self, what: &str) -> Result<()> {
+        if self.flavor != Flavor::Dynamic {
+            return Err(Error::new(
+                ErrorKind::RmaFlavor,
+                format!(
+                    "rank {}: {what} on a window that is not dynamic ({:?})",
+                    self.weft_rank, self.flavor
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Frees the window (MPI_Win_free): collective; every epoch must be closed. Completes
+    /// this process's operations, waits for every member, then unmaps.
+    pub fn free(mut self) -> Result<()> {
+        self.epochs
+            .borrow()
+            .check_closed(self.weft_rank, "MPI_Win_free")?;
+        self.flush_all()?;
+        let r = self.comm.barrier();
+        self.release();
+        r?;
+        self.comm.free()
+    }
+
+    fn release(&mut self) {
+        if !self.freed {
+            self.freed = true;
+            self.registry.unregister(self.slot);
+            self.region = None;
+        }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // A window dropped without `free` (its process is ending) stops being served before
+        // its memory goes.
+        self.release();
+    }
+}
+
+/// The node region of a window: created by the first local member (`local[0]`), attached
+/// by the others, unlinked once all have; every member of `wcomm` takes part in the
+/// agreement, so a failure anywhere (a full /dev/shm) fails the creation everywhere.
+fn node_window_region(
+    weft: &Weft,
+    wcomm: &Comm,
+    local: &[usize],
+    lidx: usize,
+    body_bytes: usize,
+) -> Result<Region> {
+    let leader_world = wcomm.members()[local[0]];
+    let name = format!(
+        "/weft-{}-{:08x}-win{}-{}",
+        weft.job_id,
+        crate::fnv1a(weft.node_id.as_bytes()),
+        leader_world,
+        wcomm.context_id()
+    );
+    let n = local.len() as u32;
+    let agree = |ok: bool| -> Result<bool> {
+        let mut all = [ok as u32];
+        let send = all;
+        wcomm.allreduce(&send, &mut all, &crate::coll::Op::Min)?;
+        Ok(all[0] == 1)
+    };
+    let created = if lidx == 0 {
+        Some(Region::create(&name, n, 0, body_bytes.max(1)))
+    } else {
+        None
+    };
+    let created_ok = created.as_ref().is_none_or(|r| r.is_ok());
+    let all_created = agree(created_ok);
+    if !matches!(all_created, Ok(true)) {
+        // Nobody will attach: the name must not outlive this call.
+        if let Some(Ok(r)) = &created {
+            let _ = r.unlink();
+        }
+        all_created?;
+        return Err(match created {
+            Some(Err(e)) => e.context(format!("creating the window region {name}")),
+            _ => Error::new(
+                ErrorKind::Io,
+                format!(
+                    "rank {}: another member could not create its node's window region",
+                    weft.world.rank()
+                ),
+            ),
+        });
+    }
+    let region = match created {
+        Some(r) => r,
+        None => Region::attach(&name, lidx as u32),
+    };
+    let attached = agree(region.is_ok());
+    if lidx == 0 {
+        if let Ok(r) = &region {
+            r.unlink()?;
+        }
+    }
+    let region = region.map_err(|e| e.context(format!("attaching the window region {name}")))?;
+    if !attached? {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "rank {}: another member could not attach its node's window region",
+                weft.world.rank()
+            ),
+        ));
+    }
+    Ok(region)
+}
