@@ -153,13 +153,21 @@ fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
         u.commute,
         move |a: &[T], b: &mut [T]| {
             let mut len = a.len() as c_int;
+            let mut len_c = a.len() as i64;
             let mut d = dt;
-            // SAFETY: `f` follows MPI_User_function; `a` and `b` hold `len` elements.
+            // MPI_User_function_c takes an MPI_Count: the same pointer slot, wider target.
+            let count: *mut c_int = if u.large {
+                &mut len_c as *mut i64 as *mut c_int
+            } else {
+                &mut len
+            };
+            // SAFETY: `f` follows MPI_User_function (or its _c form, given the count it
+            // expects); `a` and `b` hold `len` elements.
             unsafe {
                 (u.f)(
                     a.as_ptr() as *mut c_void,
                     b.as_mut_ptr() as *mut c_void,
-                    &mut len,
+                    count,
                     &mut d,
                 )
             };
@@ -757,19 +765,33 @@ pub unsafe extern "C" fn MPI_Op_create(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
-    let r = (|| {
-        let f = f.ok_or_else(|| err(MPI_ERR_ARG, "user function is NULL"))?;
-        let s = state("MPI_Op_create")?;
-        let h = crate::state::make_handle(
-            K_OP,
-            s.ops.insert(UserOpEntry {
-                f,
-                commute: commute != 0,
-            }),
-        );
-        put!(op, h)
-    })();
+    let r = op_create(f, commute, op, false);
     finish(MPI_COMM_WORLD, "MPI_Op_create", r)
+}
+
+/// MPI_Op_create_c (MPI-4.1 §6.9.5): the function takes its count as an MPI_Count.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create_c(
+    f: Option<UserFn>,
+    commute: c_int,
+    op: *mut Handle,
+) -> c_int {
+    let r = op_create(f, commute, op, true);
+    finish(MPI_COMM_WORLD, "MPI_Op_create_c", r)
+}
+
+fn op_create(f: Option<UserFn>, commute: c_int, op: *mut Handle, large: bool) -> R<()> {
+    let f = f.ok_or_else(|| err(MPI_ERR_ARG, "user function is NULL"))?;
+    let s = state("MPI_Op_create")?;
+    let h = crate::state::make_handle(
+        K_OP,
+        s.ops.insert(UserOpEntry {
+            f,
+            commute: commute != 0,
+            large,
+        }),
+    );
+    put!(op, h)
 }
 
 /// MPI_Op_free (MPI-4.1 §6.9.5).

@@ -239,6 +239,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
             delete_attr(s, h, k, v)?;
         }
         s.comm(h)?.comm.free()?;
+        s.bsend.comm_freed(h)?;
         s.remove_comm(h);
         put!(comm, MPI_COMM_NULL)
     })();

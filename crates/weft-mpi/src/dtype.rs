@@ -1220,15 +1220,36 @@ pub unsafe extern "C" fn MPI_Pack_size(
     comm: Handle,
     size: *mut c_int,
 ) -> c_int {
-    let r = (|| {
-        state("MPI_Pack_size")?.comm(comm)?;
-        if count < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
-        }
-        let n = map_of(dt)?.packed_bytes(count as u64)?;
-        put!(size, n as c_int)
-    })();
+    let r = pack_size(count as i64, dt, comm).and_then(|n| {
+        let n = c_int::try_from(n).map_err(|_| {
+            err(
+                MPI_ERR_COUNT,
+                format!("{n} packed bytes do not fit an int (use MPI_Pack_size_c)"),
+            )
+        })?;
+        put!(size, n)
+    });
     finish(comm, "MPI_Pack_size", r)
+}
+
+/// MPI_Pack_size_c (MPI-4.1 §5.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size_c(
+    count: i64,
+    dt: Handle,
+    comm: Handle,
+    size: *mut i64,
+) -> c_int {
+    let r = pack_size(count, dt, comm).and_then(|n| put!(size, n));
+    finish(comm, "MPI_Pack_size_c", r)
+}
+
+fn pack_size(count: i64, dt: Handle, comm: Handle) -> R<i64> {
+    state("MPI_Pack_size")?.comm(comm)?;
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
+    }
+    Ok(map_of(dt)?.packed_bytes(count as u64)? as i64)
 }
 
 /// The user bytes `count` items of `map` touch, as a slice starting at or below `buf`
@@ -1316,6 +1337,99 @@ pub unsafe fn user_view<'a>(
     Ok((span, 0, Some(shifted)))
 }
 
+/// MPI_Pack's body on 64-bit counts: packs `count` items of `dt` at byte `pos` of
+/// `outbuf` (`outsize` bytes); returns the position after them.
+unsafe fn pack(
+    inbuf: *const c_void,
+    count: i64,
+    dt: Handle,
+    outbuf: *mut c_void,
+    outsize: i64,
+    pos: i64,
+    comm: Handle,
+) -> R<i64> {
+    state("MPI_Pack")?.comm(comm)?;
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
+    }
+    let map = map_of(dt)?;
+    let n = map.packed_bytes(count as u64)? as usize;
+    if pos < 0 || pos as u64 + n as u64 > outsize.max(0) as u64 {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!("packing {n} bytes at position {pos} overflows outsize {outsize}"),
+        ));
+    }
+    if n > 0 {
+        // SAFETY: the caller's buffers cover the footprint and `outsize` bytes.
+        let (src, origin, shifted) = unsafe { user_view(&map, inbuf, count as u64)? };
+        let out =
+            unsafe { std::slice::from_raw_parts_mut((outbuf as *mut u8).add(pos as usize), n) };
+        shifted
+            .as_ref()
+            .unwrap_or(&map)
+            .pack(src, origin, count as u64, out)?;
+    }
+    Ok(pos + n as i64)
+}
+
+/// MPI_Unpack's body on 64-bit counts: unpacks `count` items of `dt` from byte `pos` of
+/// `inbuf` (`insize` bytes); returns the position after them.
+unsafe fn unpack(
+    inbuf: *const c_void,
+    insize: i64,
+    pos: i64,
+    outbuf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    comm: Handle,
+) -> R<i64> {
+    state("MPI_Unpack")?.comm(comm)?;
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("outcount {count} is negative")));
+    }
+    let map = map_of(dt)?;
+    let n = map.packed_bytes(count as u64)? as usize;
+    if pos < 0 || pos as u64 + n as u64 > insize.max(0) as u64 {
+        return Err(err(
+            MPI_ERR_TRUNCATE,
+            format!("unpacking {n} bytes at position {pos} overruns insize {insize}"),
+        ));
+    }
+    if n > 0 {
+        // SAFETY: the caller's buffers cover `insize` bytes and the footprint.
+        let packed =
+            unsafe { std::slice::from_raw_parts((inbuf as *const u8).add(pos as usize), n) };
+        let (dst, origin, shifted) = unsafe { user_view(&map, outbuf, count as u64)? };
+        shifted
+            .as_ref()
+            .unwrap_or(&map)
+            .unpack(packed, dst, origin, count as u64)?;
+    }
+    Ok(pos + n as i64)
+}
+
+/// Reads `*position`, runs `f` from it, writes the new position back (as `T`, which must
+/// hold it).
+fn at_position<T: Copy + Into<i64> + TryFrom<i64>>(
+    position: *mut T,
+    f: impl FnOnce(i64) -> R<i64>,
+) -> R<()> {
+    if position.is_null() {
+        return Err(err(MPI_ERR_ARG, "position is NULL"));
+    }
+    // SAFETY: non-null and writable (the caller's MPI contract).
+    let pos = unsafe { *position }.into();
+    let end = f(pos)?;
+    let end = T::try_from(end).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("position {end} does not fit the position argument (use the _c form)"),
+        )
+    })?;
+    put!(position, end)
+}
+
 /// MPI_Pack (MPI-4.1 §5.2): appends `count` items at `*position` of `outbuf`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack(
@@ -1327,37 +1441,27 @@ pub unsafe extern "C" fn MPI_Pack(
     position: *mut c_int,
     comm: Handle,
 ) -> c_int {
-    let r = (|| {
-        state("MPI_Pack")?.comm(comm)?;
-        if count < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("incount {count} is negative")));
-        }
-        let map = map_of(dt)?;
-        if position.is_null() {
-            return Err(err(MPI_ERR_ARG, "position is NULL"));
-        }
-        // SAFETY: non-null.
-        let pos = unsafe { *position };
-        let n = map.packed_bytes(count as u64)? as usize;
-        if pos < 0 || pos as usize + n > outsize.max(0) as usize {
-            return Err(err(
-                MPI_ERR_TRUNCATE,
-                format!("packing {n} bytes at position {pos} overflows outsize {outsize}"),
-            ));
-        }
-        if n > 0 {
-            // SAFETY: the caller's buffers cover the footprint and `outsize` bytes.
-            let (src, origin, shifted) = unsafe { user_view(&map, inbuf, count as u64)? };
-            let out =
-                unsafe { std::slice::from_raw_parts_mut((outbuf as *mut u8).add(pos as usize), n) };
-            shifted
-                .as_ref()
-                .unwrap_or(&map)
-                .pack(src, origin, count as u64, out)?;
-        }
-        put!(position, pos + n as c_int)
-    })();
+    let r = at_position(position, |pos| unsafe {
+        pack(inbuf, count as i64, dt, outbuf, outsize as i64, pos, comm)
+    });
     finish(comm, "MPI_Pack", r)
+}
+
+/// MPI_Pack_c (MPI-4.1 §5.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_c(
+    inbuf: *const c_void,
+    count: i64,
+    dt: Handle,
+    outbuf: *mut c_void,
+    outsize: i64,
+    position: *mut i64,
+    comm: Handle,
+) -> c_int {
+    let r = at_position(position, |pos| unsafe {
+        pack(inbuf, count, dt, outbuf, outsize, pos, comm)
+    });
+    finish(comm, "MPI_Pack_c", r)
 }
 
 /// MPI_Unpack (MPI-4.1 §5.2).
@@ -1371,37 +1475,27 @@ pub unsafe extern "C" fn MPI_Unpack(
     dt: Handle,
     comm: Handle,
 ) -> c_int {
-    let r = (|| {
-        state("MPI_Unpack")?.comm(comm)?;
-        if count < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("outcount {count} is negative")));
-        }
-        let map = map_of(dt)?;
-        if position.is_null() {
-            return Err(err(MPI_ERR_ARG, "position is NULL"));
-        }
-        // SAFETY: non-null.
-        let pos = unsafe { *position };
-        let n = map.packed_bytes(count as u64)? as usize;
-        if pos < 0 || pos as usize + n > insize.max(0) as usize {
-            return Err(err(
-                MPI_ERR_TRUNCATE,
-                format!("unpacking {n} bytes at position {pos} overruns insize {insize}"),
-            ));
-        }
-        if n > 0 {
-            // SAFETY: the caller's buffers cover `insize` bytes and the footprint.
-            let packed =
-                unsafe { std::slice::from_raw_parts((inbuf as *const u8).add(pos as usize), n) };
-            let (dst, origin, shifted) = unsafe { user_view(&map, outbuf, count as u64)? };
-            shifted
-                .as_ref()
-                .unwrap_or(&map)
-                .unpack(packed, dst, origin, count as u64)?;
-        }
-        put!(position, pos + n as c_int)
-    })();
+    let r = at_position(position, |pos| unsafe {
+        unpack(inbuf, insize as i64, pos, outbuf, count as i64, dt, comm)
+    });
     finish(comm, "MPI_Unpack", r)
+}
+
+/// MPI_Unpack_c (MPI-4.1 §5.2, large count).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack_c(
+    inbuf: *const c_void,
+    insize: i64,
+    position: *mut i64,
+    outbuf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    comm: Handle,
+) -> c_int {
+    let r = at_position(position, |pos| unsafe {
+        unpack(inbuf, insize, pos, outbuf, count, dt, comm)
+    });
+    finish(comm, "MPI_Unpack_c", r)
 }
 
 /// MPI_Type_get_extent_c (MPI-4.1 §5.1.7, large count).

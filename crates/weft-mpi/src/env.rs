@@ -68,8 +68,7 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
         messages: Table::new(),
         thread_level: provided,
         main_thread: std::thread::current().id(),
-        bsend_buf: None,
-        bsend_pending: Vec::new(),
+        bsend: Default::default(),
         detached: Vec::new(),
         compounds: Default::default(),
         idups: Default::default(),
@@ -84,9 +83,7 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
 /// and error handlers stay usable: their tables move out of the state.
 pub(crate) fn stop() -> R<()> {
     let s = state("MPI_Finalize")?;
-    for (mut req, _buf) in s.bsend_pending.drain(..) {
-        req.wait()?;
-    }
+    s.bsend.flush_all()?;
     // A freed receive that matched gets its data; one that never matched is withdrawn
     // when dropped (a program that frees a receive no message will match is erroneous).
     crate::p2p::reap_detached(s)?;

@@ -64,6 +64,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         let c = s.weft.world().create_group(&g, tag)?;
         let h = s.add_comm(c);
         s.comm_mut(h)?.errhandler = errhandler;
+        s.bsend.comm_from_group(h, group);
         put!(newcomm, h)
     })();
     finish(MPI_COMM_WORLD, "MPI_Comm_create_from_group", r)

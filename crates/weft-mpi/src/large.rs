@@ -10,6 +10,7 @@ use crate::consts::*;
 use crate::error::{err, finish, R};
 use crate::icoll::*;
 use crate::p2p::*;
+use crate::topo::*;
 use std::os::raw::{c_int, c_void};
 
 /// `n` as an `int` count, or MPI_ERR_COUNT naming `what`.
@@ -750,4 +751,168 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
             comm,
         )
     }
+}
+
+/// `_c` forms whose large arguments are scalar counts: each count is converted (MPI_ERR_COUNT
+/// through the handler of the row's communicator when it does not fit an `int`) and the
+/// `int` form called. One row per function: `name, int form, (arguments), [counts],
+/// communicator;` (the names first on the line, so the build script sees them defined).
+macro_rules! scalar_c {
+    ($($name:ident, $int:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], $comm:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of `", stringify!($int), "`.")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
+            $(let $c = match fit($c, stringify!($c)) {
+                Ok(v) => v,
+                Err(e) => return finish($comm, stringify!($name), Err(e)),
+            };)*
+            // SAFETY: forwarded caller contract.
+            unsafe { $int($($arg),*) }
+        }
+    )*};
+}
+
+scalar_c! {
+    MPI_Allgather_init_c, MPI_Allgather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Alltoall_init_c, MPI_Alltoall_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Gather_init_c, MPI_Gather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Scatter_init_c, MPI_Scatter_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Bcast_init_c, MPI_Bcast_init, (buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Allreduce_init_c, MPI_Allreduce_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_init_c, MPI_Reduce_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Scan_init_c, MPI_Scan_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Exscan_init_c, MPI_Exscan_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_scatter_block_init_c, MPI_Reduce_scatter_block_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Neighbor_allgather_c, MPI_Neighbor_allgather, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
+    MPI_Neighbor_alltoall_c, MPI_Neighbor_alltoall, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
+    MPI_Ineighbor_allgather_c, MPI_Ineighbor_allgather, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Ineighbor_alltoall_c, MPI_Ineighbor_alltoall, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Neighbor_allgather_init_c, MPI_Neighbor_allgather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Neighbor_alltoall_init_c, MPI_Neighbor_alltoall_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Ssend_init_c, MPI_Ssend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Rsend_init_c, MPI_Rsend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Bsend_init_c, MPI_Bsend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Isendrecv_c, MPI_Isendrecv, (sbuf: *const c_void, scount: i64, sdt: Handle, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: i64, rdt: Handle, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Isendrecv_replace_c, MPI_Isendrecv_replace, (buf: *mut c_void, count: i64, dt: Handle, dest: c_int, stag: c_int, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_local_c, MPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, dt: Handle, op: Handle), [count], MPI_COMM_WORLD;
+}
+
+/// How many entries the count arrays of a `_c` form hold.
+#[derive(Clone, Copy)]
+enum Lengths {
+    /// The communicator's peers (the remote group of an intercommunicator), both sides.
+    Peers,
+    /// The communicator's own (local) group, both sides (reduce-scatter).
+    Local,
+    /// The topology's in-degree (receive side) and out-degree (send side).
+    Neighbors,
+}
+
+/// (receive side, send side) entries of the arrays of a call on `comm`.
+fn lengths(comm: Handle, kind: Lengths, func: &str) -> R<(usize, usize)> {
+    let s = crate::state::state(func)?;
+    let c = &s.comm(comm)?.comm;
+    Ok(match kind {
+        Lengths::Local => (c.size() as usize, c.size() as usize),
+        Lengths::Peers => {
+            let n = c.peer_size() as usize;
+            (n, n)
+        }
+        Lengths::Neighbors => crate::topo::degrees(s, comm)?,
+    })
+}
+
+/// Keeps the `int` arrays converted by a large-count persistent call with its request
+/// `*req`, which reads them at every start.
+fn keep_counts(req: *mut Handle, arrays: Vec<Vec<c_int>>) {
+    if req.is_null() {
+        return;
+    }
+    // SAFETY: the int form wrote the new request there.
+    let h = unsafe { *req };
+    let Ok(s) = crate::state::state("persistent collective") else {
+        return;
+    };
+    if let Some(e) =
+        crate::state::handle_index(crate::state::K_REQ, h).and_then(|i| s.reqs.get_mut(i))
+    {
+        e.more_mut().counts = arrays;
+    }
+}
+
+/// `_c` forms with count (MPI_Count) and displacement (MPI_Aint) arrays: the scalar counts
+/// and the arrays named in braces (each on its receive or send side, for the lengths of
+/// [`Lengths`]) are converted to `int` for the `int` form; `keep(req)` rows (persistent
+/// calls) keep the converted arrays with the new request `*req` (its starts read them),
+/// `drop` rows free them after the call. One row per function: `name, int form,
+/// (arguments), [counts], {arrays}, lengths, communicator, keep(req) or drop;`.
+macro_rules! array_c {
+    (@keep keep, $req:ident, $keep:expr) => { keep_counts($req, $keep) };
+    (@keep drop, $keep:expr) => { drop($keep) };
+    (@len recv, $lens:expr) => { $lens.0 };
+    (@len send, $lens:expr) => { $lens.1 };
+    ($($name:ident, $int:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], {$($a:ident @ $side:ident),*}, $kind:ident, $comm:ident, $life:ident $(($req:ident))?;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of `", stringify!($int), "`.")]
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
+            let func = stringify!($name);
+            let lens = match lengths($comm, Lengths::$kind, func) {
+                Ok(l) => l,
+                Err(e) => return finish($comm, func, Err(e)),
+            };
+            $(let $c = match fit($c, stringify!($c)) {
+                Ok(v) => v,
+                Err(e) => return finish($comm, func, Err(e)),
+            };)*
+            // Moving the vectors into `keep` leaves their heap buffers (which the pointers
+            // below name) where they are.
+            let keep: Vec<Vec<c_int>> = vec![$(
+                match fit_all($a as *const i64, array_c!(@len $side, lens), stringify!($a)) {
+                    Ok(v) => v,
+                    Err(e) => return finish($comm, func, Err(e)),
+                }
+            ),*];
+            let mut _i = 0;
+            $(let $a = {
+                let p = ptr_or_null(&keep[_i]);
+                _i += 1;
+                p
+            };)*
+            // SAFETY: forwarded caller contract; the converted arrays live across the call
+            // (and with the request, for the persistent forms).
+            let rc = unsafe { $int($($arg),*) };
+            if rc == MPI_SUCCESS {
+                array_c!(@keep $life $(, $req)?, keep);
+            }
+            rc
+        }
+    )*};
+}
+
+array_c! {
+    MPI_Alltoallw_c, MPI_Alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Ialltoallw_c, MPI_Ialltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Alltoallw_init_c, MPI_Alltoallw_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
+    MPI_Ialltoallv_c, MPI_Ialltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Alltoallv_init_c, MPI_Alltoallv_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
+    MPI_Iallgatherv_c, MPI_Iallgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
+    MPI_Allgatherv_init_c, MPI_Allgatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
+    MPI_Igatherv_c, MPI_Igatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
+    MPI_Gatherv_init_c, MPI_Gatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
+    MPI_Iscatterv_c, MPI_Iscatterv, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, drop;
+    MPI_Scatterv_init_c, MPI_Scatterv_init, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, keep(req);
+    MPI_Reduce_scatter_c, MPI_Reduce_scatter, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle), [], {rcounts @ recv}, Local, comm, drop;
+    MPI_Ireduce_scatter_c, MPI_Ireduce_scatter, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, drop;
+    MPI_Reduce_scatter_init_c, MPI_Reduce_scatter_init, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, keep(req);
+    MPI_Neighbor_allgatherv_c, MPI_Neighbor_allgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_allgatherv_c, MPI_Ineighbor_allgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_allgatherv_init_c, MPI_Neighbor_allgatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, keep(req);
+    MPI_Neighbor_alltoallv_c, MPI_Neighbor_alltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_alltoallv_c, MPI_Ineighbor_alltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_alltoallv_init_c, MPI_Neighbor_alltoallv_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, keep(req);
+    MPI_Neighbor_alltoallw_c, MPI_Neighbor_alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_alltoallw_c, MPI_Ineighbor_alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_alltoallw_init_c, MPI_Neighbor_alltoallw_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, keep(req);
 }

@@ -15,6 +15,7 @@
 #![allow(clippy::missing_safety_doc)]
 #![allow(non_snake_case)]
 
+pub mod buffer;
 pub mod coll;
 pub mod comm;
 pub mod compound;

@@ -1748,40 +1748,6 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, reqs: *mut Handle) -> c_int 
 
 // ------------------------------------------------------------------- buffered mode
 
-/// MPI_Buffer_attach (MPI-4.1 §3.6.1).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    let r = (|| {
-        let s = state("MPI_Buffer_attach")?;
-        if s.bsend_buf.is_some() {
-            return Err(err(MPI_ERR_BUFFER, "a buffer is already attached"));
-        }
-        if size < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("size {size} is negative")));
-        }
-        s.bsend_buf = Some((buffer as usize, size as usize));
-        Ok(())
-    })();
-    finish(MPI_COMM_WORLD, "MPI_Buffer_attach", r)
-}
-
-/// MPI_Buffer_detach (MPI-4.1 §3.6.1): waits for the buffered messages to leave.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    let r = (|| {
-        let s = state("MPI_Buffer_detach")?;
-        let Some((addr, n)) = s.bsend_buf.take() else {
-            return Err(err(MPI_ERR_BUFFER, "no buffer is attached"));
-        };
-        for (mut q, _) in s.bsend_pending.drain(..) {
-            q.wait()?;
-        }
-        put!(buffer_addr as *mut usize, addr)?;
-        put!(size, n as c_int)
-    })();
-    finish(MPI_COMM_WORLD, "MPI_Buffer_detach", r)
-}
-
 /// MPI_Bsend (MPI-4.1 §3.6.1): the message is copied, counting its size plus
 /// MPI_BSEND_OVERHEAD against the attached buffer, and sent from the copy.
 #[no_mangle]
@@ -1815,39 +1781,17 @@ fn bsend(
         if dest == MPI_PROC_NULL {
             return Ok(());
         }
-        let Some((_, cap)) = s.bsend_buf else {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                "MPI_Bsend without an attached buffer (MPI_Buffer_attach)",
-            ));
-        };
-        s.bsend_pending
-            .retain_mut(|(q, _)| !matches!(q.test(), Ok(Some(_))));
-        let used: usize = s
-            .bsend_pending
-            .iter()
-            .map(|(_, b)| b.len() + MPI_BSEND_OVERHEAD)
-            .sum();
-        if used + n + MPI_BSEND_OVERHEAD > cap {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                format!(
-                    "attached buffer of {cap} bytes has {} free, the message needs {}",
-                    cap.saturating_sub(used),
-                    n + MPI_BSEND_OVERHEAD
-                ),
-            ));
-        }
+        crate::buffer::admit(s, comm, n)?;
         let copy = match out.keep {
             Some(v) => v,
             // SAFETY: `buf` holds the items' bytes (the caller's contract).
             None => unsafe { slice(out.ptr as *const c_void, n) }.to_vec(),
         };
         let c = &s.comm(comm)?.comm;
-        // SAFETY: the copy lives in `bsend_pending` until the request completes; moving the
-        // Vec does not move its heap buffer.
+        // SAFETY: the copy lives with the buffer's pending sends until the request
+        // completes; moving the Vec does not move its heap buffer.
         let q = unsafe { c.raw_isend(copy.as_ptr(), n, dest as u32, tag)? };
-        s.bsend_pending.push((q, copy));
+        crate::buffer::track(s, comm, q, copy);
         Ok(())
     }
 }

@@ -59,6 +59,11 @@ fn bad_session(h: Handle) -> MpiError {
     }
 }
 
+/// Checks that `h` is a live session (MPI_ERR_SESSION otherwise).
+pub(crate) fn check(h: Handle) -> R<()> {
+    errhandler_of(h).map(|_| ())
+}
+
 /// The error handler of session `h`, or MPI_ERR_SESSION.
 fn errhandler_of(h: Handle) -> R<Handle> {
     handle_index(K_SESSION, h)
@@ -339,7 +344,9 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         if newgroup.is_null() {
             return Err(err(MPI_ERR_ARG, "newgroup is NULL"));
         }
-        let h = state("MPI_Group_from_session_pset")?.add_group(g);
+        let s = state("MPI_Group_from_session_pset")?;
+        let h = s.add_group(g);
+        s.bsend.group_from_session(h, session);
         put!(newgroup, h)
     })();
     done(session, "MPI_Group_from_session_pset", r)

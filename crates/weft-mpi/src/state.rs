@@ -167,6 +167,9 @@ pub struct Derived {
 pub struct UserOpEntry {
     pub f: UserFn,
     pub commute: bool,
+    /// Made by MPI_Op_create_c: `f` takes its count as an MPI_Count (a pointer either way,
+    /// so the same function pointer type holds both).
+    pub large: bool,
 }
 
 /// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
@@ -224,6 +227,9 @@ pub struct ReqMore {
     pub unpack: Option<Box<crate::stage::Unpack>>,
     /// A persistent collective: how MPI_Start starts it again.
     pub restart: Option<crate::icoll::Restart>,
+    /// Count arrays a large-count persistent call converted to `int` at its init, which
+    /// every start reads (MPI binds them to the request).
+    pub counts: Vec<Vec<c_int>>,
 }
 
 impl ReqEntry {
@@ -310,9 +316,8 @@ pub struct State {
     pub messages: Table<(Vec<u8>, weft::Status)>,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
-    /// The attached Bsend buffer (address, bytes) and the buffered sends in flight.
-    pub bsend_buf: Option<(usize, usize)>,
-    pub bsend_pending: Vec<(RawRequest, Vec<u8>)>,
+    /// The attached Bsend buffers and the buffered sends in flight.
+    pub bsend: crate::buffer::Buffers,
     /// Requests freed while active (MPI_Request_free): they still match and complete
     /// (MPI-4.1 §3.7.3), so they live here until done, with the unpack a receive of a type
     /// with holes owes and the packed copy a send reads. The raw request comes first in the

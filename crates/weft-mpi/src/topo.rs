@@ -150,6 +150,13 @@ fn topology_neighbors(s: &State, comm: Handle) -> R<Neighbors> {
     }
 }
 
+/// (in-degree, out-degree) of the calling rank in `comm`'s topology: the lengths of a
+/// neighborhood collective's receive and send arrays.
+pub(crate) fn degrees(s: &State, comm: Handle) -> R<(usize, usize)> {
+    let n = topology_neighbors(s, comm)?;
+    Ok((n.sources.len(), n.destinations.len()))
+}
+
 fn slice<'a, T>(n: usize, p: *const T, what: &str) -> R<&'a [T]> {
     if n == 0 {
         return Ok(&[]);

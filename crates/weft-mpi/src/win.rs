@@ -139,8 +139,10 @@ fn count_of(n: i64, what: &str) -> R<u64> {
 }
 
 /// The accumulate operation of handle `op` (predefined operations only, MPI-4.1 §12.3.4),
-/// checked against predefined datatype `dt` where the standard's table applies.
-fn acc_op(op: Handle, dt: Handle) -> R<AccOp> {
+/// checked against predefined datatype `dt` where the standard's table applies and there
+/// are elements to combine (`count` above 0: MPICH accepts, e.g., MPI_SUM on MPI_BYTE for no
+/// elements, and programs rely on it).
+fn acc_op(op: Handle, dt: Handle, count: i64) -> R<AccOp> {
     let f = match op {
         MPI_REPLACE => return Ok(AccOp::Replace),
         MPI_NO_OP => return Ok(AccOp::NoOp),
@@ -165,7 +167,9 @@ fn acc_op(op: Handle, dt: Handle) -> R<AccOp> {
             ))
         }
     };
-    crate::dtype::check_op(op, dt)?;
+    if count > 0 {
+        crate::dtype::check_op(op, dt)?;
+    }
     Ok(AccOp::Op(f))
 }
 
@@ -1026,7 +1030,7 @@ fn acc_any(
     let o = origin_buf(obuf, ocount, otype, "origin_count")?;
     let tmap = committed_map(ttype)?;
     let tcount = count_of(tcount, "target_count")?;
-    let f = acc_op(op, otype)?;
+    let f = acc_op(op, otype, ocount)?;
     if let Some(t) = target_rank(c.win, rank)? {
         c.win.accumulate(
             o.view(),
@@ -1063,7 +1067,11 @@ fn get_acc_any(
     request: Option<*mut Handle>,
 ) -> R<()> {
     let c = call(func, win)?;
-    let f = acc_op(op, if op == MPI_NO_OP { rtype } else { otype })?;
+    let f = if op == MPI_NO_OP {
+        acc_op(op, rtype, rcount)?
+    } else {
+        acc_op(op, otype, ocount)?
+    };
     // MPI_NO_OP ignores the origin arguments (they may be anything).
     let o = if f.is_no_op() {
         None
@@ -1259,7 +1267,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     let r = (|| {
         let c = call("MPI_Fetch_and_op", win)?;
         let map = element_map(dt, "MPI_Fetch_and_op")?;
-        let f = acc_op(op, dt)?;
+        let f = acc_op(op, dt, 1)?;
         let Some(t) = target_rank(c.win, rank)? else {
             return Ok(());
         };

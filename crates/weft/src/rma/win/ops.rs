@@ -256,6 +256,11 @@ impl Window {
         what: &str,
     ) -> Result<()> {
         let r = self.resolve(&t, what)?;
+        if t.map.packed_bytes(t.count)? == 0 {
+            // Nothing to combine: no element kind to agree on (MPICH accepts any predefined
+            // operation then, even one not defined on the type).
+            return Ok(());
+        }
         let (kind, per_item) = element_kind(t.map, op, what)?;
         let elements = per_item.checked_mul(t.count).ok_or_else(|| {
             Error::new(ErrorKind::InvalidCount, format!("{what}: count overflows"))
