@@ -152,23 +152,13 @@ fn weft_op<T: Datatype>(op: Handle, dt: Handle) -> R<Op> {
         "MPI_Op_create",
         u.commute,
         move |a: &[T], b: &mut [T]| {
-            let mut len = a.len() as c_int;
-            let mut len_c = a.len() as i64;
-            let mut d = dt;
-            // MPI_User_function_c takes an MPI_Count: the same pointer slot, wider target.
-            let count: *mut c_int = if u.large {
-                &mut len_c as *mut i64 as *mut c_int
-            } else {
-                &mut len
-            };
-            // SAFETY: `f` follows MPI_User_function (or its _c form, given the count it
-            // expects); `a` and `b` hold `len` elements.
+            // SAFETY: `a` and `b` hold `a.len()` elements of `dt`.
             unsafe {
-                (u.f)(
+                u.call(
                     a.as_ptr() as *mut c_void,
                     b.as_mut_ptr() as *mut c_void,
-                    count,
-                    &mut d,
+                    a.len() as i64,
+                    dt,
                 )
             };
         },
@@ -326,7 +316,7 @@ pub(crate) fn user_reduce_derived(
     let s = state(func)?;
     let f = handle_index(K_OP, op)
         .and_then(|i| s.ops.get(i))
-        .map(|u| u.f)
+        .copied()
         .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
     let count = c_int::try_from(count)
         .map_err(|_| err(MPI_ERR_COUNT, format!("count {count} does not fit an int")))?;
@@ -362,14 +352,13 @@ pub(crate) fn user_reduce_derived(
         let at = |i: c_int| (base as *mut u8).wrapping_offset((i as i64 * block) as isize);
         // acc = x(n-1); acc = x(i) op acc for i = n-2 .. 0: inout is the later block.
         for i in (0..n - 1).rev() {
-            let (mut len, mut d) = (count, dt);
-            // SAFETY: `f` follows MPI_User_function; both blocks hold `count` items of `dt`.
+            // SAFETY: both blocks hold `count` items of `dt`.
             unsafe {
-                f(
+                f.call(
                     at(i) as *mut c_void,
                     at(n - 1) as *mut c_void,
-                    &mut len,
-                    &mut d,
+                    count as i64,
+                    dt,
                 )
             };
         }
@@ -1725,11 +1714,10 @@ pub(crate) unsafe fn reduce_local(
     if !(MPI_SUM..=MPI_NO_OP).contains(&op) {
         let f = handle_index(K_OP, op)
             .and_then(|i| s.ops.get(i))
-            .map(|u| u.f)
+            .copied()
             .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
-        let (mut len, mut d) = (count, dt);
-        // SAFETY: `f` follows MPI_User_function; the buffers hold `count` items of `dt`.
-        unsafe { f(inbuf, inout, &mut len, &mut d) };
+        // SAFETY: the buffers hold `count` items of `dt`.
+        unsafe { f.call(inbuf, inout, count as i64, dt) };
         return Ok(());
     }
     let map = crate::dtype::map_of(dt)?;

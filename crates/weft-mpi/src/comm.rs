@@ -162,25 +162,74 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     comm: Handle,
     split_type: c_int,
     key: c_int,
-    _info: Handle,
+    info: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
         let s = state("MPI_Comm_split_type")?;
         let c = &s.comm(comm)?.comm;
+        let hinted = || -> R<Option<String>> {
+            if info == MPI_INFO_NULL {
+                return Ok(None);
+            }
+            Ok(crate::env::info_entries(info)?
+                .into_iter()
+                .find(|(k, _)| k == HW_RESOURCE_TYPE)
+                .map(|(_, v)| v))
+        };
+        // Every form is one split of `c`, so ranks passing different split types (or
+        // MPI_UNDEFINED) still meet in it.
         let c = match split_type {
             MPI_COMM_TYPE_SHARED => Some(c.split_shared(key)?),
             MPI_UNDEFINED => c.split(weft::UNDEFINED, key)?,
+            // The one hardware resource weft knows is the node's shared memory; any other
+            // named resource gives MPI_COMM_NULL (MPI-4.1 §7.4.2).
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => {
+                if hinted()?.as_deref() == Some(SHARED_MEMORY) {
+                    Some(c.split_shared(key)?)
+                } else {
+                    c.split(weft::UNDEFINED, key)?
+                }
+            }
+            // A strict subset of `c` at the next level of the hierarchy: the node, when `c`
+            // spans several; below a node weft knows no level, so MPI_COMM_NULL.
+            MPI_COMM_TYPE_HW_UNGUIDED => {
+                if c.members_share_a_node() {
+                    c.split(weft::UNDEFINED, key)?
+                } else {
+                    let n = c.split_shared(key)?;
+                    if info != MPI_INFO_NULL {
+                        crate::env::info_set(info, HW_RESOURCE_TYPE, SHARED_MEMORY)?;
+                    }
+                    Some(n)
+                }
+            }
             t => {
                 return Err(err(
                     MPI_ERR_ARG,
-                    format!("split_type {t}: weft supports MPI_COMM_TYPE_SHARED and MPI_UNDEFINED"),
+                    format!("split_type {t} is no MPI_COMM_TYPE_* nor MPI_UNDEFINED"),
                 ))
             }
         };
         new_comm(s, c, newcomm)
     })();
     finish(comm, "MPI_Comm_split_type", r)
+}
+
+/// The info key naming a hardware resource (MPI-4.1 §7.4.2).
+const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+/// The resource all processes of a node share (MPI-4.1 §7.4.2).
+const SHARED_MEMORY: &str = "mpi_shared_memory";
+
+/// MPI_Get_hw_resource_info (MPI-4.1 §11.4.3): the hardware resources weft can split by
+/// (the node's shared memory).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(info: *mut Handle) -> c_int {
+    let r = state("MPI_Get_hw_resource_info").and_then(|_| {
+        let h = crate::env::info_insert(vec![(HW_RESOURCE_TYPE.into(), SHARED_MEMORY.into())]);
+        put!(info, h)
+    });
+    finish(MPI_COMM_WORLD, "MPI_Get_hw_resource_info", r)
 }
 
 /// MPI_Comm_create (MPI-4.1 §7.4.2). On an intracommunicator the ranks may pass different
@@ -244,6 +293,38 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
         put!(comm, MPI_COMM_NULL)
     })();
     finish(h, "MPI_Comm_free", r)
+}
+
+/// MPI_Comm_disconnect (MPI-4.1 §11.10.4): waits for the communicator's pending traffic
+/// (a barrier over it, collective as the standard makes it), then frees it.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
+    let h = if comm.is_null() {
+        MPI_COMM_NULL
+    } else {
+        // SAFETY: non-null and readable (the caller's contract).
+        unsafe { *comm }
+    };
+    let r = (|| {
+        let s = state("MPI_Comm_disconnect")?;
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(err(
+                MPI_ERR_COMM,
+                "predefined communicators cannot be disconnected",
+            ));
+        }
+        let c = s.comm(h)?.comm.clone();
+        match s.inter_parts(h)? {
+            Some(p) => crate::inter::barrier(p)?,
+            None => c.barrier()?,
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        return finish(h, "MPI_Comm_disconnect", Err(e));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { MPI_Comm_free(comm) }
 }
 
 fn compare_members(a: &[u32], b: &[u32]) -> c_int {
@@ -320,7 +401,12 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     len: *mut c_int,
 ) -> c_int {
     let r = state("MPI_Comm_get_name").and_then(|s| {
-        let n = &s.comm(comm)?.name;
+        // The null handle has a name too (MPI-4.1 §7.8, as MPICH and Open MPI answer).
+        let n = if comm == MPI_COMM_NULL {
+            "MPI_COMM_NULL"
+        } else {
+            &s.comm(comm)?.name
+        };
         // SAFETY: `name` holds MPI_MAX_OBJECT_NAME bytes (the caller's contract).
         unsafe { write_c_string(n, name, MPI_MAX_OBJECT_NAME, len) };
         Ok(())

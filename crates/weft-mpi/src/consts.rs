@@ -121,6 +121,9 @@ pub const MPI_UNWEIGHTED_ADDR: usize = 10;
 /// The address of the standard ABI's `MPI_WEIGHTS_EMPTY` (`(int *)11`).
 pub const MPI_WEIGHTS_EMPTY_ADDR: usize = 11;
 pub const MPI_COMM_TYPE_SHARED: c_int = 221;
+pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 222;
+pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 223;
+pub const MPI_COMM_TYPE_RESOURCE_GUIDED: c_int = 224;
 
 pub const MPI_TAG_UB: c_int = 501;
 pub const MPI_HOST: c_int = 503;

@@ -128,6 +128,15 @@ fn decode(dt: Handle) -> R<Option<Decoded>> {
     if predefined(dt).is_some() {
         return Ok(None);
     }
+    if let Some((combiner, ints)) = crate::fortran::decode(dt) {
+        return Ok(Some(Decoded {
+            combiner,
+            ints,
+            addrs: vec![],
+            large: vec![],
+            olds: vec![],
+        }));
+    }
     map_of(dt)?;
     let node = records().get(&dt).cloned().ok_or_else(|| {
         err(

@@ -1079,6 +1079,12 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
         // SAFETY: non-null, readable and writable.
         let h = unsafe { *dt };
         let s = state("MPI_Type_free")?;
+        if crate::fortran::is_f90(h) {
+            return Err(err(
+                MPI_ERR_TYPE,
+                format!("datatype {h:#x} is an MPI_Type_create_f90_* type, which is predefined and cannot be freed"),
+            ));
+        }
         if handle_index(K_TYPE, h)
             .and_then(|i| s.types.get(i))
             .is_none()
@@ -1111,6 +1117,11 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     len: *mut c_int,
 ) -> c_int {
     let r = (|| {
+        if dt == MPI_DATATYPE_NULL {
+            // SAFETY: forwarded caller contract.
+            unsafe { write_c_string("MPI_DATATYPE_NULL", name, MPI_MAX_OBJECT_NAME, len) };
+            return Ok(());
+        }
         map_of(dt)?;
         let s = state("MPI_Type_get_name")?;
         let text = match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
@@ -1157,8 +1168,8 @@ pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c
 fn match_size(typeclass: c_int, size: c_int) -> R<Handle> {
     let table: &[(c_int, Handle)] = match typeclass {
         MPI_TYPECLASS_INTEGER => &[(1, 0x2c1), (2, 0x2c9), (4, 0x2d1), (8, 0x2d9), (16, 0x2e1)],
-        MPI_TYPECLASS_REAL => &[(4, 0x2d2), (8, 0x2da), (16, 0x2e2)],
-        MPI_TYPECLASS_COMPLEX => &[(8, 0x2db), (16, 0x2e3), (32, 0x2eb)],
+        MPI_TYPECLASS_REAL => &[(2, 0x2ca), (4, 0x2d2), (8, 0x2da), (16, 0x2e2)],
+        MPI_TYPECLASS_COMPLEX => &[(4, 0x2d3), (8, 0x2db), (16, 0x2e3), (32, 0x2eb)],
         _ => {
             return Err(err(
                 MPI_ERR_ARG,
@@ -1179,6 +1190,39 @@ fn match_size(typeclass: c_int, size: c_int) -> R<Handle> {
                 format!("no predefined datatype of typeclass {typeclass} has {size} bytes"),
             )
         })
+}
+
+/// MPI_Type_get_value_index (MPI-4.1 §6.9.4): the predefined value-index pair type of
+/// `value` and `index` (MPI_FLOAT_INT, ..., MPI_2INT), or MPI_DATATYPE_NULL when no
+/// predefined pair has those parts.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_value_index(
+    value: Handle,
+    index: Handle,
+    pair: *mut Handle,
+) -> c_int {
+    let r = (|| {
+        for (h, what) in [(value, "value_type"), (index, "index_type")] {
+            if predefined(h).is_none() && map_of(h).is_err() {
+                return Err(err(
+                    MPI_ERR_TYPE,
+                    format!("{what} {h:#x} is not a valid datatype"),
+                ));
+            }
+        }
+        const INT: Handle = 0x209;
+        let p = match (value, index) {
+            (0x210, INT) => 0x228, // FLOAT_INT
+            (0x214, INT) => 0x229, // DOUBLE_INT
+            (0x20a, INT) => 0x22a, // LONG_INT
+            (INT, INT) => 0x22b,   // 2INT
+            (0x208, INT) => 0x22c, // SHORT_INT
+            (0x220, INT) => 0x22d, // LONG_DOUBLE_INT
+            _ => MPI_DATATYPE_NULL,
+        };
+        put!(pair, p)
+    })();
+    finish(MPI_COMM_WORLD, "MPI_Type_get_value_index", r)
 }
 
 /// MPI_Type_match_size (MPI-4.1, Fortran support: size-specific datatypes): the predefined

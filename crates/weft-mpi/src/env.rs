@@ -468,6 +468,18 @@ fn with_info<T>(h: Handle, f: impl FnOnce(&mut Vec<(String, String)>) -> R<T>) -
     })
 }
 
+/// Sets `key` to `value` in info object `h` (a call that reports through its info, as
+/// MPI_Comm_split_type with MPI_COMM_TYPE_HW_UNGUIDED does).
+pub(crate) fn info_set(h: Handle, key: &str, value: &str) -> R<()> {
+    with_info(h, |kv| {
+        match kv.iter_mut().find(|(a, _)| a == key) {
+            Some(e) => e.1 = value.to_string(),
+            None => kv.push((key.to_string(), value.to_string())),
+        }
+        Ok(())
+    })
+}
+
 /// The keys and values of info object `h` (before MPI_Init too).
 pub(crate) fn info_entries(h: Handle) -> R<Vec<(String, String)>> {
     with_info(h, |kv| Ok(kv.clone()))

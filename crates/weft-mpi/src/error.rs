@@ -91,6 +91,26 @@ pub fn class_text(class: c_int) -> &'static str {
         MPI_ERR_PROC_ABORTED => "a peer process aborted",
         MPI_ERR_ERRHANDLER => "invalid error handler",
         MPI_ERR_ABI => "ABI mismatch",
+        20 => "permission denied",
+        21 => "invalid file access mode",
+        23 => "invalid file name",
+        25 => "data conversion error",
+        27 => "data representation already defined",
+        28 => "file exists",
+        29 => "file in use",
+        30 => "invalid file handle",
+        35 => "I/O error",
+        38 => "invalid service name",
+        40 => "arguments not the same on all processes",
+        41 => "no space left",
+        42 => "no such file",
+        43 => "invalid port",
+        44 => "quota exceeded",
+        45 => "read-only file or file system",
+        51 => "service name not published or published twice",
+        53 => "cannot spawn processes",
+        54 => "unsupported data representation",
+        59 => "value too large to store",
         MPI_ERR_ASSERT => "invalid assertion",
         MPI_ERR_BASE => "invalid base address",
         MPI_ERR_DISP => "invalid displacement",
@@ -391,6 +411,14 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
                 format!("error class {errorclass} still has codes"),
             ));
         }
+        if d.entries.get(&errorclass).is_some_and(|e| !e.1.is_empty()) {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!(
+                    "error class {errorclass} still has a string (MPI_Remove_error_string first)"
+                ),
+            ));
+        }
         d.entries.remove(&errorclass);
         Ok(())
     })();
@@ -402,6 +430,10 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
     let mut d = dynamic();
     let r = match d.entries.get(&errorcode) {
+        Some(e) if e.0 != errorcode && !e.1.is_empty() => Err(err(
+            MPI_ERR_ARG,
+            format!("error code {errorcode} still has a string (MPI_Remove_error_string first)"),
+        )),
         Some(e) if e.0 != errorcode => {
             d.entries.remove(&errorcode);
             Ok(())

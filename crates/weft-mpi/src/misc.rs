@@ -72,7 +72,12 @@ conversions! {
     MPI_Errhandler_toint, MPI_Errhandler_fromint, K_ERRH;
     MPI_Message_toint, MPI_Message_fromint, K_MSG;
     MPI_Session_toint, MPI_Session_fromint, crate::session::K_SESSION;
+    MPI_File_toint, MPI_File_fromint, K_FILE;
 }
+
+/// Handle kind of files: weft opens none (no MPI-IO), so MPI_FILE_NULL is the only file
+/// handle, and it converts to and from `int` like every predefined handle.
+const K_FILE: usize = 10;
 
 /// MPI_Message_c2f (MPI-4.1 §19.3.4): a message handle as a Fortran integer (MPI_Fint is
 /// `int`), the same value as MPI_Message_toint. Programs check that the conversion exists
@@ -441,8 +446,10 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
             Err(rc) => return rc,
         }
     }
-    if active == 0 {
-        crate::p2p::store(status, crate::p2p::empty_status());
+    if active == 0 && !status.is_null() {
+        // The empty status of MPI-4.1 §3.7.3, its error field included (as MPICH writes it).
+        // SAFETY: non-null status pointers are writable by the MPI calling contract.
+        unsafe { *status = crate::p2p::empty_status() };
     }
     // SAFETY: checked non-null above.
     unsafe { (*index, *flag) = (MPI_UNDEFINED, (active == 0) as c_int) };

@@ -968,6 +968,19 @@ pub(crate) fn complete(
         store(status, empty_status());
         return Ok(true);
     }
+    if e.partitions_unsent() {
+        if block {
+            // Nothing else can mark the partitions ready while this thread waits.
+            return Err(err(
+                MPI_ERR_REQUEST,
+                format!(
+                    "request {h:#x}: waiting for a partitioned send before every partition is marked ready (MPI_Pready)"
+                ),
+            ));
+        }
+        return Ok(false);
+    }
+    let partitioned = e.more.as_ref().is_some_and(|m| m.partitioned.is_some());
     // A failed unpack is reported only after the request is retired, so the handle never
     // points at a finished raw request.
     let mut unpacked = Ok(());
@@ -1019,6 +1032,10 @@ pub(crate) fn complete(
     e.raw = None;
     // A persistent send or receive to MPI_PROC_NULL is inactive again once completed.
     e.proc_null = false;
+    if partitioned {
+        crate::partitioned::completed(s, i);
+    }
+    let e = s.reqs.get_mut(i).expect("checked");
     // An inactive persistent collective (MPI-4.1 §3.9: completing it returns at once and
     // keeps it) has `restart` instead.
     if !e.stays() {
@@ -1650,6 +1667,9 @@ pub unsafe extern "C" fn MPI_Recv_init(
 
 fn start(s: &mut State, h: Handle) -> R<()> {
     let i = req_index(s, h)?;
+    if crate::partitioned::of(s, i).is_some() {
+        return crate::partitioned::start(s, i, h);
+    }
     let e = s.reqs.get_mut(i).expect("checked");
     if let Some(restart) = e.restart().cloned() {
         if e.has_coll() || compound::is_compound(s, i) {

@@ -172,6 +172,27 @@ pub struct UserOpEntry {
     pub large: bool,
 }
 
+impl UserOpEntry {
+    /// Calls the program's function on `count` items of `dt`: `inout = input op inout`,
+    /// with the count as the function expects it (an `int`, or an MPI_Count for
+    /// MPI_Op_create_c).
+    ///
+    /// # Safety
+    /// Both buffers hold `count` items of `dt` as the function reads and writes them.
+    pub unsafe fn call(&self, input: *mut c_void, inout: *mut c_void, count: i64, dt: Handle) {
+        let mut d = dt;
+        let mut n32 = count as c_int;
+        let mut n64 = count;
+        let n: *mut c_int = if self.large {
+            &mut n64 as *mut i64 as *mut c_int
+        } else {
+            &mut n32
+        };
+        // SAFETY: the caller's contract; the count pointer's target has the width `f` takes.
+        unsafe { (self.f)(input, inout, n, &mut d) };
+    }
+}
+
 /// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
 #[derive(Clone, Copy)]
 pub struct Persistent {
@@ -230,6 +251,8 @@ pub struct ReqMore {
     /// Count arrays a large-count persistent call converted to `int` at its init, which
     /// every start reads (MPI binds them to the request).
     pub counts: Vec<Vec<c_int>>,
+    /// A partitioned send or receive (MPI_Psend_init, MPI_Precv_init).
+    pub partitioned: Option<Box<crate::partitioned::Partitioned>>,
 }
 
 impl ReqEntry {
@@ -287,15 +310,27 @@ impl ReqEntry {
     /// Whether the request stays after completion (persistent point-to-point or
     /// collective), inactive until the next MPI_Start.
     pub fn stays(&self) -> bool {
+        self.more.as_ref().is_some_and(|m| {
+            m.persistent.is_some() || m.restart.is_some() || m.partitioned.is_some()
+        })
+    }
+
+    /// A started partitioned send whose partitions are not all marked ready yet.
+    pub fn partitions_unsent(&self) -> bool {
         self.more
             .as_ref()
-            .is_some_and(|m| m.persistent.is_some() || m.restart.is_some())
+            .and_then(|m| m.partitioned.as_ref())
+            .is_some_and(|p| p.unsent())
     }
 
     /// A persistent request (point-to-point or collective) that is not started: MPI's
     /// Waitany/Waitsome/Testany/Testsome skip it like MPI_REQUEST_NULL (MPI-4.1 §3.9).
     pub fn inactive(&self) -> bool {
-        self.stays() && self.raw.is_none() && !self.has_coll() && !self.proc_null
+        self.stays()
+            && self.raw.is_none()
+            && !self.has_coll()
+            && !self.proc_null
+            && !self.partitions_unsent()
     }
 }
 

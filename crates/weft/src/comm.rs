@@ -426,6 +426,14 @@ impl Comm {
         Ok(c.renamed(format!("shared split of {}", self.data.name)))
     }
 
+    /// Whether every member runs on this process's node.
+    pub fn members_share_a_node(&self) -> bool {
+        let e = self.engine.borrow();
+        let node = e.node_of();
+        let me = node[self.data.members[self.data.rank as usize] as usize];
+        self.data.members.iter().all(|&w| node[w as usize] == me)
+    }
+
     fn renamed(self, name: String) -> Comm {
         let d = &self.data;
         Comm::new(self.engine.clone(), d.ctx, d.rank, d.members.clone(), name)

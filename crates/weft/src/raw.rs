@@ -194,6 +194,86 @@ impl Comm {
         )
     }
 
+    /// Starts the send of a partitioned operation (MPI-4.1 ch. 4): `len` bytes to `dst`
+    /// with the program's `tag`, on the communicator's collective context under a tag range
+    /// of its own, so it matches only a partitioned receive ([`Comm::raw_partitioned_irecv`])
+    /// and never a point-to-point or collective message. Tags that differ by a multiple of
+    /// 2^28 share a range slot: two partitioned operations with such tags between the same
+    /// ranks must not be in flight at once.
+    ///
+    /// # Safety
+    /// As [`Comm::raw_isend`].
+    pub unsafe fn raw_partitioned_isend(
+        &self,
+        ptr: *const u8,
+        len: usize,
+        dst: u32,
+        tag: Tag,
+    ) -> Result<RawRequest> {
+        self.check_send_tag(tag, "partitioned send")?;
+        let w = self.check_dest(dst, "partitioned send to")?;
+        // SAFETY: the caller promises `ptr` is readable for `len` bytes for the request's life.
+        let bytes = unsafe { byte_slice(ptr, len) };
+        let id = self.engine.borrow_mut().start_send_mode(
+            RawBuf::new(bytes),
+            w,
+            self.data.rank,
+            self.data.ctx + 1,
+            partitioned_tag(tag),
+            false,
+            false,
+        )?;
+        Ok(RawRequest {
+            engine: self.engine.clone(),
+            id,
+            last_status: Status::default(),
+            preset: false,
+        })
+    }
+
+    /// Starts the receive of a partitioned operation from `src` with `tag` (no wildcards):
+    /// the counterpart of [`Comm::raw_partitioned_isend`].
+    ///
+    /// # Safety
+    /// As [`Comm::raw_irecv`].
+    pub unsafe fn raw_partitioned_irecv(
+        &self,
+        ptr: *mut u8,
+        len: usize,
+        src: i32,
+        tag: Tag,
+    ) -> Result<RawRequest> {
+        if src < 0 || tag < 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "partitioned receive from {src} with tag {tag}: partitioned operations take no wildcards"
+                ),
+            ));
+        }
+        self.check_send_tag(tag, "partitioned receive")?;
+        let (pattern, src_world): (Pattern, Option<u32>) = self.recv_pattern(
+            src,
+            partitioned_tag(tag),
+            self.data.ctx + 1,
+            "partitioned receive from",
+        )?;
+        // SAFETY: the caller promises `ptr` is writable and unaliased for the request's life.
+        let bytes = unsafe { byte_slice_mut(ptr, len) };
+        let id = self.engine.borrow_mut().start_recv(
+            RawBufMut::new(bytes),
+            pattern,
+            src_world,
+            self.peers(),
+        )?;
+        Ok(RawRequest {
+            engine: self.engine.clone(),
+            id: Some(id),
+            last_status: Status::default(),
+            preset: false,
+        })
+    }
+
     /// Moves every pending operation of this process forward once; true if anything moved.
     /// C layers call it from their test functions so polling loops make progress.
     pub fn raw_progress(&self) -> bool {
@@ -332,6 +412,14 @@ impl Drop for RawRequest {
             e.free_req(id);
         }
     }
+}
+
+/// The tags of partitioned operations on the collective context: above every collective
+/// tag (below 2^30), below the nonblocking duplications' (0x6000_0000 and up).
+const TAG_PARTITIONED: i32 = 0x5000_0000;
+
+fn partitioned_tag(tag: Tag) -> Tag {
+    TAG_PARTITIONED | (tag & 0x0fff_ffff)
 }
 
 /// Drives progress until one of `reqs` has completed and returns its index (MPI_Waitany).
