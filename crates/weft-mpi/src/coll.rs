@@ -113,7 +113,23 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = inter_count(count, "count")
+            .and_then(|count| unsafe { crate::inter::bcast(p, buf, count, dt, root) });
+        return finish(comm, "MPI_Bcast_c", r);
+    }
     finish(comm, "MPI_Bcast_c", bcast(buf, count, dt, root, comm))
+}
+
+/// A large count as the `int` weft's intercommunicator collectives take (MPI_ERR_COUNT
+/// when it does not fit).
+fn inter_count(count: i64, what: &str) -> R<c_int> {
+    c_int::try_from(count).map_err(|_| {
+        err(
+            MPI_ERR_COUNT,
+            format!("{what} = {count}: intercommunicator collectives take counts below 2^31"),
+        )
+    })
 }
 
 // ------------------------------------------------------------------- operations
@@ -543,6 +559,11 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = inter_count(count, "count")
+            .and_then(|count| unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) });
+        return finish(comm, "MPI_Reduce_c", r);
+    }
     finish(
         comm,
         "MPI_Reduce_c",
@@ -617,6 +638,11 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(p) = crate::inter::parts(comm) {
+        let r = inter_count(count, "count")
+            .and_then(|count| unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) });
+        return finish(comm, "MPI_Allreduce_c", r);
+    }
     finish(
         comm,
         "MPI_Allreduce_c",

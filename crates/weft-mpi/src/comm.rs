@@ -179,14 +179,23 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         };
         // Every form is one split of `c`, so ranks passing different split types (or
         // MPI_UNDEFINED) still meet in it.
+        // An intercommunicator splits by node too: each node's local members pair with the
+        // remote members on the same node (MPI_COMM_NULL where the other side has none).
+        let by_node = |c: &weft::Comm| -> R<Option<weft::Comm>> {
+            if c.is_inter() {
+                Ok(c.split(c.node_color(), key)?)
+            } else {
+                Ok(Some(c.split_shared(key)?))
+            }
+        };
         let c = match split_type {
-            MPI_COMM_TYPE_SHARED => Some(c.split_shared(key)?),
+            MPI_COMM_TYPE_SHARED => by_node(c)?,
             MPI_UNDEFINED => c.split(weft::UNDEFINED, key)?,
             // The one hardware resource weft knows is the node's shared memory; any other
             // named resource gives MPI_COMM_NULL (MPI-4.1 §7.4.2).
             MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => {
                 if hinted()?.as_deref() == Some(SHARED_MEMORY) {
-                    Some(c.split_shared(key)?)
+                    by_node(c)?
                 } else {
                     c.split(weft::UNDEFINED, key)?
                 }
@@ -197,11 +206,11 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
                 if c.members_share_a_node() {
                     c.split(weft::UNDEFINED, key)?
                 } else {
-                    let n = c.split_shared(key)?;
-                    if info != MPI_INFO_NULL {
+                    let n = by_node(c)?;
+                    if info != MPI_INFO_NULL && n.is_some() {
                         crate::env::info_set(info, HW_RESOURCE_TYPE, SHARED_MEMORY)?;
                     }
-                    Some(n)
+                    n
                 }
             }
             t => {

@@ -41,6 +41,9 @@ pub(crate) struct CommData {
     /// Call numbers of persistent collectives, counted apart from `coll_seq` and marked
     /// with [`crate::coll::PERSISTENT_SEQ`] (see [`Comm::reserve_coll_seq`]).
     pub(crate) coll_persistent_seq: Cell<u32>,
+    /// Call numbers of nonblocking collectives, counted apart from the blocking ones and
+    /// marked with [`crate::coll::NONBLOCKING_SEQ`] (see `coll::request::next_seq`).
+    pub(crate) coll_nb_seq: Cell<u32>,
     /// Nonblocking duplications started on this communicator (their tags carry it).
     pub(crate) idup_seq: Cell<u32>,
     /// Ranks per node for collective selection and the tuning generation it was computed
@@ -110,6 +113,7 @@ impl Comm {
                 name,
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                coll_nb_seq: Cell::new(0),
                 idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
@@ -146,6 +150,7 @@ impl Comm {
                 name,
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                coll_nb_seq: Cell::new(0),
                 idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),
@@ -418,12 +423,18 @@ impl Comm {
     /// (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED). Collective.
     pub fn split_shared(&self, key: i32) -> Result<Comm> {
         self.check()?;
-        let me = self.data.members[self.data.rank as usize];
-        let node = self.engine.borrow().node_of()[me as usize] as i32;
         let c = self
-            .split(node, key)?
+            .split(self.node_color(), key)?
             .expect("a node color is never UNDEFINED");
         Ok(c.renamed(format!("shared split of {}", self.data.name)))
+    }
+
+    /// The color of this process's node, for splits by node (MPI_COMM_TYPE_SHARED; on an
+    /// intercommunicator, [`Comm::split`] with it pairs each node's local and remote
+    /// members).
+    pub fn node_color(&self) -> i32 {
+        let me = self.data.members[self.data.rank as usize];
+        self.engine.borrow().node_of()[me as usize] as i32
     }
 
     /// Whether every member runs on this process's node.
@@ -613,6 +624,7 @@ impl Comm {
                 name: format!("bridge of {}", self.data.name),
                 coll_seq: Cell::new(0),
                 coll_persistent_seq: Cell::new(0),
+                coll_nb_seq: Cell::new(0),
                 idup_seq: Cell::new(0),
                 coll_ppn: Cell::new(None),
                 coll_slot_bytes: std::cell::OnceCell::new(),

@@ -42,6 +42,7 @@ use super::schedule::{
     SCRATCH_POISON,
 };
 use super::select::Coll;
+use super::Mode;
 use crate::comm::Comm;
 use crate::engine::Engine;
 use crate::matching::Pattern;
@@ -646,7 +647,7 @@ pub(super) fn leaf_take_now(comm: &Comm, coll: Coll, root: u32, recv: &mut [u8])
     if !runs_without_plan(comm, &e, coll) {
         return false;
     }
-    let tag = coll_tag(coll.index() as u32, peek_seq(comm), root);
+    let tag = coll_tag(coll.index() as u32, peek_seq(comm, Mode::Blocking), root);
     let pattern = recv_pattern(root, data.ctx + 1, tag);
     if !take_now(&mut e, recv, &pattern, world) {
         return false;

@@ -57,20 +57,21 @@ use weft_core::{Error, ErrorKind, Result};
 /// Collective tags on the collective context (`ctx + 1`, which only collectives and
 /// communicator creation use; the latter's tag 0x7fff_0001 lies above every collective tag):
 /// bits 0-3 name the collective, bits 4-16 hold its call number on the communicator, bits
-/// 17-28 its root and bit 29 says whether the number is a persistent collective's
-/// ([`PERSISTENT_SEQ`]). Several outstanding collectives thus never take each other's
+/// 17-27 its root, bit 28 says whether the number is a persistent collective's
+/// ([`PERSISTENT_SEQ`]) and bit 29 whether it is a nonblocking one's ([`NONBLOCKING_SEQ`]). Several outstanding collectives thus never take each other's
 /// messages, and ranks that disagree about the collective or the root exchange no data —
 /// a waiting rank recognises a peer's message of the same call number with another tag and
 /// reports the disagreement (see `schedule`). Two unfinished calls on one rank never share
 /// a tag: a start whose tag an unfinished call on the communicator holds is refused
 /// (`request::check_tag_free`), which covers call numbers that repeat (persistent
 /// collectives restart with their number) as well as the 2^13 wrap-around. Roots are
-/// compared modulo 2^12: on a communicator of more than 4096 ranks, ranks that disagree on
-/// the root by a multiple of 4096 are not detected (an erroneous program; the others are).
+/// compared modulo 2^11: on a communicator of more than 2048 ranks, ranks that disagree on
+/// the root by a multiple of 2048 are not detected (an erroneous program; the others are).
 const TAG_COLL_BITS: u32 = 4;
 pub(crate) const TAG_SEQ_BITS: u32 = 13;
-const TAG_ROOT_BITS: u32 = 12;
+const TAG_ROOT_BITS: u32 = 11;
 const TAG_PERSISTENT: u32 = 1 << (TAG_COLL_BITS + TAG_SEQ_BITS + TAG_ROOT_BITS);
+const TAG_NONBLOCKING: u32 = TAG_PERSISTENT << 1;
 
 /// Marks a call number as a persistent collective's: such numbers count apart from the
 /// others (a communicator's persistent collectives are numbered in the order of their
@@ -79,11 +80,20 @@ const TAG_PERSISTENT: u32 = 1 << (TAG_COLL_BITS + TAG_SEQ_BITS + TAG_ROOT_BITS);
 /// call of the running count.
 pub const PERSISTENT_SEQ: u32 = 1 << 31;
 
+/// Marks a call number as a nonblocking collective's: those count apart from the blocking
+/// ones, so that a blocking and a nonblocking collective started in different orders on
+/// different ranks still meet (as in MPICH and Open MPI, whose blocking and nonblocking
+/// collectives use separate tags; programs rely on it, mpi4py's fallback MPI_Comm_iagree
+/// among them). Within each count the order must agree, as MPI requires.
+pub const NONBLOCKING_SEQ: u32 = 1 << 30;
+
 /// The tag of collective `coll` (index in [`select::ALL`]) number `seq` with `root`.
 fn coll_tag(index: u32, seq: u32, root: u32) -> i32 {
     debug_assert!(index < 1 << TAG_COLL_BITS);
     let persistent = if seq & PERSISTENT_SEQ != 0 {
         TAG_PERSISTENT
+    } else if seq & NONBLOCKING_SEQ != 0 {
+        TAG_NONBLOCKING
     } else {
         0
     };
@@ -100,6 +110,9 @@ fn tag_parts(tag: i32) -> (Coll, u32, u32) {
     let mut seq = (t >> TAG_COLL_BITS) & ((1 << TAG_SEQ_BITS) - 1);
     if t & TAG_PERSISTENT != 0 {
         seq |= PERSISTENT_SEQ;
+    }
+    if t & TAG_NONBLOCKING != 0 {
+        seq |= NONBLOCKING_SEQ;
     }
     let root = (t >> (TAG_COLL_BITS + TAG_SEQ_BITS)) & ((1 << TAG_ROOT_BITS) - 1);
     let coll = select::ALL
@@ -123,6 +136,8 @@ pub(crate) fn disagreement(rank: u32, peer: u32, mine: i32, theirs: i32) -> Erro
     let (mc, seq, mr) = tag_parts(mine);
     let seq = if seq & PERSISTENT_SEQ != 0 {
         format!("(persistent {})", seq & !PERSISTENT_SEQ)
+    } else if seq & NONBLOCKING_SEQ != 0 {
+        format!("(nonblocking {})", seq & !NONBLOCKING_SEQ)
     } else {
         seq.to_string()
     };
@@ -629,7 +644,7 @@ impl Comm {
         mode: Mode,
     ) -> Result<CollRequest<'a>> {
         let index = coll.index() as u32;
-        let tag = coll_tag(index, request::peek_seq(self), root);
+        let tag = coll_tag(index, request::peek_seq(self, mode), root);
         // Checked before the number is taken, so that the ranks' numbering stays aligned
         // when the caller completes the other calls and retries; nothing to check while no
         // nonblocking collective is unfinished (the usual case).
@@ -637,7 +652,7 @@ impl Comm {
             request::check_outstanding(self, coll.name())?;
             request::check_tag_free(self, coll.name(), tag)?;
         }
-        request::next_seq(self);
+        request::next_seq_of(self, mode);
         let Prepared { plan, direct } = prepared;
         if let (Some(run), Mode::Blocking) = (direct, mode) {
             let red = reduction.as_ref().map(Reduction::view);
@@ -1091,5 +1106,16 @@ mod tests {
         assert!(disagrees(running, coll_tag(4, 5, 2)));
         assert!(!disagrees(running, coll_tag(4, 5 | PERSISTENT_SEQ, 2)));
         assert!(disagrees(persistent, coll_tag(3, 5 | PERSISTENT_SEQ, 1)));
+        // Nonblocking numbers are a third count: apart from both others.
+        let nonblocking = coll_tag(3, 5 | NONBLOCKING_SEQ, 2);
+        assert!(nonblocking != running && nonblocking != persistent);
+        assert_eq!(
+            tag_parts(nonblocking),
+            (select::ALL[3], 5 | NONBLOCKING_SEQ, 2)
+        );
+        assert!(!disagrees(running, coll_tag(4, 5 | NONBLOCKING_SEQ, 2)));
+        assert!(disagrees(nonblocking, coll_tag(4, 5 | NONBLOCKING_SEQ, 2)));
+        let top = coll_tag(15, u32::MAX & !PERSISTENT_SEQ, u32::MAX);
+        assert!((0..1 << 30).contains(&top));
     }
 }

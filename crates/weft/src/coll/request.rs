@@ -9,6 +9,7 @@
 //! Depends on the schedule and the engine's progress; knows nothing of algorithms.
 
 use super::schedule::Schedule;
+use super::Mode;
 use crate::comm::Comm;
 use crate::engine::Engine;
 use std::marker::PhantomData;
@@ -479,9 +480,28 @@ impl CollRequest<'_> {
     }
 }
 
-/// The number [`next_seq`] will return, without taking it.
-pub(crate) fn peek_seq(comm: &Comm) -> u32 {
-    comm.data.coll_seq.get()
+/// The number [`next_seq_of`] will return for a call of `mode`, without taking it.
+pub(crate) fn peek_seq(comm: &Comm, mode: Mode) -> u32 {
+    let seq = comm.data.coll_seq.get();
+    if mode == Mode::Blocking || seq & super::PERSISTENT_SEQ != 0 {
+        return seq;
+    }
+    comm.data.coll_nb_seq.get() | super::NONBLOCKING_SEQ
+}
+
+/// The call number of a collective of `mode`: a persistent start's number
+/// (`Comm::with_coll_seq`), else the next of the nonblocking count for a nonblocking call,
+/// else [`next_seq`].
+pub(crate) fn next_seq_of(comm: &Comm, mode: Mode) -> u32 {
+    let seq = comm.data.coll_seq.get();
+    if mode == Mode::Blocking || seq & super::PERSISTENT_SEQ != 0 {
+        return next_seq(comm);
+    }
+    let n = comm.data.coll_nb_seq.get();
+    comm.data
+        .coll_nb_seq
+        .set(n.wrapping_add(1) & !(super::NONBLOCKING_SEQ | super::PERSISTENT_SEQ));
+    n | super::NONBLOCKING_SEQ
 }
 
 /// The sequence number of the next collective on `comm`: 0, 1, 2, ... in the order this

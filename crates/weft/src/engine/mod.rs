@@ -97,12 +97,18 @@ enum Unexpected {
         len: usize,
         sreq: u32,
     },
+    /// A synchronous send to oneself (a copy of its data): its send request `sreq`
+    /// completes when a receive takes it.
+    SelfSync {
+        data: Vec<u8>,
+        sreq: u32,
+    },
 }
 
 impl Unexpected {
     fn len(&self) -> usize {
         match self {
-            Unexpected::Eager(v) => v.len(),
+            Unexpected::Eager(v) | Unexpected::SelfSync { data: v, .. } => v.len(),
             Unexpected::Rts { len, .. } | Unexpected::NetRts { len, .. } => *len,
         }
     }

@@ -87,15 +87,32 @@ impl Engine {
             Route::Myself => {
                 // SAFETY: the caller keeps `data` alive for this call.
                 let bytes = unsafe { data.slice(0, data.len()) };
-                self.core.deliver_to_self(
-                    Envelope {
-                        ctx,
-                        src: src_in_comm,
-                        tag,
-                    },
-                    bytes,
-                );
-                Ok(None)
+                let env = Envelope {
+                    ctx,
+                    src: src_in_comm,
+                    tag,
+                };
+                if !synchronous {
+                    self.core.deliver_to_self(env, bytes);
+                    return Ok(None);
+                }
+                // A synchronous send completes only once a receive matches it (MPI-4.1
+                // §3.4): at once when one is posted, else when one takes it.
+                if let Some(id) = self.core.matching.take_posted(&env) {
+                    self.core.fill_recv(id, &env, bytes, &[]);
+                    return Ok(None);
+                }
+                let id = self.alloc_req(ReqKind::Send);
+                let r = &mut self.core.reqs[id as usize];
+                r.sbuf = data;
+                r.peer_world = Some(dst_world);
+                let me = self.core.my_local;
+                let msg = Unexpected::SelfSync {
+                    data: bytes.to_vec(),
+                    sreq: id,
+                };
+                self.core.matching.push_unexpected(env, (msg, me));
+                Ok(Some(id))
             }
             Route::Local(peer) => {
                 if self.core.dead[peer as usize] {
@@ -194,6 +211,10 @@ impl Engine {
                     Unexpected::NetRts { len, sreq } => self
                         .core
                         .start_net_rendezvous(id, &env, from_local, len, sreq),
+                    Unexpected::SelfSync { data, sreq } => {
+                        self.core.fill_recv(id, &env, &data, &[]);
+                        self.core.reqs[sreq as usize].done = true;
+                    }
                 }
                 self.flush_all();
             }

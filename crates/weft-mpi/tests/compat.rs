@@ -1,0 +1,41 @@
+//! What mpi4py's test suite found refused or wrong (issue 32), through the C interface:
+//! `itest/c/suite_fixes.c` at 1 to 4 and 7 ranks and across two simulated nodes. Each check
+//! in the program names the finding it covers. No job may leave a `/dev/shm/weft-*`
+//! segment behind.
+
+use std::path::Path;
+
+mod common;
+
+fn prefix() -> &'static Path {
+    common::shared_prefix("mpi-prefix")
+}
+
+#[test]
+fn mpi4py_findings_on_one_node() {
+    common::run_c_ok(prefix(), "suite_fixes", 1..=4, &[]);
+    let prog = common::build_c(prefix(), "suite_fixes");
+    let out = common::run_c(&prog, 7, &[]);
+    assert_eq!(
+        out.exit_code,
+        0,
+        "suite_fixes at 7 ranks:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn mpi4py_findings_across_two_nodes() {
+    let prog = common::build_c(prefix(), "suite_fixes");
+    for hosts in ["a:1,b:1", "a:2,b:1"] {
+        let out = common::run_c_hosts(prefix(), &prog, hosts, &[]);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "suite_fixes on {hosts}:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
