@@ -431,6 +431,54 @@ static void blocking_and_nonblocking_orders(void) {
   }
 }
 
+/* MPI_CHAR in reductions as a signed 8-bit integer, as MPICH and Open MPI take it (unless
+ * WEFT_CHAR_REDUCTIONS=0, which keeps MPI-4.1's table: MPI_ERR_OP). */
+static void char_reductions(void) {
+  const char *e = getenv("WEFT_CHAR_REDUCTIONS");
+  int strict = e && strcmp(e, "0") == 0;
+  char v[2] = {1, -2}, out[2] = {0, 0};
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int rc = MPI_Allreduce(v, out, 2, MPI_CHAR, MPI_SUM, MPI_COMM_WORLD), cls;
+  MPI_Error_class(rc, &cls);
+  if (strict) {
+    CHECK(cls == MPI_ERR_OP);
+  } else {
+    CHECK(rc == MPI_SUCCESS && out[0] == size && out[1] == -2 * size);
+    OK(MPI_Reduce(v, out, 2, MPI_CHAR, MPI_MIN, 0, MPI_COMM_WORLD));
+    if (rank == 0) CHECK(out[1] == -2);
+  }
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* A persistent collective with a bad argument fails at its init (MPI-4.1 §6.13, as MPICH
+ * and Open MPI report it), leaving no request behind. */
+static void persistent_init_errors(void) {
+  int a = 1, b = 0, cls;
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Datatype loose;
+  OK(MPI_Type_contiguous(2, MPI_INT, &loose)); /* not committed */
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_Error_class(MPI_Allreduce_init(&a, &b, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                                     MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_COUNT && r == MPI_REQUEST_NULL);
+  MPI_Error_class(MPI_Allreduce_init(&a, &b, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD,
+                                     MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_OP && r == MPI_REQUEST_NULL);
+  MPI_Error_class(MPI_Allreduce_init(&a, &b, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD,
+                                     MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_OP && r == MPI_REQUEST_NULL);
+  MPI_Error_class(MPI_Allgather_init(&a, 1, loose, &b, 1, MPI_INT, MPI_COMM_WORLD,
+                                     MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_TYPE && r == MPI_REQUEST_NULL);
+  MPI_Error_class(MPI_Bcast_init(&a, 1, MPI_INT, size, MPI_COMM_WORLD, MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_ROOT && r == MPI_REQUEST_NULL);
+  MPI_Error_class(MPI_Reduce_init(&a, &b, 1, MPI_INT, MPI_SUM, -5, MPI_COMM_WORLD,
+                                  MPI_INFO_NULL, &r), &cls);
+  CHECK(cls == MPI_ERR_ROOT && r == MPI_REQUEST_NULL);
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  MPI_Type_free(&loose);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -449,6 +497,8 @@ int main(int argc, char **argv) {
   large_counts();
   large_count_op();
   blocking_and_nonblocking_orders();
+  char_reductions();
+  persistent_init_errors();
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) printf("suite_fixes ok\n");
   MPI_Finalize();

@@ -196,11 +196,17 @@ impl OpClass {
     }
 }
 
+/// Whether MPI_CHAR takes part in reductions as a signed 8-bit integer
+/// (`WEFT_CHAR_REDUCTIONS`, read at start; on by default, as MPICH and Open MPI behave).
+pub(crate) static CHAR_REDUCTIONS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
 /// The group of predefined datatype `h`, or `None` for other handles.
 pub fn op_class(h: Handle) -> Option<OpClass> {
     use OpClass as C;
     predefined(h)?;
     Some(match h {
+        0x243 if CHAR_REDUCTIONS.load(std::sync::atomic::Ordering::Relaxed) => C::CInteger,
         0x201..=0x203 => C::MultiLanguage,
         0x208..=0x20f | 0x240 | 0x241 | 0x244 | 0x245 | 0x248 | 0x249 | 0x250 | 0x251 => {
             C::CInteger

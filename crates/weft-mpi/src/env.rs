@@ -55,6 +55,10 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
             neighbor: None,
         });
     }
+    crate::dtype::CHAR_REDUCTIONS.store(
+        weft.config().char_reductions,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     install(State {
         weft,
         comms,

@@ -445,7 +445,7 @@ mod tests {
         assert!(reducible(MPI_BYTE, MPI_BAND).is_some());
         assert!(reducible(0x22b, MPI_MAXLOC).is_some());
         assert!(reducible(0x214, MPI_BAND).is_none());
-        assert!(reducible(0x243, MPI_SUM).is_none()); // MPI_CHAR
+        assert!(reducible(MPI_CHAR, MPI_SUM).is_none()); // the checked path decides
         assert!(reducible(0x1000, MPI_MAX).is_none());
         assert!(reducible(0x209, MPI_REPLACE).is_none());
         assert!(reducible(0x209, (crate::state::K_OP + 1) << 32).is_none());
@@ -491,6 +491,9 @@ mod tests {
 
 // ------------------------------------------------------------------- collectives
 
+/// The predefined MPI_CHAR (MPI 5.0 ABI).
+const MPI_CHAR: Handle = 0x243;
+
 /// What a reduction on predefined datatype `FIRST + i` needs to know when its memory is its
 /// wire form: the bytes per item, the element kind and the predefined operations defined on
 /// it (bit `op - MPI_SUM`, MPI-4.1 §6.9.2 by `dtype::op_allowed`); None for every other
@@ -500,6 +503,11 @@ static REDUCIBLE: LazyLock<[Option<Reducible>; SPAN]> = LazyLock::new(|| {
     let mut t = [None; SPAN];
     for (i, r) in t.iter_mut().enumerate() {
         let h = FIRST + i;
+        // MPI_CHAR's operations depend on WEFT_CHAR_REDUCTIONS, read at start (after this
+        // table may have been built): the checked path decides them at each call.
+        if h == MPI_CHAR {
+            continue;
+        }
         let (Some(item_bytes), Some(class)) = (element_bytes(h), crate::dtype::op_class(h)) else {
             continue;
         };

@@ -732,6 +732,42 @@ pub unsafe extern "C" fn MPI_Ialltoall(
 
 // ------------------------------------------------------------------- persistent (MPI-4.1 §6.13)
 
+/// Checks one side of a persistent collective at its init (MPI-4.1 §6.13: the init call
+/// reports argument errors, as MPICH and Open MPI do, rather than a later MPI_Start): the
+/// count, and the datatype (valid, committed). An MPI_IN_PLACE side has neither.
+fn check_side(buf: usize, count: c_int, dt: Handle, what: &str) -> R<()> {
+    if buf == MPI_IN_PLACE {
+        return Ok(());
+    }
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("{what} {count} is negative")));
+    }
+    crate::dtype::layout(dt)?;
+    Ok(())
+}
+
+/// Checks a reduction's operation at a persistent init: a valid handle, and a predefined
+/// one defined on the predefined datatype `dt` (MPI-4.1 §6.9.2).
+fn check_reduction_op(op: Handle, dt: Handle) -> R<()> {
+    if op == MPI_OP_NULL {
+        return Err(err(MPI_ERR_OP, "operation is MPI_OP_NULL"));
+    }
+    if (MPI_SUM..=MPI_NO_OP).contains(&op) {
+        return crate::dtype::check_op(op, dt);
+    }
+    let s = state("persistent collective")?;
+    if crate::state::handle_index(crate::state::K_OP, op)
+        .and_then(|i| s.ops.get(i))
+        .is_none()
+    {
+        return Err(err(
+            MPI_ERR_OP,
+            format!("operation handle {op:#x} is not valid"),
+        ));
+    }
+    Ok(())
+}
+
 /// MPI_Barrier_init (MPI-4.1 §6.13.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, _info: Handle, req: *mut Handle) -> c_int {
@@ -759,7 +795,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     let buf = buf as usize;
     let r = comm_of(comm, "MPI_Bcast_init").and_then(|c| {
         root_of(&c, root)?;
-        crate::dtype::layout(dt)?;
+        check_side(buf, count, dt, "count")?;
         file_persistent(
             comm,
             Rc::new(move || ibcast(buf, count, dt, root, comm)),
@@ -785,7 +821,8 @@ macro_rules! reduction_init {
         ) -> c_int {
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|_| {
-                crate::dtype::layout(dt)?;
+                check_side(0, count, dt, "count")?;
+                check_reduction_op(op, dt)?;
                 let restart: Restart = Rc::new(move || {
                     ireduction($func, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
                 });
@@ -823,7 +860,8 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     let (send, recv) = (send as usize, recv as usize);
     let r = comm_of(comm, "MPI_Reduce_init").and_then(|c| {
         root_of(&c, root)?;
-        crate::dtype::layout(dt)?;
+        check_side(0, count, dt, "count")?;
+        check_reduction_op(op, dt)?;
         let restart: Restart = Rc::new(move || {
             let (s, r) = (send as *const c_void, recv as *mut c_void);
             ireduction(
@@ -865,6 +903,16 @@ macro_rules! move_init {
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|c| {
                 root_of(&c, root)?;
+                // The root's side of a gather (its receive) or a scatter (its send) counts
+                // at the root only (MPI-4.1 §6.5, §6.6).
+                let at_root = c.rank() as c_int == root;
+                let gather = stringify!($kind).contains("Gather");
+                if at_root || gather {
+                    check_side(send, scount, sdt, "sendcount")?;
+                }
+                if at_root || !gather {
+                    check_side(recv, rcount, rdt, "recvcount")?;
+                }
                 let restart: Restart = Rc::new(move || {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
                     imove($func, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
@@ -890,6 +938,8 @@ macro_rules! move_init {
         ) -> c_int {
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|_| {
+                check_side(send, scount, sdt, "sendcount")?;
+                check_side(recv, rcount, rdt, "recvcount")?;
                 let restart: Restart = Rc::new(move || {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
                     imove($func, $kind, s, scount, sdt, r, rcount, rdt, comm)

@@ -25,6 +25,17 @@ fn mpi4py_findings_on_one_node() {
     );
 }
 
+/// `WEFT_CHAR_REDUCTIONS=0` keeps MPI-4.1's table: MPI_CHAR in a reduction is MPI_ERR_OP.
+#[test]
+fn strict_char_reductions() {
+    common::run_c_ok(
+        prefix(),
+        "suite_fixes",
+        2..=2,
+        &[("WEFT_CHAR_REDUCTIONS", "0")],
+    );
+}
+
 #[test]
 fn mpi4py_findings_across_two_nodes() {
     let prog = common::build_c(prefix(), "suite_fixes");

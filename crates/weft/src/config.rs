@@ -86,6 +86,8 @@ pub struct Config {
     pub max_rails: u32,
     /// Messages of at least this size are striped over several lanes.
     pub stripe_bytes: u64,
+    /// Reductions take C's `char` as a signed 8-bit integer (`WEFT_CHAR_REDUCTIONS`).
+    pub char_reductions: bool,
     /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
     pub job_secret: Option<Vec<u8>>,
     /// The values as read, for `weft info --knobs`.
@@ -318,6 +320,7 @@ impl Config {
                 .min(u32::MAX as u64) as u32,
             fast_peer_bytes: values.bytes("WEFT_FAST_PEER_BYTES").unwrap_or(1 << 20),
             stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
+            char_reductions: values.bool("WEFT_CHAR_REDUCTIONS"),
             job_secret,
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,

@@ -41,6 +41,12 @@ pub static KNOBS: &[Knob] = &[
         help: "most lanes whose bandwidth is at least a quarter of the best that the lane choice stripes large messages over (weft info --transports); the TCP transport drives one lane per peer so far",
     },
     Knob {
+        name: "WEFT_CHAR_REDUCTIONS",
+        kind: KnobKind::Bool,
+        default: "1",
+        help: "let reductions and accumulates take MPI_CHAR as a signed 8-bit integer, as MPICH and Open MPI do (programs rely on it); 0 refuses it with MPI_ERR_OP, as MPI-4.1 §6.9.2's table does",
+    },
+    Knob {
         name: "WEFT_STRIPE_BYTES",
         kind: KnobKind::Bytes,
         default: "1M",
