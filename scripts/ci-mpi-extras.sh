@@ -5,6 +5,8 @@
 #   PyPI mpich (mpicc_abi, mpi_abi.h, libmpi_abi.so.1)  tests/abi_swap.rs  MPICH_ABI_PREFIX
 #   mpi4py built for the MPI 5.0 standard ABI with      tests/mpi4py.rs    MPI4PY_PATH,
 #     weft's mpicc (a debug install under DIR)                             MPI4PY_PYTHON
+#   mpi4py's own test suite (test/ of the same PyPI     tests/mpi4py.rs    MPI4PY_TESTS
+#     source distribution)
 # Usage: scripts/ci-mpi-extras.sh [DIR]   (DIR default: ${CARGO_TARGET_DIR:-target}/mpi-extras)
 # then:  . DIR/env.sh && cargo test -p weft-mpi --test findmpi --test abi_swap --test mpi4py \
 #          -- --include-ignored
@@ -27,6 +29,8 @@ dir=$(cd "$dir" && pwd)
 venv=$dir/venv
 prefix=$dir/weft-prefix
 m4p=$dir/mpi4py
+sdist=$dir/mpi4py-sdist
+m4t=$dir/mpi4py-tests
 
 say() { echo "ci-mpi-extras: $*"; }
 die() { echo "ci-mpi-extras: error: $*" >&2; exit 1; }
@@ -85,7 +89,31 @@ timed "cargo build -p weft-mpi -p weft-cli" cargo build -q -p weft-mpi -p weft-c
 PROFILE=debug sh crates/weft-mpi/install.sh "$prefix" "$target" >/dev/null
 say "weft: installed into $prefix"
 
-# 5. mpi4py built from source for the standard ABI with weft's mpicc (never a cached wheel:
+# 5a. mpi4py's source distribution from PyPI (kept): what the build below compiles, and the
+#     test suite it ships.
+sdist_file=$sdist/mpi4py-$MPI4PY_VERSION.tar.gz
+if [ -f "$sdist_file" ]; then
+  say "mpi4py $MPI4PY_VERSION source: have $sdist_file"
+else
+  mkdir -p "$sdist"
+  timed "pip download mpi4py==$MPI4PY_VERSION (source)" "${pip[@]}" download -q --no-deps \
+    --no-binary mpi4py -d "$sdist" "mpi4py==$MPI4PY_VERSION" >"$dir/mpi4py-download.log" 2>&1 ||
+    die "downloading mpi4py's source failed (log: $dir/mpi4py-download.log)"
+fi
+[ -f "$sdist_file" ] || die "pip did not leave $sdist_file"
+if [ -f "$m4t/main.py" ] && [ "$(cat "$m4t/.weft-version" 2>/dev/null)" = "$MPI4PY_VERSION" ]; then
+  say "mpi4py $MPI4PY_VERSION test suite: have it in $m4t"
+else
+  rm -rf "$m4t" "$m4t.tmp"
+  mkdir -p "$m4t.tmp"
+  tar -xzf "$sdist_file" -C "$m4t.tmp" --strip-components=2 "mpi4py-$MPI4PY_VERSION/test" ||
+    die "no test/ in $sdist_file"
+  echo "$MPI4PY_VERSION" >"$m4t.tmp/.weft-version"
+  mv "$m4t.tmp" "$m4t"
+  say "mpi4py $MPI4PY_VERSION test suite: unpacked into $m4t"
+fi
+
+# 5b. mpi4py built from source for the standard ABI with weft's mpicc (never a cached wheel:
 #    a wheel built elsewhere would not show that our mpicc and mpi.h can build it).
 #    The build is kept only for the same mpi4py and the same header and wrapper: a changed
 #    mpi.h must be compiled against mpi4py again.
@@ -102,7 +130,7 @@ else
   say "mpi4py $MPI4PY_VERSION: building with MPI4PY_BUILD_MPIABI=1 MPICC=$prefix/bin/mpicc (minutes)"
   t0=$SECONDS
   if ! MPI4PY_BUILD_MPIABI=1 MPICC="$prefix/bin/mpicc" "${pip[@]}" install -q --no-cache-dir \
-    --no-binary mpi4py --target "$m4p.tmp" "mpi4py==$MPI4PY_VERSION" >"$dir/mpi4py-build.log" 2>&1; then
+    --no-binary mpi4py --target "$m4p.tmp" "$sdist_file" >"$dir/mpi4py-build.log" 2>&1; then
     tail -40 "$dir/mpi4py-build.log" >&2
     die "building mpi4py failed (log: $dir/mpi4py-build.log)"
   fi
@@ -118,6 +146,7 @@ export CMAKE='$cmake_bin'
 export MPICH_ABI_PREFIX='$venv'
 export MPI4PY_PATH='$m4p'
 export MPI4PY_PYTHON='$venv/bin/python3'
+export MPI4PY_TESTS='$m4t'
 EOF
 say "wrote $dir/env.sh:"
 sed -n 's/^export /  /p' "$dir/env.sh"
