@@ -12,6 +12,7 @@ mod client;
 pub mod knobs;
 mod mem;
 mod server;
+pub mod sock;
 mod table;
 pub mod wire;
 

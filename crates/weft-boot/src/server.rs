@@ -6,6 +6,7 @@
 //! interpreted. Depends only on weft-core (the launcher consumes the events).
 
 use crate::auth::{check_secret, server_handshake, Refusal};
+use crate::sock::NoSigPipe;
 use crate::table::{AbortRecord, Table};
 use crate::wire::{read_frame, write_frame, Request, Response};
 use std::collections::HashMap;
@@ -243,7 +244,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     let limit = Duration::from_millis(shared.handshake_timeout_ms.load(Ordering::Relaxed).max(1));
     let _ = stream.set_read_timeout(Some(limit));
     let _ = stream.set_write_timeout(Some(limit));
-    if let Err(Refusal(reason)) = server_handshake(&mut stream, &shared.secret) {
+    if let Err(Refusal(reason)) = server_handshake(&mut NoSigPipe(&stream), &shared.secret) {
         if !shared.shutdown.load(Ordering::SeqCst) {
             (shared.events)(ServerEvent::Refused { peer, reason });
         }
@@ -258,7 +259,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             Ok(None) => return,
             Err(e) => {
                 if !shared.shutdown.load(Ordering::SeqCst) && e.kind() != ErrorKind::PeerDead {
-                    let _ = write_frame(&mut stream, &Response::Error(e.clone()).encode());
+                    let _ = write_frame(&mut NoSigPipe(&stream), &Response::Error(e.clone()).encode());
                     (shared.events)(ServerEvent::Dropped {
                         peer,
                         reason: e.to_string(),
@@ -270,7 +271,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         let request = match Request::decode(&body) {
             Ok(r) => r,
             Err(e) => {
-                let _ = write_frame(&mut stream, &Response::Error(e.clone()).encode());
+                let _ = write_frame(&mut NoSigPipe(&stream), &Response::Error(e.clone()).encode());
                 (shared.events)(ServerEvent::Dropped {
                     peer,
                     reason: e.to_string(),
@@ -279,7 +280,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             }
         };
         let response = execute(request, peer, shared);
-        if write_frame(&mut stream, &response.encode()).is_err() {
+        if write_frame(&mut NoSigPipe(&stream), &response.encode()).is_err() {
             return;
         }
     }

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
 use std::time::Duration;
 use weft_boot::auth::{check_secret, client_handshake, decode_hex};
+use weft_boot::sock::NoSigPipe;
 use weft_boot::wire::{read_frame, write_frame};
 use weft_core::{Error, ErrorKind, Result};
 
@@ -99,7 +100,7 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
                     crate::keepalive::set_keepalive(&s);
                     s.set_read_timeout(Some(START_TIMEOUT))
                         .map_err(|e| Error::io("agent socket setup", e))?;
-                    client_handshake(&mut s, secret, &addr.to_string())?;
+                    client_handshake(&mut NoSigPipe(&s), secret, &addr.to_string())?;
                     return Ok(s);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
@@ -124,7 +125,7 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
 }
 
 fn send(stream: &mut TcpStream, msg: &FromAgent) -> Result<()> {
-    write_frame(stream, &msg.encode())
+    write_frame(&mut NoSigPipe(stream), &msg.encode())
 }
 
 fn agent_main(cfg: &AgentConfig) -> Result<i32> {

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use weft_boot::auth::{encode_hex, new_secret, server_handshake, Refusal};
+use weft_boot::sock::NoSigPipe;
 use weft_boot::wire::{read_frame, write_frame};
 use weft_boot::{ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT};
 use weft_core::{Error, ErrorKind, Result};
@@ -309,7 +310,7 @@ fn serve_agent(
     crate::keepalive::set_keepalive(&stream);
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
-    if let Err(Refusal(reason)) = server_handshake(&mut stream, secret) {
+    if let Err(Refusal(reason)) = server_handshake(&mut NoSigPipe(&stream), secret) {
         refuse(reason);
         return;
     }
@@ -691,7 +692,7 @@ impl MultiJob<'_> {
                 } else {
                     ToAgent::Stop
                 };
-                if let Err(e) = write_frame(&mut stream, &msg.encode()) {
+                if let Err(e) = write_frame(&mut NoSigPipe(&stream), &msg.encode()) {
                     self.hosts[host].lost = true;
                     if may_end {
                         return Some(self.end_with(
@@ -886,7 +887,7 @@ impl MultiJob<'_> {
                 // An agent that stopped reading must not hold us here: past the timeout the
                 // host counts as lost and its template group is killed below.
                 let _ = w.set_write_timeout(Some(STOP_WRITE_TIMEOUT));
-                if write_frame(w, &ToAgent::Stop.encode()).is_err() {
+                if write_frame(&mut NoSigPipe(w), &ToAgent::Stop.encode()).is_err() {
                     h.lost = true;
                 }
             }

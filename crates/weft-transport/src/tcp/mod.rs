@@ -51,7 +51,7 @@ use crate::buf::RawBufMut;
 use crate::shm::Header;
 use frame::{Decoded, Limits, FRAME_HEADER_BYTES};
 use handshake::{CHALLENGE_BYTES, HELLO_BYTES, NONCE_BYTES, PROOF_BYTES};
-use std::io::{ErrorKind as IoKind, IoSlice, IoSliceMut, Read, Write};
+use std::io::{ErrorKind as IoKind, IoSlice, IoSliceMut, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -661,7 +661,9 @@ impl Endpoint {
             total += part.len();
         }
         let conn = self.conns[ci].as_mut().expect("send connection exists");
-        let written = match conn.stream.write_vectored(&iov[..n_iov]) {
+        // sendmsg with MSG_NOSIGNAL, not writev: a peer that went away must be an error here,
+        // not a SIGPIPE that kills this (healthy) rank in a C program.
+        let written = match weft_boot::sock::send_vectored(conn.stream.as_raw_fd(), &iov[..n_iov]) {
             Ok(n) => n,
             Err(e) if e.kind() == IoKind::WouldBlock || e.kind() == IoKind::Interrupted => 0,
             Err(e) => {
@@ -947,7 +949,7 @@ impl Endpoint {
             return;
         }
         while conn.pending_write() {
-            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+            match weft_boot::sock::send(conn.stream.as_raw_fd(), &conn.wbuf[conn.wpos..]) {
                 Ok(0) => break,
                 Ok(n) => conn.wpos += n,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
