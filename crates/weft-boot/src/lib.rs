@@ -18,7 +18,10 @@ pub mod wire;
 
 pub use client::TcpStoreClient;
 pub use mem::MemStore;
-pub use server::{EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS};
+pub use server::{
+    EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS,
+    REFUSALS_REPORTED, REFUSAL_REPORT_EVERY,
+};
 pub use table::AbortRecord;
 
 use std::time::{Duration, Instant};

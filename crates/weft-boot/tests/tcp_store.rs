@@ -8,7 +8,10 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft_boot::auth::new_secret;
-use weft_boot::{client_from_vars, ServerEvent, Store, TcpStoreClient, TcpStoreServer};
+use weft_boot::{
+    client_from_vars, ServerEvent, Store, TcpStoreClient, TcpStoreServer, REFUSALS_REPORTED,
+    REFUSAL_REPORT_EVERY,
+};
 use weft_core::ErrorKind;
 
 fn server() -> (TcpStoreServer, Vec<u8>, Arc<Mutex<Vec<ServerEvent>>>) {
@@ -360,4 +363,35 @@ fn connecting_retries_until_the_deadline_then_names_the_address() {
     assert_eq!(c.get("x", Duration::ZERO).unwrap(), b"y");
     done_tx.send(()).unwrap();
     late.join().unwrap();
+}
+
+#[test]
+fn a_flood_of_strangers_is_reported_throttled() {
+    let (srv, _secret, events) = server();
+    let addr = srv.local_addr();
+    const STRANGERS: u64 = 500;
+    for _ in 0..STRANGERS {
+        // Connects and closes at once: each is refused ("closed without proving ...").
+        drop(std::net::TcpStream::connect(addr).unwrap());
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while srv.refused_count() < STRANGERS && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(srv.refused_count(), STRANGERS);
+    // The first 16 one by one, then the 256th: 17 lines for 500 refusals, not 500.
+    let want = REFUSALS_REPORTED + STRANGERS / REFUSAL_REPORT_EVERY;
+    // Connection threads report concurrently: wait for the last report to land.
+    let lines = refusals(&wait_events(&events, |ev| {
+        refusals(ev).len() as u64 >= want
+    }));
+    assert_eq!(lines.len() as u64, want, "{lines:#?}");
+    assert!(
+        lines[REFUSALS_REPORTED as usize - 1].contains("only every 256th is reported"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.last().unwrap().contains("(256 refused so far)"),
+        "{lines:#?}"
+    );
 }
