@@ -51,7 +51,7 @@ impl TcpStoreClient {
         let mut last = None;
         for a in &addrs {
             match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-                Ok(mut s) => {
+                Ok(s) => {
                     let _ = s.set_nodelay(true);
                     s.set_read_timeout(Some(ANSWER_TIMEOUT))
                         .and_then(|_| s.set_write_timeout(Some(ANSWER_TIMEOUT)))

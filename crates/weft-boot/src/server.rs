@@ -122,7 +122,7 @@ impl TcpStoreServer {
     /// Binds `addr` (e.g. `"127.0.0.1:0"`) and serves clients that prove `secret`. Events go
     /// to this process's stderr, one line each.
     pub fn bind(addr: &str, secret: &[u8]) -> Result<TcpStoreServer> {
-        Self::bind_with_events(addr, secret, Arc::new(|ev| eprintln!("{ev}")))
+        Self::bind_with_events(addr, secret, Arc::new(|ev| weft_core::diag!("{ev}")))
     }
 
     /// Like [`bind`](Self::bind), but hands every event to `events`.

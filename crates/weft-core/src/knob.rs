@@ -159,7 +159,7 @@ impl KnobValues {
     pub fn from_env(tables: &[&[Knob]]) -> Result<KnobValues> {
         let (v, warnings) = Self::read(tables, std::env::vars())?;
         for w in warnings {
-            eprintln!("{w}");
+            crate::diag!("{w}");
         }
         Ok(v)
     }

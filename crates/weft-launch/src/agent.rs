@@ -57,7 +57,7 @@ pub fn run_agent(cfg: &AgentConfig) -> i32 {
     match agent_main(cfg) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("weft agent: {e}");
+            weft_core::diag!("weft agent: {e}");
             AGENT_FAILED
         }
     }
@@ -93,7 +93,7 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
         let mut timed_out = Vec::new();
         for addr in &pending {
             match TcpStream::connect_timeout(addr, wait) {
-                Ok(mut s) => {
+                Ok(s) => {
                     let _ = s.set_nodelay(true);
                     // A launcher host that vanishes (no FIN) must not leave us and our ranks
                     // running: keepalive breaks the link, the reader ends, the ranks end.

@@ -17,7 +17,8 @@
 //! Depends on weft-core, weft-boot and libc; never on the runtime or the transports.
 
 use crate::agent_wire::{FromAgent, RankStart, ToAgent, STDOUT};
-use crate::job::{signal_ending, store_event, timeout_ending, Ending, TICK};
+use crate::cause::FirstCause;
+use crate::job::{abort_ending, signal_ending, store_event, timeout_ending, Ending, TICK};
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_hosts;
 use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
@@ -536,6 +537,7 @@ pub(crate) fn run_on_hosts(
         job_id: job_id.clone(),
         ended_connecting: false,
         open_pipes: 0,
+        cause: FirstCause::default(),
     };
     let secret_hex = encode_hex(&secret);
     let agent_args = |host: &str| -> Vec<OsString> {
@@ -621,6 +623,8 @@ struct MultiJob<'a> {
     ended_connecting: bool,
     /// Output pipes of template processes not yet closed.
     open_pipes: usize,
+    /// Aborts held until the death that caused them is seen ([`crate::cause`]).
+    cause: FirstCause,
 }
 
 impl MultiJob<'_> {
@@ -675,7 +679,7 @@ impl MultiJob<'_> {
         match ev {
             Event::Connected {
                 host,
-                mut stream,
+                stream,
                 local_ip,
             } => {
                 let name = self.hosts[host].name.clone();
@@ -729,7 +733,10 @@ impl MultiJob<'_> {
                 }
                 None
             }
-            Event::Store(ev) => store_event(ev, may_end, &mut self.sink),
+            Event::Store(ev) => {
+                store_event(ev, may_end, &mut self.sink, &mut self.cause);
+                None
+            }
             // An agent ended while it was connecting shows up as a refusal; that one is ours.
             Event::Refused(_) if !may_end && self.ended_connecting => None,
             Event::Refused(line) => {
@@ -770,7 +777,8 @@ impl MultiJob<'_> {
                     RankExit::Code(value)
                 };
                 r.exit = Some(exit);
-                if !exit.is_success() && may_end {
+                // A rank that asked to abort exits as a consequence; its abort is held.
+                if may_end && self.cause.pick(&[(rank, exit)]).is_some() {
                     let line = failure_line_on_host(rank, &self.hosts[host].name, pid, exit);
                     return Some(self.end_with(exit.exit_code(), line));
                 }
@@ -805,7 +813,9 @@ impl MultiJob<'_> {
     fn watch_until_end(&mut self, timeout: Option<(Instant, Duration)>) -> Ending {
         let connect_deadline = Instant::now() + AGENT_CONNECT_TIMEOUT;
         loop {
-            if let Ok(ev) = self.events.recv_timeout(TICK) {
+            // While an abort is held, look again soon rather than after a full tick.
+            let wait = if self.cause.holding() { TICK / 5 } else { TICK };
+            if let Ok(ev) = self.events.recv_timeout(wait) {
                 if let Some(e) = self.handle(ev, true) {
                     return e;
                 }
@@ -856,6 +866,9 @@ impl MultiJob<'_> {
                     );
                     return self.end_with(HOST_FAILED, line);
                 }
+            }
+            if let Some(e) = abort_ending(&self.cause, running == 0, &mut self.sink) {
+                return e;
             }
             if running == 0 {
                 return Ending {

@@ -5,6 +5,7 @@
 //!
 //! Depends on weft-core, weft-boot (the store) and libc; not on the runtime.
 
+use crate::cause::FirstCause;
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_this_host;
 use crate::ranks::{Chunk, RankSet};
@@ -201,24 +202,29 @@ pub(crate) fn timeout_ending(
     })
 }
 
-/// Prints a store event; an abort (when `may_end`) ends the job.
-pub(crate) fn store_event(ev: ServerEvent, may_end: bool, sink: &mut Sink) -> Option<Ending> {
+/// Prints a store event; an abort (when `may_end`) is held in `cause` (see
+/// [`crate::cause`]): it ends the job once its grace is over unless the death that caused
+/// it shows up first.
+pub(crate) fn store_event(ev: ServerEvent, may_end: bool, sink: &mut Sink, cause: &mut FirstCause) {
     match ev {
-        ServerEvent::Abort { code, .. } if may_end => {
+        ServerEvent::Abort { code, rank, .. } if may_end => {
             let line = format!("{ev}; ending job");
-            sink.launcher_line(&line);
-            Some(Ending {
-                exit_code: abort_exit_code(code),
-                line: Some(line),
-            })
+            cause.abort(rank, abort_exit_code(code), line, Instant::now());
         }
         // Aborts by ranks reacting to the job's end change nothing.
-        ServerEvent::Abort { .. } => None,
-        other => {
-            sink.launcher_line(&other.to_string());
-            None
-        }
+        ServerEvent::Abort { .. } => {}
+        other => sink.launcher_line(&other.to_string()),
     }
+}
+
+/// The ending of a held abort whose time has come (printing its line).
+pub(crate) fn abort_ending(cause: &FirstCause, no_rank_left: bool, sink: &mut Sink) -> Option<Ending> {
+    let held = cause.due(Instant::now(), no_rank_left)?;
+    sink.launcher_line(&held.line);
+    Some(Ending {
+        exit_code: held.exit_code,
+        line: Some(held.line.clone()),
+    })
 }
 
 impl Job {
@@ -254,16 +260,23 @@ impl Job {
         None
     }
 
+    fn drain_store_events(&mut self, cause: &mut FirstCause) {
+        while let Ok(ev) = self.events.try_recv() {
+            store_event(ev, true, &mut self.sink, cause);
+        }
+    }
+
     /// The main loop: returns as soon as something ends the job (after printing its line).
+    /// The first cause wins ([`crate::cause`]): a rank's death, not the aborts of the ranks
+    /// that noticed it.
     fn watch_until_end(&mut self, timeout: Option<(Instant, Duration)>) -> Ending {
+        let mut cause = FirstCause::default();
         loop {
+            // While an abort is held, look again soon rather than after a full tick.
+            let wait = if cause.holding() { TICK / 5 } else { TICK };
             self.set
-                .pump(TICK, &mut forward(&mut self.lines, &mut self.sink));
-            while let Ok(ev) = self.events.try_recv() {
-                if let Some(e) = store_event(ev, true, &mut self.sink) {
-                    return e;
-                }
-            }
+                .pump(wait, &mut forward(&mut self.lines, &mut self.sink));
+            self.drain_store_events(&mut cause);
             let running = self.set.running();
             if let Some(e) = signal_ending(&self.watch, running, &mut self.sink) {
                 return e;
@@ -272,12 +285,21 @@ impl Job {
                 return e;
             }
             let newly = self.set.check();
-            if let Some(&i) = newly
+            if !newly.is_empty() {
+                // An abort is reported before its rank can exit: whatever abort caused one of
+                // these exits is in the channel now.
+                self.drain_store_events(&mut cause);
+            }
+            let failed: Vec<(u32, RankExit)> = newly
                 .iter()
-                .find(|&&i| !self.set.ranks[i].exit.is_some_and(RankExit::is_success))
-            {
-                let r = &self.set.ranks[i];
-                let exit = r.exit.expect("newly exited ranks have a status");
+                .map(|&i| {
+                    let r = &self.set.ranks[i];
+                    (r.rank, r.exit.expect("newly exited ranks have a status"))
+                })
+                .collect();
+            if let Some(k) = cause.pick(&failed) {
+                let r = &self.set.ranks[newly[k]];
+                let exit = failed[k].1;
                 let line = failure_line(r.rank, r.pid, exit);
                 self.sink.launcher_line(&line);
                 return Ending {
@@ -285,7 +307,11 @@ impl Job {
                     line: Some(line),
                 };
             }
-            if self.set.running() == 0 {
+            let no_rank_left = self.set.running() == 0;
+            if let Some(e) = abort_ending(&cause, no_rank_left, &mut self.sink) {
+                return e;
+            }
+            if no_rank_left {
                 return Ending {
                     exit_code: 0,
                     line: None,
@@ -299,7 +325,7 @@ impl Job {
         self.set
             .end_all(&mut forward(&mut self.lines, &mut self.sink));
         while let Ok(ev) = self.events.try_recv() {
-            store_event(ev, false, &mut self.sink);
+            store_event(ev, false, &mut self.sink, &mut FirstCause::default());
         }
         self.lines.finish_all(&mut self.sink);
     }

@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod agent_wire;
+mod cause;
 pub mod hosts;
 mod job;
 mod keepalive;

@@ -129,7 +129,7 @@ pub fn fatal(func: &str, rank: u32, e: MpiError) -> ! {
     match state_opt() {
         Some(s) => s.weft.abort(e.class.max(1), &line),
         None => {
-            eprintln!("weft-mpi: {line}");
+            weft_core::diag!("weft-mpi: {line}");
             std::process::exit(e.class.max(1))
         }
     }

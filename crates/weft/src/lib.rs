@@ -596,7 +596,7 @@ impl Weft {
             return;
         };
         if let Err(e) = bind::pin(cpu) {
-            eprintln!(
+            weft_core::diag!(
                 "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
@@ -630,7 +630,7 @@ impl Weft {
         if let Some(s) = &self.store {
             let _ = s.abort(code, message);
         }
-        eprintln!(
+        weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );

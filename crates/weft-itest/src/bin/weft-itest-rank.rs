@@ -11,7 +11,7 @@ fn main() {
     let weft = match weft::init() {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("init failed: {e}");
+            weft_core::diag!("init failed: {e}");
             std::process::exit(3);
         }
     };
@@ -44,12 +44,12 @@ fn main() {
         other => Err(format!("unknown scenario {other:?}")),
     };
     if let Err(msg) = result {
-        eprintln!("rank {}: FAILED: {msg}", world.rank());
+        weft_core::diag!("rank {}: FAILED: {msg}", world.rank());
         std::process::exit(1);
     }
     if scenario != "dead-peer-error" {
         if let Err(e) = weft.finalize() {
-            eprintln!("rank {}: finalize: {e}", world.rank());
+            weft_core::diag!("rank {}: finalize: {e}", world.rank());
             std::process::exit(1);
         }
     }

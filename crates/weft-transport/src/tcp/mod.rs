@@ -1308,7 +1308,7 @@ impl Endpoint {
             if conn.rail > 0 {
                 if let Close::Retry(why) | Close::Redial(why) = &close {
                     // A rail that cannot be opened leaves the main connection to carry all.
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
                         self.rank, conn.rail
                     );
@@ -1319,7 +1319,7 @@ impl Endpoint {
         match close {
             Close::Lost(why) => {
                 let Some(peer) = conn.peer else {
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: dropped TCP connection from {remote}: {why}",
                         self.rank
                     );
@@ -1338,7 +1338,7 @@ impl Endpoint {
                 self.refused += 1;
                 if self.refused <= REFUSALS_LOGGED || self.refused.is_multiple_of(REFUSAL_LOG_EVERY)
                 {
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: dropped TCP connection from {remote}: {why} ({} dropped so far)",
                         self.rank, self.refused
                     );
@@ -1358,7 +1358,7 @@ impl Endpoint {
                     self.redial[p] = Some((Instant::now() + wait, addr));
                     self.redials += 1;
                     if wait == REDIAL_FIRST {
-                        eprintln!(
+                        weft_core::diag!(
                             "weft: rank {}: TCP handshake with rank {peer} at {remote} cut ({why}); dialling again",
                             self.rank
                         );
