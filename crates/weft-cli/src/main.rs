@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod bench;
+mod clean;
 mod info;
 mod plan;
 mod plot;
@@ -28,6 +29,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Plan aggregation trees for a whole machine (offline model).
     Plan(plan::PlanArgs),
+    /// Remove shared-memory segments left in /dev/shm by jobs that are gone (`--dry-run`
+    /// lists them).
+    Clean(clean::CleanArgs),
     /// OSU-style benchmarks; they start their own ranks.
     Bench(bench::BenchArgs),
     /// Rank side of `weft bench` (started by the benchmark driver).
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan::run(a),
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Clean(a) => clean::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
         Command::Agent(a) => run::agent(a),
     };

@@ -14,7 +14,7 @@ use crate::job::TICK;
 use crate::output::StreamKind;
 use crate::place::RankPlacement;
 use crate::ranks::{Chunk, RankSet};
-use crate::shm::remove_job_segments;
+use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{signal_name, RankExit};
@@ -163,6 +163,8 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
     stream
         .set_read_timeout(None)
         .map_err(|e| Error::io("agent socket setup", e))?;
+    // What earlier jobs killed with SIGKILL could not remove on this host goes first.
+    sweep_stale_segments(false, SWEEP_MIN_AGE);
     let commands = spawn_reader(&stream)?;
     let signals = SignalWatch::start();
     let mut agent = Agent {

@@ -9,7 +9,7 @@ use crate::cause::FirstCause;
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_this_host;
 use crate::ranks::{Chunk, RankSet};
-use crate::shm::remove_job_segments;
+use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{failure_line, signal_name, RankExit};
@@ -50,6 +50,8 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         return crate::hosts::run_on_hosts(spec, hosts, job_id, started);
     }
     let mut sink = Sink::new(spec.output);
+    // What earlier jobs killed with SIGKILL could not remove goes before this one starts.
+    sweep_stale_segments(false, SWEEP_MIN_AGE);
 
     let path = spec
         .env

@@ -263,18 +263,27 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 let node = if my_local == 0 {
                     let node = ShmNode::create_with(&name, layout, modes, 0)
                         .map_err(|e| e.context(format!("rank {rank}")))?;
-                    store.put(&ready_key, b"1")?;
+                    // On any failure before everyone attached, the creator removes the name.
+                    store
+                        .put(&ready_key, b"1")
+                        .inspect_err(|_| drop(node.unlink()))?;
                     node
                 } else {
                     store.get(&ready_key, timeout)?;
                     ShmNode::attach(&name, my_local)
                         .map_err(|e| e.context(format!("rank {rank}")))?
                 };
-                store.barrier(
-                    &format!("shm-attached/{node_id}"),
-                    layout.local_size,
-                    timeout,
-                )?;
+                store
+                    .barrier(
+                        &format!("shm-attached/{node_id}"),
+                        layout.local_size,
+                        timeout,
+                    )
+                    .inspect_err(|_| {
+                        if my_local == 0 {
+                            drop(node.unlink());
+                        }
+                    })?;
                 if my_local == 0 {
                     node.unlink()?;
                 }
