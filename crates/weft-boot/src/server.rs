@@ -240,6 +240,11 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let mut conns = lock(&shared.conns);
             if conns.len() >= MAX_CONNECTIONS {
                 drop(conns);
+                // The client reports `refused: ...` and retries (connect_retry).
+                crate::auth::refuse_busy(
+                    &mut NoSigPipe(&stream),
+                    &format!("already serving {MAX_CONNECTIONS} connections"),
+                );
                 shared.refuse(
                     peer,
                     format!("already serving {MAX_CONNECTIONS} connections"),

@@ -24,7 +24,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weft_boot::auth::{check_secret, client_handshake, decode_hex};
 use weft_boot::sock::NoSigPipe;
 use weft_boot::wire::{read_frame, write_frame};
@@ -35,6 +35,11 @@ use weft_core::{Error, ErrorKind, Result};
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
 /// Passes over the addresses that time out: 1 + 2 + 4 + 8 s at most.
 const CONNECT_PASSES: usize = 4;
+/// How long an agent keeps trying a launcher that turns it away before the secret is proven.
+const RETRY_DEADLINE: Duration = Duration::from_secs(25);
+/// First pause before such a retry (doubled each time, up to [`RETRY_MAX_PAUSE`]).
+const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
+const RETRY_MAX_PAUSE: Duration = Duration::from_secs(2);
 /// How long the launcher has to send the ranks once the agent said hello.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Exit code of an agent that could not reach or lost its launcher (as ssh uses).
@@ -86,42 +91,61 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
     // An address that refuses or has no route gave a definite answer and is dropped; one
     // that times out may only have lost the first SYN (a link just brought up, a busy
     // machine; TCP resends it after about a second), so it is tried again, waiting longer.
+    // A launcher that took the connection but turned it away before the secret was proven
+    // (too many connections pending there: strangers may be holding the port) is tried
+    // again after a pause that doubles, until RETRY_DEADLINE; a wrong secret is final.
+    let deadline = Instant::now() + RETRY_DEADLINE;
     let mut pending: Vec<SocketAddr> = cfg.connect.clone();
     let mut failed: Vec<String> = Vec::new();
-    let mut wait = CONNECT_TIMEOUT;
-    for _ in 0..CONNECT_PASSES {
-        let mut timed_out = Vec::new();
-        for addr in &pending {
-            match TcpStream::connect_timeout(addr, wait) {
-                Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    // A launcher host that vanishes (no FIN) must not leave us and our ranks
-                    // running: keepalive breaks the link, the reader ends, the ranks end.
-                    crate::keepalive::set_keepalive(&s);
-                    s.set_read_timeout(Some(START_TIMEOUT))
-                        .map_err(|e| Error::io("agent socket setup", e))?;
-                    client_handshake(&mut NoSigPipe(&s), secret, &addr.to_string())?;
-                    return Ok(s);
+    let mut pause = RETRY_FIRST_PAUSE;
+    loop {
+        let mut turned_away: Vec<(SocketAddr, Error)> = Vec::new();
+        let mut wait = CONNECT_TIMEOUT;
+        for _ in 0..CONNECT_PASSES {
+            let mut timed_out = Vec::new();
+            for addr in &pending {
+                match TcpStream::connect_timeout(addr, wait) {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        // A launcher host that vanishes (no FIN) must not leave us and our
+                        // ranks running: keepalive breaks the link, the reader ends, the
+                        // ranks end.
+                        crate::keepalive::set_keepalive(&s);
+                        s.set_read_timeout(Some(START_TIMEOUT))
+                            .map_err(|e| Error::io("agent socket setup", e))?;
+                        match client_handshake(&mut NoSigPipe(&s), secret, &addr.to_string()) {
+                            Ok(()) => return Ok(s),
+                            Err(e) if e.kind() == ErrorKind::Auth => return Err(e),
+                            Err(e) => turned_away.push((*addr, e)),
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
+                    Err(e) => failed.push(format!("{addr} ({e})")),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
-                Err(e) => failed.push(format!("{addr} ({e})")),
             }
+            if timed_out.is_empty() {
+                break;
+            }
+            pending = timed_out;
+            wait *= 2;
         }
-        if timed_out.is_empty() {
-            break;
+        let timed_out = std::mem::take(&mut pending);
+        if turned_away.is_empty() || Instant::now() + pause > deadline {
+            failed.extend(
+                timed_out
+                    .iter()
+                    .map(|a| format!("{a} (connection timed out)")),
+            );
+            failed.extend(turned_away.iter().map(|(_, e)| e.to_string()));
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot reach the launcher at any of: {}", failed.join(", ")),
+            ));
         }
-        pending = timed_out;
-        wait *= 2;
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(RETRY_MAX_PAUSE);
+        pending = turned_away.into_iter().map(|(a, _)| a).collect();
     }
-    failed.extend(
-        pending
-            .iter()
-            .map(|a| format!("{a} (connection timed out)")),
-    );
-    Err(Error::new(
-        ErrorKind::Io,
-        format!("cannot reach the launcher at any of: {}", failed.join(", ")),
-    ))
 }
 
 fn send(stream: &mut TcpStream, msg: &FromAgent) -> Result<()> {

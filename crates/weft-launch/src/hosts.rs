@@ -16,6 +16,7 @@
 //!
 //! Depends on weft-core, weft-boot and libc; never on the runtime or the transports.
 
+use crate::agent_port::AgentPort;
 use crate::agent_wire::{FromAgent, RankStart, ToAgent, STDOUT};
 use crate::cause::FirstCause;
 use crate::job::{abort_ending, signal_ending, store_event, timeout_ending, Ending, TICK};
@@ -27,19 +28,17 @@ use crate::status::{failure_line_on_host, RankExit};
 use crate::{HostsSpec, JobOutcome, JobSpec};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use weft_boot::auth::{encode_hex, new_secret, server_handshake, Refusal};
+use weft_boot::auth::{encode_hex, new_secret};
 use weft_boot::sock::NoSigPipe;
-use weft_boot::wire::{read_frame, write_frame};
-use weft_boot::{ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT};
+use weft_boot::wire::write_frame;
+use weft_boot::{ServerEvent, TcpStoreServer};
 use weft_core::{Error, ErrorKind, Result};
 
 /// The launcher template used when none is given.
@@ -50,12 +49,6 @@ const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_WAIT: Duration = Duration::from_millis(TERM_GRACE.as_millis() as u64 + 2500);
 /// How long template processes get to exit by themselves once their agent finished.
 const STOP_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
-/// Agent connections still proving the secret, at most (each holds a thread for up to the
-/// handshake timeout); more are closed at once. Legitimate ones number one per host.
-const MIN_UNPROVEN_AGENTS: usize = 8;
-/// Refusals reported one by one; after that only every `REFUSAL_REPORT_EVERY`th.
-const REFUSALS_REPORTED: usize = 16;
-const REFUSAL_REPORT_EVERY: usize = 256;
 const TEMPLATE_EXIT_WAIT: Duration = Duration::from_secs(1);
 /// Exit code when a host's agent could not be started, never connected or was lost.
 const HOST_FAILED: i32 = 255;
@@ -125,8 +118,60 @@ pub fn local_addresses() -> Vec<IpAddr> {
     found.into_iter().map(IpAddr::V4).collect()
 }
 
+/// Where the store and the agent port listen when no `--boot-addr` is given: only where
+/// the hosts need it. Hosts named by an IP address reach the launcher through the address
+/// this machine would use to reach them (asked of the routing table, nothing is sent);
+/// `localhost` and this machine's own name through loopback. When every host agrees on one
+/// address, only that one listens; otherwise (names only DNS could tell, or hosts behind
+/// different interfaces) every address does, and each agent finds one it reaches.
+pub fn listen_ip<'a>(hosts: impl IntoIterator<Item = &'a str>) -> IpAddr {
+    let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    let own = own_hostname();
+    let mut chosen: Option<IpAddr> = None;
+    for name in hosts {
+        let ip = if name == "localhost" || Some(name) == own.as_deref() {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else if let Ok(dest) = name.trim_matches(['[', ']']).parse::<IpAddr>() {
+            match route_source(dest) {
+                Some(ip) => ip,
+                None => return any,
+            }
+        } else {
+            return any;
+        };
+        match chosen {
+            None => chosen = Some(ip),
+            Some(c) if c == ip => {}
+            Some(_) => return any,
+        }
+    }
+    chosen.unwrap_or(any)
+}
+
+/// The source address this machine uses to reach `dest` (a UDP socket's connect only asks
+/// the routing table).
+fn route_source(dest: IpAddr) -> Option<IpAddr> {
+    let bind = match dest {
+        IpAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        IpAddr::V6(_) => SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0),
+    };
+    let u = std::net::UdpSocket::bind(bind).ok()?;
+    u.connect(SocketAddr::new(dest, 9)).ok()?;
+    Some(u.local_addr().ok()?.ip())
+}
+
+fn own_hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into our buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
 /// What the job's threads tell its loop.
-enum Event {
+pub(crate) enum Event {
     Connected {
         host: usize,
         stream: TcpStream,
@@ -169,212 +214,6 @@ struct HostState {
 struct RankInfo {
     host: usize,
     exit: Option<RankExit>,
-}
-
-/// The agent port: accepts agents' connections, checks the secret and their hello, then
-/// reads their messages; everything goes to the job loop as [`Event`]s.
-struct AgentPort {
-    addr: SocketAddr,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl AgentPort {
-    fn start(
-        ip: IpAddr,
-        secret: Vec<u8>,
-        hosts: Vec<String>,
-        job_id: String,
-        tx: Sender<Event>,
-    ) -> Result<AgentPort> {
-        let listener = TcpListener::bind(SocketAddr::new(ip, 0))
-            .map_err(|e| Error::io(format!("agent port: binding {ip}"), e))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| Error::io("agent port: reading the bound address", e))?;
-        let shutdown = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&shutdown);
-        let gate = Gate {
-            max_unproven: MIN_UNPROVEN_AGENTS.max(2 * hosts.len()),
-            unproven: AtomicUsize::new(0),
-            refusals: AtomicUsize::new(0),
-        };
-        let ctx = Arc::new((secret, hosts, job_id, gate));
-        let thread = std::thread::Builder::new()
-            .name("weft-agent-accept".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if flag.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Ok(stream) = conn else {
-                        std::thread::sleep(Duration::from_millis(10));
-                        continue;
-                    };
-                    let gate = &ctx.3;
-                    if gate.unproven.load(Ordering::SeqCst) >= gate.max_unproven {
-                        // Every thread is taken by a connection still proving the secret:
-                        // close this one rather than grow without bound.
-                        let peer = stream.peer_addr().map(|a| a.to_string());
-                        gate.refuse(
-                            &tx,
-                            &peer.unwrap_or_else(|_| "?".into()),
-                            format!(
-                                "{} connections already proving the secret",
-                                gate.max_unproven
-                            ),
-                        );
-                        continue;
-                    }
-                    gate.unproven.fetch_add(1, Ordering::SeqCst);
-                    let (tx, ctx) = (tx.clone(), Arc::clone(&ctx));
-                    let pending = Unproven(Some(Arc::clone(&ctx)));
-                    // On failure to start the thread, `pending` is dropped with the closure
-                    // and gives its slot back.
-                    let _ = std::thread::Builder::new()
-                        .name("weft-agent-conn".into())
-                        .stack_size(256 << 10)
-                        .spawn(move || {
-                            serve_agent(stream, &ctx.0, &ctx.1, &ctx.2, &tx, &ctx.3, pending)
-                        });
-                }
-            })
-            .map_err(|e| Error::io("agent port: starting the accept thread", e))?;
-        Ok(AgentPort {
-            addr,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for AgentPort {
-    fn drop(&mut self) {
-        self.shutdown.store(true, Ordering::SeqCst);
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        }
-        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-}
-
-type PortContext = (Vec<u8>, Vec<String>, String, Gate);
-
-/// Bounds the agent port's connections that have not proven the secret (each holds a
-/// thread), and counts refusals so a flood of strangers cannot flood the job's output.
-struct Gate {
-    max_unproven: usize,
-    unproven: AtomicUsize,
-    refusals: AtomicUsize,
-}
-
-impl Gate {
-    fn refuse(&self, tx: &Sender<Event>, peer: &str, reason: String) {
-        let n = self.refusals.fetch_add(1, Ordering::SeqCst) + 1;
-        if n <= REFUSALS_REPORTED || n.is_multiple_of(REFUSAL_REPORT_EVERY) {
-            let _ = tx.send(Event::Refused(format!(
-                "weft: agent port: refused connection from {peer}: {reason} ({n} refused so far)"
-            )));
-        }
-    }
-}
-
-/// A slot of [`Gate::unproven`], given back when the connection is proven or ends.
-struct Unproven(Option<Arc<PortContext>>);
-
-impl Drop for Unproven {
-    fn drop(&mut self) {
-        if let Some(ctx) = self.0.take() {
-            ctx.3.unproven.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-fn serve_agent(
-    mut stream: TcpStream,
-    secret: &[u8],
-    hosts: &[String],
-    job_id: &str,
-    tx: &Sender<Event>,
-    gate: &Gate,
-    pending: Unproven,
-) {
-    let Ok(peer) = stream.peer_addr() else { return };
-    let refuse = |reason: String| gate.refuse(tx, &peer.to_string(), reason);
-    let _ = stream.set_nodelay(true);
-    // A host that vanishes (no FIN) must break this link, not leave it silent forever.
-    crate::keepalive::set_keepalive(&stream);
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
-    if let Err(Refusal(reason)) = server_handshake(&mut NoSigPipe(&stream), secret) {
-        refuse(reason);
-        return;
-    }
-    let hello = read_frame(&mut stream).and_then(|b| match b {
-        Some(body) => FromAgent::decode(&body),
-        None => Err(Error::new(
-            ErrorKind::Protocol,
-            "closed before saying hello",
-        )),
-    });
-    let host = match hello {
-        Ok(FromAgent::Hello { host, job_id: j }) if j == job_id => {
-            match hosts.iter().position(|h| *h == host) {
-                Some(i) => i,
-                None => return refuse(format!("host {host:?} is not in the host list")),
-            }
-        }
-        Ok(FromAgent::Hello { job_id: j, .. }) => {
-            return refuse(format!("agent of job {j:?}, not of this job"))
-        }
-        Ok(_) => return refuse("first message is not a hello".into()),
-        Err(e) => return refuse(e.to_string()),
-    };
-    let local_ip = match stream.local_addr() {
-        Ok(a) => a.ip(),
-        Err(e) => return refuse(format!("reading the local address: {e}")),
-    };
-    // Proven: this connection no longer counts against the strangers' cap.
-    drop(pending);
-    let _ = stream.set_read_timeout(None);
-    let _ = stream.set_write_timeout(None);
-    let Ok(mut reader) = stream.try_clone() else {
-        return refuse("cannot clone the socket".into());
-    };
-    if tx
-        .send(Event::Connected {
-            host,
-            stream,
-            local_ip,
-        })
-        .is_err()
-    {
-        return;
-    }
-    loop {
-        let ev = match read_frame(&mut reader)
-            .and_then(|b| b.map(|x| FromAgent::decode(&x)).transpose())
-        {
-            Ok(Some(msg)) => Event::Agent { host, msg },
-            Ok(None) => Event::Lost {
-                host,
-                reason: "connection closed".into(),
-            },
-            Err(e) => Event::Lost {
-                host,
-                reason: e.to_string(),
-            },
-        };
-        let end = matches!(ev, Event::Lost { .. });
-        if tx.send(ev).is_err() || end {
-            return;
-        }
-    }
 }
 
 /// Forwards lines a template process writes (ssh's own errors, the agent's) to the loop.
@@ -460,7 +299,7 @@ pub(crate) fn run_on_hosts(
     let placement = place_on_hosts(spec.nranks, &hs.hosts, hs.map_by)?;
     let bind = match &hs.boot_addr {
         Some(a) => parse_boot_addr(a)?,
-        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        None => SocketAddr::new(listen_ip(hs.hosts.iter().map(|h| h.name.as_str())), 0),
     };
     let mut hosts: Vec<HostState> = Vec::new();
     for h in &hs.hosts {
@@ -973,48 +812,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_agent_port_caps_connections_still_proving_the_secret() {
-        let (tx, rx) = channel();
-        let port = AgentPort::start(
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            vec![1u8; 32],
-            vec!["a".into()],
-            "job".into(),
-            tx,
-        )
-        .unwrap();
-        // Strangers connect and say nothing: only MIN_UNPROVEN_AGENTS get a thread.
-        let idle: Vec<TcpStream> = (0..MIN_UNPROVEN_AGENTS + 4)
-            .map(|_| TcpStream::connect(port.addr).unwrap())
-            .collect();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut capped = 0;
-        while capped < 4 && Instant::now() < deadline {
-            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
-                if line.contains("already proving the secret") {
-                    capped += 1;
-                }
-            }
+    fn the_ports_listen_only_where_the_hosts_need_them() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        assert_eq!(listen_ip(["localhost"]), lo);
+        assert_eq!(listen_ip(["127.0.0.1", "localhost"]), lo);
+        if let Some(me) = own_hostname() {
+            assert_eq!(listen_ip([me.as_str()]), lo);
         }
-        assert_eq!(capped, 4, "connections over the cap were not refused");
-        // Once they go, their slots come back: a new connection gets a thread again (it is
-        // refused for its garbage, not for the cap).
-        drop(idle);
-        std::thread::sleep(Duration::from_millis(300));
-        // The strangers' own refusals (closed before the handshake) are not the evidence.
-        while rx.try_recv().is_ok() {}
-        let mut s = TcpStream::connect(port.addr).unwrap();
-        s.write_all(&[0u8; 64]).unwrap();
-        drop(s);
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut served = false;
-        while !served && Instant::now() < deadline {
-            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
-                served = !line.contains("already proving the secret");
-            }
+        // A name only DNS could tell: every address.
+        assert_eq!(listen_ip(["node-17.cluster"]), any);
+        assert_eq!(listen_ip(["localhost", "node-17.cluster"]), any);
+        // A host behind this machine's own non-loopback address (if it has one).
+        if let Some(ip) = local_addresses().into_iter().find(|ip| !ip.is_loopback()) {
+            assert_eq!(listen_ip([ip.to_string().as_str()]), ip);
+            assert_eq!(listen_ip([ip.to_string().as_str(), "localhost"]), any);
         }
-        assert!(served, "slots were not given back");
-        drop(port);
     }
 
     #[test]

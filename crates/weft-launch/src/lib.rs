@@ -11,6 +11,7 @@
 //! runtime (`weft`) or the transports: it only starts processes and hands them an address.
 
 pub mod agent;
+mod agent_port;
 pub mod agent_wire;
 mod cause;
 pub mod hosts;
