@@ -1,5 +1,5 @@
 //! Fuzzes the TCP frame decoder with proptest and replays the checked-in corpus
-//! (`fuzz-corpus/`): whatever bytes arrive, the decoder answers a frame within its limits,
+//! (`fuzz/corpus/tcp_frame/` at the repository root, shared with the cargo-fuzz target): whatever bytes arrive, the decoder answers a frame within its limits,
 //! "need more", or an error, and never panics or reads past its input.
 //!
 //! Corpus files are named by the answer expected for their bytes: `ok-*` (a whole frame at
@@ -139,7 +139,7 @@ proptest! {
 
 #[test]
 fn corpus_replays_with_the_expected_answers() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz-corpus");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/tcp_frame");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
