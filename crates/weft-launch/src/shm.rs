@@ -42,7 +42,7 @@ pub struct StaleSegment {
 
 /// Entries younger than this are left alone by the sweep at job start (a margin on top of
 /// the holder check; `weft clean` passes zero).
-pub const SWEEP_MIN_AGE: Duration = Duration::from_secs(2);
+pub const SWEEP_MIN_AGE: Duration = Duration::from_secs(1);
 
 /// Finds (and unless `dry_run` removes) this user's `/dev/shm/weft-*` entries older than
 /// `min_age` that no live process maps or has open. Entries of other users are never
