@@ -10,8 +10,9 @@
 //! - `rank-exit`: a random rank calls `exit(C)` without finalizing (C, named);
 //! - `launcher-term` / `launcher-int`: SIGTERM / SIGINT to `weft run` (143 / 130);
 //! - `launcher-kill`: SIGKILL to `weft run` while the ranks move data;
-//! - `launcher-kill-early`: SIGKILL to `weft run` 0-150 ms after it started, while the
-//!   ranks start up (a segment may be left: the next job's start must sweep it).
+//! - `launcher-kill-early`: SIGKILL to `weft run` while the ranks start up: as soon as the
+//!   node segment exists (before every rank attached, when a segment can be left: the next
+//!   job's start must sweep it), or at a random moment of the first 400 ms with TCP.
 //! Every job is checked: it ended within `--max-end-ms` (1000) of the fault, with the
 //! expected exit code and first-cause line (none for the launcher kills), no rank process
 //! outlived it by more than that, and no `/dev/shm` segment of it is left (a
@@ -264,16 +265,38 @@ fn main() {
         let mut stderr: Vec<String> = Vec::new();
         let mut ranks: Vec<(u32, u32)> = Vec::new();
         let mut injected_at = None;
+        let mut early_job_id = None;
         if kind == "launcher-kill-early" {
-            std::thread::sleep(Duration::from_millis(rng.below(150)));
-            // Its ranks so far (their job id names the segments they may leave).
+            if tcp {
+                // No node segment: a kill at a random moment of the start.
+                std::thread::sleep(Duration::from_millis(rng.below(400)));
+            } else {
+                // The moment that leaked segments: the node segment exists, not every rank
+                // has attached (its creator removes the name once all have).
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < deadline {
+                    let id = children_of(launcher).into_iter().find_map(job_id_of);
+                    if id.is_some_and(|id| !segments_of(&id).is_empty()) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            // Its ranks so far (their job id names the segments they may leave; read now:
+            // a dead rank's environment cannot be).
             ranks = children_of(launcher).into_iter().enumerate().map(|(i, p)| (i as u32, p)).collect();
+            early_job_id = ranks.iter().find_map(|&(_, p)| job_id_of(p));
             signal(launcher, libc::SIGKILL);
             injected_at = Some(Instant::now());
         } else {
-            // Wait until every rank moves data (or the exit case fires on its own).
+            // Wait until every rank moves data; a rank that ends itself may do so before the
+            // others say they run: then its own line is enough.
+            let self_ending = matches!(kind, "rank-exit" | "rank-segv");
             let deadline = Instant::now() + START;
-            while ranks.len() < n as usize && Instant::now() < deadline {
+            let ready = |ranks: &[(u32, u32)]| {
+                ranks.len() == n as usize || (self_ending && ranks.iter().any(|&(r, _)| r == victim))
+            };
+            while !ready(&ranks) && Instant::now() < deadline {
                 match lines.recv_timeout(Duration::from_millis(20)) {
                     Ok(Line::Out(l)) => {
                         let w: Vec<&str> = l.split_whitespace().collect();
@@ -290,7 +313,14 @@ fn main() {
                     break;
                 }
             }
-            if ranks.len() < n as usize {
+            let is_ready = ready(&ranks);
+            // Every rank process there is, for the check that none outlives the job.
+            for p in children_of(launcher) {
+                if !ranks.iter().any(|&(_, q)| q == p) {
+                    ranks.push((u32::MAX, p));
+                }
+            }
+            if !is_ready {
                 problems.push(format!("only {} of {n} ranks started moving data", ranks.len()));
             } else {
                 let (_, vpid) = ranks.iter().copied().find(|&(r, _)| r == victim).expect("victim");
@@ -314,7 +344,7 @@ fn main() {
                 injected_at = Some(Instant::now());
             }
         }
-        let job_id = ranks.iter().find_map(|&(_, p)| job_id_of(p));
+        let job_id = early_job_id.or_else(|| ranks.iter().find_map(|&(_, p)| job_id_of(p)));
         let t0 = injected_at.unwrap_or_else(Instant::now);
         // Wait for the launcher (and, when it was killed, for its ranks).
         let mut status = None;
@@ -426,7 +456,11 @@ fn main() {
             "job {j:4} {kind:<20} n={n} {:<3} {verdict:<6} exit {got:3} ended {:6.1} ms after the fault{}{}",
             if tcp { "tcp" } else { "shm" },
             ended.as_secs_f64() * 1e3,
-            if segs.is_empty() { String::new() } else { format!(", {} segment(s) for the sweep", segs.len()) },
+            match (&job_id, segs.len()) {
+                (None, _) => ", no rank had started".to_owned(),
+                (Some(_), 0) => String::new(),
+                (Some(_), k) => format!(", {k} segment(s) for the sweep"),
+            },
             if problems.is_empty() { String::new() } else { format!(": {}", problems.join("; ")) },
         );
         if !problems.is_empty() {
