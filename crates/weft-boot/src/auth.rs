@@ -420,7 +420,9 @@ mod tests {
         };
         let e = client_handshake(&mut cli, &secret, "y:2").unwrap_err();
         assert!(is_busy(&e), "{e}");
-        assert!(e.message().ends_with("refused: too many pending connections from 10.0.0.8"));
+        assert!(e
+            .message()
+            .ends_with("refused: too many pending connections from 10.0.0.8"));
     }
 
     #[test]

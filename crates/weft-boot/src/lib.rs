@@ -19,8 +19,8 @@ pub mod wire;
 pub use client::TcpStoreClient;
 pub use mem::MemStore;
 pub use server::{
-    EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS,
-    REFUSALS_REPORTED, REFUSAL_REPORT_EVERY,
+    EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS, REFUSALS_REPORTED,
+    REFUSAL_REPORT_EVERY,
 };
 pub use table::AbortRecord;
 

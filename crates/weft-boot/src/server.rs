@@ -294,7 +294,10 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             Ok(None) => return,
             Err(e) => {
                 if !shared.shutdown.load(Ordering::SeqCst) && e.kind() != ErrorKind::PeerDead {
-                    let _ = write_frame(&mut NoSigPipe(&stream), &Response::Error(e.clone()).encode());
+                    let _ = write_frame(
+                        &mut NoSigPipe(&stream),
+                        &Response::Error(e.clone()).encode(),
+                    );
                     (shared.events)(ServerEvent::Dropped {
                         peer,
                         reason: e.to_string(),
@@ -306,7 +309,10 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         let request = match Request::decode(&body) {
             Ok(r) => r,
             Err(e) => {
-                let _ = write_frame(&mut NoSigPipe(&stream), &Response::Error(e.clone()).encode());
+                let _ = write_frame(
+                    &mut NoSigPipe(&stream),
+                    &Response::Error(e.clone()).encode(),
+                );
                 (shared.events)(ServerEvent::Dropped {
                     peer,
                     reason: e.to_string(),

@@ -84,7 +84,11 @@ mod tests {
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut s, _) = l.accept().unwrap();
         NoSigPipe(&c).write_all(b"one").unwrap();
-        let parts = [IoSlice::new(b"two"), IoSlice::new(b""), IoSlice::new(b"three")];
+        let parts = [
+            IoSlice::new(b"two"),
+            IoSlice::new(b""),
+            IoSlice::new(b"three"),
+        ];
         assert_eq!(send_vectored(c.as_raw_fd(), &parts).unwrap(), 8);
         let mut got = [0u8; 11];
         s.read_exact(&mut got).unwrap();

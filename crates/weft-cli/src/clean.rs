@@ -30,7 +30,11 @@ pub fn run(a: CleanArgs) -> i32 {
         println!("{what} {} ({} bytes)", s.path.display(), s.bytes);
     }
     let bytes: u64 = stale.iter().map(|s| s.bytes).sum();
-    let verb = if a.dry_run { "stale (dry run)" } else { "stale" };
+    let verb = if a.dry_run {
+        "stale (dry run)"
+    } else {
+        "stale"
+    };
     println!(
         "{} {verb} weft segment{} ({bytes} bytes); segments of running jobs are left alone",
         stale.len(),

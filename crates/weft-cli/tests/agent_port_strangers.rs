@@ -23,7 +23,10 @@ fn scratch() -> PathBuf {
 /// The agent port's addresses from the recorded template arguments (`--connect a,b,...`).
 fn agent_addresses(args: &str) -> Vec<SocketAddr> {
     let words: Vec<&str> = args.split_whitespace().collect();
-    let i = words.iter().position(|w| *w == "--connect").expect("--connect");
+    let i = words
+        .iter()
+        .position(|w| *w == "--connect")
+        .expect("--connect");
     words[i + 1]
         .split(',')
         .map(|a| a.parse().unwrap())
@@ -72,7 +75,11 @@ fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
     let strangers: Vec<TcpStream> = (0..STRANGERS)
         .filter_map(|_| TcpStream::connect(addr).ok())
         .collect();
-    assert_eq!(strangers.len(), STRANGERS, "the strangers could not connect");
+    assert_eq!(
+        strangers.len(),
+        STRANGERS,
+        "the strangers could not connect"
+    );
 
     let out = job.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -89,7 +96,8 @@ fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
     // A stranger still connected has been told it is refused (or is still pending).
     let mut told = 0;
     for mut s in strangers {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         let mut b = Vec::new();
         let _ = s.read_to_end(&mut b);
         if b.windows(8).any(|w| w == b"too many") {

@@ -25,16 +25,46 @@ pub struct Target {
 
 /// Every target.
 pub const TARGETS: &[Target] = &[
-    Target { name: "tcp_frame", run: tcp_frame },
-    Target { name: "tcp_handshake", run: tcp_handshake },
-    Target { name: "boot_frame", run: boot_frame },
-    Target { name: "boot_request", run: boot_request },
-    Target { name: "boot_response", run: boot_response },
-    Target { name: "boot_handshake", run: boot_handshake },
-    Target { name: "agent_to_agent", run: agent_to_agent },
-    Target { name: "agent_from_agent", run: agent_from_agent },
-    Target { name: "rma_request", run: rma_request },
-    Target { name: "rma_reply", run: rma_reply },
+    Target {
+        name: "tcp_frame",
+        run: tcp_frame,
+    },
+    Target {
+        name: "tcp_handshake",
+        run: tcp_handshake,
+    },
+    Target {
+        name: "boot_frame",
+        run: boot_frame,
+    },
+    Target {
+        name: "boot_request",
+        run: boot_request,
+    },
+    Target {
+        name: "boot_response",
+        run: boot_response,
+    },
+    Target {
+        name: "boot_handshake",
+        run: boot_handshake,
+    },
+    Target {
+        name: "agent_to_agent",
+        run: agent_to_agent,
+    },
+    Target {
+        name: "agent_from_agent",
+        run: agent_from_agent,
+    },
+    Target {
+        name: "rma_request",
+        run: rma_request,
+    },
+    Target {
+        name: "rma_reply",
+        run: rma_reply,
+    },
 ];
 
 fn protocol_or_auth(e: &weft_core::Error) {
@@ -216,12 +246,23 @@ pub fn rma_request(data: &[u8]) {
     loop {
         match decode_request(rest) {
             Ok(Decoded::NeedBytes(n)) => {
-                assert!(n > rest.len(), "asks for {n} bytes while holding {}", rest.len());
-                assert!(n <= HEAD_BYTES + MAX_PAYLOAD_BYTES + 64, "asks for {n} bytes");
+                assert!(
+                    n > rest.len(),
+                    "asks for {n} bytes while holding {}",
+                    rest.len()
+                );
+                assert!(
+                    n <= HEAD_BYTES + MAX_PAYLOAD_BYTES + 64,
+                    "asks for {n} bytes"
+                );
                 return;
             }
             Ok(Decoded::Request(_, used)) => {
-                assert!(used > 0 && used <= rest.len(), "used {used} of {}", rest.len());
+                assert!(
+                    used > 0 && used <= rest.len(),
+                    "used {used} of {}",
+                    rest.len()
+                );
                 rest = &rest[used..];
             }
             Err(e) => return protocol_or_auth(&e),
@@ -247,14 +288,48 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     use weft_boot::wire::{Request, Response};
     use weft_launch::agent_wire::{FromAgent, RankStart, ToAgent};
     let mut out = Vec::new();
-    let mut add = |t: &'static str, name: &str, bytes: Vec<u8>| out.push((t, name.to_owned(), bytes));
+    let mut add =
+        |t: &'static str, name: &str, bytes: Vec<u8>| out.push((t, name.to_owned(), bytes));
     // Bootstrap requests and responses, and their frames.
     let requests = [
-        ("put", Request::Put { key: "node/0".into(), value: b"host-a".to_vec() }),
-        ("get", Request::Get { key: "shm/a".into(), timeout_ms: 30_000 }),
-        ("barrier", Request::Barrier { name: "shm-attached/a".into(), count: 4, timeout_ms: 1000 }),
-        ("abort", Request::Abort { code: 58, rank: Some(3), message: "peer died".into() }),
-        ("abort-anon", Request::Abort { code: -1, rank: None, message: String::new() }),
+        (
+            "put",
+            Request::Put {
+                key: "node/0".into(),
+                value: b"host-a".to_vec(),
+            },
+        ),
+        (
+            "get",
+            Request::Get {
+                key: "shm/a".into(),
+                timeout_ms: 30_000,
+            },
+        ),
+        (
+            "barrier",
+            Request::Barrier {
+                name: "shm-attached/a".into(),
+                count: 4,
+                timeout_ms: 1000,
+            },
+        ),
+        (
+            "abort",
+            Request::Abort {
+                code: 58,
+                rank: Some(3),
+                message: "peer died".into(),
+            },
+        ),
+        (
+            "abort-anon",
+            Request::Abort {
+                code: -1,
+                rank: None,
+                message: String::new(),
+            },
+        ),
     ];
     for (name, r) in &requests {
         let body = r.encode().expect("seed encodes");
@@ -264,13 +339,24 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         add("boot_request", &format!("ok-{name}.bin"), body);
     }
     add("boot_request", "err-opcode.bin", vec![0x7f, 1, 2]);
-    add("boot_request", "err-key-too-long.bin", vec![1, 0xff, 0xff, 0xff, 0xff]);
-    add("boot_frame", "err-len-max.bin", u32::MAX.to_be_bytes().to_vec());
+    add(
+        "boot_request",
+        "err-key-too-long.bin",
+        vec![1, 0xff, 0xff, 0xff, 0xff],
+    );
+    add(
+        "boot_frame",
+        "err-len-max.bin",
+        u32::MAX.to_be_bytes().to_vec(),
+    );
     add("boot_frame", "err-truncated.bin", vec![0, 0, 1, 0, 1, 2]);
     let responses = [
         ("ok", Response::Ok),
         ("value", Response::Value(b"127.0.0.1:4000".to_vec())),
-        ("error", Response::Error(weft_core::Error::new(ErrorKind::Timeout, "no answer"))),
+        (
+            "error",
+            Response::Error(weft_core::Error::new(ErrorKind::Timeout, "no answer")),
+        ),
     ];
     for (name, r) in &responses {
         add("boot_response", &format!("ok-{name}.bin"), r.encode());
@@ -284,26 +370,74 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     hello.push(1);
     hello.extend_from_slice(&[0u8; 32]);
     add("boot_handshake", "greeting-and-accept.bin", hello);
-    add("boot_handshake", "busy.bin", b"WEFTBUSYtoo many pending connections from 10.0.0.1".to_vec());
-    add("boot_handshake", "http.bin", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec());
+    add(
+        "boot_handshake",
+        "busy.bin",
+        b"WEFTBUSYtoo many pending connections from 10.0.0.1".to_vec(),
+    );
+    add(
+        "boot_handshake",
+        "http.bin",
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+    );
     // Agent wire.
     let start = ToAgent::Start {
         program: b"/bin/true".to_vec(),
         args: vec![b"-x".to_vec(), Vec::new()],
         env: vec![("WEFT_YIELD".into(), "on".into())],
-        ranks: vec![RankStart { rank: 3, vars: vec![("WEFT_RANK".into(), "3".into())] }],
+        ranks: vec![RankStart {
+            rank: 3,
+            vars: vec![("WEFT_RANK".into(), "3".into())],
+        }],
     };
     add("agent_to_agent", "ok-start.bin", start.encode());
     add("agent_to_agent", "ok-stop.bin", ToAgent::Stop.encode());
     add("agent_to_agent", "err-empty.bin", Vec::new());
-    add("agent_to_agent", "err-count-huge.bin", vec![1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+    add(
+        "agent_to_agent",
+        "err-count-huge.bin",
+        vec![1, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff],
+    );
     let from = [
-        ("hello", FromAgent::Hello { host: "a".into(), job_id: "0123456789ab".into() }),
+        (
+            "hello",
+            FromAgent::Hello {
+                host: "a".into(),
+                job_id: "0123456789ab".into(),
+            },
+        ),
         ("started", FromAgent::Started { rank: 1, pid: 4242 }),
-        ("not-started", FromAgent::NotStarted { rank: 0, exit_code: 127, message: "not found".into() }),
-        ("output", FromAgent::Output { rank: 2, stream: 1, data: b"hello\n".to_vec() }),
-        ("exited", FromAgent::Exited { rank: 2, pid: 9, signal: true, value: 9 }),
-        ("finished", FromAgent::Finished { segments_removed: 2 }),
+        (
+            "not-started",
+            FromAgent::NotStarted {
+                rank: 0,
+                exit_code: 127,
+                message: "not found".into(),
+            },
+        ),
+        (
+            "output",
+            FromAgent::Output {
+                rank: 2,
+                stream: 1,
+                data: b"hello\n".to_vec(),
+            },
+        ),
+        (
+            "exited",
+            FromAgent::Exited {
+                rank: 2,
+                pid: 9,
+                signal: true,
+                value: 9,
+            },
+        ),
+        (
+            "finished",
+            FromAgent::Finished {
+                segments_removed: 2,
+            },
+        ),
     ];
     for (name, m) in &from {
         add("agent_from_agent", &format!("ok-{name}.bin"), m.encode());
@@ -320,7 +454,11 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         wire::sync(&mut reqs);
         add("rma_request", "ok-put-get-amo-sync.bin", reqs.clone());
         add("rma_request", "more-cut.bin", reqs[..20].to_vec());
-        add("rma_request", "err-space.bin", vec![2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        add(
+            "rma_request",
+            "err-space.bin",
+            vec![2, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        );
         let mut replies = Vec::new();
         wire::reply_err(&mut replies, "out of bounds");
         add("rma_reply", "ok-error.bin", replies[..16].to_vec());

@@ -53,9 +53,17 @@ fn every_corpus_file_replays_through_its_decoder() {
         for f in &files {
             let bytes = std::fs::read(f).unwrap();
             let outcome = std::panic::catch_unwind(|| (t.run)(&bytes));
-            assert!(outcome.is_ok(), "{}: {} broke the decoder", t.name, f.display());
+            assert!(
+                outcome.is_ok(),
+                "{}: {} broke the decoder",
+                t.name,
+                f.display()
+            );
             total += 1;
         }
     }
-    println!("replayed {total} corpus files through {} targets", TARGETS.len());
+    println!(
+        "replayed {total} corpus files through {} targets",
+        TARGETS.len()
+    );
 }

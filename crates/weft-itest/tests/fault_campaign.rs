@@ -50,7 +50,9 @@ fn a_small_fault_campaign_ends_every_job_cleanly_with_its_first_cause() {
         .find(|l| l.starts_with("campaign: "))
         .unwrap_or_else(|| panic!("no summary:\n{text}"));
     assert!(
-        summary.starts_with("campaign: 14 jobs, 0 failed, 0 hangs, 0 leaked processes, 0 leaked segments"),
+        summary.starts_with(
+            "campaign: 14 jobs, 0 failed, 0 hangs, 0 leaked processes, 0 leaked segments"
+        ),
         "{text}"
     );
     assert!(summary.contains("first cause 10/10"), "{text}");

@@ -100,7 +100,11 @@ impl Gate {
 
     /// Registers a new connection from `source`, making room first; returns its id and the
     /// slot its reason goes into if it is given up.
-    fn admit(&self, stream: &TcpStream, source: IpAddr) -> Option<(u64, Arc<Mutex<Option<String>>>)> {
+    fn admit(
+        &self,
+        stream: &TcpStream,
+        source: IpAddr,
+    ) -> Option<(u64, Arc<Mutex<Option<String>>>)> {
         let handle = stream.try_clone().ok()?;
         let mut pending = lock(&self.pending);
         let same = pending.iter().filter(|p| p.source == source).count();
@@ -409,7 +413,8 @@ mod tests {
             .map(|_| TcpStream::connect(port.addr).unwrap())
             .collect();
         wait_for("the strangers to be admitted", || {
-            port.gate().pending() == per_source && port.gate().refusals.load(Ordering::SeqCst) >= per_source
+            port.gate().pending() == per_source
+                && port.gate().refusals.load(Ordering::SeqCst) >= per_source
         });
         // The older half was pushed out and told why (a busy answer, which a client
         // reports as retryable).
@@ -448,7 +453,9 @@ mod tests {
         let idle: Vec<TcpStream> = (0..per_source)
             .map(|_| TcpStream::connect(port.addr).unwrap())
             .collect();
-        wait_for("the strangers to be admitted", || port.gate().pending() == per_source);
+        wait_for("the strangers to be admitted", || {
+            port.gate().pending() == per_source
+        });
         // A client that finds the port full but is itself admitted proves the secret.
         let s = TcpStream::connect(port.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

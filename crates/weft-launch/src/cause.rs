@@ -71,9 +71,8 @@ impl FirstCause {
             .filter(|(_, (r, e))| !e.is_success() && !self.aborted(*r))
             // An anonymous aborter exits with a code: only signal deaths are then certain.
             .filter(|(_, (_, e))| !self.unknown_aborter || matches!(e, RankExit::Signal(_)));
-        let key = |(i, (r, e)): &(usize, &(u32, RankExit))| {
-            (!matches!(e, RankExit::Signal(_)), *r, *i)
-        };
+        let key =
+            |(i, (r, e)): &(usize, &(u32, RankExit))| (!matches!(e, RankExit::Signal(_)), *r, *i);
         candidates.min_by_key(key).map(|(i, _)| i)
     }
 
@@ -108,9 +107,17 @@ mod tests {
             (3, RankExit::Signal(9)),
         ];
         assert_eq!(c.pick(&seen), Some(3), "a signal death first");
-        assert_eq!(c.pick(&seen[..3]), Some(1), "then a non-aborter's exit code");
+        assert_eq!(
+            c.pick(&seen[..3]),
+            Some(1),
+            "then a non-aborter's exit code"
+        );
         assert_eq!(c.pick(&[(0, RankExit::Code(58))]), None);
-        assert_eq!(c.pick(&[(1, RankExit::Code(0))]), None, "success is no cause");
+        assert_eq!(
+            c.pick(&[(1, RankExit::Code(0))]),
+            None,
+            "success is no cause"
+        );
         // Only the first abort is held, and only once its grace is over.
         assert!(c.due(t0, false).is_none());
         assert_eq!(c.due(t0, true).unwrap().line, "rank 0 aborted");
@@ -118,7 +125,11 @@ mod tests {
         assert_eq!(c.due(later, false).unwrap().exit_code, 58);
         assert!(c.holding());
         c.abort(None, 5, "someone aborted".into(), later);
-        assert_eq!(c.pick(&seen[..3]), None, "any code may be the anonymous aborter's");
+        assert_eq!(
+            c.pick(&seen[..3]),
+            None,
+            "any code may be the anonymous aborter's"
+        );
         assert_eq!(c.pick(&seen), Some(3));
     }
 }

@@ -220,7 +220,11 @@ pub(crate) fn store_event(ev: ServerEvent, may_end: bool, sink: &mut Sink, cause
 }
 
 /// The ending of a held abort whose time has come (printing its line).
-pub(crate) fn abort_ending(cause: &FirstCause, no_rank_left: bool, sink: &mut Sink) -> Option<Ending> {
+pub(crate) fn abort_ending(
+    cause: &FirstCause,
+    no_rank_left: bool,
+    sink: &mut Sink,
+) -> Option<Ending> {
     let held = cause.due(Instant::now(), no_rank_left)?;
     sink.launcher_line(&held.line);
     Some(Ending {

@@ -28,9 +28,7 @@ pub mod status;
 pub use hosts::DEFAULT_LAUNCHER;
 pub use job::run_job;
 pub use place::{HostSlots, MapBy};
-pub use shm::{
-    remove_job_segments, shm_prefix, sweep_stale_segments, StaleSegment, SWEEP_MIN_AGE,
-};
+pub use shm::{remove_job_segments, shm_prefix, sweep_stale_segments, StaleSegment, SWEEP_MIN_AGE};
 pub use signals::default_sigpipe;
 
 use std::ffi::OsString;

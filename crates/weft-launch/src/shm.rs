@@ -227,7 +227,10 @@ mod tests {
             std::fs::write(p, [1u8; 4096]).unwrap();
         }
         let held_open = std::fs::File::open(&open).unwrap();
-        let f = std::fs::OpenOptions::new().read(true).open(&mapped).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .open(&mapped)
+            .unwrap();
         // SAFETY: mapping one page of a file we just wrote; unmapped below.
         let map = unsafe {
             libc::mmap(
@@ -243,7 +246,11 @@ mod tests {
         drop(f);
         let mine = |v: &[StaleSegment]| -> Vec<PathBuf> {
             v.iter()
-                .filter(|s| s.path.to_string_lossy().contains(&format!("sweeptest{pid}-")))
+                .filter(|s| {
+                    s.path
+                        .to_string_lossy()
+                        .contains(&format!("sweeptest{pid}-"))
+                })
                 .map(|s| s.path.clone())
                 .collect()
         };

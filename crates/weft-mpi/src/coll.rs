@@ -42,7 +42,12 @@ pub(crate) fn aliased(
 
 #[cold]
 #[inline(never)]
-fn aliased_slow(comm: Handle, func: &str, send: *const c_void, root: Option<c_int>) -> Option<c_int> {
+fn aliased_slow(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    root: Option<c_int>,
+) -> Option<c_int> {
     if let Some(root) = root {
         // Inter-communicators have no rank equal to a root argument's meaning here; the
         // regular checks handle them.

@@ -46,20 +46,30 @@ fn every_bad_argument_returns_the_class_of_the_table() {
         })
         .collect();
     let rows = table();
-    assert!(rows.len() >= 70, "the table has {} rows (at least 70)", rows.len());
+    assert!(
+        rows.len() >= 70,
+        "the table has {} rows (at least 70)",
+        rows.len()
+    );
     let mut wrong = Vec::new();
     for (id, (weft, standard)) in &rows {
         match got.get(id) {
             None => wrong.push(format!("{id}: not run by badargs.c")),
-            Some(c) if c != weft => wrong.push(format!("{id}: weft returns {c}, the table says {weft}")),
-            Some(_) if weft != standard => {
-                wrong.push(format!("{id}: weft returns {weft}, the standard asks for {standard}"))
+            Some(c) if c != weft => {
+                wrong.push(format!("{id}: weft returns {c}, the table says {weft}"))
             }
+            Some(_) if weft != standard => wrong.push(format!(
+                "{id}: weft returns {weft}, the standard asks for {standard}"
+            )),
             Some(_) => {}
         }
     }
     for id in got.keys().filter(|id| !rows.contains_key(*id)) {
         wrong.push(format!("{id}: run by badargs.c but not in the table"));
     }
-    assert!(wrong.is_empty(), "{}\n\noutput:\n{stdout}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{}\n\noutput:\n{stdout}",
+        wrong.join("\n")
+    );
 }

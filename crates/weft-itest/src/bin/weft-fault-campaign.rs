@@ -79,7 +79,10 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag}: a value is missing"));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{flag}: a value is missing"))
+        };
         match flag.as_str() {
             "--jobs" => a.jobs = value()?.parse().map_err(|e| format!("--jobs: {e}"))?,
             "--seed" => a.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
@@ -105,7 +108,10 @@ fn parse_args() -> Result<Args, String> {
     }
     for (what, p) in [("--weft", &a.weft), ("--rank", &a.rank)] {
         if !p.is_file() {
-            return Err(format!("{what} {}: no such program (build weft-cli and weft-itest)", p.display()));
+            return Err(format!(
+                "{what} {}: no such program (build weft-cli and weft-itest)",
+                p.display()
+            ));
         }
     }
     if a.kinds.is_empty() || a.seed == 0 {
@@ -243,7 +249,12 @@ fn main() {
             .arg(&a.rank)
             .args(["traffic", "30"]);
         if kind == "rank-exit" {
-            cmd.args(["exit", &victim.to_string(), &code.to_string(), &after_ms.to_string()]);
+            cmd.args([
+                "exit",
+                &victim.to_string(),
+                &code.to_string(),
+                &after_ms.to_string(),
+            ]);
         }
         if kind == "rank-segv" {
             cmd.args(["segv", &victim.to_string(), &after_ms.to_string()]);
@@ -251,7 +262,9 @@ fn main() {
         if tcp {
             cmd.env("WEFT_TRANSPORTS", "tcp");
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -284,7 +297,11 @@ fn main() {
             }
             // Its ranks so far (their job id names the segments they may leave; read now:
             // a dead rank's environment cannot be).
-            ranks = children_of(launcher).into_iter().enumerate().map(|(i, p)| (i as u32, p)).collect();
+            ranks = children_of(launcher)
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (i as u32, p))
+                .collect();
             early_job_id = ranks.iter().find_map(|&(_, p)| job_id_of(p));
             signal(launcher, libc::SIGKILL);
             injected_at = Some(Instant::now());
@@ -294,7 +311,8 @@ fn main() {
             let self_ending = matches!(kind, "rank-exit" | "rank-segv");
             let deadline = Instant::now() + START;
             let ready = |ranks: &[(u32, u32)]| {
-                ranks.len() == n as usize || (self_ending && ranks.iter().any(|&(r, _)| r == victim))
+                ranks.len() == n as usize
+                    || (self_ending && ranks.iter().any(|&(r, _)| r == victim))
             };
             while !ready(&ranks) && Instant::now() < deadline {
                 match lines.recv_timeout(Duration::from_millis(20)) {
@@ -321,9 +339,16 @@ fn main() {
                 }
             }
             if !is_ready {
-                problems.push(format!("only {} of {n} ranks started moving data", ranks.len()));
+                problems.push(format!(
+                    "only {} of {n} ranks started moving data",
+                    ranks.len()
+                ));
             } else {
-                let (_, vpid) = ranks.iter().copied().find(|&(r, _)| r == victim).expect("victim");
+                let (_, vpid) = ranks
+                    .iter()
+                    .copied()
+                    .find(|&(r, _)| r == victim)
+                    .expect("victim");
                 if matches!(kind, "rank-exit" | "rank-segv") {
                     // The rank ends itself `after_ms` after it started: the fault's time is
                     // its death, watched to the millisecond.
@@ -360,7 +385,10 @@ fn main() {
             Some(s) => s,
             None => {
                 t.hangs += 1;
-                problems.push(format!("hang: still running {} s after the fault", HANG.as_secs()));
+                problems.push(format!(
+                    "hang: still running {} s after the fault",
+                    HANG.as_secs()
+                ));
                 signal(launcher, libc::SIGKILL);
                 child.wait().expect("reaped")
             }
@@ -374,7 +402,11 @@ fn main() {
         if kind.starts_with("launcher-kill") {
             ended = ended.max(t0.elapsed());
         }
-        let left: Vec<u32> = ranks.iter().map(|&(_, p)| p).filter(|&p| alive(p)).collect();
+        let left: Vec<u32> = ranks
+            .iter()
+            .map(|&(_, p)| p)
+            .filter(|&p| alive(p))
+            .collect();
         if !left.is_empty() {
             t.leaked_processes += left.len();
             problems.push(format!("rank processes left: {left:?}"));
@@ -393,19 +425,47 @@ fn main() {
             }
         }
         if ended > a.max_end {
-            problems.push(format!("ended {:.0} ms after the fault", ended.as_secs_f64() * 1e3));
+            problems.push(format!(
+                "ended {:.0} ms after the fault",
+                ended.as_secs_f64() * 1e3
+            ));
         }
         t.end_ms.push(ended.as_secs_f64() * 1e3);
         // Exit code and first cause.
         use std::os::unix::process::ExitStatusExt;
-        let got = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        let got = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
         let victim_pid = ranks.iter().find(|&&(r, _)| r == victim).map(|&(_, p)| p);
         let (want_code, want_line): (i32, Option<String>) = match kind {
-            "rank-kill" => (137, Some(format!("weft: rank {victim} (pid {}) killed by signal 9 (SIGKILL); ending job", victim_pid.unwrap_or(0)))),
-            "rank-segv" => (139, Some(format!("weft: rank {victim} (pid {}) killed by signal 11 (SIGSEGV); ending job", victim_pid.unwrap_or(0)))),
-            "rank-exit" => (code, Some(format!("weft: rank {victim} exited with code {code}; ending job"))),
-            "launcher-term" => (143, Some(format!("weft: received SIGTERM; killing {n} ranks"))),
-            "launcher-int" => (130, Some(format!("weft: received SIGINT; killing {n} ranks"))),
+            "rank-kill" => (
+                137,
+                Some(format!(
+                    "weft: rank {victim} (pid {}) killed by signal 9 (SIGKILL); ending job",
+                    victim_pid.unwrap_or(0)
+                )),
+            ),
+            "rank-segv" => (
+                139,
+                Some(format!(
+                    "weft: rank {victim} (pid {}) killed by signal 11 (SIGSEGV); ending job",
+                    victim_pid.unwrap_or(0)
+                )),
+            ),
+            "rank-exit" => (
+                code,
+                Some(format!(
+                    "weft: rank {victim} exited with code {code}; ending job"
+                )),
+            ),
+            "launcher-term" => (
+                143,
+                Some(format!("weft: received SIGTERM; killing {n} ranks")),
+            ),
+            "launcher-int" => (
+                130,
+                Some(format!("weft: received SIGINT; killing {n} ranks")),
+            ),
             _ => (137, None),
         };
         if got != want_code {
@@ -424,24 +484,38 @@ fn main() {
                 problems.push(format!("cause lines {causes:?}, want [{line:?}]"));
             }
         }
-        if let Some(cut) = stderr.iter().find(|l| l.trim_end() == "weft: rank" || l.ends_with("weft: rank ")) {
+        if let Some(cut) = stderr
+            .iter()
+            .find(|l| l.trim_end() == "weft: rank" || l.ends_with("weft: rank "))
+        {
             problems.push(format!("a cut diagnostic line: {cut:?}"));
         }
         // Segments: none may be left, except by an early launcher kill until the next start.
         if let Some(p) = pending.take() {
-            let still: Vec<&String> = p.segments.iter().filter(|s| Path::new("/dev/shm").join(s).exists()).collect();
+            let still: Vec<&String> = p
+                .segments
+                .iter()
+                .filter(|s| Path::new("/dev/shm").join(s).exists())
+                .collect();
             if still.is_empty() {
                 t.swept_segments += p.segments.len();
             } else {
                 t.leaked_segments += still.len();
-                println!("job {}: segments not swept by the next job's start: {still:?}", p.job);
+                println!(
+                    "job {}: segments not swept by the next job's start: {still:?}",
+                    p.job
+                );
                 t.failed += 1;
             }
         }
         let segs = job_id.as_deref().map(segments_of).unwrap_or_default();
         if !segs.is_empty() {
             if kind == "launcher-kill-early" {
-                pending = Some(Pending { job: j, segments: segs.clone(), since: Instant::now() });
+                pending = Some(Pending {
+                    job: j,
+                    segments: segs.clone(),
+                    since: Instant::now(),
+                });
             } else {
                 t.leaked_segments += segs.len();
                 problems.push(format!("segments left: {segs:?}"));
@@ -475,19 +549,32 @@ fn main() {
         if age < SWEEP_AGE {
             std::thread::sleep(SWEEP_AGE - age);
         }
-        let _ = Command::new(&a.weft).args(["run", "-n", "1", "true"]).output();
-        let still: Vec<&String> = p.segments.iter().filter(|s| Path::new("/dev/shm").join(s).exists()).collect();
+        let _ = Command::new(&a.weft)
+            .args(["run", "-n", "1", "true"])
+            .output();
+        let still: Vec<&String> = p
+            .segments
+            .iter()
+            .filter(|s| Path::new("/dev/shm").join(s).exists())
+            .collect();
         if still.is_empty() {
             t.swept_segments += p.segments.len();
         } else {
             t.leaked_segments += still.len();
             t.failed += 1;
-            println!("job {}: segments not swept by the next job's start: {still:?}", p.job);
+            println!(
+                "job {}: segments not swept by the next job's start: {still:?}",
+                p.job
+            );
         }
     }
     let mut ms = t.end_ms.clone();
     ms.sort_by(|x, y| x.total_cmp(y));
-    let pct = |q: f64| ms.get(((ms.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
+    let pct = |q: f64| {
+        ms.get(((ms.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
     println!(
         "campaign: {} jobs, {} failed, {} hangs, {} leaked processes, {} leaked segments ({} left by early launcher kills and swept by the next start), first cause {}/{}, end after fault: median {:.1} ms, p99 {:.1} ms, max {:.1} ms; {:.0} s",
         t.jobs,

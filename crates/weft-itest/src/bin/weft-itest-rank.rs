@@ -363,8 +363,13 @@ fn traffic(world: &Comm, args: &[String]) -> Result<(), String> {
     use weft::coll::Op;
     let num = |i: usize, d: u64| -> u64 { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(d) };
     let limit = Duration::from_secs(num(0, 30));
-    let exit = (args.get(1).map(String::as_str) == Some("exit"))
-        .then(|| (num(2, 0) as u32, num(3, 1) as i32, Duration::from_millis(num(4, 100))));
+    let exit = (args.get(1).map(String::as_str) == Some("exit")).then(|| {
+        (
+            num(2, 0) as u32,
+            num(3, 1) as i32,
+            Duration::from_millis(num(4, 100)),
+        )
+    });
     let segv = (args.get(1).map(String::as_str) == Some("segv"))
         .then(|| (num(2, 0) as u32, Duration::from_millis(num(3, 100))));
     let (me, n) = (world.rank(), world.size());
@@ -401,11 +406,17 @@ fn traffic(world: &Comm, args: &[String]) -> Result<(), String> {
             return Err(format!("round {round}: allreduce differs"));
         }
         let mut b = vec![round as u32; 16 << 10];
-        world.bcast(&mut b, (round % n as usize) as u32).map_err(e)?;
+        world
+            .bcast(&mut b, (round % n as usize) as u32)
+            .map_err(e)?;
         let out: Vec<u32> = (0..n).map(|r| me * 1000 + r).collect();
         let mut back = vec![0u32; n as usize];
         world.alltoall(&out, &mut back).map_err(e)?;
-        if back.iter().enumerate().any(|(r, &x)| x != r as u32 * 1000 + me) {
+        if back
+            .iter()
+            .enumerate()
+            .any(|(r, &x)| x != r as u32 * 1000 + me)
+        {
             return Err(format!("round {round}: alltoall differs"));
         }
         if round == 0 {

@@ -629,7 +629,8 @@ impl ShmNode {
             // Staying on the old ring stalls this pair rather than reading foreign memory.
             weft_core::diag!(
                 "weft: local rank {}: local rank {peer} switched to large ring {k} of {}; ignored",
-                self.me, self.geo.modes.fast_rings
+                self.me,
+                self.geo.modes.fast_rings
             );
             return;
         }
