@@ -12,6 +12,7 @@
 //! - a connection that has not proven the secret within [`HANDSHAKE_DEADLINE`] is told so
 //!   and closed, however slowly it dribbles bytes;
 //! - an agent turned away retries with backoff ([`crate::agent`]).
+//!
 //! Each pending connection holds one small thread; the accept loop wakes at least every
 //! [`ACCEPT_TICK`] to enforce the deadline. Refusals reach the job's output throttled.
 //!

@@ -257,10 +257,10 @@ mod tests {
         // Too young for the sweep at job start.
         assert!(mine(&sweep_stale_segments(true, Duration::from_secs(3600))).is_empty());
         let dry = sweep_stale_segments(true, Duration::ZERO);
-        assert_eq!(mine(&dry), [stale.clone()]);
+        assert_eq!(mine(&dry), std::slice::from_ref(&stale));
         assert!(stale.exists(), "a dry run removes nothing");
         let wet = sweep_stale_segments(false, Duration::ZERO);
-        assert_eq!(mine(&wet), [stale.clone()]);
+        assert_eq!(mine(&wet), std::slice::from_ref(&stale));
         assert!(!stale.exists() && open.exists() && mapped.exists());
         drop(held_open);
         // SAFETY: the mapping made above.

@@ -13,6 +13,7 @@
 //! - `launcher-kill-early`: SIGKILL to `weft run` while the ranks start up: as soon as the
 //!   node segment exists (before every rank attached, when a segment can be left: the next
 //!   job's start must sweep it), or at a random moment of the first 400 ms with TCP.
+//!
 //! Every job is checked: it ended within `--max-end-ms` (1000) of the fault, with the
 //! expected exit code and first-cause line (none for the launcher kills), no rank process
 //! outlived it by more than that, and no `/dev/shm` segment of it is left (a
