@@ -3,7 +3,7 @@
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
 //! no I/O beyond reading the environment when asked to and writing diagnostic lines to stderr
-//! ([`diag`]), and holds no global state.
+//! ([`mod@diag`]), and holds no global state.
 
 pub mod diag;
 pub mod error;
