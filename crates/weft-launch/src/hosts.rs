@@ -1,7 +1,7 @@
 //! Multi-host jobs: the launcher side of `weft run --hosts`.
 //!
 //! The launcher hosts the bootstrap store and an agent port, both authenticated with the
-//! job secret, on `--boot-addr` (default: every address of this machine). For each host it
+//! job secret, on `--boot-addr` (default: only where the hosts need it, [`listen_ip`]). For each host it
 //! runs the launcher template (`ssh {host}` by default) followed by `weft __agent ...`, and
 //! writes the secret to the template's stdin — it never appears on a command line. Each
 //! agent tries this machine's addresses in turn (non-loopback first) and connects to the

@@ -80,7 +80,9 @@ pub struct HostsSpec {
     /// ([`DEFAULT_LAUNCHER`] is `ssh {host}`; tests use `ip netns exec {host}`).
     pub launcher: String,
     /// Where the bootstrap store and the agent port listen: an IP address or `IP:PORT`.
-    /// `None` listens on every address and lets each host's agent find one it reaches.
+    /// `None` listens only where the hosts need it ([`hosts::listen_ip`]: the one address
+    /// they all reach this machine through, when that can be told; else every address) and
+    /// lets each host's agent find one it reaches.
     pub boot_addr: Option<String>,
     /// The `weft` binary (it has the hidden `__agent` subcommand), at the same path on
     /// every host.
