@@ -24,6 +24,11 @@ fn lib_dir() -> PathBuf {
 }
 
 fn compile(name: &str, dir: &str) -> PathBuf {
+    compile_with(name, dir, &[])
+}
+
+/// [`compile`] with more compiler arguments (e.g. `-std=c11`).
+fn compile_with(name: &str, dir: &str, extra: &[&str]) -> PathBuf {
     // Unique per call: tests run in parallel and several compile (and remove) one program.
     static COMPILED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = COMPILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -44,8 +49,9 @@ fn compile(name: &str, dir: &str) -> PathBuf {
             "-Werror",
             "-pthread",
             "-Wl,--disable-new-dtags",
-            "-o",
         ])
+        .args(extra)
+        .arg("-o")
         .arg(&out)
         .arg(crate_dir().join(format!("{dir}/{name}.c")))
         .status()
@@ -115,6 +121,25 @@ fn collectives_and_signal_forms_at_1_to_4_pes() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("coll ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// Every C11 type-generic routine, once per type of its table (with and without a context),
+/// on globals and the heap; a generic that picked another type's routine does not compile.
+#[test]
+fn c11_generics_on_every_type_at_1_to_4_pes() {
+    let exe = compile_with("c11", "tests/c", &["-std=c11", "-pedantic"]);
+    for n in 1..=4 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("c11 ok").count(),
             n as usize,
             "{}",
             text(&out)
@@ -201,8 +226,81 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
     let _ = std::fs::remove_file(exe);
 }
 
-/// Every function shmem.h, shmem_typed.h and weft/sync.h declare is exported by libshmem.so
-/// (the header cannot promise what the library lacks).
+/// The functions a header declares (not its inline ones), from the preprocessor's output:
+/// every `name(` or `(name)(` that ends a declaration.
+fn declared_functions(header: &str, std: &str) -> std::collections::BTreeSet<String> {
+    let out = Command::new("cc")
+        .args([std, "-E", "-P", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg("-x")
+        .arg("c")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(format!("#include <{header}>\n").as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("run cc -E");
+    assert!(out.status.success(), "cc -E {header}");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Drop the bodies of inline functions.
+    while let Some(at) = text.find("static inline") {
+        let open = at + text[at..].find('{').unwrap();
+        let mut depth = 0;
+        let mut end = open;
+        for (i, c) in text[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        text.replace_range(at..end, ";");
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for decl in text.split(';') {
+        let decl = decl.trim();
+        if decl.starts_with("typedef") || !decl.ends_with(')') {
+            continue;
+        }
+        let Some(open) = decl.find('(') else { continue };
+        let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+        let close = open + decl[open..].find(')').unwrap();
+        let inner = decl[open + 1..close].trim().trim_start_matches('*');
+        let name = if !inner.is_empty()
+            && inner.chars().all(is_ident)
+            && decl[close + 1..].trim_start().starts_with('(')
+        {
+            // `void (name)(...)`: the name in the first parentheses.
+            inner
+        } else {
+            decl[..open]
+                .trim_end()
+                .rsplit(|c: char| !is_ident(c))
+                .next()
+                .unwrap()
+        };
+        if !name.is_empty() && !name.starts_with("__") {
+            names.insert(name.to_string());
+        }
+    }
+    names
+}
+
+/// Every function shmem.h, pshmem.h and weft/sync.h declare is exported by libshmem.so (the
+/// headers cannot promise what the library lacks), with and without C11.
 #[test]
 fn every_declared_function_is_exported() {
     let nm = Command::new("nm")
@@ -215,39 +313,73 @@ fn every_declared_function_is_exported() {
         .lines()
         .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
         .collect();
-    let mut declared = 0;
-    for header in [
-        "include/shmem.h",
-        "include/shmem_typed.h",
-        "include/weft/sync.h",
-    ] {
-        let text = std::fs::read_to_string(crate_dir().join(header)).unwrap();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.starts_with('#')
-                || line.starts_with("/*")
-                || line.starts_with('*')
-                || !line.ends_with(");")
-            {
-                continue;
+    for std in ["-std=c99", "-std=c11"] {
+        let mut declared = 0;
+        for header in ["shmem.h", "pshmem.h", "weft/sync.h"] {
+            for name in declared_functions(header, std) {
+                declared += 1;
+                assert!(
+                    exported.contains(&name),
+                    "{header} ({std}) declares {name}, libshmem.so does not export it"
+                );
             }
-            let Some(open) = line.find('(') else { continue };
-            let name = line[..open]
-                .split_whitespace()
-                .last()
-                .unwrap_or("")
-                .trim_start_matches('*');
-            if name.is_empty() || name.starts_with("typedef") {
-                continue;
-            }
-            declared += 1;
-            assert!(
-                exported.contains(name),
-                "{header} declares {name}, libshmem.so does not export it"
-            );
         }
+        assert!(
+            declared > 3000,
+            "only {declared} declarations parsed ({std})"
+        );
     }
-    assert!(declared > 900, "only {declared} declarations parsed");
+}
+
+/// The prototypes of every routine the library defines (written by build.rs from the same
+/// tables as the routines) agree with the headers' declarations: compiled together, a
+/// different parameter or return type is a conflicting declaration; and each header declares
+/// exactly the routines the library defines under its names.
+#[test]
+fn headers_declare_what_the_library_defines_with_the_same_types() {
+    let prototypes = include_str!(concat!(env!("OUT_DIR"), "/prototypes.h"));
+    let dir = std::env::temp_dir().join(format!("weft-shmem-protos-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("protos.c");
+    std::fs::write(&file, format!("#include <pshmem.h>\n{prototypes}")).unwrap();
+    for std in ["-std=c99", "-std=c11"] {
+        let out = Command::new("cc")
+            .args([std, "-Wall", "-Werror", "-fsyntax-only", "-I"])
+            .arg(crate_dir().join("include"))
+            .arg(&file)
+            .output()
+            .expect("run cc");
+        assert!(
+            out.status.success(),
+            "{std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let defined: std::collections::BTreeSet<String> = prototypes
+        .lines()
+        .filter_map(|l| {
+            let open = l.find("(")?;
+            let close = open + l[open..].find(')')?;
+            Some(l[open + 1..close].to_string())
+        })
+        .collect();
+    assert_eq!(
+        defined.len(),
+        weft_shmem_exports(),
+        "one prototype per routine"
+    );
+    let declared: std::collections::BTreeSet<String> = declared_functions("pshmem.h", "-std=c99")
+        .into_iter()
+        .collect();
+    let missing: Vec<_> = defined.difference(&declared).collect();
+    assert!(missing.is_empty(), "defined, not declared: {missing:?}");
+    let extra: Vec<_> = declared.difference(&defined).collect();
+    assert!(extra.is_empty(), "declared, not defined: {extra:?}");
+}
+
+fn weft_shmem_exports() -> usize {
+    shmem::EXPORTED_ROUTINES
 }
 
 /// The `weft` binary (it holds the hosts' agent): `$WEFT` (an absolute path, as oshrun
