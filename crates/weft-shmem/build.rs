@@ -789,8 +789,12 @@ fn main() {
         reductions(&mut g, t);
     }
     sized(&mut g);
+    let _ = writeln!(
+        g.rs,
+        "/// How many entry points this file defines (both names of each routine).\npub const EXPORTED_ROUTINES: usize = {};",
+        g.count
+    );
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     std::fs::write(out.join("exports.rs"), &g.rs).expect("write exports.rs");
     std::fs::write(out.join("prototypes.h"), &g.protos).expect("write prototypes.h");
-    println!("cargo:rustc-env=WEFT_SHMEM_EXPORTS={}", g.count);
 }

@@ -500,9 +500,12 @@ pub(crate) fn shmem_fence() {
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_quiet`: completes this context's operations only (its own
-/// lanes to other nodes' PEs).
+/// lanes to other nodes' PEs); nothing for `SHMEM_CTX_INVALID`.
 pub(crate) fn shmem_ctx_quiet(ctx: ShmemCtx) {
     let call = "shmem_ctx_quiet";
+    if ctx == 0 {
+        return;
+    }
     let id = ctx_id(ctx, call);
     let r = if id == 0 {
         heap().try_quiet()
@@ -513,8 +516,11 @@ pub(crate) fn shmem_ctx_quiet(ctx: ShmemCtx) {
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_fence`: a context's lane to a PE is one ordered stream, so the
-/// release fence of same-node stores is all it takes.
+/// release fence of same-node stores is all it takes; nothing for `SHMEM_CTX_INVALID`.
 pub(crate) fn shmem_ctx_fence(ctx: ShmemCtx) {
+    if ctx == 0 {
+        return;
+    }
     ctx_id(ctx, "shmem_ctx_fence");
     heap().fence();
 }

@@ -29,17 +29,7 @@ mod exports {
     include!(concat!(env!("OUT_DIR"), "/exports.rs"));
 }
 
-/// How many entry points `build.rs` wrote (both names of each routine).
-pub const EXPORTED_ROUTINES: usize = {
-    let digits = env!("WEFT_SHMEM_EXPORTS").as_bytes();
-    let mut n = 0;
-    let mut i = 0;
-    while i < digits.len() {
-        n = n * 10 + (digits[i] - b'0') as usize;
-        i += 1;
-    }
-    n
-};
+pub use exports::EXPORTED_ROUTINES;
 
 /// C's `long double` as the RMA routines move it: 16 opaque bytes.
 pub type LongDoubleBytes = [u8; 16];
