@@ -16,7 +16,9 @@ pub(crate) fn shmem_init() {
     if g.0.is_some() {
         return;
     }
-    let weft = ok(weft::init());
+    // Its own weft instance, apart from MPI's when the program uses both (each library holds
+    // its own copy of weft): PE numbers are the launcher's ranks in both.
+    let weft = ok(weft::init_for("shmem"));
     let heap = ok(SymmetricHeap::new(&weft));
     let sync = ok(SyncEngine::new(&weft, "shmem"));
     let world = weft.world();

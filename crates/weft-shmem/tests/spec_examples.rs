@@ -38,7 +38,8 @@ fn run(name: &str, extra: &[&str], pes: &[u32], check: impl Fn(u32, &BTreeMap<u3
 
 /// The lines of rank `r` (none when it printed nothing).
 fn of(m: &BTreeMap<u32, Vec<String>>, r: u32) -> Vec<&str> {
-    m.get(&r).map_or(Vec::new(), |v| v.iter().map(String::as_str).collect())
+    m.get(&r)
+        .map_or(Vec::new(), |v| v.iter().map(String::as_str).collect())
 }
 
 const PES: &[u32] = &[2, 4];
@@ -174,7 +175,11 @@ fn atomic_examples() {
         }
     });
     run("shmem_atomic_compare_swap_example", &[], PES, |_, m| {
-        let firsts: Vec<_> = m.values().flatten().filter(|l| l.ends_with(" was first")).collect();
+        let firsts: Vec<_> = m
+            .values()
+            .flatten()
+            .filter(|l| l.ends_with(" was first"))
+            .collect();
         assert_eq!(firsts.len(), 1, "{m:?}");
     });
     run("shmem_atomic_swap_example", &[], PES, |n, m| {
@@ -237,7 +242,9 @@ fn collective_examples() {
     run("shmem_reduce_example", &[], PES, |_, m| {
         let l = of(m, 0);
         assert!(
-            l.len() == 1 && l[0].starts_with("found a total of ") && l[0].ends_with(" maximal random numbers"),
+            l.len() == 1
+                && l[0].starts_with("found a total of ")
+                && l[0].ends_with(" maximal random numbers"),
             "{l:?}"
         );
     });
@@ -281,13 +288,19 @@ fn team_and_context_examples() {
         for pe in 0..n {
             let (px, py, pz) = (pe % x, (pe / x) % y, pe / (x * y));
             let want = format!("({px}, {py}, {pz}) is mype = {pe}");
-            let got = if pe == 0 { lines.next().map(str::to_string) } else { of(m, pe).first().map(|s| s.to_string()) };
+            let got = if pe == 0 {
+                lines.next().map(str::to_string)
+            } else {
+                of(m, pe).first().map(|s| s.to_string())
+            };
             assert_eq!(got, Some(want));
         }
     });
     // OpenMP threads, each with its own context (atomics on a global of every PE).
     for name in ["shmem_ctx", "shmem_ctx_invalid"] {
-        run(name, &["-fopenmp"], PES, |_, m| assert!(m.is_empty(), "{m:?}"));
+        run(name, &["-fopenmp"], PES, |_, m| {
+            assert!(m.is_empty(), "{m:?}")
+        });
     }
 }
 

@@ -36,7 +36,8 @@ pub fn compile_with(name: &str, dir: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// Compiles and links the C files `sources` (relative to the crate) with oshcc and `flags`
-/// into a program named after `name`, linked with DT_RPATH to the libshmem.so of this build.
+/// (`-l` ones after the sources) into a program named after `name`, linked with DT_RPATH to
+/// the libshmem.so of this build.
 pub fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf {
     // Unique per call: tests run in parallel and several compile (and remove) one program.
     static COMPILED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -53,10 +54,12 @@ pub fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf 
         // DT_RPATH, which the loader searches before LD_LIBRARY_PATH: cargo's test runner
         // puts <target>/<profile> on that path, where an older libshmem.so may lie.
         .arg("-Wl,--disable-new-dtags")
-        .args(flags)
+        .args(flags.iter().filter(|f| !f.starts_with("-l")))
         .arg("-o")
         .arg(&out)
         .args(sources.iter().map(|s| crate_dir().join(s)))
+        // Libraries after the sources that use them.
+        .args(flags.iter().filter(|f| f.starts_with("-l")))
         .status()
         .expect("run oshcc");
     assert!(status.success(), "oshcc {sources:?} failed");
@@ -162,7 +165,6 @@ pub fn skip_without_weft() -> Option<PathBuf> {
     }
     w
 }
-
 
 /// Each rank's stdout lines of a job run with tagged output (`[rank] line`), in order.
 pub fn rank_lines(out: &JobOutcome) -> Vec<(u32, String)> {
