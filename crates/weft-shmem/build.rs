@@ -46,18 +46,6 @@ const UNTYPED: &[&str] = &[
     "void shfree(void *ptr)",
     "void *shrealloc(void *ptr, size_t size)",
     "void *shmemalign(size_t alignment, size_t size)",
-    "void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)",
-    "void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)",
-    "void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)",
-    "void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)",
-    "void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)",
     "uint64_t shmem_signal_fetch(const uint64_t *sig_addr)",
     "uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)",
     "void shmem_wait(long *ivar, long cmp_value)",
@@ -716,10 +704,17 @@ fn reductions(g: &mut Gen, t: &Ty) {
     }
 }
 
-/// The sized routines (`put8` .. `put128`, `iput`, `put_signal`) with and without a context.
+/// The sized routines (`put8` .. `put128`, `iput`, `put_signal`) and the byte ones
+/// (`putmem`, `getmem`, `_nbi`, `putmem_signal`), with and without a context.
 fn sized(g: &mut Gen) {
-    for bits in [8, 16, 32, 64, 128] {
-        let b = bits / 8;
+    for (size, b) in [
+        ("8", 1),
+        ("16", 2),
+        ("32", 4),
+        ("64", 8),
+        ("128", 16),
+        ("mem", 1),
+    ] {
         for ctx in ["", "ctx_"] {
             let ca = if ctx.is_empty() {
                 ""
@@ -735,9 +730,9 @@ fn sized(g: &mut Gen) {
             ] {
                 let name = format!(
                     "shmem_{ctx}{}",
-                    op.replacen("put", &format!("put{bits}"), 1).replacen(
+                    op.replacen("put", &format!("put{size}"), 1).replacen(
                         "get",
-                        &format!("get{bits}"),
+                        &format!("get{size}"),
                         1
                     )
                 );
@@ -747,14 +742,20 @@ fn sized(g: &mut Gen) {
                 );
             }
             for nbi in ["", "_nbi"] {
-                let name = format!("shmem_{ctx}put{bits}_signal{nbi}");
+                let name = format!("shmem_{ctx}put{size}_signal{nbi}");
                 g.export(
                     &format!("void {name}({ca}void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)"),
                     &format!("unsafe {{ crate::api::put_signal({cv}, dest, source, bytes_of(nelems, {b}, \"{name}\"), sig_addr, signal, sig_op, pe, \"{name}\") }}"),
                 );
             }
-            for (op, f) in [("iput", "iput_elems"), ("iget", "iget_elems")] {
-                let name = format!("shmem_{ctx}{op}{bits}");
+            // There is no strided putmem.
+            let strided: &[_] = if size == "mem" {
+                &[]
+            } else {
+                &[("iput", "iput_elems"), ("iget", "iget_elems")]
+            };
+            for (op, f) in strided {
+                let name = format!("shmem_{ctx}{op}{size}");
                 g.export(
                     &format!("void {name}({ca}void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)"),
                     &format!("unsafe {{ {f}({cv}, dest as *mut u8, source as *const u8, dst, sst, nelems, {b}, pe, \"{name}\") }}"),

@@ -1,6 +1,6 @@
-//! The untyped OpenSHMEM entry points: setup, memory management, `putmem`/`getmem`,
-//! ordering, barriers, signals, locks, contexts, teams and their collectives, the deprecated
-//! active-set calls, and `weft/sync.h`. Plain Rust functions: `build.rs` exports each under
+//! The untyped OpenSHMEM entry points: setup, memory management, ordering, barriers, signals,
+//! locks, contexts, teams and their collectives, the deprecated active-set calls, and
+//! `weft/sync.h` (`putmem`/`getmem` are written by `build.rs` with the sized routines). Plain Rust functions: `build.rs` exports each under
 //! its C name (and its `pshmem_` profiling name) with a call into the function of that name.
 
 // OpenSHMEM's routines take as many arguments as the specification gives them.
@@ -284,10 +284,15 @@ pub(crate) fn shmem_free(ptr: *mut c_void) {
     ok(heap().free(off).map_err(|e| e.context("shmem_free")));
 }
 
-/// OpenSHMEM 1.5 §9.3.2 `shmem_realloc`.
+/// OpenSHMEM 1.5 §9.3.2 `shmem_realloc`: `shmem_malloc` for a NULL `ptr`; a size of 0
+/// frees `ptr` and returns NULL.
 pub(crate) fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     if ptr.is_null() {
         return shmem_malloc(size);
+    }
+    if size == 0 {
+        shmem_free(ptr);
+        return std::ptr::null_mut();
     }
     shmem_barrier_all();
     let off = heap_offset(ptr, "shmem_realloc");
@@ -316,178 +321,6 @@ pub(crate) fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 /// Deprecated (1.2) `shmemalign`.
 pub(crate) fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
     shmem_align(alignment, size)
-}
-
-/// OpenSHMEM 1.5 §9.5.1 `shmem_putmem`.
-pub(crate) unsafe fn shmem_putmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_putmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.3 `shmem_getmem`.
-pub(crate) unsafe fn shmem_getmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_getmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.7 `shmem_putmem_nbi` (complete on return inside a node).
-pub(crate) unsafe fn shmem_putmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_putmem_nbi",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.8 `shmem_getmem_nbi`.
-pub(crate) unsafe fn shmem_getmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_getmem_nbi",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem`.
-pub(crate) unsafe fn shmem_ctx_putmem(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_putmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_getmem`.
-pub(crate) unsafe fn shmem_ctx_getmem(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_getmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem_nbi`.
-pub(crate) unsafe fn shmem_ctx_putmem_nbi(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_putmem_nbi",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_getmem_nbi`.
-pub(crate) unsafe fn shmem_ctx_getmem_nbi(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_getmem_nbi",
-        )
-    }
 }
 
 /// OpenSHMEM 1.5 §9.11.2 `shmem_quiet`: every thread's default-context puts to other
@@ -669,89 +502,6 @@ pub(crate) fn shmem_udcflush() {}
 /// See [`shmem_clear_cache_inv`].
 pub(crate) fn shmem_udcflush_line(_dest: *mut c_void) {}
 
-/// OpenSHMEM 1.5 `shmem_putmem_signal`: the data, then the signal update
-/// (SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1); whoever sees the signal sees the data.
-pub(crate) unsafe fn shmem_putmem_signal(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            CTX_DEFAULT,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_putmem_signal",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn shmem_ctx_putmem_signal(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            ctx,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_ctx_putmem_signal",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal_nbi`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn shmem_ctx_putmem_signal_nbi(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            ctx,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_ctx_putmem_signal_nbi",
-        )
-    }
-}
-
 /// The put-with-signal behind every `put_signal` form (`nelems` in bytes).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn put_signal(
@@ -791,20 +541,6 @@ pub(crate) unsafe fn put_signal(
             op,
         )
         .map_err(|e| e.context(call)));
-}
-
-/// OpenSHMEM 1.5 `shmem_putmem_signal_nbi`.
-pub(crate) unsafe fn shmem_putmem_signal_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe { shmem_putmem_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) }
 }
 
 /// OpenSHMEM 1.5 `shmem_signal_fetch`.

@@ -49,7 +49,8 @@ fn collectives_and_signal_forms_at_1_to_4_pes() {
 fn c11_generics_on_every_type_at_1_to_4_pes() {
     let exe = compile_with("c11", "tests/c", &["-std=c11", "-pedantic"]);
     for n in 1..=4 {
-        let out = job(&exe, n, &[], &[]);
+        // About a thousand barriers: 14 s at 4 PEs on 2 busy cores.
+        let out = job_within(&exe, n, &[], &[], Duration::from_secs(300));
         assert_eq!(out.exit_code, 0, "{}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
@@ -71,7 +72,12 @@ fn conformance_rules_at_1_2_3_4_pes() {
         let out = job(&exe, n, &[], &[]);
         assert_eq!(out.exit_code, 0, "{}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(stdout.matches("conform ok").count(), n as usize, "{}", text(&out));
+        assert_eq!(
+            stdout.matches("conform ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
     }
     let _ = std::fs::remove_file(exe);
 }
@@ -84,7 +90,12 @@ fn teams_and_contexts_at_1_2_3_4_7_pes() {
         let out = job(&exe, n, &[], &[]);
         assert_eq!(out.exit_code, 0, "{}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(stdout.matches("teams ok").count(), n as usize, "{}", text(&out));
+        assert_eq!(
+            stdout.matches("teams ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
     }
     let _ = std::fs::remove_file(exe);
 }

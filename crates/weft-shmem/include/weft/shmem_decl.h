@@ -7,17 +7,8 @@
 #ifndef WEFT_SHMEM_DECL_H
 #define WEFT_SHMEM_DECL_H
 
-/* Table 5, standard RMA types (RMA, put-with-signal, broadcast, collect, alltoall(s)). */
-#define WEFT_SHMEM_RMA_TYPES(X, P) \
-    X(P, float, float) X(P, double, double) X(P, long double, longdouble) X(P, char, char) \
-    X(P, signed char, schar) X(P, short, short) X(P, int, int) X(P, long, long) \
-    X(P, long long, longlong) X(P, unsigned char, uchar) X(P, unsigned short, ushort) \
-    X(P, unsigned int, uint) X(P, unsigned long, ulong) X(P, unsigned long long, ulonglong) \
-    X(P, int8_t, int8) X(P, int16_t, int16) X(P, int32_t, int32) X(P, int64_t, int64) \
-    X(P, uint8_t, uint8) X(P, uint16_t, uint16) X(P, uint32_t, uint32) X(P, uint64_t, uint64) \
-    X(P, size_t, size) X(P, ptrdiff_t, ptrdiff)
-
-/* The standard RMA types a p/g passes by value in a register (long double's are inline). */
+/* Table 5, standard RMA types (RMA, put-with-signal, broadcast, collect, alltoall(s)): those
+ * whose p and g take a value in a register, and long double (whose p and g are inline). */
 #define WEFT_SHMEM_PG_TYPES(X, P) \
     X(P, float, float) X(P, double, double) X(P, char, char) \
     X(P, signed char, schar) X(P, short, short) X(P, int, int) X(P, long, long) \
@@ -26,6 +17,7 @@
     X(P, int8_t, int8) X(P, int16_t, int16) X(P, int32_t, int32) X(P, int64_t, int64) \
     X(P, uint8_t, uint8) X(P, uint16_t, uint16) X(P, uint32_t, uint32) X(P, uint64_t, uint64) \
     X(P, size_t, size) X(P, ptrdiff_t, ptrdiff)
+#define WEFT_SHMEM_RMA_TYPES(X, P) WEFT_SHMEM_PG_TYPES(X, P) X(P, long double, longdouble)
 
 /* Table 11, point-to-point synchronization types. */
 #define WEFT_SHMEM_SYNC_TYPES(X, P) \

@@ -21,6 +21,8 @@ int main(void) {
     CHECK(shmem_calloc(8, 0) == NULL);
     CHECK(shmem_align(64, 0) == NULL);
     CHECK(shmem_malloc_with_hints(0, SHMEM_MALLOC_ATOMICS_REMOTE) == NULL);
+    CHECK(shmem_realloc(NULL, 0) == NULL);
+    CHECK(shmem_realloc(shmem_malloc(8), 0) == NULL);
 
     /* Alignments above the page size hold on every PE: the block is symmetric. */
     for (size_t a = 4096; a <= (size_t)4 << 20; a <<= 1) {
