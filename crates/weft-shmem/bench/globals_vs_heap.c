@@ -2,8 +2,10 @@
  * puts to PE 1, the time per shmem_putmem), 8-byte put rate (every PE puts to its right
  * neighbour at once) and fetch-add rate (every PE on its right neighbour's word), each
  * measured on a heap target and on a global target in alternation, round after round
- * (the order swapped every round); prints the median of each and the ratio global / heap.
- * OpenSHMEM API only. Usage: oshrun -n 2 ./globals_vs_heap [rounds] [ops_per_round] */
+ * (the order swapped every round); prints the median of each, their ratio and the median of
+ * the rounds' own global / heap ratios. Rates are the sum of the PEs' own rates (a PE that
+ * the scheduler takes off its core slows only its own). OpenSHMEM API only.
+ * Usage: oshrun -n 2 ./globals_vs_heap [rounds] [ops_per_round] */
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +59,8 @@ static double measure(int kind, long *target, long ops) {
 }
 
 int main(int argc, char **argv) {
-    int rounds = argc > 1 ? atoi(argv[1]) : 21;
-    long ops = argc > 2 ? atol(argv[2]) : 200000;
+    int rounds = argc > 1 ? atoi(argv[1]) : 101;
+    long ops = argc > 2 ? atol(argv[2]) : 100000;
     shmem_init();
     int me = shmem_my_pe(), n = shmem_n_pes();
     long *heap_target = shmem_calloc(SLOTS, sizeof(long));
@@ -67,30 +69,35 @@ int main(int argc, char **argv) {
         for (int t = 0; t < 2; t++) res[k][t] = calloc(rounds, sizeof(double));
     /* With WEFT_SYMMETRIC_GLOBALS=cma another PE's globals are reached through CMA, which
      * has no atomics: the fetch-add on globals is then left out. */
-    int mapped = n == 1 || shmem_ptr(&global_target[0], 1) != NULL;
+    int mapped = n == 1 || shmem_ptr(&global_target[0], (me + 1) % n) != NULL;
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < KINDS; k++)
             for (int j = 0; j < 2; j++) {
                 int t = (r + j) % 2; /* 0 = heap, 1 = global; the order alternates */
                 if (t == 1 && k == AMO && !mapped) continue;
                 double s = measure(k, t ? global_target : heap_target, ops);
-                /* the slowest PE's time sets a rate */
+                /* latency: PE 0's time per put; rates: the sum of every PE's own rate */
                 static double in, out;
-                in = s;
-                shmem_double_max_reduce(SHMEM_TEAM_WORLD, &out, &in, 1);
-                res[k][t][r] = k == LAT ? out / ops * 1e6 : (double)ops * n / out / 1e6;
+                in = k == LAT ? s / ops * 1e6 : ops / s / 1e6;
+                shmem_double_sum_reduce(SHMEM_TEAM_WORLD, &out, &in, 1);
+                res[k][t][r] = k == LAT ? (me == 0 ? in : 0) : out;
             }
     if (me == 0) {
         printf("# %d PEs, %d rounds of %ld operations, medians; globals are %s\n", n, rounds, ops,
                mapped ? "mapped (shared)" : "reached through CMA");
-        printf("%-34s %12s %12s %10s\n", "measure", "heap", "global", "global/heap");
+        printf("%-34s %12s %12s %10s %12s\n", "measure", "heap", "global", "global/heap",
+               "round ratio");
+        double *ratio = calloc(rounds, sizeof(double));
         for (int k = 0; k < KINDS; k++) {
+            for (int r = 0; r < rounds; r++) ratio[r] = res[k][1][r] / res[k][0][r];
+            double q = median(ratio, rounds);
             double h = median(res[k][0], rounds), g = median(res[k][1], rounds);
             if (k == AMO && !mapped)
-                printf("%-34s %12.4f %12s %10s\n", names[k], h, "n/a", "n/a");
+                printf("%-34s %12.4f %12s %10s %12s\n", names[k], h, "n/a", "n/a", "n/a");
             else
-                printf("%-34s %12.4f %12.4f %10.3f\n", names[k], h, g, g / h);
+                printf("%-34s %12.4f %12.4f %10.3f %12.3f\n", names[k], h, g, g / h, q);
         }
+        free(ratio);
     }
     shmem_free(heap_target);
     shmem_finalize();

@@ -110,6 +110,13 @@ pub struct SymmetricHeap {
     peer_image_base: Vec<Option<u64>>,
     /// Per local rank: its shared globals file mapped here, when its globals are shared.
     globals: Arc<Vec<Option<PeerGlobals>>>,
+    /// The same-node fast path ([`Self::local_target`]): this PE's heap base in this
+    /// process, and the executable's symmetric range (when it is one range: `len` 0 turns
+    /// the path off for globals) with the offset in a globals file of its first byte.
+    heap_base: u64,
+    glob_lo: u64,
+    glob_len: u64,
+    glob_file_offset: u64,
 }
 
 impl SymmetricHeap {
@@ -209,7 +216,18 @@ impl SymmetricHeap {
         } else {
             (None, Vec::new())
         };
+        let heap_base = region
+            .body_ptr()
+            .wrapping_add(me_local as usize * heap_bytes) as u64;
+        let (glob_lo, glob_len, glob_file_offset) = match image.ranges[..] {
+            [(lo, hi)] => (lo, hi - lo, image.file_offset(lo, 1).unwrap_or(0) as u64),
+            _ => (0, 0, 0),
+        };
         Ok(SymmetricHeap {
+            heap_base,
+            glob_lo,
+            glob_len,
+            glob_file_offset,
             net,
             remote_fingerprint,
             sticky: Mutex::new(None),
@@ -251,7 +269,7 @@ impl SymmetricHeap {
 
     /// Start of this PE's own heap in this process.
     pub fn base(&self) -> *mut u8 {
-        self.heap_ptr(self.me_local, 0)
+        self.heap_base as *mut u8
     }
 
     fn heap_ptr(&self, local: u32, offset: usize) -> *mut u8 {
@@ -313,8 +331,8 @@ impl SymmetricHeap {
 
     /// Offset in the heap of `addr` (an address in this process), if it lies in this PE's heap.
     pub fn offset_of(&self, addr: u64) -> Option<usize> {
-        let base = self.base() as u64;
-        (addr >= base && addr < base + self.heap_bytes as u64).then(|| (addr - base) as usize)
+        let off = addr.wrapping_sub(self.heap_base);
+        (off < self.heap_bytes as u64).then_some(off as usize)
     }
 
     /// A number naming the symmetric object at `addr` identically on every PE (heap offset or
@@ -352,6 +370,43 @@ impl SymmetricHeap {
                 ),
             )),
             Some(l) => Ok(*l),
+        }
+    }
+
+    /// The same-node fast path of [`Self::target`], taken by every put, get and atomic: a
+    /// heap object or global of a PE of this node, found with a few compares; `None` for
+    /// everything else (other nodes, CMA, bad input), which `target` resolves or rejects.
+    #[inline]
+    fn local_target(&self, pe: u32, addr: u64, len: usize) -> Option<Target> {
+        let local = (*self.local_of_pe.get(pe as usize)?)?;
+        let len = len as u64;
+        let off = addr.wrapping_sub(self.heap_base);
+        if off < self.heap_bytes as u64 && len <= self.heap_bytes as u64 - off {
+            return Some(Target::Heap(
+                local as usize * self.heap_bytes + off as usize,
+            ));
+        }
+        let g = addr.wrapping_sub(self.glob_lo);
+        if g < self.glob_len && len <= self.glob_len - g {
+            if local == self.me_local {
+                return Some(Target::Own(addr));
+            }
+            if matches!(self.globals.get(local as usize), Some(Some(_))) {
+                return Some(Target::Global {
+                    local,
+                    offset: (self.glob_file_offset + g) as usize,
+                });
+            }
+        }
+        None
+    }
+
+    /// [`Self::local_target`], else [`Self::target`].
+    #[inline]
+    fn resolve(&self, pe: u32, addr: u64, len: usize, what: &str) -> Result<Target> {
+        match self.local_target(pe, addr, len) {
+            Some(t) => Ok(t),
+            None => self.target(pe, addr, len, what),
         }
     }
 
@@ -452,7 +507,7 @@ impl SymmetricHeap {
     /// copy is done on return; to another node's PE the bytes are buffered or sent (the
     /// source may be reused at once) and applied at the latest by the context's quiet.
     pub fn put_ctx(&self, ctx: u64, pe: u32, dest: u64, src: &[u8]) -> Result<()> {
-        match self.target(pe, dest, src.len(), "put")? {
+        match self.resolve(pe, dest, src.len(), "put")? {
             Target::Heap(off) => self.region.write(off, src),
             Target::Global { local, offset } => self.peer_globals(local)?.write(offset, src),
             Target::Own(addr) => {
@@ -487,7 +542,7 @@ impl SymmetricHeap {
     /// [`Self::get`] on context `ctx`; to another node's PE it follows the context's earlier
     /// puts to that PE (one ordered lane).
     pub fn get_ctx(&self, ctx: u64, pe: u32, src: u64, dst: &mut [u8]) -> Result<()> {
-        match self.target(pe, src, dst.len(), "get")? {
+        match self.resolve(pe, src, dst.len(), "get")? {
             Target::Heap(off) => self.region.read(off, dst),
             Target::Global { local, offset } => self.peer_globals(local)?.read(offset, dst),
             Target::Own(addr) => {
@@ -560,8 +615,20 @@ impl SymmetricHeap {
     /// The 64-bit word at `addr` on `pe`, for a CPU atomic (8-byte aligned, same node: in the
     /// heap, a global of this PE, or a shared global; [`Self::atomic`] reaches every PE).
     pub fn atomic_u64(&self, pe: u32, addr: u64) -> Result<&AtomicU64> {
+        let t = self.resolve(pe, addr, 8, "atomic")?;
+        self.word_u64(t, pe, addr)
+    }
+
+    /// The 32-bit word at `addr` on `pe`, for a CPU atomic (4-byte aligned; as
+    /// [`Self::atomic_u64`]).
+    pub fn atomic_u32(&self, pe: u32, addr: u64) -> Result<&AtomicU32> {
+        let t = self.resolve(pe, addr, 4, "atomic")?;
+        self.word_u32(t, pe, addr)
+    }
+
+    fn word_u64(&self, t: Target, pe: u32, addr: u64) -> Result<&AtomicU64> {
         let at = |e: Error| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe));
-        match self.target(pe, addr, 8, "atomic")? {
+        match t {
             Target::Heap(off) => self.region.u64_at(off).map_err(at),
             Target::Global { local, offset } => {
                 self.peer_globals(local)?.u64_at(offset).map_err(at)
@@ -571,11 +638,9 @@ impl SymmetricHeap {
         }
     }
 
-    /// The 32-bit word at `addr` on `pe`, for a CPU atomic (4-byte aligned; as
-    /// [`Self::atomic_u64`]).
-    pub fn atomic_u32(&self, pe: u32, addr: u64) -> Result<&AtomicU32> {
+    fn word_u32(&self, t: Target, pe: u32, addr: u64) -> Result<&AtomicU32> {
         let at = |e: Error| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe));
-        match self.target(pe, addr, 4, "atomic")? {
+        match t {
             Target::Heap(off) => self.region.u32_at(off).map_err(at),
             Target::Global { local, offset } => {
                 self.peer_globals(local)?.u32_at(offset).map_err(at)
@@ -620,15 +685,16 @@ impl SymmetricHeap {
                 ),
             ));
         }
-        if let Target::Remote(at) = self.target(pe, addr, width as usize, "atomic")? {
+        let t = self.resolve(pe, addr, width as usize, "atomic")?;
+        if let Target::Remote(at) = t {
             self.sticky()?;
             let needs_answer = fetch || amo == net::Amo::Fetch;
             return self.net()?.amo(ctx, at, width, amo, a, b, needs_answer);
         }
         Ok(if width == 4 {
-            net::apply_amo32(self.atomic_u32(pe, addr)?, amo, a as u32, b as u32) as u64
+            net::apply_amo32(self.word_u32(t, pe, addr)?, amo, a as u32, b as u32) as u64
         } else {
-            net::apply_amo64(self.atomic_u64(pe, addr)?, amo, a, b)
+            net::apply_amo64(self.word_u64(t, pe, addr)?, amo, a, b)
         })
     }
 
