@@ -16,6 +16,9 @@ pub(crate) fn shmem_init() {
     if g.0.is_some() {
         return;
     }
+    // Refers to the load-time constructor, so a static link (libshmem.a) that takes this
+    // function takes the constructor's object too.
+    std::hint::black_box(&SHARE_GLOBALS_AT_LOAD);
     // Its own weft instance, apart from MPI's when the program uses both (each library holds
     // its own copy of weft): PE numbers are the launcher's ranks in both.
     let weft = ok(weft::init_for("shmem"));

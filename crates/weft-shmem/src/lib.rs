@@ -9,7 +9,7 @@
 //!
 //! Every exported routine (and its profiling name `pshmem_*`) is written by `build.rs` from
 //! tables of C prototypes into `exports.rs`: the per-type ones call the generic helpers of this
-//! module, the untyped ones the functions of [`api`] of the same name.
+//! module, the untyped ones the functions of `api.rs` of the same name.
 //!
 //! Errors are fatal, as in OpenSHMEM: the message (naming the call, PE and address) goes to
 //! stderr and the job is aborted. Must not be depended on by the runtime.
@@ -68,7 +68,7 @@ pub const SHMEM_CTX_NOSTORE: std::ffi::c_long = 4;
 /// of the program exists.
 #[used]
 #[link_section = ".init_array"]
-static SHARE_GLOBALS_AT_LOAD: extern "C" fn() = share_globals_at_load;
+pub(crate) static SHARE_GLOBALS_AT_LOAD: extern "C" fn() = share_globals_at_load;
 
 extern "C" fn share_globals_at_load() {
     weft::rma::statics::share_at_load(|name| std::env::var(name).ok());
