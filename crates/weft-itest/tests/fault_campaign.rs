@@ -16,7 +16,8 @@ fn weft_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q", "-p", "weft-cli"]);
+    // The same packages weft-mpi's tests build (tests/common), so both share one build.
+    cmd.args(["build", "-q", "-p", "weft-mpi", "-p", "weft-cli"]);
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
