@@ -548,7 +548,13 @@ mod tests {
         assert_eq!(a.command, ["prog", "-x", "--y"]);
         let a = parse(&["--", "prog", "-n", "3"]).unwrap();
         assert_eq!(
-            job_size(a.nranks, None),
+            job_size(
+                a.nranks,
+                &Where {
+                    hosts: None,
+                    here_slots: None
+                }
+            ),
             1,
             "-n defaults to 1 and after -- belongs to the program"
         );
@@ -583,13 +589,14 @@ mod tests {
             "prog",
         ])
         .unwrap();
-        let h = a.on.spec().unwrap().expect("hosts given");
+        let w = a.on.resolve().unwrap();
+        let h = w.hosts.as_ref().expect("hosts given");
         assert_eq!(h.hosts.len(), 2);
         assert_eq!(h.map_by, MapBy::Node);
         assert_eq!(h.launcher, "ip netns exec {host}");
         assert_eq!(h.boot_addr.as_deref(), Some("10.0.0.1"));
-        assert_eq!(job_size(a.nranks, Some(&h)), 5, "one rank per slot");
-        assert_eq!(job_size(Some(2), Some(&h)), 2);
+        assert_eq!(job_size(a.nranks, &w), 5, "one rank per slot");
+        assert_eq!(job_size(Some(2), &w), 2);
         let d = parse(&["--hosts", "x", "prog"])
             .unwrap()
             .on
@@ -613,10 +620,105 @@ mod tests {
                 vec!["--boot-addr", "1.2.3.4", "p"],
                 "--boot-addr needs --hosts",
             ),
+            (
+                vec!["--hosts", "a", "--hostfile", "f", "p"],
+                "not both",
+            ),
+            (
+                vec!["--hosts", "a", "--map-by", "ppr:2:socket", "p"],
+                "per node only",
+            ),
+            (
+                vec!["--hosts", "a", "--map-by", "ppr:0:node", "p"],
+                "N at least 1",
+            ),
+            (
+                vec!["--hosts", "a", "--ppn", "3", "--map-by", "ppr:2:node", "p"],
+                "disagree",
+            ),
+            (
+                vec!["--hostfile", "/no/such/hostfile", "p"],
+                "/no/such/hostfile",
+            ),
         ] {
             let e = parse(&args).unwrap().on.spec().unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn ppn_ppr_hostfiles_and_this_machine() {
+        let size = |args: &[&str]| {
+            let a = parse(args).unwrap();
+            let w = a.on.resolve().unwrap();
+            (
+                job_size(a.nranks, &w),
+                w.hosts.map(|h| {
+                    h.hosts
+                        .iter()
+                        .map(|x| format!("{}:{}", x.name, x.slots))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }),
+            )
+        };
+        assert_eq!(size(&["--hosts", "a,b:3", "--ppn", "2", "p"]), (4, Some("a:2,b:2".into())));
+        assert_eq!(
+            size(&["--hosts", "a,b", "--map-by", "ppr:3:node", "p"]),
+            (6, Some("a:3,b:3".into()))
+        );
+        // This machine's names are one host, started here without agents.
+        assert_eq!(size(&["--hosts", "localhost:2,127.0.0.1:3", "p"]), (5, None));
+        assert_eq!(
+            size(&["--hosts", "localhost:2,zz:1,127.0.0.1", "p"]),
+            (4, Some("localhost:3,zz:1".into()))
+        );
+        assert_eq!(size(&["--ppn", "3", "p"]), (3, None));
+        let dir = std::env::temp_dir().join(format!("weft-hostfile-{}", std::process::id()));
+        std::fs::write(&dir, "# two nodes\nn1 slots=2\nn2:1\nn1\n").unwrap();
+        let f = dir.to_str().unwrap();
+        assert_eq!(size(&["--hostfile", f, "p"]), (4, Some("n1:3,n2:1".into())));
+        std::fs::write(&dir, "n1 slots=two\n").unwrap();
+        let e = parse(&["--hostfile", f, "p"]).unwrap().on.resolve().unwrap_err();
+        assert!(e.contains("line 1") && e.contains(f), "{e}");
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn np_and_unknown_options_before_the_program() {
+        use clap::CommandFactory;
+        let weft = clap::Command::new("weft").subcommand(Cli::command().name("run"));
+        let norm = |v: &[&str]| {
+            normalize_args(&weft, v.iter().map(OsString::from).collect())
+                .map(|a| a.iter().map(|x| x.to_string_lossy().into_owned()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            norm(&["weft", "run", "-np", "2", "--tag-output", "-x", "A", "p", "-np", "3"]).unwrap(),
+            ["weft", "run", "--np", "2", "--tag-output", "-x", "A", "p", "-np", "3"]
+        );
+        assert_eq!(
+            norm(&["weft", "run", "-n4", "--stdin=all", "--", "-np"]).unwrap(),
+            ["weft", "run", "-n4", "--stdin=all", "--", "-np"]
+        );
+        let e = norm(&["weft", "run", "-foo", "p"]).unwrap_err();
+        assert!(e.contains("unknown option -foo"), "{e}");
+        let e = norm(&["weft", "run", "-n", "2", "--nope", "p"]).unwrap_err();
+        assert!(e.contains("unknown option --nope"), "{e}");
+        assert_eq!(norm(&["weft", "info", "-foo"]).unwrap(), ["weft", "info", "-foo"]);
+        let a = parse(&["--np", "2", "--stdin", "none", "--bind-to", "core", "--report-bindings", "p"])
+            .unwrap();
+        assert_eq!(a.stdin, StdinTarget::None);
+        assert_eq!(
+            a.rank_env().unwrap(),
+            [
+                ("WEFT_BIND".to_owned(), "core".to_owned()),
+                ("WEFT_REPORT_BINDINGS".to_owned(), "1".to_owned())
+            ]
+        );
+        assert_eq!(parse(&["p"]).unwrap().stdin, StdinTarget::Rank(0));
+        assert!(parse(&["--output-nocopy", "p"]).is_err(), "needs --output-dir");
+        assert!(parse(&["--bind-to", "socket", "p"]).is_err());
     }
 
     #[test]
