@@ -16,6 +16,8 @@ root=$(pwd)
 skip_build=no
 [ "${1:-}" = --skip-build ] && skip_build=yes
 
+# A newcomer has no CARGO_TARGET_DIR: the README's paths are under ./target.
+unset CARGO_TARGET_DIR
 say() { echo "== newcomer: $*"; }
 fail() { echo "newcomer: FAILED: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || fail "the namespace hosts need root"
@@ -71,6 +73,10 @@ echo "$out" | tail -4
 mv where "$work/where"
 where=$work/where
 mpiexec=$prefix/bin/mpiexec
+"$prefix/bin/mpicc" --showme crates/weft-mpi/examples/c/where.c | grep -q -- "-lmpi_abi" || fail "mpicc --showme"
+"$prefix/bin/mpicc" -static crates/weft-mpi/examples/c/where.c -o "$work/where-static" || fail "mpicc -static"
+if ldd "$work/where-static" 2>&1 | grep -q libmpi_abi; then fail "mpicc -static linked libmpi_abi.so"; fi
+say "ok: mpicc --showme and -static"
 
 # Runs mpiexec ARGS; its stdout in $out, stderr in $err, exit code in $rc.
 run() {
@@ -103,6 +109,8 @@ refused() {
 me=$(hostname)
 run -np 3 "$where"
 expect "-np 3" "^rank=[0-2] size=3 node=$me " 3
+run -np 2 "$work/where-static"
+expect "a program built with mpicc -static" "^rank=[01] size=2 .* sum=1$" 2
 run --host localhost:2 -launcher-exec /bin/false "$where"
 expect "--host localhost starts here (the launcher, /bin/false, is not used)" "^rank=[01] size=2 node=$me " 2
 run --host "$me:2" -launcher-exec /bin/false "$where"

@@ -37,12 +37,12 @@ fn main() {
         .collect();
     features.sort();
     let features = if features.is_empty() { "none".to_owned() } else { features.join(",") };
-    println!("cargo:rustc-env=WEFT_BUILD_COMMIT={commit}");
-    println!("cargo:rustc-env=WEFT_BUILD_COMPILER={compiler}");
+    println!("cargo:rustc-env=BUILD_INFO_COMMIT={commit}");
+    println!("cargo:rustc-env=BUILD_INFO_COMPILER={compiler}");
     println!(
-        "cargo:rustc-env=WEFT_BUILD_PROFILE={profile} (opt-level {opt}{})",
+        "cargo:rustc-env=BUILD_INFO_PROFILE={profile} (opt-level {opt}{})",
         if debug_assertions { ", debug assertions" } else { "" }
     );
-    println!("cargo:rustc-env=WEFT_BUILD_TARGET={target}");
-    println!("cargo:rustc-env=WEFT_BUILD_FEATURES={features}");
+    println!("cargo:rustc-env=BUILD_INFO_TARGET={target}");
+    println!("cargo:rustc-env=BUILD_INFO_FEATURES={features}");
 }

@@ -9,11 +9,11 @@ pub fn lines() -> Vec<(&'static str, String)> {
         .unwrap_or_default();
     vec![
         ("version", env!("CARGO_PKG_VERSION").to_owned()),
-        ("commit", env!("WEFT_BUILD_COMMIT").to_owned()),
-        ("compiler", env!("WEFT_BUILD_COMPILER").to_owned()),
-        ("profile", env!("WEFT_BUILD_PROFILE").to_owned()),
-        ("target", env!("WEFT_BUILD_TARGET").to_owned()),
-        ("features", env!("WEFT_BUILD_FEATURES").to_owned()),
+        ("commit", env!("BUILD_INFO_COMMIT").to_owned()),
+        ("compiler", env!("BUILD_INFO_COMPILER").to_owned()),
+        ("profile", env!("BUILD_INFO_PROFILE").to_owned()),
+        ("target", env!("BUILD_INFO_TARGET").to_owned()),
+        ("features", env!("BUILD_INFO_FEATURES").to_owned()),
         ("transports", transports.join(", ")),
         (
             "MPI",

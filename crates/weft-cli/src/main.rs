@@ -12,6 +12,7 @@ mod info;
 mod mpiexec;
 mod plan;
 mod plot;
+mod progress;
 mod run;
 mod transports;
 

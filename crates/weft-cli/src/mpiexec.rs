@@ -259,7 +259,10 @@ pub fn translate(
                 }
             }
             Act::EnvList => {
-                for k in value(&mut i)?.split(',').filter(|k| !k.is_empty()) {
+                // The listed variables this environment has (as Hydra passes them).
+                let list = value(&mut i)?;
+                let set = |k: &&str| env.iter().any(|(e, _)| e == k);
+                for k in list.split(',').filter(|k| !k.is_empty()).filter(set) {
                     out.push("-x".into());
                     out.push(k.into());
                 }
@@ -453,8 +456,8 @@ mod tests {
             ["--map-by", "ppr:2:node", "--bind-to", "core", "--", "a"]
         );
         assert_eq!(
-            run_args(&["-genv", "A", "1 2", "-x", "B=3", "-genvlist", "C,D", "-genvall", "a"]),
-            ["-x", "A=1 2", "-x", "B=3", "-x", "C", "-x", "D", "-x", "HOME", "--", "a"]
+            run_args(&["-genv", "A", "1 2", "-x", "B=3", "-genvlist", "C,HOME", "-genvall", "a"]),
+            ["-x", "A=1 2", "-x", "B=3", "-x", "HOME", "-x", "HOME", "--", "a"]
         );
         assert_eq!(
             run_args(&["--output-filename", "out", "-l", "--report-bindings", "a"]),

@@ -200,14 +200,14 @@ const LAUNCHER_FAILED: i32 = 1;
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Number of ranks to start (at least 1; default 1, or one per slot with --hosts).
-    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks)]
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks, allow_negative_numbers = true)]
     pub nranks: Option<u32>,
     /// Prefix every output line with `[rank] `.
     #[arg(long)]
     pub tag_output: bool,
     /// End the job with exit code 124 when it runs longer than SECS seconds (may be
     /// fractional, e.g. 0.5).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
     /// Hosts to run on.
     #[command(flatten)]

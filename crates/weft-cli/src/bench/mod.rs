@@ -10,7 +10,6 @@ pub mod p2p;
 pub mod shmem;
 pub mod sync;
 
-use std::io::IsTerminal;
 use std::time::Duration;
 use weft_launch::{HostsSpec, JobSpec, OutputMode};
 
@@ -76,19 +75,14 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
         }
     };
     let knob = format!("WEFT_{}_ALGO", coll::coll_name(&a.op).to_ascii_uppercase());
-    let show_progress = std::io::stderr().is_terminal() && algos.len() > 1;
+    let progress = crate::progress::Progress::new(
+        &format!("bench coll {}", a.op),
+        algos.len() as u64,
+        a.json,
+    );
     let mut points: Vec<coll::Point> = Vec::new();
-    for (i, algo) in algos.iter().enumerate() {
-        if show_progress {
-            eprint!(
-                "\r[{}{}] {} ({}/{})   ",
-                "#".repeat(i),
-                ".".repeat(algos.len() - i),
-                algo.as_deref().unwrap_or("auto"),
-                i + 1,
-                algos.len()
-            );
-        }
+    for algo in &algos {
+        progress.start(algo.as_deref().unwrap_or("the default choice"));
         let env: Vec<(String, String)> = algo.iter().map(|x| (knob.clone(), x.clone())).collect();
         let (code, stdout) = launch_capture(a.nranks, a.rank_args(true), a.timeout_s, &env, on);
         if code != 0 {
@@ -106,13 +100,12 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
                     }
                     points.push(p)
                 }
-                Err(_) => println!("{line}"),
+                Err(_) => progress.println(line),
             }
         }
+        progress.done();
     }
-    if show_progress {
-        eprintln!("\r[{}] done{}", "#".repeat(algos.len()), " ".repeat(30));
-    }
+    drop(progress);
     if a.json {
         for p in &points {
             println!("{}", serde_json::to_string(p).expect("point serialises"));

@@ -76,11 +76,15 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::io(format!("creating {}", args.out.display()), e))?;
+    let progress = crate::progress::Progress::new("plan experiment sunway", 6, false);
+    progress.start("building the fabrics");
     let fabrics = [
         ("supernode", Fabric::generate(SUPERNODE, &[])?),
         ("pruned", Fabric::generate(PRUNED, &[])?),
     ];
     timing.phase("build fabrics");
+    progress.done();
+    progress.start("type I link analysis");
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -94,6 +98,8 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
     );
     let links = links_section(&args, &fabrics, &mut md)?;
     timing.phase("type I link analysis");
+    progress.done();
+    progress.start("type II allocation on the supernode");
     let machine = Fabric::generate(MACHINE, &[])?;
     let _ = writeln!(
         md,
@@ -112,6 +118,8 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
         ],
         &mut md,
     )?;
+    progress.done();
+    progress.start("type II allocation on the 160-supernode machine");
     let _ = writeln!(
         md,
         "### The paper's pattern sizes on a 160-supernode machine\n\n`{MACHINE}` \
@@ -125,10 +133,16 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
         &mut md,
     )?);
     timing.phase("type II allocation");
+    progress.done();
+    progress.start("radix model");
     let radix = radix_section(&args, &mut md)?;
     timing.phase("radix model");
+    progress.done();
+    progress.start("report");
     comparison_section(&links, &alloc, &radix, &mut md);
     write_text(&args.out.join("report.md"), &md)?;
+    progress.done();
+    drop(progress);
     outln!("wrote {}", args.out.join("report.md").display());
     Ok(())
 }
