@@ -14,7 +14,8 @@ fn output(cmd: &str, args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    let commit = output("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let commit =
+        output("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     // Rebuild when HEAD moves: its file, and the branch file it points to.
     if let Some(dir) = output("git", &["rev-parse", "--git-dir"]) {
         println!("cargo:rerun-if-changed={dir}/HEAD");
@@ -27,21 +28,33 @@ fn main() {
     }
     println!("cargo:rerun-if-changed=build.rs");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let compiler = output(&rustc, &["--version"]).unwrap_or_else(|| "rustc (version unknown)".into());
+    let compiler =
+        output(&rustc, &["--version"]).unwrap_or_else(|| "rustc (version unknown)".into());
     let profile = std::env::var("PROFILE").unwrap_or_default();
     let opt = std::env::var("OPT_LEVEL").unwrap_or_default();
     let debug_assertions = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
     let target = std::env::var("TARGET").unwrap_or_default();
     let mut features: Vec<String> = std::env::vars()
-        .filter_map(|(k, _)| k.strip_prefix("CARGO_FEATURE_").map(|f| f.to_ascii_lowercase().replace('_', "-")))
+        .filter_map(|(k, _)| {
+            k.strip_prefix("CARGO_FEATURE_")
+                .map(|f| f.to_ascii_lowercase().replace('_', "-"))
+        })
         .collect();
     features.sort();
-    let features = if features.is_empty() { "none".to_owned() } else { features.join(",") };
+    let features = if features.is_empty() {
+        "none".to_owned()
+    } else {
+        features.join(",")
+    };
     println!("cargo:rustc-env=BUILD_INFO_COMMIT={commit}");
     println!("cargo:rustc-env=BUILD_INFO_COMPILER={compiler}");
     println!(
         "cargo:rustc-env=BUILD_INFO_PROFILE={profile} (opt-level {opt}{})",
-        if debug_assertions { ", debug assertions" } else { "" }
+        if debug_assertions {
+            ", debug assertions"
+        } else {
+            ""
+        }
     );
     println!("cargo:rustc-env=BUILD_INFO_TARGET={target}");
     println!("cargo:rustc-env=BUILD_INFO_FEATURES={features}");

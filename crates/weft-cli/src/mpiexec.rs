@@ -193,10 +193,7 @@ fn launcher_template(name: &str, exec: Option<&str>) -> Result<String, String> {
 
 /// Turns an mpiexec command line (without the program name `mpiexec`) into a [`Plan`].
 /// `env` is this process's environment (for `-genvall`). Errors are the one line to print.
-pub fn translate(
-    argv: &[OsString],
-    env: &[(String, String)],
-) -> Result<Plan, String> {
+pub fn translate(argv: &[OsString], env: &[(String, String)]) -> Result<Plan, String> {
     let mut out: Vec<OsString> = Vec::new();
     let mut warnings = Vec::new();
     let mut launcher: Option<String> = None;
@@ -430,8 +427,14 @@ mod tests {
     }
 
     fn run_args(v: &[&str]) -> Vec<String> {
-        match translate(&os(v), &[("HOME".into(), "/h".into()), ("WEFT_RANK".into(), "1".into())])
-            .unwrap()
+        match translate(
+            &os(v),
+            &[
+                ("HOME".into(), "/h".into()),
+                ("WEFT_RANK".into(), "1".into()),
+            ],
+        )
+        .unwrap()
         {
             Plan::Run { args, .. } => args
                 .iter()
@@ -448,27 +451,79 @@ mod tests {
     #[test]
     fn job_script_options_map_onto_weft_run() {
         assert_eq!(
-            run_args(&["-np", "4", "--hostfile", "hf", "-ppn", "2", "./a", "-n", "9"]),
-            ["-n", "4", "--hostfile", "hf", "--ppn", "2", "--", "./a", "-n", "9"]
+            run_args(&[
+                "-np",
+                "4",
+                "--hostfile",
+                "hf",
+                "-ppn",
+                "2",
+                "./a",
+                "-n",
+                "9"
+            ]),
+            [
+                "-n",
+                "4",
+                "--hostfile",
+                "hf",
+                "--ppn",
+                "2",
+                "--",
+                "./a",
+                "-n",
+                "9"
+            ]
         );
         assert_eq!(
-            run_args(&["--map-by", "ppr:2:node", "--bind-to", "core:overload-allowed", "a"]),
+            run_args(&[
+                "--map-by",
+                "ppr:2:node",
+                "--bind-to",
+                "core:overload-allowed",
+                "a"
+            ]),
             ["--map-by", "ppr:2:node", "--bind-to", "core", "--", "a"]
         );
         assert_eq!(
-            run_args(&["-genv", "A", "1 2", "-x", "B=3", "-genvlist", "C,HOME", "-genvall", "a"]),
+            run_args(&[
+                "-genv",
+                "A",
+                "1 2",
+                "-x",
+                "B=3",
+                "-genvlist",
+                "C,HOME",
+                "-genvall",
+                "a"
+            ]),
             ["-x", "A=1 2", "-x", "B=3", "-x", "HOME", "-x", "HOME", "--", "a"]
         );
         assert_eq!(
             run_args(&["--output-filename", "out", "-l", "--report-bindings", "a"]),
-            ["--output-dir", "out/1", "--tag-output", "--report-bindings", "--", "a"]
+            [
+                "--output-dir",
+                "out/1",
+                "--tag-output",
+                "--report-bindings",
+                "--",
+                "a"
+            ]
         );
         assert_eq!(
             run_args(&["--output-filename=o:nocopy,nojobid", "a"]),
             ["--output-dir", "o", "--output-nocopy", "--", "a"]
         );
         assert_eq!(
-            run_args(&["-launcher", "ssh", "-launcher-exec", "/x/myssh", "--host", "a,b", "p"]),
+            run_args(&[
+                "-launcher",
+                "ssh",
+                "-launcher-exec",
+                "/x/myssh",
+                "--host",
+                "a,b",
+                "p"
+            ]),
             ["--hosts", "a,b", "--launcher", "/x/myssh {host}", "--", "p"]
         );
         assert_eq!(
@@ -476,7 +531,13 @@ mod tests {
             ["--hosts", "a", "--launcher", "rsh {host}", "--", "p"]
         );
         assert_eq!(
-            run_args(&["-launcher", "fork", "--allow-run-as-root", "--oversubscribe", "p"]),
+            run_args(&[
+                "-launcher",
+                "fork",
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "p"
+            ]),
             ["--launcher", "fork", "--", "p"]
         );
         assert_eq!(
@@ -485,7 +546,10 @@ mod tests {
         );
         match translate(&os(&["--mca", "btl", "self,vader", "p"]), &[]).unwrap() {
             Plan::Run { warnings, .. } => {
-                assert!(warnings[0].contains("--mca btl self,vader has no meaning"), "{warnings:?}")
+                assert!(
+                    warnings[0].contains("--mca btl self,vader has no meaning"),
+                    "{warnings:?}"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -497,8 +561,14 @@ mod tests {
     fn what_weft_cannot_do_is_refused_with_what_to_use() {
         for (args, want) in [
             (vec!["-foo", "p"], "unknown option -foo"),
-            (vec!["--bind-to", "socket", "p"], "use --bind-to core or --bind-to none"),
-            (vec!["--map-by", "core", "p"], "by slot, by node or ppr:N:node"),
+            (
+                vec!["--bind-to", "socket", "p"],
+                "use --bind-to core or --bind-to none",
+            ),
+            (
+                vec!["--map-by", "core", "p"],
+                "by slot, by node or ppr:N:node",
+            ),
             (vec!["-launcher", "slurm", "p"], "srun"),
             (vec!["-launcher", "pbsdsh", "p"], "ssh, rsh"),
             (vec!["-wdir", "/x", "p"], "cd to the folder"),
@@ -507,7 +577,10 @@ mod tests {
             (vec!["-n"], "-n needs a value"),
             (vec!["-genv", "A"], "needs a name and a value"),
             (vec!["-n", "2"], "no program given"),
-            (vec!["--output-filename", "d:copy", "p"], "neither nocopy nor nojobid"),
+            (
+                vec!["--output-filename", "d:copy", "p"],
+                "neither nocopy nor nojobid",
+            ),
         ] {
             let e = error(&args);
             assert!(e.contains(want), "{args:?}: {e}");

@@ -21,11 +21,10 @@ impl Progress {
             return Progress(None);
         }
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+        let style =
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(what.to_owned());
         bar.enable_steady_tick(std::time::Duration::from_millis(200));

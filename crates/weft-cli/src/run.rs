@@ -245,7 +245,10 @@ pub struct RunArgs {
 /// option before the program that `weft run` does not have is refused as an unknown option
 /// (clap would read `-foo` as `-f -o -o`, or take it for the program). Arguments after the
 /// program, and other subcommands, pass unchanged.
-pub fn normalize_args(weft: &clap::Command, mut args: Vec<OsString>) -> Result<Vec<OsString>, clap::Error> {
+pub fn normalize_args(
+    weft: &clap::Command,
+    mut args: Vec<OsString>,
+) -> Result<Vec<OsString>, clap::Error> {
     if args.get(1).is_none_or(|a| a != "run") {
         return Ok(args);
     }
@@ -270,7 +273,10 @@ pub fn normalize_args(weft: &clap::Command, mut args: Vec<OsString>) -> Result<V
         let known = if let Some(long) = t.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or_default();
             run.get_arguments()
-                .find(|a| a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name)))
+                .find(|a| {
+                    a.get_long() == Some(name)
+                        || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+                })
                 .map(|a| takes_value(a) && !long.contains('='))
                 .or((name == "help").then_some(false))
         } else {
@@ -620,10 +626,7 @@ mod tests {
                 vec!["--boot-addr", "1.2.3.4", "p"],
                 "--boot-addr needs --hosts",
             ),
-            (
-                vec!["--hosts", "a", "--hostfile", "f", "p"],
-                "not both",
-            ),
+            (vec!["--hosts", "a", "--hostfile", "f", "p"], "not both"),
             (
                 vec!["--hosts", "a", "--map-by", "ppr:2:socket", "p"],
                 "per node only",
@@ -662,13 +665,19 @@ mod tests {
                 }),
             )
         };
-        assert_eq!(size(&["--hosts", "a,b:3", "--ppn", "2", "p"]), (4, Some("a:2,b:2".into())));
+        assert_eq!(
+            size(&["--hosts", "a,b:3", "--ppn", "2", "p"]),
+            (4, Some("a:2,b:2".into()))
+        );
         assert_eq!(
             size(&["--hosts", "a,b", "--map-by", "ppr:3:node", "p"]),
             (6, Some("a:3,b:3".into()))
         );
         // This machine's names are one host, started here without agents.
-        assert_eq!(size(&["--hosts", "localhost:2,127.0.0.1:3", "p"]), (5, None));
+        assert_eq!(
+            size(&["--hosts", "localhost:2,127.0.0.1:3", "p"]),
+            (5, None)
+        );
         assert_eq!(
             size(&["--hosts", "localhost:2,zz:1,127.0.0.1", "p"]),
             (4, Some("localhost:3,zz:1".into()))
@@ -679,7 +688,11 @@ mod tests {
         let f = dir.to_str().unwrap();
         assert_eq!(size(&["--hostfile", f, "p"]), (4, Some("n1:3,n2:1".into())));
         std::fs::write(&dir, "n1 slots=two\n").unwrap();
-        let e = parse(&["--hostfile", f, "p"]).unwrap().on.resolve().unwrap_err();
+        let e = parse(&["--hostfile", f, "p"])
+            .unwrap()
+            .on
+            .resolve()
+            .unwrap_err();
         assert!(e.contains("line 1") && e.contains(f), "{e}");
         std::fs::remove_file(&dir).unwrap();
     }
@@ -690,12 +703,39 @@ mod tests {
         let weft = clap::Command::new("weft").subcommand(Cli::command().name("run"));
         let norm = |v: &[&str]| {
             normalize_args(&weft, v.iter().map(OsString::from).collect())
-                .map(|a| a.iter().map(|x| x.to_string_lossy().into_owned()).collect::<Vec<_>>())
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                })
                 .map_err(|e| e.to_string())
         };
         assert_eq!(
-            norm(&["weft", "run", "-np", "2", "--tag-output", "-x", "A", "p", "-np", "3"]).unwrap(),
-            ["weft", "run", "--np", "2", "--tag-output", "-x", "A", "p", "-np", "3"]
+            norm(&[
+                "weft",
+                "run",
+                "-np",
+                "2",
+                "--tag-output",
+                "-x",
+                "A",
+                "p",
+                "-np",
+                "3"
+            ])
+            .unwrap(),
+            [
+                "weft",
+                "run",
+                "--np",
+                "2",
+                "--tag-output",
+                "-x",
+                "A",
+                "p",
+                "-np",
+                "3"
+            ]
         );
         assert_eq!(
             norm(&["weft", "run", "-n4", "--stdin=all", "--", "-np"]).unwrap(),
@@ -705,9 +745,21 @@ mod tests {
         assert!(e.contains("unknown option -foo"), "{e}");
         let e = norm(&["weft", "run", "-n", "2", "--nope", "p"]).unwrap_err();
         assert!(e.contains("unknown option --nope"), "{e}");
-        assert_eq!(norm(&["weft", "info", "-foo"]).unwrap(), ["weft", "info", "-foo"]);
-        let a = parse(&["--np", "2", "--stdin", "none", "--bind-to", "core", "--report-bindings", "p"])
-            .unwrap();
+        assert_eq!(
+            norm(&["weft", "info", "-foo"]).unwrap(),
+            ["weft", "info", "-foo"]
+        );
+        let a = parse(&[
+            "--np",
+            "2",
+            "--stdin",
+            "none",
+            "--bind-to",
+            "core",
+            "--report-bindings",
+            "p",
+        ])
+        .unwrap();
         assert_eq!(a.stdin, StdinTarget::None);
         assert_eq!(
             a.rank_env().unwrap(),
@@ -717,7 +769,10 @@ mod tests {
             ]
         );
         assert_eq!(parse(&["p"]).unwrap().stdin, StdinTarget::Rank(0));
-        assert!(parse(&["--output-nocopy", "p"]).is_err(), "needs --output-dir");
+        assert!(
+            parse(&["--output-nocopy", "p"]).is_err(),
+            "needs --output-dir"
+        );
         assert!(parse(&["--bind-to", "socket", "p"]).is_err());
     }
 

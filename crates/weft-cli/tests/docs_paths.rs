@@ -14,7 +14,11 @@ fn root() -> PathBuf {
 /// The documents checked: README.md, ARCHITECTURE.md, every crate's README, docs/plan.
 fn documents() -> Vec<PathBuf> {
     let r = root();
-    let mut docs = vec![r.join("README.md"), r.join("ARCHITECTURE.md"), r.join("docs/plan/README.md")];
+    let mut docs = vec![
+        r.join("README.md"),
+        r.join("ARCHITECTURE.md"),
+        r.join("docs/plan/README.md"),
+    ];
     for e in std::fs::read_dir(r.join("crates")).unwrap().flatten() {
         let readme = e.path().join("README.md");
         if readme.exists() {
@@ -26,7 +30,9 @@ fn documents() -> Vec<PathBuf> {
 
 /// Words of `text` that look like repository paths, trimmed of punctuation.
 fn repo_paths(text: &str) -> Vec<String> {
-    const TOPS: [&str; 6] = ["crates/", "scripts/", "bench/", "itest/", "docs/", "tuning/"];
+    const TOPS: [&str; 6] = [
+        "crates/", "scripts/", "bench/", "itest/", "docs/", "tuning/",
+    ];
     text.split(|c: char| c.is_whitespace() || "`()[]<>,;\"'|".contains(c))
         .map(|w| w.trim_end_matches(['.', ':', '*']))
         .filter(|w| TOPS.iter().any(|t| w.starts_with(t)))
@@ -46,11 +52,18 @@ fn every_path_the_docs_name_is_in_the_repository() {
         for p in repo_paths(&text) {
             // Relative to the repository, or (in a crate's README) to the crate.
             if !r.join(&p).exists() && !dir.join(&p).exists() {
-                missing.push(format!("{}: {p}", doc.strip_prefix(&r).unwrap_or(&doc).display()));
+                missing.push(format!(
+                    "{}: {p}",
+                    doc.strip_prefix(&r).unwrap_or(&doc).display()
+                ));
             }
         }
     }
-    assert!(missing.is_empty(), "paths named but not in the repository:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "paths named but not in the repository:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
@@ -68,7 +81,11 @@ fn no_document_names_a_development_machine() {
             }
         }
     }
-    assert!(found.is_empty(), "development-machine paths:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "development-machine paths:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -78,9 +95,14 @@ fn scripts_the_docs_run_read_nothing_outside_the_repository() {
     for dir in ["bench", "scripts"] {
         for e in std::fs::read_dir(r.join(dir)).unwrap().flatten() {
             let p = e.path();
-            let Ok(text) = std::fs::read_to_string(&p) else { continue };
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
             for (i, line) in text.lines().enumerate() {
-                if line.contains("/work/") || line.contains("../shared") || line.contains("shared/design") {
+                if line.contains("/work/")
+                    || line.contains("../shared")
+                    || line.contains("shared/design")
+                {
                     found.push(format!("{}:{}: {line}", p.display(), i + 1));
                 }
             }

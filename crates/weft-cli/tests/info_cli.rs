@@ -89,9 +89,19 @@ fn info_and_version_print_the_build() {
         )
     };
     assert!(ok2);
-    assert!(version.starts_with(&format!("weft {}", env!("CARGO_PKG_VERSION"))), "{version}");
+    assert!(
+        version.starts_with(&format!("weft {}", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
     for text in [&out, &version] {
-        for field in ["commit", "compiler", "profile", "target", "features", "transports"] {
+        for field in [
+            "commit",
+            "compiler",
+            "profile",
+            "target",
+            "features",
+            "transports",
+        ] {
             let line = text
                 .lines()
                 .find(|l| l.starts_with(field))

@@ -105,7 +105,13 @@ fn hostfiles_ranks_per_node_and_mapping_place_ranks() {
         std::fs::write(&f, content).unwrap();
         let f = f.to_str().unwrap();
         let slot = lines(&mpiexec(&[
-            "--hostfile", f, "-launcher-exec", ssh, "sh", "-c", WHERE,
+            "--hostfile",
+            f,
+            "-launcher-exec",
+            ssh,
+            "sh",
+            "-c",
+            WHERE,
         ]));
         assert_eq!(
             slot,
@@ -113,9 +119,21 @@ fn hostfiles_ranks_per_node_and_mapping_place_ranks() {
             "{name}: four ranks, one per slot, filled host by host"
         );
         let node = lines(&mpiexec(&[
-            "-machinefile", f, "--map-by", "node", "-launcher-exec", ssh, "sh", "-c", WHERE,
+            "-machinefile",
+            f,
+            "--map-by",
+            "node",
+            "-launcher-exec",
+            ssh,
+            "sh",
+            "-c",
+            WHERE,
         ]));
-        assert_eq!(node, ["0 na 0/2", "1 nb 0/2", "2 na 1/2", "3 nb 1/2"], "{name}");
+        assert_eq!(
+            node,
+            ["0 na 0/2", "1 nb 0/2", "2 na 1/2", "3 nb 1/2"],
+            "{name}"
+        );
     }
     let f = d.join("ompi");
     let f = f.to_str().unwrap();
@@ -127,14 +145,22 @@ fn hostfiles_ranks_per_node_and_mapping_place_ranks() {
         let mut args = vec!["-f", f];
         args.extend(&per_node);
         args.extend(["-launcher-exec", ssh, "sh", "-c", WHERE]);
-        assert_eq!(lines(&mpiexec(&args)), ["0 na 0/1", "1 nb 0/1"], "{per_node:?}");
+        assert_eq!(
+            lines(&mpiexec(&args)),
+            ["0 na 0/1", "1 nb 0/1"],
+            "{per_node:?}"
+        );
     }
     let hosts = std::fs::read_to_string(d.join("hosts")).unwrap();
     assert!(hosts.lines().all(|h| h == "na" || h == "nb"), "{hosts}");
     // More ranks than slots: a usage error before anything starts.
     let out = mpiexec(&["-n", "5", "-f", f, "-launcher-exec", ssh, "true"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("do not fit the 4 slots"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("do not fit the 4 slots"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -160,9 +186,20 @@ fn this_machine_starts_without_ssh() {
             "{hosts}: one node, started here"
         );
     }
-    assert!(!d.join("hosts").exists(), "the launcher was used for this machine");
+    assert!(
+        !d.join("hosts").exists(),
+        "the launcher was used for this machine"
+    );
     // This machine and another host: only the other goes through the launcher.
-    let out = mpiexec(&["--host", "localhost,nx", "-launcher-exec", ssh, "sh", "-c", WHERE]);
+    let out = mpiexec(&[
+        "--host",
+        "localhost,nx",
+        "-launcher-exec",
+        ssh,
+        "sh",
+        "-c",
+        WHERE,
+    ]);
     assert_eq!(lines(&out), ["0 localhost 0/1", "1 nx 0/1"]);
     assert_eq!(std::fs::read_to_string(d.join("hosts")).unwrap(), "nx\n");
     std::fs::remove_dir_all(&d).unwrap();
@@ -177,9 +214,19 @@ extern "C" {
 fn environment_reaches_every_host() {
     let d = scratch("env");
     let ssh = fakessh(&d);
-    let script = "echo $WEFT_RANK ${A-unset} ${B-unset} ${MPIEXEC_TEST_VAR-unset} ${WEFT_BIND-unset}";
+    let script =
+        "echo $WEFT_RANK ${A-unset} ${B-unset} ${MPIEXEC_TEST_VAR-unset} ${WEFT_BIND-unset}";
     for local in [true, false] {
-        let mut args = vec!["-genv", "A", "one two", "-env", "B", "2", "--bind-to", "none"];
+        let mut args = vec![
+            "-genv",
+            "A",
+            "one two",
+            "-env",
+            "B",
+            "2",
+            "--bind-to",
+            "none",
+        ];
         if local {
             args.extend(["-n", "2"]);
         } else {
@@ -196,7 +243,11 @@ fn environment_reaches_every_host() {
                 .collect::<Vec<_>>(),
             "local {local}"
         );
-        for pass in [&["-x", "MPIEXEC_TEST_VAR"][..], &["-genvlist", "MPIEXEC_TEST_VAR,A"], &["-genvall"]] {
+        for pass in [
+            &["-x", "MPIEXEC_TEST_VAR"][..],
+            &["-genvlist", "MPIEXEC_TEST_VAR,A"],
+            &["-genvall"],
+        ] {
             let mut args: Vec<&str> = pass.to_vec();
             if !local {
                 args.extend(["--host", "ea,eb", "-launcher-exec", ssh.to_str().unwrap()]);
@@ -234,13 +285,31 @@ fn stdin_goes_to_rank_0_all_or_one() {
             a.extend(["sh", "-c", count]);
             lines(&mpiexec_with(&a, input))
         };
-        assert_eq!(run(&[]), ["0 3", "1 0", "2 0"], "default rank 0, remote {remote}");
-        assert_eq!(run(&["--stdin", "all"]), ["0 3", "1 3", "2 3"], "remote {remote}");
-        assert_eq!(run(&["--stdin", "2"]), ["0 0", "1 0", "2 3"], "remote {remote}");
-        assert_eq!(run(&["--stdin", "none"]), ["0 0", "1 0", "2 0"], "remote {remote}");
+        assert_eq!(
+            run(&[]),
+            ["0 3", "1 0", "2 0"],
+            "default rank 0, remote {remote}"
+        );
+        assert_eq!(
+            run(&["--stdin", "all"]),
+            ["0 3", "1 3", "2 3"],
+            "remote {remote}"
+        );
+        assert_eq!(
+            run(&["--stdin", "2"]),
+            ["0 0", "1 0", "2 3"],
+            "remote {remote}"
+        );
+        assert_eq!(
+            run(&["--stdin", "none"]),
+            ["0 0", "1 0", "2 0"],
+            "remote {remote}"
+        );
     }
     // Large input reaches a remote rank whole, in order.
-    let big: Vec<u8> = (0..200_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();
+    let big: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
     let out = mpiexec_with(
         &["--host", "sa", "-launcher-exec", ssh, "sh", "-c", "cksum"],
         &big,
@@ -257,7 +326,11 @@ fn stdin_goes_to_rank_0_all_or_one() {
     assert_eq!(lines(&out), [text(&want.stdout).trim().to_owned()]);
     let out = mpiexec(&["-n", "2", "--stdin", "2", "true"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("rank 2 is not in a job of 2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("rank 2 is not in a job of 2"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -267,19 +340,47 @@ fn output_files_and_tagged_lines() {
     let dir = d.join("o");
     let dir_s = dir.to_str().unwrap();
     let script = "echo out$WEFT_RANK; echo err$WEFT_RANK >&2";
-    let out = mpiexec(&["-n", "3", "--output-filename", dir_s, "-l", "sh", "-c", script]);
-    assert_eq!(lines(&out), ["[0] out0", "[1] out1", "[2] out2"], "copied, tagged");
+    let out = mpiexec(&[
+        "-n",
+        "3",
+        "--output-filename",
+        dir_s,
+        "-l",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(
+        lines(&out),
+        ["[0] out0", "[1] out1", "[2] out2"],
+        "copied, tagged"
+    );
     for r in 0..3 {
         let rd = dir.join("1").join(format!("rank.{r}"));
-        assert_eq!(std::fs::read_to_string(rd.join("stdout")).unwrap(), format!("out{r}\n"));
-        assert_eq!(std::fs::read_to_string(rd.join("stderr")).unwrap(), format!("err{r}\n"));
+        assert_eq!(
+            std::fs::read_to_string(rd.join("stdout")).unwrap(),
+            format!("out{r}\n")
+        );
+        assert_eq!(
+            std::fs::read_to_string(rd.join("stderr")).unwrap(),
+            format!("err{r}\n")
+        );
     }
     let out = mpiexec(&[
-        "-n", "2", "--output-filename", &format!("{dir_s}:nocopy,nojobid"), "sh", "-c", script,
+        "-n",
+        "2",
+        "--output-filename",
+        &format!("{dir_s}:nocopy,nojobid"),
+        "sh",
+        "-c",
+        script,
     ]);
     assert_eq!(lines(&out), Vec::<String>::new(), "nocopy");
     assert!(!text(&out.stderr).contains("err"), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(dir.join("rank.1/stdout")).unwrap(), "out1\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("rank.1/stdout")).unwrap(),
+        "out1\n"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -289,19 +390,40 @@ fn launchers_mca_help_version_and_refusals() {
     let out = mpiexec(&["--host", "fa,fb", "-launcher", "fork", "sh", "-c", WHERE]);
     assert_eq!(lines(&out), ["0 fa 0/1", "1 fb 0/1"]);
     let out = mpiexec(&[
-        "--mca", "btl", "self,vader", "--allow-run-as-root", "--oversubscribe", "-np", "2", "true",
+        "--mca",
+        "btl",
+        "self,vader",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        "2",
+        "true",
     ]);
     assert_eq!(out.status.code(), Some(0));
     let err = text(&out.stderr);
-    assert!(err.contains("--mca btl self,vader has no meaning for weft"), "{err}");
+    assert!(
+        err.contains("--mca btl self,vader has no meaning for weft"),
+        "{err}"
+    );
     let help = mpiexec(&["--help"]);
     assert_eq!(help.status.code(), Some(0));
-    for opt in ["--hostfile", "-ppn", "--map-by", "-genv", "--stdin", "--output-filename", "-launcher"] {
+    for opt in [
+        "--hostfile",
+        "-ppn",
+        "--map-by",
+        "-genv",
+        "--stdin",
+        "--output-filename",
+        "-launcher",
+    ] {
         assert!(text(&help.stdout).contains(opt), "help lacks {opt}");
     }
     let v = mpiexec(&["--version"]);
     let v = text(&v.stdout);
-    assert!(v.contains("mpiexec (weft)") && v.contains("commit") && v.contains("transports"), "{v}");
+    assert!(
+        v.contains("mpiexec (weft)") && v.contains("commit") && v.contains("transports"),
+        "{v}"
+    );
     for (args, want) in [
         (vec!["-wdir", "/", "true"], "cd to the folder"),
         (vec!["--bind-to", "socket", "true"], "--bind-to core"),
@@ -312,7 +434,10 @@ fn launchers_mca_help_version_and_refusals() {
         let out = mpiexec(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let e = text(&out.stderr);
-        assert!(e.starts_with("mpiexec: ") && e.contains(want), "{args:?}: {e}");
+        assert!(
+            e.starts_with("mpiexec: ") && e.contains(want),
+            "{args:?}: {e}"
+        );
         assert_eq!(e.lines().count(), 1, "one line: {e}");
     }
 }
@@ -332,17 +457,35 @@ fn weft_run_takes_np_and_names_unknown_options() {
     assert_eq!(out.status.code(), Some(2));
     let e = text(&out.stderr);
     assert!(e.contains("\"q\" is not a whole number"), "{e}");
-    let out = Command::new(WEFT).args(["run", "-np2x", "true"]).output().unwrap();
+    let out = Command::new(WEFT)
+        .args(["run", "-np2x", "true"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(WEFT).args(["run", "-bogus", "true"]).output().unwrap();
-    assert!(text(&out.stderr).contains("unknown option -bogus"), "{}", text(&out.stderr));
+    let out = Command::new(WEFT)
+        .args(["run", "-bogus", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("unknown option -bogus"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn unknown_variables_are_warned_about_once_per_job() {
     let out = Command::new(WEFT)
         // The ranks are `weft info`, which reads the knobs as every rank does.
-        .args(["run", "-n", "3", "-x", "WEFT_ALSO_NOT_A_KNOB=1", WEFT, "info"])
+        .args([
+            "run",
+            "-n",
+            "3",
+            "-x",
+            "WEFT_ALSO_NOT_A_KNOB=1",
+            WEFT,
+            "info",
+        ])
         .env("WEFT_NOT_A_KNOB", "1")
         .env("WEFT_BIN", WEFT)
         .env("WEFT_MPICC_CC", "cc")
@@ -352,7 +495,19 @@ fn unknown_variables_are_warned_about_once_per_job() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let e = text(&out.stderr);
-    assert_eq!(e.matches("unknown variable WEFT_NOT_A_KNOB").count(), 1, "{e}");
-    assert_eq!(e.matches("unknown variable WEFT_ALSO_NOT_A_KNOB").count(), 1, "{e}");
-    assert_eq!(e.matches("warning").count(), 2, "documented variables do not warn: {e}");
+    assert_eq!(
+        e.matches("unknown variable WEFT_NOT_A_KNOB").count(),
+        1,
+        "{e}"
+    );
+    assert_eq!(
+        e.matches("unknown variable WEFT_ALSO_NOT_A_KNOB").count(),
+        1,
+        "{e}"
+    );
+    assert_eq!(
+        e.matches("warning").count(),
+        2,
+        "documented variables do not warn: {e}"
+    );
 }

@@ -201,10 +201,15 @@ pub fn warns_for_job(lookup: impl Fn(&str) -> Option<String>) -> bool {
         return false;
     }
     // The rank variables of Slurm, PMIx, Open MPI and PMI-1/2 (Hydra) launchers.
-    ["SLURM_PROCID", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"]
-        .iter()
-        .filter_map(|v| lookup(v))
-        .all(|r| r.trim() == "0")
+    [
+        "SLURM_PROCID",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+    ]
+    .iter()
+    .filter_map(|v| lookup(v))
+    .all(|r| r.trim() == "0")
 }
 
 /// Knob values read once from the environment, validated against their declarations.
@@ -428,7 +433,10 @@ mod tests {
         assert!(!warns_for_job(env(&[("WEFT_JOB_ID", "ab12")])));
         assert!(warns_for_job(env(&[("PMI_RANK", "0")])));
         assert!(!warns_for_job(env(&[("SLURM_PROCID", "3")])));
-        assert!(!warns_for_job(env(&[("PMIX_RANK", "0"), ("OMPI_COMM_WORLD_RANK", "1")])));
+        assert!(!warns_for_job(env(&[
+            ("PMIX_RANK", "0"),
+            ("OMPI_COMM_WORLD_RANK", "1")
+        ])));
     }
 
     #[test]

@@ -177,8 +177,9 @@ impl RankLines {
                 .map_err(|e| Error::io(format!("output files: making {}", dir.display()), e))?;
             for name in ["stdout", "stderr"] {
                 let path = dir.join(name);
-                let file = File::create(&path)
-                    .map_err(|e| Error::io(format!("output files: creating {}", path.display()), e))?;
+                let file = File::create(&path).map_err(|e| {
+                    Error::io(format!("output files: creating {}", path.display()), e)
+                })?;
                 lines.files.push(file);
             }
         }
@@ -311,7 +312,10 @@ mod tests {
             }
         }
         assert_eq!(rank_output_dir(Path::new("d"), 0, 1), Path::new("d/rank.0"));
-        assert_eq!(rank_output_dir(Path::new("d"), 7, 100), Path::new("d/rank.07"));
+        assert_eq!(
+            rank_output_dir(Path::new("d"), 7, 100),
+            Path::new("d/rank.07")
+        );
         std::fs::write(dir.join("blocker"), b"").unwrap();
         let bad = OutputFiles {
             dir: dir.join("blocker"),

@@ -253,7 +253,10 @@ mod tests {
         let got: Vec<(&str, u32)> = h.iter().map(|h| (h.name.as_str(), h.slots)).collect();
         assert_eq!(got, [("n1", 5), ("n2", 3), ("n3", 1)]);
         for (text, want) in [
-            ("n1 slots=x\n", "line 1: \"n1 slots=x\": slots: \"x\" is not a whole number"),
+            (
+                "n1 slots=x\n",
+                "line 1: \"n1 slots=x\": slots: \"x\" is not a whole number",
+            ),
             ("ok\nn1 cpus=2\n", "line 2"),
             ("n1 slots\n", "not KEY=VALUE"),
             ("n1 slots=0\n", "at least 1 slot"),

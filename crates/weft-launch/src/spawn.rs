@@ -107,7 +107,8 @@ pub struct RankCommand {
     pub env: Vec<(String, String)>,
     /// The soft open-files limit to give the rank, when the launcher raised its own (see
     /// [`raise_open_files_limit`]): ranks start with the limit the user had.
-    pub open_files_soft_limit: Option<u64>,    /// The ranks whose stdin is a pipe the launcher feeds ([`RankProcess::stdin`]); the
+    pub open_files_soft_limit: Option<u64>,
+    /// The ranks whose stdin is a pipe the launcher feeds ([`RankProcess::stdin`]); the
     /// others read `/dev/null`.
     pub stdin: crate::StdinTarget,
 }

@@ -155,7 +155,10 @@ fn fatal_handler_names_function_argument_and_rank() {
 #[test]
 fn mpicc_showme_and_static() {
     let mpicc = prefix().join("bin/mpicc");
-    let show = Command::new(&mpicc).args(["--showme", "x.c"]).output().unwrap();
+    let show = Command::new(&mpicc)
+        .args(["--showme", "x.c"])
+        .output()
+        .unwrap();
     let line = String::from_utf8_lossy(&show.stdout).to_string();
     assert!(line.contains("x.c") && line.contains("-lmpi_abi"), "{line}");
     let link = Command::new(&mpicc)
@@ -163,7 +166,10 @@ fn mpicc_showme_and_static() {
         .output()
         .unwrap();
     let line = String::from_utf8_lossy(&link.stdout).to_string();
-    assert!(line.contains("lib/libmpi_abi.a") && line.contains("-lpthread"), "{line}");
+    assert!(
+        line.contains("lib/libmpi_abi.a") && line.contains("-lpthread"),
+        "{line}"
+    );
     let src = common::repo_root().join("crates/weft-mpi/examples/c/where.c");
     let exe = std::env::temp_dir().join(format!("weft-where-static-{}", std::process::id()));
     let built = Command::new(&mpicc)
@@ -183,8 +189,17 @@ fn mpicc_showme_and_static() {
     assert!(!deps.contains("libmpi_abi"), "linked dynamically: {deps}");
     let out = run(&exe, 3);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(out.exit_code, 0, "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(stdout.lines().filter(|l| l.ends_with(" sum=3")).count(), 3, "{stdout}");
+    assert_eq!(
+        out.exit_code,
+        0,
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with(" sum=3")).count(),
+        3,
+        "{stdout}"
+    );
     std::fs::remove_file(&exe).unwrap();
 }
 

@@ -217,7 +217,11 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
         let (cur, go, fin) = (current.clone(), waiting.clone(), done.clone());
         w.set_coll_ring_wait_hook(Some(Box::new(move |moment| {
             let call = cur.get();
-            assert_eq!(moment, RingWait::Waiting, "rank {rank} call {call}: gave up");
+            assert_eq!(
+                moment,
+                RingWait::Waiting,
+                "rank {rank} call {call}: gave up"
+            );
             assert_eq!(
                 call % 2,
                 rank as u64,
@@ -240,7 +244,11 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
             }
         }
         let waited = w.coll_received_on_ring() - before;
-        assert_eq!(waited, CALLS / 2, "rank {rank}: waits on the ring that took the message");
+        assert_eq!(
+            waited,
+            CALLS / 2,
+            "rank {rank}: waits on the ring that took the message"
+        );
         w.barrier().unwrap();
         // Rank 1 comes only once rank 0 gave up waiting on the ring: rank 0 posts and waits.
         let gone = gave_up.clone();
@@ -259,8 +267,16 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
         }
         if rank == 0 {
             assert_eq!(gave_up.get(), 3);
-            assert_eq!(w.coll_received_on_ring(), on_ring, "rank 0 posted its receives");
-            assert_eq!(w.coll_received_at_once(), at_once, "rank 0 posted its receives");
+            assert_eq!(
+                w.coll_received_on_ring(),
+                on_ring,
+                "rank 0 posted its receives"
+            );
+            assert_eq!(
+                w.coll_received_at_once(),
+                at_once,
+                "rank 0 posted its receives"
+            );
         }
         w.set_coll_ring_wait_hook(None);
         w.barrier().unwrap();

@@ -93,7 +93,12 @@ fn repeated_scatterv_runs_without_its_plan() {
             assert_eq!(at_once, 0, "call {call}: the root receives nothing");
         }
         if call > 0 && late {
-            assert_eq!((runs, at_once), (1, 1), "call {call} rank {rank} of {}: taken at once", w.size());
+            assert_eq!(
+                (runs, at_once),
+                (1, 1),
+                "call {call} rank {rank} of {}: taken at once",
+                w.size()
+            );
             assert_eq!(at_once, 1, "call {call} rank {rank}: taken at once");
         }
         // Nothing of the next call reaches a leaf still polling in this one.

@@ -63,7 +63,11 @@ fn messages_already_here_are_taken_at_once_with_their_status() {
                 // tag 3 behind the unmatched tag-2 message goes the usual way (only the
                 // ring's next message is looked at), whose progress pass takes every ring's
                 // messages off: the rest are then taken at once from the unmatched ones.
-                let want = if drained { 3 * (n as u64 - 1) } else { 3 * (n as u64 - 1) - 1 };
+                let want = if drained {
+                    3 * (n as u64 - 1)
+                } else {
+                    3 * (n as u64 - 1) - 1
+                };
                 assert_eq!(taken, want, "n {n} drained {drained}: taken at once");
                 w.barrier().unwrap();
             });
