@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Plays a newcomer on a fresh clone (CI's own checkout is one): runs the README's first
+# Plays a newcomer on a fresh clone (CI's own checkout is one, so .ci/run can run it after
+# its test step; not wired there yet: it has not had a full run): runs the README's first
 # command (build everything, run the ring example), checks that its second command is the
 # test command CI has just run (so it is not run twice), runs the README's MPI commands (with
 # a scratch prefix for /opt/weft), then every mpiexec option the README lists on the

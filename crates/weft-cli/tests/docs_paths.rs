@@ -1,8 +1,8 @@
 //! The READMEs and ARCHITECTURE.md work from a fresh clone: every repository path they name
 //! (`crates/...`, `scripts/...`, `bench/...`, `itest/...`, `docs/...`, `tuning/...`) exists,
 //! and none names a folder of a development machine (`/work/`, `/home/`, `../shared/`).
-//! Their commands run in CI: scripts/newcomer.sh runs the top-level README's blocks (read
-//! from README.md), .ci/run its MPI test command. (docs/bench holds dated measurement records
+//! Their commands are run by scripts/newcomer.sh (the top-level README's blocks, read from
+//! README.md) and .ci/run (the MPI test command). (docs/bench holds dated measurement records
 //! and is not checked here.)
 
 use std::path::{Path, PathBuf};
