@@ -108,7 +108,8 @@ fn a_blocked_get_does_not_hold_up_other_clients() {
         assert_eq!(c.get(&format!("k{i}"), Duration::ZERO).unwrap(), [i as u8]);
     }
     let busy = t0.elapsed();
-    assert!(busy < Duration::from_secs(2), "100 requests took {busy:?}");
+    // Blocked behind the waiting get, they would take its 20 s.
+    assert!(busy < Duration::from_secs(10), "100 requests took {busy:?}");
     c.put("late", b"now").unwrap();
     let (v, waited) = waiter.join().unwrap();
     assert_eq!(v, b"now");
@@ -212,7 +213,7 @@ fn a_silent_connection_is_refused_after_the_handshake_timeout() {
     assert_eq!(got.len(), 41);
     let waited = t0.elapsed();
     assert!(
-        waited >= Duration::from_millis(200) && waited < Duration::from_secs(3),
+        waited >= Duration::from_millis(200) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
     let ev = wait_events(&events, |ev| !refusals(ev).is_empty());
@@ -281,7 +282,8 @@ fn dropping_the_server_unblocks_waiting_clients() {
     let (r, waited) = t.join().unwrap();
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
-    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    // Not noticing the server's end, the get would wait its 60 s.
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
     assert!(TcpStream::connect(&addr).is_err(), "listener closed");
 }
 
@@ -337,7 +339,7 @@ fn connecting_retries_until_the_deadline_then_names_the_address() {
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     assert!(e.message().contains(&addr), "{e}");
     assert!(
-        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
     // A store that starts late is still reached within the deadline.

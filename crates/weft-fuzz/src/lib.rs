@@ -388,10 +388,20 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
         ranks: vec![RankStart {
             rank: 3,
             vars: vec![("WEFT_RANK".into(), "3".into())],
+            stdin: true,
         }],
     };
     add("agent_to_agent", "ok-start.bin", start.encode());
     add("agent_to_agent", "ok-stop.bin", ToAgent::Stop.encode());
+    add(
+        "agent_to_agent",
+        "ok-input.bin",
+        ToAgent::Input {
+            rank: 2,
+            data: b"line of stdin\n".to_vec(),
+        }
+        .encode(),
+    );
     add("agent_to_agent", "err-empty.bin", Vec::new());
     add(
         "agent_to_agent",

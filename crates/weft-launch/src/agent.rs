@@ -18,6 +18,8 @@ use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{signal_name, RankExit};
+use crate::stdin::PipeFeeder;
+use crate::StdinTarget;
 use std::ffi::OsString;
 use std::io::{BufRead, Read};
 use std::net::{SocketAddr, TcpStream};
@@ -183,6 +185,12 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
             )?;
             return Ok(0);
         }
+        ToAgent::Input { .. } => {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                "the launcher sent input before starting any rank",
+            ))
+        }
     };
     stream
         .set_read_timeout(None)
@@ -195,6 +203,7 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
         stream,
         set: RankSet::default(),
         broken: false,
+        feeders: Vec::new(),
     };
     agent.start_ranks(program, args, env, &ranks, &encode_secret(&secret));
     let why = agent.watch(&commands, &signals);
@@ -278,6 +287,8 @@ struct Agent {
     set: RankSet,
     /// The connection failed on a write; the launcher is gone.
     broken: bool,
+    /// The stdin pipes of this host's ranks that read the launcher's stdin, by rank.
+    feeders: Vec<(u32, PipeFeeder)>,
 }
 
 impl Agent {
@@ -331,8 +342,18 @@ impl Agent {
             args: args.into_iter().map(OsString::from_vec).collect(),
             env,
             open_files_soft_limit,
+            stdin: StdinTarget::None,
         };
         for r in ranks {
+            let reads = if r.stdin {
+                StdinTarget::Rank(r.rank)
+            } else {
+                StdinTarget::None
+            };
+            let cmd = RankCommand {
+                stdin: reads,
+                ..cmd.clone()
+            };
             let mut vars = r.vars.clone();
             // Never sent over the network: the agent got it through the template's stdin.
             vars.push(("WEFT_JOB_SECRET".to_owned(), secret_hex.to_owned()));
@@ -343,8 +364,12 @@ impl Agent {
                 host: None,
             };
             match spawn_local_rank(&cmd, &place, &vars) {
-                Ok(p) => {
+                Ok(mut p) => {
                     let (rank, pid) = (p.rank, p.pid);
+                    if let Some(fd) = p.stdin.take() {
+                        self.feeders
+                            .push((rank, PipeFeeder::start(std::fs::File::from(fd))));
+                    }
                     self.set.add(p);
                     self.send(&FromAgent::Started { rank, pid });
                 }
@@ -392,11 +417,24 @@ impl Agent {
             if let Some(sig) = signals.pending() {
                 return End::Signal(sig);
             }
-            match commands.try_recv() {
-                Ok(Some(ToAgent::Stop)) => return End::Stop,
-                // A second Start is a launcher bug; ignoring it keeps the ranks consistent.
-                Ok(Some(ToAgent::Start { .. })) | Err(TryRecvError::Empty) => {}
-                Ok(None) | Err(TryRecvError::Disconnected) => return End::Lost,
+            // Every message waiting (input comes in many), then back to the ranks.
+            loop {
+                match commands.try_recv() {
+                    Ok(Some(ToAgent::Stop)) => return End::Stop,
+                    Ok(Some(ToAgent::Input { rank, data })) => {
+                        if let Some(i) = self.feeders.iter().position(|(r, _)| *r == rank) {
+                            let end = data.is_empty();
+                            self.feeders[i].1.feed(data);
+                            if end {
+                                self.feeders.swap_remove(i);
+                            }
+                        }
+                    }
+                    // A second Start is a launcher bug; ignoring it keeps the ranks consistent.
+                    Ok(Some(ToAgent::Start { .. })) => {}
+                    Err(TryRecvError::Empty) => break,
+                    Ok(None) | Err(TryRecvError::Disconnected) => return End::Lost,
+                }
             }
         }
     }

@@ -25,7 +25,8 @@ use crate::place::place_on_hosts;
 use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
 use crate::signals::SignalWatch;
 use crate::status::{failure_line_on_host, RankExit};
-use crate::{HostsSpec, JobOutcome, JobSpec};
+use crate::stdin::read_stdin_chunks;
+use crate::{HostsSpec, JobOutcome, JobSpec, StdinTarget};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
@@ -43,6 +44,9 @@ use weft_core::{Error, ErrorKind, Result};
 
 /// The launcher template used when none is given.
 pub const DEFAULT_LAUNCHER: &str = "ssh {host}";
+/// The launcher "template" that starts every host's agent directly on this machine (MPICH's
+/// `-launcher fork`): each host is then a separate node of the job on one machine.
+pub const FORK_LAUNCHER: &str = "fork";
 /// How long every host's agent has to connect back once its template started.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After Stop, how long agents get to kill, reap, drain and report.
@@ -87,6 +91,37 @@ pub fn expand_template(template: &str, host: &str) -> Result<Vec<String>> {
         ));
     }
     Ok(words)
+}
+
+/// Whether `name` names this machine: `localhost`, its host name (with or without the
+/// domain), or one of its addresses. Such a host's agent is started directly, never through
+/// the launcher template (no ssh to oneself), as Open MPI and MPICH do. Names are compared,
+/// never resolved (a lookup could hang on a name server).
+pub fn is_this_host(name: &str) -> bool {
+    let n = name.trim().trim_start_matches('[').trim_end_matches(']');
+    if n.eq_ignore_ascii_case("localhost") || n.eq_ignore_ascii_case("localhost.localdomain") {
+        return true;
+    }
+    if let Ok(ip) = n.parse::<IpAddr>() {
+        return ip.is_loopback() || local_addresses().contains(&ip);
+    }
+    let me = this_host_name();
+    let short = |s: &str| s.split('.').next().unwrap_or_default().to_ascii_lowercase();
+    !me.is_empty()
+        && (n.eq_ignore_ascii_case(&me)
+            || (!n.contains('.') && short(&me) == n.to_ascii_lowercase())
+            || (!me.contains('.') && short(n) == me.to_ascii_lowercase()))
+}
+
+/// This machine's host name (`gethostname`), empty when it cannot be read.
+fn this_host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// This machine's IPv4 addresses, non-loopback first: the addresses an agent tries when no
@@ -193,6 +228,8 @@ pub(crate) enum Event {
     HostPipeClosed,
     Store(ServerEvent),
     Refused(String),
+    /// A chunk of the launcher's stdin; `None` at its end.
+    Stdin(Option<Vec<u8>>),
 }
 
 struct HostState {
@@ -241,10 +278,20 @@ fn spawn_template(
     secret_hex: &str,
     tx: &Sender<Event>,
 ) -> std::io::Result<u32> {
-    let mut c = Command::new(&words[0]);
-    c.args(&words[1..])
-        .args(agent)
-        .stdin(Stdio::piped())
+    // No template words: the agent runs here, started directly.
+    let mut c = match words.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).args(agent);
+            c
+        }
+        None => {
+            let mut c = Command::new(&agent[0]);
+            c.args(&agent[1..]);
+            c
+        }
+    };
+    c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -301,9 +348,14 @@ pub(crate) fn run_on_hosts(
         Some(a) => parse_boot_addr(a)?,
         None => SocketAddr::new(listen_ip(hs.hosts.iter().map(|h| h.name.as_str())), 0),
     };
+    spec.stdin.check(spec.nranks)?;
     let mut hosts: Vec<HostState> = Vec::new();
     for h in &hs.hosts {
-        let words = expand_template(&hs.launcher, &h.name)?;
+        let words = if hs.launcher.trim() == FORK_LAUNCHER || is_this_host(&h.name) {
+            Vec::new()
+        } else {
+            expand_template(&hs.launcher, &h.name)?
+        };
         hosts.push(HostState {
             name: h.name.clone(),
             ranks: placement
@@ -311,7 +363,11 @@ pub(crate) fn run_on_hosts(
                 .filter(|p| p.host.as_deref() == Some(h.name.as_str()))
                 .map(|p| p.rank)
                 .collect(),
-            command: words.join(" "),
+            command: if words.is_empty() {
+                "weft __agent (started here)".to_owned()
+            } else {
+                words.join(" ")
+            },
             words,
             child: None,
             child_exit: None,
@@ -362,7 +418,7 @@ pub(crate) fn run_on_hosts(
     let mut job = MultiJob {
         hosts,
         ranks: rank_info,
-        lines: RankLines::new(spec.nranks, spec.tag_output),
+        lines: RankLines::with_files(spec.nranks, spec.tag_output, spec.output_files.as_ref())?,
         sink: Sink::new(spec.output),
         events,
         watch,
@@ -377,7 +433,15 @@ pub(crate) fn run_on_hosts(
         ended_connecting: false,
         open_pipes: 0,
         cause: FirstCause::default(),
+        stdin_log: Vec::new(),
+        stdin_done: false,
+        stdin_hosts_waiting: 0,
     };
+    job.stdin_hosts_waiting = job
+        .hosts
+        .iter()
+        .filter(|h| h.ranks.iter().any(|&r| spec.stdin.includes(r)))
+        .count();
     let secret_hex = encode_hex(&secret);
     let agent_args = |host: &str| -> Vec<OsString> {
         let mut v: Vec<OsString> = vec![hs.agent_program.clone().into_os_string()];
@@ -425,6 +489,10 @@ pub(crate) fn run_on_hosts(
             }
         }
     }
+    if ending.is_none() && spec.stdin != StdinTarget::None {
+        let stdin_tx = tx.clone();
+        read_stdin_chunks(move |chunk| stdin_tx.send(Event::Stdin(chunk)).is_ok());
+    }
     drop(tx);
     let ending = match ending {
         Some(e) => e,
@@ -464,6 +532,13 @@ struct MultiJob<'a> {
     open_pipes: usize,
     /// Aborts held until the death that caused them is seen ([`crate::cause`]).
     cause: FirstCause,
+    /// The launcher's stdin read so far, kept for the hosts of reading ranks whose agents
+    /// have not connected yet.
+    stdin_log: Vec<Vec<u8>>,
+    /// The launcher's stdin has ended.
+    stdin_done: bool,
+    /// Hosts of reading ranks whose agents have not connected yet.
+    stdin_hosts_waiting: usize,
 }
 
 impl MultiJob<'_> {
@@ -498,6 +573,7 @@ impl MultiJob<'_> {
                     ("WEFT_BOOT_ADDR".to_owned(), boot.clone()),
                     ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
                 ],
+                stdin: self.spec.stdin.includes(rank),
             })
             .collect();
         ToAgent::Start {
@@ -545,6 +621,37 @@ impl MultiJob<'_> {
                     }
                 }
                 self.hosts[host].writer = Some(stream);
+                if may_end && self.reads_stdin(host) {
+                    for i in 0..self.stdin_log.len() {
+                        let data = self.stdin_log[i].clone();
+                        self.send_input(host, data);
+                    }
+                    if self.stdin_done {
+                        self.send_input(host, Vec::new());
+                    }
+                    self.stdin_hosts_waiting = self.stdin_hosts_waiting.saturating_sub(1);
+                    if self.stdin_hosts_waiting == 0 {
+                        self.stdin_log = Vec::new();
+                    }
+                }
+                None
+            }
+            Event::Stdin(chunk) => {
+                let data = match chunk {
+                    Some(d) => d,
+                    None => {
+                        self.stdin_done = true;
+                        Vec::new()
+                    }
+                };
+                for h in 0..self.hosts.len() {
+                    if self.hosts[h].writer.is_some() && self.reads_stdin(h) {
+                        self.send_input(h, data.clone());
+                    }
+                }
+                if self.stdin_hosts_waiting > 0 && !data.is_empty() {
+                    self.stdin_log.push(data);
+                }
                 None
             }
             Event::Agent { host, msg } => self.agent_message(host, msg, may_end),
@@ -581,6 +688,31 @@ impl MultiJob<'_> {
             Event::Refused(line) => {
                 self.sink.launcher_line(&line);
                 None
+            }
+        }
+    }
+
+    /// Whether a rank of `host` reads the launcher's stdin.
+    fn reads_stdin(&self, host: usize) -> bool {
+        self.hosts[host]
+            .ranks
+            .iter()
+            .any(|&r| self.spec.stdin.includes(r))
+    }
+
+    /// Sends `data` of the launcher's stdin (empty: its end) to every reading rank of `host`.
+    /// A failed write is left to the connection's reader, which reports the host lost.
+    fn send_input(&mut self, host: usize, data: Vec<u8>) {
+        let stdin = self.spec.stdin;
+        let h = &mut self.hosts[host];
+        let Some(w) = h.writer.as_mut() else { return };
+        for &rank in h.ranks.iter().filter(|&&r| stdin.includes(r)) {
+            let msg = ToAgent::Input {
+                rank,
+                data: data.clone(),
+            };
+            if write_frame(w, &msg.encode()).is_err() {
+                return;
             }
         }
     }

@@ -13,6 +13,7 @@ use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{failure_line, signal_name, RankExit};
+use crate::stdin::forward_to_pipes;
 use crate::{JobOutcome, JobSpec};
 use std::ffi::OsString;
 use std::sync::mpsc::{channel, Receiver};
@@ -43,6 +44,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
             "timeout: must be longer than 0 s",
         ));
     }
+    spec.stdin.check(spec.nranks)?;
     let mut id = [0u8; JOB_ID_BYTES];
     random_bytes(&mut id)?;
     let job_id = encode_hex(&id);
@@ -94,10 +96,12 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         args: spec.args.clone(),
         env: spec.env.clone(),
         open_files_soft_limit,
+        stdin: spec.stdin,
     };
     let mut job = Job {
         set: RankSet::default(),
-        lines: RankLines::new(spec.nranks, spec.tag_output),
+        lines: RankLines::with_files(spec.nranks, spec.tag_output, spec.output_files.as_ref())?,
+        stdin_pipes: Vec::new(),
         sink,
         events,
         watch,
@@ -107,7 +111,10 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
     };
     let ending = match job.spawn_all(spec.nranks, &cmd) {
         Some(e) => e,
-        None => job.watch_until_end(spec.timeout.map(|t| (started, t))),
+        None => {
+            forward_to_pipes(std::mem::take(&mut job.stdin_pipes));
+            job.watch_until_end(spec.timeout.map(|t| (started, t)))
+        }
     };
     job.end_all();
     drop(server);
@@ -134,6 +141,9 @@ pub(crate) struct Ending {
 struct Job {
     set: RankSet,
     lines: RankLines,
+    /// Write ends of the stdin pipes of the ranks that read the launcher's stdin, until the
+    /// forwarding thread takes them.
+    stdin_pipes: Vec<std::fs::File>,
     sink: Sink,
     events: Receiver<ServerEvent>,
     watch: SignalWatch,
@@ -248,7 +258,12 @@ impl Job {
                 ("WEFT_JOB_SECRET".to_owned(), self.secret_hex.clone()),
             ];
             match spawn_local_rank(cmd, &place, &vars) {
-                Ok(p) => self.set.add(p),
+                Ok(mut p) => {
+                    if let Some(fd) = p.stdin.take() {
+                        self.stdin_pipes.push(std::fs::File::from(fd));
+                    }
+                    self.set.add(p)
+                }
                 Err(e) => {
                     let line = format!(
                         "weft: cannot start rank {}: {}; ending job",
