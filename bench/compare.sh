@@ -1,6 +1,6 @@
 #!/bin/sh
 # Side-by-side benchmark of weft's MPI against other MPI libraries on this machine, in one
-# run: the programs of bench/c/ (standard MPI only: pingpong, bandwidth, coll_lat) are built
+# run: the programs of bench/c/ (standard MPI only: pingpong, bandwidth, coll_lat, rma) are built
 # against each library and run at each process count, REPS times with the libraries
 # interleaved (so slow drifts of a busy machine hit them all alike). Output: one table per
 # benchmark with each library's P50 (median over the repetitions of each run's P50) and the
@@ -8,7 +8,8 @@
 #
 #   bench/compare.sh [--np "2 4"] [--reps 3] [--libs "weft openmpi mpich4 mpich5-abi"]
 #                    [--colls NAME,NAME] [--sizes "8 64K 1M"] [--pp-sizes "8 1K 64K 1M"]
-#                    [--bw-sizes "8 64K 1M 4M"]
+#                    [--bw-sizes "8 64K 1M 4M"] [--rma-sizes "8 1M"]
+#                    [--progs "pingpong bandwidth coll_lat rma"] [--spinners N]
 #                    [--budget-ms 400] [--stat p50|span|max] [--timeout 900] [--out DIR]
 #                    [--mode-retries 2] [--install] [--no-build] [--no-plot]
 #   bench/compare.sh --retable DIR [--stat span|max] [--no-plot]   (tables and plots again from
@@ -47,6 +48,14 @@
 # out of a cell's median whenever the cell has a run in the fast mode. compare.md lists the
 # probes of every repetition and how many runs each library had in each mode.
 #
+# One-sided (bench/c/rma.c, rank 0 to rank 1 on an MPI_Win_allocate window): put and get of
+# each --rma-sizes size with fence and with lock/flush (sizes above 8 KiB as bandwidth rows,
+# rma_*_bw), accumulate and fetch-and-op of one long, each with fence and with lock/flush.
+#
+# --spinners N runs N busy processes (a shell loop each, not MPI) for the whole measurement,
+# so that the libraries are compared on cores they share with other work (they are stopped
+# at the end, also on interruption).
+#
 # For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
 # MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
 # ratio <= 1.0 means weft is at least as fast as every peer.
@@ -59,6 +68,9 @@ colls=""
 sizes="8 64K 1M"
 pp_sizes="8 1K 64K 1M"
 bw_sizes="8 64K 1M 4M"
+rma_sizes="8 1M"
+progs="pingpong bandwidth coll_lat rma"
+spinners=0
 budget_ms=400
 stat=p50
 run_timeout=900
@@ -68,7 +80,7 @@ build=yes
 plot=yes
 retable=no
 out=${TMPDIR:-/tmp}/weft-compare-$$
-usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--stat p50|span|max] [--timeout S] [--out DIR] [--mode-retries N] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span|max]"
+usage="usage: $0 [--np \"2 4\"] [--reps N] [--libs \"weft openmpi mpich4 mpich5-abi\"] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--rma-sizes \"8 1M\"] [--progs \"pingpong bandwidth coll_lat rma\"] [--spinners N] [--budget-ms MS] [--stat p50|span|max] [--timeout S] [--out DIR] [--mode-retries N] [--install] [--no-build] [--no-plot] | --retable DIR [--stat span|max]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -79,6 +91,9 @@ while [ $# -gt 0 ]; do
     --sizes) need "$@"; sizes="$2"; shift 2 ;;
     --bw-sizes) need "$@"; bw_sizes="$2"; shift 2 ;;
     --pp-sizes) need "$@"; pp_sizes="$2"; shift 2 ;;
+    --rma-sizes) need "$@"; rma_sizes="$2"; shift 2 ;;
+    --progs) need "$@"; progs="$2"; shift 2 ;;
+    --spinners) need "$@"; spinners="$2"; shift 2 ;;
     --budget-ms) need "$@"; budget_ms="$2"; shift 2 ;;
     --stat) need "$@"; stat="$2"; shift 2 ;;
     --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
@@ -97,6 +112,11 @@ for v in "reps=$reps" "budget-ms=$budget_ms" "timeout=$run_timeout"; do
   is_count "${v#*=}" || { echo "$0: --${v%%=*} ${v#*=}: expected a positive integer" >&2; exit 2; }
 done
 case "$mode_retries" in ''|*[!0-9]*) echo "$0: --mode-retries $mode_retries: expected a count (0 or more)" >&2; exit 2 ;; esac
+case "$spinners" in ''|*[!0-9]*) echo "$0: --spinners $spinners: expected a count (0 or more)" >&2; exit 2 ;; esac
+[ -n "$progs" ] || { echo "$0: --progs: no program" >&2; exit 2; }
+for p in $progs; do
+  case "$p" in pingpong|bandwidth|coll_lat|rma) ;; *) echo "$0: --progs: unknown program $p (pingpong bandwidth coll_lat rma)" >&2; exit 2 ;; esac
+done
 for np in $nps; do
   { is_count "$np" && [ "$np" -ge 2 ]; } || { echo "$0: --np: $np is not a process count >= 2" >&2; exit 2; }
 done
@@ -188,7 +208,7 @@ for line in $(echo "$libs" | tr ' ' '@'); do
   name=$(echo "$line" | cut -d'|' -f1)
   cc=$(echo "$line" | cut -d'|' -f2 | tr '@' ' ')
   ok=yes
-  for prog in pingpong bandwidth coll_lat; do
+  for prog in $progs; do
     # shellcheck disable=SC2086 # cc may carry arguments
     $cc -O2 -o "$out/bin/$name-$prog" "$root/bench/c/$prog.c" 2>"$out/logs/build-$name-$prog.log" ||
       { ok=no; echo "$name: building $prog failed, see $out/logs/build-$name-$prog.log" >&2; }
@@ -219,6 +239,7 @@ run_one() {
       pingpong) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       bandwidth) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print "bandwidth\t" $1 "\t" np "\t" l "\t" r "\t" $2 }' "$log.out" ;;
       coll_lat) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 "\t" $6 "\t" $7 }' "$log.out" ;;
+      rma) awk -v np="$2" -v l="$1" -v r="$4" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" l "\t" r "\t" $3 }' "$log.out" ;;
     esac
   else
     rc=$?
@@ -248,6 +269,17 @@ run_probed() {
     return 0
   done
 }
+spinner_pids=""
+stop_spinners() { [ -z "$spinner_pids" ] || kill $spinner_pids 2>/dev/null || true; spinner_pids=""; }
+trap stop_spinners EXIT
+trap 'stop_spinners; exit 130' INT TERM
+s=0
+while [ "$s" -lt "$spinners" ]; do
+  sh -c 'while :; do :; done' &
+  spinner_pids="$spinner_pids $!"
+  s=$((s + 1))
+done
+[ "$spinners" -eq 0 ] || echo "spinners (busy loops) running:$spinner_pids" >&2
 t_start=$(date +%s)
 rep=1
 while [ "$rep" -le "$reps" ]; do
@@ -255,13 +287,19 @@ while [ "$rep" -le "$reps" ]; do
     for name in $built; do
       echo "rep $rep/$reps np=$np $name ($(($(date +%s) - t_start)) s)" >&2
       # shellcheck disable=SC2086 # size lists are word lists
-      run_probed "$name" "$np" pingpong "$rep" "$pp_args"
-      run_probed "$name" "$np" bandwidth "$rep" "$bw_sizes"
-      run_probed "$name" "$np" coll_lat "$rep" "$coll_args $sizes"
+      for prog in $progs; do
+        case "$prog" in
+          pingpong) run_probed "$name" "$np" pingpong "$rep" "$pp_args" ;;
+          bandwidth) run_probed "$name" "$np" bandwidth "$rep" "$bw_sizes" ;;
+          coll_lat) run_probed "$name" "$np" coll_lat "$rep" "$coll_args $sizes" ;;
+          rma) run_probed "$name" "$np" rma "$rep" "-t $budget_ms $rma_sizes" ;;
+        esac
+      done
     done
   done
   rep=$((rep + 1))
 done
+stop_spinners
 fi
 
 # Median over repetitions per (bench, bytes, np, lib), then one table per benchmark: rows
@@ -270,7 +308,7 @@ summary="$out/summary.tsv"
 # Results of coll_lat before session 6 have no max column, and their column 6 was the maximum.
 if [ "$stat" != p50 ]; then
   col=7; [ "$stat" = max ] && col=8
-  if awk -F'\t' -v c="$col" '$1 !~ /^(pingpong|bandwidth)$/ && $c == "" { f = 1 } END { exit !f }' "$results"; then
+  if awk -F'\t' -v c="$col" '$1 !~ /^(pingpong|bandwidth|rma_.*)$/ && $c == "" { f = 1 } END { exit !f }' "$results"; then
     echo "$0: --stat $stat: $results has collective rows without that column (written before session 6, when column 6 was another statistic too)" >&2
     exit 2
   fi
@@ -278,7 +316,7 @@ fi
 # A run is in the slow mode when a probe of it (columns 9, 10) exceeds twice the fastest
 # run's larger probe ($fastest_probe, ns; empty when no row has probes); a cell's median
 # takes only its fast runs when it has any (rows without probes, from before session 16,
-# count as fast). Ping-pong and bandwidth have one statistic (column 6).
+# count as fast). Ping-pong, bandwidth and the rma_ rows have one statistic (column 6).
 fastest_probe=$(awk -F'\t' '$9 != "" && $10 != "" { w = ($9 + 0 > $10 + 0 ? $9 : $10) + 0; if (best == "" || w < best) best = w } END { print best }' "$results")
 # The awk function of a row's mode, for the programs below that need it.
 fast_fn='function fast() { return $9 == "" || $10 == "" || ($9 + 0 > $10 + 0 ? $9 : $10) + 0 <= 2 * limit }'
@@ -286,7 +324,7 @@ awk -F'\t' -v OFS='\t' -v stat="$stat" -v limit="$fastest_probe" "$fast_fn"'
   { if (!($1 in bench)) bench[$1] = ++nb
     key = $1 OFS $2 OFS $3 OFS $4
     if (!(key in n)) { order[++k] = key; n[key] = 0; nf[key] = 0 }
-    x = ($1 ~ /^(pingpong|bandwidth)$/ ? $6 : stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
+    x = ($1 ~ /^(pingpong|bandwidth|rma_.*)$/ ? $6 : stat == "span" ? $7 : stat == "max" ? $8 : $6) + 0
     v[key, ++n[key]] = x
     if (fast()) vf[key, ++nf[key]] = x }
   END {
@@ -310,7 +348,7 @@ tables() {
       for (i = 1; i <= n; i++) {
         split(order[i], k, SUBSEP)
         if (k[1] != last) {
-          unit = k[1] == "bandwidth" ? "MB/s, higher is better; ratio of times" : "us"
+          unit = k[1] == "bandwidth" || k[1] ~ /_bw$/ ? "MB/s, higher is better; ratio of times" : "us"
           if (md) {
             printf "\n### %s (P50, %s)\n\n| np | bytes |", k[1], unit
             for (j = 1; j <= nl; j++) printf " %s |", lib[j]
@@ -324,7 +362,7 @@ tables() {
           }
           last = k[1]
         }
-        bw = k[1] == "bandwidth"
+        bw = k[1] == "bandwidth" || k[1] ~ /_bw$/
         best = ""
         if (md) printf "| %s | %s |", k[2], k[3]; else printf "%4s %10s", k[2], k[3]
         for (j = 1; j <= nl; j++) {
@@ -356,7 +394,7 @@ reps_line() {
 modes() {
   awk -F'\t' -v md="$1" -v limit="$fastest_probe" "$fast_fn"'
     $9 != "" && $10 != "" {
-      prog = $1 ~ /^(pingpong|bandwidth)$/ ? $1 : "coll_lat"
+      prog = $1 ~ /^(pingpong|bandwidth)$/ ? $1 : $1 ~ /^rma_/ ? "rma" : "coll_lat"
       run = prog SUBSEP $3 SUBSEP $4 SUBSEP $5
       if (run in seen) next
       seen[run] = 1
@@ -378,7 +416,7 @@ echo "ping-pong 8 B by repetition (us): $(reps_line)" | tee -a "$out/tables.txt"
 echo "host speed: $(modes "")" | tee -a "$out/tables.txt"
 {
   echo "Machine: $(nproc) cores, $(uname -r); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
-  echo "Libraries:$built; np: $nps; repetitions: $reps; each cell is the median over repetitions of the run's P50; collectives: $stat statistic."
+  echo "Libraries:$built; np: $nps; repetitions: $reps; spinners (busy loops beside the runs): $spinners; each cell is the median over repetitions of the run's P50; collectives: $stat statistic."
   echo
   echo "Ping-pong 8 B by repetition (us; a repetition far above the others ran while the host was slower): $(reps_line)."
   echo

@@ -74,6 +74,8 @@ else
 fi
 # A registry that stops answering must fail the run, not hang it.
 pip=(timeout 900 "$venv/bin/pip" --disable-pip-version-check)
+# Compiling mpi4py takes over 15 minutes on a loaded 2-core machine: an hour for that step.
+pip_build=(timeout 3600 "$venv/bin/pip" --disable-pip-version-check)
 
 # 3. PyPI's mpich: another implementation of the standard ABI (mpicc_abi, libmpi_abi.so.1).
 if [ -x "$venv/bin/mpicc_abi" ] && [ -f "$venv/include/mpi_abi.h" ] &&
@@ -129,7 +131,7 @@ else
   rm -rf "$m4p" "$m4p.tmp"
   say "mpi4py $MPI4PY_VERSION: building with MPI4PY_BUILD_MPIABI=1 MPICC=$prefix/bin/mpicc (minutes)"
   t0=$SECONDS
-  if ! MPI4PY_BUILD_MPIABI=1 MPICC="$prefix/bin/mpicc" "${pip[@]}" install -q --no-cache-dir \
+  if ! MPI4PY_BUILD_MPIABI=1 MPICC="$prefix/bin/mpicc" "${pip_build[@]}" install -q --no-cache-dir \
     --no-binary mpi4py --target "$m4p.tmp" "$sdist_file" >"$dir/mpi4py-build.log" 2>&1; then
     tail -40 "$dir/mpi4py-build.log" >&2
     die "building mpi4py failed (log: $dir/mpi4py-build.log)"
