@@ -479,6 +479,37 @@ static void persistent_init_errors(void) {
   MPI_Type_free(&loose);
 }
 
+/* One empty buffer passed as both send and receive buffer moves nothing: not an aliasing
+ * error (MPICH accepts it; mpi4py passes one static address for every empty buffer), on
+ * intra- and intercommunicators; with data it still is one on an intracommunicator. */
+static void empty_same_buffer(void) {
+  static int empty[1];
+  for (int root = 0; root < size; root++) {
+    OK(MPI_Gather(empty, 0, MPI_INT, empty, 0, MPI_INT, root, MPI_COMM_WORLD));
+    MPI_Request r;
+    OK(MPI_Igatherv(empty, 0, MPI_INT, empty, (int[64]){0}, (int[64]){0}, MPI_INT, root,
+                    MPI_COMM_WORLD, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+  }
+  OK(MPI_Allgather(empty, 0, MPI_INT, empty, 0, MPI_INT, MPI_COMM_WORLD));
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int one[64] = {0};
+  int rc = MPI_Allgather(one, 1, MPI_INT, one, 1, MPI_INT, MPI_COMM_WORLD);
+  int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_BUFFER);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  if (size < 2) return;
+  int color = rank % 2;
+  MPI_Comm local, inter;
+  OK(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &local));
+  OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - color, 6, &inter));
+  OK(MPI_Allgather(empty, 0, MPI_INT, empty, 0, MPI_INT, inter));
+  OK(MPI_Alltoall(empty, 0, MPI_INT, empty, 0, MPI_INT, inter));
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -489,6 +520,7 @@ int main(int argc, char **argv) {
   MPI_Info_free(&env);
   issend_to_self();
   intercomm_roots();
+  empty_same_buffer();
   hardware_splits();
   null_handles_and_errors();
   datatypes();

@@ -24,7 +24,9 @@ fn in_place(p: *const c_void) -> bool {
 /// A send buffer that is the receive buffer without MPI_IN_PLACE (MPI-4.1 §6.1.1: the
 /// buffers of a collective must not overlap unless in place) is an error of class
 /// MPI_ERR_BUFFER, as MPICH reports it. Raised on `comm`'s handler; `root` limits the check
-/// to the root of a rooted collective (elsewhere one of the two buffers is not used).
+/// to the root of a rooted collective (elsewhere one of the two buffers is not used);
+/// `count` is the count this rank's buffers use (-1 when it is per rank): with 0 nothing
+/// moves and the same (empty) buffer may be passed twice, as MPICH allows (mpi4py does).
 /// Costs one comparison when the buffers differ.
 #[inline]
 pub(crate) fn aliased(
@@ -32,9 +34,10 @@ pub(crate) fn aliased(
     func: &str,
     send: *const c_void,
     recv: *const c_void,
+    count: i64,
     root: Option<c_int>,
 ) -> Option<c_int> {
-    if send != recv || send.is_null() || in_place(send) {
+    if send != recv || send.is_null() || in_place(send) || count == 0 {
         return None;
     }
     aliased_slow(comm, func, send, root)
@@ -48,6 +51,12 @@ fn aliased_slow(
     send: *const c_void,
     root: Option<c_int>,
 ) -> Option<c_int> {
+    // On an intercommunicator the two buffers meet different groups' data (and a side
+    // that moves nothing may pass the same empty buffer twice, as mpi4py does): MPICH
+    // checks aliasing on intracommunicators only.
+    if matches!(state(func).and_then(|s| s.inter_parts(comm)), Ok(Some(_))) {
+        return None;
+    }
     if let Some(root) = root {
         // Inter-communicators have no rank equal to a root argument's meaning here; the
         // regular checks handle them.
@@ -558,7 +567,8 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, Some(root)) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, count as i64, Some(root))
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -641,7 +651,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, count as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -723,7 +733,7 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, count as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -759,7 +769,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, count as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -795,7 +805,14 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter_block", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(
+        comm,
+        "MPI_Reduce_scatter_block",
+        send,
+        recv,
+        count as i64,
+        None,
+    ) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -928,7 +945,9 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Gather", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Gather", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1011,7 +1030,9 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scatter", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Scatter", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1084,7 +1105,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, scount as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1151,7 +1172,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, scount as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1248,7 +1269,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Gatherv", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Gatherv", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1311,7 +1334,9 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scatterv", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Scatterv", send, recv, rcount as i64, Some(root))
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1410,7 +1435,8 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, scount as i64, None)
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1467,7 +1493,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallv", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallv", send, recv, -1, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1592,7 +1618,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter", send, recv, -1, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1686,7 +1712,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallw", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallw", send, recv, -1, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.

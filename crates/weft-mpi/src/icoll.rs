@@ -294,7 +294,9 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Ireduce", send, recv, count as i64, Some(root))
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -348,7 +350,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, count as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -402,7 +404,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscan", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscan", send, recv, count as i64, None) {
         return rc;
     }
     let r = file(comm, req, || {
@@ -422,7 +424,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iexscan", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iexscan", send, recv, count as i64, None) {
         return rc;
     }
     let r = file(comm, req, || {
@@ -442,7 +444,14 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter_block", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(
+        comm,
+        "MPI_Ireduce_scatter_block",
+        send,
+        recv,
+        count as i64,
+        None,
+    ) {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -570,7 +579,9 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Igather", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Igather", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -621,7 +632,9 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscatter", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Iscatter", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -671,7 +684,8 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgather", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgather", send, recv, scount as i64, None)
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -720,7 +734,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, scount as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1028,7 +1042,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter", send, recv, -1, None) {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1112,7 +1126,9 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Igatherv", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Igatherv", send, recv, scount as i64, Some(root))
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1210,7 +1226,9 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscatterv", send, recv, Some(root)) {
+    if let Some(rc) =
+        crate::coll::aliased(comm, "MPI_Iscatterv", send, recv, rcount as i64, Some(root))
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1289,7 +1307,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgatherv", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgatherv", send, recv, scount as i64, None)
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1370,7 +1389,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallv", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallv", send, recv, -1, None) {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1578,7 +1597,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallw", send, recv, None) {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallw", send, recv, -1, None) {
         return rc;
     }
     let r = (|| {

@@ -91,7 +91,10 @@ fn mpich_skips() -> std::collections::HashMap<(u32, String), u32> {
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             assert_eq!(f.len(), 3, "{}: malformed line {l:?}", path.display());
-            ((f[0].parse().unwrap(), f[1].to_string()), f[2].parse().unwrap())
+            (
+                (f[0].parse().unwrap(), f[1].to_string()),
+                f[2].parse().unwrap(),
+            )
         })
         .collect()
 }
@@ -105,9 +108,10 @@ fn mpich_skips() -> std::collections::HashMap<(u32, String), u32> {
 #[test]
 #[ignore = "needs mpi4py built with our mpicc and its test suite (MPI4PY_PATH, MPI4PY_TESTS)"]
 fn mpi4py_test_suite_at_1_2_and_3_ranks() {
-    let m4p = PathBuf::from(std::env::var_os("MPI4PY_PATH").expect(
-        "set MPI4PY_PATH to mpi4py built for the standard ABI (scripts/ci-mpi-extras.sh)",
-    ));
+    let m4p =
+        PathBuf::from(std::env::var_os("MPI4PY_PATH").expect(
+            "set MPI4PY_PATH to mpi4py built for the standard ABI (scripts/ci-mpi-extras.sh)",
+        ));
     let tests = PathBuf::from(std::env::var_os("MPI4PY_TESTS").expect(
         "set MPI4PY_TESTS to the test/ directory of mpi4py's source (scripts/ci-mpi-extras.sh)",
     ));
