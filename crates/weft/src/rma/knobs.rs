@@ -9,7 +9,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SYMMETRIC_SIZE",
         kind: KnobKind::Bytes,
         default: "512M",
-        help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched; its largest power-of-two divisor (up to 1G) is the largest shmem_align alignment",
+        help: "bytes of each PE's symmetric heap (shmem_malloc), reserved in /dev/shm at init; its largest power-of-two divisor (up to 1G) is the largest shmem_align alignment",
     },
     Knob {
         name: "WEFT_SYMMETRIC_GLOBALS",
