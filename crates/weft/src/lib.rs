@@ -25,6 +25,7 @@ pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod dtype;
+pub mod io;
 mod engine;
 pub mod knobs;
 pub mod matching;
