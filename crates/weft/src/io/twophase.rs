@@ -22,8 +22,9 @@
 //!    whether its file accesses succeeded, so a rank's call returns once its data is in
 //!    the file, and a failure reaches every rank whose data it concerns.
 //!
-//! Messages go on the file's private communicator's context with a tag per call; between
-//! two ranks they follow each other in one order on both sides, which is what matches them.
+//! Messages go on the file's private communicator's context with two tags per call, one
+//! for each direction (to an aggregator, from it); between two ranks the messages of one
+//! direction follow each other in one order on both sides, which is what matches them.
 
 use super::indep::{self, Access};
 use super::plan::{aggregators, interleaved, Domains};
@@ -71,6 +72,15 @@ fn ack_code(e: &Option<Error>) -> u64 {
     }
 }
 
+/// The direction of a message between a participant and an aggregator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    /// To the aggregator (and the extents every rank sends every other).
+    Up,
+    /// From the aggregator to a participant.
+    Down,
+}
+
 /// A message in flight.
 struct Pending {
     id: ReqId,
@@ -95,7 +105,9 @@ impl Data {
         }
         // SAFETY: the request borrows the buffer (`len` bytes at `ptr`) for the machine's
         // life; ranges come from the rank's own access list, whose bytes equal `len`.
-        unsafe { std::slice::from_raw_parts(self.ptr.add(r.start as usize), (r.end - r.start) as usize) }
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.add(r.start as usize), (r.end - r.start) as usize)
+        }
     }
 
     #[allow(clippy::mut_from_ref)]
@@ -268,13 +280,22 @@ impl TwoPhase {
         err.context(format!("{} on rank {}", self.what, self.rank))
     }
 
-    fn send(&self, e: &mut Engine, peer: u32, bytes: &[u8]) -> Result<Option<Pending>> {
+    /// The tag of a stream: `Up` (to an aggregator: extents, headers, lists, written data)
+    /// or `Down` (from one: read data, acknowledgements). Between two ranks each stream is
+    /// sent and received in one order on both sides; the two streams of a pair are
+    /// independent (a rank is participant of the other's domain while aggregator of its
+    /// own), so they need tags of their own.
+    fn tag(&self, dir: Dir) -> i32 {
+        self.tag * 2 + (dir == Dir::Down) as i32
+    }
+
+    fn send(&self, e: &mut Engine, peer: u32, dir: Dir, bytes: &[u8]) -> Result<Option<Pending>> {
         let id = e.start_send_mode(
             RawBuf::new(bytes),
             self.members[peer as usize],
             self.rank,
             self.ctx,
-            self.tag,
+            self.tag(dir),
             false,
             false,
         )?;
@@ -285,14 +306,14 @@ impl TwoPhase {
         }))
     }
 
-    fn recv(&self, e: &mut Engine, peer: u32, into: &mut [u8]) -> Result<Pending> {
+    fn recv(&self, e: &mut Engine, peer: u32, dir: Dir, into: &mut [u8]) -> Result<Pending> {
         let expect = into.len();
         let id = e.start_recv(
             RawBufMut::new(into),
             Pattern {
                 ctx: self.ctx,
                 src: peer as i32,
-                tag: self.tag,
+                tag: self.tag(dir),
             },
             Some(self.members[peer as usize]),
             &self.members,
@@ -365,7 +386,12 @@ impl TwoPhase {
     fn start(&mut self, e: &mut Engine) -> Result<()> {
         let (lo, hi) = self.list.extent().unwrap_or((0, 0));
         let alone = !self.write && self.list.overlaps();
-        for w in [lo, hi, self.list.bytes(), if alone { FLAG_ALONE } else { 0 }] {
+        for w in [
+            lo,
+            hi,
+            self.list.bytes(),
+            if alone { FLAG_ALONE } else { 0 },
+        ] {
             self.ext_out.extend_from_slice(&w.to_le_bytes());
         }
         let me = self.rank as usize;
@@ -373,13 +399,13 @@ impl TwoPhase {
         let mut ext_in = std::mem::take(&mut self.ext_in);
         for (j, chunk) in ext_in.chunks_exact_mut(EXTENT_BYTES).enumerate() {
             if j != me {
-                let p = self.recv(e, j as u32, chunk)?;
+                let p = self.recv(e, j as u32, Dir::Up, chunk)?;
                 self.pending.push(p);
             }
         }
         self.ext_in = ext_in;
         for j in (0..self.n() as u32).filter(|&j| j as usize != me) {
-            if let Some(p) = self.send(e, j, &self.ext_out)? {
+            if let Some(p) = self.send(e, j, Dir::Up, &self.ext_out)? {
                 self.pending.push(p);
             }
         }
@@ -453,7 +479,8 @@ impl TwoPhase {
             };
             self.headers_out
                 .extend_from_slice(&(sub.segs().len() as u64).to_le_bytes());
-            self.headers_out.extend_from_slice(&sub.bytes().to_le_bytes());
+            self.headers_out
+                .extend_from_slice(&sub.bytes().to_le_bytes());
             self.lists_out.push(if d.aggregators[k] as usize == me {
                 Vec::new()
             } else {
@@ -470,13 +497,18 @@ impl TwoPhase {
             if agg as usize == me {
                 continue;
             }
-            if let Some(p) = self.send(e, agg, &headers[k * HEADER_BYTES..(k + 1) * HEADER_BYTES])? {
+            if let Some(p) = self.send(
+                e,
+                agg,
+                Dir::Up,
+                &headers[k * HEADER_BYTES..(k + 1) * HEADER_BYTES],
+            )? {
                 self.part.push(p);
             }
             if subs[k].bytes() == 0 {
                 continue;
             }
-            if let Some(p) = self.send(e, agg, &lists[k])? {
+            if let Some(p) = self.send(e, agg, Dir::Up, &lists[k])? {
                 self.part.push(p);
             }
             // Data, window by window (the aggregator takes them in that order).
@@ -487,15 +519,20 @@ impl TwoPhase {
                     continue;
                 }
                 if self.write {
-                    if let Some(p) = self.send(e, agg, self.data.slice(r))? {
+                    if let Some(p) = self.send(e, agg, Dir::Up, self.data.slice(r))? {
                         self.part.push(p);
                     }
                 } else {
-                    let p = self.recv(e, agg, self.data.slice_mut(r))?;
+                    let p = self.recv(e, agg, Dir::Down, self.data.slice_mut(r))?;
                     self.part.push(p);
                 }
             }
-            let p = self.recv(e, agg, &mut acks[k * ACK_BYTES..(k + 1) * ACK_BYTES])?;
+            let p = self.recv(
+                e,
+                agg,
+                Dir::Down,
+                &mut acks[k * ACK_BYTES..(k + 1) * ACK_BYTES],
+            )?;
             self.part.push(p);
         }
         self.headers_out = headers;
@@ -507,7 +544,7 @@ impl TwoPhase {
             let mut h = std::mem::take(&mut self.headers_in);
             for (j, chunk) in h.chunks_exact_mut(HEADER_BYTES).enumerate() {
                 if j != me {
-                    let p = self.recv(e, j as u32, chunk)?;
+                    let p = self.recv(e, j as u32, Dir::Up, chunk)?;
                     self.pending.push(p);
                 }
             }
@@ -526,8 +563,7 @@ impl TwoPhase {
         let acc = self.access();
         let data = self.data;
         let r = if self.write {
-            indep::write(acc, &self.list, data.slice(0..data.len as u64))
-                .map(|_| self.list.bytes())
+            indep::write(acc, &self.list, data.slice(0..data.len as u64)).map(|_| self.list.bytes())
         } else {
             indep::read(acc, &self.list, data.slice_mut(0..data.len as u64))
         };
@@ -560,7 +596,7 @@ impl TwoPhase {
                     ))
                 })?;
             l.resize(len as usize, 0);
-            let p = self.recv(e, j as u32, l)?;
+            let p = self.recv(e, j as u32, Dir::Up, l)?;
             self.pending.push(p);
         }
         self.lists_in = lists;
@@ -653,16 +689,17 @@ impl TwoPhase {
         if !self.write {
             // Read the window: the span, or each run; zeros past the end of the file.
             let read = |at: u64, into: &mut [u8]| -> Result<()> {
-                let got = read_full(acc.file, into, at).map_err(|x| os_error("pread", acc.path, x))?;
+                let got =
+                    read_full(acc.file, into, at).map_err(|x| os_error("pread", acc.path, x))?;
                 into[got..].fill(0);
                 Ok(())
             };
             let r = if whole {
                 read(base, &mut b[..span])
             } else {
-                slot.runs
-                    .iter()
-                    .try_for_each(|&(x, y)| read(x, &mut b[(x - base) as usize..(y - base) as usize]))
+                slot.runs.iter().try_for_each(|&(x, y)| {
+                    read(x, &mut b[(x - base) as usize..(y - base) as usize])
+                })
             };
             if let Err(err) = r {
                 file_error(self, err);
@@ -679,7 +716,7 @@ impl TwoPhase {
                 } else if pieces.len() == 1 {
                     let (a, n) = pieces[0];
                     let s = (a - base) as usize;
-                    if let Some(p) = self.send(e, j as u32, &b[s..s + n as usize])? {
+                    if let Some(p) = self.send(e, j as u32, Dir::Down, &b[s..s + n as usize])? {
                         slot.pending.push(p);
                     }
                 } else {
@@ -688,7 +725,7 @@ impl TwoPhase {
                         let s = (a - base) as usize;
                         tmp.extend_from_slice(&b[s..s + n as usize]);
                     }
-                    if let Some(p) = self.send(e, j as u32, &tmp)? {
+                    if let Some(p) = self.send(e, j as u32, Dir::Down, &tmp)? {
                         slot.pending.push(p);
                     }
                     slot.scratch.push((pieces, tmp));
@@ -715,11 +752,11 @@ impl TwoPhase {
                 } else if pieces.len() == 1 {
                     let (a, n) = pieces[0];
                     let s = (a - base) as usize;
-                    let p = self.recv(e, j as u32, &mut b[s..s + n as usize])?;
+                    let p = self.recv(e, j as u32, Dir::Up, &mut b[s..s + n as usize])?;
                     slot.pending.push(p);
                 } else {
                     let mut tmp = vec![0u8; (r.end - r.start) as usize];
-                    let p = self.recv(e, j as u32, &mut tmp)?;
+                    let p = self.recv(e, j as u32, Dir::Up, &mut tmp)?;
                     slot.pending.push(p);
                     slot.scratch.push((pieces, tmp));
                 }
@@ -797,7 +834,7 @@ impl TwoPhase {
             self.acks_out = code.to_le_bytes().to_vec();
             for j in 0..self.n() {
                 if j != me && self.others[j].bytes() > 0 {
-                    if let Some(p) = self.send(e, j as u32, &self.acks_out.clone())? {
+                    if let Some(p) = self.send(e, j as u32, Dir::Down, &self.acks_out)? {
                         self.pending.push(p);
                     }
                 }
@@ -895,10 +932,20 @@ impl TwoPhase {
 
 impl IoWork for TwoPhase {
     fn advance(&mut self, e: &mut Engine) -> (Option<Result<u64>>, bool) {
-        let before = (self.phase, self.next_window, self.pending.len(), self.part.len());
+        let before = (
+            self.phase,
+            self.next_window,
+            self.pending.len(),
+            self.part.len(),
+        );
         match self.step(e) {
             Ok(None) => {
-                let after = (self.phase, self.next_window, self.pending.len(), self.part.len());
+                let after = (
+                    self.phase,
+                    self.next_window,
+                    self.pending.len(),
+                    self.part.len(),
+                );
                 (None, before != after)
             }
             Ok(Some(bytes)) => (Some(Ok(bytes)), true),
