@@ -9,7 +9,7 @@
 use crate::consts::*;
 use crate::dtype::{map_of, predefined, predefined_name};
 use crate::env::c_str;
-use crate::error::{err, finish, R};
+use crate::error::{err, R};
 use crate::file::{MPI_ERR_CONVERSION, MPI_ERR_DUP_DATAREP, MPI_ERR_UNSUPPORTED_DATAREP};
 use crate::state::{state, State};
 use std::os::raw::{c_char, c_int, c_void};
@@ -130,7 +130,10 @@ pub(crate) fn file_map(s: &State, rep: Rep, dt: Handle) -> R<TypeMap> {
     }
     let leaf = |h: Handle| -> R<TypeMap> {
         let n = element_bytes(s, rep, h)?;
-        Ok(TypeMap::contiguous(n as i64, &TypeMap::basic(BasicKind::Byte))?)
+        Ok(TypeMap::contiguous(
+            n as i64,
+            &TypeMap::basic(BasicKind::Byte),
+        )?)
     };
     crate::contents::rebuild(dt, &leaf)
 }
@@ -147,7 +150,15 @@ pub(crate) fn file_bytes(s: &State, rep: Rep, count: u64, dt: Handle) -> R<u64> 
 }
 
 /// Calls a conversion function on `count` items.
-fn call(conv: Conv, name: &str, user: *mut c_void, dt: Handle, count: u64, file: *mut u8, extra: usize) -> R<()> {
+fn call(
+    conv: Conv,
+    name: &str,
+    user: *mut c_void,
+    dt: Handle,
+    count: u64,
+    file: *mut u8,
+    extra: usize,
+) -> R<()> {
     let rc = match conv {
         Conv::Null => return Ok(()),
         Conv::Int(f) => {
@@ -161,7 +172,16 @@ fn call(conv: Conv, name: &str, user: *mut c_void, dt: Handle, count: u64, file:
             unsafe { f(user, dt, n, file as *mut c_void, 0, extra as *mut c_void) }
         }
         // SAFETY: as above.
-        Conv::Large(f) => unsafe { f(user, dt, count as i64, file as *mut c_void, 0, extra as *mut c_void) },
+        Conv::Large(f) => unsafe {
+            f(
+                user,
+                dt,
+                count as i64,
+                file as *mut c_void,
+                0,
+                extra as *mut c_void,
+            )
+        },
     };
     if rc != MPI_SUCCESS {
         return Err(err(
@@ -178,14 +198,22 @@ pub(crate) fn converts(s: &State, rep: Rep, write: bool) -> bool {
     match rep {
         Rep::Native | Rep::Internal => false,
         Rep::External32 => true,
-        Rep::User(i) => s.files.reps.get(i).is_some_and(|u| {
-            !matches!(if write { u.write } else { u.read }, Conv::Null)
-        }),
+        Rep::User(i) => s
+            .files
+            .reps
+            .get(i)
+            .is_some_and(|u| !matches!(if write { u.write } else { u.read }, Conv::Null)),
     }
 }
 
 /// The file bytes of `count` items of `dt` at `buf` (a representation that converts).
-pub(crate) fn to_file(s: &State, rep: Rep, buf: *const c_void, count: u64, dt: Handle) -> R<Vec<u8>> {
+pub(crate) fn to_file(
+    s: &State,
+    rep: Rep,
+    buf: *const c_void,
+    count: u64,
+    dt: Handle,
+) -> R<Vec<u8>> {
     match rep {
         Rep::External32 => {
             let native = pack(buf, count, dt)?;
@@ -194,7 +222,15 @@ pub(crate) fn to_file(s: &State, rep: Rep, buf: *const c_void, count: u64, dt: H
         Rep::User(i) => {
             let u = user(s, i)?;
             let mut out = vec![0u8; file_bytes(s, rep, count, dt)? as usize];
-            call(u.write, &u.name, buf as *mut c_void, dt, count, out.as_mut_ptr(), u.extra)?;
+            call(
+                u.write,
+                &u.name,
+                buf as *mut c_void,
+                dt,
+                count,
+                out.as_mut_ptr(),
+                u.extra,
+            )?;
             Ok(out)
         }
         _ => pack(buf, count, dt),
@@ -202,7 +238,14 @@ pub(crate) fn to_file(s: &State, rep: Rep, buf: *const c_void, count: u64, dt: H
 }
 
 /// Delivers file bytes `file` (of `count` items of `dt`) into `buf`.
-pub(crate) fn from_file(s: &State, rep: Rep, file: &mut [u8], buf: *mut c_void, count: u64, dt: Handle) -> R<()> {
+pub(crate) fn from_file(
+    s: &State,
+    rep: Rep,
+    file: &mut [u8],
+    buf: *mut c_void,
+    count: u64,
+    dt: Handle,
+) -> R<()> {
     match rep {
         Rep::External32 => {
             let map = map_of(dt)?;
@@ -224,7 +267,10 @@ fn pack(buf: *const c_void, count: u64, dt: Handle) -> R<Vec<u8>> {
     if !out.is_empty() {
         // SAFETY: the caller's buffer covers `count` items (the MPI calling contract).
         let (src, origin, shifted) = unsafe { crate::dtype::user_view(&map, buf, count)? };
-        shifted.as_ref().unwrap_or(&map).pack(src, origin, count, &mut out)?;
+        shifted
+            .as_ref()
+            .unwrap_or(&map)
+            .pack(src, origin, count, &mut out)?;
     }
     Ok(out)
 }
@@ -236,11 +282,20 @@ fn unpack(packed: &[u8], buf: *mut c_void, count: u64, dt: Handle) -> R<()> {
     let map = map_of(dt)?;
     // SAFETY: as in `pack`.
     let (dst, origin, shifted) = unsafe { crate::dtype::user_view(&map, buf, count)? };
-    shifted.as_ref().unwrap_or(&map).unpack(packed, dst, origin, count)?;
+    shifted
+        .as_ref()
+        .unwrap_or(&map)
+        .unpack(packed, dst, origin, count)?;
     Ok(())
 }
 
-fn register(name: *const c_char, read: Conv, write: Conv, extent: Option<ExtentFn>, extra: *mut c_void) -> R<()> {
+fn register(
+    name: *const c_char,
+    read: Conv,
+    write: Conv,
+    extent: Option<ExtentFn>,
+    extra: *mut c_void,
+) -> R<()> {
     let s = state("MPI_Register_datarep")?;
     // SAFETY: a NUL-terminated string (the caller's contract).
     let name = unsafe { c_str(name, "datarep")? };
@@ -286,7 +341,7 @@ pub unsafe extern "C" fn MPI_Register_datarep(
         dtype_file_extent_fn,
         extra_state,
     );
-    finish(MPI_COMM_WORLD, "MPI_Register_datarep", r)
+    crate::file::finish_file(crate::file::MPI_FILE_NULL, "MPI_Register_datarep", r)
 }
 
 /// MPI_Register_datarep_c (MPI-4.1 §14.5.3, large count).
@@ -306,5 +361,5 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
         dtype_file_extent_fn,
         extra_state,
     );
-    finish(MPI_COMM_WORLD, "MPI_Register_datarep_c", r)
+    crate::file::finish_file(crate::file::MPI_FILE_NULL, "MPI_Register_datarep_c", r)
 }
