@@ -254,8 +254,16 @@ fn file_path(name: *const c_char) -> R<PathBuf> {
             if !rest.is_empty()
                 && matches!(
                     p,
-                    "ufs" | "nfs" | "lustre" | "gpfs" | "pvfs2" | "xfs" | "panfs" | "daos"
-                        | "testfs" | "file"
+                    "ufs"
+                        | "nfs"
+                        | "lustre"
+                        | "gpfs"
+                        | "pvfs2"
+                        | "xfs"
+                        | "panfs"
+                        | "daos"
+                        | "testfs"
+                        | "file"
                 ) =>
         {
             rest.to_string()
@@ -338,7 +346,11 @@ fn drop_type(h: Handle) {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
     if fh.is_null() {
-        return raise_file(MPI_FILE_NULL, "MPI_File_close", err(MPI_ERR_ARG, "fh is NULL"));
+        return raise_file(
+            MPI_FILE_NULL,
+            "MPI_File_close",
+            err(MPI_ERR_ARG, "fh is NULL"),
+        );
     }
     // SAFETY: non-null, readable and writable by the MPI calling contract.
     let h = unsafe { *fh };
@@ -623,9 +635,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
 pub unsafe extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
     let r = (|| {
         let s = state("MPI_File_set_atomicity")?;
-        file_mut(s, fh)?
-            .set_atomicity(flag != 0)
-            .map_err(file_err)
+        file_mut(s, fh)?.set_atomicity(flag != 0).map_err(file_err)
     })();
     finish_file(fh, "MPI_File_set_atomicity", r)
 }
@@ -678,7 +688,10 @@ pub unsafe extern "C" fn MPI_File_seek(fh: Handle, offset: i64, whence: c_int) -
 pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int {
     let r = (|| {
         let s = state("MPI_File_get_position")?;
-        put!(offset, entry(s, fh)?.file.position().map_err(file_err)? as i64)
+        put!(
+            offset,
+            entry(s, fh)?.file.position().map_err(file_err)? as i64
+        )
     })();
     finish_file(fh, "MPI_File_get_position", r)
 }
@@ -693,7 +706,10 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     let r = (|| {
         let o = offset_arg(offset, "offset")?;
         let s = state("MPI_File_get_byte_offset")?;
-        put!(disp, entry(s, fh)?.file.byte_offset(o).map_err(file_err)? as i64)
+        put!(
+            disp,
+            entry(s, fh)?.file.byte_offset(o).map_err(file_err)? as i64
+        )
     })();
     finish_file(fh, "MPI_File_get_byte_offset", r)
 }
@@ -704,9 +720,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c
     let r = (|| {
         let w = whence_of(whence)?;
         let s = state("MPI_File_seek_shared")?;
-        file_mut(s, fh)?
-            .seek_shared(offset, w)
-            .map_err(file_err)
+        file_mut(s, fh)?.seek_shared(offset, w).map_err(file_err)
     })();
     finish_file(fh, "MPI_File_seek_shared", r)
 }

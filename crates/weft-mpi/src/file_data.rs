@@ -70,7 +70,14 @@ pub(crate) struct Staged {
 impl Staged {
     /// `count` items of `dt` at `buf` for writing (`write`) or reading in representation
     /// `rep`.
-    fn new(s: &State, rep: Rep, write: bool, buf: *const c_void, count: i64, dt: Handle) -> R<Staged> {
+    fn new(
+        s: &State,
+        rep: Rep,
+        write: bool,
+        buf: *const c_void,
+        count: i64,
+        dt: Handle,
+    ) -> R<Staged> {
         if count < 0 {
             return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
         }
@@ -118,7 +125,10 @@ impl Staged {
             }
         }
         if st.bytes > 0 && st.ptr.is_null() {
-            return Err(err(MPI_ERR_BUFFER, format!("buffer is NULL for {count} items")));
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!("buffer is NULL for {count} items"),
+            ));
         }
         Ok(st)
     }
@@ -158,7 +168,12 @@ impl Staged {
             match deliver {
                 Deliver::Nothing => {}
                 Deliver::Unpack(i) => i.finish_received(moved as usize)?,
-                Deliver::Convert { rep, buf, count, dt } => {
+                Deliver::Convert {
+                    rep,
+                    buf,
+                    count,
+                    dt,
+                } => {
                     let s = state("file read")?;
                     let mut k = keep.unwrap_or_default();
                     from_file(s, rep, &mut k, buf as *mut c_void, count, dt)?;
@@ -394,7 +409,13 @@ fn access(
 }
 
 /// A split collective's end: waits for the access its begin started.
-fn end(func: &'static str, begin: &'static str, fh: Handle, buf: *const c_void, status: *mut MpiStatus) -> R<()> {
+fn end(
+    func: &'static str,
+    begin: &'static str,
+    fh: Handle,
+    buf: *const c_void,
+    status: *mut MpiStatus,
+) -> R<()> {
     let s = state(func)?;
     let e = entry_mut(s, fh)?;
     match &e.split {

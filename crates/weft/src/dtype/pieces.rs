@@ -72,10 +72,7 @@ mod tests {
         let int = TypeMap::basic(BasicKind::I32);
         // 2 blocks of 1 int, stride 3 ints: data at 0 and 12; extent 16.
         let v = TypeMap::vector(2, 1, 3, &int).unwrap();
-        assert_eq!(
-            flat(&runs(&v, 0, 16)),
-            [(0, 4), (12, 4), (16, 4), (28, 4)]
-        );
+        assert_eq!(flat(&runs(&v, 0, 16)), [(0, 4), (12, 4), (16, 4), (28, 4)]);
         // A window starting inside an element and ending inside another.
         assert_eq!(flat(&runs(&v, 2, 8)), [(2, 2), (12, 4), (16, 2)]);
         // One int at byte 8 of an item of extent 32 (a rank's block of a strided file).

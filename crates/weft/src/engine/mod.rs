@@ -41,8 +41,8 @@
 //! and the progress loop.
 
 mod colls;
-mod io;
 mod ctx;
+mod io;
 mod liveness;
 mod post;
 mod proto_net;
@@ -51,8 +51,8 @@ mod queue;
 mod request;
 mod wait;
 
-pub use request::Status;
 pub(crate) use io::IoSlot;
+pub use request::Status;
 
 use crate::coll::request::ActivePtr;
 use crate::coll::Tuning;

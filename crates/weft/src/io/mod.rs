@@ -25,8 +25,8 @@
 //! are stream bytes (an access cut short by the end of the file moves the individual
 //! pointer by the bytes it moved).
 
-pub mod knobs;
 mod indep;
+pub mod knobs;
 mod plan;
 mod posix;
 mod segs;
@@ -189,7 +189,11 @@ impl Settings {
     /// layer but change nothing; a value that does not parse is ignored, as the standard
     /// allows for hints.
     pub fn apply_hints(&mut self, hints: &[(String, String)]) {
-        let num = |v: &str| weft_core::units::parse_bytes(v.trim()).ok().filter(|&n| n > 0);
+        let num = |v: &str| {
+            weft_core::units::parse_bytes(v.trim())
+                .ok()
+                .filter(|&n| n > 0)
+        };
         let mode = |v: &str| match v.trim() {
             "enable" | "true" => Some(CbMode::Enable),
             "disable" | "false" => Some(CbMode::Disable),
@@ -233,8 +237,14 @@ impl Settings {
             ("cb_buffer_size".into(), self.cb_buffer_bytes.to_string()),
             ("romio_cb_read".into(), self.cb_read.name().into()),
             ("romio_cb_write".into(), self.cb_write.name().into()),
-            ("ind_rd_buffer_size".into(), self.sieve_read_bytes.to_string()),
-            ("ind_wr_buffer_size".into(), self.sieve_write_bytes.to_string()),
+            (
+                "ind_rd_buffer_size".into(),
+                self.sieve_read_bytes.to_string(),
+            ),
+            (
+                "ind_wr_buffer_size".into(),
+                self.sieve_write_bytes.to_string(),
+            ),
         ];
         if let Some(n) = self.cb_nodes {
             v.push(("cb_nodes".into(), n.to_string()));
@@ -345,12 +355,12 @@ impl File {
         let mut all = vec![0u64; 2 * n];
         comm.allgather(&mine, &mut all)?;
         if let Some(r) = (0..n).find(|&r| all[2 * r + 1] != 0) {
-            return Err(mode
-                .check()
-                .err()
-                .unwrap_or_else(|| {
-                    Error::new(ErrorKind::Amode, format!("rank {r} gave an invalid access mode"))
-                }));
+            return Err(mode.check().err().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::Amode,
+                    format!("rank {r} gave an invalid access mode"),
+                )
+            }));
         }
         if let Some(r) = (0..n).find(|&r| all[2 * r] != mine[0]) {
             return Err(Error::new(
@@ -389,7 +399,10 @@ impl File {
         }
         comm.bcast(&mut word, 0)?;
         if word[0] != 0 {
-            let kind = OPEN_KINDS.get(word[0] as usize - 1).copied().unwrap_or(ErrorKind::Io);
+            let kind = OPEN_KINDS
+                .get(word[0] as usize - 1)
+                .copied()
+                .unwrap_or(ErrorKind::Io);
             return Err(match first.0 {
                 Err(e) if me == 0 => e,
                 _ => Error::new(
@@ -408,7 +421,10 @@ impl File {
         let mut codes = vec![0u64; n];
         comm.allgather(&code, &mut codes)?;
         if let Some(r) = codes.iter().position(|&c| c != 0) {
-            let kind = OPEN_KINDS.get(codes[r] as usize - 1).copied().unwrap_or(ErrorKind::Io);
+            let kind = OPEN_KINDS
+                .get(codes[r] as usize - 1)
+                .copied()
+                .unwrap_or(ErrorKind::Io);
             return Err(match first.0 {
                 Err(e) => e,
                 Ok(_) => Error::new(
@@ -525,7 +541,10 @@ impl File {
         if !self.mode.write {
             return Err(Error::new(
                 ErrorKind::ReadOnly,
-                format!("{what}: {} was opened read-only", self.handle.path.display()),
+                format!(
+                    "{what}: {} was opened read-only",
+                    self.handle.path.display()
+                ),
             ));
         }
         Ok(())
@@ -535,7 +554,10 @@ impl File {
         if !self.mode.read {
             return Err(Error::new(
                 ErrorKind::FileAccess,
-                format!("{what}: {} was opened write-only", self.handle.path.display()),
+                format!(
+                    "{what}: {} was opened write-only",
+                    self.handle.path.display()
+                ),
             ));
         }
         Ok(())
@@ -595,10 +617,17 @@ impl File {
         self.comm.bcast(&mut w, 0)?;
         r?;
         if w[0] != 0 {
-            let kind = OPEN_KINDS.get(w[0] as usize - 1).copied().unwrap_or(ErrorKind::Io);
+            let kind = OPEN_KINDS
+                .get(w[0] as usize - 1)
+                .copied()
+                .unwrap_or(ErrorKind::Io);
             return Err(Error::new(
                 kind,
-                format!("{}: rank 0 failed ({})", self.handle.path.display(), kind.name()),
+                format!(
+                    "{}: rank 0 failed ({})",
+                    self.handle.path.display(),
+                    kind.name()
+                ),
             ));
         }
         Ok(())
@@ -642,9 +671,9 @@ impl File {
             }
         };
         let view = View::new(disp, etype, filetype, !self.mode.write)?;
-        let rep_hash = datarep
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        let rep_hash = datarep.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
         self.same_everywhere("set_view", &[view.etype_bytes(), rep_hash])?;
         self.view = view;
         self.datarep = datarep.to_string();
@@ -693,7 +722,8 @@ impl File {
     /// The absolute byte of view offset `offset` (MPI_File_get_byte_offset).
     pub fn byte_offset(&self, offset: u64) -> Result<u64> {
         self.not_sequential("get_byte_offset")?;
-        self.view.byte_offset(self.stream_pos(offset, "get_byte_offset")?)
+        self.view
+            .byte_offset(self.stream_pos(offset, "get_byte_offset")?)
     }
 
     /// The individual file pointer, in etypes.
@@ -875,7 +905,11 @@ impl File {
     /// # Safety
     /// The request must be waited for or dropped, never leaked (`std::mem::forget`): the
     /// engine writes into `buf` until it finishes.
-    pub unsafe fn iread_at_all<'a>(&mut self, offset: u64, buf: &'a mut [u8]) -> Result<IoRequest<'a>> {
+    pub unsafe fn iread_at_all<'a>(
+        &mut self,
+        offset: u64,
+        buf: &'a mut [u8],
+    ) -> Result<IoRequest<'a>> {
         self.readable("read_at_all")?;
         self.not_sequential("read_at_all")?;
         let pos = self.stream_pos(offset, "read_at_all")?;
@@ -887,13 +921,23 @@ impl File {
     ///
     /// # Safety
     /// As for [`File::iread_at_all`].
-    pub unsafe fn iwrite_at_all<'a>(&mut self, offset: u64, buf: &'a [u8]) -> Result<IoRequest<'a>> {
+    pub unsafe fn iwrite_at_all<'a>(
+        &mut self,
+        offset: u64,
+        buf: &'a [u8],
+    ) -> Result<IoRequest<'a>> {
         self.writable("write_at_all")?;
         self.not_sequential("write_at_all")?;
         let pos = self.stream_pos(offset, "write_at_all")?;
         // SAFETY: `buf` is borrowed for the request's life and only read.
         unsafe {
-            self.start_collective("write_at_all", true, pos, buf.as_ptr() as *mut u8, buf.len())
+            self.start_collective(
+                "write_at_all",
+                true,
+                pos,
+                buf.as_ptr() as *mut u8,
+                buf.len(),
+            )
         }
     }
 
@@ -1002,7 +1046,13 @@ impl File {
         let pos = self.ordered_start(buf.len())?;
         // SAFETY: as above.
         unsafe {
-            self.start_collective("write_ordered", true, pos, buf.as_ptr() as *mut u8, buf.len())
+            self.start_collective(
+                "write_ordered",
+                true,
+                pos,
+                buf.as_ptr() as *mut u8,
+                buf.len(),
+            )
         }
     }
 

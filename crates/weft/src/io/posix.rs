@@ -21,9 +21,7 @@ pub(crate) fn os_error(op: &str, path: &Path, e: std::io::Error) -> Error {
         Some(libc::EDQUOT) => ErrorKind::Quota,
         Some(libc::EROFS) => ErrorKind::ReadOnly,
         Some(libc::ETXTBSY | libc::EBUSY) => ErrorKind::FileInUse,
-        Some(libc::ENAMETOOLONG | libc::ENOTDIR | libc::EISDIR | libc::ELOOP) => {
-            ErrorKind::BadFile
-        }
+        Some(libc::ENAMETOOLONG | libc::ENOTDIR | libc::EISDIR | libc::ELOOP) => ErrorKind::BadFile,
         _ => ErrorKind::Io,
     };
     Error::new(kind, format!("{op} {}: {e}", path.display()))
@@ -92,7 +90,10 @@ pub(crate) fn preallocate(f: &OsFile, path: &Path, bytes: u64) -> Result<()> {
     let len = i64::try_from(bytes).map_err(|_| {
         Error::new(
             ErrorKind::InvalidArgument,
-            format!("preallocate {}: {bytes} bytes is beyond off_t", path.display()),
+            format!(
+                "preallocate {}: {bytes} bytes is beyond off_t",
+                path.display()
+            ),
         )
     })?;
     // SAFETY: posix_fallocate reads no memory of ours; the descriptor is open for the call.

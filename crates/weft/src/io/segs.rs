@@ -341,7 +341,15 @@ mod tests {
         l.push(8, 4, 8, 3);
         l.push(100, 1, 0, 1);
         assert_eq!(l.segs().len(), 3, "{:?}", l.segs());
-        assert_eq!(l.segs()[0], Seg { off: 0, len: 12, stride: 0, count: 1 });
+        assert_eq!(
+            l.segs()[0],
+            Seg {
+                off: 0,
+                len: 12,
+                stride: 0,
+                count: 1
+            }
+        );
         assert_eq!(ranges(&l).last(), Some(&(100, 1, 20)));
         assert!(!l.overlaps());
         let mut o = SegList::new();
@@ -367,10 +375,7 @@ mod tests {
         let mut l = SegList::new();
         l.push(10, 10, 30, 5);
         let w = l.within(45, 105);
-        assert_eq!(
-            ranges(&w),
-            [(45, 5, 0), (70, 10, 5), (100, 5, 15)]
-        );
+        assert_eq!(ranges(&w), [(45, 5, 0), (70, 10, 5), (100, 5, 15)]);
         assert_eq!(l.within(0, 200), l);
         let back = SegList::decode(&w.encode()).unwrap();
         assert_eq!(back, w);

@@ -194,7 +194,10 @@ mod tests {
         let l = v.segs(0, 4096 * 1000).unwrap();
         assert_eq!(l.segs().len(), 1, "{:?}", l.segs());
         let s = l.segs()[0];
-        assert_eq!((s.off, s.len, s.stride, s.count), (100 + 8192, 4096, 16384, 1000));
+        assert_eq!(
+            (s.off, s.len, s.stride, s.count),
+            (100 + 8192, 4096, 16384, 1000)
+        );
         assert_eq!(v.byte_offset(4096).unwrap(), 100 + 8192 + 16384);
         assert_eq!(v.stream_bytes_below(100 + 8192 + 16384 + 10), 4096 + 10);
         assert_eq!(v.stream_bytes_below(50), 0);
