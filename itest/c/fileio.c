@@ -495,6 +495,23 @@ static void test_datareps(void) {
   unsigned char want[16] = {0, 0, 0, 1, 255, 255, 255, 254, 1, 2, 3, 4, 0, 0, 0,
                             (unsigned char)rank};
   CHECK(memcmp(raw, want, 16) == 0);
+  /* internal: weft's is the memory's layout; the view reports its name. */
+  OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "internal", MPI_INFO_NULL));
+  {
+    MPI_Offset d;
+    MPI_Datatype et, ft;
+    char rep[MPI_MAX_DATAREP_STRING];
+    OK(MPI_File_get_view(fh, &d, &et, &ft, rep));
+    CHECK(d == 0 && et == MPI_INT && ft == MPI_INT && strcmp(rep, "internal") == 0);
+    OK(MPI_File_get_type_extent(fh, MPI_LONG, &ext));
+    CHECK(ext == (MPI_Aint)sizeof(long));
+    int in4[4] = {7 * rank, -1, 3, 9};
+    OK(MPI_File_write_at_all(fh, 4 * size + 4 * rank, in4, 4, MPI_INT, &st));
+    memset(back, 0, sizeof back);
+    OK(MPI_File_read_at_all(fh, 4 * size + 4 * rank, back, 4, MPI_INT, &st));
+    CHECK(memcmp(in4, back, sizeof in4) == 0);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   /* A registered representation. */
   rc = MPI_Register_datarep("external32", wide_read, wide_write, wide_extent, NULL);
   CHECK(class_of(rc) == MPI_ERR_DUP_DATAREP);
