@@ -81,6 +81,9 @@ enum Dir {
     Down,
 }
 
+/// A rank's pieces of one window: (file offset, length) in stream order.
+type Pieces = Vec<(u64, u64)>;
+
 /// A message in flight.
 struct Pending {
     id: ReqId,
@@ -143,7 +146,7 @@ struct Slot {
     /// Ranks whose bytes went to a scratch buffer: their pieces (file offset, length) and
     /// the scratch (a write scatters it into the buffer once it has arrived; a read keeps
     /// it until its send is done).
-    scratch: Vec<(Vec<(u64, u64)>, Vec<u8>)>,
+    scratch: Vec<(Pieces, Vec<u8>)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -455,12 +458,11 @@ impl TwoPhase {
                 CbMode::Auto => interleaved(&extents),
             };
         let me = self.rank as usize;
-        if !two_phase || alone[me] || self.list.bytes() == 0 {
-            if !two_phase {
-                return self.alone().map(Some);
-            }
-            // Takes part with no data: the aggregators expect its empty headers.
+        if !two_phase {
+            return self.alone().map(Some);
         }
+        // A rank with no data (or reading alone) still takes part: the aggregators expect
+        // its empty headers.
         let cap = self.settings.cb_nodes.unwrap_or(u32::MAX);
         let aggs = aggregators(&self.node_of, self.settings.aggregators_per_node, cap);
         let align = self.settings.striping_unit.unwrap_or(4096);
@@ -637,7 +639,7 @@ impl TwoPhase {
         let (lo, hi) = d.window(k, w);
         let me = self.rank as usize;
         // Each rank's pieces in the window and their stream range.
-        let mut per: Vec<(usize, Vec<(u64, u64)>, std::ops::Range<u64>)> = Vec::new();
+        let mut per: Vec<(usize, Pieces, std::ops::Range<u64>)> = Vec::new();
         let mut all: Vec<(u64, u64)> = Vec::new();
         for j in 0..self.n() {
             let src = if j == me { &self.list } else { &self.others[j] };

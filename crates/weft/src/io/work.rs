@@ -81,9 +81,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 type Task = Box<dyn FnOnce() -> Result<u64> + Send>;
 
+/// The I/O thread's queue: tasks and the jobs that report them.
+type Queue = Mutex<mpsc::Sender<(Task, Arc<Job>)>>;
+
 /// Hands `task` to the I/O thread.
 pub(crate) fn submit(task: Task) -> Arc<Job> {
-    static QUEUE: OnceLock<Mutex<mpsc::Sender<(Task, Arc<Job>)>>> = OnceLock::new();
+    static QUEUE: OnceLock<Queue> = OnceLock::new();
     let job = Arc::new(Job {
         done: AtomicBool::new(false),
         outcome: Mutex::new(None),
