@@ -3,7 +3,7 @@
 //! nonblocking (MPI_File_i*: generalized requests, so every completion call works on them)
 //! and split collective (`_begin`/`_end`), with their large-count (`_c`) forms.
 //!
-//! Each call stages the user's data as the file's bytes ([`Staged`]: the buffer itself for
+//! Each call stages the user's data as the file's bytes (`Staged`: the buffer itself for
 //! a contiguous type in a native view, else packed, or converted for "external32" and
 //! registered representations), hands them to `weft::io`, and for a read delivers them to
 //! the user's buffer once they are in. Statuses count bytes of the user's datatype

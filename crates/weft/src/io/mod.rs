@@ -11,15 +11,15 @@
 //! * A [`View`] maps the rank's stream of bytes to file ranges; the types are in the file's
 //!   representation (the MPI layer converts data for "external32" and registered
 //!   representations and passes the file's bytes).
-//! * Independent accesses ([`indep`]) use data sieving for pieces that lie close together
+//! * Independent accesses (`indep.rs`) use data sieving for pieces that lie close together
 //!   (knob `WEFT_IO_SIEVE_BYTES`, hints `ind_rd_buffer_size`/`ind_wr_buffer_size`).
-//! * Collective accesses ([`twophase`]) exchange extents and use aggregators when the
+//! * Collective accesses (`twophase.rs`) exchange extents and use aggregators when the
 //!   ranks' ranges interleave (`WEFT_IO_CB`, hints `romio_cb_read`/`romio_cb_write`), with
 //!   `WEFT_IO_AGGREGATORS_PER_NODE` aggregators per node (hint `cb_nodes` caps them) and a
 //!   collective buffer of `WEFT_IO_CB_BUFFER_BYTES` (hint `cb_buffer_size`).
 //! * Nonblocking accesses return an [`IoRequest`]: collective ones are advanced by every
 //!   progress call of the engine, independent ones run on the I/O thread.
-//! * The shared file pointer lives in a hidden file beside the data file ([`shared`]).
+//! * The shared file pointer lives in a hidden file beside the data file (`shared.rs`).
 //!
 //! Positions: offsets and file pointers count etypes of the view; internally the pointers
 //! are stream bytes (an access cut short by the end of the file moves the individual
