@@ -1,0 +1,16 @@
+//! The algorithms of MPI_Gatherv (the leaves know only their own count, so the linear gather only): one file each, and the table the selector, `weft info
+//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
+//! model prefers the earlier row at equal cost.
+
+use super::gather;
+use crate::coll::select::Algorithm;
+
+/// One row per algorithm (see `algo` for what a row holds).
+pub(crate) static ALGORITHMS: [Algorithm; 1] = [Algorithm {
+    name: "linear",
+    restrictions: &[],
+    radix: false,
+    hierarchical: false,
+    plan: |c| Ok(gather::linear::plan(c.rank, c.root, c.recv_blocks, c.bytes)),
+    cost: gather::linear::cost,
+}];

@@ -1,0 +1,23 @@
+//! The algorithms of MPI_Scatterv (the leaves know only their own count, so the linear scatter only): one file each, and the table the selector, `weft info
+//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
+//! model prefers the earlier row at equal cost.
+
+use super::scatter;
+use crate::coll::select::Algorithm;
+
+/// One row per algorithm (see `algo` for what a row holds).
+pub(crate) static ALGORITHMS: [Algorithm; 1] = [Algorithm {
+    name: "linear",
+    restrictions: &[],
+    radix: false,
+    hierarchical: false,
+    plan: |c| {
+        Ok(scatter::linear::plan(
+            c.rank,
+            c.root,
+            c.send_blocks,
+            c.bytes,
+        ))
+    },
+    cost: scatter::linear::cost,
+}];
