@@ -2,8 +2,9 @@
 //! allreduce, gather(v), scatter(v), allgather(v), alltoall(v), reduce_scatter(_block),
 //! scan and exscan.
 //!
-//! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
-//! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
+//! Each collective (one file each) checks its arguments, asks [`select`] for a row of its
+//! algorithm table (`algo/<collective>/`, one file per algorithm), has that row's builder
+//! compile a `schedule::Plan` (`Comm::coll_plan`), and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
 //! blocking form runs it to completion first (a repeated call whose plan is only messages,
 //! copies and reductions, with little scratch, as plain point-to-point calls: `direct`).

@@ -1,8 +1,10 @@
-//! Algorithm selection: the registry of algorithms per collective with their restrictions,
-//! the tuning table (`tuning/default.toml`, data) and the cost model
-//! (`weft_model::cost::coll`). A decision depends only on the collective, the communicator
-//! size, ranks per node, bytes per rank, whether the operation commutes and the knobs, all of
-//! which every rank shares, so every rank decides alike. Alltoallv is the exception: each
+//! Algorithm selection over each collective's table of algorithms ([`Algorithm`], one row
+//! per algorithm with its restrictions, plan builder and cost formula; the tables are in
+//! `algo/<collective>/`): a forced algorithm, else the first rule of the tuning table
+//! (`tuning/default.toml`, data) that holds, else the cheapest row by its modelled cost. A
+//! decision depends only on the collective, the communicator size, ranks per node, bytes
+//! per rank, whether the operation commutes and the knobs, all of which every rank shares,
+//! so every rank decides alike. Alltoallv is the exception: each
 //! rank knows only its own counts, so its bytes differ by rank, and it takes an algorithm
 //! that needs every rank alike (the node's area) only when the question every rank shares
 //! (the same call of 0 bytes) answers with one. Forcing an algorithm whose

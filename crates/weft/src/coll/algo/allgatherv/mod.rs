@@ -1,6 +1,7 @@
-//! The algorithms of MPI_Allgatherv (every rank chooses by the largest block, which all of them know): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithms of MPI_Allgatherv: the table the selector, `weft info --explain`, the
+//! tests and the cost model read, over the area's own file here and the ring allgather's
+//! (`allgather::ring`). Every rank chooses by the largest block, which all of them know. A
+//! row's order matters only for ties: the model prefers the earlier row at equal cost.
 
 pub(crate) mod shm;
 

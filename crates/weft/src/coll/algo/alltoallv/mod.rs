@@ -1,9 +1,10 @@
-//! The algorithms of MPI_Alltoallv. Its ranks know only their own counts, so their sizes differ: the message
-//! algorithms work against each other (both post one message per peer pair, matched by
-//! source and tag) and are chosen by the rank's own size, the area one only by what every
-//! rank of the node shares (`select::Tuning::select`): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithms of MPI_Alltoallv: the table the selector, `weft info --explain`, the
+//! tests and the cost model read, over the files here and the pairwise exchange's
+//! (`alltoall::pairwise`). Its ranks know only their own counts, so their sizes differ: the
+//! message algorithms work against each other (both post one message per peer pair, matched
+//! by source and tag) and are chosen by the rank's own size, the area one only by what
+//! every rank of the node shares (`select::Tuning::select`). A row's order matters only for
+//! ties: the model prefers the earlier row at equal cost.
 
 pub(crate) mod linear;
 pub(crate) mod shm;

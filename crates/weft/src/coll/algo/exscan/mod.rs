@@ -1,6 +1,7 @@
-//! The algorithms of MPI_Exscan (the files of scan build both forms): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithms of MPI_Exscan: the table the selector, `weft info --explain`, the tests
+//! and the cost model read, over the files of scan (`scan::linear`, `scan::fan_out`), which
+//! build both forms. A row's order matters only for ties: the model prefers the earlier row
+//! at equal cost.
 
 use super::scan;
 use crate::coll::select::Algorithm;

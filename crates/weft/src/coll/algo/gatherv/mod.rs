@@ -1,6 +1,6 @@
-//! The algorithms of MPI_Gatherv (the leaves know only their own count, so the linear gather only): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithm of MPI_Gatherv: the linear gather (`gather::linear`) only, since the
+//! leaves know only their own count. The table the selector, `weft info --explain`, the
+//! tests and the cost model read.
 
 use super::gather;
 use crate::coll::select::Algorithm;

@@ -1,7 +1,7 @@
-//! The algorithms of MPI_Reduce_scatter and MPI_Reduce_scatter_block (the same algorithms: the block form is the
-//! case of equal counts): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithms of MPI_Reduce_scatter and MPI_Reduce_scatter_block (the block form is the
+//! case of equal counts): one file each, and the table the selector, `weft info --explain`,
+//! the tests and the cost model read. A row's order matters only for ties: the model
+//! prefers the earlier row at equal cost.
 
 pub(crate) mod recursive_halving;
 pub(crate) mod reduce_scatterv;

@@ -1,6 +1,6 @@
-//! The algorithms of MPI_Scatterv (the leaves know only their own count, so the linear scatter only): one file each, and the table the selector, `weft info
-//! --explain`, the tests and the cost model read. A row's order matters only for ties: the
-//! model prefers the earlier row at equal cost.
+//! The algorithm of MPI_Scatterv: the linear scatter (`scatter::linear`) only, since the
+//! leaves know only their own count. The table the selector, `weft info --explain`, the
+//! tests and the cost model read.
 
 use super::scatter;
 use crate::coll::select::Algorithm;
