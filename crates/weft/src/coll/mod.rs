@@ -196,6 +196,7 @@ impl Comm {
     /// Whether recursive halving should pair ranks one apart first on this communicator's
     /// node layout (see `algo::allreduce::rabenseifner::pairs_near_first`), remembered per
     /// tuning.
+    #[inline]
     pub(crate) fn coll_near_first(&self) -> bool {
         if self.size() < 4 {
             // Fewer ranks have one halving step or none: nothing to order.
@@ -490,6 +491,7 @@ impl Comm {
 
     /// Remembers a call's plan for the next call with the same inputs, unless its choice may
     /// still change (it needs Cross Memory Attach and the node has not voted).
+    #[inline]
     fn coll_remember(
         &self,
         coll: Coll,
@@ -668,6 +670,7 @@ impl Comm {
     /// allocations on the latency-bound path. Plans of hierarchical algorithms also read the
     /// node layout, and those of v-forms their blocks, which the key does not hold: they are
     /// never cached.
+    #[inline]
     pub(crate) fn coll_plan(
         &self,
         coll: Coll,
@@ -687,34 +690,12 @@ impl Comm {
             near_first: self.coll_near_first(),
             ..shape
         };
-        let build = || {
-            let nodes = if a.hierarchical {
-                self.coll_nodes()
-            } else {
-                Vec::new()
-            };
-            let call = algo::Call {
-                rank: self.rank(),
-                size: self.size(),
-                radix: choice.radix,
-                root: shape.root,
-                bytes: shape.bytes,
-                elem_bytes: shape.elem_bytes,
-                commutative: shape.commutative,
-                slot_bytes: shape.slot_bytes,
-                near_first: shape.near_first,
-                nodes: &nodes,
-                send_blocks,
-                recv_blocks,
-            };
-            (a.plan)(&call).map(Rc::new)
-        };
-        let cached = shape.bytes <= PLAN_CACHE_BYTES
-            && !a.hierarchical
-            && send_blocks.is_empty()
-            && recv_blocks.is_empty();
-        if !cached {
-            return build();
+        if shape.bytes > PLAN_CACHE_BYTES
+            || a.hierarchical
+            || !send_blocks.is_empty()
+            || !recv_blocks.is_empty()
+        {
+            return self.coll_build_plan(choice, shape, send_blocks, recv_blocks);
         }
         let key = PlanKey {
             rank: self.rank(),
@@ -730,7 +711,47 @@ impl Comm {
                 return Ok(p.clone());
             }
         }
-        let plan = build()?;
+        self.coll_build_cached(key, choice)
+    }
+
+    /// Builds a plan by the chosen row's builder ([`Comm::coll_plan`]'s work when the cache
+    /// does not have it).
+    #[inline(never)]
+    fn coll_build_plan(
+        &self,
+        choice: &Choice,
+        shape: PlanShape,
+        send_blocks: &[(usize, usize)],
+        recv_blocks: &[(usize, usize)],
+    ) -> Result<Rc<Plan>> {
+        let a = choice.algo;
+        let nodes = if a.hierarchical {
+            self.coll_nodes()
+        } else {
+            Vec::new()
+        };
+        let call = algo::Call {
+            rank: self.rank(),
+            size: self.size(),
+            radix: choice.radix,
+            root: shape.root,
+            bytes: shape.bytes,
+            elem_bytes: shape.elem_bytes,
+            commutative: shape.commutative,
+            slot_bytes: shape.slot_bytes,
+            near_first: shape.near_first,
+            nodes: &nodes,
+            send_blocks,
+            recv_blocks,
+        };
+        (a.plan)(&call).map(Rc::new)
+    }
+
+    /// Builds the plan of `key` and keeps it in the cache of recent small plans, the
+    /// oldest leaving first.
+    #[inline(never)]
+    fn coll_build_cached(&self, key: PlanKey, choice: &Choice) -> Result<Rc<Plan>> {
+        let plan = self.coll_build_plan(choice, key.shape, &[], &[])?;
         let plans = &mut self.engine.borrow_mut().coll_state.plans;
         if plans.len() == PLAN_CACHE_ENTRIES {
             plans.remove(0);
