@@ -2,10 +2,11 @@
 //! the knob registry and the job secret's proofs (`auth`).
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
-//! no I/O beyond reading the environment and the system's random source when asked to, and
-//! holds no global state.
+//! no I/O beyond reading the environment and the system's random source when asked to and
+//! writing diagnostic lines to stderr ([`mod@diag`]), and holds no global state.
 
 pub mod auth;
+pub mod diag;
 pub mod error;
 pub mod knob;
 pub mod units;
