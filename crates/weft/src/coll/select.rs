@@ -212,21 +212,21 @@ impl Algorithm {
 /// shares reduce_scatter's (it is the case of equal counts).
 pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
     match coll {
-        Coll::Barrier => &algo::barrier::ALGORITHMS,
-        Coll::Bcast => &algo::bcast::ALGORITHMS,
-        Coll::Reduce => &algo::reduce::ALGORITHMS,
-        Coll::Allreduce => &algo::allreduce::ALGORITHMS,
-        Coll::Gather => &algo::gather::ALGORITHMS,
-        Coll::Gatherv => &algo::gatherv::ALGORITHMS,
-        Coll::Scatter => &algo::scatter::ALGORITHMS,
-        Coll::Scatterv => &algo::scatterv::ALGORITHMS,
-        Coll::Allgather => &algo::allgather::ALGORITHMS,
-        Coll::Allgatherv => &algo::allgatherv::ALGORITHMS,
-        Coll::Alltoall => &algo::alltoall::ALGORITHMS,
-        Coll::Alltoallv => &algo::alltoallv::ALGORITHMS,
-        Coll::ReduceScatter | Coll::ReduceScatterBlock => &algo::reduce_scatter::ALGORITHMS,
-        Coll::Scan => &algo::scan::ALGORITHMS,
-        Coll::Exscan => &algo::exscan::ALGORITHMS,
+        Coll::Barrier => algo::barrier::ALGORITHMS,
+        Coll::Bcast => algo::bcast::ALGORITHMS,
+        Coll::Reduce => algo::reduce::ALGORITHMS,
+        Coll::Allreduce => algo::allreduce::ALGORITHMS,
+        Coll::Gather => algo::gather::ALGORITHMS,
+        Coll::Gatherv => algo::gatherv::ALGORITHMS,
+        Coll::Scatter => algo::scatter::ALGORITHMS,
+        Coll::Scatterv => algo::scatterv::ALGORITHMS,
+        Coll::Allgather => algo::allgather::ALGORITHMS,
+        Coll::Allgatherv => algo::allgatherv::ALGORITHMS,
+        Coll::Alltoall => algo::alltoall::ALGORITHMS,
+        Coll::Alltoallv => algo::alltoallv::ALGORITHMS,
+        Coll::ReduceScatter | Coll::ReduceScatterBlock => algo::reduce_scatter::ALGORITHMS,
+        Coll::Scan => algo::scan::ALGORITHMS,
+        Coll::Exscan => algo::exscan::ALGORITHMS,
     }
 }
 

@@ -12,7 +12,7 @@ use super::SHM;
 use crate::coll::select::{Algorithm, Restriction};
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 5] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "ring",
         restrictions: &[],

@@ -10,7 +10,7 @@ use super::SHM;
 use crate::coll::select::Algorithm;
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 2] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "ring",
         restrictions: &[],

@@ -11,7 +11,7 @@ use super::{SHM, SHM_CMA};
 use crate::coll::select::Algorithm;
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 4] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "pairwise",
         restrictions: &[],

@@ -12,7 +12,7 @@ use super::{SHM, SHM_CMA};
 use crate::coll::select::Algorithm;
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 5] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "knomial",
         restrictions: &[],

@@ -13,7 +13,7 @@ use super::{SHM, SHM_CMA};
 use crate::coll::select::{Algorithm, Restriction};
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 5] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "ring",
         restrictions: &[Restriction::Commutative],

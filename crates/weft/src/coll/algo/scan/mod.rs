@@ -8,7 +8,7 @@ pub(crate) mod linear;
 use crate::coll::select::Algorithm;
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 2] = [
+pub(crate) static ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         name: "linear",
         restrictions: &[],

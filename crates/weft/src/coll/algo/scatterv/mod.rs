@@ -6,7 +6,7 @@ use super::scatter;
 use crate::coll::select::Algorithm;
 
 /// One row per algorithm (see `algo` for what a row holds).
-pub(crate) static ALGORITHMS: [Algorithm; 1] = [Algorithm {
+pub(crate) static ALGORITHMS: &[Algorithm] = &[Algorithm {
     name: "linear",
     restrictions: &[],
     radix: false,
