@@ -1,17 +1,18 @@
 #!/bin/sh
 # Two builds of weft side by side, for a change that must not cost speed: the release build
 # of this checkout ("new") against the release build of a base revision ("base", main by
-# default), both through the MPI programs of bench/c/ (pingpong and coll_lat, the ones
-# bench/compare.sh runs), in one run, the builds interleaved inside each repetition (the
+# default), both through the MPI programs of bench/c/ (pingpong, bandwidth and coll_lat,
+# the ones bench/compare.sh runs, at its sizes), in one run, the builds interleaved inside each repetition (the
 # order alternates between repetitions), so slow drifts of a busy machine hit both alike.
 # Output: per benchmark, np and size, each build's median P50 over the repetitions and the
-# ratio new / base (below 1.0: the new build is faster); the same as ab.md and raw TSV.
+# ratio new / base of times (below 1.0: the new build is faster; for bandwidth, whose
+# figures are MB/s, base MB/s / new MB/s); the same as ab.md and raw TSV.
 # --callgrind adds what load does not change: both builds run bench/c/coll_self.c under
 # valgrind's callgrind (13 collectives on MPI_COMM_SELF, repeated calls and calls that
 # alternate two sizes), and the instructions per call go to callgrind.md.
 #
 #   bench/ab.sh [--base REV] [--np "2 4"] [--reps 5] [--colls NAME,NAME] [--sizes "8 64K 1M"]
-#               [--pp-sizes "8 1K 64K 1M"] [--budget-ms 400] [--timeout 900] [--out DIR]
+#               [--pp-sizes "8 1K 64K 1M"] [--bw-sizes "8 64K 1M 4M"] [--budget-ms 400] [--timeout 900] [--out DIR]
 #               [--no-build] [--callgrind]
 #
 # The base is `git archive REV` built in OUT/base with its own target directory; the new
@@ -27,12 +28,13 @@ reps=5
 colls=""
 sizes="8 64K 1M"
 pp_sizes="8 1K 64K 1M"
+bw_sizes="8 64K 1M 4M"
 budget_ms=400
 run_timeout=900
 build=yes
 callgrind=no
 out=${TMPDIR:-/tmp}/weft-ab-$$
-usage="usage: $0 [--base REV] [--np \"2 4\"] [--reps N] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--budget-ms MS] [--timeout S] [--out DIR] [--no-build] [--callgrind]"
+usage="usage: $0 [--base REV] [--np \"2 4\"] [--reps N] [--colls A,B] [--sizes \"8 64K 1M\"] [--pp-sizes \"8 1K 64K 1M\"] [--bw-sizes \"8 64K 1M 4M\"] [--budget-ms MS] [--timeout S] [--out DIR] [--no-build] [--callgrind]"
 need() { [ $# -ge 2 ] || { echo "$0: $1 needs a value" >&2; echo "$usage" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --colls) need "$@"; colls="$2"; shift 2 ;;
     --sizes) need "$@"; sizes="$2"; shift 2 ;;
     --pp-sizes) need "$@"; pp_sizes="$2"; shift 2 ;;
+    --bw-sizes) need "$@"; bw_sizes="$2"; shift 2 ;;
     --budget-ms) need "$@"; budget_ms="$2"; shift 2 ;;
     --timeout) need "$@"; run_timeout="$2"; shift 2 ;;
     --out) need "$@"; out="$2"; shift 2 ;;
@@ -78,7 +81,7 @@ for b in "base|$base_target" "new|$new_target"; do
   [ -f "$target/release/libmpi_abi.so" ] ||
     { echo "$0: $target/release/libmpi_abi.so missing (run without --no-build)" >&2; exit 1; }
   PROFILE=release sh "$root/crates/weft-mpi/install.sh" "$out/$name" "$target" >/dev/null
-  for prog in pingpong coll_lat coll_self; do
+  for prog in pingpong bandwidth coll_lat coll_self; do
     "$out/$name/bin/mpicc" -O2 -o "$out/bin/$name-$prog" "$root/bench/c/$prog.c" ||
       { echo "$0: building $prog against the $name build failed" >&2; exit 1; }
   done
@@ -144,8 +147,8 @@ run_one() {
     >"$log.out" 2>"$log.err" </dev/null; then
     after=$(probe)
     case "$3" in
-      pingpong) awk -v np="$2" -v b="$1" -v r="$4" -v p="$before" -v q="$after" -v OFS='\t' \
-        'NR > 1 { print "pingpong", $1, np, b, r, $2, p, q }' "$log.out" ;;
+      pingpong|bandwidth) awk -v np="$2" -v b="$1" -v r="$4" -v p="$before" -v q="$after" \
+        -v prog="$3" -v OFS='\t' 'NR > 1 { print prog, $1, np, b, r, $2, p, q }' "$log.out" ;;
       coll_lat) awk -v np="$2" -v b="$1" -v r="$4" -v p="$before" -v q="$after" -v OFS='\t' \
         'NR > 1 { print $1, $2, np, b, r, $3, p, q }' "$log.out" ;;
     esac >> "$results"
@@ -163,6 +166,7 @@ while [ "$rep" -le "$reps" ]; do
     for name in $order; do
       echo "rep $rep/$reps np=$np $name ($(($(date +%s) - t_start)) s)" >&2
       run_one "$name" "$np" pingpong "$rep" "$pp_args"
+      run_one "$name" "$np" bandwidth "$rep" "$bw_sizes"
       # shellcheck disable=SC2086 # size list
       run_one "$name" "$np" coll_lat "$rep" "$coll_args $sizes"
     done
@@ -182,15 +186,18 @@ for bench, size, np, build, rep, p50, a, b in rows:
 def median(runs):
     fast = [v for slow, v in runs if not slow]
     return statistics.median(fast or [v for _, v in runs]), len(fast), len(runs)
-out = ["| benchmark | np | bytes | base P50 us | new P50 us | new / base | fast-mode runs base, new |",
+out = ["| benchmark | np | bytes | base P50 | new P50 | new / base (time) | fast-mode runs base, new |",
        "|---|---|---|---|---|---|---|"]
 for (bench, np, size) in sorted(cells):
     c = cells[(bench, np, size)]
     if "base" not in c or "new" not in c:
         continue
     (mb, fb, nb), (mn, fn, nn) = median(c["base"]), median(c["new"])
-    ratio = mn / mb if mb > 0 else float("nan")
-    out.append(f"| {bench} | {np} | {size} | {mb:.3f} | {mn:.3f} | {ratio:.2f} | {fb}/{nb}, {fn}/{nn} |")
+    # Bandwidth is MB/s (higher is better): its ratio of times is base / new.
+    bw = bench == "bandwidth"
+    ratio = (mb / mn if mn > 0 else float("nan")) if bw else (mn / mb if mb > 0 else float("nan"))
+    unit = " MB/s" if bw else " us"
+    out.append(f"| {bench} | {np} | {size} | {mb:.3f}{unit} | {mn:.3f}{unit} | {ratio:.2f} | {fb}/{nb}, {fn}/{nn} |")
 text = "\n".join(out) + "\n"
 open(sys.argv[2], "w").write(f"Base: {sys.argv[3]}; new: this checkout. Median over repetitions of each run's P50.\n\n" + text)
 print(text, end="")
