@@ -80,7 +80,13 @@ for b in "base|$base_target" "new|$new_target"; do
   target=${b#*|}
   [ -f "$target/release/libmpi_abi.so" ] ||
     { echo "$0: $target/release/libmpi_abi.so missing (run without --no-build)" >&2; exit 1; }
-  PROFILE=release sh "$root/crates/weft-mpi/install.sh" "$out/$name" "$target" >/dev/null
+  # Each build is installed by its own revision's script (the base's weft may lack commands
+  # the current script's wrappers call).
+  src="$root"
+  [ "$name" = base ] && src="$out/base/src"
+  [ -f "$src/crates/weft-mpi/install.sh" ] ||
+    { echo "$0: $src/crates/weft-mpi/install.sh missing (run without --no-build)" >&2; exit 1; }
+  PROFILE=release sh "$src/crates/weft-mpi/install.sh" "$out/$name" "$target" >/dev/null
   for prog in pingpong bandwidth coll_lat coll_self; do
     "$out/$name/bin/mpicc" -O2 -o "$out/bin/$name-$prog" "$root/bench/c/$prog.c" ||
       { echo "$0: building $prog against the $name build failed" >&2; exit 1; }
