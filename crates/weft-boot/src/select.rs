@@ -3,8 +3,9 @@
 //!
 //! `WEFT_BOOT` names one (`weft`, `pmix`, `pmi2`, `pmi1`, `single`); unset or `auto`, the
 //! innermost launcher's variables decide: `WEFT_BOOT_ADDR` (weft run, which may itself run
-//! inside srun or mpirun), then `PMIX_NAMESPACE` (PMIx), then `PMI_FD`/`PMI_PORT` (PMI-2,
-//! falling back to PMI-1 when the server declines version 2). Nothing set is a job of one
+//! inside srun or mpirun), then `PMIX_NAMESPACE` (PMIx), then `PMI_FD`/`PMI_PORT`: PMI-2
+//! when `PMI_JOBID` names the job (Slurm's `--mpi=pmi2`; PMI-1 should the server decline
+//! version 2), else PMI-1 (Hydra). Nothing set is a job of one
 //! rank, except a step srun started with several tasks and no PMI, which would otherwise
 //! run as that many separate jobs. [`choose`] explains itself (`weft info` prints it);
 //! [`connect`] opens the chosen back end.
@@ -73,10 +74,18 @@ pub fn choose(var: &dyn Fn(&str) -> Option<String>) -> Result<Choice> {
     }
     for v in ["PMI_FD", "PMI_PORT"] {
         if let Some(x) = set(v) {
-            return choice(
-                Backend::Pmi2,
-                format!("{v}={x} is set: a PMI server (srun --mpi=pmi2, mpiexec.hydra); PMI-2, or PMI-1 when the server declines version 2"),
-            );
+            // Slurm's mpi/pmi2 names the job in PMI_JOBID (PMI-2's fullinit needs it);
+            // Hydra does not, and serves PMI-1 fully (its PMI-2 lacks abort).
+            return match set("PMI_JOBID") {
+                Some(j) => choice(
+                    Backend::Pmi2,
+                    format!("{v}={x} and PMI_JOBID={j} are set: a PMI-2 server (srun --mpi=pmi2); PMI-1 when it declines version 2"),
+                ),
+                None => choice(
+                    Backend::Pmi1,
+                    format!("{v}={x} is set without PMI_JOBID: a PMI-1 server (mpiexec.hydra)"),
+                ),
+            };
         }
     }
     if let Some(n) = set("SLURM_STEP_NUM_TASKS") {
@@ -223,13 +232,20 @@ mod tests {
         assert_eq!(c.backend, Backend::Pmix);
         assert!(c.why.contains("PMIX_NAMESPACE=ns"), "{}", c.why);
         let c = choose(&env(&[("PMI_PORT", "h:1")])).unwrap();
+        assert_eq!((c.backend, c.forced), (Backend::Pmi1, false));
+        assert!(
+            c.why.contains("PMI_PORT=h:1 is set without PMI_JOBID"),
+            "{}",
+            c.why
+        );
+        let c = choose(&env(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0")])).unwrap();
         assert_eq!((c.backend, c.forced), (Backend::Pmi2, false));
-        assert!(c.why.contains("PMI_PORT=h:1"), "{}", c.why);
+        assert!(c.why.contains("PMI_JOBID=7.0"), "{}", c.why);
         let c = choose(&env(&[("PMI_FD", "5"), ("WEFT_BOOT", "pmi1")])).unwrap();
         assert_eq!((c.backend, c.forced), (Backend::Pmi1, true));
         assert!(c.why.contains("WEFT_BOOT=pmi1"), "{}", c.why);
         let c = choose(&env(&[("PMI_FD", "5"), ("WEFT_BOOT", "auto")])).unwrap();
-        assert_eq!(c.backend, Backend::Pmi2);
+        assert_eq!(c.backend, Backend::Pmi1);
     }
 
     #[test]

@@ -319,6 +319,7 @@ fn abort_reaches_the_server_while_another_thread_waits_in_a_fence() {
             ("PMI_FD", client.into_raw_fd().to_string()),
             ("PMI_RANK", "0".to_string()),
             ("PMI_SIZE", "2".to_string()),
+            ("PMI_JOBID", "7.0".to_string()),
         ];
         if let Some(f) = force {
             v.push(("WEFT_BOOT", f.to_owned()));
@@ -332,7 +333,7 @@ fn abort_reaches_the_server_while_another_thread_waits_in_a_fence() {
         let before = server.aborts.lock().unwrap().len();
         // The fence waits for the rank that has not come; abort goes through meanwhile.
         let deadline = Instant::now() + Duration::from_secs(10);
-        b.abort(3, "rank 1 died").unwrap();
+        b.abort(3, "rank 1 died; ending").unwrap();
         while server.aborts.lock().unwrap().len() == before && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -343,7 +344,7 @@ fn abort_reaches_the_server_while_another_thread_waits_in_a_fence() {
         );
         match force {
             None => assert!(
-                got.contains("cmd=abort;isworld=TRUE;msg=exit code 3: rank 1 died;"),
+                got.contains("cmd=abort;isworld=TRUE;msg=exit code 3: rank 1 died, ending;"),
                 "{got}"
             ),
             Some(_) => assert_eq!(got, "cmd=abort exitcode=3"),
@@ -381,6 +382,7 @@ fn bad_server(
         ("PMI_FD", client.into_raw_fd().to_string()),
         ("PMI_RANK", "0".to_string()),
         ("PMI_SIZE", "2".to_string()),
+        ("PMI_JOBID", "7.0".to_string()),
         ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "300".to_string()),
     ];
     v.extend(extra);
@@ -552,6 +554,7 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
         &vars(vec![
             ("PMI_FD", client.into_raw_fd().to_string()),
             ("PMI_RANK", "0".into()),
+            ("PMI_JOBID", "7.0".into()),
         ]),
         0,
     )

@@ -16,6 +16,8 @@ use weft_core::{Error, ErrorKind, Result};
 /// Longest key and value of PMI-2 (`PMI2_MAX_KEYLEN`, `PMI2_MAX_VALLEN`, without the NUL).
 const MAX_KEY: usize = 63;
 const MAX_VALUE: usize = 1023;
+/// A key no rank puts: its get completes a fence into a barrier (see `kvs_fence`).
+const BARRIER_KEY: &str = "weft:barrier";
 
 /// A PMI-2 session.
 pub struct Pmi2 {
@@ -218,7 +220,11 @@ impl Protocol for Pmi2 {
             "kvs-fence-response",
             deadline,
         )?;
-        self.check_rc(&r, "kvs-fence")
+        self.check_rc(&r, "kvs-fence")?;
+        // Slurm answers the fence once every rank entered it; Hydra answers at once and
+        // instead holds back a get of a key nobody put until every rank has fenced. A get of
+        // such a key after the fence makes it a barrier under both.
+        self.kvs_get(BARRIER_KEY, deadline).map(|_| ())
     }
 
     fn kvs_get(&self, key: &str, deadline: Instant) -> Result<Option<String>> {
@@ -243,8 +249,9 @@ impl Protocol for Pmi2 {
     }
 
     fn send_abort(&self, code: i32, message: &str, deadline: Instant) -> Result<()> {
-        // The exit code rides in the message: PMI-2's abort has no field for it.
-        let msg = format!("exit code {code}: {message}");
+        // The exit code rides in the message: PMI-2's abort has no field for it. Slurm does
+        // not undo the escaping of ';', so none is sent.
+        let msg = format!("exit code {code}: {message}").replace(';', ",");
         let frame = Message::new("abort", &[("isworld", "TRUE"), ("msg", &msg)]).to_v2_frame()?;
         self.conn.send_only(&frame, deadline)
     }
