@@ -13,13 +13,15 @@ use std::time::Duration;
 use weft_launch::agent::{run_agent, AgentConfig};
 use weft_launch::hosts::{expand_template, parse_boot_addr};
 use weft_launch::place::{parse_hosts, place_on_hosts, total_slots};
+use weft_launch::slurm::{self, SRUN_TEMPLATE};
 use weft_launch::{run_job, HostsSpec, JobSpec, MapBy, OutputMode, DEFAULT_LAUNCHER};
 
 /// Where a job runs: the options `weft run` and `weft bench` share.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct HostArgs {
     /// Run on these hosts: NAME:SLOTS,... (a host without :SLOTS has one slot). Without -n the
-    /// job has one rank per slot.
+    /// job has one rank per slot. Inside a Slurm allocation the default is the allocation's
+    /// nodes and tasks, its agents started with srun.
     #[arg(long, value_name = "HOSTS", global = true)]
     pub hosts: Option<String>,
     /// The command that runs a command on a host, {host} standing for its name (default
@@ -42,19 +44,37 @@ impl HostArgs {
     /// The multi-host part of a job, `None` without `--hosts`. Every value is checked here so
     /// a typo is reported before anything starts.
     pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
-        let Some(list) = &self.hosts else {
-            for (given, name) in [
-                (self.launcher.is_some(), "--launcher"),
-                (self.map_by.is_some(), "--map-by"),
-                (self.boot_addr.is_some(), "--boot-addr"),
-            ] {
-                if given {
-                    return Err(format!("{name} needs --hosts"));
+        self.spec_in(&|n| std::env::var(n).ok())
+    }
+
+    /// [`Self::spec`] with the environment looked up by `var`: inside a Slurm allocation
+    /// (`SLURM_JOB_ID`) and without `--hosts`, the allocation's nodes and task counts are
+    /// the hosts and agents start as job steps ([`SRUN_TEMPLATE`]).
+    pub fn spec_in(
+        &self,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<HostsSpec>, String> {
+        let (hosts, default_launcher) = match &self.hosts {
+            Some(list) => (
+                parse_hosts(list).map_err(|e| e.to_string())?,
+                DEFAULT_LAUNCHER,
+            ),
+            None => match slurm::allocation(var).map_err(|e| e.to_string())? {
+                Some(hosts) => (hosts, SRUN_TEMPLATE),
+                None => {
+                    for (given, name) in [
+                        (self.launcher.is_some(), "--launcher"),
+                        (self.map_by.is_some(), "--map-by"),
+                        (self.boot_addr.is_some(), "--boot-addr"),
+                    ] {
+                        if given {
+                            return Err(format!("{name} needs --hosts"));
+                        }
+                    }
+                    return Ok(None);
                 }
-            }
-            return Ok(None);
+            },
         };
-        let hosts = parse_hosts(list).map_err(|e| e.to_string())?;
         let map_by = match &self.map_by {
             Some(m) => MapBy::parse(m).map_err(|e| e.to_string())?,
             None => MapBy::default(),
@@ -62,7 +82,7 @@ impl HostArgs {
         let launcher = self
             .launcher
             .clone()
-            .unwrap_or_else(|| DEFAULT_LAUNCHER.to_owned());
+            .unwrap_or_else(|| default_launcher.to_owned());
         expand_template(&launcher, &hosts[0].name).map_err(|e| e.to_string())?;
         if let Some(a) = &self.boot_addr {
             parse_boot_addr(a).map_err(|e| e.to_string())?;
@@ -81,10 +101,16 @@ impl HostArgs {
 
 /// The rank count: `-n` when given, else one per slot of the hosts, else 1.
 fn job_size(given: Option<u32>, hosts: Option<&HostsSpec>) -> u32 {
+    job_size_or(given, hosts, 1)
+}
+
+/// The rank count of a job `weft run` or `weft bench` starts: `-n` when given, else one per
+/// slot of the hosts (or the Slurm allocation), else `default`.
+pub fn job_size_or(given: Option<u32>, hosts: Option<&HostsSpec>, default: u32) -> u32 {
     match (given, hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => total_slots(&h.hosts),
-        (None, None) => 1,
+        (None, None) => default,
     }
 }
 
@@ -398,6 +424,46 @@ mod tests {
             let e = parse(&args).unwrap().on.spec().unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn inside_a_slurm_allocation_the_allocation_is_the_host_list() {
+        let env = |n: &str| match n {
+            "SLURM_JOB_ID" => Some("7".to_owned()),
+            "SLURM_JOB_NODELIST" => Some("n[01-02]".to_owned()),
+            "SLURM_TASKS_PER_NODE" => Some("3,2".to_owned()),
+            _ => None,
+        };
+        let a = parse(&["prog"]).unwrap();
+        let h = a.on.spec_in(&env).unwrap().expect("the allocation");
+        assert_eq!(
+            h.hosts
+                .iter()
+                .map(|x| (x.name.as_str(), x.slots))
+                .collect::<Vec<_>>(),
+            [("n01", 3), ("n02", 2)]
+        );
+        assert!(
+            h.launcher
+                .starts_with("srun --nodes=1 --ntasks=1 --nodelist={host}"),
+            "{}",
+            h.launcher
+        );
+        assert_eq!(job_size(a.nranks, Some(&h)), 5);
+        // --hosts and --launcher still win.
+        let a = parse(&["--hosts", "x:2", "--launcher", "ssh {host}", "prog"]).unwrap();
+        let h = a.on.spec_in(&env).unwrap().unwrap();
+        assert_eq!(
+            (h.hosts[0].name.as_str(), h.launcher.as_str()),
+            ("x", "ssh {host}")
+        );
+        let bad = |n: &str| match n {
+            "SLURM_JOB_ID" => Some("7".to_owned()),
+            "SLURM_JOB_NODELIST" => Some("n[01-".to_owned()),
+            _ => None,
+        };
+        let e = parse(&["prog"]).unwrap().on.spec_in(&bad).unwrap_err();
+        assert!(e.contains("SLURM_JOB_NODELIST=\"n[01-\""), "{e}");
     }
 
     #[test]
