@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod info;
+mod install;
 mod plan;
 mod plot;
 mod run;
@@ -30,6 +31,9 @@ enum Command {
     Plan(plan::PlanArgs),
     /// OSU-style benchmarks; they start their own ranks.
     Bench(bench::BenchArgs),
+    /// Install weft's MPI and OpenSHMEM libraries, headers, wrappers, pkg-config and
+    /// modulefile under a prefix (relocatable).
+    Install(install::InstallArgs),
     /// Rank side of `weft bench` (started by the benchmark driver).
     #[command(name = "__bench-rank", hide = true)]
     BenchRank(bench::RankArgs),
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan::run(a),
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Install(a) => install::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
         Command::Agent(a) => run::agent(a),
     };

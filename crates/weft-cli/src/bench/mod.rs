@@ -8,6 +8,7 @@
 pub mod coll;
 pub mod p2p;
 pub mod shmem;
+pub mod startup;
 pub mod sync;
 
 use std::io::IsTerminal;
@@ -36,6 +37,8 @@ pub enum BenchKind {
     Shmem(shmem::ShmemArgs),
     /// The node synchronisation engine's barrier and reduce against software ones.
     Sync(sync::SyncArgs),
+    /// Launch + init + barrier + finalize of whole jobs, weft run against other launchers.
+    Startup(startup::StartupArgs),
 }
 
 /// Runs `weft bench`.
@@ -70,6 +73,7 @@ pub fn run(args: BenchArgs) -> i32 {
             shmem::run(a, on)
         }
         BenchKind::Sync(a) => sync::run(a, on),
+        BenchKind::Startup(a) => startup::run(a, on),
     }
 }
 
@@ -257,6 +261,8 @@ pub enum RankKind {
     Shmem(shmem::ShmemRankArgs),
     /// Rank side of `weft bench sync`.
     Sync(sync::SyncRankArgs),
+    /// Rank side of `weft bench startup` (also started by other launchers).
+    Startup(startup::StartupRankArgs),
 }
 
 /// Runs the rank side of a benchmark inside a job started by [`launch`].
@@ -266,6 +272,7 @@ pub fn run_rank(args: RankArgs) -> i32 {
         RankKind::Coll(a) => coll::rank_main(a),
         RankKind::Shmem(a) => shmem::rank_main(a),
         RankKind::Sync(a) => sync::rank_main(a),
+        RankKind::Startup(a) => startup::rank_main(a),
     };
     match result {
         Ok(()) => 0,
