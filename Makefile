@@ -2,10 +2,12 @@
 # headers, wrappers, pkg-config files and modulefile under DIR (see `weft install --help`).
 PREFIX ?= /usr/local
 CARGO ?= cargo
+TARGET_DIR ?= $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: all install
+
 all:
 	$(CARGO) build --release -p weft-cli -p weft-mpi -p weft-shmem
 
 install: all
-	./target/release/weft install --prefix "$(PREFIX)"
+	$(TARGET_DIR)/release/weft install --prefix "$(PREFIX)"

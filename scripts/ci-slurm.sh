@@ -25,7 +25,7 @@ need_packages() {
   command -v munged >/dev/null 2>&1 || need+=(munge)
   if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    apt-get update -qq >&2
     apt-get install -y -qq "${need[@]}" >/dev/null
   fi
 }

@@ -30,9 +30,18 @@ fn main() {
         files_under(&inc, &mut files);
         for f in files {
             println!("cargo:rerun-if-changed={}", f.display());
-            let rel = f.strip_prefix(&inc).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = f
+                .strip_prefix(&inc)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
             let abs = f.canonicalize().unwrap();
-            writeln!(table, "    ({rel:?}, include_bytes!({:?})),", abs.display().to_string()).unwrap();
+            writeln!(
+                table,
+                "    ({rel:?}, include_bytes!({:?})),",
+                abs.display().to_string()
+            )
+            .unwrap();
         }
     }
     table.push_str("];\n");

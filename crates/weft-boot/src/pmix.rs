@@ -256,6 +256,13 @@ impl Pmix {
         library: &str,
         timeout: Duration,
     ) -> Result<Pmix> {
+        if var("PMIX_NAMESPACE").is_none_or(|n| n.trim().is_empty()) {
+            // Without a server PMIx would start this process as a job of its own.
+            return Err(Error::new(
+                ErrorKind::Config,
+                "PMIx: PMIX_NAMESPACE is not set, so no PMIx launcher started this rank (srun --mpi=pmix, mpirun)",
+            ));
+        }
         let api = api(library).map_err(|e| {
             let seen: Vec<String> = ["PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4"]
                 .iter()

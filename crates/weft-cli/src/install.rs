@@ -134,7 +134,11 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     let prefix = prefix
         .canonicalize()
         .map_err(|e| format!("{}: {e}", prefix.display()))?;
-    let (bin, lib, inc) = (prefix.join("bin"), prefix.join("lib"), prefix.join("include"));
+    let (bin, lib, inc) = (
+        prefix.join("bin"),
+        prefix.join("lib"),
+        prefix.join("include"),
+    );
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     // The running binary may be the installed one: copy through memory first.
     let me = read(&exe)?;
@@ -160,7 +164,13 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     }
     write(
         &lib.join("pkgconfig/mpi.pc"),
-        pc("mpi", "weft's MPI library (MPI 5.0 standard ABI)", "5.0", "-lmpi_abi").as_bytes(),
+        pc(
+            "mpi",
+            "weft's MPI library (MPI 5.0 standard ABI)",
+            "5.0",
+            "-lmpi_abi",
+        )
+        .as_bytes(),
         false,
     )?;
     write(

@@ -148,7 +148,7 @@ pub fn init() -> Result<Weft> {
                 Backend::Weft => v
                     .text("WEFT_JOB_ID")
                     .unwrap_or_else(|| format!("single{}", std::process::id())),
-                _ => startup::job_id_of(j),
+                _ => startup::foreign_job_id(j, v.text("WEFT_JOB_ID").as_deref())?,
             };
             (j.rank, j.size, id)
         }

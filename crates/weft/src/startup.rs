@@ -29,6 +29,26 @@ pub(crate) fn job_id_of(job: &JobInfo) -> String {
     format!("{h:016x}")
 }
 
+/// The job id under a foreign launcher: [`job_id_of`], after `WEFT_JOB_ID` when the user
+/// set one (a tag that then names the job's segments, e.g. for `weft clean` or a test).
+pub(crate) fn foreign_job_id(job: &JobInfo, tag: Option<&str>) -> Result<String> {
+    let id = job_id_of(job);
+    match tag.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(id),
+        Some(t)
+            if t.len() <= 32
+                && t.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) =>
+        {
+            Ok(format!("{t}-{id}"))
+        }
+        Some(t) => Err(Error::new(
+            ErrorKind::Config,
+            format!("WEFT_JOB_ID={t:?}: at most 32 letters, digits, '_', '.' or '-'"),
+        )),
+    }
+}
+
 /// Node indices from the node names of every rank, numbered in order of first appearance.
 pub(crate) fn node_indices(names: &[Vec<u8>]) -> Vec<u32> {
     let mut seen: Vec<&[u8]> = Vec::new();
@@ -266,5 +286,17 @@ mod tests {
         assert_ne!(j("slurm.pmix.3.0"), j("slurm.pmix.3.1"));
         assert_eq!(j("x").len(), 16);
         assert!(j("kvs_123_0").bytes().all(|b| b.is_ascii_hexdigit()));
+        let job = JobInfo {
+            rank: 0,
+            size: 1,
+            launcher_job: "x".into(),
+            node_of: None,
+        };
+        assert_eq!(foreign_job_id(&job, None).unwrap(), j("x"));
+        assert_eq!(
+            foreign_job_id(&job, Some("t42")).unwrap(),
+            format!("t42-{}", j("x"))
+        );
+        assert!(foreign_job_id(&job, Some("a/b")).is_err());
     }
 }
