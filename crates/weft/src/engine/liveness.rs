@@ -1,0 +1,106 @@
+//! Peer death: finding dead local peers (pid checks) and lost TCP peers, and failing the
+//! requests that can no longer complete with `PeerDead`.
+
+use super::request::ReqKind;
+use super::{Engine, ReqId, Route};
+use weft_core::{Error, ErrorKind};
+
+/// Idle yields between checks that the awaited peers are still alive.
+pub(super) const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
+
+/// Idle polls between liveness checks while spinning (a spin window, or `WEFT_YIELD=off`,
+/// which never yields): a rank that keeps its core must not hand it to a compiler or a peer
+/// on a loaded machine (each yield can cost a whole time slice), but a dead peer must still
+/// be found. A multiple of `wait::POLLS_PER_CLOCK_READ`.
+pub(super) const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
+
+impl Engine {
+    /// Marks dead local peers and fails the requests that can no longer complete. TCP peers
+    /// that pending requests wait on get a connection, so one that died before ever sending
+    /// is found (its connect is refused).
+    pub(super) fn check_peers(&mut self) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            for r in &self.core.reqs {
+                if r.kind == ReqKind::Free || r.done {
+                    continue;
+                }
+                let waits_on = |w: u32| matches!(self.routes[w as usize], Route::Net(_));
+                if let Some(w) = r.peer_world.filter(|&w| waits_on(w)) {
+                    tcp.connect(w);
+                } else if let Some(m) = &r.any_source_members {
+                    for &w in m.iter().filter(|&&w| waits_on(w)) {
+                        tcp.connect(w);
+                    }
+                }
+            }
+        }
+        let mut any_dead = self.core.net_dead.iter().any(|&d| d);
+        if let Some(shm) = self.shm.as_ref() {
+            let mut newly_dead = false;
+            for l in 0..self.core.local_world.len() as u32 {
+                if l != self.core.my_local && !self.core.dead[l as usize] && !shm.peer_alive(l) {
+                    self.core.dead[l as usize] = true;
+                    newly_dead = true;
+                }
+            }
+            if newly_dead {
+                // Take whatever the dead peers managed to send before failing anything;
+                // what is queued for them nobody will read.
+                self.progress();
+                let core = &mut self.core;
+                for (l, q) in core.outq.iter_mut().enumerate() {
+                    if core.dead[l] && !q.is_empty() {
+                        core.outq_len -= q.len();
+                        q.clear();
+                    }
+                }
+            }
+            any_dead |= self.core.dead.iter().any(|&d| d);
+        }
+        if any_dead {
+            self.fail_dead_requests();
+        }
+    }
+
+    /// Fails every pending request that depends on a dead peer (shared memory or TCP).
+    pub(super) fn fail_dead_requests(&mut self) {
+        let me = self.world_rank;
+        let routes = &self.routes;
+        let dead_world = |w: u32| match routes[w as usize] {
+            Route::Local(l) => self.core.dead[l as usize],
+            Route::Net(w) => self.core.net_dead[w as usize],
+            Route::Myself => false,
+        };
+        let mut to_fail = Vec::new();
+        for (id, r) in self.core.reqs.iter().enumerate() {
+            if r.kind == ReqKind::Free || r.done {
+                continue;
+            }
+            if let Some(w) = r.peer_world {
+                if dead_world(w) {
+                    to_fail.push((id as ReqId, w, r.kind));
+                }
+            } else if let Some(m) = &r.any_source_members {
+                if let Some(&w) = m.iter().find(|&&w| dead_world(w)) {
+                    to_fail.push((id as ReqId, w, r.kind));
+                }
+            }
+        }
+        for (id, w, kind) in to_fail {
+            let op = if kind == ReqKind::Send {
+                "send to"
+            } else {
+                "receive from"
+            };
+            self.core.matching.cancel_posted(|&p| p == id);
+            self.core.fail(id, dead_peer_error(me, w, op));
+        }
+    }
+}
+
+pub(super) fn dead_peer_error(me: u32, peer: u32, op: &str) -> Error {
+    Error::new(
+        ErrorKind::PeerDead,
+        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running"),
+    )
+}
