@@ -20,6 +20,9 @@ use weft_core::ErrorKind;
 enum Speaks {
     Both,
     V1Only,
+    /// PMI-2 the way Hydra serves it: a fence answers at once; a get of a key nobody put
+    /// waits until every rank has fenced as often as the asker.
+    HydraLike,
 }
 
 /// One reply of the fake server: a PMI-1 line or a PMI-2 body (the framing is added).
@@ -51,6 +54,24 @@ struct Server {
     speaks: Speaks,
     mapping: String,
     aborts: Mutex<Vec<String>>,
+    /// Fences each rank has entered (HydraLike).
+    epochs: Mutex<Vec<u32>>,
+    fenced: std::sync::Condvar,
+}
+
+impl Server {
+    fn new(size: u32, speaks: Speaks, mapping: &str) -> Arc<Server> {
+        Arc::new(Server {
+            kvs: Mutex::new(HashMap::new()),
+            fence: Barrier::new(size as usize),
+            size,
+            speaks,
+            mapping: mapping.to_owned(),
+            aborts: Mutex::new(Vec::new()),
+            epochs: Mutex::new(vec![0; size as usize]),
+            fenced: std::sync::Condvar::new(),
+        })
+    }
 }
 
 impl Server {
@@ -62,7 +83,7 @@ impl Server {
         r.read_line(&mut line).unwrap();
         let init = v1_pairs(&line);
         assert_eq!(init["cmd"], "init", "{line}");
-        let v2 = init["pmi_version"] == "2" && self.speaks == Speaks::Both;
+        let v2 = init["pmi_version"] == "2" && self.speaks != Speaks::V1Only;
         if init["pmi_version"] == "2" && !v2 {
             w.write_all(b"cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1\n")
                 .unwrap();
@@ -169,12 +190,26 @@ impl Server {
                         .insert(m["key"].clone(), m["value"].clone());
                     "cmd=kvs-put-response;rc=0;".into()
                 }
+                "kvs-fence" if self.speaks == Speaks::HydraLike => {
+                    self.epochs.lock().unwrap()[rank as usize] += 1;
+                    self.fenced.notify_all();
+                    "cmd=kvs-fence-response;rc=0;".into()
+                }
                 "kvs-fence" => {
                     self.fence_then(&w, v2_frame("cmd=kvs-fence-response;rc=0;"));
                     continue;
                 }
                 "kvs-get" => {
                     assert_eq!(m["jobid"], "7.0");
+                    if self.speaks == Speaks::HydraLike
+                        && !self.kvs.lock().unwrap().contains_key(&m["key"])
+                    {
+                        let mut e = self.epochs.lock().unwrap();
+                        let mine = e[rank as usize];
+                        while e.iter().any(|&x| x < mine) {
+                            e = self.fenced.wait(e).unwrap();
+                        }
+                    }
                     match self.kvs.lock().unwrap().get(&m["key"]) {
                         Some(v) => format!("cmd=kvs-get-response;rc=0;found=TRUE;value={v};"),
                         None => "cmd=kvs-get-response;rc=0;found=FALSE;".into(),
@@ -206,14 +241,7 @@ fn vars(v: Vec<(&str, String)>) -> impl Fn(&str) -> Option<String> {
 /// Runs a job of `size` ranks on the fake server; each rank puts a value (long enough to be
 /// chunked under PMI-1's 32-byte limit), fences, reads everyone's and finalizes.
 fn job(size: u32, speaks: Speaks, force: Option<&str>) -> (Vec<Backend>, Arc<Server>) {
-    let server = Arc::new(Server {
-        kvs: Mutex::new(HashMap::new()),
-        fence: Barrier::new(size as usize),
-        size,
-        speaks,
-        mapping: format!("(vector,(0,{size},1))"),
-        aborts: Mutex::new(Vec::new()),
-    });
+    let server = Server::new(size, speaks, &format!("(vector,(0,{size},1))"));
     let ranks: Vec<_> = (0..size)
         .map(|rank| {
             let (client, srv_end) = UnixStream::pair().unwrap();
@@ -304,14 +332,7 @@ fn a_server_that_declines_pmi2_gets_pmi1_unless_pmi2_was_asked_for() {
 fn abort_reaches_the_server_while_another_thread_waits_in_a_fence() {
     for force in [None, Some("pmi1")] {
         // A job of two whose second rank comes late (the test plays it).
-        let server = Arc::new(Server {
-            kvs: Mutex::new(HashMap::new()),
-            fence: Barrier::new(2),
-            size: 2,
-            speaks: Speaks::Both,
-            mapping: "(vector,(0,1,2))".into(),
-            aborts: Mutex::new(Vec::new()),
-        });
+        let server = Server::new(2, Speaks::Both, "(vector,(0,1,2))");
         let (client, srv_end) = UnixStream::pair().unwrap();
         let s = Arc::clone(&server);
         std::thread::spawn(move || s.serve(srv_end, 0));
@@ -539,14 +560,7 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
         "{e}"
     );
     // A PMI_process_mapping that does not parse.
-    let server = Arc::new(Server {
-        kvs: Mutex::new(HashMap::new()),
-        fence: Barrier::new(1),
-        size: 1,
-        speaks: Speaks::Both,
-        mapping: "(vector,(0,1))".into(),
-        aborts: Mutex::new(Vec::new()),
-    });
+    let server = Server::new(1, Speaks::Both, "(vector,(0,1))");
     let (client, srv_end) = UnixStream::pair().unwrap();
     let s = Arc::clone(&server);
     std::thread::spawn(move || s.serve(srv_end, 0));
@@ -582,4 +596,48 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
         e.message().contains("PMI_RANK and PMI_SIZE must be set"),
         "{e}"
     );
+}
+
+#[test]
+fn a_fence_is_a_barrier_even_where_the_server_answers_it_at_once() {
+    // Rank 1 enters the fence late; rank 0's fence must not return before it did. Hydra
+    // answers kvs-fence at once, so the client completes it with a get of an absent key.
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = Server::new(2, Speaks::HydraLike, "(vector,(0,1,2))");
+    let entered = Arc::new(AtomicBool::new(false));
+    let ranks: Vec<_> = (0..2u32)
+        .map(|rank| {
+            let (client, srv_end) = UnixStream::pair().unwrap();
+            let s = Arc::clone(&server);
+            std::thread::spawn(move || s.serve(srv_end, rank));
+            let entered = Arc::clone(&entered);
+            std::thread::spawn(move || {
+                let b = connect(
+                    &vars(vec![
+                        ("PMI_FD", client.into_raw_fd().to_string()),
+                        ("PMI_RANK", rank.to_string()),
+                        ("PMI_SIZE", "2".into()),
+                        ("PMI_JOBID", "7.0".into()),
+                    ]),
+                    0,
+                )
+                .unwrap()
+                .unwrap();
+                assert_eq!(b.backend(), Backend::Pmi2);
+                if rank == 1 {
+                    std::thread::sleep(Duration::from_millis(300));
+                    entered.store(true, Ordering::SeqCst);
+                }
+                b.fence(Duration::from_secs(30)).unwrap();
+                assert!(
+                    entered.load(Ordering::SeqCst),
+                    "rank {rank} left the fence before rank 1 entered it"
+                );
+                b.finalize(Duration::from_secs(30)).unwrap();
+            })
+        })
+        .collect();
+    for t in ranks {
+        t.join().unwrap();
+    }
 }
