@@ -201,7 +201,7 @@ pub fn tasks_per_node(text: &str) -> Result<Vec<u32>> {
         if out.len() + k as usize > 1 << 20 {
             return Err(bad("more than a million nodes".into()));
         }
-        out.extend(std::iter::repeat(n).take(k as usize));
+        out.extend(std::iter::repeat_n(n, k as usize));
     }
     Ok(out)
 }

@@ -17,8 +17,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-const NEEDS: &str = "needs Slurm, mpiexec.hydra and mpirun.openmpi (scripts/ci-launchers.sh)";
-
 struct Run {
     code: i32,
     stdout: String,

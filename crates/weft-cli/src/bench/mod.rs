@@ -54,16 +54,16 @@ pub fn run(args: BenchArgs) -> i32 {
     // Every benchmark sizes its job like `weft run`: -n, else one rank per host slot.
     let size = |np: Option<u32>| crate::run::job_size_or(np, on, 2);
     match args.what {
-        BenchKind::P2p(mut a) => match {
+        BenchKind::P2p(mut a) => {
             a.nranks = size(a.np);
-            a.validate()
-        } {
-            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[], on),
-            Err(e) => {
-                eprintln!("weft bench p2p: {e}");
-                2
+            match a.validate() {
+                Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[], on),
+                Err(e) => {
+                    eprintln!("weft bench p2p: {e}");
+                    2
+                }
             }
-        },
+        }
         BenchKind::Coll(mut a) => {
             a.nranks = size(a.np);
             run_coll(a, on)
