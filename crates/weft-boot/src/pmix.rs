@@ -7,10 +7,12 @@
 //! `pmix_layout_matches_the_installed_headers` compiles a C program against them): the
 //! process name `pmix_proc_t`, the value `pmix_value_t` (a 16-bit type tag and a 24-byte
 //! union), the directive `pmix_info_t`, and `PMIx_Init`, `PMIx_Put`, `PMIx_Commit`,
-//! `PMIx_Fence`, `PMIx_Get`, `PMIx_Abort`, `PMIx_Finalize`.
+//! `PMIx_Fence`, `PMIx_Get`, `PMIx_Abort`, `PMIx_Finalize`, `PMIx_Resolve_nodes`,
+//! `PMIx_Resolve_peers`.
 //!
 //! Start-up takes rank and namespace from `PMIx_Init`, the size from `PMIX_JOB_SIZE`, the
-//! node of every rank from `PMIX_NODEID`, and checks them against `PMIX_RANK`,
+//! node of every rank from the job's node list (`PMIx_Resolve_nodes`, `PMIx_Resolve_peers`)
+//! or else each rank's `PMIX_NODEID`, and checks them against `PMIX_RANK`,
 //! `PMIX_LOCAL_RANK` and `PMIX_LOCAL_SIZE`. A fence asks the server to collect the data
 //! (`PMIX_COLLECT_DATA`), so the gets after it are answered from this process's copy.
 //! This is the one module of the crate with `unsafe`: every FFI call is bounded to the
@@ -133,6 +135,9 @@ type AbortFn = unsafe extern "C" fn(c_int, *const c_char, *mut Proc, usize) -> c
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
 type ValueDestructFn = unsafe extern "C" fn(*mut Value);
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
+type ResolveNodesFn = unsafe extern "C" fn(*const c_char, *mut *mut c_char) -> c_int;
+type ResolvePeersFn =
+    unsafe extern "C" fn(*const c_char, *const c_char, *mut *mut Proc, *mut usize) -> c_int;
 
 /// The entry points, resolved once from the loaded library (which is never unloaded: its
 /// threads outlive any caller).
@@ -147,6 +152,8 @@ struct Api {
     error_string: ErrorStringFn,
     value_destruct: Option<ValueDestructFn>,
     version: VersionFn,
+    resolve_nodes: ResolveNodesFn,
+    resolve_peers: ResolvePeersFn,
     path: String,
 }
 
@@ -182,6 +189,8 @@ fn load(library: &str) -> std::result::Result<Api, String> {
             .ok()
             .map(|s| *s),
         version: sym!("PMIx_Get_version", VersionFn),
+        resolve_nodes: sym!("PMIx_Resolve_nodes", ResolveNodesFn),
+        resolve_peers: sym!("PMIx_Resolve_peers", ResolvePeersFn),
         path: library.to_owned(),
     };
     // The library stays loaded for the life of the process.
@@ -352,11 +361,18 @@ impl Pmix {
                 ),
             ));
         }
-        let mut node_of = Vec::with_capacity(size as usize);
-        for r in 0..size {
-            let p = Proc { rank: r, ..self.me };
-            node_of.push(self.get_uint(&p, c"pmix.nodeid", timeout)? as u32);
-        }
+        let node_of = match self.resolve_node_map(size) {
+            Some(map) => map,
+            None => {
+                // Without the job's node list, every rank's PMIX_NODEID.
+                let mut v = Vec::with_capacity(size as usize);
+                for r in 0..size {
+                    let p = Proc { rank: r, ..self.me };
+                    v.push(self.get_uint(&p, c"pmix.nodeid", timeout)? as u32);
+                }
+                v
+            }
+        };
         let mine = node_of[self.me.rank as usize];
         let local: Vec<u32> = (0..size).filter(|&r| node_of[r as usize] == mine).collect();
         let my_local = local.iter().position(|&r| r == self.me.rank).unwrap_or(0) as u64;
@@ -376,6 +392,59 @@ impl Pmix {
         }
         self.job.node_of = Some(node_of);
         Ok(())
+    }
+
+    /// The node of every rank from the job's node list (`PMIx_Resolve_nodes`) and each
+    /// node's ranks (`PMIx_Resolve_peers`): job-level data every rank holds alike (Slurm
+    /// gives remote ranks no `PMIX_NODEID`). `None` when the server cannot say, or what it
+    /// says does not place every rank exactly once.
+    fn resolve_node_map(&self, size: u32) -> Option<Vec<u32>> {
+        let mut list: *mut c_char = std::ptr::null_mut();
+        // SAFETY: the namespace is NUL-terminated; PMIx writes a malloc'ed string to `list`.
+        let rc = unsafe { (self.api.resolve_nodes)(self.me.nspace.as_ptr(), &mut list) };
+        if rc != SUCCESS || list.is_null() {
+            return None;
+        }
+        // SAFETY: PMIx returned a NUL-terminated string we now own.
+        let nodes = unsafe {
+            let text = CStr::from_ptr(list).to_string_lossy().into_owned();
+            libc::free(list as *mut libc::c_void);
+            text
+        };
+        let mut node_of = vec![u32::MAX; size as usize];
+        for (index, node) in nodes.split(',').filter(|n| !n.is_empty()).enumerate() {
+            let name = CString::new(node).ok()?;
+            let mut procs: *mut Proc = std::ptr::null_mut();
+            let mut n: usize = 0;
+            // SAFETY: valid strings; PMIx writes a malloc'ed array of `n` procs.
+            let rc = unsafe {
+                (self.api.resolve_peers)(name.as_ptr(), self.me.nspace.as_ptr(), &mut procs, &mut n)
+            };
+            if rc != SUCCESS {
+                return None;
+            }
+            let ranks: Vec<u32> = if procs.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: PMIx returned `n` procs at `procs`, which we free after copying.
+                unsafe {
+                    let v = std::slice::from_raw_parts(procs, n)
+                        .iter()
+                        .map(|p| p.rank)
+                        .collect();
+                    libc::free(procs as *mut libc::c_void);
+                    v
+                }
+            };
+            for r in ranks {
+                let slot = node_of.get_mut(r as usize)?;
+                if *slot != u32::MAX {
+                    return None;
+                }
+                *slot = index as u32;
+            }
+        }
+        node_of.iter().all(|&n| n != u32::MAX).then_some(node_of)
     }
 
     /// Fetches an integer attribute of `proc`.
