@@ -4,9 +4,11 @@
 #                                   Hydra (mpich), Open MPI (openmpi-bin, libopenmpi-dev),
 #                                   the PMIx headers (libpmix-dev), cmake, environment-modules
 #                                   and pkg-config; starts the one-host Slurm cluster of
-#                                   scripts/ci-slurm.sh; prints the `export SLURM_CONF=...`
-#                                   line the tests need (eval it)
-#   scripts/ci-launchers.sh stop    stops the cluster
+#                                   scripts/ci-slurm.sh and its two-node cluster in network
+#                                   namespaces (start2); prints the `export SLURM_CONF=...`
+#                                   and `export WEFT_TEST_SLURM2_CONF=...` lines the tests
+#                                   need (eval them)
+#   scripts/ci-launchers.sh stop    stops both clusters
 # Both are idempotent. The tests: `cargo test -p weft-mpi --test launchers`, `-p weft-boot
 # --test pmix_headers` and `-p weft-cli --test install`, each with `-- --include-ignored`.
 set -euo pipefail
@@ -27,8 +29,10 @@ case "${1:-start}" in
       apt-get install -y -qq "${need[@]}" >/dev/null
     fi
     bash "$here/ci-slurm.sh" start
+    bash "$here/ci-slurm.sh" start2
     ;;
   stop)
+    bash "$here/ci-slurm.sh" stop2
     bash "$here/ci-slurm.sh" stop
     ;;
   *)

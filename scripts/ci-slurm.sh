@@ -5,7 +5,13 @@
 #                                     takes jobs; prints `export SLURM_CONF=DIR/slurm.conf`
 #   scripts/ci-slurm.sh stop [DIR]    stop the daemons this script started (pid files in DIR)
 #   scripts/ci-slurm.sh env [DIR]     print the export line only
-# DIR defaults to /var/tmp/weft-slurm. Both commands are idempotent: start on a running
+#   scripts/ci-slurm.sh start2 [DIR]  a second cluster of two nodes, wsn1 and wsn2, each a
+#                                     slurmd in its own network namespace (scripts/testhosts.sh,
+#                                     10.213.9.0/24), UTS namespace (its own host name) and
+#                                     private /tmp; slurmctld in the root namespace on
+#                                     10.213.9.1; prints `export WEFT_TEST_SLURM2_CONF=...`
+#   scripts/ci-slurm.sh stop2 [DIR]   stop it and remove the namespaces
+# DIR defaults to /var/tmp/weft-slurm (/var/tmp/weft-slurm2 for the two-node cluster). Both commands are idempotent: start on a running
 # cluster only checks it, stop on a stopped one does nothing. The cluster is one node (this
 # host's short name, address 127.0.0.1) with this machine's CPUs, proctrack/linuxproc and
 # task/none (no cgroups needed), select/cons_tres by CPU; jobs with more tasks than CPUs
@@ -107,7 +113,101 @@ wait_idle() {
   exit 1
 }
 
+# The two-node cluster (start2/stop2) has its own directory.
+if [ "$cmd" = start2 ] || [ "$cmd" = stop2 ]; then
+  dir=${2:-/var/tmp/weft-slurm2}
+  conf=$dir/slurm.conf
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+nodes2=(wsn1 wsn2)
+
+write_conf2() {
+  mkdir -p "$dir/state"
+  cat >"$conf.tmp" <<EOF
+# Written by scripts/ci-slurm.sh start2: two nodes in network namespaces.
+ClusterName=weftci2
+SlurmctldHost=$(hostname -s)(10.213.9.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+SlurmctldPort=6827
+SlurmdPort=6828
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool-%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+KillWait=2
+InactiveLimit=0
+MinJobAge=10
+NodeName=wsn1 NodeAddr=10.213.9.2 CPUs=$(nproc) State=UNKNOWN
+NodeName=wsn2 NodeAddr=10.213.9.3 CPUs=$(nproc) State=UNKNOWN
+PartitionName=ci Nodes=wsn[1-2] Default=YES MaxTime=INFINITE OverSubscribe=FORCE:64 State=UP
+EOF
+  mv "$conf.tmp" "$conf"
+}
+
+wait_idle2() {
+  for _ in $(seq 150); do
+    states=$(SLURM_CONF=$conf sinfo -h -N -o %t 2>/dev/null || true)
+    if [ "$(echo "$states" | grep -cE '^(idle|mix|alloc)')" = 2 ]; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "ci-slurm: the namespace nodes did not become idle; sinfo says:" >&2
+  SLURM_CONF=$conf sinfo -N -l >&2 || true
+  exit 1
+}
+
 case "$cmd" in
+  start2)
+    [ "$(id -u)" = 0 ] || { echo "ci-slurm: must run as root" >&2; exit 1; }
+    need_packages
+    start_munge
+    if alive "$dir/slurmctld.pid" && alive "$dir/slurmd-wsn1.pid" && alive "$dir/slurmd-wsn2.pid"; then
+      wait_idle2
+    else
+      bash "$here/testhosts.sh" up --net 10.213.9 "${nodes2[@]}" >&2
+      write_conf2
+      alive "$dir/slurmctld.pid" || slurmctld -f "$conf"
+      for n in "${nodes2[@]}"; do
+        alive "$dir/slurmd-$n.pid" && continue
+        mkdir -p "$dir/tmp-$n" && chmod 1777 "$dir/tmp-$n"
+        # nsenter keeps the root namespace's /sys (and its cgroup mounts); the node gets its
+        # own host name and /tmp (Slurm's PMIx plugin keeps per-step directories there).
+        nsenter --net="/var/run/netns/$n" unshare --uts --mount --propagation private \
+          sh -c "hostname $n && mount --bind $dir/tmp-$n /tmp && exec slurmd -f $conf -N $n"
+      done
+      SLURM_CONF=$conf scontrol update NodeName='wsn[1-2]' State=RESUME >/dev/null 2>&1 || true
+      wait_idle2
+    fi
+    echo "export WEFT_TEST_SLURM2_CONF=$conf"
+    ;;
+  stop2)
+    for p in "$dir"/slurmd-*.pid "$dir/slurmctld.pid"; do
+      [ -f "$p" ] || continue
+      if alive "$p"; then
+        pid=$(cat "$p")
+        kill "$pid"
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+      fi
+      rm -f "$p"
+    done
+    bash "$here/testhosts.sh" down --net 10.213.9 "${nodes2[@]}" >&2 || true
+    ;;
   start)
     [ "$(id -u)" = 0 ] || { echo "ci-slurm: must run as root" >&2; exit 1; }
     need_packages
@@ -143,7 +243,7 @@ case "$cmd" in
     echo "export SLURM_CONF=$conf"
     ;;
   *)
-    echo "usage: $0 start|stop|env [DIR]" >&2
+    echo "usage: $0 start|stop|env|start2|stop2 [DIR]" >&2
     exit 2
     ;;
 esac

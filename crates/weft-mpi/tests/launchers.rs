@@ -474,3 +474,99 @@ fn bad_launcher_setups_are_one_line_errors() {
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("WEFT_BOOT=pmix"), "{}", r.stderr);
 }
+
+/// The two-node cluster of `scripts/ci-slurm.sh start2`: slurmds `wsn1` and `wsn2`, each in
+/// its own network and UTS namespace, so a job spanning them talks TCP between its nodes.
+fn slurm2() -> String {
+    let conf = std::env::var("WEFT_TEST_SLURM2_CONF").unwrap_or_default();
+    assert!(
+        !conf.is_empty() && Path::new(&conf).exists(),
+        "no two-node cluster: run scripts/ci-launchers.sh and export the WEFT_TEST_SLURM2_CONF it prints"
+    );
+    conf
+}
+
+#[test]
+#[ignore = "needs Slurm, mpiexec.hydra and mpirun.openmpi (scripts/ci-launchers.sh)"]
+fn srun_spans_two_namespace_nodes_and_weft_talks_tcp_between_them() {
+    let conf = slurm2();
+    let env = [("SLURM_CONF", conf.as_str())];
+    let ring = ring();
+    let p2p = c_program("p2p");
+    for mpi in ["--mpi=pmix", "--mpi=pmi2"] {
+        let r = run(
+            &["srun", mpi, "-N", "2", "-n", "4", "-O", s(&ring)],
+            &env,
+            120,
+        );
+        let what = format!("srun {mpi} -N 2 -n 4 ring");
+        ring_ok(&r, 4, &what);
+        // Block placement: ranks 0-1 on wsn1, 2-3 on wsn2; rank 2 receives from rank 1 over
+        // TCP, the only way between the namespaces.
+        for (rank, node, local) in [
+            (0, "wsn1", 0),
+            (1, "wsn1", 1),
+            (2, "wsn2", 0),
+            (3, "wsn2", 1),
+        ] {
+            assert!(
+                r.stdout
+                    .contains(&format!("rank {rank} of 4 on {node} (local {local} of 2)")),
+                "{what}:\n{}",
+                r.stdout
+            );
+        }
+        run(
+            &["srun", mpi, "-N", "2", "-n", "4", "-O", s(&p2p)],
+            &env,
+            120,
+        )
+        .ok(&format!("srun {mpi} -N 2 -n 4 p2p"));
+    }
+    // weft run inside a two-node allocation: an agent per node, started with srun.
+    let weft = prefix().join("bin/weft");
+    let r = run(
+        &[
+            "salloc",
+            "-N",
+            "2",
+            "-n",
+            "4",
+            "-O",
+            s(&weft),
+            "run",
+            s(&ring),
+        ],
+        &env,
+        120,
+    );
+    ring_ok(&r, 4, "salloc -N 2 weft run ring");
+    assert!(
+        r.stdout.contains(" on wsn1 ") && r.stdout.contains(" on wsn2 "),
+        "{}",
+        r.stdout
+    );
+    // A rank ending early on the second node ends the whole job with its code.
+    let die = c_program("launch_die");
+    let r = run(
+        &[
+            "srun",
+            "--mpi=pmix",
+            "-N",
+            "2",
+            "-n",
+            "4",
+            "-O",
+            s(&die),
+            "exit",
+        ],
+        &env,
+        90,
+    );
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("weft: rank 3 (pid ") && r.stderr.contains("on wsn2) exited with code 3"),
+        "{}",
+        r.stderr
+    );
+}
