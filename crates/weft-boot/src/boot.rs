@@ -212,6 +212,59 @@ impl Boot for StoreBoot {
     }
 }
 
+/// A launcher's bootstrap with every key under `prefix`: the records of one weft instance
+/// of a process that holds two (OpenSHMEM beside MPI, see [`crate::select::connect`]).
+/// Fences, abort and finalize are the launcher's own.
+pub(crate) struct Prefixed {
+    inner: Arc<dyn Boot>,
+    prefix: String,
+}
+
+impl Prefixed {
+    pub(crate) fn new(inner: Arc<dyn Boot>, prefix: &str) -> Prefixed {
+        Prefixed {
+            inner,
+            prefix: prefix.to_owned(),
+        }
+    }
+}
+
+impl Boot for Prefixed {
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+
+    fn job(&self) -> &JobInfo {
+        self.inner.job()
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.inner.put(&format!("{}{key}", self.prefix), value)
+    }
+
+    fn fence(&self, timeout: Duration) -> Result<()> {
+        self.inner.fence(timeout)
+    }
+
+    fn get(&self, rank: u32, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.inner
+            .get(rank, &format!("{}{key}", self.prefix), timeout)
+    }
+
+    fn get_all(&self, ranks: &[u32], key: &str, timeout: Duration) -> Result<Vec<Vec<u8>>> {
+        self.inner
+            .get_all(ranks, &format!("{}{key}", self.prefix), timeout)
+    }
+
+    fn abort(&self, code: i32, message: &str) -> Result<()> {
+        self.inner.abort(code, message)
+    }
+
+    fn finalize(&self, timeout: Duration) -> Result<()> {
+        self.inner.finalize(timeout)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

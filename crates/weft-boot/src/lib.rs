@@ -19,13 +19,17 @@ pub mod pmi;
 pub mod pmix;
 pub mod select;
 mod server;
+pub mod sock;
 mod table;
 pub mod wire;
 
 pub use boot::{Backend, Boot, JobInfo, StoreBoot};
 pub use client::TcpStoreClient;
 pub use mem::MemStore;
-pub use server::{EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS};
+pub use server::{
+    EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS, REFUSALS_REPORTED,
+    REFUSAL_REPORT_EVERY,
+};
 pub use table::AbortRecord;
 
 use std::time::{Duration, Instant};

@@ -106,10 +106,14 @@ pub fn choose(var: &dyn Fn(&str) -> Option<String>) -> Result<Choice> {
 
 /// The bootstrap of this rank per [`choose`], connected; `None` for a job of one rank.
 /// `generation` counts this process's earlier inits: weft's store keeps a later init's
-/// records apart; a PMI session cannot be opened twice.
+/// records apart (under `init<n>/`); a PMI session cannot be opened twice. `layer` names a
+/// programming model that shares the process with another one on its own weft instance
+/// (OpenSHMEM beside MPI): its keys are kept under `<layer>/` on every back end, so the two
+/// instances of a rank never read each other's records.
 pub fn connect(
     var: &dyn Fn(&str) -> Option<String>,
     generation: u32,
+    layer: Option<&str>,
 ) -> Result<Option<Arc<dyn Boot>>> {
     let choice = choose(var)?;
     let timeout = Duration::from_millis(connect_timeout_ms(var)?);
@@ -124,9 +128,15 @@ pub fn connect(
         ));
     }
     let at = |e: Error| e.context(format!("bootstrap {} ({})", choice.backend, choice.why));
-    Ok(match choice.backend {
+    let prefix = match (layer, generation) {
+        (None, 0) => String::new(),
+        (None, g) => format!("init{g}/"),
+        (Some(l), 0) => format!("{l}/"),
+        (Some(l), g) => format!("{l}/init{g}/"),
+    };
+    let boot: Option<Arc<dyn Boot>> = match choice.backend {
         Backend::Single => None,
-        Backend::Weft => Some(Arc::new(weft_store(var, generation).map_err(at)?)),
+        Backend::Weft => Some(Arc::new(weft_store(var, &prefix).map_err(at)?)),
         Backend::Pmix => {
             let lib = var(knobs::PMIX_LIBRARY)
                 .filter(|l| !l.trim().is_empty())
@@ -146,6 +156,13 @@ pub fn connect(
                 }
             }
         }
+    };
+    // weft's store took the prefix itself; a launcher's keys get it from a wrapper.
+    Ok(match boot {
+        Some(b) if !prefix.is_empty() && b.backend() != Backend::Weft => {
+            Some(Arc::new(crate::boot::Prefixed::new(b, &prefix)))
+        }
+        other => other,
     })
 }
 
@@ -167,7 +184,7 @@ fn connect_timeout_ms(var: &dyn Fn(&str) -> Option<String>) -> Result<u64> {
 
 /// weft's own store: the launcher's address and secret, rank and size from `WEFT_RANK` and
 /// `WEFT_SIZE`.
-fn weft_store(var: &dyn Fn(&str) -> Option<String>, generation: u32) -> Result<StoreBoot> {
+fn weft_store(var: &dyn Fn(&str) -> Option<String>, prefix: &str) -> Result<StoreBoot> {
     let client = crate::client_from_vars(var)?.ok_or_else(|| {
         Error::new(
             ErrorKind::Config,
@@ -194,11 +211,7 @@ fn weft_store(var: &dyn Fn(&str) -> Option<String>, generation: u32) -> Result<S
         launcher_job: var("WEFT_JOB_ID").unwrap_or_else(|| "weft".into()),
         node_of: None,
     };
-    let prefix = match generation {
-        0 => String::new(),
-        n => format!("init{n}/"),
-    };
-    StoreBoot::new(Arc::new(client), job, &prefix)
+    StoreBoot::new(Arc::new(client), job, prefix)
 }
 
 #[cfg(test)]
@@ -275,7 +288,7 @@ mod tests {
     #[test]
     fn pmi_without_a_server_is_a_one_line_error() {
         // PMI_FD names a descriptor this process does not have.
-        let e = connect(&env(&[("PMI_FD", "987654")]), 0)
+        let e = connect(&env(&[("PMI_FD", "987654")]), 0, None)
             .err()
             .expect("no server");
         assert_eq!(e.kind(), ErrorKind::Config);
@@ -285,7 +298,7 @@ mod tests {
             "{e}"
         );
         assert!(!e.message().contains('\n'), "{e}");
-        let e = connect(&env(&[("PMI_FD", "five")]), 0).err().unwrap();
+        let e = connect(&env(&[("PMI_FD", "five")]), 0, None).err().unwrap();
         assert!(e.message().contains("PMI_FD=\"five\""), "{e}");
         // PMI_PORT where nothing listens: refused until the start-up timeout.
         let port = {
@@ -298,13 +311,13 @@ mod tests {
             ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "200"),
         ]));
         let t0 = std::time::Instant::now();
-        let e = connect(&env(vars), 0).err().unwrap();
+        let e = connect(&env(vars), 0, None).err().unwrap();
         assert!(t0.elapsed() < Duration::from_secs(10));
         assert!(
             e.message().contains("cannot connect to the PMI server"),
             "{e}"
         );
-        let e = connect(&env(&[("PMI_FD", "5")]), 1).err().unwrap();
+        let e = connect(&env(&[("PMI_FD", "5")]), 1, None).err().unwrap();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
     }
 }

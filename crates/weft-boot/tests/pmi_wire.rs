@@ -258,7 +258,7 @@ fn job(size: u32, speaks: Speaks, force: Option<&str>) -> (Vec<Backend>, Arc<Ser
                 if let Some(f) = force {
                     v.push(("WEFT_BOOT", f));
                 }
-                let b = connect(&vars(v), 0).unwrap().expect("a PMI session");
+                let b = connect(&vars(v), 0, None).unwrap().expect("a PMI session");
                 let job = b.job().clone();
                 assert_eq!((job.rank, job.size), (rank, size));
                 assert_eq!(
@@ -320,6 +320,7 @@ fn a_server_that_declines_pmi2_gets_pmi1_unless_pmi2_was_asked_for() {
             ("WEFT_BOOT", "pmi2".into()),
         ]),
         0,
+        None,
     )
     .err()
     .unwrap();
@@ -345,7 +346,7 @@ fn abort_reaches_the_server_while_another_thread_waits_in_a_fence() {
         if let Some(f) = force {
             v.push(("WEFT_BOOT", f.to_owned()));
         }
-        let b: Arc<dyn Boot> = connect(&vars(v), 0).unwrap().unwrap();
+        let b: Arc<dyn Boot> = connect(&vars(v), 0, None).unwrap().unwrap();
         assert_eq!(b.job().node_of.as_deref(), Some(&[0, 0][..]));
         let waiter = {
             let b = Arc::clone(&b);
@@ -408,7 +409,7 @@ fn bad_server(
     ];
     v.extend(extra);
     let t0 = Instant::now();
-    let e = connect(&vars(v), 0)
+    let e = connect(&vars(v), 0, None)
         .err()
         .expect("the bad server must be refused");
     assert!(
@@ -549,9 +550,13 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
         r.read_line(&mut line).unwrap();
         (&srv_end).write_all(V2_OK).unwrap();
     });
-    let e = connect(&vars(vec![("PMI_FD", client.into_raw_fd().to_string())]), 0)
-        .err()
-        .unwrap();
+    let e = connect(
+        &vars(vec![("PMI_FD", client.into_raw_fd().to_string())]),
+        0,
+        None,
+    )
+    .err()
+    .unwrap();
     t.join().unwrap();
     assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
     // Closed before or after the client sent fullinit: either way the same words.
@@ -571,6 +576,7 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
             ("PMI_JOBID", "7.0".into()),
         ]),
         0,
+        None,
     )
     .err()
     .unwrap();
@@ -589,6 +595,7 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
             ("WEFT_BOOT", "pmi1".into()),
         ]),
         0,
+        None,
     )
     .err()
     .unwrap();
@@ -620,6 +627,7 @@ fn a_fence_is_a_barrier_even_where_the_server_answers_it_at_once() {
                         ("PMI_JOBID", "7.0".into()),
                     ]),
                     0,
+                    None,
                 )
                 .unwrap()
                 .unwrap();

@@ -159,6 +159,11 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     }
     link(&lib, "libmpi_abi.so.1", "libmpi_abi.so")?;
     link(&lib, "libmpi_abi.so.1", "libmpi.so")?;
+    // The static library, when built, for `mpicc -static`.
+    let archive = exe_dir.join("libmpi_abi.a");
+    if archive.is_file() {
+        write(&lib.join("libmpi_abi.a"), &read(&archive)?, false)?;
+    }
     for (rel, bytes) in embedded::HEADERS {
         write(&inc.join(rel), bytes, false)?;
     }

@@ -90,7 +90,7 @@ pub struct Launch {
 static JOB_SECRET_HEX: Mutex<Option<String>> = Mutex::new(None);
 
 /// Successful calls of [`init`] in this process so far; the n-th (counting from 0) keeps its
-/// bootstrap records under `init<n>/` (see [`InitStore`]). A failed init does not count, so
+/// bootstrap records under `init<n>/` (see [`weft_boot::select::connect`]). A failed init does not count, so
 /// a rank that retries after fixing its settings meets its peers' attempt.
 static INITS: AtomicU32 = AtomicU32::new(0);
 
@@ -103,6 +103,31 @@ static INITS: AtomicU32 = AtomicU32::new(0);
 /// times (a rank that inits alone waits `WEFT_BOOT_TIMEOUT_S` for the others, then fails
 /// saying so). MPI programs cannot: MPI forbids `MPI_Init` after `MPI_Finalize`.
 pub fn init() -> Result<Weft> {
+    init_layer(None)
+}
+
+/// [`init`] for a programming model that shares the process with another one on its own
+/// weft instance, e.g. OpenSHMEM beside MPI (each library holds its own copy of weft):
+/// every bootstrap record of this instance is kept under `<layer>/`, so the two instances of
+/// a rank, started in either order, never read each other's records. Rank and size are the
+/// launcher's, so both instances number the processes alike. The job secret is taken from
+/// the process's initial environment when the other instance has already taken it out of
+/// the environment.
+pub fn init_for(layer: &str) -> Result<Weft> {
+    init_layer(Some(layer))
+}
+
+/// The value of `name` in the environment this process was started with
+/// (`/proc/self/environ`, which later changes of the environment leave alone).
+fn initial_environment_var(name: &str) -> Option<String> {
+    let environ = std::fs::read("/proc/self/environ").ok()?;
+    environ.split(|&b| b == 0).find_map(|entry| {
+        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        String::from_utf8(value.to_vec()).ok()
+    })
+}
+
+fn init_layer(layer: Option<&str>) -> Result<Weft> {
     let mut config = Config::from_env()?;
     // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
     // and then leaves the environment, so whatever this rank starts (a shell, a tool, an
@@ -112,6 +137,9 @@ pub fn init() -> Result<Weft> {
         let mut kept = JOB_SECRET_HEX.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(hex) = std::env::var("WEFT_JOB_SECRET") {
             *kept = Some(hex);
+        } else if kept.is_none() {
+            // Another copy of weft in this process (another library's) took it out first.
+            *kept = initial_environment_var("WEFT_JOB_SECRET");
         }
         kept.clone()
     };
@@ -129,7 +157,7 @@ pub fn init() -> Result<Weft> {
             std::env::var(name).ok()
         }
     };
-    let boot = weft_boot::select::connect(&var, generation)?;
+    let boot = weft_boot::select::connect(&var, generation, layer)?;
     let v = &config.values;
     let given_node = v.text("WEFT_NODE_ID");
     let node_id = given_node.clone().unwrap_or_else(hostname);
@@ -742,15 +770,18 @@ impl Weft {
     /// standard error and the rank runs unpinned.
     fn pin_to_core(&self) {
         let Some(cpu) = bind::cpu_for(self.config.bind, self.local_rank, self.local_size) else {
+            self.report_binding(None);
             return;
         };
         if let Err(e) = bind::pin(cpu) {
-            eprintln!(
+            weft_core::diag!(
                 "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
+            self.report_binding(None);
             return;
         }
+        self.report_binding(Some(cpu));
         let colocated = (0..self.local_size)
             .filter(|&l| {
                 l != self.local_rank
@@ -762,6 +793,31 @@ impl Weft {
         if self.config.yield_mode == config::YieldMode::Auto {
             e.set_colocated(colocated);
         }
+    }
+
+    /// With `WEFT_REPORT_BINDINGS`: one line on stderr saying where this rank runs (`cpu`,
+    /// or every CPU it may use when not pinned), like `mpirun --report-bindings`.
+    fn report_binding(&self, cpu: Option<usize>) {
+        if !self.config.report_bindings {
+            return;
+        }
+        let mode = match self.config.bind {
+            config::BindMode::Auto => "auto",
+            config::BindMode::Core => "core",
+            config::BindMode::None => "none",
+        };
+        let place = match cpu {
+            Some(c) => format!("bound to CPU {c}"),
+            None => format!("not bound (CPUs {})", bind::allowed_cpus_text()),
+        };
+        eprintln!(
+            "weft: rank {} (local rank {} of {}) on {} pid {}: {place} (WEFT_BIND={mode})",
+            self.world.rank(),
+            self.local_rank,
+            self.local_size,
+            self.node_id,
+            std::process::id()
+        );
     }
 
     /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).
@@ -779,7 +835,7 @@ impl Weft {
         if let Some(b) = &self.boot {
             let _ = b.abort(code, message);
         }
-        eprintln!(
+        weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );

@@ -156,7 +156,7 @@ fn time_one(
 pub fn run(a: StartupArgs, on: Option<&HostsSpec>) -> i32 {
     let text = match (&a.np, on) {
         (Some(t), _) => t.clone(),
-        (None, Some(h)) => crate::run::job_size_or(None, Some(h), 4).to_string(),
+        (None, Some(h)) => weft_launch::place::total_slots(&h.hosts).to_string(),
         (None, None) => "4".to_owned(),
     };
     let counts = match parse_counts(&text) {

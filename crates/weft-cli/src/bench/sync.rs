@@ -49,7 +49,7 @@ fn parse_counts(text: &str) -> std::result::Result<Vec<u32>, String> {
 pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
     let text = match (&a.nranks, on) {
         (Some(t), _) => t.clone(),
-        (None, Some(h)) => crate::run::job_size_or(None, Some(h), 2).to_string(),
+        (None, Some(h)) => weft_launch::place::total_slots(&h.hosts).to_string(),
         (None, None) => "2,4,8".to_owned(),
     };
     let counts = match parse_counts(&text) {
@@ -70,7 +70,9 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
         "# weft bench sync, {} operations each, microseconds per operation (median of {} interleaved runs); speedup = tournament / engine\n{:>6} {:>14} {:>14} {:>14} {:>14} {:>14} {:>15} {:>14}",
         a.iters, a.reps, "procs", "engine_barrier", "tourn_barrier", "engine_reduce", "tourn_reduce", "comm_barrier", "barrier_speedup", "reduce_speedup"
     );
+    let progress = crate::progress::Progress::new("bench sync", counts.len() as u64, false);
     for n in counts {
+        progress.start(&format!("{n} processes"));
         let args = vec![
             "sync".to_string(),
             "--iters".into(),
@@ -78,11 +80,15 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
             "--reps".into(),
             a.reps.to_string(),
         ];
-        let code = super::launch(n, args, a.timeout_s, &[], on);
+        let (code, out) = super::launch_capture(n, args, a.timeout_s, &[], on);
+        for line in String::from_utf8_lossy(&out).lines() {
+            progress.println(line);
+        }
         if code != 0 {
             eprintln!("weft bench sync: job of {n} processes failed (exit {code})");
             return code;
         }
+        progress.done();
     }
     0
 }

@@ -150,7 +150,7 @@ impl Engine {
         core.net_outq[w as usize].clear();
         core.net_outq_len -= dropped;
         if self.world_rank != w {
-            eprintln!("weft: rank {}: lost rank {w}: {why}", self.world_rank);
+            weft_core::diag!("weft: rank {}: lost rank {w}: {why}", self.world_rank);
         }
         self.fail_dead_requests();
     }
@@ -291,7 +291,7 @@ impl Core {
                 }
             }
             other => {
-                eprintln!(
+                weft_core::diag!(
                     "weft: ignoring TCP frame of kind {other} from rank {w} (the codec admits no such kind)"
                 );
             }

@@ -14,6 +14,16 @@ use weft_transport::shm::heap::Region;
 /// Collective over every rank of the job (the bootstrap's fence is); `what` must be the same
 /// on all of them and unique within the job.
 pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<Region> {
+    node_region_aligned(weft, what, body_bytes, 4096)
+}
+
+/// [`node_region`] with the body at a multiple of `align` (a power of two) in every process.
+pub(crate) fn node_region_aligned(
+    weft: &Weft,
+    what: &str,
+    body_bytes: usize,
+    align: usize,
+) -> Result<Region> {
     if what.is_empty()
         || what.len() > 40
         || !what
@@ -34,7 +44,7 @@ pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<
     let rank = weft.world.rank();
     let timeout = Duration::from_secs(weft.config.boot_timeout_s);
     let Some(boot) = &weft.boot else {
-        let r = Region::create(&name, 1, 0, body_bytes)?;
+        let r = Region::create_aligned(&name, 1, 0, body_bytes, align)?;
         r.unlink()?;
         return Ok(r);
     };
@@ -44,7 +54,7 @@ pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<
             // A launcher's job name may come back after a crash left the region.
             weft_transport::shm::segment::Segment::unlink(&name)?;
         }
-        let r = Region::create(&name, n, 0, body_bytes)
+        let r = Region::create_aligned(&name, n, 0, body_bytes, align)
             .map_err(|e| e.context(format!("rank {rank}: creating {what}")))?;
         guard.0 = Some(name.clone());
         Some(r)
@@ -55,7 +65,7 @@ pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<
         .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
     let region = match created {
         Some(r) => r,
-        None => Region::attach(&name, me)
+        None => Region::attach_aligned(&name, me, align)
             .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?,
     };
     crate::startup::wait_node(rank, what, || region.attached(), n, timeout)?;
