@@ -64,12 +64,6 @@ pub struct Where {
 }
 
 impl HostArgs {
-    /// The multi-host part of a job, `None` when it runs on this machine alone (see
-    /// [`HostArgs::resolve`]).
-    pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
-        self.resolve().map(|w| w.hosts)
-    }
-
     /// Where the job runs. Every value is checked here so a typo is reported before anything
     /// starts. Host names that are this machine (`localhost`, its name or address) count as
     /// one host, started without the launcher template; a list of only this machine runs
@@ -142,7 +136,9 @@ impl HostArgs {
         if let Some(a) = &self.boot_addr {
             parse_boot_addr(a).map_err(|e| e.to_string())?;
         }
-        if hosts.len() == 1 && is_this_host(&hosts[0].name) {
+        // An allocation's ranks run as its job steps even on this machine (Slurm accounts
+        // for them, confines them and ends them with the job).
+        if default_launcher != SRUN_TEMPLATE && hosts.len() == 1 && is_this_host(&hosts[0].name) {
             return Ok(Where {
                 hosts: None,
                 here_slots: Some(hosts[0].slots),
@@ -630,7 +626,8 @@ mod tests {
         let d = parse(&["--hosts", "x", "prog"])
             .unwrap()
             .on
-            .spec()
+            .resolve()
+            .map(|w| w.hosts)
             .unwrap()
             .unwrap();
         assert_eq!((d.launcher.as_str(), d.map_by), ("ssh {host}", MapBy::Slot));
@@ -668,7 +665,12 @@ mod tests {
                 "/no/such/hostfile",
             ),
         ] {
-            let e = parse(&args).unwrap().on.spec().unwrap_err();
+            let e = parse(&args)
+                .unwrap()
+                .on
+                .resolve()
+                .map(|w| w.hosts)
+                .unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
     }
