@@ -832,13 +832,15 @@ impl Weft {
 
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
-        if let Some(b) = &self.boot {
-            let _ = b.abort(code, message);
-        }
+        // The line first: once the launcher hears of the abort it may kill this process,
+        // and what is already in the stderr pipe still reaches the user.
         weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );
+        if let Some(b) = &self.boot {
+            let _ = b.abort(code, message);
+        }
         std::process::exit(code)
     }
 
