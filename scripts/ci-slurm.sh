@@ -101,7 +101,7 @@ EOF
 }
 
 wait_idle() {
-  for _ in $(seq 150); do
+  for _ in $(seq 600); do
     if SLURM_CONF=$conf sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then
       return 0
     fi
@@ -159,7 +159,7 @@ EOF
 }
 
 wait_idle2() {
-  for _ in $(seq 150); do
+  for _ in $(seq 600); do
     states=$(SLURM_CONF=$conf sinfo -h -N -o %t 2>/dev/null || true)
     if [ "$(echo "$states" | grep -cE '^(idle|mix|alloc)')" = 2 ]; then
       return 0

@@ -1,8 +1,8 @@
 /* A rank that ends before finalize, for the launcher tests: the last rank ends right after
  * MPI_Init as the first argument says (exit: exit(3); _exit: _exit(3); kill: SIGKILL;
- * abort: MPI_Abort(7)); the others sleep outside MPI for at most 60 s and then exit 99, so
- * only the runtime's liveness watch or the launcher ends them earlier. "ok" finalizes
- * everywhere and exits 0. */
+ * abort: MPI_Abort(7)); the others sleep outside MPI for at most 20 minutes and then exit
+ * 99, far past any test's limit, so only the runtime's liveness watch or the launcher ends
+ * them. "ok" finalizes everywhere and exits 0. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +27,6 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "kill")) raise(SIGKILL);
     if (!strcmp(mode, "abort")) MPI_Abort(MPI_COMM_WORLD, 7);
   }
-  for (int i = 0; i < 600; i++) usleep(100000);
+  for (int i = 0; i < 12000; i++) usleep(100000);
   return 99;
 }

@@ -15,13 +15,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
 struct Run {
     code: i32,
     stdout: String,
     stderr: String,
-    elapsed: Duration,
     /// The tag that names this job's segments (WEFT_JOB_ID).
     tag: String,
 }
@@ -46,7 +44,6 @@ fn run(cmd: &[&str], env: &[(&str, &str)], limit: u64) -> Run {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     );
-    let t0 = Instant::now();
     let out = Command::new("timeout")
         .args(["-k", "5", &limit.to_string()])
         .args(cmd)
@@ -58,7 +55,6 @@ fn run(cmd: &[&str], env: &[(&str, &str)], limit: u64) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed: t0.elapsed(),
         tag,
     };
     assert_ne!(r.code, 124, "{cmd:?} ran past {limit} s:\n{}", r.stderr);
@@ -406,9 +402,9 @@ fn a_rank_ending_early_ends_the_job_under_every_launcher() {
                 "{name} launch_die {mode}: exit {}\n{}\n{}",
                 r.code, r.stdout, r.stderr
             );
-            // Ended by the runtime or the launcher, not by the survivors' 60-s cap.
+            // Ended by the runtime or the launcher: the survivors sleep for 20 minutes, so
+            // a job nobody ended runs into run()'s limit and fails there (exit 124).
             assert!(r.code != 0 && r.code != 99, "{what}");
-            assert!(r.elapsed < Duration::from_secs(45), "{what}");
             if let Some(c) = code {
                 assert_eq!(r.code, c, "{what}");
             }
