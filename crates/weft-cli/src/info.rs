@@ -147,6 +147,16 @@ fn print_mpi() {
         "MPI 5.0 standard ABI (libmpi_abi.so.1): {real} of {} functions implemented; the others return MPI_ERR_UNSUPPORTED_OPERATION",
         table.len()
     );
+    let io: Vec<bool> = table
+        .iter()
+        .filter(|(n, _)| n.starts_with("MPI_File_") || n.starts_with("MPI_Register_datarep"))
+        .map(|(_, implemented)| *implemented)
+        .collect();
+    println!(
+        "  chapter 14, I/O (MPI_File_*, MPI_Register_datarep*): {} of {} implemented",
+        io.iter().filter(|&&i| i).count(),
+        io.len()
+    );
     for (name, implemented) in table {
         println!("{} {name}", if implemented { "yes" } else { " no" });
     }

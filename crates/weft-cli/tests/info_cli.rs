@@ -27,7 +27,25 @@ fn mpi_lists_every_abi_function_with_its_status() {
     assert!(has("yes MPI_Ssend"), "{out}");
     assert!(has("yes MPI_Iallreduce"), "{out}");
     assert!(has(" no MPI_Win_create"), "{out}");
-    let rows = out.lines().skip(1).count();
+    assert!(has("yes MPI_File_open"), "{out}");
+    assert!(has("yes MPI_File_iread_at_all_c"), "{out}");
+    let io = out.lines().filter(|l| {
+        (l.starts_with("yes ") || l.starts_with(" no "))
+            && (l[4..].starts_with("MPI_File_") || l[4..].starts_with("MPI_Register_datarep"))
+    });
+    let (io_rows, io_yes) = io.fold((0, 0), |(n, y), l| (n + 1, y + l.starts_with("yes") as u32));
+    let io_line = format!(
+        "  chapter 14, I/O (MPI_File_*, MPI_Register_datarep*): {io_yes} of {io_rows} implemented"
+    );
+    assert!(has(&io_line), "{io_line}\n{out}");
+    assert_eq!(
+        io_yes, io_rows,
+        "a chapter-14 function is not implemented:\n{out}"
+    );
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("yes ") || l.starts_with(" no "))
+        .count();
     let header = out.lines().next().unwrap();
     assert!(header.contains(&format!("of {rows} functions")), "{header}");
 }

@@ -129,6 +129,7 @@ pub fn knob_groups() -> Vec<KnobGroup> {
             crate::coll::knobs::KNOBS,
         ),
         group("weft_rma", "one-sided operations", crate::rma::knobs::KNOBS),
+        group("weft_io", "file I/O (MPI-IO)", crate::io::knobs::KNOBS),
         group(
             "weft_sync",
             "the node synchronisation engine",

@@ -26,6 +26,7 @@ pub mod comm;
 pub mod config;
 pub mod dtype;
 mod engine;
+pub mod io;
 pub mod knobs;
 pub mod matching;
 mod p2p;
