@@ -72,6 +72,7 @@ pub fn run(args: InfoArgs) -> i32 {
         hostname(),
         cores
     );
+    print_bootstrap();
     println!("transports:  shm (same node), tcp (other nodes); `weft info --transports` scores the lanes");
     println!(
         "  shm rings:   {} bytes per peer pair at first (eager limit {} bytes), {} bytes for up to {} peers past {} bytes of traffic (eager limit {} bytes)",
@@ -115,6 +116,27 @@ pub fn run(args: InfoArgs) -> i32 {
         knob_tables().iter().map(|t| t.len()).sum::<usize>()
     );
     0
+}
+
+/// The bootstrap back end a rank started from this environment would use, and why; for
+/// PMIx, whether the library loads (nothing is connected or initialised).
+fn print_bootstrap() {
+    let var = |n: &str| std::env::var(n).ok();
+    match weft_boot::select::choose(&var) {
+        Ok(c) => {
+            println!("bootstrap:   {} ({})", c.backend, c.why);
+            if c.backend == weft_boot::Backend::Pmix {
+                let lib = var(weft_boot::knobs::PMIX_LIBRARY)
+                    .filter(|l| !l.trim().is_empty())
+                    .unwrap_or_else(|| weft_boot::pmix::DEFAULT_LIBRARY.to_owned());
+                match weft_boot::pmix::library_status(lib.trim()) {
+                    Ok(s) => println!("  pmix:        {s}"),
+                    Err(e) => println!("  pmix:        {lib} cannot be loaded: {e}"),
+                }
+            }
+        }
+        Err(e) => println!("bootstrap:   none: {e}"),
+    }
 }
 
 /// `weft info --mpi`: the standard ABI's functions, implemented ones marked.

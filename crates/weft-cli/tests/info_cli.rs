@@ -89,6 +89,67 @@ fn knobs_never_print_the_job_secret() {
     );
 }
 
+#[test]
+fn info_says_which_bootstrap_a_rank_would_use_and_why() {
+    let boot = |env: &[(&str, &str)]| {
+        let (ok, out, err) = info(&[], env);
+        assert!(ok, "{err}");
+        out.lines()
+            .skip_while(|l| !l.starts_with("bootstrap:"))
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // The test itself may run under a launcher: clear what would decide.
+    let clear = [
+        ("WEFT_BOOT_ADDR", ""),
+        ("PMIX_NAMESPACE", ""),
+        ("PMI_FD", ""),
+        ("PMI_PORT", ""),
+        ("PMI_JOBID", ""),
+        ("SLURM_STEP_NUM_TASKS", ""),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v: Vec<(&str, &str)> = clear.to_vec();
+        v.extend_from_slice(extra);
+        boot(&v)
+    };
+    let b = with(&[]);
+    assert!(
+        b.starts_with("bootstrap:   single (no launcher variables"),
+        "{b}"
+    );
+    let b = with(&[
+        ("PMIX_NAMESPACE", "slurm.pmix.9.0"),
+        ("WEFT_PMIX_LIBRARY", "/nonexistent/libpmix.so.2"),
+    ]);
+    assert!(
+        b.contains("bootstrap:   pmix (PMIX_NAMESPACE=slurm.pmix.9.0 is set"),
+        "{b}"
+    );
+    assert!(
+        b.contains("/nonexistent/libpmix.so.2 cannot be loaded"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5"), ("PMI_JOBID", "4.0")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi2 (PMI_FD=5 and PMI_JOBID=4.0"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi1 (PMI_FD=5 is set without PMI_JOBID"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5"), ("PMI_JOBID", "4.0"), ("WEFT_BOOT", "pmi1")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi1 (WEFT_BOOT=pmi1 names it)"),
+        "{b}"
+    );
+    let b = with(&[("SLURM_STEP_NUM_TASKS", "4")]);
+    assert!(b.contains("srun --mpi=pmix or --mpi=pmi2"), "{b}");
+}
+
 /// `weft info` and `weft --version` print the build: version, commit, compiler, profile,
 /// target, features and transports, like ompi_info's header.
 #[test]
