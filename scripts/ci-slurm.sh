@@ -184,11 +184,19 @@ case "$cmd" in
       alive "$dir/slurmctld.pid" || slurmctld -f "$conf"
       for n in "${nodes2[@]}"; do
         alive "$dir/slurmd-$n.pid" && continue
-        mkdir -p "$dir/tmp-$n" && chmod 1777 "$dir/tmp-$n"
+        mkdir -p "$dir/tmp-$n" "$dir/repo-$n" && chmod 1777 "$dir/tmp-$n"
         # nsenter keeps the root namespace's /sys (and its cgroup mounts); the node gets its
-        # own host name and /tmp (Slurm's PMIx plugin keeps per-step directories there).
+        # own host name and /tmp (Slurm's PMIx plugin keeps per-step directories there). A
+        # checkout under /tmp (a CI clone) stays visible: it is bound aside before /tmp is
+        # replaced and bound back at its own path inside the node's /tmp.
+        repo=$(cd "$here/.." && pwd)
+        keep=
+        case "$repo" in /tmp/*) keep=$repo ;; esac
         nsenter --net="/var/run/netns/$n" unshare --uts --mount --propagation private \
-          sh -c "hostname $n && mount --bind $dir/tmp-$n /tmp && exec slurmd -f $conf -N $n"
+          sh -c "hostname $n && { [ -z '$keep' ] || mount --bind '$keep' '$dir/repo-$n'; } &&
+            mount --bind $dir/tmp-$n /tmp &&
+            { [ -z '$keep' ] || { mkdir -p '$keep' && mount --bind '$dir/repo-$n' '$keep'; }; } &&
+            exec slurmd -f $conf -N $n"
       done
       SLURM_CONF=$conf scontrol update NodeName='wsn[1-2]' State=RESUME >/dev/null 2>&1 || true
       wait_idle2
