@@ -76,6 +76,7 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
         detached: Vec::new(),
         compounds: Default::default(),
         idups: Default::default(),
+        files: Default::default(),
         type_names: Default::default(),
         wins: Default::default(),
     });

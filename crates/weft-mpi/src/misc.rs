@@ -72,12 +72,8 @@ conversions! {
     MPI_Errhandler_toint, MPI_Errhandler_fromint, K_ERRH;
     MPI_Message_toint, MPI_Message_fromint, K_MSG;
     MPI_Session_toint, MPI_Session_fromint, crate::session::K_SESSION;
-    MPI_File_toint, MPI_File_fromint, K_FILE;
+    MPI_File_toint, MPI_File_fromint, crate::file::K_FILE;
 }
-
-/// Handle kind of files: weft opens none (no MPI-IO), so MPI_FILE_NULL is the only file
-/// handle, and it converts to and from `int` like every predefined handle.
-const K_FILE: usize = 10;
 
 /// MPI_Message_c2f (MPI-4.1 §19.3.4): a message handle as a Fortran integer (MPI_Fint is
 /// `int`), the same value as MPI_Message_toint. Programs check that the conversion exists

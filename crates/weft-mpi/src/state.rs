@@ -368,6 +368,8 @@ pub struct State {
     pub(crate) idups: std::collections::HashMap<Handle, crate::comm::PendingDup>,
     /// Windows, their keyvals and the process's one-sided endpoint.
     pub wins: crate::win::Windows,
+    /// Open files, MPI_FILE_NULL's error handler and registered data representations.
+    pub files: crate::file::Files,
 }
 
 struct Global(UnsafeCell<Option<State>>);

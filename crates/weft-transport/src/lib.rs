@@ -8,7 +8,8 @@
 //!   in flight (the runtime guarantees the lifetime; this module keeps the `unsafe`).
 //!
 //! This crate knows nothing of communicators, tags or matching: it moves framed messages
-//! with a small fixed header. It depends only on `weft-core`, `libc` and, for the TCP handshake, the hash crates. `unsafe` in weft's
+//! with a small fixed header. It depends only on `weft-core` (the TCP handshake's proofs are
+//! `weft_core::auth`'s) and `libc`. `unsafe` in weft's
 //! data path lives here, each block with a `// SAFETY:` comment.
 
 pub mod buf;

@@ -26,11 +26,13 @@ pub mod comm;
 pub mod config;
 pub mod dtype;
 mod engine;
+pub mod io;
 pub mod knobs;
 pub mod matching;
 mod p2p;
 pub mod raw;
 pub mod rma;
+mod startup;
 pub mod sync;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
@@ -46,8 +48,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use weft_boot::Store;
+use weft_boot::{Backend, Boot, JobInfo, Store, StoreBoot};
 use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
+use weft_transport::shm::heap::Region;
 use weft_transport::shm::ShmNode;
 use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
@@ -57,12 +60,15 @@ pub struct Weft {
     engine: Rc<RefCell<Engine>>,
     world: Comm,
     myself: Comm,
-    store: Option<Arc<dyn Store>>,
+    /// The launcher's bootstrap (None for a job of one rank).
+    boot: Option<Arc<dyn Boot>>,
     config: Config,
     job_id: String,
     node_id: String,
     local_rank: u32,
     local_size: u32,
+    /// The liveness watch under a foreign launcher with several ranks on this node.
+    watch: Option<startup::Watch>,
 }
 
 /// Where a rank learns who it is: from the launcher's environment, or given explicitly.
@@ -85,7 +91,7 @@ pub struct Launch {
 static JOB_SECRET_HEX: Mutex<Option<String>> = Mutex::new(None);
 
 /// Successful calls of [`init`] in this process so far; the n-th (counting from 0) keeps its
-/// bootstrap records under `init<n>/` (see [`InitStore`]). A failed init does not count, so
+/// bootstrap records under `init<n>/` (see [`weft_boot::select::connect`]). A failed init does not count, so
 /// a rank that retries after fixing its settings meets its peers' attempt.
 static INITS: AtomicU32 = AtomicU32::new(0);
 
@@ -145,60 +151,45 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
         }
     }
     let generation = INITS.load(Ordering::Relaxed);
-    let client = weft_boot::client_from_vars(|name| {
+    let var = |name: &str| {
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
         } else {
             std::env::var(name).ok()
         }
-    })?;
-    let prefix = match (layer, generation) {
-        (None, 0) => String::new(),
-        (None, g) => format!("init{g}/"),
-        (Some(l), 0) => format!("{l}/"),
-        (Some(l), g) => format!("{l}/init{g}/"),
     };
-    let store: Option<Arc<dyn Store>> = match client {
-        Some(c) if prefix.is_empty() => Some(Arc::new(c)),
-        Some(c) => Some(Arc::new(InitStore { inner: c, prefix })),
-        None => None,
-    };
+    let boot = weft_boot::select::connect(&var, generation, layer)?;
     let v = &config.values;
-    let (rank, size) = match &store {
-        Some(_) => {
-            let rank = v.uint("WEFT_RANK").ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Config,
-                    "WEFT_BOOT_ADDR is set but WEFT_RANK is not",
-                )
-            })?;
-            let size = v.uint("WEFT_SIZE").ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Config,
-                    "WEFT_BOOT_ADDR is set but WEFT_SIZE is not",
-                )
-            })?;
-            if size == 0 || rank >= size || size > u32::MAX as u64 {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!("WEFT_RANK={rank} WEFT_SIZE={size}: rank must be below size"),
-                ));
-            }
-            (rank as u32, size as u32)
+    let given_node = v.text("WEFT_NODE_ID");
+    let node_id = given_node.clone().unwrap_or_else(hostname);
+    let (rank, size, job_id) = match &boot {
+        None => (
+            0,
+            1,
+            v.text("WEFT_JOB_ID")
+                .unwrap_or_else(|| format!("single{}", std::process::id())),
+        ),
+        Some(b) => {
+            let j = b.job();
+            // weft run names its jobs (and removes their segments by that name); under
+            // another launcher the id is derived from the launcher's job name.
+            let id = match b.backend() {
+                Backend::Weft => v
+                    .text("WEFT_JOB_ID")
+                    .unwrap_or_else(|| format!("single{}", std::process::id())),
+                _ => startup::foreign_job_id(j, v.text("WEFT_JOB_ID").as_deref())?,
+            };
+            (j.rank, j.size, id)
         }
-        None => (0, 1),
     };
-    let job_id = v
-        .text("WEFT_JOB_ID")
-        .unwrap_or_else(|| format!("single{}", std::process::id()));
-    let node_id = v.text("WEFT_NODE_ID").unwrap_or_else(hostname);
-    init_with(
-        Launch {
+    start(
+        Start {
             rank,
             size,
             job_id,
             node_id,
-            store,
+            names_given: given_node.is_some(),
+            boot,
         },
         config,
     )
@@ -215,35 +206,6 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
     })
 }
 
-/// The bootstrap store of a process's second and later [`init`], and of an [`init_for`]: the
-/// same job store, with every key and barrier name under a prefix of its own, so start-up
-/// does not read what an earlier init, or another layer's, left there (a segment's "ready"
-/// mark, old TCP addresses). Every rank of the job inits the same number of times, so the
-/// prefixes agree.
-struct InitStore {
-    inner: weft_boot::TcpStoreClient,
-    prefix: String,
-}
-
-impl Store for InitStore {
-    fn put(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.inner.put(&format!("{}{key}", self.prefix), value)
-    }
-
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        self.inner.get(&format!("{}{key}", self.prefix), timeout)
-    }
-
-    fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()> {
-        self.inner
-            .barrier(&format!("{}{name}", self.prefix), count, timeout)
-    }
-
-    fn abort(&self, code: i32, message: &str) -> Result<()> {
-        self.inner.abort(code, message)
-    }
-}
-
 /// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
 pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
     let Launch {
@@ -253,130 +215,238 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         node_id,
         store,
     } = launch;
-    let timeout = Duration::from_secs(config.boot_timeout_s);
-    let (local_world, my_local, shm, node_of) = match &store {
-        None => (vec![rank], 0, None, vec![0]),
+    let boot = match store {
         Some(store) => {
-            store
-                .put(&format!("node/{rank}"), node_id.as_bytes())
-                .map_err(|e| e.context(format!("rank {rank}: start-up")))?;
-            let mut local_world = Vec::new();
-            let mut node_names: Vec<Vec<u8>> = Vec::new();
-            let mut node_of = Vec::with_capacity(size as usize);
-            for r in 0..size {
-                let n = store.get(&format!("node/{r}"), timeout).map_err(|e| {
-                    e.context(format!("rank {rank}: start-up, waiting for rank {r}"))
-                })?;
-                if n == node_id.as_bytes() {
-                    local_world.push(r);
-                }
-                let index = match node_names.iter().position(|k| *k == n) {
-                    Some(i) => i,
-                    None => {
-                        node_names.push(n);
-                        node_names.len() - 1
-                    }
-                };
-                node_of.push(index as u32);
-            }
-            let my_local = local_world
-                .iter()
-                .position(|&r| r == rank)
-                .expect("own rank is local") as u32;
-            // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even
-            // a collective, may then go through shared memory.
-            let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::Shm) {
-                let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
-                // Every pair starts on a small ring; the busiest peers move to large ones.
-                let (layout, modes) = config
-                    .shm_layout(local_world.len() as u32)
-                    .map_err(|e| e.context(format!("rank {rank}")))?;
-                let ready_key = format!("shm/{node_id}");
-                let node = if my_local == 0 {
-                    let node = ShmNode::create_with(&name, layout, modes, 0)
-                        .map_err(|e| e.context(format!("rank {rank}")))?;
-                    // On any failure before everyone attached, the creator removes the name.
-                    store
-                        .put(&ready_key, b"1")
-                        .inspect_err(|_| drop(node.unlink()))?;
-                    node
-                } else {
-                    store.get(&ready_key, timeout)?;
-                    ShmNode::attach(&name, my_local)
-                        .map_err(|e| e.context(format!("rank {rank}")))?
-                };
-                store
-                    .barrier(
-                        &format!("shm-attached/{node_id}"),
-                        layout.local_size,
-                        timeout,
-                    )
-                    .inspect_err(|_| {
-                        if my_local == 0 {
-                            drop(node.unlink());
-                        }
-                    })?;
-                if my_local == 0 {
-                    node.unlink()?;
-                }
-                Some(node)
-            } else {
-                None
+            let job = JobInfo {
+                rank,
+                size,
+                launcher_job: job_id.clone(),
+                node_of: None,
             };
-            (local_world, my_local, shm, node_of)
+            Some(Arc::new(StoreBoot::new(store, job, "")?) as Arc<dyn Boot>)
+        }
+        None => None,
+    };
+    start(
+        Start {
+            rank,
+            size,
+            job_id,
+            node_id,
+            names_given: true,
+            boot,
+        },
+        config,
+    )
+}
+
+/// Who a starting rank is and how it reaches the others.
+struct Start {
+    rank: u32,
+    size: u32,
+    job_id: String,
+    node_id: String,
+    /// The node id was given (WEFT_NODE_ID, in-process tests): ranks exchange node names
+    /// instead of trusting the launcher's node map.
+    names_given: bool,
+    boot: Option<Arc<dyn Boot>>,
+}
+
+/// Brings a rank up: the node map (from the launcher, or exchanged), the node's segment
+/// (created by local rank 0 before a fence, mapped by the others after it, unlinked once all
+/// have mapped it), TCP addresses, the engine. A job whose launcher knows the node map and
+/// has a job secret needs one fence; exchanging node names or the TCP key adds one each.
+fn start(st: Start, config: Config) -> Result<Weft> {
+    let Start {
+        rank,
+        size,
+        job_id,
+        node_id,
+        names_given,
+        boot,
+    } = st;
+    let timeout = Duration::from_secs(config.boot_timeout_s);
+    let at = |what: String| move |e: Error| e.context(format!("rank {rank}: start-up: {what}"));
+    let Some(boot) = &boot else {
+        return finish_start(
+            rank,
+            size,
+            NodeSetup {
+                local_world: vec![rank],
+                my_local: 0,
+                shm: None,
+                node_of: vec![0],
+                tcp: None,
+                tcp_local: !config.transports.contains(&TransportKind::Shm),
+            },
+            None,
+            None,
+            config,
+            job_id,
+            node_id,
+        );
+    };
+    let everyone: Vec<u32> = (0..size).collect();
+    // The TCP key, when the launcher gave no job secret (foreign launchers, in-process
+    // jobs): made by rank 0 and shared through the bootstrap, which only the job reads.
+    if rank == 0 && config.job_secret.is_none() && size > 1 {
+        let k = weft_boot::auth::new_secret()?;
+        boot.put("tcp-key", weft_boot::auth::encode_hex(&k).as_bytes())
+            .map_err(at("publishing the TCP key".into()))?;
+    }
+    let node_of = match (&boot.job().node_of, names_given) {
+        (Some(map), false) => map.clone(),
+        _ => {
+            boot.put("node", node_id.as_bytes())
+                .map_err(at("publishing the node name".into()))?;
+            boot.fence(timeout)
+                .map_err(at("exchanging node names".into()))?;
+            let names = boot
+                .get_all(&everyone, "node", timeout)
+                .map_err(at("reading node names".into()))?;
+            startup::node_indices(&names)
         }
     };
+    let mine = node_of[rank as usize];
+    let local_world: Vec<u32> = everyone
+        .iter()
+        .copied()
+        .filter(|&r| node_of[r as usize] == mine)
+        .collect();
+    let my_local = local_world
+        .iter()
+        .position(|&r| r == rank)
+        .expect("own rank is local") as u32;
     let local_size = local_world.len() as u32;
-    let tcp_local = !config.transports.contains(&TransportKind::Shm);
-    let tcp = match &store {
-        Some(store) if size > 1 && (tcp_local || (local_size < size)) => {
-            let ppn = local_size;
-            // The lane choice decides which peers TCP serves; it is the same on every rank.
-            let (lanes, lane_ips) = lanes_with_addresses(&config)?;
-            let policy = lane_policy(&config);
-            let kinds: &[bool] = if local_size < size {
-                &[true, false]
-            } else {
-                &[true]
-            };
-            let mut rails = 1;
-            let mut rail_sources = Vec::new();
-            for &same_node in kinds {
-                let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
-                    .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
-                if !same_node {
-                    rails = c.large.len() as u32;
-                    // Each rail leaves from its lane's interface (see TcpConfig::rail_sources).
-                    rail_sources = c.large.iter().filter_map(|&l| lane_ips[l]).collect();
-                    if rail_sources.len() != c.large.len() {
-                        rail_sources.clear();
-                    }
-                }
-                let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
-                if same_node && tcp_chosen != tcp_local {
-                    return Err(Error::new(
-                        ErrorKind::Internal,
-                        format!("rank {rank}: lane choice for same-node peers disagrees with WEFT_TRANSPORTS"),
-                    ));
-                }
+    let shared_node = {
+        let mut per_node = std::collections::HashMap::new();
+        node_of.iter().any(|&n| {
+            let c = per_node.entry(n).or_insert(0u32);
+            *c += 1;
+            *c == 2
+        })
+    };
+    let foreign = boot.backend() != Backend::Weft;
+    let use_shm = config.transports.contains(&TransportKind::Shm);
+    let tcp_local = !use_shm;
+    let tcp_needed = size > 1 && (tcp_local || local_size < size);
+    // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even a
+    // collective, may then go through shared memory.
+    let shm_here = use_shm && local_size > 1;
+    let watch_here = foreign && local_size > 1 && config.liveness_ms > 0;
+    let seg_name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
+    let live_name = format!("{seg_name}-live");
+    let mut guard = startup::UnlinkGuard(None);
+    let mut live_guard = startup::UnlinkGuard(None);
+    let mut created = None;
+    let mut live_created = None;
+    if my_local == 0 {
+        if shm_here {
+            // Every pair starts on a small ring; the busiest peers move to large ones.
+            let (layout, modes) = config
+                .shm_layout(local_size)
+                .map_err(|e| e.context(format!("rank {rank}")))?;
+            if foreign {
+                // A launcher's job name may come back after a crash left its segment.
+                weft_transport::shm::segment::Segment::unlink(&seg_name)?;
             }
-            if !config.transports.contains(&TransportKind::Tcp) {
-                None
-            } else {
-                Some(open_tcp(
-                    rank,
-                    size,
-                    &config,
-                    store,
-                    &node_of,
-                    rails,
-                    rail_sources,
-                )?)
-            }
+            created = Some(
+                ShmNode::create_with(&seg_name, layout, modes, 0)
+                    .map_err(|e| e.context(format!("rank {rank}")))?,
+            );
+            guard.0 = Some(seg_name.clone());
+        }
+        if watch_here {
+            weft_transport::shm::segment::Segment::unlink(&live_name)?;
+            live_created = Some(
+                Region::create(&live_name, local_size, 0, 0)
+                    .map_err(|e| e.context(format!("rank {rank}")))?,
+            );
+            live_guard.0 = Some(live_name.clone());
+        }
+    }
+    // TCP: which peers it serves follows from the lane choice, the same on every rank.
+    let tcp_plan = if tcp_needed {
+        tcp_rails(rank, size, &config, local_size)?
+    } else {
+        None
+    };
+    let mut endpoint = None;
+    if let (Some(plan), Some(key)) = (&tcp_plan, &config.job_secret) {
+        endpoint = Some(open_tcp(
+            rank,
+            size,
+            &config,
+            boot,
+            &node_of,
+            plan,
+            key.clone(),
+        )?);
+    }
+    if shared_node || tcp_needed {
+        boot.fence(timeout)
+            .map_err(at("waiting for the node segments and addresses".into()))?;
+    }
+    if let (Some(plan), None) = (&tcp_plan, &endpoint) {
+        let hex = boot
+            .get(0, "tcp-key", timeout)
+            .map_err(at("reading the TCP key".into()))?;
+        let key = weft_boot::auth::decode_hex("tcp-key", &String::from_utf8_lossy(&hex))?;
+        endpoint = Some(open_tcp(rank, size, &config, boot, &node_of, plan, key)?);
+        boot.fence(timeout)
+            .map_err(at("exchanging TCP addresses".into()))?;
+    }
+    let shm = if shm_here {
+        let node = match created {
+            Some(n) => n,
+            None => ShmNode::attach(&seg_name, my_local)
+                .map_err(|e| e.context(format!("rank {rank}")))?,
+        };
+        startup::wait_node(rank, &seg_name, || node.attached(), local_size, timeout)?;
+        // Whoever sees the node complete first removes the name (the others find it gone):
+        // a job killed right after start-up leaves nothing behind.
+        node.unlink()?;
+        guard.0 = None;
+        Some(node)
+    } else {
+        None
+    };
+    let live = if watch_here {
+        let region = match live_created {
+            Some(r) => r,
+            None => Region::attach(&live_name, my_local)
+                .map_err(|e| e.context(format!("rank {rank}")))?,
+        };
+        startup::wait_node(rank, &live_name, || region.attached(), local_size, timeout)?;
+        region.unlink()?;
+        live_guard.0 = None;
+        Some(region)
+    } else {
+        None
+    };
+    let tcp = match (endpoint, &tcp_plan) {
+        (Some(mut ep), Some(plan)) => {
+            tcp_peers(
+                rank, size, boot, &node_of, tcp_local, plan, &mut ep, timeout,
+            )?;
+            Some(ep)
         }
         _ => None,
     };
-    let engine = Engine::new(
+    let watch = match live {
+        Some(region) => Some(startup::Watch::start(
+            region,
+            startup::WatchTarget {
+                boot: Arc::clone(boot),
+                local_world: local_world.clone(),
+                node_id: node_id.clone(),
+                period: Duration::from_millis(config.liveness_ms),
+                grace: Duration::from_millis(config.liveness_ms.saturating_mul(3).min(500)),
+            },
+        )?),
+        None => None,
+    };
+    finish_start(
         rank,
         size,
         NodeSetup {
@@ -387,8 +457,29 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             tcp,
             tcp_local,
         },
-        &config,
-    )?;
+        Some(Arc::clone(boot)),
+        watch,
+        config,
+        job_id,
+        node_id,
+    )
+}
+
+/// The engine and the world, once the node and the network are set up.
+#[allow(clippy::too_many_arguments)]
+fn finish_start(
+    rank: u32,
+    size: u32,
+    node: NodeSetup,
+    boot: Option<Arc<dyn Boot>>,
+    watch: Option<startup::Watch>,
+    config: Config,
+    job_id: String,
+    node_id: String,
+) -> Result<Weft> {
+    let my_local = node.my_local;
+    let local_size = node.local_world.len() as u32;
+    let engine = Engine::new(rank, size, node, &config)?;
     let engine = Rc::new(RefCell::new(engine));
     let world = Comm::new(engine.clone(), 0, rank, (0..size).collect(), "world".into());
     let myself = Comm::new(engine.clone(), 2, 0, Rc::from(vec![rank]), "self".into());
@@ -396,48 +487,79 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         engine,
         world,
         myself,
-        store,
+        boot,
         config,
         job_id,
         node_id,
         local_rank: my_local,
         local_size,
+        watch,
     })
 }
 
-/// Opens this rank's TCP endpoint, publishes its addresses in the store and reads those of
-/// the peers it reaches over TCP (same-node peers first try loopback).
+/// The TCP lanes of this job: how many rails to other nodes and the local address each
+/// leaves from. `None` when the lane choice gives TCP nothing to do.
+struct TcpPlan {
+    rails: u32,
+    rail_sources: Vec<std::net::IpAddr>,
+}
+
+fn tcp_rails(rank: u32, size: u32, config: &Config, local_size: u32) -> Result<Option<TcpPlan>> {
+    let tcp_local = !config.transports.contains(&TransportKind::Shm);
+    let ppn = local_size;
+    // The lane choice decides which peers TCP serves; it is the same on every rank.
+    let (lanes, lane_ips) = lanes_with_addresses(config)?;
+    let policy = lane_policy(config);
+    let kinds: &[bool] = if local_size < size {
+        &[true, false]
+    } else {
+        &[true]
+    };
+    let mut rails = 1;
+    let mut rail_sources = Vec::new();
+    for &same_node in kinds {
+        let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
+            .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
+        if !same_node {
+            rails = c.large.len() as u32;
+            // Each rail leaves from its lane's interface (see TcpConfig::rail_sources).
+            rail_sources = c.large.iter().filter_map(|&l| lane_ips[l]).collect();
+            if rail_sources.len() != c.large.len() {
+                rail_sources.clear();
+            }
+        }
+        let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
+        if same_node && tcp_chosen != tcp_local {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "rank {rank}: lane choice for same-node peers disagrees with WEFT_TRANSPORTS"
+                ),
+            ));
+        }
+    }
+    if !config.transports.contains(&TransportKind::Tcp) {
+        return Ok(None);
+    }
+    Ok(Some(TcpPlan {
+        rails,
+        rail_sources,
+    }))
+}
+
+/// Opens this rank's TCP endpoint and publishes its addresses (visible after the next fence).
 fn open_tcp(
     rank: u32,
     size: u32,
     config: &Config,
-    store: &Arc<dyn Store>,
+    boot: &Arc<dyn Boot>,
     node_of: &[u32],
-    rails: u32,
-    rail_sources: Vec<std::net::IpAddr>,
+    plan: &TcpPlan,
+    key: Vec<u8>,
 ) -> Result<Endpoint> {
-    let timeout = Duration::from_secs(config.boot_timeout_s);
     let at = |what: &str| format!("rank {rank}: {what}");
-    // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
-    // rank 0 and shared through the store, which only holders of the job secret can read.
-    let key = match &config.job_secret {
-        Some(k) => k.clone(),
-        None => {
-            if rank == 0 {
-                let k = weft_boot::auth::new_secret()?;
-                store.put("tcp/key", weft_boot::auth::encode_hex(&k).as_bytes())?;
-                k
-            } else {
-                let hex = store
-                    .get("tcp/key", timeout)
-                    .map_err(|e| e.context(at("waiting for the TCP key")))?;
-                weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
-            }
-        }
-    };
-    let tcp_local = !config.transports.contains(&TransportKind::Shm);
     let only_local = node_of.iter().all(|&n| n == node_of[rank as usize]);
-    let mut ep = Endpoint::bind(TcpConfig {
+    let ep = Endpoint::bind(TcpConfig {
         rank,
         size,
         key,
@@ -455,34 +577,49 @@ fn open_tcp(
         small_fragment_bytes: config.tcp_small_fragment_bytes() as u32,
         max_fast_peers: config.max_fast_peers,
         fast_after_bytes: config.fast_peer_bytes,
-        rails,
-        rail_sources: rail_sources.clone(),
+        rails: plan.rails,
+        rail_sources: plan.rail_sources.clone(),
     })
     .map_err(|e| e.context(at("TCP")))?;
-    store
-        .put(&format!("tcp/{rank}"), ep.address_record().as_bytes())
+    boot.put("tcp", ep.address_record().as_bytes())
         .map_err(|e| e.context(at("publishing the TCP address")))?;
-    for r in 0..size {
+    Ok(ep)
+}
+
+/// Reads the addresses of the peers this rank reaches over TCP (same-node peers first try
+/// loopback), all at once.
+#[allow(clippy::too_many_arguments)]
+fn tcp_peers(
+    rank: u32,
+    size: u32,
+    boot: &Arc<dyn Boot>,
+    node_of: &[u32],
+    tcp_local: bool,
+    plan: &TcpPlan,
+    ep: &mut Endpoint,
+    timeout: Duration,
+) -> Result<()> {
+    let peers: Vec<u32> = (0..size)
+        .filter(|&r| r != rank && (tcp_local || node_of[r as usize] != node_of[rank as usize]))
+        .collect();
+    let records = boot
+        .get_all(&peers, "tcp", timeout)
+        .map_err(|e| e.context(format!("rank {rank}: reading the peers' TCP addresses")))?;
+    for (&r, rec) in peers.iter().zip(records) {
         let same = node_of[r as usize] == node_of[rank as usize];
-        if r == rank || (same && !tcp_local) {
-            continue;
-        }
-        let rec = store
-            .get(&format!("tcp/{r}"), timeout)
-            .map_err(|e| e.context(at(&format!("waiting for rank {r}'s TCP address"))))?;
         let mut addrs = tcp::parse_addresses(r, &String::from_utf8_lossy(&rec))?;
         if same {
             let port = addrs.first().map(|a| a.port()).unwrap_or(0);
             addrs.insert(0, (std::net::Ipv4Addr::LOCALHOST, port).into());
             addrs.dedup();
-        } else if let Some(&src) = rail_sources.first() {
+        } else if let Some(&src) = plan.rail_sources.first() {
             // The main connection goes over the first lane chosen, not the first address
             // the peer happened to publish.
             tcp::order_for_source(&mut addrs, src);
         }
         ep.set_peer_addresses(r, addrs);
     }
-    Ok(ep)
+    Ok(())
 }
 
 /// The lanes this process could use, as each transport describes itself: shared memory
@@ -696,13 +833,15 @@ impl Weft {
 
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
-        if let Some(s) = &self.store {
-            let _ = s.abort(code, message);
-        }
+        // The line first: once the launcher hears of the abort it may kill this process,
+        // and what is already in the stderr pipe still reaches the user.
         weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );
+        if let Some(b) = &self.boot {
+            let _ = b.abort(code, message);
+        }
         std::process::exit(code)
     }
 
@@ -758,20 +897,19 @@ impl Weft {
     }
 
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).
-    pub fn finalize(self) -> Result<()> {
+    pub fn finalize(mut self) -> Result<()> {
         // Bytes still queued for peers (TCP data, shared-memory acknowledgements behind a full
         // ring) must leave before this rank stops polling.
         self.engine
             .borrow_mut()
             .drain(Duration::from_secs(self.config.boot_timeout_s));
-        if let Some(s) = &self.store {
-            let size = self.world.size();
-            s.barrier(
-                "finalize",
-                size,
-                Duration::from_secs(self.config.boot_timeout_s.max(600)),
-            )
-            .map_err(|e| e.context(format!("rank {}: finalize", self.world.rank())))?;
+        if let Some(b) = &self.boot {
+            b.finalize(Duration::from_secs(self.config.boot_timeout_s.max(600)))
+                .map_err(|e| e.context(format!("rank {}: finalize", self.world.rank())))?;
+        }
+        // Every rank has reached finalize: its peers may exit now.
+        if let Some(mut w) = self.watch.take() {
+            w.finish();
         }
         Ok(())
     }

@@ -1,7 +1,9 @@
 //! One-sided communication with PEs on other nodes: active messages over TCP.
 //!
-//! Target side: every PE runs one service thread (`service.rs`) on its own port (published in the
-//! bootstrap store as `rma/heap<k>/<pe>`), which proves the job key with every connector and
+//! Target side: every PE runs one service thread (`service.rs`) on its own port (an
+//! OpenSHMEM heap's published through the bootstrap as `rma/heap<k>` at the heap's
+//! collective creation; an MPI process's exchanged over each window's communicator when the
+//! window is created), which proves the job key with every connector and
 //! then applies that connector's requests to the PE's heap in arrival order. Puts are memory
 //! copies; atomics are CPU atomics on the mapped word, exactly like a same-node peer's
 //! atomics, so local CPU atomics and remote atomics on one word stay consistent. The rule:
@@ -33,7 +35,7 @@
 //! comparison benchmark: every operation of every thread is handed to one proxy thread (one
 //! queue) which owns the lanes.
 //!
-//! Depends on the wire format, the TCP handshake primitives and the store addresses; not on
+//! Depends on the wire format and the TCP handshake primitives; not on
 //! the progress engine (the service has its own thread, the lanes block on their sockets).
 
 pub(crate) mod cell;
@@ -103,18 +105,14 @@ struct LaneEntry {
     lane: SharedLane,
 }
 
-/// Finds the service addresses of a PE nobody gave the lanes (MPI windows learn them from
-/// the bootstrap store when they first reach the PE).
-pub(crate) type Resolver = Box<dyn Fn(u32) -> Result<Vec<SocketAddr>> + Send + Sync>;
-
 /// What every lane of one heap shares.
 struct Shared {
     id: u64,
     me: u32,
     key: Vec<u8>,
-    /// Service addresses by PE; an empty entry is asked of `resolve` (and kept).
+    /// Service addresses by PE (an empty entry: not known, so not reachable). MPI windows
+    /// add those of their members at creation ([`Net::learn`]).
     addrs: Mutex<Vec<Vec<SocketAddr>>>,
-    resolve: Option<Resolver>,
     config: LaneConfig,
     lanes: Mutex<Vec<LaneEntry>>,
     /// Lanes of contexts other than the default one, by (context, PE): a context's lanes
@@ -139,26 +137,9 @@ thread_local! {
 
 impl Shared {
     fn new_lane(&self, pe: u32) -> Result<Lane> {
-        let known = {
+        let addrs = {
             let a = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
-            a.get(pe as usize).filter(|a| !a.is_empty()).cloned()
-        };
-        let addrs = match (known, &self.resolve) {
-            (Some(a), _) => a,
-            (None, Some(resolve)) => {
-                let a = resolve(pe)?;
-                let mut all = self.addrs.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(slot) = all.get_mut(pe as usize) {
-                    slot.clone_from(&a);
-                }
-                a
-            }
-            (None, None) => {
-                return Err(Error::new(
-                    ErrorKind::InvalidRank,
-                    format!("PE {}: PE {pe} has no one-sided service address", self.me),
-                ))
-            }
+            a.get(pe as usize).cloned().unwrap_or_default()
         };
         if addrs.is_empty() {
             return Err(Error::new(
@@ -460,31 +441,6 @@ impl Net {
         config: &Options,
         service: service::Service,
     ) -> Result<Net> {
-        Self::build(me, key, addrs, None, config, service)
-    }
-
-    /// A network side whose PEs' addresses are found by `resolve` when first needed, for
-    /// `npes` PEs (MPI windows: a job's processes need not all reach each other).
-    pub(crate) fn with_resolver(
-        me: u32,
-        key: Vec<u8>,
-        npes: u32,
-        resolve: Resolver,
-        config: &Options,
-        service: service::Service,
-    ) -> Result<Net> {
-        let addrs = vec![Vec::new(); npes as usize];
-        Self::build(me, key, addrs, Some(resolve), config, service)
-    }
-
-    fn build(
-        me: u32,
-        key: Vec<u8>,
-        addrs: Vec<Vec<SocketAddr>>,
-        resolve: Option<Resolver>,
-        config: &Options,
-        service: service::Service,
-    ) -> Result<Net> {
         config.check()?;
         static IDS: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
@@ -492,7 +448,6 @@ impl Net {
             me,
             key,
             addrs: Mutex::new(addrs),
-            resolve,
             config: LaneConfig {
                 coalesce: config.coalesce,
                 flush_bytes: config.flush_bytes,
@@ -527,6 +482,16 @@ impl Net {
     }
 
     /// The service's port.
+    /// Records `pe`'s service addresses (an MPI window learns its members' at creation);
+    /// lanes connect to them when first used. A process's service keeps its addresses for
+    /// its life, so a later window's copy replaces an equal one.
+    pub(crate) fn learn(&self, pe: u32, addrs: Vec<SocketAddr>) {
+        let mut all = self.shared.addrs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = all.get_mut(pe as usize) {
+            *slot = addrs;
+        }
+    }
+
     pub(crate) fn port(&self) -> u16 {
         self.service.port()
     }

@@ -76,7 +76,8 @@ pub enum Flavor {
 #[derive(Default)]
 pub struct Endpoint {
     registry: Arc<Registry>,
-    net: OnceCell<Arc<net::Net>>,
+    /// The network side and this process's service addresses (`ip:port,...`).
+    net: OnceCell<(Arc<net::Net>, String)>,
 }
 
 impl Endpoint {
@@ -86,20 +87,20 @@ impl Endpoint {
     }
 
     /// The network side, started on first use: this process's service (serving the
-    /// registry's windows, its addresses published in the bootstrap store as
-    /// `rma/win/<rank>`) and the lanes, which look other processes' addresses up there.
-    fn net(&self, weft: &Weft) -> Result<Arc<net::Net>> {
+    /// registry's windows, proving the job key) and its addresses, which each window
+    /// exchanges over its communicator at creation (the lanes learn its members' there).
+    fn net(&self, weft: &Weft) -> Result<&(Arc<net::Net>, String)> {
         if let Some(n) = self.net.get() {
-            return Ok(n.clone());
+            return Ok(n);
         }
         let me = weft.world.rank();
-        let store = weft.store.clone().ok_or_else(|| {
+        let boot = weft.boot.as_ref().ok_or_else(|| {
             Error::new(
                 ErrorKind::Internal,
-                format!("rank {me}: a window member on another node but no bootstrap store"),
+                format!("rank {me}: a window member on another node but no bootstrap"),
             )
         })?;
-        let key = crate::rma::service_key(weft, store.as_ref(), b"/weft-win")?;
+        let key = crate::rma::service_key(weft, boot.as_ref(), b"/weft-win")?;
         let mem = net::service::Memory {
             heap: std::ptr::null_mut(),
             heap_bytes: 0,
@@ -107,28 +108,13 @@ impl Endpoint {
             windows: Some(self.registry.clone()),
         };
         let (service, addrs) = crate::rma::start_service(weft, key.clone(), mem)?;
-        store
-            .put(&format!("rma/win/{me}"), addrs.join(",").as_bytes())
-            .map_err(|e| {
-                e.context(format!(
-                    "rank {me}: publishing its one-sided service's address"
-                ))
-            })?;
-        let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
-        let resolve: net::Resolver = Box::new(move |pe| {
-            let rec = store.get(&format!("rma/win/{pe}"), timeout).map_err(|e| {
-                e.context(format!(
-                    "rank {me}: waiting for rank {pe}'s one-sided service address"
-                ))
-            })?;
-            weft_transport::tcp::parse_addresses(pe, &String::from_utf8_lossy(&rec))
-        });
         let options = net::Options {
             proxy: false,
             ..net::Options::from_config(weft)?
         };
-        let n = net::Net::with_resolver(me, key, weft.world.size(), resolve, &options, service)?;
-        Ok(self.net.get_or_init(|| Arc::new(n)).clone())
+        let peers = vec![Vec::new(); weft.world.size() as usize];
+        let n = net::Net::new(me, key, peers, &options, service)?;
+        Ok(self.net.get_or_init(|| (Arc::new(n), addrs.join(","))))
     }
 }
 
@@ -385,24 +371,47 @@ impl Window {
             dynamic: flavor == Flavor::Dynamic,
             hw: hw_atomics,
         })?;
-        let net = if needs_service {
-            match ep.net(weft) {
-                Ok(n) => Some(n),
-                Err(e) => {
-                    ep.registry.unregister(slot);
-                    return Err(e);
-                }
-            }
+        // Every member's slot and, when a service is needed (alike on every member), its
+        // service addresses: the lanes learn them here, and every service serves the window
+        // before anyone accesses it. A member that could not start its service says so in
+        // the same exchange, so that every member fails instead of waiting.
+        let started = if needs_service {
+            Some(ep.net(weft))
         } else {
             None
         };
-        // Every member's slot, and the assurance that every service serves the window
-        // before anyone accesses it.
-        let mut slots = vec![0u32; size];
-        if let Err(e) = wcomm.allgather(&[slot as u32], &mut slots) {
-            ep.registry.unregister(slot);
-            return Err(e);
-        }
+        let record: &[u8] = match &started {
+            Some(Ok((_, addrs))) => addrs.as_bytes(),
+            _ => &[],
+        };
+        let failed = matches!(started, Some(Err(_)));
+        let exchanged = exchange_slots(&wcomm, slot, record, failed);
+        let (slots, records) = match (started, exchanged) {
+            (Some(Err(e)), _) | (_, Err(e)) => {
+                ep.registry.unregister(slot);
+                return Err(e);
+            }
+            (_, Ok(x)) => x,
+        };
+        let net = if needs_service {
+            let (n, _) = ep.net(weft)?;
+            for (r, rec) in records.iter().enumerate() {
+                let world = wcomm.members()[r];
+                if r != rank {
+                    match weft_transport::tcp::parse_addresses(world, &String::from_utf8_lossy(rec))
+                    {
+                        Ok(a) => n.learn(world, a),
+                        Err(e) => {
+                            ep.registry.unregister(slot);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            Some(n.clone())
+        } else {
+            None
+        };
         let members = (0..size)
             .map(|r| {
                 let world = wcomm.members()[r];
@@ -418,7 +427,7 @@ impl Window {
                     },
                     _ => Path::Service {
                         pe: world,
-                        slot: slots[r] as u16,
+                        slot: slots[r],
                     },
                 };
                 Member {
@@ -614,6 +623,46 @@ impl Drop for Window {
         // its memory goes.
         self.release();
     }
+}
+
+/// The window creation's exchange over its communicator: every member's registry slot and
+/// one-sided service record (`ip:port,...`, empty when no service is needed). Fails on every
+/// member when one of them says it `failed`.
+fn exchange_slots(
+    wcomm: &Comm,
+    slot: u16,
+    record: &[u8],
+    failed: bool,
+) -> Result<(Vec<u16>, Vec<Vec<u8>>)> {
+    let size = wcomm.size() as usize;
+    let mine = [slot as u64, record.len() as u64, failed as u64];
+    let mut all = vec![0u64; 3 * size];
+    wcomm.allgather(&mine, &mut all)?;
+    if let Some(r) = (0..size).find(|&r| all[3 * r + 2] != 0) {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            format!(
+                "rank {}: window creation: rank {r} of the window could not start its one-sided service",
+                wcomm.rank()
+            ),
+        ));
+    }
+    let counts: Vec<usize> = (0..size).map(|r| all[3 * r + 1] as usize).collect();
+    let mut displs = Vec::with_capacity(size);
+    let mut total = 0usize;
+    for &c in &counts {
+        displs.push(total);
+        total += c;
+    }
+    let mut bytes = vec![0u8; total];
+    if total > 0 {
+        wcomm.allgatherv(record, &mut bytes, &counts, &displs)?;
+    }
+    let slots = (0..size).map(|r| all[3 * r] as u16).collect();
+    let records = (0..size)
+        .map(|r| bytes[displs[r]..displs[r] + counts[r]].to_vec())
+        .collect();
+    Ok((slots, records))
 }
 
 /// The node region of a window: created by the first local member (`local[0]`), attached
