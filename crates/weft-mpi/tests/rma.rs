@@ -2,7 +2,9 @@
 //! every window flavor at 1 to 4 and 7 ranks on one node (load/store and CMA paths), with
 //! CMA refused (`WEFT_SHM_CMA=off`: created windows then reach their node's members through
 //! the one-sided service), and across two simulated nodes (different `WEFT_NODE_ID`: the
-//! service over TCP). No job may leave a `/dev/shm/weft-*` segment behind.
+//! service over TCP), and across network-namespace hosts made by `scripts/testhosts.sh`
+//! (each host its own addresses; skipped where namespaces cannot be made). No job may leave
+//! a `/dev/shm/weft-*` segment or a namespace behind.
 
 use std::path::Path;
 
@@ -45,4 +47,76 @@ fn windows_across_two_nodes() {
         );
         assert!(String::from_utf8_lossy(&out.stdout).contains("win ok"));
     }
+}
+
+/// Namespace hosts of one test (`scripts/testhosts.sh`), removed on drop.
+struct NsHosts(Vec<String>);
+
+impl Drop for NsHosts {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(testhosts())
+            .arg("down")
+            .args(&self.0)
+            .status();
+    }
+}
+
+fn testhosts() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/testhosts.sh")
+}
+
+#[test]
+fn windows_across_namespace_hosts() {
+    let pid = std::process::id();
+    let names: Vec<String> = (0..2)
+        .map(|i| format!("wm{:05}w{i}", pid % 100_000))
+        .collect();
+    let net = format!("10.{}.201", 100 + pid % 150);
+    let up = std::process::Command::new("bash")
+        .arg(testhosts())
+        .args(["up", "--net", &net])
+        .args(&names)
+        .output()
+        .unwrap();
+    if up.status.code() == Some(77) {
+        eprintln!("skipping: {}", String::from_utf8_lossy(&up.stderr).trim());
+        return;
+    }
+    assert!(
+        up.status.success(),
+        "testhosts.sh up: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let hosts = NsHosts(names);
+    let prog = common::build_c(prefix(), "win");
+    for slots in [[1, 1], [2, 1]] {
+        let list = format!("{}:{},{}:{}", hosts.0[0], slots[0], hosts.0[1], slots[1]);
+        let out = common::run_c_on(
+            prefix(),
+            &prog,
+            &list,
+            "ip netns exec {host}",
+            &format!("{net}.1"),
+            &[],
+        );
+        assert_eq!(
+            out.exit_code,
+            0,
+            "win on {list}:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("win ok"));
+    }
+    drop(hosts);
+    let left = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        !left.contains(&format!("wm{:05}w", pid % 100_000)),
+        "namespaces left: {left}"
+    );
 }

@@ -178,6 +178,20 @@ pub fn run_c_hosts(
     hosts: &str,
     env: &[(&str, &str)],
 ) -> weft_launch::JobOutcome {
+    run_c_on(prefix, program, hosts, "env", "127.0.0.1", env)
+}
+
+/// Runs `program` on the hosts `hosts` started with the launcher template `launcher` (e.g.
+/// `ip netns exec {host}`), the bootstrap listening on `boot_addr`. 60 s at most; checks that
+/// the job left no `/dev/shm` segment behind.
+pub fn run_c_on(
+    prefix: &Path,
+    program: &Path,
+    hosts: &str,
+    launcher: &str,
+    boot_addr: &str,
+    env: &[(&str, &str)],
+) -> weft_launch::JobOutcome {
     let list = weft_launch::place::parse_hosts(hosts).unwrap();
     let n: u32 = list.iter().map(|h| h.slots).sum();
     let mut spec = weft_launch::JobSpec::new(n, program);
@@ -188,8 +202,8 @@ pub fn run_c_hosts(
     spec.hosts = Some(weft_launch::HostsSpec {
         hosts: list,
         map_by: weft_launch::place::MapBy::Slot,
-        launcher: "env".into(),
-        boot_addr: Some("127.0.0.1".into()),
+        launcher: launcher.into(),
+        boot_addr: Some(boot_addr.into()),
         agent_program: prefix.join("bin/weft"),
     });
     let out = weft_launch::run_job(&spec).unwrap();
