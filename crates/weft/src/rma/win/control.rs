@@ -5,6 +5,9 @@
 //! - `lock`: MPI_Win_lock's reader-writer lock: [`EXCLUSIVE`] while held exclusively, the
 //!   number of shared holders in the low 32 bits.
 //! - `acc`: the accumulate spin lock of [`super::acc`].
+//! - `fence_arrived`, `fence_generation`: in the first local member's block only, the
+//!   words of MPI_Win_fence's node barrier (see [`super::fence`]) when every member is on
+//!   this node;
 //! - the attach table of a dynamic window: up to [`MAX_ATTACH`] (address, bytes) entries
 //!   behind a sequence lock that only the owner writes (odd while it changes the table), so
 //!   local origins and the service check an address against what is attached.
@@ -28,7 +31,9 @@ pub(crate) struct Control {
     pub(crate) acc: AtomicU32,
     _pad0: u32,
     attach_seq: AtomicU64,
-    _pad1: [u64; 5],
+    pub(crate) fence_arrived: AtomicU32,
+    pub(crate) fence_generation: AtomicU32,
+    _pad1: [u64; 4],
     table: [[AtomicU64; 2]; MAX_ATTACH],
 }
 

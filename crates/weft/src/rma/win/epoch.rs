@@ -117,7 +117,10 @@ impl Window {
         self.flush_all()?;
         fence(Ordering::SeqCst);
         if assert & MODE_NOPRECEDE == 0 || assert & MODE_NOSUCCEED == 0 {
-            self.comm.barrier()?;
+            match &self.node_fence {
+                Some(f) => f.wait(self.weft_rank, &self.comm.engine)?,
+                None => self.comm.barrier()?,
+            }
         }
         self.epochs.borrow_mut().fence = assert & MODE_NOSUCCEED == 0;
         Ok(())

@@ -19,13 +19,15 @@
 //!   applies puts, answers gets, and applies accumulates and lock operations atomically, so
 //!   no target ever has to call MPI for an origin to progress (truly passive target).
 //!
-//! Synchronisation ([`epoch`]): fence (complete everything, barrier), post-start-complete-
-//! wait (zero-byte messages on the window's communicator), lock/unlock shared and
-//! exclusive (a reader-writer lock word in the target's control block, see [`control`],
-//! taken with CPU atomics locally and with the service's atomics remotely), lock_all,
-//! flush and sync. Every operation of this process to a same-node target is complete at
-//! the target when its call returns; operations to other nodes' targets are buffered on the
-//! calling thread's lane and complete at the next flush, unlock, complete or fence.
+//! Synchronisation ([`epoch`]): fence (complete everything, then a barrier: a counter
+//! barrier in the node region when every member is on this node, see [`fence`], else the
+//! window communicator's), post-start-complete-wait (zero-byte messages on the window's
+//! communicator), lock/unlock shared and exclusive (a reader-writer lock word in the
+//! target's control block, see [`control`], taken with CPU atomics locally and with the
+//! service's atomics remotely), lock_all, flush and sync. Every operation of this process to
+//! a same-node target is complete at the target when its call returns; operations to other
+//! nodes' targets are buffered on the calling thread's lane and complete at the next flush,
+//! unlock, complete or fence.
 //!
 //! Accumulates ([`acc`]) are atomic per element with respect to each other: with CPU atomics
 //! on mapped windows where the element allows, else under the target's accumulate lock.
@@ -37,6 +39,7 @@
 pub mod acc;
 pub(crate) mod control;
 pub mod epoch;
+mod fence;
 mod ops;
 pub(crate) mod registry;
 
@@ -161,6 +164,9 @@ pub struct Window {
     registry: Arc<Registry>,
     /// The network side when a member is reached through a service.
     net: Option<Arc<net::Net>>,
+    /// MPI_Win_fence's barrier in the node region when every member is on this node (else
+    /// the window communicator's barrier).
+    node_fence: Option<fence::NodeFence>,
     epochs: RefCell<epoch::Epochs>,
     freed: bool,
 }
@@ -441,6 +447,11 @@ impl Window {
                 }
             })
             .collect();
+        // SAFETY: the first local member's control block lies at the region's body, which
+        // every local member maps and the window keeps until it is dropped.
+        let node_fence = (local.len() == size).then(|| unsafe {
+            fence::NodeFence::new(body, (0..size).map(|r| info(r, 3) as i32).collect())
+        });
         Ok(Window {
             weft_rank: me_world,
             comm: wcomm,
@@ -455,6 +466,7 @@ impl Window {
             slot,
             registry: ep.registry.clone(),
             net,
+            node_fence,
             epochs: RefCell::new(epoch::Epochs::default()),
             freed: false,
         })
