@@ -271,7 +271,7 @@ static void datatypes(void) {
 static void partitioned(void) {
   const int parts = 4, per = 3;
   int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-  int sbuf[12], rbuf[12];
+  int sbuf[12] = {0}, rbuf[12];
   MPI_Request s, r;
   OK(MPI_Psend_init(sbuf, parts, per, MPI_INT, next, 17, MPI_COMM_WORLD, MPI_INFO_NULL, &s));
   OK(MPI_Precv_init(rbuf, parts, per, MPI_INT, prev, 17, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
