@@ -1209,7 +1209,7 @@ mod tests {
         );
         assert!(!disagrees(running, coll_tag(4, 5 | NONBLOCKING_SEQ, 2)));
         assert!(disagrees(nonblocking, coll_tag(4, 5 | NONBLOCKING_SEQ, 2)));
-        let top = coll_tag(15, u32::MAX & !PERSISTENT_SEQ, u32::MAX);
+        let top = coll_tag(15, !PERSISTENT_SEQ, u32::MAX);
         assert!((0..1 << 30).contains(&top));
     }
 }

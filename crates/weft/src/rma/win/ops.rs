@@ -631,11 +631,10 @@ fn element_runs(
     per_item: u64,
 ) -> Result<Vec<(i64, usize)>> {
     let dense = kind.size_bytes();
-    let packed = if per_item == 0 {
+    let Some(packed) = map.size_bytes().checked_div(per_item) else {
         return Ok(Vec::new());
-    } else {
-        (map.size_bytes() / per_item) as usize
     };
+    let packed = packed as usize;
     let mut runs: Vec<(i64, usize)> = Vec::new();
     let mut push = |at: i64, n: usize| match runs.last_mut() {
         Some((s, k)) if *s + (*k * dense) as i64 == at => *k += n,

@@ -123,7 +123,7 @@ impl Registry {
                 )),
             };
         }
-        debug_assert!(CONTROL_STRIDE >= 8);
+        const { assert!(CONTROL_STRIDE >= 8) };
         e.locate(at, len)
     }
 
@@ -152,23 +152,13 @@ impl Registry {
             ));
         }
         let p = e.locate(at, data.len() as u64)?;
-        let mut out = old.map(|o| {
+        let out = old.map(|o| {
             let start = o.len();
             o.resize(start + data.len(), 0);
             &mut o[start..]
         });
         // SAFETY: locate checked the range; accumulates follow the window's rule (acc.rs).
-        unsafe {
-            acc::apply(
-                kind,
-                &op,
-                p,
-                data,
-                out.as_deref_mut(),
-                e.hw,
-                &e.control().acc,
-            )
-        };
+        unsafe { acc::apply(kind, &op, p, data, out, e.hw, &e.control().acc) };
         Ok(())
     }
 
