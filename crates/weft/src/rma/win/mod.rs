@@ -20,10 +20,10 @@
 //!   no target ever has to call MPI for an origin to progress (truly passive target).
 //!
 //! Synchronisation ([`epoch`]): fence (complete everything, then a barrier: a counter
-//! barrier in the node region when every member is on this node, see [`fence`], else the
+//! barrier in the node region when every member is on this node, see `fence.rs`, else the
 //! window communicator's), post-start-complete-wait (zero-byte messages on the window's
 //! communicator), lock/unlock shared and exclusive (a reader-writer lock word in the
-//! target's control block, see [`control`], taken with CPU atomics locally and with the
+//! target's control block, see `control.rs`, taken with CPU atomics locally and with the
 //! service's atomics remotely), lock_all, flush and sync. Every operation of this process to
 //! a same-node target is complete at the target when its call returns; operations to other
 //! nodes' targets are buffered on the calling thread's lane and complete at the next flush,
