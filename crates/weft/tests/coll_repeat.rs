@@ -294,7 +294,10 @@ fn an_unfinished_nonblocking_collective_stops_the_repeat() {
             n
         } else {
             let n = repeats_in(&w, || call(&mut r));
-            d.bcast(&mut b, 0).unwrap();
+            // Nonblocking, as on the other ranks: a blocking collective never matches a
+            // nonblocking one (MPI-4.1 §6.12).
+            // SAFETY: the request is waited at once.
+            unsafe { d.ibcast(&mut b, 0) }.unwrap().wait().unwrap();
             n
         };
         let want = u64::from(me == 0);
