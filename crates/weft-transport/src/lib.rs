@@ -13,5 +13,6 @@
 
 pub mod buf;
 pub mod knobs;
+pub mod net;
 pub mod shm;
 pub mod tcp;

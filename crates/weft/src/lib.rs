@@ -343,8 +343,13 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             my_local,
             shm,
             node_of,
-            tcp,
-            tcp_local,
+            net: tcp.map(|ep| {
+                Box::new(tcp::link::TcpLink::new(
+                    ep,
+                    config.tcp_small_fragment_bytes(),
+                )) as Box<dyn weft_transport::net::NetEndpoint>
+            }),
+            net_local: tcp_local,
         },
         &config,
     )?;
@@ -686,6 +691,12 @@ impl Weft {
     /// Inbound TCP connections this rank dropped because they did not prove the job key.
     pub fn tcp_refused(&self) -> u64 {
         self.engine.borrow().tcp_refused()
+    }
+
+    /// The network transport this rank's peers beyond shared memory are reached by (`tcp`,
+    /// `ucx`, ...), or None when it needs none.
+    pub fn network_transport(&self) -> Option<&'static str> {
+        self.engine.borrow().net_transport()
     }
 
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).

@@ -46,6 +46,7 @@
 
 pub mod frame;
 pub mod handshake;
+pub mod link;
 
 use crate::buf::RawBufMut;
 use crate::shm::Header;

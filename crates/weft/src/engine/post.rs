@@ -191,9 +191,9 @@ impl Engine {
                     } => self
                         .core
                         .start_rendezvous(id, &env, from_local, addr, len, sreq, solo),
-                    Unexpected::NetRts { len, sreq } => self
+                    Unexpected::NetRts { len, handle } => self
                         .core
-                        .start_net_rendezvous(id, &env, from_local, len, sreq),
+                        .start_net_rendezvous(id, &env, from_local, len, handle),
                 }
                 self.flush_all();
             }
