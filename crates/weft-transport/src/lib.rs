@@ -16,3 +16,5 @@ pub mod knobs;
 pub mod net;
 pub mod shm;
 pub mod tcp;
+pub mod transport;
+pub mod ucx;

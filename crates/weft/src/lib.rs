@@ -27,6 +27,7 @@ pub mod config;
 pub mod dtype;
 mod engine;
 pub mod knobs;
+pub mod lanes;
 pub mod matching;
 mod p2p;
 pub mod raw;
@@ -47,9 +48,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_boot::Store;
-use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
+use weft_model::lanes::{LaneDesc, LanePolicy, TransportKind};
 use weft_transport::shm::ShmNode;
-use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
 /// An initialised weft process: the world and self communicators and the progress engine.
 /// One per process (per thread in in-process tests); not `Send`.
@@ -253,7 +253,7 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 .expect("own rank is local") as u32;
             // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even
             // a collective, may then go through shared memory.
-            let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::Shm) {
+            let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::SHM) {
                 let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
                 // Every pair starts on a small ring; the busiest peers move to large ones.
                 let (layout, modes) = config
@@ -286,54 +286,19 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         }
     };
     let local_size = local_world.len() as u32;
-    let tcp_local = !config.transports.contains(&TransportKind::Shm);
-    let tcp = match &store {
-        Some(store) if size > 1 && (tcp_local || (local_size < size)) => {
-            let ppn = local_size;
-            // The lane choice decides which peers TCP serves; it is the same on every rank.
-            let (lanes, lane_ips) = lanes_with_addresses(&config)?;
-            let policy = lane_policy(&config);
-            let kinds: &[bool] = if local_size < size {
-                &[true, false]
-            } else {
-                &[true]
-            };
-            let mut rails = 1;
-            let mut rail_sources = Vec::new();
-            for &same_node in kinds {
-                let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
-                    .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
-                if !same_node {
-                    rails = c.large.len() as u32;
-                    // Each rail leaves from its lane's interface (see TcpConfig::rail_sources).
-                    rail_sources = c.large.iter().filter_map(|&l| lane_ips[l]).collect();
-                    if rail_sources.len() != c.large.len() {
-                        rail_sources.clear();
-                    }
-                }
-                let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
-                if same_node && tcp_chosen != tcp_local {
-                    return Err(Error::new(
-                        ErrorKind::Internal,
-                        format!("rank {rank}: lane choice for same-node peers disagrees with WEFT_TRANSPORTS"),
-                    ));
-                }
-            }
-            if !config.transports.contains(&TransportKind::Tcp) {
-                None
-            } else {
-                Some(open_tcp(
-                    rank,
-                    size,
-                    &config,
-                    store,
-                    &node_of,
-                    rails,
-                    rail_sources,
-                )?)
-            }
-        }
-        _ => None,
+    let net_local = !config.transports.contains(&TransportKind::SHM);
+    let net = match &store {
+        Some(store) => lanes::open_network(
+            &lanes::Placement {
+                rank,
+                size,
+                node_of: &node_of,
+                local_size,
+            },
+            &config,
+            store,
+        )?,
+        None => None,
     };
     let engine = Engine::new(
         rank,
@@ -343,13 +308,8 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             my_local,
             shm,
             node_of,
-            net: tcp.map(|ep| {
-                Box::new(tcp::link::TcpLink::new(
-                    ep,
-                    config.tcp_small_fragment_bytes(),
-                )) as Box<dyn weft_transport::net::NetEndpoint>
-            }),
-            net_local: tcp_local,
+            net,
+            net_local,
         },
         &config,
     )?;
@@ -369,197 +329,18 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
     })
 }
 
-/// Opens this rank's TCP endpoint, publishes its addresses in the store and reads those of
-/// the peers it reaches over TCP (same-node peers first try loopback).
-fn open_tcp(
-    rank: u32,
-    size: u32,
-    config: &Config,
-    store: &Arc<dyn Store>,
-    node_of: &[u32],
-    rails: u32,
-    rail_sources: Vec<std::net::IpAddr>,
-) -> Result<Endpoint> {
-    let timeout = Duration::from_secs(config.boot_timeout_s);
-    let at = |what: &str| format!("rank {rank}: {what}");
-    // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
-    // rank 0 and shared through the store, which only holders of the job secret can read.
-    let key = match &config.job_secret {
-        Some(k) => k.clone(),
-        None => {
-            if rank == 0 {
-                let k = weft_boot::auth::new_secret()?;
-                store.put("tcp/key", weft_boot::auth::encode_hex(&k).as_bytes())?;
-                k
-            } else {
-                let hex = store
-                    .get("tcp/key", timeout)
-                    .map_err(|e| e.context(at("waiting for the TCP key")))?;
-                weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
-            }
-        }
-    };
-    let tcp_local = !config.transports.contains(&TransportKind::Shm);
-    let only_local = node_of.iter().all(|&n| n == node_of[rank as usize]);
-    let mut ep = Endpoint::bind(TcpConfig {
-        rank,
-        size,
-        key,
-        limits: tcp::frame::Limits {
-            eager_bytes: config.tcp_eager_bytes as u32,
-            fragment_bytes: config.tcp_fragment_bytes as u32,
-        },
-        // A job on one node (forced TCP) needs loopback only.
-        bind_ip: if only_local && config.tcp_interfaces.is_empty() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        },
-        interfaces: config.tcp_interfaces.clone(),
-        small_fragment_bytes: config.tcp_small_fragment_bytes() as u32,
-        max_fast_peers: config.max_fast_peers,
-        fast_after_bytes: config.fast_peer_bytes,
-        rails,
-        rail_sources: rail_sources.clone(),
-    })
-    .map_err(|e| e.context(at("TCP")))?;
-    store
-        .put(&format!("tcp/{rank}"), ep.address_record().as_bytes())
-        .map_err(|e| e.context(at("publishing the TCP address")))?;
-    for r in 0..size {
-        let same = node_of[r as usize] == node_of[rank as usize];
-        if r == rank || (same && !tcp_local) {
-            continue;
-        }
-        let rec = store
-            .get(&format!("tcp/{r}"), timeout)
-            .map_err(|e| e.context(at(&format!("waiting for rank {r}'s TCP address"))))?;
-        let mut addrs = tcp::parse_addresses(r, &String::from_utf8_lossy(&rec))?;
-        if same {
-            let port = addrs.first().map(|a| a.port()).unwrap_or(0);
-            addrs.insert(0, (std::net::Ipv4Addr::LOCALHOST, port).into());
-            addrs.dedup();
-        } else if let Some(&src) = rail_sources.first() {
-            // The main connection goes over the first lane chosen, not the first address
-            // the peer happened to publish.
-            tcp::order_for_source(&mut addrs, src);
-        }
-        ep.set_peer_addresses(r, addrs);
-    }
-    Ok(ep)
-}
-
-/// The lanes this process could use, as each transport describes itself: shared memory
-/// (copy bandwidth mostly dedicated to each process) and TCP over each interface (NIC
-/// bandwidth shared by the node's processes; loopback is a memory copy through the kernel).
-/// NIC speed and NUMA node come from /sys when the machine says; the figures are defaults
-/// for the model, not measurements.
+/// The lanes this process could use, as each transport describes itself (with the lane
+/// file's figures over them), in the model's terms: what the lane choice scores.
 pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
-    Ok(lanes_with_addresses(config)?.0)
-}
-
-/// [`lane_candidates`], with each lane's local address (None for shared memory).
-fn lanes_with_addresses(config: &Config) -> Result<(Vec<LaneDesc>, Vec<Option<std::net::IpAddr>>)> {
-    let mut ips = vec![None];
-    let mut lanes = vec![LaneDesc {
-        name: "shm".into(),
-        transport: TransportKind::Shm,
-        latency_ns: 300.0,
-        overhead_ns: 100.0,
-        registration_ns_per_byte: 0.0,
-        dedicated_bytes_per_s: 8e9,
-        shared_bytes_per_s: 0.0,
-        reach: lanes::Reach::SameNode,
-        single_copy: config.cma != config::CmaMode::Off,
-        numa_near: None,
-    }];
-    let my_numa = current_numa_node();
-    let ifaces = interface_addresses(&config.tcp_interfaces)?;
-    // Loopback reaches only this host; on a machine without a network interface every peer
-    // it can reach at all (ranks given other node ids) is on this host, so it reaches them.
-    let has_nic = ifaces.iter().any(|(_, ip)| !ip.is_loopback());
-    for (iface, ip) in ifaces {
-        ips.push(Some(ip));
-        let loopback = ip.is_loopback();
-        let speed_mbit = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok())
-            .filter(|&s| s > 0.0);
-        let numa = std::fs::read_to_string(format!("/sys/class/net/{iface}/device/numa_node"))
-            .ok()
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .filter(|&n| n >= 0);
-        lanes.push(LaneDesc {
-            name: format!("tcp:{iface}({ip})"),
-            transport: TransportKind::Tcp,
-            latency_ns: if loopback { 12_000.0 } else { 25_000.0 },
-            overhead_ns: 2_000.0,
-            registration_ns_per_byte: 0.0,
-            dedicated_bytes_per_s: if loopback { 3e9 } else { 0.0 },
-            // Without a reported speed assume 10 Gbit/s.
-            shared_bytes_per_s: if loopback {
-                0.0
-            } else {
-                speed_mbit.unwrap_or(10_000.0) * 1e6 / 8.0
-            },
-            reach: if loopback && has_nic {
-                lanes::Reach::SameNode
-            } else {
-                lanes::Reach::AnyNode
-            },
-            single_copy: false,
-            numa_near: match (numa, my_numa) {
-                (Some(n), Some(m)) => Some(n == m),
-                _ => None,
-            },
-        });
-    }
-    Ok((lanes, ips))
+    Ok(lanes::candidates(config, false)?
+        .iter()
+        .map(lanes::to_model)
+        .collect())
 }
 
 /// The lane policy the knobs describe.
 pub fn lane_policy(config: &Config) -> LanePolicy {
-    LanePolicy {
-        allowed: config.transports.clone(),
-        max_rails: config.max_rails,
-        stripe_threshold_bytes: config.stripe_bytes,
-    }
-}
-
-/// (interface, address) pairs TCP would publish, following `WEFT_TCP_IFACES`.
-fn interface_addresses(only: &[String]) -> Result<Vec<(String, std::net::IpAddr)>> {
-    let ips = tcp::local_addresses(only)?;
-    let names = tcp::interface_names();
-    Ok(ips
-        .into_iter()
-        .map(|ip| {
-            let name = names
-                .iter()
-                .find(|(_, a)| *a == ip)
-                .map(|(n, _)| n.clone())
-                .unwrap_or_else(|| ip.to_string());
-            (name, ip)
-        })
-        .collect())
-}
-
-/// The NUMA node of the CPU this process runs on, when the machine says.
-fn current_numa_node() -> Option<i64> {
-    // SAFETY: sched_getcpu takes no arguments.
-    let cpu = unsafe { libc::sched_getcpu() };
-    if cpu < 0 {
-        return None;
-    }
-    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .strip_prefix("node")?
-                .parse()
-                .ok()
-        })
-        .next()
+    lanes::policy(config)
 }
 
 impl Weft {

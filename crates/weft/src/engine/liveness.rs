@@ -62,7 +62,7 @@ impl Engine {
         }
     }
 
-    /// Fails every pending request that depends on a dead peer (shared memory or TCP).
+    /// Fails every pending request that depends on a dead peer (shared memory or network).
     pub(super) fn fail_dead_requests(&mut self) {
         let me = self.world_rank;
         let routes = &self.routes;
@@ -93,14 +93,22 @@ impl Engine {
                 "receive from"
             };
             self.core.matching.cancel_posted(|&p| p == id);
-            self.core.fail(id, dead_peer_error(me, w, op));
+            let why = self.core.lost_why(w, &self.routes);
+            self.core.fail(id, dead_peer_error(me, w, op, &why));
         }
     }
 }
 
-pub(super) fn dead_peer_error(me: u32, peer: u32, op: &str) -> Error {
+/// The error of an operation of rank `me` with `peer`, found dead; `why` is what its
+/// network transport said, when it said something.
+pub(super) fn dead_peer_error(me: u32, peer: u32, op: &str, why: &str) -> Error {
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    };
     Error::new(
         ErrorKind::PeerDead,
-        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running"),
+        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running{why}"),
     )
 }

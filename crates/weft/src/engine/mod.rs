@@ -136,6 +136,8 @@ struct Core {
     net_outq: Vec<VecDeque<NetOut>>,
     net_outq_len: usize,
     net_dead: Vec<bool>,
+    /// Per world rank: why the network transport lost it (empty until then).
+    net_why: Vec<String>,
     net_eager_bytes: usize,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones so
     /// that a message arriving before its receive costs no allocation
@@ -331,6 +333,7 @@ impl Engine {
                 net_outq: (0..world_size).map(|_| VecDeque::new()).collect(),
                 net_outq_len: 0,
                 net_dead: vec![false; world_size as usize],
+                net_why: vec![String::new(); world_size as usize],
                 net_eager_bytes: node.net.as_ref().map_or(0, |n| n.eager_bytes()),
                 spare_bufs: Vec::new(),
             },

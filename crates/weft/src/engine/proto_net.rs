@@ -83,7 +83,8 @@ impl Engine {
         synchronous: bool,
     ) -> Result<Option<ReqId>> {
         if self.core.net_dead[w as usize] {
-            return Err(dead_peer_error(self.world_rank, w, "send to"));
+            let why = self.core.net_why[w as usize].clone();
+            return Err(dead_peer_error(self.world_rank, w, "send to", &why));
         }
         let id = if data.len() <= self.core.net_eager_bytes && !synchronous {
             if self.core.net_outq[w as usize].is_empty() {
@@ -167,6 +168,7 @@ impl Engine {
             return;
         }
         core.net_dead[w as usize] = true;
+        core.net_why[w as usize] = why.to_string();
         let dropped = core.net_outq[w as usize].len();
         core.net_outq[w as usize].clear();
         core.net_outq_len -= dropped;
@@ -178,6 +180,15 @@ impl Engine {
 }
 
 impl Core {
+    /// What the network transport said when world rank `w` was lost (empty for a peer on
+    /// shared memory, or one the transport said nothing about).
+    pub(super) fn lost_why(&self, w: u32, routes: &[super::Route]) -> String {
+        match routes[w as usize] {
+            super::Route::Net(w) => self.net_why[w as usize].clone(),
+            _ => String::new(),
+        }
+    }
+
     fn net_enqueue(&mut self, w: u32, item: NetOut) {
         self.net_outq[w as usize].push_back(item);
         self.net_outq_len += 1;
