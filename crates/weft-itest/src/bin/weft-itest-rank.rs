@@ -23,6 +23,14 @@ fn main() {
         "die-mid-exchange" => die_mid_exchange(&world),
         "dead-peer-error" => dead_peer_error(&world),
         "collectives" => collectives(&world),
+        "transport" => {
+            println!(
+                "rank {} network {}",
+                world.rank(),
+                weft.network_transport().unwrap_or("none")
+            );
+            Ok(())
+        }
         "info" => {
             let (lr, ls) = weft.local();
             let cpus = std::fs::read_to_string("/proc/self/status")
