@@ -23,6 +23,11 @@ impl Hosts {
     /// `net` (`A.B.C`). `Err` says why they could not be made (`skipped` when this machine
     /// cannot make namespaces: not root, or no iproute2).
     pub fn up(tag: char, n: usize, net: &str) -> Result<Hosts, String> {
+        Hosts::up_with(tag, n, net, &[])
+    }
+
+    /// Like [`Hosts::up`] with more options for testhosts.sh (`--rails K`, `--shape ...`).
+    pub fn up_with(tag: char, n: usize, net: &str, options: &[&str]) -> Result<Hosts, String> {
         let pid = std::process::id();
         let names: Vec<String> = (0..n)
             .map(|i| format!("wl{:05}{tag}{i}", pid % 100_000))
@@ -30,6 +35,7 @@ impl Hosts {
         let out = Command::new("bash")
             .arg(script())
             .args(["up", "--net", net])
+            .args(options)
             .args(&names)
             .output()
             .map_err(|e| format!("running testhosts.sh: {e}"))?;
@@ -72,7 +78,7 @@ impl Drop for Hosts {
     fn drop(&mut self) {
         let _ = Command::new("bash")
             .arg(script())
-            .arg("down")
+            .args(["down", "--rails", "4"])
             .args(&self.names)
             .status();
     }

@@ -258,6 +258,62 @@ fn faults_over_every_lane() {
     );
 }
 
+#[test]
+fn large_messages_stripe_over_two_rails_of_every_lane() {
+    let (lanes, asked) = lanes();
+    let Some(weft) = sibling("weft") else {
+        return cannot(
+            asked,
+            "no weft binary next to this test (cargo build -p weft-cli)",
+        );
+    };
+    let pid = std::process::id();
+    let net = format!("10.{}.{}", 40 + pid % 50, 13);
+    let h = match Hosts::up_with('d', 2, &net, &["--rails", "2"]) {
+        Ok(h) => h,
+        Err(why) => return cannot(asked, &why),
+    };
+    let rank = Path::new(RANK);
+    for lane in &lanes {
+        let mut lane_rails = Lane {
+            name: lane.name,
+            env: lane.env.clone(),
+            network: lane.network,
+        };
+        lane_rails.env.push(("WEFT_MAX_RAILS".into(), "2".into()));
+        let out = job(
+            &weft,
+            &h,
+            &lane_rails,
+            rank,
+            &["rails"],
+            Duration::from_secs(120),
+        );
+        ok(lane, "rails", &out);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            said.matches("exchange ok").count(),
+            4,
+            "{}: {said}",
+            lane.name
+        );
+        // Every rank sent messages of 1 MiB and more to the other host: some of their
+        // pieces went over the second rail.
+        let striped: Vec<u64> = said
+            .lines()
+            .filter_map(|l| l.split("striped ").nth(1))
+            .map(|n| n.trim().parse().unwrap())
+            .collect();
+        assert_eq!(striped.len(), 4, "{}: {said}", lane.name);
+        assert!(
+            striped.iter().all(|&n| n > 0),
+            "{}: pieces on the second rail per rank: {striped:?}\n{}",
+            lane.name,
+            text(&out)
+        );
+    }
+}
+
 /// Compiles `crates/weft-shmem/tests/c/NAME.c` with oshcc against the libshmem.so in `lib`.
 fn oshcc(name: &str, lib: &Path) -> PathBuf {
     let shmem = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../weft-shmem");

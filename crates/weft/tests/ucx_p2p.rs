@@ -208,7 +208,9 @@ mod over_ucx {
                 let rec = store
                     .get("ucx/1", std::time::Duration::from_secs(10))
                     .unwrap();
-                let addr: Vec<u8> = rec
+                // One address per rail, comma-separated: rail 0's.
+                let first = rec.split(|&b| b == b',').next().unwrap();
+                let addr: Vec<u8> = first
                     .chunks(2)
                     .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
                     .collect();
@@ -218,10 +220,11 @@ mod over_ucx {
                     key: vec![9; 32],
                     eager_bytes: 8192,
                     library: "libucp.so.0".into(),
-                    net_devices: None,
+                    rails: vec![None],
+                    stripe_bytes: 1 << 20,
                 })
                 .unwrap();
-                stranger.set_peer_address(1, addr);
+                stranger.set_peer_addresses(1, vec![addr]);
                 let h = weft_transport::shm::Header {
                     tag: 1,
                     ..Default::default()
