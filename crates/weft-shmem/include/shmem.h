@@ -1,7 +1,9 @@
 /* OpenSHMEM 1.5 interface of weft (libshmem). Compile with oshcc, run with oshrun (weft run).
- * Per-type entry points are in shmem_typed.h (generated from one table with the Rust side).
- * PEs on one node use mapped symmetric heaps; other nodes' PEs are reached through their
- * one-sided services (see README.md). */
+ * The routines are declared from the specification's type tables (weft/shmem_decl.h); with a
+ * C11 compiler the type-generic interface (shmem_put, shmem_atomic_fetch_add, shmem_sum_reduce,
+ * shmem_wait_until, ...) maps each call to the routine of its argument's type. PEs on one node
+ * use mapped symmetric heaps and globals; other nodes' PEs are reached through their one-sided
+ * services (see README.md). Profiling names: pshmem.h. */
 #ifndef WEFT_SHMEM_H
 #define WEFT_SHMEM_H
 
@@ -60,103 +62,47 @@ extern "C" {
 #define _SHMEM_MINOR_VERSION SHMEM_MINOR_VERSION
 #define _SHMEM_MAX_NAME_LEN SHMEM_MAX_NAME_LEN
 
-typedef uintptr_t shmem_team_t;
-typedef uintptr_t shmem_ctx_t;
-typedef struct { int num_contexts; } shmem_team_config_t;
+/* Team and context handles are opaque (pointer types, so C11 calls tell a context from a
+ * buffer). */
+typedef struct weft_shmem_team_handle *shmem_team_t;
+typedef struct weft_shmem_ctx_handle *shmem_ctx_t;
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
 #define SHMEM_TEAM_INVALID ((shmem_team_t)0)
 #define SHMEM_TEAM_WORLD ((shmem_team_t)1)
 #define SHMEM_TEAM_SHARED ((shmem_team_t)2)
-#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
+#define SHMEM_TEAM_NUM_CONTEXTS 1L
 #define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)1)
 #define SHMEM_CTX_SERIALIZED 1L
 #define SHMEM_CTX_PRIVATE 2L
 #define SHMEM_CTX_NOSTORE 4L
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
-void shmem_init(void);
-int shmem_init_thread(int requested, int *provided);
-void shmem_query_thread(int *provided);
-void shmem_finalize(void);
-int shmem_my_pe(void);
-int shmem_n_pes(void);
+#include "weft/shmem_decl.h"
+
+WEFT_SHMEM_DECLARE_ALL(shmem)
+
+/* The pre-1.2 names. */
 int _my_pe(void);
 int _num_pes(void);
 int my_pe(void);
 int num_pes(void);
 void start_pes(int npes);
-void shmem_global_exit(int status);
-void shmem_info_get_version(int *major, int *minor);
-void shmem_info_get_name(char *name);
-int shmem_pe_accessible(int pe);
-int shmem_addr_accessible(const void *addr, int pe);
-void *shmem_ptr(const void *dest, int pe);
-
-void *shmem_malloc(size_t size);
-void *shmem_calloc(size_t count, size_t size);
-void *shmem_align(size_t alignment, size_t size);
-void shmem_free(void *ptr);
-void *shmem_realloc(void *ptr, size_t size);
 void *shmalloc(size_t size);
 void shfree(void *ptr);
 void *shrealloc(void *ptr, size_t size);
 void *shmemalign(size_t alignment, size_t size);
 
-void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
-void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe);
-void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe);
-void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
-void shmem_ctx_getmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe);
-void shmem_putmem_signal(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-void shmem_putmem_signal_nbi(void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe);
-uint64_t shmem_signal_fetch(const uint64_t *sig_addr);
-uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value);
-void shmem_wait(long *ivar, long cmp_value);
-void shmem_wait_until(long *ivar, int cmp, long value);
+#define shmem_sync(...) \
+    WEFT_SHMEM_PICK_SYNC(__VA_ARGS__, shmem_sync, shmem_sync_takes_1_or_4_arguments, \
+                         shmem_sync_takes_1_or_4_arguments, shmem_team_sync, )(__VA_ARGS__)
 
-void shmem_quiet(void);
-void shmem_fence(void);
-void shmem_ctx_quiet(shmem_ctx_t ctx);
-void shmem_ctx_fence(shmem_ctx_t ctx);
-int shmem_ctx_create(long options, shmem_ctx_t *ctx);
-void shmem_ctx_destroy(shmem_ctx_t ctx);
-int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
-
-void shmem_barrier_all(void);
-void shmem_sync_all(void);
-void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
-int shmem_team_sync(shmem_team_t team);
-#define shmem_sync(team) shmem_team_sync(team)
-
-void shmem_set_lock(long *lock);
-void shmem_clear_lock(long *lock);
-int shmem_test_lock(long *lock);
-
-int shmem_team_my_pe(shmem_team_t team);
-int shmem_team_n_pes(shmem_team_t team);
-int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team);
-int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
-                             const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team);
-void shmem_team_destroy(shmem_team_t team);
-int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root);
-int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
-int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
-int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems);
-void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoalls32(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_alltoalls64(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
-int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
-
-/* shmem_typed.h includes the per-type collectives, so the team type must be known first. */
-#include "shmem_typed.h"
+#if !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#include "weft/shmem_c11.h"
+#endif
 
 #ifdef __cplusplus
 }

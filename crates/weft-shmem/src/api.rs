@@ -1,18 +1,27 @@
-//! The untyped OpenSHMEM entry points: setup, memory management, `putmem`/`getmem`,
-//! ordering, barriers, signals, locks, contexts, teams and their collectives, the deprecated
-//! active-set calls, and `weft/sync.h`.
+//! The untyped OpenSHMEM entry points: setup, memory management, ordering, barriers, signals,
+//! locks, contexts, teams and their collectives, the deprecated active-set calls, and
+//! `weft/sync.h` (`putmem`/`getmem` are written by `build.rs` with the sized routines). Plain Rust functions: `build.rs` exports each under
+//! its C name (and its `pshmem_` profiling name) with a call into the function of that name.
+
+// OpenSHMEM's routines take as many arguments as the specification gives them.
+#![allow(clippy::too_many_arguments)]
 
 use crate::*;
+use weft::rma::alloc;
 
 /// OpenSHMEM 1.5 §9.1.1 `shmem_init`: starts weft, maps the node's symmetric heaps and creates
 /// the synchronisation engine. A second call does nothing.
-#[no_mangle]
-pub extern "C" fn shmem_init() {
+pub(crate) fn shmem_init() {
     let mut g = runtime();
     if g.0.is_some() {
         return;
     }
-    let weft = ok(weft::init());
+    // Refers to the load-time constructor, so a static link (libshmem.a) that takes this
+    // function takes the constructor's object too.
+    std::hint::black_box(&SHARE_GLOBALS_AT_LOAD);
+    // Its own weft instance, apart from MPI's when the program uses both (each library holds
+    // its own copy of weft): PE numbers are the launcher's ranks in both.
+    let weft = ok(weft::init_for("shmem"));
     let heap = ok(SymmetricHeap::new(&weft));
     let sync = ok(SyncEngine::new(&weft, "shmem"));
     let world = weft.world();
@@ -35,10 +44,12 @@ pub extern "C" fn shmem_init() {
         Some(Team {
             comm: world.clone(),
             pes: (0..n).collect(),
+            config: TeamConfig::default(),
         }),
         Some(Team {
             comm: shared,
-            pes: shared_pes,
+            pes: shared_pes.into(),
+            config: TeamConfig::default(),
         }),
     ];
     let job = ok(JobSync::new(&weft, "shmem-job"));
@@ -52,8 +63,7 @@ pub extern "C" fn shmem_init() {
 
 /// OpenSHMEM 1.5 §9.1.2 `shmem_init_thread`: every thread level is provided (the data path is
 /// shared and lock-free; collectives serialise on one lock).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_init_thread(_requested: c_int, provided: *mut c_int) -> c_int {
+pub(crate) unsafe fn shmem_init_thread(_requested: c_int, provided: *mut c_int) -> c_int {
     shmem_init();
     if !provided.is_null() {
         // SAFETY: a non-null out-pointer from the caller.
@@ -63,8 +73,7 @@ pub unsafe extern "C" fn shmem_init_thread(_requested: c_int, provided: *mut c_i
 }
 
 /// OpenSHMEM 1.5 §9.1.3 `shmem_query_thread`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
+pub(crate) unsafe fn shmem_query_thread(provided: *mut c_int) {
     if !provided.is_null() {
         // SAFETY: a non-null out-pointer from the caller.
         unsafe { *provided = 3 };
@@ -72,8 +81,7 @@ pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
 }
 
 /// OpenSHMEM 1.5 §9.1.4 `shmem_finalize`: a barrier, then weft's finalize.
-#[no_mangle]
-pub extern "C" fn shmem_finalize() {
+pub(crate) fn shmem_finalize() {
     if HEAP.get().is_none() {
         return;
     }
@@ -87,50 +95,42 @@ pub extern "C" fn shmem_finalize() {
 }
 
 /// OpenSHMEM 1.5 §9.1.5 `shmem_my_pe`.
-#[no_mangle]
-pub extern "C" fn shmem_my_pe() -> c_int {
+pub(crate) fn shmem_my_pe() -> c_int {
     heap().pe() as c_int
 }
 
 /// OpenSHMEM 1.5 §9.1.6 `shmem_n_pes`.
-#[no_mangle]
-pub extern "C" fn shmem_n_pes() -> c_int {
+pub(crate) fn shmem_n_pes() -> c_int {
     heap().npes() as c_int
 }
 
 /// Deprecated (1.2) `_my_pe`.
-#[no_mangle]
-pub extern "C" fn _my_pe() -> c_int {
+pub(crate) fn _my_pe() -> c_int {
     shmem_my_pe()
 }
 
 /// Deprecated (1.2) `_num_pes`.
-#[no_mangle]
-pub extern "C" fn _num_pes() -> c_int {
+pub(crate) fn _num_pes() -> c_int {
     shmem_n_pes()
 }
 
 /// Deprecated (1.2) `my_pe`.
-#[no_mangle]
-pub extern "C" fn my_pe() -> c_int {
+pub(crate) fn my_pe() -> c_int {
     shmem_my_pe()
 }
 
 /// Deprecated (1.2) `num_pes`.
-#[no_mangle]
-pub extern "C" fn num_pes() -> c_int {
+pub(crate) fn num_pes() -> c_int {
     shmem_n_pes()
 }
 
 /// Deprecated (1.2) `start_pes`.
-#[no_mangle]
-pub extern "C" fn start_pes(_npes: c_int) {
+pub(crate) fn start_pes(_npes: c_int) {
     shmem_init();
 }
 
 /// OpenSHMEM 1.5 §9.1.10 `shmem_global_exit`: ends every PE with `status`.
-#[no_mangle]
-pub extern "C" fn shmem_global_exit(status: c_int) {
+pub(crate) fn shmem_global_exit(status: c_int) {
     let mut g = runtime();
     if let Some(rt) = g.0.take() {
         rt.weft
@@ -140,8 +140,7 @@ pub extern "C" fn shmem_global_exit(status: c_int) {
 }
 
 /// OpenSHMEM 1.5 §9.1.8 `shmem_info_get_version`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+pub(crate) unsafe fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
     // SAFETY: out-pointers from the caller, checked for null.
     unsafe {
         if !major.is_null() {
@@ -154,8 +153,7 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
 }
 
 /// OpenSHMEM 1.5 §9.1.9 `shmem_info_get_name` (at most SHMEM_MAX_NAME_LEN = 256 bytes).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
+pub(crate) unsafe fn shmem_info_get_name(name: *mut c_char) {
     let text = b"weft\0";
     if !name.is_null() {
         // SAFETY: the caller gives SHMEM_MAX_NAME_LEN bytes; we write 5.
@@ -165,14 +163,12 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
 
 /// OpenSHMEM 1.5 §9.1.7 `shmem_pe_accessible`: PEs of this node, and other nodes' PEs
 /// through their one-sided services.
-#[no_mangle]
-pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
+pub(crate) fn shmem_pe_accessible(pe: c_int) -> c_int {
     (pe >= 0 && heap().reachable(pe as u32)) as c_int
 }
 
 /// OpenSHMEM 1.5 §9.1.8 `shmem_addr_accessible`.
-#[no_mangle]
-pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+pub(crate) fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
     if pe < 0 {
         return 0;
     }
@@ -181,10 +177,9 @@ pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int
         .is_ok() as c_int
 }
 
-/// OpenSHMEM 1.5 §9.2.? `shmem_ptr`: the local address of `dest` on `pe` (heap objects of
-/// PEs on this node), else NULL.
-#[no_mangle]
-pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+/// OpenSHMEM 1.5 §9.1.10 `shmem_ptr`: the local address of `dest` on `pe` (heap objects and
+/// globals of PEs on this node; this PE's own address for its own objects), else NULL.
+pub(crate) fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
     if pe < 0 {
         return std::ptr::null_mut();
     }
@@ -192,6 +187,19 @@ pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
         .ptr(pe as u32, dest as u64)
         .map_or(std::ptr::null_mut(), |p| p as *mut c_void)
 }
+
+/// OpenSHMEM 1.5 §9.1.11 `shmem_team_ptr`: [`shmem_ptr`] with `pe` numbered in `team`;
+/// NULL for an invalid team or a PE outside it.
+pub(crate) fn shmem_team_ptr(team: ShmemTeam, dest: *const c_void, pe: c_int) -> *mut c_void {
+    match team_of(team).and_then(|t| usize::try_from(pe).ok().and_then(|i| t.pes.get(i).copied())) {
+        Some(world) => shmem_ptr(dest, world as c_int),
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// OpenSHMEM 1.5 §10.1 `shmem_pcontrol`: profiling control, a no-op in the library itself
+/// (a profiling tool that intercepts it gives it meaning).
+pub(crate) fn shmem_pcontrol(_level: c_int) {}
 
 fn heap_addr(offset: usize) -> *mut c_void {
     heap().base().wrapping_add(offset) as *mut c_void
@@ -209,38 +217,68 @@ fn heap_offset(ptr: *const c_void, call: &str) -> usize {
     })
 }
 
-/// OpenSHMEM 1.5 §9.3.1 `shmem_malloc` (collective; ends with a barrier).
-#[no_mangle]
-pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    let off = ok(heap().malloc(size).map_err(|e| e.context("shmem_malloc")));
-    shmem_barrier_all();
-    heap_addr(off)
+/// OpenSHMEM 1.5 §9.3.1 `shmem_malloc` (collective; ends with a barrier). A size of 0
+/// allocates nothing and returns NULL (after the barrier, as every PE calls it).
+pub(crate) fn shmem_malloc(size: usize) -> *mut c_void {
+    // SAFETY: no alignment beyond the heap's minimum is asked.
+    unsafe { symmetric_alloc(alloc::MIN_ALIGN, size, false, "shmem_malloc") }
 }
 
-/// OpenSHMEM 1.5 §9.3.4 `shmem_calloc`.
-#[no_mangle]
-pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
+/// OpenSHMEM 1.5 §9.3.2 `shmem_malloc_with_hints`: `shmem_malloc` whatever the hints say
+/// (`SHMEM_MALLOC_ATOMICS_REMOTE`, `SHMEM_MALLOC_SIGNAL_REMOTE`: every heap word already
+/// takes remote atomics and signals at full speed); unknown hint bits are an error.
+pub(crate) fn shmem_malloc_with_hints(size: usize, hints: std::ffi::c_long) -> *mut c_void {
+    const KNOWN: std::ffi::c_long = SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE;
+    if hints & !KNOWN != 0 {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "shmem_malloc_with_hints: hints {hints:#x} on PE {} hold bits that are neither SHMEM_MALLOC_ATOMICS_REMOTE ({SHMEM_MALLOC_ATOMICS_REMOTE}) nor SHMEM_MALLOC_SIGNAL_REMOTE ({SHMEM_MALLOC_SIGNAL_REMOTE})",
+                heap().pe()
+            ),
+        ));
+    }
+    // SAFETY: as in shmem_malloc.
+    unsafe { symmetric_alloc(alloc::MIN_ALIGN, size, false, "shmem_malloc_with_hints") }
+}
+
+/// The allocation behind `shmem_malloc`, `shmem_calloc` and `shmem_align`: NULL for 0 bytes
+/// (every PE still takes part in the barrier every symmetric allocation ends with); `zero`
+/// clears the block before that barrier.
+unsafe fn symmetric_alloc(align: usize, size: usize, zero: bool, call: &str) -> *mut c_void {
+    let p = if size == 0 {
+        std::ptr::null_mut()
+    } else {
+        let off = ok(heap().align(align, size).map_err(|e| e.context(call)));
+        heap_addr(off)
+    };
+    if zero && !p.is_null() {
+        // SAFETY: the block [p, p + size) was just allocated in this PE's heap, and no other
+        // PE knows of it before the barrier below.
+        unsafe { std::ptr::write_bytes(p as *mut u8, 0, size) };
+    }
+    shmem_barrier_all();
+    p
+}
+
+/// OpenSHMEM 1.5 §9.3.4 `shmem_calloc`: zeroed; NULL when `count` or `size` is 0.
+pub(crate) fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     let bytes = bytes_of(count, size, "shmem_calloc");
-    let off = ok(heap().malloc(bytes).map_err(|e| e.context("shmem_calloc")));
-    // SAFETY: the block [off, off+bytes) was just allocated in this PE's heap.
-    unsafe { std::ptr::write_bytes(heap_addr(off) as *mut u8, 0, bytes) };
-    shmem_barrier_all();
-    heap_addr(off)
+    // SAFETY: no alignment beyond the minimum.
+    unsafe { symmetric_alloc(alloc::MIN_ALIGN, bytes, true, "shmem_calloc") }
 }
 
-/// OpenSHMEM 1.5 §9.3.3 `shmem_align`.
-#[no_mangle]
-pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
-    let off = ok(heap()
-        .align(alignment, size)
-        .map_err(|e| e.context("shmem_align")));
-    shmem_barrier_all();
-    heap_addr(off)
+/// OpenSHMEM 1.5 §9.3.3 `shmem_align`: `alignment` must be a power of two, at most the
+/// alignment of the heap's base, which is the same on every PE (the largest power of two
+/// dividing `WEFT_SYMMETRIC_SIZE`, up to 1 GiB: 512 MiB by default), so the block is
+/// aligned alike on every PE; NULL for 0 bytes.
+pub(crate) fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
+    // SAFETY: the heap checks the alignment.
+    unsafe { symmetric_alloc(alignment, size, false, "shmem_align") }
 }
 
 /// OpenSHMEM 1.5 §9.3.1 `shmem_free` (collective; starts with a barrier).
-#[no_mangle]
-pub extern "C" fn shmem_free(ptr: *mut c_void) {
+pub(crate) fn shmem_free(ptr: *mut c_void) {
     if ptr.is_null() {
         return;
     }
@@ -249,11 +287,15 @@ pub extern "C" fn shmem_free(ptr: *mut c_void) {
     ok(heap().free(off).map_err(|e| e.context("shmem_free")));
 }
 
-/// OpenSHMEM 1.5 §9.3.2 `shmem_realloc`.
-#[no_mangle]
-pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+/// OpenSHMEM 1.5 §9.3.2 `shmem_realloc`: `shmem_malloc` for a NULL `ptr`; a size of 0
+/// frees `ptr` and returns NULL.
+pub(crate) fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     if ptr.is_null() {
         return shmem_malloc(size);
+    }
+    if size == 0 {
+        shmem_free(ptr);
+        return std::ptr::null_mut();
     }
     shmem_barrier_all();
     let off = heap_offset(ptr, "shmem_realloc");
@@ -265,181 +307,43 @@ pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 }
 
 /// Deprecated (1.2) `shmalloc`.
-#[no_mangle]
-pub extern "C" fn shmalloc(size: usize) -> *mut c_void {
+pub(crate) fn shmalloc(size: usize) -> *mut c_void {
     shmem_malloc(size)
 }
 
 /// Deprecated (1.2) `shfree`.
-#[no_mangle]
-pub extern "C" fn shfree(ptr: *mut c_void) {
+pub(crate) fn shfree(ptr: *mut c_void) {
     shmem_free(ptr)
 }
 
 /// Deprecated (1.2) `shrealloc`.
-#[no_mangle]
-pub extern "C" fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+pub(crate) fn shrealloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     shmem_realloc(ptr, size)
 }
 
 /// Deprecated (1.2) `shmemalign`.
-#[no_mangle]
-pub extern "C" fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
+pub(crate) fn shmemalign(alignment: usize, size: usize) -> *mut c_void {
     shmem_align(alignment, size)
-}
-
-/// OpenSHMEM 1.5 §9.5.1 `shmem_putmem`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_putmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_putmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.3 `shmem_getmem`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_getmem(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_getmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.7 `shmem_putmem_nbi` (complete on return inside a node).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_putmem_nbi",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 §9.5.8 `shmem_getmem_nbi`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_getmem_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            CTX_DEFAULT,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_getmem_nbi",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_putmem(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_putmem",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_getmem`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_getmem(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        get_elems(
-            ctx,
-            dest as *mut u8,
-            source as *const u8,
-            nelems,
-            1,
-            pe,
-            "shmem_ctx_getmem",
-        )
-    }
 }
 
 /// OpenSHMEM 1.5 §9.11.2 `shmem_quiet`: every thread's default-context puts to other
 /// nodes' PEs are acknowledged (same-node puts are complete already).
-#[no_mangle]
-pub extern "C" fn shmem_quiet() {
+pub(crate) fn shmem_quiet() {
     ok(heap().try_quiet().map_err(|e| e.context("shmem_quiet")));
 }
 
 /// OpenSHMEM 1.5 §9.11.1 `shmem_fence`.
-#[no_mangle]
-pub extern "C" fn shmem_fence() {
+pub(crate) fn shmem_fence() {
     heap().fence();
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_quiet`: completes this context's operations only (its own
-/// lanes to other nodes' PEs).
-#[no_mangle]
-pub extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
+/// lanes to other nodes' PEs); nothing for `SHMEM_CTX_INVALID`.
+pub(crate) fn shmem_ctx_quiet(ctx: ShmemCtx) {
     let call = "shmem_ctx_quiet";
+    if ctx == 0 {
+        return;
+    }
     let id = ctx_id(ctx, call);
     let r = if id == 0 {
         heap().try_quiet()
@@ -450,56 +354,91 @@ pub extern "C" fn shmem_ctx_quiet(ctx: ShmemCtx) {
 }
 
 /// OpenSHMEM 1.5 `shmem_ctx_fence`: a context's lane to a PE is one ordered stream, so the
-/// release fence of same-node stores is all it takes.
-#[no_mangle]
-pub extern "C" fn shmem_ctx_fence(ctx: ShmemCtx) {
+/// release fence of same-node stores is all it takes; nothing for `SHMEM_CTX_INVALID`.
+pub(crate) fn shmem_ctx_fence(ctx: ShmemCtx) {
+    if ctx == 0 {
+        return;
+    }
     ctx_id(ctx, "shmem_ctx_fence");
     heap().fence();
 }
 
-/// OpenSHMEM 1.5 §9.4.1 `shmem_ctx_create`: a context with its own lanes (connections and
-/// send buffers) to other nodes' PEs, so its operations neither wait behind nor complete
-/// with the default context's. Same-node stores are direct for every context.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_create(_options: std::ffi::c_long, ctx: *mut ShmemCtx) -> c_int {
-    if ctx.is_null() {
-        return 1;
-    }
-    let id = heap().ctx_create();
-    // SAFETY: non-null out-pointer from the caller.
-    unsafe { *ctx = id as ShmemCtx + 1 };
-    0
+/// OpenSHMEM 1.5 §9.5.1 `shmem_ctx_create`: a context of `SHMEM_TEAM_WORLD` with its own
+/// lanes (connections and send buffers) to other nodes' PEs, so its operations neither wait
+/// behind nor complete with the default context's. Same-node stores are direct for every
+/// context. Options are hints weft does not need (every context is thread-safe).
+pub(crate) unsafe fn shmem_ctx_create(options: std::ffi::c_long, ctx: *mut ShmemCtx) -> c_int {
+    // SAFETY: forwarded API contract.
+    unsafe { shmem_team_create_ctx(1, options, ctx) }
 }
 
-/// OpenSHMEM 1.5 §9.4.2 `shmem_ctx_destroy`: completes the context's operations first.
-#[no_mangle]
-pub extern "C" fn shmem_ctx_destroy(ctx: ShmemCtx) {
-    let call = "shmem_ctx_destroy";
-    let id = ctx_id(ctx, call);
-    if id == 0 {
-        fatal(Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{call}: SHMEM_CTX_DEFAULT cannot be destroyed"),
-        ));
-    }
-    ok(heap().ctx_destroy(id).map_err(|e| e.context(call)));
-}
-
-/// OpenSHMEM 1.5 `shmem_team_create_ctx`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_create_ctx(
-    _team: ShmemTeam,
+/// OpenSHMEM 1.5 §9.5.2 `shmem_team_create_ctx`: a context whose operations number PEs in
+/// `team`. Nonzero (and `SHMEM_CTX_INVALID`) for an invalid team, a null `ctx` or unknown
+/// option bits.
+pub(crate) unsafe fn shmem_team_create_ctx(
+    team: ShmemTeam,
     options: std::ffi::c_long,
     ctx: *mut ShmemCtx,
 ) -> c_int {
-    // SAFETY: forwarded API contract.
-    unsafe { shmem_ctx_create(options, ctx) }
+    if ctx.is_null() {
+        return 1;
+    }
+    const KNOWN: std::ffi::c_long = SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE;
+    let Some(t) = team_of(team).filter(|_| options & !KNOWN == 0) else {
+        // SAFETY: non-null out-pointer from the caller.
+        unsafe { *ctx = 0 };
+        return 1;
+    };
+    let c = Context {
+        id: heap().ctx_create(),
+        team,
+        pes: (team != 1).then(|| t.pes.clone()),
+    };
+    // SAFETY: non-null out-pointer from the caller. The Box is freed by shmem_ctx_destroy.
+    unsafe { *ctx = Box::into_raw(Box::new(c)) as ShmemCtx };
+    0
+}
+
+/// OpenSHMEM 1.5 §9.5.3 `shmem_ctx_destroy`: completes the context's operations first;
+/// `SHMEM_CTX_INVALID` is ignored.
+pub(crate) fn shmem_ctx_destroy(ctx: ShmemCtx) {
+    let call = "shmem_ctx_destroy";
+    match ctx {
+        0 => {}
+        CTX_DEFAULT => fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: SHMEM_CTX_DEFAULT cannot be destroyed"),
+        )),
+        _ => {
+            let id = context(ctx, call).id;
+            ok(heap().ctx_destroy(id).map_err(|e| e.context(call)));
+            // SAFETY: a handle made by shmem_team_create_ctx (Box::into_raw), destroyed once
+            // (destroying twice is erroneous in OpenSHMEM).
+            drop(unsafe { Box::from_raw(ctx as *mut Context) });
+        }
+    }
+}
+
+/// OpenSHMEM 1.5 §9.5.4 `shmem_ctx_get_team`: the team `ctx` was created from
+/// (`SHMEM_TEAM_WORLD` for the default context); nonzero and `SHMEM_TEAM_INVALID` for
+/// `SHMEM_CTX_INVALID`.
+pub(crate) unsafe fn shmem_ctx_get_team(ctx: ShmemCtx, team: *mut ShmemTeam) -> c_int {
+    if team.is_null() {
+        return 1;
+    }
+    let (t, rc) = match ctx {
+        0 => (0, 1),
+        CTX_DEFAULT => (1, 0),
+        c => (context(c, "shmem_ctx_get_team").team, 0),
+    };
+    // SAFETY: non-null out-pointer from the caller.
+    unsafe { *team = t };
+    rc
 }
 
 /// OpenSHMEM 1.5 §9.9.1 `shmem_barrier_all`: quiet, then every PE arrives. On one node it
 /// is the synchronisation engine's counter barrier, otherwise weft's barrier.
-#[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
+pub(crate) fn shmem_barrier_all() {
     ok(heap()
         .quiet_all()
         .map_err(|e| e.context("shmem_barrier_all")));
@@ -507,8 +446,7 @@ pub extern "C" fn shmem_barrier_all() {
 }
 
 /// OpenSHMEM 1.5 §9.9.3 `shmem_sync_all`.
-#[no_mangle]
-pub extern "C" fn shmem_sync_all() {
+pub(crate) fn shmem_sync_all() {
     if ONE_NODE.get().copied().unwrap_or(false) {
         ok(engine()
             .barrier(TAG_BARRIER_ALL, heap().npes())
@@ -519,8 +457,7 @@ pub extern "C" fn shmem_sync_all() {
 }
 
 /// Deprecated (1.4) active-set `shmem_barrier`.
-#[no_mangle]
-pub extern "C" fn shmem_barrier(
+pub(crate) fn shmem_barrier(
     pe_start: c_int,
     log_stride: c_int,
     pe_size: c_int,
@@ -530,98 +467,43 @@ pub extern "C" fn shmem_barrier(
     active_barrier(&set, "shmem_barrier");
 }
 
-/// OpenSHMEM 1.5 §9.9.2 `shmem_team_sync` (and `shmem_sync` on a team).
-#[no_mangle]
-pub extern "C" fn shmem_team_sync(team: ShmemTeam) -> c_int {
+/// OpenSHMEM 1.5 §9.9.2 `shmem_team_sync` (and the C11 `shmem_sync` on a team): nonzero
+/// for an invalid team.
+pub(crate) fn shmem_team_sync(team: ShmemTeam) -> c_int {
+    if team_of(team).is_none() {
+        return 1;
+    }
     with_team(team, "shmem_team_sync", |t| t.comm.barrier());
     0
 }
 
-/// OpenSHMEM 1.5 `shmem_putmem_signal`: the data, then the signal update
-/// (SHMEM_SIGNAL_SET = 0, SHMEM_SIGNAL_ADD = 1); whoever sees the signal sees the data.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
+/// Deprecated (1.5) active-set `shmem_sync`: the members of the set meet (no quiet, unlike
+/// `shmem_barrier`). shmem.h maps `shmem_sync(team)` to `shmem_team_sync` and the
+/// four-argument form here.
+pub(crate) fn shmem_sync(
+    pe_start: c_int,
+    log_stride: c_int,
+    pe_size: c_int,
+    _psync: *mut std::ffi::c_long,
 ) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            CTX_DEFAULT,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_putmem_signal",
-        )
-    }
+    let call = "shmem_sync";
+    let set = active_set(pe_start, log_stride, pe_size, call);
+    active_sync(&set, call);
 }
 
-/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal`.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn shmem_ctx_putmem_signal(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            ctx,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_ctx_putmem_signal",
-        )
-    }
-}
-
-/// OpenSHMEM 1.5 `shmem_ctx_putmem_signal_nbi`.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn shmem_ctx_putmem_signal_nbi(
-    ctx: ShmemCtx,
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe {
-        put_signal(
-            ctx,
-            dest,
-            source,
-            nelems,
-            sig_addr,
-            signal,
-            sig_op,
-            pe,
-            "shmem_ctx_putmem_signal_nbi",
-        )
-    }
-}
+/// Deprecated (1.3) cache management: no-ops on cache-coherent machines (OpenSHMEM 1.5 Annex
+/// F).
+pub(crate) fn shmem_clear_cache_inv() {}
+/// See [`shmem_clear_cache_inv`].
+pub(crate) fn shmem_set_cache_inv() {}
+/// See [`shmem_clear_cache_inv`].
+pub(crate) fn shmem_clear_cache_line_inv(_dest: *mut c_void) {}
+/// See [`shmem_clear_cache_inv`].
+pub(crate) fn shmem_set_cache_line_inv(_dest: *mut c_void) {}
+/// See [`shmem_clear_cache_inv`].
+pub(crate) fn shmem_udcflush() {}
+/// See [`shmem_clear_cache_inv`].
+pub(crate) fn shmem_udcflush_line(_dest: *mut c_void) {}
 
 /// The put-with-signal behind every `put_signal` form (`nelems` in bytes).
 #[allow(clippy::too_many_arguments)]
@@ -664,36 +546,15 @@ pub(crate) unsafe fn put_signal(
         .map_err(|e| e.context(call)));
 }
 
-/// OpenSHMEM 1.5 `shmem_putmem_signal_nbi`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_putmem_signal_nbi(
-    dest: *mut c_void,
-    source: *const c_void,
-    nelems: usize,
-    sig_addr: *mut u64,
-    signal: u64,
-    sig_op: c_int,
-    pe: c_int,
-) {
-    // SAFETY: forwarded API contract.
-    unsafe { shmem_putmem_signal(dest, source, nelems, sig_addr, signal, sig_op, pe) }
-}
-
 /// OpenSHMEM 1.5 `shmem_signal_fetch`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+pub(crate) unsafe fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     check_ptr(sig_addr, "shmem_signal_fetch");
     // SAFETY: checked non-null and aligned; the caller's symmetric signal word.
     unsafe { u64::load(sig_addr) }
 }
 
 /// OpenSHMEM 1.5 `shmem_signal_wait_until`: returns the satisfying value.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_signal_wait_until(
-    sig_addr: *mut u64,
-    cmp: c_int,
-    value: u64,
-) -> u64 {
+pub(crate) unsafe fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, value: u64) -> u64 {
     // SAFETY: forwarded API contract.
     unsafe {
         wait_until(
@@ -707,8 +568,7 @@ pub unsafe extern "C" fn shmem_signal_wait_until(
 }
 
 /// Deprecated (1.4) `shmem_wait`: waits while `*ivar == cmp_value`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_wait(ivar: *mut std::ffi::c_long, cmp_value: std::ffi::c_long) {
+pub(crate) unsafe fn shmem_wait(ivar: *mut std::ffi::c_long, cmp_value: std::ffi::c_long) {
     // SAFETY: forwarded API contract (`long` is 64 bits on the platforms weft supports).
     unsafe {
         wait_until(
@@ -721,8 +581,7 @@ pub unsafe extern "C" fn shmem_wait(ivar: *mut std::ffi::c_long, cmp_value: std:
 }
 
 /// Deprecated (1.4) untyped `shmem_wait_until` on a `long`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_wait_until(
+pub(crate) unsafe fn shmem_wait_until(
     ivar: *mut std::ffi::c_long,
     cmp: c_int,
     value: std::ffi::c_long,
@@ -742,23 +601,13 @@ fn lock_tag(lock: *mut std::ffi::c_long, call: &str) -> u64 {
 }
 
 /// Across nodes, a lock is PE 0's copy of the lock word (0 free, holder's PE + 1), taken and
-/// released with compare-and-swap: a CPU atomic for PEs of PE 0's node, the service's atomic
-/// for the others. The word must be in the symmetric heap (an atomic on a same-node peer's
-/// global is not possible through CMA).
+/// released with compare-and-swap: a CPU atomic for PEs of PE 0's node (on the heap or a
+/// shared global), the service's atomic for the others.
 fn lock_word(lock: *mut std::ffi::c_long, call: &str) -> Option<u64> {
     if ONE_NODE.get().copied().unwrap_or(true) {
         return None;
     }
-    check_ptr(lock as *const std::ffi::c_long, call);
-    if heap().offset_of(lock as u64).is_none() {
-        fatal(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "{call}: lock at {lock:?} on PE {} is not in the symmetric heap; with PEs on several nodes a lock must be allocated with shmem_malloc/shmem_calloc",
-                heap().pe()
-            ),
-        ));
-    }
+    lock_tag(lock, call);
     Some(lock as u64)
 }
 
@@ -772,8 +621,7 @@ fn cswap_lock(word: u64, from: u64, to: u64, call: &str) -> u64 {
 /// synchronisation engine's word tagged by the lock's symmetric identity (so a global `long`
 /// works as well as a heap one; the lock variable itself is not written). Across nodes: PE
 /// 0's copy of the (heap) lock word, see `lock_word`.
-#[no_mangle]
-pub extern "C" fn shmem_set_lock(lock: *mut std::ffi::c_long) {
+pub(crate) fn shmem_set_lock(lock: *mut std::ffi::c_long) {
     let call = "shmem_set_lock";
     if let Some(word) = lock_word(lock, call) {
         let me = heap().pe() as u64 + 1;
@@ -788,8 +636,7 @@ pub extern "C" fn shmem_set_lock(lock: *mut std::ffi::c_long) {
 }
 
 /// OpenSHMEM 1.5 §9.10.3 `shmem_test_lock`: 0 when acquired, 1 when held elsewhere.
-#[no_mangle]
-pub extern "C" fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
+pub(crate) fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
     let call = "shmem_test_lock";
     if let Some(word) = lock_word(lock, call) {
         return (cswap_lock(word, 0, heap().pe() as u64 + 1, call) != 0) as c_int;
@@ -800,8 +647,7 @@ pub extern "C" fn shmem_test_lock(lock: *mut std::ffi::c_long) -> c_int {
 
 /// OpenSHMEM 1.5 §9.10.2 `shmem_clear_lock`: quiet (so the critical section's puts are
 /// visible), then release.
-#[no_mangle]
-pub extern "C" fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
+pub(crate) fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
     let call = "shmem_clear_lock";
     ok(heap().quiet_all().map_err(|e| e.context(call)));
     if let Some(word) = lock_word(lock, call) {
@@ -827,90 +673,208 @@ pub extern "C" fn shmem_clear_lock(lock: *mut std::ffi::c_long) {
     ok(engine().unlock(tag).map_err(|e| e.context(call)));
 }
 
-/// OpenSHMEM 1.5 §9.8.2 `shmem_team_my_pe`.
-#[no_mangle]
-pub extern "C" fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
-    with_team(team, "shmem_team_my_pe", |t| Ok(t.comm.rank() as c_int))
+/// OpenSHMEM 1.5 §9.4.4 `shmem_team_my_pe`: -1 for an invalid team.
+pub(crate) fn shmem_team_my_pe(team: ShmemTeam) -> c_int {
+    team_of(team).map_or(-1, |t| t.rank as c_int)
 }
 
-/// OpenSHMEM 1.5 §9.8.3 `shmem_team_n_pes`.
-#[no_mangle]
-pub extern "C" fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
-    with_team(team, "shmem_team_n_pes", |t| Ok(t.comm.size() as c_int))
+/// OpenSHMEM 1.5 §9.4.5 `shmem_team_n_pes`: -1 for an invalid team.
+pub(crate) fn shmem_team_n_pes(team: ShmemTeam) -> c_int {
+    team_of(team).map_or(-1, |t| t.pes.len() as c_int)
 }
 
-/// OpenSHMEM 1.5 §9.8.6 `shmem_team_translate_pe`: -1 when not a member of `dest_team`.
-#[no_mangle]
-pub extern "C" fn shmem_team_translate_pe(
-    src_team: ShmemTeam,
-    src_pe: c_int,
-    dest_team: ShmemTeam,
+/// OpenSHMEM 1.5 §9.4.6 `shmem_team_get_config`: the configuration `team` was created with,
+/// for the fields in `config_mask`; nonzero for an invalid team or a null `config`.
+pub(crate) unsafe fn shmem_team_get_config(
+    team: ShmemTeam,
+    config_mask: std::ffi::c_long,
+    config: *mut TeamConfig,
 ) -> c_int {
-    let world_pe = with_team(src_team, "shmem_team_translate_pe", |t| {
-        Ok(t.pes
-            .get(src_pe.max(0) as usize)
-            .copied()
-            .filter(|_| src_pe >= 0))
-    });
-    let Some(w) = world_pe else { return -1 };
-    with_team(dest_team, "shmem_team_translate_pe", |t| {
-        Ok(t.pes
-            .iter()
-            .position(|&p| p == w)
-            .map_or(-1, |i| i as c_int))
-    })
-}
-
-/// OpenSHMEM 1.5 §9.8.7 `shmem_team_split_strided`: collective over `parent`; members get a
-/// new handle, the others SHMEM_TEAM_INVALID (0).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_strided(
-    parent: ShmemTeam,
-    start: c_int,
-    stride: c_int,
-    size: c_int,
-    _config: *const c_void,
-    _config_mask: std::ffi::c_long,
-    new_team: *mut ShmemTeam,
-) -> c_int {
-    let call = "shmem_team_split_strided";
-    let (parent_team, n) = with_team(parent, call, |t| Ok((t.pes.clone(), t.comm.size() as i64)));
-    let members: Vec<i64> = (0..size.max(0) as i64)
-        .map(|i| start as i64 + i * stride as i64)
-        .collect();
-    if size < 1 || members.iter().any(|&m| m < 0 || m >= n) {
-        fatal(Error::new(
-            ErrorKind::InvalidRank,
-            format!(
-                "{call}: start={start} stride={stride} size={size} does not fit a team of {n} PEs"
-            ),
-        ));
-    }
-    let me = with_team(parent, call, |t| Ok(t.comm.rank() as i64));
-    let index = members.iter().position(|&m| m == me);
-    let color = if index.is_some() { 0 } else { weft::UNDEFINED };
-    let key = index.unwrap_or(0) as i32;
-    let comm = with_team(parent, call, |t| t.comm.split(color, key));
-    let mut g = runtime();
-    let handle = match (comm, g.0.as_mut()) {
-        (Some(comm), Some(rt)) => {
-            let pes = members.iter().map(|&m| parent_team[m as usize]).collect();
-            rt.teams.push(Some(Team { comm, pes }));
-            rt.teams.len()
-        }
-        _ => 0,
+    let Some(t) = team_of(team).filter(|_| !config.is_null()) else {
+        return 1;
     };
-    drop(g);
-    if !new_team.is_null() {
+    if config_mask & SHMEM_TEAM_NUM_CONTEXTS != 0 {
         // SAFETY: non-null out-pointer from the caller.
-        unsafe { *new_team = handle };
+        unsafe { (*config).num_contexts = t.config.num_contexts };
     }
     0
 }
 
-/// OpenSHMEM 1.5 §9.8.9 `shmem_team_destroy`.
-#[no_mangle]
-pub extern "C" fn shmem_team_destroy(team: ShmemTeam) {
+/// OpenSHMEM 1.5 §9.4.7 `shmem_team_translate_pe`: -1 when a team is invalid or `src_pe` is
+/// not a member of both.
+pub(crate) fn shmem_team_translate_pe(
+    src_team: ShmemTeam,
+    src_pe: c_int,
+    dest_team: ShmemTeam,
+) -> c_int {
+    let (Some(src), Some(dest)) = (team_of(src_team), team_of(dest_team)) else {
+        return -1;
+    };
+    usize::try_from(src_pe)
+        .ok()
+        .and_then(|i| src.pes.get(i))
+        .and_then(|w| dest.pes.iter().position(|p| p == w))
+        .map_or(-1, |i| i as c_int)
+}
+
+/// The configuration a new team gets from a split's `config` and `mask` (defaults for the
+/// fields the mask leaves out).
+unsafe fn team_config(config: *const TeamConfig, mask: std::ffi::c_long) -> TeamConfig {
+    let mut c = TeamConfig::default();
+    if mask & SHMEM_TEAM_NUM_CONTEXTS != 0 && !config.is_null() {
+        // SAFETY: a non-null config from the caller.
+        c.num_contexts = unsafe { (*config).num_contexts };
+    }
+    c
+}
+
+/// Splits `parent` (collective over its members): the PEs whose `place` is `Some((color,
+/// key))` form one new team per color, ordered by key, whose world PEs are `members(color)`;
+/// returns this PE's new handle (`SHMEM_TEAM_INVALID` when it is in none).
+fn split_team(
+    parent: ShmemTeam,
+    place: Option<(u32, u32)>,
+    members: impl Fn(u32) -> Vec<u32>,
+    config: TeamConfig,
+    call: &str,
+) -> ShmemTeam {
+    let (color, key) = match place {
+        Some((c, k)) => (c as i32, k as i32),
+        None => (weft::UNDEFINED, 0),
+    };
+    let mut g = runtime();
+    let Some(rt) = g.0.as_mut() else { return 0 };
+    let Some(p) = parent
+        .checked_sub(1)
+        .and_then(|i| rt.teams.get(i))
+        .and_then(|t| t.as_ref())
+    else {
+        return 0;
+    };
+    let comm = match p.comm.split(color, key) {
+        Ok(c) => c,
+        Err(e) => {
+            drop(g);
+            fatal(e.context(call))
+        }
+    };
+    match (comm, place) {
+        (Some(comm), Some((c, _))) => {
+            rt.teams.push(Some(Team {
+                comm,
+                pes: members(c).into(),
+                config,
+            }));
+            rt.teams.len()
+        }
+        _ => 0,
+    }
+}
+
+/// OpenSHMEM 1.5 §9.4.8 `shmem_team_split_strided`: collective over `parent`; the members of
+/// the triplet get a new handle, the others `SHMEM_TEAM_INVALID`. A triplet that does not fit
+/// the parent (or names a PE twice), or an invalid parent, makes no team and returns nonzero
+/// (every PE of the parent sees the same triplet, so all return without communicating).
+pub(crate) unsafe fn shmem_team_split_strided(
+    parent: ShmemTeam,
+    start: c_int,
+    stride: c_int,
+    size: c_int,
+    config: *const TeamConfig,
+    config_mask: std::ffi::c_long,
+    new_team: *mut ShmemTeam,
+) -> c_int {
+    let call = "shmem_team_split_strided";
+    let set = |h: ShmemTeam| {
+        if !new_team.is_null() {
+            // SAFETY: non-null out-pointer from the caller.
+            unsafe { *new_team = h };
+        }
+    };
+    set(0);
+    let Some(p) = team_of(parent) else { return 1 };
+    let n = p.pes.len() as i64;
+    let members: Vec<i64> = (0..size.max(0) as i64)
+        .map(|i| start as i64 + i * stride as i64)
+        .collect();
+    let distinct = members.len() < 2 || stride != 0;
+    if size < 1 || !distinct || members.iter().any(|&m| m < 0 || m >= n) {
+        return 1;
+    }
+    let me = p.rank as i64;
+    let place = members.iter().position(|&m| m == me).map(|i| (0, i as u32));
+    let world: Vec<u32> = members.iter().map(|&m| p.pes[m as usize]).collect();
+    // SAFETY: forwarded API contract.
+    let config = unsafe { team_config(config, config_mask) };
+    set(split_team(parent, place, |_| world.clone(), config, call));
+    0
+}
+
+/// OpenSHMEM 1.5 §9.4.9 `shmem_team_split_2d`: the parent's PEs laid out on rows of `xrange`
+/// (parent PE `p` at `(p % xrange, p / xrange)`); `xaxis_team` is this PE's row (numbered by
+/// x), `yaxis_team` its column (numbered by y). Collective over `parent`; nonzero (and both
+/// teams `SHMEM_TEAM_INVALID`) for an invalid parent or `xrange` < 1.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn shmem_team_split_2d(
+    parent: ShmemTeam,
+    xrange: c_int,
+    xaxis_config: *const TeamConfig,
+    xaxis_mask: std::ffi::c_long,
+    xaxis_team: *mut ShmemTeam,
+    yaxis_config: *const TeamConfig,
+    yaxis_mask: std::ffi::c_long,
+    yaxis_team: *mut ShmemTeam,
+) -> c_int {
+    let call = "shmem_team_split_2d";
+    let set = |out: *mut ShmemTeam, h: ShmemTeam| {
+        if !out.is_null() {
+            // SAFETY: non-null out-pointer from the caller.
+            unsafe { *out = h };
+        }
+    };
+    set(xaxis_team, 0);
+    set(yaxis_team, 0);
+    let Some(p) = team_of(parent) else { return 1 };
+    if xrange < 1 {
+        return 1;
+    }
+    let n = p.pes.len() as u32;
+    let x = (xrange as u32).min(n.max(1));
+    let me = p.rank;
+    let pes = p.pes.clone();
+    // SAFETY: forwarded API contract.
+    let (xc, yc) = unsafe {
+        (
+            team_config(xaxis_config, xaxis_mask),
+            team_config(yaxis_config, yaxis_mask),
+        )
+    };
+    // Rows: color y, numbered by x; columns: color x, numbered by y.
+    let row = |y: u32| {
+        (y * x..((y + 1) * x).min(n))
+            .map(|q| pes[q as usize])
+            .collect()
+    };
+    let col = |c: u32| {
+        (c..n)
+            .step_by(x as usize)
+            .map(|q| pes[q as usize])
+            .collect()
+    };
+    set(
+        xaxis_team,
+        split_team(parent, Some((me / x, me % x)), row, xc, call),
+    );
+    set(
+        yaxis_team,
+        split_team(parent, Some((me % x, me / x)), col, yc, call),
+    );
+    0
+}
+
+/// OpenSHMEM 1.5 §9.4.10 `shmem_team_destroy`: predefined teams and `SHMEM_TEAM_INVALID`
+/// are left alone.
+pub(crate) fn shmem_team_destroy(team: ShmemTeam) {
     if team <= 2 {
         return;
     }
@@ -924,8 +888,7 @@ pub extern "C" fn shmem_team_destroy(team: ShmemTeam) {
 
 /// OpenSHMEM 1.5 §9.9.4 `shmem_broadcastmem`: `source` of team PE `root` into `dest` on every
 /// team PE (the root included).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_broadcastmem(
+pub(crate) unsafe fn shmem_broadcastmem(
     team: ShmemTeam,
     dest: *mut c_void,
     source: *const c_void,
@@ -948,8 +911,7 @@ pub unsafe extern "C" fn shmem_broadcastmem(
 }
 
 /// OpenSHMEM 1.5 §9.9.6 `shmem_fcollectmem`: every PE's `nelems` bytes, in team order.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_fcollectmem(
+pub(crate) unsafe fn shmem_fcollectmem(
     team: ShmemTeam,
     dest: *mut c_void,
     source: *const c_void,
@@ -968,8 +930,7 @@ pub unsafe extern "C" fn shmem_fcollectmem(
 }
 
 /// OpenSHMEM 1.5 §9.9.5 `shmem_collectmem`: like fcollect, each PE with its own length.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_collectmem(
+pub(crate) unsafe fn shmem_collectmem(
     team: ShmemTeam,
     dest: *mut c_void,
     source: *const c_void,
@@ -1004,8 +965,7 @@ pub unsafe extern "C" fn shmem_collectmem(
 }
 
 /// OpenSHMEM 1.5 §9.9.7 `shmem_alltoallmem`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallmem(
+pub(crate) unsafe fn shmem_alltoallmem(
     team: ShmemTeam,
     dest: *mut c_void,
     source: *const c_void,
@@ -1142,8 +1102,7 @@ unsafe fn active_collect(
 
 /// Deprecated (1.4) `shmem_collect32`: every member's `nelems` 4-byte elements (each its
 /// own count), concatenated in active-set order.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_collect32(
+pub(crate) unsafe fn shmem_collect32(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1168,8 +1127,7 @@ pub unsafe extern "C" fn shmem_collect32(
 }
 
 /// Deprecated (1.4) `shmem_collect64`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_collect64(
+pub(crate) unsafe fn shmem_collect64(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1245,9 +1203,8 @@ unsafe fn active_alltoalls(
 
 /// Deprecated (1.4) `shmem_alltoalls32`: [`shmem_alltoall32`] with element strides `dst`
 /// (in dest) and `sst` (in source).
-#[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn shmem_alltoalls32(
+pub(crate) unsafe fn shmem_alltoalls32(
     dest: *mut c_void,
     source: *const c_void,
     dst: isize,
@@ -1276,9 +1233,8 @@ pub unsafe extern "C" fn shmem_alltoalls32(
 }
 
 /// Deprecated (1.4) `shmem_alltoalls64`.
-#[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn shmem_alltoalls64(
+pub(crate) unsafe fn shmem_alltoalls64(
     dest: *mut c_void,
     source: *const c_void,
     dst: isize,
@@ -1307,8 +1263,7 @@ pub unsafe extern "C" fn shmem_alltoalls64(
 }
 
 /// OpenSHMEM 1.5 §9.9.8 `shmem_alltoallsmem`: the strided team alltoall of bytes.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_alltoallsmem(
+pub(crate) unsafe fn shmem_alltoallsmem(
     team: ShmemTeam,
     dest: *mut c_void,
     source: *const c_void,
@@ -1332,8 +1287,7 @@ pub unsafe extern "C" fn shmem_alltoallsmem(
 }
 
 /// Deprecated (1.4) `shmem_alltoall32`: block j of each member's source goes to member j.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_alltoall32(
+pub(crate) unsafe fn shmem_alltoall32(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1357,8 +1311,7 @@ pub unsafe extern "C" fn shmem_alltoall32(
 }
 
 /// Deprecated (1.4) `shmem_alltoall64`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_alltoall64(
+pub(crate) unsafe fn shmem_alltoall64(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1382,8 +1335,7 @@ pub unsafe extern "C" fn shmem_alltoall64(
 }
 
 /// Deprecated (1.4) `shmem_broadcast32` (the root's dest is left alone, as 1.4 says).
-#[no_mangle]
-pub unsafe extern "C" fn shmem_broadcast32(
+pub(crate) unsafe fn shmem_broadcast32(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1409,8 +1361,7 @@ pub unsafe extern "C" fn shmem_broadcast32(
 }
 
 /// Deprecated (1.4) `shmem_broadcast64`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_broadcast64(
+pub(crate) unsafe fn shmem_broadcast64(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1436,8 +1387,7 @@ pub unsafe extern "C" fn shmem_broadcast64(
 }
 
 /// Deprecated (1.4) `shmem_fcollect32`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_fcollect32(
+pub(crate) unsafe fn shmem_fcollect32(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,
@@ -1461,8 +1411,7 @@ pub unsafe extern "C" fn shmem_fcollect32(
 }
 
 /// Deprecated (1.4) `shmem_fcollect64`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_fcollect64(
+pub(crate) unsafe fn shmem_fcollect64(
     dest: *mut c_void,
     source: *const c_void,
     nelems: usize,

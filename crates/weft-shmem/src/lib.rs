@@ -7,16 +7,76 @@
 //! runtime itself (`Weft`, communicators) is not thread-safe and sits behind one mutex that
 //! only collectives, allocation and team calls take.
 //!
+//! Every exported routine (and its profiling name `pshmem_*`) is written by `build.rs` from
+//! tables of C prototypes into `exports.rs`: the per-type ones call the generic helpers of this
+//! module, the untyped ones the functions of `api.rs` of the same name.
+//!
 //! Errors are fatal, as in OpenSHMEM: the message (naming the call, PE and address) goes to
 //! stderr and the job is aborted. Must not be depended on by the runtime.
 
 #![allow(clippy::missing_safety_doc)]
 
-mod typed;
+/// The exported C entry points, written by `build.rs` (see the crate docs).
+#[allow(
+    clippy::unnecessary_cast,
+    clippy::too_many_arguments,
+    unused_unsafe,
+    clippy::missing_safety_doc
+)]
+mod exports {
+    use crate::*;
+    use std::ffi::{c_char, c_long, c_void};
+    include!(concat!(env!("OUT_DIR"), "/exports.rs"));
+}
+
+pub use exports::EXPORTED_ROUTINES;
+
+/// C's `long double` as the RMA routines move it: 16 opaque bytes.
+pub type LongDoubleBytes = [u8; 16];
+
+/// `char` of the platform as a reduction element (signed on x86-64, unsigned on AArch64).
+pub(crate) const CHAR_KIND: TypeKind = if (std::ffi::c_char::MIN as i32) < 0 {
+    TypeKind::I8
+} else {
+    TypeKind::U8
+};
+
+/// `shmem_team_config_t` (OpenSHMEM 1.5 §9.4.3).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TeamConfig {
+    /// Contexts the program expects to create from the team.
+    pub num_contexts: c_int,
+}
+
+/// `SHMEM_TEAM_NUM_CONTEXTS`: the `num_contexts` field of a config mask.
+pub const SHMEM_TEAM_NUM_CONTEXTS: std::ffi::c_long = 1;
+/// `SHMEM_MALLOC_ATOMICS_REMOTE`: a `shmem_malloc_with_hints` hint.
+pub const SHMEM_MALLOC_ATOMICS_REMOTE: std::ffi::c_long = 1;
+/// `SHMEM_MALLOC_SIGNAL_REMOTE`: a `shmem_malloc_with_hints` hint.
+pub const SHMEM_MALLOC_SIGNAL_REMOTE: std::ffi::c_long = 2;
+/// `SHMEM_CTX_SERIALIZED`: a context option.
+pub const SHMEM_CTX_SERIALIZED: std::ffi::c_long = 1;
+/// `SHMEM_CTX_PRIVATE`: a context option.
+pub const SHMEM_CTX_PRIVATE: std::ffi::c_long = 2;
+/// `SHMEM_CTX_NOSTORE`: a context option.
+pub const SHMEM_CTX_NOSTORE: std::ffi::c_long = 4;
+
+/// Moves the program's globals into a shared file before `main`, so the PEs of a node reach
+/// them like the symmetric heap (see `weft::rma::statics`). The loader runs the functions of
+/// `.init_array` when it loads libshmem, before the program's `main` and before any thread
+/// of the program exists.
+#[used]
+#[link_section = ".init_array"]
+pub(crate) static SHARE_GLOBALS_AT_LOAD: extern "C" fn() = share_globals_at_load;
+
+extern "C" fn share_globals_at_load() {
+    weft::rma::statics::share_at_load(|name| std::env::var(name).ok());
+}
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use weft::coll::TypeKind;
 use weft::rma::net::Amo;
 use weft::rma::SymmetricHeap;
@@ -43,7 +103,9 @@ struct Runtime {
 struct Team {
     comm: Comm,
     /// World PE of each team member, in team order.
-    pes: Vec<u32>,
+    pes: Arc<[u32]>,
+    /// The configuration it was created with (`shmem_team_get_config`).
+    config: TeamConfig,
 }
 
 /// The runtime behind a mutex. `Weft` holds `Rc`s and is not `Send`: every use happens with
@@ -130,20 +192,68 @@ fn bytes_of(nelems: usize, elem_bytes: usize, call: &str) -> usize {
     })
 }
 
-/// The runtime's context id of a C context handle: `SHMEM_CTX_DEFAULT` (1) is the default
-/// context 0, handles from `shmem_ctx_create` are the runtime's id plus one.
-pub(crate) fn ctx_id(ctx: ShmemCtx, call: &str) -> u64 {
-    match ctx {
-        0 => fatal(Error::new(
-            ErrorKind::InvalidArgument,
-            format!("{call}: SHMEM_CTX_INVALID (0) is not a context"),
-        )),
-        c => (c - 1) as u64,
-    }
+/// A context made by `shmem_ctx_create` or `shmem_team_create_ctx`. Its C handle
+/// (`shmem_ctx_t`) is its address; `SHMEM_CTX_DEFAULT` is 1 and `SHMEM_CTX_INVALID` 0.
+pub(crate) struct Context {
+    /// The runtime's context id (its own lanes to other nodes' PEs).
+    pub(crate) id: u64,
+    /// The team it was created from (`SHMEM_TEAM_WORLD` for `shmem_ctx_create`).
+    pub(crate) team: ShmemTeam,
+    /// World PE of each member of that team when it is not the world: the PE numbers of
+    /// the context's operations are relative to its team.
+    pub(crate) pes: Option<Arc<[u32]>>,
 }
 
 /// The C handle of the default context.
 pub(crate) const CTX_DEFAULT: ShmemCtx = 1;
+
+/// The context behind a C handle other than `SHMEM_CTX_DEFAULT` (fatal for
+/// `SHMEM_CTX_INVALID`).
+pub(crate) fn context(ctx: ShmemCtx, call: &str) -> &'static Context {
+    if ctx == 0 {
+        fatal(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{call}: SHMEM_CTX_INVALID is not a context"),
+        ));
+    }
+    // SAFETY: handles other than 0 and 1 are addresses of leaked Boxes made by
+    // shmem_ctx_create and freed only by shmem_ctx_destroy; using a destroyed or made-up
+    // handle is erroneous in OpenSHMEM (undefined behaviour).
+    unsafe { &*(ctx as *const Context) }
+}
+
+/// The runtime context id and the world PE of an operation on `ctx` to `pe` (a PE number of
+/// the context's team).
+#[inline]
+pub(crate) fn route(ctx: ShmemCtx, pe: c_int, call: &str) -> (u64, u32) {
+    if ctx == CTX_DEFAULT {
+        return (0, pe_u32(pe, call));
+    }
+    let c = context(ctx, call);
+    match &c.pes {
+        None => (c.id, pe_u32(pe, call)),
+        Some(pes) => match usize::try_from(pe).ok().and_then(|i| pes.get(i)) {
+            Some(&w) => (c.id, w),
+            None => fatal(Error::new(
+                ErrorKind::InvalidRank,
+                format!(
+                    "{call}: PE {pe} out of range 0..{} of the context's team (calling PE {})",
+                    pes.len(),
+                    heap().pe()
+                ),
+            )),
+        },
+    }
+}
+
+/// The runtime context id of `ctx` (for operations without a PE).
+pub(crate) fn ctx_id(ctx: ShmemCtx, call: &str) -> u64 {
+    if ctx == CTX_DEFAULT {
+        0
+    } else {
+        context(ctx, call).id
+    }
+}
 
 /// Contiguous put of `nelems` elements (every typed and sized put lands here).
 pub(crate) unsafe fn put_elems(
@@ -159,11 +269,11 @@ pub(crate) unsafe fn put_elems(
     if len == 0 {
         return;
     }
-    let pe = pe_u32(pe, call);
+    let (id, pe) = route(ctx, pe, call);
     // SAFETY: the caller promises `source` is readable for nelems elements (OpenSHMEM API).
     let src = unsafe { std::slice::from_raw_parts(source, len) };
     ok(heap()
-        .put_ctx(ctx_id(ctx, call), pe, dest as u64, src)
+        .put_ctx(id, pe, dest as u64, src)
         .map_err(|e| e.context(call)));
 }
 
@@ -181,11 +291,11 @@ pub(crate) unsafe fn get_elems(
     if len == 0 {
         return;
     }
-    let pe = pe_u32(pe, call);
+    let (id, pe) = route(ctx, pe, call);
     // SAFETY: the caller promises `dest` is writable for nelems elements.
     let dst = unsafe { std::slice::from_raw_parts_mut(dest, len) };
     ok(heap()
-        .get_ctx(ctx_id(ctx, call), pe, source as u64, dst)
+        .get_ctx(id, pe, source as u64, dst)
         .map_err(|e| e.context(call)));
 }
 
@@ -247,9 +357,9 @@ pub(crate) fn amo(
     b: u64,
     fetch: bool,
 ) -> u64 {
-    let pe = pe_u32(pe, call);
+    let (id, pe) = route(ctx, pe, call);
     ok(heap()
-        .atomic(ctx_id(ctx, call), pe, dest as u64, width, op, a, b, fetch)
+        .atomic(id, pe, dest as u64, width, op, a, b, fetch)
         .map_err(|e| e.context(call)))
 }
 
@@ -272,7 +382,8 @@ macro_rules! word {
 }
 word!(i16 => std::sync::atomic::AtomicI16, u16 => std::sync::atomic::AtomicU16,
     i32 => std::sync::atomic::AtomicI32, u32 => std::sync::atomic::AtomicU32,
-    i64 => std::sync::atomic::AtomicI64, u64 => std::sync::atomic::AtomicU64);
+    i64 => std::sync::atomic::AtomicI64, u64 => std::sync::atomic::AtomicU64,
+    isize => std::sync::atomic::AtomicIsize, usize => std::sync::atomic::AtomicUsize);
 
 /// The `SHMEM_CMP_*` comparisons of shmem.h: the one place Rust code (and the code
 /// `scripts/gen_api.py` writes) takes them from; a test checks shmem.h defines the same.
@@ -357,58 +468,126 @@ pub(crate) unsafe fn test<T: Word>(ivar: *const T, cmp: c_int, value: T, call: &
     compare(unsafe { T::load(ivar) }, cmp, value, call)
 }
 
+/// The comparison values of a set wait or test: one for every variable, or one each (the
+/// `_vector` forms).
+#[derive(Clone, Copy)]
+pub(crate) enum Values<T> {
+    One(T),
+    Each(*const T),
+}
+
+impl<T: Word> Values<T> {
+    /// The value variable `i` is compared with.
+    ///
+    /// # Safety
+    /// With `Each`, the pointer holds more than `i` elements.
+    unsafe fn at(self, i: usize) -> T {
+        match self {
+            Values::One(v) => v,
+            // SAFETY: the caller's contract.
+            Values::Each(p) => unsafe { *p.add(i) },
+        }
+    }
+
+    fn check(self, nelems: usize, call: &str) {
+        if let Values::Each(p) = self {
+            if nelems > 0 {
+                check_ptr(p, call);
+            }
+        }
+    }
+}
+
 /// Which members of a set `wait_set` waits for.
 pub(crate) enum WaitSet {
     All,
     Any,
 }
 
-/// Indices of `ivars` (not excluded by `status`) that satisfy the comparison; with `Any`,
-/// stops at the first.
+std::thread_local! {
+    /// Where this thread's next `_any` scan starts: one past the index it last returned, so
+    /// a variable that stays satisfied does not hide the others from a program that waits
+    /// again (OpenSHMEM leaves the choice among satisfied variables open; lowest-first would
+    /// starve the rest).
+    static ANY_START: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Scans the variables not excluded by `status`: how many were considered and satisfied,
+/// and (with `Any`) one satisfied index, searched from this thread's rotating start.
 unsafe fn scan_set<T: Word>(
     ivars: *const T,
     nelems: usize,
     status: *const c_int,
     cmp: c_int,
-    value: T,
+    values: Values<T>,
+    set: &WaitSet,
     call: &str,
 ) -> (usize, Option<usize>, usize) {
-    let (mut considered, mut first, mut satisfied) = (0, None, 0);
-    for i in 0..nelems {
-        // SAFETY: status (when given) and ivars have nelems elements (OpenSHMEM API).
+    let (mut considered, mut found, mut satisfied) = (0, None, 0);
+    let start = match set {
+        WaitSet::Any if nelems > 0 => ANY_START.with(|c| c.get()) % nelems,
+        _ => 0,
+    };
+    for k in 0..nelems {
+        let i = (start + k) % nelems;
+        // SAFETY: status (when given), ivars and values have nelems elements (OpenSHMEM API).
         if !status.is_null() && unsafe { *status.add(i) } != 0 {
             continue;
         }
         considered += 1;
         // SAFETY: as above.
-        if compare(unsafe { T::load(ivars.add(i)) }, cmp, value, call) {
+        if compare(
+            unsafe { T::load(ivars.add(i)) },
+            cmp,
+            unsafe { values.at(i) },
+            call,
+        ) {
             satisfied += 1;
-            first.get_or_insert(i);
+            if found.is_none() {
+                found = Some(i);
+                if let WaitSet::Any = set {
+                    break;
+                }
+            }
         }
     }
-    (considered, first, satisfied)
+    if let (WaitSet::Any, Some(i)) = (set, found) {
+        ANY_START.with(|c| c.set(i + 1));
+    }
+    (considered, found, satisfied)
 }
 
+/// `wait_until_all/any` (`block`) and `test_all/any`: with `All`, 1 when every considered
+/// variable satisfies the comparison (waiting for it when blocking), else 0; with `Any`, the
+/// index of a satisfied variable, or `SIZE_MAX` when none is (or none is considered).
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn wait_set<T: Word>(
     ivars: *const T,
     nelems: usize,
     status: *const c_int,
     cmp: c_int,
-    value: T,
+    values: Values<T>,
     set: WaitSet,
+    block: bool,
     call: &str,
 ) -> usize {
-    check_ptr(ivars, call);
-    flush_before_wait(call);
+    if nelems > 0 {
+        check_ptr(ivars, call);
+    }
+    values.check(nelems, call);
+    if block {
+        flush_before_wait(call);
+    }
     let mut round = 0;
     loop {
         // SAFETY: forwarded caller contract.
-        let (considered, first, satisfied) =
-            unsafe { scan_set(ivars, nelems, status, cmp, value, call) };
+        let (considered, found, satisfied) =
+            unsafe { scan_set(ivars, nelems, status, cmp, values, &set, call) };
         match set {
-            WaitSet::All if satisfied == considered => return 0,
+            WaitSet::All if satisfied == considered => return 1,
+            WaitSet::All if !block => return 0,
             WaitSet::Any if considered == 0 => return usize::MAX,
-            WaitSet::Any if first.is_some() => return first.unwrap_or(usize::MAX),
+            WaitSet::Any if found.is_some() || !block => return found.unwrap_or(usize::MAX),
             _ => backoff(&mut round),
         }
     }
@@ -423,12 +602,15 @@ pub(crate) unsafe fn wait_some<T: Word>(
     indices: *mut usize,
     status: *const c_int,
     cmp: c_int,
-    value: T,
+    values: Values<T>,
     block: bool,
     call: &str,
 ) -> usize {
-    check_ptr(ivars, call);
-    check_ptr(indices as *const usize, call);
+    if nelems > 0 {
+        check_ptr(ivars, call);
+        check_ptr(indices as *const usize, call);
+    }
+    values.check(nelems, call);
     if block {
         flush_before_wait(call);
     }
@@ -437,13 +619,18 @@ pub(crate) unsafe fn wait_some<T: Word>(
         let mut found = 0;
         let mut considered = 0;
         for i in 0..nelems {
-            // SAFETY: status (when given), ivars and indices have nelems elements.
+            // SAFETY: status (when given), ivars, values and indices have nelems elements.
             if !status.is_null() && unsafe { *status.add(i) } != 0 {
                 continue;
             }
             considered += 1;
             // SAFETY: as above.
-            if compare(unsafe { T::load(ivars.add(i)) }, cmp, value, call) {
+            if compare(
+                unsafe { T::load(ivars.add(i)) },
+                cmp,
+                unsafe { values.at(i) },
+                call,
+            ) {
                 // SAFETY: found < nelems.
                 unsafe { *indices.add(found) = i };
                 found += 1;
@@ -456,23 +643,29 @@ pub(crate) unsafe fn wait_some<T: Word>(
     }
 }
 
-pub(crate) unsafe fn test_set<T: Word>(
-    ivars: *const T,
-    nelems: usize,
-    status: *const c_int,
-    cmp: c_int,
-    value: T,
-    set: WaitSet,
-    call: &str,
-) -> usize {
-    check_ptr(ivars, call);
-    // SAFETY: forwarded caller contract.
-    let (considered, first, satisfied) =
-        unsafe { scan_set(ivars, nelems, status, cmp, value, call) };
-    match set {
-        WaitSet::All => (satisfied == considered) as usize,
-        WaitSet::Any => first.unwrap_or(usize::MAX),
-    }
+/// What a team is, without its communicator (whose `Rc`s must stay behind the runtime's
+/// lock).
+pub(crate) struct TeamInfo {
+    /// World PE of each member, in team order.
+    pub(crate) pes: Arc<[u32]>,
+    /// This PE's number in the team.
+    pub(crate) rank: u32,
+    pub(crate) config: TeamConfig,
+}
+
+/// The team behind a handle, if it is valid on this PE.
+pub(crate) fn team_of(team: ShmemTeam) -> Option<TeamInfo> {
+    let g = runtime();
+    let rt = g.0.as_ref()?;
+    let t = team
+        .checked_sub(1)
+        .and_then(|i| rt.teams.get(i))?
+        .as_ref()?;
+    Some(TeamInfo {
+        pes: t.pes.clone(),
+        rank: t.comm.rank(),
+        config: t.config,
+    })
 }
 
 fn with_team<R>(team: ShmemTeam, call: &str, f: impl FnOnce(&Team) -> Result<R>) -> R {
@@ -648,6 +841,12 @@ fn active_set(pe_start: c_int, log_stride: c_int, size: c_int, call: &str) -> Ve
 /// Barrier of an active set through the node's synchronisation engine (all PEs on one node).
 fn active_barrier(set: &[u32], call: &str) {
     ok(heap().quiet_all().map_err(|e| e.context(call)));
+    active_sync(set, call);
+}
+
+/// The members of an active set meet (no quiet): the synchronisation engine on one node,
+/// counter words across nodes.
+fn active_sync(set: &[u32], call: &str) {
     let tag = TAG_ACTIVE_SET
         ^ ((set[0] as u64) << 32)
         ^ ((set.len() as u64) << 8)
@@ -687,85 +886,10 @@ fn remote_barrier(words: u64, tag: u64, set: &[u32], call: &str) {
     }
 }
 
-/// A reduction kernel for the element types of the deprecated `*_to_all` calls.
-trait Elem: Copy + PartialOrd + Default {
-    fn combine(op: &Op, a: Self, b: Self) -> Option<Self>;
-}
-
-macro_rules! int_elem {
-    ($($t:ty),*) => {$(
-        impl Elem for $t {
-            fn combine(op: &Op, a: Self, b: Self) -> Option<Self> {
-                Some(match op {
-                    Op::Sum => a.wrapping_add(b),
-                    Op::Prod => a.wrapping_mul(b),
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    Op::Band => a & b,
-                    Op::Bor => a | b,
-                    Op::Bxor => a ^ b,
-                    _ => return None,
-                })
-            }
-        }
-    )*};
-}
-int_elem!(i16, i32, i64);
-
-macro_rules! float_elem {
-    ($($t:ty),*) => {$(
-        impl Elem for $t {
-            fn combine(op: &Op, a: Self, b: Self) -> Option<Self> {
-                Some(match op {
-                    Op::Sum => a + b,
-                    Op::Prod => a * b,
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    _ => return None,
-                })
-            }
-        }
-    )*};
-}
-float_elem!(f32, f64);
-
-unsafe fn active_reduce_typed<T: Elem>(
-    dest: *mut T,
-    source: *const T,
-    n: usize,
-    set: &[u32],
-    op: &Op,
-    call: &str,
-) {
-    active_barrier(set, call);
-    let mut acc = vec![T::default(); n];
-    let mut other = vec![T::default(); n];
-    let bytes = n * std::mem::size_of::<T>();
-    for (i, &pe) in set.iter().enumerate() {
-        let buf = if i == 0 { &mut acc } else { &mut other };
-        // SAFETY: a T slice viewed as bytes, exclusively borrowed.
-        let raw = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, bytes) };
-        ok(heap()
-            .get(pe, source as u64, raw)
-            .map_err(|e| e.context(call)));
-        if i > 0 {
-            for (a, b) in acc.iter_mut().zip(&other) {
-                *a = T::combine(op, *a, *b).unwrap_or_else(|| {
-                    fatal(Error::new(
-                        ErrorKind::InvalidOp,
-                        format!("{call}: {} does not apply to this type", op.name()),
-                    ))
-                });
-            }
-        }
-    }
-    // Every member has read every source before anyone overwrites dest (which may alias).
-    active_barrier(set, call);
-    // SAFETY: dest has n elements (API contract).
-    unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), dest, n) };
-    active_barrier(set, call);
-}
-
+/// Deprecated (1.4) active-set reduction: every member reads each member's `source` in set
+/// order and combines them with weft's kernels (so every member gets the same bits), between
+/// barriers that keep the sources alive and `dest` (which may alias `source`) untouched until
+/// all have read.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn active_reduce(
     dest: *mut u8,
@@ -779,31 +903,43 @@ pub(crate) unsafe fn active_reduce(
     call: &str,
 ) {
     let set = active_set(pe_start, log_stride, pe_size, call);
-    let n = nreduce.max(0) as usize;
-    // SAFETY: forwarded caller contract; the kind selects the element type of the pointers.
-    unsafe {
-        match kind {
-            TypeKind::I16 => {
-                active_reduce_typed(dest as *mut i16, source as *const i16, n, &set, op, call)
-            }
-            TypeKind::I32 => {
-                active_reduce_typed(dest as *mut i32, source as *const i32, n, &set, op, call)
-            }
-            TypeKind::I64 => {
-                active_reduce_typed(dest as *mut i64, source as *const i64, n, &set, op, call)
-            }
-            TypeKind::F32 => {
-                active_reduce_typed(dest as *mut f32, source as *const f32, n, &set, op, call)
-            }
-            TypeKind::F64 => {
-                active_reduce_typed(dest as *mut f64, source as *const f64, n, &set, op, call)
-            }
-            _ => fatal(Error::new(
-                ErrorKind::InvalidType,
-                format!("{call}: unsupported element type"),
-            )),
+    let bytes = bytes_of(nreduce.max(0) as usize, kind.size_bytes(), call);
+    if let Err(e) = op.check(kind) {
+        fatal(e.context(call));
+    }
+    active_barrier(&set, call);
+    // u128 words: aligned for every element type (the long double kernels need 16).
+    let words = bytes.div_ceil(16);
+    let mut acc = vec![0u128; words];
+    let mut other = vec![0u128; words];
+    let view = |v: &mut Vec<u128>| {
+        // SAFETY: a u128 vector viewed as its first `bytes` bytes, exclusively borrowed.
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, bytes) }
+    };
+    for (i, &pe) in set.iter().enumerate() {
+        let buf = if i == 0 {
+            view(&mut acc)
+        } else {
+            view(&mut other)
+        };
+        ok(heap()
+            .get(pe, source as u64, buf)
+            .map_err(|e| e.context(call)));
+        if i > 0 {
+            // Lower set members' values come first (`a` of the kernel), as in weft's reduce.
+            let a: &[u8] = view(&mut acc);
+            let a = a.to_vec();
+            let b = view(&mut other);
+            ok(op.combine(kind, &a, b).map_err(|e| e.context(call)));
+            view(&mut acc).copy_from_slice(b);
         }
     }
+    active_barrier(&set, call);
+    if bytes > 0 {
+        // SAFETY: dest has nreduce elements (API contract).
+        unsafe { std::ptr::copy_nonoverlapping(view(&mut acc).as_ptr(), dest, bytes) };
+    }
+    active_barrier(&set, call);
 }
 
 mod api;

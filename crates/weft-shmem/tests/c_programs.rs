@@ -2,92 +2,11 @@
 //! libshmem.so cargo just built, then run as real jobs through weft-launch at several PE
 //! counts; results are asserted by the programs and by the output checked here.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
 use std::process::Command;
 use std::time::Duration;
-use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The directory holding libshmem.so: next to the test binary in `<target>/<profile>/deps`
-/// (where cargo builds it for tests), or one level up (where `cargo build` puts it).
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap().to_path_buf();
-    if deps.join("libshmem.so").exists() {
-        deps
-    } else {
-        deps.parent().unwrap().to_path_buf()
-    }
-}
-
-fn compile(name: &str, dir: &str) -> PathBuf {
-    // Unique per call: tests run in parallel and several compile (and remove) one program.
-    static COMPILED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let k = COMPILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!("weft-shmem-{name}-{}-{k}", std::process::id()));
-    let lib = lib_dir();
-    assert!(
-        lib.join("libshmem.so").exists(),
-        "libshmem.so not found in {}",
-        lib.display()
-    );
-    let status = Command::new(crate_dir().join("bin/oshcc"))
-        .env("WEFT_SHMEM_LIB", &lib)
-        // DT_RPATH, which the loader searches before LD_LIBRARY_PATH: cargo's test runner
-        // puts <target>/<profile> on that path, where an older libshmem.so may lie.
-        .args([
-            "-O1",
-            "-Wall",
-            "-Werror",
-            "-pthread",
-            "-Wl,--disable-new-dtags",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(crate_dir().join(format!("{dir}/{name}.c")))
-        .status()
-        .expect("run oshcc");
-    assert!(status.success(), "oshcc {name}.c failed");
-    out
-}
-
-fn job(program: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
-    let mut spec = JobSpec::new(n, program);
-    spec.args = args.iter().map(|a| a.into()).collect();
-    spec.env = env
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
-    spec.output = OutputMode::Capture;
-    spec.tag_output = true;
-    spec.timeout = Some(Duration::from_secs(60));
-    let out = run_job(&spec).expect("launch");
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|f| f.contains(&out.job_id))
-        .collect();
-    assert!(
-        left.is_empty(),
-        "job {} left segments: {left:?}",
-        out.job_id
-    );
-    out
-}
-
-fn text(out: &JobOutcome) -> String {
-    format!(
-        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.exit_code,
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 #[test]
 fn rma_program_at_1_to_4_pes() {
@@ -120,6 +39,94 @@ fn collectives_and_signal_forms_at_1_to_4_pes() {
             text(&out)
         );
     }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// Every C11 type-generic routine, once per type of its table (with and without a context),
+/// on globals and the heap; a generic that picked another type's routine does not compile.
+#[test]
+fn c11_generics_on_every_type_at_1_to_4_pes() {
+    let exe = compile_with("c11", "tests/c", &["-std=c11", "-pedantic"]);
+    for n in 1..=4 {
+        // About a thousand barriers: 14 s at 4 PEs on 2 busy cores.
+        let out = job_within(&exe, n, &[], &[], Duration::from_secs(300));
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("c11 ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// The OpenSHMEM 1.5 rules weft broke before (zero-byte allocations, large alignments,
+/// invalid teams, fair _any waits, shmem_ptr on own objects, heap size).
+#[test]
+fn conformance_rules_at_1_2_3_4_pes() {
+    let exe = compile("conform", "tests/c");
+    for n in 1..=4 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("conform ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// split_2d, get_config, team_ptr, ctx_get_team, team contexts, pcontrol, deprecated sync.
+#[test]
+fn teams_and_contexts_at_1_2_3_4_7_pes() {
+    let exe = compile("teams", "tests/c");
+    for n in [1, 2, 3, 4, 7] {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("teams ok").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// Globals on one node: atomics, signals, locks, shmem_ptr (mapped: "globals ok (mapped)").
+#[test]
+fn globals_like_the_heap_at_1_2_3_4_pes() {
+    let exe = compile("globals", "tests/c");
+    for n in 1..=4 {
+        let out = job(&exe, n, &[], &[]);
+        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            stdout.matches("globals ok (mapped)").count(),
+            n as usize,
+            "{}",
+            text(&out)
+        );
+    }
+    // A PE that dies before shmem_init: the job ends, its globals file does not stay
+    // (`job` checks /dev/shm).
+    let out = job(&exe, 3, &["die"], &[]);
+    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    // With WEFT_SYMMETRIC_GLOBALS=cma an atomic on another PE's global is refused, naming
+    // the knob.
+    let out = job(&exe, 2, &["cma"], &[("WEFT_SYMMETRIC_GLOBALS", "cma")]);
+    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("WEFT_SYMMETRIC_GLOBALS"),
+        "{}",
+        text(&out)
+    );
     let _ = std::fs::remove_file(exe);
 }
 
@@ -189,7 +196,7 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
     for (case, needle) in [
         ("pe", "out of range"),
         ("addr", "not symmetric"),
-        ("heap", "symmetric heap exhausted"),
+        ("heap", "WEFT_SYMMETRIC_SIZE"),
     ] {
         let out = job(&exe, 2, &[case], &[]);
         assert_ne!(out.exit_code, 0, "{case}: {}", text(&out));
@@ -201,8 +208,81 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
     let _ = std::fs::remove_file(exe);
 }
 
-/// Every function shmem.h, shmem_typed.h and weft/sync.h declare is exported by libshmem.so
-/// (the header cannot promise what the library lacks).
+/// The functions a header declares (not its inline ones), from the preprocessor's output:
+/// every `name(` or `(name)(` that ends a declaration.
+fn declared_functions(header: &str, std: &str) -> std::collections::BTreeSet<String> {
+    let out = Command::new("cc")
+        .args([std, "-E", "-P", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg("-x")
+        .arg("c")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(format!("#include <{header}>\n").as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("run cc -E");
+    assert!(out.status.success(), "cc -E {header}");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Drop the bodies of inline functions.
+    while let Some(at) = text.find("static inline") {
+        let open = at + text[at..].find('{').unwrap();
+        let mut depth = 0;
+        let mut end = open;
+        for (i, c) in text[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        text.replace_range(at..end, ";");
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for decl in text.split(';') {
+        let decl = decl.trim();
+        if decl.starts_with("typedef") || !decl.ends_with(')') {
+            continue;
+        }
+        let Some(open) = decl.find('(') else { continue };
+        let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+        let close = open + decl[open..].find(')').unwrap();
+        let inner = decl[open + 1..close].trim().trim_start_matches('*');
+        let name = if !inner.is_empty()
+            && inner.chars().all(is_ident)
+            && decl[close + 1..].trim_start().starts_with('(')
+        {
+            // `void (name)(...)`: the name in the first parentheses.
+            inner
+        } else {
+            decl[..open]
+                .trim_end()
+                .rsplit(|c: char| !is_ident(c))
+                .next()
+                .unwrap()
+        };
+        if !name.is_empty() && !name.starts_with("__") {
+            names.insert(name.to_string());
+        }
+    }
+    names
+}
+
+/// Every function shmem.h, pshmem.h and weft/sync.h declare is exported by libshmem.so (the
+/// headers cannot promise what the library lacks), with and without C11.
 #[test]
 fn every_declared_function_is_exported() {
     let nm = Command::new("nm")
@@ -215,104 +295,73 @@ fn every_declared_function_is_exported() {
         .lines()
         .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
         .collect();
-    let mut declared = 0;
-    for header in [
-        "include/shmem.h",
-        "include/shmem_typed.h",
-        "include/weft/sync.h",
-    ] {
-        let text = std::fs::read_to_string(crate_dir().join(header)).unwrap();
-        for line in text.lines() {
-            let line = line.trim();
-            if line.starts_with('#')
-                || line.starts_with("/*")
-                || line.starts_with('*')
-                || !line.ends_with(");")
-            {
-                continue;
+    for std in ["-std=c99", "-std=c11"] {
+        let mut declared = 0;
+        for header in ["shmem.h", "pshmem.h", "weft/sync.h"] {
+            for name in declared_functions(header, std) {
+                declared += 1;
+                assert!(
+                    exported.contains(&name),
+                    "{header} ({std}) declares {name}, libshmem.so does not export it"
+                );
             }
-            let Some(open) = line.find('(') else { continue };
-            let name = line[..open]
-                .split_whitespace()
-                .last()
-                .unwrap_or("")
-                .trim_start_matches('*');
-            if name.is_empty() || name.starts_with("typedef") {
-                continue;
-            }
-            declared += 1;
-            assert!(
-                exported.contains(name),
-                "{header} declares {name}, libshmem.so does not export it"
-            );
         }
-    }
-    assert!(declared > 900, "only {declared} declarations parsed");
-}
-
-/// The `weft` binary (it holds the hosts' agent): `$WEFT` (an absolute path, as oshrun
-/// takes it), else next to libshmem's directory when the workspace's binaries were built
-/// (`cargo test --workspace` builds them), else `None`.
-fn weft_binary() -> Option<PathBuf> {
-    if let Some(w) = std::env::var_os("WEFT")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.exists())
-    {
-        return Some(w);
-    }
-    let lib = lib_dir();
-    [lib.join("weft"), lib.parent().unwrap().join("weft")]
-        .into_iter()
-        .find(|p| p.exists())
-}
-
-/// Runs `exe` with `args` on the hosts `hosts` (e.g. "a:1,b:2"), all on this machine: a
-/// launcher template without {host} runs every host's agent here, so the hosts are different
-/// nodes (different WEFT_NODE_ID) and every operation between them goes over TCP. Checks
-/// that every PE printed `ok`.
-fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &str) {
-    let list = weft_launch::place::parse_hosts(hosts).unwrap();
-    let n: u32 = list.iter().map(|h| h.slots).sum();
-    let mut spec = JobSpec::new(n, exe);
-    spec.args = args.iter().map(|a| a.into()).collect();
-    spec.output = OutputMode::Capture;
-    spec.tag_output = true;
-    spec.timeout = Some(Duration::from_secs(60));
-    spec.hosts = Some(weft_launch::HostsSpec {
-        hosts: list,
-        map_by: weft_launch::place::MapBy::Slot,
-        launcher: "env".into(),
-        boot_addr: Some("127.0.0.1".into()),
-        agent_program: weft.to_path_buf(),
-    });
-    let out = run_job(&spec).expect("launch");
-    assert_eq!(out.exit_code, 0, "{hosts}: {}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        stdout.matches(ok).count(),
-        n as usize,
-        "{hosts}: {}",
-        text(&out)
-    );
-}
-
-/// The weft binary for the tests across (simulated) nodes. Without it they fail, so a run
-/// that forgot to build weft-cli cannot pass without checking anything; set
-/// `WEFT_TEST_SKIP_MULTINODE=1` to skip them on purpose.
-fn skip_without_weft() -> Option<PathBuf> {
-    let w = weft_binary();
-    if w.is_none() {
-        let why = format!(
-            "no weft binary next to {} (build weft-cli first: cargo build -p weft-cli)",
-            lib_dir().display()
+        assert!(
+            declared > 3000,
+            "only {declared} declarations parsed ({std})"
         );
-        if std::env::var_os("WEFT_TEST_SKIP_MULTINODE").is_some() {
-            eprintln!("skipped (WEFT_TEST_SKIP_MULTINODE): {why}");
-        } else {
-            panic!("{why}; set WEFT_TEST_SKIP_MULTINODE=1 to skip the tests across nodes");
-        }
     }
-    w
+}
+
+/// The prototypes of every routine the library defines (written by build.rs from the same
+/// tables as the routines) agree with the headers' declarations: compiled together, a
+/// different parameter or return type is a conflicting declaration; and each header declares
+/// exactly the routines the library defines under its names.
+#[test]
+fn headers_declare_what_the_library_defines_with_the_same_types() {
+    let prototypes = include_str!(concat!(env!("OUT_DIR"), "/prototypes.h"));
+    let dir = std::env::temp_dir().join(format!("weft-shmem-protos-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("protos.c");
+    std::fs::write(&file, format!("#include <pshmem.h>\n{prototypes}")).unwrap();
+    for std in ["-std=c99", "-std=c11"] {
+        let out = Command::new("cc")
+            .args([std, "-Wall", "-Werror", "-fsyntax-only", "-I"])
+            .arg(crate_dir().join("include"))
+            .arg(&file)
+            .output()
+            .expect("run cc");
+        assert!(
+            out.status.success(),
+            "{std}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let defined: std::collections::BTreeSet<String> = prototypes
+        .lines()
+        .filter_map(|l| {
+            let open = l.find("(")?;
+            let close = open + l[open..].find(')')?;
+            Some(l[open + 1..close].to_string())
+        })
+        .collect();
+    assert_eq!(
+        defined.len(),
+        weft_shmem_exports(),
+        "one prototype per routine"
+    );
+    let declared: std::collections::BTreeSet<String> = declared_functions("pshmem.h", "-std=c99")
+        .into_iter()
+        .collect();
+    let missing: Vec<_> = defined.difference(&declared).collect();
+    assert!(missing.is_empty(), "defined, not declared: {missing:?}");
+    let extra: Vec<_> = declared.difference(&defined).collect();
+    assert!(extra.is_empty(), "declared, not defined: {extra:?}");
+}
+
+fn weft_shmem_exports() -> usize {
+    shmem::EXPORTED_ROUTINES
 }
 
 #[test]
@@ -335,6 +384,18 @@ fn collectives_and_signal_forms_across_two_nodes() {
     let exe = compile("coll", "tests/c");
     for hosts in ["a:1,b:1", "a:2,b:2", "a:1,b:2"] {
         across_nodes(&weft, &exe, hosts, &[], "coll ok");
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+#[test]
+fn globals_across_two_nodes() {
+    let Some(weft) = skip_without_weft() else {
+        return;
+    };
+    let exe = compile("globals", "tests/c");
+    for hosts in ["a:1,b:1", "a:2,b:2"] {
+        across_nodes(&weft, &exe, hosts, &[], "globals ok");
     }
     let _ = std::fs::remove_file(exe);
 }

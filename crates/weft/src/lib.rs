@@ -98,6 +98,31 @@ static INITS: AtomicU32 = AtomicU32::new(0);
 /// times (a rank that inits alone waits `WEFT_BOOT_TIMEOUT_S` for the others, then fails
 /// saying so). MPI programs cannot: MPI forbids `MPI_Init` after `MPI_Finalize`.
 pub fn init() -> Result<Weft> {
+    init_layer(None)
+}
+
+/// [`init`] for a programming model that shares the process with another one on its own
+/// weft instance, e.g. OpenSHMEM beside MPI (each library holds its own copy of weft):
+/// every bootstrap record of this instance is kept under `<layer>/`, so the two instances of
+/// a rank, started in either order, never read each other's records. Rank and size are the
+/// launcher's, so both instances number the processes alike. The job secret is taken from
+/// the process's initial environment when the other instance has already taken it out of
+/// the environment.
+pub fn init_for(layer: &str) -> Result<Weft> {
+    init_layer(Some(layer))
+}
+
+/// The value of `name` in the environment this process was started with
+/// (`/proc/self/environ`, which later changes of the environment leave alone).
+fn initial_environment_var(name: &str) -> Option<String> {
+    let environ = std::fs::read("/proc/self/environ").ok()?;
+    environ.split(|&b| b == 0).find_map(|entry| {
+        let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        String::from_utf8(value.to_vec()).ok()
+    })
+}
+
+fn init_layer(layer: Option<&str>) -> Result<Weft> {
     let mut config = Config::from_env()?;
     // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
     // and then leaves the environment, so whatever this rank starts (a shell, a tool, an
@@ -107,6 +132,9 @@ pub fn init() -> Result<Weft> {
         let mut kept = JOB_SECRET_HEX.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(hex) = std::env::var("WEFT_JOB_SECRET") {
             *kept = Some(hex);
+        } else if kept.is_none() {
+            // Another copy of weft in this process (another library's) took it out first.
+            *kept = initial_environment_var("WEFT_JOB_SECRET");
         }
         kept.clone()
     };
@@ -124,12 +152,15 @@ pub fn init() -> Result<Weft> {
             std::env::var(name).ok()
         }
     })?;
+    let prefix = match (layer, generation) {
+        (None, 0) => String::new(),
+        (None, g) => format!("init{g}/"),
+        (Some(l), 0) => format!("{l}/"),
+        (Some(l), g) => format!("{l}/init{g}/"),
+    };
     let store: Option<Arc<dyn Store>> = match client {
-        Some(c) if generation == 0 => Some(Arc::new(c)),
-        Some(c) => Some(Arc::new(InitStore {
-            inner: c,
-            prefix: format!("init{generation}/"),
-        })),
+        Some(c) if prefix.is_empty() => Some(Arc::new(c)),
+        Some(c) => Some(Arc::new(InitStore { inner: c, prefix })),
         None => None,
     };
     let v = &config.values;
@@ -184,10 +215,11 @@ pub fn init() -> Result<Weft> {
     })
 }
 
-/// The bootstrap store of a process's second and later [`init`]: the same job store, with
-/// every key and barrier name under a prefix of its own, so start-up does not read what an
-/// earlier init left there (a segment's "ready" mark, old TCP addresses). Every rank of the
-/// job inits the same number of times, so the prefixes agree.
+/// The bootstrap store of a process's second and later [`init`], and of an [`init_for`]: the
+/// same job store, with every key and barrier name under a prefix of its own, so start-up
+/// does not read what an earlier init, or another layer's, left there (a segment's "ready"
+/// mark, old TCP addresses). Every rank of the job inits the same number of times, so the
+/// prefixes agree.
 struct InitStore {
     inner: weft_boot::TcpStoreClient,
     prefix: String,

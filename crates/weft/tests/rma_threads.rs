@@ -117,9 +117,14 @@ fn bad_pe_address_and_exhaustion_are_errors_naming_pe_and_address() {
             "{e}"
         );
         assert!(h.atomic_u64(1, a + 4).is_err(), "misaligned atomic");
+        // A peer's global, not shared (no libshmem here): reached through CMA, so no atomic;
+        // this PE's own global is its own memory.
         let g = &GLOBAL[0] as *const AtomicU64 as u64;
-        let e = h.atomic_u64(1, g).unwrap_err();
+        let e = h.atomic_u64(1 - h.pe(), g).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
+        assert!(e.message().contains("WEFT_SYMMETRIC_GLOBALS"), "{e}");
+        h.atomic_u64(h.pe(), g).unwrap();
+        assert_eq!(h.ptr(h.pe(), g), Some(g as *mut u8));
         assert!(h.free(12345).is_err());
         w.world().barrier().unwrap();
     });

@@ -64,6 +64,17 @@ impl Region {
     /// Creates the region `name` with a body of `body_bytes` for `local_size` local ranks and
     /// attaches as local rank `me`.
     pub fn create(name: &str, local_size: u32, me: u32, body_bytes: usize) -> Result<Region> {
+        Self::create_aligned(name, local_size, me, body_bytes, PAGE_BYTES)
+    }
+
+    /// [`Region::create`] with the body mapped at a multiple of `align` (a power of two).
+    pub fn create_aligned(
+        name: &str,
+        local_size: u32,
+        me: u32,
+        body_bytes: usize,
+        align: usize,
+    ) -> Result<Region> {
         if local_size == 0 || local_size > 4096 {
             return Err(Error::new(
                 ErrorKind::Config,
@@ -78,7 +89,7 @@ impl Region {
                     format!("shared region {name}: body of {body_bytes} bytes is too large"),
                 )
             })?;
-        let seg = Segment::create(name, total)?;
+        let seg = Segment::create(name, total)?.aligned(align, body_offset(local_size))?;
         let header = seg.base() as *const RegionHeader;
         // SAFETY: the segment is at least one page, zero-filled and page-aligned, so the
         // header's atomics are in bounds and aligned.
@@ -94,6 +105,11 @@ impl Region {
 
     /// Attaches to the region `name` created by another local rank, as local rank `me`.
     pub fn attach(name: &str, me: u32) -> Result<Region> {
+        Self::attach_aligned(name, me, PAGE_BYTES)
+    }
+
+    /// [`Region::attach`] with the body mapped at a multiple of `align` (a power of two).
+    pub fn attach_aligned(name: &str, me: u32, align: usize) -> Result<Region> {
         let seg = Segment::open(name)?;
         if seg.len() < PAGE_BYTES {
             return Err(Error::new(
@@ -101,6 +117,13 @@ impl Region {
                 format!("shared region {name} is only {} bytes", seg.len()),
             ));
         }
+        // SAFETY: at least one page is mapped (checked), holding the header.
+        let local_size = unsafe {
+            (*(seg.base() as *const RegionHeader))
+                .local_size
+                .load(Ordering::Relaxed)
+        };
+        let seg = seg.aligned(align, body_offset(local_size))?;
         Self::finish(seg, me)
     }
 

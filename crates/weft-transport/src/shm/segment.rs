@@ -50,6 +50,73 @@ impl Segment {
         seg
     }
 
+    /// The same mapping moved to an address where `base() + at` is a multiple of `align` (a
+    /// power of two), e.g. to align a region's body: reserves `len + align` bytes of address
+    /// space, moves the pages into it with `mremap`, and returns the slack.
+    pub fn aligned(mut self, align: usize, at: usize) -> Result<Segment> {
+        if !align.is_power_of_two() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "segment {}: alignment {align} is not a power of two",
+                    self.name
+                ),
+            ));
+        }
+        if (self.base as usize + at).is_multiple_of(align) {
+            return Ok(self);
+        }
+        let span = self.len + align;
+        // SAFETY: a fresh private reservation, never accessed (PROT_NONE).
+        let room = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if room == libc::MAP_FAILED {
+            return Err(Error::io(
+                format!("reserving {span} bytes of address space for {}", self.name),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let room = room as usize;
+        let target = (room + at).next_multiple_of(align) - at;
+        // SAFETY: [base, base + len) is our mapping; [target, target + len) lies inside the
+        // reservation, which MREMAP_FIXED replaces. The old range is unmapped by the move.
+        let moved = unsafe {
+            libc::mremap(
+                self.base as *mut libc::c_void,
+                self.len,
+                self.len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                target as *mut libc::c_void,
+            )
+        };
+        let err = std::io::Error::last_os_error();
+        // SAFETY: the parts of the reservation below and above the moved pages are ours.
+        unsafe {
+            if target > room {
+                libc::munmap(room as *mut libc::c_void, target - room);
+            }
+            let end = target + self.len;
+            if room + span > end {
+                libc::munmap(end as *mut libc::c_void, room + span - end);
+            }
+        }
+        if moved == libc::MAP_FAILED {
+            // SAFETY: the move failed, so the reserved pages under target are still ours.
+            unsafe { libc::munmap(target as *mut libc::c_void, self.len) };
+            return Err(Error::io(format!("mremap {}", self.name), err));
+        }
+        self.base = moved as *mut u8;
+        Ok(self)
+    }
+
     /// Opens and maps an existing segment created by another local rank.
     pub fn open(name: &str) -> Result<Segment> {
         let cname = c_name(name)?;

@@ -189,6 +189,32 @@ impl Op {
         )
     }
 
+    /// Stores `a ∘ b` into `b`, element by element, for layers that combine contributions
+    /// themselves (OpenSHMEM's active-set reductions): checks the operation against `kind`,
+    /// the lengths (equal, whole elements) and the alignment.
+    pub fn combine(&self, kind: TypeKind, a: &[u8], b: &mut [u8]) -> Result<()> {
+        self.check(kind)?;
+        let (size, align) = (kind.size_bytes(), kind.align_bytes());
+        let aligned = |p: *const u8| (p as usize).is_multiple_of(align);
+        if a.len() != b.len()
+            || !a.len().is_multiple_of(size)
+            || !aligned(a.as_ptr())
+            || !aligned(b.as_ptr())
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "combining {} and {} bytes of {}: lengths must be equal whole elements, buffers aligned to {align}",
+                    a.len(),
+                    b.len(),
+                    kind.name()
+                ),
+            ));
+        }
+        self.apply(kind, a, b);
+        Ok(())
+    }
+
     /// Stores `a ∘ b` into `b`, element by element. The caller checked the operation against
     /// `kind` ([`Op::check`]) and gives slices of equal length aligned for the type.
     pub(crate) fn apply(&self, kind: TypeKind, a: &[u8], b: &mut [u8]) {

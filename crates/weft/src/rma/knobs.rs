@@ -8,8 +8,14 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_SYMMETRIC_SIZE",
         kind: KnobKind::Bytes,
-        default: "64M",
-        help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched",
+        default: "512M",
+        help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched; its largest power-of-two divisor (up to 1G) is the largest shmem_align alignment",
+    },
+    Knob {
+        name: "WEFT_SYMMETRIC_GLOBALS",
+        kind: KnobKind::Choice(&["map", "cma"]),
+        default: "map",
+        help: "map: libshmem moves the program's globals into a shared file at load, so the PEs of a node reach them like the heap; cma: through process_vm_readv/writev (no atomics on other PEs' globals)",
     },
     Knob {
         name: "WEFT_RMA_COALESCE",

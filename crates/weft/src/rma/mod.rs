@@ -8,11 +8,14 @@
 //!
 //! Globals and statics of the program are symmetric too ([`statics`]): every PE runs the same
 //! executable, so a variable in its writable segments lies at the same offset from each
-//! process's load base, and a put/get to a peer's copy is one `process_vm_writev` /
-//! `process_vm_readv` at `address - my_base + peer_base`. The rule: the main executable's
-//! `.data`/`.bss` only (not shared libraries' globals, not thread-locals, not the stack), and
-//! atomics on a *peer's* global are refused (a CMA copy is not atomic): put such words in the
-//! symmetric heap.
+//! process's load base. When the process moved its globals into a shared file at load time
+//! (libshmem does), the PEs of a node map each other's files and a global is reached like a
+//! heap object: puts and gets are memory copies, atomics CPU atomics on the mapped word,
+//! `shmem_ptr` a pointer. Otherwise a put/get to a peer's copy is one `process_vm_writev` /
+//! `process_vm_readv` at `address - my_base + peer_base`, and atomics on a *peer's* global
+//! are refused (a CMA copy is not atomic). A PE's own globals are always its own memory. The
+//! rule: the main executable's `.data`/`.bss` only (not shared libraries' globals, not
+//! thread-locals, not the stack).
 //!
 //! Completion: a put to a local peer is complete (visible to the target) when the call
 //! returns, so the `_nbi` forms complete at once, [`SymmetricHeap::fence`] orders with a
@@ -36,11 +39,12 @@ pub mod knobs;
 pub mod net;
 pub mod statics;
 
-use crate::sync::region::{knob_text, node_region};
+use crate::sync::region::{knob_text, node_region_aligned};
 use crate::Weft;
 use alloc::Allocator;
-use statics::Image;
+use statics::{Image, PeerGlobals};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use weft_core::units::parse_bytes;
 use weft_core::{Error, ErrorKind, Result};
@@ -50,13 +54,26 @@ use weft_transport::shm::heap::Region;
 const WORD_PE: usize = 0;
 const WORD_BASE: usize = 1;
 const WORD_FINGERPRINT: usize = 2;
+/// Bytes of the PE's shared globals file (0: its globals are not shared).
+const WORD_GLOBALS: usize = 3;
 
 /// Where a symmetric address of a peer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
     /// In the node's heap region, at this offset of its body.
     Heap(usize),
-    /// A global/static in the process `pid`, at this address in that process.
+    /// A global of a PE of this node whose globals are mapped here (see [`statics`]): at
+    /// this offset of its shared globals file.
+    Global {
+        /// The PE's local rank.
+        local: u32,
+        /// Offset in its globals file.
+        offset: usize,
+    },
+    /// A global of this PE: its own memory, at this address.
+    Own(u64),
+    /// A global/static in the process `pid` (reached through CMA), at this address in that
+    /// process.
     Static {
         /// The peer's process id.
         pid: i32,
@@ -81,6 +98,8 @@ pub struct SymmetricHeap {
     has_sticky: std::sync::atomic::AtomicBool,
     region: Region,
     heap_bytes: usize,
+    /// The alignment of every PE's heap base, in every process.
+    base_align: usize,
     me_local: u32,
     pe: u32,
     npes: u32,
@@ -89,13 +108,22 @@ pub struct SymmetricHeap {
     image: Image,
     /// Per local rank: the load base of its executable, when it is the same executable.
     peer_image_base: Vec<Option<u64>>,
+    /// Per local rank: its shared globals file mapped here, when its globals are shared.
+    globals: Arc<Vec<Option<PeerGlobals>>>,
+    /// The same-node fast path ([`Self::local_target`]): this PE's heap base in this
+    /// process, and the executable's symmetric range (when it is one range: `len` 0 turns
+    /// the path off for globals) with the offset in a globals file of its first byte.
+    heap_base: u64,
+    glob_lo: u64,
+    glob_len: u64,
+    glob_file_offset: u64,
 }
 
 impl SymmetricHeap {
     /// Creates this node's heaps (collective over the job's ranks: every rank creates its
     /// heaps in the same order), sized by `WEFT_SYMMETRIC_SIZE`.
     pub fn new(weft: &Weft) -> Result<SymmetricHeap> {
-        let text = knob_text(&weft.config.values, "WEFT_SYMMETRIC_SIZE", "64M");
+        let text = knob_text(&weft.config.values, "WEFT_SYMMETRIC_SIZE", "512M");
         let bytes = parse_bytes(&text)? as usize;
         Self::with_size(weft, bytes)
     }
@@ -119,6 +147,9 @@ impl SymmetricHeap {
             ));
         }
         let heap_bytes = heap_bytes.next_multiple_of(4096);
+        // Every PE's heap starts at a multiple of this in every process, so a block aligned
+        // (by offset) to at most this is aligned alike on every PE (shmem_align).
+        let base_align = base_alignment(heap_bytes);
         let local_world: Vec<u32> = weft.engine.borrow().local_ranks().0.to_vec();
         let n = local_world.len();
         let total = heap_bytes.checked_mul(n).ok_or_else(|| {
@@ -135,8 +166,10 @@ impl SymmetricHeap {
             c.set(c.get() + 1);
             c.get()
         });
-        let region = node_region(weft, &format!("heap{k}"), total)?;
+        let region = node_region_aligned(weft, &format!("heap{k}"), total, base_align)?;
         let image = Image::of_executable();
+        let shared = shared_globals(weft)?;
+        region.publish(WORD_GLOBALS, shared.map_or(0, |s| s.bytes as u64));
         region.publish(WORD_BASE, image.base);
         region.publish(WORD_FINGERPRINT, image.fingerprint);
         region.publish(WORD_PE, weft.world.rank() as u64 + 1);
@@ -166,6 +199,10 @@ impl SymmetricHeap {
             peer_image_base.push(same.then(|| region.published(l as u32, WORD_BASE)));
         }
         let me_local = region.me();
+        let globals = match shared {
+            Some(s) => map_globals(weft, k, &local_world, &region, &image, s)?,
+            None => Arc::new(Vec::new()),
+        };
         let (net, remote_fingerprint) = if local_of_pe.iter().any(|l| l.is_none()) {
             let mem = net::service::Memory {
                 heap: region
@@ -179,7 +216,18 @@ impl SymmetricHeap {
         } else {
             (None, Vec::new())
         };
+        let heap_base = region
+            .body_ptr()
+            .wrapping_add(me_local as usize * heap_bytes) as u64;
+        let (glob_lo, glob_len, glob_file_offset) = match image.ranges[..] {
+            [(lo, hi)] => (lo, hi - lo, image.file_offset(lo, 1).unwrap_or(0) as u64),
+            _ => (0, 0, 0),
+        };
         Ok(SymmetricHeap {
+            heap_base,
+            glob_lo,
+            glob_len,
+            glob_file_offset,
             net,
             remote_fingerprint,
             sticky: Mutex::new(None),
@@ -187,12 +235,14 @@ impl SymmetricHeap {
             me_local,
             region,
             heap_bytes,
+            base_align,
             pe: weft.world.rank(),
             npes,
             local_of_pe,
             alloc: Mutex::new(Allocator::new(heap_bytes)),
             image,
             peer_image_base,
+            globals,
         })
     }
 
@@ -211,9 +261,15 @@ impl SymmetricHeap {
         self.heap_bytes
     }
 
+    /// The alignment of every PE's heap base in every process: the largest alignment a block
+    /// can have alike on every PE.
+    pub fn base_alignment(&self) -> usize {
+        self.base_align
+    }
+
     /// Start of this PE's own heap in this process.
     pub fn base(&self) -> *mut u8 {
-        self.heap_ptr(self.me_local, 0)
+        self.heap_base as *mut u8
     }
 
     fn heap_ptr(&self, local: u32, offset: usize) -> *mut u8 {
@@ -228,8 +284,18 @@ impl SymmetricHeap {
         self.align(alloc::MIN_ALIGN, bytes)
     }
 
-    /// Allocates `bytes` aligned to `align` (a power of two).
+    /// Allocates `bytes` aligned to `align` (a power of two, at most
+    /// [`Self::base_alignment`]: the block is then aligned alike on every PE).
     pub fn align(&self, align: usize, bytes: usize) -> Result<usize> {
+        if align > self.base_align && align.is_power_of_two() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "PE {}: alignment {align} exceeds that of the symmetric heap's base ({}, the largest power of two dividing WEFT_SYMMETRIC_SIZE={}, up to 1 GiB)",
+                    self.pe, self.base_align, self.heap_bytes
+                ),
+            ));
+        }
         self.allocator()
             .alloc(bytes, align)
             .map_err(|e| e.context(format!("PE {}", self.pe)))
@@ -265,8 +331,8 @@ impl SymmetricHeap {
 
     /// Offset in the heap of `addr` (an address in this process), if it lies in this PE's heap.
     pub fn offset_of(&self, addr: u64) -> Option<usize> {
-        let base = self.base() as u64;
-        (addr >= base && addr < base + self.heap_bytes as u64).then(|| (addr - base) as usize)
+        let off = addr.wrapping_sub(self.heap_base);
+        (off < self.heap_bytes as u64).then_some(off as usize)
     }
 
     /// A number naming the symmetric object at `addr` identically on every PE (heap offset or
@@ -307,6 +373,43 @@ impl SymmetricHeap {
         }
     }
 
+    /// The same-node fast path of [`Self::target`], taken by every put, get and atomic: a
+    /// heap object or global of a PE of this node, found with a few compares; `None` for
+    /// everything else (other nodes, CMA, bad input), which `target` resolves or rejects.
+    #[inline]
+    fn local_target(&self, pe: u32, addr: u64, len: usize) -> Option<Target> {
+        let local = (*self.local_of_pe.get(pe as usize)?)?;
+        let len = len as u64;
+        let off = addr.wrapping_sub(self.heap_base);
+        if off < self.heap_bytes as u64 && len <= self.heap_bytes as u64 - off {
+            return Some(Target::Heap(
+                local as usize * self.heap_bytes + off as usize,
+            ));
+        }
+        let g = addr.wrapping_sub(self.glob_lo);
+        if g < self.glob_len && len <= self.glob_len - g {
+            if local == self.me_local {
+                return Some(Target::Own(addr));
+            }
+            if matches!(self.globals.get(local as usize), Some(Some(_))) {
+                return Some(Target::Global {
+                    local,
+                    offset: (self.glob_file_offset + g) as usize,
+                });
+            }
+        }
+        None
+    }
+
+    /// [`Self::local_target`], else [`Self::target`].
+    #[inline]
+    fn resolve(&self, pe: u32, addr: u64, len: usize, what: &str) -> Result<Target> {
+        match self.local_target(pe, addr, len) {
+            Some(t) => Ok(t),
+            None => self.target(pe, addr, len, what),
+        }
+    }
+
     /// Where `[addr, addr + len)` (symmetric, in this process's terms) lives on `pe`.
     pub fn target(&self, pe: u32, addr: u64, len: usize, what: &str) -> Result<Target> {
         let local = self.check_pe(pe, what, addr)?;
@@ -338,10 +441,25 @@ impl SymmetricHeap {
                 ));
             }
             return Ok(match local {
-                Some(local) => Target::Static {
-                    pid: self.region.pid(local),
-                    addr: addr - self.image.base
-                        + self.peer_image_base[local as usize].unwrap_or(0),
+                Some(local) if local == self.me_local => Target::Own(addr),
+                Some(local) => match self.globals.get(local as usize) {
+                    Some(Some(_)) => Target::Global {
+                        local,
+                        offset: self.image.file_offset(addr, len as u64).ok_or_else(|| {
+                            Error::new(
+                                ErrorKind::Internal,
+                                format!(
+                                    "PE {}: global {addr:#x} has no place in the globals file",
+                                    self.pe
+                                ),
+                            )
+                        })?,
+                    },
+                    _ => Target::Static {
+                        pid: self.region.pid(local),
+                        addr: addr - self.image.base
+                            + self.peer_image_base[local as usize].unwrap_or(0),
+                    },
                 },
                 None => Target::Remote(net::Remote {
                     pe,
@@ -389,8 +507,13 @@ impl SymmetricHeap {
     /// copy is done on return; to another node's PE the bytes are buffered or sent (the
     /// source may be reused at once) and applied at the latest by the context's quiet.
     pub fn put_ctx(&self, ctx: u64, pe: u32, dest: u64, src: &[u8]) -> Result<()> {
-        match self.target(pe, dest, src.len(), "put")? {
+        match self.resolve(pe, dest, src.len(), "put")? {
             Target::Heap(off) => self.region.write(off, src),
+            Target::Global { local, offset } => self.peer_globals(local)?.write(offset, src),
+            Target::Own(addr) => {
+                statics::own_write(&self.image, addr, src);
+                Ok(())
+            }
             Target::Static { pid, addr } => cma::write(pid, addr, src).map_err(|e| {
                 Error::io(
                     format!(
@@ -419,8 +542,13 @@ impl SymmetricHeap {
     /// [`Self::get`] on context `ctx`; to another node's PE it follows the context's earlier
     /// puts to that PE (one ordered lane).
     pub fn get_ctx(&self, ctx: u64, pe: u32, src: u64, dst: &mut [u8]) -> Result<()> {
-        match self.target(pe, src, dst.len(), "get")? {
+        match self.resolve(pe, src, dst.len(), "get")? {
             Target::Heap(off) => self.region.read(off, dst),
+            Target::Global { local, offset } => self.peer_globals(local)?.read(offset, dst),
+            Target::Own(addr) => {
+                statics::own_read(&self.image, addr, dst);
+                Ok(())
+            }
             Target::Static { pid, addr } => cma::read(pid, addr, dst).map_err(|e| {
                 Error::io(
                     format!(
@@ -442,42 +570,84 @@ impl SymmetricHeap {
     }
 
     /// The address in this process of `addr` on `pe` when it can be accessed with loads and
-    /// stores (heap address, same node), as `shmem_ptr` returns.
+    /// stores, as `shmem_ptr` returns: heap objects of this node's PEs, this PE's globals,
+    /// and the globals of this node's PEs when they are shared.
     pub fn ptr(&self, pe: u32, addr: u64) -> Option<*mut u8> {
         let local = self.local_of_pe.get(pe as usize).copied().flatten()?;
-        let off = self.offset_of(addr)?;
-        Some(self.heap_ptr(local, off))
-    }
-
-    fn atomic_offset(&self, pe: u32, addr: u64, bytes: usize) -> Result<usize> {
-        match self.target(pe, addr, bytes, "atomic")? {
-            Target::Heap(off) => Ok(off),
-            Target::Static { .. } => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("PE {}: atomic at {addr:#x} on PE {pe} is a global of the program; atomics on another PE's globals are not atomic through CMA: allocate the word with shmem_malloc", self.pe),
-            )),
-            Target::Remote(_) => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("PE {}: atomic at {addr:#x} on PE {pe}: the PE is on another node, so its word cannot be mapped; use SymmetricHeap::atomic", self.pe),
-            )),
+        if let Some(off) = self.offset_of(addr) {
+            return Some(self.heap_ptr(local, off));
+        }
+        match self.target(pe, addr, 1, "ptr").ok()? {
+            Target::Own(addr) => Some(addr as *mut u8),
+            Target::Global { local, offset } => Some(self.peer_globals(local).ok()?.ptr(offset)),
+            _ => None,
         }
     }
 
-    /// The 64-bit word at `addr` on `pe`, for a CPU atomic (8-byte aligned, in the heap, same
-    /// node; [`Self::atomic`] reaches every PE).
-    pub fn atomic_u64(&self, pe: u32, addr: u64) -> Result<&AtomicU64> {
-        let off = self.atomic_offset(pe, addr, 8)?;
-        self.region
-            .u64_at(off)
-            .map_err(|e| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe)))
+    fn peer_globals(&self, local: u32) -> Result<&PeerGlobals> {
+        self.globals
+            .get(local as usize)
+            .and_then(|g| g.as_ref())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Internal,
+                    format!(
+                        "PE {}: local rank {local}'s globals are not mapped",
+                        self.pe
+                    ),
+                )
+            })
     }
 
-    /// The 32-bit word at `addr` on `pe`, for a CPU atomic (4-byte aligned, in the heap).
+    fn refused_atomic(&self, pe: u32, addr: u64, target: Target) -> Error {
+        match target {
+            Target::Remote(_) => Error::new(
+                ErrorKind::Unsupported,
+                format!("PE {}: atomic at {addr:#x} on PE {pe}: the PE is on another node, so its word cannot be mapped; use SymmetricHeap::atomic", self.pe),
+            ),
+            _ => Error::new(
+                ErrorKind::Unsupported,
+                format!("PE {}: atomic at {addr:#x} on PE {pe} is a global of the program, and its globals are not shared with this PE (they are reached through CMA, whose copies are not atomic): allocate the word with shmem_malloc, or leave WEFT_SYMMETRIC_GLOBALS at map in a program linked with libshmem", self.pe),
+            ),
+        }
+    }
+
+    /// The 64-bit word at `addr` on `pe`, for a CPU atomic (8-byte aligned, same node: in the
+    /// heap, a global of this PE, or a shared global; [`Self::atomic`] reaches every PE).
+    pub fn atomic_u64(&self, pe: u32, addr: u64) -> Result<&AtomicU64> {
+        let t = self.resolve(pe, addr, 8, "atomic")?;
+        self.word_u64(t, pe, addr)
+    }
+
+    /// The 32-bit word at `addr` on `pe`, for a CPU atomic (4-byte aligned; as
+    /// [`Self::atomic_u64`]).
     pub fn atomic_u32(&self, pe: u32, addr: u64) -> Result<&AtomicU32> {
-        let off = self.atomic_offset(pe, addr, 4)?;
-        self.region
-            .u32_at(off)
-            .map_err(|e| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe)))
+        let t = self.resolve(pe, addr, 4, "atomic")?;
+        self.word_u32(t, pe, addr)
+    }
+
+    fn word_u64(&self, t: Target, pe: u32, addr: u64) -> Result<&AtomicU64> {
+        let at = |e: Error| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe));
+        match t {
+            Target::Heap(off) => self.region.u64_at(off).map_err(at),
+            Target::Global { local, offset } => {
+                self.peer_globals(local)?.u64_at(offset).map_err(at)
+            }
+            Target::Own(addr) => statics::own_u64(&self.image, addr).map_err(at),
+            t => Err(self.refused_atomic(pe, addr, t)),
+        }
+    }
+
+    fn word_u32(&self, t: Target, pe: u32, addr: u64) -> Result<&AtomicU32> {
+        let at = |e: Error| e.context(format!("PE {}: atomic at {addr:#x} on PE {pe}", self.pe));
+        match t {
+            Target::Heap(off) => self.region.u32_at(off).map_err(at),
+            Target::Global { local, offset } => {
+                self.peer_globals(local)?.u32_at(offset).map_err(at)
+            }
+            Target::Own(addr) => statics::own_u32(&self.image, addr).map_err(at),
+            t => Err(self.refused_atomic(pe, addr, t)),
+        }
     }
 
     /// Applies `amo` to the `width`-byte (4 or 8) word at `addr` on `pe` on context `ctx`
@@ -515,15 +685,16 @@ impl SymmetricHeap {
                 ),
             ));
         }
-        if let Target::Remote(at) = self.target(pe, addr, width as usize, "atomic")? {
+        let t = self.resolve(pe, addr, width as usize, "atomic")?;
+        if let Target::Remote(at) = t {
             self.sticky()?;
             let needs_answer = fetch || amo == net::Amo::Fetch;
             return self.net()?.amo(ctx, at, width, amo, a, b, needs_answer);
         }
         Ok(if width == 4 {
-            net::apply_amo32(self.atomic_u32(pe, addr)?, amo, a as u32, b as u32) as u64
+            net::apply_amo32(self.word_u32(t, pe, addr)?, amo, a as u32, b as u32) as u64
         } else {
-            net::apply_amo64(self.atomic_u64(pe, addr)?, amo, a, b)
+            net::apply_amo64(self.word_u64(t, pe, addr)?, amo, a, b)
         })
     }
 
@@ -664,6 +835,76 @@ impl SymmetricHeap {
     pub fn requests_served(&self) -> u64 {
         self.net.as_ref().map_or(0, |n| n.served())
     }
+}
+
+/// The alignment of the heaps' bases for heaps of `heap_bytes` (a multiple of 4096): the
+/// largest power of two dividing it, at most 1 GiB.
+fn base_alignment(heap_bytes: usize) -> usize {
+    (1usize << heap_bytes.trailing_zeros()).min(1 << 30)
+}
+
+/// This process's shared globals file when it belongs to this job and PE (see
+/// [`statics::share_at_load`]); the reason as an error when sharing was attempted and failed.
+fn shared_globals(weft: &Weft) -> Result<Option<&'static statics::Shared>> {
+    match statics::shared() {
+        Some(Ok(s)) if s.job_id == weft.job_id && s.rank == weft.world.rank() => Ok(Some(s)),
+        Some(Err(why)) => Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("{why} (WEFT_SYMMETRIC_GLOBALS=cma reaches globals through CMA instead, without atomics on other PEs' globals)"),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// The shared globals files of this node's PEs, mapped once per process (a later heap of
+/// the same process reuses them: the names are gone by then).
+fn map_globals(
+    weft: &Weft,
+    k: u32,
+    local_world: &[u32],
+    region: &Region,
+    image: &Image,
+    shared: &statics::Shared,
+) -> Result<Arc<Vec<Option<PeerGlobals>>>> {
+    type Mapped = Arc<Vec<Option<PeerGlobals>>>;
+    static MAPPED: Mutex<Option<(String, Mapped)>> = Mutex::new(None);
+    let mut cache = MAPPED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((job, g)) = cache.as_ref() {
+        if *job == weft.job_id {
+            return Ok(g.clone());
+        }
+    }
+    let mut maps = Vec::with_capacity(local_world.len());
+    for (l, &pe) in local_world.iter().enumerate() {
+        let l = l as u32;
+        let bytes = region.published(l, WORD_GLOBALS);
+        let same = region.published(l, WORD_FINGERPRINT) == image.fingerprint;
+        maps.push(
+            if l != region.me() && same && bytes == shared.bytes as u64 {
+                Some(
+                    PeerGlobals::open(&weft.job_id, pe, shared.bytes).map_err(|e| {
+                        e.context(format!(
+                            "PE {}: mapping PE {pe}'s globals",
+                            weft.world.rank()
+                        ))
+                    })?,
+                )
+            } else {
+                None
+            },
+        );
+    }
+    if let Some(store) = &weft.store {
+        store.barrier(
+            &format!("heap{k}-globals/{}", weft.node_id),
+            local_world.len() as u32,
+            std::time::Duration::from_secs(weft.config.boot_timeout_s),
+        )?;
+    }
+    weft_transport::shm::segment::Segment::unlink(&shared.name)?;
+    let maps = Arc::new(maps);
+    *cache = Some((weft.job_id.clone(), maps.clone()));
+    Ok(maps)
 }
 
 /// Starts this PE's one-sided service, publishes its address and reads every other node's

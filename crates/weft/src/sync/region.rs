@@ -13,6 +13,16 @@ use weft_transport::shm::heap::Region;
 /// Collective over the ranks of this node; `what` must be the same on all of them and
 /// unique within the job.
 pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<Region> {
+    node_region_aligned(weft, what, body_bytes, 4096)
+}
+
+/// [`node_region`] with the body at a multiple of `align` (a power of two) in every process.
+pub(crate) fn node_region_aligned(
+    weft: &Weft,
+    what: &str,
+    body_bytes: usize,
+    align: usize,
+) -> Result<Region> {
     if what.is_empty()
         || what.len() > 40
         || !what
@@ -33,13 +43,13 @@ pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<
     let rank = weft.world.rank();
     let timeout = Duration::from_secs(weft.config.boot_timeout_s);
     let Some(store) = &weft.store else {
-        let r = Region::create(&name, 1, 0, body_bytes)?;
+        let r = Region::create_aligned(&name, 1, 0, body_bytes, align)?;
         r.unlink()?;
         return Ok(r);
     };
     let ready = format!("{what}-ready/{}", weft.node_id);
     let region = if me == 0 {
-        let r = Region::create(&name, n, 0, body_bytes)
+        let r = Region::create_aligned(&name, n, 0, body_bytes, align)
             .map_err(|e| e.context(format!("rank {rank}: creating {what}")))?;
         store.put(&ready, b"1")?;
         r
@@ -47,7 +57,7 @@ pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<
         store
             .get(&ready, timeout)
             .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
-        Region::attach(&name, me)
+        Region::attach_aligned(&name, me, align)
             .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?
     };
     store.barrier(&format!("{what}-attached/{}", weft.node_id), n, timeout)?;
