@@ -1,11 +1,11 @@
 #!/bin/sh
 # Every collective of `weft bench coll` at the sizes issue 3 names, against the peers' OSU
-# 7.4 figures in ../shared/design/PEERS.md (or --peers FILE), with the statistic both use
+# 7.4 figures in bench/peers-osu.md (or --peers FILE), with the statistic both use
 # (P50 over calls of the mean over ranks): ROUNDS rounds of each point, their median, the
 # better peer and the ratio; a point slower than the better peer is marked MISS.
 #
 #   bench/coll_sweep.sh [--weft BIN] [--rounds 3] [--np "2 4"] [--ops a,b,...]
-#                       [--sizes 8,64K,1M,4M] [--peers PEERS.md] [--out FILE.jsonl]
+#                       [--sizes 8,64K,1M,4M] [--peers FILE.md] [--out FILE.jsonl]
 #
 # The raw points (one JSON object per line with np and round added) go to --out (default a
 # temporary file, whose name is printed); bench/peers_table.py prints the table again from
@@ -17,7 +17,7 @@ rounds=3
 nps="2 4"
 ops="barrier,bcast,reduce,allreduce,gather,scatter,allgather,alltoall,reduce_scatter"
 sizes="8,64K,1M,4M"
-peers=$root/../shared/design/PEERS.md
+peers=$root/bench/peers-osu.md
 out=
 while [ $# -gt 0 ]; do
   case "$1" in

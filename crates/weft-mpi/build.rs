@@ -64,15 +64,42 @@ fn main() {
         writeln!(out, "    \"{n}\",").unwrap();
     }
     out.push_str("];\n\n");
+    // Each stub reports through the handler MPI names for its function (MPI-4.1 §9.3): the
+    // handler of its communicator argument (read from the C prototype: the stub declares the
+    // arguments up to it, all register- or stack-word sized), MPI_ERRORS_RETURN for file
+    // functions (the default of files, and of MPI_FILE_NULL), else MPI_COMM_WORLD's.
+    println!("cargo:rerun-if-changed=include/mpi_proto.h");
+    let protos = std::fs::read_to_string("include/mpi_proto.h").expect("read mpi_proto.h");
     for n in wanted.iter().filter(|n| !defined.contains(**n)) {
+        let comm_arg = comm_argument(&protos, n);
+        let body = if n.starts_with("MPI_File_") || *n == "MPI_Register_datarep" {
+            format!("crate::error::unsupported_returning(\"{n}\")")
+        } else if let Some(k) = comm_arg {
+            format!("crate::error::unsupported_on(_a{k}, \"{n}\")")
+        } else {
+            format!("crate::error::unsupported(\"{n}\")")
+        };
+        let params: Vec<String> = (0..comm_arg.map_or(0, |k| k + 1))
+            .map(|i| format!("_a{i}: usize"))
+            .collect();
         writeln!(
             out,
             "/// Not implemented by weft yet: reports MPI_ERR_UNSUPPORTED_OPERATION.\n\
-             #[no_mangle]\npub extern \"C\" fn {n}() -> std::os::raw::c_int {{\n    \
-             crate::error::unsupported(\"{n}\")\n}}\n"
+             #[no_mangle]\npub extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
+             {body}\n}}\n",
+            params.join(", ")
         )
         .unwrap();
     }
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("abi_stubs.rs");
     std::fs::write(dest, out).expect("write abi_stubs.rs");
+}
+
+/// The position of the first `MPI_Comm` argument (by value) of `name`'s C prototype.
+fn comm_argument(protos: &str, name: &str) -> Option<usize> {
+    let head = format!(" {name}(");
+    let line = protos.lines().find(|l| l.contains(&head))?;
+    let args = &line[line.find(&head)? + head.len()..line.rfind(')')?];
+    args.split(',')
+        .position(|a| a.trim().starts_with("MPI_Comm ") && !a.contains('*'))
 }

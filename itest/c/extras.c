@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
     OK(MPI_Wait(&pq, MPI_STATUS_IGNORE));
     CHECK(r[1] == 4 * rank + 1);
     OK(MPI_Request_free(&pq));
-    CHECK_RC(MPI_Ialltoallw(s, sc, sd, st, r, rc, rd, rt, MPI_COMM_WORLD, NULL), MPI_ERR_REQUEST);
+    CHECK_RC(MPI_Ialltoallw(s, sc, sd, st, r, rc, rd, rt, MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
     /* Holes on the receive side: staged, unpacked at completion, gaps untouched. */
     for (int i = 0; i < 4 * n; i++) r[i] = -1;
     OK(MPI_Ialltoallw(s, rc, rd, rt, r, sc, sd, st, MPI_COMM_WORLD, &q));

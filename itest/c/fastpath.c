@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_Isend(buf, 1, MPI_INT, peer, -1, w, &req), MPI_ERR_TAG);
   CHECK_RC(MPI_Isend(buf, -1, MPI_INT, peer, 0, w, &req), MPI_ERR_COUNT);
   CHECK_RC(MPI_Isend(buf, 1, bogus, peer, 0, w, &req), MPI_ERR_TYPE);
-  CHECK_RC(MPI_Isend(buf, 1, MPI_INT, peer, 0, w, NULL), MPI_ERR_REQUEST);
+  CHECK_RC(MPI_Isend(buf, 1, MPI_INT, peer, 0, w, NULL), MPI_ERR_ARG);
   CHECK_RC(MPI_Issend(buf, 1, MPI_INT, -7, 0, w, &req), MPI_ERR_RANK);
   CHECK_RC(MPI_Irecv(rb, 1, MPI_INT, size, 0, w, &req), MPI_ERR_RANK);
   CHECK_RC(MPI_Irecv(rb, 1, MPI_INT, peer, -3, w, &req), MPI_ERR_TAG);

@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
   req = MPI_REQUEST_NULL;
   CHECK(MPI_Comm_idup(MPI_COMM_NULL, &x, &req) == MPI_ERR_COMM);
   CHECK(req == MPI_REQUEST_NULL);
-  CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &x, NULL) == MPI_ERR_REQUEST);
+  CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &x, NULL) == MPI_ERR_ARG);
   CHECK(MPI_Comm_idup(MPI_COMM_WORLD, NULL, &req) == MPI_ERR_ARG);
 
   OK(MPI_Comm_free(&d));

@@ -171,7 +171,7 @@ static void bad_arguments(MPI_Comm ic) {
   CHECK_RC(MPI_Ibcast(&x, 1, MPI_INT, -5, ic, &rq), MPI_ERR_ROOT);
   CHECK_RC(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_OP_NULL, ic, &rq), MPI_ERR_OP);
   CHECK_RC(MPI_Iallreduce(MPI_IN_PLACE, &y, 1, MPI_INT, MPI_SUM, ic, &rq), MPI_ERR_BUFFER);
-  CHECK_RC(MPI_Ibarrier(ic, NULL), MPI_ERR_REQUEST);
+  CHECK_RC(MPI_Ibarrier(ic, NULL), MPI_ERR_ARG);
   CHECK_RC(MPI_Iallgather(&x, -1, MPI_INT, &y, 1, MPI_INT, ic, &rq), MPI_ERR_COUNT);
   /* Persistent forms on an intercommunicator are refused at init, naming the limitation. */
   CHECK_RC(MPI_Barrier_init(ic, MPI_INFO_NULL, &rq), MPI_ERR_UNSUPPORTED_OPERATION);

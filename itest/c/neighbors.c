@@ -118,7 +118,7 @@ static void ring(void) {
 
   /* Bad input: a negative count is refused on every rank alike, nothing left in flight. */
   CHECK_RC(MPI_Neighbor_allgather(&mine, -1, MPI_INT, dd, 1, MPI_INT, c), MPI_ERR_COUNT);
-  CHECK_RC(MPI_Ineighbor_allgather(&mine, 1, MPI_INT, dd, 1, MPI_INT, c, NULL), MPI_ERR_REQUEST);
+  CHECK_RC(MPI_Ineighbor_allgather(&mine, 1, MPI_INT, dd, 1, MPI_INT, c, NULL), MPI_ERR_ARG);
   CHECK_RC(MPI_Neighbor_allgather(&mine, 1, MPI_INT, dd, 1, MPI_INT, MPI_COMM_WORLD),
            MPI_ERR_TOPOLOGY);
   OK(MPI_Neighbor_allgather(&mine, 1, MPI_INT, dd, 1, MPI_INT, c));

@@ -32,6 +32,14 @@ const HELLO_BYTES: usize = 8 + 1 + NONCE_BYTES;
 const PROOF_BYTES: usize = 8 + 1 + NONCE_BYTES + MAC_BYTES;
 const ACCEPTED: u8 = 1;
 const REFUSED: u8 = 0;
+/// Answer status (and greeting magic) of a server too busy to finish this handshake: the
+/// text that follows says why, and the client may try again later.
+const BUSY: u8 = 2;
+const BUSY_MAGIC: &[u8; 8] = b"WEFTBUSY";
+/// Longest busy text read by a client.
+const MAX_BUSY_TEXT: u64 = 256;
+/// Start of the message of every busy answer a client reports ([`is_busy`]).
+pub const BUSY_PREFIX: &str = "refused: ";
 const CLIENT_LABEL: &[u8] = b"weft-boot client";
 const SERVER_LABEL: &[u8] = b"weft-boot server";
 
@@ -115,11 +123,38 @@ fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> HmacSha256 {
 #[derive(Debug)]
 pub struct Refusal(pub String);
 
+/// Turns a new connection away before the handshake, telling the client `why` (it reports
+/// `refused: <why>` and may retry): for a server that has too many connections pending.
+pub fn refuse_busy(stream: &mut impl Write, why: &str) {
+    let mut msg = Vec::with_capacity(8 + why.len());
+    msg.extend_from_slice(BUSY_MAGIC);
+    msg.extend_from_slice(why.as_bytes());
+    let _ = stream.write_all(&msg);
+}
+
+/// True for a client-side handshake error saying the server was too busy (see
+/// [`refuse_busy`], [`server_handshake_gated`]): worth retrying later.
+pub fn is_busy(e: &Error) -> bool {
+    e.kind() == ErrorKind::Io && e.message().contains(BUSY_PREFIX)
+}
+
 /// Server side of the handshake. On success the peer has proven the secret. Public so other
 /// authenticated channels of a job (the launcher's host agents) prove the same secret.
 pub fn server_handshake(
     stream: &mut (impl Read + Write),
     secret: &[u8],
+) -> std::result::Result<(), Refusal> {
+    server_handshake_gated(stream, secret, &|| None)
+}
+
+/// [`server_handshake`] for a server that may give up a connection while it waits for the
+/// client's proof: once the wait ends (proof, close, timeout, or the socket's read side shut
+/// down by the server), `busy` is asked; when it gives a reason, the client is told
+/// `refused: <reason>` (it may retry) instead of being judged.
+pub fn server_handshake_gated(
+    stream: &mut (impl Read + Write),
+    secret: &[u8],
+    busy: &dyn Fn() -> Option<String>,
 ) -> std::result::Result<(), Refusal> {
     let mut server_nonce = [0u8; NONCE_BYTES];
     random_bytes(&mut server_nonce).map_err(|e| Refusal(e.to_string()))?;
@@ -132,7 +167,14 @@ pub fn server_handshake(
         .map_err(|e| Refusal(format!("could not send the greeting: {e}")))?;
 
     let mut proof = [0u8; PROOF_BYTES];
-    let got = read_full(stream, &mut proof).map_err(|e| match e.kind() {
+    let got = read_full(stream, &mut proof);
+    if let Some(why) = busy() {
+        let mut msg = vec![BUSY];
+        msg.extend_from_slice(why.as_bytes());
+        let _ = stream.write_all(&msg);
+        return Err(Refusal(why));
+    }
+    let got = got.map_err(|e| match e.kind() {
         ErrorKind::Timeout => Refusal("sent no proof of the job secret in time".into()),
         _ => Refusal(format!("failed during the handshake: {}", e.message())),
     })?;
@@ -185,6 +227,9 @@ pub fn server_handshake(
 pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &str) -> Result<()> {
     let mut hello = [0u8; HELLO_BYTES];
     let got = read_full(stream, &mut hello).map_err(|e| e.context(format!("bootstrap {addr}")))?;
+    if got >= 8 && &hello[..8] == BUSY_MAGIC {
+        return Err(busy_error(stream, addr, &hello[8..got]));
+    }
     if got < HELLO_BYTES || &hello[..8] != MAGIC {
         return Err(Error::new(
             ErrorKind::Protocol,
@@ -221,6 +266,9 @@ pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &
 
     let mut reply = [0u8; 1 + MAC_BYTES];
     let got = read_full(stream, &mut reply).map_err(|e| e.context(format!("bootstrap {addr}")))?;
+    if got > 0 && reply[0] == BUSY {
+        return Err(busy_error(stream, addr, &reply[1..got]));
+    }
     if got == 0 || reply[0] == REFUSED {
         return Err(Error::new(
             ErrorKind::Auth,
@@ -245,6 +293,19 @@ pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &
         ));
     }
     Ok(())
+}
+
+/// The error of a busy answer whose text starts with `head` (the rest is read to the end).
+fn busy_error(stream: &mut impl Read, addr: &str, head: &[u8]) -> Error {
+    let mut text = head.to_vec();
+    let _ = stream.take(MAX_BUSY_TEXT).read_to_end(&mut text);
+    Error::new(
+        ErrorKind::Io,
+        format!(
+            "bootstrap {addr}: {BUSY_PREFIX}{}",
+            String::from_utf8_lossy(&text).trim()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -325,6 +386,43 @@ mod tests {
         let e = client_handshake(&mut s, &new_secret().unwrap(), "x:1").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Protocol);
         assert!(e.message().contains("not a weft bootstrap store"), "{e}");
+    }
+
+    #[test]
+    fn a_busy_server_is_reported_as_such_before_and_during_the_handshake() {
+        // Turned away before the greeting.
+        let mut out = Vec::new();
+        refuse_busy(&mut out, "too many pending connections from 10.0.0.7");
+        let mut s = Scripted {
+            input: Cursor::new(out),
+            output: Vec::new(),
+        };
+        let e = client_handshake(&mut s, &new_secret().unwrap(), "x:1").unwrap_err();
+        assert!(is_busy(&e), "{e}");
+        assert_eq!(
+            e.message(),
+            "bootstrap x:1: refused: too many pending connections from 10.0.0.7"
+        );
+        // Given up while the proof was awaited: the server answers busy, not accepted.
+        let secret = new_secret().unwrap();
+        let mut srv = Scripted {
+            input: Cursor::new(Vec::new()),
+            output: Vec::new(),
+        };
+        let why = || Some("too many pending connections from 10.0.0.8".to_owned());
+        let Refusal(r) = server_handshake_gated(&mut srv, &secret, &why).unwrap_err();
+        assert_eq!(r, "too many pending connections from 10.0.0.8");
+        let mut reply = srv.output[..HELLO_BYTES].to_vec();
+        reply.extend_from_slice(&srv.output[HELLO_BYTES..]);
+        let mut cli = Scripted {
+            input: Cursor::new(reply),
+            output: Vec::new(),
+        };
+        let e = client_handshake(&mut cli, &secret, "y:2").unwrap_err();
+        assert!(is_busy(&e), "{e}");
+        assert!(e
+            .message()
+            .ends_with("refused: too many pending connections from 10.0.0.8"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Depends only on weft-core.
 
 use crate::auth::{check_secret, client_handshake};
+use crate::sock::NoSigPipe;
 use crate::wire::{io_error, read_frame, write_frame, Request, Response};
 use crate::Store;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -50,12 +51,12 @@ impl TcpStoreClient {
         let mut last = None;
         for a in &addrs {
             match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-                Ok(mut s) => {
+                Ok(s) => {
                     let _ = s.set_nodelay(true);
                     s.set_read_timeout(Some(ANSWER_TIMEOUT))
                         .and_then(|_| s.set_write_timeout(Some(ANSWER_TIMEOUT)))
                         .map_err(|e| Error::io(format!("bootstrap {addr}: socket setup"), e))?;
-                    client_handshake(&mut s, secret, addr)?;
+                    client_handshake(&mut NoSigPipe(&s), secret, addr)?;
                     return Ok(TcpStoreClient {
                         addr: addr.to_owned(),
                         rank: None,
@@ -118,7 +119,7 @@ impl TcpStoreClient {
         let result = stream
             .set_read_timeout(Some(read_timeout))
             .map_err(|e| io_error("setting read timeout", e))
-            .and_then(|_| write_frame(stream, &body))
+            .and_then(|_| write_frame(&mut NoSigPipe(stream), &body))
             .and_then(|_| read_frame(stream))
             .and_then(|f| {
                 f.ok_or_else(|| {

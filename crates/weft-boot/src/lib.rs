@@ -12,12 +12,16 @@ mod client;
 pub mod knobs;
 mod mem;
 mod server;
+pub mod sock;
 mod table;
 pub mod wire;
 
 pub use client::TcpStoreClient;
 pub use mem::MemStore;
-pub use server::{EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS};
+pub use server::{
+    EventSink, ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT, MAX_CONNECTIONS, REFUSALS_REPORTED,
+    REFUSAL_REPORT_EVERY,
+};
 pub use table::AbortRecord;
 
 use std::time::{Duration, Instant};

@@ -6,6 +6,7 @@
 //! interpreted. Depends only on weft-core (the launcher consumes the events).
 
 use crate::auth::{check_secret, server_handshake, Refusal};
+use crate::sock::NoSigPipe;
 use crate::table::{AbortRecord, Table};
 use crate::wire::{read_frame, write_frame, Request, Response};
 use std::collections::HashMap;
@@ -21,11 +22,17 @@ use weft_core::{Error, ErrorKind, Result};
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections served at once; more are refused so a flood cannot exhaust threads.
 pub const MAX_CONNECTIONS: usize = 4096;
+/// Refusals reported one by one; after that only every [`REFUSAL_REPORT_EVERY`]th, so a
+/// flood of strangers cannot flood the job's output (as the agent and rank ports do).
+pub const REFUSALS_REPORTED: u64 = 16;
+/// See [`REFUSALS_REPORTED`].
+pub const REFUSAL_REPORT_EVERY: u64 = 256;
 
 /// Something the launcher should know about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerEvent {
-    /// A connection did not prove the job secret and was closed.
+    /// A connection did not prove the job secret and was closed. Reported for the first
+    /// [`REFUSALS_REPORTED`] refusals, then only every [`REFUSAL_REPORT_EVERY`]th.
     Refused { peer: SocketAddr, reason: String },
     /// An authenticated connection broke the protocol and was closed.
     Dropped { peer: SocketAddr, reason: String },
@@ -81,6 +88,27 @@ struct Shared {
     /// Live connections, so shutdown can unblock their reads.
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_id: AtomicU64,
+    /// Connections refused so far (reported throttled: [`REFUSALS_REPORTED`]).
+    refused: AtomicU64,
+}
+
+impl Shared {
+    /// Counts a refusal and reports it when it is one of the first [`REFUSALS_REPORTED`] or
+    /// a multiple of [`REFUSAL_REPORT_EVERY`].
+    fn refuse(&self, peer: SocketAddr, reason: String) {
+        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        let reason = match n {
+            _ if n < REFUSALS_REPORTED => reason,
+            REFUSALS_REPORTED => format!(
+                "{reason} ({n} refused so far; from now on only every {REFUSAL_REPORT_EVERY}th is reported)"
+            ),
+            _ if n.is_multiple_of(REFUSAL_REPORT_EVERY) => {
+                format!("{reason} ({n} refused so far)")
+            }
+            _ => return,
+        };
+        (self.events)(ServerEvent::Refused { peer, reason });
+    }
 }
 
 /// The authenticated TCP store; it serves until dropped.
@@ -94,7 +122,7 @@ impl TcpStoreServer {
     /// Binds `addr` (e.g. `"127.0.0.1:0"`) and serves clients that prove `secret`. Events go
     /// to this process's stderr, one line each.
     pub fn bind(addr: &str, secret: &[u8]) -> Result<TcpStoreServer> {
-        Self::bind_with_events(addr, secret, Arc::new(|ev| eprintln!("{ev}")))
+        Self::bind_with_events(addr, secret, Arc::new(|ev| weft_core::diag!("{ev}")))
     }
 
     /// Like [`bind`](Self::bind), but hands every event to `events`.
@@ -117,6 +145,7 @@ impl TcpStoreServer {
             handshake_timeout_ms: AtomicU64::new(HANDSHAKE_TIMEOUT.as_millis() as u64),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         });
         let s = Arc::clone(&shared);
         let accept_thread = std::thread::Builder::new()
@@ -149,6 +178,11 @@ impl TcpStoreServer {
         self.shared
             .handshake_timeout_ms
             .store(ms, Ordering::Relaxed);
+    }
+
+    /// Connections refused so far (each counted, only some reported: [`REFUSALS_REPORTED`]).
+    pub fn refused_count(&self) -> u64 {
+        self.shared.refused.load(Ordering::Relaxed)
     }
 
     /// Number of connections being served now (authenticated or still in the handshake).
@@ -206,10 +240,15 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let mut conns = lock(&shared.conns);
             if conns.len() >= MAX_CONNECTIONS {
                 drop(conns);
-                (shared.events)(ServerEvent::Refused {
+                // The client reports `refused: ...` and retries (connect_retry).
+                crate::auth::refuse_busy(
+                    &mut NoSigPipe(&stream),
+                    &format!("already serving {MAX_CONNECTIONS} connections"),
+                );
+                shared.refuse(
                     peer,
-                    reason: format!("already serving {MAX_CONNECTIONS} connections"),
-                });
+                    format!("already serving {MAX_CONNECTIONS} connections"),
+                );
                 continue;
             }
             match stream.try_clone() {
@@ -230,10 +269,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             });
         if let Err(e) = spawned {
             lock(&shared.conns).remove(&id);
-            (shared.events)(ServerEvent::Refused {
-                peer,
-                reason: format!("could not start a thread for it: {e}"),
-            });
+            shared.refuse(peer, format!("could not start a thread for it: {e}"));
         }
     }
 }
@@ -243,9 +279,9 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
     let limit = Duration::from_millis(shared.handshake_timeout_ms.load(Ordering::Relaxed).max(1));
     let _ = stream.set_read_timeout(Some(limit));
     let _ = stream.set_write_timeout(Some(limit));
-    if let Err(Refusal(reason)) = server_handshake(&mut stream, &shared.secret) {
+    if let Err(Refusal(reason)) = server_handshake(&mut NoSigPipe(&stream), &shared.secret) {
         if !shared.shutdown.load(Ordering::SeqCst) {
-            (shared.events)(ServerEvent::Refused { peer, reason });
+            shared.refuse(peer, reason);
         }
         return;
     }
@@ -258,7 +294,10 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             Ok(None) => return,
             Err(e) => {
                 if !shared.shutdown.load(Ordering::SeqCst) && e.kind() != ErrorKind::PeerDead {
-                    let _ = write_frame(&mut stream, &Response::Error(e.clone()).encode());
+                    let _ = write_frame(
+                        &mut NoSigPipe(&stream),
+                        &Response::Error(e.clone()).encode(),
+                    );
                     (shared.events)(ServerEvent::Dropped {
                         peer,
                         reason: e.to_string(),
@@ -270,7 +309,10 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         let request = match Request::decode(&body) {
             Ok(r) => r,
             Err(e) => {
-                let _ = write_frame(&mut stream, &Response::Error(e.clone()).encode());
+                let _ = write_frame(
+                    &mut NoSigPipe(&stream),
+                    &Response::Error(e.clone()).encode(),
+                );
                 (shared.events)(ServerEvent::Dropped {
                     peer,
                     reason: e.to_string(),
@@ -279,7 +321,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
             }
         };
         let response = execute(request, peer, shared);
-        if write_frame(&mut stream, &response.encode()).is_err() {
+        if write_frame(&mut NoSigPipe(&stream), &response.encode()).is_err() {
             return;
         }
     }

@@ -63,6 +63,10 @@ pub fn run(args: InfoArgs) -> i32 {
         .unwrap_or(1);
     let cma = probe_cma();
     println!("weft {}", env!("CARGO_PKG_VERSION"));
+    // The build, as `weft --version` and ompi_info's header give it.
+    for (name, value) in crate::build_info::lines().into_iter().skip(1) {
+        println!("{:<13}{value}", format!("{name}:"));
+    }
     println!(
         "node:        {} ({} cores available to this process)",
         hostname(),

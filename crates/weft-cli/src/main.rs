@@ -2,13 +2,18 @@
 //!
 //! Each subcommand lives in its own module; this file only parses and dispatches.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 mod bench;
+mod clean;
+mod build_info;
 mod info;
+mod mpiexec;
 mod plan;
 mod plot;
+mod progress;
 mod run;
 mod transports;
 
@@ -28,6 +33,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Plan aggregation trees for a whole machine (offline model).
     Plan(plan::PlanArgs),
+    /// Remove shared-memory segments left in /dev/shm by jobs that are gone (`--dry-run`
+    /// lists them).
+    Clean(clean::CleanArgs),
     /// OSU-style benchmarks; they start their own ranks.
     Bench(bench::BenchArgs),
     /// Rank side of `weft bench` (started by the benchmark driver).
@@ -36,10 +44,68 @@ enum Command {
     /// Host agent of a multi-host job (started by `weft run --hosts` through the launcher).
     #[command(name = "__agent", hide = true)]
     Agent(run::AgentArgs),
+    /// mpiexec/mpirun of Open MPI and MPICH mapped onto `weft run` (what the mpiexec and
+    /// mpirun wrappers run); `weft mpiexec --help` lists the options.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Mpiexec {
+        /// mpiexec's options, the program and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+/// Parses `args` (with the program name first) as the `weft` command line.
+fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    let version: &'static str = Box::leak(build_info::long_version().into_boxed_str());
+    let matches = Cli::command()
+        .long_version(version)
+        .try_get_matches_from(run::normalize_args(&Cli::command(), args)?)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Runs `weft mpiexec`.
+fn mpiexec(args: Vec<OsString>) -> i32 {
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    match mpiexec::translate(&args, &env) {
+        Err(e) => {
+            eprintln!("mpiexec: {e}");
+            2
+        }
+        Ok(mpiexec::Plan::Help) => {
+            print!("{}", mpiexec::HELP);
+            0
+        }
+        Ok(mpiexec::Plan::Version) => {
+            println!("mpiexec (weft) {}", build_info::long_version());
+            0
+        }
+        Ok(mpiexec::Plan::Run { args, warnings }) => {
+            for w in warnings {
+                eprintln!("{w}");
+            }
+            let mut argv: Vec<OsString> = vec!["mpiexec".into(), "run".into()];
+            argv.extend(args);
+            match Cli::try_parse_from(argv) {
+                Ok(Cli {
+                    command: Command::Run(a),
+                }) => run::run(a),
+                Ok(_) => unreachable!("the arguments start with run"),
+                Err(e) => {
+                    let _ = e.print();
+                    2
+                }
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     if matches!(cli.command, Command::Info(_) | Command::Plan(_)) {
         weft_launch::default_sigpipe();
     }
@@ -48,8 +114,10 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan::run(a),
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Clean(a) => clean::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
         Command::Agent(a) => run::agent(a),
+        Command::Mpiexec { args } => mpiexec(args),
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

@@ -91,9 +91,100 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo, hi)
 }
 
+/// How a line chart's axes are drawn, and what it marks besides its curves.
+#[derive(Clone, Debug, Default)]
+pub struct ChartOpts {
+    /// A logarithmic x axis (every x must be > 0).
+    pub log_x: bool,
+    /// The x values are byte counts: powers of two apart on the axis, labelled 8, 1K, 64K,
+    /// 1M (implies a logarithmic axis).
+    pub x_bytes: bool,
+    /// Vertical marks: a line at `x` named `label`, with a shaded band over `band` when given
+    /// (k* and [k_min, k_max] on an F(k) plot).
+    pub marks: Vec<Mark>,
+}
+
+/// A vertical mark of a line chart.
+#[derive(Clone, Debug)]
+pub struct Mark {
+    /// Where the line goes.
+    pub x: f64,
+    /// Its legend text.
+    pub label: String,
+    /// A band shaded behind it, `(from, to)`.
+    pub band: Option<(f64, f64)>,
+}
+
+/// `bytes` as the sizes are written on the command line: 8, 1K, 64K, 1M (binary units, a
+/// fraction when not a whole unit).
+pub fn bytes_label(bytes: f64) -> String {
+    let b = bytes.round();
+    for (unit, size) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        let size = size as f64;
+        if b >= size {
+            let v = b / size;
+            return if (v - v.round()).abs() < 1e-9 {
+                format!("{}{unit}", v.round())
+            } else {
+                format!("{v:.1}{unit}")
+            };
+        }
+    }
+    format!("{b}")
+}
+
+/// Whether `values` (all > 0) span a decade or more: a logarithmic axis shows them better.
+fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
+    let (lo, hi) = bounds(values);
+    lo > 0.0 && hi / lo >= 10.0
+}
+
+/// The legend, drawn in its own area beside the plot so it never covers data.
+fn draw_legend(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, bool)],
+    path: &Path,
+) -> Result<()> {
+    for (i, (name, colour, band)) in entries.iter().enumerate() {
+        let y = 60 + i as i32 * 24;
+        let style = colour.stroke_width(2);
+        if *band {
+            area.draw(&Rectangle::new(
+                [(6, y - 6), (30, y + 6)],
+                colour.mix(0.2).filled(),
+            ))
+            .map_err(|e| draw_error(path, e))?;
+        }
+        area.draw(&PathElement::new(vec![(6, y), (30, y)], style))
+            .map_err(|e| draw_error(path, e))?;
+        area.draw(&Text::new(name.clone(), (36, y - 8), (FAMILY, 14)))
+            .map_err(|e| draw_error(path, e))?;
+    }
+    Ok(())
+}
+
 /// Draws `series` as lines (with point markers) into a PNG at `path`; `log_x` uses a
-/// logarithmic x axis (all x must be > 0).
+/// logarithmic x axis (all x must be > 0). The y axis is logarithmic when the values span a
+/// decade or more; the legend sits beside the plot. See [`line_chart_with`].
 pub fn line_chart(path: &Path, labels: &Labels, series: &[Series], log_x: bool) -> Result<()> {
+    line_chart_with(
+        path,
+        labels,
+        series,
+        &ChartOpts {
+            log_x,
+            ..ChartOpts::default()
+        },
+    )
+}
+
+/// [`line_chart`] with byte-count x labels and vertical marks ([`ChartOpts`]).
+pub fn line_chart_with(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    opts: &ChartOpts,
+) -> Result<()> {
     ensure_font()?;
     if series.iter().all(|s| s.points.is_empty()) {
         return Err(Error::new(
@@ -101,69 +192,124 @@ pub fn line_chart(path: &Path, labels: &Labels, series: &[Series], log_x: bool) 
             format!("plot {}: nothing to draw", path.display()),
         ));
     }
-    let (x0, x1) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
-    let (y0, y1) = bounds(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
-    let pad = (y1 - y0) * 0.05;
-    let (y0, y1) = (y0 - pad, y1 + pad);
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    // The file first: a bad path is one readable line, not the bitmap encoder's error.
+    std::fs::File::create(path).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("plot {}: cannot write it: {e}", path.display()),
+        )
+    })?;
+    let log_x = opts.log_x || opts.x_bytes;
+    let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+    if log_x && xs().any(|x| x <= 0.0) {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("plot {}: log x axis needs x > 0", path.display()),
+        ));
+    }
+    // Byte counts go on a linear axis of log2(x), labelled back in bytes.
+    let to_x = |x: f64| if opts.x_bytes { x.log2() } else { x };
+    let (mut x0, mut x1) = bounds(xs().map(to_x));
+    for m in &opts.marks {
+        let (lo, hi) = m.band.unwrap_or((m.x, m.x));
+        x0 = x0.min(to_x(lo));
+        x1 = x1.max(to_x(hi));
+    }
+    let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let log_y = ys().all(|y| y > 0.0) && spans_decades(ys());
+    let (y0, y1) = bounds(ys());
+    let (y0, y1) = if log_y {
+        (y0 / 1.2, y1 * 1.2)
+    } else {
+        let pad = (y1 - y0) * 0.05;
+        (y0 - pad, y1 + pad)
+    };
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| draw_error(path, e))?;
-    let mut builder = ChartBuilder::on(&root);
+    let (plot_area, legend_area) = root.split_horizontally(760);
+    let mut builder = ChartBuilder::on(&plot_area);
     builder
         .caption(labels.title, (FAMILY, 22))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70);
+    let mut legend: Vec<(String, RGBColor, bool)> = Vec::new();
+    let x_bytes = opts.x_bytes;
+    let bytes_fmt = move |v: &f64| {
+        if x_bytes {
+            bytes_label(v.exp2())
+        } else {
+            format!("{v}")
+        }
+    };
     macro_rules! finish {
         ($chart:ident) => {{
-            $chart
-                .configure_mesh()
-                .x_desc(labels.x)
+            let mut mesh = $chart.configure_mesh();
+            mesh.x_desc(labels.x)
                 .y_desc(labels.y)
-                .label_style((FAMILY, 14))
-                .draw()
-                .map_err(|e| draw_error(path, e))?;
+                .label_style((FAMILY, 14));
+            if x_bytes {
+                mesh.x_label_formatter(&bytes_fmt);
+            }
+            mesh.draw().map_err(|e| draw_error(path, e))?;
+            for (i, m) in opts.marks.iter().enumerate() {
+                let colour = RGBColor(90, 90, 90);
+                if let Some((lo, hi)) = m.band {
+                    $chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(to_x(lo), y0), (to_x(hi), y1)],
+                            colour.mix(0.12 + 0.04 * i as f64).filled(),
+                        )))
+                        .map_err(|e| draw_error(path, e))?;
+                }
+                $chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(to_x(m.x), y0), (to_x(m.x), y1)],
+                        colour.stroke_width(2),
+                    )))
+                    .map_err(|e| draw_error(path, e))?;
+                legend.push((m.label.clone(), colour, m.band.is_some()));
+            }
             for (i, s) in series.iter().enumerate() {
                 let colour = COLOURS[i % COLOURS.len()];
+                let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (to_x(x), y)).collect();
                 $chart
-                    .draw_series(LineSeries::new(
-                        s.points.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(|e| draw_error(path, e))?
-                    .label(s.name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                    });
-                $chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                    .draw_series(LineSeries::new(pts.iter().copied(), colour.stroke_width(2)))
                     .map_err(|e| draw_error(path, e))?;
+                $chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                    .map_err(|e| draw_error(path, e))?;
+                legend.push((s.name.clone(), colour, false));
             }
-            $chart
-                .configure_series_labels()
-                .label_font((FAMILY, 14))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(|e| draw_error(path, e))?;
         }};
     }
-    if log_x {
-        if x0 <= 0.0 {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("plot {}: log x axis needs x > 0", path.display()),
-            ));
+    match (log_x && !x_bytes, log_y) {
+        (false, false) => {
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, y0..y1)
+                .map_err(|e| draw_error(path, e))?;
+            finish!(chart);
         }
-        let mut chart = builder
-            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(|e| draw_error(path, e))?;
-        finish!(chart);
-    } else {
-        let mut chart = builder
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|e| draw_error(path, e))?;
-        finish!(chart);
+        (false, true) => {
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+                .map_err(|e| draw_error(path, e))?;
+            finish!(chart);
+        }
+        (true, false) => {
+            let mut chart = builder
+                .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+                .map_err(|e| draw_error(path, e))?;
+            finish!(chart);
+        }
+        (true, true) => {
+            let mut chart = builder
+                .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+                .map_err(|e| draw_error(path, e))?;
+            finish!(chart);
+        }
     }
+    draw_legend(&legend_area, &legend, path)?;
     root.present().map_err(|e| draw_error(path, e))?;
     Ok(())
 }
@@ -192,6 +338,12 @@ pub fn bar_chart(
             ),
         ));
     }
+    std::fs::File::create(path).map_err(|e| {
+        Error::new(
+            ErrorKind::Io,
+            format!("plot {}: cannot write it: {e}", path.display()),
+        )
+    })?;
     let (_, y1) = bounds(series.iter().flat_map(|(_, v)| v.iter().copied()));
     let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.1 };
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
@@ -251,6 +403,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sizes_are_labelled_as_on_the_command_line() {
+        let got: Vec<String> = [8.0, 1024.0, 65536.0, 1048576.0, 1536.0, 3.0 * 1073741824.0]
+            .iter()
+            .map(|&b| bytes_label(b))
+            .collect();
+        assert_eq!(got, ["8", "1K", "64K", "1M", "1.5K", "3G"]);
+        assert!(spans_decades([0.5, 6.0].into_iter()));
+        assert!(!spans_decades([1.0, 9.0].into_iter()));
+    }
+
+    #[test]
     fn line_and_bar_charts_write_png_files() {
         if std::fs::metadata(font_path()).is_err() {
             // Without the font the error path is what we can check.
@@ -305,7 +468,55 @@ mod tests {
             ],
         )
         .unwrap();
-        for p in [&line, &bar] {
+        let sizes = dir.join("sizes.png");
+        line_chart_with(
+            &sizes,
+            &Labels {
+                title: "latency",
+                x: "bytes",
+                y: "us",
+            },
+            &[Series {
+                name: "default choice".into(),
+                points: vec![
+                    (8.0, 0.5),
+                    (1024.0, 1.5),
+                    (65536.0, 20.0),
+                    (1048576.0, 300.0),
+                ],
+            }],
+            &ChartOpts {
+                x_bytes: true,
+                marks: vec![Mark {
+                    x: 1024.0,
+                    label: "k*".into(),
+                    band: Some((64.0, 4096.0)),
+                }],
+                ..ChartOpts::default()
+            },
+        )
+        .unwrap();
+        let err = line_chart(
+            &dir.join("no/such/folder/x.png"),
+            &Labels {
+                title: "t",
+                x: "x",
+                y: "y",
+            },
+            &[Series {
+                name: "a".into(),
+                points: vec![(1.0, 1.0)],
+            }],
+            false,
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("cannot write it") && !msg.contains("Error("),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+        for p in [&line, &bar, &sizes] {
             let bytes = std::fs::read(p).unwrap();
             assert_eq!(&bytes[1..4], b"PNG");
             assert!(bytes.len() > 2000);

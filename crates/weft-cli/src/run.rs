@@ -12,8 +12,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 use weft_launch::agent::{run_agent, AgentConfig};
 use weft_launch::hosts::{expand_template, parse_boot_addr};
-use weft_launch::place::{parse_hosts, place_on_hosts, total_slots};
-use weft_launch::{run_job, HostsSpec, JobSpec, MapBy, OutputMode, DEFAULT_LAUNCHER};
+use weft_launch::place::{parse_hostfile, parse_hosts, place_on_hosts, total_slots};
+use weft_launch::{
+    is_this_host, run_job, HostSlots, HostsSpec, JobSpec, MapBy, OutputFiles, OutputMode,
+    StdinTarget, DEFAULT_LAUNCHER,
+};
 
 /// Where a job runs: the options `weft run` and `weft bench` share.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -36,55 +39,157 @@ pub struct HostArgs {
     /// one it reached.
     #[arg(long, value_name = "ADDR", global = true)]
     pub boot_addr: Option<String>,
+    /// Read the hosts from FILE, one per line: `NAME`, `NAME slots=N` (Open MPI) or `NAME:N`
+    /// (MPICH); `#` starts a comment; a host listed again adds its slots (a batch system's
+    /// node file lists a host once per slot).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub hostfile: Option<PathBuf>,
+    /// Ranks per host: every host gets N slots, so without -n the job has N ranks per host
+    /// (on this machine alone: N ranks).
+    #[arg(long, value_name = "N", global = true, value_parser = parse_nranks)]
+    pub ppn: Option<u32>,
+}
+
+/// Where a job runs once the host options are read: on other hosts, or on this machine
+/// alone (no host list, or one that names only this machine) with the number of slots the
+/// list or `--ppn` gave it.
+#[derive(Debug)]
+pub struct Where {
+    /// The hosts, `None` to start every rank here without agents.
+    pub hosts: Option<HostsSpec>,
+    /// Slots on this machine when the job runs here and a host list or `--ppn` sized it.
+    pub here_slots: Option<u32>,
 }
 
 impl HostArgs {
-    /// The multi-host part of a job, `None` without `--hosts`. Every value is checked here so
-    /// a typo is reported before anything starts.
+    /// The multi-host part of a job, `None` when it runs on this machine alone (see
+    /// [`HostArgs::resolve`]).
     pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
-        let Some(list) = &self.hosts else {
-            for (given, name) in [
-                (self.launcher.is_some(), "--launcher"),
-                (self.map_by.is_some(), "--map-by"),
-                (self.boot_addr.is_some(), "--boot-addr"),
-            ] {
-                if given {
-                    return Err(format!("{name} needs --hosts"));
-                }
-            }
-            return Ok(None);
+        self.resolve().map(|w| w.hosts)
+    }
+
+    /// Where the job runs. Every value is checked here so a typo is reported before anything
+    /// starts. Host names that are this machine (`localhost`, its name or address) count as
+    /// one host, started without the launcher template; a list of only this machine runs
+    /// the job here as if no host were given.
+    pub fn resolve(&self) -> Result<Where, String> {
+        // `ppr:N:node` (Open MPI) is N ranks per node, filled host by host.
+        let (map_by, ppr) = match self.map_by.as_deref().map(str::trim) {
+            Some(m) if m.starts_with("ppr:") => (None, Some(parse_ppr(m)?)),
+            other => (other, None),
         };
-        let hosts = parse_hosts(list).map_err(|e| e.to_string())?;
-        let map_by = match &self.map_by {
+        let ppn = match (self.ppn, ppr) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(format!(
+                    "--ppn {a} and --map-by ppr:{b}:node disagree; give one of them"
+                ))
+            }
+            (a, b) => a.or(b),
+        };
+        let mut hosts = match (&self.hosts, &self.hostfile) {
+            (Some(_), Some(_)) => return Err("give --hosts or --hostfile, not both".into()),
+            (Some(list), None) => parse_hosts(list).map_err(|e| e.to_string())?,
+            (None, Some(file)) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| format!("--hostfile {}: {e}", file.display()))?;
+                parse_hostfile(&text)
+                    .map_err(|e| format!("--hostfile {}: {}", file.display(), e.message()))?
+            }
+            (None, None) => {
+                for (given, name) in [
+                    (self.launcher.is_some(), "--launcher"),
+                    (map_by.is_some(), "--map-by"),
+                    (self.boot_addr.is_some(), "--boot-addr"),
+                ] {
+                    if given {
+                        return Err(format!("{name} needs --hosts or --hostfile"));
+                    }
+                }
+                return Ok(Where {
+                    hosts: None,
+                    here_slots: ppn,
+                });
+            }
+        };
+        merge_this_host(&mut hosts);
+        if let Some(n) = ppn {
+            for h in &mut hosts {
+                h.slots = n;
+            }
+        }
+        let map_by = match map_by {
             Some(m) => MapBy::parse(m).map_err(|e| e.to_string())?,
             None => MapBy::default(),
         };
+        if let Some(a) = &self.boot_addr {
+            parse_boot_addr(a).map_err(|e| e.to_string())?;
+        }
+        if hosts.len() == 1 && is_this_host(&hosts[0].name) {
+            return Ok(Where {
+                hosts: None,
+                here_slots: Some(hosts[0].slots),
+            });
+        }
         let launcher = self
             .launcher
             .clone()
             .unwrap_or_else(|| DEFAULT_LAUNCHER.to_owned());
         expand_template(&launcher, &hosts[0].name).map_err(|e| e.to_string())?;
-        if let Some(a) = &self.boot_addr {
-            parse_boot_addr(a).map_err(|e| e.to_string())?;
-        }
         let agent_program = std::env::current_exe()
             .map_err(|e| format!("cannot find the weft binary to start on the hosts: {e}"))?;
-        Ok(Some(HostsSpec {
-            hosts,
-            map_by,
-            launcher,
-            boot_addr: self.boot_addr.clone(),
-            agent_program,
-        }))
+        Ok(Where {
+            hosts: Some(HostsSpec {
+                hosts,
+                map_by,
+                launcher,
+                boot_addr: self.boot_addr.clone(),
+                agent_program,
+            }),
+            here_slots: None,
+        })
     }
 }
 
-/// The rank count: `-n` when given, else one per slot of the hosts, else 1.
-fn job_size(given: Option<u32>, hosts: Option<&HostsSpec>) -> u32 {
-    match (given, hosts) {
+/// Parses `ppr:N:node`: N ranks per node.
+fn parse_ppr(text: &str) -> Result<u32, String> {
+    let mut parts = text.split(':');
+    let (_, n, unit, rest) = (parts.next(), parts.next(), parts.next(), parts.next());
+    match (n.map(str::parse::<u32>), unit, rest) {
+        (Some(Ok(n)), Some("node"), None) if n > 0 => Ok(n),
+        (Some(Ok(_)), Some(unit), None) if unit != "node" => Err(format!(
+            "--map-by {text}: weft places ranks per node only (ppr:N:node), not per {unit}"
+        )),
+        _ => Err(format!(
+            "--map-by {text:?}: expected ppr:N:node with N at least 1"
+        )),
+    }
+}
+
+/// Merges the entries that name this machine into the first of them (their slots added):
+/// `localhost` and the machine's name are one node, as in Open MPI and MPICH.
+fn merge_this_host(hosts: &mut Vec<HostSlots>) {
+    let Some(first) = hosts.iter().position(|h| is_this_host(&h.name)) else {
+        return;
+    };
+    let mut extra = 0u32;
+    let mut i = first + 1;
+    while i < hosts.len() {
+        if is_this_host(&hosts[i].name) {
+            extra = extra.saturating_add(hosts.remove(i).slots);
+        } else {
+            i += 1;
+        }
+    }
+    hosts[first].slots = hosts[first].slots.saturating_add(extra);
+}
+
+/// The rank count: `-n` when given, else one per slot of the hosts (or of this machine's
+/// entry), else 1.
+fn job_size(given: Option<u32>, place: &Where) -> u32 {
+    match (given, &place.hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => total_slots(&h.hosts),
-        (None, None) => 1,
+        (None, None) => place.here_slots.unwrap_or(1),
     }
 }
 
@@ -95,14 +200,14 @@ const LAUNCHER_FAILED: i32 = 1;
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Number of ranks to start (at least 1; default 1, or one per slot with --hosts).
-    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks)]
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks, allow_negative_numbers = true)]
     pub nranks: Option<u32>,
     /// Prefix every output line with `[rank] `.
     #[arg(long)]
     pub tag_output: bool,
     /// End the job with exit code 124 when it runs longer than SECS seconds (may be
     /// fractional, e.g. 0.5).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Duration>,
     /// Hosts to run on.
     #[command(flatten)]
@@ -112,14 +217,108 @@ pub struct RunArgs {
     /// other variable of the launcher's.
     #[arg(short = 'x', long = "export", value_name = "NAME[=VALUE]", value_parser = parse_export)]
     pub export: Vec<(String, Option<String>)>,
-    /// The program every rank runs, then its arguments.
-    #[arg(
-        value_name = "PROGRAM",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// Which ranks read this command's stdin: a rank number, "all" or "none" (the others
+    /// read /dev/null).
+    #[arg(long, value_name = "RANK|all|none", default_value = "0", value_parser = parse_stdin)]
+    pub stdin: StdinTarget,
+    /// Also write each rank's stdout and stderr to DIR/rank.N/stdout and DIR/rank.N/stderr
+    /// (N zero-padded; files on this machine, as the ranks wrote them).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// With --output-dir: write the ranks' output to the files only.
+    #[arg(long, requires = "output_dir")]
+    pub output_nocopy: bool,
+    /// Pin each rank to a core ("core") or not ("none"): sets WEFT_BIND for every rank on
+    /// every host (default: WEFT_BIND's own, auto).
+    #[arg(long, value_name = "core|none", value_parser = ["core", "none"])]
+    pub bind_to: Option<String>,
+    /// Each rank prints the CPUs it is bound to on stderr at start-up (WEFT_REPORT_BINDINGS).
+    #[arg(long)]
+    pub report_bindings: bool,
+    /// The program every rank runs, then its arguments (a program whose name starts with
+    /// `-` goes after `--`).
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+/// `weft run`'s command line as clap should read it: MPI's `-np N` becomes `--np N`, and an
+/// option before the program that `weft run` does not have is refused as an unknown option
+/// (clap would read `-foo` as `-f -o -o`, or take it for the program). Arguments after the
+/// program, and other subcommands, pass unchanged.
+pub fn normalize_args(
+    weft: &clap::Command,
+    mut args: Vec<OsString>,
+) -> Result<Vec<OsString>, clap::Error> {
+    if args.get(1).is_none_or(|a| a != "run") {
+        return Ok(args);
+    }
+    let run = weft
+        .find_subcommand("run")
+        .expect("weft has a run subcommand")
+        .clone();
+    let takes_value = |a: &clap::Arg| a.get_action().takes_values();
+    let mut i = 2;
+    while i < args.len() {
+        let Some(t) = args[i].to_str().map(str::to_owned) else {
+            break;
+        };
+        if t == "--" || !t.starts_with('-') || t == "-" {
+            break;
+        }
+        if t == "-np" {
+            args[i] = "--np".into();
+            i += 2;
+            continue;
+        }
+        let known = if let Some(long) = t.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or_default();
+            run.get_arguments()
+                .find(|a| {
+                    a.get_long() == Some(name)
+                        || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+                })
+                .map(|a| takes_value(a) && !long.contains('='))
+                .or((name == "help").then_some(false))
+        } else {
+            let c = t[1..].chars().next().unwrap_or('-');
+            run.get_arguments()
+                .find(|a| a.get_short() == Some(c))
+                .map(|a| takes_value(a) && t.len() == 2)
+                .or((c == 'h' && t.len() == 2).then_some(false))
+        };
+        match known {
+            Some(skip_value) => i += 1 + usize::from(skip_value),
+            None => {
+                let mut run = run.clone().bin_name("weft run");
+                return Err(run.error(
+                    clap::error::ErrorKind::UnknownArgument,
+                    format!(
+                        "unknown option {t} (weft run --help lists the options; a program whose name starts with - goes after --)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(args)
+}
+
+fn parse_stdin(s: &str) -> Result<StdinTarget, String> {
+    StdinTarget::parse(s).map_err(|e| e.message().to_owned())
+}
+
+impl RunArgs {
+    /// The environment every rank gets from the options: `-x`, then `--bind-to` and
+    /// `--report-bindings` as the knobs they stand for.
+    fn rank_env(&self) -> Result<Vec<(String, String)>, String> {
+        let mut env = export_env(&self.export, |n| std::env::var(n).ok())?;
+        if let Some(b) = &self.bind_to {
+            env.push(("WEFT_BIND".into(), b.clone()));
+        }
+        if self.report_bindings {
+            env.push(("WEFT_REPORT_BINDINGS".into(), "1".into()));
+        }
+        Ok(env)
+    }
 }
 
 fn parse_nranks(s: &str) -> Result<u32, String> {
@@ -180,35 +379,56 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?}: timeout out of range"))
 }
 
+/// Prints, once for the whole job, a warning for each `WEFT_*` variable of this environment
+/// or of `env` (what the ranks get on top of it) that no knob table declares. The ranks stay
+/// quiet about them ([`weft_core::knob::warns_for_job`]).
+fn warn_unknown_knobs(env: &[(String, String)]) {
+    let vars = std::env::vars()
+        .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+        .chain(env.iter().cloned());
+    // A malformed value is the ranks' error to report (with the knob's name), not ours.
+    if let Ok((_, warnings)) = weft_core::knob::KnobValues::read(&weft::config::knob_tables(), vars)
+    {
+        for w in warnings {
+            eprintln!("{w}");
+        }
+    }
+}
+
 /// Runs `weft run`; returns the process exit code.
-pub fn run(args: RunArgs) -> i32 {
-    let mut command = args.command.into_iter();
+pub fn run(mut args: RunArgs) -> i32 {
+    let mut command = std::mem::take(&mut args.command).into_iter();
     let Some(program) = command.next() else {
         eprintln!("weft run: no program given");
         return 2;
     };
-    let hosts = match args.on.spec() {
-        Ok(h) => h,
+    let place = match args.on.resolve() {
+        Ok(w) => w,
         Err(e) => {
             eprintln!("weft run: {e}");
             return 2;
         }
     };
-    let env = match export_env(&args.export, |n| std::env::var(n).ok()) {
+    let env = match args.rank_env() {
         Ok(e) => e,
         Err(e) => {
             eprintln!("weft run: {e}");
             return 2;
         }
     };
-    let nranks = job_size(args.nranks, hosts.as_ref());
-    if let Some(h) = &hosts {
-        // A usage error (exit 2) like the other checks, before anything starts.
+    let nranks = job_size(args.nranks, &place);
+    // Usage errors (exit 2) like the other checks, before anything starts.
+    if let Some(h) = &place.hosts {
         if let Err(e) = place_on_hosts(nranks, &h.hosts, h.map_by) {
             eprintln!("weft run: {e}");
             return 2;
         }
     }
+    if let Err(e) = args.stdin.check(nranks) {
+        eprintln!("weft run: {e}");
+        return 2;
+    }
+    warn_unknown_knobs(&env);
     let spec = JobSpec {
         nranks,
         program: PathBuf::from(program),
@@ -217,7 +437,12 @@ pub fn run(args: RunArgs) -> i32 {
         timeout: args.timeout,
         env,
         output: OutputMode::Inherit,
-        hosts,
+        hosts: place.hosts,
+        stdin: args.stdin,
+        output_files: args.output_dir.map(|dir| OutputFiles {
+            dir,
+            copy: !args.output_nocopy,
+        }),
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,
@@ -329,7 +554,13 @@ mod tests {
         assert_eq!(a.command, ["prog", "-x", "--y"]);
         let a = parse(&["--", "prog", "-n", "3"]).unwrap();
         assert_eq!(
-            job_size(a.nranks, None),
+            job_size(
+                a.nranks,
+                &Where {
+                    hosts: None,
+                    here_slots: None
+                }
+            ),
             1,
             "-n defaults to 1 and after -- belongs to the program"
         );
@@ -364,13 +595,14 @@ mod tests {
             "prog",
         ])
         .unwrap();
-        let h = a.on.spec().unwrap().expect("hosts given");
+        let w = a.on.resolve().unwrap();
+        let h = w.hosts.as_ref().expect("hosts given");
         assert_eq!(h.hosts.len(), 2);
         assert_eq!(h.map_by, MapBy::Node);
         assert_eq!(h.launcher, "ip netns exec {host}");
         assert_eq!(h.boot_addr.as_deref(), Some("10.0.0.1"));
-        assert_eq!(job_size(a.nranks, Some(&h)), 5, "one rank per slot");
-        assert_eq!(job_size(Some(2), Some(&h)), 2);
+        assert_eq!(job_size(a.nranks, &w), 5, "one rank per slot");
+        assert_eq!(job_size(Some(2), &w), 2);
         let d = parse(&["--hosts", "x", "prog"])
             .unwrap()
             .on
@@ -394,10 +626,154 @@ mod tests {
                 vec!["--boot-addr", "1.2.3.4", "p"],
                 "--boot-addr needs --hosts",
             ),
+            (vec!["--hosts", "a", "--hostfile", "f", "p"], "not both"),
+            (
+                vec!["--hosts", "a", "--map-by", "ppr:2:socket", "p"],
+                "per node only",
+            ),
+            (
+                vec!["--hosts", "a", "--map-by", "ppr:0:node", "p"],
+                "N at least 1",
+            ),
+            (
+                vec!["--hosts", "a", "--ppn", "3", "--map-by", "ppr:2:node", "p"],
+                "disagree",
+            ),
+            (
+                vec!["--hostfile", "/no/such/hostfile", "p"],
+                "/no/such/hostfile",
+            ),
         ] {
             let e = parse(&args).unwrap().on.spec().unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn ppn_ppr_hostfiles_and_this_machine() {
+        let size = |args: &[&str]| {
+            let a = parse(args).unwrap();
+            let w = a.on.resolve().unwrap();
+            (
+                job_size(a.nranks, &w),
+                w.hosts.map(|h| {
+                    h.hosts
+                        .iter()
+                        .map(|x| format!("{}:{}", x.name, x.slots))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }),
+            )
+        };
+        assert_eq!(
+            size(&["--hosts", "a,b:3", "--ppn", "2", "p"]),
+            (4, Some("a:2,b:2".into()))
+        );
+        assert_eq!(
+            size(&["--hosts", "a,b", "--map-by", "ppr:3:node", "p"]),
+            (6, Some("a:3,b:3".into()))
+        );
+        // This machine's names are one host, started here without agents.
+        assert_eq!(
+            size(&["--hosts", "localhost:2,127.0.0.1:3", "p"]),
+            (5, None)
+        );
+        assert_eq!(
+            size(&["--hosts", "localhost:2,zz:1,127.0.0.1", "p"]),
+            (4, Some("localhost:3,zz:1".into()))
+        );
+        assert_eq!(size(&["--ppn", "3", "p"]), (3, None));
+        let dir = std::env::temp_dir().join(format!("weft-hostfile-{}", std::process::id()));
+        std::fs::write(&dir, "# two nodes\nn1 slots=2\nn2:1\nn1\n").unwrap();
+        let f = dir.to_str().unwrap();
+        assert_eq!(size(&["--hostfile", f, "p"]), (4, Some("n1:3,n2:1".into())));
+        std::fs::write(&dir, "n1 slots=two\n").unwrap();
+        let e = parse(&["--hostfile", f, "p"])
+            .unwrap()
+            .on
+            .resolve()
+            .unwrap_err();
+        assert!(e.contains("line 1") && e.contains(f), "{e}");
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn np_and_unknown_options_before_the_program() {
+        use clap::CommandFactory;
+        let weft = clap::Command::new("weft").subcommand(Cli::command().name("run"));
+        let norm = |v: &[&str]| {
+            normalize_args(&weft, v.iter().map(OsString::from).collect())
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                })
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            norm(&[
+                "weft",
+                "run",
+                "-np",
+                "2",
+                "--tag-output",
+                "-x",
+                "A",
+                "p",
+                "-np",
+                "3"
+            ])
+            .unwrap(),
+            [
+                "weft",
+                "run",
+                "--np",
+                "2",
+                "--tag-output",
+                "-x",
+                "A",
+                "p",
+                "-np",
+                "3"
+            ]
+        );
+        assert_eq!(
+            norm(&["weft", "run", "-n4", "--stdin=all", "--", "-np"]).unwrap(),
+            ["weft", "run", "-n4", "--stdin=all", "--", "-np"]
+        );
+        let e = norm(&["weft", "run", "-foo", "p"]).unwrap_err();
+        assert!(e.contains("unknown option -foo"), "{e}");
+        let e = norm(&["weft", "run", "-n", "2", "--nope", "p"]).unwrap_err();
+        assert!(e.contains("unknown option --nope"), "{e}");
+        assert_eq!(
+            norm(&["weft", "info", "-foo"]).unwrap(),
+            ["weft", "info", "-foo"]
+        );
+        let a = parse(&[
+            "--np",
+            "2",
+            "--stdin",
+            "none",
+            "--bind-to",
+            "core",
+            "--report-bindings",
+            "p",
+        ])
+        .unwrap();
+        assert_eq!(a.stdin, StdinTarget::None);
+        assert_eq!(
+            a.rank_env().unwrap(),
+            [
+                ("WEFT_BIND".to_owned(), "core".to_owned()),
+                ("WEFT_REPORT_BINDINGS".to_owned(), "1".to_owned())
+            ]
+        );
+        assert_eq!(parse(&["p"]).unwrap().stdin, StdinTarget::Rank(0));
+        assert!(
+            parse(&["--output-nocopy", "p"]).is_err(),
+            "needs --output-dir"
+        );
+        assert!(parse(&["--bind-to", "socket", "p"]).is_err());
     }
 
     #[test]

@@ -70,3 +70,45 @@ fn knobs_never_print_the_job_secret() {
         "{out}"
     );
 }
+
+/// `weft info` and `weft --version` print the build: version, commit, compiler, profile,
+/// target, features and transports, like ompi_info's header.
+#[test]
+fn info_and_version_print_the_build() {
+    let (ok, out, err) = info(&[], &[]);
+    assert!(ok, "{err}");
+    let (ok2, version, _) = {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .arg("--version")
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            (),
+        )
+    };
+    assert!(ok2);
+    assert!(
+        version.starts_with(&format!("weft {}", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    for text in [&out, &version] {
+        for field in [
+            "commit",
+            "compiler",
+            "profile",
+            "target",
+            "features",
+            "transports",
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(field))
+                .unwrap_or_else(|| panic!("no {field} line in:\n{text}"));
+            assert!(line.len() > field.len() + 2, "{line}");
+        }
+        assert!(text.contains("rustc "), "{text}");
+        assert!(text.contains("shm, tcp"), "{text}");
+    }
+}

@@ -341,7 +341,7 @@ fn env_and_placement_on_two_and_three_namespace_hosts() {
         stderr.contains("` exited with code 255 before its agent connected; ending job"),
         "{stderr}"
     );
-    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(started.elapsed() < Duration::from_secs(15));
 }
 
 #[test]
@@ -412,8 +412,9 @@ fn exit_codes_and_a_rank_killed_on_a_remote_host() {
         1,
         "one line: {stderr}"
     );
-    // 0.3 s until the kill, then the whole job ends within about a second.
-    assert!(elapsed < Duration::from_millis(1800), "took {elapsed:?}");
+    // 0.3 s until the kill, then the whole job ends (about a second on a quiet machine);
+    // the others sleep 29 s, so ending before 10 s can only be the launcher ending them.
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
     assert_none_left(&m);
     assert_none_left(&format!("__agent --host {}", h.names[0]));
 }
@@ -554,7 +555,7 @@ fn timeout_and_sigterm_end_every_host() {
         &m,
     ]);
     assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(started.elapsed() < Duration::from_secs(10));
     assert_none_left(&m);
 
     let mut child = Command::new(WEFT)

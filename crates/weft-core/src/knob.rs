@@ -103,14 +103,114 @@ pub const LAUNCH_VARS: &[Knob] = &[
     },
 ];
 
-/// Variables read by the `weft` command's own tools (not by ranks), declared so ranks that
-/// inherit them do not warn.
-pub const TOOL_VARS: &[Knob] = &[Knob {
-    name: "WEFT_PLOT_FONT",
-    kind: KnobKind::Text,
-    default: "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    help: "TrueType font for PNG plots of weft plan and weft bench",
-}];
+/// Variables read by the `weft` command's own tools, the wrappers (`mpicc`, `mpiexec`,
+/// `oshcc`) and the test scripts (not by ranks), declared so that a rank or a job that
+/// inherits them does not warn.
+pub const TOOL_VARS: &[Knob] = &[
+    Knob {
+        name: "WEFT_PLOT_FONT",
+        kind: KnobKind::Text,
+        default: "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        help: "TrueType font for PNG plots of weft plan and weft bench",
+    },
+    Knob {
+        name: "WEFT_BIN",
+        kind: KnobKind::Text,
+        default: "",
+        help: "the weft binary mpiexec/mpirun and oshrun run (default: the weft next to the script, else weft on PATH)",
+    },
+    Knob {
+        name: "WEFT_MPICC_CC",
+        kind: KnobKind::Text,
+        default: "",
+        help: "C compiler of mpicc (default: $MPICH_CC, $OMPI_CC, else cc)",
+    },
+    Knob {
+        name: "WEFT_MPICXX_CXX",
+        kind: KnobKind::Text,
+        default: "",
+        help: "C++ compiler of mpicxx (default: $MPICH_CXX, $OMPI_CXX, else c++)",
+    },
+    Knob {
+        name: "WEFT_SHMEM_PREFIX",
+        kind: KnobKind::Text,
+        default: "",
+        help: "where oshcc finds include/ and lib/ (default: the repository the script is in)",
+    },
+    Knob {
+        name: "WEFT_SHMEM_INCLUDE",
+        kind: KnobKind::Text,
+        default: "",
+        help: "folder of shmem.h for oshcc",
+    },
+    Knob {
+        name: "WEFT_SHMEM_LIB",
+        kind: KnobKind::Text,
+        default: "",
+        help: "folder of libshmem.so for oshcc (default: the repository's target/release)",
+    },
+    Knob {
+        name: "WEFT_FUZZ_CASES",
+        kind: KnobKind::Uint,
+        default: "",
+        help: "test suite: proptest cases of the TCP frame fuzz test",
+    },
+    Knob {
+        name: "WEFT_MPICH_SRC",
+        kind: KnobKind::Text,
+        default: "",
+        help: "scripts/mpich-testsuite.sh: MPICH source cache",
+    },
+    Knob {
+        name: "WEFT_MPICH_WORK",
+        kind: KnobKind::Text,
+        default: "",
+        help: "scripts/mpich-testsuite.sh: build and run folder",
+    },
+    Knob {
+        name: "WEFT_MPICH_NO_CARGO",
+        kind: KnobKind::Bool,
+        default: "",
+        help: "scripts/mpich-testsuite.sh: do not run cargo build",
+    },
+    Knob {
+        name: "WEFT_SKIP_MPICH_SUITE",
+        kind: KnobKind::Bool,
+        default: "",
+        help: "test suite: skip MPICH's test suite (where apt and network are missing)",
+    },
+    Knob {
+        name: "WEFT_TEST_SKIP_MULTINODE",
+        kind: KnobKind::Bool,
+        default: "",
+        help: "test suite: skip the OpenSHMEM tests across namespace hosts",
+    },
+];
+
+/// Variables starting with this belong to the test suite (markers its child processes
+/// read); they are never knobs and never warned about.
+pub const TEST_PREFIX: &str = "WEFT_TEST_";
+
+/// Whether this process is the one of its job that reports unknown `WEFT_*` variables: a
+/// rank started by `weft run` is not (the launcher warned once for the whole job, see
+/// `weft run`), a rank started by another launcher only when it is rank 0, a process
+/// started by hand always. `lookup` reads a variable (the process environment in
+/// [`KnobValues::from_env`]).
+pub fn warns_for_job(lookup: impl Fn(&str) -> Option<String>) -> bool {
+    if lookup("WEFT_JOB_ID").is_some() {
+        return false;
+    }
+    // The rank variables of Slurm, PMIx, Open MPI and PMI-1/2 (Hydra) launchers.
+    [
+        "SLURM_PROCID",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+    ]
+    .iter()
+    .filter_map(|v| lookup(v))
+    .all(|r| r.trim() == "0")
+}
 
 /// Knob values read once from the environment, validated against their declarations.
 #[derive(Clone, Debug, Default)]
@@ -134,7 +234,7 @@ impl KnobValues {
         }
         let mut warnings = Vec::new();
         for (name, value) in vars {
-            if !name.starts_with("WEFT_") {
+            if !name.starts_with("WEFT_") || name.starts_with(TEST_PREFIX) {
                 continue;
             }
             match out.declared.get(name.as_str()) {
@@ -155,11 +255,14 @@ impl KnobValues {
         Ok((out, warnings))
     }
 
-    /// Reads the process environment; prints warnings for unknown variables on stderr.
+    /// Reads the process environment; prints warnings for unknown variables on stderr when
+    /// this process speaks for its job ([`warns_for_job`]: once per job, not per rank).
     pub fn from_env(tables: &[&[Knob]]) -> Result<KnobValues> {
         let (v, warnings) = Self::read(tables, std::env::vars())?;
-        for w in warnings {
-            eprintln!("{w}");
+        if warns_for_job(|n| std::env::var(n).ok()) {
+            for w in warnings {
+                crate::diag!("{w}");
+            }
         }
         Ok(v)
     }
@@ -317,6 +420,23 @@ mod tests {
             "{}",
             w[0]
         );
+    }
+
+    #[test]
+    fn test_markers_are_not_knobs_and_one_process_per_job_warns() {
+        let (_, w) = KnobValues::read(&[T], vars(&[("WEFT_TEST_CHILD", "1")])).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let env = |v: &'static [(&'static str, &'static str)]| {
+            move |n: &str| v.iter().find(|(k, _)| *k == n).map(|(_, x)| x.to_string())
+        };
+        assert!(warns_for_job(env(&[])));
+        assert!(!warns_for_job(env(&[("WEFT_JOB_ID", "ab12")])));
+        assert!(warns_for_job(env(&[("PMI_RANK", "0")])));
+        assert!(!warns_for_job(env(&[("SLURM_PROCID", "3")])));
+        assert!(!warns_for_job(env(&[
+            ("PMIX_RANK", "0"),
+            ("OMPI_COMM_WORLD_RANK", "1")
+        ])));
     }
 
     #[test]

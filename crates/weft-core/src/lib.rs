@@ -2,8 +2,10 @@
 //! and the knob registry.
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
-//! no I/O beyond reading the environment when asked to, and holds no global state.
+//! no I/O beyond reading the environment when asked to and writing diagnostic lines to stderr
+//! ([`mod@diag`]), and holds no global state.
 
+pub mod diag;
 pub mod error;
 pub mod knob;
 pub mod units;

@@ -123,7 +123,8 @@ fn killed_rank_ends_the_job_quickly_and_cleanly() {
         line.contains("rank 1") && line.contains("signal 9"),
         "failure line: {line:?}"
     );
-    assert!(elapsed < Duration::from_secs(10), "job took {elapsed:?}");
+    // Without the kill reaching every rank the job would run into its 120 s timeout.
+    assert!(elapsed < Duration::from_secs(60), "job took {elapsed:?}");
     // The job's ranks are gone: nothing runs from our rank binary with this job id.
     let ours = std::process::Command::new("pgrep")
         .args(["-f", "weft-itest-rank die-mid-exchange"])
@@ -146,7 +147,8 @@ fn dead_peer_is_an_error_not_a_hang() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(t.elapsed() < Duration::from_secs(20));
+    // A hang would last until the job's 120 s timeout.
+    assert!(t.elapsed() < Duration::from_secs(60));
 }
 
 /// The CPUs of a `Cpus_allowed_list` value such as `0-3,8`.

@@ -14,18 +14,21 @@ use crate::job::TICK;
 use crate::output::StreamKind;
 use crate::place::RankPlacement;
 use crate::ranks::{Chunk, RankSet};
-use crate::shm::remove_job_segments;
+use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{signal_name, RankExit};
+use crate::stdin::PipeFeeder;
+use crate::StdinTarget;
 use std::ffi::OsString;
 use std::io::{BufRead, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, TryRecvError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weft_boot::auth::{check_secret, client_handshake, decode_hex};
+use weft_boot::sock::NoSigPipe;
 use weft_boot::wire::{read_frame, write_frame};
 use weft_core::{Error, ErrorKind, Result};
 
@@ -34,6 +37,11 @@ use weft_core::{Error, ErrorKind, Result};
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
 /// Passes over the addresses that time out: 1 + 2 + 4 + 8 s at most.
 const CONNECT_PASSES: usize = 4;
+/// How long an agent keeps trying a launcher that turns it away before the secret is proven.
+const RETRY_DEADLINE: Duration = Duration::from_secs(25);
+/// First pause before such a retry (doubled each time, up to [`RETRY_MAX_PAUSE`]).
+const RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
+const RETRY_MAX_PAUSE: Duration = Duration::from_secs(2);
 /// How long the launcher has to send the ranks once the agent said hello.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Exit code of an agent that could not reach or lost its launcher (as ssh uses).
@@ -56,7 +64,7 @@ pub fn run_agent(cfg: &AgentConfig) -> i32 {
     match agent_main(cfg) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("weft agent: {e}");
+            weft_core::diag!("weft agent: {e}");
             AGENT_FAILED
         }
     }
@@ -85,46 +93,65 @@ fn connect(cfg: &AgentConfig, secret: &[u8]) -> Result<TcpStream> {
     // An address that refuses or has no route gave a definite answer and is dropped; one
     // that times out may only have lost the first SYN (a link just brought up, a busy
     // machine; TCP resends it after about a second), so it is tried again, waiting longer.
+    // A launcher that took the connection but turned it away before the secret was proven
+    // (too many connections pending there: strangers may be holding the port) is tried
+    // again after a pause that doubles, until RETRY_DEADLINE; a wrong secret is final.
+    let deadline = Instant::now() + RETRY_DEADLINE;
     let mut pending: Vec<SocketAddr> = cfg.connect.clone();
     let mut failed: Vec<String> = Vec::new();
-    let mut wait = CONNECT_TIMEOUT;
-    for _ in 0..CONNECT_PASSES {
-        let mut timed_out = Vec::new();
-        for addr in &pending {
-            match TcpStream::connect_timeout(addr, wait) {
-                Ok(mut s) => {
-                    let _ = s.set_nodelay(true);
-                    // A launcher host that vanishes (no FIN) must not leave us and our ranks
-                    // running: keepalive breaks the link, the reader ends, the ranks end.
-                    crate::keepalive::set_keepalive(&s);
-                    s.set_read_timeout(Some(START_TIMEOUT))
-                        .map_err(|e| Error::io("agent socket setup", e))?;
-                    client_handshake(&mut s, secret, &addr.to_string())?;
-                    return Ok(s);
+    let mut pause = RETRY_FIRST_PAUSE;
+    loop {
+        let mut turned_away: Vec<(SocketAddr, Error)> = Vec::new();
+        let mut wait = CONNECT_TIMEOUT;
+        for _ in 0..CONNECT_PASSES {
+            let mut timed_out = Vec::new();
+            for addr in &pending {
+                match TcpStream::connect_timeout(addr, wait) {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        // A launcher host that vanishes (no FIN) must not leave us and our
+                        // ranks running: keepalive breaks the link, the reader ends, the
+                        // ranks end.
+                        crate::keepalive::set_keepalive(&s);
+                        s.set_read_timeout(Some(START_TIMEOUT))
+                            .map_err(|e| Error::io("agent socket setup", e))?;
+                        match client_handshake(&mut NoSigPipe(&s), secret, &addr.to_string()) {
+                            Ok(()) => return Ok(s),
+                            Err(e) if e.kind() == ErrorKind::Auth => return Err(e),
+                            Err(e) => turned_away.push((*addr, e)),
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
+                    Err(e) => failed.push(format!("{addr} ({e})")),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => timed_out.push(*addr),
-                Err(e) => failed.push(format!("{addr} ({e})")),
             }
+            if timed_out.is_empty() {
+                break;
+            }
+            pending = timed_out;
+            wait *= 2;
         }
-        if timed_out.is_empty() {
-            break;
+        let timed_out = std::mem::take(&mut pending);
+        if turned_away.is_empty() || Instant::now() + pause > deadline {
+            failed.extend(
+                timed_out
+                    .iter()
+                    .map(|a| format!("{a} (connection timed out)")),
+            );
+            failed.extend(turned_away.iter().map(|(_, e)| e.to_string()));
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot reach the launcher at any of: {}", failed.join(", ")),
+            ));
         }
-        pending = timed_out;
-        wait *= 2;
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(RETRY_MAX_PAUSE);
+        pending = turned_away.into_iter().map(|(a, _)| a).collect();
     }
-    failed.extend(
-        pending
-            .iter()
-            .map(|a| format!("{a} (connection timed out)")),
-    );
-    Err(Error::new(
-        ErrorKind::Io,
-        format!("cannot reach the launcher at any of: {}", failed.join(", ")),
-    ))
 }
 
 fn send(stream: &mut TcpStream, msg: &FromAgent) -> Result<()> {
-    write_frame(stream, &msg.encode())
+    write_frame(&mut NoSigPipe(stream), &msg.encode())
 }
 
 fn agent_main(cfg: &AgentConfig) -> Result<i32> {
@@ -158,16 +185,25 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
             )?;
             return Ok(0);
         }
+        ToAgent::Input { .. } => {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                "the launcher sent input before starting any rank",
+            ))
+        }
     };
     stream
         .set_read_timeout(None)
         .map_err(|e| Error::io("agent socket setup", e))?;
+    // What earlier jobs killed with SIGKILL could not remove on this host goes first.
+    sweep_stale_segments(false, SWEEP_MIN_AGE);
     let commands = spawn_reader(&stream)?;
     let signals = SignalWatch::start();
     let mut agent = Agent {
         stream,
         set: RankSet::default(),
         broken: false,
+        feeders: Vec::new(),
     };
     agent.start_ranks(program, args, env, &ranks, &encode_secret(&secret));
     let why = agent.watch(&commands, &signals);
@@ -251,6 +287,8 @@ struct Agent {
     set: RankSet,
     /// The connection failed on a write; the launcher is gone.
     broken: bool,
+    /// The stdin pipes of this host's ranks that read the launcher's stdin, by rank.
+    feeders: Vec<(u32, PipeFeeder)>,
 }
 
 impl Agent {
@@ -304,8 +342,18 @@ impl Agent {
             args: args.into_iter().map(OsString::from_vec).collect(),
             env,
             open_files_soft_limit,
+            stdin: StdinTarget::None,
         };
         for r in ranks {
+            let reads = if r.stdin {
+                StdinTarget::Rank(r.rank)
+            } else {
+                StdinTarget::None
+            };
+            let cmd = RankCommand {
+                stdin: reads,
+                ..cmd.clone()
+            };
             let mut vars = r.vars.clone();
             // Never sent over the network: the agent got it through the template's stdin.
             vars.push(("WEFT_JOB_SECRET".to_owned(), secret_hex.to_owned()));
@@ -316,8 +364,12 @@ impl Agent {
                 host: None,
             };
             match spawn_local_rank(&cmd, &place, &vars) {
-                Ok(p) => {
+                Ok(mut p) => {
                     let (rank, pid) = (p.rank, p.pid);
+                    if let Some(fd) = p.stdin.take() {
+                        self.feeders
+                            .push((rank, PipeFeeder::start(std::fs::File::from(fd))));
+                    }
                     self.set.add(p);
                     self.send(&FromAgent::Started { rank, pid });
                 }
@@ -365,11 +417,24 @@ impl Agent {
             if let Some(sig) = signals.pending() {
                 return End::Signal(sig);
             }
-            match commands.try_recv() {
-                Ok(Some(ToAgent::Stop)) => return End::Stop,
-                // A second Start is a launcher bug; ignoring it keeps the ranks consistent.
-                Ok(Some(ToAgent::Start { .. })) | Err(TryRecvError::Empty) => {}
-                Ok(None) | Err(TryRecvError::Disconnected) => return End::Lost,
+            // Every message waiting (input comes in many), then back to the ranks.
+            loop {
+                match commands.try_recv() {
+                    Ok(Some(ToAgent::Stop)) => return End::Stop,
+                    Ok(Some(ToAgent::Input { rank, data })) => {
+                        if let Some(i) = self.feeders.iter().position(|(r, _)| *r == rank) {
+                            let end = data.is_empty();
+                            self.feeders[i].1.feed(data);
+                            if end {
+                                self.feeders.swap_remove(i);
+                            }
+                        }
+                    }
+                    // A second Start is a launcher bug; ignoring it keeps the ranks consistent.
+                    Ok(Some(ToAgent::Start { .. })) => {}
+                    Err(TryRecvError::Empty) => break,
+                    Ok(None) | Err(TryRecvError::Disconnected) => return End::Lost,
+                }
             }
         }
     }

@@ -14,6 +14,8 @@ pub struct RankStart {
     pub rank: u32,
     /// Its `WEFT_*` variables (the agent adds `WEFT_JOB_SECRET`).
     pub vars: Vec<(String, String)>,
+    /// Whether it reads the launcher's stdin ([`ToAgent::Input`]); else `/dev/null`.
+    pub stdin: bool,
 }
 
 /// Launcher to agent.
@@ -32,6 +34,9 @@ pub enum ToAgent {
     },
     /// End every rank now, clean up and say [`FromAgent::Finished`].
     Stop,
+    /// Bytes of the launcher's stdin for a rank of this host that reads it; empty: the end
+    /// of the input.
+    Input { rank: u32, data: Vec<u8> },
 }
 
 /// Which output stream a chunk came from.
@@ -76,6 +81,7 @@ pub enum FromAgent {
 
 const T_START: u8 = 1;
 const T_STOP: u8 = 2;
+const T_INPUT: u8 = 3;
 const T_HELLO: u8 = 10;
 const T_STARTED: u8 = 11;
 const T_NOT_STARTED: u8 = 12;
@@ -218,9 +224,15 @@ impl ToAgent {
                 for r in ranks {
                     w.u32(r.rank);
                     w.pairs(&r.vars);
+                    w.u8(u8::from(r.stdin));
                 }
             }
             ToAgent::Stop => w.u8(T_STOP),
+            ToAgent::Input { rank, data } => {
+                w.u8(T_INPUT);
+                w.u32(*rank);
+                w.bytes(data);
+            }
         }
         w.0
     }
@@ -240,7 +252,17 @@ impl ToAgent {
                 for _ in 0..n {
                     let rank = r.u32("rank")?;
                     let vars = r.pairs("rank variables")?;
-                    ranks.push(RankStart { rank, vars });
+                    let stdin = match r.u8("stdin flag")? {
+                        0 => false,
+                        1 => true,
+                        f => {
+                            return Err(Error::new(
+                                ErrorKind::Protocol,
+                                format!("agent message: stdin flag {f} is neither 0 nor 1"),
+                            ))
+                        }
+                    };
+                    ranks.push(RankStart { rank, vars, stdin });
                 }
                 ToAgent::Start {
                     program,
@@ -250,6 +272,10 @@ impl ToAgent {
                 }
             }
             T_STOP => ToAgent::Stop,
+            T_INPUT => ToAgent::Input {
+                rank: r.u32("rank")?,
+                data: r.bytes("input")?,
+            },
             t => return Err(unknown(t)),
         };
         r.end("the message")?;
@@ -411,9 +437,15 @@ mod tests {
             ranks: vec![RankStart {
                 rank: 5,
                 vars: vec![("WEFT_RANK".into(), "5".into())],
+                stdin: true,
             }],
         };
         assert_eq!(ToAgent::decode(&start.encode()).unwrap(), start);
+        let input = ToAgent::Input {
+            rank: 5,
+            data: b"line\n".to_vec(),
+        };
+        assert_eq!(ToAgent::decode(&input.encode()).unwrap(), input);
         assert_eq!(
             ToAgent::decode(&ToAgent::Stop.encode()).unwrap(),
             ToAgent::Stop
@@ -430,6 +462,7 @@ mod tests {
             ranks: vec![RankStart {
                 rank: 0,
                 vars: vec![("WEFT_RANK".into(), "0".into())],
+                stdin: false,
             }],
         }
         .encode();

@@ -1,7 +1,7 @@
 //! Multi-host jobs: the launcher side of `weft run --hosts`.
 //!
 //! The launcher hosts the bootstrap store and an agent port, both authenticated with the
-//! job secret, on `--boot-addr` (default: every address of this machine). For each host it
+//! job secret, on `--boot-addr` (default: only where the hosts need it, [`listen_ip`]). For each host it
 //! runs the launcher template (`ssh {host}` by default) followed by `weft __agent ...`, and
 //! writes the secret to the template's stdin — it never appears on a command line. Each
 //! agent tries this machine's addresses in turn (non-loopback first) and connects to the
@@ -16,44 +16,43 @@
 //!
 //! Depends on weft-core, weft-boot and libc; never on the runtime or the transports.
 
+use crate::agent_port::AgentPort;
 use crate::agent_wire::{FromAgent, RankStart, ToAgent, STDOUT};
-use crate::job::{signal_ending, store_event, timeout_ending, Ending, TICK};
+use crate::cause::FirstCause;
+use crate::job::{abort_ending, signal_ending, store_event, timeout_ending, Ending, TICK};
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_hosts;
 use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
 use crate::signals::SignalWatch;
 use crate::status::{failure_line_on_host, RankExit};
-use crate::{HostsSpec, JobOutcome, JobSpec};
+use crate::stdin::read_stdin_chunks;
+use crate::{HostsSpec, JobOutcome, JobSpec, StdinTarget};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use weft_boot::auth::{encode_hex, new_secret, server_handshake, Refusal};
-use weft_boot::wire::{read_frame, write_frame};
-use weft_boot::{ServerEvent, TcpStoreServer, HANDSHAKE_TIMEOUT};
+use weft_boot::auth::{encode_hex, new_secret};
+use weft_boot::sock::NoSigPipe;
+use weft_boot::wire::write_frame;
+use weft_boot::{ServerEvent, TcpStoreServer};
 use weft_core::{Error, ErrorKind, Result};
 
 /// The launcher template used when none is given.
 pub const DEFAULT_LAUNCHER: &str = "ssh {host}";
+/// The launcher "template" that starts every host's agent directly on this machine (MPICH's
+/// `-launcher fork`): each host is then a separate node of the job on one machine.
+pub const FORK_LAUNCHER: &str = "fork";
 /// How long every host's agent has to connect back once its template started.
 const AGENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// After Stop, how long agents get to kill, reap, drain and report.
 const STOP_WAIT: Duration = Duration::from_millis(TERM_GRACE.as_millis() as u64 + 2500);
 /// How long template processes get to exit by themselves once their agent finished.
 const STOP_WRITE_TIMEOUT: Duration = Duration::from_millis(100);
-/// Agent connections still proving the secret, at most (each holds a thread for up to the
-/// handshake timeout); more are closed at once. Legitimate ones number one per host.
-const MIN_UNPROVEN_AGENTS: usize = 8;
-/// Refusals reported one by one; after that only every `REFUSAL_REPORT_EVERY`th.
-const REFUSALS_REPORTED: usize = 16;
-const REFUSAL_REPORT_EVERY: usize = 256;
 const TEMPLATE_EXIT_WAIT: Duration = Duration::from_secs(1);
 /// Exit code when a host's agent could not be started, never connected or was lost.
 const HOST_FAILED: i32 = 255;
@@ -94,6 +93,37 @@ pub fn expand_template(template: &str, host: &str) -> Result<Vec<String>> {
     Ok(words)
 }
 
+/// Whether `name` names this machine: `localhost`, its host name (with or without the
+/// domain), or one of its addresses. Such a host's agent is started directly, never through
+/// the launcher template (no ssh to oneself), as Open MPI and MPICH do. Names are compared,
+/// never resolved (a lookup could hang on a name server).
+pub fn is_this_host(name: &str) -> bool {
+    let n = name.trim().trim_start_matches('[').trim_end_matches(']');
+    if n.eq_ignore_ascii_case("localhost") || n.eq_ignore_ascii_case("localhost.localdomain") {
+        return true;
+    }
+    if let Ok(ip) = n.parse::<IpAddr>() {
+        return ip.is_loopback() || local_addresses().contains(&ip);
+    }
+    let me = this_host_name();
+    let short = |s: &str| s.split('.').next().unwrap_or_default().to_ascii_lowercase();
+    !me.is_empty()
+        && (n.eq_ignore_ascii_case(&me)
+            || (!n.contains('.') && short(&me) == n.to_ascii_lowercase())
+            || (!me.contains('.') && short(n) == me.to_ascii_lowercase()))
+}
+
+/// This machine's host name (`gethostname`), empty when it cannot be read.
+fn this_host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// This machine's IPv4 addresses, non-loopback first: the addresses an agent tries when no
 /// `--boot-addr` was given.
 pub fn local_addresses() -> Vec<IpAddr> {
@@ -123,8 +153,60 @@ pub fn local_addresses() -> Vec<IpAddr> {
     found.into_iter().map(IpAddr::V4).collect()
 }
 
+/// Where the store and the agent port listen when no `--boot-addr` is given: only where
+/// the hosts need it. Hosts named by an IP address reach the launcher through the address
+/// this machine would use to reach them (asked of the routing table, nothing is sent);
+/// `localhost` and this machine's own name through loopback. When every host agrees on one
+/// address, only that one listens; otherwise (names only DNS could tell, or hosts behind
+/// different interfaces) every address does, and each agent finds one it reaches.
+pub fn listen_ip<'a>(hosts: impl IntoIterator<Item = &'a str>) -> IpAddr {
+    let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    let own = own_hostname();
+    let mut chosen: Option<IpAddr> = None;
+    for name in hosts {
+        let ip = if name == "localhost" || Some(name) == own.as_deref() {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else if let Ok(dest) = name.trim_matches(['[', ']']).parse::<IpAddr>() {
+            match route_source(dest) {
+                Some(ip) => ip,
+                None => return any,
+            }
+        } else {
+            return any;
+        };
+        match chosen {
+            None => chosen = Some(ip),
+            Some(c) if c == ip => {}
+            Some(_) => return any,
+        }
+    }
+    chosen.unwrap_or(any)
+}
+
+/// The source address this machine uses to reach `dest` (a UDP socket's connect only asks
+/// the routing table).
+fn route_source(dest: IpAddr) -> Option<IpAddr> {
+    let bind = match dest {
+        IpAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        IpAddr::V6(_) => SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), 0),
+    };
+    let u = std::net::UdpSocket::bind(bind).ok()?;
+    u.connect(SocketAddr::new(dest, 9)).ok()?;
+    Some(u.local_addr().ok()?.ip())
+}
+
+fn own_hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into our buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
 /// What the job's threads tell its loop.
-enum Event {
+pub(crate) enum Event {
     Connected {
         host: usize,
         stream: TcpStream,
@@ -146,6 +228,8 @@ enum Event {
     HostPipeClosed,
     Store(ServerEvent),
     Refused(String),
+    /// A chunk of the launcher's stdin; `None` at its end.
+    Stdin(Option<Vec<u8>>),
 }
 
 struct HostState {
@@ -167,212 +251,6 @@ struct HostState {
 struct RankInfo {
     host: usize,
     exit: Option<RankExit>,
-}
-
-/// The agent port: accepts agents' connections, checks the secret and their hello, then
-/// reads their messages; everything goes to the job loop as [`Event`]s.
-struct AgentPort {
-    addr: SocketAddr,
-    shutdown: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl AgentPort {
-    fn start(
-        ip: IpAddr,
-        secret: Vec<u8>,
-        hosts: Vec<String>,
-        job_id: String,
-        tx: Sender<Event>,
-    ) -> Result<AgentPort> {
-        let listener = TcpListener::bind(SocketAddr::new(ip, 0))
-            .map_err(|e| Error::io(format!("agent port: binding {ip}"), e))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| Error::io("agent port: reading the bound address", e))?;
-        let shutdown = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&shutdown);
-        let gate = Gate {
-            max_unproven: MIN_UNPROVEN_AGENTS.max(2 * hosts.len()),
-            unproven: AtomicUsize::new(0),
-            refusals: AtomicUsize::new(0),
-        };
-        let ctx = Arc::new((secret, hosts, job_id, gate));
-        let thread = std::thread::Builder::new()
-            .name("weft-agent-accept".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if flag.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Ok(stream) = conn else {
-                        std::thread::sleep(Duration::from_millis(10));
-                        continue;
-                    };
-                    let gate = &ctx.3;
-                    if gate.unproven.load(Ordering::SeqCst) >= gate.max_unproven {
-                        // Every thread is taken by a connection still proving the secret:
-                        // close this one rather than grow without bound.
-                        let peer = stream.peer_addr().map(|a| a.to_string());
-                        gate.refuse(
-                            &tx,
-                            &peer.unwrap_or_else(|_| "?".into()),
-                            format!(
-                                "{} connections already proving the secret",
-                                gate.max_unproven
-                            ),
-                        );
-                        continue;
-                    }
-                    gate.unproven.fetch_add(1, Ordering::SeqCst);
-                    let (tx, ctx) = (tx.clone(), Arc::clone(&ctx));
-                    let pending = Unproven(Some(Arc::clone(&ctx)));
-                    // On failure to start the thread, `pending` is dropped with the closure
-                    // and gives its slot back.
-                    let _ = std::thread::Builder::new()
-                        .name("weft-agent-conn".into())
-                        .stack_size(256 << 10)
-                        .spawn(move || {
-                            serve_agent(stream, &ctx.0, &ctx.1, &ctx.2, &tx, &ctx.3, pending)
-                        });
-                }
-            })
-            .map_err(|e| Error::io("agent port: starting the accept thread", e))?;
-        Ok(AgentPort {
-            addr,
-            shutdown,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for AgentPort {
-    fn drop(&mut self) {
-        self.shutdown.store(true, Ordering::SeqCst);
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        }
-        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-}
-
-type PortContext = (Vec<u8>, Vec<String>, String, Gate);
-
-/// Bounds the agent port's connections that have not proven the secret (each holds a
-/// thread), and counts refusals so a flood of strangers cannot flood the job's output.
-struct Gate {
-    max_unproven: usize,
-    unproven: AtomicUsize,
-    refusals: AtomicUsize,
-}
-
-impl Gate {
-    fn refuse(&self, tx: &Sender<Event>, peer: &str, reason: String) {
-        let n = self.refusals.fetch_add(1, Ordering::SeqCst) + 1;
-        if n <= REFUSALS_REPORTED || n.is_multiple_of(REFUSAL_REPORT_EVERY) {
-            let _ = tx.send(Event::Refused(format!(
-                "weft: agent port: refused connection from {peer}: {reason} ({n} refused so far)"
-            )));
-        }
-    }
-}
-
-/// A slot of [`Gate::unproven`], given back when the connection is proven or ends.
-struct Unproven(Option<Arc<PortContext>>);
-
-impl Drop for Unproven {
-    fn drop(&mut self) {
-        if let Some(ctx) = self.0.take() {
-            ctx.3.unproven.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-fn serve_agent(
-    mut stream: TcpStream,
-    secret: &[u8],
-    hosts: &[String],
-    job_id: &str,
-    tx: &Sender<Event>,
-    gate: &Gate,
-    pending: Unproven,
-) {
-    let Ok(peer) = stream.peer_addr() else { return };
-    let refuse = |reason: String| gate.refuse(tx, &peer.to_string(), reason);
-    let _ = stream.set_nodelay(true);
-    // A host that vanishes (no FIN) must break this link, not leave it silent forever.
-    crate::keepalive::set_keepalive(&stream);
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
-    if let Err(Refusal(reason)) = server_handshake(&mut stream, secret) {
-        refuse(reason);
-        return;
-    }
-    let hello = read_frame(&mut stream).and_then(|b| match b {
-        Some(body) => FromAgent::decode(&body),
-        None => Err(Error::new(
-            ErrorKind::Protocol,
-            "closed before saying hello",
-        )),
-    });
-    let host = match hello {
-        Ok(FromAgent::Hello { host, job_id: j }) if j == job_id => {
-            match hosts.iter().position(|h| *h == host) {
-                Some(i) => i,
-                None => return refuse(format!("host {host:?} is not in the host list")),
-            }
-        }
-        Ok(FromAgent::Hello { job_id: j, .. }) => {
-            return refuse(format!("agent of job {j:?}, not of this job"))
-        }
-        Ok(_) => return refuse("first message is not a hello".into()),
-        Err(e) => return refuse(e.to_string()),
-    };
-    let local_ip = match stream.local_addr() {
-        Ok(a) => a.ip(),
-        Err(e) => return refuse(format!("reading the local address: {e}")),
-    };
-    // Proven: this connection no longer counts against the strangers' cap.
-    drop(pending);
-    let _ = stream.set_read_timeout(None);
-    let _ = stream.set_write_timeout(None);
-    let Ok(mut reader) = stream.try_clone() else {
-        return refuse("cannot clone the socket".into());
-    };
-    if tx
-        .send(Event::Connected {
-            host,
-            stream,
-            local_ip,
-        })
-        .is_err()
-    {
-        return;
-    }
-    loop {
-        let ev = match read_frame(&mut reader)
-            .and_then(|b| b.map(|x| FromAgent::decode(&x)).transpose())
-        {
-            Ok(Some(msg)) => Event::Agent { host, msg },
-            Ok(None) => Event::Lost {
-                host,
-                reason: "connection closed".into(),
-            },
-            Err(e) => Event::Lost {
-                host,
-                reason: e.to_string(),
-            },
-        };
-        let end = matches!(ev, Event::Lost { .. });
-        if tx.send(ev).is_err() || end {
-            return;
-        }
-    }
 }
 
 /// Forwards lines a template process writes (ssh's own errors, the agent's) to the loop.
@@ -400,10 +278,20 @@ fn spawn_template(
     secret_hex: &str,
     tx: &Sender<Event>,
 ) -> std::io::Result<u32> {
-    let mut c = Command::new(&words[0]);
-    c.args(&words[1..])
-        .args(agent)
-        .stdin(Stdio::piped())
+    // No template words: the agent runs here, started directly.
+    let mut c = match words.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).args(agent);
+            c
+        }
+        None => {
+            let mut c = Command::new(&agent[0]);
+            c.args(&agent[1..]);
+            c
+        }
+    };
+    c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: only async-signal-safe calls between fork and exec.
@@ -458,11 +346,16 @@ pub(crate) fn run_on_hosts(
     let placement = place_on_hosts(spec.nranks, &hs.hosts, hs.map_by)?;
     let bind = match &hs.boot_addr {
         Some(a) => parse_boot_addr(a)?,
-        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        None => SocketAddr::new(listen_ip(hs.hosts.iter().map(|h| h.name.as_str())), 0),
     };
+    spec.stdin.check(spec.nranks)?;
     let mut hosts: Vec<HostState> = Vec::new();
     for h in &hs.hosts {
-        let words = expand_template(&hs.launcher, &h.name)?;
+        let words = if hs.launcher.trim() == FORK_LAUNCHER || is_this_host(&h.name) {
+            Vec::new()
+        } else {
+            expand_template(&hs.launcher, &h.name)?
+        };
         hosts.push(HostState {
             name: h.name.clone(),
             ranks: placement
@@ -470,7 +363,11 @@ pub(crate) fn run_on_hosts(
                 .filter(|p| p.host.as_deref() == Some(h.name.as_str()))
                 .map(|p| p.rank)
                 .collect(),
-            command: words.join(" "),
+            command: if words.is_empty() {
+                "weft __agent (started here)".to_owned()
+            } else {
+                words.join(" ")
+            },
             words,
             child: None,
             child_exit: None,
@@ -521,7 +418,7 @@ pub(crate) fn run_on_hosts(
     let mut job = MultiJob {
         hosts,
         ranks: rank_info,
-        lines: RankLines::new(spec.nranks, spec.tag_output),
+        lines: RankLines::with_files(spec.nranks, spec.tag_output, spec.output_files.as_ref())?,
         sink: Sink::new(spec.output),
         events,
         watch,
@@ -535,7 +432,16 @@ pub(crate) fn run_on_hosts(
         job_id: job_id.clone(),
         ended_connecting: false,
         open_pipes: 0,
+        cause: FirstCause::default(),
+        stdin_log: Vec::new(),
+        stdin_done: false,
+        stdin_hosts_waiting: 0,
     };
+    job.stdin_hosts_waiting = job
+        .hosts
+        .iter()
+        .filter(|h| h.ranks.iter().any(|&r| spec.stdin.includes(r)))
+        .count();
     let secret_hex = encode_hex(&secret);
     let agent_args = |host: &str| -> Vec<OsString> {
         let mut v: Vec<OsString> = vec![hs.agent_program.clone().into_os_string()];
@@ -583,6 +489,10 @@ pub(crate) fn run_on_hosts(
             }
         }
     }
+    if ending.is_none() && spec.stdin != StdinTarget::None {
+        let stdin_tx = tx.clone();
+        read_stdin_chunks(move |chunk| stdin_tx.send(Event::Stdin(chunk)).is_ok());
+    }
     drop(tx);
     let ending = match ending {
         Some(e) => e,
@@ -620,6 +530,15 @@ struct MultiJob<'a> {
     ended_connecting: bool,
     /// Output pipes of template processes not yet closed.
     open_pipes: usize,
+    /// Aborts held until the death that caused them is seen ([`crate::cause`]).
+    cause: FirstCause,
+    /// The launcher's stdin read so far, kept for the hosts of reading ranks whose agents
+    /// have not connected yet.
+    stdin_log: Vec<Vec<u8>>,
+    /// The launcher's stdin has ended.
+    stdin_done: bool,
+    /// Hosts of reading ranks whose agents have not connected yet.
+    stdin_hosts_waiting: usize,
 }
 
 impl MultiJob<'_> {
@@ -654,6 +573,7 @@ impl MultiJob<'_> {
                     ("WEFT_BOOT_ADDR".to_owned(), boot.clone()),
                     ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
                 ],
+                stdin: self.spec.stdin.includes(rank),
             })
             .collect();
         ToAgent::Start {
@@ -674,7 +594,7 @@ impl MultiJob<'_> {
         match ev {
             Event::Connected {
                 host,
-                mut stream,
+                stream,
                 local_ip,
             } => {
                 let name = self.hosts[host].name.clone();
@@ -691,7 +611,7 @@ impl MultiJob<'_> {
                 } else {
                     ToAgent::Stop
                 };
-                if let Err(e) = write_frame(&mut stream, &msg.encode()) {
+                if let Err(e) = write_frame(&mut NoSigPipe(&stream), &msg.encode()) {
                     self.hosts[host].lost = true;
                     if may_end {
                         return Some(self.end_with(
@@ -701,6 +621,37 @@ impl MultiJob<'_> {
                     }
                 }
                 self.hosts[host].writer = Some(stream);
+                if may_end && self.reads_stdin(host) {
+                    for i in 0..self.stdin_log.len() {
+                        let data = self.stdin_log[i].clone();
+                        self.send_input(host, data);
+                    }
+                    if self.stdin_done {
+                        self.send_input(host, Vec::new());
+                    }
+                    self.stdin_hosts_waiting = self.stdin_hosts_waiting.saturating_sub(1);
+                    if self.stdin_hosts_waiting == 0 {
+                        self.stdin_log = Vec::new();
+                    }
+                }
+                None
+            }
+            Event::Stdin(chunk) => {
+                let data = match chunk {
+                    Some(d) => d,
+                    None => {
+                        self.stdin_done = true;
+                        Vec::new()
+                    }
+                };
+                for h in 0..self.hosts.len() {
+                    if self.hosts[h].writer.is_some() && self.reads_stdin(h) {
+                        self.send_input(h, data.clone());
+                    }
+                }
+                if self.stdin_hosts_waiting > 0 && !data.is_empty() {
+                    self.stdin_log.push(data);
+                }
                 None
             }
             Event::Agent { host, msg } => self.agent_message(host, msg, may_end),
@@ -728,12 +679,40 @@ impl MultiJob<'_> {
                 }
                 None
             }
-            Event::Store(ev) => store_event(ev, may_end, &mut self.sink),
+            Event::Store(ev) => {
+                store_event(ev, may_end, &mut self.sink, &mut self.cause);
+                None
+            }
             // An agent ended while it was connecting shows up as a refusal; that one is ours.
             Event::Refused(_) if !may_end && self.ended_connecting => None,
             Event::Refused(line) => {
                 self.sink.launcher_line(&line);
                 None
+            }
+        }
+    }
+
+    /// Whether a rank of `host` reads the launcher's stdin.
+    fn reads_stdin(&self, host: usize) -> bool {
+        self.hosts[host]
+            .ranks
+            .iter()
+            .any(|&r| self.spec.stdin.includes(r))
+    }
+
+    /// Sends `data` of the launcher's stdin (empty: its end) to every reading rank of `host`.
+    /// A failed write is left to the connection's reader, which reports the host lost.
+    fn send_input(&mut self, host: usize, data: Vec<u8>) {
+        let stdin = self.spec.stdin;
+        let h = &mut self.hosts[host];
+        let Some(w) = h.writer.as_mut() else { return };
+        for &rank in h.ranks.iter().filter(|&&r| stdin.includes(r)) {
+            let msg = ToAgent::Input {
+                rank,
+                data: data.clone(),
+            };
+            if write_frame(w, &msg.encode()).is_err() {
+                return;
             }
         }
     }
@@ -769,7 +748,8 @@ impl MultiJob<'_> {
                     RankExit::Code(value)
                 };
                 r.exit = Some(exit);
-                if !exit.is_success() && may_end {
+                // A rank that asked to abort exits as a consequence; its abort is held.
+                if may_end && self.cause.pick(&[(rank, exit)]).is_some() {
                     let line = failure_line_on_host(rank, &self.hosts[host].name, pid, exit);
                     return Some(self.end_with(exit.exit_code(), line));
                 }
@@ -804,7 +784,9 @@ impl MultiJob<'_> {
     fn watch_until_end(&mut self, timeout: Option<(Instant, Duration)>) -> Ending {
         let connect_deadline = Instant::now() + AGENT_CONNECT_TIMEOUT;
         loop {
-            if let Ok(ev) = self.events.recv_timeout(TICK) {
+            // While an abort is held, look again soon rather than after a full tick.
+            let wait = if self.cause.holding() { TICK / 5 } else { TICK };
+            if let Ok(ev) = self.events.recv_timeout(wait) {
                 if let Some(e) = self.handle(ev, true) {
                     return e;
                 }
@@ -856,6 +838,9 @@ impl MultiJob<'_> {
                     return self.end_with(HOST_FAILED, line);
                 }
             }
+            if let Some(e) = abort_ending(&self.cause, running == 0, &mut self.sink) {
+                return e;
+            }
             if running == 0 {
                 return Ending {
                     exit_code: 0,
@@ -886,7 +871,7 @@ impl MultiJob<'_> {
                 // An agent that stopped reading must not hold us here: past the timeout the
                 // host counts as lost and its template group is killed below.
                 let _ = w.set_write_timeout(Some(STOP_WRITE_TIMEOUT));
-                if write_frame(w, &ToAgent::Stop.encode()).is_err() {
+                if write_frame(&mut NoSigPipe(w), &ToAgent::Stop.encode()).is_err() {
                     h.lost = true;
                 }
             }
@@ -959,48 +944,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_agent_port_caps_connections_still_proving_the_secret() {
-        let (tx, rx) = channel();
-        let port = AgentPort::start(
-            IpAddr::V4(Ipv4Addr::LOCALHOST),
-            vec![1u8; 32],
-            vec!["a".into()],
-            "job".into(),
-            tx,
-        )
-        .unwrap();
-        // Strangers connect and say nothing: only MIN_UNPROVEN_AGENTS get a thread.
-        let idle: Vec<TcpStream> = (0..MIN_UNPROVEN_AGENTS + 4)
-            .map(|_| TcpStream::connect(port.addr).unwrap())
-            .collect();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut capped = 0;
-        while capped < 4 && Instant::now() < deadline {
-            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
-                if line.contains("already proving the secret") {
-                    capped += 1;
-                }
-            }
+    fn the_ports_listen_only_where_the_hosts_need_them() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        assert_eq!(listen_ip(["localhost"]), lo);
+        assert_eq!(listen_ip(["127.0.0.1", "localhost"]), lo);
+        if let Some(me) = own_hostname() {
+            assert_eq!(listen_ip([me.as_str()]), lo);
         }
-        assert_eq!(capped, 4, "connections over the cap were not refused");
-        // Once they go, their slots come back: a new connection gets a thread again (it is
-        // refused for its garbage, not for the cap).
-        drop(idle);
-        std::thread::sleep(Duration::from_millis(300));
-        // The strangers' own refusals (closed before the handshake) are not the evidence.
-        while rx.try_recv().is_ok() {}
-        let mut s = TcpStream::connect(port.addr).unwrap();
-        s.write_all(&[0u8; 64]).unwrap();
-        drop(s);
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut served = false;
-        while !served && Instant::now() < deadline {
-            if let Ok(Event::Refused(line)) = rx.recv_timeout(Duration::from_millis(50)) {
-                served = !line.contains("already proving the secret");
-            }
+        // A name only DNS could tell: every address.
+        assert_eq!(listen_ip(["node-17.cluster"]), any);
+        assert_eq!(listen_ip(["localhost", "node-17.cluster"]), any);
+        // A host behind this machine's own non-loopback address (if it has one).
+        if let Some(ip) = local_addresses().into_iter().find(|ip| !ip.is_loopback()) {
+            assert_eq!(listen_ip([ip.to_string().as_str()]), ip);
+            assert_eq!(listen_ip([ip.to_string().as_str(), "localhost"]), any);
         }
-        assert!(served, "slots were not given back");
-        drop(port);
     }
 
     #[test]

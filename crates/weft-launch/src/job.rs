@@ -5,13 +5,15 @@
 //!
 //! Depends on weft-core, weft-boot (the store) and libc; not on the runtime.
 
+use crate::cause::FirstCause;
 use crate::output::{RankLines, Sink, StreamKind};
 use crate::place::place_on_this_host;
 use crate::ranks::{Chunk, RankSet};
-use crate::shm::remove_job_segments;
+use crate::shm::{remove_job_segments, sweep_stale_segments, SWEEP_MIN_AGE};
 use crate::signals::SignalWatch;
 use crate::spawn::{raise_open_files_limit, resolve_program, spawn_local_rank, RankCommand};
 use crate::status::{failure_line, signal_name, RankExit};
+use crate::stdin::forward_to_pipes;
 use crate::{JobOutcome, JobSpec};
 use std::ffi::OsString;
 use std::sync::mpsc::{channel, Receiver};
@@ -42,6 +44,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
             "timeout: must be longer than 0 s",
         ));
     }
+    spec.stdin.check(spec.nranks)?;
     let mut id = [0u8; JOB_ID_BYTES];
     random_bytes(&mut id)?;
     let job_id = encode_hex(&id);
@@ -49,6 +52,8 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         return crate::hosts::run_on_hosts(spec, hosts, job_id, started);
     }
     let mut sink = Sink::new(spec.output);
+    // What earlier jobs killed with SIGKILL could not remove goes before this one starts.
+    sweep_stale_segments(false, SWEEP_MIN_AGE);
 
     let path = spec
         .env
@@ -91,10 +96,12 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         args: spec.args.clone(),
         env: spec.env.clone(),
         open_files_soft_limit,
+        stdin: spec.stdin,
     };
     let mut job = Job {
         set: RankSet::default(),
-        lines: RankLines::new(spec.nranks, spec.tag_output),
+        lines: RankLines::with_files(spec.nranks, spec.tag_output, spec.output_files.as_ref())?,
+        stdin_pipes: Vec::new(),
         sink,
         events,
         watch,
@@ -104,7 +111,10 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
     };
     let ending = match job.spawn_all(spec.nranks, &cmd) {
         Some(e) => e,
-        None => job.watch_until_end(spec.timeout.map(|t| (started, t))),
+        None => {
+            forward_to_pipes(std::mem::take(&mut job.stdin_pipes));
+            job.watch_until_end(spec.timeout.map(|t| (started, t)))
+        }
     };
     job.end_all();
     drop(server);
@@ -131,6 +141,9 @@ pub(crate) struct Ending {
 struct Job {
     set: RankSet,
     lines: RankLines,
+    /// Write ends of the stdin pipes of the ranks that read the launcher's stdin, until the
+    /// forwarding thread takes them.
+    stdin_pipes: Vec<std::fs::File>,
     sink: Sink,
     events: Receiver<ServerEvent>,
     watch: SignalWatch,
@@ -201,24 +214,33 @@ pub(crate) fn timeout_ending(
     })
 }
 
-/// Prints a store event; an abort (when `may_end`) ends the job.
-pub(crate) fn store_event(ev: ServerEvent, may_end: bool, sink: &mut Sink) -> Option<Ending> {
+/// Prints a store event; an abort (when `may_end`) is held in `cause` (see
+/// [`crate::cause`]): it ends the job once its grace is over unless the death that caused
+/// it shows up first.
+pub(crate) fn store_event(ev: ServerEvent, may_end: bool, sink: &mut Sink, cause: &mut FirstCause) {
     match ev {
-        ServerEvent::Abort { code, .. } if may_end => {
+        ServerEvent::Abort { code, rank, .. } if may_end => {
             let line = format!("{ev}; ending job");
-            sink.launcher_line(&line);
-            Some(Ending {
-                exit_code: abort_exit_code(code),
-                line: Some(line),
-            })
+            cause.abort(rank, abort_exit_code(code), line, Instant::now());
         }
         // Aborts by ranks reacting to the job's end change nothing.
-        ServerEvent::Abort { .. } => None,
-        other => {
-            sink.launcher_line(&other.to_string());
-            None
-        }
+        ServerEvent::Abort { .. } => {}
+        other => sink.launcher_line(&other.to_string()),
     }
+}
+
+/// The ending of a held abort whose time has come (printing its line).
+pub(crate) fn abort_ending(
+    cause: &FirstCause,
+    no_rank_left: bool,
+    sink: &mut Sink,
+) -> Option<Ending> {
+    let held = cause.due(Instant::now(), no_rank_left)?;
+    sink.launcher_line(&held.line);
+    Some(Ending {
+        exit_code: held.exit_code,
+        line: Some(held.line.clone()),
+    })
 }
 
 impl Job {
@@ -236,7 +258,12 @@ impl Job {
                 ("WEFT_JOB_SECRET".to_owned(), self.secret_hex.clone()),
             ];
             match spawn_local_rank(cmd, &place, &vars) {
-                Ok(p) => self.set.add(p),
+                Ok(mut p) => {
+                    if let Some(fd) = p.stdin.take() {
+                        self.stdin_pipes.push(std::fs::File::from(fd));
+                    }
+                    self.set.add(p)
+                }
                 Err(e) => {
                     let line = format!(
                         "weft: cannot start rank {}: {}; ending job",
@@ -254,16 +281,23 @@ impl Job {
         None
     }
 
+    fn drain_store_events(&mut self, cause: &mut FirstCause) {
+        while let Ok(ev) = self.events.try_recv() {
+            store_event(ev, true, &mut self.sink, cause);
+        }
+    }
+
     /// The main loop: returns as soon as something ends the job (after printing its line).
+    /// The first cause wins ([`crate::cause`]): a rank's death, not the aborts of the ranks
+    /// that noticed it.
     fn watch_until_end(&mut self, timeout: Option<(Instant, Duration)>) -> Ending {
+        let mut cause = FirstCause::default();
         loop {
+            // While an abort is held, look again soon rather than after a full tick.
+            let wait = if cause.holding() { TICK / 5 } else { TICK };
             self.set
-                .pump(TICK, &mut forward(&mut self.lines, &mut self.sink));
-            while let Ok(ev) = self.events.try_recv() {
-                if let Some(e) = store_event(ev, true, &mut self.sink) {
-                    return e;
-                }
-            }
+                .pump(wait, &mut forward(&mut self.lines, &mut self.sink));
+            self.drain_store_events(&mut cause);
             let running = self.set.running();
             if let Some(e) = signal_ending(&self.watch, running, &mut self.sink) {
                 return e;
@@ -272,12 +306,21 @@ impl Job {
                 return e;
             }
             let newly = self.set.check();
-            if let Some(&i) = newly
+            if !newly.is_empty() {
+                // An abort is reported before its rank can exit: whatever abort caused one of
+                // these exits is in the channel now.
+                self.drain_store_events(&mut cause);
+            }
+            let failed: Vec<(u32, RankExit)> = newly
                 .iter()
-                .find(|&&i| !self.set.ranks[i].exit.is_some_and(RankExit::is_success))
-            {
-                let r = &self.set.ranks[i];
-                let exit = r.exit.expect("newly exited ranks have a status");
+                .map(|&i| {
+                    let r = &self.set.ranks[i];
+                    (r.rank, r.exit.expect("newly exited ranks have a status"))
+                })
+                .collect();
+            if let Some(k) = cause.pick(&failed) {
+                let r = &self.set.ranks[newly[k]];
+                let exit = failed[k].1;
                 let line = failure_line(r.rank, r.pid, exit);
                 self.sink.launcher_line(&line);
                 return Ending {
@@ -285,7 +328,11 @@ impl Job {
                     line: Some(line),
                 };
             }
-            if self.set.running() == 0 {
+            let no_rank_left = self.set.running() == 0;
+            if let Some(e) = abort_ending(&cause, no_rank_left, &mut self.sink) {
+                return e;
+            }
+            if no_rank_left {
                 return Ending {
                     exit_code: 0,
                     line: None,
@@ -299,7 +346,7 @@ impl Job {
         self.set
             .end_all(&mut forward(&mut self.lines, &mut self.sink));
         while let Ok(ev) = self.events.try_recv() {
-            store_event(ev, false, &mut self.sink);
+            store_event(ev, false, &mut self.sink, &mut FirstCause::default());
         }
         self.lines.finish_all(&mut self.sink);
     }

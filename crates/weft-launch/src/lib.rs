@@ -6,12 +6,16 @@
 //! ([`output`]), ends the whole job when one rank fails, aborts, times out or the launcher is
 //! signalled, and whatever happened leaves no rank process and no `/dev/shm` segment of the
 //! job behind. With [`JobSpec::hosts`] the same holds across hosts: [`hosts`] starts one
-//! [`agent`] per host through a launcher template and the agents start the ranks. Ranks read stdin from `/dev/null`: each runs in its own process group, where
-//! reading a terminal would stop it. This crate sits above weft-core and weft-boot and must not depend on the
+//! [`agent`] per host through a launcher template and the agents start the ranks. Each rank runs in its own process group, where
+//! reading a terminal would stop it, so a rank never reads the terminal itself: the ranks
+//! [`JobSpec::stdin`] names read a pipe the launcher feeds from its own stdin ([`stdin`]),
+//! the others `/dev/null`. This crate sits above weft-core and weft-boot and must not depend on the
 //! runtime (`weft`) or the transports: it only starts processes and hands them an address.
 
 pub mod agent;
+mod agent_port;
 pub mod agent_wire;
+mod cause;
 pub mod hosts;
 mod job;
 mod keepalive;
@@ -22,12 +26,14 @@ mod shm;
 mod signals;
 pub mod spawn;
 pub mod status;
+pub mod stdin;
 
-pub use hosts::DEFAULT_LAUNCHER;
+pub use hosts::{is_this_host, DEFAULT_LAUNCHER, FORK_LAUNCHER};
 pub use job::run_job;
 pub use place::{HostSlots, MapBy};
-pub use shm::{remove_job_segments, shm_prefix};
+pub use shm::{remove_job_segments, shm_prefix, sweep_stale_segments, StaleSegment, SWEEP_MIN_AGE};
 pub use signals::default_sigpipe;
+pub use stdin::StdinTarget;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -65,6 +71,22 @@ pub struct JobSpec {
     pub output: OutputMode,
     /// Run on these hosts instead of only this one.
     pub hosts: Option<HostsSpec>,
+    /// Which ranks read the launcher's stdin (the others read `/dev/null`).
+    pub stdin: StdinTarget,
+    /// Also write each rank's output to files under a folder.
+    pub output_files: Option<OutputFiles>,
+}
+
+/// Each rank's stdout and stderr written to `DIR/rank.N/stdout` and `DIR/rank.N/stderr`
+/// (N zero-padded to the width of the last rank, as Open MPI's `--output-filename` does), on
+/// the launcher's host, as the ranks wrote them (never tagged).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFiles {
+    /// The folder; made if missing.
+    pub dir: PathBuf,
+    /// Whether output also goes where [`JobSpec::output`] says (Open MPI's default; its
+    /// `:nocopy` turns it off).
+    pub copy: bool,
 }
 
 /// Where and how a multi-host job's ranks are started.
@@ -78,7 +100,9 @@ pub struct HostsSpec {
     /// ([`DEFAULT_LAUNCHER`] is `ssh {host}`; tests use `ip netns exec {host}`).
     pub launcher: String,
     /// Where the bootstrap store and the agent port listen: an IP address or `IP:PORT`.
-    /// `None` listens on every address and lets each host's agent find one it reaches.
+    /// `None` listens only where the hosts need it ([`hosts::listen_ip`]: the one address
+    /// they all reach this machine through, when that can be told; else every address) and
+    /// lets each host's agent find one it reaches.
     pub boot_addr: Option<String>,
     /// The `weft` binary (it has the hidden `__agent` subcommand), at the same path on
     /// every host.
@@ -98,6 +122,8 @@ impl JobSpec {
             env: Vec::new(),
             output: OutputMode::Inherit,
             hosts: None,
+            stdin: StdinTarget::None,
+            output_files: None,
         }
     }
 }

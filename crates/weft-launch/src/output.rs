@@ -1,11 +1,16 @@
 //! Forwarding ranks' output line by line: each rank's stdout and stderr are cut at newlines
 //! and whole lines written at once (optionally prefixed `[rank] `), so lines of different
 //! ranks never interleave inside a line. A partial last line is written when its stream ends.
+//! With [`OutputFiles`] each rank's streams also (or only) go to files of their own, as
+//! the rank wrote them.
 //!
 //! No process handling here; depends only on std and the crate's `OutputMode`.
 
-use crate::OutputMode;
+use crate::{OutputFiles, OutputMode};
+use std::fs::File;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use weft_core::{Error, Result};
 
 /// A line longer than this is written in pieces rather than held back indefinitely.
 pub const MAX_PENDING_BYTES: usize = 64 << 10;
@@ -130,10 +135,15 @@ impl LineBuffer {
     }
 }
 
-/// The line buffers of every rank's two streams, indexed by rank.
+/// The line buffers of every rank's two streams, indexed by rank, and the files they are
+/// also written to ([`OutputFiles`]).
 #[derive(Debug)]
 pub struct RankLines {
     bufs: Vec<LineBuffer>,
+    /// Each rank's stdout and stderr file, in the order of `bufs`.
+    files: Vec<File>,
+    /// Whether lines also go to the sink (always, without files).
+    copy: bool,
 }
 
 impl RankLines {
@@ -147,7 +157,34 @@ impl RankLines {
                 ]
             })
             .collect();
-        RankLines { bufs }
+        RankLines {
+            bufs,
+            files: Vec::new(),
+            copy: true,
+        }
+    }
+
+    /// [`RankLines::new`], also writing each rank's streams to the files of `files` (made
+    /// here, empty; an error names the file that could not be made).
+    pub fn with_files(nranks: u32, tag: bool, files: Option<&OutputFiles>) -> Result<RankLines> {
+        let mut lines = RankLines::new(nranks, tag);
+        let Some(f) = files else {
+            return Ok(lines);
+        };
+        for rank in 0..nranks {
+            let dir = rank_output_dir(&f.dir, rank, nranks);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::io(format!("output files: making {}", dir.display()), e))?;
+            for name in ["stdout", "stderr"] {
+                let path = dir.join(name);
+                let file = File::create(&path).map_err(|e| {
+                    Error::io(format!("output files: creating {}", path.display()), e)
+                })?;
+                lines.files.push(file);
+            }
+        }
+        lines.copy = f.copy;
+        Ok(lines)
     }
 
     fn index(&self, rank: u32, kind: StreamKind) -> Option<usize> {
@@ -158,23 +195,40 @@ impl RankLines {
     /// Adds bytes `rank` wrote; a rank outside the job is ignored (it cannot be attributed).
     pub fn push(&mut self, rank: u32, kind: StreamKind, data: &[u8], sink: &mut Sink) {
         if let Some(i) = self.index(rank, kind) {
-            self.bufs[i].push(data, sink);
+            if let Some(f) = self.files.get_mut(i) {
+                // A full disk must not stop the job or its forwarding: the file stays short.
+                let _ = f.write_all(data);
+            }
+            if self.copy {
+                self.bufs[i].push(data, sink);
+            }
         }
     }
 
     /// The stream ended: writes its partial last line.
     pub fn finish(&mut self, rank: u32, kind: StreamKind, sink: &mut Sink) {
         if let Some(i) = self.index(rank, kind) {
-            self.bufs[i].finish(sink);
+            if self.copy {
+                self.bufs[i].finish(sink);
+            }
         }
     }
 
     /// Writes every partial line left.
     pub fn finish_all(&mut self, sink: &mut Sink) {
-        for b in &mut self.bufs {
-            b.finish(sink);
+        if self.copy {
+            for b in &mut self.bufs {
+                b.finish(sink);
+            }
         }
     }
+}
+
+/// The folder of `rank`'s output files under `dir`: `rank.N`, N zero-padded to the width of
+/// the job's last rank so that listings sort in rank order.
+pub fn rank_output_dir(dir: &Path, rank: u32, nranks: u32) -> PathBuf {
+    let width = nranks.saturating_sub(1).max(1).to_string().len();
+    dir.join(format!("rank.{rank:0width$}"))
 }
 
 #[cfg(test)]
@@ -230,6 +284,46 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0].len(), MAX_PENDING_BYTES + 4);
         assert_eq!(lines[1], "[0] b");
+    }
+
+    #[test]
+    fn output_files_get_each_ranks_streams_untagged() {
+        let dir = std::env::temp_dir().join(format!("weft-outfiles-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for copy in [true, false] {
+            let files = OutputFiles {
+                dir: dir.clone(),
+                copy,
+            };
+            let (out, err) = captured(|s| {
+                let mut l = RankLines::with_files(11, true, Some(&files)).unwrap();
+                l.push(3, StreamKind::Stdout, b"a\nb", s);
+                l.push(10, StreamKind::Stderr, b"e\n", s);
+                l.finish_all(s);
+            });
+            let read = |r: &str, f: &str| std::fs::read_to_string(dir.join(r).join(f)).unwrap();
+            assert_eq!(read("rank.03", "stdout"), "a\nb");
+            assert_eq!(read("rank.10", "stderr"), "e\n");
+            assert_eq!(read("rank.00", "stdout"), "");
+            if copy {
+                assert_eq!((out.as_str(), err.as_str()), ("[3] a\n[3] b\n", "[10] e\n"));
+            } else {
+                assert_eq!((out.as_str(), err.as_str()), ("", ""));
+            }
+        }
+        assert_eq!(rank_output_dir(Path::new("d"), 0, 1), Path::new("d/rank.0"));
+        assert_eq!(
+            rank_output_dir(Path::new("d"), 7, 100),
+            Path::new("d/rank.07")
+        );
+        std::fs::write(dir.join("blocker"), b"").unwrap();
+        let bad = OutputFiles {
+            dir: dir.join("blocker"),
+            copy: true,
+        };
+        let e = RankLines::with_files(1, false, Some(&bad)).unwrap_err();
+        assert!(e.to_string().contains("blocker"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -119,6 +119,67 @@ pub fn parse_hosts(text: &str) -> Result<Vec<HostSlots>> {
     Ok(hosts)
 }
 
+/// Parses a host file: one host per line as `NAME`, `NAME slots=N [max_slots=M]` (Open
+/// MPI's format) or `NAME:N` (MPICH's); `#` starts a comment, blank lines are skipped. A host
+/// without a count has one slot; a host listed again adds its slots, in the order hosts first
+/// appear (a batch system's node file lists each host once per slot). Names are checked as in
+/// [`parse_hosts`]; errors name the line.
+pub fn parse_hostfile(text: &str) -> Result<Vec<HostSlots>> {
+    let mut hosts: Vec<HostSlots> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |why: String| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("line {}: {line:?}: {why}", i + 1),
+            )
+        };
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        let mut entry = first.to_owned();
+        let mut max_slots = None;
+        for w in words {
+            let (key, value) = w
+                .split_once('=')
+                .ok_or_else(|| bad(format!("{w:?} is not KEY=VALUE")))?;
+            let n: u32 = value
+                .parse()
+                .map_err(|_| bad(format!("{key}: {value:?} is not a whole number")))?;
+            match key {
+                "slots" if !first.contains(':') => entry = format!("{first}:{n}"),
+                "slots" => return Err(bad("slots given twice".into())),
+                "max_slots" | "max-slots" => max_slots = Some(n),
+                other => {
+                    return Err(bad(format!(
+                        "{other:?} is not understood (slots=N and max_slots=N are)"
+                    )))
+                }
+            }
+        }
+        let mut one = parse_hosts(&entry).map_err(|e| bad(e.message().to_owned()))?;
+        let h = one.remove(0);
+        if let Some(m) = max_slots {
+            if h.slots > m {
+                return Err(bad(format!("slots={} exceeds max_slots={m}", h.slots)));
+            }
+        }
+        match hosts.iter_mut().find(|x| x.name == h.name) {
+            Some(x) => x.slots = x.slots.saturating_add(h.slots),
+            None => hosts.push(h),
+        }
+    }
+    if hosts.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "no host in the file (only blank lines and comments)",
+        ));
+    }
+    Ok(hosts)
+}
+
 /// Total slots of `hosts`, saturating.
 pub fn total_slots(hosts: &[HostSlots]) -> u32 {
     hosts.iter().fold(0u32, |a, h| a.saturating_add(h.slots))
@@ -182,6 +243,32 @@ pub fn place_on_hosts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_files_of_open_mpi_and_mpich() {
+        let h = parse_hostfile(
+            "# cluster\nn1 slots=4 max_slots=8\n\nn2:2   # MPICH\nn3\nn1\nn2 slots=1\n",
+        )
+        .unwrap();
+        let got: Vec<(&str, u32)> = h.iter().map(|h| (h.name.as_str(), h.slots)).collect();
+        assert_eq!(got, [("n1", 5), ("n2", 3), ("n3", 1)]);
+        for (text, want) in [
+            (
+                "n1 slots=x\n",
+                "line 1: \"n1 slots=x\": slots: \"x\" is not a whole number",
+            ),
+            ("ok\nn1 cpus=2\n", "line 2"),
+            ("n1 slots\n", "not KEY=VALUE"),
+            ("n1 slots=0\n", "at least 1 slot"),
+            ("n1 slots=9 max_slots=2\n", "exceeds max_slots=2"),
+            ("n1:2 slots=3\n", "slots given twice"),
+            ("bad;name\n", "not a usable host name"),
+            ("# nothing\n\n", "no host in the file"),
+        ] {
+            let e = parse_hostfile(text).unwrap_err();
+            assert!(e.message().contains(want), "{text:?}: {e}");
+        }
+    }
 
     #[test]
     fn local_placement_numbers_ranks_in_order() {

@@ -108,6 +108,9 @@ pub struct RankCommand {
     /// The soft open-files limit to give the rank, when the launcher raised its own (see
     /// [`raise_open_files_limit`]): ranks start with the limit the user had.
     pub open_files_soft_limit: Option<u64>,
+    /// The ranks whose stdin is a pipe the launcher feeds ([`RankProcess::stdin`]); the
+    /// others read `/dev/null`.
+    pub stdin: crate::StdinTarget,
 }
 
 /// File descriptors the launcher holds per rank: two output pipes and one store connection.
@@ -157,6 +160,8 @@ pub struct RankProcess {
     pub stdout: OwnedFd,
     /// Read end of its stderr pipe (non-blocking).
     pub stderr: OwnedFd,
+    /// Write end of its stdin pipe when it reads the launcher's stdin.
+    pub stdin: Option<OwnedFd>,
 }
 
 /// Starts the rank at `place` on this host with `cmd` plus the per-rank variables `vars`
@@ -181,8 +186,13 @@ pub fn spawn_local_rank(
         .args(&cmd.args)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .envs(vars.iter().map(|(k, v)| (k, v)))
-        // A rank in its own process group reading the terminal would be stopped (SIGTTIN).
-        .stdin(Stdio::null())
+        // A rank in its own process group reading the terminal would be stopped (SIGTTIN):
+        // it reads a pipe the launcher feeds, or nothing.
+        .stdin(if cmd.stdin.includes(place.rank) {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: getpid() before the fork, and only async-signal-safe calls in the child.
@@ -236,6 +246,7 @@ pub fn spawn_local_rank(
         child.stderr.take().map(OwnedFd::from).ok_or_else(|| {
             Error::new(ErrorKind::Internal, "rank stderr pipe missing after spawn")
         })?;
+    let stdin = child.stdin.take().map(OwnedFd::from);
     // The `Child` is dropped without waiting: the job loop reaps by pid so that it can look
     // at an exit without reaping it (see job.rs).
     drop(child);
@@ -246,6 +257,7 @@ pub fn spawn_local_rank(
         pid,
         stdout,
         stderr,
+        stdin,
     })
 }
 

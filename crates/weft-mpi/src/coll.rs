@@ -21,6 +21,53 @@ fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
+/// A send buffer that is the receive buffer without MPI_IN_PLACE (MPI-4.1 §6.1.1: the
+/// buffers of a collective must not overlap unless in place) is an error of class
+/// MPI_ERR_BUFFER, as MPICH reports it. Raised on `comm`'s handler; `root` limits the check
+/// to the root of a rooted collective (elsewhere one of the two buffers is not used).
+/// Costs one comparison when the buffers differ.
+#[inline]
+pub(crate) fn aliased(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    recv: *const c_void,
+    root: Option<c_int>,
+) -> Option<c_int> {
+    if send != recv || send.is_null() || in_place(send) {
+        return None;
+    }
+    aliased_slow(comm, func, send, root)
+}
+
+#[cold]
+#[inline(never)]
+fn aliased_slow(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    root: Option<c_int>,
+) -> Option<c_int> {
+    if let Some(root) = root {
+        // Inter-communicators have no rank equal to a root argument's meaning here; the
+        // regular checks handle them.
+        let me = comm_of(comm, func).ok()?.rank() as c_int;
+        if me != root {
+            return None;
+        }
+    }
+    Some(crate::error::raise(
+        comm,
+        func,
+        err(
+            MPI_ERR_BUFFER,
+            format!(
+                "sendbuf and recvbuf are the same buffer ({send:p}): pass MPI_IN_PLACE as sendbuf to work in place"
+            ),
+        ),
+    ))
+}
+
 fn check_root(c: &Comm, root: c_int) -> R<u32> {
     if root < 0 || root as u32 >= c.size() {
         return Err(err(
@@ -498,6 +545,9 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, Some(root)) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::reduction(
@@ -573,6 +623,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::reduction(
@@ -647,6 +700,9 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
         unsafe { crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, "MPI_Scan") }
@@ -680,6 +736,9 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::reduction(Fast::Exscan, send, recv, count, dt, op, comm, "MPI_Exscan")
@@ -713,6 +772,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter_block", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::reduction(
@@ -829,6 +891,9 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Gather", send, recv, Some(root)) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::blocks(
@@ -909,6 +974,9 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scatter", send, recv, Some(root)) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::blocks(
@@ -979,6 +1047,9 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::blocks(
@@ -1043,6 +1114,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::blocks(
@@ -1137,6 +1211,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Gatherv", send, recv, Some(root)) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
         unsafe { crate::fast::gatherv(send, scount, sdt, recv, rcounts, displs, rdt, root, comm) }
@@ -1197,6 +1274,9 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scatterv", send, recv, Some(root)) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
         unsafe { crate::fast::scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm) }
@@ -1293,6 +1373,9 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
         unsafe { crate::fast::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, comm) }
@@ -1347,6 +1430,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallv", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::alltoallv(
@@ -1469,6 +1555,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe { crate::fast::reduce_scatter(send, recv, rcounts, dt, op, comm) } {
         return rc;
@@ -1560,6 +1649,9 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallw", send, recv, None) {
+        return rc;
+    }
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe {
         crate::fast::alltoallv(

@@ -320,6 +320,10 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 ) -> c_int {
     let r = state("MPI_Comm_get_name").and_then(|s| {
         let n = &s.comm(comm)?.name;
+        if name.is_null() || len.is_null() {
+            let which = if name.is_null() { "name" } else { "resultlen" };
+            return Err(err(MPI_ERR_ARG, format!("{which} is NULL")));
+        }
         // SAFETY: `name` holds MPI_MAX_OBJECT_NAME bytes (the caller's contract).
         unsafe { write_c_string(n, name, MPI_MAX_OBJECT_NAME, len) };
         Ok(())
@@ -1307,7 +1311,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
 ) -> c_int {
     let r = (|| {
         if req.is_null() {
-            return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+            return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
         }
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "newcomm pointer is NULL"));

@@ -47,7 +47,7 @@ pub(crate) fn file(
     req: *mut Handle,
 ) -> R<()> {
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     let mut e = ReqEntry::generalized();
     e.comm = comm;

@@ -318,6 +318,14 @@ pub unsafe extern "C" fn MPI_Wtick() -> f64 {
 /// `name` must hold MPI_MAX_PROCESSOR_NAME bytes; `resultlen` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    if name.is_null() || resultlen.is_null() {
+        let which = if name.is_null() { "name" } else { "resultlen" };
+        return finish(
+            MPI_COMM_WORLD,
+            "MPI_Get_processor_name",
+            Err(err(MPI_ERR_ARG, format!("{which} is NULL"))),
+        );
+    }
     let r = state("MPI_Get_processor_name").map(|s| {
         // SAFETY: forwarded caller contract.
         unsafe { write_c_string(s.weft.node_id(), name, MPI_MAX_PROCESSOR_NAME, resultlen) }

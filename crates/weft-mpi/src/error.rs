@@ -129,7 +129,7 @@ pub fn fatal(func: &str, rank: u32, e: MpiError) -> ! {
     match state_opt() {
         Some(s) => s.weft.abort(e.class.max(1), &line),
         None => {
-            eprintln!("weft-mpi: {line}");
+            weft_core::diag!("weft-mpi: {line}");
             std::process::exit(e.class.max(1))
         }
     }
@@ -163,6 +163,25 @@ pub fn unsupported(func: &str) -> c_int {
             format!("{func} is not implemented by weft yet (see `weft info --mpi`)"),
         ),
     )
+}
+
+/// [`unsupported`] for a function whose communicator argument is `comm`: reported through
+/// that communicator's handler, so a program that set MPI_ERRORS_RETURN on it gets the class.
+pub fn unsupported_on(comm: Handle, func: &str) -> c_int {
+    raise(
+        comm,
+        func,
+        err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("{func} is not implemented by weft yet (see `weft info --mpi`)"),
+        ),
+    )
+}
+
+/// [`unsupported`] for a function whose error handler defaults to MPI_ERRORS_RETURN (the
+/// file functions, MPI-4.1 §9.3): returns the class.
+pub fn unsupported_returning(_func: &str) -> c_int {
+    MPI_ERR_UNSUPPORTED_OPERATION
 }
 
 /// Writes `text` into the C buffer `out` (at most `cap - 1` bytes and a NUL) and its length

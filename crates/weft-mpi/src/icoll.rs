@@ -145,7 +145,7 @@ pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) 
 
 fn check_req(req: *mut Handle) -> R<()> {
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     Ok(())
 }
@@ -294,6 +294,9 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce", send, recv, Some(root)) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -345,6 +348,9 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -396,6 +402,9 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscan", send, recv, None) {
+        return rc;
+    }
     let r = file(comm, req, || {
         ireduction("MPI_Iscan", IRed::Scan, send, recv, count, dt, op, comm)
     });
@@ -413,6 +422,9 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iexscan", send, recv, None) {
+        return rc;
+    }
     let r = file(comm, req, || {
         ireduction("MPI_Iexscan", IRed::Exscan, send, recv, count, dt, op, comm)
     });
@@ -430,6 +442,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter_block", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -555,6 +570,9 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Igather", send, recv, Some(root)) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -603,6 +621,9 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscatter", send, recv, Some(root)) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -650,6 +671,9 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgather", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -696,6 +720,9 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -951,6 +978,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -1032,6 +1062,9 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Igatherv", send, recv, Some(root)) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -1127,6 +1160,9 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscatterv", send, recv, Some(root)) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -1203,6 +1239,9 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgatherv", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -1281,6 +1320,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallv", send, recv, None) {
+        return rc;
+    }
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -1486,6 +1528,9 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallw", send, recv, None) {
+        return rc;
+    }
     let r = (|| {
         check_req(req)?;
         if crate::inter::parts(comm).is_none() {

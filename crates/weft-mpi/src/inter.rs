@@ -138,7 +138,7 @@ pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
 /// Files an already completed request for a nonblocking collective on an intercommunicator.
 pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     let s = state("nonblocking collective")?;
     let h = s.add_req(ReqEntry {

@@ -42,7 +42,7 @@ fn file(comm: Handle, t: Transfers, then: Option<Then>, req: *mut Handle) -> R<(
 /// Checks `req` before anything is posted (an error then leaves nothing in flight).
 fn check_req(req: *mut Handle) -> R<()> {
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     Ok(())
 }

@@ -238,7 +238,7 @@ fn imrecv(
     req: *mut Handle,
 ) -> R<()> {
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     // The message is already here: deliver it now; the request is complete at once.
     let mut st = MpiStatus::default();

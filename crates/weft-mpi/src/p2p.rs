@@ -379,7 +379,7 @@ fn inonblocking(
     check_tag(tag, !send)?;
     check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     let e = start_op(
         s,
@@ -1118,7 +1118,7 @@ fn reqs_slice<'a>(count: c_int, reqs: *mut Handle) -> R<&'a mut [Handle]> {
         return Ok(&mut []);
     }
     if reqs.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "array_of_requests is NULL"));
+        return Err(err(MPI_ERR_ARG, "array_of_requests is NULL"));
     }
     // SAFETY: the array holds `count` handles (the caller's contract).
     Ok(unsafe { std::slice::from_raw_parts_mut(reqs, count as usize) })
@@ -1883,7 +1883,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
         return finish(
             comm,
             "MPI_Ibsend",
-            Err(err(MPI_ERR_REQUEST, "request pointer is NULL")),
+            Err(err(MPI_ERR_ARG, "request pointer is NULL")),
         );
     }
     // SAFETY: forwarded caller contract.
@@ -2078,7 +2078,7 @@ unsafe fn isendrecv(
     check_peer(dest, size, false, "dest")?;
     check_peer(source, size, true, "source")?;
     if req.is_null() {
-        return Err(err(MPI_ERR_REQUEST, "request pointer is NULL"));
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
     let copy = if dest == MPI_PROC_NULL {
         Vec::new()

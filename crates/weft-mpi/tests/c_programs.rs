@@ -149,6 +149,60 @@ fn fatal_handler_names_function_argument_and_rank() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("UNREACHABLE"));
 }
 
+/// mpicc's Open MPI spellings (`--showme`, `--showme:link`) and `-static`: a program linked
+/// with `libmpi_abi.a` and the system libraries it needs, without the shared library, runs
+/// as a job and computes right (crates/weft-mpi/examples/c/where.c).
+#[test]
+fn mpicc_showme_and_static() {
+    let mpicc = prefix().join("bin/mpicc");
+    let show = Command::new(&mpicc)
+        .args(["--showme", "x.c"])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&show.stdout).to_string();
+    assert!(line.contains("x.c") && line.contains("-lmpi_abi"), "{line}");
+    let link = Command::new(&mpicc)
+        .args(["-static", "--showme:link"])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&link.stdout).to_string();
+    assert!(
+        line.contains("lib/libmpi_abi.a") && line.contains("-lpthread"),
+        "{line}"
+    );
+    let src = common::repo_root().join("crates/weft-mpi/examples/c/where.c");
+    let exe = std::env::temp_dir().join(format!("weft-where-static-{}", std::process::id()));
+    let built = Command::new(&mpicc)
+        .arg("-static")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "mpicc -static: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
+    let deps = String::from_utf8_lossy(&ldd.stdout).to_string();
+    assert!(!deps.contains("libmpi_abi"), "linked dynamically: {deps}");
+    let out = run(&exe, 3);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.exit_code,
+        0,
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.ends_with(" sum=3")).count(),
+        3,
+        "{stdout}"
+    );
+    std::fs::remove_file(&exe).unwrap();
+}
+
 /// The wrappers: mpicc -show prints the command with the rpath, mpiexec maps -n and
 /// --oversubscribe and -x onto `weft run`.
 #[test]

@@ -143,7 +143,7 @@ fn fatal(e: Error) -> ! {
             rt.weft.abort(1, &message);
         }
     }
-    eprintln!("{message}");
+    weft_core::diag!("{message}");
     std::process::exit(1)
 }
 
@@ -720,7 +720,7 @@ fn with_job<R>(call: &str, f: impl FnOnce(&JobSync) -> Result<R>) -> R {
 }
 
 fn drop_and_fatal(e: Error) -> ! {
-    eprintln!("weft shmem: {e}");
+    weft_core::diag!("weft shmem: {e}");
     std::process::exit(1)
 }
 

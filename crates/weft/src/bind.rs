@@ -63,6 +63,30 @@ fn cpu_in(
     pin.then(|| cpus[local as usize % cpus.len()])
 }
 
+/// The CPUs this process could use before anything was pinned, as a list (`0-3,6`).
+pub(crate) fn allowed_cpus_text() -> String {
+    let cpus = allowed_cpus();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    if parts.is_empty() {
+        "unknown".into()
+    } else {
+        parts.join(",")
+    }
+}
+
 /// Pins the calling process (its calling thread, and the threads it starts later) to `cpu`.
 pub(crate) fn pin(cpu: usize) -> std::io::Result<()> {
     affinity::pin_to(cpu)

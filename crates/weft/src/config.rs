@@ -63,6 +63,8 @@ pub struct Config {
     pub yield_mode: YieldMode,
     /// Whether a launched rank pins itself to a core.
     pub bind: BindMode,
+    /// Whether each rank reports its binding on stderr at start-up.
+    pub report_bindings: bool,
     /// Under `WEFT_YIELD=auto` with a core per local rank: microseconds a waiting rank spins
     /// in one idle stretch before it starts yielding.
     pub yield_after_us: u64,
@@ -362,6 +364,7 @@ impl Config {
             cma,
             yield_mode,
             bind,
+            report_bindings: values.bool("WEFT_REPORT_BINDINGS"),
             yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
             values,

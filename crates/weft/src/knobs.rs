@@ -17,6 +17,12 @@ pub static KNOBS: &[Knob] = &[
         help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads the program starts later inherit the core, weft's own helper threads do not; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
     },
     Knob {
+        name: "WEFT_REPORT_BINDINGS",
+        kind: KnobKind::Bool,
+        default: "0",
+        help: "each rank prints on stderr, once started, the CPUs it is bound to and why (WEFT_BIND), like mpirun --report-bindings",
+    },
+    Knob {
         name: "WEFT_YIELD_AFTER_US",
         kind: KnobKind::Uint,
         default: "100",

@@ -295,18 +295,27 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
                 let node = if my_local == 0 {
                     let node = ShmNode::create_with(&name, layout, modes, 0)
                         .map_err(|e| e.context(format!("rank {rank}")))?;
-                    store.put(&ready_key, b"1")?;
+                    // On any failure before everyone attached, the creator removes the name.
+                    store
+                        .put(&ready_key, b"1")
+                        .inspect_err(|_| drop(node.unlink()))?;
                     node
                 } else {
                     store.get(&ready_key, timeout)?;
                     ShmNode::attach(&name, my_local)
                         .map_err(|e| e.context(format!("rank {rank}")))?
                 };
-                store.barrier(
-                    &format!("shm-attached/{node_id}"),
-                    layout.local_size,
-                    timeout,
-                )?;
+                store
+                    .barrier(
+                        &format!("shm-attached/{node_id}"),
+                        layout.local_size,
+                        timeout,
+                    )
+                    .inspect_err(|_| {
+                        if my_local == 0 {
+                            drop(node.unlink());
+                        }
+                    })?;
                 if my_local == 0 {
                     node.unlink()?;
                 }
@@ -411,15 +420,18 @@ impl Weft {
     /// standard error and the rank runs unpinned.
     fn pin_to_core(&self) {
         let Some(cpu) = bind::cpu_for(self.config.bind, self.local_rank, self.local_size) else {
+            self.report_binding(None);
             return;
         };
         if let Err(e) = bind::pin(cpu) {
-            eprintln!(
+            weft_core::diag!(
                 "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
+            self.report_binding(None);
             return;
         }
+        self.report_binding(Some(cpu));
         let colocated = (0..self.local_size)
             .filter(|&l| {
                 l != self.local_rank
@@ -431,6 +443,31 @@ impl Weft {
         if self.config.yield_mode == config::YieldMode::Auto {
             e.set_colocated(colocated);
         }
+    }
+
+    /// With `WEFT_REPORT_BINDINGS`: one line on stderr saying where this rank runs (`cpu`,
+    /// or every CPU it may use when not pinned), like `mpirun --report-bindings`.
+    fn report_binding(&self, cpu: Option<usize>) {
+        if !self.config.report_bindings {
+            return;
+        }
+        let mode = match self.config.bind {
+            config::BindMode::Auto => "auto",
+            config::BindMode::Core => "core",
+            config::BindMode::None => "none",
+        };
+        let place = match cpu {
+            Some(c) => format!("bound to CPU {c}"),
+            None => format!("not bound (CPUs {})", bind::allowed_cpus_text()),
+        };
+        eprintln!(
+            "weft: rank {} (local rank {} of {}) on {} pid {}: {place} (WEFT_BIND={mode})",
+            self.world.rank(),
+            self.local_rank,
+            self.local_size,
+            self.node_id,
+            std::process::id()
+        );
     }
 
     /// Whether the engine yields the CPU when idle (oversubscribed node or `WEFT_YIELD=on`).
@@ -448,7 +485,7 @@ impl Weft {
         if let Some(s) = &self.store {
             let _ = s.abort(code, message);
         }
-        eprintln!(
+        weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );

@@ -7,17 +7,11 @@
 
 mod common;
 
-use std::time::Duration;
-use weft::coll::Tuning;
+use common::Signal;
+use std::cell::Cell;
+use std::rc::Rc;
+use weft::coll::{RingWait, Tuning};
 use weft::{Comm, ErrorKind};
-
-/// The tests of this file one at a time: their ranks spin while others sleep, and the
-/// test of waiting on the ring counts what lands within a short spin, which threads of
-/// another test competing for the cores starve.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Linear scatter from root 0 (one message per leaf) and k-nomial bcast, forced so the
 /// plans are the same whatever the tuning table says.
@@ -31,17 +25,18 @@ fn force(w: &Comm) {
     );
 }
 
-/// The leaves wait before each call, so the root's message is in their ring when they
-/// start; they take it at once, and the data is right, every time. With `drained`, a
-/// probe for something else took the message off the ring first (a progress pass of
-/// another call), and on every other call a point-to-point message of the root's waits
-/// unmatched in front of it (another context): the leaves take the collective's message
-/// from the messages waiting unmatched at once all the same, and receive the other after.
+/// The leaves wait (outside weft) until the root's call is done, so the root's message is in
+/// their ring when they start; they take it at once, and the data is right, every time.
+/// With `drained`, a probe for something else took the message off the ring first (a
+/// progress pass of another call), and on every other call a point-to-point message of the
+/// root's waits unmatched in front of it (another context): the leaves take the
+/// collective's message from the messages waiting unmatched at once all the same, and
+/// receive the other after.
 #[test]
 fn a_message_already_there_is_taken_at_once() {
-    let _serial = serial();
     for n in [2u32, 3] {
         for drained in [false, true] {
+            let sent = Signal::new();
             common::run_ranks(n, &[], move |w| {
                 force(&w);
                 let rank = w.rank();
@@ -54,7 +49,7 @@ fn a_message_already_there_is_taken_at_once() {
                         }
                     }
                     if rank != 0 {
-                        std::thread::sleep(Duration::from_millis(20));
+                        sent.wait_for(call + 1, "the root's scatter and bcast");
                         if drained {
                             assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
                         }
@@ -68,6 +63,10 @@ fn a_message_already_there_is_taken_at_once() {
                     let mut buf = vec![rank as u64 + call; 5];
                     w.bcast(&mut buf, 0).unwrap();
                     assert_eq!(buf, vec![call; 5], "call {call} rank {rank}");
+                    if rank == 0 {
+                        // Both sends are eager: the messages are in the leaves' rings.
+                        sent.raise_to(call + 1);
+                    }
                     at_once += w.coll_received_at_once() - before;
                     if rank != 0 && p2p_first {
                         let mut p2p = [0u32; 1];
@@ -79,11 +78,11 @@ fn a_message_already_there_is_taken_at_once() {
                 if rank == 0 {
                     assert_eq!(at_once, 0, "the root receives nothing");
                 } else {
-                    // The first call takes the schedule, the rest run directly; a 20 ms
-                    // head start leaves the messages waiting in all but a starved run.
-                    assert!(
-                        at_once >= 2,
-                        "rank {rank} of {n} (drained {drained}): {at_once} taken at once"
+                    // The first call of each collective takes the schedule; the other five
+                    // scatters and five bcasts run directly and find their message here.
+                    assert_eq!(
+                        at_once, 10,
+                        "rank {rank} of {n} (drained {drained}): taken at once"
                     );
                 }
             });
@@ -97,7 +96,7 @@ fn a_message_already_there_is_taken_at_once() {
 /// and the point-to-point traffic get the right data.
 #[test]
 fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
-    let _serial = serial();
+    let sent = Signal::new();
     common::run_ranks(2, &[], move |w| {
         force(&w);
         let rank = w.rank();
@@ -110,7 +109,7 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
         w.scope(|s| {
             if rank == 1 {
                 let r = w.irecv(s, &mut p2p, 0, 5).unwrap();
-                std::thread::sleep(Duration::from_millis(20));
+                sent.wait_for(1, "rank 0's first bcast");
                 let before = w.coll_received_at_once();
                 let mut buf = vec![9u64; 4];
                 w.bcast(&mut buf, 0).unwrap();
@@ -120,6 +119,7 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
             } else {
                 let mut buf = vec![0u64; 4];
                 w.bcast(&mut buf, 0).unwrap();
+                sent.raise_to(1);
                 w.send(&[5u32, 6], 1, 5).unwrap();
             }
         });
@@ -132,8 +132,9 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
             w.send(&[8u32, 9], 1, 6).unwrap();
             let mut buf = vec![1u64; 4];
             w.bcast(&mut buf, 0).unwrap();
+            sent.raise_to(2);
         } else {
-            std::thread::sleep(Duration::from_millis(20));
+            sent.wait_for(2, "rank 0's message and second bcast");
             let before = w.coll_received_at_once();
             let mut buf = vec![9u64; 4];
             w.bcast(&mut buf, 0).unwrap();
@@ -153,8 +154,8 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
 /// comes later.
 #[test]
 fn a_message_of_another_length_is_not_taken() {
-    let _serial = serial();
     for drained in [false, true] {
+        let sent = Signal::new();
         common::run_ranks(2, &[], move |w| {
             force(&w);
             let rank = w.rank();
@@ -168,14 +169,16 @@ fn a_message_of_another_length_is_not_taken() {
             if rank == 0 {
                 let mut longer = vec![2u64; 4];
                 w.bcast(&mut longer, 0).unwrap();
+                sent.raise_to(1);
             } else {
-                std::thread::sleep(Duration::from_millis(20));
+                sent.wait_for(1, "the root's longer bcast");
                 if drained {
                     assert!(w.iprobe(weft::ANY_SOURCE, 999).unwrap().is_none());
                 }
                 let (runs, before) = (w.coll_direct_runs(), w.coll_received_at_once());
                 let e = w.bcast(&mut buf, 0).unwrap_err();
-                assert_eq!(e.kind(), ErrorKind::InvalidCount, "{e}");
+                // Longer than the buffer: a truncation, as MPI classes it.
+                assert_eq!(e.kind(), ErrorKind::Truncate, "{e}");
                 assert!(w.coll_direct_runs() > runs, "the call ran directly");
                 assert_eq!(w.coll_received_at_once(), before);
             }
@@ -185,11 +188,18 @@ fn a_message_of_another_length_is_not_taken() {
 
 /// A two-rank exchange (allreduce by recursive doubling) whose peer's message is not there
 /// yet waits for it on the peer's ring once its own message is out, and takes it as it
-/// lands (counted as taken at once). A peer late by far more than that wait, or a receive
-/// of the program's posted meanwhile, sends the call the usual way; every result is right.
+/// lands (counted as taken at once). The order is forced: in each call one rank (by turns)
+/// goes first, and the other starts its call only when the first is waiting on its ring
+/// (the wait's hook tells it) and finishes before the first looks. A peer that comes only
+/// after the wait gave up (the hook again) sends the call the usual way, and so does a
+/// receive of the program's posted meanwhile; every result is right.
 #[test]
 fn a_waiting_receive_takes_its_message_from_the_ring() {
-    let _serial = serial();
+    const CALLS: u64 = 200;
+    let waiting = Signal::new();
+    let done = Signal::new();
+    let gave_up = Signal::new();
+    let posted = Signal::new();
     common::run_ranks(2, &[], move |w| {
         w.set_collective_tuning(
             Tuning::from_vars(&[("WEFT_ALLREDUCE_ALGO", "recursive_doubling")]).unwrap(),
@@ -197,37 +207,93 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
         let rank = w.rank();
         let op = weft::coll::Op::Sum;
         let mut out = [0u64; 2];
+        // Warm up: the first call takes the schedule, the next ones run directly.
+        for call in 0..2u64 {
+            w.allreduce(&[call, rank as u64], &mut out, &op).unwrap();
+        }
+        w.barrier().unwrap();
+        // The call under way; its first rank's hook lets the other one go, then waits until
+        // that one's call is done (its message is then in the first rank's ring).
+        let current = Rc::new(Cell::new(0u64));
+        let (cur, go, fin) = (current.clone(), waiting.clone(), done.clone());
+        w.set_coll_ring_wait_hook(Some(Box::new(move |moment| {
+            let call = cur.get();
+            assert_eq!(
+                moment,
+                RingWait::Waiting,
+                "rank {rank} call {call}: gave up"
+            );
+            assert_eq!(
+                call % 2,
+                rank as u64,
+                "rank {rank} waited in call {call}, not its turn"
+            );
+            go.raise_to(call + 1);
+            fin.wait_for(call + 1, "the other rank's call");
+        })));
         let before = w.coll_received_on_ring();
-        for call in 0..2000u64 {
+        for call in 0..CALLS {
+            current.set(call);
+            let first = call % 2 == rank as u64;
+            if !first {
+                waiting.wait_for(call + 1, "the first rank waiting on its ring");
+            }
             w.allreduce(&[call, rank as u64], &mut out, &op).unwrap();
             assert_eq!(out, [2 * call, 1], "call {call}");
+            if !first {
+                done.raise_to(call + 1);
+            }
         }
-        // Back-to-back calls: most messages land while the other rank waits for them.
         let waited = w.coll_received_on_ring() - before;
-        assert!(
-            waited > 0,
-            "rank {rank}: none of 2000 waited for on the ring"
+        assert_eq!(
+            waited,
+            CALLS / 2,
+            "rank {rank}: waits on the ring that took the message"
         );
-        // Rank 1 late by 20 ms: rank 0 gives up waiting on the ring and posts.
+        w.barrier().unwrap();
+        // Rank 1 comes only once rank 0 gave up waiting on the ring: rank 0 posts and waits.
+        let gone = gave_up.clone();
+        w.set_coll_ring_wait_hook(Some(Box::new(move |moment| {
+            if moment == RingWait::GaveUp {
+                gone.raise_to(gone.get() + 1);
+            }
+        })));
+        let (on_ring, at_once) = (w.coll_received_on_ring(), w.coll_received_at_once());
         for call in 0..3u64 {
             if rank == 1 {
-                std::thread::sleep(Duration::from_millis(20));
+                gave_up.wait_for(call + 1, "rank 0 giving up its wait");
             }
             w.allreduce(&[call, 7], &mut out, &op).unwrap();
             assert_eq!(out, [2 * call, 14]);
         }
+        if rank == 0 {
+            assert_eq!(gave_up.get(), 3);
+            assert_eq!(
+                w.coll_received_on_ring(),
+                on_ring,
+                "rank 0 posted its receives"
+            );
+            assert_eq!(
+                w.coll_received_at_once(),
+                at_once,
+                "rank 0 posted its receives"
+            );
+        }
+        w.set_coll_ring_wait_hook(None);
+        w.barrier().unwrap();
         // A receive of the program's posted on rank 0: its allreduce waits the usual way.
         let mut p2p = [0u32; 1];
         w.scope(|s| {
             if rank == 0 {
                 let r = w.irecv(s, &mut p2p, 1, 9).unwrap();
+                posted.raise_to(1);
                 let before = w.coll_received_at_once();
                 w.allreduce(&[1, 2], &mut out, &op).unwrap();
                 assert_eq!(out, [2, 4]);
                 assert_eq!(w.coll_received_at_once(), before, "a receive was posted");
                 r.wait().unwrap();
             } else {
-                std::thread::sleep(Duration::from_millis(20));
+                posted.wait_for(1, "rank 0's receive");
                 w.allreduce(&[1, 2], &mut out, &op).unwrap();
                 w.send(&[3u32], 0, 9).unwrap();
             }

@@ -9,16 +9,8 @@
 
 mod common;
 
-use std::time::Duration;
+use common::Signal;
 use weft::{Comm, ErrorKind};
-
-/// The tests of this file one at a time: their leaves sleep so that the root's message is
-/// there when they call, which threads of another test competing for the cores could
-/// delay past the sleep.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Call `call`'s counts (elements per rank: odd, some zero) and displacements (blocks in
 /// reverse rank order with a gap of 3 between them) on `n` ranks; the send length.
@@ -40,13 +32,14 @@ fn value(call: u64, i: u32, k: usize) -> u32 {
     (call * 1000 + i as u64 * 10 + k as u64) as u32
 }
 
-/// Runs `body(w, call, root)` for calls 0..16 on 1, 2, 3, 4 and 7 ranks, the root moving
-/// every 4 calls.
-fn with_moving_root(body: fn(&Comm, u64, u32)) {
+/// Runs `body(w, call, root, signal)` for calls 0..16 on 1, 2, 3, 4 and 7 ranks, the root
+/// moving every 4 calls; `signal` is the job's, for ordering the ranks' steps.
+fn with_moving_root(body: fn(&Comm, u64, u32, &Signal)) {
     for n in [1u32, 2, 3, 4, 7] {
+        let signal = Signal::new();
         common::run_ranks(n, &[], move |w| {
             for call in 0..16u64 {
-                body(&w, call, (call / 4) as u32 % n);
+                body(&w, call, (call / 4) as u32 % n, &signal);
             }
         });
     }
@@ -81,23 +74,31 @@ fn scatterv_checked(w: &Comm, call: u64, root: u32) -> (u64, u64) {
 
 /// At 1, 2, 3, 4 and 7 ranks, with the root moving every 4 calls: every call is right;
 /// after a rank's first call every root call runs directly, and a leaf that calls after its
-/// message came takes it at once.
+/// message came (on odd calls it waits for the root's call to end) takes it at once.
 #[test]
 fn repeated_scatterv_runs_without_its_plan() {
-    let _serial = serial();
-    with_moving_root(|w, call, root| {
+    with_moving_root(|w, call, root, sent| {
         let rank = w.rank();
         let late = rank != root && call % 2 == 1;
         if late {
-            std::thread::sleep(Duration::from_millis(10));
+            sent.wait_for(call + 1, "the root's scatterv");
         }
         let (runs, at_once) = scatterv_checked(w, call, root);
+        if rank == root {
+            // The root's sends are eager: every block is in its leaf's ring.
+            sent.raise_to(call + 1);
+        }
         if call > 0 && rank == root {
             assert_eq!(runs, 1, "call {call}: the root ran directly");
             assert_eq!(at_once, 0, "call {call}: the root receives nothing");
         }
         if call > 0 && late {
-            assert_eq!(runs, 1, "call {call} rank {rank}: taken at once");
+            assert_eq!(
+                (runs, at_once),
+                (1, 1),
+                "call {call} rank {rank} of {}: taken at once",
+                w.size()
+            );
             assert_eq!(at_once, 1, "call {call} rank {rank}: taken at once");
         }
         // Nothing of the next call reaches a leaf still polling in this one.
@@ -109,7 +110,6 @@ fn repeated_scatterv_runs_without_its_plan() {
 /// wait for their receivers as the run's would, and the data are right.
 #[test]
 fn large_blocks_from_a_direct_root() {
-    let _serial = serial();
     common::run_ranks(3, &[], move |w| {
         let (rank, n) = (w.rank(), w.size() as usize);
         for (call, block) in [(0u32, 16usize << 10), (1, 16 << 10), (2, 256 << 10)] {
@@ -135,7 +135,6 @@ fn large_blocks_from_a_direct_root() {
 /// and uses no call number: its next good call is the one the leaves are waiting in.
 #[test]
 fn bad_arrays_at_the_root_get_the_usual_error() {
-    let _serial = serial();
     common::run_ranks(3, &[], move |w| {
         let rank = w.rank();
         warm_up(&w);
@@ -158,7 +157,7 @@ fn bad_arrays_at_the_root_get_the_usual_error() {
 /// there: not taken at once, and the leaf gets the count error of the usual way.
 #[test]
 fn a_leaf_expecting_another_length_gets_the_count_error() {
-    let _serial = serial();
+    let sent = Signal::new();
     common::run_ranks(2, &[], move |w| {
         let rank = w.rank();
         warm_up(&w);
@@ -167,8 +166,9 @@ fn a_leaf_expecting_another_length_gets_the_count_error() {
             let mut recv = [0u32; 1];
             w.scatterv(&[7u32, 8, 9], &[1, 2], &[0, 1], &mut recv, 0)
                 .unwrap();
+            sent.raise_to(1);
         } else {
-            std::thread::sleep(Duration::from_millis(10));
+            sent.wait_for(1, "the root's scatterv");
             let at_once = w.coll_received_at_once();
             let mut recv = [0u32; 3];
             let e = w.scatterv(&[], &[], &[], &mut recv, 0).unwrap_err();
@@ -206,8 +206,7 @@ fn gatherv_checked(w: &Comm, call: u64, root: u32) -> u64 {
 /// after a rank's first call every leaf call runs directly.
 #[test]
 fn repeated_gatherv_leaves_run_without_their_plan() {
-    let _serial = serial();
-    with_moving_root(|w, call, root| {
+    with_moving_root(|w, call, root, _| {
         let rank = w.rank();
         let runs = gatherv_checked(w, call, root);
         if call > 0 && rank != root {
@@ -220,7 +219,6 @@ fn repeated_gatherv_leaves_run_without_their_plan() {
 /// would, and the root has every block right.
 #[test]
 fn large_blocks_from_direct_leaves() {
-    let _serial = serial();
     common::run_ranks(3, &[], move |w| {
         let (rank, n) = (w.rank(), w.size() as usize);
         for (call, block) in [(0u32, 16usize << 10), (1, 16 << 10), (2, 256 << 10)] {
@@ -254,7 +252,6 @@ fn large_blocks_from_direct_leaves() {
 /// the usual way, and the next calls are right.
 #[test]
 fn a_leaf_sending_another_length_gets_the_root_an_error() {
-    let _serial = serial();
     common::run_ranks(2, &[], move |w| {
         let rank = w.rank();
         warm_up(&w);
@@ -293,7 +290,6 @@ fn warm_up(w: &Comm) {
 #[test]
 fn an_unfinished_collective_limit_refuses_the_calls_without_plan_too() {
     const LIMIT: usize = 1 << 13;
-    let _serial = serial();
     common::run_ranks(2, &[], move |w| {
         let rank = w.rank();
         warm_up(&w);

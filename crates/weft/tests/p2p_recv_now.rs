@@ -8,14 +8,15 @@
 
 mod common;
 
-use std::time::Duration;
+use common::Signal;
 use weft::{Comm, ErrorKind, ANY_SOURCE, ANY_TAG};
 
-/// Lets the other ranks' messages arrive (20 ms), then with `drained` makes one progress
+/// Waits (outside weft) until the `senders` other ranks have sent (their blocking eager sends
+/// returned: the messages are in rank 0's rings), then with `drained` makes one progress
 /// pass (a probe for a tag nobody sends), which takes them off the rings into the
 /// unexpected queue.
-fn head_start(w: &Comm, drained: bool) {
-    std::thread::sleep(Duration::from_millis(20));
+fn head_start(w: &Comm, sent: &Signal, senders: u64, drained: bool) {
+    sent.wait_for(senders, "the other ranks' sends");
     if drained {
         assert!(w.iprobe(ANY_SOURCE, 999).unwrap().is_none());
     }
@@ -29,6 +30,7 @@ fn head_start(w: &Comm, drained: bool) {
 fn messages_already_here_are_taken_at_once_with_their_status() {
     for n in [2u32, 3] {
         for drained in [false, true] {
+            let sent = Signal::new();
             common::run_ranks(n, &[], move |w| {
                 let rank = w.rank();
                 if rank != 0 {
@@ -36,10 +38,11 @@ fn messages_already_here_are_taken_at_once_with_their_status() {
                     w.send(&[r, r + 1, r + 2], 0, 1).unwrap();
                     w.send::<u64>(&[], 0, 2).unwrap();
                     w.send(&[10 * r; 5], 0, 3).unwrap();
+                    sent.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     w.barrier().unwrap();
                     return;
                 }
-                head_start(&w, drained);
+                head_start(&w, &sent, n as u64 - 1, drained);
                 let before = w.p2p_received_at_once();
                 for src in 1..n {
                     let r = src as u64;
@@ -56,12 +59,16 @@ fn messages_already_here_are_taken_at_once_with_their_status() {
                     assert_eq!((st.source, st.tag, st.bytes), (src as i32, 2, 0));
                 }
                 let taken = w.p2p_received_at_once() - before;
-                // Tag 3 behind an unmatched tag-2 message in the ring goes the usual way
-                // (only the ring's next message is looked at), and so does a message a
-                // starved sender had not sent within the head start; the first receive
-                // from the first sender takes its message at once in all but a starved
-                // run (off the ring: only the way through the unmatched messages can).
-                assert!(taken >= 1, "n {n} drained {drained}: none taken at once");
+                // Drained, every message waits unmatched and is taken at once. In the ring,
+                // tag 3 behind the unmatched tag-2 message goes the usual way (only the
+                // ring's next message is looked at), whose progress pass takes every ring's
+                // messages off: the rest are then taken at once from the unmatched ones.
+                let want = if drained {
+                    3 * (n as u64 - 1)
+                } else {
+                    3 * (n as u64 - 1) - 1
+                };
+                assert_eq!(taken, want, "n {n} drained {drained}: taken at once");
                 w.barrier().unwrap();
             });
         }
@@ -73,13 +80,15 @@ fn messages_already_here_are_taken_at_once_with_their_status() {
 #[test]
 fn a_longer_message_is_left_for_the_truncation_error() {
     for drained in [false, true] {
+        let sent = Signal::new();
         common::run_ranks(2, &[], move |w| {
             if w.rank() == 1 {
                 w.send(&[7u32; 6], 0, 4).unwrap();
+                sent.raise_to(1);
                 w.barrier().unwrap();
                 return;
             }
-            head_start(&w, drained);
+            head_start(&w, &sent, 1, drained);
             let before = w.p2p_received_at_once();
             let mut buf = [0u32; 4];
             let e = w.recv(&mut buf, 1, 4).unwrap_err();
@@ -94,21 +103,22 @@ fn a_longer_message_is_left_for_the_truncation_error() {
 /// nonblocking receive is posted: rank 1 sends only then. Not a barrier: a barrier may poll
 /// (the leader's last arrival makes one progress pass), and a poll after the first message
 /// arrived would complete the posted receive before the blocking one starts.
-static POSTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static POSTED: Signal = Signal(std::sync::atomic::AtomicU64::new(0));
+
+/// Raised by rank 1 of that test once its sends returned.
+static SENT: Signal = Signal(std::sync::atomic::AtomicU64::new(0));
 
 /// A receive posted earlier (nonblocking, same sender and tag) gets the first message, the
 /// blocking one the second; an ANY_SOURCE receive takes the usual way.
 #[test]
 fn an_earlier_posted_receive_or_any_source_keeps_the_usual_way() {
-    use std::sync::atomic::Ordering;
     common::run_ranks(2, &[], move |w| {
         if w.rank() == 1 {
-            while !POSTED.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            POSTED.wait_for(1, "rank 0's nonblocking receive");
             w.send(&[1u32], 0, 5).unwrap();
             w.send(&[2u32], 0, 5).unwrap();
             w.send(&[3u32], 0, 6).unwrap();
+            SENT.raise_to(1);
             w.barrier().unwrap();
             return;
         }
@@ -116,9 +126,10 @@ fn an_earlier_posted_receive_or_any_source_keeps_the_usual_way() {
         let mut second = [0u32; 1];
         w.scope(|s| {
             let r = w.irecv(s, &mut first, 1, 5).unwrap();
-            POSTED.store(true, Ordering::Release);
-            // No call until the blocking receive: nothing polls the ring in between.
-            std::thread::sleep(Duration::from_millis(20));
+            POSTED.raise_to(1);
+            // No call until the blocking receive: nothing polls the ring in between; the
+            // messages are there once rank 1's sends returned.
+            SENT.wait_for(1, "rank 1's three sends");
             let before = w.p2p_received_at_once();
             w.recv(&mut second, 1, 5).unwrap();
             assert_eq!(w.p2p_received_at_once(), before, "a receive was posted");

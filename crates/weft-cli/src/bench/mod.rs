@@ -10,7 +10,6 @@ pub mod p2p;
 pub mod shmem;
 pub mod sync;
 
-use std::io::IsTerminal;
 use std::time::Duration;
 use weft_launch::{HostsSpec, JobSpec, OutputMode};
 
@@ -76,19 +75,13 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
         }
     };
     let knob = format!("WEFT_{}_ALGO", coll::coll_name(&a.op).to_ascii_uppercase());
-    let show_progress = std::io::stderr().is_terminal() && algos.len() > 1;
+    let progress =
+        crate::progress::Progress::new(&format!("bench coll {}", a.op), algos.len() as u64, a.json);
     let mut points: Vec<coll::Point> = Vec::new();
-    for (i, algo) in algos.iter().enumerate() {
-        if show_progress {
-            eprint!(
-                "\r[{}{}] {} ({}/{})   ",
-                "#".repeat(i),
-                ".".repeat(algos.len() - i),
-                algo.as_deref().unwrap_or("auto"),
-                i + 1,
-                algos.len()
-            );
-        }
+    // Points of the job without a forced algorithm: the selector's choice at each size.
+    let mut chosen: Vec<usize> = Vec::new();
+    for algo in &algos {
+        progress.start(algo.as_deref().unwrap_or("the default choice"));
         let env: Vec<(String, String)> = algo.iter().map(|x| (knob.clone(), x.clone())).collect();
         let (code, stdout) = launch_capture(a.nranks, a.rank_args(true), a.timeout_s, &env, on);
         if code != 0 {
@@ -101,18 +94,18 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
         for line in String::from_utf8_lossy(&stdout).lines() {
             match serde_json::from_str::<coll::Point>(line) {
                 Ok(mut p) => {
-                    if let Some(x) = algo {
-                        p.algo = x.clone();
+                    match algo {
+                        Some(x) => p.algo = x.clone(),
+                        None => chosen.push(points.len()),
                     }
                     points.push(p)
                 }
-                Err(_) => println!("{line}"),
+                Err(_) => progress.println(line),
             }
         }
+        progress.done();
     }
-    if show_progress {
-        eprintln!("\r[{}] done{}", "#".repeat(algos.len()), " ".repeat(30));
-    }
+    drop(progress);
     if a.json {
         for p in &points {
             println!("{}", serde_json::to_string(p).expect("point serialises"));
@@ -145,7 +138,21 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
     }
     if let Some(path) = &a.plot {
         let mut series: Vec<crate::plot::Series> = Vec::new();
-        for p in &points {
+        // The default choice is one curve whatever algorithm each size took.
+        if !chosen.is_empty() {
+            series.push(crate::plot::Series {
+                name: "default choice".into(),
+                points: chosen
+                    .iter()
+                    .map(|&i| (points[i].bytes.max(1) as f64, points[i].p50_us))
+                    .collect(),
+            });
+        }
+        for (_, p) in points
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !chosen.contains(i))
+        {
             match series.iter_mut().find(|s| s.name == p.algo) {
                 Some(s) => s.points.push((p.bytes.max(1) as f64, p.p50_us)),
                 None => series.push(crate::plot::Series {
@@ -160,7 +167,11 @@ fn run_coll(a: coll::CollArgs, on: Option<&HostsSpec>) -> i32 {
             x: "bytes per rank",
             y: "p50 latency (us)",
         };
-        if let Err(e) = crate::plot::line_chart(path, &labels, &series, true) {
+        let opts = crate::plot::ChartOpts {
+            x_bytes: true,
+            ..crate::plot::ChartOpts::default()
+        };
+        if let Err(e) = crate::plot::line_chart_with(path, &labels, &series, &opts) {
             eprintln!("weft bench coll: --plot {}: {e}", path.display());
             return 1;
         }

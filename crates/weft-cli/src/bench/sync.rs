@@ -65,7 +65,9 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
         "# weft bench sync, {} operations each, microseconds per operation (median of {} interleaved runs); speedup = tournament / engine\n{:>6} {:>14} {:>14} {:>14} {:>14} {:>14} {:>15} {:>14}",
         a.iters, a.reps, "procs", "engine_barrier", "tourn_barrier", "engine_reduce", "tourn_reduce", "comm_barrier", "barrier_speedup", "reduce_speedup"
     );
+    let progress = crate::progress::Progress::new("bench sync", counts.len() as u64, false);
     for n in counts {
+        progress.start(&format!("{n} processes"));
         let args = vec![
             "sync".to_string(),
             "--iters".into(),
@@ -73,11 +75,15 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
             "--reps".into(),
             a.reps.to_string(),
         ];
-        let code = super::launch(n, args, a.timeout_s, &[], on);
+        let (code, out) = super::launch_capture(n, args, a.timeout_s, &[], on);
+        for line in String::from_utf8_lossy(&out).lines() {
+            progress.println(line);
+        }
         if code != 0 {
             eprintln!("weft bench sync: job of {n} processes failed (exit {code})");
             return code;
         }
+        progress.done();
     }
     0
 }

@@ -5,7 +5,7 @@ use super::fabric::FabricOpts;
 use super::output::{fixed, print_json, write_text, Table};
 use super::radix::{params_from, parse_sizes};
 use super::Timing;
-use crate::plot::{line_chart, Labels, Series};
+use crate::plot::{line_chart_with, ChartOpts, Labels, Series};
 use std::path::PathBuf;
 use weft_core::Result;
 use weft_model::plan::choose::{choose, SwitchCost};
@@ -159,7 +159,7 @@ pub(crate) fn run(args: ChooseArgs, timing: &mut Timing) -> Result<()> {
             .iter()
             .map(|r| (r.bytes.max(1) as f64, r.type2_us))
             .collect();
-        line_chart(
+        line_chart_with(
             path,
             &Labels {
                 title: &format!("modelled aggregation time, {} processes", args.procs),
@@ -176,7 +176,10 @@ pub(crate) fn run(args: ChooseArgs, timing: &mut Timing) -> Result<()> {
                     points: s2,
                 },
             ],
-            true,
+            &ChartOpts {
+                x_bytes: true,
+                ..ChartOpts::default()
+            },
         )?;
     }
     Ok(())

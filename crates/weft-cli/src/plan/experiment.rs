@@ -9,7 +9,7 @@
 use super::links::report_table;
 use super::output::{fixed, write_text, Table};
 use super::Timing;
-use crate::plot::{bar_chart, line_chart, Labels, Series};
+use crate::plot::{bar_chart, line_chart, line_chart_with, ChartOpts, Labels, Mark, Series};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use weft_core::{Error, ErrorKind, Result};
@@ -76,11 +76,15 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::io(format!("creating {}", args.out.display()), e))?;
+    let progress = crate::progress::Progress::new("plan experiment sunway", 6, false);
+    progress.start("building the fabrics");
     let fabrics = [
         ("supernode", Fabric::generate(SUPERNODE, &[])?),
         ("pruned", Fabric::generate(PRUNED, &[])?),
     ];
     timing.phase("build fabrics");
+    progress.done();
+    progress.start("type I link analysis");
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -94,6 +98,8 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
     );
     let links = links_section(&args, &fabrics, &mut md)?;
     timing.phase("type I link analysis");
+    progress.done();
+    progress.start("type II allocation on the supernode");
     let machine = Fabric::generate(MACHINE, &[])?;
     let _ = writeln!(
         md,
@@ -112,6 +118,8 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
         ],
         &mut md,
     )?;
+    progress.done();
+    progress.start("type II allocation on the 160-supernode machine");
     let _ = writeln!(
         md,
         "### The paper's pattern sizes on a 160-supernode machine\n\n`{MACHINE}` \
@@ -125,10 +133,16 @@ pub(crate) fn run(args: ExperimentArgs, timing: &mut Timing) -> Result<()> {
         &mut md,
     )?);
     timing.phase("type II allocation");
+    progress.done();
+    progress.start("radix model");
     let radix = radix_section(&args, &mut md)?;
     timing.phase("radix model");
+    progress.done();
+    progress.start("report");
     comparison_section(&links, &alloc, &radix, &mut md);
     write_text(&args.out.join("report.md"), &md)?;
+    progress.done();
+    drop(progress);
     outln!("wrote {}", args.out.join("report.md").display());
     Ok(())
 }
@@ -384,8 +398,16 @@ fn radix_section(args: &ExperimentArgs, md: &mut String) -> Result<RadixSummary>
         choice.k_opt, choice.f_opt_us, choice.k_min, choice.k_max
     );
     let points: Vec<(f64, f64)> = (2..=256u32).map(|k| (k as f64, f_us(a, b, p, k))).collect();
+    let mark = Mark {
+        x: choice.k_opt as f64,
+        label: format!(
+            "k* = {}, [k_min, k_max] = [{}, {}]",
+            choice.k_opt, choice.k_min, choice.k_max
+        ),
+        band: Some((choice.k_min as f64, choice.k_max as f64)),
+    };
     plot_or_note(args, md, "fk.png", |path| {
-        line_chart(
+        line_chart_with(
             path,
             &Labels {
                 title: "F(k), P = 512, a = 1.12 us, b = 0.01 us",
@@ -396,7 +418,11 @@ fn radix_section(args: &ExperimentArgs, md: &mut String) -> Result<RadixSummary>
                 name: "F(k)".into(),
                 points,
             }],
-            true,
+            &ChartOpts {
+                log_x: true,
+                marks: vec![mark],
+                ..ChartOpts::default()
+            },
         )
     });
     let params = sunway_like_params();
@@ -418,7 +444,8 @@ fn radix_section(args: &ExperimentArgs, md: &mut String) -> Result<RadixSummary>
     }
     let _ = writeln!(
         md,
-        "Radix table from the cost-model parameters {params:?} (like the paper's Table 2):\n\n```\n{}```\n",
+        "Radix table from the cost-model parameters ({}; like the paper's Table 2):\n\n```\n{}```\n",
+        super::radix::describe_params(&params),
         t.render()
     );
     let fabric = Fabric::generate(SUPERNODE, &[])?;
@@ -445,8 +472,10 @@ fn radix_section(args: &ExperimentArgs, md: &mut String) -> Result<RadixSummary>
         md,
         "### Type I vs type II on the supernode, 512 processes (`weft plan choose`)\n\n\
          Type I: hierarchical k-nomial with the model's k, `radius·l + height·k·b`; type II: \
-         minimum-cost tree, `hops·l + height·children·(θ_sw + γ_sw·S)` with {:?}. Crossover: {}.\n\n```\n{}```\n",
-        SwitchCost::default(),
+         minimum-cost tree, `hops·l + height·children·(θ_sw + γ_sw·S)` with θ_sw = {} us and \
+         γ_sw = {} us/B. Crossover: {}.\n\n```\n{}```\n",
+        SwitchCost::default().theta_us,
+        SwitchCost::default().us_per_byte,
         crossover.map_or("none".to_string(), |b| format!("type I from {b} bytes")),
         t.render()
     );

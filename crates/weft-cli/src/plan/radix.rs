@@ -4,7 +4,7 @@
 
 use super::output::{fixed, print_json, write_text, Table};
 use super::Timing;
-use crate::plot::{line_chart, Labels, Series};
+use crate::plot::{line_chart_with, ChartOpts, Labels, Mark, Series};
 use std::path::PathBuf;
 use weft_core::{units::parse_bytes, Error, ErrorKind, Result};
 use weft_model::cost::{f_us, optimal_radix_eps, AggregationParams};
@@ -94,7 +94,7 @@ pub(crate) fn run(args: RadixArgs, timing: &mut Timing) -> Result<()> {
             "F(k), P = {}, a = {} us, b = {} us",
             args.procs, args.a_us, args.b_us
         );
-        line_chart(
+        line_chart_with(
             path,
             &Labels {
                 title: &title,
@@ -105,10 +105,34 @@ pub(crate) fn run(args: RadixArgs, timing: &mut Timing) -> Result<()> {
                 name: "F(k)".into(),
                 points: curve,
             }],
-            true,
+            &ChartOpts {
+                log_x: true,
+                marks: vec![Mark {
+                    x: c.k_opt as f64,
+                    label: format!(
+                        "k* = {}, [k_min, k_max] = [{}, {}]",
+                        c.k_opt, c.k_min, c.k_max
+                    ),
+                    band: Some((c.k_min as f64, c.k_max as f64)),
+                }],
+                ..ChartOpts::default()
+            },
         )?;
     }
     Ok(())
+}
+
+/// The cost-model parameters in words, with units (for tables and reports).
+pub(crate) fn describe_params(p: &weft_model::cost::AggregationParams) -> String {
+    format!(
+        "matching θ = {} us per child packet, store-and-forward {} us/B, reduction γ = {} \
+         us/B, link latency {} us, {} hops per tree level",
+        p.theta_us,
+        p.store_forward_us_per_byte,
+        p.gamma_us_per_byte,
+        p.link_latency_us,
+        p.hops_per_level
+    )
 }
 
 /// Arguments of `weft plan radix-table`.
@@ -267,7 +291,8 @@ pub(crate) fn run_table(args: RadixTableArgs, timing: &mut Timing) -> Result<()>
         print_json(&serde_json::Value::Array(json_rows));
     } else {
         outln!(
-            "parameters: {params:?}, P = {}, epsilon = {} us",
+            "parameters: {}, P = {}, epsilon = {} us",
+            describe_params(&params),
             args.procs,
             args.epsilon_us
         );
@@ -278,7 +303,7 @@ pub(crate) fn run_table(args: RadixTableArgs, timing: &mut Timing) -> Result<()>
     }
     if let Some(path) = &args.plot {
         let title = format!("radix range per message size, P = {}", args.procs);
-        line_chart(
+        line_chart_with(
             path,
             &Labels {
                 title: &title,
@@ -299,7 +324,10 @@ pub(crate) fn run_table(args: RadixTableArgs, timing: &mut Timing) -> Result<()>
                     points: points.2,
                 },
             ],
-            true,
+            &ChartOpts {
+                x_bytes: true,
+                ..ChartOpts::default()
+            },
         )?;
     }
     Ok(())

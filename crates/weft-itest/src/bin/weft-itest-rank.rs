@@ -11,7 +11,7 @@ fn main() {
     let weft = match weft::init() {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("init failed: {e}");
+            weft_core::diag!("init failed: {e}");
             std::process::exit(3);
         }
     };
@@ -38,6 +38,7 @@ fn main() {
             );
             Ok(())
         }
+        "traffic" => traffic(&world, &args[1..]),
         "info" => {
             let (lr, ls) = weft.local();
             let cpus = std::fs::read_to_string("/proc/self/status")
@@ -59,12 +60,17 @@ fn main() {
         other => Err(format!("unknown scenario {other:?}")),
     };
     if let Err(msg) = result {
-        eprintln!("rank {}: FAILED: {msg}", world.rank());
+        if scenario == "traffic" {
+            // As an MPI program's fatal handler does: the launcher then knows this rank's
+            // end is a consequence (of a dead peer), not the job's first cause.
+            weft.abort(1, &format!("rank {}: FAILED: {msg}", world.rank()));
+        }
+        weft_core::diag!("rank {}: FAILED: {msg}", world.rank());
         std::process::exit(1);
     }
     if scenario != "dead-peer-error" {
         if let Err(e) = weft.finalize() {
-            eprintln!("rank {}: finalize: {e}", world.rank());
+            weft_core::diag!("rank {}: finalize: {e}", world.rank());
             std::process::exit(1);
         }
     }
@@ -357,4 +363,91 @@ fn dead_peer_error(world: &Comm) -> Result<(), String> {
         }
         _ => std::process::exit(0),
     }
+}
+
+/// Mixed traffic for the fault campaign: `traffic SECONDS [exit RANK CODE AFTER_MS | segv
+/// RANK AFTER_MS]`. Every
+/// round is a ring exchange of a size that walks across the eager, rendezvous and pipelined
+/// protocols, an allreduce, a bcast and an alltoall, checked; it goes on for `SECONDS` (the
+/// campaign usually kills something first). With `exit`, rank `RANK` calls `exit(CODE)`
+/// without finalizing once `AFTER_MS` have passed; with `segv` it writes through a null
+/// pointer (a real segmentation fault, as a crashing program has). It prints `traffic running` once the
+/// first round is done, so the campaign injects its fault into a job that moves data.
+fn traffic(world: &Comm, args: &[String]) -> Result<(), String> {
+    use std::time::{Duration, Instant};
+    use weft::coll::Op;
+    let num = |i: usize, d: u64| -> u64 { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(d) };
+    let limit = Duration::from_secs(num(0, 30));
+    let exit = (args.get(1).map(String::as_str) == Some("exit")).then(|| {
+        (
+            num(2, 0) as u32,
+            num(3, 1) as i32,
+            Duration::from_millis(num(4, 100)),
+        )
+    });
+    let segv = (args.get(1).map(String::as_str) == Some("segv"))
+        .then(|| (num(2, 0) as u32, Duration::from_millis(num(3, 100))));
+    let (me, n) = (world.rank(), world.size());
+    let e = |x: weft::Error| x.to_string();
+    let start = Instant::now();
+    let sizes = [0usize, 8, 1000, 4096, 70_000, 300_000, 1 << 20];
+    let mut round = 0usize;
+    while start.elapsed() < limit {
+        if let Some((rank, code, after)) = exit {
+            if me == rank && start.elapsed() >= after {
+                std::process::exit(code);
+            }
+        }
+        if let Some((rank, after)) = segv {
+            if me == rank && start.elapsed() >= after {
+                crash();
+            }
+        }
+        let len = sizes[round % sizes.len()];
+        let send = pattern(len, (me as u64) << 32 | round as u64);
+        let mut recv = vec![0u8; len];
+        let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+        world
+            .sendrecv(&send, right, 5, &mut recv, left as i32, 5)
+            .map_err(e)?;
+        if recv != pattern(len, (left as u64) << 32 | round as u64) {
+            return Err(format!("round {round}: ring data from {left} differs"));
+        }
+        let mine = [me as u64 + round as u64; 128];
+        let mut sum = [0u64; 128];
+        world.allreduce(&mine, &mut sum, &Op::Sum).map_err(e)?;
+        let want = (0..n as u64).sum::<u64>() + n as u64 * round as u64;
+        if sum.iter().any(|&x| x != want) {
+            return Err(format!("round {round}: allreduce differs"));
+        }
+        let mut b = vec![round as u32; 16 << 10];
+        world
+            .bcast(&mut b, (round % n as usize) as u32)
+            .map_err(e)?;
+        let out: Vec<u32> = (0..n).map(|r| me * 1000 + r).collect();
+        let mut back = vec![0u32; n as usize];
+        world.alltoall(&out, &mut back).map_err(e)?;
+        if back
+            .iter()
+            .enumerate()
+            .any(|(r, &x)| x != r as u32 * 1000 + me)
+        {
+            return Err(format!("round {round}: alltoall differs"));
+        }
+        if round == 0 {
+            println!("traffic running rank {me} pid {}", std::process::id());
+        }
+        round += 1;
+    }
+    println!("traffic done rank {me} after {round} rounds");
+    Ok(())
+}
+
+/// Dies of a real segmentation fault (not a signal sent from outside, which Rust's own
+/// SIGSEGV handler would survive).
+fn crash() -> ! {
+    // SAFETY: deliberately not: a write through a null pointer, so the kernel sends SIGSEGV
+    // for a fault at address 0 (volatile, so it is not optimised away).
+    unsafe { std::ptr::write_volatile(std::ptr::null_mut::<u8>(), 1) };
+    unreachable!("the write through a null pointer did not fault")
 }

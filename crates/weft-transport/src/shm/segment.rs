@@ -1,5 +1,11 @@
-//! A POSIX shared-memory segment: created 0600 under a job-specific name, mapped by every
-//! local rank, unlinked by its creator once all have attached.
+//! A POSIX shared-memory segment: created 0600 under a job-specific name, its memory
+//! reserved at creation, mapped by every local rank, unlinked by its creator once all have
+//! attached.
+//!
+//! `ftruncate` alone makes a sparse object: a `/dev/shm` too small for it is only noticed
+//! when a page is first touched, as a SIGBUS with no hint. [`Segment::create`] therefore
+//! checks the free space and reserves every page (`posix_fallocate`), failing at once with an
+//! error naming `/dev/shm`, the bytes needed and the bytes free.
 
 use std::ffi::CString;
 use weft_core::{Error, ErrorKind, Result};
@@ -41,6 +47,14 @@ impl Segment {
                 libc::shm_unlink(cname.as_ptr());
             }
             return Err(Error::io(format!("ftruncate {name} to {len} bytes"), err));
+        }
+        if let Err(e) = reserve(fd, len, name) {
+            // SAFETY: fd is ours; cname valid. Nothing was mapped yet.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(cname.as_ptr());
+            }
+            return Err(e);
         }
         let seg = map(fd, len, name);
         if seg.is_err() {
@@ -171,6 +185,51 @@ impl Segment {
     /// The segment's name as given at creation.
     pub fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// Where POSIX shared-memory objects live on Linux (named in errors).
+const SHM_DIR: &str = "/dev/shm";
+
+/// Bytes an unprivileged process may still allocate in the file system of `fd`.
+fn free_bytes(fd: i32) -> Option<u64> {
+    // SAFETY: an all-zero statvfs is a valid value for fstatvfs to overwrite.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open and st a valid out-pointer.
+    if unsafe { libc::fstatvfs(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+fn no_room(name: &str, len: usize, free: Option<u64>) -> Error {
+    let free = free.map_or_else(|| "an unknown number of".to_owned(), |f| f.to_string());
+    Error::new(
+        ErrorKind::Io,
+        format!(
+            "not enough shared memory in {SHM_DIR} for {name}: {len} bytes needed, {free} bytes free \
+             (enlarge {SHM_DIR}, run fewer ranks per node or ask for smaller buffers)"
+        ),
+    )
+}
+
+/// Reserves the `len` bytes of the new object `fd` so that touching them later cannot fail.
+fn reserve(fd: i32, len: usize, name: &str) -> Result<()> {
+    let free = free_bytes(fd);
+    // Checked first: a request that cannot fit fails without filling /dev/shm on the way.
+    if free.is_some_and(|f| len as u64 > f) {
+        return Err(no_room(name, len, free));
+    }
+    // SAFETY: fd is an open object of ours; the range is its whole size.
+    match unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) } {
+        0 => Ok(()),
+        libc::ENOSPC => Err(no_room(name, len, free_bytes(fd))),
+        // A file system without fallocate: the object stays sparse, as before.
+        libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+        rc => Err(Error::io(
+            format!("reserving {len} bytes for {name} in {SHM_DIR} (posix_fallocate)"),
+            std::io::Error::from_raw_os_error(rc),
+        )),
     }
 }
 

@@ -312,7 +312,7 @@ unsafe impl Sink for Inbound<'_> {
                 }
             }
             other => {
-                eprintln!(
+                weft_core::diag!(
                     "weft: ignoring TCP frame of kind {other} from rank {peer} (the codec admits no such kind)"
                 );
             }

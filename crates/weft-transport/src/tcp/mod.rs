@@ -53,7 +53,7 @@ use crate::buf::RawBufMut;
 use crate::shm::Header;
 use frame::{Decoded, Limits, FRAME_HEADER_BYTES};
 use handshake::{CHALLENGE_BYTES, HELLO_BYTES, NONCE_BYTES, PROOF_BYTES};
-use std::io::{ErrorKind as IoKind, IoSlice, IoSliceMut, Read, Write};
+use std::io::{ErrorKind as IoKind, IoSlice, IoSliceMut, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -663,7 +663,9 @@ impl Endpoint {
             total += part.len();
         }
         let conn = self.conns[ci].as_mut().expect("send connection exists");
-        let written = match conn.stream.write_vectored(&iov[..n_iov]) {
+        // sendmsg with MSG_NOSIGNAL, not writev: a peer that went away must be an error here,
+        // not a SIGPIPE that kills this (healthy) rank in a C program.
+        let written = match weft_boot::sock::send_vectored(conn.stream.as_raw_fd(), &iov[..n_iov]) {
             Ok(n) => n,
             Err(e) if e.kind() == IoKind::WouldBlock || e.kind() == IoKind::Interrupted => 0,
             Err(e) => {
@@ -949,7 +951,7 @@ impl Endpoint {
             return;
         }
         while conn.pending_write() {
-            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+            match weft_boot::sock::send(conn.stream.as_raw_fd(), &conn.wbuf[conn.wpos..]) {
                 Ok(0) => break,
                 Ok(n) => conn.wpos += n,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
@@ -1308,7 +1310,7 @@ impl Endpoint {
             if conn.rail > 0 {
                 if let Close::Retry(why) | Close::Redial(why) = &close {
                     // A rail that cannot be opened leaves the main connection to carry all.
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
                         self.rank, conn.rail
                     );
@@ -1319,7 +1321,7 @@ impl Endpoint {
         match close {
             Close::Lost(why) => {
                 let Some(peer) = conn.peer else {
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: dropped TCP connection from {remote}: {why}",
                         self.rank
                     );
@@ -1338,7 +1340,7 @@ impl Endpoint {
                 self.refused += 1;
                 if self.refused <= REFUSALS_LOGGED || self.refused.is_multiple_of(REFUSAL_LOG_EVERY)
                 {
-                    eprintln!(
+                    weft_core::diag!(
                         "weft: rank {}: dropped TCP connection from {remote}: {why} ({} dropped so far)",
                         self.rank, self.refused
                     );
@@ -1358,7 +1360,7 @@ impl Endpoint {
                     self.redial[p] = Some((Instant::now() + wait, addr));
                     self.redials += 1;
                     if wait == REDIAL_FIRST {
-                        eprintln!(
+                        weft_core::diag!(
                             "weft: rank {}: TCP handshake with rank {peer} at {remote} cut ({why}); dialling again",
                             self.rank
                         );

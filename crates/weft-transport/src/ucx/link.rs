@@ -306,7 +306,7 @@ impl State {
                     if f.peer_lost {
                         self.mark_lost(peer, f.why);
                     } else {
-                        eprintln!("weft: UCX eager send to rank {peer} failed: {}", f.why);
+                        weft_core::diag!("weft: UCX eager send to rank {peer} failed: {}", f.why);
                     }
                 }
             }

@@ -799,8 +799,18 @@ const SPIN_POLLS: u32 = 1024;
 /// poll of every ring.
 #[inline(never)]
 fn spin_for(e: &mut Engine, bytes: &mut [u8], pattern: &Pattern, world: u32) -> bool {
-    let taken = e.may_recv_eager_now(world, bytes.len())
-        && (0..SPIN_POLLS).any(|_| take_now(e, bytes, pattern, world));
+    if !e.may_recv_eager_now(world, bytes.len()) {
+        return false;
+    }
+    if let Some(hook) = &e.coll_state.ring_wait_hook {
+        hook(super::RingWait::Waiting);
+    }
+    let taken = (0..SPIN_POLLS).any(|_| take_now(e, bytes, pattern, world));
+    if !taken {
+        if let Some(hook) = &e.coll_state.ring_wait_hook {
+            hook(super::RingWait::GaveUp);
+        }
+    }
     if taken {
         let n = &e.coll_state.received_on_ring;
         n.set(n.get() + 1);

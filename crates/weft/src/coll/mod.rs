@@ -400,6 +400,17 @@ impl Comm {
         self.engine.borrow().coll_state.received_on_ring.get()
     }
 
+    /// For tests: `hook` runs each time a directly run collective's receive of this rank
+    /// (any communicator) finds its message missing and starts waiting for it on its peer's
+    /// ring ([`RingWait::Waiting`], before the first look), and when that wait ends without
+    /// the message ([`RingWait::GaveUp`], before the receive is posted), so that a test can
+    /// let the peer send at either moment instead of hoping the timing works out. It must
+    /// not call into weft. `None` removes it.
+    #[doc(hidden)]
+    pub fn set_coll_ring_wait_hook(&self, hook: Option<Box<dyn Fn(RingWait)>>) {
+        self.engine.borrow_mut().coll_state.ring_wait_hook = hook;
+    }
+
     /// The inputs of a call of this communicator, for [`Comm::coll_prepared`].
     #[inline]
     pub(crate) fn coll_key(
@@ -752,6 +763,16 @@ pub(crate) struct PlanKey {
     algo: &'static str,
 }
 
+/// The moments [`Comm::set_coll_ring_wait_hook`]'s hook is told about.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingWait {
+    /// A receive starts waiting for its message on its peer's ring.
+    Waiting,
+    /// The wait ended without the message: the receive is posted.
+    GaveUp,
+}
+
 /// What the engine keeps for this rank's collective calls (one engine per rank, so none of
 /// it is shared between ranks or threads).
 #[derive(Default)]
@@ -779,6 +800,9 @@ pub(crate) struct CallState {
     pub received_at_once: Cell<u64>,
     /// Of those, the ones a receive waited for ([`Comm::coll_received_on_ring`]).
     pub received_on_ring: Cell<u64>,
+    /// Test hook run as a receive starts waiting on its peer's ring and when it gives up
+    /// ([`Comm::set_coll_ring_wait_hook`]).
+    pub ring_wait_hook: Option<Box<dyn Fn(RingWait)>>,
 }
 
 /// What a call's plan is a function of, besides the tuning (a new tuning

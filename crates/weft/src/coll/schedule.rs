@@ -1190,9 +1190,11 @@ fn mismatch(what: &str, rank: u32, peer: u32, got: usize, want: usize) -> Error 
     )
 }
 
+/// A message longer than the receiving rank's buffer: a truncation, as MPI classes it
+/// (MPI_ERR_TRUNCATE), whatever mismatch of counts caused it.
 fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error) -> Error {
     Error::new(
-        ErrorKind::InvalidCount,
+        ErrorKind::Truncate,
         format!(
             "{what}: rank {rank} expected {want} bytes from rank {peer} but got more ({}): \
              the ranks passed different counts, roots or collectives",

@@ -173,7 +173,7 @@ impl Engine {
         core.net_outq[w as usize].clear();
         core.net_outq_len -= dropped;
         if self.world_rank != w {
-            eprintln!("weft: rank {}: lost rank {w}: {why}", self.world_rank);
+            weft_core::diag!("weft: rank {}: lost rank {w}: {why}", self.world_rank);
         }
         self.fail_dead_requests();
     }

@@ -368,7 +368,7 @@ impl Core {
                 }
             }
             other => {
-                eprintln!("weft: rank local {}: ignoring message of unknown kind {other} from local rank {peer}", self.my_local);
+                weft_core::diag!("weft: rank local {}: ignoring message of unknown kind {other} from local rank {peer}", self.my_local);
             }
         }
     }

@@ -323,7 +323,7 @@ fn share(job_id: &str, rank: u32) -> Result<Shared> {
         };
         if at == libc::MAP_FAILED {
             // The pages may already be gone: nothing this process could still run is sound.
-            eprintln!(
+            weft_core::diag!(
                 "weft: PE {rank}: mapping {name} over the program's globals at {:#x}: {}",
                 p.start,
                 std::io::Error::last_os_error()

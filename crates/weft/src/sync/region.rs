@@ -51,7 +51,8 @@ pub(crate) fn node_region_aligned(
     let region = if me == 0 {
         let r = Region::create_aligned(&name, n, 0, body_bytes, align)
             .map_err(|e| e.context(format!("rank {rank}: creating {what}")))?;
-        store.put(&ready, b"1")?;
+        // On any failure before everyone attached, the creator removes the name.
+        store.put(&ready, b"1").inspect_err(|_| drop(r.unlink()))?;
         r
     } else {
         store
@@ -60,7 +61,13 @@ pub(crate) fn node_region_aligned(
         Region::attach_aligned(&name, me, align)
             .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?
     };
-    store.barrier(&format!("{what}-attached/{}", weft.node_id), n, timeout)?;
+    store
+        .barrier(&format!("{what}-attached/{}", weft.node_id), n, timeout)
+        .inspect_err(|_| {
+            if me == 0 {
+                drop(region.unlink());
+            }
+        })?;
     if me == 0 {
         region.unlink()?;
     }

@@ -205,3 +205,46 @@ pub fn run_procs(
     assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
     outputs
 }
+
+/// A counter by which the rank threads of an in-process job order their steps outside weft
+/// (forcing the interleaving a test checks instead of sleeping and hoping): one thread
+/// raises it, others wait until it reaches a value.
+#[derive(Default)]
+pub struct Signal(pub AtomicU64);
+
+impl Signal {
+    /// A new counter at 0, to share between ranks.
+    pub fn new() -> Arc<Signal> {
+        Arc::new(Signal::default())
+    }
+
+    /// Raises the counter to `v` (never lowers it).
+    pub fn raise_to(&self, v: u64) {
+        self.0.fetch_max(v, Ordering::SeqCst);
+    }
+
+    /// The counter now.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the counter reaches `v`; bounded (60 s, then the test fails naming
+    /// `what`), so a broken order fails instead of hanging.
+    pub fn wait_for(&self, v: u64, what: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut spins = 0u32;
+        while self.0.load(Ordering::SeqCst) < v {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "waited 60 s for {what} (counter {} < {v})",
+                self.get()
+            );
+            spins += 1;
+            if spins < 100 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+    }
+}

@@ -358,7 +358,7 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
             if std::io::Error::last_os_error().kind() == IoKind::Interrupted {
                 continue;
             }
-            eprintln!(
+            weft_core::diag!(
                 "weft rma: PE {}: one-sided service stopped: epoll_wait: {}",
                 ctx.me,
                 std::io::Error::last_os_error()
@@ -598,7 +598,7 @@ fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
                 }
                 Ok(Decoded::NeedBytes(_)) => break,
                 Err(e) => {
-                    eprintln!("weft rma: PE {}: dropping a connection: {e}", ctx.me);
+                    weft_core::diag!("weft rma: PE {}: dropping a connection: {e}", ctx.me);
                     return false;
                 }
             },

@@ -1,0 +1,61 @@
+//! Records what `weft --version` and `weft info` report about the build: the commit (from
+//! git, "unknown" outside a git checkout), the compiler, the profile, the target and the
+//! enabled features. Three facts from the environment cargo gives build scripts and one git
+//! call do not need a crate.
+
+use std::process::Command;
+
+fn output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+fn main() {
+    let commit =
+        output("git", &["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    // Rebuild when HEAD moves: its file, and the branch file it points to.
+    if let Some(dir) = output("git", &["rev-parse", "--git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        if let Some(branch) = output("git", &["symbolic-ref", "-q", "HEAD"]) {
+            if let Some(common) = output("git", &["rev-parse", "--git-common-dir"]) {
+                println!("cargo:rerun-if-changed={common}/{branch}");
+                println!("cargo:rerun-if-changed={common}/packed-refs");
+            }
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let compiler =
+        output(&rustc, &["--version"]).unwrap_or_else(|| "rustc (version unknown)".into());
+    let profile = std::env::var("PROFILE").unwrap_or_default();
+    let opt = std::env::var("OPT_LEVEL").unwrap_or_default();
+    let debug_assertions = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let mut features: Vec<String> = std::env::vars()
+        .filter_map(|(k, _)| {
+            k.strip_prefix("CARGO_FEATURE_")
+                .map(|f| f.to_ascii_lowercase().replace('_', "-"))
+        })
+        .collect();
+    features.sort();
+    let features = if features.is_empty() {
+        "none".to_owned()
+    } else {
+        features.join(",")
+    };
+    println!("cargo:rustc-env=BUILD_INFO_COMMIT={commit}");
+    println!("cargo:rustc-env=BUILD_INFO_COMPILER={compiler}");
+    println!(
+        "cargo:rustc-env=BUILD_INFO_PROFILE={profile} (opt-level {opt}{})",
+        if debug_assertions {
+            ", debug assertions"
+        } else {
+            ""
+        }
+    );
+    println!("cargo:rustc-env=BUILD_INFO_TARGET={target}");
+    println!("cargo:rustc-env=BUILD_INFO_FEATURES={features}");
+}
