@@ -7,7 +7,8 @@
 # weft-ucx / weft-tcp (target of issue 30: weft-ucx at most 1.0x Open MPI in every cell).
 #
 #   scripts/ucx-vs-openmpi.sh [--reps 5] [--pp-sizes "8 64K 1M"] [--ar-sizes "8 1M"]
-#                             [--target DIR] [--yield on|off] [--rt PRIO] [--out FILE]
+#                             [--target DIR] [--yield on|off] [--rt PRIO] [--spinners N]
+#                             [--out FILE]
 #
 # UCX runs over its TCP transport for both libraries (UCX_TLS=tcp,self, UCX_NET_DEVICES=eth0:
 # namespace hosts share one kernel, so UCX's shared-memory transports would otherwise
@@ -20,7 +21,9 @@
 # default when the 4 ranks outnumber this machine's cores) makes both libraries yield when
 # idle (WEFT_YIELD=on; Open MPI's --mca mpi_yield_when_idle 1). --rt PRIO runs every job
 # under `chrt -f PRIO` (see scripts/hosts-vs-openmpi.sh: on a loaded machine the jobs
-# otherwise measure the other work's bursts). --out FILE keeps the raw results (lib bench
+# otherwise measure the other work's bursts). --spinners N runs N busy loops (`yes >
+# /dev/null`) for the whole comparison, the two libraries then share the cores with them
+# alike. --out FILE keeps the raw results (lib bench
 # bytes p50 per line). Needs root, iproute2, openmpi-bin + libopenmpi-dev and libucx0
 # (exits 77 when one is missing).
 set -euo pipefail
@@ -31,6 +34,7 @@ ar_sizes="8 1M"
 target=${CARGO_TARGET_DIR:-$root/target}
 yield=""
 rt=()
+spinners=0
 keep=""
 while (($#)); do
   case "$1" in
@@ -40,16 +44,18 @@ while (($#)); do
     --target) target=$2; shift 2 ;;
     --yield) yield=$2; shift 2 ;;
     --out) keep=$2; shift 2 ;;
+    --spinners) spinners=$2; shift 2 ;;
     --rt) [[ "${2:-}" =~ ^[1-9][0-9]?$ ]] || { echo "ucx-vs-openmpi.sh: --rt: '${2:-}' is not a priority 1-99" >&2; exit 2; }
       rt=(chrt -f "$2"); shift 2 ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
+[[ "$spinners" =~ ^[0-9]+$ ]] || { echo "ucx-vs-openmpi.sh: --spinners: '$spinners' is not a count" >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "ucx-vs-openmpi.sh: --reps: '$reps' is not a count" >&2; exit 2; }
 for tool in mpicc.openmpi mpirun.openmpi; do
   command -v "$tool" >/dev/null || { echo "ucx-vs-openmpi.sh: skipped: $tool not found (apt-get install openmpi-bin libopenmpi-dev)" >&2; exit 77; }
 done
-ldconfig -p | grep -q 'libucp.so.0 ' || { echo "ucx-vs-openmpi.sh: skipped: libucp.so.0 not found (apt-get install libucx0)" >&2; exit 77; }
+ldconfig -p | grep 'libucp.so.0 ' >/dev/null || { echo "ucx-vs-openmpi.sh: skipped: libucp.so.0 not found (apt-get install libucx0)" >&2; exit 77; }
 [ -f "$target/release/libmpi_abi.so" ] && [ -x "$target/release/weft" ] ||
   { echo "ucx-vs-openmpi.sh: build first: cargo build --release -p weft-mpi -p weft-cli --features weft/ucx (target $target)" >&2; exit 2; }
 if [ -z "$yield" ]; then
@@ -59,7 +65,9 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/weft-ucx-vs-ompi.XXXXXX")
 hosts=(wuo0 wuo1)
 net=10.213.31
+spinner_pids=()
 cleanup() {
+  ((${#spinner_pids[@]})) && kill "${spinner_pids[@]}" 2>/dev/null
   "$root/scripts/testhosts.sh" down "${hosts[@]}" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -127,6 +135,11 @@ lib_run() {
   return 1
 }
 
+for ((i = 0; i < spinners; i++)); do
+  yes > /dev/null &
+  spinner_pids+=($!)
+done
+
 results="$work/results"
 : > "$results"
 libs=(ompi-ucx weft-ucx weft-tcp)
@@ -149,7 +162,7 @@ for ((i = 1; i <= reps; i++)); do
 done
 [ -n "$keep" ] && cp "$results" "$keep"
 [ -s "$work/failures" ] && { echo "runs repeated after a failure:"; sort "$work/failures" | uniq -c; }
-echo "medians over $reps rounds (2 hosts x 2 ranks, UCX_TLS=$UCX_TLS, yield $yield${rt[*]:+, ${rt[*]}}; the machine may be shared):"
+echo "medians over $reps rounds (2 hosts x 2 ranks, UCX_TLS=$UCX_TLS, yield $yield, $spinners spinners${rt[*]:+, ${rt[*]}}; the machine may be shared):"
 printf "  %-10s %9s %12s %12s %12s %12s %12s\n" bench bytes weft-ucx "Open MPI" weft-tcp ucx/ompi ucx/tcp
 awk '
   { v[$1 " " $2 " " $3] = v[$1 " " $2 " " $3] " " $4; cells[$2 " " $3] = 1 }

@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 mod bench;
-mod clean;
 mod build_info;
+mod clean;
 mod info;
 mod mpiexec;
 mod plan;

@@ -85,7 +85,7 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_UCX_EAGER_BYTES",
         kind: KnobKind::Bytes,
-        default: "8K",
+        default: "64K",
         help: "largest message the ucx transport sends eagerly (copied into a send slot); larger and synchronous ones go by UCX's rendezvous into the matched receive buffer",
     },
     Knob {

@@ -63,8 +63,8 @@ mod over_ucx {
         }
     }
 
-    /// 0, 1, odd, the UCX eager limit (8 KiB) ± 1, 4 MiB + 13.
-    const SIZES: &[usize] = &[0, 1, 1001, 8191, 8192, 8193, 70_000, (4 << 20) + 13];
+    /// 0, 1, odd, 8 KiB, the UCX eager limit (64 KiB) ± 1, 4 MiB + 13.
+    const SIZES: &[usize] = &[0, 1, 1001, 8192, 65_535, 65_536, 65_537, (4 << 20) + 13];
 
     const SHM_UCX: &[(&str, &str)] = &[("WEFT_TRANSPORTS", "shm,ucx")];
 

@@ -1309,7 +1309,7 @@ pub fn open(job: &Job) -> Result<Box<dyn NetEndpoint>> {
         rank: job.rank,
         size: job.size,
         key: job.key.to_vec(),
-        eager_bytes: job.values.bytes("WEFT_UCX_EAGER_BYTES").unwrap_or(8 << 10) as usize,
+        eager_bytes: job.values.bytes("WEFT_UCX_EAGER_BYTES").unwrap_or(64 << 10) as usize,
         library: super::library_path(job.values),
         rails: job.lanes.iter().map(|l| l.device.clone()).collect(),
         stripe_bytes: job.values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20) as usize,

@@ -82,7 +82,7 @@ impl Transport for Ucx {
     }
 
     fn lanes(&self, q: &LaneQuery) -> Vec<Lane> {
-        let eager = q.values.bytes("WEFT_UCX_EAGER_BYTES").unwrap_or(8 << 10) as usize;
+        let eager = q.values.bytes("WEFT_UCX_EAGER_BYTES").unwrap_or(64 << 10) as usize;
         let caps = Capabilities {
             reach: Reach::AnyNode,
             eager_bytes: eager,
