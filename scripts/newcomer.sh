@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Plays a newcomer on a fresh clone (CI's own checkout is one, so .ci/run can run it after
-# its test step; not wired there yet: it has not had a full run): runs the README's first
-# command (build everything, run the ring example), checks that its second command is the
+# Plays a newcomer on a fresh clone (CI's own checkout is one; .ci/run runs this after its
+# test step): runs the README's first command (build everything, run the ring example),
+# checks that its second command is the
 # test command CI has just run (so it is not run twice), runs the README's MPI commands (with
 # a scratch prefix for /opt/weft), then every mpiexec option the README lists on the
 # README's MPI program `where` across two network-namespace hosts, checking rank placement,
@@ -102,7 +102,7 @@ run() {
 # expect DESCRIPTION REGEX COUNT: COUNT lines of $out match REGEX, and mpiexec succeeded.
 expect() {
   local n
-  n=$(echo "$out" | grep -cE "$2" || true)
+  n=$(echo "$out" | grep -cE -e "$2" || true)
   if [ "$rc" != 0 ] || [ "$n" != "$3" ]; then
     echo "--- stdout:"; echo "$out"; echo "--- stderr:"; echo "$err"
     fail "$1 (exit $rc, $n of $3 lines match $2)"
@@ -111,7 +111,7 @@ expect() {
 }
 # refused DESCRIPTION REGEX: mpiexec exited 2 with one line on stderr matching REGEX.
 refused() {
-  if [ "$rc" != 2 ] || ! echo "$err" | grep -qE "$2" || [ "$(echo "$err" | wc -l)" != 1 ]; then
+  if [ "$rc" != 2 ] || ! echo "$err" | grep -qE -e "$2" || [ "$(echo "$err" | wc -l)" != 1 ]; then
     echo "--- stderr:"; echo "$err"
     fail "$1 (exit $rc)"
   fi

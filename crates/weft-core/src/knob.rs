@@ -220,8 +220,9 @@ pub struct KnobValues {
 }
 
 impl KnobValues {
-    /// Reads `tables` from `vars` (normally `std::env::vars()`), validating each value.
-    /// Returns the values and one warning per `WEFT_*` variable that no table declares.
+    /// Reads `tables` from `vars` (normally `std::env::vars()`), validating each value: every
+    /// `WEFT_*` variable and the other names a table declares. Returns the values and one
+    /// warning per `WEFT_*` variable that no table declares.
     pub fn read(
         tables: &[&[Knob]],
         vars: impl IntoIterator<Item = (String, String)>,
@@ -234,7 +235,10 @@ impl KnobValues {
         }
         let mut warnings = Vec::new();
         for (name, value) in vars {
-            if !name.starts_with("WEFT_") || name.starts_with(TEST_PREFIX) {
+            // Besides WEFT_*, a table may declare a standard's own name (OpenSHMEM's
+            // SHMEM_SYMMETRIC_SIZE); other variables are not weft's business.
+            let standard = !name.starts_with("WEFT_") && out.declared.contains_key(name.as_str());
+            if !(name.starts_with("WEFT_") || standard) || name.starts_with(TEST_PREFIX) {
                 continue;
             }
             match out.declared.get(name.as_str()) {

@@ -156,15 +156,14 @@ pub fn local_addresses() -> Vec<IpAddr> {
 /// Where the store and the agent port listen when no `--boot-addr` is given: only where
 /// the hosts need it. Hosts named by an IP address reach the launcher through the address
 /// this machine would use to reach them (asked of the routing table, nothing is sent);
-/// `localhost` and this machine's own name through loopback. When every host agrees on one
+/// hosts that are this machine ([`is_this_host`]) through loopback. When every host agrees on one
 /// address, only that one listens; otherwise (names only DNS could tell, or hosts behind
 /// different interfaces) every address does, and each agent finds one it reaches.
 pub fn listen_ip<'a>(hosts: impl IntoIterator<Item = &'a str>) -> IpAddr {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
-    let own = own_hostname();
     let mut chosen: Option<IpAddr> = None;
     for name in hosts {
-        let ip = if name == "localhost" || Some(name) == own.as_deref() {
+        let ip = if is_this_host(name) {
             IpAddr::V4(Ipv4Addr::LOCALHOST)
         } else if let Ok(dest) = name.trim_matches(['[', ']']).parse::<IpAddr>() {
             match route_source(dest) {
@@ -193,16 +192,6 @@ fn route_source(dest: IpAddr) -> Option<IpAddr> {
     let u = std::net::UdpSocket::bind(bind).ok()?;
     u.connect(SocketAddr::new(dest, 9)).ok()?;
     Some(u.local_addr().ok()?.ip())
-}
-
-fn own_hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `buf.len()` bytes into our buffer.
-    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8(buf[..end].to_vec()).ok()
 }
 
 /// What the job's threads tell its loop.
@@ -949,16 +938,18 @@ mod tests {
         let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
         assert_eq!(listen_ip(["localhost"]), lo);
         assert_eq!(listen_ip(["127.0.0.1", "localhost"]), lo);
-        if let Some(me) = own_hostname() {
+        let me = this_host_name();
+        if !me.is_empty() {
             assert_eq!(listen_ip([me.as_str()]), lo);
         }
         // A name only DNS could tell: every address.
         assert_eq!(listen_ip(["node-17.cluster"]), any);
         assert_eq!(listen_ip(["localhost", "node-17.cluster"]), any);
-        // A host behind this machine's own non-loopback address (if it has one).
+        // This machine named by its own non-loopback address (if it has one): its agent
+        // starts here, so loopback serves it.
         if let Some(ip) = local_addresses().into_iter().find(|ip| !ip.is_loopback()) {
-            assert_eq!(listen_ip([ip.to_string().as_str()]), ip);
-            assert_eq!(listen_ip([ip.to_string().as_str(), "localhost"]), any);
+            assert_eq!(listen_ip([ip.to_string().as_str()]), lo);
+            assert_eq!(listen_ip([ip.to_string().as_str(), "localhost"]), lo);
         }
     }
 

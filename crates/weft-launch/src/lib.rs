@@ -162,8 +162,9 @@ pub const PER_RANK_VARS: &[&str] = &[
     "WEFT_JOB_SECRET",
 ];
 
-/// The environment ranks on other hosts get: the `WEFT_*` knobs of `launcher_env` (the
-/// launcher's environment; a remote login does not carry it) except [`PER_RANK_VARS`], then
+/// The environment ranks on other hosts get: the `WEFT_*` knobs and OpenSHMEM's `SHMEM_*`
+/// variables of `launcher_env` (the launcher's environment; a remote login does not carry it;
+/// a symmetric heap must have one size on every host) except [`PER_RANK_VARS`], then
 /// `extra` (the job's [`JobSpec::env`]), which wins over a knob of the same name.
 pub fn forwarded_env(
     launcher_env: impl IntoIterator<Item = (String, String)>,
@@ -171,7 +172,10 @@ pub fn forwarded_env(
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = launcher_env
         .into_iter()
-        .filter(|(k, _)| k.starts_with("WEFT_") && !PER_RANK_VARS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            (k.starts_with("WEFT_") || k.starts_with("SHMEM_"))
+                && !PER_RANK_VARS.contains(&k.as_str())
+        })
         .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
         .collect();
     env.sort();
@@ -197,11 +201,13 @@ mod tests {
             ("WEFT_JOB_SECRET", "00ff"),
             ("HOME", "/root"),
             ("WEFT_YIELD", "on"),
+            ("SHMEM_SYMMETRIC_SIZE", "1G"),
         ]);
         let extra = vars(&[("OMP_NUM_THREADS", "2"), ("WEFT_YIELD", "off")]);
         assert_eq!(
             forwarded_env(launcher, &extra),
             vars(&[
+                ("SHMEM_SYMMETRIC_SIZE", "1G"),
                 ("WEFT_SHM_EAGER_BYTES", "8K"),
                 ("OMP_NUM_THREADS", "2"),
                 ("WEFT_YIELD", "off"),

@@ -22,6 +22,9 @@ pub(crate) fn shmem_init() {
     // Its own weft instance, apart from MPI's when the program uses both (each library holds
     // its own copy of weft): PE numbers are the launcher's ranks in both.
     let weft = ok(weft::init_for("shmem"));
+    if weft.world().rank() == 0 {
+        print_requested_info(&weft.config().values);
+    }
     let heap = ok(SymmetricHeap::new(&weft));
     let sync = ok(SyncEngine::new(&weft, "shmem"));
     let world = weft.world();
@@ -59,6 +62,40 @@ pub(crate) fn shmem_init() {
     ok(world.barrier());
     drop(world);
     g.0 = Some(Runtime { weft, teams, job });
+}
+
+/// OpenSHMEM 1.5's environment variables `SHMEM_VERSION` and `SHMEM_INFO` (set to anything): the version, and with `SHMEM_INFO` the variables with their values, on stdout.
+fn print_requested_info(values: &weft_core::knob::KnobValues) {
+    let (version, info) = (values.is_set("SHMEM_VERSION"), values.is_set("SHMEM_INFO"));
+    if !version && !info {
+        return;
+    }
+    let mut text = format!(
+        "OpenSHMEM 1.5, weft {} (weft-shmem)\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    if info {
+        text.push_str("OpenSHMEM environment variables:\n");
+        for (knob, value) in values.listing() {
+            if knob.name.starts_with("SHMEM_") || knob.name == "WEFT_SYMMETRIC_SIZE" {
+                let shown = value.unwrap_or_else(|| match knob.default {
+                    "" => "(not set)".to_owned(),
+                    d => format!("{d} (default)"),
+                });
+                text.push_str(&format!(
+                    "  {:<22} {shown}\n      {}\n",
+                    knob.name, knob.help
+                ));
+            }
+        }
+        text.push_str(
+            "  SHMEM_DEBUG            not read: weft's errors always name the PE and the call\n",
+        );
+    }
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
 }
 
 /// OpenSHMEM 1.5 §9.1.2 `shmem_init_thread`: every thread level is provided (the data path is

@@ -208,6 +208,50 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
     let _ = std::fs::remove_file(exe);
 }
 
+/// OpenSHMEM's own variables: `SHMEM_SYMMETRIC_SIZE` sizes the heap (a fraction allowed, and
+/// over `WEFT_SYMMETRIC_SIZE`), `SHMEM_INFO` prints the version and the variables once (PE
+/// 0), and a bad size is an error at init naming the variable.
+#[test]
+fn shmem_environment_variables_size_the_heap_and_print_info() {
+    let exe = compile("bad", "tests/c");
+    let env = [
+        ("SHMEM_SYMMETRIC_SIZE", "1.5M"),
+        ("WEFT_SYMMETRIC_SIZE", "1G"),
+        ("SHMEM_INFO", "yes"),
+    ];
+    // bad's "heap" case allocates 1 TiB: the error names the heap's size.
+    let out = job(&exe, 2, &["heap"], &env);
+    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("do not fit in the 1572864 bytes"),
+        "{}",
+        text(&out)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("OpenSHMEM 1.5, weft").count(),
+        1,
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("SHMEM_SYMMETRIC_SIZE") && l.contains("1.5M")),
+        "{}",
+        text(&out)
+    );
+    let out = job(&exe, 1, &["heap"], &[("SHMEM_SYMMETRIC_SIZE", "lots")]);
+    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SHMEM_SYMMETRIC_SIZE"),
+        "{}",
+        text(&out)
+    );
+    let _ = std::fs::remove_file(exe);
+}
+
 /// The functions a header declares (not its inline ones), from the preprocessor's output:
 /// every `name(` or `(name)(` that ends a declaration.
 fn declared_functions(header: &str, std: &str) -> std::collections::BTreeSet<String> {

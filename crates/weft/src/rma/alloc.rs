@@ -63,7 +63,7 @@ impl Allocator {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
-                    "symmetric heap exhausted: {bytes} bytes (alignment {align}) do not fit in the {} bytes of WEFT_SYMMETRIC_SIZE ({} in use)",
+                    "symmetric heap exhausted: {bytes} bytes (alignment {align}) do not fit in the {} bytes of the heap (WEFT_SYMMETRIC_SIZE or SHMEM_SYMMETRIC_SIZE; {} in use)",
                     self.size,
                     self.used_bytes()
                 ),

@@ -9,7 +9,25 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_SYMMETRIC_SIZE",
         kind: KnobKind::Bytes,
         default: "512M",
-        help: "bytes of each PE's symmetric heap (shmem_malloc); pages are only backed once touched; its largest power-of-two divisor (up to 1G) is the largest shmem_align alignment",
+        help: "bytes of each PE's symmetric heap (shmem_malloc), reserved in /dev/shm at init; its largest power-of-two divisor (up to 1G) is the largest shmem_align alignment",
+    },
+    Knob {
+        name: "SHMEM_SYMMETRIC_SIZE",
+        kind: KnobKind::Bytes,
+        default: "",
+        help: "OpenSHMEM's name for the heap size (1.5G, 512M, ...); when set it wins over WEFT_SYMMETRIC_SIZE",
+    },
+    Knob {
+        name: "SHMEM_VERSION",
+        kind: KnobKind::Text,
+        default: "",
+        help: "OpenSHMEM: set to anything, PE 0 prints the library's version at shmem_init",
+    },
+    Knob {
+        name: "SHMEM_INFO",
+        kind: KnobKind::Text,
+        default: "",
+        help: "OpenSHMEM: set to anything, PE 0 prints the version and the OpenSHMEM variables with their values at shmem_init",
     },
     Knob {
         name: "WEFT_SYMMETRIC_GLOBALS",

@@ -121,9 +121,15 @@ pub struct SymmetricHeap {
 
 impl SymmetricHeap {
     /// Creates this node's heaps (collective over the job's ranks: every rank creates its
-    /// heaps in the same order), sized by `WEFT_SYMMETRIC_SIZE`.
+    /// heaps in the same order), sized by OpenSHMEM's `SHMEM_SYMMETRIC_SIZE` when it is set,
+    /// else by `WEFT_SYMMETRIC_SIZE`.
     pub fn new(weft: &Weft) -> Result<SymmetricHeap> {
-        let text = knob_text(&weft.config.values, "WEFT_SYMMETRIC_SIZE", "512M");
+        let standard = knob_text(&weft.config.values, "SHMEM_SYMMETRIC_SIZE", "");
+        let text = if standard.is_empty() {
+            knob_text(&weft.config.values, "WEFT_SYMMETRIC_SIZE", "512M")
+        } else {
+            standard
+        };
         let bytes = parse_bytes(&text)? as usize;
         Self::with_size(weft, bytes)
     }
@@ -143,7 +149,7 @@ impl SymmetricHeap {
         if !(4096..=1 << 40).contains(&heap_bytes) {
             return Err(Error::new(
                 ErrorKind::Config,
-                format!("WEFT_SYMMETRIC_SIZE={heap_bytes}: must be 4 KiB to 1 TiB"),
+                format!("symmetric heap size {heap_bytes} (SHMEM_SYMMETRIC_SIZE or WEFT_SYMMETRIC_SIZE): must be 4 KiB to 1 TiB"),
             ));
         }
         let heap_bytes = heap_bytes.next_multiple_of(4096);
@@ -155,7 +161,7 @@ impl SymmetricHeap {
         let total = heap_bytes.checked_mul(n).ok_or_else(|| {
             Error::new(
                 ErrorKind::Config,
-                format!("WEFT_SYMMETRIC_SIZE={heap_bytes} times {n} local PEs overflows"),
+                format!("symmetric heap size {heap_bytes} times {n} local PEs overflows"),
             )
         })?;
         // Every heap of a job needs its own region name and store keys; ranks create their
@@ -291,7 +297,7 @@ impl SymmetricHeap {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
-                    "PE {}: alignment {align} exceeds that of the symmetric heap's base ({}, the largest power of two dividing WEFT_SYMMETRIC_SIZE={}, up to 1 GiB)",
+                    "PE {}: alignment {align} exceeds that of the symmetric heap's base ({}, the largest power of two dividing the heap size {} (SHMEM_SYMMETRIC_SIZE or WEFT_SYMMETRIC_SIZE), up to 1 GiB)",
                     self.pe, self.base_align, self.heap_bytes
                 ),
             ));
