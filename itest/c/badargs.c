@@ -38,6 +38,7 @@ static const char *cls(int rc) {
   case MPI_ERR_KEYVAL: return "MPI_ERR_KEYVAL";
   case MPI_ERR_ERRHANDLER: return "MPI_ERR_ERRHANDLER";
   case MPI_ERR_UNSUPPORTED_OPERATION: return "MPI_ERR_UNSUPPORTED_OPERATION";
+  case MPI_ERR_NO_SUCH_FILE: return "MPI_ERR_NO_SUCH_FILE";
   default: {
     static char other[32];
     snprintf(other, sizeof other, "class-%d", rc);
@@ -86,8 +87,9 @@ int main(int argc, char **argv) {
   MPI_Comm inter;
   CASE("unimplemented-on-returning-comm",
        MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, quiet, &inter, MPI_ERRCODES_IGNORE));
-  CASE("unimplemented-file-open",
-       MPI_File_open(quiet, "x", MPI_MODE_RDONLY, MPI_INFO_NULL, (MPI_File *)buf));
+  CASE("file-open-missing",
+       MPI_File_open(quiet, "weft-badargs-no-such-folder/x", MPI_MODE_RDONLY, MPI_INFO_NULL,
+                     (MPI_File *)buf));
   MPI_Comm_set_errhandler(w, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(self, MPI_ERRORS_RETURN);
 

@@ -29,8 +29,11 @@ static int check_rank(void) {
   do {                                                                                  \
     int rc_ = (expr);                                                                   \
     if (rc_ != (want)) {                                                                \
-      fprintf(stderr, "CHECK FAILED rank %d %s:%d: %s returned %d, want %d (%s)\n",     \
-              check_rank(), __FILE__, __LINE__, #expr, rc_, (int)(want), #want);        \
+      char msg_[MPI_MAX_ERROR_STRING] = "";                                             \
+      int len_ = 0;                                                                     \
+      if (check_rank() >= 0) MPI_Error_string(rc_, msg_, &len_);                        \
+      fprintf(stderr, "CHECK FAILED rank %d %s:%d: %s returned %d, want %d (%s): %s\n", \
+              check_rank(), __FILE__, __LINE__, #expr, rc_, (int)(want), #want, msg_);  \
       fflush(stderr);                                                                   \
       MPI_Abort(MPI_COMM_WORLD, 3);                                                     \
       exit(3);                                                                          \

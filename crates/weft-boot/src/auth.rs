@@ -1,31 +1,24 @@
-//! The job secret and the mutual challenge-response handshake that opens every bootstrap
-//! connection.
+//! The mutual challenge-response handshake that opens every bootstrap connection, on the
+//! job secret's proofs of `weft_core::auth` (re-exported here for the bootstrap's users).
 //!
 //! The secret never crosses the socket. The server sends a random nonce; the client answers
-//! with its own nonce and HMAC-SHA256(secret, "weft-boot client" | server nonce | client
-//! nonce); the server checks it and answers with HMAC-SHA256(secret, "weft-boot server" |
-//! client nonce | server nonce), so the client knows it reached the job's own store. The two
-//! labels differ so that one side's proof can never be replayed as the other's.
+//! with its own nonce and its proof (label "weft-boot client", challenge the server's
+//! nonce); the server checks it and answers with its own proof (label "weft-boot server",
+//! challenge the client's nonce), so the client knows it reached the job's own store. The
+//! two labels differ so that one side's proof can never be replayed as the other's.
 //! All messages are fixed-size, so nothing a peer sends before it has proven the secret is
-//! parsed beyond a length. Depends only on weft-core and the hash crates.
+//! parsed beyond a length. Depends only on weft-core.
 
 use crate::wire::read_full;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use std::io::{Read, Write};
+pub use weft_core::auth::{
+    check_secret, decode_hex, encode_hex, new_secret, random_bytes, MIN_SECRET_BYTES, SECRET_BYTES,
+};
+use weft_core::auth::{nonce, prove, verify, Nonce, NONCE_BYTES, PROOF_BYTES as MAC_BYTES};
 use weft_core::{Error, ErrorKind, Result};
-
-type HmacSha256 = Hmac<Sha256>;
-
-/// Bytes of a secret made by [`new_secret`].
-pub const SECRET_BYTES: usize = 32;
-/// Shortest secret accepted, in bytes: shorter ones are too easy to guess.
-pub const MIN_SECRET_BYTES: usize = 16;
 
 const MAGIC: &[u8; 8] = b"WEFTBOOT";
 const VERSION: u8 = 1;
-const NONCE_BYTES: usize = 32;
-const MAC_BYTES: usize = 32;
 /// Server hello: magic, version, server nonce.
 const HELLO_BYTES: usize = 8 + 1 + NONCE_BYTES;
 /// Client proof: magic, version, client nonce, client MAC.
@@ -42,82 +35,6 @@ const MAX_BUSY_TEXT: u64 = 256;
 pub const BUSY_PREFIX: &str = "refused: ";
 const CLIENT_LABEL: &[u8] = b"weft-boot client";
 const SERVER_LABEL: &[u8] = b"weft-boot server";
-
-/// Fills `buf` from the operating system's random source.
-pub fn random_bytes(buf: &mut [u8]) -> Result<()> {
-    getrandom::fill(buf).map_err(|e| {
-        Error::new(
-            ErrorKind::Io,
-            format!("reading the system random source: {e}"),
-        )
-    })
-}
-
-/// A fresh random job secret of [`SECRET_BYTES`] bytes.
-pub fn new_secret() -> Result<Vec<u8>> {
-    let mut s = vec![0u8; SECRET_BYTES];
-    random_bytes(&mut s)?;
-    Ok(s)
-}
-
-/// Lowercase hex of `bytes` (how the secret travels in `WEFT_JOB_SECRET`).
-pub fn encode_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
-}
-
-/// Parses hex (either case); `what` names the field in the error.
-pub fn decode_hex(what: &str, text: &str) -> Result<Vec<u8>> {
-    let t = text.trim().as_bytes();
-    if t.len() & 1 == 1 {
-        return Err(Error::new(
-            ErrorKind::Config,
-            format!("{what}: {} hex digits, expected an even number", t.len()),
-        ));
-    }
-    let digit = |c: u8| -> Result<u8> {
-        match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(Error::new(
-                ErrorKind::Config,
-                format!("{what}: {:?} is not a hex digit", c as char),
-            )),
-        }
-    };
-    t.chunks(2)
-        .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
-        .collect()
-}
-
-/// Refuses a secret shorter than [`MIN_SECRET_BYTES`].
-pub fn check_secret(secret: &[u8]) -> Result<()> {
-    if secret.len() < MIN_SECRET_BYTES {
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "job secret of {} bytes is too short (at least {MIN_SECRET_BYTES} bytes)",
-                secret.len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn mac(secret: &[u8], label: &[u8], first: &[u8], second: &[u8]) -> HmacSha256 {
-    // HMAC accepts keys of any length, so this cannot fail.
-    let mut m = <HmacSha256 as Mac>::new_from_slice(secret).expect("HMAC takes any key length");
-    m.update(label);
-    m.update(first);
-    m.update(second);
-    m
-}
 
 /// Why the server turned a connection away; the text goes into the launcher's log line.
 #[derive(Debug)]
@@ -156,8 +73,7 @@ pub fn server_handshake_gated(
     secret: &[u8],
     busy: &dyn Fn() -> Option<String>,
 ) -> std::result::Result<(), Refusal> {
-    let mut server_nonce = [0u8; NONCE_BYTES];
-    random_bytes(&mut server_nonce).map_err(|e| Refusal(e.to_string()))?;
+    let server_nonce: Nonce = nonce().map_err(|e| Refusal(e.to_string()))?;
     let mut hello = Vec::with_capacity(HELLO_BYTES);
     hello.extend_from_slice(MAGIC);
     hello.push(VERSION);
@@ -203,20 +119,26 @@ pub fn server_handshake_gated(
     }
     let client_nonce = &proof[9..9 + NONCE_BYTES];
     let client_mac = &proof[9 + NONCE_BYTES..];
-    if mac(secret, CLIENT_LABEL, &server_nonce, client_nonce)
-        .verify_slice(client_mac)
-        .is_err()
-    {
+    if !verify(
+        secret,
+        CLIENT_LABEL,
+        &[],
+        &server_nonce,
+        client_nonce,
+        client_mac,
+    ) {
         let _ = stream.write_all(&[REFUSED]);
         return Err(Refusal("wrong job secret".into()));
     }
     let mut reply = Vec::with_capacity(1 + MAC_BYTES);
     reply.push(ACCEPTED);
-    reply.extend_from_slice(
-        &mac(secret, SERVER_LABEL, client_nonce, &server_nonce)
-            .finalize()
-            .into_bytes(),
-    );
+    reply.extend_from_slice(&prove(
+        secret,
+        SERVER_LABEL,
+        &[],
+        client_nonce,
+        &server_nonce,
+    ));
     stream
         .write_all(&reply)
         .map_err(|e| Refusal(format!("could not send the acceptance: {e}")))?;
@@ -249,17 +171,18 @@ pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &
         ));
     }
     let server_nonce = &hello[9..];
-    let mut client_nonce = [0u8; NONCE_BYTES];
-    random_bytes(&mut client_nonce)?;
+    let client_nonce = nonce()?;
     let mut proof = Vec::with_capacity(PROOF_BYTES);
     proof.extend_from_slice(MAGIC);
     proof.push(VERSION);
     proof.extend_from_slice(&client_nonce);
-    proof.extend_from_slice(
-        &mac(secret, CLIENT_LABEL, server_nonce, &client_nonce)
-            .finalize()
-            .into_bytes(),
-    );
+    proof.extend_from_slice(&prove(
+        secret,
+        CLIENT_LABEL,
+        &[],
+        server_nonce,
+        &client_nonce,
+    ));
     stream
         .write_all(&proof)
         .map_err(|e| Error::io(format!("bootstrap {addr}: sending proof"), e))?;
@@ -281,10 +204,14 @@ pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &
             format!("bootstrap {addr}: malformed handshake answer ({got} bytes)"),
         ));
     }
-    if mac(secret, SERVER_LABEL, &client_nonce, server_nonce)
-        .verify_slice(&reply[1..])
-        .is_err()
-    {
+    if !verify(
+        secret,
+        SERVER_LABEL,
+        &[],
+        &client_nonce,
+        server_nonce,
+        &reply[1..],
+    ) {
         return Err(Error::new(
             ErrorKind::Auth,
             format!(
@@ -312,30 +239,6 @@ fn busy_error(stream: &mut impl Read, addr: &str, head: &[u8]) -> Error {
 mod tests {
     use super::*;
     use std::io::Cursor;
-
-    #[test]
-    fn hex_round_trip_and_errors() {
-        let b = [0u8, 1, 0xab, 0xff];
-        assert_eq!(encode_hex(&b), "0001abff");
-        assert_eq!(decode_hex("x", "0001ABff").unwrap(), b);
-        let e = decode_hex("WEFT_JOB_SECRET", "abc").unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Config);
-        assert!(e.message().contains("WEFT_JOB_SECRET"));
-        assert!(decode_hex("x", "zz").is_err());
-    }
-
-    #[test]
-    fn secrets_are_random_and_long_enough() {
-        let a = new_secret().unwrap();
-        let b = new_secret().unwrap();
-        assert_eq!(a.len(), SECRET_BYTES);
-        assert_ne!(a, b);
-        assert!(check_secret(&a).is_ok());
-        assert_eq!(
-            check_secret(b"short").unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
-    }
 
     /// A stream that reads from a fixed script and records what is written.
     struct Scripted {

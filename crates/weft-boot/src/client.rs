@@ -146,7 +146,7 @@ fn expect_ok(addr: &str, r: Response) -> Result<()> {
     match r {
         Response::Ok => Ok(()),
         Response::Error(e) => Err(e.context(format!("bootstrap {addr}"))),
-        Response::Value(_) => Err(Error::new(
+        Response::Value(_) | Response::Values(_) => Err(Error::new(
             ErrorKind::Protocol,
             format!("bootstrap {addr}: answered a value where none was asked for"),
         )),
@@ -180,11 +180,33 @@ impl Store for TcpStoreClient {
         match r {
             Response::Value(v) => Ok(v),
             Response::Error(e) => Err(e.context(format!("bootstrap {}", self.addr))),
-            Response::Ok => Err(Error::new(
+            Response::Ok | Response::Values(_) => Err(Error::new(
                 ErrorKind::Protocol,
                 format!(
                     "bootstrap {}: get {key:?} answered without a value",
                     self.addr
+                ),
+            )),
+        }
+    }
+
+    fn get_many(&self, keys: &[String], timeout: Duration) -> Result<Vec<Vec<u8>>> {
+        let r = self.call(
+            &Request::GetMany {
+                keys: keys.to_vec(),
+                timeout_ms: timeout_ms(timeout),
+            },
+            timeout,
+        )?;
+        match r {
+            Response::Values(v) if v.len() == keys.len() => Ok(v),
+            Response::Error(e) => Err(e.context(format!("bootstrap {}", self.addr))),
+            _ => Err(Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "bootstrap {}: get of {} keys answered with something else",
+                    self.addr,
+                    keys.len()
                 ),
             )),
         }

@@ -1,21 +1,29 @@
-//! Bootstrap key-value store of a weft job: how ranks exchange addresses and meet before any
-//! transport is up.
+//! Bootstrap of a weft job: how a rank learns who it is and exchanges addresses with the
+//! others before any transport is up, whichever launcher started it.
 //!
-//! [`Store`] is the interface the runtime uses. [`MemStore`] serves thread-per-rank tests in
-//! one process; [`TcpStoreServer`] (hosted by the launcher) and [`TcpStoreClient`] (one per
-//! rank) serve real jobs over TCP, every connection authenticated with the job's secret by a
-//! mutual challenge-response ([`auth`]). This crate depends only on weft-core: it knows
-//! nothing of transports, the runtime or how ranks are spawned.
+//! [`Boot`] is the interface the runtime uses; [`select`] picks a back end from the
+//! environment: weft's own store ([`StoreBoot`] over a [`Store`]), PMIx ([`pmix`], the
+//! library loaded at run time) or the PMI-2 and PMI-1 wire protocols ([`pmi`]). The store
+//! itself: [`MemStore`] serves thread-per-rank tests in one process; [`TcpStoreServer`]
+//! (hosted by the launcher) and [`TcpStoreClient`] (one per rank) serve real jobs over TCP,
+//! every connection authenticated with the job's secret by a mutual challenge-response
+//! ([`auth`]). This crate depends only on weft-core (and libc, and libloading for PMIx): it
+//! knows nothing of transports, the runtime or how ranks are spawned.
 
 pub mod auth;
+mod boot;
 mod client;
 pub mod knobs;
 mod mem;
+pub mod pmi;
+pub mod pmix;
+pub mod select;
 mod server;
 pub mod sock;
 mod table;
 pub mod wire;
 
+pub use boot::{Backend, Boot, JobInfo, StoreBoot};
 pub use client::TcpStoreClient;
 pub use mem::MemStore;
 pub use server::{
@@ -36,6 +44,14 @@ pub trait Store: Send + Sync {
     /// Returns when `count` callers have entered barrier `name` (or errors on timeout).
     /// A barrier name can be used again once it has completed.
     fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()>;
+    /// Waits until every key of `keys` exists (or `timeout`, for all of them together), then
+    /// returns their values in order. The TCP store answers in one round trip.
+    fn get_many(&self, keys: &[String], timeout: Duration) -> Result<Vec<Vec<u8>>> {
+        let deadline = Instant::now() + timeout;
+        keys.iter()
+            .map(|k| self.get(k, deadline.saturating_duration_since(Instant::now())))
+            .collect()
+    }
     /// Asks the launcher to end the job with `code`, printing `message` (MPI_Abort). The
     /// in-memory store only records it.
     fn abort(&self, code: i32, message: &str) -> Result<()>;

@@ -36,6 +36,10 @@ impl Store for MemStore {
         self.table.get(key, timeout)
     }
 
+    fn get_many(&self, keys: &[String], timeout: Duration) -> Result<Vec<Vec<u8>>> {
+        self.table.get_many(keys, timeout)
+    }
+
     fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()> {
         self.table.barrier(name, count, timeout)
     }

@@ -334,6 +334,10 @@ fn execute(request: Request, peer: SocketAddr, shared: &Shared) -> Response {
             .table
             .get(&key, Duration::from_millis(timeout_ms))
             .map(Response::Value),
+        Request::GetMany { keys, timeout_ms } => shared
+            .table
+            .get_many(&keys, Duration::from_millis(timeout_ms))
+            .map(Response::Values),
         Request::Barrier {
             name,
             count,

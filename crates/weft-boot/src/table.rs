@@ -102,6 +102,34 @@ impl Table {
         }
     }
 
+    /// Waits until every key exists (one deadline for all), then returns the values in order.
+    pub(crate) fn get_many(&self, keys: &[String], timeout: Duration) -> Result<Vec<Vec<u8>>> {
+        let deadline = Instant::now() + timeout.min(MAX_WAIT);
+        let mut st = self.lock();
+        loop {
+            if let Some(missing) = keys.iter().find(|k| !st.values.contains_key(*k)) {
+                if st.closed {
+                    return Err(closed_error());
+                }
+                let (g, expired) = self.wait_until(st, deadline);
+                st = g;
+                if expired && !st.values.contains_key(missing) {
+                    let absent = keys.iter().filter(|k| !st.values.contains_key(*k)).count();
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!(
+                            "get {missing:?} (and {} other keys): no rank put it within {} ms",
+                            absent - 1,
+                            timeout.min(MAX_WAIT).as_millis()
+                        ),
+                    ));
+                }
+                continue;
+            }
+            return Ok(keys.iter().map(|k| st.values[k].clone()).collect());
+        }
+    }
+
     pub(crate) fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()> {
         if count == 0 {
             return Err(Error::new(

@@ -22,9 +22,13 @@ const OP_PUT: u8 = 1;
 const OP_GET: u8 = 2;
 const OP_BARRIER: u8 = 3;
 const OP_ABORT: u8 = 4;
+const OP_GET_MANY: u8 = 5;
 const RESP_OK: u8 = 0x80;
 const RESP_VALUE: u8 = 0x81;
 const RESP_ERROR: u8 = 0x82;
+const RESP_VALUES: u8 = 0x83;
+/// Most keys one `GetMany` may name.
+pub const MAX_KEYS_PER_REQUEST: usize = 1 << 16;
 
 /// Rank value on the wire meaning "the client did not say which rank it is".
 const RANK_UNKNOWN: u32 = u32::MAX;
@@ -42,6 +46,9 @@ pub enum Request {
         count: u32,
         timeout_ms: u64,
     },
+    /// Wait up to `timeout_ms` (for all of them) for every key of `keys`, then return their
+    /// values in order.
+    GetMany { keys: Vec<String>, timeout_ms: u64 },
     /// Ask the launcher to end the job with `code`.
     Abort {
         code: i32,
@@ -57,6 +64,8 @@ pub enum Response {
     Ok,
     /// The value a `get` asked for.
     Value(Vec<u8>),
+    /// The values a `get_many` asked for, in its order.
+    Values(Vec<Vec<u8>>),
     /// The request failed; the kind and message are those of the server-side error.
     Error(Error),
 }
@@ -185,6 +194,30 @@ impl Request {
                 put_bytes(&mut out, key.as_bytes());
                 out.extend_from_slice(&timeout_ms.to_be_bytes());
             }
+            Request::GetMany { keys, timeout_ms } => {
+                if keys.len() > MAX_KEYS_PER_REQUEST {
+                    return Err(Error::new(
+                        ErrorKind::InvalidCount,
+                        format!(
+                            "get of {} keys at once exceeds the limit of {MAX_KEYS_PER_REQUEST}",
+                            keys.len()
+                        ),
+                    ));
+                }
+                out.push(OP_GET_MANY);
+                out.extend_from_slice(&(keys.len() as u32).to_be_bytes());
+                for k in keys {
+                    check_key("key", k)?;
+                    put_bytes(&mut out, k.as_bytes());
+                }
+                out.extend_from_slice(&timeout_ms.to_be_bytes());
+                if out.len() > MAX_FRAME_BYTES {
+                    return Err(Error::new(
+                        ErrorKind::InvalidCount,
+                        format!("get of {} keys does not fit one frame", keys.len()),
+                    ));
+                }
+            }
             Request::Barrier {
                 name,
                 count,
@@ -225,6 +258,31 @@ impl Request {
                 key: r.text("key", MAX_KEY_BYTES)?,
                 timeout_ms: r.u64("timeout")?,
             },
+            OP_GET_MANY => {
+                let n = r.u32("key count")? as usize;
+                if n > MAX_KEYS_PER_REQUEST {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("get of {n} keys exceeds the limit of {MAX_KEYS_PER_REQUEST}"),
+                    ));
+                }
+                // Each key takes at least its 4-byte length: a count the frame cannot hold
+                // is refused before anything is sized from it.
+                if n * 4 > body.len() {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("get of {n} keys in a frame of {} bytes", body.len()),
+                    ));
+                }
+                let mut keys = Vec::with_capacity(n);
+                for _ in 0..n {
+                    keys.push(r.text("key", MAX_KEY_BYTES)?);
+                }
+                Request::GetMany {
+                    keys,
+                    timeout_ms: r.u64("timeout")?,
+                }
+            }
             OP_BARRIER => Request::Barrier {
                 name: r.text("barrier name", MAX_KEY_BYTES)?,
                 count: r.u32("barrier count")?,
@@ -252,7 +310,8 @@ impl Request {
 }
 
 impl Response {
-    /// Encodes the response as a frame body.
+    /// Encodes the response as a frame body. Values that would not fit one frame become an
+    /// error response saying so.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
@@ -260,6 +319,24 @@ impl Response {
             Response::Value(v) => {
                 out.push(RESP_VALUE);
                 put_bytes(&mut out, v);
+            }
+            Response::Values(vs) => {
+                let total: usize = vs.iter().map(|v| v.len() + 4).sum::<usize>() + 5;
+                if total > MAX_FRAME_BYTES {
+                    return Response::Error(Error::new(
+                        ErrorKind::InvalidCount,
+                        format!(
+                            "{} values of {total} bytes do not fit one frame; ask for fewer keys",
+                            vs.len()
+                        ),
+                    ))
+                    .encode();
+                }
+                out.push(RESP_VALUES);
+                out.extend_from_slice(&(vs.len() as u32).to_be_bytes());
+                for v in vs {
+                    put_bytes(&mut out, v);
+                }
             }
             Response::Error(e) => {
                 out.push(RESP_ERROR);
@@ -279,6 +356,20 @@ impl Response {
         let resp = match r.u8("response code")? {
             RESP_OK => Response::Ok,
             RESP_VALUE => Response::Value(r.bytes("value", MAX_VALUE_BYTES)?.to_vec()),
+            RESP_VALUES => {
+                let n = r.u32("value count")? as usize;
+                if n * 4 > body.len() {
+                    return Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("{n} values in a frame of {} bytes", body.len()),
+                    ));
+                }
+                let mut vs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    vs.push(r.bytes("value", MAX_VALUE_BYTES)?.to_vec());
+                }
+                Response::Values(vs)
+            }
             RESP_ERROR => {
                 let kind = code_kind(r.u8("error kind")?);
                 Response::Error(Error::new(
@@ -461,6 +552,14 @@ mod tests {
                 rank: Some(2),
                 message: "bad".into(),
             },
+            Request::GetMany {
+                keys: vec!["node/0".into(), String::new(), "tcp/3".into()],
+                timeout_ms: 7,
+            },
+            Request::GetMany {
+                keys: Vec::new(),
+                timeout_ms: 0,
+            },
             Request::Abort {
                 code: 1,
                 rank: None,
@@ -485,6 +584,8 @@ mod tests {
         for resp in [
             Response::Ok,
             Response::Value(b"xyz".to_vec()),
+            Response::Values(vec![b"a".to_vec(), Vec::new(), b"ccc".to_vec()]),
+            Response::Values(Vec::new()),
             Response::Error(Error::new(ErrorKind::Timeout, "get \"k\": not put")),
         ] {
             assert_eq!(Response::decode(&resp.encode()).unwrap(), resp);
@@ -524,6 +625,10 @@ mod tests {
             b"\x01\x00\x00\x00\x01\xff\x00\x00\x00\x00",
             b"\x80\x00",
             b"GET / HTTP/1.1\r\n",
+            // GetMany: a count no frame can hold, a key cut short, no timeout.
+            b"\x05\xff\xff\xff\xff",
+            b"\x05\x00\x00\x00\x02\x00\x00\x00\x01a",
+            b"\x05\x00\x00\x00\x00",
         ];
         for body in cases {
             let e = Request::decode(body).unwrap_err();
@@ -533,6 +638,17 @@ mod tests {
             Response::decode(b"\x81\x00\x00").unwrap_err().kind(),
             ErrorKind::Protocol
         );
+        for body in [
+            &b"\x83\x7f\xff\xff\xff"[..],
+            b"\x83\x00\x00\x00\x01",
+            b"\x83",
+        ] {
+            assert_eq!(
+                Response::decode(body).unwrap_err().kind(),
+                ErrorKind::Protocol,
+                "{body:?}"
+            );
+        }
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub fn run(args: InfoArgs) -> i32 {
         hostname(),
         cores
     );
+    print_bootstrap();
     let offered: Vec<String> = weft::lanes::transports(&config)
         .into_iter()
         .map(|t| match (t.offered, t.allowed) {
@@ -128,6 +129,27 @@ pub fn run(args: InfoArgs) -> i32 {
     0
 }
 
+/// The bootstrap back end a rank started from this environment would use, and why; for
+/// PMIx, whether the library loads (nothing is connected or initialised).
+fn print_bootstrap() {
+    let var = |n: &str| std::env::var(n).ok();
+    match weft_boot::select::choose(&var) {
+        Ok(c) => {
+            println!("bootstrap:   {} ({})", c.backend, c.why);
+            if c.backend == weft_boot::Backend::Pmix {
+                let lib = var(weft_boot::knobs::PMIX_LIBRARY)
+                    .filter(|l| !l.trim().is_empty())
+                    .unwrap_or_else(|| weft_boot::pmix::DEFAULT_LIBRARY.to_owned());
+                match weft_boot::pmix::library_status(lib.trim()) {
+                    Ok(s) => println!("  pmix:        {s}"),
+                    Err(e) => println!("  pmix:        {lib} cannot be loaded: {e}"),
+                }
+            }
+        }
+        Err(e) => println!("bootstrap:   none: {e}"),
+    }
+}
+
 /// `weft info --mpi`: the standard ABI's functions, implemented ones marked.
 fn print_mpi() {
     let table = mpi_abi::function_table();
@@ -135,6 +157,16 @@ fn print_mpi() {
     println!(
         "MPI 5.0 standard ABI (libmpi_abi.so.1): {real} of {} functions implemented; the others return MPI_ERR_UNSUPPORTED_OPERATION",
         table.len()
+    );
+    let io: Vec<bool> = table
+        .iter()
+        .filter(|(n, _)| n.starts_with("MPI_File_") || n.starts_with("MPI_Register_datarep"))
+        .map(|(_, implemented)| *implemented)
+        .collect();
+    println!(
+        "  chapter 14, I/O (MPI_File_*, MPI_Register_datarep*): {} of {} implemented",
+        io.iter().filter(|&&i| i).count(),
+        io.len()
     );
     for (name, implemented) in table {
         println!("{} {name}", if implemented { "yes" } else { " no" });

@@ -10,6 +10,7 @@ mod bench;
 mod build_info;
 mod clean;
 mod info;
+mod install;
 mod mpiexec;
 mod plan;
 mod plot;
@@ -38,6 +39,9 @@ enum Command {
     Clean(clean::CleanArgs),
     /// OSU-style benchmarks; they start their own ranks.
     Bench(bench::BenchArgs),
+    /// Install weft's MPI and OpenSHMEM libraries, headers, wrappers, pkg-config and
+    /// modulefile under a prefix (relocatable).
+    Install(install::InstallArgs),
     /// Rank side of `weft bench` (started by the benchmark driver).
     #[command(name = "__bench-rank", hide = true)]
     BenchRank(bench::RankArgs),
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Plan(a) => plan::run(a),
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Install(a) => install::run(a),
         Command::Clean(a) => clean::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
         Command::Agent(a) => run::agent(a),

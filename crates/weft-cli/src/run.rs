@@ -13,6 +13,7 @@ use std::time::Duration;
 use weft_launch::agent::{run_agent, AgentConfig};
 use weft_launch::hosts::{expand_template, parse_boot_addr};
 use weft_launch::place::{parse_hostfile, parse_hosts, place_on_hosts, total_slots};
+use weft_launch::slurm::{self, SRUN_TEMPLATE};
 use weft_launch::{
     is_this_host, run_job, HostSlots, HostsSpec, JobSpec, MapBy, OutputFiles, OutputMode,
     StdinTarget, DEFAULT_LAUNCHER,
@@ -22,7 +23,8 @@ use weft_launch::{
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct HostArgs {
     /// Run on these hosts: NAME:SLOTS,... (a host without :SLOTS has one slot). Without -n the
-    /// job has one rank per slot.
+    /// job has one rank per slot. Inside a Slurm allocation the default is the allocation's
+    /// nodes and tasks, its agents started with srun.
     #[arg(long, value_name = "HOSTS", global = true)]
     pub hosts: Option<String>,
     /// The command that runs a command on a host, {host} standing for its name (default
@@ -62,17 +64,18 @@ pub struct Where {
 }
 
 impl HostArgs {
-    /// The multi-host part of a job, `None` when it runs on this machine alone (see
-    /// [`HostArgs::resolve`]).
-    pub fn spec(&self) -> Result<Option<HostsSpec>, String> {
-        self.resolve().map(|w| w.hosts)
-    }
-
     /// Where the job runs. Every value is checked here so a typo is reported before anything
     /// starts. Host names that are this machine (`localhost`, its name or address) count as
     /// one host, started without the launcher template; a list of only this machine runs
     /// the job here as if no host were given.
     pub fn resolve(&self) -> Result<Where, String> {
+        self.resolve_in(&|n| std::env::var(n).ok())
+    }
+
+    /// [`Self::resolve`] with the environment looked up by `var`: inside a Slurm allocation
+    /// (`SLURM_JOB_ID`) and without `--hosts` or `--hostfile`, the allocation's nodes and
+    /// task counts are the hosts and agents start as job steps ([`SRUN_TEMPLATE`]).
+    pub fn resolve_in(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<Where, String> {
         // `ppr:N:node` (Open MPI) is N ranks per node, filled host by host.
         let (map_by, ppr) = match self.map_by.as_deref().map(str::trim) {
             Some(m) if m.starts_with("ppr:") => (None, Some(parse_ppr(m)?)),
@@ -86,6 +89,11 @@ impl HostArgs {
             }
             (a, b) => a.or(b),
         };
+        let mut default_launcher = DEFAULT_LAUNCHER;
+        let allocation = match (&self.hosts, &self.hostfile) {
+            (None, None) => slurm::allocation(var).map_err(|e| e.to_string())?,
+            _ => None,
+        };
         let mut hosts = match (&self.hosts, &self.hostfile) {
             (Some(_), Some(_)) => return Err("give --hosts or --hostfile, not both".into()),
             (Some(list), None) => parse_hosts(list).map_err(|e| e.to_string())?,
@@ -94,6 +102,10 @@ impl HostArgs {
                     .map_err(|e| format!("--hostfile {}: {e}", file.display()))?;
                 parse_hostfile(&text)
                     .map_err(|e| format!("--hostfile {}: {}", file.display(), e.message()))?
+            }
+            (None, None) if allocation.is_some() => {
+                default_launcher = SRUN_TEMPLATE;
+                allocation.unwrap_or_default()
             }
             (None, None) => {
                 for (given, name) in [
@@ -124,7 +136,9 @@ impl HostArgs {
         if let Some(a) = &self.boot_addr {
             parse_boot_addr(a).map_err(|e| e.to_string())?;
         }
-        if hosts.len() == 1 && is_this_host(&hosts[0].name) {
+        // An allocation's ranks run as its job steps even on this machine (Slurm accounts
+        // for them, confines them and ends them with the job).
+        if default_launcher != SRUN_TEMPLATE && hosts.len() == 1 && is_this_host(&hosts[0].name) {
             return Ok(Where {
                 hosts: None,
                 here_slots: Some(hosts[0].slots),
@@ -133,7 +147,7 @@ impl HostArgs {
         let launcher = self
             .launcher
             .clone()
-            .unwrap_or_else(|| DEFAULT_LAUNCHER.to_owned());
+            .unwrap_or_else(|| default_launcher.to_owned());
         expand_template(&launcher, &hosts[0].name).map_err(|e| e.to_string())?;
         let agent_program = std::env::current_exe()
             .map_err(|e| format!("cannot find the weft binary to start on the hosts: {e}"))?;
@@ -186,10 +200,16 @@ fn merge_this_host(hosts: &mut Vec<HostSlots>) {
 /// The rank count: `-n` when given, else one per slot of the hosts (or of this machine's
 /// entry), else 1.
 fn job_size(given: Option<u32>, place: &Where) -> u32 {
+    job_size_or(given, place, 1)
+}
+
+/// The rank count of a job `weft run` or `weft bench` starts: `-n` when given, else one per
+/// slot of the hosts (or the Slurm allocation, or this machine's entry), else `default`.
+pub fn job_size_or(given: Option<u32>, place: &Where, default: u32) -> u32 {
     match (given, &place.hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => total_slots(&h.hosts),
-        (None, None) => place.here_slots.unwrap_or(1),
+        (None, None) => place.here_slots.unwrap_or(default),
     }
 }
 
@@ -606,7 +626,8 @@ mod tests {
         let d = parse(&["--hosts", "x", "prog"])
             .unwrap()
             .on
-            .spec()
+            .resolve()
+            .map(|w| w.hosts)
             .unwrap()
             .unwrap();
         assert_eq!((d.launcher.as_str(), d.map_by), ("ssh {host}", MapBy::Slot));
@@ -644,9 +665,55 @@ mod tests {
                 "/no/such/hostfile",
             ),
         ] {
-            let e = parse(&args).unwrap().on.spec().unwrap_err();
+            let e = parse(&args)
+                .unwrap()
+                .on
+                .resolve()
+                .map(|w| w.hosts)
+                .unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn inside_a_slurm_allocation_the_allocation_is_the_host_list() {
+        let env = |n: &str| match n {
+            "SLURM_JOB_ID" => Some("7".to_owned()),
+            "SLURM_JOB_NODELIST" => Some("n[01-02]".to_owned()),
+            "SLURM_TASKS_PER_NODE" => Some("3,2".to_owned()),
+            _ => None,
+        };
+        let a = parse(&["prog"]).unwrap();
+        let w = a.on.resolve_in(&env).unwrap();
+        assert_eq!(job_size(a.nranks, &w), 5);
+        let h = w.hosts.expect("the allocation");
+        assert_eq!(
+            h.hosts
+                .iter()
+                .map(|x| (x.name.as_str(), x.slots))
+                .collect::<Vec<_>>(),
+            [("n01", 3), ("n02", 2)]
+        );
+        assert!(
+            h.launcher
+                .starts_with("srun --nodes=1 --ntasks=1 --nodelist={host}"),
+            "{}",
+            h.launcher
+        );
+        // --hosts and --launcher still win.
+        let a = parse(&["--hosts", "x:2", "--launcher", "ssh {host}", "prog"]).unwrap();
+        let h = a.on.resolve_in(&env).unwrap().hosts.unwrap();
+        assert_eq!(
+            (h.hosts[0].name.as_str(), h.launcher.as_str()),
+            ("x", "ssh {host}")
+        );
+        let bad = |n: &str| match n {
+            "SLURM_JOB_ID" => Some("7".to_owned()),
+            "SLURM_JOB_NODELIST" => Some("n[01-".to_owned()),
+            _ => None,
+        };
+        let e = parse(&["prog"]).unwrap().on.resolve_in(&bad).unwrap_err();
+        assert!(e.contains("SLURM_JOB_NODELIST=\"n[01-\""), "{e}");
     }
 
     #[test]

@@ -152,3 +152,57 @@ fn coll_sweep_tables_rounds_against_peers() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--rounds 0"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bench_sizes_its_job_from_the_hosts_like_run() {
+    // Two fake hosts of two slots each (a template without {host} starts every agent here).
+    let out = Command::new(WEFT)
+        .args([
+            "bench",
+            "--hosts",
+            "a:2,b:2",
+            "--launcher",
+            "env",
+            "coll",
+            "--op",
+            "barrier",
+            "--sizes",
+            "8",
+            "--iters",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("# weft bench coll --op barrier -n 4"),
+        "one rank per slot, as weft run does: {stdout}"
+    );
+    // -n still wins.
+    let out = Command::new(WEFT)
+        .args([
+            "bench",
+            "--hosts",
+            "a:2,b:2",
+            "--launcher",
+            "env",
+            "coll",
+            "--op",
+            "barrier",
+            "-n",
+            "3",
+            "--sizes",
+            "8",
+            "--iters",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("-n 3"), "{stdout}");
+}

@@ -27,7 +27,25 @@ fn mpi_lists_every_abi_function_with_its_status() {
     assert!(has("yes MPI_Ssend"), "{out}");
     assert!(has("yes MPI_Iallreduce"), "{out}");
     assert!(has(" no MPI_Win_create"), "{out}");
-    let rows = out.lines().skip(1).count();
+    assert!(has("yes MPI_File_open"), "{out}");
+    assert!(has("yes MPI_File_iread_at_all_c"), "{out}");
+    let io = out.lines().filter(|l| {
+        (l.starts_with("yes ") || l.starts_with(" no "))
+            && (l[4..].starts_with("MPI_File_") || l[4..].starts_with("MPI_Register_datarep"))
+    });
+    let (io_rows, io_yes) = io.fold((0, 0), |(n, y), l| (n + 1, y + l.starts_with("yes") as u32));
+    let io_line = format!(
+        "  chapter 14, I/O (MPI_File_*, MPI_Register_datarep*): {io_yes} of {io_rows} implemented"
+    );
+    assert!(has(&io_line), "{io_line}\n{out}");
+    assert_eq!(
+        io_yes, io_rows,
+        "a chapter-14 function is not implemented:\n{out}"
+    );
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("yes ") || l.starts_with(" no "))
+        .count();
     let header = out.lines().next().unwrap();
     assert!(header.contains(&format!("of {rows} functions")), "{header}");
 }
@@ -69,6 +87,67 @@ fn knobs_never_print_the_job_secret() {
             .any(|l| l.starts_with("WEFT_JOB_SECRET") && l.contains("(hidden)")),
         "{out}"
     );
+}
+
+#[test]
+fn info_says_which_bootstrap_a_rank_would_use_and_why() {
+    let boot = |env: &[(&str, &str)]| {
+        let (ok, out, err) = info(&[], env);
+        assert!(ok, "{err}");
+        out.lines()
+            .skip_while(|l| !l.starts_with("bootstrap:"))
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    // The test itself may run under a launcher: clear what would decide.
+    let clear = [
+        ("WEFT_BOOT_ADDR", ""),
+        ("PMIX_NAMESPACE", ""),
+        ("PMI_FD", ""),
+        ("PMI_PORT", ""),
+        ("PMI_JOBID", ""),
+        ("SLURM_STEP_NUM_TASKS", ""),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v: Vec<(&str, &str)> = clear.to_vec();
+        v.extend_from_slice(extra);
+        boot(&v)
+    };
+    let b = with(&[]);
+    assert!(
+        b.starts_with("bootstrap:   single (no launcher variables"),
+        "{b}"
+    );
+    let b = with(&[
+        ("PMIX_NAMESPACE", "slurm.pmix.9.0"),
+        ("WEFT_PMIX_LIBRARY", "/nonexistent/libpmix.so.2"),
+    ]);
+    assert!(
+        b.contains("bootstrap:   pmix (PMIX_NAMESPACE=slurm.pmix.9.0 is set"),
+        "{b}"
+    );
+    assert!(
+        b.contains("/nonexistent/libpmix.so.2 cannot be loaded"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5"), ("PMI_JOBID", "4.0")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi2 (PMI_FD=5 and PMI_JOBID=4.0"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi1 (PMI_FD=5 is set without PMI_JOBID"),
+        "{b}"
+    );
+    let b = with(&[("PMI_FD", "5"), ("PMI_JOBID", "4.0"), ("WEFT_BOOT", "pmi1")]);
+    assert!(
+        b.starts_with("bootstrap:   pmi1 (WEFT_BOOT=pmi1 names it)"),
+        "{b}"
+    );
+    let b = with(&[("SLURM_STEP_NUM_TASKS", "4")]);
+    assert!(b.contains("srun --mpi=pmix or --mpi=pmi2"), "{b}");
 }
 
 /// `weft info` and `weft --version` print the build: version, commit, compiler, profile,

@@ -34,8 +34,30 @@ pub enum ErrorKind {
     Protocol,
     /// An operation did not finish in the time allowed (MPI_ERR_OTHER).
     Timeout,
-    /// An operating-system call failed (MPI_ERR_OTHER).
+    /// An operating-system call failed (MPI_ERR_OTHER; MPI_ERR_IO for file operations).
     Io,
+    /// A file that does not exist (MPI_ERR_NO_SUCH_FILE).
+    FileNotFound,
+    /// A file that exists where the open mode excludes one (MPI_ERR_FILE_EXISTS).
+    FileExists,
+    /// Permission to a file or its directory denied (MPI_ERR_ACCESS).
+    FileAccess,
+    /// No space left on the device (MPI_ERR_NO_SPACE).
+    NoSpace,
+    /// A disk quota exceeded (MPI_ERR_QUOTA).
+    Quota,
+    /// A write to a read-only file or file system (MPI_ERR_READ_ONLY).
+    ReadOnly,
+    /// A file that is open, or in use by another operation (MPI_ERR_FILE_IN_USE).
+    FileInUse,
+    /// A file name that is malformed or names no regular file (MPI_ERR_BAD_FILE).
+    BadFile,
+    /// An access mode that is invalid, or an access the file's mode excludes
+    /// (MPI_ERR_AMODE; an access the mode excludes is MPI_ERR_ACCESS or MPI_ERR_READ_ONLY).
+    Amode,
+    /// Arguments of a collective call that must be the same on every rank differ
+    /// (MPI_ERR_NOT_SAME).
+    NotSame,
     /// A knob or configuration value is malformed (MPI_ERR_ARG).
     Config,
     /// A request for something this build cannot do (MPI_ERR_UNSUPPORTED_OPERATION).
@@ -63,6 +85,16 @@ impl ErrorKind {
             ErrorKind::Protocol => "protocol error",
             ErrorKind::Timeout => "timed out",
             ErrorKind::Io => "I/O error",
+            ErrorKind::FileNotFound => "no such file",
+            ErrorKind::FileExists => "file exists",
+            ErrorKind::FileAccess => "file access denied",
+            ErrorKind::NoSpace => "no space left",
+            ErrorKind::Quota => "quota exceeded",
+            ErrorKind::ReadOnly => "read-only file",
+            ErrorKind::FileInUse => "file in use",
+            ErrorKind::BadFile => "bad file name",
+            ErrorKind::Amode => "invalid access mode",
+            ErrorKind::NotSame => "arguments differ between ranks",
             ErrorKind::Config => "configuration error",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::Internal => "internal error",

@@ -87,7 +87,7 @@ pub const LAUNCH_VARS: &[Knob] = &[
         name: "WEFT_JOB_ID",
         kind: KnobKind::Text,
         default: "",
-        help: "job identifier, names the job's shared-memory segments (set by weft run)",
+        help: "job identifier, names the job's shared-memory segments (set by weft run; under srun, mpiexec.hydra or mpirun an optional tag put before the id weft derives from the launcher's)",
     },
     Knob {
         name: "WEFT_JOB_SECRET",

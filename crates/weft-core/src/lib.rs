@@ -1,10 +1,11 @@
-//! Base types shared by every weft crate: ranks and tags, the error type, byte-size parsing
-//! and the knob registry.
+//! Base types shared by every weft crate: ranks and tags, the error type, byte-size parsing,
+//! the knob registry and the job secret's proofs (`auth`).
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
-//! no I/O beyond reading the environment when asked to and writing diagnostic lines to stderr
-//! ([`mod@diag`]), and holds no global state.
+//! no I/O beyond reading the environment and the system's random source when asked to and
+//! writing diagnostic lines to stderr ([`mod@diag`]), and holds no global state.
 
+pub mod auth;
 pub mod diag;
 pub mod error;
 pub mod knob;

@@ -339,8 +339,12 @@ pub(crate) fn run_on_hosts(
     };
     spec.stdin.check(spec.nranks)?;
     let mut hosts: Vec<HostState> = Vec::new();
+    // Agents started with srun run as steps of the allocation even on this machine (Slurm
+    // accounts for them, confines them and ends them with the job).
+    let job_steps = hs.launcher.split_whitespace().next() == Some("srun");
     for h in &hs.hosts {
-        let words = if hs.launcher.trim() == FORK_LAUNCHER || is_this_host(&h.name) {
+        let here = is_this_host(&h.name) && !job_steps;
+        let words = if hs.launcher.trim() == FORK_LAUNCHER || here {
             Vec::new()
         } else {
             expand_template(&hs.launcher, &h.name)?

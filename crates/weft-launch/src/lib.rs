@@ -24,6 +24,7 @@ pub mod place;
 mod ranks;
 mod shm;
 mod signals;
+pub mod slurm;
 pub mod spawn;
 pub mod status;
 pub mod stdin;

@@ -1,8 +1,8 @@
-//! Sanity properties of the collective cost models the selector relies on.
+//! The step costs the collective algorithms' formulas are made of: closed forms at one node,
+//! lanes that follow the placement, and the shapes the model refuses. (The formulas of the
+//! algorithms themselves are tested with the runtime's algorithm tables, `weft::coll`.)
 
-use weft_model::cost::{
-    algorithms, cost_ns, takes_radix, AlphaBeta, CollShape, Lanes, COLLECTIVES,
-};
+use weft_model::cost::{AlphaBeta, CollModel, CollShape, Lanes};
 
 /// Shared memory: 200 ns, 10 GB/s; network: 2 µs, 1 GB/s; reduce 0.2 ns/byte.
 fn lanes() -> Lanes {
@@ -13,185 +13,89 @@ fn lanes() -> Lanes {
     }
 }
 
-fn cost(coll: &str, algo: &str, radix: u32, procs: u32, ppn: u32, bytes: u64) -> f64 {
-    cost_ns(
-        coll,
-        algo,
-        radix,
-        &CollShape { procs, ppn, bytes },
-        &lanes(),
-    )
-    .unwrap_or_else(|| panic!("{coll}/{algo} k={radix} p={procs} ppn={ppn} n={bytes}"))
+fn shape(procs: u32, ppn: u32, bytes: u64) -> CollShape {
+    CollShape { procs, ppn, bytes }
 }
 
 #[test]
-fn every_listed_algorithm_has_a_cost_and_grows_with_bytes() {
-    for &coll in COLLECTIVES {
-        assert!(!algorithms(coll).is_empty());
-        for &algo in algorithms(coll) {
-            let radices: &[u32] = if takes_radix(algo) {
-                &[2, 3, 4, 8]
-            } else {
-                &[0]
-            };
-            for &k in radices {
-                for (procs, ppn) in [
-                    (1u32, 1u32),
-                    (2, 2),
-                    (7, 7),
-                    (16, 16),
-                    (64, 8),
-                    (100, 6),
-                    (256, 32),
-                ] {
-                    let nodes = procs.div_ceil(ppn);
-                    let shm = algo.starts_with("shm");
-                    let shape = |bytes| CollShape { procs, ppn, bytes };
-                    if shm && nodes > 1 {
-                        assert_eq!(cost_ns(coll, algo, k, &shape(8), &lanes()), None);
-                        continue;
-                    }
-                    let mut last = -1.0;
-                    for bytes in [0u64, 1, 8, 1024, 65536, 1 << 20, 1 << 24] {
-                        let t = cost_ns(coll, algo, k, &shape(bytes), &lanes()).unwrap();
-                        assert!(t.is_finite() && t >= 0.0, "{coll}/{algo} {t}");
-                        assert!(
-                            t >= last,
-                            "{coll}/{algo} k={k} p={procs}: {t} < {last} at {bytes}"
-                        );
-                        last = t;
-                    }
-                    if procs == 1 {
-                        assert_eq!(last, 0.0);
-                    } else if coll != "barrier" {
-                        assert!(last > 0.0, "{coll}/{algo} costs nothing at p={procs}");
-                    }
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn unknown_and_invalid_combinations() {
-    let s = CollShape {
-        procs: 8,
-        ppn: 8,
-        bytes: 8,
-    };
-    assert_eq!(cost_ns("bcast", "ring", 0, &s, &lanes()), None);
-    assert_eq!(cost_ns("nonsense", "knomial", 2, &s, &lanes()), None);
-    assert_eq!(cost_ns("bcast", "knomial", 1, &s, &lanes()), None);
-    assert_eq!(
-        cost_ns(
-            "bcast",
-            "knomial",
-            2,
-            &CollShape {
-                procs: 0,
-                ppn: 8,
-                bytes: 8
-            },
-            &lanes()
-        ),
-        None
-    );
-    assert_eq!(
-        cost_ns(
-            "bcast",
-            "knomial",
-            2,
-            &CollShape {
-                procs: 8,
-                ppn: 0,
-                bytes: 8
-            },
-            &lanes()
-        ),
-        None
-    );
-    assert!(algorithms("nonsense").is_empty());
-}
-
-#[test]
-fn allreduce_crossovers() {
-    // Large buffers at large P: bandwidth-optimal ring and Rabenseifner beat recursive doubling.
-    let big = 64 << 20;
-    let ring = cost("allreduce", "ring", 0, 256, 32, big);
-    let rd = cost("allreduce", "recursive_doubling", 0, 256, 32, big);
-    let rab = cost("allreduce", "rabenseifner", 0, 256, 32, big);
-    assert!(ring < rd / 2.0, "ring {ring} rd {rd}");
-    assert!(rab < rd / 2.0, "rab {rab} rd {rd}");
-    // 8 bytes: latency rules; recursive doubling's log P steps beat the ring's 2(P-1).
-    let ring = cost("allreduce", "ring", 0, 256, 32, 8);
-    let rd = cost("allreduce", "recursive_doubling", 0, 256, 32, 8);
-    assert!(rd < ring / 10.0, "rd {rd} ring {ring}");
-    // Same at one node.
-    assert!(
-        cost("allreduce", "recursive_doubling", 0, 32, 32, 8)
-            < cost("allreduce", "ring", 0, 32, 32, 8)
-    );
+fn refuses_empty_shapes_and_radix_below_two() {
+    let l = lanes();
+    assert!(CollModel::new(&shape(0, 8, 8), 2, &l).is_none());
+    assert!(CollModel::new(&shape(8, 0, 8), 2, &l).is_none());
+    assert!(CollModel::new(&shape(8, 8, 8), 1, &l).is_none());
+    let m = CollModel::new(&shape(10, 4, 64), 3, &l).unwrap();
+    assert_eq!((m.ranks(), m.nodes(), m.radix(), m.local()), (10, 3, 3, 4));
+    assert_eq!(m.bytes(), 64.0);
 }
 
 #[test]
 fn closed_forms_at_one_node() {
     let l = lanes();
-    // Binomial bcast over 16 ranks: 4 levels of one message.
-    let t = cost("bcast", "knomial", 2, 16, 16, 1000);
+    let m = CollModel::new(&shape(16, 16, 1000), 2, &l).unwrap();
+    // Binomial fan-out over 16 ranks: 4 levels of one message.
+    let t = m.knomial(2, 0.0, |_| 1000.0);
     assert!((t - 4.0 * l.intra.time_ns(1000)).abs() < 1e-9);
     // 4-nomial over 16 ranks: 2 levels of 3 sequential messages.
-    let t = cost("bcast", "knomial", 4, 16, 16, 1000);
+    let t = m.knomial(4, 0.0, |_| 1000.0);
     assert!((t - 6.0 * l.intra.time_ns(1000)).abs() < 1e-9);
-    // Ring allgather: P-1 steps.
-    let t = cost("allgather", "ring", 0, 8, 8, 100);
-    assert!((t - 7.0 * l.intra.time_ns(100)).abs() < 1e-9);
-    // Dissemination barrier: ceil(log2 P) latencies.
-    let t = cost("barrier", "dissemination", 0, 9, 9, 0);
-    assert!((t - 4.0 * l.intra.latency_ns).abs() < 1e-9);
+    // Ring allgather over 8 ranks: 7 steps.
+    let m8 = CollModel::new(&shape(8, 8, 100), 2, &l).unwrap();
+    assert!((m8.ring_allgather(100.0) - 7.0 * l.intra.time_ns(100)).abs() < 1e-9);
+    // ceil(log2 9) = 4 steps; 9 ranks fold, 8 do not.
+    let m9 = CollModel::new(&shape(9, 9, 0), 2, &l).unwrap();
+    assert_eq!(m9.log2(), 4);
+    assert!(m9.fold(8.0) > 0.0 && m8.fold(8.0) == 0.0);
 }
 
 #[test]
 fn lanes_follow_placement() {
-    // Same P, one node vs eight: crossing nodes costs more.
-    for (coll, algo, k) in [
-        ("bcast", "knomial", 2),
-        ("allreduce", "ring", 0),
-        ("alltoall", "pairwise", 0),
-    ] {
-        assert!(
-            cost(coll, algo, k, 64, 64, 4096) < cost(coll, algo, k, 64, 8, 4096),
-            "{coll}/{algo}"
-        );
-    }
+    let l = lanes();
     // Binomial levels inside a node of 8 use the intra lane: only the top 3 of 6 levels
     // cross nodes.
-    let l = lanes();
-    let t = cost("bcast", "knomial", 2, 64, 8, 0);
+    let m = CollModel::new(&shape(64, 8, 0), 2, &l).unwrap();
+    let t = m.knomial(2, 0.0, |_| 0.0);
     assert!(
         (t - 3.0 * l.intra.latency_ns - 3.0 * l.inter.latency_ns).abs() < 1e-9,
         "{t}"
     );
-    // With a slow network, the hierarchical tree beats a flat k-nomial when nodes are not
-    // aligned to the radix (ppn 6: every flat level crosses nodes).
-    let flat = cost("bcast", "knomial", 2, 96, 6, 8);
-    let hier = cost("bcast", "hier_knomial", 2, 96, 6, 8);
+    // Same P, one node vs eight: crossing nodes costs more.
+    let one = CollModel::new(&shape(64, 64, 4096), 2, &l).unwrap();
+    assert!(one.ring_allgather(4096.0) < m.ring_allgather(4096.0));
+    assert!(one.halving_reduce_scatter(4096.0) < m.halving_reduce_scatter(4096.0));
+    // XOR partners 1 apart stay in a node of 8; 8 apart do not.
+    assert_eq!(m.xor(1), &l.intra);
+    assert_eq!(m.xor(8), &l.inter);
+    // With a slow network the two-level tree beats a flat one when nodes are not aligned to
+    // the radix (ppn 6: every flat level crosses nodes).
+    let striped = CollModel::new(&shape(96, 6, 8), 2, &l).unwrap();
+    let flat = striped.knomial(2, 0.0, |_| 8.0);
+    let hier = striped.hier_fan(2, 8.0, 0.0);
     assert!(hier < flat, "hier {hier} flat {flat}");
 }
 
 #[test]
-fn large_bcast_prefers_scatter_allgather() {
-    let big = 16 << 20;
-    let sag = cost("bcast", "scatter_allgather", 0, 128, 16, big);
-    let binomial = cost("bcast", "knomial", 2, 128, 16, big);
-    assert!(sag < binomial / 1.5, "sag {sag} binomial {binomial}");
-    let small_sag = cost("bcast", "scatter_allgather", 0, 128, 16, 8);
-    let small_binomial = cost("bcast", "knomial", 2, 128, 16, 8);
-    assert!(small_binomial < small_sag);
-}
-
-#[test]
-fn shm_wins_inside_a_node_for_small_allreduce() {
-    let shm = cost("allreduce", "shm", 0, 16, 16, 8);
-    let ring = cost("allreduce", "ring", 0, 16, 16, 8);
-    assert!(shm < ring, "shm {shm} ring {ring}");
+fn steps_grow_with_bytes() {
+    let l = lanes();
+    for (procs, ppn) in [(2u32, 2u32), (7, 7), (64, 8), (100, 6)] {
+        let mut last = [-1.0f64; 6];
+        for bytes in [0u64, 1, 8, 1024, 65536, 1 << 20] {
+            let m = CollModel::new(&shape(procs, ppn, bytes), 2, &l).unwrap();
+            let n = m.bytes();
+            let now = [
+                m.scatter_binomial(n),
+                m.halving_reduce_scatter(n),
+                m.doubling_allgather(n),
+                m.hier_fan(3, n, m.gamma()),
+                m.shm_reduce(n),
+                m.fold(n),
+            ];
+            for (i, (&a, &b)) in now.iter().zip(&last).enumerate() {
+                assert!(
+                    a.is_finite() && a >= b,
+                    "step {i} p={procs}: {a} < {b} at {bytes}"
+                );
+            }
+            last = now;
+        }
+    }
 }

@@ -621,3 +621,86 @@ fn push_sig(o: &Old, times: u64, out: &mut Vec<(Handle, u64)>, limit: usize) -> 
     }
     Ok(())
 }
+
+/// Datatype `dt` rebuilt with every predefined type replaced by `leaf(handle)`, by the same
+/// constructor calls (MPI-4.1 §14.5: a view's types in a file data representation whose
+/// element sizes differ, "external32" or a registered one). Bounds set by
+/// MPI_Type_create_resized and byte displacements stay as given; element strides and
+/// displacements scale with the new extents.
+pub(crate) fn rebuild(dt: Handle, leaf: &dyn Fn(Handle) -> R<TypeMap>) -> R<TypeMap> {
+    rebuild_old(&old_of(dt)?, leaf)
+}
+
+fn rebuild_old(o: &Old, leaf: &dyn Fn(Handle) -> R<TypeMap>) -> R<TypeMap> {
+    let node = match o {
+        Old::Named(h) => return leaf(*h),
+        Old::Derived(n) => n,
+    };
+    let olds = node
+        .olds
+        .iter()
+        .map(|o| rebuild_old(o, leaf))
+        .collect::<R<Vec<_>>>()?;
+    let one = || {
+        olds.first()
+            .ok_or_else(|| err(MPI_ERR_INTERN, "a constructor without its old type"))
+    };
+    let t = match node.map.combiner() {
+        Combiner::Named => return Err(err(MPI_ERR_INTERN, "a derived type without constructor")),
+        Combiner::Dup(_) => one()?.dup(),
+        Combiner::Contiguous { count, .. } => TypeMap::contiguous(*count, one()?)?,
+        Combiner::Vector {
+            count,
+            blocklength,
+            stride,
+            ..
+        } => TypeMap::vector(*count, *blocklength, *stride, one()?)?,
+        Combiner::Hvector {
+            count,
+            blocklength,
+            stride_bytes,
+            ..
+        } => TypeMap::hvector(*count, *blocklength, *stride_bytes, one()?)?,
+        Combiner::Indexed {
+            blocklengths,
+            displacements,
+            ..
+        } => TypeMap::indexed(blocklengths, displacements, one()?)?,
+        Combiner::Hindexed {
+            blocklengths,
+            displacements_bytes,
+            ..
+        } => TypeMap::hindexed(blocklengths, displacements_bytes, one()?)?,
+        Combiner::IndexedBlock {
+            blocklength,
+            displacements,
+            ..
+        } => TypeMap::indexed_block(*blocklength, displacements, one()?)?,
+        Combiner::HindexedBlock {
+            blocklength,
+            displacements_bytes,
+            ..
+        } => TypeMap::hindexed_block(*blocklength, displacements_bytes, one()?)?,
+        Combiner::Struct {
+            blocklengths,
+            displacements_bytes,
+            ..
+        } => TypeMap::create_struct(blocklengths, displacements_bytes, &olds)?,
+        Combiner::Subarray {
+            sizes,
+            subsizes,
+            starts,
+            order,
+            ..
+        } => TypeMap::subarray(sizes, subsizes, starts, *order, one()?)?,
+        Combiner::Darray {
+            size,
+            rank,
+            dims,
+            order,
+            ..
+        } => TypeMap::darray(*size, *rank, dims, *order, one()?)?,
+        Combiner::Resized { lb, extent, .. } => TypeMap::resized(one()?, *lb, *extent)?,
+    };
+    Ok(t)
+}

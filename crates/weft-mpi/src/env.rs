@@ -73,6 +73,7 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
         detached: Vec::new(),
         compounds: Default::default(),
         idups: Default::default(),
+        files: Default::default(),
         type_names: Default::default(),
     });
     Ok(provided)

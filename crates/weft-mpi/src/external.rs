@@ -420,6 +420,33 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
     finish(MPI_COMM_WORLD, "MPI_Unpack_external", r)
 }
 
+/// Bytes predefined datatype `h` takes in external32 (file views in "external32").
+pub(crate) fn external32_element_bytes(h: Handle) -> R<u64> {
+    Ok(parts(h)?.iter().map(|c| c.external() as u64).sum())
+}
+
+/// External32 bytes of one item of `dt`.
+pub(crate) fn external32_item_bytes(dt: Handle) -> R<u64> {
+    Ok(item_bytes(&plan(dt)?))
+}
+
+/// `count` items of `dt` in native packed form, converted to external32.
+pub(crate) fn native_to_external32(dt: Handle, count: u64, native: &[u8]) -> R<Vec<u8>> {
+    let p = plan(dt)?;
+    let n = item_bytes(&p)
+        .checked_mul(count)
+        .ok_or_else(|| crate::dtype::count_overflow(count, item_bytes(&p) as usize))?;
+    let mut ext = vec![0u8; n as usize];
+    to_external(&p, count, native, &mut ext)?;
+    Ok(ext)
+}
+
+/// `count` items of `dt` in external32, converted to native packed form.
+pub(crate) fn external32_to_native(dt: Handle, count: u64, ext: &[u8], native: &mut [u8]) -> R<()> {
+    from_external(&plan(dt)?, count, ext, native);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

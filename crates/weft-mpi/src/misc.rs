@@ -62,6 +62,7 @@ conversions! {
     MPI_Errhandler_toint, MPI_Errhandler_fromint, K_ERRH;
     MPI_Message_toint, MPI_Message_fromint, K_MSG;
     MPI_Session_toint, MPI_Session_fromint, crate::session::K_SESSION;
+    MPI_File_toint, MPI_File_fromint, crate::file::K_FILE;
 }
 
 /// MPI_Message_c2f (MPI-4.1 §19.3.4): a message handle as a Fortran integer (MPI_Fint is

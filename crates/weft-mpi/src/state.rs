@@ -326,6 +326,8 @@ pub struct State {
     /// each is a bare one, like a generalized request's. In the state, not per thread: under
     /// MPI_THREAD_SERIALIZED another thread may complete the request.
     pub(crate) idups: std::collections::HashMap<Handle, crate::comm::PendingDup>,
+    /// Open files, MPI_FILE_NULL's error handler and registered data representations.
+    pub files: crate::file::Files,
 }
 
 struct Global(UnsafeCell<Option<State>>);

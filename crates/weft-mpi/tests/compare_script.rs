@@ -148,6 +148,41 @@ fn coll_lat_checks_all_seventeen_collectives() {
 }
 
 #[test]
+fn coll_self_runs_every_phase_and_refuses_a_bad_count() {
+    // bench/ab.sh --callgrind runs it under valgrind; here it runs plain (its callgrind
+    // requests are no-ops outside valgrind) with few calls, and checks its own result.
+    let cs = build("coll_self");
+    let (code, out, err) = run(&cs, 1, &["50"]);
+    assert_eq!(code, 0, "stdout {out} stderr {err}");
+    assert!(
+        out.contains("13 collectives x 2 phases x 50 calls"),
+        "{out}"
+    );
+    let (code, _, err) = run(&cs, 1, &["0"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("CALLS must be a positive count"), "{err}");
+}
+
+#[test]
+fn ab_script_refuses_bad_arguments_by_name() {
+    let script = repo_root().join("bench/ab.sh");
+    for (args, needle) in [
+        (&["--reps", "0"][..], "--reps 0"),
+        (&["--np", "1"][..], "--np: 1"),
+        (
+            &["--base", "no-such-revision"][..],
+            "--base no-such-revision",
+        ),
+        (&["--frobnicate"][..], "unknown argument --frobnicate"),
+    ] {
+        let o = Command::new("sh").arg(&script).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn compare_script_refuses_bad_arguments_by_name() {
     let script = repo_root().join("bench/compare.sh");
     for (args, needle) in [

@@ -14,8 +14,9 @@
 //!   in flight (the runtime guarantees the lifetime; this module keeps the `unsafe`).
 //!
 //! This crate knows nothing of communicators, tags or matching: it moves framed messages
-//! with a small fixed header. It depends on `weft-core`, `libc`, the hash crates (the TCP
-//! handshake, the UCX token) and, with the `ucx` feature, `libloading`. `unsafe` in weft's
+//! with a small fixed header. It depends on `weft-core` (the TCP handshake's proofs and the
+//! UCX message token are `weft_core::auth`'s), `libc` and, with the `ucx` feature,
+//! `libloading`. `unsafe` in weft's
 //! data path lives here, each block with a `// SAFETY:` comment.
 
 pub mod buf;

@@ -121,13 +121,27 @@ pub struct LaneQuery<'a> {
     pub probe: bool,
 }
 
-/// The bootstrap store, as far as opening an endpoint needs it: every rank publishes what
-/// its peers need (addresses) and reads theirs.
+/// The job's bootstrap, as far as opening an endpoint needs it, with its rules: every rank
+/// publishes its own records ([`publish`](Exchange::publish)), the runtime runs one
+/// collective fence, and only then are the peers' records read ([`fetch`](Exchange::fetch)).
+/// Bootstrap back ends such as PMI cannot answer a read before that fence, so an exchange
+/// refuses one ([`Transport::open`] publishes, [`Opening::connect`] reads).
 pub trait Exchange {
-    /// Publishes `value` under `key` (unique to this rank).
+    /// Publishes this rank's `value` under `key` (once per key); the other ranks can read it
+    /// after the job's next fence.
     fn publish(&self, key: &str, value: &[u8]) -> Result<()>;
-    /// Reads `key`, waiting for its owner to publish it.
-    fn fetch(&self, key: &str) -> Result<Vec<u8>>;
+    /// What `rank` published under `key` before the last fence.
+    fn fetch(&self, rank: u32, key: &str) -> Result<Vec<u8>> {
+        self.fetch_all(&[rank], key)?.pop().ok_or_else(|| {
+            Error::new(
+                ErrorKind::Internal,
+                format!("the bootstrap returned nothing for rank {rank}'s {key}"),
+            )
+        })
+    }
+    /// What each of `ranks` published under `key` before the last fence, in their order (in
+    /// one round trip where the bootstrap can).
+    fn fetch_all(&self, ranks: &[u32], key: &str) -> Result<Vec<Vec<u8>>>;
 }
 
 /// What opening a network endpoint needs to know about the job.
@@ -166,9 +180,11 @@ pub trait Transport: Sync {
     /// Its lanes on this machine, with capabilities and costs (the figures before a lane
     /// file overrides them).
     fn lanes(&self, q: &LaneQuery) -> Vec<Lane>;
-    /// Opens this process's endpoint for the peers of `job` (network transports); a
-    /// same-node transport opens nothing (the engine's shared-memory protocol drives it).
-    fn open(&self, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+    /// Opens this process's endpoint for the peers of `job` and publishes what they need to
+    /// reach it (network transports), before the job's fence; [`Opening::connect`] finishes
+    /// it after the fence. A same-node transport opens nothing (the engine's shared-memory
+    /// protocol drives it).
+    fn open(&self, job: &Job) -> Result<Box<dyn Opening>> {
         Err(Error::new(
             ErrorKind::Internal,
             format!(
@@ -178,6 +194,14 @@ pub trait Transport: Sync {
             ),
         ))
     }
+}
+
+/// A network endpoint that is open and has published its records, waiting for the job's
+/// fence to learn its peers'.
+pub trait Opening {
+    /// Reads the peers' records (after the fence that followed [`Transport::open`]) and
+    /// returns the endpoint, ready to carry the engine's messages.
+    fn connect(self: Box<Self>, job: &Job) -> Result<Box<dyn NetEndpoint>>;
 }
 
 /// Every transport weft knows, in order of preference where scores tie: adding a transport

@@ -70,6 +70,9 @@ pub struct Config {
     pub yield_after_us: u64,
     /// Seconds to wait for peers during start-up.
     pub boot_timeout_s: u64,
+    /// How often a rank under a foreign launcher checks its neighbour is alive, in ms (0:
+    /// never).
+    pub liveness_ms: u64,
     /// Transports allowed (`WEFT_TRANSPORTS`; cma comes with shm); without shm every peer goes
     /// over a network transport.
     pub transports: Vec<TransportKind>,
@@ -127,6 +130,7 @@ pub fn knob_groups() -> Vec<KnobGroup> {
             crate::coll::knobs::KNOBS,
         ),
         group("weft_rma", "one-sided operations", crate::rma::knobs::KNOBS),
+        group("weft_io", "file I/O (MPI-IO)", crate::io::knobs::KNOBS),
         group(
             "weft_sync",
             "the node synchronisation engine",
@@ -367,6 +371,10 @@ impl Config {
             report_bindings: values.bool("WEFT_REPORT_BINDINGS"),
             yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
+            liveness_ms: values
+                .uint("WEFT_LIVENESS_MS")
+                .unwrap_or(100)
+                .min(3_600_000),
             values,
         })
     }

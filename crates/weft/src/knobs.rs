@@ -35,6 +35,12 @@ pub static KNOBS: &[Knob] = &[
         help: "seconds a rank waits for the others during start-up before giving up",
     },
     Knob {
+        name: "WEFT_LIVENESS_MS",
+        kind: KnobKind::Uint,
+        default: "100",
+        help: "under a foreign launcher (srun, mpiexec.hydra, mpirun): how often each rank checks that the next rank of its node is alive, in ms; a rank gone before finalize ends the job (under weft run the launcher does this); 0 turns the watch off",
+    },
+    Knob {
         name: "WEFT_TRANSPORTS",
         kind: KnobKind::Text,
         default: "shm,cma,tcp",

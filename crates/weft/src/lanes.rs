@@ -16,13 +16,14 @@
 //! ```
 
 use crate::config::Config;
-use std::sync::Arc;
 use std::time::Duration;
-use weft_boot::Store;
+use weft_boot::Boot;
 use weft_core::{Error, ErrorKind, Result};
 use weft_model::lanes::{self as model, LaneDesc, LanePolicy, PeerKind, TransportKind};
 use weft_transport::net::NetEndpoint;
-use weft_transport::transport::{self as tr, Exchange, Job, Lane, LaneQuery, Origin, Reach};
+use weft_transport::transport::{
+    self as tr, Exchange, Job, Lane, LaneQuery, Opening, Origin, Reach,
+};
 
 /// A registered transport and whether it is offered here.
 pub struct TransportState {
@@ -175,19 +176,31 @@ pub fn policy(config: &Config) -> LanePolicy {
     }
 }
 
-/// The bootstrap store as the transports see it.
-struct StoreExchange<'a> {
-    store: &'a Arc<dyn Store>,
+/// The job's bootstrap as the transports see it. Before the fence that follows
+/// [`open_network`] it only publishes: a read then is refused, since PMI back ends cannot
+/// answer one and the weft store would only answer it by luck.
+struct BootExchange<'a> {
+    boot: &'a dyn Boot,
     timeout: Duration,
+    fenced: bool,
 }
 
-impl Exchange for StoreExchange<'_> {
+impl Exchange for BootExchange<'_> {
     fn publish(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.store.put(key, value)
+        self.boot.put(key, value)
     }
 
-    fn fetch(&self, key: &str) -> Result<Vec<u8>> {
-        self.store.get(key, self.timeout)
+    fn fetch_all(&self, ranks: &[u32], key: &str) -> Result<Vec<Vec<u8>>> {
+        if !self.fenced {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "rank {}: a transport read the peers' {key:?} before the start-up fence",
+                    self.boot.job().rank
+                ),
+            ));
+        }
+        self.boot.get_all(ranks, key, self.timeout)
     }
 }
 
@@ -199,16 +212,18 @@ pub(crate) struct Placement<'a> {
     pub local_size: u32,
 }
 
-/// The network endpoint this rank needs, if any: the transport the lane choice picks for
-/// peers on other nodes (or, when `WEFT_TRANSPORTS` leaves out shared memory, for every
-/// peer), opened on the lanes chosen for large messages (its rails). Every rank must pick
-/// the same transport: rank 0's choice is published and a rank that differs (a transport
-/// missing on its host) fails saying so.
-pub(crate) fn open_network(
-    p: &Placement,
-    config: &Config,
-    store: &Arc<dyn Store>,
-) -> Result<Option<Box<dyn NetEndpoint>>> {
+/// The network lane choice of a rank: the transport the lane choice picks for peers on
+/// other nodes (or, when `WEFT_TRANSPORTS` leaves out shared memory, for every peer), the
+/// lanes chosen for large messages (its rails) and the peers it serves.
+pub(crate) struct NetworkPlan {
+    transport: &'static str,
+    rails: Vec<Lane>,
+    peers: Vec<bool>,
+}
+
+/// The network lanes this rank needs, if any (see [`NetworkPlan`]). Needs nothing from the
+/// other ranks: every rank decides alone and [`NetworkOpening::connect`] checks they agree.
+pub(crate) fn plan_network(p: &Placement, config: &Config) -> Result<Option<NetworkPlan>> {
     let rank = p.rank;
     let net_local = !config.transports.contains(&TransportKind::SHM);
     if p.size <= 1 || !(net_local || p.local_size < p.size) {
@@ -270,60 +285,182 @@ pub(crate) fn open_network(
     } else {
         rails
     };
-    let timeout = Duration::from_secs(config.boot_timeout_s);
-    let exchange = StoreExchange { store, timeout };
-    // Every rank must speak the same network transport.
-    store.put(&format!("net/{rank}"), transport.as_bytes())?;
-    if rank != 0 {
-        let first = store
-            .get("net/0", timeout)
-            .map_err(|e| e.context(at("waiting for rank 0's network transport")))?;
-        if first != transport.as_bytes() {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                at(&format!(
-                    "the lane choice here picks {transport} for other ranks, rank 0's picks {} (is a transport missing on one of the hosts? weft info --transports says)",
-                    String::from_utf8_lossy(&first)
-                )),
-            ));
-        }
-    }
-    // The job secret when the launcher gave one; otherwise (in-process jobs) a key made by
-    // rank 0 and shared through the store, which only holders of the job secret can read.
-    let key = match &config.job_secret {
-        Some(k) => k.clone(),
-        None => {
-            if rank == 0 {
-                let k = weft_boot::auth::new_secret()?;
-                store.put("tcp/key", weft_boot::auth::encode_hex(&k).as_bytes())?;
-                k
-            } else {
-                let hex = store
-                    .get("tcp/key", timeout)
-                    .map_err(|e| e.context(at("waiting for the network key")))?;
-                weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
-            }
-        }
-    };
     let me = p.node_of[rank as usize];
     let peers: Vec<bool> = (0..p.size)
         .map(|r| r != rank && (net_local || p.node_of[r as usize] != me))
         .collect();
-    let t = tr::find(transport).ok_or_else(|| {
+    Ok(Some(NetworkPlan {
+        transport,
+        rails,
+        peers,
+    }))
+}
+
+/// A rank's network endpoint between its opening and the fence after it.
+pub(crate) struct NetworkOpening {
+    plan: NetworkPlan,
+    key: Vec<u8>,
+    opening: Box<dyn Opening>,
+}
+
+/// Opens the planned network endpoint with the job key `key` (the launcher's job secret, or
+/// the key rank 0 shares as `tcp-key`) and publishes, through `boot`, the transport's name
+/// (`net`) and what the peers need to reach it. Reads nothing: the caller runs the fence
+/// before [`NetworkOpening::connect`].
+pub(crate) fn open_network(
+    plan: NetworkPlan,
+    p: &Placement,
+    config: &Config,
+    boot: &dyn Boot,
+    key: Vec<u8>,
+) -> Result<NetworkOpening> {
+    let rank = p.rank;
+    let at = |what: &str| format!("rank {rank}: {what}");
+    boot.put("net", plan.transport.as_bytes())
+        .map_err(|e| e.context(at("publishing the network transport")))?;
+    let t = tr::find(plan.transport).ok_or_else(|| {
         Error::new(
             ErrorKind::Internal,
-            at(&format!("no transport {transport}")),
+            at(&format!("no transport {}", plan.transport)),
         )
     })?;
-    t.open(&Job {
-        rank,
+    let exchange = BootExchange {
+        boot,
+        timeout: Duration::from_secs(config.boot_timeout_s),
+        fenced: false,
+    };
+    let opening = t.open(&job_of(&plan, p, config, &key, &exchange))?;
+    Ok(NetworkOpening { plan, key, opening })
+}
+
+impl NetworkOpening {
+    /// After the fence that followed [`open_network`]: checks that every peer picked the
+    /// same network transport as this rank (an error names the ranks that differ) and
+    /// connects the endpoint to them.
+    pub(crate) fn connect(
+        self,
+        p: &Placement,
+        config: &Config,
+        boot: &dyn Boot,
+    ) -> Result<Box<dyn NetEndpoint>> {
+        let rank = p.rank;
+        let exchange = BootExchange {
+            boot,
+            timeout: Duration::from_secs(config.boot_timeout_s),
+            fenced: true,
+        };
+        let peers: Vec<u32> = (0..p.size)
+            .filter(|&r| self.plan.peers[r as usize])
+            .collect();
+        let picks = exchange
+            .fetch_all(&peers, "net")
+            .map_err(|e| e.context(format!("rank {rank}: reading the peers' network transport")))?;
+        check_same_transport(rank, self.plan.transport, &peers, &picks)?;
+        self.opening
+            .connect(&job_of(&self.plan, p, config, &self.key, &exchange))
+    }
+}
+
+/// What a transport's open and connect are told.
+fn job_of<'a>(
+    plan: &'a NetworkPlan,
+    p: &'a Placement,
+    config: &'a Config,
+    key: &'a [u8],
+    exchange: &'a dyn Exchange,
+) -> Job<'a> {
+    Job {
+        rank: p.rank,
         size: p.size,
         node_of: p.node_of,
-        peers: &peers,
-        key: &key,
+        peers: &plan.peers,
+        key,
         values: &config.values,
-        lanes: &rails,
-        exchange: &exchange,
-    })
-    .map(Some)
+        lanes: &plan.rails,
+        exchange,
+    }
+}
+
+/// An error unless every one of `peers` picked `mine` (their picks are `picks`, read after
+/// the fence): the message names the ranks of each other pick.
+pub(crate) fn check_same_transport(
+    rank: u32,
+    mine: &str,
+    peers: &[u32],
+    picks: &[Vec<u8>],
+) -> Result<()> {
+    let mut other: Vec<(String, Vec<u32>)> = Vec::new();
+    for (&r, pick) in peers.iter().zip(picks) {
+        let pick = String::from_utf8_lossy(pick);
+        if pick == mine {
+            continue;
+        }
+        match other.iter_mut().find(|(t, _)| *t == pick) {
+            Some((_, ranks)) => ranks.push(r),
+            None => other.push((pick.into_owned(), vec![r])),
+        }
+    }
+    if other.is_empty() {
+        return Ok(());
+    }
+    let theirs: Vec<String> = other
+        .iter()
+        .map(|(t, ranks)| format!("{t} at {}", rank_list(ranks)))
+        .collect();
+    Err(Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "rank {rank}: ranks disagree on the network transport: this rank's lane choice picks \
+             {mine}, {} (is a transport missing on one of the hosts? weft info --transports \
+             says why)",
+            theirs.join(", ")
+        ),
+    ))
+}
+
+/// `ranks` (ascending) as a short list: "rank 3", "ranks 0-2, 5".
+fn rank_list(ranks: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ranks.len() {
+        let mut j = i;
+        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            ranks[i].to_string()
+        } else {
+            format!("{}-{}", ranks[i], ranks[j])
+        });
+        i = j + 1;
+    }
+    let word = if ranks.len() == 1 { "rank" } else { "ranks" };
+    format!("{word} {}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agreeing_ranks_pass_and_disagreeing_ones_are_named() {
+        let picks =
+            |v: &[&str]| -> Vec<Vec<u8>> { v.iter().map(|s| s.as_bytes().to_vec()).collect() };
+        assert!(check_same_transport(0, "tcp", &[1, 2, 3], &picks(&["tcp", "tcp", "tcp"])).is_ok());
+        assert!(check_same_transport(0, "tcp", &[], &[]).is_ok());
+        let e = check_same_transport(
+            4,
+            "ucx",
+            &[0, 1, 2, 3, 5, 6],
+            &picks(&["tcp", "tcp", "tcp", "ucx", "tcp", "ofi"]),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        let m = e.to_string();
+        assert!(m.contains("rank 4:"), "{m}");
+        assert!(m.contains("picks ucx"), "{m}");
+        assert!(m.contains("tcp at ranks 0-2, 5"), "{m}");
+        assert!(m.contains("ofi at rank 6"), "{m}");
+        assert!(!m.contains("3"), "rank 3 agrees: {m}");
+    }
 }

@@ -26,12 +26,14 @@ pub mod comm;
 pub mod config;
 pub mod dtype;
 mod engine;
+pub mod io;
 pub mod knobs;
 pub mod lanes;
 pub mod matching;
 mod p2p;
 pub mod raw;
 pub mod rma;
+mod startup;
 pub mod sync;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
@@ -47,8 +49,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use weft_boot::Store;
+use weft_boot::{Backend, Boot, JobInfo, Store, StoreBoot};
 use weft_model::lanes::{LaneDesc, LanePolicy, TransportKind};
+use weft_transport::shm::heap::Region;
 use weft_transport::shm::ShmNode;
 
 /// An initialised weft process: the world and self communicators and the progress engine.
@@ -57,12 +60,15 @@ pub struct Weft {
     engine: Rc<RefCell<Engine>>,
     world: Comm,
     myself: Comm,
-    store: Option<Arc<dyn Store>>,
+    /// The launcher's bootstrap (None for a job of one rank).
+    boot: Option<Arc<dyn Boot>>,
     config: Config,
     job_id: String,
     node_id: String,
     local_rank: u32,
     local_size: u32,
+    /// The liveness watch under a foreign launcher with several ranks on this node.
+    watch: Option<startup::Watch>,
 }
 
 /// Where a rank learns who it is: from the launcher's environment, or given explicitly.
@@ -85,7 +91,7 @@ pub struct Launch {
 static JOB_SECRET_HEX: Mutex<Option<String>> = Mutex::new(None);
 
 /// Successful calls of [`init`] in this process so far; the n-th (counting from 0) keeps its
-/// bootstrap records under `init<n>/` (see [`InitStore`]). A failed init does not count, so
+/// bootstrap records under `init<n>/` (see [`weft_boot::select::connect`]). A failed init does not count, so
 /// a rank that retries after fixing its settings meets its peers' attempt.
 static INITS: AtomicU32 = AtomicU32::new(0);
 
@@ -145,60 +151,45 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
         }
     }
     let generation = INITS.load(Ordering::Relaxed);
-    let client = weft_boot::client_from_vars(|name| {
+    let var = |name: &str| {
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
         } else {
             std::env::var(name).ok()
         }
-    })?;
-    let prefix = match (layer, generation) {
-        (None, 0) => String::new(),
-        (None, g) => format!("init{g}/"),
-        (Some(l), 0) => format!("{l}/"),
-        (Some(l), g) => format!("{l}/init{g}/"),
     };
-    let store: Option<Arc<dyn Store>> = match client {
-        Some(c) if prefix.is_empty() => Some(Arc::new(c)),
-        Some(c) => Some(Arc::new(InitStore { inner: c, prefix })),
-        None => None,
-    };
+    let boot = weft_boot::select::connect(&var, generation, layer)?;
     let v = &config.values;
-    let (rank, size) = match &store {
-        Some(_) => {
-            let rank = v.uint("WEFT_RANK").ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Config,
-                    "WEFT_BOOT_ADDR is set but WEFT_RANK is not",
-                )
-            })?;
-            let size = v.uint("WEFT_SIZE").ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Config,
-                    "WEFT_BOOT_ADDR is set but WEFT_SIZE is not",
-                )
-            })?;
-            if size == 0 || rank >= size || size > u32::MAX as u64 {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!("WEFT_RANK={rank} WEFT_SIZE={size}: rank must be below size"),
-                ));
-            }
-            (rank as u32, size as u32)
+    let given_node = v.text("WEFT_NODE_ID");
+    let node_id = given_node.clone().unwrap_or_else(hostname);
+    let (rank, size, job_id) = match &boot {
+        None => (
+            0,
+            1,
+            v.text("WEFT_JOB_ID")
+                .unwrap_or_else(|| format!("single{}", std::process::id())),
+        ),
+        Some(b) => {
+            let j = b.job();
+            // weft run names its jobs (and removes their segments by that name); under
+            // another launcher the id is derived from the launcher's job name.
+            let id = match b.backend() {
+                Backend::Weft => v
+                    .text("WEFT_JOB_ID")
+                    .unwrap_or_else(|| format!("single{}", std::process::id())),
+                _ => startup::foreign_job_id(j, v.text("WEFT_JOB_ID").as_deref())?,
+            };
+            (j.rank, j.size, id)
         }
-        None => (0, 1),
     };
-    let job_id = v
-        .text("WEFT_JOB_ID")
-        .unwrap_or_else(|| format!("single{}", std::process::id()));
-    let node_id = v.text("WEFT_NODE_ID").unwrap_or_else(hostname);
-    init_with(
-        Launch {
+    start(
+        Start {
             rank,
             size,
             job_id,
             node_id,
-            store,
+            names_given: given_node.is_some(),
+            boot,
         },
         config,
     )
@@ -215,35 +206,6 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
     })
 }
 
-/// The bootstrap store of a process's second and later [`init`], and of an [`init_for`]: the
-/// same job store, with every key and barrier name under a prefix of its own, so start-up
-/// does not read what an earlier init, or another layer's, left there (a segment's "ready"
-/// mark, old TCP addresses). Every rank of the job inits the same number of times, so the
-/// prefixes agree.
-struct InitStore {
-    inner: weft_boot::TcpStoreClient,
-    prefix: String,
-}
-
-impl Store for InitStore {
-    fn put(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.inner.put(&format!("{}{key}", self.prefix), value)
-    }
-
-    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        self.inner.get(&format!("{}{key}", self.prefix), timeout)
-    }
-
-    fn barrier(&self, name: &str, count: u32, timeout: Duration) -> Result<()> {
-        self.inner
-            .barrier(&format!("{}{name}", self.prefix), count, timeout)
-    }
-
-    fn abort(&self, code: i32, message: &str) -> Result<()> {
-        self.inner.abort(code, message)
-    }
-}
-
 /// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
 pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
     let Launch {
@@ -253,95 +215,244 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         node_id,
         store,
     } = launch;
-    let timeout = Duration::from_secs(config.boot_timeout_s);
-    let (local_world, my_local, shm, node_of) = match &store {
-        None => (vec![rank], 0, None, vec![0]),
+    let boot = match store {
         Some(store) => {
-            store
-                .put(&format!("node/{rank}"), node_id.as_bytes())
-                .map_err(|e| e.context(format!("rank {rank}: start-up")))?;
-            let mut local_world = Vec::new();
-            let mut node_names: Vec<Vec<u8>> = Vec::new();
-            let mut node_of = Vec::with_capacity(size as usize);
-            for r in 0..size {
-                let n = store.get(&format!("node/{r}"), timeout).map_err(|e| {
-                    e.context(format!("rank {rank}: start-up, waiting for rank {r}"))
-                })?;
-                if n == node_id.as_bytes() {
-                    local_world.push(r);
-                }
-                let index = match node_names.iter().position(|k| *k == n) {
-                    Some(i) => i,
-                    None => {
-                        node_names.push(n);
-                        node_names.len() - 1
-                    }
-                };
-                node_of.push(index as u32);
-            }
-            let my_local = local_world
-                .iter()
-                .position(|&r| r == rank)
-                .expect("own rank is local") as u32;
-            // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even
-            // a collective, may then go through shared memory.
-            let shm = if local_world.len() > 1 && config.transports.contains(&TransportKind::SHM) {
-                let name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
-                // Every pair starts on a small ring; the busiest peers move to large ones.
-                let (layout, modes) = config
-                    .shm_layout(local_world.len() as u32)
-                    .map_err(|e| e.context(format!("rank {rank}")))?;
-                let ready_key = format!("shm/{node_id}");
-                let node = if my_local == 0 {
-                    let node = ShmNode::create_with(&name, layout, modes, 0)
-                        .map_err(|e| e.context(format!("rank {rank}")))?;
-                    // On any failure before everyone attached, the creator removes the name.
-                    store
-                        .put(&ready_key, b"1")
-                        .inspect_err(|_| drop(node.unlink()))?;
-                    node
-                } else {
-                    store.get(&ready_key, timeout)?;
-                    ShmNode::attach(&name, my_local)
-                        .map_err(|e| e.context(format!("rank {rank}")))?
-                };
-                store
-                    .barrier(
-                        &format!("shm-attached/{node_id}"),
-                        layout.local_size,
-                        timeout,
-                    )
-                    .inspect_err(|_| {
-                        if my_local == 0 {
-                            drop(node.unlink());
-                        }
-                    })?;
-                if my_local == 0 {
-                    node.unlink()?;
-                }
-                Some(node)
-            } else {
-                None
-            };
-            (local_world, my_local, shm, node_of)
-        }
-    };
-    let local_size = local_world.len() as u32;
-    let net_local = !config.transports.contains(&TransportKind::SHM);
-    let net = match &store {
-        Some(store) => lanes::open_network(
-            &lanes::Placement {
+            let job = JobInfo {
                 rank,
                 size,
-                node_of: &node_of,
-                local_size,
-            },
-            &config,
-            store,
-        )?,
+                launcher_job: job_id.clone(),
+                node_of: None,
+            };
+            Some(Arc::new(StoreBoot::new(store, job, "")?) as Arc<dyn Boot>)
+        }
         None => None,
     };
-    let engine = Engine::new(
+    start(
+        Start {
+            rank,
+            size,
+            job_id,
+            node_id,
+            names_given: true,
+            boot,
+        },
+        config,
+    )
+}
+
+/// Who a starting rank is and how it reaches the others.
+struct Start {
+    rank: u32,
+    size: u32,
+    job_id: String,
+    node_id: String,
+    /// The node id was given (WEFT_NODE_ID, in-process tests): ranks exchange node names
+    /// instead of trusting the launcher's node map.
+    names_given: bool,
+    boot: Option<Arc<dyn Boot>>,
+}
+
+/// Brings a rank up: the node map (from the launcher, or exchanged), the node's segment
+/// (created by local rank 0 before a fence, mapped by the others after it, unlinked once all
+/// have mapped it), the network endpoint (each rank publishes its records before the fence,
+/// reads its peers' after it), the engine. A job whose launcher knows the node map and has a
+/// job secret needs one fence; exchanging node names or the network key adds one each.
+fn start(st: Start, config: Config) -> Result<Weft> {
+    let Start {
+        rank,
+        size,
+        job_id,
+        node_id,
+        names_given,
+        boot,
+    } = st;
+    let timeout = Duration::from_secs(config.boot_timeout_s);
+    let at = |what: String| move |e: Error| e.context(format!("rank {rank}: start-up: {what}"));
+    let Some(boot) = &boot else {
+        return finish_start(
+            rank,
+            size,
+            NodeSetup {
+                local_world: vec![rank],
+                my_local: 0,
+                shm: None,
+                node_of: vec![0],
+                net: None,
+                net_local: !config.transports.contains(&TransportKind::SHM),
+            },
+            None,
+            None,
+            config,
+            job_id,
+            node_id,
+        );
+    };
+    let everyone: Vec<u32> = (0..size).collect();
+    // The TCP key, when the launcher gave no job secret (foreign launchers, in-process
+    // jobs): made by rank 0 and shared through the bootstrap, which only the job reads.
+    if rank == 0 && config.job_secret.is_none() && size > 1 {
+        let k = weft_boot::auth::new_secret()?;
+        boot.put("tcp-key", weft_boot::auth::encode_hex(&k).as_bytes())
+            .map_err(at("publishing the TCP key".into()))?;
+    }
+    let node_of = match (&boot.job().node_of, names_given) {
+        (Some(map), false) => map.clone(),
+        _ => {
+            boot.put("node", node_id.as_bytes())
+                .map_err(at("publishing the node name".into()))?;
+            boot.fence(timeout)
+                .map_err(at("exchanging node names".into()))?;
+            let names = boot
+                .get_all(&everyone, "node", timeout)
+                .map_err(at("reading node names".into()))?;
+            startup::node_indices(&names)
+        }
+    };
+    let mine = node_of[rank as usize];
+    let local_world: Vec<u32> = everyone
+        .iter()
+        .copied()
+        .filter(|&r| node_of[r as usize] == mine)
+        .collect();
+    let my_local = local_world
+        .iter()
+        .position(|&r| r == rank)
+        .expect("own rank is local") as u32;
+    let local_size = local_world.len() as u32;
+    let shared_node = {
+        let mut per_node = std::collections::HashMap::new();
+        node_of.iter().any(|&n| {
+            let c = per_node.entry(n).or_insert(0u32);
+            *c += 1;
+            *c == 2
+        })
+    };
+    let foreign = boot.backend() != Backend::Weft;
+    let use_shm = config.transports.contains(&TransportKind::SHM);
+    let net_local = !use_shm;
+    // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even a
+    // collective, may then go through shared memory.
+    let shm_here = use_shm && local_size > 1;
+    let watch_here = foreign && local_size > 1 && config.liveness_ms > 0;
+    let seg_name = format!("/weft-{job_id}-{:08x}", fnv1a(node_id.as_bytes()));
+    let live_name = format!("{seg_name}-live");
+    let mut guard = startup::UnlinkGuard(None);
+    let mut live_guard = startup::UnlinkGuard(None);
+    let mut created = None;
+    let mut live_created = None;
+    if my_local == 0 {
+        if shm_here {
+            // Every pair starts on a small ring; the busiest peers move to large ones.
+            let (layout, modes) = config
+                .shm_layout(local_size)
+                .map_err(|e| e.context(format!("rank {rank}")))?;
+            if foreign {
+                // A launcher's job name may come back after a crash left its segment.
+                weft_transport::shm::segment::Segment::unlink(&seg_name)?;
+            }
+            created = Some(
+                ShmNode::create_with(&seg_name, layout, modes, 0)
+                    .map_err(|e| e.context(format!("rank {rank}")))?,
+            );
+            guard.0 = Some(seg_name.clone());
+        }
+        if watch_here {
+            weft_transport::shm::segment::Segment::unlink(&live_name)?;
+            live_created = Some(
+                Region::create(&live_name, local_size, 0, 0)
+                    .map_err(|e| e.context(format!("rank {rank}")))?,
+            );
+            live_guard.0 = Some(live_name.clone());
+        }
+    }
+    // The network: its transport and the peers it serves follow from the lane choice, which
+    // every rank makes alone; the fence below lets each check the others made the same.
+    let placement = lanes::Placement {
+        rank,
+        size,
+        node_of: &node_of,
+        local_size,
+    };
+    let net_plan = lanes::plan_network(&placement, &config)?;
+    let net_needed = net_plan.is_some();
+    let mut net_plan = net_plan;
+    let mut opening = None;
+    if let Some(key) = &config.job_secret {
+        if let Some(plan) = net_plan.take() {
+            opening = Some(lanes::open_network(
+                plan,
+                &placement,
+                &config,
+                boot.as_ref(),
+                key.clone(),
+            )?);
+        }
+    }
+    if shared_node || net_needed {
+        boot.fence(timeout)
+            .map_err(at("waiting for the node segments and addresses".into()))?;
+    }
+    if let Some(plan) = net_plan {
+        let hex = boot
+            .get(0, "tcp-key", timeout)
+            .map_err(at("reading the network key".into()))?;
+        let key = weft_boot::auth::decode_hex("tcp-key", &String::from_utf8_lossy(&hex))?;
+        opening = Some(lanes::open_network(
+            plan,
+            &placement,
+            &config,
+            boot.as_ref(),
+            key,
+        )?);
+        boot.fence(timeout)
+            .map_err(at("exchanging network addresses".into()))?;
+    }
+    let shm = if shm_here {
+        let node = match created {
+            Some(n) => n,
+            None => ShmNode::attach(&seg_name, my_local)
+                .map_err(|e| e.context(format!("rank {rank}")))?,
+        };
+        startup::wait_node(rank, &seg_name, || node.attached(), local_size, timeout)?;
+        // Whoever sees the node complete first removes the name (the others find it gone):
+        // a job killed right after start-up leaves nothing behind.
+        node.unlink()?;
+        guard.0 = None;
+        Some(node)
+    } else {
+        None
+    };
+    let live = if watch_here {
+        let region = match live_created {
+            Some(r) => r,
+            None => Region::attach(&live_name, my_local)
+                .map_err(|e| e.context(format!("rank {rank}")))?,
+        };
+        startup::wait_node(rank, &live_name, || region.attached(), local_size, timeout)?;
+        region.unlink()?;
+        live_guard.0 = None;
+        Some(region)
+    } else {
+        None
+    };
+    let net = match opening {
+        Some(o) => Some(o.connect(&placement, &config, boot.as_ref())?),
+        None => None,
+    };
+    let watch = match live {
+        Some(region) => Some(startup::Watch::start(
+            region,
+            startup::WatchTarget {
+                boot: Arc::clone(boot),
+                local_world: local_world.clone(),
+                node_id: node_id.clone(),
+                period: Duration::from_millis(config.liveness_ms),
+                grace: Duration::from_millis(config.liveness_ms.saturating_mul(3).min(500)),
+            },
+        )?),
+        None => None,
+    };
+    finish_start(
         rank,
         size,
         NodeSetup {
@@ -352,8 +463,29 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
             net,
             net_local,
         },
-        &config,
-    )?;
+        Some(Arc::clone(boot)),
+        watch,
+        config,
+        job_id,
+        node_id,
+    )
+}
+
+/// The engine and the world, once the node and the network are set up.
+#[allow(clippy::too_many_arguments)]
+fn finish_start(
+    rank: u32,
+    size: u32,
+    node: NodeSetup,
+    boot: Option<Arc<dyn Boot>>,
+    watch: Option<startup::Watch>,
+    config: Config,
+    job_id: String,
+    node_id: String,
+) -> Result<Weft> {
+    let my_local = node.my_local;
+    let local_size = node.local_world.len() as u32;
+    let engine = Engine::new(rank, size, node, &config)?;
     let engine = Rc::new(RefCell::new(engine));
     let world = Comm::new(engine.clone(), 0, rank, (0..size).collect(), "world".into());
     let myself = Comm::new(engine.clone(), 2, 0, Rc::from(vec![rank]), "self".into());
@@ -361,12 +493,13 @@ pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
         engine,
         world,
         myself,
-        store,
+        boot,
         config,
         job_id,
         node_id,
         local_rank: my_local,
         local_size,
+        watch,
     })
 }
 
@@ -482,13 +615,15 @@ impl Weft {
 
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
-        if let Some(s) = &self.store {
-            let _ = s.abort(code, message);
-        }
+        // The line first: once the launcher hears of the abort it may kill this process,
+        // and what is already in the stderr pipe still reaches the user.
         weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );
+        if let Some(b) = &self.boot {
+            let _ = b.abort(code, message);
+        }
         std::process::exit(code)
     }
 
@@ -550,20 +685,19 @@ impl Weft {
     }
 
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).
-    pub fn finalize(self) -> Result<()> {
+    pub fn finalize(mut self) -> Result<()> {
         // Bytes still queued for peers (TCP data, shared-memory acknowledgements behind a full
         // ring) must leave before this rank stops polling.
         self.engine
             .borrow_mut()
             .drain(Duration::from_secs(self.config.boot_timeout_s));
-        if let Some(s) = &self.store {
-            let size = self.world.size();
-            s.barrier(
-                "finalize",
-                size,
-                Duration::from_secs(self.config.boot_timeout_s.max(600)),
-            )
-            .map_err(|e| e.context(format!("rank {}: finalize", self.world.rank())))?;
+        if let Some(b) = &self.boot {
+            b.finalize(Duration::from_secs(self.config.boot_timeout_s.max(600)))
+                .map_err(|e| e.context(format!("rank {}: finalize", self.world.rank())))?;
+        }
+        // Every rank has reached finalize: its peers may exit now.
+        if let Some(mut w) = self.watch.take() {
+            w.finish();
         }
         Ok(())
     }

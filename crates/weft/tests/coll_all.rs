@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use weft::coll::select::{algorithms, AlgoInfo, Coll, Restriction};
+use weft::coll::select::{algorithms, Algorithm, Coll, Restriction};
 use weft::coll::{Op, Tuning, F64I32};
 use weft::{Comm, ErrorKind};
 
@@ -26,7 +26,7 @@ const COUNTS: &[usize] = &[0, 1, 13, 2047, 2049];
 const BIG: usize = 1 << 17;
 
 /// The restriction that rules `a` out for this call, mirroring the selector's rules.
-fn blocked(a: &AlgoInfo, np: u32, commutative: bool) -> Option<Restriction> {
+fn blocked(a: &Algorithm, np: u32, commutative: bool) -> Option<Restriction> {
     a.restrictions.iter().copied().find(|r| match r {
         Restriction::Commutative => !commutative,
         Restriction::PowerOfTwo => !np.is_power_of_two(),
@@ -39,7 +39,7 @@ fn blocked(a: &AlgoInfo, np: u32, commutative: bool) -> Option<Restriction> {
 
 /// Checks that `r` failed because of `why`, with a message naming the algorithm.
 #[track_caller]
-fn refused(r: weft::Result<()>, why: Restriction, a: &AlgoInfo) {
+fn refused(r: weft::Result<()>, why: Restriction, a: &Algorithm) {
     let e = r.unwrap_err();
     let word = match why {
         Restriction::Commutative => "commutative",

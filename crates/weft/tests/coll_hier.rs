@@ -162,7 +162,11 @@ fn automatic_choice_across_nodes() {
     };
     for (np, ppn) in [(4, 2), (5, 3)] {
         let c = t.select(Coll::Bcast, np, ppn, 8, traits).unwrap();
-        assert_eq!((c.algo, c.source), ("hier_knomial", "model"), "{np}/{ppn}");
+        assert_eq!(
+            (c.algo.name, c.source),
+            ("hier_knomial", "model"),
+            "{np}/{ppn}"
+        );
     }
     // Two nodes of 2, interleaved; then 3 + 2 in blocks (unequal shares: ranks on the
     // smaller node must still see 3 ranks per node, or they would pick other algorithms

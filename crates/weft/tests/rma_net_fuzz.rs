@@ -331,7 +331,7 @@ fn a_live_service_applies_exactly_what_its_checks_allow() {
                 let port: u16 = String::from_utf8_lossy(&get("fuzz/port")).parse().unwrap();
                 let mut key = weft_boot::auth::decode_hex(
                     "tcp/key",
-                    &String::from_utf8_lossy(&get("tcp/key")),
+                    &String::from_utf8_lossy(&get("tcp-key/0")),
                 )
                 .unwrap();
                 key.extend_from_slice(b"/weft-rma");

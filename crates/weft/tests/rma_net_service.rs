@@ -137,9 +137,10 @@ fn strangers_are_refused_and_bad_offsets_rejected() {
             if h.pe() == 0 {
                 // A job member (holding the key) sends offsets outside PE 1's heap.
                 let hex =
-                    weft_boot::Store::get(&**store, "tcp/key", Duration::from_secs(5)).unwrap();
+                    weft_boot::Store::get(&**store, "tcp-key/0", Duration::from_secs(5)).unwrap();
                 let mut key =
-                    weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex)).unwrap();
+                    weft_boot::auth::decode_hex("tcp-key/0", &String::from_utf8_lossy(&hex))
+                        .unwrap();
                 key.extend_from_slice(b"/weft-rma");
                 let port: u16 = {
                     let rec =

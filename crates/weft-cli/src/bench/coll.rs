@@ -40,8 +40,11 @@ pub struct CollArgs {
     /// alltoall, reduce_scatter, scan.
     #[arg(long)]
     pub op: String,
-    /// Number of ranks.
-    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    /// Number of ranks (default 2, or one per slot of --hosts).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    pub np: Option<u32>,
+    /// The rank count decided from `-n` and the hosts (set by `weft bench`).
+    #[arg(skip)]
     pub nranks: u32,
     /// Sizes in bytes per rank, e.g. `8,64K,1M,4M` (default: 4 B to 1 MiB in powers of 4).
     #[arg(long)]

@@ -8,6 +8,7 @@
 pub mod coll;
 pub mod p2p;
 pub mod shmem;
+pub mod startup;
 pub mod sync;
 
 use std::time::Duration;
@@ -35,29 +36,43 @@ pub enum BenchKind {
     Shmem(shmem::ShmemArgs),
     /// The node synchronisation engine's barrier and reduce against software ones.
     Sync(sync::SyncArgs),
+    /// Launch + init + barrier + finalize of whole jobs, weft run against other launchers.
+    Startup(startup::StartupArgs),
 }
 
 /// Runs `weft bench`.
 pub fn run(args: BenchArgs) -> i32 {
-    let hosts = match args.on.spec() {
-        Ok(h) => h,
+    let place = match args.on.resolve() {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("weft bench: {e}");
             return 2;
         }
     };
-    let on = hosts.as_ref();
+    let on = place.hosts.as_ref();
+    // Every benchmark sizes its job like `weft run`: -n, else one rank per host slot.
+    let size = |np: Option<u32>| crate::run::job_size_or(np, &place, 2);
     match args.what {
-        BenchKind::P2p(a) => match a.validate() {
-            Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[], on),
-            Err(e) => {
-                eprintln!("weft bench p2p: {e}");
-                2
+        BenchKind::P2p(mut a) => {
+            a.nranks = size(a.np);
+            match a.validate() {
+                Ok(()) => launch(a.nranks, a.to_rank_args(), a.timeout_s, &[], on),
+                Err(e) => {
+                    eprintln!("weft bench p2p: {e}");
+                    2
+                }
             }
-        },
-        BenchKind::Coll(a) => run_coll(a, on),
-        BenchKind::Shmem(a) => shmem::run(a, on),
+        }
+        BenchKind::Coll(mut a) => {
+            a.nranks = size(a.np);
+            run_coll(a, on)
+        }
+        BenchKind::Shmem(mut a) => {
+            a.nranks = size(a.np);
+            shmem::run(a, on)
+        }
         BenchKind::Sync(a) => sync::run(a, on),
+        BenchKind::Startup(a) => startup::run(a, on),
     }
 }
 
@@ -257,6 +272,8 @@ pub enum RankKind {
     Shmem(shmem::ShmemRankArgs),
     /// Rank side of `weft bench sync`.
     Sync(sync::SyncRankArgs),
+    /// Rank side of `weft bench startup` (also started by other launchers).
+    Startup(startup::StartupRankArgs),
 }
 
 /// Runs the rank side of a benchmark inside a job started by [`launch`].
@@ -266,6 +283,7 @@ pub fn run_rank(args: RankArgs) -> i32 {
         RankKind::Coll(a) => coll::rank_main(a),
         RankKind::Shmem(a) => shmem::rank_main(a),
         RankKind::Sync(a) => sync::rank_main(a),
+        RankKind::Startup(a) => startup::rank_main(a),
     };
     match result {
         Ok(()) => 0,

@@ -13,8 +13,11 @@ const TAG_REPORT: i32 = 3;
 /// Arguments of `weft bench p2p`.
 #[derive(clap::Args, Clone)]
 pub struct P2pArgs {
-    /// Number of ranks (even; pairs run side by side).
-    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    /// Number of ranks (even; pairs run side by side; default 2, or one per slot of --hosts).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    pub np: Option<u32>,
+    /// The rank count decided from `-n` and the hosts (set by `weft bench`).
+    #[arg(skip)]
     pub nranks: u32,
     /// Message sizes, e.g. `8,1K,1M` (default: 1 B to 4 MiB in powers of two).
     #[arg(long)]

@@ -27,8 +27,11 @@ use weft_launch::HostsSpec;
 /// Arguments of `weft bench shmem`.
 #[derive(clap::Args, Clone)]
 pub struct ShmemArgs {
-    /// Number of PEs (PE 0 initiates, PE 1 is the target; others wait).
-    #[arg(short = 'n', long = "np", default_value_t = 2)]
+    /// Number of PEs (PE 0 initiates, PE 1 is the target; others wait; default 2, or one per slot of --hosts).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    pub np: Option<u32>,
+    /// The rank count decided from `-n` and the hosts (set by `weft bench`).
+    #[arg(skip)]
     pub nranks: u32,
     /// Message sizes for latency and bandwidth (default: 1 B to 4 MiB in powers of two).
     #[arg(long)]

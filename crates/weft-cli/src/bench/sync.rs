@@ -18,9 +18,9 @@ use weft_launch::HostsSpec;
 /// Arguments of `weft bench sync`.
 #[derive(clap::Args, Clone)]
 pub struct SyncArgs {
-    /// Process counts, one job each, e.g. `2,4,8`.
-    #[arg(short = 'n', long = "np", default_value = "2,4,8")]
-    pub nranks: String,
+    /// Process counts, one job each, e.g. `2,4,8` (default 2,4,8, or one per slot of --hosts).
+    #[arg(short = 'n', long = "np")]
+    pub nranks: Option<String>,
     /// Timed operations per measurement.
     #[arg(long, default_value_t = 20_000)]
     pub iters: u32,
@@ -47,7 +47,12 @@ fn parse_counts(text: &str) -> std::result::Result<Vec<u32>, String> {
 
 /// Runs `weft bench sync`: one job per process count; rank 0 of each prints one line.
 pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
-    let counts = match parse_counts(&a.nranks) {
+    let text = match (&a.nranks, on) {
+        (Some(t), _) => t.clone(),
+        (None, Some(h)) => weft_launch::place::total_slots(&h.hosts).to_string(),
+        (None, None) => "2,4,8".to_owned(),
+    };
+    let counts = match parse_counts(&text) {
         Ok(c) if a.iters > 0 && (1..=101).contains(&a.reps) => c,
         Ok(_) => {
             eprintln!(

@@ -1,6 +1,6 @@
 //! Cost models: the Hockney (alpha-beta) lane model, the aggregation-tree model with its
-//! radix selection (seed 001 §2.2, §3.1; ALGORITHMS.md §3), and modelled times of each
-//! collective algorithm for the runtime's selector.
+//! radix selection (seed 001 §2.2, §3.1; ALGORITHMS.md §3), and the step costs the
+//! runtime's collective algorithms state their modelled times in.
 //!
 //! Pure arithmetic: no I/O, no clocks, no transport; the same inputs give the same numbers
 //! on every rank, so every rank's selector decides the same. Depends only on `weft-core`.
@@ -14,4 +14,4 @@ pub use aggregation::{
     AggregationParams, RadixChoice, RadixRow, DEFAULT_EPSILON_US,
 };
 pub use alpha_beta::AlphaBeta;
-pub use coll::{algorithms, cost_ns, takes_radix, CollShape, Lanes, COLLECTIVES};
+pub use coll::{CollModel, CollShape, Lanes};

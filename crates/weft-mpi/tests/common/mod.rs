@@ -106,9 +106,13 @@ pub fn shared_prefix(tag: &str) -> &'static Path {
 }
 
 /// Compiles `itest/c/<name>.c` with the mpicc of `prefix` (warnings are errors); returns the
-/// program.
+/// program. Each call writes a program of its own: tests run in parallel, and one test's
+/// linker rewriting a program another test is starting makes that start fail with
+/// "Text file busy" (ETXTBSY).
 pub fn build_c(prefix: &Path, name: &str) -> PathBuf {
-    let out = prefix.join(format!("t-{name}"));
+    static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = prefix.join(format!("t-{name}-{k}"));
     let src = repo_root().join(format!("itest/c/{name}.c"));
     let o = Command::new(prefix.join("bin/mpicc"))
         .args(["-O1", "-Wall", "-Wextra", "-Werror"])

@@ -1,27 +1,24 @@
 //! The messages that open every TCP connection between two ranks, proving on both sides that
-//! the peer holds the job's key. Pure: builds and checks fixed-size byte strings, no I/O.
+//! the peer holds the job's key, with the job secret's proofs of `weft_core::auth` (the
+//! bootstrap store's handshake uses the same). Pure: builds and checks fixed-size byte
+//! strings, no I/O.
 //!
 //! 1. The connector sends `HELLO`: magic, its rank, the rank it wants, a fresh nonce.
-//! 2. The acceptor answers `CHALLENGE`: its own nonce and HMAC-SHA256(key, acceptor label |
-//!    ranks | connector nonce | acceptor nonce), proving it holds the key.
-//! 3. The connector checks that and sends `PROOF`: HMAC-SHA256(key, connector label | ranks |
-//!    acceptor nonce | connector nonce). Its frames may follow at once; the acceptor
+//! 2. The acceptor answers `CHALLENGE`: its own nonce and its proof (acceptor label, the
+//!    ranks as context, the connector's nonce as challenge), proving it holds the key.
+//! 3. The connector checks that and sends `PROOF`: its proof (connector label, the ranks,
+//!    the acceptor's nonce as challenge). Its frames may follow at once; the acceptor
 //!    interprets none of them before the proof checks out.
 //!
 //! Every message has a fixed size, so nothing an unproven peer sends is parsed beyond it. The
 //! labels differ so one side's proof can never be replayed as the other's, and the ranks are
-//! inside the MACs so a proof for one pair of ranks is worthless for another.
+//! inside the proofs so a proof for one pair of ranks is worthless for another.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+pub use weft_core::auth::{nonce, NONCE_BYTES};
+use weft_core::auth::{prove, verify, PROOF_BYTES as MAC_BYTES};
 use weft_core::{Error, ErrorKind, Result};
 
-type HmacSha256 = Hmac<Sha256>;
-
 const MAGIC: &[u8; 8] = b"WEFTTCP1";
-/// Bytes of a nonce.
-pub const NONCE_BYTES: usize = 32;
-const MAC_BYTES: usize = 32;
 /// Bytes of `HELLO`: magic, connector rank, acceptor rank, connector nonce.
 pub const HELLO_BYTES: usize = 8 + 4 + 4 + NONCE_BYTES;
 /// Bytes of `CHALLENGE`: magic, acceptor nonce, acceptor MAC.
@@ -29,32 +26,17 @@ pub const CHALLENGE_BYTES: usize = 8 + NONCE_BYTES + MAC_BYTES;
 /// Bytes of `PROOF`: the connector's MAC.
 pub const PROOF_BYTES: usize = MAC_BYTES;
 /// Shortest key accepted.
-pub const MIN_KEY_BYTES: usize = 16;
+pub const MIN_KEY_BYTES: usize = weft_core::auth::MIN_SECRET_BYTES;
 
 const ACCEPTOR_LABEL: &[u8] = b"weft-tcp acceptor";
 const CONNECTOR_LABEL: &[u8] = b"weft-tcp connector";
 
-/// A fresh nonce from the operating system's random source.
-pub fn nonce() -> Result<[u8; NONCE_BYTES]> {
-    let mut n = [0u8; NONCE_BYTES];
-    getrandom::fill(&mut n).map_err(|e| {
-        Error::new(
-            ErrorKind::Io,
-            format!("reading the system random source: {e}"),
-        )
-    })?;
-    Ok(n)
-}
-
-fn mac(key: &[u8], label: &[u8], ranks: (u32, u32), first: &[u8], second: &[u8]) -> HmacSha256 {
-    // HMAC takes keys of any length, so this cannot fail.
-    let mut m = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-    m.update(label);
-    m.update(&ranks.0.to_le_bytes());
-    m.update(&ranks.1.to_le_bytes());
-    m.update(first);
-    m.update(second);
-    m
+/// The context of a proof: the pair of ranks the connection joins.
+fn ranks(from: u32, to: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&from.to_le_bytes());
+    b[4..].copy_from_slice(&to.to_le_bytes());
+    b
 }
 
 /// `HELLO` from rank `from` to rank `to`.
@@ -96,11 +78,11 @@ pub fn challenge(
     nonce_c: &[u8; NONCE_BYTES],
     nonce_a: &[u8; NONCE_BYTES],
 ) -> [u8; CHALLENGE_BYTES] {
-    let m = mac(key, ACCEPTOR_LABEL, (from, to), nonce_c, nonce_a).finalize();
+    let m = prove(key, ACCEPTOR_LABEL, &ranks(from, to), nonce_c, nonce_a);
     let mut b = [0u8; CHALLENGE_BYTES];
     b[..8].copy_from_slice(MAGIC);
     b[8..8 + NONCE_BYTES].copy_from_slice(nonce_a);
-    b[8 + NONCE_BYTES..].copy_from_slice(&m.into_bytes());
+    b[8 + NONCE_BYTES..].copy_from_slice(&m);
     b
 }
 
@@ -118,13 +100,19 @@ pub fn check_challenge(
         )));
     }
     let nonce_a: [u8; NONCE_BYTES] = b[8..8 + NONCE_BYTES].try_into().expect("nonce bytes");
-    mac(key, ACCEPTOR_LABEL, (from, to), nonce_c, &nonce_a)
-        .verify_slice(&b[8 + NONCE_BYTES..])
-        .map_err(|_| {
-            auth(format!(
-                "the process answering for rank {to} does not hold the job key"
-            ))
-        })?;
+    let context = ranks(from, to);
+    if !verify(
+        key,
+        ACCEPTOR_LABEL,
+        &context,
+        nonce_c,
+        &nonce_a,
+        &b[8 + NONCE_BYTES..],
+    ) {
+        return Err(auth(format!(
+            "the process answering for rank {to} does not hold the job key"
+        )));
+    }
     Ok(nonce_a)
 }
 
@@ -136,10 +124,7 @@ pub fn proof(
     nonce_c: &[u8; NONCE_BYTES],
     nonce_a: &[u8; NONCE_BYTES],
 ) -> [u8; PROOF_BYTES] {
-    mac(key, CONNECTOR_LABEL, (from, to), nonce_a, nonce_c)
-        .finalize()
-        .into_bytes()
-        .into()
+    prove(key, CONNECTOR_LABEL, &ranks(from, to), nonce_a, nonce_c)
 }
 
 /// The acceptor's check of `PROOF`.
@@ -151,13 +136,13 @@ pub fn check_proof(
     nonce_a: &[u8; NONCE_BYTES],
     b: &[u8; PROOF_BYTES],
 ) -> Result<()> {
-    mac(key, CONNECTOR_LABEL, (from, to), nonce_a, nonce_c)
-        .verify_slice(b)
-        .map_err(|_| {
-            auth(format!(
-                "connection claiming rank {from} failed to prove the job key"
-            ))
-        })
+    if verify(key, CONNECTOR_LABEL, &ranks(from, to), nonce_a, nonce_c, b) {
+        Ok(())
+    } else {
+        Err(auth(format!(
+            "connection claiming rank {from} failed to prove the job key"
+        )))
+    }
 }
 
 fn auth(message: String) -> Error {
@@ -179,6 +164,23 @@ mod tests {
         assert_eq!(check_challenge(&key, 2, 0, &nc, &c).unwrap(), na);
         let p = proof(&key, 2, 0, &nc, &na);
         check_proof(&key, 2, 0, &nc, &na, &p).unwrap();
+    }
+
+    #[test]
+    fn wire_bytes_are_hmac_sha256_of_label_ranks_and_nonces() {
+        // Known answers (Python's hmac over b"weft-tcp acceptor" | le32 2 | le32 0 | nonce_c
+        // | nonce_a, and the connector's mirror): the bytes on the wire do not depend on how
+        // the proof is computed.
+        let (key, nc, na) = ([7u8; 32], [1u8; NONCE_BYTES], [2u8; NONCE_BYTES]);
+        let c = challenge(&key, 2, 0, &nc, &na);
+        assert_eq!(
+            weft_core::auth::encode_hex(&c[8 + NONCE_BYTES..]),
+            "fa51d0f8302e9eec5237da3a0af2e2b089933ed64518e6433cd8957c3384e662"
+        );
+        assert_eq!(
+            weft_core::auth::encode_hex(&proof(&key, 2, 0, &nc, &na)),
+            "2147024106a5aa0cb26b19e94975f3dff11c160ed24fc14b59173160ae6f5e8e"
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@ use super::link::TcpLink;
 use super::{frame, interface_names, local_addresses, order_for_source, parse_addresses};
 use super::{Endpoint, TcpConfig};
 use crate::net::NetEndpoint;
-use crate::transport::{Capabilities, Costs, Job, Lane, LaneQuery, Origin, Reach, Transport};
+use crate::transport::{
+    Capabilities, Costs, Job, Lane, LaneQuery, Opening, Origin, Reach, Transport,
+};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::sync::OnceLock;
@@ -221,7 +223,7 @@ impl Transport for Tcp {
             .collect()
     }
 
-    fn open(&self, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+    fn open(&self, job: &Job) -> Result<Box<dyn Opening>> {
         let v = job.values;
         let at = |what: &str| format!("rank {}: {what}", job.rank);
         let rank = job.rank;
@@ -268,17 +270,37 @@ impl Transport for Tcp {
         })
         .map_err(|e| e.context(at("TCP")))?;
         job.exchange
-            .publish(&format!("tcp/{rank}"), ep.address_record().as_bytes())
+            .publish("tcp", ep.address_record().as_bytes())
             .map_err(|e| e.context(at("publishing the TCP address")))?;
-        let mut link = TcpLink::new(ep, small_frag as usize);
-        for r in 0..job.size {
-            if r == rank || !job.peers[r as usize] {
-                continue;
-            }
-            let rec = job
-                .exchange
-                .fetch(&format!("tcp/{r}"))
-                .map_err(|e| e.context(at(&format!("waiting for rank {r}'s TCP address"))))?;
+        Ok(Box::new(TcpOpening {
+            link: TcpLink::new(ep, small_frag as usize),
+            rail_sources,
+        }))
+    }
+}
+
+/// A TCP endpoint bound and published, before it knows its peers' addresses.
+struct TcpOpening {
+    link: TcpLink,
+    rail_sources: Vec<IpAddr>,
+}
+
+impl Opening for TcpOpening {
+    fn connect(self: Box<Self>, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+        let TcpOpening {
+            mut link,
+            rail_sources,
+        } = *self;
+        let rank = job.rank;
+        let me = job.node_of[rank as usize];
+        let peers: Vec<u32> = (0..job.size)
+            .filter(|&r| r != rank && job.peers[r as usize])
+            .collect();
+        let records = job
+            .exchange
+            .fetch_all(&peers, "tcp")
+            .map_err(|e| e.context(format!("rank {rank}: reading the peers' TCP addresses")))?;
+        for (&r, rec) in peers.iter().zip(records) {
             let mut addrs = parse_addresses(r, &String::from_utf8_lossy(&rec))?;
             if job.node_of[r as usize] == me {
                 let port = addrs.first().map(|a| a.port()).unwrap_or(0);

@@ -32,7 +32,7 @@ use crate::buf::{RawBuf, RawBufMut};
 use crate::net::{Handle, NetEndpoint, NetFailure, NetSink, NetStats};
 use crate::shm::Header;
 use crate::tcp::frame;
-use crate::transport::Job;
+use crate::transport::{Job, Opening};
 use std::collections::VecDeque;
 use std::ffi::{c_void, CString};
 use std::sync::Mutex;
@@ -926,13 +926,10 @@ impl UcxLink {
     }
 }
 
-/// The token every message of the job carries: SHA-256 of a label and the job key.
+/// The token every message of the job carries: the job secret's HMAC-SHA256 proof under a
+/// label of its own (`weft_core::auth`), cut to `TOKEN_BYTES`.
 fn job_token(key: &[u8]) -> [u8; TOKEN_BYTES] {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(b"weft ucx message token");
-    h.update(key);
-    let d = h.finalize();
+    let d = weft_core::auth::prove(key, b"weft ucx message token", &[], &[], &[]);
     let mut t = [0u8; TOKEN_BYTES];
     t.copy_from_slice(&d[..TOKEN_BYTES]);
     t
@@ -1301,9 +1298,9 @@ impl Drop for UcxLink {
     }
 }
 
-/// Opens the UCX endpoint for `job` on its lanes (one rail each): publishes this process's
-/// worker addresses in the store and reads those of the peers it reaches.
-pub fn open(job: &Job) -> Result<Box<dyn NetEndpoint>> {
+/// Opens the UCX endpoint for `job` on its lanes (one rail each) and publishes this
+/// process's worker addresses; [`Opening::connect`] reads the peers' after the fence.
+pub fn open(job: &Job) -> Result<Box<dyn Opening>> {
     let at = |what: &str| format!("rank {}: {what}", job.rank);
     let cfg = UcxConfig {
         rank: job.rank,
@@ -1314,32 +1311,43 @@ pub fn open(job: &Job) -> Result<Box<dyn NetEndpoint>> {
         rails: job.lanes.iter().map(|l| l.device.clone()).collect(),
         stripe_bytes: job.values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20) as usize,
     };
-    let mut link = UcxLink::open(&cfg).map_err(|e| e.context(at("opening UCX")))?;
+    let link = UcxLink::open(&cfg).map_err(|e| e.context(at("opening UCX")))?;
     let record: Vec<String> = link.addresses().iter().map(|a| to_hex(a)).collect();
     job.exchange
-        .publish(&format!("ucx/{}", job.rank), record.join(",").as_bytes())
+        .publish("ucx", record.join(",").as_bytes())
         .map_err(|e| e.context(at("publishing the UCX worker addresses")))?;
-    for r in 0..job.size {
-        if r == job.rank || !job.peers[r as usize] {
-            continue;
-        }
-        let rec = job
+    Ok(Box::new(UcxOpening(link)))
+}
+
+/// A UCX endpoint whose workers are open and published, before it knows its peers'.
+struct UcxOpening(UcxLink);
+
+impl Opening for UcxOpening {
+    fn connect(self: Box<Self>, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+        let at = |what: &str| format!("rank {}: {what}", job.rank);
+        let mut link = self.0;
+        let peers: Vec<u32> = (0..job.size)
+            .filter(|&r| r != job.rank && job.peers[r as usize])
+            .collect();
+        let records = job
             .exchange
-            .fetch(&format!("ucx/{r}"))
-            .map_err(|e| e.context(at(&format!("waiting for rank {r}'s UCX worker addresses"))))?;
-        let addrs: Option<Vec<Vec<u8>>> = rec.split(|&b| b == b',').map(from_hex).collect();
-        let addrs = addrs.filter(|a| !a.is_empty() && a.iter().all(|x| !x.is_empty()));
-        let addrs = addrs.ok_or_else(|| {
-            Error::new(
-                ErrorKind::Protocol,
-                at(&format!(
-                    "rank {r} published UCX worker addresses that are not hex"
-                )),
-            )
-        })?;
-        link.set_peer_addresses(r, addrs);
+            .fetch_all(&peers, "ucx")
+            .map_err(|e| e.context(at("reading the peers' UCX worker addresses")))?;
+        for (&r, rec) in peers.iter().zip(records) {
+            let addrs: Option<Vec<Vec<u8>>> = rec.split(|&b| b == b',').map(from_hex).collect();
+            let addrs = addrs.filter(|a| !a.is_empty() && a.iter().all(|x| !x.is_empty()));
+            let addrs = addrs.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Protocol,
+                    at(&format!(
+                        "rank {r} published UCX worker addresses that are not hex"
+                    )),
+                )
+            })?;
+            link.set_peer_addresses(r, addrs);
+        }
+        Ok(Box::new(link))
     }
-    Ok(Box::new(link))
 }
 
 fn to_hex(b: &[u8]) -> String {

@@ -19,9 +19,10 @@ pub mod ffi;
 #[cfg(feature = "ucx")]
 pub mod link;
 
-use crate::net::NetEndpoint;
 use crate::tcp::lanes::{interfaces, nic_bytes_per_s, numa_near};
-use crate::transport::{Capabilities, Costs, Job, Lane, LaneQuery, Origin, Reach, Transport};
+use crate::transport::{
+    Capabilities, Costs, Job, Lane, LaneQuery, Opening, Origin, Reach, Transport,
+};
 use weft_core::Result;
 #[cfg(not(feature = "ucx"))]
 use weft_core::{Error, ErrorKind};
@@ -158,12 +159,12 @@ impl Transport for Ucx {
     }
 
     #[cfg(feature = "ucx")]
-    fn open(&self, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+    fn open(&self, job: &Job) -> Result<Box<dyn Opening>> {
         link::open(job)
     }
 
     #[cfg(not(feature = "ucx"))]
-    fn open(&self, job: &Job) -> Result<Box<dyn NetEndpoint>> {
+    fn open(&self, job: &Job) -> Result<Box<dyn Opening>> {
         Err(Error::new(
             ErrorKind::Unsupported,
             format!(

@@ -1,12 +1,11 @@
 //! MPI_Allgather (MPI-4.1 §6.7): every rank's block, in rank order, on every rank.
 
-use super::algo;
 use super::count_error;
 use super::select::Coll;
+use super::PlanShape;
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -58,19 +57,11 @@ impl Comm {
         let key = self.coll_key(blk, 0, 0, true, mode);
         let plan = self.coll_prepared(Coll::Allgather, key, &[], || {
             let c = self.coll_choose(Coll::Allgather, blk, true, mode)?;
-            let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * blk, blk)).collect();
-            let plan = Rc::new(match c.algo {
-                "bruck" => algo::bruck_allgather::plan(rank, size, blk),
-                "recursive_doubling" => algo::recursive_doubling_allgather::plan(rank, size, blk),
-                "knomial" => algo::knomial_allgather::plan(rank, size, c.radix, blk)?,
-                "shm" => algo::shm_allgather::plan(
-                    rank,
-                    size,
-                    blk,
-                    self.coll_shm_slot_bytes().unwrap_or(64),
-                ),
-                _ => algo::ring_allgather::plan(rank, size, &blocks),
-            });
+            let shape = PlanShape {
+                bytes: blk,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Allgather, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(

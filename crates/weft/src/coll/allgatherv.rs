@@ -1,13 +1,12 @@
 //! MPI_Allgatherv (MPI-4.1 §6.7): blocks of varying length on every rank, at given
 //! displacements.
 
-use super::algo;
 use super::select::Coll;
+use super::PlanShape;
 use super::{blocks, check_disjoint, check_len, count_error};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -80,14 +79,11 @@ impl Comm {
             // (their own blocks differ, and the area and the ring do not mix).
             let largest = layout.iter().map(|&(_, len)| len).max().unwrap_or(0);
             let c = self.coll_choose(Coll::Allgatherv, largest, true, mode)?;
-            let plan = Rc::new(match c.algo {
-                "shm" => algo::shm_allgatherv::plan(
-                    rank,
-                    &layout,
-                    self.coll_shm_slot_bytes().unwrap_or(64),
-                ),
-                _ => algo::ring_allgather::plan(rank, size, &layout),
-            });
+            let shape = PlanShape {
+                bytes: largest,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Allgatherv, &c, shape, &[], &layout)?;
             Ok((c, plan))
         })?;
         self.coll_start(

@@ -1,9 +1,7 @@
 //! MPI_Allreduce (MPI-4.1 §6.9.6) and MPI_Iallreduce (§6.12.8): the element-wise reduction
 //! of every rank's buffer, on every rank.
 
-use super::algo;
-use super::schedule::{Buf, Plan};
-use super::select::{Choice, Coll};
+use super::select::Coll;
 use super::{
     count_error, elements, reduction, CollRequest, Datatype, Mode, Op, PlanShape, TypeKind,
 };
@@ -99,69 +97,15 @@ impl Comm {
         let key = self.coll_key(bytes, 0, es, commutative, mode);
         let plan = self.coll_prepared(Coll::Allreduce, key, &[], || {
             let c = self.coll_choose(Coll::Allreduce, bytes, commutative, mode)?;
-            let slot = match c.algo {
-                "shm" | "shm_one_shot" => self.coll_shm_slot_bytes().unwrap_or(64),
-                _ => 0,
-            };
             let shape = PlanShape {
                 bytes,
                 elem_bytes: es,
-                slot_bytes: slot,
                 commutative,
-                near_first: c.algo == "rabenseifner" && self.coll_near_first(),
                 ..PlanShape::default()
             };
-            let plan = self.coll_plan(Coll::Allreduce, &c, shape, || {
-                self.allreduce_plan(&c, n, es, commutative, slot, shape.near_first)
-            })?;
+            let plan = self.coll_plan(Coll::Allreduce, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(Coll::Allreduce, plan, send, recv, Some(red), mode)
-    }
-
-    fn allreduce_plan(
-        &self,
-        c: &Choice,
-        n: usize,
-        es: usize,
-        commutative: bool,
-        slot: usize,
-        near_first: bool,
-    ) -> Result<Plan> {
-        let (rank, size) = (self.rank(), self.size());
-        let bytes = n * es;
-        Ok(match c.algo {
-            "ring" => algo::ring_allreduce::plan(rank, size, n, es),
-            "shm" => algo::shm::allreduce(rank, size, n, es, slot),
-            "shm_one_shot" => algo::shm_one_shot::allreduce(rank, size, n, es, slot),
-            "rabenseifner" => algo::rabenseifner::plan(
-                rank,
-                size,
-                n,
-                es,
-                algo::rabenseifner::Finish::Everyone,
-                near_first,
-            ),
-            "hier_knomial" => {
-                algo::hierarchical::allreduce(rank, &self.coll_nodes(), c.radix, bytes)?
-            }
-            "knomial" => {
-                // Reduce to rank 0, then broadcast from it: 2·log_k n levels.
-                let mut p = Plan::new();
-                algo::knomial_reduce::build(
-                    &mut p,
-                    rank,
-                    size,
-                    0,
-                    c.radix,
-                    bytes,
-                    commutative,
-                    Buf::Recv,
-                )?;
-                algo::knomial_bcast::build(&mut p, rank, size, 0, c.radix, Buf::Recv, bytes)?;
-                p
-            }
-            _ => algo::recursive_doubling::plan(rank, size, bytes, commutative),
-        })
     }
 }

@@ -1,13 +1,12 @@
 //! MPI_Alltoall (MPI-4.1 §6.8): block j of rank i's send buffer becomes block i of rank j's
 //! receive buffer.
 
-use super::algo;
 use super::count_error;
 use super::select::Coll;
+use super::PlanShape;
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 
 impl Comm {
@@ -65,21 +64,11 @@ impl Comm {
         let key = self.coll_key(blk, 0, 0, true, mode);
         let plan = self.coll_prepared(Coll::Alltoall, key, &[], || {
             let c = self.coll_choose(Coll::Alltoall, blk, true, mode)?;
-            let plan = Rc::new(match c.algo {
-                "bruck" => algo::bruck_alltoall::plan(rank, size, blk),
-                "shm_direct" => algo::shm_direct_alltoall::plan(rank, size, blk),
-                "shm" => algo::shm_alltoall::plan(
-                    rank,
-                    size,
-                    blk,
-                    self.coll_shm_slot_bytes().unwrap_or(64),
-                ),
-                _ => {
-                    let blocks: Vec<(usize, usize)> =
-                        (0..size as usize).map(|i| (i * blk, blk)).collect();
-                    algo::pairwise::plan(rank, size, &blocks, &blocks)
-                }
-            });
+            let shape = PlanShape {
+                bytes: blk,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Alltoall, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(

@@ -1,13 +1,12 @@
 //! MPI_Alltoallv (MPI-4.1 §6.8): alltoall with per-peer counts and displacements.
 
-use super::algo;
 use super::select::Coll;
+use super::PlanShape;
 use super::{blocks, check_disjoint, check_len};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
-use weft_core::{Error, ErrorKind, Result};
+use weft_core::Result;
 
 impl Comm {
     /// Sends `send_counts[j]` elements at `send_displs[j]` to rank j, and receives
@@ -98,25 +97,11 @@ impl Comm {
             }
             let avg = send_counts.iter().sum::<usize>() * es / size as usize;
             let choice = self.coll_choose(c, avg, true, mode)?;
-            let plan = Rc::new(match choice.algo {
-                "linear" => algo::linear_alltoall::plan(rank, size, &sb, &rb),
-                "shm" => {
-                    let slot = self.coll_shm_slot_bytes().unwrap_or(0);
-                    let Some(piece) = algo::shm_alltoallv::piece_bytes(size, slot) else {
-                        // The same on every rank: one node, one area.
-                        return Err(Error::new(
-                            ErrorKind::InvalidArgument,
-                            format!(
-                                "alltoallv shm on rank {rank}: the node's collective area \
-                                 gives each rank {slot} bytes, too few for {size} ranks' \
-                                 64-byte pieces (raise WEFT_SHM_COLL_BYTES)"
-                            ),
-                        ));
-                    };
-                    algo::shm_alltoallv::plan(rank, &sb, &rb, piece)
-                }
-                _ => algo::pairwise::plan(rank, size, &sb, &rb),
-            });
+            let shape = PlanShape {
+                bytes: avg,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(c, &choice, shape, &sb, &rb)?;
             Ok((choice, plan))
         })?;
         self.coll_start(

@@ -1,9 +1,7 @@
 //! MPI_Barrier (MPI-4.1 §6.3) and MPI_Ibarrier (§6.12.1): no rank leaves before every rank
 //! has entered.
 
-use super::algo;
-use super::schedule::{Buf, Plan};
-use super::select::{Choice, Coll};
+use super::select::Coll;
 use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use weft_core::Result;
@@ -39,27 +37,9 @@ impl Comm {
         let key = self.coll_key(0, 0, 0, true, mode);
         let plan = self.coll_prepared(Coll::Barrier, key, &[], || {
             let c = self.coll_choose(Coll::Barrier, 0, true, mode)?;
-            let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), || {
-                self.barrier_plan(&c)
-            })?;
+            let plan = self.coll_plan(Coll::Barrier, &c, PlanShape::default(), &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(Coll::Barrier, plan, &[], &mut [], None, mode)
-    }
-
-    fn barrier_plan(&self, c: &Choice) -> Result<Plan> {
-        Ok(match c.algo {
-            "shm_counter" => algo::shm::barrier(),
-            "shm_leader" => algo::shm::leader_barrier(),
-            "knomial" => {
-                // Empty messages up a k-nomial tree to rank 0, then back down it.
-                let mut p = Plan::new();
-                let (rank, size) = (self.rank(), self.size());
-                algo::knomial_reduce::build(&mut p, rank, size, 0, c.radix, 0, true, Buf::Recv)?;
-                algo::knomial_bcast::build(&mut p, rank, size, 0, c.radix, Buf::Recv, 0)?;
-                p
-            }
-            _ => algo::dissemination::plan(self.rank(), self.size()),
-        })
     }
 }

@@ -1,8 +1,6 @@
 //! MPI_Bcast (MPI-4.1 §6.4): the root's buffer is copied to every rank.
 
-use super::algo;
-use super::schedule::{Buf, Plan};
-use super::select::{Choice, Coll};
+use super::select::Coll;
 use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use bytemuck::Pod;
@@ -44,47 +42,15 @@ impl Comm {
         let key = self.coll_key(bytes, root, 0, true, mode);
         let plan = self.coll_prepared(Coll::Bcast, key, &[], || {
             let c = self.coll_choose(Coll::Bcast, bytes, true, mode)?;
-            let slot = match c.algo {
-                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
-                _ => 0,
-            };
             let shape = PlanShape {
                 bytes,
                 root,
-                slot_bytes: slot,
                 ..PlanShape::default()
             };
-            let plan = self.coll_plan(Coll::Bcast, &c, shape, || {
-                self.bcast_plan(&c, root, bytes, slot)
-            })?;
+            let plan = self.coll_plan(Coll::Bcast, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         let buf: &'a mut [u8] = bytemuck::cast_slice_mut(buf);
         self.coll_start_rooted(Coll::Bcast, root, plan, &[], buf, None, mode)
-    }
-
-    fn bcast_plan(&self, c: &Choice, root: u32, bytes: usize, slot: usize) -> Result<Plan> {
-        let mut plan = Plan::new();
-        if c.algo == "shm" {
-            plan = algo::shm::bcast(self.rank(), root, bytes, slot);
-        } else if c.algo == "shm_direct" {
-            plan = algo::shm_direct_bcast::plan(self.rank(), self.size(), root, bytes);
-        } else if c.algo == "hier_knomial" {
-            plan =
-                algo::hierarchical::bcast(self.rank(), &self.coll_nodes(), root, c.radix, bytes)?;
-        } else if c.algo == "scatter_allgather" {
-            plan = algo::scatter_allgather_bcast::plan(self.rank(), self.size(), root, bytes);
-        } else {
-            algo::knomial_bcast::build(
-                &mut plan,
-                self.rank(),
-                self.size(),
-                root,
-                c.radix,
-                Buf::Recv,
-                bytes,
-            )?;
-        }
-        Ok(plan)
     }
 }

@@ -989,7 +989,7 @@ mod tests {
         // Scatter from root 0 of 4 ranks, world ranks 10..14; rank 12 shares the root's
         // core (2 cores, ranks pinned to `local mod 2`).
         let mut root = Plan::new();
-        algo::linear_scatter::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
+        algo::scatter::linear::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
         let members = [10, 11, 12, 13];
         let run = DirectRun::of(&root, &members, |w| w == 12).unwrap();
         assert_eq!(order(&run), ["send 11", "send 13", "send 12", "copy"]);
@@ -1002,7 +1002,7 @@ mod tests {
     #[test]
     fn a_leaf_receives_once_from_its_parent() {
         let mut leaf = Plan::new();
-        algo::linear_scatter::build(&mut leaf, 3, 0, &blocks(4), 8, Buf::Send);
+        algo::scatter::linear::build(&mut leaf, 3, 0, &blocks(4), 8, Buf::Send);
         let run = DirectRun::of(&leaf, &[10, 11, 12, 13], |_| false).unwrap();
         assert_eq!(
             *run.steps,
@@ -1023,7 +1023,7 @@ mod tests {
             (run.lone, run.single)
         };
         let exscan: Vec<_> = (0..4)
-            .map(|r| shape(algo::linear_scan::exclusive(r, 4, 8, true)))
+            .map(|r| shape(algo::scan::linear::exclusive(r, 4, 8, true)))
             .collect();
         // The first rank only sends, the last only receives; the middle ones reduce.
         assert_eq!(
@@ -1031,14 +1031,14 @@ mod tests {
             [(true, true), (false, false), (false, false), (true, true)]
         );
         // The inclusive scan's first rank sends its block and copies it into the result.
-        let scan0 = shape(algo::linear_scan::inclusive(0, 4, 8, true));
+        let scan0 = shape(algo::scan::linear::inclusive(0, 4, 8, true));
         assert_eq!(scan0, (false, true));
         // A scatter leaf's one receive is lone; the root's sends and copy are neither.
         let mut leaf = Plan::new();
-        algo::linear_scatter::build(&mut leaf, 2, 0, &blocks(4), 8, Buf::Send);
+        algo::scatter::linear::build(&mut leaf, 2, 0, &blocks(4), 8, Buf::Send);
         assert_eq!(shape(leaf), (true, true));
         let mut root = Plan::new();
-        algo::linear_scatter::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
+        algo::scatter::linear::build(&mut root, 0, 0, &blocks(4), 8, Buf::Send);
         assert_eq!(shape(root), (false, false));
     }
 
@@ -1060,7 +1060,7 @@ mod tests {
     fn an_exchange_posts_its_receive_before_its_send() {
         // Two-rank allgather by recursive doubling: own block copied, the peer's received,
         // own block sent, in one step.
-        let p = algo::recursive_doubling_allgather::plan(0, 2, 8);
+        let p = algo::allgather::recursive_doubling::plan(0, 2, 8);
         let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
         assert_eq!(order(&run), ["copy", "recv 6", "send 6"]);
         assert_eq!(run.requests, 2);
@@ -1070,7 +1070,7 @@ mod tests {
     fn a_reduction_runs_step_by_step_with_its_scratch() {
         // Two-rank allreduce by recursive doubling: own contribution copied, the peer's
         // received into scratch while ours is sent, then combined.
-        let p = algo::recursive_doubling::plan(1, 2, 8, false);
+        let p = algo::allreduce::recursive_doubling::plan(1, 2, 8, false);
         let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
         assert_eq!(order(&run), ["copy", "recv 5", "send 5", "reduce"]);
         assert_eq!(phase_ends(&run), [1, 3, 4]);
@@ -1083,7 +1083,7 @@ mod tests {
         // With a commutative operation (or as the lower rank) the peer's contribution is
         // received straight into the result and ours sent from the send buffer: no copy.
         for (rank, commutative) in [(1, true), (0, false)] {
-            let p = algo::recursive_doubling::plan(rank, 2, 8, commutative);
+            let p = algo::allreduce::recursive_doubling::plan(rank, 2, 8, commutative);
             let run = DirectRun::of(&p, &[5, 6], |_| false).unwrap();
             let peer = if rank == 0 { 6 } else { 5 };
             let (recv, send) = (format!("recv {peer}"), format!("send {peer}"));
@@ -1091,7 +1091,7 @@ mod tests {
             assert_eq!(phase_ends(&run), [2, 3]);
         }
         // A ring of several exchanges: one phase per step.
-        let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
+        let ring = algo::allgather::ring::plan(0, 4, &blocks(4));
         let run = DirectRun::of(&ring, &[0, 1, 2, 3], |_| false).unwrap();
         assert_eq!(run.phases.len(), ring.each_step().count());
     }
@@ -1100,8 +1100,8 @@ mod tests {
     fn area_copies_or_much_scratch_keep_the_schedule() {
         // The barriers' one arrival in the area runs directly...
         for (plan, leader) in [
-            (algo::shm::barrier(), false),
-            (algo::shm::leader_barrier(), true),
+            (algo::barrier::shm_counter::plan(), false),
+            (algo::barrier::shm_leader::plan(), true),
         ] {
             let run = DirectRun::of(&plan, &[0, 1], |_| false).unwrap();
             assert_eq!(order(&run), [format!("arrive (leader {leader})")]);

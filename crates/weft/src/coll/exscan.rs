@@ -1,11 +1,10 @@
 //! MPI_Exscan (MPI-4.1 §6.11.2) and MPI_Iexscan (§6.12.15): exclusive prefix reduction in
 //! rank order.
 
-use super::algo;
 use super::select::Coll;
+use super::PlanShape;
 use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -96,10 +95,12 @@ impl Comm {
         let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
         let plan = self.coll_prepared(Coll::Exscan, key, &[], || {
             let c = self.coll_choose(Coll::Exscan, bytes, commutative, mode)?;
-            let plan = Rc::new(match c.algo {
-                "fan_out" => algo::fanout_scan::exclusive(rank, self.size(), bytes),
-                _ => algo::linear_scan::exclusive(rank, self.size(), bytes, commutative),
-            });
+            let shape = PlanShape {
+                bytes,
+                commutative,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Exscan, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(Coll::Exscan, plan, send, recv, Some(red), mode)

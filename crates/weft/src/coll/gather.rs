@@ -1,6 +1,5 @@
 //! MPI_Gather (MPI-4.1 §6.5): every rank's block, in rank order, at the root.
 
-use super::algo;
 use super::count_error;
 use super::select::Coll;
 use super::{CollRequest, Mode, PlanShape};
@@ -68,17 +67,7 @@ impl Comm {
                 root,
                 ..PlanShape::default()
             };
-            let plan = self.coll_plan(Coll::Gather, &c, shape, || {
-                Ok(match c.algo {
-                    "knomial" => algo::knomial_gather::gather(rank, size, root, c.radix, blk)?,
-                    "shm_direct" => algo::shm_direct_gather::plan(rank, size, root, blk),
-                    _ => {
-                        let blocks: Vec<(usize, usize)> =
-                            (0..size as usize).map(|i| (i * blk, blk)).collect();
-                        algo::linear_gather::plan(rank, root, &blocks, blk)
-                    }
-                })
-            })?;
+            let plan = self.coll_plan(Coll::Gather, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };

@@ -8,13 +8,11 @@
 //! 9 interleaved jobs), np=4 0.911 -> 0.901 (Open MPI 0.894, 15 jobs: the root waits for
 //! its leaves to be scheduled).
 
-use super::algo;
 use super::select::Coll;
 use super::{blocks, check_disjoint, check_len, count_error};
-use super::{CollRequest, Mode};
+use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -103,8 +101,12 @@ impl Comm {
                 }
             }
             let c = self.coll_choose(Coll::Gatherv, mine, true, mode)?;
-            debug_assert_eq!(c.algo, "linear");
-            let plan = Rc::new(algo::linear_gather::plan(rank, root, &layout, mine));
+            let shape = PlanShape {
+                bytes: mine,
+                root,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Gatherv, &c, shape, &[], &layout)?;
             Ok((c, plan))
         })?;
         let out: &'a mut [T] = if rank == root { recv } else { &mut [] };

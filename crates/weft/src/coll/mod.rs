@@ -2,8 +2,9 @@
 //! allreduce, gather(v), scatter(v), allgather(v), alltoall(v), reduce_scatter(_block),
 //! scan and exscan.
 //!
-//! Each collective (one file each) checks its arguments, asks [`select`] for an algorithm,
-//! has that algorithm (one file each under `algo/`) compile a `schedule::Plan`, and starts
+//! Each collective (one file each) checks its arguments, asks [`select`] for a row of its
+//! algorithm table (`algo/<collective>/`, one file per algorithm), has that row's builder
+//! compile a `schedule::Plan` (`Comm::coll_plan`), and starts
 //! the schedule as a [`CollRequest`]: the nonblocking form (`iallreduce`) returns it, the
 //! blocking form runs it to completion first (a repeated call whose plan is only messages,
 //! copies and reductions, with little scratch, as plain point-to-point calls: `direct`).
@@ -193,15 +194,21 @@ impl Comm {
     }
 
     /// Whether recursive halving should pair ranks one apart first on this communicator's
-    /// node layout (see `algo::rabenseifner::pairs_near_first`), remembered per tuning.
+    /// node layout (see `algo::allreduce::rabenseifner::pairs_near_first`), remembered per
+    /// tuning.
+    #[inline]
     pub(crate) fn coll_near_first(&self) -> bool {
+        if self.size() < 4 {
+            // Fewer ranks have one halving step or none: nothing to order.
+            return false;
+        }
         let gen = self.engine.borrow().tuning_gen();
         if let Some((g, near)) = self.data.coll_near_first.get() {
             if g == gen {
                 return near;
             }
         }
-        let near = algo::rabenseifner::pairs_near_first(&self.coll_nodes());
+        let near = algo::allreduce::rabenseifner::pairs_near_first(&self.coll_nodes());
         self.data.coll_near_first.set(Some((gen, near)));
         near
     }
@@ -276,7 +283,7 @@ impl Comm {
         // peers' votes. Every rank makes the same first choice, so either every rank waits
         // for the verdict below or none does.
         let first = choose(shared_memory && known.unwrap_or(true))?;
-        if known.is_some() || !first.needs_cma {
+        if known.is_some() || !first.needs_cma() {
             return Ok(first);
         }
         if self.coll_cma_usable()? {
@@ -495,6 +502,7 @@ impl Comm {
 
     /// Remembers a call's plan for the next call with the same inputs, unless its choice may
     /// still change (it needs Cross Memory Attach and the node has not voted).
+    #[inline]
     fn coll_remember(
         &self,
         coll: Coll,
@@ -504,7 +512,7 @@ impl Comm {
         plan: &Rc<Plan>,
     ) {
         let mut e = self.engine.borrow_mut();
-        if choice.needs_cma && e.cma_verdict().is_none() {
+        if choice.needs_cma() && e.cma_verdict().is_none() {
             return;
         }
         e.coll_state.memo[coll.index()] = Some(Memo {
@@ -663,27 +671,48 @@ impl Comm {
         CollRequest::start(self, s)
     }
 
-    /// The plan of a call from the cache of recent small plans, or built by `build` (and
-    /// kept when the call moves at most [`PLAN_CACHE_BYTES`]). A plan is a pure function of
-    /// its [`PlanKey`] (this rank and size, the collective, the choice and the call's
-    /// [`PlanShape`]), so plans are shared between communicators of the same shape. Saves
-    /// the plan's allocations on the latency-bound path. Plans of hierarchical algorithms
-    /// also read the node layout, which the key does not hold: they are never cached.
+    /// The plan of a call for `choice`: built by the chosen row's builder from the call's
+    /// `shape` (the collective's fields; this function adds the communicator's: the area's
+    /// slot for algorithms on it, the halving order) and, for the v-forms, the blocks, or
+    /// taken from the cache of recent small plans. A plan is a pure function of its
+    /// [`PlanKey`] (this rank and size, the collective, the choice and the call's
+    /// [`PlanShape`]), so plans of equal blocks moving at most [`PLAN_CACHE_BYTES`] are
+    /// kept and shared between communicators of the same shape: it saves the plan's
+    /// allocations on the latency-bound path. Plans of hierarchical algorithms also read the
+    /// node layout, and those of v-forms their blocks, which the key does not hold: they are
+    /// never cached.
+    #[inline]
     pub(crate) fn coll_plan(
         &self,
         coll: Coll,
         choice: &Choice,
         shape: PlanShape,
-        build: impl FnOnce() -> Result<Plan>,
+        send_blocks: &[(usize, usize)],
+        recv_blocks: &[(usize, usize)],
     ) -> Result<Rc<Plan>> {
-        if shape.bytes > PLAN_CACHE_BYTES || choice.hierarchical {
-            return build().map(Rc::new);
+        let a = choice.algo;
+        let shape = PlanShape {
+            slot_bytes: if a.needs(select::Restriction::SharedMemory) {
+                // The restriction held, so the area exists.
+                self.coll_shm_slot_bytes().unwrap_or(0)
+            } else {
+                0
+            },
+            near_first: self.coll_near_first(),
+            ..shape
+        };
+        if shape.bytes > PLAN_CACHE_BYTES
+            || a.hierarchical
+            || !send_blocks.is_empty()
+            || !recv_blocks.is_empty()
+        {
+            return self.coll_build_plan(choice, shape, send_blocks, recv_blocks);
         }
         let key = PlanKey {
             rank: self.rank(),
             size: self.size(),
             coll,
-            algo: choice.algo,
+            algo: a.name,
             radix: choice.radix,
             shape,
         };
@@ -693,7 +722,47 @@ impl Comm {
                 return Ok(p.clone());
             }
         }
-        let plan = Rc::new(build()?);
+        self.coll_build_cached(key, choice)
+    }
+
+    /// Builds a plan by the chosen row's builder ([`Comm::coll_plan`]'s work when the cache
+    /// does not have it).
+    #[inline(never)]
+    fn coll_build_plan(
+        &self,
+        choice: &Choice,
+        shape: PlanShape,
+        send_blocks: &[(usize, usize)],
+        recv_blocks: &[(usize, usize)],
+    ) -> Result<Rc<Plan>> {
+        let a = choice.algo;
+        let nodes = if a.hierarchical {
+            self.coll_nodes()
+        } else {
+            Vec::new()
+        };
+        let call = algo::Call {
+            rank: self.rank(),
+            size: self.size(),
+            radix: choice.radix,
+            root: shape.root,
+            bytes: shape.bytes,
+            elem_bytes: shape.elem_bytes,
+            commutative: shape.commutative,
+            slot_bytes: shape.slot_bytes,
+            near_first: shape.near_first,
+            nodes: &nodes,
+            send_blocks,
+            recv_blocks,
+        };
+        (a.plan)(&call).map(Rc::new)
+    }
+
+    /// Builds the plan of `key` and keeps it in the cache of recent small plans, the
+    /// oldest leaving first.
+    #[inline(never)]
+    fn coll_build_cached(&self, key: PlanKey, choice: &Choice) -> Result<Rc<Plan>> {
+        let plan = self.coll_build_plan(choice, key.shape, &[], &[])?;
         let plans = &mut self.engine.borrow_mut().coll_state.plans;
         if plans.len() == PLAN_CACHE_ENTRIES {
             plans.remove(0);
@@ -734,7 +803,8 @@ const PLAN_CACHE_BYTES: usize = 16384;
 const PLAN_CACHE_ENTRIES: usize = 32;
 
 /// What a call's plan depends on besides the communicator and the algorithm chosen:
-/// whatever a collective's plan builder reads (unused fields stay at their defaults).
+/// whatever a collective's plan builder reads of the call (unused fields stay at their
+/// defaults; [`Comm::coll_plan`] fills the communicator's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PlanShape {
     /// Bytes per rank, as the selector counts them.

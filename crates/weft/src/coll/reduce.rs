@@ -1,9 +1,7 @@
 //! MPI_Reduce (MPI-4.1 §6.9.1) and MPI_Ireduce (§6.12.7): the element-wise reduction of
 //! every rank's buffer, at the root.
 
-use super::algo;
-use super::schedule::{Buf, Plan};
-use super::select::{Choice, Coll};
+use super::select::Coll;
 use super::{
     count_error, elements, reduction, CollRequest, Datatype, Mode, Op, PlanShape, TypeKind,
 };
@@ -120,69 +118,17 @@ impl Comm {
         let key = self.coll_key(bytes, root, es, commutative, mode);
         let plan = self.coll_prepared(Coll::Reduce, key, &[], || {
             let c = self.coll_choose(Coll::Reduce, bytes, commutative, mode)?;
-            let slot = match c.algo {
-                "shm" => self.coll_shm_slot_bytes().unwrap_or(64),
-                _ => 0,
-            };
             let shape = PlanShape {
                 bytes,
                 root,
                 elem_bytes: es,
-                slot_bytes: slot,
                 commutative,
-                near_first: c.algo == "reduce_scatter_gather" && self.coll_near_first(),
+                ..PlanShape::default()
             };
-            let plan = self.coll_plan(Coll::Reduce, &c, shape, || {
-                self.reduce_plan(&c, root, n, es, commutative, slot, shape.near_first)
-            })?;
+            let plan = self.coll_plan(Coll::Reduce, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         let out: &'a mut [u8] = if rank == root { recv } else { &mut [] };
         self.coll_start_rooted(Coll::Reduce, root, plan, send, out, Some(red), mode)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn reduce_plan(
-        &self,
-        c: &Choice,
-        root: u32,
-        n: usize,
-        es: usize,
-        commutative: bool,
-        slot: usize,
-        near_first: bool,
-    ) -> Result<Plan> {
-        let (rank, size) = (self.rank(), self.size());
-        let bytes = n * es;
-        let mut plan = Plan::new();
-        if c.algo == "shm" {
-            plan = algo::shm_reduce::plan(rank, size, root, n, es, slot);
-        } else if c.algo == "shm_direct" {
-            plan = algo::shm_direct_reduce::plan(rank, size, root, n, es);
-        } else if c.algo == "hier_knomial" {
-            let nodes = self.coll_nodes();
-            algo::hierarchical::reduce(&mut plan, rank, &nodes, root, c.radix, bytes, Buf::Recv)?;
-        } else if c.algo == "reduce_scatter_gather" {
-            plan = algo::rabenseifner::plan(
-                rank,
-                size,
-                n,
-                es,
-                algo::rabenseifner::Finish::Root(root),
-                near_first,
-            );
-        } else {
-            algo::knomial_reduce::build(
-                &mut plan,
-                rank,
-                size,
-                root,
-                c.radix,
-                bytes,
-                commutative,
-                Buf::Recv,
-            )?;
-        }
-        Ok(plan)
     }
 }

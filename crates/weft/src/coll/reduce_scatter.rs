@@ -2,9 +2,9 @@
 //! every rank's buffer, cut into blocks of given counts, block i to rank i. Also carries the
 //! algorithms shared with reduce_scatter_block.
 
-use super::algo;
-use super::schedule::{Buf, Plan};
+use super::schedule::Plan;
 use super::select::{Choice, Coll};
+use super::PlanShape;
 use super::TypeKind;
 use super::{check_len, count_error, elements, reduction, CollRequest, Datatype, Mode, Op};
 use crate::comm::Comm;
@@ -137,7 +137,7 @@ impl Comm {
         op: &Op,
         mode: Mode,
     ) -> Result<(Choice, Rc<Plan>)> {
-        let (rank, size) = (self.rank(), self.size());
+        let size = self.size();
         let es = kind.size_bytes();
         let mut off = 0;
         let blocks: Vec<(usize, usize)> = counts
@@ -148,45 +148,15 @@ impl Comm {
                 b
             })
             .collect();
-        let total = off * es;
-        let c = self.coll_choose(coll, total / size as usize, op.is_commutative(), mode)?;
-        let plan = match c.algo {
-            "ring" => algo::ring_reduce_scatter::plan(rank, size, &blocks, total),
-            "recursive_halving" => algo::recursive_halving::plan(rank, size, &blocks, total),
-            "shm_direct" => algo::shm_direct_reduce_scatter::plan(rank, size, &blocks, es),
-            "shm" => algo::shm_reduce_scatter::plan(
-                rank,
-                size,
-                &blocks,
-                total,
-                es,
-                self.coll_shm_slot_bytes().unwrap_or(64),
-            ),
-            _ => {
-                // Reduce the whole buffer to rank 0 (in rank order), then scatter its blocks.
-                let mut p = Plan::new();
-                let full = if rank == 0 { p.tmp(total) } else { Buf::Recv };
-                algo::knomial_reduce::build(
-                    &mut p,
-                    rank,
-                    size,
-                    0,
-                    c.radix,
-                    total,
-                    op.is_commutative(),
-                    full,
-                )?;
-                algo::linear_scatter::build(
-                    &mut p,
-                    rank,
-                    0,
-                    &blocks,
-                    blocks[rank as usize].1,
-                    full,
-                );
-                p
-            }
+        let bytes = off * es / size as usize;
+        let c = self.coll_choose(coll, bytes, op.is_commutative(), mode)?;
+        let shape = PlanShape {
+            bytes,
+            elem_bytes: es,
+            commutative: op.is_commutative(),
+            ..PlanShape::default()
         };
-        Ok((c, Rc::new(plan)))
+        let plan = self.coll_plan(coll, &c, shape, &blocks, &[])?;
+        Ok((c, plan))
     }
 }

@@ -1,10 +1,9 @@
 //! MPI_Scan (MPI-4.1 §6.11.1) and MPI_Iscan (§6.12.14): inclusive prefix reduction in rank order.
 
-use super::algo;
 use super::select::Coll;
+use super::PlanShape;
 use super::{count_error, elements, reduction, CollRequest, Datatype, Mode, Op, TypeKind};
 use crate::comm::Comm;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -83,10 +82,12 @@ impl Comm {
         let key = self.coll_key(bytes, 0, kind.size_bytes(), commutative, mode);
         let plan = self.coll_prepared(Coll::Scan, key, &[], || {
             let c = self.coll_choose(Coll::Scan, bytes, commutative, mode)?;
-            let plan = Rc::new(match c.algo {
-                "fan_out" => algo::fanout_scan::inclusive(rank, self.size(), bytes),
-                _ => algo::linear_scan::inclusive(rank, self.size(), bytes, commutative),
-            });
+            let shape = PlanShape {
+                bytes,
+                commutative,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Scan, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         self.coll_start(Coll::Scan, plan, send, recv, Some(red), mode)

@@ -1,8 +1,6 @@
 //! MPI_Scatter (MPI-4.1 §6.6): the root's buffer cut into equal blocks, block i to rank i.
 
-use super::algo;
 use super::count_error;
-use super::schedule::{Buf, Plan};
 use super::select::Coll;
 use super::{CollRequest, Mode, PlanShape};
 use crate::comm::Comm;
@@ -67,18 +65,7 @@ impl Comm {
                 root,
                 ..PlanShape::default()
             };
-            let plan = self.coll_plan(Coll::Scatter, &c, shape, || {
-                Ok(match c.algo {
-                    "knomial" => algo::knomial_gather::scatter(rank, size, root, c.radix, blk)?,
-                    _ => {
-                        let blocks: Vec<(usize, usize)> =
-                            (0..size as usize).map(|i| (i * blk, blk)).collect();
-                        let mut plan = Plan::new();
-                        algo::linear_scatter::build(&mut plan, rank, root, &blocks, blk, Buf::Send);
-                        plan
-                    }
-                })
-            })?;
+            let plan = self.coll_plan(Coll::Scatter, &c, shape, &[], &[])?;
             Ok((c, plan))
         })?;
         let src: &'a [T] = if rank == root { send } else { &[] };

@@ -10,14 +10,12 @@
 //! MPI's 1581 and 590); coll_lat p50, 5 interleaved jobs: 0.145 -> 0.123 us (Open MPI
 //! 0.123), np=2 0.165 -> 0.140 (Open MPI 0.165).
 
-use super::algo;
-use super::schedule::{Buf, Plan};
 use super::select::Coll;
+use super::PlanShape;
 use super::{blocks, check_len, count_error};
 use super::{CollRequest, Mode};
 use crate::comm::Comm;
 use bytemuck::Pod;
-use std::rc::Rc;
 use weft_core::Result;
 
 impl Comm {
@@ -135,10 +133,12 @@ impl Comm {
                 }
             }
             let c = self.coll_choose(Coll::Scatterv, mine, true, mode)?;
-            debug_assert_eq!(c.algo, "linear");
-            let mut plan = Plan::new();
-            algo::linear_scatter::build(&mut plan, rank, root, &layout, mine, Buf::Send);
-            let plan = Rc::new(plan);
+            let shape = PlanShape {
+                bytes: mine,
+                root,
+                ..PlanShape::default()
+            };
+            let plan = self.coll_plan(Coll::Scatterv, &c, shape, &layout, &[])?;
             Ok((c, plan))
         })?;
         let src: &'a [T] = if rank == root { send } else { &[] };

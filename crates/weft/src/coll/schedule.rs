@@ -1311,17 +1311,17 @@ mod solo_tests {
         // The scatter root copies its own block after posting: solo even with one send.
         for n in [2u32, 4] {
             let mut root = Plan::new();
-            algo::linear_scatter::build(&mut root, 0, 0, &blocks(n as usize), 64, Buf::Send);
+            algo::scatter::linear::build(&mut root, 0, 0, &blocks(n as usize), 64, Buf::Send);
             assert!(sends_solo(root.step_actions(0)), "scatter root, {n} ranks");
             let mut leaf = Plan::new();
-            algo::linear_scatter::build(&mut leaf, 1, 0, &blocks(n as usize), 64, Buf::Send);
+            algo::scatter::linear::build(&mut leaf, 1, 0, &blocks(n as usize), 64, Buf::Send);
             assert!(
                 !sends_solo(leaf.step_actions(0)),
                 "a receiving rank has nothing to cooperate on"
             );
         }
         // One send against one receive per step: both sides copy at once anyway.
-        let ring = algo::ring_allgather::plan(0, 4, &blocks(4));
+        let ring = algo::allgather::ring::plan(0, 4, &blocks(4));
         assert!((0..ring.steps.len()).all(|s| !sends_solo(ring.step_actions(s))));
         // A lone send keeps the cooperative copy; a second send in the step makes it solo.
         let mut p = Plan::new();

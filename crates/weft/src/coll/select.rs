@@ -1,20 +1,25 @@
-//! Algorithm selection: the registry of algorithms per collective with their restrictions,
-//! the tuning table (`tuning/default.toml`, data) and the cost model
-//! (`weft_model::cost::coll`). A decision depends only on the collective, the communicator
-//! size, ranks per node, bytes per rank, whether the operation commutes and the knobs, all of
-//! which every rank shares, so every rank decides alike. Alltoallv is the exception: each
+//! Algorithm selection over each collective's table of algorithms ([`Algorithm`], one row
+//! per algorithm with its restrictions, plan builder and cost formula; the tables are in
+//! `algo/<collective>/`): a forced algorithm, else the first rule of the tuning table
+//! (`tuning/default.toml`, data) that holds, else the cheapest row by its modelled cost. A
+//! decision depends only on the collective, the communicator size, ranks per node, bytes
+//! per rank, whether the operation commutes and the knobs, all of which every rank shares,
+//! so every rank decides alike. Alltoallv is the exception: each
 //! rank knows only its own counts, so its bytes differ by rank, and it takes an algorithm
 //! that needs every rank alike (the node's area) only when the question every rank shares
 //! (the same call of 0 bytes) answers with one. Forcing an algorithm whose
 //! restriction fails is an error naming the restriction, never a silent fallback.
 //! No I/O here except reading `WEFT_TUNING_FILE` once when the tuning is built.
 
+use super::algo;
 use super::knobs::KNOBS;
+use serde::Deserialize;
 use std::cell::Cell;
 use std::fmt;
+use toml::Spanned;
 use weft_core::knob::KnobValues;
 use weft_core::{Error, ErrorKind, Result};
-use weft_model::cost::{cost_ns, AlphaBeta, CollShape, Lanes};
+use weft_model::cost::{AlphaBeta, CollModel, CollShape, Lanes};
 
 /// The collectives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -116,18 +121,6 @@ impl Coll {
     pub(crate) fn index(self) -> usize {
         self as usize
     }
-
-    /// Name the cost model knows the collective by (the v-variants share their base model).
-    fn model_name(self) -> &'static str {
-        match self {
-            Coll::Gatherv => "gather",
-            Coll::Scatterv => "scatter",
-            Coll::Allgatherv => "allgather",
-            Coll::Alltoallv => "alltoall",
-            Coll::ReduceScatterBlock => "reduce_scatter",
-            c => c.name(),
-        }
-    }
 }
 
 /// A condition an algorithm needs.
@@ -166,136 +159,80 @@ impl fmt::Display for Restriction {
     }
 }
 
-/// A registered algorithm.
-#[derive(Clone, Copy, Debug)]
-pub struct AlgoInfo {
-    /// Name as `WEFT_<COLL>_ALGO` takes it.
+/// One row of a collective's algorithm table (`coll/algo/<collective>/mod.rs`): what
+/// selection, `weft info --explain`, the tests and the cost model know of an algorithm,
+/// and the function that builds its plan. Rows are statics, one per algorithm: two rows
+/// are equal when they are the same row.
+#[derive(Debug)]
+pub struct Algorithm {
+    /// Name as `WEFT_<COLL>_ALGO` and the tuning table take it.
     pub name: &'static str,
-    /// What it needs.
+    /// What it needs; the selector never picks it for a call that lacks one of them.
     pub restrictions: &'static [Restriction],
     /// Whether it takes a tree radix.
     pub radix: bool,
     /// Whether its plan follows the job's node layout (groups of ranks per node), which
     /// then is an input of the plan beside the call's shape.
     pub hierarchical: bool,
+    /// Builds one rank's plan of a call.
+    pub(crate) plan: algo::Build,
+    /// Its modelled time in ns, in the step costs of [`CollModel`] (called for a shape of
+    /// 2 or more ranks; [`Algorithm::cost_ns`] answers the rest).
+    pub(crate) cost: fn(&CollModel) -> f64,
 }
 
-const fn algo(name: &'static str, restrictions: &'static [Restriction], radix: bool) -> AlgoInfo {
-    AlgoInfo {
-        name,
-        restrictions,
-        radix,
-        hierarchical: false,
+impl PartialEq for Algorithm {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
     }
 }
 
-/// A tree that groups ranks by node first (its plan reads the node layout).
-const fn hier_algo(
-    name: &'static str,
-    restrictions: &'static [Restriction],
-    radix: bool,
-) -> AlgoInfo {
-    AlgoInfo {
-        hierarchical: true,
-        ..algo(name, restrictions, radix)
+impl Algorithm {
+    /// Modelled time in ns of a call of `shape` at `radix` (used by algorithms that take
+    /// one) on `lanes`. None for a shape with no rank or no rank per node, a radix below 2
+    /// where one is needed, or an algorithm of the node's area on more than one node.
+    pub fn cost_ns(&self, shape: &CollShape, radix: u32, lanes: &Lanes) -> Option<f64> {
+        let m = CollModel::new(shape, if self.radix { radix } else { 2 }, lanes)?;
+        if m.nodes() > 1 && self.needs(Restriction::SharedMemory) {
+            return None;
+        }
+        if m.ranks() == 1 {
+            return Some(0.0);
+        }
+        Some((self.cost)(&m))
+    }
+
+    /// Whether `r` is one of its restrictions.
+    pub fn needs(&self, r: Restriction) -> bool {
+        self.restrictions.contains(&r)
     }
 }
 
-const COMM: &[Restriction] = &[Restriction::Commutative];
-
-const SHM: &[Restriction] = &[Restriction::SharedMemory, Restriction::Blocking];
-const SHM_CMA: &[Restriction] = &[
-    Restriction::SharedMemory,
-    Restriction::Blocking,
-    Restriction::CrossMemoryAttach,
-];
-const BARRIER: &[AlgoInfo] = &[
-    algo("dissemination", &[], false),
-    algo("knomial", &[], true),
-    algo("shm_counter", SHM, false),
-    algo("shm_leader", SHM, false),
-];
-const BCAST: &[AlgoInfo] = &[
-    algo("knomial", &[], true),
-    hier_algo("hier_knomial", &[], true),
-    algo("scatter_allgather", &[], false),
-    algo("shm", SHM, false),
-    algo("shm_direct", SHM_CMA, false),
-];
-const REDUCE: &[AlgoInfo] = &[
-    algo("knomial", &[], true),
-    hier_algo("hier_knomial", COMM, true),
-    algo("reduce_scatter_gather", COMM, false),
-    algo("shm", SHM, false),
-    algo("shm_direct", SHM_CMA, false),
-];
-const LINEAR_KNOMIAL: &[AlgoInfo] = &[algo("linear", &[], false), algo("knomial", &[], true)];
-const GATHER: &[AlgoInfo] = &[
-    algo("linear", &[], false),
-    algo("knomial", &[], true),
-    algo("shm_direct", SHM_CMA, false),
-];
-const ALLGATHER: &[AlgoInfo] = &[
-    algo("ring", &[], false),
-    algo("bruck", &[], false),
-    algo("recursive_doubling", POW2, false),
-    algo("knomial", &[], true),
-    algo("shm", SHM, false),
-];
-const POW2: &[Restriction] = &[Restriction::PowerOfTwo];
-const ALLREDUCE: &[AlgoInfo] = &[
-    algo("recursive_doubling", &[], false),
-    algo("ring", COMM, false),
-    algo("knomial", &[], true),
-    algo("rabenseifner", COMM, false),
-    hier_algo("hier_knomial", COMM, true),
-    algo("shm", SHM, false),
-    algo("shm_one_shot", SHM, false),
-];
-const LINEAR: &[AlgoInfo] = &[algo("linear", &[], false)];
-const SCAN: &[AlgoInfo] = &[algo("linear", &[], false), algo("fan_out", &[], false)];
-const ALLGATHERV: &[AlgoInfo] = &[algo("ring", &[], false), algo("shm", SHM, false)];
-/// Alltoallv's ranks know only their own counts, so their sizes differ: the message
-/// algorithms work against each other (both post one message per peer pair, matched by
-/// source and tag) and are chosen by the rank's own size, the area one only by what every
-/// rank of the node shares ([`Tuning::select`]).
-const ALLTOALLV: &[AlgoInfo] = &[
-    algo("pairwise", &[], false),
-    algo("linear", &[], false),
-    algo("shm", SHM, false),
-];
-const ALLTOALL: &[AlgoInfo] = &[
-    algo("pairwise", &[], false),
-    algo("bruck", &[], false),
-    algo("shm", SHM, false),
-    algo("shm_direct", SHM_CMA, false),
-];
-const COMM_POW2: &[Restriction] = &[Restriction::Commutative, Restriction::PowerOfTwo];
-const REDUCE_SCATTER: &[AlgoInfo] = &[
-    algo("ring", COMM, false),
-    algo("reduce_scatterv", &[], true),
-    algo("recursive_halving", COMM_POW2, false),
-    algo("shm", SHM, false),
-    algo("shm_direct", SHM_CMA, false),
-];
-
-/// The algorithms registered for `coll`, each working end to end.
-pub fn algorithms(coll: Coll) -> &'static [AlgoInfo] {
+/// The algorithms of `coll`: its table, each row working end to end. Reduce_scatter_block
+/// shares reduce_scatter's (it is the case of equal counts).
+pub fn algorithms(coll: Coll) -> &'static [Algorithm] {
     match coll {
-        Coll::Barrier => BARRIER,
-        Coll::Bcast => BCAST,
-        Coll::Reduce => REDUCE,
-        Coll::Allreduce => ALLREDUCE,
-        Coll::Gather => GATHER,
-        Coll::Scatter => LINEAR_KNOMIAL,
-        Coll::Gatherv | Coll::Scatterv => LINEAR,
-        Coll::Scan | Coll::Exscan => SCAN,
-        Coll::Allgather => ALLGATHER,
-        Coll::Allgatherv => ALLGATHERV,
-        Coll::Alltoall => ALLTOALL,
-        Coll::Alltoallv => ALLTOALLV,
-        Coll::ReduceScatter | Coll::ReduceScatterBlock => REDUCE_SCATTER,
+        Coll::Barrier => algo::barrier::ALGORITHMS,
+        Coll::Bcast => algo::bcast::ALGORITHMS,
+        Coll::Reduce => algo::reduce::ALGORITHMS,
+        Coll::Allreduce => algo::allreduce::ALGORITHMS,
+        Coll::Gather => algo::gather::ALGORITHMS,
+        Coll::Gatherv => algo::gatherv::ALGORITHMS,
+        Coll::Scatter => algo::scatter::ALGORITHMS,
+        Coll::Scatterv => algo::scatterv::ALGORITHMS,
+        Coll::Allgather => algo::allgather::ALGORITHMS,
+        Coll::Allgatherv => algo::allgatherv::ALGORITHMS,
+        Coll::Alltoall => algo::alltoall::ALGORITHMS,
+        Coll::Alltoallv => algo::alltoallv::ALGORITHMS,
+        Coll::ReduceScatter | Coll::ReduceScatterBlock => algo::reduce_scatter::ALGORITHMS,
+        Coll::Scan => algo::scan::ALGORITHMS,
+        Coll::Exscan => algo::exscan::ALGORITHMS,
     }
+}
+
+/// The row of `coll`'s table named `name`.
+fn algorithm(coll: Coll, name: &str) -> Option<&'static Algorithm> {
+    algorithms(coll).iter().find(|a| a.name == name)
 }
 
 /// One rule of the tuning table.
@@ -304,7 +241,7 @@ pub struct Rule {
     /// The collective it applies to.
     pub coll: Coll,
     /// The algorithm it picks.
-    pub algo: String,
+    pub algo: &'static Algorithm,
     /// The radix it picks, if any.
     pub radix: Option<u32>,
     /// Inclusive range of bytes per rank.
@@ -323,7 +260,7 @@ pub struct Rule {
 /// The knobs and the tuning table, read once.
 #[derive(Clone, Debug)]
 pub struct Tuning {
-    forced_algo: Vec<Option<String>>,
+    forced_algo: Vec<Option<&'static Algorithm>>,
     forced_radix: Vec<Option<u32>>,
     rules: Vec<Rule>,
     lanes: Lanes,
@@ -420,10 +357,8 @@ impl Tuning {
             let radix_knob = KNOBS[2 * i + 1].name;
             debug_assert!(algo_knob.contains(&upper));
             if let Some(a) = values.text(algo_knob) {
-                if !algorithms(c).iter().any(|x| x.name == a) {
-                    return Err(unknown_algo(c, &a, algo_knob));
-                }
-                t.forced_algo[i] = Some(a);
+                t.forced_algo[i] =
+                    Some(algorithm(c, &a).ok_or_else(|| unknown_algo(c, &a, algo_knob))?);
             }
             if let Some(k) = values.uint(radix_knob) {
                 if !(2..=64).contains(&k) {
@@ -439,8 +374,8 @@ impl Tuning {
     }
 
     /// The algorithm forced for `coll`, if any.
-    pub fn forced(&self, coll: Coll) -> Option<&str> {
-        self.forced_algo[coll.index()].as_deref()
+    pub fn forced(&self, coll: Coll) -> Option<&'static Algorithm> {
+        self.forced_algo[coll.index()]
     }
 
     /// The rules of the tuning table.
@@ -484,129 +419,138 @@ fn unknown_algo(c: Coll, a: &str, knob: &str) -> Error {
     )
 }
 
-/// Parses the tuning table: a sequence of `[[rule]]` tables of `key = value` lines (a small
-/// subset of TOML: strings and integers, `#` comments).
+/// A tuning table as TOML gives it: `[[rule]]` tables and nothing else.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableFile {
+    #[serde(default)]
+    rule: Vec<Spanned<RuleFile>>,
+}
+
+/// One `[[rule]]` as written (ranges default to everything).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    coll: Spanned<String>,
+    algo: Spanned<String>,
+    radix: Option<Spanned<u32>>,
+    min_bytes: Option<u64>,
+    max_bytes: Option<u64>,
+    min_procs: Option<u32>,
+    max_procs: Option<u32>,
+    min_ppn: Option<u32>,
+    max_ppn: Option<u32>,
+    min_nodes: Option<u32>,
+    max_nodes: Option<u32>,
+    oversubscribed: Option<bool>,
+}
+
+/// Parses a tuning table (TOML: a sequence of `[[rule]]` tables; see
+/// `tuning/default.toml`). `source` names the file in errors, which give its line and the
+/// key at fault: an unknown key, a value of the wrong type, an unknown collective or
+/// algorithm, a radix below 2 or a range whose minimum is above its maximum.
 pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
-    let bad = |line: usize, msg: String| {
-        Error::new(ErrorKind::Config, format!("{source} line {line}: {msg}"))
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let bad = |offset: usize, msg: String| {
+        Error::new(
+            ErrorKind::Config,
+            format!("{source} line {}: {msg}", line_of(offset)),
+        )
     };
-    let mut rules = Vec::new();
-    let mut cur: Option<(usize, Vec<(String, String)>)> = None;
-    let mut finish = |cur: Option<(usize, Vec<(String, String)>)>| -> Result<()> {
-        let Some((line, kv)) = cur else { return Ok(()) };
-        let mut coll = None;
-        let mut algo_name = None;
-        let mut rule_radix = None;
-        let mut bytes = (0u64, u64::MAX);
-        let mut procs = (1u32, u32::MAX);
-        let mut ppn = (1u32, u32::MAX);
-        let mut nodes = (1u32, u32::MAX);
-        let mut oversubscribed = None;
-        for (k, v) in kv {
-            let num = |v: &str| -> Result<u64> {
-                v.replace('_', "")
-                    .parse::<u64>()
-                    .map_err(|_| bad(line, format!("{k} = {v}: not a non-negative integer")))
-            };
-            let text = |v: &str| -> Result<String> {
-                v.strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .map(str::to_string)
-                    .ok_or_else(|| bad(line, format!("{k} = {v}: expected a quoted string")))
-            };
-            match k.as_str() {
-                "coll" => {
-                    coll = Some(
-                        Coll::from_name(&text(&v)?).map_err(|e| bad(line, e.message().into()))?,
-                    )
-                }
-                "algo" => algo_name = Some(text(&v)?),
-                "radix" => rule_radix = Some(num(&v)? as u32),
-                "min_bytes" => bytes.0 = num(&v)?,
-                "max_bytes" => bytes.1 = num(&v)?,
-                "min_procs" => procs.0 = num(&v)? as u32,
-                "max_procs" => procs.1 = num(&v)? as u32,
-                "min_ppn" => ppn.0 = num(&v)? as u32,
-                "max_ppn" => ppn.1 = num(&v)? as u32,
-                "min_nodes" => nodes.0 = num(&v)? as u32,
-                "max_nodes" => nodes.1 = num(&v)? as u32,
-                "oversubscribed" => {
-                    oversubscribed = Some(match v.as_str() {
-                        "true" => true,
-                        "false" => false,
-                        _ => return Err(bad(line, format!("{k} = {v}: expected true or false"))),
-                    })
-                }
-                _ => return Err(bad(line, format!("unknown key {k}"))),
+    let file: TableFile = toml::from_str(text).map_err(|e| {
+        // The crate's message, on one line, after the text of the line at fault.
+        let at = e.span().map_or(0, |s| s.start.min(text.len()));
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line = text[start..].lines().next().unwrap_or("").trim();
+        let msg = e.message().trim().replace('\n', "; ");
+        bad(at, format!("{line:?}: {msg}"))
+    })?;
+    file.rule
+        .into_iter()
+        .map(|spanned| {
+            let at = spanned.span().start;
+            let r = spanned.into_inner();
+            let coll = Coll::from_name(r.coll.get_ref())
+                .map_err(|e| bad(r.coll.span().start, format!("coll: {}", e.message())))?;
+            let algo = algorithm(coll, r.algo.get_ref()).ok_or_else(|| {
+                let e = unknown_algo(coll, r.algo.get_ref(), "algo");
+                bad(r.algo.span().start, e.message().to_string())
+            })?;
+            if let Some(k) = r.radix.as_ref().filter(|k| *k.get_ref() < 2) {
+                return Err(bad(
+                    k.span().start,
+                    format!("radix = {}: must be at least 2", k.get_ref()),
+                ));
             }
-        }
-        let coll = coll.ok_or_else(|| bad(line, "rule without coll".into()))?;
-        let algo_name = algo_name.ok_or_else(|| bad(line, "rule without algo".into()))?;
-        if !algorithms(coll).iter().any(|a| a.name == algo_name) {
-            return Err(bad(
-                line,
-                unknown_algo(coll, &algo_name, "algo").message().to_string(),
-            ));
-        }
-        if rule_radix.is_some_and(|k| k < 2) {
-            return Err(bad(line, "radix must be at least 2".into()));
-        }
-        rules.push(Rule {
-            coll,
-            algo: algo_name,
-            radix: rule_radix,
-            bytes,
-            procs,
-            ppn,
-            nodes,
-            oversubscribed,
-        });
-        Ok(())
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let l = match raw.find('#') {
-            Some(p) if !raw[..p].contains('"') => &raw[..p],
-            _ => raw,
-        }
-        .trim();
-        if l.is_empty() {
-            continue;
-        }
-        if l == "[[rule]]" {
-            finish(cur.take())?;
-            cur = Some((line, Vec::new()));
-            continue;
-        }
-        let Some((k, v)) = l.split_once('=') else {
-            return Err(bad(
-                line,
-                format!("expected key = value or [[rule]], got {l:?}"),
-            ));
-        };
-        match cur.as_mut() {
-            Some((_, kv)) => kv.push((k.trim().to_string(), v.trim().to_string())),
-            None => return Err(bad(line, "key outside a [[rule]] table".into())),
-        }
-    }
-    finish(cur)?;
-    Ok(rules)
+            let range = |name: &str, min: Option<u64>, max: Option<u64>, all: u64| {
+                let (lo, hi) = (min.unwrap_or(0), max.unwrap_or(all));
+                if lo > hi {
+                    return Err(bad(
+                        at,
+                        format!(
+                            "min_{name} = {lo} is above max_{name} = {hi}: the rule never applies"
+                        ),
+                    ));
+                }
+                Ok((lo, hi))
+            };
+            let narrow = |(lo, hi): (u64, u64)| (lo as u32, hi as u32);
+            let count = |v: Option<u32>| v.map(u64::from);
+            let max = u64::from(u32::MAX);
+            Ok(Rule {
+                coll,
+                algo,
+                radix: r.radix.map(Spanned::into_inner),
+                bytes: range("bytes", r.min_bytes, r.max_bytes, u64::MAX)?,
+                procs: narrow(range(
+                    "procs",
+                    Some(count(r.min_procs).unwrap_or(1)),
+                    count(r.max_procs),
+                    max,
+                )?),
+                ppn: narrow(range(
+                    "ppn",
+                    Some(count(r.min_ppn).unwrap_or(1)),
+                    count(r.max_ppn),
+                    max,
+                )?),
+                nodes: narrow(range(
+                    "nodes",
+                    Some(count(r.min_nodes).unwrap_or(1)),
+                    count(r.max_nodes),
+                    max,
+                )?),
+                oversubscribed: r.oversubscribed,
+            })
+        })
+        .collect()
 }
 
 /// What the selector decided for one call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Choice {
-    /// The algorithm.
-    pub algo: &'static str,
+    /// The algorithm: its row of the collective's table, whose builder the call runs.
+    pub algo: &'static Algorithm,
     /// Its radix (for tree algorithms; 2 otherwise).
     pub radix: u32,
     /// Where the decision came from: `forced`, `table` or `model`.
     pub source: &'static str,
-    /// The algorithm is hierarchical ([`AlgoInfo::hierarchical`]).
-    pub hierarchical: bool,
+}
+
+impl Choice {
+    fn of(algo: &'static Algorithm, radix: u32, source: &'static str) -> Choice {
+        Choice {
+            algo,
+            radix,
+            source,
+        }
+    }
+
     /// The algorithm needs Cross Memory Attach (one of its restrictions), so the node's
     /// verdict on it must be known before it runs.
-    pub needs_cma: bool,
+    pub fn needs_cma(&self) -> bool {
+        self.algo.needs(Restriction::CrossMemoryAttach)
+    }
 }
 
 /// Every candidate with its modelled cost, and the choice.
@@ -649,7 +593,7 @@ pub struct CallTraits {
     pub oversubscribed: bool,
 }
 
-fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction> {
+fn violated(a: &Algorithm, traits: CallTraits, procs: u32) -> Option<Restriction> {
     a.restrictions.iter().copied().find(|r| match r {
         Restriction::Commutative => !traits.commutative,
         Restriction::PowerOfTwo => !procs.is_power_of_two(),
@@ -662,29 +606,26 @@ fn violated(a: &AlgoInfo, traits: CallTraits, procs: u32) -> Option<Restriction>
 /// Modelled cost in ns of `a` and the radix it would use (the model's best in 2..=8 unless
 /// forced).
 fn modelled(
-    coll: Coll,
-    a: &AlgoInfo,
+    a: &Algorithm,
     shape: &CollShape,
     lanes: &Lanes,
     radix: Option<u32>,
 ) -> (Option<f64>, u32) {
-    let model_algo = a.name;
-    if a.radix {
-        if let Some(k) = radix {
-            return (cost_ns(coll.model_name(), model_algo, k, shape, lanes), k);
-        }
-        let mut best: (Option<f64>, u32) = (None, 2);
-        for k in 2..=8u32 {
-            if let Some(c) = cost_ns(coll.model_name(), model_algo, k, shape, lanes) {
-                if best.0.is_none_or(|b| c < b) {
-                    best = (Some(c), k);
-                }
+    if !a.radix {
+        return (a.cost_ns(shape, 2, lanes), 2);
+    }
+    if let Some(k) = radix {
+        return (a.cost_ns(shape, k, lanes), k);
+    }
+    let mut best: (Option<f64>, u32) = (None, 2);
+    for k in 2..=8u32 {
+        if let Some(c) = a.cost_ns(shape, k, lanes) {
+            if best.0.is_none_or(|b| c < b) {
+                best = (Some(c), k);
             }
         }
-        best
-    } else {
-        (cost_ns(coll.model_name(), model_algo, 2, shape, lanes), 2)
     }
+    best
 }
 
 impl Tuning {
@@ -709,12 +650,7 @@ impl Tuning {
             return self.select_remembered(coll, procs, ppn, bytes, traits);
         }
         let shared = self.select_remembered(coll, procs, ppn, 0, traits)?;
-        let area = |c: &Choice| {
-            algorithms(coll)
-                .iter()
-                .any(|a| a.name == c.algo && a.restrictions.contains(&Restriction::SharedMemory))
-        };
-        if area(&shared) {
+        if shared.algo.needs(Restriction::SharedMemory) {
             return Ok(shared);
         }
         let own = CallTraits {
@@ -770,11 +706,8 @@ impl Tuning {
         let forced_radix = self.forced_radix[coll.index()];
         let shape = CollShape { procs, ppn, bytes };
         let nodes = procs.div_ceil(ppn.max(1));
-        if let Some(name) = self.forced(coll) {
-            let a = algos
-                .iter()
-                .find(|a| a.name == name)
-                .expect("checked when read");
+        if let Some(a) = self.forced(coll) {
+            let name = a.name;
             if let Some(r) = violated(a, traits, procs) {
                 return Err(Error::new(
                     ErrorKind::InvalidOp,
@@ -794,15 +727,8 @@ impl Tuning {
                     ),
                 ));
             }
-            let radix =
-                forced_radix.unwrap_or_else(|| modelled(coll, a, &shape, &self.lanes, None).1);
-            return Ok(Choice {
-                algo: a.name,
-                radix,
-                source: "forced",
-                hierarchical: a.hierarchical,
-                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
-            });
+            let radix = forced_radix.unwrap_or_else(|| modelled(a, &shape, &self.lanes, None).1);
+            return Ok(Choice::of(a, radix, "forced"));
         }
         for rule in &self.rules {
             if rule.coll != coll
@@ -816,31 +742,23 @@ impl Tuning {
             {
                 continue;
             }
-            let Some(a) = algos.iter().find(|a| a.name == rule.algo) else {
-                continue;
-            };
+            let a = rule.algo;
             if violated(a, traits, procs).is_some() {
                 continue;
             }
             let radix = forced_radix
                 .or(rule.radix)
-                .unwrap_or_else(|| modelled(coll, a, &shape, &self.lanes, None).1);
-            return Ok(Choice {
-                algo: a.name,
-                radix,
-                source: "table",
-                hierarchical: a.hierarchical,
-                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
-            });
+                .unwrap_or_else(|| modelled(a, &shape, &self.lanes, None).1);
+            return Ok(Choice::of(a, radix, "table"));
         }
-        let mut best: Option<(f64, &AlgoInfo, u32)> = None;
-        let mut first_ok: Option<&AlgoInfo> = None;
+        let mut best: Option<(f64, &'static Algorithm, u32)> = None;
+        let mut first_ok: Option<&'static Algorithm> = None;
         for a in algos {
             if violated(a, traits, procs).is_some() {
                 continue;
             }
             first_ok.get_or_insert(a);
-            let (cost, radix) = modelled(coll, a, &shape, &self.lanes, forced_radix);
+            let (cost, radix) = modelled(a, &shape, &self.lanes, forced_radix);
             if let Some(c) = cost {
                 // Across nodes a hierarchical tree wins a tie: the flat tree's cost assumes
                 // ranks placed in node-aligned blocks (then its subtrees are the nodes), while
@@ -853,20 +771,8 @@ impl Tuning {
             }
         }
         match (best, first_ok) {
-            (Some((_, a, radix)), _) => Ok(Choice {
-                algo: a.name,
-                radix,
-                source: "model",
-                hierarchical: a.hierarchical,
-                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
-            }),
-            (None, Some(a)) => Ok(Choice {
-                algo: a.name,
-                radix: forced_radix.unwrap_or(2),
-                source: "model",
-                hierarchical: a.hierarchical,
-                needs_cma: a.restrictions.contains(&Restriction::CrossMemoryAttach),
-            }),
+            (Some((_, a, radix)), _) => Ok(Choice::of(a, radix, "model")),
+            (None, Some(a)) => Ok(Choice::of(a, forced_radix.unwrap_or(2), "model")),
             (None, None) => Err(Error::new(
                 ErrorKind::InvalidOp,
                 format!(
@@ -911,12 +817,12 @@ impl Tuning {
             .map(|a| {
                 // The chosen algorithm at the radix chosen (a table rule may fix one);
                 // the others at the model's best radix.
-                let radix = if a.name == choice.algo {
+                let radix = if a == choice.algo {
                     Some(choice.radix)
                 } else {
                     forced_radix
                 };
-                let (cost, radix) = modelled(coll, a, &shape, &self.lanes, radix);
+                let (cost, radix) = modelled(a, &shape, &self.lanes, radix);
                 Candidate {
                     algo: a.name.to_string(),
                     cost_us: cost.map(|c| c / 1000.0),
@@ -925,7 +831,7 @@ impl Tuning {
             })
             .collect();
         Ok(Explanation {
-            choice: choice.algo.to_string(),
+            choice: choice.algo.name.to_string(),
             source: choice.source.to_string(),
             candidates,
         })
@@ -1035,7 +941,8 @@ mod tests {
             let a = split
                 .select(Coll::Alltoallv, 4, 4, bytes, shm)
                 .unwrap()
-                .algo;
+                .algo
+                .name;
             assert_eq!(a, "pairwise", "{bytes} bytes");
         }
         // The shipped table: the area on a node of 3 or 4 ranks at every size, messages
@@ -1044,23 +951,36 @@ mod tests {
         for bytes in [0u64, 8, 1 << 16, 1 << 20] {
             for np in [3, 4] {
                 assert_eq!(
-                    t.select(Coll::Alltoallv, np, np, bytes, shm).unwrap().algo,
+                    t.select(Coll::Alltoallv, np, np, bytes, shm)
+                        .unwrap()
+                        .algo
+                        .name,
                     "shm"
                 );
-                let a = t.select(Coll::Alltoallv, np, np, bytes, C).unwrap().algo;
+                let a = t
+                    .select(Coll::Alltoallv, np, np, bytes, C)
+                    .unwrap()
+                    .algo
+                    .name;
                 assert_ne!(a, "shm", "np={np} {bytes} bytes off the area");
             }
             assert_ne!(
-                t.select(Coll::Alltoallv, 2, 2, bytes, shm).unwrap().algo,
+                t.select(Coll::Alltoallv, 2, 2, bytes, shm)
+                    .unwrap()
+                    .algo
+                    .name,
                 "shm"
             );
         }
         assert_eq!(
-            t.select(Coll::Alltoallv, 2, 2, 8, shm).unwrap().algo,
+            t.select(Coll::Alltoallv, 2, 2, 8, shm).unwrap().algo.name,
             "linear"
         );
         assert_eq!(
-            t.select(Coll::Alltoallv, 2, 2, 1 << 20, shm).unwrap().algo,
+            t.select(Coll::Alltoallv, 2, 2, 1 << 20, shm)
+                .unwrap()
+                .algo
+                .name,
             "pairwise"
         );
     }
@@ -1081,7 +1001,7 @@ mod tests {
             oversubscribed: false,
         };
         assert_eq!(
-            t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo,
+            t.select(Coll::Barrier, 4, 4, 0, shm).unwrap().algo.name,
             "shm_counter"
         );
         // A nonblocking call may overlap others: forcing the area is refused, and the table
@@ -1095,7 +1015,7 @@ mod tests {
         let free = Tuning::default();
         for bytes in [0u64, 1 << 16, 1 << 22] {
             for c in [Coll::Barrier, Coll::Bcast, Coll::Allreduce] {
-                let a = free.select(c, 4, 4, bytes, nb).unwrap().algo;
+                let a = free.select(c, 4, 4, bytes, nb).unwrap().algo.name;
                 assert!(!a.starts_with("shm"), "{} {bytes}: {a}", c.name());
             }
         }
@@ -1118,7 +1038,10 @@ mod tests {
         );
         let cma = CallTraits { cma: true, ..node };
         assert_eq!(
-            t.select(Coll::Alltoall, 4, 4, 1 << 20, cma).unwrap().algo,
+            t.select(Coll::Alltoall, 4, 4, 1 << 20, cma)
+                .unwrap()
+                .algo
+                .name,
             "shm_direct"
         );
         // The shipped table: the node area on 2 to 5 ranks (sessions 10, 13 and 14), on 6 or
@@ -1126,17 +1049,17 @@ mod tests {
         // not the node's ranks agreed CMA works: the direct copy is chosen only when forced.
         let table = Tuning::default();
         let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
-        assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo, "shm");
-        assert_eq!(pick(node, 5, 1 << 20).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 6, 512 << 10).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 6, 1 << 20).unwrap().algo, "pairwise");
-        assert_eq!(pick(cma, 8, 8).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 3, 1 << 20).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 3, 8).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 4, 8).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo, "shm");
-        assert_eq!(pick(cma, 2, 8).unwrap().algo, "pairwise");
+        assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(node, 5, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 6, 512 << 10).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 6, 1 << 20).unwrap().algo.name, "pairwise");
+        assert_eq!(pick(cma, 8, 8).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 3, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 3, 8).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 4, 8).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 2, 8).unwrap().algo.name, "pairwise");
         // The explanation (the model's view of a node where CMA works) lists the direct
         // copy with a cost beside the table's choice.
         assert!(table.cma_allowed());
@@ -1153,21 +1076,21 @@ mod tests {
         let t = Tuning::default();
         // One node: the shipped (measured) table.
         let one = t.select(Coll::Bcast, 4, 4, 8, C).unwrap();
-        assert_eq!((one.algo, one.source), ("knomial", "table"));
+        assert_eq!((one.algo.name, one.source), ("knomial", "table"));
         // Two nodes of 4: the table's single-node rules do not apply; the model picks the
         // hierarchical tree for latency-bound bcast and reduce and for the barrier-like
         // small allreduce it keeps recursive doubling (cheaper in the model).
         for (c, bytes) in [(Coll::Bcast, 8u64), (Coll::Bcast, 65536), (Coll::Reduce, 8)] {
             let x = t.select(c, 8, 4, bytes, C).unwrap();
             assert_eq!(
-                (x.algo, x.source),
+                (x.algo.name, x.source),
                 ("hier_knomial", "model"),
                 "{c:?} {bytes}"
             );
             // Declared, not guessed from the name: its plans read the node layout.
-            assert!(x.hierarchical);
+            assert!(x.algo.hierarchical);
         }
-        assert!(!one.hierarchical);
+        assert!(!one.algo.hierarchical);
         for c in ALL {
             for a in algorithms(*c) {
                 let forced = Tuning::from_vars(&[(
@@ -1183,7 +1106,7 @@ mod tests {
                     oversubscribed: false,
                 };
                 if let Ok(x) = forced.select(*c, 4, 4, 8, traits) {
-                    assert_eq!(x.hierarchical, a.hierarchical, "{} {}", c.name(), a.name);
+                    assert_eq!(x.algo, a, "{} {}", c.name(), a.name);
                 }
             }
         }
@@ -1201,7 +1124,7 @@ mod tests {
         assert!(cost(&x, "hier_knomial") > cost(&y, "knomial"));
         // Large allreduce across nodes: the bandwidth-optimal Rabenseifner beats the trees.
         let z = t.select(Coll::Allreduce, 8, 4, 1 << 20, C).unwrap();
-        assert_eq!((z.algo, z.source), ("rabenseifner", "model"));
+        assert_eq!((z.algo.name, z.source), ("rabenseifner", "model"));
         // Shared-memory algorithms have no cost across nodes and are never picked there.
         let w = t.explain(Coll::Alltoall, 1 << 20, 8, 4).unwrap();
         assert!(w
@@ -1234,15 +1157,21 @@ mod tests {
             oversubscribed: false,
             ..on
         };
-        assert_eq!(t.select(Coll::Scan, 4, 4, 8, on).unwrap().algo, "fan_out");
+        assert_eq!(
+            t.select(Coll::Scan, 4, 4, 8, on).unwrap().algo.name,
+            "fan_out"
+        );
         let other = t.select(Coll::Scan, 4, 4, 8, off).unwrap();
-        assert_eq!((other.algo, other.source), ("linear", "model"));
+        assert_eq!((other.algo.name, other.source), ("linear", "model"));
         let e = parse_table(
             "[[rule]]\ncoll = \"scan\"\noversubscribed = yes\nalgo = \"fan_out\"\n",
             "test",
         )
         .unwrap_err();
-        assert!(e.message().contains("expected true or false"), "{e}");
+        assert!(
+            e.message().contains("test line 3") && e.message().contains("oversubscribed = yes"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1253,18 +1182,59 @@ mod tests {
 
     #[test]
     fn table_errors_name_line_and_key() {
-        let e = parse_table("[[rule]]\ncoll = \"allreduce\"\nalgo = \"nope\"\n", "t").unwrap_err();
-        assert!(
-            e.message().contains("line 1") && e.message().contains("nope"),
-            "{e}"
-        );
-        let e = parse_table("[[rule]]\ncoll = \"allreduce\"\nfoo = 3\n", "t").unwrap_err();
-        assert!(
-            e.message().contains("line 1") && e.message().contains("foo"),
-            "{e}"
-        );
-        let e = parse_table("x = 1\n", "t").unwrap_err();
-        assert!(e.message().contains("line 1"), "{e}");
+        // (text, what the message must hold besides the source's name)
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "[[rule]]\ncoll = \"allreduce\"\nalgo = \"nope\"\n",
+                &["t line 3", "\"nope\"", "recursive_doubling"],
+            ),
+            (
+                "# a comment\n[[rule]]\ncoll = \"allreduce\"\nalgo = \"ring\"\nfoo = 3\n",
+                &["t line 5", "unknown field `foo`"],
+            ),
+            ("x = 1\n", &["t line 1", "unknown field `x`"]),
+            (
+                "[[rule]]\ncoll = \"allreduce\"\n\n[[rule]]\ncoll = \"bcast\"\nalgo = \"shm\"\n",
+                &["t line 1", "missing field `algo`"],
+            ),
+            (
+                "[[rule]]\ncoll = \"allreduse\"\nalgo = \"ring\"\n",
+                &["t line 2", "allreduse", "allreduce"],
+            ),
+            (
+                "[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\nradix = 1\n",
+                &["t line 4", "radix = 1"],
+            ),
+            (
+                "[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\nmax_bytes = \"64K\"\n",
+                &["t line 4", "max_bytes"],
+            ),
+            (
+                "[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\nmax_procs = -1\n",
+                &["t line 4", "max_procs"],
+            ),
+            (
+                "[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\nmin_procs = 8\nmax_procs = 4\n",
+                &["t line 1", "min_procs = 8 is above max_procs = 4"],
+            ),
+            ("[[rule]\n", &["t line 1", "[[rule]"]),
+        ];
+        for (text, want) in cases {
+            let e = parse_table(text, "t").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Config);
+            for w in *want {
+                assert!(e.message().contains(w), "{text:?}: {e} lacks {w:?}");
+            }
+        }
+        // Underscores in numbers and comments after values are TOML.
+        let r = parse_table(
+            "[[rule]]\ncoll = \"bcast\" # why\nalgo = \"knomial\"\nmax_bytes = 1_048_576\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(r[0].bytes, (0, 1 << 20));
+        assert_eq!(r[0].procs, (1, u32::MAX));
+        assert!(parse_table("", "t").unwrap().is_empty());
     }
 
     #[test]
@@ -1275,7 +1245,10 @@ mod tests {
             e.message().contains("commutative") && e.message().contains("ring"),
             "{e}"
         );
-        assert_eq!(t.select(Coll::Allreduce, 4, 4, 8, C).unwrap().algo, "ring");
+        assert_eq!(
+            t.select(Coll::Allreduce, 4, 4, 8, C).unwrap().algo.name,
+            "ring"
+        );
         let e = Tuning::from_vars(&[("WEFT_BCAST_ALGO", "magic")]).unwrap_err();
         assert!(
             e.message().contains("WEFT_BCAST_ALGO") && e.message().contains("knomial"),
@@ -1289,12 +1262,15 @@ mod tests {
     fn table_and_model_decide_without_knobs() {
         let t = Tuning::default();
         let small = t.select(Coll::Allreduce, 4, 4, 8, C).unwrap();
-        assert_eq!((small.algo, small.source), ("recursive_doubling", "table"));
+        assert_eq!(
+            (small.algo.name, small.source),
+            ("recursive_doubling", "table")
+        );
         let big = t.select(Coll::Allreduce, 4, 4, 1 << 20, C).unwrap();
-        assert_eq!((big.algo, big.source), ("ring", "table"));
+        assert_eq!((big.algo.name, big.source), ("ring", "table"));
         // A non-commutative op skips the ring rule and falls to the model.
         let nc = t.select(Coll::Allreduce, 4, 4, 1 << 20, NC).unwrap();
-        assert_ne!(nc.algo, "ring");
+        assert_ne!(nc.algo.name, "ring");
         // Without the node's area the shm rule is skipped for the next one.
         let shm = CallTraits {
             commutative: true,
@@ -1304,10 +1280,10 @@ mod tests {
             oversubscribed: false,
         };
         let big_shm = t.select(Coll::Allreduce, 4, 4, 1 << 20, shm).unwrap();
-        assert_eq!(big_shm.algo, "shm");
+        assert_eq!(big_shm.algo.name, "shm");
         // Gather is linear up to 8 ranks of a node (the table), the model's above.
         assert_eq!(
-            t.select(Coll::Gather, 8, 8, 1 << 20, C).unwrap().algo,
+            t.select(Coll::Gather, 8, 8, 1 << 20, C).unwrap().algo.name,
             "linear"
         );
         let b = t.select(Coll::Gather, 16, 16, 1 << 20, C).unwrap();

@@ -66,6 +66,7 @@
 
 mod construct;
 mod map;
+mod pieces;
 mod reduce;
 mod transfer;
 

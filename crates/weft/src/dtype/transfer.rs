@@ -77,7 +77,7 @@ impl TypeMap {
 
     /// Visits the pieces of the packed stream window `skip..skip + take` of items whose
     /// address is at `origin` (item `e` at `origin + e * extent`).
-    fn walk_items<V: Visit>(&self, origin: i64, skip: u64, take: u64, v: &mut V) {
+    pub(super) fn walk_items<V: Visit>(&self, origin: i64, skip: u64, take: u64, v: &mut V) {
         let size = self.body.size;
         if take == 0 {
             return;

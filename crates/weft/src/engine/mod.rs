@@ -43,6 +43,7 @@
 
 mod colls;
 mod ctx;
+mod io;
 mod liveness;
 mod post;
 mod proto_net;
@@ -51,6 +52,7 @@ mod queue;
 mod request;
 mod wait;
 
+pub(crate) use io::IoSlot;
 pub use request::Status;
 
 use crate::coll::request::ActivePtr;
@@ -213,6 +215,10 @@ pub(crate) struct Engine {
     idups_busy: bool,
     /// Key of the next duplication.
     next_idup_key: u64,
+    /// Nonblocking collective file accesses (`weft::io`), advanced like the collectives.
+    io_ops: Vec<io::IoSlot>,
+    /// True while the file accesses are being advanced (no re-entry from their own waits).
+    io_busy: bool,
     /// Context id ranges `[first, end)` taken (reserved, claimed or agreed) on this process
     /// while duplications are in flight: their checks look for overlaps here.
     ctx_taken: Vec<(u32, u32)>,
@@ -364,6 +370,8 @@ impl Engine {
             idups: Vec::new(),
             idups_busy: false,
             next_idup_key: 0,
+            io_ops: Vec::new(),
+            io_busy: false,
             ctx_taken: Vec::new(),
             creating: 0,
         })
@@ -465,6 +473,9 @@ impl Engine {
         let mut moved = self.progress_transports();
         if !self.idups.is_empty() && !self.idups_busy && self.creating == 0 {
             moved |= self.advance_idups();
+        }
+        if self.io_pending() {
+            moved |= self.advance_io();
         }
         if self.colls.is_empty() || self.colls_busy {
             return moved;

@@ -56,6 +56,8 @@ const WORD_BASE: usize = 1;
 const WORD_FINGERPRINT: usize = 2;
 /// Bytes of the PE's shared globals file (0: its globals are not shared).
 const WORD_GLOBALS: usize = 3;
+/// Non-zero once the PE has mapped its node's shared globals files (their names may go).
+const WORD_GLOBALS_MAPPED: usize = 4;
 
 /// Where a symmetric address of a peer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,13 +181,18 @@ impl SymmetricHeap {
         region.publish(WORD_BASE, image.base);
         region.publish(WORD_FINGERPRINT, image.fingerprint);
         region.publish(WORD_PE, weft.world.rank() as u64 + 1);
-        if let Some(store) = &weft.store {
-            store.barrier(
-                &format!("heap{k}-published/{}", weft.node_id),
-                n as u32,
-                std::time::Duration::from_secs(weft.config.boot_timeout_s),
-            )?;
-        }
+        // Every local PE publishes its PE word last: once all are there, so is the rest.
+        crate::startup::wait_node(
+            weft.world.rank(),
+            &format!("heap{k} (publishing)"),
+            || {
+                (0..n as u32)
+                    .filter(|&l| region.published(l, WORD_PE) != 0)
+                    .count() as u32
+            },
+            n as u32,
+            std::time::Duration::from_secs(weft.config.boot_timeout_s),
+        )?;
         let npes = weft.world.size();
         let mut local_of_pe = vec![None; npes as usize];
         let mut peer_image_base = Vec::with_capacity(n);
@@ -900,13 +907,20 @@ fn map_globals(
             },
         );
     }
-    if let Some(store) = &weft.store {
-        store.barrier(
-            &format!("heap{k}-globals/{}", weft.node_id),
-            local_world.len() as u32,
-            std::time::Duration::from_secs(weft.config.boot_timeout_s),
-        )?;
-    }
+    // Every local PE has mapped the files before their names go.
+    region.publish(WORD_GLOBALS_MAPPED, 1);
+    let n = local_world.len() as u32;
+    crate::startup::wait_node(
+        weft.world.rank(),
+        &format!("heap{k} (mapping globals)"),
+        || {
+            (0..n)
+                .filter(|&l| region.published(l, WORD_GLOBALS_MAPPED) != 0)
+                .count() as u32
+        },
+        n,
+        std::time::Duration::from_secs(weft.config.boot_timeout_s),
+    )?;
     weft_transport::shm::segment::Segment::unlink(&shared.name)?;
     let maps = Arc::new(maps);
     *cache = Some((weft.job_id.clone(), maps.clone()));
@@ -924,21 +938,19 @@ fn start_net(
 ) -> Result<(net::Net, Vec<u64>)> {
     let me = weft.world.rank();
     let npes = weft.world.size();
-    let store = weft.store.as_ref().ok_or_else(|| {
-        Error::new(
-            ErrorKind::Internal,
-            "PEs on other nodes but no bootstrap store",
-        )
-    })?;
+    let boot = weft
+        .boot
+        .as_ref()
+        .ok_or_else(|| Error::new(ErrorKind::Internal, "PEs on other nodes but no bootstrap"))?;
     let timeout = std::time::Duration::from_secs(weft.config.boot_timeout_s);
     let at = |what: &str| format!("PE {me}: one-sided service: {what}");
     let mut key = match &weft.config.job_secret {
         Some(k) => k.clone(),
         None => {
-            let hex = store
-                .get("tcp/key", timeout)
-                .map_err(|e| e.context(at("waiting for the job key")))?;
-            weft_boot::auth::decode_hex("tcp/key", &String::from_utf8_lossy(&hex))?
+            let hex = boot
+                .get(0, "tcp-key", timeout)
+                .map_err(|e| e.context(at("reading the job key")))?;
+            weft_boot::auth::decode_hex("tcp-key", &String::from_utf8_lossy(&hex))?
         }
     };
     // Its own key, so no proof made for the point-to-point transport is one for this service.
@@ -952,21 +964,22 @@ fn start_net(
         .iter()
         .map(|ip| std::net::SocketAddr::new(*ip, service.port()).to_string())
         .collect();
-    store
-        .put(
-            &format!("rma/heap{k}/{me}"),
-            format!("{fingerprint:x};{}", addrs.join(",")).as_bytes(),
-        )
-        .map_err(|e| e.context(at("publishing its address")))?;
+    boot.put(
+        &format!("rma/heap{k}"),
+        format!("{fingerprint:x};{}", addrs.join(",")).as_bytes(),
+    )
+    .map_err(|e| e.context(at("publishing its address")))?;
+    boot.fence(timeout)
+        .map_err(|e| e.context(at("waiting for the other PEs' addresses")))?;
+    let remote: Vec<u32> = (0..npes)
+        .filter(|&pe| local_of_pe[pe as usize].is_none())
+        .collect();
+    let records = boot
+        .get_all(&remote, &format!("rma/heap{k}"), timeout)
+        .map_err(|e| e.context(at("reading the other PEs' addresses")))?;
     let mut peers = vec![Vec::new(); npes as usize];
     let mut fingerprints = vec![0u64; npes as usize];
-    for pe in 0..npes {
-        if local_of_pe[pe as usize].is_some() {
-            continue;
-        }
-        let rec = store
-            .get(&format!("rma/heap{k}/{pe}"), timeout)
-            .map_err(|e| e.context(at(&format!("waiting for PE {pe}'s address"))))?;
+    for (&pe, rec) in remote.iter().zip(records) {
         let rec = String::from_utf8_lossy(&rec);
         let (fp, list) = rec.split_once(';').ok_or_else(|| {
             Error::new(

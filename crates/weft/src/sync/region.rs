@@ -1,7 +1,8 @@
 //! Collective creation of a node-wide shared [`Region`] for the layers built on the runtime
-//! (the synchronisation engine, the symmetric heap): local rank 0 creates it, the others
-//! attach once the bootstrap store says it exists, and the creator unlinks the name when all
-//! have attached. Depends on the runtime's store and identity, not on what the region holds.
+//! (the synchronisation engine, the symmetric heap): local rank 0 creates it, every rank of
+//! the job fences through the bootstrap, the others attach, and once the region's attach
+//! count says all local ranks have mapped it the name is unlinked. Depends on the
+//! runtime's bootstrap and identity, not on what the region holds.
 
 use crate::Weft;
 use std::time::Duration;
@@ -10,8 +11,8 @@ use weft_core::{Error, ErrorKind, Result};
 use weft_transport::shm::heap::Region;
 
 /// Creates (local rank 0) or attaches (the others) the region `/weft-<job>-<node>-<what>`.
-/// Collective over the ranks of this node; `what` must be the same on all of them and
-/// unique within the job.
+/// Collective over every rank of the job (the bootstrap's fence is); `what` must be the same
+/// on all of them and unique within the job.
 pub(crate) fn node_region(weft: &Weft, what: &str, body_bytes: usize) -> Result<Region> {
     node_region_aligned(weft, what, body_bytes, 4096)
 }
@@ -42,35 +43,35 @@ pub(crate) fn node_region_aligned(
     let (me, n) = (weft.local_rank, weft.local_size);
     let rank = weft.world.rank();
     let timeout = Duration::from_secs(weft.config.boot_timeout_s);
-    let Some(store) = &weft.store else {
+    let Some(boot) = &weft.boot else {
         let r = Region::create_aligned(&name, 1, 0, body_bytes, align)?;
         r.unlink()?;
         return Ok(r);
     };
-    let ready = format!("{what}-ready/{}", weft.node_id);
-    let region = if me == 0 {
+    let mut guard = crate::startup::UnlinkGuard(None);
+    let created = if me == 0 {
+        if boot.backend() != weft_boot::Backend::Weft {
+            // A launcher's job name may come back after a crash left the region.
+            weft_transport::shm::segment::Segment::unlink(&name)?;
+        }
         let r = Region::create_aligned(&name, n, 0, body_bytes, align)
             .map_err(|e| e.context(format!("rank {rank}: creating {what}")))?;
-        // On any failure before everyone attached, the creator removes the name.
-        store.put(&ready, b"1").inspect_err(|_| drop(r.unlink()))?;
-        r
+        guard.0 = Some(name.clone());
+        Some(r)
     } else {
-        store
-            .get(&ready, timeout)
-            .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
-        Region::attach_aligned(&name, me, align)
-            .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?
+        None
     };
-    store
-        .barrier(&format!("{what}-attached/{}", weft.node_id), n, timeout)
-        .inspect_err(|_| {
-            if me == 0 {
-                drop(region.unlink());
-            }
-        })?;
-    if me == 0 {
-        region.unlink()?;
-    }
+    boot.fence(timeout)
+        .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
+    let region = match created {
+        Some(r) => r,
+        None => Region::attach_aligned(&name, me, align)
+            .map_err(|e| e.context(format!("rank {rank}: attaching {what}")))?,
+    };
+    crate::startup::wait_node(rank, what, || region.attached(), n, timeout)?;
+    // Whoever sees all attached first removes the name; the others find it gone.
+    region.unlink()?;
+    guard.0 = None;
     Ok(region)
 }
 

@@ -1,0 +1,24 @@
+//! Hierarchical k-nomial allreduce: a reduce to rank 0 up the hierarchical tree of
+//! `bcast::hier_knomial` (every node's ranks one subtree, one edge into each node), then a
+//! broadcast down the same tree. Children are combined in tree order: commutative
+//! operations only.
+
+use crate::coll::algo::bcast::hier_knomial::tree;
+use crate::coll::algo::bcast::knomial as knomial_bcast;
+use crate::coll::algo::reduce::knomial as knomial_reduce;
+use crate::coll::schedule::{Buf, Plan};
+use weft_core::Result;
+use weft_model::cost::CollModel;
+
+pub(crate) fn plan(rank: u32, nodes: &[u32], radix: u32, bytes: usize) -> Result<Plan> {
+    let mut p = Plan::new();
+    let t = tree(nodes, radix, 0)?;
+    knomial_reduce::build_on(&mut p, rank, nodes.len() as u32, 0, &t, bytes, Buf::Recv);
+    knomial_bcast::build_on(&mut p, rank, &t, Buf::Recv, bytes);
+    Ok(p)
+}
+
+/// The hierarchical reduce (combining on the way up), then the hierarchical broadcast.
+pub(crate) fn cost(m: &CollModel) -> f64 {
+    m.hier_fan(m.radix(), m.bytes(), m.gamma()) + m.hier_fan(m.radix(), m.bytes(), 0.0)
+}

@@ -1,0 +1,54 @@
+//! Hierarchical k-nomial broadcast: the k-nomial broadcast's schedule on
+//! `weft_model::tree::hierarchical_knomial` over the ranks' nodes — the minimum-height
+//! k-nomial tree in which every node's ranks form one subtree, so exactly one edge enters
+//! each node (seed 001 §3.3, ALGORITHMS.md §2). The hierarchical reduce and allreduce use
+//! the same tree ([`tree`]).
+
+use super::knomial as knomial_bcast;
+use crate::coll::schedule::{Buf, Plan};
+use weft_core::Result;
+use weft_model::cost::CollModel;
+use weft_model::tree::{hierarchical_knomial, GroupLevels, Tree};
+
+/// The tree over ranks whose node ids are `nodes` (one per communicator rank).
+pub(crate) fn tree(nodes: &[u32], radix: u32, root: u32) -> Result<Tree> {
+    let levels = GroupLevels::new(vec![nodes.to_vec()])?;
+    hierarchical_knomial(&levels, radix, None, root)
+}
+
+/// Broadcast of the first `bytes` of the receive buffer from `root`.
+pub(crate) fn plan(rank: u32, nodes: &[u32], root: u32, radix: u32, bytes: usize) -> Result<Plan> {
+    let mut p = Plan::new();
+    knomial_bcast::build_on(&mut p, rank, &tree(nodes, radix, root)?, Buf::Recv, bytes);
+    Ok(p)
+}
+
+/// A k-nomial fan-out across the node leaders, then inside the busiest node.
+pub(crate) fn cost(m: &CollModel) -> f64 {
+    m.hier_fan(m.radix(), m.bytes(), 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_model::tree::{inter_group_edges, knomial};
+
+    #[test]
+    fn one_edge_enters_each_node() {
+        // Ranks striped over 3 nodes: a plain k-nomial tree crosses nodes on most edges.
+        let nodes: Vec<u32> = (0..12).map(|r| r % 3).collect();
+        let levels = GroupLevels::new(vec![nodes.clone()]).unwrap();
+        for root in [0, 5] {
+            let t = tree(&nodes, 2, root).unwrap();
+            assert_eq!(inter_group_edges(&t, &levels), vec![2], "root {root}");
+            let plain = knomial(12, 2, root).unwrap();
+            assert!(inter_group_edges(&plain, &levels)[0] > 2);
+        }
+        // The plans follow the tree: every rank but the root receives exactly once.
+        let t = tree(&nodes, 2, 0).unwrap();
+        for r in 1..12 {
+            assert!(t.parent(r).is_some());
+        }
+        assert!(plan(3, &nodes, 0, 2, 64).is_ok());
+    }
+}
