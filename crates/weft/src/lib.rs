@@ -678,6 +678,15 @@ impl Weft {
         self.engine.borrow().tcp_refused()
     }
 
+    /// The bootstrap's fence, once this rank's queued network sends have left: a rank
+    /// blocked in a fence makes no progress, so a peer still waiting for one of its messages
+    /// (a UCX send whose endpoint is still being wired up, a TCP write behind a full socket)
+    /// would never reach the fence.
+    pub(crate) fn boot_fence(&self, boot: &dyn Boot, timeout: Duration) -> Result<()> {
+        self.engine.borrow_mut().drain(timeout);
+        boot.fence(timeout)
+    }
+
     /// The network transport this rank's peers beyond shared memory are reached by (`tcp`,
     /// `ucx`, ...), or None when it needs none.
     pub fn network_transport(&self) -> Option<&'static str> {
