@@ -441,6 +441,39 @@ fn rank_list(ranks: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_boot::{JobInfo, MemStore, StoreBoot};
+
+    #[test]
+    fn the_exchange_refuses_reads_before_the_fence() {
+        let boot = StoreBoot::new(
+            MemStore::new(),
+            JobInfo {
+                rank: 0,
+                size: 1,
+                launcher_job: "j".into(),
+                node_of: None,
+            },
+            "",
+        )
+        .unwrap();
+        let before = BootExchange {
+            boot: &boot,
+            timeout: Duration::from_secs(1),
+            fenced: false,
+        };
+        before.publish("ucx", b"addr").unwrap();
+        // Even a value that is there: a PMI back end could not answer before the fence.
+        let e = before.fetch(0, "ucx").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Internal);
+        assert!(e.to_string().contains("before the start-up fence"), "{e}");
+        boot.fence(Duration::from_secs(1)).unwrap();
+        let after = BootExchange {
+            fenced: true,
+            ..before
+        };
+        assert_eq!(after.fetch(0, "ucx").unwrap(), b"addr");
+        assert_eq!(after.fetch_all(&[0, 0], "ucx").unwrap().len(), 2);
+    }
 
     #[test]
     fn agreeing_ranks_pass_and_disagreeing_ones_are_named() {
