@@ -213,7 +213,7 @@ static REGISTRY: &[&dyn Transport] = &[
     &crate::ucx::UCX,
 ];
 
-/// Every transport weft knows ([`REGISTRY`]).
+/// Every transport weft knows (the `REGISTRY` of this module).
 pub fn registry() -> &'static [&'static dyn Transport] {
     REGISTRY
 }

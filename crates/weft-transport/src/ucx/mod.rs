@@ -3,7 +3,7 @@
 //! Built with the `ucx` cargo feature, weft loads libucp at run time (`WEFT_UCX_LIB`,
 //! default `libucp.so.0`): where the library is absent the lane is not offered and
 //! `weft info --transports` says why; built without the feature, the lane is listed as not
-//! built. [`link`] is the endpoint.
+//! built. `link` (built with the feature) is the endpoint.
 //!
 //! Lanes: with `UCX_NET_DEVICES` set, one per device listed; otherwise, when UCX is limited
 //! to its TCP transport (`UCX_TLS=tcp`) or the machine has no RDMA device
