@@ -418,24 +418,11 @@ pub(crate) fn check_same_transport(
     ))
 }
 
-/// `ranks` (ascending) as a short list: "rank 3", "ranks 0-2, 5".
+/// `ranks` (ascending) as a short list: "rank 3", "ranks 0-2,5".
 fn rank_list(ranks: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            ranks[i].to_string()
-        } else {
-            format!("{}-{}", ranks[i], ranks[j])
-        });
-        i = j + 1;
-    }
     let word = if ranks.len() == 1 { "rank" } else { "ranks" };
-    format!("{word} {}", parts.join(", "))
+    let numbers: Vec<usize> = ranks.iter().map(|&r| r as usize).collect();
+    format!("{word} {}", crate::bind::number_ranges(&numbers))
 }
 
 #[cfg(test)]
@@ -492,7 +479,7 @@ mod tests {
         let m = e.to_string();
         assert!(m.contains("rank 4:"), "{m}");
         assert!(m.contains("picks ucx"), "{m}");
-        assert!(m.contains("tcp at ranks 0-2, 5"), "{m}");
+        assert!(m.contains("tcp at ranks 0-2,5"), "{m}");
         assert!(m.contains("ofi at rank 6"), "{m}");
         assert!(!m.contains("3"), "rank 3 agrees: {m}");
     }
