@@ -455,6 +455,92 @@ fn stdio_is_tagged_and_segments_are_removed_on_every_host() {
     assert!(left.is_empty(), "segments left: {left:?}");
 }
 
+/// The launcher's window of stdin towards a rank on another host (weft-launch's
+/// `REMOTE_STDIN_WINDOW_BYTES`).
+const STDIN_WINDOW: u64 = 1 << 20;
+
+#[test]
+fn stdin_for_a_remote_rank_that_does_not_read_is_held_back_not_buffered() {
+    // One fake host: the agent runs here through `env`; its rank reads nothing until the
+    // test creates `go`, then counts what it gets.
+    let dir = std::env::temp_dir().join(format!("weft-stdin-window-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let go = dir.join("go");
+    /// Kills the launcher if the test fails first (its agent and rank follow it).
+    struct Launcher(Option<std::process::Child>);
+    impl Drop for Launcher {
+        fn drop(&mut self) {
+            if let Some(c) = self.0.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+    let mut child = Command::new(WEFT)
+        .args(["run", "--hosts", "fs:1", "--launcher", "env", "--timeout", "300"])
+        .args(["--stdin", "0", "sh", "-c"])
+        .arg("while [ ! -e \"$0\" ]; do sleep 0.01; done; exec wc -c")
+        .arg(&go)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run weft");
+    let input = child.stdin.take().unwrap();
+    let mut launcher = Launcher(Some(child));
+    // 16 MiB in 64 KiB blocks; `accepted` counts the blocks the launcher's stdin took.
+    const BLOCK: usize = 64 << 10;
+    const TOTAL: u64 = 16 << 20;
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut input = input;
+    let counter = accepted.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let block = vec![b'x'; BLOCK];
+        for _ in 0..TOTAL / BLOCK as u64 {
+            input.write_all(&block).expect("write the launcher's stdin");
+            counter.fetch_add(BLOCK as u64, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    // What the launcher may have taken while the rank reads nothing: its window, the chunk
+    // it read last, the rank's pipe and this test's pipe into the launcher (64 KiB each by
+    // default) and the block in flight; more means the input piles up somewhere.
+    let bound = STDIN_WINDOW + 512 * 1024;
+    let load = || accepted.load(std::sync::atomic::Ordering::SeqCst);
+    // The window lets at least STDIN_WINDOW through, so this wait ends; the deadline only
+    // catches a hang.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while load() < STDIN_WINDOW {
+        assert!(Instant::now() < deadline, "the launcher read {} bytes", load());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Keep offering input until the launcher takes none for a second. Whatever the timing,
+    // it must never have taken more than the bound: the check holds at every look.
+    let mut last = load();
+    let mut still_since = Instant::now();
+    while still_since.elapsed() < Duration::from_secs(1) {
+        let now = load();
+        assert!(
+            now <= bound,
+            "the launcher took {now} bytes of stdin for a rank that reads nothing \
+             (window {STDIN_WINDOW})"
+        );
+        if now != last {
+            (last, still_since) = (now, Instant::now());
+        }
+        assert!(Instant::now() < deadline + Duration::from_secs(60), "never settled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Now the rank reads: everything arrives, nothing lost.
+    std::fs::write(&go, b"").unwrap();
+    writer.join().unwrap();
+    let out = launcher.0.take().unwrap().wait_with_output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), TOTAL.to_string());
+}
+
 #[test]
 fn garbage_on_the_boot_and_agent_ports_is_refused_and_the_job_goes_on() {
     let Some(h) = Hosts::up('d', 2) else { return };
