@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use weft_boot::{client_from_env, Store, TcpStoreClient};
+use weft_boot::{client_from_env, Store};
 use weft_core::ErrorKind;
 use weft_launch::{run_job, shm_prefix, JobOutcome, JobSpec, OutputMode};
 
@@ -421,19 +421,35 @@ fn unauthenticated_connections_are_refused_while_ranks_work() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let addr = std::fs::read_to_string(&addr_file).unwrap();
-    use std::io::Write;
+    use std::io::{Read, Write};
+    // Each attack ends with the store closing the connection, which it does only after it
+    // reported the refusal: the test reads each to its end before the ranks go on, so all
+    // four are reported before the job can end (the launcher prints what it was told even
+    // after the ranks are gone). The 120 s read timeout only catches a store that never
+    // closes.
+    let closed_by_the_store = |mut c: std::net::TcpStream, what: &str| {
+        c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+        let mut rest = Vec::new();
+        let end = c.read_to_end(&mut rest);
+        assert!(end.is_ok(), "{what}: the store never closed: {end:?}");
+    };
     // No secret at all.
-    drop(std::net::TcpStream::connect(&addr).unwrap());
+    let s0 = std::net::TcpStream::connect(&addr).unwrap();
+    s0.shutdown(std::net::Shutdown::Write).unwrap();
+    closed_by_the_store(s0, "no secret");
     // A wrong secret.
-    let e = TcpStoreClient::connect(&addr, &[7u8; 32]).unwrap_err();
+    let mut s1 = std::net::TcpStream::connect(&addr).unwrap();
+    let e = weft_boot::auth::client_handshake(&mut s1, &[7u8; 32], &addr).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Auth, "{e}");
+    closed_by_the_store(s1, "wrong secret");
     // Garbage the length of a proof, then an oversized frame header and more junk.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.write_all(&[0x5a; 73]).unwrap();
+    closed_by_the_store(s, "garbage");
     let mut s2 = std::net::TcpStream::connect(&addr).unwrap();
     let _ = s2.write_all(&u32::MAX.to_be_bytes());
-    drop(s2);
-    std::thread::sleep(Duration::from_millis(200));
+    s2.shutdown(std::net::Shutdown::Write).unwrap();
+    closed_by_the_store(s2, "a frame header");
     std::fs::write(dir.join("go"), b"").unwrap();
 
     let o = job.join().unwrap().unwrap();
@@ -458,7 +474,6 @@ fn unauthenticated_connections_are_refused_while_ranks_work() {
     );
     assert!(refused.iter().any(|l| l.contains("(no secret)")), "{err}");
     assert!(refused.iter().any(|l| l.contains("bad greeting")), "{err}");
-    drop(s);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
