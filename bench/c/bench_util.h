@@ -38,6 +38,7 @@ static inline long bench_parse_bytes(const char *s) {
   if (end == s || v < 0) return -1;
   if (*end == 'K' || *end == 'k') v *= 1024, end++;
   else if (*end == 'M' || *end == 'm') v *= 1024 * 1024, end++;
+  else if (*end == 'G' || *end == 'g') v *= 1024L * 1024 * 1024, end++;
   if (*end == 'i') end++; /* accept KiB/MiB spellings */
   if (*end == 'B') end++;
   return *end == '\0' ? v : -1;

@@ -15,8 +15,8 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_IO_CB_BUFFER_BYTES",
         kind: KnobKind::Bytes,
-        default: "16M",
-        help: "bytes an aggregator reads or writes at a time in two-phase I/O (two such buffers, so communication of the next window overlaps the file access of this one); the hint cb_buffer_size overrides it per file",
+        default: "512K",
+        help: "bytes an aggregator reads or writes at a time in two-phase I/O (two such buffers, so communication of the next window overlaps the file access of this one); small enough that both stay in a core's cache (16M took 2-4x longer in bench/io_compare.sh's strided cells); on a parallel file system give at least its stripe size; the hint cb_buffer_size overrides it per file",
     },
     Knob {
         name: "WEFT_IO_AGGREGATORS_PER_NODE",

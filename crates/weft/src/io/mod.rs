@@ -136,30 +136,31 @@ pub struct Settings {
     pub striping_unit: Option<u64>,
 }
 
-fn knob_text(values: &KnobValues, name: &str, default: &str) -> String {
-    values.text(name).unwrap_or_else(|| default.to_string())
+/// A knob of [`knobs::KNOBS`] (each has a default there, so it always has a value).
+fn knob_text(values: &KnobValues, name: &str) -> String {
+    values
+        .text(name)
+        .unwrap_or_else(|| panic!("{name} is declared with a default in io::knobs"))
 }
 
 impl Settings {
     /// The knobs' values.
     pub fn from_values(values: &KnobValues) -> Result<Settings> {
-        let cb = match knob_text(values, "WEFT_IO_CB", "auto").as_str() {
+        let cb = match knob_text(values, "WEFT_IO_CB").as_str() {
             "enable" => CbMode::Enable,
             "disable" => CbMode::Disable,
             _ => CbMode::Auto,
         };
-        let bytes = |name: &str, default: &str| {
-            weft_core::units::parse_bytes(&knob_text(values, name, default))
-        };
-        let cb_buffer_bytes = bytes("WEFT_IO_CB_BUFFER_BYTES", "16M")?;
+        let bytes = |name: &str| weft_core::units::parse_bytes(&knob_text(values, name));
+        let cb_buffer_bytes = bytes("WEFT_IO_CB_BUFFER_BYTES")?;
         if cb_buffer_bytes == 0 {
             return Err(Error::new(
                 ErrorKind::Config,
                 "WEFT_IO_CB_BUFFER_BYTES=0: the collective buffer needs at least one byte",
             ));
         }
-        let sieve = bytes("WEFT_IO_SIEVE_BYTES", "4M")?;
-        let per_node = knob_text(values, "WEFT_IO_AGGREGATORS_PER_NODE", "4")
+        let sieve = bytes("WEFT_IO_SIEVE_BYTES")?;
+        let per_node = knob_text(values, "WEFT_IO_AGGREGATORS_PER_NODE")
             .parse::<u32>()
             .ok()
             .filter(|&n| n > 0)
