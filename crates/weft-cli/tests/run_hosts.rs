@@ -483,7 +483,15 @@ fn stdin_for_a_remote_rank_that_does_not_read_is_held_back_not_buffered() {
         }
     }
     let mut child = Command::new(WEFT)
-        .args(["run", "--hosts", "fs:1", "--launcher", "env", "--timeout", "300"])
+        .args([
+            "run",
+            "--hosts",
+            "fs:1",
+            "--launcher",
+            "env",
+            "--timeout",
+            "300",
+        ])
         .args(["--stdin", "0", "sh", "-c"])
         .arg("while [ ! -e \"$0\" ]; do sleep 0.01; done; exec wc -c")
         .arg(&go)
@@ -517,7 +525,11 @@ fn stdin_for_a_remote_rank_that_does_not_read_is_held_back_not_buffered() {
     // catches a hang.
     let deadline = Instant::now() + Duration::from_secs(120);
     while load() < STDIN_WINDOW {
-        assert!(Instant::now() < deadline, "the launcher read {} bytes", load());
+        assert!(
+            Instant::now() < deadline,
+            "the launcher read {} bytes",
+            load()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     // Keep offering input until the launcher takes none for a second. Whatever the timing,
@@ -534,7 +546,10 @@ fn stdin_for_a_remote_rank_that_does_not_read_is_held_back_not_buffered() {
         if now != last {
             (last, still_since) = (now, Instant::now());
         }
-        assert!(Instant::now() < deadline + Duration::from_secs(60), "never settled");
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(60),
+            "never settled"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     // Now the rank reads: everything arrives, nothing lost.
