@@ -199,12 +199,14 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
     sweep_stale_segments(false, SWEEP_MIN_AGE);
     let commands = spawn_reader(&stream)?;
     let signals = SignalWatch::start();
+    let (input_taken_tx, input_taken) = channel();
     let mut agent = Agent {
         stream,
         set: RankSet::default(),
         broken: false,
         feeders: Vec::new(),
-        input_taken: channel(),
+        input_taken_tx,
+        input_taken,
     };
     agent.start_ranks(program, args, env, &ranks, &encode_secret(&secret));
     let why = agent.watch(&commands, &signals);
@@ -290,8 +292,10 @@ struct Agent {
     broken: bool,
     /// The stdin pipes of this host's ranks that read the launcher's stdin, by rank.
     feeders: Vec<(u32, PipeFeeder)>,
-    /// Bytes of input the feeders wrote (rank, bytes), reported to the launcher.
-    input_taken: (Sender<(u32, usize)>, Receiver<(u32, usize)>),
+    /// Where the feeders report the bytes of input they wrote, as (rank, bytes)...
+    input_taken_tx: Sender<(u32, usize)>,
+    /// ...which the agent reports to the launcher.
+    input_taken: Receiver<(u32, usize)>,
 }
 
 impl Agent {
@@ -373,7 +377,7 @@ impl Agent {
                         let feeder = PipeFeeder::start(
                             rank,
                             std::fs::File::from(fd),
-                            self.input_taken.0.clone(),
+                            self.input_taken_tx.clone(),
                         );
                         self.feeders.push((rank, feeder));
                     }
@@ -404,7 +408,7 @@ impl Agent {
             for m in &out {
                 self.send(m);
             }
-            while let Ok((rank, bytes)) = self.input_taken.1.try_recv() {
+            while let Ok((rank, bytes)) = self.input_taken.try_recv() {
                 // A chunk is at most 64 KiB.
                 let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
                 self.send(&FromAgent::InputTaken { rank, bytes });
