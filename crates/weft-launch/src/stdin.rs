@@ -6,9 +6,9 @@
 //! launcher's input the pipes are closed, so a rank reading stdin sees end of file; a rank
 //! that exits without reading all of it only stops receiving. A rank that does not read
 //! holds the input back rather than letting it pile up: a local rank's full pipe blocks
-//! the reading thread, and towards other hosts a credit window
-//! ([`REMOTE_STDIN_WINDOW_BYTES`]) stops the launcher reading while a rank is that far
-//! behind.
+//! the reading thread, and towards other hosts a credit window of 1 MiB per rank (the
+//! agents report what went into the pipes) stops the launcher reading while a rank is that
+//! far behind.
 //!
 //! A launcher started in the background of a terminal does not read it (that would stop the
 //! launcher): its ranks see end of file at once, as a shell's background job would.
