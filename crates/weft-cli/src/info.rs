@@ -73,7 +73,18 @@ pub fn run(args: InfoArgs) -> i32 {
         cores
     );
     print_bootstrap();
-    println!("transports:  shm (same node), tcp (other nodes); `weft info --transports` scores the lanes");
+    let offered: Vec<String> = weft::lanes::transports(&config)
+        .into_iter()
+        .map(|t| match (t.offered, t.allowed) {
+            (Err(_), _) => format!("{} (not offered)", t.name),
+            (Ok(()), true) => t.name.to_string(),
+            (Ok(()), false) => format!("{} (not in WEFT_TRANSPORTS)", t.name),
+        })
+        .collect();
+    println!(
+        "transports:  {}; `weft info --transports` gives the lanes, their figures and the choice",
+        offered.join(", ")
+    );
     println!(
         "  shm rings:   {} bytes per peer pair at first (eager limit {} bytes), {} bytes for up to {} peers past {} bytes of traffic (eager limit {} bytes)",
         config.shm_small_ring_bytes,

@@ -1,1 +1,4 @@
-//! Multi-process integration tests of weft; see tests/.
+//! Multi-process integration tests of weft; see tests/. This library holds what they share:
+//! namespace test hosts ([`hosts`]).
+
+pub mod hosts;

@@ -77,6 +77,18 @@ pub static KNOBS: &[Knob] = &[
         help: "progress calls between two epoll polls while shared-memory peers exist too (TCP work pending polls every call)",
     },
     Knob {
+        name: "WEFT_UCX_LIB",
+        kind: KnobKind::Text,
+        default: "libucp.so.0",
+        help: "the UCX library the ucx transport loads at run time (a name the dynamic loader searches for, or a path); where it does not load, the ucx lane is not offered and weft info --transports says why",
+    },
+    Knob {
+        name: "WEFT_UCX_EAGER_BYTES",
+        kind: KnobKind::Bytes,
+        default: "64K",
+        help: "largest message the ucx transport sends eagerly (copied into a send slot); larger and synchronous ones go by UCX's rendezvous into the matched receive buffer",
+    },
+    Knob {
         name: "WEFT_MAX_FAST_PEERS",
         kind: KnobKind::Uint,
         default: "8",

@@ -66,25 +66,30 @@ fn cpu_in(
 /// The CPUs this process could use before anything was pinned, as a list (`0-3,6`).
 pub(crate) fn allowed_cpus_text() -> String {
     let cpus = allowed_cpus();
+    if cpus.is_empty() {
+        "unknown".into()
+    } else {
+        number_ranges(cpus)
+    }
+}
+
+/// Ascending numbers as a list of ranges: `0-3,6`.
+pub(crate) fn number_ranges(sorted: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
-    while i < cpus.len() {
+    while i < sorted.len() {
         let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
             j += 1;
         }
         parts.push(if i == j {
-            cpus[i].to_string()
+            sorted[i].to_string()
         } else {
-            format!("{}-{}", cpus[i], cpus[j])
+            format!("{}-{}", sorted[i], sorted[j])
         });
         i = j + 1;
     }
-    if parts.is_empty() {
-        "unknown".into()
-    } else {
-        parts.join(",")
-    }
+    parts.join(",")
 }
 
 /// Pins the calling process (its calling thread, and the threads it starts later) to `cpu`.

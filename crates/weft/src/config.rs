@@ -73,7 +73,8 @@ pub struct Config {
     /// How often a rank under a foreign launcher checks its neighbour is alive, in ms (0:
     /// never).
     pub liveness_ms: u64,
-    /// Transports allowed (`WEFT_TRANSPORTS`); without shm every peer goes over TCP.
+    /// Transports allowed (`WEFT_TRANSPORTS`; cma comes with shm); without shm every peer goes
+    /// over a network transport.
     pub transports: Vec<TransportKind>,
     /// Largest message sent whole over TCP.
     pub tcp_eager_bytes: usize,
@@ -253,18 +254,26 @@ impl Config {
             _ => BindMode::Auto,
         };
         let mut transports = Vec::new();
-        let spec = values
-            .text("WEFT_TRANSPORTS")
-            .unwrap_or_else(|| "shm,tcp".into());
+        let spec = values.text("WEFT_TRANSPORTS").unwrap_or_default();
+        let known = || {
+            weft_transport::transport::registry()
+                .iter()
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            match TransportKind::parse(name) {
-                Some(t) if !transports.contains(&t) => transports.push(t),
+            match weft_transport::transport::find(name) {
+                Some(t) if !transports.contains(&TransportKind(t.name())) => {
+                    transports.push(TransportKind(t.name()))
+                }
                 Some(_) => {}
                 None => {
                     return Err(Error::new(
                         ErrorKind::Config,
                         format!(
-                            "WEFT_TRANSPORTS={spec}: unknown transport {name:?} (known: shm, tcp)"
+                            "WEFT_TRANSPORTS={spec}: unknown transport {name:?} (known: {})",
+                            known()
                         ),
                     ))
                 }
@@ -273,8 +282,31 @@ impl Config {
         if transports.is_empty() {
             return Err(Error::new(
                 ErrorKind::Config,
-                format!("WEFT_TRANSPORTS={spec:?}: name at least one of shm, tcp"),
+                format!("WEFT_TRANSPORTS={spec:?}: name at least one of {}", known()),
             ));
+        }
+        // CMA is the shared-memory protocol's single copy: it comes with shm (WEFT_SHM_CMA
+        // turns it off) and means nothing without it.
+        match (
+            transports.contains(&TransportKind::SHM),
+            transports.contains(&TransportKind::CMA),
+        ) {
+            (true, false) => {
+                let at = transports
+                    .iter()
+                    .position(|t| *t == TransportKind::SHM)
+                    .unwrap_or(0);
+                transports.insert(at + 1, TransportKind::CMA);
+            }
+            (false, true) => {
+                return Err(Error::new(
+                    ErrorKind::Config,
+                    format!(
+                        "WEFT_TRANSPORTS={spec}: cma is shared memory's single copy and needs shm"
+                    ),
+                ))
+            }
+            _ => {}
         }
         let tcp_eager = values.bytes("WEFT_TCP_EAGER_BYTES").unwrap_or(65536);
         let tcp_frag = values.bytes("WEFT_TCP_FRAGMENT_BYTES").unwrap_or(262144);
@@ -420,10 +452,22 @@ mod tests {
     }
 
     #[test]
-    fn transports_default_to_both() {
+    fn transports_default_to_shared_memory_and_tcp() {
         let c = Config::from_vars(&[]).unwrap();
-        assert_eq!(c.transports, vec![TransportKind::Shm, TransportKind::Tcp]);
+        assert_eq!(
+            c.transports,
+            vec![TransportKind::SHM, TransportKind::CMA, TransportKind::TCP]
+        );
         let c = Config::from_vars(&[("WEFT_TRANSPORTS", "tcp")]).unwrap();
-        assert_eq!(c.transports, vec![TransportKind::Tcp]);
+        assert_eq!(c.transports, vec![TransportKind::TCP]);
+        let c = Config::from_vars(&[("WEFT_TRANSPORTS", "ucx,shm")]).unwrap();
+        assert_eq!(
+            c.transports,
+            vec![TransportKind::UCX, TransportKind::SHM, TransportKind::CMA]
+        );
+        let e = Config::from_vars(&[("WEFT_TRANSPORTS", "cma,tcp")]).unwrap_err();
+        assert!(e.message().contains("needs shm"), "{e}");
+        let e = Config::from_vars(&[("WEFT_TRANSPORTS", "shm,ib")]).unwrap_err();
+        assert!(e.message().contains("known: shm, cma, tcp, ucx"), "{e}");
     }
 }

@@ -43,8 +43,14 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_TRANSPORTS",
         kind: KnobKind::Text,
-        default: "shm,tcp",
-        help: "transports a rank may use, comma-separated: shm (same node), tcp (any node); tcp alone forces TCP between ranks of one node too",
+        default: "shm,cma,tcp",
+        help: "transports a rank may use, comma-separated (weft info --transports lists them): shm (same node; cma, its single copy, comes with it), tcp, ucx (any node; a weft built with the ucx feature, where libucp loads); the lane choice scores those allowed; leaving out shm sends ranks of one node over the network too",
+    },
+    Knob {
+        name: "WEFT_LANE_FILE",
+        kind: KnobKind::Text,
+        default: "",
+        help: "TOML file of lane figures ([[lane]] transport, optional device, latency_us, overhead_us, dedicated_gbytes_per_s, shared_gbytes_per_s, registration_ns_per_byte) that replace the transports' own (weft info --transports shows where each lane's figures came from)",
     },
     Knob {
         name: "WEFT_MAX_RAILS",

@@ -28,6 +28,7 @@ pub mod dtype;
 mod engine;
 pub mod io;
 pub mod knobs;
+pub mod lanes;
 pub mod matching;
 mod p2p;
 pub mod raw;
@@ -49,10 +50,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_boot::{Backend, Boot, JobInfo, Store, StoreBoot};
-use weft_model::lanes::{self, LaneDesc, LanePolicy, PeerKind, TransportKind};
+use weft_model::lanes::{LaneDesc, LanePolicy, TransportKind};
 use weft_transport::shm::heap::Region;
 use weft_transport::shm::ShmNode;
-use weft_transport::tcp::{self, Endpoint, TcpConfig};
 
 /// An initialised weft process: the world and self communicators and the progress engine.
 /// One per process (per thread in in-process tests); not `Send`.
@@ -254,8 +254,9 @@ struct Start {
 
 /// Brings a rank up: the node map (from the launcher, or exchanged), the node's segment
 /// (created by local rank 0 before a fence, mapped by the others after it, unlinked once all
-/// have mapped it), TCP addresses, the engine. A job whose launcher knows the node map and
-/// has a job secret needs one fence; exchanging node names or the TCP key adds one each.
+/// have mapped it), the network endpoint (each rank publishes its records before the fence,
+/// reads its peers' after it), the engine. A job whose launcher knows the node map and has a
+/// job secret needs one fence; exchanging node names or the network key adds one each.
 fn start(st: Start, config: Config) -> Result<Weft> {
     let Start {
         rank,
@@ -276,8 +277,8 @@ fn start(st: Start, config: Config) -> Result<Weft> {
                 my_local: 0,
                 shm: None,
                 node_of: vec![0],
-                tcp: None,
-                tcp_local: !config.transports.contains(&TransportKind::Shm),
+                net: None,
+                net_local: !config.transports.contains(&TransportKind::SHM),
             },
             None,
             None,
@@ -327,9 +328,8 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         })
     };
     let foreign = boot.backend() != Backend::Weft;
-    let use_shm = config.transports.contains(&TransportKind::Shm);
-    let tcp_local = !use_shm;
-    let tcp_needed = size > 1 && (tcp_local || local_size < size);
+    let use_shm = config.transports.contains(&TransportKind::SHM);
+    let net_local = !use_shm;
     // Forced TCP (WEFT_TRANSPORTS without shm) makes no segment: nothing, not even a
     // collective, may then go through shared memory.
     let shm_here = use_shm && local_size > 1;
@@ -365,36 +365,47 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             live_guard.0 = Some(live_name.clone());
         }
     }
-    // TCP: which peers it serves follows from the lane choice, the same on every rank.
-    let tcp_plan = if tcp_needed {
-        tcp_rails(rank, size, &config, local_size)?
-    } else {
-        None
+    // The network: its transport and the peers it serves follow from the lane choice, which
+    // every rank makes alone; the fence below lets each check the others made the same.
+    let placement = lanes::Placement {
+        rank,
+        size,
+        node_of: &node_of,
+        local_size,
     };
-    let mut endpoint = None;
-    if let (Some(plan), Some(key)) = (&tcp_plan, &config.job_secret) {
-        endpoint = Some(open_tcp(
-            rank,
-            size,
-            &config,
-            boot,
-            &node_of,
-            plan,
-            key.clone(),
-        )?);
+    let net_plan = lanes::plan_network(&placement, &config)?;
+    let net_needed = net_plan.is_some();
+    let mut net_plan = net_plan;
+    let mut opening = None;
+    if let Some(key) = &config.job_secret {
+        if let Some(plan) = net_plan.take() {
+            opening = Some(lanes::open_network(
+                plan,
+                &placement,
+                &config,
+                boot.as_ref(),
+                key.clone(),
+            )?);
+        }
     }
-    if shared_node || tcp_needed {
+    if shared_node || net_needed {
         boot.fence(timeout)
             .map_err(at("waiting for the node segments and addresses".into()))?;
     }
-    if let (Some(plan), None) = (&tcp_plan, &endpoint) {
+    if let Some(plan) = net_plan {
         let hex = boot
             .get(0, "tcp-key", timeout)
-            .map_err(at("reading the TCP key".into()))?;
+            .map_err(at("reading the network key".into()))?;
         let key = weft_boot::auth::decode_hex("tcp-key", &String::from_utf8_lossy(&hex))?;
-        endpoint = Some(open_tcp(rank, size, &config, boot, &node_of, plan, key)?);
+        opening = Some(lanes::open_network(
+            plan,
+            &placement,
+            &config,
+            boot.as_ref(),
+            key,
+        )?);
         boot.fence(timeout)
-            .map_err(at("exchanging TCP addresses".into()))?;
+            .map_err(at("exchanging network addresses".into()))?;
     }
     let shm = if shm_here {
         let node = match created {
@@ -424,14 +435,9 @@ fn start(st: Start, config: Config) -> Result<Weft> {
     } else {
         None
     };
-    let tcp = match (endpoint, &tcp_plan) {
-        (Some(mut ep), Some(plan)) => {
-            tcp_peers(
-                rank, size, boot, &node_of, tcp_local, plan, &mut ep, timeout,
-            )?;
-            Some(ep)
-        }
-        _ => None,
+    let net = match opening {
+        Some(o) => Some(o.connect(&placement, &config, boot.as_ref())?),
+        None => None,
     };
     let watch = match live {
         Some(region) => Some(startup::Watch::start(
@@ -454,8 +460,8 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             my_local,
             shm,
             node_of,
-            tcp,
-            tcp_local,
+            net,
+            net_local,
         },
         Some(Arc::clone(boot)),
         watch,
@@ -497,242 +503,18 @@ fn finish_start(
     })
 }
 
-/// The TCP lanes of this job: how many rails to other nodes and the local address each
-/// leaves from. `None` when the lane choice gives TCP nothing to do.
-struct TcpPlan {
-    rails: u32,
-    rail_sources: Vec<std::net::IpAddr>,
-}
-
-fn tcp_rails(rank: u32, size: u32, config: &Config, local_size: u32) -> Result<Option<TcpPlan>> {
-    let tcp_local = !config.transports.contains(&TransportKind::Shm);
-    let ppn = local_size;
-    // The lane choice decides which peers TCP serves; it is the same on every rank.
-    let (lanes, lane_ips) = lanes_with_addresses(config)?;
-    let policy = lane_policy(config);
-    let kinds: &[bool] = if local_size < size {
-        &[true, false]
-    } else {
-        &[true]
-    };
-    let mut rails = 1;
-    let mut rail_sources = Vec::new();
-    for &same_node in kinds {
-        let c = lanes::choose(&lanes, PeerKind { same_node, ppn }, &policy)
-            .map_err(|e| e.context(format!("rank {rank}: choosing transports")))?;
-        if !same_node {
-            rails = c.large.len() as u32;
-            // Each rail leaves from its lane's interface (see TcpConfig::rail_sources).
-            rail_sources = c.large.iter().filter_map(|&l| lane_ips[l]).collect();
-            if rail_sources.len() != c.large.len() {
-                rail_sources.clear();
-            }
-        }
-        let tcp_chosen = lanes[c.small].transport == TransportKind::Tcp;
-        if same_node && tcp_chosen != tcp_local {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                format!(
-                    "rank {rank}: lane choice for same-node peers disagrees with WEFT_TRANSPORTS"
-                ),
-            ));
-        }
-    }
-    if !config.transports.contains(&TransportKind::Tcp) {
-        return Ok(None);
-    }
-    Ok(Some(TcpPlan {
-        rails,
-        rail_sources,
-    }))
-}
-
-/// Opens this rank's TCP endpoint and publishes its addresses (visible after the next fence).
-fn open_tcp(
-    rank: u32,
-    size: u32,
-    config: &Config,
-    boot: &Arc<dyn Boot>,
-    node_of: &[u32],
-    plan: &TcpPlan,
-    key: Vec<u8>,
-) -> Result<Endpoint> {
-    let at = |what: &str| format!("rank {rank}: {what}");
-    let only_local = node_of.iter().all(|&n| n == node_of[rank as usize]);
-    let ep = Endpoint::bind(TcpConfig {
-        rank,
-        size,
-        key,
-        limits: tcp::frame::Limits {
-            eager_bytes: config.tcp_eager_bytes as u32,
-            fragment_bytes: config.tcp_fragment_bytes as u32,
-        },
-        // A job on one node (forced TCP) needs loopback only.
-        bind_ip: if only_local && config.tcp_interfaces.is_empty() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        },
-        interfaces: config.tcp_interfaces.clone(),
-        small_fragment_bytes: config.tcp_small_fragment_bytes() as u32,
-        max_fast_peers: config.max_fast_peers,
-        fast_after_bytes: config.fast_peer_bytes,
-        rails: plan.rails,
-        rail_sources: plan.rail_sources.clone(),
-    })
-    .map_err(|e| e.context(at("TCP")))?;
-    boot.put("tcp", ep.address_record().as_bytes())
-        .map_err(|e| e.context(at("publishing the TCP address")))?;
-    Ok(ep)
-}
-
-/// Reads the addresses of the peers this rank reaches over TCP (same-node peers first try
-/// loopback), all at once.
-#[allow(clippy::too_many_arguments)]
-fn tcp_peers(
-    rank: u32,
-    size: u32,
-    boot: &Arc<dyn Boot>,
-    node_of: &[u32],
-    tcp_local: bool,
-    plan: &TcpPlan,
-    ep: &mut Endpoint,
-    timeout: Duration,
-) -> Result<()> {
-    let peers: Vec<u32> = (0..size)
-        .filter(|&r| r != rank && (tcp_local || node_of[r as usize] != node_of[rank as usize]))
-        .collect();
-    let records = boot
-        .get_all(&peers, "tcp", timeout)
-        .map_err(|e| e.context(format!("rank {rank}: reading the peers' TCP addresses")))?;
-    for (&r, rec) in peers.iter().zip(records) {
-        let same = node_of[r as usize] == node_of[rank as usize];
-        let mut addrs = tcp::parse_addresses(r, &String::from_utf8_lossy(&rec))?;
-        if same {
-            let port = addrs.first().map(|a| a.port()).unwrap_or(0);
-            addrs.insert(0, (std::net::Ipv4Addr::LOCALHOST, port).into());
-            addrs.dedup();
-        } else if let Some(&src) = plan.rail_sources.first() {
-            // The main connection goes over the first lane chosen, not the first address
-            // the peer happened to publish.
-            tcp::order_for_source(&mut addrs, src);
-        }
-        ep.set_peer_addresses(r, addrs);
-    }
-    Ok(())
-}
-
-/// The lanes this process could use, as each transport describes itself: shared memory
-/// (copy bandwidth mostly dedicated to each process) and TCP over each interface (NIC
-/// bandwidth shared by the node's processes; loopback is a memory copy through the kernel).
-/// NIC speed and NUMA node come from /sys when the machine says; the figures are defaults
-/// for the model, not measurements.
+/// The lanes this process could use, as each transport describes itself (with the lane
+/// file's figures over them), in the model's terms: what the lane choice scores.
 pub fn lane_candidates(config: &Config) -> Result<Vec<LaneDesc>> {
-    Ok(lanes_with_addresses(config)?.0)
-}
-
-/// [`lane_candidates`], with each lane's local address (None for shared memory).
-fn lanes_with_addresses(config: &Config) -> Result<(Vec<LaneDesc>, Vec<Option<std::net::IpAddr>>)> {
-    let mut ips = vec![None];
-    let mut lanes = vec![LaneDesc {
-        name: "shm".into(),
-        transport: TransportKind::Shm,
-        latency_ns: 300.0,
-        overhead_ns: 100.0,
-        registration_ns_per_byte: 0.0,
-        dedicated_bytes_per_s: 8e9,
-        shared_bytes_per_s: 0.0,
-        reach: lanes::Reach::SameNode,
-        single_copy: config.cma != config::CmaMode::Off,
-        numa_near: None,
-    }];
-    let my_numa = current_numa_node();
-    let ifaces = interface_addresses(&config.tcp_interfaces)?;
-    // Loopback reaches only this host; on a machine without a network interface every peer
-    // it can reach at all (ranks given other node ids) is on this host, so it reaches them.
-    let has_nic = ifaces.iter().any(|(_, ip)| !ip.is_loopback());
-    for (iface, ip) in ifaces {
-        ips.push(Some(ip));
-        let loopback = ip.is_loopback();
-        let speed_mbit = std::fs::read_to_string(format!("/sys/class/net/{iface}/speed"))
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok())
-            .filter(|&s| s > 0.0);
-        let numa = std::fs::read_to_string(format!("/sys/class/net/{iface}/device/numa_node"))
-            .ok()
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .filter(|&n| n >= 0);
-        lanes.push(LaneDesc {
-            name: format!("tcp:{iface}({ip})"),
-            transport: TransportKind::Tcp,
-            latency_ns: if loopback { 12_000.0 } else { 25_000.0 },
-            overhead_ns: 2_000.0,
-            registration_ns_per_byte: 0.0,
-            dedicated_bytes_per_s: if loopback { 3e9 } else { 0.0 },
-            // Without a reported speed assume 10 Gbit/s.
-            shared_bytes_per_s: if loopback {
-                0.0
-            } else {
-                speed_mbit.unwrap_or(10_000.0) * 1e6 / 8.0
-            },
-            reach: if loopback && has_nic {
-                lanes::Reach::SameNode
-            } else {
-                lanes::Reach::AnyNode
-            },
-            single_copy: false,
-            numa_near: match (numa, my_numa) {
-                (Some(n), Some(m)) => Some(n == m),
-                _ => None,
-            },
-        });
-    }
-    Ok((lanes, ips))
+    Ok(lanes::candidates(config, false)?
+        .iter()
+        .map(lanes::to_model)
+        .collect())
 }
 
 /// The lane policy the knobs describe.
 pub fn lane_policy(config: &Config) -> LanePolicy {
-    LanePolicy {
-        allowed: config.transports.clone(),
-        max_rails: config.max_rails,
-        stripe_threshold_bytes: config.stripe_bytes,
-    }
-}
-
-/// (interface, address) pairs TCP would publish, following `WEFT_TCP_IFACES`.
-fn interface_addresses(only: &[String]) -> Result<Vec<(String, std::net::IpAddr)>> {
-    let ips = tcp::local_addresses(only)?;
-    let names = tcp::interface_names();
-    Ok(ips
-        .into_iter()
-        .map(|ip| {
-            let name = names
-                .iter()
-                .find(|(_, a)| *a == ip)
-                .map(|(n, _)| n.clone())
-                .unwrap_or_else(|| ip.to_string());
-            (name, ip)
-        })
-        .collect())
-}
-
-/// The NUMA node of the CPU this process runs on, when the machine says.
-fn current_numa_node() -> Option<i64> {
-    // SAFETY: sched_getcpu takes no arguments.
-    let cpu = unsafe { libc::sched_getcpu() };
-    if cpu < 0 {
-        return None;
-    }
-    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .strip_prefix("node")?
-                .parse()
-                .ok()
-        })
-        .next()
+    lanes::policy(config)
 }
 
 impl Weft {
@@ -894,6 +676,21 @@ impl Weft {
     /// Inbound TCP connections this rank dropped because they did not prove the job key.
     pub fn tcp_refused(&self) -> u64 {
         self.engine.borrow().tcp_refused()
+    }
+
+    /// The bootstrap's fence, once this rank's queued network sends have left: a rank
+    /// blocked in a fence makes no progress, so a peer still waiting for one of its messages
+    /// (a UCX send whose endpoint is still being wired up, a TCP write behind a full socket)
+    /// would never reach the fence.
+    pub(crate) fn boot_fence(&self, boot: &dyn Boot, timeout: Duration) -> Result<()> {
+        self.engine.borrow_mut().drain(timeout);
+        boot.fence(timeout)
+    }
+
+    /// The network transport this rank's peers beyond shared memory are reached by (`tcp`,
+    /// `ucx`, ...), or None when it needs none.
+    pub fn network_transport(&self) -> Option<&'static str> {
+        self.engine.borrow().net_transport()
     }
 
     /// Waits for every rank to reach finalize, then shuts down (MPI_Finalize).

@@ -1,5 +1,5 @@
 //! Synchronous sends (MPI_Ssend): a send of any size completes only once the receiver has
-//! matched it, over shared memory (CMA or copies) and over TCP.
+//! matched it, over shared memory (CMA or copies), over TCP and (with the `ucx` feature) UCX.
 
 mod common;
 
@@ -49,6 +49,12 @@ fn ssend_over_shared_memory_without_cma() {
 #[test]
 fn ssend_over_tcp() {
     ssend_waits_for_the_receive(&[("WEFT_TRANSPORTS", "tcp")]);
+}
+
+#[cfg(feature = "ucx")]
+#[test]
+fn ssend_over_ucx() {
+    ssend_waits_for_the_receive(&[("WEFT_TRANSPORTS", "ucx")]);
 }
 
 #[test]

@@ -23,6 +23,21 @@ fn main() {
         "die-mid-exchange" => die_mid_exchange(&world),
         "dead-peer-error" => dead_peer_error(&world),
         "collectives" => collectives(&world),
+        "rails" => exchange(&world, &[]).map(|()| {
+            println!(
+                "rank {} striped {}",
+                world.rank(),
+                weft.tcp_striped_fragments()
+            )
+        }),
+        "transport" => {
+            println!(
+                "rank {} network {}",
+                world.rank(),
+                weft.network_transport().unwrap_or("none")
+            );
+            Ok(())
+        }
         "traffic" => traffic(&world, &args[1..]),
         "info" => {
             let (lr, ls) = weft.local();

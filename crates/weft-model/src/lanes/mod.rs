@@ -1,13 +1,15 @@
 //! Lane scoring (ALGORITHMS.md §5): which transports carry traffic to a peer, as a pure
 //! function of what each transport declares about itself and where the peer is (TCP over
-//! loopback declares itself a same-node lane).
+//! loopback declares itself a same-node lane, and a network one).
 //!
 //! A lane is one way to reach a peer (shared memory, TCP over one interface, ...). Its score
 //! is the effective bandwidth of a 256 KiB transfer, `size / time` with
 //! `time = latency + overhead + registration_ns_per_byte·size + size / b` and the per-process
 //! bandwidth `b = dedicated + shared / ppn` (a NIC is shared by the node's processes, a memory
-//! copy mostly is not). Same-node peers use same-node lanes only, unless the allowed
-//! transports exclude them (forcing TCP for a comparison); other peers use network lanes.
+//! copy mostly is not). Same-node peers use the node's memory (lanes that are not a
+//! network's) only, unless the allowed transports exclude them (forcing TCP for a
+//! comparison); other peers use network lanes. The figures are data: each transport
+//! reports its own (`weft-transport`), this module only scores them.
 //! Small messages take the lane with the lowest fixed cost; messages of at least
 //! `stripe_threshold_bytes` are striped over up to `max_rails` lanes whose bandwidth is at
 //! least a quarter of the best, lanes known to sit on another NUMA node than the process
@@ -18,31 +20,24 @@ use weft_core::{Error, ErrorKind, Result};
 /// Size at which lanes are scored (seed 000).
 pub const SCORE_BYTES: u64 = 256 * 1024;
 
-/// The transport behind a lane.
+/// The transport behind a lane, by the name it has in `WEFT_TRANSPORTS` (the transports
+/// themselves are registered in `weft-transport`; the model only compares names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TransportKind {
-    /// Shared memory (rings and single-copy CMA).
-    Shm,
-    /// TCP sockets.
-    Tcp,
-}
+pub struct TransportKind(pub &'static str);
 
 impl TransportKind {
+    /// Shared memory.
+    pub const SHM: TransportKind = TransportKind("shm");
+    /// Cross Memory Attach (single copy between the processes of a node).
+    pub const CMA: TransportKind = TransportKind("cma");
+    /// weft's TCP protocol.
+    pub const TCP: TransportKind = TransportKind("tcp");
+    /// UCX.
+    pub const UCX: TransportKind = TransportKind("ucx");
+
     /// The name used in `WEFT_TRANSPORTS`.
     pub fn name(self) -> &'static str {
-        match self {
-            TransportKind::Shm => "shm",
-            TransportKind::Tcp => "tcp",
-        }
-    }
-
-    /// Parses a name used in `WEFT_TRANSPORTS`.
-    pub fn parse(name: &str) -> Option<TransportKind> {
-        match name {
-            "shm" => Some(TransportKind::Shm),
-            "tcp" => Some(TransportKind::Tcp),
-            _ => None,
-        }
+        self.0
     }
 }
 
@@ -74,6 +69,9 @@ pub struct LaneDesc {
     pub shared_bytes_per_s: f64,
     /// Which peers it reaches.
     pub reach: Reach,
+    /// Whether it is a network transport's lane (a NIC, or loopback through the kernel)
+    /// rather than the node's own memory.
+    pub network: bool,
     /// Whether large messages move with one copy.
     pub single_copy: bool,
     /// Whether the device is on this process's NUMA node (None: unknown).
@@ -151,12 +149,10 @@ pub fn choose(lanes: &[LaneDesc], peer: PeerKind, policy: &LanePolicy) -> Result
     }
     let allowed = |l: &LaneDesc| policy.allowed.contains(&l.transport);
     let reachable = |l: &LaneDesc| peer.same_node || l.reach == Reach::AnyNode;
-    // Same-node traffic stays on same-node lanes whenever one is allowed: sending it through
-    // a NIC would halve the NIC's bandwidth for the real network traffic (seed 000).
-    let local_lane_exists = peer.same_node
-        && lanes
-            .iter()
-            .any(|l| allowed(l) && l.reach == Reach::SameNode);
+    // Same-node traffic stays in the node's memory whenever a lane of it is allowed: through
+    // a NIC it would halve the NIC's bandwidth for the real network traffic (seed 000), and
+    // through loopback it pays two kernel crossings per message.
+    let local_lane_exists = peer.same_node && lanes.iter().any(|l| allowed(l) && !l.network);
     let mut candidates: Vec<Scored> = lanes
         .iter()
         .enumerate()
@@ -166,8 +162,8 @@ pub fn choose(lanes: &[LaneDesc], peer: PeerKind, policy: &LanePolicy) -> Result
                 Some(format!("{} not in WEFT_TRANSPORTS", l.transport.name()))
             } else if !reachable(l) {
                 Some("reaches only the same node".to_string())
-            } else if local_lane_exists && l.reach != Reach::SameNode {
-                Some("same-node peer: a same-node lane is used".to_string())
+            } else if local_lane_exists && l.network {
+                Some("same-node peer: the node's shared memory is used".to_string())
             } else if s.is_nan() || s <= 0.0 {
                 Some("no bandwidth".to_string())
             } else {
@@ -257,13 +253,14 @@ mod tests {
     fn shm() -> LaneDesc {
         LaneDesc {
             name: "shm".into(),
-            transport: TransportKind::Shm,
+            transport: TransportKind::SHM,
             latency_ns: 300.0,
             overhead_ns: 100.0,
             registration_ns_per_byte: 0.0,
             dedicated_bytes_per_s: 8e9,
             shared_bytes_per_s: 0.0,
             reach: Reach::SameNode,
+            network: false,
             single_copy: true,
             numa_near: None,
         }
@@ -272,13 +269,14 @@ mod tests {
     fn tcp(name: &str, gbit: f64, near: Option<bool>) -> LaneDesc {
         LaneDesc {
             name: name.into(),
-            transport: TransportKind::Tcp,
+            transport: TransportKind::TCP,
             latency_ns: 20_000.0,
             overhead_ns: 2_000.0,
             registration_ns_per_byte: 0.0,
             dedicated_bytes_per_s: 0.0,
             shared_bytes_per_s: gbit * 1e9 / 8.0,
             reach: Reach::AnyNode,
+            network: true,
             single_copy: false,
             numa_near: near,
         }
@@ -292,7 +290,7 @@ mod tests {
         }
     }
 
-    const BOTH: &[TransportKind] = &[TransportKind::Shm, TransportKind::Tcp];
+    const BOTH: &[TransportKind] = &[TransportKind::SHM, TransportKind::TCP];
 
     #[test]
     fn same_node_uses_shared_memory_unless_forced() {
@@ -303,12 +301,30 @@ mod tests {
         };
         let c = choose(&lanes, peer, &policy(BOTH, 4)).unwrap();
         assert_eq!((c.small, c.large.clone()), (0, vec![0]));
-        // Loopback TCP is a same-node lane too, but rails stay on the best transport.
+        // Loopback TCP reaches only this node too, but it is a network lane: shared memory
+        // carries same-node traffic even where loopback measured faster.
         let mut lo = tcp("tcp:lo", 0.0, None);
         lo.reach = Reach::SameNode;
-        lo.dedicated_bytes_per_s = 3e9;
+        lo.dedicated_bytes_per_s = 12e9;
         let with_lo = [shm(), lo];
         let c = choose(&with_lo, peer, &policy(BOTH, 4)).unwrap();
+        assert_eq!((c.small, c.large.clone()), (0, vec![0]));
+        assert!(c.candidates[1]
+            .excluded
+            .as_deref()
+            .unwrap()
+            .contains("shared memory is used"));
+        // Two lanes of the node's memory: rails stay on the best transport.
+        let mut cma = shm();
+        cma.name = "cma".into();
+        cma.transport = TransportKind::CMA;
+        cma.dedicated_bytes_per_s = 6e9;
+        let c = choose(
+            &[shm(), cma],
+            peer,
+            &policy(&[TransportKind::SHM, TransportKind::CMA], 4),
+        )
+        .unwrap();
         assert_eq!((c.small, c.large.clone()), (0, vec![0]));
         assert!(c.candidates[1]
             .excluded
@@ -320,8 +336,8 @@ mod tests {
             .excluded
             .as_deref()
             .unwrap()
-            .contains("same-node"));
-        let c = choose(&lanes, peer, &policy(&[TransportKind::Tcp], 4)).unwrap();
+            .contains("shared memory is used"));
+        let c = choose(&lanes, peer, &policy(&[TransportKind::TCP], 4)).unwrap();
         assert_eq!((c.small, c.large), (1, vec![1]));
         assert!(c.candidates[0]
             .excluded

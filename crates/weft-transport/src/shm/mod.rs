@@ -23,6 +23,7 @@ pub mod affinity;
 pub mod cma;
 pub mod coll;
 pub mod heap;
+pub mod lanes;
 pub mod ring;
 pub mod segment;
 

@@ -100,17 +100,23 @@ impl Segment {
         }
         let room = room as usize;
         let target = (room + at).next_multiple_of(align) - at;
+        // The system call, not libc's `mremap`: a memory-hook library loaded into the process
+        // may interpose that symbol with four arguments and pass garbage as the new address
+        // (UCX's libucm up to 1.14, which libucp loads; openucx/ucx#8820), which moved the
+        // pages anywhere or nowhere. The pages moved here are new and this function's own,
+        // so no hook can have anything registered on them.
         // SAFETY: [base, base + len) is our mapping; [target, target + len) lies inside the
         // reservation, which MREMAP_FIXED replaces. The old range is unmapped by the move.
         let moved = unsafe {
-            libc::mremap(
+            libc::syscall(
+                libc::SYS_mremap,
                 self.base as *mut libc::c_void,
                 self.len,
                 self.len,
                 libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
                 target as *mut libc::c_void,
             )
-        };
+        } as *mut libc::c_void;
         let err = std::io::Error::last_os_error();
         // SAFETY: the parts of the reservation below and above the moved pages are ours.
         unsafe {

@@ -46,6 +46,8 @@
 
 pub mod frame;
 pub mod handshake;
+pub mod lanes;
+pub mod link;
 
 use crate::buf::RawBufMut;
 use crate::shm::Header;

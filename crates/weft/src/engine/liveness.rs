@@ -15,21 +15,21 @@ pub(super) const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
 pub(super) const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
 
 impl Engine {
-    /// Marks dead local peers and fails the requests that can no longer complete. TCP peers
-    /// that pending requests wait on get a connection, so one that died before ever sending
-    /// is found (its connect is refused).
+    /// Marks dead local peers and fails the requests that can no longer complete. Network
+    /// peers that pending requests wait on are reached (a TCP connection is made), so one
+    /// that died before ever sending is found (its connect is refused).
     pub(super) fn check_peers(&mut self) {
-        if let Some(tcp) = self.tcp.as_mut() {
+        if let Some(net) = self.net.as_mut() {
             for r in &self.core.reqs {
                 if r.kind == ReqKind::Free || r.done {
                     continue;
                 }
                 let waits_on = |w: u32| matches!(self.routes[w as usize], Route::Net(_));
                 if let Some(w) = r.peer_world.filter(|&w| waits_on(w)) {
-                    tcp.connect(w);
+                    net.reach(w);
                 } else if let Some(m) = &r.any_source_members {
                     for &w in m.iter().filter(|&&w| waits_on(w)) {
-                        tcp.connect(w);
+                        net.reach(w);
                     }
                 }
             }
@@ -62,7 +62,7 @@ impl Engine {
         }
     }
 
-    /// Fails every pending request that depends on a dead peer (shared memory or TCP).
+    /// Fails every pending request that depends on a dead peer (shared memory or network).
     pub(super) fn fail_dead_requests(&mut self) {
         let me = self.world_rank;
         let routes = &self.routes;
@@ -93,14 +93,22 @@ impl Engine {
                 "receive from"
             };
             self.core.matching.cancel_posted(|&p| p == id);
-            self.core.fail(id, dead_peer_error(me, w, op));
+            let why = self.core.lost_why(w, &self.routes);
+            self.core.fail(id, dead_peer_error(me, w, op, &why));
         }
     }
 }
 
-pub(super) fn dead_peer_error(me: u32, peer: u32, op: &str) -> Error {
+/// The error of an operation of rank `me` with `peer`, found dead; `why` is what its
+/// network transport said, when it said something.
+pub(super) fn dead_peer_error(me: u32, peer: u32, op: &str, why: &str) -> Error {
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({why})")
+    };
     Error::new(
         ErrorKind::PeerDead,
-        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running"),
+        format!("rank {me} {op} rank {peer}: rank {peer} is no longer running{why}"),
     )
 }

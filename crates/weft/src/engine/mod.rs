@@ -9,20 +9,21 @@
 //!   through the ring (pipelined copy-in/copy-out), which the receiver copies out in place.
 //! - Messages to oneself are matched directly and never touch a ring.
 //!
-//! Protocols over TCP (peers on other nodes, or every peer with `WEFT_TRANSPORTS=tcp`), one
-//! ordered frame stream per direction (see `weft_transport::tcp`):
-//! - `EAGER` up to the TCP eager limit, matched on arrival or buffered as unexpected.
-//! - `RTS` carries the length of a larger message; the receiver, once matched, answers `CTS`
-//!   naming its request and the fragment size (or asking for nothing when the message would
-//!   not fit), and the sender streams `FRAG`s, which the endpoint reads straight into the
-//!   receive buffer (a small one, or one that arrived whole, is copied there). A `CTS` goes
-//!   out ahead of fragments queued to the same peer, so both directions of an exchange
-//!   stream at once. The send completes once its last fragment is handed to the kernel.
-//! - A connection reset or closed by a peer marks it dead: its operations fail with
-//!   `PeerDead`. The epoll set is polled with timeout 0 only every few progress calls while
-//!   shared-memory peers exist and nothing is pending on TCP, and rarely while no connection
-//!   exists, so the shared-memory path stays as fast as without TCP; it is polled on every
-//!   call while frames moved within the last few polls (the next step of an exchange).
+//! Over a network transport (peers on other nodes, or every peer when `WEFT_TRANSPORTS`
+//! leaves out shared memory), through the [`NetEndpoint`] the lane choice picked (TCP, UCX,
+//! ...), one ordered message stream per direction:
+//! - eager messages up to the endpoint's eager limit, matched on arrival or buffered as
+//!   unexpected;
+//! - larger (and synchronous) messages are announced; the receiver, once matched, hands the
+//!   endpoint its buffer (or refuses the data when it would not fit) and the endpoint moves
+//!   the bytes its own way (TCP: `CTS` and fragments read straight into the buffer; UCX:
+//!   its rendezvous protocol). The answer to an announcement goes out ahead of what is
+//!   queued for that peer, so both directions of an exchange move at once.
+//! - A peer the endpoint reports lost is dead: its operations fail with `PeerDead`. The
+//!   endpoint is polled only every few progress calls while shared-memory peers exist and
+//!   nothing is pending on it, and rarely while it has no connection, so the shared-memory
+//!   path stays as fast as without a network; it is polled on every call while traffic
+//!   moved within the last few polls (the next step of an exchange).
 //!
 //! The short-message path (blocking send or receive of at most the eager limit, nothing
 //! queued) allocates nothing and makes no system call: one ring write or one ring read.
@@ -60,14 +61,15 @@ use crate::config::{CmaMode, Config, YieldMode};
 use crate::matching::Matching;
 use ctx::IdupSlot;
 use liveness::LIVENESS_EVERY_YIELDS;
+use proto_net::NetOut;
 use proto_shm::{Cma, DeferredRead};
 use queue::Outgoing;
 use request::Request;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
+use weft_transport::net::NetEndpoint;
 use weft_transport::shm::ShmNode;
-use weft_transport::tcp::Endpoint;
 
 /// Index of a request in the engine's table.
 pub(crate) type ReqId = u32;
@@ -80,7 +82,7 @@ enum Route {
     Myself,
     /// A local rank, over the shared-memory rings.
     Local(u32),
-    /// A world rank over TCP.
+    /// A world rank over the network endpoint.
     Net(u32),
 }
 
@@ -94,10 +96,11 @@ enum Unexpected {
         /// The sender will not copy its share ([`Engine::start_send_mode`]'s `solo`).
         solo: bool,
     },
-    /// A TCP rendezvous: the data follows the receiver's `CTS`.
+    /// A rendezvous announcement over a network endpoint: the endpoint moves the data once
+    /// the receive that matches it fetches it with `handle`.
     NetRts {
         len: usize,
-        sreq: u32,
+        handle: weft_transport::net::Handle,
     },
 }
 
@@ -130,16 +133,14 @@ struct Core {
     coop_bytes: usize,
     /// Rendezvous messages below this many bytes stream fragments even where CMA works.
     cma_min_bytes: usize,
-    /// TCP: work queued per world rank, its total, dead peers (by world rank) and limits.
-    net_outq: Vec<VecDeque<Outgoing>>,
+    /// Network peers: work queued per world rank, its total, dead peers (by world rank) and
+    /// the endpoint's eager limit.
+    net_outq: Vec<VecDeque<NetOut>>,
     net_outq_len: usize,
     net_dead: Vec<bool>,
+    /// Per world rank: why the network transport lost it (empty until then).
+    net_why: Vec<String>,
     net_eager_bytes: usize,
-    net_fragment_bytes: usize,
-    /// Fragment size asked of a TCP peer in memory-saving mode, and which peers are in
-    /// high-speed mode (the endpoint decides; mirrored here for `CTS`).
-    net_small_fragment_bytes: usize,
-    net_fast: Vec<bool>,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones so
     /// that a message arriving before its receive costs no allocation
     /// ([`Core::unexpected_copy`]).
@@ -190,12 +191,13 @@ pub(crate) struct Engine {
     cma_voted: bool,
     /// Node index of every world rank.
     node_of: Vec<u32>,
-    /// The TCP endpoint (None when no peer is reached over TCP).
-    tcp: Option<Endpoint>,
-    /// Progress calls between epoll polls while shared-memory peers exist and TCP is idle.
-    tcp_poll_every: u32,
-    tcp_tick: u32,
-    /// True when no peer is on the shared-memory rings: TCP is polled on every call.
+    /// The network endpoint (None when no peer is reached over a network).
+    net: Option<Box<dyn NetEndpoint>>,
+    /// Progress calls between polls of the network endpoint while shared-memory peers exist
+    /// and it is idle (`WEFT_TCP_POLL_EVERY`).
+    net_poll_every: u32,
+    net_tick: u32,
+    /// True when no peer is on the shared-memory rings: the network is polled on every call.
     net_only: bool,
     /// Started collectives not finished yet, advanced on every progress call (MPI's progress
     /// rule: a rank blocked in a receive must still play its part in a pending barrier).
@@ -235,10 +237,12 @@ pub(crate) struct NodeSetup {
     pub shm: Option<ShmNode>,
     /// Node index of every world rank (nodes numbered in order of their lowest world rank).
     pub node_of: Vec<u32>,
-    /// The TCP endpoint, with peer addresses set, when some peer is reached over TCP.
-    pub tcp: Option<Endpoint>,
-    /// World ranks of this node reached over TCP rather than shared memory (forced TCP).
-    pub tcp_local: bool,
+    /// The network endpoint, ready to reach its peers, when some peer is reached over a
+    /// network.
+    pub net: Option<Box<dyn NetEndpoint>>,
+    /// Whether the ranks of this node are reached over the network rather than shared
+    /// memory (`WEFT_TRANSPORTS` without `shm`).
+    pub net_local: bool,
 }
 
 impl Engine {
@@ -259,18 +263,18 @@ impl Engine {
             }
             routes[w as usize] = if w == world_rank {
                 Route::Myself
-            } else if node.tcp_local {
+            } else if node.net_local {
                 Route::Net(w)
             } else {
                 Route::Local(local as u32)
             };
         }
         let net_peers = routes.iter().filter(|r| matches!(r, Route::Net(_))).count();
-        if net_peers > 0 && node.tcp.is_none() {
+        if net_peers > 0 && node.net.is_none() {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "rank {world_rank}: {net_peers} of {world_size} ranks need TCP (other nodes or WEFT_TRANSPORTS=tcp) but TCP is not enabled (WEFT_TRANSPORTS)"
+                    "rank {world_rank}: {net_peers} of {world_size} ranks need a network transport (other nodes, or WEFT_TRANSPORTS without shm) but none is enabled (WEFT_TRANSPORTS)"
                 ),
             ));
         }
@@ -335,10 +339,8 @@ impl Engine {
                 net_outq: (0..world_size).map(|_| VecDeque::new()).collect(),
                 net_outq_len: 0,
                 net_dead: vec![false; world_size as usize],
-                net_eager_bytes: config.tcp_eager_bytes,
-                net_fragment_bytes: config.tcp_fragment_bytes,
-                net_small_fragment_bytes: config.tcp_small_fragment_bytes(),
-                net_fast: vec![false; world_size as usize],
+                net_why: vec![String::new(); world_size as usize],
+                net_eager_bytes: node.net.as_ref().map_or(0, |n| n.eager_bytes()),
                 spare_bufs: Vec::new(),
             },
             yield_when_idle,
@@ -358,9 +360,9 @@ impl Engine {
             cma_verdict: None,
             cma_voted: false,
             node_of: node.node_of,
-            tcp: node.tcp,
-            tcp_poll_every: config.tcp_poll_every.max(1),
-            tcp_tick: 0,
+            net: node.net,
+            net_poll_every: config.tcp_poll_every.max(1),
+            net_tick: 0,
             net_only,
             colls: Vec::new(),
             colls_busy: false,
@@ -406,7 +408,7 @@ impl Engine {
     /// True while some of our own bytes wait to be sent. A stranger's half-open TCP
     /// handshake does not count: it must not hold us up.
     fn unsent(&self) -> bool {
-        self.tcp.as_ref().is_some_and(Endpoint::unsent)
+        self.net.as_ref().is_some_and(|n| n.unsent())
             || self.core.net_outq_len > 0
             || self.core.outq_len > 0
             || !self.core.deferred_reads.is_empty()
@@ -491,8 +493,8 @@ impl Engine {
     /// acknowledgements.
     fn flush_all(&mut self) {
         if self.core.net_outq_len > 0 {
-            if let Some(tcp) = self.tcp.as_mut() {
-                self.core.flush_net(tcp);
+            if let Some(net) = self.net.as_mut() {
+                self.core.flush_net(net.as_mut());
             }
         }
         if let Some(shm) = self.shm.as_mut() {

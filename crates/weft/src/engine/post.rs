@@ -99,7 +99,7 @@ impl Engine {
             }
             Route::Local(peer) => {
                 if self.core.dead[peer as usize] {
-                    return Err(dead_peer_error(self.world_rank, dst_world, "send to"));
+                    return Err(dead_peer_error(self.world_rank, dst_world, "send to", ""));
                 }
                 let shm = self.shm.as_mut().expect("local peer without a segment");
                 // A pair still on its small ring takes eager messages up to a quarter of it
@@ -191,9 +191,9 @@ impl Engine {
                     } => self
                         .core
                         .start_rendezvous(id, &env, from_local, addr, len, sreq, solo),
-                    Unexpected::NetRts { len, sreq } => self
+                    Unexpected::NetRts { len, handle } => self
                         .core
-                        .start_net_rendezvous(id, &env, from_local, len, sreq),
+                        .start_net_rendezvous(id, &env, from_local, len, handle),
                 }
                 self.flush_all();
             }
@@ -205,8 +205,11 @@ impl Engine {
                         Route::Myself => false,
                     };
                     if dead {
-                        self.core
-                            .fail(id, dead_peer_error(self.world_rank, w, "receive from"));
+                        let why = self.core.lost_why(w, &self.routes);
+                        self.core.fail(
+                            id,
+                            dead_peer_error(self.world_rank, w, "receive from", &why),
+                        );
                         return Ok(id);
                     }
                 }

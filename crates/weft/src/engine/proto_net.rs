@@ -1,48 +1,78 @@
-//! The protocol over TCP (see the module comment of `engine`): eager frames, `RTS`/`CTS`
-//! rendezvous with fragments read straight into the receive buffer, the endpoint's polling
-//! cadence, and lost connections.
+//! Messages over a network transport (peers on other nodes, or every peer when shared
+//! memory is not allowed): eager messages and rendezvous through the
+//! [`NetEndpoint`](weft_transport::net::NetEndpoint) the lane choice picked (TCP, UCX, ...),
+//! which moves a rendezvous message's data once the engine has matched it; the endpoint's
+//! polling cadence; lost peers.
 
 use super::liveness::dead_peer_error;
-use super::queue::{flush_queues, Link, Outgoing};
-use super::request::{ReqKind, Request};
-use super::{Core, Engine, ReqId, Unexpected, CONTROL_BODY_BYTES};
+use super::request::ReqKind;
+use super::{Core, Engine, ReqId, Unexpected};
 use crate::matching::Envelope;
-use weft_core::Result;
+use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
+use weft_transport::net::{Handle, NetEndpoint, NetFailure, NetSink};
 use weft_transport::shm::Header;
-use weft_transport::tcp::frame as net;
-use weft_transport::tcp::Endpoint;
 
-/// Smallest fragment a TCP rendezvous message is cut into to have two of them in flight.
-const NET_MIN_SPLIT_BYTES: usize = 64 * 1024;
+/// Progress calls between polls of the network endpoint while it has no connection (only to
+/// accept the first connection of a peer: its handshake waits at most this long).
+const NET_IDLE_POLL_EVERY: u32 = 256;
 
-/// Progress calls between epoll polls while no TCP connection exists (only to accept the
-/// first connection of a peer: its handshake waits at most this long).
-const TCP_IDLE_POLL_EVERY: u32 = 256;
+/// Work for a network peer that could not be handed to the endpoint at once, in the order
+/// MPI's matching needs (eager messages and rendezvous announcements), with the answers to
+/// the peer's announcements (fetch, discard) ahead of them.
+pub(super) enum NetOut {
+    /// An eager message whose body is borrowed from a request's buffer.
+    Eager {
+        header: Header,
+        data: RawBuf,
+        req: Option<ReqId>,
+    },
+    /// A rendezvous message to announce; its request completes when the endpoint says.
+    Rendezvous {
+        header: Header,
+        data: RawBuf,
+        req: ReqId,
+    },
+    /// The data of a matched announcement, to fetch into a receive's buffer.
+    Fetch {
+        handle: Handle,
+        dst: RawBufMut,
+        req: ReqId,
+    },
+    /// A matched announcement whose receive is too small: the data is refused.
+    Discard { handle: Handle },
+}
 
 impl Engine {
-    /// Fragments sent over extra TCP rails.
+    /// Fragments sent over extra network rails.
     pub(crate) fn tcp_striped(&self) -> u64 {
-        self.tcp.as_ref().map_or(0, Endpoint::striped_count)
+        self.net.as_ref().map_or(0, |n| n.stats().striped)
     }
 
-    /// Bytes of TCP connection buffers and peers in high-speed mode.
+    /// Bytes of network connection buffers and peers in high-speed mode.
     pub(crate) fn tcp_memory(&self) -> (usize, u32) {
-        self.tcp
-            .as_ref()
-            .map_or((0, 0), |t| (t.buffer_bytes(), t.fast_peer_count()))
-    }
-
-    /// Open TCP connections and the largest receive buffer among them (bytes).
-    pub(crate) fn tcp_connections(&self) -> (usize, usize) {
-        self.tcp.as_ref().map_or((0, 0), |t| {
-            (t.connection_count(), t.largest_receive_buffer())
+        self.net.as_ref().map_or((0, 0), |n| {
+            let s = n.stats();
+            (s.buffer_bytes, s.fast_peers)
         })
     }
 
-    /// Inbound TCP connections refused because they did not prove the job key.
+    /// Open network connections and the largest receive buffer among them (bytes).
+    pub(crate) fn tcp_connections(&self) -> (usize, usize) {
+        self.net.as_ref().map_or((0, 0), |n| {
+            let s = n.stats();
+            (s.connections, s.largest_receive_buffer)
+        })
+    }
+
+    /// Inbound connections refused because they did not prove the job key.
     pub(crate) fn tcp_refused(&self) -> u64 {
-        self.tcp.as_ref().map_or(0, Endpoint::refused_count)
+        self.net.as_ref().map_or(0, |n| n.stats().refused)
+    }
+
+    /// The network transport in use, if any (`tcp`, `ucx`, ...).
+    pub(crate) fn net_transport(&self) -> Option<&'static str> {
+        self.net.as_ref().map(|n| n.transport())
     }
 
     pub(super) fn start_net_send(
@@ -53,21 +83,25 @@ impl Engine {
         synchronous: bool,
     ) -> Result<Option<ReqId>> {
         if self.core.net_dead[w as usize] {
-            return Err(dead_peer_error(self.world_rank, w, "send to"));
+            let why = self.core.net_why[w as usize].clone();
+            return Err(dead_peer_error(self.world_rank, w, "send to", &why));
         }
         let id = if data.len() <= self.core.net_eager_bytes && !synchronous {
             if self.core.net_outq[w as usize].is_empty() {
-                let tcp = self.tcp.as_mut().expect("TCP route without an endpoint");
+                let net = self
+                    .net
+                    .as_mut()
+                    .expect("network route without an endpoint");
                 // SAFETY: the caller keeps `data` alive for this call.
                 let bytes = unsafe { data.slice(0, data.len()) };
-                if tcp.try_send(w, &header, &[bytes]) {
+                if net.try_send(w, &header, &[bytes]) {
                     return Ok(None);
                 }
             }
             let id = self.alloc_req(ReqKind::Send);
             self.core.net_enqueue(
                 w,
-                Outgoing::Data {
+                NetOut::Eager {
                     header,
                     data,
                     req: Some(id),
@@ -76,20 +110,12 @@ impl Engine {
             id
         } else {
             let id = self.alloc_req(ReqKind::Send);
-            let mut body = [0u8; CONTROL_BODY_BYTES];
-            body[..8].copy_from_slice(&(data.len() as u64).to_le_bytes());
-            let rts = Header {
-                kind: net::KIND_RTS,
-                len: net::RTS_BODY_BYTES as u32,
-                aux: id,
-                ..header
-            };
             self.core.net_enqueue(
                 w,
-                Outgoing::Control {
-                    header: rts,
-                    body,
-                    body_len: net::RTS_BODY_BYTES as u8,
+                NetOut::Rendezvous {
+                    header,
+                    data,
+                    req: id,
                 },
             );
             id
@@ -101,34 +127,30 @@ impl Engine {
         Ok(Some(id))
     }
 
-    /// Polls the TCP endpoint (when `now`, or when due: see the module comment), hands
-    /// inbound frames to matching, fails the operations of peers found dead and sends what
-    /// is queued. True if anything moved.
+    /// Polls the network endpoint (when `now`, or when due: see the module comment of
+    /// `engine`), hands what arrived to matching, fails the operations of peers found dead
+    /// and sends what is queued. True if anything moved.
     pub(super) fn progress_net(&mut self, now: bool) -> bool {
-        let Some(tcp) = self.tcp.as_mut() else {
+        let Some(net) = self.net.as_mut() else {
             return false;
         };
-        self.tcp_tick = self.tcp_tick.wrapping_add(1);
-        let due =
-            now || self.net_only || self.core.net_outq_len > 0 || tcp.busy() || tcp.active() || {
-                let every = if tcp.connection_count() == 0 {
-                    TCP_IDLE_POLL_EVERY
-                } else {
-                    self.tcp_poll_every
-                };
-                self.tcp_tick.is_multiple_of(every)
+        self.net_tick = self.net_tick.wrapping_add(1);
+        let due = now || self.net_only || self.core.net_outq_len > 0 || net.wants_polling() || {
+            let every = if net.connected() {
+                self.net_poll_every
+            } else {
+                NET_IDLE_POLL_EVERY
             };
+            self.net_tick.is_multiple_of(every)
+        };
         if !due {
             return false;
         }
         let core = &mut self.core;
-        let mut moved = tcp.poll_into(&mut NetSink(core));
-        let lost = tcp.take_lost();
-        for w in tcp.take_promoted() {
-            core.net_fast[w as usize] = true;
-        }
+        let mut moved = net.poll(&mut Delivery(core));
+        let lost = net.take_lost();
         if core.net_outq_len > 0 {
-            moved |= core.flush_net(tcp);
+            moved |= core.flush_net(net.as_mut());
         }
         if !lost.is_empty() {
             for (w, why) in lost {
@@ -139,13 +161,14 @@ impl Engine {
         moved
     }
 
-    /// Records that TCP peer `w` is gone and fails what waits on it.
+    /// Records that network peer `w` is gone and fails what waits on it.
     fn net_peer_lost(&mut self, w: u32, why: &str) {
         let core = &mut self.core;
         if core.net_dead[w as usize] {
             return;
         }
         core.net_dead[w as usize] = true;
+        core.net_why[w as usize] = why.to_string();
         let dropped = core.net_outq[w as usize].len();
         core.net_outq[w as usize].clear();
         core.net_outq_len -= dropped;
@@ -157,239 +180,183 @@ impl Engine {
 }
 
 impl Core {
-    fn net_enqueue(&mut self, w: u32, item: Outgoing) {
+    /// What the network transport said when world rank `w` was lost (empty for a peer on
+    /// shared memory, or one the transport said nothing about).
+    pub(super) fn lost_why(&self, w: u32, routes: &[super::Route]) -> String {
+        match routes[w as usize] {
+            super::Route::Net(w) => self.net_why[w as usize].clone(),
+            _ => String::new(),
+        }
+    }
+
+    fn net_enqueue(&mut self, w: u32, item: NetOut) {
         self.net_outq[w as usize].push_back(item);
         self.net_outq_len += 1;
     }
 
-    /// Queues a TCP control frame (a `CTS`) for world rank `w`, ahead of everything queued
-    /// for it: a `CTS` takes part in no matching order, and a peer that waits for it while
-    /// our own fragments to it go out first would send nothing until they are all written
-    /// (an exchange of two large messages would run one direction after the other).
-    fn net_control(&mut self, w: u32, kind: u8, aux: u32, flags: u8, body_bytes: &[u8]) {
-        let mut body = [0u8; CONTROL_BODY_BYTES];
-        body[..body_bytes.len()].copy_from_slice(body_bytes);
-        let header = Header {
-            kind,
-            aux,
-            flags,
-            ..Header::default()
-        };
-        self.net_outq[w as usize].push_front(Outgoing::Control {
-            header,
-            body,
-            body_len: body_bytes.len() as u8,
-        });
+    /// Queues the answer to an announcement of world rank `w` ahead of everything queued
+    /// for it: it takes part in no matching order, and a peer that waits for it while our
+    /// own traffic to it goes out first would send nothing meanwhile (an exchange of two
+    /// large messages would run one direction after the other).
+    fn net_answer(&mut self, w: u32, item: NetOut) {
+        self.net_outq[w as usize].push_front(item);
         self.net_outq_len += 1;
     }
 
-    /// A matched TCP rendezvous: ask the sender for the data (or for nothing, when the
-    /// message does not fit and the receive fails with truncation).
+    /// A matched rendezvous announcement: fetch the data into the receive's buffer, or
+    /// refuse it when the message does not fit (the receive fails with truncation).
     pub(super) fn start_net_rendezvous(
         &mut self,
         id: ReqId,
         env: &Envelope,
         w: u32,
         len: usize,
-        sreq: u32,
+        handle: Handle,
     ) {
         if !self.matched(id, env, len) {
-            self.net_control(
-                w,
-                net::KIND_CTS,
-                sreq,
-                net::CTS_DISCARD,
-                &[0u8; net::CTS_BODY_BYTES],
-            );
+            self.net_answer(w, NetOut::Discard { handle });
             return;
         }
         let r = &mut self.reqs[id as usize];
-        r.frag_total = len;
-        r.frag_received = 0;
-        // Matched: only `w` may deliver the fragments (and only its death fails the receive).
+        // Matched: only `w` may deliver the data (and only its death fails the receive).
         r.peer_world = Some(w);
         r.any_source_members = None;
-        if len == 0 {
-            r.done = true;
-        }
-        // A peer in memory-saving mode is asked for small fragments, which its connection's
-        // small receive buffer holds. A message of at most two full fragments comes in two
-        // halves (not below NET_MIN_SPLIT_BYTES): we read the first while the peer writes
-        // the second, where one fragment would make us wait for all of it.
-        let frag = if self.net_fast[w as usize] {
-            self.net_fragment_bytes
-                .min(len.div_ceil(2).max(NET_MIN_SPLIT_BYTES))
-        } else {
-            self.net_small_fragment_bytes
-        };
-        let mut body = [0u8; net::CTS_BODY_BYTES];
-        body[..4].copy_from_slice(&id.to_le_bytes());
-        body[4..].copy_from_slice(&(frag as u32).to_le_bytes());
-        self.net_control(w, net::KIND_CTS, sreq, 0, &body);
+        // SAFETY: the receive's buffer stays alive until the request completes; `matched`
+        // checked that it holds `len` bytes.
+        let dst = RawBufMut::new(unsafe { r.rbuf.slice_mut(0, len) });
+        self.net_answer(
+            w,
+            NetOut::Fetch {
+                handle,
+                dst,
+                req: id,
+            },
+        );
     }
 
-    /// Handles one frame from world rank `w` (its kind and length were checked by the codec).
-    fn on_net_message(&mut self, w: u32, h: &Header, body: &[u8]) {
-        match h.kind {
-            net::KIND_EAGER => {
-                let env = Envelope {
-                    ctx: h.ctx,
-                    src: h.src,
-                    tag: h.tag,
-                };
-                match self.matching.take_posted(&env) {
-                    Some(id) => self.fill_recv(id, &env, body, &[]),
-                    None => {
-                        let msg = self.unexpected_copy(body, &[]);
-                        self.matching.push_unexpected(env, (msg, w));
-                    }
-                }
-            }
-            net::KIND_RTS => {
-                let len = u64::from_le_bytes(body[..8].try_into().expect("RTS body is 8 bytes"));
-                let env = Envelope {
-                    ctx: h.ctx,
-                    src: h.src,
-                    tag: h.tag,
-                };
-                let len = usize::try_from(len).unwrap_or(usize::MAX);
-                match self.matching.take_posted(&env) {
-                    Some(id) => self.start_net_rendezvous(id, &env, w, len, h.aux),
-                    None => self
-                        .matching
-                        .push_unexpected(env, (Unexpected::NetRts { len, sreq: h.aux }, w)),
-                }
-            }
-            net::KIND_CTS => {
-                let rreq = u32::from_le_bytes(body[..4].try_into().expect("CTS body is 8 bytes"));
-                let frag = u32::from_le_bytes(body[4..8].try_into().expect("CTS body is 8 bytes"));
-                let frag_bytes = (frag as usize).clamp(1, self.net_fragment_bytes);
-                let discard = h.flags & net::CTS_DISCARD != 0;
-                if let Some(r) = self.reqs.get_mut(h.aux as usize) {
-                    if r.kind == ReqKind::Send && !r.done && r.peer_world == Some(w) {
-                        if discard {
-                            r.done = true;
-                        } else {
-                            r.remote_req = rreq;
-                            r.frag_sent = 0;
-                            r.frag_bytes = frag_bytes;
-                            self.net_enqueue(w, Outgoing::Fragments { req: h.aux });
+    /// Hands queued network work to the endpoint while it takes it, peer by peer and in
+    /// each peer's order. True if anything went.
+    pub(super) fn flush_net(&mut self, net: &mut dyn NetEndpoint) -> bool {
+        let mut moved = false;
+        for (peer, q) in self.net_outq.iter_mut().enumerate() {
+            let peer = peer as u32;
+            while let Some(item) = q.front() {
+                let went = match *item {
+                    NetOut::Eager { header, data, req } => {
+                        // SAFETY: a queued send's buffer stays alive until its request
+                        // completes.
+                        let bytes = unsafe { data.slice(0, data.len()) };
+                        let sent = net.try_send(peer, &header, &[bytes]);
+                        if let (true, Some(id)) = (sent, req) {
+                            self.reqs[id as usize].done = true;
                         }
+                        sent
                     }
-                }
-            }
-            net::KIND_FRAG => {
-                if let Some((r, offset)) = self.net_fragment_target(w, h) {
-                    // SAFETY: the receive buffer is alive and exclusively ours until
-                    // completion; frag_total ≤ buffer length was checked when it matched.
-                    let dst = unsafe { r.rbuf.slice_mut(offset, body.len()) };
-                    dst.copy_from_slice(body);
-                    r.frag_received += body.len();
-                    if r.frag_received == r.frag_total && r.parts_left == 0 {
-                        r.done = true;
+                    // SAFETY: the send's buffer stays alive until the endpoint reports its
+                    // request done, it is abandoned, or the peer is lost.
+                    NetOut::Rendezvous { header, data, req } => unsafe {
+                        net.start_rendezvous(peer, &header, data, req)
+                    },
+                    NetOut::Fetch { handle, dst, req } => {
+                        // SAFETY: the receive's buffer stays alive and untouched until the
+                        // endpoint reports its request done or the peer is lost.
+                        unsafe { net.fetch(peer, handle, dst, req) };
+                        true
                     }
+                    NetOut::Discard { handle } => {
+                        net.discard(peer, handle);
+                        true
+                    }
+                };
+                if !went {
+                    break;
                 }
-            }
-            other => {
-                weft_core::diag!(
-                    "weft: ignoring TCP frame of kind {other} from rank {w} (the codec admits no such kind)"
-                );
+                q.pop_front();
+                self.net_outq_len -= 1;
+                moved = true;
             }
         }
+        moved
     }
 
-    /// The receive a `FRAG` from world rank `w` belongs to and the fragment's offset in it,
-    /// if it is one that may take it (a matched rendezvous from `w`, not complete, with room
-    /// for the fragment where its offset says).
-    fn net_fragment_target(&mut self, w: u32, h: &Header) -> Option<(&mut Request, usize)> {
-        let r = self.reqs.get_mut(h.aux as usize)?;
-        let len = h.len as usize;
-        // Fragments may arrive out of order over several rails: each carries its offset (low
-        // word in ctx, high word in tag).
-        let offset = (h.ctx as u64 | (h.tag as u32 as u64) << 32) as usize;
-        let fits = r.kind == ReqKind::Recv
-            && !r.done
-            && r.peer_world == Some(w)
-            && r.frag_received + len <= r.frag_total
-            && offset
-                .checked_add(len)
-                .is_some_and(|end| end <= r.frag_total);
-        fits.then_some((r, offset))
-    }
-
-    /// Sends queued TCP work while the connections take it. True if anything was sent.
-    pub(super) fn flush_net(&mut self, tcp: &mut Endpoint) -> bool {
-        flush_queues(
-            &mut self.net_outq,
-            &mut self.net_outq_len,
-            &mut self.reqs,
-            tcp,
-        )
+    /// Withdraws queued network work of send `id`; true if some was queued.
+    pub(super) fn withdraw_net_send(&mut self, id: ReqId) -> bool {
+        let mut found = false;
+        for q in self.net_outq.iter_mut() {
+            let before = q.len();
+            q.retain(|item| match item {
+                NetOut::Eager { req, .. } => *req != Some(id),
+                NetOut::Rendezvous { req, .. } => *req != id,
+                _ => true,
+            });
+            found |= q.len() != before;
+            self.net_outq_len -= before - q.len();
+        }
+        found
     }
 }
 
-/// What the TCP endpoint reads goes to matching; the rest of a large fragment's body is read
-/// straight into its receive buffer.
-struct NetSink<'a>(&'a mut Core);
+/// What the network endpoint delivers goes to matching; completions to their requests.
+struct Delivery<'a>(&'a mut Core);
 
-// SAFETY: `place` hands out the part of a matched, incomplete rendezvous receive's buffer that
-// one fragment fills, and counts the placement in the receive's `parts_left`. The receive
-// completes only with every byte counted and no placement left (`placed` takes it back), so
-// its buffer stays alive and is not handed back to the program while the endpoint writes into
-// it; it fails early only when its peer is lost, which the endpoint reports after closing
-// every connection of that peer (ending their placements).
-unsafe impl weft_transport::tcp::Sink for NetSink<'_> {
-    fn frame(&mut self, peer: u32, h: &Header, body: &[u8]) {
-        self.0.on_net_message(peer, h, body);
-    }
-
-    fn place(&mut self, peer: u32, h: &Header) -> Option<RawBufMut> {
-        let (r, offset) = self.0.net_fragment_target(peer, h)?;
-        if r.parts_left == u8::MAX {
-            return None;
+impl NetSink for Delivery<'_> {
+    fn eager(&mut self, w: u32, h: &Header, body: &[u8]) {
+        let core = &mut *self.0;
+        let env = Envelope {
+            ctx: h.ctx,
+            src: h.src,
+            tag: h.tag,
+        };
+        match core.matching.take_posted(&env) {
+            Some(id) => core.fill_recv(id, &env, body, &[]),
+            None => {
+                let msg = core.unexpected_copy(body, &[]);
+                core.matching.push_unexpected(env, (msg, w));
+            }
         }
-        // Counted now, so bytes claimed twice (by a confused peer) find no room left.
-        r.frag_received += h.len as usize;
-        r.parts_left += 1;
-        // SAFETY: as in `on_net_message` for `FRAG`: the receive buffer is alive and ours.
-        Some(RawBufMut::new(unsafe {
-            r.rbuf.slice_mut(offset, h.len as usize)
-        }))
     }
 
-    fn placed(&mut self, _peer: u32, h: &Header) {
-        let Some(r) = self.0.reqs.get_mut(h.aux as usize) else {
+    fn rendezvous(&mut self, w: u32, h: &Header, len: usize, handle: Handle) {
+        let core = &mut *self.0;
+        let env = Envelope {
+            ctx: h.ctx,
+            src: h.src,
+            tag: h.tag,
+        };
+        match core.matching.take_posted(&env) {
+            Some(id) => core.start_net_rendezvous(id, &env, w, len, handle),
+            None => core
+                .matching
+                .push_unexpected(env, (Unexpected::NetRts { len, handle }, w)),
+        }
+    }
+
+    fn done(&mut self, token: u32, result: std::result::Result<(), NetFailure>) {
+        let core = &mut *self.0;
+        let me = core.local_world[core.my_local as usize];
+        let Some(r) = core.reqs.get_mut(token as usize) else {
             return;
         };
-        if r.kind != ReqKind::Recv || r.done || r.parts_left == 0 {
+        if !matches!(r.kind, ReqKind::Send | ReqKind::Recv) || r.done {
             return;
         }
-        r.parts_left -= 1;
-        if r.frag_received == r.frag_total && r.parts_left == 0 {
-            r.done = true;
+        if let Err(f) = result {
+            let op = if r.kind == ReqKind::Send {
+                "send to"
+            } else {
+                "receive from"
+            };
+            let peer = r.peer_world.map_or(-1, |w| w as i64);
+            let kind = if f.peer_lost {
+                ErrorKind::PeerDead
+            } else {
+                ErrorKind::Io
+            };
+            r.error = Some(Error::new(
+                kind,
+                format!("rank {me} {op} rank {peer}: {}", f.why),
+            ));
         }
-    }
-}
-
-/// TCP: fragments of the size the receiver asked for, each carrying its offset (low word in
-/// `ctx`, high word in `tag`) because rails may deliver them out of order.
-impl Link for Endpoint {
-    #[inline]
-    fn try_send(&mut self, peer: u32, header: &Header, parts: &[&[u8]]) -> bool {
-        Endpoint::try_send(self, peer, header, parts)
-    }
-
-    fn fragment(&self, _peer: u32, r: &Request) -> (Header, usize) {
-        let n = (r.sbuf.len() - r.frag_sent).min(r.frag_bytes);
-        let offset = r.frag_sent as u64;
-        let h = Header {
-            kind: net::KIND_FRAG,
-            aux: r.remote_req,
-            len: n as u32,
-            ctx: offset as u32,
-            tag: (offset >> 32) as u32 as i32,
-            ..Header::default()
-        };
-        (h, n)
+        r.done = true;
     }
 }

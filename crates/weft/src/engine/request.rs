@@ -8,7 +8,6 @@ use crate::matching::{Envelope, Pattern};
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
-use weft_transport::tcp::frame as net;
 
 /// Buffers of delivered unexpected messages kept for reuse: a burst of small messages ahead
 /// of their receives (a collective's early arrivals) then costs no allocation.
@@ -62,15 +61,12 @@ pub(super) struct Request {
     /// Receive by fragments: bytes expected and received so far.
     pub(super) frag_total: usize,
     pub(super) frag_received: usize,
-    /// Receive by CMA: parts still to arrive (ours and the cooperating sender's). Receive
-    /// over TCP: fragments being read straight into the buffer (at most one per connection).
+    /// Receive by CMA: parts still to arrive (ours and the cooperating sender's).
     pub(super) parts_left: u8,
     /// Send: the data, the peer, and for fragment streaming the receiver's request and progress.
     pub(super) sbuf: RawBuf,
     pub(super) remote_req: u32,
     pub(super) frag_sent: usize,
-    /// TCP send: the fragment size the receiver asked for in its `CTS`.
-    pub(super) frag_bytes: usize,
     /// The world ranks that could satisfy an `ANY_SOURCE` receive (for failure detection).
     pub(super) any_source_members: Option<Rc<[u32]>>,
     /// World rank this request depends on, when one.
@@ -96,7 +92,6 @@ impl Request {
             sbuf: RawBuf::new(&[]),
             remote_req: 0,
             frag_sent: 0,
-            frag_bytes: 0,
             any_source_members: None,
             peer_world: None,
         }
@@ -178,7 +173,9 @@ impl Engine {
     /// True if it was pending: the request then belongs to the engine (do not wait for or
     /// free it). Work still queued for it is withdrawn (its request to send, eager data,
     /// fragments); a peer that had already matched it gets no data (the program is
-    /// erroneous by then), and a cooperative copy it asks for is refused.
+    /// erroneous by then), and a cooperative copy it asks for is refused. A network
+    /// endpoint forgets it too (see `NetEndpoint::abandon`); its slot is never reused, since
+    /// the peer may still answer it.
     pub(crate) fn abandon_send(&mut self, id: ReqId) -> bool {
         let core = &mut self.core;
         let r = &mut core.reqs[id as usize];
@@ -198,10 +195,9 @@ impl Engine {
             q.retain(|item| !refers(item, KIND_RTS));
             core.outq_len -= before - q.len();
         }
-        for q in core.net_outq.iter_mut() {
-            let before = q.len();
-            q.retain(|item| !refers(item, net::KIND_RTS));
-            core.net_outq_len -= before - q.len();
+        let queued = core.withdraw_net_send(id);
+        if let (false, Some(net)) = (queued, self.net.as_mut()) {
+            net.abandon(id);
         }
         true
     }

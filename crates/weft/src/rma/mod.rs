@@ -969,7 +969,7 @@ fn start_net(
         format!("{fingerprint:x};{}", addrs.join(",")).as_bytes(),
     )
     .map_err(|e| e.context(at("publishing its address")))?;
-    boot.fence(timeout)
+    weft.boot_fence(boot.as_ref(), timeout)
         .map_err(|e| e.context(at("waiting for the other PEs' addresses")))?;
     let remote: Vec<u32> = (0..npes)
         .filter(|&pe| local_of_pe[pe as usize].is_none())

@@ -61,7 +61,7 @@ pub(crate) fn node_region_aligned(
     } else {
         None
     };
-    boot.fence(timeout)
+    weft.boot_fence(boot.as_ref(), timeout)
         .map_err(|e| e.context(format!("rank {rank}: waiting for {what}")))?;
     let region = match created {
         Some(r) => r,

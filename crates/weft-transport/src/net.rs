@@ -1,0 +1,141 @@
+//! What a network transport does for the progress engine: move matched-message traffic
+//! between processes of the job, eager or by rendezvous, and say when a peer is gone.
+//!
+//! The engine matches; a [`NetEndpoint`] only carries. An eager message (header and body)
+//! goes out whole with [`NetEndpoint::try_send`]. A larger one is announced with
+//! [`NetEndpoint::start_rendezvous`]: the receiver's endpoint tells its engine
+//! ([`NetSink::rendezvous`]) the envelope, the length and a [`Handle`]; once matched the
+//! engine hands the endpoint the receive buffer ([`NetEndpoint::fetch`]) or refuses the data
+//! ([`NetEndpoint::discard`], a truncated receive), and the endpoint moves the bytes however
+//! its network does best: TCP streams fragments after a clear-to-send, UCX lets its own
+//! rendezvous protocol read them (zero copy where the hardware allows). Both sides learn
+//! that their part is over through [`NetSink::done`] with the token they gave.
+//!
+//! Headers carry the envelope (`ctx`, `src`, `tag`); `len` is the body's length for an eager
+//! message and is set by the endpoint. Every message between one pair of processes is
+//! delivered in the order it was sent (eager messages and rendezvous announcements alike),
+//! which MPI's non-overtaking rule needs; rendezvous data may arrive in any order.
+//!
+//! An endpoint is driven from the engine's progress loop ([`NetEndpoint::poll`]); it has no
+//! thread of its own.
+
+use crate::buf::{RawBuf, RawBufMut};
+use crate::shm::Header;
+
+/// Names a rendezvous message announced to a [`NetSink`], for the endpoint that announced
+/// it (the engine keeps it and gives it back; it means nothing to anyone else).
+pub type Handle = u64;
+
+/// Why an operation of a [`NetEndpoint`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetFailure {
+    /// True when the peer is gone (its process died or its connection broke): the engine
+    /// reports `PeerDead`. False for any other failure of the transport (an I/O error).
+    pub peer_lost: bool,
+    /// What the transport said, for the error message (the engine adds who and what).
+    pub why: String,
+}
+
+/// Where a [`NetEndpoint`] delivers what arrived and what finished.
+pub trait NetSink {
+    /// An eager message from world rank `peer`: its envelope in `h`, its payload `body`.
+    fn eager(&mut self, peer: u32, h: &Header, body: &[u8]);
+    /// A rendezvous message of `len` bytes from `peer` with the envelope in `h`; its data
+    /// waits for [`NetEndpoint::fetch`] or [`NetEndpoint::discard`] with `handle`.
+    fn rendezvous(&mut self, peer: u32, h: &Header, len: usize, handle: Handle);
+    /// Operation `token` (a rendezvous send or a fetch) is over: its buffer is no longer
+    /// touched by the endpoint. `Err` when it failed.
+    fn done(&mut self, token: u32, result: Result<(), NetFailure>);
+}
+
+/// Counters of a network endpoint, for tools and tests (zero where a transport has no such
+/// thing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// Connections (or endpoints) open or opening.
+    pub connections: usize,
+    /// Bytes of connection buffers held.
+    pub buffer_bytes: usize,
+    /// The largest receive buffer among the connections.
+    pub largest_receive_buffer: usize,
+    /// Peers in high-speed mode.
+    pub fast_peers: u32,
+    /// Fragments or pieces sent on an extra rail (striping).
+    pub striped: u64,
+    /// Inbound connections refused because they did not prove the job key.
+    pub refused: u64,
+}
+
+/// One process's endpoint of a network transport (TCP, UCX, ...), reaching the peers its
+/// transport was chosen for.
+///
+/// # Safety
+/// An implementation reads the memory given to [`NetEndpoint::start_rendezvous`] and writes
+/// the memory given to [`NetEndpoint::fetch`] until it reports that token done, the token
+/// is abandoned ([`NetEndpoint::abandon`], which returns only once the memory is no longer
+/// touched), or the peer is reported lost (after which nothing of that peer's is touched).
+/// It touches that memory in no other way and none other of the caller's.
+pub unsafe trait NetEndpoint {
+    /// The transport's name (as in `WEFT_TRANSPORTS`).
+    fn transport(&self) -> &'static str;
+
+    /// Largest eager body this endpoint sends; the same on every rank of the job.
+    fn eager_bytes(&self) -> usize;
+
+    /// Sends an eager message to `peer` (body: `parts` in order, at most
+    /// [`NetEndpoint::eager_bytes`] in all). True when it is sent or copied: the caller's
+    /// buffers are free on return. False means "not now" (connecting, or the previous
+    /// message is still being taken): the caller keeps it and tries again after a poll.
+    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool;
+
+    /// Announces a rendezvous message of `data.len()` bytes with envelope `h` to `peer`;
+    /// the endpoint then moves the data when the peer fetches it, and reports `token` done
+    /// once the data is no longer needed. False means "not now", as for
+    /// [`NetEndpoint::try_send`] (nothing was announced).
+    ///
+    /// # Safety
+    /// `data` stays valid and unchanged until `token` is reported done, abandoned, or the
+    /// peer lost.
+    unsafe fn start_rendezvous(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool;
+
+    /// Takes the data of rendezvous message `handle` from `peer` into `dst` (exactly the
+    /// message's length) and reports `token` done once it is all there.
+    ///
+    /// # Safety
+    /// `dst` stays valid and is touched by nobody else until `token` is reported done or
+    /// the peer lost.
+    unsafe fn fetch(&mut self, peer: u32, handle: Handle, dst: RawBufMut, token: u32);
+
+    /// Refuses the data of rendezvous message `handle` from `peer` (the receive that
+    /// matched it is too small): the sender's operation completes without sending it.
+    fn discard(&mut self, peer: u32, handle: Handle);
+
+    /// Forgets rendezvous send `token` (its request was given up): the endpoint will not
+    /// read its buffer again and reports nothing more for it. Returns once that holds.
+    fn abandon(&mut self, token: u32);
+
+    /// Moves traffic: delivers what arrived and what finished to `sink`, sends what was
+    /// waiting. Never blocks. True if anything moved.
+    fn poll(&mut self, sink: &mut dyn NetSink) -> bool;
+
+    /// Peers found gone since the last call, each with the reason (an empty vector, which
+    /// costs nothing, when none).
+    fn take_lost(&mut self) -> Vec<(u32, String)>;
+
+    /// Makes sure `peer` is being reached (a connection is made or opening), so that a peer
+    /// that died before it ever sent anything is found.
+    fn reach(&mut self, peer: u32);
+
+    /// True while polling on every progress call is worth it: bytes of ours wait to go,
+    /// connections are being made, operations are in flight or traffic moved recently.
+    fn wants_polling(&self) -> bool;
+
+    /// True once some peer is connected (before that the caller may poll rarely).
+    fn connected(&self) -> bool;
+
+    /// True while bytes of ours have not left (finalize waits for them).
+    fn unsent(&self) -> bool;
+
+    /// Counters for tools and tests.
+    fn stats(&self) -> NetStats;
+}
