@@ -95,8 +95,9 @@ mod tests {
         assert_eq!(&got, b"onetwothree");
         drop(s);
         // The first write after the close may still be taken; the ones after the reset fail.
+        // Up to 60 s (the reset usually comes with the first write): a hang catcher.
         let mut failed = None;
-        for _ in 0..100 {
+        for _ in 0..12_000 {
             if let Err(e) = send(c.as_raw_fd(), b"x") {
                 failed = Some(e);
                 break;

@@ -32,7 +32,7 @@ fn wait_events(
     events: &Mutex<Vec<ServerEvent>>,
     pred: impl Fn(&[ServerEvent]) -> bool,
 ) -> Vec<ServerEvent> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ev = events.lock().unwrap().clone();
         if pred(&ev) || Instant::now() > deadline {
@@ -95,25 +95,31 @@ fn a_blocked_get_does_not_hold_up_other_clients() {
         let (addr, secret) = (addr.clone(), secret.clone());
         std::thread::spawn(move || {
             let c = TcpStoreClient::connect(&addr, &secret).unwrap();
-            let t0 = Instant::now();
-            let v = c.get("late", Duration::from_secs(20)).unwrap();
-            (v, t0.elapsed())
+            // Only the put below ends this get: its own timeout is a hang catcher.
+            c.get("late", Duration::from_secs(300))
         })
     };
+    // Most often the get waits in the server by now; when it does not yet, the requests
+    // below only prove less (nothing here depends on the pause to pass).
     std::thread::sleep(Duration::from_millis(100));
     let c = TcpStoreClient::connect(&addr, &secret).unwrap();
-    let t0 = Instant::now();
     for i in 0..50 {
         c.put(&format!("k{i}"), &[i as u8]).unwrap();
         assert_eq!(c.get(&format!("k{i}"), Duration::ZERO).unwrap(), [i as u8]);
     }
-    let busy = t0.elapsed();
-    // Blocked behind the waiting get, they would take its 20 s.
-    assert!(busy < Duration::from_secs(10), "100 requests took {busy:?}");
+    // Served while the get still waits: the get can only end by the put of "late" (or its
+    // 300 s), so 100 requests held up behind it would find it finished.
+    assert!(
+        !waiter.is_finished(),
+        "the waiting get ended before \"late\" was put: {:?}",
+        waiter.join()
+    );
     c.put("late", b"now").unwrap();
-    let (v, waited) = waiter.join().unwrap();
+    let v = waiter
+        .join()
+        .unwrap()
+        .expect("the put of \"late\" ends the get");
     assert_eq!(v, b"now");
-    assert!(waited < Duration::from_secs(10), "{waited:?}");
     // A get that times out says so and names the key.
     let e = c.get("never", Duration::from_millis(50)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Timeout);
@@ -206,16 +212,19 @@ fn a_silent_connection_is_refused_after_the_handshake_timeout() {
     srv.set_handshake_timeout(Duration::from_millis(200));
     let t0 = Instant::now();
     let mut s = TcpStream::connect(srv.local_addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // A hang catcher: the server closes after its 200 ms.
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     let mut got = Vec::new();
-    // The server greets, waits, then closes on us.
-    let _ = s.read_to_end(&mut got);
-    assert_eq!(got.len(), 41);
-    let waited = t0.elapsed();
+    // The server greets, waits, then closes on us (end of file, not our read timeout).
+    let end = s.read_to_end(&mut got);
     assert!(
-        waited >= Duration::from_millis(200) && waited < Duration::from_secs(10),
-        "{waited:?}"
+        end.is_ok(),
+        "the server never closed the silent connection: {end:?}"
     );
+    assert_eq!(got.len(), 41);
+    // Never before its time; how much later depends on the machine's load.
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
     let ev = wait_events(&events, |ev| !refusals(ev).is_empty());
     let lines = refusals(&ev);
     assert!(
@@ -273,17 +282,13 @@ fn dropping_the_server_unblocks_waiting_clients() {
     let (srv, secret, _events) = server();
     let addr = srv.local_addr().to_string();
     let c = TcpStoreClient::connect(&addr, &secret).unwrap();
-    let t = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        (c.get("never", Duration::from_secs(60)), t0.elapsed())
-    });
+    let t = std::thread::spawn(move || c.get("never", Duration::from_secs(300)));
+    // The get may reach the server before or after the drop: PeerDead either way.
     std::thread::sleep(Duration::from_millis(100));
     drop(srv);
-    let (r, waited) = t.join().unwrap();
-    let e = r.unwrap_err();
+    let e = t.join().unwrap().unwrap_err();
+    // Not noticing the server's end, the get would end by its 300 s as a Timeout.
     assert_eq!(e.kind(), ErrorKind::PeerDead, "{e}");
-    // Not noticing the server's end, the get would wait its 60 s.
-    assert!(waited < Duration::from_secs(20), "{waited:?}");
     assert!(TcpStream::connect(&addr).is_err(), "listener closed");
 }
 

@@ -37,12 +37,17 @@ fn agent_addresses(args: &str) -> Vec<SocketAddr> {
 fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
     let dir = scratch();
     let record = dir.join("args");
+    let go = dir.join("go");
     let template = dir.join("slow-ssh");
+    // The templates start their agents only once the test has connected every stranger
+    // (it creates `go`): the agents always come after the strangers, whatever the load.
     std::fs::write(
         &template,
         format!(
-            "#!/bin/sh\necho \"$@\" > {rec}.$$ && mv {rec}.$$ {rec}\nsleep 2\nexec \"$@\"\n",
-            rec = record.display()
+            "#!/bin/sh\necho \"$@\" > {rec}.$$ && mv {rec}.$$ {rec}\n\
+             until [ -e {go} ]; do sleep 0.01; done\nexec \"$@\"\n",
+            rec = record.display(),
+            go = go.display()
         ),
     )
     .unwrap();
@@ -59,8 +64,8 @@ fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
         .spawn()
         .unwrap();
     // The first template records the port; the strangers connect (from 127.0.0.1, like
-    // the agents) and say nothing while the templates sleep.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // the agents) and say nothing while the templates wait.
+    let deadline = Instant::now() + Duration::from_secs(120);
     let args = loop {
         if let Ok(a) = std::fs::read_to_string(&record) {
             break a;
@@ -80,6 +85,7 @@ fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
         STRANGERS,
         "the strangers could not connect"
     );
+    std::fs::write(&go, b"").unwrap();
 
     let out = job.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weft_itest::hosts::Hosts;
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
@@ -203,9 +203,9 @@ fn faults_over_every_lane() {
     let Some(h) = hosts('b', asked) else { return };
     let rank = Path::new(RANK);
     for lane in &lanes {
-        // A rank killed in the middle of an exchange ends the whole job quickly, with the
-        // rank and the signal named, and leaves nothing behind.
-        let start = Instant::now();
+        // A rank killed in the middle of an exchange ends the whole job, with the rank and
+        // the signal named, and leaves nothing behind (a job the kill did not end would end
+        // by its 60 s timeout, whose line names no rank).
         let out = job(
             &weft,
             &h,
@@ -214,7 +214,6 @@ fn faults_over_every_lane() {
             &["die-mid-exchange"],
             Duration::from_secs(60),
         );
-        let took = start.elapsed();
         assert_ne!(out.exit_code, 0, "{}: {}", lane.name, text(&out));
         let failure = out.failure.clone().unwrap_or_default();
         assert!(
@@ -222,11 +221,6 @@ fn faults_over_every_lane() {
             "{}: {}",
             lane.name,
             text(&out)
-        );
-        assert!(
-            took < Duration::from_secs(10),
-            "{}: the job took {took:?}",
-            lane.name
         );
         no_segments_left(&out);
         // A peer that exits without a word is an error naming it, not a hang.

@@ -2,7 +2,7 @@
 //! ranks, over the shared-memory transport with CMA and with the copy fallback.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
@@ -113,18 +113,16 @@ fn split_communicators() {
 }
 
 #[test]
-fn killed_rank_ends_the_job_quickly_and_cleanly() {
-    let t = Instant::now();
+fn killed_rank_ends_the_job_cleanly() {
     let out = job(4, &["die-mid-exchange"], &[]);
-    let elapsed = t.elapsed();
     assert_ne!(out.exit_code, 0);
     let line = out.failure.clone().unwrap_or_default();
     assert!(
         line.contains("rank 1") && line.contains("signal 9"),
         "failure line: {line:?}"
     );
-    // Without the kill reaching every rank the job would run into its 120 s timeout.
-    assert!(elapsed < Duration::from_secs(60), "job took {elapsed:?}");
+    // The kill ended the job: without it reaching every rank the job would run into its
+    // 120 s timeout, whose failure line names no rank.
     // The job's ranks are gone: nothing runs from our rank binary with this job id.
     let ours = std::process::Command::new("pgrep")
         .args(["-f", "weft-itest-rank die-mid-exchange"])
@@ -139,7 +137,6 @@ fn killed_rank_ends_the_job_quickly_and_cleanly() {
 
 #[test]
 fn dead_peer_is_an_error_not_a_hang() {
-    let t = Instant::now();
     let out = job(2, &["dead-peer-error"], &[]);
     ok(&out);
     assert!(
@@ -147,8 +144,7 @@ fn dead_peer_is_an_error_not_a_hang() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    // A hang would last until the job's 120 s timeout.
-    assert!(t.elapsed() < Duration::from_secs(60));
+    // A hang would end by the job's 120 s timeout, which `ok` refuses (code 124).
 }
 
 /// The CPUs of a `Cpus_allowed_list` value such as `0-3,8`.

@@ -25,7 +25,7 @@ use std::io::{BufRead, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
-use std::sync::mpsc::{channel, Receiver, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 use weft_boot::auth::{check_secret, client_handshake, decode_hex};
 use weft_boot::sock::NoSigPipe;
@@ -199,11 +199,14 @@ fn agent_main(cfg: &AgentConfig) -> Result<i32> {
     sweep_stale_segments(false, SWEEP_MIN_AGE);
     let commands = spawn_reader(&stream)?;
     let signals = SignalWatch::start();
+    let (input_taken_tx, input_taken) = channel();
     let mut agent = Agent {
         stream,
         set: RankSet::default(),
         broken: false,
         feeders: Vec::new(),
+        input_taken_tx,
+        input_taken,
     };
     agent.start_ranks(program, args, env, &ranks, &encode_secret(&secret));
     let why = agent.watch(&commands, &signals);
@@ -289,6 +292,10 @@ struct Agent {
     broken: bool,
     /// The stdin pipes of this host's ranks that read the launcher's stdin, by rank.
     feeders: Vec<(u32, PipeFeeder)>,
+    /// Where the feeders report the bytes of input they wrote, as (rank, bytes)...
+    input_taken_tx: Sender<(u32, usize)>,
+    /// ...which the agent reports to the launcher.
+    input_taken: Receiver<(u32, usize)>,
 }
 
 impl Agent {
@@ -367,8 +374,12 @@ impl Agent {
                 Ok(mut p) => {
                     let (rank, pid) = (p.rank, p.pid);
                     if let Some(fd) = p.stdin.take() {
-                        self.feeders
-                            .push((rank, PipeFeeder::start(std::fs::File::from(fd))));
+                        let feeder = PipeFeeder::start(
+                            rank,
+                            std::fs::File::from(fd),
+                            self.input_taken_tx.clone(),
+                        );
+                        self.feeders.push((rank, feeder));
                     }
                     self.set.add(p);
                     self.send(&FromAgent::Started { rank, pid });
@@ -396,6 +407,11 @@ impl Agent {
             });
             for m in &out {
                 self.send(m);
+            }
+            while let Ok((rank, bytes)) = self.input_taken.try_recv() {
+                // A chunk is at most 64 KiB.
+                let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
+                self.send(&FromAgent::InputTaken { rank, bytes });
             }
             for i in self.set.check() {
                 let r = &self.set.ranks[i];

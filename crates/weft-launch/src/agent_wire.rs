@@ -77,6 +77,9 @@ pub enum FromAgent {
     },
     /// After [`ToAgent::Stop`]: every rank reaped, output drained, `/dev/shm` cleaned.
     Finished { segments_removed: u32 },
+    /// `bytes` more of [`ToAgent::Input`] went into a rank's stdin pipe (or were dropped
+    /// after the rank closed it): the launcher's window for that rank moves on.
+    InputTaken { rank: u32, bytes: u32 },
 }
 
 const T_START: u8 = 1;
@@ -88,6 +91,7 @@ const T_NOT_STARTED: u8 = 12;
 const T_OUTPUT: u8 = 13;
 const T_EXITED: u8 = 14;
 const T_FINISHED: u8 = 15;
+const T_INPUT_TAKEN: u8 = 16;
 
 /// Most list entries (ranks, arguments, variables) a message may carry.
 const MAX_ITEMS: u32 = 1 << 20;
@@ -330,6 +334,11 @@ impl FromAgent {
                 w.u8(T_FINISHED);
                 w.u32(*segments_removed);
             }
+            FromAgent::InputTaken { rank, bytes } => {
+                w.u8(T_INPUT_TAKEN);
+                w.u32(*rank);
+                w.u32(*bytes);
+            }
         }
         w.0
     }
@@ -385,6 +394,10 @@ impl FromAgent {
             T_FINISHED => FromAgent::Finished {
                 segments_removed: r.u32("segment count")?,
             },
+            T_INPUT_TAKEN => FromAgent::InputTaken {
+                rank: r.u32("rank")?,
+                bytes: r.u32("byte count")?,
+            },
             t => return Err(unknown(t)),
         };
         r.end("the message")?;
@@ -421,6 +434,10 @@ mod tests {
             },
             FromAgent::Finished {
                 segments_removed: 4,
+            },
+            FromAgent::InputTaken {
+                rank: 5,
+                bytes: 65536,
             },
         ]
     }

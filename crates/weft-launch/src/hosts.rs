@@ -25,7 +25,7 @@ use crate::place::place_on_hosts;
 use crate::ranks::{peek_exit, reap, DRAIN_GRACE, TERM_GRACE};
 use crate::signals::SignalWatch;
 use crate::status::{failure_line_on_host, RankExit};
-use crate::stdin::read_stdin_chunks;
+use crate::stdin::{read_stdin_chunks, StdinWindow};
 use crate::{HostsSpec, JobOutcome, JobSpec, StdinTarget};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -240,6 +240,8 @@ struct HostState {
 struct RankInfo {
     host: usize,
     exit: Option<RankExit>,
+    /// Bytes of the launcher's stdin its agent wrote into its stdin pipe.
+    stdin_taken: u64,
 }
 
 /// Forwards lines a template process writes (ssh's own errors, the agent's) to the loop.
@@ -379,6 +381,7 @@ pub(crate) fn run_on_hosts(
                 .position(|h| Some(h.name.as_str()) == p.host.as_deref())
                 .expect("placed on a listed host"),
             exit: None,
+            stdin_taken: 0,
         })
         .collect();
 
@@ -429,6 +432,7 @@ pub(crate) fn run_on_hosts(
         stdin_log: Vec::new(),
         stdin_done: false,
         stdin_hosts_waiting: 0,
+        stdin_window: Arc::new(StdinWindow::new()),
     };
     job.stdin_hosts_waiting = job
         .hosts
@@ -484,13 +488,21 @@ pub(crate) fn run_on_hosts(
     }
     if ending.is_none() && spec.stdin != StdinTarget::None {
         let stdin_tx = tx.clone();
-        read_stdin_chunks(move |chunk| stdin_tx.send(Event::Stdin(chunk)).is_ok());
+        let window = job.stdin_window.clone();
+        read_stdin_chunks(move |chunk| {
+            let bytes = chunk.as_ref().map_or(0, Vec::len);
+            let sent = stdin_tx.send(Event::Stdin(chunk)).is_ok();
+            window.read_and_wait(bytes);
+            sent
+        });
     }
     drop(tx);
     let ending = match ending {
         Some(e) => e,
         None => job.watch_until_end(spec.timeout.map(|t| (started, t))),
     };
+    // The stdin thread, if it waits for room, reads on into the closed channel and ends.
+    job.stdin_window.taken_by_all(None);
     job.end_all();
     drop(port);
     drop(store);
@@ -532,11 +544,25 @@ struct MultiJob<'a> {
     stdin_done: bool,
     /// Hosts of reading ranks whose agents have not connected yet.
     stdin_hosts_waiting: usize,
+    /// Holds the stdin thread back while a reading rank is far behind.
+    stdin_window: Arc<StdinWindow>,
 }
 
 impl MultiJob<'_> {
     fn running(&self) -> usize {
         self.ranks.iter().filter(|r| r.exit.is_none()).count()
+    }
+
+    /// Lets the stdin thread read on up to a window past the slowest reading rank still
+    /// running on a host still connected.
+    fn move_stdin_window(&self) {
+        let slowest = (0..self.ranks.len() as u32)
+            .filter(|&r| self.spec.stdin.includes(r))
+            .map(|r| &self.ranks[r as usize])
+            .filter(|r| r.exit.is_none() && !self.hosts[r.host].lost)
+            .map(|r| r.stdin_taken)
+            .min();
+        self.stdin_window.taken_by_all(slowest);
     }
 
     fn end_with(&mut self, exit_code: i32, line: String) -> Ending {
@@ -651,6 +677,8 @@ impl MultiJob<'_> {
             Event::Lost { host, reason } => {
                 let h = &mut self.hosts[host];
                 h.lost = true;
+                self.move_stdin_window();
+                let h = &mut self.hosts[host];
                 if !h.finished && may_end {
                     let line = format!(
                         "weft: host {}: lost its agent ({reason}); ending job",
@@ -741,6 +769,7 @@ impl MultiJob<'_> {
                     RankExit::Code(value)
                 };
                 r.exit = Some(exit);
+                self.move_stdin_window();
                 // A rank that asked to abort exits as a consequence; its abort is held.
                 if may_end && self.cause.pick(&[(rank, exit)]).is_some() {
                     let line = failure_line_on_host(rank, &self.hosts[host].name, pid, exit);
@@ -766,6 +795,11 @@ impl MultiJob<'_> {
             }
             FromAgent::Finished { .. } => {
                 self.hosts[host].finished = true;
+                None
+            }
+            FromAgent::InputTaken { rank, bytes } if mine(rank, &self.ranks) => {
+                self.ranks[rank as usize].stdin_taken += u64::from(bytes);
+                self.move_stdin_window();
                 None
             }
             // Started (pids are only used in the agent's own messages), repeated hellos and

@@ -122,7 +122,7 @@ fn wrong_key_is_refused_and_the_job_continues() {
     let start = std::time::Instant::now();
     let mut have = 0;
     s.set_nonblocking(true).unwrap();
-    while have < challenge.len() && start.elapsed().as_secs() < 10 {
+    while have < challenge.len() && start.elapsed().as_secs() < 60 {
         pump(&mut eps, &mut got);
         if let Ok(n) = s.read(&mut challenge[have..]) {
             have += n;

@@ -56,8 +56,8 @@ fn eager(tag: i32) -> (Header, Vec<u8>) {
     (h, body)
 }
 
-/// Sends one frame 0 -> 1 and pumps both until it arrives or `limit` passes; returns how
-/// long it took, or None.
+/// Sends one frame 0 -> 1 and pumps both until it arrives or `limit` (a hang catcher) passes;
+/// returns how long it took, or None.
 fn deliver(eps: &mut [Endpoint], tag: i32, limit: Duration) -> Option<Duration> {
     let (h, body) = eager(tag);
     let start = Instant::now();
@@ -94,12 +94,17 @@ fn pump_for(eps: &mut [Endpoint], d: Duration) {
 #[test]
 fn a_stranger_claiming_a_rank_does_not_block_sends_to_it() {
     let mut eps = endpoints(2);
+    // The stranger's claim would only be dropped after 300 s: a send held up behind it does
+    // not get through in the 60 s `deliver` allows, however fast or loaded the machine.
+    for ep in &mut eps {
+        ep.set_timeouts(Duration::from_secs(300), Duration::from_secs(60));
+    }
     // Anyone can send a HELLO claiming to be rank 1, then go silent.
     let mut s = TcpStream::connect(eps[0].addresses()[0]).unwrap();
     s.write_all(&handshake::hello(1, 0, &handshake::nonce().unwrap()))
         .unwrap();
     let start = Instant::now();
-    while eps[0].unproven_count() == 0 && start.elapsed() < Duration::from_secs(5) {
+    while eps[0].unproven_count() == 0 && start.elapsed() < Duration::from_secs(60) {
         eps[0].poll(|_, _, _| {});
     }
     assert_eq!(eps[0].unproven_count(), 1);
@@ -108,9 +113,8 @@ fn a_stranger_claiming_a_rank_does_not_block_sends_to_it() {
         !eps[0].busy(),
         "an unproven inbound connection made TCP busy"
     );
-    let took = deliver(&mut eps, 3, Duration::from_secs(5))
+    deliver(&mut eps, 3, Duration::from_secs(60))
         .expect("a send to rank 1 stalled behind a stranger's claim");
-    assert!(took < Duration::from_secs(2), "took {took:?}");
     assert!(eps[0].take_lost().is_empty());
     drop(s);
 }
@@ -127,7 +131,7 @@ fn a_flood_of_silent_strangers_evicts_only_unproven_ones_and_a_cut_rank_dials_ag
         strangers.push(TcpStream::connect(addr).unwrap());
     }
     let start = Instant::now();
-    while eps[1].unproven_count() < cap && start.elapsed() < Duration::from_secs(5) {
+    while eps[1].unproven_count() < cap && start.elapsed() < Duration::from_secs(60) {
         eps[1].poll(|_, _, _| {});
     }
     assert_eq!(eps[1].unproven_count(), cap);
@@ -146,13 +150,13 @@ fn a_flood_of_silent_strangers_evicts_only_unproven_ones_and_a_cut_rank_dials_ag
     assert!(eps[1].unproven_count() <= cap);
     assert!(eps[1].refused_count() > cap as u64);
     // Rank 0 saw its handshake cut: it must dial again, not declare rank 1 dead.
-    let took = deliver(&mut eps, 9, Duration::from_secs(10)).expect("rank 0 never got through");
+    // 60 s only catch a hang: getting through at all is the point.
+    deliver(&mut eps, 9, Duration::from_secs(60)).expect("rank 0 never got through");
     assert!(
         eps[0].take_lost().is_empty(),
         "a live rank was declared dead"
     );
     assert!(!eps[0].is_dead(1));
-    assert!(took < Duration::from_secs(5), "took {took:?}");
     drop(strangers);
 }
 
@@ -176,7 +180,7 @@ fn a_peer_that_answers_long_after_the_handshake_timeout_is_not_dead() {
     );
     assert!(!eps[0].is_dead(1));
     assert!(eps[0].busy(), "our own handshake keeps the endpoint busy");
-    deliver(&mut eps, 4, Duration::from_secs(5)).expect("the late peer never got the frame");
+    deliver(&mut eps, 4, Duration::from_secs(60)).expect("the late peer never got the frame");
     assert!(eps[1].take_lost().is_empty());
 }
 
@@ -204,7 +208,7 @@ fn a_challenged_peer_that_computes_before_its_proof_is_not_dropped() {
         0,
         "the challenged connection was dropped"
     );
-    deliver(&mut eps, 8, Duration::from_secs(5)).expect("rank 0 never got through");
+    deliver(&mut eps, 8, Duration::from_secs(60)).expect("rank 0 never got through");
     assert!(
         eps[0].take_lost().is_empty(),
         "a live rank was declared dead"

@@ -88,6 +88,11 @@ fn panic_during_a_leaf_wait(warm: bool) {
         ("WEFT_BCAST_ALGO", "knomial"),
         ("WEFT_ALLREDUCE_ALGO", "recursive_doubling"),
     ];
+    // 1: rank 1 has started its allreduce and goes into the broadcast; 2: the panic has come
+    // out of rank 1's broadcast. Rank 0 sends the allreduce's data only after 1 and the
+    // broadcast's only after 2, so the panic can only happen in the leaf's wait and the
+    // root's data can only arrive after the receive was given up.
+    let step = common::Signal::new();
     common::run_ranks(2, &vars, move |w| {
         let me = w.rank();
         let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -112,11 +117,10 @@ fn panic_during_a_leaf_wait(warm: bool) {
         let direct_before = w.coll_direct_runs();
         let mut buf = [7u8; 16];
         if me == 0 {
-            // Rank 1 is waiting in the broadcast when this allreduce's data reaches it.
-            std::thread::sleep(std::time::Duration::from_millis(200));
+            step.wait_for(1, "rank 1 going into the broadcast");
             // SAFETY: the buffers are leaked, so they outlive the request.
             let req = unsafe { w.iallreduce(send, recv, &op) }.unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            step.wait_for(2, "the panic out of rank 1's broadcast");
             buf = [9u8; 16];
             w.bcast(&mut buf, 0).unwrap();
             w.send(&[1u8], 1, 77).unwrap();
@@ -124,7 +128,9 @@ fn panic_during_a_leaf_wait(warm: bool) {
         } else {
             // SAFETY: as above.
             let req = unsafe { w.iallreduce(send, recv, &op) }.unwrap();
+            step.raise_to(1);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.bcast(&mut buf, 0)));
+            step.raise_to(2);
             assert!(
                 r.is_err(),
                 "the user op's panic reaches the broadcast's caller"

@@ -169,6 +169,13 @@ static SEND_SEEN: [std::sync::atomic::AtomicU32; 2] = [
     std::sync::atomic::AtomicU32::new(0),
 ];
 
+/// The order of [`barrier_exit_pass`]'s steps between ranks 0 and 1, one per test: 1 when
+/// rank 0 has left the first barrier, 2 when rank 1 has posted its send.
+static STEPS: [common::Signal; 2] = [
+    common::Signal(std::sync::atomic::AtomicU64::new(0)),
+    common::Signal(std::sync::atomic::AtomicU64::new(0)),
+];
+
 /// Rank 0 posts a receive for a message above the eager limit, then arrives last at a
 /// barrier that rank 1 entered after sending it, and afterwards makes no call until rank 1
 /// has seen its send complete (or given up). The send completes only if rank 0's barrier
@@ -193,17 +200,20 @@ fn barrier_exit_pass(w: &Comm, test: usize) {
     w.scope(|s| match rank {
         1 => {
             w.barrier().unwrap();
-            // Rank 0 has left the barrier above and sleeps: it cannot see the request to
-            // send in that barrier's wait.
-            std::thread::sleep(Duration::from_millis(20));
+            // Rank 0 has left the barrier above: it cannot see the request to send in that
+            // barrier's wait.
+            STEPS[test].wait_for(1, "rank 0 out of the first barrier");
             let mut r = w.isend(s, &data, 0, 5).unwrap();
+            STEPS[test].raise_to(2);
             w.barrier().unwrap();
+            // Once answered the send completes on its own: 30 s only catch a send that was
+            // never answered (below run_bounded's 60 s, to fail with this test's message).
             let t0 = Instant::now();
             let seen = loop {
                 if r.test().unwrap().is_some() {
                     break 1;
                 }
-                if t0.elapsed() > Duration::from_secs(5) {
+                if t0.elapsed() > Duration::from_secs(30) {
                     break 2;
                 }
                 std::thread::sleep(Duration::from_millis(1));
@@ -218,7 +228,13 @@ fn barrier_exit_pass(w: &Comm, test: usize) {
         0 => {
             let r = w.irecv(s, &mut got, 1, 5).unwrap();
             w.barrier().unwrap();
-            // Everyone else waits in the next barrier before rank 0 arrives.
+            STEPS[test].raise_to(1);
+            // The request to send is on its way before rank 0 enters the next barrier, so
+            // that barrier must answer it. The pause only makes it likely that everyone else
+            // already waits there (the barrier complete at rank 0's first look, the case
+            // this test is about); when not, rank 0 answers in the barrier's wait and the
+            // test passes all the same.
+            STEPS[test].wait_for(2, "rank 1's send posted");
             std::thread::sleep(Duration::from_millis(150));
             w.barrier().unwrap();
             // "Computing": no call until rank 1 has seen its send complete or given up.

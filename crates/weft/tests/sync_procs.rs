@@ -63,7 +63,7 @@ fn a_dead_process_ends_a_sync_wait_with_peer_dead() {
                 .unwrap()
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     for (rank, mut c) in children.into_iter().enumerate() {
         loop {
             if let Some(status) = c.try_wait().unwrap() {

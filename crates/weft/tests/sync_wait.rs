@@ -1,27 +1,23 @@
 //! The engine's wait policy at its sleeping end: with `WEFT_SYNC_SPIN_NS=0` and both yield
-//! windows 0 every wait goes to sleep on the futex at once, so each put, get,
-//! barrier and reduce hands over through a registered sleeper and a wake-up. A lost wake-up
-//! would show as a wait that lasts until the sleeper's timeout (100 ms) instead of ending
-//! soon after the event; many such rounds must finish quickly and with the right values.
+//! windows 0 every wait goes to sleep on the futex at once, so each put, get, barrier, reduce
+//! and lock hands over through a registered sleeper and a wake-up. The sleepers sleep for up
+//! to ten minutes (`WEFT_SYNC_SLEEP_MS`) before they would look again on their own: a lost
+//! wake-up is not a slow round but a wait that never ends, which the harness's watchdog
+//! reports (180 s). Nothing here measures time.
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 use weft::sync::{SyncEngine, SyncOp};
 
 const SLEEP_AT_ONCE: &[(&str, &str)] = &[
     ("WEFT_SYNC_SPIN_NS", "0"),
     ("WEFT_SYNC_YIELD_US", "0"),
     ("WEFT_SYNC_OWN_CORE_YIELD_US", "0"),
+    ("WEFT_SYNC_SLEEP_MS", "600000"),
 ];
 
 #[test]
 fn sleeping_getters_are_woken_by_the_put() {
-    // Rank 0 puts 30 ms after rank 1 started waiting; rank 1 measures from the put.
-    let put_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
-    let lat = Arc::new(Mutex::new(Vec::new()));
-    let (p, l) = (put_at.clone(), lat.clone());
     common::run_job(
         2,
         SLEEP_AT_ONCE,
@@ -32,30 +28,21 @@ fn sleeping_getters_are_woken_by_the_put() {
             for i in 0..12i64 {
                 e.barrier(1, 2).unwrap();
                 if rank == 0 {
-                    std::thread::sleep(Duration::from_millis(30));
-                    *p.lock().unwrap() = Some(Instant::now());
+                    // Most often rank 1 is asleep by now; when it is not, it finds the value
+                    // without sleeping, which passes too: nothing depends on the pause.
+                    std::thread::sleep(std::time::Duration::from_millis(30));
                     e.put(2, i, 1).unwrap();
                 } else {
                     assert_eq!(e.get::<i64>(2).unwrap(), i);
-                    let at = p.lock().unwrap().take().expect("the put came first");
-                    l.lock().unwrap().push(at.elapsed());
                 }
             }
             weft.finalize().unwrap();
         },
     );
-    let mut lat = lat.lock().unwrap().clone();
-    lat.sort();
-    // Woken: well under a millisecond on a quiet machine; a missed wake-up: about 70 ms.
-    assert!(
-        lat[lat.len() / 2] < Duration::from_millis(25),
-        "hand-off latencies {lat:?}"
-    );
 }
 
 #[test]
 fn many_rounds_through_the_futex_lose_no_wake_up() {
-    let start = Instant::now();
     common::run_job(
         3,
         SLEEP_AT_ONCE,
@@ -76,7 +63,6 @@ fn many_rounds_through_the_futex_lose_no_wake_up() {
             weft.finalize().unwrap();
         },
     );
-    // 600 rounds: lost wake-ups in a tenth of them would already cost 6 s.
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(6), "took {took:?}");
+    // 650 hand-overs, each through a futex sleep of up to ten minutes: finishing at all
+    // says every one was woken.
 }

@@ -416,17 +416,36 @@ mod tests {
     fn futex_wakes_a_sleeper() {
         let word = Arc::new(AtomicU32::new(0));
         let w = word.clone();
-        let t = std::thread::spawn(move || {
-            let start = std::time::Instant::now();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: gettid has no arguments and cannot fail.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            // Ten minutes: only the wake ends this wait in time for the check below.
             while w.load(Ordering::SeqCst) == 0 {
-                futex_wait(&w, 0, Duration::from_secs(5));
+                futex_wait(&w, 0, Duration::from_secs(600));
             }
-            start.elapsed()
+            done_tx.send(()).unwrap();
         });
-        std::thread::sleep(Duration::from_millis(50));
+        // The sleeper is in the futex system call before the wake (the kernel shows the call
+        // a blocked thread is in), so the wake is what ends it, not a value it saw early.
+        let tid = tid_rx.recv().unwrap();
+        let syscall = format!("/proc/self/task/{tid}/syscall");
+        let futex = libc::SYS_futex.to_string();
+        let in_call = || {
+            let now = std::fs::read_to_string(&syscall).unwrap_or_default();
+            now.split_whitespace().next() == Some(futex.as_str())
+        };
+        while !in_call() {
+            std::thread::yield_now();
+        }
         word.store(1, Ordering::SeqCst);
         futex_wake(&word, i32::MAX);
-        assert!(t.join().unwrap() < Duration::from_secs(4));
+        // A hang catcher far below the sleeper's ten minutes.
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(120)).is_ok(),
+            "the sleeper was not woken"
+        );
         // A wait on a stale value returns at once.
         futex_wait(&word, 0, Duration::from_secs(5));
     }

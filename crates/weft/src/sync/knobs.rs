@@ -41,4 +41,10 @@ pub static KNOBS: &[Knob] = &[
         default: "2000",
         help: "how long a sync engine waiter keeps yielding the core (after spinning) before it sleeps on a futex, when every local rank has a core",
     },
+    Knob {
+        name: "WEFT_SYNC_SLEEP_MS",
+        kind: KnobKind::Uint,
+        default: "100",
+        help: "longest single sleep of a sync engine waiter on its futex before it checks that its peers live (a wake-up ends it at once)",
+    },
 ];

@@ -52,8 +52,6 @@ const READERS_MASK: u64 = (1 << 30) - 1;
 const MAX_READERS: u32 = (1 << 30) - 1;
 const USER_LOCK: u32 = 1;
 const REDUCE_LOCK: u32 = 2;
-/// How long a sleeping waiter sleeps before checking that its peers live.
-const SLEEP: Duration = Duration::from_millis(100);
 const DEATH_CHECK_AFTER: Duration = Duration::from_millis(300);
 /// Checks of the condition between two readings of the clock while spinning (a clock
 /// reading costs about as much as a few dozen checks).
@@ -255,6 +253,9 @@ pub struct SyncEngine {
     region: Region,
     geo: Geometry,
     policy: WaitPolicy,
+    /// Longest single futex sleep of a waiter (`WEFT_SYNC_SLEEP_MS`): a wake-up ends it at
+    /// once; its end only checks the peers (and bounds what a lost wake-up would cost).
+    sleep: Duration,
 }
 
 impl SyncEngine {
@@ -299,11 +300,13 @@ impl SyncEngine {
             uint("WEFT_SYNC_YIELD_US", "100")?,
             uint("WEFT_SYNC_OWN_CORE_YIELD_US", "2000")?,
         );
+        let sleep = Duration::from_millis(uint("WEFT_SYNC_SLEEP_MS", "100")?.max(1));
         let region = node_region(weft, &format!("sync-{name}"), geo.body_bytes())?;
         Ok(SyncEngine {
             region,
             geo,
             policy,
+            sleep,
         })
     }
 
@@ -444,7 +447,7 @@ impl SyncEngine {
                 e.sleepers.fetch_sub(1, SeqCst);
                 return Ok(());
             }
-            futex_wait(e.wake, seen, SLEEP);
+            futex_wait(e.wake, seen, self.sleep);
             e.sleepers.fetch_sub(1, SeqCst);
             if ready() {
                 return Ok(());
