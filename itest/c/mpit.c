@@ -82,9 +82,9 @@ static void check_values(void) {
   int count = 0;
   char text[64];
   OK(MPI_T_cvar_handle_alloc(cvar_index("WEFT_TRANSPORTS"), NULL, &h, &count));
-  CHECK(count == (int)strlen("shm,tcp") + 1);
+  CHECK(count == (int)strlen("shm,cma,tcp") + 1);
   OK(MPI_T_cvar_read(h, text));
-  CHECK(strcmp(text, "shm,tcp") == 0);
+  CHECK(strcmp(text, "shm,cma,tcp") == 0);
   OK(MPI_T_cvar_handle_free(&h));
 
   int i = cvar_index("WEFT_YIELD"), n = 0, len = sizeof text, value = -1;
