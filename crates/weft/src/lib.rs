@@ -615,13 +615,14 @@ impl Weft {
 
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
-        // The line first: once the launcher hears of the abort it may kill this process,
-        // and what is already in the stderr pipe still reaches the user.
+        // The line first, and read by the launcher before it hears of the abort: it may
+        // kill the job at once, and Hydra then drops what is still queued in the pipe.
         weft_core::diag!(
             "weft: rank {} aborting with code {code}: {message}",
             self.world.rank()
         );
         if let Some(b) = &self.boot {
+            startup::stderr_taken(startup::STDERR_TAKEN_LIMIT);
             let _ = b.abort(code, message);
         }
         std::process::exit(code)

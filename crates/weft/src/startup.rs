@@ -251,12 +251,35 @@ fn watch_loop(region: &Region, stop: &AtomicBool, peer: u32, t: WatchTarget) {
             "rank {rank} (pid {pid} on {}) {how} before finalize; ending the job",
             t.node_id
         );
-        eprintln!("weft: {line}");
+        weft_core::diag!("weft: {line}");
+        stderr_taken(STDERR_TAKEN_LIMIT);
         let _ = t.boot.abort(code, &line);
         // The launcher kills the job; should it not, this rank ends itself.
         std::thread::sleep(Duration::from_secs(5));
         // SAFETY: _exit ends the process at once, without running other threads' code.
         unsafe { libc::_exit(code) };
+    }
+}
+
+/// How long an aborting rank waits for its launcher to read its last line.
+pub(crate) const STDERR_TAKEN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Returns once the reader of this process's stderr has taken everything written to it
+/// (stderr a pipe or socket whose queue is empty), or after `limit`. An aborting rank calls
+/// it between its line and the abort: launchers such as Hydra kill the job as soon as they
+/// hear of the abort, and a line still queued in the pipe to their proxy is then lost. On
+/// a terminal or a file there is no queue and it returns at once.
+pub(crate) fn stderr_taken(limit: Duration) {
+    let start = Instant::now();
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int through the pointer, which points at `queued`;
+        // fd 2 is not closed or reused by this call.
+        let rc = unsafe { libc::ioctl(2, libc::FIONREAD, &mut queued as *mut libc::c_int) };
+        if rc != 0 || queued <= 0 || start.elapsed() >= limit {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
