@@ -86,7 +86,13 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_UCX_EAGER_BYTES",
         kind: KnobKind::Bytes,
         default: "64K",
-        help: "largest message the ucx transport sends eagerly (copied into a send slot); larger and synchronous ones go by UCX's rendezvous into the matched receive buffer",
+        help: "largest message the ucx transport sends eagerly; larger and synchronous ones go by UCX's rendezvous into the matched receive buffer",
+    },
+    Knob {
+        name: "WEFT_UCX_COPY_BYTES",
+        kind: KnobKind::Bytes,
+        default: "8K",
+        help: "largest eager message the ucx transport copies into a send slot (the send is complete on return); larger eager ones go from the sender's buffer, which the send holds until UCX has sent it",
     },
     Knob {
         name: "WEFT_MAX_FAST_PEERS",

@@ -98,6 +98,27 @@ pub unsafe trait NetEndpoint {
     /// peer lost.
     unsafe fn start_rendezvous(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool;
 
+    /// Largest message this endpoint sends eagerly from the caller's buffer
+    /// ([`NetEndpoint::start_push`]) rather than by rendezvous, when the send need not wait
+    /// for its receive (not synchronous); at most [`NetEndpoint::eager_bytes`] (the default)
+    /// means it has no such path. The same on every rank of the job.
+    fn push_bytes(&self) -> usize {
+        self.eager_bytes()
+    }
+
+    /// Sends `data.len()` bytes (more than [`NetEndpoint::eager_bytes`], at most
+    /// [`NetEndpoint::push_bytes`]) with envelope `h` to `peer` as an eager message straight
+    /// from `data` (no copy of ours, no wait for the receiver's match), and reports `token`
+    /// done once `data` is free again. False means "not now", as for
+    /// [`NetEndpoint::try_send`]. The default announces it by rendezvous.
+    ///
+    /// # Safety
+    /// As for [`NetEndpoint::start_rendezvous`].
+    unsafe fn start_push(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {
+        // SAFETY: the caller's promise is the one start_rendezvous asks for.
+        unsafe { self.start_rendezvous(peer, h, data, token) }
+    }
+
     /// Takes the data of rendezvous message `handle` from `peer` into `dst` (exactly the
     /// message's length) and reports `token` done once it is all there.
     ///

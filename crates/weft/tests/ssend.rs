@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// an eager (buffered) send would long have returned; rank 0 checks on return from `ssend`
 /// that the flag is up.
 fn ssend_waits_for_the_receive(vars: &'static [(&'static str, &'static str)]) {
-    for len in [0usize, 1, 8, 1000, 70_000] {
+    for len in [0usize, 1, 8, 1000, 32_768, 70_000] {
         let posted = Arc::new(AtomicBool::new(false));
         let p = posted.clone();
         common::run_ranks(2, vars, move |w| {

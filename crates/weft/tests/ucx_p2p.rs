@@ -63,8 +63,19 @@ mod over_ucx {
         }
     }
 
-    /// 0, 1, odd, 8 KiB, the UCX eager limit (64 KiB) ± 1, 4 MiB + 13.
-    const SIZES: &[usize] = &[0, 1, 1001, 8192, 65_535, 65_536, 65_537, (4 << 20) + 13];
+    /// 0, 1, odd, the UCX copy limit (8 KiB) and one more (sent from the sender's buffer),
+    /// the UCX eager limit (64 KiB) ± 1, 4 MiB + 13.
+    const SIZES: &[usize] = &[
+        0,
+        1,
+        1001,
+        8192,
+        8193,
+        65_535,
+        65_536,
+        65_537,
+        (4 << 20) + 13,
+    ];
 
     const SHM_UCX: &[(&str, &str)] = &[("WEFT_TRANSPORTS", "shm,ucx")];
 
@@ -113,9 +124,10 @@ mod over_ucx {
                 let w = weft.world();
                 assert_eq!(weft.network_transport(), Some("ucx"));
                 all_pairs(&w, &[0, 1, 8193, (1 << 20) + 3]);
-                // Eager and rendezvous messages from one sender, sent back to back without
-                // waiting for the receiver, match in the order sent.
-                let len = |i: u64| if i.is_multiple_of(3) { 50_000 } else { 16 };
+                // Eager messages (copied, and sent from the sender's buffer) and rendezvous
+                // messages from one sender, sent back to back without waiting for the
+                // receiver, match in the order sent.
+                let len = |i: u64| [50_000, 16, 4_000][(i % 3) as usize];
                 if rank == 0 {
                     w.barrier().unwrap();
                     for src in [1i32, 2] {
@@ -138,6 +150,45 @@ mod over_ucx {
                 weft.finalize().unwrap();
             },
         );
+    }
+
+    #[test]
+    fn a_send_between_the_copy_and_eager_limits_completes_before_its_receive() {
+        // 32 KiB is above the copy limit (8 KiB) and below the eager limit (64 KiB): it goes
+        // eagerly from the sender's buffer, so the send completes once UCX has sent it, before
+        // the receiver has even posted its receive (by rendezvous it could not: the data
+        // would wait for the match). That synchronous sends still wait: tests/ssend.rs.
+        job(2, SHM_UCX, own_node, |rank, weft, _| {
+            let w = weft.world();
+            let len = 32 << 10;
+            if rank == 0 {
+                let data = pattern(len, 5);
+                let mut completed = false;
+                w.scope(|s| {
+                    let mut r = w.isend(s, &data, 1, 4).unwrap();
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                    while std::time::Instant::now() < until {
+                        if r.test().unwrap().is_some() {
+                            completed = true;
+                            break;
+                        }
+                    }
+                    // Only now may rank 1 post its receive.
+                    w.send(&[u8::from(completed)], 1, 6).unwrap();
+                    if !completed {
+                        r.wait().unwrap();
+                    }
+                });
+                assert!(completed, "a 32 KiB send waited for its receive");
+            } else {
+                let mut go = [0u8; 1];
+                w.recv(&mut go, 0, 6).unwrap();
+                let mut got = vec![0u8; len];
+                w.recv(&mut got, 0, 4).unwrap();
+                assert!(got == pattern(len, 5));
+            }
+            weft.finalize().unwrap();
+        });
     }
 
     #[test]
@@ -219,6 +270,7 @@ mod over_ucx {
                     size: 2,
                     key: vec![9; 32],
                     eager_bytes: 8192,
+                    copy_bytes: 8192,
                     library: "libucp.so.0".into(),
                     rails: vec![None],
                     stripe_bytes: 1 << 20,

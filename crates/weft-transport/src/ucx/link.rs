@@ -7,9 +7,12 @@
 //! Messages are UCX active messages with a fixed 48-byte header: weft's message header (the
 //! envelope), the sender's world rank, and a token derived from the job key (UCX does not
 //! authenticate its peers: a message without the job's token is dropped and counted).
-//! - Eager messages are copied into a send slot of ours (so the caller's buffer is free on
-//!   return, and no allocation happens once the slots have grown) and sent with
-//!   `UCP_AM_SEND_FLAG_EAGER`.
+//! - Eager messages up to `WEFT_UCX_COPY_BYTES` are copied into a send slot of ours (so the
+//!   caller's buffer is free on return, and no allocation happens once the slots have grown)
+//!   and sent with `UCP_AM_SEND_FLAG_EAGER`; larger ones up to `WEFT_UCX_EAGER_BYTES`
+//!   (unless synchronous) are sent the same way straight from the caller's buffer
+//!   ([`NetEndpoint::start_push`]), which the send holds until UCX is done with it: a copy of
+//!   64 KiB costs about what a tenth of the message's trip does.
 //! - Rendezvous messages are sent from the caller's buffer with `UCP_AM_SEND_FLAG_RNDV`: the
 //!   receiver's worker hands weft a data descriptor, weft matches the header, and
 //!   `ucp_am_recv_data_nbx` lets UCX move the data by its own rendezvous protocol (zero copy
@@ -89,6 +92,9 @@ pub struct UcxConfig {
     pub key: Vec<u8>,
     /// Largest eager body; the same on every rank (`WEFT_UCX_EAGER_BYTES`).
     pub eager_bytes: usize,
+    /// Largest eager body copied into a send slot (`WEFT_UCX_COPY_BYTES`); larger eager
+    /// bodies go from the caller's buffer.
+    pub copy_bytes: usize,
     /// The library to load (`WEFT_UCX_LIB`).
     pub library: String,
     /// One rail per entry: UCX's `NET_DEVICES` for its context (None: UCX's own choice).
@@ -536,6 +542,7 @@ pub struct UcxLink {
     /// Per rail, per peer: the peer's worker address on that rail.
     peer_addrs: Vec<Vec<Vec<u8>>>,
     eager_bytes: usize,
+    copy_bytes: usize,
     stripe_bytes: usize,
 }
 
@@ -665,6 +672,7 @@ impl UcxLink {
             rails: Vec::new(),
             peer_addrs: vec![vec![Vec::new(); size]; nrails],
             eager_bytes: cfg.eager_bytes,
+            copy_bytes: cfg.copy_bytes.min(cfg.eager_bytes),
             stripe_bytes: cfg.stripe_bytes.max(PIECE_ALIGN),
         };
         let devices: Vec<Option<String>> = if cfg.rails.is_empty() {
@@ -947,7 +955,31 @@ unsafe impl NetEndpoint for UcxLink {
     }
 
     fn eager_bytes(&self) -> usize {
+        self.copy_bytes
+    }
+
+    fn push_bytes(&self) -> usize {
         self.eager_bytes
+    }
+
+    unsafe fn start_push(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {
+        let Some(ep) = self.ep(peer, 0) else {
+            // Dead: the engine learns it from `take_lost` and fails the request.
+            return false;
+        };
+        let len = data.len();
+        let op = self.st().alloc_op(Some(token), peer, 0, true);
+        let h = Header {
+            kind: frame::KIND_EAGER,
+            len: len as u32,
+            flags: 0,
+            ..*h
+        };
+        self.fill_header(op, &h, 0);
+        // SAFETY: the caller keeps `data` valid and unchanged until the token is reported done.
+        let base = unsafe { data.slice(0, len) }.as_ptr();
+        self.send(ep, op, base, len, UCP_AM_SEND_FLAG_EAGER);
+        true
     }
 
     fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
@@ -1307,6 +1339,7 @@ pub fn open(job: &Job) -> Result<Box<dyn Opening>> {
         size: job.size,
         key: job.key.to_vec(),
         eager_bytes: job.values.bytes("WEFT_UCX_EAGER_BYTES").unwrap_or(64 << 10) as usize,
+        copy_bytes: job.values.bytes("WEFT_UCX_COPY_BYTES").unwrap_or(8 << 10) as usize,
         library: super::library_path(job.values),
         rails: job.lanes.iter().map(|l| l.device.clone()).collect(),
         stripe_bytes: job.values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20) as usize,

@@ -147,6 +147,8 @@ struct Core {
     /// Per world rank: why the network transport lost it (empty until then).
     net_why: Vec<String>,
     net_eager_bytes: usize,
+    /// Larger sends up to this go eagerly from the caller's buffer (`NetEndpoint::start_push`).
+    net_push_bytes: usize,
     /// Buffers of unexpected eager messages already delivered, kept for the next ones so
     /// that a message arriving before its receive costs no allocation
     /// ([`Core::unexpected_copy`]).
@@ -347,6 +349,7 @@ impl Engine {
                 net_dead: vec![false; world_size as usize],
                 net_why: vec![String::new(); world_size as usize],
                 net_eager_bytes: node.net.as_ref().map_or(0, |n| n.eager_bytes()),
+                net_push_bytes: node.net.as_ref().map_or(0, |n| n.push_bytes()),
                 spare_bufs: Vec::new(),
             },
             yield_when_idle,

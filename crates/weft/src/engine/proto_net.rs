@@ -27,11 +27,13 @@ pub(super) enum NetOut {
         data: RawBuf,
         req: Option<ReqId>,
     },
-    /// A rendezvous message to announce; its request completes when the endpoint says.
+    /// A rendezvous message to announce, or (`push`) a larger eager message to send from its
+    /// buffer; its request completes when the endpoint says.
     Rendezvous {
         header: Header,
         data: RawBuf,
         req: ReqId,
+        push: bool,
     },
     /// The data of a matched announcement, to fetch into a receive's buffer.
     Fetch {
@@ -110,12 +112,16 @@ impl Engine {
             id
         } else {
             let id = self.alloc_req(ReqKind::Send);
+            // A send that need not wait for its receive, up to the endpoint's push limit,
+            // goes eagerly from its own buffer: no copy, and no round trip to the receiver.
+            let push = !synchronous && data.len() <= self.core.net_push_bytes;
             self.core.net_enqueue(
                 w,
                 NetOut::Rendezvous {
                     header,
                     data,
                     req: id,
+                    push,
                 },
             );
             id
@@ -254,8 +260,17 @@ impl Core {
                     }
                     // SAFETY: the send's buffer stays alive until the endpoint reports its
                     // request done, it is abandoned, or the peer is lost.
-                    NetOut::Rendezvous { header, data, req } => unsafe {
-                        net.start_rendezvous(peer, &header, data, req)
+                    NetOut::Rendezvous {
+                        header,
+                        data,
+                        req,
+                        push,
+                    } => unsafe {
+                        if push {
+                            net.start_push(peer, &header, data, req)
+                        } else {
+                            net.start_rendezvous(peer, &header, data, req)
+                        }
                     },
                     NetOut::Fetch { handle, dst, req } => {
                         // SAFETY: the receive's buffer stays alive and untouched until the
