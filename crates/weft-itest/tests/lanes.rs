@@ -21,53 +21,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use weft_itest::hosts::Hosts;
+use weft_itest::lanes::{lane, Lane};
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
 const NETNS: &str = "ip netns exec {host}";
 
-/// One lane: its name and what the job's ranks are given.
-struct Lane {
-    name: &'static str,
-    env: Vec<(String, String)>,
-    /// The network transport every rank must report.
-    network: &'static str,
-}
-
-fn lane(name: &str) -> Lane {
-    let (name, transports, network) = match name {
-        "shm+tcp" => ("shm+tcp", "shm,tcp", "tcp"),
-        "shm+ucx" => ("shm+ucx", "shm,ucx", "ucx"),
-        "tcp" => ("tcp", "tcp", "tcp"),
-        "ucx" => ("ucx", "ucx", "ucx"),
-        other => panic!("WEFT_TEST_LANES: unknown lane {other:?} (shm+tcp, shm+ucx, tcp, ucx)"),
-    };
-    let mut env = vec![("WEFT_TRANSPORTS".to_string(), transports.to_string())];
-    if network == "ucx" {
-        env.push(("UCX_TLS".into(), "tcp".into()));
-    }
-    Lane { name, env, network }
-}
-
 /// The lanes to run, and whether they were asked for (then nothing may be skipped).
 fn lanes() -> (Vec<Lane>, bool) {
-    match std::env::var("WEFT_TEST_LANES") {
-        Ok(list) if !list.trim().is_empty() => (
-            list.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(lane)
-                .collect(),
-            true,
-        ),
-        _ => {
-            let mut names = vec!["shm+tcp", "tcp"];
-            if cfg!(feature = "ucx") {
-                names.extend(["shm+ucx", "ucx"]);
-            }
-            (names.into_iter().map(lane).collect(), false)
-        }
+    let asked = weft_itest::lanes::named().unwrap_or_else(|e| panic!("{e}"));
+    if !asked.is_empty() {
+        return (asked, true);
     }
+    let mut names = vec!["shm+tcp", "tcp"];
+    if cfg!(feature = "ucx") {
+        names.extend(["shm+ucx", "ucx"]);
+    }
+    let all = names.into_iter().map(|n| lane(n).expect("a known lane"));
+    (all.collect(), false)
 }
 
 /// Says why a test cannot run: fails when lanes were asked for, else skips.

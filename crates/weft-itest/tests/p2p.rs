@@ -10,10 +10,9 @@ const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
 fn job(n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
     let mut spec = JobSpec::new(n, RANK);
     spec.args = args.iter().map(|a| a.into()).collect();
-    spec.env = env
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
+    let env = env.iter().map(|(a, b)| (a.to_string(), b.to_string()));
+    // WEFT_TEST_LANES may force a lane on every job (weft_itest::lanes).
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     spec.output = OutputMode::Capture;
     spec.tag_output = true;
     spec.timeout = Some(Duration::from_secs(120));

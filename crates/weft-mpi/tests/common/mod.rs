@@ -24,6 +24,10 @@ pub fn cargo_build(packages: &[&str]) {
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
+    // The same transports as this test (a forced UCX lane needs them in the library).
+    if cfg!(feature = "ucx") {
+        cmd.args(["--features", "weft/ucx"]);
+    }
     let st = cmd
         .env("CARGO_TARGET_DIR", profile.parent().unwrap())
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
@@ -135,8 +139,9 @@ pub fn run_c(program: &Path, n: u32, env: &[(&str, &str)]) -> weft_launch::JobOu
     let mut spec = weft_launch::JobSpec::new(n, program);
     spec.output = weft_launch::OutputMode::Capture;
     spec.timeout = Some(std::time::Duration::from_secs(60));
-    spec.env
-        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    // WEFT_TEST_LANES may force a lane on every job (weft_itest::lanes).
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     let out = weft_launch::run_job(&spec).unwrap();
     let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()
@@ -197,8 +202,9 @@ pub fn run_c_on(
     let mut spec = weft_launch::JobSpec::new(n, program);
     spec.output = weft_launch::OutputMode::Capture;
     spec.timeout = Some(std::time::Duration::from_secs(60));
-    spec.env
-        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    // WEFT_TEST_LANES may force a lane on every job (weft_itest::lanes).
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     spec.hosts = Some(weft_launch::HostsSpec {
         hosts: list,
         map_by: weft_launch::place::MapBy::Slot,

@@ -81,10 +81,9 @@ pub fn job_within(
 ) -> JobOutcome {
     let mut spec = JobSpec::new(n, program);
     spec.args = args.iter().map(|a| a.into()).collect();
-    spec.env = env
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
+    let env = env.iter().map(|(a, b)| (a.to_string(), b.to_string()));
+    // WEFT_TEST_LANES may force a lane on every job (weft_itest::lanes).
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     spec.output = OutputMode::Capture;
     spec.tag_output = true;
     spec.timeout = Some(timeout);
@@ -138,6 +137,7 @@ pub fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &st
     let n: u32 = list.iter().map(|h| h.slots).sum();
     let mut spec = JobSpec::new(n, exe);
     spec.args = args.iter().map(|a| a.into()).collect();
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), Vec::new());
     spec.output = OutputMode::Capture;
     spec.tag_output = true;
     spec.timeout = Some(Duration::from_secs(60));
