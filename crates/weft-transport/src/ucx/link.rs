@@ -541,7 +541,7 @@ pub struct UcxLink {
     rails: Vec<Rail>,
     /// Per rail, per peer: the peer's worker address on that rail.
     peer_addrs: Vec<Vec<Vec<u8>>>,
-    eager_bytes: usize,
+    push_bytes: usize,
     copy_bytes: usize,
     stripe_bytes: usize,
 }
@@ -671,7 +671,7 @@ impl UcxLink {
             ucp,
             rails: Vec::new(),
             peer_addrs: vec![vec![Vec::new(); size]; nrails],
-            eager_bytes: cfg.eager_bytes,
+            push_bytes: cfg.eager_bytes,
             copy_bytes: cfg.copy_bytes.min(cfg.eager_bytes),
             stripe_bytes: cfg.stripe_bytes.max(PIECE_ALIGN),
         };
@@ -959,7 +959,7 @@ unsafe impl NetEndpoint for UcxLink {
     }
 
     fn push_bytes(&self) -> usize {
-        self.eager_bytes
+        self.push_bytes
     }
 
     unsafe fn start_push(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {
