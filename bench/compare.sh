@@ -22,7 +22,10 @@
 #   openmpi     Debian's Open MPI (mpicc.openmpi, mpirun.openmpi; apt-get install
 #               openmpi-bin libopenmpi-dev)
 #   mpich4      Debian's MPICH 4 (mpicc.mpich, mpiexec.mpich; apt-get install mpich
-#               libmpich-dev)
+#               libmpich-dev). Its rma runs fail their checks: MPICH 4.0.2's ch4:ucx with
+#               UCX 1.13 loses puts and accumulates into an 8-byte MPI_Win_allocate window
+#               (64 bytes and more work), a bug fixed in later MPICH; mpich5-abi is the MPICH
+#               column for rma
 #   mpich5-abi  PyPI's MPICH 5 on the MPI 5.0 standard ABI (mpicc_abi and the mpiexec.hydra
 #               next to it; pip install mpich)
 # Oversubscription (more ranks than cores): weft yields by itself; Open MPI gets

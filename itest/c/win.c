@@ -329,6 +329,94 @@ static int delete_fn(MPI_Win w, int k, void *v, void *extra) {
   return MPI_SUCCESS;
 }
 
+/* Every way a call can take, with the same results: contiguous origins (moved straight
+ * from and into the caller's buffer) and vector origins (staged), odd sizes and zero length,
+ * accumulates on aligned elements (CPU atomics where the window has them) and on unaligned
+ * ones (under the target's lock), fetch-and-op and get-accumulate into contiguous and vector
+ * results, MPI_NO_OP reads. Each rank works on its right neighbour's window and its own,
+ * in its own 512-byte slice of a 4096-byte window (at most 7 ranks use slices). */
+static void paths_agree(MPI_Win win, char *mem) {
+  if (size > 7) return;
+  const int sizes[] = {1, 3, 7, 13, 255, 0};
+  MPI_Datatype every_other;
+  OK(MPI_Type_vector(8, 1, 2, MPI_INT64_T, &every_other));
+  OK(MPI_Type_commit(&every_other));
+  int right = (rank + 1) % size;
+  for (int pass = 0; pass < 2; pass++) {
+    int t = pass ? rank : right;
+    int from = pass ? rank : (rank + size - 1) % size; /* who works on this rank's slice */
+    MPI_Aint slice = 512 * (MPI_Aint)rank;  /* the slice this rank works on at t */
+    char *mine = mem + 512 * (MPI_Aint)from; /* the slice worked on here */
+    memset(mem + 512 * (MPI_Aint)rank, 0, 512);
+    if (!pass) memset(mem + 512 * (MPI_Aint)from, 0, 512);
+    OK(MPI_Win_fence(0, win));
+    /* Odd-sized puts at odd offsets, read back contiguous and through a staged vector. */
+    char src[256], back[256], vback[512];
+    for (int k = 0; k < 6; k++) {
+      int n = sizes[k];
+      for (int i = 0; i < n; i++) src[i] = (char)(rank * 31 + n + i);
+      OK(MPI_Put(src, n, MPI_BYTE, t, slice + 1 + (k & 1), n, MPI_BYTE, win));
+      OK(MPI_Win_fence(0, win));
+      memset(back, 0x55, sizeof back);
+      memset(vback, 0x55, sizeof vback);
+      OK(MPI_Get(back, n, MPI_BYTE, t, slice + 1 + (k & 1), n, MPI_BYTE, win));
+      MPI_Datatype strided;
+      OK(MPI_Type_vector(n ? n : 1, 1, 2, MPI_BYTE, &strided));
+      OK(MPI_Type_commit(&strided));
+      OK(MPI_Get(vback, n ? 1 : 0, strided, t, slice + 1 + (k & 1), n, MPI_BYTE, win));
+      OK(MPI_Win_fence(0, win));
+      for (int i = 0; i < n; i++) {
+        CHECK(back[i] == src[i]);
+        CHECK(vback[2 * i] == src[i] && vback[2 * i + 1] == 0x55);
+      }
+      CHECK(back[n] == 0x55);
+      MPI_Type_free(&strided);
+    }
+    /* Accumulates: 8 aligned int64 (contiguous origin) and the same through a vector
+     * origin (staged) must add up alike; 4 unaligned int32 at an odd offset. */
+    int64_t lin[8], add[16], res[8], vres[16];
+    for (int i = 0; i < 16; i++) add[i] = i % 2 ? 1000 : i / 2 + 1;
+    for (int i = 0; i < 8; i++) lin[i] = i + 1;
+    MPI_Aint at = slice + 256;
+    OK(MPI_Accumulate(lin, 8, MPI_INT64_T, t, at, 8, MPI_INT64_T, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Accumulate(add, 1, every_other, t, at, 8, MPI_INT64_T, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Get_accumulate(lin, 8, MPI_INT64_T, res, 8, MPI_INT64_T, t, at, 8, MPI_INT64_T,
+                          MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 16; i++) vres[i] = -1;
+    OK(MPI_Get_accumulate(NULL, 0, MPI_INT64_T, vres, 1, every_other, t, at, 8, MPI_INT64_T,
+                          MPI_NO_OP, win));
+    OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 8; i++) {
+      CHECK(res[i] == 2 * (i + 1));
+      CHECK(vres[2 * i] == 3 * (i + 1) && vres[2 * i + 1] == -1);
+    }
+    int32_t odd[4] = {5, 6, 7, 8};
+    OK(MPI_Accumulate(odd, 4, MPI_INT32_T, t, slice + 401, 4, MPI_INT32_T, MPI_SUM, win));
+    OK(MPI_Accumulate(odd, 4, MPI_INT32_T, t, slice + 401, 4, MPI_INT32_T, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    int64_t f, one = 7, r2 = 0;
+    OK(MPI_Fetch_and_op(&one, &f, MPI_INT64_T, t, at, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Fetch_and_op(NULL, &r2, MPI_INT64_T, t, at, MPI_NO_OP, win));
+    /* A zero-count accumulate does nothing. */
+    OK(MPI_Accumulate(lin, 0, MPI_INT64_T, t, at, 0, MPI_INT64_T, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    CHECK(f == 3 && r2 == 10);
+    /* This rank's slice, as the one working on it left it. */
+    int32_t o4[4];
+    memcpy(o4, mine + 401, sizeof o4);
+    for (int i = 0; i < 4; i++) CHECK(o4[i] == 2 * (5 + i));
+    int64_t m8[8];
+    memcpy(m8, mine + 256, sizeof m8);
+    for (int i = 0; i < 8; i++) CHECK(m8[i] == 3 * (i + 1) + (i == 0 ? 7 : 0));
+    OK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+  }
+  MPI_Type_free(&every_other);
+}
+
 static void run_flavor(int flavor) {
   const int nints = 64 + 16 * size;
   const MPI_Aint bytes = nints * sizeof(int);
@@ -369,6 +457,7 @@ static void run_flavor(int flavor) {
     OK(MPI_Win_allocate_shared(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &cmem, &bwin));
   }
   accumulate_atomicity(bwin, cmem);
+  paths_agree(bwin, cmem);
   fetch_and_op_counter(bwin, cmem);
   compare_and_swap(bwin, cmem);
   OK(MPI_Win_free(&bwin));

@@ -95,7 +95,7 @@ pub fn run(args: InfoArgs) -> i32 {
         config.shm_eager_bytes
     );
     println!(
-        "  rendezvous:  {} (CMA {}) from {} bytes, both sides copy from {} bytes, fragments of {} bytes below or without CMA",
+        "  rendezvous:  {} (CMA {}), fragments of {} bytes through the segment below the single copy or without CMA",
         match config.cma {
             CmaMode::Auto => "auto",
             CmaMode::On => "CMA required",
@@ -106,10 +106,19 @@ pub fn run(args: InfoArgs) -> i32 {
         } else {
             "refused by this kernel"
         },
-        config.shm_cma_min_bytes,
-        config.shm_coop_bytes,
         config.shm_fragment_bytes
     );
+    let ppn = args.ppn.unwrap_or(args.nranks).max(1);
+    match weft::shm_rendezvous(&config, ppn, cma) {
+        Ok(r) => {
+            println!(
+                "    single copy from: {} (per peer pair at start-up, {ppn} ranks per node)",
+                r.single_copy_why
+            );
+            println!("    both sides copy from: {}", r.split_why);
+        }
+        Err(e) => println!("    thresholds: {e}"),
+    }
     println!(
         "  idle policy: {}",
         match config.yield_mode {

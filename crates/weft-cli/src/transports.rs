@@ -5,8 +5,8 @@
 //! another node with the lanes chosen (the same pure function, `weft_model::lanes::choose`,
 //! that the runtime uses at init).
 
-use weft::config::Config;
-use weft_model::lanes::{choose, Choice, LaneDesc, PeerKind};
+use weft::config::{CmaMode, Config};
+use weft_model::lanes::{choose, rendezvous, Choice, LaneDesc, PeerKind, TransportKind};
 use weft_transport::transport::{Lane, Reach};
 
 /// Prints the lane table for `ppn` processes per node (default 1). Returns the exit code.
@@ -55,7 +55,35 @@ pub fn render(config: &Config, ppn: u32) -> weft::Result<String> {
             Err(e) => out.push_str(&format!("  no lane: {e}\n")),
         }
     }
+    out.push_str(&rendezvous(config, ppn, &descs)?);
     Ok(out)
+}
+
+/// The same-node rendezvous thresholds a rank chooses at start-up (from the figures it uses:
+/// the transports' own or the lane file's), and what the probed figures above would give.
+fn rendezvous(config: &Config, ppn: u32, probed: &[LaneDesc]) -> weft::Result<String> {
+    let mut s = format!("same-node rendezvous, {ppn} ranks per node (lane model; WEFT_SHM_CMA_MIN_BYTES and WEFT_SHM_COOP_BYTES override it):\n");
+    let r = weft::shm_rendezvous(config, ppn, true)?;
+    s.push_str(&format!(
+        "  chosen at start-up: single copy from {}\n                      both sides copy from {}\n",
+        r.single_copy_why, r.split_why
+    ));
+    let find = |t| probed.iter().find(|l| l.transport == t);
+    if let Some(ring) = find(TransportKind::SHM) {
+        let single = find(TransportKind::CMA).filter(|_| config.cma != CmaMode::Off);
+        let p = rendezvous::choose_rendezvous(
+            ring,
+            single,
+            ppn,
+            config.shm_cma_min_bytes.map(|n| n as u64),
+            config.shm_coop_bytes.map(|n| n as u64),
+        );
+        s.push_str(&format!(
+            "  with the probed figures: single copy from {}\n                           both sides copy from {}\n",
+            p.single_copy_why, p.split_why
+        ));
+    }
+    Ok(s)
 }
 
 fn bytes(n: usize) -> String {

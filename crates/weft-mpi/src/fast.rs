@@ -546,7 +546,7 @@ struct Reducible {
 /// is built or dropped per call); None for user operations, derived or padded datatypes and
 /// pairs the standard does not define (the checked path reports those).
 #[inline]
-fn reducible(dt: Handle, op: Handle) -> Option<(usize, TypeKind, &'static Op)> {
+pub(crate) fn reducible(dt: Handle, op: Handle) -> Option<(usize, TypeKind, &'static Op)> {
     let r = (*REDUCIBLE.get(dt.wrapping_sub(FIRST))?)?;
     let bit = op.wrapping_sub(MPI_SUM);
     if bit >= 32 || r.ops & (1 << bit) == 0 {

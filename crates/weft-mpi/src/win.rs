@@ -16,6 +16,7 @@ use crate::error::{err, fatal, raise, write_c_string, MpiError, R};
 use crate::state::{
     handle_index, make_handle, state, state_opt, Keyval, ReqEntry, State, K_INFO, K_TYPE,
 };
+use std::borrow::Cow;
 use std::os::raw::{c_char, c_int, c_void};
 use weft::coll::Op;
 use weft::dtype::TypeMap;
@@ -115,10 +116,31 @@ fn finish_win(win: Handle, func: &str, r: R<()>) -> c_int {
     }
 }
 
-/// The type map of committed datatype `dt`.
-fn committed_map(dt: Handle) -> R<TypeMap> {
-    if let Some(m) = predefined_map(dt) {
-        return Ok(m);
+/// First handle of the predefined datatypes' map table (MPI_DATATYPE_NULL; every
+/// predefined datatype of the standard ABI lies below it + `PREDEFINED_SPAN`).
+const PREDEFINED_FIRST: Handle = MPI_DATATYPE_NULL;
+const PREDEFINED_SPAN: usize = 0x100;
+
+/// The type maps of the predefined datatypes, built at first use: a call on predefined
+/// types borrows its maps instead of building them (no allocation on the call's path).
+static PREDEFINED_MAPS: std::sync::LazyLock<Vec<Option<TypeMap>>> =
+    std::sync::LazyLock::new(|| {
+        (0..PREDEFINED_SPAN)
+            .map(|i| predefined_map(PREDEFINED_FIRST + i))
+            .collect()
+    });
+
+/// The map of predefined datatype `dt`, borrowed from the table.
+fn predefined_ref(dt: Handle) -> Option<&'static TypeMap> {
+    PREDEFINED_MAPS
+        .get(dt.wrapping_sub(PREDEFINED_FIRST))
+        .and_then(Option::as_ref)
+}
+
+/// The type map of committed datatype `dt` (borrowed for a predefined one).
+fn committed_map(dt: Handle) -> R<Cow<'static, TypeMap>> {
+    if let Some(m) = predefined_ref(dt) {
+        return Ok(Cow::Borrowed(m));
     }
     let s = state("datatype")?;
     match handle_index(K_TYPE, dt).and_then(|i| s.types.get(i)) {
@@ -126,7 +148,7 @@ fn committed_map(dt: Handle) -> R<TypeMap> {
             MPI_ERR_TYPE,
             format!("datatype {dt:#x} was not committed (MPI_Type_commit)"),
         )),
-        Some(d) => Ok((*d.map).clone()),
+        Some(d) => Ok(Cow::Owned((*d.map).clone())),
         None => Err(err(
             MPI_ERR_TYPE,
             format!("datatype handle {dt:#x} is not a valid datatype"),
@@ -885,7 +907,7 @@ fn target_rank(w: &Window, rank: c_int) -> R<Option<u32>> {
 
 /// A read-only origin buffer as weft's view: the maps, the slice and its origin index.
 struct OriginBuf {
-    map: TypeMap,
+    map: Cow<'static, TypeMap>,
     data: &'static [u8],
     origin: usize,
     count: u64,
@@ -897,7 +919,7 @@ fn origin_buf(buf: *const c_void, count: i64, dt: Handle, what: &str) -> R<Origi
     // SAFETY: MPI's contract: `count` items of `dt` at `buf` are readable.
     let (data, origin, shifted) = unsafe { user_view(&map, buf, count)? };
     Ok(OriginBuf {
-        map: shifted.unwrap_or(map),
+        map: shifted.map_or(map, Cow::Owned),
         data,
         origin,
         count,
@@ -909,12 +931,12 @@ fn origin_buf_mut(
     count: i64,
     dt: Handle,
     what: &str,
-) -> R<(TypeMap, &'static mut [u8], usize, u64)> {
+) -> R<(Cow<'static, TypeMap>, &'static mut [u8], usize, u64)> {
     let count = count_of(count, what)?;
     let map = committed_map(dt)?;
     // SAFETY: MPI's contract: `count` items of `dt` at `buf` are writable.
     let (data, origin, shifted) = unsafe { user_view(&map, buf, count)? };
-    Ok((shifted.unwrap_or(map), data, origin, count))
+    Ok((shifted.map_or(map, Cow::Owned), data, origin, count))
 }
 
 impl OriginBuf {
@@ -939,6 +961,44 @@ fn done_request(w: &Window, request: *mut Handle) -> R<()> {
     put!(request, h)
 }
 
+/// The bytes of a call whose origin and target are `count` items of one predefined
+/// contiguous datatype `dt` on both sides (the same handle and count), when the direct
+/// calls take it: a positive count whose bytes fit, a buffer that is not NULL, a target
+/// that is not MPI_PROC_NULL. `None` sends the call to the checked path.
+#[inline]
+fn direct_bytes(
+    buf: *const c_void,
+    ocount: i64,
+    otype: Handle,
+    tcount: i64,
+    ttype: Handle,
+    rank: c_int,
+) -> Option<usize> {
+    if otype != ttype || ocount != tcount || ocount <= 0 || buf.is_null() || rank < 0 {
+        return None;
+    }
+    usize::try_from(ocount)
+        .ok()?
+        .checked_mul(crate::fast::element_bytes(otype)?)
+        .filter(|&n| n <= isize::MAX as usize)
+}
+
+/// The element kind and operation of an accumulate with `op` on predefined datatype `dt`
+/// whose memory is its elements, for the direct calls: a predefined operation defined on
+/// the type from the fast path's table (one lookup), else MPI_REPLACE and MPI_NO_OP (and
+/// what the table leaves to the checked path) checked as the general path does. `None`
+/// sends the call to the general path.
+#[inline]
+fn direct_op(dt: Handle, op: Handle) -> R<Option<(weft::coll::TypeKind, AccOp)>> {
+    if let Some((_, kind, f)) = crate::fast::reducible(dt, op) {
+        return Ok(Some((kind, AccOp::Op(f.clone()))));
+    }
+    let Some((kind, 1)) = predefined_ref(dt).and_then(TypeMap::reduction) else {
+        return Ok(None);
+    };
+    Ok(Some((kind, acc_op(op, dt, 1)?)))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn put_any(
     func: &str,
@@ -953,6 +1013,17 @@ fn put_any(
     request: Option<*mut Handle>,
 ) -> R<()> {
     let c = call(func, win)?;
+    if let Some(n) = direct_bytes(obuf, ocount, otype, tcount, ttype, rank) {
+        // SAFETY: MPI's contract: `ocount` items of `otype` (contiguous, `n` bytes) at `obuf`
+        // are readable.
+        let data = unsafe { std::slice::from_raw_parts(obuf as *const u8, n) };
+        if c.win.put_direct(data, rank as u32, disp as i64) {
+            return match request {
+                Some(r) => done_request(c.win, r),
+                None => Ok(()),
+            };
+        }
+    }
     let o = origin_buf(obuf, ocount, otype, "origin_count")?;
     let tmap = committed_map(ttype)?;
     let tcount = count_of(tcount, "target_count")?;
@@ -987,6 +1058,17 @@ fn get_any(
     request: Option<*mut Handle>,
 ) -> R<()> {
     let c = call(func, win)?;
+    if let Some(n) = direct_bytes(obuf, ocount, otype, tcount, ttype, rank) {
+        // SAFETY: MPI's contract: `ocount` items of `otype` (contiguous, `n` bytes) at `obuf`
+        // are writable.
+        let out = unsafe { std::slice::from_raw_parts_mut(obuf as *mut u8, n) };
+        if c.win.get_direct(out, rank as u32, disp as i64) {
+            return match request {
+                Some(r) => done_request(c.win, r),
+                None => Ok(()),
+            };
+        }
+    }
     let (omap, data, origin, count) = origin_buf_mut(obuf, ocount, otype, "origin_count")?;
     let tmap = committed_map(ttype)?;
     let tcount = count_of(tcount, "target_count")?;
@@ -1027,6 +1109,21 @@ fn acc_any(
     request: Option<*mut Handle>,
 ) -> R<()> {
     let c = call(func, win)?;
+    if let Some(n) = direct_bytes(obuf, ocount, otype, tcount, ttype, rank) {
+        if let Some((kind, f)) = direct_op(otype, op)? {
+            // SAFETY: MPI's contract: `ocount` items of `otype` (contiguous, `n` bytes) at
+            // `obuf` are readable.
+            let data = unsafe { std::slice::from_raw_parts(obuf as *const u8, n) };
+            if c.win
+                .accumulate_direct(kind, &f, data, None, rank as u32, disp as i64)
+            {
+                return match request {
+                    Some(r) => done_request(c.win, r),
+                    None => Ok(()),
+                };
+            }
+        }
+    }
     let o = origin_buf(obuf, ocount, otype, "origin_count")?;
     let tmap = committed_map(ttype)?;
     let tcount = count_of(tcount, "target_count")?;
@@ -1244,8 +1341,8 @@ get_acc_forms! {
 }
 
 /// A predefined datatype's map for the single-element calls.
-fn element_map(dt: Handle, what: &str) -> R<TypeMap> {
-    predefined_map(dt).ok_or_else(|| {
+fn element_map(dt: Handle, what: &str) -> R<&'static TypeMap> {
+    predefined_ref(dt).ok_or_else(|| {
         err(
             MPI_ERR_TYPE,
             format!("{what} takes a predefined datatype; {dt:#x} is not one"),
@@ -1266,6 +1363,31 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
 ) -> c_int {
     let r = (|| {
         let c = call("MPI_Fetch_and_op", win)?;
+        // The direct call: a predefined element that is its bytes, on a mapped target.
+        // MPI_NO_OP reads no origin (it may be NULL): zeros of the element's length stand in.
+        let zeros = [0u8; 32];
+        if let (true, Some((kind, f))) = (rank >= 0 && !rbuf.is_null(), direct_op(dt, op)?) {
+            let n = kind.size_bytes();
+            if n <= zeros.len() && (f.is_no_op() || !obuf.is_null()) {
+                // SAFETY: MPI's contract: one element at each buffer (the origin is not read
+                // for MPI_NO_OP).
+                let (o, res) = unsafe {
+                    (
+                        if f.is_no_op() {
+                            &zeros[..n]
+                        } else {
+                            std::slice::from_raw_parts(obuf as *const u8, n)
+                        },
+                        std::slice::from_raw_parts_mut(rbuf as *mut u8, n),
+                    )
+                };
+                if c.win
+                    .accumulate_direct(kind, &f, o, Some(res), rank as u32, disp as i64)
+                {
+                    return Ok(());
+                }
+            }
+        }
         let map = element_map(dt, "MPI_Fetch_and_op")?;
         let f = acc_op(op, dt, 1)?;
         let Some(t) = target_rank(c.win, rank)? else {
@@ -1287,7 +1409,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
                 std::slice::from_raw_parts_mut(rbuf as *mut u8, n),
             )
         };
-        Ok(c.win.fetch_and_op(o, res, &map, t, disp as i64, &f)?)
+        Ok(c.win.fetch_and_op(o, res, map, t, disp as i64, &f)?)
     })();
     finish_win(win, "MPI_Fetch_and_op", r)
 }
@@ -1341,7 +1463,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
                 std::slice::from_raw_parts_mut(rbuf as *mut u8, n),
             )
         };
-        Ok(c.win.compare_and_swap(o, cmp, res, &map, t, disp as i64)?)
+        Ok(c.win.compare_and_swap(o, cmp, res, map, t, disp as i64)?)
     })();
     finish_win(win, "MPI_Compare_and_swap", r)
 }

@@ -31,14 +31,14 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_SHM_CMA_MIN_BYTES",
         kind: KnobKind::Bytes,
-        default: "64M",
-        help: "rendezvous messages below this size take the pipelined copy through the segment even where CMA works: CMA pins the peer's pages on every call, and two copies through the mapped segment were faster for collectives at every size measured (to 4 MiB; ping-pong from 1 MiB is level either way)",
+        default: "",
+        help: "rendezvous messages of at least this size take the single copy (CMA) where it works, smaller ones the pipelined copy through the segment; unset = chosen at start-up per peer pair by the lane model from the shm and cma lanes' figures (the size from which CMA moves the message sooner; WEFT_LANE_FILE replaces the figures; weft info and weft info --transports show the choice and why)",
     },
     Knob {
         name: "WEFT_SHM_COOP_BYTES",
         kind: KnobKind::Bytes,
-        default: "256K",
-        help: "rendezvous messages of at least this size are copied by both processes at once (receiver reads the lower half, sender writes the upper half)",
+        default: "",
+        help: "single-copy rendezvous messages of at least this size are copied by both processes at once (receiver reads the lower half, sender writes the upper half); unset = chosen at start-up by the lane model (the size from which halving the copy pays for the extra ring message to the sender)",
     },
     Knob {
         name: "WEFT_SHM_COLL_BYTES",

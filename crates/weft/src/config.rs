@@ -51,10 +51,12 @@ pub struct Config {
     pub shm_small_ring_bytes: usize,
     /// Fragment size of the pipelined copy rendezvous.
     pub shm_fragment_bytes: usize,
-    /// Rendezvous messages of at least this size are copied by both sides at once.
-    pub shm_coop_bytes: usize,
-    /// Rendezvous messages below this size take the pipelined copy even where CMA works.
-    pub shm_cma_min_bytes: usize,
+    /// Single-copy rendezvous messages of at least this size are copied by both sides at
+    /// once (`WEFT_SHM_COOP_BYTES`; None: the lane model chooses, [`crate::shm_rendezvous`]).
+    pub shm_coop_bytes: Option<usize>,
+    /// Rendezvous messages below this size take the pipelined copy even where CMA works
+    /// (`WEFT_SHM_CMA_MIN_BYTES`; None: the lane model chooses, [`crate::shm_rendezvous`]).
+    pub shm_cma_min_bytes: Option<usize>,
     /// Bytes of the node-wide area for shared-memory collectives.
     pub shm_coll_bytes: usize,
     /// CMA policy.
@@ -366,8 +368,8 @@ impl Config {
             shm_fragment_bytes: frag,
             shm_coll_bytes: (values.bytes("WEFT_SHM_COLL_BYTES").unwrap_or(4 << 20) as usize)
                 .next_multiple_of(4096),
-            shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").unwrap_or(262144) as usize,
-            shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").unwrap_or(64 << 20) as usize,
+            shm_coop_bytes: values.bytes("WEFT_SHM_COOP_BYTES").map(|n| n as usize),
+            shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").map(|n| n as usize),
             cma,
             yield_mode,
             bind,
@@ -393,9 +395,17 @@ mod tests {
         assert_eq!(c.shm_eager_bytes, 16384);
         assert_eq!((c.shm_small_ring_bytes, c.max_fast_peers), (65536, 8));
         assert_eq!(c.cma, CmaMode::Auto);
-        assert_eq!(c.shm_cma_min_bytes, 64 << 20);
-        let c = Config::from_vars(&[("WEFT_SHM_CMA_MIN_BYTES", "0")]).unwrap();
-        assert_eq!(c.shm_cma_min_bytes, 0);
+        // Unset: the lane model chooses both rendezvous thresholds at start-up.
+        assert_eq!((c.shm_cma_min_bytes, c.shm_coop_bytes), (None, None));
+        let c = Config::from_vars(&[
+            ("WEFT_SHM_CMA_MIN_BYTES", "0"),
+            ("WEFT_SHM_COOP_BYTES", "256K"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.shm_cma_min_bytes, c.shm_coop_bytes),
+            (Some(0), Some(256 << 10))
+        );
     }
 
     #[test]

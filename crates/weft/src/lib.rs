@@ -39,6 +39,7 @@ pub mod sync;
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};
 pub use config::Config;
+pub use engine::shm_rendezvous;
 pub use engine::Status;
 pub use p2p::{Request, Scope};
 pub use weft_core::{Error, ErrorKind, Rank, Result, Tag, ANY_SOURCE, ANY_TAG, TAG_UB};

@@ -268,14 +268,29 @@ pub(crate) const STDERR_TAKEN_LIMIT: Duration = Duration::from_secs(2);
 /// (stderr a pipe or socket whose queue is empty), or after `limit`. An aborting rank calls
 /// it between its line and the abort: launchers such as Hydra kill the job as soon as they
 /// hear of the abort, and a line still queued in the pipe to their proxy is then lost. On
-/// a terminal or a file there is no queue and it returns at once.
+/// a terminal or a file there is no queue and it returns at once (FIONREAD on a terminal
+/// would count typed-ahead input, so it is asked only of a pipe).
 pub(crate) fn stderr_taken(limit: Duration) {
+    fd_taken(2, limit)
+}
+
+/// [`stderr_taken`] for file descriptor `fd`.
+fn fd_taken(fd: libc::c_int, limit: Duration) {
+    let Some(kind) = fd_kind(fd) else {
+        return;
+    };
     let start = Instant::now();
     loop {
         let mut queued: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int through the pointer, which points at `queued`;
-        // fd 2 is not closed or reused by this call.
-        let rc = unsafe { libc::ioctl(2, libc::FIONREAD, &mut queued as *mut libc::c_int) };
+        let out = &mut queued as *mut libc::c_int;
+        // SAFETY: FIONREAD and TIOCOUTQ write one int through the pointer, which points at
+        // `queued`; `fd` is not closed or reused by this call.
+        let rc = unsafe {
+            match kind {
+                StderrKind::Pipe => libc::ioctl(fd, libc::FIONREAD, out),
+                StderrKind::Socket => libc::ioctl(fd, libc::TIOCOUTQ, out),
+            }
+        };
         if rc != 0 || queued <= 0 || start.elapsed() >= limit {
             return;
         }
@@ -283,9 +298,74 @@ pub(crate) fn stderr_taken(limit: Duration) {
     }
 }
 
+/// What stderr is, where a reader may not yet have taken what was written: a pipe (FIONREAD
+/// tells the pipe's unread bytes) or a socket (TIOCOUTQ: for a Unix socket the bytes its
+/// peer has not read, for TCP the unacknowledged ones).
+#[derive(Clone, Copy)]
+enum StderrKind {
+    Pipe,
+    Socket,
+}
+
+/// The kind of `fd`; None for a terminal, a file or anything else without a queue.
+fn fd_kind(fd: libc::c_int) -> Option<StderrKind> {
+    // SAFETY: an all-zero `stat` is a valid value of the plain C struct fstat fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes one struct stat through the pointer, which points at `st`.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => Some(StderrKind::Pipe),
+        libc::S_IFSOCK => Some(StderrKind::Socket),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn an_aborting_rank_waits_only_while_its_pipe_holds_unread_bytes() {
+        let (mut reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(b"rank 3 aborting\n").unwrap();
+        let limit = Duration::from_millis(30);
+        let start = Instant::now();
+        fd_taken(writer.as_raw_fd(), limit);
+        assert!(start.elapsed() >= limit, "returned with the line unread");
+        let mut line = [0u8; 16];
+        reader.read_exact(&mut line).unwrap();
+        // Read: returns at once (were it to wait for the limit, an hour, the test hangs).
+        fd_taken(writer.as_raw_fd(), Duration::from_secs(3600));
+        let (unix_a, unix_b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(matches!(
+            fd_kind(unix_a.as_raw_fd()),
+            Some(StderrKind::Socket)
+        ));
+        (&unix_a).write_all(b"unread").unwrap();
+        let start = Instant::now();
+        fd_taken(unix_a.as_raw_fd(), limit);
+        assert!(
+            start.elapsed() >= limit,
+            "returned with the socket's bytes unread"
+        );
+        let mut got = [0u8; 6];
+        (&unix_b).read_exact(&mut got).unwrap();
+        fd_taken(unix_a.as_raw_fd(), Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn a_file_or_terminal_has_no_queue_to_wait_for() {
+        let file = std::fs::File::open("/proc/self/status").unwrap();
+        assert!(fd_kind(file.as_raw_fd()).is_none());
+        fd_taken(file.as_raw_fd(), Duration::from_secs(3600));
+        // A character device, as a terminal is (where FIONREAD counts typed-ahead input).
+        let device = std::fs::File::open("/dev/null").unwrap();
+        assert!(fd_kind(device.as_raw_fd()).is_none());
+    }
 
     #[test]
     fn node_indices_follow_first_appearance() {

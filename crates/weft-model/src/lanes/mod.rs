@@ -17,6 +17,8 @@
 
 use weft_core::{Error, ErrorKind, Result};
 
+pub mod rendezvous;
+
 /// Size at which lanes are scored (seed 000).
 pub const SCORE_BYTES: u64 = 256 * 1024;
 

@@ -15,6 +15,7 @@ use crate::engine::{Engine, ReqId};
 use crate::matching::Pattern;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::Instant;
 use weft_core::{Error, ErrorKind, Result, ANY_TAG};
 use weft_transport::buf::{RawBuf, RawBufMut};
 use weft_transport::shm::cma;
@@ -405,8 +406,8 @@ enum ShmWait {
 
 /// A rank's arrival in the node's collective area and its wait for the others, polled: for
 /// a schedule's step and for a direct run (`super::direct`). A dead local rank never
-/// arrives, so every [`SHM_LIVENESS_EVERY`] polls of an unfinished wait the local peers
-/// are checked.
+/// arrives, so every [`SHM_LIVENESS_PERIOD`] of an unfinished wait the local peers are
+/// checked.
 #[derive(Debug)]
 pub(super) struct AreaWait {
     wait: ShmWait,
@@ -414,6 +415,8 @@ pub(super) struct AreaWait {
     polls: Cell<u32>,
     /// A local rank found dead while waiting.
     dead: Cell<Option<u32>>,
+    /// When the local peers were last checked, or the wait first read the clock.
+    last_check: Cell<Option<Instant>>,
 }
 
 impl AreaWait {
@@ -432,6 +435,7 @@ impl AreaWait {
             wait,
             polls: Cell::new(0),
             dead: Cell::new(None),
+            last_check: Cell::new(None),
         }
     }
 
@@ -461,10 +465,17 @@ impl AreaWait {
         }
         let polls = self.polls.get().wrapping_add(1);
         self.polls.set(polls);
-        if polls.is_multiple_of(SHM_LIVENESS_EVERY) {
-            let dead = (0..a.local_size()).find(|&l| l != a.me() && !shm.peer_alive(l));
-            self.dead.set(dead);
-            return dead.is_some();
+        if polls.is_multiple_of(SHM_LIVENESS_CLOCK_EVERY) {
+            let now = Instant::now();
+            // The first reading starts the period: a wait shorter than it checks nothing.
+            let last = self.last_check.get().unwrap_or(now);
+            self.last_check.set(Some(last));
+            if now.duration_since(last) >= SHM_LIVENESS_PERIOD {
+                self.last_check.set(Some(now));
+                let dead = (0..a.local_size()).find(|&l| l != a.me() && !shm.peer_alive(l));
+                self.dead.set(dead);
+                return dead.is_some();
+            }
         }
         false
     }
@@ -522,9 +533,15 @@ fn leaves_first(me: u32, mates: &[u32], arrived: impl Fn(u32) -> bool) -> bool {
     me != 0 && !mates.is_empty() && mates.iter().all(|&l| l > me && arrived(l))
 }
 
-/// Polls of a waiting step between checks that the local peers are alive (a system call
-/// each): a dead rank never arrives, and nothing else would end the wait.
-const SHM_LIVENESS_EVERY: u32 = 1 << 14;
+/// Polls of a waiting step between readings of the clock, to see whether the local peers
+/// are due for a check that they are alive ([`SHM_LIVENESS_PERIOD`]).
+const SHM_LIVENESS_CLOCK_EVERY: u32 = 1 << 6;
+
+/// Time between checks that the local peers of a waiting step are alive (a system call per
+/// peer): a dead rank never arrives, and nothing else would end the wait. By the clock, not
+/// by a count of polls: a wait that yields on every poll on a loaded machine polls only as
+/// often as it is given the core (16 384 polls took 10 s at load 23 on 2 cores).
+const SHM_LIVENESS_PERIOD: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Polls of a waiting step between looks for a disagreeing peer (one peek per peer): ranks
 /// that passed different roots or collectives exchange no data and would wait forever.

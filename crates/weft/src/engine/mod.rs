@@ -62,6 +62,7 @@ use crate::matching::Matching;
 use ctx::IdupSlot;
 use liveness::LIVENESS_EVERY_YIELDS;
 use proto_net::NetOut;
+pub use proto_shm::shm_rendezvous;
 use proto_shm::{Cma, DeferredRead};
 use queue::Outgoing;
 use request::Request;
@@ -135,10 +136,12 @@ struct Core {
     outq: Vec<VecDeque<Outgoing>>,
     outq_len: usize,
     deferred_reads: VecDeque<DeferredRead>,
-    /// Rendezvous messages of at least this many bytes are copied by both sides.
-    coop_bytes: usize,
-    /// Rendezvous messages below this many bytes stream fragments even where CMA works.
-    cma_min_bytes: usize,
+    /// Per local peer: single-copy rendezvous messages of at least this many bytes are
+    /// copied by both sides (chosen at start-up, [`shm_rendezvous`]).
+    coop_bytes: Vec<usize>,
+    /// Per local peer: rendezvous messages below this many bytes stream fragments even
+    /// where CMA works (chosen at start-up, [`shm_rendezvous`]).
+    cma_min_bytes: Vec<usize>,
     /// Network peers: work queued per world rank, its total, dead peers (by world rank) and
     /// the endpoint's eager limit.
     net_outq: Vec<VecDeque<NetOut>>,
@@ -317,6 +320,20 @@ impl Engine {
                 }
             }
         }
+        // Each pair's rendezvous thresholds, from the lanes' figures (the same for every pair
+        // the CMA probe passed for, the knobs over them).
+        let rdv = shm_rendezvous(config, nlocal as u32, true)?;
+        let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let (cma_min_bytes, coop_bytes): (Vec<usize>, Vec<usize>) = cma_vec
+            .iter()
+            .map(|c| match c {
+                Cma::No => (usize::MAX, usize::MAX),
+                _ => (
+                    clamp(rdv.single_copy_from_bytes),
+                    clamp(rdv.split_from_bytes),
+                ),
+            })
+            .unzip();
         let oversubscribed = nlocal > crate::bind::usable_cores();
         let yield_when_idle = match config.yield_mode {
             YieldMode::Always => true,
@@ -342,8 +359,8 @@ impl Engine {
                 outq: (0..nlocal).map(|_| VecDeque::new()).collect(),
                 outq_len: 0,
                 deferred_reads: VecDeque::new(),
-                coop_bytes: config.shm_coop_bytes,
-                cma_min_bytes: config.shm_cma_min_bytes,
+                coop_bytes,
+                cma_min_bytes,
                 net_outq: (0..world_size).map(|_| VecDeque::new()).collect(),
                 net_outq_len: 0,
                 net_dead: vec![false; world_size as usize],

@@ -4,9 +4,11 @@
 use super::queue::{flush_queues, Link, Outgoing};
 use super::request::{ReqKind, Request};
 use super::{Core, Engine, ReqId, Unexpected, CONTROL_BODY_BYTES};
-use crate::config::CmaMode;
+use crate::config::{CmaMode, Config};
 use crate::matching::Envelope;
-use weft_core::{Error, ErrorKind};
+use weft_core::{Error, ErrorKind, Result};
+use weft_model::lanes::rendezvous::{choose_rendezvous, RendezvousChoice};
+use weft_model::lanes::TransportKind;
 use weft_transport::buf::RawBufMut;
 use weft_transport::shm::{cma, Header, ShmNode};
 
@@ -32,6 +34,34 @@ pub(super) fn eager_header(src_in_comm: u32, ctx: u32, tag: i32, len: usize) -> 
         len: len as u32,
         ..Header::default()
     }
+}
+
+/// The rendezvous thresholds between two processes of a node running `ppn` ranks of the
+/// job: the lane model ([`weft_model::lanes::rendezvous`]) fed with the figures of the shm
+/// and cma lanes (the transports' own, or a lane file's), the knobs `WEFT_SHM_CMA_MIN_BYTES`
+/// and `WEFT_SHM_COOP_BYTES` over it. `single_copy` says whether the pair may use CMA
+/// (its probe passed); without it, or when CMA is off, not offered or not in
+/// `WEFT_TRANSPORTS`, the single copy is never chosen.
+pub fn shm_rendezvous(config: &Config, ppn: u32, single_copy: bool) -> Result<RendezvousChoice> {
+    let lanes = crate::lane_candidates(config)?;
+    let allowed = |t: TransportKind| config.transports.contains(&t);
+    let ring = lanes
+        .iter()
+        .find(|l| l.transport == TransportKind::SHM)
+        .ok_or_else(|| Error::new(ErrorKind::Internal, "the shm transport offers no lane"))?;
+    let single = lanes.iter().find(|l| {
+        single_copy
+            && config.cma != CmaMode::Off
+            && l.transport == TransportKind::CMA
+            && allowed(TransportKind::CMA)
+    });
+    Ok(choose_rendezvous(
+        ring,
+        single,
+        ppn,
+        config.shm_cma_min_bytes.map(|n| n as u64),
+        config.shm_coop_bytes.map(|n| n as u64),
+    ))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,9 +144,9 @@ impl Core {
         );
     }
 
-    /// A matched rendezvous: pull the data with CMA (sharing the copy with the sender for
-    /// large messages unless it sent `solo`), or ask the sender to stream fragments when CMA
-    /// is not allowed or the message is below `cma_min_bytes`.
+    /// A matched rendezvous: pull the data with CMA (sharing the copy with the sender from
+    /// the pair's `coop_bytes` unless it sent `solo`), or ask the sender to stream fragments
+    /// when CMA is not allowed or the message is below the pair's `cma_min_bytes`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn start_rendezvous(
         &mut self,
@@ -136,16 +166,12 @@ impl Core {
             // Not probed (a job of one rank has no segment to probe through): try it.
             self.cma[from_local as usize] = Cma::Yes;
         }
-        // Below `cma_min_bytes` two copies through the segment beat CMA here: a CMA call
-        // pins the peer's pages every time. np=2 ping-pong, 64 KiB 5.5 us with CMA against
-        // 3.8-4.0 streamed, 128 KiB 9.7 against 5.9 (from 256 KiB, where both processes
-        // share the copy, CMA is level: 1 MiB 35.8-36.3 against 35.7-36.8, 4 MiB 166-170
-        // against 167-170, CMA from 256 KiB against this default); windowed bandwidth 64
-        // KiB 10.2 against 27.5 GB/s, 1 MiB 12.4-14.8 against 16.7; collectives built on
-        // messages (coll_lat p50, 3 jobs) np=2 1 MiB scatter 71 against 41 us, alltoallv 97
-        // against 63, np=4 1 MiB gatherv 116 against 79, 4 MiB 873 against 591.
-        if self.cma[from_local as usize] == Cma::Yes && len >= self.cma_min_bytes {
-            if len >= self.coop_bytes && !solo {
+        // The pair's thresholds were chosen at start-up ([`shm_rendezvous`]): below
+        // `cma_min_bytes` two copies through the segment, pipelined, move the message
+        // sooner by the lanes' figures; from `coop_bytes` both processes share the copy.
+        let pair = from_local as usize;
+        if self.cma[pair] == Cma::Yes && len >= self.cma_min_bytes[pair] {
+            if len >= self.coop_bytes[pair] && !solo {
                 // Both sides copy: the sender writes the upper part into our buffer while we
                 // read the lower part. Send the request first, read after (deferred), so the
                 // two copies overlap.

@@ -5,9 +5,8 @@
 //! - `lock`: MPI_Win_lock's reader-writer lock: [`EXCLUSIVE`] while held exclusively, the
 //!   number of shared holders in the low 32 bits.
 //! - `acc`: the accumulate spin lock of [`super::acc`].
-//! - `fence_arrived`, `fence_generation`: in the first local member's block only, the
-//!   words of MPI_Win_fence's node barrier (see [`super::fence`]) when every member is on
-//!   this node;
+//! - `fence_epoch`: how many MPI_Win_fence node barriers (see [`super::fence`]) the member
+//!   has arrived at, on a cache line of its own (the other members poll it);
 //! - the attach table of a dynamic window: up to [`MAX_ATTACH`] (address, bytes) entries
 //!   behind a sequence lock that only the owner writes (odd while it changes the table), so
 //!   local origins and the service check an address against what is attached.
@@ -31,9 +30,9 @@ pub(crate) struct Control {
     pub(crate) acc: AtomicU32,
     _pad0: u32,
     attach_seq: AtomicU64,
-    pub(crate) fence_arrived: AtomicU32,
-    pub(crate) fence_generation: AtomicU32,
-    _pad1: [u64; 4],
+    _pad1: [u64; 5],
+    pub(crate) fence_epoch: AtomicU64,
+    _pad2: [u64; 7],
     table: [[AtomicU64; 2]; MAX_ATTACH],
 }
 
@@ -74,9 +73,22 @@ impl Control {
         let Some(end) = addr.checked_add(len) else {
             return false;
         };
-        self.attached()
-            .iter()
-            .any(|&(a, n)| addr >= a && end <= a.saturating_add(n))
+        // The table read as `attached` does, without collecting it (an origin's hot path).
+        loop {
+            let s1 = self.attach_seq.load(Ordering::Acquire);
+            if s1 % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let hit = self.table.iter().any(|[a, n]| {
+                let (a, n) = (a.load(Ordering::Relaxed), n.load(Ordering::Relaxed));
+                n > 0 && addr >= a && end <= a.saturating_add(n)
+            });
+            fence(Ordering::Acquire);
+            if self.attach_seq.load(Ordering::Relaxed) == s1 {
+                return hit;
+            }
+        }
     }
 
     /// Adds `[addr, addr + bytes)` to the table (the owner only).
@@ -142,6 +154,21 @@ impl Control {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fence_word_has_a_cache_line_of_its_own() {
+        let words = vec![0u64; CONTROL_STRIDE / 8];
+        // SAFETY: zero-filled, aligned, lives for the test.
+        let c = unsafe { Control::at(words.as_ptr() as *const u8) };
+        let base = c as *const Control as usize;
+        let line = |p: usize| (p - base) / 64;
+        let fence = line(&c.fence_epoch as *const AtomicU64 as usize);
+        assert_eq!(LOCK_OFFSET, 0);
+        assert_ne!(fence, line(&c.lock as *const AtomicU64 as usize));
+        assert_ne!(fence, line(&c.acc as *const AtomicU32 as usize));
+        assert_ne!(fence, line(&c.attach_seq as *const AtomicU64 as usize));
+        assert_ne!(fence, line(c.table.as_ptr() as usize));
+    }
 
     #[test]
     fn attach_table() {

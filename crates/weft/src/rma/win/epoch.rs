@@ -93,12 +93,7 @@ fn sync_error(me: u32, what: String) -> Error {
 impl Window {
     /// Checks that `target` may be accessed now by `what` (MPI_ERR_RMA_SYNC otherwise).
     pub(crate) fn check_access(&self, target: u32, what: &str) -> Result<()> {
-        let e = self.epochs.borrow();
-        if e.fence
-            || e.lock_all.is_some()
-            || e.locks.iter().any(|l| l.0 == target)
-            || e.started.as_ref().is_some_and(|g| g.contains(&target))
-        {
+        if self.may_access(target) {
             return Ok(());
         }
         Err(sync_error(
@@ -109,13 +104,23 @@ impl Window {
         ))
     }
 
+    /// Whether an epoch allows accessing `target` now.
+    #[inline]
+    pub(crate) fn may_access(&self, target: u32) -> bool {
+        let e = self.epochs.borrow();
+        e.fence
+            || e.lock_all.is_some()
+            || e.locks.iter().any(|l| l.0 == target)
+            || e.started.as_ref().is_some_and(|g| g.contains(&target))
+    }
+
     /// MPI_Win_fence with assertions `assert` (MPI_MODE_* bits).
     pub fn fence(&self, assert: u32) -> Result<()> {
         self.epochs
             .borrow()
             .check_closed(self.weft_rank, "MPI_Win_fence")?;
+        // Completes every operation, with a full memory fence.
         self.flush_all()?;
-        fence(Ordering::SeqCst);
         if assert & MODE_NOPRECEDE == 0 || assert & MODE_NOSUCCEED == 0 {
             match &self.node_fence {
                 Some(f) => f.wait(self.weft_rank, &self.comm.engine)?,

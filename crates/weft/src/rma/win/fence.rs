@@ -1,13 +1,16 @@
-//! MPI_Win_fence's barrier when every member of the window is on this node: a counter
-//! barrier on two words of the window's node region (in the first local member's control
-//! block), instead of the communicator's barrier and its messages.
+//! MPI_Win_fence's barrier when every member of the window is on this node: each member
+//! counts the fences it has arrived at in a word of its own control block (on a cache line
+//! of its own), then waits until every other member's count has reached its own, instead of
+//! the communicator's barrier and its messages.
 //!
-//! A member reads the generation, then counts itself in; the last to arrive resets the count
-//! and advances the generation, which lets the others out. Nobody can arrive for the next
-//! fence before the count is reset, since nobody leaves before the generation moves. The
-//! release and acquire orderings make every member's writes before its fence (its loads and
-//! stores, and every put and accumulate it made, which are complete at the target when their
-//! calls return on a node-local window) visible to every member after the fence.
+//! Each member writes only its own word and reads the others': arriving is one store that
+//! every waiter sees with one cache-line transfer, in parallel (a shared counter would pass
+//! one line from member to member, and the waiters' polling would contend with the arrivals
+//! on it). A member may run at most one fence ahead of one still waiting (it cannot leave
+//! fence `e + 1` before the other has arrived there), so "at least my count" is exact. The
+//! release store and acquire loads make every member's writes before its fence (its loads
+//! and stores, and every put and accumulate it made, which are complete at the target when
+//! their calls return on a node-local window) visible to every member after the fence.
 //!
 //! While it waits a member keeps the progress engine turning (a fence is a blocking MPI call:
 //! a peer may need this process's sends before it reaches the fence), spins while every
@@ -17,56 +20,70 @@
 
 use super::control::Control;
 use crate::engine::Engine;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use weft_core::{Error, ErrorKind, Result};
 
-/// Polls of the generation between two turns of the progress engine.
+/// Polls of the members' words between two turns of the progress engine.
 const POLLS_PER_PROGRESS: u32 = 64;
 /// Turns of the progress engine between two liveness checks of the members.
 const PROGRESS_PER_LIVENESS: u32 = 1 << 12;
 
 /// The node barrier of one window (see the module).
 pub(crate) struct NodeFence {
-    /// The first local member's control block, which holds the barrier's words.
-    words: *const u8,
-    members: u32,
+    /// Every member's control block, in window rank order.
+    blocks: Vec<*const u8>,
+    /// The caller's window rank.
+    me: usize,
+    /// The fences this process has arrived at.
+    arrived: Cell<u64>,
     /// The members' process ids (this process's included), for the liveness checks.
     pids: Vec<i32>,
 }
 
 impl NodeFence {
-    /// The barrier of `pids.len()` members on the words of the control block at `words`.
+    /// The barrier of the members whose control blocks are `blocks`, the caller's at `me`.
     ///
     /// # Safety
-    /// `words` must point to a control block (see [`Control::at`]) every member maps, which
-    /// outlives this value.
-    pub(crate) unsafe fn new(words: *const u8, pids: Vec<i32>) -> NodeFence {
+    /// Each of `blocks` must point to a control block (see [`Control::at`]) every member
+    /// maps, which outlives this value, with its fence word 0 before any member's first
+    /// fence.
+    pub(crate) unsafe fn new(blocks: Vec<*const u8>, me: usize, pids: Vec<i32>) -> NodeFence {
         NodeFence {
-            words,
-            members: pids.len() as u32,
+            blocks,
+            me,
+            arrived: Cell::new(0),
             pids,
         }
     }
 
+    fn block(&self, r: usize) -> &Control {
+        // SAFETY: `new`'s contract.
+        unsafe { Control::at(self.blocks[r]) }
+    }
+
     /// Waits until every member has arrived; `rank` (the caller's world rank) for messages.
     pub(crate) fn wait(&self, rank: u32, engine: &RefCell<Engine>) -> Result<()> {
-        if self.members <= 1 {
+        if self.blocks.len() <= 1 {
             return Ok(());
         }
-        // SAFETY: `new`'s contract.
-        let c = unsafe { Control::at(self.words) };
-        let generation = c.fence_generation.load(Ordering::Acquire);
-        if c.fence_arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.members {
-            c.fence_arrived.store(0, Ordering::Relaxed);
-            c.fence_generation
-                .store(generation.wrapping_add(1), Ordering::Release);
-            return Ok(());
-        }
+        let epoch = self.arrived.get() + 1;
+        self.arrived.set(epoch);
+        self.block(self.me)
+            .fence_epoch
+            .store(epoch, Ordering::Release);
+        // Members at or past this fence: the scan resumes at the first one not yet there.
+        let mut next = 0usize;
         let mut turns = 0u32;
         loop {
             for _ in 0..POLLS_PER_PROGRESS {
-                if c.fence_generation.load(Ordering::Acquire) != generation {
+                while next < self.blocks.len()
+                    && (next == self.me
+                        || self.block(next).fence_epoch.load(Ordering::Acquire) >= epoch)
+                {
+                    next += 1;
+                }
+                if next == self.blocks.len() {
                     return Ok(());
                 }
                 std::hint::spin_loop();

@@ -19,8 +19,8 @@
 //!   applies puts, answers gets, and applies accumulates and lock operations atomically, so
 //!   no target ever has to call MPI for an origin to progress (truly passive target).
 //!
-//! Synchronisation ([`epoch`]): fence (complete everything, then a barrier: a counter
-//! barrier in the node region when every member is on this node, see `fence.rs`, else the
+//! Synchronisation ([`epoch`]): fence (complete everything, then a barrier: each member's
+//! fence word in the node region when every member is on this node, see `fence.rs`, else the
 //! window communicator's), post-start-complete-wait (zero-byte messages on the window's
 //! communicator), lock/unlock shared and exclusive (a reader-writer lock word in the
 //! target's control block, see `control.rs`, taken with CPU atomics locally and with the
@@ -447,10 +447,16 @@ impl Window {
                 }
             })
             .collect();
-        // SAFETY: the first local member's control block lies at the region's body, which
-        // every local member maps and the window keeps until it is dropped.
+        // SAFETY: every member is local, so every control block lies in the region, which
+        // every member maps and the window keeps until it is dropped.
         let node_fence = (local.len() == size).then(|| unsafe {
-            fence::NodeFence::new(body, (0..size).map(|r| info(r, 3) as i32).collect())
+            fence::NodeFence::new(
+                (0..size)
+                    .map(|r| body.wrapping_add(r * CONTROL_STRIDE) as *const u8)
+                    .collect(),
+                rank,
+                (0..size).map(|r| info(r, 3) as i32).collect(),
+            )
         });
         Ok(Window {
             weft_rank: me_world,

@@ -6,7 +6,14 @@
 //! a copy into or out of mapped memory, one CMA call per piece, or one lane request per
 //! piece (consecutive puts coalesce into one frame). The origin side is packed first unless
 //! it is one contiguous run. Accumulates work on the target's elements in their memory
-//! form (runs of consecutive elements) with the origin gathered into the same form.
+//! form (runs of consecutive elements) with the origin gathered into the same form; when
+//! the target is mapped and every buffer already is its elements in one run, they are
+//! applied from and into the caller's buffers in place (no staging).
+//!
+//! The direct calls (`put_direct`, `get_direct`, `accumulate_direct`) are the hot path of
+//! the MPI layer for contiguous bytes to a mapped target: a few checks, then one copy or
+//! CPU atomic, no allocation. Each either does the whole call or nothing and says so, and
+//! the caller then runs the general call, which reports what is wrong.
 
 use super::acc::{self, AccGuard, AccOp};
 use super::control::Control;
@@ -132,6 +139,105 @@ impl Window {
         }
     }
 
+    /// Where `len` bytes (at least 1) at displacement `disp` of window rank `rank` lie in
+    /// this process, when the target's memory is mapped here (or is this process's, on a
+    /// window that is not dynamic), the bytes lie inside it and an epoch allows the access:
+    /// the direct calls' check. `None` leaves the call to the general path, which reports
+    /// what is wrong.
+    #[inline]
+    fn direct_target(&self, rank: u32, disp: i64, len: usize) -> Option<*mut u8> {
+        let m = self.members.get(rank as usize)?;
+        if self.flavor == Flavor::Dynamic
+            || !matches!(m.path, Path::Me | Path::Mapped { .. })
+            || disp < 0
+            || len == 0
+            || !self.may_access(rank)
+        {
+            return None;
+        }
+        let at = u64::try_from(disp).ok()?.checked_mul(m.disp_unit as u64)?;
+        if at.checked_add(len as u64)? > m.bytes {
+            return None;
+        }
+        Some(self.local_ptr(m, at as i64))
+    }
+
+    /// MPI_Put of the contiguous bytes `data` to displacement `disp` of window rank `rank`
+    /// when the target's memory is mapped here: one copy, nothing checked twice, nothing
+    /// allocated. Whether it was done; `false` (nothing done) sends the call to
+    /// [`Window::put`].
+    #[inline]
+    pub fn put_direct(&self, data: &[u8], rank: u32, disp: i64) -> bool {
+        let Some(p) = self.direct_target(rank, disp, data.len()) else {
+            return false;
+        };
+        // SAFETY: the range lies in the member's mapped memory (direct_target); the origin
+        // is the caller's separate buffer.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        true
+    }
+
+    /// MPI_Get into the contiguous bytes `out` from displacement `disp` of window rank
+    /// `rank`, as [`Window::put_direct`]; `false` sends the call to [`Window::get`].
+    #[inline]
+    pub fn get_direct(&self, out: &mut [u8], rank: u32, disp: i64) -> bool {
+        let Some(p) = self.direct_target(rank, disp, out.len()) else {
+            return false;
+        };
+        // SAFETY: as for put_direct, the other way.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        true
+    }
+
+    /// MPI_Accumulate (`result` `None`) or MPI_Get_accumulate / MPI_Fetch_and_op of the
+    /// elements of `kind` in `origin` (its bytes are the elements) at displacement `disp` of
+    /// window rank `rank`, when the target's memory is mapped here, the operation is
+    /// defined on the kind and no buffer overlaps the target's elements: applied in place
+    /// with the atomicity of [`acc::apply`] (as the general path). Whether it was done;
+    /// `false` (nothing done) sends the call to the general path.
+    #[inline]
+    pub fn accumulate_direct(
+        &self,
+        kind: TypeKind,
+        op: &AccOp,
+        origin: &[u8],
+        result: Option<&mut [u8]>,
+        rank: u32,
+        disp: i64,
+    ) -> bool {
+        let bytes = origin.len();
+        if !bytes.is_multiple_of(kind.size_bytes())
+            || result.as_ref().is_some_and(|r| r.len() != bytes)
+        {
+            return false;
+        }
+        if let AccOp::Op(f) = op {
+            if f.check(kind).is_err() {
+                return false;
+            }
+        }
+        let Some(p) = self.direct_target(rank, disp, bytes) else {
+            return false;
+        };
+        let apart = |b: *const u8| {
+            let (b, t) = (b as usize, p as usize);
+            b + bytes <= t || t + bytes <= b
+        };
+        if !apart(origin.as_ptr()) || result.as_ref().is_some_and(|r| !apart(r.as_ptr())) {
+            return false;
+        }
+        let m = &self.members[rank as usize];
+        let control = match m.path {
+            Path::Me => self.my_control(),
+            // SAFETY: mapped members' control blocks lie in the region.
+            _ => unsafe { Control::at(m.control) },
+        };
+        // SAFETY: direct_target checked the range; the buffers are apart from it; the
+        // acc.rs rule with the window's hardware-atomics setting and the target's lock.
+        unsafe { acc::apply(kind, op, p, origin, result, self.hw_atomics, &control.acc) };
+        true
+    }
+
     /// A service request's target for byte `off` of member `m`'s memory.
     fn remote(&self, pe: u32, slot: u16, off: i64) -> Result<net::Remote> {
         let offset = wire::window_offset(slot, off as u64).ok_or_else(|| {
@@ -201,7 +307,20 @@ impl Window {
         if n == 0 {
             return Ok(());
         }
-        let mut packed = vec![0u8; n];
+        // The origin's bytes themselves when its items are one run (no staging), else a
+        // packed copy unpacked at the end.
+        let direct = o.map.contiguous_span(o.count).and_then(|(at, len)| {
+            let start = usize::try_from(o.origin as i64 + at).ok()?;
+            (start + len as usize <= o.data.len()).then_some(start)
+        });
+        let mut staged = Vec::new();
+        let packed: &mut [u8] = match direct {
+            Some(start) => &mut o.data[start..start + n],
+            None => {
+                staged.resize(n, 0u8);
+                &mut staged
+            }
+        };
         let m = r.member;
         match m.path {
             Path::Me | Path::Mapped { .. } => pieces(t.map, t.count, |at, len, to| {
@@ -226,7 +345,10 @@ impl Window {
                 })?
             }
         }
-        o.map.unpack(&packed, o.data, o.origin, o.count)
+        if direct.is_some() {
+            return Ok(());
+        }
+        o.map.unpack(&staged, o.data, o.origin, o.count)
     }
 
     /// MPI_Accumulate: combines the origin items into the target's with `op`.
@@ -269,6 +391,10 @@ impl Window {
             f.check(kind).map_err(|e| e.context(what.to_string()))?;
         }
         let esize = kind.size_bytes();
+        let mut result = result;
+        if self.accumulate_in_place(&r, o.as_ref(), result.as_mut(), &t, kind, elements, op)? {
+            return Ok(());
+        }
         // The origin's elements in memory form (zeros for MPI_NO_OP, which reads none).
         let origin: Vec<u8> = match (o, op) {
             (_, AccOp::NoOp) => vec![0u8; elements * esize],
@@ -319,6 +445,96 @@ impl Window {
             from_memory_form(res.map, res.data, res.origin, res.count, kind, &old)?;
         }
         Ok(())
+    }
+
+    /// The accumulate of `elements` elements of `kind` applied straight from the caller's
+    /// buffers, when the target is mapped (or this process) and the target, origin and
+    /// result items are each one run of bytes that already are the elements (predefined
+    /// types and contiguous arrays of them): no staging copy, no allocation. Whether it
+    /// applied; `false` leaves everything to the general path (which checks the arguments
+    /// and reports what is wrong). Atomicity is [`acc::apply`]'s, as on the general path.
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_in_place(
+        &self,
+        r: &Resolved<'_>,
+        o: Option<&Origin<'_>>,
+        result: Option<&mut OriginMut<'_>>,
+        t: &TargetSpec<'_>,
+        kind: TypeKind,
+        elements: usize,
+        op: &AccOp,
+    ) -> Result<bool> {
+        let m = r.member;
+        if !matches!(m.path, Path::Me | Path::Mapped { .. }) || elements == 0 {
+            return Ok(false);
+        }
+        let esize = kind.size_bytes();
+        let bytes = elements * esize;
+        // The items' bytes are the elements when the type's packed form is an array of the
+        // kind (or single bytes for MPI_REPLACE and MPI_NO_OP) and they are one run.
+        let dense = |map: &TypeMap| match map.reduction() {
+            Some((k, _)) => k.size_bytes() == esize,
+            None => map.reduction_kind().is_none() && kind == TypeKind::U8,
+        };
+        let run = |map: &TypeMap, count: u64, origin: usize, len: usize| {
+            let (at, n) = map.contiguous_span(count)?;
+            let start = usize::try_from(origin as i64 + at).ok()?;
+            (n as usize == bytes && start + bytes <= len).then_some(start)
+        };
+        let tat = match t.map.contiguous_span(t.count) {
+            Some((at, n)) if n as usize == bytes && dense(t.map) => at,
+            _ => return Ok(false),
+        };
+        // MPI_NO_OP reads no origin: any bytes of the right length do.
+        let zeros = [0u8; 64];
+        let origin: &[u8] = match (o, op) {
+            (_, AccOp::NoOp) if bytes <= zeros.len() => &zeros[..bytes],
+            (Some(o), _) if !op.is_no_op() => {
+                if !dense(o.map)
+                    || o.map.reduction_kind().map(|k| k.0).unwrap_or(TypeKind::U8) != kind
+                {
+                    return Ok(false);
+                }
+                match run(o.map, o.count, o.origin, o.data.len()) {
+                    Some(start) => &o.data[start..start + bytes],
+                    None => return Ok(false),
+                }
+            }
+            _ => return Ok(false),
+        };
+        let old: Option<&mut [u8]> = match result {
+            None => None,
+            Some(res) => {
+                let same = match res.map.reduction() {
+                    Some((k, _)) => k.size_bytes() == esize,
+                    None => res.map.reduction_kind().is_none() && kind == TypeKind::U8,
+                };
+                match run(res.map, res.count, res.origin, res.data.len()) {
+                    Some(start) if same => Some(&mut res.data[start..start + bytes]),
+                    _ => return Ok(false),
+                }
+            }
+        };
+        let control = match m.path {
+            Path::Me => self.my_control(),
+            // SAFETY: mapped members' control blocks lie in the region.
+            _ => unsafe { Control::at(m.control) },
+        };
+        let p = self.local_ptr(m, r.at + tat);
+        // A buffer overlapping the target's elements (possible only when the target is this
+        // process) goes the general path, which stages it.
+        let apart = |b: *const u8| {
+            let (b, t) = (b as usize, p as usize);
+            b + bytes <= t || t + bytes <= b
+        };
+        if !apart(origin.as_ptr()) || old.as_ref().is_some_and(|x| !apart(x.as_ptr())) {
+            return Ok(false);
+        }
+        // SAFETY: resolve checked the target range; the origin and result buffers are apart
+        // from it (checked above); accumulates follow acc.rs's rule with the window's
+        // hardware-atomics setting and the target's lock, as on the general path.
+        unsafe { acc::apply(kind, op, p, origin, old, self.hw_atomics, &control.acc) };
+        Ok(true)
     }
 
     /// Applies `op` over `runs` (byte offset from the target's start, elements) of the
