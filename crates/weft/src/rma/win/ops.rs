@@ -171,9 +171,9 @@ impl Window {
         let Some(p) = self.direct_target(rank, disp, data.len()) else {
             return false;
         };
-        // SAFETY: the range lies in the member's mapped memory (direct_target); the origin
-        // is the caller's separate buffer.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        // SAFETY: the range lies in the member's mapped memory (direct_target); `copy`
+        // allows an origin inside the same window (a put to self from the window's memory).
+        unsafe { std::ptr::copy(data.as_ptr(), p, data.len()) };
         true
     }
 
@@ -185,7 +185,7 @@ impl Window {
             return false;
         };
         // SAFETY: as for put_direct, the other way.
-        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        unsafe { std::ptr::copy(p, out.as_mut_ptr(), out.len()) };
         true
     }
 
@@ -193,7 +193,7 @@ impl Window {
     /// elements of `kind` in `origin` (its bytes are the elements) at displacement `disp` of
     /// window rank `rank`, when the target's memory is mapped here, the operation is
     /// defined on the kind and no buffer overlaps the target's elements: applied in place
-    /// with the atomicity of [`acc::apply`] (as the general path). Whether it was done;
+    /// with the atomicity of `acc::apply` (as the general path). Whether it was done;
     /// `false` (nothing done) sends the call to the general path.
     #[inline]
     pub fn accumulate_direct(
