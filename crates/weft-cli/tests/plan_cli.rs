@@ -341,3 +341,89 @@ fn bad_model_input() {
     bad(&["choose", "--fabric", SUNWAY, "--procs", "600"], "procs");
     bad(&["experiment", "frontier", "--out", "/tmp/x"], "experiment");
 }
+
+#[test]
+fn map_hides_faults_of_an_exclude_file_and_random_ones() {
+    // The case: 5% of a 16x16x16 torus faulty, a 12x12x12 job.
+    let v = json(&[
+        "map",
+        "--torus",
+        "16x16x16",
+        "--job",
+        "12x12x12",
+        "--faulty-fraction",
+        "0.05",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(v["faulty"], 205);
+    assert_eq!(v["edges"], 5184);
+    let nodes: Vec<u64> = v["node_of"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 1728);
+    let mut distinct = nodes.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 1728, "a node used twice");
+    let d = v["max_dilation"].as_u64().unwrap();
+    assert!((1..=4).contains(&d), "max dilation {d}");
+    // An exclude file by index and by coordinates: those nodes are never used, and a plane
+    // of faults on a machine with one plane to spare is hidden without repair.
+    let file = tmp("exclude.txt");
+    std::fs::write(
+        &file,
+        "# a dead plane x=2\n2,0\n2,1\n2,2 # coordinates\n14\n",
+    )
+    .unwrap();
+    let v = json(&[
+        "map",
+        "--torus",
+        "4x4",
+        "--job",
+        "3x4",
+        "--exclude",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["faulty"], 4);
+    assert_eq!(v["repaired"], 0);
+    assert_eq!(v["max_dilation"], 2);
+    for n in v["node_of"].as_array().unwrap() {
+        assert!(![2, 6, 10, 14].contains(&n.as_u64().unwrap()), "{v}");
+    }
+    bad(&["map", "--torus", "4x4", "--job", "5x5"], "does not fit");
+    bad(
+        &[
+            "map",
+            "--torus",
+            "4x4",
+            "--job",
+            "4x4",
+            "--faulty-fraction",
+            "0.1",
+        ],
+        "healthy of 16",
+    );
+    bad(
+        &["map", "--torus", "4xq", "--job", "2"],
+        "expected dimensions",
+    );
+    std::fs::write(&file, "7,7\n").unwrap();
+    bad(
+        &[
+            "map",
+            "--torus",
+            "4x4",
+            "--job",
+            "2",
+            "--exclude",
+            file.to_str().unwrap(),
+        ],
+        "not a node of 4x4",
+    );
+}

@@ -9,5 +9,6 @@
 pub mod cost;
 pub mod fabric;
 pub mod lanes;
+pub mod mapping;
 pub mod plan;
 pub mod tree;

@@ -25,6 +25,7 @@ mod choose;
 mod experiment;
 mod fabric;
 mod links;
+mod map;
 mod output;
 mod radix;
 mod type2;
@@ -61,6 +62,8 @@ enum PlanCommand {
     Type2(type2::Type2Args),
     /// Create a type II tree per communicator of a pattern under limited switch entries.
     Alloc(alloc::AllocArgs),
+    /// A job's virtual torus on a torus machine with faulty nodes: dilation, congestion.
+    Map(map::MapArgs),
 }
 
 /// Phase timer for `--timing`.
@@ -129,6 +132,7 @@ pub fn run(args: PlanArgs) -> i32 {
         PlanCommand::Experiment(a) => experiment::run(a, &mut timing),
         PlanCommand::Type2(a) => type2::run(a, &mut timing),
         PlanCommand::Alloc(a) => alloc::run(a, &mut timing),
+        PlanCommand::Map(a) => map::run(a, &mut timing),
     };
     timing.finish();
     match outcome {
