@@ -62,7 +62,7 @@ fn block_shapes(dims: &[u32], count: u32) -> Vec<Vec<u32>> {
             }
             Some((&d, rest)) => {
                 for b in 1..=d.min(left) {
-                    if d % b == 0 && left % b == 0 {
+                    if d.is_multiple_of(b) && left.is_multiple_of(b) {
                         acc.push(b);
                         go(rest, left / b, acc, out);
                         acc.pop();
