@@ -18,6 +18,7 @@ mod embedded {
 
 const MPICC: &str = include_str!("../../weft-mpi/bin/mpicc");
 const MPIEXEC: &str = include_str!("../../weft-mpi/bin/mpiexec");
+const MPIFORT: &str = include_str!("../../weft-mpi/bin/mpifort");
 
 /// oshcc of an installed prefix: weft's libshmem from `<prefix>/lib`.
 const OSHCC: &str = r#"#!/bin/sh
@@ -146,6 +147,7 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     for (name, text) in [
         ("mpicc", MPICC),
         ("mpiexec", MPIEXEC),
+        ("mpifort", MPIFORT),
         ("oshcc", OSHCC),
         ("oshrun", OSHRUN),
     ] {
@@ -153,6 +155,13 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     }
     link(&bin, "mpicc", "mpicxx")?;
     link(&bin, "mpiexec", "mpirun")?;
+    link(&bin, "mpifort", "mpif90")?;
+    link(&bin, "mpifort", "mpif77")?;
+    // The Fortran bindings (built into this binary when gfortran was there at build time;
+    // mpifort says so when they are missing).
+    for (rel, bytes) in weft_mpifort::FILES {
+        write(&prefix.join(rel), bytes, rel.ends_with(".so"))?;
+    }
     for (src, name) in &libs {
         let bytes = read(src)?;
         write(&lib.join(name), &bytes, true)?;

@@ -1,0 +1,68 @@
+    ! Module mpi: interfaces of the procedures written by hand (src/special.c), inside the
+    ! generated interface block.
+    subroutine MPI_Init(ierror)
+      integer :: ierror
+    end subroutine MPI_Init
+    subroutine MPI_Init_thread(required, provided, ierror)
+      integer :: required, provided, ierror
+    end subroutine MPI_Init_thread
+    double precision function MPI_Wtime()
+    end function MPI_Wtime
+    double precision function MPI_Wtick()
+    end function MPI_Wtick
+    function MPI_Aint_add(base, disp)
+      import
+      integer(kind=MPI_ADDRESS_KIND) :: MPI_Aint_add, base, disp
+    end function MPI_Aint_add
+    function MPI_Aint_diff(addr1, addr2)
+      import
+      integer(kind=MPI_ADDRESS_KIND) :: MPI_Aint_diff, addr1, addr2
+    end function MPI_Aint_diff
+    subroutine MPI_Pcontrol(level)
+      integer :: level
+    end subroutine MPI_Pcontrol
+    subroutine MPI_F_sync_reg(buf)
+      !GCC$ ATTRIBUTES NO_ARG_CHECK :: buf
+      type(*), dimension(*) :: buf
+    end subroutine MPI_F_sync_reg
+    subroutine MPI_Op_create(user_fn, commute, op, ierror)
+      external :: user_fn
+      logical :: commute
+      integer :: op, ierror
+    end subroutine MPI_Op_create
+    subroutine MPI_Op_free(op, ierror)
+      integer :: op, ierror
+    end subroutine MPI_Op_free
+    subroutine MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag, ierror)
+      import
+      integer :: comm, comm_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+      logical :: flag
+    end subroutine MPI_Comm_get_attr
+    subroutine MPI_Comm_set_attr(comm, comm_keyval, attribute_val, ierror)
+      import
+      integer :: comm, comm_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine MPI_Comm_set_attr
+    subroutine MPI_Win_get_attr(win, win_keyval, attribute_val, flag, ierror)
+      import
+      integer :: win, win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+      logical :: flag
+    end subroutine MPI_Win_get_attr
+    subroutine MPI_Win_set_attr(win, win_keyval, attribute_val, ierror)
+      import
+      integer :: win, win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine MPI_Win_set_attr
+    subroutine MPI_Type_get_attr(datatype, type_keyval, attribute_val, flag, ierror)
+      import
+      integer :: datatype, type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+      logical :: flag
+    end subroutine MPI_Type_get_attr
+    subroutine MPI_Type_set_attr(datatype, type_keyval, attribute_val, ierror)
+      import
+      integer :: datatype, type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
+    end subroutine MPI_Type_set_attr

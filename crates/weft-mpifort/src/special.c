@@ -1,0 +1,215 @@
+/* The Fortran procedures the generator does not write (they have no C prototype of the same
+ * shape: MPI_INIT without argc/argv, the functions MPI_WTIME, MPI_WTICK, MPI_AINT_ADD/DIFF,
+ * user operations through trampolines, attributes by value), the C-side handle and status
+ * conversions (MPI-4.1 §19.3.4-5), and the helpers of special.h. */
+#include "special.h"
+#include <pthread.h>
+#include <stdio.h>
+
+MPI_Fint weft_f_bottom_, weft_f_in_place_, weft_f_buffer_automatic_;
+MPI_Fint weft_f_status_ignore_[MPI_F_STATUS_SIZE];
+MPI_Fint weft_f_statuses_ignore_[MPI_F_STATUS_SIZE];
+MPI_Fint weft_f_errcodes_ignore_[1], weft_f_unweighted_[1], weft_f_weights_empty_[1];
+
+/* MPI_F_STATUS_IGNORE / MPI_F_STATUSES_IGNORE (MPI-4.1 §19.3.5): C's names of the Fortran
+ * special statuses. */
+MPI_Fint *MPI_F_STATUS_IGNORE = weft_f_status_ignore_;
+MPI_Fint *MPI_F_STATUSES_IGNORE = weft_f_statuses_ignore_;
+
+char *weft_f_str_in(const char *s, size_t len) {
+  while (len > 0 && s[len - 1] == ' ') len--;
+  char *c = malloc(len + 1);
+  if (!c) return NULL;
+  memcpy(c, s, len);
+  c[len] = 0;
+  return c;
+}
+
+void weft_f_str_out(const char *c, char *s, size_t len) {
+  size_t n = strnlen(c, WEFT_F_MAX_STRING);
+  if (n > len) n = len;
+  memcpy(s, c, n);
+  memset(s + n, ' ', len - n);
+}
+
+int weft_f_degree(MPI_Comm comm, int which) {
+  int n = 0, inter = 0, topo = MPI_UNDEFINED;
+  if (which == 2) {
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter) MPI_Comm_remote_size(comm, &n);
+    else MPI_Comm_size(comm, &n);
+    return n;
+  }
+  MPI_Topo_test(comm, &topo);
+  if (topo == MPI_CART) {
+    MPI_Cartdim_get(comm, &n);
+    return 2 * n;
+  }
+  if (topo == MPI_GRAPH) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Graph_neighbors_count(comm, rank, &n);
+    return n;
+  }
+  if (topo == MPI_DIST_GRAPH) {
+    int in, out, w;
+    MPI_Dist_graph_neighbors_count(comm, &in, &out, &w);
+    return which == 1 ? out : in;
+  }
+  return 0;
+}
+
+void mpi_init_(MPI_Fint *ierror) { *ierror = MPI_Init(NULL, NULL); }
+void weft_f_init_(MPI_Fint *ierror) __attribute__((alias("mpi_init_")));
+
+void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror) {
+  *ierror = MPI_Init_thread(NULL, NULL, *required, provided);
+}
+void weft_f_init_thread_(MPI_Fint *, MPI_Fint *, MPI_Fint *)
+    __attribute__((alias("mpi_init_thread_")));
+
+double mpi_wtime_(void) { return MPI_Wtime(); }
+double mpi_wtick_(void) { return MPI_Wtick(); }
+MPI_Aint mpi_aint_add_(MPI_Aint *base, MPI_Aint *disp) { return MPI_Aint_add(*base, *disp); }
+MPI_Aint mpi_aint_diff_(MPI_Aint *a, MPI_Aint *b) { return MPI_Aint_diff(*a, *b); }
+/* MPI_PCONTROL(LEVEL): no ierror in Fortran. */
+void mpi_pcontrol_(MPI_Fint *level) { MPI_Pcontrol(*level); }
+/* MPI_F_SYNC_REG (MPI-4.1 §19.1.17): does nothing; calling it is what matters. */
+void mpi_f_sync_reg_(void *buf) { (void)buf; }
+
+/* User operations: the C library calls a trampoline of a fixed slot, which calls the
+ * Fortran procedure of that slot with the datatype as an INTEGER handle. Fortran's
+ * MPI_User_function (mpif.h, mpi: buffers by reference; mpi_f08: TYPE(C_PTR), VALUE) both
+ * take the two buffer addresses as the first two words. */
+typedef void weft_f_user_fn(void *, void *, MPI_Fint *, MPI_Fint *);
+#define WEFT_F_OPS 64
+static weft_f_user_fn *op_fn[WEFT_F_OPS];
+static MPI_Op op_handle[WEFT_F_OPS];
+static pthread_mutex_t op_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define TRAMPOLINE(a, b)                                                           \
+  static void tramp_##a##_##b(void *in, void *inout, int *len, MPI_Datatype *dt) { \
+    MPI_Fint f = MPI_Type_toint(*dt);                                              \
+    op_fn[(a) * 8 + (b)](in, inout, len, &f);                                      \
+  }
+#define T8(a) TRAMPOLINE(a, 0) TRAMPOLINE(a, 1) TRAMPOLINE(a, 2) TRAMPOLINE(a, 3) \
+  TRAMPOLINE(a, 4) TRAMPOLINE(a, 5) TRAMPOLINE(a, 6) TRAMPOLINE(a, 7)
+T8(0) T8(1) T8(2) T8(3) T8(4) T8(5) T8(6) T8(7)
+#define A8(a) tramp_##a##_0, tramp_##a##_1, tramp_##a##_2, tramp_##a##_3, tramp_##a##_4, \
+  tramp_##a##_5, tramp_##a##_6, tramp_##a##_7
+static MPI_User_function *const tramp[WEFT_F_OPS] = {A8(0), A8(1), A8(2), A8(3),
+                                                     A8(4), A8(5), A8(6), A8(7)};
+
+void mpi_op_create_(weft_f_user_fn *fn, MPI_Fint *commute, MPI_Fint *op, MPI_Fint *ierror) {
+  pthread_mutex_lock(&op_lock);
+  int slot = -1;
+  for (int i = 0; i < WEFT_F_OPS; i++)
+    if (!op_fn[i]) { slot = i; break; }
+  if (slot < 0) {
+    pthread_mutex_unlock(&op_lock);
+    fprintf(stderr, "weft: MPI_OP_CREATE: all %d Fortran user operations are in use "
+                    "(free some with MPI_OP_FREE)\n", WEFT_F_OPS);
+    *ierror = MPI_ERR_INTERN;
+    return;
+  }
+  MPI_Op h = MPI_OP_NULL;
+  int rc = MPI_Op_create(tramp[slot], weft_f_logical_in(*commute), &h);
+  if (rc == MPI_SUCCESS) {
+    op_fn[slot] = fn;
+    op_handle[slot] = h;
+    *op = MPI_Op_toint(h);
+  }
+  pthread_mutex_unlock(&op_lock);
+  *ierror = rc;
+}
+void weft_f_op_create_(weft_f_user_fn *, MPI_Fint *, MPI_Fint *, MPI_Fint *)
+    __attribute__((alias("mpi_op_create_")));
+
+void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierror) {
+  MPI_Op h = MPI_Op_fromint(*op);
+  pthread_mutex_lock(&op_lock);
+  int rc = MPI_Op_free(&h);
+  if (rc == MPI_SUCCESS) {
+    MPI_Op old = MPI_Op_fromint(*op);
+    for (int i = 0; i < WEFT_F_OPS; i++)
+      if (op_fn[i] && op_handle[i] == old) { op_fn[i] = NULL; op_handle[i] = MPI_OP_NULL; }
+    *op = MPI_Op_toint(h);
+  }
+  pthread_mutex_unlock(&op_lock);
+  *ierror = rc;
+}
+void weft_f_op_free_(MPI_Fint *, MPI_Fint *) __attribute__((alias("mpi_op_free_")));
+
+/* Attributes: Fortran's value is an INTEGER(KIND=MPI_ADDRESS_KIND); the C library's
+ * predefined attributes are pointers to the value (MPI-4.1 §7.7.2, §12.2.6). */
+static MPI_Aint predefined_value(int keyval, void *v) {
+  switch (keyval) {
+  case MPI_TAG_UB: case MPI_IO: case MPI_HOST: case MPI_WTIME_IS_GLOBAL: case MPI_APPNUM:
+  case MPI_LASTUSEDCODE: case MPI_UNIVERSE_SIZE: case MPI_WIN_DISP_UNIT:
+  case MPI_WIN_CREATE_FLAVOR: case MPI_WIN_MODEL:
+    return *(int *)v;
+  case MPI_WIN_SIZE:
+    return *(MPI_Aint *)v;
+  default: /* MPI_WIN_BASE and user attributes: the value itself. */
+    return (MPI_Aint)v;
+  }
+}
+
+#define ATTR(lower, Kind, conv)                                                          \
+  void mpi_##lower##_get_attr_(MPI_Fint *h, MPI_Fint *keyval, MPI_Aint *val,             \
+                               MPI_Fint *flag, MPI_Fint *ierror) {                       \
+    void *v = NULL;                                                                      \
+    int f = 0;                                                                           \
+    int rc = MPI_##Kind##_get_attr(conv##_fromint(*h), *keyval, &v, &f);                 \
+    if (rc == MPI_SUCCESS && f) *val = predefined_value(*keyval, v);                     \
+    if (rc == MPI_SUCCESS) *flag = weft_f_logical_out(f);                                \
+    *ierror = rc;                                                                        \
+  }                                                                                      \
+  void weft_f_##lower##_get_attr_(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *,        \
+                                  MPI_Fint *) __attribute__((alias("mpi_" #lower "_get_attr_"))); \
+  void mpi_##lower##_set_attr_(MPI_Fint *h, MPI_Fint *keyval, MPI_Aint *val,             \
+                               MPI_Fint *ierror) {                                       \
+    *ierror = MPI_##Kind##_set_attr(conv##_fromint(*h), *keyval, (void *)*val);          \
+  }                                                                                      \
+  void weft_f_##lower##_set_attr_(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *)        \
+      __attribute__((alias("mpi_" #lower "_set_attr_")));
+ATTR(comm, Comm, MPI_Comm)
+ATTR(win, Win, MPI_Win)
+ATTR(type, Type, MPI_Type)
+
+/* C's handle conversions (MPI-4.1 §19.3.4): the Fortran INTEGER is the ABI's int form.
+ * MPI_Message_c2f/f2c are libmpi_abi's. */
+#define C2F(Kind, T, conv)                                                   \
+  MPI_Fint MPI_##Kind##_c2f(T h) { return conv##_toint(h); }                 \
+  T MPI_##Kind##_f2c(MPI_Fint f) { return conv##_fromint(f); }
+C2F(Comm, MPI_Comm, MPI_Comm)
+C2F(Type, MPI_Datatype, MPI_Type)
+C2F(Group, MPI_Group, MPI_Group)
+C2F(Request, MPI_Request, MPI_Request)
+C2F(Op, MPI_Op, MPI_Op)
+C2F(Info, MPI_Info, MPI_Info)
+C2F(Errhandler, MPI_Errhandler, MPI_Errhandler)
+C2F(Session, MPI_Session, MPI_Session)
+C2F(File, MPI_File, MPI_File)
+C2F(Win, MPI_Win, MPI_Win)
+
+/* Status conversions (MPI-4.1 §19.3.5): Fortran's INTEGER(MPI_STATUS_SIZE) and mpi_f08's
+ * TYPE(MPI_Status) have C's MPI_Status layout (8 ints, MPI_SOURCE first). */
+int MPI_Status_c2f(const MPI_Status *c, MPI_Fint *f) {
+  if (!c || !f || (void *)f == (void *)weft_f_status_ignore_) return MPI_ERR_ARG;
+  memcpy(f, c, sizeof *c);
+  return MPI_SUCCESS;
+}
+int MPI_Status_f2c(const MPI_Fint *f, MPI_Status *c) {
+  if (!c || !f || (const void *)f == (void *)weft_f_status_ignore_) return MPI_ERR_ARG;
+  memcpy(c, f, sizeof *c);
+  return MPI_SUCCESS;
+}
+int MPI_Status_c2f08(const MPI_Status *c, MPI_Status *f08) { return MPI_Status_c2f(c, (MPI_Fint *)f08); }
+int MPI_Status_f082c(const MPI_Status *f08, MPI_Status *c) { return MPI_Status_f2c((const MPI_Fint *)f08, c); }
+int MPI_Status_f2f08(const MPI_Fint *f, MPI_Status *f08) { return MPI_Status_f2c(f, f08); }
+int MPI_Status_f082f(const MPI_Status *f08, MPI_Fint *f) { return MPI_Status_c2f(f08, f); }
+
+/* MPI_STATUS_F2F08 / MPI_STATUS_F082F for Fortran (mpi and mpi_f08). */
+void mpi_status_f2f08_(MPI_Fint *f, MPI_Status *f08, MPI_Fint *ierror) { *ierror = MPI_Status_f2f08(f, f08); }
+void mpi_status_f082f_(MPI_Status *f08, MPI_Fint *f, MPI_Fint *ierror) { *ierror = MPI_Status_f082f(f08, f); }

@@ -1,0 +1,138 @@
+! Point-to-point through `use mpi`: blocking, nonblocking, persistent, probe, wait/test
+! families, sendrecv, status fields, MPI_ANY_SOURCE, zero-length and odd sizes, and the
+! handle conversions. Every check stops the job with a message and exit code 1.
+program p2p_mpi
+  use mpi
+  implicit none
+  integer :: rank, size, ierr, i, n, k, next, prev, count, idx, outcount
+  integer :: status(MPI_STATUS_SIZE), statuses(MPI_STATUS_SIZE, 4)
+  integer :: reqs(4), indices(4)
+  integer, allocatable :: ibuf(:), jbuf(:)
+  double precision :: d(7), e(7)
+  logical :: flag
+  character(len=MPI_MAX_PROCESSOR_NAME) :: pname
+  character(len=MPI_MAX_ERROR_STRING) :: estr
+  integer :: plen, elen, version, subversion, provided
+  integer, parameter :: sizes(4) = (/ 0, 1, 7, 4099 /)
+
+  call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
+  call check(ierr == MPI_SUCCESS, 'init_thread')
+  call MPI_Initialized(flag, ierr)
+  call check(flag, 'initialized')
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+  call MPI_Get_processor_name(pname, plen, ierr)
+  call check(plen > 0 .and. len_trim(pname) == plen, 'processor name')
+  call MPI_Get_version(version, subversion, ierr)
+  call check(version == 5 .and. subversion == 0, 'version')
+  call MPI_Error_string(MPI_ERR_TRUNCATE, estr, elen, ierr)
+  call check(elen > 0 .and. elen == len_trim(estr), 'error string')
+  call check(MPI_Wtick() > 0.0d0 .and. MPI_Wtime() > 0.0d0, 'wtime')
+
+  next = mod(rank + 1, size)
+  prev = mod(rank + size - 1, size)
+
+  ! Ring with odd sizes, zero-length included, MPI_ANY_SOURCE and status fields.
+  do k = 1, 4
+    n = sizes(k)
+    allocate(ibuf(max(n, 1)), jbuf(max(n, 1)))
+    do i = 1, n
+      ibuf(i) = rank * 100000 + i + k
+    end do
+    jbuf = -1
+    call MPI_Sendrecv(ibuf, n, MPI_INTEGER, next, 10 + k, jbuf, n, MPI_INTEGER, &
+                      MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, status, ierr)
+    call check(ierr == MPI_SUCCESS, 'sendrecv')
+    call check(status(MPI_SOURCE) == prev, 'status source')
+    call check(status(MPI_TAG) == 10 + k, 'status tag')
+    call MPI_Get_count(status, MPI_INTEGER, count, ierr)
+    call check(count == n, 'get_count')
+    do i = 1, n
+      call check(jbuf(i) == prev * 100000 + i + k, 'sendrecv data')
+    end do
+    deallocate(ibuf, jbuf)
+  end do
+
+  ! Nonblocking: irecv/isend, waitall with statuses, then waitany/testall/waitsome.
+  d = (/ (dble(rank) + 0.5d0 * i, i = 1, 7) /)
+  e = 0
+  call MPI_Irecv(e, 7, MPI_DOUBLE_PRECISION, prev, 3, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Isend(d, 7, MPI_DOUBLE_PRECISION, next, 3, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_Waitall(2, reqs, statuses, ierr)
+  call check(ierr == MPI_SUCCESS, 'waitall')
+  call check(reqs(1) == MPI_REQUEST_NULL .and. reqs(2) == MPI_REQUEST_NULL, 'requests freed')
+  call check(statuses(MPI_SOURCE, 1) == prev .and. statuses(MPI_TAG, 1) == 3, 'waitall status')
+  do i = 1, 7
+    call check(e(i) == dble(prev) + 0.5d0 * i, 'isend data')
+  end do
+
+  call MPI_Irecv(e, 7, MPI_DOUBLE_PRECISION, prev, 4, MPI_COMM_WORLD, reqs(1), ierr)
+  reqs(2) = MPI_REQUEST_NULL
+  call MPI_Send(d, 7, MPI_DOUBLE_PRECISION, next, 4, MPI_COMM_WORLD, ierr)
+  call MPI_Waitany(2, reqs, idx, status, ierr)
+  call check(idx == 1, 'waitany index is 1-based')
+  call check(status(MPI_SOURCE) == prev, 'waitany status')
+
+  call MPI_Irecv(e, 7, MPI_DOUBLE_PRECISION, prev, 5, MPI_COMM_WORLD, reqs(2), ierr)
+  reqs(1) = MPI_REQUEST_NULL
+  call MPI_Send(d, 7, MPI_DOUBLE_PRECISION, next, 5, MPI_COMM_WORLD, ierr)
+  call MPI_Waitsome(2, reqs, outcount, indices, MPI_STATUSES_IGNORE, ierr)
+  call check(outcount == 1 .and. indices(1) == 2, 'waitsome indices are 1-based')
+
+  call MPI_Irecv(e, 7, MPI_DOUBLE_PRECISION, prev, 6, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Send(d, 7, MPI_DOUBLE_PRECISION, next, 6, MPI_COMM_WORLD, ierr)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Test(reqs(1), flag, status, ierr)
+  end do
+  call check(status(MPI_TAG) == 6, 'test status')
+
+  ! Persistent requests.
+  call MPI_Recv_init(e, 7, MPI_DOUBLE_PRECISION, prev, 7, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Send_init(d, 7, MPI_DOUBLE_PRECISION, next, 7, MPI_COMM_WORLD, reqs(2), ierr)
+  do k = 1, 3
+    e = 0
+    call MPI_Startall(2, reqs, ierr)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+    ! The buffer changed outside the compiler's view (MPI-4.1 §19.1.17).
+    call MPI_F_sync_reg(e)
+    call check(e(7) == dble(prev) + 3.5d0, 'persistent data')
+  end do
+  call MPI_Request_free(reqs(1), ierr)
+  call MPI_Request_free(reqs(2), ierr)
+  call check(reqs(1) == MPI_REQUEST_NULL, 'request_free')
+
+  ! Probe then receive what it announced.
+  call MPI_Send(d, 3, MPI_DOUBLE_PRECISION, next, 8, MPI_COMM_WORLD, ierr)
+  call MPI_Probe(MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, status, ierr)
+  call MPI_Get_count(status, MPI_DOUBLE_PRECISION, count, ierr)
+  call check(count == 3 .and. status(MPI_SOURCE) == prev, 'probe')
+  call MPI_Recv(e, count, MPI_DOUBLE_PRECISION, status(MPI_SOURCE), 8, MPI_COMM_WORLD, &
+                MPI_STATUS_IGNORE, ierr)
+  call check(e(3) == dble(prev) + 1.5d0, 'probe data')
+
+  ! Truncation is an error the program sees (errors return on the communicator).
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+  call MPI_Send(d, 7, MPI_DOUBLE_PRECISION, next, 9, MPI_COMM_WORLD, ierr)
+  call MPI_Recv(e, 2, MPI_DOUBLE_PRECISION, prev, 9, MPI_COMM_WORLD, status, ierr)
+  call check(ierr /= MPI_SUCCESS, 'truncation reported')
+  call MPI_Error_class(ierr, k, ierr)
+  call check(k == MPI_ERR_TRUNCATE, 'truncation class')
+
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Finalize(ierr)
+  call check(ierr == MPI_SUCCESS, 'finalize')
+  call MPI_Finalized(flag, ierr)
+  call check(flag, 'finalized')
+  if (rank == 0) print '(a,i0,a)', 'p2p_mpi: ok at ', size, ' ranks'
+contains
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      write(0, '(a,i0,2a)') 'p2p_mpi: rank ', rank, ': FAILED: ', what
+      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+      stop 1
+    end if
+  end subroutine check
+end program p2p_mpi
