@@ -550,10 +550,9 @@ const FORTRAN_ONLY: &[(&str, &str)] = &[
 /// Declarations of the constants in free form (modules).
 fn module_constants(consts: &[(String, String, String)], f08: bool) -> String {
     let mut s = String::new();
+    // In mpi_f08 too: MPI_SOURCE, MPI_TAG and MPI_ERROR index INTEGER statuses (the
+    // components of TYPE(MPI_Status) have the same names in a namespace of their own).
     for (n, v) in FORTRAN_ONLY {
-        if f08 && (*n == "MPI_SOURCE" || *n == "MPI_TAG" || *n == "MPI_ERROR") {
-            continue;
-        }
         writeln!(s, "  integer, parameter :: {n} = {v}").unwrap();
     }
     for (n, k, v) in consts {

@@ -177,39 +177,6 @@ ATTR(comm, Comm, MPI_Comm)
 ATTR(win, Win, MPI_Win)
 ATTR(type, Type, MPI_Type)
 
-/* C's handle conversions (MPI-4.1 §19.3.4): the Fortran INTEGER is the ABI's int form.
- * MPI_Message_c2f/f2c are libmpi_abi's. */
-#define C2F(Kind, T, conv)                                                   \
-  MPI_Fint MPI_##Kind##_c2f(T h) { return conv##_toint(h); }                 \
-  T MPI_##Kind##_f2c(MPI_Fint f) { return conv##_fromint(f); }
-C2F(Comm, MPI_Comm, MPI_Comm)
-C2F(Type, MPI_Datatype, MPI_Type)
-C2F(Group, MPI_Group, MPI_Group)
-C2F(Request, MPI_Request, MPI_Request)
-C2F(Op, MPI_Op, MPI_Op)
-C2F(Info, MPI_Info, MPI_Info)
-C2F(Errhandler, MPI_Errhandler, MPI_Errhandler)
-C2F(Session, MPI_Session, MPI_Session)
-C2F(File, MPI_File, MPI_File)
-C2F(Win, MPI_Win, MPI_Win)
-
-/* Status conversions (MPI-4.1 §19.3.5): Fortran's INTEGER(MPI_STATUS_SIZE) and mpi_f08's
- * TYPE(MPI_Status) have C's MPI_Status layout (8 ints, MPI_SOURCE first). */
-int MPI_Status_c2f(const MPI_Status *c, MPI_Fint *f) {
-  if (!c || !f || (void *)f == (void *)weft_f_status_ignore_) return MPI_ERR_ARG;
-  memcpy(f, c, sizeof *c);
-  return MPI_SUCCESS;
-}
-int MPI_Status_f2c(const MPI_Fint *f, MPI_Status *c) {
-  if (!c || !f || (const void *)f == (void *)weft_f_status_ignore_) return MPI_ERR_ARG;
-  memcpy(c, f, sizeof *c);
-  return MPI_SUCCESS;
-}
-int MPI_Status_c2f08(const MPI_Status *c, MPI_Status *f08) { return MPI_Status_c2f(c, (MPI_Fint *)f08); }
-int MPI_Status_f082c(const MPI_Status *f08, MPI_Status *c) { return MPI_Status_f2c((const MPI_Fint *)f08, c); }
-int MPI_Status_f2f08(const MPI_Fint *f, MPI_Status *f08) { return MPI_Status_f2c(f, f08); }
-int MPI_Status_f082f(const MPI_Status *f08, MPI_Fint *f) { return MPI_Status_c2f(f08, f); }
-
 /* MPI_STATUS_F2F08 / MPI_STATUS_F082F for Fortran (mpi and mpi_f08). */
 void mpi_status_f2f08_(MPI_Fint *f, MPI_Status *f08, MPI_Fint *ierror) { *ierror = MPI_Status_f2f08(f, f08); }
 void mpi_status_f082f_(MPI_Status *f08, MPI_Fint *f, MPI_Fint *ierror) { *ierror = MPI_Status_f082f(f08, f); }
