@@ -43,7 +43,14 @@ const HANDLES: &[(&str, &str)] = &[
 ];
 
 /// Integer arguments that are LOGICAL in Fortran (MPI-4.1's Fortran bindings).
-const LOGICALS: &[&str] = &["flag", "reorder", "periods", "remain_dims", "commute", "weighted"];
+const LOGICALS: &[&str] = &[
+    "flag",
+    "reorder",
+    "periods",
+    "remain_dims",
+    "commute",
+    "weighted",
+];
 
 /// Procedures written by hand in `src/special.c` (and `fortran/*.f90`), not generated.
 const HANDWRITTEN: &[&str] = &[
@@ -121,7 +128,7 @@ fn parse_param(p: &str) -> Option<Param> {
     }
     let konst = p.starts_with("const ");
     let p = p.trim_start_matches("const ");
-    let (ty, name) = p.rsplit_once(|c: char| c == ' ' || c == '*')?;
+    let (ty, name) = p.rsplit_once([' ', '*'])?;
     let ptr = p.matches('*').count();
     let base = ty.trim_end_matches(['*', ' ']).trim().to_string();
     let ranges = name.ends_with("[][3]");
@@ -186,8 +193,12 @@ fn array_length(func: &str, name: &str, params: &[Param]) -> Result<String, Stri
         "array_of_requests" => "*incount".into(),
         "array_of_types" => "*count".into(),
         "array_of_datatypes" => "*max_datatypes".into(),
-        "sendtypes" if func.contains("eighbor") => "weft_f_degree(MPI_Comm_fromint(*comm), 1)".into(),
-        "recvtypes" if func.contains("eighbor") => "weft_f_degree(MPI_Comm_fromint(*comm), 0)".into(),
+        "sendtypes" if func.contains("eighbor") => {
+            "weft_f_degree(MPI_Comm_fromint(*comm), 1)".into()
+        }
+        "recvtypes" if func.contains("eighbor") => {
+            "weft_f_degree(MPI_Comm_fromint(*comm), 0)".into()
+        }
         "sendtypes" | "recvtypes" => "weft_f_degree(MPI_Comm_fromint(*comm), 2)".into(),
         "array_of_info" => return Err("array_of_info".into()),
         _ => return Err(format!("no length rule for handle array {name}")),
@@ -305,16 +316,15 @@ fn c_wrapper(out: &mut String, p: &Proto) {
             Kind::Ranges => args.push(format!("(int (*)[3]){n}")),
             Kind::LogicalOut => {
                 args.push(n.clone());
-                writeln!(post, "  if (rc == MPI_SUCCESS) *{n} = weft_f_logical_out(*{n});")
-                    .unwrap();
+                writeln!(
+                    post,
+                    "  if (rc == MPI_SUCCESS) *{n} = weft_f_logical_out(*{n});"
+                )
+                .unwrap();
             }
             Kind::IndexOut => {
                 args.push(n.clone());
-                writeln!(
-                    post,
-                    "  if (rc == MPI_SUCCESS && *{n} >= 0) *{n} += 1;"
-                )
-                .unwrap();
+                writeln!(post, "  if (rc == MPI_SUCCESS && *{n} >= 0) *{n} += 1;").unwrap();
             }
             Kind::IndicesOut => {
                 args.push(n.clone());
@@ -398,7 +408,10 @@ fn f08_procedure(out: &mut String, p: &Proto) {
     let short = p.name.trim_start_matches("MPI_").to_lowercase();
     let mut args: Vec<&str> = p.params.iter().map(|x| x.name.as_str()).collect();
     args.push("ierror");
-    write_wrapped(out, &format!("  subroutine {}_f08({})", p.name, args.join(", ")));
+    write_wrapped(
+        out,
+        &format!("  subroutine {}_f08({})", p.name, args.join(", ")),
+    );
     for (x, k) in p.params.iter().zip(&p.kinds) {
         writeln!(out, "      {}", fortran_decl(x, *k, true)).unwrap();
     }
@@ -413,7 +426,10 @@ fn f08_procedure(out: &mut String, p: &Proto) {
         })
         .chain(std::iter::once("e".to_string()))
         .collect();
-    write_wrapped(out, &format!("      call weft_f_{short}({})", call.join(", ")));
+    write_wrapped(
+        out,
+        &format!("      call weft_f_{short}({})", call.join(", ")),
+    );
     writeln!(
         out,
         "      if (present(ierror)) ierror = e\n  end subroutine {}_f08\n",
@@ -427,7 +443,10 @@ fn f08_interface(out: &mut String, p: &Proto) {
     let short = p.name.trim_start_matches("MPI_").to_lowercase();
     let mut args: Vec<&str> = p.params.iter().map(|x| x.name.as_str()).collect();
     args.push("ierror");
-    write_wrapped(out, &format!("    subroutine weft_f_{short}({})", args.join(", ")));
+    write_wrapped(
+        out,
+        &format!("    subroutine weft_f_{short}({})", args.join(", ")),
+    );
     out.push_str("      import\n      implicit none\n");
     for (x, k) in p.params.iter().zip(&p.kinds) {
         let decl = match k {
@@ -437,7 +456,11 @@ fn f08_interface(out: &mut String, p: &Proto) {
         };
         writeln!(out, "      {decl}").unwrap();
     }
-    writeln!(out, "      integer :: ierror\n    end subroutine weft_f_{short}").unwrap();
+    writeln!(
+        out,
+        "      integer :: ierror\n    end subroutine weft_f_{short}"
+    )
+    .unwrap();
 }
 
 /// The constants of mpi.h: (name, kind, value) from the probe program's output.
@@ -524,7 +547,11 @@ const SPECIALS: &[(&str, &str, &str)] = &[
     ("MPI_BOTTOM", "weft_f_bottom", ""),
     ("MPI_IN_PLACE", "weft_f_in_place", ""),
     ("MPI_BUFFER_AUTOMATIC", "weft_f_buffer_automatic", ""),
-    ("MPI_STATUS_IGNORE", "weft_f_status_ignore", "(MPI_STATUS_SIZE)"),
+    (
+        "MPI_STATUS_IGNORE",
+        "weft_f_status_ignore",
+        "(MPI_STATUS_SIZE)",
+    ),
     (
         "MPI_STATUSES_IGNORE",
         "weft_f_statuses_ignore",
@@ -654,8 +681,12 @@ fn mpif_h(consts: &[(String, String, String)]) -> String {
         let shape = shape.replace(' ', "");
         writeln!(s, "      INTEGER {n}{shape}\n      COMMON /{block}/ {n}").unwrap();
     }
-    s.push_str("      EXTERNAL MPI_WTIME, MPI_WTICK\n      DOUBLE PRECISION MPI_WTIME, MPI_WTICK\n");
-    s.push_str("      EXTERNAL MPI_AINT_ADD, MPI_AINT_DIFF\n      INTEGER*8 MPI_AINT_ADD, MPI_AINT_DIFF\n");
+    s.push_str(
+        "      EXTERNAL MPI_WTIME, MPI_WTICK\n      DOUBLE PRECISION MPI_WTIME, MPI_WTICK\n",
+    );
+    s.push_str(
+        "      EXTERNAL MPI_AINT_ADD, MPI_AINT_DIFF\n      INTEGER*8 MPI_AINT_ADD, MPI_AINT_DIFF\n",
+    );
     s
 }
 
@@ -696,7 +727,9 @@ fn main() {
             Some("large-count form (_c): only mpi_f08 has those in Fortran".to_string())
         } else if name.starts_with("MPI_T_") {
             Some("MPI_T has no Fortran binding".to_string())
-        } else if name.ends_with("_toint") || name.starts_with("MPI_Abi_") && name.contains("booleans") {
+        } else if name.ends_with("_toint")
+            || name.starts_with("MPI_Abi_") && name.contains("booleans")
+        {
             Some("C only".to_string())
         } else {
             None
@@ -754,7 +787,10 @@ fn main() {
     }
     rs.push_str("];\n\n");
 
-    let have_fc = Command::new(&fc).arg("--version").output().is_ok_and(|o| o.status.success());
+    let have_fc = Command::new(&fc)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !have_fc {
         println!("cargo:warning=weft-mpifort: no Fortran compiler ({fc}): the Fortran bindings are not built");
         writeln!(rs, "/// Why the bindings were not built, when they were not.\npub static NOT_BUILT: Option<&str> = Some(\"the Fortran compiler `{fc}` was not found when weft was built (install gfortran, or set WEFT_FC)\");\n/// The built files: (path under the install prefix, bytes).\npub static FILES: &[(&str, &[u8])] = &[];").unwrap();
@@ -769,7 +805,9 @@ fn main() {
     std::fs::write(inc_out.join("mpif.h"), mpif_h(&consts)).unwrap();
 
     // Module mpi.
-    let mut m = String::from("! Generated by weft-mpifort's build script. Do not edit.\nmodule mpi\n  implicit none\n");
+    let mut m = String::from(
+        "! Generated by weft-mpifort's build script. Do not edit.\nmodule mpi\n  implicit none\n",
+    );
     m.push_str(&module_constants(&consts, false));
     m.push_str("  interface\n");
     for p in &bound {
@@ -782,7 +820,11 @@ fn main() {
     // Module mpi_f08.
     let mut f = String::from("! Generated by weft-mpifort's build script. Do not edit.\nmodule mpi_f08\n  use, intrinsic :: iso_c_binding, only: c_ptr, c_int, c_double\n  implicit none\n  private :: c_ptr, c_int, c_double\n");
     for (t, _) in HANDLES {
-        writeln!(f, "  type, bind(C) :: {t}\n    integer :: MPI_VAL\n  end type {t}").unwrap();
+        writeln!(
+            f,
+            "  type, bind(C) :: {t}\n    integer :: MPI_VAL\n  end type {t}"
+        )
+        .unwrap();
     }
     f.push_str("  type, bind(C) :: MPI_Status\n    integer :: MPI_SOURCE, MPI_TAG, MPI_ERROR\n    integer, private :: internal(5)\n  end type MPI_Status\n");
     f.push_str(&module_constants(&consts, true));
@@ -792,10 +834,17 @@ fn main() {
     }
     f.push_str("  end interface\n");
     for p in &bound {
-        writeln!(f, "  interface {}\n    module procedure {}_f08\n  end interface {}", p.name, p.name, p.name).unwrap();
+        writeln!(
+            f,
+            "  interface {}\n    module procedure {}_f08\n  end interface {}",
+            p.name, p.name, p.name
+        )
+        .unwrap();
     }
     let special = std::fs::read_to_string(manifest.join("fortran/mpi_f08_special.f90")).unwrap();
-    let (decls, procs) = special.split_once("! contains\n").expect("mpi_f08_special.f90 has a `! contains` line");
+    let (decls, procs) = special
+        .split_once("! contains\n")
+        .expect("mpi_f08_special.f90 has a `! contains` line");
     f.push_str(decls);
     f.push_str("contains\n");
     for p in &bound {
@@ -854,7 +903,12 @@ fn main() {
         ("include/mpi.mod", inc_out.join("mpi.mod")),
         ("include/mpi_f08.mod", inc_out.join("mpi_f08.mod")),
     ] {
-        writeln!(rs, "    (\"{rel}\", include_bytes!(\"{}\")),", path.display()).unwrap();
+        writeln!(
+            rs,
+            "    (\"{rel}\", include_bytes!(\"{}\")),",
+            path.display()
+        )
+        .unwrap();
     }
     rs.push_str("];\n");
     std::fs::write(out.join("generated.rs"), rs).unwrap();

@@ -1,8 +1,10 @@
 //! `weft install --prefix P`: everything a user of an MPI or OpenSHMEM library expects, under
-//! one prefix: `bin/` (weft, mpicc, mpicxx, mpiexec, mpirun, oshcc, oshrun), `lib/`
-//! (`libmpi_abi.so.1` with its `libmpi_abi.so` and `libmpi.so` links, `libshmem.so`),
-//! `include/` (mpi.h, shmem.h, weft/sync.h and what they include), `lib/pkgconfig/` (mpi.pc,
-//! shmem.pc) and an environment-modules file (`share/modulefiles/weft`).
+//! one prefix: `bin/` (weft, mpicc, mpicxx, mpifort, mpif90, mpif77, mpiexec, mpirun, oshcc,
+//! oshrun), `lib/` (`libmpi_abi.so.1` with its `libmpi_abi.so` and `libmpi.so` links,
+//! `libmpifort_abi.so`/`.a`, `libshmem.so`), `include/` (mpi.h, mpif.h, mpi.mod, mpi_f08.mod,
+//! shmem.h, weft/sync.h and what they include), `lib/pkgconfig/` (mpi.pc, shmem.pc) and an
+//! environment-modules file (`share/modulefiles/weft`). The Fortran files are those
+//! weft-mpifort built into this binary (none when gfortran was missing at build time).
 //!
 //! The prefix is relocatable: the wrappers find it from their own path, the pkg-config files
 //! from `${pcfiledir}`, the modulefile from its own location; nothing written holds the

@@ -157,13 +157,23 @@ fn run_all(name: &str, program: &Path) {
 
 #[test]
 fn point_to_point_with_use_mpi() {
-    let p = build("p2p_mpi", "mpifort", &["p2p_mpi.f90"], &["-Wall", "-Werror"]);
+    let p = build(
+        "p2p_mpi",
+        "mpifort",
+        &["p2p_mpi.f90"],
+        &["-Wall", "-Werror"],
+    );
     run_all("p2p_mpi", &p);
 }
 
 #[test]
 fn collectives_and_user_ops_with_use_mpi() {
-    let p = build("coll_mpi", "mpif90", &["coll_mpi.f90"], &["-Wall", "-Werror"]);
+    let p = build(
+        "coll_mpi",
+        "mpif90",
+        &["coll_mpi.f90"],
+        &["-Wall", "-Werror"],
+    );
     run_all("coll_mpi", &p);
 }
 
@@ -212,7 +222,10 @@ fn show_tells_what_it_links() {
     let s = show(&["-show", "x.f90", "-o", "x"]);
     let inc = format!("-I{}", p.join("include").display());
     assert!(s.starts_with("gfortran ") && s.contains(&inc), "{s}");
-    let (f, m) = (s.find("-lmpifort_abi").unwrap(), s.find("-lmpi_abi").unwrap());
+    let (f, m) = (
+        s.find("-lmpifort_abi").unwrap(),
+        s.find("-lmpi_abi").unwrap(),
+    );
     assert!(f < m, "libmpifort_abi must come before libmpi_abi: {s}");
     let c = show(&["-show", "-c", "x.f90"]);
     assert!(!c.contains("-lmpi"), "{c}");
