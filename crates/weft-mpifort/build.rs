@@ -65,6 +65,8 @@ const HANDWRITTEN: &[&str] = &[
     "MPI_Win_set_attr",
     "MPI_Type_get_attr",
     "MPI_Type_set_attr",
+    "MPI_Attr_get",
+    "MPI_Attr_put",
 ];
 
 #[derive(Clone, Debug)]
@@ -215,6 +217,23 @@ struct Proto {
 /// INTEGER handles, the f08 type otherwise).
 fn fortran_decl(p: &Param, k: Kind, f08: bool) -> String {
     let n = &p.name;
+    // Module mpi checks array arguments' type and kind but not their rank: programs written
+    // for implicit interfaces pass a scalar (`0` for ignored counts) or an array element.
+    // (gfortran allows NO_ARG_CHECK on numeric arguments only: not CHARACTER, not LOGICAL.)
+    let lenient = !f08
+        && (p.array || matches!(k, Kind::Ranges | Kind::Statuses))
+        && !matches!(k, Kind::StrIn | Kind::StrOut | Kind::LogicalArray);
+    let decl = fortran_decl_strict(p, k, f08);
+    if lenient {
+        format!("!GCC$ ATTRIBUTES NO_ARG_CHECK :: {n}\n      {decl}")
+    } else {
+        decl
+    }
+}
+
+/// [`fortran_decl`] with every argument checked.
+fn fortran_decl_strict(p: &Param, k: Kind, f08: bool) -> String {
+    let n = &p.name;
     let wide = |b: &str| match b {
         "MPI_Aint" => "integer(kind=MPI_ADDRESS_KIND)",
         "MPI_Offset" => "integer(kind=MPI_OFFSET_KIND)",
@@ -310,6 +329,10 @@ fn c_wrapper(out: &mut String, p: &Proto) {
         match k {
             Kind::Choice => args.push(format!("weft_f_buf({n})")),
             Kind::BasePtr => args.push(n.clone()),
+            // The C call writes into a buffer of WEFT_F_MAX_STRING + 1 bytes.
+            Kind::Int if n == "valuelen" => args.push(format!(
+                "(*{n} < WEFT_F_MAX_STRING ? *{n} : WEFT_F_MAX_STRING)"
+            )),
             Kind::Int => args.push(format!("*{n}")),
             Kind::Logical => args.push(format!("weft_f_logical_in(*{n})")),
             Kind::IntRef | Kind::LogicalArray => args.push(n.clone()),
@@ -372,7 +395,9 @@ fn c_wrapper(out: &mut String, p: &Proto) {
             Kind::StrIn => {
                 writeln!(
                     pre,
-                    "  char *c_{n} = weft_f_str_in({n}, {n}_len);\n  if (!c_{n}) {{ *ierror = MPI_ERR_NO_MEM; return; }}"
+                    "  char *c_{n} = weft_f_str_in({n}, {n}_len, {});\n  if (!c_{n}) {{ *ierror = MPI_ERR_NO_MEM; return; }}",
+                    // Info keys and values lose their leading blanks too (MPI-4.1 §10).
+                    p.name.starts_with("MPI_Info_") as u8
                 )
                 .unwrap();
                 args.push(format!("c_{n}"));
@@ -385,7 +410,32 @@ fn c_wrapper(out: &mut String, p: &Proto) {
                 )
                 .unwrap();
                 args.push(format!("c_{n}"));
-                writeln!(post, "  weft_f_str_out(c_{n}, {n}, {n}_len);").unwrap();
+                // Nothing is written when the call fails or finds nothing (`flag` false).
+                let found = if p.params.iter().any(|x| x.name == "flag") {
+                    " && *flag"
+                } else {
+                    ""
+                };
+                if p.name == "MPI_Info_get_string" {
+                    // Fortran's buflen counts characters without C's terminating NUL, in
+                    // and out; 0 asks only for the length (MPI-4.1 §10).
+                    writeln!(
+                        pre,
+                        "  MPI_Fint f_buflen = *buflen;\n  *buflen = f_buflen <= 0 ? 0 : f_buflen < WEFT_F_MAX_STRING ? f_buflen + 1 : WEFT_F_MAX_STRING + 1;"
+                    )
+                    .unwrap();
+                    writeln!(
+                        post,
+                        "  if (rc == MPI_SUCCESS && *flag && f_buflen > 0) weft_f_str_out(c_{n}, {n}, (size_t)f_buflen < {n}_len ? (size_t)f_buflen : {n}_len);\n  if (rc == MPI_SUCCESS && *flag && f_buflen > 0 && (size_t)f_buflen < {n}_len) memset({n} + f_buflen, ' ', {n}_len - (size_t)f_buflen);\n  if (rc == MPI_SUCCESS && *flag) *buflen -= 1; else *buflen = f_buflen;"
+                    )
+                    .unwrap();
+                } else {
+                    writeln!(
+                        post,
+                        "  if (rc == MPI_SUCCESS{found}) weft_f_str_out(c_{n}, {n}, {n}_len);"
+                    )
+                    .unwrap();
+                }
             }
         }
     }
@@ -396,8 +446,8 @@ fn c_wrapper(out: &mut String, p: &Proto) {
     out.push_str("  *ierror = rc;\n}\n");
     writeln!(
         out,
-        "void weft_f_{}_() __attribute__((alias(\"{lower}_\")));\n",
-        lower.trim_start_matches("mpi_")
+        "void weft_f_{short}_() __attribute__((alias(\"{lower}_\")));\nvoid pmpi_{short}_() __attribute__((alias(\"{lower}_\")));\n",
+        short = lower.trim_start_matches("mpi_")
     )
     .unwrap();
 }
@@ -574,6 +624,15 @@ const FORTRAN_ONLY: &[(&str, &str)] = &[
     ("MPI_INTEGER_KIND", "4"),
 ];
 
+/// MPI_SIZEOF (MPI-4.1 §19.1.9): the bytes of one element of `x`, of any type and rank.
+const MPI_SIZEOF: &str = "  subroutine MPI_Sizeof(x, size, ierror)
+    class(*), dimension(..) :: x
+    integer :: size, ierror
+    size = int(storage_size(x) / 8)
+    ierror = MPI_SUCCESS
+  end subroutine MPI_Sizeof
+";
+
 /// Declarations of the constants in free form (modules).
 fn module_constants(consts: &[(String, String, String)], f08: bool) -> String {
     let mut s = String::new();
@@ -682,11 +741,10 @@ fn mpif_h(consts: &[(String, String, String)]) -> String {
         writeln!(s, "      INTEGER {n}{shape}\n      COMMON /{block}/ {n}").unwrap();
     }
     s.push_str(
-        "      EXTERNAL MPI_WTIME, MPI_WTICK\n      DOUBLE PRECISION MPI_WTIME, MPI_WTICK\n",
+        "      EXTERNAL MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK\n      DOUBLE PRECISION MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK\n",
     );
-    s.push_str(
-        "      EXTERNAL MPI_AINT_ADD, MPI_AINT_DIFF\n      INTEGER*8 MPI_AINT_ADD, MPI_AINT_DIFF\n",
-    );
+    // MPI_AINT_ADD and MPI_AINT_DIFF are for the program to declare, as with MPICH's mpif.h
+    // (programs declare them `INTEGER(KIND=MPI_ADDRESS_KIND), EXTERNAL` themselves).
     s
 }
 
@@ -776,7 +834,17 @@ fn main() {
     rs.push_str("/// MPI procedures with a Fortran binding (generated and written by hand), sorted.\npub static BOUND: &[&str] = &[\n");
     let mut names: Vec<String> = bound.iter().map(|p| p.name.clone()).collect();
     names.extend(HANDWRITTEN.iter().map(|s| s.to_string()));
-    names.extend(["MPI_Wtime", "MPI_Wtick", "MPI_Aint_add", "MPI_Aint_diff"].map(String::from));
+    names.extend(
+        [
+            "MPI_Wtime",
+            "MPI_Wtick",
+            "MPI_Aint_add",
+            "MPI_Aint_diff",
+            "MPI_F_sync_reg",
+            "MPI_Sizeof",
+        ]
+        .map(String::from),
+    );
     names.sort();
     for n in &names {
         writeln!(rs, "    \"{n}\",").unwrap();
@@ -814,7 +882,9 @@ fn main() {
         interface_body(&mut m, &p.name, p);
     }
     m.push_str(&std::fs::read_to_string(manifest.join("fortran/mpi_special.f90")).unwrap());
-    m.push_str("  end interface\nend module mpi\n");
+    m.push_str("  end interface\ncontains\n");
+    m.push_str(MPI_SIZEOF);
+    m.push_str("end module mpi\n");
     std::fs::write(out.join("mpi.f90"), &m).unwrap();
 
     // Module mpi_f08.
@@ -851,6 +921,17 @@ fn main() {
         f08_procedure(&mut f, p);
     }
     f.push_str(procs);
+    f.push_str(
+        &MPI_SIZEOF
+            .replace(
+                "integer :: size, ierror",
+                "integer :: size\n    integer, optional :: ierror",
+            )
+            .replace(
+                "ierror = MPI_SUCCESS",
+                "if (present(ierror)) ierror = MPI_SUCCESS",
+            ),
+    );
     f.push_str("end module mpi_f08\n");
     std::fs::write(out.join("mpi_f08.f90"), &f).unwrap();
 

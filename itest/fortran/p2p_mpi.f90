@@ -32,6 +32,38 @@ program p2p_mpi
   next = mod(rank + 1, size)
   prev = mod(rank + size - 1, size)
 
+  ! MPI_SIZEOF, and an f90 type as the old type of a constructor.
+  call MPI_Sizeof(d, k, ierr)
+  call check(k == 8 .and. ierr == MPI_SUCCESS, 'sizeof double precision')
+  call MPI_Sizeof(n, k, ierr)
+  call check(k == 4, 'sizeof integer')
+  call MPI_Type_create_f90_real(15, MPI_UNDEFINED, idx, ierr)
+  call MPI_Type_contiguous(3, idx, k, ierr)
+  call check(ierr == MPI_SUCCESS, 'contiguous of an f90 type')
+  call MPI_Type_commit(k, ierr)
+  call MPI_Type_size(k, count, ierr)
+  call check(count == 24, 'size of 3 REAL(15)')
+  call MPI_Type_free(k, ierr)
+
+  ! Info strings: blanks around keys and values go, a missing key leaves the value alone,
+  ! MPI_INFO_GET_STRING's buflen counts characters (0 asks for the length only).
+  call MPI_Info_create(k, ierr)
+  call MPI_Info_set(k, '  colour ', ' blue  ', ierr)
+  estr = 'canary'
+  call MPI_Info_get(k, 'missing', MPI_MAX_INFO_VAL, estr, flag, ierr)
+  call check(.not. flag .and. estr == 'canary', 'info_get of a missing key')
+  call MPI_Info_get(k, 'colour', MPI_MAX_INFO_VAL, estr, flag, ierr)
+  call check(flag .and. estr == 'blue', 'info_get')
+  n = 0
+  estr = 'canary'
+  call MPI_Info_get_string(k, 'colour', n, estr, flag, ierr)
+  call check(flag .and. n == 4 .and. estr == 'canary', 'info_get_string length')
+  n = 2
+  call MPI_Info_get_string(k, 'colour', n, estr, flag, ierr)
+  call check(flag .and. n == 4 .and. estr == 'bl', 'info_get_string truncated')
+  call MPI_Info_free(k, ierr)
+  call check(k == MPI_INFO_NULL, 'info_free')
+
   ! Ring with odd sizes, zero-length included, MPI_ANY_SOURCE and status fields.
   do k = 1, 4
     n = sizes(k)

@@ -10,6 +10,17 @@
     end function MPI_Wtime
     double precision function MPI_Wtick()
     end function MPI_Wtick
+    double precision function PMPI_Wtime()
+    end function PMPI_Wtime
+    double precision function PMPI_Wtick()
+    end function PMPI_Wtick
+    subroutine MPI_Attr_get(comm, keyval, attribute_val, flag, ierror)
+      integer :: comm, keyval, attribute_val, ierror
+      logical :: flag
+    end subroutine MPI_Attr_get
+    subroutine MPI_Attr_put(comm, keyval, attribute_val, ierror)
+      integer :: comm, keyval, attribute_val, ierror
+    end subroutine MPI_Attr_put
     function MPI_Aint_add(base, disp)
       import
       integer(kind=MPI_ADDRESS_KIND) :: MPI_Aint_add, base, disp

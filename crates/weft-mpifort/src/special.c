@@ -16,8 +16,12 @@ MPI_Fint weft_f_errcodes_ignore_[1], weft_f_unweighted_[1], weft_f_weights_empty
 MPI_Fint *MPI_F_STATUS_IGNORE = weft_f_status_ignore_;
 MPI_Fint *MPI_F_STATUSES_IGNORE = weft_f_statuses_ignore_;
 
-char *weft_f_str_in(const char *s, size_t len) {
+char *weft_f_str_in(const char *s, size_t len, int strip_leading) {
   while (len > 0 && s[len - 1] == ' ') len--;
+  while (strip_leading && len > 0 && s[0] == ' ') {
+    s++;
+    len--;
+  }
   char *c = malloc(len + 1);
   if (!c) return NULL;
   memcpy(c, s, len);
@@ -70,6 +74,8 @@ void weft_f_init_thread_(MPI_Fint *, MPI_Fint *, MPI_Fint *)
 
 double mpi_wtime_(void) { return MPI_Wtime(); }
 double mpi_wtick_(void) { return MPI_Wtick(); }
+double pmpi_wtime_(void) __attribute__((alias("mpi_wtime_")));
+double pmpi_wtick_(void) __attribute__((alias("mpi_wtick_")));
 MPI_Aint mpi_aint_add_(MPI_Aint *base, MPI_Aint *disp) { return MPI_Aint_add(*base, *disp); }
 MPI_Aint mpi_aint_diff_(MPI_Aint *a, MPI_Aint *b) { return MPI_Aint_diff(*a, *b); }
 /* MPI_PCONTROL(LEVEL): no ierror in Fortran. */
@@ -173,6 +179,20 @@ static MPI_Aint predefined_value(int keyval, void *v) {
   }                                                                                      \
   void weft_f_##lower##_set_attr_(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *)        \
       __attribute__((alias("mpi_" #lower "_set_attr_")));
+/* MPI_ATTR_GET / MPI_ATTR_PUT (deprecated MPI-1 forms): the value is a default INTEGER. */
+void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
+                   MPI_Fint *ierror) {
+  void *v = NULL;
+  int f = 0;
+  int rc = MPI_Comm_get_attr(MPI_Comm_fromint(*comm), *keyval, &v, &f);
+  if (rc == MPI_SUCCESS && f) *val = (MPI_Fint)predefined_value(*keyval, v);
+  if (rc == MPI_SUCCESS) *flag = weft_f_logical_out(f);
+  *ierror = rc;
+}
+void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror) {
+  *ierror = MPI_Comm_set_attr(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*val);
+}
+
 ATTR(comm, Comm, MPI_Comm)
 ATTR(win, Win, MPI_Win)
 ATTR(type, Type, MPI_Type)

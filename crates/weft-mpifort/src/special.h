@@ -41,8 +41,9 @@ static inline MPI_Fint *weft_f_weights(MPI_Fint *w) {
 static inline int weft_f_logical_in(MPI_Fint v) { return v != WEFT_F_FALSE; }
 static inline MPI_Fint weft_f_logical_out(int v) { return v ? WEFT_F_TRUE : WEFT_F_FALSE; }
 
-/* A CHARACTER argument as a new C string without its trailing blanks (NULL: no memory). */
-char *weft_f_str_in(const char *s, size_t len);
+/* A CHARACTER argument as a new C string without its trailing blanks, and without its
+ * leading ones too when `strip_leading` (NULL: no memory). */
+char *weft_f_str_in(const char *s, size_t len, int strip_leading);
 /* A C string into a CHARACTER argument, blank-padded (cut to its length). */
 void weft_f_str_out(const char *c, char *s, size_t len);
 /* How many datatypes an alltoallw-like call of `comm` takes: 2 = its size (remote size of

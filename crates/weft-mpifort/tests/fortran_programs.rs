@@ -3,7 +3,9 @@
 //! (through MPI_Abort) on the first wrong one:
 //! - `p2p_mpi.f90` (`use mpi`): blocking, nonblocking, persistent, probe, the wait/test
 //!   families (1-based indices), sendrecv, status fields, MPI_ANY_SOURCE, zero-length and
-//!   odd sizes, truncation reported through MPI_ERRORS_RETURN, strings out of MPI;
+//!   odd sizes, truncation reported through MPI_ERRORS_RETURN, strings out of MPI, info
+//!   keys and values (blanks, a missing key, MPI_INFO_GET_STRING's lengths), MPI_SIZEOF, an
+//!   f90 type as a constructor's old type;
 //! - `coll_mpi.f90` (`use mpi`): blocking and nonblocking collectives with v-forms,
 //!   MPI_IN_PLACE, predefined and user operations (non-commutative, and the datatype the
 //!   operation sees), communicators and groups;
