@@ -67,6 +67,13 @@ const HANDWRITTEN: &[&str] = &[
     "MPI_Type_set_attr",
     "MPI_Attr_get",
     "MPI_Attr_put",
+    "MPI_Comm_create_keyval",
+    "MPI_Type_create_keyval",
+    "MPI_Win_create_keyval",
+    "MPI_Comm_create_errhandler",
+    "MPI_Win_create_errhandler",
+    "MPI_File_create_errhandler",
+    "MPI_Session_create_errhandler",
 ];
 
 #[derive(Clone, Debug)]
@@ -653,6 +660,16 @@ fn module_constants(consts: &[(String, String, String)], f08: bool) -> String {
             _ => {}
         }
     }
+    if !f08 {
+        // The predefined attribute copy and delete procedures (src/special.c).
+        for k in ["COMM_", "TYPE_", "WIN_", ""] {
+            writeln!(
+                s,
+                "  external :: MPI_{k}NULL_COPY_FN, MPI_{k}NULL_DELETE_FN, MPI_{k}DUP_FN"
+            )
+            .unwrap();
+        }
+    }
     s.push_str("  logical, parameter :: MPI_SUBARRAYS_SUPPORTED = .false.\n");
     s.push_str("  logical, parameter :: MPI_ASYNC_PROTECTS_NONBLOCKING = .false.\n");
     for (n, block, shape) in SPECIALS {
@@ -743,6 +760,13 @@ fn mpif_h(consts: &[(String, String, String)]) -> String {
     s.push_str(
         "      EXTERNAL MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK\n      DOUBLE PRECISION MPI_WTIME, MPI_WTICK, PMPI_WTIME, PMPI_WTICK\n",
     );
+    for k in ["COMM_", "TYPE_", "WIN_", ""] {
+        writeln!(
+            s,
+            "      EXTERNAL MPI_{k}NULL_COPY_FN, MPI_{k}NULL_DELETE_FN\n      EXTERNAL MPI_{k}DUP_FN"
+        )
+        .unwrap();
+    }
     // MPI_AINT_ADD and MPI_AINT_DIFF are for the program to declare, as with MPICH's mpif.h
     // (programs declare them `INTEGER(KIND=MPI_ADDRESS_KIND), EXTERNAL` themselves).
     s

@@ -1,7 +1,8 @@
 ! Collectives through `use mpi`: bcast, reduce and allreduce (predefined and user
 ! operations, MPI_IN_PLACE), gather(v), scatter(v), allgather(v), alltoall(v), scan,
-! reduce_scatter_block, nonblocking forms, communicator split/dup and groups, and the
-! C handle conversions of the same handles. Every check stops the job with exit code 1.
+! reduce_scatter_block, nonblocking forms, communicator split/dup and groups,
+! attribute keyvals with Fortran copy/delete procedures (and the predefined ones), a Fortran
+! error handler. Every check stops the job with exit code 1.
 module user_ops
   use mpi, only: MPI_INTEGER, MPI_DOUBLE_PRECISION
   implicit none
@@ -26,6 +27,35 @@ contains
       inoutvec(i) = max(abs(invec(i)), abs(inoutvec(i)))
     end do
   end subroutine max_abs
+  ! Attribute copy: the duplicate gets the value plus the extra state; delete counts.
+  subroutine copy_plus(oldcomm, keyval, extra, valin, valout, flag, ierr)
+    use mpi, only: MPI_ADDRESS_KIND, MPI_SUCCESS
+    integer :: oldcomm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: extra, valin, valout
+    logical :: flag
+    if (oldcomm == keyval) error stop 'copy_plus: oldcomm and keyval mixed up'
+    valout = valin + extra
+    flag = .true.
+    ierr = MPI_SUCCESS
+  end subroutine copy_plus
+  subroutine delete_count(comm, keyval, val, extra, ierr)
+    use mpi, only: MPI_ADDRESS_KIND, MPI_SUCCESS
+    integer :: comm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: val, extra
+    integer :: deletes
+    common /counts/ deletes
+    if (comm == keyval .or. extra /= 5) error stop 'delete_count: wrong arguments'
+    deletes = deletes + int(val)
+    ierr = MPI_SUCCESS
+  end subroutine delete_count
+  ! Error handler: records the error code it saw.
+  subroutine record_error(comm, code)
+    integer :: comm, code
+    integer :: seen_comm, seen_code
+    common /errors/ seen_comm, seen_code
+    seen_comm = comm
+    seen_code = code
+  end subroutine record_error
 end module user_ops
 
 program coll_mpi
@@ -37,6 +67,11 @@ program coll_mpi
   integer, allocatable :: a(:), b(:), counts(:), displs(:)
   double precision :: x(3), y(3)
   integer :: status(MPI_STATUS_SIZE), ranks1(1), ranks2(1)
+  integer :: key, errh, deletes, seen_comm, seen_code
+  integer(kind=MPI_ADDRESS_KIND) :: aval
+  logical :: flag
+  common /counts/ deletes
+  common /errors/ seen_comm, seen_code
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -200,6 +235,47 @@ program coll_mpi
   call MPI_Group_free(grp, ierr)
   call MPI_Group_free(wgrp, ierr)
   call MPI_Comm_free(half, ierr)
+
+  ! Keyvals with Fortran copy and delete procedures, and the predefined ones.
+  deletes = 0
+  call MPI_Comm_create_keyval(copy_plus, delete_count, key, 5_MPI_ADDRESS_KIND, ierr)
+  call check(ierr == MPI_SUCCESS, 'comm_create_keyval')
+  aval = 100
+  call MPI_Comm_set_attr(MPI_COMM_WORLD, key, aval, ierr)
+  call MPI_Comm_dup(MPI_COMM_WORLD, comm2, ierr)
+  call MPI_Comm_get_attr(comm2, key, aval, flag, ierr)
+  call check(flag .and. aval == 105, 'attribute copied by a Fortran procedure')
+  call MPI_Comm_free(comm2, ierr)
+  call check(deletes == 105, 'attribute deleted by a Fortran procedure')
+  call MPI_Comm_delete_attr(MPI_COMM_WORLD, key, ierr)
+  call check(deletes == 205, 'delete_attr')
+  call MPI_Comm_free_keyval(key, ierr)
+  call MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, key, &
+                              0_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_set_attr(MPI_COMM_WORLD, key, aval, ierr)
+  call MPI_Comm_dup(MPI_COMM_WORLD, comm2, ierr)
+  call MPI_Comm_get_attr(comm2, key, aval, flag, ierr)
+  call check(.not. flag, 'MPI_COMM_NULL_COPY_FN copies nothing')
+  call MPI_Comm_free(comm2, ierr)
+  call MPI_Comm_delete_attr(MPI_COMM_WORLD, key, ierr)
+  call MPI_Comm_free_keyval(key, ierr)
+  call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, aval, flag, ierr)
+  call check(flag .and. aval >= 32767, 'MPI_TAG_UB')
+
+  ! A Fortran error handler sees the communicator and the error code.
+  call MPI_Comm_create_errhandler(record_error, errh, ierr)
+  call check(ierr == MPI_SUCCESS, 'comm_create_errhandler')
+  call MPI_Comm_dup(MPI_COMM_WORLD, comm2, ierr)
+  call MPI_Comm_set_errhandler(comm2, errh, ierr)
+  seen_comm = -1
+  seen_code = MPI_SUCCESS
+  call MPI_Send(a, 1, MPI_INTEGER, size + 5, 0, comm2, ierr)
+  call check(ierr /= MPI_SUCCESS .and. seen_code == ierr .and. seen_comm == comm2, &
+             'Fortran error handler called')
+  call MPI_Error_class(seen_code, res, ierr)
+  call check(res == MPI_ERR_RANK, 'error handler code is MPI_ERR_RANK')
+  call MPI_Comm_free(comm2, ierr)
+  call MPI_Errhandler_free(errh, ierr)
 
   call MPI_Finalize(ierr)
   if (rank == 0) print '(a,i0,a)', 'coll_mpi: ok at ', size, ' ranks'

@@ -77,3 +77,40 @@
       integer :: datatype, type_keyval, ierror
       integer(kind=MPI_ADDRESS_KIND) :: attribute_val
     end subroutine MPI_Type_set_attr
+    subroutine MPI_Comm_create_keyval(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, &
+        extra_state, ierror)
+      import
+      external :: comm_copy_attr_fn, comm_delete_attr_fn
+      integer :: comm_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine MPI_Comm_create_keyval
+    subroutine MPI_Type_create_keyval(type_copy_attr_fn, type_delete_attr_fn, type_keyval, &
+        extra_state, ierror)
+      import
+      external :: type_copy_attr_fn, type_delete_attr_fn
+      integer :: type_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine MPI_Type_create_keyval
+    subroutine MPI_Win_create_keyval(win_copy_attr_fn, win_delete_attr_fn, win_keyval, &
+        extra_state, ierror)
+      import
+      external :: win_copy_attr_fn, win_delete_attr_fn
+      integer :: win_keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+    end subroutine MPI_Win_create_keyval
+    subroutine MPI_Comm_create_errhandler(comm_errhandler_fn, errhandler, ierror)
+      external :: comm_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine MPI_Comm_create_errhandler
+    subroutine MPI_Win_create_errhandler(win_errhandler_fn, errhandler, ierror)
+      external :: win_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine MPI_Win_create_errhandler
+    subroutine MPI_File_create_errhandler(file_errhandler_fn, errhandler, ierror)
+      external :: file_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine MPI_File_create_errhandler
+    subroutine MPI_Session_create_errhandler(session_errhandler_fn, errhandler, ierror)
+      external :: session_errhandler_fn
+      integer :: errhandler, ierror
+    end subroutine MPI_Session_create_errhandler

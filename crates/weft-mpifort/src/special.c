@@ -200,3 +200,151 @@ ATTR(type, Type, MPI_Type)
 /* MPI_STATUS_F2F08 / MPI_STATUS_F082F for Fortran (mpi and mpi_f08). */
 void mpi_status_f2f08_(MPI_Fint *f, MPI_Status *f08, MPI_Fint *ierror) { *ierror = MPI_Status_f2f08(f, f08); }
 void mpi_status_f082f_(MPI_Status *f08, MPI_Fint *f, MPI_Fint *ierror) { *ierror = MPI_Status_f082f(f08, f); }
+
+/* Attribute keyvals with Fortran copy and delete procedures (MPI-4.1 §7.7.2). The C library
+ * gets C trampolines and, as extra_state, a record of the two Fortran procedures and the
+ * program's own extra_state; the trampolines call the Fortran procedure with INTEGER handles
+ * and INTEGER(KIND=MPI_ADDRESS_KIND) attribute values. A record lives as long as the
+ * program: attributes of a freed keyval are still copied and deleted through it. */
+typedef void weft_f_copy_fn(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Aint *,
+                            MPI_Fint *, MPI_Fint *);
+typedef void weft_f_delete_fn(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Aint *, MPI_Fint *);
+struct weft_f_keyval {
+  weft_f_copy_fn *copy;
+  weft_f_delete_fn *del;
+  MPI_Aint extra_state;
+};
+
+#define KEYVAL(lower, Kind, T, conv)                                                        \
+  static int lower##_copy_tramp(T old, int keyval, void *extra, void *in, void *out,        \
+                                int *flag) {                                                \
+    struct weft_f_keyval *k = extra;                                                        \
+    MPI_Fint h = conv##_toint(old), kv = keyval, f = WEFT_F_FALSE, ierr = MPI_SUCCESS;      \
+    MPI_Aint vin = (MPI_Aint)in, vout = 0;                                                  \
+    k->copy(&h, &kv, &k->extra_state, &vin, &vout, &f, &ierr);                              \
+    *flag = weft_f_logical_in(f);                                                           \
+    if (*flag) *(void **)out = (void *)vout;                                                \
+    return ierr;                                                                            \
+  }                                                                                         \
+  static int lower##_delete_tramp(T obj, int keyval, void *val, void *extra) {              \
+    struct weft_f_keyval *k = extra;                                                        \
+    MPI_Fint h = conv##_toint(obj), kv = keyval, ierr = MPI_SUCCESS;                        \
+    MPI_Aint v = (MPI_Aint)val;                                                             \
+    k->del(&h, &kv, &v, &k->extra_state, &ierr);                                            \
+    return ierr;                                                                            \
+  }                                                                                         \
+  void mpi_##lower##_create_keyval_(weft_f_copy_fn *copy, weft_f_delete_fn *del,            \
+                                    MPI_Fint *keyval, MPI_Aint *extra, MPI_Fint *ierror) {  \
+    struct weft_f_keyval *k = malloc(sizeof *k);                                            \
+    if (!k) {                                                                               \
+      *ierror = MPI_ERR_NO_MEM;                                                             \
+      return;                                                                               \
+    }                                                                                       \
+    k->copy = copy;                                                                         \
+    k->del = del;                                                                           \
+    k->extra_state = *extra;                                                                \
+    int kv = 0;                                                                             \
+    int rc = MPI_##Kind##_create_keyval(lower##_copy_tramp, lower##_delete_tramp, &kv, k);  \
+    if (rc == MPI_SUCCESS) *keyval = kv;                                                    \
+    else free(k);                                                                           \
+    *ierror = rc;                                                                           \
+  }                                                                                         \
+  void pmpi_##lower##_create_keyval_(weft_f_copy_fn *, weft_f_delete_fn *, MPI_Fint *,      \
+                                     MPI_Aint *, MPI_Fint *)                                \
+      __attribute__((alias("mpi_" #lower "_create_keyval_")));                              \
+  /* The predefined copy and delete procedures, as Fortran sees them. */                    \
+  void mpi_##lower##_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra,            \
+                                   MPI_Aint *in, MPI_Aint *out, MPI_Fint *flag,             \
+                                   MPI_Fint *ierr) {                                        \
+    (void)old; (void)kv; (void)extra; (void)in; (void)out;                                  \
+    *flag = WEFT_F_FALSE;                                                                   \
+    *ierr = MPI_SUCCESS;                                                                    \
+  }                                                                                         \
+  void mpi_##lower##_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Aint *extra, MPI_Aint *in,    \
+                             MPI_Aint *out, MPI_Fint *flag, MPI_Fint *ierr) {               \
+    (void)old; (void)kv; (void)extra;                                                       \
+    *out = *in;                                                                             \
+    *flag = WEFT_F_TRUE;                                                                    \
+    *ierr = MPI_SUCCESS;                                                                    \
+  }                                                                                         \
+  void mpi_##lower##_null_delete_fn_(MPI_Fint *obj, MPI_Fint *kv, MPI_Aint *val,            \
+                                     MPI_Aint *extra, MPI_Fint *ierr) {                     \
+    (void)obj; (void)kv; (void)val; (void)extra;                                            \
+    *ierr = MPI_SUCCESS;                                                                    \
+  }
+KEYVAL(comm, Comm, MPI_Comm, MPI_Comm)
+KEYVAL(type, Type, MPI_Datatype, MPI_Type)
+KEYVAL(win, Win, MPI_Win, MPI_Win)
+
+/* Error handlers with Fortran procedures (MPI-4.1 §9.3): as user operations, a fixed pool of
+ * trampolines per kind, each calling the Fortran procedure of its slot with the INTEGER
+ * handle and error code. Error handlers are never freed by weft's C library while an object
+ * uses them; a slot stays taken for the program's life. */
+typedef void weft_f_errh_fn(MPI_Fint *, MPI_Fint *);
+#define WEFT_F_ERRHS 16
+#define ERRH(lower, Kind, T, conv)                                                         \
+  static weft_f_errh_fn *lower##_errh_fn[WEFT_F_ERRHS];                                    \
+  static int lower##_errh_used;                                                            \
+  static void lower##_errh_call(int slot, T *obj, int *code) {                             \
+    MPI_Fint h = conv##_toint(*obj), c = *code;                                            \
+    lower##_errh_fn[slot](&h, &c);                                                         \
+  }                                                                                        \
+  ERRH_TRAMPS(lower, T)                                                                    \
+  void mpi_##lower##_create_errhandler_(weft_f_errh_fn *fn, MPI_Fint *errh,                \
+                                        MPI_Fint *ierror) {                                \
+    pthread_mutex_lock(&op_lock);                                                          \
+    if (lower##_errh_used == WEFT_F_ERRHS) {                                               \
+      pthread_mutex_unlock(&op_lock);                                                      \
+      fprintf(stderr, "weft: MPI_" #Kind "_CREATE_ERRHANDLER: all %d Fortran error "      \
+                      "handlers of this kind are in use\n", WEFT_F_ERRHS);                 \
+      *ierror = MPI_ERR_INTERN;                                                            \
+      return;                                                                              \
+    }                                                                                      \
+    int slot = lower##_errh_used;                                                          \
+    MPI_Errhandler e = MPI_ERRHANDLER_NULL;                                                \
+    int rc = MPI_##Kind##_create_errhandler(lower##_errh_tramp[slot], &e);                 \
+    if (rc == MPI_SUCCESS) {                                                               \
+      lower##_errh_fn[slot] = fn;                                                          \
+      lower##_errh_used++;                                                                 \
+      *errh = MPI_Errhandler_toint(e);                                                     \
+    }                                                                                      \
+    pthread_mutex_unlock(&op_lock);                                                        \
+    *ierror = rc;                                                                          \
+  }
+#define ERRH_T(lower, T, i)                                                                \
+  static void lower##_errh_##i(T *obj, int *code, ...) { lower##_errh_call(i, obj, code); }
+#define ERRH_TRAMPS(lower, T)                                                              \
+  ERRH_T(lower, T, 0) ERRH_T(lower, T, 1) ERRH_T(lower, T, 2) ERRH_T(lower, T, 3)          \
+  ERRH_T(lower, T, 4) ERRH_T(lower, T, 5) ERRH_T(lower, T, 6) ERRH_T(lower, T, 7)          \
+  ERRH_T(lower, T, 8) ERRH_T(lower, T, 9) ERRH_T(lower, T, 10) ERRH_T(lower, T, 11)        \
+  ERRH_T(lower, T, 12) ERRH_T(lower, T, 13) ERRH_T(lower, T, 14) ERRH_T(lower, T, 15)      \
+  static void (*const lower##_errh_tramp[WEFT_F_ERRHS])(T *, int *, ...) = {               \
+      lower##_errh_0,  lower##_errh_1,  lower##_errh_2,  lower##_errh_3,                   \
+      lower##_errh_4,  lower##_errh_5,  lower##_errh_6,  lower##_errh_7,                   \
+      lower##_errh_8,  lower##_errh_9,  lower##_errh_10, lower##_errh_11,                  \
+      lower##_errh_12, lower##_errh_13, lower##_errh_14, lower##_errh_15};
+ERRH(comm, Comm, MPI_Comm, MPI_Comm)
+ERRH(win, Win, MPI_Win, MPI_Win)
+ERRH(file, File, MPI_File, MPI_File)
+ERRH(session, Session, MPI_Session, MPI_Session)
+
+/* The MPI-1 predefined copy and delete procedures (MPI_KEYVAL_CREATE's, deprecated), whose
+ * values are default INTEGERs; programs also pass the null ones to MPI_COMM_CREATE_KEYVAL. */
+void mpi_null_copy_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Fint *extra, MPI_Fint *in,
+                       MPI_Fint *out, MPI_Fint *flag, MPI_Fint *ierr) {
+  (void)old; (void)kv; (void)extra; (void)in; (void)out;
+  *flag = WEFT_F_FALSE;
+  *ierr = MPI_SUCCESS;
+}
+void mpi_dup_fn_(MPI_Fint *old, MPI_Fint *kv, MPI_Fint *extra, MPI_Fint *in, MPI_Fint *out,
+                 MPI_Fint *flag, MPI_Fint *ierr) {
+  (void)old; (void)kv; (void)extra;
+  *out = *in;
+  *flag = WEFT_F_TRUE;
+  *ierr = MPI_SUCCESS;
+}
+void mpi_null_delete_fn_(MPI_Fint *obj, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *extra,
+                         MPI_Fint *ierr) {
+  (void)obj; (void)kv; (void)val; (void)extra;
+  *ierr = MPI_SUCCESS;
+}

@@ -8,7 +8,8 @@
 //!   f90 type as a constructor's old type;
 //! - `coll_mpi.f90` (`use mpi`): blocking and nonblocking collectives with v-forms,
 //!   MPI_IN_PLACE, predefined and user operations (non-commutative, and the datatype the
-//!   operation sees), communicators and groups;
+//!   operation sees), communicators and groups, attribute keyvals with Fortran copy and
+//!   delete procedures (and MPI_COMM_NULL_COPY_FN), a Fortran error handler;
 //! - `types_rma_io.f90` (`include 'mpif.h'`) with `c_side.c` (weft's mpicc): vector and
 //!   struct types (MPI_BOTTOM with absolute addresses), window fence put/get, lock and
 //!   accumulate, win_allocate, file write_at_all / read_at_all and a view, and the C side's
