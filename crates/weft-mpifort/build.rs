@@ -67,6 +67,7 @@ const HANDWRITTEN: &[&str] = &[
     "MPI_Type_set_attr",
     "MPI_Attr_get",
     "MPI_Attr_put",
+    "MPI_Keyval_create",
     "MPI_Comm_create_keyval",
     "MPI_Type_create_keyval",
     "MPI_Win_create_keyval",

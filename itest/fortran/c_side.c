@@ -31,3 +31,22 @@ int c_roundtrip_(MPI_Fint *comm, MPI_Fint *type, MPI_Fint *op, MPI_Fint *fstatus
   if (fignore != MPI_F_STATUS_IGNORE) return 10;
   return 0;
 }
+
+/* Attributes across languages (MPI-4.1 §19.3.7): one set from Fortran reads in C as a
+ * pointer to its INTEGER(KIND=MPI_ADDRESS_KIND) value; one set from C (here a pointer to
+ * `c_value`) reads in Fortran as that address. Returns 0 or the first failed check. */
+static MPI_Aint c_value = 77;
+int c_attr_(MPI_Fint *fkeyval, MPI_Aint *expected, MPI_Fint *ckeyval, MPI_Aint *caddr) {
+  void *v = NULL;
+  int flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, *fkeyval, &v, &flag);
+  if (!flag) return 1;
+  if (*(MPI_Aint *)v != *expected) return 2;
+  int kv;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &kv, NULL))
+    return 3;
+  if (MPI_Comm_set_attr(MPI_COMM_WORLD, kv, &c_value)) return 4;
+  *ckeyval = kv;
+  *caddr = (MPI_Aint)&c_value;
+  return 0;
+}

@@ -1,7 +1,8 @@
 ! Derived datatypes, one-sided communication and MPI-IO through `include 'mpif.h'`, and the
 ! C conversions of Fortran handles and statuses (c_side.c, built with weft's mpicc):
 ! vector and struct types (MPI_BOTTOM with absolute addresses), window fence put/get,
-! accumulate, lock/unlock, win_allocate; file write_at_all / read_at_all with a view.
+! accumulate, lock/unlock, win_allocate; file write_at_all / read_at_all with a view;
+! attributes set in one language and read in the other.
 ! Every check stops the job with exit code 1.
 program types_rma_io
   implicit none
@@ -13,8 +14,10 @@ program types_rma_io
   integer :: m(4, 5), col(5), winbuf(16), got(16), fbuf(6), rbuf(6)
   double precision :: dval
   integer :: ival
-  integer :: c_roundtrip
-  external c_roundtrip
+  integer :: c_roundtrip, c_attr, fkey, ckey
+  integer(kind=MPI_ADDRESS_KIND) :: aval, caddr
+  logical :: flag
+  external c_roundtrip, c_attr
   character(len=64) :: fname
 
   call MPI_Init(ierr)
@@ -157,6 +160,22 @@ program types_rma_io
   call MPI_Type_free(ft, ierr)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   if (rank == 0) call MPI_File_delete(fname, MPI_INFO_NULL, ierr)
+
+  ! Attributes across languages (c_side.c).
+  call MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, fkey, &
+                              lb, ierr)
+  aval = 123456789012_MPI_ADDRESS_KIND
+  call MPI_Comm_set_attr(MPI_COMM_WORLD, fkey, aval, ierr)
+  call check(c_attr(fkey, aval, ckey, caddr) == 0, 'Fortran attribute read from C')
+  aval = 0
+  call MPI_Comm_get_attr(MPI_COMM_WORLD, ckey, aval, flag, ierr)
+  call check(flag .and. aval == caddr, 'C attribute read from Fortran')
+  call MPI_Comm_get_attr(MPI_COMM_WORLD, fkey, aval, flag, ierr)
+  call check(flag .and. aval == 123456789012_MPI_ADDRESS_KIND, 'Fortran attribute read back')
+  call MPI_Comm_delete_attr(MPI_COMM_WORLD, fkey, ierr)
+  call MPI_Comm_delete_attr(MPI_COMM_WORLD, ckey, ierr)
+  call MPI_Comm_free_keyval(fkey, ierr)
+  call MPI_Comm_free_keyval(ckey, ierr)
 
   ! Handles and statuses through C (c_side.c).
   call check(c_roundtrip(MPI_COMM_WORLD, MPI_INTEGER, MPI_SUM, status, MPI_STATUS_IGNORE) == 0, &

@@ -114,3 +114,7 @@
       external :: session_errhandler_fn
       integer :: errhandler, ierror
     end subroutine MPI_Session_create_errhandler
+    subroutine MPI_Keyval_create(copy_fn, delete_fn, keyval, extra_state, ierror)
+      external :: copy_fn, delete_fn
+      integer :: keyval, extra_state, ierror
+    end subroutine MPI_Keyval_create

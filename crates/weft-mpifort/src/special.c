@@ -146,6 +146,70 @@ void mpi_op_free_(MPI_Fint *op, MPI_Fint *ierror) {
 }
 void weft_f_op_free_(MPI_Fint *, MPI_Fint *) __attribute__((alias("mpi_op_free_")));
 
+/* An attribute set from Fortran is stored in a box, and C's get_attr returns the box: a
+ * pointer to the INTEGER(KIND=MPI_ADDRESS_KIND) value, as MPI-4.1 §19.3.7 says C sees it.
+ * Fortran's get_attr reads a box back as the value, and anything else (set from C) as the
+ * address C stored. The boxes are a sorted array of their addresses; a box is freed when a
+ * Fortran keyval's delete procedure runs on it (attributes of C keyvals keep theirs). */
+static MPI_Aint **boxes;
+static size_t nboxes, capboxes;
+
+/* Index of the first box at or after `p` (caller holds op_lock). */
+static size_t box_pos(const void *p) {
+  size_t lo = 0, hi = nboxes;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if ((const void *)boxes[mid] < p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static MPI_Aint *box_new(MPI_Aint v) {
+  MPI_Aint *b = malloc(sizeof *b);
+  if (!b) return NULL;
+  *b = v;
+  pthread_mutex_lock(&op_lock);
+  if (nboxes == capboxes) {
+    size_t cap = capboxes ? 2 * capboxes : 64;
+    MPI_Aint **nb = realloc(boxes, cap * sizeof *nb);
+    if (!nb) {
+      pthread_mutex_unlock(&op_lock);
+      free(b);
+      return NULL;
+    }
+    boxes = nb;
+    capboxes = cap;
+  }
+  size_t i = box_pos(b);
+  memmove(boxes + i + 1, boxes + i, (nboxes - i) * sizeof *boxes);
+  boxes[i] = b;
+  nboxes++;
+  pthread_mutex_unlock(&op_lock);
+  return b;
+}
+
+/* The value in box `p`, if `p` is a box. */
+static int box_value(const void *p, MPI_Aint *v) {
+  pthread_mutex_lock(&op_lock);
+  size_t i = box_pos(p);
+  int found = i < nboxes && (const void *)boxes[i] == p;
+  if (found) *v = *boxes[i];
+  pthread_mutex_unlock(&op_lock);
+  return found;
+}
+
+static void box_free(void *p) {
+  pthread_mutex_lock(&op_lock);
+  size_t i = box_pos(p);
+  if (i < nboxes && (void *)boxes[i] == p) {
+    memmove(boxes + i, boxes + i + 1, (nboxes - i - 1) * sizeof *boxes);
+    nboxes--;
+    free(p);
+  }
+  pthread_mutex_unlock(&op_lock);
+}
+
 /* Attributes: Fortran's value is an INTEGER(KIND=MPI_ADDRESS_KIND); the C library's
  * predefined attributes are pointers to the value (MPI-4.1 §7.7.2, §12.2.6). */
 static MPI_Aint predefined_value(int keyval, void *v) {
@@ -156,8 +220,11 @@ static MPI_Aint predefined_value(int keyval, void *v) {
     return *(int *)v;
   case MPI_WIN_SIZE:
     return *(MPI_Aint *)v;
-  default: /* MPI_WIN_BASE and user attributes: the value itself. */
-    return (MPI_Aint)v;
+  default: /* MPI_WIN_BASE and user attributes: a box's value, else the address itself. */
+  {
+    MPI_Aint x;
+    return box_value(v, &x) ? x : (MPI_Aint)v;
+  }
   }
 }
 
@@ -175,7 +242,13 @@ static MPI_Aint predefined_value(int keyval, void *v) {
                                   MPI_Fint *) __attribute__((alias("mpi_" #lower "_get_attr_"))); \
   void mpi_##lower##_set_attr_(MPI_Fint *h, MPI_Fint *keyval, MPI_Aint *val,             \
                                MPI_Fint *ierror) {                                       \
-    *ierror = MPI_##Kind##_set_attr(conv##_fromint(*h), *keyval, (void *)*val);          \
+    MPI_Aint *b = box_new(*val);                                                         \
+    if (!b) {                                                                            \
+      *ierror = MPI_ERR_NO_MEM;                                                          \
+      return;                                                                            \
+    }                                                                                    \
+    *ierror = MPI_##Kind##_set_attr(conv##_fromint(*h), *keyval, b);                     \
+    if (*ierror != MPI_SUCCESS) box_free(b);                                             \
   }                                                                                      \
   void weft_f_##lower##_set_attr_(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *)        \
       __attribute__((alias("mpi_" #lower "_set_attr_")));
@@ -190,7 +263,13 @@ void mpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *fl
   *ierror = rc;
 }
 void mpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror) {
-  *ierror = MPI_Comm_set_attr(MPI_Comm_fromint(*comm), *keyval, (void *)(MPI_Aint)*val);
+  MPI_Aint *b = box_new(*val);
+  if (!b) {
+    *ierror = MPI_ERR_NO_MEM;
+    return;
+  }
+  *ierror = MPI_Comm_set_attr(MPI_Comm_fromint(*comm), *keyval, b);
+  if (*ierror != MPI_SUCCESS) box_free(b);
 }
 
 ATTR(comm, Comm, MPI_Comm)
@@ -220,17 +299,22 @@ struct weft_f_keyval {
                                 int *flag) {                                                \
     struct weft_f_keyval *k = extra;                                                        \
     MPI_Fint h = conv##_toint(old), kv = keyval, f = WEFT_F_FALSE, ierr = MPI_SUCCESS;      \
-    MPI_Aint vin = (MPI_Aint)in, vout = 0;                                                  \
+    MPI_Aint vin = predefined_value(keyval, in), vout = 0;                                  \
     k->copy(&h, &kv, &k->extra_state, &vin, &vout, &f, &ierr);                              \
     *flag = weft_f_logical_in(f);                                                           \
-    if (*flag) *(void **)out = (void *)vout;                                                \
+    if (ierr == MPI_SUCCESS && *flag) {                                                     \
+      MPI_Aint *b = box_new(vout);                                                          \
+      if (!b) return MPI_ERR_NO_MEM;                                                        \
+      *(void **)out = b;                                                                    \
+    }                                                                                       \
     return ierr;                                                                            \
   }                                                                                         \
   static int lower##_delete_tramp(T obj, int keyval, void *val, void *extra) {              \
     struct weft_f_keyval *k = extra;                                                        \
     MPI_Fint h = conv##_toint(obj), kv = keyval, ierr = MPI_SUCCESS;                        \
-    MPI_Aint v = (MPI_Aint)val;                                                             \
+    MPI_Aint v = predefined_value(keyval, val);                                             \
     k->del(&h, &kv, &v, &k->extra_state, &ierr);                                            \
+    if (ierr == MPI_SUCCESS) box_free(val);                                                 \
     return ierr;                                                                            \
   }                                                                                         \
   void mpi_##lower##_create_keyval_(weft_f_copy_fn *copy, weft_f_delete_fn *del,            \
@@ -347,4 +431,56 @@ void mpi_null_delete_fn_(MPI_Fint *obj, MPI_Fint *kv, MPI_Fint *val, MPI_Fint *e
                          MPI_Fint *ierr) {
   (void)obj; (void)kv; (void)val; (void)extra;
   *ierr = MPI_SUCCESS;
+}
+
+/* MPI_KEYVAL_CREATE (MPI-1, deprecated): as MPI_COMM_CREATE_KEYVAL with default INTEGER
+ * extra state and attribute values. */
+typedef void weft_f_copy1_fn(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                             MPI_Fint *, MPI_Fint *);
+typedef void weft_f_delete1_fn(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+struct weft_f_keyval1 {
+  weft_f_copy1_fn *copy;
+  weft_f_delete1_fn *del;
+  MPI_Fint extra_state;
+};
+
+static int keyval1_copy_tramp(MPI_Comm old, int keyval, void *extra, void *in, void *out,
+                              int *flag) {
+  struct weft_f_keyval1 *k = extra;
+  MPI_Fint h = MPI_Comm_toint(old), kv = keyval, f = WEFT_F_FALSE, ierr = MPI_SUCCESS;
+  MPI_Fint vin = (MPI_Fint)predefined_value(keyval, in), vout = 0;
+  k->copy(&h, &kv, &k->extra_state, &vin, &vout, &f, &ierr);
+  *flag = weft_f_logical_in(f);
+  if (ierr == MPI_SUCCESS && *flag) {
+    MPI_Aint *b = box_new(vout);
+    if (!b) return MPI_ERR_NO_MEM;
+    *(void **)out = b;
+  }
+  return ierr;
+}
+
+static int keyval1_delete_tramp(MPI_Comm obj, int keyval, void *val, void *extra) {
+  struct weft_f_keyval1 *k = extra;
+  MPI_Fint h = MPI_Comm_toint(obj), kv = keyval, ierr = MPI_SUCCESS;
+  MPI_Fint v = (MPI_Fint)predefined_value(keyval, val);
+  k->del(&h, &kv, &v, &k->extra_state, &ierr);
+  if (ierr == MPI_SUCCESS) box_free(val);
+  return ierr;
+}
+
+void mpi_keyval_create_(weft_f_copy1_fn *copy, weft_f_delete1_fn *del, MPI_Fint *keyval,
+                        MPI_Fint *extra, MPI_Fint *ierror) {
+  struct weft_f_keyval1 *k = malloc(sizeof *k);
+  if (!k) {
+    *ierror = MPI_ERR_NO_MEM;
+    return;
+  }
+  k->copy = copy;
+  k->del = del;
+  k->extra_state = *extra;
+  int kv = 0;
+  int rc = MPI_Comm_create_keyval(keyval1_copy_tramp, keyval1_delete_tramp, &kv, k);
+  if (rc == MPI_SUCCESS) *keyval = kv;
+  else free(k);
+  *ierror = rc;
 }
