@@ -68,6 +68,8 @@ const HANDWRITTEN: &[&str] = &[
     "MPI_Attr_get",
     "MPI_Attr_put",
     "MPI_Keyval_create",
+    "MPI_Info_create_env",
+    "MPI_Grequest_start",
     "MPI_Comm_create_keyval",
     "MPI_Type_create_keyval",
     "MPI_Win_create_keyval",

@@ -14,6 +14,7 @@ program p2p_mpi
   character(len=MPI_MAX_ERROR_STRING) :: estr
   integer :: plen, elen, version, subversion, provided
   integer, parameter :: sizes(4) = (/ 0, 1, 7, 4099 /)
+  integer :: greq_frees = 0
 
   call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
   call check(ierr == MPI_SUCCESS, 'init_thread')
@@ -151,6 +152,20 @@ program p2p_mpi
   call MPI_Error_class(ierr, k, ierr)
   call check(k == MPI_ERR_TRUNCATE, 'truncation class')
 
+  ! A generalized request with Fortran query and free procedures.
+  call MPI_Grequest_start(greq_query, greq_free, greq_cancel, 41_MPI_ADDRESS_KIND, reqs(1), &
+                          ierr)
+  call check(ierr == MPI_SUCCESS, 'grequest_start')
+  call MPI_Test(reqs(1), flag, status, ierr)
+  call check(.not. flag, 'generalized request done before MPI_GREQUEST_COMPLETE')
+  call MPI_Grequest_complete(reqs(1), ierr)
+  call MPI_Wait(reqs(1), status, ierr)
+  call check(status(MPI_SOURCE) == 41 .and. status(MPI_TAG) == 42, 'grequest query status')
+  call check(greq_frees == 1 .and. reqs(1) == MPI_REQUEST_NULL, 'grequest free procedure')
+  call MPI_Info_create_env(k, ierr)
+  call check(ierr == MPI_SUCCESS .and. k /= MPI_INFO_NULL, 'info_create_env')
+  call MPI_Info_free(k, ierr)
+
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   call MPI_Finalize(ierr)
   call check(ierr == MPI_SUCCESS, 'finalize')
@@ -158,6 +173,28 @@ program p2p_mpi
   call check(flag, 'finalized')
   if (rank == 0) print '(a,i0,a)', 'p2p_mpi: ok at ', size, ' ranks'
 contains
+  subroutine greq_query(extra, st, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: st(MPI_STATUS_SIZE), ierr
+    st(MPI_SOURCE) = int(extra)
+    st(MPI_TAG) = int(extra) + 1
+    call MPI_Status_set_cancelled(st, .false., ierr)
+    call MPI_Status_set_elements(st, MPI_BYTE, 0, ierr)
+    ierr = MPI_SUCCESS
+  end subroutine greq_query
+  subroutine greq_free(extra, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    integer :: ierr
+    if (extra == 41) greq_frees = greq_frees + 1
+    ierr = MPI_SUCCESS
+  end subroutine greq_free
+  subroutine greq_cancel(extra, complete, ierr)
+    integer(kind=MPI_ADDRESS_KIND) :: extra
+    logical :: complete
+    integer :: ierr
+    ierr = MPI_SUCCESS
+    if (extra /= 41 .or. complete) ierr = MPI_ERR_OTHER
+  end subroutine greq_cancel
   subroutine check(ok, what)
     logical, intent(in) :: ok
     character(len=*), intent(in) :: what

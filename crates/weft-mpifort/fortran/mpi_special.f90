@@ -118,3 +118,12 @@
       external :: copy_fn, delete_fn
       integer :: keyval, extra_state, ierror
     end subroutine MPI_Keyval_create
+    subroutine MPI_Info_create_env(info, ierror)
+      integer :: info, ierror
+    end subroutine MPI_Info_create_env
+    subroutine MPI_Grequest_start(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
+      import
+      external :: query_fn, free_fn, cancel_fn
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+      integer :: request, ierror
+    end subroutine MPI_Grequest_start

@@ -484,3 +484,69 @@ void mpi_keyval_create_(weft_f_copy1_fn *copy, weft_f_delete1_fn *del, MPI_Fint 
   else free(k);
   *ierror = rc;
 }
+
+/* MPI_INFO_CREATE_ENV(INFO, IERROR): Fortran has no argc/argv to pass (MPI-4.1 §11.4). */
+void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror) {
+  MPI_Info h = MPI_INFO_NULL;
+  *ierror = MPI_Info_create_env(0, NULL, &h);
+  if (*ierror == MPI_SUCCESS) *info = MPI_Info_toint(h);
+}
+void pmpi_info_create_env_(MPI_Fint *, MPI_Fint *) __attribute__((alias("mpi_info_create_env_")));
+
+/* Generalized requests with Fortran query, free and cancel procedures (MPI-4.1 §13.2): the
+ * C library gets trampolines and a record of the procedures as extra state; the record is
+ * freed after the free procedure ran. The procedures get the program's EXTRA_STATE
+ * variable itself (its address was recorded), so what they write there the program sees,
+ * as with MPICH (its test pt2pt/greqf counts on it). */
+typedef void weft_f_query_fn(MPI_Aint *, MPI_Status *, MPI_Fint *);
+typedef void weft_f_free_fn(MPI_Aint *, MPI_Fint *);
+typedef void weft_f_cancel_fn(MPI_Aint *, MPI_Fint *, MPI_Fint *);
+struct weft_f_greq {
+  weft_f_query_fn *query;
+  weft_f_free_fn *free;
+  weft_f_cancel_fn *cancel;
+  MPI_Aint *extra_state;
+};
+
+static int greq_query(void *extra, MPI_Status *status) {
+  struct weft_f_greq *g = extra;
+  MPI_Fint ierr = MPI_SUCCESS;
+  g->query(g->extra_state, status, &ierr);
+  return ierr;
+}
+
+static int greq_free(void *extra) {
+  struct weft_f_greq *g = extra;
+  MPI_Fint ierr = MPI_SUCCESS;
+  g->free(g->extra_state, &ierr);
+  free(g);
+  return ierr;
+}
+
+static int greq_cancel(void *extra, int complete) {
+  struct weft_f_greq *g = extra;
+  MPI_Fint ierr = MPI_SUCCESS, c = weft_f_logical_out(complete);
+  g->cancel(g->extra_state, &c, &ierr);
+  return ierr;
+}
+
+void mpi_grequest_start_(weft_f_query_fn *query, weft_f_free_fn *freefn,
+                         weft_f_cancel_fn *cancel, MPI_Aint *extra, MPI_Fint *request,
+                         MPI_Fint *ierror) {
+  struct weft_f_greq *g = malloc(sizeof *g);
+  if (!g) {
+    *ierror = MPI_ERR_NO_MEM;
+    return;
+  }
+  g->query = query;
+  g->free = freefn;
+  g->cancel = cancel;
+  g->extra_state = extra;
+  MPI_Request r = MPI_REQUEST_NULL;
+  int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &r);
+  if (rc == MPI_SUCCESS) *request = MPI_Request_toint(r);
+  else free(g);
+  *ierror = rc;
+}
+void pmpi_grequest_start_(weft_f_query_fn *, weft_f_free_fn *, weft_f_cancel_fn *, MPI_Aint *,
+                          MPI_Fint *, MPI_Fint *) __attribute__((alias("mpi_grequest_start_")));

@@ -5,7 +5,7 @@
 //!   families (1-based indices), sendrecv, status fields, MPI_ANY_SOURCE, zero-length and
 //!   odd sizes, truncation reported through MPI_ERRORS_RETURN, strings out of MPI, info
 //!   keys and values (blanks, a missing key, MPI_INFO_GET_STRING's lengths), MPI_SIZEOF, an
-//!   f90 type as a constructor's old type;
+//!   f90 type as a constructor's old type, a generalized request with Fortran procedures;
 //! - `coll_mpi.f90` (`use mpi`): blocking and nonblocking collectives with v-forms,
 //!   MPI_IN_PLACE, predefined and user operations (non-commutative, and the datatype the
 //!   operation sees), communicators and groups, attribute keyvals with Fortran copy and
@@ -13,7 +13,8 @@
 //! - `types_rma_io.f90` (`include 'mpif.h'`) with `c_side.c` (weft's mpicc): vector and
 //!   struct types (MPI_BOTTOM with absolute addresses), window fence put/get, lock and
 //!   accumulate, win_allocate, file write_at_all / read_at_all and a view, and the C side's
-//!   c2f/f2c handle and status conversions and MPI_F_STATUS_IGNORE;
+//!   c2f/f2c handle and status conversions, MPI_F_STATUS_IGNORE, and attributes set in one
+//!   language and read in the other;
 //! - `f08.f90` (`use mpi_f08`): handle types, TYPE(MPI_Status), optional ierror, p2p,
 //!   collectives with a user operation, a derived type, Status_f2f08/f082f;
 //! - `ring.f` (fixed-form FORTRAN 77 with mpif.h, compiled by `mpif77`).
