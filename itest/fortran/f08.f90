@@ -30,6 +30,9 @@ program f08
   type(MPI_Op) :: op
   integer :: a(5), b(5)
   real :: r(3), q(3)
+  type(MPI_Info) :: info
+  integer(kind=MPI_ADDRESS_KIND) :: aval
+  logical :: flag
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -93,6 +96,16 @@ program f08
   call check(i == (size + 1 - mod(rank, 2)) / 2, 'split')
   call MPI_Comm_free(half)
   call check(half == MPI_COMM_NULL, 'comm_free')
+
+  ! Procedures written by hand in mpi_f08.
+  call MPI_Info_create_env(info)
+  call check(info /= MPI_INFO_NULL, 'info_create_env')
+  call MPI_Info_free(info)
+  call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, aval, flag)
+  call check(flag .and. aval >= 32767, 'MPI_TAG_UB')
+  call MPI_Pcontrol(1)
+  call MPI_F_sync_reg(a)
+  call check(MPI_Wtime() > 0 .and. MPI_Wtick() > 0, 'wtime')
 
   call MPI_Finalize()
   if (rank == 0) print '(a,i0,a)', 'f08: ok at ', size, ' ranks'

@@ -36,6 +36,36 @@
       integer(kind=MPI_ADDRESS_KIND) :: val
       logical :: flag
     end subroutine weft_f_win_get_attr
+    subroutine weft_f_comm_set_attr(comm, keyval, val, ierror)
+      import :: MPI_ADDRESS_KIND
+      integer :: comm, keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: val
+    end subroutine weft_f_comm_set_attr
+    subroutine weft_f_win_set_attr(win, keyval, val, ierror)
+      import :: MPI_ADDRESS_KIND
+      integer :: win, keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: val
+    end subroutine weft_f_win_set_attr
+    subroutine weft_f_type_set_attr(datatype, keyval, val, ierror)
+      import :: MPI_ADDRESS_KIND
+      integer :: datatype, keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: val
+    end subroutine weft_f_type_set_attr
+    subroutine weft_f_type_get_attr(datatype, keyval, val, flag, ierror)
+      import :: MPI_ADDRESS_KIND
+      integer :: datatype, keyval, ierror
+      integer(kind=MPI_ADDRESS_KIND) :: val
+      logical :: flag
+    end subroutine weft_f_type_get_attr
+    subroutine weft_f_info_create_env(info, ierror) bind(C, name="mpi_info_create_env_")
+      integer :: info, ierror
+    end subroutine weft_f_info_create_env
+    subroutine MPI_Pcontrol(level) bind(C, name="mpi_pcontrol_")
+      integer :: level
+    end subroutine MPI_Pcontrol
+    subroutine MPI_F_sync_reg(buf) bind(C, name="mpi_f_sync_reg_")
+      type(*), dimension(*) :: buf
+    end subroutine MPI_F_sync_reg
     function MPI_Wtime() bind(C, name="mpi_wtime_")
       import :: c_double
       real(c_double) :: MPI_Wtime
@@ -71,6 +101,21 @@
   interface MPI_Win_get_attr
     module procedure MPI_Win_get_attr_f08
   end interface MPI_Win_get_attr
+  interface MPI_Comm_set_attr
+    module procedure MPI_Comm_set_attr_f08
+  end interface MPI_Comm_set_attr
+  interface MPI_Win_set_attr
+    module procedure MPI_Win_set_attr_f08
+  end interface MPI_Win_set_attr
+  interface MPI_Type_set_attr
+    module procedure MPI_Type_set_attr_f08
+  end interface MPI_Type_set_attr
+  interface MPI_Type_get_attr
+    module procedure MPI_Type_get_attr_f08
+  end interface MPI_Type_get_attr
+  interface MPI_Info_create_env
+    module procedure MPI_Info_create_env_f08
+  end interface MPI_Info_create_env
   interface MPI_Status_f2f08
     module procedure MPI_Status_f2f08_f08
   end interface MPI_Status_f2f08
@@ -86,7 +131,9 @@
       weft_info_ne, weft_errhandler_ne, weft_message_ne, weft_session_ne, weft_file_ne, weft_win_ne
   end interface
   private :: weft_f_init, weft_f_init_thread, weft_f_op_create, weft_f_op_free
-  private :: weft_f_comm_get_attr, weft_f_win_get_attr
+  private :: weft_f_comm_get_attr, weft_f_win_get_attr, weft_f_comm_set_attr
+  private :: weft_f_win_set_attr, weft_f_type_set_attr, weft_f_type_get_attr
+  private :: weft_f_info_create_env
 ! contains
   subroutine MPI_Init_f08(ierror)
     integer, optional, intent(out) :: ierror
@@ -143,6 +190,61 @@
     call weft_f_win_get_attr(win%MPI_VAL, win_keyval, attribute_val, flag, e)
     if (present(ierror)) ierror = e
   end subroutine MPI_Win_get_attr_f08
+
+  subroutine MPI_Comm_set_attr_f08(comm, comm_keyval, attribute_val, ierror)
+    type(MPI_Comm), intent(in) :: comm
+    integer, intent(in) :: comm_keyval
+    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
+    integer, optional, intent(out) :: ierror
+    integer :: e
+    integer(kind=MPI_ADDRESS_KIND) :: v
+    v = attribute_val
+    call weft_f_comm_set_attr(comm%MPI_VAL, comm_keyval, v, e)
+    if (present(ierror)) ierror = e
+  end subroutine MPI_Comm_set_attr_f08
+
+  subroutine MPI_Win_set_attr_f08(win, win_keyval, attribute_val, ierror)
+    type(MPI_Win), intent(in) :: win
+    integer, intent(in) :: win_keyval
+    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
+    integer, optional, intent(out) :: ierror
+    integer :: e
+    integer(kind=MPI_ADDRESS_KIND) :: v
+    v = attribute_val
+    call weft_f_win_set_attr(win%MPI_VAL, win_keyval, v, e)
+    if (present(ierror)) ierror = e
+  end subroutine MPI_Win_set_attr_f08
+
+  subroutine MPI_Type_set_attr_f08(datatype, type_keyval, attribute_val, ierror)
+    type(MPI_Datatype), intent(in) :: datatype
+    integer, intent(in) :: type_keyval
+    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
+    integer, optional, intent(out) :: ierror
+    integer :: e
+    integer(kind=MPI_ADDRESS_KIND) :: v
+    v = attribute_val
+    call weft_f_type_set_attr(datatype%MPI_VAL, type_keyval, v, e)
+    if (present(ierror)) ierror = e
+  end subroutine MPI_Type_set_attr_f08
+
+  subroutine MPI_Type_get_attr_f08(datatype, type_keyval, attribute_val, flag, ierror)
+    type(MPI_Datatype), intent(in) :: datatype
+    integer, intent(in) :: type_keyval
+    integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
+    logical, intent(out) :: flag
+    integer, optional, intent(out) :: ierror
+    integer :: e
+    call weft_f_type_get_attr(datatype%MPI_VAL, type_keyval, attribute_val, flag, e)
+    if (present(ierror)) ierror = e
+  end subroutine MPI_Type_get_attr_f08
+
+  subroutine MPI_Info_create_env_f08(info, ierror)
+    type(MPI_Info), intent(out) :: info
+    integer, optional, intent(out) :: ierror
+    integer :: e
+    call weft_f_info_create_env(info%MPI_VAL, e)
+    if (present(ierror)) ierror = e
+  end subroutine MPI_Info_create_env_f08
 
   subroutine MPI_Status_f2f08_f08(f_status, f08_status, ierror)
     integer, intent(in) :: f_status(MPI_STATUS_SIZE)
