@@ -5,9 +5,11 @@
 //! An f90 type is the sized predefined type (INTEGERn, REALn, COMPLEXn) that holds the
 //! requested precision and range, under a handle of its own that decodes with the F90
 //! combiner and its (p, r) arguments; equal requests return the same handle, which (like a
-//! predefined type) is never freed. weft has no Fortran bindings: the Fortran type sizes
-//! are those of gfortran on x86-64 (INTEGER, REAL and LOGICAL 4 bytes, DOUBLE PRECISION 8),
-//! which a Fortran layer may restate with MPI_Abi_set_fortran_info.
+//! predefined type) is never freed. The Fortran bindings are a layer above this library
+//! (crate weft-mpifort, for gfortran); the Fortran type sizes here are gfortran's on x86-64
+//! (INTEGER, REAL and LOGICAL 4 bytes, DOUBLE PRECISION 8), which a Fortran layer may restate
+//! with MPI_Abi_set_fortran_info. The C side of the handle and status conversions
+//! (`MPI_<handle>_c2f`/`_f2c`, `MPI_Status_c2f`, ...) is here too.
 
 use crate::consts::*;
 use crate::dtype::{predefined, predefined_map, put};
