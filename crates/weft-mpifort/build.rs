@@ -783,6 +783,7 @@ fn main() {
         "../weft-mpi/include/mpi.h",
         "../weft-mpi/include/mpi_proto.h",
         "src/special.c",
+        "src/special.h",
         "fortran/mpi_special.f90",
         "fortran/mpi_f08_special.f90",
     ] {
