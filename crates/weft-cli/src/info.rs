@@ -73,6 +73,7 @@ pub fn run(args: InfoArgs) -> i32 {
         cores
     );
     print_bootstrap();
+    println!("fortran:     {}", fortran_summary());
     let offered: Vec<String> = weft::lanes::transports(&config)
         .into_iter()
         .map(|t| match (t.offered, t.allowed) {
@@ -177,8 +178,24 @@ fn print_mpi() {
         io.iter().filter(|&&i| i).count(),
         io.len()
     );
+    println!("  {}", fortran_summary());
     for (name, implemented) in table {
         println!("{} {name}", if implemented { "yes" } else { " no" });
+    }
+    for (name, why) in weft_mpifort::UNBOUND {
+        println!("fortran: no {name}: {why}");
+    }
+}
+
+/// What the Fortran bindings are: built (how many procedures) or why not.
+fn fortran_summary() -> String {
+    match weft_mpifort::NOT_BUILT {
+        None => format!(
+            "Fortran (mpif.h, use mpi, use mpi_f08 for gfortran; libmpifort_abi, `mpifort -show` gives the command): {} procedures bound, {} of the ABI's not (`weft info --mpi` lists them)",
+            weft_mpifort::BOUND.len(),
+            weft_mpifort::UNBOUND.len()
+        ),
+        Some(why) => format!("Fortran bindings not built: {why}"),
     }
 }
 

@@ -1,8 +1,10 @@
 //! `weft install --prefix P`: everything a user of an MPI or OpenSHMEM library expects, under
-//! one prefix: `bin/` (weft, mpicc, mpicxx, mpiexec, mpirun, oshcc, oshrun), `lib/`
-//! (`libmpi_abi.so.1` with its `libmpi_abi.so` and `libmpi.so` links, `libshmem.so`),
-//! `include/` (mpi.h, shmem.h, weft/sync.h and what they include), `lib/pkgconfig/` (mpi.pc,
-//! shmem.pc) and an environment-modules file (`share/modulefiles/weft`).
+//! one prefix: `bin/` (weft, mpicc, mpicxx, mpifort, mpif90, mpif77, mpiexec, mpirun, oshcc,
+//! oshrun), `lib/` (`libmpi_abi.so.1` with its `libmpi_abi.so` and `libmpi.so` links,
+//! `libmpifort_abi.so`/`.a`, `libshmem.so`), `include/` (mpi.h, mpif.h, mpi.mod, mpi_f08.mod,
+//! shmem.h, weft/sync.h and what they include), `lib/pkgconfig/` (mpi.pc, shmem.pc) and an
+//! environment-modules file (`share/modulefiles/weft`). The Fortran files are those
+//! weft-mpifort built into this binary (none when gfortran was missing at build time).
 //!
 //! The prefix is relocatable: the wrappers find it from their own path, the pkg-config files
 //! from `${pcfiledir}`, the modulefile from its own location; nothing written holds the
@@ -18,6 +20,7 @@ mod embedded {
 
 const MPICC: &str = include_str!("../../weft-mpi/bin/mpicc");
 const MPIEXEC: &str = include_str!("../../weft-mpi/bin/mpiexec");
+const MPIFORT: &str = include_str!("../../weft-mpi/bin/mpifort");
 
 /// oshcc of an installed prefix: weft's libshmem from `<prefix>/lib`.
 const OSHCC: &str = r#"#!/bin/sh
@@ -146,6 +149,7 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     for (name, text) in [
         ("mpicc", MPICC),
         ("mpiexec", MPIEXEC),
+        ("mpifort", MPIFORT),
         ("oshcc", OSHCC),
         ("oshrun", OSHRUN),
     ] {
@@ -153,6 +157,13 @@ pub fn install(prefix: &Path) -> Result<(), String> {
     }
     link(&bin, "mpicc", "mpicxx")?;
     link(&bin, "mpiexec", "mpirun")?;
+    link(&bin, "mpifort", "mpif90")?;
+    link(&bin, "mpifort", "mpif77")?;
+    // The Fortran bindings (built into this binary when gfortran was there at build time;
+    // mpifort says so when they are missing).
+    for (rel, bytes) in weft_mpifort::FILES {
+        write(&prefix.join(rel), bytes, rel.ends_with(".so"))?;
+    }
     for (src, name) in &libs {
         let bytes = read(src)?;
         write(&lib.join(name), &bytes, true)?;

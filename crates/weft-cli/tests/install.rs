@@ -1,5 +1,5 @@
 //! `weft install --prefix P`: a prefix with everything an MPI or OpenSHMEM user expects,
-//! still working once moved (programs compiled with its mpicc and oshcc run with its
+//! still working once moved (programs compiled with its mpicc, mpif77 and oshcc run with its
 //! mpiexec and oshrun; pkg-config finds it), and a clear error from a binary with no
 //! libraries beside it. The ignored test adds CMake's `find_package(MPI)` inside the
 //! prefix's modulefile environment (needs cmake and environment-modules; CI runs it:
@@ -80,6 +80,13 @@ fn installed_then_moved(dir: &Path) -> PathBuf {
         "bin/mpirun",
         "bin/oshcc",
         "bin/oshrun",
+        "bin/mpifort",
+        "bin/mpif90",
+        "bin/mpif77",
+        "lib/libmpifort_abi.so",
+        "include/mpif.h",
+        "include/mpi.mod",
+        "include/mpi_f08.mod",
         "lib/libmpi_abi.so.1",
         "lib/libmpi_abi.so",
         "lib/libmpi.so",
@@ -97,6 +104,7 @@ fn installed_then_moved(dir: &Path) -> PathBuf {
     for f in [
         "bin/mpicc",
         "bin/mpiexec",
+        "bin/mpifort",
         "bin/oshcc",
         "bin/oshrun",
         "lib/pkgconfig/mpi.pc",
@@ -136,6 +144,26 @@ fn an_installed_prefix_compiles_and_runs_mpi_and_shmem_programs_after_a_move() {
         "mpiexec -n 3 hello",
     );
     assert!(out.contains("hello from 3 ranks, sum 3"), "{out}");
+    // A Fortran program through the moved prefix's mpif77 (mpif.h, libmpifort_abi).
+    let ring = dir.join("ring");
+    check(
+        Command::new(p.join("bin/mpif77"))
+            .arg(repo().join("itest/fortran/ring.f"))
+            .arg("-o")
+            .arg(&ring)
+            .output()
+            .unwrap(),
+        "mpif77",
+    );
+    let out = check(
+        Command::new(p.join("bin/mpiexec"))
+            .args(["-n", "3"])
+            .arg(&ring)
+            .output()
+            .unwrap(),
+        "mpiexec -n 3 ring",
+    );
+    assert!(out.contains("ring: ok at 3 ranks"), "{out}");
     let rma = dir.join("rma");
     check(
         Command::new(p.join("bin/oshcc"))

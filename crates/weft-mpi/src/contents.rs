@@ -65,7 +65,8 @@ fn records() -> std::sync::MutexGuard<'static, BTreeMap<Handle, Arc<Node>>> {
 
 /// The record of a live handle as an old type of a new constructor.
 fn old_of(h: Handle) -> R<Old> {
-    if predefined(h).is_some() {
+    // f90 types (MPI_Type_create_f90_*) stand for a predefined type, as named ones do.
+    if predefined(h).is_some() || crate::fortran::is_f90(h) {
         return Ok(Old::Named(h));
     }
     let committed = handle_index(K_TYPE, h)

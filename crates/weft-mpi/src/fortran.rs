@@ -5,9 +5,11 @@
 //! An f90 type is the sized predefined type (INTEGERn, REALn, COMPLEXn) that holds the
 //! requested precision and range, under a handle of its own that decodes with the F90
 //! combiner and its (p, r) arguments; equal requests return the same handle, which (like a
-//! predefined type) is never freed. weft has no Fortran bindings: the Fortran type sizes
-//! are those of gfortran on x86-64 (INTEGER, REAL and LOGICAL 4 bytes, DOUBLE PRECISION 8),
-//! which a Fortran layer may restate with MPI_Abi_set_fortran_info.
+//! predefined type) is never freed. The Fortran bindings are a layer above this library
+//! (crate weft-mpifort, for gfortran); the Fortran type sizes here are gfortran's on x86-64
+//! (INTEGER, REAL and LOGICAL 4 bytes, DOUBLE PRECISION 8), which a Fortran layer may restate
+//! with MPI_Abi_set_fortran_info. The C side of the handle and status conversions
+//! (`MPI_<handle>_c2f`/`_f2c`, `MPI_Status_c2f`, ...) is here too.
 
 use crate::consts::*;
 use crate::dtype::{predefined, predefined_map, put};
@@ -303,4 +305,88 @@ pub unsafe extern "C" fn MPI_Abi_set_fortran_booleans(
         Ok(())
     })();
     finish(MPI_COMM_WORLD, "MPI_Abi_set_fortran_booleans", r)
+}
+
+/// The C handle conversions of MPI-4.1 §19.3.4 (`MPI_<HANDLE>_c2f`/`_f2c`): a Fortran INTEGER
+/// handle is the standard ABI's `int` form of the handle (`MPI_<HANDLE>_toint`), so a C
+/// library and a Fortran program (weft-mpifort's bindings) agree on it. MPI_Message_c2f/f2c
+/// are in `misc.rs`.
+macro_rules! fortran_handles {
+    ($($c2f:ident, $f2c:ident, $kind:expr;)*) => {$(
+        /// A handle as a Fortran INTEGER (MPI-4.1 §19.3.4).
+        #[no_mangle]
+        pub unsafe extern "C" fn $c2f(h: Handle) -> c_int {
+            crate::misc::handle_to_int(h)
+        }
+
+        /// A Fortran INTEGER handle as a C handle (MPI-4.1 §19.3.4).
+        #[no_mangle]
+        pub unsafe extern "C" fn $f2c(v: c_int) -> Handle {
+            crate::misc::handle_from_int($kind, v)
+        }
+    )*};
+}
+
+fortran_handles! {
+    MPI_Comm_c2f, MPI_Comm_f2c, crate::state::K_COMM;
+    MPI_Type_c2f, MPI_Type_f2c, K_TYPE;
+    MPI_Group_c2f, MPI_Group_f2c, crate::state::K_GROUP;
+    MPI_Request_c2f, MPI_Request_f2c, crate::state::K_REQ;
+    MPI_Op_c2f, MPI_Op_f2c, crate::state::K_OP;
+    MPI_Info_c2f, MPI_Info_f2c, crate::state::K_INFO;
+    MPI_Errhandler_c2f, MPI_Errhandler_f2c, crate::state::K_ERRH;
+    MPI_Session_c2f, MPI_Session_f2c, crate::session::K_SESSION;
+    MPI_File_c2f, MPI_File_f2c, crate::file::K_FILE;
+    MPI_Win_c2f, MPI_Win_f2c, crate::win::K_WIN;
+}
+
+/// Copies one status between C's MPI_Status and Fortran's INTEGER(MPI_STATUS_SIZE) or
+/// TYPE(MPI_Status): all three have the same 8 `int`s (MPI_SOURCE, MPI_TAG, MPI_ERROR first).
+fn copy_status(from: *const c_int, to: *mut c_int, name: &str) -> c_int {
+    if from.is_null() || to.is_null() {
+        return finish(
+            MPI_COMM_WORLD,
+            name,
+            Err::<(), _>(err(MPI_ERR_ARG, "a status argument is NULL")),
+        );
+    }
+    // SAFETY: both point to a status of MPI_F_STATUS_SIZE (8) ints by the calling contract.
+    unsafe { std::ptr::copy(from, to, 8) };
+    MPI_SUCCESS
+}
+
+/// MPI_Status_c2f (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_c2f(c: *const c_int, f: *mut c_int) -> c_int {
+    copy_status(c, f, "MPI_Status_c2f")
+}
+
+/// MPI_Status_f2c (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f2c(f: *const c_int, c: *mut c_int) -> c_int {
+    copy_status(f, c, "MPI_Status_f2c")
+}
+
+/// MPI_Status_c2f08 (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_c2f08(c: *const c_int, f08: *mut c_int) -> c_int {
+    copy_status(c, f08, "MPI_Status_c2f08")
+}
+
+/// MPI_Status_f082c (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f082c(f08: *const c_int, c: *mut c_int) -> c_int {
+    copy_status(f08, c, "MPI_Status_f082c")
+}
+
+/// MPI_Status_f2f08 (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f2f08(f: *const c_int, f08: *mut c_int) -> c_int {
+    copy_status(f, f08, "MPI_Status_f2f08")
+}
+
+/// MPI_Status_f082f (MPI-4.1 §19.3.5).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f082f(f08: *const c_int, f: *mut c_int) -> c_int {
+    copy_status(f08, f, "MPI_Status_f082f")
 }
