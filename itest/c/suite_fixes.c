@@ -492,10 +492,31 @@ static void empty_same_buffer(void) {
     OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
   }
   OK(MPI_Allgather(empty, 0, MPI_INT, empty, 0, MPI_INT, MPI_COMM_WORLD));
+  /* The v and w forms with every count 0 (mpi4py's testAlltoallv3 with count 0). */
+  int zeros[64] = {0}, sc[64], dis[64];
+  MPI_Datatype types[64];
+  for (int i = 0; i < 64; i++) types[i] = MPI_INT;
+  OK(MPI_Alltoallv(empty, zeros, zeros, MPI_INT, empty, zeros, zeros, MPI_INT, MPI_COMM_WORLD));
+  OK(MPI_Alltoallw(empty, zeros, zeros, types, empty, zeros, zeros, types, MPI_COMM_WORLD));
+  OK(MPI_Reduce_scatter(empty, empty, zeros, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  {
+    MPI_Request r[3];
+    OK(MPI_Ialltoallv(empty, zeros, zeros, MPI_INT, empty, zeros, zeros, MPI_INT,
+                      MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Ialltoallw(empty, zeros, zeros, types, empty, zeros, zeros, types, MPI_COMM_WORLD,
+                      &r[1]));
+    OK(MPI_Ireduce_scatter(empty, empty, zeros, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[2]));
+    OK(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int one[64] = {0};
   int rc = MPI_Allgather(one, 1, MPI_INT, one, 1, MPI_INT, MPI_COMM_WORLD);
   int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_BUFFER);
+  /* With data to move, the same buffer twice is still MPI_ERR_BUFFER. */
+  for (int i = 0; i < size; i++) sc[i] = 1, dis[i] = i;
+  rc = MPI_Alltoallv(one, sc, dis, MPI_INT, one, sc, dis, MPI_INT, MPI_COMM_WORLD);
   MPI_Error_class(rc, &cls);
   CHECK(cls == MPI_ERR_BUFFER);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
