@@ -70,7 +70,10 @@ pub(crate) unsafe fn aliased_v(
     let n = comm_of(comm, func).ok()?.size() as usize;
     // SAFETY: the caller's contract.
     let none = |p: *const c_int| {
-        !p.is_null() && unsafe { std::slice::from_raw_parts(p, n) }.iter().all(|&c| c == 0)
+        !p.is_null()
+            && unsafe { std::slice::from_raw_parts(p, n) }
+                .iter()
+                .all(|&c| c == 0)
     };
     if none(scounts) || none(rcounts) {
         return None;
@@ -1529,7 +1532,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1655,7 +1660,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1750,7 +1757,9 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     comm: Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.

@@ -1043,7 +1043,9 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     req: *mut Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts) }
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1391,7 +1393,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     req: *mut Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1600,7 +1604,9 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     req: *mut Handle,
 ) -> c_int {
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
-    if let Some(rc) = unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts) } {
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     let r = (|| {
