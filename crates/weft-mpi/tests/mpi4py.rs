@@ -102,7 +102,7 @@ fn mpich_skips() -> std::collections::HashMap<(u32, String), u32> {
 /// mpi4py's own test suite (the `test/` directory of its PyPI source distribution,
 /// MPI4PY_TESTS) on weft at 1, 2 and 3 ranks, one job per test module, each bounded (a
 /// hang fails the module, it cannot stall the run): every module but those
-/// `itest/python/mpi4py-exclude.txt` lists (MPI-IO, spawn) must pass, skipping at most
+/// `itest/python/mpi4py-exclude.txt` lists (process spawning) must pass, skipping at most
 /// what it skips on MPICH (`itest/python/mpi4py-mpich-skips.txt`). Prints a table of the
 /// runs. CI runs it (`scripts/ci-mpi-extras.sh` unpacks the suite).
 #[test]
