@@ -96,6 +96,52 @@ static void intercomm_roots(void) {
   /* Allreduce_c: each side gets the other side's sum. */
   OK(MPI_Allreduce_c(&one, &sum, 1, MPI_INT, MPI_SUM, inter));
   CHECK(sum == rsize);
+  /* The _c v-forms' arrays have one entry per remote rank (groups of 2 and 1 at 3 ranks):
+   * entries past them hold -1, which would be a negative count if read. */
+  {
+    MPI_Count counts[16], zc[16];
+    MPI_Aint displs[16], zd[16];
+    int got[16], mine = 100 + rank, wrank[16];
+    for (int i = 0; i < 16; i++) {
+      counts[i] = i < rsize ? 1 : -1;
+      displs[i] = i < rsize ? i : -1;
+      zc[i] = 0, zd[i] = 0;
+      got[i] = -1;
+    }
+    MPI_Group lg, rg, wg;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Comm_remote_group(inter, &rg);
+    MPI_Comm_group(local, &lg);
+    int idx[16];
+    for (int i = 0; i < rsize; i++) idx[i] = i;
+    MPI_Group_translate_ranks(rg, rsize, idx, wg, wrank);
+    OK(MPI_Allgatherv_c(&mine, 1, MPI_INT, got, counts, displs, MPI_INT, inter));
+    for (int i = 0; i < rsize; i++) CHECK(got[i] == 100 + wrank[i]);
+    int out[16];
+    for (int i = 0; i < rsize; i++) out[i] = 1000 * rank + wrank[i], got[i] = -1;
+    OK(MPI_Alltoallv_c(out, counts, displs, MPI_INT, got, counts, displs, MPI_INT, inter));
+    for (int i = 0; i < rsize; i++) CHECK(got[i] == 1000 * wrank[i] + rank);
+    /* Group 0's rank 0 gathers from and scatters to group 1. */
+    if (color == 0) {
+      int root = lrank == 0 ? MPI_ROOT : MPI_PROC_NULL;
+      for (int i = 0; i < rsize; i++) got[i] = -1;
+      OK(MPI_Gatherv_c(NULL, 0, MPI_INT, got, lrank == 0 ? counts : zc,
+                       lrank == 0 ? displs : zd, MPI_INT, root, inter));
+      if (lrank == 0)
+        for (int i = 0; i < rsize; i++) CHECK(got[i] == 100 + wrank[i]);
+      for (int i = 0; i < rsize; i++) out[i] = 7 * wrank[i];
+      OK(MPI_Scatterv_c(out, lrank == 0 ? counts : zc, lrank == 0 ? displs : zd, MPI_INT,
+                        NULL, 0, MPI_INT, root, inter));
+    } else {
+      OK(MPI_Gatherv_c(&mine, 1, MPI_INT, NULL, NULL, NULL, MPI_INT, 0, inter));
+      int v = -1;
+      OK(MPI_Scatterv_c(NULL, NULL, NULL, MPI_INT, &v, 1, MPI_INT, 0, inter));
+      CHECK(v == 7 * rank);
+    }
+    MPI_Group_free(&lg);
+    MPI_Group_free(&rg);
+    MPI_Group_free(&wg);
+  }
   /* Split by node of an intercommunicator. */
   MPI_Comm node;
   OK(MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
@@ -492,10 +538,31 @@ static void empty_same_buffer(void) {
     OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
   }
   OK(MPI_Allgather(empty, 0, MPI_INT, empty, 0, MPI_INT, MPI_COMM_WORLD));
+  /* The v and w forms with every count 0 (mpi4py's testAlltoallv3 with count 0). */
+  int zeros[64] = {0}, sc[64], dis[64];
+  MPI_Datatype types[64];
+  for (int i = 0; i < 64; i++) types[i] = MPI_INT;
+  OK(MPI_Alltoallv(empty, zeros, zeros, MPI_INT, empty, zeros, zeros, MPI_INT, MPI_COMM_WORLD));
+  OK(MPI_Alltoallw(empty, zeros, zeros, types, empty, zeros, zeros, types, MPI_COMM_WORLD));
+  OK(MPI_Reduce_scatter(empty, empty, zeros, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  {
+    MPI_Request r[3];
+    OK(MPI_Ialltoallv(empty, zeros, zeros, MPI_INT, empty, zeros, zeros, MPI_INT,
+                      MPI_COMM_WORLD, &r[0]));
+    OK(MPI_Ialltoallw(empty, zeros, zeros, types, empty, zeros, zeros, types, MPI_COMM_WORLD,
+                      &r[1]));
+    OK(MPI_Ireduce_scatter(empty, empty, zeros, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[2]));
+    OK(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int one[64] = {0};
   int rc = MPI_Allgather(one, 1, MPI_INT, one, 1, MPI_INT, MPI_COMM_WORLD);
   int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_BUFFER);
+  /* With data to move, the same buffer twice is still MPI_ERR_BUFFER. */
+  for (int i = 0; i < size; i++) sc[i] = 1, dis[i] = i;
+  rc = MPI_Alltoallv(one, sc, dis, MPI_INT, one, sc, dis, MPI_INT, MPI_COMM_WORLD);
   MPI_Error_class(rc, &cls);
   CHECK(cls == MPI_ERR_BUFFER);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);

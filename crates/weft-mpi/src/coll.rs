@@ -43,6 +43,44 @@ pub(crate) fn aliased(
     aliased_slow(comm, func, send, root)
 }
 
+/// [`aliased`] for the v and w forms, whose counts are per rank: `scounts` and `rcounts`
+/// are this rank's send and receive counts (one per rank of `comm`; MPI_Reduce_scatter
+/// passes its receive counts twice). When either side moves nothing its buffer is empty,
+/// overlaps nothing, and may be the other one (mpi4py passes the same empty buffer twice;
+/// MPICH accepts it). Costs one comparison when the buffers differ.
+///
+/// # Safety
+/// `scounts` and `rcounts` are NULL or readable for the size of `comm` (MPI's contract).
+#[inline]
+pub(crate) unsafe fn aliased_v(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    recv: *const c_void,
+    scounts: *const c_int,
+    rcounts: *const c_int,
+) -> Option<c_int> {
+    if send != recv || send.is_null() || in_place(send) {
+        return None;
+    }
+    // Counts of an intercommunicator are per remote rank; aliased_slow accepts it anyway.
+    if matches!(state(func).and_then(|s| s.inter_parts(comm)), Ok(Some(_))) {
+        return None;
+    }
+    let n = comm_of(comm, func).ok()?.size() as usize;
+    // SAFETY: the caller's contract.
+    let none = |p: *const c_int| {
+        !p.is_null()
+            && unsafe { std::slice::from_raw_parts(p, n) }
+                .iter()
+                .all(|&c| c == 0)
+    };
+    if none(scounts) || none(rcounts) {
+        return None;
+    }
+    aliased_slow(comm, func, send, None)
+}
+
 #[cold]
 #[inline(never)]
 fn aliased_slow(
@@ -1493,7 +1531,10 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallv", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1618,7 +1659,10 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce_scatter", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1712,7 +1756,10 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoallw", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.

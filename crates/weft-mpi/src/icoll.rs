@@ -1042,7 +1042,10 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ireduce_scatter", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts) }
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1389,7 +1392,10 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallv", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
@@ -1597,7 +1603,10 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoallw", send, recv, -1, None) {
+    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
+    if let Some(rc) =
+        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts) }
+    {
         return rc;
     }
     let r = (|| {

@@ -583,8 +583,10 @@ fn fit_all(p: *const i64, n: usize, what: &str) -> R<Vec<c_int>> {
     v.iter().map(|&x| fit(x, what)).collect()
 }
 
-fn size_of(comm: Handle, func: &str) -> R<usize> {
-    Ok(crate::state::state(func)?.comm(comm)?.comm.size() as usize)
+/// Entries of a v-collective's per-rank arrays on `comm`: its size, or the size of the
+/// remote group of an intercommunicator (MPI-4.1 §6.2.2).
+fn peers_of(comm: Handle, func: &str) -> R<usize> {
+    Ok(crate::state::state(func)?.comm(comm)?.comm.peer_size() as usize)
 }
 
 /// Converts the per-rank arrays, or reports through the handler of `comm`.
@@ -618,7 +620,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let n = match size_of(comm, "MPI_Gatherv_c") {
+    let n = match peers_of(comm, "MPI_Gatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
     };
@@ -656,7 +658,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    let n = match size_of(comm, "MPI_Scatterv_c") {
+    let n = match peers_of(comm, "MPI_Scatterv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
     };
@@ -693,7 +695,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    let n = match size_of(comm, "MPI_Allgatherv_c") {
+    let n = match peers_of(comm, "MPI_Allgatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
     };
@@ -730,7 +732,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    let n = match size_of(comm, "MPI_Alltoallv_c") {
+    let n = match peers_of(comm, "MPI_Alltoallv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Alltoallv_c", Err(e)),
     };
