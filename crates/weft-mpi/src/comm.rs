@@ -840,15 +840,35 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
     finish(MPI_COMM_WORLD, "MPI_Dims_create", r)
 }
 
-/// MPI_Cart_create (MPI-4.1 §8.5.1): ranks keep their order (reordering is permitted, not
-/// required).
+/// The new rank of this process in a grid of `d` (`p` periodic) on `c` and the split color:
+/// with `reorder`, grid neighbours share a node where the members' nodes allow
+/// (`weft::Comm::cart_position_by_node`); without, ranks keep their order. Ranks past the
+/// grid get MPI_UNDEFINED.
+fn cart_place(c: &weft::Comm, d: &[c_int], p: &[bool], reorder: bool) -> (i32, c_int) {
+    let total: i64 = d.iter().map(|&x| x as i64).product();
+    if reorder {
+        let dims: Vec<u32> = d.iter().map(|&x| x as u32).collect();
+        match c.cart_position_by_node(&dims, p) {
+            Some(pos) => (0, pos as c_int),
+            None => (weft::UNDEFINED, MPI_UNDEFINED),
+        }
+    } else if (c.rank() as i64) < total {
+        (0, c.rank() as c_int)
+    } else {
+        (weft::UNDEFINED, MPI_UNDEFINED)
+    }
+}
+
+/// MPI_Cart_create (MPI-4.1 §8.5.1): with `reorder`, ranks are placed so that grid
+/// neighbours share a node where the members' nodes allow (never more neighbour pairs across
+/// nodes than the given order); without, ranks keep their order.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cart_create(
     comm: Handle,
     ndims: c_int,
     dims: *const c_int,
     periods: *const c_int,
-    _reorder: c_int,
+    reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -878,12 +898,8 @@ pub unsafe extern "C" fn MPI_Cart_create(
                 ),
             ));
         }
-        let color = if (c.rank() as i64) < total {
-            0
-        } else {
-            weft::UNDEFINED
-        };
-        let nc = c.split(color, c.rank() as i32)?;
+        let (color, key) = cart_place(c, &d, &p, reorder != 0);
+        let nc = c.split(color, key)?;
         new_comm(s, nc, newcomm)?;
         // SAFETY: just written.
         let h = unsafe { *newcomm };
@@ -1094,19 +1110,21 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     finish(comm, "MPI_Cart_sub", r)
 }
 
-/// MPI_Cart_map (MPI-4.1 §8.5.8): the identity placement MPI_Cart_create uses (ranks
-/// below the grid's size keep their rank, the others are MPI_UNDEFINED).
+/// MPI_Cart_map (MPI-4.1 §8.5.8): the placement MPI_Cart_create makes with `reorder`
+/// (grid neighbours on one node where the members' nodes allow; MPI_UNDEFINED past the
+/// grid).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cart_map(
     comm: Handle,
     ndims: c_int,
     dims: *const c_int,
-    _periods: *const c_int,
+    periods: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
     let r = (|| {
         let s = state("MPI_Cart_map")?;
         let d = ranks(ndims, dims)?;
+        let p: Vec<bool> = ranks(ndims, periods)?.iter().map(|&x| x != 0).collect();
         if d.iter().any(|&x| x <= 0) {
             return Err(err(
                 MPI_ERR_DIMS,
@@ -1124,15 +1142,8 @@ pub unsafe extern "C" fn MPI_Cart_map(
                 ),
             ));
         }
-        let me = c.rank() as i64;
-        put!(
-            newrank,
-            if me < total {
-                me as c_int
-            } else {
-                MPI_UNDEFINED
-            }
-        )
+        let (_, key) = cart_place(c, d, &p, true);
+        put!(newrank, key)
     })();
     finish(comm, "MPI_Cart_map", r)
 }

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use weft_launch::place::MapBy;
 
 mod common;
 
@@ -48,6 +49,40 @@ fn communicators_groups_types_topologies() {
 #[test]
 fn graph_topologies_and_neighborhood_collectives() {
     run_ok("topo");
+}
+
+/// MPI_Cart_create with reorder (itest/c/cart_reorder.c): on one node nothing changes; on
+/// two simulated hosts with ranks dealt round robin, a 4x2 grid reordered puts fewer
+/// neighbour pairs on different hosts (rows of one host) than the given order (every
+/// row split), and MPI_Cart_map agrees; with ranks in blocks the given order is already best
+/// and stays.
+#[test]
+fn cartesian_reorder_keeps_grid_neighbours_on_one_node() {
+    common::run_c_ok(prefix(), "cart_reorder", 1..=4, &[]);
+    let prog = build("cart_reorder");
+    for (hosts, map_by, args) in [
+        ("a:4,b:4", MapBy::Node, &["fewer", "4", "2"][..]),
+        ("a:3,b:4", MapBy::Node, &["same", "3", "2"][..]),
+        ("a:2,b:2", MapBy::Slot, &["same"][..]),
+    ] {
+        let on = common::Hosts {
+            hosts,
+            launcher: "env",
+            boot_addr: "127.0.0.1",
+            map_by,
+        };
+        let out = common::run_c_placed(prefix(), &prog, &on, args, &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "cart_reorder on {hosts} {args:?}:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if hosts == "a:4,b:4" {
+            assert!(text.contains("cut identity 4 reordered 2"), "{text}");
+        }
+    }
 }
 
 /// The point-to-point fast path for predefined contiguous datatypes (src/fast.rs) keeps the

@@ -437,6 +437,27 @@ impl Comm {
         self.engine.borrow().node_of()[me as usize] as i32
     }
 
+    /// This member's position in a Cartesian grid of `dims` (`periods` per dimension) laid
+    /// over the first `dims.iter().product()` members so that grid neighbours share a node
+    /// (`weft_model::mapping::cart`; never more edges between nodes than the identity
+    /// order), or `None` when the grid leaves this member out.
+    pub fn cart_position_by_node(&self, dims: &[u32], periods: &[bool]) -> Option<u32> {
+        let e = self.engine.borrow();
+        let node = e.node_of();
+        let nodes: Vec<u32> = self
+            .data
+            .members
+            .iter()
+            .map(|&w| node[w as usize])
+            .collect();
+        let order = weft_model::mapping::cart_order(dims, periods, &nodes);
+        order
+            .rank_at
+            .iter()
+            .position(|&r| r == self.data.rank)
+            .map(|p| p as u32)
+    }
+
     /// Whether every member runs on this process's node.
     pub fn members_share_a_node(&self) -> bool {
         let e = self.engine.borrow();

@@ -197,9 +197,38 @@ pub fn run_c_on(
     boot_addr: &str,
     env: &[(&str, &str)],
 ) -> weft_launch::JobOutcome {
+    let on = Hosts {
+        hosts,
+        launcher,
+        boot_addr,
+        map_by: weft_launch::place::MapBy::Slot,
+    };
+    run_c_placed(prefix, program, &on, &[], env)
+}
+
+/// Where [`run_c_placed`] runs a job: hosts, their launcher template, the bootstrap's
+/// address and how ranks are spread over the hosts.
+#[allow(dead_code)]
+pub struct Hosts<'a> {
+    pub hosts: &'a str,
+    pub launcher: &'a str,
+    pub boot_addr: &'a str,
+    pub map_by: weft_launch::place::MapBy,
+}
+
+/// As [`run_c_on`], with the ranks placed by `on.map_by` and `args` given to the program.
+pub fn run_c_placed(
+    prefix: &Path,
+    program: &Path,
+    on: &Hosts,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> weft_launch::JobOutcome {
+    let (hosts, launcher, boot_addr) = (on.hosts, on.launcher, on.boot_addr);
     let list = weft_launch::place::parse_hosts(hosts).unwrap();
     let n: u32 = list.iter().map(|h| h.slots).sum();
     let mut spec = weft_launch::JobSpec::new(n, program);
+    spec.args = args.iter().map(|a| a.into()).collect();
     spec.output = weft_launch::OutputMode::Capture;
     spec.timeout = Some(std::time::Duration::from_secs(60));
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
@@ -207,7 +236,7 @@ pub fn run_c_on(
     spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     spec.hosts = Some(weft_launch::HostsSpec {
         hosts: list,
-        map_by: weft_launch::place::MapBy::Slot,
+        map_by: on.map_by,
         launcher: launcher.into(),
         boot_addr: Some(boot_addr.into()),
         agent_program: prefix.join("bin/weft"),
