@@ -27,8 +27,8 @@
 //! an arrival in the collective area: [`coll::CollArea`]) rings the bell when, and only when,
 //! the flag says it sleeps ([`ShmNode::wake`]), so the sending side costs one fence and one
 //! load of a read-mostly line, and no system call, while nobody sleeps. The futex is shared
-//! (not `FUTEX_PRIVATE_FLAG`): the waker is another process. Called through the `libc`
-//! crate's `syscall(SYS_futex, ..)`.
+//! (not `FUTEX_PRIVATE_FLAG`): the waker is another process (`heap::futex_wait`, the `libc`
+//! crate's `syscall(SYS_futex, ..)`).
 
 pub mod affinity;
 pub mod cma;
@@ -624,7 +624,7 @@ impl ShmNode {
         // Committed: the last look found nothing ([`ShmNode::asleep`] tells peers).
         me.asleep.store(2, Ordering::Relaxed);
         let word = &me.bell;
-        futex_wait(word, bell, timeout);
+        heap::futex_wait(word, bell, timeout);
         let rung = word.load(Ordering::Acquire) != bell;
         self.sleep_cancel();
         self.woken += rung as u64;
@@ -789,43 +789,7 @@ impl ShmNode {
 #[cold]
 fn ring_bell(bell: &AtomicU32) {
     bell.fetch_add(1, Ordering::SeqCst);
-    // SAFETY: `bell` is a live, aligned 32-bit word of the shared mapping; FUTEX_WAKE only
-    // reads its address (a shared futex: the sleeper may be another process mapping the
-    // same segment). Its result (how many woke) is not needed.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            bell.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
-}
-
-/// Sleeps in `FUTEX_WAIT` while `word` holds `expected`, at most `timeout`. Returns on a
-/// wake, a timeout, a signal, or at once when the word already differs.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `word` is a live, aligned 32-bit word of the shared mapping and `ts` a valid
-    // relative timeout on this stack; FUTEX_WAIT reads the word atomically and sleeps at
-    // most `ts` (shared futex: the waker may be another process).
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0,
-        );
-    }
+    heap::futex_wake(bell, i32::MAX);
 }
 
 /// True when process `pid` exists and is not a zombie.
@@ -1219,6 +1183,70 @@ mod tests {
                 "{local} local ranks: {after} bytes with modes, {before} without"
             );
         }
+    }
+
+    #[test]
+    fn a_sleeping_receiver_is_woken_by_a_send_and_an_area_arrival() {
+        let n = name("sleep");
+        let layout = Layout {
+            local_size: 2,
+            ring_bytes: 8192,
+            coll_bytes: 16384,
+        };
+        let mut a = ShmNode::create(&n, layout, 0).unwrap();
+        let long = std::time::Duration::from_secs(60);
+        let (attached, on_attach) = std::sync::mpsc::channel();
+        let seg_name = n.0.clone();
+        // Rank 1 sleeps until a message comes, then until the area's count reaches 1.
+        let sleeper = std::thread::spawn(move || {
+            let mut b = ShmNode::attach(&seg_name, 1).unwrap();
+            attached.send(()).unwrap();
+            let got = loop {
+                let bell = b.sleep_prepare();
+                if let Some(v) = b.poll(0, |h, x, _| (h.tag, x.to_vec())) {
+                    b.sleep_cancel();
+                    break v;
+                }
+                b.sleep(bell, long);
+            };
+            attached.send(()).unwrap();
+            loop {
+                let bell = b.sleep_prepare();
+                if coll::CollArea::new(&b).unwrap().arrivals() >= 1 {
+                    b.sleep_cancel();
+                    break;
+                }
+                b.sleep(bell, long);
+            }
+            (got, b.sleeps(), b.sleeps_woken())
+        });
+        on_attach.recv().unwrap();
+        a.unlink().unwrap();
+        let deadline = std::time::Instant::now() + long;
+        let wait_asleep = |a: &ShmNode| {
+            while !a.asleep(1) {
+                assert!(std::time::Instant::now() < deadline, "rank 1 never slept");
+                std::thread::yield_now();
+            }
+        };
+        wait_asleep(&a);
+        let h = Header {
+            kind: 1,
+            tag: 42,
+            len: 5,
+            ..Header::default()
+        };
+        assert!(a.try_send(1, &h, &[b"hello"]));
+        // Its first sleep over (announcement withdrawn), the next one is the area's.
+        on_attach.recv().unwrap();
+        wait_asleep(&a);
+        coll::CollArea::new(&a).unwrap().arrive();
+        let (got, sleeps, woken) = sleeper.join().unwrap();
+        assert_eq!(got, (42, b"hello".to_vec()));
+        // Both sleeps were seen before the delivery, so each ended with the bell rung (a
+        // lost wake-up would end one only after a minute, unrung).
+        assert!(sleeps >= 2 && woken >= 2, "{sleeps} sleeps, {woken} woken");
+        assert!(!a.asleep(1));
     }
 
     #[test]
