@@ -7,17 +7,20 @@
 # of medians over the repetitions with the ratios auto/off and auto/best peer, and raw TSV.
 #
 #   bench/wait_load.sh [--np "2 4"] [--reps 3] [--spinners 2] [--budget-ms 300]
-#                      [--colls allreduce,alltoall,gather,barrier] [--out DIR] [--no-build]
+#                      [--colls allreduce,alltoall,gather,barrier] [--timeout 90] [--out DIR]
+#                      [--no-build]
 #
 # weft is the release build of this checkout ($CARGO_TARGET_DIR or target/); Open MPI and
 # MPICH are Debian's (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev); a
-# missing one is skipped. Each run is bounded by 300 s.
+# missing one is skipped. Each run is bounded by --timeout seconds (90; a run that times out
+# leaves its cells empty and is listed on stderr).
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 nps="2 4"
 reps=3
 spinners=2
 budget_ms=300
+run_timeout=90
 colls=allreduce,alltoall,gather,barrier
 build=yes
 out=${TMPDIR:-/tmp}/weft-wait-load-$$
@@ -29,8 +32,9 @@ while [ $# -gt 0 ]; do
     --budget-ms) budget_ms="$2"; shift 2 ;;
     --colls) colls="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --timeout) run_timeout="$2"; shift 2 ;;
     --no-build) build=no; shift ;;
-    *) echo "usage: $0 [--np \"2 4\"] [--reps N] [--spinners N] [--budget-ms MS] [--colls A,B] [--out DIR] [--no-build]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--np \"2 4\"] [--reps N] [--spinners N] [--budget-ms MS] [--colls A,B] [--timeout S] [--out DIR] [--no-build]" >&2; exit 2 ;;
   esac
 done
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -75,12 +79,16 @@ while [ "$rep" -le "$reps" ]; do
         b=$(bin_of "$lib")
         log="$out/logs/$lib-l$load-np$np-r$rep"
         # shellcheck disable=SC2046 # launcher is a word list
-        if timeout -k 10 300 $(launch "$lib" "$np") "$out/bin/$b-pingpong" -t $((budget_ms * 3)) 8 64K 1M >"$log.pp" 2>"$log.pp.err" </dev/null; then
-          awk -v l="$lib" -v ld="$load" -v np="$np" -v r="$rep" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" ld "\t" l "\t" r "\t" $2 }' "$log.pp" >> "$raw"
-        else echo "  $lib pingpong failed ($log.pp.err)" >&2; fi
-        if timeout -k 10 300 $(launch "$lib" "$np") "$out/bin/$b-coll_lat" -t "$budget_ms" -c "$colls" 8 1M >"$log.cl" 2>"$log.cl.err" </dev/null; then
+        # The large size on its own: a run that times out loses only its cell.
+        for pp in "8 64K" 1M; do
+          # shellcheck disable=SC2046,SC2086 # launcher and sizes are word lists
+          if timeout -k 5 "$run_timeout" $(launch "$lib" "$np") "$out/bin/$b-pingpong" -t $((budget_ms * 3)) $pp >"$log.pp" 2>"$log.pp.err" </dev/null; then
+            awk -v l="$lib" -v ld="$load" -v np="$np" -v r="$rep" 'NR > 1 { print "pingpong\t" $1 "\t" np "\t" ld "\t" l "\t" r "\t" $2 }' "$log.pp" >> "$raw"
+          else echo "  $lib pingpong $pp failed or timed out ($log.pp.err)" >&2; fi
+        done
+        if timeout -k 5 "$run_timeout" $(launch "$lib" "$np") "$out/bin/$b-coll_lat" -t "$budget_ms" -c "$colls" 8 1M >"$log.cl" 2>"$log.cl.err" </dev/null; then
           awk -v l="$lib" -v ld="$load" -v np="$np" -v r="$rep" 'NR > 1 { print $1 "\t" $2 "\t" np "\t" ld "\t" l "\t" r "\t" $3 }' "$log.cl" >> "$raw"
-        else echo "  $lib coll_lat failed ($log.cl.err)" >&2; fi
+        else echo "  $lib coll_lat failed or timed out ($log.cl.err)" >&2; fi
       done
     done
     stop_spinners

@@ -21,7 +21,8 @@
 //! reading it: one arrival per exchange, none to free the slots. Every rank of the node
 //! takes part in every arrival, so phases agree. Copies go through raw pointers into the
 //! caller's own buffers, so no Rust reference to shared bytes ever exists. Depends only on
-//! [`ShmNode::coll_area`].
+//! [`ShmNode::coll_area`], and on [`ShmNode::wake_node`]: every write another rank may wait
+//! for (an arrival, a release, a flag, a vote) then wakes the ranks asleep in a wait.
 
 use super::ShmNode;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -180,9 +180,9 @@ pub(crate) struct Engine {
     block_after: std::time::Duration,
     /// The longest sleep before the wait looks at its peers again (`WEFT_BLOCK_SLEEP_MS`).
     sleep_max: std::time::Duration,
-    /// The last yield kept this rank off its core long enough that other work must share
-    /// it: waits skip their spin and sleep soon (see `wait::SHARED_CORE_YIELD`).
-    core_shared: bool,
+    /// Until when this rank's core is taken to be shared with other work (a yield kept the
+    /// rank off it long): waits sleep where they would yield (see `wait::SHARED_CORE_YIELD`).
+    core_shared_until: Option<std::time::Instant>,
     /// Blocking point-to-point receives whose message was already here and was taken
     /// without a request ([`Engine::recv_p2p_now`]; for tests and tools).
     p2p_received_at_once: u64,
@@ -391,7 +391,7 @@ impl Engine {
             block_mode: config.block_mode,
             block_after: std::time::Duration::from_micros(config.block_after_us),
             sleep_max: std::time::Duration::from_millis(config.block_sleep_ms.max(1)),
-            core_shared: false,
+            core_shared_until: None,
             p2p_received_at_once: 0,
             progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,

@@ -107,10 +107,14 @@ enum MaySleep {
 }
 
 /// A yield that kept the rank off its core at least this long handed the core to other
-/// work: the core is shared, so under `WEFT_BLOCK=auto` the wait sleeps from then on (and
-/// later waits skip their spin) until a yield comes back sooner. A yield to nobody returns
-/// in about a microsecond; one to a program that spins lasts a time slice (milliseconds).
+/// work: the core is shared, so under `WEFT_BLOCK=auto` waits sleep where they would yield
+/// for the next [`SHARED_CORE_FOR`], then a yield tests the core again. A yield to nobody
+/// returns in about a microsecond; one to a program that spins lasts a time slice
+/// (milliseconds).
 const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// How long a core found shared ([`SHARED_CORE_YIELD`]) is taken to stay shared.
+const SHARED_CORE_FOR: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
@@ -243,11 +247,12 @@ impl Engine {
     ///
     /// Sleeping (`WEFT_BLOCK`, when `may_sleep` and [`Engine::can_sleep`]): `on` sleeps at
     /// the first idle poll; `auto` sleeps once the stretch has yielded for
-    /// `WEFT_BLOCK_AFTER_US`, or at once when a yield kept the rank off its core for
-    /// [`SHARED_CORE_YIELD`] (other work wants the core: a rank that keeps yielding to a
-    /// program that spins gets the core back for a moment now and then, while a sleeper
-    /// woken by its peer is run at once by the scheduler). While the core is found shared,
-    /// later stretches skip their spin and go to the yield that tests it again.
+    /// `WEFT_BLOCK_AFTER_US`, or instead of yielding at all while a yield of the last
+    /// [`SHARED_CORE_FOR`] kept the rank off its core for [`SHARED_CORE_YIELD`] (other work
+    /// wants the core: a rank that keeps yielding to a program that spins gets the core
+    /// back for a moment now and then, while a sleeper woken by its peer is run at once by
+    /// the scheduler). The spin before stays: a wait answered within it (partners running
+    /// at the same time) never pays a wake-up, which costs tens of microseconds in a VM.
     ///
     /// Liveness goes by the clock: every [`LIVENESS_PERIOD`] of a yielding or sleeping
     /// stretch (a sleep lasts at most `WEFT_BLOCK_SLEEP_MS`), every [`LIVENESS_PERIOD_SPINNING`] of
@@ -268,7 +273,7 @@ impl Engine {
         let mut spin_end: Option<Instant> = None;
         let mut spinning = spin_ns > 0;
         let mut spin_until: Option<Instant> = None;
-        let mut yielding = self.yield_when_idle || self.core_shared;
+        let mut yielding = self.yield_when_idle;
         // Keeping the core (`keep_core`) ends for good after KEEP_CORE_MAX of one wait.
         let mut keeping = true;
         let mut keep_until: Option<Instant> = None;
@@ -283,7 +288,7 @@ impl Engine {
                 spin_end = None;
                 yield_since = None;
                 spinning = spin_ns > 0;
-                yielding = self.yield_when_idle || self.core_shared;
+                yielding = self.yield_when_idle;
                 continue;
             }
             idle = idle.wrapping_add(1);
@@ -345,23 +350,23 @@ impl Engine {
             spun = Spun::Yielded;
             let before = Instant::now();
             let since = *yield_since.get_or_insert(before);
+            let shared = self.core_shared_until.is_some_and(|t| before < t);
             if may_sleep
-                && (self.core_shared || before.duration_since(since) >= self.block_after)
+                && (shared || before.duration_since(since) >= self.block_after)
                 && self.can_sleep()
             {
                 if !self.sleep_once(&mut done) {
                     self.check_peers_by_clock(&mut last_check, LIVENESS_PERIOD);
                 }
-                // The next idle poll yields once more: whether it comes back at once says
-                // whether the core is still shared.
-                self.core_shared = false;
                 continue;
             }
             self.idle_yields += 1;
             std::thread::yield_now();
             let after = Instant::now();
-            self.core_shared = self.block_mode != BlockMode::Never
-                && after.duration_since(before) >= SHARED_CORE_YIELD;
+            if self.block_mode != BlockMode::Never {
+                self.core_shared_until = (after.duration_since(before) >= SHARED_CORE_YIELD)
+                    .then(|| after + SHARED_CORE_FOR);
+            }
             let last = *last_check.get_or_insert(after);
             if after.duration_since(last) >= LIVENESS_PERIOD {
                 last_check = Some(after);
