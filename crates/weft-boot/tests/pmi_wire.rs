@@ -16,13 +16,22 @@ use weft_boot::{Backend, Boot};
 use weft_core::ErrorKind;
 
 /// What the fake server speaks.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Speaks {
     Both,
     V1Only,
     /// PMI-2 the way Hydra serves it: a fence answers at once; a get of a key nobody put
     /// waits until every rank has fenced as often as the asker.
     HydraLike,
+    /// MPICH 5.0's Hydra: as HydraLike, but a key nobody put is answered with a bare
+    /// `rc=1` (no `found=FALSE`).
+    Hydra5Like,
+}
+
+impl Speaks {
+    fn like_hydra(self) -> bool {
+        matches!(self, Speaks::HydraLike | Speaks::Hydra5Like)
+    }
 }
 
 /// One reply of the fake server: a PMI-1 line or a PMI-2 body (the framing is added).
@@ -190,7 +199,7 @@ impl Server {
                         .insert(m["key"].clone(), m["value"].clone());
                     "cmd=kvs-put-response;rc=0;".into()
                 }
-                "kvs-fence" if self.speaks == Speaks::HydraLike => {
+                "kvs-fence" if self.speaks.like_hydra() => {
                     self.epochs.lock().unwrap()[rank as usize] += 1;
                     self.fenced.notify_all();
                     "cmd=kvs-fence-response;rc=0;".into()
@@ -201,8 +210,7 @@ impl Server {
                 }
                 "kvs-get" => {
                     assert_eq!(m["jobid"], "7.0");
-                    if self.speaks == Speaks::HydraLike
-                        && !self.kvs.lock().unwrap().contains_key(&m["key"])
+                    if self.speaks.like_hydra() && !self.kvs.lock().unwrap().contains_key(&m["key"])
                     {
                         let mut e = self.epochs.lock().unwrap();
                         let mine = e[rank as usize];
@@ -212,6 +220,9 @@ impl Server {
                     }
                     match self.kvs.lock().unwrap().get(&m["key"]) {
                         Some(v) => format!("cmd=kvs-get-response;rc=0;found=TRUE;value={v};"),
+                        None if self.speaks == Speaks::Hydra5Like => {
+                            "cmd=kvs-get-response;rc=1;".into()
+                        }
                         None => "cmd=kvs-get-response;rc=0;found=FALSE;".into(),
                     }
                 }
@@ -298,6 +309,10 @@ fn pmi2_and_pmi1_jobs_exchange_through_fences_at_1_2_3_and_7_ranks() {
         assert!(b.iter().all(|&x| x == Backend::Pmi2), "{b:?}");
         let (b, _) = job(n, Speaks::Both, Some("pmi1"));
         assert!(b.iter().all(|&x| x == Backend::Pmi1), "{b:?}");
+        for hydra in [Speaks::HydraLike, Speaks::Hydra5Like] {
+            let (b, _) = job(n, hydra, None);
+            assert!(b.iter().all(|&x| x == Backend::Pmi2), "{hydra:?}: {b:?}");
+        }
     }
 }
 
@@ -609,8 +624,14 @@ fn a_server_that_hangs_up_or_a_bad_node_map_is_an_error() {
 fn a_fence_is_a_barrier_even_where_the_server_answers_it_at_once() {
     // Rank 1 enters the fence late; rank 0's fence must not return before it did. Hydra
     // answers kvs-fence at once, so the client completes it with a get of an absent key.
+    for hydra in [Speaks::HydraLike, Speaks::Hydra5Like] {
+        fence_is_a_barrier_on(hydra);
+    }
+}
+
+fn fence_is_a_barrier_on(hydra: Speaks) {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let server = Server::new(2, Speaks::HydraLike, "(vector,(0,1,2))");
+    let server = Server::new(2, hydra, "(vector,(0,1,2))");
     let entered = Arc::new(AtomicBool::new(false));
     let ranks: Vec<_> = (0..2u32)
         .map(|rank| {

@@ -4,7 +4,8 @@
 //! The value is `(vector,BLOCK,...)`, each block `(first_node,nodes,ranks_per_node)`: the
 //! next ranks go `ranks_per_node` at a time to nodes `first_node`, `first_node + 1`, ... A
 //! mapping shorter than the job repeats (a cyclic placement is written as one round). An
-//! empty value means the server does not know. Pure; no I/O.
+//! empty value means the server does not know, and so does a vector of one bare number
+//! without blocks: MPICH 5.0's Hydra answers `(vector,0)` for a one-rank job. Pure; no I/O.
 
 use weft_core::{Error, ErrorKind, Result};
 
@@ -30,6 +31,9 @@ pub fn node_of_ranks(mapping: &str, size: u32) -> Result<Option<Vec<u32>>> {
         .strip_prefix("(vector,")
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| bad("not a vector"))?;
+    if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
     let mut blocks = Vec::new();
     let mut rest = inner;
     while !rest.is_empty() {
@@ -100,6 +104,9 @@ mod tests {
         assert_eq!(m("(vector,(0,1,4))", 3), [0, 0, 0]);
         assert_eq!(m(" (vector, (0,1,1) ) ", 1), [0]);
         assert_eq!(node_of_ranks("", 4).unwrap(), None);
+        // MPICH 5.0's Hydra for a one-rank job: no blocks, so unknown.
+        assert_eq!(node_of_ranks("(vector,0)", 1).unwrap(), None);
+        assert_eq!(node_of_ranks("(vector, 12)", 3).unwrap(), None);
     }
 
     #[test]
@@ -109,6 +116,8 @@ mod tests {
             "(vector,)",
             "(vector,(0,1))",
             "(vector,(0,1,x))",
+            "(vector,x)",
+            "(vector,0,(0,1,1))",
             "(vector,(0,1,1)",
             "(vector,(0,1,1)(1,1,1))",
             "(vector,(0,1,1),)",

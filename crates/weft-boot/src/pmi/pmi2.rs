@@ -222,8 +222,9 @@ impl Protocol for Pmi2 {
         )?;
         self.check_rc(&r, "kvs-fence")?;
         // Slurm answers the fence once every rank entered it; Hydra answers at once and
-        // instead holds back a get of a key nobody put until every rank has fenced. A get of
-        // such a key after the fence makes it a barrier under both.
+        // instead holds back a get of a key nobody put until every rank has fenced (MPICH
+        // 4's and 5's Hydra alike). A get of such a key after the fence makes it a barrier
+        // under both.
         self.kvs_get(BARRIER_KEY, deadline).map(|_| ())
     }
 
@@ -236,6 +237,11 @@ impl Protocol for Pmi2 {
             "kvs-get-response",
             deadline,
         )?;
+        // MPICH 5.0's Hydra answers a key nobody put with a bare `rc=1` (no `found`, no
+        // `errmsg`), after holding it until every rank fenced as other Hydras do.
+        if r.rc()? != 0 && r.get("found").is_none() && r.get("errmsg").is_none() {
+            return Ok(None);
+        }
         self.check_rc(&r, &format!("kvs-get of {key:?}"))?;
         match r.get("found") {
             Some("TRUE") => Ok(Some(

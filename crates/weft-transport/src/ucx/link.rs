@@ -838,6 +838,28 @@ impl UcxLink {
         op.header[TOKEN_AT..].copy_from_slice(&token);
     }
 
+    /// The endpoint to `peer` (rail 0) and a send slot whose header says: an eager message
+    /// of `len` bytes with `h`'s match fields; `token` is reported when it is done (`None`:
+    /// nobody waits). `None` when the peer is lost.
+    fn start_eager(
+        &mut self,
+        peer: u32,
+        token: Option<u32>,
+        h: &Header,
+        len: usize,
+    ) -> Option<(Ep, *mut Op)> {
+        let ep = self.ep(peer, 0)?;
+        let op = self.st().alloc_op(token, peer, 0, true);
+        let h = Header {
+            kind: frame::KIND_EAGER,
+            len: len as u32,
+            flags: 0,
+            ..*h
+        };
+        self.fill_header(op, &h, 0);
+        Some((ep, op))
+    }
+
     /// Receives piece `index` (descriptor `desc` on `rail`) of striped receive `g` into its
     /// buffer.
     fn receive_piece(&mut self, g: u32, index: u32, rail: u32, desc: *mut c_void) {
@@ -963,19 +985,11 @@ unsafe impl NetEndpoint for UcxLink {
     }
 
     unsafe fn start_push(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {
-        let Some(ep) = self.ep(peer, 0) else {
+        let len = data.len();
+        let Some((ep, op)) = self.start_eager(peer, Some(token), h, len) else {
             // Dead: the engine learns it from `take_lost` and fails the request.
             return false;
         };
-        let len = data.len();
-        let op = self.st().alloc_op(Some(token), peer, 0, true);
-        let h = Header {
-            kind: frame::KIND_EAGER,
-            len: len as u32,
-            flags: 0,
-            ..*h
-        };
-        self.fill_header(op, &h, 0);
         // SAFETY: the caller keeps `data` valid and unchanged until the token is reported done.
         let base = unsafe { data.slice(0, len) }.as_ptr();
         self.send(ep, op, base, len, UCP_AM_SEND_FLAG_EAGER);
@@ -983,19 +997,11 @@ unsafe impl NetEndpoint for UcxLink {
     }
 
     fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
-        let Some(ep) = self.ep(peer, 0) else {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let Some((ep, op)) = self.start_eager(peer, None, h, len) else {
             // Dead: the engine learns it from `take_lost` and drops the message.
             return false;
         };
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let op = self.st().alloc_op(None, peer, 0, true);
-        let h = Header {
-            kind: frame::KIND_EAGER,
-            len: len as u32,
-            flags: 0,
-            ..*h
-        };
-        self.fill_header(op, &h, 0);
         // SAFETY: a live slot; its body is ours until the slot is released.
         let body = unsafe { &mut (*op).body };
         body.clear();
