@@ -137,7 +137,7 @@ pub fn run(args: InfoArgs) -> i32 {
             (BlockMode::Now, _) => "sleep on a futex as soon as a wait finds nothing to do, woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time)".into(),
             (BlockMode::Auto, YieldMode::Never) => "never sleep (WEFT_YIELD=off never yields)".into(),
             (BlockMode::Auto, _) => format!(
-                "spin, then sleep on a futex after {} us of yielding, or instead of yielding while a recent yield showed other work on the core; woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time); waits on network peers, full rings, one-sided and file operations only yield",
+                "spin, then sleep on a futex after {} us of yielding, or (more ranks than cores) instead of yielding while a recent yield showed other work on the core; woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time); waits on network peers, full rings, one-sided and file operations only yield",
                 config.block_after_us
             ),
         }

@@ -247,7 +247,8 @@ impl Engine {
     ///
     /// Sleeping (`WEFT_BLOCK`, when `may_sleep` and [`Engine::can_sleep`]): `on` sleeps at
     /// the first idle poll; `auto` sleeps once the stretch has yielded for
-    /// `WEFT_BLOCK_AFTER_US`, or instead of yielding at all while a yield of the last
+    /// `WEFT_BLOCK_AFTER_US`, or (a rank that yields at once: more ranks than cores) instead
+    /// of yielding at all while a yield of the last
     /// [`SHARED_CORE_FOR`] kept the rank off its core for [`SHARED_CORE_YIELD`] (other work
     /// wants the core: a rank that keeps yielding to a program that spins gets the core
     /// back for a moment now and then, while a sleeper woken by its peer is run at once by
@@ -350,7 +351,12 @@ impl Engine {
             spun = Spun::Yielded;
             let before = Instant::now();
             let since = *yield_since.get_or_insert(before);
-            let shared = self.core_shared_until.is_some_and(|t| before < t);
+            // Only where waits yield at once (more ranks than cores, `WEFT_YIELD=on`): a rank
+            // with a core of its own sleeps only after its spin and `WEFT_BLOCK_AFTER_US` of
+            // yielding, longer than a wake-up takes (about 140 us in a loaded VM here), or two
+            // partners that both fall asleep once wake each other on every exchange (np 2,
+            // 8 B collectives beside two busy processes: 0.3 -> 140 us).
+            let shared = self.yield_when_idle && self.core_shared_until.is_some_and(|t| before < t);
             if may_sleep
                 && (shared || before.duration_since(since) >= self.block_after)
                 && self.can_sleep()
