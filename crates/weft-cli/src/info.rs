@@ -1,6 +1,6 @@
 //! `weft info`: what this machine and build offer, and every knob with its value.
 
-use weft::config::{knob_tables, CmaMode, Config, YieldMode};
+use weft::config::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
 
 /// Arguments of `weft info`.
 #[derive(clap::Args)]
@@ -129,6 +129,18 @@ pub fn run(args: InfoArgs) -> i32 {
             ),
             YieldMode::Always => "yield whenever idle".into(),
             YieldMode::Never => "poll without yielding".into(),
+        }
+    );
+    println!(
+        "  sleep policy: {}",
+        match (config.block_mode, config.yield_mode) {
+            (BlockMode::Never, _) => "never sleep (WEFT_BLOCK=off)".to_string(),
+            (BlockMode::Now, _) => "sleep on a futex as soon as a wait finds nothing to do, woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time)".into(),
+            (BlockMode::Auto, YieldMode::Never) => "never sleep (WEFT_YIELD=off never yields)".into(),
+            (BlockMode::Auto, _) => format!(
+                "spin, then sleep on a futex after {} us of yielding, or (more ranks than cores) instead of yielding while a recent yield showed other work on the core; woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time); waits on network peers, full rings, one-sided and file operations only yield",
+                config.block_after_us
+            ),
         }
     );
     print_peer_memory(&config, args.nranks, args.ppn);

@@ -17,6 +17,19 @@ pub enum YieldMode {
     Never,
 }
 
+/// Whether a wait with nothing to do sleeps in the kernel until a peer delivers something
+/// (`WEFT_BLOCK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockMode {
+    /// After the spin and `WEFT_BLOCK_AFTER_US` of yielding, or at once once a yield shows
+    /// that other work shares the core.
+    Auto,
+    /// As soon as a wait finds nothing to do.
+    Now,
+    /// Never: spin and yield as `WEFT_YIELD` says.
+    Never,
+}
+
 /// Whether a launched rank pins its process to one core (`WEFT_BIND`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BindMode {
@@ -63,6 +76,12 @@ pub struct Config {
     pub cma: CmaMode,
     /// Idle policy.
     pub yield_mode: YieldMode,
+    /// Sleeping policy (`WEFT_BLOCK`).
+    pub block_mode: BlockMode,
+    /// Under `WEFT_BLOCK=auto`: microseconds a wait yields before it sleeps.
+    pub block_after_us: u64,
+    /// The longest sleep of a wait, in ms, before it checks its peers are alive.
+    pub block_sleep_ms: u64,
     /// Whether a launched rank pins itself to a core.
     pub bind: BindMode,
     /// Whether each rank reports its binding on stderr at start-up.
@@ -252,6 +271,11 @@ impl Config {
             Some("off") => YieldMode::Never,
             _ => YieldMode::Auto,
         };
+        let block_mode = match values.text("WEFT_BLOCK").as_deref() {
+            Some("on") => BlockMode::Now,
+            Some("off") => BlockMode::Never,
+            _ => BlockMode::Auto,
+        };
         let bind = match values.text("WEFT_BIND").as_deref().map(str::trim) {
             Some("core") => BindMode::Core,
             Some("none") => BindMode::None,
@@ -372,6 +396,9 @@ impl Config {
             shm_cma_min_bytes: values.bytes("WEFT_SHM_CMA_MIN_BYTES").map(|n| n as usize),
             cma,
             yield_mode,
+            block_mode,
+            block_after_us: values.uint("WEFT_BLOCK_AFTER_US").unwrap_or(200),
+            block_sleep_ms: values.uint("WEFT_BLOCK_SLEEP_MS").unwrap_or(10),
             bind,
             report_bindings: values.bool("WEFT_REPORT_BINDINGS"),
             yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),

@@ -11,6 +11,24 @@ pub static KNOBS: &[Knob] = &[
         help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
     },
     Knob {
+        name: "WEFT_BLOCK",
+        kind: KnobKind::Choice(&["auto", "on", "off"]),
+        default: "auto",
+        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do: auto = once a wait has yielded for WEFT_BLOCK_AFTER_US, or, on a node with more ranks than cores, instead of yielding while a recent yield showed other work on the core; the spin before stays, so a rank answered quickly never pays a wake-up and one waiting long gives its core away; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS before the wait checks its peers are alive and sleeps again. Waits on network peers (TCP, UCX), on a full ring, on one-sided and file operations yield instead of sleeping",
+    },
+    Knob {
+        name: "WEFT_BLOCK_AFTER_US",
+        kind: KnobKind::Uint,
+        default: "200",
+        help: "WEFT_BLOCK=auto: microseconds a wait yields the CPU with nothing arriving before it sleeps until a peer wakes it (WEFT_YIELD=off never yields, so never sleeps)",
+    },
+    Knob {
+        name: "WEFT_BLOCK_SLEEP_MS",
+        kind: KnobKind::Uint,
+        default: "10",
+        help: "longest sleep of a waiting rank (WEFT_BLOCK) before it checks that its peers are alive and sleeps again: a peer that dies while its partner sleeps is noticed within about this (0 counts as 1)",
+    },
+    Knob {
         name: "WEFT_BIND",
         kind: KnobKind::Choice(&["auto", "core", "none"]),
         default: "auto",

@@ -614,6 +614,25 @@ impl Weft {
         self.engine.borrow().idle_yields()
     }
 
+    /// Times this rank slept in the kernel while waiting until a peer's delivery woke it, or
+    /// the sleep's timeout passed (`WEFT_BLOCK`; never under `off`).
+    pub fn futex_sleeps(&self) -> u64 {
+        self.engine.borrow().futex_sleeps()
+    }
+
+    /// Of [`Weft::futex_sleeps`], those that a peer's delivery ended (its bell rung), not
+    /// the timeout.
+    pub fn futex_sleeps_woken(&self) -> u64 {
+        self.engine.borrow().futex_sleeps_woken()
+    }
+
+    /// Whether world rank `rank`, a rank of this node, is asleep in a wait (or about to be);
+    /// false for ranks of other nodes. For tests and tools: a test makes a rank deliver only
+    /// once its partner sleeps.
+    pub fn peer_sleeping(&self, rank: u32) -> bool {
+        self.engine.borrow().peer_sleeping(rank)
+    }
+
     /// Ends the job abnormally with `code` (MPI_Abort): the launcher kills every rank.
     pub fn abort(&self, code: i32, message: &str) -> ! {
         // The line first, and read by the launcher before it hears of the abort: it may

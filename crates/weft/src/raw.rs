@@ -446,9 +446,11 @@ pub fn wait_any(reqs: &[Option<&RawRequest>]) -> Result<usize> {
 }
 
 /// Drives progress until `done()` holds (used by C layers waiting on several requests or
-/// on their own conditions). `done` must not touch the engine.
+/// on their own conditions). `done` must not touch the engine. The wait spins and yields
+/// but never sleeps (`WEFT_BLOCK`): the condition may come true through something that
+/// wakes no sleeper (a lock word a peer writes).
 pub fn wait_until(comm: &Comm, mut done: impl FnMut() -> bool) {
-    comm.engine.borrow_mut().wait_p2p_until(|_| done());
+    comm.engine.borrow_mut().wait_p2p_until_polled(|_| done());
 }
 
 #[cfg(test)]

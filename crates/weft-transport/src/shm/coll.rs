@@ -21,10 +21,10 @@
 //! reading it: one arrival per exchange, none to free the slots. Every rank of the node
 //! takes part in every arrival, so phases agree. Copies go through raw pointers into the
 //! caller's own buffers, so no Rust reference to shared bytes ever exists. Depends only on
-//! [`ShmNode::coll_area`].
+//! [`ShmNode::coll_area`], and on [`ShmNode::wake_node`]: every write another rank may wait
+//! for (an arrival, a release, a flag, a vote) then wakes the ranks asleep in a wait.
 
 use super::ShmNode;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const LINE_BYTES: usize = 64;
@@ -78,7 +78,8 @@ pub struct CollArea<'a> {
     me: u32,
     slots_offset: usize,
     slot_bytes: usize,
-    _node: PhantomData<&'a ShmNode>,
+    /// The node, to wake ranks that sleep waiting for the area ([`ShmNode::wake_node`]).
+    node: &'a ShmNode,
 }
 
 impl<'a> CollArea<'a> {
@@ -93,7 +94,7 @@ impl<'a> CollArea<'a> {
             me: node.me(),
             slots_offset: g.slots_offset,
             slot_bytes: g.slot_bytes,
-            _node: PhantomData,
+            node,
         })
     }
 
@@ -141,6 +142,7 @@ impl<'a> CollArea<'a> {
             Ordering::AcqRel,
             Ordering::Acquire,
         );
+        self.node.wake_node();
     }
 
     /// Whether this rank has voted ([`CollArea::vote_cma`]).
@@ -176,7 +178,9 @@ impl<'a> CollArea<'a> {
     pub fn arrive(&self) -> u64 {
         let phase = self.word_at(1 + self.me as usize, 5);
         phase.store(phase.load(Ordering::Relaxed) + 1, Ordering::Release);
-        self.word(0).fetch_add(1, Ordering::AcqRel) + 1
+        let count = self.word(0).fetch_add(1, Ordering::AcqRel) + 1;
+        self.node.wake_node();
+        count
     }
 
     /// This rank's phase: the counter arrivals it has made.
@@ -210,6 +214,7 @@ impl<'a> CollArea<'a> {
         let w = self.word_at(1 + self.me as usize, 4);
         let seq = w.load(Ordering::Relaxed) + 1;
         w.store(seq, Ordering::Release);
+        self.node.wake_node();
         seq
     }
 
@@ -233,6 +238,7 @@ impl<'a> CollArea<'a> {
     pub fn release(&self, seq: u64) {
         debug_assert_eq!(self.me, 0, "only local rank 0 releases a barrier");
         self.word_at(1, 3).store(seq, Ordering::Release);
+        self.node.wake_node();
     }
 
     /// The last leader barrier local rank 0 released (acquire: pairs with
@@ -246,12 +252,14 @@ impl<'a> CollArea<'a> {
     pub fn publish(&self, value: u64) {
         self.word(1 + self.me as usize)
             .store(value, Ordering::Release);
+        self.node.wake_node();
     }
 
     /// Publishes a second value (an address), beside the flag (release).
     pub fn publish_second(&self, value: u64) {
         self.word_at(1 + self.me as usize, 2)
             .store(value, Ordering::Release);
+        self.node.wake_node();
     }
 
     /// Local rank `rank`'s second published value (acquire).

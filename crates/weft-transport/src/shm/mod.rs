@@ -18,6 +18,17 @@
 //! calls [`ShmNode::unlink`] so nothing is left in `/dev/shm` even if the job dies later.
 //! This module must not depend on the runtime's message kinds beyond reserving
 //! [`KIND_SWITCH`].
+//!
+//! Sleeping and waking: each rank's slot holds a futex word (its *bell*) and an *asleep*
+//! flag, and the header a count of the node's sleepers. A rank that found nothing to do for
+//! long enough announces that it will sleep ([`ShmNode::sleep_prepare`]), looks once more
+//! for work, and sleeps in `FUTEX_WAIT` on its bell with a timeout ([`ShmNode::sleep`]);
+//! whoever delivers something to it (a message into one of its rings: [`ShmNode::try_send`];
+//! an arrival in the collective area: [`coll::CollArea`]) rings the bell when, and only when,
+//! the flag says it sleeps ([`ShmNode::wake`]), so the sending side costs one fence and one
+//! load of a read-mostly line, and no system call, while nobody sleeps. The futex is shared
+//! (not `FUTEX_PRIVATE_FLAG`): the waker is another process (`heap::futex_wait`, the `libc`
+//! crate's `syscall(SYS_futex, ..)`).
 
 pub mod affinity;
 pub mod cma;
@@ -38,7 +49,7 @@ pub use ring::{Header, INLINE_BYTES};
 /// sender's large ring number `aux`". Never handed to the runtime.
 pub const KIND_SWITCH: u8 = 0xff;
 
-const MAGIC: u64 = 0x7765_6674_7368_6d32; // "weftshm2"
+const MAGIC: u64 = 0x7765_6674_7368_6d33; // "weftshm3"
 const SLOTS_OFFSET: usize = 256;
 const SLOT_BYTES: usize = 64;
 const PAGE_BYTES: usize = 4096;
@@ -54,6 +65,10 @@ struct SegmentHeader {
     coll_bytes: AtomicU64,
     small_ring_bytes: AtomicU64,
     fast_after_bytes: AtomicU64,
+    _pad3: [u8; 72],
+    /// Ranks of the node announced asleep ([`ShmNode::sleep_prepare`]), on a cache line of
+    /// its own: a waker of the whole node (a collective arrival) reads it first.
+    sleepers: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() <= SLOTS_OFFSET);
@@ -64,7 +79,15 @@ struct RankSlot {
     _pad: u32,
     probe_addr: AtomicU64,
     probe_value: AtomicU64,
+    /// Nonzero from the rank's announcement that it will sleep until it is awake again
+    /// ([`ShmNode::sleep_prepare`]), 2 once its last look found nothing
+    /// ([`ShmNode::sleep`]); written by the rank alone.
+    asleep: AtomicU32,
+    /// The rank's futex word: bumped by each waker that saw `asleep` set.
+    bell: AtomicU32,
 }
+
+const _: () = assert!(std::mem::size_of::<RankSlot>() <= SLOT_BYTES);
 
 /// Geometry of a node segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,6 +285,12 @@ pub struct ShmNode {
     coll_geometry: (usize, Option<coll::Geometry>),
     /// Bytes touched in the small rings we moved away from (see [`ShmNode::ring_touched_bytes`]).
     retired_touched_bytes: usize,
+    /// Whether a send looks for a sleeping receiver to wake ([`ShmNode::set_wakes`]).
+    wakes: bool,
+    /// Futex sleeps of this rank so far ([`ShmNode::sleep`]).
+    sleeps: u64,
+    /// Those that ended with the bell rung.
+    woken: u64,
 }
 
 impl ShmNode {
@@ -391,6 +420,9 @@ impl ShmNode {
             fast_out: 0,
             fast_in: 0,
             retired_touched_bytes: 0,
+            wakes: true,
+            sleeps: 0,
+            woken: 0,
         };
         let pid = std::process::id() as i32;
         let (probe_addr, probe_value) = cma::probe_target(pid);
@@ -536,7 +568,115 @@ impl ShmNode {
         if self.out[p].cells_sent() >= self.switch_at_cells[p] {
             self.try_switch(p);
         }
-        self.out[p].try_send(header, parts)
+        if !self.out[p].try_send(header, parts) {
+            return false;
+        }
+        if self.wakes {
+            self.wake(peer);
+        }
+        true
+    }
+
+    /// Whether sends look for a sleeping receiver to wake (default yes). A job whose ranks
+    /// never sleep (`WEFT_BLOCK=off` on every rank) saves the fence of each send; a rank
+    /// that sleeps anyway is then woken only by its sleep's timeout.
+    pub fn set_wakes(&mut self, wakes: bool) {
+        self.wakes = wakes;
+    }
+
+    /// Announces that this rank is about to sleep and returns its bell's value, to hand to
+    /// [`ShmNode::sleep`] after one more look for work (or [`ShmNode::sleep_cancel`] when
+    /// that look found some).
+    ///
+    /// Ordering (no lost wake-up): the sleeper stores `asleep`, then a SeqCst fence, then
+    /// reads the bell and looks for work (ring sequence words, collective area counters);
+    /// a waker publishes its work (a release store or RMW), then a SeqCst fence, then reads
+    /// `asleep` ([`ShmNode::wake`]). Of two SeqCst fences one comes first in their single
+    /// total order: if the waker's comes first, the sleeper's look sees the work and it
+    /// does not sleep; if the sleeper's comes first, the waker sees `asleep`, bumps the
+    /// bell and calls `FUTEX_WAKE`. A bump that lands before the sleeper read the bell is
+    /// ordered after the work it signals (the RMW reads-from chain), so the look sees the
+    /// work; one that lands after makes `FUTEX_WAIT` return at once (the word no longer
+    /// holds the value read). A wake-up may be spurious (an old bump, a timeout): callers
+    /// look for work again after any return.
+    pub fn sleep_prepare(&self) -> u32 {
+        let me = self.slot(self.me);
+        me.asleep.store(1, Ordering::Relaxed);
+        self.header().sleepers.fetch_add(1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        me.bell.load(Ordering::Acquire)
+    }
+
+    /// Withdraws the announcement of [`ShmNode::sleep_prepare`] (work was found).
+    pub fn sleep_cancel(&self) {
+        let me = self.slot(self.me);
+        me.asleep.store(0, Ordering::Relaxed);
+        self.header().sleepers.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Sleeps in `FUTEX_WAIT` on this rank's bell while it still reads `bell` (the value
+    /// [`ShmNode::sleep_prepare`] returned), at most `timeout`, then withdraws the
+    /// announcement. Returns whether the bell was rung (false: the timeout, a signal, or
+    /// nothing rung yet); either way the caller looks for work again.
+    pub fn sleep(&mut self, bell: u32, timeout: std::time::Duration) -> bool {
+        self.sleeps += 1;
+        let me = self.slot(self.me);
+        // Committed: the last look found nothing ([`ShmNode::asleep`] tells peers).
+        me.asleep.store(2, Ordering::Relaxed);
+        let word = &me.bell;
+        heap::futex_wait(word, bell, timeout);
+        let rung = word.load(Ordering::Acquire) != bell;
+        self.sleep_cancel();
+        self.woken += rung as u64;
+        rung
+    }
+
+    /// Futex sleeps of this rank so far ([`ShmNode::sleep`]).
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps
+    }
+
+    /// Sleeps of this rank that ended with its bell rung by a peer (not by the timeout).
+    pub fn sleeps_woken(&self) -> u64 {
+        self.woken
+    }
+
+    /// Whether local rank `local` sleeps: its last look for work found none and it is in
+    /// (or entering) `FUTEX_WAIT`, which only a rung bell or the timeout ends. (A rank that
+    /// has only announced its sleep, [`ShmNode::sleep_prepare`], may still find work.)
+    pub fn asleep(&self, local: u32) -> bool {
+        self.slot(local).asleep.load(Ordering::SeqCst) == 2
+    }
+
+    /// Wakes local rank `peer` if it announced that it sleeps, after this rank published
+    /// something for it (see [`ShmNode::sleep_prepare`] for the ordering). While it does
+    /// not sleep: one fence and one load of a line it writes only when it goes to sleep.
+    #[inline]
+    pub fn wake(&self, peer: u32) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let slot = self.slot(peer);
+        if slot.asleep.load(Ordering::Relaxed) != 0 {
+            ring_bell(&slot.bell);
+        }
+    }
+
+    /// Wakes every local rank that announced that it sleeps (after a change of the
+    /// collective area, which any of them may wait for). While nobody sleeps: one fence and
+    /// one load.
+    pub fn wake_node(&self) {
+        if !self.wakes {
+            return;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.header().sleepers.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for l in 0..self.geo.layout.local_size {
+            let slot = self.slot(l);
+            if l != self.me && slot.asleep.load(Ordering::Relaxed) != 0 {
+                ring_bell(&slot.bell);
+            }
+        }
     }
 
     /// Moves the pair (me, `p`) to the next large ring of our pool, if one is left and the
@@ -642,6 +782,14 @@ impl ShmNode {
             unsafe { Consumer::new(self.seg.base().add(off), self.geo.layout.ring_bytes) };
         self.fast_in += 1;
     }
+}
+
+/// Rings a sleeping rank's bell: a bump of the word its `FUTEX_WAIT` compares, then
+/// `FUTEX_WAKE` (cold: only when the rank announced that it sleeps).
+#[cold]
+fn ring_bell(bell: &AtomicU32) {
+    bell.fetch_add(1, Ordering::SeqCst);
+    heap::futex_wake(bell, i32::MAX);
 }
 
 /// True when process `pid` exists and is not a zombie.
@@ -1035,6 +1183,70 @@ mod tests {
                 "{local} local ranks: {after} bytes with modes, {before} without"
             );
         }
+    }
+
+    #[test]
+    fn a_sleeping_receiver_is_woken_by_a_send_and_an_area_arrival() {
+        let n = name("sleep");
+        let layout = Layout {
+            local_size: 2,
+            ring_bytes: 8192,
+            coll_bytes: 16384,
+        };
+        let mut a = ShmNode::create(&n, layout, 0).unwrap();
+        let long = std::time::Duration::from_secs(60);
+        let (attached, on_attach) = std::sync::mpsc::channel();
+        let seg_name = n.0.clone();
+        // Rank 1 sleeps until a message comes, then until the area's count reaches 1.
+        let sleeper = std::thread::spawn(move || {
+            let mut b = ShmNode::attach(&seg_name, 1).unwrap();
+            attached.send(()).unwrap();
+            let got = loop {
+                let bell = b.sleep_prepare();
+                if let Some(v) = b.poll(0, |h, x, _| (h.tag, x.to_vec())) {
+                    b.sleep_cancel();
+                    break v;
+                }
+                b.sleep(bell, long);
+            };
+            attached.send(()).unwrap();
+            loop {
+                let bell = b.sleep_prepare();
+                if coll::CollArea::new(&b).unwrap().arrivals() >= 1 {
+                    b.sleep_cancel();
+                    break;
+                }
+                b.sleep(bell, long);
+            }
+            (got, b.sleeps(), b.sleeps_woken())
+        });
+        on_attach.recv().unwrap();
+        a.unlink().unwrap();
+        let deadline = std::time::Instant::now() + long;
+        let wait_asleep = |a: &ShmNode| {
+            while !a.asleep(1) {
+                assert!(std::time::Instant::now() < deadline, "rank 1 never slept");
+                std::thread::yield_now();
+            }
+        };
+        wait_asleep(&a);
+        let h = Header {
+            kind: 1,
+            tag: 42,
+            len: 5,
+            ..Header::default()
+        };
+        assert!(a.try_send(1, &h, &[b"hello"]));
+        // Its first sleep over (announcement withdrawn), the next one is the area's.
+        on_attach.recv().unwrap();
+        wait_asleep(&a);
+        coll::CollArea::new(&a).unwrap().arrive();
+        let (got, sleeps, woken) = sleeper.join().unwrap();
+        assert_eq!(got, (42, b"hello".to_vec()));
+        // Both sleeps were seen before the delivery, so each ended with the bell rung (a
+        // lost wake-up would end one only after a minute, unrung).
+        assert!(sleeps >= 2 && woken >= 2, "{sleeps} sleeps, {woken} woken");
+        assert!(!a.asleep(1));
     }
 
     #[test]

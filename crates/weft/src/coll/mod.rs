@@ -344,7 +344,11 @@ impl Comm {
         if let Some(usable) = self.engine.borrow().cma_verdict() {
             return Ok(usable);
         }
+        // A rank that died before voting never will: look by the clock (a rank on a loaded
+        // core polls only as often as it is given the core). The first reading starts the
+        // period, every 64 polls.
         let mut polls = 0u32;
+        let mut last_check: Option<std::time::Instant> = None;
         loop {
             {
                 let e = self.engine.borrow();
@@ -363,8 +367,15 @@ impl Comm {
                     return Ok(usable);
                 }
                 polls = polls.wrapping_add(1);
-                // A rank that died before voting never will: look now and then.
-                if polls.is_multiple_of(1 << 12) {
+                let due = polls.is_multiple_of(64) && {
+                    let now = std::time::Instant::now();
+                    let last = *last_check.get_or_insert(now);
+                    now.duration_since(last) >= schedule::SHM_LIVENESS_PERIOD && {
+                        last_check = Some(now);
+                        true
+                    }
+                };
+                if due {
                     if let Some(l) =
                         (0..area.local_size()).find(|&l| l != area.me() && !shm.peer_alive(l))
                     {

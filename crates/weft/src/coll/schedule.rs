@@ -541,7 +541,7 @@ const SHM_LIVENESS_CLOCK_EVERY: u32 = 1 << 6;
 /// peer): a dead rank never arrives, and nothing else would end the wait. By the clock, not
 /// by a count of polls: a wait that yields on every poll on a loaded machine polls only as
 /// often as it is given the core (16 384 polls took 10 s at load 23 on 2 cores).
-const SHM_LIVENESS_PERIOD: std::time::Duration = std::time::Duration::from_millis(10);
+pub(super) const SHM_LIVENESS_PERIOD: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Polls of a waiting step between looks for a disagreeing peer (one peek per peer): ranks
 /// that passed different roots or collectives exchange no data and would wait forever.

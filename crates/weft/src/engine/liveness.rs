@@ -3,16 +3,19 @@
 
 use super::request::ReqKind;
 use super::{Engine, ReqId, Route};
+use std::time::Duration;
 use weft_core::{Error, ErrorKind};
 
-/// Idle yields between checks that the awaited peers are still alive.
-pub(super) const LIVENESS_EVERY_YIELDS: u32 = 1 << 9;
+/// Time between checks that the awaited peers are still alive while a wait yields or
+/// sleeps (a system call or two per local peer). By the clock, not by a count of yields: a
+/// rank on a loaded core yields only as often as it is given the core, and a sleeping one
+/// not at all.
+pub(super) const LIVENESS_PERIOD: Duration = Duration::from_millis(10);
 
-/// Idle polls between liveness checks while spinning (a spin window, or `WEFT_YIELD=off`,
-/// which never yields): a rank that keeps its core must not hand it to a compiler or a peer
-/// on a loaded machine (each yield can cost a whole time slice), but a dead peer must still
-/// be found. A multiple of `wait::POLLS_PER_CLOCK_READ`.
-pub(super) const LIVENESS_EVERY_SPINS: u32 = 1 << 21;
+/// Time between liveness checks while a wait spins (a spin window, or `WEFT_YIELD=off`,
+/// which never yields): a rank that keeps its core must not spend it on system calls, but
+/// a dead peer must still be found.
+pub(super) const LIVENESS_PERIOD_SPINNING: Duration = Duration::from_millis(100);
 
 impl Engine {
     /// Marks dead local peers and fails the requests that can no longer complete. Network

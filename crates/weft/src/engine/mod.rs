@@ -36,8 +36,8 @@
 //!
 //! The code is split by concern: `post` (starting sends, receives and probes), `request`
 //! (the request table and completing receives), `proto_shm` and `proto_net` (the two
-//! protocols), `queue` (queued work and the loop that sends it), `wait` (spinning and
-//! yielding), `liveness` (dead peers), `ctx` (context ids and nonblocking duplications) and
+//! protocols), `queue` (queued work and the loop that sends it), `wait` (spinning,
+//! yielding and sleeping until a peer's delivery wakes the rank), `liveness` (dead peers), `ctx` (context ids and nonblocking duplications) and
 //! `colls` (collective schedules, tuning and cached verdicts); this module holds the state
 //! and the progress loop.
 
@@ -57,10 +57,10 @@ pub use request::Status;
 
 use crate::coll::request::ActivePtr;
 use crate::coll::Tuning;
-use crate::config::{CmaMode, Config, YieldMode};
+use crate::config::{BlockMode, CmaMode, Config, YieldMode};
 use crate::matching::Matching;
 use ctx::IdupSlot;
-use liveness::LIVENESS_EVERY_YIELDS;
+use liveness::LIVENESS_PERIOD;
 use proto_net::NetOut;
 pub use proto_shm::shm_rendezvous;
 use proto_shm::{Cma, DeferredRead};
@@ -174,6 +174,15 @@ pub(crate) struct Engine {
     spin_window: std::time::Duration,
     /// Times this rank yielded the CPU while waiting (for tests and `weft info`).
     idle_yields: u64,
+    /// When a wait sleeps in the kernel (`WEFT_BLOCK`).
+    block_mode: BlockMode,
+    /// `WEFT_BLOCK=auto`: how long a wait yields before it sleeps (`WEFT_BLOCK_AFTER_US`).
+    block_after: std::time::Duration,
+    /// The longest sleep before the wait looks at its peers again (`WEFT_BLOCK_SLEEP_MS`).
+    sleep_max: std::time::Duration,
+    /// Until when this rank's core is taken to be shared with other work (a yield kept the
+    /// rank off it long): waits sleep where they would yield (see `wait::SHARED_CORE_YIELD`).
+    core_shared_until: Option<std::time::Instant>,
     /// Blocking point-to-point receives whose message was already here and was taken
     /// without a request ([`Engine::recv_p2p_now`]; for tests and tools).
     p2p_received_at_once: u64,
@@ -340,10 +349,14 @@ impl Engine {
             YieldMode::Never => false,
             YieldMode::Auto => oversubscribed,
         };
+        let mut shm = node.shm;
+        if let Some(shm) = shm.as_mut() {
+            shm.set_wakes(config.block_mode != BlockMode::Never);
+        }
         Ok(Engine {
             world_rank,
             routes,
-            shm: node.shm,
+            shm,
             core: Core {
                 my_local: node.my_local,
                 eager_bytes: config.shm_eager_bytes,
@@ -375,6 +388,10 @@ impl Engine {
             colocated: Vec::new(),
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
+            block_mode: config.block_mode,
+            block_after: std::time::Duration::from_micros(config.block_after_us),
+            sleep_max: std::time::Duration::from_millis(config.block_sleep_ms.max(1)),
+            core_shared_until: None,
             p2p_received_at_once: 0,
             progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
@@ -409,17 +426,18 @@ impl Engine {
     /// pending for ever). Gives up on peers found dead, and after `timeout`.
     pub(crate) fn drain(&mut self, timeout: std::time::Duration) {
         let start = std::time::Instant::now();
-        let mut idle: u32 = 0;
+        let mut last_check = start;
         while self.unsent() {
             // Polling the rings also lets a peer's consumption be seen and frees room.
             self.progress_net(true);
             self.progress_shm();
-            if start.elapsed() > timeout {
+            let now = std::time::Instant::now();
+            if now.duration_since(start) > timeout {
                 return;
             }
-            idle = idle.saturating_add(1);
-            if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
+            if now.duration_since(last_check) >= LIVENESS_PERIOD {
                 // A dead peer's queue is never consumed: `check_peers` drops it.
+                last_check = now;
                 self.check_peers();
             }
             if self.never_yield {
@@ -490,6 +508,25 @@ impl Engine {
     /// Times this rank yielded the CPU while waiting.
     pub(crate) fn idle_yields(&self) -> u64 {
         self.idle_yields
+    }
+
+    /// Times this rank slept in the kernel while waiting (`WEFT_BLOCK`), until a peer's
+    /// delivery woke it or the sleep's timeout passed.
+    pub(crate) fn futex_sleeps(&self) -> u64 {
+        self.shm.as_ref().map_or(0, ShmNode::sleeps)
+    }
+
+    /// Of those sleeps, the ones a peer's delivery ended (not the timeout).
+    pub(crate) fn futex_sleeps_woken(&self) -> u64 {
+        self.shm.as_ref().map_or(0, ShmNode::sleeps_woken)
+    }
+
+    /// Whether world rank `w`, a rank of this node, announced that it sleeps in a wait.
+    pub(crate) fn peer_sleeping(&self, w: u32) -> bool {
+        match (self.routes.get(w as usize), self.shm.as_ref()) {
+            (Some(Route::Local(l)), Some(shm)) => shm.asleep(*l),
+            _ => false,
+        }
     }
 
     /// Polls every inbound ring, flushes queued outbound work and advances the started

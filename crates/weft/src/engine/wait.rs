@@ -1,9 +1,21 @@
-//! Waiting: the spin, pause and yield policy of blocking waits, and the learned spin of
-//! point-to-point waits on an oversubscribed node.
+//! Waiting: the spin, pause, yield and sleep policy of blocking waits, and the learned spin
+//! of point-to-point waits on an oversubscribed node.
+//!
+//! A wait spins first (a reply is likely near), then yields the core, then sleeps in the
+//! kernel on a futex in the node's segment (`WEFT_BLOCK`) until the peer that delivers
+//! something for it (a message into one of its rings, an arrival in the collective area)
+//! wakes it. On a core shared with other work a rank that only yields keeps handing the
+//! core back and forth with a program that spins, and the rank it waits for does not get
+//! to run; a sleeper takes no turn until it is woken, and then the scheduler runs it at
+//! once. A sender pays one fence and one load of the receiver's flag per message while
+//! nobody sleeps, and a system call only when it wakes a sleeper (`ShmNode::wake`). A sleep
+//! lasts at most `WEFT_BLOCK_SLEEP_MS` (10 ms): the wait then checks that its peers are alive, so a peer
+//! that dies while its partner sleeps is noticed within a bounded time.
 
-use super::liveness::{LIVENESS_EVERY_SPINS, LIVENESS_EVERY_YIELDS};
+use super::liveness::{LIVENESS_PERIOD, LIVENESS_PERIOD_SPINNING};
 use super::request::{ReqKind, Status};
 use super::{Engine, ReqId, Route};
+use crate::config::BlockMode;
 use weft_core::Result;
 
 /// Idle polls of a wait made without a pause instruction before the next poll. A pause
@@ -82,11 +94,41 @@ fn waits_off_my_core(
     })
 }
 
+/// Whether a wait may sleep in the kernel until a peer wakes it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MaySleep {
+    /// The condition waited for comes true only through what the engine polls from its
+    /// peers (ring messages, arrivals in the collective area), each of which rings a
+    /// sleeping rank's bell.
+    Yes,
+    /// The condition may come true through something that rings no bell (a lock word
+    /// written by a peer, a helper thread, a file operation): the wait never sleeps.
+    No,
+}
+
+/// A yield that kept the rank off its core at least this long handed the core to other
+/// work: the core is shared, so under `WEFT_BLOCK=auto` waits sleep where they would yield
+/// for the next [`SHARED_CORE_FOR`], then a yield tests the core again. A yield to nobody
+/// returns in about a microsecond; one to a program that spins lasts a time slice
+/// (milliseconds).
+const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// How long a core found shared ([`SHARED_CORE_YIELD`]) is taken to stay shared.
+const SHARED_CORE_FOR: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
-    /// and then that the peers the pending requests wait for are alive.
+    /// and then that the peers the pending requests wait for are alive. `done` must come
+    /// true through what the peers deliver (messages, collective arrivals): the wait may
+    /// sleep until a peer's delivery wakes it (`WEFT_BLOCK`).
     pub(crate) fn wait_until(&mut self, done: impl FnMut(&Engine) -> bool) {
-        self.wait_spinning(done, 0, |_| false);
+        self.wait_spinning(done, 0, |_| false, MaySleep::Yes);
+    }
+
+    /// [`Engine::wait_until`] for a condition that may come true without a delivery that
+    /// wakes a sleeper (a file operation's helper thread): spins and yields, never sleeps.
+    pub(crate) fn wait_until_polled(&mut self, done: impl FnMut(&Engine) -> bool) {
+        self.wait_spinning(done, 0, |_| false, MaySleep::No);
     }
 
     /// [`Engine::wait_until`] for a wait that knows whom it waits for: where the rank would
@@ -101,7 +143,7 @@ impl Engine {
         done: impl FnMut(&Engine) -> bool,
         keep_core: impl Fn(&Engine) -> bool,
     ) {
-        self.wait_spinning(done, 0, keep_core);
+        self.wait_spinning(done, 0, keep_core, MaySleep::Yes);
     }
 
     /// [`Engine::wait_until`] for point-to-point completions. On a node with more ranks
@@ -116,13 +158,24 @@ impl Engine {
     /// and learns nothing from the wait: those ranks cannot run while it spins (a root
     /// receiving from its 3 leaves in turn, np=4 on 2 cores, spun its whole learned 50 us
     /// before the leaf on its core could send: 56 -> 5.3 us per round).
-    pub(crate) fn wait_p2p_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
+    pub(crate) fn wait_p2p_until(&mut self, done: impl FnMut(&Engine) -> bool) {
+        self.wait_p2p(done, MaySleep::Yes);
+    }
+
+    /// [`Engine::wait_p2p_until`] for a condition of the caller's that may come true
+    /// without a delivery that wakes a sleeper (a lock word in a peer's memory): never
+    /// sleeps.
+    pub(crate) fn wait_p2p_until_polled(&mut self, done: impl FnMut(&Engine) -> bool) {
+        self.wait_p2p(done, MaySleep::No);
+    }
+
+    fn wait_p2p(&mut self, mut done: impl FnMut(&Engine) -> bool, may_sleep: MaySleep) {
         if !self.adaptive_spin {
-            self.wait_spinning(done, 0, |_| false);
+            self.wait_spinning(done, 0, |_| false, may_sleep);
             return;
         }
         if !self.colocated.is_empty() && !done(self) && !self.spin_may_help() {
-            self.wait_spinning(done, 0, |_| false);
+            self.wait_spinning(done, 0, |_| false, may_sleep);
             return;
         }
         self.p2p_waits = self.p2p_waits.wrapping_add(1);
@@ -135,7 +188,7 @@ impl Engine {
         } else {
             self.p2p_spin_ns
         };
-        let got = self.wait_spinning(done, budget, |_| false);
+        let got = self.wait_spinning(done, budget, |_| false, may_sleep);
         self.p2p_spin_ns = learned_spin_ns(self.p2p_spin_ns, budget, got);
     }
 
@@ -151,6 +204,39 @@ impl Engine {
         waits_off_my_core(waited_on, &self.colocated)
     }
 
+    /// Whether a wait may sleep now: everything it could wait for rings this rank's bell.
+    /// Not with a network endpoint (its sockets ring no bell: waits with network peers
+    /// yield), nor with work of its own stuck (a ring full towards a peer, which frees room
+    /// without ringing, a CMA read to do), nor with file operations in flight.
+    fn can_sleep(&self) -> bool {
+        self.shm.is_some()
+            && self.net.is_none()
+            && self.core.outq_len == 0
+            && self.core.deferred_reads.is_empty()
+            && self.io_ops.is_empty()
+    }
+
+    /// One sleep of a wait: announce it, look once more for work (`progress`, `done`), and
+    /// sleep on the bell until a peer's delivery rings it or `WEFT_BLOCK_SLEEP_MS` passes. True when
+    /// the last look found work (then it did not sleep). See `ShmNode::sleep_prepare` for
+    /// why no wake-up is lost.
+    fn sleep_once(&mut self, done: &mut impl FnMut(&Engine) -> bool) -> bool {
+        let Some(shm) = self.shm.as_ref() else {
+            return false;
+        };
+        let bell = shm.sleep_prepare();
+        if self.progress() || done(self) {
+            if let Some(shm) = self.shm.as_ref() {
+                shm.sleep_cancel();
+            }
+            return true;
+        }
+        if let Some(shm) = self.shm.as_mut() {
+            shm.sleep(bell, self.sleep_max);
+        }
+        false
+    }
+
     /// The wait loop. An idle stretch is the polls since the last progress. A rank that
     /// yields when idle first spins for `spin_ns` of each stretch. A rank with a
     /// core of its own spins through the spin window (`WEFT_YIELD_AFTER_US`): a reply is
@@ -158,39 +244,69 @@ impl Engine {
     /// for a whole time slice. After the window, or at once when the node has more ranks
     /// than cores, it yields on every idle poll. The clock is read only every few hundred
     /// idle polls (every 32 in a yielding rank's spin), so a short wait never reads it.
+    ///
+    /// Sleeping (`WEFT_BLOCK`, when `may_sleep` and [`Engine::can_sleep`]): `on` sleeps at
+    /// the first idle poll; `auto` sleeps once the stretch has yielded for
+    /// `WEFT_BLOCK_AFTER_US`, or (a rank that yields at once: more ranks than cores) instead
+    /// of yielding at all while a yield of the last
+    /// [`SHARED_CORE_FOR`] kept the rank off its core for [`SHARED_CORE_YIELD`] (other work
+    /// wants the core: a rank that keeps yielding to a program that spins gets the core
+    /// back for a moment now and then, while a sleeper woken by its peer is run at once by
+    /// the scheduler). The spin before stays: a wait answered within it (partners running
+    /// at the same time) never pays a wake-up, which costs tens of microseconds in a VM.
+    ///
+    /// Liveness goes by the clock: every [`LIVENESS_PERIOD`] of a yielding or sleeping
+    /// stretch (a sleep lasts at most `WEFT_BLOCK_SLEEP_MS`), every [`LIVENESS_PERIOD_SPINNING`] of
+    /// a spinning one, the peers the wait depends on are checked, however rarely the rank
+    /// gets its core.
     fn wait_spinning(
         &mut self,
         mut done: impl FnMut(&Engine) -> bool,
         spin_ns: u32,
         keep_core: impl Fn(&Engine) -> bool,
+        may_sleep: MaySleep,
     ) -> Spun {
+        use std::time::Instant;
         let mut idle: u32 = 0;
         let mut spun = Spun::Never;
+        let may_sleep = may_sleep == MaySleep::Yes && self.block_mode != BlockMode::Never;
         // The end of this stretch's spin (a yielding rank's), once the clock was read.
-        let mut spin_end: Option<std::time::Instant> = None;
+        let mut spin_end: Option<Instant> = None;
         let mut spinning = spin_ns > 0;
-        let mut spin_until: Option<std::time::Instant> = None;
+        let mut spin_until: Option<Instant> = None;
         let mut yielding = self.yield_when_idle;
         // Keeping the core (`keep_core`) ends for good after KEEP_CORE_MAX of one wait.
         let mut keeping = true;
-        let mut keep_until: Option<std::time::Instant> = None;
+        let mut keep_until: Option<Instant> = None;
+        // When this stretch started yielding, and when the peers were last checked (the
+        // first reading of the clock starts the period: a shorter wait checks nothing).
+        let mut yield_since: Option<Instant> = None;
+        let mut last_check: Option<Instant> = None;
         while !done(self) {
             if self.progress() {
                 idle = 0;
                 spin_until = None;
                 spin_end = None;
+                yield_since = None;
                 spinning = spin_ns > 0;
                 yielding = self.yield_when_idle;
                 continue;
             }
             idle = idle.wrapping_add(1);
+            if may_sleep && self.block_mode == BlockMode::Now && self.can_sleep() {
+                spun = Spun::Yielded;
+                if !self.sleep_once(&mut done) {
+                    self.check_peers_by_clock(&mut last_check, LIVENESS_PERIOD);
+                }
+                continue;
+            }
             if yielding && spinning {
                 if spun == Spun::Never {
                     spun = Spun::Enough;
                 }
                 idle_pause(idle);
                 if idle.is_multiple_of(P2P_POLLS_PER_CLOCK_READ) {
-                    let now = std::time::Instant::now();
+                    let now = Instant::now();
                     match spin_end {
                         None => {
                             spin_end = Some(now + std::time::Duration::from_nanos(spin_ns.into()))
@@ -204,15 +320,17 @@ impl Engine {
             if !yielding {
                 idle_pause(idle);
                 if idle.is_multiple_of(POLLS_PER_CLOCK_READ) {
+                    let now = Instant::now();
                     if !self.never_yield {
-                        let now = std::time::Instant::now();
                         match spin_until {
                             None => spin_until = Some(now + self.spin_window),
                             Some(t) if now >= t => yielding = true,
                             Some(_) => {}
                         }
                     }
-                    if idle.is_multiple_of(LIVENESS_EVERY_SPINS) {
+                    let last = *last_check.get_or_insert(now);
+                    if now.duration_since(last) >= LIVENESS_PERIOD_SPINNING {
+                        last_check = Some(now);
                         self.check_peers();
                     }
                 }
@@ -221,7 +339,7 @@ impl Engine {
             if keeping && keep_core(self) {
                 idle_pause(idle);
                 if idle.is_multiple_of(P2P_POLLS_PER_CLOCK_READ) {
-                    let now = std::time::Instant::now();
+                    let now = Instant::now();
                     match keep_until {
                         None => keep_until = Some(now + KEEP_CORE_MAX),
                         Some(t) if now >= t => keeping = false,
@@ -231,13 +349,51 @@ impl Engine {
                 continue;
             }
             spun = Spun::Yielded;
+            let before = Instant::now();
+            let since = *yield_since.get_or_insert(before);
+            // Only where waits yield at once (more ranks than cores, `WEFT_YIELD=on`): a rank
+            // with a core of its own sleeps only after its spin and `WEFT_BLOCK_AFTER_US` of
+            // yielding, longer than a wake-up takes (about 140 us in a loaded VM here), or two
+            // partners that both fall asleep once wake each other on every exchange (np 2,
+            // 8 B collectives beside two busy processes: 0.3 -> 140 us).
+            let shared = self.yield_when_idle && self.core_shared_until.is_some_and(|t| before < t);
+            if may_sleep
+                && (shared || before.duration_since(since) >= self.block_after)
+                && self.can_sleep()
+            {
+                if !self.sleep_once(&mut done) {
+                    self.check_peers_by_clock(&mut last_check, LIVENESS_PERIOD);
+                }
+                continue;
+            }
             self.idle_yields += 1;
             std::thread::yield_now();
-            if idle.is_multiple_of(LIVENESS_EVERY_YIELDS) {
+            let after = Instant::now();
+            if self.block_mode != BlockMode::Never {
+                self.core_shared_until = (after.duration_since(before) >= SHARED_CORE_YIELD)
+                    .then(|| after + SHARED_CORE_FOR);
+            }
+            let last = *last_check.get_or_insert(after);
+            if after.duration_since(last) >= LIVENESS_PERIOD {
+                last_check = Some(after);
                 self.check_peers();
             }
         }
         spun
+    }
+
+    /// Checks the peers when `period` has passed since `last` (the first call starts it).
+    fn check_peers_by_clock(
+        &mut self,
+        last: &mut Option<std::time::Instant>,
+        period: std::time::Duration,
+    ) {
+        let now = std::time::Instant::now();
+        let l = *last.get_or_insert(now);
+        if now.duration_since(l) >= period {
+            *last = Some(now);
+            self.check_peers();
+        }
     }
 
     /// Waits for one request to complete.

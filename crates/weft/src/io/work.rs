@@ -243,7 +243,7 @@ impl<'a> IoRequest<'a> {
                 let mut e = engine.borrow_mut();
                 e.clear_advancing();
                 let s = shared.clone();
-                e.wait_until(move |_| s.done.get());
+                e.wait_until_polled(move |_| s.done.get());
             }
         }
     }
