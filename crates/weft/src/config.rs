@@ -273,8 +273,8 @@ impl Config {
         };
         let block_mode = match values.text("WEFT_BLOCK").as_deref() {
             Some("on") => BlockMode::Now,
-            Some("off") => BlockMode::Never,
-            _ => BlockMode::Auto,
+            Some("auto") => BlockMode::Auto,
+            _ => BlockMode::Never,
         };
         let bind = match values.text("WEFT_BIND").as_deref().map(str::trim) {
             Some("core") => BindMode::Core,

@@ -13,8 +13,8 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_BLOCK",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
-        default: "auto",
-        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do: auto = once a wait has yielded for WEFT_BLOCK_AFTER_US, or, on a node with more ranks than cores, instead of yielding while a recent yield showed other work on the core; the spin before stays, so a rank answered quickly never pays a wake-up and one waiting long gives its core away; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS before the wait checks its peers are alive and sleeps again. Waits on network peers (TCP, UCX), on a full ring, on one-sided and file operations yield instead of sleeping",
+        default: "off",
+        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do: auto = once a wait has yielded for WEFT_BLOCK_AFTER_US, or, on a node with more ranks than cores, instead of yielding while a recent yield showed other work on the core; the spin before stays, so a rank answered quickly never pays a wake-up and one waiting long gives its core away; on = as soon as a wait finds nothing to do; off (the default until auto is measured on an idle two-rank node) = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS before the wait checks its peers are alive and sleeps again. Waits on network peers (TCP, UCX), on a full ring, on one-sided and file operations yield instead of sleeping",
     },
     Knob {
         name: "WEFT_BLOCK_AFTER_US",
