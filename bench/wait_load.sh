@@ -1,6 +1,6 @@
 #!/bin/sh
-# Waiting under load: weft with sleeping waits off (WEFT_BLOCK=off: spin, then yield, the
-# policy before sleeping waits) against the default (WEFT_BLOCK=auto), Open MPI and MPICH,
+# Waiting under load: weft with sleeping waits off (WEFT_BLOCK=off, the default: spin, then yield)
+# against WEFT_BLOCK=auto, Open MPI and MPICH,
 # quiet and with N busy processes beside the job, in one run: per repetition every
 # (load, np) cell runs each library in turn (the order alternates between repetitions).
 # Programs: bench/c/pingpong.c and bench/c/coll_lat.c (OSU-style P50s, us). Output: a table
