@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::coll::{Op, TypeKind};
 use weft::{Comm, ErrorKind};
 

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::ErrorKind;
 
 const CHILD: &str = "WEFT_TEST_IDUP_DEAD_CHILD";

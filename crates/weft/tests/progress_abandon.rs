@@ -7,7 +7,6 @@
 mod common;
 
 use std::sync::mpsc;
-use std::time::Duration;
 use weft::coll::Tuning;
 use weft::{Comm, ErrorKind};
 

@@ -9,7 +9,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 
