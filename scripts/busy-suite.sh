@@ -84,7 +84,9 @@ for run in $(seq 1 "$runs"); do
         fails=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | sort -u | tr '\n' ' ')
         bins=$(grep -o 'to rerun pass `[^`]*`' "$log" | sed 's/to rerun pass //; s/`//g' |
             tr '\n' ';')
-        notes+=("exit $code; failed: ${fails:-?} (${bins:-no rerun line})")
+        # In-process ranks end their test process on a panic, without a FAILED line.
+        panics=$(grep -h 'panicked' "$log" | head -3 | tr '\n' ';')
+        notes+=("exit $code; failed: ${fails:-?} (${bins:-no rerun line}) ${panics}")
     fi
     left_shm=$(comm -13 <(echo "$shm_before") <(shm_entries) | tr '\n' ' ')
     if [ -n "${left_shm// /}" ]; then
