@@ -545,8 +545,12 @@ impl Endpoint {
 
     /// Receive buffer size for a connection to a peer in the given mode: the largest frame
     /// it is asked to send plus room for the start of the next.
-    fn rbuf_bytes(&self, fast: bool) -> usize {
-        receive_buffer_bytes(&self.limits, self.small_fragment_bytes, fast)
+    /// A new connection's receive buffer: sized for small fragments even when its peer is
+    /// already in high-speed mode (a connection opened late, a second one when both sides
+    /// dialled at once). Large fragments go straight into their receive memory; the buffer
+    /// grows only when one cannot, so memory stays bounded however connections race.
+    fn new_rbuf_bytes(&self) -> usize {
+        receive_buffer_bytes(&self.limits, self.small_fragment_bytes, false)
     }
 
     /// Counts traffic from `peer`; switches it to high-speed mode past the threshold while
@@ -654,7 +658,7 @@ impl Endpoint {
                 stream,
                 Some(peer),
                 Phase::Connecting { addr: a },
-                self.rbuf_bytes(self.fast[p]),
+                self.new_rbuf_bytes(),
             );
             conn.outbound = true;
             conn.remote = Some(addr);
@@ -853,7 +857,7 @@ impl Endpoint {
                         stream,
                         Some(peer),
                         Phase::Connecting { addr: a },
-                        self.rbuf_bytes(self.fast[p]),
+                        self.new_rbuf_bytes(),
                     );
                     conn.outbound = true;
                     conn.remote = Some(addr);
@@ -1269,7 +1273,7 @@ impl Endpoint {
     }
 
     fn opened_rail(&mut self, ci: usize, peer: u32) {
-        let want = self.rbuf_bytes(self.fast[peer as usize]);
+        let want = self.new_rbuf_bytes();
         let conn = self.conns[ci].as_mut().expect("live connection");
         conn.phase = Phase::Open;
         if conn.rbuf.len() < want {
@@ -1280,7 +1284,7 @@ impl Endpoint {
     }
 
     fn opened(&mut self, ci: usize, peer: u32) {
-        let want = self.rbuf_bytes(self.fast[peer as usize]);
+        let want = self.new_rbuf_bytes();
         let conn = self.conns[ci].as_mut().expect("live connection");
         conn.phase = Phase::Open;
         if conn.rbuf.len() < want {
