@@ -22,8 +22,8 @@ pub enum YieldMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockMode {
     /// Only while other programs compete for the cores (`crate::node_load`): where a rank
-    /// yields at once, instead of yielding; else after the spin and `WEFT_BLOCK_AFTER_US`
-    /// of yielding. Whatever the load after a long idle wait.
+    /// yields at once, instead of yielding once a yield lost the core; else after the spin
+    /// and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long idle wait.
     Auto,
     /// As soon as a wait finds nothing to do.
     Now,

@@ -8,8 +8,9 @@
 //! 558 -> 45 us, allreduce 1 MiB 5282 -> 295 us; np 4: barrier 2968 -> 49 us). Without such
 //! programs it loses: on a node with more ranks than cores a yield hands the core to one of
 //! our own peers sooner than a futex wake-up does (np 4 on 2 cores, idle: barrier 1.8 ->
-//! 61 us). So a wait sleeps only while others compete ([`others_compete`]), or once it has
-//! waited so long ([`IDLE_SLEEP_AFTER`]) that a wake-up's cost no longer counts.
+//! 61 us). So a wait sleeps only while others compete ([`others_compete`]) and its yields
+//! do not get the core back soon ([`auto_sleeps`]), or once it has waited so long
+//! ([`IDLE_SLEEP_AFTER`]) that a wake-up's cost no longer counts.
 //!
 //! The load is the kernel's count of runnable tasks on the node (the fourth field of
 //! `/proc/loadavg`, `running/total`: the same `nr_running` as `procs_running` in
@@ -42,8 +43,9 @@ impl NodeLoad {
     /// when it may use every online core, else their share (rounded up) of the cores it
     /// may use (the count is node-wide; a process bound to a few cores sees only some).
     pub fn others_on_my_cores(&self) -> u32 {
-        let online = self.online_cores.max(self.usable_cores).max(1) as u64;
-        let share = (self.others() as u64 * self.usable_cores as u64).div_ceil(online);
+        let usable = self.usable_cores.max(1) as u64;
+        let online = (self.online_cores as u64).max(usable);
+        let share = (self.others() as u64 * usable).div_ceil(online);
         share.min(u32::MAX as u64) as u32
     }
 }
@@ -67,31 +69,74 @@ pub const IDLE_SLEEP_AFTER: Duration = Duration::from_millis(20);
 /// only): runnable tasks change by the scheduler's time slice, a few milliseconds.
 pub const LOAD_SAMPLE_PERIOD: Duration = Duration::from_millis(2);
 
+/// A yield that kept the rank off its core at least this long handed the core to other
+/// work for a time slice (a yield to nobody returns in about a microsecond, one to a rank of
+/// the job that soon waits again in a few). While others compete, a rank that yields at
+/// once takes the core as lost for the next [`CORE_LOST_FOR`].
+pub const YIELD_LOST_CORE: Duration = Duration::from_micros(50);
+
+/// How long a core found lost to a yield ([`YIELD_LOST_CORE`]) is taken to stay so.
+pub const CORE_LOST_FOR: Duration = Duration::from_millis(50);
+
 /// Whether a wait under `WEFT_BLOCK=auto` that has yielded for `yielded_for` sleeps now
 /// (where it would yield again). `compete` is [`others_compete`] of a recent reading (None:
 /// not read, which the caller does only when the answer depends on it, see
 /// [`auto_needs_load`]); `yields_at_once`: the rank yields without spinning first (more
-/// ranks than cores on the node, or `WEFT_YIELD=on`); `block_after`: `WEFT_BLOCK_AFTER_US`.
+/// ranks than cores on the node, or `WEFT_YIELD=on`); `core_lost`: a yield of the last
+/// [`CORE_LOST_FOR`] kept the rank off its core for [`YIELD_LOST_CORE`]; `block_after`:
+/// `WEFT_BLOCK_AFTER_US`.
 ///
-/// While others compete, a rank that yields at once sleeps at once (each yield may hand
-/// the core to the competitor for a whole time slice), and one with a core of its own
-/// after `block_after` of yielding (longer than a wake-up takes, or two partners that both
-/// fall asleep once wake each other on every exchange: np 2, 8 B collectives beside two
-/// busy processes, 0.3 -> 140 us). While nobody else competes it keeps yielding, until
-/// [`IDLE_SLEEP_AFTER`].
+/// Only while others compete: a rank that yields at once sleeps at once when its yields
+/// lose the core (each may hand it to the competitor for a whole time slice, while a
+/// sleeper woken by its peer is run at once), and a rank with a core of its own after
+/// `block_after` of yielding (longer than a wake-up takes, or two partners that both fall
+/// asleep once wake each other on every exchange: np 2, 8 B collectives beside two busy
+/// processes, 0.3 -> 140 us). Without competitors a wait keeps yielding (to its own
+/// peers, faster than a wake-up) until [`IDLE_SLEEP_AFTER`].
 pub fn auto_sleeps(
     compete: Option<bool>,
     yields_at_once: bool,
+    core_lost: bool,
     yielded_for: Duration,
     block_after: Duration,
 ) -> bool {
     yielded_for >= IDLE_SLEEP_AFTER
-        || (compete == Some(true) && (yields_at_once || yielded_for >= block_after))
+        || (compete == Some(true) && ((yields_at_once && core_lost) || yielded_for >= block_after))
 }
 
 /// Whether [`auto_sleeps`] needs the load for these inputs (a wait reads it only then).
-pub fn auto_needs_load(yields_at_once: bool, yielded_for: Duration, block_after: Duration) -> bool {
-    yielded_for < IDLE_SLEEP_AFTER && (yields_at_once || yielded_for >= block_after)
+pub fn auto_needs_load(
+    yields_at_once: bool,
+    core_lost: bool,
+    yielded_for: Duration,
+    block_after: Duration,
+) -> bool {
+    yielded_for < IDLE_SLEEP_AFTER && ((yields_at_once && core_lost) || yielded_for >= block_after)
+}
+
+/// The longest a learned `WEFT_BLOCK_AFTER_US` grows ([`learned_block_after`]).
+pub const BLOCK_AFTER_MAX: Duration = Duration::from_millis(5);
+
+/// The yielding time before a sleep of a rank with a core of its own, after a sleep that
+/// lasted `slept` (`rung`: ended by a peer's delivery), learned as an adaptive lock learns
+/// its spin: a sleep rung sooner than the rank had yielded before it (`current`) would
+/// have been caught by yielding that long again, so the next wait yields twice as long (up
+/// to [`BLOCK_AFTER_MAX`]) before it sleeps; a longer sleep (or one that timed out) halves
+/// it back towards `base` (`WEFT_BLOCK_AFTER_US`). Two partners of a ping-pong on a loaded
+/// node otherwise settle into both falling asleep on every exchange and waking each other
+/// (np 2, 8 B, 13 other runnable tasks on 2 cores: 0.19 -> 131 us), where yielding
+/// partners keep meeting.
+pub fn learned_block_after(
+    current: Duration,
+    base: Duration,
+    slept: Duration,
+    rung: bool,
+) -> Duration {
+    if rung && slept < current.max(base) {
+        (current.max(base) * 2).min(BLOCK_AFTER_MAX.max(base))
+    } else {
+        (current / 2).max(base)
+    }
 }
 
 /// The runnable tasks of a `/proc/loadavg` text (`0.52 0.58 0.59 3/456 12345`: the numerator
@@ -223,23 +268,27 @@ mod tests {
     }
 
     #[test]
-    fn auto_sleeps_at_once_only_where_ranks_yield_at_once_and_others_compete() {
+    fn auto_sleeps_at_once_only_where_yields_lose_the_core_to_competitors() {
         let after = Duration::from_micros(200);
         let us = Duration::from_micros;
-        // Yielding at once (oversubscribed): sleep at once under competition, never before
-        // the long idle time without.
-        assert!(auto_sleeps(Some(true), true, us(0), after));
-        assert!(!auto_sleeps(Some(false), true, us(0), after));
-        assert!(!auto_sleeps(Some(false), true, us(19_999), after));
-        assert!(!auto_sleeps(None, true, us(0), after));
+        // Yielding at once (oversubscribed): sleep at once under competition when a yield
+        // lost the core; never before the long idle time without competitors.
+        assert!(auto_sleeps(Some(true), true, true, us(0), after));
+        assert!(!auto_sleeps(Some(true), true, false, us(0), after));
+        assert!(auto_sleeps(Some(true), true, false, us(200), after));
+        assert!(!auto_sleeps(Some(false), true, true, us(0), after));
+        assert!(!auto_sleeps(Some(false), true, true, us(19_999), after));
+        assert!(!auto_sleeps(None, true, true, us(0), after));
         // A core of its own: only after block_after of yielding, under competition.
-        assert!(!auto_sleeps(Some(true), false, us(199), after));
-        assert!(auto_sleeps(Some(true), false, us(200), after));
-        assert!(!auto_sleeps(Some(false), false, us(5_000), after));
+        assert!(!auto_sleeps(Some(true), false, true, us(199), after));
+        assert!(auto_sleeps(Some(true), false, false, us(200), after));
+        assert!(!auto_sleeps(Some(false), false, true, us(5_000), after));
         // Long idle: sleep whatever the load.
         for c in [None, Some(false), Some(true)] {
             for at_once in [false, true] {
-                assert!(auto_sleeps(c, at_once, IDLE_SLEEP_AFTER, after));
+                for lost in [false, true] {
+                    assert!(auto_sleeps(c, at_once, lost, IDLE_SLEEP_AFTER, after));
+                }
             }
         }
     }
@@ -248,21 +297,56 @@ mod tests {
     fn the_load_is_read_only_where_the_decision_needs_it() {
         let after = Duration::from_micros(200);
         let us = Duration::from_micros;
-        assert!(auto_needs_load(true, us(0), after));
-        assert!(!auto_needs_load(false, us(100), after), "own core, early");
-        assert!(auto_needs_load(false, us(200), after));
-        assert!(!auto_needs_load(true, IDLE_SLEEP_AFTER, after), "long idle");
+        assert!(auto_needs_load(true, true, us(0), after));
+        assert!(
+            !auto_needs_load(true, false, us(0), after),
+            "yields keep the core"
+        );
+        assert!(
+            !auto_needs_load(false, true, us(100), after),
+            "own core, early"
+        );
+        assert!(auto_needs_load(false, false, us(200), after));
+        assert!(
+            !auto_needs_load(true, true, IDLE_SLEEP_AFTER, after),
+            "long idle"
+        );
         // Wherever the load is not read, the answer does not depend on it.
         for y in [us(0), us(100), us(200), us(5_000), IDLE_SLEEP_AFTER] {
             for at_once in [false, true] {
-                if !auto_needs_load(at_once, y, after) {
-                    assert_eq!(
-                        auto_sleeps(Some(true), at_once, y, after),
-                        auto_sleeps(Some(false), at_once, y, after)
-                    );
+                for lost in [false, true] {
+                    if !auto_needs_load(at_once, lost, y, after) {
+                        assert_eq!(
+                            auto_sleeps(Some(true), at_once, lost, y, after),
+                            auto_sleeps(Some(false), at_once, lost, y, after)
+                        );
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn short_woken_sleeps_lengthen_the_yield_before_sleeping_and_long_ones_shorten_it() {
+        let us = Duration::from_micros;
+        let base = us(200);
+        // Woken sooner than it had yielded: yield twice as long next time, up to the cap.
+        let mut a = learned_block_after(base, base, us(50), true);
+        assert_eq!(a, us(400));
+        for _ in 0..10 {
+            a = learned_block_after(a, base, us(50), true);
+        }
+        assert_eq!(a, BLOCK_AFTER_MAX);
+        // A long sleep, a timeout: halve back to the base, never below.
+        assert_eq!(
+            learned_block_after(a, base, us(6_000), true),
+            BLOCK_AFTER_MAX / 2
+        );
+        assert_eq!(learned_block_after(us(400), base, us(50), false), base);
+        assert_eq!(learned_block_after(base, base, us(10_000), true), base);
+        // A base above the cap stays the base.
+        let big = Duration::from_millis(50);
+        assert_eq!(learned_block_after(big, big, us(50), true), big);
     }
 
     #[test]

@@ -62,7 +62,10 @@ fn one_node_job(
 /// Runs test `test` (which calls `body` when `child_var` is set) as an `np`-process job on
 /// one node with knobs `vars`, and checks every rank succeeded.
 fn one_node_procs(test: &str, child_var: &str, np: u32, vars: &[(&str, &str)]) {
-    let job = format!("blk{}n{np}", std::process::id());
+    // Tests run at once in one process: each job its own id.
+    static JOBS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let job = format!("blk{}j{n}n{np}", std::process::id());
     let nodes = vec![0; np as usize];
     let outputs = common::run_procs(
         test,

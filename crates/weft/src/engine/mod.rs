@@ -187,6 +187,12 @@ pub(crate) struct Engine {
     /// the next reading is due.
     others_compete: bool,
     next_load_sample: Option<std::time::Instant>,
+    /// `WEFT_BLOCK=auto`, a rank with a core of its own: how long a wait yields before it
+    /// sleeps, learned from its sleeps (`node_load::learned_block_after`), from
+    /// `block_after` up.
+    block_after_learned: std::time::Duration,
+    /// Until when this rank's core is taken as lost to a yield (`node_load::auto_sleeps`).
+    core_lost_until: Option<std::time::Instant>,
     /// Cores this process may use and cores online (`crate::node_load::NodeLoad`).
     usable_cores: u32,
     online_cores: u32,
@@ -403,6 +409,8 @@ impl Engine {
                 .flatten(),
             others_compete: false,
             next_load_sample: None,
+            core_lost_until: None,
+            block_after_learned: std::time::Duration::from_micros(config.block_after_us),
             usable_cores: crate::node_load::usable_cores(),
             online_cores: crate::node_load::online_cores(),
             p2p_received_at_once: 0,

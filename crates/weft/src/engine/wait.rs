@@ -237,13 +237,13 @@ impl Engine {
     /// idle polls (every 32 in a yielding rank's spin), so a short wait never reads it.
     ///
     /// Sleeping (`WEFT_BLOCK`, when `may_sleep` and [`Engine::can_sleep`]): `on` sleeps at
-    /// the first idle poll; `auto` sleeps once the stretch has yielded for
-    /// `WEFT_BLOCK_AFTER_US`, or (a rank that yields at once: more ranks than cores) instead
-    /// of yielding at all while a yield of the last
-    /// [`SHARED_CORE_FOR`] kept the rank off its core for [`SHARED_CORE_YIELD`] (other work
-    /// wants the core: a rank that keeps yielding to a program that spins gets the core
-    /// back for a moment now and then, while a sleeper woken by its peer is run at once by
-    /// the scheduler). The spin before stays: a wait answered within it (partners running
+    /// the first idle poll; `auto` sleeps where it would yield when
+    /// [`node_load::auto_sleeps`] says so (other programs compete for the cores and the
+    /// stretch has yielded for `WEFT_BLOCK_AFTER_US`, or, a rank that yields at once, a
+    /// recent yield lost the core; or the stretch has yielded for
+    /// [`node_load::IDLE_SLEEP_AFTER`]): a rank that keeps yielding to a program that spins
+    /// gets the core back for a moment now and then, while a sleeper woken by its peer is run
+    /// at once by the scheduler. The spin before stays: a wait answered within it (partners running
     /// at the same time) never pays a wake-up, which costs tens of microseconds in a VM.
     ///
     /// Liveness goes by the clock: every [`LIVENESS_PERIOD`] of a yielding or sleeping
@@ -347,7 +347,17 @@ impl Engine {
                 && (self.block_mode == BlockMode::Now
                     || self.auto_sleeps_now(before, before.duration_since(since)))
             {
+                let rung_before = self.shm.as_ref().map_or(0, |s| s.sleeps_woken());
                 if !self.sleep_once(&mut done) {
+                    if self.block_mode == BlockMode::Auto && !self.yield_when_idle {
+                        let rung = self.shm.as_ref().map_or(0, |s| s.sleeps_woken()) > rung_before;
+                        self.block_after_learned = node_load::learned_block_after(
+                            self.block_after_learned,
+                            self.block_after,
+                            before.elapsed(),
+                            rung,
+                        );
+                    }
                     self.check_peers_by_clock(&mut last_check, LIVENESS_PERIOD);
                 }
                 continue;
@@ -355,6 +365,10 @@ impl Engine {
             self.idle_yields += 1;
             std::thread::yield_now();
             let after = Instant::now();
+            if self.block_mode == BlockMode::Auto {
+                self.core_lost_until = (after.duration_since(before) >= node_load::YIELD_LOST_CORE)
+                    .then(|| after + node_load::CORE_LOST_FOR);
+            }
             let last = *last_check.get_or_insert(after);
             if after.duration_since(last) >= LIVENESS_PERIOD {
                 last_check = Some(after);
@@ -373,10 +387,12 @@ impl Engine {
         yielded_for: std::time::Duration,
     ) -> bool {
         let at_once = self.yield_when_idle;
-        let compete = node_load::auto_needs_load(at_once, yielded_for, self.block_after)
+        let lost = self.core_lost_until.is_some_and(|t| now < t);
+        let after = self.block_after_learned;
+        let compete = node_load::auto_needs_load(at_once, lost, yielded_for, after)
             .then(|| self.others_compete_at(now))
             .flatten();
-        node_load::auto_sleeps(compete, at_once, yielded_for, self.block_after)
+        node_load::auto_sleeps(compete, at_once, lost, yielded_for, after)
     }
 
     /// Whether programs other than this job's ranks compete for this rank's cores, from a
