@@ -68,7 +68,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             s2.put("k", b"v").unwrap();
         });
-        assert_eq!(s.get("k", Duration::from_secs(5)).unwrap(), b"v");
+        // Only the put ends this get: its timeout is a hang catcher.
+        assert_eq!(s.get("k", Duration::from_secs(600)).unwrap(), b"v");
         t.join().unwrap();
         s.put("k", b"w").unwrap();
         assert_eq!(s.get("k", Duration::ZERO).unwrap(), b"w");
@@ -94,7 +95,7 @@ mod tests {
                     std::thread::spawn(move || {
                         for round in 0..3 {
                             s.put(&format!("{round}/{r}"), &[r as u8]).unwrap();
-                            s.barrier("b", n, Duration::from_secs(10)).unwrap();
+                            s.barrier("b", n, Duration::from_secs(600)).unwrap();
                             // After the barrier every rank's key of this round exists.
                             for p in 0..n {
                                 let v = s.get(&format!("{round}/{p}"), Duration::ZERO).unwrap();
@@ -118,17 +119,35 @@ mod tests {
         assert!(e.message().contains("1 of 2"), "{e}");
         // The timed-out caller withdrew, so two new callers complete it.
         let s2 = Arc::clone(&s);
-        let t = std::thread::spawn(move || s2.barrier("b", 2, Duration::from_secs(5)));
-        s.barrier("b", 2, Duration::from_secs(5)).unwrap();
+        let long = Duration::from_secs(600);
+        let t = std::thread::spawn(move || s2.barrier("b", 2, long));
+        s.barrier("b", 2, long).unwrap();
         t.join().unwrap().unwrap();
 
+        // A caller with another count while one waits is refused and does not count: the
+        // waiter still needs exactly two more. The waiter is seen waiting before the other
+        // call (no pause that hopes for it); its timeout only catches a hang.
         let s2 = Arc::clone(&s);
-        let t = std::thread::spawn(move || s2.barrier("c", 3, Duration::from_millis(300)));
-        std::thread::sleep(Duration::from_millis(50));
+        let t = std::thread::spawn(move || s2.barrier("c", 3, long));
+        let deadline = Instant::now() + long;
+        while s.table.waiting_at("c") == 0 {
+            assert!(Instant::now() < deadline, "the first caller never arrived");
+            std::thread::yield_now();
+        }
         let e = s.barrier("c", 2, Duration::from_secs(1)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
         assert!(e.message().contains("count 2 differs"), "{e}");
-        assert_eq!(t.join().unwrap().unwrap_err().kind(), ErrorKind::Timeout);
+        assert_eq!(s.table.waiting_at("c"), 1, "the refused caller counted");
+        let s3 = Arc::clone(&s);
+        let second = std::thread::spawn(move || s3.barrier("c", 3, long));
+        while s.table.waiting_at("c") < 2 {
+            assert!(Instant::now() < deadline, "the second caller never arrived");
+            std::thread::yield_now();
+        }
+        assert!(!t.is_finished(), "released with two of three callers");
+        s.barrier("c", 3, long).unwrap();
+        t.join().unwrap().unwrap();
+        second.join().unwrap().unwrap();
         assert_eq!(
             s.barrier("d", 0, Duration::ZERO).unwrap_err().kind(),
             ErrorKind::InvalidArgument

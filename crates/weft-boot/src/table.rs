@@ -196,6 +196,12 @@ impl Table {
         }
     }
 
+    /// Callers waiting at barrier `name` now (tests order their callers by it).
+    #[cfg(test)]
+    pub(crate) fn waiting_at(&self, name: &str) -> u32 {
+        self.lock().barriers.get(name).map_or(0, |b| b.arrived)
+    }
+
     pub(crate) fn record_abort(&self, record: AbortRecord) {
         self.lock().aborts.push(record);
         self.changed.notify_all();

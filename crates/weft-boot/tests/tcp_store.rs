@@ -343,16 +343,20 @@ fn connecting_retries_until_the_deadline_then_names_the_address() {
     let waited = t0.elapsed();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     assert!(e.message().contains(&addr), "{e}");
+    // Never before the 300 ms asked for; the upper bound is the default deadline (10 s),
+    // which a client that ignored the variable would have waited.
     assert!(
         waited >= Duration::from_millis(300) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
-    // A store that starts late is still reached within the deadline.
+    // A store that starts late is still reached within the deadline. The deadline is a
+    // hang catcher (a store that starts 200 ms late may start seconds late on a loaded
+    // machine); the first part above showed that it is kept.
     let secret = new_secret().unwrap();
     let vars2: HashMap<&str, String> = [
         ("WEFT_BOOT_ADDR", addr.clone()),
         ("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(&secret)),
-        ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "5000".to_owned()),
+        ("WEFT_BOOT_CONNECT_TIMEOUT_MS", "600000".to_owned()),
     ]
     .into_iter()
     .collect();

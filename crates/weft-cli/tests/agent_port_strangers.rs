@@ -55,7 +55,14 @@ fn silent_strangers_on_the_agent_port_do_not_stop_a_slow_start() {
     std::fs::set_permissions(&template, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let job = Command::new(WEFT)
-        .args(["run", "--hosts", "a:1,b:1", "--timeout", "60", "--launcher"])
+        .args([
+            "run",
+            "--hosts",
+            "a:1,b:1",
+            "--timeout",
+            "600",
+            "--launcher",
+        ])
         .arg(&template)
         .args(["/bin/sh", "-c", "echo rank $WEFT_RANK ran"])
         .stdin(Stdio::null())

@@ -15,7 +15,8 @@ fn job(n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
     spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), env.collect());
     spec.output = OutputMode::Capture;
     spec.tag_output = true;
-    spec.timeout = Some(Duration::from_secs(120));
+    // A hang catcher: lock-step ranks take minutes on a busy 2-core machine.
+    spec.timeout = Some(Duration::from_secs(600));
     let out = run_job(&spec).expect("launch");
     assert_no_leftovers(&out.job_id);
     out
@@ -121,7 +122,7 @@ fn killed_rank_ends_the_job_cleanly() {
         "failure line: {line:?}"
     );
     // The kill ended the job: without it reaching every rank the job would run into its
-    // 120 s timeout, whose failure line names no rank.
+    // 600 s timeout, whose failure line names no rank.
     // The job's ranks are gone: nothing runs from our rank binary with this job id.
     let ours = std::process::Command::new("pgrep")
         .args(["-f", "weft-itest-rank die-mid-exchange"])
@@ -143,7 +144,7 @@ fn dead_peer_is_an_error_not_a_hang() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    // A hang would end by the job's 120 s timeout, which `ok` refuses (code 124).
+    // A hang would end by the job's 600 s timeout, which `ok` refuses (code 124).
 }
 
 /// The CPUs of a `Cpus_allowed_list` value such as `0-3,8`.

@@ -397,8 +397,9 @@ mod tests {
         (p, rx, secret)
     }
 
+    /// Waits until `cond`; the 300 s only catch a hang (a loaded machine takes seconds).
     fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(300);
         while !cond() {
             assert!(Instant::now() < deadline, "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(5));

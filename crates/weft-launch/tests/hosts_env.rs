@@ -75,7 +75,7 @@ fn remote_ranks_get_named_variables_and_knobs_only() {
     ];
     spec.env = vec![("OMP_NUM_THREADS".into(), "3".into())];
     spec.output = OutputMode::Capture;
-    spec.timeout = Some(std::time::Duration::from_secs(60));
+    spec.timeout = Some(std::time::Duration::from_secs(600)); // a hang catcher
     spec.hosts = Some(HostsSpec {
         hosts: hosts
             .0

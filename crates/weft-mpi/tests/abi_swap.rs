@@ -12,7 +12,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 use weft_launch::{run_job, JobSpec, OutputMode};
 
 /// PyPI mpich's install prefix, checked to hold `bin/mpicc_abi` and `include/mpi_abi.h`.
@@ -145,7 +144,7 @@ fn mpich_abi_binaries_run_on_weft() {
         assert!(st.success(), "mpicc_abi {name}.c");
         let mut spec = JobSpec::new(3, &exe);
         spec.output = OutputMode::Capture;
-        spec.timeout = Some(Duration::from_secs(60));
+        spec.timeout = Some(common::JOB_TIMEOUT);
         spec.env = vec![(
             "LD_LIBRARY_PATH".into(),
             ours.join("lib").display().to_string(),

@@ -21,7 +21,7 @@ fn run_mode(prog: &Path, n: u32, mode: &str) -> weft_launch::JobOutcome {
     let mut spec = weft_launch::JobSpec::new(n, prog);
     spec.args = vec![mode.into()];
     spec.output = weft_launch::OutputMode::Capture;
-    spec.timeout = Some(std::time::Duration::from_secs(60));
+    spec.timeout = Some(common::JOB_TIMEOUT);
     spec.env = vec![("WEFT_TRANSPORTS".into(), "tcp".into())];
     let out = weft_launch::run_job(&spec).unwrap();
     let left: Vec<_> = std::fs::read_dir("/dev/shm")

@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 use weft_launch::{run_job, JobSpec, OutputMode};
 
 mod common;
@@ -45,7 +44,7 @@ fn run(program: &Path, n: u32, args: &[&str]) -> (i32, String, String) {
     let mut spec = JobSpec::new(n, program);
     spec.args = args.iter().map(Into::into).collect();
     spec.output = OutputMode::Capture;
-    spec.timeout = Some(Duration::from_secs(60));
+    spec.timeout = Some(common::JOB_TIMEOUT);
     let out = run_job(&spec).unwrap();
     let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()

@@ -135,14 +135,15 @@ fn build(name: &str, compiler: &str, sources: &[&str], flags: &[&str]) -> PathBu
     exe
 }
 
-/// Runs `program` with `weft run` at 1, 2, 3, 4 and 7 ranks (60 s each at most) in a
+/// Runs `program` with `weft run` at 1, 2, 3, 4 and 7 ranks (600 s each at most) in a
 /// directory of its own; every job must exit 0 and rank 0 report `<name>: ok at N ranks`.
 fn run_all(name: &str, program: &Path) {
     let wd = program.parent().unwrap().join("run");
     std::fs::create_dir_all(&wd).unwrap();
     for n in [1, 2, 3, 4, 7] {
         let out = Command::new(prefix().join("bin/weft"))
-            .args(["run", "--timeout", "60", "-n", &n.to_string()])
+            // A hang catcher: lock-step ranks take minutes on a busy 2-core machine.
+            .args(["run", "--timeout", "600", "-n", &n.to_string()])
             .arg(program)
             .current_dir(&wd)
             .output()

@@ -49,7 +49,7 @@ fn c11_generics_on_every_type_at_1_to_4_pes() {
     let exe = compile_with("c11", "tests/c", &["-std=c11", "-pedantic"]);
     for n in 1..=4 {
         // About a thousand barriers: 14 s at 4 PEs on 2 busy cores.
-        let out = job_within(&exe, n, &[], &[], Duration::from_secs(300));
+        let out = job_within(&exe, n, &[], &[], Duration::from_secs(900));
         assert_eq!(out.exit_code, 0, "{}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
@@ -181,7 +181,7 @@ fn a_killed_process_ends_the_sync_wait() {
     let exe = compile("sync", "tests/c");
     // The survivors wait in a barrier that never completes: the dead PE ends the job (the
     // engine's death check or the launcher), never the timeout, which only catches a hang.
-    let out = job_within(&exe, 3, &["die"], &[], Duration::from_secs(300));
+    let out = job_within(&exe, 3, &["die"], &[], Duration::from_secs(900));
     assert_ne!(out.exit_code, 0, "{}", text(&out));
     assert_ne!(out.exit_code, 124, "ended by the timeout: {}", text(&out));
     assert!(

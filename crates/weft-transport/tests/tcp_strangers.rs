@@ -56,6 +56,21 @@ fn eager(tag: i32) -> (Header, Vec<u8>) {
     (h, body)
 }
 
+/// How long a loop here waits for an event (a frame, an accept, a handshake step): a hang
+/// catcher only, since on loopback each takes milliseconds. Nothing here depends on how long
+/// anything takes; the loops that run for a time (ten handshake timeouts) only give a
+/// timeout the chance to fire, and pass the more surely the longer they run.
+const HANG: Duration = Duration::from_secs(300);
+
+/// Polls endpoint `who` alone until `done` holds of it; fails naming `what` after [`HANG`].
+fn poll_until(eps: &mut [Endpoint], who: usize, what: &str, done: impl Fn(&Endpoint) -> bool) {
+    let start = Instant::now();
+    while !done(&eps[who]) {
+        assert!(start.elapsed() < HANG, "{what}");
+        eps[who].poll(|_, _, _| {});
+    }
+}
+
 /// Sends one frame 0 -> 1 and pumps both until it arrives or `limit` (a hang catcher) passes;
 /// returns how long it took, or None.
 fn deliver(eps: &mut [Endpoint], tag: i32, limit: Duration) -> Option<Duration> {
@@ -81,40 +96,32 @@ fn deliver(eps: &mut [Endpoint], tag: i32, limit: Duration) -> Option<Duration> 
     None
 }
 
-fn pump_for(eps: &mut [Endpoint], d: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < d {
-        for ep in eps.iter_mut() {
-            ep.poll(|_, _, _| {});
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 #[test]
 fn a_stranger_claiming_a_rank_does_not_block_sends_to_it() {
     let mut eps = endpoints(2);
-    // The stranger's claim would only be dropped after 300 s: a send held up behind it does
-    // not get through in the 60 s `deliver` allows, however fast or loaded the machine.
+    // The stranger's claim would only be dropped after an hour: a send held up behind it
+    // does not get through in the time `deliver` allows, however fast or loaded the machine.
     for ep in &mut eps {
-        ep.set_timeouts(Duration::from_secs(300), Duration::from_secs(60));
+        ep.set_timeouts(Duration::from_secs(3600), Duration::from_secs(60));
     }
     // Anyone can send a HELLO claiming to be rank 1, then go silent.
     let mut s = TcpStream::connect(eps[0].addresses()[0]).unwrap();
     s.write_all(&handshake::hello(1, 0, &handshake::nonce().unwrap()))
         .unwrap();
-    let start = Instant::now();
-    while eps[0].unproven_count() == 0 && start.elapsed() < Duration::from_secs(60) {
-        eps[0].poll(|_, _, _| {});
-    }
+    // Rank 0 read the claim and challenged it: the claim stands while the send goes on.
+    poll_until(
+        &mut eps,
+        0,
+        "the stranger's HELLO was never answered",
+        |e| e.handshakes_waiting().1 == 1,
+    );
     assert_eq!(eps[0].unproven_count(), 1);
     // A stranger's claim must not cost every progress call an epoll_wait.
     assert!(
         !eps[0].busy(),
         "an unproven inbound connection made TCP busy"
     );
-    deliver(&mut eps, 3, Duration::from_secs(60))
-        .expect("a send to rank 1 stalled behind a stranger's claim");
+    deliver(&mut eps, 3, HANG).expect("a send to rank 1 stalled behind a stranger's claim");
     assert!(eps[0].take_lost().is_empty());
     drop(s);
 }
@@ -130,28 +137,31 @@ fn a_flood_of_silent_strangers_evicts_only_unproven_ones_and_a_cut_rank_dials_ag
     for _ in 0..cap {
         strangers.push(TcpStream::connect(addr).unwrap());
     }
-    let start = Instant::now();
-    while eps[1].unproven_count() < cap && start.elapsed() < Duration::from_secs(60) {
-        eps[1].poll(|_, _, _| {});
-    }
-    assert_eq!(eps[1].unproven_count(), cap);
-    // Rank 0 dials while more strangers arrive behind it: its connection becomes the oldest
-    // unproven one and is evicted before rank 1 reads its HELLO.
+    poll_until(&mut eps, 1, "the strangers were never taken", |e| {
+        e.unproven_count() == cap
+    });
+    // Rank 0 dials and its HELLO is out before more strangers arrive behind it: its
+    // connection becomes the oldest unproven one and is evicted before rank 1 reads it.
     let (h, body) = eager(9);
     assert!(!eps[0].try_send(1, &h, &[&body]));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_millis(200) {
-        eps[0].poll(|_, _, _| {});
-    }
+    poll_until(&mut eps, 0, "rank 0's HELLO never went out", |e| {
+        e.handshakes_waiting().0 == 1
+    });
     for _ in 0..cap + 16 {
         strangers.push(TcpStream::connect(addr).unwrap());
     }
-    pump_for(&mut eps, Duration::from_millis(100));
+    // Rank 1 takes rank 0's connection and the cap + 16 behind it: every one past the cap
+    // evicts the oldest unproven one, rank 0's among them.
+    poll_until(
+        &mut eps,
+        1,
+        "the strangers past the cap were not refused",
+        |e| e.refused_count() > cap as u64,
+    );
     assert!(eps[1].unproven_count() <= cap);
-    assert!(eps[1].refused_count() > cap as u64);
-    // Rank 0 saw its handshake cut: it must dial again, not declare rank 1 dead.
-    // 60 s only catch a hang: getting through at all is the point.
-    deliver(&mut eps, 9, Duration::from_secs(60)).expect("rank 0 never got through");
+    // Rank 0 saw its handshake cut: it must dial again, not declare rank 1 dead. Getting
+    // through at all is the point.
+    deliver(&mut eps, 9, HANG).expect("rank 0 never got through");
     assert!(
         eps[0].take_lost().is_empty(),
         "a live rank was declared dead"
@@ -168,6 +178,9 @@ fn a_peer_that_answers_long_after_the_handshake_timeout_is_not_dead() {
     }
     let (h, body) = eager(4);
     assert!(!eps[0].try_send(1, &h, &[&body]));
+    poll_until(&mut eps, 0, "rank 0's HELLO never went out", |e| {
+        e.handshakes_waiting().0 == 1
+    });
     // Rank 1 computes (never polls) for ten handshake timeouts; rank 0 keeps polling.
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(1) {
@@ -180,24 +193,34 @@ fn a_peer_that_answers_long_after_the_handshake_timeout_is_not_dead() {
     );
     assert!(!eps[0].is_dead(1));
     assert!(eps[0].busy(), "our own handshake keeps the endpoint busy");
-    deliver(&mut eps, 4, Duration::from_secs(60)).expect("the late peer never got the frame");
+    assert_eq!(
+        eps[0].handshakes_waiting().0,
+        1,
+        "still waiting for the challenge"
+    );
+    deliver(&mut eps, 4, HANG).expect("the late peer never got the frame");
     assert!(eps[1].take_lost().is_empty());
 }
 
 #[test]
 fn a_challenged_peer_that_computes_before_its_proof_is_not_dropped() {
     let mut eps = endpoints(2);
-    for ep in &mut eps {
-        ep.set_timeouts(Duration::from_millis(100), Duration::from_secs(60));
-    }
+    // Until rank 1 has answered the HELLO, its handshake timeout is long: a HELLO read late
+    // by a loaded machine must not be taken for a silent stranger. Only the wait for the
+    // PROOF runs with the short one.
+    eps[0].set_timeouts(Duration::from_millis(100), Duration::from_secs(60));
+    eps[1].set_timeouts(Duration::from_secs(3600), Duration::from_secs(60));
     let (h, body) = eager(8);
     assert!(!eps[0].try_send(1, &h, &[&body]));
-    // Rank 0 gets its HELLO out, then computes; rank 1 answers with a challenge and keeps
-    // polling for ten handshake timeouts while no proof comes.
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(50) {
-        eps[0].poll(|_, _, _| {});
-    }
+    // Rank 0 gets its HELLO out, then computes (never polls); rank 1 answers with a
+    // challenge and keeps polling for ten handshake timeouts while no proof comes.
+    poll_until(&mut eps, 0, "rank 0's HELLO never went out", |e| {
+        e.handshakes_waiting().0 == 1
+    });
+    poll_until(&mut eps, 1, "rank 1 never challenged rank 0's HELLO", |e| {
+        e.handshakes_waiting().1 == 1
+    });
+    eps[1].set_timeouts(Duration::from_millis(100), Duration::from_secs(60));
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(1) {
         eps[1].poll(|_, _, _| {});
@@ -208,7 +231,12 @@ fn a_challenged_peer_that_computes_before_its_proof_is_not_dropped() {
         0,
         "the challenged connection was dropped"
     );
-    deliver(&mut eps, 8, Duration::from_secs(60)).expect("rank 0 never got through");
+    assert_eq!(
+        eps[1].handshakes_waiting().1,
+        1,
+        "still waiting for the proof"
+    );
+    deliver(&mut eps, 8, HANG).expect("rank 0 never got through");
     assert!(
         eps[0].take_lost().is_empty(),
         "a live rank was declared dead"

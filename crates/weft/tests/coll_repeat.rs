@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::coll::{Op, TypeKind};
 use weft::{Comm, ErrorKind};
 
@@ -352,7 +351,7 @@ fn repeats_across_processes() {
         &job,
         &[0; 4],
         &[],
-        Duration::from_secs(60),
+        common::JOB_TIMEOUT,
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(status.success(), "rank {rank} failed: {text}{err}");

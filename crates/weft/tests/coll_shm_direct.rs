@@ -249,7 +249,8 @@ fn run(test: &str, np: u32, mode: &str, vars: &[(&str, &str)], expect: &str) {
             c.spawn().unwrap()
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // A hang catcher: lock-step ranks take minutes beside busy processes.
+    let deadline = Instant::now() + Duration::from_secs(600);
     let mut failures = Vec::new();
     for (rank, mut c) in children.into_iter().enumerate() {
         loop {

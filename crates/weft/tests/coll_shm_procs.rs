@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 
@@ -119,7 +118,7 @@ fn run(name: &str, dying: u32, barrier: &str) {
             ("WEFT_ALLGATHER_ALGO", "shm"),
             ("WEFT_ALLTOALL_ALGO", "shm"),
         ],
-        Duration::from_secs(60),
+        common::JOB_TIMEOUT,
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         if rank as u32 == dying {

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
 use weft::ErrorKind;
 
 const CHILD: &str = "WEFT_TEST_IDUP_DEAD_CHILD";
@@ -51,7 +50,7 @@ fn a_peer_that_dies_fails_the_idup() {
         &job,
         &[0, 1, 0],
         &[],
-        Duration::from_secs(60),
+        common::JOB_TIMEOUT,
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(

@@ -7,7 +7,6 @@
 mod common;
 
 use std::sync::mpsc;
-use std::time::Duration;
 use weft::coll::Tuning;
 use weft::{Comm, ErrorKind};
 
@@ -74,7 +73,8 @@ fn run_bounded(vars: &'static [(&'static str, &'static str)], warm: bool) {
         });
         let _ = tx.send(());
     });
-    match rx.recv_timeout(Duration::from_secs(60)) {
+    // A hang catcher: the scenario takes milliseconds, minutes on a loaded machine.
+    match rx.recv_timeout(common::STEP_WAIT) {
         Ok(()) => {}
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("a rank failed (see its panic)"),
         Err(mpsc::RecvTimeoutError::Timeout) => {

@@ -58,7 +58,8 @@ fn run_bounded(vars: &'static [(&'static str, &'static str)]) {
         common::run_ranks(2, vars, |w| fin_behind_a_full_ring(&w));
         let _ = tx.send(());
     });
-    match rx.recv_timeout(Duration::from_secs(60)) {
+    // A hang catcher: the scenario takes milliseconds, minutes on a loaded machine.
+    match rx.recv_timeout(common::STEP_WAIT) {
         Ok(()) => {}
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("a rank failed (see its panic)"),
         Err(mpsc::RecvTimeoutError::Timeout) => {

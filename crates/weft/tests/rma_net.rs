@@ -43,7 +43,7 @@ fn wait_word(addr: u64, want: u64) {
     let start = Instant::now();
     while w.load(Ordering::SeqCst) != want {
         assert!(
-            start.elapsed() < Duration::from_secs(60),
+            start.elapsed() < common::STEP_WAIT,
             "word never became {want}"
         );
         std::thread::yield_now();
@@ -370,7 +370,7 @@ fn four_threads_put_concurrently_and_quiet_completes_them_all() {
                 h.try_quiet().unwrap();
                 // An exited thread's lanes close at a quiet once its thread-locals are gone
                 // (which may be just after the scope returns).
-                let deadline = Instant::now() + Duration::from_secs(60);
+                let deadline = Instant::now() + common::STEP_WAIT;
                 while h.open_lanes() > 0 {
                     assert!(
                         Instant::now() < deadline,

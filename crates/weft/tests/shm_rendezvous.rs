@@ -70,7 +70,7 @@ fn completed_while_sender_held(vars: &[(&str, &str)], single_copy: bool) -> bool
                 let mut polls = 0u32;
                 // Bounded either way: a single copy completes at the first poll that sees
                 // the request; a wrong choice fails the test after the deadline.
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                let deadline = std::time::Instant::now() + common::STEP_WAIT;
                 while done.is_none()
                     && (polls < POLLS_WHILE_HELD
                         || (single_copy && std::time::Instant::now() < deadline))

@@ -9,7 +9,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 use weft::coll::Op;
 use weft::ErrorKind;
 
@@ -82,7 +81,7 @@ fn tcp_between_processes_on_two_nodes_and_a_dead_peer() {
         &job,
         &[0, 0, 1, 1],
         &[],
-        Duration::from_secs(60),
+        common::JOB_TIMEOUT,
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(
@@ -150,7 +149,7 @@ fn a_launched_rank_can_init_again_after_finalize() {
         &job,
         &[0, 0, 1],
         &[],
-        Duration::from_secs(60),
+        common::JOB_TIMEOUT,
     );
     for (rank, (status, text, err)) in outputs.iter().enumerate() {
         assert!(status.success(), "rank {rank} ({status}): {text}{err}");

@@ -166,7 +166,7 @@ mod over_ucx {
                 let mut completed = false;
                 w.scope(|s| {
                     let mut r = w.isend(s, &data, 1, 4).unwrap();
-                    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                    let until = std::time::Instant::now() + crate::common::STEP_WAIT;
                     while std::time::Instant::now() < until {
                         if r.test().unwrap().is_some() {
                             completed = true;
@@ -297,7 +297,7 @@ mod over_ucx {
                 }
                 // Until UCX has sent it (connecting first).
                 let start = std::time::Instant::now();
-                while stranger.unsent() && start.elapsed().as_secs() < 20 {
+                while stranger.unsent() && start.elapsed() < crate::common::STEP_WAIT {
                     stranger.poll(&mut Nothing);
                 }
                 assert!(!stranger.unsent(), "the stranger's message did not leave");
@@ -306,7 +306,7 @@ mod over_ucx {
                 w.recv(&mut [0u8], 1, 7).unwrap();
             } else {
                 let start = std::time::Instant::now();
-                while weft.tcp_refused() == 0 && start.elapsed().as_secs() < 30 {
+                while weft.tcp_refused() == 0 && start.elapsed() < crate::common::STEP_WAIT {
                     assert!(
                         w.iprobe(ANY_SOURCE, 1).unwrap().is_none(),
                         "a stranger's message was delivered"

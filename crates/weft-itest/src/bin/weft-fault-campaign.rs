@@ -18,8 +18,9 @@
 //! expected exit code and first-cause line (none for the launcher kills), no rank process
 //! outlived it by more than that, and no `/dev/shm` segment of it is left (a
 //! `launcher-kill-early` leftover must be gone once the next job started). A job still
-//! running 20 s after its fault is a hang. Prints one line per job and a summary; exits 1
-//! when any check failed. The machine may be loaded: times are wall clock.
+//! running 20 s (or twice `--max-end-ms`) after its fault is a hang; a larger `--max-end-ms`
+//! lengthens the start-up bound (30 s) to it too. Prints one line per job and a summary;
+//! exits 1 when any check failed. The machine may be loaded: times are wall clock.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -310,7 +311,7 @@ fn main() {
             // Wait until every rank moves data; a rank that ends itself may do so before the
             // others say they run: then its own line is enough.
             let self_ending = matches!(kind, "rank-exit" | "rank-segv");
-            let deadline = Instant::now() + START;
+            let deadline = Instant::now() + START.max(a.max_end);
             let ready = |ranks: &[(u32, u32)]| {
                 ranks.len() == n as usize
                     || (self_ending && ranks.iter().any(|&(r, _)| r == victim))
@@ -353,7 +354,7 @@ fn main() {
                 if matches!(kind, "rank-exit" | "rank-segv") {
                     // The rank ends itself `after_ms` after it started: the fault's time is
                     // its death, watched to the millisecond.
-                    let deadline = Instant::now() + START;
+                    let deadline = Instant::now() + START.max(a.max_end);
                     while alive(vpid) && Instant::now() < deadline {
                         std::thread::sleep(Duration::from_micros(500));
                     }
@@ -374,7 +375,9 @@ fn main() {
         let t0 = injected_at.unwrap_or_else(Instant::now);
         // Wait for the launcher (and, when it was killed, for its ranks).
         let mut status = None;
-        while t0.elapsed() < HANG {
+        // A larger --max-end-ms (CI on a loaded machine) lengthens the hang bound with it.
+        let hang = HANG.max(2 * a.max_end);
+        while t0.elapsed() < hang {
             if let Ok(Some(s)) = child.try_wait() {
                 status = Some(s);
                 break;
@@ -388,7 +391,7 @@ fn main() {
                 t.hangs += 1;
                 problems.push(format!(
                     "hang: still running {} s after the fault",
-                    HANG.as_secs()
+                    hang.as_secs()
                 ));
                 signal(launcher, libc::SIGKILL);
                 child.wait().expect("reaped")
@@ -415,8 +418,9 @@ fn main() {
                 signal(*p, libc::SIGKILL);
             }
         }
-        // The rest of the output.
-        let drain = Instant::now() + Duration::from_millis(500);
+        // The rest of the output, until the pipes close (the launcher and its ranks are gone
+        // by now; the bound only catches a process that keeps them open).
+        let drain = Instant::now() + hang;
         while Instant::now() < drain {
             match lines.recv_timeout(Duration::from_millis(20)) {
                 Ok(Line::Err(l)) => stderr.push(l),

@@ -66,8 +66,13 @@ pub fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf 
     out
 }
 
+/// The timeout of the jobs these tests run: a hang catcher only. Ranks that spin in lock step
+/// run 70-100x slower on a 2-core machine beside two busy processes, so it is far above any
+/// honest run; a test that needs a job ended forces it and checks why it ended.
+pub const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+
 pub fn job(program: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
-    job_within(program, n, args, env, Duration::from_secs(60))
+    job_within(program, n, args, env, JOB_TIMEOUT)
 }
 
 /// [`job`] ended (and failed) after `timeout`: for programs that synchronise hundreds of
@@ -140,7 +145,7 @@ pub fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &st
     spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), Vec::new());
     spec.output = OutputMode::Capture;
     spec.tag_output = true;
-    spec.timeout = Some(Duration::from_secs(60));
+    spec.timeout = Some(JOB_TIMEOUT);
     spec.hosts = Some(weft_launch::HostsSpec {
         hosts: list,
         map_by: weft_launch::place::MapBy::Slot,

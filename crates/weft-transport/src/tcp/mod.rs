@@ -448,6 +448,22 @@ impl Endpoint {
         self.inbound_unproven
     }
 
+    /// Handshakes at a step, for tests that order them instead of sleeping: (our
+    /// connections that sent `HELLO` and wait for the `CHALLENGE`, accepted ones that sent
+    /// the `CHALLENGE` and wait for the `PROOF`). Walks every connection.
+    #[doc(hidden)]
+    pub fn handshakes_waiting(&self) -> (usize, usize) {
+        let mut waiting = (0, 0);
+        for conn in self.conns.iter().flatten() {
+            match conn.phase {
+                Phase::AwaitChallenge { .. } => waiting.0 += 1,
+                Phase::AwaitProof { .. } => waiting.1 += 1,
+                _ => {}
+            }
+        }
+        waiting
+    }
+
     /// True while some connection holds bytes the kernel has not taken yet.
     pub fn unsent(&self) -> bool {
         self.pending_writes > 0
@@ -1746,7 +1762,8 @@ mod tests {
             (eager, b"abc"),
         ];
         let start = Instant::now();
-        while sink.frames.len() < 2 && start.elapsed() < Duration::from_secs(20) {
+        // A hang catcher: on loopback this takes milliseconds.
+        while sink.frames.len() < 2 && start.elapsed() < Duration::from_secs(300) {
             if let Some(&(h, body)) = queue.first() {
                 if eps[0].try_send(1, &h, &[body]) {
                     queue.remove(0);

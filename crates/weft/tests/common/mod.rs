@@ -9,12 +9,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use weft::{Comm, Config, Launch, Weft};
 
+/// How long an in-process job may run before the watchdog ends the test process: a hang
+/// catcher only. Ranks that spin in lock step run 70-100x slower on a 2-core machine beside
+/// two busy processes (a job of 2 s takes minutes), so it is far above any honest run.
+pub const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// How long [`Signal::wait_for`] waits for another rank's step: a hang catcher, as
+/// [`WATCHDOG`] (below it, so that a broken order fails with its own message).
+pub const STEP_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The timeout tests give [`run_procs`] jobs: a hang catcher, as [`WATCHDOG`].
+pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Runs `body(rank, weft, store)` on `n` rank threads whose ranks read the knobs `vars`; rank
 /// r claims node `node_of(r)`. The body finalizes (or, to play a vanishing rank, does not).
 /// A rank that panics ends the test process at once (exit code 101, after removing the
 /// job's segments): the other ranks would wait for it, since threads share a pid and
 /// peer-death detection cannot see a panicked rank. A watchdog aborts the test process
-/// after 180 s (a hung rank); checks that no segment of the job is left in /dev/shm.
+/// after [`WATCHDOG`] (a hung rank); checks that no segment of the job is left in /dev/shm.
 pub fn run_job(
     n: u32,
     vars: &[(&str, &str)],
@@ -75,13 +87,17 @@ pub fn run_job(
     let finished = Arc::new(AtomicBool::new(false));
     let flag = finished.clone();
     std::thread::spawn(move || {
-        for _ in 0..1800 {
+        let deadline = std::time::Instant::now() + WATCHDOG;
+        while std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(100));
             if flag.load(Ordering::Relaxed) {
                 return;
             }
         }
-        eprintln!("in-process job of {n} ranks did not finish in 180 s (a rank panicked or hung)");
+        eprintln!(
+            "in-process job of {n} ranks did not finish in {} s (a rank panicked or hung)",
+            WATCHDOG.as_secs()
+        );
         std::process::abort();
     });
     let mut panicked = false;
@@ -228,15 +244,16 @@ impl Signal {
         self.0.load(Ordering::SeqCst)
     }
 
-    /// Waits until the counter reaches `v`; bounded (60 s, then the test fails naming
-    /// `what`), so a broken order fails instead of hanging.
+    /// Waits until the counter reaches `v`; bounded ([`STEP_WAIT`], then the test fails
+    /// naming `what`), so a broken order fails instead of hanging.
     pub fn wait_for(&self, v: u64, what: &str) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let deadline = std::time::Instant::now() + STEP_WAIT;
         let mut spins = 0u32;
         while self.0.load(Ordering::SeqCst) < v {
             assert!(
                 std::time::Instant::now() < deadline,
-                "waited 60 s for {what} (counter {} < {v})",
+                "waited {} s for {what} (counter {} < {v})",
+                STEP_WAIT.as_secs(),
                 self.get()
             );
             spins += 1;

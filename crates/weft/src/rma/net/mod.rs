@@ -45,6 +45,8 @@ pub mod wire;
 
 use cell::LaneCell;
 use lane::{Lane, LaneConfig};
+#[doc(hidden)]
+pub use service::set_handshake_timeout as set_service_handshake_timeout;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;

@@ -22,8 +22,16 @@ use std::time::{Duration, Instant};
 use weft_core::{Error, Result};
 use weft_transport::tcp::handshake;
 
-/// How long a connector may take to prove the key before it is dropped.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connector may take to prove the key before it is dropped, in milliseconds:
+/// 10 s (a test lengthens it with [`set_handshake_timeout`], so that only the refusal it
+/// checks can close a stranger's connection).
+static HANDSHAKE_TIMEOUT_MS: AtomicU64 = AtomicU64::new(10_000);
+
+/// Sets the handshake timeout of the process's one-sided services (a test hook).
+pub fn set_handshake_timeout(timeout: Duration) {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    HANDSHAKE_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+}
 /// Output a connection may have queued before its input is left unread (back-pressure).
 const MAX_QUEUED_OUT_BYTES: usize = 4 << 20;
 /// Connections that have not proved the key yet, at most: one more evicts the oldest, so
@@ -473,9 +481,10 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
             continue;
         }
         last_sweep = Instant::now();
+        let handshake_timeout = Duration::from_millis(HANDSHAKE_TIMEOUT_MS.load(Ordering::Relaxed));
         for slot in conns.iter_mut() {
             if let Some(c) = slot {
-                if !matches!(c.state, State::Ready) && c.opened.elapsed() > HANDSHAKE_TIMEOUT {
+                if !matches!(c.state, State::Ready) && c.opened.elapsed() > handshake_timeout {
                     ctx.refused.fetch_add(1, Ordering::Relaxed);
                     *slot = None;
                 }
