@@ -272,16 +272,8 @@ run_probed() {
     return 0
   done
 }
-spinner_pids=""
-stop_spinners() { [ -z "$spinner_pids" ] || kill $spinner_pids 2>/dev/null || true; spinner_pids=""; }
-trap stop_spinners EXIT
-trap 'stop_spinners; exit 130' INT TERM
-s=0
-while [ "$s" -lt "$spinners" ]; do
-  sh -c 'while :; do :; done' &
-  spinner_pids="$spinner_pids $!"
-  s=$((s + 1))
-done
+. "$root/bench/spinners.sh"
+start_spinners "$spinners"
 [ "$spinners" -eq 0 ] || echo "spinners (busy loops) running:$spinner_pids" >&2
 t_start=$(date +%s)
 rep=1

@@ -8,12 +8,14 @@
 #
 #   bench/wait_load.sh [--np "2 4"] [--reps 3] [--spinners 2] [--budget-ms 300]
 #                      [--colls allreduce,alltoall,gather,barrier] [--timeout 90] [--out DIR]
-#                      [--no-build]
+#                      [--no-build] [--no-peers]
 #
 # weft is the release build of this checkout ($CARGO_TARGET_DIR or target/); Open MPI and
 # MPICH are Debian's (apt-get install openmpi-bin libopenmpi-dev mpich libmpich-dev); a
-# missing one is skipped. Each run is bounded by --timeout seconds (90; a run that times out
-# leaves its cells empty and is listed on stderr).
+# missing one is skipped (--no-peers: weft only). Each run is bounded by --timeout seconds
+# (90; a run that times out leaves its cells empty and is listed on stderr). The node's
+# runnable tasks (/proc/loadavg) before each run are logged: on a shared machine the quiet
+# cells are only as quiet as the other work on it.
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 nps="2 4"
@@ -23,6 +25,7 @@ budget_ms=300
 run_timeout=90
 colls=allreduce,alltoall,gather,barrier
 build=yes
+peers=yes
 out=${TMPDIR:-/tmp}/weft-wait-load-$$
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --timeout) run_timeout="$2"; shift 2 ;;
     --no-build) build=no; shift ;;
-    *) echo "usage: $0 [--np \"2 4\"] [--reps N] [--spinners N] [--budget-ms MS] [--colls A,B] [--timeout S] [--out DIR] [--no-build]" >&2; exit 2 ;;
+    --no-peers) peers=no; shift ;;
+    *) echo "usage: $0 [--np \"2 4\"] [--reps N] [--spinners N] [--budget-ms MS] [--colls A,B] [--timeout S] [--out DIR] [--no-build] [--no-peers]" >&2; exit 2 ;;
   esac
 done
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -47,8 +51,8 @@ build_prog() { # $1 name, $2 compiler
   for p in pingpong coll_lat; do $2 -O2 -o "$out/bin/$1-$p" "$root/bench/c/$p.c"; done
 }
 build_prog weft "$out/weft/bin/mpicc"
-if command -v mpicc.openmpi >/dev/null; then build_prog openmpi mpicc.openmpi; libs="$libs openmpi"; fi
-if command -v mpicc.mpich >/dev/null; then build_prog mpich mpicc.mpich; libs="$libs mpich"; fi
+if [ "$peers" = yes ] && command -v mpicc.openmpi >/dev/null; then build_prog openmpi mpicc.openmpi; libs="$libs openmpi"; fi
+if [ "$peers" = yes ] && command -v mpicc.mpich >/dev/null; then build_prog mpich mpicc.mpich; libs="$libs mpich"; fi
 launch() { # $1 lib, $2 np
   case "$1" in
     weft-off) echo "env WEFT_BLOCK=off $out/weft/bin/mpiexec -n $2" ;;
@@ -62,20 +66,18 @@ launch() { # $1 lib, $2 np
 bin_of() { case "$1" in weft-*) echo weft ;; *) echo "$1" ;; esac; }
 raw="$out/raw.tsv"
 : > "$raw"
-spinner_pids=""
-stop_spinners() { [ -z "$spinner_pids" ] || kill $spinner_pids 2>/dev/null || true; spinner_pids=""; }
-trap stop_spinners EXIT
-trap 'stop_spinners; exit 130' INT TERM
+: > "$out/runnable.txt"
+. "$root/bench/spinners.sh"
 rep=1
 while [ "$rep" -le "$reps" ]; do
   order=$libs
   [ $((rep % 2)) -eq 0 ] && order=$(echo "$libs" | tr ' ' '\n' | tac | tr '\n' ' ')
   for load in 0 "$spinners"; do
-    s=0
-    while [ "$s" -lt "$load" ]; do sh -c 'while :; do :; done' & spinner_pids="$spinner_pids $!"; s=$((s + 1)); done
+    start_spinners "$load"
     for np in $nps; do
       for lib in $order; do
-        echo "rep $rep load $load np $np $lib" >&2
+        echo "rep $rep load $load np $np $lib (runnable now: $(cut -d' ' -f4 /proc/loadavg))" >&2
+        echo "$load $(cut -d' ' -f4 /proc/loadavg | cut -d/ -f1)" >> "$out/runnable.txt"
         b=$(bin_of "$lib")
         log="$out/logs/$lib-l$load-np$np-r$rep"
         # shellcheck disable=SC2046 # launcher is a word list
@@ -113,4 +115,5 @@ sort -t"$(printf '\t')" -k1,1 -k2,2n -k3,3n -k4,4n -k5,5 "$raw" | awk -F'\t' -v 
     }
   }' > "$out/table.tsv"
 column -t -s"$(printf '\t')" "$out/table.tsv"
+awk '{ n[$1]++; t[$1] += $2 } END { for (l in n) printf "spinners %s: %.1f runnable tasks on the node on average before a run (this job not started yet)\n", l, t[l] / n[l] }' "$out/runnable.txt" >&2
 echo "raw: $raw; table: $out/table.tsv (us, medians of $reps repetitions)" >&2

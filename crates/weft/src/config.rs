@@ -21,8 +21,9 @@ pub enum YieldMode {
 /// (`WEFT_BLOCK`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockMode {
-    /// After the spin and `WEFT_BLOCK_AFTER_US` of yielding, or at once once a yield shows
-    /// that other work shares the core.
+    /// Only while other programs compete for the cores (`crate::node_load`): where a rank
+    /// yields at once, instead of yielding once a yield lost the core; else after the spin
+    /// and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long idle wait.
     Auto,
     /// As soon as a wait finds nothing to do.
     Now,
@@ -78,7 +79,8 @@ pub struct Config {
     pub yield_mode: YieldMode,
     /// Sleeping policy (`WEFT_BLOCK`).
     pub block_mode: BlockMode,
-    /// Under `WEFT_BLOCK=auto`: microseconds a wait yields before it sleeps.
+    /// Under `WEFT_BLOCK=auto`, while others compete for the cores: microseconds a wait of
+    /// a rank with a core of its own yields before it sleeps.
     pub block_after_us: u64,
     /// The longest sleep of a wait, in ms, before it checks its peers are alive.
     pub block_sleep_ms: u64,

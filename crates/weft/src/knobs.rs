@@ -14,13 +14,13 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_BLOCK",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "off",
-        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do: auto = once a wait has yielded for WEFT_BLOCK_AFTER_US, or, on a node with more ranks than cores, instead of yielding while a recent yield showed other work on the core; the spin before stays, so a rank answered quickly never pays a wake-up and one waiting long gives its core away; on = as soon as a wait finds nothing to do; off (the default until auto is measured on an idle two-rank node) = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS before the wait checks its peers are alive and sleeps again. Waits on network peers (TCP, UCX), on a full ring, on one-sided and file operations yield instead of sleeping",
+        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do: auto = only while programs that are not this job's ranks compete for the cores (the node's runnable tasks from /proc/loadavg, less this job's awake local ranks, with more runnable tasks than usable cores; read at most every 2 ms and only in the slow part of a wait): then a rank that yields at once (more ranks than cores) sleeps instead of yielding once a yield kept it off its core for 50 us, and one with a core of its own after WEFT_BLOCK_AFTER_US of yielding; without such programs waits spin and yield as under off, and sleep only after 20 ms of yielding with nothing arriving; the spin before stays, so a rank answered quickly never pays a wake-up; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS before the wait checks its peers are alive and sleeps again. Waits on network peers (TCP, UCX), on a full ring, on one-sided and file operations yield instead of sleeping",
     },
     Knob {
         name: "WEFT_BLOCK_AFTER_US",
         kind: KnobKind::Uint,
         default: "200",
-        help: "WEFT_BLOCK=auto: microseconds a wait yields the CPU with nothing arriving before it sleeps until a peer wakes it (WEFT_YIELD=off never yields, so never sleeps)",
+        help: "WEFT_BLOCK=auto: microseconds a wait of a rank with a core of its own yields the CPU with nothing arriving, while other programs compete for the cores, before it sleeps until a peer wakes it (WEFT_YIELD=off never yields, so never sleeps)",
     },
     Knob {
         name: "WEFT_BLOCK_SLEEP_MS",

@@ -30,6 +30,7 @@ pub mod io;
 pub mod knobs;
 pub mod lanes;
 pub mod matching;
+pub mod node_load;
 mod p2p;
 pub mod raw;
 pub mod rma;

@@ -631,6 +631,13 @@ impl ShmNode {
         rung
     }
 
+    /// Ranks of this node that announced a sleep ([`ShmNode::sleep_prepare`]) and have not
+    /// withdrawn it: the job's ranks that are not competing for a core right now (read in a
+    /// wait's slow part, never on the message path).
+    pub fn sleepers(&self) -> u32 {
+        self.header().sleepers.load(Ordering::Relaxed)
+    }
+
     /// Futex sleeps of this rank so far ([`ShmNode::sleep`]).
     pub fn sleeps(&self) -> u64 {
         self.sleeps

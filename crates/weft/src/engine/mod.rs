@@ -180,9 +180,22 @@ pub(crate) struct Engine {
     block_after: std::time::Duration,
     /// The longest sleep before the wait looks at its peers again (`WEFT_BLOCK_SLEEP_MS`).
     sleep_max: std::time::Duration,
-    /// Until when this rank's core is taken to be shared with other work (a yield kept the
-    /// rank off it long): waits sleep where they would yield (see `wait::SHARED_CORE_YIELD`).
-    core_shared_until: Option<std::time::Instant>,
+    /// `WEFT_BLOCK=auto`: the node's load, read in the slow part of a wait to decide whether
+    /// sleeping helps (`crate::node_load`; None under `off`/`on` or without `/proc/loadavg`).
+    load_probe: Option<crate::node_load::LoadProbe>,
+    /// The last reading's answer (whether other programs compete for the cores) and when
+    /// the next reading is due.
+    others_compete: bool,
+    next_load_sample: Option<std::time::Instant>,
+    /// `WEFT_BLOCK=auto`, a rank with a core of its own: how long a wait yields before it
+    /// sleeps, learned from its sleeps (`node_load::learned_block_after`), from
+    /// `block_after` up.
+    block_after_learned: std::time::Duration,
+    /// Until when this rank's core is taken as lost to a yield (`node_load::auto_sleeps`).
+    core_lost_until: Option<std::time::Instant>,
+    /// Cores this process may use and cores online (`crate::node_load::NodeLoad`).
+    usable_cores: u32,
+    online_cores: u32,
     /// Blocking point-to-point receives whose message was already here and was taken
     /// without a request ([`Engine::recv_p2p_now`]; for tests and tools).
     p2p_received_at_once: u64,
@@ -391,7 +404,15 @@ impl Engine {
             block_mode: config.block_mode,
             block_after: std::time::Duration::from_micros(config.block_after_us),
             sleep_max: std::time::Duration::from_millis(config.block_sleep_ms.max(1)),
-            core_shared_until: None,
+            load_probe: (config.block_mode == BlockMode::Auto)
+                .then(crate::node_load::LoadProbe::open)
+                .flatten(),
+            others_compete: false,
+            next_load_sample: None,
+            core_lost_until: None,
+            block_after_learned: std::time::Duration::from_micros(config.block_after_us),
+            usable_cores: crate::node_load::usable_cores(),
+            online_cores: crate::node_load::online_cores(),
             p2p_received_at_once: 0,
             progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,

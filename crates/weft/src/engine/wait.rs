@@ -16,6 +16,7 @@ use super::liveness::{LIVENESS_PERIOD, LIVENESS_PERIOD_SPINNING};
 use super::request::{ReqKind, Status};
 use super::{Engine, ReqId, Route};
 use crate::config::BlockMode;
+use crate::node_load;
 use weft_core::Result;
 
 /// Idle polls of a wait made without a pause instruction before the next poll. A pause
@@ -105,16 +106,6 @@ enum MaySleep {
     /// written by a peer, a helper thread, a file operation): the wait never sleeps.
     No,
 }
-
-/// A yield that kept the rank off its core at least this long handed the core to other
-/// work: the core is shared, so under `WEFT_BLOCK=auto` waits sleep where they would yield
-/// for the next [`SHARED_CORE_FOR`], then a yield tests the core again. A yield to nobody
-/// returns in about a microsecond; one to a program that spins lasts a time slice
-/// (milliseconds).
-const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// How long a core found shared ([`SHARED_CORE_YIELD`]) is taken to stay shared.
-const SHARED_CORE_FOR: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Engine {
     /// Drives progress until `done(self)` holds, yielding when configured and checking now
@@ -246,13 +237,13 @@ impl Engine {
     /// idle polls (every 32 in a yielding rank's spin), so a short wait never reads it.
     ///
     /// Sleeping (`WEFT_BLOCK`, when `may_sleep` and [`Engine::can_sleep`]): `on` sleeps at
-    /// the first idle poll; `auto` sleeps once the stretch has yielded for
-    /// `WEFT_BLOCK_AFTER_US`, or (a rank that yields at once: more ranks than cores) instead
-    /// of yielding at all while a yield of the last
-    /// [`SHARED_CORE_FOR`] kept the rank off its core for [`SHARED_CORE_YIELD`] (other work
-    /// wants the core: a rank that keeps yielding to a program that spins gets the core
-    /// back for a moment now and then, while a sleeper woken by its peer is run at once by
-    /// the scheduler). The spin before stays: a wait answered within it (partners running
+    /// the first idle poll; `auto` sleeps where it would yield when
+    /// [`node_load::auto_sleeps`] says so (other programs compete for the cores and the
+    /// stretch has yielded for `WEFT_BLOCK_AFTER_US`, or, a rank that yields at once, a
+    /// recent yield lost the core; or the stretch has yielded for
+    /// [`node_load::IDLE_SLEEP_AFTER`]): a rank that keeps yielding to a program that spins
+    /// gets the core back for a moment now and then, while a sleeper woken by its peer is run
+    /// at once by the scheduler. The spin before stays: a wait answered within it (partners running
     /// at the same time) never pays a wake-up, which costs tens of microseconds in a VM.
     ///
     /// Liveness goes by the clock: every [`LIVENESS_PERIOD`] of a yielding or sleeping
@@ -351,17 +342,22 @@ impl Engine {
             spun = Spun::Yielded;
             let before = Instant::now();
             let since = *yield_since.get_or_insert(before);
-            // Only where waits yield at once (more ranks than cores, `WEFT_YIELD=on`): a rank
-            // with a core of its own sleeps only after its spin and `WEFT_BLOCK_AFTER_US` of
-            // yielding, longer than a wake-up takes (about 140 us in a loaded VM here), or two
-            // partners that both fall asleep once wake each other on every exchange (np 2,
-            // 8 B collectives beside two busy processes: 0.3 -> 140 us).
-            let shared = self.yield_when_idle && self.core_shared_until.is_some_and(|t| before < t);
             if may_sleep
-                && (shared || before.duration_since(since) >= self.block_after)
                 && self.can_sleep()
+                && (self.block_mode == BlockMode::Now
+                    || self.auto_sleeps_now(before, before.duration_since(since)))
             {
+                let rung_before = self.shm.as_ref().map_or(0, |s| s.sleeps_woken());
                 if !self.sleep_once(&mut done) {
+                    if self.block_mode == BlockMode::Auto && !self.yield_when_idle {
+                        let rung = self.shm.as_ref().map_or(0, |s| s.sleeps_woken()) > rung_before;
+                        self.block_after_learned = node_load::learned_block_after(
+                            self.block_after_learned,
+                            self.block_after,
+                            before.elapsed(),
+                            rung,
+                        );
+                    }
                     self.check_peers_by_clock(&mut last_check, LIVENESS_PERIOD);
                 }
                 continue;
@@ -369,9 +365,9 @@ impl Engine {
             self.idle_yields += 1;
             std::thread::yield_now();
             let after = Instant::now();
-            if self.block_mode != BlockMode::Never {
-                self.core_shared_until = (after.duration_since(before) >= SHARED_CORE_YIELD)
-                    .then(|| after + SHARED_CORE_FOR);
+            if self.block_mode == BlockMode::Auto {
+                self.core_lost_until = (after.duration_since(before) >= node_load::YIELD_LOST_CORE)
+                    .then(|| after + node_load::CORE_LOST_FOR);
             }
             let last = *last_check.get_or_insert(after);
             if after.duration_since(last) >= LIVENESS_PERIOD {
@@ -380,6 +376,44 @@ impl Engine {
             }
         }
         spun
+    }
+
+    /// `WEFT_BLOCK=auto`: whether a wait that has yielded for `yielded_for` sleeps now
+    /// ([`node_load::auto_sleeps`]). Reads the node's load only when the answer depends on
+    /// it, and at most every [`node_load::LOAD_SAMPLE_PERIOD`] (`now`: the clock just read).
+    fn auto_sleeps_now(
+        &mut self,
+        now: std::time::Instant,
+        yielded_for: std::time::Duration,
+    ) -> bool {
+        let at_once = self.yield_when_idle;
+        let lost = self.core_lost_until.is_some_and(|t| now < t);
+        let after = self.block_after_learned;
+        let compete = node_load::auto_needs_load(at_once, lost, yielded_for, after)
+            .then(|| self.others_compete_at(now))
+            .flatten();
+        node_load::auto_sleeps(compete, at_once, lost, yielded_for, after)
+    }
+
+    /// Whether programs other than this job's ranks compete for this rank's cores, from a
+    /// reading of the node's load at most [`node_load::LOAD_SAMPLE_PERIOD`] old (None: no
+    /// load to read).
+    fn others_compete_at(&mut self, now: std::time::Instant) -> Option<bool> {
+        let probe = self.load_probe.as_ref()?;
+        if self.next_load_sample.is_some_and(|t| now < t) {
+            return Some(self.others_compete);
+        }
+        let runnable = probe.runnable()?;
+        let local = u32::try_from(self.core.local_world.len()).unwrap_or(u32::MAX);
+        let sleepers = self.shm.as_ref().map_or(0, |s| s.sleepers());
+        self.others_compete = node_load::others_compete(node_load::NodeLoad {
+            runnable,
+            ours_awake: local.saturating_sub(sleepers).max(1),
+            usable_cores: self.usable_cores,
+            online_cores: self.online_cores,
+        });
+        self.next_load_sample = Some(now + node_load::LOAD_SAMPLE_PERIOD);
+        Some(self.others_compete)
     }
 
     /// Checks the peers when `period` has passed since `last` (the first call starts it).
