@@ -523,6 +523,107 @@ fn f08_interface(out: &mut String, p: &Proto) {
     .unwrap();
 }
 
+/// Objects with attribute procedures written in `src/special.c`: (name part, f08 type, name of
+/// the handle argument).
+const ATTR_OBJECTS: &[(&str, &str, &str)] = &[
+    ("Comm", "MPI_Comm", "comm"),
+    ("Win", "MPI_Win", "win"),
+    ("Type", "MPI_Datatype", "datatype"),
+];
+
+/// Module `mpi`'s interfaces of the attribute procedures of `src/special.c`.
+fn mpi_attr_interfaces(out: &mut String) {
+    for (obj, _, h) in ATTR_OBJECTS {
+        let key = format!("{}_keyval", obj.to_lowercase());
+        for get in [true, false] {
+            let (name, flag) = if get {
+                (format!("MPI_{obj}_get_attr"), ", flag")
+            } else {
+                (format!("MPI_{obj}_set_attr"), "")
+            };
+            writeln!(
+                out,
+                "    subroutine {name}({h}, {key}, attribute_val{flag}, ierror)\n      import\n      integer :: {h}, {key}, ierror\n      integer(kind=MPI_ADDRESS_KIND) :: attribute_val"
+            )
+            .unwrap();
+            if get {
+                out.push_str("      logical :: flag\n");
+            }
+            writeln!(out, "    end subroutine {name}").unwrap();
+        }
+    }
+}
+
+/// Module `mpi_f08`'s declarations for the attribute procedures of `src/special.c` and the
+/// handle comparison operators; [`mpi_f08_attr_and_compare_procs`] writes their bodies.
+fn mpi_f08_attr_and_compare_decls(out: &mut String) {
+    out.push_str("  interface\n");
+    for (obj, _, h) in ATTR_OBJECTS {
+        let lower = obj.to_lowercase();
+        for get in [true, false] {
+            let (verb, flag) = if get { ("get", ", flag") } else { ("set", "") };
+            writeln!(
+                out,
+                "    subroutine weft_f_{lower}_{verb}_attr({h}, keyval, val{flag}, ierror)\n      import :: MPI_ADDRESS_KIND\n      integer :: {h}, keyval, ierror\n      integer(kind=MPI_ADDRESS_KIND) :: val"
+            )
+            .unwrap();
+            if get {
+                out.push_str("      logical :: flag\n");
+            }
+            writeln!(out, "    end subroutine weft_f_{lower}_{verb}_attr").unwrap();
+        }
+    }
+    out.push_str("  end interface\n");
+    for (obj, _, _) in ATTR_OBJECTS {
+        let lower = obj.to_lowercase();
+        for verb in ["get", "set"] {
+            writeln!(
+                out,
+                "  interface MPI_{obj}_{verb}_attr\n    module procedure MPI_{obj}_{verb}_attr_f08\n  end interface MPI_{obj}_{verb}_attr\n  private :: weft_f_{lower}_{verb}_attr"
+            )
+            .unwrap();
+        }
+    }
+    for (op, suffix) in [("==", "eq"), ("/=", "ne")] {
+        let procs: Vec<String> = HANDLES
+            .iter()
+            .map(|(_, prefix)| format!("weft_{}_{suffix}", prefix[4..].to_lowercase()))
+            .collect();
+        writeln!(out, "  interface operator({op})").unwrap();
+        write_wrapped(out, &format!("    module procedure {}", procs.join(", ")));
+        out.push_str("  end interface\n");
+    }
+}
+
+/// The bodies declared by [`mpi_f08_attr_and_compare_decls`].
+fn mpi_f08_attr_and_compare_procs(out: &mut String) {
+    for (obj, ty, h) in ATTR_OBJECTS {
+        let lower = obj.to_lowercase();
+        let key = format!("{lower}_keyval");
+        writeln!(
+            out,
+            "  subroutine MPI_{obj}_get_attr_f08({h}, {key}, attribute_val, flag, ierror)\n    type({ty}), intent(in) :: {h}\n    integer, intent(in) :: {key}\n    integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val\n    logical, intent(out) :: flag\n    integer, optional, intent(out) :: ierror\n    integer :: e\n    call weft_f_{lower}_get_attr({h}%MPI_VAL, {key}, attribute_val, flag, e)\n    if (present(ierror)) ierror = e\n  end subroutine MPI_{obj}_get_attr_f08\n"
+        )
+        .unwrap();
+        // The value is copied: the C side keeps the address of what it is given.
+        writeln!(
+            out,
+            "  subroutine MPI_{obj}_set_attr_f08({h}, {key}, attribute_val, ierror)\n    type({ty}), intent(in) :: {h}\n    integer, intent(in) :: {key}\n    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val\n    integer, optional, intent(out) :: ierror\n    integer :: e\n    integer(kind=MPI_ADDRESS_KIND) :: v\n    v = attribute_val\n    call weft_f_{lower}_set_attr({h}%MPI_VAL, {key}, v, e)\n    if (present(ierror)) ierror = e\n  end subroutine MPI_{obj}_set_attr_f08\n"
+        )
+        .unwrap();
+    }
+    for (t, prefix) in HANDLES {
+        let short = prefix[4..].to_lowercase();
+        for (op, suffix) in [("==", "eq"), ("/=", "ne")] {
+            writeln!(
+                out,
+                "  elemental logical function weft_{short}_{suffix}(a, b)\n    type({t}), intent(in) :: a, b\n    weft_{short}_{suffix} = a%MPI_VAL {op} b%MPI_VAL\n  end function weft_{short}_{suffix}\n"
+            )
+            .unwrap();
+        }
+    }
+}
+
 /// The constants of mpi.h: (name, kind, value) from the probe program's output.
 fn constants(cc: &str, inc: &Path, out: &Path) -> Vec<(String, String, String)> {
     let header = std::fs::read_to_string(inc.join("mpi.h")).expect("read mpi.h");
@@ -910,6 +1011,7 @@ fn main() {
         interface_body(&mut m, &p.name, p);
     }
     m.push_str(&std::fs::read_to_string(manifest.join("fortran/mpi_special.f90")).unwrap());
+    mpi_attr_interfaces(&mut m);
     m.push_str("  end interface\ncontains\n");
     m.push_str(MPI_SIZEOF);
     m.push_str("end module mpi\n");
@@ -944,11 +1046,13 @@ fn main() {
         .split_once("! contains\n")
         .expect("mpi_f08_special.f90 has a `! contains` line");
     f.push_str(decls);
+    mpi_f08_attr_and_compare_decls(&mut f);
     f.push_str("contains\n");
     for p in &bound {
         f08_procedure(&mut f, p);
     }
     f.push_str(procs);
+    mpi_f08_attr_and_compare_procs(&mut f);
     f.push_str(
         &MPI_SIZEOF
             .replace(

@@ -24,39 +24,6 @@
     subroutine weft_f_op_free(op, ierror)
       integer :: op, ierror
     end subroutine weft_f_op_free
-    subroutine weft_f_comm_get_attr(comm, keyval, val, flag, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: comm, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-      logical :: flag
-    end subroutine weft_f_comm_get_attr
-    subroutine weft_f_win_get_attr(win, keyval, val, flag, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: win, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-      logical :: flag
-    end subroutine weft_f_win_get_attr
-    subroutine weft_f_comm_set_attr(comm, keyval, val, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: comm, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-    end subroutine weft_f_comm_set_attr
-    subroutine weft_f_win_set_attr(win, keyval, val, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: win, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-    end subroutine weft_f_win_set_attr
-    subroutine weft_f_type_set_attr(datatype, keyval, val, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: datatype, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-    end subroutine weft_f_type_set_attr
-    subroutine weft_f_type_get_attr(datatype, keyval, val, flag, ierror)
-      import :: MPI_ADDRESS_KIND
-      integer :: datatype, keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: val
-      logical :: flag
-    end subroutine weft_f_type_get_attr
     subroutine weft_f_info_create_env(info, ierror) bind(C, name="mpi_info_create_env_")
       integer :: info, ierror
     end subroutine weft_f_info_create_env
@@ -95,24 +62,6 @@
   interface MPI_Op_free
     module procedure MPI_Op_free_f08
   end interface MPI_Op_free
-  interface MPI_Comm_get_attr
-    module procedure MPI_Comm_get_attr_f08
-  end interface MPI_Comm_get_attr
-  interface MPI_Win_get_attr
-    module procedure MPI_Win_get_attr_f08
-  end interface MPI_Win_get_attr
-  interface MPI_Comm_set_attr
-    module procedure MPI_Comm_set_attr_f08
-  end interface MPI_Comm_set_attr
-  interface MPI_Win_set_attr
-    module procedure MPI_Win_set_attr_f08
-  end interface MPI_Win_set_attr
-  interface MPI_Type_set_attr
-    module procedure MPI_Type_set_attr_f08
-  end interface MPI_Type_set_attr
-  interface MPI_Type_get_attr
-    module procedure MPI_Type_get_attr_f08
-  end interface MPI_Type_get_attr
   interface MPI_Info_create_env
     module procedure MPI_Info_create_env_f08
   end interface MPI_Info_create_env
@@ -122,17 +71,7 @@
   interface MPI_Status_f082f
     module procedure MPI_Status_f082f_f08
   end interface MPI_Status_f082f
-  interface operator(==)
-    module procedure weft_comm_eq, weft_type_eq, weft_group_eq, weft_request_eq, weft_op_eq, &
-      weft_info_eq, weft_errhandler_eq, weft_message_eq, weft_session_eq, weft_file_eq, weft_win_eq
-  end interface
-  interface operator(/=)
-    module procedure weft_comm_ne, weft_type_ne, weft_group_ne, weft_request_ne, weft_op_ne, &
-      weft_info_ne, weft_errhandler_ne, weft_message_ne, weft_session_ne, weft_file_ne, weft_win_ne
-  end interface
   private :: weft_f_init, weft_f_init_thread, weft_f_op_create, weft_f_op_free
-  private :: weft_f_comm_get_attr, weft_f_win_get_attr, weft_f_comm_set_attr
-  private :: weft_f_win_set_attr, weft_f_type_set_attr, weft_f_type_get_attr
   private :: weft_f_info_create_env
 ! contains
   subroutine MPI_Init_f08(ierror)
@@ -169,75 +108,6 @@
     if (present(ierror)) ierror = e
   end subroutine MPI_Op_free_f08
 
-  subroutine MPI_Comm_get_attr_f08(comm, comm_keyval, attribute_val, flag, ierror)
-    type(MPI_Comm), intent(in) :: comm
-    integer, intent(in) :: comm_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
-    logical, intent(out) :: flag
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    call weft_f_comm_get_attr(comm%MPI_VAL, comm_keyval, attribute_val, flag, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Comm_get_attr_f08
-
-  subroutine MPI_Win_get_attr_f08(win, win_keyval, attribute_val, flag, ierror)
-    type(MPI_Win), intent(in) :: win
-    integer, intent(in) :: win_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
-    logical, intent(out) :: flag
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    call weft_f_win_get_attr(win%MPI_VAL, win_keyval, attribute_val, flag, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Win_get_attr_f08
-
-  subroutine MPI_Comm_set_attr_f08(comm, comm_keyval, attribute_val, ierror)
-    type(MPI_Comm), intent(in) :: comm
-    integer, intent(in) :: comm_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    integer(kind=MPI_ADDRESS_KIND) :: v
-    v = attribute_val
-    call weft_f_comm_set_attr(comm%MPI_VAL, comm_keyval, v, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Comm_set_attr_f08
-
-  subroutine MPI_Win_set_attr_f08(win, win_keyval, attribute_val, ierror)
-    type(MPI_Win), intent(in) :: win
-    integer, intent(in) :: win_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    integer(kind=MPI_ADDRESS_KIND) :: v
-    v = attribute_val
-    call weft_f_win_set_attr(win%MPI_VAL, win_keyval, v, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Win_set_attr_f08
-
-  subroutine MPI_Type_set_attr_f08(datatype, type_keyval, attribute_val, ierror)
-    type(MPI_Datatype), intent(in) :: datatype
-    integer, intent(in) :: type_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(in) :: attribute_val
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    integer(kind=MPI_ADDRESS_KIND) :: v
-    v = attribute_val
-    call weft_f_type_set_attr(datatype%MPI_VAL, type_keyval, v, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Type_set_attr_f08
-
-  subroutine MPI_Type_get_attr_f08(datatype, type_keyval, attribute_val, flag, ierror)
-    type(MPI_Datatype), intent(in) :: datatype
-    integer, intent(in) :: type_keyval
-    integer(kind=MPI_ADDRESS_KIND), intent(out) :: attribute_val
-    logical, intent(out) :: flag
-    integer, optional, intent(out) :: ierror
-    integer :: e
-    call weft_f_type_get_attr(datatype%MPI_VAL, type_keyval, attribute_val, flag, e)
-    if (present(ierror)) ierror = e
-  end subroutine MPI_Type_get_attr_f08
-
   subroutine MPI_Info_create_env_f08(info, ierror)
     type(MPI_Info), intent(out) :: info
     integer, optional, intent(out) :: ierror
@@ -261,114 +131,3 @@
     f_status = transfer(f08_status, f_status)
     if (present(ierror)) ierror = MPI_SUCCESS
   end subroutine MPI_Status_f082f_f08
-
-  elemental logical function weft_comm_eq(a, b)
-    type(MPI_Comm), intent(in) :: a, b
-    weft_comm_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_comm_eq
-
-  elemental logical function weft_comm_ne(a, b)
-    type(MPI_Comm), intent(in) :: a, b
-    weft_comm_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_comm_ne
-
-  elemental logical function weft_type_eq(a, b)
-    type(MPI_Datatype), intent(in) :: a, b
-    weft_type_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_type_eq
-
-  elemental logical function weft_type_ne(a, b)
-    type(MPI_Datatype), intent(in) :: a, b
-    weft_type_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_type_ne
-
-  elemental logical function weft_group_eq(a, b)
-    type(MPI_Group), intent(in) :: a, b
-    weft_group_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_group_eq
-
-  elemental logical function weft_group_ne(a, b)
-    type(MPI_Group), intent(in) :: a, b
-    weft_group_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_group_ne
-
-  elemental logical function weft_request_eq(a, b)
-    type(MPI_Request), intent(in) :: a, b
-    weft_request_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_request_eq
-
-  elemental logical function weft_request_ne(a, b)
-    type(MPI_Request), intent(in) :: a, b
-    weft_request_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_request_ne
-
-  elemental logical function weft_op_eq(a, b)
-    type(MPI_Op), intent(in) :: a, b
-    weft_op_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_op_eq
-
-  elemental logical function weft_op_ne(a, b)
-    type(MPI_Op), intent(in) :: a, b
-    weft_op_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_op_ne
-
-  elemental logical function weft_info_eq(a, b)
-    type(MPI_Info), intent(in) :: a, b
-    weft_info_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_info_eq
-
-  elemental logical function weft_info_ne(a, b)
-    type(MPI_Info), intent(in) :: a, b
-    weft_info_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_info_ne
-
-  elemental logical function weft_errhandler_eq(a, b)
-    type(MPI_Errhandler), intent(in) :: a, b
-    weft_errhandler_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_errhandler_eq
-
-  elemental logical function weft_errhandler_ne(a, b)
-    type(MPI_Errhandler), intent(in) :: a, b
-    weft_errhandler_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_errhandler_ne
-
-  elemental logical function weft_message_eq(a, b)
-    type(MPI_Message), intent(in) :: a, b
-    weft_message_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_message_eq
-
-  elemental logical function weft_message_ne(a, b)
-    type(MPI_Message), intent(in) :: a, b
-    weft_message_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_message_ne
-
-  elemental logical function weft_session_eq(a, b)
-    type(MPI_Session), intent(in) :: a, b
-    weft_session_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_session_eq
-
-  elemental logical function weft_session_ne(a, b)
-    type(MPI_Session), intent(in) :: a, b
-    weft_session_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_session_ne
-
-  elemental logical function weft_file_eq(a, b)
-    type(MPI_File), intent(in) :: a, b
-    weft_file_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_file_eq
-
-  elemental logical function weft_file_ne(a, b)
-    type(MPI_File), intent(in) :: a, b
-    weft_file_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_file_ne
-
-  elemental logical function weft_win_eq(a, b)
-    type(MPI_Win), intent(in) :: a, b
-    weft_win_eq = a%MPI_VAL == b%MPI_VAL
-  end function weft_win_eq
-
-  elemental logical function weft_win_ne(a, b)
-    type(MPI_Win), intent(in) :: a, b
-    weft_win_ne = a%MPI_VAL /= b%MPI_VAL
-  end function weft_win_ne
-

@@ -44,39 +44,6 @@
     subroutine MPI_Op_free(op, ierror)
       integer :: op, ierror
     end subroutine MPI_Op_free
-    subroutine MPI_Comm_get_attr(comm, comm_keyval, attribute_val, flag, ierror)
-      import
-      integer :: comm, comm_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-      logical :: flag
-    end subroutine MPI_Comm_get_attr
-    subroutine MPI_Comm_set_attr(comm, comm_keyval, attribute_val, ierror)
-      import
-      integer :: comm, comm_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-    end subroutine MPI_Comm_set_attr
-    subroutine MPI_Win_get_attr(win, win_keyval, attribute_val, flag, ierror)
-      import
-      integer :: win, win_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-      logical :: flag
-    end subroutine MPI_Win_get_attr
-    subroutine MPI_Win_set_attr(win, win_keyval, attribute_val, ierror)
-      import
-      integer :: win, win_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-    end subroutine MPI_Win_set_attr
-    subroutine MPI_Type_get_attr(datatype, type_keyval, attribute_val, flag, ierror)
-      import
-      integer :: datatype, type_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-      logical :: flag
-    end subroutine MPI_Type_get_attr
-    subroutine MPI_Type_set_attr(datatype, type_keyval, attribute_val, ierror)
-      import
-      integer :: datatype, type_keyval, ierror
-      integer(kind=MPI_ADDRESS_KIND) :: attribute_val
-    end subroutine MPI_Type_set_attr
     subroutine MPI_Comm_create_keyval(comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, &
         extra_state, ierror)
       import
