@@ -454,9 +454,11 @@ pub unsafe extern "C" fn MPI_Graph_map(
 /// The communicator of a distributed graph whose out-edges of this rank are `destinations`
 /// (ranks of `c`, with `weights` or 1 each), and the new rank of each rank of `c`. With
 /// `reorder` every rank's out-edges are gathered (one allgather of counts, one allgatherv)
-/// and the ranks are placed so that graph neighbours share a node where the members' nodes
-/// allow (`weft::Comm::graph_order_by_node`: never more weight between nodes than the given
-/// order); without, or when that order is the given one, the group keeps its order (`None`).
+/// and the ranks are renumbered by `weft::Comm::graph_order_by_node` (ranks of one node
+/// numbered together); without, or when that order is the given one, the group keeps its
+/// order (`None`). Each process keeps the edges it named, so the traffic between nodes does
+/// not change: moving a vertex to another process would need the edges to follow the rank,
+/// which this does not do.
 fn dist_comm(
     c: &weft::Comm,
     destinations: &[c_int],

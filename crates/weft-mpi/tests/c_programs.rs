@@ -100,13 +100,13 @@ fn graph_reorder_keeps_graph_neighbours_on_one_node() {
             "a:4,b:4",
             MapBy::Node,
             &["unweighted", "fewer"][..],
-            Some("graph cut 16 -> 4, dist cut 16 -> 4, general cut 16 -> 4"),
+            Some("graph cut 16 -> 4, dist cut 16 -> 16, general cut 16 -> 16"),
         ),
         (
             "a:4,b:4",
             MapBy::Node,
             &["weighted", "fewer"][..],
-            Some("graph cut 16 -> 4, dist cut 88 -> 4, general cut 88 -> 4"),
+            Some("graph cut 16 -> 4, dist cut 88 -> 88, general cut 88 -> 88"),
         ),
         ("a:3,b:4", MapBy::Node, &["weighted", "fewer"][..], None),
         (
