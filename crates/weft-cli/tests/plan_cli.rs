@@ -427,3 +427,56 @@ fn map_hides_faults_of_an_exclude_file_and_random_ones() {
         "not a node of 4x4",
     );
 }
+
+#[test]
+fn map_plots_the_dilation_histogram() {
+    // A 4x4 machine with node 5 faulty and a 4x3 job: one virtual node is repaired, so some
+    // edges take more than one hop; the PNG is written and is a PNG.
+    let file = tmp("map-exclude.txt");
+    std::fs::write(&file, "5\n1,2\n").unwrap();
+    let png = tmp("map.png");
+    let _ = std::fs::remove_file(&png);
+    let v = json(&[
+        "map",
+        "--torus",
+        "4x4",
+        "--job",
+        "4x3",
+        "--exclude",
+        file.to_str().unwrap(),
+        "--plot",
+        png.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(v["max_dilation"].as_u64().unwrap() >= 1, "{v}");
+    let bytes = std::fs::read(&png).expect("--plot wrote the file");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // Unwritable path: an I/O error (exit code 1) in one readable line naming it.
+    let out = weft(&[
+        "map",
+        "--torus",
+        "4x4",
+        "--job",
+        "2x2",
+        "--plot",
+        "/no/such/dir/map.png",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("/no/such/dir/map.png"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // A one-node job has no edges: nothing to draw, said so.
+    bad(
+        &[
+            "map",
+            "--torus",
+            "4x4",
+            "--job",
+            "1",
+            "--plot",
+            png.to_str().unwrap(),
+        ],
+        "nothing to draw",
+    );
+}

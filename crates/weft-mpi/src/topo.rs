@@ -225,15 +225,76 @@ fn agree<T>(c: &weft::Comm, local: R<T>) -> R<T> {
 
 // ------------------------------------------------------------------- graph topology (§8.5.3)
 
-/// MPI_Graph_create (MPI-4.1 §8.5.3): ranks keep their order (reordering is permitted, not
-/// required); ranks at or above `nnodes` get MPI_COMM_NULL.
+/// Reads and checks the `index` and `edges` arrays of a graph of `nnodes` nodes on a
+/// communicator of `size` ranks (MPI_Graph_create, MPI_Graph_map).
+fn read_graph(
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    size: u32,
+) -> R<(usize, Vec<c_int>, Vec<c_int>)> {
+    let nodes = degree(nnodes, "nnodes")?;
+    if nodes > size as usize {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("nnodes {nnodes} exceeds communicator size {size}"),
+        ));
+    }
+    let index = slice(nodes, index, "index")?.to_vec();
+    if index.windows(2).any(|w| w[1] < w[0]) || index.first().is_some_and(|&x| x < 0) {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("index {index:?} is not non-decreasing from 0"),
+        ));
+    }
+    let nedges = index.last().copied().unwrap_or(0) as usize;
+    let edges = slice(nedges, edges, "edges")?.to_vec();
+    check_ranks(&edges, nodes, "edges")?;
+    Ok((nodes, index, edges))
+}
+
+/// The split (color, key) that gives this process its node of a graph of `nodes` nodes:
+/// with `reorder`, graph neighbours share a node where the members' nodes allow
+/// (`weft::Comm::graph_order_by_node`: never more edges between nodes than the given
+/// order); without, ranks keep their order. Ranks past the graph get MPI_UNDEFINED.
+fn graph_place(
+    c: &weft::Comm,
+    nodes: usize,
+    index: &[c_int],
+    edges: &[c_int],
+    reorder: bool,
+) -> (i32, c_int) {
+    let me = c.rank() as usize;
+    let position = if reorder {
+        let list: Vec<(u32, u32, u64)> = (0..nodes)
+            .flat_map(|v| {
+                GraphTopo::graph_neighbors(index, edges, v)
+                    .iter()
+                    .map(move |&n| (v as u32, n as u32, 1))
+            })
+            .collect();
+        let order = c.graph_order_by_node(nodes, &list);
+        order.rank_at.iter().position(|&r| r as usize == me)
+    } else {
+        (me < nodes).then_some(me)
+    };
+    match position {
+        Some(p) => (0, p as c_int),
+        None => (weft::UNDEFINED, MPI_UNDEFINED),
+    }
+}
+
+/// MPI_Graph_create (MPI-4.1 §8.5.3): with `reorder`, processes take the graph's nodes so
+/// that graph neighbours share a node where the members' nodes allow (never more edges
+/// between nodes than the given order); without, ranks keep their order. Ranks at or above
+/// `nnodes` get MPI_COMM_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Graph_create(
     comm: Handle,
     nnodes: c_int,
     index: *const c_int,
     edges: *const c_int,
-    _reorder: c_int,
+    reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -243,32 +304,11 @@ pub unsafe extern "C" fn MPI_Graph_create(
             if newcomm.is_null() {
                 return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
             }
-            let nodes = degree(nnodes, "nnodes")?;
-            if nodes > c.size() as usize {
-                return Err(err(
-                    MPI_ERR_ARG,
-                    format!("nnodes {nnodes} exceeds communicator size {}", c.size()),
-                ));
-            }
-            let index = slice(nodes, index, "index")?.to_vec();
-            if index.windows(2).any(|w| w[1] < w[0]) || index.first().is_some_and(|&x| x < 0) {
-                return Err(err(
-                    MPI_ERR_ARG,
-                    format!("index {index:?} is not non-decreasing from 0"),
-                ));
-            }
-            let nedges = index.last().copied().unwrap_or(0) as usize;
-            let edges = slice(nedges, edges, "edges")?.to_vec();
-            check_ranks(&edges, nodes, "edges")?;
-            Ok((nodes, index, edges))
+            read_graph(nnodes, index, edges, c.size())
         })();
         let (nodes, index, edges) = agree(&c, checked)?;
-        let color = if (c.rank() as usize) < nodes {
-            0
-        } else {
-            weft::UNDEFINED
-        };
-        let nc = c.split(color, c.rank() as i32)?;
+        let (color, key) = graph_place(&c, nodes, &index, &edges, reorder != 0);
+        let nc = c.split(color, key)?;
         let h = match nc {
             Some(nc) => s.add_comm(nc),
             None => MPI_COMM_NULL,
@@ -388,34 +428,99 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     finish(comm, "MPI_Graph_neighbors", r)
 }
 
-/// MPI_Graph_map (MPI-4.1 §8.5.8): the identity placement MPI_Graph_create uses.
+/// MPI_Graph_map (MPI-4.1 §8.5.8): the placement MPI_Graph_create makes with `reorder`
+/// (graph neighbours on one node where the members' nodes allow; MPI_UNDEFINED past the
+/// graph).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Graph_map(
     comm: Handle,
     nnodes: c_int,
-    _index: *const c_int,
-    _edges: *const c_int,
+    index: *const c_int,
+    edges: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
     let r = (|| {
         let s = state("MPI_Graph_map")?;
         let c = intra(s, comm, "MPI_Graph_map")?;
-        if nnodes < 0 || nnodes as u32 > c.size() {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("nnodes {nnodes} outside 0..={}", c.size()),
-            ));
-        }
-        let me = c.rank() as c_int;
-        put!(newrank, if me < nnodes { me } else { MPI_UNDEFINED })
+        let (nodes, index, edges) = read_graph(nnodes, index, edges, c.size())?;
+        let (_, key) = graph_place(&c, nodes, &index, &edges, true);
+        put!(newrank, key)
     })();
     finish(comm, "MPI_Graph_map", r)
 }
 
 // ------------------------------------------------------- distributed graph topology (§8.5.4)
 
+/// The communicator of a distributed graph whose out-edges of this rank are `destinations`
+/// (ranks of `c`, with `weights` or 1 each), and the new rank of each rank of `c`. With
+/// `reorder` every rank's out-edges are gathered (one allgather of counts, one allgatherv)
+/// and the ranks are renumbered by `weft::Comm::graph_order_by_node` (ranks of one node
+/// numbered together); without, or when that order is the given one, the group keeps its
+/// order (`None`). Each process keeps the edges it named, so the traffic between nodes does
+/// not change: moving a vertex to another process would need the edges to follow the rank,
+/// which this does not do.
+fn dist_comm(
+    c: &weft::Comm,
+    destinations: &[c_int],
+    weights: Option<&[c_int]>,
+    reorder: bool,
+) -> R<(weft::Comm, Option<Vec<c_int>>)> {
+    if !reorder {
+        return Ok((c.dup()?, None));
+    }
+    let size = c.size() as usize;
+    let me = c.rank();
+    let mine: Vec<u32> = destinations
+        .iter()
+        .enumerate()
+        .flat_map(|(k, &d)| [d as u32, weights.map_or(1, |w| w[k].max(0) as u32)])
+        .collect();
+    let mut counts = vec![0u32; size];
+    c.allgather(&[mine.len() as u32], &mut counts)?;
+    let counts: Vec<usize> = counts.iter().map(|&n| n as usize).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0usize, |at, &n| {
+            let d = *at;
+            *at += n;
+            Some(d)
+        })
+        .collect();
+    let mut all = vec![0u32; counts.iter().sum()];
+    c.allgatherv(&mine, &mut all, &counts, &displs)?;
+    let mut edges = Vec::with_capacity(all.len() / 2);
+    for (src, (&at, &n)) in displs.iter().zip(&counts).enumerate() {
+        for e in all[at..at + n].chunks_exact(2) {
+            edges.push((src as u32, e[0], e[1] as u64));
+        }
+    }
+    let order = c.graph_order_by_node(size, &edges);
+    if order.cut == order.cut_identity {
+        return Ok((c.dup()?, None));
+    }
+    let mut new_of_old = vec![0 as c_int; size];
+    for (new, &old) in order.rank_at.iter().enumerate() {
+        new_of_old[old as usize] = new as c_int;
+    }
+    let nc = c
+        .split(0, new_of_old[me as usize])?
+        .ok_or_else(|| err(MPI_ERR_INTERN, "a reordering split left a member out"))?;
+    Ok((nc, Some(new_of_old)))
+}
+
+/// `ranks` of the old communicator as ranks of the reordered one.
+fn renumber(ranks: Vec<c_int>, new_of_old: &Option<Vec<c_int>>) -> Vec<c_int> {
+    match new_of_old {
+        Some(map) => ranks.iter().map(|&r| map[r as usize]).collect(),
+        None => ranks,
+    }
+}
+
 /// MPI_Dist_graph_create_adjacent (MPI-4.1 §8.5.4): every rank names its own in- and
-/// out-neighbors; the new communicator has the same group in the same order.
+/// out-neighbors; the new communicator has the same group, with `reorder` in the order that
+/// puts graph neighbours on one node where the members' nodes allow (never more edge weight
+/// between nodes than the given order; neighbors are then reported as ranks of the new
+/// communicator), otherwise in the same order.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     comm: Handle,
@@ -426,7 +531,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     destinations: *const c_int,
     destweights: *const c_int,
     _info: Handle,
-    _reorder: c_int,
+    reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -450,12 +555,13 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             Ok((sources, source_weights, destinations, dest_weights))
         })();
         let (sources, source_weights, destinations, dest_weights) = agree(&c, checked)?;
-        let h = s.add_comm(c.dup()?);
+        let (nc, new_of_old) = dist_comm(&c, &destinations, dest_weights.as_deref(), reorder != 0)?;
+        let h = s.add_comm(nc);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
-            sources,
+            sources: renumber(sources, &new_of_old),
             source_weights,
-            destinations,
+            destinations: renumber(destinations, &new_of_old),
             dest_weights,
         });
         attach_neighborhood(s, h)
@@ -466,7 +572,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 /// MPI_Dist_graph_create (MPI-4.1 §8.5.4): any rank may name any edge; each edge is sent
 /// to both of its ends (one alltoall of counts, one alltoallv of edges). Both ends order
 /// their edges by (naming rank, position in its list), so several edges between the same
-/// pair are paired in the same order on both sides.
+/// pair are paired in the same order on both sides. With `reorder`, ranks are then placed
+/// as MPI_Dist_graph_create_adjacent places them.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dist_graph_create(
     comm: Handle,
@@ -476,7 +583,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     destinations: *const c_int,
     weights_in: *const c_int,
     _info: Handle,
-    _reorder: c_int,
+    reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -551,12 +658,14 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 inw.push(e[2]);
             }
         }
-        let h = s.add_comm(c.dup()?);
+        let weights = w.as_ref().map(|_| &outw[..]);
+        let (nc, new_of_old) = dist_comm(&c, &outs, weights, reorder != 0)?;
+        let h = s.add_comm(nc);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
-            sources: ins,
+            sources: renumber(ins, &new_of_old),
             source_weights: w.as_ref().map(|_| inw),
-            destinations: outs,
+            destinations: renumber(outs, &new_of_old),
             dest_weights: w.as_ref().map(|_| outw),
         });
         attach_neighborhood(s, h)

@@ -85,6 +85,64 @@ fn cartesian_reorder_keeps_grid_neighbours_on_one_node() {
     }
 }
 
+/// MPI_Graph_create, MPI_Dist_graph_create(_adjacent) and MPI_Graph_map with reorder
+/// (itest/c/graph_reorder.c): rings over the job, unweighted and weighted, with the
+/// neighbour lists seen through the new communicators and a neighbourhood exchange checked
+/// against the ranks named. On one node (1 to 4 ranks) nothing moves; on simulated hosts
+/// with ranks dealt round robin the reordered rings cut fewer edges (every edge -> 2);
+/// with ranks in blocks, or a triangle, the given order is already best.
+#[test]
+fn graph_reorder_keeps_graph_neighbours_on_one_node() {
+    common::run_c_ok(prefix(), "graph_reorder", 1..=4, &[]);
+    let prog = build("graph_reorder");
+    for (hosts, map_by, args, want) in [
+        (
+            "a:4,b:4",
+            MapBy::Node,
+            &["unweighted", "fewer"][..],
+            Some("graph cut 16 -> 4, dist cut 16 -> 16, general cut 16 -> 16"),
+        ),
+        (
+            "a:4,b:4",
+            MapBy::Node,
+            &["weighted", "fewer"][..],
+            Some("graph cut 16 -> 4, dist cut 88 -> 88, general cut 88 -> 88"),
+        ),
+        ("a:3,b:4", MapBy::Node, &["weighted", "fewer"][..], None),
+        (
+            "a:2,b:2,c:2,d:1",
+            MapBy::Node,
+            &["unweighted", "fewer"][..],
+            None,
+        ),
+        ("a:2,b:1", MapBy::Node, &["weighted", "same"][..], None),
+        (
+            "a:2,b:2",
+            MapBy::Slot,
+            &["unweighted", "same"][..],
+            Some("graph cut 4 -> 4"),
+        ),
+    ] {
+        let on = common::Hosts {
+            hosts,
+            launcher: "env",
+            boot_addr: "127.0.0.1",
+            map_by,
+        };
+        let out = common::run_c_placed(prefix(), &prog, &on, args, &[]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "graph_reorder on {hosts} {args:?}:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(want) = want {
+            assert!(text.contains(want), "{hosts} {args:?}: {text}");
+        }
+    }
+}
+
 /// The point-to-point fast path for predefined contiguous datatypes (src/fast.rs) keeps the
 /// checks MPI requires: every argument error of the fast calls gets its class, truncation
 /// from Recv, Sendrecv, Wait and Test reports class, source and tag, good messages their

@@ -458,6 +458,27 @@ impl Comm {
             .map(|p| p as u32)
     }
 
+    /// The ranks of a graph of `vertices` vertices and weighted `edges` (vertex a, vertex b,
+    /// weight) laid over the first `vertices` members so that few edges join members of
+    /// different nodes (`weft_model::mapping::graph`; never a larger cut than the identity
+    /// order): `rank_at[vertex]` is the member (rank of this communicator) that takes it.
+    /// Every member computing it from the same graph gets the same order.
+    pub fn graph_order_by_node(
+        &self,
+        vertices: usize,
+        edges: &[(u32, u32, u64)],
+    ) -> weft_model::mapping::GraphOrder {
+        let e = self.engine.borrow();
+        let node = e.node_of();
+        let nodes: Vec<u32> = self
+            .data
+            .members
+            .iter()
+            .map(|&w| node[w as usize])
+            .collect();
+        weft_model::mapping::graph_order(vertices, edges, &nodes)
+    }
+
     /// Whether every member runs on this process's node.
     pub fn members_share_a_node(&self) -> bool {
         let e = self.engine.borrow();

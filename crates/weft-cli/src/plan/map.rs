@@ -33,6 +33,22 @@ pub(crate) struct MapArgs {
     /// Write the placement as CSV: virtual coordinates, physical node and coordinates.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Draw the dilation histogram (how many virtual edges take each number of hops) as a
+    /// PNG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+/// How many virtual edges of `m` take each number of hops (index = hops, 0 to the largest
+/// dilation; two virtual nodes never share a physical one, so index 0 stays 0).
+fn dilation_histogram(torus: &Torus, m: &weft_model::mapping::TorusMap) -> Vec<u64> {
+    let edges = weft_model::mapping::torus::virtual_edges(&m.virtual_torus);
+    let mut count = vec![0u64; m.report.max_dilation as usize + 1];
+    for (a, b) in edges {
+        let hops = torus.distance(m.node_of[a as usize], m.node_of[b as usize]);
+        count[hops as usize] += 1;
+    }
+    count
 }
 
 /// The nodes `text` (an --exclude file) names.
@@ -161,6 +177,29 @@ pub(crate) fn run(args: MapArgs, timing: &mut Timing) -> Result<()> {
             ));
         }
         write_text(path, &text)?;
+    }
+    if let Some(path) = &args.plot {
+        let count = dilation_histogram(&torus, &m);
+        let title = format!(
+            "{} on {} with {bad} faulty nodes: max dilation {}, mean {}",
+            shape(&m.virtual_torus.dims),
+            shape(&torus.dims),
+            r.max_dilation,
+            fixed(r.mean_dilation, 3)
+        );
+        crate::plot::bar_chart(
+            path,
+            &crate::plot::Labels {
+                title: &title,
+                x: "hops per virtual edge",
+                y: "virtual edges",
+            },
+            &(1..count.len()).map(|h| h.to_string()).collect::<Vec<_>>(),
+            &[(
+                "virtual edges".into(),
+                count[1..].iter().map(|&c| c as f64).collect(),
+            )],
+        )?;
     }
     Ok(())
 }

@@ -96,6 +96,42 @@ impl Torus {
             .fold(0, |a, (&c, &d)| a * d + c)
     }
 
+    /// Calls `visit` once for every node exactly `r` hops from `center` (none when `r`
+    /// exceeds [`Torus::radius`]).
+    pub fn ring(&self, center: u32, r: u32, visit: &mut impl FnMut(u32)) {
+        fn go(
+            dims: &[u32],
+            at: &[u32],
+            stride: u32,
+            base: u32,
+            left: u32,
+            visit: &mut impl FnMut(u32),
+        ) {
+            let Some((&d, rest)) = dims.split_first() else {
+                if left == 0 {
+                    visit(base);
+                }
+                return;
+            };
+            let (c, at) = (at[0], &at[1..]);
+            let next = stride * d;
+            for k in 0..=left.min(d / 2) {
+                let up = (c + k) % d;
+                go(rest, at, next, base + up * stride, left - k, visit);
+                let down = (c + d - k) % d;
+                if down != up {
+                    go(rest, at, next, base + down * stride, left - k, visit);
+                }
+            }
+        }
+        go(&self.dims, &self.coord(center), 1, 0, r, visit);
+    }
+
+    /// The most hops between two nodes.
+    pub fn radius(&self) -> u32 {
+        self.dims.iter().map(|&d| d / 2).sum()
+    }
+
     /// Hops between nodes `a` and `b`: per dimension the shorter way round.
     pub fn distance(&self, a: u32, b: u32) -> u32 {
         let (mut a, mut b) = (a, b);
@@ -426,9 +462,15 @@ fn dropped_planes(physical: &Torus, faulty: &[bool], want: &[u32]) -> Vec<Vec<u3
 }
 
 /// Places the virtual torus on the product of `planes` (virtual dimension i along physical
-/// dimension `axes[i]`), then moves each virtual node that
-/// landed on a faulty node to the free healthy node nearest its placed neighbours. Returns
-/// the placement and how many nodes were repaired.
+/// dimension `axes[i]`), then moves each virtual node that landed on a faulty node to the
+/// free healthy node nearest its placed neighbours (least summed hops to them; ties: nearest
+/// the faulty node, then the lowest index). Returns the placement and how many nodes were
+/// repaired.
+///
+/// The search walks rings of growing radius r around the faulty node t and stops once no
+/// node that far can win: with k placed neighbours w, a node p r hops from t is at least
+/// `k·r − Σ hops(t, w)` hops from them in all (triangle inequality), so the answer is the
+/// one an exhaustive scan gives, found after looking at the nodes near t only.
 fn place(
     physical: &Torus,
     faulty: &[bool],
@@ -462,20 +504,32 @@ fn place(
         .collect();
     for &v in &broken {
         let target = node_of[v as usize];
+        let near: Vec<u32> = neighbours[v as usize]
+            .iter()
+            .filter(|&&w| placed[w as usize])
+            .map(|&w| node_of[w as usize])
+            .collect();
+        let k = near.len() as u64;
+        let spread: u64 = near
+            .iter()
+            .map(|&q| physical.distance(target, q) as u64)
+            .sum();
         let mut best: Option<(u64, u32, u32)> = None; // (cost, distance to target, node)
-        for p in 0..n as u32 {
-            if used[p as usize] || faulty[p as usize] {
-                continue;
+        for r in 0..=physical.radius() {
+            let bound = (k * r as u64).saturating_sub(spread);
+            if best.is_some_and(|b| (bound, r) > (b.0, b.1)) {
+                break;
             }
-            let cost: u64 = neighbours[v as usize]
-                .iter()
-                .filter(|&&w| placed[w as usize])
-                .map(|&w| physical.distance(p, node_of[w as usize]) as u64)
-                .sum();
-            let key = (cost, physical.distance(p, target), p);
-            if best.is_none_or(|b| key < b) {
-                best = Some(key);
-            }
+            physical.ring(target, r, &mut |p| {
+                if used[p as usize] || faulty[p as usize] {
+                    return;
+                }
+                let cost: u64 = near.iter().map(|&q| physical.distance(p, q) as u64).sum();
+                let key = (cost, r, p);
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            });
         }
         let (_, _, p) = best.expect("enough healthy nodes (checked)");
         node_of[v as usize] = p;
@@ -495,8 +549,12 @@ fn neighbour_lists(nodes: usize, edges: &[(u32, u32)]) -> Vec<Vec<u32>> {
 }
 
 /// Up to three passes: a virtual node with an edge longer than one hop moves to the free
-/// healthy node that lowers the sum of its edges' squared hops most. True when anything
-/// moved.
+/// healthy node that lowers the sum of its edges' squared hops most (ties: the lowest
+/// index). True when anything moved.
+///
+/// As in [`place`], the search walks rings around the node's place and stops once no node
+/// that far can do better: with k neighbours w at summed hops C from here, a node r hops
+/// away has summed squared hops of at least `max(0, k·r − C)² / k`.
 fn improve(
     physical: &Torus,
     faulty: &[bool],
@@ -504,9 +562,8 @@ fn improve(
     edges: &[(u32, u32)],
     node_of: &mut [u32],
 ) -> bool {
-    let n = physical.nodes() as usize;
     let neighbours = neighbour_lists(virt.nodes() as usize, edges);
-    let mut used = vec![false; n];
+    let mut used = vec![false; physical.nodes() as usize];
     for &p in node_of.iter() {
         used[p as usize] = true;
     }
@@ -531,15 +588,29 @@ fn improve(
                 continue;
             }
             let now = cost(v, here, node_of);
+            let k = neighbours[v].len() as u64;
+            let spread: u64 = neighbours[v]
+                .iter()
+                .map(|&w| physical.distance(here, node_of[w as usize]) as u64)
+                .sum();
+            // The least (cost, node) below `now`; `here` when none.
             let mut best = (now, here);
-            for p in 0..n as u32 {
-                if used[p as usize] || faulty[p as usize] {
-                    continue;
+            for r in 1..=physical.radius() {
+                let hops = (k * r as u64).saturating_sub(spread);
+                let least = hops * hops / k;
+                if least > best.0 || least >= now {
+                    break;
                 }
-                let c = cost(v, p, node_of);
-                if c < best.0 {
-                    best = (c, p);
-                }
+                let node_of = &*node_of;
+                physical.ring(here, r, &mut |p| {
+                    if used[p as usize] || faulty[p as usize] {
+                        return;
+                    }
+                    let c = cost(v, p, node_of);
+                    if c < now && (c, p) < best {
+                        best = (c, p);
+                    }
+                });
             }
             if best.1 != here {
                 used[here as usize] = false;
@@ -636,6 +707,30 @@ mod tests {
         assert_eq!(Torus::parse("16x16x16").unwrap().nodes(), 4096);
         assert!(Torus::parse("4xx4").is_err());
         assert!(Torus::new(&[4, 0]).is_err());
+    }
+
+    #[test]
+    fn rings_visit_every_node_once_at_its_distance() {
+        for dims in [
+            vec![1u32],
+            vec![2],
+            vec![5],
+            vec![4, 3, 2],
+            vec![6, 5],
+            vec![2, 2, 7],
+        ] {
+            let t = Torus::new(&dims).unwrap();
+            for center in 0..t.nodes() {
+                let mut seen = vec![0u32; t.nodes() as usize];
+                for r in 0..=t.radius() + 1 {
+                    t.ring(center, r, &mut |p| {
+                        assert_eq!(t.distance(center, p), r, "{dims:?} {center} {p}");
+                        seen[p as usize] += 1;
+                    });
+                }
+                assert!(seen.iter().all(|&k| k == 1), "{dims:?} {center}: {seen:?}");
+            }
+        }
     }
 
     #[test]
