@@ -1,5 +1,6 @@
-/* MPI_Graph_create, MPI_Dist_graph_create_adjacent and MPI_Dist_graph_create with reorder:
- * graph neighbours on one node where the members' nodes allow.
+/* MPI_Graph_create with reorder: graph neighbours on one node where the members' nodes
+ * allow; MPI_Dist_graph_create_adjacent and MPI_Dist_graph_create with reorder: right
+ * neighbours and no more traffic between nodes.
  *
  * Every graph is a ring over the world ranks (rank i joined to i-1 and i+1; with argv[1]
  * "weighted", the edge i..i+1 of a distributed graph weighs 10 when i is even and 1

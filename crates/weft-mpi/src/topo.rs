@@ -451,76 +451,10 @@ pub unsafe extern "C" fn MPI_Graph_map(
 
 // ------------------------------------------------------- distributed graph topology (§8.5.4)
 
-/// The communicator of a distributed graph whose out-edges of this rank are `destinations`
-/// (ranks of `c`, with `weights` or 1 each), and the new rank of each rank of `c`. With
-/// `reorder` every rank's out-edges are gathered (one allgather of counts, one allgatherv)
-/// and the ranks are renumbered by `weft::Comm::graph_order_by_node` (ranks of one node
-/// numbered together); without, or when that order is the given one, the group keeps its
-/// order (`None`). Each process keeps the edges it named, so the traffic between nodes does
-/// not change: moving a vertex to another process would need the edges to follow the rank,
-/// which this does not do.
-fn dist_comm(
-    c: &weft::Comm,
-    destinations: &[c_int],
-    weights: Option<&[c_int]>,
-    reorder: bool,
-) -> R<(weft::Comm, Option<Vec<c_int>>)> {
-    if !reorder {
-        return Ok((c.dup()?, None));
-    }
-    let size = c.size() as usize;
-    let me = c.rank();
-    let mine: Vec<u32> = destinations
-        .iter()
-        .enumerate()
-        .flat_map(|(k, &d)| [d as u32, weights.map_or(1, |w| w[k].max(0) as u32)])
-        .collect();
-    let mut counts = vec![0u32; size];
-    c.allgather(&[mine.len() as u32], &mut counts)?;
-    let counts: Vec<usize> = counts.iter().map(|&n| n as usize).collect();
-    let displs: Vec<usize> = counts
-        .iter()
-        .scan(0usize, |at, &n| {
-            let d = *at;
-            *at += n;
-            Some(d)
-        })
-        .collect();
-    let mut all = vec![0u32; counts.iter().sum()];
-    c.allgatherv(&mine, &mut all, &counts, &displs)?;
-    let mut edges = Vec::with_capacity(all.len() / 2);
-    for (src, (&at, &n)) in displs.iter().zip(&counts).enumerate() {
-        for e in all[at..at + n].chunks_exact(2) {
-            edges.push((src as u32, e[0], e[1] as u64));
-        }
-    }
-    let order = c.graph_order_by_node(size, &edges);
-    if order.cut == order.cut_identity {
-        return Ok((c.dup()?, None));
-    }
-    let mut new_of_old = vec![0 as c_int; size];
-    for (new, &old) in order.rank_at.iter().enumerate() {
-        new_of_old[old as usize] = new as c_int;
-    }
-    let nc = c
-        .split(0, new_of_old[me as usize])?
-        .ok_or_else(|| err(MPI_ERR_INTERN, "a reordering split left a member out"))?;
-    Ok((nc, Some(new_of_old)))
-}
-
-/// `ranks` of the old communicator as ranks of the reordered one.
-fn renumber(ranks: Vec<c_int>, new_of_old: &Option<Vec<c_int>>) -> Vec<c_int> {
-    match new_of_old {
-        Some(map) => ranks.iter().map(|&r| map[r as usize]).collect(),
-        None => ranks,
-    }
-}
-
 /// MPI_Dist_graph_create_adjacent (MPI-4.1 §8.5.4): every rank names its own in- and
-/// out-neighbors; the new communicator has the same group, with `reorder` in the order that
-/// puts graph neighbours on one node where the members' nodes allow (never more edge weight
-/// between nodes than the given order; neighbors are then reported as ranks of the new
-/// communicator), otherwise in the same order.
+/// out-neighbors; the new communicator has the same group in the same order, also with
+/// `reorder` (permitted, not required): a distributed graph's edges stay with the processes
+/// that named them, so renumbering ranks would move no traffic between nodes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     comm: Handle,
@@ -531,7 +465,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     destinations: *const c_int,
     destweights: *const c_int,
     _info: Handle,
-    reorder: c_int,
+    _reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -555,13 +489,12 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             Ok((sources, source_weights, destinations, dest_weights))
         })();
         let (sources, source_weights, destinations, dest_weights) = agree(&c, checked)?;
-        let (nc, new_of_old) = dist_comm(&c, &destinations, dest_weights.as_deref(), reorder != 0)?;
-        let h = s.add_comm(nc);
+        let h = s.add_comm(c.dup()?);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
-            sources: renumber(sources, &new_of_old),
+            sources,
             source_weights,
-            destinations: renumber(destinations, &new_of_old),
+            destinations,
             dest_weights,
         });
         attach_neighborhood(s, h)
@@ -572,8 +505,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 /// MPI_Dist_graph_create (MPI-4.1 §8.5.4): any rank may name any edge; each edge is sent
 /// to both of its ends (one alltoall of counts, one alltoallv of edges). Both ends order
 /// their edges by (naming rank, position in its list), so several edges between the same
-/// pair are paired in the same order on both sides. With `reorder`, ranks are then placed
-/// as MPI_Dist_graph_create_adjacent places them.
+/// pair are paired in the same order on both sides. Ranks keep their order, also with
+/// `reorder` (see MPI_Dist_graph_create_adjacent).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dist_graph_create(
     comm: Handle,
@@ -583,7 +516,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     destinations: *const c_int,
     weights_in: *const c_int,
     _info: Handle,
-    reorder: c_int,
+    _reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
     let r = (|| {
@@ -658,14 +591,12 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 inw.push(e[2]);
             }
         }
-        let weights = w.as_ref().map(|_| &outw[..]);
-        let (nc, new_of_old) = dist_comm(&c, &outs, weights, reorder != 0)?;
-        let h = s.add_comm(nc);
+        let h = s.add_comm(c.dup()?);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
-            sources: renumber(ins, &new_of_old),
+            sources: ins,
             source_weights: w.as_ref().map(|_| inw),
-            destinations: renumber(outs, &new_of_old),
+            destinations: outs,
             dest_weights: w.as_ref().map(|_| outw),
         });
         attach_neighborhood(s, h)
