@@ -437,20 +437,23 @@ impl Comm {
         self.engine.borrow().node_of()[me as usize] as i32
     }
 
+    /// The node of each member, by rank of this communicator.
+    fn member_nodes(&self) -> Vec<u32> {
+        let e = self.engine.borrow();
+        let node = e.node_of();
+        self.data
+            .members
+            .iter()
+            .map(|&w| node[w as usize])
+            .collect()
+    }
+
     /// This member's position in a Cartesian grid of `dims` (`periods` per dimension) laid
     /// over the first `dims.iter().product()` members so that grid neighbours share a node
     /// (`weft_model::mapping::cart`; never more edges between nodes than the identity
     /// order), or `None` when the grid leaves this member out.
     pub fn cart_position_by_node(&self, dims: &[u32], periods: &[bool]) -> Option<u32> {
-        let e = self.engine.borrow();
-        let node = e.node_of();
-        let nodes: Vec<u32> = self
-            .data
-            .members
-            .iter()
-            .map(|&w| node[w as usize])
-            .collect();
-        let order = weft_model::mapping::cart_order(dims, periods, &nodes);
+        let order = weft_model::mapping::cart_order(dims, periods, &self.member_nodes());
         order
             .rank_at
             .iter()
@@ -468,15 +471,7 @@ impl Comm {
         vertices: usize,
         edges: &[(u32, u32, u64)],
     ) -> weft_model::mapping::GraphOrder {
-        let e = self.engine.borrow();
-        let node = e.node_of();
-        let nodes: Vec<u32> = self
-            .data
-            .members
-            .iter()
-            .map(|&w| node[w as usize])
-            .collect();
-        weft_model::mapping::graph_order(vertices, edges, &nodes)
+        weft_model::mapping::graph_order(vertices, edges, &self.member_nodes())
     }
 
     /// Whether every member runs on this process's node.
