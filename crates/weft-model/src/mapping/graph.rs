@@ -296,21 +296,6 @@ mod tests {
         (0..n).map(|v| (v, (v + 1) % n, 1)).collect()
     }
 
-    /// A small deterministic generator (xorshift), so the test graphs are the same in
-    /// every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// Every permutation of 0..n, by Heap's algorithm.
     fn each_permutation(n: usize, f: &mut impl FnMut(&[u32])) {
         let mut a: Vec<u32> = (0..n as u32).collect();
@@ -399,7 +384,7 @@ mod tests {
     /// refinement's stopping rule), and it reaches the optimum on most graphs.
     #[test]
     fn brute_force_on_small_graphs() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = crate::plan::rng::SplitMix64::new(1);
         let (mut graphs, mut optimal) = (0u32, 0u32);
         for n in 2..=8usize {
             for _ in 0..12 {
