@@ -37,18 +37,8 @@ out=$target/busy-suite
 mkdir -p "$out"
 summary=$out/summary.txt
 
-spinner_pids=()
-stop_spinners() {
-    for p in "${spinner_pids[@]}"; do
-        kill "$p" 2>/dev/null
-    done
-    for p in "${spinner_pids[@]}"; do
-        wait "$p" 2>/dev/null
-    done
-    spinner_pids=()
-}
-trap stop_spinners EXIT
-trap 'stop_spinners; exit 130' INT TERM
+# start_spinners / stop_spinners, stopped on exit (the benchmarks use the same).
+. bench/spinners.sh
 
 shm_entries() { find /dev/shm -maxdepth 1 -name 'weft-*' 2>/dev/null | sort; }
 # Processes started from this tree's build output (test binaries, ranks, C programs, the launcher).
@@ -61,10 +51,7 @@ if ! cargo test "${args[@]}" --no-run >"$out/build.log" 2>&1; then
     exit 1
 fi
 
-for _ in $(seq 1 "$spinners"); do
-    (while :; do :; done) &
-    spinner_pids+=($!)
-done
+start_spinners "$spinners"
 
 printf '%-4s %-5s %8s %-17s %s\n' run result wall_s load_before/after notes | tee "$summary"
 failed=0
