@@ -2,7 +2,11 @@
 //! (`weft_transport::transport`), with a lane file's figures over them, scored by
 //! `weft_model::lanes`; and the network endpoint the choice calls for.
 //!
-//! A lane file (`WEFT_LANE_FILE`, TOML) replaces figures of the lanes it names:
+//! Lane figures come from a tuning file (`WEFT_TUNING_FILE`, written by `weft tune`; its
+//! `[[lane]]` tables) and then from a lane file (`WEFT_LANE_FILE`), which replaces figures
+//! of the lanes it names over the tuning file's. Both files share one format
+//! (`crate::coll::select::parse_tuning_file` checks it whole: an unknown key anywhere is an
+//! error naming its line):
 //!
 //! ```toml
 //! [[lane]]
@@ -16,6 +20,7 @@
 //! ```
 
 use crate::config::Config;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use weft_boot::Boot;
 use weft_core::{Error, ErrorKind, Result};
@@ -66,6 +71,9 @@ pub fn candidates(config: &Config, probe: bool) -> Result<Vec<Lane>> {
         .filter(|t| t.available(&q).is_ok())
         .flat_map(|t| t.lanes(&q))
         .collect();
+    if let Some((path, file)) = crate::coll::select::read_tuning_file(&config.values)? {
+        apply_entries(&mut lanes, &file.lanes, &path);
+    }
     if let Some(path) = config
         .values
         .text("WEFT_LANE_FILE")
@@ -78,72 +86,93 @@ pub fn candidates(config: &Config, probe: bool) -> Result<Vec<Lane>> {
     Ok(lanes)
 }
 
-/// Replaces the figures of the lanes a lane file names (see the module comment).
-pub fn apply_lane_file(lanes: &mut [Lane], text: &str, path: &str) -> Result<()> {
-    let bad = |why: String| Error::new(ErrorKind::Config, format!("WEFT_LANE_FILE={path}: {why}"));
-    let doc: toml::Table = text.parse().map_err(|e| bad(format!("{e}")))?;
-    let Some(entries) = doc.get("lane") else {
-        return Ok(());
-    };
-    let entries = entries
-        .as_array()
-        .ok_or_else(|| bad("`lane` must be an array of tables ([[lane]])".into()))?;
-    for (i, e) in entries.iter().enumerate() {
-        let t = e
-            .as_table()
-            .ok_or_else(|| bad(format!("lane {}: not a table", i + 1)))?;
-        let mut transport = None;
-        let mut device = None;
-        let mut figures: Vec<(&str, f64)> = Vec::new();
-        for (k, v) in t {
-            match k.as_str() {
-                "transport" => transport = v.as_str(),
-                "device" => device = v.as_str(),
-                "latency_us"
-                | "overhead_us"
-                | "dedicated_gbytes_per_s"
-                | "shared_gbytes_per_s"
-                | "registration_ns_per_byte" => {
-                    let x = v
-                        .as_float()
-                        .or_else(|| v.as_integer().map(|n| n as f64))
-                        .filter(|x| x.is_finite() && *x >= 0.0)
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "lane {}: {k} must be a number of at least 0",
-                                i + 1
-                            ))
-                        })?;
-                    figures.push((k.as_str(), x));
-                }
-                other => return Err(bad(format!("lane {}: unknown key {other:?}", i + 1))),
-            }
+/// One `[[lane]]` of a tuning or lane file: the lanes it names and the figures it replaces
+/// (each optional).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaneEntry {
+    /// The transport whose lanes it names.
+    pub transport: String,
+    /// Only the lane on this device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Latency, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<f64>,
+    /// Per-message overhead, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_us: Option<f64>,
+    /// Bandwidth of one process, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedicated_gbytes_per_s: Option<f64>,
+    /// Bandwidth shared by the node's processes, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_gbytes_per_s: Option<f64>,
+    /// Registration cost, ns per byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration_ns_per_byte: Option<f64>,
+}
+
+/// Why `e` is refused, with the key at fault: a transport that is not registered, or a
+/// figure that is not a number of at least 0.
+pub(crate) fn check_entry(e: &LaneEntry) -> std::result::Result<(), (&'static str, String)> {
+    if tr::find(&e.transport).is_none() {
+        return Err(("transport", format!("unknown transport {:?}", e.transport)));
+    }
+    for (k, v) in [
+        ("latency_us", e.latency_us),
+        ("overhead_us", e.overhead_us),
+        ("dedicated_gbytes_per_s", e.dedicated_gbytes_per_s),
+        ("shared_gbytes_per_s", e.shared_gbytes_per_s),
+        ("registration_ns_per_byte", e.registration_ns_per_byte),
+    ] {
+        if let Some(x) = v.filter(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err((
+                k,
+                format!(
+                    "transport {:?}: {k} = {x}: must be a number of at least 0",
+                    e.transport
+                ),
+            ));
         }
-        let transport =
-            transport.ok_or_else(|| bad(format!("lane {}: `transport` is missing", i + 1)))?;
-        if tr::find(transport).is_none() {
-            return Err(bad(format!(
-                "lane {}: unknown transport {transport:?}",
-                i + 1
-            )));
-        }
+    }
+    Ok(())
+}
+
+/// Puts the figures of `entries` (checked) over the lanes they name; their origin becomes
+/// the file `path`.
+fn apply_entries(lanes: &mut [Lane], entries: &[LaneEntry], path: &str) {
+    for e in entries {
         for l in lanes
             .iter_mut()
-            .filter(|l| l.transport == transport)
-            .filter(|l| device.is_none() || l.device.as_deref() == device)
+            .filter(|l| l.transport == e.transport)
+            .filter(|l| e.device.is_none() || l.device == e.device)
         {
-            for &(k, x) in &figures {
-                match k {
-                    "latency_us" => l.costs.latency_ns = x * 1e3,
-                    "overhead_us" => l.costs.overhead_ns = x * 1e3,
-                    "dedicated_gbytes_per_s" => l.costs.dedicated_bytes_per_s = x * 1e9,
-                    "shared_gbytes_per_s" => l.costs.shared_bytes_per_s = x * 1e9,
-                    _ => l.costs.registration_ns_per_byte = x,
+            let c = &mut l.costs;
+            let set = |to: &mut f64, v: Option<f64>, scale: f64| {
+                if let Some(x) = v {
+                    *to = x * scale;
                 }
-            }
+            };
+            set(&mut c.latency_ns, e.latency_us, 1e3);
+            set(&mut c.overhead_ns, e.overhead_us, 1e3);
+            set(&mut c.dedicated_bytes_per_s, e.dedicated_gbytes_per_s, 1e9);
+            set(&mut c.shared_bytes_per_s, e.shared_gbytes_per_s, 1e9);
+            set(
+                &mut c.registration_ns_per_byte,
+                e.registration_ns_per_byte,
+                1.0,
+            );
             l.origin = Origin::Tuning(path.to_string());
         }
     }
+}
+
+/// Replaces the figures of the lanes a lane file names (see the module comment); the file
+/// is checked whole, as a tuning file is.
+pub fn apply_lane_file(lanes: &mut [Lane], text: &str, path: &str) -> Result<()> {
+    let file = crate::coll::select::parse_tuning_file(text, &format!("WEFT_LANE_FILE={path}"))?;
+    apply_entries(lanes, &file.lanes, path);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Knobs of the collectives, declared once: `WEFT_<COLL>_ALGO` forces an algorithm,
-//! `WEFT_<COLL>_RADIX` a tree radix, `WEFT_TUNING_FILE` replaces `tuning/default.toml`.
-//! Read by [`super::select::Tuning`]; nothing else reads them.
+//! `WEFT_<COLL>_RADIX` a tree radix, `WEFT_TUNING_FILE` names a tuning file (rules that
+//! replace `tuning/default.toml`, lane figures). Read by [`super::select::Tuning`] and, for
+//! the tuning file, [`super::select::read_tuning_file`]; nothing else reads them.
 
 use weft_core::knob::{Knob, KnobKind};
 
@@ -28,7 +29,7 @@ macro_rules! coll_knobs {
                 name: "WEFT_TUNING_FILE",
                 kind: KnobKind::Text,
                 default: "",
-                help: "path of a tuning table replacing tuning/default.toml (same format)",
+                help: "path of a tuning file (weft tune writes one): its rules replace tuning/default.toml's, its lane figures the transports' own (weft info --transports, --explain show them used)",
             },
         ];
     };

@@ -13,7 +13,7 @@
 
 use super::algo;
 use super::knobs::KNOBS;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::cell::Cell;
 use std::fmt;
 use toml::Spanned;
@@ -263,6 +263,8 @@ pub struct Tuning {
     forced_algo: Vec<Option<&'static Algorithm>>,
     forced_radix: Vec<Option<u32>>,
     rules: Vec<Rule>,
+    /// Where a rule's choice says it came from: `table` (the shipped one) or `tuning file`.
+    rules_source: &'static str,
     lanes: Lanes,
     synthetic_nodes: Option<Vec<u32>>,
     /// `WEFT_SHM_CMA=off`: no algorithm may read peers' memory directly.
@@ -299,6 +301,7 @@ impl Default for Tuning {
             forced_radix: vec![None; ALL.len()],
             rules: parse_table(DEFAULT_TABLE, "tuning/default.toml")
                 .expect("the shipped tuning table parses (tested)"),
+            rules_source: "table",
             lanes: default_lanes(),
             synthetic_nodes: None,
             cma_off: false,
@@ -346,10 +349,10 @@ impl Tuning {
                 && values.text("WEFT_SHM_CMA").as_deref() == Some("off"),
             ..Tuning::default()
         };
-        if let Some(path) = values.text("WEFT_TUNING_FILE") {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| Error::io(format!("WEFT_TUNING_FILE={path}"), e))?;
-            t.rules = parse_table(&text, &format!("WEFT_TUNING_FILE={path}"))?;
+        if let Some((_, file)) = read_tuning_file(values)? {
+            t.rules = file.rules;
+            t.rules_source = "tuning file";
+            t.lanes = file.coll_lanes;
         }
         for (i, &c) in ALL.iter().enumerate() {
             let upper = c.name().to_ascii_uppercase();
@@ -381,6 +384,12 @@ impl Tuning {
     /// The rules of the tuning table.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The lanes the cost model prices the algorithms on ([`default_lanes`], or a tuning
+    /// file's figures).
+    pub fn model_lanes(&self) -> &Lanes {
+        &self.lanes
     }
 
     /// For tests of the hierarchical algorithms on one machine: world rank w is taken to
@@ -419,12 +428,188 @@ fn unknown_algo(c: Coll, a: &str, knob: &str) -> Error {
     )
 }
 
-/// A tuning table as TOML gives it: `[[rule]]` tables and nothing else.
+/// A tuning file as TOML gives it: `[[rule]]` tables (the shipped table has only those),
+/// and what `weft tune` writes beside them: `[machine]`, `[[lane]]` (the lane figures the
+/// lanes reader, `crate::lanes`, takes), `[crossover]`, `[model]` and `[[point]]` (the
+/// measurements `weft tune --check` compares with the model). Nothing else: an unknown key
+/// anywhere is an error naming its line.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TableFile {
     #[serde(default)]
+    machine: Option<Machine>,
+    #[serde(default)]
+    lane: Vec<Spanned<crate::lanes::LaneEntry>>,
+    #[serde(default)]
+    crossover: Option<Crossovers>,
+    #[serde(default)]
+    model: Option<ModelFigures>,
+    #[serde(default)]
     rule: Vec<Spanned<RuleFile>>,
+    #[serde(default)]
+    point: Vec<Spanned<MeasuredPoint>>,
+}
+
+/// The machine a tuning file was measured on (`[machine]`, written by `weft tune`;
+/// descriptive: the runtime checks the types only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    /// Host name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Cores the measuring process could use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    /// The CPU's model name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// When it was measured (UTC, RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// The weft version that measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weft_version: Option<String>,
+    /// Measured with `weft tune --quick`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quick: Option<bool>,
+    /// The rank counts measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub np: Option<Vec<u32>>,
+}
+
+/// Crossover sizes measured between point-to-point protocols (`[crossover]`). Recorded
+/// for the reader: the runtime's single-copy threshold follows from the `[[lane]]` figures
+/// through the lane model, and the eager limit stays `WEFT_SHM_EAGER_BYTES`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Crossovers {
+    /// Smallest measured size at which a rendezvous send beat an eager one (absent: none
+    /// did up to the largest size measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eager_rendezvous_bytes: Option<u64>,
+    /// Smallest measured size from which the single copy (CMA) beat the pipelined copy
+    /// (absent: none did, or CMA is refused here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipelined_cma_bytes: Option<u64>,
+    /// The single-copy threshold the lane model computes from the `[[lane]]` figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_cma_bytes: Option<u64>,
+}
+
+/// Figures of the collectives' cost model that are not a lane's (`[model]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFigures {
+    /// Time to combine one byte of a reduction (f32 sum), ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduce_ns_per_byte: Option<f64>,
+}
+
+/// One measured cell (`[[point]]`): a collective forced to one algorithm (and radix), its
+/// OSU p50 latency at one size and rank count on one node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredPoint {
+    /// The collective.
+    pub coll: String,
+    /// The algorithm forced.
+    pub algo: String,
+    /// The radix forced (algorithms that take one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub radix: Option<u32>,
+    /// Ranks.
+    pub procs: u32,
+    /// Ranks per node.
+    pub ppn: u32,
+    /// Bytes per rank, as the cost model counts them.
+    pub bytes: u64,
+    /// Measured p50 latency, µs.
+    pub measured_us: f64,
+}
+
+/// A whole tuning file, checked: every section, the rules resolved to algorithms and the
+/// collectives' model lanes derived from the `[[lane]]` figures.
+#[derive(Clone, Debug)]
+pub struct TuningFile {
+    /// `[machine]`.
+    pub machine: Option<Machine>,
+    /// `[[lane]]`, in order.
+    pub lanes: Vec<crate::lanes::LaneEntry>,
+    /// `[crossover]`.
+    pub crossover: Option<Crossovers>,
+    /// `[model]`.
+    pub model: Option<ModelFigures>,
+    /// `[[rule]]`, in order.
+    pub rules: Vec<Rule>,
+    /// `[[point]]`, in order.
+    pub points: Vec<MeasuredPoint>,
+    /// The collectives' cost-model lanes: [`default_lanes`] with the file's figures over
+    /// them (see [`coll_lanes`]).
+    pub coll_lanes: Lanes,
+}
+
+/// The collectives' model lanes from lane figures: the intra lane's latency is the shm
+/// lane's latency plus overhead, its bandwidth the better of the shm (pipelined copy) and
+/// cma (single copy) lanes' (the runtime takes the single copy where it is faster); the
+/// inter lane is the tcp lane; the reduction rate is `[model]`'s. Figures absent keep
+/// [`default_lanes`]'.
+pub fn coll_lanes(lanes: &[crate::lanes::LaneEntry], model: Option<&ModelFigures>) -> Lanes {
+    let mut out = default_lanes();
+    let bw = |e: &crate::lanes::LaneEntry| {
+        e.dedicated_gbytes_per_s.unwrap_or(0.0) * 1e9 + e.shared_gbytes_per_s.unwrap_or(0.0) * 1e9
+    };
+    let fixed = |e: &crate::lanes::LaneEntry, d: &AlphaBeta| match (e.latency_us, e.overhead_us)
+    {
+        (None, None) => d.latency_ns,
+        (l, o) => (l.unwrap_or(0.0) + o.unwrap_or(0.0)) * 1e3,
+    };
+    let find = |t: &str| lanes.iter().rev().find(|e| e.transport == t && e.device.is_none())
+        .or_else(|| lanes.iter().rev().find(|e| e.transport == t));
+    if let Some(shm) = find("shm") {
+        let mut b = bw(shm);
+        if let Some(cma) = find("cma") {
+            b = b.max(bw(cma));
+        }
+        let latency = fixed(shm, &out.intra);
+        out.intra = if b > 0.0 {
+            AlphaBeta::from_bandwidth(latency, b)
+        } else {
+            AlphaBeta {
+                latency_ns: latency,
+                ..out.intra
+            }
+        };
+    }
+    if let Some(tcp) = find("tcp") {
+        let b = bw(tcp);
+        let latency = fixed(tcp, &out.inter);
+        out.inter = if b > 0.0 {
+            AlphaBeta::from_bandwidth(latency, b)
+        } else {
+            AlphaBeta {
+                latency_ns: latency,
+                ..out.inter
+            }
+        };
+    }
+    if let Some(g) = model.and_then(|m| m.reduce_ns_per_byte) {
+        out.reduce_ns_per_byte = g;
+    }
+    out
+}
+
+/// The tuning file `WEFT_TUNING_FILE` names, read and checked, with its path; None when the
+/// knob is unset or empty. The one reader of the knob: the rule table ([`Tuning`]) and the
+/// lane figures (`crate::lanes`) both take their part of the file from here.
+pub fn read_tuning_file(values: &KnobValues) -> Result<Option<(String, TuningFile)>> {
+    let Some(path) = values.text("WEFT_TUNING_FILE").filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::io(format!("WEFT_TUNING_FILE={path}"), e))?;
+    let file = parse_tuning_file(&text, &format!("WEFT_TUNING_FILE={path}"))?;
+    Ok(Some((path, file)))
 }
 
 /// One `[[rule]]` as written (ranges default to everything).
@@ -450,6 +635,13 @@ struct RuleFile {
 /// key at fault: an unknown key, a value of the wrong type, an unknown collective or
 /// algorithm, a radix below 2 or a range whose minimum is above its maximum.
 pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
+    parse_tuning_file(text, source).map(|f| f.rules)
+}
+
+/// Parses and checks a whole tuning file (see [`TableFile`]): errors name `source`, the
+/// line and the key at fault, as [`parse_table`]'s do; lane figures must be numbers of at
+/// least 0 of a registered transport, points name a registered collective and algorithm.
+pub fn parse_tuning_file(text: &str, source: &str) -> Result<TuningFile> {
     let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let bad = |offset: usize, msg: String| {
         Error::new(
@@ -465,7 +657,77 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
         let msg = e.message().trim().replace('\n', "; ");
         bad(at, format!("{line:?}: {msg}"))
     })?;
-    file.rule
+    // Where `key` is written in the table that starts at `span` (up to the next table's
+    // header; the table's start when it is not there).
+    let key_at = |span: std::ops::Range<usize>, key: &str| {
+        let rest = text.get(span.start..).unwrap_or("");
+        let mut offset = 0;
+        for (i, line) in rest.split_inclusive('\n').enumerate() {
+            let l = line.trim_start();
+            if i > 0 && l.starts_with('[') {
+                break;
+            }
+            if l.strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+            {
+                return span.start + offset;
+            }
+            offset += line.len();
+        }
+        span.start
+    };
+    let mut lanes = Vec::with_capacity(file.lane.len());
+    for spanned in file.lane {
+        let span = spanned.span();
+        let e = spanned.into_inner();
+        crate::lanes::check_entry(&e)
+            .map_err(|(key, why)| bad(key_at(span.clone(), key), format!("[[lane]]: {why}")))?;
+        lanes.push(e);
+    }
+    let mut points = Vec::with_capacity(file.point.len());
+    for spanned in file.point {
+        let span = spanned.span();
+        let p = spanned.into_inner();
+        let coll = Coll::from_name(&p.coll).map_err(|e| {
+            bad(
+                key_at(span.clone(), "coll"),
+                format!("[[point]] coll: {}", e.message()),
+            )
+        })?;
+        if algorithm(coll, &p.algo).is_none() {
+            let e = unknown_algo(coll, &p.algo, "[[point]] algo");
+            return Err(bad(key_at(span.clone(), "algo"), e.message().to_string()));
+        }
+        for (key, v) in [("procs", p.procs), ("ppn", p.ppn)] {
+            if v == 0 {
+                return Err(bad(
+                    key_at(span.clone(), key),
+                    format!("[[point]] {key} = 0: must be at least 1"),
+                ));
+            }
+        }
+        if !(p.measured_us.is_finite() && p.measured_us >= 0.0) {
+            return Err(bad(
+                key_at(span.clone(), "measured_us"),
+                format!(
+                    "[[point]] measured_us = {}: must be a number of at least 0",
+                    p.measured_us
+                ),
+            ));
+        }
+        points.push(p);
+    }
+    if let Some(g) = file.model.as_ref().and_then(|m| m.reduce_ns_per_byte) {
+        if !(g.is_finite() && g >= 0.0) {
+            return Err(bad(
+                text.find("reduce_ns_per_byte").unwrap_or(0),
+                format!("reduce_ns_per_byte = {g}: must be a number of at least 0"),
+            ));
+        }
+    }
+    let coll_lanes = coll_lanes(&lanes, file.model.as_ref());
+    let rules = file
+        .rule
         .into_iter()
         .map(|spanned| {
             let at = spanned.span().start;
@@ -523,7 +785,16 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
                 oversubscribed: r.oversubscribed,
             })
         })
-        .collect()
+        .collect::<Result<Vec<Rule>>>()?;
+    Ok(TuningFile {
+        machine: file.machine,
+        lanes,
+        crossover: file.crossover,
+        model: file.model,
+        rules,
+        points,
+        coll_lanes,
+    })
 }
 
 /// What the selector decided for one call.
@@ -533,7 +804,8 @@ pub struct Choice {
     pub algo: &'static Algorithm,
     /// Its radix (for tree algorithms; 2 otherwise).
     pub radix: u32,
-    /// Where the decision came from: `forced`, `table` or `model`.
+    /// Where the decision came from: `forced`, `table` (the shipped one), `tuning file`
+    /// or `model`.
     pub source: &'static str,
 }
 
@@ -749,7 +1021,7 @@ impl Tuning {
             let radix = forced_radix
                 .or(rule.radix)
                 .unwrap_or_else(|| modelled(a, &shape, &self.lanes, None).1);
-            return Ok(Choice::of(a, radix, "table"));
+            return Ok(Choice::of(a, radix, self.rules_source));
         }
         let mut best: Option<(f64, &'static Algorithm, u32)> = None;
         let mut first_ok: Option<&'static Algorithm> = None;
@@ -1172,6 +1444,62 @@ mod tests {
             e.message().contains("test line 3") && e.message().contains("oversubscribed = yes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_tuning_file_carries_lanes_rules_and_points() {
+        let text = "[machine]\nhostname = \"h\"\ncores = 2\n\n\
+            [[lane]]\ntransport = \"shm\"\nlatency_us = 1.0\noverhead_us = 0.5\ndedicated_gbytes_per_s = 2.0\n\n\
+            [[lane]]\ntransport = \"cma\"\ndedicated_gbytes_per_s = 4.0\n\n\
+            [[lane]]\ntransport = \"tcp\"\nlatency_us = 20.0\ndedicated_gbytes_per_s = 1.0\n\n\
+            [model]\nreduce_ns_per_byte = 0.5\n\n\
+            [crossover]\npipelined_cma_bytes = 65536\n\n\
+            [[rule]]\ncoll = \"bcast\"\nalgo = \"scatter_allgather\"\nmax_procs = 2\nmax_nodes = 1\nmax_bytes = 1024\n\n\
+            [[point]]\ncoll = \"bcast\"\nalgo = \"knomial\"\nradix = 2\nprocs = 2\nppn = 2\nbytes = 8\nmeasured_us = 1.5\n";
+        let f = parse_tuning_file(text, "t").unwrap();
+        assert_eq!(f.machine.as_ref().unwrap().cores, Some(2));
+        assert_eq!((f.lanes.len(), f.rules.len(), f.points.len()), (3, 1, 1));
+        assert_eq!(f.crossover.as_ref().unwrap().pipelined_cma_bytes, Some(65536));
+        // The model's lanes: shm's latency and overhead, the better of the shm and cma
+        // bandwidths, tcp between nodes, the file's reduction rate.
+        assert_eq!(f.coll_lanes.intra.latency_ns, 1500.0);
+        assert!((f.coll_lanes.intra.bandwidth_bytes_per_s() - 4e9).abs() < 1.0);
+        assert_eq!(f.coll_lanes.inter.latency_ns, 20000.0);
+        assert_eq!(f.coll_lanes.reduce_ns_per_byte, 0.5);
+        // The selector: the file's rule inside its bounds, the model (on the file's lanes)
+        // outside them.
+        let t = Tuning {
+            rules: f.rules.clone(),
+            rules_source: "tuning file",
+            lanes: f.coll_lanes,
+            ..Tuning::default()
+        };
+        let c = t.select(Coll::Bcast, 2, 2, 64, C).unwrap();
+        assert_eq!((c.algo.name, c.source), ("scatter_allgather", "tuning file"));
+        assert_eq!(t.select(Coll::Bcast, 2, 2, 4096, C).unwrap().source, "model");
+        assert_eq!(t.select(Coll::Bcast, 4, 2, 64, C).unwrap().source, "model");
+        assert_ne!(t.model_lanes(), Tuning::default().model_lanes());
+        // Errors name the line of the key at fault.
+        let e = parse_tuning_file(&text.replace("overhead_us = 0.5", "overhead_us = -0.5"), "t")
+            .unwrap_err();
+        assert!(
+            e.message().contains("t line 8") && e.message().contains("overhead_us"),
+            "{e}"
+        );
+        let e = parse_tuning_file(&text.replace("[crossover]", "[crossovers]"), "t").unwrap_err();
+        assert!(e.message().contains("crossovers"), "{e}");
+        let e = parse_tuning_file(&text.replace("measured_us = 1.5", "measured_us = -2"), "t")
+            .unwrap_err();
+        assert!(e.message().contains("t line 40"), "{e}");
+        let e = parse_tuning_file(&text.replace("\"tcp\"", "\"ib\""), "t").unwrap_err();
+        assert!(
+            e.message().contains("t line 16") && e.message().contains("unknown transport"),
+            "{e}"
+        );
+        // Without lanes or a [model], the model keeps its defaults.
+        let rules_only = parse_tuning_file("[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\n", "t")
+            .unwrap();
+        assert_eq!(rules_only.coll_lanes, default_lanes());
     }
 
     #[test]
