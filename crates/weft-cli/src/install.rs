@@ -72,7 +72,15 @@ prepend-path CPATH $weft_prefix/include
 prepend-path MANPATH $weft_prefix/share/man
 setenv MPI_HOME $weft_prefix
 setenv WEFT_HOME $weft_prefix
+## The node's tuning file (`weft tune` run from this prefix writes it), unless one is set.
+if { [file exists $weft_prefix/share/weft/tuning.toml] && ![info exists ::env(WEFT_TUNING_FILE)] } {
+    setenv WEFT_TUNING_FILE $weft_prefix/share/weft/tuning.toml
+}
 "#;
+
+/// Where under a prefix `weft tune` writes its tuning file by default and the modulefile
+/// looks for it.
+pub const TUNING_FILE: &str = "share/weft/tuning.toml";
 
 /// Arguments of `weft install`.
 #[derive(clap::Args)]

@@ -17,6 +17,7 @@ mod plot;
 mod progress;
 mod run;
 mod transports;
+mod tune;
 
 /// weft: a communication runtime for HPC clusters.
 #[derive(Parser)]
@@ -42,6 +43,13 @@ enum Command {
     /// Install weft's MPI and OpenSHMEM libraries, headers, wrappers, pkg-config and
     /// modulefile under a prefix (relocatable).
     Install(install::InstallArgs),
+    /// Measure this node (lanes, crossovers, the collectives' algorithms per size) and
+    /// write a tuning file the runtime loads with WEFT_TUNING_FILE; `--check FILE` compares
+    /// the cost model with a file's measurements.
+    Tune(tune::TuneArgs),
+    /// Rank side of `weft tune` (started by its driver).
+    #[command(name = "__tune-rank", hide = true)]
+    TuneRank(tune::rank::TuneRankArgs),
     /// Rank side of `weft bench` (started by the benchmark driver).
     #[command(name = "__bench-rank", hide = true)]
     BenchRank(bench::RankArgs),
@@ -121,6 +129,14 @@ fn main() -> ExitCode {
         Command::Install(a) => install::run(a),
         Command::Clean(a) => clean::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
+        Command::Tune(a) => tune::run(a),
+        Command::TuneRank(a) => match tune::rank::rank_main(a) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("weft tune: {e}");
+                1
+            }
+        },
         Command::Agent(a) => run::agent(a),
         Command::Mpiexec { args } => mpiexec(args),
     };

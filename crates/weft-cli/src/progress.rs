@@ -53,6 +53,15 @@ impl Progress {
         }
     }
 
+    /// Prints `line` on stderr above the bar (plainly without one): notes that must not mix
+    /// with results on stdout.
+    pub fn note(&self, line: &str) {
+        match &self.0 {
+            Some(b) => b.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
     /// Whether a bar is drawn.
     #[cfg(test)]
     pub fn shown(&self) -> bool {

@@ -173,7 +173,7 @@ pub fn coll_name(op: &str) -> &str {
 /// reduce_scatter, whose calls (the block form) are chosen by each rank's share of the
 /// vector, as [`measure`] sizes it. (The label had shown the choice for the whole vector:
 /// np=5, 128 KiB said shm_direct while the call ran the area.)
-fn selected_bytes(op: &str, bytes: usize, n: usize) -> u64 {
+pub(crate) fn selected_bytes(op: &str, bytes: usize, n: usize) -> u64 {
     match op {
         "reduce_scatter" => ((bytes / 4).max(1).max(n) / n * 4) as u64,
         _ => bytes as u64,
@@ -258,7 +258,7 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
 
 /// Times `iters` calls (after `skip` warm-up calls), each followed by an untimed barrier
 /// when `sync`; returns µs per call.
-fn measure(
+pub(crate) fn measure(
     world: &Comm,
     op: &str,
     bytes: usize,
@@ -314,7 +314,7 @@ fn measure(
 /// OSU 7.4's statistics of one size, known to rank 0 (None elsewhere): (P50 over calls of
 /// the mean over ranks, mean over ranks and calls, maximum over ranks of each rank's
 /// median). Every rank timed the same number of calls.
-fn osu_stats(world: &Comm, mut times: Vec<f64>) -> Result<Option<(f64, f64, f64)>> {
+pub(crate) fn osu_stats(world: &Comm, mut times: Vec<f64>) -> Result<Option<(f64, f64, f64)>> {
     if world.rank() != 0 {
         world.send(&times, 0, TAG_REPORT)?;
         return Ok(None);

@@ -224,6 +224,32 @@ fn run_ranks(
     output: OutputMode,
     on: Option<&HostsSpec>,
 ) -> (i32, Vec<u8>) {
+    run_ranks_of("__bench-rank", nranks, rank_args, timeout_s, env, output, on)
+}
+
+/// Starts `nranks` copies of this binary as the hidden subcommand `sub` with `rank_args`
+/// and collects their stdout (stderr is passed on after the job), as [`launch_capture`]
+/// does for `__bench-rank` (`weft tune` starts its own rank side through it).
+pub(crate) fn run_subcommand(
+    sub: &str,
+    nranks: u32,
+    rank_args: Vec<String>,
+    timeout_s: u64,
+    env: &[(String, String)],
+    on: Option<&HostsSpec>,
+) -> (i32, Vec<u8>) {
+    run_ranks_of(sub, nranks, rank_args, timeout_s, env, OutputMode::Capture, on)
+}
+
+fn run_ranks_of(
+    sub: &str,
+    nranks: u32,
+    rank_args: Vec<String>,
+    timeout_s: u64,
+    env: &[(String, String)],
+    output: OutputMode,
+    on: Option<&HostsSpec>,
+) -> (i32, Vec<u8>) {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
@@ -232,7 +258,7 @@ fn run_ranks(
         }
     };
     let mut spec = JobSpec::new(nranks, exe);
-    spec.args = std::iter::once("__bench-rank".to_string())
+    spec.args = std::iter::once(sub.to_string())
         .chain(rank_args)
         .map(Into::into)
         .collect();

@@ -1,0 +1,566 @@
+//! `weft tune`: measures this node with real processes and writes one tuning file (TOML)
+//! that the runtime loads through `WEFT_TUNING_FILE`: the machine's description, each
+//! lane's figures (`[[lane]]`, read by the lanes reader), the measured protocol crossovers,
+//! the reduction rate, the collective rules (`[[rule]]`, read by the selector) and every
+//! measured cell (`[[point]]`, for `weft tune --check`).
+//!
+//! Lanes ([`lanes`]): ping-pong and windowed bandwidth between two ranks (`weft bench
+//! p2p`'s rank side) with the runtime forced onto one way at a time: the shared-memory ring
+//! and its pipelined copy (`WEFT_SHM_CMA=off`), the single copy (CMA from 0 bytes), TCP over
+//! loopback and UCX (`WEFT_TRANSPORTS`), and eager against rendezvous sends of the same
+//! sizes. Collectives ([`rank`]): one job per rank count, every algorithm forced in turn at
+//! every size; the fastest per size becomes a rule bounded by what was measured (that rank
+//! count, one node, the size band around the size, oversubscribed or not), so the model
+//! still decides outside. `--check` ([`check`]) compares the file's points with the cost
+//! model fed with the file's lane figures.
+
+pub mod check;
+pub mod lanes;
+pub mod rank;
+
+use crate::progress::Progress;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use weft::coll::select::{Crossovers, Machine, MeasuredPoint, ModelFigures, TuningFile};
+use weft::lanes::LaneEntry;
+
+/// The collectives `weft tune` measures (as `weft bench coll --op` names them).
+pub const OPS: &[&str] = &[
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "allgather",
+    "alltoall",
+    "gather",
+    "scatter",
+    "reduce_scatter",
+];
+
+/// Arguments of `weft tune`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+The file holds [machine], [[lane]], [crossover], [model], [[rule]] and [[point]] tables. \
+Load it with WEFT_TUNING_FILE=FILE: the selector takes its rules (`weft info --explain COLL` \
+says \"tuning file\"), the lanes reader its lane figures (`weft info --transports` shows \
+\"tuning file FILE\" as their origin) and the collectives' cost model its figures. An \
+installed weft's modulefile sets WEFT_TUNING_FILE to <prefix>/share/weft/tuning.toml when \
+that file exists (`weft tune` writes there by default when run from an installed prefix).")]
+pub struct TuneArgs {
+    /// Fewer sizes, radices and repetitions, rank counts 2 and one oversubscribed (under a
+    /// minute on a 2-core machine; no UCX, fewer crossover sizes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the tuning file (default: <prefix>/share/weft/tuning.toml when this
+    /// weft runs from a prefix made by `weft install`, else ./weft-tuning.toml).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Rank counts to measure the collectives at, e.g. 2,3,4 (default: 2, the powers of two
+    /// up to the cores, the cores, and one oversubscribed count: twice the cores up to 4
+    /// more than them).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub np: Option<Vec<u32>>,
+    /// Collectives to measure (default: barrier, bcast, reduce, allreduce, allgather,
+    /// alltoall, gather, scatter, reduce_scatter).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub colls: Option<Vec<String>>,
+    /// Collective sizes in bytes per rank, e.g. 8,64K,1M (default: 8 B to 4 MiB in powers of
+    /// 8; --quick: 8, 4K, 64K, 1M).
+    #[arg(long)]
+    pub sizes: Option<String>,
+    /// Timed calls per cell (default: 200 below 64 KiB, 20 above; --quick: 30 and 5).
+    #[arg(long)]
+    pub iters: Option<u32>,
+    /// Compare the model with the measurements of FILE (a file `weft tune` wrote) instead of
+    /// measuring: predicted and measured time of every cell, the error, and per collective
+    /// the mean absolute percentage error (all sizes, and from 64 KiB).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "out", "np", "colls", "sizes", "iters"])]
+    pub check: Option<PathBuf>,
+    /// Print JSON (one object per line) and no progress bar.
+    #[arg(long)]
+    pub json: bool,
+    /// End a measuring job that runs longer than this many seconds.
+    #[arg(long = "timeout", default_value_t = 600)]
+    pub timeout_s: u64,
+}
+
+/// What a run measures, from the arguments.
+struct Plan {
+    nps: Vec<u32>,
+    ops: Vec<String>,
+    sizes: String,
+    iters: (u32, u32),
+    radices: Vec<u32>,
+    out: PathBuf,
+    cores: u32,
+}
+
+/// The cores this process may use.
+fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// The default rank counts for `cores` cores (see `--np`).
+pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
+    let over = (2 * cores).min(cores + 4).max(cores + 1);
+    let mut v: Vec<u32> = if quick {
+        vec![2]
+    } else {
+        let mut v: Vec<u32> = (1..).map(|i| 1u32 << i).take_while(|&k| k <= cores).collect();
+        v.push(cores.max(2));
+        v
+    };
+    v.push(over.max(3));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `<prefix>/share/weft/tuning.toml` when this binary is `<prefix>/bin/weft` of a prefix
+/// `weft install` made (it has the modulefile), else `./weft-tuning.toml`.
+pub fn default_out() -> PathBuf {
+    let prefix = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent()?.parent().map(Path::to_path_buf));
+    match prefix {
+        Some(p) if p.join("share/modulefiles/weft").is_file() => p.join(crate::install::TUNING_FILE),
+        _ => PathBuf::from("weft-tuning.toml"),
+    }
+}
+
+fn plan(a: &TuneArgs) -> Result<Plan, String> {
+    let cores = cores();
+    let nps = a.np.clone().unwrap_or_else(|| default_nps(cores, a.quick));
+    if nps.is_empty() {
+        return Err("--np: empty list".into());
+    }
+    if let Some(&n) = nps.iter().find(|&&n| n < 2) {
+        return Err(format!(
+            "--np {n}: a collective needs at least 2 ranks to measure"
+        ));
+    }
+    let ops: Vec<String> = match &a.colls {
+        None => OPS.iter().map(|s| s.to_string()).collect(),
+        Some(v) => {
+            for c in v {
+                if !OPS.contains(&c.as_str()) {
+                    return Err(format!("--colls {c}: expected some of {}", OPS.join(", ")));
+                }
+            }
+            v.clone()
+        }
+    };
+    let sizes = match &a.sizes {
+        Some(s) => {
+            crate::bench::parse_sizes(s)?;
+            s.clone()
+        }
+        None if a.quick => "8,4K,64K,1M".into(),
+        None => "8,64,512,4K,32K,256K,1M,4M".into(),
+    };
+    if a.iters == Some(0) {
+        return Err("--iters 0: need at least one iteration".into());
+    }
+    let iters = match (a.iters, a.quick) {
+        (Some(i), _) => (i, i),
+        (None, true) => (30, 5),
+        (None, false) => (200, 20),
+    };
+    let radices = if a.quick { vec![2, 4] } else { vec![2, 3, 4, 8] };
+    Ok(Plan {
+        nps,
+        ops,
+        sizes,
+        iters,
+        radices,
+        out: a.out.clone().unwrap_or_else(default_out),
+        cores,
+    })
+}
+
+/// Runs `weft tune`.
+pub fn run(a: TuneArgs) -> i32 {
+    if let Some(file) = &a.check {
+        return check::run(file, a.json);
+    }
+    let p = match plan(&a) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("weft tune: {e}");
+            return 2;
+        }
+    };
+    // The default place under an installed prefix may not exist yet.
+    if a.out.is_none() {
+        if let Some(dir) = p.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+    // Refuse an unwritable destination before measuring anything.
+    let tmp = temp_beside(&p.out);
+    if let Err(e) = std::fs::write(&tmp, b"") {
+        eprintln!(
+            "weft tune: --out {}: cannot write there: {e}",
+            p.out.display()
+        );
+        return 2;
+    }
+    let code = measure_and_write(&a, &p, &tmp);
+    let _ = std::fs::remove_file(&tmp);
+    code
+}
+
+/// A scratch file in `out`'s directory (renamed over `out` when complete).
+fn temp_beside(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "weft-tuning.toml".into());
+    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
+    let quiet = a.json || !std::io::stdout().is_terminal();
+    let lane_jobs = lanes::jobs(a.quick);
+    let total = (lane_jobs.len() + p.nps.len()) as u64;
+    let progress = Progress::new("tune", total, quiet);
+    let measured = match lanes::measure(&lane_jobs, a.timeout_s, &progress) {
+        Ok(m) => m,
+        Err(e) => {
+            drop(progress);
+            eprintln!("weft tune: {e}");
+            return 1;
+        }
+    };
+    let mut points: Vec<MeasuredPoint> = Vec::new();
+    let ops: Vec<&str> = p.ops.iter().map(String::as_str).collect();
+    for &np in &p.nps {
+        progress.start(&format!("collectives at {np} ranks"));
+        let args = rank::TuneRankArgs::to_args(&ops, &p.sizes, p.iters, &p.radices);
+        let (code, out) = crate::bench::run_subcommand(
+            "__tune-rank",
+            np,
+            args,
+            a.timeout_s,
+            &lanes::clean_env(&[]),
+            None,
+        );
+        if code != 0 {
+            drop(progress);
+            eprintln!("weft tune: the collectives job at {np} ranks failed (exit {code})");
+            return code;
+        }
+        for line in String::from_utf8_lossy(&out).lines() {
+            if let Ok(c) = serde_json::from_str::<rank::Cell>(line) {
+                points.push(MeasuredPoint {
+                    coll: c.coll,
+                    algo: c.algo,
+                    radix: c.radix,
+                    procs: c.procs,
+                    ppn: c.ppn,
+                    bytes: c.bytes,
+                    measured_us: c.p50_us,
+                });
+            } else if let Ok(s) = serde_json::from_str::<rank::Skip>(line) {
+                progress.note(&format!("# skipped {}: {}", s.skip, s.why));
+            } else if !line.trim().is_empty() {
+                progress.note(line);
+            }
+        }
+        progress.done();
+    }
+    drop(progress);
+    let machine = describe(a.quick, &p.nps, p.cores);
+    let rules = rules_of(&points, p.cores);
+    let mut file = FileOut {
+        machine,
+        lane: measured.lanes.clone(),
+        crossover: measured.crossover.clone(),
+        model: ModelFigures {
+            reduce_ns_per_byte: Some(lanes::reduce_ns_per_byte()),
+        },
+        rule: rules,
+        point: points,
+    };
+    // Write, load it as the runtime does (which computes the single-copy threshold the
+    // lane model takes from these figures), record that, write again.
+    let write = |f: &FileOut| -> Result<TuningFile, String> {
+        let text = f.render()?;
+        std::fs::write(tmp, &text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        weft::coll::select::parse_tuning_file(&text, &p.out.display().to_string())
+            .map_err(|e| format!("the file written does not load: {e}"))
+    };
+    if let Err(e) = write(&file) {
+        eprintln!("weft tune: {e}");
+        return 1;
+    }
+    file.crossover.model_cma_bytes = lanes::model_cma_bytes(tmp);
+    let loaded = match write(&file) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("weft tune: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::rename(tmp, &p.out) {
+        eprintln!("weft tune: --out {}: {e}", p.out.display());
+        return 1;
+    }
+    summary(&p.out, &file, &loaded, a.json);
+    0
+}
+
+/// The machine's description.
+fn describe(quick: bool, nps: &[u32], cores: u32) -> Machine {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    Machine {
+        hostname,
+        cores: Some(cores),
+        cpu_model,
+        date: Some(utc_now()),
+        weft_version: Some(format!(
+            "{} ({})",
+            env!("CARGO_PKG_VERSION"),
+            env!("BUILD_INFO_COMMIT")
+        )),
+        quick: Some(quick),
+        np: Some(nps.to_vec()),
+    }
+}
+
+/// Now as RFC 3339 UTC (days to civil date after Howard Hinnant's published algorithm).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    civil(secs)
+}
+
+fn civil(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// One `[[rule]]` as `weft tune` writes it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RuleOut {
+    pub coll: String,
+    pub algo: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub radix: Option<u32>,
+    pub min_procs: u32,
+    pub max_procs: u32,
+    pub max_nodes: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    pub oversubscribed: bool,
+}
+
+/// The whole file as written.
+#[derive(serde::Serialize)]
+struct FileOut {
+    machine: Machine,
+    lane: Vec<LaneEntry>,
+    crossover: Crossovers,
+    model: ModelFigures,
+    rule: Vec<RuleOut>,
+    point: Vec<MeasuredPoint>,
+}
+
+impl FileOut {
+    fn render(&self) -> Result<String, String> {
+        let body = toml::to_string(self).map_err(|e| format!("writing the tuning file: {e}"))?;
+        Ok(format!(
+            "# weft tuning file, written by `weft tune` (load it with WEFT_TUNING_FILE=this file;\n\
+             # `weft tune --check` compares its [[point]] measurements with the cost model).\n\
+             # Rules hold only for what was measured: one node, the rank counts of [machine].np,\n\
+             # sizes up to the largest measured; the cost model decides elsewhere.\n\n{body}"
+        ))
+    }
+}
+
+/// The rules of `points`: per collective and rank count, the fastest cell at each size,
+/// each over the band of sizes around it (from the geometric middle between it and the size
+/// below to that between it and the size above; from 0 for the smallest, up to the largest
+/// measured size for the largest), adjacent bands with the same winner merged. Bytes mean
+/// nothing to a barrier: its rule has no size bounds. Reduce_scatter's rules (measured as
+/// the block form) are written for both forms.
+pub fn rules_of(points: &[MeasuredPoint], cores: u32) -> Vec<RuleOut> {
+    let mut keys: Vec<(String, u32, u32)> = Vec::new();
+    for p in points {
+        let k = (p.coll.clone(), p.procs, p.ppn);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut out = Vec::new();
+    for (coll, procs, ppn) in keys {
+        let cells: Vec<&MeasuredPoint> = points
+            .iter()
+            .filter(|p| p.coll == coll && p.procs == procs && p.ppn == ppn)
+            .collect();
+        let mut sizes: Vec<u64> = cells.iter().map(|p| p.bytes).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut bands: Vec<(u64, u64, String, Option<u32>)> = Vec::new();
+        for (i, &s) in sizes.iter().enumerate() {
+            let Some(best) = cells
+                .iter()
+                .filter(|p| p.bytes == s)
+                .min_by(|a, b| a.measured_us.total_cmp(&b.measured_us))
+            else {
+                continue;
+            };
+            let lo = if i == 0 {
+                0
+            } else {
+                ((sizes[i - 1] as f64 * s as f64).sqrt().floor() as u64 + 1).max(sizes[i - 1] + 1)
+            };
+            let hi = if i + 1 == sizes.len() {
+                s
+            } else {
+                ((s as f64 * sizes[i + 1] as f64).sqrt().floor() as u64).max(s)
+            };
+            match bands.last_mut() {
+                Some(b) if b.2 == best.algo && b.3 == best.radix => b.1 = hi,
+                _ => bands.push((lo, hi, best.algo.clone(), best.radix)),
+            }
+        }
+        let barrier = coll == "barrier";
+        let names: Vec<&str> = if coll == "reduce_scatter_block" {
+            vec!["reduce_scatter_block", "reduce_scatter"]
+        } else {
+            vec![coll.as_str()]
+        };
+        for name in names {
+            for (lo, hi, algo, radix) in &bands {
+                out.push(RuleOut {
+                    coll: name.to_string(),
+                    algo: algo.clone(),
+                    radix: *radix,
+                    min_procs: procs,
+                    max_procs: procs,
+                    max_nodes: 1,
+                    min_bytes: (!barrier && *lo > 0).then_some(*lo),
+                    max_bytes: (!barrier).then_some(*hi),
+                    oversubscribed: ppn > cores,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What a run prints at the end.
+fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, json: bool) {
+    if json {
+        let v = serde_json::json!({
+            "file": out.display().to_string(),
+            "lanes": f.lane,
+            "crossover": f.crossover,
+            "reduce_ns_per_byte": f.model.reduce_ns_per_byte,
+            "rules": loaded.rules.len(),
+            "points": loaded.points.len(),
+        });
+        println!("{v}");
+        return;
+    }
+    println!("wrote {}", out.display());
+    println!(
+        "{:<6} {:>12} {:>12} {:>10}",
+        "lane", "latency_us", "overhead_us", "GB/s"
+    );
+    for l in &f.lane {
+        println!(
+            "{:<6} {:>12.3} {:>12.3} {:>10.3}",
+            l.transport,
+            l.latency_us.unwrap_or(0.0),
+            l.overhead_us.unwrap_or(0.0),
+            l.dedicated_gbytes_per_s.unwrap_or(0.0)
+        );
+    }
+    let show = |v: Option<u64>| v.map_or("none measured".to_string(), |n| format!("{n} B"));
+    println!(
+        "crossovers: eager -> rendezvous {}, pipelined copy -> CMA {} (lane model from these figures: {})",
+        show(f.crossover.eager_rendezvous_bytes),
+        show(f.crossover.pipelined_cma_bytes),
+        show(f.crossover.model_cma_bytes)
+    );
+    println!(
+        "{} rules from {} measured cells; load with WEFT_TUNING_FILE={}",
+        loaded.rules.len(),
+        loaded.points.len(),
+        out.display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(coll: &str, algo: &str, procs: u32, bytes: u64, us: f64) -> MeasuredPoint {
+        MeasuredPoint {
+            coll: coll.into(),
+            algo: algo.into(),
+            radix: None,
+            procs,
+            ppn: procs,
+            bytes,
+            measured_us: us,
+        }
+    }
+
+    #[test]
+    fn rules_cover_the_measured_bands_only() {
+        let pts = vec![
+            pt("bcast", "knomial", 2, 8, 1.0),
+            pt("bcast", "shm", 2, 8, 2.0),
+            pt("bcast", "knomial", 2, 4096, 3.0),
+            pt("bcast", "shm", 2, 4096, 4.0),
+            pt("bcast", "knomial", 2, 65536, 9.0),
+            pt("bcast", "shm", 2, 65536, 5.0),
+            pt("barrier", "shm_counter", 4, 0, 1.0),
+        ];
+        let r = rules_of(&pts, 2);
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert_eq!((r[0].algo.as_str(), r[0].min_bytes, r[0].max_bytes), ("knomial", None, Some(16384)));
+        assert_eq!((r[1].algo.as_str(), r[1].min_bytes, r[1].max_bytes), ("shm", Some(16385), Some(65536)));
+        assert!(r.iter().all(|x| x.max_nodes == 1));
+        assert_eq!((r[2].max_bytes, r[2].oversubscribed), (None, true));
+        assert!(!r[0].oversubscribed);
+    }
+
+    #[test]
+    fn dates_and_defaults() {
+        assert_eq!(civil(0), "1970-01-01T00:00:00Z");
+        assert_eq!(civil(1_795_996_800 + 3_661), "2026-11-30T01:01:01Z");
+        assert_eq!(default_nps(2, true), vec![2, 4]);
+        assert_eq!(default_nps(2, false), vec![2, 4]);
+        assert_eq!(default_nps(8, false), vec![2, 4, 8, 12]);
+        assert_eq!(default_nps(1, false), vec![2, 3]);
+    }
+}
