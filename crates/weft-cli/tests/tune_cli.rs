@@ -109,8 +109,14 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
     }
     assert_eq!(machine["quick"].as_bool(), Some(true));
     let lanes = doc["lane"].as_array().unwrap();
-    let transports: Vec<&str> = lanes.iter().map(|l| l["transport"].as_str().unwrap()).collect();
-    assert!(transports.contains(&"shm") && transports.contains(&"tcp"), "{transports:?}");
+    let transports: Vec<&str> = lanes
+        .iter()
+        .map(|l| l["transport"].as_str().unwrap())
+        .collect();
+    assert!(
+        transports.contains(&"shm") && transports.contains(&"tcp"),
+        "{transports:?}"
+    );
     for l in lanes {
         for k in ["latency_us", "overhead_us", "dedicated_gbytes_per_s"] {
             let x = l[k].as_float().unwrap();
@@ -159,7 +165,9 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
             "{r:?}"
         );
     }
-    assert!(rules.iter().any(|r| r["coll"].as_str() == Some("reduce_scatter")));
+    assert!(rules
+        .iter()
+        .any(|r| r["coll"].as_str() == Some("reduce_scatter")));
 
     // The lanes reader takes the figures from the file.
     let info = weft_with_file(&["info", "--transports"], &file);
@@ -177,7 +185,16 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
     // The selector takes the rules inside what was measured and the model outside.
     let explain = |coll: &str, np: &str, bytes: &str| -> serde_json::Value {
         let o = weft_with_file(
-            &["info", "--explain", coll, "--np", np, "--bytes", bytes, "--json"],
+            &[
+                "info",
+                "--explain",
+                coll,
+                "--np",
+                np,
+                "--bytes",
+                bytes,
+                "--json",
+            ],
             &file,
         );
         assert!(o.status.success(), "{}", text(&o.stderr));
@@ -198,7 +215,16 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
     // A job run with the knob: its ranks choose by the file's rules.
     let bench = weft_with_file(
         &[
-            "bench", "coll", "--op", "allreduce", "-n", "2", "--sizes", "8", "--iters", "3",
+            "bench",
+            "coll",
+            "--op",
+            "allreduce",
+            "-n",
+            "2",
+            "--sizes",
+            "8",
+            "--iters",
+            "3",
             "--json",
         ],
         &file,
@@ -215,7 +241,10 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
     let check = weft(&["tune", "--check", file.to_str().unwrap(), "--json"], &[]);
     assert!(check.status.success(), "{}", text(&check.stderr));
     let v = json(&check.stdout);
-    let rows: Vec<&serde_json::Value> = v.iter().filter(|x| x.get("measured_us").is_some()).collect();
+    let rows: Vec<&serde_json::Value> = v
+        .iter()
+        .filter(|x| x.get("measured_us").is_some())
+        .collect();
     assert_eq!(rows.len(), points.len());
     let sums = v.iter().filter(|x| x.get("mape_pct").is_some()).count();
     assert_eq!(sums, 4);
@@ -294,7 +323,14 @@ fn check_prints_a_row_per_measured_cell() {
     }
     // The model is fed with the file's figures: a slower shm lane predicts more.
     let slow = dir.0.join("slow.toml");
-    std::fs::write(&slow, HAND.replace("dedicated_gbytes_per_s = 4.0", "dedicated_gbytes_per_s = 0.5")).unwrap();
+    std::fs::write(
+        &slow,
+        HAND.replace(
+            "dedicated_gbytes_per_s = 4.0",
+            "dedicated_gbytes_per_s = 0.5",
+        ),
+    )
+    .unwrap();
     let w = json(&weft(&["tune", "--check", slow.to_str().unwrap(), "--json"], &[]).stdout);
     let big = |v: &[serde_json::Value]| v[1]["predicted_us"].as_f64().unwrap();
     assert!(big(&w) > big(&v) * 2.0, "{} vs {}", big(&w), big(&v));
@@ -307,17 +343,40 @@ fn check_prints_a_row_per_measured_cell() {
     let t = weft(&["tune", "--check", file.to_str().unwrap()], &[]);
     assert!(t.status.success());
     let table = text(&t.stdout);
-    assert!(table.contains("predicted_us") && table.contains("mape>=64KiB"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("alltoall ") && l.contains("pairwise")));
+    assert!(
+        table.contains("predicted_us") && table.contains("mape>=64KiB"),
+        "{table}"
+    );
+    assert!(table
+        .lines()
+        .any(|l| l.starts_with("alltoall ") && l.contains("pairwise")));
     // The runtime loads the same file: its rule and its lanes.
     let x = json(
-        &weft_with_file(&["info", "--explain", "bcast", "--np", "2", "--bytes", "64", "--json"], &file)
-            .stdout,
+        &weft_with_file(
+            &[
+                "info",
+                "--explain",
+                "bcast",
+                "--np",
+                "2",
+                "--bytes",
+                "64",
+                "--json",
+            ],
+            &file,
+        )
+        .stdout,
     )
     .remove(0);
-    assert_eq!((x["choice"].as_str(), x["source"].as_str()), (Some("scatter_allgather"), Some("tuning file")));
+    assert_eq!(
+        (x["choice"].as_str(), x["source"].as_str()),
+        (Some("scatter_allgather"), Some("tuning file"))
+    );
     let info = text(&weft_with_file(&["info", "--transports"], &file).stdout);
-    assert!(info.contains(&format!("tuning file {}", file.display())), "{info}");
+    assert!(
+        info.contains(&format!("tuning file {}", file.display())),
+        "{info}"
+    );
 }
 
 #[test]
@@ -326,13 +385,37 @@ fn bad_files_are_refused_naming_the_line() {
     let file = dir.0.join("bad.toml");
     let cases: &[(&str, &str, &[&str])] = &[
         // (replace, with, the message must hold)
-        ("overhead_us = 0.1", "overhead_us = 0.1\nspeed = 3", &["line 9", "unknown field `speed`"]),
-        ("latency_us = 10.0", "latency_us = -10.0", &["line 13", "latency_us", "at least 0"]),
-        ("latency_us = 0.5", "latency_us = \"fast\"", &["line 7", "latency_us"]),
+        (
+            "overhead_us = 0.1",
+            "overhead_us = 0.1\nspeed = 3",
+            &["line 9", "unknown field `speed`"],
+        ),
+        (
+            "latency_us = 10.0",
+            "latency_us = -10.0",
+            &["line 13", "latency_us", "at least 0"],
+        ),
+        (
+            "latency_us = 0.5",
+            "latency_us = \"fast\"",
+            &["line 7", "latency_us"],
+        ),
         ("[model]", "[modle]", &["line 16", "unknown field `modle`"]),
-        ("cores = 2", "cores = 2\ncolor = \"red\"", &["line 4", "unknown field `color`"]),
-        ("algo = \"scatter_allgather\"", "algo = \"magic\"", &["line 21", "magic"]),
-        ("measured_us = 30.0", "measured_us = -1.0", &["line 48", "measured_us"]),
+        (
+            "cores = 2",
+            "cores = 2\ncolor = \"red\"",
+            &["line 4", "unknown field `color`"],
+        ),
+        (
+            "algo = \"scatter_allgather\"",
+            "algo = \"magic\"",
+            &["line 21", "magic"],
+        ),
+        (
+            "measured_us = 30.0",
+            "measured_us = -1.0",
+            &["line 48", "measured_us"],
+        ),
     ];
     for (from, to, want) in cases {
         assert!(HAND.contains(from), "{from}");
@@ -344,7 +427,10 @@ fn bad_files_are_refused_naming_the_line() {
             let o = weft_with_file(&args, &file);
             assert!(!o.status.success(), "{args:?} accepted {to:?}");
             let e = text(&o.stderr);
-            assert!(e.contains(&format!("WEFT_TUNING_FILE={}", file.display())), "{e}");
+            assert!(
+                e.contains(&format!("WEFT_TUNING_FILE={}", file.display())),
+                "{e}"
+            );
             for w in *want {
                 assert!(e.contains(w), "{to:?}: {e} lacks {w:?}");
             }
@@ -364,9 +450,18 @@ fn bad_arguments_are_clear_errors() {
         (&["tune", "--colls", "bcast,nope"], "--colls nope"),
         (&["tune", "--iters", "0"], "--iters 0"),
         (&["tune", "--sizes", "8,x"], "--sizes"),
-        (&["tune", "--out", "/nonexistent-weft-dir/t.toml"], "cannot write"),
-        (&["tune", "--check", "/nonexistent-weft-dir/t.toml"], "/nonexistent-weft-dir/t.toml"),
-        (&["tune", "--check", "x.toml", "--quick"], "cannot be used with"),
+        (
+            &["tune", "--out", "/nonexistent-weft-dir/t.toml"],
+            "cannot write",
+        ),
+        (
+            &["tune", "--check", "/nonexistent-weft-dir/t.toml"],
+            "/nonexistent-weft-dir/t.toml",
+        ),
+        (
+            &["tune", "--check", "x.toml", "--quick"],
+            "cannot be used with",
+        ),
     ];
     for (args, want) in cases {
         let o = Command::new(WEFT)
@@ -375,14 +470,22 @@ fn bad_arguments_are_clear_errors() {
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
-        assert!(text(&o.stderr).contains(want), "{args:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
     }
     // A file without measurements cannot be checked.
     let f = dir.0.join("rules.toml");
     std::fs::write(&f, "[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\n").unwrap();
     let o = weft(&["tune", "--check", f.to_str().unwrap()], &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("no [[point]]"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no [[point]]"),
+        "{}",
+        text(&o.stderr)
+    );
     // Nothing was measured or written for the bad arguments.
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 1);
 }

@@ -224,7 +224,15 @@ fn run_ranks(
     output: OutputMode,
     on: Option<&HostsSpec>,
 ) -> (i32, Vec<u8>) {
-    run_ranks_of("__bench-rank", nranks, rank_args, timeout_s, env, output, on)
+    run_ranks_of(
+        "__bench-rank",
+        nranks,
+        rank_args,
+        timeout_s,
+        env,
+        output,
+        on,
+    )
 }
 
 /// Starts `nranks` copies of this binary as the hidden subcommand `sub` with `rank_args`
@@ -238,7 +246,15 @@ pub(crate) fn run_subcommand(
     env: &[(String, String)],
     on: Option<&HostsSpec>,
 ) -> (i32, Vec<u8>) {
-    run_ranks_of(sub, nranks, rank_args, timeout_s, env, OutputMode::Capture, on)
+    run_ranks_of(
+        sub,
+        nranks,
+        rank_args,
+        timeout_s,
+        env,
+        OutputMode::Capture,
+        on,
+    )
 }
 
 fn run_ranks_of(

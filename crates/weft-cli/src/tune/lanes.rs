@@ -5,7 +5,8 @@
 //! the 8-byte one-way time less the overhead; bandwidth = the slope of the one-way time
 //! between the two largest sizes. The single copy (CMA, forced from 0 bytes, the copy not
 //! split) has a fixed cost (the intercept of that line) and its slope. Crossovers are the
-//! smallest measured sizes at which the second way of a pair was faster.
+//! smallest measured sizes at which the second way of a pair was faster. Every job runs
+//! several rounds, interleaved, and each size keeps its fastest round.
 
 use crate::progress::Progress;
 use weft::coll::select::Crossovers;
@@ -67,7 +68,11 @@ pub fn jobs(quick: bool) -> Vec<Job> {
     } else {
         "8,32K,64K,256K,1M,4M"
     };
-    let cma = if quick { "64K,1M" } else { "32K,64K,256K,1M,4M" };
+    let cma = if quick {
+        "64K,1M"
+    } else {
+        "32K,64K,256K,1M,4M"
+    };
     let net = if quick { "8,64K,1M" } else { "8,64K,1M,4M" };
     let eager = if quick {
         "2K,8K,32K"
@@ -151,9 +156,22 @@ struct Curves {
 }
 
 /// Runs `jobs` (two ranks each) and derives the figures.
-pub fn measure(jobs: &[Job], timeout_s: u64, progress: &Progress) -> Result<Measured, String> {
+pub fn measure(
+    jobs: &[Job],
+    repeats: u32,
+    timeout_s: u64,
+    progress: &Progress,
+) -> Result<Measured, String> {
     let mut curves: Vec<(Way, Curves)> = Vec::new();
-    for j in jobs {
+    let mut refused = false;
+    // Rounds of every job, interleaved; each size keeps its fastest round (a ring's
+    // ping-pong waits for both processes to run, so on a busy node a round's median may
+    // hold the scheduler's delays rather than the lane's cost).
+    for j in (0..repeats).flat_map(|_| jobs.iter()) {
+        if refused && j.way == Way::Cma {
+            progress.done();
+            continue;
+        }
         progress.start(&format!("{:?} {}", j.way, j.test).to_lowercase());
         let args = vec![
             "p2p".to_string(),
@@ -172,9 +190,13 @@ pub fn measure(jobs: &[Job], timeout_s: u64, progress: &Progress) -> Result<Meas
             if j.way == Way::Cma {
                 // Refused here (kernel or seccomp policy): no single-copy lane to describe.
                 progress.note("# the single copy (CMA) is refused here: not measured");
+                refused = true;
                 continue;
             }
-            return Err(format!("the {:?} {} job failed (exit {code})", j.way, j.test));
+            return Err(format!(
+                "the {:?} {} job failed (exit {code})",
+                j.way, j.test
+            ));
         }
         let at = match curves.iter().position(|(w, _)| *w == j.way) {
             Some(i) => i,
@@ -187,9 +209,16 @@ pub fn measure(jobs: &[Job], timeout_s: u64, progress: &Progress) -> Result<Meas
             let Ok(l) = serde_json::from_str::<P2pLine>(line) else {
                 continue;
             };
+            let c = &mut curves[at].1;
             match l.test.as_str() {
-                "latency" => curves[at].1.latency.push((l.bytes, l.p50_us)),
-                "bandwidth" if l.bytes == 8 => curves[at].1.small_mb_per_s = Some(l.mb_per_s),
+                "latency" => match c.latency.iter_mut().find(|p| p.0 == l.bytes) {
+                    Some(p) => p.1 = p.1.min(l.p50_us),
+                    None => c.latency.push((l.bytes, l.p50_us)),
+                },
+                "bandwidth" if l.bytes == 8 => {
+                    c.small_mb_per_s =
+                        Some(c.small_mb_per_s.map_or(l.mb_per_s, |r| r.max(l.mb_per_s)))
+                }
                 _ => {}
             }
         }
@@ -202,8 +231,8 @@ pub fn measure(jobs: &[Job], timeout_s: u64, progress: &Progress) -> Result<Meas
         }
     }
     if let Some(c) = get(Way::Cma) {
-        let (fixed_us, gbytes_per_s) = line_fit(&c.latency)
-            .ok_or("the single-copy curve has fewer than two sizes")?;
+        let (fixed_us, gbytes_per_s) =
+            line_fit(&c.latency).ok_or("the single-copy curve has fewer than two sizes")?;
         lanes.push(LaneEntry {
             transport: "cma".into(),
             latency_us: Some(round(fixed_us.max(0.0))),
@@ -265,8 +294,8 @@ fn message_lane(name: &str, c: &Curves) -> Result<LaneEntry, String> {
         .filter(|&r| r > 0.0)
         .map_or(0.0, |r| 8.0 / r)
         .min(small);
-    let (_, gbytes_per_s) = line_fit(&c.latency)
-        .ok_or_else(|| format!("the {name} curve has fewer than two sizes"))?;
+    let (_, gbytes_per_s) =
+        line_fit(&c.latency).ok_or_else(|| format!("the {name} curve has fewer than two sizes"))?;
     Ok(LaneEntry {
         transport: name.into(),
         latency_us: Some(round((small - overhead).max(0.0))),
@@ -302,7 +331,12 @@ pub fn model_cma_bytes(path: &std::path::Path) -> Option<u64> {
     let p = path.to_string_lossy();
     let c = weft::config::Config::from_vars(&[("WEFT_TUNING_FILE", p.as_ref())]).ok()?;
     let lanes = weft::lanes::candidates(&c, false).ok()?;
-    let desc = |t: &str| lanes.iter().find(|l| l.transport == t).map(weft::lanes::to_model);
+    let desc = |t: &str| {
+        lanes
+            .iter()
+            .find(|l| l.transport == t)
+            .map(weft::lanes::to_model)
+    };
     let (ring, single) = (desc("shm")?, desc("cma")?);
     let choice =
         weft_model::lanes::rendezvous::choose_rendezvous(&ring, Some(&single), 2, None, None);

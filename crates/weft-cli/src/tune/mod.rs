@@ -106,7 +106,10 @@ pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
     let mut v: Vec<u32> = if quick {
         vec![2]
     } else {
-        let mut v: Vec<u32> = (1..).map(|i| 1u32 << i).take_while(|&k| k <= cores).collect();
+        let mut v: Vec<u32> = (1..)
+            .map(|i| 1u32 << i)
+            .take_while(|&k| k <= cores)
+            .collect();
         v.push(cores.max(2));
         v
     };
@@ -123,7 +126,9 @@ pub fn default_out() -> PathBuf {
         .ok()
         .and_then(|e| e.parent()?.parent().map(Path::to_path_buf));
     match prefix {
-        Some(p) if p.join("share/modulefiles/weft").is_file() => p.join(crate::install::TUNING_FILE),
+        Some(p) if p.join("share/modulefiles/weft").is_file() => {
+            p.join(crate::install::TUNING_FILE)
+        }
         _ => PathBuf::from("weft-tuning.toml"),
     }
 }
@@ -166,7 +171,11 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
         (None, true) => (30, 5),
         (None, false) => (200, 20),
     };
-    let radices = if a.quick { vec![2, 4] } else { vec![2, 3, 4, 8] };
+    let radices = if a.quick {
+        vec![2, 4]
+    } else {
+        vec![2, 3, 4, 8]
+    };
     Ok(Plan {
         nps,
         ops,
@@ -222,9 +231,10 @@ fn temp_beside(out: &Path) -> PathBuf {
 fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
     let quiet = a.json || !std::io::stdout().is_terminal();
     let lane_jobs = lanes::jobs(a.quick);
-    let total = (lane_jobs.len() + p.nps.len()) as u64;
+    let repeats = if a.quick { 3 } else { 5 };
+    let total = (lane_jobs.len() as u64) * u64::from(repeats) + p.nps.len() as u64;
     let progress = Progress::new("tune", total, quiet);
-    let measured = match lanes::measure(&lane_jobs, a.timeout_s, &progress) {
+    let measured = match lanes::measure(&lane_jobs, repeats, a.timeout_s, &progress) {
         Ok(m) => m,
         Err(e) => {
             drop(progress);
@@ -547,8 +557,14 @@ mod tests {
         ];
         let r = rules_of(&pts, 2);
         assert_eq!(r.len(), 3, "{r:?}");
-        assert_eq!((r[0].algo.as_str(), r[0].min_bytes, r[0].max_bytes), ("knomial", None, Some(16384)));
-        assert_eq!((r[1].algo.as_str(), r[1].min_bytes, r[1].max_bytes), ("shm", Some(16385), Some(65536)));
+        assert_eq!(
+            (r[0].algo.as_str(), r[0].min_bytes, r[0].max_bytes),
+            ("knomial", None, Some(16384))
+        );
+        assert_eq!(
+            (r[1].algo.as_str(), r[1].min_bytes, r[1].max_bytes),
+            ("shm", Some(16385), Some(65536))
+        );
         assert!(r.iter().all(|x| x.max_nodes == 1));
         assert_eq!((r[2].max_bytes, r[2].oversubscribed), (None, true));
         assert!(!r[0].oversubscribed);

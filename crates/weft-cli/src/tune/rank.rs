@@ -30,12 +30,7 @@ pub struct TuneRankArgs {
 
 impl TuneRankArgs {
     /// The arguments the driver passes.
-    pub fn to_args(
-        ops: &[&str],
-        sizes: &str,
-        iters: (u32, u32),
-        radices: &[u32],
-    ) -> Vec<String> {
+    pub fn to_args(ops: &[&str], sizes: &str, iters: (u32, u32), radices: &[u32]) -> Vec<String> {
         let list = |v: Vec<String>| v.join(",");
         vec![
             "--ops".into(),
@@ -118,7 +113,11 @@ pub fn rank_main(a: TuneRankArgs) -> Result<()> {
                 let refs: Vec<(&str, &str)> =
                     vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 world.set_collective_tuning(Tuning::from_vars(&refs)?);
-                let op_sizes: Vec<usize> = if op == "barrier" { vec![0] } else { sizes.clone() };
+                let op_sizes: Vec<usize> = if op == "barrier" {
+                    vec![0]
+                } else {
+                    sizes.clone()
+                };
                 for &bytes in &op_sizes {
                     let iters = if bytes < 65536 {
                         a.iters_small

@@ -559,13 +559,17 @@ pub fn coll_lanes(lanes: &[crate::lanes::LaneEntry], model: Option<&ModelFigures
     let bw = |e: &crate::lanes::LaneEntry| {
         e.dedicated_gbytes_per_s.unwrap_or(0.0) * 1e9 + e.shared_gbytes_per_s.unwrap_or(0.0) * 1e9
     };
-    let fixed = |e: &crate::lanes::LaneEntry, d: &AlphaBeta| match (e.latency_us, e.overhead_us)
-    {
+    let fixed = |e: &crate::lanes::LaneEntry, d: &AlphaBeta| match (e.latency_us, e.overhead_us) {
         (None, None) => d.latency_ns,
         (l, o) => (l.unwrap_or(0.0) + o.unwrap_or(0.0)) * 1e3,
     };
-    let find = |t: &str| lanes.iter().rev().find(|e| e.transport == t && e.device.is_none())
-        .or_else(|| lanes.iter().rev().find(|e| e.transport == t));
+    let find = |t: &str| {
+        lanes
+            .iter()
+            .rev()
+            .find(|e| e.transport == t && e.device.is_none())
+            .or_else(|| lanes.iter().rev().find(|e| e.transport == t))
+    };
     if let Some(shm) = find("shm") {
         let mut b = bw(shm);
         if let Some(cma) = find("cma") {
@@ -1459,7 +1463,10 @@ mod tests {
         let f = parse_tuning_file(text, "t").unwrap();
         assert_eq!(f.machine.as_ref().unwrap().cores, Some(2));
         assert_eq!((f.lanes.len(), f.rules.len(), f.points.len()), (3, 1, 1));
-        assert_eq!(f.crossover.as_ref().unwrap().pipelined_cma_bytes, Some(65536));
+        assert_eq!(
+            f.crossover.as_ref().unwrap().pipelined_cma_bytes,
+            Some(65536)
+        );
         // The model's lanes: shm's latency and overhead, the better of the shm and cma
         // bandwidths, tcp between nodes, the file's reduction rate.
         assert_eq!(f.coll_lanes.intra.latency_ns, 1500.0);
@@ -1475,13 +1482,22 @@ mod tests {
             ..Tuning::default()
         };
         let c = t.select(Coll::Bcast, 2, 2, 64, C).unwrap();
-        assert_eq!((c.algo.name, c.source), ("scatter_allgather", "tuning file"));
-        assert_eq!(t.select(Coll::Bcast, 2, 2, 4096, C).unwrap().source, "model");
+        assert_eq!(
+            (c.algo.name, c.source),
+            ("scatter_allgather", "tuning file")
+        );
+        assert_eq!(
+            t.select(Coll::Bcast, 2, 2, 4096, C).unwrap().source,
+            "model"
+        );
         assert_eq!(t.select(Coll::Bcast, 4, 2, 64, C).unwrap().source, "model");
         assert_ne!(t.model_lanes(), Tuning::default().model_lanes());
         // Errors name the line of the key at fault.
-        let e = parse_tuning_file(&text.replace("overhead_us = 0.5", "overhead_us = -0.5"), "t")
-            .unwrap_err();
+        let e = parse_tuning_file(
+            &text.replace("overhead_us = 0.5", "overhead_us = -0.5"),
+            "t",
+        )
+        .unwrap_err();
         assert!(
             e.message().contains("t line 8") && e.message().contains("overhead_us"),
             "{e}"
@@ -1497,8 +1513,8 @@ mod tests {
             "{e}"
         );
         // Without lanes or a [model], the model keeps its defaults.
-        let rules_only = parse_tuning_file("[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\n", "t")
-            .unwrap();
+        let rules_only =
+            parse_tuning_file("[[rule]]\ncoll = \"bcast\"\nalgo = \"knomial\"\n", "t").unwrap();
         assert_eq!(rules_only.coll_lanes, default_lanes());
     }
 
