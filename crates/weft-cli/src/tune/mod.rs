@@ -51,7 +51,7 @@ pub struct TuneArgs {
     /// minute on a 2-core machine; no UCX, fewer crossover sizes).
     #[arg(long)]
     pub quick: bool,
-    /// Where to write the tuning file (default: <prefix>/share/weft/tuning.toml when this
+    /// Where to write the tuning file (default: PREFIX/share/weft/tuning.toml when this
     /// weft runs from a prefix made by `weft install`, else ./weft-tuning.toml).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -119,7 +119,7 @@ pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
     v
 }
 
-/// `<prefix>/share/weft/tuning.toml` when this binary is `<prefix>/bin/weft` of a prefix
+/// `PREFIX/share/weft/tuning.toml` when this binary is `PREFIX/bin/weft` of a prefix
 /// `weft install` made (it has the modulefile), else `./weft-tuning.toml`.
 pub fn default_out() -> PathBuf {
     let prefix = std::env::current_exe()

@@ -642,9 +642,10 @@ pub fn parse_table(text: &str, source: &str) -> Result<Vec<Rule>> {
     parse_tuning_file(text, source).map(|f| f.rules)
 }
 
-/// Parses and checks a whole tuning file (see [`TableFile`]): errors name `source`, the
-/// line and the key at fault, as [`parse_table`]'s do; lane figures must be numbers of at
-/// least 0 of a registered transport, points name a registered collective and algorithm.
+/// Parses and checks a whole tuning file (its sections: [`TuningFile`]): errors name
+/// `source`, the line and the key at fault, as [`parse_table`]'s do; lane figures must be
+/// numbers of at least 0 of a registered transport, points name a registered collective
+/// and algorithm.
 pub fn parse_tuning_file(text: &str, source: &str) -> Result<TuningFile> {
     let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let bad = |offset: usize, msg: String| {
