@@ -172,7 +172,7 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
         (None, false) => (200, 20),
     };
     let radices = if a.quick {
-        vec![2, 4]
+        vec![2, 3, 4]
     } else {
         vec![2, 3, 4, 8]
     };
