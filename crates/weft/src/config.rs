@@ -21,9 +21,10 @@ pub enum YieldMode {
 /// (`WEFT_BLOCK`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockMode {
-    /// Only while other programs compete for the cores (`crate::node_load`): where a rank
-    /// yields at once, instead of yielding once a yield lost the core; else after the spin
-    /// and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long idle wait.
+    /// The default. Only while other programs compete for the cores (`crate::node_load`):
+    /// where a rank yields at once, instead of yielding once a yield lost the core; else
+    /// after the spin and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long
+    /// idle wait.
     Auto,
     /// As soon as a wait finds nothing to do.
     Now,
@@ -277,8 +278,8 @@ impl Config {
         };
         let block_mode = match values.text("WEFT_BLOCK").as_deref() {
             Some("on") => BlockMode::Now,
-            Some("auto") => BlockMode::Auto,
-            _ => BlockMode::Never,
+            Some("off") => BlockMode::Never,
+            _ => BlockMode::Auto,
         };
         let bind = match values.text("WEFT_BIND").as_deref().map(str::trim) {
             Some("core") => BindMode::Core,
