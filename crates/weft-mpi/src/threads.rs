@@ -2,7 +2,7 @@
 //! calls that do not hold it while they wait.
 //!
 //! Every exported function starts with [`enter`]. Below MPI_THREAD_MULTIPLE that is one
-//! relaxed load of [`MULTIPLE`] and a branch that is never taken: the state stays lock-free
+//! relaxed load of a flag and a branch that is never taken: the state stays lock-free
 //! as MPI_THREAD_SERIALIZED lets it be (the program orders its calls). Once MPI_Init_thread
 //! or MPI_Session_init has provided MPI_THREAD_MULTIPLE, [`enter`] takes the process's one
 //! lock (re-entrant: user callbacks and error handlers called from inside MPI may call MPI
