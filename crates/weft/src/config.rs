@@ -118,6 +118,8 @@ pub struct Config {
     pub stripe_bytes: u64,
     /// Reductions take C's `char` as a signed 8-bit integer (`WEFT_CHAR_REDUCTIONS`).
     pub char_reductions: bool,
+    /// MPI may provide MPI_THREAD_MULTIPLE (`WEFT_MPI_THREAD_MULTIPLE`).
+    pub mpi_thread_multiple: bool,
     /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
     pub job_secret: Option<Vec<u8>>,
     /// The values as read, for `weft info --knobs`.
@@ -388,6 +390,7 @@ impl Config {
             fast_peer_bytes: values.bytes("WEFT_FAST_PEER_BYTES").unwrap_or(1 << 20),
             stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
             char_reductions: values.bool("WEFT_CHAR_REDUCTIONS"),
+            mpi_thread_multiple: values.bool("WEFT_MPI_THREAD_MULTIPLE"),
             job_secret,
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,
