@@ -1,5 +1,5 @@
 #!/bin/sh
-# Waiting under load: weft with sleeping waits off (WEFT_BLOCK=off, the default: spin, then yield)
+# Waiting under load: weft with sleeping waits off (WEFT_BLOCK=off: spin, then yield)
 # against WEFT_BLOCK=auto, Open MPI and MPICH,
 # quiet and with N busy processes beside the job, in one run: per repetition every
 # (load, np) cell runs each library in turn (the order alternates between repetitions).

@@ -86,7 +86,7 @@ fn main() {
             out,
             "/// Not implemented by weft yet: reports MPI_ERR_UNSUPPORTED_OPERATION.\n\
              #[no_mangle]\npub extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
-             {body}\n}}\n",
+             let _entered = crate::threads::enter();\n    {body}\n}}\n",
             params.join(", ")
         )
         .unwrap();

@@ -223,18 +223,21 @@ macro_rules! buffer_calls {
         #[doc = concat!("`", stringify!($attach), "` (MPI-4.1 §3.6.1).")]
         #[no_mangle]
         pub unsafe extern "C" fn $attach($($arg: $t,)* buffer: *mut c_void, size: c_int) -> c_int {
+            let _entered = crate::threads::enter();
             finish($on, stringify!($attach), attach($scope, buffer, size as i64))
         }
 
         #[doc = concat!("`", stringify!($attach_c), "` (MPI-4.1 §3.6.1, large count).")]
         #[no_mangle]
         pub unsafe extern "C" fn $attach_c($($arg: $t,)* buffer: *mut c_void, size: i64) -> c_int {
+            let _entered = crate::threads::enter();
             finish($on, stringify!($attach_c), attach($scope, buffer, size))
         }
 
         #[doc = concat!("`", stringify!($detach), "` (MPI-4.1 §3.6.1): waits for the buffer's messages to leave.")]
         #[no_mangle]
         pub unsafe extern "C" fn $detach($($arg: $t,)* buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+            let _entered = crate::threads::enter();
             let r = detach($scope).and_then(|a| write_detached(a, buffer_addr, size));
             finish($on, stringify!($detach), r)
         }
@@ -242,6 +245,7 @@ macro_rules! buffer_calls {
         #[doc = concat!("`", stringify!($detach_c), "` (MPI-4.1 §3.6.1, large count).")]
         #[no_mangle]
         pub unsafe extern "C" fn $detach_c($($arg: $t,)* buffer_addr: *mut c_void, size: *mut i64) -> c_int {
+            let _entered = crate::threads::enter();
             let r = detach($scope).and_then(|a| write_detached(a, buffer_addr, size));
             finish($on, stringify!($detach_c), r)
         }
@@ -249,12 +253,14 @@ macro_rules! buffer_calls {
         #[doc = concat!("`", stringify!($flush), "` (MPI-4.1 §3.6.2): waits for the buffer's messages to leave.")]
         #[no_mangle]
         pub unsafe extern "C" fn $flush($($arg: $t),*) -> c_int {
+            let _entered = crate::threads::enter();
             finish($on, stringify!($flush), flush($scope))
         }
 
         #[doc = concat!("`", stringify!($iflush), "` (MPI-4.1 §3.6.2): flushes, then returns a completed request.")]
         #[no_mangle]
         pub unsafe extern "C" fn $iflush($($arg: $t,)* request: *mut Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = flush($scope).and_then(|_| completed_request(request));
             finish($on, stringify!($iflush), r)
         }

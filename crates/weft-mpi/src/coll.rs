@@ -157,6 +157,18 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ibarrier(comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::fast::barrier(comm) {
         return rc;
     }
@@ -186,6 +198,18 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ibcast(buf, count, dt, root, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
         return rc;
@@ -207,6 +231,18 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Ibcast_c(buf, count, dt, root, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
             .and_then(|count| unsafe { crate::inter::bcast(p, buf, count, dt, root) });
@@ -605,6 +641,18 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ireduce(send, recv, count, dt, op, root, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, count as i64, Some(root))
     {
         return rc;
@@ -657,6 +705,18 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Ireduce_c(send, recv, count, dt, op, root, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
             .and_then(|count| unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) });
@@ -689,6 +749,18 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iallreduce(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, count as i64, None) {
         return rc;
     }
@@ -739,6 +811,18 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Iallreduce_c(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
             .and_then(|count| unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) });
@@ -771,6 +855,18 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iscan(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, count as i64, None) {
         return rc;
     }
@@ -807,6 +903,18 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iexscan(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, count as i64, None) {
         return rc;
     }
@@ -843,6 +951,18 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(
         comm,
         "MPI_Reduce_scatter_block",
@@ -897,6 +1017,7 @@ pub unsafe extern "C" fn MPI_Op_create(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = op_create(f, commute, op, false);
     finish(MPI_COMM_WORLD, "MPI_Op_create", r)
 }
@@ -908,6 +1029,7 @@ pub unsafe extern "C" fn MPI_Op_create_c(
     commute: c_int,
     op: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = op_create(f, commute, op, true);
     finish(MPI_COMM_WORLD, "MPI_Op_create_c", r)
 }
@@ -929,6 +1051,7 @@ fn op_create(f: Option<UserFn>, commute: c_int, op: *mut Handle, large: bool) ->
 /// MPI_Op_free (MPI-4.1 §6.9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if op.is_null() {
             return Err(err(MPI_ERR_ARG, "op pointer is NULL"));
@@ -952,6 +1075,7 @@ pub unsafe extern "C" fn MPI_Op_free(op: *mut Handle) -> c_int {
 /// MPI_Op_commutative (MPI-4.1 §6.9.7).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_commutative(op: Handle, commute: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let v = match op {
             MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_LAND | MPI_LOR | MPI_LXOR | MPI_BAND
@@ -983,6 +1107,20 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Igather(
+                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Gather", send, recv, scount as i64, Some(root))
     {
@@ -1068,6 +1206,20 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iscatter(
+                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Scatter", send, recv, scount as i64, Some(root))
     {
@@ -1143,6 +1295,18 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iallgather(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, scount as i64, None) {
         return rc;
     }
@@ -1210,6 +1374,18 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ialltoall(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, scount as i64, None) {
         return rc;
     }
@@ -1307,6 +1483,20 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Igatherv(
+                    send, scount, sdt, recv, rcounts, displs, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Gatherv", send, recv, scount as i64, Some(root))
     {
@@ -1372,6 +1562,20 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iscatterv(
+                    send, scounts, displs, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Scatterv", send, recv, rcount as i64, Some(root))
     {
@@ -1473,6 +1677,20 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Iallgatherv(
+                    send, scount, sdt, recv, rcounts, displs, rdt, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, scount as i64, None)
     {
         return rc;
@@ -1531,6 +1749,20 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ialltoallv(
+                    send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts) }
@@ -1659,6 +1891,18 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ireduce_scatter(send, recv, rcounts, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts) }
@@ -1756,6 +2000,20 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::icoll::MPI_Ialltoallw(
+                    send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts) }
@@ -1943,6 +2201,7 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     dt: Handle,
     op: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if count < 0 {
             return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));

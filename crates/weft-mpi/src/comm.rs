@@ -14,6 +14,7 @@ use std::os::raw::{c_char, c_int, c_void};
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_size").and_then(|s| put!(size, s.comm(comm)?.comm.size() as c_int));
     finish(comm, "MPI_Comm_size", r)
 }
@@ -21,6 +22,7 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: Handle, size: *mut c_int) -> c_int 
 /// MPI_Comm_rank (MPI-4.1 §7.4.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: Handle, rank: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_rank").and_then(|s| put!(rank, s.comm(comm)?.comm.rank() as c_int));
     finish(comm, "MPI_Comm_rank", r)
 }
@@ -36,6 +38,18 @@ fn new_comm(s: &mut State, c: Option<weft::Comm>, out: *mut Handle) -> R<()> {
 /// MPI_Comm_dup (MPI-4.1 §7.4.2): the new communicator inherits the error handler.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::comm::MPI_Comm_idup(comm, newcomm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_dup")?;
         let c = s.comm(comm)?.comm.dup()?;
@@ -137,6 +151,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
     key: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_split")?;
         if color < 0 && color != MPI_UNDEFINED {
@@ -165,6 +180,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     info: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_split_type")?;
         let c = &s.comm(comm)?.comm;
@@ -234,6 +250,7 @@ const SHARED_MEMORY: &str = "mpi_shared_memory";
 /// (the node's shared memory).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_hw_resource_info(info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Get_hw_resource_info").and_then(|_| {
         let h = crate::env::info_insert(vec![(HW_RESOURCE_TYPE.into(), SHARED_MEMORY.into())]);
         put!(info, h)
@@ -251,6 +268,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
     group: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_create")?;
         let g = s.group(group)?.to_vec();
@@ -279,6 +297,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
 /// MPI_Comm_free (MPI-4.1 §7.4.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let h = if comm.is_null() {
         MPI_COMM_NULL
     } else {
@@ -308,6 +327,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
 /// (a barrier over it, collective as the standard makes it), then frees it.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let h = if comm.is_null() {
         MPI_COMM_NULL
     } else {
@@ -354,6 +374,7 @@ fn compare_members(a: &[u32], b: &[u32]) -> c_int {
 /// MPI_Comm_compare (MPI-4.1 §7.4.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(c1: Handle, c2: Handle, result: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_compare")?;
         let (a, b) = (&s.comm(c1)?.comm, &s.comm(c2)?.comm);
@@ -381,6 +402,7 @@ pub unsafe extern "C" fn MPI_Comm_compare(c1: Handle, c2: Handle, result: *mut c
 /// MPI_Comm_group (MPI-4.1 §7.3.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_group")?;
         let m = s.comm(comm)?.comm.members().to_vec();
@@ -393,6 +415,7 @@ pub unsafe extern "C" fn MPI_Comm_group(comm: Handle, group: *mut Handle) -> c_i
 /// MPI_Comm_set_name (MPI-4.1 §7.8).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_name(comm: Handle, name: *const c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         // SAFETY: a NUL-terminated string (the caller's contract).
         let n = unsafe { c_str(name, "name")? };
@@ -409,6 +432,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     name: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_get_name").and_then(|s| {
         // The null handle has a name too (MPI-4.1 §7.8, as MPICH and Open MPI answer).
         let n = if comm == MPI_COMM_NULL {
@@ -444,6 +468,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         state("MPI_Comm_get_attr")?.comm(comm)?;
         let p: Option<*const c_int> = match keyval {
@@ -489,6 +514,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
 /// MPI_Group_size (MPI-4.1 §7.3.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Group_size").and_then(|s| put!(size, s.group(group)?.len() as c_int));
     finish(MPI_COMM_WORLD, "MPI_Group_size", r)
 }
@@ -496,6 +522,7 @@ pub unsafe extern "C" fn MPI_Group_size(group: Handle, size: *mut c_int) -> c_in
 /// MPI_Group_rank (MPI-4.1 §7.3.1): MPI_UNDEFINED when the caller is not a member.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_rank(group: Handle, rank: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Group_rank").and_then(|s| {
         let me = s.world_rank();
         let g = s.group(group)?;
@@ -541,6 +568,7 @@ pub unsafe extern "C" fn MPI_Group_incl(
     rs: *const c_int,
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_incl")?;
         let g = s.group(group)?.to_vec();
@@ -566,6 +594,7 @@ pub unsafe extern "C" fn MPI_Group_excl(
     rs: *const c_int,
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_excl")?;
         let g = s.group(group)?.to_vec();
@@ -594,6 +623,7 @@ pub unsafe extern "C" fn MPI_Group_translate_ranks(
     g2: Handle,
     r2: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_translate_ranks")?;
         let (a, b) = (s.group(g1)?, s.group(g2)?);
@@ -633,6 +663,7 @@ fn set_op(
 /// MPI_Group_union (MPI-4.1 §7.3.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_union(g1: Handle, g2: Handle, newgroup: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     set_op(g1, g2, newgroup, "MPI_Group_union", |a, b| {
         let mut v = a.to_vec();
         v.extend(b.iter().filter(|x| !a.contains(x)));
@@ -647,6 +678,7 @@ pub unsafe extern "C" fn MPI_Group_intersection(
     g2: Handle,
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     set_op(g1, g2, newgroup, "MPI_Group_intersection", |a, b| {
         a.iter().copied().filter(|x| b.contains(x)).collect()
     })
@@ -659,6 +691,7 @@ pub unsafe extern "C" fn MPI_Group_difference(
     g2: Handle,
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     set_op(g1, g2, newgroup, "MPI_Group_difference", |a, b| {
         a.iter().copied().filter(|x| !b.contains(x)).collect()
     })
@@ -667,6 +700,7 @@ pub unsafe extern "C" fn MPI_Group_difference(
 /// MPI_Group_compare (MPI-4.1 §7.3.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_compare(g1: Handle, g2: Handle, result: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Group_compare")
         .and_then(|s| put!(result, compare_members(s.group(g1)?, s.group(g2)?)));
     finish(MPI_COMM_WORLD, "MPI_Group_compare", r)
@@ -675,6 +709,7 @@ pub unsafe extern "C" fn MPI_Group_compare(g1: Handle, g2: Handle, result: *mut 
 /// MPI_Group_free (MPI-4.1 §7.3.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_free(group: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_free")?;
         if group.is_null() {
@@ -788,6 +823,7 @@ fn balanced_factors(n: i64, k: usize) -> Vec<i64> {
 /// close to each other as possible (`balanced_factors`), in non-increasing order.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if nnodes <= 0 || ndims < 0 || (ndims > 0 && dims.is_null()) {
             return Err(err(MPI_ERR_ARG, format!("nnodes {nnodes}, ndims {ndims}")));
@@ -871,6 +907,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
     reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_create")?;
         let d = ranks(ndims, dims)?.to_vec();
@@ -936,6 +973,7 @@ pub unsafe extern "C" fn MPI_Cart_coords(
     maxdims: c_int,
     coords: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_coords")?;
         let (d, _) = cart(s, comm)?;
@@ -988,6 +1026,7 @@ pub unsafe extern "C" fn MPI_Cart_rank(
     coords: *const c_int,
     rank: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_rank")?;
         let (d, p) = cart(s, comm)?;
@@ -1006,6 +1045,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
     source: *mut c_int,
     dest: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_shift")?;
         let (d, p) = cart(s, comm)?;
@@ -1030,6 +1070,7 @@ pub unsafe extern "C" fn MPI_Cart_shift(
 /// MPI_Cartdim_get (MPI-4.1 §8.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cartdim_get(comm: Handle, ndims: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Cartdim_get").and_then(|s| put!(ndims, cart(s, comm)?.0.len() as c_int));
     finish(comm, "MPI_Cartdim_get", r)
 }
@@ -1043,6 +1084,7 @@ pub unsafe extern "C" fn MPI_Cart_get(
     periods: *mut c_int,
     coords: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_get")?;
         let (d, p) = cart(s, comm)?;
@@ -1073,6 +1115,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(
     remain: *const c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_sub")?;
         let (d, p) = cart(s, comm)?;
@@ -1121,6 +1164,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
     periods: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Cart_map")?;
         let d = ranks(ndims, dims)?;
@@ -1151,6 +1195,7 @@ pub unsafe extern "C" fn MPI_Cart_map(
 /// MPI_Topo_test (MPI-4.1 §8.5.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Topo_test(comm: Handle, status: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Topo_test").and_then(|s| put!(status, crate::topo::topo_kind(s, comm)?));
     finish(comm, "MPI_Topo_test", r)
 }
@@ -1194,6 +1239,7 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_create_keyval")?;
         let i = s.keyvals.insert(Keyval {
@@ -1209,6 +1255,7 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
 /// MPI_Comm_free_keyval (MPI-4.1 §7.7.2): attributes already set keep working.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if keyval.is_null() {
             return Err(err(MPI_ERR_ARG, "keyval pointer is NULL"));
@@ -1234,6 +1281,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     keyval: c_int,
     value: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_set_attr")?;
         s.comm(comm)?;
@@ -1255,6 +1303,7 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
 /// MPI_Comm_delete_attr (MPI-4.1 §7.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, keyval: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_delete_attr")?;
         if keyval_of(s, keyval).is_none() {
@@ -1312,6 +1361,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_range_incl")?;
         let g = s.group(group)?.to_vec();
@@ -1337,6 +1387,7 @@ pub unsafe extern "C" fn MPI_Group_range_excl(
     ranges: *const [c_int; 3],
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Group_range_excl")?;
         let g = s.group(group)?.to_vec();
@@ -1364,6 +1415,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
 }
@@ -1371,6 +1423,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
 /// MPI_Keyval_free (MPI-1 form of MPI_Comm_free_keyval, deprecated).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_free_keyval(keyval) }
 }
@@ -1378,6 +1431,7 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
 /// MPI_Attr_put (MPI-1 form of MPI_Comm_set_attr, deprecated).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, value: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_set_attr(comm, keyval, value) }
 }
@@ -1390,6 +1444,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_get_attr(comm, keyval, value, flag) }
 }
@@ -1397,6 +1452,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
 /// MPI_Attr_delete (MPI-1 form of MPI_Comm_delete_attr, deprecated).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_delete_attr(comm, keyval) }
 }
@@ -1416,6 +1472,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     newcomm: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if req.is_null() {
             return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
@@ -1495,6 +1552,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     info: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
+    let entered = crate::threads::enter();
     let r = state("MPI_Comm_dup_with_info").and_then(|s| {
         if info != MPI_INFO_NULL
             && handle_index(K_INFO, info)
@@ -1511,6 +1569,9 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     if let Err(e) = r {
         return finish(comm, "MPI_Comm_dup_with_info", Err(e));
     }
+    // MPI_Comm_dup enters again; under MPI_THREAD_MULTIPLE it must not find the lock held
+    // while it waits (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_dup(comm, newcomm) }
 }
@@ -1523,6 +1584,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
     newcomm: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { MPI_Comm_idup(comm, newcomm, req) }
 }

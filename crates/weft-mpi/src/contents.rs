@@ -347,6 +347,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let (ni, na, nl, nd, c) = envelope(dt)?;
         if nl > 0 {
@@ -373,6 +374,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope_c(
     num_datatypes: *mut i64,
     combiner: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let (ni, na, nl, nd, c) = envelope(dt)?;
         put!(num_integers, ni)?;
@@ -479,6 +481,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     array_of_addresses: *mut isize,
     array_of_datatypes: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = contents(
         dt,
         max_integers as i64,
@@ -506,6 +509,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents_c(
     array_of_large_counts: *mut i64,
     array_of_datatypes: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // A NULL large-count array is fine when the type has none (the usual case).
     let mut dummy = 0i64;
     let large = if array_of_large_counts.is_null() {

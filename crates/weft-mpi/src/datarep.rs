@@ -333,6 +333,7 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     dtype_file_extent_fn: Option<ExtentFn>,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let c = |f: Option<ConvFn>| f.map_or(Conv::Null, Conv::Int);
     let r = register(
         datarep,
@@ -353,6 +354,7 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     dtype_file_extent_fn: Option<ExtentFn>,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let c = |f: Option<ConvFnC>| f.map_or(Conv::Null, Conv::Large);
     let r = register(
         datarep,

@@ -664,6 +664,7 @@ fn darray(
 /// MPI_Type_size (MPI-4.1 §5.1.5): MPI_UNDEFINED when the size does not fit in an int.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(
             size,
@@ -676,6 +677,7 @@ pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
 /// MPI_Type_size_c (MPI-4.1 §5.1.5, large count).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(dt: Handle, size: *mut i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(
             size,
@@ -692,6 +694,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     lb: *mut isize,
     extent: *mut isize,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.lb() as isize)?;
         put!(extent, m.extent() as isize)
@@ -706,6 +709,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     lb: *mut isize,
     extent: *mut isize,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.true_lb() as isize)?;
         put!(extent, m.true_extent() as isize)
@@ -720,6 +724,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = contiguous(count as i64, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_contiguous", r)
 }
@@ -731,6 +736,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = contiguous(count, old, newtype, Counts::Large);
     finish(MPI_COMM_WORLD, "MPI_Type_contiguous_c", r)
 }
@@ -744,6 +750,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let (n, b, s) = (count as i64, blocklength as i64, stride as i64);
     let r = vector(n, b, s, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_vector", r)
@@ -758,6 +765,7 @@ pub unsafe extern "C" fn MPI_Type_vector_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = vector(count, blocklength, stride, old, newtype, Counts::Large);
     finish(MPI_COMM_WORLD, "MPI_Type_vector_c", r)
 }
@@ -771,6 +779,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let (n, b, s) = (count as i64, blocklength as i64, stride as i64);
     let r = hvector(n, b, s, old, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_create_hvector", r)
@@ -785,6 +794,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = hvector(count, blocklength, stride, old, newtype, Counts::Large);
     finish(MPI_COMM_WORLD, "MPI_Type_create_hvector_c", r)
 }
@@ -798,6 +808,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = ints(displs, count, "array_of_displacements")?;
@@ -815,6 +826,7 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = counts(blocklengths, count, "array_of_blocklengths")?;
         let d = counts(displs, count, "array_of_displacements")?;
@@ -832,6 +844,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = aints(displs, count, "array_of_displacements")?;
@@ -849,6 +862,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = counts(blocklengths, count, "array_of_blocklengths")?;
         let d = counts(displs, count, "array_of_displacements")?;
@@ -866,6 +880,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let d = ints(displs, count, "array_of_displacements")?;
         indexed_block(blocklength as i64, &d, old, newtype, Counts::Int)
@@ -882,6 +897,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let d = counts(displs, count, "array_of_displacements")?;
         indexed_block(blocklength, &d, old, newtype, Counts::Large)
@@ -898,6 +914,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let d = aints(displs, count, "array_of_displacements")?;
         hindexed_block(blocklength as i64, &d, old, newtype, Counts::Int)
@@ -914,6 +931,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let d = counts(displs, count, "array_of_displacements")?;
         hindexed_block(blocklength, &d, old, newtype, Counts::Large)
@@ -930,6 +948,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = ints(blocklengths, count, "array_of_blocklengths")?;
         let d = aints(displs, count, "array_of_displacements")?;
@@ -947,6 +966,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
     types: *const Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let b = counts(blocklengths, count, "array_of_blocklengths")?;
         let d = counts(displs, count, "array_of_displacements")?;
@@ -963,6 +983,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: isize,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = resized(old, lb as i64, extent as i64, newtype, Counts::Int);
     finish(MPI_COMM_WORLD, "MPI_Type_create_resized", r)
 }
@@ -975,6 +996,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized_c(
     extent: i64,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = resized(old, lb, extent, newtype, Counts::Large);
     finish(MPI_COMM_WORLD, "MPI_Type_create_resized_c", r)
 }
@@ -990,6 +1012,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let a = ints(sizes, ndims, "array_of_sizes")?;
         let b = ints(subsizes, ndims, "array_of_subsizes")?;
@@ -1010,6 +1033,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let n = ndims as i64;
         let a = counts(sizes, n, "array_of_sizes")?;
@@ -1023,6 +1047,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
 /// MPI_Type_dup (MPI-4.1 §5.1.2 / §7.7): a committed copy.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let committed = predefined(old).is_some()
             || handle_index(K_TYPE, old)
@@ -1051,6 +1076,7 @@ pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_in
 /// MPI_Type_commit (MPI-4.1 §5.1.9).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if dt.is_null() {
             return Err(err(MPI_ERR_ARG, "datatype pointer is NULL"));
@@ -1078,6 +1104,7 @@ pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
 /// MPI_Type_free (MPI-4.1 §5.1.9).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if dt.is_null() {
             return Err(err(MPI_ERR_ARG, "datatype pointer is NULL"));
@@ -1122,6 +1149,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     name: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if dt == MPI_DATATYPE_NULL {
             // SAFETY: forwarded caller contract.
@@ -1149,6 +1177,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
 /// one keeps its new name in this process until renamed again).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(dt: Handle, name: *const c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         // SAFETY: a NUL-terminated string (the caller's contract).
         let text = unsafe { crate::env::c_str(name, "name")? };
@@ -1207,6 +1236,7 @@ pub unsafe extern "C" fn MPI_Type_get_value_index(
     index: Handle,
     pair: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         for (h, what) in [(value, "value_type"), (index, "index_type")] {
             if predefined(h).is_none() && map_of(h).is_err() {
@@ -1239,6 +1269,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
     size: c_int,
     datatype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Type_match_size").and_then(|_| put!(datatype, match_size(typeclass, size)?));
     finish(MPI_COMM_WORLD, "MPI_Type_match_size", r)
 }
@@ -1246,6 +1277,7 @@ pub unsafe extern "C" fn MPI_Type_match_size(
 /// MPI_Get_address (MPI-4.1 §5.1.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut isize) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(address, location as isize);
     finish(MPI_COMM_WORLD, "MPI_Get_address", r)
 }
@@ -1253,12 +1285,14 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
 /// MPI_Aint_add (MPI-4.1 §5.1.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Aint_add(base: isize, disp: isize) -> isize {
+    let _entered = crate::threads::enter();
     base.wrapping_add(disp)
 }
 
 /// MPI_Aint_diff (MPI-4.1 §5.1.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Aint_diff(a: isize, b: isize) -> isize {
+    let _entered = crate::threads::enter();
     a.wrapping_sub(b)
 }
 
@@ -1270,6 +1304,7 @@ pub unsafe extern "C" fn MPI_Pack_size(
     comm: Handle,
     size: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = pack_size(count as i64, dt, comm).and_then(|n| {
         let n = c_int::try_from(n).map_err(|_| {
             err(
@@ -1290,6 +1325,7 @@ pub unsafe extern "C" fn MPI_Pack_size_c(
     comm: Handle,
     size: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = pack_size(count, dt, comm).and_then(|n| put!(size, n));
     finish(comm, "MPI_Pack_size_c", r)
 }
@@ -1491,6 +1527,7 @@ pub unsafe extern "C" fn MPI_Pack(
     position: *mut c_int,
     comm: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = at_position(position, |pos| unsafe {
         pack(inbuf, count as i64, dt, outbuf, outsize as i64, pos, comm)
     });
@@ -1508,6 +1545,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
     position: *mut i64,
     comm: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = at_position(position, |pos| unsafe {
         pack(inbuf, count, dt, outbuf, outsize, pos, comm)
     });
@@ -1525,6 +1563,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     dt: Handle,
     comm: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = at_position(position, |pos| unsafe {
         unpack(inbuf, insize as i64, pos, outbuf, count as i64, dt, comm)
     });
@@ -1542,6 +1581,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     dt: Handle,
     comm: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = at_position(position, |pos| unsafe {
         unpack(inbuf, insize, pos, outbuf, count, dt, comm)
     });
@@ -1555,6 +1595,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.lb())?;
         put!(extent, m.extent())
@@ -1569,6 +1610,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.true_lb())?;
         put!(extent, m.true_extent())
@@ -1590,6 +1632,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let g = ints(gsizes, ndims, "array_of_gsizes")?;
         darray(
@@ -1622,6 +1665,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
     old: Handle,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let g = counts(gsizes, ndims as i64, "array_of_gsizes")?;
         darray(

@@ -29,15 +29,17 @@ pub unsafe fn c_str(p: *const c_char, what: &str) -> R<String> {
 /// Starts weft and installs the state when no state exists: MPI_Init and the first
 /// MPI_Session_init share one start (the world model and sessions coexist on one weft
 /// instance). Info objects and error handlers made before have their tables moved in, so
-/// their handles stay valid. Returns the thread level provided for `required` (at most
-/// MPI_THREAD_SERIALIZED, whoever started weft).
+/// their handles stay valid. Returns the thread level provided for `required`, whoever
+/// started weft (see [`provided_level`]).
 pub(crate) fn start(required: c_int) -> R<c_int> {
-    // Only one thread may be inside MPI at a time: no internal locking.
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
-    if state_opt().is_some() {
-        return Ok(provided);
+    if let Some(s) = state_opt() {
+        return Ok(provided_level(
+            required,
+            s.weft.config().mpi_thread_multiple,
+        ));
     }
     let weft = weft::init()?;
+    let provided = provided_level(required, weft.config().mpi_thread_multiple);
     WTIME_ORIGIN_NS.store(monotonic_ns(), Ordering::Relaxed);
     let mut comms = Table::new();
     for (c, name) in [
@@ -161,9 +163,29 @@ fn init(func: &str, required: c_int) -> R<c_int> {
     Ok(provided)
 }
 
+/// The thread level provided for `required`: as asked, up to MPI_THREAD_MULTIPLE when the
+/// `WEFT_MPI_THREAD_MULTIPLE` knob allows it (`multiple_allowed`), else up to
+/// MPI_THREAD_SERIALIZED (no locking: the program orders its calls). Providing
+/// MPI_THREAD_MULTIPLE turns on the lock of [`crate::threads`] for every later call; the
+/// calling init is the only thread inside MPI then (no other thread may call MPI before an
+/// init returns, and under a lower level the program serialises its calls).
+fn provided_level(required: c_int, multiple_allowed: bool) -> c_int {
+    let most = if multiple_allowed {
+        MPI_THREAD_MULTIPLE
+    } else {
+        MPI_THREAD_SERIALIZED
+    };
+    let provided = required.clamp(MPI_THREAD_SINGLE, most);
+    if provided == MPI_THREAD_MULTIPLE {
+        crate::threads::provide_multiple();
+    }
+    provided
+}
+
 /// MPI_Init (MPI-4.1 §11.2.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Init",
@@ -171,7 +193,9 @@ pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
     )
 }
 
-/// MPI_Init_thread (MPI-4.1 §11.2.1): provides at most MPI_THREAD_SERIALIZED, and says so.
+/// MPI_Init_thread (MPI-4.1 §11.2.1): provides the level asked for, at most
+/// MPI_THREAD_SERIALIZED unless `WEFT_MPI_THREAD_MULTIPLE` allows MPI_THREAD_MULTIPLE
+/// ([`crate::threads`]), and says so.
 ///
 /// # Safety
 /// `provided` must be writable.
@@ -182,6 +206,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init("MPI_Init_thread", required).and_then(|p| put!(provided, p));
     finish(MPI_COMM_WORLD, "MPI_Init_thread", r)
 }
@@ -192,6 +217,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 /// `flag` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(flag, INITIALIZED.load(Ordering::Acquire) as c_int);
     finish(MPI_COMM_WORLD, "MPI_Initialized", r)
 }
@@ -202,6 +228,7 @@ pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
 /// `flag` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(flag, FINALIZED.load(Ordering::Acquire) as c_int);
     finish(MPI_COMM_WORLD, "MPI_Finalized", r)
 }
@@ -209,6 +236,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 /// MPI_Finalize (MPI-4.1 §11.2.2): finishes buffered sends, then waits for every rank.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if FINALIZED.load(Ordering::Acquire) {
             // With a session open the state outlives MPI_Finalize; a second call is still
@@ -252,6 +280,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 /// `provided` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Query_thread").and_then(|s| put!(provided, s.thread_level));
     finish(MPI_COMM_WORLD, "MPI_Query_thread", r)
 }
@@ -262,6 +291,7 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
 /// `flag` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Is_thread_main").and_then(|s| {
         put!(
             flag,
@@ -274,6 +304,7 @@ pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
 /// MPI_Abort (MPI-4.1 §11.3): ends every rank of the job with `errorcode`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abort(comm: Handle, errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     match state_opt() {
         Some(s) => s
             .weft
@@ -309,12 +340,14 @@ fn monotonic_ns() -> i64 {
 /// 0.08 of its 0.125 us).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wtime() -> f64 {
+    let _entered = crate::threads::enter();
     (monotonic_ns() - WTIME_ORIGIN_NS.load(Ordering::Relaxed)) as f64 * 1e-9
 }
 
 /// MPI_Wtick (MPI-4.1 §11.6): the clock counts nanoseconds.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wtick() -> f64 {
+    let _entered = crate::threads::enter();
     1e-9
 }
 
@@ -324,6 +357,7 @@ pub unsafe extern "C" fn MPI_Wtick() -> f64 {
 /// `name` must hold MPI_MAX_PROCESSOR_NAME bytes; `resultlen` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if name.is_null() || resultlen.is_null() {
         let which = if name.is_null() { "name" } else { "resultlen" };
         return finish(
@@ -345,6 +379,7 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
 /// Both pointers must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(version, MPI_VERSION).and_then(|_| put!(subversion, MPI_SUBVERSION));
     finish(MPI_COMM_WORLD, "MPI_Get_version", r)
 }
@@ -358,6 +393,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
     version: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let text = format!(
         "weft {} (MPI {MPI_VERSION}.{MPI_SUBVERSION} standard ABI {MPI_ABI_VERSION}.{MPI_ABI_SUBVERSION})",
         env!("CARGO_PKG_VERSION")
@@ -373,6 +409,7 @@ pub unsafe extern "C" fn MPI_Get_library_version(
 /// Both pointers must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(major, MPI_ABI_VERSION).and_then(|_| put!(minor, MPI_ABI_SUBVERSION));
     finish(MPI_COMM_WORLD, "MPI_Abi_get_version", r)
 }
@@ -383,6 +420,7 @@ pub unsafe extern "C" fn MPI_Abi_get_version(major: *mut c_int, minor: *mut c_in
 /// `info` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Abi_get_info").and_then(|s| {
         let kv = vec![
             ("mpi_aint_size".to_string(), "8".to_string()),
@@ -401,6 +439,7 @@ pub unsafe extern "C" fn MPI_Abi_get_info(info: *mut Handle) -> c_int {
 /// `baseptr` must be writable as a `void*`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Alloc_mem(size: isize, _info: Handle, baseptr: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if size < 0 {
             return Err(err(MPI_ERR_ARG, format!("size {size} is negative")));
@@ -421,6 +460,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(size: isize, _info: Handle, baseptr: *mut
 /// `base` must come from MPI_Alloc_mem.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: allocated by malloc in MPI_Alloc_mem (the caller's contract).
     unsafe { libc::free(base) };
     MPI_SUCCESS
@@ -537,6 +577,7 @@ pub(crate) fn info_insert(kv: Vec<(String, String)>) -> Handle {
 /// `info` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if info.is_null() {
             return Err(err(MPI_ERR_ARG, "info is NULL"));
@@ -559,6 +600,7 @@ pub unsafe extern "C" fn MPI_Info_create_env(
     argv: *const *const c_char,
     info: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if info.is_null() {
             return Err(err(MPI_ERR_ARG, "info is NULL"));
@@ -594,6 +636,7 @@ pub unsafe extern "C" fn MPI_Info_set(
     key: *const c_char,
     value: *const c_char,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
         let v = unsafe { c_str(value, "value")? };
@@ -629,6 +672,7 @@ pub unsafe extern "C" fn MPI_Info_get(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
@@ -663,6 +707,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(
     value: *mut c_char,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
         if buflen.is_null() {
@@ -698,6 +743,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
     valuelen: *mut c_int,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
@@ -715,6 +761,7 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 /// `nkeys` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = with_info(info, |kv| Ok(kv.len())).and_then(|n| put!(nkeys, n as c_int));
     finish(MPI_COMM_WORLD, "MPI_Info_get_nkeys", r)
 }
@@ -725,6 +772,7 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) -> 
 /// `key` must hold MPI_MAX_INFO_KEY bytes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = with_info(info, |kv| {
         match usize::try_from(n).ok().and_then(|i| kv.get(i)) {
             Some((k, _)) => {
@@ -747,6 +795,7 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
 /// `key` NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let k = unsafe { c_str(key, "key")? };
         with_info(info, |kv| match kv.iter().position(|(a, _)| *a == k) {
@@ -766,6 +815,7 @@ pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_
 /// `newinfo` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = with_info(info, |kv| Ok(kv.clone())).and_then(|kv| put!(newinfo, info_insert(kv)));
     finish(MPI_COMM_WORLD, "MPI_Info_dup", r)
 }
@@ -776,6 +826,7 @@ pub unsafe extern "C" fn MPI_Info_dup(info: Handle, newinfo: *mut Handle) -> c_i
 /// `info` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if info.is_null() {
             return Err(err(MPI_ERR_ARG, "info pointer is NULL"));
@@ -800,6 +851,7 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     f: Option<ErrFn>,
     errhandler: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
         state("MPI_Comm_create_errhandler")?;
@@ -827,6 +879,7 @@ pub(crate) fn valid_errhandler(s: &State, h: Handle) -> R<()> {
 /// MPI_Comm_set_errhandler (MPI-4.1 §9.3.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_set_errhandler")?;
         valid_errhandler(s, errhandler)?;
@@ -842,6 +895,7 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(comm: Handle, errhandler: Handl
 /// `errhandler` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r =
         state("MPI_Comm_get_errhandler").and_then(|s| put!(errhandler, s.comm(comm)?.errhandler));
     finish(comm, "MPI_Comm_get_errhandler", r)
@@ -853,6 +907,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(comm: Handle, errhandler: *mut 
 /// `errhandler` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if errhandler.is_null() {
             return Err(err(MPI_ERR_ARG, "errhandler pointer is NULL"));
@@ -876,6 +931,7 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut Handle) -> c_int {
 /// MPI_Comm_call_errhandler (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: Handle, errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if let Err(e) = state("MPI_Comm_call_errhandler").and_then(|s| s.comm(comm).map(|_| ())) {
         return raise(comm, "MPI_Comm_call_errhandler", e);
     }

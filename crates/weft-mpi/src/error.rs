@@ -262,6 +262,7 @@ pub unsafe extern "C" fn MPI_Error_string(
     string: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(text) = dynamic_string(errorcode) {
         // SAFETY: forwarded caller contract.
         unsafe { write_c_string(&text, string, MPI_MAX_ERROR_STRING, resultlen) };
@@ -289,6 +290,7 @@ pub unsafe extern "C" fn MPI_Error_string(
 /// `errorclass` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if let (Some(class), false) = (dynamic_class(errorcode), errorclass.is_null()) {
         // SAFETY: checked non-null; writable by the caller's contract.
         unsafe { *errorclass = class };
@@ -368,12 +370,14 @@ fn add_error(class: Option<c_int>, out: *mut c_int, func: &str) -> c_int {
 /// MPI_Add_error_class (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     add_error(None, errorclass, "MPI_Add_error_class")
 }
 
 /// MPI_Add_error_code (MPI-4.1 §9.5): a new code of `errorclass`, predefined or added.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let predefined = (MPI_SUCCESS..=MPI_ERR_LASTCODE).contains(&errorclass)
         && !class_text(errorclass).is_empty();
     let added = dynamic_class(errorclass) == Some(errorclass);
@@ -394,6 +398,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
 /// ones keep the standard's text).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         // SAFETY: a NUL-terminated string (the caller's contract).
         let text = unsafe { crate::env::c_str(string, "string")? };
@@ -423,6 +428,7 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 /// MPI_Remove_error_class (MPI-4.1 §9.5): only a class with no codes left.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let mut d = dynamic();
         if d.entries.get(&errorclass).map(|e| e.0) != Some(errorclass) {
@@ -457,6 +463,7 @@ pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
 /// MPI_Remove_error_code (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let mut d = dynamic();
     let r = match d.entries.get(&errorcode) {
         Some(e) if e.0 != errorcode && !e.1.is_empty() => Err(err(
@@ -479,6 +486,7 @@ pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
 /// MPI_Remove_error_string (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = match dynamic().entries.get_mut(&errorcode) {
         Some(e) => {
             e.1.clear();

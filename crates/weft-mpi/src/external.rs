@@ -304,6 +304,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size(
     dt: Handle,
     size: *mut isize,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = external_size(datarep, incount as i64, dt).and_then(|n| put!(size, n as isize));
     finish(MPI_COMM_WORLD, "MPI_Pack_external_size", r)
 }
@@ -316,6 +317,7 @@ pub unsafe extern "C" fn MPI_Pack_external_size_c(
     dt: Handle,
     size: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = external_size(datarep, incount, dt).and_then(|n| put!(size, n as i64));
     finish(MPI_COMM_WORLD, "MPI_Pack_external_size_c", r)
 }
@@ -331,6 +333,7 @@ pub unsafe extern "C" fn MPI_Pack_external(
     outsize: isize,
     position: *mut isize,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let pos = read_pos(position as *const i64)?;
         // SAFETY: forwarded caller contract.
@@ -361,6 +364,7 @@ pub unsafe extern "C" fn MPI_Pack_external_c(
     outsize: i64,
     position: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let pos = read_pos(position)?;
         // SAFETY: forwarded caller contract.
@@ -381,6 +385,7 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     outcount: c_int,
     dt: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let pos = read_pos(position as *const i64)?;
         // SAFETY: forwarded caller contract.
@@ -411,6 +416,7 @@ pub unsafe extern "C" fn MPI_Unpack_external_c(
     outcount: i64,
     dt: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let pos = read_pos(position)?;
         // SAFETY: forwarded caller contract.

@@ -783,15 +783,17 @@ pub unsafe fn blocks(
 /// elements), converted from the caller's int arrays: kept between calls so a call
 /// allocates only when the communicator is larger than any before. A plain static, not a
 /// thread-local (which a shared library reaches through a call to the dynamic loader, about
-/// 50 instructions a call with the borrow): MPI calls are serialised, as for the state.
+/// 50 instructions a call with the borrow): MPI calls are serialised, as for the state
+/// (by the lock of crate::threads under MPI_THREAD_MULTIPLE).
 struct Scratch {
     entries: UnsafeCell<Vec<usize>>,
     /// Set while a call uses the entries.
     busy: Cell<bool>,
 }
 
-// SAFETY: MPI provides at most MPI_THREAD_SERIALIZED here (see `state::Global`): no two
-// threads are inside MPI calls at once, and the scratch is only reached from inside them.
+// SAFETY: no two threads are inside MPI calls at once (the program's promise below
+// MPI_THREAD_MULTIPLE, crate::threads' lock under it; see `state::Global`), and the scratch
+// is only reached from inside them.
 unsafe impl Sync for Scratch {}
 
 static SCRATCH: Scratch = Scratch {

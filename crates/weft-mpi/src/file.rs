@@ -299,6 +299,7 @@ pub unsafe extern "C" fn MPI_File_open(
     info: Handle,
     fh: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_open")?;
         if fh.is_null() {
@@ -345,6 +346,7 @@ fn drop_type(h: Handle) {
 /// MPI_File_close (MPI-4.1 §14.2.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     if fh.is_null() {
         return raise_file(
             MPI_FILE_NULL,
@@ -378,6 +380,7 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
 /// MPI_File_delete (MPI-4.1 §14.2.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         state("MPI_File_delete")?;
         hints_of(info)?;
@@ -394,6 +397,7 @@ fn offset_arg(v: i64, what: &str) -> R<u64> {
 /// MPI_File_set_size (MPI-4.1 §14.2.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_set_size(fh: Handle, size: i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let n = offset_arg(size, "size")?;
         let s = state("MPI_File_set_size")?;
@@ -405,6 +409,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: Handle, size: i64) -> c_int {
 /// MPI_File_preallocate (MPI-4.1 §14.2.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_preallocate(fh: Handle, size: i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let n = offset_arg(size, "size")?;
         let s = state("MPI_File_preallocate")?;
@@ -416,6 +421,7 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: Handle, size: i64) -> c_int {
 /// MPI_File_get_size (MPI-4.1 §14.2.6).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_size")?;
         let n = entry(s, fh)?.file.size().map_err(file_err)?;
@@ -427,6 +433,7 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: Handle, size: *mut i64) -> c_int 
 /// MPI_File_get_group (MPI-4.1 §14.2.7).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_group(fh: Handle, group: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_group")?;
         let g = entry(s, fh)?.group.clone();
@@ -439,6 +446,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: Handle, group: *mut Handle) -> c
 /// MPI_File_get_amode (MPI-4.1 §14.2.7).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_amode")?;
         put!(amode, amode_of(entry(s, fh)?.file.mode()))
@@ -449,6 +457,7 @@ pub unsafe extern "C" fn MPI_File_get_amode(fh: Handle, amode: *mut c_int) -> c_
 /// MPI_File_set_info (MPI-4.1 §14.2.8): hints for the file from now on.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_set_info(fh: Handle, info: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_set_info")?;
         let more = hints_of(info)?;
@@ -464,6 +473,7 @@ pub unsafe extern "C" fn MPI_File_set_info(fh: Handle, info: Handle) -> c_int {
 /// reserved and ROMIO key names) and the other keys the program gave.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_info(fh: Handle, info_used: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_info")?;
         let e = entry(s, fh)?;
@@ -518,6 +528,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
     datarep: *const c_char,
     info: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_set_view")?;
         if entry(s, fh)?.split.is_some() {
@@ -573,6 +584,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
     filetype: *mut Handle,
     datarep: *mut c_char,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_view")?;
         let e = entry(s, fh)?;
@@ -615,6 +627,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent(
     dt: Handle,
     extent: *mut isize,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = type_extent(fh, dt).and_then(|x| put!(extent, x as isize));
     finish_file(fh, "MPI_File_get_type_extent", r)
 }
@@ -626,6 +639,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
     dt: Handle,
     extent: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = type_extent(fh, dt).and_then(|x| put!(extent, x));
     finish_file(fh, "MPI_File_get_type_extent_c", r)
 }
@@ -633,6 +647,7 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
 /// MPI_File_set_atomicity (MPI-4.1 §14.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_set_atomicity")?;
         file_mut(s, fh)?.set_atomicity(flag != 0).map_err(file_err)
@@ -643,6 +658,7 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_in
 /// MPI_File_get_atomicity (MPI-4.1 §14.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_atomicity")?;
         put!(flag, entry(s, fh)?.file.atomicity() as c_int)
@@ -653,6 +669,7 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) ->
 /// MPI_File_sync (MPI-4.1 §14.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_sync")?;
         file_mut(s, fh)?.sync().map_err(file_err)
@@ -675,6 +692,7 @@ fn whence_of(w: c_int) -> R<Whence> {
 /// MPI_File_seek (MPI-4.1 §14.4.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_seek(fh: Handle, offset: i64, whence: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let w = whence_of(whence)?;
         let s = state("MPI_File_seek")?;
@@ -686,6 +704,7 @@ pub unsafe extern "C" fn MPI_File_seek(fh: Handle, offset: i64, whence: c_int) -
 /// MPI_File_get_position (MPI-4.1 §14.4.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_position(fh: Handle, offset: *mut i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_position")?;
         put!(
@@ -703,6 +722,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
     offset: i64,
     disp: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let o = offset_arg(offset, "offset")?;
         let s = state("MPI_File_get_byte_offset")?;
@@ -717,6 +737,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
 /// MPI_File_seek_shared (MPI-4.1 §14.4.4, collective).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let w = whence_of(whence)?;
         let s = state("MPI_File_seek_shared")?;
@@ -728,6 +749,7 @@ pub unsafe extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c
 /// MPI_File_get_position_shared (MPI-4.1 §14.4.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_position_shared(fh: Handle, offset: *mut i64) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_position_shared")?;
         let p = file_mut(s, fh)?.position_shared().map_err(file_err)?;
@@ -742,6 +764,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
     f: Option<crate::state::ErrFn>,
     errhandler: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract (the same function type as communicators').
     unsafe { crate::env::MPI_Comm_create_errhandler(f, errhandler) }
 }
@@ -750,6 +773,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
 /// delete and newly opened files.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_set_errhandler(fh: Handle, errhandler: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_set_errhandler")?;
         valid_errhandler(s, errhandler)?;
@@ -766,6 +790,7 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(fh: Handle, errhandler: Handle)
 /// MPI_File_get_errhandler (MPI-4.1 §9.3.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_get_errhandler(fh: Handle, errhandler: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_File_get_errhandler")?;
         let h = if fh == MPI_FILE_NULL {
@@ -781,6 +806,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(fh: Handle, errhandler: *mut Ha
 /// MPI_File_call_errhandler (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_call_errhandler(fh: Handle, errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if let Err(e) = state("MPI_File_call_errhandler").and_then(|s| {
         if fh == MPI_FILE_NULL {
             Ok(())

@@ -453,12 +453,14 @@ macro_rules! blocking {
         /// A blocking file access at an explicit offset (MPI-4.1 §14.4.2).
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, dt: Handle, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name), fh, buf, count as i64, dt, $write, Ptr::At(offset), $coll, Mode::Block(status));
             finish_file(fh, stringify!($name), r)
         }
         /// The large-count form.
         #[no_mangle]
         pub unsafe extern "C" fn $name_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, dt: Handle, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name_c), fh, buf, count, dt, $write, Ptr::At(offset), $coll, Mode::Block(status));
             finish_file(fh, stringify!($name_c), r)
         }
@@ -470,12 +472,14 @@ macro_rules! blocking_ptr {
         /// A blocking file access at a file pointer (MPI-4.1 §14.4.3-4).
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, buf: *mut c_void, count: c_int, dt: Handle, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name), fh, buf, count as i64, dt, $write, $ptr, $coll, Mode::Block(status));
             finish_file(fh, stringify!($name), r)
         }
         /// The large-count form.
         #[no_mangle]
         pub unsafe extern "C" fn $name_c(fh: Handle, buf: *mut c_void, count: i64, dt: Handle, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name_c), fh, buf, count, dt, $write, $ptr, $coll, Mode::Block(status));
             finish_file(fh, stringify!($name_c), r)
         }
@@ -487,12 +491,14 @@ macro_rules! nonblocking {
         /// A nonblocking file access at an explicit offset (MPI-4.1 §14.4.2).
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, dt: Handle, request: *mut Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name), fh, buf, count as i64, dt, $write, Ptr::At(offset), $coll, Mode::Start(request));
             finish_file(fh, stringify!($name), r)
         }
         /// The large-count form.
         #[no_mangle]
         pub unsafe extern "C" fn $name_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, dt: Handle, request: *mut Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name_c), fh, buf, count, dt, $write, Ptr::At(offset), $coll, Mode::Start(request));
             finish_file(fh, stringify!($name_c), r)
         }
@@ -504,12 +510,14 @@ macro_rules! nonblocking_ptr {
         /// A nonblocking file access at a file pointer (MPI-4.1 §14.4.3-4).
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: Handle, buf: *mut c_void, count: c_int, dt: Handle, request: *mut Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name), fh, buf, count as i64, dt, $write, $ptr, $coll, Mode::Start(request));
             finish_file(fh, stringify!($name), r)
         }
         /// The large-count form.
         #[no_mangle]
         pub unsafe extern "C" fn $name_c(fh: Handle, buf: *mut c_void, count: i64, dt: Handle, request: *mut Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($name_c), fh, buf, count, dt, $write, $ptr, $coll, Mode::Start(request));
             finish_file(fh, stringify!($name_c), r)
         }
@@ -521,18 +529,21 @@ macro_rules! split_at {
         /// A split collective's begin at an explicit offset (MPI-4.1 §14.4.5).
         #[no_mangle]
         pub unsafe extern "C" fn $begin(fh: Handle, offset: i64, buf: *mut c_void, count: c_int, dt: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($begin), fh, buf, count as i64, dt, $write, Ptr::At(offset), true, Mode::Begin);
             finish_file(fh, stringify!($begin), r)
         }
         /// The large-count form (its end is the same call).
         #[no_mangle]
         pub unsafe extern "C" fn $begin_c(fh: Handle, offset: i64, buf: *mut c_void, count: i64, dt: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($begin), fh, buf, count, dt, $write, Ptr::At(offset), true, Mode::Begin);
             finish_file(fh, stringify!($begin_c), r)
         }
         /// A split collective's end (MPI-4.1 §14.4.5).
         #[no_mangle]
         pub unsafe extern "C" fn $end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = end(stringify!($end), stringify!($begin), fh, buf, status);
             finish_file(fh, stringify!($end), r)
         }
@@ -544,18 +555,21 @@ macro_rules! split_ptr {
         /// A split collective's begin at a file pointer (MPI-4.1 §14.4.5).
         #[no_mangle]
         pub unsafe extern "C" fn $begin(fh: Handle, buf: *mut c_void, count: c_int, dt: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($begin), fh, buf, count as i64, dt, $write, $ptr, true, Mode::Begin);
             finish_file(fh, stringify!($begin), r)
         }
         /// The large-count form (its end is the same call).
         #[no_mangle]
         pub unsafe extern "C" fn $begin_c(fh: Handle, buf: *mut c_void, count: i64, dt: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = access(stringify!($begin), fh, buf, count, dt, $write, $ptr, true, Mode::Begin);
             finish_file(fh, stringify!($begin_c), r)
         }
         /// A split collective's end (MPI-4.1 §14.4.5).
         #[no_mangle]
         pub unsafe extern "C" fn $end(fh: Handle, buf: *mut c_void, status: *mut MpiStatus) -> c_int {
+            let _entered = crate::threads::enter();
             let r = end(stringify!($end), stringify!($begin), fh, buf, status);
             finish_file(fh, stringify!($end), r)
         }

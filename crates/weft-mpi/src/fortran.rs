@@ -111,6 +111,7 @@ fn real_kind(p: c_int, r: c_int) -> R<(Handle, usize)> {
 /// MPI_Type_create_f90_integer (MPI-4.1 §19.1.9): the INTEGERn holding `r` decimal digits.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let res = (|| {
         let base = match r {
             UNDEFINED => 0x2d1,
@@ -140,6 +141,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_real(
     r: c_int,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let res = (|| {
         let (base, _) = real_kind(p, r)?;
         put!(newtype, f90_handle(COMBINER_F90_REAL, p, r, base)?)
@@ -154,6 +156,7 @@ pub unsafe extern "C" fn MPI_Type_create_f90_complex(
     r: c_int,
     newtype: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let res = (|| {
         let base = match real_kind(p, r)?.1 {
             4 => 0x2db,
@@ -219,6 +222,7 @@ fn fortran_info() -> Vec<(String, String)> {
 /// types exist, as a new info object.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(info, crate::env::info_insert(fortran_info()));
     finish(MPI_COMM_WORLD, "MPI_Abi_get_fortran_info", r)
 }
@@ -227,6 +231,7 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_info(info: *mut Handle) -> c_int {
 /// what MPI_Abi_get_fortran_info answers from then on.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Abi_set_fortran_info(info: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = crate::env::info_entries(info).map(|kv| {
         let mut set = FORTRAN_INFO.lock().unwrap_or_else(|p| p.into_inner());
         for (k, v) in kv {
@@ -260,6 +265,7 @@ pub unsafe extern "C" fn MPI_Abi_get_fortran_booleans(
     logical_false: *mut std::os::raw::c_void,
     is_set: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         check_logical_size(logical_size)?;
         let set = BOOLEANS.lock().unwrap_or_else(|p| p.into_inner());
@@ -286,6 +292,7 @@ pub unsafe extern "C" fn MPI_Abi_set_fortran_booleans(
     logical_true: *mut std::os::raw::c_void,
     logical_false: *mut std::os::raw::c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         check_logical_size(logical_size)?;
         if logical_true.is_null() || logical_false.is_null() {
@@ -316,12 +323,14 @@ macro_rules! fortran_handles {
         /// A handle as a Fortran INTEGER (MPI-4.1 §19.3.4).
         #[no_mangle]
         pub unsafe extern "C" fn $c2f(h: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             crate::misc::handle_to_int(h)
         }
 
         /// A Fortran INTEGER handle as a C handle (MPI-4.1 §19.3.4).
         #[no_mangle]
         pub unsafe extern "C" fn $f2c(v: c_int) -> Handle {
+            let _entered = crate::threads::enter();
             crate::misc::handle_from_int($kind, v)
         }
     )*};
@@ -358,35 +367,41 @@ fn copy_status(from: *const c_int, to: *mut c_int, name: &str) -> c_int {
 /// MPI_Status_c2f (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_c2f(c: *const c_int, f: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(c, f, "MPI_Status_c2f")
 }
 
 /// MPI_Status_f2c (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_f2c(f: *const c_int, c: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(f, c, "MPI_Status_f2c")
 }
 
 /// MPI_Status_c2f08 (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_c2f08(c: *const c_int, f08: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(c, f08, "MPI_Status_c2f08")
 }
 
 /// MPI_Status_f082c (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_f082c(f08: *const c_int, c: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(f08, c, "MPI_Status_f082c")
 }
 
 /// MPI_Status_f2f08 (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_f2f08(f: *const c_int, f08: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(f, f08, "MPI_Status_f2f08")
 }
 
 /// MPI_Status_f082f (MPI-4.1 §19.3.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_f082f(f08: *const c_int, f: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     copy_status(f08, f, "MPI_Status_f082f")
 }

@@ -262,6 +262,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     extra_state: *mut c_void,
     request: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = crate::state::state("MPI_Grequest_start")?;
         if request.is_null() {
@@ -289,6 +290,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
 /// returns (from any thread). A request already freed is released now (`free_fn`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let mut map = live();
         let slot = map.get_mut(&request).ok_or_else(|| not_greq(request))?;

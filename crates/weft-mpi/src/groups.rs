@@ -49,6 +49,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
     errhandler: Handle,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_create_from_group")?;
         if newcomm.is_null() {
@@ -87,6 +88,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
     errhandler: Handle,
     newintercomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Intercomm_create_from_groups")?;
         if newintercomm.is_null() {

@@ -153,6 +153,7 @@ fn check_req(req: *mut Handle) -> R<()> {
 /// MPI_Ibarrier (MPI-4.1 §6.12.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = crate::inter_nb::ibarrier(comm, p, req);
         return finish(comm, "MPI_Ibarrier", r);
@@ -183,6 +184,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
@@ -294,6 +296,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Ireduce", send, recv, count as i64, Some(root))
     {
@@ -350,6 +353,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, count as i64, None) {
         return rc;
     }
@@ -404,6 +408,7 @@ pub unsafe extern "C" fn MPI_Iscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscan", send, recv, count as i64, None) {
         return rc;
     }
@@ -424,6 +429,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iexscan", send, recv, count as i64, None) {
         return rc;
     }
@@ -444,6 +450,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(
         comm,
         "MPI_Ireduce_scatter_block",
@@ -579,6 +586,7 @@ pub unsafe extern "C" fn MPI_Igather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Igather", send, recv, scount as i64, Some(root))
     {
@@ -632,6 +640,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Iscatter", send, recv, scount as i64, Some(root))
     {
@@ -684,6 +693,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgather", send, recv, scount as i64, None)
     {
         return rc;
@@ -734,6 +744,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, scount as i64, None) {
         return rc;
     }
@@ -812,6 +823,7 @@ fn check_reduction_op(op: Handle, dt: Handle) -> R<()> {
 /// MPI_Barrier_init (MPI-4.1 §6.13.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, _info: Handle, req: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = comm_of(comm, "MPI_Barrier_init").and_then(|_| {
         let restart: Restart = Rc::new(move || {
             let c = comm_of(comm, "MPI_Start")?;
@@ -833,6 +845,7 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     _info: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let buf = buf as usize;
     let r = comm_of(comm, "MPI_Bcast_init").and_then(|c| {
         root_of(&c, root)?;
@@ -860,6 +873,7 @@ macro_rules! reduction_init {
             _info: Handle,
             req: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|_| {
                 check_side(0, count, dt, "count")?;
@@ -898,6 +912,7 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     _info: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let (send, recv) = (send as usize, recv as usize);
     let r = comm_of(comm, "MPI_Reduce_init").and_then(|c| {
         root_of(&c, root)?;
@@ -941,6 +956,7 @@ macro_rules! move_init {
             _info: Handle,
             req: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|c| {
                 root_of(&c, root)?;
@@ -977,6 +993,7 @@ macro_rules! move_init {
             _info: Handle,
             req: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, $func).and_then(|_| {
                 check_side(send, scount, sdt, "sendcount")?;
@@ -1042,6 +1059,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts) }
@@ -1129,6 +1147,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Igatherv", send, recv, scount as i64, Some(root))
     {
@@ -1229,6 +1248,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Iscatterv", send, recv, rcount as i64, Some(root))
     {
@@ -1310,6 +1330,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgatherv", send, recv, scount as i64, None)
     {
         return rc;
@@ -1392,6 +1413,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts) }
@@ -1603,6 +1625,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
         unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts) }
@@ -1644,6 +1667,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     _info: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let p = [
         send as usize,
         scounts as usize,
@@ -1681,6 +1705,7 @@ macro_rules! v_init {
             _info: Handle,
             req: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             $(let $ptr = $ptr as usize;)*
             let r = comm_of(comm, $func).and_then(|_| {
                 let restart: Restart = Rc::new(move || {

@@ -32,6 +32,7 @@ use std::os::raw::{c_int, c_void};
 /// MPI_Comm_test_inter (MPI-4.1 §7.6.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_test_inter")
         .and_then(|s| put!(flag, s.comm(comm)?.comm.is_inter() as c_int));
     finish(comm, "MPI_Comm_test_inter", r)
@@ -40,6 +41,7 @@ pub unsafe extern "C" fn MPI_Comm_test_inter(comm: Handle, flag: *mut c_int) -> 
 /// MPI_Comm_remote_size (MPI-4.1 §7.6.1): MPI_ERR_COMM on an intracommunicator.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_remote_size(comm: Handle, size: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_remote_size")
         .and_then(|s| put!(size, s.comm(comm)?.comm.remote_size()? as c_int));
     finish(comm, "MPI_Comm_remote_size", r)
@@ -48,6 +50,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_size(comm: Handle, size: *mut c_int) ->
 /// MPI_Comm_remote_group (MPI-4.1 §7.6.1): MPI_ERR_COMM on an intracommunicator.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_remote_group(comm: Handle, group: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_remote_group")?;
         let g = s.comm(comm)?.comm.remote_members()?.to_vec();
@@ -68,6 +71,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     tag: c_int,
     newintercomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Intercomm_create")?;
         if newintercomm.is_null() {
@@ -113,6 +117,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     high: c_int,
     newintracomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Intercomm_merge")?;
         if newintracomm.is_null() {

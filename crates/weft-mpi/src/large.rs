@@ -34,6 +34,20 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Iallgather_c(
+                    send, scount, sdt, recv, rcount, rdt, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -58,6 +72,18 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Ialltoall_c(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -83,6 +109,20 @@ pub unsafe extern "C" fn MPI_Gather_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Igather_c(
+                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -108,6 +148,20 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Iscatter_c(
+                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -131,6 +185,18 @@ pub unsafe extern "C" fn MPI_Scan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Iscan_c(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -150,6 +216,18 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Iexscan_c(send, recv, count, dt, op, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -169,6 +247,20 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Ireduce_scatter_block_c(
+                    send, recv, count, dt, op, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -188,6 +280,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -209,6 +302,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -229,6 +323,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -249,6 +344,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -269,6 +365,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -289,6 +386,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -310,6 +408,7 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -335,6 +434,7 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -361,6 +461,7 @@ pub unsafe extern "C" fn MPI_Igather_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -387,6 +488,7 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -410,6 +512,18 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Irsend_c(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -429,6 +543,18 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::large::MPI_Ibsend_c(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -449,6 +575,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -469,6 +596,7 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -489,6 +617,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -509,6 +638,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -534,6 +664,20 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Isendrecv_c(
+                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, &mut req,
+                ),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -564,6 +708,18 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Isendrecv_replace_c(buf, count, dt, dest, stag, source, rtag, comm, &mut req),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
@@ -620,6 +776,20 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Igatherv_c(
+                    send, scount, sdt, recv, rcounts, displs, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Gatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
@@ -658,6 +828,20 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Iscatterv_c(
+                    send, scounts, displs, sdt, recv, rcount, rdt, root, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Scatterv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
@@ -695,6 +879,20 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Iallgatherv_c(
+                    send, scount, sdt, recv, rcounts, displs, rdt, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Allgatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
@@ -732,6 +930,20 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                MPI_Ialltoallv_c(
+                    send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm, &mut req,
+                ),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Alltoallv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Alltoallv_c", Err(e)),
@@ -765,10 +977,14 @@ macro_rules! scalar_c {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
+            let entered = crate::threads::enter();
             $(let $c = match fit($c, stringify!($c)) {
                 Ok(v) => v,
                 Err(e) => return finish($comm, stringify!($name), Err(e)),
             };)*
+            // The int form enters again; a blocking one must not find the lock held here
+            // (crate::threads).
+            drop(entered);
             // SAFETY: forwarded caller contract.
             unsafe { $int($($arg),*) }
         }
@@ -859,6 +1075,7 @@ macro_rules! array_c {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
+            let entered = crate::threads::enter();
             let func = stringify!($name);
             let lens = match lengths($comm, Lengths::$kind, func) {
                 Ok(l) => l,
@@ -884,8 +1101,12 @@ macro_rules! array_c {
             };)*
             // SAFETY: forwarded caller contract; the converted arrays live across the call
             // (and with the request, for the persistent forms).
+            // The int form enters again; a blocking one must not find the lock held here
+            // (crate::threads).
+            drop(entered);
             let rc = unsafe { $int($($arg),*) };
             if rc == MPI_SUCCESS {
+                let _entered = crate::threads::enter();
                 array_c!(@keep $life $(, $req)?, keep);
             }
             rc

@@ -9,7 +9,10 @@
 //! report MPI_ERR_UNSUPPORTED_OPERATION through the error handler ([`UNSUPPORTED`]); the
 //! real ones are listed in [`IMPLEMENTED`] (what `weft info --mpi` prints).
 //!
-//! Thread support: MPI_THREAD_SERIALIZED at most (no internal locking).
+//! Thread support: MPI_THREAD_SERIALIZED with no locking; MPI_THREAD_MULTIPLE when the
+//! `WEFT_MPI_THREAD_MULTIPLE` knob allows it, with one lock around the library that blocking
+//! point-to-point calls, waits, probes, blocking collectives and MPI_Comm_dup release while
+//! they wait ([`threads`] says what still holds it).
 //! Depends on weft and weft-core; nothing depends on it but C programs.
 
 #![allow(clippy::missing_safety_doc)]
@@ -45,6 +48,7 @@ pub mod session;
 pub mod stage;
 pub mod state;
 pub mod tattr;
+pub mod threads;
 pub mod topo;
 pub mod win;
 

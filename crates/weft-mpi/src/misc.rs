@@ -51,12 +51,14 @@ macro_rules! conversions {
         /// Handle to int (MPI 5.0 ABI): predefined handles keep their value.
         #[no_mangle]
         pub unsafe extern "C" fn $to(h: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             to_int(h)
         }
 
         /// Int to handle (MPI 5.0 ABI), the inverse of the `_toint` function.
         #[no_mangle]
         pub unsafe extern "C" fn $from(v: c_int) -> Handle {
+            let _entered = crate::threads::enter();
             from_int($kind, v)
         }
     )*};
@@ -80,24 +82,28 @@ conversions! {
 /// under both names (MPICH's mprobe test).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Message_c2f(h: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     to_int(h)
 }
 
 /// MPI_Message_f2c (MPI-4.1 §19.3.4): the inverse of MPI_Message_c2f.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Message_f2c(v: c_int) -> Handle {
+    let _entered = crate::threads::enter();
     from_int(K_MSG, v)
 }
 
 /// The profiling name of MPI_Message_c2f (MPI-4.1 §15.2).
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Message_c2f(h: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     to_int(h)
 }
 
 /// The profiling name of MPI_Message_f2c (MPI-4.1 §15.2).
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Message_f2c(v: c_int) -> Handle {
+    let _entered = crate::threads::enter();
     from_int(K_MSG, v)
 }
 
@@ -116,6 +122,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements(
     dt: Handle,
     count: c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = set_elements(status, dt, count as i64);
     finish(MPI_COMM_WORLD, "MPI_Status_set_elements", r)
 }
@@ -127,6 +134,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_c(
     dt: Handle,
     count: i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = set_elements(status, dt, count);
     finish(MPI_COMM_WORLD, "MPI_Status_set_elements_c", r)
 }
@@ -146,6 +154,7 @@ fn set_elements(status: *mut MpiStatus, dt: Handle, count: i64) -> R<()> {
 /// MPI_Status_set_cancelled (MPI-4.1 §13.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status).map(|s| s.cancelled = (flag != 0) as c_int);
     finish(MPI_COMM_WORLD, "MPI_Status_set_cancelled", r)
 }
@@ -153,6 +162,7 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MpiStatus, flag: 
 /// MPI_Status_set_source (MPI 5.0 §3.2.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MpiStatus, source: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status).map(|s| s.source = source);
     finish(MPI_COMM_WORLD, "MPI_Status_set_source", r)
 }
@@ -160,6 +170,7 @@ pub unsafe extern "C" fn MPI_Status_set_source(status: *mut MpiStatus, source: c
 /// MPI_Status_set_tag (MPI 5.0 §3.2.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MpiStatus, tag: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status).map(|s| s.tag = tag);
     finish(MPI_COMM_WORLD, "MPI_Status_set_tag", r)
 }
@@ -167,6 +178,7 @@ pub unsafe extern "C" fn MPI_Status_set_tag(status: *mut MpiStatus, tag: c_int) 
 /// MPI_Status_set_error (MPI 5.0 §3.2.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, error: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status).map(|s| s.error = error);
     finish(MPI_COMM_WORLD, "MPI_Status_set_error", r)
 }
@@ -174,6 +186,7 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, error: c_i
 /// MPI_Comm_get_parent (MPI-4.1 §11.8.2): no process was spawned, so MPI_COMM_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = put!(parent, MPI_COMM_NULL);
     finish(MPI_COMM_WORLD, "MPI_Comm_get_parent", r)
 }
@@ -182,6 +195,7 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
 /// none changes weft's behaviour.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Comm_set_info").and_then(|s| {
         s.comm(comm)?;
         if info != MPI_INFO_NULL
@@ -202,6 +216,7 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int 
 /// MPI_Comm_get_info (MPI-4.1 §7.4.4): a new info object of the hints in use (none).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     if let Err(e) = state("MPI_Comm_get_info").and_then(|s| s.comm(comm).map(|_| ())) {
         return finish(comm, "MPI_Comm_get_info", Err(e));
     }
@@ -217,6 +232,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     tag: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_create_group")?;
         if tag < 0 {
@@ -238,6 +254,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
 /// standard allows ("the effect is implementation dependent").
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     MPI_SUCCESS
 }
 
@@ -249,6 +266,7 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
     dt: Handle,
     count: i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = set_elements(status, dt, count);
     finish(MPI_COMM_WORLD, "MPI_Status_set_elements_x", r)
 }
@@ -260,6 +278,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     dt: Handle,
     count: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { crate::p2p::MPI_Get_elements_c(status, dt, count) }
 }
@@ -267,6 +286,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 /// MPI_Type_size_x (MPI-4.1 §5.1.5): as MPI_Type_size_c.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_x(dt: Handle, size: *mut i64) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { crate::dtype::MPI_Type_size_c(dt, size) }
 }
@@ -278,6 +298,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { crate::dtype::MPI_Type_get_extent_c(dt, lb, extent) }
 }
@@ -289,6 +310,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
     lb: *mut i64,
     extent: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { crate::dtype::MPI_Type_get_true_extent_c(dt, lb, extent) }
 }
@@ -299,6 +321,7 @@ pub unsafe extern "C" fn MPI_Status_get_source(
     status: *const MpiStatus,
     source: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(source, s.source));
     finish(MPI_COMM_WORLD, "MPI_Status_get_source", r)
 }
@@ -306,6 +329,7 @@ pub unsafe extern "C" fn MPI_Status_get_source(
 /// MPI_Status_get_tag (MPI 5.0 §3.2.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Status_get_tag(status: *const MpiStatus, tag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(tag, s.tag));
     finish(MPI_COMM_WORLD, "MPI_Status_get_tag", r)
 }
@@ -316,6 +340,7 @@ pub unsafe extern "C" fn MPI_Status_get_error(
     status: *const MpiStatus,
     error: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = status_mut(status as *mut MpiStatus).and_then(|s| put!(error, s.error));
     finish(MPI_COMM_WORLD, "MPI_Status_get_error", r)
 }
@@ -369,6 +394,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
     flag: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let reqs = match request_array(count, reqs).and_then(|r| {
         if flag.is_null() {
             Err(err(MPI_ERR_ARG, "flag is NULL"))
@@ -412,6 +438,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     const NAME: &str = "MPI_Request_get_status_any";
     let reqs = match request_array(count, reqs).and_then(|r| {
         if flag.is_null() || index.is_null() {
@@ -462,6 +489,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     const NAME: &str = "MPI_Request_get_status_some";
     let reqs = match request_array(incount, reqs).and_then(|r| {
         if outcount.is_null() || (incount > 0 && indices.is_null()) {

@@ -295,6 +295,7 @@ fn category_at(index: c_int) -> Result<usize, c_int> {
 /// `provided` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if provided.is_null() {
         return MPI_T_ERR_INVALID;
     }
@@ -314,6 +315,7 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
 /// pvar session.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
+    let _entered = crate::threads::enter();
     let r = INIT_COUNT.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     match r {
         Err(_) => MPI_T_ERR_NOT_INITIALIZED,
@@ -335,6 +337,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
 /// `num_cvar` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_cvar_get_num(num_cvar: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `num_cvar` is writable or NULL (the caller's contract).
         unsafe { out_required(num_cvar, cvars().len() as c_int) }
@@ -359,6 +362,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_info(
     bind: *mut c_int,
     scope: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let c = cvar_at(cvar_index)?;
         let k = &c.knob;
@@ -394,6 +398,7 @@ pub unsafe extern "C" fn MPI_T_cvar_get_index(
     name: *const c_char,
     cvar_index: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: forwarded caller contract.
         let n = unsafe { name_arg(name)? };
@@ -426,6 +431,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
     handle: *mut Handle,
     count: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let c = cvar_at(cvar_index)?;
         if handle.is_null() || count.is_null() {
@@ -448,6 +454,7 @@ pub unsafe extern "C" fn MPI_T_cvar_handle_alloc(
 /// `handle` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_cvar_handle_free(handle: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         if handle.is_null() {
             return Err(MPI_T_ERR_INVALID);
@@ -476,6 +483,7 @@ fn cvar_handle(h: Handle) -> Result<(usize, c_int), c_int> {
 /// `buf` writable for the handle's count of its datatype.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_cvar_read(handle: Handle, buf: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let (index, count) = cvar_handle(handle)?;
         if buf.is_null() {
@@ -507,6 +515,7 @@ pub unsafe extern "C" fn MPI_T_cvar_read(handle: Handle, buf: *mut c_void) -> c_
 /// No memory is accessed.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_cvar_write(handle: Handle, _buf: *const c_void) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         cvar_handle(handle)?;
         Err(MPI_T_ERR_CVAR_SET_NEVER)
@@ -540,6 +549,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_info(
     name: *mut c_char,
     name_len: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let (k, words) = enum_words(enumtype)?;
         // SAFETY: forwarded caller contract.
@@ -564,6 +574,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
     name: *mut c_char,
     name_len: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let (_, words) = enum_words(enumtype)?;
         let w = usize::try_from(index)
@@ -587,6 +598,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 /// `num_cat` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_category_get_num(num_cat: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `num_cat` is writable or NULL (the caller's contract).
         unsafe { out_required(num_cat, categories().len() as c_int) }
@@ -617,6 +629,7 @@ pub unsafe extern "C" fn MPI_T_category_get_info(
     num_pvars: *mut c_int,
     num_categories: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let cat = category_at(cat_index)?;
         let (n, d) = (categories()[cat].name, categories()[cat].about);
@@ -641,6 +654,7 @@ pub unsafe extern "C" fn MPI_T_category_get_index(
     name: *const c_char,
     cat_index: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: forwarded caller contract.
         let n = unsafe { name_arg(name)? };
@@ -677,6 +691,7 @@ pub unsafe extern "C" fn MPI_T_category_get_cvars(
     len: c_int,
     indices: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let cat = category_at(cat_index)?;
         // SAFETY: forwarded caller contract.
@@ -695,6 +710,7 @@ pub unsafe extern "C" fn MPI_T_category_get_pvars(
     len: c_int,
     indices: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let cat = category_at(cat_index)?;
         // SAFETY: forwarded caller contract.
@@ -710,6 +726,7 @@ pub unsafe extern "C" fn MPI_T_category_get_categories(
     _len: c_int,
     _indices: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| category_at(cat_index).map(|_| ()))
 }
 
@@ -722,6 +739,7 @@ pub unsafe extern "C" fn MPI_T_category_get_num_events(
     cat_index: c_int,
     num_events: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         category_at(cat_index)?;
         // SAFETY: forwarded caller contract.
@@ -737,6 +755,7 @@ pub unsafe extern "C" fn MPI_T_category_get_events(
     _len: c_int,
     _indices: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| category_at(cat_index).map(|_| ()))
 }
 
@@ -747,6 +766,7 @@ pub unsafe extern "C" fn MPI_T_category_get_events(
 /// `update_number` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `update_number` is writable or NULL (the caller's contract).
         unsafe { out_required(update_number, 0) }
@@ -762,6 +782,7 @@ pub unsafe extern "C" fn MPI_T_category_changed(update_number: *mut c_int) -> c_
 /// `num_pvar` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_get_num(num_pvar: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `num_pvar` is writable or NULL (the caller's contract).
         unsafe { out_required(num_pvar, 1) }
@@ -797,6 +818,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
     continuous: *mut c_int,
     atomic: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         pvar_at(pvar_index)?;
         // SAFETY: forwarded caller contract.
@@ -826,6 +848,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
     var_class: c_int,
     pvar_index: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: forwarded caller contract.
         let n = unsafe { name_arg(name)? };
@@ -843,6 +866,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_index(
 /// `pe_session` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         if pe_session.is_null() {
             return Err(MPI_T_ERR_INVALID);
@@ -861,6 +885,7 @@ pub unsafe extern "C" fn MPI_T_pvar_session_create(pe_session: *mut Handle) -> c
 /// `pe_session` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_session_free(pe_session: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         if pe_session.is_null() {
             return Err(MPI_T_ERR_INVALID);
@@ -911,6 +936,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     handle: *mut Handle,
     count: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let si = pvar_session(pe_session)?;
         pvar_at(pvar_index)?;
@@ -934,6 +960,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
 /// `handle` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_handle_free(pe_session: Handle, handle: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         if handle.is_null() {
             return Err(MPI_T_ERR_INVALID);
@@ -962,12 +989,14 @@ fn startstop(pe_session: Handle, handle: Handle) -> c_int {
 /// MPI_T_pvar_start (MPI-4.1 §15.3.7): the counter always runs.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_start(pe_session: Handle, handle: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     startstop(pe_session, handle)
 }
 
 /// MPI_T_pvar_stop (MPI-4.1 §15.3.7): the counter always runs.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_stop(pe_session: Handle, handle: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     startstop(pe_session, handle)
 }
 
@@ -1007,6 +1036,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     handle: Handle,
     buf: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { read_pvar(pe_session, handle, buf, false) }
 }
@@ -1021,6 +1051,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     handle: Handle,
     buf: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
     unsafe { read_pvar(pe_session, handle, buf, true) }
 }
@@ -1029,6 +1060,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
 /// from 0 again.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_reset(pe_session: Handle, handle: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         let si = pvar_session(pe_session)?;
         let now = pvar_value()?;
@@ -1057,6 +1089,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     handle: Handle,
     _buf: *const c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         pvar_handle(pe_session, handle)?;
         Err(MPI_T_ERR_PVAR_NO_WRITE)
@@ -1069,6 +1102,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
 /// `num_sources` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_source_get_num(num_sources: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `num_sources` is writable or NULL (the caller's contract).
         unsafe { out_required(num_sources, 0) }
@@ -1088,6 +1122,7 @@ pub unsafe extern "C" fn MPI_T_source_get_info(
     _max_ticks: *mut i64,
     _info: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| Err(MPI_T_ERR_INVALID_INDEX))
 }
 
@@ -1097,6 +1132,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
     _source_index: c_int,
     _timestamp: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| Err(MPI_T_ERR_INVALID_INDEX))
 }
 
@@ -1106,6 +1142,7 @@ pub unsafe extern "C" fn MPI_T_source_get_timestamp(
 /// `num_events` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_event_get_num(num_events: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| {
         // SAFETY: `num_events` is writable or NULL (the caller's contract).
         unsafe { out_required(num_events, 0) }
@@ -1118,6 +1155,7 @@ pub unsafe extern "C" fn MPI_T_event_get_index(
     _name: *const c_char,
     _event_index: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| Err(MPI_T_ERR_INVALID_NAME))
 }
 
@@ -1137,6 +1175,7 @@ pub unsafe extern "C" fn MPI_T_event_get_info(
     _desc_len: *mut c_int,
     _bind: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| Err(MPI_T_ERR_INVALID_INDEX))
 }
 
@@ -1148,6 +1187,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(
     _info: Handle,
     _event_registration: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     t(|| Err(MPI_T_ERR_INVALID_INDEX))
 }
 
@@ -1164,6 +1204,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_free(
     _user_data: *mut c_void,
     _free_cb_function: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1173,6 +1214,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_get_info(
     _event_registration: Handle,
     _info_used: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1182,6 +1224,7 @@ pub unsafe extern "C" fn MPI_T_event_handle_set_info(
     _event_registration: Handle,
     _info: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1194,6 +1237,7 @@ pub unsafe extern "C" fn MPI_T_event_register_callback(
     _user_data: *mut c_void,
     _event_cb_function: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1204,6 +1248,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_get_info(
     _cb_safety: c_int,
     _info_used: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1214,6 +1259,7 @@ pub unsafe extern "C" fn MPI_T_event_callback_set_info(
     _cb_safety: c_int,
     _info: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1223,6 +1269,7 @@ pub unsafe extern "C" fn MPI_T_event_set_dropped_handler(
     _event_registration: Handle,
     _dropped_cb_function: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1233,12 +1280,14 @@ pub unsafe extern "C" fn MPI_T_event_read(
     _element_index: c_int,
     _buffer: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
 /// MPI_T_event_copy (MPI-4.1 §15.3.8): no event instance exists.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_event_copy(_event_instance: Handle, _buffer: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1248,6 +1297,7 @@ pub unsafe extern "C" fn MPI_T_event_get_timestamp(
     _event_instance: Handle,
     _event_timestamp: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 
@@ -1257,6 +1307,7 @@ pub unsafe extern "C" fn MPI_T_event_get_source(
     _event_instance: Handle,
     _source_index: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     no_event_handle()
 }
 

@@ -114,6 +114,11 @@ pub unsafe extern "C" fn MPI_Mprobe(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::mprobe(source, tag, comm, message, status) };
+    }
+    let _entered = crate::threads::enter();
     let r = mprobe(
         source,
         tag,
@@ -136,6 +141,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = if flag.is_null() {
         Err(err(MPI_ERR_ARG, "flag is NULL"))
     } else {
@@ -207,6 +213,18 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::mprobe::MPI_Imrecv(buf, count, dt, message, &mut req),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Mrecv",
@@ -223,6 +241,18 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::mprobe::MPI_Imrecv_c(buf, count, dt, message, &mut req),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Mrecv_c",
@@ -266,6 +296,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
     message: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Imrecv",
@@ -282,6 +313,7 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     message: *mut Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Imrecv_c",

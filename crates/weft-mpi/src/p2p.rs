@@ -208,6 +208,18 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Send") }
@@ -231,6 +243,18 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
         return rc;
@@ -253,6 +277,18 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Rsend") }
@@ -277,6 +313,18 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm, &mut req),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
         unsafe { fast::recv(buf, count as i64, dt, source, tag, comm, status, "MPI_Recv") }
@@ -301,6 +349,18 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm, &mut req),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
     {
@@ -407,6 +467,7 @@ pub unsafe extern "C" fn MPI_Isend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -442,6 +503,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -477,6 +539,7 @@ pub unsafe extern "C" fn MPI_Irsend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -512,6 +575,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -547,6 +611,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -644,6 +709,20 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Isendrecv(
+                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, &mut req,
+                ),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::sendrecv(
@@ -693,6 +772,20 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Isendrecv_replace(
+                    buf, count, dt, dest, stag, source, rtag, comm, &mut req,
+                ),
+                &mut req,
+                status,
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     let r = (|| {
         // The outgoing items are packed first (a copy), then received in place.
         let out = outgoing(buf, count as i64, dt)?;
@@ -761,6 +854,11 @@ pub unsafe extern "C" fn MPI_Probe(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::probe(source, tag, comm, status) };
+    }
+    let _entered = crate::threads::enter();
     finish(comm, "MPI_Probe", probe(source, tag, comm, None, status))
 }
 
@@ -773,6 +871,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         comm,
         "MPI_Iprobe",
@@ -799,6 +898,7 @@ pub unsafe extern "C" fn MPI_Get_count(
     dt: Handle,
     count: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r =
         get_count(status, dt).and_then(|n| put!(count, i32::try_from(n).unwrap_or(MPI_UNDEFINED)));
     finish(MPI_COMM_WORLD, "MPI_Get_count", r)
@@ -811,6 +911,7 @@ pub unsafe extern "C" fn MPI_Get_count_c(
     dt: Handle,
     count: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = get_count(status, dt).and_then(|n| put!(count, n));
     finish(MPI_COMM_WORLD, "MPI_Get_count_c", r)
 }
@@ -822,6 +923,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     dt: Handle,
     count: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if status.is_null() {
             return Err(err(MPI_ERR_ARG, "status is NULL"));
@@ -840,6 +942,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
 /// MPI_Test_cancelled (MPI-4.1 §3.8.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = if status.is_null() {
         Err(err(MPI_ERR_ARG, "status is NULL"))
     } else {
@@ -1070,6 +1173,11 @@ fn state_comm_of(h: Handle) -> Handle {
 /// MPI_Wait (MPI-4.1 §3.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::wait(req, status) };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
         unsafe { fast::complete(req, false, std::ptr::null_mut(), status, "MPI_Wait") }
@@ -1095,6 +1203,7 @@ pub unsafe extern "C" fn MPI_Test(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::complete(req, true, flag, status, "MPI_Test") } {
         return rc;
@@ -1148,6 +1257,11 @@ pub unsafe extern "C" fn MPI_Waitall(
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::waitall(count, reqs, statuses) };
+    }
+    let _entered = crate::threads::enter();
     // A request's error goes to its communicator's handler (MPI-4.1 §9.3): the first
     // failing one's, read before completion frees the handle.
     let mut raise_on = MPI_COMM_WORLD;
@@ -1211,6 +1325,7 @@ pub unsafe extern "C" fn MPI_Testall(
     flag: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Testall")?;
         let hs = reqs_slice(count, reqs)?;
@@ -1363,6 +1478,11 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::waitany(count, reqs, index, status) };
+    }
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Waitany",
@@ -1379,6 +1499,7 @@ pub unsafe extern "C" fn MPI_Testany(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Testany",
@@ -1434,6 +1555,11 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    if crate::threads::multiple() {
+        // SAFETY: the caller's MPI contract, forwarded.
+        return unsafe { crate::threads::waitsome(incount, reqs, outcount, indices, statuses) };
+    }
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Waitsome",
@@ -1450,6 +1576,7 @@ pub unsafe extern "C" fn MPI_Testsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
         "MPI_Testsome",
@@ -1460,6 +1587,7 @@ pub unsafe extern "C" fn MPI_Testsome(
 /// MPI_Request_free (MPI-4.1 §3.7.3): a pending send still completes; the handle goes.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let comm = req_comm(req);
     let r = (|| {
         let s = state("MPI_Request_free")?;
@@ -1509,6 +1637,7 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut Handle) -> c_int {
 /// left to complete (weft cannot withdraw a message already delivered).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(req: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let comm = req_comm(req);
     let r = (|| {
         let s = state("MPI_Cancel")?;
@@ -1543,6 +1672,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     flag: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Request_get_status")?;
         if req == MPI_REQUEST_NULL {
@@ -1640,6 +1770,7 @@ pub unsafe extern "C" fn MPI_Send_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         comm,
         "MPI_Send_init",
@@ -1658,6 +1789,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     finish(
         comm,
         "MPI_Recv_init",
@@ -1742,6 +1874,7 @@ fn start(s: &mut State, h: Handle) -> R<()> {
 /// MPI_Start (MPI-4.1 §3.9).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Start(req: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let comm = req_comm(req);
     let r = (|| {
         if req.is_null() {
@@ -1756,6 +1889,7 @@ pub unsafe extern "C" fn MPI_Start(req: *mut Handle) -> c_int {
 /// MPI_Startall (MPI-4.1 §3.9).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Startall(count: c_int, reqs: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Startall")?;
         for &h in reqs_slice(count, reqs)?.iter() {
@@ -1779,6 +1913,18 @@ pub unsafe extern "C" fn MPI_Bsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Ibsend(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     finish(comm, "MPI_Bsend", bsend(buf, count, dt, dest, tag, comm))
 }
 
@@ -1827,6 +1973,7 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init_req(true, false, buf, count, dt, dest, tag, comm, req);
     finish(comm, "MPI_Rsend_init", r)
 }
@@ -1843,6 +1990,7 @@ pub unsafe extern "C" fn MPI_Ibsend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     if req.is_null() {
         return finish(
             comm,
@@ -1869,6 +2017,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     dt: Handle,
     count: *mut i64,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if status.is_null() {
             return Err(err(MPI_ERR_ARG, "status is NULL"));
@@ -1895,6 +2044,18 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, true, "MPI_Ssend") }
@@ -1918,6 +2079,18 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
+    if crate::threads::multiple() {
+        let mut req = MPI_REQUEST_NULL;
+        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+        return unsafe {
+            crate::threads::twin(
+                crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm, &mut req),
+                &mut req,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {
         return rc;
@@ -1940,6 +2113,7 @@ pub unsafe extern "C" fn MPI_Issend(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -1975,6 +2149,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -2010,6 +2185,7 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init_req(true, true, buf, count, dt, dest, tag, comm, req);
     finish(comm, "MPI_Ssend_init", r)
 }
@@ -2089,6 +2265,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = unsafe {
         isendrecv(
             sbuf,
@@ -2122,6 +2299,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = unsafe {
         isendrecv(
             buf,
@@ -2154,6 +2332,7 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     comm: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init_req(true, false, buf, count, dt, dest, tag, comm, req).and_then(|()| {
         let s = state("MPI_Bsend_init")?;
         // SAFETY: just written by init_req.

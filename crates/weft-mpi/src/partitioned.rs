@@ -135,6 +135,7 @@ pub unsafe extern "C" fn MPI_Psend_init(
     _info: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init(true, buf, partitions, count, dt, dest, tag, comm, req);
     finish(comm, "MPI_Psend_init", r)
 }
@@ -152,6 +153,7 @@ pub unsafe extern "C" fn MPI_Precv_init(
     _info: Handle,
     req: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = init(false, buf, partitions, count, dt, source, tag, comm, req);
     finish(comm, "MPI_Precv_init", r)
 }
@@ -297,6 +299,7 @@ fn req_comm(h: Handle) -> Handle {
 /// MPI_Pready (MPI-4.1 §4.2.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pready(partition: c_int, req: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = ready(req, std::iter::once(partition), "MPI_Pready");
     finish(req_comm(req), "MPI_Pready", r)
 }
@@ -304,6 +307,7 @@ pub unsafe extern "C" fn MPI_Pready(partition: c_int, req: Handle) -> c_int {
 /// MPI_Pready_range (MPI-4.1 §4.2.3): partitions `low..=high`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pready_range(low: c_int, high: c_int, req: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = if low > high {
         Err(err(
             MPI_ERR_ARG,
@@ -318,6 +322,7 @@ pub unsafe extern "C" fn MPI_Pready_range(low: c_int, high: c_int, req: Handle) 
 /// MPI_Pready_list (MPI-4.1 §4.2.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pready_list(length: c_int, list: *const c_int, req: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if length < 0 {
             return Err(err(MPI_ERR_ARG, format!("length {length} is negative")));
@@ -340,6 +345,7 @@ pub unsafe extern "C" fn MPI_Pready_list(length: c_int, list: *const c_int, req:
 /// is in the receive buffer (with the whole message, see the module).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Parrived(req: Handle, partition: c_int, flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Parrived")?;
         let i = entry_of(s, req, "MPI_Parrived")?;

@@ -131,7 +131,7 @@ fn info_entries(h: Handle) -> R<Vec<(String, String)>> {
 
 /// MPI_Session_init (MPI-4.1 §11.3.1): starts weft unless MPI_Init or another session did.
 /// The info key `thread_level` asks for a thread level; the session's info says which one it
-/// got (at most MPI_THREAD_SERIALIZED, as with MPI_Init_thread).
+/// got (as with MPI_Init_thread).
 ///
 /// # Safety
 /// `session` writable.
@@ -141,6 +141,7 @@ pub unsafe extern "C" fn MPI_Session_init(
     errhandler: Handle,
     session: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if session.is_null() {
             return Err(err(MPI_ERR_ARG, "session is NULL"));
@@ -185,6 +186,7 @@ pub unsafe extern "C" fn MPI_Session_init(
 /// `session` readable and writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_finalize(session: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     if session.is_null() {
         return raise(
             MPI_COMM_SELF,
@@ -229,6 +231,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(
     _info: Handle,
     npset_names: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = errhandler_of(session).and_then(|_| put!(npset_names, PSETS.len() as c_int));
     done(session, "MPI_Session_get_num_psets", r)
 }
@@ -247,6 +250,7 @@ pub unsafe extern "C" fn MPI_Session_get_nth_pset(
     pset_len: *mut c_int,
     pset_name: *mut c_char,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         errhandler_of(session)?;
         let name = usize::try_from(n)
@@ -299,6 +303,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
     pset_name: *const c_char,
     info: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         errhandler_of(session)?;
         // SAFETY: forwarded caller contract.
@@ -316,6 +321,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(
 /// `info_used` writable.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_get_info(session: Handle, info_used: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let kv = handle_index(K_SESSION, session)
             .and_then(|i| sessions().get(i).map(|s| s.info.clone()))
@@ -336,6 +342,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
     pset_name: *const c_char,
     newgroup: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         errhandler_of(session)?;
         // SAFETY: forwarded caller contract.
@@ -361,6 +368,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     f: Option<ErrFn>,
     errhandler: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
         put!(errhandler, crate::env::errhandler_insert(f))
@@ -374,6 +382,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
 /// MPI_Session_set_errhandler (MPI-4.1 §9.3.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_set_errhandler(session: Handle, errhandler: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         errhandler_of(session)?;
         if !errhandler_exists(errhandler) {
@@ -400,6 +409,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
     session: Handle,
     errhandler: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = errhandler_of(session).and_then(|h| put!(errhandler, h));
     done(session, "MPI_Session_get_errhandler", r)
 }
@@ -408,6 +418,7 @@ pub unsafe extern "C" fn MPI_Session_get_errhandler(
 /// `errorcode`; returns MPI_SUCCESS when the handler returns.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Session_call_errhandler(session: Handle, errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if let Err(e) = errhandler_of(session) {
         return raise(MPI_COMM_SELF, "MPI_Session_call_errhandler", e);
     }

@@ -374,9 +374,11 @@ pub struct State {
 
 struct Global(UnsafeCell<Option<State>>);
 
-// SAFETY: MPI provides at most MPI_THREAD_SERIALIZED here, under which the program promises
-// that no two threads call MPI at once and orders its calls with its own synchronisation;
-// the state is only reached from inside MPI calls.
+// SAFETY: the state is only reached from inside MPI calls, and no two threads are inside
+// them at once: under MPI_THREAD_SERIALIZED and below the program promises so and orders its
+// calls with its own synchronisation; under MPI_THREAD_MULTIPLE every call holds the lock of
+// crate::threads (acquire/release orders the calls), and a blocking call that lets other
+// threads in while it waits keeps no reference into the state across the release.
 unsafe impl Sync for Global {}
 
 static STATE: Global = Global(UnsafeCell::new(None));
@@ -386,7 +388,8 @@ pub static FINALIZED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// The state, when MPI is initialised and not finalised.
 #[allow(clippy::mut_from_ref)]
 pub fn state_opt() -> Option<&'static mut State> {
-    // SAFETY: serialised access, see `Global`; callers keep the reference within one call.
+    // SAFETY: serialised access, see `Global`; callers keep the reference within one call
+    // (within one hold of the lock under MPI_THREAD_MULTIPLE).
     unsafe { (*STATE.0.get()).as_mut() }
 }
 

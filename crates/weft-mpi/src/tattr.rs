@@ -147,6 +147,7 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if keyval.is_null() {
             return Err(err(MPI_ERR_ARG, "type_keyval is NULL"));
@@ -170,6 +171,7 @@ pub unsafe extern "C" fn MPI_Type_create_keyval(
 /// attributes already set keep working until deleted, new ones are refused.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free_keyval(keyval_p: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if keyval_p.is_null() {
             return Err(err(MPI_ERR_ARG, "type_keyval is NULL"));
@@ -189,6 +191,7 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(keyval_p: *mut c_int) -> c_int {
 /// old one first.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_attr(dt: Handle, k: c_int, value: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         map_of(dt)?;
         keyval(k, true)?;
@@ -218,6 +221,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         map_of(dt)?;
         keyval(k, false)?;
@@ -236,6 +240,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(
 /// MPI_Type_delete_attr (MPI-4.1 §7.7.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_delete_attr(dt: Handle, k: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         map_of(dt)?;
         keyval(k, false)?;

@@ -297,6 +297,7 @@ pub unsafe extern "C" fn MPI_Graph_create(
     reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graph_create")?;
         let c = intra(s, comm, "a graph topology")?;
@@ -340,6 +341,7 @@ pub unsafe extern "C" fn MPI_Graphdims_get(
     nnodes: *mut c_int,
     nedges: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graphdims_get")?;
         let (index, edges) = graph(s, comm)?;
@@ -373,6 +375,7 @@ pub unsafe extern "C" fn MPI_Graph_get(
     index: *mut c_int,
     edges: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graph_get")?;
         let (i, e) = graph(s, comm)?;
@@ -402,6 +405,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors_count(
     rank: c_int,
     nneighbors: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graph_neighbors_count")?;
         let (index, edges) = graph(s, comm)?;
@@ -419,6 +423,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
     maxneighbors: c_int,
     neighbors: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graph_neighbors")?;
         let (index, edges) = graph(s, comm)?;
@@ -439,6 +444,7 @@ pub unsafe extern "C" fn MPI_Graph_map(
     edges: *const c_int,
     newrank: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Graph_map")?;
         let c = intra(s, comm, "MPI_Graph_map")?;
@@ -468,6 +474,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     _reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Dist_graph_create_adjacent")?;
         let c = intra(s, comm, "a distributed graph topology")?;
@@ -519,6 +526,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     _reorder: c_int,
     newcomm: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Dist_graph_create")?;
         let c = intra(s, comm, "a distributed graph topology")?;
@@ -622,6 +630,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(
     outdegree: *mut c_int,
     weighted: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Dist_graph_neighbors_count")?;
         let GraphTopo::Dist {
@@ -652,6 +661,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
     destinations: *mut c_int,
     destweights: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Dist_graph_neighbors")?;
         let GraphTopo::Dist {
@@ -1002,6 +1012,18 @@ macro_rules! neighbor_fns {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
+            if crate::threads::multiple() {
+                let mut req = MPI_REQUEST_NULL;
+                // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+                return unsafe {
+                    crate::threads::twin(
+                        $nonblocking($($arg,)* comm, &mut req),
+                        &mut req,
+                        std::ptr::null_mut(),
+                    )
+                };
+            }
+            let _entered = crate::threads::enter();
             let $func = stringify!($blocking);
             let r: R<()> = $body(comm).and_then(Exchange::run);
             finish(comm, $func, r)
@@ -1015,6 +1037,7 @@ macro_rules! neighbor_fns {
             comm: Handle,
             request: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let $func = stringify!($nonblocking);
             let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
             finish(comm, $func, r)
@@ -1029,6 +1052,7 @@ macro_rules! neighbor_fns {
             _info: Handle,
             request: *mut Handle,
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let $func = stringify!($persistent);
             // Arguments are checked now (a bad one fails the init call, on every rank alike)
             // and read again at each start, as MPI lets the program change the buffers' data.

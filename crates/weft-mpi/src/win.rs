@@ -353,6 +353,7 @@ pub unsafe extern "C" fn MPI_Win_create(
     comm: Handle,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = create(base, size, disp_unit as isize, info, comm, win);
     crate::error::finish(comm, "MPI_Win_create", r)
 }
@@ -367,6 +368,7 @@ pub unsafe extern "C" fn MPI_Win_create_c(
     comm: Handle,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = create(base, size, disp_unit, info, comm, win);
     crate::error::finish(comm, "MPI_Win_create_c", r)
 }
@@ -381,6 +383,7 @@ pub unsafe extern "C" fn MPI_Win_allocate(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = allocate(size, disp_unit as isize, info, comm, baseptr, win, false);
     crate::error::finish(comm, "MPI_Win_allocate", r)
 }
@@ -395,6 +398,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_c(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = allocate(size, disp_unit, info, comm, baseptr, win, false);
     crate::error::finish(comm, "MPI_Win_allocate_c", r)
 }
@@ -409,6 +413,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = allocate(size, disp_unit as isize, info, comm, baseptr, win, true);
     crate::error::finish(comm, "MPI_Win_allocate_shared", r)
 }
@@ -423,6 +428,7 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
     baseptr: *mut c_void,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = allocate(size, disp_unit, info, comm, baseptr, win, true);
     crate::error::finish(comm, "MPI_Win_allocate_shared_c", r)
 }
@@ -434,6 +440,7 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
     comm: Handle,
     win: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let hints = info_of(info)?;
         if win.is_null() {
@@ -488,6 +495,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query(
     disp_unit: *mut c_int,
     baseptr: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = shared_query(
         win,
         rank,
@@ -507,6 +515,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
     disp_unit: *mut isize,
     baseptr: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = shared_query(
         win,
         rank,
@@ -520,6 +529,7 @@ pub unsafe extern "C" fn MPI_Win_shared_query_c(
 /// MPI_Win_attach (MPI-4.1 §12.2.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_attach(win: Handle, base: *mut c_void, size: isize) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if size < 0 {
             return Err(err(MPI_ERR_SIZE, format!("size {size} is negative")));
@@ -538,6 +548,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: Handle, base: *mut c_void, size: is
 /// MPI_Win_detach (MPI-4.1 §12.2.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_detach(win: Handle, base: *const c_void) -> c_int {
+    let _entered = crate::threads::enter();
     let r = state("MPI_Win_detach").and_then(|s| Ok(entry(s, win)?.win.detach(base as *mut u8)?));
     finish_win(win, "MPI_Win_detach", r)
 }
@@ -563,6 +574,7 @@ fn run_delete(s: &State, win: Handle, k: c_int, v: usize) -> R<()> {
 /// MPI_Win_free (MPI-4.1 §12.2.5): deletes the attributes, then frees collectively.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let h = if win.is_null() {
         MPI_WIN_NULL
     } else {
@@ -592,6 +604,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
 /// MPI_Win_get_group (MPI-4.1 §12.2.6).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_group(win: Handle, group: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Win_get_group")?;
         let m = entry(s, win)?.win.comm().members().to_vec();
@@ -604,6 +617,7 @@ pub unsafe extern "C" fn MPI_Win_get_group(win: Handle, group: *mut Handle) -> c
 /// MPI_Win_set_name (MPI-4.1 §7.8).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_name(win: Handle, name: *const c_char) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         // SAFETY: a NUL-terminated string (the caller's contract).
         let n = unsafe { c_str(name, "win_name")? };
@@ -620,6 +634,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     name: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if name.is_null() || len.is_null() {
             return Err(err(MPI_ERR_ARG, "win_name or resultlen is NULL"));
@@ -639,6 +654,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(
 /// MPI_Win_set_info (MPI-4.1 §12.2.7): hints replace those of the same key.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let add = info_of(info)?;
         let e = entry_mut(state("MPI_Win_set_info")?, win)?;
@@ -657,6 +673,7 @@ pub unsafe extern "C" fn MPI_Win_set_info(win: Handle, info: Handle) -> c_int {
 /// defaults for the standard's keys, and what the program set.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_info(win: Handle, info: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let e = entry(state("MPI_Win_get_info")?, win)?;
         let mut kv: Vec<(String, String)> = [
@@ -708,6 +725,7 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
     keyval: *mut c_int,
     extra_state: *mut c_void,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if keyval.is_null() {
             return Err(err(MPI_ERR_ARG, "win_keyval is NULL"));
@@ -730,6 +748,7 @@ pub unsafe extern "C" fn MPI_Win_create_keyval(
 /// MPI_Win_free_keyval (MPI-4.1 §7.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_free_keyval(keyval: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if keyval.is_null() {
             return Err(err(MPI_ERR_ARG, "win_keyval is NULL"));
@@ -748,6 +767,7 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(keyval: *mut c_int) -> c_int {
 /// one first.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_attr(win: Handle, k: c_int, value: *mut c_void) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Win_set_attr")?;
         win_keyval(s, k, true)?;
@@ -779,6 +799,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
     value: *mut c_void,
     flag: *mut c_int,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Win_get_attr")?;
         let e = entry(s, win)?;
@@ -804,6 +825,7 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
 /// MPI_Win_delete_attr (MPI-4.1 §7.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_delete_attr(win: Handle, k: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Win_delete_attr")?;
         win_keyval(s, k, false)?;
@@ -831,6 +853,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     f: Option<crate::state::ErrFn>,
     errhandler: *mut Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     // The same table as communicator handlers: the function types differ only in the
     // handle they are given.
     // SAFETY: forwarded caller contract.
@@ -840,6 +863,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
 /// MPI_Win_set_errhandler (MPI-4.1 §9.3.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Win_set_errhandler")?;
         crate::env::valid_errhandler(s, errhandler)?;
@@ -852,6 +876,7 @@ pub unsafe extern "C" fn MPI_Win_set_errhandler(win: Handle, errhandler: Handle)
 /// MPI_Win_get_errhandler (MPI-4.1 §9.3.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r =
         state("MPI_Win_get_errhandler").and_then(|s| put!(errhandler, entry(s, win)?.errhandler));
     finish_win(win, "MPI_Win_get_errhandler", r)
@@ -860,6 +885,7 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(win: Handle, errhandler: *mut Ha
 /// MPI_Win_call_errhandler (MPI-4.1 §9.5).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_call_errhandler(win: Handle, errorcode: c_int) -> c_int {
+    let _entered = crate::threads::enter();
     if let Err(e) = state("MPI_Win_call_errhandler").and_then(|s| entry(s, win).map(|_| ())) {
         return raise(MPI_COMM_WORLD, "MPI_Win_call_errhandler", e);
     }
@@ -1218,6 +1244,7 @@ macro_rules! put_get_forms {
             win: Handle,
             $($req: *mut Handle,)?
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let request: Option<*mut Handle> = None $(.or(Some($req)))?;
             let r = $any(
                 stringify!($name),
@@ -1264,6 +1291,7 @@ macro_rules! acc_forms {
             win: Handle,
             $($req: *mut Handle,)?
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let request: Option<*mut Handle> = None $(.or(Some($req)))?;
             let r = acc_any(
                 stringify!($name),
@@ -1311,6 +1339,7 @@ macro_rules! get_acc_forms {
             win: Handle,
             $($req: *mut Handle,)?
         ) -> c_int {
+            let _entered = crate::threads::enter();
             let request: Option<*mut Handle> = None $(.or(Some($req)))?;
             let r = get_acc_any(
                 stringify!($name),
@@ -1361,6 +1390,7 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     op: Handle,
     win: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let c = call("MPI_Fetch_and_op", win)?;
         // The direct call: a predefined element that is its bytes, on a mapped target.
@@ -1426,6 +1456,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     disp: isize,
     win: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         use crate::dtype::OpClass;
         let c = call("MPI_Compare_and_swap", win)?;
@@ -1473,6 +1504,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
 /// MPI_Win_fence (MPI-4.1 §12.5.1).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
         Ok(call("MPI_Win_fence", win)?.win.fence(a)?)
@@ -1483,6 +1515,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
 /// MPI_Win_post (MPI-4.1 §12.5.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_post(group: Handle, assert: c_int, win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
         let c = call("MPI_Win_post", win)?;
@@ -1495,6 +1528,7 @@ pub unsafe extern "C" fn MPI_Win_post(group: Handle, assert: c_int, win: Handle)
 /// MPI_Win_start (MPI-4.1 §12.5.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
         let c = call("MPI_Win_start", win)?;
@@ -1507,6 +1541,7 @@ pub unsafe extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle
 /// MPI_Win_complete (MPI-4.1 §12.5.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = call("MPI_Win_complete", win).and_then(|c| Ok(c.win.complete()?));
     finish_win(win, "MPI_Win_complete", r)
 }
@@ -1514,6 +1549,7 @@ pub unsafe extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
 /// MPI_Win_wait (MPI-4.1 §12.5.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = call("MPI_Win_wait", win).and_then(|c| Ok(c.win.wait()?));
     finish_win(win, "MPI_Win_wait", r)
 }
@@ -1521,6 +1557,7 @@ pub unsafe extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
 /// MPI_Win_test (MPI-4.1 §12.5.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_test(win: Handle, flag: *mut c_int) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         if flag.is_null() {
             return Err(err(MPI_ERR_ARG, "flag is NULL"));
@@ -1539,6 +1576,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
     assert: c_int,
     win: Handle,
 ) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let kind = lock_type(lock)?;
         let a = assertion(assert)?;
@@ -1554,6 +1592,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
 /// MPI_Win_unlock (MPI-4.1 §12.5.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let c = call("MPI_Win_unlock", win)?;
         match target_rank(c.win, rank)? {
@@ -1567,6 +1606,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
 /// MPI_Win_lock_all (MPI-4.1 §12.5.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
         Ok(call("MPI_Win_lock_all", win)?.win.lock_all(a)?)
@@ -1577,6 +1617,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
 /// MPI_Win_unlock_all (MPI-4.1 §12.5.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = call("MPI_Win_unlock_all", win).and_then(|c| Ok(c.win.unlock_all()?));
     finish_win(win, "MPI_Win_unlock_all", r)
 }
@@ -1587,6 +1628,7 @@ macro_rules! flush_forms {
         /// is reusable when the put returns, so both complete the same operations).
         #[no_mangle]
         pub unsafe extern "C" fn $name(rank: c_int, win: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = (|| {
                 let c = call(stringify!($name), win)?;
                 match target_rank(c.win, rank)? {
@@ -1609,6 +1651,7 @@ macro_rules! flush_all_forms {
         /// MPI-4.1 §12.5.4 (MPI_Win_flush_all and MPI_Win_flush_local_all).
         #[no_mangle]
         pub unsafe extern "C" fn $name(win: Handle) -> c_int {
+            let _entered = crate::threads::enter();
             let r = call(stringify!($name), win).and_then(|c| Ok(c.win.flush_all()?));
             finish_win(win, stringify!($name), r)
         }
@@ -1623,6 +1666,7 @@ flush_all_forms! {
 /// MPI_Win_sync (MPI-4.1 §12.5.4).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_sync(win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     let r = call("MPI_Win_sync", win).map(|c| c.win.sync());
     finish_win(win, "MPI_Win_sync", r)
 }
@@ -1632,11 +1676,13 @@ pub unsafe extern "C" fn MPI_Win_sync(win: Handle) -> c_int {
 /// MPI_Win_toint (MPI 5.0 ABI): MPI_WIN_NULL keeps its value.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_toint(win: Handle) -> c_int {
+    let _entered = crate::threads::enter();
     crate::misc::handle_to_int(win)
 }
 
 /// MPI_Win_fromint (MPI 5.0 ABI), the inverse of MPI_Win_toint.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_fromint(v: c_int) -> Handle {
+    let _entered = crate::threads::enter();
     crate::misc::handle_from_int(K_WIN, v)
 }

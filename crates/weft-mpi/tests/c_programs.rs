@@ -281,7 +281,9 @@ fn mpicc_showme_and_static() {
     let ldd = Command::new("ldd").arg(&exe).output().unwrap();
     let deps = String::from_utf8_lossy(&ldd.stdout).to_string();
     assert!(!deps.contains("libmpi_abi"), "linked dynamically: {deps}");
-    let out = run(&exe, 3);
+    // A static program cannot load libucp at run time: it keeps the default transports
+    // whatever lane WEFT_TEST_LANES forces (checked below for the UCX lane).
+    let out = common::run_c(&exe, 3, &[("WEFT_TRANSPORTS", "shm,cma,tcp")]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(
         out.exit_code,
@@ -294,6 +296,17 @@ fn mpicc_showme_and_static() {
         3,
         "{stdout}"
     );
+    if cfg!(feature = "ucx") {
+        // The UCX lane alone: refused with a reason, not a crash in the loader.
+        let out = common::run_c(&exe, 2, &[("WEFT_TRANSPORTS", "ucx")]);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.exit_code != 0 && out.exit_code < 128,
+            "exit {}: {stderr}",
+            out.exit_code
+        );
+        assert!(stderr.contains("linked statically"), "{stderr}");
+    }
     std::fs::remove_file(&exe).unwrap();
 }
 

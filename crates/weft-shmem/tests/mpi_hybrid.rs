@@ -21,6 +21,11 @@ fn build_libmpi() -> PathBuf {
     };
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-q", "-p", "weft-mpi"]);
+    // The same transports as this test's build (a forced UCX lane needs them in libmpi too;
+    // a build without them would also replace the one the other suites use).
+    if cfg!(feature = "ucx") {
+        cmd.args(["--features", "weft/ucx"]);
+    }
     if profile.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }

@@ -21,9 +21,10 @@ pub enum YieldMode {
 /// (`WEFT_BLOCK`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockMode {
-    /// Only while other programs compete for the cores (`crate::node_load`): where a rank
-    /// yields at once, instead of yielding once a yield lost the core; else after the spin
-    /// and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long idle wait.
+    /// The default. Only while other programs compete for the cores (`crate::node_load`):
+    /// where a rank yields at once, instead of yielding once a yield lost the core; else
+    /// after the spin and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long
+    /// idle wait.
     Auto,
     /// As soon as a wait finds nothing to do.
     Now,
@@ -117,6 +118,8 @@ pub struct Config {
     pub stripe_bytes: u64,
     /// Reductions take C's `char` as a signed 8-bit integer (`WEFT_CHAR_REDUCTIONS`).
     pub char_reductions: bool,
+    /// MPI may provide MPI_THREAD_MULTIPLE (`WEFT_MPI_THREAD_MULTIPLE`).
+    pub mpi_thread_multiple: bool,
     /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
     pub job_secret: Option<Vec<u8>>,
     /// The values as read, for `weft info --knobs`.
@@ -275,8 +278,8 @@ impl Config {
         };
         let block_mode = match values.text("WEFT_BLOCK").as_deref() {
             Some("on") => BlockMode::Now,
-            Some("auto") => BlockMode::Auto,
-            _ => BlockMode::Never,
+            Some("off") => BlockMode::Never,
+            _ => BlockMode::Auto,
         };
         let bind = match values.text("WEFT_BIND").as_deref().map(str::trim) {
             Some("core") => BindMode::Core,
@@ -387,6 +390,7 @@ impl Config {
             fast_peer_bytes: values.bytes("WEFT_FAST_PEER_BYTES").unwrap_or(1 << 20),
             stripe_bytes: values.bytes("WEFT_STRIPE_BYTES").unwrap_or(1 << 20),
             char_reductions: values.bool("WEFT_CHAR_REDUCTIONS"),
+            mpi_thread_multiple: values.bool("WEFT_MPI_THREAD_MULTIPLE"),
             job_secret,
             shm_eager_bytes: eager,
             shm_ring_bytes: ring,

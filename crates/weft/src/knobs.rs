@@ -13,7 +13,7 @@ pub static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_BLOCK",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
-        default: "off",
+        default: "auto",
         help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do, after its spin: auto = only while programs that are not this job's ranks compete for the cores (runnable tasks in /proc/loadavg beyond this job's awake ranks and the usable cores; see ARCHITECTURE.md), else as off but sleeping after 20 ms with nothing arriving; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS between liveness checks. Waits on network peers, a full ring, one-sided and file operations yield instead",
     },
     Knob {
@@ -75,6 +75,12 @@ pub static KNOBS: &[Knob] = &[
         kind: KnobKind::Uint,
         default: "4",
         help: "most lanes whose bandwidth is at least a quarter of the best that the lane choice stripes large messages over (weft info --transports); the TCP transport drives one lane per peer so far",
+    },
+    Knob {
+        name: "WEFT_MPI_THREAD_MULTIPLE",
+        kind: KnobKind::Bool,
+        default: "0",
+        help: "let MPI_Init_thread and MPI_Session_init provide MPI_THREAD_MULTIPLE when asked (one lock around every MPI call; point-to-point, probes, waits, the blocking collectives and MPI_Comm_dup release it while they wait, but other blocking calls (communicator creation other than dup, windows, files, large-count collectives) hold it while they wait and can deadlock when threads of one rank wait on each other through them); 0 provides MPI_THREAD_SERIALIZED at most",
     },
     Knob {
         name: "WEFT_CHAR_REDUCTIONS",

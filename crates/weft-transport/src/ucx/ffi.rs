@@ -281,6 +281,13 @@ impl Ucp {
     /// Loads `path` (a file name the dynamic loader searches for, or a path) and resolves
     /// every function; an error says what was missing.
     pub fn load(path: &str) -> Result<Ucp, String> {
+        if !dynamically_linked() {
+            return Err(format!(
+                "this program is linked statically (mpicc -static), so it cannot load {path} \
+                 at run time (a static executable's dlopen would bring in a second C library); \
+                 link it dynamically to use the UCX lane"
+            ));
+        }
         // SAFETY: loading libucp runs its constructors (UCX's global init), which is what
         // linking it would do too.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
@@ -302,5 +309,39 @@ impl Ucp {
         // SAFETY: ucs_status_string returns a static NUL-terminated string for any value.
         let s = unsafe { CStr::from_ptr((self.ucs_status_string)(status)) };
         format!("{} (UCX status {status})", s.to_string_lossy())
+    }
+}
+
+#[cfg(target_pointer_width = "64")]
+type Phdr = libc::Elf64_Phdr;
+#[cfg(target_pointer_width = "32")]
+type Phdr = libc::Elf32_Phdr;
+
+/// Whether the running program has a dynamic loader (its program headers name one,
+/// `PT_INTERP`): a statically linked executable (`-static` or `-static-pie`) has none, and
+/// loading a shared library that needs the C library into it crashes.
+fn dynamically_linked() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector the kernel gave the process.
+    let (phdr, phnum) = unsafe {
+        (
+            libc::getauxval(libc::AT_PHDR),
+            libc::getauxval(libc::AT_PHNUM),
+        )
+    };
+    if phdr == 0 {
+        // No program headers to look at: let the loader decide.
+        return true;
+    }
+    // SAFETY: AT_PHDR is the address of the main program's program headers, mapped for the
+    // life of the process, AT_PHNUM entries of the native ELF header type.
+    let headers = unsafe { std::slice::from_raw_parts(phdr as *const Phdr, phnum as usize) };
+    headers.iter().any(|h| h.p_type == libc::PT_INTERP)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_test_binary_has_a_dynamic_loader() {
+        assert!(super::dynamically_linked());
     }
 }

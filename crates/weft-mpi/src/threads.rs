@@ -1,0 +1,254 @@
+//! MPI_THREAD_MULTIPLE (MPI-4.1 §11.6): one lock around the whole library, and blocking
+//! calls that do not hold it while they wait.
+//!
+//! Every exported function starts with [`enter`]. Below MPI_THREAD_MULTIPLE that is one
+//! relaxed load of a flag and a branch that is never taken: the state stays lock-free
+//! as MPI_THREAD_SERIALIZED lets it be (the program orders its calls). Once MPI_Init_thread
+//! or MPI_Session_init has provided MPI_THREAD_MULTIPLE, [`enter`] takes the process's one
+//! lock (re-entrant: user callbacks and error handlers called from inside MPI may call MPI
+//! again) and the value it returns gives it back when the call returns. Everything that lives
+//! in the state, the engine and the fast path's scratch is then reached by one thread at a
+//! time, as under MPI_THREAD_SERIALIZED.
+//!
+//! A blocking call must not hold the lock while it waits: the message it waits for may be
+//! sent by another thread of the same process (or a peer may wait for one that another
+//! thread of this process has yet to send). Under MPI_THREAD_MULTIPLE the blocking
+//! point-to-point calls, the wait and probe families, the blocking collectives and
+//! MPI_Comm_dup therefore start their nonblocking twin and then poll it ([`wait`]): each poll
+//! takes the lock, tests (which drives progress for every thread's operations) and gives the
+//! lock back, so other threads enter between polls. No reference into the state or the
+//! engine lives across a release: each poll is a whole MPI call. A blocking call made from a
+//! user callback inside MPI (the lock then held further out) keeps the lock while it polls.
+//!
+//! What still holds the lock while it waits (listed in the crate's README): communicator
+//! creation other than MPI_Comm_dup, window creation and synchronisation, file operations,
+//! MPI_Buffer_detach and the large-count (`_c`) and neighbourhood collectives whose
+//! nonblocking twins are made by macros. Threads of one rank that wait on each other through
+//! those can deadlock, which is why MPI_THREAD_MULTIPLE is provided only when the
+//! `WEFT_MPI_THREAD_MULTIPLE` knob allows it.
+
+use crate::consts::*;
+use crate::p2p::MpiStatus;
+use std::cell::Cell;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Whether MPI_THREAD_MULTIPLE was provided: every call then takes the lock. Set once by
+/// the init that provides it, never cleared (a call racing with MPI_Finalize still locks).
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// The lock's holder: 0 when free, else the address of the holder's [`DEPTH`].
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// How many calls deep this thread is inside MPI while it holds the lock.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Polls of a contended lock or an unfinished wait before each one yields the core.
+const SPINS_BEFORE_YIELD: u32 = 64;
+
+/// Whether MPI_THREAD_MULTIPLE is in force.
+#[inline(always)]
+pub fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Makes every later call take the lock (the init that provides MPI_THREAD_MULTIPLE).
+pub(crate) fn provide_multiple() {
+    MULTIPLE.store(true, Ordering::SeqCst);
+}
+
+/// An MPI call in progress: holds the lock under MPI_THREAD_MULTIPLE until dropped.
+#[must_use]
+pub struct Entered(bool);
+
+/// Enters an MPI call (the first statement of every exported function).
+#[inline(always)]
+pub fn enter() -> Entered {
+    if multiple() {
+        lock();
+        Entered(true)
+    } else {
+        Entered(false)
+    }
+}
+
+impl Drop for Entered {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0 {
+            unlock();
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lock() {
+    DEPTH.with(|d| {
+        let depth = d.get();
+        if depth > 0 {
+            d.set(depth + 1);
+            return;
+        }
+        let me = d as *const Cell<u32> as usize;
+        let mut polls = 0u32;
+        while OWNER
+            .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            polls += 1;
+            if polls < SPINS_BEFORE_YIELD {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        d.set(1);
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn unlock() {
+    DEPTH.with(|d| {
+        let depth = d.get();
+        debug_assert!(
+            depth > 0,
+            "MPI lock released by a thread that does not hold it"
+        );
+        d.set(depth - 1);
+        if depth == 1 {
+            OWNER.store(0, Ordering::Release);
+        }
+    })
+}
+
+/// Calls `once` (one whole MPI call, which takes and gives back the lock itself) until it
+/// returns an error code other than MPI_SUCCESS or says the operation is complete; spins a
+/// little between calls, then yields the core on each.
+fn poll(mut once: impl FnMut() -> (c_int, bool)) -> c_int {
+    let mut polls = 0u32;
+    loop {
+        let (rc, done) = once();
+        if rc != MPI_SUCCESS || done {
+            return rc;
+        }
+        polls += 1;
+        if polls < SPINS_BEFORE_YIELD {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// MPI_Wait without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Wait contract.
+pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+    poll(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::p2p::MPI_Test(req, &mut flag, status) };
+        (rc, flag != 0)
+    })
+}
+
+/// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
+/// the request `req`.
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE or points to a status.
+pub unsafe fn twin(rc: c_int, req: &mut Handle, status: *mut MpiStatus) -> c_int {
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    // SAFETY: the request is the twin's, the status the caller's.
+    unsafe { wait(req, status) }
+}
+
+/// MPI_Waitall without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Waitall contract.
+pub unsafe fn waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) -> c_int {
+    poll(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::p2p::MPI_Testall(n, reqs, &mut flag, statuses) };
+        (rc, flag != 0)
+    })
+}
+
+/// MPI_Waitany without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Waitany contract.
+pub unsafe fn waitany(
+    n: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    poll(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::p2p::MPI_Testany(n, reqs, index, &mut flag, status) };
+        (rc, flag != 0)
+    })
+}
+
+/// MPI_Waitsome without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Waitsome contract.
+pub unsafe fn waitsome(
+    n: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    poll(|| {
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::p2p::MPI_Testsome(n, reqs, outcount, indices, statuses) };
+        // SAFETY: MPI_Testsome wrote the count unless it failed.
+        let done = rc == MPI_SUCCESS && unsafe { *outcount } != 0;
+        (rc, done)
+    })
+}
+
+/// MPI_Probe without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Probe contract.
+pub unsafe fn probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) -> c_int {
+    poll(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::p2p::MPI_Iprobe(source, tag, comm, &mut flag, status) };
+        (rc, flag != 0)
+    })
+}
+
+/// MPI_Mprobe without holding the lock between polls.
+///
+/// # Safety
+/// The MPI_Mprobe contract.
+pub unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    msg: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    poll(|| {
+        let mut flag: c_int = 0;
+        // SAFETY: the caller's contract.
+        let rc = unsafe { crate::mprobe::MPI_Improbe(source, tag, comm, &mut flag, msg, status) };
+        (rc, flag != 0)
+    })
+}

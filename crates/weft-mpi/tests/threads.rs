@@ -1,0 +1,62 @@
+//! MPI_THREAD_MULTIPLE (`itest/c/thread_multiple.c`): four threads per rank doing blocking
+//! and nonblocking point-to-point, probes and matched probes, collectives and
+//! communicator duplication at once, with a chain of blocking calls that only completes if a
+//! waiting call lets the other threads of its rank in. Jobs of 1, 2, 3, 4 and 7 ranks with
+//! `WEFT_MPI_THREAD_MULTIPLE=1`; without the knob (or asked for less) the library provides
+//! MPI_THREAD_SERIALIZED and says so.
+
+use std::path::Path;
+
+mod common;
+
+fn prefix() -> &'static Path {
+    common::shared_prefix("mpi-prefix")
+}
+
+/// Runs `prog args` as a job of `n` ranks with `env` added (a hang catcher of
+/// [`common::JOB_TIMEOUT`]); it must exit 0 and leave no `/dev/shm` segment behind.
+fn run_ok(prog: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) {
+    let mut spec = weft_launch::JobSpec::new(n, prog);
+    spec.args = args.iter().map(|a| a.into()).collect();
+    spec.output = weft_launch::OutputMode::Capture;
+    spec.timeout = Some(common::JOB_TIMEOUT);
+    let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), vars.collect());
+    let out = weft_launch::run_job(&spec).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
+        .collect();
+    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    assert_eq!(
+        out.exit_code,
+        0,
+        "{} {args:?} at {n} ranks with {env:?}:\nstdout:\n{}\nstderr:\n{}",
+        prog.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn threads_call_mpi_at_once_under_thread_multiple() {
+    let prog = common::build_c(prefix(), "thread_multiple");
+    for n in [1, 2, 3, 4, 7] {
+        run_ok(&prog, n, &[], &[("WEFT_MPI_THREAD_MULTIPLE", "1")]);
+    }
+}
+
+#[test]
+fn thread_multiple_is_refused_without_the_knob() {
+    let prog = common::build_c(prefix(), "thread_multiple");
+    for n in [1, 3] {
+        run_ok(&prog, n, &["serialized"], &[]);
+        run_ok(
+            &prog,
+            n,
+            &["serialized"],
+            &[("WEFT_MPI_THREAD_MULTIPLE", "0")],
+        );
+    }
+}
