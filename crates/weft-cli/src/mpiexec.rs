@@ -270,6 +270,13 @@ pub fn translate(argv: &[OsString], env: &[(String, String)]) -> Result<Plan, St
                 match how.as_str() {
                     "slot" | "node" if !v.contains(':') => {}
                     "ppr" => {}
+                    "torus" => {
+                        return Err(format!(
+                            "--map-by {v}: mpiexec has no spelling for a virtual torus of \
+                             healthy hosts; use weft run --map torus:XxYxZ[@AxBxC] \
+                             [--exclude FILE]"
+                        ))
+                    }
                     _ => {
                         return Err(format!(
                             "--map-by {v}: weft maps ranks by slot, by node or ppr:N:node (pin \
@@ -568,6 +575,10 @@ mod tests {
             (
                 vec!["--map-by", "core", "p"],
                 "by slot, by node or ppr:N:node",
+            ),
+            (
+                vec!["--map-by", "torus:2x2", "p"],
+                "use weft run --map torus:XxYxZ",
             ),
             (vec!["-launcher", "slurm", "p"], "srun"),
             (vec!["-launcher", "pbsdsh", "p"], "ssh, rsh"),

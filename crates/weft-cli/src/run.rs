@@ -1,5 +1,6 @@
 //! `weft run -n N [--tag-output] [--timeout SECS] [--hosts a:2,b:2 [--launcher TEMPLATE]
-//! [--map-by node|slot] [--boot-addr ADDR]] [--] PROGRAM ARGS...`: parses and checks the
+//! [--map-by node|slot | --map torus:XxYxZ[@AxBxC] [--exclude FILE]] [--boot-addr ADDR]]
+//! [--] PROGRAM ARGS...`: parses and checks the
 //! command line, then hands the job to weft-launch and returns its exit code. The host
 //! options are one parser ([`HostArgs`]) shared with `weft bench`; the hidden `weft __agent`
 //! (the remote part of a multi-host job) is parsed here too.
@@ -14,6 +15,7 @@ use weft_launch::agent::{run_agent, AgentConfig};
 use weft_launch::hosts::{expand_template, parse_boot_addr};
 use weft_launch::place::{parse_hostfile, parse_hosts, place_on_hosts, total_slots};
 use weft_launch::slurm::{self, SRUN_TEMPLATE};
+use weft_launch::torus::{excluded_hosts, place_on_torus, TorusPlacement, TorusRequest};
 use weft_launch::{
     is_this_host, run_job, HostSlots, HostsSpec, JobSpec, MapBy, OutputFiles, OutputMode,
     StdinTarget, DEFAULT_LAUNCHER,
@@ -252,9 +254,23 @@ pub struct RunArgs {
     /// every host (default: WEFT_BIND's own, auto).
     #[arg(long, value_name = "core|none", value_parser = ["core", "none"])]
     pub bind_to: Option<String>,
-    /// Each rank prints the CPUs it is bound to on stderr at start-up (WEFT_REPORT_BINDINGS).
+    /// Each rank prints the CPUs it is bound to on stderr at start-up (WEFT_REPORT_BINDINGS);
+    /// with --map, the launcher also prints each host's ranks and torus coordinates.
     #[arg(long)]
     pub report_bindings: bool,
+    /// Lay the job on a virtual torus of the healthy hosts: torus:XxYxZ (the host list is a
+    /// torus of that shape) or torus:XxYxZ@AxBxC (the host list in order is the machine's
+    /// AxBxC torus, dimension 0 fastest, as `weft plan map --torus` numbers nodes). Ranks
+    /// follow the virtual torus in row-major order, the same number on each host; each gets
+    /// WEFT_TORUS_DIMS and its host's WEFT_TORUS_COORDS; the dilation and congestion are
+    /// printed.
+    #[arg(long, value_name = "torus:XxYxZ[@AxBxC]")]
+    pub map: Option<String>,
+    /// With --map: hosts to leave out, one a line (a host name of the list, or the node's
+    /// index or coordinates x,y,z as `weft plan map --exclude` takes them); `#` starts a
+    /// comment.
+    #[arg(long, value_name = "FILE", requires = "map")]
+    pub exclude: Option<PathBuf>,
     /// The program every rank runs, then its arguments (a program whose name starts with
     /// `-` goes after `--`).
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
@@ -422,7 +438,7 @@ pub fn run(mut args: RunArgs) -> i32 {
         eprintln!("weft run: no program given");
         return 2;
     };
-    let place = match args.on.resolve() {
+    let mut place = match args.on.resolve() {
         Ok(w) => w,
         Err(e) => {
             eprintln!("weft run: {e}");
@@ -436,7 +452,20 @@ pub fn run(mut args: RunArgs) -> i32 {
             return 2;
         }
     };
-    let nranks = job_size(args.nranks, &place);
+    let torus = match &args.map {
+        Some(map) => match torus_placement(&args, map, &mut place) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("weft run: {e}");
+                return 2;
+            }
+        },
+        None => None,
+    };
+    let nranks = match &torus {
+        Some(t) => t.nranks(),
+        None => job_size(args.nranks, &place),
+    };
     // Usage errors (exit 2) like the other checks, before anything starts.
     if let Some(h) = &place.hosts {
         if let Err(e) = place_on_hosts(nranks, &h.hosts, h.map_by) {
@@ -447,6 +476,16 @@ pub fn run(mut args: RunArgs) -> i32 {
     if let Err(e) = args.stdin.check(nranks) {
         eprintln!("weft run: {e}");
         return 2;
+    }
+    let mut rank_env = Vec::new();
+    if let Some(t) = &torus {
+        eprintln!("weft: {}", t.summary());
+        if args.report_bindings {
+            for line in t.host_lines() {
+                eprintln!("weft: {line}");
+            }
+        }
+        rank_env = t.rank_env();
     }
     warn_unknown_knobs(&env);
     let spec = JobSpec {
@@ -463,6 +502,7 @@ pub fn run(mut args: RunArgs) -> i32 {
             dir,
             copy: !args.output_nocopy,
         }),
+        rank_env,
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,
@@ -471,6 +511,41 @@ pub fn run(mut args: RunArgs) -> i32 {
             LAUNCHER_FAILED
         }
     }
+}
+
+/// `weft run --map`: the job's hosts in the order of the virtual torus (`place` is changed
+/// to them, filled slot by slot) and each rank's coordinates ([`weft_launch::torus`]).
+fn torus_placement(args: &RunArgs, map: &str, place: &mut Where) -> Result<TorusPlacement, String> {
+    let request = TorusRequest::parse(map).map_err(|e| e.message().to_owned())?;
+    if args.on.map_by.is_some() {
+        return Err(format!(
+            "--map {map} places the ranks itself: drop --map-by"
+        ));
+    }
+    let Some(hosts) = place.hosts.as_mut() else {
+        return Err(format!(
+            "--map {map} lays the job on hosts: give them with --hosts or --hostfile (or run \
+             inside a Slurm allocation)"
+        ));
+    };
+    let machine = request
+        .machine
+        .clone()
+        .unwrap_or_else(|| request.job.clone());
+    let excluded = match &args.exclude {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| format!("--exclude {}: {e}", file.display()))?;
+            excluded_hosts(&text, &file.display().to_string(), &hosts.hosts, &machine)
+                .map_err(|e| e.message().to_owned())?
+        }
+        None => Vec::new(),
+    };
+    let t = place_on_torus(&request, &hosts.hosts, &excluded, args.nranks)
+        .map_err(|e| e.message().to_owned())?;
+    hosts.hosts = t.host_slots();
+    hosts.map_by = MapBy::Slot;
+    Ok(t)
 }
 
 /// Arguments of the hidden `weft __agent` (started by `weft run --hosts` on each host; the
@@ -849,5 +924,46 @@ mod tests {
         assert_eq!(run(a), 3);
         let a = parse(&["/no/such/program"]).unwrap();
         assert_eq!(run(a), 127);
+    }
+
+    #[test]
+    fn map_replaces_the_host_list_with_the_torus_hosts_in_rank_order() {
+        let a = parse(&[
+            "--hosts",
+            "h0:2,h1:2,h2:2,h3:2",
+            "--launcher",
+            "ip netns exec {host}",
+            "--map",
+            "torus:2x2",
+            "-n",
+            "4",
+            "prog",
+        ])
+        .unwrap();
+        let mut place = a.on.resolve().unwrap();
+        let t = torus_placement(&a, a.map.as_deref().unwrap(), &mut place).unwrap();
+        let h = place.hosts.unwrap();
+        assert_eq!(h.map_by, MapBy::Slot);
+        // A 2x2 list is its own torus: host i (dimension 0 fastest) has coordinates
+        // (i mod 2, i div 2); ranks go row-major (last dimension fastest), one per host.
+        let names: Vec<&str> = h.hosts.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(names, ["h0", "h2", "h1", "h3"]);
+        assert!(h.hosts.iter().all(|x| x.slots == 1));
+        assert_eq!(t.nranks(), 4);
+        for (args, want) in [
+            (vec!["--map", "torus:2x2", "prog"], "give them with --hosts"),
+            (
+                vec![
+                    "--hosts", "h0,h1", "--map", "torus:2", "--map-by", "node", "p",
+                ],
+                "drop --map-by",
+            ),
+        ] {
+            let a = parse(&args).unwrap();
+            let mut place = a.on.resolve().unwrap();
+            let e = torus_placement(&a, a.map.as_deref().unwrap(), &mut place).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        assert!(parse(&["--exclude", "f", "prog"]).is_err());
     }
 }

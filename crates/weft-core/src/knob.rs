@@ -101,7 +101,24 @@ pub const LAUNCH_VARS: &[Knob] = &[
         default: "",
         help: "node identity; defaults to the hostname",
     },
+    Knob {
+        name: TORUS_DIMS,
+        kind: KnobKind::Text,
+        default: "",
+        help: "the job's virtual torus, XxYxZ (set by weft run --map torus:XxYxZ; ranks follow it in row-major order, ppn ranks per host)",
+    },
+    Knob {
+        name: TORUS_COORDS,
+        kind: KnobKind::Text,
+        default: "",
+        help: "this rank's host's coordinates x,y,z in WEFT_TORUS_DIMS (set by weft run --map; the same as MPI_Cart_coords of a grid of those dims over one rank per host)",
+    },
 ];
+
+/// Name of the variable `weft run --map` gives every rank: the job's virtual torus.
+pub const TORUS_DIMS: &str = "WEFT_TORUS_DIMS";
+/// Name of the variable `weft run --map` gives every rank: its host's virtual coordinates.
+pub const TORUS_COORDS: &str = "WEFT_TORUS_COORDS";
 
 /// Variables read by the `weft` command's own tools, the wrappers (`mpicc`, `mpiexec`,
 /// `oshcc`) and the test scripts (not by ranks), declared so that a rank or a job that

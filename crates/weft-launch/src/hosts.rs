@@ -583,7 +583,7 @@ impl MultiJob<'_> {
             .enumerate()
             .map(|(local, &rank)| RankStart {
                 rank,
-                vars: vec![
+                vars: [
                     ("WEFT_RANK".to_owned(), rank.to_string()),
                     ("WEFT_SIZE".to_owned(), self.spec.nranks.to_string()),
                     ("WEFT_LOCAL_RANK".to_owned(), local.to_string()),
@@ -591,7 +591,10 @@ impl MultiJob<'_> {
                     ("WEFT_NODE_ID".to_owned(), h.name.clone()),
                     ("WEFT_BOOT_ADDR".to_owned(), boot.clone()),
                     ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
-                ],
+                ]
+                .into_iter()
+                .chain(self.spec.vars_of(rank).iter().cloned())
+                .collect(),
                 stdin: self.spec.stdin.includes(rank),
             })
             .collect();

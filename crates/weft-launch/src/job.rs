@@ -109,7 +109,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         boot_addr: server.local_addr().to_string(),
         secret_hex: encode_hex(&secret),
     };
-    let ending = match job.spawn_all(spec.nranks, &cmd) {
+    let ending = match job.spawn_all(spec, &cmd) {
         Some(e) => e,
         None => {
             forward_to_pipes(std::mem::take(&mut job.stdin_pipes));
@@ -246,9 +246,10 @@ pub(crate) fn abort_ending(
 impl Job {
     /// Starts every rank; on the first failure returns the ending (ranks already started are
     /// then ended like any others).
-    fn spawn_all(&mut self, nranks: u32, cmd: &RankCommand) -> Option<Ending> {
+    fn spawn_all(&mut self, spec: &JobSpec, cmd: &RankCommand) -> Option<Ending> {
+        let nranks = spec.nranks;
         for place in place_on_this_host(nranks) {
-            let vars = vec![
+            let mut vars = vec![
                 ("WEFT_RANK".to_owned(), place.rank.to_string()),
                 ("WEFT_SIZE".to_owned(), nranks.to_string()),
                 ("WEFT_LOCAL_RANK".to_owned(), place.local_rank.to_string()),
@@ -257,6 +258,7 @@ impl Job {
                 ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
                 ("WEFT_JOB_SECRET".to_owned(), self.secret_hex.clone()),
             ];
+            vars.extend(spec.vars_of(place.rank).iter().cloned());
             match spawn_local_rank(cmd, &place, &vars) {
                 Ok(mut p) => {
                     if let Some(fd) = p.stdin.take() {

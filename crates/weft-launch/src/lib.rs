@@ -9,8 +9,10 @@
 //! [`agent`] per host through a launcher template and the agents start the ranks. Each rank runs in its own process group, where
 //! reading a terminal would stop it, so a rank never reads the terminal itself: the ranks
 //! [`JobSpec::stdin`] names read a pipe the launcher feeds from its own stdin ([`stdin`]),
-//! the others `/dev/null`. This crate sits above weft-core and weft-boot and must not depend on the
-//! runtime (`weft`) or the transports: it only starts processes and hands them an address.
+//! the others `/dev/null`. [`torus`] places a job's ranks on a virtual torus of healthy
+//! hosts (`weft run --map`). This crate sits above weft-core, weft-boot and the pure
+//! weft-model and must not depend on the runtime (`weft`) or the transports: it only starts
+//! processes and hands them an address.
 
 pub mod agent;
 mod agent_port;
@@ -28,6 +30,7 @@ pub mod slurm;
 pub mod spawn;
 pub mod status;
 pub mod stdin;
+pub mod torus;
 
 pub use hosts::{is_this_host, DEFAULT_LAUNCHER, FORK_LAUNCHER};
 pub use job::run_job;
@@ -76,6 +79,10 @@ pub struct JobSpec {
     pub stdin: StdinTarget,
     /// Also write each rank's output to files under a folder.
     pub output_files: Option<OutputFiles>,
+    /// Variables of single ranks (index: rank; ranks past its end get none), set after
+    /// [`JobSpec::env`] and before the launcher's own (`weft run --map` gives each rank its
+    /// torus coordinates, [`torus`]).
+    pub rank_env: Vec<Vec<(String, String)>>,
 }
 
 /// Each rank's stdout and stderr written to `DIR/rank.N/stdout` and `DIR/rank.N/stderr`
@@ -125,7 +132,13 @@ impl JobSpec {
             hosts: None,
             stdin: StdinTarget::None,
             output_files: None,
+            rank_env: Vec::new(),
         }
+    }
+
+    /// The variables of `rank` alone ([`JobSpec::rank_env`]).
+    pub(crate) fn vars_of(&self, rank: u32) -> &[(String, String)] {
+        self.rank_env.get(rank as usize).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -161,6 +174,8 @@ pub const PER_RANK_VARS: &[&str] = &[
     "WEFT_BOOT_ADDR",
     "WEFT_JOB_ID",
     "WEFT_JOB_SECRET",
+    torus::TORUS_DIMS_VAR,
+    torus::TORUS_COORDS_VAR,
 ];
 
 /// The environment ranks on other hosts get: the `WEFT_*` knobs and OpenSHMEM's `SHMEM_*`

@@ -184,6 +184,9 @@ pub fn spawn_local_rank(
     let mut c = Command::new(&cmd.program);
     c.arg0(&cmd.arg0)
         .args(&cmd.args)
+        // A job started from inside a rank of a `--map` job has no torus of its own.
+        .env_remove(crate::torus::TORUS_DIMS_VAR)
+        .env_remove(crate::torus::TORUS_COORDS_VAR)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .envs(vars.iter().map(|(k, v)| (k, v)))
         // A rank in its own process group reading the terminal would be stopped (SIGTTIN):
