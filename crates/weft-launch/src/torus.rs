@@ -295,13 +295,16 @@ impl TorusPlacement {
     pub fn summary(&self) -> String {
         let r = &self.report;
         format!(
-            "map torus:{} on the {} machine ({} hosts, {} excluded, {} ranks per host): \
+            "map torus:{} on the {} machine ({} hosts, {} excluded, {} per host): \
              dilation max {} mean {:.3}, congestion {}, {} ({} repaired)",
             shape(&self.job),
             shape(&self.machine),
             self.machine.iter().product::<u32>(),
             self.excluded.len(),
-            self.ranks_per_host,
+            match self.ranks_per_host {
+                1 => "1 rank".to_string(),
+                n => format!("{n} ranks"),
+            },
             r.max_dilation,
             r.mean_dilation,
             r.congestion,

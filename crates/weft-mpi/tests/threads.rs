@@ -16,19 +16,7 @@ fn prefix() -> &'static Path {
 /// Runs `prog args` as a job of `n` ranks with `env` added (a hang catcher of
 /// [`common::JOB_TIMEOUT`]); it must exit 0 and leave no `/dev/shm` segment behind.
 fn run_ok(prog: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) {
-    let mut spec = weft_launch::JobSpec::new(n, prog);
-    spec.args = args.iter().map(|a| a.into()).collect();
-    spec.output = weft_launch::OutputMode::Capture;
-    spec.timeout = Some(common::JOB_TIMEOUT);
-    let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-    spec.env = weft_itest::lanes::with_forced_lane(cfg!(feature = "ucx"), vars.collect());
-    let out = weft_launch::run_job(&spec).unwrap();
-    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(&out.job_id))
-        .collect();
-    assert!(leftovers.is_empty(), "segments left behind: {leftovers:?}");
+    let out = common::run_c_args(prog, n, args, env);
     assert_eq!(
         out.exit_code,
         0,

@@ -142,7 +142,18 @@ pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600)
 /// Runs `program` as a job of `n` ranks with `env` added ([`JOB_TIMEOUT`] at most); checks
 /// that the job left no `/dev/shm` segment behind.
 pub fn run_c(program: &Path, n: u32, env: &[(&str, &str)]) -> weft_launch::JobOutcome {
+    run_c_args(program, n, &[], env)
+}
+
+/// [`run_c`] with the program's arguments `args`.
+pub fn run_c_args(
+    program: &Path,
+    n: u32,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> weft_launch::JobOutcome {
     let mut spec = weft_launch::JobSpec::new(n, program);
+    spec.args = args.iter().map(|a| a.into()).collect();
     spec.output = weft_launch::OutputMode::Capture;
     spec.timeout = Some(JOB_TIMEOUT);
     let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
