@@ -116,9 +116,11 @@ impl Comm {
         let mut e = self.engine.borrow_mut();
         let data = RawBuf::new(bytes);
         match e.start_send_mode(data, w, self.data.rank, ctx, tag, synchronous, false)? {
-            None => Ok(()),
-            Some(id) => finish(&mut e, id).map(|_| ()),
+            None => {}
+            Some(id) => finish(&mut e, id).map(|_| ())?,
         }
+        e.push_out_after_send(w);
+        Ok(())
     }
 
     /// Receives into `buf` a message from `src` (or [`ANY_SOURCE`]) with `tag` (or
@@ -259,6 +261,7 @@ impl Comm {
         *status = e.status_of(rid);
         e.free_req(rid);
         send_result?;
+        e.push_out_after_send(w);
         received
     }
 

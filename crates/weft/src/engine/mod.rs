@@ -496,6 +496,17 @@ impl Engine {
         }
     }
 
+    /// [`Engine::push_out_net`] after a blocking send to world rank `dst_world` returned:
+    /// MPI's progress rule (MPI-4.1 §3.5) lets the sender stop calling once its send is
+    /// complete, and the matching receive must still complete (a program that sends, then
+    /// waits in OpenSHMEM's barrier for the receiver). Only a network peer's send can leave
+    /// bytes in a lane; the check is one route lookup otherwise.
+    pub(crate) fn push_out_after_send(&mut self, dst_world: u32) {
+        if matches!(self.routes[dst_world as usize], Route::Net(_)) {
+            self.push_out_net();
+        }
+    }
+
     /// True while some of our own bytes wait to be sent. A stranger's half-open TCP
     /// handshake does not count: it must not hold us up.
     fn unsent(&self) -> bool {
