@@ -3,8 +3,8 @@
 //! (recorded by build.rs).
 
 /// The lines describing the build, one `name: value` each.
-pub fn lines() -> Vec<(&'static str, String)> {
-    let transports: Vec<&str> = weft::config::Config::from_vars(&[])
+pub(crate) fn lines() -> Vec<(&'static str, String)> {
+    let transports: Vec<&str> = weft::Config::from_vars(&[])
         .map(|c| c.transports.iter().map(|t| t.name()).collect())
         .unwrap_or_default();
     vec![

@@ -1,6 +1,6 @@
 //! `weft info`: what this machine and build offer, and every knob with its value.
 
-use weft::config::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
+use weft::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
 
 /// Arguments of `weft info`.
 #[derive(clap::Args)]

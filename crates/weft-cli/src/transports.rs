@@ -5,7 +5,7 @@
 //! another node with the lanes chosen (the same pure function, `weft_model::lanes::choose`,
 //! that the runtime uses at init).
 
-use weft::config::{CmaMode, Config};
+use weft::{CmaMode, Config};
 use weft_model::lanes::{choose, rendezvous, Choice, LaneDesc, PeerKind, TransportKind};
 use weft_transport::transport::{Lane, Reach};
 

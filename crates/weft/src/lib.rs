@@ -23,13 +23,13 @@
 mod bind;
 pub mod coll;
 pub mod comm;
-pub mod config;
+mod config;
 pub mod dtype;
 mod engine;
 pub mod io;
-pub mod knobs;
+mod knobs;
 pub mod lanes;
-pub mod matching;
+mod matching;
 pub mod node_load;
 mod p2p;
 pub mod raw;
@@ -39,7 +39,9 @@ pub mod sync;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};
-pub use config::Config;
+pub use config::{
+    knob_groups, knob_tables, BindMode, BlockMode, CmaMode, Config, KnobGroup, YieldMode,
+};
 pub use engine::shm_rendezvous;
 pub use engine::Status;
 pub use p2p::{Request, Scope};

@@ -137,11 +137,6 @@ impl<P, U> Matching<P, U> {
     pub fn unexpected_len(&self) -> usize {
         self.unexpected.len()
     }
-
-    /// Posted receives, oldest first (for failure detection: which sources are awaited).
-    pub fn posted(&self) -> impl Iterator<Item = (&Pattern, &P)> {
-        self.posted.iter().map(|(p, id)| (p, id))
-    }
 }
 
 /// What [`Matching::take_unexpected_if`] found.

@@ -53,7 +53,7 @@ pub fn clean_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// Whether the UCX transport is offered here.
 fn ucx_offered() -> bool {
-    weft::config::Config::from_vars(&[]).is_ok_and(|c| {
+    weft::Config::from_vars(&[]).is_ok_and(|c| {
         weft::lanes::transports(&c)
             .iter()
             .any(|t| t.name == "ucx" && t.offered.is_ok())
@@ -329,7 +329,7 @@ pub fn reduce_ns_per_byte() -> f64 {
 /// or the file has no single-copy lane.
 pub fn model_cma_bytes(path: &std::path::Path) -> Option<u64> {
     let p = path.to_string_lossy();
-    let c = weft::config::Config::from_vars(&[("WEFT_TUNING_FILE", p.as_ref())]).ok()?;
+    let c = weft::Config::from_vars(&[("WEFT_TUNING_FILE", p.as_ref())]).ok()?;
     let lanes = weft::lanes::candidates(&c, false).ok()?;
     let desc = |t: &str| {
         lanes
