@@ -23,7 +23,7 @@ pub(crate) fn lines() -> Vec<(&'static str, String)> {
 }
 
 /// `weft --version`: the version, then the build's lines.
-pub fn long_version() -> String {
+pub(crate) fn long_version() -> String {
     let mut s = String::from(env!("CARGO_PKG_VERSION"));
     for (name, value) in lines().into_iter().skip(1) {
         s.push_str(&format!("\n{name:<11} {value}"));

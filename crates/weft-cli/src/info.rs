@@ -4,7 +4,7 @@ use weft::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
 
 /// Arguments of `weft info`.
 #[derive(clap::Args)]
-pub struct InfoArgs {
+pub(crate) struct InfoArgs {
     /// List every `WEFT_*` knob with its type, default, current value and help.
     #[arg(long)]
     pub knobs: bool,
@@ -36,7 +36,7 @@ pub struct InfoArgs {
 }
 
 /// Runs `weft info`.
-pub fn run(args: InfoArgs) -> i32 {
+pub(crate) fn run(args: InfoArgs) -> i32 {
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
