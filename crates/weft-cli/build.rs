@@ -5,6 +5,11 @@
 //! the profile, the target and the enabled features. Three facts from the environment cargo
 //! gives build scripts and one git call do not need a crate.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,6 +6,11 @@
 //! holds `extern "C" fn MPI_Name`, or is a row `MPI_Name, ...;` of a macro table (its bare
 //! `MPI_` identifiers).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;

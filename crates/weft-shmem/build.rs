@@ -11,6 +11,11 @@
 //! Every routine is described by its C prototype; its Rust signature is derived from it (see
 //! [`rust_type`]), so the two cannot disagree either.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

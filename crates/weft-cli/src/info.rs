@@ -154,6 +154,10 @@ pub(crate) fn run(args: InfoArgs) -> i32 {
 
 /// The bootstrap back end a rank started from this environment would use, and why; for
 /// PMIx, whether the library loads (nothing is connected or initialised).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the bootstrap choice reads launchers' variables (PMI_*, PMIX_*, SLURM_*), not settings"
+)]
 fn print_bootstrap() {
     let var = |n: &str| std::env::var(n).ok();
     match weft_boot::select::choose(&var) {

@@ -77,6 +77,10 @@ fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
 
 /// Runs `weft mpiexec`.
 fn mpiexec(args: Vec<OsString>) -> i32 {
+#[allow(
+    clippy::disallowed_methods,
+    reason = "mpiexec maps its launcher's whole environment (Open MPI's and MPICH's variables) as they do"
+)]
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();

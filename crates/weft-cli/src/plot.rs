@@ -37,7 +37,10 @@ pub(crate) struct Labels<'a> {
 }
 
 fn font_path() -> String {
-    std::env::var("WEFT_PLOT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string())
+    weft_core::knob::KnobValues::read_env(&[weft_core::knob::TOOL_VARS])
+        .ok()
+        .and_then(|(v, _)| v.text("WEFT_PLOT_FONT"))
+        .unwrap_or_else(|| DEFAULT_FONT.to_string())
 }
 
 /// Registers the font once per process; later calls return the first outcome.

@@ -70,7 +70,11 @@ impl HostArgs {
     /// starts. Host names that are this machine (`localhost`, its name or address) count as
     /// one host, started without the launcher template; a list of only this machine runs
     /// the job here as if no host were given.
-    pub fn resolve(&self) -> Result<Where, String> {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a Slurm allocation's variables (SLURM_*) say where the job runs; they are not settings"
+    )]
+    pub(crate) fn resolve(&self) -> Result<Where, String> {
         self.resolve_in(&|n| std::env::var(n).ok())
     }
 
@@ -345,6 +349,10 @@ fn parse_stdin(s: &str) -> Result<StdinTarget, String> {
 impl RunArgs {
     /// The environment every rank gets from the options: `-x`, then `--bind-to` and
     /// `--report-bindings` as the knobs they stand for.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "-x NAME forwards this environment's NAME to the ranks, as mpirun -x does"
+    )]
     fn rank_env(&self) -> Result<Vec<(String, String)>, String> {
         let mut env = export_env(&self.export, |n| std::env::var(n).ok())?;
         if let Some(b) = &self.bind_to {
@@ -418,6 +426,10 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Prints, once for the whole job, a warning for each `WEFT_*` variable of this environment
 /// or of `env` (what the ranks get on top of it) that no knob table declares. The ranks stay
 /// quiet about them ([`weft_core::knob::warns_for_job`]).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the launcher checks the whole environment its ranks inherit against the knob tables"
+)]
 fn warn_unknown_knobs(env: &[(String, String)]) {
     let vars = std::env::vars()
         .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))

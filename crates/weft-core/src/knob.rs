@@ -279,14 +279,30 @@ impl KnobValues {
     /// Reads the process environment; prints warnings for unknown variables on stderr when
     /// this process speaks for its job ([`warns_for_job`]: once per job, not per rank).
     pub fn from_env(tables: &[&[Knob]]) -> Result<KnobValues> {
-        let (v, warnings) = Self::read(tables, std::env::vars())?;
-        if warns_for_job(|n| std::env::var(n).ok()) {
+        let (v, warnings) = Self::read_env(tables)?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the knob registry is where the environment is read"
+        )]
+        let speaks_for_job = warns_for_job(|n| std::env::var(n).ok());
+        if speaks_for_job {
             for w in warnings {
                 crate::diag!("{w}");
             }
         }
         Ok(v)
     }
+    /// [`KnobValues::read`] of the process environment: the values and the warnings, which
+    /// the caller reports or not (a tool reading a table of its own does not speak for a job).
+    pub fn read_env(tables: &[&[Knob]]) -> Result<(KnobValues, Vec<String>)> {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the knob registry is where the environment is read"
+        )]
+        let vars = std::env::vars();
+        Self::read(tables, vars)
+    }
+
 
     fn raw(&self, name: &str) -> Option<&str> {
         if let Some(v) = self.values.get(name) {

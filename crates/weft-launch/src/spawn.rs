@@ -26,6 +26,16 @@ pub struct NotRunnable {
     pub message: String,
 }
 
+/// The launcher's `PATH`, where [`resolve_program`] looks for a program a job's environment
+/// does not say where to find.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "PATH is the shell's search path, not a weft setting: programs are found as execvp finds them"
+)]
+pub(crate) fn search_path() -> Option<OsString> {
+    std::env::var_os("PATH")
+}
+
 /// Finds `program` the way a shell does: as given when it contains `/`, else in `path`
 /// (a `PATH`-style list). Checks that the result is a runnable file.
 pub fn resolve_program(
@@ -292,7 +302,7 @@ mod tests {
 
     #[test]
     fn resolves_like_a_shell() {
-        let path = std::env::var_os("PATH");
+        let path = search_path();
         let sh = resolve_program(Path::new("sh"), path.as_deref()).unwrap();
         assert!(sh.ends_with("sh"), "{}", sh.display());
         assert_eq!(

@@ -485,7 +485,10 @@ fn info_env_entries(s: Option<&State>) -> Vec<(String, String)> {
     }
     let size = match s {
         Some(s) => s.weft.world().size().to_string(),
-        None => std::env::var("WEFT_SIZE").unwrap_or_else(|_| "1".into()),
+        None => weft_core::knob::KnobValues::read_env(&[weft_core::knob::LAUNCH_VARS])
+            .ok()
+            .and_then(|(v, _)| v.text("WEFT_SIZE"))
+            .unwrap_or_else(|| "1".into()),
     };
     kv.push(("maxprocs".to_string(), size));
     kv.push(("arch".to_string(), std::env::consts::ARCH.to_string()));

@@ -114,7 +114,7 @@ fn values() -> Result<&'static KnobValues, c_int> {
         .get_or_init(|| {
             // Unknown variables are warned about by MPI_Init; a malformed value is the same
             // error MPI_Init would report.
-            KnobValues::read(&weft::config::knob_tables(), std::env::vars())
+            KnobValues::read_env(&weft::knob_tables())
                 .ok()
                 .map(|(v, _)| v)
         })

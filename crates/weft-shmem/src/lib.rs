@@ -71,7 +71,11 @@ pub const SHMEM_CTX_NOSTORE: std::ffi::c_long = 4;
 pub(crate) static SHARE_GLOBALS_AT_LOAD: extern "C" fn() = share_globals_at_load;
 
 extern "C" fn share_globals_at_load() {
-    weft::rma::statics::share_at_load(|name| std::env::var(name).ok());
+    // The knobs as weft reads them at init; a malformed one is left for shmem_init to report.
+    let Ok((values, _)) = weft_core::knob::KnobValues::read_env(&weft::knob_tables()) else {
+        return;
+    };
+    weft::rma::statics::share_at_load(|name| values.text(name));
 }
 
 use std::ffi::{c_char, c_int, c_void};

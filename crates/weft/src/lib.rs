@@ -140,7 +140,7 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
     // start-up, because changing the environment races with other threads reading it.
     let secret_hex = {
         let mut kept = JOB_SECRET_HEX.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(hex) = std::env::var("WEFT_JOB_SECRET") {
+        if let Some(hex) = config.values.text("WEFT_JOB_SECRET") {
             *kept = Some(hex);
         } else if kept.is_none() {
             // Another copy of weft in this process (another library's) took it out first.
@@ -156,6 +156,10 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
     }
     let generation = INITS.load(Ordering::Relaxed);
     let var = |name: &str| {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the bootstrap reads its launcher's variables (WEFT_BOOT_ADDR, PMI_*, PMIX_*, SLURM_*): the job's description, not settings"
+    )]
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
         } else {

@@ -7,6 +7,11 @@
 //! (`WEFT_SHM_CMA=off`) or in a nonblocking call is an error naming the restriction, and a
 //! call whose algorithm does not read peers' memory does not wait for the node's verdict.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,11 @@
 //! Helpers of the C tests: compiling a C program against include/ and the libshmem.so cargo
 //! built, and running it as a real job through weft-launch (on one node, or on simulated
 //! nodes of this machine).
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

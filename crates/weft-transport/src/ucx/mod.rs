@@ -92,11 +92,12 @@ impl Transport for Ucx {
             rma: true,
             atomics: true,
         };
-        let devices: Option<Vec<String>> = std::env::var("UCX_NET_DEVICES")
-            .ok()
+        let devices: Option<Vec<String>> = q
+            .values
+            .text("UCX_NET_DEVICES")
             .filter(|d| !d.is_empty() && d != "all")
             .map(|d| d.split(',').map(|s| s.trim().to_string()).collect());
-        let tls = std::env::var("UCX_TLS").unwrap_or_default();
+        let tls = q.values.text("UCX_TLS").unwrap_or_default();
         let tcp_only = !tls.is_empty()
             && tls.split(',').all(|t| {
                 matches!(

@@ -335,7 +335,7 @@ impl Tuning {
 
     /// Reads the knobs from the process environment.
     pub fn from_env() -> Result<Tuning> {
-        let (values, _) = KnobValues::read(&[KNOBS], std::env::vars())?;
+        let (values, _) = KnobValues::read_env(&[KNOBS])?;
         Tuning::from_values(&values)
     }
 
