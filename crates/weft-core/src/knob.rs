@@ -120,6 +120,17 @@ pub const TORUS_DIMS: &str = "WEFT_TORUS_DIMS";
 /// Name of the variable `weft run --map` gives every rank: its host's virtual coordinates.
 pub const TORUS_COORDS: &str = "WEFT_TORUS_COORDS";
 
+/// Name of the knob that chooses what weft logs on stderr ([`crate::logging`]).
+pub const LOG: &str = "WEFT_LOG";
+
+/// Knobs every weft process reads, whatever it is (a rank, the launcher, a tool).
+pub const PROCESS_KNOBS: &[Knob] = &[Knob {
+    name: LOG,
+    kind: KnobKind::Text,
+    default: "",
+    help: "what weft logs on stderr, in env_logger's filter syntax: a level (error, warn, info, debug, trace) or target=level pairs (weft::lanes=debug,weft::coll=debug); debug shows each peer's lane and why, the collectives' algorithm choice per new call shape and connection events; unset: warnings and errors only",
+}];
+
 /// Variables read by the `weft` command's own tools, the wrappers (`mpicc`, `mpiexec`,
 /// `oshcc`) and the test scripts (not by ranks), declared so that a rank or a job that
 /// inherits them does not warn.

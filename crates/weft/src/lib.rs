@@ -134,6 +134,7 @@ fn initial_environment_var(name: &str) -> Option<String> {
 
 fn init_layer(layer: Option<&str>) -> Result<Weft> {
     let mut config = Config::from_env()?;
+    weft_core::logging::init(config.log_filter.as_deref());
     // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
     // and then leaves the environment, so whatever this rank starts (a shell, a tool, an
     // `exec`) does not inherit it; this process keeps it for a later init. Done here, at
@@ -155,11 +156,11 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
         }
     }
     let generation = INITS.load(Ordering::Relaxed);
-    let var = |name: &str| {
     #[allow(
         clippy::disallowed_methods,
         reason = "the bootstrap reads its launcher's variables (WEFT_BOOT_ADDR, PMI_*, PMIX_*, SLURM_*): the job's description, not settings"
     )]
+    let var = |name: &str| {
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
         } else {
@@ -190,6 +191,9 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
             (j.rank, j.size, id)
         }
     };
+    // A launched process is one rank: its log lines say which (in-process ranks, threads
+    // of one test, share a process and are not named).
+    weft_core::logging::set_rank(rank);
     start(
         Start {
             rank,
@@ -216,6 +220,7 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
 
 /// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
 pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
+    weft_core::logging::init(config.log_filter.as_deref());
     let Launch {
         rank,
         size,
@@ -381,6 +386,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         node_of: &node_of,
         local_size,
     };
+    lanes::log_choices(&placement, &config);
     let net_plan = lanes::plan_network(&placement, &config)?;
     let net_needed = net_plan.is_some();
     let mut net_plan = net_plan;
@@ -565,8 +571,8 @@ impl Weft {
             return;
         };
         if let Err(e) = bind::pin(cpu) {
-            weft_core::diag!(
-                "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
+            log::warn!(
+                "rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
             self.report_binding(None);

@@ -312,7 +312,7 @@ impl State {
                     if f.peer_lost {
                         self.mark_lost(peer, f.why);
                     } else {
-                        weft_core::diag!("weft: UCX eager send to rank {peer} failed: {}", f.why);
+                        log::warn!("UCX eager send to rank {peer} failed: {}", f.why);
                     }
                 }
             }
@@ -777,6 +777,7 @@ impl UcxLink {
             self.st().mark_lost(peer, why);
             return None;
         }
+        log::debug!("UCX endpoint to rank {peer} on rail {rail} made");
         let st = self.st();
         st.eps[r][p] = ep;
         st.endpoints += 1;
