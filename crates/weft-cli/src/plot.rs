@@ -169,7 +169,12 @@ fn draw_legend(
 /// Draws `series` as lines (with point markers) into a PNG at `path`; `log_x` uses a
 /// logarithmic x axis (all x must be > 0). The y axis is logarithmic when the values span a
 /// decade or more; the legend sits beside the plot. See [`line_chart_with`].
-pub(crate) fn line_chart(path: &Path, labels: &Labels, series: &[Series], log_x: bool) -> Result<()> {
+pub(crate) fn line_chart(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    log_x: bool,
+) -> Result<()> {
     line_chart_with(
         path,
         labels,

@@ -435,8 +435,7 @@ fn warn_unknown_knobs(env: &[(String, String)]) {
         .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
         .chain(env.iter().cloned());
     // A malformed value is the ranks' error to report (with the knob's name), not ours.
-    if let Ok((_, warnings)) = weft_core::knob::KnobValues::read(&weft::knob_tables(), vars)
-    {
+    if let Ok((_, warnings)) = weft_core::knob::KnobValues::read(&weft::knob_tables(), vars) {
         for w in warnings {
             eprintln!("{w}");
         }

@@ -287,6 +287,17 @@ impl KnobValues {
         Ok((out, warnings))
     }
 
+    /// [`KnobValues::read`] of the process environment: the values and the warnings, which
+    /// the caller reports or not (a tool reading a table of its own does not speak for a job).
+    pub fn read_env(tables: &[&[Knob]]) -> Result<(KnobValues, Vec<String>)> {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the knob registry is where the environment is read"
+        )]
+        let vars = std::env::vars();
+        Self::read(tables, vars)
+    }
+
     /// Reads the process environment; prints warnings for unknown variables on stderr when
     /// this process speaks for its job ([`warns_for_job`]: once per job, not per rank).
     pub fn from_env(tables: &[&[Knob]]) -> Result<KnobValues> {
@@ -303,17 +314,6 @@ impl KnobValues {
         }
         Ok(v)
     }
-    /// [`KnobValues::read`] of the process environment: the values and the warnings, which
-    /// the caller reports or not (a tool reading a table of its own does not speak for a job).
-    pub fn read_env(tables: &[&[Knob]]) -> Result<(KnobValues, Vec<String>)> {
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "the knob registry is where the environment is read"
-        )]
-        let vars = std::env::vars();
-        Self::read(tables, vars)
-    }
-
 
     fn raw(&self, name: &str) -> Option<&str> {
         if let Some(v) = self.values.get(name) {

@@ -34,7 +34,11 @@ fn job(n: u32, scenario: &str, env: &[(&str, &str)]) -> JobOutcome {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|name| name.contains(&out.job_id))
         .collect();
-    assert!(left.is_empty(), "job {} left segments: {left:?}", out.job_id);
+    assert!(
+        left.is_empty(),
+        "job {} left segments: {left:?}",
+        out.job_id
+    );
     out
 }
 
@@ -65,7 +69,10 @@ fn debug_shows_each_ranks_lanes_and_algorithm_choices() {
             "DEBUG weft_boot::select: bootstrap weft connected",
             &format!(": rank {me} of 2"),
         ];
-        assert!(has_line(&err, boot, &connected), "no bootstrap event of rank {me} in:\n{err}");
+        assert!(
+            has_line(&err, boot, &connected),
+            "no bootstrap event of rank {me} in:\n{err}"
+        );
         // Once per new call shape, not per call: the scenario calls allreduce twice (sum,
         // max) for each of its 5 sizes.
         let allreduce = err
@@ -88,11 +95,19 @@ fn debug_shows_tcp_connections() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     for (me, peer) in [(0, 1), (1, 0)] {
-        let lanes = format!("weft: rank {me}: DEBUG weft::lanes: rank {peer} (same node): lane tcp");
-        assert!(has_line(&err, &lanes, &[]), "no TCP lane of rank {me} in:\n{err}");
+        let lanes =
+            format!("weft: rank {me}: DEBUG weft::lanes: rank {peer} (same node): lane tcp");
+        assert!(
+            has_line(&err, &lanes, &[]),
+            "no TCP lane of rank {me} in:\n{err}"
+        );
         let tcp = format!("weft: rank {me}: DEBUG weft_transport::tcp: TCP connection ");
         assert!(
-            has_line(&err, &tcp, &[&format!(" rank {peer} at "), " open (handshake proven)"]),
+            has_line(
+                &err,
+                &tcp,
+                &[&format!(" rank {peer} at "), " open (handshake proven)"]
+            ),
             "no TCP connection event of rank {me} in:\n{err}"
         );
     }
@@ -102,7 +117,10 @@ fn debug_shows_tcp_connections() {
 fn a_filter_names_the_targets_it_shows() {
     let out = job(2, "collectives", &[("WEFT_LOG", "weft::lanes=debug")]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("DEBUG weft::lanes: "), "no lane choice in:\n{err}");
+    assert!(
+        err.contains("DEBUG weft::lanes: "),
+        "no lane choice in:\n{err}"
+    );
     assert!(
         err.lines().all(|l| l.contains("DEBUG weft::lanes: ")),
         "lines of other targets in:\n{err}"

@@ -368,7 +368,9 @@ pub(crate) fn log_choices(p: &Placement, config: &Config) {
                 let others: Vec<String> = c
                     .candidates
                     .iter()
-                    .filter_map(|s| Some(format!("{} ({})", lanes[s.lane].name, s.excluded.as_ref()?)))
+                    .filter_map(|s| {
+                        Some(format!("{} ({})", lanes[s.lane].name, s.excluded.as_ref()?))
+                    })
                     .collect();
                 log::debug!(
                     "{who}: lane {} for small messages (lowest latency + overhead), large \

@@ -30,7 +30,12 @@ pub(crate) struct TuneRankArgs {
 
 impl TuneRankArgs {
     /// The arguments the driver passes.
-    pub(crate) fn to_args(ops: &[&str], sizes: &str, iters: (u32, u32), radices: &[u32]) -> Vec<String> {
+    pub(crate) fn to_args(
+        ops: &[&str],
+        sizes: &str,
+        iters: (u32, u32),
+        radices: &[u32],
+    ) -> Vec<String> {
         let list = |v: Vec<String>| v.join(",");
         vec![
             "--ops".into(),

@@ -1279,7 +1279,8 @@ impl Endpoint {
         log::debug!(
             "TCP rail {} to rank {peer} at {} open (handshake proven)",
             conn.rail,
-            conn.remote.map_or_else(|| "?".to_string(), |a| a.to_string())
+            conn.remote
+                .map_or_else(|| "?".to_string(), |a| a.to_string())
         );
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);
@@ -1295,7 +1296,8 @@ impl Endpoint {
         log::debug!(
             "TCP connection {} rank {peer} at {} open (handshake proven)",
             if conn.outbound { "to" } else { "from" },
-            conn.remote.map_or_else(|| "?".to_string(), |a| a.to_string())
+            conn.remote
+                .map_or_else(|| "?".to_string(), |a| a.to_string())
         );
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);

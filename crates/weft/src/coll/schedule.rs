@@ -1071,7 +1071,13 @@ impl<'s> Buffers<'s> {
     }
 
     /// [`Action::Reduce`] with `red`.
-    pub(super) fn reduce(&mut self, red: ReductionRef<'_>, src: Region, dst: Region, src_first: bool) {
+    pub(super) fn reduce(
+        &mut self,
+        red: ReductionRef<'_>,
+        src: Region,
+        dst: Region,
+        src_first: bool,
+    ) {
         if src_first || red.op.is_commutative() {
             let (s, d) = self.pair(src, dst);
             red.op.apply(red.kind, s, d);

@@ -66,7 +66,13 @@ impl Domains {
     /// Splits `[lo, hi)` among `aggregators` in domains of equal size rounded up to
     /// `align` bytes (boundaries at multiples of `align` past `lo` rounded down), moved
     /// `window_bytes` at a time (at least one byte).
-    pub(super) fn new(aggregators: Vec<u32>, lo: u64, hi: u64, align: u64, window_bytes: u64) -> Domains {
+    pub(super) fn new(
+        aggregators: Vec<u32>,
+        lo: u64,
+        hi: u64,
+        align: u64,
+        window_bytes: u64,
+    ) -> Domains {
         let align = align.max(1);
         let base = lo - lo % align;
         let n = aggregators.len().max(1) as u64;

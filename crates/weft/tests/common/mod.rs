@@ -129,7 +129,11 @@ fn remove_segments(job: &str) {
 
 /// Runs `body` on the world communicator of an `n`-rank in-process job on one node whose
 /// ranks read the knobs `vars`, and finalizes each rank after it.
-pub(crate) fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Sync + 'static) {
+pub(crate) fn run_ranks(
+    n: u32,
+    vars: &[(&str, &str)],
+    body: impl Fn(Comm) + Send + Sync + 'static,
+) {
     run_job(
         n,
         vars,

@@ -692,7 +692,10 @@ fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
                 }
                 Ok(Decoded::NeedBytes(_)) => break,
                 Err(e) => {
-                    log::warn!("PE {}: one-sided service: dropping a connection: {e}", ctx.me);
+                    log::warn!(
+                        "PE {}: one-sided service: dropping a connection: {e}",
+                        ctx.me
+                    );
                     return false;
                 }
             },
