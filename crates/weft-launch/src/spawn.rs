@@ -132,8 +132,9 @@ const FDS_SPARE: u64 = 64;
 /// soft limit when it changed. Fails, naming the numbers, when even the hard limit is short.
 pub fn raise_open_files_limit(nranks: u32) -> Result<Option<u64>> {
     let needed = u64::from(nranks) * FDS_PER_RANK + FDS_SPARE;
-    // SAFETY: getrlimit/setrlimit on a struct we own.
+    // SAFETY: rlimit is two integers; all zeroes is a valid value.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes one rlimit into `lim`, which we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(None);
     }
@@ -150,6 +151,7 @@ pub fn raise_open_files_limit(nranks: u32) -> Result<Option<u64>> {
         ));
     }
     lim.rlim_cur = needed as libc::rlim_t;
+    // SAFETY: setrlimit reads the rlimit `lim`, which we own, and changes nothing else.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
         return Err(Error::io(
             format!("nranks {nranks}: raising the open-files limit to {needed}"),
@@ -211,6 +213,10 @@ pub fn spawn_local_rank(
     // SAFETY: getpid() before the fork, and only async-signal-safe calls in the child.
     let launcher_pid = unsafe { libc::getpid() };
     let open_files = cmd.open_files_soft_limit;
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed: it makes only system calls (setpgid, prctl, getrlimit, setrlimit,
+    // getppid) on values copied in before the fork, and its errors are errno values, so it
+    // allocates nothing.
     unsafe {
         c.pre_exec(move || {
             // Own process group: the launcher kills the group, catching whatever the rank
