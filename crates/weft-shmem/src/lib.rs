@@ -539,13 +539,12 @@ unsafe fn scan_set<T: Word>(
             continue;
         }
         considered += 1;
-        // SAFETY: as above.
-        if compare(
-            unsafe { T::load(ivars.add(i)) },
-            cmp,
-            unsafe { values.at(i) },
-            call,
-        ) {
+        // SAFETY: ivars has nelems elements and i < nelems (the caller's contract, as above);
+        // the caller checked it is non-null and aligned (`check_ptr`).
+        let ivar = unsafe { T::load(ivars.add(i)) };
+        // SAFETY: a value per element (`Each`) has nelems of them, and i < nelems.
+        let value = unsafe { values.at(i) };
+        if compare(ivar, cmp, value, call) {
             satisfied += 1;
             if found.is_none() {
                 found = Some(i);
@@ -628,13 +627,12 @@ pub(crate) unsafe fn wait_some<T: Word>(
                 continue;
             }
             considered += 1;
-            // SAFETY: as above.
-            if compare(
-                unsafe { T::load(ivars.add(i)) },
-                cmp,
-                unsafe { values.at(i) },
-                call,
-            ) {
+            // SAFETY: ivars has nelems elements and i < nelems (the caller's contract, as
+            // above); the caller checked it is non-null and aligned (`check_ptr`).
+            let ivar = unsafe { T::load(ivars.add(i)) };
+            // SAFETY: a value per element (`Each`) has nelems of them, and i < nelems.
+            let value = unsafe { values.at(i) };
+            if compare(ivar, cmp, value, call) {
                 // SAFETY: found < nelems.
                 unsafe { *indices.add(found) = i };
                 found += 1;
