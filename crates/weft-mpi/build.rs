@@ -90,7 +90,7 @@ fn main() {
         writeln!(
             out,
             "/// Not implemented by weft yet: reports MPI_ERR_UNSUPPORTED_OPERATION.\n\
-             #[no_mangle]\npub extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
+             #[no_mangle]\npub(crate) extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
              let _entered = crate::threads::enter();\n    {body}\n}}\n",
             params.join(", ")
         )

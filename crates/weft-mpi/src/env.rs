@@ -641,7 +641,11 @@ pub unsafe extern "C" fn MPI_Info_set(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
+        // SAFETY: `value` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let v = unsafe { c_str(value, "value")? };
         if k.is_empty() || k.len() >= MPI_MAX_INFO_KEY {
             return Err(err(MPI_ERR_INFO_KEY, format!("key of {} bytes", k.len())));
@@ -677,6 +681,8 @@ pub unsafe extern "C" fn MPI_Info_get(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
         match found {
@@ -712,6 +718,8 @@ pub unsafe extern "C" fn MPI_Info_get_string(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         if buflen.is_null() {
             return Err(err(MPI_ERR_ARG, "buflen is NULL"));
@@ -748,6 +756,8 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
         match found {
@@ -800,6 +810,8 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         with_info(info, |kv| match kv.iter().position(|(a, _)| *a == k) {
             Some(i) => {
