@@ -32,7 +32,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn headers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut table = String::from("/// (path under include/, bytes) of every installed header.\npub static HEADERS: &[(&str, &[u8])] = &[\n");
+    let mut table = String::from("/// (path under include/, bytes) of every installed header.\npub(crate) static HEADERS: &[(&str, &[u8])] = &[\n");
     for crate_dir in ["weft-mpi", "weft-shmem"] {
         let inc = root.join(crate_dir).join("include");
         let mut files = Vec::new();
