@@ -3,6 +3,7 @@
 //! job that works writes nothing on stderr.
 
 use std::time::Duration;
+use weft_itest::jobs::{assert_no_leftovers, assert_ok};
 use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
@@ -20,25 +21,8 @@ fn job(n: u32, scenario: &str, env: &[(&str, &str)]) -> JobOutcome {
     // A hang catcher: lock-step ranks take minutes on a busy 2-core machine.
     spec.timeout = Some(Duration::from_secs(600));
     let out = run_job(&spec).expect("launch");
-    assert_eq!(
-        out.exit_code,
-        0,
-        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.contains(&out.job_id))
-        .collect();
-    assert!(
-        left.is_empty(),
-        "job {} left segments: {left:?}",
-        out.job_id
-    );
+    assert_ok(&out);
+    assert_no_leftovers(&out.job_id);
     out
 }
 
