@@ -470,43 +470,6 @@ impl Engine {
         }
     }
 
-    /// Drives progress until the network lane holds none of this rank's bytes (the end of
-    /// a blocking collective). A lane may keep a message it accepted until this process
-    /// polls again (UCX holds an eager send to a peer it is still wiring up), so a caller
-    /// that returned and then waits outside the engine (the node synchronisation engine, a
-    /// sleep, a computation) would hold back the peers that need it. Every message a
-    /// collective sends is awaited by its receiver inside the same collective, which polls
-    /// meanwhile, so this ends; a dead peer's bytes go with it (the liveness check).
-    pub(crate) fn push_out_net(&mut self) {
-        let mut last_check = std::time::Instant::now();
-        while self.net.as_ref().is_some_and(|n| n.unsent()) {
-            self.progress_net(true);
-            self.progress_shm();
-            let now = std::time::Instant::now();
-            if now.duration_since(last_check) >= LIVENESS_PERIOD {
-                last_check = now;
-                self.check_peers();
-            }
-            if self.never_yield {
-                std::hint::spin_loop();
-            } else {
-                self.idle_yields += 1;
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    /// [`Engine::push_out_net`] after a blocking send to world rank `dst_world` returned:
-    /// MPI's progress rule (MPI-4.1 §3.5) lets the sender stop calling once its send is
-    /// complete, and the matching receive must still complete (a program that sends, then
-    /// waits in OpenSHMEM's barrier for the receiver). Only a network peer's send can leave
-    /// bytes in a lane; the check is one route lookup otherwise.
-    pub(crate) fn push_out_after_send(&mut self, dst_world: u32) {
-        if matches!(self.routes[dst_world as usize], Route::Net(_)) {
-            self.push_out_net();
-        }
-    }
-
     /// True while some of our own bytes wait to be sent. A stranger's half-open TCP
     /// handshake does not count: it must not hold us up.
     fn unsent(&self) -> bool {
