@@ -204,6 +204,10 @@ pub(crate) struct Engine {
     /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
     /// a learned time before they yield ([`Engine::wait_p2p_until`]).
     adaptive_spin: bool,
+    /// A rank that yields at once (`WEFT_YIELD=on`, or `auto` on an oversubscribed node)
+    /// with network peers: its point-to-point waits on a network peer spin for the learned
+    /// time before they yield ([`Engine::wait_p2p_until`]), as the adaptive spin does.
+    net_spin: bool,
     /// The learned spin of point-to-point waits (0 ..= P2P_SPIN_MAX_NS).
     p2p_spin_ns: u32,
     /// The local ranks pinned to this rank's core, when this rank is pinned (`WEFT_BIND`):
@@ -416,6 +420,7 @@ impl Engine {
             p2p_received_at_once: 0,
             progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
+            net_spin: yield_when_idle && net_peers > 0,
             p2p_spin_ns: 0,
             p2p_waits: 0,
             next_ctx: 4,
