@@ -171,7 +171,8 @@ impl Engine {
     }
 
     fn wait_p2p(&mut self, mut done: impl FnMut(&Engine) -> bool, may_sleep: MaySleep) {
-        if !self.adaptive_spin && !(self.net_spin && !done(self) && self.waits_on_net()) {
+        let learns = self.adaptive_spin || (self.net_spin && !done(self) && self.waits_on_net());
+        if !learns {
             self.wait_spinning(done, 0, |_| false, may_sleep);
             return;
         }
