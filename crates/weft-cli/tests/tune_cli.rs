@@ -77,6 +77,78 @@ fn rules(doc: &toml::Table) -> Vec<toml::Value> {
         .unwrap_or_default()
 }
 
+/// A process spinning until dropped: other programs' load on the node.
+struct Spinner(std::process::Child);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_busy_node_writes_no_rules() {
+    let dir = Dir::new("busy");
+    let file = dir.0.join("busy.toml");
+    let spinner = Spinner(
+        Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let out = weft(
+        &[
+            "tune",
+            "--quick",
+            "--np",
+            "2",
+            "--colls",
+            "allreduce,barrier",
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "3",
+            "--margin",
+            "0",
+            "--json",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    drop(spinner);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = json(&out.stdout).remove(0);
+    // The spinner is always runnable: at least one other task was seen.
+    assert!(
+        summary["busy_others_runnable"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    let doc: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
+    assert!(rules(&doc).is_empty(), "{doc:?}");
+    // Lanes and points are still written; every measured size is listed as kept.
+    assert!(!doc["lane"].as_array().unwrap().is_empty());
+    assert!(!doc["point"].as_array().unwrap().is_empty());
+    let kept = summary["kept_default"].as_array().unwrap();
+    assert_eq!(kept.len(), 3, "{summary}");
+    let explain = weft_with_file(
+        &[
+            "info",
+            "--explain",
+            "allreduce",
+            "--np",
+            "2",
+            "--bytes",
+            "8",
+            "--json",
+        ],
+        &file,
+    );
+    assert!(explain.status.success());
+    assert_ne!(json(&explain.stdout).remove(0)["source"], "tuning file");
+}
+
 #[test]
 fn a_quick_run_writes_a_file_the_runtime_loads() {
     let dir = Dir::new("quick");
@@ -93,6 +165,9 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
             "8,64K",
             "--iters",
             "3",
+            // Rules by the margin however busy the machine running the tests is (a busy
+            // node's run is the next test's).
+            "--busy-ok",
             "--json",
             "--out",
             file.to_str().unwrap(),

@@ -87,10 +87,15 @@ pub struct TuneArgs {
         allow_negative_numbers = true
     )]
     pub margin: f64,
+    /// Write rules even when other programs ran on the node while measuring (by default a
+    /// busy node's run writes its lanes and points but no rules: its cells measure the other
+    /// programs as much as the algorithms).
+    #[arg(long)]
+    pub busy_ok: bool,
     /// Compare the model with the measurements of FILE (a file `weft tune` wrote) instead of
     /// measuring: predicted and measured time of every cell, the error, and per collective
     /// the mean absolute percentage error (all sizes, and from 64 KiB).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "out", "np", "colls", "sizes", "iters", "rounds"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "out", "np", "colls", "sizes", "iters", "rounds", "busy_ok"])]
     pub check: Option<PathBuf>,
     /// Print JSON (one object per line) and no progress bar.
     #[arg(long)]
@@ -268,6 +273,9 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
     let total =
         (lane_jobs.len() as u64) * u64::from(repeats) + p.nps.len() as u64 * u64::from(p.rounds);
     let progress = Progress::new("tune", total, quiet);
+    // Other programs' runnable tasks, sampled while none of ours runs: before each job.
+    let probe = weft::node_load::LoadProbe::open();
+    let mut busiest = others_runnable(probe.as_ref());
     let measured = match lanes::measure(&lane_jobs, repeats, a.timeout_s, &progress) {
         Ok(m) => m,
         Err(e) => {
@@ -285,6 +293,7 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
                 round + 1,
                 p.rounds
             ));
+            busiest = busiest.max(others_runnable(probe.as_ref()));
             let args = rank::TuneRankArgs::to_args(&ops, &p.sizes, p.iters, &p.radices);
             let (code, out) = crate::bench::run_subcommand(
                 "__tune-rank",
@@ -315,7 +324,38 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
     }
     drop(progress);
     let points = points_of(&samples);
-    let (rules, kept) = rules_of(&samples, p.cores, p.margin);
+    busiest = busiest.max(others_runnable(probe.as_ref()));
+    let (mut rules, mut kept) = rules_of(&samples, p.cores, p.margin);
+    let busy = (busiest > 0 && !a.busy_ok).then_some(busiest);
+    if busy.is_some() {
+        // Every measured size keeps the runtime's own selection.
+        rules.clear();
+        kept.clear();
+        for s in &samples {
+            let c = &s.cell;
+            if kept
+                .iter()
+                .any(|k| k.coll == c.coll && k.procs == c.procs && k.bytes == c.bytes)
+            {
+                continue;
+            }
+            let default = samples.iter().find(|t| {
+                t.cell.baseline
+                    && t.cell.coll == c.coll
+                    && t.cell.procs == c.procs
+                    && t.cell.bytes == c.bytes
+            });
+            kept.push(Kept {
+                coll: c.coll.clone(),
+                procs: c.procs,
+                bytes: c.bytes,
+                default_algo: default
+                    .map_or_else(|| "(not measured)".into(), |t| t.cell.algo.clone()),
+                fastest: "(busy node: not compared)".into(),
+                ratio: f64::NAN,
+            });
+        }
+    }
     let machine = describe(a.quick, &p.nps, p.cores);
     let mut file = FileOut {
         machine,
@@ -351,7 +391,7 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
         eprintln!("weft tune: --out {}: {e}", p.out.display());
         return 1;
     }
-    summary(&p.out, &file, &loaded, &kept, p.margin, a.json);
+    summary(&p.out, &file, &loaded, &kept, p.margin, busy, a.json);
     0
 }
 
@@ -445,6 +485,26 @@ impl FileOut {
              # Rules hold only for what was measured: one node, the rank counts of [machine].np,\n\
              # sizes up to the largest measured; the cost model decides elsewhere.\n\n{body}"
         ))
+    }
+}
+
+/// Runnable tasks of other programs now, while none of ours runs: the fewest of a few
+/// readings 20 ms apart (a task that ran for a moment is not load), less this process.
+fn others_runnable(probe: Option<&weft::node_load::LoadProbe>) -> u32 {
+    let Some(probe) = probe else { return 0 };
+    let mut least = u32::MAX;
+    for i in 0..5 {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if let Some(n) = probe.runnable() {
+            least = least.min(n);
+        }
+    }
+    if least == u32::MAX {
+        0
+    } else {
+        least.saturating_sub(1)
     }
 }
 
@@ -691,7 +751,15 @@ pub fn rules_of(samples: &[Sample], cores: u32, margin: f64) -> (Vec<RuleOut>, V
 }
 
 /// What a run prints at the end.
-fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, kept: &[Kept], margin: f64, json: bool) {
+fn summary(
+    out: &Path,
+    f: &FileOut,
+    loaded: &TuningFile,
+    kept: &[Kept],
+    margin: f64,
+    busy: Option<u32>,
+    json: bool,
+) {
     if json {
         let kept: Vec<serde_json::Value> = kept
             .iter()
@@ -706,6 +774,7 @@ fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, kept: &[Kept], margin: 
         let v = serde_json::json!({
             "file": out.display().to_string(),
             "kept_default": kept,
+            "busy_others_runnable": busy,
             "lanes": f.lane,
             "crossover": f.crossover,
             "reduce_ns_per_byte": f.model.reduce_ns_per_byte,
@@ -716,6 +785,12 @@ fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, kept: &[Kept], margin: 
         return;
     }
     println!("wrote {}", out.display());
+    if let Some(n) = busy {
+        println!(
+            "the node was busy: {n} runnable tasks of other programs while measuring; no rules \
+             written (measure on an idle node, or pass --busy-ok to write them anyway)"
+        );
+    }
     println!(
         "{:<6} {:>12} {:>12} {:>10}",
         "lane", "latency_us", "overhead_us", "GB/s"
