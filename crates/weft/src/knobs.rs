@@ -8,7 +8,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core). A rank that yields at once and has network peers spins the learned 0-50 us first in point-to-point waits on a network peer",
     },
     Knob {
         name: "WEFT_BLOCK",
