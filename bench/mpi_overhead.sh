@@ -9,9 +9,9 @@
 #                         [--callgrind] [--base TARGET_DIR] [--multiple]
 #
 # --multiple adds a side "mt": the same ping-pong initialised with
-# MPI_Init_thread(MPI_THREAD_MULTIPLE) (pingpong -m) on the same build, interleaved with the
-# others: what thread safety costs a single-threaded program (the run checks that the level
-# was provided).
+# MPI_Init_thread(MPI_THREAD_MULTIPLE) (pingpong -m, with WEFT_MPI_THREAD_MULTIPLE=1) on the
+# same build, interleaved with the others: what thread safety costs a single-threaded program
+# (the run stops if the level was not provided).
 #
 # --base TARGET_DIR adds a third side, "base": the same ping-pong on the libmpi and weft
 # binary of another release build (for instance the session's starting commit, checked out
@@ -91,8 +91,8 @@ while [ "$i" -le "$reps" ]; do
         "$out/base/bin/mpiexec" -n 2 "$out/pingpong-base" -i "$iters" -t 600000 $sizes |
           awk -v r="$i" 'NR > 1 { print "base\t" $1 "\t" r "\t" $2 }' ;;
       mt)
-        "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -m -i "$iters" -t 600000 $sizes |
-          awk -v r="$i" '/^# thread level provided:/ && !/MPI_THREAD_MULTIPLE/ { print "mt side: MULTIPLE not provided" > "/dev/stderr"; exit 1 }
+        WEFT_MPI_THREAD_MULTIPLE=1 "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -m -i "$iters" -t 600000 $sizes |
+          awk -v r="$i" '/^# thread level provided:/ && !/ multiple$/ { print "mt side: MPI_THREAD_MULTIPLE not provided" > "/dev/stderr"; exit 1 }
             $1 ~ /^[0-9]+$/ { print "mt\t" $1 "\t" r "\t" $2 }' ;;
     esac
   done >> "$out/runs.tsv"

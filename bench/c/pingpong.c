@@ -77,8 +77,7 @@ int main(int argc, char **argv) {
   if (!sbuf || !rbuf || !one_way) MPI_Abort(MPI_COMM_WORLD, 3);
   int bad = 0;
   if (rank == 0 && multiple)
-    printf("# thread level provided: %s\n",
-           provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE" : "less than MPI_THREAD_MULTIPLE");
+    printf("# thread level provided: %s\n", provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower");
   if (rank == 0) printf("%10s %12s %12s\n", "bytes", "p50_us", "avg_us");
   for (int k = 0; k < nsizes; k++) {
     int n = (int)sizes[k];

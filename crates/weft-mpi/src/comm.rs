@@ -112,13 +112,18 @@ pub(crate) fn split_of(
 /// [`crate::threads::wait_released`]. Call with no reference into the state held.
 pub(crate) fn dup_of(what: &'static str, comm: Handle) -> R<weft::Comm> {
     let parent = state(what)?.comm(comm)?.comm.clone();
-    let mut req = parent.idup()?;
+    made_by(parent.idup()?)
+}
+
+/// The communicator an agreement of weft's (`idup`, `icreate_group`, `iagree_intercomm`)
+/// makes, waited for by [`crate::threads::wait_released`].
+pub(crate) fn made_by(mut req: weft::comm::DupRequest) -> R<weft::Comm> {
     let mut made = None;
     crate::threads::wait_released(|| -> R<bool> {
         made = req.test()?;
         Ok(made.is_some())
     })?;
-    Ok(made.expect("the wait returned once the duplicate was made"))
+    Ok(made.expect("the wait returned once the communicator was made"))
 }
 
 /// The communicator of `group`'s members (world ranks, in their new rank order) made by
@@ -139,13 +144,7 @@ pub(crate) fn group_of(
             None => s.weft.world(),
         }
     };
-    let mut req = parent.icreate_group(group, tag)?;
-    let mut made = None;
-    crate::threads::wait_released(|| -> R<bool> {
-        made = req.test()?;
-        Ok(made.is_some())
-    })?;
-    Ok(made.expect("the wait returned once the communicator was made"))
+    made_by(parent.icreate_group(group, tag)?)
 }
 
 /// What a duplicate takes from its communicator (MPI-4.1 §7.4.2): the error handler, the

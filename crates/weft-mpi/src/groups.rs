@@ -128,13 +128,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
             // Both groups are known here: they agree on the contexts without the leaders'
             // trade, waiting without the lock.
             let world = state(what)?.weft.world();
-            let mut agree = mine.iagree_intercomm(&world, &remote, tag)?;
-            let mut agreed = None;
-            crate::threads::wait_released(|| -> R<bool> {
-                agreed = agree.test()?;
-                Ok(agreed.is_some())
-            })?;
-            let agreed = agreed.expect("the wait returned once the contexts were agreed");
+            let agreed = crate::comm::made_by(mine.iagree_intercomm(&world, &remote, tag)?)?;
             let c = mine.intercomm_from(agreed, &remote)?;
             let s = state(what)?;
             let h = s.add_comm(c);

@@ -134,6 +134,38 @@ struct Own {
 }
 
 impl Own {
+    /// Starts an MPI_Iallgather of `mine` on intercommunicator `comm`: `bufs[1]` receives
+    /// as many ints from each of the `remote` members of the remote group.
+    fn allgather(what: &str, comm: Handle, mine: Vec<c_int>, remote: usize) -> R<Own> {
+        let per = mine.len();
+        let mut own = Own {
+            reqs: vec![MPI_REQUEST_NULL],
+            bufs: vec![mine, vec![-1; per * remote]],
+        };
+        let send = own.bufs[0].as_ptr();
+        let recv = own.bufs[1].as_mut_ptr();
+        // SAFETY: the buffers live in `own` until its request is complete.
+        let rc = unsafe {
+            crate::icoll::MPI_Iallgather(
+                send as *const c_void,
+                per as c_int,
+                MPI_INT,
+                recv as *mut c_void,
+                per as c_int,
+                MPI_INT,
+                comm,
+                &mut own.reqs[0],
+            )
+        };
+        if rc != MPI_SUCCESS {
+            return Err(err(
+                rc,
+                format!("{what}: MPI_Iallgather: {}", class_text(rc)),
+            ));
+        }
+        Ok(own)
+    }
+
     /// Whether every request is complete; an error once one failed.
     fn test(&mut self, what: &str) -> R<bool> {
         let mut flag: c_int = 0;
@@ -319,13 +351,7 @@ unsafe fn intercomm_create_released(
             format!("world rank {w} is in both groups (they must be disjoint)"),
         ));
     }
-    let mut agree = local.iagree_intercomm(&world, &remote, tag)?;
-    let mut agreed = None;
-    crate::threads::wait_released(|| -> R<bool> {
-        agreed = agree.test()?;
-        Ok(agreed.is_some())
-    })?;
-    let agreed = agreed.expect("the wait returned once the contexts were agreed");
+    let agreed = crate::comm::made_by(local.iagree_intercomm(&world, &remote, tag)?)?;
     let c = local.intercomm_from(agreed, &remote)?;
     let s = state(what)?;
     let h = s.add_comm(c);
@@ -344,31 +370,7 @@ fn merge_released(intercomm: Handle, high: bool, newintracomm: *mut Handle) -> R
     let c = state(what)?.comm(intercomm)?.comm.clone();
     let remote = c.remote_size()? as usize;
     let mut dup = c.idup()?;
-    let mut gather = Own {
-        reqs: vec![MPI_REQUEST_NULL],
-        bufs: vec![vec![high as c_int], vec![-1; remote]],
-    };
-    let send = gather.bufs[0].as_ptr();
-    let recv = gather.bufs[1].as_mut_ptr();
-    // SAFETY: the buffers live in `gather` until its request is complete.
-    let rc = unsafe {
-        crate::icoll::MPI_Iallgather(
-            send as *const c_void,
-            1,
-            MPI_INT,
-            recv as *mut c_void,
-            1,
-            MPI_INT,
-            intercomm,
-            &mut gather.reqs[0],
-        )
-    };
-    if rc != MPI_SUCCESS {
-        return Err(err(
-            rc,
-            format!("{what}: gathering high: {}", class_text(rc)),
-        ));
-    }
+    let mut gather = Own::allgather(what, intercomm, vec![high as c_int], remote)?;
     let (mut fresh, mut gathered) = (None, false);
     let mut failed = None;
     crate::threads::wait_released(|| -> R<bool> {
@@ -411,31 +413,7 @@ pub(crate) fn split_released(
     let mine = [color, key];
     let mut local_all: Vec<c_int> = vec![0; 2 * local.size() as usize];
     let mut dup = parent.idup()?;
-    let mut gather = Own {
-        reqs: vec![MPI_REQUEST_NULL],
-        bufs: vec![mine.to_vec(), vec![0; 2 * remote]],
-    };
-    let send = gather.bufs[0].as_ptr();
-    let recv = gather.bufs[1].as_mut_ptr();
-    // SAFETY: the buffers live in `gather` until its request is complete.
-    let rc = unsafe {
-        crate::icoll::MPI_Iallgather(
-            send as *const c_void,
-            2,
-            MPI_INT,
-            recv as *mut c_void,
-            2,
-            MPI_INT,
-            comm,
-            &mut gather.reqs[0],
-        )
-    };
-    if rc != MPI_SUCCESS {
-        return Err(err(
-            rc,
-            format!("{what}: gathering the remote colors: {}", class_text(rc)),
-        ));
-    }
+    let mut gather = Own::allgather(what, comm, mine.to_vec(), remote)?;
     let (mut fresh, mut failed) = (None, None);
     let (mut remote_done, mut local_done) = (false, false);
     {
