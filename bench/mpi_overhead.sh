@@ -6,7 +6,12 @@
 # difference in ns (issue 4 asks for at most 30 ns at 8 B).
 #
 #   bench/mpi_overhead.sh [--reps 5] [--sizes "8"] [--iters 100000] [--out DIR] [--no-build]
-#                         [--callgrind] [--base TARGET_DIR]
+#                         [--callgrind] [--base TARGET_DIR] [--multiple]
+#
+# --multiple adds a side "mt": the same ping-pong initialised with
+# MPI_Init_thread(MPI_THREAD_MULTIPLE) (pingpong -m, with WEFT_MPI_THREAD_MULTIPLE=1) on the
+# same build, interleaved with the others: what thread safety costs a single-threaded program
+# (the run stops if the level was not provided).
 #
 # --base TARGET_DIR adds a third side, "base": the same ping-pong on the libmpi and weft
 # binary of another release build (for instance the session's starting commit, checked out
@@ -33,6 +38,7 @@ build=yes
 callgrind=no
 out=${TMPDIR:-/tmp}/weft-mpi-overhead-$$
 base=
+multiple=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -42,7 +48,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=no; shift ;;
     --callgrind) callgrind=yes; shift ;;
     --base) base="$2"; shift 2 ;;
-    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind] [--base TARGET_DIR]" >&2; exit 2 ;;
+    --multiple) multiple=yes; shift ;;
+    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind] [--base TARGET_DIR] [--multiple]" >&2; exit 2 ;;
   esac
 done
 for v in "$reps" "$iters"; do
@@ -63,6 +70,7 @@ if [ -n "$base" ]; then
   "$out/base/bin/mpicc" -O2 -o "$out/pingpong-base" "$root/bench/c/pingpong.c"
   sides="rust mpi base"
 fi
+[ "$multiple" = yes ] && sides="$sides mt"
 csv_sizes=$(echo "$sizes" | tr ' ' ',')
 : > "$out/runs.tsv"
 i=1
@@ -82,12 +90,16 @@ while [ "$i" -le "$reps" ]; do
       base)
         "$out/base/bin/mpiexec" -n 2 "$out/pingpong-base" -i "$iters" -t 600000 $sizes |
           awk -v r="$i" 'NR > 1 { print "base\t" $1 "\t" r "\t" $2 }' ;;
+      mt)
+        WEFT_MPI_THREAD_MULTIPLE=1 "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -m -i "$iters" -t 600000 $sizes |
+          awk -v r="$i" '/^# thread level provided:/ && !/ multiple$/ { print "mt side: MPI_THREAD_MULTIPLE not provided" > "/dev/stderr"; exit 1 }
+            $1 ~ /^[0-9]+$/ { print "mt\t" $1 "\t" r "\t" $2 }' ;;
     esac
   done >> "$out/runs.tsv"
   i=$((i + 1))
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $reps runs each, $iters round trips per run"
-awk -F'\t' -v with_base="${base:+yes}" '
+awk -F'\t' -v with_base="${base:+yes}" -v with_mt="$multiple" '
   { v[$2, $1] = v[$2, $1] " " $4; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
   function median(list,   a, k, i, j, t) {
     k = split(list, a, " ")
@@ -99,6 +111,13 @@ awk -F'\t' -v with_base="${base:+yes}" '
     for (i = 1; i <= n; i++) {
       s = order[i]; r = median(v[s, "rust"]); m = median(v[s, "mpi"])
       printf "%8s  %-40s %-40s %9.3f %9.3f %6.0f ns\n", s, v[s, "rust"], v[s, "mpi"], r, m, (m - r) * 1000
+    }
+    if (with_mt == "yes") {
+      printf "\n%8s  %-40s %9s %9s %8s %8s\n", "bytes", "MULTIPLE P50 per run (us)", "SINGLE med", "MULT med", "MULT/SNG", "MULT-SNG"
+      for (i = 1; i <= n; i++) {
+        s = order[i]; m = median(v[s, "mpi"]); t = median(v[s, "mt"])
+        printf "%8s  %-40s %9.3f %9.3f %8.3f %6.0f ns\n", s, v[s, "mt"], m, t, t / m, (t - m) * 1000
+      }
     }
     if (with_base != "yes") exit
     printf "\n%8s  %-40s %9s %9s %8s %9s\n", "bytes", "base MPI P50 per run (us)", "base med", "MPI med", "MPI/base", "base-Rust"

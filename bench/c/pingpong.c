@@ -12,14 +12,16 @@
  * milliseconds per round trip, and the budget keeps the run bounded for them.
  * Standard MPI only: every MPI library runs the same code.
  *
- * Usage: pingpong [-i ITERS] [-t BUDGET_MS] [SIZES...]
+ * Usage: pingpong [-m] [-i ITERS] [-t BUDGET_MS] [SIZES...]
+ *   -m         initialise with MPI_Init_thread(MPI_THREAD_MULTIPLE) instead of MPI_Init (what
+ *              thread safety costs a single-threaded program); the level provided is printed
  *   SIZES      bytes, with K/M suffixes (default 8)
  *   ITERS      most timed round trips per size (default 10000 up to 8 KiB, 1000 above, as
  *              weft bench p2p); a tenth more are run first as warm-up
  *   BUDGET_MS  default 2000 */
 #include "bench_util.h"
 
-static const char *USAGE = "pingpong [-i ITERS] [-t BUDGET_MS] [SIZES...]";
+static const char *USAGE = "pingpong [-m] [-i ITERS] [-t BUDGET_MS] [SIZES...]";
 enum { CHUNK = 1000, MIN_ITERS = 1000, TAG_DATA = 1, TAG_GO = 2 };
 
 /* One round trip; the leader sends first. */
@@ -34,7 +36,13 @@ static void round_trip(int leader, int peer, unsigned char *sbuf, unsigned char 
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int multiple = 0, provided = MPI_THREAD_SINGLE;
+  for (int a = 1; a < argc; a++)
+    if (strcmp(argv[a], "-m") == 0) multiple = 1;
+  if (multiple)
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -43,7 +51,9 @@ int main(int argc, char **argv) {
   long iters_arg = 0;
   double budget_s = 2.0;
   for (int a = 1; a < argc; a++) {
-    if (strcmp(argv[a], "-i") == 0 && a + 1 < argc) {
+    if (strcmp(argv[a], "-m") == 0) {
+      continue;
+    } else if (strcmp(argv[a], "-i") == 0 && a + 1 < argc) {
       iters_arg = atol(argv[++a]);
       if (iters_arg <= 0) bench_usage_error(rank, "pingpong", "-i: expected a positive count", USAGE);
     } else if (strcmp(argv[a], "-t") == 0 && a + 1 < argc) {
@@ -66,6 +76,8 @@ int main(int argc, char **argv) {
   double *one_way = malloc(sizeof(double) * (size_t)max_iters);
   if (!sbuf || !rbuf || !one_way) MPI_Abort(MPI_COMM_WORLD, 3);
   int bad = 0;
+  if (rank == 0 && multiple)
+    printf("# thread level provided: %s\n", provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower");
   if (rank == 0) printf("%10s %12s %12s\n", "bytes", "p50_us", "avg_us");
   for (int k = 0; k < nsizes; k++) {
     int n = (int)sizes[k];

@@ -27,12 +27,42 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Waits for every buffered send of this pool to complete.
+    /// Waits for every buffered send of this pool to complete (when a communicator that has
+    /// a buffer is freed; the waits of the exported calls are [`flush_released`]'s).
     fn flush(&mut self) -> R<()> {
         for (mut q, _) in self.pending.drain(..) {
             q.wait()?;
         }
         Ok(())
+    }
+}
+
+/// Waits for every buffered send of `scope`'s pool to complete, by
+/// [`crate::threads::wait_released`]: under MPI_THREAD_MULTIPLE other threads enter while
+/// this one waits (a receive of another thread may be what lets the messages leave). The
+/// sends leave the pool for the wait, each polled until it completes; sends other threads
+/// start meanwhile join the pool and are waited for in turn. Call with no reference into
+/// the state held.
+fn flush_released(what: &'static str, scope: Scope) -> R<()> {
+    let mut failed = None;
+    loop {
+        let mut pending = std::mem::take(&mut pool_mut(state(what)?, scope)?.pending);
+        if pending.is_empty() {
+            return failed.map_or(Ok(()), Err);
+        }
+        crate::threads::wait_released(|| -> R<bool> {
+            // Completed sends (and their copies) go; a failed one's error is kept for the
+            // caller once the others are done.
+            pending.retain_mut(|(q, _)| match q.test() {
+                Ok(None) => true,
+                Ok(Some(_)) => false,
+                Err(e) => {
+                    failed.get_or_insert(e.into());
+                    false
+                }
+            });
+            Ok(pending.is_empty())
+        })?;
     }
 }
 
@@ -178,18 +208,17 @@ fn attach(scope: Scope, buffer: *mut c_void, size: i64) -> R<()> {
 /// Detaches after the buffer's sends left; (address, bytes) of what was attached
 /// (MPI_BUFFER_AUTOMATIC and 0 for an automatic buffer).
 fn detach(scope: Scope) -> R<(usize, usize)> {
-    let s = state("MPI_Buffer_detach")?;
-    let p = pool_mut(s, scope)?;
-    let Some(a) = p.attached else {
+    let what = "MPI_Buffer_detach";
+    let Some(a) = pool_mut(state(what)?, scope)?.attached else {
         return Err(err(MPI_ERR_BUFFER, "no buffer is attached"));
     };
-    p.flush()?;
-    p.attached = None;
+    flush_released(what, scope)?;
+    pool_mut(state(what)?, scope)?.attached = None;
     Ok(a)
 }
 
 fn flush(scope: Scope) -> R<()> {
-    pool_mut(state("MPI_Buffer_flush")?, scope)?.flush()
+    flush_released("MPI_Buffer_flush", scope)
 }
 
 /// A request that is complete: the nonblocking flushes finish their work before they

@@ -59,6 +59,94 @@ pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_i
     finish(comm, "MPI_Comm_dup", r)
 }
 
+/// This rank's communicator of a split of `comm` by `color` and `key` (MPI_Comm_split and
+/// the creations made of one: MPI_Comm_create, MPI_Comm_split_type, MPI_Cart_create,
+/// MPI_Cart_sub, MPI_Graph_create); `None` for [`weft::UNDEFINED`].
+///
+/// On an intracommunicator the colors and keys travel by a nonblocking allgather and the
+/// context comes from a nonblocking duplication ([`weft::Comm::idup`], whose agreement keeps
+/// concurrent creations of other threads apart), both waited for by
+/// [`crate::threads::wait_released`]: under MPI_THREAD_MULTIPLE a thread blocked here lets
+/// the other threads of its process in. The same path at every thread level, so ranks that
+/// asked for different levels still meet. An intercommunicator's split takes
+/// [`crate::inter::split_released`] under MPI_THREAD_MULTIPLE and blocks in weft below it.
+/// Call with no reference into the state held.
+pub(crate) fn split_of(
+    what: &'static str,
+    comm: Handle,
+    color: c_int,
+    key: c_int,
+) -> R<Option<weft::Comm>> {
+    let parent = state(what)?.comm(comm)?.comm.clone();
+    if parent.is_inter() {
+        if crate::threads::multiple() {
+            return crate::inter::split_released(what, comm, parent, color, key);
+        }
+        return Ok(parent.split(color, key)?);
+    }
+    let mine = [color, key];
+    let mut all: Vec<c_int> = vec![0; 2 * parent.size() as usize];
+    let mut dup = parent.idup()?;
+    let mut fresh = None;
+    {
+        // SAFETY: `gather` is finished or dropped (which waits) before `mine` and `all` go.
+        let mut gather = unsafe { parent.iallgather(&mine[..], &mut all[..])? };
+        let mut gathered = false;
+        crate::threads::wait_released(|| -> R<bool> {
+            if fresh.is_none() {
+                fresh = dup.test()?;
+            }
+            if !gathered {
+                gathered = gather.test()?;
+            }
+            Ok(fresh.is_some() && gathered)
+        })?;
+    }
+    let fresh = fresh.expect("the wait returned once the duplicate was made");
+    let colors_keys: Vec<(c_int, c_int)> = all.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+    Ok(parent.split_from(fresh, &colors_keys)?)
+}
+
+/// A duplicate of `comm` without its attributes, error handler or topology (for the
+/// topology creations that keep the group and its order): [`weft::Comm::idup`] waited for by
+/// [`crate::threads::wait_released`]. Call with no reference into the state held.
+pub(crate) fn dup_of(what: &'static str, comm: Handle) -> R<weft::Comm> {
+    let parent = state(what)?.comm(comm)?.comm.clone();
+    made_by(parent.idup()?)
+}
+
+/// The communicator an agreement of weft's (`idup`, `icreate_group`, `iagree_intercomm`)
+/// makes, waited for by [`crate::threads::wait_released`].
+pub(crate) fn made_by(mut req: weft::comm::DupRequest) -> R<weft::Comm> {
+    let mut made = None;
+    crate::threads::wait_released(|| -> R<bool> {
+        made = req.test()?;
+        Ok(made.is_some())
+    })?;
+    Ok(made.expect("the wait returned once the communicator was made"))
+}
+
+/// The communicator of `group`'s members (world ranks, in their new rank order) made by
+/// them only from `comm` (`None`: the world) with `tag` (MPI_Comm_create_group,
+/// MPI_Comm_create_from_group): an agreement of the group's members on the new context
+/// ([`weft::Comm::icreate_group`]) waited for by [`crate::threads::wait_released`], as
+/// [`split_of`] does. Call with no reference into the state held.
+pub(crate) fn group_of(
+    what: &'static str,
+    comm: Option<Handle>,
+    group: &[u32],
+    tag: c_int,
+) -> R<weft::Comm> {
+    let parent = {
+        let s = state(what)?;
+        match comm {
+            Some(h) => s.comm(h)?.comm.clone(),
+            None => s.weft.world(),
+        }
+    };
+    made_by(parent.icreate_group(group, tag)?)
+}
+
 /// What a duplicate takes from its communicator (MPI-4.1 §7.4.2): the error handler, the
 /// topology and the attributes (through their keyvals' copy callbacks, run when it is taken).
 /// MPI_Comm_idup takes it when it starts (as if the duplication happened there) and installs
@@ -153,7 +241,7 @@ pub unsafe extern "C" fn MPI_Comm_split(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
-        let s = state("MPI_Comm_split")?;
+        state("MPI_Comm_split")?;
         if color < 0 && color != MPI_UNDEFINED {
             return Err(err(
                 MPI_ERR_ARG,
@@ -165,8 +253,8 @@ pub unsafe extern "C" fn MPI_Comm_split(
         } else {
             color
         };
-        let c = s.comm(comm)?.comm.split(color, key)?;
-        new_comm(s, c, newcomm)
+        let c = split_of("MPI_Comm_split", comm, color, key)?;
+        new_comm(state("MPI_Comm_split")?, c, newcomm)
     })();
     finish(comm, "MPI_Comm_split", r)
 }
@@ -197,36 +285,29 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
         // MPI_UNDEFINED) still meet in it.
         // An intercommunicator splits by node too: each node's local members pair with the
         // remote members on the same node (MPI_COMM_NULL where the other side has none).
-        let by_node = |c: &weft::Comm| -> R<Option<weft::Comm>> {
-            if c.is_inter() {
-                Ok(c.split(c.node_color(), key)?)
-            } else {
-                Ok(Some(c.split_shared(key)?))
-            }
-        };
-        let c = match split_type {
-            MPI_COMM_TYPE_SHARED => by_node(c)?,
-            MPI_UNDEFINED => c.split(weft::UNDEFINED, key)?,
+        let by_node = c.node_color();
+        // Whether the new communicator is the node's, for MPI_COMM_TYPE_HW_UNGUIDED's info.
+        let mut names_node = false;
+        let color = match split_type {
+            MPI_COMM_TYPE_SHARED => by_node,
+            MPI_UNDEFINED => weft::UNDEFINED,
             // The one hardware resource weft knows is the node's shared memory; any other
             // named resource gives MPI_COMM_NULL (MPI-4.1 §7.4.2).
             MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => {
                 if hinted()?.as_deref() == Some(SHARED_MEMORY) {
-                    by_node(c)?
+                    by_node
                 } else {
-                    c.split(weft::UNDEFINED, key)?
+                    weft::UNDEFINED
                 }
             }
             // A strict subset of `c` at the next level of the hierarchy: the node, when `c`
             // spans several; below a node weft knows no level, so MPI_COMM_NULL.
             MPI_COMM_TYPE_HW_UNGUIDED => {
                 if c.members_share_a_node() {
-                    c.split(weft::UNDEFINED, key)?
+                    weft::UNDEFINED
                 } else {
-                    let n = by_node(c)?;
-                    if info != MPI_INFO_NULL && n.is_some() {
-                        crate::env::info_set(info, HW_RESOURCE_TYPE, SHARED_MEMORY)?;
-                    }
-                    n
+                    names_node = true;
+                    by_node
                 }
             }
             t => {
@@ -236,7 +317,11 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
                 ))
             }
         };
-        new_comm(s, c, newcomm)
+        let c = split_of("MPI_Comm_split_type", comm, color, key)?;
+        if names_node && info != MPI_INFO_NULL && c.is_some() {
+            crate::env::info_set(info, HW_RESOURCE_TYPE, SHARED_MEMORY)?;
+        }
+        new_comm(state("MPI_Comm_split_type")?, c, newcomm)
     })();
     finish(comm, "MPI_Comm_split_type", r)
 }
@@ -273,7 +358,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
         let s = state("MPI_Comm_create")?;
         let g = s.group(group)?.to_vec();
         let parent = s.comm(comm)?.comm.clone();
-        if parent.is_inter() {
+        if parent.is_inter() && !crate::threads::multiple() {
             let c = parent.create(&g)?;
             return new_comm(s, c, newcomm);
         }
@@ -284,12 +369,15 @@ pub unsafe extern "C" fn MPI_Comm_create(
             ));
         }
         let me = parent.members()[parent.rank() as usize];
+        // On an intercommunicator every local member passes the same group (the remote
+        // group passes its own): one color.
         let (color, key) = match g.iter().position(|&w| w == me) {
+            Some(p) if parent.is_inter() => (0, p as i32),
             Some(p) => (*g.iter().min().expect("holds the caller") as i32, p as i32),
             None => (weft::UNDEFINED, 0),
         };
-        let c = parent.split(color, key)?;
-        new_comm(s, c, newcomm)
+        let c = split_of("MPI_Comm_create", comm, color, key)?;
+        new_comm(state("MPI_Comm_create")?, c, newcomm)
     })();
     finish(comm, "MPI_Comm_create", r)
 }
@@ -938,7 +1026,8 @@ pub unsafe extern "C" fn MPI_Cart_create(
             ));
         }
         let (color, key) = cart_place(c, &d, &p, reorder != 0);
-        let nc = c.split(color, key)?;
+        let nc = split_of("MPI_Cart_create", comm, color, key)?;
+        let s = state("MPI_Cart_create")?;
         new_comm(s, nc, newcomm)?;
         // SAFETY: just written.
         let h = unsafe { *newcomm };
@@ -1140,7 +1229,8 @@ pub unsafe extern "C" fn MPI_Cart_sub(
             // makes it: rank 0 gets it, the others MPI_COMM_NULL (MPICH does the same).
             color = if c.rank() == 0 { 0 } else { weft::UNDEFINED };
         }
-        let nc = c.split(color, key)?;
+        let nc = split_of("MPI_Cart_sub", comm, color, key)?;
+        let s = state("MPI_Cart_sub")?;
         new_comm(s, nc, newcomm)?;
         // SAFETY: just written.
         let h = unsafe { *newcomm };

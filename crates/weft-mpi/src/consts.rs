@@ -47,6 +47,7 @@ pub const MPI_MESSAGE_NO_PROC: Handle = 0x129;
 pub const MPI_WIN_NULL: Handle = 0x110;
 pub const MPI_DATATYPE_NULL: Handle = 0x200;
 pub const MPI_BYTE: Handle = 0x247;
+pub const MPI_INT: Handle = 0x209;
 
 // Error classes.
 pub const MPI_SUCCESS: c_int = 0;

@@ -62,7 +62,8 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
             return put!(newcomm, MPI_COMM_NULL);
         }
         let g = members_with_me(s, group, "group")?;
-        let c = s.weft.world().create_group(&g, tag)?;
+        let c = crate::comm::group_of("MPI_Comm_create_from_group", None, &g, tag)?;
+        let s = state("MPI_Comm_create_from_group")?;
         let h = s.add_comm(c);
         s.comm_mut(h)?.errhandler = errhandler;
         s.bsend.comm_from_group(h, group);
@@ -121,9 +122,21 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         // Both sides list the union the same way: sorted world ranks.
         let mut both: Vec<u32> = local.iter().chain(remote.iter()).copied().collect();
         both.sort_unstable();
-        let world = s.weft.world();
-        let peer = world.create_group(&both, tag)?;
-        let mine = world.create_group(&local, tag | 0x8000)?;
+        let what = "MPI_Intercomm_create_from_groups";
+        let mine = crate::comm::group_of(what, None, &local, tag | 0x8000)?;
+        if crate::threads::multiple() {
+            // Both groups are known here: they agree on the contexts without the leaders'
+            // trade, waiting without the lock.
+            let world = state(what)?.weft.world();
+            let agreed = crate::comm::made_by(mine.iagree_intercomm(&world, &remote, tag)?)?;
+            let c = mine.intercomm_from(agreed, &remote)?;
+            let s = state(what)?;
+            let h = s.add_comm(c);
+            s.comm_mut(h)?.errhandler = errhandler;
+            return put!(newintercomm, h);
+        }
+        let peer = crate::comm::group_of(what, None, &both, tag)?;
+        let s = state(what)?;
         let remote_in_peer = both
             .binary_search(&remote[rl])
             .expect("the remote leader is in the union") as u32;

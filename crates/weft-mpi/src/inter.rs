@@ -20,7 +20,7 @@
 use crate::coll::{MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Scatterv};
 use crate::consts::*;
 use crate::dtype::{map_of, put};
-use crate::error::{class_text, err, finish, R};
+use crate::error::{class_text, err, finish, MpiError, R};
 use crate::p2p::{
     MPI_Cancel, MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus,
 };
@@ -72,6 +72,20 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     newintercomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    if crate::threads::multiple() {
+        // SAFETY: the caller's contract, forwarded.
+        let r = unsafe {
+            intercomm_create_released(
+                local_comm,
+                local_leader,
+                peer_comm,
+                remote_leader,
+                tag,
+                newintercomm,
+            )
+        };
+        return finish(local_comm, "MPI_Intercomm_create", r);
+    }
     let r = (|| {
         let s = state("MPI_Intercomm_create")?;
         if newintercomm.is_null() {
@@ -110,6 +124,329 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     finish(local_comm, "MPI_Intercomm_create", r)
 }
 
+/// Requests this library started for itself on the program's communicators, and the
+/// buffers they read and write: polled inside [`crate::threads::wait_released`] until all
+/// are complete. Should one fail, the buffers are leaked rather than freed under requests
+/// that may still be in flight.
+struct Own {
+    reqs: Vec<Handle>,
+    bufs: Vec<Vec<c_int>>,
+}
+
+impl Own {
+    /// Starts an MPI_Iallgather of `mine` on intercommunicator `comm`: `bufs[1]` receives
+    /// as many ints from each of the `remote` members of the remote group.
+    fn allgather(what: &str, comm: Handle, mine: Vec<c_int>, remote: usize) -> R<Own> {
+        let per = mine.len();
+        let mut own = Own {
+            reqs: vec![MPI_REQUEST_NULL],
+            bufs: vec![mine, vec![-1; per * remote]],
+        };
+        let send = own.bufs[0].as_ptr();
+        let recv = own.bufs[1].as_mut_ptr();
+        // SAFETY: the buffers live in `own` until its request is complete.
+        let rc = unsafe {
+            crate::icoll::MPI_Iallgather(
+                send as *const c_void,
+                per as c_int,
+                MPI_INT,
+                recv as *mut c_void,
+                per as c_int,
+                MPI_INT,
+                comm,
+                &mut own.reqs[0],
+            )
+        };
+        if rc != MPI_SUCCESS {
+            return Err(err(
+                rc,
+                format!("{what}: MPI_Iallgather: {}", class_text(rc)),
+            ));
+        }
+        Ok(own)
+    }
+
+    /// Whether every request is complete; an error once one failed.
+    fn test(&mut self, what: &str) -> R<bool> {
+        let mut flag: c_int = 0;
+        // SAFETY: the requests are this library's, their buffers in `self.bufs`.
+        let rc = unsafe {
+            crate::p2p::MPI_Testall(
+                self.reqs.len() as c_int,
+                self.reqs.as_mut_ptr(),
+                &mut flag,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != MPI_SUCCESS {
+            std::mem::forget(std::mem::take(&mut self.bufs));
+            return Err(err(rc, format!("{what}: {}", class_text(rc))));
+        }
+        Ok(flag != 0)
+    }
+}
+
+/// MPI_Intercomm_create under MPI_THREAD_MULTIPLE, waiting without the lock
+/// ([`crate::threads::wait_released`]): the leaders trade their groups over `peer_comm`
+/// with `tag` (MPI_Isend/MPI_Irecv), each leader broadcasts the remote group in its local
+/// group with their tag (MPI_Ibcast; a failed trade broadcasts an empty group so no member
+/// waits for it), then both groups agree on the new contexts on that tag
+/// ([`weft::Comm::iagree_intercomm`]).
+///
+/// # Safety
+/// MPI_Intercomm_create's contract.
+unsafe fn intercomm_create_released(
+    local_comm: Handle,
+    local_leader: c_int,
+    peer_comm: Handle,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut Handle,
+) -> R<()> {
+    let what = "MPI_Intercomm_create";
+    if newintercomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newintercomm is NULL"));
+    }
+    let (local, world) = {
+        let s = state(what)?;
+        (s.comm(local_comm)?.comm.clone(), s.weft.world())
+    };
+    if local.is_inter() {
+        return Err(err(MPI_ERR_COMM, "local_comm is an intercommunicator"));
+    }
+    if local_leader < 0 || local_leader as u32 >= local.size() {
+        return Err(err(
+            MPI_ERR_RANK,
+            format!(
+                "local_leader {local_leader} is not a rank of local_comm (size {})",
+                local.size()
+            ),
+        ));
+    }
+    // A group is at most the world; the broadcast carries the count, the leaders' tag (the
+    // others' tag arguments need not match it), then the members.
+    let most = world.size() as usize;
+    let mut trade_failed = None;
+    let mut shared: Vec<c_int> = vec![0; most + 2];
+    shared[1] = tag;
+    if local.rank() == local_leader as u32 {
+        let peer_size = state(what)?.comm(peer_comm)?.comm.peer_size();
+        if remote_leader < 0 || remote_leader as u32 >= peer_size {
+            return Err(err(
+                MPI_ERR_RANK,
+                format!(
+                    "remote_leader {remote_leader} is not a rank of peer_comm (size {peer_size})"
+                ),
+            ));
+        }
+        let mine: Vec<c_int> = local.members().iter().map(|&w| w as c_int).collect();
+        let mut trade = Own {
+            reqs: vec![MPI_REQUEST_NULL; 2],
+            bufs: vec![mine, vec![-1; most]],
+        };
+        let (send_ptr, send_n) = (trade.bufs[0].as_ptr(), trade.bufs[0].len() as c_int);
+        let recv_ptr = trade.bufs[1].as_mut_ptr();
+        // SAFETY: the buffers live in `trade` until its requests are complete.
+        let rc = unsafe {
+            MPI_Irecv(
+                recv_ptr as *mut c_void,
+                most as c_int,
+                MPI_INT,
+                remote_leader,
+                tag,
+                peer_comm,
+                &mut trade.reqs[0],
+            )
+        };
+        if rc != MPI_SUCCESS {
+            return Err(err(
+                rc,
+                format!("{what}: receiving the remote group: {}", class_text(rc)),
+            ));
+        }
+        // SAFETY: as above.
+        let rc = unsafe {
+            MPI_Isend(
+                send_ptr as *const c_void,
+                send_n,
+                MPI_INT,
+                remote_leader,
+                tag,
+                peer_comm,
+                &mut trade.reqs[1],
+            )
+        };
+        if rc != MPI_SUCCESS {
+            // SAFETY: the receive is this function's own.
+            unsafe { MPI_Cancel(&mut trade.reqs[0]) };
+            // The cancelled receive completes before its buffer goes.
+            let _ = crate::threads::wait_released(|| trade.test(what));
+            return Err(err(
+                rc,
+                format!("{what}: sending this group: {}", class_text(rc)),
+            ));
+        }
+        match crate::threads::wait_released(|| trade.test(what)) {
+            Ok(()) => {
+                let theirs: Vec<c_int> = trade.bufs[1]
+                    .iter()
+                    .copied()
+                    .take_while(|&w| w >= 0)
+                    .collect();
+                shared[0] = theirs.len() as c_int;
+                shared[2..2 + theirs.len()].copy_from_slice(&theirs);
+            }
+            Err(e) => {
+                shared[0] = 0;
+                trade_failed = Some(e);
+            }
+        }
+    }
+    let mut spread = Own {
+        reqs: vec![MPI_REQUEST_NULL],
+        bufs: vec![shared],
+    };
+    let ptr = spread.bufs[0].as_mut_ptr();
+    // SAFETY: the buffer lives in `spread` until the broadcast is complete.
+    let rc = unsafe {
+        crate::icoll::MPI_Ibcast(
+            ptr as *mut c_void,
+            (most + 2) as c_int,
+            MPI_INT,
+            local_leader,
+            local_comm,
+            &mut spread.reqs[0],
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return Err(err(
+            rc,
+            format!("{what}: spreading the remote group: {}", class_text(rc)),
+        ));
+    }
+    crate::threads::wait_released(|| spread.test(what))?;
+    if let Some(e) = trade_failed {
+        return Err(e);
+    }
+    let got = &spread.bufs[0];
+    let n = got[0].clamp(0, most as c_int) as usize;
+    let tag = got[1];
+    if n == 0 {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("the local leader (rank {local_leader}) failed to reach the remote leader"),
+        ));
+    }
+    let members = &got[2..2 + n];
+    if let Some(&w) = members.iter().find(|&&w| w < 0 || w as usize >= most) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("the remote leader sent world rank {w}"),
+        ));
+    }
+    let remote: Vec<u32> = members.iter().map(|&w| w as u32).collect();
+    if let Some(w) = remote.iter().find(|w| local.members().contains(w)) {
+        return Err(err(
+            MPI_ERR_ARG,
+            format!("world rank {w} is in both groups (they must be disjoint)"),
+        ));
+    }
+    let agreed = crate::comm::made_by(local.iagree_intercomm(&world, &remote, tag)?)?;
+    let c = local.intercomm_from(agreed, &remote)?;
+    let s = state(what)?;
+    let h = s.add_comm(c);
+    put!(newintercomm, h)
+}
+
+/// MPI_Intercomm_merge under MPI_THREAD_MULTIPLE, waiting without the lock
+/// ([`crate::threads::wait_released`]): the contexts come from a nonblocking duplication of
+/// the intercommunicator (both groups take part), the remote group's `high` from an
+/// MPI_Iallgather on it.
+fn merge_released(intercomm: Handle, high: bool, newintracomm: *mut Handle) -> R<()> {
+    let what = "MPI_Intercomm_merge";
+    if newintracomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "newintracomm is NULL"));
+    }
+    let c = state(what)?.comm(intercomm)?.comm.clone();
+    let remote = c.remote_size()? as usize;
+    let mut dup = c.idup()?;
+    let mut gather = Own::allgather(what, intercomm, vec![high as c_int], remote)?;
+    let (mut fresh, mut gathered) = (None, false);
+    let mut failed = None;
+    crate::threads::wait_released(|| -> R<bool> {
+        if fresh.is_none() && failed.is_none() {
+            match dup.test() {
+                Ok(f) => fresh = f,
+                Err(e) => failed = Some(e),
+            }
+        }
+        if !gathered {
+            gathered = gather.test(what)?;
+        }
+        Ok(gathered && (fresh.is_some() || failed.is_some()))
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let fresh = fresh.expect("the wait returned once the duplicate was made");
+    let remote_high = gather.bufs[1].first().is_some_and(|&h| h != 0);
+    let m = c.merge_from(fresh, high, remote_high)?;
+    let s = state(what)?;
+    let h = s.add_comm(m);
+    put!(newintracomm, h)
+}
+
+/// The split of intercommunicator `comm` (`parent`) under MPI_THREAD_MULTIPLE, waiting
+/// without the lock ([`crate::threads::wait_released`]): the contexts come from a
+/// nonblocking duplication of the intercommunicator (both groups take part), the local
+/// members' colors and keys from a nonblocking allgather in the local group, the remote
+/// members' from an MPI_Iallgather on the intercommunicator.
+pub(crate) fn split_released(
+    what: &str,
+    comm: Handle,
+    parent: weft::Comm,
+    color: c_int,
+    key: c_int,
+) -> R<Option<weft::Comm>> {
+    let local = parent.local_comm()?.clone();
+    let remote = parent.remote_size()? as usize;
+    let mine = [color, key];
+    let mut local_all: Vec<c_int> = vec![0; 2 * local.size() as usize];
+    let mut dup = parent.idup()?;
+    let mut gather = Own::allgather(what, comm, mine.to_vec(), remote)?;
+    let (mut fresh, mut failed) = (None, None);
+    let (mut remote_done, mut local_done) = (false, false);
+    {
+        // SAFETY: `local_gather` is finished or dropped (which waits) before its buffers go.
+        let mut local_gather = unsafe { local.iallgather(&mine[..], &mut local_all[..])? };
+        crate::threads::wait_released(|| -> R<bool> {
+            if fresh.is_none() && failed.is_none() {
+                match dup.test() {
+                    Ok(f) => fresh = f,
+                    Err(e) => failed = Some(MpiError::from(e)),
+                }
+            }
+            if !local_done && failed.is_none() {
+                match local_gather.test() {
+                    Ok(done) => local_done = done,
+                    Err(e) => failed = Some(MpiError::from(e)),
+                }
+            }
+            if !remote_done {
+                remote_done = gather.test(what)?;
+            }
+            Ok(remote_done && (failed.is_some() || (fresh.is_some() && local_done)))
+        })?;
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let fresh = fresh.expect("the wait returned once the duplicate was made");
+    let pairs =
+        |v: &[c_int]| -> Vec<(c_int, c_int)> { v.chunks_exact(2).map(|c| (c[0], c[1])).collect() };
+    Ok(parent.inter_split_from(fresh, &pairs(&local_all), &pairs(&gather.bufs[1]))?)
+}
+
 /// MPI_Intercomm_merge (MPI-4.1 §7.6.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Intercomm_merge(
@@ -118,6 +455,10 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     newintracomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    if crate::threads::multiple() {
+        let r = merge_released(intercomm, high != 0, newintracomm);
+        return finish(intercomm, "MPI_Intercomm_merge", r);
+    }
     let r = (|| {
         let s = state("MPI_Intercomm_merge")?;
         if newintracomm.is_null() {

@@ -543,17 +543,7 @@ pub unsafe extern "C" fn MPI_Bsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Ibsend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    // Never waits (see MPI_Bsend): no nonblocking twin under MPI_THREAD_MULTIPLE.
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {

@@ -11,8 +11,8 @@
 //!
 //! Thread support: MPI_THREAD_SERIALIZED with no locking; MPI_THREAD_MULTIPLE when the
 //! `WEFT_MPI_THREAD_MULTIPLE` knob allows it, with one lock around the library that blocking
-//! point-to-point calls, waits, probes, blocking collectives and MPI_Comm_dup release while
-//! they wait ([`threads`] says what still holds it).
+//! point-to-point calls, waits, probes, blocking collectives, communicator creation and
+//! MPI_Buffer_detach release while they wait ([`threads`] says what still holds it).
 //! Depends on weft and weft-core; nothing depends on it but C programs.
 
 #![allow(clippy::missing_safety_doc)]

@@ -243,8 +243,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
         if !g.contains(&me) {
             return put!(newcomm, MPI_COMM_NULL);
         }
-        let c = s.comm(comm)?.comm.create_group(&g, tag)?;
-        let h = s.add_comm(c);
+        let c = crate::comm::group_of("MPI_Comm_create_group", Some(comm), &g, tag)?;
+        let h = state("MPI_Comm_create_group")?.add_comm(c);
         put!(newcomm, h)
     })();
     finish(comm, "MPI_Comm_create_group", r)

@@ -1907,7 +1907,9 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, reqs: *mut Handle) -> c_int 
 // ------------------------------------------------------------------- buffered mode
 
 /// MPI_Bsend (MPI-4.1 §3.6.1): the message is copied, counting its size plus
-/// MPI_BSEND_OVERHEAD against the attached buffer, and sent from the copy.
+/// MPI_BSEND_OVERHEAD against the attached buffer, and sent from the copy. It never waits
+/// (MPI_Ibsend is this and a completed request), so it has no nonblocking twin under
+/// MPI_THREAD_MULTIPLE.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Bsend(
     buf: *const c_void,
@@ -1917,17 +1919,6 @@ pub unsafe extern "C" fn MPI_Bsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Ibsend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
     let _entered = crate::threads::enter();
     finish(comm, "MPI_Bsend", bsend(buf, count, dt, dest, tag, comm))
 }

@@ -20,12 +20,22 @@
 //! engine lives across a release: each poll is a whole MPI call. A blocking call made from a
 //! user callback inside MPI (the lock then held further out) keeps the lock while it polls.
 //!
-//! What still holds the lock while it waits (listed in the crate's README): communicator
-//! creation other than MPI_Comm_dup, window creation and synchronisation, file operations,
-//! MPI_Buffer_detach and the large-count (`_c`) and neighbourhood collectives whose
-//! nonblocking twins are made by macros. Threads of one rank that wait on each other through
-//! those can deadlock, which is why MPI_THREAD_MULTIPLE is provided only when the
-//! `WEFT_MPI_THREAD_MULTIPLE` knob allows it.
+//! Calls whose wait is not one nonblocking twin wait by `wait_released`: the exported
+//! call gives its hold back for the whole wait and each poll enters on its own.
+//! Communicator creation (split, create, split_type, create_group, create_from_group, the
+//! Cartesian, graph and distributed graph topologies, intercommunicator creation, split and
+//! merging) gathers what it needs by nonblocking collectives and takes its context ids from
+//! nonblocking agreements (`weft::Comm::idup`, `icreate_group`, `iagree_intercomm`), whose
+//! ids no concurrent creation of another thread can take; MPI_Buffer_detach and the buffer
+//! flushes poll the buffered sends; MPI_Win_fence and MPI_Win_free arrive at their barrier
+//! and poll it.
+//!
+//! What still holds the lock while it waits (listed in the crate's README): window
+//! creation, the window synchronisation other than MPI_Win_fence (and the completion of a
+//! fence's or a free's own operations across nodes), file operations, and the nonblocking
+//! calls that complete inside their start (the intercommunicator
+//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank that
+//! wait on each other through those can deadlock.
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;
@@ -142,6 +152,47 @@ fn poll(mut once: impl FnMut() -> (c_int, bool)) -> c_int {
             std::thread::yield_now();
         }
     }
+}
+
+/// Polls `once` until it says done (`Ok(true)`) or fails, inside an exported call that
+/// entered once: under MPI_THREAD_MULTIPLE this thread gives its hold of the lock back for
+/// the whole wait and `once` runs inside an [`enter`] of its own, so other threads enter
+/// between polls; the hold is taken again before returning. The caller holds no reference
+/// into the state across this (each poll fetches what it needs). A wait from a user
+/// callback inside MPI (the lock held further out) keeps the lock, as [`wait`] does; below
+/// MPI_THREAD_MULTIPLE it just polls.
+pub(crate) fn wait_released<E>(mut once: impl FnMut() -> Result<bool, E>) -> Result<(), E> {
+    let held = multiple() && DEPTH.with(Cell::get) == 1;
+    if held {
+        unlock();
+    }
+    let mut polls = 0u32;
+    let r = loop {
+        let entered = enter();
+        let step = once();
+        drop(entered);
+        match step {
+            Err(x) => break Err(x),
+            Ok(true) => break Ok(()),
+            Ok(false) => {}
+        }
+        polls += 1;
+        if polls < SPINS_BEFORE_YIELD {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    };
+    if held {
+        lock();
+    }
+    r
+}
+
+/// Waits for a weft nonblocking collective `q` as [`wait_released`] does (the blocking
+/// collectives inside communicator creation).
+pub(crate) fn coll_released(mut q: weft::CollRequest<'_>) -> crate::error::R<()> {
+    wait_released(|| Ok(q.test()?))
 }
 
 /// MPI_Wait without holding the lock between polls.

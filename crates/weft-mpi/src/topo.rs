@@ -212,7 +212,9 @@ fn intra(s: &State, comm: Handle, what: &str) -> R<weft::Comm> {
 /// with the bad argument reports its own error, the others name it.
 fn agree<T>(c: &weft::Comm, local: R<T>) -> R<T> {
     let mut all = vec![0u32; c.size() as usize];
-    c.allgather(&[local.is_ok() as u32], &mut all)?;
+    let mine = [local.is_ok() as u32];
+    // SAFETY: the request is waited for before the buffers go.
+    crate::threads::coll_released(unsafe { c.iallgather(&mine, &mut all)? })?;
     let local = local?;
     match all.iter().position(|&ok| ok == 0) {
         Some(r) => Err(err(
@@ -309,7 +311,8 @@ pub unsafe extern "C" fn MPI_Graph_create(
         })();
         let (nodes, index, edges) = agree(&c, checked)?;
         let (color, key) = graph_place(&c, nodes, &index, &edges, reorder != 0);
-        let nc = c.split(color, key)?;
+        let nc = crate::comm::split_of("MPI_Graph_create", comm, color, key)?;
+        let s = state("MPI_Graph_create")?;
         let h = match nc {
             Some(nc) => s.add_comm(nc),
             None => MPI_COMM_NULL,
@@ -496,7 +499,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             Ok((sources, source_weights, destinations, dest_weights))
         })();
         let (sources, source_weights, destinations, dest_weights) = agree(&c, checked)?;
-        let h = s.add_comm(c.dup()?);
+        let d = crate::comm::dup_of("MPI_Dist_graph_create_adjacent", comm)?;
+        let s = state("MPI_Dist_graph_create_adjacent")?;
+        let h = s.add_comm(d);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
             sources,
@@ -552,7 +557,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         // Weightedness must agree on every rank (MPI: all or none pass MPI_UNWEIGHTED).
         let weighted = w.is_some() as u32;
         let mut flags = vec![0u32; size];
-        c.allgather(&[weighted], &mut flags)?;
+        let mine = [weighted];
+        // SAFETY: the request is waited for before the buffers go.
+        crate::threads::coll_released(unsafe { c.iallgather(&mine, &mut flags)? })?;
         if flags.iter().any(|&f| f != weighted) {
             return Err(err(
                 MPI_ERR_ARG,
@@ -574,7 +581,8 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         }
         let counts: Vec<u32> = per.iter().map(|v| v.len() as u32).collect();
         let mut rcounts = vec![0u32; size];
-        c.alltoall(&counts, &mut rcounts)?;
+        // SAFETY: the request is waited for before the buffers go.
+        crate::threads::coll_released(unsafe { c.ialltoall(&counts, &mut rcounts)? })?;
         let (mut sbuf, mut sc, mut sd) = (Vec::new(), vec![0usize; size], vec![0usize; size]);
         for p in 0..size {
             sd[p] = sbuf.len();
@@ -588,7 +596,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             rtotal += rc[p];
         }
         let mut rbuf = vec![0i32; rtotal];
-        c.alltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?;
+        // SAFETY: the request is waited for before the buffers go.
+        crate::threads::coll_released(unsafe {
+            c.ialltoallv(&sbuf, &sc, &sd, &mut rbuf, &rc, &rd)?
+        })?;
         let (mut ins, mut inw, mut outs, mut outw) = (vec![], vec![], vec![], vec![]);
         for e in rbuf.chunks_exact(3) {
             if e[0] == 1 {
@@ -599,7 +610,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 inw.push(e[2]);
             }
         }
-        let h = s.add_comm(c.dup()?);
+        let d = crate::comm::dup_of("MPI_Dist_graph_create", comm)?;
+        let s = state("MPI_Dist_graph_create")?;
+        let h = s.add_comm(d);
         put!(newcomm, h)?;
         s.comm_mut(h)?.graph = Some(GraphTopo::Dist {
             sources: ins,

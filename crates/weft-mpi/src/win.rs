@@ -590,7 +590,31 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         }
         let i = handle_index(K_WIN, h).ok_or_else(|| bad_win(h))?;
         let e = s.wins.table.remove(i).ok_or_else(|| bad_win(h))?;
-        e.win.free()?;
+        if !crate::threads::multiple() {
+            e.win.free()?;
+            return put!(win, MPI_WIN_NULL);
+        }
+        // Under MPI_THREAD_MULTIPLE the wait for the other members gives the lock back
+        // (crate::threads::wait_released); the window left the table above and is this
+        // call's alone.
+        let mut barrier = e.win.free_start()?;
+        let mut outcome = None;
+        crate::threads::wait_released(|| -> R<bool> {
+            match barrier.test() {
+                Ok(false) => Ok(false),
+                Ok(true) => {
+                    outcome = Some(Ok(()));
+                    Ok(true)
+                }
+                Err(x) => {
+                    outcome = Some(Err(x));
+                    Ok(true)
+                }
+            }
+        })?;
+        drop(barrier);
+        e.win
+            .free_end(outcome.expect("the wait returned once the barrier was done"))?;
         put!(win, MPI_WIN_NULL)
     })();
     match r {
@@ -1507,7 +1531,17 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
-        Ok(call("MPI_Win_fence", win)?.win.fence(a)?)
+        if !crate::threads::multiple() {
+            return Ok(call("MPI_Win_fence", win)?.win.fence(a)?);
+        }
+        // Under MPI_THREAD_MULTIPLE the wait for the other members gives the lock back
+        // (crate::threads::wait_released); each poll finds the window again by its handle.
+        let mut w = call("MPI_Win_fence", win)?.win.fence_start(a)?;
+        crate::threads::wait_released(|| -> R<bool> {
+            Ok(call("MPI_Win_fence", win)?.win.fence_test(&mut w)?)
+        })?;
+        call("MPI_Win_fence", win)?.win.fence_end(a);
+        Ok(())
     })();
     finish_win(win, "MPI_Win_fence", r)
 }

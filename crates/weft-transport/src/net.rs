@@ -2,7 +2,9 @@
 //! between processes of the job, eager or by rendezvous, and say when a peer is gone.
 //!
 //! The engine matches; a [`NetEndpoint`] only carries. An eager message (header and body)
-//! goes out whole with [`NetEndpoint::try_send`]. A larger one is announced with
+//! goes out whole with [`NetEndpoint::try_send`], which says whether it has left or is still
+//! held by the endpoint (then a token is reported done once it has: a send completes only
+//! when its bytes no longer need this process's polls). A larger one is announced with
 //! [`NetEndpoint::start_rendezvous`]: the receiver's endpoint tells its engine
 //! ([`NetSink::rendezvous`]) the envelope, the length and a [`Handle`]; once matched the
 //! engine hands the endpoint the receive buffer ([`NetEndpoint::fetch`]) or refuses the data
@@ -26,6 +28,21 @@ use crate::shm::Header;
 /// it (the engine keeps it and gives it back; it means nothing to anyone else).
 pub type Handle = u64;
 
+/// What [`NetEndpoint::try_send`] did with an eager message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Sent: it has left this process, and no poll of the sender is needed for it to
+    /// arrive.
+    Done,
+    /// Taken, the caller's buffers free, but some of it is still held by the endpoint,
+    /// which needs polls of this process to send it: the token is reported done once it has
+    /// left. A sender that stopped polling now (MPI's progress rule lets a rank whose send
+    /// is complete do so) would keep its receiver waiting.
+    Kept,
+    /// Not taken: the caller keeps it and tries again after a poll.
+    NotNow,
+}
+
 /// Why an operation of a [`NetEndpoint`] failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetFailure {
@@ -43,8 +60,9 @@ pub trait NetSink {
     /// A rendezvous message of `len` bytes from `peer` with the envelope in `h`; its data
     /// waits for [`NetEndpoint::fetch`] or [`NetEndpoint::discard`] with `handle`.
     fn rendezvous(&mut self, peer: u32, h: &Header, len: usize, handle: Handle);
-    /// Operation `token` (a rendezvous send or a fetch) is over: its buffer is no longer
-    /// touched by the endpoint. `Err` when it failed.
+    /// Operation `token` (a rendezvous send, a fetch, or an eager send the endpoint kept)
+    /// is over: its buffer is no longer touched by the endpoint, and a send's bytes have
+    /// left. `Err` when it failed.
     fn done(&mut self, token: u32, result: Result<(), NetFailure>);
 }
 
@@ -83,10 +101,14 @@ pub unsafe trait NetEndpoint {
     fn eager_bytes(&self) -> usize;
 
     /// Sends an eager message to `peer` (body: `parts` in order, at most
-    /// [`NetEndpoint::eager_bytes`] in all). True when it is sent or copied: the caller's
-    /// buffers are free on return. False means "not now" (connecting, or the previous
-    /// message is still being taken): the caller keeps it and tries again after a poll.
-    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool;
+    /// [`NetEndpoint::eager_bytes`] in all). [`Sent::Done`] when it has left this process
+    /// (nothing more is needed from it); [`Sent::Kept`] when the endpoint took it (the
+    /// caller's buffers are free on return) but holds some of it until later polls move it
+    /// (a connection being made, a full socket): the endpoint reports `token` done through
+    /// [`NetSink::done`] once it has left, or fails it. [`Sent::NotNow`] means "not now"
+    /// (connecting, or the previous message is still being taken): the caller keeps it and
+    /// tries again after a poll. `token` means nothing to the endpoint but for this report.
+    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]], token: u32) -> Sent;
 
     /// Announces a rendezvous message of `data.len()` bytes with envelope `h` to `peer`;
     /// the endpoint then moves the data when the peer fetches it, and reports `token` done

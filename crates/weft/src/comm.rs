@@ -324,14 +324,55 @@ impl Comm {
         let all = self.allgather_words(&[color as u32, key as u32, next])?;
         let ctx = all.chunks(3).map(|c| c[2]).max().unwrap_or(next);
         self.engine.borrow_mut().take_ctx(ctx, 2);
-        if color == UNDEFINED {
-            return Ok(None);
+        let colors_keys: Vec<(i32, i32)> =
+            all.chunks(3).map(|c| (c[0] as i32, c[1] as i32)).collect();
+        Ok(self.split_outcome(ctx, &colors_keys))
+    }
+
+    /// The communicator [`Comm::split`] makes, from what the split's agreement found out
+    /// some other way: `colors_keys` holds every member's color and key in rank order (this
+    /// member's at its rank), and the new communicator takes the contexts of `fresh`, a
+    /// duplicate of this intracommunicator made for the split (every member passes its
+    /// duplicate from the same [`Comm::idup`]; `fresh` must not be used afterwards). For
+    /// callers that gather the colors and make the context without blocking (the MPI layer
+    /// under MPI_THREAD_MULTIPLE, whose threads must not wait inside the engine).
+    pub fn split_from(&self, fresh: Comm, colors_keys: &[(i32, i32)]) -> Result<Option<Comm>> {
+        self.check_open()?;
+        let bad = |what: String| {
+            Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("rank {} split of {}: {what}", self.rank(), self.name()),
+            ))
+        };
+        if self.is_inter() || fresh.is_inter() {
+            return bad("split_from takes intracommunicators only".into());
         }
-        let mut group: Vec<(i32, u32)> = all
-            .chunks(3)
+        if colors_keys.len() != self.size() as usize
+            || fresh.data.members != self.data.members
+            || fresh.data.rank != self.data.rank
+        {
+            return bad(format!(
+                "{} colors for {} members, or {} is not a duplicate",
+                colors_keys.len(),
+                self.size(),
+                fresh.name()
+            ));
+        }
+        Ok(self.split_outcome(fresh.data.ctx, colors_keys))
+    }
+
+    /// This member's communicator of a split on context `ctx` where member `r` passed
+    /// `colors_keys[r]`; `None` if its color is [`UNDEFINED`].
+    fn split_outcome(&self, ctx: u32, colors_keys: &[(i32, i32)]) -> Option<Comm> {
+        let color = colors_keys[self.data.rank as usize].0;
+        if color == UNDEFINED {
+            return None;
+        }
+        let mut group: Vec<(i32, u32)> = colors_keys
+            .iter()
             .enumerate()
-            .filter(|(_, c)| c[0] as i32 == color)
-            .map(|(r, c)| (c[1] as i32, r as u32))
+            .filter(|(_, c)| c.0 == color)
+            .map(|(r, c)| (c.1, r as u32))
             .collect();
         group.sort();
         let members: Rc<[u32]> = group
@@ -342,13 +383,13 @@ impl Comm {
             .iter()
             .position(|&(_, r)| r == self.data.rank)
             .expect("caller is in its own color") as u32;
-        Ok(Some(Comm::new(
+        Some(Comm::new(
             self.engine.clone(),
             ctx,
             rank,
             members,
             format!("split of {} (color {color})", self.data.name),
-        )))
+        ))
     }
 
     /// Every member's `words`, concatenated in rank order, exchanged around a ring on the
@@ -498,34 +539,7 @@ impl Comm {
     /// communicator take no part. `tag` tells apart concurrent creations. Collective over
     /// the group; the caller must be in it.
     pub fn create_group(&self, group: &[u32], tag: i32) -> Result<Comm> {
-        self.check()?;
-        let me = self.data.members[self.data.rank as usize];
-        let Some(pos) = group.iter().position(|&w| w == me) else {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "rank {} create_group on {}: the caller is not in the group",
-                    self.rank(),
-                    self.name()
-                ),
-            ));
-        };
-        let mut in_self = Vec::with_capacity(group.len());
-        for &w in group {
-            match self.data.members.iter().position(|&m| m == w) {
-                Some(r) => in_self.push(r as u32),
-                None => {
-                    return Err(Error::new(
-                        ErrorKind::InvalidArgument,
-                        format!(
-                        "rank {} create_group on {}: world rank {w} of the group is not a member",
-                        self.rank(),
-                        self.name()
-                    ),
-                    ))
-                }
-            }
-        }
+        let (pos, in_self) = self.group_positions(group)?;
         // Every member's next free context id, maximised around the group's ring.
         let n = group.len();
         let _creating = Creating::new(&self.engine);
@@ -554,6 +568,110 @@ impl Comm {
             pos as u32,
             group.iter().copied().collect(),
             format!("group of {}", self.data.name),
+        ))
+    }
+
+    /// The caller's place in `group` (world ranks) and each member's rank here, for a
+    /// creation by the group's members only; an error if the caller or a member is not in
+    /// this communicator.
+    fn group_positions(&self, group: &[u32]) -> Result<(usize, Vec<u32>)> {
+        self.check()?;
+        let me = self.data.members[self.data.rank as usize];
+        let Some(pos) = group.iter().position(|&w| w == me) else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} create_group on {}: the caller is not in the group",
+                    self.rank(),
+                    self.name()
+                ),
+            ));
+        };
+        let mut in_self = Vec::with_capacity(group.len());
+        for &w in group {
+            match self.data.members.iter().position(|&m| m == w) {
+                Some(r) => in_self.push(r as u32),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!(
+                        "rank {} create_group on {}: world rank {w} of the group is not a member",
+                        self.rank(),
+                        self.name()
+                    ),
+                    ))
+                }
+            }
+        }
+        Ok((pos, in_self))
+    }
+
+    /// Starts [`Comm::create_group`] without blocking: the members of `group` agree on the
+    /// new context as [`Comm::idup`] does (over this communicator's collective context, on
+    /// tags of their own that carry `tag`), advanced by this process's progress; the
+    /// request's [`DupRequest::test`] or [`DupRequest::wait`] returns the new communicator.
+    /// Concurrent creations on overlapping groups of one communicator need distinct tags
+    /// (as MPI_Comm_create_group's contract says).
+    pub fn icreate_group(&self, group: &[u32], tag: i32) -> Result<DupRequest> {
+        self.iagree_group(group, TAG_IDUP_GROUP, tag, 2)
+    }
+
+    /// An agreement of `group`'s members (world ranks, members of this communicator) on
+    /// `width` fresh context ids, on the tags of `marker` and `tag` (see [`TAG_IDUP`]).
+    fn iagree_group(&self, group: &[u32], marker: i32, tag: i32, width: u32) -> Result<DupRequest> {
+        let (pos, in_self) = self.group_positions(group)?;
+        let d = &self.data;
+        let parts: Vec<AgreePeer> = in_self
+            .iter()
+            .map(|&r| AgreePeer {
+                world: d.members[r as usize],
+                ctx: d.ctx + 1,
+                me_as_src: d.rank,
+                them_as_src: r as i32,
+                peers: d.members.clone(),
+            })
+            .collect();
+        let tag_base = TAG_IDUP | marker | ((tag & 0xffff) << 8);
+        let made = Some((group.iter().copied().collect::<Rc<[u32]>>(), pos as u32));
+        Ok(self.start_agreement(parts, pos, width, tag_base, tag as u32, made))
+    }
+
+    /// Starts agreeing on the contexts of an intercommunicator between the disjoint groups
+    /// `local` (this communicator's members, the caller among them) and `remote` (world
+    /// ranks), without blocking: every member of both groups starts it with the same `tag`
+    /// (each passing its own group as `local`), over the collective context of `world`
+    /// (which holds them all). [`Comm::intercomm_from`] then makes the intercommunicator
+    /// from what the request returns. For callers that must not block while the groups
+    /// agree (the MPI layer under MPI_THREAD_MULTIPLE); [`Comm::intercomm_create`] blocks.
+    pub fn iagree_intercomm(&self, world: &Comm, remote: &[u32], tag: i32) -> Result<DupRequest> {
+        self.check()?;
+        let mut both: Vec<u32> = self.data.members.iter().chain(remote).copied().collect();
+        both.sort_unstable();
+        world.iagree_group(&both, TAG_IDUP_INTER, tag, INTER_CTX_IDS)
+    }
+
+    /// The intercommunicator between this communicator's members and `remote` (world ranks)
+    /// on the contexts `agreed` (what the request of [`Comm::iagree_intercomm`] returned:
+    /// it must not be used otherwise).
+    pub fn intercomm_from(&self, agreed: Comm, remote: &[u32]) -> Result<Comm> {
+        self.check()?;
+        if let Some(w) = remote.iter().find(|w| self.data.members.contains(w)) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} intercomm_create: world rank {w} is in both groups (they must be \
+                     disjoint)",
+                    self.rank()
+                ),
+            ));
+        }
+        Ok(Comm::new_inter(
+            self.engine.clone(),
+            agreed.data.ctx,
+            self.data.rank,
+            self.data.members.clone(),
+            remote.iter().copied().collect(),
+            format!("intercomm of {}", self.data.name),
         ))
     }
 }
@@ -874,8 +992,33 @@ impl Comm {
     /// world rank among the leaders does. Collective over both groups.
     pub fn merge(&self, high: bool) -> Result<Comm> {
         let (ctx, theirs) = self.inter_agree(&[high as u32])?;
-        let d = self.inter_data("merge")?;
         let remote_high = theirs.first().is_some_and(|&h| h != 0);
+        self.merge_on(ctx, high, remote_high)
+    }
+
+    /// The communicator [`Comm::merge`] makes, from what its agreement found out some other
+    /// way: the remote group's `remote_high`, and `fresh`, a duplicate of this
+    /// intercommunicator made for the merge by every member of both groups (from the same
+    /// [`Comm::idup`]; it must not be used afterwards), whose contexts the new communicator
+    /// takes. For callers that must not block (the MPI layer under MPI_THREAD_MULTIPLE).
+    pub fn merge_from(&self, fresh: Comm, high: bool, remote_high: bool) -> Result<Comm> {
+        self.inter_data("merge")?;
+        if fresh.data.members != self.data.members || !fresh.is_inter() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} merge of {}: {} is not a duplicate",
+                    self.rank(),
+                    self.name(),
+                    fresh.name()
+                ),
+            ));
+        }
+        self.merge_on(fresh.data.ctx, high, remote_high)
+    }
+
+    fn merge_on(&self, ctx: u32, high: bool, remote_high: bool) -> Result<Comm> {
+        let d = self.inter_data("merge")?;
         let local_first = if high != remote_high {
             !high
         } else {
@@ -932,6 +1075,59 @@ impl Comm {
                 ),
             ));
         }
+        self.inter_split_outcome(ctx, color, &local_all, &remote_all)
+    }
+
+    /// The communicator [`Comm::split`] makes on an intercommunicator, from what the split's
+    /// agreement found out some other way: every local member's color and key
+    /// (`local_all`, in local rank order, this member's at its rank) and every remote
+    /// member's (`remote_all`), and `fresh`, a duplicate of this intercommunicator made for
+    /// the split by both groups (from the same [`Comm::idup`]; it must not be used
+    /// afterwards), whose contexts the new communicator takes. For callers that must not
+    /// block (the MPI layer under MPI_THREAD_MULTIPLE).
+    pub fn inter_split_from(
+        &self,
+        fresh: Comm,
+        local_all: &[(i32, i32)],
+        remote_all: &[(i32, i32)],
+    ) -> Result<Option<Comm>> {
+        let d = self.inter_data("split")?;
+        if fresh.data.members != self.data.members
+            || !fresh.is_inter()
+            || local_all.len() != self.data.members.len()
+            || remote_all.len() != d.remote.len()
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "rank {} split of {}: {} local and {} remote colors, or {} is not a duplicate",
+                    self.rank(),
+                    self.name(),
+                    local_all.len(),
+                    remote_all.len(),
+                    fresh.name()
+                ),
+            ));
+        }
+        let words = |all: &[(i32, i32)]| -> Vec<u32> {
+            all.iter()
+                .flat_map(|&(c, k)| [c as u32, k as u32])
+                .collect()
+        };
+        let color = local_all[self.data.rank as usize].0;
+        self.inter_split_outcome(fresh.data.ctx, color, &words(local_all), &words(remote_all))
+    }
+
+    /// This member's intercommunicator of a split on contexts `ctx..ctx + 6`, from every
+    /// local and remote member's color and key (two words each, in rank order).
+    fn inter_split_outcome(
+        &self,
+        ctx: u32,
+        color: i32,
+        local_all: &[u32],
+        remote_all: &[u32],
+    ) -> Result<Option<Comm>> {
+        let d = self.inter_data("split")?;
         if color == UNDEFINED {
             return Ok(None);
         }
@@ -945,8 +1141,8 @@ impl Comm {
             g.sort();
             g.iter().map(|&(_, r)| members[r]).collect()
         };
-        let local = pick(&local_all, &self.data.members);
-        let remote = pick(&remote_all, &d.remote);
+        let local = pick(local_all, &self.data.members);
+        let remote = pick(remote_all, &d.remote);
         if remote.is_empty() {
             return Ok(None);
         }
@@ -987,6 +1183,10 @@ impl Drop for Creating {
 /// collective tag (below 2^30) and below communicator creation's; bits 8-23 hold the
 /// duplication's number on its communicator, bits 0-7 the message's step.
 const TAG_IDUP: i32 = 0x6000_0000;
+/// Marks the agreement of [`Comm::icreate_group`], whose bits 8-23 hold the caller's tag.
+const TAG_IDUP_GROUP: i32 = 0x0100_0000;
+/// Marks the agreement of [`Comm::iagree_intercomm`], whose bits 8-23 hold the caller's tag.
+const TAG_IDUP_INTER: i32 = 0x0200_0000;
 
 /// One participant of a duplication's agreement: where its messages go and how they arrive.
 #[derive(Clone)]
@@ -1022,7 +1222,8 @@ pub(crate) struct IdupState {
     parts: Vec<AgreePeer>,
     me: usize,
     width: u32,
-    seq: u32,
+    /// The agreement's tags less the step (see [`TAG_IDUP`]).
+    tag_base: i32,
     /// Messages sent so far (low tag bits); equal on every participant at each step.
     step_no: u32,
     proposal: u32,
@@ -1149,7 +1350,7 @@ impl IdupState {
         let n = self.parts.len();
         let to = &self.parts[(self.me + self.dist) % n];
         let from = &self.parts[(self.me + n - self.dist) % n];
-        let tag = TAG_IDUP | (((self.seq & 0xffff) << 8) | (self.step_no & 0xff)) as i32;
+        let tag = self.tag_base | (self.step_no & 0xff) as i32;
         self.step_no = self.step_no.wrapping_add(1);
         self.sbuf[0] = self.value;
         let pattern = crate::matching::Pattern {
@@ -1190,6 +1391,9 @@ pub struct DupRequest {
     parent: Comm,
     key: u64,
     taken: bool,
+    /// For [`Comm::icreate_group`]: the new communicator's members (world ranks) and the
+    /// caller's rank among them; `None` for a duplicate.
+    made: Option<(Rc<[u32]>, u32)>,
 }
 
 impl std::fmt::Debug for DupRequest {
@@ -1221,17 +1425,32 @@ impl Comm {
         let seq = self.data.idup_seq.get();
         self.data.idup_seq.set(seq.wrapping_add(1));
         let (parts, me, width) = self.agree_parts()?;
-        let d_ctx = self.data.ctx;
+        let tag_base = TAG_IDUP | ((seq & 0xffff) << 8) as i32;
+        let salt_seq = seq ^ (self.data.ctx << 16);
+        Ok(self.start_agreement(parts, me, width, tag_base, salt_seq, None))
+    }
+
+    /// Starts an agreement on `width` context ids among `parts` (this process at `me`) on
+    /// the tags of `tag_base`; `made` as [`DupRequest`] holds it.
+    fn start_agreement(
+        &self,
+        parts: Vec<AgreePeer>,
+        me: usize,
+        width: u32,
+        tag_base: i32,
+        salt_seq: u32,
+        made: Option<(Rc<[u32]>, u32)>,
+    ) -> DupRequest {
         let mut e = self.engine.borrow_mut();
         let proposal = e.reserve_ctx(width, 0);
-        let salt = (u64::from(parts[me].world) << 32) ^ u64::from(seq) ^ (u64::from(d_ctx) << 16);
+        let salt = (u64::from(parts[me].world) << 32) ^ u64::from(salt_seq);
         let state = IdupState {
             attempt: 0,
             salt,
             parts,
             me,
             width,
-            seq,
+            tag_base,
             step_no: 0,
             proposal,
             candidate: 0,
@@ -1248,11 +1467,12 @@ impl Comm {
         // The first step's messages leave now: a peer blocked elsewhere can receive them.
         e.progress();
         drop(e);
-        Ok(DupRequest {
+        DupRequest {
             parent: self.clone(),
             key,
             taken: false,
-        })
+            made,
+        }
     }
 
     /// The participants of an agreement over this communicator (both groups of an
@@ -1333,7 +1553,18 @@ impl DupRequest {
             None => Ok(None),
             Some(r) => {
                 self.taken = true;
-                r.map(|ctx| Some(self.parent.dup_on(ctx)))
+                r.map(|ctx| {
+                    Some(match &self.made {
+                        None => self.parent.dup_on(ctx),
+                        Some((members, rank)) => Comm::new(
+                            self.parent.engine.clone(),
+                            ctx,
+                            *rank,
+                            members.clone(),
+                            format!("group of {}", self.parent.data.name),
+                        ),
+                    })
+                })
             }
         }
     }

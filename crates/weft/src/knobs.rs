@@ -8,7 +8,7 @@ pub(crate) static KNOBS: &[Knob] = &[
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core)",
+        help: "yield the CPU (sched_yield) while waiting with nothing to do: auto = when the node has more ranks than cores, at once in collectives (a pinned rank whose co-located ranks all wait at the node's counter keeps its core up to 50 us) and after a learned spin (0-50 us) in point-to-point waits, else after WEFT_YIELD_AFTER_US of idle polling; on = at once; off = never (spin, keep the core). A rank that yields at once and has network peers spins the learned 0-50 us first in point-to-point waits on a network peer",
     },
     Knob {
         name: "WEFT_BLOCK",
@@ -80,7 +80,7 @@ pub(crate) static KNOBS: &[Knob] = &[
         name: "WEFT_MPI_THREAD_MULTIPLE",
         kind: KnobKind::Bool,
         default: "0",
-        help: "let MPI_Init_thread and MPI_Session_init provide MPI_THREAD_MULTIPLE when asked (one lock around every MPI call; point-to-point, probes, waits, the blocking collectives and MPI_Comm_dup release it while they wait, but other blocking calls (communicator creation other than dup, windows, files, large-count collectives) hold it while they wait and can deadlock when threads of one rank wait on each other through them); 0 provides MPI_THREAD_SERIALIZED at most",
+        help: "let MPI_Init_thread and MPI_Session_init provide MPI_THREAD_MULTIPLE when asked (one lock around every MPI call; point-to-point, probes, waits, the blocking collectives, communicator creation, MPI_Win_fence, MPI_Win_free and MPI_Buffer_detach release it while they wait, but window creation, the other window synchronisation and files hold it while they wait and can deadlock when threads of one rank wait on each other through them); 0 provides MPI_THREAD_SERIALIZED at most",
     },
     Knob {
         name: "WEFT_CHAR_REDUCTIONS",

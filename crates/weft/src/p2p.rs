@@ -119,7 +119,6 @@ impl Comm {
             None => {}
             Some(id) => finish(&mut e, id).map(|_| ())?,
         }
-        e.push_out_after_send(w);
         Ok(())
     }
 
@@ -261,7 +260,6 @@ impl Comm {
         *status = e.status_of(rid);
         e.free_req(rid);
         send_result?;
-        e.push_out_after_send(w);
         received
     }
 

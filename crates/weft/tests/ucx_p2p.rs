@@ -281,7 +281,10 @@ mod over_ucx {
                     tag: 1,
                     ..Default::default()
                 };
-                assert!(stranger.try_send(1, &h, &[&666u64.to_le_bytes()]));
+                assert_ne!(
+                    stranger.try_send(1, &h, &[&666u64.to_le_bytes()], 0),
+                    weft_transport::net::Sent::NotNow
+                );
                 struct Nothing;
                 impl weft_transport::net::NetSink for Nothing {
                     fn eager(&mut self, _: u32, _: &weft_transport::shm::Header, _: &[u8]) {}

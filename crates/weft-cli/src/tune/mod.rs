@@ -8,15 +8,18 @@
 //! p2p`'s rank side) with the runtime forced onto one way at a time: the shared-memory ring
 //! and its pipelined copy (`WEFT_SHM_CMA=off`), the single copy (CMA from 0 bytes), TCP over
 //! loopback and UCX (`WEFT_TRANSPORTS`), and eager against rendezvous sends of the same
-//! sizes. Collectives ([`rank`]): one job per rank count, every algorithm forced in turn at
-//! every size; the fastest per size becomes a rule bounded by what was measured (that rank
+//! sizes. Collectives ([`rank`]): one job per rank count and round (the rounds interleaved),
+//! the runtime's own selection first and then every algorithm forced in turn at every size.
+//! The fastest per size (median over the rounds) becomes a rule only where it beat the
+//! runtime's own selection by the margin in every round, so a noisy or loaded run keeps the
+//! default instead of writing a loser; a rule is bounded by what was measured (that rank
 //! count, one node, the size band around the size, oversubscribed or not), so the model
 //! still decides outside. `--check` ([`check`]) compares the file's points with the cost
 //! model fed with the file's lane figures.
 
-pub(crate) mod check;
-pub(crate) mod lanes;
-pub(crate) mod rank;
+pub mod check;
+pub mod lanes;
+pub mod rank;
 
 use crate::progress::Progress;
 use std::io::IsTerminal;
@@ -25,7 +28,7 @@ use weft::coll::select::{Crossovers, Machine, MeasuredPoint, ModelFigures, Tunin
 use weft::lanes::LaneEntry;
 
 /// The collectives `weft tune` measures (as `weft bench coll --op` names them).
-pub(crate) const OPS: &[&str] = &[
+pub const OPS: &[&str] = &[
     "barrier",
     "bcast",
     "reduce",
@@ -46,7 +49,7 @@ says \"tuning file\"), the lanes reader its lane figures (`weft info --transport
 \"tuning file FILE\" as their origin) and the collectives' cost model its figures. An \
 installed weft's modulefile sets WEFT_TUNING_FILE to <prefix>/share/weft/tuning.toml when \
 that file exists (`weft tune` writes there by default when run from an installed prefix).")]
-pub(crate) struct TuneArgs {
+pub struct TuneArgs {
     /// Fewer sizes, radices and repetitions, rank counts 2 and one oversubscribed (under a
     /// minute on a 2-core machine; no UCX, fewer crossover sizes).
     #[arg(long)]
@@ -71,10 +74,28 @@ pub(crate) struct TuneArgs {
     /// Timed calls per cell (default: 200 below 64 KiB, 20 above; --quick: 30 and 5).
     #[arg(long)]
     pub iters: Option<u32>,
+    /// Times every collective cell is measured, in separate interleaved jobs (default 3;
+    /// --quick: 2).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+    /// How much faster than the runtime's own selection (without a tuning file), in percent,
+    /// an algorithm must be in every round to become a rule.
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
+    pub margin: f64,
+    /// Write rules even when other programs ran on the node while measuring (by default a
+    /// busy node's run writes its lanes and points but no rules: its cells measure the other
+    /// programs as much as the algorithms).
+    #[arg(long)]
+    pub busy_ok: bool,
     /// Compare the model with the measurements of FILE (a file `weft tune` wrote) instead of
     /// measuring: predicted and measured time of every cell, the error, and per collective
     /// the mean absolute percentage error (all sizes, and from 64 KiB).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "out", "np", "colls", "sizes", "iters"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["quick", "out", "np", "colls", "sizes", "iters", "rounds", "busy_ok"])]
     pub check: Option<PathBuf>,
     /// Print JSON (one object per line) and no progress bar.
     #[arg(long)]
@@ -91,6 +112,9 @@ struct Plan {
     sizes: String,
     iters: (u32, u32),
     radices: Vec<u32>,
+    rounds: u32,
+    /// A rule's required gain over the baseline, as a fraction (0.1 = 10%).
+    margin: f64,
     out: PathBuf,
     cores: u32,
 }
@@ -101,7 +125,7 @@ fn cores() -> u32 {
 }
 
 /// The default rank counts for `cores` cores (see `--np`).
-pub(crate) fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
+pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
     let over = (2 * cores).min(cores + 4).max(cores + 1);
     let mut v: Vec<u32> = if quick {
         vec![2]
@@ -121,7 +145,7 @@ pub(crate) fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
 
 /// `PREFIX/share/weft/tuning.toml` when this binary is `PREFIX/bin/weft` of a prefix
 /// `weft install` made (it has the modulefile), else `./weft-tuning.toml`.
-pub(crate) fn default_out() -> PathBuf {
+pub fn default_out() -> PathBuf {
     let prefix = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent()?.parent().map(Path::to_path_buf));
@@ -171,6 +195,18 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
         (None, true) => (30, 5),
         (None, false) => (200, 20),
     };
+    let rounds = match (a.rounds, a.quick) {
+        (Some(0), _) => return Err("--rounds 0: need at least one round".into()),
+        (Some(r), _) => r,
+        (None, true) => 2,
+        (None, false) => 3,
+    };
+    if !(0.0..100.0).contains(&a.margin) {
+        return Err(format!(
+            "--margin {}: a percentage from 0 up to (not including) 100",
+            a.margin
+        ));
+    }
     let radices = if a.quick {
         vec![2, 3, 4]
     } else {
@@ -182,13 +218,15 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
         sizes,
         iters,
         radices,
+        rounds,
+        margin: a.margin / 100.0,
         out: a.out.clone().unwrap_or_else(default_out),
         cores,
     })
 }
 
 /// Runs `weft tune`.
-pub(crate) fn run(a: TuneArgs) -> i32 {
+pub fn run(a: TuneArgs) -> i32 {
     if let Some(file) = &a.check {
         return check::run(file, a.json);
     }
@@ -232,8 +270,12 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
     let quiet = a.json || !std::io::stdout().is_terminal();
     let lane_jobs = lanes::jobs(a.quick);
     let repeats = if a.quick { 3 } else { 5 };
-    let total = (lane_jobs.len() as u64) * u64::from(repeats) + p.nps.len() as u64;
+    let total =
+        (lane_jobs.len() as u64) * u64::from(repeats) + p.nps.len() as u64 * u64::from(p.rounds);
     let progress = Progress::new("tune", total, quiet);
+    // Other programs' runnable tasks, sampled while none of ours runs: before each job.
+    let probe = weft::node_load::LoadProbe::open();
+    let mut busiest = others_runnable(probe.as_ref());
     let measured = match lanes::measure(&lane_jobs, repeats, a.timeout_s, &progress) {
         Ok(m) => m,
         Err(e) => {
@@ -242,46 +284,79 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
             return 1;
         }
     };
-    let mut points: Vec<MeasuredPoint> = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
     let ops: Vec<&str> = p.ops.iter().map(String::as_str).collect();
-    for &np in &p.nps {
-        progress.start(&format!("collectives at {np} ranks"));
-        let args = rank::TuneRankArgs::to_args(&ops, &p.sizes, p.iters, &p.radices);
-        let (code, out) = crate::bench::run_subcommand(
-            "__tune-rank",
-            np,
-            args,
-            a.timeout_s,
-            &lanes::clean_env(&[]),
-            None,
-        );
-        if code != 0 {
-            drop(progress);
-            eprintln!("weft tune: the collectives job at {np} ranks failed (exit {code})");
-            return code;
-        }
-        for line in String::from_utf8_lossy(&out).lines() {
-            if let Ok(c) = serde_json::from_str::<rank::Cell>(line) {
-                points.push(MeasuredPoint {
-                    coll: c.coll,
-                    algo: c.algo,
-                    radix: c.radix,
-                    procs: c.procs,
-                    ppn: c.ppn,
-                    bytes: c.bytes,
-                    measured_us: c.p50_us,
-                });
-            } else if let Ok(s) = serde_json::from_str::<rank::Skip>(line) {
-                progress.note(&format!("# skipped {}: {}", s.skip, s.why));
-            } else if !line.trim().is_empty() {
-                progress.note(line);
+    for round in 0..p.rounds {
+        for &np in &p.nps {
+            progress.start(&format!(
+                "collectives at {np} ranks, round {} of {}",
+                round + 1,
+                p.rounds
+            ));
+            busiest = busiest.max(others_runnable(probe.as_ref()));
+            let args = rank::TuneRankArgs::to_args(&ops, &p.sizes, p.iters, &p.radices);
+            let (code, out) = crate::bench::run_subcommand(
+                "__tune-rank",
+                np,
+                args,
+                a.timeout_s,
+                &lanes::clean_env(&[]),
+                None,
+            );
+            if code != 0 {
+                drop(progress);
+                eprintln!("weft tune: the collectives job at {np} ranks failed (exit {code})");
+                return code;
             }
+            for line in String::from_utf8_lossy(&out).lines() {
+                if let Ok(cell) = serde_json::from_str::<rank::Cell>(line) {
+                    samples.push(Sample { round, cell });
+                } else if let Ok(s) = serde_json::from_str::<rank::Skip>(line) {
+                    if round == 0 {
+                        progress.note(&format!("# skipped {}: {}", s.skip, s.why));
+                    }
+                } else if !line.trim().is_empty() {
+                    progress.note(line);
+                }
+            }
+            progress.done();
         }
-        progress.done();
     }
     drop(progress);
+    let points = points_of(&samples);
+    busiest = busiest.max(others_runnable(probe.as_ref()));
+    let (mut rules, mut kept) = rules_of(&samples, p.cores, p.margin);
+    let busy = (busiest > 0 && !a.busy_ok).then_some(busiest);
+    if busy.is_some() {
+        // Every measured size keeps the runtime's own selection.
+        rules.clear();
+        kept.clear();
+        for s in &samples {
+            let c = &s.cell;
+            if kept
+                .iter()
+                .any(|k| k.coll == c.coll && k.procs == c.procs && k.bytes == c.bytes)
+            {
+                continue;
+            }
+            let default = samples.iter().find(|t| {
+                t.cell.baseline
+                    && t.cell.coll == c.coll
+                    && t.cell.procs == c.procs
+                    && t.cell.bytes == c.bytes
+            });
+            kept.push(Kept {
+                coll: c.coll.clone(),
+                procs: c.procs,
+                bytes: c.bytes,
+                default_algo: default
+                    .map_or_else(|| "(not measured)".into(), |t| t.cell.algo.clone()),
+                fastest: "(busy node: not compared)".into(),
+                ratio: f64::NAN,
+            });
+        }
+    }
     let machine = describe(a.quick, &p.nps, p.cores);
-    let rules = rules_of(&points, p.cores);
     let mut file = FileOut {
         machine,
         lane: measured.lanes.clone(),
@@ -316,7 +391,7 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
         eprintln!("weft tune: --out {}: {e}", p.out.display());
         return 1;
     }
-    summary(&p.out, &file, &loaded, a.json);
+    summary(&p.out, &file, &loaded, &kept, p.margin, busy, a.json);
     0
 }
 
@@ -347,7 +422,7 @@ fn describe(quick: bool, nps: &[u32], cores: u32) -> Machine {
 }
 
 /// Now as RFC 3339 UTC (days to civil date after Howard Hinnant's published algorithm).
-pub(crate) fn utc_now() -> String {
+pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;
@@ -375,7 +450,7 @@ fn civil(secs: i64) -> String {
 
 /// One `[[rule]]` as `weft tune` writes it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub(crate) struct RuleOut {
+pub struct RuleOut {
     pub coll: String,
     pub algo: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -413,51 +488,240 @@ impl FileOut {
     }
 }
 
-/// The rules of `points`: per collective and rank count, the fastest cell at each size,
-/// each over the band of sizes around it (from the geometric middle between it and the size
-/// below to that between it and the size above; from 0 for the smallest, up to the largest
-/// measured size for the largest), adjacent bands with the same winner merged. Bytes mean
-/// nothing to a barrier: its rule has no size bounds. Reduce_scatter's rules (measured as
-/// the block form) are written for both forms.
-pub(crate) fn rules_of(points: &[MeasuredPoint], cores: u32) -> Vec<RuleOut> {
+/// Runnable tasks of other programs now, while none of ours runs: the fewest of a few
+/// readings 20 ms apart (a task that ran for a moment is not load), less this process.
+fn others_runnable(probe: Option<&weft::node_load::LoadProbe>) -> u32 {
+    let Some(probe) = probe else { return 0 };
+    let mut least = u32::MAX;
+    for i in 0..5 {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if let Some(n) = probe.runnable() {
+            least = least.min(n);
+        }
+    }
+    if least == u32::MAX {
+        0
+    } else {
+        least.saturating_sub(1)
+    }
+}
+
+/// One collective cell measured in one round.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The round (0-based).
+    pub round: u32,
+    /// What the job printed.
+    pub cell: rank::Cell,
+}
+
+/// A size at which no algorithm beat the runtime's own selection by the margin in every
+/// round, so no rule was written there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kept {
+    pub coll: String,
+    pub procs: u32,
+    pub bytes: u64,
+    /// What the runtime chose there (the baseline's algorithm).
+    pub default_algo: String,
+    /// The fastest forced algorithm (median over the rounds) and its time over the
+    /// baseline's, median of the rounds' ratios.
+    pub fastest: String,
+    pub ratio: f64,
+}
+
+/// The median of `v` (the mean of the middle two for an even count); None when empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+/// The forced cells as the file's `[[point]]`s: each the median of its rounds.
+pub fn points_of(samples: &[Sample]) -> Vec<MeasuredPoint> {
+    let mut out: Vec<MeasuredPoint> = Vec::new();
+    for s in samples.iter().filter(|s| !s.cell.baseline) {
+        let c = &s.cell;
+        let same = |p: &MeasuredPoint| {
+            p.coll == c.coll
+                && p.algo == c.algo
+                && p.radix == c.radix
+                && p.procs == c.procs
+                && p.ppn == c.ppn
+                && p.bytes == c.bytes
+        };
+        if out.iter().any(same) {
+            continue;
+        }
+        let times: Vec<f64> = samples
+            .iter()
+            .filter(|t| {
+                let d = &t.cell;
+                !d.baseline
+                    && d.coll == c.coll
+                    && d.algo == c.algo
+                    && d.radix == c.radix
+                    && d.procs == c.procs
+                    && d.ppn == c.ppn
+                    && d.bytes == c.bytes
+            })
+            .map(|t| t.cell.p50_us)
+            .collect();
+        out.push(MeasuredPoint {
+            coll: c.coll.clone(),
+            algo: c.algo.clone(),
+            radix: c.radix,
+            procs: c.procs,
+            ppn: c.ppn,
+            bytes: c.bytes,
+            measured_us: median(times).expect("at least this sample"),
+        });
+    }
+    out
+}
+
+/// A rule's algorithm and radix.
+type Winner = (String, Option<u32>);
+
+/// The winner at one size: the fastest forced algorithm and radix by median over the
+/// rounds, if it is not the baseline's own choice and beat the baseline by `margin` in every
+/// round that measured both (and at least one did); else what was kept.
+fn winner_at(
+    cells: &[&Sample],
+    coll: &str,
+    procs: u32,
+    bytes: u64,
+    margin: f64,
+) -> Result<Winner, Kept> {
+    let mut keys: Vec<(&str, Option<u32>)> = Vec::new();
+    for s in cells.iter().filter(|s| !s.cell.baseline) {
+        let k = (s.cell.algo.as_str(), s.cell.radix);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let at = |algo: &str, radix: Option<u32>, baseline: bool| -> Vec<(u32, f64)> {
+        cells
+            .iter()
+            .filter(|s| {
+                s.cell.baseline == baseline
+                    && (baseline || (s.cell.algo == algo && s.cell.radix == radix))
+            })
+            .map(|s| (s.round, s.cell.p50_us))
+            .collect()
+    };
+    let best = keys
+        .iter()
+        .filter_map(|&(a, r)| {
+            median(at(a, r, false).iter().map(|x| x.1).collect()).map(|m| (a, r, m))
+        })
+        .min_by(|x, y| x.2.total_cmp(&y.2));
+    let base = at("", None, true);
+    let default = cells.iter().find(|s| s.cell.baseline).map(|s| &s.cell);
+    let default_algo = default.map_or_else(|| "(not measured)".to_string(), |c| c.algo.clone());
+    let is_default = |algo: &str, radix: Option<u32>| {
+        default.is_some_and(|c| c.algo == algo && c.radix == radix)
+    };
+    let Some((algo, radix, _)) = best else {
+        return Err(Kept {
+            coll: coll.to_string(),
+            procs,
+            bytes,
+            default_algo,
+            fastest: "(none)".into(),
+            ratio: f64::NAN,
+        });
+    };
+    let ratios: Vec<f64> = at(algo, radix, false)
+        .iter()
+        .filter_map(|&(round, us)| {
+            base.iter()
+                .find(|b| b.0 == round)
+                .map(|b| us / b.1.max(f64::MIN_POSITIVE))
+        })
+        .collect();
+    // The runtime's own choice needs no rule, however its rounds went.
+    if !is_default(algo, radix) && !ratios.is_empty() && ratios.iter().all(|&q| q <= 1.0 - margin) {
+        Ok((algo.to_string(), radix))
+    } else {
+        Err(Kept {
+            coll: coll.to_string(),
+            procs,
+            bytes,
+            default_algo,
+            fastest: match radix {
+                Some(k) => format!("{algo} (radix {k})"),
+                None => algo.to_string(),
+            },
+            ratio: median(ratios).unwrap_or(f64::NAN),
+        })
+    }
+}
+
+/// The rules of `samples`, and the sizes where the default was kept: per collective and
+/// rank count, the winner at each size ([`winner_at`]), each over the band of sizes around
+/// it (from the geometric middle between it and the size below to that between it and the
+/// size above; from 0 for the smallest, up to the largest measured size for the largest),
+/// adjacent bands with the same winner merged; a size without a winner has no rule, so the
+/// runtime keeps its own selection there. Bytes mean nothing to a barrier: its rule has no
+/// size bounds. Reduce_scatter's rules (measured as the block form) are written for both
+/// forms.
+pub fn rules_of(samples: &[Sample], cores: u32, margin: f64) -> (Vec<RuleOut>, Vec<Kept>) {
     let mut keys: Vec<(String, u32, u32)> = Vec::new();
-    for p in points {
-        let k = (p.coll.clone(), p.procs, p.ppn);
+    for s in samples {
+        let k = (s.cell.coll.clone(), s.cell.procs, s.cell.ppn);
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
     let mut out = Vec::new();
+    let mut kept = Vec::new();
     for (coll, procs, ppn) in keys {
-        let cells: Vec<&MeasuredPoint> = points
+        let cells: Vec<&Sample> = samples
             .iter()
-            .filter(|p| p.coll == coll && p.procs == procs && p.ppn == ppn)
+            .filter(|s| s.cell.coll == coll && s.cell.procs == procs && s.cell.ppn == ppn)
             .collect();
-        let mut sizes: Vec<u64> = cells.iter().map(|p| p.bytes).collect();
+        let mut sizes: Vec<u64> = cells.iter().map(|s| s.cell.bytes).collect();
         sizes.sort_unstable();
         sizes.dedup();
-        let mut bands: Vec<(u64, u64, String, Option<u32>)> = Vec::new();
-        for (i, &s) in sizes.iter().enumerate() {
-            let Some(best) = cells
+        // (lo, hi, winner); None where the default was kept.
+        let mut bands: Vec<(u64, u64, Option<Winner>)> = Vec::new();
+        for (i, &size) in sizes.iter().enumerate() {
+            let here: Vec<&Sample> = cells
                 .iter()
-                .filter(|p| p.bytes == s)
-                .min_by(|a, b| a.measured_us.total_cmp(&b.measured_us))
-            else {
-                continue;
+                .copied()
+                .filter(|s| s.cell.bytes == size)
+                .collect();
+            let win = match winner_at(&here, &coll, procs, size, margin) {
+                Ok(w) => Some(w),
+                Err(k) => {
+                    kept.push(k);
+                    None
+                }
             };
             let lo = if i == 0 {
                 0
             } else {
-                ((sizes[i - 1] as f64 * s as f64).sqrt().floor() as u64 + 1).max(sizes[i - 1] + 1)
+                ((sizes[i - 1] as f64 * size as f64).sqrt().floor() as u64 + 1)
+                    .max(sizes[i - 1] + 1)
             };
             let hi = if i + 1 == sizes.len() {
-                s
+                size
             } else {
-                ((s as f64 * sizes[i + 1] as f64).sqrt().floor() as u64).max(s)
+                ((size as f64 * sizes[i + 1] as f64).sqrt().floor() as u64).max(size)
             };
             match bands.last_mut() {
-                Some(b) if b.2 == best.algo && b.3 == best.radix => b.1 = hi,
-                _ => bands.push((lo, hi, best.algo.clone(), best.radix)),
+                Some(b) if b.2.is_some() && b.2 == win => b.1 = hi,
+                _ => bands.push((lo, hi, win)),
             }
         }
         let barrier = coll == "barrier";
@@ -467,7 +731,8 @@ pub(crate) fn rules_of(points: &[MeasuredPoint], cores: u32) -> Vec<RuleOut> {
             vec![coll.as_str()]
         };
         for name in names {
-            for (lo, hi, algo, radix) in &bands {
+            for (lo, hi, win) in &bands {
+                let Some((algo, radix)) = win else { continue };
                 out.push(RuleOut {
                     coll: name.to_string(),
                     algo: algo.clone(),
@@ -482,14 +747,34 @@ pub(crate) fn rules_of(points: &[MeasuredPoint], cores: u32) -> Vec<RuleOut> {
             }
         }
     }
-    out
+    (out, kept)
 }
 
 /// What a run prints at the end.
-fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, json: bool) {
+fn summary(
+    out: &Path,
+    f: &FileOut,
+    loaded: &TuningFile,
+    kept: &[Kept],
+    margin: f64,
+    busy: Option<u32>,
+    json: bool,
+) {
     if json {
+        let kept: Vec<serde_json::Value> = kept
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "coll": k.coll, "procs": k.procs, "bytes": k.bytes,
+                    "default": k.default_algo, "fastest": k.fastest,
+                    "ratio": k.ratio.is_finite().then_some(k.ratio),
+                })
+            })
+            .collect();
         let v = serde_json::json!({
             "file": out.display().to_string(),
+            "kept_default": kept,
+            "busy_others_runnable": busy,
             "lanes": f.lane,
             "crossover": f.crossover,
             "reduce_ns_per_byte": f.model.reduce_ns_per_byte,
@@ -500,6 +785,12 @@ fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, json: bool) {
         return;
     }
     println!("wrote {}", out.display());
+    if let Some(n) = busy {
+        println!(
+            "the node was busy: {n} runnable tasks of other programs while measuring; no rules \
+             written (measure on an idle node, or pass --busy-ok to write them anyway)"
+        );
+    }
     println!(
         "{:<6} {:>12} {:>12} {:>10}",
         "lane", "latency_us", "overhead_us", "GB/s"
@@ -521,9 +812,12 @@ fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, json: bool) {
         show(f.crossover.model_cma_bytes)
     );
     println!(
-        "{} rules from {} measured cells; load with WEFT_TUNING_FILE={}",
+        "{} rules from {} measured cells; the runtime's own selection kept at {} sizes \
+         (nothing beat it by {:.0}% in every round); load with WEFT_TUNING_FILE={}",
         loaded.rules.len(),
         loaded.points.len(),
+        kept.len(),
+        margin * 100.0,
         out.display()
     );
 }
@@ -532,42 +826,119 @@ fn summary(out: &Path, f: &FileOut, loaded: &TuningFile, json: bool) {
 mod tests {
     use super::*;
 
-    fn pt(coll: &str, algo: &str, procs: u32, bytes: u64, us: f64) -> MeasuredPoint {
-        MeasuredPoint {
-            coll: coll.into(),
-            algo: algo.into(),
-            radix: None,
-            procs,
-            ppn: procs,
-            bytes,
-            measured_us: us,
+    /// A cell of `round`; `algo = "base:X"` makes it the baseline (the runtime chose X).
+    fn at(round: u32, coll: &str, algo: &str, procs: u32, bytes: u64, us: f64) -> Sample {
+        let (algo, baseline) = match algo.strip_prefix("base:") {
+            Some(a) => (a, true),
+            None => (algo, false),
+        };
+        Sample {
+            round,
+            cell: rank::Cell {
+                coll: coll.into(),
+                algo: algo.into(),
+                radix: None,
+                procs,
+                ppn: procs,
+                bytes,
+                p50_us: us,
+                baseline,
+            },
         }
     }
 
     #[test]
     fn rules_cover_the_measured_bands_only() {
-        let pts = vec![
-            pt("bcast", "knomial", 2, 8, 1.0),
-            pt("bcast", "shm", 2, 8, 2.0),
-            pt("bcast", "knomial", 2, 4096, 3.0),
-            pt("bcast", "shm", 2, 4096, 4.0),
-            pt("bcast", "knomial", 2, 65536, 9.0),
-            pt("bcast", "shm", 2, 65536, 5.0),
-            pt("barrier", "shm_counter", 4, 0, 1.0),
-        ];
-        let r = rules_of(&pts, 2);
-        assert_eq!(r.len(), 3, "{r:?}");
+        let mut pts = Vec::new();
+        for round in 0..2 {
+            pts.extend([
+                at(round, "bcast", "base:knomial", 2, 8, 1.0),
+                at(round, "bcast", "knomial", 2, 8, 1.0),
+                at(round, "bcast", "shm", 2, 8, 0.5),
+                at(round, "bcast", "base:knomial", 2, 4096, 3.0),
+                at(round, "bcast", "knomial", 2, 4096, 3.0),
+                at(round, "bcast", "shm", 2, 4096, 2.0),
+                at(round, "bcast", "base:knomial", 2, 65536, 9.0),
+                at(round, "bcast", "knomial", 2, 65536, 9.0),
+                at(round, "bcast", "shm", 2, 65536, 5.0),
+                at(round, "barrier", "base:dissemination", 4, 0, 2.0),
+                at(round, "barrier", "shm_counter", 4, 0, 1.0),
+            ]);
+        }
+        let (r, kept) = rules_of(&pts, 2, 0.1);
+        assert!(kept.is_empty(), "{kept:?}");
+        assert_eq!(r.len(), 2, "{r:?}");
         assert_eq!(
             (r[0].algo.as_str(), r[0].min_bytes, r[0].max_bytes),
-            ("knomial", None, Some(16384))
-        );
-        assert_eq!(
-            (r[1].algo.as_str(), r[1].min_bytes, r[1].max_bytes),
-            ("shm", Some(16385), Some(65536))
+            ("shm", None, Some(65536))
         );
         assert!(r.iter().all(|x| x.max_nodes == 1));
-        assert_eq!((r[2].max_bytes, r[2].oversubscribed), (None, true));
+        assert_eq!((r[1].max_bytes, r[1].oversubscribed), (None, true));
         assert!(!r[0].oversubscribed);
+        // The points are the rounds' medians of the forced cells; baselines are not points.
+        let p = points_of(&pts);
+        assert_eq!(p.len(), 7);
+        assert!(p.iter().all(|x| x.algo != "dissemination"));
+    }
+
+    #[test]
+    fn a_rule_must_beat_the_default_by_the_margin_in_every_round() {
+        let pts = vec![
+            // 8 B: shm is 40% faster in both rounds: a rule.
+            at(0, "bcast", "base:knomial", 2, 8, 10.0),
+            at(0, "bcast", "shm", 2, 8, 6.0),
+            at(1, "bcast", "base:knomial", 2, 8, 10.0),
+            at(1, "bcast", "shm", 2, 8, 6.0),
+            // 4 KiB: shm fastest by median, but only 5% better in round 1: kept.
+            at(0, "bcast", "base:knomial", 2, 4096, 10.0),
+            at(0, "bcast", "shm", 2, 4096, 5.0),
+            at(1, "bcast", "base:knomial", 2, 4096, 10.0),
+            at(1, "bcast", "shm", 2, 4096, 9.5),
+            // 64 KiB: a loser under load in one round (the baseline was slow once) does
+            // not win either way: kept.
+            at(0, "bcast", "base:knomial", 2, 65536, 100.0),
+            at(0, "bcast", "shm", 2, 65536, 20.0),
+            at(1, "bcast", "base:knomial", 2, 65536, 10.0),
+            at(1, "bcast", "shm", 2, 65536, 30.0),
+            // 1 MiB: shm again clearly faster: a rule, not merged across the kept sizes.
+            at(0, "bcast", "base:knomial", 2, 1 << 20, 100.0),
+            at(0, "bcast", "shm", 2, 1 << 20, 50.0),
+            at(1, "bcast", "base:knomial", 2, 1 << 20, 100.0),
+            at(1, "bcast", "shm", 2, 1 << 20, 50.0),
+        ];
+        let (r, kept) = rules_of(&pts, 2, 0.1);
+        let bands: Vec<(Option<u64>, Option<u64>)> =
+            r.iter().map(|x| (x.min_bytes, x.max_bytes)).collect();
+        assert_eq!(
+            bands,
+            vec![(None, Some(181)), (Some(262145), Some(1 << 20))]
+        );
+        let at_kept: Vec<u64> = kept.iter().map(|k| k.bytes).collect();
+        assert_eq!(at_kept, vec![4096, 65536]);
+        assert_eq!(kept[0].default_algo, "knomial");
+        assert_eq!(kept[0].fastest, "shm");
+        assert!((kept[0].ratio - 0.725).abs() < 1e-9, "{:?}", kept[0]);
+        // With no margin the 4 KiB cell (better in both rounds) becomes a rule too.
+        let (r0, kept0) = rules_of(&pts, 2, 0.0);
+        assert_eq!(kept0.len(), 1);
+        assert_eq!(r0.len(), 2, "{r0:?}");
+        assert_eq!((r0[0].min_bytes, r0[0].max_bytes), (None, Some(16384)));
+        // The runtime's own choice, however much faster forced than as the baseline, needs no
+        // rule.
+        let same = vec![
+            at(0, "bcast", "base:shm", 2, 8, 10.0),
+            at(0, "bcast", "shm", 2, 8, 5.0),
+            at(0, "bcast", "knomial", 2, 8, 6.0),
+        ];
+        let (r1, k1) = rules_of(&same, 2, 0.1);
+        assert!(r1.is_empty(), "{r1:?}");
+        assert_eq!((k1[0].fastest.as_str(), k1[0].ratio), ("shm", 0.5));
+        // Without a baseline measured nothing becomes a rule.
+        let forced: Vec<Sample> = pts.into_iter().filter(|s| !s.cell.baseline).collect();
+        let (none, all_kept) = rules_of(&forced, 2, 0.1);
+        assert!(none.is_empty());
+        assert_eq!(all_kept.len(), 4);
+        assert_eq!(all_kept[0].default_algo, "(not measured)");
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Rank side of `weft tune`'s collective jobs: every algorithm of each collective (at each
-//! radix where it takes one), forced in turn through the process's collective tuning, timed
-//! at each size with `weft bench coll`'s loop and statistics; rank 0 prints one JSON line
-//! per measured cell ([`Cell`]) and one per algorithm the run could not force ([`Skip`]).
+//! Rank side of `weft tune`'s collective jobs: for each collective, every algorithm (at each
+//! radix where it takes one) forced in turn through the process's collective tuning, then
+//! the selection the runtime makes without a tuning file (the baseline a rule must beat),
+//! each timed at each size with `weft bench coll`'s loop and statistics; rank 0 prints one
+//! JSON line per measured cell ([`Cell`]) and one per algorithm the run could not force
+//! ([`Skip`]).
 
 use crate::bench::coll::{coll_name, measure, osu_stats, selected_bytes};
 use crate::bench::parse_sizes;
@@ -65,6 +67,10 @@ pub(crate) struct Cell {
     pub bytes: u64,
     /// OSU p50, µs.
     pub p50_us: f64,
+    /// Whether this is the baseline: the runtime's own selection without a tuning file
+    /// (`algo` and `radix` are then what it chose).
+    #[serde(default)]
+    pub baseline: bool,
 }
 
 /// An algorithm the job could not run (its restriction failed at run time).
@@ -82,9 +88,17 @@ pub(crate) fn rank_main(a: TuneRankArgs) -> Result<()> {
     let n = world.size();
     let ppn = weft.local().1;
     let me = world.rank();
+    // The job runs without a tuning file (the driver clears it): this is the selection a
+    // rule has to beat.
+    let baseline = Tuning::from_env()?;
     for op in &a.ops {
         let coll = Coll::from_name(coll_name(op))?;
         let knob = coll.name().to_ascii_uppercase();
+        let op_sizes: Vec<usize> = if op == "barrier" {
+            vec![0]
+        } else {
+            sizes.clone()
+        };
         for algo in algorithms(coll) {
             let impossible = algo.restrictions.iter().any(|r| match r {
                 Restriction::PowerOfTwo => !n.is_power_of_two(),
@@ -118,17 +132,8 @@ pub(crate) fn rank_main(a: TuneRankArgs) -> Result<()> {
                 let refs: Vec<(&str, &str)> =
                     vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 world.set_collective_tuning(Tuning::from_vars(&refs)?);
-                let op_sizes: Vec<usize> = if op == "barrier" {
-                    vec![0]
-                } else {
-                    sizes.clone()
-                };
                 for &bytes in &op_sizes {
-                    let iters = if bytes < 65536 {
-                        a.iters_small
-                    } else {
-                        a.iters_large
-                    } as usize;
+                    let iters = iters_at(&a, bytes);
                     let skip = (iters / 10).max(1);
                     // Every rank decides alike (the selection depends only on what all
                     // ranks share), so a refusal is every rank's and all skip together.
@@ -147,21 +152,71 @@ pub(crate) fn rank_main(a: TuneRankArgs) -> Result<()> {
                         Err(e) => return Err(e),
                     };
                     if let Some((p50, _, _)) = osu_stats(&world, times)? {
-                        let c = Cell {
-                            coll: coll.name().to_string(),
-                            algo: algo.name.to_string(),
-                            radix,
-                            procs: n,
-                            ppn,
-                            bytes: selected_bytes(op, bytes, n as usize),
-                            p50_us: p50,
-                        };
-                        println!("{}", serde_json::to_string(&c).expect("cell serialises"));
+                        print_cell(
+                            me,
+                            &Cell {
+                                coll: coll.name().to_string(),
+                                algo: algo.name.to_string(),
+                                radix,
+                                procs: n,
+                                ppn,
+                                bytes: selected_bytes(op, bytes, n as usize),
+                                p50_us: p50,
+                                baseline: false,
+                            },
+                        );
                     }
                 }
+            }
+        }
+        // Last, as warm as the forced cells before it.
+        world.set_collective_tuning(baseline.clone());
+        for &bytes in &op_sizes {
+            let counted = selected_bytes(op, bytes, n as usize);
+            let explained = baseline.explain(coll, counted, n, ppn)?;
+            let takes_radix = algorithms(coll)
+                .iter()
+                .any(|x| x.name == explained.choice && x.radix);
+            let radix = explained
+                .candidates
+                .iter()
+                .find(|c| takes_radix && c.algo == explained.choice)
+                .map(|c| c.radix);
+            let iters = iters_at(&a, bytes);
+            let times = measure(&world, op, bytes, iters, (iters / 10).max(1), true)?;
+            if let Some((p50, _, _)) = osu_stats(&world, times)? {
+                print_cell(
+                    me,
+                    &Cell {
+                        coll: coll.name().to_string(),
+                        algo: explained.choice.clone(),
+                        radix,
+                        procs: n,
+                        ppn,
+                        bytes: counted,
+                        p50_us: p50,
+                        baseline: true,
+                    },
+                );
             }
         }
     }
     world.set_collective_tuning(Tuning::default());
     weft.finalize()
+}
+
+/// Timed calls of a cell of `bytes`.
+fn iters_at(a: &TuneRankArgs, bytes: usize) -> usize {
+    if bytes < 65536 {
+        a.iters_small as usize
+    } else {
+        a.iters_large as usize
+    }
+}
+
+/// Rank 0 prints a cell (the statistics are rank 0's only).
+fn print_cell(me: u32, c: &Cell) {
+    if me == 0 {
+        println!("{}", serde_json::to_string(c).expect("cell serialises"));
+    }
 }

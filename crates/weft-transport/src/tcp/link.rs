@@ -22,7 +22,7 @@
 use super::frame::{self, CTS_BODY_BYTES, CTS_DISCARD, KIND_CTS, KIND_EAGER, KIND_FRAG, KIND_RTS};
 use super::{Endpoint, Sink};
 use crate::buf::{RawBuf, RawBufMut};
-use crate::net::{Handle, NetEndpoint, NetSink, NetStats};
+use crate::net::{Handle, NetEndpoint, NetSink, NetStats, Sent};
 use crate::shm::Header;
 use std::collections::VecDeque;
 
@@ -74,6 +74,10 @@ struct State {
     queued: usize,
     /// Completions found outside a poll (a fetch of nothing), reported by the next one.
     finished: Vec<u32>,
+    /// Sends (eager, or a rendezvous whose last fragments were taken) whose bytes a
+    /// connection to the peer still held (peer, token): each is reported done once the
+    /// peer's connections have written everything (their frames go out in order).
+    kept: Vec<(u32, u32)>,
 }
 
 /// The TCP endpoint with the rendezvous protocol on top.
@@ -108,6 +112,7 @@ impl TcpLink {
                 streams: (0..size).map(|_| VecDeque::new()).collect(),
                 queued: 0,
                 finished: Vec::new(),
+                kept: Vec::new(),
             },
             ep,
         }
@@ -199,7 +204,12 @@ impl TcpLink {
                 self.st.sends[token as usize] = None;
                 self.st.streams[p].pop_front();
                 self.st.queued -= 1;
-                sink.done(token, Ok(()));
+                if self.ep.holds_for(peer) {
+                    // The last fragments wait in a connection: done once they are written.
+                    self.st.kept.push((peer, token));
+                } else {
+                    sink.done(token, Ok(()));
+                }
                 moved = true;
             }
         }
@@ -220,6 +230,8 @@ impl TcpLink {
                 *f = None;
             }
         }
+        // The engine fails the sends waiting on a lost peer.
+        st.kept.retain(|&(w, _)| w != peer);
         let p = peer as usize;
         st.queued -= st.cts[p].len() + st.streams[p].len();
         st.cts[p].clear();
@@ -363,12 +375,20 @@ unsafe impl NetEndpoint for TcpLink {
     }
 
     #[inline]
-    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
+    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]], token: u32) -> Sent {
         let h = Header {
             kind: KIND_EAGER,
             ..*h
         };
-        self.ep.try_send(peer, &h, parts)
+        if !self.ep.try_send(peer, &h, parts) {
+            return Sent::NotNow;
+        }
+        if self.ep.holds_for(peer) {
+            // The socket took part of it: the rest goes on later polls.
+            self.st.kept.push((peer, token));
+            return Sent::Kept;
+        }
+        Sent::Done
     }
 
     unsafe fn start_rendezvous(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {
@@ -453,6 +473,17 @@ unsafe impl NetEndpoint for TcpLink {
             st: &mut self.st,
             sink: &mut *sink,
         });
+        if !self.st.kept.is_empty() {
+            let ep = &self.ep;
+            self.st.kept.retain(|&(peer, token)| {
+                let held = ep.holds_for(peer);
+                if !held {
+                    sink.done(token, Ok(()));
+                    moved = true;
+                }
+                held
+            });
+        }
         for w in self.ep.take_promoted() {
             self.st.fast[w as usize] = true;
         }
@@ -475,7 +506,11 @@ unsafe impl NetEndpoint for TcpLink {
     }
 
     fn wants_polling(&self) -> bool {
-        self.st.queued > 0 || !self.st.finished.is_empty() || self.ep.busy() || self.ep.active()
+        self.st.queued > 0
+            || !self.st.finished.is_empty()
+            || !self.st.kept.is_empty()
+            || self.ep.busy()
+            || self.ep.active()
     }
 
     fn connected(&self) -> bool {

@@ -425,6 +425,16 @@ impl Endpoint {
         self.pending_writes > 0 || self.outbound_handshakes > 0 || self.redials > 0
     }
 
+    /// True while a connection our frames to `peer` go out on (the main one or an extra
+    /// rail) holds bytes the kernel has not taken (written on later polls, in order).
+    pub fn holds_for(&self, peer: u32) -> bool {
+        let p = peer as usize;
+        self.send_conn[p]
+            .into_iter()
+            .chain(self.rail_conns[p].iter().copied())
+            .any(|ci| self.conns[ci].as_ref().is_some_and(Conn::pending_write))
+    }
+
     /// True while frames moved within the last [`ACTIVE_POLLS`] polls (or since the last
     /// send): more are likely soon, so the caller should poll on every progress call.
     pub fn active(&self) -> bool {

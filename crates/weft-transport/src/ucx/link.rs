@@ -9,7 +9,9 @@
 //! authenticate its peers: a message without the job's token is dropped and counted).
 //! - Eager messages up to `WEFT_UCX_COPY_BYTES` are copied into a send slot of ours (so the
 //!   caller's buffer is free on return, and no allocation happens once the slots have grown)
-//!   and sent with `UCP_AM_SEND_FLAG_EAGER`; larger ones up to `WEFT_UCX_EAGER_BYTES`
+//!   and sent with `UCP_AM_SEND_FLAG_EAGER` (a send UCX keeps past the call, as it does
+//!   while it wires up a new endpoint, is reported done once UCX completes it: until then
+//!   the sender's polls are needed to send it); larger ones up to `WEFT_UCX_EAGER_BYTES`
 //!   (unless synchronous) are sent the same way straight from the caller's buffer
 //!   ([`NetEndpoint::start_push`]), which the send holds until UCX is done with it: a copy of
 //!   64 KiB costs about what a tenth of the message's trip does.
@@ -32,7 +34,7 @@
 
 use super::ffi::*;
 use crate::buf::{RawBuf, RawBufMut};
-use crate::net::{Handle, NetEndpoint, NetFailure, NetSink, NetStats};
+use crate::net::{Handle, NetEndpoint, NetFailure, NetSink, NetStats, Sent};
 use crate::shm::Header;
 use crate::tcp::frame;
 use crate::transport::{Job, Opening};
@@ -1004,11 +1006,11 @@ unsafe impl NetEndpoint for UcxLink {
         true
     }
 
-    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]]) -> bool {
+    fn try_send(&mut self, peer: u32, h: &Header, parts: &[&[u8]], token: u32) -> Sent {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let Some((ep, op)) = self.start_eager(peer, None, h, len) else {
             // Dead: the engine learns it from `take_lost` and drops the message.
-            return false;
+            return Sent::NotNow;
         };
         // SAFETY: a live slot; its body is ours until the slot is released.
         let body = unsafe { &mut (*op).body };
@@ -1018,7 +1020,16 @@ unsafe impl NetEndpoint for UcxLink {
         }
         let data = body.as_ptr();
         self.send(ep, op, data, len, UCP_AM_SEND_FLAG_EAGER);
-        true
+        // SAFETY: the slot stays allocated (slots are never freed, only reused); `live`
+        // says whether UCX still holds the send (a request in flight: an endpoint being
+        // wired up, a socket full), and then its completion reports the token.
+        let op = unsafe { &mut *op };
+        if op.live {
+            op.token = Some(token);
+            Sent::Kept
+        } else {
+            Sent::Done
+        }
     }
 
     unsafe fn start_rendezvous(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool {

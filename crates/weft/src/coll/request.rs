@@ -232,9 +232,6 @@ pub(crate) fn run_blocking(comm: &Comm, schedule: &mut Schedule<'_>) -> Result<(
     };
     let Unwind { e, s } = &mut g;
     s.recycle(&mut e.coll_state.pool);
-    if outcome.is_ok() {
-        e.push_out_net();
-    }
     outcome
 }
 

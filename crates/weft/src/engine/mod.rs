@@ -204,6 +204,10 @@ pub(crate) struct Engine {
     /// `WEFT_YIELD=auto` on a node with more ranks than cores: point-to-point waits spin for
     /// a learned time before they yield ([`Engine::wait_p2p_until`]).
     adaptive_spin: bool,
+    /// A rank that yields at once (`WEFT_YIELD=on`, or `auto` on an oversubscribed node)
+    /// with network peers: its point-to-point waits on a network peer spin for the learned
+    /// time before they yield ([`Engine::wait_p2p_until`]), as the adaptive spin does.
+    net_spin: bool,
     /// The learned spin of point-to-point waits (0 ..= P2P_SPIN_MAX_NS).
     p2p_spin_ns: u32,
     /// The local ranks pinned to this rank's core, when this rank is pinned (`WEFT_BIND`):
@@ -416,6 +420,7 @@ impl Engine {
             p2p_received_at_once: 0,
             progress_passes: 0,
             adaptive_spin: matches!(config.yield_mode, YieldMode::Auto) && oversubscribed,
+            net_spin: yield_when_idle && net_peers > 0,
             p2p_spin_ns: 0,
             p2p_waits: 0,
             next_ctx: 4,
@@ -467,43 +472,6 @@ impl Engine {
                 self.idle_yields += 1;
                 std::thread::yield_now();
             }
-        }
-    }
-
-    /// Drives progress until the network lane holds none of this rank's bytes (the end of
-    /// a blocking collective). A lane may keep a message it accepted until this process
-    /// polls again (UCX holds an eager send to a peer it is still wiring up), so a caller
-    /// that returned and then waits outside the engine (the node synchronisation engine, a
-    /// sleep, a computation) would hold back the peers that need it. Every message a
-    /// collective sends is awaited by its receiver inside the same collective, which polls
-    /// meanwhile, so this ends; a dead peer's bytes go with it (the liveness check).
-    pub(crate) fn push_out_net(&mut self) {
-        let mut last_check = std::time::Instant::now();
-        while self.net.as_ref().is_some_and(|n| n.unsent()) {
-            self.progress_net(true);
-            self.progress_shm();
-            let now = std::time::Instant::now();
-            if now.duration_since(last_check) >= LIVENESS_PERIOD {
-                last_check = now;
-                self.check_peers();
-            }
-            if self.never_yield {
-                std::hint::spin_loop();
-            } else {
-                self.idle_yields += 1;
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    /// [`Engine::push_out_net`] after a blocking send to world rank `dst_world` returned:
-    /// MPI's progress rule (MPI-4.1 §3.5) lets the sender stop calling once its send is
-    /// complete, and the matching receive must still complete (a program that sends, then
-    /// waits in OpenSHMEM's barrier for the receiver). Only a network peer's send can leave
-    /// bytes in a lane; the check is one route lookup otherwise.
-    pub(crate) fn push_out_after_send(&mut self, dst_world: u32) {
-        if matches!(self.routes[dst_world as usize], Route::Net(_)) {
-            self.push_out_net();
         }
     }
 

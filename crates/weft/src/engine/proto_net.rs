@@ -10,7 +10,7 @@ use super::{Core, Engine, ReqId, Unexpected};
 use crate::matching::Envelope;
 use weft_core::{Error, ErrorKind, Result};
 use weft_transport::buf::{RawBuf, RawBufMut};
-use weft_transport::net::{Handle, NetEndpoint, NetFailure, NetSink};
+use weft_transport::net::{Handle, NetEndpoint, NetFailure, NetSink, Sent};
 use weft_transport::shm::Header;
 
 /// Progress calls between polls of the network endpoint while it has no connection (only to
@@ -21,11 +21,12 @@ const NET_IDLE_POLL_EVERY: u32 = 256;
 /// MPI's matching needs (eager messages and rendezvous announcements), with the answers to
 /// the peer's announcements (fetch, discard) ahead of them.
 pub(super) enum NetOut {
-    /// An eager message whose body is borrowed from a request's buffer.
+    /// An eager message whose body is borrowed from a request's buffer; the request
+    /// completes once the endpoint has sent it.
     Eager {
         header: Header,
         data: RawBuf,
-        req: Option<ReqId>,
+        req: ReqId,
     },
     /// A rendezvous message to announce, or (`push`) a larger eager message to send from its
     /// buffer; its request completes when the endpoint says.
@@ -90,14 +91,25 @@ impl Engine {
         }
         let id = if data.len() <= self.core.net_eager_bytes && !synchronous {
             if self.core.net_outq[w as usize].is_empty() {
+                // The request a kept message completes (allocated only then).
+                let token = self.next_req_id();
                 let net = self
                     .net
                     .as_mut()
                     .expect("network route without an endpoint");
                 // SAFETY: the caller keeps `data` alive for this call.
                 let bytes = unsafe { data.slice(0, data.len()) };
-                if net.try_send(w, &header, &[bytes]) {
-                    return Ok(None);
+                match net.try_send(w, &header, &[bytes], token) {
+                    Sent::Done => return Ok(None),
+                    Sent::Kept => {
+                        // The buffer is free, the bytes not gone yet: the send completes
+                        // when the endpoint reports the token (or the peer is lost).
+                        let id = self.alloc_req(ReqKind::Send);
+                        debug_assert_eq!(id, token);
+                        self.core.reqs[id as usize].peer_world = Some(w);
+                        return Ok(Some(id));
+                    }
+                    Sent::NotNow => {}
                 }
             }
             let id = self.alloc_req(ReqKind::Send);
@@ -106,7 +118,7 @@ impl Engine {
                 NetOut::Eager {
                     header,
                     data,
-                    req: Some(id),
+                    req: id,
                 },
             );
             id
@@ -252,11 +264,15 @@ impl Core {
                         // SAFETY: a queued send's buffer stays alive until its request
                         // completes.
                         let bytes = unsafe { data.slice(0, data.len()) };
-                        let sent = net.try_send(peer, &header, &[bytes]);
-                        if let (true, Some(id)) = (sent, req) {
-                            self.reqs[id as usize].done = true;
+                        match net.try_send(peer, &header, &[bytes], req) {
+                            Sent::Done => {
+                                self.reqs[req as usize].done = true;
+                                true
+                            }
+                            // The endpoint reports the request done once the bytes left.
+                            Sent::Kept => true,
+                            Sent::NotNow => false,
                         }
-                        sent
                     }
                     NetOut::Rendezvous {
                         header,
@@ -302,7 +318,7 @@ impl Core {
         for q in self.net_outq.iter_mut() {
             let before = q.len();
             q.retain(|item| match item {
-                NetOut::Eager { req, .. } => *req != Some(id),
+                NetOut::Eager { req, .. } => *req != id,
                 NetOut::Rendezvous { req, .. } => *req != id,
                 _ => true,
             });

@@ -99,6 +99,15 @@ impl Request {
 }
 
 impl Engine {
+    /// The id the next [`Engine::alloc_req`] returns (a token handed out before the request
+    /// is known to be needed).
+    pub(super) fn next_req_id(&self) -> ReqId {
+        match self.core.free_reqs.last() {
+            Some(&id) => id,
+            None => self.core.reqs.len() as ReqId,
+        }
+    }
+
     pub(super) fn alloc_req(&mut self, kind: ReqKind) -> ReqId {
         let id = match self.core.free_reqs.pop() {
             Some(id) => id,

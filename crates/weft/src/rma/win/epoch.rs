@@ -131,6 +131,50 @@ impl Window {
         Ok(())
     }
 
+    /// Starts MPI_Win_fence for a caller that must not block while the other members
+    /// arrive (the MPI layer under MPI_THREAD_MULTIPLE): completes this process's
+    /// operations as [`Window::fence`] does and arrives at the fence; then poll
+    /// [`Window::fence_test`] until it says done, and finish with [`Window::fence_end`].
+    pub fn fence_start(&self, assert: u32) -> Result<FenceWait> {
+        self.epochs
+            .borrow()
+            .check_closed(self.weft_rank, "MPI_Win_fence")?;
+        self.flush_all()?;
+        if assert & MODE_NOPRECEDE != 0 && assert & MODE_NOSUCCEED != 0 {
+            return Ok(FenceWait(FenceWaitOn::Done));
+        }
+        Ok(FenceWait(match &self.node_fence {
+            Some(f) => FenceWaitOn::Node(f.arrive()),
+            None => FenceWaitOn::Barrier(self.comm.ibarrier()?),
+        }))
+    }
+
+    /// Whether every member has arrived at the fence `w` started (drives progress once).
+    pub fn fence_test(&self, w: &mut FenceWait) -> Result<bool> {
+        match &mut w.0 {
+            FenceWaitOn::Done => Ok(true),
+            FenceWaitOn::Node(a) => {
+                let f = self
+                    .node_fence
+                    .as_ref()
+                    .expect("a node fence started on this window");
+                if f.arrived_all(a) {
+                    return Ok(true);
+                }
+                self.comm.engine.borrow_mut().progress();
+                f.check_alive(self.weft_rank, a)?;
+                Ok(f.arrived_all(a))
+            }
+            FenceWaitOn::Barrier(q) => q.test(),
+        }
+    }
+
+    /// Ends the fence `fence_start` began once [`Window::fence_test`] said done: opens the
+    /// next epoch unless `assert` has MPI_MODE_NOSUCCEED.
+    pub fn fence_end(&self, assert: u32) {
+        self.epochs.borrow_mut().fence = assert & MODE_NOSUCCEED == 0;
+    }
+
     fn check_group(&self, group: &[u32], what: &str) -> Result<()> {
         let n = self.members.len() as u32;
         if let Some(&r) = group.iter().find(|&&r| r >= n) {
@@ -483,4 +527,18 @@ impl LockWord<'_> {
                 .map(|_| ()),
         }
     }
+}
+
+/// A fence in progress on one window ([`Window::fence_start`]).
+#[derive(Debug)]
+pub struct FenceWait(FenceWaitOn);
+
+#[derive(Debug)]
+enum FenceWaitOn {
+    /// Nothing to wait for (MPI_MODE_NOPRECEDE with MPI_MODE_NOSUCCEED).
+    Done,
+    /// Every member is on this node: the barrier in the node region.
+    Node(super::fence::FenceArrival),
+    /// The window communicator's barrier.
+    Barrier(crate::coll::CollRequest<'static>),
 }

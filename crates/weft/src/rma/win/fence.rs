@@ -64,26 +64,10 @@ impl NodeFence {
 
     /// Waits until every member has arrived; `rank` (the caller's world rank) for messages.
     pub(crate) fn wait(&self, rank: u32, engine: &RefCell<Engine>) -> Result<()> {
-        if self.blocks.len() <= 1 {
-            return Ok(());
-        }
-        let epoch = self.arrived.get() + 1;
-        self.arrived.set(epoch);
-        self.block(self.me)
-            .fence_epoch
-            .store(epoch, Ordering::Release);
-        // Members at or past this fence: the scan resumes at the first one not yet there.
-        let mut next = 0usize;
-        let mut turns = 0u32;
+        let mut w = self.arrive();
         loop {
             for _ in 0..POLLS_PER_PROGRESS {
-                while next < self.blocks.len()
-                    && (next == self.me
-                        || self.block(next).fence_epoch.load(Ordering::Acquire) >= epoch)
-                {
-                    next += 1;
-                }
-                if next == self.blocks.len() {
+                if self.arrived_all(&mut w) {
                     return Ok(());
                 }
                 std::hint::spin_loop();
@@ -95,21 +79,72 @@ impl NodeFence {
             if yields {
                 std::thread::yield_now();
             }
-            turns = turns.wrapping_add(1);
-            if turns.is_multiple_of(PROGRESS_PER_LIVENESS) {
-                if let Some(&pid) = self
-                    .pids
-                    .iter()
-                    .find(|&&p| !weft_transport::shm::process_alive(p))
-                {
-                    return Err(Error::new(
-                        ErrorKind::PeerDead,
-                        format!(
-                            "rank {rank}: MPI_Win_fence: window member process {pid} died before it reached the fence"
-                        ),
-                    ));
-                }
-            }
+            self.check_alive(rank, &mut w)?;
         }
     }
+
+    /// Arrives at the next fence without waiting (the caller then polls
+    /// [`NodeFence::arrived_all`] with what this returns).
+    pub(crate) fn arrive(&self) -> FenceArrival {
+        if self.blocks.len() <= 1 {
+            return FenceArrival {
+                epoch: 0,
+                next: self.blocks.len(),
+                turns: 0,
+            };
+        }
+        let epoch = self.arrived.get() + 1;
+        self.arrived.set(epoch);
+        self.block(self.me)
+            .fence_epoch
+            .store(epoch, Ordering::Release);
+        FenceArrival {
+            epoch,
+            next: 0,
+            turns: 0,
+        }
+    }
+
+    /// Whether every member has arrived at the fence of `w` (one scan, no waiting).
+    pub(crate) fn arrived_all(&self, w: &mut FenceArrival) -> bool {
+        // Members at or past this fence: the scan resumes at the first one not yet there.
+        while w.next < self.blocks.len()
+            && (w.next == self.me
+                || self.block(w.next).fence_epoch.load(Ordering::Acquire) >= w.epoch)
+        {
+            w.next += 1;
+        }
+        w.next == self.blocks.len()
+    }
+
+    /// Counts one turn of a wait for the fence of `w`; now and then checks that the members
+    /// still live (an error names the first dead one).
+    pub(crate) fn check_alive(&self, rank: u32, w: &mut FenceArrival) -> Result<()> {
+        w.turns = w.turns.wrapping_add(1);
+        if w.turns.is_multiple_of(PROGRESS_PER_LIVENESS) {
+            if let Some(&pid) = self
+                .pids
+                .iter()
+                .find(|&&p| !weft_transport::shm::process_alive(p))
+            {
+                return Err(Error::new(
+                    ErrorKind::PeerDead,
+                    format!(
+                        "rank {rank}: MPI_Win_fence: window member process {pid} died before it reached the fence"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A member's arrival at one fence of a [`NodeFence`], for waits that poll.
+#[derive(Debug)]
+pub(crate) struct FenceArrival {
+    epoch: u64,
+    /// The first member not seen at the fence yet.
+    next: usize,
+    /// Turns of the wait so far (for the liveness checks).
+    turns: u32,
 }

@@ -626,6 +626,26 @@ impl Window {
         self.comm.free()
     }
 
+    /// Starts [`Window::free`] for a caller that must not block while the other members
+    /// arrive (the MPI layer under MPI_THREAD_MULTIPLE): checks the epochs, completes this
+    /// process's operations and starts the barrier; poll the request to completion, then
+    /// pass its outcome to [`Window::free_end`].
+    pub fn free_start(&self) -> Result<crate::coll::CollRequest<'static>> {
+        self.epochs
+            .borrow()
+            .check_closed(self.weft_rank, "MPI_Win_free")?;
+        self.flush_all()?;
+        self.comm.ibarrier()
+    }
+
+    /// Ends the free [`Window::free_start`] began, once its barrier completed with
+    /// `barrier`: unmaps, then frees the window's communicator.
+    pub fn free_end(mut self, barrier: Result<()>) -> Result<()> {
+        self.release();
+        barrier?;
+        self.comm.free()
+    }
+
     fn release(&mut self) {
         if !self.freed {
             self.freed = true;

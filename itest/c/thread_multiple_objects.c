@@ -1,0 +1,445 @@
+/* MPI_THREAD_MULTIPLE (MPI-4.1 §11.6): a thread blocked in a call that creates an object
+ * or flushes a buffer lets the other threads of its process in.
+ *
+ * Each phase runs two threads per rank. Thread 0 makes one communicator (MPI_Comm_split,
+ * MPI_Comm_split_type, MPI_Comm_create, MPI_Comm_create_group, MPI_Comm_create_from_group,
+ * MPI_Cart_create, MPI_Cart_sub, MPI_Graph_create, MPI_Dist_graph_create_adjacent,
+ * MPI_Dist_graph_create, MPI_Comm_dup; MPI_Intercomm_create between the even and odd ranks,
+ * then MPI_Intercomm_merge and MPI_Comm_split on it; MPI_Intercomm_create_from_groups, then
+ * MPI_Comm_create on it) from a duplicate of MPI_COMM_WORLD, checks its group and ranks and
+ * runs a collective (or a message across) on it. Thread 1 relays a token along the ranks on another
+ * duplicate with blocking MPI_Send/MPI_Recv, and rank r > 0's thread 0 starts its creation
+ * only once rank r's thread 1 has the token. Rank 0's thread 1 sends the token after its
+ * thread 0 said it is about to create (and a pause that lets it get there): rank 0's
+ * creation cannot complete before every rank's thread 1 got its MPI_Send/MPI_Recv in, so a
+ * library whose creation keeps the other threads out while it waits deadlocks here (the
+ * test's bounded wait turns that into a failure); one that lets them in always passes,
+ * whatever the scheduling.
+ *
+ * The window phases: thread 0 fences, puts to the next rank and fences again on a window
+ * made beforehand, then (next phase) frees it, in the same order of threads and token.
+ *
+ * The buffer phase: thread 0 attaches a buffer, sends three buffered messages to the next
+ * rank (zero bytes, 7 bytes and an odd size far past the eager limit) and detaches, which
+ * waits until the large one has been received; the next rank's thread 1 receives them only
+ * after its own thread 0 is waiting in MPI_Buffer_detach (and a pause). Data, sizes and the
+ * detached buffer are checked. At one rank the messages go to the rank itself. */
+#include "check.h"
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size;
+static MPI_Comm make_on, relay_on;
+/* MPI_UNWEIGHTED through a volatile pointer: GCC reads the constant as an empty array. */
+static int *volatile unweighted;
+
+/* Thread 0 of this rank announces it is about to block; thread 1 waits for it. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int announced;
+static void announce(void) {
+  pthread_mutex_lock(&mu);
+  announced = 1;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+static void await_announce(void) {
+  pthread_mutex_lock(&mu);
+  while (!announced) pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+}
+
+enum {
+  K_SPLIT,
+  K_SPLIT_TYPE,
+  K_CREATE,
+  K_CREATE_GROUP,
+  K_FROM_GROUP,
+  K_CART,
+  K_CART_SUB,
+  K_GRAPH,
+  K_DIST_ADJ,
+  K_DIST,
+  K_DUP,
+  K_INTER,
+  K_INTER_GROUPS,
+  K_FENCE,
+  K_WIN_FREE,
+  K_KINDS
+};
+static const char *kind_name[K_KINDS] = {
+    "split", "split_type", "create", "create_group", "create_from_group", "cart_create",
+    "cart_sub", "graph_create", "dist_graph_create_adjacent", "dist_graph_create", "dup",
+    "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free"};
+
+/* The window of the fence phase, made by the main thread before the threads start. */
+#define WIN_BYTES 64
+#define PUT_BYTES 13
+static MPI_Win fence_win;
+static unsigned char *fence_base;
+
+static void use(MPI_Comm c, int want_size, long want_sum);
+static long sum_to(int n);
+
+/* The even and the odd ranks (at one rank: nothing to join). */
+static int n_even(void) { return (size + 1) / 2; }
+
+/* Checks intercommunicator `ic` between the even and the odd ranks, merges it (the even
+ * ranks first) and splits it (everyone one color, keys reversing the order), and frees all. */
+static void use_inter(MPI_Comm ic) {
+  int flag = 0, rsize = -1, lsize = -1;
+  OK(MPI_Comm_test_inter(ic, &flag));
+  CHECK(flag);
+  OK(MPI_Comm_remote_size(ic, &rsize));
+  OK(MPI_Comm_size(ic, &lsize));
+  CHECK(lsize == (rank % 2 ? size - n_even() : n_even()));
+  CHECK(rsize == size - lsize);
+  MPI_Comm merged, sub;
+  OK(MPI_Intercomm_merge(ic, rank % 2, &merged));
+  int mr = -1;
+  OK(MPI_Comm_rank(merged, &mr));
+  CHECK(mr == (rank % 2 ? n_even() + rank / 2 : rank / 2));
+  use(merged, size, sum_to(size));
+  OK(MPI_Comm_free(&merged));
+  OK(MPI_Comm_split(ic, 0, size - rank, &sub));
+  int sr = -1, ssize = -1;
+  OK(MPI_Comm_rank(sub, &sr));
+  OK(MPI_Comm_remote_size(sub, &ssize));
+  CHECK(sr == lsize - 1 - rank / 2 && ssize == rsize);
+  /* A message across: each member of the even group to the odd member of its rank. */
+  if (rank % 2 == 0 && rank / 2 < rsize) {
+    int v = 500 + rank;
+    OK(MPI_Send(&v, 1, MPI_INT, rsize - 1 - rank / 2, 3, sub));
+  } else if (rank % 2 == 1) {
+    int v = -1;
+    OK(MPI_Recv(&v, 1, MPI_INT, rsize - 1 - rank / 2, 3, sub, MPI_STATUS_IGNORE));
+    CHECK(v == 500 + 2 * (rank / 2));
+  }
+  OK(MPI_Comm_free(&sub));
+}
+
+/* The sum of the world ranks of `c`'s members, by a blocking collective on it, checked
+ * against the expected sum; and its size. */
+static void use(MPI_Comm c, int want_size, long want_sum) {
+  int n = -1;
+  OK(MPI_Comm_size(c, &n));
+  CHECK(n == want_size);
+  long mine = rank, sum = -1;
+  OK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, c));
+  CHECK(sum == want_sum);
+  OK(MPI_Barrier(c));
+}
+
+static long sum_to(int n) { return (long)n * (n - 1) / 2; }
+
+/* Thread 0's creation of `kind` on `make_on`; checks what it made, then frees it. */
+static void create(int kind) {
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Group world_group, g;
+  OK(MPI_Comm_group(make_on, &world_group));
+  switch (kind) {
+    case K_SPLIT: {
+      /* Two colors, keys reversing the order. */
+      OK(MPI_Comm_split(make_on, rank % 2, size - rank, &c));
+      int n = (size + 1 - rank % 2) / 2, r = -1;
+      long want = 0;
+      for (int i = rank % 2; i < size; i += 2) want += i;
+      OK(MPI_Comm_rank(c, &r));
+      CHECK(r == n - 1 - rank / 2);
+      use(c, n, want);
+      break;
+    }
+    case K_SPLIT_TYPE:
+      /* The tests run on one node. */
+      OK(MPI_Comm_split_type(make_on, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c));
+      use(c, size, sum_to(size));
+      break;
+    case K_CREATE: {
+      /* Every rank but the last (all of them at one rank). */
+      int excl[1] = {size - 1};
+      OK(MPI_Group_excl(world_group, size > 1 ? 1 : 0, excl, &g));
+      OK(MPI_Comm_create(make_on, g, &c));
+      OK(MPI_Group_free(&g));
+      if (size > 1 && rank == size - 1) {
+        CHECK(c == MPI_COMM_NULL);
+      } else {
+        int n = size > 1 ? size - 1 : 1;
+        use(c, n, sum_to(n));
+      }
+      break;
+    }
+    case K_CREATE_GROUP: {
+      /* The odd ranks and rank 0, made by them only. */
+      int in[8], k = 0;
+      CHECK(size <= 8);
+      for (int i = 0; i < size; i++)
+        if (i == 0 || i % 2) in[k++] = i;
+      OK(MPI_Group_incl(world_group, k, in, &g));
+      if (rank == 0 || rank % 2) {
+        OK(MPI_Comm_create_group(make_on, g, 77, &c));
+        long want = 0;
+        for (int i = 0; i < k; i++) want += in[i];
+        use(c, k, want);
+      }
+      OK(MPI_Group_free(&g));
+      break;
+    }
+    case K_FROM_GROUP:
+      OK(MPI_Comm_create_from_group(world_group, "org.weft.thread_multiple_objects",
+                                    MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &c));
+      use(c, size, sum_to(size));
+      break;
+    case K_CART: {
+      int dims[1] = {size}, periods[1] = {1}, coords[1] = {-1};
+      OK(MPI_Cart_create(make_on, 1, dims, periods, 0, &c));
+      OK(MPI_Cart_coords(c, rank, 1, coords));
+      CHECK(coords[0] == rank);
+      use(c, size, sum_to(size));
+      break;
+    }
+    case K_CART_SUB: {
+      /* A size x 1 grid; keeping the first dimension keeps everyone. */
+      MPI_Comm grid;
+      int dims[2] = {size, 1}, periods[2] = {0, 0}, remain[2] = {1, 0};
+      OK(MPI_Cart_create(make_on, 2, dims, periods, 0, &grid));
+      OK(MPI_Cart_sub(grid, remain, &c));
+      OK(MPI_Comm_free(&grid));
+      use(c, size, sum_to(size));
+      break;
+    }
+    case K_GRAPH: {
+      /* A ring (a single node has no edge). */
+      int index[8], edges[16], e = 0;
+      CHECK(size <= 8);
+      for (int i = 0; i < size; i++) {
+        if (size > 1) {
+          edges[e++] = (i + 1) % size;
+          edges[e++] = (i + size - 1) % size;
+        }
+        index[i] = e;
+      }
+      OK(MPI_Graph_create(make_on, size, index, edges, 0, &c));
+      int nn = -1;
+      OK(MPI_Graph_neighbors_count(c, rank, &nn));
+      CHECK(nn == (size > 1 ? 2 : 0));
+      use(c, size, sum_to(size));
+      break;
+    }
+    case K_DIST_ADJ: {
+      int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+      OK(MPI_Dist_graph_create_adjacent(make_on, 1, &prev, (const int *)unweighted, 1, &next,
+                                        (const int *)unweighted, MPI_INFO_NULL, 0, &c));
+      int in = -1, out = -1, w = -1;
+      OK(MPI_Dist_graph_neighbors_count(c, &in, &out, &w));
+      CHECK(in == 1 && out == 1 && !w);
+      use(c, size, sum_to(size));
+      break;
+    }
+    case K_DIST: {
+      int next = (rank + 1) % size, one = 1, src = rank;
+      OK(MPI_Dist_graph_create(make_on, 1, &src, &one, &next, (const int *)unweighted, MPI_INFO_NULL,
+                               0, &c));
+      int in = -1, out = -1, w = -1;
+      OK(MPI_Dist_graph_neighbors_count(c, &in, &out, &w));
+      CHECK(in == 1 && out == 1 && !w);
+      use(c, size, sum_to(size));
+      break;
+    }
+    case K_DUP:
+      OK(MPI_Comm_dup(make_on, &c));
+      use(c, size, sum_to(size));
+      break;
+    case K_INTER: {
+      if (size < 2) break;
+      MPI_Comm half;
+      OK(MPI_Comm_split(make_on, rank % 2, rank, &half));
+      /* The other group's leader is its lowest world rank: 1 for the even, 0 for the odd. */
+      OK(MPI_Intercomm_create(half, 0, make_on, rank % 2 ? 0 : 1, 5, &c));
+      use_inter(c);
+      OK(MPI_Comm_free(&half));
+      break;
+    }
+    case K_FENCE: {
+      /* Fence, put PUT_BYTES (odd) to the next rank and zero bytes to the previous one,
+       * fence, check what the previous rank put here. */
+      int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+      unsigned char out[PUT_BYTES];
+      for (int i = 0; i < PUT_BYTES; i++) out[i] = (unsigned char)(rank * 17 + i + 1);
+      OK(MPI_Win_fence(0, fence_win));
+      OK(MPI_Put(out, PUT_BYTES, MPI_BYTE, next, 3, PUT_BYTES, MPI_BYTE, fence_win));
+      OK(MPI_Put(out, 0, MPI_BYTE, prev, 0, 0, MPI_BYTE, fence_win));
+      OK(MPI_Win_fence(0, fence_win));
+      for (int i = 0; i < WIN_BYTES; i++) {
+        unsigned char want = i >= 3 && i < 3 + PUT_BYTES ? (unsigned char)(prev * 17 + i - 3 + 1) : 0;
+        CHECK(fence_base[i] == want);
+      }
+      break;
+    }
+    case K_WIN_FREE:
+      OK(MPI_Win_free(&fence_win));
+      CHECK(fence_win == MPI_WIN_NULL);
+      break;
+    case K_INTER_GROUPS: {
+      if (size < 2) break;
+      int ev[8], od[8], ne = 0, no = 0;
+      CHECK(size <= 8);
+      for (int i = 0; i < size; i++) {
+        if (i % 2) od[no++] = i;
+        else ev[ne++] = i;
+      }
+      MPI_Group ge, go;
+      OK(MPI_Group_incl(world_group, ne, ev, &ge));
+      OK(MPI_Group_incl(world_group, no, od, &go));
+      OK(MPI_Intercomm_create_from_groups(rank % 2 ? go : ge, 0, rank % 2 ? ge : go, 0,
+                                          "org.weft.thread_multiple_objects.inter",
+                                          MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &c));
+      OK(MPI_Group_free(&ge));
+      OK(MPI_Group_free(&go));
+      use_inter(c);
+      /* MPI_Comm_create on it: the even group keeps its first member only. */
+      MPI_Group local, keep;
+      OK(MPI_Comm_group(c, &local));
+      int first = 0;
+      OK(MPI_Group_incl(local, 1, &first, &keep));
+      MPI_Comm small;
+      OK(MPI_Comm_create(c, rank % 2 ? local : keep, &small));
+      if (rank % 2 == 0 && rank != 0) {
+        CHECK(small == MPI_COMM_NULL);
+      } else {
+        int rs = -1;
+        OK(MPI_Comm_remote_size(small, &rs));
+        CHECK(rs == (rank % 2 ? 1 : size - n_even()));
+        OK(MPI_Comm_free(&small));
+      }
+      OK(MPI_Group_free(&local));
+      OK(MPI_Group_free(&keep));
+      break;
+    }
+  }
+  OK(MPI_Group_free(&world_group));
+  if (c != MPI_COMM_NULL) OK(MPI_Comm_free(&c));
+}
+
+/* ---- creation phases. */
+static int phase_kind;
+#define TAG_TOKEN 31
+
+static void *creator(void *arg) {
+  (void)arg;
+  if (rank == 0) {
+    announce();
+  } else {
+    await_announce(); /* thread 1 got the token */
+  }
+  create(phase_kind);
+  return NULL;
+}
+
+static void *relay(void *arg) {
+  (void)arg;
+  int token = -1;
+  if (rank == 0) {
+    await_announce();
+    usleep(20000); /* lets thread 0 get into its call; the outcome never depends on it */
+    token = 1000 * phase_kind;
+  } else {
+    OK(MPI_Recv(&token, 1, MPI_INT, rank - 1, TAG_TOKEN, relay_on, MPI_STATUS_IGNORE));
+    CHECK(token == 1000 * phase_kind + rank - 1);
+    announce();
+    token++;
+  }
+  if (rank + 1 < size) OK(MPI_Send(&token, 1, MPI_INT, rank + 1, TAG_TOKEN, relay_on));
+  return NULL;
+}
+
+/* ---- buffered sends and MPI_Buffer_detach. */
+#define BIG ((1 << 20) + 3)
+static const int bsizes[3] = {0, 7, BIG};
+static unsigned char bpattern(int origin, int m, int i) {
+  return (unsigned char)(origin * 29 + m * 11 + i * 5 + 3);
+}
+static unsigned char *bsend_out[3];
+static void *bsender(void *arg) {
+  (void)arg;
+  int next = (rank + 1) % size;
+  int bytes = 3 * MPI_BSEND_OVERHEAD + BIG + 64;
+  char *buffer = malloc((size_t)bytes);
+  CHECK(buffer != NULL);
+  OK(MPI_Buffer_attach(buffer, bytes));
+  for (int m = 0; m < 3; m++) {
+    bsend_out[m] = malloc((size_t)bsizes[m] + 1);
+    for (int i = 0; i < bsizes[m]; i++) bsend_out[m][i] = bpattern(rank, m, i);
+    OK(MPI_Bsend(bsend_out[m], bsizes[m], MPI_BYTE, next, 40 + m, make_on));
+    /* The copy is the library's: the program's buffer may change at once. */
+    memset(bsend_out[m], 0xab, (size_t)bsizes[m] + 1);
+  }
+  announce();
+  void *back = NULL;
+  int back_bytes = -1;
+  OK(MPI_Buffer_detach(&back, &back_bytes));
+  CHECK(back == buffer && back_bytes == bytes);
+  free(buffer);
+  for (int m = 0; m < 3; m++) free(bsend_out[m]);
+  return NULL;
+}
+static void *breceiver(void *arg) {
+  (void)arg;
+  int prev = (rank + size - 1) % size;
+  await_announce();
+  usleep(20000); /* lets thread 0 get into MPI_Buffer_detach */
+  unsigned char *in = malloc(BIG + 16);
+  CHECK(in != NULL);
+  for (int m = 0; m < 3; m++) {
+    MPI_Status st;
+    int got = -1;
+    memset(in, 0, BIG + 16);
+    OK(MPI_Recv(in, BIG + 16, MPI_BYTE, prev, 40 + m, make_on, &st));
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK(got == bsizes[m]);
+    for (int i = 0; i < got; i++) CHECK(in[i] == bpattern(prev, m, i));
+    CHECK(in[got] == 0);
+  }
+  free(in);
+  return NULL;
+}
+
+static void run_pair(void *(*t0)(void *), void *(*t1)(void *)) {
+  announced = 0;
+  pthread_t a, b;
+  CHECK(pthread_create(&a, NULL, t0, NULL) == 0);
+  CHECK(pthread_create(&b, NULL, t1, NULL) == 0);
+  CHECK(pthread_join(a, NULL) == 0);
+  CHECK(pthread_join(b, NULL) == 0);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+int main(int argc, char **argv) {
+  int provided = -1;
+  OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+  CHECK(provided == MPI_THREAD_MULTIPLE);
+  OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  unweighted = MPI_UNWEIGHTED;
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &make_on));
+  OK(MPI_Comm_dup(MPI_COMM_WORLD, &relay_on));
+  OK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, make_on, &fence_base, &fence_win));
+  memset(fence_base, 0, WIN_BYTES);
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  /* "only=NAME" runs one phase (NAME from kind_name, or "buffer_detach"), with the window
+   * phases' window still made first; "verbose" names each phase as it passes. */
+  const char *only = argc > 1 && strncmp(argv[1], "only=", 5) == 0 ? argv[1] + 5 : NULL;
+  int verbose = argc > 1 && strcmp(argv[1], "verbose") == 0;
+  for (phase_kind = 0; phase_kind < K_KINDS; phase_kind++) {
+    if (only && strcmp(only, kind_name[phase_kind]) != 0) continue;
+    run_pair(creator, relay);
+    if (rank == 0 && verbose) printf("%s: ok\n", kind_name[phase_kind]);
+  }
+  if (!only || strcmp(only, "buffer_detach") == 0) run_pair(bsender, breceiver);
+  if (only && strcmp(only, kind_name[K_WIN_FREE]) != 0) OK(MPI_Win_free(&fence_win));
+  OK(MPI_Comm_free(&make_on));
+  OK(MPI_Comm_free(&relay_on));
+  OK(MPI_Finalize());
+  return 0;
+}
