@@ -95,18 +95,6 @@ pub static KNOBS: &[Knob] = &[
         help: "largest eager message the ucx transport copies into a send slot (the send is complete on return); larger eager ones go from the sender's buffer, which the send holds until UCX has sent it",
     },
     Knob {
-        name: "UCX_NET_DEVICES",
-        kind: KnobKind::Text,
-        default: "",
-        help: "UCX's own variable (UCX reads it too): the devices UCX may use, comma-separated; the ucx transport offers one lane per device it names (unset or all: every network interface)",
-    },
-    Knob {
-        name: "UCX_TLS",
-        kind: KnobKind::Text,
-        default: "",
-        help: "UCX's own variable (UCX reads it too): the transports UCX may use; when it names only TCP and same-node ones (tcp, self, sm, shm, posix, sysv, cma), the ucx lanes are described with the interfaces' TCP figures",
-    },
-    Knob {
         name: "WEFT_MAX_FAST_PEERS",
         kind: KnobKind::Uint,
         default: "8",
