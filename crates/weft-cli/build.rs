@@ -5,6 +5,11 @@
 //! the profile, the target and the enabled features. Three facts from the environment cargo
 //! gives build scripts and one git call do not need a crate.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +32,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn headers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut table = String::from("/// (path under include/, bytes) of every installed header.\npub static HEADERS: &[(&str, &[u8])] = &[\n");
+    let mut table = String::from("/// (path under include/, bytes) of every installed header.\npub(crate) static HEADERS: &[(&str, &[u8])] = &[\n");
     for crate_dir in ["weft-mpi", "weft-shmem"] {
         let inc = root.join(crate_dir).join("include");
         let mut files = Vec::new();

@@ -6,6 +6,11 @@
 //! holds `extern "C" fn MPI_Name`, or is a row `MPI_Name, ...;` of a macro table (its bare
 //! `MPI_` identifiers).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -85,7 +90,7 @@ fn main() {
         writeln!(
             out,
             "/// Not implemented by weft yet: reports MPI_ERR_UNSUPPORTED_OPERATION.\n\
-             #[no_mangle]\npub extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
+             #[no_mangle]\npub(crate) extern \"C\" fn {n}({}) -> std::os::raw::c_int {{\n    \
              let _entered = crate::threads::enter();\n    {body}\n}}\n",
             params.join(", ")
         )

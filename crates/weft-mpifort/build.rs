@@ -22,6 +22,11 @@
 //! Without gfortran (or `WEFT_FC`) nothing is built: the crate records why, `weft install`
 //! says so, and the Fortran tests fail.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

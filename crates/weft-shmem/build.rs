@@ -11,6 +11,11 @@
 //! Every routine is described by its C prototype; its Rust signature is derived from it (see
 //! [`rust_type`]), so the two cannot disagree either.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -302,6 +307,37 @@ fn split_decl(decl: &str) -> (String, String) {
     (ty.trim().to_string(), name)
 }
 
+/// `body` with a `// SAFETY:` line above each line that opens an unsafe block without one
+/// (`clippy::undocumented_unsafe_blocks`): such a block hands the C caller's arguments to a
+/// helper of the crate whose `# Safety` contract is the OpenSHMEM 1.5 rules for routine
+/// `name`'s arguments, which the caller of an OpenSHMEM routine must keep.
+fn with_safety_comments(body: &str, name: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for (i, line) in body.split('\n').enumerate() {
+        let opens = line.contains("unsafe {");
+        let documented = out
+            .last()
+            .is_some_and(|l| l.trim_start().starts_with("// SAFETY:"));
+        if opens && !documented {
+            // The first line's indentation comes from the function's template.
+            let indent = if i == 0 {
+                String::new()
+            } else {
+                line[..line.len() - line.trim_start().len()].to_string()
+            };
+            out.push(format!(
+                "{indent}// SAFETY: the caller passes what OpenSHMEM 1.5 requires of `{name}`'s arguments, the contract of the helper called here."
+            ));
+            if i == 0 {
+                out.push(format!("    {line}"));
+                continue;
+            }
+        }
+        out.push(line.to_string());
+    }
+    out.join("\n")
+}
+
 struct Gen {
     rs: String,
     protos: String,
@@ -313,6 +349,7 @@ impl Gen {
     /// when it has one) running `body`, a Rust block body over the parameters.
     fn export(&mut self, proto: &str, body: &str) {
         let p = parse(proto);
+        let body = with_safety_comments(body, &p.name);
         let names: Vec<String> = match p.name.strip_prefix("shmem_") {
             Some(rest) => vec![p.name.clone(), format!("pshmem_{rest}")],
             None => vec![p.name.clone()],
@@ -329,7 +366,7 @@ impl Gen {
         for name in names {
             let _ = writeln!(
                 self.rs,
-                "/// OpenSHMEM `{}`{}.\n#[no_mangle]\npub unsafe extern \"C\" fn {name}({}){ret} {{\n    {body}\n}}\n",
+                "/// OpenSHMEM `{}`{}.\n#[no_mangle]\npub(crate) unsafe extern \"C\" fn {name}({}){ret} {{\n    {body}\n}}\n",
                 p.name,
                 if name.starts_with('p') && name != p.name {
                     " (profiling name)"

@@ -3,6 +3,11 @@
 //! static assertions with the C compiler (`$CC`, else `cc`). Nothing is linked: libucp is
 //! loaded at run time. Without the feature this does nothing.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a build script's inputs are the variables cargo sets"
+)]
+
 use std::process::Command;
 
 fn main() {

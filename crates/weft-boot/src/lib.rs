@@ -60,6 +60,10 @@ pub trait Store: Send + Sync {
 /// Connects to the job's store named by the environment the launcher sets:
 /// `WEFT_BOOT_ADDR`, `WEFT_JOB_SECRET` (hex) and, for abort messages, `WEFT_RANK`.
 /// Returns `None` when `WEFT_BOOT_ADDR` is unset (a singleton run without a launcher).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the variables weft run sets for its ranks describe the job, they are not settings"
+)]
 pub fn client_from_env() -> Result<Option<TcpStoreClient>> {
     client_from_vars(|name| std::env::var(name).ok())
 }

@@ -157,6 +157,16 @@ pub fn connect(
             }
         }
     };
+    if let Some(b) = &boot {
+        let j = b.job();
+        log::debug!(
+            "bootstrap {} connected ({}): rank {} of {}",
+            choice.backend,
+            choice.why,
+            j.rank,
+            j.size
+        );
+    }
     // weft's store took the prefix itself; a launcher's keys get it from a wrapper.
     Ok(match boot {
         Some(b) if !prefix.is_empty() && b.backend() != Backend::Weft => {

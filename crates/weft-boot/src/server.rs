@@ -119,10 +119,10 @@ pub struct TcpStoreServer {
 }
 
 impl TcpStoreServer {
-    /// Binds `addr` (e.g. `"127.0.0.1:0"`) and serves clients that prove `secret`. Events go
-    /// to this process's stderr, one line each.
+    /// Binds `addr` (e.g. `"127.0.0.1:0"`) and serves clients that prove `secret`. Events are
+    /// logged as warnings (`weft_core::logging`).
     pub fn bind(addr: &str, secret: &[u8]) -> Result<TcpStoreServer> {
-        Self::bind_with_events(addr, secret, Arc::new(|ev| weft_core::diag!("{ev}")))
+        Self::bind_with_events(addr, secret, Arc::new(|ev| log::warn!("{ev}")))
     }
 
     /// Like [`bind`](Self::bind), but hands every event to `events`.
@@ -285,6 +285,7 @@ fn serve_connection(mut stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         }
         return;
     }
+    log::debug!("bootstrap store: client {peer} proved the job secret");
     // Authenticated ranks may stay idle for a long time between requests.
     let _ = stream.set_read_timeout(None);
     let _ = stream.set_write_timeout(None);

@@ -3,8 +3,8 @@
 //! (recorded by build.rs).
 
 /// The lines describing the build, one `name: value` each.
-pub fn lines() -> Vec<(&'static str, String)> {
-    let transports: Vec<&str> = weft::config::Config::from_vars(&[])
+pub(crate) fn lines() -> Vec<(&'static str, String)> {
+    let transports: Vec<&str> = weft::Config::from_vars(&[])
         .map(|c| c.transports.iter().map(|t| t.name()).collect())
         .unwrap_or_default();
     vec![
@@ -23,7 +23,7 @@ pub fn lines() -> Vec<(&'static str, String)> {
 }
 
 /// `weft --version`: the version, then the build's lines.
-pub fn long_version() -> String {
+pub(crate) fn long_version() -> String {
     let mut s = String::from(env!("CARGO_PKG_VERSION"));
     for (name, value) in lines().into_iter().skip(1) {
         s.push_str(&format!("\n{name:<11} {value}"));

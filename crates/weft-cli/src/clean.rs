@@ -8,14 +8,14 @@ use std::time::Duration;
 
 /// Arguments of `weft clean`.
 #[derive(Args)]
-pub struct CleanArgs {
+pub(crate) struct CleanArgs {
     /// List what would be removed, remove nothing.
     #[arg(long)]
     dry_run: bool,
 }
 
 /// Runs `weft clean`; returns the exit code (1 when a stale segment could not be removed).
-pub fn run(a: CleanArgs) -> i32 {
+pub(crate) fn run(a: CleanArgs) -> i32 {
     let stale = weft_launch::sweep_stale_segments(a.dry_run, Duration::ZERO);
     let mut failed = 0;
     for s in &stale {

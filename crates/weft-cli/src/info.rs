@@ -1,10 +1,10 @@
 //! `weft info`: what this machine and build offer, and every knob with its value.
 
-use weft::config::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
+use weft::{knob_tables, BlockMode, CmaMode, Config, YieldMode};
 
 /// Arguments of `weft info`.
 #[derive(clap::Args)]
-pub struct InfoArgs {
+pub(crate) struct InfoArgs {
     /// List every `WEFT_*` knob with its type, default, current value and help.
     #[arg(long)]
     pub knobs: bool,
@@ -36,7 +36,7 @@ pub struct InfoArgs {
 }
 
 /// Runs `weft info`.
-pub fn run(args: InfoArgs) -> i32 {
+pub(crate) fn run(args: InfoArgs) -> i32 {
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -154,6 +154,10 @@ pub fn run(args: InfoArgs) -> i32 {
 
 /// The bootstrap back end a rank started from this environment would use, and why; for
 /// PMIx, whether the library loads (nothing is connected or initialised).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the bootstrap choice reads launchers' variables (PMI_*, PMIX_*, SLURM_*), not settings"
+)]
 fn print_bootstrap() {
     let var = |n: &str| std::env::var(n).ok();
     match weft_boot::select::choose(&var) {

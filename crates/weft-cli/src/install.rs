@@ -80,11 +80,11 @@ if { [file exists $weft_prefix/share/weft/tuning.toml] && ![info exists ::env(WE
 
 /// Where under a prefix `weft tune` writes its tuning file by default and the modulefile
 /// looks for it.
-pub const TUNING_FILE: &str = "share/weft/tuning.toml";
+pub(crate) const TUNING_FILE: &str = "share/weft/tuning.toml";
 
 /// Arguments of `weft install`.
 #[derive(clap::Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// Where to install (created if missing).
     #[arg(long, value_name = "DIR")]
     pub prefix: PathBuf,
@@ -137,7 +137,7 @@ fn link(dir: &Path, target: &str, name: &str) -> Result<(), String> {
 }
 
 /// Installs into `prefix`.
-pub fn install(prefix: &Path) -> Result<(), String> {
+pub(crate) fn install(prefix: &Path) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this weft binary: {e}"))?;
     let exe_dir = exe.parent().unwrap_or(Path::new("."));
     let libs = libraries(exe_dir)?;
@@ -216,7 +216,7 @@ pub fn install(prefix: &Path) -> Result<(), String> {
 }
 
 /// Runs `weft install`.
-pub fn run(args: InstallArgs) -> i32 {
+pub(crate) fn run(args: InstallArgs) -> i32 {
     match install(&args.prefix) {
         Ok(()) => {
             println!(

@@ -5,6 +5,7 @@
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
+use weft_core::knob::{KnobValues, LOG, PROCESS_KNOBS};
 
 mod bench;
 mod build_info;
@@ -76,6 +77,10 @@ fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
 }
 
 /// Runs `weft mpiexec`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "mpiexec maps its launcher's whole environment (Open MPI's and MPICH's variables) as they do"
+)]
 fn mpiexec(args: Vec<OsString>) -> i32 {
     let env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -114,6 +119,11 @@ fn mpiexec(args: Vec<OsString>) -> i32 {
 }
 
 fn main() -> ExitCode {
+    // What the launcher and the tools log (WEFT_LOG); a rank's own weft reads it again at
+    // init, in its own process. A malformed value is the ranks' error to report.
+    if let Ok((values, _)) = KnobValues::read_env(&[PROCESS_KNOBS]) {
+        weft_core::logging::init(values.text(LOG).as_deref());
+    }
     let cli = match parse(std::env::args_os().collect()) {
         Ok(c) => c,
         Err(e) => e.exit(),

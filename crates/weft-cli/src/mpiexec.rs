@@ -157,7 +157,7 @@ fn lookup(token: &str) -> Option<(Act, Option<&str>)> {
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Run `weft run` with these arguments (after its name), printing the warnings first.
     Run {
         /// The `weft run` arguments.
@@ -193,7 +193,7 @@ fn launcher_template(name: &str, exec: Option<&str>) -> Result<String, String> {
 
 /// Turns an mpiexec command line (without the program name `mpiexec`) into a [`Plan`].
 /// `env` is this process's environment (for `-genvall`). Errors are the one line to print.
-pub fn translate(argv: &[OsString], env: &[(String, String)]) -> Result<Plan, String> {
+pub(crate) fn translate(argv: &[OsString], env: &[(String, String)]) -> Result<Plan, String> {
     let mut out: Vec<OsString> = Vec::new();
     let mut warnings = Vec::new();
     let mut launcher: Option<String> = None;
@@ -392,7 +392,7 @@ fn is_var_name(k: &str) -> bool {
 }
 
 /// The help `mpiexec --help` prints.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 usage: mpiexec [options] program [args...]     (weft's mpiexec: runs `weft run`)
 
   -n N, -np N, -c N              number of ranks (default: one per slot of the hosts, else 1)

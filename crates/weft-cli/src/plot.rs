@@ -12,13 +12,13 @@ use std::sync::OnceLock;
 use weft_core::{Error, ErrorKind, Result};
 
 /// Where the default font lives on Debian/Ubuntu (package `fonts-dejavu-core`).
-pub const DEFAULT_FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+pub(crate) const DEFAULT_FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
 const FAMILY: &str = "sans-serif";
 
 /// One named curve of a line chart.
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(crate) struct Series {
     /// Legend text.
     pub name: String,
     /// (x, y) points in drawing order.
@@ -27,7 +27,7 @@ pub struct Series {
 
 /// Axes and title of a chart.
 #[derive(Clone, Debug)]
-pub struct Labels<'a> {
+pub(crate) struct Labels<'a> {
     /// Caption above the chart.
     pub title: &'a str,
     /// X axis description.
@@ -37,7 +37,10 @@ pub struct Labels<'a> {
 }
 
 fn font_path() -> String {
-    std::env::var("WEFT_PLOT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string())
+    weft_core::knob::KnobValues::read_env(&[weft_core::knob::TOOL_VARS])
+        .ok()
+        .and_then(|(v, _)| v.text("WEFT_PLOT_FONT"))
+        .unwrap_or_else(|| DEFAULT_FONT.to_string())
 }
 
 /// Registers the font once per process; later calls return the first outcome.
@@ -93,7 +96,7 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
 
 /// How a line chart's axes are drawn, and what it marks besides its curves.
 #[derive(Clone, Debug, Default)]
-pub struct ChartOpts {
+pub(crate) struct ChartOpts {
     /// A logarithmic x axis (every x must be > 0).
     pub log_x: bool,
     /// The x values are byte counts: powers of two apart on the axis, labelled 8, 1K, 64K,
@@ -106,7 +109,7 @@ pub struct ChartOpts {
 
 /// A vertical mark of a line chart.
 #[derive(Clone, Debug)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// Where the line goes.
     pub x: f64,
     /// Its legend text.
@@ -117,7 +120,7 @@ pub struct Mark {
 
 /// `bytes` as the sizes are written on the command line: 8, 1K, 64K, 1M (binary units, a
 /// fraction when not a whole unit).
-pub fn bytes_label(bytes: f64) -> String {
+pub(crate) fn bytes_label(bytes: f64) -> String {
     let b = bytes.round();
     for (unit, size) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
         let size = size as f64;
@@ -166,7 +169,12 @@ fn draw_legend(
 /// Draws `series` as lines (with point markers) into a PNG at `path`; `log_x` uses a
 /// logarithmic x axis (all x must be > 0). The y axis is logarithmic when the values span a
 /// decade or more; the legend sits beside the plot. See [`line_chart_with`].
-pub fn line_chart(path: &Path, labels: &Labels, series: &[Series], log_x: bool) -> Result<()> {
+pub(crate) fn line_chart(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    log_x: bool,
+) -> Result<()> {
     line_chart_with(
         path,
         labels,
@@ -179,7 +187,7 @@ pub fn line_chart(path: &Path, labels: &Labels, series: &[Series], log_x: bool) 
 }
 
 /// [`line_chart`] with byte-count x labels and vertical marks ([`ChartOpts`]).
-pub fn line_chart_with(
+pub(crate) fn line_chart_with(
     path: &Path,
     labels: &Labels,
     series: &[Series],
@@ -316,7 +324,7 @@ pub fn line_chart_with(
 
 /// Draws grouped bars into a PNG at `path`: one group per category, one bar per named
 /// series (`series[j].1[i]` is series j's value for category i).
-pub fn bar_chart(
+pub(crate) fn bar_chart(
     path: &Path,
     labels: &Labels,
     categories: &[String],

@@ -8,11 +8,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
 /// A progress bar of `total` steps, or nothing.
-pub struct Progress(Option<ProgressBar>);
+pub(crate) struct Progress(Option<ProgressBar>);
 
 impl Progress {
     /// A bar for `what` with `total` steps; hidden when `quiet` or stderr is no terminal.
-    pub fn new(what: &str, total: u64, quiet: bool) -> Progress {
+    pub(crate) fn new(what: &str, total: u64, quiet: bool) -> Progress {
         Progress::with_target(what, total, quiet || !std::io::stderr().is_terminal())
     }
 
@@ -32,21 +32,21 @@ impl Progress {
     }
 
     /// Says which step is under way.
-    pub fn start(&self, step: &str) {
+    pub(crate) fn start(&self, step: &str) {
         if let Some(b) = &self.0 {
             b.set_message(step.to_owned());
         }
     }
 
     /// One step done.
-    pub fn done(&self) {
+    pub(crate) fn done(&self) {
         if let Some(b) = &self.0 {
             b.inc(1);
         }
     }
 
     /// Prints `line` on stdout above the bar (plainly without one).
-    pub fn println(&self, line: &str) {
+    pub(crate) fn println(&self, line: &str) {
         match &self.0 {
             Some(b) => b.suspend(|| println!("{line}")),
             None => println!("{line}"),
@@ -55,7 +55,7 @@ impl Progress {
 
     /// Prints `line` on stderr above the bar (plainly without one): notes that must not mix
     /// with results on stdout.
-    pub fn note(&self, line: &str) {
+    pub(crate) fn note(&self, line: &str) {
         match &self.0 {
             Some(b) => b.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
@@ -64,7 +64,7 @@ impl Progress {
 
     /// Whether a bar is drawn.
     #[cfg(test)]
-    pub fn shown(&self) -> bool {
+    pub(crate) fn shown(&self) -> bool {
         self.0.is_some()
     }
 }

@@ -23,7 +23,7 @@ use weft_launch::{
 
 /// Where a job runs: the options `weft run` and `weft bench` share.
 #[derive(clap::Args, Debug, Clone, Default)]
-pub struct HostArgs {
+pub(crate) struct HostArgs {
     /// Run on these hosts: NAME:SLOTS,... (a host without :SLOTS has one slot). Without -n the
     /// job has one rank per slot. Inside a Slurm allocation the default is the allocation's
     /// nodes and tasks, its agents started with srun.
@@ -58,7 +58,7 @@ pub struct HostArgs {
 /// alone (no host list, or one that names only this machine) with the number of slots the
 /// list or `--ppn` gave it.
 #[derive(Debug)]
-pub struct Where {
+pub(crate) struct Where {
     /// The hosts, `None` to start every rank here without agents.
     pub hosts: Option<HostsSpec>,
     /// Slots on this machine when the job runs here and a host list or `--ppn` sized it.
@@ -70,14 +70,18 @@ impl HostArgs {
     /// starts. Host names that are this machine (`localhost`, its name or address) count as
     /// one host, started without the launcher template; a list of only this machine runs
     /// the job here as if no host were given.
-    pub fn resolve(&self) -> Result<Where, String> {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a Slurm allocation's variables (SLURM_*) say where the job runs; they are not settings"
+    )]
+    pub(crate) fn resolve(&self) -> Result<Where, String> {
         self.resolve_in(&|n| std::env::var(n).ok())
     }
 
     /// [`Self::resolve`] with the environment looked up by `var`: inside a Slurm allocation
     /// (`SLURM_JOB_ID`) and without `--hosts` or `--hostfile`, the allocation's nodes and
     /// task counts are the hosts and agents start as job steps ([`SRUN_TEMPLATE`]).
-    pub fn resolve_in(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<Where, String> {
+    pub(crate) fn resolve_in(&self, var: &dyn Fn(&str) -> Option<String>) -> Result<Where, String> {
         // `ppr:N:node` (Open MPI) is N ranks per node, filled host by host.
         let (map_by, ppr) = match self.map_by.as_deref().map(str::trim) {
             Some(m) if m.starts_with("ppr:") => (None, Some(parse_ppr(m)?)),
@@ -207,7 +211,7 @@ fn job_size(given: Option<u32>, place: &Where) -> u32 {
 
 /// The rank count of a job `weft run` or `weft bench` starts: `-n` when given, else one per
 /// slot of the hosts (or the Slurm allocation, or this machine's entry), else `default`.
-pub fn job_size_or(given: Option<u32>, place: &Where, default: u32) -> u32 {
+pub(crate) fn job_size_or(given: Option<u32>, place: &Where, default: u32) -> u32 {
     match (given, &place.hosts) {
         (Some(n), _) => n,
         (None, Some(h)) => total_slots(&h.hosts),
@@ -220,7 +224,7 @@ const LAUNCHER_FAILED: i32 = 1;
 
 /// Arguments of `weft run`.
 #[derive(clap::Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Number of ranks to start (at least 1; default 1, or one per slot with --hosts).
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = parse_nranks, allow_negative_numbers = true)]
     pub nranks: Option<u32>,
@@ -281,7 +285,7 @@ pub struct RunArgs {
 /// option before the program that `weft run` does not have is refused as an unknown option
 /// (clap would read `-foo` as `-f -o -o`, or take it for the program). Arguments after the
 /// program, and other subcommands, pass unchanged.
-pub fn normalize_args(
+pub(crate) fn normalize_args(
     weft: &clap::Command,
     mut args: Vec<OsString>,
 ) -> Result<Vec<OsString>, clap::Error> {
@@ -345,6 +349,10 @@ fn parse_stdin(s: &str) -> Result<StdinTarget, String> {
 impl RunArgs {
     /// The environment every rank gets from the options: `-x`, then `--bind-to` and
     /// `--report-bindings` as the knobs they stand for.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "-x NAME forwards this environment's NAME to the ranks, as mpirun -x does"
+    )]
     fn rank_env(&self) -> Result<Vec<(String, String)>, String> {
         let mut env = export_env(&self.export, |n| std::env::var(n).ok())?;
         if let Some(b) = &self.bind_to {
@@ -418,13 +426,16 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 /// Prints, once for the whole job, a warning for each `WEFT_*` variable of this environment
 /// or of `env` (what the ranks get on top of it) that no knob table declares. The ranks stay
 /// quiet about them ([`weft_core::knob::warns_for_job`]).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the launcher checks the whole environment its ranks inherit against the knob tables"
+)]
 fn warn_unknown_knobs(env: &[(String, String)]) {
     let vars = std::env::vars()
         .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
         .chain(env.iter().cloned());
     // A malformed value is the ranks' error to report (with the knob's name), not ours.
-    if let Ok((_, warnings)) = weft_core::knob::KnobValues::read(&weft::config::knob_tables(), vars)
-    {
+    if let Ok((_, warnings)) = weft_core::knob::KnobValues::read(&weft::knob_tables(), vars) {
         for w in warnings {
             eprintln!("{w}");
         }
@@ -432,7 +443,7 @@ fn warn_unknown_knobs(env: &[(String, String)]) {
 }
 
 /// Runs `weft run`; returns the process exit code.
-pub fn run(mut args: RunArgs) -> i32 {
+pub(crate) fn run(mut args: RunArgs) -> i32 {
     let mut command = std::mem::take(&mut args.command).into_iter();
     let Some(program) = command.next() else {
         eprintln!("weft run: no program given");
@@ -551,7 +562,7 @@ fn torus_placement(args: &RunArgs, map: &str, place: &mut Where) -> Result<Torus
 /// Arguments of the hidden `weft __agent` (started by `weft run --hosts` on each host; the
 /// job secret arrives on stdin, never here).
 #[derive(clap::Args, Debug)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     /// This host's name in the host list.
     #[arg(long)]
     pub host: String,
@@ -564,7 +575,7 @@ pub struct AgentArgs {
 }
 
 /// Runs `weft __agent`; returns its exit code.
-pub fn agent(args: AgentArgs) -> i32 {
+pub(crate) fn agent(args: AgentArgs) -> i32 {
     let mut connect = Vec::new();
     for a in &args.connect {
         match a.parse::<SocketAddr>() {

@@ -5,12 +5,12 @@
 //! another node with the lanes chosen (the same pure function, `weft_model::lanes::choose`,
 //! that the runtime uses at init).
 
-use weft::config::{CmaMode, Config};
+use weft::{CmaMode, Config};
 use weft_model::lanes::{choose, rendezvous, Choice, LaneDesc, PeerKind, TransportKind};
 use weft_transport::transport::{Lane, Reach};
 
 /// Prints the lane table for `ppn` processes per node (default 1). Returns the exit code.
-pub fn run(config: &Config, ppn: Option<u32>) -> i32 {
+pub(crate) fn run(config: &Config, ppn: Option<u32>) -> i32 {
     match render(config, ppn.unwrap_or(1)) {
         Ok(text) => {
             print!("{text}");
@@ -24,7 +24,7 @@ pub fn run(config: &Config, ppn: Option<u32>) -> i32 {
 }
 
 /// The table `run` prints.
-pub fn render(config: &Config, ppn: u32) -> weft::Result<String> {
+pub(crate) fn render(config: &Config, ppn: u32) -> weft::Result<String> {
     let mut out = String::from("transports:\n");
     for t in weft::lanes::transports(config) {
         let state = match (&t.offered, t.allowed) {

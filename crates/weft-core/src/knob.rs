@@ -120,6 +120,17 @@ pub const TORUS_DIMS: &str = "WEFT_TORUS_DIMS";
 /// Name of the variable `weft run --map` gives every rank: its host's virtual coordinates.
 pub const TORUS_COORDS: &str = "WEFT_TORUS_COORDS";
 
+/// Name of the knob that chooses what weft logs on stderr ([`crate::logging`]).
+pub const LOG: &str = "WEFT_LOG";
+
+/// Knobs every weft process reads, whatever it is (a rank, the launcher, a tool).
+pub const PROCESS_KNOBS: &[Knob] = &[Knob {
+    name: LOG,
+    kind: KnobKind::Text,
+    default: "",
+    help: "what weft logs on stderr, in env_logger's filter syntax: a level (error, warn, info, debug, trace) or target=level pairs (weft::lanes=debug,weft::coll=debug); debug shows each peer's lane and why, the collectives' algorithm choice per new call shape and connection events; unset: warnings and errors only",
+}];
+
 /// Variables read by the `weft` command's own tools, the wrappers (`mpicc`, `mpiexec`,
 /// `oshcc`) and the test scripts (not by ranks), declared so that a rank or a job that
 /// inherits them does not warn.
@@ -276,11 +287,27 @@ impl KnobValues {
         Ok((out, warnings))
     }
 
+    /// [`KnobValues::read`] of the process environment: the values and the warnings, which
+    /// the caller reports or not (a tool reading a table of its own does not speak for a job).
+    pub fn read_env(tables: &[&[Knob]]) -> Result<(KnobValues, Vec<String>)> {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the knob registry is where the environment is read"
+        )]
+        let vars = std::env::vars();
+        Self::read(tables, vars)
+    }
+
     /// Reads the process environment; prints warnings for unknown variables on stderr when
     /// this process speaks for its job ([`warns_for_job`]: once per job, not per rank).
     pub fn from_env(tables: &[&[Knob]]) -> Result<KnobValues> {
-        let (v, warnings) = Self::read(tables, std::env::vars())?;
-        if warns_for_job(|n| std::env::var(n).ok()) {
+        let (v, warnings) = Self::read_env(tables)?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the knob registry is where the environment is read"
+        )]
+        let speaks_for_job = warns_for_job(|n| std::env::var(n).ok());
+        if speaks_for_job {
             for w in warnings {
                 crate::diag!("{w}");
             }

@@ -3,12 +3,14 @@
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
 //! no I/O beyond reading the environment and the system's random source when asked to and
-//! writing diagnostic lines to stderr ([`mod@diag`]), and holds no global state.
+//! writing diagnostic lines to stderr ([`mod@diag`], [`logging`]), and holds no global state
+//! but the logger `logging` installs.
 
 pub mod auth;
 pub mod diag;
 pub mod error;
 pub mod knob;
+pub mod logging;
 pub mod units;
 
 pub use error::{Error, ErrorKind, Result};

@@ -4,6 +4,11 @@
 //! The test runs itself again as a child whose stderr is a datagram socket: every `write`
 //! becomes one datagram, so the parent counts the child's writes exactly.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};

@@ -3,6 +3,11 @@
 //! inputs made by the encoders are checked in. `WEFT_FUZZ_WRITE_SEEDS=1` writes missing or
 //! changed seeds instead (then commit them).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::path::PathBuf;
 use weft_fuzz::{seeds, TARGETS};
 

@@ -43,6 +43,10 @@ pub fn lane(name: &str) -> Result<Lane, String> {
 }
 
 /// The lanes `WEFT_TEST_LANES` names (empty when it is unset or blank).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a marker of the test suite (WEFT_TEST_*), never a knob"
+)]
 pub fn named() -> Result<Vec<Lane>, String> {
     match std::env::var(VAR) {
         Ok(list) => list

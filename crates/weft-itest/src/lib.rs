@@ -1,5 +1,7 @@
 //! Multi-process integration tests of weft; see tests/. This library holds what they share:
-//! namespace test hosts ([`hosts`]) and the lanes jobs run on ([`lanes`]).
+//! namespace test hosts ([`hosts`]), the lanes jobs run on ([`lanes`]) and what every job
+//! is checked for ([`jobs`]).
 
 pub mod hosts;
+pub mod jobs;
 pub mod lanes;

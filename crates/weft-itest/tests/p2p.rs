@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::time::Duration;
+use weft_itest::jobs::{assert_no_leftovers, assert_ok};
 use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
@@ -22,27 +23,6 @@ fn job(n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
     out
 }
 
-fn assert_no_leftovers(job_id: &str) {
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(job_id))
-        .collect();
-    assert!(left.is_empty(), "job {job_id} left segments: {left:?}");
-}
-
-fn ok(out: &JobOutcome) {
-    assert_eq!(
-        out.exit_code,
-        0,
-        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn exchange_all_sizes_at_1_2_3_4_7_ranks_with_cma() {
     for n in [1, 2, 3, 4, 7] {
@@ -51,7 +31,7 @@ fn exchange_all_sizes_at_1_2_3_4_7_ranks_with_cma() {
             &["exchange"],
             &[("WEFT_SHM_CMA", "on"), ("WEFT_SHM_CMA_MIN_BYTES", "0")],
         );
-        ok(&out);
+        assert_ok(&out);
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.matches("exchange ok").count(), n as usize, "{text}");
     }
@@ -60,7 +40,7 @@ fn exchange_all_sizes_at_1_2_3_4_7_ranks_with_cma() {
 #[test]
 fn exchange_with_copy_fallback_and_small_eager_limit() {
     for n in [2, 3] {
-        ok(&job(
+        assert_ok(&job(
             n,
             &["exchange", "4096"],
             &[("WEFT_SHM_CMA", "off"), ("WEFT_SHM_EAGER_BYTES", "4096")],
@@ -73,7 +53,7 @@ fn exchange_with_both_sides_copying_small_rendezvous() {
     // The cooperative CMA rendezvous (receiver reads the lower half, sender writes the upper)
     // for every rendezvous size, at odd rank counts.
     for n in [3, 4] {
-        ok(&job(
+        assert_ok(&job(
             n,
             &["exchange"],
             &[
@@ -87,7 +67,7 @@ fn exchange_with_both_sides_copying_small_rendezvous() {
 #[test]
 fn wildcards_keep_per_sender_order() {
     for n in [2, 4, 7] {
-        ok(&job(n, &["wildcards"], &[]));
+        assert_ok(&job(n, &["wildcards"], &[]));
     }
 }
 
@@ -95,7 +75,7 @@ fn wildcards_keep_per_sender_order() {
 fn every_collective_across_processes() {
     for n in [1, 2, 3, 4, 7] {
         let out = job(n, &["collectives"], &[]);
-        ok(&out);
+        assert_ok(&out);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout)
                 .matches("collectives ok")
@@ -108,7 +88,7 @@ fn every_collective_across_processes() {
 #[test]
 fn split_communicators() {
     for n in [1, 3, 4, 7] {
-        ok(&job(n, &["split"], &[]));
+        assert_ok(&job(n, &["split"], &[]));
     }
 }
 
@@ -138,7 +118,7 @@ fn killed_rank_ends_the_job_cleanly() {
 #[test]
 fn dead_peer_is_an_error_not_a_hang() {
     let out = job(2, &["dead-peer-error"], &[]);
-    ok(&out);
+    assert_ok(&out);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("peer died"),
         "{}",
@@ -179,7 +159,7 @@ fn ranks_pin_to_cores_under_weft_bind() {
     }
     for (mode, n) in cases {
         let out = job(n, &["info"], &[("WEFT_BIND", mode)]);
-        ok(&out);
+        assert_ok(&out);
         let text = String::from_utf8_lossy(&out.stdout);
         let mut seen = 0;
         for line in text.lines().filter(|l| l.contains(" cpus ")) {
@@ -213,7 +193,7 @@ fn ranks_pin_to_cores_under_weft_bind() {
 #[test]
 fn oversubscribed_node_yields() {
     let out = job(4, &["info"], &[]);
-    ok(&out);
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -319,7 +319,7 @@ impl Agent {
             .rev()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"));
+            .or_else(crate::spawn::search_path);
         let first = ranks.first().map_or(0, |r| r.rank);
         let resolved = match resolve_program(&program, path.as_deref()) {
             Ok(p) => p,

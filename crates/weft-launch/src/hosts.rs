@@ -420,11 +420,7 @@ pub(crate) fn run_on_hosts(
         watch,
         store_port: store.local_addr().port(),
         spec,
-        env: crate::forwarded_env(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-            &spec.env,
-        ),
+        env: crate::forwarded_env(launcher_env(), &spec.env),
         job_id: job_id.clone(),
         ended_connecting: false,
         open_pipes: 0,
@@ -967,6 +963,16 @@ impl MultiJob<'_> {
         self.drain_lines();
         self.lines.finish_all(&mut self.sink);
     }
+}
+
+/// The launcher's whole environment (its variables that are text), which remote ranks get
+/// as local ones inherit it ([`crate::forwarded_env`] says what goes).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the launcher forwards its whole environment to remote ranks, as mpirun does"
+)]
+fn launcher_env() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
 }
 
 #[cfg(test)]

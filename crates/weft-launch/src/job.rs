@@ -61,7 +61,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| OsString::from(v))
-        .or_else(|| std::env::var_os("PATH"));
+        .or_else(crate::spawn::search_path);
     let program = match resolve_program(&spec.program, path.as_deref()) {
         Ok(p) => p,
         Err(nr) => {

@@ -7,17 +7,17 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
 /// Idle seconds before the first probe.
-pub const KEEPALIVE_IDLE_S: i32 = 10;
+pub(crate) const KEEPALIVE_IDLE_S: i32 = 10;
 /// Seconds between probes.
-pub const KEEPALIVE_INTVL_S: i32 = 5;
+pub(crate) const KEEPALIVE_INTVL_S: i32 = 5;
 /// Unanswered probes after which the connection breaks: 10 + 6 * 5 = 40 s of silence.
-pub const KEEPALIVE_CNT: i32 = 6;
+pub(crate) const KEEPALIVE_CNT: i32 = 6;
 /// Unacknowledged data older than this breaks the connection (instead of ~15 min).
-pub const USER_TIMEOUT_MS: i32 = 60_000;
+pub(crate) const USER_TIMEOUT_MS: i32 = 60_000;
 
 /// Turns on keepalive and the user timeout. Failures are ignored: the connection still
 /// works, it only learns of a dead peer later.
-pub fn set_keepalive(stream: &TcpStream) {
+pub(crate) fn set_keepalive(stream: &TcpStream) {
     let fd = stream.as_raw_fd();
     let set = |level: i32, name: i32, value: i32| {
         // SAFETY: `value` lives across the call and its size is passed.

@@ -26,6 +26,16 @@ pub struct NotRunnable {
     pub message: String,
 }
 
+/// The launcher's `PATH`, where [`resolve_program`] looks for a program a job's environment
+/// does not say where to find.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "PATH is the shell's search path, not a weft setting: programs are found as execvp finds them"
+)]
+pub(crate) fn search_path() -> Option<OsString> {
+    std::env::var_os("PATH")
+}
+
 /// Finds `program` the way a shell does: as given when it contains `/`, else in `path`
 /// (a `PATH`-style list). Checks that the result is a runnable file.
 pub fn resolve_program(
@@ -122,8 +132,9 @@ const FDS_SPARE: u64 = 64;
 /// soft limit when it changed. Fails, naming the numbers, when even the hard limit is short.
 pub fn raise_open_files_limit(nranks: u32) -> Result<Option<u64>> {
     let needed = u64::from(nranks) * FDS_PER_RANK + FDS_SPARE;
-    // SAFETY: getrlimit/setrlimit on a struct we own.
+    // SAFETY: rlimit is two integers; all zeroes is a valid value.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes one rlimit into `lim`, which we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(None);
     }
@@ -140,6 +151,7 @@ pub fn raise_open_files_limit(nranks: u32) -> Result<Option<u64>> {
         ));
     }
     lim.rlim_cur = needed as libc::rlim_t;
+    // SAFETY: setrlimit reads the rlimit `lim`, which we own, and changes nothing else.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
         return Err(Error::io(
             format!("nranks {nranks}: raising the open-files limit to {needed}"),
@@ -201,6 +213,10 @@ pub fn spawn_local_rank(
     // SAFETY: getpid() before the fork, and only async-signal-safe calls in the child.
     let launcher_pid = unsafe { libc::getpid() };
     let open_files = cmd.open_files_soft_limit;
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed: it makes only system calls (setpgid, prctl, getrlimit, setrlimit,
+    // getppid) on values copied in before the fork, and its errors are errno values, so it
+    // allocates nothing.
     unsafe {
         c.pre_exec(move || {
             // Own process group: the launcher kills the group, catching whatever the rank
@@ -292,7 +308,7 @@ mod tests {
 
     #[test]
     fn resolves_like_a_shell() {
-        let path = std::env::var_os("PATH");
+        let path = search_path();
         let sh = resolve_program(Path::new("sh"), path.as_deref()).unwrap();
         assert!(sh.ends_with("sh"), "{}", sh.display());
         assert_eq!(

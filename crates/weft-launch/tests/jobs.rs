@@ -6,6 +6,11 @@
 //! a launcher must run in a separate process (to be signalled), this test binary runs itself
 //! with `LAUNCH_TEST_ROLE` set; `role_entry` below dispatches on it.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};

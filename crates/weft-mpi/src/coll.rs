@@ -68,9 +68,10 @@ pub(crate) unsafe fn aliased_v(
         return None;
     }
     let n = comm_of(comm, func).ok()?.size() as usize;
-    // SAFETY: the caller's contract.
     let none = |p: *const c_int| {
         !p.is_null()
+            // SAFETY: a non-null count array holds one entry per rank of comm (this function's
+            // contract).
             && unsafe { std::slice::from_raw_parts(p, n) }
                 .iter()
                 .all(|&c| c == 0)
@@ -215,6 +216,8 @@ pub unsafe extern "C" fn MPI_Bcast(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Bcast's contract for the caller's buffers, counts and datatypes, which
+        // inter::bcast requires and passes on to the calls it makes.
         return finish(comm, "MPI_Bcast", unsafe {
             crate::inter::bcast(p, buf, count, dt, root)
         });
@@ -245,6 +248,8 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
+            // SAFETY: MPI_Bcast_c's contract for the caller's buffers, counts and datatypes,
+            // which inter::bcast requires and passes on to the calls it makes.
             .and_then(|count| unsafe { crate::inter::bcast(p, buf, count, dt, root) });
         return finish(comm, "MPI_Bcast_c", r);
     }
@@ -372,8 +377,10 @@ fn reduce_typed<T: Datatype>(
         Red::ReduceScatterBlock => (count * n, count),
         _ => (count, count),
     };
-    // SAFETY (both views): the staged buffers hold these counts for the call.
+    // SAFETY: the caller (`reduction`) stages `recv` to hold recv_n elements of T for this
+    // call; no other view of it is live.
     let recv_s: &mut [T] = unsafe { typed_mut(recv, recv_n)? };
+    // SAFETY: the caller stages `send` to hold send_n elements of T for this call.
     let send_s: &[T] = unsafe { typed(send, send_n)? };
     match kind {
         Red::Reduce(root) => c.reduce(send_s, recv_s, &wop, root)?,
@@ -673,6 +680,8 @@ pub unsafe extern "C" fn MPI_Reduce(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Reduce's contract for the caller's buffers, counts and datatypes, which
+        // inter::reduce requires and passes on to the calls it makes.
         return finish(comm, "MPI_Reduce", unsafe {
             crate::inter::reduce(p, send, recv, count, dt, op, root)
         });
@@ -719,6 +728,8 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
+            // SAFETY: MPI_Reduce_c's contract for the caller's buffers, counts and datatypes,
+            // which inter::reduce requires and passes on to the calls it makes.
             .and_then(|count| unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) });
         return finish(comm, "MPI_Reduce_c", r);
     }
@@ -780,6 +791,8 @@ pub unsafe extern "C" fn MPI_Allreduce(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Allreduce's contract for the caller's buffers, counts and datatypes,
+        // which inter::allreduce requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allreduce", unsafe {
             crate::inter::allreduce(p, send, recv, count, dt, op)
         });
@@ -825,6 +838,8 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
+            // SAFETY: MPI_Allreduce_c's contract for the caller's buffers, counts and
+            // datatypes, which inter::allreduce requires and passes on to the calls it makes.
             .and_then(|count| unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) });
         return finish(comm, "MPI_Allreduce_c", r);
     }
@@ -870,9 +885,12 @@ pub unsafe extern "C" fn MPI_Scan(
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, count as i64, None) {
         return rc;
     }
-    // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
-        unsafe { crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, "MPI_Scan") }
+        // SAFETY: the caller's arguments follow MPI_Scan's rules, the contract fast::reduction
+        // requires.
+        unsafe {
+            crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, "MPI_Scan")
+        }
     {
         return rc;
     }
@@ -989,6 +1007,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Reduce_scatter_block's contract for the caller's buffers, counts and
+        // datatypes, which inter::reduce_scatter_block requires and passes on to the calls it
+        // makes.
         return finish(comm, "MPI_Reduce_scatter_block", unsafe {
             crate::inter::reduce_scatter_block(p, send, recv, count, dt, op)
         });
@@ -1144,6 +1165,8 @@ pub unsafe extern "C" fn MPI_Gather(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Gather's contract for the caller's buffers, counts and datatypes, which
+        // inter::gather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Gather", unsafe {
             crate::inter::gather(
                 p,
@@ -1186,6 +1209,8 @@ pub unsafe extern "C" fn MPI_Gather(
             &copy[..]
         } else {
             out = outgoing(send, scount as i64, sdt)?;
+            // SAFETY: `out` is the send data as `outgoing` staged it (its own copy, or the
+            // caller's contiguous buffer): readable for out.bytes bytes during this call.
             unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
         c.gather(sb, rb, root)?;
@@ -1243,6 +1268,8 @@ pub unsafe extern "C" fn MPI_Scatter(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Scatter's contract for the caller's buffers, counts and datatypes, which
+        // inter::scatter requires and passes on to the calls it makes.
         return finish(comm, "MPI_Scatter", unsafe {
             crate::inter::scatter(
                 p,
@@ -1277,6 +1304,9 @@ pub unsafe extern "C" fn MPI_Scatter(
             return Ok(c.scatter(sb, &mut scratch, root)?);
         }
         let inc = incoming(recv, rcount as i64, rdt, false)?;
+        // SAFETY: `inc` is the receive buffer as `incoming` staged it (its own, or the caller's
+        // contiguous one): writable for inc.bytes bytes and apart from the send data (MPI
+        // forbids overlap; MPI_IN_PLACE returned above).
         let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
         c.scatter(sb, rb, root)?;
         inc.finish()
@@ -1328,6 +1358,8 @@ pub unsafe extern "C" fn MPI_Allgather(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Allgather's contract for the caller's buffers, counts and datatypes,
+        // which inter::allgather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allgather", unsafe {
             crate::inter::allgather(
                 p,
@@ -1355,6 +1387,8 @@ pub unsafe extern "C" fn MPI_Allgather(
             &copy[..]
         } else {
             out = outgoing(send, scount as i64, sdt)?;
+            // SAFETY: `out` is the send data as `outgoing` staged it (its own copy, or the
+            // caller's contiguous buffer): readable for out.bytes bytes during this call.
             unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
         c.allgather(sb, rb)?;
@@ -1407,6 +1441,8 @@ pub unsafe extern "C" fn MPI_Alltoall(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Alltoall's contract for the caller's buffers, counts and datatypes, which
+        // inter::alltoall requires and passes on to the calls it makes.
         return finish(comm, "MPI_Alltoall", unsafe {
             crate::inter::alltoall(
                 p,
@@ -1432,6 +1468,8 @@ pub unsafe extern "C" fn MPI_Alltoall(
             &copy[..]
         } else {
             out = outgoing(send, scount as i64 * n, sdt)?;
+            // SAFETY: `out` is the send data as `outgoing` staged it (its own copy, or the
+            // caller's contiguous buffer): readable for out.bytes bytes during this call.
             unsafe { bytes(out.ptr as *const c_void, out.bytes)? }
         };
         c.alltoall(sb, rb)?;
@@ -1502,13 +1540,18 @@ pub unsafe extern "C" fn MPI_Gatherv(
     {
         return rc;
     }
-    // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
-        unsafe { crate::fast::gatherv(send, scount, sdt, recv, rcounts, displs, rdt, root, comm) }
+        // SAFETY: the caller's arguments follow MPI_Gatherv's rules, the contract fast::gatherv
+        // requires.
+        unsafe {
+            crate::fast::gatherv(send, scount, sdt, recv, rcounts, displs, rdt, root, comm)
+        }
     {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Gatherv's contract for the caller's buffers, counts and datatypes, which
+        // inter::gather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Gatherv", unsafe {
             crate::inter::gather(
                 p,
@@ -1542,6 +1585,8 @@ pub unsafe extern "C" fn MPI_Gatherv(
             &copy[..]
         } else {
             let (sn, _) = bytes_of(scount as i64, sdt)?;
+            // SAFETY: MPI_Gatherv's contract: `send` holds scount items of sdt, which bytes_of
+            // accepts only without holes: sn contiguous bytes.
             unsafe { bytes(send, sn)? }
         };
         Ok(c.gatherv(sb, rb, &counts, &ds, root)?)
@@ -1581,13 +1626,18 @@ pub unsafe extern "C" fn MPI_Scatterv(
     {
         return rc;
     }
-    // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
-        unsafe { crate::fast::scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm) }
+        // SAFETY: the caller's arguments follow MPI_Scatterv's rules, the contract
+        // fast::scatterv requires.
+        unsafe {
+            crate::fast::scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm)
+        }
     {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Scatterv's contract for the caller's buffers, counts and datatypes, which
+        // inter::scatter requires and passes on to the calls it makes.
         return finish(comm, "MPI_Scatterv", unsafe {
             crate::inter::scatter(
                 p,
@@ -1695,13 +1745,18 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     {
         return rc;
     }
-    // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) =
-        unsafe { crate::fast::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, comm) }
+        // SAFETY: the caller's arguments follow MPI_Allgatherv's rules, the contract
+        // fast::allgatherv requires.
+        unsafe {
+            crate::fast::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, comm)
+        }
     {
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Allgatherv's contract for the caller's buffers, counts and datatypes,
+        // which inter::allgather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allgatherv", unsafe {
             crate::inter::allgather(
                 p,
@@ -1729,6 +1784,8 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             &copy[..]
         } else {
             let (sn, _) = bytes_of(scount as i64, sdt)?;
+            // SAFETY: MPI_Allgatherv's contract: `send` holds scount items of sdt, which
+            // bytes_of accepts only without holes: sn contiguous bytes.
             unsafe { bytes(send, sn)? }
         };
         Ok(c.allgatherv(sb, rb, &counts, &ds)?)
@@ -1763,9 +1820,12 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Alltoallv's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts)
+        }
     {
         return rc;
     }
@@ -1788,6 +1848,8 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Alltoallv's contract for the caller's buffers, counts and datatypes,
+        // which inter::alltoall requires and passes on to the calls it makes.
         return finish(comm, "MPI_Alltoallv", unsafe {
             crate::inter::alltoall(
                 p,
@@ -1815,6 +1877,8 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         let (ses, _) = bytes_of(1, sdt)?;
         let sc = scaled(scounts, n, ses, "sendcounts")?;
         let sd = scaled(sdispls, n, ses, "sdispls")?;
+        // SAFETY: MPI_Alltoallv's contract: every send block (counts and displacements in
+        // bytes, sc and sd) lies in `send`, so its span is readable.
         let sb = unsafe { bytes(send, span(&sc, &sd))? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
@@ -1871,8 +1935,10 @@ pub(crate) fn reduce_scatter_args(
     // result), and a copy keeps the nonblocking form's buffer alive in its request.
     // SAFETY: MPI requires `send` (or `recv` in place) to hold every rank's counts.
     let src = if in_place(send) {
+        // SAFETY: in place, MPI requires `recv` to hold every rank's counts: `total` bytes.
         unsafe { bytes(recv as *const c_void, total)? }.to_vec()
     } else {
+        // SAFETY: MPI requires `send` to hold every rank's counts: `total` bytes.
         unsafe { bytes(send, total)? }.to_vec()
     };
     if recv.is_null() && mine > 0 {
@@ -1903,9 +1969,12 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Reduce_scatter's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts)
+        }
     {
         return rc;
     }
@@ -1914,6 +1983,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Reduce_scatter's contract for the caller's buffers, counts and datatypes,
+        // which inter::reduce_scatter_v requires and passes on to the calls it makes.
         return finish(comm, "MPI_Reduce_scatter", unsafe {
             crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op)
         });
@@ -1962,6 +2033,8 @@ unsafe fn alltoallw_staged(
         let o = outgoing(p as *const c_void, sc[i] as i64, t)?;
         soffs.push(sbuf.len());
         sbytes.push(o.bytes);
+        // SAFETY: `out` is the send data as `outgoing` staged it (its own copy, or the caller's
+        // contiguous buffer): readable for out.bytes bytes during this call.
         sbuf.extend_from_slice(unsafe { bytes(o.ptr as *const c_void, o.bytes)? });
     }
     let mut incs = Vec::with_capacity(n);
@@ -2014,9 +2087,12 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Alltoallw's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts)
+        }
     {
         return rc;
     }
@@ -2038,6 +2114,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     } {
         return rc;
     }
+    // SAFETY: this function's contract is MPI_Alltoallw's, which alltoallw requires.
     let r = unsafe {
         alltoallw(
             send,
@@ -2073,6 +2150,8 @@ pub(crate) unsafe fn alltoallw(
     func: &str,
 ) -> R<()> {
     if let Some(p) = crate::inter::parts(comm) {
+        // SAFETY: MPI_Alltoallw's contract for the caller's buffers, counts and datatypes,
+        // which inter::alltoallw requires and passes on to the calls it makes.
         return unsafe {
             crate::inter::alltoallw(
                 p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
@@ -2125,6 +2204,8 @@ pub(crate) unsafe fn alltoallw(
             }
             Err(e) => return Err(e),
         };
+        // SAFETY: MPI_Alltoallw's contract: every send block (counts and displacements in
+        // bytes, sc and sd) lies in `send`, so its span is readable.
         let sb = unsafe { bytes(send, span(&sc, &sd))? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
@@ -2180,6 +2261,7 @@ pub(crate) unsafe fn reduce_local(
     // SAFETY: both buffers hold `count` items of `dt` (the caller's contract); they do not
     // overlap.
     let (a, ai) = unsafe { crate::dtype::user_span(&map, inbuf, count as u64)? };
+    // SAFETY: as for `inbuf`: `inout` holds `count` items of `dt` and does not overlap it.
     let (b, bi) = unsafe { crate::dtype::user_span(&map, inout, count as u64)? };
     Ok(weft::dtype::reduce_local(
         &wop,

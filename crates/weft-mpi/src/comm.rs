@@ -389,6 +389,8 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     let h = if comm.is_null() {
         MPI_COMM_NULL
     } else {
+        // SAFETY: non-null, so it points to the caller's communicator handle (MPI_Comm_free's
+        // contract).
         unsafe { *comm }
     };
     let r = (|| {
@@ -1308,6 +1310,8 @@ fn delete_attr(s: &mut State, comm: Handle, k: c_int, v: usize) -> R<()> {
         if kv.delete != 0 {
             // SAFETY: registered by the program as an MPI_Comm_delete_attr_function.
             let f: DeleteFn = unsafe { std::mem::transmute::<usize, DeleteFn>(kv.delete) };
+            // SAFETY: `f` is the program's delete callback, called as MPI-4.1 §7.7.2 says, with
+            // the extra state the program registered with it.
             let rc = unsafe { f(comm, k, v as *mut c_void, kv.extra as *mut c_void) };
             if rc != MPI_SUCCESS {
                 return Err(err(

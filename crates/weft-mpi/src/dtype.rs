@@ -1409,7 +1409,7 @@ pub unsafe fn user_view<'a>(
         ));
     }
     let shifted = map.shifted(-lo)?;
-    // SAFETY (and its limit): the slice spans [lo, hi), the footprint, which is inside the
+    // SAFETY: (and its limit) the slice spans [lo, hi), the footprint, which is inside the
     // address space (checked above) and within isize::MAX bytes (hi - lo <= hi). Every read
     // and write through it, by weft's pack and unpack with `shifted`, falls in a block of
     // the type, which the caller's contract makes valid. The gaps between blocks are not
@@ -1450,6 +1450,8 @@ unsafe fn pack(
         // SAFETY: the caller's buffers cover the footprint and `outsize` bytes.
         let (src, origin, shifted) = unsafe { user_view(&map, inbuf, count as u64)? };
         let out =
+            // SAFETY: `outbuf` holds `outsize` bytes (MPI_Pack's contract) and pos + n <=
+            // outsize (checked above).
             unsafe { std::slice::from_raw_parts_mut((outbuf as *mut u8).add(pos as usize), n) };
         shifted
             .as_ref()
@@ -1486,6 +1488,8 @@ unsafe fn unpack(
         // SAFETY: the caller's buffers cover `insize` bytes and the footprint.
         let packed =
             unsafe { std::slice::from_raw_parts((inbuf as *const u8).add(pos as usize), n) };
+        // SAFETY: `outbuf` is valid for the footprint of `count` items of `dt` (MPI_Unpack's
+        // contract), which is what user_view requires.
         let (dst, origin, shifted) = unsafe { user_view(&map, outbuf, count as u64)? };
         shifted
             .as_ref()
@@ -1528,6 +1532,7 @@ pub unsafe extern "C" fn MPI_Pack(
     comm: Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Pack's contract for the caller's buffers, which pack requires.
     let r = at_position(position, |pos| unsafe {
         pack(inbuf, count as i64, dt, outbuf, outsize as i64, pos, comm)
     });
@@ -1546,6 +1551,7 @@ pub unsafe extern "C" fn MPI_Pack_c(
     comm: Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Pack_c's contract for the caller's buffers, which pack requires.
     let r = at_position(position, |pos| unsafe {
         pack(inbuf, count, dt, outbuf, outsize, pos, comm)
     });
@@ -1564,6 +1570,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     comm: Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Unpack's contract for the caller's buffers, which unpack requires.
     let r = at_position(position, |pos| unsafe {
         unpack(inbuf, insize as i64, pos, outbuf, count as i64, dt, comm)
     });
@@ -1582,6 +1589,7 @@ pub unsafe extern "C" fn MPI_Unpack_c(
     comm: Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Unpack_c's contract for the caller's buffers, which unpack requires.
     let r = at_position(position, |pos| unsafe {
         unpack(inbuf, insize, pos, outbuf, count, dt, comm)
     });

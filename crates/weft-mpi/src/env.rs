@@ -485,7 +485,10 @@ fn info_env_entries(s: Option<&State>) -> Vec<(String, String)> {
     }
     let size = match s {
         Some(s) => s.weft.world().size().to_string(),
-        None => std::env::var("WEFT_SIZE").unwrap_or_else(|_| "1".into()),
+        None => weft_core::knob::KnobValues::read_env(&[weft_core::knob::LAUNCH_VARS])
+            .ok()
+            .and_then(|(v, _)| v.text("WEFT_SIZE"))
+            .unwrap_or_else(|| "1".into()),
     };
     kv.push(("maxprocs".to_string(), size));
     kv.push(("arch".to_string(), std::env::consts::ARCH.to_string()));
@@ -638,7 +641,11 @@ pub unsafe extern "C" fn MPI_Info_set(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
+        // SAFETY: `value` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let v = unsafe { c_str(value, "value")? };
         if k.is_empty() || k.len() >= MPI_MAX_INFO_KEY {
             return Err(err(MPI_ERR_INFO_KEY, format!("key of {} bytes", k.len())));
@@ -674,6 +681,8 @@ pub unsafe extern "C" fn MPI_Info_get(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
         match found {
@@ -709,6 +718,8 @@ pub unsafe extern "C" fn MPI_Info_get_string(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         if buflen.is_null() {
             return Err(err(MPI_ERR_ARG, "buflen is NULL"));
@@ -745,6 +756,8 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         let found = with_info(info, |kv| Ok(kv.iter().find(|(a, _)| *a == k).cloned()))?;
         match found {
@@ -797,6 +810,8 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c
 pub unsafe extern "C" fn MPI_Info_delete(info: Handle, key: *const c_char) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
+        // SAFETY: `key` is null or NUL-terminated (this function's contract), as c_str
+        // requires.
         let k = unsafe { c_str(key, "key")? };
         with_info(info, |kv| match kv.iter().position(|(a, _)| *a == k) {
             Some(i) => {

@@ -901,6 +901,7 @@ pub unsafe fn gatherv(
         let (cs, ds) = b.split_at_mut(p);
         // SAFETY: one entry per rank at the root (the MPI calling contract).
         unsafe { scale_into(rcounts, size, cs)? };
+        // SAFETY: as for rcounts: the root's displs hold one entry per rank.
         unsafe { scale_into(displs, size, ds)? };
         let rn = extent(cs, ds)?;
         present(recv, rn)?;
@@ -953,6 +954,7 @@ pub unsafe fn scatterv(
         let (cs, ds) = b.split_at_mut(p);
         // SAFETY: one entry per rank at the root (the MPI calling contract).
         unsafe { scale_into(scounts, size, cs)? };
+        // SAFETY: as for scounts: the root's displs hold one entry per rank.
         unsafe { scale_into(displs, size, ds)? };
         let sn = extent(cs, ds)?;
         present(send, sn)?;
@@ -998,6 +1000,7 @@ pub unsafe fn allgatherv(
         let (cs, ds) = b.split_at_mut(p);
         // SAFETY: one entry per rank (the MPI calling contract).
         unsafe { scale_into(rcounts, size, cs)? };
+        // SAFETY: as for rcounts: displs hold one entry per rank.
         unsafe { scale_into(displs, size, ds)? };
         let rn = extent(cs, ds)?;
         present(recv, rn)?;

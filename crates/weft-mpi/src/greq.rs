@@ -330,6 +330,7 @@ mod tests {
         // SAFETY: the tests pass a pointer to an i32 and a valid status.
         let v = unsafe { *(extra as *const i32) };
         log(format!("query {v}"));
+        // SAFETY: the tests pass a valid, writable status.
         unsafe {
             (*st).source = 7;
             (*st).tag = v;

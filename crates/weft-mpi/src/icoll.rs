@@ -562,6 +562,8 @@ fn imove(
     };
     // SAFETY: buffers live until completion (user's by contract, staged ones in `keep`).
     let (sb, rb) = unsafe { (sl(sptr, sbytes), sl_mut(inc.ptr, inc.bytes)) };
+    // SAFETY: the slices live as the request does: the caller's buffers by MPI's contract for
+    // nonblocking calls, the staged ones in `keep`, which the request holds.
     let q = unsafe {
         match kind {
             Move::Gather(_) => c.igather(sb, rb, root)?,
@@ -1060,9 +1062,12 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Ireduce_scatter's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts)
+        }
     {
         return rc;
     }
@@ -1414,9 +1419,12 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Ialltoallv's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts)
+        }
     {
         return rc;
     }
@@ -1626,9 +1634,12 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the counts are the caller's, valid for the communicator (MPI's contract).
     if let Some(rc) =
-        unsafe { crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts) }
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Ialltoallw's contract), as aliased_v requires.
+        unsafe {
+            crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts)
+        }
     {
         return rc;
     }

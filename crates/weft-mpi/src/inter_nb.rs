@@ -78,12 +78,15 @@ pub(crate) unsafe fn ibcast(
     let mut t = Transfers::new();
     match role(root, &p)? {
         Role::Idle => {}
-        // SAFETY (both arms): MPI's contract for `buf`, which lives until completion.
         Role::Root => {
             for i in 0..remote_size(&p)? {
+                // SAFETY: MPI's contract for `buf` (count items of dt), which lives until the
+                // request completes.
                 unsafe { t.send(&p, buf, count, dt, i, TAG_BCAST + NB)? };
             }
         }
+        // SAFETY: as for the root's sends: `buf` receives count items of dt and lives until
+        // completion.
         Role::Leaf(r) => unsafe { t.recv(&p, buf, count, dt, r, TAG_BCAST + NB)? },
     }
     file(comm, t, None, req)

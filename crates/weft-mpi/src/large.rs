@@ -1089,11 +1089,11 @@ macro_rules! array_c {
                 _i += 1;
                 p
             };)*
-            // SAFETY: forwarded caller contract; the converted arrays live across the call
-            // (and with the request, for the persistent forms).
             // The int form enters again; a blocking one must not find the lock held here
             // (crate::threads).
             drop(entered);
+            // SAFETY: forwarded caller contract; the converted arrays live across the call
+            // (and with the request, for the persistent forms).
             let rc = unsafe { $int($($arg),*) };
             if rc == MPI_SUCCESS {
                 let _entered = crate::threads::enter();

@@ -75,10 +75,10 @@ fn pvar_value() -> Result<u64, c_int> {
         .ok_or(MPI_T_ERR_NOT_ACCESSIBLE)
 }
 
-/// The categories: one per knob table, as weft names them (`weft::config::knob_groups`).
-fn categories() -> &'static [weft::config::KnobGroup] {
-    static GROUPS: OnceLock<Vec<weft::config::KnobGroup>> = OnceLock::new();
-    GROUPS.get_or_init(weft::config::knob_groups)
+/// The categories: one per knob table, as weft names them (`weft::knob_groups`).
+fn categories() -> &'static [weft::KnobGroup] {
+    static GROUPS: OnceLock<Vec<weft::KnobGroup>> = OnceLock::new();
+    GROUPS.get_or_init(weft::knob_groups)
 }
 
 /// One cvar: its knob and its category.
@@ -114,7 +114,7 @@ fn values() -> Result<&'static KnobValues, c_int> {
         .get_or_init(|| {
             // Unknown variables are warned about by MPI_Init; a malformed value is the same
             // error MPI_Init would report.
-            KnobValues::read(&weft::config::knob_tables(), std::env::vars())
+            KnobValues::read_env(&weft::knob_tables())
                 .ok()
                 .map(|(v, _)| v)
         })

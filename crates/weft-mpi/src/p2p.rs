@@ -220,8 +220,9 @@ pub unsafe extern "C" fn MPI_Send(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
+        // SAFETY: the caller's arguments follow MPI_Send's rules, the contract fast::send
+        // requires.
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Send") }
     {
         return rc;
@@ -289,8 +290,9 @@ pub unsafe extern "C" fn MPI_Rsend(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
+        // SAFETY: the caller's arguments follow MPI_Rsend's rules, the contract fast::send
+        // requires.
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Rsend") }
     {
         return rc;
@@ -325,8 +327,9 @@ pub unsafe extern "C" fn MPI_Recv(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
+        // SAFETY: the caller's arguments follow MPI_Recv's rules, the contract fast::recv
+        // requires.
         unsafe { fast::recv(buf, count as i64, dt, source, tag, comm, status, "MPI_Recv") }
     {
         return rc;
@@ -1178,8 +1181,9 @@ pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c
         return unsafe { crate::threads::wait(req, status) };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
+        // SAFETY: the caller's arguments follow MPI_Wait's rules, the contract fast::complete
+        // requires.
         unsafe { fast::complete(req, false, std::ptr::null_mut(), status, "MPI_Wait") }
     {
         return rc;
@@ -2047,8 +2051,9 @@ pub unsafe extern "C" fn MPI_Ssend(
         };
     }
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) =
+        // SAFETY: the caller's arguments follow MPI_Ssend's rules, the contract fast::send
+        // requires.
         unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, true, "MPI_Ssend") }
     {
         return rc;
@@ -2257,6 +2262,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Isendrecv's contract for the caller's buffers, which isendrecv requires.
     let r = unsafe {
         isendrecv(
             sbuf,
@@ -2291,6 +2297,8 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: MPI_Isendrecv_replace's contract for the caller's buffer, which isendrecv
+    // requires.
     let r = unsafe {
         isendrecv(
             buf,

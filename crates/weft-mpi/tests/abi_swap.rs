@@ -8,6 +8,11 @@
 //! where it is; by default the directory above the `mpicc_abi` on PATH). Without it they
 //! fail, saying so; they never skip.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

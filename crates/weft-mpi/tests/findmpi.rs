@@ -4,6 +4,11 @@
 //! `cargo test -p weft-mpi --test findmpi -- --include-ignored` (`CMAKE` names the cmake
 //! binary; default `cmake` on PATH). Without cmake it fails, saying so; it never skips.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -10,6 +10,11 @@
 //! everything: `cargo test -p weft-mpi --test launchers -- --include-ignored`. Without what
 //! they need they fail, saying so; they never skip. Every command runs under `timeout`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -13,6 +13,11 @@
 //! MPI4PY_PYTHON names the interpreter mpi4py was built for (default `python3`). Without
 //! MPI4PY_PATH, or with one that holds no built mpi4py, the test fails; it never skips.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,11 @@
 //! This test depends only on the script, cargo and the system's apt; it must not depend on
 //! weft-mpi's internals.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -71,7 +71,11 @@ pub const SHMEM_CTX_NOSTORE: std::ffi::c_long = 4;
 pub(crate) static SHARE_GLOBALS_AT_LOAD: extern "C" fn() = share_globals_at_load;
 
 extern "C" fn share_globals_at_load() {
-    weft::rma::statics::share_at_load(|name| std::env::var(name).ok());
+    // The knobs as weft reads them at init; a malformed one is left for shmem_init to report.
+    let Ok((values, _)) = weft_core::knob::KnobValues::read_env(&weft::knob_tables()) else {
+        return;
+    };
+    weft::rma::statics::share_at_load(|name| values.text(name));
 }
 
 use std::ffi::{c_char, c_int, c_void};
@@ -535,13 +539,12 @@ unsafe fn scan_set<T: Word>(
             continue;
         }
         considered += 1;
-        // SAFETY: as above.
-        if compare(
-            unsafe { T::load(ivars.add(i)) },
-            cmp,
-            unsafe { values.at(i) },
-            call,
-        ) {
+        // SAFETY: ivars has nelems elements and i < nelems (the caller's contract, as above);
+        // the caller checked it is non-null and aligned (`check_ptr`).
+        let ivar = unsafe { T::load(ivars.add(i)) };
+        // SAFETY: a value per element (`Each`) has nelems of them, and i < nelems.
+        let value = unsafe { values.at(i) };
+        if compare(ivar, cmp, value, call) {
             satisfied += 1;
             if found.is_none() {
                 found = Some(i);
@@ -624,13 +627,12 @@ pub(crate) unsafe fn wait_some<T: Word>(
                 continue;
             }
             considered += 1;
-            // SAFETY: as above.
-            if compare(
-                unsafe { T::load(ivars.add(i)) },
-                cmp,
-                unsafe { values.at(i) },
-                call,
-            ) {
+            // SAFETY: ivars has nelems elements and i < nelems (the caller's contract, as
+            // above); the caller checked it is non-null and aligned (`check_ptr`).
+            let ivar = unsafe { T::load(ivars.add(i)) };
+            // SAFETY: a value per element (`Each`) has nelems of them, and i < nelems.
+            let value = unsafe { values.at(i) };
+            if compare(ivar, cmp, value, call) {
                 // SAFETY: found < nelems.
                 unsafe { *indices.add(found) = i };
                 found += 1;

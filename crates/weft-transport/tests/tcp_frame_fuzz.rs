@@ -7,6 +7,11 @@
 //! those libFuzzer kept are named by their hash and only checked like any input.
 //! Set `WEFT_FUZZ_CASES` to run more proptest cases than the default (CI keeps it bounded).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use proptest::prelude::*;
 use weft_transport::shm::Header;
 use weft_transport::tcp::frame::{self, Decoded, Limits, FRAME_HEADER_BYTES};

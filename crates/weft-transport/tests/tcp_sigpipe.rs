@@ -6,6 +6,11 @@
 //! reading (so the writes, not a read of the close, meet the dead connection). The child
 //! must end normally, having seen the peer reported lost or the send refused.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::time::{Duration, Instant};

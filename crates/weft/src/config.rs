@@ -1,7 +1,7 @@
 //! The runtime's typed configuration, read once from the environment at init. Nothing reads
 //! `WEFT_*` variables after this.
 
-use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS, TOOL_VARS};
+use weft_core::knob::{Knob, KnobValues, LAUNCH_VARS, PROCESS_KNOBS, TOOL_VARS};
 use weft_core::{Error, ErrorKind, Result};
 use weft_model::lanes::TransportKind;
 use weft_transport::shm::{Layout, Modes};
@@ -122,6 +122,8 @@ pub struct Config {
     pub mpi_thread_multiple: bool,
     /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
     pub job_secret: Option<Vec<u8>>,
+    /// What this process logs (`WEFT_LOG`, `weft_core::logging`'s filter; None: warnings).
+    pub log_filter: Option<String>,
     /// The values as read, for `weft info --knobs`.
     pub values: KnobValues,
 }
@@ -170,6 +172,7 @@ pub fn knob_groups() -> Vec<KnobGroup> {
             weft_transport::knobs::KNOBS,
         ),
         group("weft_boot", "job start-up", weft_boot::knobs::KNOBS),
+        group("weft_log", "what weft logs on stderr", PROCESS_KNOBS),
         KnobGroup {
             outside_runtime: true,
             ..group(
@@ -413,6 +416,7 @@ impl Config {
                 .uint("WEFT_LIVENESS_MS")
                 .unwrap_or(100)
                 .min(3_600_000),
+            log_filter: values.text(weft_core::knob::LOG),
             values,
         })
     }

@@ -3,7 +3,7 @@
 use weft_core::knob::{Knob, KnobKind};
 
 /// Every knob of the weft runtime crate.
-pub static KNOBS: &[Knob] = &[
+pub(crate) static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_YIELD",
         kind: KnobKind::Choice(&["auto", "on", "off"]),

@@ -325,6 +325,71 @@ pub(crate) fn plan_network(p: &Placement, config: &Config) -> Result<Option<Netw
     }))
 }
 
+/// Logs, at debug level (`WEFT_LOG=weft::lanes=debug`), the lanes each peer of this rank
+/// gets and why: per kind of peer (same node, other nodes) the ranks, the lane of small
+/// messages, the rails of large ones and every other lane with the reason it is not used.
+/// The choice is the model's, as the start-up makes it (`plan_network` for the network,
+/// shared memory for the node when `WEFT_TRANSPORTS` allows it). Start-up only; nothing is
+/// computed when the level is off.
+pub(crate) fn log_choices(p: &Placement, config: &Config) {
+    if !log::log_enabled!(log::Level::Debug) || p.size <= 1 {
+        return;
+    }
+    let lanes = match candidates(config, false) {
+        Ok(l) => l,
+        Err(e) => {
+            log::debug!("no lane choice to show: {e}");
+            return;
+        }
+    };
+    let descs: Vec<LaneDesc> = lanes.iter().map(to_model).collect();
+    let policy = policy(config);
+    let me = p.node_of[p.rank as usize];
+    for same_node in [true, false] {
+        let peers: Vec<usize> = (0..p.size as usize)
+            .filter(|&r| r != p.rank as usize && (p.node_of[r] == me) == same_node)
+            .collect();
+        if peers.is_empty() {
+            continue;
+        }
+        let word = if peers.len() == 1 { "rank" } else { "ranks" };
+        let who = format!(
+            "{word} {} ({} node)",
+            crate::bind::number_ranges(&peers),
+            if same_node { "same" } else { "other" }
+        );
+        let peer = PeerKind {
+            same_node,
+            ppn: p.local_size,
+        };
+        match model::choose(&descs, peer, &policy) {
+            Ok(c) => {
+                let rails: Vec<&str> = c.large.iter().map(|&i| lanes[i].name.as_str()).collect();
+                let others: Vec<String> = c
+                    .candidates
+                    .iter()
+                    .filter_map(|s| {
+                        Some(format!("{} ({})", lanes[s.lane].name, s.excluded.as_ref()?))
+                    })
+                    .collect();
+                log::debug!(
+                    "{who}: lane {} for small messages (lowest latency + overhead), large \
+                     ones over {} (best bandwidth; striped from {} bytes); not used: {}",
+                    lanes[c.small].name,
+                    rails.join("+"),
+                    c.stripe_threshold_bytes,
+                    if others.is_empty() {
+                        "none".to_string()
+                    } else {
+                        others.join(", ")
+                    }
+                );
+            }
+            Err(e) => log::debug!("{who}: no lane: {e}"),
+        }
+    }
+}
+
 /// A rank's network endpoint between its opening and the fence after it.
 pub(crate) struct NetworkOpening {
     plan: NetworkPlan,

@@ -23,13 +23,13 @@
 mod bind;
 pub mod coll;
 pub mod comm;
-pub mod config;
+mod config;
 pub mod dtype;
 mod engine;
 pub mod io;
-pub mod knobs;
+mod knobs;
 pub mod lanes;
-pub mod matching;
+mod matching;
 pub mod node_load;
 mod p2p;
 pub mod raw;
@@ -39,7 +39,9 @@ pub mod sync;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};
-pub use config::Config;
+pub use config::{
+    knob_groups, knob_tables, BindMode, BlockMode, CmaMode, Config, KnobGroup, YieldMode,
+};
 pub use engine::shm_rendezvous;
 pub use engine::Status;
 pub use p2p::{Request, Scope};
@@ -132,13 +134,14 @@ fn initial_environment_var(name: &str) -> Option<String> {
 
 fn init_layer(layer: Option<&str>) -> Result<Weft> {
     let mut config = Config::from_env()?;
+    weft_core::logging::init(config.log_filter.as_deref());
     // The secret proves membership of the job (bootstrap store, TCP handshakes). It is read
     // and then leaves the environment, so whatever this rank starts (a shell, a tool, an
     // `exec`) does not inherit it; this process keeps it for a later init. Done here, at
     // start-up, because changing the environment races with other threads reading it.
     let secret_hex = {
         let mut kept = JOB_SECRET_HEX.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(hex) = std::env::var("WEFT_JOB_SECRET") {
+        if let Some(hex) = config.values.text("WEFT_JOB_SECRET") {
             *kept = Some(hex);
         } else if kept.is_none() {
             // Another copy of weft in this process (another library's) took it out first.
@@ -153,6 +156,10 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
         }
     }
     let generation = INITS.load(Ordering::Relaxed);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the bootstrap reads its launcher's variables (WEFT_BOOT_ADDR, PMI_*, PMIX_*, SLURM_*): the job's description, not settings"
+    )]
     let var = |name: &str| {
         if name == "WEFT_JOB_SECRET" {
             secret_hex.clone()
@@ -184,6 +191,9 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
             (j.rank, j.size, id)
         }
     };
+    // A launched process is one rank: its log lines say which (in-process ranks, threads
+    // of one test, share a process and are not named).
+    weft_core::logging::set_rank(rank);
     start(
         Start {
             rank,
@@ -210,6 +220,7 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
 
 /// Initialises weft for an explicitly described rank (in-process tests use a `MemStore`).
 pub fn init_with(launch: Launch, config: Config) -> Result<Weft> {
+    weft_core::logging::init(config.log_filter.as_deref());
     let Launch {
         rank,
         size,
@@ -375,6 +386,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         node_of: &node_of,
         local_size,
     };
+    lanes::log_choices(&placement, &config);
     let net_plan = lanes::plan_network(&placement, &config)?;
     let net_needed = net_plan.is_some();
     let mut net_plan = net_plan;
@@ -559,8 +571,8 @@ impl Weft {
             return;
         };
         if let Err(e) = bind::pin(cpu) {
-            weft_core::diag!(
-                "weft: rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
+            log::warn!(
+                "rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()
             );
             self.report_binding(None);

@@ -12,7 +12,7 @@ use weft_core::{Tag, ANY_SOURCE, ANY_TAG};
 
 /// Where a message came from and how it is labelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// Context id of the communicator.
     pub ctx: u32,
     /// Sender's rank in the communicator.
@@ -23,7 +23,7 @@ pub struct Envelope {
 
 /// What a receive or probe accepts: a context and a source and tag, each possibly a wildcard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pattern {
+pub(crate) struct Pattern {
     /// Context id of the communicator.
     pub ctx: u32,
     /// Source rank, or [`ANY_SOURCE`].
@@ -35,7 +35,7 @@ pub struct Pattern {
 impl Pattern {
     /// True when a message with envelope `e` satisfies this pattern.
     #[inline]
-    pub fn matches(&self, e: &Envelope) -> bool {
+    pub(crate) fn matches(&self, e: &Envelope) -> bool {
         self.ctx == e.ctx
             && (self.src == ANY_SOURCE || self.src as u32 == e.src)
             && (self.tag == ANY_TAG || self.tag == e.tag)
@@ -44,7 +44,7 @@ impl Pattern {
 
 /// The posted-receive and unexpected-message queues.
 #[derive(Debug)]
-pub struct Matching<P, U> {
+pub(crate) struct Matching<P, U> {
     posted: VecDeque<(Pattern, P)>,
     unexpected: VecDeque<(Envelope, U)>,
 }
@@ -62,20 +62,20 @@ impl<P, U> Matching<P, U> {
     /// A message arrived: removes and returns the oldest posted receive it matches. When this
     /// returns `None` the caller must [`Matching::push_unexpected`] the message.
     #[inline]
-    pub fn take_posted(&mut self, e: &Envelope) -> Option<P> {
+    pub(crate) fn take_posted(&mut self, e: &Envelope) -> Option<P> {
         let i = self.posted.iter().position(|(p, _)| p.matches(e))?;
         take_at(&mut self.posted, i).map(|(_, id)| id)
     }
 
     /// Records a message nobody has asked for yet.
-    pub fn push_unexpected(&mut self, e: Envelope, payload: U) {
+    pub(crate) fn push_unexpected(&mut self, e: Envelope, payload: U) {
         self.unexpected.push_back((e, payload));
     }
 
     /// A receive is being posted: removes and returns the oldest unexpected message it
     /// matches. When this returns `None` the caller must [`Matching::post`] the receive.
     #[inline]
-    pub fn take_unexpected(&mut self, pattern: &Pattern) -> Option<(Envelope, U)> {
+    pub(crate) fn take_unexpected(&mut self, pattern: &Pattern) -> Option<(Envelope, U)> {
         let i = self
             .unexpected
             .iter()
@@ -87,7 +87,7 @@ impl<P, U> Matching<P, U> {
     /// [`Oldest::Taken`]; [`Oldest::Kept`] when `take` refused it (it stays, still the
     /// oldest); [`Oldest::None`] when no message matches.
     #[inline]
-    pub fn take_unexpected_if(
+    pub(crate) fn take_unexpected_if(
         &mut self,
         pattern: &Pattern,
         take: impl FnOnce(&U) -> bool,
@@ -105,12 +105,12 @@ impl<P, U> Matching<P, U> {
     }
 
     /// Queues a receive behind all earlier posted receives.
-    pub fn post(&mut self, pattern: Pattern, id: P) {
+    pub(crate) fn post(&mut self, pattern: Pattern, id: P) {
         self.posted.push_back((pattern, id));
     }
 
     /// The oldest unexpected message matching `pattern`, left in place (probe).
-    pub fn peek_unexpected(&self, pattern: &Pattern) -> Option<(&Envelope, &U)> {
+    pub(crate) fn peek_unexpected(&self, pattern: &Pattern) -> Option<(&Envelope, &U)> {
         self.unexpected
             .iter()
             .find(|(e, _)| pattern.matches(e))
@@ -118,7 +118,7 @@ impl<P, U> Matching<P, U> {
     }
 
     /// Removes the posted receive whose id satisfies `is_it` (cancel); true if one was found.
-    pub fn cancel_posted(&mut self, mut is_it: impl FnMut(&P) -> bool) -> bool {
+    pub(crate) fn cancel_posted(&mut self, mut is_it: impl FnMut(&P) -> bool) -> bool {
         match self.posted.iter().position(|(_, id)| is_it(id)) {
             Some(i) => {
                 self.posted.remove(i);
@@ -129,24 +129,19 @@ impl<P, U> Matching<P, U> {
     }
 
     /// Posted receives waiting for a message.
-    pub fn posted_len(&self) -> usize {
+    pub(crate) fn posted_len(&self) -> usize {
         self.posted.len()
     }
 
     /// Messages waiting for a receive.
-    pub fn unexpected_len(&self) -> usize {
+    pub(crate) fn unexpected_len(&self) -> usize {
         self.unexpected.len()
-    }
-
-    /// Posted receives, oldest first (for failure detection: which sources are awaited).
-    pub fn posted(&self) -> impl Iterator<Item = (&Pattern, &P)> {
-        self.posted.iter().map(|(p, id)| (p, id))
     }
 }
 
 /// What [`Matching::take_unexpected_if`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Oldest<U> {
+pub(crate) enum Oldest<U> {
     /// No unexpected message matches.
     None,
     /// The oldest matching message, taken out.

@@ -10,6 +10,11 @@
 //! (`WEFT_BLOCK_SLEEP_MS`) is 60 s in the wake tests, so a lost wake-up shows as a sleep
 //! that ended without its bell rung (and a test that takes a minute), never as a pass.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use common::run_job;

@@ -3,6 +3,11 @@
 //! rank, checked against a serial reference computed here. Inputs are small integers, so
 //! floating-point sums are exact in any order and compared exactly.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::sync::Arc;

@@ -261,7 +261,7 @@ mod long_double {
         }
     }
 
-    pub fn scalars(w: &Comm) {
+    pub(crate) fn scalars(w: &Comm) {
         // Sum: 2^62 on rank 0 plus small values: 2^62 + k needs 63 significant bits.
         let sum_in = |rank: u32, i: usize| -> i64 {
             if rank == 0 {
@@ -311,7 +311,7 @@ mod long_double {
         }
     }
 
-    pub fn complex(w: &Comm) {
+    pub(crate) fn complex(w: &Comm) {
         let c = |(re, im): Cx| ComplexLongDouble {
             re: ld(re),
             im: ld(im),
@@ -332,7 +332,7 @@ mod long_double {
         }
     }
 
-    pub fn pairs(w: &Comm) {
+    pub(crate) fn pairs(w: &Comm) {
         // Values 2^62 + small with ties across ranks: 64-bit comparisons and the index rule.
         let input = |rank: u32, i: usize| -> (i64, i32) {
             let v = BIG + ((rank as i64 / 2) * 3 + i as i64 % 4) % 5;

@@ -37,7 +37,7 @@ fn outstanding_then_reverse(w: &Comm) {
             let [s0, s1, s2] = &mut sums[..] else {
                 unreachable!()
             };
-            // SAFETY (of the calls): every request is waited below, none is leaked.
+            // SAFETY: every request is waited below, none is leaked.
             let mut reqs: Vec<CollRequest<'_>> = unsafe {
                 vec![
                     w.iallreduce(&sends[0], s0, &Op::Sum).unwrap(),
@@ -287,12 +287,13 @@ fn repeated_call_numbers(w: &Comm) {
     let mut b = if me == 1 { want_b } else { [0; 4] };
     if me == 0 {
         // Rank 1 (the root) has not started: the first call stays unfinished here.
-        // SAFETY (of the calls): every request is waited, none is leaked.
+        // SAFETY: every request is waited, none is leaked.
         let ra = w
             .with_coll_seq(first, || unsafe { w.ibcast(&mut a, 1) })
             .unwrap();
         assert!(!ra.is_finished(), "rank 1 has not started yet");
         let mut early = [0u64; 4];
+        // SAFETY: the call fails (no request is made); `early` outlives it anyway.
         let e = w
             .with_coll_seq(again, || unsafe { w.ibcast(&mut early, 1) })
             .map(|_| ())
@@ -302,6 +303,7 @@ fn repeated_call_numbers(w: &Comm) {
         assert!(e.message().contains("both persistent"), "{e}");
         w.send(&[1u8], 1, 5).unwrap();
         ra.wait().unwrap();
+        // SAFETY: the request is waited at once.
         let rb = w.with_coll_seq(again, || unsafe { w.ibcast(&mut b, 1) });
         rb.unwrap().wait().unwrap();
     } else {
@@ -310,6 +312,7 @@ fn repeated_call_numbers(w: &Comm) {
         // SAFETY: each request is waited at once.
         let ra = w.with_coll_seq(first, || unsafe { w.ibcast(&mut a, 1) });
         ra.unwrap().wait().unwrap();
+        // SAFETY: as above.
         let rb = w.with_coll_seq(again, || unsafe { w.ibcast(&mut b, 1) });
         rb.unwrap().wait().unwrap();
     }

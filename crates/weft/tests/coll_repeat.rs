@@ -7,6 +7,11 @@
 //! length, the root, the communicator, an unfinished nonblocking collective) goes the usual
 //! way and gets its usual answer.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use weft::coll::{Op, TypeKind};

@@ -7,6 +7,11 @@
 //! (`WEFT_SHM_CMA=off`) or in a nonblocking call is an error naming the restriction, and a
 //! call whose algorithm does not read peers' memory does not wait for the node's verdict.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -184,6 +189,7 @@ fn child() {
                     .for_each(|(k, b)| *b = byte(0, 1, k));
                 // SAFETY: both requests are waited below, never leaked.
                 let a = unsafe { w.ibcast(&mut small, 0) }.unwrap();
+                // SAFETY: as for `a`: waited below with it.
                 let b = unsafe { w.ibcast(&mut big, 0) }.unwrap();
                 w.send(&[7u32], 1, 7).unwrap();
                 weft::coll::CollRequest::wait_all(vec![a, b]).unwrap();
@@ -193,6 +199,7 @@ fn child() {
                 assert_eq!(go[0], 7);
                 // SAFETY: as above.
                 let a = unsafe { w.ibcast(&mut small, 0) }.unwrap();
+                // SAFETY: as for `a`: waited below with it.
                 let b = unsafe { w.ibcast(&mut big, 0) }.unwrap();
                 weft::coll::CollRequest::wait_all(vec![a, b]).unwrap();
                 assert_eq!(small[0], 42);

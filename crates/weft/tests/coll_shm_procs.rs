@@ -6,6 +6,11 @@
 //! barrier (the others wait for its arrival), or local rank 0, in the leader barrier (the
 //! others wait for it to release them).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use weft::coll::Op;

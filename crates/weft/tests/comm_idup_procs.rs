@@ -4,6 +4,11 @@
 //! exits without starting the duplication; the others start it and their wait returns a
 //! PeerDead error naming rank 2 instead of hanging.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use weft::ErrorKind;

@@ -89,7 +89,7 @@ fn mixed(w: &Comm) {
     };
     let big: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(31)).collect();
     {
-        // SAFETY (of the calls): both requests are waited below, none is leaked.
+        // SAFETY: both requests are waited below, none is leaked.
         let (ar, b) = unsafe {
             (
                 w.iallreduce(&send, &mut sum, &Op::Sum).unwrap(),

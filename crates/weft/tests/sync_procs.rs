@@ -3,6 +3,11 @@
 //! After some barrier and reduce rounds one rank exits; the others, asleep on the futex of a
 //! barrier that can never complete, must notice and report the dead peer instead of hanging.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use weft::sync::{SyncEngine, SyncOp};

@@ -6,6 +6,11 @@
 //! also checks that init took the job secret out of its environment. A second job inits,
 //! talks and finalizes three times in each rank's process.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
+
 mod common;
 
 use std::process::Command;

@@ -20,7 +20,7 @@ use weft::{Comm, Error, ErrorKind, Result};
 const TAG_REPORT: i32 = 11;
 
 /// The collectives the benchmark knows.
-pub const OPS: &[&str] = &[
+pub(crate) const OPS: &[&str] = &[
     "barrier",
     "bcast",
     "reduce",
@@ -35,7 +35,7 @@ pub const OPS: &[&str] = &[
 
 /// Arguments of `weft bench coll`.
 #[derive(clap::Args, Clone)]
-pub struct CollArgs {
+pub(crate) struct CollArgs {
     /// The collective: barrier, bcast, reduce, allreduce, gather, scatter, allgather,
     /// alltoall, reduce_scatter, scan.
     #[arg(long)]
@@ -75,7 +75,7 @@ pub struct CollArgs {
 
 /// One measured point, as printed with `--json`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub op: String,
     pub bytes: u64,
     pub algo: String,
@@ -162,7 +162,7 @@ impl CollArgs {
 }
 
 /// The selector's name for a benchmark op (`reduce_scatter` is measured as the block form).
-pub fn coll_name(op: &str) -> &str {
+pub(crate) fn coll_name(op: &str) -> &str {
     match op {
         "reduce_scatter" => "reduce_scatter_block",
         other => other,
@@ -182,7 +182,7 @@ pub(crate) fn selected_bytes(op: &str, bytes: usize, n: usize) -> u64 {
 
 /// Rank-side arguments.
 #[derive(clap::Args)]
-pub struct CollRankArgs {
+pub(crate) struct CollRankArgs {
     #[arg(long)]
     op: String,
     #[arg(long)]

@@ -5,18 +5,18 @@
 //! micro-benchmarks: warm-up iterations are discarded, latency is half the round trip of a
 //! ping-pong, bandwidth keeps a window of 64 messages in flight.
 
-pub mod coll;
-pub mod p2p;
-pub mod shmem;
-pub mod startup;
-pub mod sync;
+pub(crate) mod coll;
+pub(crate) mod p2p;
+pub(crate) mod shmem;
+pub(crate) mod startup;
+pub(crate) mod sync;
 
 use std::time::Duration;
 use weft_launch::{HostsSpec, JobSpec, OutputMode};
 
 /// Arguments of `weft bench`.
 #[derive(clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Hosts to run on (`--hosts`, `--launcher`, `--map-by`, `--boot-addr`), parsed exactly
     /// as by `weft run`.
     #[command(flatten)]
@@ -27,7 +27,7 @@ pub struct BenchArgs {
 
 /// The benchmarks.
 #[derive(clap::Subcommand)]
-pub enum BenchKind {
+pub(crate) enum BenchKind {
     /// Point-to-point latency (ping-pong) and bandwidth (windowed) between rank pairs.
     P2p(p2p::P2pArgs),
     /// Latency of one collective over a range of sizes, per algorithm.
@@ -41,7 +41,7 @@ pub enum BenchKind {
 }
 
 /// Runs `weft bench`.
-pub fn run(args: BenchArgs) -> i32 {
+pub(crate) fn run(args: BenchArgs) -> i32 {
     let place = match args.on.resolve() {
         Ok(p) => p,
         Err(e) => {
@@ -298,14 +298,14 @@ fn run_ranks_of(
 
 /// Arguments of the hidden rank-side subcommand.
 #[derive(clap::Args)]
-pub struct RankArgs {
+pub(crate) struct RankArgs {
     #[command(subcommand)]
     pub what: RankKind,
 }
 
 /// Rank-side benchmarks.
 #[derive(clap::Subcommand)]
-pub enum RankKind {
+pub(crate) enum RankKind {
     /// Rank side of `weft bench p2p`.
     P2p(p2p::P2pRankArgs),
     /// Rank side of `weft bench coll`.
@@ -319,7 +319,7 @@ pub enum RankKind {
 }
 
 /// Runs the rank side of a benchmark inside a job started by [`launch`].
-pub fn run_rank(args: RankArgs) -> i32 {
+pub(crate) fn run_rank(args: RankArgs) -> i32 {
     let result = match args.what {
         RankKind::P2p(a) => p2p::rank_main(a),
         RankKind::Coll(a) => coll::rank_main(a),
@@ -337,7 +337,7 @@ pub fn run_rank(args: RankArgs) -> i32 {
 }
 
 /// Median of `v` (sorted in place); 0 for an empty slice.
-pub fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
@@ -351,7 +351,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Parses a comma-separated size list (`8,1K,1M`).
-pub fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
     text.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
@@ -370,7 +370,7 @@ pub fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
 }
 
 /// The OSU default sizes: 1 B to 4 MiB in powers of two.
-pub fn default_sizes() -> Vec<usize> {
+pub(crate) fn default_sizes() -> Vec<usize> {
     (0..=22).map(|i| 1usize << i).collect()
 }
 

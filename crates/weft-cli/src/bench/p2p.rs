@@ -12,7 +12,7 @@ const TAG_REPORT: i32 = 3;
 
 /// Arguments of `weft bench p2p`.
 #[derive(clap::Args, Clone)]
-pub struct P2pArgs {
+pub(crate) struct P2pArgs {
     /// Number of ranks (even; pairs run side by side; default 2, or one per slot of --hosts).
     #[arg(short = 'n', long = "np", value_name = "N")]
     pub np: Option<u32>,
@@ -77,7 +77,7 @@ impl P2pArgs {
 
 /// Rank-side arguments (forwarded by the driver).
 #[derive(clap::Args)]
-pub struct P2pRankArgs {
+pub(crate) struct P2pRankArgs {
     #[arg(long)]
     sizes: Option<String>,
     #[arg(long)]

@@ -26,7 +26,7 @@ use weft_launch::HostsSpec;
 
 /// Arguments of `weft bench shmem`.
 #[derive(clap::Args, Clone)]
-pub struct ShmemArgs {
+pub(crate) struct ShmemArgs {
     /// Number of PEs (PE 0 initiates, PE 1 is the target; others wait; default 2, or one per slot of --hosts).
     #[arg(short = 'n', long = "np", value_name = "N")]
     pub np: Option<u32>,
@@ -84,7 +84,7 @@ fn parse_threads(text: &str) -> std::result::Result<Vec<usize>, String> {
 }
 
 /// Runs `weft bench shmem`.
-pub fn run(a: ShmemArgs, on: Option<&HostsSpec>) -> i32 {
+pub(crate) fn run(a: ShmemArgs, on: Option<&HostsSpec>) -> i32 {
     if let Err(e) = a.validate() {
         eprintln!("weft bench shmem: {e}");
         return 2;
@@ -106,7 +106,7 @@ pub fn run(a: ShmemArgs, on: Option<&HostsSpec>) -> i32 {
 
 /// Rank-side arguments (forwarded by the driver).
 #[derive(clap::Args)]
-pub struct ShmemRankArgs {
+pub(crate) struct ShmemRankArgs {
     #[arg(long)]
     sizes: Option<String>,
     #[arg(long)]
@@ -123,7 +123,7 @@ fn invalid(e: String) -> Error {
 
 /// The rank side: PE 0 measures, the others wait at the engine's barrier (asleep on its
 /// futex, so they do not take the initiators' cores).
-pub fn rank_main(a: ShmemRankArgs) -> Result<()> {
+pub(crate) fn rank_main(a: ShmemRankArgs) -> Result<()> {
     let weft = weft::init()?;
     let world = weft.world();
     let heap = SymmetricHeap::new(&weft)?;

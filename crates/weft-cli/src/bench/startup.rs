@@ -17,7 +17,7 @@ use weft_launch::{HostsSpec, JobSpec, OutputMode};
 
 /// Arguments of `weft bench startup`.
 #[derive(clap::Args, Clone)]
-pub struct StartupArgs {
+pub(crate) struct StartupArgs {
     /// Rank counts, one job each per round, e.g. `4,16,64` (default 4, or one per slot of
     /// --hosts).
     #[arg(short = 'n', long = "np", value_name = "N,...")]
@@ -39,7 +39,7 @@ pub struct StartupArgs {
 
 /// Arguments of the rank side.
 #[derive(clap::Args)]
-pub struct StartupRankArgs {}
+pub(crate) struct StartupRankArgs {}
 
 /// A launcher timed by the benchmark.
 enum Launcher {
@@ -153,7 +153,7 @@ fn time_one(
 }
 
 /// Runs `weft bench startup`.
-pub fn run(a: StartupArgs, on: Option<&HostsSpec>) -> i32 {
+pub(crate) fn run(a: StartupArgs, on: Option<&HostsSpec>) -> i32 {
     let text = match (&a.np, on) {
         (Some(t), _) => t.clone(),
         (None, Some(h)) => weft_launch::place::total_slots(&h.hosts).to_string(),
@@ -239,7 +239,7 @@ pub fn run(a: StartupArgs, on: Option<&HostsSpec>) -> i32 {
 }
 
 /// The rank side: init, one barrier, finalize.
-pub fn rank_main(_: StartupRankArgs) -> weft::Result<()> {
+pub(crate) fn rank_main(_: StartupRankArgs) -> weft::Result<()> {
     let w = weft::init()?;
     w.world().barrier()?;
     w.finalize()

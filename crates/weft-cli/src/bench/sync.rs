@@ -17,7 +17,7 @@ use weft_launch::HostsSpec;
 
 /// Arguments of `weft bench sync`.
 #[derive(clap::Args, Clone)]
-pub struct SyncArgs {
+pub(crate) struct SyncArgs {
     /// Process counts, one job each, e.g. `2,4,8` (default 2,4,8, or one per slot of --hosts).
     #[arg(short = 'n', long = "np")]
     pub nranks: Option<String>,
@@ -46,7 +46,7 @@ fn parse_counts(text: &str) -> std::result::Result<Vec<u32>, String> {
 }
 
 /// Runs `weft bench sync`: one job per process count; rank 0 of each prints one line.
-pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
+pub(crate) fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
     let text = match (&a.nranks, on) {
         (Some(t), _) => t.clone(),
         (None, Some(h)) => weft_launch::place::total_slots(&h.hosts).to_string(),
@@ -95,7 +95,7 @@ pub fn run(a: SyncArgs, on: Option<&HostsSpec>) -> i32 {
 
 /// Rank-side arguments.
 #[derive(clap::Args)]
-pub struct SyncRankArgs {
+pub(crate) struct SyncRankArgs {
     #[arg(long)]
     iters: u32,
     #[arg(long, default_value_t = 1)]
@@ -177,7 +177,7 @@ impl Tournament<'_> {
 }
 
 /// The rank side: all measurements, rank 0 prints one line.
-pub fn rank_main(a: SyncRankArgs) -> Result<()> {
+pub(crate) fn rank_main(a: SyncRankArgs) -> Result<()> {
     let weft = weft::init()?;
     let world = weft.world();
     let heap = SymmetricHeap::new(&weft)?;

@@ -36,7 +36,7 @@ use weft_core::{Error, ErrorKind, Result};
 
 /// Arguments of `weft plan`.
 #[derive(clap::Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// Print how long each phase took and the peak memory, on stderr.
     #[arg(long, global = true)]
     timing: bool,
@@ -121,7 +121,7 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 /// Runs `weft plan`.
-pub fn run(args: PlanArgs) -> i32 {
+pub(crate) fn run(args: PlanArgs) -> i32 {
     let mut timing = Timing::new(args.timing);
     let outcome = match args.command {
         PlanCommand::Fabric(a) => fabric::run(a, &mut timing),

@@ -9,7 +9,7 @@ use weft_model::cost::CollShape;
 
 /// One compared cell.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub coll: String,
     pub algo: String,
     pub radix: Option<u32>,
@@ -24,7 +24,7 @@ pub struct Row {
 
 /// Per collective: cells, mean absolute percentage error over all and from 64 KiB.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub coll: String,
     pub cells: usize,
     pub mape_pct: Option<f64>,
@@ -33,7 +33,7 @@ pub struct Summary {
 }
 
 /// The rows and summaries of `file`.
-pub fn compare(file: &TuningFile) -> (Vec<Row>, Vec<Summary>) {
+pub(crate) fn compare(file: &TuningFile) -> (Vec<Row>, Vec<Summary>) {
     let lanes = &file.coll_lanes;
     let rows: Vec<Row> = file
         .points
@@ -99,7 +99,7 @@ fn mape<'a>(rows: impl Iterator<Item = &'a Row>) -> (usize, Option<f64>) {
 }
 
 /// Runs `weft tune --check FILE`.
-pub fn run(path: &Path, json: bool) -> i32 {
+pub(crate) fn run(path: &Path, json: bool) -> i32 {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {

@@ -14,7 +14,7 @@ use weft::lanes::LaneEntry;
 
 /// Which way a job measures.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Way {
+pub(crate) enum Way {
     /// The ring and its pipelined copy (`WEFT_SHM_CMA=off`).
     Shm,
     /// The single copy (CMA from 0 bytes, not split between the two processes).
@@ -31,7 +31,7 @@ pub enum Way {
 
 /// One measuring job.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub(crate) struct Job {
     pub way: Way,
     /// `latency` or `bandwidth`.
     pub test: &'static str,
@@ -42,7 +42,7 @@ pub struct Job {
 
 /// The environment of a measuring job: no tuning or lane file (the runtime's own
 /// defaults), then `extra`.
-pub fn clean_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn clean_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut v = vec![
         ("WEFT_TUNING_FILE".to_string(), String::new()),
         ("WEFT_LANE_FILE".to_string(), String::new()),
@@ -53,7 +53,7 @@ pub fn clean_env(extra: &[(&str, &str)]) -> Vec<(String, String)> {
 
 /// Whether the UCX transport is offered here.
 fn ucx_offered() -> bool {
-    weft::config::Config::from_vars(&[]).is_ok_and(|c| {
+    weft::Config::from_vars(&[]).is_ok_and(|c| {
         weft::lanes::transports(&c)
             .iter()
             .any(|t| t.name == "ucx" && t.offered.is_ok())
@@ -61,7 +61,7 @@ fn ucx_offered() -> bool {
 }
 
 /// The jobs of a run.
-pub fn jobs(quick: bool) -> Vec<Job> {
+pub(crate) fn jobs(quick: bool) -> Vec<Job> {
     let (lat, bw) = if quick { (100, 20) } else { (1000, 100) };
     let big = if quick {
         "8,64K,1M"
@@ -143,7 +143,7 @@ struct P2pLine {
 }
 
 /// What the lane jobs found.
-pub struct Measured {
+pub(crate) struct Measured {
     pub lanes: Vec<LaneEntry>,
     pub crossover: Crossovers,
 }
@@ -156,7 +156,7 @@ struct Curves {
 }
 
 /// Runs `jobs` (two ranks each) and derives the figures.
-pub fn measure(
+pub(crate) fn measure(
     jobs: &[Job],
     repeats: u32,
     timeout_s: u64,
@@ -307,7 +307,7 @@ fn message_lane(name: &str, c: &Curves) -> Result<LaneEntry, String> {
 }
 
 /// Time to sum one byte of f32 vectors of 1 MiB (the best of 20 runs), ns.
-pub fn reduce_ns_per_byte() -> f64 {
+pub(crate) fn reduce_ns_per_byte() -> f64 {
     let n = (1 << 20) / 4;
     let src = vec![1.0f32; n];
     let mut dst = vec![0.5f32; n];
@@ -327,9 +327,9 @@ pub fn reduce_ns_per_byte() -> f64 {
 /// The single-copy threshold the runtime's lane model takes from the tuning file at `path`
 /// (two ranks on a node), as the runtime loads it; None when it never takes the single copy
 /// or the file has no single-copy lane.
-pub fn model_cma_bytes(path: &std::path::Path) -> Option<u64> {
+pub(crate) fn model_cma_bytes(path: &std::path::Path) -> Option<u64> {
     let p = path.to_string_lossy();
-    let c = weft::config::Config::from_vars(&[("WEFT_TUNING_FILE", p.as_ref())]).ok()?;
+    let c = weft::Config::from_vars(&[("WEFT_TUNING_FILE", p.as_ref())]).ok()?;
     let lanes = weft::lanes::candidates(&c, false).ok()?;
     let desc = |t: &str| {
         lanes

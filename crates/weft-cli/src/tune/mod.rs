@@ -17,9 +17,9 @@
 //! still decides outside. `--check` ([`check`]) compares the file's points with the cost
 //! model fed with the file's lane figures.
 
-pub mod check;
-pub mod lanes;
-pub mod rank;
+pub(crate) mod check;
+pub(crate) mod lanes;
+pub(crate) mod rank;
 
 use crate::progress::Progress;
 use std::io::IsTerminal;
@@ -28,7 +28,7 @@ use weft::coll::select::{Crossovers, Machine, MeasuredPoint, ModelFigures, Tunin
 use weft::lanes::LaneEntry;
 
 /// The collectives `weft tune` measures (as `weft bench coll --op` names them).
-pub const OPS: &[&str] = &[
+pub(crate) const OPS: &[&str] = &[
     "barrier",
     "bcast",
     "reduce",
@@ -49,7 +49,7 @@ says \"tuning file\"), the lanes reader its lane figures (`weft info --transport
 \"tuning file FILE\" as their origin) and the collectives' cost model its figures. An \
 installed weft's modulefile sets WEFT_TUNING_FILE to <prefix>/share/weft/tuning.toml when \
 that file exists (`weft tune` writes there by default when run from an installed prefix).")]
-pub struct TuneArgs {
+pub(crate) struct TuneArgs {
     /// Fewer sizes, radices and repetitions, rank counts 2 and one oversubscribed (under a
     /// minute on a 2-core machine; no UCX, fewer crossover sizes).
     #[arg(long)]
@@ -125,7 +125,7 @@ fn cores() -> u32 {
 }
 
 /// The default rank counts for `cores` cores (see `--np`).
-pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
+pub(crate) fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
     let over = (2 * cores).min(cores + 4).max(cores + 1);
     let mut v: Vec<u32> = if quick {
         vec![2]
@@ -145,7 +145,7 @@ pub fn default_nps(cores: u32, quick: bool) -> Vec<u32> {
 
 /// `PREFIX/share/weft/tuning.toml` when this binary is `PREFIX/bin/weft` of a prefix
 /// `weft install` made (it has the modulefile), else `./weft-tuning.toml`.
-pub fn default_out() -> PathBuf {
+pub(crate) fn default_out() -> PathBuf {
     let prefix = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent()?.parent().map(Path::to_path_buf));
@@ -226,7 +226,7 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
 }
 
 /// Runs `weft tune`.
-pub fn run(a: TuneArgs) -> i32 {
+pub(crate) fn run(a: TuneArgs) -> i32 {
     if let Some(file) = &a.check {
         return check::run(file, a.json);
     }
@@ -422,7 +422,7 @@ fn describe(quick: bool, nps: &[u32], cores: u32) -> Machine {
 }
 
 /// Now as RFC 3339 UTC (days to civil date after Howard Hinnant's published algorithm).
-pub fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs()) as i64;
@@ -450,7 +450,7 @@ fn civil(secs: i64) -> String {
 
 /// One `[[rule]]` as `weft tune` writes it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct RuleOut {
+pub(crate) struct RuleOut {
     pub coll: String,
     pub algo: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -510,7 +510,7 @@ fn others_runnable(probe: Option<&weft::node_load::LoadProbe>) -> u32 {
 
 /// One collective cell measured in one round.
 #[derive(Clone, Debug)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// The round (0-based).
     pub round: u32,
     /// What the job printed.
@@ -520,7 +520,7 @@ pub struct Sample {
 /// A size at which no algorithm beat the runtime's own selection by the margin in every
 /// round, so no rule was written there.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Kept {
+pub(crate) struct Kept {
     pub coll: String,
     pub procs: u32,
     pub bytes: u64,
@@ -547,7 +547,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 /// The forced cells as the file's `[[point]]`s: each the median of its rounds.
-pub fn points_of(samples: &[Sample]) -> Vec<MeasuredPoint> {
+pub(crate) fn points_of(samples: &[Sample]) -> Vec<MeasuredPoint> {
     let mut out: Vec<MeasuredPoint> = Vec::new();
     for s in samples.iter().filter(|s| !s.cell.baseline) {
         let c = &s.cell;
@@ -675,7 +675,7 @@ fn winner_at(
 /// runtime keeps its own selection there. Bytes mean nothing to a barrier: its rule has no
 /// size bounds. Reduce_scatter's rules (measured as the block form) are written for both
 /// forms.
-pub fn rules_of(samples: &[Sample], cores: u32, margin: f64) -> (Vec<RuleOut>, Vec<Kept>) {
+pub(crate) fn rules_of(samples: &[Sample], cores: u32, margin: f64) -> (Vec<RuleOut>, Vec<Kept>) {
     let mut keys: Vec<(String, u32, u32)> = Vec::new();
     for s in samples {
         let k = (s.cell.coll.clone(), s.cell.procs, s.cell.ppn);

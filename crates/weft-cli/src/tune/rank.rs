@@ -12,7 +12,7 @@ use weft::{Error, ErrorKind, Result};
 
 /// Arguments of the hidden `__tune-rank` subcommand (set by the driver).
 #[derive(clap::Args)]
-pub struct TuneRankArgs {
+pub(crate) struct TuneRankArgs {
     /// Collectives as `weft bench coll --op` names them.
     #[arg(long, value_delimiter = ',')]
     ops: Vec<String>,
@@ -32,7 +32,12 @@ pub struct TuneRankArgs {
 
 impl TuneRankArgs {
     /// The arguments the driver passes.
-    pub fn to_args(ops: &[&str], sizes: &str, iters: (u32, u32), radices: &[u32]) -> Vec<String> {
+    pub(crate) fn to_args(
+        ops: &[&str],
+        sizes: &str,
+        iters: (u32, u32),
+        radices: &[u32],
+    ) -> Vec<String> {
         let list = |v: Vec<String>| v.join(",");
         vec![
             "--ops".into(),
@@ -51,7 +56,7 @@ impl TuneRankArgs {
 
 /// One measured cell, as rank 0 prints it.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The selector's collective name.
     pub coll: String,
     pub algo: String,
@@ -70,13 +75,13 @@ pub struct Cell {
 
 /// An algorithm the job could not run (its restriction failed at run time).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Skip {
+pub(crate) struct Skip {
     pub skip: String,
     pub why: String,
 }
 
 /// Runs the rank side.
-pub fn rank_main(a: TuneRankArgs) -> Result<()> {
+pub(crate) fn rank_main(a: TuneRankArgs) -> Result<()> {
     let weft = weft::init()?;
     let world = weft.world();
     let sizes = parse_sizes(&a.sizes).map_err(|e| Error::new(ErrorKind::InvalidArgument, e))?;

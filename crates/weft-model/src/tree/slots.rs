@@ -36,7 +36,7 @@ pub(crate) struct GroupLayout {
 
 impl GroupLayout {
     /// A single rank: order 0, height 0.
-    pub fn single(rank: u32) -> GroupLayout {
+    pub(super) fn single(rank: u32) -> GroupLayout {
         GroupLayout {
             order: 0,
             height: 0,
@@ -49,7 +49,7 @@ impl GroupLayout {
     }
 
     /// The rank in slot 0.
-    pub fn leader(&self) -> u32 {
+    pub(super) fn leader(&self) -> u32 {
         self.cells[0].rank
     }
 }

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The cargo profile directory of this test binary (`<target>/<profile>`).
-pub fn profile_dir() -> PathBuf {
+pub(crate) fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }
 
 /// `cargo build` of `packages` into this test's target directory and profile.
-pub fn cargo_build(packages: &[&str]) {
+pub(crate) fn cargo_build(packages: &[&str]) {
     let profile = profile_dir();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.arg("build").arg("-q");
@@ -40,7 +40,7 @@ pub fn cargo_build(packages: &[&str]) {
 /// named after `tag` and this process. Prefixes of `tag` left by test processes that have
 /// ended are removed first: each holds a copy of the libraries and the `weft` binary (a few
 /// hundred MB in a debug build), and a test binary cannot remove its own at exit.
-pub fn install(tag: &str) -> PathBuf {
+pub(crate) fn install(tag: &str) -> PathBuf {
     cargo_build(&["weft-mpi", "weft-cli"]);
     let profile = profile_dir();
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -80,13 +80,13 @@ fn remove_stale_prefixes(dir: &Path, tag: &str) {
 }
 
 /// The repository's root (for `itest/`).
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// One install prefix per test process (named after the first caller's `tag`), checked to
 /// hold everything `install.sh` promises.
-pub fn shared_prefix(tag: &str) -> &'static Path {
+pub(crate) fn shared_prefix(tag: &str) -> &'static Path {
     static PREFIX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PREFIX.get_or_init(|| {
         let p = install(tag);
@@ -113,7 +113,7 @@ pub fn shared_prefix(tag: &str) -> &'static Path {
 /// program. Each call writes a program of its own: tests run in parallel, and one test's
 /// linker rewriting a program another test is starting makes that start fail with
 /// "Text file busy" (ETXTBSY).
-pub fn build_c(prefix: &Path, name: &str) -> PathBuf {
+pub(crate) fn build_c(prefix: &Path, name: &str) -> PathBuf {
     static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = prefix.join(format!("t-{name}-{k}"));
@@ -137,16 +137,16 @@ pub fn build_c(prefix: &Path, name: &str) -> PathBuf {
 /// run 70-100x slower on a 2-core machine beside two busy processes (a job of a second takes
 /// minutes), so it is far above any honest run; a test that needs a job ended forces it (a
 /// killed rank, an abort) and checks why it ended, never how fast.
-pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Runs `program` as a job of `n` ranks with `env` added ([`JOB_TIMEOUT`] at most); checks
 /// that the job left no `/dev/shm` segment behind.
-pub fn run_c(program: &Path, n: u32, env: &[(&str, &str)]) -> weft_launch::JobOutcome {
+pub(crate) fn run_c(program: &Path, n: u32, env: &[(&str, &str)]) -> weft_launch::JobOutcome {
     run_c_args(program, n, &[], env)
 }
 
 /// [`run_c`] with the program's arguments `args`.
-pub fn run_c_args(
+pub(crate) fn run_c_args(
     program: &Path,
     n: u32,
     args: &[&str],
@@ -171,7 +171,7 @@ pub fn run_c_args(
 
 /// Builds `itest/c/<name>.c` and runs it at every rank count of `ranks` with `env`; every
 /// job must exit 0.
-pub fn run_c_ok(
+pub(crate) fn run_c_ok(
     prefix: &Path,
     name: &str,
     ranks: std::ops::RangeInclusive<u32>,
@@ -194,7 +194,7 @@ pub fn run_c_ok(
 /// on this machine (a launcher template without `{host}`), so the hosts are different nodes
 /// (different WEFT_NODE_ID) whose ranks talk over TCP. [`JOB_TIMEOUT`] at most; checks that the
 /// job left no `/dev/shm` segment behind.
-pub fn run_c_hosts(
+pub(crate) fn run_c_hosts(
     prefix: &Path,
     program: &Path,
     hosts: &str,
@@ -206,7 +206,7 @@ pub fn run_c_hosts(
 /// Runs `program` on the hosts `hosts` started with the launcher template `launcher` (e.g.
 /// `ip netns exec {host}`), the bootstrap listening on `boot_addr`. [`JOB_TIMEOUT`] at most;
 /// checks that the job left no `/dev/shm` segment behind.
-pub fn run_c_on(
+pub(crate) fn run_c_on(
     prefix: &Path,
     program: &Path,
     hosts: &str,
@@ -226,7 +226,7 @@ pub fn run_c_on(
 /// Where [`run_c_placed`] runs a job: hosts, their launcher template, the bootstrap's
 /// address and how ranks are spread over the hosts.
 #[allow(dead_code)]
-pub struct Hosts<'a> {
+pub(crate) struct Hosts<'a> {
     pub hosts: &'a str,
     pub launcher: &'a str,
     pub boot_addr: &'a str,
@@ -234,7 +234,7 @@ pub struct Hosts<'a> {
 }
 
 /// As [`run_c_on`], with the ranks placed by `on.map_by` and `args` given to the program.
-pub fn run_c_placed(
+pub(crate) fn run_c_placed(
     prefix: &Path,
     program: &Path,
     on: &Hosts,

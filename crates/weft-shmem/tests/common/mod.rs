@@ -1,6 +1,11 @@
 //! Helpers of the C tests: compiling a C program against include/ and the libshmem.so cargo
 //! built, and running it as a real job through weft-launch (on one node, or on simulated
 //! nodes of this machine).
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests hand variables to the jobs they start and read the suite's markers"
+)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -8,13 +13,13 @@ use std::process::Command;
 use std::time::Duration;
 use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 
-pub fn crate_dir() -> PathBuf {
+pub(crate) fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The directory holding libshmem.so: next to the test binary in `<target>/<profile>/deps`
 /// (where cargo builds it for tests), or one level up (where `cargo build` puts it).
-pub fn lib_dir() -> PathBuf {
+pub(crate) fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap().to_path_buf();
     if deps.join("libshmem.so").exists() {
@@ -24,12 +29,12 @@ pub fn lib_dir() -> PathBuf {
     }
 }
 
-pub fn compile(name: &str, dir: &str) -> PathBuf {
+pub(crate) fn compile(name: &str, dir: &str) -> PathBuf {
     compile_with(name, dir, &[])
 }
 
 /// [`compile`] with more compiler arguments (e.g. `-std=c11`).
-pub fn compile_with(name: &str, dir: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn compile_with(name: &str, dir: &str, extra: &[&str]) -> PathBuf {
     let mut flags = vec!["-O1", "-Wall", "-Werror", "-pthread"];
     flags.extend_from_slice(extra);
     compile_sources(name, &[&format!("{dir}/{name}.c")], &flags)
@@ -38,7 +43,7 @@ pub fn compile_with(name: &str, dir: &str, extra: &[&str]) -> PathBuf {
 /// Compiles and links the C files `sources` (relative to the crate) with oshcc and `flags`
 /// (`-l` ones after the sources) into a program named after `name`, linked with DT_RPATH to
 /// the libshmem.so of this build.
-pub fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf {
+pub(crate) fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf {
     // Unique per call: tests run in parallel and several compile (and remove) one program.
     static COMPILED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let k = COMPILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -69,15 +74,15 @@ pub fn compile_sources(name: &str, sources: &[&str], flags: &[&str]) -> PathBuf 
 /// The timeout of the jobs these tests run: a hang catcher only. Ranks that spin in lock step
 /// run 70-100x slower on a 2-core machine beside two busy processes, so it is far above any
 /// honest run; a test that needs a job ended forces it and checks why it ended.
-pub const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub fn job(program: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
+pub(crate) fn job(program: &Path, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutcome {
     job_within(program, n, args, env, JOB_TIMEOUT)
 }
 
 /// [`job`] ended (and failed) after `timeout`: for programs that synchronise hundreds of
 /// times, which an oversubscribed, busy machine slows down many times over.
-pub fn job_within(
+pub(crate) fn job_within(
     program: &Path,
     n: u32,
     args: &[&str],
@@ -107,7 +112,7 @@ pub fn job_within(
     out
 }
 
-pub fn text(out: &JobOutcome) -> String {
+pub(crate) fn text(out: &JobOutcome) -> String {
     format!(
         "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
         out.exit_code,
@@ -120,7 +125,7 @@ pub fn text(out: &JobOutcome) -> String {
 /// The `weft` binary (it holds the hosts' agent): `$WEFT` (an absolute path, as oshrun
 /// takes it), else next to libshmem's directory when the workspace's binaries were built
 /// (`cargo test --workspace` builds them), else `None`.
-pub fn weft_binary() -> Option<PathBuf> {
+pub(crate) fn weft_binary() -> Option<PathBuf> {
     if let Some(w) = std::env::var_os("WEFT")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute() && p.exists())
@@ -137,7 +142,7 @@ pub fn weft_binary() -> Option<PathBuf> {
 /// launcher template without {host} runs every host's agent here, so the hosts are different
 /// nodes (different WEFT_NODE_ID) and every operation between them goes over TCP. Checks
 /// that every PE printed `ok`.
-pub fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &str) {
+pub(crate) fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &str) {
     let list = weft_launch::place::parse_hosts(hosts).unwrap();
     let n: u32 = list.iter().map(|h| h.slots).sum();
     let mut spec = JobSpec::new(n, exe);
@@ -167,7 +172,7 @@ pub fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], ok: &st
 /// The weft binary for the tests across (simulated) nodes. Without it they fail, so a run
 /// that forgot to build weft-cli cannot pass without checking anything; set
 /// `WEFT_TEST_SKIP_MULTINODE=1` to skip them on purpose.
-pub fn skip_without_weft() -> Option<PathBuf> {
+pub(crate) fn skip_without_weft() -> Option<PathBuf> {
     let w = weft_binary();
     if w.is_none() {
         let why = format!(
@@ -184,7 +189,7 @@ pub fn skip_without_weft() -> Option<PathBuf> {
 }
 
 /// Each rank's stdout lines of a job run with tagged output (`[rank] line`), in order.
-pub fn rank_lines(out: &JobOutcome) -> Vec<(u32, String)> {
+pub(crate) fn rank_lines(out: &JobOutcome) -> Vec<(u32, String)> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {

@@ -775,8 +775,8 @@ impl ShmNode {
         if k >= self.geo.modes.fast_rings {
             // Only a local rank of this job writes here; a bad index is a bug, not an attack.
             // Staying on the old ring stalls this pair rather than reading foreign memory.
-            weft_core::diag!(
-                "weft: local rank {}: local rank {peer} switched to large ring {k} of {}; ignored",
+            log::error!(
+                "local rank {}: local rank {peer} switched to large ring {k} of {}; ignored",
                 self.me,
                 self.geo.modes.fast_rings
             );

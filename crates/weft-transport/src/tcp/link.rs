@@ -324,8 +324,8 @@ unsafe impl Sink for Inbound<'_> {
                 }
             }
             other => {
-                weft_core::diag!(
-                    "weft: ignoring TCP frame of kind {other} from rank {peer} (the codec admits no such kind)"
+                log::warn!(
+                    "ignoring TCP frame of kind {other} from rank {peer} (the codec admits no such kind)"
                 );
             }
         }

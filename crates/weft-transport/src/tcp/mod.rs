@@ -1286,6 +1286,12 @@ impl Endpoint {
         let want = self.new_rbuf_bytes();
         let conn = self.conns[ci].as_mut().expect("live connection");
         conn.phase = Phase::Open;
+        log::debug!(
+            "TCP rail {} to rank {peer} at {} open (handshake proven)",
+            conn.rail,
+            conn.remote
+                .map_or_else(|| "?".to_string(), |a| a.to_string())
+        );
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);
         }
@@ -1297,6 +1303,12 @@ impl Endpoint {
         let want = self.new_rbuf_bytes();
         let conn = self.conns[ci].as_mut().expect("live connection");
         conn.phase = Phase::Open;
+        log::debug!(
+            "TCP connection {} rank {peer} at {} open (handshake proven)",
+            if conn.outbound { "to" } else { "from" },
+            conn.remote
+                .map_or_else(|| "?".to_string(), |a| a.to_string())
+        );
         if conn.rbuf.len() < want {
             conn.rbuf.resize(want, 0);
         }
@@ -1340,9 +1352,9 @@ impl Endpoint {
             if conn.rail > 0 {
                 if let Close::Retry(why) | Close::Redial(why) = &close {
                     // A rail that cannot be opened leaves the main connection to carry all.
-                    weft_core::diag!(
-                        "weft: rank {}: extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
-                        self.rank, conn.rail
+                    log::warn!(
+                        "extra TCP rail {} to rank {peer} at {remote} not opened: {why}",
+                        conn.rail
                     );
                     return;
                 }
@@ -1351,10 +1363,7 @@ impl Endpoint {
         match close {
             Close::Lost(why) => {
                 let Some(peer) = conn.peer else {
-                    weft_core::diag!(
-                        "weft: rank {}: dropped TCP connection from {remote}: {why}",
-                        self.rank
-                    );
+                    log::warn!("dropped TCP connection from {remote}: {why}");
                     return;
                 };
                 let p = peer as usize;
@@ -1370,9 +1379,9 @@ impl Endpoint {
                 self.refused += 1;
                 if self.refused <= REFUSALS_LOGGED || self.refused.is_multiple_of(REFUSAL_LOG_EVERY)
                 {
-                    weft_core::diag!(
-                        "weft: rank {}: dropped TCP connection from {remote}: {why} ({} dropped so far)",
-                        self.rank, self.refused
+                    log::warn!(
+                        "dropped TCP connection from {remote}: {why} ({} dropped so far)",
+                        self.refused
                     );
                 }
             }
@@ -1390,9 +1399,8 @@ impl Endpoint {
                     self.redial[p] = Some((Instant::now() + wait, addr));
                     self.redials += 1;
                     if wait == REDIAL_FIRST {
-                        weft_core::diag!(
-                            "weft: rank {}: TCP handshake with rank {peer} at {remote} cut ({why}); dialling again",
-                            self.rank
+                        log::warn!(
+                            "TCP handshake with rank {peer} at {remote} cut ({why}); dialling again"
                         );
                     }
                 }

@@ -314,7 +314,7 @@ impl State {
                     if f.peer_lost {
                         self.mark_lost(peer, f.why);
                     } else {
-                        weft_core::diag!("weft: UCX eager send to rank {peer} failed: {}", f.why);
+                        log::warn!("UCX eager send to rank {peer} failed: {}", f.why);
                     }
                 }
             }
@@ -406,6 +406,8 @@ unsafe extern "C" fn send_done(request: *mut c_void, status: Status, user: *mut 
     // SAFETY: `user` is the op this request was started with; ops live as long as the
     // state, which outlives the workers that call back.
     let op = unsafe { &*(user as *const Op) };
+    // SAFETY: UCX calls back only inside the worker progress the link drives, which holds no
+    // reference to the state across it, so this is the only one while the callback runs.
     let st = unsafe { &mut *op.state };
     // SAFETY: a request handed to its completion callback may be freed there.
     unsafe { (st.ucp.ucp_request_free)(request) };
@@ -430,6 +432,8 @@ unsafe extern "C" fn close_done(_request: *mut c_void, _status: Status, user: *m
 unsafe extern "C" fn ep_error(arg: *mut c_void, _ep: Ep, status: Status) {
     // SAFETY: `arg` is the peer's ErrArg, alive as long as the state.
     let a = unsafe { &*(arg as *const ErrArg) };
+    // SAFETY: UCX calls back only inside the worker progress the link drives, which holds no
+    // reference to the state across it, so this is the only one while the callback runs.
     let st = unsafe { &mut *a.state };
     let why = format!(
         "UCX reports the connection failed: {}",
@@ -448,12 +452,15 @@ unsafe extern "C" fn am_recv(
 ) -> Status {
     // SAFETY: `arg` is the rail's argument registered with the handler.
     let a = unsafe { &*(arg as *const RailArg) };
+    // SAFETY: UCX calls back only inside the worker progress the link drives, which holds no
+    // reference to the state across it, so this is the only one while the callback runs.
     let st = unsafe { &mut *a.state };
     // SAFETY: UCX passes the header and its length, and the receive parameters.
     let rndv = unsafe { (*param).recv_attr } & UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
     let hb: &[u8] = if header.is_null() {
         &[]
     } else {
+        // SAFETY: a non-null header is UCX's, `header_length` bytes, alive during the callback.
         unsafe { std::slice::from_raw_parts(header as *const u8, header_length) }
     };
     let parsed = (hb.len() == HEADER_BYTES)
@@ -779,6 +786,7 @@ impl UcxLink {
             self.st().mark_lost(peer, why);
             return None;
         }
+        log::debug!("UCX endpoint to rank {peer} on rail {rail} made");
         let st = self.st();
         st.eps[r][p] = ep;
         st.endpoints += 1;

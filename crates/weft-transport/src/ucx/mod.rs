@@ -92,11 +92,18 @@ impl Transport for Ucx {
             rma: true,
             atomics: true,
         };
-        let devices: Option<Vec<String>> = std::env::var("UCX_NET_DEVICES")
+        // UCX's own variables, not weft's settings: the lanes are described as UCX, which
+        // reads them too, will behave.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "UCX_NET_DEVICES and UCX_TLS are UCX's variables, read as UCX reads them"
+        )]
+        let (devices, tls) = (std::env::var("UCX_NET_DEVICES"), std::env::var("UCX_TLS"));
+        let devices: Option<Vec<String>> = devices
             .ok()
             .filter(|d| !d.is_empty() && d != "all")
             .map(|d| d.split(',').map(|s| s.trim().to_string()).collect());
-        let tls = std::env::var("UCX_TLS").unwrap_or_default();
+        let tls = tls.unwrap_or_default();
         let tcp_only = !tls.is_empty()
             && tls.split(',').all(|t| {
                 matches!(

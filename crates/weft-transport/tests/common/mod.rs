@@ -12,7 +12,7 @@ fn name(tag: &str) -> String {
 
 /// Moves a fresh segment to ALIGN at two offsets and checks every step kept its bytes and
 /// still shares them with another mapping of the object.
-pub fn moves_keep_the_object(tag: &str) {
+pub(crate) fn moves_keep_the_object(tag: &str) {
     let n = name(tag);
     let len = 3 * PAGE;
     let seg = Segment::create(&n, len).unwrap();
@@ -41,7 +41,7 @@ pub fn moves_keep_the_object(tag: &str) {
 
 /// Regions as the symmetric heap makes them, bodies aligned up to ALIGN: the header is
 /// written and read back through the moved mappings.
-pub fn regions_keep_their_header(tag: &str) {
+pub(crate) fn regions_keep_their_header(tag: &str) {
     for (i, align) in [PAGE, 1 << 21, ALIGN].into_iter().enumerate() {
         let n = name(&format!("{tag}-region{i}"));
         let a = Region::create_aligned(&n, 2, 0, 1 << 20, align).unwrap();

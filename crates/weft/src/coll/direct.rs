@@ -122,7 +122,7 @@ impl DirectRun {
     /// a message or local work between the caller's buffers and at most
     /// [`DIRECT_SCRATCH_BYTES`] of scratch; None otherwise. `shares_my_core(w)` says whether
     /// world rank `w` runs on this rank's core (false when unknown).
-    pub fn of(
+    pub(super) fn of(
         plan: &Plan,
         members: &[u32],
         shares_my_core: impl Fn(u32) -> bool,
@@ -254,7 +254,7 @@ impl DirectRun {
     /// Runs the call on `comm` with the caller's buffers; `what` names the collective in
     /// errors, `tag` is the call's, `reduction` what its reductions apply.
     #[inline]
-    pub fn run(
+    pub(super) fn run(
         &self,
         comm: &Comm,
         what: &'static str,

@@ -332,6 +332,8 @@ impl<'a> CollRequest<'a> {
             e.clear_advancing();
             // SAFETY: `p` is live (owned by self) and no reference to it is held across the call.
             if !unsafe { is_finished(p) } {
+                // SAFETY: `p` is a registered collective of this engine, live (owned by
+                // self), and self holds no reference into it while the engine drives it.
                 unsafe { e.drive_coll(p) };
             }
         }
@@ -419,7 +421,11 @@ impl<'a> CollRequest<'a> {
                 if unsafe { is_finished(p) } {
                     break;
                 }
+                // SAFETY: `p` is a registered collective of this engine, live (owned by
+                // self), and self holds no reference into it while the engine drives it.
                 unsafe { e.drive_coll(p) };
+                // SAFETY: as for the check above; the drive returned, so no reference of
+                // the engine's into `p` is live either.
                 if unsafe { is_finished(p) } {
                     break;
                 }

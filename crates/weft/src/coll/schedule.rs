@@ -41,7 +41,7 @@ pub(crate) struct Region {
 }
 
 impl Region {
-    pub fn new(buf: Buf, off: usize, len: usize) -> Region {
+    pub(crate) fn new(buf: Buf, off: usize, len: usize) -> Region {
         Region { buf, off, len }
     }
 }
@@ -170,7 +170,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub fn new() -> Plan {
+    pub(crate) fn new() -> Plan {
         Plan::default()
     }
 
@@ -185,38 +185,38 @@ impl Plan {
     }
 
     /// A temporary buffer of `bytes`; returns its id.
-    pub fn tmp(&mut self, bytes: usize) -> Buf {
+    pub(crate) fn tmp(&mut self, bytes: usize) -> Buf {
         self.tmp_offsets.push(self.tmp_total_bytes);
         self.tmp_total_bytes += bytes.next_multiple_of(8);
         Buf::Tmp((self.tmp_offsets.len() - 1) as u8)
     }
 
     /// Keeps `words` with the plan; returns the index of the first.
-    pub fn words(&mut self, words: &[u64]) -> u32 {
+    pub(crate) fn words(&mut self, words: &[u64]) -> u32 {
         self.words.extend_from_slice(words);
         (self.words.len() - words.len()) as u32
     }
 
     /// Writes the call's tag and plan words `first..first + count` at the start of this
     /// rank's slot ([`Action::ShmWriteHeader`]).
-    pub fn shm_write_header(&mut self, first: u32, count: u32) {
+    pub(crate) fn shm_write_header(&mut self, first: u32, count: u32) {
         self.push(Action::ShmWriteHeader { first, count });
     }
 
     /// Checks the peers' headers and learns the rounds to pad with
     /// ([`Action::ShmCheckHeaders`]).
-    pub fn shm_check_headers(&mut self, first: u32) {
+    pub(crate) fn shm_check_headers(&mut self, first: u32) {
         self.push(Action::ShmCheckHeaders { first });
     }
 
     /// Arrives once for every round the rank owes the node ([`Action::ShmArrivePad`]); the
     /// action of a step of its own, the plan's last.
-    pub fn shm_arrive_pad(&mut self) {
+    pub(crate) fn shm_arrive_pad(&mut self) {
         self.push(Action::ShmArrivePad);
     }
 
     /// Starts a new step: its local actions run once the previous step's messages are done.
-    pub fn step(&mut self) {
+    pub(crate) fn step(&mut self) {
         self.steps.push(self.actions.len());
     }
 
@@ -229,15 +229,15 @@ impl Plan {
         self.widest_step = self.widest_step.max(self.actions.len() - start);
     }
 
-    pub fn send(&mut self, peer: u32, src: Region) {
+    pub(crate) fn send(&mut self, peer: u32, src: Region) {
         self.push(Action::Send { peer, src });
     }
 
-    pub fn recv(&mut self, peer: u32, dst: Region) {
+    pub(crate) fn recv(&mut self, peer: u32, dst: Region) {
         self.push(Action::Recv { peer, dst });
     }
 
-    pub fn copy(&mut self, src: Region, dst: Region) {
+    pub(crate) fn copy(&mut self, src: Region, dst: Region) {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 && src != dst {
             self.push(Action::Copy { src, dst });
@@ -246,45 +246,45 @@ impl Plan {
 
     /// A copy that nothing else of its step reads or writes, made once the step's receives
     /// and the sends added before it are posted ([`Action::CopyAfterPosting`]).
-    pub fn copy_after_posting(&mut self, src: Region, dst: Region) {
+    pub(crate) fn copy_after_posting(&mut self, src: Region, dst: Region) {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 && src != dst {
             self.push(Action::CopyAfterPosting { src, dst });
         }
     }
 
-    pub fn shm_write(&mut self, slot: Slot, off: usize, src: Region) {
+    pub(crate) fn shm_write(&mut self, slot: Slot, off: usize, src: Region) {
         if src.len > 0 {
             self.push(Action::ShmWrite { slot, off, src });
         }
     }
 
-    pub fn shm_read(&mut self, slot: Slot, off: usize, dst: Region) {
+    pub(crate) fn shm_read(&mut self, slot: Slot, off: usize, dst: Region) {
         if dst.len > 0 {
             self.push(Action::ShmRead { slot, off, dst });
         }
     }
 
     /// Arrives at the next node-wide phase (at most one per step, after its local work).
-    pub fn shm_arrive(&mut self) {
+    pub(crate) fn shm_arrive(&mut self) {
         self.push(Action::ShmArrive);
     }
 
     /// Arrives at a barrier that local rank 0 ends for everyone
     /// ([`Action::ShmLeaderBarrier`]).
-    pub fn shm_leader_barrier(&mut self) {
+    pub(crate) fn shm_leader_barrier(&mut self) {
         self.push(Action::ShmLeaderBarrier);
     }
 
     /// Publishes the send and receive buffers' addresses in this rank's words of the
     /// node's area (peers may use them once a following arrival has completed).
-    pub fn shm_publish_buffers(&mut self) {
+    pub(crate) fn shm_publish_buffers(&mut self) {
         self.push(Action::ShmPublishBuffers);
     }
 
     /// Reads bytes `off..off + dst.len` of local rank `peer`'s published buffer `from`
     /// (`Buf::Send` or `Buf::Recv`) into `dst` (one copy, no staging).
-    pub fn cma_read(&mut self, peer: u32, from: Buf, off: usize, dst: Region) {
+    pub(crate) fn cma_read(&mut self, peer: u32, from: Buf, off: usize, dst: Region) {
         debug_assert!(matches!(from, Buf::Send | Buf::Recv));
         if dst.len > 0 {
             self.push(Action::CmaRead {
@@ -298,14 +298,14 @@ impl Plan {
 
     /// Writes `src` into bytes `off..off + src.len` of local rank `peer`'s published
     /// receive buffer (one copy).
-    pub fn cma_write(&mut self, peer: u32, off: usize, src: Region) {
+    pub(crate) fn cma_write(&mut self, peer: u32, off: usize, src: Region) {
         if src.len > 0 {
             self.push(Action::CmaWrite { peer, off, src });
         }
     }
 
     /// `dst = a ∘ b` for `a` in the send buffer and `b`, `dst` elsewhere (distinct).
-    pub fn reduce_into(&mut self, a: Region, b: Region, dst: Region) {
+    pub(crate) fn reduce_into(&mut self, a: Region, b: Region, dst: Region) {
         debug_assert!(a.buf == Buf::Send && b.buf != Buf::Send && b.buf != dst.buf);
         debug_assert!(a.len == b.len && b.len == dst.len);
         if a.len > 0 {
@@ -314,7 +314,7 @@ impl Plan {
     }
 
     /// `dst = src ∘ dst` (src holds lower ranks) when `src_first`, else `dst = dst ∘ src`.
-    pub fn reduce(&mut self, src: Region, dst: Region, src_first: bool) {
+    pub(crate) fn reduce(&mut self, src: Region, dst: Region, src_first: bool) {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 {
             self.push(Action::Reduce {
@@ -343,7 +343,7 @@ pub(crate) struct ReductionRef<'o> {
 
 impl Reduction {
     /// The reduction, borrowed.
-    pub fn view(&self) -> ReductionRef<'_> {
+    pub(crate) fn view(&self) -> ReductionRef<'_> {
         ReductionRef {
             op: &self.op,
             kind: self.kind,
@@ -549,7 +549,7 @@ pub(super) const DISAGREEMENT_EVERY: u32 = 1 << 12;
 
 impl<'a> Schedule<'a> {
     /// Binds `plan` to buffers. `tag` must be the same on every rank for this call.
-    pub fn start(
+    pub(crate) fn start(
         comm: &Comm,
         what: &'static str,
         plan: Rc<Plan>,
@@ -588,23 +588,23 @@ impl<'a> Schedule<'a> {
     }
 
     /// What the collective is called.
-    pub fn what(&self) -> &'static str {
+    pub(crate) fn what(&self) -> &'static str {
         self.what
     }
 
     /// The context and tag its messages carry.
-    pub fn ctx_tag(&self) -> (u32, i32) {
+    pub(crate) fn ctx_tag(&self) -> (u32, i32) {
         (self.ctx, self.tag)
     }
 
     /// Steps started so far (tells a poller whether an advance moved anything).
-    pub fn steps_started(&self) -> usize {
+    pub(crate) fn steps_started(&self) -> usize {
         self.next_step + self.pad_steps
     }
 
     /// True when every message of the current step has completed and every local rank has
     /// arrived where the step waits for them.
-    pub fn step_done(&self, e: &Engine) -> bool {
+    pub(crate) fn step_done(&self, e: &Engine) -> bool {
         if self.disagreement.get().is_some() {
             return true;
         }
@@ -634,7 +634,7 @@ impl<'a> Schedule<'a> {
     /// ([`Engine::wait_until_sharing`]): it waits for the node's arrival counter only (no
     /// message, whose sender may depend on anyone), and every co-located rank has already
     /// arrived there.
-    pub fn keeps_core(&self, e: &Engine) -> bool {
+    pub(crate) fn keeps_core(&self, e: &Engine) -> bool {
         match &self.shm_wait {
             Some(w) if self.pending.is_empty() => w.keeps_core(e),
             _ => false,
@@ -649,7 +649,7 @@ impl<'a> Schedule<'a> {
     }
 
     /// Moves the schedule as far as it can without waiting; true when it has finished.
-    pub fn advance(&mut self, e: &mut Engine) -> Result<bool> {
+    pub(crate) fn advance(&mut self, e: &mut Engine) -> Result<bool> {
         loop {
             if !self.pending.is_empty() || self.shm_wait.is_some() {
                 if !self.step_done(e) {
@@ -915,7 +915,7 @@ impl<'a> Schedule<'a> {
     /// buffers it points into. Sends the peer has not taken are given up rather than waited
     /// for: after a disagreement the peer waits under another tag and would never take a
     /// rendezvous send, so waiting for it would hang the rank that found the problem.
-    pub fn abandon(&mut self, e: &mut Engine) {
+    pub(crate) fn abandon(&mut self, e: &mut Engine) {
         abandon_pending(e, self.pending.drain(..));
     }
 
@@ -995,12 +995,12 @@ impl<'s> Buffers<'s> {
     }
 
     /// Region `r`, for reading.
-    pub fn bytes(&self, r: Region) -> &[u8] {
+    pub(super) fn bytes(&self, r: Region) -> &[u8] {
         Self::read(self.send, self.recv, self.tmp, self.tmp_offsets, r)
     }
 
     /// Region `r` (of the receive buffer or the scratch), for writing.
-    pub fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
+    pub(super) fn bytes_mut(&mut self, r: Region) -> &mut [u8] {
         Buffers {
             send: self.send,
             recv: &mut *self.recv,
@@ -1055,13 +1055,13 @@ impl<'s> Buffers<'s> {
     }
 
     /// `dst = src` ([`Action::Copy`]).
-    pub fn copy(&mut self, src: Region, dst: Region) {
+    pub(super) fn copy(&mut self, src: Region, dst: Region) {
         let (s, d) = self.pair(src, dst);
         d.copy_from_slice(s);
     }
 
     /// [`Action::ReduceInto`] with `red`.
-    pub fn reduce_into(&mut self, red: ReductionRef<'_>, a: Region, b: Region, dst: Region) {
+    pub(super) fn reduce_into(&mut self, red: ReductionRef<'_>, a: Region, b: Region, dst: Region) {
         // The send buffer is borrowed apart from the others, so `b` and `dst` can be
         // taken together as a readable and a writable region.
         let send = self.send;
@@ -1071,7 +1071,13 @@ impl<'s> Buffers<'s> {
     }
 
     /// [`Action::Reduce`] with `red`.
-    pub fn reduce(&mut self, red: ReductionRef<'_>, src: Region, dst: Region, src_first: bool) {
+    pub(super) fn reduce(
+        &mut self,
+        red: ReductionRef<'_>,
+        src: Region,
+        dst: Region,
+        src_first: bool,
+    ) {
         if src_first || red.op.is_commutative() {
             let (s, d) = self.pair(src, dst);
             red.op.apply(red.kind, s, d);
@@ -1223,7 +1229,7 @@ fn mismatch_truncated(what: &str, rank: u32, peer: u32, want: usize, err: &Error
 impl Schedule<'_> {
     /// Hands the schedule's scratch and pending list to `pool` for the next schedule (a
     /// schedule dropped without this just frees them).
-    pub fn recycle(&mut self, pool: &mut Pool) {
+    pub(crate) fn recycle(&mut self, pool: &mut Pool) {
         pool.give(
             std::mem::take(&mut self.tmp),
             std::mem::take(&mut self.pending),

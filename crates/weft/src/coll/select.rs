@@ -335,7 +335,7 @@ impl Tuning {
 
     /// Reads the knobs from the process environment.
     pub fn from_env() -> Result<Tuning> {
-        let (values, _) = KnobValues::read(&[KNOBS], std::env::vars())?;
+        let (values, _) = KnobValues::read_env(&[KNOBS])?;
         Tuning::from_values(&values)
     }
 
@@ -962,6 +962,14 @@ impl Tuning {
             }
         }
         let choice = self.choose(coll, procs, ppn, bytes, traits)?;
+        // Once per new call shape: repeated shapes are answered above, before any logging.
+        log::debug!(
+            "{} of {bytes} bytes on {procs} ranks, {ppn} per node: {} radix {} ({})",
+            coll.name(),
+            choice.algo.name,
+            choice.radix,
+            choice.source
+        );
         for i in (1..MEMO_WAYS).rev() {
             row[i].set(row[i - 1].get());
         }

@@ -274,20 +274,22 @@ impl Core {
                             Sent::NotNow => false,
                         }
                     }
-                    // SAFETY: the send's buffer stays alive until the endpoint reports its
-                    // request done, it is abandoned, or the peer is lost.
                     NetOut::Rendezvous {
                         header,
                         data,
                         req,
                         push,
-                    } => unsafe {
-                        if push {
-                            net.start_push(peer, &header, data, req)
-                        } else {
-                            net.start_rendezvous(peer, &header, data, req)
+                    } => {
+                        // SAFETY: the send's buffer stays alive until the endpoint reports
+                        // its request done, it is abandoned, or the peer is lost.
+                        unsafe {
+                            if push {
+                                net.start_push(peer, &header, data, req)
+                            } else {
+                                net.start_rendezvous(peer, &header, data, req)
+                            }
                         }
-                    },
+                    }
                     NetOut::Fetch { handle, dst, req } => {
                         // SAFETY: the receive's buffer stays alive and untouched until the
                         // endpoint reports its request done or the peer is lost.

@@ -394,7 +394,7 @@ impl Core {
                 }
             }
             other => {
-                weft_core::diag!("weft: rank local {}: ignoring message of unknown kind {other} from local rank {peer}", self.my_local);
+                log::warn!("local rank {}: ignoring message of unknown kind {other} from local rank {peer}", self.my_local);
             }
         }
     }

@@ -66,7 +66,13 @@ impl Domains {
     /// Splits `[lo, hi)` among `aggregators` in domains of equal size rounded up to
     /// `align` bytes (boundaries at multiples of `align` past `lo` rounded down), moved
     /// `window_bytes` at a time (at least one byte).
-    pub fn new(aggregators: Vec<u32>, lo: u64, hi: u64, align: u64, window_bytes: u64) -> Domains {
+    pub(super) fn new(
+        aggregators: Vec<u32>,
+        lo: u64,
+        hi: u64,
+        align: u64,
+        window_bytes: u64,
+    ) -> Domains {
         let align = align.max(1);
         let base = lo - lo % align;
         let n = aggregators.len().max(1) as u64;
@@ -82,7 +88,7 @@ impl Domains {
     }
 
     /// `[lo, hi)` of aggregator `k`'s domain (empty past the data).
-    pub fn domain(&self, k: usize) -> (u64, u64) {
+    pub(super) fn domain(&self, k: usize) -> (u64, u64) {
         let start = self.base.saturating_add(k as u64 * self.domain_bytes);
         let a = start.max(self.lo).min(self.hi);
         let b = start.saturating_add(self.domain_bytes).min(self.hi).max(a);
@@ -90,21 +96,21 @@ impl Domains {
     }
 
     /// Window `w` of aggregator `k`'s domain: `[lo, hi)`, empty once past its end.
-    pub fn window(&self, k: usize, w: u64) -> (u64, u64) {
+    pub(super) fn window(&self, k: usize, w: u64) -> (u64, u64) {
         let (a, b) = self.domain(k);
         let lo = a.saturating_add(w.saturating_mul(self.window_bytes)).min(b);
         (lo, lo.saturating_add(self.window_bytes).min(b))
     }
 
     /// Windows of aggregator `k`'s domain.
-    pub fn windows(&self, k: usize) -> u64 {
+    pub(super) fn windows(&self, k: usize) -> u64 {
         let (a, b) = self.domain(k);
         (b - a).div_ceil(self.window_bytes)
     }
 
     /// The index of the aggregator whose domain holds file offset `off`.
     #[cfg(test)]
-    pub fn owner(&self, off: u64) -> usize {
+    pub(super) fn owner(&self, off: u64) -> usize {
         (((off.max(self.base) - self.base) / self.domain_bytes) as usize)
             .min(self.aggregators.len().saturating_sub(1))
     }

@@ -22,12 +22,12 @@ pub(crate) struct Seg {
 
 impl Seg {
     /// Data bytes.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.len * self.count
     }
 
     /// One past the last byte.
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.off + (self.count - 1) * self.stride + self.len
     }
 
@@ -55,13 +55,13 @@ pub(crate) struct SegList {
 }
 
 impl SegList {
-    pub fn new() -> SegList {
+    pub(crate) fn new() -> SegList {
         SegList::default()
     }
 
     /// Appends `reps` ranges of `len` bytes, `stride` apart, from `off`, merging with the
     /// last segment where they continue it.
-    pub fn push(&mut self, off: u64, len: u64, stride: u64, reps: u64) {
+    pub(crate) fn push(&mut self, off: u64, len: u64, stride: u64, reps: u64) {
         if len == 0 || reps == 0 {
             return;
         }
@@ -136,27 +136,27 @@ impl SegList {
         self.segs.push(s);
     }
 
-    pub fn segs(&self) -> &[Seg] {
+    pub(crate) fn segs(&self) -> &[Seg] {
         &self.segs
     }
 
     /// Data bytes.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 
     /// Whether some range starts before an earlier one ends.
-    pub fn overlaps(&self) -> bool {
+    pub(crate) fn overlaps(&self) -> bool {
         self.overlaps
     }
 
     /// `[lo, hi)` of the bytes touched (None without data).
-    pub fn extent(&self) -> Option<(u64, u64)> {
+    pub(crate) fn extent(&self) -> Option<(u64, u64)> {
         Some((self.segs.first()?.off, self.max_end))
     }
 
     /// Each range in stream order with its stream position: `f(file_off, len, stream_off)`.
-    pub fn for_each(&self, mut f: impl FnMut(u64, u64, u64)) {
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u64, u64, u64)) {
         for (s, &st) in self.segs.iter().zip(&self.starts) {
             for j in 0..s.count {
                 f(s.at(j), s.len, st + j * s.len);
@@ -167,7 +167,7 @@ impl SegList {
     /// The pieces inside file window `[lo, hi)`, in stream order, with their stream
     /// positions: `f(file_off, len, stream_off)`. Needs a list without overlaps; the pieces
     /// then occupy one stream range, which is returned (empty when none).
-    pub fn clip(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64, u64)) -> Range<u64> {
+    pub(crate) fn clip(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64, u64)) -> Range<u64> {
         debug_assert!(!self.overlaps);
         let mut first: Option<u64> = None;
         let mut last = 0;
@@ -209,7 +209,7 @@ impl SegList {
 
     /// Stream bytes that lie below file offset `eof` before the first one that does not:
     /// what a read returns when the file ends at `eof`.
-    pub fn bytes_below(&self, eof: u64) -> u64 {
+    pub(crate) fn bytes_below(&self, eof: u64) -> u64 {
         let mut n = 0;
         for s in &self.segs {
             if s.end() <= eof {
@@ -230,7 +230,7 @@ impl SegList {
 
     /// The segments whose ranges meet `[lo, hi)`, cut to it, for an aggregator of that
     /// file domain.
-    pub fn within(&self, lo: u64, hi: u64) -> SegList {
+    pub(crate) fn within(&self, lo: u64, hi: u64) -> SegList {
         let mut out = SegList::new();
         let i0 = self.segs.partition_point(|s| s.end() <= lo);
         for s in &self.segs[i0..] {
@@ -276,7 +276,7 @@ impl SegList {
     }
 
     /// The wire form: 32 bytes per segment (offset, length, stride, count, little-endian).
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.segs.len() * SEG_WIRE_BYTES);
         for s in &self.segs {
             for w in [s.off, s.len, s.stride, s.count] {
@@ -288,7 +288,7 @@ impl SegList {
 
     /// Reads the wire form back; None when it is not a well-formed, sorted, disjoint list
     /// (a peer's bytes are checked, never trusted).
-    pub fn decode(bytes: &[u8]) -> Option<SegList> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<SegList> {
         if !bytes.len().is_multiple_of(SEG_WIRE_BYTES) {
             return None;
         }

@@ -21,7 +21,7 @@ impl SharedPointer {
     /// The pointer of data file `data` for the open instance `nonce` (the same on every
     /// rank), beside the data file or, with `local_fallback`, in the temporary directory if
     /// the data file's directory is not writable.
-    pub fn new(data: &Path, nonce: u64, local_fallback: bool) -> SharedPointer {
+    pub(super) fn new(data: &Path, nonce: u64, local_fallback: bool) -> SharedPointer {
         let name = data
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -57,17 +57,17 @@ impl SharedPointer {
     }
 
     /// Adds `delta` to the pointer; returns its value before (a fetch-and-add).
-    pub fn fetch_add(&mut self, delta: u64) -> Result<u64> {
+    pub(super) fn fetch_add(&mut self, delta: u64) -> Result<u64> {
         self.update(|v| v.saturating_add(delta))
     }
 
     /// The pointer's value.
-    pub fn get(&mut self) -> Result<u64> {
+    pub(super) fn get(&mut self) -> Result<u64> {
         self.update(|v| v)
     }
 
     /// Sets the pointer; returns its value before.
-    pub fn set(&mut self, value: u64) -> Result<u64> {
+    pub(super) fn set(&mut self, value: u64) -> Result<u64> {
         self.update(|_| value)
     }
 
@@ -86,13 +86,13 @@ impl SharedPointer {
     }
 
     /// Removes the hidden file (one rank, at the file's close, after every rank is done).
-    pub fn remove(&mut self) {
+    pub(super) fn remove(&mut self) {
         self.file = None;
         let _ = std::fs::remove_file(&self.path);
     }
 
     /// Closes this rank's descriptor.
-    pub fn close(&mut self) {
+    pub(super) fn close(&mut self) {
         self.file = None;
     }
 }

@@ -12,14 +12,14 @@ use weft::{Comm, Config, Launch, Weft};
 /// How long an in-process job may run before the watchdog ends the test process: a hang
 /// catcher only. Ranks that spin in lock step run 70-100x slower on a 2-core machine beside
 /// two busy processes (a job of 2 s takes minutes), so it is far above any honest run.
-pub const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(900);
+pub(crate) const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(900);
 
 /// How long [`Signal::wait_for`] waits for another rank's step: a hang catcher, as
 /// [`WATCHDOG`] (below it, so that a broken order fails with its own message).
-pub const STEP_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const STEP_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The timeout tests give [`run_procs`] jobs: a hang catcher, as [`WATCHDOG`].
-pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Runs `body(rank, weft, store)` on `n` rank threads whose ranks read the knobs `vars`; rank
 /// r claims node `node_of(r)`. The body finalizes (or, to play a vanishing rank, does not).
@@ -27,7 +27,7 @@ pub const JOB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600)
 /// job's segments): the other ranks would wait for it, since threads share a pid and
 /// peer-death detection cannot see a panicked rank. A watchdog aborts the test process
 /// after [`WATCHDOG`] (a hung rank); checks that no segment of the job is left in /dev/shm.
-pub fn run_job(
+pub(crate) fn run_job(
     n: u32,
     vars: &[(&str, &str)],
     node_of: fn(u32) -> u32,
@@ -129,7 +129,11 @@ fn remove_segments(job: &str) {
 
 /// Runs `body` on the world communicator of an `n`-rank in-process job on one node whose
 /// ranks read the knobs `vars`, and finalizes each rank after it.
-pub fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Sync + 'static) {
+pub(crate) fn run_ranks(
+    n: u32,
+    vars: &[(&str, &str)],
+    body: impl Fn(Comm) + Send + Sync + 'static,
+) {
     run_job(
         n,
         vars,
@@ -142,13 +146,13 @@ pub fn run_ranks(n: u32, vars: &[(&str, &str)], body: impl Fn(Comm) + Send + Syn
 }
 
 /// What one rank process printed and how it ended.
-pub type RankOutput = (std::process::ExitStatus, String, String);
+pub(crate) type RankOutput = (std::process::ExitStatus, String, String);
 
 /// Starts this test binary as the ranks of a job (rank r on node `nodes[r]`) with a real
 /// bootstrap store and job secret, running test `test` with `child_var=1` and the knobs
 /// `vars` set; waits up to `timeout` for them (then kills every rank and panics) and returns
 /// (status, stdout, stderr) per rank; checks that no segment of `job` is left.
-pub fn run_procs(
+pub(crate) fn run_procs(
     test: &str,
     child_var: &str,
     job: &str,
@@ -226,27 +230,27 @@ pub fn run_procs(
 /// (forcing the interleaving a test checks instead of sleeping and hoping): one thread
 /// raises it, others wait until it reaches a value.
 #[derive(Default)]
-pub struct Signal(pub AtomicU64);
+pub(crate) struct Signal(pub AtomicU64);
 
 impl Signal {
     /// A new counter at 0, to share between ranks.
-    pub fn new() -> Arc<Signal> {
+    pub(crate) fn new() -> Arc<Signal> {
         Arc::new(Signal::default())
     }
 
     /// Raises the counter to `v` (never lowers it).
-    pub fn raise_to(&self, v: u64) {
+    pub(crate) fn raise_to(&self, v: u64) {
         self.0.fetch_max(v, Ordering::SeqCst);
     }
 
     /// The counter now.
-    pub fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
     }
 
     /// Waits until the counter reaches `v`; bounded ([`STEP_WAIT`], then the test fails
     /// naming `what`), so a broken order fails instead of hanging.
-    pub fn wait_for(&self, v: u64, what: &str) {
+    pub(crate) fn wait_for(&self, v: u64, what: &str) {
         let deadline = std::time::Instant::now() + STEP_WAIT;
         let mut spins = 0u32;
         while self.0.load(Ordering::SeqCst) < v {

@@ -83,19 +83,19 @@ pub(crate) struct Call<'a> {
 
 impl Call<'_> {
     /// Elements in the buffer of a reduction.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.bytes / self.elem_bytes.max(1)
     }
 
     /// Every rank's block at `i · bytes`, `bytes` long (the equal-block collectives).
-    pub fn equal_blocks(&self) -> Vec<(usize, usize)> {
+    pub(crate) fn equal_blocks(&self) -> Vec<(usize, usize)> {
         (0..self.size as usize)
             .map(|i| (i * self.bytes, self.bytes))
             .collect()
     }
 
     /// Bytes of the whole vector [`Call::send_blocks`] cut (reduce_scatter).
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.send_blocks.last().map_or(0, |&(off, len)| off + len)
     }
 }

@@ -451,8 +451,8 @@ fn run(ep: OwnedFd, listener: TcpListener, ctx: Ctx) {
             if std::io::Error::last_os_error().kind() == IoKind::Interrupted {
                 continue;
             }
-            weft_core::diag!(
-                "weft rma: PE {}: one-sided service stopped: epoll_wait: {}",
+            log::error!(
+                "PE {}: one-sided service stopped: epoll_wait: {}",
                 ctx.me,
                 std::io::Error::last_os_error()
             );
@@ -692,7 +692,10 @@ fn interpret(c: &mut Conn, ctx: &Ctx) -> bool {
                 }
                 Ok(Decoded::NeedBytes(_)) => break,
                 Err(e) => {
-                    weft_core::diag!("weft rma: PE {}: dropping a connection: {e}", ctx.me);
+                    log::warn!(
+                        "PE {}: one-sided service: dropping a connection: {e}",
+                        ctx.me
+                    );
                     return false;
                 }
             },

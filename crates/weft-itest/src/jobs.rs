@@ -1,0 +1,27 @@
+//! What the multi-process tests check of every job they start: that it succeeded (or the
+//! panic shows its output) and that it left nothing in `/dev/shm`.
+
+use weft_launch::JobOutcome;
+
+/// Panics, with the job's failure and output, unless it exited with code 0.
+pub fn assert_ok(out: &JobOutcome) {
+    assert_eq!(
+        out.exit_code,
+        0,
+        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.failure,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Panics, naming them, when segments of job `job_id` are left in `/dev/shm`.
+pub fn assert_no_leftovers(job_id: &str) {
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm is readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(job_id))
+        .collect();
+    assert!(left.is_empty(), "job {job_id} left segments: {left:?}");
+}
