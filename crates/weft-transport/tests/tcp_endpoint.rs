@@ -2,11 +2,13 @@
 //! frames in order both ways (including simultaneous connects), a connection with the wrong
 //! key refused without disturbing the others, and a closed peer reported as lost.
 
+mod tcp_common;
+
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpStream};
 use weft_transport::shm::Header;
 use weft_transport::tcp::frame::{Limits, KIND_EAGER, KIND_FRAG};
-use weft_transport::tcp::{handshake, parse_addresses, Endpoint, TcpConfig};
+use weft_transport::tcp::{handshake, Endpoint, TcpConfig};
 
 const LIMITS: Limits = Limits {
     eager_bytes: 64 * 1024,
@@ -18,31 +20,7 @@ fn endpoints(n: u32, key: &[u8]) -> Vec<Endpoint> {
 }
 
 fn endpoints_with_rails(n: u32, key: &[u8], rails: u32) -> Vec<Endpoint> {
-    let mut eps: Vec<Endpoint> = (0..n)
-        .map(|rank| {
-            Endpoint::bind(TcpConfig {
-                rank,
-                size: n,
-                key: key.to_vec(),
-                limits: LIMITS,
-                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                interfaces: Vec::new(),
-                small_fragment_bytes: 32 * 1024,
-                max_fast_peers: 1,
-                fast_after_bytes: 1 << 20,
-                rails,
-                rail_sources: Vec::new(),
-            })
-            .unwrap()
-        })
-        .collect();
-    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
-    for ep in &mut eps {
-        for (r, rec) in records.iter().enumerate() {
-            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
-        }
-    }
-    eps
+    tcp_common::loopback_endpoints(n, key, LIMITS, rails)
 }
 
 type Got = Vec<(u32, Header, Vec<u8>)>;

@@ -3,44 +3,22 @@
 //! its token is reported done only once the sender's polls have written all of it, after
 //! the receiver read. Two links in one thread over loopback.
 
-use std::net::{IpAddr, Ipv4Addr};
+mod tcp_common;
+
 use weft_transport::net::{NetEndpoint, NetFailure, NetSink, Sent};
 use weft_transport::shm::Header;
 use weft_transport::tcp::frame::Limits;
 use weft_transport::tcp::link::TcpLink;
-use weft_transport::tcp::{parse_addresses, Endpoint, TcpConfig};
 
 const EAGER: usize = 64 * 1024;
 
 fn links() -> Vec<TcpLink> {
-    let mut eps: Vec<Endpoint> = (0..2)
-        .map(|rank| {
-            Endpoint::bind(TcpConfig {
-                rank,
-                size: 2,
-                key: vec![5u8; 32],
-                limits: Limits {
-                    eager_bytes: EAGER as u32,
-                    fragment_bytes: 256 * 1024,
-                },
-                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                interfaces: Vec::new(),
-                small_fragment_bytes: 32 * 1024,
-                max_fast_peers: 1,
-                fast_after_bytes: 1 << 20,
-                rails: 1,
-                rail_sources: Vec::new(),
-            })
-            .unwrap()
-        })
-        .collect();
-    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
-    for ep in &mut eps {
-        for (r, rec) in records.iter().enumerate() {
-            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
-        }
-    }
-    eps.into_iter()
+    let limits = Limits {
+        eager_bytes: EAGER as u32,
+        fragment_bytes: 256 * 1024,
+    };
+    tcp_common::loopback_endpoints(2, &[5u8; 32], limits, 1)
+        .into_iter()
         .map(|ep| TcpLink::new(ep, 32 * 1024))
         .collect()
 }

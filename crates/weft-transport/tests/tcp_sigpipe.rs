@@ -11,44 +11,22 @@
     reason = "tests hand variables to the jobs they start and read the suite's markers"
 )]
 
-use std::net::{IpAddr, Ipv4Addr};
+mod tcp_common;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 use weft_transport::shm::Header;
 use weft_transport::tcp::frame::{Limits, KIND_EAGER};
-use weft_transport::tcp::{parse_addresses, Endpoint, TcpConfig};
+use weft_transport::tcp::Endpoint;
 
 const CHILD_VAR: &str = "WEFT_TEST_SIGPIPE_CHILD";
 
 fn endpoints(n: u32) -> Vec<Endpoint> {
-    let mut eps: Vec<Endpoint> = (0..n)
-        .map(|rank| {
-            Endpoint::bind(TcpConfig {
-                rank,
-                size: n,
-                key: vec![7u8; 32],
-                limits: Limits {
-                    eager_bytes: 64 * 1024,
-                    fragment_bytes: 256 * 1024,
-                },
-                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                interfaces: Vec::new(),
-                small_fragment_bytes: 32 * 1024,
-                max_fast_peers: 1,
-                fast_after_bytes: 1 << 20,
-                rails: 1,
-                rail_sources: Vec::new(),
-            })
-            .unwrap()
-        })
-        .collect();
-    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
-    for ep in &mut eps {
-        for (r, rec) in records.iter().enumerate() {
-            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
-        }
-    }
-    eps
+    let limits = Limits {
+        eager_bytes: 64 * 1024,
+        fragment_bytes: 256 * 1024,
+    };
+    tcp_common::loopback_endpoints(n, &[7u8; 32], limits, 1)
 }
 
 /// The child's part: returns how many sends after the close went out before the peer was

@@ -4,12 +4,14 @@
 //! strangers do not make the endpoint busy, a peer that answers long after the handshake
 //! timeout is still reached, and one that computes between HELLO and PROOF is not dropped.
 
+mod tcp_common;
+
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use weft_transport::shm::Header;
 use weft_transport::tcp::frame::{Limits, KIND_EAGER};
-use weft_transport::tcp::{handshake, parse_addresses, Endpoint, TcpConfig};
+use weft_transport::tcp::{handshake, Endpoint};
 
 const LIMITS: Limits = Limits {
     eager_bytes: 64 * 1024,
@@ -18,31 +20,7 @@ const LIMITS: Limits = Limits {
 const KEY: [u8; 32] = [6u8; 32];
 
 fn endpoints(n: u32) -> Vec<Endpoint> {
-    let mut eps: Vec<Endpoint> = (0..n)
-        .map(|rank| {
-            Endpoint::bind(TcpConfig {
-                rank,
-                size: n,
-                key: KEY.to_vec(),
-                limits: LIMITS,
-                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                interfaces: Vec::new(),
-                small_fragment_bytes: 32 * 1024,
-                max_fast_peers: 1,
-                fast_after_bytes: 1 << 20,
-                rails: 1,
-                rail_sources: Vec::new(),
-            })
-            .unwrap()
-        })
-        .collect();
-    let records: Vec<String> = eps.iter().map(|e| e.address_record()).collect();
-    for ep in &mut eps {
-        for (r, rec) in records.iter().enumerate() {
-            ep.set_peer_addresses(r as u32, parse_addresses(r as u32, rec).unwrap());
-        }
-    }
-    eps
+    tcp_common::loopback_endpoints(n, &KEY, LIMITS, 1)
 }
 
 fn eager(tag: i32) -> (Header, Vec<u8>) {
