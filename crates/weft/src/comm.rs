@@ -650,21 +650,28 @@ impl Comm {
         world.iagree_group(&both, TAG_IDUP_INTER, tag, INTER_CTX_IDS)
     }
 
-    /// The intercommunicator between this communicator's members and `remote` (world ranks)
-    /// on the contexts `agreed` (what the request of [`Comm::iagree_intercomm`] returned:
-    /// it must not be used otherwise).
-    pub fn intercomm_from(&self, agreed: Comm, remote: &[u32]) -> Result<Comm> {
-        self.check()?;
-        if let Some(w) = remote.iter().find(|w| self.data.members.contains(w)) {
-            return Err(Error::new(
+    /// An error unless no world rank of `remote` is a member of this communicator (the two
+    /// groups of an intercommunicator are disjoint).
+    fn disjoint_from(&self, remote: &[u32]) -> Result<()> {
+        match remote.iter().find(|w| self.data.members.contains(w)) {
+            Some(w) => Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!(
                     "rank {} intercomm_create: world rank {w} is in both groups (they must be \
                      disjoint)",
                     self.rank()
                 ),
-            ));
+            )),
+            None => Ok(()),
         }
+    }
+
+    /// The intercommunicator between this communicator's members and `remote` (world ranks)
+    /// on the contexts `agreed` (what the request of [`Comm::iagree_intercomm`] returned:
+    /// it must not be used otherwise).
+    pub fn intercomm_from(&self, agreed: Comm, remote: &[u32]) -> Result<Comm> {
+        self.check()?;
+        self.disjoint_from(remote)?;
         Ok(Comm::new_inter(
             self.engine.clone(),
             agreed.data.ctx,
@@ -973,16 +980,7 @@ impl Comm {
                 "intercomm_create: the remote leader sent an empty group",
             ));
         }
-        if let Some(w) = theirs[1..].iter().find(|w| self.data.members.contains(w)) {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "rank {} intercomm_create: world rank {w} is in both groups (they must be \
-                     disjoint)",
-                    self.rank()
-                ),
-            ));
-        }
+        self.disjoint_from(&theirs[1..])?;
         theirs[0] = theirs[0].max(max);
         Ok(theirs)
     }
