@@ -88,7 +88,7 @@ impl Drop for Spinner {
 }
 
 #[test]
-fn a_busy_node_writes_no_rules() {
+fn a_busy_node_pins_the_runtimes_own_choices() {
     let dir = Dir::new("busy");
     let file = dir.0.join("busy.toml");
     let spinner = Spinner(
@@ -126,12 +126,29 @@ fn a_busy_node_writes_no_rules() {
         "{summary}"
     );
     let doc: toml::Table = std::fs::read_to_string(&file).unwrap().parse().unwrap();
-    assert!(rules(&doc).is_empty(), "{doc:?}");
-    // Lanes and points are still written; every measured size is listed as kept.
+    // Lanes and points are written; every measured size is kept, and its rule pins the
+    // runtime's own choice, whatever the forced cells measured.
     assert!(!doc["lane"].as_array().unwrap().is_empty());
     assert!(!doc["point"].as_array().unwrap().is_empty());
     let kept = summary["kept_default"].as_array().unwrap();
     assert_eq!(kept.len(), 3, "{summary}");
+    for k in kept {
+        let (coll, np, b) = (
+            k["coll"].as_str().unwrap(),
+            k["procs"].as_i64().unwrap(),
+            k["bytes"].as_i64().unwrap(),
+        );
+        assert_eq!(
+            rule_algo(&doc, coll, np, b).as_deref(),
+            k["default"].as_str(),
+            "{k}"
+        );
+    }
+    let default_at_8 = kept
+        .iter()
+        .find(|k| k["coll"] == "allreduce" && k["bytes"] == 8)
+        .unwrap()["default"]
+        .clone();
     let explain = weft_with_file(
         &[
             "info",
@@ -146,7 +163,9 @@ fn a_busy_node_writes_no_rules() {
         &file,
     );
     assert!(explain.status.success());
-    assert_ne!(json(&explain.stdout).remove(0)["source"], "tuning file");
+    let x = json(&explain.stdout).remove(0);
+    assert_eq!(x["source"], "tuning file", "{x}");
+    assert_eq!(x["choice"], default_at_8, "{x}");
 }
 
 #[test]
@@ -255,11 +274,11 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
             assert!(rules.contains(&twin), "{r:?}");
         }
     }
-    // Every measured size either got a rule (an algorithm beat the runtime's own selection
-    // by the margin in both rounds) or is listed as kept; never both.
+    // Every measured size got a rule: an algorithm that beat the runtime's own selection by
+    // the margin in both rounds, or (a kept size) the runtime's own choice.
     let kept = summary[0]["kept_default"].as_array().unwrap();
-    let is_kept = |coll: &str, np: i64, b: i64| {
-        kept.iter().any(|k| {
+    let kept_at = |coll: &str, np: i64, b: i64| {
+        kept.iter().find(|k| {
             k["coll"].as_str() == Some(coll)
                 && k["procs"].as_i64() == Some(np)
                 && k["bytes"].as_i64() == Some(b)
@@ -275,12 +294,12 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
                 _ => &[8, 65536],
             };
             for &b in sizes {
-                let ruled = rule_algo(&doc, coll, np, b).is_some();
-                assert!(
-                    ruled != is_kept(coll, np, b),
-                    "{coll} np={np} {b} B: {kept:?}"
-                );
-                measured.push((coll, np, b, ruled));
+                let rule = rule_algo(&doc, coll, np, b);
+                assert!(rule.is_some(), "{coll} np={np} {b} B: {doc:?}");
+                if let Some(k) = kept_at(coll, np, b) {
+                    assert_eq!(rule.as_deref(), k["default"].as_str(), "{k}");
+                }
+                measured.push((coll, np, b));
             }
         }
     }
@@ -316,18 +335,14 @@ fn a_quick_run_writes_a_file_the_runtime_loads() {
         assert!(o.status.success(), "{}", text(&o.stderr));
         json(&o.stdout).remove(0)
     };
-    for &(coll, np, bytes, ruled) in &measured {
+    for &(coll, np, bytes) in &measured {
         let x = explain(coll, &np.to_string(), &bytes.to_string());
-        if ruled {
-            assert_eq!(x["source"], "tuning file", "{coll} {np} {bytes}: {x}");
-            assert_eq!(
-                x["choice"].as_str().map(str::to_string),
-                rule_algo(&doc, coll, np, bytes),
-                "{coll} {np} {bytes}: {x}"
-            );
-        } else {
-            assert_ne!(x["source"], "tuning file", "{coll} {np} {bytes}: {x}");
-        }
+        assert_eq!(x["source"], "tuning file", "{coll} {np} {bytes}: {x}");
+        assert_eq!(
+            x["choice"].as_str().map(str::to_string),
+            rule_algo(&doc, coll, np, bytes),
+            "{coll} {np} {bytes}: {x}"
+        );
     }
     assert_eq!(explain("allreduce", "2", "1M")["source"], "model");
     assert_eq!(explain("bcast", "4", "8")["source"], "model");

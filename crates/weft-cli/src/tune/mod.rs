@@ -10,10 +10,12 @@
 //! loopback and UCX (`WEFT_TRANSPORTS`), and eager against rendezvous sends of the same
 //! sizes. Collectives ([`rank`]): one job per rank count and round (the rounds interleaved),
 //! the runtime's own selection first and then every algorithm forced in turn at every size.
-//! The fastest per size (median over the rounds) becomes a rule only where it beat the
-//! runtime's own selection by the margin in every round, so a noisy or loaded run keeps the
-//! default instead of writing a loser; a rule is bounded by what was measured (that rank
-//! count, one node, the size band around the size, oversubscribed or not), so the model
+//! The fastest per size (median over the rounds) becomes the size's rule only where it beat
+//! the runtime's own selection by the margin in every round; elsewhere the rule pins the
+//! runtime's own selection (the file's lane figures feed the model, which could otherwise
+//! choose differently there), so a noisy or loaded run does not write a loser. A rule is
+//! bounded by what was measured (that rank count, one node, the size band around the size,
+//! oversubscribed or not), so the model
 //! still decides outside. `--check` ([`check`]) compares the file's points with the cost
 //! model fed with the file's lane figures.
 
@@ -71,7 +73,7 @@ pub(crate) struct TuneArgs {
     /// 8; --quick: 8, 4K, 64K, 1M).
     #[arg(long)]
     pub sizes: Option<String>,
-    /// Timed calls per cell (default: 200 below 64 KiB, 20 above; --quick: 30 and 5).
+    /// Timed calls per cell (default: 200 below 64 KiB, 20 above; --quick: 100 and 20).
     #[arg(long)]
     pub iters: Option<u32>,
     /// Times every collective cell is measured, in separate interleaved jobs (default 3;
@@ -87,9 +89,9 @@ pub(crate) struct TuneArgs {
         allow_negative_numbers = true
     )]
     pub margin: f64,
-    /// Write rules even when other programs ran on the node while measuring (by default a
-    /// busy node's run writes its lanes and points but no rules: its cells measure the other
-    /// programs as much as the algorithms).
+    /// Let measured winners become rules even when other programs ran on the node while
+    /// measuring (by default a busy node's run pins every size to the runtime's own choice:
+    /// its cells measure the other programs as much as the algorithms).
     #[arg(long)]
     pub busy_ok: bool,
     /// Compare the model with the measurements of FILE (a file `weft tune` wrote) instead of
@@ -192,7 +194,7 @@ fn plan(a: &TuneArgs) -> Result<Plan, String> {
     }
     let iters = match (a.iters, a.quick) {
         (Some(i), _) => (i, i),
-        (None, true) => (30, 5),
+        (None, true) => (100, 20),
         (None, false) => (200, 20),
     };
     let rounds = match (a.rounds, a.quick) {
@@ -325,37 +327,11 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
     drop(progress);
     let points = points_of(&samples);
     busiest = busiest.max(others_runnable(probe.as_ref()));
-    let (mut rules, mut kept) = rules_of(&samples, p.cores, p.margin);
     let busy = (busiest > 0 && !a.busy_ok).then_some(busiest);
-    if busy.is_some() {
-        // Every measured size keeps the runtime's own selection.
-        rules.clear();
-        kept.clear();
-        for s in &samples {
-            let c = &s.cell;
-            if kept
-                .iter()
-                .any(|k| k.coll == c.coll && k.procs == c.procs && k.bytes == c.bytes)
-            {
-                continue;
-            }
-            let default = samples.iter().find(|t| {
-                t.cell.baseline
-                    && t.cell.coll == c.coll
-                    && t.cell.procs == c.procs
-                    && t.cell.bytes == c.bytes
-            });
-            kept.push(Kept {
-                coll: c.coll.clone(),
-                procs: c.procs,
-                bytes: c.bytes,
-                default_algo: default
-                    .map_or_else(|| "(not measured)".into(), |t| t.cell.algo.clone()),
-                fastest: "(busy node: not compared)".into(),
-                ratio: f64::NAN,
-            });
-        }
-    }
+    // A busy node's cells measure the other programs as much as the algorithms: nothing
+    // can win (a margin of 100%), so every measured size keeps the baseline's choice.
+    let margin = if busy.is_some() { 1.0 } else { p.margin };
+    let (rules, kept) = rules_of(&samples, p.cores, margin);
     let machine = describe(a.quick, &p.nps, p.cores);
     let mut file = FileOut {
         machine,
@@ -391,7 +367,7 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
         eprintln!("weft tune: --out {}: {e}", p.out.display());
         return 1;
     }
-    summary(&p.out, &file, &loaded, &kept, p.margin, busy, a.json);
+    summary(&p.out, &file, &loaded, &kept, margin, busy, a.json);
     0
 }
 
@@ -526,6 +502,9 @@ pub(crate) struct Kept {
     pub bytes: u64,
     /// What the runtime chose there (the baseline's algorithm).
     pub default_algo: String,
+    /// The baseline's radix (algorithms that take one); with `default_algo` the rule
+    /// written for this size, when the baseline was measured.
+    pub default_radix: Option<u32>,
     /// The fastest forced algorithm (median over the rounds) and its time over the
     /// baseline's, median of the rounds' ratios.
     pub fastest: String,
@@ -628,6 +607,7 @@ fn winner_at(
     let base = at("", None, true);
     let default = cells.iter().find(|s| s.cell.baseline).map(|s| &s.cell);
     let default_algo = default.map_or_else(|| "(not measured)".to_string(), |c| c.algo.clone());
+    let default_radix = default.and_then(|c| c.radix);
     let is_default = |algo: &str, radix: Option<u32>| {
         default.is_some_and(|c| c.algo == algo && c.radix == radix)
     };
@@ -637,6 +617,7 @@ fn winner_at(
             procs,
             bytes,
             default_algo,
+            default_radix,
             fastest: "(none)".into(),
             ratio: f64::NAN,
         });
@@ -658,6 +639,7 @@ fn winner_at(
             procs,
             bytes,
             default_algo,
+            default_radix,
             fastest: match radix {
                 Some(k) => format!("{algo} (radix {k})"),
                 None => algo.to_string(),
@@ -701,11 +683,17 @@ pub(crate) fn rules_of(samples: &[Sample], cores: u32, margin: f64) -> (Vec<Rule
                 .copied()
                 .filter(|s| s.cell.bytes == size)
                 .collect();
+            // A kept size is pinned to the baseline's own choice: the file's lane figures
+            // feed the model, which could otherwise choose differently there.
             let win = match winner_at(&here, &coll, procs, size, margin) {
                 Ok(w) => Some(w),
                 Err(k) => {
+                    let pinned = here
+                        .iter()
+                        .any(|s| s.cell.baseline)
+                        .then(|| (k.default_algo.clone(), k.default_radix));
                     kept.push(k);
-                    None
+                    pinned
                 }
             };
             let lo = if i == 0 {
@@ -766,7 +754,8 @@ fn summary(
             .map(|k| {
                 serde_json::json!({
                     "coll": k.coll, "procs": k.procs, "bytes": k.bytes,
-                    "default": k.default_algo, "fastest": k.fastest,
+                    "default": k.default_algo, "default_radix": k.default_radix,
+                    "fastest": k.fastest,
                     "ratio": k.ratio.is_finite().then_some(k.ratio),
                 })
             })
@@ -787,8 +776,9 @@ fn summary(
     println!("wrote {}", out.display());
     if let Some(n) = busy {
         println!(
-            "the node was busy: {n} runnable tasks of other programs while measuring; no rules \
-             written (measure on an idle node, or pass --busy-ok to write them anyway)"
+            "the node was busy: {n} runnable tasks of other programs while measuring; every \
+             size keeps the runtime's own choice (measure on an idle node, or pass --busy-ok \
+             to let measured winners through)"
         );
     }
     println!(
@@ -812,8 +802,8 @@ fn summary(
         show(f.crossover.model_cma_bytes)
     );
     println!(
-        "{} rules from {} measured cells; the runtime's own selection kept at {} sizes \
-         (nothing beat it by {:.0}% in every round); load with WEFT_TUNING_FILE={}",
+        "{} rules from {} measured cells; the runtime's own choice kept (and pinned) at {} \
+         sizes (nothing beat it by {:.0}% in every round); load with WEFT_TUNING_FILE={}",
         loaded.rules.len(),
         loaded.points.len(),
         kept.len(),
@@ -907,11 +897,18 @@ mod tests {
             at(1, "bcast", "shm", 2, 1 << 20, 50.0),
         ];
         let (r, kept) = rules_of(&pts, 2, 0.1);
-        let bands: Vec<(Option<u64>, Option<u64>)> =
-            r.iter().map(|x| (x.min_bytes, x.max_bytes)).collect();
+        // The kept sizes are pinned to the default's own choice (merged into one band).
+        let bands: Vec<(&str, Option<u64>, Option<u64>)> = r
+            .iter()
+            .map(|x| (x.algo.as_str(), x.min_bytes, x.max_bytes))
+            .collect();
         assert_eq!(
             bands,
-            vec![(None, Some(181)), (Some(262145), Some(1 << 20))]
+            vec![
+                ("shm", None, Some(181)),
+                ("knomial", Some(182), Some(262144)),
+                ("shm", Some(262145), Some(1 << 20))
+            ]
         );
         let at_kept: Vec<u64> = kept.iter().map(|k| k.bytes).collect();
         assert_eq!(at_kept, vec![4096, 65536]);
@@ -921,19 +918,28 @@ mod tests {
         // With no margin the 4 KiB cell (better in both rounds) becomes a rule too.
         let (r0, kept0) = rules_of(&pts, 2, 0.0);
         assert_eq!(kept0.len(), 1);
-        assert_eq!(r0.len(), 2, "{r0:?}");
-        assert_eq!((r0[0].min_bytes, r0[0].max_bytes), (None, Some(16384)));
-        // The runtime's own choice, however much faster forced than as the baseline, needs no
-        // rule.
+        assert_eq!(r0.len(), 3, "{r0:?}");
+        assert_eq!(
+            (r0[0].algo.as_str(), r0[0].min_bytes, r0[0].max_bytes),
+            ("shm", None, Some(16384))
+        );
+        // A margin of 100% (a busy node's run) pins every size to the default.
+        let (all, kept_all) = rules_of(&pts, 2, 1.0);
+        assert_eq!(kept_all.len(), 4);
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].algo, "knomial");
+        // The runtime's own choice, however much faster forced than as the baseline, does
+        // not win: the size is kept (and pinned to it).
         let same = vec![
             at(0, "bcast", "base:shm", 2, 8, 10.0),
             at(0, "bcast", "shm", 2, 8, 5.0),
             at(0, "bcast", "knomial", 2, 8, 6.0),
         ];
         let (r1, k1) = rules_of(&same, 2, 0.1);
-        assert!(r1.is_empty(), "{r1:?}");
+        assert_eq!(r1.len(), 1, "{r1:?}");
+        assert_eq!(r1[0].algo, "shm");
         assert_eq!((k1[0].fastest.as_str(), k1[0].ratio), ("shm", 0.5));
-        // Without a baseline measured nothing becomes a rule.
+        // Without a baseline measured nothing is pinned and nothing wins.
         let forced: Vec<Sample> = pts.into_iter().filter(|s| !s.cell.baseline).collect();
         let (none, all_kept) = rules_of(&forced, 2, 0.1);
         assert!(none.is_empty());
