@@ -10,6 +10,8 @@ fn lanes() -> Lanes {
         intra: AlphaBeta::from_bandwidth(200.0, 10e9),
         inter: AlphaBeta::from_bandwidth(2000.0, 1e9),
         reduce_ns_per_byte: 0.2,
+        inter_rails: 1,
+        stripe_efficiency: 1.0,
     }
 }
 

@@ -120,6 +120,32 @@ pub unsafe trait NetEndpoint {
     /// peer lost.
     unsafe fn start_rendezvous(&mut self, peer: u32, h: &Header, data: RawBuf, token: u32) -> bool;
 
+    /// Rails (connections or devices) this endpoint can pin a rendezvous message's data to
+    /// with [`NetEndpoint::start_rendezvous_on_rail`]; 1 (the default) when it cannot.
+    fn rails(&self) -> u32 {
+        1
+    }
+
+    /// [`NetEndpoint::start_rendezvous`] whose data goes on rail `rail` only (below
+    /// [`NetEndpoint::rails`]) instead of striped over every rail, for callers that keep
+    /// each rail busy with messages of their own. A rail that is not open (yet, or at all)
+    /// leaves the message to the usual striping. The default ignores `rail`.
+    ///
+    /// # Safety
+    /// As for [`NetEndpoint::start_rendezvous`].
+    unsafe fn start_rendezvous_on_rail(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        data: RawBuf,
+        token: u32,
+        rail: u32,
+    ) -> bool {
+        let _ = rail;
+        // SAFETY: the caller's promise is the one start_rendezvous asks for.
+        unsafe { self.start_rendezvous(peer, h, data, token) }
+    }
+
     /// Largest message this endpoint sends eagerly from the caller's buffer
     /// ([`NetEndpoint::start_push`]) rather than by rendezvous, when the send need not wait
     /// for its receive (not synchronous); at most [`NetEndpoint::eager_bytes`] (the default)

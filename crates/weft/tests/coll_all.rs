@@ -39,6 +39,8 @@ fn blocked(a: &Algorithm, np: u32, commutative: bool) -> Option<Restriction> {
         // The matrix makes blocking calls, and the ranks are threads of one process, which
         // can always read its own memory.
         Restriction::Blocking | Restriction::CrossMemoryAttach => false,
+        // The ranks share one node: no network rail between them.
+        Restriction::Rails => true,
     })
 }
 
@@ -52,6 +54,7 @@ fn refused(r: weft::Result<()>, why: Restriction, a: &Algorithm) {
         Restriction::SharedMemory => "one node",
         Restriction::Blocking => "nonblocking",
         Restriction::CrossMemoryAttach => "Cross Memory Attach",
+        Restriction::Rails => "network rail",
     };
     assert!(
         e.message().contains(word) && e.message().contains(a.name),

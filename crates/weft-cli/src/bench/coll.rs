@@ -125,10 +125,12 @@ impl CollArgs {
                     let skip = a.restrictions.iter().find(|r| match r {
                         Restriction::PowerOfTwo => !n.is_power_of_two(),
                         Restriction::SharedMemory => n < 2,
-                        // CMA is the node's verdict at run time: the run reports a refusal.
+                        // CMA is the node's verdict at run time, the rails the network's
+                        // (with --hosts): the run reports a refusal.
                         Restriction::Commutative
                         | Restriction::Blocking
-                        | Restriction::CrossMemoryAttach => false,
+                        | Restriction::CrossMemoryAttach
+                        | Restriction::Rails => false,
                     });
                     match skip {
                         Some(r) => {

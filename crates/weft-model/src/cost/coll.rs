@@ -33,10 +33,27 @@ pub struct CollShape {
 pub struct Lanes {
     /// Between ranks of one node (shared memory).
     pub intra: AlphaBeta,
-    /// Between nodes (network).
+    /// Between nodes (network): what one message gets, striped over every rail when there
+    /// are several.
     pub inter: AlphaBeta,
     /// Time to combine one byte in a reduction, ns.
     pub reduce_ns_per_byte: f64,
+    /// Network rails between two nodes (links a message's data can be pinned to).
+    #[serde(default = "one_rail")]
+    pub inter_rails: u32,
+    /// Of the rails' summed bandwidth, the share one message striped over all of them gets
+    /// (1: all of it). One rail alone then moves `inter`'s bandwidth divided by
+    /// `inter_rails · stripe_efficiency`.
+    #[serde(default = "whole")]
+    pub stripe_efficiency: f64,
+}
+
+fn one_rail() -> u32 {
+    1
+}
+
+fn whole() -> f64 {
+    1.0
 }
 
 /// One call as an algorithm's cost formula sees it: the shape's derived figures, the lanes
@@ -124,6 +141,30 @@ impl<'a> CollModel<'a> {
     /// Lane of a k-nomial level whose subtrees are aligned blocks of `block` ranks.
     pub fn block(&self, block: u64) -> &AlphaBeta {
         self.lane(self.ppn.is_multiple_of(block))
+    }
+
+    /// Rails between two nodes the call can keep busy at once (1 on one node).
+    pub fn rails(&self) -> u64 {
+        if self.nodes == 1 {
+            1
+        } else {
+            u64::from(self.lanes.inter_rails.max(1))
+        }
+    }
+
+    /// One network rail used alone, a message's data pinned to it: the inter lane's
+    /// latency, and its bandwidth without the striping over [`CollModel::rails`] rails
+    /// (the intra lane on one node).
+    pub fn rail(&self) -> AlphaBeta {
+        if self.nodes == 1 {
+            return self.lanes.intra;
+        }
+        let inter = self.lanes.inter;
+        let striped = self.rails() as f64 * self.lanes.stripe_efficiency.clamp(0.01, 1.0);
+        AlphaBeta {
+            latency_ns: inter.latency_ns,
+            ns_per_byte: inter.ns_per_byte * striped.max(1.0),
+        }
     }
 
     /// Time of one message of `bytes` (fractional shares allowed) on `lane`.

@@ -39,6 +39,8 @@ struct Send {
     sent: usize,
     /// Fragment size the receiver asked for.
     frag_bytes: usize,
+    /// The rail its fragments go on (`start_rendezvous_on_rail`); None: striped.
+    rail: Option<u32>,
 }
 
 /// A fetch: where a rendezvous message's fragments go.
@@ -162,7 +164,10 @@ impl TcpLink {
                 }
             }
             let p = peer as usize;
-            while let Some(&token) = self.st.streams[p].front() {
+            // Sends stream in order; one pinned to a rail that is busy lets the sends
+            // behind it go meanwhile (each rail then carries its own message at once).
+            let mut at = 0;
+            while let Some(&token) = self.st.streams[p].get(at) {
                 let Some(s) = self
                     .st
                     .sends
@@ -170,7 +175,7 @@ impl TcpLink {
                     .and_then(Option::as_mut)
                 else {
                     // Abandoned meanwhile.
-                    self.st.streams[p].pop_front();
+                    self.st.streams[p].remove(at);
                     self.st.queued -= 1;
                     continue;
                 };
@@ -192,17 +197,25 @@ impl TcpLink {
                     };
                     // SAFETY: the send's buffer stays valid until it is reported done.
                     let chunk = unsafe { s.data.slice(s.sent, n) };
-                    if !self.ep.try_send(peer, &h, &[chunk]) {
+                    let sent = match s.rail {
+                        Some(rail) => self.ep.try_send_on_rail(peer, &h, &[chunk], rail),
+                        None => self.ep.try_send(peer, &h, &[chunk]),
+                    };
+                    if !sent {
                         break;
                     }
                     s.sent += n;
                     moved = true;
                 }
                 if !finished {
+                    if s.rail.is_some() {
+                        at += 1;
+                        continue;
+                    }
                     break;
                 }
                 self.st.sends[token as usize] = None;
-                self.st.streams[p].pop_front();
+                self.st.streams[p].remove(at);
                 self.st.queued -= 1;
                 if self.ep.holds_for(peer) {
                     // The last fragments wait in a connection: done once they are written.
@@ -408,7 +421,30 @@ unsafe impl NetEndpoint for TcpLink {
             rreq: 0,
             sent: 0,
             frag_bytes: 0,
+            rail: None,
         });
+        true
+    }
+
+    fn rails(&self) -> u32 {
+        self.ep.rails()
+    }
+
+    unsafe fn start_rendezvous_on_rail(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        data: RawBuf,
+        token: u32,
+        rail: u32,
+    ) -> bool {
+        // SAFETY: the caller's promise is the one start_rendezvous asks for.
+        if !unsafe { self.start_rendezvous(peer, h, data, token) } {
+            return false;
+        }
+        if let Some(s) = self.st.sends[token as usize].as_mut() {
+            s.rail = Some(rail);
+        }
         true
     }
 

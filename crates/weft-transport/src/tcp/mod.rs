@@ -637,6 +637,43 @@ impl Endpoint {
         self.write_frame(main, peer, h, parts)
     }
 
+    /// Connections a peer's fragments can go on: the main one and the extra rails.
+    pub fn rails(&self) -> u32 {
+        self.rails
+    }
+
+    /// [`Endpoint::try_send`] of a `FRAG` on rail `rail` only (0 is the main connection):
+    /// false while that rail is busy. A rail not open (still opening, or failed) leaves the
+    /// frame to the usual round robin, so nothing waits on a rail that never comes.
+    pub fn try_send_on_rail(&mut self, peer: u32, h: &Header, parts: &[&[u8]], rail: u32) -> bool {
+        let p = peer as usize;
+        let Some(main) = self.send_conn[p] else {
+            self.connect(peer);
+            return false;
+        };
+        if rail == 0 || self.rails <= 1 {
+            return self.free_to_write(main) && self.write_frame(main, peer, h, parts);
+        }
+        if !self.rails_started[p] {
+            self.rails_started[p] = true;
+            self.start_rails(peer);
+        }
+        let on_rail = self.rail_conns[p]
+            .iter()
+            .copied()
+            .find(|&ci| conn_rail(&self.conns[ci]) == rail);
+        match on_rail {
+            Some(ci) => {
+                if !self.free_to_write(ci) {
+                    return false;
+                }
+                self.striped += 1;
+                self.write_frame(ci, peer, h, parts)
+            }
+            None => self.try_send(peer, h, parts),
+        }
+    }
+
     /// True when connection `ci` has nothing queued (after trying to write what it had).
     fn free_to_write(&mut self, ci: usize) -> bool {
         if self.conns[ci].as_ref().is_some_and(Conn::pending_write) {

@@ -151,7 +151,7 @@ impl DirectRun {
                             leader: matches!(a, Action::ShmLeaderBarrier),
                         });
                     }
-                    Action::Send { peer, src } => {
+                    Action::Send { peer, src, .. } => {
                         let world = members[peer as usize];
                         let send = Step::Send { peer, world, src };
                         if shares_my_core(world) {

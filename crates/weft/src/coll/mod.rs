@@ -397,11 +397,13 @@ impl Comm {
         }
     }
 
-    /// Replaces the collective tuning (forced algorithms, radices, table) of this process,
-    /// for every communicator. Tools and tests use it; jobs set it with knobs, read at init.
+    /// Replaces the collective tuning (forced algorithms, radices, table; the network's
+    /// rails stay the endpoint's) of this process, for every communicator. Tools and tests use it; jobs set it with knobs, read at init.
     pub fn set_collective_tuning(&self, tuning: Tuning) {
         let mut e = self.engine.borrow_mut();
-        e.set_tuning(tuning);
+        // The rails are the network's, not the tuning's.
+        let rails = e.net_rails();
+        e.set_tuning(tuning.with_inter_rails(rails));
         e.coll_state.memo = Default::default();
     }
 
@@ -777,6 +779,7 @@ impl Comm {
             commutative: shape.commutative,
             slot_bytes: shape.slot_bytes,
             near_first: shape.near_first,
+            rails: self.engine.borrow().tuning().model_lanes().inter_rails,
             nodes: &nodes,
             send_blocks,
             recv_blocks,

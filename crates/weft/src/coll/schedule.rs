@@ -51,6 +51,9 @@ pub(super) enum Action {
     Send {
         peer: u32,
         src: Region,
+        /// The network rail its data takes to a peer on another node (`send_on_rail`);
+        /// None: the transport's striping decides.
+        rail: Option<u8>,
     },
     Recv {
         peer: u32,
@@ -230,7 +233,21 @@ impl Plan {
     }
 
     pub(crate) fn send(&mut self, peer: u32, src: Region) {
-        self.push(Action::Send { peer, src });
+        self.push(Action::Send {
+            peer,
+            src,
+            rail: None,
+        });
+    }
+
+    /// [`Plan::send`] whose data, to a peer on another node, goes on network rail `rail`
+    /// only (modulo the rails there are); to a peer of the node it is a plain send.
+    pub(crate) fn send_on_rail(&mut self, peer: u32, src: Region, rail: u8) {
+        self.push(Action::Send {
+            peer,
+            src,
+            rail: Some(rail),
+        });
     }
 
     pub(crate) fn recv(&mut self, peer: u32, dst: Region) {
@@ -763,8 +780,8 @@ impl<'a> Schedule<'a> {
             let solo = sends_solo(self.plan.step_actions(s));
             for i in start..end {
                 match self.plan.actions[i] {
-                    Action::Send { peer, src } => {
-                        if let Err(err) = self.post_send(e, peer, src, solo) {
+                    Action::Send { peer, src, rail } => {
+                        if let Err(err) = self.post_send(e, peer, src, solo, rail) {
                             self.abandon(e);
                             return Err(self.wrap(err));
                         }
@@ -886,12 +903,22 @@ impl<'a> Schedule<'a> {
         Ok(())
     }
 
-    fn post_send(&mut self, e: &mut Engine, peer: u32, src: Region, solo: bool) -> Result<()> {
+    fn post_send(
+        &mut self,
+        e: &mut Engine,
+        peer: u32,
+        src: Region,
+        solo: bool,
+        rail: Option<u8>,
+    ) -> Result<()> {
         let buf = RawBuf::new(self.bytes(src));
         let world = self.members[peer as usize];
-        if let Some(id) =
-            e.start_send_mode(buf, world, self.rank, self.ctx, self.tag, false, solo)?
-        {
+        let (rank, ctx, tag) = (self.rank, self.ctx, self.tag);
+        let started = match rail {
+            Some(r) => e.start_send_on_rail(buf, world, rank, ctx, tag, solo, r.into())?,
+            None => e.start_send_mode(buf, world, rank, ctx, tag, false, solo)?,
+        };
+        if let Some(id) = started {
             self.pending.push(Pending {
                 id,
                 peer,

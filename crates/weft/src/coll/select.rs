@@ -139,6 +139,10 @@ pub enum Restriction {
     /// (`process_vm_readv`), as the node's ranks decide together once (one verdict for all,
     /// never a per-rank fallback), and `WEFT_SHM_CMA` must not be `off`.
     CrossMemoryAttach,
+    /// The communicator must span two or more nodes joined by two or more network rails
+    /// that a message can be pinned to (the TCP transport with `WEFT_MAX_RAILS` of 2 or
+    /// more and as many lanes).
+    Rails,
 }
 
 impl fmt::Display for Restriction {
@@ -154,6 +158,9 @@ impl fmt::Display for Restriction {
             ),
             Restriction::CrossMemoryAttach => f.write_str(
                 "needs Cross Memory Attach (process_vm_readv) between every pair of local ranks and WEFT_SHM_CMA not off",
+            ),
+            Restriction::Rails => f.write_str(
+                "needs two or more nodes joined by two or more network rails a message can be pinned to",
             ),
         }
     }
@@ -194,6 +201,9 @@ impl Algorithm {
     pub fn cost_ns(&self, shape: &CollShape, radix: u32, lanes: &Lanes) -> Option<f64> {
         let m = CollModel::new(shape, if self.radix { radix } else { 2 }, lanes)?;
         if m.nodes() > 1 && self.needs(Restriction::SharedMemory) {
+            return None;
+        }
+        if m.rails() < 2 && self.needs(Restriction::Rails) {
             return None;
         }
         if m.ranks() == 1 {
@@ -319,8 +329,14 @@ pub fn default_lanes() -> Lanes {
         intra: AlphaBeta::from_bandwidth(300.0, 8e9),
         inter: AlphaBeta::from_bandwidth(3000.0, 2e9),
         reduce_ns_per_byte: 0.25,
+        inter_rails: 1,
+        stripe_efficiency: DEFAULT_STRIPE_EFFICIENCY,
     }
 }
+
+/// Of R TCP rails' summed bandwidth, the share one striped message gets:
+/// `scripts/rails-bench.sh` (docs/bench/rails.md) measured STRIPE_MEASURED.
+pub const DEFAULT_STRIPE_EFFICIENCY: f64 = 0.9;
 
 impl Tuning {
     /// Reads the knobs from explicit variables (tests; variables other than the
@@ -405,6 +421,14 @@ impl Tuning {
     /// False when `WEFT_SHM_CMA=off` forbids reading peers' memory directly.
     pub fn cma_allowed(&self) -> bool {
         !self.cma_off
+    }
+
+    /// The tuning on a network of `rails` rails between nodes (what the network endpoint
+    /// can pin messages to; the model's [`Lanes::inter_rails`]).
+    pub fn with_inter_rails(mut self, rails: u32) -> Tuning {
+        self.lanes.inter_rails = rails.max(1);
+        self.memo = empty_memo();
+        self
     }
 
     /// The node grouping set by [`Tuning::with_synthetic_nodes`], if any.
@@ -870,13 +894,21 @@ pub struct CallTraits {
     pub oversubscribed: bool,
 }
 
-fn violated(a: &Algorithm, traits: CallTraits, procs: u32) -> Option<Restriction> {
+fn violated(
+    a: &Algorithm,
+    traits: CallTraits,
+    procs: u32,
+    ppn: u32,
+    lanes: &Lanes,
+) -> Option<Restriction> {
+    let nodes = procs.div_ceil(ppn.max(1));
     a.restrictions.iter().copied().find(|r| match r {
         Restriction::Commutative => !traits.commutative,
         Restriction::PowerOfTwo => !procs.is_power_of_two(),
         Restriction::SharedMemory => !traits.shared_memory,
         Restriction::Blocking => !traits.blocking,
         Restriction::CrossMemoryAttach => !traits.cma,
+        Restriction::Rails => nodes < 2 || lanes.inter_rails < 2,
     })
 }
 
@@ -993,7 +1025,7 @@ impl Tuning {
         let nodes = procs.div_ceil(ppn.max(1));
         if let Some(a) = self.forced(coll) {
             let name = a.name;
-            if let Some(r) = violated(a, traits, procs) {
+            if let Some(r) = violated(a, traits, procs, ppn, &self.lanes) {
                 return Err(Error::new(
                     ErrorKind::InvalidOp,
                     format!(
@@ -1008,6 +1040,10 @@ impl Tuning {
                             Restriction::Blocking => "a nonblocking call".to_string(),
                             Restriction::CrossMemoryAttach =>
                                 "local ranks that cannot read each other's memory (or WEFT_SHM_CMA=off)".to_string(),
+                            Restriction::Rails => format!(
+                                "{nodes} node(s) and {} network rail(s)",
+                                self.lanes.inter_rails
+                            ),
                         }
                     ),
                 ));
@@ -1028,7 +1064,7 @@ impl Tuning {
                 continue;
             }
             let a = rule.algo;
-            if violated(a, traits, procs).is_some() {
+            if violated(a, traits, procs, ppn, &self.lanes).is_some() {
                 continue;
             }
             let radix = forced_radix
@@ -1039,7 +1075,7 @@ impl Tuning {
         let mut best: Option<(f64, &'static Algorithm, u32)> = None;
         let mut first_ok: Option<&'static Algorithm> = None;
         for a in algos {
-            if violated(a, traits, procs).is_some() {
+            if violated(a, traits, procs, ppn, &self.lanes).is_some() {
                 continue;
             }
             first_ok.get_or_insert(a);

@@ -424,7 +424,10 @@ impl Engine {
             p2p_spin_ns: 0,
             p2p_waits: 0,
             next_ctx: 4,
-            tuning: Rc::new(Tuning::from_values(&config.values)?),
+            tuning: Rc::new(
+                Tuning::from_values(&config.values)?
+                    .with_inter_rails(node.net.as_ref().map_or(1, |n| n.rails())),
+            ),
             tuning_gen: 0,
             cma_verdict: None,
             cma_voted: false,

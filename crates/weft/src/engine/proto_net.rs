@@ -35,6 +35,8 @@ pub(super) enum NetOut {
         data: RawBuf,
         req: ReqId,
         push: bool,
+        /// The rail the data goes on (`Engine::start_send_on_rail`); None: striped.
+        rail: Option<u32>,
     },
     /// The data of a matched announcement, to fetch into a receive's buffer.
     Fetch {
@@ -85,6 +87,47 @@ impl Engine {
         header: Header,
         synchronous: bool,
     ) -> Result<Option<ReqId>> {
+        self.start_net_send_on(data, w, header, synchronous, None)
+    }
+
+    /// Rails of the network endpoint a message can be pinned to (1 without a network, or
+    /// with a transport that cannot pin).
+    pub(crate) fn net_rails(&self) -> u32 {
+        self.net.as_ref().map_or(1, |n| n.rails().max(1))
+    }
+
+    /// A standard-mode send of a collective's message whose data, when it goes to a peer on
+    /// another node by rendezvous, takes rail `rail` (modulo [`Engine::net_rails`]) only,
+    /// not striped over every rail; any other send is [`Engine::start_send_mode`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start_send_on_rail(
+        &mut self,
+        data: RawBuf,
+        dst_world: u32,
+        src_in_comm: u32,
+        ctx: u32,
+        tag: i32,
+        solo: bool,
+        rail: u32,
+    ) -> Result<Option<ReqId>> {
+        match self.routes[dst_world as usize] {
+            super::Route::Net(w) if data.len() > self.core.net_eager_bytes => {
+                let header = super::proto_shm::eager_header(src_in_comm, ctx, tag, data.len());
+                let rail = rail % self.net_rails();
+                self.start_net_send_on(data, w, header, false, Some(rail))
+            }
+            _ => self.start_send_mode(data, dst_world, src_in_comm, ctx, tag, false, solo),
+        }
+    }
+
+    fn start_net_send_on(
+        &mut self,
+        data: RawBuf,
+        w: u32,
+        header: Header,
+        synchronous: bool,
+        rail: Option<u32>,
+    ) -> Result<Option<ReqId>> {
         if self.core.net_dead[w as usize] {
             let why = self.core.net_why[w as usize].clone();
             return Err(dead_peer_error(self.world_rank, w, "send to", &why));
@@ -126,7 +169,7 @@ impl Engine {
             let id = self.alloc_req(ReqKind::Send);
             // A send that need not wait for its receive, up to the endpoint's push limit,
             // goes eagerly from its own buffer: no copy, and no round trip to the receiver.
-            let push = !synchronous && data.len() <= self.core.net_push_bytes;
+            let push = !synchronous && rail.is_none() && data.len() <= self.core.net_push_bytes;
             self.core.net_enqueue(
                 w,
                 NetOut::Rendezvous {
@@ -134,6 +177,7 @@ impl Engine {
                     data,
                     req: id,
                     push,
+                    rail,
                 },
             );
             id
@@ -279,14 +323,17 @@ impl Core {
                         data,
                         req,
                         push,
+                        rail,
                     } => {
                         // SAFETY: the send's buffer stays alive until the endpoint reports
                         // its request done, it is abandoned, or the peer is lost.
                         unsafe {
-                            if push {
-                                net.start_push(peer, &header, data, req)
-                            } else {
-                                net.start_rendezvous(peer, &header, data, req)
+                            match (push, rail) {
+                                (true, _) => net.start_push(peer, &header, data, req),
+                                (false, Some(r)) => {
+                                    net.start_rendezvous_on_rail(peer, &header, data, req, r)
+                                }
+                                (false, None) => net.start_rendezvous(peer, &header, data, req),
                             }
                         }
                     }

@@ -71,6 +71,9 @@ pub(crate) struct Call<'a> {
     pub slot_bytes: usize,
     /// Whether recursive halving pairs ranks one apart first (`Comm::coll_near_first`).
     pub near_first: bool,
+    /// Network rails between nodes a message can be pinned to (the model's
+    /// `Lanes::inter_rails`; 1 without a network).
+    pub rails: u32,
     /// Node id of every rank (hierarchical algorithms; empty for the others).
     pub nodes: &'a [u32],
     /// (offset, length) of each rank's block in the send buffer (scatterv at the root,
@@ -181,6 +184,7 @@ mod tests {
             commutative: true,
             slot_bytes: 4096,
             near_first: false,
+            rails: 2,
             nodes: if a.hierarchical { &nodes } else { &[] },
             send_blocks,
             recv_blocks,
@@ -223,6 +227,8 @@ mod tests {
             intra: AlphaBeta::from_bandwidth(200.0, 10e9),
             inter: AlphaBeta::from_bandwidth(2000.0, 1e9),
             reduce_ns_per_byte: 0.2,
+            inter_rails: 1,
+            stripe_efficiency: 1.0,
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub(crate) mod hier_knomial;
 pub(crate) mod knomial;
+pub(crate) mod multi_rail;
 pub(crate) mod rabenseifner;
 pub(crate) mod recursive_doubling;
 pub(crate) mod ring;
@@ -12,6 +13,9 @@ pub(crate) mod shm_one_shot;
 
 use super::SHM;
 use crate::coll::select::{Algorithm, Restriction};
+
+/// The restrictions of the multi-rail algorithm.
+const MULTI_RAIL: &[Restriction] = &[Restriction::Commutative, Restriction::Rails];
 
 /// One row per algorithm (see `algo` for what a row holds).
 pub(crate) static ALGORITHMS: &[Algorithm] = &[
@@ -72,6 +76,17 @@ pub(crate) static ALGORITHMS: &[Algorithm] = &[
         hierarchical: true,
         plan: |c| hier_knomial::plan(c.rank, c.nodes, c.radix, c.bytes),
         cost: hier_knomial::cost,
+    },
+    Algorithm {
+        name: "multi_rail",
+        restrictions: MULTI_RAIL,
+        radix: false,
+        hierarchical: false,
+        plan: |c| {
+            let (count, es) = (c.count(), c.elem_bytes);
+            Ok(multi_rail::plan(c.rank, c.size, count, es, c.rails))
+        },
+        cost: multi_rail::cost,
     },
     Algorithm {
         name: "shm",
