@@ -21,6 +21,10 @@ pub(crate) struct InfoArgs {
     /// With --explain: ranks per node (default: all on one node).
     #[arg(long)]
     pub ppn: Option<u32>,
+    /// With --explain: network rails between nodes (as `WEFT_MAX_RAILS` and the lanes give
+    /// a job), which the multi-rail algorithms need.
+    #[arg(long, default_value_t = 1)]
+    pub rails: u32,
     /// With --explain: print JSON.
     #[arg(long)]
     pub json: bool,
@@ -233,7 +237,8 @@ fn explain(coll: &str, args: &InfoArgs) -> i32 {
 fn explain_text(coll: &str, args: &InfoArgs) -> Result<String, String> {
     let bytes = weft_core::units::parse_bytes(&args.bytes).map_err(|e| format!("--bytes: {e}"))?;
     let ppn = args.ppn.unwrap_or(args.nranks);
-    let e = weft::coll::explain(coll, bytes, args.nranks, ppn).map_err(|e| e.to_string())?;
+    let e = weft::coll::explain(coll, bytes, args.nranks, ppn, args.rails)
+        .map_err(|e| e.to_string())?;
     if args.json {
         let candidates: Vec<serde_json::Value> = e
             .candidates

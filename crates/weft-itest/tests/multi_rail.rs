@@ -64,7 +64,11 @@ fn no_segments_left(out: &JobOutcome) {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains(&out.job_id))
         .collect();
-    assert!(left.is_empty(), "job {} left segments: {left:?}", out.job_id);
+    assert!(
+        left.is_empty(),
+        "job {} left segments: {left:?}",
+        out.job_id
+    );
 }
 
 #[test]
@@ -101,7 +105,11 @@ fn multi_rail_allreduce_on_two_and_three_rails() {
                 .filter_map(|l| l.split("striped ").nth(1))
                 .map(|n| n.trim().parse::<u64>().unwrap())
                 .sum();
-            assert!(striped > 0, "{what}: nothing on an extra rail\n{}", text(&out));
+            assert!(
+                striped > 0,
+                "{what}: nothing on an extra rail\n{}",
+                text(&out)
+            );
         }
     }
     // One rail: the forced algorithm is refused with its reason, on every rank.

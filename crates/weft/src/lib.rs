@@ -694,6 +694,13 @@ impl Weft {
         self.shm_peer_memory().0 + self.tcp_peer_memory().0
     }
 
+    /// Network rails between nodes this rank's messages can be pinned to (1 without a
+    /// network, or with a transport that cannot pin): what the collectives' selector
+    /// prices the multi-rail algorithms on.
+    pub fn network_rails(&self) -> u32 {
+        self.engine.borrow().net_rails()
+    }
+
     /// Rendezvous fragments this rank sent over extra TCP rails (striping).
     pub fn tcp_striped_fragments(&self) -> u64 {
         self.engine.borrow().tcp_striped()

@@ -204,7 +204,8 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
         Some(s) => parse_sizes(s).map_err(|e| Error::new(ErrorKind::InvalidArgument, e))?,
         None => (1..=10).map(|i| 1usize << (2 * i)).collect(),
     };
-    let algo = weft::coll::explain(coll_name(&a.op), 8, world.size(), weft.local().1)?;
+    let (ppn, rails) = (weft.local().1, weft.network_rails());
+    let algo = weft::coll::explain(coll_name(&a.op), 8, world.size(), ppn, rails)?;
     let me = world.rank();
     let progress = me == 0 && std::io::stderr().is_terminal();
     for (i, &bytes) in sizes.iter().enumerate() {
@@ -220,7 +221,7 @@ pub(super) fn rank_main(a: CollRankArgs) -> Result<()> {
         let stats = osu_stats(&world, times)?;
         if let Some((p50, avg, max_p50)) = stats {
             let asked = selected_bytes(&a.op, bytes, world.size() as usize);
-            let chosen = weft::coll::explain(coll_name(&a.op), asked, world.size(), weft.local().1)
+            let chosen = weft::coll::explain(coll_name(&a.op), asked, world.size(), ppn, rails)
                 .map(|e| e.choice)
                 .unwrap_or_else(|_| algo.choice.clone());
             let p = Point {

@@ -501,7 +501,9 @@ fn multi_rail(world: &Comm) -> Result<(), String> {
         }
         // MPI_DOUBLE_INT with MPI_MAXLOC: ties (every other element) go to the lowest rank.
         let lval = |r: u32, i: usize| if i % 2 == 0 { 1.0 } else { fval(r, i) };
-        let mine: Vec<F64I32> = (0..count).map(|i| F64I32::new(lval(me, i), me as i32)).collect();
+        let mine: Vec<F64I32> = (0..count)
+            .map(|i| F64I32::new(lval(me, i), me as i32))
+            .collect();
         let mut out = vec![F64I32::default(); count];
         world.allreduce(&mine, &mut out, &Op::MaxLoc).map_err(e)?;
         for (i, got) in out.iter().enumerate() {
@@ -511,7 +513,9 @@ fn multi_rail(world: &Comm) -> Result<(), String> {
             });
             let (v, r) = best.expect("ranks");
             if got.value != v || got.index != r as i32 {
-                return Err(format!("maxloc of {count}: element {i} is {got:?}, not ({v}, {r})"));
+                return Err(format!(
+                    "maxloc of {count}: element {i} is {got:?}, not ({v}, {r})"
+                ));
             }
         }
     }

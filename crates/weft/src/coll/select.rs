@@ -1159,9 +1159,12 @@ impl Tuning {
     }
 }
 
-/// [`Tuning::explain`] with the default tuning and the process's knobs.
-pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32) -> Result<Explanation> {
-    Tuning::from_env()?.explain(Coll::from_name(coll)?, bytes, procs, ppn)
+/// [`Tuning::explain`] with the default tuning and the process's knobs, on a network of
+/// `rails` rails between nodes ([`Tuning::with_inter_rails`]).
+pub fn explain(coll: &str, bytes: u64, procs: u32, ppn: u32, rails: u32) -> Result<Explanation> {
+    Tuning::from_env()?
+        .with_inter_rails(rails)
+        .explain(Coll::from_name(coll)?, bytes, procs, ppn)
 }
 
 #[cfg(test)]
@@ -1690,10 +1693,23 @@ mod tests {
             "ring"
         );
         assert_eq!(x.candidates.len(), algorithms(Coll::Allreduce).len());
+        // Every candidate but the multi-rail one, which needs two nodes and rails.
         assert!(x
             .candidates
             .iter()
-            .all(|c| c.cost_us.is_some_and(|v| v > 0.0)));
+            .all(|c| c.cost_us.is_some_and(|v| v > 0.0) || c.algo == "multi_rail"));
+        let rails = |r: u32, bytes: u64| {
+            Tuning::default()
+                .with_inter_rails(r)
+                .explain(Coll::Allreduce, bytes, 2, 1)
+                .unwrap()
+        };
+        assert_eq!(rails(3, 8 << 20).choice, "multi_rail");
+        assert_ne!(rails(3, 8 << 10).choice, "multi_rail");
+        assert_eq!(rails(1, 8 << 20).choice, "ring");
+        let multi = rails(1, 8 << 20);
+        let multi = multi.candidates.iter().find(|c| c.algo == "multi_rail");
+        assert_eq!(multi.unwrap().cost_us, None);
         assert!(t.explain(Coll::Bcast, 8, 0, 1).is_err());
         assert_eq!(
             x,

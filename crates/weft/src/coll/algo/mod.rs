@@ -242,6 +242,68 @@ mod tests {
     }
 
     #[test]
+    fn multi_rail_wins_on_large_vectors_over_rails_that_stripe_imperfectly() {
+        let on = |rails: u32, stripe_efficiency: f64, bytes: u64, algo: &str| {
+            let l = Lanes {
+                inter_rails: rails,
+                stripe_efficiency,
+                ..lanes()
+            };
+            let a = crate::coll::select::algorithms(Coll::Allreduce)
+                .iter()
+                .find(|a| a.name == algo)
+                .unwrap();
+            a.cost_ns(
+                &CollShape {
+                    procs: 4,
+                    ppn: 2,
+                    bytes,
+                },
+                2,
+                &l,
+            )
+        };
+        // One rail, or one node: not a candidate.
+        assert_eq!(on(1, 0.8, 1 << 23, "multi_rail"), None);
+        let one_node = Lanes {
+            inter_rails: 3,
+            ..lanes()
+        };
+        assert_eq!(
+            crate::coll::select::algorithms(Coll::Allreduce)
+                .iter()
+                .find(|a| a.name == "multi_rail")
+                .unwrap()
+                .cost_ns(
+                    &CollShape {
+                        procs: 4,
+                        ppn: 4,
+                        bytes: 1 << 23
+                    },
+                    2,
+                    &one_node
+                ),
+            None
+        );
+        // 3 rails striping at 80 %: 8 MiB goes faster on three rings of its own, by what
+        // striping loses less the two extra latencies per step; 8 KiB does not.
+        let (multi, ring) = (
+            on(3, 0.8, 1 << 23, "multi_rail"),
+            on(3, 0.8, 1 << 23, "ring"),
+        );
+        let (multi, ring) = (multi.unwrap(), ring.unwrap());
+        let l = lanes();
+        let steps = 2.0 * 3.0;
+        let expect = ring - steps * (0.2 * l.inter.ns_per_byte * (1 << 23) as f64 / 4.0)
+            + steps * 2.0 * l.inter.latency_ns;
+        assert!((multi - expect).abs() < 1e-6 * ring, "{multi} vs {expect}");
+        assert!(multi < ring);
+        assert!(on(3, 0.8, 8192, "multi_rail").unwrap() > on(3, 0.8, 8192, "ring").unwrap());
+        // Perfect striping leaves it nothing to win.
+        assert!(on(3, 1.0, 1 << 23, "multi_rail").unwrap() > on(3, 1.0, 1 << 23, "ring").unwrap());
+    }
+
+    #[test]
     fn every_row_has_a_cost_that_grows_with_bytes() {
         for (coll, table) in tables() {
             for a in table {
@@ -262,9 +324,23 @@ mod tests {
                             assert_eq!(a.cost_ns(&shape(8), k, &lanes()), None);
                             continue;
                         }
+                        // The multi-rail rows are priced on two or more nodes with rails.
+                        let lanes = if a.restrictions.contains(&Restriction::Rails) {
+                            assert_eq!(a.cost_ns(&shape(8), k, &lanes()), None);
+                            if nodes == 1 {
+                                continue;
+                            }
+                            Lanes {
+                                inter_rails: 3,
+                                stripe_efficiency: 0.8,
+                                ..lanes()
+                            }
+                        } else {
+                            lanes()
+                        };
                         let mut last = -1.0;
                         for bytes in [0u64, 1, 8, 1024, 65536, 1 << 20, 1 << 24] {
-                            let t = a.cost_ns(&shape(bytes), k, &lanes()).unwrap();
+                            let t = a.cost_ns(&shape(bytes), k, &lanes).unwrap();
                             assert!(t.is_finite() && t >= 0.0, "{coll:?}/{} {t}", a.name);
                             assert!(
                                 t >= last,
