@@ -415,6 +415,7 @@ mod tests {
             bytes: bytes.into(),
             nranks,
             ppn,
+            rails: 1,
             json,
             transports: false,
             mpi: false,

@@ -500,7 +500,7 @@ fn multi_rail(world: &Comm) -> Result<(), String> {
             return Err(format!("i32 max of {count}: element {i} differs"));
         }
         // MPI_DOUBLE_INT with MPI_MAXLOC: ties (every other element) go to the lowest rank.
-        let lval = |r: u32, i: usize| if i % 2 == 0 { 1.0 } else { fval(r, i) };
+        let lval = |r: u32, i: usize| if i.is_multiple_of(2) { 1.0 } else { fval(r, i) };
         let mine: Vec<F64I32> = (0..count)
             .map(|i| F64I32::new(lval(me, i), me as i32))
             .collect();

@@ -41,9 +41,9 @@ pub struct Lanes {
     /// Network rails between two nodes (links a message's data can be pinned to).
     #[serde(default = "one_rail")]
     pub inter_rails: u32,
-    /// Of the rails' summed bandwidth, the share one message striped over all of them gets
-    /// (1: all of it). One rail alone then moves `inter`'s bandwidth divided by
-    /// `inter_rails · stripe_efficiency`.
+    /// Of what the rails move as one message pinned to each, the share one message striped
+    /// over all of them gets (1: all of it). One rail alone then moves `inter`'s bandwidth
+    /// divided by `inter_rails · stripe_efficiency`.
     #[serde(default = "whole")]
     pub stripe_efficiency: f64,
 }
