@@ -3,7 +3,7 @@
 # per rail, each shaped to the same rate); one rank per host unless --ppn says otherwise.
 #
 #   scripts/rails-bench.sh [p2p|allreduce] [--rate 200mbit] [--reps 5] [--iters 5]
-#                          [--size 8M] [--ppn 1] [--weft PATH]
+#                          [--size 8M] [--ppn 1] [--spinners N] [--weft PATH]
 #
 # p2p (issue 5, the default): the one-way time of a 16 MiB message (ping-pong P50 of
 # `weft bench p2p`) with WEFT_MAX_RAILS=1 and =2, interleaved; prints each run, the median
@@ -14,6 +14,8 @@
 # 3 rails the same two (the messages striped over the rails) and multi_rail (a ring per
 # rail, its messages pinned to its rail). Prints each run, then per configuration the median
 # and its speed-up over the best 1-rail median, and multi_rail against the best striped.
+#
+# --spinners N runs N busy loops (bench/spinners.sh) beside the jobs, stopped at the end.
 #
 # PATH defaults to $CARGO_TARGET_DIR/release/weft (or target/release/weft). Needs root
 # (scripts/testhosts.sh exits 77 otherwise, and so does this script). The hosts are removed
@@ -31,6 +33,7 @@ reps=""
 iters=""
 size=8M
 ppn=1
+spinners=0
 weft=${CARGO_TARGET_DIR:-$root/target}/release/weft
 while (($#)); do
   case "$1" in
@@ -39,8 +42,9 @@ while (($#)); do
     --iters) iters=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --ppn) ppn=$2; shift 2 ;;
+    --spinners) spinners=$2; shift 2 ;;
     --weft) weft=$2; shift 2 ;;
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [ -x "$weft" ] || { echo "rails-bench.sh: $weft not built (cargo build --release -p weft-cli)" >&2; exit 2; }
@@ -52,7 +56,10 @@ set +e
 rc=$?
 set -e
 [ $rc = 0 ] || exit $rc
-trap '"$root/scripts/testhosts.sh" down --rails "$links" "${hosts[@]}"' EXIT
+# shellcheck source=bench/spinners.sh
+. "$root/bench/spinners.sh"
+trap 'stop_spinners; "$root/scripts/testhosts.sh" down --rails "$links" "${hosts[@]}"' EXIT
+start_spinners "$spinners"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
@@ -101,7 +108,7 @@ for ((i = 1; i <= reps; i++)); do
   done
   echo "$line"
 done
-echo "allreduce of $size, $((2 * ppn)) ranks on 2 hosts, links shaped to $rate each; medians of $reps runs ($iters calls each):"
+echo "allreduce of $size, $((2 * ppn)) ranks on 2 hosts, links shaped to $rate each, $spinners spinners; medians of $reps runs ($iters calls each):"
 declare -A med
 for c in "${configs[@]}"; do
   med[$c]=$(printf '%s\n' ${times[$c]} | median)

@@ -339,6 +339,8 @@ fn measure_and_write(a: &TuneArgs, p: &Plan, tmp: &Path) -> i32 {
         crossover: measured.crossover.clone(),
         model: ModelFigures {
             reduce_ns_per_byte: Some(lanes::reduce_ns_per_byte()),
+            // Not measured by tune (it needs two nodes with several rails).
+            stripe_efficiency: None,
         },
         rule: rules,
         point: points,
