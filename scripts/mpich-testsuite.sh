@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MPICH's own test suite (test/mpi of Debian bookworm's `mpich` source package) against weft:
-# the coll, pt2pt, topo, comm, group and datatype directories (--dirs), built with weft's mpicc
-# and run with weft's mpiexec.
+# the C directories (coll, pt2pt, topo, comm, group, datatype, ..., rma, io) built with weft's
+# mpicc and the Fortran ones (f77/*, f90/*) with its mpifort, run with weft's mpiexec.
 #
 #   scripts/mpich-testsuite.sh [MODE] [--jobs N] [--timeout SECS] [--max-np N] [--list FILE]
 #                              [--dirs "DIR ..."]
@@ -19,8 +19,9 @@
 # tests print "No errors" themselves, which MPICH's runtests accepts too).
 # Entries whose testlist says resultTest=TestStatus or TestErrFatal pass when the job exits
 # non-zero (not by timeout), as in MPICH's runtests.
-# --dirs names the test/mpi directories to build and run (default "coll pt2pt topo comm group
-# datatype attr errhan info init", which the pass list needs; any directory of the suite works, e.g. "rma"). Process counts come from each directory's
+# --dirs names the test/mpi directories to build and run (default: every directory the pass
+# list needs; any directory of the suite works, e.g. "threads" or "f77/spawn"; a Fortran
+# directory needs gfortran, for `weft install`'s mpifort). Process counts come from each directory's
 # testlist, capped at 4 (weft's CI has 2 cores;
 # --max-np raises the cap: tests written for, say, 10 ranks may refuse 4);
 # entries that differ only by MPICH-internal environment (env=MPIR_CVAR_...) are run once.
@@ -36,7 +37,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 src_cache=${WEFT_MPICH_SRC:-/var/cache/weft/mpich-src}
 target=${CARGO_TARGET_DIR:-$repo/target}
 work=${WEFT_MPICH_WORK:-$target/mpich-suite}
-dirs="coll pt2pt topo comm group datatype attr errhan info init mpi_t"
+dirs="coll pt2pt topo comm group datatype attr errhan info init mpi_t rma io f77/attr f77/coll f77/datatype f77/pt2pt f77/info f77/init f77/comm f77/ext f77/topo f77/profile f77/io f77/rma f90/attr f90/coll f90/comm f90/ext f90/info f90/init f90/misc f90/pt2pt f90/datatype f90/f90types f90/timer f90/topo f90/profile f90/io f90/rma"
 max_np=4
 # Entries that need more memory than this (testlist mem=, in GB) are skipped: CI machines are small.
 max_mem_gb=4
@@ -66,15 +67,20 @@ run_one() {
     echo "NOBUILD $id" >"$res"
     return 0
   fi
+  # Each entry runs in a directory of its own: the io tests write files of fixed names
+  # ("testfile") into their working directory, and two at once would share them.
+  local rundir="$work/runs/$key"
+  rm -rf "$rundir" && mkdir -p "$rundir"
   # mpiexec's --timeout makes weft run end the job and clean up; the outer timeout is only a
   # backstop in case the launcher itself hangs.
-  (cd "$work/build/$(dirname "$prog")" &&
+  (cd "$rundir" &&
     # shellcheck disable=SC2086 # args are separate words on purpose
     # The script's own WEFT_* settings are not weft runtime variables (weft run warns about
     # unknown WEFT_* names), so they do not reach the job.
     env -u WEFT_MPICH_SRC -u WEFT_MPICH_WORK -u WEFT_MPICH_NO_CARGO -u WEFT_SKIP_MPICH_SUITE \
       timeout -k 10 $((timeout_s + 30)) "$work/prefix/bin/mpiexec" -n "$np" --timeout "$timeout_s" \
-      "./$(basename "$prog")" $args) >"$log" 2>&1 </dev/null || rc=$?
+      "$work/build/$prog" $args) >"$log" 2>&1 </dev/null || rc=$?
+  rm -rf "$rundir"
   # Entries marked resultTest=TestStatus or TestErrFatal in their testlist pass when the
   # job exits non-zero (MPICH's runtests: the test checks that an exit status or a fatal
   # error reaches mpiexec); a timeout does not count.
@@ -182,13 +188,24 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 # weft: the library, the weft binary, and an install prefix holding mpicc/mpiexec.
+# The Fortran directories need the whole installation (mpifort, mpif.h, the modules), which
+# `weft install` writes; it also wants libshmem.so beside the weft binary.
 build_weft() {
+  local fortran=0 d
+  for d in $dirs; do case "$d" in f77/* | f90/*) fortran=1 ;; esac; done
   if [ "${WEFT_MPICH_NO_CARGO:-0}" != 1 ]; then
-    (cd "$repo" && CARGO_TARGET_DIR="$target" cargo build -q -p weft-mpi -p weft-cli) ||
-      die "cargo build -p weft-mpi -p weft-cli failed"
+    local crates=(-p weft-mpi -p weft-cli)
+    [ "$fortran" = 1 ] && crates+=(-p weft-shmem)
+    (cd "$repo" && CARGO_TARGET_DIR="$target" cargo build -q "${crates[@]}") ||
+      die "cargo build ${crates[*]} failed"
   fi
   [ -x "$target/debug/weft" ] || die "$target/debug/weft not built (cargo build -p weft-cli)"
-  PROFILE=debug sh "$repo/crates/weft-mpi/install.sh" "$work/prefix" "$target" >/dev/null
+  if [ "$fortran" = 1 ]; then
+    "$target/debug/weft" install --prefix "$work/prefix" >/dev/null ||
+      die "weft install --prefix $work/prefix failed"
+  else
+    PROFILE=debug sh "$repo/crates/weft-mpi/install.sh" "$work/prefix" "$target" >/dev/null
+  fi
 }
 
 # The configure-generated headers the tests include. Values come from the compiler's own
@@ -226,6 +243,11 @@ write_conf_headers() {
 #define USE_LONG_DOUBLE_COMPLEX 1
 /* The MPI 5.0 ABI (weft's mpi.h) has MPI_INTEGER16. */
 #define HAVE_MPI_INTEGER16 1
+/* weft has one-sided windows and MPI-IO (MTestGetWin and friends in util/mtest.c). */
+#define HAVE_MPI_WIN_CREATE 1
+#define HAVE_MPI_IO 1
+/* gfortran's external names: lower case with one trailing underscore. */
+#define F77_NAME_LOWER_USCORE 1
 #define SIZEOF_SHORT __SIZEOF_SHORT__
 #define SIZEOF_INT __SIZEOF_INT__
 #define SIZEOF_LONG __SIZEOF_LONG__
@@ -264,6 +286,25 @@ EOF
 EOF
 }
 
+# The headers MPICH's configure writes into the Fortran test directories from their *.h.in:
+# declarations of address- and offset-sized integers, whose kinds come from the installed
+# mpif.h.
+write_fortran_headers() {
+  local d=$1 t=$mpich_src/test/mpi kind_addr kind_off f
+  kind_addr=$(sed -n 's/.*MPI_ADDRESS_KIND *= *\([0-9]*\).*/\1/p' "$work/prefix/include/mpif.h" | head -n 1)
+  kind_off=$(sed -n 's/.*MPI_OFFSET_KIND *= *\([0-9]*\).*/\1/p' "$work/prefix/include/mpif.h" | head -n 1)
+  [ -n "$kind_addr" ] && [ -n "$kind_off" ] ||
+    die "$work/prefix/include/mpif.h names no MPI_ADDRESS_KIND/MPI_OFFSET_KIND (weft install wrote no Fortran files: is gfortran installed?)"
+  # Every f77 directory's headers (their names differ; f77/rma includes f77/attr's, an f90
+  # directory those of its f77 twin) plus the directory's own.
+  mkdir -p "$work/build/$d"
+  for f in "$t"/f77/*/*.h.in "$t/$d"/*.h.in; do
+    [ -f "$f" ] || continue
+    sed -e "s/@F77_MPI_ADDRESS@/integer*$kind_addr/g" -e "s/@F77_MPI_OFFSET@/integer*$kind_off/g" \
+      "$f" >"$work/build/$d/$(basename "${f%.in}")"
+  done
+}
+
 # A Makefile with one rule per test program, read from each directory's Makefile.am
 # (noinst_PROGRAMS, NAME_SOURCES, NAME_CPPFLAGS, NAME_LDADD). Each program's compiler output
 # goes to NAME.build.log so build failures can be classified.
@@ -294,9 +335,27 @@ write_makefile() {
     echo "dtpools/libdtpools.a: \$(DTP_OBJ) Makefile"
     printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
     echo "LIBDEPS := util/libmtest.a dtpools/libdtpools.a"
-    local d
+    # The Fortran directories (f77/*, f90/*): compiled with weft's mpifort, linked with the
+    # Fortran MTest library of util/Makefile.am (mtest_f77.f or mtest_f90.f90) before the C
+    # one. MPICH's tests pass buffers of different types to the same procedure through
+    # mpif.h, which gfortran 10+ rejects unless told to allow it.
+    echo "MPIFORT := $work/prefix/bin/mpifort"
+    echo "FFLAGS := -O1 -g -w -fallow-argument-mismatch"
+    echo "util/%.o: \$(T)/util/%.f Makefile"
+    printf '\t@mkdir -p util && $(MPIFORT) $(FFLAGS) -c $< -o $@\n'
+    echo "util/%.o: \$(T)/util/%.f90 Makefile"
+    printf '\t@mkdir -p util && $(MPIFORT) $(FFLAGS) -c $< -o $@\n'
+    echo "util/libmtest_%.a: util/mtest_%.o Makefile"
+    printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
+    local d lang
     for d in $dirs; do
-      awk -v dir="$d" -v progfile="$work/build/programs.$d" '
+      case "$d" in
+        f77/*) lang=f77 ;;
+        f90/*) lang=f90 ;;
+        *) lang=c ;;
+      esac
+      [ "$lang" = c ] || write_fortran_headers "$d"
+      awk -v dir="$d" -v lang="$lang" -v gen="$work/build/$d" -v progfile="$work/build/programs.${d//\//_}" '
         # Join continuation lines, then read the variables automake would.
         { line = line $0 }
         /\\$/ { sub(/\\$/, "", line); next }
@@ -310,23 +369,31 @@ write_makefile() {
           }
           if (match(l, /^[ \t]*[A-Za-z0-9_]+_(SOURCES|CPPFLAGS|LDADD)[ \t]*=/)) {
             split(l, kv, "=")
-            key = kv[1]; gsub(/[ \t]/, "", key)
+            key = kv[1]; gsub(/[ \t]/, "", key); sub(/^nodist_/, "", key)
             val = substr(l, index(l, "=") + 1)
             gsub(/\$\((AM_CPPFLAGS|LDADD)\)/, "", val)
             vars[key] = val
           }
         }
         END {
+          ext = (lang == "f77") ? ".f" : (lang == "f90") ? ".f90" : ".c"
           for (i = 1; i <= np; i++) {
             p = progs[i]
-            srcs = (p "_SOURCES" in vars) ? vars[p "_SOURCES"] : p ".c"
+            srcs = (p "_SOURCES" in vars) ? vars[p "_SOURCES"] : p ext
             s = ""
             n = split(srcs, w, /[ \t]+/)
             for (j = 1; j <= n; j++) if (w[j] != "") s = s " $(T)/" dir "/" w[j]
             all = all " " dir "/" p
             print dir "/" p > progfile
-            printf "%s/%s:%s $(LIBDEPS)\n", dir, p, s
-            printf "\t@mkdir -p %s && $(MPICC) $(CFLAGS) %s -o $@%s $(LIBS) %s -lm >$@.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, vars[p "_CPPFLAGS"], s, vars[p "_LDADD"]
+            if (lang == "c") {
+              printf "%s/%s:%s $(LIBDEPS)\n", dir, p, s
+              printf "\t@mkdir -p %s && $(MPICC) $(CFLAGS) %s -o $@%s $(LIBS) %s -lm >$@.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, vars[p "_CPPFLAGS"], s, vars[p "_LDADD"]
+            } else {
+              # Built in its own directory: the sources include the headers generated
+              # there (write_fortran_headers) and their own directory s.
+              printf "%s/%s:%s util/libmtest_%s.a $(LIBDEPS)\n", dir, p, s, lang
+              printf "\t@mkdir -p %s && cd %s && $(MPIFORT) $(FFLAGS) $(CFLAGS) -I%s -I$(T)/%s -o %s%s $(CURDIR)/util/libmtest_%s.a $(LIBS) -lm >%s.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, dir, gen, dir, p, s, lang, p
+            }
           }
           printf "ALL_PROGRAMS +=%s\n", all
         }' "$t/$d/Makefile.am"
@@ -396,10 +463,10 @@ write_causes() {
   local out=$work/causes.txt
   {
     echo "== functions missing at link time (tests affected)"
-    grep -ho "undefined reference to \`[A-Za-z_0-9]*'" "$work"/build/*/*.build.log 2>/dev/null |
+    grep -ho "undefined reference to \`[A-Za-z_0-9]*'" "$work"/build/*/*.build.log "$work"/build/*/*/*.build.log 2>/dev/null |
       sort | uniq -c | sort -rn || true
     echo "== compile errors (first error of each failed build)"
-    for f in "$work"/build/*/*.build.log; do
+    for f in "$work"/build/*/*.build.log "$work"/build/*/*/*.build.log; do
       [ -e "$f" ] || continue
       [ -x "${f%.build.log}" ] && continue
       grep -m1 'error:' "$f" | sed "s|^|$(basename "${f%.build.log}"): |" || true
@@ -437,7 +504,7 @@ case "$mode" in
   all)
     entries=$(for d in $dirs; do testlist_entries "$d"; done)
     make -C "$work/build" -k -j "$jobs" all >/dev/null 2>"$work/build-errors.txt" || true
-    programs=$(for d in $dirs; do cat "$work/build/programs.$d"; done)
+    programs=$(for d in $dirs; do cat "$work/build/programs.${d//\//_}"; done)
     total=0
     built=0
     for p in $programs; do

@@ -1,7 +1,9 @@
-//! Runs MPICH's own test suite (test/mpi/coll, pt2pt, topo, comm, group and datatype of
-//! Debian's `mpich` source package) against weft through `scripts/mpich-testsuite.sh check`: every entry of the
-//! checked-in pass list `itest/mpich/pass-list.txt` must build with our `mpicc`, run with our
-//! `mpiexec`, exit 0 and print " No Errors". A failing entry is a regression.
+//! Runs MPICH's own test suite (test/mpi of Debian's `mpich` source package: the C directories
+//! coll, pt2pt, topo, comm, group, datatype, ..., rma and io, and the Fortran ones under f77
+//! and f90) against weft through `scripts/mpich-testsuite.sh check`: every entry of the
+//! checked-in pass list `itest/mpich/pass-list.txt` must build with our `mpicc` (`mpifort` for
+//! Fortran), run with our `mpiexec`, exit 0 and print " No Errors". A failing entry is a
+//! regression.
 //! Entries not on the list run only on request (`scripts/mpich-testsuite.sh --all`).
 //! The sources come from apt (`apt-get source mpich`, cached); without apt or network the
 //! test fails naming the cause, unless WEFT_SKIP_MPICH_SUITE=1 is set.
