@@ -146,6 +146,13 @@ pub trait Boot: Send + Sync {
     /// The last call: waits for every rank to finalize (or `timeout`), then closes the
     /// connection.
     fn finalize(&self, timeout: Duration) -> Result<()>;
+
+    /// The job's store for names every rank may read at any time, outside the per-rank
+    /// records and fences (MPI's published service names): weft's store only. PMIx and PMI
+    /// have no such store here (None).
+    fn shared_store(&self) -> Option<Arc<dyn Store>> {
+        None
+    }
 }
 
 /// [`Boot`] over a weft [`Store`]: the launcher's TCP store or an in-memory one. `put(key)`
@@ -210,6 +217,10 @@ impl Boot for StoreBoot {
         self.store
             .barrier(&format!("{}finalize", self.prefix), self.job.size, timeout)
     }
+
+    fn shared_store(&self) -> Option<Arc<dyn Store>> {
+        Some(Arc::clone(&self.store))
+    }
 }
 
 /// A launcher's bootstrap with every key under `prefix`: the records of one weft instance
@@ -262,6 +273,10 @@ impl Boot for Prefixed {
 
     fn finalize(&self, timeout: Duration) -> Result<()> {
         self.inner.finalize(timeout)
+    }
+
+    fn shared_store(&self) -> Option<Arc<dyn Store>> {
+        self.inner.shared_store()
     }
 }
 

@@ -78,6 +78,13 @@ pub enum ErrorKind {
     RmaFlavor,
     /// A lock type that is neither exclusive nor shared (MPI_ERR_LOCKTYPE).
     LockType,
+    /// A port name that is malformed, not open here, or whose listener cannot be reached
+    /// (MPI_ERR_PORT).
+    Port,
+    /// A service name that nobody published (MPI_ERR_NAME).
+    Name,
+    /// A service name that cannot be published or unpublished as asked (MPI_ERR_SERVICE).
+    Service,
 }
 
 impl ErrorKind {
@@ -118,6 +125,9 @@ impl ErrorKind {
             ErrorKind::RmaShared => "memory cannot be shared",
             ErrorKind::RmaFlavor => "wrong window flavor",
             ErrorKind::LockType => "invalid lock type",
+            ErrorKind::Port => "invalid port",
+            ErrorKind::Name => "unknown service name",
+            ErrorKind::Service => "service name error",
         }
     }
 }

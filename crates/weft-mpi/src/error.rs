@@ -59,6 +59,9 @@ impl From<weft::Error> for MpiError {
             ErrorKind::BadFile => crate::file::MPI_ERR_BAD_FILE,
             ErrorKind::Amode => crate::file::MPI_ERR_AMODE,
             ErrorKind::NotSame => crate::file::MPI_ERR_NOT_SAME,
+            ErrorKind::Port => crate::dynamic::MPI_ERR_PORT,
+            ErrorKind::Name => crate::dynamic::MPI_ERR_NAME,
+            ErrorKind::Service => crate::dynamic::MPI_ERR_SERVICE,
             _ => MPI_ERR_OTHER,
         };
         MpiError {
@@ -116,9 +119,9 @@ pub fn class_text(class: c_int) -> &'static str {
         crate::file::MPI_ERR_QUOTA => "quota exceeded",
         crate::file::MPI_ERR_READ_ONLY => "read-only file or file system",
         crate::file::MPI_ERR_UNSUPPORTED_DATAREP => "unsupported data representation",
-        38 => "invalid service name",
-        43 => "invalid port",
-        51 => "service name not published or published twice",
+        crate::dynamic::MPI_ERR_NAME => "invalid service name",
+        crate::dynamic::MPI_ERR_PORT => "invalid port",
+        crate::dynamic::MPI_ERR_SERVICE => "service name not published or published twice",
         53 => "cannot spawn processes",
         59 => "value too large to store",
         MPI_ERR_ASSERT => "invalid assertion",

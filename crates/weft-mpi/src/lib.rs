@@ -26,6 +26,7 @@ pub mod consts;
 pub mod contents;
 pub mod datarep;
 pub mod dtype;
+pub mod dynamic;
 pub mod env;
 pub mod error;
 pub mod external;

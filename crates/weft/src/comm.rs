@@ -900,6 +900,24 @@ impl Comm {
         remote_leader: u32,
         tag: i32,
     ) -> Result<Comm> {
+        self.intercomm_traded(local_leader, |mine| {
+            peer.check_open()?;
+            peer.check_send_tag(tag, "intercomm_create")?;
+            peer.exchange_words(peer.data.ctx, remote_leader, tag, mine)
+        })
+    }
+
+    /// An intercommunicator joining this communicator's members (the local group) with a
+    /// group whose leader this group's leader, rank `local_leader`, reaches through `trade`
+    /// rather than a communicator: over a port (MPI_Comm_accept/connect) or a socket
+    /// (MPI_Comm_join). Only the leader calls `trade`, with this group's words (its first
+    /// free context id, then its members' world ranks); it returns the remote group's. The
+    /// groups must be disjoint ranks of this world. Collective over this communicator.
+    pub fn intercomm_traded(
+        &self,
+        local_leader: u32,
+        trade: impl FnOnce(&[u32]) -> Result<Vec<u32>>,
+    ) -> Result<Comm> {
         self.check()?;
         if local_leader >= self.size() {
             return Err(Error::new(
@@ -922,7 +940,7 @@ impl Comm {
             .unwrap_or(next);
         let mut failure = None;
         let out = if self.data.rank == local_leader {
-            match self.leader_exchange(max, peer, remote_leader, tag) {
+            match self.leader_exchange(max, trade) {
                 Ok(v) => v,
                 Err(e) => {
                     failure = Some(e);
@@ -959,25 +977,39 @@ impl Comm {
         ))
     }
 
-    /// The local leader's part of [`Comm::intercomm_create`]: trades (context id, members)
-    /// with the remote leader; returns (agreed context id, remote members).
+    /// The local leader's part of [`Comm::intercomm_traded`]: trades (first free context
+    /// id, members) with the remote leader; returns (agreed context id, remote members).
     fn leader_exchange(
         &self,
         max: u32,
-        peer: &Comm,
-        remote_leader: u32,
-        tag: i32,
+        trade: impl FnOnce(&[u32]) -> Result<Vec<u32>>,
     ) -> Result<Vec<u32>> {
-        peer.check_open()?;
-        peer.check_send_tag(tag, "intercomm_create")?;
         let mut mine = Vec::with_capacity(self.data.members.len() + 1);
         mine.push(max);
         mine.extend_from_slice(&self.data.members);
-        let mut theirs = peer.exchange_words(peer.data.ctx, remote_leader, tag, &mine)?;
+        let mut theirs = trade(&mine)?;
         if theirs.len() < 2 {
             return Err(Error::new(
                 ErrorKind::Internal,
                 "intercomm_create: the remote leader sent an empty group",
+            ));
+        }
+        let world = self.engine.borrow().world_size();
+        if let Some(w) = theirs[1..].iter().find(|&&w| w >= world) {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!("intercomm_create: the remote leader named world rank {w} of {world}"),
+            ));
+        }
+        let mut seen = theirs[1..].to_vec();
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|p| p[0] == p[1]) {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!(
+                    "intercomm_create: the remote leader named world rank {} twice",
+                    w[0]
+                ),
             ));
         }
         self.disjoint_from(&theirs[1..])?;

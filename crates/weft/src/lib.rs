@@ -32,6 +32,7 @@ pub mod lanes;
 mod matching;
 pub mod node_load;
 mod p2p;
+pub mod port;
 pub mod raw;
 pub mod rma;
 mod startup;

@@ -13,6 +13,11 @@ pub(super) struct IdupSlot {
 }
 
 impl Engine {
+    /// Processes of the world this engine routes to.
+    pub(crate) fn world_size(&self) -> u32 {
+        self.routes.len() as u32
+    }
+
     /// The next free context id (see `comm`: new communicators agree on the maximum).
     pub(crate) fn next_ctx(&self) -> u32 {
         self.next_ctx

@@ -1,0 +1,47 @@
+//! Process management's ports, names and joins (`itest/c/ports.c`): the halves of
+//! MPI_COMM_WORLD meet on a published port (after two strangers the accept must drop),
+//! trade point-to-point messages and collectives of 0, 7 and 1 MiB + 3 bytes over the
+//! intercommunicator and its merge, and disconnect; two ranks join over their own socket;
+//! unknown names, services and ports fail with MPI_ERR_NAME, MPI_ERR_SERVICE and
+//! MPI_ERR_PORT. Jobs of 1, 2, 3, 4 and 7 ranks, on one node and on two simulated hosts
+//! (ranks of both halves over TCP).
+
+use std::path::Path;
+
+mod common;
+
+fn prefix() -> &'static Path {
+    common::shared_prefix("mpi-prefix")
+}
+
+#[test]
+fn halves_of_a_job_accept_and_connect_through_a_published_port() {
+    let prog = common::build_c(prefix(), "ports");
+    for n in [1, 2, 3, 4, 7] {
+        let out = common::run_c(&prog, n, &[]);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "ports at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The same on two simulated hosts (`a:2,b:1`: the halves' leaders on different nodes),
+/// ranks dealt in order, so the intercommunicator's traffic crosses TCP.
+#[test]
+fn ports_connect_groups_on_two_hosts() {
+    let prog = common::build_c(prefix(), "ports");
+    for hosts in ["a:1,b:1", "a:2,b:1", "a:2,b:2"] {
+        let out = common::run_c_hosts(prefix(), &prog, hosts, &[]);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "ports on {hosts}:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
