@@ -6,7 +6,9 @@
  * intracommunicator's Bcast and Allreduce, at 0, 7 and 1 MiB + 3 bytes; disconnect.
  * Ranks 0 and size-1 join over a TCP socket they made. Errors: unknown names
  * (MPI_ERR_NAME), unpublished or twice-published services (MPI_ERR_SERVICE), bad, closed
- * and unknown ports (MPI_ERR_PORT); MPI_Comm_get_parent is MPI_COMM_NULL. */
+ * and unknown ports (MPI_ERR_PORT), also at the root of a collective accept or connect,
+ * whose other ranks then fail too instead of waiting; MPI_Comm_get_parent is
+ * MPI_COMM_NULL. */
 #include "check.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -185,6 +187,21 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_Comm_get_parent(&parent), MPI_SUCCESS);
   CHECK(parent == MPI_COMM_NULL);
   errors_alone();
+
+  /* A bad argument at the root fails the call on every rank: none waits for the root. */
+  {
+    MPI_Comm c = MPI_COMM_NULL;
+    int rc = MPI_Comm_accept(rank == 0 ? NULL : "x", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c);
+    CHECK(rc != MPI_SUCCESS && (rank != 0 || error_class(rc) == MPI_ERR_ARG));
+    rc = MPI_Comm_accept(rank == 0 ? "weft-port:not-open" : NULL, MPI_INFO_NULL, 0,
+                         MPI_COMM_WORLD, &c);
+    CHECK(rc != MPI_SUCCESS && (rank != 0 || error_class(rc) == MPI_ERR_PORT));
+    rc = MPI_Comm_connect(rank == 0 ? NULL : "x", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c);
+    CHECK(rc != MPI_SUCCESS && (rank != 0 || error_class(rc) == MPI_ERR_ARG));
+    rc = MPI_Comm_connect(rank == 0 ? "garbage" : NULL, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &c);
+    CHECK(rc != MPI_SUCCESS && (rank != 0 || error_class(rc) == MPI_ERR_PORT));
+    CHECK(c == MPI_COMM_NULL);
+  }
 
   const char *service = "weft-itest-ports";
   char port[MPI_MAX_PORT_NAME] = "";

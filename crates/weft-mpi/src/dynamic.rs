@@ -9,7 +9,7 @@
 use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
-use crate::error::{err, finish, R};
+use crate::error::{err, finish, MpiError, R};
 use crate::state::{handle_index, state, K_INFO};
 use std::os::raw::{c_char, c_int};
 use std::sync::Mutex;
@@ -136,9 +136,16 @@ fn intra_and_root(comm: Handle, root: c_int, func: &str) -> R<weft::Comm> {
     Ok(c)
 }
 
+/// A weft error standing for `e`, the root's own error: it travels to the other ranks as
+/// the leader's failure, and the root reports `e` itself.
+fn as_weft(e: &MpiError) -> weft::Error {
+    weft::Error::new(weft::ErrorKind::InvalidArgument, e.message.clone())
+}
+
 /// MPI_Comm_accept (MPI-4.1 §11.4.3): collective over `comm`; `port_name` and `info`
 /// matter at `root`, where the port must be open in this process. Connections that do not
-/// prove the job key are dropped and the accept goes on waiting.
+/// prove the job key are dropped and the accept goes on waiting. A bad argument at the root
+/// fails the call on every rank of `comm` (none waits for a leader that will not trade).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_accept(
     port_name: *const c_char,
@@ -153,31 +160,49 @@ pub unsafe extern "C" fn MPI_Comm_accept(
             return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
         }
         let c = intra_and_root(comm, root, "MPI_Comm_accept")?;
-        let at_root = c.rank() == root as u32;
         // The root takes its port out of the table while it waits (put back below).
-        let port = if at_root {
-            check_info(info)?;
-            // SAFETY: null or NUL-terminated (the caller's contract).
-            let name = unsafe { c_str(port_name, "port_name") }?;
-            let mut open = ports();
-            let at = open.iter().position(|p| p.name() == name);
-            at.map(|i| open.swap_remove(i))
+        let at_root: R<Option<(String, weft::port::Port)>> = if c.rank() == root as u32 {
+            check_info(info).and_then(|()| {
+                // SAFETY: null or NUL-terminated (the caller's contract).
+                let name = unsafe { c_str(port_name, "port_name") }?;
+                let mut open = ports();
+                match open.iter().position(|p| p.name() == name) {
+                    Some(i) => Ok(Some((name, open.swap_remove(i)))),
+                    None => Err(err(
+                        MPI_ERR_PORT,
+                        format!("port {name:?} is not open in this process"),
+                    )),
+                }
+            })
         } else {
-            None
+            Ok(None)
         };
         let s = state("MPI_Comm_accept")?;
-        let made = s.weft.accept(&c, port.as_ref(), root as u32);
-        if let Some(p) = port {
-            ports().push(p);
-        }
-        let h = s.add_comm(made?);
+        let made = c.intercomm_traded(root as u32, |mine| match &at_root {
+            Ok(Some((_, port))) => s.weft.accept_trade(&c, port, mine),
+            Ok(None) => Err(weft::Error::new(
+                weft::ErrorKind::Internal,
+                "only the root trades",
+            )),
+            Err(e) => Err(as_weft(e)),
+        });
+        let made = match at_root {
+            Ok(Some((_, port))) => {
+                ports().push(port);
+                made?
+            }
+            Ok(None) => made?,
+            Err(e) => return Err(e),
+        };
+        let h = s.add_comm(made);
         put!(newcomm, h)
     })();
     finish(comm, "MPI_Comm_accept", r)
 }
 
 /// MPI_Comm_connect (MPI-4.1 §11.4.3): collective over `comm`; `port_name` and `info`
-/// matter at `root`. MPI_ERR_PORT when nothing listens on the port.
+/// matter at `root`. MPI_ERR_PORT when nothing listens on the port; a bad argument at the
+/// root fails the call on every rank of `comm`.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_connect(
     port_name: *const c_char,
@@ -192,16 +217,20 @@ pub unsafe extern "C" fn MPI_Comm_connect(
             return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
         }
         let c = intra_and_root(comm, root, "MPI_Comm_connect")?;
-        let name = if c.rank() == root as u32 {
-            check_info(info)?;
+        let at_root: R<String> = if c.rank() == root as u32 {
             // SAFETY: null or NUL-terminated (the caller's contract).
-            unsafe { c_str(port_name, "port_name") }?
+            check_info(info).and_then(|()| unsafe { c_str(port_name, "port_name") })
         } else {
-            String::new()
+            Ok(String::new())
         };
         let s = state("MPI_Comm_connect")?;
-        let made = s.weft.connect(&c, &name, root as u32)?;
-        let h = s.add_comm(made);
+        let made = c.intercomm_traded(root as u32, |mine| match &at_root {
+            Ok(name) => s.weft.connect_trade(&c, name, mine),
+            Err(e) => Err(as_weft(e)),
+        });
+        // The root's own error first (the others report the leader's failure).
+        at_root?;
+        let h = s.add_comm(made?);
         put!(newcomm, h)
     })();
     finish(comm, "MPI_Comm_connect", r)

@@ -308,29 +308,36 @@ impl Weft {
                     "MPI_Comm_accept: the root named no open port",
                 )
             })?;
-            let key = self.job_key()?;
-            let mut idle = Idle { comm, looks: 0 };
-            loop {
-                match port.listener.accept() {
-                    Ok((stream, from)) => match self.accepted(&stream, port, &key, &mut idle) {
-                        Ok(()) => {
-                            return trade_words(
-                                &stream,
-                                mine,
-                                self.max_trade_words(),
-                                &mut idle,
-                                "MPI_Comm_accept: trading groups",
-                            )
-                        }
-                        Err(e) => {
-                            log::warn!("port {}: dropped a connection from {from}: {e}", port.name)
-                        }
-                    },
-                    Err(e) if would_block(&e) => idle.pause(),
-                    Err(e) => return Err(Error::io("MPI_Comm_accept", e)),
-                }
-            }
+            self.accept_trade(comm, port, mine)
         })
+    }
+
+    /// The accepting leader's trade for [`Comm::intercomm_traded`] over `comm`: waits on
+    /// `port` for a connection that proves the job key (dropping the others), then trades
+    /// `mine` for the connecting group's words.
+    pub fn accept_trade(&self, comm: &Comm, port: &Port, mine: &[u32]) -> Result<Vec<u32>> {
+        let key = self.job_key()?;
+        let mut idle = Idle { comm, looks: 0 };
+        loop {
+            match port.listener.accept() {
+                Ok((stream, from)) => match self.accepted(&stream, port, &key, &mut idle) {
+                    Ok(()) => {
+                        return trade_words(
+                            &stream,
+                            mine,
+                            self.max_trade_words(),
+                            &mut idle,
+                            "MPI_Comm_accept: trading groups",
+                        )
+                    }
+                    Err(e) => {
+                        log::warn!("port {}: dropped a connection from {from}: {e}", port.name)
+                    }
+                },
+                Err(e) if would_block(&e) => idle.pause(),
+                Err(e) => return Err(Error::io("MPI_Comm_accept", e)),
+            }
+        }
     }
 
     /// The listener's side of a port's handshake on `s`; an error drops the connection.
@@ -368,58 +375,61 @@ impl Weft {
     /// accepts on the port named `port_name` (which matters at `root` only). Collective over
     /// `comm`.
     pub fn connect(&self, comm: &Comm, port_name: &str, root: u32) -> Result<Comm> {
-        comm.intercomm_traded(root, |mine| {
-            let (token, addrs) = parse_port_name(port_name)?;
-            let key = self.job_key()?;
-            let mut idle = Idle { comm, looks: 0 };
-            let what = "MPI_Comm_connect";
-            let mut last = None;
-            let stream =
-                addrs
-                    .iter()
-                    .find_map(|a| match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
-                        Ok(s) => Some(s),
-                        Err(e) => {
-                            last = Some(format!("{a}: {e}"));
-                            None
-                        }
-                    });
-            let s = stream.ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Port,
-                    format!(
-                        "{what}: no listener at port {port_name:?} ({}); was it closed?",
-                        last.unwrap_or_default()
-                    ),
-                )
-            })?;
-            s.set_nonblocking(true).map_err(|e| Error::io(what, e))?;
-            let _ = s.set_nodelay(true);
-            let mine_nonce = auth::nonce()?;
-            let mut hello = Vec::with_capacity(MAGIC.len() + auth::NONCE_BYTES);
-            hello.extend_from_slice(MAGIC);
-            hello.extend_from_slice(&mine_nonce);
-            write_full(&s, &hello, None, &mut idle, what)?;
-            // The listener answers once its leader accepts: no deadline.
-            let mut answer = [0u8; MAGIC.len() + auth::NONCE_BYTES + auth::PROOF_BYTES];
-            read_full(&s, &mut answer, None, &mut idle, what)?;
-            let (magic, rest) = answer.split_at(MAGIC.len());
-            let (theirs, proof) = rest.split_at(auth::NONCE_BYTES);
-            if magic != MAGIC
-                || !auth::verify(&key, ACCEPT_LABEL, &token, &mine_nonce, theirs, proof)
-            {
-                return Err(Error::new(
-                    ErrorKind::Port,
-                    format!(
-                        "{what}: the listener of {port_name:?} did not prove this job's key \
+        comm.intercomm_traded(root, |mine| self.connect_trade(comm, port_name, mine))
+    }
+
+    /// The connecting leader's trade for [`Comm::intercomm_traded`] over `comm`: connects to
+    /// the port named `port_name`, proves the job key and checks the listener's proof, then
+    /// trades `mine` for the accepting group's words.
+    pub fn connect_trade(&self, comm: &Comm, port_name: &str, mine: &[u32]) -> Result<Vec<u32>> {
+        let (token, addrs) = parse_port_name(port_name)?;
+        let key = self.job_key()?;
+        let mut idle = Idle { comm, looks: 0 };
+        let what = "MPI_Comm_connect";
+        let mut last = None;
+        let stream =
+            addrs
+                .iter()
+                .find_map(|a| match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        last = Some(format!("{a}: {e}"));
+                        None
+                    }
+                });
+        let s = stream.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Port,
+                format!(
+                    "{what}: no listener at port {port_name:?} ({}); was it closed?",
+                    last.unwrap_or_default()
+                ),
+            )
+        })?;
+        s.set_nonblocking(true).map_err(|e| Error::io(what, e))?;
+        let _ = s.set_nodelay(true);
+        let mine_nonce = auth::nonce()?;
+        let mut hello = Vec::with_capacity(MAGIC.len() + auth::NONCE_BYTES);
+        hello.extend_from_slice(MAGIC);
+        hello.extend_from_slice(&mine_nonce);
+        write_full(&s, &hello, None, &mut idle, what)?;
+        // The listener answers once its leader accepts: no deadline.
+        let mut answer = [0u8; MAGIC.len() + auth::NONCE_BYTES + auth::PROOF_BYTES];
+        read_full(&s, &mut answer, None, &mut idle, what)?;
+        let (magic, rest) = answer.split_at(MAGIC.len());
+        let (theirs, proof) = rest.split_at(auth::NONCE_BYTES);
+        if magic != MAGIC || !auth::verify(&key, ACCEPT_LABEL, &token, &mine_nonce, theirs, proof) {
+            return Err(Error::new(
+                ErrorKind::Port,
+                format!(
+                    "{what}: the listener of {port_name:?} did not prove this job's key \
                          (ports connect processes of one job)"
-                    ),
-                ));
-            }
-            let own_proof = auth::prove(&key, CONNECT_LABEL, &token, theirs, &mine_nonce);
-            write_full(&s, &own_proof, None, &mut idle, what)?;
-            trade_words(&s, mine, self.max_trade_words(), &mut idle, what)
-        })
+                ),
+            ));
+        }
+        let own_proof = auth::prove(&key, CONNECT_LABEL, &token, theirs, &mine_nonce);
+        write_full(&s, &own_proof, None, &mut idle, what)?;
+        trade_words(&s, mine, self.max_trade_words(), &mut idle, what)
     }
 
     /// MPI_Comm_join: an intercommunicator between this process and the process at the
