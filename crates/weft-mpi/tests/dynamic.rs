@@ -4,7 +4,7 @@
 //! intercommunicator and its merge, and disconnect; two ranks join over their own socket;
 //! unknown names, services and ports fail with MPI_ERR_NAME, MPI_ERR_SERVICE and
 //! MPI_ERR_PORT. Jobs of 1, 2, 3, 4 and 7 ranks, on one node and on two simulated hosts
-//! (ranks of both halves over TCP).
+//! (ranks of both halves over TCP), and a process started without a launcher.
 
 use std::path::Path;
 
@@ -44,4 +44,23 @@ fn ports_connect_groups_on_two_hosts() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// Started without a launcher (a singleton: no store, no job secret), the names are the
+/// process's own and the port errors are the same.
+#[test]
+fn a_singleton_publishes_to_itself() {
+    let prog = common::build_c(prefix(), "ports");
+    let out = std::process::Command::new(&prog)
+        .env("LD_LIBRARY_PATH", prefix().join("lib"))
+        .env_remove("WEFT_BOOT_ADDR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ports alone: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
