@@ -6,9 +6,7 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, write_c_string, MpiError, R};
-use crate::state::{
-    handle_index, state, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP, K_INFO,
-};
+use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP};
 use std::os::raw::{c_char, c_int, c_void};
 
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
@@ -1647,19 +1645,7 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     newcomm: *mut Handle,
 ) -> c_int {
     let entered = crate::threads::enter();
-    let r = state("MPI_Comm_dup_with_info").and_then(|s| {
-        if info != MPI_INFO_NULL
-            && handle_index(K_INFO, info)
-                .and_then(|i| s.infos.get(i))
-                .is_none()
-        {
-            return Err(err(
-                MPI_ERR_INFO,
-                format!("info handle {info:#x} is not valid"),
-            ));
-        }
-        Ok(())
-    });
+    let r = state("MPI_Comm_dup_with_info").and_then(|s| s.check_info_or_null(info));
     if let Err(e) = r {
         return finish(comm, "MPI_Comm_dup_with_info", Err(e));
     }

@@ -10,7 +10,7 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, MpiError, R};
-use crate::state::{handle_index, state, K_INFO};
+use crate::state::state;
 use std::os::raw::{c_char, c_int};
 use std::sync::Mutex;
 
@@ -32,18 +32,7 @@ fn ports() -> std::sync::MutexGuard<'static, Vec<weft::port::Port>> {
 /// MPI_ERR_INFO unless `info` is MPI_INFO_NULL or a live info object (the keys of this
 /// chapter's info arguments are hints weft does not need).
 fn check_info(info: Handle) -> R<()> {
-    let s = state("info argument")?;
-    if info != MPI_INFO_NULL
-        && handle_index(K_INFO, info)
-            .and_then(|i| s.infos.get(i))
-            .is_none()
-    {
-        return Err(err(
-            MPI_ERR_INFO,
-            format!("info handle {info:#x} is not valid"),
-        ));
-    }
-    Ok(())
+    state("info argument")?.check_info_or_null(info)
 }
 
 /// Copies `name` and its NUL into the caller's MPI_MAX_PORT_NAME bytes at `out`.

@@ -198,17 +198,7 @@ pub unsafe extern "C" fn MPI_Comm_set_info(comm: Handle, info: Handle) -> c_int 
     let _entered = crate::threads::enter();
     let r = state("MPI_Comm_set_info").and_then(|s| {
         s.comm(comm)?;
-        if info != MPI_INFO_NULL
-            && handle_index(K_INFO, info)
-                .and_then(|i| s.infos.get(i))
-                .is_none()
-        {
-            return Err(err(
-                MPI_ERR_INFO,
-                format!("info handle {info:#x} is not valid"),
-            ));
-        }
-        Ok(())
+        s.check_info_or_null(info)
     });
     finish(comm, "MPI_Comm_set_info", r)
 }

@@ -429,6 +429,22 @@ impl State {
         }
     }
 
+    /// MPI_ERR_INFO unless `info` is MPI_INFO_NULL or a live info object (for info arguments
+    /// whose hints weft reads none of).
+    pub fn check_info_or_null(&self, info: Handle) -> R<()> {
+        if info != MPI_INFO_NULL
+            && handle_index(K_INFO, info)
+                .and_then(|i| self.infos.get(i))
+                .is_none()
+        {
+            return Err(err(
+                MPI_ERR_INFO,
+                format!("info handle {info:#x} is not valid"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The communicator behind `h`, or MPI_ERR_COMM.
     #[inline]
     pub fn comm(&self, h: Handle) -> R<&CommEntry> {
