@@ -171,18 +171,19 @@ fn timed_out(what: &str) -> Error {
     )
 }
 
-/// Reads all of `buf` from `s`, polling the engine while nothing comes; fails at EOF or
-/// after `deadline`.
-fn read_full(
-    mut s: &TcpStream,
-    buf: &mut [u8],
+/// Moves `len` bytes with `step` (a read or a write of the bytes from the offset on),
+/// polling the engine while the socket would block; fails when the peer closed the
+/// connection or after `deadline`.
+fn move_full(
+    len: usize,
+    mut step: impl FnMut(usize) -> std::io::Result<usize>,
     deadline: Option<Instant>,
     idle: &mut Idle<'_>,
     what: &str,
 ) -> Result<()> {
     let mut off = 0;
-    while off < buf.len() {
-        match s.read(&mut buf[off..]) {
+    while off < len {
+        match step(off) {
             Ok(0) => {
                 return Err(Error::new(
                     ErrorKind::Port,
@@ -202,7 +203,19 @@ fn read_full(
     Ok(())
 }
 
-/// Writes all of `buf` to `s`, polling the engine while the socket is full.
+/// Reads all of `buf` from `s` ([`move_full`]).
+fn read_full(
+    mut s: &TcpStream,
+    buf: &mut [u8],
+    deadline: Option<Instant>,
+    idle: &mut Idle<'_>,
+    what: &str,
+) -> Result<()> {
+    let len = buf.len();
+    move_full(len, |off| s.read(&mut buf[off..]), deadline, idle, what)
+}
+
+/// Writes all of `buf` to `s` ([`move_full`]).
 fn write_full(
     mut s: &TcpStream,
     buf: &[u8],
@@ -210,26 +223,7 @@ fn write_full(
     idle: &mut Idle<'_>,
     what: &str,
 ) -> Result<()> {
-    let mut off = 0;
-    while off < buf.len() {
-        match s.write(&buf[off..]) {
-            Ok(0) => {
-                return Err(Error::new(
-                    ErrorKind::Port,
-                    format!("{what}: the peer closed the connection"),
-                ))
-            }
-            Ok(n) => off += n,
-            Err(e) if would_block(&e) => {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Err(timed_out(what));
-                }
-                idle.pause();
-            }
-            Err(e) => return Err(Error::io(what, e)),
-        }
-    }
-    Ok(())
+    move_full(buf.len(), |off| s.write(&buf[off..]), deadline, idle, what)
 }
 
 /// Sends `mine` (a count, then the words) and returns the peer's words: at most
