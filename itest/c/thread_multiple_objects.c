@@ -18,6 +18,14 @@
  *
  * The window phases: thread 0 fences, puts to the next rank and fences again on a window
  * made beforehand, then (next phase) frees it, in the same order of threads and token.
+ * Then it makes a window of each flavor (MPI_Win_create, _allocate, _allocate_shared,
+ * _create_dynamic with memory attached), puts between fences and frees it. Then, on a
+ * window made over the program's memory: post/start/put/complete/wait in a ring (rank 0's
+ * MPI_Win_start waits for rank 1's post); and lock phases where every rank first holds the
+ * exclusive lock on itself, and thread 0 gives it back and then locks the next rank
+ * exclusively (put, every flush form, unlock), shared (get of the next rank's known bytes)
+ * or all ranks (MPI_Win_lock_all, put, flush_all, unlock_all): rank 0's lock waits until the
+ * next rank's thread 0, which starts after the token, gave its own back.
  *
  * The buffer phase: thread 0 attaches a buffer, sends three buffered messages to the next
  * rank (zero bytes, 7 bytes and an odd size far past the eager limit) and detaches, which
@@ -67,18 +75,176 @@ enum {
   K_INTER_GROUPS,
   K_FENCE,
   K_WIN_FREE,
+  K_WIN_CREATE,
+  K_WIN_ALLOCATE,
+  K_WIN_ALLOCATE_SHARED,
+  K_WIN_CREATE_DYNAMIC,
+  K_PSCW,
+  K_LOCK_EXCLUSIVE,
+  K_LOCK_SHARED,
+  K_LOCK_ALL,
   K_KINDS
 };
 static const char *kind_name[K_KINDS] = {
     "split", "split_type", "create", "create_group", "create_from_group", "cart_create",
     "cart_sub", "graph_create", "dist_graph_create_adjacent", "dist_graph_create", "dup",
-    "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free"};
+    "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free",
+    "win_create", "win_allocate", "win_allocate_shared", "win_create_dynamic", "win_pscw",
+    "win_lock_exclusive", "win_lock_shared", "win_lock_all"};
+
+/* The phases whose window rank r locks exclusively on itself before the threads start
+ * (thread 0 gives it back in the phase before it locks its neighbour). */
+static int holds_own_lock(int kind) {
+  return kind == K_LOCK_EXCLUSIVE || kind == K_LOCK_SHARED || kind == K_LOCK_ALL;
+}
 
 /* The window of the fence phase, made by the main thread before the threads start. */
 #define WIN_BYTES 64
 #define PUT_BYTES 13
 static MPI_Win fence_win;
 static unsigned char *fence_base;
+/* The window of the synchronisation phases (MPI_Win_create over the program's memory). */
+static MPI_Win sync_win;
+static unsigned char sync_base[WIN_BYTES];
+
+static unsigned char pattern(int origin, int kind, int i) {
+  return (unsigned char)(origin * 31 + kind * 7 + i + 1);
+}
+
+/* Puts PUT_BYTES of this rank's pattern for `kind` to `target`'s window at displacement 5
+ * (in an epoch the caller opened). */
+static void put_pattern(MPI_Win w, int target, int kind) {
+  static unsigned char out[PUT_BYTES];
+  for (int i = 0; i < PUT_BYTES; i++) out[i] = pattern(rank, kind, i);
+  OK(MPI_Put(out, PUT_BYTES, MPI_BYTE, target, 5, PUT_BYTES, MPI_BYTE, w));
+}
+
+/* Checks that `base` holds `origin`'s pattern for `kind` at 5, zeros elsewhere, and clears
+ * it. */
+static void check_pattern(unsigned char *base, int origin, int kind) {
+  for (int i = 0; i < WIN_BYTES; i++) {
+    unsigned char want = i >= 5 && i < 5 + PUT_BYTES ? pattern(origin, kind, i - 5) : 0;
+    CHECK(base[i] == want);
+  }
+  memset(base, 0, WIN_BYTES);
+}
+
+/* Makes a window of `kind` on `make_on` (its creation waits for every rank), puts to the
+ * next rank between fences, checks what the previous rank put, frees it. */
+static void window_of(int kind) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  MPI_Win w;
+  unsigned char *base = NULL;
+  unsigned char *mine = NULL;
+  switch (kind) {
+    case K_WIN_CREATE:
+      mine = calloc(WIN_BYTES, 1);
+      CHECK(mine != NULL);
+      OK(MPI_Win_create(mine, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &w));
+      base = mine;
+      break;
+    case K_WIN_ALLOCATE:
+      OK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, make_on, &base, &w));
+      memset(base, 0, WIN_BYTES);
+      break;
+    case K_WIN_ALLOCATE_SHARED: {
+      /* The tests run on one node: every member's memory is reachable by load/store. */
+      OK(MPI_Win_allocate_shared(WIN_BYTES, 1, MPI_INFO_NULL, make_on, &base, &w));
+      memset(base, 0, WIN_BYTES);
+      MPI_Aint bytes = -1;
+      int unit = -1;
+      unsigned char *theirs = NULL;
+      OK(MPI_Win_shared_query(w, next, &bytes, &unit, &theirs));
+      CHECK(bytes == WIN_BYTES && unit == 1 && theirs != NULL);
+      break;
+    }
+    case K_WIN_CREATE_DYNAMIC: {
+      mine = calloc(WIN_BYTES, 1);
+      CHECK(mine != NULL);
+      OK(MPI_Win_create_dynamic(MPI_INFO_NULL, make_on, &w));
+      OK(MPI_Win_attach(w, mine, WIN_BYTES));
+      base = mine;
+      break;
+    }
+  }
+  if (kind == K_WIN_CREATE_DYNAMIC) {
+    /* Displacements are addresses: each rank learns its next rank's. */
+    MPI_Aint at = 0, all[8];
+    CHECK(size <= 8);
+    OK(MPI_Get_address(mine, &at));
+    OK(MPI_Allgather(&at, 1, MPI_AINT, all, 1, MPI_AINT, make_on));
+    static unsigned char out[PUT_BYTES];
+    for (int i = 0; i < PUT_BYTES; i++) out[i] = pattern(rank, kind, i);
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Put(out, PUT_BYTES, MPI_BYTE, next, all[next] + 5, PUT_BYTES, MPI_BYTE, w));
+    OK(MPI_Win_fence(0, w));
+  } else {
+    OK(MPI_Win_fence(0, w));
+    put_pattern(w, next, kind);
+    OK(MPI_Win_fence(0, w));
+  }
+  check_pattern(base, prev, kind);
+  if (kind == K_WIN_CREATE_DYNAMIC) OK(MPI_Win_detach(w, mine));
+  OK(MPI_Win_free(&w));
+  CHECK(w == MPI_WIN_NULL);
+  free(mine);
+}
+
+/* The synchronisation phases on `sync_win`; each waits on a rank whose thread 0 starts
+ * after the token reached it. */
+static void synchronise(int kind) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  switch (kind) {
+    case K_PSCW: {
+      /* Post to the previous rank, start on the next (waits for its post), put to it,
+       * complete; wait for the previous rank's completion. */
+      MPI_Group world_group, gprev, gnext;
+      OK(MPI_Comm_group(make_on, &world_group));
+      OK(MPI_Group_incl(world_group, 1, &prev, &gprev));
+      OK(MPI_Group_incl(world_group, 1, &next, &gnext));
+      OK(MPI_Win_post(gprev, 0, sync_win));
+      OK(MPI_Win_start(gnext, 0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_complete(sync_win));
+      OK(MPI_Win_wait(sync_win));
+      check_pattern(sync_base, prev, kind);
+      OK(MPI_Group_free(&gprev));
+      OK(MPI_Group_free(&gnext));
+      OK(MPI_Group_free(&world_group));
+      break;
+    }
+    case K_LOCK_EXCLUSIVE:
+      /* Gives back the lock on itself, then locks the next rank (which waits until that
+       * rank's thread 0 gave back its own), puts and flushes in every form, unlocks. */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_flush(next, sync_win));
+      OK(MPI_Win_flush_local(next, sync_win));
+      OK(MPI_Win_flush_all(sync_win));
+      OK(MPI_Win_flush_local_all(sync_win));
+      OK(MPI_Win_unlock(next, sync_win));
+      break;
+    case K_LOCK_SHARED: {
+      /* As above with a shared lock and a get of what the rank itself wrote there. */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, sync_win));
+      unsigned char in[WIN_BYTES];
+      OK(MPI_Get(in, WIN_BYTES, MPI_BYTE, next, 0, WIN_BYTES, MPI_BYTE, sync_win));
+      OK(MPI_Win_unlock(next, sync_win));
+      for (int i = 0; i < WIN_BYTES; i++) CHECK(in[i] == (unsigned char)(next * 3 + i));
+      break;
+    }
+    case K_LOCK_ALL:
+      /* Shared locks on every rank (each waits until that rank gave back its own). */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock_all(0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_flush_all(sync_win));
+      OK(MPI_Win_unlock_all(sync_win));
+      break;
+  }
+}
 
 static void use(MPI_Comm c, int want_size, long want_sum);
 static long sum_to(int n);
@@ -281,6 +447,18 @@ static void create(int kind) {
       OK(MPI_Win_free(&fence_win));
       CHECK(fence_win == MPI_WIN_NULL);
       break;
+    case K_WIN_CREATE:
+    case K_WIN_ALLOCATE:
+    case K_WIN_ALLOCATE_SHARED:
+    case K_WIN_CREATE_DYNAMIC:
+      window_of(kind);
+      break;
+    case K_PSCW:
+    case K_LOCK_EXCLUSIVE:
+    case K_LOCK_SHARED:
+    case K_LOCK_ALL:
+      synchronise(kind);
+      break;
     case K_INTER_GROUPS: {
       if (size < 2) break;
       int ev[8], od[8], ne = 0, no = 0;
@@ -431,13 +609,36 @@ int main(int argc, char **argv) {
    * phases' window still made first; "verbose" names each phase as it passes. */
   const char *only = argc > 1 && strncmp(argv[1], "only=", 5) == 0 ? argv[1] + 5 : NULL;
   int verbose = argc > 1 && strcmp(argv[1], "verbose") == 0;
+  OK(MPI_Win_create(sync_base, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &sync_win));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
   for (phase_kind = 0; phase_kind < K_KINDS; phase_kind++) {
     if (only && strcmp(only, kind_name[phase_kind]) != 0) continue;
+    if (holds_own_lock(phase_kind)) {
+      /* Each rank holds its own lock, and its memory is a known pattern, before the
+       * threads start: the next rank's thread 0 locks it only after this rank's gives it
+       * back. */
+      OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, sync_win));
+      for (int i = 0; i < WIN_BYTES; i++)
+        sync_base[i] = phase_kind == K_LOCK_SHARED ? (unsigned char)(rank * 3 + i) : 0;
+      OK(MPI_Win_sync(sync_win));
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
     run_pair(creator, relay);
+    if (holds_own_lock(phase_kind) && phase_kind != K_LOCK_SHARED) {
+      /* What the previous rank put here, after everyone unlocked (run_pair's barrier). */
+      OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, sync_win));
+      check_pattern(sync_base, (rank + size - 1) % size, phase_kind);
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    } else if (phase_kind == K_LOCK_SHARED) {
+      memset(sync_base, 0, WIN_BYTES);
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
     if (rank == 0 && verbose) printf("%s: ok\n", kind_name[phase_kind]);
   }
   if (!only || strcmp(only, "buffer_detach") == 0) run_pair(bsender, breceiver);
   if (only && strcmp(only, kind_name[K_WIN_FREE]) != 0) OK(MPI_Win_free(&fence_win));
+  OK(MPI_Win_free(&sync_win));
   OK(MPI_Comm_free(&make_on));
   OK(MPI_Comm_free(&relay_on));
   OK(MPI_Finalize());

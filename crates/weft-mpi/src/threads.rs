@@ -27,15 +27,19 @@
 //! merging) gathers what it needs by nonblocking collectives and takes its context ids from
 //! nonblocking agreements (`weft::Comm::idup`, `icreate_group`, `iagree_intercomm`), whose
 //! ids no concurrent creation of another thread can take; MPI_Buffer_detach and the buffer
-//! flushes poll the buffered sends; MPI_Win_fence and MPI_Win_free arrive at their barrier
-//! and poll it.
+//! flushes poll the buffered sends; window creation (every flavor) runs its nonblocking
+//! collectives through [`window_wait`]; MPI_Win_fence and MPI_Win_free arrive at their
+//! barrier and poll it; MPI_Win_start polls for its targets' posts, MPI_Win_wait polls
+//! MPI_Win_test, MPI_Win_lock and MPI_Win_lock_all poll their lock words. The completion of
+//! this process's operations at other nodes' targets (the flushes, MPI_Win_unlock(_all),
+//! MPI_Win_complete, and a fence's or a free's own operations) waits for those targets'
+//! one-sided services only, never for an MPI call, and runs with the lock given back
+//! ([`released`]).
 //!
-//! What still holds the lock while it waits (listed in the crate's README): window
-//! creation, the window synchronisation other than MPI_Win_fence (and the completion of a
-//! fence's or a free's own operations across nodes), file operations, and the nonblocking
-//! calls that complete inside their start (the intercommunicator
-//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank that
-//! wait on each other through those can deadlock.
+//! What still holds the lock while it waits (listed in the crate's README): file
+//! operations, and the nonblocking calls that complete inside their start (the
+//! intercommunicator MPI_Ireduce_scatter(_block), user operations on derived types).
+//! Threads of one rank that wait on each other through those can deadlock.
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;
@@ -187,6 +191,27 @@ pub(crate) fn wait_released<E>(mut once: impl FnMut() -> Result<bool, E>) -> Res
         lock();
     }
     r
+}
+
+/// Runs `f` (which touches nothing of the state: a window's [`weft::rma::win::Completion`]
+/// waiting for other nodes' one-sided services) with this thread's hold of the lock given
+/// back under MPI_THREAD_MULTIPLE, as [`wait_released`] does for a whole wait; below it, or
+/// from a user callback inside MPI, just runs it.
+pub(crate) fn released<T>(f: impl FnOnce() -> T) -> T {
+    let held = multiple() && DEPTH.with(Cell::get) == 1;
+    if held {
+        unlock();
+    }
+    let r = f();
+    if held {
+        lock();
+    }
+    r
+}
+
+/// A window creation's wait ([`weft::rma::win::Wait`]): [`wait_released`].
+pub(crate) fn window_wait(poll: &mut dyn FnMut() -> weft::Result<bool>) -> weft::Result<()> {
+    wait_released(poll)
 }
 
 /// Waits for a weft nonblocking collective `q` as [`wait_released`] does (the blocking
