@@ -27,6 +27,13 @@
  * or all ranks (MPI_Win_lock_all, put, flush_all, unlock_all): rank 0's lock waits until the
  * next rank's thread 0, which starts after the token, gave its own back.
  *
+ * The file phases: thread 0 opens a file (MPI_File_open), writes its block and reads the
+ * next rank's with MPI_File_write_at_all/read_at_all, and closes it; writes and reads a file
+ * the main thread opened with MPI_File_write_all/read_all at the individual pointer (a read
+ * cut short by the end of the file moves the pointer by what it read), and on that file
+ * MPI_File_set_view, _set_size, _preallocate, _sync, _set_atomicity, _seek_shared,
+ * _write_ordered (each checked), then closes it.
+ *
  * The buffer phase: thread 0 attaches a buffer, sends three buffered messages to the next
  * rank (zero bytes, 7 bytes and an odd size far past the eager limit) and detaches, which
  * waits until the large one has been received; the next rank's thread 1 receives them only
@@ -83,6 +90,16 @@ enum {
   K_LOCK_EXCLUSIVE,
   K_LOCK_SHARED,
   K_LOCK_ALL,
+  K_FILE_OPEN,
+  K_FILE_ALL,
+  K_FILE_SET_VIEW,
+  K_FILE_SET_SIZE,
+  K_FILE_PREALLOCATE,
+  K_FILE_SYNC,
+  K_FILE_ATOMICITY,
+  K_FILE_SEEK_SHARED,
+  K_FILE_ORDERED,
+  K_FILE_CLOSE,
   K_KINDS
 };
 static const char *kind_name[K_KINDS] = {
@@ -90,7 +107,9 @@ static const char *kind_name[K_KINDS] = {
     "cart_sub", "graph_create", "dist_graph_create_adjacent", "dist_graph_create", "dup",
     "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free",
     "win_create", "win_allocate", "win_allocate_shared", "win_create_dynamic", "win_pscw",
-    "win_lock_exclusive", "win_lock_shared", "win_lock_all"};
+    "win_lock_exclusive", "win_lock_shared", "win_lock_all", "file_open", "file_all",
+    "file_set_view", "file_set_size", "file_preallocate", "file_sync", "file_atomicity",
+    "file_seek_shared", "file_ordered", "file_close"};
 
 /* The phases whose window rank r locks exclusively on itself before the threads start
  * (thread 0 gives it back in the phase before it locks its neighbour). */
@@ -188,6 +207,139 @@ static void window_of(int kind) {
   OK(MPI_Win_free(&w));
   CHECK(w == MPI_WIN_NULL);
   free(mine);
+}
+
+/* The files of the file phases: $TMPDIR (else /tmp), named by rank 0's process id. One is
+ * opened by the main thread before the threads start (file_all, file_close). */
+static char file_name[600];
+static MPI_File main_file = MPI_FILE_NULL;
+#define FILE_BYTES 11 /* each rank's block: odd */
+
+static unsigned char file_byte(int r, int kind, int i) {
+  return (unsigned char)(r * 13 + kind * 5 + i + 2);
+}
+
+/* Writes this rank's block of `kind` collectively at its offset, reads the next rank's back
+ * collectively (after a barrier) and checks it. */
+static void write_read_all(MPI_File f, int kind, int at_pointer) {
+  int next = (rank + 1) % size;
+  unsigned char out[FILE_BYTES], in[FILE_BYTES + 1];
+  MPI_Status st;
+  int got = -1;
+  for (int i = 0; i < FILE_BYTES; i++) out[i] = file_byte(rank, kind, i);
+  if (at_pointer) {
+    OK(MPI_File_seek(f, (MPI_Offset)rank * FILE_BYTES, MPI_SEEK_SET));
+    OK(MPI_File_write_all(f, out, FILE_BYTES, MPI_BYTE, &st));
+  } else {
+    OK(MPI_File_write_at_all(f, (MPI_Offset)rank * FILE_BYTES, out, FILE_BYTES, MPI_BYTE, &st));
+  }
+  OK(MPI_Get_count(&st, MPI_BYTE, &got));
+  CHECK(got == FILE_BYTES);
+  OK(MPI_Barrier(make_on));
+  memset(in, 0, sizeof in);
+  if (at_pointer) {
+    /* One byte past the next rank's block: the last rank's read is cut short by the end of
+     * the file, and the pointer moves by what was read. */
+    OK(MPI_File_seek(f, (MPI_Offset)next * FILE_BYTES, MPI_SEEK_SET));
+    OK(MPI_File_read_all(f, in, FILE_BYTES + 1, MPI_BYTE, &st));
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK(got == (next == size - 1 ? FILE_BYTES : FILE_BYTES + 1));
+    MPI_Offset pos = -1;
+    OK(MPI_File_get_position(f, &pos));
+    CHECK(pos == (MPI_Offset)next * FILE_BYTES + got);
+  } else {
+    OK(MPI_File_read_at_all(f, (MPI_Offset)next * FILE_BYTES, in, FILE_BYTES, MPI_BYTE, &st));
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK(got == FILE_BYTES);
+  }
+  for (int i = 0; i < FILE_BYTES; i++) CHECK(in[i] == file_byte(next, kind, i));
+}
+
+/* The file phases: thread 0 opens a file (rank 0's open waits for every rank), writes and
+ * reads it collectively and closes it; or, on the main thread's file, writes and reads at
+ * the individual pointer, sets the view, the size, preallocates, syncs, sets atomic mode,
+ * moves the shared pointer, writes in rank order, or closes it: each a collective whose
+ * rank 0 waits for every rank. */
+static void file_phase(int kind) {
+  switch (kind) {
+    case K_FILE_OPEN: {
+      char name[640];
+      MPI_File f;
+      snprintf(name, sizeof name, "%s-open", file_name);
+      OK(MPI_File_open(make_on, name, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                       MPI_INFO_NULL, &f));
+      write_read_all(f, kind, 0);
+      OK(MPI_File_close(&f));
+      CHECK(f == MPI_FILE_NULL);
+      break;
+    }
+    case K_FILE_ALL:
+      write_read_all(main_file, kind, 1);
+      break;
+    case K_FILE_SET_VIEW: {
+      /* The view again, which puts the pointers back at 0. */
+      MPI_Offset pos = -1;
+      OK(MPI_File_set_view(main_file, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+      OK(MPI_File_get_position(main_file, &pos));
+      CHECK(pos == 0);
+      break;
+    }
+    case K_FILE_SET_SIZE: {
+      MPI_Offset bytes = -1;
+      OK(MPI_File_set_size(main_file, (MPI_Offset)size * FILE_BYTES + 3));
+      OK(MPI_File_get_size(main_file, &bytes));
+      CHECK(bytes == (MPI_Offset)size * FILE_BYTES + 3);
+      break;
+    }
+    case K_FILE_PREALLOCATE: {
+      MPI_Offset bytes = -1;
+      OK(MPI_File_preallocate(main_file, 1001));
+      OK(MPI_File_get_size(main_file, &bytes));
+      CHECK(bytes == 1001);
+      break;
+    }
+    case K_FILE_SYNC:
+      OK(MPI_File_sync(main_file));
+      break;
+    case K_FILE_ATOMICITY: {
+      int flag = -1;
+      OK(MPI_File_set_atomicity(main_file, 1));
+      OK(MPI_File_get_atomicity(main_file, &flag));
+      CHECK(flag == 1);
+      break;
+    }
+    case K_FILE_SEEK_SHARED: {
+      MPI_Offset pos = -1;
+      OK(MPI_File_seek_shared(main_file, 5, MPI_SEEK_SET));
+      OK(MPI_File_get_position_shared(main_file, &pos));
+      CHECK(pos == 5);
+      break;
+    }
+    case K_FILE_ORDERED: {
+      /* Rank r writes r + 1 bytes in rank order from the shared pointer (5), then reads
+       * its part back. */
+      unsigned char out[16], in[16];
+      MPI_Status st;
+      int got = -1;
+      CHECK(size < 16);
+      for (int i = 0; i <= rank; i++) out[i] = file_byte(rank, kind, i);
+      OK(MPI_File_write_ordered(main_file, out, rank + 1, MPI_BYTE, &st));
+      OK(MPI_Get_count(&st, MPI_BYTE, &got));
+      CHECK(got == rank + 1);
+      MPI_Offset pos = -1;
+      OK(MPI_File_get_position_shared(main_file, &pos));
+      CHECK(pos == 5 + (MPI_Offset)size * (size + 1) / 2);
+      memset(in, 0, sizeof in);
+      OK(MPI_File_read_at(main_file, 5 + (MPI_Offset)rank * (rank + 1) / 2, in, rank + 1,
+                          MPI_BYTE, &st));
+      for (int i = 0; i <= rank; i++) CHECK(in[i] == out[i]);
+      break;
+    }
+    case K_FILE_CLOSE:
+      OK(MPI_File_close(&main_file));
+      CHECK(main_file == MPI_FILE_NULL);
+      break;
+  }
 }
 
 /* The synchronisation phases on `sync_win`; each waits on a rank whose thread 0 starts
@@ -459,6 +611,18 @@ static void create(int kind) {
     case K_LOCK_ALL:
       synchronise(kind);
       break;
+    case K_FILE_OPEN:
+    case K_FILE_ALL:
+    case K_FILE_SET_VIEW:
+    case K_FILE_SET_SIZE:
+    case K_FILE_PREALLOCATE:
+    case K_FILE_SYNC:
+    case K_FILE_ATOMICITY:
+    case K_FILE_SEEK_SHARED:
+    case K_FILE_ORDERED:
+    case K_FILE_CLOSE:
+      file_phase(kind);
+      break;
     case K_INTER_GROUPS: {
       if (size < 2) break;
       int ev[8], od[8], ne = 0, no = 0;
@@ -610,6 +774,15 @@ int main(int argc, char **argv) {
   const char *only = argc > 1 && strncmp(argv[1], "only=", 5) == 0 ? argv[1] + 5 : NULL;
   int verbose = argc > 1 && strcmp(argv[1], "verbose") == 0;
   OK(MPI_Win_create(sync_base, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &sync_win));
+  {
+    const char *t = getenv("TMPDIR");
+    long jobid = rank == 0 ? (long)getpid() : 0;
+    OK(MPI_Bcast(&jobid, 1, MPI_LONG, 0, MPI_COMM_WORLD));
+    snprintf(file_name, sizeof file_name, "%s/weft-thread-multiple-%ld", t && *t ? t : "/tmp",
+             jobid);
+    OK(MPI_File_open(make_on, file_name, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                     MPI_INFO_NULL, &main_file));
+  }
   OK(MPI_Barrier(MPI_COMM_WORLD));
   for (phase_kind = 0; phase_kind < K_KINDS; phase_kind++) {
     if (only && strcmp(only, kind_name[phase_kind]) != 0) continue;
@@ -639,6 +812,7 @@ int main(int argc, char **argv) {
   if (!only || strcmp(only, "buffer_detach") == 0) run_pair(bsender, breceiver);
   if (only && strcmp(only, kind_name[K_WIN_FREE]) != 0) OK(MPI_Win_free(&fence_win));
   OK(MPI_Win_free(&sync_win));
+  if (main_file != MPI_FILE_NULL) OK(MPI_File_close(&main_file));
   OK(MPI_Comm_free(&make_on));
   OK(MPI_Comm_free(&relay_on));
   OK(MPI_Finalize());

@@ -28,18 +28,20 @@
 //! nonblocking agreements (`weft::Comm::idup`, `icreate_group`, `iagree_intercomm`), whose
 //! ids no concurrent creation of another thread can take; MPI_Buffer_detach and the buffer
 //! flushes poll the buffered sends; window creation (every flavor) runs its nonblocking
-//! collectives through [`window_wait`]; MPI_Win_fence and MPI_Win_free arrive at their
+//! collectives through [`steps_wait`]; MPI_Win_fence and MPI_Win_free arrive at their
 //! barrier and poll it; MPI_Win_start polls for its targets' posts, MPI_Win_wait polls
 //! MPI_Win_test, MPI_Win_lock and MPI_Win_lock_all poll their lock words. The completion of
 //! this process's operations at other nodes' targets (the flushes, MPI_Win_unlock(_all),
 //! MPI_Win_complete, and a fence's or a free's own operations) waits for those targets'
 //! one-sided services only, never for an MPI call, and runs with the lock given back
-//! ([`released`]).
+//! ([`released`]). File open, close and the collective file calls run their exchanges
+//! through [`steps_wait`] too, and the blocking collective accesses poll their nonblocking
+//! twin.
 //!
-//! What still holds the lock while it waits (listed in the crate's README): file
-//! operations, and the nonblocking calls that complete inside their start (the
-//! intercommunicator MPI_Ireduce_scatter(_block), user operations on derived types).
-//! Threads of one rank that wait on each other through those can deadlock.
+//! What still holds the lock while it waits (listed in the crate's README): the
+//! nonblocking calls that complete inside their start (the intercommunicator
+//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank
+//! that wait on each other through those can deadlock.
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;
@@ -209,8 +211,8 @@ pub(crate) fn released<T>(f: impl FnOnce() -> T) -> T {
     r
 }
 
-/// A window creation's wait ([`weft::rma::win::Wait`]): [`wait_released`].
-pub(crate) fn window_wait(poll: &mut dyn FnMut() -> weft::Result<bool>) -> weft::Result<()> {
+/// The wait of a window creation, a file's open or close ([`weft::wait::Wait`]): [`wait_released`].
+pub(crate) fn steps_wait(poll: &mut dyn FnMut() -> weft::Result<bool>) -> weft::Result<()> {
     wait_released(poll)
 }
 

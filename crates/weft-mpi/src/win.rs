@@ -317,7 +317,7 @@ fn create(
             base as *mut u8,
             bytes,
             unit,
-            &mut crate::threads::window_wait,
+            &mut crate::threads::steps_wait,
         )?
     };
     let h = add_window(state("MPI_Win_create")?, w, hints);
@@ -326,7 +326,7 @@ fn create(
 
 /// What a window creation on `comm` needs: the runtime, the one-sided endpoint and the
 /// communicator. The creation waits for the other members by
-/// [`crate::threads::window_wait`], which under MPI_THREAD_MULTIPLE lets other threads in:
+/// [`crate::threads::steps_wait`], which under MPI_THREAD_MULTIPLE lets other threads in:
 /// the communicator is this call's own clone, and the runtime and the endpoint are only read
 /// (their changes are behind their own locks and cells) and never move from init to
 /// finalize, which no thread calls while another is inside MPI.
@@ -358,7 +358,7 @@ fn allocate(
     }
     let hints = info_of(info)?;
     let (weft, ep, c) = creation("MPI_Win_allocate", comm)?;
-    let wait = &mut crate::threads::window_wait;
+    let wait = &mut crate::threads::steps_wait;
     let w = if shared {
         let noncontig = hint(&hints, "alloc_shared_noncontig");
         Window::allocate_shared(weft, ep, &c, bytes, unit, noncontig, wait)?
@@ -475,7 +475,7 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
             return Err(err(MPI_ERR_ARG, "win is NULL"));
         }
         let (weft, ep, c) = creation("MPI_Win_create_dynamic", comm)?;
-        let w = Window::create_dynamic(weft, ep, &c, &mut crate::threads::window_wait)?;
+        let w = Window::create_dynamic(weft, ep, &c, &mut crate::threads::steps_wait)?;
         let h = add_window(state("MPI_Win_create_dynamic")?, w, hints);
         put!(win, h)
     })();

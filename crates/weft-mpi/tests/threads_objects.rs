@@ -4,8 +4,10 @@
 //! distributed graph topologies, dup, intercommunicator creation from a peer communicator
 //! and from groups, merge, split and create on an intercommunicator), a window creation
 //! (create, allocate, allocate_shared, create_dynamic), a window synchronisation (fence,
-//! free, start/complete/wait, lock exclusive and shared, lock_all, with every flush form)
-//! or MPI_Buffer_detach lets the other threads of its process send and receive, and the
+//! free, start/complete/wait, lock exclusive and shared, lock_all, with every flush form),
+//! a file call (open, write_at_all/read_at_all, write_all/read_all, set_view, set_size,
+//! preallocate, sync, set_atomicity, seek_shared, write_ordered, close) or
+//! MPI_Buffer_detach lets the other threads of its process send and receive, and the
 //! call completes while another thread waits in MPI_Recv. The program's ranks depend on
 //! each other so that a call which keeps the other threads out while it waits deadlocks
 //! (the job's bounded wait then fails the test). Jobs of 1, 2, 3, 4 and 7 ranks; again at
@@ -22,7 +24,7 @@ fn prefix() -> &'static Path {
 }
 
 #[test]
-fn creations_window_sync_and_buffer_detach_let_other_threads_in() {
+fn creations_windows_files_and_buffer_detach_let_other_threads_in() {
     let prog = common::build_c(prefix(), "thread_multiple_objects");
     for n in [1, 2, 3, 4, 7] {
         let out = common::run_c_args(&prog, n, &[], &[("WEFT_MPI_THREAD_MULTIPLE", "1")]);

@@ -124,7 +124,9 @@ impl Window {
         if assert & MODE_NOPRECEDE == 0 || assert & MODE_NOSUCCEED == 0 {
             match &self.node_fence {
                 Some(f) => f.wait(self.weft_rank, &self.comm.engine)?,
-                None => self.comm.barrier()?,
+                // The nonblocking barrier [`Window::fence_start`] uses: members that wait
+                // either way (a thread level apart) meet.
+                None => self.comm.ibarrier()?.wait()?,
             }
         }
         self.epochs.borrow_mut().fence = assert & MODE_NOSUCCEED == 0;

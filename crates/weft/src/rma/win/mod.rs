@@ -50,6 +50,7 @@ pub use ops::{Origin, OriginMut, TargetSpec};
 
 use crate::comm::Comm;
 use crate::rma::net;
+use crate::wait::{coll_waited, dup_waited, min_waited, Wait};
 use crate::Weft;
 use control::{Control, CONTROL_STRIDE};
 use registry::{Exposed, Registry};
@@ -631,7 +632,9 @@ impl Window {
             .borrow()
             .check_closed(self.weft_rank, "MPI_Win_free")?;
         self.flush_all()?;
-        let r = self.comm.barrier();
+        // The nonblocking barrier of [`Window::free_start`]: members that free either way
+        // meet.
+        let r = self.comm.ibarrier().and_then(|q| q.wait());
         self.release();
         r?;
         self.comm.free()
@@ -785,54 +788,4 @@ fn node_window_region(
         ));
     }
     Ok(region)
-}
-
-/// How window creation waits for the other members: called with one poll, which drives
-/// progress and says whether what it waits for is done, until the poll says so or fails.
-/// The MPI layer's gives its thread lock back between polls under MPI_THREAD_MULTIPLE (so
-/// other threads of the process call MPI while this one waits); [`spin`] just polls. The
-/// creation's collectives are nonblocking ones at every thread level, so members that wait
-/// differently still meet.
-pub type Wait<'w> = &'w mut dyn FnMut(&mut dyn FnMut() -> Result<bool>) -> Result<()>;
-
-/// A [`Wait`] that polls until done (yielding the core after a few polls).
-pub fn spin(poll: &mut dyn FnMut() -> Result<bool>) -> Result<()> {
-    let mut polls = 0u32;
-    while !poll()? {
-        polls += 1;
-        if polls < 64 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-    Ok(())
-}
-
-/// The nonblocking collective `q` waited for by `wait`.
-fn coll_waited(wait: Wait<'_>, mut q: crate::coll::CollRequest<'_>) -> Result<()> {
-    wait(&mut || q.test())
-}
-
-/// Whether `ok` holds on every member of `wcomm` (a nonblocking minimum waited by `wait`).
-fn min_waited(wcomm: &Comm, ok: bool, wait: Wait<'_>) -> Result<bool> {
-    let send = [ok as u32];
-    let mut all = [0u32];
-    // SAFETY: the request is waited for (or dropped, which waits) before the buffers go.
-    coll_waited(wait, unsafe {
-        wcomm.iallreduce(&send, &mut all, &crate::coll::Op::Min)?
-    })?;
-    Ok(all[0] == 1)
-}
-
-/// The window's private duplicate of `comm`: a nonblocking duplication (whose agreement
-/// keeps concurrent creations of other threads apart) waited for by `wait`.
-fn dup_waited(comm: &Comm, wait: Wait<'_>) -> Result<Comm> {
-    let mut req = comm.idup()?;
-    let mut made = None;
-    wait(&mut || {
-        made = req.test()?;
-        Ok(made.is_some())
-    })?;
-    Ok(made.expect("the wait returned once the duplicate was made"))
 }
