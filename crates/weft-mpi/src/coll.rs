@@ -158,7 +158,7 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -234,7 +234,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -648,7 +648,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -714,7 +714,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -760,7 +760,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -824,7 +824,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -870,7 +870,7 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -921,7 +921,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -969,7 +969,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1128,7 +1128,7 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1231,7 +1231,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1325,7 +1325,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1408,7 +1408,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1521,7 +1521,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1607,7 +1607,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1727,7 +1727,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1806,7 +1806,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -1957,7 +1957,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -2073,7 +2073,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {

@@ -34,7 +34,7 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -247,7 +247,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -512,7 +512,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -654,7 +654,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -698,7 +698,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -766,7 +766,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -818,7 +818,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -869,7 +869,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -920,7 +920,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {

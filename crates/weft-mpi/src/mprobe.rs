@@ -114,7 +114,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::mprobe(source, tag, comm, message, status) };
     }
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {

@@ -208,7 +208,7 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -244,7 +244,7 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -278,7 +278,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -315,7 +315,7 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -352,7 +352,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -712,7 +712,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -775,7 +775,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -857,7 +857,7 @@ pub unsafe extern "C" fn MPI_Probe(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::probe(source, tag, comm, status) };
     }
@@ -1176,7 +1176,7 @@ fn state_comm_of(h: Handle) -> Handle {
 /// MPI_Wait (MPI-4.1 §3.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::wait(req, status) };
     }
@@ -1261,7 +1261,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitall(count, reqs, statuses) };
     }
@@ -1482,7 +1482,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitany(count, reqs, index, status) };
     }
@@ -1559,7 +1559,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitsome(incount, reqs, outcount, indices, statuses) };
     }
@@ -2039,7 +2039,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {
@@ -2075,7 +2075,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let mut req = MPI_REQUEST_NULL;
         // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
         return unsafe {

@@ -28,14 +28,14 @@
 //! nonblocking agreements (`weft::Comm::idup`, `icreate_group`, `iagree_intercomm`), whose
 //! ids no concurrent creation of another thread can take; MPI_Buffer_detach and the buffer
 //! flushes poll the buffered sends; window creation (every flavor) runs its nonblocking
-//! collectives through [`steps_wait`]; MPI_Win_fence and MPI_Win_free arrive at their
+//! collectives through `steps_wait`; MPI_Win_fence and MPI_Win_free arrive at their
 //! barrier and poll it; MPI_Win_start polls for its targets' posts, MPI_Win_wait polls
 //! MPI_Win_test, MPI_Win_lock and MPI_Win_lock_all poll their lock words. The completion of
 //! this process's operations at other nodes' targets (the flushes, MPI_Win_unlock(_all),
 //! MPI_Win_complete, and a fence's or a free's own operations) waits for those targets'
 //! one-sided services only, never for an MPI call, and runs with the lock given back
-//! ([`released`]). File open, close and the collective file calls run their exchanges
-//! through [`steps_wait`] too, and the blocking collective accesses poll their nonblocking
+//! (`released`). File open, close and the collective file calls run their exchanges
+//! through `steps_wait` too, and the blocking collective accesses poll their nonblocking
 //! twin.
 //!
 //! What still holds the lock while it waits (listed in the crate's README): the
@@ -52,6 +52,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// Whether MPI_THREAD_MULTIPLE was provided: every call then takes the lock. Set once by
 /// the init that provides it, never cleared (a call racing with MPI_Finalize still locks).
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the blocking calls that have a nonblocking twin (point-to-point, the wait and
+/// probe families, collectives, MPI_Comm_dup) and intercommunicator creation take the
+/// twin's path (start it, then poll): under MPI_THREAD_MULTIPLE, and on every rank of a job
+/// where any rank got MPI_THREAD_MULTIPLE from MPI_Init_thread (agreed there), so that the
+/// ranks' collective sequences match whatever level each asked for.
+static TWINS: AtomicBool = AtomicBool::new(false);
 
 /// The lock's holder: 0 when free, else the address of the holder's [`DEPTH`].
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -73,6 +80,19 @@ pub fn multiple() -> bool {
 /// Makes every later call take the lock (the init that provides MPI_THREAD_MULTIPLE).
 pub(crate) fn provide_multiple() {
     MULTIPLE.store(true, Ordering::SeqCst);
+    TWINS.store(true, Ordering::SeqCst);
+}
+
+/// Whether blocking calls take their nonblocking twin's path (see `TWINS`).
+#[inline(always)]
+pub fn twins() -> bool {
+    TWINS.load(Ordering::Relaxed)
+}
+
+/// Makes blocking calls take their twin's path below MPI_THREAD_MULTIPLE too (another rank
+/// of the job got MPI_THREAD_MULTIPLE: MPI_Init_thread agreed on it).
+pub(crate) fn take_twins() {
+    TWINS.store(true, Ordering::SeqCst);
 }
 
 /// An MPI call in progress: holds the lock under MPI_THREAD_MULTIPLE until dropped.

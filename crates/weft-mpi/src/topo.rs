@@ -1025,7 +1025,7 @@ macro_rules! neighbor_fns {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
-            if crate::threads::multiple() {
+            if crate::threads::twins() {
                 let mut req = MPI_REQUEST_NULL;
                 // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
                 return unsafe {
