@@ -208,17 +208,7 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Send's rules, the contract fast::send
@@ -244,17 +234,7 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
@@ -278,17 +258,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Rsend's rules, the contract fast::send
@@ -315,17 +285,7 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm); status);
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Recv's rules, the contract fast::recv
@@ -352,17 +312,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm); status);
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
@@ -712,19 +662,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isendrecv(
-                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, &mut req,
-                ),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
@@ -775,19 +713,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isendrecv_replace(
-                    buf, count, dt, dest, stag, source, rtag, comm, &mut req,
-                ),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     let r = (|| {
         // The outgoing items are packed first (a copy), then received in place.
@@ -2039,17 +1965,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Ssend's rules, the contract fast::send
@@ -2075,17 +1991,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::twins() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {

@@ -255,6 +255,27 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
     })
 }
 
+/// The first statement of a blocking call that has a nonblocking twin: on the twins' path
+/// ([`twins`]) the call returns its twin `path(args)` (written without the request
+/// argument, which this appends) waited for by [`twin`] with the status `status` (none
+/// given: MPI_STATUS_IGNORE); otherwise the call goes on. Used inside the exported
+/// functions, whose MPI contract the twin's arguments follow.
+macro_rules! blocking_by_twin {
+    ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
+        if $crate::threads::twins() {
+            let mut req = $crate::consts::MPI_REQUEST_NULL;
+            #[allow(unused_mut, unused_assignments)]
+            let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
+            $(status = $status;)?
+            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+            return unsafe {
+                $crate::threads::twin($($f)::+($($arg,)* &mut req), &mut req, status)
+            };
+        }
+    };
+}
+pub(crate) use blocking_by_twin;
+
 /// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
 /// the request `req`.
 ///
