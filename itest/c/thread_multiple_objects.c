@@ -18,6 +18,21 @@
  *
  * The window phases: thread 0 fences, puts to the next rank and fences again on a window
  * made beforehand, then (next phase) frees it, in the same order of threads and token.
+ * Then it makes a window of each flavor (MPI_Win_create, _allocate, _allocate_shared,
+ * _create_dynamic with memory attached), puts between fences and frees it. Then, on a
+ * window made over the program's memory: post/start/put/complete/wait in a ring (rank 0's
+ * MPI_Win_start waits for rank 1's post); and lock phases where every rank first holds the
+ * exclusive lock on itself, and thread 0 gives it back and then locks the next rank
+ * exclusively (put, every flush form, unlock), shared (get of the next rank's known bytes)
+ * or all ranks (MPI_Win_lock_all, put, flush_all, unlock_all): rank 0's lock waits until the
+ * next rank's thread 0, which starts after the token, gave its own back.
+ *
+ * The file phases: thread 0 opens a file (MPI_File_open), writes its block and reads the
+ * next rank's with MPI_File_write_at_all/read_at_all, and closes it; writes and reads a file
+ * the main thread opened with MPI_File_write_all/read_all at the individual pointer (a read
+ * cut short by the end of the file moves the pointer by what it read), and on that file
+ * MPI_File_set_view, _set_size, _preallocate, _sync, _set_atomicity, _seek_shared,
+ * _write_ordered (each checked), then closes it.
  *
  * The buffer phase: thread 0 attaches a buffer, sends three buffered messages to the next
  * rank (zero bytes, 7 bytes and an odd size far past the eager limit) and detaches, which
@@ -67,18 +82,321 @@ enum {
   K_INTER_GROUPS,
   K_FENCE,
   K_WIN_FREE,
+  K_WIN_CREATE,
+  K_WIN_ALLOCATE,
+  K_WIN_ALLOCATE_SHARED,
+  K_WIN_CREATE_DYNAMIC,
+  K_PSCW,
+  K_LOCK_EXCLUSIVE,
+  K_LOCK_SHARED,
+  K_LOCK_ALL,
+  K_FILE_OPEN,
+  K_FILE_ALL,
+  K_FILE_SET_VIEW,
+  K_FILE_SET_SIZE,
+  K_FILE_PREALLOCATE,
+  K_FILE_SYNC,
+  K_FILE_ATOMICITY,
+  K_FILE_SEEK_SHARED,
+  K_FILE_ORDERED,
+  K_FILE_CLOSE,
   K_KINDS
 };
 static const char *kind_name[K_KINDS] = {
     "split", "split_type", "create", "create_group", "create_from_group", "cart_create",
     "cart_sub", "graph_create", "dist_graph_create_adjacent", "dist_graph_create", "dup",
-    "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free"};
+    "intercomm_create", "intercomm_create_from_groups", "win_fence", "win_free",
+    "win_create", "win_allocate", "win_allocate_shared", "win_create_dynamic", "win_pscw",
+    "win_lock_exclusive", "win_lock_shared", "win_lock_all", "file_open", "file_all",
+    "file_set_view", "file_set_size", "file_preallocate", "file_sync", "file_atomicity",
+    "file_seek_shared", "file_ordered", "file_close"};
+
+/* The phases whose window rank r locks exclusively on itself before the threads start
+ * (thread 0 gives it back in the phase before it locks its neighbour). */
+static int holds_own_lock(int kind) {
+  return kind == K_LOCK_EXCLUSIVE || kind == K_LOCK_SHARED || kind == K_LOCK_ALL;
+}
 
 /* The window of the fence phase, made by the main thread before the threads start. */
 #define WIN_BYTES 64
 #define PUT_BYTES 13
 static MPI_Win fence_win;
 static unsigned char *fence_base;
+/* The window of the synchronisation phases (MPI_Win_create over the program's memory). */
+static MPI_Win sync_win;
+static unsigned char sync_base[WIN_BYTES];
+
+static unsigned char pattern(int origin, int kind, int i) {
+  return (unsigned char)(origin * 31 + kind * 7 + i + 1);
+}
+
+/* Puts PUT_BYTES of this rank's pattern for `kind` to `target`'s window at displacement 5
+ * (in an epoch the caller opened). */
+static void put_pattern(MPI_Win w, int target, int kind) {
+  static unsigned char out[PUT_BYTES];
+  for (int i = 0; i < PUT_BYTES; i++) out[i] = pattern(rank, kind, i);
+  OK(MPI_Put(out, PUT_BYTES, MPI_BYTE, target, 5, PUT_BYTES, MPI_BYTE, w));
+}
+
+/* Checks that `base` holds `origin`'s pattern for `kind` at 5, zeros elsewhere, and clears
+ * it. */
+static void check_pattern(unsigned char *base, int origin, int kind) {
+  for (int i = 0; i < WIN_BYTES; i++) {
+    unsigned char want = i >= 5 && i < 5 + PUT_BYTES ? pattern(origin, kind, i - 5) : 0;
+    CHECK(base[i] == want);
+  }
+  memset(base, 0, WIN_BYTES);
+}
+
+/* Makes a window of `kind` on `make_on` (its creation waits for every rank), puts to the
+ * next rank between fences, checks what the previous rank put, frees it. */
+static void window_of(int kind) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  MPI_Win w;
+  unsigned char *base = NULL;
+  unsigned char *mine = NULL;
+  switch (kind) {
+    case K_WIN_CREATE:
+      mine = calloc(WIN_BYTES, 1);
+      CHECK(mine != NULL);
+      OK(MPI_Win_create(mine, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &w));
+      base = mine;
+      break;
+    case K_WIN_ALLOCATE:
+      OK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, make_on, &base, &w));
+      memset(base, 0, WIN_BYTES);
+      break;
+    case K_WIN_ALLOCATE_SHARED: {
+      /* The tests run on one node: every member's memory is reachable by load/store. */
+      OK(MPI_Win_allocate_shared(WIN_BYTES, 1, MPI_INFO_NULL, make_on, &base, &w));
+      memset(base, 0, WIN_BYTES);
+      MPI_Aint bytes = -1;
+      int unit = -1;
+      unsigned char *theirs = NULL;
+      OK(MPI_Win_shared_query(w, next, &bytes, &unit, &theirs));
+      CHECK(bytes == WIN_BYTES && unit == 1 && theirs != NULL);
+      break;
+    }
+    case K_WIN_CREATE_DYNAMIC: {
+      mine = calloc(WIN_BYTES, 1);
+      CHECK(mine != NULL);
+      OK(MPI_Win_create_dynamic(MPI_INFO_NULL, make_on, &w));
+      OK(MPI_Win_attach(w, mine, WIN_BYTES));
+      base = mine;
+      break;
+    }
+  }
+  if (kind == K_WIN_CREATE_DYNAMIC) {
+    /* Displacements are addresses: each rank learns its next rank's. */
+    MPI_Aint at = 0, all[8];
+    CHECK(size <= 8);
+    OK(MPI_Get_address(mine, &at));
+    OK(MPI_Allgather(&at, 1, MPI_AINT, all, 1, MPI_AINT, make_on));
+    static unsigned char out[PUT_BYTES];
+    for (int i = 0; i < PUT_BYTES; i++) out[i] = pattern(rank, kind, i);
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Put(out, PUT_BYTES, MPI_BYTE, next, all[next] + 5, PUT_BYTES, MPI_BYTE, w));
+    OK(MPI_Win_fence(0, w));
+  } else {
+    OK(MPI_Win_fence(0, w));
+    put_pattern(w, next, kind);
+    OK(MPI_Win_fence(0, w));
+  }
+  check_pattern(base, prev, kind);
+  if (kind == K_WIN_CREATE_DYNAMIC) OK(MPI_Win_detach(w, mine));
+  OK(MPI_Win_free(&w));
+  CHECK(w == MPI_WIN_NULL);
+  free(mine);
+}
+
+/* The files of the file phases: $TMPDIR (else /tmp), named by rank 0's process id. One is
+ * opened by the main thread before the threads start (file_all, file_close). */
+static char file_name[600];
+static MPI_File main_file = MPI_FILE_NULL;
+#define FILE_BYTES 11 /* each rank's block: odd */
+
+static unsigned char file_byte(int r, int kind, int i) {
+  return (unsigned char)(r * 13 + kind * 5 + i + 2);
+}
+
+/* Writes this rank's block of `kind` collectively at its offset, reads the next rank's back
+ * collectively (after a barrier) and checks it. */
+static void write_read_all(MPI_File f, int kind, int at_pointer) {
+  int next = (rank + 1) % size;
+  unsigned char out[FILE_BYTES], in[FILE_BYTES + 1];
+  MPI_Status st;
+  int got = -1;
+  for (int i = 0; i < FILE_BYTES; i++) out[i] = file_byte(rank, kind, i);
+  if (at_pointer) {
+    OK(MPI_File_seek(f, (MPI_Offset)rank * FILE_BYTES, MPI_SEEK_SET));
+    OK(MPI_File_write_all(f, out, FILE_BYTES, MPI_BYTE, &st));
+  } else {
+    OK(MPI_File_write_at_all(f, (MPI_Offset)rank * FILE_BYTES, out, FILE_BYTES, MPI_BYTE, &st));
+  }
+  OK(MPI_Get_count(&st, MPI_BYTE, &got));
+  CHECK(got == FILE_BYTES);
+  OK(MPI_Barrier(make_on));
+  memset(in, 0, sizeof in);
+  if (at_pointer) {
+    /* One byte past the next rank's block: the last rank's read is cut short by the end of
+     * the file, and the pointer moves by what was read. */
+    OK(MPI_File_seek(f, (MPI_Offset)next * FILE_BYTES, MPI_SEEK_SET));
+    OK(MPI_File_read_all(f, in, FILE_BYTES + 1, MPI_BYTE, &st));
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK(got == (next == size - 1 ? FILE_BYTES : FILE_BYTES + 1));
+    MPI_Offset pos = -1;
+    OK(MPI_File_get_position(f, &pos));
+    CHECK(pos == (MPI_Offset)next * FILE_BYTES + got);
+  } else {
+    OK(MPI_File_read_at_all(f, (MPI_Offset)next * FILE_BYTES, in, FILE_BYTES, MPI_BYTE, &st));
+    OK(MPI_Get_count(&st, MPI_BYTE, &got));
+    CHECK(got == FILE_BYTES);
+  }
+  for (int i = 0; i < FILE_BYTES; i++) CHECK(in[i] == file_byte(next, kind, i));
+}
+
+/* The file phases: thread 0 opens a file (rank 0's open waits for every rank), writes and
+ * reads it collectively and closes it; or, on the main thread's file, writes and reads at
+ * the individual pointer, sets the view, the size, preallocates, syncs, sets atomic mode,
+ * moves the shared pointer, writes in rank order, or closes it: each a collective whose
+ * rank 0 waits for every rank. */
+static void file_phase(int kind) {
+  switch (kind) {
+    case K_FILE_OPEN: {
+      char name[640];
+      MPI_File f;
+      snprintf(name, sizeof name, "%s-open", file_name);
+      OK(MPI_File_open(make_on, name, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                       MPI_INFO_NULL, &f));
+      write_read_all(f, kind, 0);
+      OK(MPI_File_close(&f));
+      CHECK(f == MPI_FILE_NULL);
+      break;
+    }
+    case K_FILE_ALL:
+      write_read_all(main_file, kind, 1);
+      break;
+    case K_FILE_SET_VIEW: {
+      /* The view again, which puts the pointers back at 0. */
+      MPI_Offset pos = -1;
+      OK(MPI_File_set_view(main_file, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+      OK(MPI_File_get_position(main_file, &pos));
+      CHECK(pos == 0);
+      break;
+    }
+    case K_FILE_SET_SIZE: {
+      MPI_Offset bytes = -1;
+      OK(MPI_File_set_size(main_file, (MPI_Offset)size * FILE_BYTES + 3));
+      OK(MPI_File_get_size(main_file, &bytes));
+      CHECK(bytes == (MPI_Offset)size * FILE_BYTES + 3);
+      break;
+    }
+    case K_FILE_PREALLOCATE: {
+      MPI_Offset bytes = -1;
+      OK(MPI_File_preallocate(main_file, 1001));
+      OK(MPI_File_get_size(main_file, &bytes));
+      CHECK(bytes == 1001);
+      break;
+    }
+    case K_FILE_SYNC:
+      OK(MPI_File_sync(main_file));
+      break;
+    case K_FILE_ATOMICITY: {
+      int flag = -1;
+      OK(MPI_File_set_atomicity(main_file, 1));
+      OK(MPI_File_get_atomicity(main_file, &flag));
+      CHECK(flag == 1);
+      break;
+    }
+    case K_FILE_SEEK_SHARED: {
+      MPI_Offset pos = -1;
+      OK(MPI_File_seek_shared(main_file, 5, MPI_SEEK_SET));
+      OK(MPI_File_get_position_shared(main_file, &pos));
+      CHECK(pos == 5);
+      break;
+    }
+    case K_FILE_ORDERED: {
+      /* Rank r writes r + 1 bytes in rank order from the shared pointer (5), then reads
+       * its part back. */
+      unsigned char out[16], in[16];
+      MPI_Status st;
+      int got = -1;
+      CHECK(size < 16);
+      for (int i = 0; i <= rank; i++) out[i] = file_byte(rank, kind, i);
+      OK(MPI_File_write_ordered(main_file, out, rank + 1, MPI_BYTE, &st));
+      OK(MPI_Get_count(&st, MPI_BYTE, &got));
+      CHECK(got == rank + 1);
+      MPI_Offset pos = -1;
+      OK(MPI_File_get_position_shared(main_file, &pos));
+      CHECK(pos == 5 + (MPI_Offset)size * (size + 1) / 2);
+      memset(in, 0, sizeof in);
+      OK(MPI_File_read_at(main_file, 5 + (MPI_Offset)rank * (rank + 1) / 2, in, rank + 1,
+                          MPI_BYTE, &st));
+      for (int i = 0; i <= rank; i++) CHECK(in[i] == out[i]);
+      break;
+    }
+    case K_FILE_CLOSE:
+      OK(MPI_File_close(&main_file));
+      CHECK(main_file == MPI_FILE_NULL);
+      break;
+  }
+}
+
+/* The synchronisation phases on `sync_win`; each waits on a rank whose thread 0 starts
+ * after the token reached it. */
+static void synchronise(int kind) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  switch (kind) {
+    case K_PSCW: {
+      /* Post to the previous rank, start on the next (waits for its post), put to it,
+       * complete; wait for the previous rank's completion. */
+      MPI_Group world_group, gprev, gnext;
+      OK(MPI_Comm_group(make_on, &world_group));
+      OK(MPI_Group_incl(world_group, 1, &prev, &gprev));
+      OK(MPI_Group_incl(world_group, 1, &next, &gnext));
+      OK(MPI_Win_post(gprev, 0, sync_win));
+      OK(MPI_Win_start(gnext, 0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_complete(sync_win));
+      OK(MPI_Win_wait(sync_win));
+      check_pattern(sync_base, prev, kind);
+      OK(MPI_Group_free(&gprev));
+      OK(MPI_Group_free(&gnext));
+      OK(MPI_Group_free(&world_group));
+      break;
+    }
+    case K_LOCK_EXCLUSIVE:
+      /* Gives back the lock on itself, then locks the next rank (which waits until that
+       * rank's thread 0 gave back its own), puts and flushes in every form, unlocks. */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_flush(next, sync_win));
+      OK(MPI_Win_flush_local(next, sync_win));
+      OK(MPI_Win_flush_all(sync_win));
+      OK(MPI_Win_flush_local_all(sync_win));
+      OK(MPI_Win_unlock(next, sync_win));
+      break;
+    case K_LOCK_SHARED: {
+      /* As above with a shared lock and a get of what the rank itself wrote there. */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock(MPI_LOCK_SHARED, next, 0, sync_win));
+      unsigned char in[WIN_BYTES];
+      OK(MPI_Get(in, WIN_BYTES, MPI_BYTE, next, 0, WIN_BYTES, MPI_BYTE, sync_win));
+      OK(MPI_Win_unlock(next, sync_win));
+      for (int i = 0; i < WIN_BYTES; i++) CHECK(in[i] == (unsigned char)(next * 3 + i));
+      break;
+    }
+    case K_LOCK_ALL:
+      /* Shared locks on every rank (each waits until that rank gave back its own). */
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Win_lock_all(0, sync_win));
+      put_pattern(sync_win, next, kind);
+      OK(MPI_Win_flush_all(sync_win));
+      OK(MPI_Win_unlock_all(sync_win));
+      break;
+  }
+}
 
 static void use(MPI_Comm c, int want_size, long want_sum);
 static long sum_to(int n);
@@ -281,6 +599,30 @@ static void create(int kind) {
       OK(MPI_Win_free(&fence_win));
       CHECK(fence_win == MPI_WIN_NULL);
       break;
+    case K_WIN_CREATE:
+    case K_WIN_ALLOCATE:
+    case K_WIN_ALLOCATE_SHARED:
+    case K_WIN_CREATE_DYNAMIC:
+      window_of(kind);
+      break;
+    case K_PSCW:
+    case K_LOCK_EXCLUSIVE:
+    case K_LOCK_SHARED:
+    case K_LOCK_ALL:
+      synchronise(kind);
+      break;
+    case K_FILE_OPEN:
+    case K_FILE_ALL:
+    case K_FILE_SET_VIEW:
+    case K_FILE_SET_SIZE:
+    case K_FILE_PREALLOCATE:
+    case K_FILE_SYNC:
+    case K_FILE_ATOMICITY:
+    case K_FILE_SEEK_SHARED:
+    case K_FILE_ORDERED:
+    case K_FILE_CLOSE:
+      file_phase(kind);
+      break;
     case K_INTER_GROUPS: {
       if (size < 2) break;
       int ev[8], od[8], ne = 0, no = 0;
@@ -431,13 +773,46 @@ int main(int argc, char **argv) {
    * phases' window still made first; "verbose" names each phase as it passes. */
   const char *only = argc > 1 && strncmp(argv[1], "only=", 5) == 0 ? argv[1] + 5 : NULL;
   int verbose = argc > 1 && strcmp(argv[1], "verbose") == 0;
+  OK(MPI_Win_create(sync_base, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &sync_win));
+  {
+    const char *t = getenv("TMPDIR");
+    long jobid = rank == 0 ? (long)getpid() : 0;
+    OK(MPI_Bcast(&jobid, 1, MPI_LONG, 0, MPI_COMM_WORLD));
+    snprintf(file_name, sizeof file_name, "%s/weft-thread-multiple-%ld", t && *t ? t : "/tmp",
+             jobid);
+    OK(MPI_File_open(make_on, file_name, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                     MPI_INFO_NULL, &main_file));
+  }
+  OK(MPI_Barrier(MPI_COMM_WORLD));
   for (phase_kind = 0; phase_kind < K_KINDS; phase_kind++) {
     if (only && strcmp(only, kind_name[phase_kind]) != 0) continue;
+    if (holds_own_lock(phase_kind)) {
+      /* Each rank holds its own lock, and its memory is a known pattern, before the
+       * threads start: the next rank's thread 0 locks it only after this rank's gives it
+       * back. */
+      OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, sync_win));
+      for (int i = 0; i < WIN_BYTES; i++)
+        sync_base[i] = phase_kind == K_LOCK_SHARED ? (unsigned char)(rank * 3 + i) : 0;
+      OK(MPI_Win_sync(sync_win));
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
     run_pair(creator, relay);
+    if (holds_own_lock(phase_kind) && phase_kind != K_LOCK_SHARED) {
+      /* What the previous rank put here, after everyone unlocked (run_pair's barrier). */
+      OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, sync_win));
+      check_pattern(sync_base, (rank + size - 1) % size, phase_kind);
+      OK(MPI_Win_unlock(rank, sync_win));
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    } else if (phase_kind == K_LOCK_SHARED) {
+      memset(sync_base, 0, WIN_BYTES);
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
     if (rank == 0 && verbose) printf("%s: ok\n", kind_name[phase_kind]);
   }
   if (!only || strcmp(only, "buffer_detach") == 0) run_pair(bsender, breceiver);
   if (only && strcmp(only, kind_name[K_WIN_FREE]) != 0) OK(MPI_Win_free(&fence_win));
+  OK(MPI_Win_free(&sync_win));
+  if (main_file != MPI_FILE_NULL) OK(MPI_File_close(&main_file));
   OK(MPI_Comm_free(&make_on));
   OK(MPI_Comm_free(&relay_on));
   OK(MPI_Finalize());

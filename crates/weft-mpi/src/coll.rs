@@ -158,17 +158,7 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ibarrier(comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ibarrier(comm));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::fast::barrier(comm) {
         return rc;
@@ -199,17 +189,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ibcast(buf, count, dt, root, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ibcast(buf, count, dt, root, comm));
     let _entered = crate::threads::enter();
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
@@ -234,17 +214,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Ibcast_c(buf, count, dt, root, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Ibcast_c(buf, count, dt, root, comm));
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
@@ -648,17 +618,9 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ireduce(send, recv, count, dt, op, root, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce(
+        send, recv, count, dt, op, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, count as i64, Some(root))
     {
@@ -714,17 +676,9 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Ireduce_c(send, recv, count, dt, op, root, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Ireduce_c(
+        send, recv, count, dt, op, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
@@ -760,17 +714,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iallreduce(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallreduce(
+        send, recv, count, dt, op, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, count as i64, None) {
         return rc;
@@ -824,17 +770,9 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Iallreduce_c(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Iallreduce_c(
+        send, recv, count, dt, op, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(p) = crate::inter::parts(comm) {
         let r = inter_count(count, "count")
@@ -870,17 +808,7 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iscan(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscan(send, recv, count, dt, op, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, count as i64, None) {
         return rc;
@@ -921,17 +849,7 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iexscan(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iexscan(send, recv, count, dt, op, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, count as i64, None) {
         return rc;
@@ -969,17 +887,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce_scatter_block(
+        send, recv, count, dt, op, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(
         comm,
@@ -1128,19 +1038,9 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Igather(
-                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Igather(
+        send, scount, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Gather", send, recv, scount as i64, Some(root))
@@ -1231,19 +1131,9 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iscatter(
-                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscatter(
+        send, scount, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Scatter", send, recv, scount as i64, Some(root))
@@ -1325,17 +1215,9 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iallgather(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallgather(
+        send, scount, sdt, recv, rcount, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, scount as i64, None) {
         return rc;
@@ -1408,17 +1290,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ialltoall(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoall(
+        send, scount, sdt, recv, rcount, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, scount as i64, None) {
         return rc;
@@ -1521,19 +1395,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Igatherv(
-                    send, scount, sdt, recv, rcounts, displs, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Igatherv(
+        send, scount, sdt, recv, rcounts, displs, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Gatherv", send, recv, scount as i64, Some(root))
@@ -1607,19 +1471,9 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iscatterv(
-                    send, scounts, displs, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscatterv(
+        send, scounts, displs, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         crate::coll::aliased(comm, "MPI_Scatterv", send, recv, rcount as i64, Some(root))
@@ -1727,19 +1581,9 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Iallgatherv(
-                    send, scount, sdt, recv, rcounts, displs, rdt, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallgatherv(
+        send, scount, sdt, recv, rcounts, displs, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, scount as i64, None)
     {
@@ -1806,19 +1650,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ialltoallv(
-                    send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoallv(
+        send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
@@ -1957,17 +1791,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ireduce_scatter(send, recv, rcounts, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce_scatter(
+        send, recv, rcounts, dt, op, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
@@ -2073,19 +1899,9 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::icoll::MPI_Ialltoallw(
-                    send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoallw(
+        send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm
+    ));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm

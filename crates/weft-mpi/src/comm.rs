@@ -36,17 +36,7 @@ fn new_comm(s: &mut State, c: Option<weft::Comm>, out: *mut Handle) -> R<()> {
 /// MPI_Comm_dup (MPI-4.1 §7.4.2): the new communicator inherits the error handler.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::comm::MPI_Comm_idup(comm, newcomm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::comm::MPI_Comm_idup(comm, newcomm));
     let _entered = crate::threads::enter();
     let r = (|| {
         let s = state("MPI_Comm_dup")?;
@@ -77,7 +67,7 @@ pub(crate) fn split_of(
 ) -> R<Option<weft::Comm>> {
     let parent = state(what)?.comm(comm)?.comm.clone();
     if parent.is_inter() {
-        if crate::threads::multiple() {
+        if crate::threads::twins() {
             return crate::inter::split_released(what, comm, parent, color, key);
         }
         return Ok(parent.split(color, key)?);
@@ -356,7 +346,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
         let s = state("MPI_Comm_create")?;
         let g = s.group(group)?.to_vec();
         let parent = s.comm(comm)?.comm.clone();
-        if parent.is_inter() && !crate::threads::multiple() {
+        if parent.is_inter() && !crate::threads::twins() {
             let c = parent.create(&g)?;
             return new_comm(s, c, newcomm);
         }

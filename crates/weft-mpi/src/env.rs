@@ -157,6 +157,18 @@ fn init(func: &str, required: c_int) -> R<c_int> {
         ));
     }
     let provided = start(required)?;
+    // Every rank takes the blocking calls' nonblocking twins when any got
+    // MPI_THREAD_MULTIPLE (crate::threads::twins): the ranks' collective sequences then match
+    // whatever level each asked for. MPI_Init(_thread) is collective over the world.
+    let mine = [(provided == MPI_THREAD_MULTIPLE) as u32];
+    let mut any = [0u32];
+    state(func)?
+        .weft
+        .world()
+        .allreduce(&mine, &mut any, &weft::coll::Op::Max)?;
+    if any[0] != 0 {
+        crate::threads::take_twins();
+    }
     // The world model's level (MPI_Query_thread), also when a session started weft.
     state(func)?.thread_level = provided;
     INITIALIZED.store(true, Ordering::Release);

@@ -73,7 +73,8 @@ pub(crate) struct Split {
 
 /// A file's entry: the weft file and its C-side companions.
 pub struct FileEntry {
-    pub(crate) file: File,
+    /// Boxed: it stays in place when the table grows (see [`waiting_file`]).
+    pub(crate) file: Box<File>,
     /// The communicator it was opened on (for MPI_File_get_group).
     pub(crate) group: Vec<u32>,
     pub(crate) errhandler: Handle,
@@ -183,6 +184,18 @@ pub(crate) fn file_mut(s: &mut State, fh: Handle) -> R<&mut File> {
         // files; on this file only the matching end (checked there).
     }
     Ok(&mut e.file)
+}
+
+/// The weft file of handle `fh` for a collective call that waits for the other ranks by
+/// [`crate::threads::steps_wait`], which lets other threads in under MPI_THREAD_MULTIPLE:
+/// the file is boxed in its entry, so it stays where it is when the table changes
+/// meanwhile, and it goes only with MPI_File_close, which the program may not make while
+/// another call on the file is in progress (MPI-4.1 §11.6.2: the program orders the calls
+/// its threads make on one file handle). Call with no other reference into the state held.
+pub(crate) fn waiting_file(func: &str, fh: Handle) -> R<&'static mut File> {
+    let f: *mut File = &mut *entry_mut(state(func)?, fh)?.file;
+    // SAFETY: see above: the box outlives the call and no other reference to it is live.
+    Ok(unsafe { &mut *f })
 }
 
 /// The access mode bits as weft's mode (checked: MPI_ERR_AMODE).
@@ -301,7 +314,11 @@ pub unsafe extern "C" fn MPI_File_open(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
-        let s = state("MPI_File_open")?;
+        // The open waits for the other ranks by crate::threads::steps_wait, which under
+        // MPI_THREAD_MULTIPLE lets other threads in: the communicator is this call's own
+        // clone, and the runtime's configuration is only read and never moves from init to
+        // finalize (which no thread calls while another is inside MPI).
+        let s: &'static crate::state::State = state("MPI_File_open")?;
         if fh.is_null() {
             return Err(err(MPI_ERR_ARG, "fh is NULL"));
         }
@@ -316,11 +333,21 @@ pub unsafe extern "C" fn MPI_File_open(
         let path = file_path(filename)?;
         let mode = open_mode(amode)?;
         let hints = hints_of(info)?;
-        let f = File::open(&wc, &path, mode, &hints, &s.weft.config().values).map_err(file_err)?;
+        let values = &s.weft.config().values;
+        let f = File::open(
+            &wc,
+            &path,
+            mode,
+            &hints,
+            values,
+            &mut crate::threads::steps_wait,
+        )
+        .map_err(file_err)?;
         let group = wc.members().to_vec();
+        let s = state("MPI_File_open")?;
         let errhandler = s.files.null_errhandler;
         let i = s.files.table.insert(FileEntry {
-            file: f,
+            file: Box::new(f),
             group,
             errhandler,
             hints,
@@ -371,7 +398,12 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
         drop_type(e.filetype);
         // SAFETY: as above.
         unsafe { *fh = MPI_FILE_NULL };
-        e.file.close().map_err(file_err)
+        // The entry left the table above: the file is this call's alone while the barriers
+        // wait (crate::threads::steps_wait lets other threads in under
+        // MPI_THREAD_MULTIPLE).
+        let file = *e.file;
+        file.close(&mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     // The handle is gone: errors go to MPI_FILE_NULL's handler.
     finish_file(MPI_FILE_NULL, "MPI_File_close", r)
@@ -400,8 +432,9 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: Handle, size: i64) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
         let n = offset_arg(size, "size")?;
-        let s = state("MPI_File_set_size")?;
-        file_mut(s, fh)?.set_size(n).map_err(file_err)
+        waiting_file("MPI_File_set_size", fh)?
+            .set_size(n, &mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     finish_file(fh, "MPI_File_set_size", r)
 }
@@ -412,8 +445,9 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: Handle, size: i64) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
         let n = offset_arg(size, "size")?;
-        let s = state("MPI_File_preallocate")?;
-        file_mut(s, fh)?.preallocate(n).map_err(file_err)
+        waiting_file("MPI_File_preallocate", fh)?
+            .preallocate(n, &mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     finish_file(fh, "MPI_File_preallocate", r)
 }
@@ -558,11 +592,19 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let e = entry_mut(s, fh)?;
         e.file.apply_hints(&more);
         merge(&mut e.hints, &more);
-        if let Err(x) = e.file.set_view(disp, e_map, f_map, &rep_name) {
+        let set = waiting_file("MPI_File_set_view", fh)?.set_view(
+            disp,
+            e_map,
+            f_map,
+            &rep_name,
+            &mut crate::threads::steps_wait,
+        );
+        if let Err(x) = set {
             drop_type(ek);
             drop_type(fk);
             return Err(file_err(x));
         }
+        let e = entry_mut(state("MPI_File_set_view")?, fh)?;
         let (old_e, old_f) = (e.etype, e.filetype);
         e.etype = ek;
         e.filetype = fk;
@@ -649,8 +691,9 @@ pub unsafe extern "C" fn MPI_File_get_type_extent_c(
 pub unsafe extern "C" fn MPI_File_set_atomicity(fh: Handle, flag: c_int) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
-        let s = state("MPI_File_set_atomicity")?;
-        file_mut(s, fh)?.set_atomicity(flag != 0).map_err(file_err)
+        waiting_file("MPI_File_set_atomicity", fh)?
+            .set_atomicity(flag != 0, &mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     finish_file(fh, "MPI_File_set_atomicity", r)
 }
@@ -671,8 +714,9 @@ pub unsafe extern "C" fn MPI_File_get_atomicity(fh: Handle, flag: *mut c_int) ->
 pub unsafe extern "C" fn MPI_File_sync(fh: Handle) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
-        let s = state("MPI_File_sync")?;
-        file_mut(s, fh)?.sync().map_err(file_err)
+        waiting_file("MPI_File_sync", fh)?
+            .sync(&mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     finish_file(fh, "MPI_File_sync", r)
 }
@@ -740,8 +784,9 @@ pub unsafe extern "C" fn MPI_File_seek_shared(fh: Handle, offset: i64, whence: c
     let _entered = crate::threads::enter();
     let r = (|| {
         let w = whence_of(whence)?;
-        let s = state("MPI_File_seek_shared")?;
-        file_mut(s, fh)?.seek_shared(offset, w).map_err(file_err)
+        waiting_file("MPI_File_seek_shared", fh)?
+            .seek_shared(offset, w, &mut crate::threads::steps_wait)
+            .map_err(file_err)
     })();
     finish_file(fh, "MPI_File_seek_shared", r)
 }

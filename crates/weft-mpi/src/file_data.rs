@@ -347,10 +347,44 @@ fn access(
     }
     let mut st = Staged::new(s, rep, write, buf, count, dt)?;
     check_etypes(st.bytes, etype, func)?;
-    let s = state(func)?;
-    let f = &mut entry_mut(s, fh)?.file;
+    // Found by crate::file::waiting_file: the ordered accesses wait for the other ranks
+    // (crate::threads::steps_wait), and the collective ones under MPI_THREAD_MULTIPLE.
+    let f = crate::file::waiting_file(func, fh)?;
     let at = |o: i64| o as u64;
     match mode {
+        Mode::Block(status)
+            if collective && crate::threads::multiple() && matches!(ptr, Ptr::At(_) | Ptr::Own) =>
+        {
+            // Under MPI_THREAD_MULTIPLE a blocking collective access starts its nonblocking
+            // twin (the same exchanges) and polls it with the lock given back
+            // (crate::threads::wait_released): the request and the staged bytes are this
+            // call's own, and the file is found again by its handle afterwards.
+            // SAFETY: the request is finished (or dropped, which waits) before `st`, whose
+            // bytes it reads or writes, goes.
+            let mut req = unsafe {
+                match (ptr, write) {
+                    (Ptr::At(o), false) => f.iread_at_all(at(o), st.data_mut()),
+                    (Ptr::At(o), true) => f.iwrite_at_all(at(o), st.data()),
+                    (_, false) => f.iread_all(st.data_mut()),
+                    (_, true) => f.iwrite_all(st.data()),
+                }
+            }
+            .map_err(file_err)?;
+            let mut moved = None;
+            crate::threads::wait_released(|| -> R<bool> {
+                moved = req.test().map_err(file_err)?;
+                Ok(moved.is_some())
+            })?;
+            let moved = moved.expect("the wait returned once the access finished");
+            let asked = st.bytes as u64;
+            if matches!(ptr, Ptr::Own) && !write && moved < asked {
+                // As MPI_File_read_all: the pointer moves by what was read.
+                entry_mut(state(func)?, fh)?.file.unread(asked - moved);
+            }
+            let n = st.finish(moved)?;
+            status_of(status, n);
+            Ok(())
+        }
         Mode::Block(status) => {
             let moved = match (ptr, collective, write) {
                 (Ptr::At(o), false, false) => f.read_at(at(o), st.data_mut()),
@@ -363,8 +397,12 @@ fn access(
                 (Ptr::Own, true, true) => f.write_all(st.data()),
                 (Ptr::Shared, _, false) => f.read_shared(st.data_mut()),
                 (Ptr::Shared, _, true) => f.write_shared(st.data()),
-                (Ptr::Ordered, _, false) => f.read_ordered(st.data_mut()),
-                (Ptr::Ordered, _, true) => f.write_ordered(st.data()),
+                (Ptr::Ordered, _, false) => {
+                    f.read_ordered(st.data_mut(), &mut crate::threads::steps_wait)
+                }
+                (Ptr::Ordered, _, true) => {
+                    f.write_ordered(st.data(), &mut crate::threads::steps_wait)
+                }
             }
             .map_err(file_err)?;
             let n = st.finish(moved)?;
@@ -386,8 +424,12 @@ fn access(
                     (Ptr::Own, true, true) => f.iwrite_all(st.data()),
                     (Ptr::Shared, _, false) => f.iread_shared(st.data_mut()),
                     (Ptr::Shared, _, true) => f.iwrite_shared(st.data()),
-                    (Ptr::Ordered, _, false) => f.iread_ordered(st.data_mut()),
-                    (Ptr::Ordered, _, true) => f.iwrite_ordered(st.data()),
+                    (Ptr::Ordered, _, false) => {
+                        f.iread_ordered(st.data_mut(), &mut crate::threads::steps_wait)
+                    }
+                    (Ptr::Ordered, _, true) => {
+                        f.iwrite_ordered(st.data(), &mut crate::threads::steps_wait)
+                    }
                 }
             }
             .map_err(file_err)?;
@@ -395,7 +437,7 @@ fn access(
             match mode {
                 Mode::Start(out) => start_request(r, st, out),
                 _ => {
-                    entry_mut(s, fh)?.split = Some(Split {
+                    entry_mut(state(func)?, fh)?.split = Some(Split {
                         what: func,
                         buf: buf as usize,
                         req: r,

@@ -124,7 +124,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         both.sort_unstable();
         let what = "MPI_Intercomm_create_from_groups";
         let mine = crate::comm::group_of(what, None, &local, tag | 0x8000)?;
-        if crate::threads::multiple() {
+        if crate::threads::twins() {
             // Both groups are known here: they agree on the contexts without the leaders'
             // trade, waiting without the lock.
             let world = state(what)?.weft.world();

@@ -72,7 +72,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
     newintercomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's contract, forwarded.
         let r = unsafe {
             intercomm_create_released(
@@ -455,7 +455,7 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     newintracomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         let r = merge_released(intercomm, high != 0, newintracomm);
         return finish(intercomm, "MPI_Intercomm_merge", r);
     }

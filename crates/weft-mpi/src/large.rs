@@ -34,19 +34,9 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Iallgather_c(
-                    send, scount, sdt, recv, rcount, rdt, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Iallgather_c(
+        send, scount, sdt, recv, rcount, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
@@ -72,17 +62,9 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Ialltoall_c(send, scount, sdt, recv, rcount, rdt, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Ialltoall_c(
+        send, scount, sdt, recv, rcount, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
@@ -109,19 +91,9 @@ pub unsafe extern "C" fn MPI_Gather_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Igather_c(
-                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Igather_c(
+        send, scount, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
@@ -148,19 +120,9 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Iscatter_c(
-                    send, scount, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Iscatter_c(
+        send, scount, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
@@ -185,17 +147,7 @@ pub unsafe extern "C" fn MPI_Scan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Iscan_c(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Iscan_c(send, recv, count, dt, op, comm));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
@@ -216,17 +168,7 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Iexscan_c(send, recv, count, dt, op, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Iexscan_c(send, recv, count, dt, op, comm));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
@@ -247,19 +189,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Ireduce_scatter_block_c(
-                    send, recv, count, dt, op, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Ireduce_scatter_block_c(
+        send, recv, count, dt, op, comm
+    ));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
@@ -512,17 +444,7 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::large::MPI_Irsend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::large::MPI_Irsend_c(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
@@ -654,19 +576,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Isendrecv_c(
-                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, &mut req,
-                ),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Isendrecv_c(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
@@ -698,17 +608,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Isendrecv_replace_c(buf, count, dt, dest, stag, source, rtag, comm, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Isendrecv_replace_c(buf, count, dt, dest, stag, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
@@ -766,19 +666,9 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Igatherv_c(
-                    send, scount, sdt, recv, rcounts, displs, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Igatherv_c(
+        send, scount, sdt, recv, rcounts, displs, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Gatherv_c") {
         Ok(n) => n,
@@ -818,19 +708,9 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Iscatterv_c(
-                    send, scounts, displs, sdt, recv, rcount, rdt, root, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Iscatterv_c(
+        send, scounts, displs, sdt, recv, rcount, rdt, root, comm
+    ));
     let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Scatterv_c") {
         Ok(n) => n,
@@ -869,19 +749,9 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Iallgatherv_c(
-                    send, scount, sdt, recv, rcounts, displs, rdt, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Iallgatherv_c(
+        send, scount, sdt, recv, rcounts, displs, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Allgatherv_c") {
         Ok(n) => n,
@@ -920,19 +790,9 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                MPI_Ialltoallv_c(
-                    send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm, &mut req,
-                ),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(MPI_Ialltoallv_c(
+        send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
+    ));
     let _entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Alltoallv_c") {
         Ok(n) => n,

@@ -114,7 +114,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::mprobe(source, tag, comm, message, status) };
     }
@@ -213,17 +213,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::mprobe::MPI_Imrecv(buf, count, dt, message, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::mprobe::MPI_Imrecv(buf, count, dt, message); status);
     let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
@@ -241,17 +231,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::mprobe::MPI_Imrecv_c(buf, count, dt, message, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::mprobe::MPI_Imrecv_c(buf, count, dt, message); status);
     let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,

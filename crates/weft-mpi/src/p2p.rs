@@ -208,17 +208,7 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Send's rules, the contract fast::send
@@ -244,17 +234,7 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
@@ -278,17 +258,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Rsend's rules, the contract fast::send
@@ -315,17 +285,7 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm); status);
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Recv's rules, the contract fast::recv
@@ -352,17 +312,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm, &mut req),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm); status);
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
@@ -712,19 +662,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isendrecv(
-                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, &mut req,
-                ),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
@@ -775,19 +713,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Isendrecv_replace(
-                    buf, count, dt, dest, stag, source, rtag, comm, &mut req,
-                ),
-                &mut req,
-                status,
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm); status);
     let _entered = crate::threads::enter();
     let r = (|| {
         // The outgoing items are packed first (a copy), then received in place.
@@ -857,7 +783,7 @@ pub unsafe extern "C" fn MPI_Probe(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::probe(source, tag, comm, status) };
     }
@@ -1176,7 +1102,7 @@ fn state_comm_of(h: Handle) -> Handle {
 /// MPI_Wait (MPI-4.1 §3.7.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::wait(req, status) };
     }
@@ -1261,7 +1187,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     reqs: *mut Handle,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitall(count, reqs, statuses) };
     }
@@ -1482,7 +1408,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     index: *mut c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitany(count, reqs, index, status) };
     }
@@ -1559,7 +1485,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> c_int {
-    if crate::threads::multiple() {
+    if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
         return unsafe { crate::threads::waitsome(incount, reqs, outcount, indices, statuses) };
     }
@@ -2039,17 +1965,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Ssend's rules, the contract fast::send
@@ -2075,17 +1991,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    if crate::threads::multiple() {
-        let mut req = MPI_REQUEST_NULL;
-        // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-        return unsafe {
-            crate::threads::twin(
-                crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm, &mut req),
-                &mut req,
-                std::ptr::null_mut(),
-            )
-        };
-    }
+    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm));
     let _entered = crate::threads::enter();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {

@@ -27,15 +27,21 @@
 //! merging) gathers what it needs by nonblocking collectives and takes its context ids from
 //! nonblocking agreements (`weft::Comm::idup`, `icreate_group`, `iagree_intercomm`), whose
 //! ids no concurrent creation of another thread can take; MPI_Buffer_detach and the buffer
-//! flushes poll the buffered sends; MPI_Win_fence and MPI_Win_free arrive at their barrier
-//! and poll it.
+//! flushes poll the buffered sends; window creation (every flavor) runs its nonblocking
+//! collectives through `steps_wait`; MPI_Win_fence and MPI_Win_free arrive at their
+//! barrier and poll it; MPI_Win_start polls for its targets' posts, MPI_Win_wait polls
+//! MPI_Win_test, MPI_Win_lock and MPI_Win_lock_all poll their lock words. The completion of
+//! this process's operations at other nodes' targets (the flushes, MPI_Win_unlock(_all),
+//! MPI_Win_complete, and a fence's or a free's own operations) waits for those targets'
+//! one-sided services only, never for an MPI call, and runs with the lock given back
+//! (`released`). File open, close and the collective file calls run their exchanges
+//! through `steps_wait` too, and the blocking collective accesses poll their nonblocking
+//! twin.
 //!
-//! What still holds the lock while it waits (listed in the crate's README): window
-//! creation, the window synchronisation other than MPI_Win_fence (and the completion of a
-//! fence's or a free's own operations across nodes), file operations, and the nonblocking
-//! calls that complete inside their start (the intercommunicator
-//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank that
-//! wait on each other through those can deadlock.
+//! What still holds the lock while it waits (listed in the crate's README): the
+//! nonblocking calls that complete inside their start (the intercommunicator
+//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank
+//! that wait on each other through those can deadlock.
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;
@@ -46,6 +52,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// Whether MPI_THREAD_MULTIPLE was provided: every call then takes the lock. Set once by
 /// the init that provides it, never cleared (a call racing with MPI_Finalize still locks).
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether the blocking calls that have a nonblocking twin (point-to-point, the wait and
+/// probe families, collectives, MPI_Comm_dup) and intercommunicator creation take the
+/// twin's path (start it, then poll): under MPI_THREAD_MULTIPLE, and on every rank of a job
+/// where any rank got MPI_THREAD_MULTIPLE from MPI_Init_thread (agreed there), so that the
+/// ranks' collective sequences match whatever level each asked for.
+static TWINS: AtomicBool = AtomicBool::new(false);
 
 /// The lock's holder: 0 when free, else the address of the holder's [`DEPTH`].
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -67,6 +80,19 @@ pub fn multiple() -> bool {
 /// Makes every later call take the lock (the init that provides MPI_THREAD_MULTIPLE).
 pub(crate) fn provide_multiple() {
     MULTIPLE.store(true, Ordering::SeqCst);
+    TWINS.store(true, Ordering::SeqCst);
+}
+
+/// Whether blocking calls take their nonblocking twin's path (see `TWINS`).
+#[inline(always)]
+pub fn twins() -> bool {
+    TWINS.load(Ordering::Relaxed)
+}
+
+/// Makes blocking calls take their twin's path below MPI_THREAD_MULTIPLE too (another rank
+/// of the job got MPI_THREAD_MULTIPLE: MPI_Init_thread agreed on it).
+pub(crate) fn take_twins() {
+    TWINS.store(true, Ordering::SeqCst);
 }
 
 /// An MPI call in progress: holds the lock under MPI_THREAD_MULTIPLE until dropped.
@@ -189,6 +215,27 @@ pub(crate) fn wait_released<E>(mut once: impl FnMut() -> Result<bool, E>) -> Res
     r
 }
 
+/// Runs `f` (which touches nothing of the state: a window's [`weft::rma::win::Completion`]
+/// waiting for other nodes' one-sided services) with this thread's hold of the lock given
+/// back under MPI_THREAD_MULTIPLE, as [`wait_released`] does for a whole wait; below it, or
+/// from a user callback inside MPI, just runs it.
+pub(crate) fn released<T>(f: impl FnOnce() -> T) -> T {
+    let held = multiple() && DEPTH.with(Cell::get) == 1;
+    if held {
+        unlock();
+    }
+    let r = f();
+    if held {
+        lock();
+    }
+    r
+}
+
+/// The wait of a window creation, a file's open or close ([`weft::wait::Wait`]): [`wait_released`].
+pub(crate) fn steps_wait(poll: &mut dyn FnMut() -> weft::Result<bool>) -> weft::Result<()> {
+    wait_released(poll)
+}
+
 /// Waits for a weft nonblocking collective `q` as [`wait_released`] does (the blocking
 /// collectives inside communicator creation).
 pub(crate) fn coll_released(mut q: weft::CollRequest<'_>) -> crate::error::R<()> {
@@ -207,6 +254,27 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
         (rc, flag != 0)
     })
 }
+
+/// The first statement of a blocking call that has a nonblocking twin: on the twins' path
+/// ([`twins`]) the call returns its twin `path(args)` (written without the request
+/// argument, which this appends) waited for by [`twin`] with the status `status` (none
+/// given: MPI_STATUS_IGNORE); otherwise the call goes on. Used inside the exported
+/// functions, whose MPI contract the twin's arguments follow.
+macro_rules! blocking_by_twin {
+    ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
+        if $crate::threads::twins() {
+            let mut req = $crate::consts::MPI_REQUEST_NULL;
+            #[allow(unused_mut, unused_assignments)]
+            let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
+            $(status = $status;)?
+            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+            return unsafe {
+                $crate::threads::twin($($f)::+($($arg,)* &mut req), &mut req, status)
+            };
+        }
+    };
+}
+pub(crate) use blocking_by_twin;
 
 /// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
 /// the request `req`.

@@ -1025,17 +1025,7 @@ macro_rules! neighbor_fns {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
-            if crate::threads::multiple() {
-                let mut req = MPI_REQUEST_NULL;
-                // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-                return unsafe {
-                    crate::threads::twin(
-                        $nonblocking($($arg,)* comm, &mut req),
-                        &mut req,
-                        std::ptr::null_mut(),
-                    )
-                };
-            }
+            crate::threads::blocking_by_twin!($nonblocking($($arg,)* comm));
             let _entered = crate::threads::enter();
             let $func = stringify!($blocking);
             let r: R<()> = $body(comm).and_then(Exchange::run);

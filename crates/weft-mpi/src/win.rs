@@ -307,12 +307,40 @@ fn create(
         ));
     }
     let hints = info_of(info)?;
-    let s = state("MPI_Win_create")?;
-    let c = s.comm(comm)?.comm.clone();
+    let (weft, ep, c) = creation("MPI_Win_create", comm)?;
     // SAFETY: MPI's contract: the memory stays valid until MPI_Win_free.
-    let w = unsafe { Window::create(&s.weft, &s.wins.endpoint, &c, base as *mut u8, bytes, unit)? };
-    let h = add_window(s, w, hints);
+    let w = unsafe {
+        Window::create(
+            weft,
+            ep,
+            &c,
+            base as *mut u8,
+            bytes,
+            unit,
+            &mut crate::threads::steps_wait,
+        )?
+    };
+    let h = add_window(state("MPI_Win_create")?, w, hints);
     put!(win, h)
+}
+
+/// What a window creation on `comm` needs: the runtime, the one-sided endpoint and the
+/// communicator. The creation waits for the other members by
+/// [`crate::threads::steps_wait`], which under MPI_THREAD_MULTIPLE lets other threads in:
+/// the communicator is this call's own clone, and the runtime and the endpoint are only read
+/// (their changes are behind their own locks and cells) and never move from init to
+/// finalize, which no thread calls while another is inside MPI.
+fn creation(
+    func: &str,
+    comm: Handle,
+) -> R<(
+    &'static weft::Weft,
+    &'static weft::rma::win::Endpoint,
+    weft::Comm,
+)> {
+    let s: &'static State = state(func)?;
+    let c = s.comm(comm)?.comm.clone();
+    Ok((&s.weft, &s.wins.endpoint, c))
 }
 
 fn allocate(
@@ -329,16 +357,16 @@ fn allocate(
         return Err(err(MPI_ERR_ARG, "baseptr or win is NULL"));
     }
     let hints = info_of(info)?;
-    let s = state("MPI_Win_allocate")?;
-    let c = s.comm(comm)?.comm.clone();
+    let (weft, ep, c) = creation("MPI_Win_allocate", comm)?;
+    let wait = &mut crate::threads::steps_wait;
     let w = if shared {
         let noncontig = hint(&hints, "alloc_shared_noncontig");
-        Window::allocate_shared(&s.weft, &s.wins.endpoint, &c, bytes, unit, noncontig)?
+        Window::allocate_shared(weft, ep, &c, bytes, unit, noncontig, wait)?
     } else {
-        Window::allocate(&s.weft, &s.wins.endpoint, &c, bytes, unit)?
+        Window::allocate(weft, ep, &c, bytes, unit, wait)?
     };
     let base = w.base();
-    let h = add_window(s, w, hints);
+    let h = add_window(state("MPI_Win_allocate")?, w, hints);
     put!(baseptr as *mut *mut c_void, base as *mut c_void)?;
     put!(win, h)
 }
@@ -446,10 +474,9 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
         if win.is_null() {
             return Err(err(MPI_ERR_ARG, "win is NULL"));
         }
-        let s = state("MPI_Win_create_dynamic")?;
-        let c = s.comm(comm)?.comm.clone();
-        let w = Window::create_dynamic(&s.weft, &s.wins.endpoint, &c)?;
-        let h = add_window(s, w, hints);
+        let (weft, ep, c) = creation("MPI_Win_create_dynamic", comm)?;
+        let w = Window::create_dynamic(weft, ep, &c, &mut crate::threads::steps_wait)?;
+        let h = add_window(state("MPI_Win_create_dynamic")?, w, hints);
         put!(win, h)
     })();
     crate::error::finish(comm, "MPI_Win_create_dynamic", r)
@@ -582,6 +609,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut Handle) -> c_int {
         unsafe { *win }
     };
     let r = (|| {
+        complete_released("MPI_Win_free", h, None)?;
         let s = state("MPI_Win_free")?;
         let attrs = entry(s, h)?.attrs.clone();
         for (k, v) in attrs {
@@ -938,6 +966,19 @@ fn call(func: &str, win: Handle) -> R<Call<'static>> {
     // this call (MPI calls on one window are not concurrent with its free).
     let win: &'static Window = unsafe { &*(&e.win as *const Window) };
     Ok(Call { win })
+}
+
+/// Under MPI_THREAD_MULTIPLE, completes this process's operations to window rank `target`
+/// (`None`: to every member) at their targets with the lock given back
+/// ([`crate::threads::released`]: the completion holds no reference into the state and
+/// waits for other nodes' one-sided services only), so that the flush, unlock, complete,
+/// fence or free that follows finds them done. Below MPI_THREAD_MULTIPLE that call does it.
+fn complete_released(func: &str, win: Handle, target: Option<u32>) -> R<()> {
+    if !crate::threads::multiple() {
+        return Ok(());
+    }
+    let done = call(func, win)?.win.completion(target)?;
+    Ok(crate::threads::released(|| done.wait())?)
 }
 
 /// The window rank of `rank`, or None for MPI_PROC_NULL (the call does nothing).
@@ -1534,8 +1575,10 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: Handle) -> c_int {
         if !crate::threads::multiple() {
             return Ok(call("MPI_Win_fence", win)?.win.fence(a)?);
         }
-        // Under MPI_THREAD_MULTIPLE the wait for the other members gives the lock back
-        // (crate::threads::wait_released); each poll finds the window again by its handle.
+        // Under MPI_THREAD_MULTIPLE the waits for this process's operations and for the
+        // other members give the lock back (crate::threads::released, wait_released); each
+        // poll finds the window again by its handle.
+        complete_released("MPI_Win_fence", win, None)?;
         let mut w = call("MPI_Win_fence", win)?.win.fence_start(a)?;
         crate::threads::wait_released(|| -> R<bool> {
             Ok(call("MPI_Win_fence", win)?.win.fence_test(&mut w)?)
@@ -1567,7 +1610,17 @@ pub unsafe extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle
         let a = assertion(assert)?;
         let c = call("MPI_Win_start", win)?;
         let g = window_ranks(state("MPI_Win_start")?, c.win, group)?;
-        Ok(c.win.start(&g, a)?)
+        if !crate::threads::multiple() {
+            return Ok(c.win.start(&g, a)?);
+        }
+        // Under MPI_THREAD_MULTIPLE the wait for the targets' posts gives the lock back
+        // (crate::threads::wait_released); each poll finds the window again by its handle.
+        let mut w = c.win.start_begin(&g, a)?;
+        crate::threads::wait_released(|| -> R<bool> {
+            Ok(call("MPI_Win_start", win)?.win.start_test(&mut w)?)
+        })?;
+        call("MPI_Win_start", win)?.win.start_end(w);
+        Ok(())
     })();
     finish_win(win, "MPI_Win_start", r)
 }
@@ -1576,7 +1629,9 @@ pub unsafe extern "C" fn MPI_Win_start(group: Handle, assert: c_int, win: Handle
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
     let _entered = crate::threads::enter();
-    let r = call("MPI_Win_complete", win).and_then(|c| Ok(c.win.complete()?));
+    let r = complete_released("MPI_Win_complete", win, None)
+        .and_then(|()| call("MPI_Win_complete", win))
+        .and_then(|c| Ok(c.win.complete()?));
     finish_win(win, "MPI_Win_complete", r)
 }
 
@@ -1584,7 +1639,13 @@ pub unsafe extern "C" fn MPI_Win_complete(win: Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_wait(win: Handle) -> c_int {
     let _entered = crate::threads::enter();
-    let r = call("MPI_Win_wait", win).and_then(|c| Ok(c.win.wait()?));
+    let r = if crate::threads::multiple() {
+        // Under MPI_THREAD_MULTIPLE: MPI_Win_test's polls with the lock given back between
+        // them (crate::threads::wait_released); each finds the window again by its handle.
+        crate::threads::wait_released(|| -> R<bool> { Ok(call("MPI_Win_wait", win)?.win.test()?) })
+    } else {
+        call("MPI_Win_wait", win).and_then(|c| Ok(c.win.wait()?))
+    };
     finish_win(win, "MPI_Win_wait", r)
 }
 
@@ -1615,10 +1676,23 @@ pub unsafe extern "C" fn MPI_Win_lock(
         let kind = lock_type(lock)?;
         let a = assertion(assert)?;
         let c = call("MPI_Win_lock", win)?;
-        match target_rank(c.win, rank)? {
-            Some(t) => Ok(c.win.lock(kind, t, a)?),
-            None => Ok(()),
+        let Some(t) = target_rank(c.win, rank)? else {
+            return Ok(());
+        };
+        if !crate::threads::multiple() {
+            return Ok(c.win.lock(kind, t, a)?);
         }
+        // Under MPI_THREAD_MULTIPLE the wait for another holder (maybe another thread of
+        // this process) gives the lock back (crate::threads::wait_released); each attempt
+        // finds the window again by its handle.
+        let take = c.win.lock_begin(t, a)?;
+        if take {
+            crate::threads::wait_released(|| -> R<bool> {
+                Ok(call("MPI_Win_lock", win)?.win.lock_attempt(kind, t)?)
+            })?;
+        }
+        call("MPI_Win_lock", win)?.win.lock_end(kind, t, take);
+        Ok(())
     })();
     finish_win(win, "MPI_Win_lock", r)
 }
@@ -1628,11 +1702,11 @@ pub unsafe extern "C" fn MPI_Win_lock(
 pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: Handle) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
-        let c = call("MPI_Win_unlock", win)?;
-        match target_rank(c.win, rank)? {
-            Some(t) => Ok(c.win.unlock(t)?),
-            None => Ok(()),
-        }
+        let Some(t) = target_rank(call("MPI_Win_unlock", win)?.win, rank)? else {
+            return Ok(());
+        };
+        complete_released("MPI_Win_unlock", win, Some(t))?;
+        Ok(call("MPI_Win_unlock", win)?.win.unlock(t)?)
     })();
     finish_win(win, "MPI_Win_unlock", r)
 }
@@ -1643,7 +1717,22 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
     let _entered = crate::threads::enter();
     let r = (|| {
         let a = assertion(assert)?;
-        Ok(call("MPI_Win_lock_all", win)?.win.lock_all(a)?)
+        let c = call("MPI_Win_lock_all", win)?;
+        if !crate::threads::multiple() {
+            return Ok(c.win.lock_all(a)?);
+        }
+        // Under MPI_THREAD_MULTIPLE as MPI_Win_lock does.
+        let take = c.win.lock_all_begin(a)?;
+        if take {
+            let mut next = 0;
+            crate::threads::wait_released(|| -> R<bool> {
+                Ok(call("MPI_Win_lock_all", win)?
+                    .win
+                    .lock_all_attempt(&mut next)?)
+            })?;
+        }
+        call("MPI_Win_lock_all", win)?.win.lock_all_end(take);
+        Ok(())
     })();
     finish_win(win, "MPI_Win_lock_all", r)
 }
@@ -1652,7 +1741,9 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_unlock_all(win: Handle) -> c_int {
     let _entered = crate::threads::enter();
-    let r = call("MPI_Win_unlock_all", win).and_then(|c| Ok(c.win.unlock_all()?));
+    let r = complete_released("MPI_Win_unlock_all", win, None)
+        .and_then(|()| call("MPI_Win_unlock_all", win))
+        .and_then(|c| Ok(c.win.unlock_all()?));
     finish_win(win, "MPI_Win_unlock_all", r)
 }
 
@@ -1664,11 +1755,11 @@ macro_rules! flush_forms {
         pub unsafe extern "C" fn $name(rank: c_int, win: Handle) -> c_int {
             let _entered = crate::threads::enter();
             let r = (|| {
-                let c = call(stringify!($name), win)?;
-                match target_rank(c.win, rank)? {
-                    Some(t) => Ok(c.win.flush(t)?),
-                    None => Ok(()),
-                }
+                let Some(t) = target_rank(call(stringify!($name), win)?.win, rank)? else {
+                    return Ok(());
+                };
+                complete_released(stringify!($name), win, Some(t))?;
+                Ok(call(stringify!($name), win)?.win.flush(t)?)
             })();
             finish_win(win, stringify!($name), r)
         }
@@ -1686,7 +1777,9 @@ macro_rules! flush_all_forms {
         #[no_mangle]
         pub unsafe extern "C" fn $name(win: Handle) -> c_int {
             let _entered = crate::threads::enter();
-            let r = call(stringify!($name), win).and_then(|c| Ok(c.win.flush_all()?));
+            let r = complete_released(stringify!($name), win, None)
+                .and_then(|()| call(stringify!($name), win))
+                .and_then(|c| Ok(c.win.flush_all()?));
             finish_win(win, stringify!($name), r)
         }
     )*};

@@ -3,7 +3,7 @@
 //! communicator duplication at once, with a chain of blocking calls that only completes if a
 //! waiting call lets the other threads of its rank in. Jobs of 1, 2, 3, 4 and 7 ranks with
 //! `WEFT_MPI_THREAD_MULTIPLE=1`; without the knob (or asked for less) the library provides
-//! MPI_THREAD_SERIALIZED and says so.
+//! MPI_THREAD_SERIALIZED and says so. Ranks asking for different levels still meet.
 
 use std::path::Path;
 
@@ -46,5 +46,19 @@ fn thread_multiple_is_refused_without_the_knob() {
             &["serialized"],
             &[("WEFT_MPI_THREAD_MULTIPLE", "0")],
         );
+    }
+}
+
+/// Ranks that ask for different thread levels (`itest/c/thread_levels_mixed.c`: rank 0
+/// MPI_THREAD_MULTIPLE, odd ranks MPI_THREAD_SERIALIZED, other even ranks
+/// MPI_THREAD_FUNNELED) still match in blocking and nonblocking collectives, MPI_Comm_dup and
+/// _split, intercommunicator creation and merging and a window's creation and fences: the
+/// init agrees that every rank takes the blocking calls' nonblocking twins. Jobs of 1-4 and
+/// 7 ranks.
+#[test]
+fn ranks_at_different_thread_levels_still_meet() {
+    let prog = common::build_c(prefix(), "thread_levels_mixed");
+    for n in [1, 2, 3, 4, 7] {
+        run_ok(&prog, n, &[], &[("WEFT_MPI_THREAD_MULTIPLE", "1")]);
     }
 }

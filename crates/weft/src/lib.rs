@@ -37,6 +37,7 @@ pub mod raw;
 pub mod rma;
 mod startup;
 pub mod sync;
+pub mod wait;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
 pub use comm::{Comm, UNDEFINED};

@@ -39,6 +39,7 @@ pub use view::View;
 pub use work::{Hook, IoRequest};
 
 use crate::comm::Comm;
+use crate::wait::{coll_waited, dup_waited, Wait};
 use segs::SegList;
 use shared::SharedPointer;
 use std::fs::File as OsFile;
@@ -339,13 +340,15 @@ pub fn delete(path: &Path) -> Result<()> {
 
 impl File {
     /// Opens `path` on every rank of `comm` (collective). `values` are the knobs' values
-    /// (the weft instance's configuration); `hints` the info keys the program gave.
+    /// (the weft instance's configuration); `hints` the info keys the program gave. The
+    /// exchanges are nonblocking collectives waited for by `wait`.
     pub fn open(
         comm: &Comm,
         path: &Path,
         mode: OpenMode,
         hints: &[(String, String)],
         values: &KnobValues,
+        wait: Wait<'_>,
     ) -> Result<File> {
         let mut settings = Settings::from_values(values)?;
         settings.apply_hints(hints);
@@ -354,7 +357,8 @@ impl File {
         // The mode must agree; a rank with a bad mode reports it on every rank.
         let mine = [mode.bits(), mode.check().is_err() as u64];
         let mut all = vec![0u64; 2 * n];
-        comm.allgather(&mine, &mut all)?;
+        // SAFETY: each request is waited for (or dropped, which waits) before its buffers go.
+        coll_waited(wait, unsafe { comm.iallgather(&mine, &mut all)? })?;
         if let Some(r) = (0..n).find(|&r| all[2 * r + 1] != 0) {
             return Err(mode.check().err().unwrap_or_else(|| {
                 Error::new(
@@ -398,7 +402,8 @@ impl File {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64);
         }
-        comm.bcast(&mut word, 0)?;
+        // SAFETY: as above.
+        coll_waited(wait, unsafe { comm.ibcast(&mut word, 0)? })?;
         if word[0] != 0 {
             let kind = OPEN_KINDS
                 .get(word[0] as usize - 1)
@@ -420,7 +425,8 @@ impl File {
         }
         let code = [kind_code(&first.0)];
         let mut codes = vec![0u64; n];
-        comm.allgather(&code, &mut codes)?;
+        // SAFETY: as above.
+        coll_waited(wait, unsafe { comm.iallgather(&code, &mut codes)? })?;
         if let Some(r) = codes.iter().position(|&c| c != 0) {
             let kind = OPEN_KINDS
                 .get(codes[r] as usize - 1)
@@ -435,7 +441,7 @@ impl File {
             });
         }
         let (file, readable) = (first.0.expect("checked"), first.1);
-        let private = comm.dup()?;
+        let private = dup_waited(comm, wait)?;
         let local_only = {
             let e = comm.engine.borrow();
             let node_of = e.node_of();
@@ -465,16 +471,17 @@ impl File {
             if me == 0 {
                 f.shared.set(size)?;
             }
-            f.comm.barrier()?;
+            coll_waited(wait, f.comm.ibarrier()?)?;
         }
         Ok(f)
     }
 
     /// Closes the file on every rank (collective): removes the shared pointer's file and,
     /// with MPI_MODE_DELETE_ON_CLOSE, the file. Data written is visible to later opens (the
-    /// kernel's page cache); [`File::sync`] forces it to the storage device.
-    pub fn close(mut self) -> Result<()> {
-        self.comm.barrier()?;
+    /// kernel's page cache); [`File::sync`] forces it to the storage device. The barriers
+    /// are nonblocking ones waited for by `wait`.
+    pub fn close(mut self, wait: Wait<'_>) -> Result<()> {
+        coll_waited(wait, self.comm.ibarrier()?)?;
         if self.comm.rank() == 0 {
             self.shared.remove();
             if self.mode.delete_on_close {
@@ -484,7 +491,7 @@ impl File {
             self.shared.close();
         }
         // The others must not reopen a deleted file's name before it is gone.
-        self.comm.barrier()?;
+        coll_waited(wait, self.comm.ibarrier()?)?;
         self.comm.free()
     }
 
@@ -519,10 +526,11 @@ impl File {
         posix::size(&self.handle.file, &self.handle.path)
     }
 
-    fn same_everywhere(&self, what: &str, words: &[u64]) -> Result<()> {
+    fn same_everywhere(&self, what: &str, words: &[u64], wait: Wait<'_>) -> Result<()> {
         let n = self.comm.size() as usize;
         let mut all = vec![0u64; words.len() * n];
-        self.comm.allgather(words, &mut all)?;
+        // SAFETY: the request is waited for (or dropped, which waits) before the buffers go.
+        coll_waited(wait, unsafe { self.comm.iallgather(words, &mut all)? })?;
         for r in 0..n {
             if all[r * words.len()..(r + 1) * words.len()] != *words {
                 return Err(Error::new(
@@ -579,9 +587,11 @@ impl File {
     }
 
     /// Truncates or extends the file to `bytes` (collective, the same value on every rank).
-    pub fn set_size(&mut self, bytes: u64) -> Result<()> {
+    /// Its exchanges (here and in the other collective calls that take a [`Wait`]) are
+    /// nonblocking collectives waited for by `wait`.
+    pub fn set_size(&mut self, bytes: u64, wait: Wait<'_>) -> Result<()> {
         self.writable("set_size")?;
-        self.same_everywhere("set_size", &[bytes])?;
+        self.same_everywhere("set_size", &[bytes], &mut *wait)?;
         let r = if self.comm.rank() == 0 {
             self.handle
                 .file
@@ -590,24 +600,24 @@ impl File {
         } else {
             Ok(())
         };
-        self.agree(r)
+        self.agree(r, wait)
     }
 
     /// Reserves storage for the first `bytes` (collective); the file grows to `bytes` if
     /// shorter.
-    pub fn preallocate(&mut self, bytes: u64) -> Result<()> {
+    pub fn preallocate(&mut self, bytes: u64, wait: Wait<'_>) -> Result<()> {
         self.writable("preallocate")?;
-        self.same_everywhere("preallocate", &[bytes])?;
+        self.same_everywhere("preallocate", &[bytes], &mut *wait)?;
         let r = if self.comm.rank() == 0 {
             posix::preallocate(&self.handle.file, &self.handle.path, bytes)
         } else {
             Ok(())
         };
-        self.agree(r)
+        self.agree(r, wait)
     }
 
     /// Shares rank 0's outcome `r` of a collective's one-rank step with every rank.
-    fn agree(&self, r: Result<()>) -> Result<()> {
+    fn agree(&self, r: Result<()>, wait: Wait<'_>) -> Result<()> {
         let mut w = [match &r {
             Ok(()) => 0u64,
             Err(e) => OPEN_KINDS
@@ -615,7 +625,8 @@ impl File {
                 .position(|&k| k == e.kind())
                 .map_or(1, |i| i as u64 + 1),
         }];
-        self.comm.bcast(&mut w, 0)?;
+        // SAFETY: the request is waited for (or dropped, which waits) before the buffer goes.
+        coll_waited(wait, unsafe { self.comm.ibcast(&mut w, 0)? })?;
         r?;
         if w[0] != 0 {
             let kind = OPEN_KINDS
@@ -636,7 +647,7 @@ impl File {
 
     /// Writes this rank's data through to the storage device, then waits for every rank
     /// (collective, MPI_File_sync).
-    pub fn sync(&mut self) -> Result<()> {
+    pub fn sync(&mut self, wait: Wait<'_>) -> Result<()> {
         let r = if self.mode.write {
             self.handle
                 .file
@@ -645,7 +656,7 @@ impl File {
         } else {
             Ok(())
         };
-        self.comm.barrier()?;
+        coll_waited(wait, self.comm.ibarrier()?)?;
         r
     }
 
@@ -657,6 +668,7 @@ impl File {
         etype: crate::dtype::TypeMap,
         filetype: crate::dtype::TypeMap,
         datarep: &str,
+        wait: Wait<'_>,
     ) -> Result<()> {
         let disp = match disp {
             Disp::Bytes(b) => b,
@@ -675,14 +687,14 @@ impl File {
         let rep_hash = datarep.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         });
-        self.same_everywhere("set_view", &[view.etype_bytes(), rep_hash])?;
+        self.same_everywhere("set_view", &[view.etype_bytes(), rep_hash], &mut *wait)?;
         self.view = view;
         self.datarep = datarep.to_string();
         self.fp = 0;
         if self.comm.rank() == 0 {
             self.shared.set(0)?;
         }
-        self.comm.barrier()
+        coll_waited(wait, self.comm.ibarrier()?)
     }
 
     /// The view.
@@ -696,8 +708,8 @@ impl File {
     }
 
     /// Sets atomic mode (collective, the same on every rank).
-    pub fn set_atomicity(&mut self, on: bool) -> Result<()> {
-        self.same_everywhere("set_atomicity", &[on as u64])?;
+    pub fn set_atomicity(&mut self, on: bool, wait: Wait<'_>) -> Result<()> {
+        self.same_everywhere("set_atomicity", &[on as u64], wait)?;
         self.atomic = on;
         Ok(())
     }
@@ -768,13 +780,13 @@ impl File {
     }
 
     /// Moves the shared file pointer (collective, the same arguments on every rank).
-    pub fn seek_shared(&mut self, offset: i64, whence: Whence) -> Result<()> {
+    pub fn seek_shared(&mut self, offset: i64, whence: Whence, wait: Wait<'_>) -> Result<()> {
         let w = match whence {
             Whence::Set => 0,
             Whence::Current => 1,
             Whence::End => 2,
         };
-        self.same_everywhere("seek_shared", &[offset as u64, w])?;
+        self.same_everywhere("seek_shared", &[offset as u64, w], &mut *wait)?;
         let r = if self.comm.rank() == 0 {
             self.shared
                 .get()
@@ -783,7 +795,7 @@ impl File {
         } else {
             Ok(())
         };
-        self.agree(r)
+        self.agree(r, wait)
     }
 
     fn access(&self, write: bool) -> indep::Access<'_> {
@@ -981,6 +993,13 @@ impl File {
         unsafe { self.iwrite_at_all(offset, buf)? }.wait()
     }
 
+    /// Moves the individual file pointer back by `bytes` that a read started by
+    /// [`File::iread_all`] asked for and did not get (the end of the file cut it short), as
+    /// [`File::read_all`] does.
+    pub fn unread(&mut self, bytes: u64) {
+        self.fp = self.fp.saturating_sub(bytes);
+    }
+
     /// Collective read at the individual file pointer; it moves past the bytes read.
     pub fn read_all(&mut self, buf: &mut [u8]) -> Result<u64> {
         let start = self.fp;
@@ -1000,10 +1019,14 @@ impl File {
     /// The start of this rank's part of an ordered access of `len` bytes: the ranks' parts
     /// follow each other in rank order from the shared file pointer, which moves past all
     /// of them (collective).
-    fn ordered_start(&mut self, len: usize) -> Result<u64> {
+    fn ordered_start(&mut self, len: usize, wait: Wait<'_>) -> Result<u64> {
         let n = self.comm.size() as usize;
         let mut sizes = vec![0u64; n];
-        self.comm.allgather(&[len as u64], &mut sizes)?;
+        let mine = [len as u64];
+        // SAFETY: each request is waited for (or dropped, which waits) before its buffers go.
+        coll_waited(&mut *wait, unsafe {
+            self.comm.iallgather(&mine, &mut sizes)?
+        })?;
         let total: u64 = sizes.iter().sum();
         let before: u64 = sizes[..self.comm.rank() as usize].iter().sum();
         let mut base = [0u64, 0];
@@ -1013,7 +1036,8 @@ impl File {
                 Err(_) => base[1] = 1,
             }
         }
-        self.comm.bcast(&mut base, 0)?;
+        // SAFETY: as above.
+        coll_waited(wait, unsafe { self.comm.ibcast(&mut base, 0)? })?;
         if base[1] != 0 {
             return Err(Error::new(
                 ErrorKind::Io,
@@ -1027,13 +1051,17 @@ impl File {
     }
 
     /// Starts a collective read in rank order at the shared file pointer (the metadata step
-    /// blocks; the data moves in the background).
+    /// waits by `wait`; the data moves in the background).
     ///
     /// # Safety
     /// As for [`File::iread_at_all`].
-    pub unsafe fn iread_ordered<'a>(&mut self, buf: &'a mut [u8]) -> Result<IoRequest<'a>> {
+    pub unsafe fn iread_ordered<'a>(
+        &mut self,
+        buf: &'a mut [u8],
+        wait: Wait<'_>,
+    ) -> Result<IoRequest<'a>> {
         self.readable("read_ordered")?;
-        let pos = self.ordered_start(buf.len())?;
+        let pos = self.ordered_start(buf.len(), wait)?;
         // SAFETY: as above.
         unsafe { self.start_collective("read_ordered", false, pos, buf.as_mut_ptr(), buf.len()) }
     }
@@ -1042,9 +1070,13 @@ impl File {
     ///
     /// # Safety
     /// As for [`File::iread_at_all`].
-    pub unsafe fn iwrite_ordered<'a>(&mut self, buf: &'a [u8]) -> Result<IoRequest<'a>> {
+    pub unsafe fn iwrite_ordered<'a>(
+        &mut self,
+        buf: &'a [u8],
+        wait: Wait<'_>,
+    ) -> Result<IoRequest<'a>> {
         self.writable("write_ordered")?;
-        let pos = self.ordered_start(buf.len())?;
+        let pos = self.ordered_start(buf.len(), wait)?;
         // SAFETY: as above.
         unsafe {
             self.start_collective(
@@ -1058,15 +1090,15 @@ impl File {
     }
 
     /// Collective read in rank order at the shared file pointer.
-    pub fn read_ordered(&mut self, buf: &mut [u8]) -> Result<u64> {
+    pub fn read_ordered(&mut self, buf: &mut [u8], wait: Wait<'_>) -> Result<u64> {
         // SAFETY: waited for at once.
-        unsafe { self.iread_ordered(buf)? }.wait()
+        unsafe { self.iread_ordered(buf, wait)? }.wait()
     }
 
     /// Collective write in rank order at the shared file pointer.
-    pub fn write_ordered(&mut self, buf: &[u8]) -> Result<u64> {
+    pub fn write_ordered(&mut self, buf: &[u8], wait: Wait<'_>) -> Result<u64> {
         // SAFETY: waited for at once.
-        unsafe { self.iwrite_ordered(buf)? }.wait()
+        unsafe { self.iwrite_ordered(buf, wait)? }.wait()
     }
 
     /// Starts an independent access of stream bytes `pos..` on the I/O thread.

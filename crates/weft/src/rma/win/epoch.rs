@@ -124,7 +124,9 @@ impl Window {
         if assert & MODE_NOPRECEDE == 0 || assert & MODE_NOSUCCEED == 0 {
             match &self.node_fence {
                 Some(f) => f.wait(self.weft_rank, &self.comm.engine)?,
-                None => self.comm.barrier()?,
+                // The nonblocking barrier [`Window::fence_start`] uses: members that wait
+                // either way (a thread level apart) meet.
+                None => self.comm.ibarrier()?.wait()?,
             }
         }
         self.epochs.borrow_mut().fence = assert & MODE_NOSUCCEED == 0;
@@ -211,6 +213,18 @@ impl Window {
     /// MPI_Win_start: opens an access epoch to the window ranks in `group`, once each has
     /// posted.
     pub fn start(&self, group: &[u32], assert: u32) -> Result<()> {
+        let mut w = self.start_begin(group, assert)?;
+        for (t, _) in &mut w.posts {
+            self.comm.recv::<u8>(&mut [], *t as i32, TAG_POST)?;
+        }
+        self.start_end(w);
+        Ok(())
+    }
+
+    /// Starts MPI_Win_start for a caller that must not block while the targets post (the
+    /// MPI layer under MPI_THREAD_MULTIPLE): checks the call; then poll
+    /// [`Window::start_test`] until it says done, and finish with [`Window::start_end`].
+    pub fn start_begin(&self, group: &[u32], assert: u32) -> Result<StartWait> {
         self.check_group(group, "MPI_Win_start")?;
         if self.epochs.borrow().started.is_some() {
             return Err(sync_error(
@@ -218,13 +232,32 @@ impl Window {
                 "MPI_Win_start while an access epoch from MPI_Win_start is open".into(),
             ));
         }
-        if assert & MODE_NOCHECK == 0 {
-            for &t in group {
-                self.comm.recv::<u8>(&mut [], t as i32, TAG_POST)?;
+        let posts = if assert & MODE_NOCHECK == 0 {
+            group.iter().map(|&t| (t, false)).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(StartWait {
+            group: group.to_vec(),
+            posts,
+        })
+    }
+
+    /// Whether every target of the start `w` has posted (takes the post messages that
+    /// arrived; drives progress once).
+    pub fn start_test(&self, w: &mut StartWait) -> Result<bool> {
+        for (t, got) in w.posts.iter_mut() {
+            if !*got && self.comm.iprobe(*t as i32, TAG_POST)?.is_some() {
+                self.comm.recv::<u8>(&mut [], *t as i32, TAG_POST)?;
+                *got = true;
             }
         }
-        self.epochs.borrow_mut().started = Some(group.to_vec());
-        Ok(())
+        Ok(w.posts.iter().all(|p| p.1))
+    }
+
+    /// Opens the access epoch of the start `w` (once every target posted).
+    pub fn start_end(&self, w: StartWait) {
+        self.epochs.borrow_mut().started = Some(w.group);
     }
 
     /// MPI_Win_complete: completes the operations of the access epoch and tells each target.
@@ -286,22 +319,51 @@ impl Window {
 
     /// MPI_Win_lock: a lock of `kind` on window rank `target`.
     pub fn lock(&self, kind: LockType, target: u32, assert: u32) -> Result<()> {
-        self.member(target, "MPI_Win_lock")?;
-        {
-            let e = self.epochs.borrow();
-            if e.lock_all.is_some() || e.locks.iter().any(|l| l.0 == target) {
-                return Err(sync_error(
-                    self.weft_rank,
-                    format!("MPI_Win_lock of window rank {target}, which this process has locked already"),
-                ));
-            }
-        }
-        let take = assert & MODE_NOCHECK == 0;
+        let take = self.lock_begin(target, assert)?;
         if take {
             self.acquire(target, kind)?;
         }
-        self.epochs.borrow_mut().locks.push((target, kind, take));
+        self.lock_end(kind, target, take);
         Ok(())
+    }
+
+    /// Checks MPI_Win_lock of `target` for a caller that must not block while another
+    /// holder has the lock (the MPI layer under MPI_THREAD_MULTIPLE); whether the lock word
+    /// must be taken: then poll [`Window::lock_attempt`] until it says held; finish with
+    /// [`Window::lock_end`].
+    pub fn lock_begin(&self, target: u32, assert: u32) -> Result<bool> {
+        self.member(target, "MPI_Win_lock")?;
+        let e = self.epochs.borrow();
+        if e.lock_all.is_some() || e.locks.iter().any(|l| l.0 == target) {
+            return Err(sync_error(
+                self.weft_rank,
+                format!(
+                    "MPI_Win_lock of window rank {target}, which this process has locked already"
+                ),
+            ));
+        }
+        Ok(assert & MODE_NOCHECK == 0)
+    }
+
+    /// One attempt to take `target`'s lock word for a lock of `kind`: whether it is held
+    /// now (drives this process's progress when it is not).
+    pub fn lock_attempt(&self, kind: LockType, target: u32) -> Result<bool> {
+        let got = self.lock_word(target)?.try_acquire(kind).map_err(|e| {
+            e.context(format!(
+                "rank {}: MPI_Win_lock of window rank {target}",
+                self.weft_rank
+            ))
+        })?;
+        if !got {
+            self.comm.engine.borrow_mut().progress();
+        }
+        Ok(got)
+    }
+
+    /// Records the lock of `kind` on `target` ([`Window::lock_begin`] said whether the
+    /// word was `taken`).
+    pub fn lock_end(&self, kind: LockType, target: u32, taken: bool) {
+        self.epochs.borrow_mut().locks.push((target, kind, taken));
     }
 
     /// MPI_Win_unlock: completes the operations to `target` and releases its lock.
@@ -331,16 +393,7 @@ impl Window {
 
     /// MPI_Win_lock_all: a shared lock on every member.
     pub fn lock_all(&self, assert: u32) -> Result<()> {
-        {
-            let e = self.epochs.borrow();
-            if e.passive() {
-                return Err(sync_error(
-                    self.weft_rank,
-                    "MPI_Win_lock_all while this process holds locks on the window".into(),
-                ));
-            }
-        }
-        let take = assert & MODE_NOCHECK == 0;
+        let take = self.lock_all_begin(assert)?;
         if take {
             for t in 0..self.members.len() as u32 {
                 if let Err(e) = self.acquire(t, LockType::Shared) {
@@ -351,8 +404,47 @@ impl Window {
                 }
             }
         }
-        self.epochs.borrow_mut().lock_all = Some(take);
+        self.lock_all_end(take);
         Ok(())
+    }
+
+    /// Checks MPI_Win_lock_all for a caller that must not block while an exclusive holder
+    /// has a member's lock (the MPI layer under MPI_THREAD_MULTIPLE); whether the lock words
+    /// must be taken: then poll [`Window::lock_all_attempt`] with `next` at 0 until it says
+    /// held; finish with [`Window::lock_all_end`].
+    pub fn lock_all_begin(&self, assert: u32) -> Result<bool> {
+        if self.epochs.borrow().passive() {
+            return Err(sync_error(
+                self.weft_rank,
+                "MPI_Win_lock_all while this process holds locks on the window".into(),
+            ));
+        }
+        Ok(assert & MODE_NOCHECK == 0)
+    }
+
+    /// Takes the members' locks shared from member `next` on, in rank order, until one is
+    /// held by an exclusive holder (`next` then names it; drives progress) or all are held
+    /// (true). On an error the locks taken are given back.
+    pub fn lock_all_attempt(&self, next: &mut u32) -> Result<bool> {
+        while (*next as usize) < self.members.len() {
+            match self.lock_attempt(LockType::Shared, *next) {
+                Ok(true) => *next += 1,
+                Ok(false) => return Ok(false),
+                Err(e) => {
+                    for u in 0..*next {
+                        let _ = self.release_lock(u, LockType::Shared);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Records MPI_Win_lock_all ([`Window::lock_all_begin`] said whether the words were
+    /// `taken`).
+    pub fn lock_all_end(&self, taken: bool) {
+        self.epochs.borrow_mut().lock_all = Some(taken);
     }
 
     /// MPI_Win_unlock_all.
@@ -405,6 +497,30 @@ impl Window {
         self.members
             .get(target as usize)
             .is_some_and(|m| !matches!(m.path, Path::Service { .. }))
+    }
+
+    /// What completes this process's operations to `target` (`None`: to every member) at
+    /// the targets, for a caller that waits for it without holding what guards the window
+    /// (the MPI layer under MPI_THREAD_MULTIPLE gives its thread lock back meanwhile: the
+    /// completion waits for other nodes' one-sided services only, never for an MPI call).
+    /// The flush, unlock, complete, fence or free that follows then finds them done.
+    pub fn completion(&self, target: Option<u32>) -> Result<Completion> {
+        let pe = match target {
+            None => None,
+            Some(t) => match self.member(t, "MPI_Win_flush")?.path {
+                Path::Service { pe, .. } => Some(pe),
+                _ => {
+                    return Ok(Completion {
+                        net: None,
+                        pe: None,
+                    })
+                }
+            },
+        };
+        Ok(Completion {
+            net: self.net.clone(),
+            pe,
+        })
     }
 
     /// MPI_Win_sync: orders this process's loads and stores to the window memory with other
@@ -541,4 +657,33 @@ enum FenceWaitOn {
     Node(super::fence::FenceArrival),
     /// The window communicator's barrier.
     Barrier(crate::coll::CollRequest<'static>),
+}
+
+/// An MPI_Win_start waiting for its targets' posts ([`Window::start_begin`]).
+#[derive(Debug)]
+pub struct StartWait {
+    group: Vec<u32>,
+    /// The targets whose post message is awaited, and whether it came.
+    posts: Vec<(u32, bool)>,
+}
+
+/// The completion of this process's operations to other nodes' targets of a window
+/// ([`Window::completion`]): holds no reference into the window.
+pub struct Completion {
+    net: Option<std::sync::Arc<net::Net>>,
+    /// One member's service (`None`: every lane).
+    pe: Option<u32>,
+}
+
+impl Completion {
+    /// Waits until the operations are complete at their targets (a full memory fence
+    /// first).
+    pub fn wait(&self) -> Result<()> {
+        fence(Ordering::SeqCst);
+        match (&self.net, self.pe) {
+            (None, _) => Ok(()),
+            (Some(n), Some(pe)) => n.quiet_pe(pe),
+            (Some(n), None) => n.quiet(Some(0)),
+        }
+    }
 }

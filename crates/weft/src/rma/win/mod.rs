@@ -45,11 +45,12 @@ pub(crate) mod registry;
 
 pub use acc::AccOp;
 pub use control::MAX_ATTACH;
-pub use epoch::LockType;
+pub use epoch::{Completion, LockType, StartWait};
 pub use ops::{Origin, OriginMut, TargetSpec};
 
 use crate::comm::Comm;
 use crate::rma::net;
+use crate::wait::{coll_waited, dup_waited, min_waited, Wait};
 use crate::Weft;
 use control::{Control, CONTROL_STRIDE};
 use registry::{Exposed, Registry};
@@ -188,6 +189,7 @@ impl Window {
         base: *mut u8,
         bytes: usize,
         disp_unit: u32,
+        wait: Wait<'_>,
     ) -> Result<Window> {
         Self::build(
             weft,
@@ -198,6 +200,7 @@ impl Window {
             bytes,
             disp_unit,
             false,
+            wait,
         )
     }
 
@@ -209,6 +212,7 @@ impl Window {
         comm: &Comm,
         bytes: usize,
         disp_unit: u32,
+        wait: Wait<'_>,
     ) -> Result<Window> {
         Self::build(
             weft,
@@ -219,6 +223,7 @@ impl Window {
             bytes,
             disp_unit,
             false,
+            wait,
         )
     }
 
@@ -232,6 +237,7 @@ impl Window {
         bytes: usize,
         disp_unit: u32,
         noncontig: bool,
+        wait: Wait<'_>,
     ) -> Result<Window> {
         Self::build(
             weft,
@@ -242,12 +248,18 @@ impl Window {
             bytes,
             disp_unit,
             noncontig,
+            wait,
         )
     }
 
     /// A window without memory, to which each member attaches its own later
     /// (MPI_Win_create_dynamic); displacements are addresses.
-    pub fn create_dynamic(weft: &Weft, ep: &Endpoint, comm: &Comm) -> Result<Window> {
+    pub fn create_dynamic(
+        weft: &Weft,
+        ep: &Endpoint,
+        comm: &Comm,
+        wait: Wait<'_>,
+    ) -> Result<Window> {
         Self::build(
             weft,
             ep,
@@ -257,6 +269,7 @@ impl Window {
             0,
             1,
             false,
+            wait,
         )
     }
 
@@ -270,6 +283,7 @@ impl Window {
         bytes: usize,
         disp_unit: u32,
         noncontig: bool,
+        wait: Wait<'_>,
     ) -> Result<Window> {
         comm.check()?;
         let me_world = weft.world.rank();
@@ -287,7 +301,7 @@ impl Window {
                 at("displacement unit 0: it must be positive".into()),
             ));
         }
-        let wcomm = comm.dup()?;
+        let wcomm = dup_waited(comm, wait)?;
         let size = wcomm.size() as usize;
         let rank = wcomm.rank() as usize;
         let node_of: Vec<u32> = weft.engine.borrow().node_of().to_vec();
@@ -304,7 +318,8 @@ impl Window {
             0,
         ];
         let mut all = vec![0u64; INFO_WORDS * size];
-        wcomm.allgather(&mine, &mut all)?;
+        // SAFETY: the request is waited for (or dropped, which waits) before the buffers go.
+        coll_waited(wait, unsafe { wcomm.iallgather(&mine, &mut all)? })?;
         let info = |r: usize, w: usize| all[r * INFO_WORDS + w];
         let local: Vec<usize> = (0..size)
             .filter(|&r| info(r, 0) == my_node as u64)
@@ -343,7 +358,7 @@ impl Window {
                 })?;
             }
         }
-        let region = node_window_region(weft, &wcomm, &local, lidx, end)?;
+        let region = node_window_region(weft, &wcomm, &local, lidx, end, wait)?;
         let body = region.body_ptr();
         let control = body.wrapping_add(lidx * CONTROL_STRIDE) as *const u8;
         let base = match flavor {
@@ -360,10 +375,7 @@ impl Window {
                     .iter()
                     .filter(|&&r| r != rank)
                     .all(|&r| cma::probe(info(r, 3) as i32, info(r, 5), info(r, 6)));
-            let mut ok = [mine_ok as u32];
-            let send = ok;
-            wcomm.allreduce(&send, &mut ok, &crate::coll::Op::Min)?;
-            ok[0] == 1
+            min_waited(&wcomm, mine_ok, wait)?
         } else {
             true
         };
@@ -391,7 +403,7 @@ impl Window {
             _ => &[],
         };
         let failed = matches!(started, Some(Err(_)));
-        let exchanged = exchange_slots(&wcomm, slot, record, failed);
+        let exchanged = exchange_slots(&wcomm, slot, record, failed, wait);
         let (slots, records) = match (started, exchanged) {
             (Some(Err(e)), _) | (_, Err(e)) => {
                 ep.registry.unregister(slot);
@@ -620,7 +632,9 @@ impl Window {
             .borrow()
             .check_closed(self.weft_rank, "MPI_Win_free")?;
         self.flush_all()?;
-        let r = self.comm.barrier();
+        // The nonblocking barrier of [`Window::free_start`]: members that free either way
+        // meet.
+        let r = self.comm.ibarrier().and_then(|q| q.wait());
         self.release();
         r?;
         self.comm.free()
@@ -671,11 +685,13 @@ fn exchange_slots(
     slot: u16,
     record: &[u8],
     failed: bool,
+    wait: Wait<'_>,
 ) -> Result<(Vec<u16>, Vec<Vec<u8>>)> {
     let size = wcomm.size() as usize;
     let mine = [slot as u64, record.len() as u64, failed as u64];
     let mut all = vec![0u64; 3 * size];
-    wcomm.allgather(&mine, &mut all)?;
+    // SAFETY: the request is waited for (or dropped, which waits) before the buffers go.
+    coll_waited(wait, unsafe { wcomm.iallgather(&mine, &mut all)? })?;
     if let Some(r) = (0..size).find(|&r| all[3 * r + 2] != 0) {
         return Err(Error::new(
             ErrorKind::Internal,
@@ -694,7 +710,10 @@ fn exchange_slots(
     }
     let mut bytes = vec![0u8; total];
     if total > 0 {
-        wcomm.allgatherv(record, &mut bytes, &counts, &displs)?;
+        // SAFETY: as above.
+        coll_waited(wait, unsafe {
+            wcomm.iallgatherv(record, &mut bytes, &counts, &displs)?
+        })?;
     }
     let slots = (0..size).map(|r| all[3 * r] as u16).collect();
     let records = (0..size)
@@ -712,6 +731,7 @@ fn node_window_region(
     local: &[usize],
     lidx: usize,
     body_bytes: usize,
+    wait: Wait<'_>,
 ) -> Result<Region> {
     let leader_world = wcomm.members()[local[0]];
     let name = format!(
@@ -722,12 +742,7 @@ fn node_window_region(
         wcomm.context_id()
     );
     let n = local.len() as u32;
-    let agree = |ok: bool| -> Result<bool> {
-        let mut all = [ok as u32];
-        let send = all;
-        wcomm.allreduce(&send, &mut all, &crate::coll::Op::Min)?;
-        Ok(all[0] == 1)
-    };
+    let mut agree = |ok: bool| min_waited(wcomm, ok, &mut *wait);
     let created = if lidx == 0 {
         Some(Region::create(&name, n, 0, body_bytes.max(1)))
     } else {
