@@ -1533,29 +1533,28 @@ pub(crate) fn place(
 ) -> Option<Placed> {
     let unit = isize::try_from(unit).ok()?;
     let (mut lo, mut hi) = (isize::MAX, isize::MIN);
-    for (&c, &d) in counts.iter().zip(displs) {
+    for ((r, &c), &d) in rel.iter_mut().zip(counts).zip(displs) {
+        *r = 0;
         if c > 0 {
             let start = (d as isize).checked_mul(unit)?;
+            // The start itself for now; made relative to `lo` below.
+            *r = start as usize;
             lo = lo.min(start);
             hi = hi.max(start.checked_add(isize::try_from(c).ok()?)?);
         }
     }
     if lo > hi {
-        rel.fill(0);
         return Some(Placed { lowest: 0, span: 0 });
     }
-    for ((r, &c), &d) in rel.iter_mut().zip(counts).zip(displs) {
-        // Cannot overflow: the first loop computed the same product, and lo is the least.
-        *r = if c > 0 {
-            (d as isize * unit - lo) as usize
-        } else {
-            0
-        };
+    let span = hi.checked_sub(lo)? as usize;
+    for (r, &c) in rel.iter_mut().zip(counts) {
+        if c > 0 {
+            // start - lo, which is in 0..span: two's complement makes the wrapping
+            // difference of the stored starts exact.
+            *r = r.wrapping_sub(lo as usize);
+        }
     }
-    Some(Placed {
-        lowest: lo,
-        span: (hi - lo) as usize,
-    })
+    Some(Placed { lowest: lo, span })
 }
 
 /// [`place`] for the checked paths: the caller's `n` displacements `displs` (named `what`)
@@ -2440,6 +2439,10 @@ mod tests {
         let mut one = [0; 1];
         assert!(place(&[usize::MAX], &[1], 1, &mut one).is_none());
         assert!(place(&[1], &[i32::MAX], usize::MAX / 2, &mut one).is_none());
+        // Each start fits, the distance between them does not.
+        let mut two = [0; 2];
+        let unit = 1 << 32;
+        assert!(place(&[1, 1], &[i32::MIN, i32::MAX], unit, &mut two).is_none());
         // Positive displacements only: the slice starts at the first block, not the buffer.
         let at = place(&[2], &[3], 2, &mut one).unwrap();
         assert_eq!(at, Placed { lowest: 6, span: 2 });
