@@ -1352,34 +1352,130 @@ pub unsafe extern "C" fn MPI_Alltoall(
     finish(comm, "MPI_Alltoall", r)
 }
 
-/// Counts or displacements in bytes: `n` entries of `p` times `unit`.
+/// Counts in bytes: `n` entries of `p` times `unit`; a negative entry is MPI_ERR_COUNT.
 fn scaled(p: *const c_int, n: usize, unit: usize, what: &str) -> R<Vec<usize>> {
-    if p.is_null() {
-        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: the array holds one entry per rank (the caller's contract).
-    let v = unsafe { std::slice::from_raw_parts(p, n) };
-    v.iter()
+    ints(p, n, what)?
+        .iter()
         .map(|&x| {
-            if x < 0 {
-                Err(err(
-                    MPI_ERR_COUNT,
-                    format!("{what} has a negative entry {x}"),
-                ))
-            } else {
-                Ok(x as usize * unit)
-            }
+            usize::try_from(x)
+                .map_err(|_| err(MPI_ERR_COUNT, format!("{what} has a negative entry {x}")))?
+                .checked_mul(unit)
+                .ok_or_else(|| err(MPI_ERR_COUNT, format!("{what} entry {x} overflows")))
         })
         .collect()
 }
 
-fn span(counts: &[usize], displs: &[usize]) -> usize {
-    counts
-        .iter()
-        .zip(displs)
-        .map(|(c, d)| c + d)
-        .max()
-        .unwrap_or(0)
+/// The caller's per-rank int array `p` of `n` entries, or MPI_ERR_ARG naming it if NULL.
+fn ints<'a>(p: *const c_int, n: usize, what: &str) -> R<&'a [c_int]> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: the array holds one entry per rank (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// Where a v-collective's blocks lie around its buffer pointer. MPI-4.1 §6.5 measures
+/// displacements from the buffer and lets them be negative: only the bytes the blocks
+/// address must be valid. The runtime gets a slice starting at the lowest of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Placed {
+    /// Offset in bytes from the buffer pointer of the lowest byte a non-empty block
+    /// touches (0 when every block is empty).
+    pub(crate) lowest: isize,
+    /// Bytes from that byte to the end of the highest-reaching block.
+    pub(crate) span: usize,
+}
+
+impl Placed {
+    /// The lowest byte a block touches, for buffer `buf`.
+    pub(crate) fn base(self, buf: *const c_void) -> *const u8 {
+        (buf as *const u8).wrapping_offset(self.lowest)
+    }
+}
+
+/// Places blocks of `counts` bytes at the caller's displacements `displs` (each in units
+/// of `unit` bytes, any sign): writes into `rel` each block's displacement in bytes from
+/// the lowest byte any non-empty block touches, and returns where that byte lies. An empty
+/// block touches nothing whatever its displacement (MPI gives it none): its `rel` is 0 and
+/// it does not widen the span. None when an offset does not fit an `isize`. Allocates
+/// nothing (the fast paths call it).
+pub(crate) fn place(
+    counts: &[usize],
+    displs: &[c_int],
+    unit: usize,
+    rel: &mut [usize],
+) -> Option<Placed> {
+    let unit = isize::try_from(unit).ok()?;
+    let (mut lo, mut hi) = (isize::MAX, isize::MIN);
+    for ((r, &c), &d) in rel.iter_mut().zip(counts).zip(displs) {
+        *r = 0;
+        if c > 0 {
+            let start = (d as isize).checked_mul(unit)?;
+            // The start itself for now; made relative to `lo` below.
+            *r = start as usize;
+            lo = lo.min(start);
+            hi = hi.max(start.checked_add(isize::try_from(c).ok()?)?);
+        }
+    }
+    if lo > hi {
+        return Some(Placed { lowest: 0, span: 0 });
+    }
+    let span = hi.checked_sub(lo)? as usize;
+    for (r, &c) in rel.iter_mut().zip(counts) {
+        if c > 0 {
+            // start - lo, which is in 0..span: two's complement makes the wrapping
+            // difference of the stored starts exact.
+            *r = r.wrapping_sub(lo as usize);
+        }
+    }
+    Some(Placed { lowest: lo, span })
+}
+
+/// [`place`] for the checked paths: the caller's `n` displacements `displs` (named `what`)
+/// in units of `unit` bytes around blocks of `counts` bytes, as displacements from the
+/// lowest touched byte and where that byte lies.
+pub(crate) fn placed(
+    counts: &[usize],
+    displs: *const c_int,
+    unit: usize,
+    what: &str,
+) -> R<(Vec<usize>, Placed)> {
+    let d = ints(displs, counts.len(), what)?;
+    let mut rel = vec![0; counts.len()];
+    let p = place(counts, d, unit, &mut rel).ok_or_else(|| {
+        err(
+            MPI_ERR_ARG,
+            format!("{what}: a block lies beyond the address space"),
+        )
+    })?;
+    Ok((rel, p))
+}
+
+/// # Safety
+/// The `p.span` bytes from `p.base(buf)` are readable (the blocks `p` places lie in the
+/// caller's buffer).
+unsafe fn placed_bytes<'a>(buf: *const c_void, p: Placed) -> R<&'a [u8]> {
+    if buf.is_null() && p.span > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("buffer is NULL for {} bytes", p.span),
+        ));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { bytes(p.base(buf) as *const c_void, p.span) }
+}
+
+/// # Safety
+/// The `p.span` bytes from `p.base(buf)` are writable and unaliased.
+unsafe fn placed_bytes_mut<'a>(buf: *mut c_void, p: Placed) -> R<&'a mut [u8]> {
+    if buf.is_null() && p.span > 0 {
+        return Err(err(
+            MPI_ERR_BUFFER,
+            format!("buffer is NULL for {} bytes", p.span),
+        ));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { bytes_mut(p.base(buf) as *mut c_void, p.span) }
 }
 
 /// MPI_Gatherv (MPI-4.1 §6.5).
@@ -1438,9 +1534,10 @@ pub unsafe extern "C" fn MPI_Gatherv(
         if c.rank() == root {
             let (es, _) = bytes_of(1, rdt)?;
             counts = scaled(rcounts, n, es, "recvcounts")?;
-            ds = scaled(displs, n, es, "displs")?;
-            // SAFETY: MPI buffer contract.
-            rb = unsafe { bytes_mut(recv, span(&counts, &ds))? };
+            let at;
+            (ds, at) = placed(&counts, displs, es, "displs")?;
+            // SAFETY: MPI buffer contract: `recv` is writable for every block.
+            rb = unsafe { placed_bytes_mut(recv, at)? };
         }
         let copy: Vec<u8>;
         let sb = if in_place(send) {
@@ -1516,9 +1613,10 @@ pub unsafe extern "C" fn MPI_Scatterv(
             match bytes_of(1, sdt) {
                 Ok((es, _)) => {
                     counts = scaled(scounts, n, es, "sendcounts")?;
-                    ds = scaled(displs, n, es, "displs")?;
-                    // SAFETY: MPI buffer contract.
-                    sb = unsafe { bytes(send, span(&counts, &ds))? };
+                    let at;
+                    (ds, at) = placed(&counts, displs, es, "displs")?;
+                    // SAFETY: MPI buffer contract: `send` holds every block.
+                    sb = unsafe { placed_bytes(send, at)? };
                 }
                 // A type with holes: the blocks are packed one after another.
                 Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
@@ -1618,9 +1716,9 @@ pub unsafe extern "C" fn MPI_Allgatherv(
         let n = c.size() as usize;
         let (es, _) = bytes_of(1, rdt)?;
         let counts = scaled(rcounts, n, es, "recvcounts")?;
-        let ds = scaled(displs, n, es, "displs")?;
-        // SAFETY: MPI buffer contract.
-        let rb = unsafe { bytes_mut(recv, span(&counts, &ds))? };
+        let (ds, at) = placed(&counts, displs, es, "displs")?;
+        // SAFETY: MPI buffer contract: `recv` is writable for every block.
+        let rb = unsafe { placed_bytes_mut(recv, at)? };
         let copy: Vec<u8>;
         let sb = if in_place(send) {
             let me = c.rank() as usize;
@@ -1701,19 +1799,19 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         let n = c.size() as usize;
         let (res, _) = bytes_of(1, rdt)?;
         let rc = scaled(rcounts, n, res, "recvcounts")?;
-        let rd = scaled(rdispls, n, res, "rdispls")?;
-        // SAFETY: MPI buffer contract.
-        let rb = unsafe { bytes_mut(recv, span(&rc, &rd))? };
+        let (rd, rat) = placed(&rc, rdispls, res, "rdispls")?;
+        // SAFETY: MPI buffer contract: `recv` is writable for every block.
+        let rb = unsafe { placed_bytes_mut(recv, rat)? };
         if in_place(send) {
             let copy = rb.to_vec();
             return Ok(c.alltoallv(&copy, &rc, &rd, rb, &rc, &rd)?);
         }
         let (ses, _) = bytes_of(1, sdt)?;
         let sc = scaled(scounts, n, ses, "sendcounts")?;
-        let sd = scaled(sdispls, n, ses, "sdispls")?;
-        // SAFETY: MPI_Alltoallv's contract: every send block (counts and displacements in
-        // bytes, sc and sd) lies in `send`, so its span is readable.
-        let sb = unsafe { bytes(send, span(&sc, &sd))? };
+        let (sd, sat) = placed(&sc, sdispls, ses, "sdispls")?;
+        // SAFETY: MPI_Alltoallv's contract: every send block lies in `send`, so the bytes
+        // from the lowest block's start to the highest block's end are readable.
+        let sb = unsafe { placed_bytes(send, sat)? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
     finish(comm, "MPI_Alltoallv", r)
@@ -1828,7 +1926,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
 
 /// MPI_Alltoallw with datatypes that have holes: each send block is packed, the packed
 /// blocks are exchanged with weft's alltoallv, and each received block is unpacked into its
-/// place (`rd`: receive displacements in bytes).
+/// place. Displacements are in bytes, of either sign.
 ///
 /// # Safety
 /// The per-rank arrays hold one entry per rank; the buffers follow MPI's contract.
@@ -1841,13 +1939,14 @@ unsafe fn alltoallw_staged(
     stypes: *const Handle,
     recv: *mut c_void,
     rcounts: *const c_int,
+    rdispls: *const c_int,
     rtypes: *const Handle,
-    rd: &[usize],
 ) -> R<()> {
     let n = c.size() as usize;
     let sc = scaled(scounts, n, 1, "sendcounts")?;
-    let sd = scaled(sdispls, n, 1, "sdispls")?;
+    let sd = ints(sdispls, n, "sdispls")?;
     let rc = scaled(rcounts, n, 1, "recvcounts")?;
+    let rd = ints(rdispls, n, "rdispls")?;
     if stypes.is_null() || rtypes.is_null() {
         return Err(err(MPI_ERR_ARG, "sendtypes or recvtypes is NULL"));
     }
@@ -1855,7 +1954,12 @@ unsafe fn alltoallw_staged(
     let (mut sbytes, mut soffs) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         // SAFETY: one type per rank; the block lies in the user's send buffer.
-        let (t, p) = unsafe { (*stypes.add(i), (send as *const u8).wrapping_add(sd[i])) };
+        let (t, p) = unsafe {
+            (
+                *stypes.add(i),
+                (send as *const u8).wrapping_offset(sd[i] as isize),
+            )
+        };
         let o = outgoing(p as *const c_void, sc[i] as i64, t)?;
         soffs.push(sbuf.len());
         sbytes.push(o.bytes);
@@ -1867,7 +1971,12 @@ unsafe fn alltoallw_staged(
     let (mut rbytes, mut roffs, mut total) = (Vec::with_capacity(n), Vec::with_capacity(n), 0);
     for i in 0..n {
         // SAFETY: as above, for the receive buffer.
-        let (t, p) = unsafe { (*rtypes.add(i), (recv as *mut u8).wrapping_add(rd[i])) };
+        let (t, p) = unsafe {
+            (
+                *rtypes.add(i),
+                (recv as *mut u8).wrapping_offset(rd[i] as isize),
+            )
+        };
         let inc = incoming(p as *mut c_void, rc[i] as i64, t, false)?;
         roffs.push(total);
         rbytes.push(inc.bytes);
@@ -1987,7 +2096,6 @@ pub(crate) unsafe fn alltoallw(
                 .map(|i| Ok(bytes_of(cs[i] as i64, unsafe { *types.add(i) })?.0))
                 .collect()
         };
-        let rd = scaled(rdispls, n, 1, "rdispls")?;
         let rc = match bytes_per(rcounts, rtypes, "recvcounts") {
             Ok(rc) => rc,
             // A type with holes: every block goes through a contiguous staging buffer.
@@ -1995,52 +2103,53 @@ pub(crate) unsafe fn alltoallw(
                 // SAFETY: the caller's per-rank arrays and buffers (MPI contract).
                 return unsafe {
                     alltoallw_staged(
-                        &c, send, scounts, sdispls, stypes, recv, rcounts, rtypes, &rd,
+                        &c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
                     )
                 };
             }
             Err(e) => return Err(e),
         };
-        // SAFETY: MPI buffer contract.
-        let rb = unsafe { bytes_mut(recv, span(&rc, &rd))? };
+        let (rd, rat) = placed(&rc, rdispls, 1, "rdispls")?;
+        // SAFETY: MPI buffer contract: `recv` is writable for every block.
+        let rb = unsafe { placed_bytes_mut(recv, rat)? };
         if in_place(send) {
             let copy = rb.to_vec();
             return Ok(c.alltoallv(&copy, &rc, &rd, rb, &rc, &rd)?);
         }
-        let sd = scaled(sdispls, n, 1, "sdispls")?;
         let sc = match bytes_per(scounts, stypes, "sendcounts") {
             Ok(sc) => sc,
             Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
                 // SAFETY: as above.
                 return unsafe {
                     alltoallw_staged(
-                        &c, send, scounts, sdispls, stypes, recv, rcounts, rtypes, &rd,
+                        &c, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
                     )
                 };
             }
             Err(e) => return Err(e),
         };
-        // SAFETY: MPI_Alltoallw's contract: every send block (counts and displacements in
-        // bytes, sc and sd) lies in `send`, so its span is readable.
-        let sb = unsafe { bytes(send, span(&sc, &sd))? };
+        let (sd, sat) = placed(&sc, sdispls, 1, "sdispls")?;
+        // SAFETY: MPI_Alltoallw's contract: every send block lies in `send`, so the bytes
+        // from the lowest block's start to the highest block's end are readable.
+        let sb = unsafe { placed_bytes(send, sat)? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
     r
 }
 
-/// Counts and displacements of a v-collective in bytes, and the span they cover.
+/// Counts of a v-collective in bytes, its displacements in bytes from the lowest byte a
+/// block touches, and where that byte lies around the buffer pointer (see [`place`]).
 pub(crate) fn v_bytes(
     n: usize,
     counts: *const c_int,
     displs: *const c_int,
     dt: Handle,
     what: &str,
-) -> R<(Vec<usize>, Vec<usize>, usize)> {
+) -> R<(Vec<usize>, Vec<usize>, Placed)> {
     let (es, _) = bytes_of(1, dt)?;
     let c = scaled(counts, n, es, what)?;
-    let d = scaled(displs, n, es, "displs")?;
-    let s = span(&c, &d);
-    Ok((c, d, s))
+    let (d, at) = placed(&c, displs, es, "displs")?;
+    Ok((c, d, at))
 }
 
 /// `inout = in op inout` on `count` items of `dt` (MPI-4.1 §6.9.7): a user operation is
@@ -2113,4 +2222,46 @@ pub unsafe extern "C" fn MPI_Reduce_local(
         unsafe { reduce_local(s, inbuf as *mut c_void, inoutbuf, count, dt, op) }
     })();
     finish(MPI_COMM_WORLD, "MPI_Reduce_local", r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_placed_from_the_lowest_byte_they_touch() {
+        let mut rel = [9; 4];
+        // Blocks of 8, 0, 4 and 4 bytes at items -3, wild, 1 and -1 of 4 bytes.
+        let at = place(&[8, 0, 4, 4], &[-3, i32::MIN, 1, -1], 4, &mut rel).unwrap();
+        assert_eq!(
+            at,
+            Placed {
+                lowest: -12,
+                span: 20
+            }
+        );
+        assert_eq!(rel, [0, 0, 16, 8]);
+        let buf = [0u8; 32];
+        let p = buf[16..].as_ptr() as *const c_void;
+        assert_eq!(at.base(p), buf[4..].as_ptr());
+    }
+
+    #[test]
+    fn empty_blocks_place_nothing_and_offsets_that_overflow_are_refused() {
+        let mut rel = [7; 2];
+        let none = place(&[0, 0], &[-5, i32::MAX], 8, &mut rel).unwrap();
+        assert_eq!(none, Placed::default());
+        assert_eq!(rel, [0, 0]);
+        let mut one = [0; 1];
+        assert!(place(&[usize::MAX], &[1], 1, &mut one).is_none());
+        assert!(place(&[1], &[i32::MAX], usize::MAX / 2, &mut one).is_none());
+        // Each start fits, the distance between them does not.
+        let mut two = [0; 2];
+        let unit = 1 << 32;
+        assert!(place(&[1, 1], &[i32::MIN, i32::MAX], unit, &mut two).is_none());
+        // Positive displacements only: the slice starts at the first block, not the buffer.
+        let at = place(&[2], &[3], 2, &mut one).unwrap();
+        assert_eq!(at, Placed { lowest: 6, span: 2 });
+        assert_eq!(one, [0]);
+    }
 }

@@ -25,6 +25,7 @@
 //! Depends on the state tables, the datatype layer (for the tables), the operation table
 //! of `coll.rs` and the status helpers of `p2p.rs`.
 
+use crate::coll::{place, Placed};
 use crate::consts::*;
 use crate::dtype::{layout, predefined, reduction_layout, Layout};
 use crate::error::{raise, raise_weft};
@@ -838,17 +839,26 @@ unsafe fn scale_into(arr: *const c_int, unit: usize, out: &mut [usize]) -> Optio
     Some(())
 }
 
-/// The bytes blocks at `displs` of `counts` bytes cover (from the buffer's start); an empty
-/// block covers nothing wherever its displacement points.
+/// The caller's displacements `displs` (one per block of `counts` bytes, in units of
+/// `unit` bytes, any sign) placed by [`place`]: each block's displacement from the lowest
+/// byte a block touches goes into `rel`. None (the checked path reports it) when `displs`
+/// is NULL or an offset overflows.
+///
+/// # Safety
+/// `displs` is NULL or readable for `counts.len()` ints (the MPI calling contract).
 #[inline]
-fn extent(counts: &[usize], displs: &[usize]) -> Option<usize> {
-    let mut end = 0usize;
-    for (&c, &d) in counts.iter().zip(displs) {
-        if c > 0 {
-            end = end.max(c.checked_add(d)?);
-        }
+unsafe fn place_into(
+    displs: *const c_int,
+    counts: &[usize],
+    unit: usize,
+    rel: &mut [usize],
+) -> Option<Placed> {
+    if displs.is_null() {
+        return None;
     }
-    Some(end)
+    // SAFETY: the caller's contract: one entry per block.
+    let d = unsafe { std::slice::from_raw_parts(displs, counts.len()) };
+    place(counts, d, unit, rel)
 }
 
 /// The `n` bytes at `buf` when the fast path takes them: not NULL unless empty.
@@ -902,11 +912,11 @@ pub unsafe fn gatherv(
         // SAFETY: one entry per rank at the root (the MPI calling contract).
         unsafe { scale_into(rcounts, size, cs)? };
         // SAFETY: as for rcounts: the root's displs hold one entry per rank.
-        unsafe { scale_into(displs, size, ds)? };
-        let rn = extent(cs, ds)?;
-        present(recv, rn)?;
-        // SAFETY: MPI requires `recv` to cover every block for this blocking call.
-        let r = unsafe { bytes_at_mut(recv, rn) };
+        let at = unsafe { place_into(displs, cs, size, ds)? };
+        present(recv, at.span)?;
+        // SAFETY: MPI requires `recv` to cover every block for this blocking call: the span
+        // from the lowest byte a block touches.
+        let r = unsafe { bytes_at_mut(at.base(recv) as *mut c_void, at.span) };
         Some(outcome(c.gatherv(s, r, cs, ds, root), comm, "MPI_Gatherv"))
     })
 }
@@ -955,11 +965,11 @@ pub unsafe fn scatterv(
         // SAFETY: one entry per rank at the root (the MPI calling contract).
         unsafe { scale_into(scounts, size, cs)? };
         // SAFETY: as for scounts: the root's displs hold one entry per rank.
-        unsafe { scale_into(displs, size, ds)? };
-        let sn = extent(cs, ds)?;
-        present(send, sn)?;
-        // SAFETY: MPI requires `send` to hold every block for this blocking call.
-        let s = unsafe { bytes_at(send, sn) };
+        let at = unsafe { place_into(displs, cs, size, ds)? };
+        present(send, at.span)?;
+        // SAFETY: MPI requires `send` to hold every block for this blocking call: the span
+        // from the lowest byte a block touches.
+        let s = unsafe { bytes_at(at.base(send) as *const c_void, at.span) };
         Some(outcome(
             c.scatterv(s, cs, ds, r, root),
             comm,
@@ -1001,11 +1011,16 @@ pub unsafe fn allgatherv(
         // SAFETY: one entry per rank (the MPI calling contract).
         unsafe { scale_into(rcounts, size, cs)? };
         // SAFETY: as for rcounts: displs hold one entry per rank.
-        unsafe { scale_into(displs, size, ds)? };
-        let rn = extent(cs, ds)?;
-        present(recv, rn)?;
-        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
-        let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
+        let at = unsafe { place_into(displs, cs, size, ds)? };
+        present(recv, at.span)?;
+        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call (the
+        // receive blocks: the span from the lowest byte one touches).
+        let (s, r) = unsafe {
+            (
+                bytes_at(send, sn),
+                bytes_at_mut(at.base(recv) as *mut c_void, at.span),
+            )
+        };
         Some(outcome(c.allgatherv(s, r, cs, ds), comm, "MPI_Allgatherv"))
     })
 }
@@ -1069,17 +1084,24 @@ pub unsafe fn alltoallv(
         let (sd, rest) = rest.split_at_mut(p);
         let (rc, rd) = rest.split_at_mut(p);
         // SAFETY: one entry per rank (the MPI calling contract).
-        unsafe {
+        let (sat, rat) = unsafe {
             scale_into(scounts, size, sc)?;
-            scale_into(sdispls, dunit, sd)?;
             scale_into(rcounts, size, rc)?;
-            scale_into(rdispls, dunit, rd)?;
-        }
-        let (sn, rn) = (extent(sc, sd)?, extent(rc, rd)?);
-        present(send, sn)?;
-        present(recv, rn)?;
-        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
-        let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
+            (
+                place_into(sdispls, sc, dunit, sd)?,
+                place_into(rdispls, rc, dunit, rd)?,
+            )
+        };
+        present(send, sat.span)?;
+        present(recv, rat.span)?;
+        // SAFETY: MPI requires the buffers to hold these bytes for this blocking call: each
+        // side's span from the lowest byte one of its blocks touches.
+        let (s, r) = unsafe {
+            (
+                bytes_at(sat.base(send) as *const c_void, sat.span),
+                bytes_at_mut(rat.base(recv) as *mut c_void, rat.span),
+            )
+        };
         Some(outcome(c.alltoallv(s, sc, sd, r, rc, rd), comm, func))
     })
 }

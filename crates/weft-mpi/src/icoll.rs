@@ -3,7 +3,7 @@
 //! test families complete. Buffers the library owns (packed copies, in-place copies) live in
 //! the request until it completes.
 
-use crate::coll::{make_op, root_of};
+use crate::coll::{make_op, root_of, Placed};
 use crate::consts::*;
 use crate::dtype::put;
 use crate::error::{err, finish, R};
@@ -1108,16 +1108,18 @@ fn igatherv_start(
     let c = comm_of(comm, "MPI_Igatherv")?;
     let root = root_of(&c, root)?;
     let n = c.size() as usize;
-    let (counts, ds, span) = if c.rank() == root {
+    let (counts, ds, at) = if c.rank() == root {
         crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?
     } else {
-        (vec![0; n], vec![0; n], 0)
+        (vec![0; n], vec![0; n], Placed::default())
     };
+    let base = at.base(recv) as usize;
     let mut keep = Vec::new();
     let (sp, sn) = if in_place(send) {
         let me = c.rank() as usize;
-        // SAFETY: the root's receive buffer covers its own block.
-        let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+        // SAFETY: the root's receive buffer covers its own block, `ds[me]` bytes past the
+        // lowest byte a block touches.
+        let copy = unsafe { sl((base as *const u8).wrapping_add(ds[me]), counts[me]) }.to_vec();
         let p = copy.as_ptr() as usize;
         let l = copy.len();
         keep.push(copy);
@@ -1129,7 +1131,7 @@ fn igatherv_start(
     let q = unsafe {
         c.igatherv(
             sl(sp as *const u8, sn),
-            sl_mut(recv as *mut u8, span),
+            sl_mut(base as *mut u8, at.span),
             &counts,
             &ds,
             root,
@@ -1202,7 +1204,10 @@ fn iscatterv_start(
     let mut send = send as usize;
     let (counts, ds, span) = if c.rank() == root {
         match crate::coll::v_bytes(n, scounts, displs, sdt, "sendcounts") {
-            Ok(v) => v,
+            Ok((counts, ds, at)) => {
+                send = at.base(send as *const c_void) as usize;
+                (counts, ds, at.span)
+            }
             // A type with holes: the blocks are packed now, into a buffer the request keeps.
             Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
                 let (packed, counts, ds) =
@@ -1297,12 +1302,14 @@ fn iallgatherv_start(
 ) -> R<Started> {
     let c = comm_of(comm, "MPI_Iallgatherv")?;
     let n = c.size() as usize;
-    let (counts, ds, span) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
+    let (counts, ds, at) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
+    let base = at.base(recv) as usize;
     let mut keep = Vec::new();
     let (sp, sn) = if in_place(send) {
         let me = c.rank() as usize;
-        // SAFETY: the receive buffer covers this rank's block.
-        let copy = unsafe { sl((recv as *const u8).add(ds[me]), counts[me]) }.to_vec();
+        // SAFETY: the receive buffer covers this rank's block, `ds[me]` bytes past the
+        // lowest byte a block touches.
+        let copy = unsafe { sl((base as *const u8).wrapping_add(ds[me]), counts[me]) }.to_vec();
         let p = copy.as_ptr() as usize;
         let l = copy.len();
         keep.push(copy);
@@ -1314,7 +1321,7 @@ fn iallgatherv_start(
     let q = unsafe {
         c.iallgatherv(
             sl(sp as *const u8, sn),
-            sl_mut(recv as *mut u8, span),
+            sl_mut(base as *mut u8, at.span),
             &counts,
             &ds,
         )?
@@ -1378,17 +1385,18 @@ fn ialltoallv_start(
 ) -> R<Started> {
     let c = comm_of(comm, "MPI_Ialltoallv")?;
     let n = c.size() as usize;
-    let (rc, rd, rspan) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
+    let (rc, rd, rat) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
+    let (rp, rspan) = (rat.base(recv) as usize, rat.span);
     let mut keep = Vec::new();
     let (sc, sd, sp, sn) = if in_place(send) {
         // SAFETY: the receive buffer covers its span.
-        let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
+        let copy = unsafe { sl(rp as *const u8, rspan) }.to_vec();
         let p = copy.as_ptr() as usize;
         keep.push(copy);
         (rc.clone(), rd.clone(), p, rspan)
     } else {
-        let (sc, sd, sspan) = crate::coll::v_bytes(n, scounts, sdispls, sdt, "sendcounts")?;
-        (sc, sd, send as usize, sspan)
+        let (sc, sd, sat) = crate::coll::v_bytes(n, scounts, sdispls, sdt, "sendcounts")?;
+        (sc, sd, sat.base(send) as usize, sat.span)
     };
     // SAFETY: buffers live until completion (MPI's contract or `keep`).
     let q = unsafe {
@@ -1396,7 +1404,7 @@ fn ialltoallv_start(
             sl(sp as *const u8, sn),
             &sc,
             &sd,
-            sl_mut(recv as *mut u8, rspan),
+            sl_mut(rp as *mut u8, rspan),
             &rc,
             &rd,
         )?
@@ -1455,11 +1463,12 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     finish(comm, "MPI_Ialltoallv", r)
 }
 
-/// Bytes per rank, byte displacement per rank, and the span they cover.
-type Blocks = (Vec<usize>, Vec<usize>, usize);
+/// Bytes per rank, byte displacement per rank from the lowest byte a block touches, and
+/// where that byte lies around the buffer pointer.
+type Blocks = (Vec<usize>, Vec<usize>, Placed);
 
 /// Per-rank (bytes, byte displacement) of an alltoallw side whose datatypes are all
-/// contiguous; `None` when one has holes.
+/// contiguous; `None` when one has holes. Displacements may be negative (MPI-4.1 §6.8).
 fn w_bytes(
     n: usize,
     counts: *const c_int,
@@ -1471,31 +1480,22 @@ fn w_bytes(
         return Err(err(MPI_ERR_ARG, format!("an array of {what} is NULL")));
     }
     // SAFETY: one entry per rank (the caller's contract).
-    let (c, d, t) = unsafe {
+    let (c, t) = unsafe {
         (
             std::slice::from_raw_parts(counts, n),
-            std::slice::from_raw_parts(displs, n),
             std::slice::from_raw_parts(types, n),
         )
     };
     let mut bytes = Vec::with_capacity(n);
-    let mut offs = Vec::with_capacity(n);
     for i in 0..n {
-        if d[i] < 0 {
-            return Err(err(
-                MPI_ERR_ARG,
-                format!("{what}: displacement {} is negative", d[i]),
-            ));
-        }
         match crate::dtype::bytes_of(c[i] as i64, t[i]) {
             Ok((b, _)) => bytes.push(b),
             Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => return Ok(None),
             Err(e) => return Err(e),
         }
-        offs.push(d[i] as usize);
     }
-    let span = (0..n).map(|i| offs[i] + bytes[i]).max().unwrap_or(0);
-    Ok(Some((bytes, offs, span)))
+    let (offs, at) = crate::coll::placed(&bytes, displs, 1, what)?;
+    Ok(Some((bytes, offs, at)))
 }
 
 /// Starts MPI_Ialltoallw as weft's nonblocking alltoallv on bytes. Contiguous blocks are
@@ -1519,7 +1519,7 @@ fn ialltoallw_start(
     let mut keep = Vec::new();
     let mut unpack: Option<Unpack> = None;
     let (rc, rd, rp, rspan) = match w_bytes(n, rcounts, rdispls, rtypes, "recvcounts")? {
-        Some((rc, rd, rspan)) => (rc, rd, recv as usize, rspan),
+        Some((rc, rd, rat)) => (rc, rd, rat.base(recv) as usize, rat.span),
         None => {
             if in_place(send) {
                 return Err(err(
@@ -1569,14 +1569,14 @@ fn ialltoallw_start(
         }
     };
     let (sc, sd, sp, sn) = if in_place(send) {
-        // SAFETY: the receive buffer covers its span.
-        let copy = unsafe { sl(recv as *const u8, rspan) }.to_vec();
+        // SAFETY: the receive buffer covers its span from `rp`.
+        let copy = unsafe { sl(rp as *const u8, rspan) }.to_vec();
         let p = copy.as_ptr() as usize;
         keep.push(copy);
         (rc.clone(), rd.clone(), p, rspan)
     } else {
         match w_bytes(n, scounts, sdispls, stypes, "sendcounts")? {
-            Some((sc, sd, sspan)) => (sc, sd, send as usize, sspan),
+            Some((sc, sd, sat)) => (sc, sd, sat.base(send) as usize, sat.span),
             None => {
                 // SAFETY: as above, for the send side.
                 let (cs, ds, ts) = unsafe {

@@ -41,6 +41,14 @@ fn collectives_and_operations() {
     run_ok("coll");
 }
 
+/// Negative, mixed and wild displacements in the v/w collectives (itest/c/negative_displs.c),
+/// blocking, nonblocking and persistent, at 1 to 4 ranks and at 7.
+#[test]
+fn v_collectives_take_negative_displacements() {
+    common::run_c_ok(prefix(), "negative_displs", 1..=4, &[]);
+    common::run_c_ok(prefix(), "negative_displs", 7..=7, &[]);
+}
+
 #[test]
 fn communicators_groups_types_topologies() {
     run_ok("comm");
