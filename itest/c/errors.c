@@ -103,7 +103,8 @@ int main(int argc, char **argv) {
   /* Unimplemented functions say so rather than pretend. */
   {
     MPI_Comm inter;
-    CHECK_RC(MPI_Comm_accept("no-port", MPI_INFO_NULL, 0, w, &inter),
+    CHECK_RC(MPI_Comm_spawn("no-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, w, &inter,
+                            MPI_ERRCODES_IGNORE),
              MPI_ERR_UNSUPPORTED_OPERATION);
   }
   /* MPI_LASTUSEDCODE is set and at least MPI_ERR_LASTCODE (MPI-4.1 §9.5). */
