@@ -3,6 +3,17 @@
 
 use weft_launch::JobOutcome;
 
+/// The job's exit code, failure and output, for a test's panic message.
+pub fn describe(out: &JobOutcome) -> String {
+    format!(
+        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.exit_code,
+        out.failure,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Panics, with the job's failure and output, unless it exited with code 0.
 pub fn assert_ok(out: &JobOutcome) {
     assert_eq!(

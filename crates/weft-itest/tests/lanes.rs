@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use weft_itest::hosts::Hosts;
+use weft_itest::jobs::{assert_no_leftovers, describe};
 use weft_itest::lanes::{lane, Lane};
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
@@ -97,32 +98,8 @@ fn job(
     run_job(&spec).expect("launch")
 }
 
-fn text(out: &JobOutcome) -> String {
-    format!(
-        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.exit_code,
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn ok(lane: &Lane, what: &str, out: &JobOutcome) {
-    assert_eq!(out.exit_code, 0, "{} {what}: {}", lane.name, text(out));
-}
-
-fn no_segments_left(out: &JobOutcome) {
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(&out.job_id))
-        .collect();
-    assert!(
-        left.is_empty(),
-        "job {} left segments: {left:?}",
-        out.job_id
-    );
+    assert_eq!(out.exit_code, 0, "{} {what}: {}", lane.name, describe(out));
 }
 
 #[test]
@@ -160,7 +137,7 @@ fn p2p_and_collectives_over_every_lane() {
             if !says.is_empty() {
                 assert_eq!(said.matches(says).count(), 4, "{}: {said}", lane.name);
             }
-            no_segments_left(&out);
+            assert_no_leftovers(&out.job_id);
         }
     }
 }
@@ -181,15 +158,15 @@ fn faults_over_every_lane() {
         // the signal named, and leaves nothing behind (a job the kill did not end would end
         // by its timeout, whose line names no rank).
         let out = job(&weft, &h, lane, rank, &["die-mid-exchange"], HANG_CATCHER);
-        assert_ne!(out.exit_code, 0, "{}: {}", lane.name, text(&out));
+        assert_ne!(out.exit_code, 0, "{}: {}", lane.name, describe(&out));
         let failure = out.failure.clone().unwrap_or_default();
         assert!(
             failure.contains("rank 1") && failure.contains("signal 9"),
             "{}: {}",
             lane.name,
-            text(&out)
+            describe(&out)
         );
-        no_segments_left(&out);
+        assert_no_leftovers(&out.job_id);
         // A peer that exits without a word is an error naming it, not a hang.
         let out = job(&weft, &h, lane, rank, &["dead-peer-error"], HANG_CATCHER);
         ok(lane, "dead-peer-error", &out);
@@ -198,7 +175,7 @@ fn faults_over_every_lane() {
             said.contains("peer died") && said.contains("rank 1"),
             "{}: {}",
             lane.name,
-            text(&out)
+            describe(&out)
         );
     }
     let left = Command::new("pgrep")
@@ -256,7 +233,7 @@ fn large_messages_stripe_over_two_rails_of_every_lane() {
             striped.iter().all(|&n| n > 0),
             "{}: pieces on the second rail per rank: {striped:?}\n{}",
             lane.name,
-            text(&out)
+            describe(&out)
         );
     }
 }
@@ -310,7 +287,7 @@ fn one_sided_over_every_lane() {
             "{}: {said}",
             lane.name
         );
-        no_segments_left(&out);
+        assert_no_leftovers(&out.job_id);
     }
     let _ = std::fs::remove_file(exe);
 }

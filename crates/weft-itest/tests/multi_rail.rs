@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weft_itest::hosts::Hosts;
+use weft_itest::jobs::{assert_no_leftovers, describe};
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
@@ -47,30 +48,6 @@ fn job(weft: &Path, h: &Hosts, np: u32, rails: u32) -> JobOutcome {
     run_job(&spec).expect("launch")
 }
 
-fn text(out: &JobOutcome) -> String {
-    format!(
-        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.exit_code,
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn no_segments_left(out: &JobOutcome) {
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(&out.job_id))
-        .collect();
-    assert!(
-        left.is_empty(),
-        "job {} left segments: {left:?}",
-        out.job_id
-    );
-}
-
 #[test]
 fn multi_rail_allreduce_on_two_and_three_rails() {
     let Some(weft) = sibling("weft") else {
@@ -90,8 +67,8 @@ fn multi_rail_allreduce_on_two_and_three_rails() {
         for np in [2, 3, 4] {
             let out = job(&weft, &h, np, rails);
             let what = format!("{rails} rails, {np} ranks");
-            assert_eq!(out.exit_code, 0, "{what}: {}", text(&out));
-            no_segments_left(&out);
+            assert_eq!(out.exit_code, 0, "{what}: {}", describe(&out));
+            assert_no_leftovers(&out.job_id);
             let said = String::from_utf8_lossy(&out.stdout);
             assert_eq!(
                 said.matches("multi-rail ok").count(),
@@ -108,18 +85,18 @@ fn multi_rail_allreduce_on_two_and_three_rails() {
             assert!(
                 striped > 0,
                 "{what}: nothing on an extra rail\n{}",
-                text(&out)
+                describe(&out)
             );
         }
     }
     // One rail: the forced algorithm is refused with its reason, on every rank.
     let out = job(&weft, &h, 2, 1);
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("WEFT_ALLREDUCE_ALGO=multi_rail") && err.contains("1 network rail(s)"),
         "{}",
-        text(&out)
+        describe(&out)
     );
-    no_segments_left(&out);
+    assert_no_leftovers(&out.job_id);
 }
