@@ -1,7 +1,18 @@
 //! What the multi-process tests check of every job they start: that it succeeded (or the
 //! panic shows its output) and that it left nothing in `/dev/shm`.
 
+use std::path::PathBuf;
 use weft_launch::JobOutcome;
+
+/// A binary cargo built beside the running test (`<target>/<profile>/NAME`, or in `deps/`
+/// next to the test binary), or `None` when it was not built.
+pub fn built_binary(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join(name), dir.parent()?.join(name)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
 
 /// The job's exit code, failure and output, for a test's panic message.
 pub fn describe(out: &JobOutcome) -> String {
@@ -16,14 +27,7 @@ pub fn describe(out: &JobOutcome) -> String {
 
 /// Panics, with the job's failure and output, unless it exited with code 0.
 pub fn assert_ok(out: &JobOutcome) {
-    assert_eq!(
-        out.exit_code,
-        0,
-        "job failed: {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.exit_code, 0, "job failed: {}", describe(out));
 }
 
 /// Panics, naming them, when segments of job `job_id` are left in `/dev/shm`.

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use weft_itest::hosts::Hosts;
-use weft_itest::jobs::{assert_no_leftovers, describe};
+use weft_itest::jobs::{assert_no_leftovers, built_binary, describe};
 use weft_itest::lanes::{lane, Lane};
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
@@ -49,15 +49,6 @@ fn lanes() -> (Vec<Lane>, bool) {
 fn cannot(asked: bool, why: &str) {
     assert!(!asked, "WEFT_TEST_LANES is set but {why}");
     eprintln!("skipping: {why}");
-}
-
-/// A binary built next to this test (target/<profile>/NAME).
-fn sibling(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join(name), dir.parent()?.join(name)]
-        .into_iter()
-        .find(|p| p.is_file())
 }
 
 /// Hosts for one test; `tag` (a letter) and the subnet keep tests apart.
@@ -105,7 +96,7 @@ fn ok(lane: &Lane, what: &str, out: &JobOutcome) {
 #[test]
 fn p2p_and_collectives_over_every_lane() {
     let (lanes, asked) = lanes();
-    let Some(weft) = sibling("weft") else {
+    let Some(weft) = built_binary("weft") else {
         return cannot(
             asked,
             "no weft binary next to this test (cargo build -p weft-cli)",
@@ -145,7 +136,7 @@ fn p2p_and_collectives_over_every_lane() {
 #[test]
 fn faults_over_every_lane() {
     let (lanes, asked) = lanes();
-    let Some(weft) = sibling("weft") else {
+    let Some(weft) = built_binary("weft") else {
         return cannot(
             asked,
             "no weft binary next to this test (cargo build -p weft-cli)",
@@ -192,7 +183,7 @@ fn faults_over_every_lane() {
 #[test]
 fn large_messages_stripe_over_two_rails_of_every_lane() {
     let (lanes, asked) = lanes();
-    let Some(weft) = sibling("weft") else {
+    let Some(weft) = built_binary("weft") else {
         return cannot(
             asked,
             "no weft binary next to this test (cargo build -p weft-cli)",
@@ -263,13 +254,13 @@ fn oshcc(name: &str, lib: &Path) -> PathBuf {
 #[test]
 fn one_sided_over_every_lane() {
     let (lanes, asked) = lanes();
-    let Some(weft) = sibling("weft") else {
+    let Some(weft) = built_binary("weft") else {
         return cannot(
             asked,
             "no weft binary next to this test (cargo build -p weft-cli)",
         );
     };
-    let Some(lib) = sibling("libshmem.so") else {
+    let Some(lib) = built_binary("libshmem.so") else {
         return cannot(
             asked,
             "no libshmem.so next to this test (cargo build -p weft-shmem)",

@@ -9,24 +9,16 @@
 //! Needs root and iproute2 and the `weft` binary (the hosts' agent) built next to this test
 //! (`cargo build -p weft-cli`); without them the test says why and passes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use weft_itest::hosts::Hosts;
-use weft_itest::jobs::{assert_no_leftovers, describe};
+use weft_itest::jobs::{assert_no_leftovers, built_binary, describe};
 use weft_launch::{run_job, HostsSpec, JobOutcome, JobSpec, MapBy, OutputMode};
 
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
 const NETNS: &str = "ip netns exec {host}";
 /// A hang catcher only.
 const HANG_CATCHER: Duration = Duration::from_secs(600);
-
-fn sibling(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join(name), dir.parent()?.join(name)]
-        .into_iter()
-        .find(|p| p.is_file())
-}
 
 fn job(weft: &Path, h: &Hosts, np: u32, rails: u32) -> JobOutcome {
     let mut spec = JobSpec::new(np, Path::new(RANK));
@@ -50,7 +42,7 @@ fn job(weft: &Path, h: &Hosts, np: u32, rails: u32) -> JobOutcome {
 
 #[test]
 fn multi_rail_allreduce_on_two_and_three_rails() {
-    let Some(weft) = sibling("weft") else {
+    let Some(weft) = built_binary("weft") else {
         eprintln!("skipping: no weft binary next to this test (cargo build -p weft-cli)");
         return;
     };

@@ -13,13 +13,13 @@ fn rma_program_at_1_to_4_pes() {
     let exe = compile("rma", "tests/c");
     for n in 1..=4 {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("rma ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -30,13 +30,13 @@ fn collectives_and_signal_forms_at_1_to_4_pes() {
     let exe = compile("coll", "tests/c");
     for n in 1..=4 {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("coll ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -50,13 +50,13 @@ fn c11_generics_on_every_type_at_1_to_4_pes() {
     for n in 1..=4 {
         // About a thousand barriers: 14 s at 4 PEs on 2 busy cores.
         let out = job_within(&exe, n, &[], &[], Duration::from_secs(900));
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("c11 ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -69,13 +69,13 @@ fn conformance_rules_at_1_2_3_4_pes() {
     let exe = compile("conform", "tests/c");
     for n in 1..=4 {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("conform ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -87,13 +87,13 @@ fn teams_and_contexts_at_1_2_3_4_7_pes() {
     let exe = compile("teams", "tests/c");
     for n in [1, 2, 3, 4, 7] {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("teams ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -105,27 +105,27 @@ fn globals_like_the_heap_at_1_2_3_4_pes() {
     let exe = compile("globals", "tests/c");
     for n in 1..=4 {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("globals ok (mapped)").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     // A PE that dies before shmem_init: the job ends, its globals file does not stay
     // (`job` checks /dev/shm).
     let out = job(&exe, 3, &["die"], &[]);
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
     // With WEFT_SYMMETRIC_GLOBALS=cma an atomic on another PE's global is refused, naming
     // the knob.
     let out = job(&exe, 2, &["cma"], &[("WEFT_SYMMETRIC_GLOBALS", "cma")]);
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("WEFT_SYMMETRIC_GLOBALS"),
         "{}",
-        text(&out)
+        describe(&out)
     );
     let _ = std::fs::remove_file(exe);
 }
@@ -135,13 +135,13 @@ fn concurrent_threads_and_signal_ping_pong_at_1_2_3_pes() {
     let exe = compile("threads", "tests/c");
     for n in 1..=3 {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("threads ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -152,9 +152,9 @@ fn lu_example_factorises_and_verifies_at_1_2_3_pes() {
     let exe = compile("lu", "examples");
     for n in 1..=3 {
         let out = job(&exe, n, &["96", "both"], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("verified=yes"), "{}", text(&out));
+        assert!(stdout.contains("verified=yes"), "{}", describe(&out));
     }
     let _ = std::fs::remove_file(exe);
 }
@@ -164,13 +164,13 @@ fn sync_engine_at_2_3_4_7_processes() {
     let exe = compile("sync", "tests/c");
     for n in [2, 3, 4, 7] {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             stdout.matches("sync ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);
@@ -182,17 +182,22 @@ fn a_killed_process_ends_the_sync_wait() {
     // The survivors wait in a barrier that never completes: the dead PE ends the job (the
     // engine's death check or the launcher), never the timeout, which only catches a hang.
     let out = job_within(&exe, 3, &["die"], &[], Duration::from_secs(900));
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
-    assert_ne!(out.exit_code, 124, "ended by the timeout: {}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
+    assert_ne!(
+        out.exit_code,
+        124,
+        "ended by the timeout: {}",
+        describe(&out)
+    );
     assert!(
         !out.failure.as_deref().unwrap_or("").contains("timed out"),
         "{}",
-        text(&out)
+        describe(&out)
     );
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("passed without"),
         "{}",
-        text(&out)
+        describe(&out)
     );
     let _ = std::fs::remove_file(exe);
 }
@@ -206,10 +211,10 @@ fn bad_input_is_a_fatal_error_naming_pe_and_address() {
         ("heap", "WEFT_SYMMETRIC_SIZE"),
     ] {
         let out = job(&exe, 2, &[case], &[]);
-        assert_ne!(out.exit_code, 0, "{case}: {}", text(&out));
+        assert_ne!(out.exit_code, 0, "{case}: {}", describe(&out));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(needle), "{case}: {}", text(&out));
-        assert!(err.contains("PE "), "{case}: {}", text(&out));
+        assert!(err.contains(needle), "{case}: {}", describe(&out));
+        assert!(err.contains("PE "), "{case}: {}", describe(&out));
         assert!(!String::from_utf8_lossy(&out.stdout).contains("not reached"));
     }
     let _ = std::fs::remove_file(exe);
@@ -228,33 +233,33 @@ fn shmem_environment_variables_size_the_heap_and_print_info() {
     ];
     // bad's "heap" case allocates 1 TiB: the error names the heap's size.
     let out = job(&exe, 2, &["heap"], &env);
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("do not fit in the 1572864 bytes"),
         "{}",
-        text(&out)
+        describe(&out)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.matches("OpenSHMEM 1.5, weft").count(),
         1,
         "{}",
-        text(&out)
+        describe(&out)
     );
     assert!(
         stdout
             .lines()
             .any(|l| l.contains("SHMEM_SYMMETRIC_SIZE") && l.contains("1.5M")),
         "{}",
-        text(&out)
+        describe(&out)
     );
     let out = job(&exe, 1, &["heap"], &[("SHMEM_SYMMETRIC_SIZE", "lots")]);
-    assert_ne!(out.exit_code, 0, "{}", text(&out));
+    assert_ne!(out.exit_code, 0, "{}", describe(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("SHMEM_SYMMETRIC_SIZE"),
         "{}",
-        text(&out)
+        describe(&out)
     );
     let _ = std::fs::remove_file(exe);
 }
@@ -462,6 +467,6 @@ fn job_wide_sync_engine_across_two_and_three_nodes() {
     }
     // One node: the job-wide calls are the node's.
     let out = job(&exe, 3, &["1"], &[]);
-    assert_eq!(out.exit_code, 0, "{}", text(&out));
+    assert_eq!(out.exit_code, 0, "{}", describe(&out));
     let _ = std::fs::remove_file(exe);
 }

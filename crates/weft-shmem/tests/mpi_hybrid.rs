@@ -85,14 +85,14 @@ fn mpi_and_shmem_in_either_order_at_1_2_4_processes() {
                 out.exit_code,
                 0,
                 "{first} first, {n} processes: {}",
-                text(&out)
+                describe(&out)
             );
             let lines = rank_lines(&out);
             assert_eq!(
                 lines.iter().filter(|(_, l)| l == "hybrid ok").count(),
                 n as usize,
                 "{}",
-                text(&out)
+                describe(&out)
             );
         }
     }
@@ -106,11 +106,11 @@ fn specification_interoperability_examples() {
     let exe = compile_hybrid("hybrid_id", "tests/spec/hybrid_mpi_mapping_id.c", &mpi);
     for n in [2, 4] {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let want: Vec<(u32, String)> = (0..n)
             .map(|i| (0, format!("PE {i}'s MPI rank is {i}")))
             .collect();
-        assert_eq!(rank_lines(&out), want, "{}", text(&out));
+        assert_eq!(rank_lines(&out), want, "{}", describe(&out));
     }
     let _ = std::fs::remove_file(exe);
     let exe = compile_hybrid(
@@ -120,13 +120,13 @@ fn specification_interoperability_examples() {
     );
     for n in [2, 4] {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let mut lines = rank_lines(&out);
         lines.sort();
         let want: Vec<(u32, String)> = (0..n)
             .map(|i| (i, format!("PE {i}'s MPI rank is {i}")))
             .collect();
-        assert_eq!(lines, want, "{}", text(&out));
+        assert_eq!(lines, want, "{}", describe(&out));
     }
     let _ = std::fs::remove_file(exe);
     let _ = std::fs::remove_dir_all(mpi);

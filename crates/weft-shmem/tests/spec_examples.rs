@@ -30,7 +30,7 @@ fn run(name: &str, extra: &[&str], pes: &[u32], check: impl Fn(u32, &BTreeMap<u3
     let exe = build(name, extra);
     for &n in pes {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{name} at {n} PEs: {}", text(&out));
+        assert_eq!(out.exit_code, 0, "{name} at {n} PEs: {}", describe(&out));
         check(n, &by_rank(&out));
     }
     let _ = std::fs::remove_file(exe);
@@ -97,7 +97,7 @@ fn global_exit_example_ends_every_pe() {
         let out = job(&exe, n, &[], &[]);
         // Code 1 is PE 0's global exit ending the others; a job it failed to end would end
         // by the harness's timeout, code 124.
-        assert_eq!(out.exit_code, 1, "{}", text(&out));
+        assert_eq!(out.exit_code, 1, "{}", describe(&out));
     }
     let _ = std::fs::remove_file(exe);
 }
@@ -366,13 +366,13 @@ fn profiling_example_intercepts_a_put() {
     );
     for n in [2, 4] {
         let out = job(&exe, n, &[], &[]);
-        assert_eq!(out.exit_code, 0, "{}", text(&out));
+        assert_eq!(out.exit_code, 0, "{}", describe(&out));
         let lines = rank_lines(&out);
         assert_eq!(
             lines.iter().filter(|(_, l)| l == "pshmem ok").count(),
             n as usize,
             "{}",
-            text(&out)
+            describe(&out)
         );
     }
     let _ = std::fs::remove_file(exe);

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+pub(crate) use weft_itest::jobs::describe;
 use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 
 pub(crate) fn crate_dir() -> PathBuf {
@@ -112,16 +113,6 @@ pub(crate) fn job_within(
     out
 }
 
-pub(crate) fn text(out: &JobOutcome) -> String {
-    format!(
-        "exit {} {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.exit_code,
-        out.failure,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The `weft` binary (it holds the hosts' agent): `$WEFT` (an absolute path, as oshrun
 /// takes it), else next to libshmem's directory when the workspace's binaries were built
 /// (`cargo test --workspace` builds them), else `None`.
@@ -159,13 +150,13 @@ pub(crate) fn across_nodes(weft: &Path, exe: &Path, hosts: &str, args: &[&str], 
         agent_program: weft.to_path_buf(),
     });
     let out = run_job(&spec).expect("launch");
-    assert_eq!(out.exit_code, 0, "{hosts}: {}", text(&out));
+    assert_eq!(out.exit_code, 0, "{hosts}: {}", describe(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.matches(ok).count(),
         n as usize,
         "{hosts}: {}",
-        text(&out)
+        describe(&out)
     );
 }
 
