@@ -120,9 +120,17 @@ fn mpiexec(args: Vec<OsString>) -> i32 {
 
 fn main() -> ExitCode {
     // What the launcher and the tools log (WEFT_LOG); a rank's own weft reads it again at
-    // init, in its own process. A malformed value is the ranks' error to report.
+    // init, in its own process. A filter that would show nothing by a typo stops every
+    // command here, before a job starts.
     if let Ok((values, _)) = KnobValues::read_env(&[PROCESS_KNOBS]) {
-        weft_core::logging::init(values.text(LOG).as_deref());
+        let filter = values.text(LOG);
+        if let Some(f) = &filter {
+            if let Err(why) = weft_core::logging::check_filter(f) {
+                eprintln!("weft: {LOG}={f}: {why}");
+                return ExitCode::from(2);
+            }
+        }
+        weft_core::logging::init(filter.as_deref());
     }
     let cli = match parse(std::env::args_os().collect()) {
         Ok(c) => c,

@@ -128,7 +128,7 @@ pub const PROCESS_KNOBS: &[Knob] = &[Knob {
     name: LOG,
     kind: KnobKind::Text,
     default: "",
-    help: "what weft logs on stderr, in env_logger's filter syntax: a level (error, warn, info, debug, trace) or target=level pairs (weft::lanes=debug,weft::coll=debug); debug shows each peer's lane and why, the collectives' algorithm choice per new call shape and connection events; unset: warnings and errors only",
+    help: "what weft logs on stderr, in env_logger's filter syntax: a level (error, warn, info, debug, trace) or target=level pairs (weft::lanes=debug,weft::coll=debug); debug shows each peer's lane and why, the collectives' algorithm choice per new call shape and connection events; unset: warnings and errors only; a word that is neither a level nor a weft target is an error",
 }];
 
 /// Variables read by the `weft` command's own tools, the wrappers (`mpicc`, `mpiexec`,

@@ -33,8 +33,46 @@ static RANK: AtomicU32 = AtomicU32::new(u32::MAX);
 /// The level shown when `WEFT_LOG` is unset or empty.
 pub const DEFAULT_FILTER: &str = "warn";
 
-/// Installs the process's logger with `filter` (the `WEFT_LOG` knob's value; `None` or empty:
-/// [`DEFAULT_FILTER`]). Only the first call of a process installs it (a second init of weft,
+/// The level names a filter may use, as `env_logger` spells them (any case).
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Checks a `WEFT_LOG` value before it is used, so that a typo is an error rather than a
+/// filter that silently shows nothing (`env_logger` takes any unknown word for a target).
+/// Accepted: comma-separated directives, each a level, a weft target (`weft`, `weft::lanes`,
+/// `weft_transport::tcp`, ...) or `target=level`, optionally followed by `/text` (only lines
+/// containing the text). Empty or blank: the default. The error names the bad directive and
+/// what would be accepted.
+pub fn check_filter(filter: &str) -> Result<(), String> {
+    let directives = filter.split_once('/').map_or(filter, |(d, _)| d);
+    for directive in directives
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        let is_level = |w: &str| LEVELS.iter().any(|l| l.eq_ignore_ascii_case(w.trim()));
+        let is_target = |w: &str| {
+            let w = w.trim();
+            w.starts_with("weft")
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        };
+        let ok = match directive.split_once('=') {
+            Some((target, level)) => is_target(target) && is_level(level),
+            None => is_level(directive) || is_target(directive),
+        };
+        if !ok {
+            return Err(format!(
+                "`{directive}` is not a level ({}), a weft target (weft, weft::lanes, \
+                 weft_transport::tcp, ...) or target=level",
+                LEVELS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Installs the process's logger with `filter` (the `WEFT_LOG` knob's value, checked by
+/// [`check_filter`]; `None` or empty: [`DEFAULT_FILTER`]). Only the first call of a process installs it (a second init of weft,
 /// or another library holding its own copy of weft, keeps the first one's); later calls do
 /// nothing, as does a call in a program that installed a `log` logger of its own.
 pub fn init(filter: Option<&str>) {
@@ -81,5 +119,33 @@ mod tests {
         // A second init (another weft in the process) keeps the first logger.
         init(Some("debug"));
         assert!(!log::log_enabled!(target: "weft::lanes", log::Level::Debug));
+    }
+
+    #[test]
+    fn a_filter_is_levels_and_weft_targets() {
+        for good in [
+            "",
+            " ",
+            "debug",
+            "DEBUG",
+            "weft::lanes=debug,weft::coll=trace",
+            "weft_transport::tcp",
+            "info,weft::lanes=off",
+            "debug/connect",
+        ] {
+            assert_eq!(check_filter(good), Ok(()), "{good:?}");
+        }
+        for bad in [
+            "verbose",
+            "debg",
+            "weft::lanes=loud",
+            "lanes=debug",
+            "=debug",
+            "weft=",
+            "debug,x",
+        ] {
+            let err = check_filter(bad).expect_err(bad);
+            assert!(err.contains("is not a level"), "{bad:?}: {err}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `WEFT_LOG`, with real ranks started by weft-launch: at `debug` each rank explains on stderr
 //! the lane each peer got, the collectives' algorithm choices and its connections; unset, a
-//! job that works writes nothing on stderr.
+//! job that works writes nothing on stderr; a misspelt filter stops the ranks at init.
 
 use std::time::Duration;
 use weft_itest::jobs::{assert_no_leftovers, assert_ok};
@@ -9,8 +9,16 @@ use weft_launch::{run_job, JobOutcome, JobSpec, OutputMode};
 const RANK: &str = env!("CARGO_BIN_EXE_weft-itest-rank");
 
 /// A job of `n` ranks of `scenario` with exactly `env` (no lane forced by the test suite:
-/// these tests choose their transports).
+/// these tests choose their transports), which must succeed.
 fn job(n: u32, scenario: &str, env: &[(&str, &str)]) -> JobOutcome {
+    let out = start(n, scenario, env);
+    assert_ok(&out);
+    assert_no_leftovers(&out.job_id);
+    out
+}
+
+/// A job as [`job`] starts it, whatever its outcome.
+fn start(n: u32, scenario: &str, env: &[(&str, &str)]) -> JobOutcome {
     let mut spec = JobSpec::new(n, RANK);
     spec.args = vec![scenario.into()];
     spec.env = env
@@ -20,10 +28,7 @@ fn job(n: u32, scenario: &str, env: &[(&str, &str)]) -> JobOutcome {
     spec.output = OutputMode::Capture;
     // A hang catcher: lock-step ranks take minutes on a busy 2-core machine.
     spec.timeout = Some(Duration::from_secs(600));
-    let out = run_job(&spec).expect("launch");
-    assert_ok(&out);
-    assert_no_leftovers(&out.job_id);
-    out
+    run_job(&spec).expect("launch")
 }
 
 /// Whether some line of `text` starts with `start` and contains every one of `parts`.
@@ -119,4 +124,17 @@ fn unset_a_working_job_writes_nothing_on_stderr() {
         "stderr of a job without WEFT_LOG:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_misspelt_filter_stops_every_rank_with_its_name() {
+    // env_logger would take `debg` for a target and show nothing at all.
+    let out = start(2, "collectives", &[("WEFT_LOG", "weft::lanes=debg")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.exit_code, 0, "a bad WEFT_LOG ran:\n{err}");
+    assert!(
+        err.contains("WEFT_LOG=weft::lanes=debg") && err.contains("is not a level"),
+        "no WEFT_LOG error in:\n{err}"
+    );
+    assert_no_leftovers(&out.job_id);
 }

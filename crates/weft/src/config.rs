@@ -366,6 +366,12 @@ impl Config {
                 format!("WEFT_MAX_RAILS={max_rails}: must be 1..=64"),
             ));
         }
+        let log_filter = values.text(weft_core::knob::LOG);
+        if let Some(filter) = &log_filter {
+            weft_core::logging::check_filter(filter).map_err(|why| {
+                Error::new(ErrorKind::Config, format!("WEFT_LOG={filter}: {why}"))
+            })?;
+        }
         let job_secret = match values.text("WEFT_JOB_SECRET").filter(|t| !t.is_empty()) {
             Some(t) => Some(weft_boot::auth::decode_hex("WEFT_JOB_SECRET", &t)?),
             None => None,
@@ -416,7 +422,7 @@ impl Config {
                 .uint("WEFT_LIVENESS_MS")
                 .unwrap_or(100)
                 .min(3_600_000),
-            log_filter: values.text(weft_core::knob::LOG),
+            log_filter,
             values,
         })
     }
