@@ -23,7 +23,9 @@
 //! (`weft_model::mapping::cart`) lays one host's ranks per block, blocks in row-major order
 //! and hosts in the order of their lowest rank, which is the virtual torus's: a block shape
 //! `a×b×c` of a grid `X·a × Y·b × Z·c` puts host `k`'s block at the host's virtual
-//! coordinates (when that shape cuts fewest grid edges). The rank order is the one source of
+//! coordinates; each rank's weft reads the torus from [`TORUS_DIMS_VAR`] and counts a grid
+//! edge between hosts by its hops on it, so among shapes that cut as many edges the one whose
+//! grid of blocks is the torus wins. The rank order is the one source of
 //! truth both use. Each rank also gets its coordinates in [`TORUS_COORDS_VAR`] and the shape
 //! in [`TORUS_DIMS_VAR`].
 //!

@@ -8,6 +8,10 @@
 //! - Under `weft run --map torus:2x2@3x2 --exclude FILE`, a periodic grid of the job's torus
 //!   with and without reorder puts every rank at the coordinates the launcher gave it, on
 //!   the host the launcher's placement chose.
+//! - Under `weft run --map torus:2x2` with 2 ranks per host, a 4x2 grid periodic in its
+//!   first dimension: the reorder moves the same bytes between hosts but fewer bytes times
+//!   torus hops (its blocks follow the torus; a row per host, the identity, puts hosts two
+//!   hops apart next to each other).
 //!
 //! Needs root and iproute2 (skips saying why otherwise). Jobs have a hang-catching timeout
 //! only; no namespace of these tests is left (checked), nor a `/dev/shm` segment of the jobs
@@ -156,6 +160,47 @@ fn cart_create_on_a_weft_run_map_torus_takes_the_launcher_s_coordinates() {
         stdout.contains(&format!("bytes across hosts {}\n", 16 * BYTES)),
         "{stdout}"
     );
+    let names = h.names.clone();
+    drop(h);
+    assert_namespaces_gone(&names);
+}
+
+#[test]
+fn cart_reorder_on_a_torus_of_hosts_keeps_neighbours_one_hop_apart() {
+    let Some(h) = hosts('t', 4, 232) else { return };
+    let prog = common::build_c(prefix(), "cart_hosts");
+    let list = h
+        .names
+        .iter()
+        .map(|n| format!("{n}:2"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = Command::new(prefix().join("bin/weft"))
+        .args(["run", "--hosts", &list, "--launcher", NETNS, "--boot-addr"])
+        .arg(h.root_ip())
+        .args(["--map", "torus:2x2", "--timeout", "600"])
+        .arg(&prog)
+        .args(["hops", &BYTES.to_string(), "1,0", "4", "2"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // 8 grid edges cut either way (one message each way per edge); identity: 4 of them 1
+    // hop and 4 of them 2 hops, reordered (2x1 blocks on the 2x2 torus): all 1 hop.
+    let want = format!(
+        "hop-bytes identity {} reordered {}",
+        2 * BYTES * 12,
+        2 * BYTES * 8
+    );
+    assert!(stdout.contains(&want), "{want}:\n{stdout}\n{stderr}");
+    let want = format!(
+        "bytes across hosts identity {} reordered {}",
+        2 * BYTES * 8,
+        2 * BYTES * 8
+    );
+    assert!(stdout.contains(&want), "{want}:\n{stdout}\n{stderr}");
     let names = h.names.clone();
     drop(h);
     assert_namespaces_gone(&names);

@@ -491,10 +491,19 @@ impl Comm {
 
     /// This member's position in a Cartesian grid of `dims` (`periods` per dimension) laid
     /// over the first `dims.iter().product()` members so that grid neighbours share a node
-    /// (`weft_model::mapping::cart`; never more edges between nodes than the identity
-    /// order), or `None` when the grid leaves this member out.
+    /// and, on the job's torus of nodes (`weft run --map`), nodes that hold neighbours are
+    /// near on it (`weft_model::mapping::cart`; never more hops between nodes than the
+    /// identity order), or `None` when the grid leaves this member out.
     pub fn cart_position_by_node(&self, dims: &[u32], periods: &[bool]) -> Option<u32> {
-        let order = weft_model::mapping::cart_order(dims, periods, &self.member_nodes());
+        let nodes = self.member_nodes();
+        let torus = self.engine.borrow().node_torus().cloned();
+        let order = match torus.filter(|t| nodes.iter().all(|&n| n < t.nodes())) {
+            Some(t) => {
+                let hops = |a: u32, b: u32| u64::from(t.distance(a, b));
+                weft_model::mapping::cart_order_on(dims, periods, &nodes, &hops)
+            }
+            None => weft_model::mapping::cart_order(dims, periods, &nodes),
+        };
         order
             .rank_at
             .iter()

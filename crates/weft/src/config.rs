@@ -124,6 +124,10 @@ pub struct Config {
     pub job_secret: Option<Vec<u8>>,
     /// What this process logs (`WEFT_LOG`, `weft_core::logging`'s filter; None: warnings).
     pub log_filter: Option<String>,
+    /// The job's torus of nodes from `WEFT_TORUS_DIMS` (set by `weft run --map`), node `k`
+    /// at row-major position `k` (MPI's order: the last dimension fastest), stored with the
+    /// dimensions reversed so that `Torus`'s numbering (dimension 0 fastest) is that one.
+    pub node_torus: Option<weft_model::mapping::Torus>,
     /// The values as read, for `weft info --knobs`.
     pub values: KnobValues,
 }
@@ -366,6 +370,19 @@ impl Config {
                 format!("WEFT_MAX_RAILS={max_rails}: must be 1..=64"),
             ));
         }
+        let node_torus = match values.text(weft_core::knob::TORUS_DIMS) {
+            Some(t) if !t.trim().is_empty() => {
+                let torus = weft_model::mapping::Torus::parse(&t).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Config,
+                        format!("{}={t}: {}", weft_core::knob::TORUS_DIMS, e.message()),
+                    )
+                })?;
+                let reversed: Vec<u32> = torus.dims.iter().rev().copied().collect();
+                Some(weft_model::mapping::Torus { dims: reversed })
+            }
+            _ => None,
+        };
         let log_filter = values.text(weft_core::knob::LOG);
         if let Some(filter) = &log_filter {
             weft_core::logging::check_filter(filter).map_err(|why| {
@@ -423,6 +440,7 @@ impl Config {
                 .unwrap_or(100)
                 .min(3_600_000),
             log_filter,
+            node_torus,
             values,
         })
     }

@@ -15,6 +15,6 @@ pub mod cart;
 pub mod graph;
 pub mod torus;
 
-pub use cart::{cart_order, CartOrder};
+pub use cart::{cart_order, cart_order_on, CartOrder};
 pub use graph::{graph_order, GraphOrder};
 pub use torus::{map_torus, MapReport, Torus, TorusMap};

@@ -228,6 +228,8 @@ pub(crate) struct Engine {
     cma_voted: bool,
     /// Node index of every world rank.
     node_of: Vec<u32>,
+    /// The job's torus of nodes (`weft run --map`), numbered as node indices are.
+    node_torus: Option<weft_model::mapping::Torus>,
     /// The network endpoint (None when no peer is reached over a network).
     net: Option<Box<dyn NetEndpoint>>,
     /// Progress calls between polls of the network endpoint while shared-memory peers exist
@@ -432,6 +434,7 @@ impl Engine {
             cma_verdict: None,
             cma_voted: false,
             node_of: node.node_of,
+            node_torus: config.node_torus.clone(),
             net: node.net,
             net_poll_every: config.tcp_poll_every.max(1),
             net_tick: 0,
@@ -501,6 +504,11 @@ impl Engine {
     /// what hierarchical collectives group by.
     pub(crate) fn node_of(&self) -> &[u32] {
         &self.node_of
+    }
+
+    /// The job's torus of nodes, node `k` at torus position `k`, when the launcher gave one.
+    pub(crate) fn node_torus(&self) -> Option<&weft_model::mapping::Torus> {
+        self.node_torus.as_ref()
     }
 
     /// Whether the engine yields the CPU when idle.
