@@ -47,6 +47,15 @@ fn hosts(tag: char, n: usize, third: u32) -> Option<Hosts> {
     }
 }
 
+/// `NAME:ranks` for every host of `h`, comma-separated (as `weft run --hosts` takes it).
+fn host_list(h: &Hosts, ranks: u32) -> String {
+    h.names
+        .iter()
+        .map(|n| format!("{n}:{ranks}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Checks that none of `names` is still a network namespace.
 fn assert_namespaces_gone(names: &[String]) {
     let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
@@ -111,12 +120,7 @@ fn cart_reorder_moves_fewer_bytes_across_namespace_hosts() {
 fn cart_create_on_a_weft_run_map_torus_takes_the_launcher_s_coordinates() {
     let Some(h) = hosts('m', 6, 231) else { return };
     let prog = common::build_c(prefix(), "cart_hosts");
-    let list = h
-        .names
-        .iter()
-        .map(|n| format!("{n}:1"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let list = host_list(&h, 1);
     // Node 2 (coordinates 2,0 of the 3x2 machine) is faulty.
     let exclude = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("cart-hosts-exclude-{}", std::process::id()));
@@ -169,12 +173,7 @@ fn cart_create_on_a_weft_run_map_torus_takes_the_launcher_s_coordinates() {
 fn cart_reorder_on_a_torus_of_hosts_keeps_neighbours_one_hop_apart() {
     let Some(h) = hosts('t', 4, 232) else { return };
     let prog = common::build_c(prefix(), "cart_hosts");
-    let list = h
-        .names
-        .iter()
-        .map(|n| format!("{n}:2"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let list = host_list(&h, 2);
     let out = Command::new(prefix().join("bin/weft"))
         .args(["run", "--hosts", &list, "--launcher", NETNS, "--boot-addr"])
         .arg(h.root_ip())
