@@ -2175,7 +2175,12 @@ pub(crate) unsafe fn reduce_local(
         unsafe { f.call(inbuf, inout, count as i64, dt) };
         return Ok(());
     }
-    let map = crate::dtype::map_of(dt)?;
+    // MPI_CHAR reduces as the signed 8-bit integer it is in C (make_op refuses it when
+    // WEFT_CHAR_REDUCTIONS asks for the standard's strict table).
+    let map = match crate::dtype::predefined(dt) {
+        Some((1, Some(TypeKind::I8))) => weft::dtype::TypeMap::basic(weft::dtype::BasicKind::I8),
+        _ => crate::dtype::map_of(dt)?,
+    };
     let (tk, _) = map.reduction_kind().ok_or_else(|| {
         err(
             MPI_ERR_TYPE,

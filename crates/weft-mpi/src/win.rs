@@ -1488,7 +1488,9 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
         let Some(t) = target_rank(c.win, rank)? else {
             return Ok(());
         };
-        let n = map.size_bytes() as usize;
+        // The bytes one element spans in memory: more than its size for the padded pairs
+        // (MPI_SHORT_INT: 6 bytes of data over 8).
+        let n = map.footprint(1)?.map_or(0, |(_, hi)| hi as usize);
         if rbuf.is_null() || (!f.is_no_op() && obuf.is_null()) {
             return Err(err(MPI_ERR_BUFFER, "origin or result buffer is NULL"));
         }

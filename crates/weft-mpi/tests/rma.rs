@@ -120,3 +120,19 @@ fn windows_across_namespace_hosts() {
         "namespaces left: {left}"
     );
 }
+
+/// `itest/c/rma_types.c`: MPI_CHAR as a signed 8-bit integer in reductions (MPI_Allreduce,
+/// MPI_Reduce, MPI_Reduce_local) and in accumulates, fetch-and-op and compare-and-swap, and
+/// the padded pair MPI_SHORT_INT (6 bytes over 8) in fetches and accumulates.
+#[test]
+fn char_reductions_and_padded_pairs_in_accumulates() {
+    common::run_c_ok(prefix(), "rma_types", 1..=4, &[]);
+    common::run_c_ok(prefix(), "rma_types", 7..=7, &[]);
+    // MPI-4.1's strict table refuses the arithmetic on MPI_CHAR, also one-sided.
+    common::run_c_ok(
+        prefix(),
+        "rma_types",
+        2..=2,
+        &[("WEFT_CHAR_REDUCTIONS", "0")],
+    );
+}

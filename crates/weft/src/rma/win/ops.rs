@@ -638,7 +638,8 @@ impl Window {
         disp: i64,
         op: &AccOp,
     ) -> Result<()> {
-        let n = map.size_bytes() as usize;
+        // The bytes the element spans (a padded pair's data is fewer).
+        let n = map.footprint(1)?.map_or(0, |(_, hi)| hi.max(0) as usize);
         if result.len() < n || (!op.is_no_op() && origin.len() < n) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -814,11 +815,16 @@ fn pieces(
 }
 
 /// The element kind an accumulate with `op` works on for `map`, and elements per item: the
-/// type's reduction kind, or for MPI_REPLACE and MPI_NO_OP on other predefined types (bytes,
-/// characters, booleans) single bytes.
+/// type's reduction kind (signed bytes for MPI_CHAR), or for MPI_REPLACE and MPI_NO_OP on
+/// other predefined types (bytes, wide characters, booleans) single bytes.
 fn element_kind(map: &TypeMap, op: &AccOp, what: &str) -> Result<(TypeKind, u64)> {
     if let Some(k) = map.reduction_kind() {
         return Ok(k);
+    }
+    // MPI_CHAR combines as a signed 8-bit integer, as in MPICH and Open MPI (the MPI layer
+    // refuses it first when its strict table is asked for).
+    if map.kinds() == crate::dtype::Kinds::One(crate::dtype::BasicKind::Char) {
+        return Ok((TypeKind::I8, map.size_bytes()));
     }
     if matches!(op, AccOp::Replace | AccOp::NoOp)
         && !matches!(map.kinds(), crate::dtype::Kinds::Mixed)
@@ -890,7 +896,8 @@ fn memory_form(
             .bytes()
             .to_vec());
     }
-    debug_assert_eq!(kind, TypeKind::U8);
+    // Bytes (MPI_REPLACE, MPI_NO_OP) or MPI_CHAR's signed bytes: packed data as it is.
+    debug_assert_eq!(kind.size_bytes(), 1);
     let mut out = vec![0u8; map.packed_bytes(count)? as usize];
     map.pack(data, origin, count, &mut out)?;
     Ok(out)
@@ -911,6 +918,7 @@ fn from_memory_form(
         rb.bytes_mut().copy_from_slice(&elems[..n]);
         return map.scatter_from_reduction(&rb, data, origin, count);
     }
-    debug_assert_eq!(kind, TypeKind::U8);
+    // Bytes (MPI_REPLACE, MPI_NO_OP) or MPI_CHAR's signed bytes: packed data as it is.
+    debug_assert_eq!(kind.size_bytes(), 1);
     map.unpack(elems, data, origin, count)
 }
