@@ -480,9 +480,11 @@ static void dynamic(void) {
   MPI_Win win;
   OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
   attributes(win, NULL, 0, 1, MPI_WIN_FLAVOR_DYNAMIC);
-  int a[4] = {0}, b[8] = {0};
+  /* b's last 2 ints are never attached: an access past the 8 attached ones ends in memory
+   * that is not attached, wherever `a` lies (regions back to back form one range). */
+  int a[4] = {0}, b[10] = {0};
   OK(MPI_Win_attach(win, a, sizeof a));
-  OK(MPI_Win_attach(win, b, sizeof b));
+  OK(MPI_Win_attach(win, b, 8 * sizeof(int)));
   MPI_Aint mine, *addrs = malloc(sizeof(MPI_Aint) * size);
   OK(MPI_Get_address(b, &mine));
   OK(MPI_Allgather(&mine, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD));
@@ -495,7 +497,8 @@ static void dynamic(void) {
   OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
   int cls;
   /* Past the end of the attached buffer (on this rank, so the error is found at once). */
-  MPI_Error_class(MPI_Put(v, 2, MPI_INT, rank, mine + sizeof b - 4, 2, MPI_INT, win), &cls);
+  MPI_Error_class(MPI_Put(v, 2, MPI_INT, rank, mine + 8 * sizeof(int) - 4, 2, MPI_INT, win),
+                  &cls);
   CHECK(cls == MPI_ERR_RMA_RANGE);
   MPI_Error_class(MPI_Win_detach(win, a + 1), &cls);
   CHECK(cls == MPI_ERR_RMA_ATTACH);

@@ -136,3 +136,14 @@ fn char_reductions_and_padded_pairs_in_accumulates() {
         &[("WEFT_CHAR_REDUCTIONS", "0")],
     );
 }
+
+/// `itest/c/rma_attach.c`: hundreds of regions attached to a dynamic window, detached and
+/// attached again, and accesses across regions attached back to back (CMA inside the node,
+/// and the one-sided service with CMA refused).
+#[test]
+fn dynamic_windows_take_any_number_of_regions() {
+    common::run_c_ok(prefix(), "rma_attach", 1..=4, &[]);
+    common::run_c_ok(prefix(), "rma_attach", 7..=7, &[]);
+    common::run_c_ok(prefix(), "rma_attach", 2..=3, &[("WEFT_SHM_CMA", "off")]);
+}
+

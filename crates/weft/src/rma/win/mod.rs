@@ -44,7 +44,6 @@ mod ops;
 pub(crate) mod registry;
 
 pub use acc::AccOp;
-pub use control::MAX_ATTACH;
 pub use epoch::{Completion, LockType, StartWait};
 pub use ops::{Origin, OriginMut, TargetSpec};
 
@@ -52,7 +51,7 @@ use crate::comm::Comm;
 use crate::rma::net;
 use crate::wait::{coll_waited, dup_waited, min_waited, Wait};
 use crate::Weft;
-use control::{Control, CONTROL_STRIDE};
+use control::{AttachTable, Control, CONTROL_STRIDE};
 use registry::{Exposed, Registry};
 use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
@@ -161,6 +160,8 @@ pub struct Window {
     /// allocated it). Dropped after the registry entry.
     region: Option<Region>,
     control: *const u8,
+    /// The regions attached to this process's part of a dynamic window (empty otherwise).
+    attached: Arc<AttachTable>,
     slot: u16,
     registry: Arc<Registry>,
     /// The network side when a member is reached through a service.
@@ -382,12 +383,14 @@ impl Window {
         let any_remote = local.len() != size;
         let needs_service = any_remote || !cma_ok;
         let hw_atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared);
+        let attached = Arc::new(AttachTable::default());
         let slot = ep.registry.register(Exposed {
             base: base as usize,
             bytes,
             control,
             dynamic: flavor == Flavor::Dynamic,
             hw: hw_atomics,
+            _attached: attached.clone(),
         })?;
         // Every member's slot and, when a service is needed (alike on every member), its
         // service addresses: the lanes learn them here, and every service serves the window
@@ -481,6 +484,7 @@ impl Window {
             hw_atomics,
             region: Some(region),
             control,
+            attached,
             slot,
             registry: ep.registry.clone(),
             net,
@@ -603,13 +607,14 @@ impl Window {
         if bytes == 0 {
             return Ok(());
         }
-        self.my_control().attach(base as u64, bytes as u64)
+        self.attached
+            .attach(self.my_control(), base as u64, bytes as u64)
     }
 
     /// Detaches the memory attached at `base` (MPI_Win_detach).
     pub fn detach(&self, base: *mut u8) -> Result<()> {
         self.dynamic_only("MPI_Win_detach")?;
-        self.my_control().detach(base as u64)
+        self.attached.detach(self.my_control(), base as u64)
     }
 
     fn dynamic_only(&self, what: &str) -> Result<()> {

@@ -102,18 +102,25 @@ impl Window {
         };
         let (start, end) = (at as i128 + lo as i128, at as i128 + hi as i128);
         if self.flavor == Flavor::Dynamic {
-            let control = match member.path {
-                Path::Me => Some(self.my_control()),
-                // SAFETY: same-node members' control blocks lie in the mapped region.
-                Path::Cma { .. } => Some(unsafe { Control::at(member.control) }),
+            let (addr, len) = (start as u64, (end - start) as u64);
+            let attached = match member.path {
+                _ if start < 0 => Some(false),
+                Path::Me => Some(self.my_control().covers(addr, len)),
+                Path::Cma { pid, .. } => {
+                    // SAFETY: same-node members' control blocks lie in the mapped region.
+                    let c = unsafe { Control::at(member.control) };
+                    Some(
+                        c.covers_in(pid, addr, len)
+                            .map_err(|e| self.cma_error(what, member, e))?,
+                    )
+                }
+                // The target's service checks.
                 _ => None,
             };
-            if let Some(c) = control {
-                if start < 0 || !c.covers(start as u64, (end - start) as u64) {
-                    return Err(range_error(format!(
-                        "bytes [{start:#x}, {end:#x}) are not in memory attached to the window"
-                    )));
-                }
+            if attached == Some(false) {
+                return Err(range_error(format!(
+                    "bytes [{start:#x}, {end:#x}) are not in memory attached to the window"
+                )));
             }
         } else if start < 0 || end > member.bytes as i128 {
             return Err(range_error(format!(

@@ -6,7 +6,7 @@
 //! access.
 
 use super::acc::{self, AccOp};
-use super::control::{Control, CONTROL_STRIDE};
+use super::control::{AttachTable, Control, CONTROL_STRIDE};
 use crate::coll::TypeKind;
 use crate::rma::net::wire;
 use std::sync::{Arc, RwLock};
@@ -24,6 +24,9 @@ pub(crate) struct Exposed {
     pub(crate) dynamic: bool,
     /// Whether accumulates use CPU atomics where they can ([`acc::atomic_element`]).
     pub(crate) hw: bool,
+    /// A dynamic window's attach table: the arrays its control block points at stay
+    /// allocated while the service may read them.
+    pub(crate) _attached: Arc<AttachTable>,
 }
 
 // SAFETY: the pointers stay valid while the entry is registered (the window unregisters
