@@ -30,9 +30,12 @@ impl View {
     /// A view at byte `disp` of `etype` elements through `filetype`. Checks what MPI-4.1
     /// §14.3 asks of them: data in both, a filetype made of whole etypes, and filetype data
     /// at non-negative, non-decreasing displacements (`overlap_ok`: ranges may overlap,
-    /// which only a file opened read-only may have).
+    /// which only a file opened read-only may have). Displacements that break those rules
+    /// are an `Io` error (MPI_ERR_IO, as ROMIO reports them in MPICH and Open MPI; MPI-4.1
+    /// §14.7 names no class of its own for them), the other checks `InvalidArgument`.
     pub fn new(disp: u64, etype: TypeMap, filetype: TypeMap, overlap_ok: bool) -> Result<View> {
         let bad = |m: String| Err(Error::new(ErrorKind::InvalidArgument, m));
+        let bad_displacements = |m: String| Err(Error::new(ErrorKind::Io, m));
         if etype.size_bytes() == 0 {
             return bad("set_view: the etype has no data".into());
         }
@@ -40,7 +43,7 @@ impl View {
             return bad("set_view: the filetype has no data".into());
         }
         if etype.true_lb() < 0 || etype.lb() < 0 {
-            return bad(format!(
+            return bad_displacements(format!(
                 "set_view: the etype reaches below its start (lb {}, true lb {})",
                 etype.lb(),
                 etype.true_lb()
@@ -90,7 +93,7 @@ impl View {
             }
         });
         if let Some(m) = first_bad {
-            return bad(format!("set_view: filetype {m}"));
+            return bad_displacements(format!("set_view: filetype {m}"));
         }
         Ok(View {
             disp,
@@ -213,9 +216,11 @@ mod tests {
         let t = TypeMap::hindexed(&[1, 1], &[8, 0], &int).unwrap();
         let e = View::new(0, int.clone(), t, true).unwrap_err();
         assert!(e.message().contains("must not decrease"), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Io);
         // Overlap: allowed only for reading.
         let t = TypeMap::hindexed(&[2, 1], &[0, 4], &int).unwrap();
-        assert!(View::new(0, int.clone(), t.clone(), false).is_err());
+        let e = View::new(0, int.clone(), t.clone(), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io);
         assert!(View::new(0, int.clone(), t, true).is_ok());
         let e = View::new(0, int.clone(), TypeMap::contiguous(0, &int).unwrap(), true);
         assert!(e.is_err());
