@@ -3,8 +3,9 @@
 //! CMA refused (`WEFT_SHM_CMA=off`: created windows then reach their node's members through
 //! the one-sided service), and across two simulated nodes (different `WEFT_NODE_ID`: the
 //! service over TCP), and across network-namespace hosts made by `scripts/testhosts.sh`
-//! (each host its own addresses; skipped where namespaces cannot be made). No job may leave
-//! a `/dev/shm/weft-*` segment or a namespace behind.
+//! (each host its own addresses; skipped where namespaces cannot be made); and the
+//! `itest/c/rma_*.c` programs, each on one case MPICH's test suite found. No job may leave a
+//! `/dev/shm/weft-*` segment or a namespace behind.
 
 use std::path::Path;
 
@@ -147,3 +148,10 @@ fn dynamic_windows_take_any_number_of_regions() {
     common::run_c_ok(prefix(), "rma_attach", 2..=3, &[("WEFT_SHM_CMA", "off")]);
 }
 
+/// `itest/c/rma_shared.c`: a shared window where odd ranks have no memory: their base is
+/// NULL in MPI_Win_shared_query; puts between fences reach the even ranks' memory.
+#[test]
+fn shared_windows_with_members_without_memory() {
+    common::run_c_ok(prefix(), "rma_shared", 1..=4, &[]);
+    common::run_c_ok(prefix(), "rma_shared", 7..=7, &[]);
+}

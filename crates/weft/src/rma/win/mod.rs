@@ -537,8 +537,8 @@ impl Window {
     }
 
     /// Member `rank`'s memory as this process can load and store it (MPI_Win_shared_query):
-    /// address, bytes and displacement unit, for members whose memory this process maps (and
-    /// itself); `None` for others.
+    /// address (null when it has no bytes), bytes and displacement unit, for members whose
+    /// memory this process maps (and itself); `None` for others.
     pub fn shared_query(&self, rank: u32) -> Result<Option<(*mut u8, u64, u32)>> {
         if self.flavor == Flavor::Dynamic {
             return Err(Error::new(
@@ -550,9 +550,15 @@ impl Window {
             ));
         }
         let m = self.member(rank, "shared query")?;
+        // A member without memory has no base (NULL, as MPICH answers).
+        let base = |p: *mut u8, bytes: u64| if bytes == 0 { std::ptr::null_mut() } else { p };
         Ok(match m.path {
-            Path::Me => Some((self.base, self.bytes as u64, self.disp_unit)),
-            Path::Mapped { mem } => Some((mem, m.bytes, m.disp_unit)),
+            Path::Me => Some((
+                base(self.base, self.bytes as u64),
+                self.bytes as u64,
+                self.disp_unit,
+            )),
+            Path::Mapped { mem } => Some((base(mem, m.bytes), m.bytes, m.disp_unit)),
             _ => None,
         })
     }
