@@ -74,6 +74,9 @@ struct Resolved<'w> {
 
 /// Largest accumulate frame: whole elements of at most this many bytes.
 const ACC_FRAME_BYTES: usize = wire::MAX_PAYLOAD_BYTES;
+/// Bytes of the target a CMA accumulate reads, combines and writes back at a time (whole
+/// elements): the copy stays in cache.
+const CMA_ACC_CHUNK_BYTES: usize = 64 << 10;
 
 impl Window {
     /// Checks `t` for `what` and finds where its data lies.
@@ -403,8 +406,8 @@ impl Window {
             return Ok(());
         }
         // The origin's elements in memory form (zeros for MPI_NO_OP, which reads none).
-        let origin: Vec<u8> = match (o, op) {
-            (_, AccOp::NoOp) => vec![0u8; elements * esize],
+        let origin: Cow<'_, [u8]> = match (o, op) {
+            (_, AccOp::NoOp) => Cow::Owned(vec![0u8; elements * esize]),
             (None, _) => {
                 return Err(Error::new(
                     ErrorKind::InvalidArgument,
@@ -591,21 +594,35 @@ impl Window {
                 // SAFETY: same-node members' control blocks lie in the mapped region.
                 let control = unsafe { Control::at(m.control) };
                 let _g = AccGuard::take(&control.acc);
-                let mut tmp = Vec::new();
+                // Whole elements at a time through a buffer that stays in cache.
+                let per_chunk = (CMA_ACC_CHUNK_BYTES / esize).max(1);
+                let total: usize = runs.iter().map(|&(_, n)| n).sum();
+                let mut tmp = vec![0u8; per_chunk.min(total) * esize];
                 for &(at, n) in runs {
-                    let bytes = n * esize;
-                    let addr = (base as i64 + r.at + at) as u64;
-                    tmp.resize(bytes, 0);
-                    cma::read(pid, addr, &mut tmp).map_err(|e| self.cma_error(what, m, e))?;
-                    let out = old.as_deref_mut().map(|o| &mut o[k..k + bytes]);
-                    // SAFETY: `tmp` is this process's copy, held under the target's lock.
-                    unsafe {
-                        acc::apply_locked(kind, op, tmp.as_mut_ptr(), &origin[k..k + bytes], out)
-                    };
-                    if !op.is_no_op() {
-                        cma::write(pid, addr, &tmp).map_err(|e| self.cma_error(what, m, e))?;
+                    let mut done = 0;
+                    while done < n {
+                        let take = (n - done).min(per_chunk);
+                        let bytes = take * esize;
+                        let addr = (base as i64 + r.at + at) as u64 + (done * esize) as u64;
+                        let tmp = &mut tmp[..bytes];
+                        cma::read(pid, addr, tmp).map_err(|e| self.cma_error(what, m, e))?;
+                        let out = old.as_deref_mut().map(|o| &mut o[k..k + bytes]);
+                        // SAFETY: `tmp` is this process's copy, held under the target's lock.
+                        unsafe {
+                            acc::apply_locked(
+                                kind,
+                                op,
+                                tmp.as_mut_ptr(),
+                                &origin[k..k + bytes],
+                                out,
+                            )
+                        };
+                        if !op.is_no_op() {
+                            cma::write(pid, addr, tmp).map_err(|e| self.cma_error(what, m, e))?;
+                        }
+                        k += bytes;
+                        done += take;
                     }
-                    k += bytes;
                 }
             }
             Path::Service { pe, slot } => {
@@ -870,7 +887,7 @@ fn element_runs(
         _ => runs.push((at, n)),
     };
     let mut position = 0usize;
-    map.for_each_piece(count, |at, len| {
+    let mut piece = |at: i64, len: usize| {
         let first = position.next_multiple_of(packed);
         if packed == dense {
             if first < position + len {
@@ -885,29 +902,45 @@ fn element_runs(
             }
         }
         position += len;
-    })?;
+    };
+    // One run of bytes (predefined types and contiguous arrays of them): one piece, not a
+    // walk over every item.
+    match map.contiguous_span(count) {
+        Some((at, len)) => piece(at, len as usize),
+        None => map.for_each_piece(count, piece)?,
+    }
     Ok(runs)
 }
 
-/// `count` items of `map` in `data` as elements of `kind` in memory form.
-fn memory_form(
+/// `count` items of `map` in `data` as elements of `kind` in memory form: the caller's bytes
+/// themselves when the items are one run of them that already is the elements.
+fn memory_form<'a>(
     map: &TypeMap,
-    data: &[u8],
+    data: &'a [u8],
     origin: usize,
     count: u64,
     kind: TypeKind,
-) -> Result<Vec<u8>> {
+) -> Result<Cow<'a, [u8]>> {
+    if map.reduction().is_some() || kind.size_bytes() == 1 {
+        if let Some((at, len)) = map.contiguous_span(count) {
+            let start = usize::try_from(origin as i64 + at).ok();
+            if let Some(run) = start.and_then(|s| data.get(s..s.checked_add(len as usize)?)) {
+                return Ok(Cow::Borrowed(run));
+            }
+        }
+    }
     if map.reduction_kind().is_some() {
-        return Ok(map
-            .gather_for_reduction(data, origin, count)?
-            .bytes()
-            .to_vec());
+        return Ok(Cow::Owned(
+            map.gather_for_reduction(data, origin, count)?
+                .bytes()
+                .to_vec(),
+        ));
     }
     // Bytes (MPI_REPLACE, MPI_NO_OP) or MPI_CHAR's signed bytes: packed data as it is.
     debug_assert_eq!(kind.size_bytes(), 1);
     let mut out = vec![0u8; map.packed_bytes(count)? as usize];
     map.pack(data, origin, count, &mut out)?;
-    Ok(out)
+    Ok(Cow::Owned(out))
 }
 
 /// Stores elements in memory form `elems` into `count` items of `map` in `data`.
