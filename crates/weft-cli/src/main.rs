@@ -17,6 +17,7 @@ mod plan;
 mod plot;
 mod progress;
 mod run;
+mod sim;
 mod transports;
 mod tune;
 
@@ -48,6 +49,9 @@ enum Command {
     /// write a tuning file the runtime loads with WEFT_TUNING_FILE; `--check FILE` compares
     /// the cost model with a file's measurements.
     Tune(tune::TuneArgs),
+    /// Simulate a collective's schedule (weft's own plans) on a model of a machine or
+    /// fabric: predicted time, busiest links, timeline.
+    Sim(sim::SimArgs),
     /// Rank side of `weft tune` (started by its driver).
     #[command(name = "__tune-rank", hide = true)]
     TuneRank(tune::rank::TuneRankArgs),
@@ -148,6 +152,7 @@ fn main() -> ExitCode {
         Command::Clean(a) => clean::run(a),
         Command::BenchRank(a) => bench::run_rank(a),
         Command::Tune(a) => tune::run(a),
+        Command::Sim(a) => sim::run(a),
         Command::TuneRank(a) => match tune::rank::rank_main(a) {
             Ok(()) => 0,
             Err(e) => {

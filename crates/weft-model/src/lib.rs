@@ -11,4 +11,5 @@ pub mod fabric;
 pub mod lanes;
 pub mod mapping;
 pub mod plan;
+pub mod sim;
 pub mod tree;

@@ -23,6 +23,7 @@ pub mod knobs;
 pub mod op;
 pub(crate) mod schedule;
 pub mod select;
+pub mod sim_plan;
 
 mod allgather;
 mod allgatherv;
