@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn slots_split_the_area() {
         // 4 MiB for 2 ranks: a one-page header, then 6 slots.
-        assert_eq!(area_slot_bytes(4 << 20, 2), ((4 << 20) - 4096) / 6 & !63);
+        assert_eq!(area_slot_bytes(4 << 20, 2), (((4 << 20) - 4096) / 6) & !63);
         assert_eq!(area_slot_bytes(100, 2), 0);
     }
 }
