@@ -69,10 +69,27 @@ impl Program {
         self.steps.push(self.ops.len() as u32);
     }
 
-    /// Adds an action to the current step (the first step when none is started).
+    /// Adds an action to the current step (the first step when none is started). A copy or
+    /// reduction right after one of its kind in the same step joins it (one action of the
+    /// summed bytes: the same time, as neither has a fixed cost), so plans that copy block
+    /// by block stay small.
     pub fn push(&mut self, op: Op) {
         if self.steps.is_empty() {
             self.step();
+        }
+        let in_step = self.ops.len() > *self.steps.last().unwrap_or(&0) as usize;
+        if in_step {
+            if let Some(last) = self.ops.last_mut() {
+                match (last, op) {
+                    (Op::Copy { bytes: a }, Op::Copy { bytes: b })
+                    | (Op::CopyAfterPosting { bytes: a }, Op::CopyAfterPosting { bytes: b })
+                    | (Op::Reduce { bytes: a }, Op::Reduce { bytes: b }) => {
+                        *a += b;
+                        return;
+                    }
+                    _ => {}
+                }
+            }
         }
         self.ops.push(op);
     }

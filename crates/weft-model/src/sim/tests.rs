@@ -224,3 +224,21 @@ fn programs_that_do_not_match_are_an_error() {
     let err = simulate(&programs, &machine(), &mut net, &[]).unwrap_err();
     assert!(err.to_string().contains("peer 5"), "{err}");
 }
+
+#[test]
+fn neighbouring_copies_of_a_step_join() {
+    let mut p = Program::new();
+    p.step();
+    p.push(Op::Copy { bytes: 8 });
+    p.push(Op::Copy { bytes: 16 });
+    p.push(Op::Reduce { bytes: 4 });
+    p.push(Op::Reduce { bytes: 4 });
+    p.step();
+    p.push(Op::Copy { bytes: 1 });
+    assert_eq!(
+        p.step_ops(0),
+        &[Op::Copy { bytes: 24 }, Op::Reduce { bytes: 8 }]
+    );
+    assert_eq!(p.step_ops(1), &[Op::Copy { bytes: 1 }]);
+    assert_eq!(p.op_count(), 3);
+}
