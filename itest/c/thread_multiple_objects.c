@@ -38,7 +38,14 @@
  * rank (zero bytes, 7 bytes and an odd size far past the eager limit) and detaches, which
  * waits until the large one has been received; the next rank's thread 1 receives them only
  * after its own thread 0 is waiting in MPI_Buffer_detach (and a pause). Data, sizes and the
- * detached buffer are checked. At one rank the messages go to the rank itself. */
+ * detached buffer are checked. At one rank the messages go to the rank itself.
+ *
+ * The reduction phases: thread 0 runs MPI_Reduce_scatter_block and MPI_Reduce_scatter
+ * and their nonblocking forms on an intercommunicator between the even and the odd ranks
+ * (sums checked block by block, a zero count among them), and MPI_Allreduce, MPI_Reduce
+ * and their nonblocking forms with a user operation (associative, not commutative) on a
+ * derived datatype with gaps (rank order and untouched gaps checked), in the same order of
+ * threads and token. */
 #include "check.h"
 #include <pthread.h>
 #include <stdint.h>
@@ -100,6 +107,8 @@ enum {
   K_FILE_SEEK_SHARED,
   K_FILE_ORDERED,
   K_FILE_CLOSE,
+  K_REDSCAT_INTER,
+  K_USER_DERIVED,
   K_KINDS
 };
 static const char *kind_name[K_KINDS] = {
@@ -109,7 +118,8 @@ static const char *kind_name[K_KINDS] = {
     "win_create", "win_allocate", "win_allocate_shared", "win_create_dynamic", "win_pscw",
     "win_lock_exclusive", "win_lock_shared", "win_lock_all", "file_open", "file_all",
     "file_set_view", "file_set_size", "file_preallocate", "file_sync", "file_atomicity",
-    "file_seek_shared", "file_ordered", "file_close"};
+    "file_seek_shared", "file_ordered", "file_close", "reduce_scatter_inter",
+    "user_op_derived"};
 
 /* The phases whose window rank r locks exclusively on itself before the threads start
  * (thread 0 gives it back in the phase before it locks its neighbour). */
@@ -400,6 +410,8 @@ static void synchronise(int kind) {
 
 static void use(MPI_Comm c, int want_size, long want_sum);
 static long sum_to(int n);
+static void reduce_scatter_inter(void);
+static void user_op_derived(void);
 
 /* The even and the odd ranks (at one rank: nothing to join). */
 static int n_even(void) { return (size + 1) / 2; }
@@ -623,6 +635,12 @@ static void create(int kind) {
     case K_FILE_CLOSE:
       file_phase(kind);
       break;
+    case K_REDSCAT_INTER:
+      reduce_scatter_inter();
+      break;
+    case K_USER_DERIVED:
+      user_op_derived();
+      break;
     case K_INTER_GROUPS: {
       if (size < 2) break;
       int ev[8], od[8], ne = 0, no = 0;
@@ -662,6 +680,104 @@ static void create(int kind) {
   }
   OK(MPI_Group_free(&world_group));
   if (c != MPI_COMM_NULL) OK(MPI_Comm_free(&c));
+}
+
+/* ---- reductions that used to finish inside their start call. */
+static MPI_Comm inter_ic = MPI_COMM_NULL; /* even ranks <-> odd ranks, made by main */
+
+/* The block, reduce-scatter (v) forms on `inter_ic`, blocking and nonblocking: every
+ * vector has T = 2 * |even| * |odd| ints (element j of world rank w's is w * 1000 + j), so
+ * both groups split the same T; the reduction is the sum over the remote group. */
+static void reduce_scatter_inter(void) {
+  if (size < 2) return;
+  int lsize = -1, rsize = -1, lrank = -1;
+  OK(MPI_Comm_size(inter_ic, &lsize));
+  OK(MPI_Comm_remote_size(inter_ic, &rsize));
+  OK(MPI_Comm_rank(inter_ic, &lrank));
+  int total = 2 * lsize * rsize;
+  long remote_sum = 0; /* of the remote group's world ranks */
+  for (int w = 1 - rank % 2; w < size; w += 2) remote_sum += w;
+  int *send = malloc(sizeof(int) * (size_t)total), *recv = malloc(sizeof(int) * (size_t)total + 4);
+  int *counts = malloc(sizeof(int) * (size_t)lsize);
+  CHECK(send && recv && counts);
+  for (int j = 0; j < total; j++) send[j] = rank * 1000 + j;
+  /* v counts: local rank i gets i % 3 (rank 0 none), the last the rest. */
+  int given = 0;
+  for (int i = 0; i < lsize - 1; i++) given += counts[i] = i % 3;
+  counts[lsize - 1] = total - given;
+  int from = 0;
+  for (int i = 0; i < lrank; i++) from += counts[i];
+  for (int form = 0; form < 4; form++) {
+    int block = form % 2 == 0, mine = block ? total / lsize : counts[lrank];
+    int start = block ? lrank * mine : from;
+    for (int j = 0; j <= mine; j++) recv[j] = -7;
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (form == 0) OK(MPI_Reduce_scatter_block(send, recv, mine, MPI_INT, MPI_SUM, inter_ic));
+    if (form == 1) OK(MPI_Reduce_scatter(send, recv, counts, MPI_INT, MPI_SUM, inter_ic));
+    if (form == 2) OK(MPI_Ireduce_scatter_block(send, recv, mine, MPI_INT, MPI_SUM, inter_ic, &r));
+    if (form == 3) OK(MPI_Ireduce_scatter(send, recv, counts, MPI_INT, MPI_SUM, inter_ic, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int j = 0; j < mine; j++)
+      CHECK(recv[j] == (int)(remote_sum * 1000 + (long)rsize * (start + j)));
+    CHECK(recv[mine] == -7);
+  }
+  free(send);
+  free(recv);
+  free(counts);
+}
+
+/* A user operation on a derived datatype: items of MPI_Type_vector(2, 1, 2, MPI_INT) (two
+ * ints with a gap, extent 3 ints) composing affine maps t -> a t + b, which is associative
+ * and not commutative: (a, b) o (c, d) = (a c, a d + b). */
+#define UITEMS 3
+static void affine(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  int *x = in, *y = inout;
+  for (int k = 0; k < *len; k++) {
+    int a = x[3 * k], b = x[3 * k + 2], c = y[3 * k], d = y[3 * k + 2];
+    y[3 * k] = a * c;
+    y[3 * k + 2] = a * d + b;
+  }
+}
+static int ua(int w, int k) { return 1 + (w + k) % 2; }
+static int ub(int w, int k) { return w + k + 1; }
+
+/* MPI_Allreduce, MPI_Reduce (root: the last rank), MPI_Iallreduce and MPI_Ireduce (root 0)
+ * with it; the result is x0 o (x1 o (... o x(n-1))) and the gaps stay untouched. */
+static void user_op_derived(void) {
+  MPI_Datatype vt;
+  MPI_Op op;
+  OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vt));
+  OK(MPI_Type_commit(&vt));
+  OK(MPI_Op_create(affine, 0, &op));
+  int send[3 * UITEMS], recv[3 * UITEMS], want[3 * UITEMS];
+  for (int k = 0; k < UITEMS; k++) {
+    send[3 * k] = ua(rank, k);
+    send[3 * k + 1] = -5;
+    send[3 * k + 2] = ub(rank, k);
+    int a = ua(size - 1, k), b = ub(size - 1, k);
+    for (int w = size - 2; w >= 0; w--) {
+      b = ua(w, k) * b + ub(w, k);
+      a = ua(w, k) * a;
+    }
+    want[3 * k] = a;
+    want[3 * k + 1] = -7;
+    want[3 * k + 2] = b;
+  }
+  for (int form = 0; form < 4; form++) {
+    int root = form == 1 ? size - 1 : form == 3 ? 0 : -1;
+    for (int i = 0; i < 3 * UITEMS; i++) recv[i] = -7;
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (form == 0) OK(MPI_Allreduce(send, recv, UITEMS, vt, op, make_on));
+    if (form == 1) OK(MPI_Reduce(send, recv, UITEMS, vt, op, root, make_on));
+    if (form == 2) OK(MPI_Iallreduce(send, recv, UITEMS, vt, op, make_on, &r));
+    if (form == 3) OK(MPI_Ireduce(send, recv, UITEMS, vt, op, root, make_on, &r));
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 3 * UITEMS; i++)
+      CHECK(recv[i] == (root < 0 || root == rank ? want[i] : -7));
+  }
+  OK(MPI_Op_free(&op));
+  OK(MPI_Type_free(&vt));
 }
 
 /* ---- creation phases. */
@@ -774,6 +890,12 @@ int main(int argc, char **argv) {
   const char *only = argc > 1 && strncmp(argv[1], "only=", 5) == 0 ? argv[1] + 5 : NULL;
   int verbose = argc > 1 && strcmp(argv[1], "verbose") == 0;
   OK(MPI_Win_create(sync_base, WIN_BYTES, 1, MPI_INFO_NULL, make_on, &sync_win));
+  if (size > 1) {
+    MPI_Comm half;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half));
+    OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 9, &inter_ic));
+    OK(MPI_Comm_free(&half));
+  }
   {
     const char *t = getenv("TMPDIR");
     long jobid = rank == 0 ? (long)getpid() : 0;
@@ -812,6 +934,7 @@ int main(int argc, char **argv) {
   if (!only || strcmp(only, "buffer_detach") == 0) run_pair(bsender, breceiver);
   if (only && strcmp(only, kind_name[K_WIN_FREE]) != 0) OK(MPI_Win_free(&fence_win));
   OK(MPI_Win_free(&sync_win));
+  if (inter_ic != MPI_COMM_NULL) OK(MPI_Comm_free(&inter_ic));
   if (main_file != MPI_FILE_NULL) OK(MPI_File_close(&main_file));
   OK(MPI_Comm_free(&make_on));
   OK(MPI_Comm_free(&relay_on));

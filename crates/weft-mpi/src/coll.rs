@@ -396,7 +396,7 @@ macro_rules! by_kind {
 }
 
 /// Whether `op` is a user operation and `dt` a derived datatype: such reductions go through
-/// [`user_reduce_derived`].
+/// [`crate::user_reduce`].
 pub(crate) fn user_op_on_derived(op: Handle, dt: Handle) -> bool {
     op != MPI_OP_NULL
         && !(MPI_SUM..=MPI_NO_OP).contains(&op)
@@ -404,7 +404,7 @@ pub(crate) fn user_op_on_derived(op: Handle, dt: Handle) -> bool {
 }
 
 /// Copies `count` items of `dt` from `src` to `dst` (both laid out as user buffers).
-fn typed_copy(src: *const c_void, dst: *mut c_void, count: i64, dt: Handle) -> R<()> {
+pub(crate) fn typed_copy(src: *const c_void, dst: *mut c_void, count: i64, dt: Handle) -> R<()> {
     let out = outgoing(src, count, dt)?;
     let inc = incoming(dst, count, dt, false)?;
     // SAFETY: both staged buffers hold the items' packed bytes.
@@ -413,88 +413,6 @@ fn typed_copy(src: *const c_void, dst: *mut c_void, count: i64, dt: Handle) -> R
         bytes_mut(inc.ptr as *mut c_void, inc.bytes)?.copy_from_slice(from);
     }
     inc.finish()
-}
-
-/// MPI_Reduce (`root` given) or MPI_Allreduce (`None`) of a user operation on a derived
-/// datatype: the items are gathered whole to the root (rank 0 for allreduce), which applies
-/// the user function in rank order (x0 op (x1 op (... op x(n-1)))), so a non-commutative
-/// operation sees the order MPI-4.1 §6.9.1 defines and no item is ever split; allreduce
-/// then broadcasts the result. The user function sees the items in their own layout.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn user_reduce_derived(
-    func: &str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: i64,
-    dt: Handle,
-    op: Handle,
-    root: Option<c_int>,
-    comm: Handle,
-) -> R<()> {
-    let c = comm_of(comm, func)?;
-    let root = match root {
-        Some(r) => Some(check_root(&c, r)?),
-        None => None,
-    };
-    let s = state(func)?;
-    let f = handle_index(K_OP, op)
-        .and_then(|i| s.ops.get(i))
-        .copied()
-        .ok_or_else(|| err(MPI_ERR_OP, format!("operation handle {op:#x} is not valid")))?;
-    let count = c_int::try_from(count)
-        .map_err(|_| err(MPI_ERR_COUNT, format!("count {count} does not fit an int")))?;
-    let n = c.size() as c_int;
-    let r = root.unwrap_or(0) as c_int;
-    let me = c.rank() as c_int == r;
-    let map = crate::dtype::map_of(dt)?;
-    let block = count as i64 * map.extent();
-    let span = if count == 0 {
-        0
-    } else {
-        (n as i64 - 1) * block + (count as i64 - 1) * map.extent() + map.true_extent()
-    };
-    let mut all = vec![0u8; if me { span.max(0) as usize } else { 0 }];
-    let base = all.as_mut_ptr().wrapping_offset(-(map.true_lb() as isize)) as *mut c_void;
-    let src = if in_place(send) {
-        recv as *const c_void
-    } else {
-        send
-    };
-    if in_place(send) && root.is_some() && !me {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            "MPI_IN_PLACE as sendbuf is only allowed at the root",
-        ));
-    }
-    // SAFETY: the user's buffers by MPI's contract; `all` holds n blocks at the root.
-    let rc = unsafe { MPI_Gather(src, count, dt, base, count, dt, r, comm) };
-    if rc != MPI_SUCCESS {
-        return Err(err(rc, format!("{func}: gathering the items failed")));
-    }
-    if me {
-        let at = |i: c_int| (base as *mut u8).wrapping_offset((i as i64 * block) as isize);
-        // acc = x(n-1); acc = x(i) op acc for i = n-2 .. 0: inout is the later block.
-        for i in (0..n - 1).rev() {
-            // SAFETY: both blocks hold `count` items of `dt`.
-            unsafe {
-                f.call(
-                    at(i) as *mut c_void,
-                    at(n - 1) as *mut c_void,
-                    count as i64,
-                    dt,
-                )
-            };
-        }
-        typed_copy(at(n - 1) as *const c_void, recv, count as i64, dt)?;
-    }
-    if root.is_none() {
-        // SAFETY: `recv` holds `count` items (MPI's contract).
-        let rc = unsafe { MPI_Bcast(recv, count, dt, 0, comm) };
-        if rc != MPI_SUCCESS {
-            return Err(err(rc, format!("{func}: broadcasting the result failed")));
-        }
-    }
-    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -522,24 +440,17 @@ fn reduction(
     if !predefined_op && crate::dtype::predefined(dt).is_none() {
         // weft may cut a reduction into chunks of basic elements, which would split the
         // derived items a user function expects whole: reduce and allreduce gather the
-        // items instead (see `user_reduce_derived`).
-        match kind {
-            Red::Reduce(root) => {
-                return user_reduce_derived(
-                    func,
-                    send,
-                    recv,
-                    count,
-                    dt,
-                    op,
-                    Some(root as c_int),
-                    comm,
-                );
-            }
-            Red::Allreduce => {
-                return user_reduce_derived(func, send, recv, count, dt, op, None, comm)
-            }
-            _ => {}
+        // items instead (see crate::user_reduce).
+        let root = match kind {
+            Red::Reduce(root) => Some(Some(root as c_int)),
+            Red::Allreduce => Some(None),
+            _ => None,
+        };
+        if let Some(root) = root {
+            // SAFETY: the caller's MPI contract for the buffers, passed on.
+            return unsafe {
+                crate::user_reduce::blocking(func, send, recv, count, dt, op, root, comm)
+            };
         }
         return Err(err(
             MPI_ERR_UNSUPPORTED_OPERATION,

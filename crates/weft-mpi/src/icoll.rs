@@ -309,22 +309,22 @@ pub unsafe extern "C" fn MPI_Ireduce(
         return finish(comm, "MPI_Ireduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
-        // Items of a derived type reduced by a user function are gathered whole (see
-        // coll::user_reduce_derived); that runs to completion here.
-        let r = check_req(req)
-            .and_then(|()| {
-                crate::coll::user_reduce_derived(
-                    "MPI_Ireduce",
-                    send,
-                    recv,
-                    count as i64,
-                    dt,
-                    op,
-                    Some(root),
-                    comm,
-                )
-            })
-            .and_then(|()| crate::inter::completed(comm, req));
+        // Items of a derived type reduced by a user function travel whole (see
+        // crate::user_reduce).
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers).
+        let r = unsafe {
+            crate::user_reduce::start(
+                "MPI_Ireduce",
+                send,
+                recv,
+                count as i64,
+                dt,
+                op,
+                Some(root),
+                comm,
+                req,
+            )
+        };
         return finish(comm, "MPI_Ireduce", r);
     }
     let r = file(comm, req, || {
@@ -364,22 +364,22 @@ pub unsafe extern "C" fn MPI_Iallreduce(
         return finish(comm, "MPI_Iallreduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
-        // Items of a derived type reduced by a user function are gathered whole (see
-        // coll::user_reduce_derived); that runs to completion here.
-        let r = check_req(req)
-            .and_then(|()| {
-                crate::coll::user_reduce_derived(
-                    "MPI_Iallreduce",
-                    send,
-                    recv,
-                    count as i64,
-                    dt,
-                    op,
-                    None,
-                    comm,
-                )
-            })
-            .and_then(|()| crate::inter::completed(comm, req));
+        // Items of a derived type reduced by a user function travel whole (see
+        // crate::user_reduce).
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers).
+        let r = unsafe {
+            crate::user_reduce::start(
+                "MPI_Iallreduce",
+                send,
+                recv,
+                count as i64,
+                dt,
+                op,
+                None,
+                comm,
+                req,
+            )
+        };
         return finish(comm, "MPI_Iallreduce", r);
     }
     let r = file(comm, req, || {
@@ -462,10 +462,12 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        let r = unsafe { crate::inter::reduce_scatter_block(p, send, recv, count, dt, op) }
-            .and_then(|()| crate::inter::completed(comm, req));
+        let r = crate::inter::local_size(&p).and_then(|n| {
+            let counts = vec![count; n as usize];
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers)
+            // passed on; hidden handles are this library's.
+            unsafe { crate::inter_nb::ireduce_scatter(comm, p, send, recv, &counts, dt, op, req) }
+        });
         return finish(comm, "MPI_Ireduce_scatter_block", r);
     }
     let r = file(comm, req, || {
@@ -1072,10 +1074,14 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
         return rc;
     }
     if let Some(p) = crate::inter::parts(comm) {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        let r = unsafe { crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op) }
-            .and_then(|()| crate::inter::completed(comm, req));
+        let r = crate::inter::local_size(&p).and_then(|n| {
+            // SAFETY: `rcounts` holds one count per local rank (MPI_Ireduce_scatter's
+            // contract).
+            let counts = unsafe { crate::inter::array(rcounts, n, "recvcounts")? };
+            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers)
+            // passed on; hidden handles are this library's.
+            unsafe { crate::inter_nb::ireduce_scatter(comm, p, send, recv, counts, dt, op, req) }
+        });
         return finish(comm, "MPI_Ireduce_scatter", r);
     }
     let st = || ireduce_scatter_start(send, recv, rcounts, dt, op, comm);

@@ -24,7 +24,7 @@ use crate::error::{class_text, err, finish, MpiError, R};
 use crate::p2p::{
     MPI_Cancel, MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus,
 };
-use crate::state::{state, InterParts, ReqEntry};
+use crate::state::{state, InterParts};
 use std::os::raw::{c_int, c_void};
 
 // ------------------------------------------------------------------- communicators
@@ -481,19 +481,6 @@ pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
         .and_then(|s| s.inter_parts(comm).ok().flatten())
 }
 
-/// Files an already completed request for a nonblocking collective on an intercommunicator.
-pub(crate) fn completed(comm: Handle, req: *mut Handle) -> R<()> {
-    if req.is_null() {
-        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
-    }
-    let s = state("nonblocking collective")?;
-    let h = s.add_req(ReqEntry {
-        proc_null: true,
-        ..ReqEntry::empty(false, comm)
-    });
-    put!(req, h)
-}
-
 /// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
 /// data of another (the bridge carries nothing else).
 pub(crate) const TAG_BARRIER: c_int = 1;
@@ -554,7 +541,7 @@ fn local_rank(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.rank() as c_int)
 }
 
-fn local_size(p: &InterParts) -> R<c_int> {
+pub(crate) fn local_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
 }
 
@@ -604,7 +591,7 @@ fn at(base: *const c_void, index: i64, dt: Handle) -> R<*mut c_void> {
 ///
 /// # Safety
 /// `p` holds `n` entries when non-null.
-unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }

@@ -9,9 +9,9 @@
 //! exchange, then a local one) would need the program to come back between steps. The price
 //! is more messages: a broadcast root sends to every remote rank, an allreduce sends every
 //! contribution to every remote rank (|A|·|B| messages), a reduce sends every contribution
-//! to the root, which reduces them. MPI_Ireduce_scatter(_block) on an intercommunicator is
-//! not among them (see inter.rs: it still completes in the start call): a sender does not
-//! know how the other group splits the result, so it could not send each rank its block.
+//! to the root, which reduces them. MPI_Ireduce_scatter(_block): a sender does not know how
+//! the other group splits the result, so it sends its whole vector to every remote rank
+//! (|A|·|B| messages of the whole vector), and each rank reduces its own block of them.
 //!
 //! Bridge tags are the blocking forms' plus `NB`, so an unfinished nonblocking call and a
 //! blocking one never take each other's messages. Depends on inter.rs's transfers and
@@ -25,7 +25,7 @@ use crate::error::{err, R};
 use crate::inter::{
     alltoall_post, alltoallw_post, gather_post, no_in_place, remote_size, role, scatter_post,
     Counts, Role, Scratch, Transfers, TAG_ALLGATHER, TAG_ALLREDUCE, TAG_ALLTOALL, TAG_BARRIER,
-    TAG_BCAST, TAG_GATHER, TAG_REDUCE, TAG_SCATTER,
+    TAG_BCAST, TAG_GATHER, TAG_REDSCAT, TAG_REDUCE, TAG_SCATTER,
 };
 use crate::state::{handle_index, state, InterParts, State, K_OP};
 use std::os::raw::{c_int, c_void};
@@ -256,6 +256,82 @@ pub(crate) unsafe fn iallreduce(
         drop(then);
         return Err(e);
     }
+    file(comm, t, Some(then), req)
+}
+
+/// MPI_Ireduce_scatter(_block) on an intercommunicator: the remote group's reduction of
+/// `sum(rcounts)` elements, scattered over the local group by `rcounts` (one entry per
+/// local rank; the remote group's vectors have as many elements). Every rank sends its
+/// whole vector to every remote rank and receives every remote rank's; at completion it
+/// reduces its own block of them in rank order (r0 op (r1 op (... op r_{n-1}))).
+///
+/// # Safety
+/// MPI's contract: `send` holds `sum(rcounts)` elements of `dt`, `recv` this rank's
+/// `rcounts[rank]`, both live until the request completes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_scatter(
+    comm: Handle,
+    p: InterParts,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: &[c_int],
+    dt: Handle,
+    op: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    check_req(req)?;
+    check_reduction(state("MPI_Ireduce_scatter")?, op, dt)?;
+    no_in_place(send, "sendbuf")?;
+    if rcounts.iter().any(|&c| c < 0) {
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("recvcounts {rcounts:?} has a negative entry"),
+        ));
+    }
+    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
+    let total = c_int::try_from(total)
+        .map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))?;
+    let me = state("MPI_Ireduce_scatter")?.comm(p.local)?.comm.rank() as usize;
+    let mine = rcounts[me];
+    let offset = rcounts[..me].iter().map(|&c| c as i64).sum::<i64>() * map_of(dt)?.extent();
+    let n = remote_size(&p)?;
+    let tag = TAG_REDSCAT + NB;
+    let mut t = Transfers::new();
+    let mut scratch = Vec::with_capacity(n as usize);
+    let posted = (|| -> R<()> {
+        for i in 0..n {
+            let mut b = Scratch::new(total, dt)?;
+            // SAFETY: the scratch holds `total` elements of `dt` and moves into the final
+            // step, which the request keeps until every part has completed (its heap block
+            // stays put); on an error below the receives are finished before it is freed.
+            unsafe { t.recv(&p, b.ptr(), total, dt, i, tag)? };
+            scratch.push(b);
+        }
+        for i in 0..n {
+            // SAFETY: MPI's contract for `send`.
+            unsafe { t.send(&p, send, total, dt, i, tag)? };
+        }
+        Ok(())
+    })();
+    if let Err(e) = posted {
+        // Receives already posted point into `scratch`: finish them before it is freed.
+        t.abandon();
+        return Err(e);
+    }
+    let recv = recv as usize;
+    let then: Then = Box::new(move |s: &mut State| {
+        if mine == 0 {
+            return Ok(());
+        }
+        let block = |b: &mut Scratch| b.ptr().wrapping_byte_offset(offset as isize);
+        let last = block(&mut scratch[n as usize - 1]);
+        for i in (0..n as usize - 1).rev() {
+            // SAFETY: all receives have completed; each scratch holds `total` elements, of
+            // which this rank's block is `mine` from `offset`; two scratches never overlap.
+            unsafe { reduce_into(s, block(&mut scratch[i]), last, mine, dt, op)? };
+        }
+        crate::coll::typed_copy(last, recv as *mut c_void, mine as i64, dt)
+    });
     file(comm, t, Some(then), req)
 }
 

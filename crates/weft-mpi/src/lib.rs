@@ -51,6 +51,7 @@ pub mod state;
 pub mod tattr;
 pub mod threads;
 pub mod topo;
+pub mod user_reduce;
 pub mod win;
 
 mod generated {
