@@ -175,8 +175,8 @@ fn init(func: &str, required: c_int) -> R<c_int> {
     Ok(provided)
 }
 
-/// The thread level provided for `required`: as asked, up to MPI_THREAD_MULTIPLE when the
-/// `WEFT_MPI_THREAD_MULTIPLE` knob allows it (`multiple_allowed`), else up to
+/// The thread level provided for `required`: as asked, up to MPI_THREAD_MULTIPLE unless the
+/// `WEFT_MPI_THREAD_MULTIPLE=0` knob caps it (`multiple_allowed` false) at
 /// MPI_THREAD_SERIALIZED (no locking: the program orders its calls). Providing
 /// MPI_THREAD_MULTIPLE turns on the lock of [`crate::threads`] for every later call; the
 /// calling init is the only thread inside MPI then (no other thread may call MPI before an
@@ -205,9 +205,9 @@ pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_cha
     )
 }
 
-/// MPI_Init_thread (MPI-4.1 §11.2.1): provides the level asked for, at most
-/// MPI_THREAD_SERIALIZED unless `WEFT_MPI_THREAD_MULTIPLE` allows MPI_THREAD_MULTIPLE
-/// ([`crate::threads`]), and says so.
+/// MPI_Init_thread (MPI-4.1 §11.2.1): provides the level asked for, MPI_THREAD_MULTIPLE
+/// included ([`crate::threads`]), unless `WEFT_MPI_THREAD_MULTIPLE=0` caps it at
+/// MPI_THREAD_SERIALIZED, and says so.
 ///
 /// # Safety
 /// `provided` must be writable.

@@ -9,10 +9,9 @@
 //! report MPI_ERR_UNSUPPORTED_OPERATION through the error handler ([`UNSUPPORTED`]); the
 //! real ones are listed in [`IMPLEMENTED`] (what `weft info --mpi` prints).
 //!
-//! Thread support: MPI_THREAD_SERIALIZED with no locking; MPI_THREAD_MULTIPLE when the
-//! `WEFT_MPI_THREAD_MULTIPLE` knob allows it, with one lock around the library that blocking
-//! point-to-point calls, waits, probes, blocking collectives, communicator creation and
-//! MPI_Buffer_detach release while they wait ([`threads`] says what still holds it).
+//! Thread support: up to MPI_THREAD_SERIALIZED with no locking; MPI_THREAD_MULTIPLE (unless
+//! the `WEFT_MPI_THREAD_MULTIPLE=0` knob caps the level) with one lock around the library
+//! that the blocking calls release while they wait ([`threads`] says what still holds it).
 //! Depends on weft and weft-core; nothing depends on it but C programs.
 
 #![allow(clippy::missing_safety_doc)]

@@ -38,10 +38,13 @@
 //! through `steps_wait` too, and the blocking collective accesses poll their nonblocking
 //! twin.
 //!
-//! What still holds the lock while it waits (listed in the crate's README): the
-//! nonblocking calls that complete inside their start (the intercommunicator
-//! MPI_Ireduce_scatter(_block), user operations on derived types). Threads of one rank
-//! that wait on each other through those can deadlock.
+//! No nonblocking call completes inside its start: the intercommunicator
+//! MPI_Ireduce_scatter(_block) (inter_nb.rs) and the reductions of a user operation on a
+//! derived datatype (user_reduce.rs) are compound requests that the test and wait calls
+//! finish. What still holds the lock while it waits (listed in the crate's README):
+//! MPI_Comm_accept, _connect and _join, whose trade with the other group's leader runs
+//! inside weft; a thread of one process that waits in one for another thread of the same
+//! process to call its partner deadlocks.
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;

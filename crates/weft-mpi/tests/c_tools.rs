@@ -27,9 +27,8 @@ fn tool_interface_control_variables() {
 }
 
 /// Sessions (itest/c/session.c): info objects and a session error handler made before
-/// anything starts; the session's info (the thread level it got, SERIALIZED for a request of
-/// MULTIPLE, and the keys it was given); the process sets mpi://WORLD and mpi://SELF (also in
-/// lower case) with their names, sizes and groups; communicators from those groups; errors
+/// anything starts; the session's info (the thread level it got, MULTIPLE as asked, and the
+/// keys it was given); the process sets mpi://WORLD and mpi://SELF (also in lower case) with their names, sizes and groups; communicators from those groups; errors
 /// (unknown process set, bad index, bad error handler, bad or null session) with their classes
 /// through the session's handler or MPI_COMM_SELF's; MPI_Init after a session and
 /// MPI_Finalize before its end with the session's communicator still working; a second

@@ -118,7 +118,8 @@ pub struct Config {
     pub stripe_bytes: u64,
     /// Reductions take C's `char` as a signed 8-bit integer (`WEFT_CHAR_REDUCTIONS`).
     pub char_reductions: bool,
-    /// MPI may provide MPI_THREAD_MULTIPLE (`WEFT_MPI_THREAD_MULTIPLE`).
+    /// MPI may provide MPI_THREAD_MULTIPLE (`WEFT_MPI_THREAD_MULTIPLE`, default on; off caps
+    /// the level at MPI_THREAD_SERIALIZED).
     pub mpi_thread_multiple: bool,
     /// The job secret from `WEFT_JOB_SECRET` (decoded), proven by TCP handshakes.
     pub job_secret: Option<Vec<u8>>,

@@ -79,8 +79,8 @@ pub(crate) static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_MPI_THREAD_MULTIPLE",
         kind: KnobKind::Bool,
-        default: "0",
-        help: "let MPI_Init_thread and MPI_Session_init provide MPI_THREAD_MULTIPLE when asked (one lock around every MPI call; point-to-point, probes, waits, the blocking collectives, communicator creation, MPI_Win_fence, MPI_Win_free and MPI_Buffer_detach release it while they wait, but window creation, the other window synchronisation and files hold it while they wait and can deadlock when threads of one rank wait on each other through them); 0 provides MPI_THREAD_SERIALIZED at most",
+        default: "1",
+        help: "let MPI_Init_thread and MPI_Session_init provide MPI_THREAD_MULTIPLE when asked (one lock around every MPI call, which the blocking calls give back while they wait); 0 caps the level at MPI_THREAD_SERIALIZED (no lock at all), e.g. to measure what the lock costs",
     },
     Knob {
         name: "WEFT_CHAR_REDUCTIONS",
