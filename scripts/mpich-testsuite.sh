@@ -20,7 +20,8 @@
 # Entries whose testlist says resultTest=TestStatus or TestErrFatal pass when the job exits
 # non-zero (not by timeout), as in MPICH's runtests.
 # --dirs names the test/mpi directories to build and run (default: every directory the pass
-# list needs; any directory of the suite works, e.g. "threads" or "f77/spawn"; a Fortran
+# list needs; any directory of the suite works, e.g. "threads/mpi_t" or "f77/spawn" (threads/*
+# link MTest's thread library, util/mtest_thread.c); a Fortran
 # directory needs gfortran, for `weft install`'s mpifort). Process counts come from each directory's
 # testlist, capped at 4 (weft's CI has 2 cores;
 # --max-np raises the cap: tests written for, say, 10 ranks may refuse 4);
@@ -37,7 +38,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 src_cache=${WEFT_MPICH_SRC:-/var/cache/weft/mpich-src}
 target=${CARGO_TARGET_DIR:-$repo/target}
 work=${WEFT_MPICH_WORK:-$target/mpich-suite}
-dirs="coll pt2pt topo comm group datatype attr errhan info init mpi_t rma io spawn f77/attr f77/coll f77/datatype f77/pt2pt f77/info f77/init f77/comm f77/ext f77/topo f77/profile f77/io f77/rma f77/spawn f90/attr f90/coll f90/comm f90/ext f90/info f90/init f90/misc f90/pt2pt f90/datatype f90/f90types f90/timer f90/topo f90/profile f90/io f90/rma f90/spawn"
+dirs="coll pt2pt topo comm group datatype attr errhan info init mpi_t rma io spawn threads/pt2pt threads/comm threads/init threads/rma threads/part f77/attr f77/coll f77/datatype f77/pt2pt f77/info f77/init f77/comm f77/ext f77/topo f77/profile f77/io f77/rma f77/spawn f90/attr f90/coll f90/comm f90/ext f90/info f90/init f90/misc f90/pt2pt f90/datatype f90/f90types f90/timer f90/topo f90/profile f90/io f90/rma f90/spawn"
 max_np=4
 # Entries that need more memory than this (testlist mem=, in GB) are skipped: CI machines are small.
 max_mem_gb=4
@@ -335,6 +336,13 @@ write_makefile() {
     echo "dtpools/libdtpools.a: \$(DTP_OBJ) Makefile"
     printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
     echo "LIBDEPS := util/libmtest.a dtpools/libdtpools.a"
+    # The threads/* directories link libmtest_thread of util/Makefile.am instead: the same
+    # with util/mtest_thread.c (MTest_Start_thread, locks, barriers on POSIX threads).
+    echo "UTIL_THREAD_OBJ := util/mtest.o util/mtest_common.o util/mtest_thread.o util/dtypes.o"
+    echo "util/libmtest_thread.a: \$(UTIL_THREAD_OBJ) Makefile"
+    printf '\t@rm -f $@ && ar rcs $@ $(filter %%.o,$^)\n'
+    echo "LIBS_THREAD := -Wl,--start-group $work/build/util/libmtest_thread.a $work/build/dtpools/libdtpools.a -Wl,--end-group -pthread"
+    echo "LIBDEPS_THREAD := util/libmtest_thread.a dtpools/libdtpools.a"
     # The Fortran directories (f77/*, f90/*): compiled with weft's mpifort, linked with the
     # Fortran MTest library of util/Makefile.am (mtest_f77.f or mtest_f90.f90) before the C
     # one. MPICH's tests pass buffers of different types to the same procedure through
@@ -388,8 +396,9 @@ write_makefile() {
             all = all " " dir "/" p
             print dir "/" p > progfile
             if (lang == "c") {
-              printf "%s/%s:%s $(LIBDEPS)\n", dir, p, s
-              printf "\t@mkdir -p %s && $(MPICC) $(CFLAGS) %s -o $@%s $(LIBS) %s -lm >$@.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, vars[p "_CPPFLAGS"], s, vars[p "_LDADD"]
+              th = (dir ~ /^threads\//) ? "_THREAD" : ""
+              printf "%s/%s:%s $(LIBDEPS%s)\n", dir, p, s, th
+              printf "\t@mkdir -p %s && $(MPICC) $(CFLAGS) %s -o $@%s $(LIBS%s) %s -lm >$@.build.log 2>&1 || { echo \"build failed: $@ (see $@.build.log)\" >&2; exit 1; }\n", dir, vars[p "_CPPFLAGS"], s, th, vars[p "_LDADD"]
             } else {
               # Built in its own directory: the sources include the headers generated
               # there (write_fortran_headers) and their own directory s.
