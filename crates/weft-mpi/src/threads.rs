@@ -71,8 +71,32 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Polls of a contended lock or an unfinished wait before each one yields the core.
+/// Polls of a contended lock before each one yields the core.
 const SPINS_BEFORE_YIELD: u32 = 64;
+
+/// How long a wait polls without yielding the core: a reply a few microseconds away (a
+/// round trip between two cores takes under one) is then met on the core, not after the
+/// scheduler has run someone else; short enough that threads and ranks sharing a core
+/// lose little to it (the engine's own waits learn a spin of up to 50 us). Read from the
+/// clock only once the first [`SPINS_BEFORE_YIELD`] polls found nothing.
+const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(10);
+
+/// The pause between two polls of a wait: a spin hint for the first [`SPINS_BEFORE_YIELD`]
+/// polls and until [`WAIT_SPIN`] has passed since `*since` (set on the first call that needs
+/// it), then the core yielded on each.
+#[inline]
+fn pause(polls: u32, since: &mut Option<std::time::Instant>) {
+    if polls < SPINS_BEFORE_YIELD {
+        std::hint::spin_loop();
+        return;
+    }
+    let t0 = *since.get_or_insert_with(std::time::Instant::now);
+    if t0.elapsed() < WAIT_SPIN {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
 
 /// Whether MPI_THREAD_MULTIPLE is in force.
 #[inline(always)]
@@ -165,21 +189,18 @@ fn unlock() {
 }
 
 /// Calls `once` (one whole MPI call, which takes and gives back the lock itself) until it
-/// returns an error code other than MPI_SUCCESS or says the operation is complete; spins a
-/// little between calls, then yields the core on each.
+/// returns an error code other than MPI_SUCCESS or says the operation is complete; spins
+/// between calls for [`WAIT_SPIN`], then yields the core on each ([`pause`]).
 fn poll(mut once: impl FnMut() -> (c_int, bool)) -> c_int {
     let mut polls = 0u32;
+    let mut since = None;
     loop {
         let (rc, done) = once();
         if rc != MPI_SUCCESS || done {
             return rc;
         }
-        polls += 1;
-        if polls < SPINS_BEFORE_YIELD {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        polls = polls.saturating_add(1);
+        pause(polls, &mut since);
     }
 }
 
@@ -196,6 +217,7 @@ pub(crate) fn wait_released<E>(mut once: impl FnMut() -> Result<bool, E>) -> Res
         unlock();
     }
     let mut polls = 0u32;
+    let mut since = None;
     let r = loop {
         let entered = enter();
         let step = once();
@@ -205,12 +227,8 @@ pub(crate) fn wait_released<E>(mut once: impl FnMut() -> Result<bool, E>) -> Res
             Ok(true) => break Ok(()),
             Ok(false) => {}
         }
-        polls += 1;
-        if polls < SPINS_BEFORE_YIELD {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        polls = polls.saturating_add(1);
+        pause(polls, &mut since);
     };
     if held {
         lock();
