@@ -6,12 +6,15 @@
 # difference in ns (issue 4 asks for at most 30 ns at 8 B).
 #
 #   bench/mpi_overhead.sh [--reps 5] [--sizes "8"] [--iters 100000] [--out DIR] [--no-build]
-#                         [--callgrind] [--base TARGET_DIR] [--multiple]
+#                         [--callgrind] [--base TARGET_DIR] [--multiple] [--spinners N]
 #
 # --multiple adds a side "mt": the same ping-pong initialised with
-# MPI_Init_thread(MPI_THREAD_MULTIPLE) (pingpong -m, with WEFT_MPI_THREAD_MULTIPLE=1) on the
-# same build, interleaved with the others: what thread safety costs a single-threaded program
-# (the run stops if the level was not provided).
+# MPI_Init_thread(MPI_THREAD_MULTIPLE) (pingpong -m) on the same build, interleaved with the
+# others and compared with the "mpi" side (MPI_Init: MPI_THREAD_SINGLE): what thread safety
+# costs a single-threaded program (the run stops if the level was not provided).
+#
+# --spinners N runs N busy processes (bench/spinners.sh: shell loops, not MPI) beside every
+# run, so the ranks compete for the cores (default 0).
 #
 # --base TARGET_DIR adds a third side, "base": the same ping-pong on the libmpi and weft
 # binary of another release build (for instance the session's starting commit, checked out
@@ -39,6 +42,7 @@ callgrind=no
 out=${TMPDIR:-/tmp}/weft-mpi-overhead-$$
 base=
 multiple=no
+spinners=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
@@ -49,12 +53,14 @@ while [ $# -gt 0 ]; do
     --callgrind) callgrind=yes; shift ;;
     --base) base="$2"; shift 2 ;;
     --multiple) multiple=yes; shift ;;
-    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind] [--base TARGET_DIR] [--multiple]" >&2; exit 2 ;;
+    --spinners) spinners="$2"; shift 2 ;;
+    *) echo "usage: $0 [--reps N] [--sizes \"8 1K\"] [--iters N] [--out DIR] [--no-build] [--callgrind] [--base TARGET_DIR] [--multiple] [--spinners N]" >&2; exit 2 ;;
   esac
 done
 for v in "$reps" "$iters"; do
   case "$v" in ''|*[!0-9]*|0) echo "$0: --reps/--iters: $v is not a positive integer" >&2; exit 2 ;; esac
 done
+case "$spinners" in ''|*[!0-9]*) echo "$0: --spinners $spinners: expected a count (0 or more)" >&2; exit 2 ;; esac
 target=${CARGO_TARGET_DIR:-$root/target}
 if [ "$build" = yes ]; then
   (cd "$root" && CARGO_TARGET_DIR="$target" cargo build --release -q -p weft-mpi -p weft-cli)
@@ -72,6 +78,8 @@ if [ -n "$base" ]; then
 fi
 [ "$multiple" = yes ] && sides="$sides mt"
 csv_sizes=$(echo "$sizes" | tr ' ' ',')
+. "$root/bench/spinners.sh"
+start_spinners "$spinners"
 : > "$out/runs.tsv"
 i=1
 while [ "$i" -le "$reps" ]; do
@@ -91,14 +99,15 @@ while [ "$i" -le "$reps" ]; do
         "$out/base/bin/mpiexec" -n 2 "$out/pingpong-base" -i "$iters" -t 600000 $sizes |
           awk -v r="$i" 'NR > 1 { print "base\t" $1 "\t" r "\t" $2 }' ;;
       mt)
-        WEFT_MPI_THREAD_MULTIPLE=1 "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -m -i "$iters" -t 600000 $sizes |
+        "$out/weft/bin/mpiexec" -n 2 "$out/pingpong" -m -i "$iters" -t 600000 $sizes |
           awk -v r="$i" '/^# thread level provided:/ && !/ multiple$/ { print "mt side: MPI_THREAD_MULTIPLE not provided" > "/dev/stderr"; exit 1 }
             $1 ~ /^[0-9]+$/ { print "mt\t" $1 "\t" r "\t" $2 }' ;;
     esac
   done >> "$out/runs.tsv"
   i=$((i + 1))
 done
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $reps runs each, $iters round trips per run"
+stop_spinners
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $reps runs each, $iters round trips per run, $spinners spinners"
 awk -F'\t' -v with_base="${base:+yes}" -v with_mt="$multiple" '
   { v[$2, $1] = v[$2, $1] " " $4; if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } }
   function median(list,   a, k, i, j, t) {
