@@ -578,7 +578,16 @@ static void empty_same_buffer(void) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  /* SUITE_FIXES_INIT=multiple: every check again with MPI_THREAD_MULTIPLE, under which
+   * weft runs blocking collectives as their nonblocking forms and a wait. */
+  const char *init = getenv("SUITE_FIXES_INIT");
+  if (init && strcmp(init, "multiple") == 0) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    CHECK(provided == MPI_THREAD_MULTIPLE);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   /* mpi_proto.h declares `char *argv[]` (MPI-4.1 §10.1): this compiles without a cast. */

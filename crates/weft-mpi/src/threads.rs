@@ -288,10 +288,12 @@ macro_rules! blocking_by_twin {
             #[allow(unused_mut, unused_assignments)]
             let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
             $(status = $status;)?
+            // Numbered as the blocking call it stands for, so it meets the other ranks'
+            // blocking calls whatever their nonblocking ones do around it.
             // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-            return unsafe {
-                $crate::threads::twin($($f)::+($($arg,)* &mut req), &mut req, status)
-            };
+            let rc = weft::coll::numbered_as_blocking(|| unsafe { $($f)::+($($arg,)* &mut req) });
+            // SAFETY: the request is the twin's, the status the caller's.
+            return unsafe { $crate::threads::twin(rc, &mut req, status) };
         }
     };
 }

@@ -1,5 +1,6 @@
 //! What mpi4py's test suite found refused or wrong (issue 32), through the C interface:
-//! `itest/c/suite_fixes.c` at 1 to 4 and 7 ranks and across two simulated nodes. Each check
+//! `itest/c/suite_fixes.c` at 1 to 4 and 7 ranks, under MPI_THREAD_MULTIPLE at 1 to 4, and
+//! across two simulated nodes. Each check
 //! in the program names the finding it covers. No job may leave a `/dev/shm/weft-*`
 //! segment behind.
 
@@ -22,6 +23,19 @@ fn mpi4py_findings_on_one_node() {
         "suite_fixes at 7 ranks:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The same checks under MPI_THREAD_MULTIPLE, whose blocking collectives run as their
+/// nonblocking forms: they must still meet the other ranks' blocking calls whatever order
+/// the nonblocking ones take around them (mpi4py's `testIAgree`).
+#[test]
+fn mpi4py_findings_under_thread_multiple() {
+    common::run_c_ok(
+        prefix(),
+        "suite_fixes",
+        1..=4,
+        &[("SUITE_FIXES_INIT", "multiple")],
     );
 }
 

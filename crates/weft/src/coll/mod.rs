@@ -45,6 +45,7 @@ mod scatterv;
 
 pub use datatype::{Datatype, TypeKind, F32I32, F64I32, I32I32, I64I32};
 pub use op::Op;
+pub use request::numbered_as_blocking;
 pub use request::CollRequest;
 pub use select::{explain, Coll, Explanation, Tuning};
 

@@ -486,10 +486,37 @@ impl CollRequest<'_> {
     }
 }
 
+std::thread_local! {
+    /// Set while this thread starts the nonblocking form of a blocking call
+    /// ([`numbered_as_blocking`]).
+    static AS_BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, numbering the collectives this thread starts in it among the blocking calls
+/// rather than the nonblocking ones: for an MPI layer that runs a blocking call (MPI_Barrier)
+/// as its nonblocking form and a wait (so that other threads go on meanwhile), which must
+/// still meet the other ranks' blocking calls however their nonblocking collectives are
+/// ordered around it, as when every rank calls the blocking form.
+pub fn numbered_as_blocking<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            AS_BLOCKING.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(AS_BLOCKING.with(|b| b.replace(true)));
+    f()
+}
+
+/// Whether a call of `mode` counts among the blocking calls.
+fn counts_as_blocking(mode: Mode) -> bool {
+    mode == Mode::Blocking || AS_BLOCKING.with(std::cell::Cell::get)
+}
+
 /// The number [`next_seq_of`] will return for a call of `mode`, without taking it.
 pub(crate) fn peek_seq(comm: &Comm, mode: Mode) -> u32 {
     let seq = comm.data.coll_seq.get();
-    if mode == Mode::Blocking || seq & super::PERSISTENT_SEQ != 0 {
+    if counts_as_blocking(mode) || seq & super::PERSISTENT_SEQ != 0 {
         return seq;
     }
     comm.data.coll_nb_seq.get() | super::NONBLOCKING_SEQ
@@ -500,7 +527,7 @@ pub(crate) fn peek_seq(comm: &Comm, mode: Mode) -> u32 {
 /// else [`next_seq`].
 pub(crate) fn next_seq_of(comm: &Comm, mode: Mode) -> u32 {
     let seq = comm.data.coll_seq.get();
-    if mode == Mode::Blocking || seq & super::PERSISTENT_SEQ != 0 {
+    if counts_as_blocking(mode) || seq & super::PERSISTENT_SEQ != 0 {
         return next_seq(comm);
     }
     let n = comm.data.coll_nb_seq.get();
