@@ -882,6 +882,19 @@ pub(crate) unsafe fn allreduce(
     }
 }
 
+/// The elements of a reduce-scatter's `rcounts` in all: MPI_ERR_COUNT for a negative entry
+/// or a sum beyond an `int`.
+pub(crate) fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
+    if rcounts.iter().any(|&c| c < 0) {
+        return Err(err(
+            MPI_ERR_COUNT,
+            format!("recvcounts {rcounts:?} has a negative entry"),
+        ));
+    }
+    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
+    c_int::try_from(total).map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))
+}
+
 /// MPI_Reduce_scatter(_block) on an intercommunicator: the remote group's reduction of
 /// `sum(rcounts)` elements is scattered over the local group by `rcounts` (one entry per
 /// local rank).
@@ -893,15 +906,7 @@ pub(crate) unsafe fn reduce_scatter(
     dt: Handle,
     op: Handle,
 ) -> R<()> {
-    if rcounts.iter().any(|&c| c < 0) {
-        return Err(err(
-            MPI_ERR_COUNT,
-            format!("recvcounts {rcounts:?} has a negative entry"),
-        ));
-    }
-    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
-    let total = c_int::try_from(total)
-        .map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))?;
+    let total = recvcounts_total(rcounts)?;
     let mut theirs = Scratch::new(total, dt)?;
     let me = local_rank(&p)? as usize;
     let mut displs = Vec::with_capacity(rcounts.len());

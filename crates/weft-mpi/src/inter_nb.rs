@@ -282,15 +282,7 @@ pub(crate) unsafe fn ireduce_scatter(
     check_req(req)?;
     check_reduction(state("MPI_Ireduce_scatter")?, op, dt)?;
     no_in_place(send, "sendbuf")?;
-    if rcounts.iter().any(|&c| c < 0) {
-        return Err(err(
-            MPI_ERR_COUNT,
-            format!("recvcounts {rcounts:?} has a negative entry"),
-        ));
-    }
-    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
-    let total = c_int::try_from(total)
-        .map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))?;
+    let total = crate::inter::recvcounts_total(rcounts)?;
     let me = state("MPI_Ireduce_scatter")?.comm(p.local)?.comm.rank() as usize;
     let mine = rcounts[me];
     let offset = rcounts[..me].iter().map(|&c| c as i64).sum::<i64>() * map_of(dt)?.extent();
