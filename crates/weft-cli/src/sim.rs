@@ -622,6 +622,26 @@ fn timeline_svg(r: &Run, op: &str, procs: u32) -> String {
 mod tests {
     use super::*;
 
+    /// Round figures for the closed forms: `ppn` ranks per node, a core each.
+    fn machine(ppn: u32) -> Machine {
+        Machine {
+            ppn,
+            cores: ppn,
+            overhead_ns: 100.0,
+            intra_latency_ns: 300.0,
+            intra_ns_per_byte: 0.1,
+            inter_latency_ns: 3000.0,
+            inter_gap_ns: 0.0,
+            copy_ns_per_byte: 0.1,
+            reduce_ns_per_byte: 0.25,
+            cma_latency_ns: 300.0,
+            cma_ns_per_byte: 0.1,
+            arrive_ns: 300.0,
+            header_ns: 50.0,
+            eager_bytes: 16384,
+        }
+    }
+
     /// A ring allreduce of n bytes on p ranks one per node, as the runtime's ring plan
     /// runs: 2(p − 1) rounds of o + n/p bytes + L, and p − 1 reductions of n/p bytes.
     #[test]
@@ -640,22 +660,7 @@ mod tests {
         let programs: Vec<Program> = (0..p)
             .map(|r| rank_program(Coll::Allreduce, &choice, &call, r).unwrap())
             .collect();
-        let m = Machine {
-            ppn: 1,
-            cores: 1,
-            overhead_ns: 100.0,
-            intra_latency_ns: 300.0,
-            intra_ns_per_byte: 0.1,
-            inter_latency_ns: 3000.0,
-            inter_gap_ns: 0.0,
-            copy_ns_per_byte: 0.1,
-            reduce_ns_per_byte: 0.25,
-            cma_latency_ns: 300.0,
-            cma_ns_per_byte: 0.1,
-            arrive_ns: 300.0,
-            header_ns: 50.0,
-            eager_bytes: 16384,
-        };
+        let m = machine(1);
         let mut net = FlatNetwork {
             nodes: p,
             ns_per_byte: 0.5,
@@ -696,22 +701,7 @@ mod tests {
                 let programs: Vec<Program> = (0..procs)
                     .map(|r| rank_program(Coll::Allreduce, &choice, &call, r).unwrap())
                     .collect();
-                let m = Machine {
-                    ppn,
-                    cores: ppn,
-                    overhead_ns: 100.0,
-                    intra_latency_ns: 300.0,
-                    intra_ns_per_byte: 0.1,
-                    inter_latency_ns: 3000.0,
-                    inter_gap_ns: 0.0,
-                    copy_ns_per_byte: 0.1,
-                    reduce_ns_per_byte: 0.25,
-                    cma_latency_ns: 300.0,
-                    cma_ns_per_byte: 0.1,
-                    arrive_ns: 300.0,
-                    header_ns: 50.0,
-                    eager_bytes: 16384,
-                };
+                let m = machine(ppn);
                 let mut net = FlatNetwork {
                     nodes: procs.div_ceil(ppn),
                     ns_per_byte: 0.5,
