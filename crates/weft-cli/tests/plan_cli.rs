@@ -1,24 +1,16 @@
 //! `weft plan` end to end: JSON field names, files written, and bad input (one clear line,
 //! exit code 2, no panic).
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .arg("plan")
-        .args(args)
-        .output()
-        .expect("run weft")
+    common::subcommand("plan", args)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let out = weft(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+    common::subcommand_json("plan", args)
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {

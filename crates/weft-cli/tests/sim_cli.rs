@@ -4,22 +4,14 @@
 
 use std::process::{Command, Output};
 
+mod common;
+
 fn weft(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_weft"))
-        .arg("sim")
-        .args(args)
-        .output()
-        .expect("run weft")
+    common::subcommand("sim", args)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let out = weft(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+    common::subcommand_json("sim", args)
 }
 
 #[test]
