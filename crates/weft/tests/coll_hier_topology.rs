@@ -7,7 +7,9 @@
 //! the tree the plans are built on), and the data of every collective at every root, sizes
 //! 0, 1, odd and past the eager limit. The parent checks the runtime's own report
 //! (WEFT_LOG=debug) of each rank's core group and of the levels the plans were built over.
-//! 1, 3, 7 and 8 ranks on one node; 8 ranks on two nodes (TCP on loopback between them).
+//! 1, 3, 7 and 8 ranks on one node; 8 ranks on two nodes (TCP on loopback between them);
+//! 8 ranks on two network-namespace hosts (scripts/testhosts.sh; needs root and iproute2,
+//! skips saying why otherwise), 4 to a host: levels [package, host].
 
 #![allow(
     clippy::disallowed_methods,
@@ -226,6 +228,147 @@ fn packages_nest_in_two_nodes() {
         &[p, nodes.to_vec()],
         &groups,
     );
+}
+
+/// Namespace hosts made by scripts/testhosts.sh, removed on drop.
+struct NetnsHosts {
+    names: Vec<String>,
+}
+
+impl NetnsHosts {
+    fn script() -> std::path::PathBuf {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/testhosts.sh")
+    }
+
+    /// `n` hosts on subnet `net` (A.B.C), or why they cannot be made (code 77: skipped).
+    fn up(n: usize, net: &str) -> Result<NetnsHosts, String> {
+        let pid = std::process::id();
+        let names: Vec<String> = (0..n)
+            .map(|i| format!("wh{:05}t{i}", pid % 100_000))
+            .collect();
+        let out = std::process::Command::new("bash")
+            .arg(Self::script())
+            .args(["up", "--net", net])
+            .args(&names)
+            .output()
+            .map_err(|e| format!("running testhosts.sh: {e}"))?;
+        match out.status.code() {
+            Some(0) => Ok(NetnsHosts { names }),
+            Some(77) => Err(format!("skipped: {}", String::from_utf8_lossy(&out.stderr))),
+            _ => panic!("testhosts.sh up: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(Self::script())
+            .arg("down")
+            .args(&self.names)
+            .status();
+    }
+}
+
+#[test]
+fn packages_nest_in_two_namespace_hosts() {
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    let net = format!("10.{}.77", 100 + std::process::id() % 50);
+    let hosts = match NetnsHosts::up(2, &net) {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+    let secret = b"weft-hier-hosts-secret";
+    let server = weft_boot::TcpStoreServer::bind(&format!("{net}.1:0"), secret).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let nodes = [0u32, 0, 0, 0, 1, 1, 1, 1];
+    let levels = [vec![0, 0, 1, 1, 2, 2, 3, 3], nodes.to_vec()];
+    let levels_var = levels_text(&levels);
+    let job = format!("hierh{}", std::process::id());
+    let mut children: Vec<std::process::Child> = nodes
+        .iter()
+        .enumerate()
+        .map(|(rank, &host)| {
+            std::process::Command::new("ip")
+                .args(["netns", "exec", &hosts.names[host as usize]])
+                .arg(&exe)
+                .args([
+                    "--exact",
+                    "packages_nest_in_two_namespace_hosts",
+                    "--nocapture",
+                ])
+                .env(CHILD, "1")
+                .env(LEVELS, &levels_var)
+                .env("WEFT_TOPOLOGY", "synthetic:package:2 core:2 pu:1")
+                .env("WEFT_LOG", "debug")
+                .env("WEFT_BOOT_ADDR", server.local_addr().to_string())
+                .env("WEFT_JOB_SECRET", weft_boot::auth::encode_hex(secret))
+                .env("WEFT_RANK", rank.to_string())
+                .env("WEFT_SIZE", nodes.len().to_string())
+                .env("WEFT_JOB_ID", &job)
+                .env("WEFT_NODE_ID", &hosts.names[host as usize])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // A hang is caught by the deadline (minutes), not timed.
+    let deadline = std::time::Instant::now() + common::JOB_TIMEOUT;
+    let mut outputs = Vec::new();
+    while let Some(mut c) = (!children.is_empty()).then(|| children.remove(0)) {
+        while c.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                for o in children.iter_mut().chain(std::iter::once(&mut c)) {
+                    let _ = o.kill();
+                    let _ = o.wait();
+                }
+                panic!("a rank did not finish in {:?}", common::JOB_TIMEOUT);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        outputs.push(c.wait_with_output().unwrap());
+    }
+    let plans_over = format!("hier_knomial over group levels (innermost first) {levels:?}");
+    for (rank, out) in outputs.iter().enumerate() {
+        let (text, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "rank {rank} failed: {text}{err}");
+        assert!(
+            text.contains("hierarchy checked"),
+            "rank {rank}: {text}{err}"
+        );
+        assert!(
+            err.contains(&plans_over),
+            "rank {rank}: {plans_over}: {err}"
+        );
+        let group = format!("rank {rank}: core group package {} of 2", (rank % 4) / 2);
+        assert!(err.contains(&group), "rank {rank}: {group}: {err}");
+    }
+    let names = hosts.names.clone();
+    drop(hosts);
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&out.stdout);
+    for n in &names {
+        assert!(!left.contains(n.as_str()), "namespace {n} left: {left}");
+    }
+    let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(&job))
+        .collect();
+    assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
 }
 
 #[test]

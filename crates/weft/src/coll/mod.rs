@@ -168,6 +168,31 @@ pub(crate) fn disagreement(rank: u32, peer: u32, mine: i32, theirs: i32) -> Erro
     )
 }
 
+/// How a node of `ppn` ranks of this machine, or of the topology `WEFT_TOPOLOGY` gives,
+/// splits into the core groups of the hierarchical collectives (docs/topology.md), as a
+/// live job with `config` would see it: what the groups are (`L3`, `NUMA`, `package`) and
+/// each local rank's group. `Err` says why the node is one group.
+pub fn node_core_groups(
+    config: &crate::Config,
+    ppn: u32,
+) -> std::result::Result<(&'static str, Vec<u32>), String> {
+    if ppn < 2 {
+        return Err("a node of one rank".into());
+    }
+    let mut kind = "";
+    let mut ids = Vec::with_capacity(ppn as usize);
+    for local in 0..ppn {
+        let g = crate::topology::core_group(&config.topology, config.bind, local, ppn)
+            .map_err(|why| format!("local rank {local}: {why}"))?;
+        kind = g.kind;
+        ids.push(g.index);
+    }
+    if ids.iter().all(|&g| g == ids[0]) {
+        return Err(format!("all {ppn} ranks are in {kind} {}", ids[0]));
+    }
+    Ok((kind, ids))
+}
+
 /// Whether a call waits for its result (the blocking form) or returns a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
