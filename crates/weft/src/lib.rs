@@ -407,9 +407,13 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         }
     }
     // The core groups (L3 / NUMA / package) the hierarchical collectives nest inside the
-    // nodes: only a node of two or more ranks can be split.
+    // nodes: only a node of two or more ranks can be split (a topology the user gives is
+    // checked even where there is nothing to split).
+    if !shared_node && !config.topology.is_empty() {
+        my_core_group(rank, &config, my_local, local_size)?;
+    }
     if shared_node {
-        let mine = my_core_group(rank, &config, my_local, local_size);
+        let mine = my_core_group(rank, &config, my_local, local_size)?;
         let text = if mine == NO_CORE_GROUP {
             "-".to_string()
         } else {
@@ -517,8 +521,9 @@ fn start(st: Start, config: Config) -> Result<Weft> {
 }
 
 /// This rank's core group within its node (`topology`), [`NO_CORE_GROUP`] when it has none;
-/// says at debug level which, and why none.
-fn my_core_group(rank: u32, config: &Config, local: u32, local_size: u32) -> u32 {
+/// says at debug level which, and why none. A topology given by `WEFT_TOPOLOGY` that hwloc
+/// cannot read is an error.
+fn my_core_group(rank: u32, config: &Config, local: u32, local_size: u32) -> Result<u32> {
     match topology::core_group(&config.topology, config.bind, local, local_size) {
         Ok(g) => {
             log::debug!(
@@ -528,14 +533,17 @@ fn my_core_group(rank: u32, config: &Config, local: u32, local_size: u32) -> u32
                 g.count,
                 config.topology
             );
-            g.index
+            Ok(g.index)
         }
-        Err(why) => {
+        Err(topology::NoGroup::BadTopology(why)) => {
+            Err(Error::new(ErrorKind::InvalidArgument, why))
+        }
+        Err(topology::NoGroup::None(why)) => {
             log::debug!(
                 "rank {rank}: in no core group ({why}): the hierarchical collectives group \
                  this node's ranks as one"
             );
-            NO_CORE_GROUP
+            Ok(NO_CORE_GROUP)
         }
     }
 }

@@ -10,8 +10,9 @@
 //! given topology nothing is bound: local rank `l` is taken to run on the PU of logical
 //! index `l mod PUs`, so a small machine can stand in for a bigger node in tests.
 //!
-//! Depends on hwloc (the system's libhwloc) and [`bind`]; nothing here fails a job: a
-//! topology that cannot be read leaves the rank in no group, which the caller logs.
+//! Depends on hwloc (the system's libhwloc) and [`bind`]. A topology given by the knob that
+//! hwloc cannot read is the user's error ([`NoGroup::BadTopology`]: the caller stops the
+//! job); this machine's topology failing to load only leaves the rank in no group.
 
 use crate::bind;
 use crate::config::BindMode;
@@ -28,6 +29,24 @@ pub(crate) struct CoreGroup {
     pub index: u32,
     /// How many such groups the node has.
     pub count: u32,
+}
+
+/// Why a rank has no core group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NoGroup {
+    /// The topology `WEFT_TOPOLOGY` gives cannot be read: the message names it.
+    BadTopology(String),
+    /// The topology was read but puts the rank in no group, or this machine's could not be
+    /// read: why.
+    None(String),
+}
+
+impl std::fmt::Display for NoGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoGroup::BadTopology(why) | NoGroup::None(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Where the topology comes from (`WEFT_TOPOLOGY`).
@@ -53,28 +72,44 @@ fn source(spec: &str) -> Source<'_> {
 }
 
 /// The core group of local rank `local` of `local_size` under the topology `spec`
-/// (`WEFT_TOPOLOGY`) and binding `mode`; `Err` says why there is none (no hwloc data, the
-/// rank's CPUs span groups, the node is one group).
+/// (`WEFT_TOPOLOGY`) and binding `mode`; `Err` says why there is none (a given topology
+/// hwloc cannot read; no hwloc data, the rank's CPUs span groups, the node is one group).
 pub(crate) fn core_group(
     spec: &str,
     mode: BindMode,
     local: u32,
     local_size: u32,
-) -> Result<CoreGroup, String> {
-    // The bindings treat an hwloc error they did not expect as a bug (a panic): here it
-    // only means no core group.
-    std::panic::catch_unwind(|| read_group(spec, mode, local, local_size))
-        .unwrap_or_else(|_| Err("hwloc failed unexpectedly".into()))
+) -> Result<CoreGroup, NoGroup> {
+    let given = source(spec) != Source::Machine;
+    // The bindings treat an hwloc error they did not expect as a bug (a panic).
+    let found = std::panic::catch_unwind(|| {
+        let topo = load(&source(spec)).map_err(|e| {
+            if given {
+                NoGroup::BadTopology(e)
+            } else {
+                NoGroup::None(e)
+            }
+        })?;
+        read_group(&topo, spec, mode, local, local_size).map_err(NoGroup::None)
+    });
+    found.unwrap_or_else(|_| {
+        let e = "hwloc failed unexpectedly".to_string();
+        Err(if given {
+            NoGroup::BadTopology(format!("WEFT_TOPOLOGY={spec}: {e}"))
+        } else {
+            NoGroup::None(e)
+        })
+    })
 }
 
 fn read_group(
+    topo: &Topology,
     spec: &str,
     mode: BindMode,
     local: u32,
     local_size: u32,
 ) -> Result<CoreGroup, String> {
     let src = source(spec);
-    let topo = load(&src)?;
     // The rank's CPUs (OS indices).
     let cpus: Vec<usize> = match src {
         Source::Machine => match bind::cpu_for(mode, local, local_size) {
@@ -90,7 +125,7 @@ fn read_group(
             vec![pu.os_index().ok_or("the topology's PU has no OS index")?]
         }
     };
-    group_of(&topo, &cpus)
+    group_of(topo, &cpus)
 }
 
 fn load(src: &Source<'_>) -> Result<Topology, String> {
@@ -168,10 +203,15 @@ mod tests {
         let spec = "synthetic:\"package:2 l3:2 core:2 pu:1\"";
         let g = core_group(spec, BindMode::None, 5, 8).unwrap();
         assert_eq!((g.kind, g.index, g.count), ("L3", 2, 4));
-        assert!(core_group("synthetic:package:1 core:4 pu:1", BindMode::None, 0, 4).is_err());
-        let e = core_group("synthetic:nonsense", BindMode::None, 0, 4).unwrap_err();
-        assert!(e.contains("hwloc refused"), "{e}");
-        let e = core_group("/nonexistent/topo.xml", BindMode::None, 0, 4).unwrap_err();
-        assert!(e.contains("could not read"), "{e}");
+        assert!(matches!(
+            core_group("synthetic:package:1 core:4 pu:1", BindMode::None, 0, 4),
+            Err(NoGroup::None(_))
+        ));
+        let bad = |spec| match core_group(spec, BindMode::None, 0, 4) {
+            Err(NoGroup::BadTopology(e)) => e,
+            other => panic!("{spec}: {other:?}"),
+        };
+        assert!(bad("synthetic:nonsense").contains("hwloc refused"));
+        assert!(bad("/nonexistent/topo.xml").contains("could not read"));
     }
 }

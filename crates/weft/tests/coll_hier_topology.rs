@@ -371,14 +371,38 @@ fn packages_nest_in_two_namespace_hosts() {
     assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
 }
 
+/// A topology the user gives that hwloc cannot read stops every rank at start with a message
+/// naming it (one rank per node too, where there is nothing to split), and leaves nothing in
+/// /dev/shm.
 #[test]
-fn a_topology_hwloc_cannot_read_leaves_the_node_one_group() {
-    let groups = [None; 4];
-    run(
-        "a_topology_hwloc_cannot_read_leaves_the_node_one_group",
-        &[0; 4],
-        "synthetic:no such thing",
-        &[vec![0; 4]],
-        &groups,
-    );
+fn a_topology_hwloc_cannot_read_stops_the_job() {
+    const NAME: &str = "a_topology_hwloc_cannot_read_stops_the_job";
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    for nodes in [vec![0u32; 4], vec![0, 1]] {
+        let job = format!("hiertbad{}n{}", std::process::id(), nodes.len());
+        let outputs = common::run_procs(
+            NAME,
+            CHILD,
+            &job,
+            &nodes,
+            &[("WEFT_TOPOLOGY", "synthetic:no such thing"), (LEVELS, "0")],
+            common::JOB_TIMEOUT,
+        );
+        for (rank, (status, text, err)) in outputs.iter().enumerate() {
+            assert!(!status.success(), "rank {rank} started: {text}{err}");
+            assert!(
+                err.contains("WEFT_TOPOLOGY=synthetic:no such thing: hwloc refused it"),
+                "rank {rank}: {err}"
+            );
+        }
+        let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(&job))
+            .collect();
+        assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+    }
 }
