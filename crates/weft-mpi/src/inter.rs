@@ -6,8 +6,7 @@
 
 use crate::consts::*;
 use crate::dtype::put;
-use crate::error::{class_text, err, finish, MpiError, R};
-use crate::p2p::{MPI_Cancel, MPI_Irecv, MPI_Isend};
+use crate::error::{err, finish, MpiError, R};
 use crate::state::{state, InterParts};
 use std::os::raw::{c_int, c_void};
 
@@ -129,8 +128,8 @@ impl Own {
         let send = own.bufs[0].as_ptr();
         let recv = own.bufs[1].as_mut_ptr();
         // SAFETY: the buffers live in `own` until its request is complete.
-        let rc = unsafe {
-            crate::icoll::MPI_Iallgather(
+        unsafe {
+            crate::icoll::start_iallgather(
                 send as *const c_void,
                 per as c_int,
                 MPI_INT,
@@ -140,33 +139,22 @@ impl Own {
                 comm,
                 &mut own.reqs[0],
             )
-        };
-        if rc != MPI_SUCCESS {
-            return Err(err(
-                rc,
-                format!("{what}: MPI_Iallgather: {}", class_text(rc)),
-            ));
         }
+        .map_err(|e| err(e.class, format!("{what}: MPI_Iallgather: {}", e.message)))?;
         Ok(own)
     }
 
     /// Whether every request is complete; an error once one failed.
     fn test(&mut self, what: &str) -> R<bool> {
-        let mut flag: c_int = 0;
-        // SAFETY: the requests are this library's, their buffers in `self.bufs`.
-        let rc = unsafe {
-            crate::p2p::MPI_Testall(
-                self.reqs.len() as c_int,
-                self.reqs.as_mut_ptr(),
-                &mut flag,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != MPI_SUCCESS {
-            std::mem::forget(std::mem::take(&mut self.bufs));
-            return Err(err(rc, format!("{what}: {}", class_text(rc))));
+        let done = state(what)
+            .and_then(|s| crate::p2p::testall(s, &mut self.reqs[..], std::ptr::null_mut()));
+        match done {
+            Ok(done) => Ok(done),
+            Err(e) => {
+                std::mem::forget(std::mem::take(&mut self.bufs));
+                Err(err(e.class, format!("{what}: {}", e.message)))
+            }
         }
-        Ok(flag != 0)
     }
 }
 
@@ -230,45 +218,42 @@ unsafe fn intercomm_create_released(
         };
         let (send_ptr, send_n) = (trade.bufs[0].as_ptr(), trade.bufs[0].len() as c_int);
         let recv_ptr = trade.bufs[1].as_mut_ptr();
-        // SAFETY: the buffers live in `trade` until its requests are complete.
-        let rc = unsafe {
-            MPI_Irecv(
-                recv_ptr as *mut c_void,
-                most as c_int,
-                MPI_INT,
-                remote_leader,
-                tag,
-                peer_comm,
-                &mut trade.reqs[0],
+        // The buffers live in `trade` until its requests are complete.
+        trade.reqs[0] = crate::p2p::start_own(
+            false,
+            recv_ptr as *const c_void,
+            most as i64,
+            MPI_INT,
+            remote_leader,
+            tag,
+            peer_comm,
+        )
+        .map_err(|e| {
+            err(
+                e.class,
+                format!("{what}: receiving the remote group: {}", e.message),
             )
-        };
-        if rc != MPI_SUCCESS {
-            return Err(err(
-                rc,
-                format!("{what}: receiving the remote group: {}", class_text(rc)),
-            ));
-        }
-        // SAFETY: as above.
-        let rc = unsafe {
-            MPI_Isend(
-                send_ptr as *const c_void,
-                send_n,
-                MPI_INT,
-                remote_leader,
-                tag,
-                peer_comm,
-                &mut trade.reqs[1],
-            )
-        };
-        if rc != MPI_SUCCESS {
-            // SAFETY: the receive is this function's own.
-            unsafe { MPI_Cancel(&mut trade.reqs[0]) };
-            // The cancelled receive completes before its buffer goes.
-            let _ = crate::threads::wait_released(|| trade.test(what));
-            return Err(err(
-                rc,
-                format!("{what}: sending this group: {}", class_text(rc)),
-            ));
+        })?;
+        let sent = crate::p2p::start_own(
+            true,
+            send_ptr as *const c_void,
+            send_n as i64,
+            MPI_INT,
+            remote_leader,
+            tag,
+            peer_comm,
+        );
+        match sent {
+            Ok(h) => trade.reqs[1] = h,
+            Err(e) => {
+                crate::p2p::cancel_own(state(what)?, trade.reqs[0]);
+                // The cancelled receive completes before its buffer goes.
+                let _ = crate::threads::wait_released(|| trade.test(what));
+                return Err(err(
+                    e.class,
+                    format!("{what}: sending this group: {}", e.message),
+                ));
+            }
         }
         match crate::threads::wait_released(|| trade.test(what)) {
             Ok(()) => {
@@ -292,8 +277,8 @@ unsafe fn intercomm_create_released(
     };
     let ptr = spread.bufs[0].as_mut_ptr();
     // SAFETY: the buffer lives in `spread` until the broadcast is complete.
-    let rc = unsafe {
-        crate::icoll::MPI_Ibcast(
+    unsafe {
+        crate::icoll::start_ibcast(
             ptr as *mut c_void,
             (most + 2) as c_int,
             MPI_INT,
@@ -301,13 +286,13 @@ unsafe fn intercomm_create_released(
             local_comm,
             &mut spread.reqs[0],
         )
-    };
-    if rc != MPI_SUCCESS {
-        return Err(err(
-            rc,
-            format!("{what}: spreading the remote group: {}", class_text(rc)),
-        ));
     }
+    .map_err(|e| {
+        err(
+            e.class,
+            format!("{what}: spreading the remote group: {}", e.message),
+        )
+    })?;
     crate::threads::wait_released(|| spread.test(what))?;
     if let Some(e) = trade_failed {
         return Err(e);

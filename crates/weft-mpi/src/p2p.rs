@@ -1973,12 +1973,8 @@ pub unsafe extern "C" fn MPI_Ibsend(
             Err(err(MPI_ERR_ARG, "request pointer is NULL")),
         );
     }
-    // SAFETY: forwarded caller contract.
-    let rc = unsafe { MPI_Bsend(buf, count, dt, dest, tag, comm) };
-    if rc != MPI_SUCCESS {
-        return rc;
-    }
-    let r = state("MPI_Ibsend").and_then(|s| {
+    let r = bsend(buf, count, dt, dest, tag, comm).and_then(|()| {
+        let s = state("MPI_Ibsend")?;
         let h = s.add_req(ReqEntry::empty(false, comm));
         put!(req, h)
     });
