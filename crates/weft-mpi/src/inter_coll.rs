@@ -1,6 +1,6 @@
 //! The collectives on intercommunicators (MPI-4.1 §6.2.2 semantics: MPI_ROOT /
 //! MPI_PROC_NULL roots, each group receiving what the other group contributes), one path
-//! each for the blocking and the nonblocking form ([`Mode`]): the start posts every message
+//! each for the blocking and the nonblocking form (`Mode`): the start posts every message
 //! of the call on the intercommunicator's bridge context (see `state::InterParts`) and
 //! files them, with a final local step, as a compound request (compound.rs), which the
 //! nonblocking form returns and the blocking form waits for. The completion finishes the
@@ -16,7 +16,7 @@
 //! block of them.
 //!
 //! Bridge tags are one per collective, so a rank that calls the wrong collective gets no
-//! data of another (the bridge carries nothing else), plus [`NB`] for the nonblocking
+//! data of another (the bridge carries nothing else), plus `NB` for the nonblocking
 //! forms. Depends on the state tables, p2p.rs's requests and compound.rs.
 
 use crate::coll::make_op;
