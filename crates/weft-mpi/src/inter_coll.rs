@@ -37,18 +37,18 @@ pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
 
 /// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
 /// data of another (the bridge carries nothing else).
-pub(crate) const TAG_BARRIER: c_int = 1;
-pub(crate) const TAG_BCAST: c_int = 2;
-pub(crate) const TAG_REDUCE: c_int = 3;
-pub(crate) const TAG_ALLREDUCE: c_int = 4;
-pub(crate) const TAG_GATHER: c_int = 5;
-pub(crate) const TAG_SCATTER: c_int = 6;
-pub(crate) const TAG_ALLGATHER: c_int = 7;
-pub(crate) const TAG_ALLTOALL: c_int = 8;
-pub(crate) const TAG_REDSCAT: c_int = 9;
+const TAG_BARRIER: c_int = 1;
+const TAG_BCAST: c_int = 2;
+const TAG_REDUCE: c_int = 3;
+const TAG_ALLREDUCE: c_int = 4;
+const TAG_GATHER: c_int = 5;
+const TAG_SCATTER: c_int = 6;
+const TAG_ALLGATHER: c_int = 7;
+const TAG_ALLTOALL: c_int = 8;
+const TAG_REDSCAT: c_int = 9;
 
 /// Who the caller is in a rooted collective on an intercommunicator.
-pub(crate) enum Role {
+enum Role {
     /// The root (MPI_ROOT).
     Root,
     /// Another rank of the root's group (MPI_PROC_NULL): takes no part.
@@ -57,7 +57,7 @@ pub(crate) enum Role {
     Leaf(c_int),
 }
 
-pub(crate) fn role(root: c_int, p: &InterParts) -> R<Role> {
+fn role(root: c_int, p: &InterParts) -> R<Role> {
     match root {
         MPI_ROOT => Ok(Role::Root),
         MPI_PROC_NULL => Ok(Role::Idle),
@@ -72,7 +72,7 @@ pub(crate) fn role(root: c_int, p: &InterParts) -> R<Role> {
     }
 }
 
-pub(crate) fn remote_size(p: &InterParts) -> R<c_int> {
+fn remote_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.bridge)?.comm.peer_size() as c_int)
 }
 
@@ -80,11 +80,11 @@ fn local_rank(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.rank() as c_int)
 }
 
-pub(crate) fn local_size(p: &InterParts) -> R<c_int> {
+fn local_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
 }
 
-pub(crate) fn no_in_place(b: *const c_void, what: &str) -> R<()> {
+fn no_in_place(b: *const c_void, what: &str) -> R<()> {
     if b as usize == MPI_IN_PLACE {
         return Err(err(
             MPI_ERR_BUFFER,
@@ -95,14 +95,14 @@ pub(crate) fn no_in_place(b: *const c_void, what: &str) -> R<()> {
 }
 
 /// A scratch buffer for `count` elements of `dt`, laid out like a user buffer.
-pub(crate) struct Scratch {
+struct Scratch {
     buf: Vec<u8>,
     /// Added to the buffer's address to get the address the datatype's offsets start from.
     shift: isize,
 }
 
 impl Scratch {
-    pub(crate) fn new(count: c_int, dt: Handle) -> R<Scratch> {
+    fn new(count: c_int, dt: Handle) -> R<Scratch> {
         let m = map_of(dt)?;
         let n = if count <= 0 {
             0
@@ -115,7 +115,7 @@ impl Scratch {
         })
     }
 
-    pub(crate) fn ptr(&mut self) -> *mut c_void {
+    fn ptr(&mut self) -> *mut c_void {
         self.buf.as_mut_ptr().wrapping_offset(self.shift) as *mut c_void
     }
 }
@@ -130,7 +130,7 @@ fn at(base: *const c_void, index: i64, dt: Handle) -> R<*mut c_void> {
 ///
 /// # Safety
 /// `p` holds `n` entries when non-null.
-pub(crate) unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
+unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -141,7 +141,7 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-pub(crate) fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
+fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
     if rcounts.iter().any(|&c| c < 0) {
         return Err(err(
             MPI_ERR_COUNT,
@@ -154,7 +154,7 @@ pub(crate) fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
 
 /// Posts the messages of [`gather`] with bridge tag `tag`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gather_post(
+unsafe fn gather_post(
     p: InterParts,
     send: *const c_void,
     scount: c_int,
@@ -201,7 +201,7 @@ pub(crate) unsafe fn gather_post(
 
 /// Posts the messages of [`scatter`] with bridge tag `tag`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter_post(
+unsafe fn scatter_post(
     p: InterParts,
     send: *const c_void,
     scounts: Counts,
@@ -288,7 +288,7 @@ impl Counts {
 
 /// Posts the messages of [`allgather`] with bridge tag `tag`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allgather_post(
+unsafe fn allgather_post(
     p: InterParts,
     send: *const c_void,
     scount: c_int,
@@ -329,7 +329,7 @@ pub(crate) unsafe fn allgather_post(
 
 /// Posts the messages of [`alltoall`] with bridge tag `tag`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoall_post(
+unsafe fn alltoall_post(
     p: InterParts,
     send: *const c_void,
     scounts: Counts,
@@ -363,7 +363,7 @@ pub(crate) unsafe fn alltoall_post(
 
 /// Posts the messages of [`alltoallw`] with bridge tag `tag`: buffers (send, receive),
 /// (counts, byte displacements) of the sends, their types, the same of the receives.
-pub(crate) unsafe fn alltoallw_post(
+unsafe fn alltoallw_post(
     p: InterParts,
     [send, recv]: [*mut c_void; 2],
     [scounts, sdispls]: [*const c_int; 2],
@@ -410,12 +410,12 @@ pub(crate) unsafe fn alltoallw_post(
 
 /// The requests a collective posted on the bridge, until they become a compound request's
 /// parts ([`Mode::finish`]).
-pub(crate) struct Transfers {
+struct Transfers {
     reqs: Vec<Handle>,
 }
 
 impl Transfers {
-    pub(crate) fn new() -> Transfers {
+    fn new() -> Transfers {
         Transfers { reqs: Vec::new() }
     }
 
@@ -423,7 +423,7 @@ impl Transfers {
     ///
     /// # Safety
     /// `buf` holds `count` items of `dt` and lives, unaliased, until the request completes.
-    pub(crate) unsafe fn recv(
+    unsafe fn recv(
         &mut self,
         p: &InterParts,
         buf: *mut c_void,
@@ -442,7 +442,7 @@ impl Transfers {
     ///
     /// # Safety
     /// `buf` holds `count` items of `dt` and lives until the request completes.
-    pub(crate) unsafe fn send(
+    unsafe fn send(
         &mut self,
         p: &InterParts,
         buf: *const c_void,
@@ -465,7 +465,7 @@ impl Transfers {
     /// Cancels what can be cancelled and waits for the rest, so no posted request uses a
     /// buffer after this returns (an error path calls it before freeing scratch the
     /// requests point into).
-    pub(crate) fn abandon(&mut self) {
+    fn abandon(&mut self) {
         // Receives are cancelled first: the peers may have refused the call too and never
         // send (an unmatched receive would wait forever). A send is left to complete.
         if self.reqs.is_empty() {
@@ -772,7 +772,7 @@ pub(crate) unsafe fn allreduce(
 /// MPI's contract: `send` holds `sum(rcounts)` elements of `dt`, `recv` this rank's
 /// `rcounts[rank]`, both live until the request completes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn reduce_scatter(
+unsafe fn reduce_scatter(
     p: InterParts,
     send: *const c_void,
     recv: *mut c_void,
