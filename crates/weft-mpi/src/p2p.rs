@@ -1903,8 +1903,9 @@ pub unsafe extern "C" fn MPI_Bsend(
     finish(comm, "MPI_Bsend", bsend(buf, count, dt, dest, tag, comm))
 }
 
-/// The body of MPI_Bsend, also what a started MPI_Bsend_init request does.
-fn bsend(
+/// The body of MPI_Bsend (and MPI_Bsend_c), also what a started MPI_Bsend_init request
+/// does.
+pub(crate) fn bsend(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -1966,19 +1967,31 @@ pub unsafe extern "C" fn MPI_Ibsend(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    finish(
+        comm,
+        "MPI_Ibsend",
+        ibsend(buf, count, dt, dest, tag, comm, req),
+    )
+}
+
+/// The body of MPI_Ibsend (and MPI_Ibsend_c): the buffered send, then a request that is
+/// complete already.
+pub(crate) fn ibsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
     if req.is_null() {
-        return finish(
-            comm,
-            "MPI_Ibsend",
-            Err(err(MPI_ERR_ARG, "request pointer is NULL")),
-        );
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
-    let r = bsend(buf, count, dt, dest, tag, comm).and_then(|()| {
-        let s = state("MPI_Ibsend")?;
-        let h = s.add_req(ReqEntry::empty(false, comm));
-        put!(req, h)
-    });
-    finish(comm, "MPI_Ibsend", r)
+    bsend(buf, count, dt, dest, tag, comm)?;
+    let s = state("MPI_Ibsend")?;
+    let h = s.add_req(ReqEntry::empty(false, comm));
+    put!(req, h)
 }
 
 /// MPI_Get_elements_c (MPI-4.1 §5.1.11, large count).
