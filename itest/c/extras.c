@@ -69,6 +69,21 @@ int main(int argc, char **argv) {
       CHECK(got == 1000 * k + left);
     }
     OK(MPI_Request_free(&pr));
+    /* The large-count forms: the same buffered send; a count beyond an int is refused. */
+    v = 77 + rank;
+    OK(MPI_Bsend_c(&v, 1, MPI_INT, right, 10, MPI_COMM_WORLD));
+    OK(MPI_Recv(&got, 1, MPI_INT, left, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(got == 77 + left);
+    OK(MPI_Ibsend_c(&v, 1, MPI_INT, right, 11, MPI_COMM_WORLD, &pr));
+    OK(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+    OK(MPI_Recv(&got, 1, MPI_INT, left, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(got == 77 + left);
+    CHECK_RC(MPI_Bsend_c(&v, (MPI_Count)1 << 31, MPI_INT, right, 10, MPI_COMM_WORLD),
+             MPI_ERR_COUNT);
+    pr = MPI_REQUEST_NULL;
+    CHECK_RC(MPI_Ibsend_c(&v, (MPI_Count)1 << 31, MPI_INT, right, 11, MPI_COMM_WORLD, &pr),
+             MPI_ERR_COUNT);
+    CHECK(pr == MPI_REQUEST_NULL);
     void *p;
     int ps;
     OK(MPI_Buffer_detach(&p, &ps));

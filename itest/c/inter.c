@@ -161,6 +161,43 @@ static void collectives(MPI_Comm ic, int g, int lrank, int lsize, int rsize) {
     CHECK(y == val(1 - g, 0));
     if (g == 1) CHECK(z == 77);
   }
+
+  /* Zero counts, blocking then nonblocking, rooted at the last rank of group 0 (MPI_ROOT
+   * there, MPI_PROC_NULL beside it): every call succeeds and writes nothing, and the
+   * one-element broadcast after them still gets its own value (no call's empty messages
+   * are taken by a later call). */
+  for (int nb = 0; nb < 2; nb++) {
+    int root = g == 0 ? (lrank == lsize - 1 ? MPI_ROOT : MPI_PROC_NULL) : rsize - 1;
+    int s[8], r[8], zeros[64];
+    MPI_Request rq[8];
+    for (i = 0; i < 8; i++) s[i] = 10 + i, r[i] = -7;
+    for (i = 0; i < 64; i++) zeros[i] = 0;
+    if (!nb) {
+      OK(MPI_Bcast(r, 0, MPI_INT, root, ic));
+      OK(MPI_Reduce(s, r, 0, MPI_INT, MPI_SUM, root, ic));
+      OK(MPI_Allreduce(s, r, 0, MPI_INT, MPI_SUM, ic));
+      OK(MPI_Gather(s, 0, MPI_INT, r, 0, MPI_INT, root, ic));
+      OK(MPI_Scatter(s, 0, MPI_INT, r, 0, MPI_INT, root, ic));
+      OK(MPI_Allgather(s, 0, MPI_INT, r, 0, MPI_INT, ic));
+      OK(MPI_Alltoall(s, 0, MPI_INT, r, 0, MPI_INT, ic));
+      OK(MPI_Reduce_scatter_block(s, r, 0, MPI_INT, MPI_SUM, ic));
+    } else {
+      OK(MPI_Ibcast(r, 0, MPI_INT, root, ic, &rq[0]));
+      OK(MPI_Ireduce(s, r, 0, MPI_INT, MPI_SUM, root, ic, &rq[1]));
+      OK(MPI_Iallreduce(s, r, 0, MPI_INT, MPI_SUM, ic, &rq[2]));
+      OK(MPI_Igather(s, 0, MPI_INT, r, 0, MPI_INT, root, ic, &rq[3]));
+      OK(MPI_Iscatter(s, 0, MPI_INT, r, 0, MPI_INT, root, ic, &rq[4]));
+      OK(MPI_Iallgather(s, 0, MPI_INT, r, 0, MPI_INT, ic, &rq[5]));
+      OK(MPI_Ialltoall(s, 0, MPI_INT, r, 0, MPI_INT, ic, &rq[6]));
+      OK(MPI_Ireduce_scatter(s, r, zeros, MPI_INT, MPI_SUM, ic, &rq[7]));
+      OK(MPI_Waitall(8, rq, MPI_STATUSES_IGNORE));
+    }
+    for (i = 0; i < 8; i++) CHECK(r[i] == -7);
+    int x = g == 0 && lrank == lsize - 1 ? 900 + nb : -1;
+    OK(MPI_Bcast(&x, 1, MPI_INT, root, ic));
+    if (g == 1) CHECK(x == 900 + nb);
+    else if (lrank != lsize - 1) CHECK(x == -1);
+  }
 }
 
 int main(int argc, char **argv) {

@@ -163,8 +163,12 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     if let Some(rc) = crate::fast::barrier(comm) {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
-        return finish(comm, "MPI_Barrier", crate::inter::barrier(p));
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        return finish(
+            comm,
+            "MPI_Barrier",
+            crate::inter_coll::barrier(p, crate::inter_coll::Mode::Blocking),
+        );
     }
     let r = comm_of(comm, "MPI_Barrier").and_then(|c| Ok(c.barrier()?));
     finish(comm, "MPI_Barrier", r)
@@ -195,11 +199,11 @@ pub unsafe extern "C" fn MPI_Bcast(
     if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Bcast's contract for the caller's buffers, counts and datatypes, which
-        // inter::bcast requires and passes on to the calls it makes.
+        // inter_coll::bcast requires and passes on to the calls it makes.
         return finish(comm, "MPI_Bcast", unsafe {
-            crate::inter::bcast(p, buf, count, dt, root)
+            crate::inter_coll::bcast(p, buf, count, dt, root, crate::inter_coll::Mode::Blocking)
         });
     }
     finish(comm, "MPI_Bcast", bcast(buf, count as i64, dt, root, comm))
@@ -216,11 +220,13 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::large::MPI_Ibcast_c(buf, count, dt, root, comm));
     let _entered = crate::threads::enter();
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Bcast_c's contract for the caller's buffers, counts and datatypes,
-            // which inter::bcast requires and passes on to the calls it makes.
-            .and_then(|count| unsafe { crate::inter::bcast(p, buf, count, dt, root) });
+            // which inter_coll::bcast requires and passes on to the calls it makes.
+            .and_then(|count| unsafe {
+                crate::inter_coll::bcast(p, buf, count, dt, root, crate::inter_coll::Mode::Blocking)
+            });
         return finish(comm, "MPI_Bcast_c", r);
     }
     finish(comm, "MPI_Bcast_c", bcast(buf, count, dt, root, comm))
@@ -552,11 +558,20 @@ pub unsafe extern "C" fn MPI_Reduce(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Reduce's contract for the caller's buffers, counts and datatypes, which
-        // inter::reduce requires and passes on to the calls it makes.
+        // inter_coll::reduce requires and passes on to the calls it makes.
         return finish(comm, "MPI_Reduce", unsafe {
-            crate::inter::reduce(p, send, recv, count, dt, op, root)
+            crate::inter_coll::reduce(
+                p,
+                send,
+                recv,
+                count,
+                dt,
+                op,
+                root,
+                crate::inter_coll::Mode::Blocking,
+            )
         });
     }
     finish(
@@ -591,11 +606,22 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         send, recv, count, dt, op, root, comm
     ));
     let _entered = crate::threads::enter();
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Reduce_c's contract for the caller's buffers, counts and datatypes,
-            // which inter::reduce requires and passes on to the calls it makes.
-            .and_then(|count| unsafe { crate::inter::reduce(p, send, recv, count, dt, op, root) });
+            // which inter_coll::reduce requires and passes on to the calls it makes.
+            .and_then(|count| unsafe {
+                crate::inter_coll::reduce(
+                    p,
+                    send,
+                    recv,
+                    count,
+                    dt,
+                    op,
+                    root,
+                    crate::inter_coll::Mode::Blocking,
+                )
+            });
         return finish(comm, "MPI_Reduce_c", r);
     }
     finish(
@@ -647,11 +673,19 @@ pub unsafe extern "C" fn MPI_Allreduce(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Allreduce's contract for the caller's buffers, counts and datatypes,
-        // which inter::allreduce requires and passes on to the calls it makes.
+        // which inter_coll::allreduce requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allreduce", unsafe {
-            crate::inter::allreduce(p, send, recv, count, dt, op)
+            crate::inter_coll::allreduce(
+                p,
+                send,
+                recv,
+                count,
+                dt,
+                op,
+                crate::inter_coll::Mode::Blocking,
+            )
         });
     }
     finish(
@@ -685,11 +719,21 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         send, recv, count, dt, op, comm
     ));
     let _entered = crate::threads::enter();
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Allreduce_c's contract for the caller's buffers, counts and
-            // datatypes, which inter::allreduce requires and passes on to the calls it makes.
-            .and_then(|count| unsafe { crate::inter::allreduce(p, send, recv, count, dt, op) });
+            // datatypes, which inter_coll::allreduce requires and passes on to the calls it makes.
+            .and_then(|count| unsafe {
+                crate::inter_coll::allreduce(
+                    p,
+                    send,
+                    recv,
+                    count,
+                    dt,
+                    op,
+                    crate::inter_coll::Mode::Blocking,
+                )
+            });
         return finish(comm, "MPI_Allreduce_c", r);
     }
     finish(
@@ -827,12 +871,20 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Reduce_scatter_block's contract for the caller's buffers, counts and
-        // datatypes, which inter::reduce_scatter_block requires and passes on to the calls it
+        // datatypes, which inter_coll::reduce_scatter_block requires and passes on to the calls it
         // makes.
         return finish(comm, "MPI_Reduce_scatter_block", unsafe {
-            crate::inter::reduce_scatter_block(p, send, recv, count, dt, op)
+            crate::inter_coll::reduce_scatter_block(
+                p,
+                send,
+                recv,
+                count,
+                dt,
+                op,
+                crate::inter_coll::Mode::Blocking,
+            )
         });
     }
     finish(
@@ -975,19 +1027,20 @@ pub unsafe extern "C" fn MPI_Gather(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Gather's contract for the caller's buffers, counts and datatypes, which
-        // inter::gather requires and passes on to the calls it makes.
+        // inter_coll::gather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Gather", unsafe {
-            crate::inter::gather(
+            crate::inter_coll::gather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::Same(rcount),
+                crate::inter_coll::Counts::Same(rcount),
                 rdt,
                 root,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1068,19 +1121,20 @@ pub unsafe extern "C" fn MPI_Scatter(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Scatter's contract for the caller's buffers, counts and datatypes, which
-        // inter::scatter requires and passes on to the calls it makes.
+        // inter_coll::scatter requires and passes on to the calls it makes.
         return finish(comm, "MPI_Scatter", unsafe {
-            crate::inter::scatter(
+            crate::inter_coll::scatter(
                 p,
                 send,
-                crate::inter::Counts::Same(scount),
+                crate::inter_coll::Counts::Same(scount),
                 sdt,
                 recv,
                 rcount,
                 rdt,
                 root,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1150,18 +1204,19 @@ pub unsafe extern "C" fn MPI_Allgather(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Allgather's contract for the caller's buffers, counts and datatypes,
-        // which inter::allgather requires and passes on to the calls it makes.
+        // which inter_coll::allgather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allgather", unsafe {
-            crate::inter::allgather(
+            crate::inter_coll::allgather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::Same(rcount),
+                crate::inter_coll::Counts::Same(rcount),
                 rdt,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1225,18 +1280,19 @@ pub unsafe extern "C" fn MPI_Alltoall(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Alltoall's contract for the caller's buffers, counts and datatypes, which
-        // inter::alltoall requires and passes on to the calls it makes.
+        // inter_coll::alltoall requires and passes on to the calls it makes.
         return finish(comm, "MPI_Alltoall", unsafe {
-            crate::inter::alltoall(
+            crate::inter_coll::alltoall(
                 p,
                 send,
-                crate::inter::Counts::Same(scount),
+                crate::inter_coll::Counts::Same(scount),
                 sdt,
                 recv,
-                crate::inter::Counts::Same(rcount),
+                crate::inter_coll::Counts::Same(rcount),
                 rdt,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1420,19 +1476,20 @@ pub unsafe extern "C" fn MPI_Gatherv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Gatherv's contract for the caller's buffers, counts and datatypes, which
-        // inter::gather requires and passes on to the calls it makes.
+        // inter_coll::gather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Gatherv", unsafe {
-            crate::inter::gather(
+            crate::inter_coll::gather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, displs),
+                crate::inter_coll::Counts::V(rcounts, displs),
                 rdt,
                 root,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1497,19 +1554,20 @@ pub unsafe extern "C" fn MPI_Scatterv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Scatterv's contract for the caller's buffers, counts and datatypes, which
-        // inter::scatter requires and passes on to the calls it makes.
+        // inter_coll::scatter requires and passes on to the calls it makes.
         return finish(comm, "MPI_Scatterv", unsafe {
-            crate::inter::scatter(
+            crate::inter_coll::scatter(
                 p,
                 send,
-                crate::inter::Counts::V(scounts, displs),
+                crate::inter_coll::Counts::V(scounts, displs),
                 sdt,
                 recv,
                 rcount,
                 rdt,
                 root,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1607,18 +1665,19 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Allgatherv's contract for the caller's buffers, counts and datatypes,
-        // which inter::allgather requires and passes on to the calls it makes.
+        // which inter_coll::allgather requires and passes on to the calls it makes.
         return finish(comm, "MPI_Allgatherv", unsafe {
-            crate::inter::allgather(
+            crate::inter_coll::allgather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, displs),
+                crate::inter_coll::Counts::V(rcounts, displs),
                 rdt,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1690,18 +1749,19 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Alltoallv's contract for the caller's buffers, counts and datatypes,
-        // which inter::alltoall requires and passes on to the calls it makes.
+        // which inter_coll::alltoall requires and passes on to the calls it makes.
         return finish(comm, "MPI_Alltoallv", unsafe {
-            crate::inter::alltoall(
+            crate::inter_coll::alltoall(
                 p,
                 send,
-                crate::inter::Counts::V(scounts, sdispls),
+                crate::inter_coll::Counts::V(scounts, sdispls),
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, rdispls),
+                crate::inter_coll::Counts::V(rcounts, rdispls),
                 rdt,
+                crate::inter_coll::Mode::Blocking,
             )
         });
     }
@@ -1817,11 +1877,19 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     if let Some(rc) = unsafe { crate::fast::reduce_scatter(send, recv, rcounts, dt, op, comm) } {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Reduce_scatter's contract for the caller's buffers, counts and datatypes,
-        // which inter::reduce_scatter_v requires and passes on to the calls it makes.
+        // which inter_coll::reduce_scatter_v requires and passes on to the calls it makes.
         return finish(comm, "MPI_Reduce_scatter", unsafe {
-            crate::inter::reduce_scatter_v(p, send, recv, rcounts, dt, op)
+            crate::inter_coll::reduce_scatter_v(
+                p,
+                send,
+                recv,
+                rcounts,
+                dt,
+                op,
+                crate::inter_coll::Mode::Blocking,
+            )
         });
     }
     let r = (|| {
@@ -1985,12 +2053,21 @@ pub(crate) unsafe fn alltoallw(
     comm: Handle,
     func: &str,
 ) -> R<()> {
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Alltoallw's contract for the caller's buffers, counts and datatypes,
-        // which inter::alltoallw requires and passes on to the calls it makes.
+        // which inter_coll::alltoallw requires and passes on to the calls it makes.
         return unsafe {
-            crate::inter::alltoallw(
-                p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes,
+            crate::inter_coll::alltoallw(
+                p,
+                send,
+                scounts,
+                sdispls,
+                stypes,
+                recv,
+                rcounts,
+                rdispls,
+                rtypes,
+                crate::inter_coll::Mode::Blocking,
             )
         };
     }

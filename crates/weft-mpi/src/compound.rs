@@ -1,6 +1,6 @@
 //! Compound requests: one MPI request made of several point-to-point requests of this
 //! library and a local step that runs once they have all completed (reducing the received
-//! contributions). The nonblocking collectives on intercommunicators (inter_nb.rs) return
+//! contributions). The nonblocking collectives on intercommunicators (inter_coll.rs) return
 //! them: their start call posts every message, the engine moves the messages while the
 //! program computes or waits on anything else, and MPI_Test/Wait (and the array forms)
 //! complete the parts and run the final step.

@@ -123,7 +123,7 @@ pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Sta
 /// MPI_Start runs `restart`.
 pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
     check_req(req)?;
-    if crate::inter::parts(comm).is_some() {
+    if crate::inter_coll::parts(comm).is_some() {
         // The restarts start weft's intracommunicator schedules; refused here rather than
         // at every MPI_Start.
         return Err(err(
@@ -154,8 +154,8 @@ fn check_req(req: *mut Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(p) = crate::inter::parts(comm) {
-        let r = crate::inter_nb::ibarrier(comm, p, req);
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let r = crate::inter_coll::barrier(p, crate::inter_coll::Mode::Nonblocking { comm, req });
         return finish(comm, "MPI_Ibarrier", r);
     }
     let r = (|| {
@@ -185,14 +185,30 @@ pub unsafe extern "C" fn MPI_Ibcast(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(p) = crate::inter::parts(comm) {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        let r = unsafe { crate::inter_nb::ibcast(comm, p, buf, count, dt, root, req) };
-        return finish(comm, "MPI_Ibcast", r);
-    }
-    let r = file(comm, req, || ibcast(buf as usize, count, dt, root, comm));
+    // SAFETY: the caller's MPI contract, passed on.
+    let r = unsafe { start_ibcast(buf, count, dt, root, comm, req) };
     finish(comm, "MPI_Ibcast", r)
+}
+
+/// MPI_Ibcast's work without the C boundary, for this library's own callers inside an MPI
+/// call: starts the broadcast as request `*req`.
+///
+/// # Safety
+/// MPI_Ibcast's contract.
+pub(crate) unsafe fn start_ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let mode = crate::inter_coll::Mode::Nonblocking { comm, req };
+        // SAFETY: the caller's contract (MPI's, for the caller's buffers) passed on.
+        return unsafe { crate::inter_coll::bcast(p, buf, count, dt, root, mode) };
+    }
+    file(comm, req, || ibcast(buf as usize, count, dt, root, comm))
 }
 
 #[derive(Clone, Copy)]
@@ -302,10 +318,21 @@ pub unsafe extern "C" fn MPI_Ireduce(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
-        let r = unsafe { crate::inter_nb::ireduce(comm, p, send, recv, count, dt, op, root, req) };
+        let r = unsafe {
+            crate::inter_coll::reduce(
+                p,
+                send,
+                recv,
+                count,
+                dt,
+                op,
+                root,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
+            )
+        };
         return finish(comm, "MPI_Ireduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
@@ -357,10 +384,20 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, count as i64, None) {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
-        let r = unsafe { crate::inter_nb::iallreduce(comm, p, send, recv, count, dt, op, req) };
+        let r = unsafe {
+            crate::inter_coll::allreduce(
+                p,
+                send,
+                recv,
+                count,
+                dt,
+                op,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
+            )
+        };
         return finish(comm, "MPI_Iallreduce", r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
@@ -461,13 +498,12 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     ) {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
-        let r = crate::inter::local_size(&p).and_then(|n| {
-            let counts = vec![count; n as usize];
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers)
-            // passed on; hidden handles are this library's.
-            unsafe { crate::inter_nb::ireduce_scatter(comm, p, send, recv, &counts, dt, op, req) }
-        });
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let mode = crate::inter_coll::Mode::Nonblocking { comm, req };
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers)
+        // passed on; hidden handles are this library's.
+        let r =
+            unsafe { crate::inter_coll::reduce_scatter_block(p, send, recv, count, dt, op, mode) };
         return finish(comm, "MPI_Ireduce_scatter_block", r);
     }
     let r = file(comm, req, || {
@@ -596,26 +632,37 @@ pub unsafe extern "C" fn MPI_Igather(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        let r = unsafe {
-            crate::inter_nb::igather(
-                comm,
-                p,
-                send,
-                scount,
-                sdt,
-                recv,
-                crate::inter::Counts::Same(rcount),
-                rdt,
-                root,
-                req,
-            )
+    // SAFETY: the caller's MPI contract, passed on.
+    let r = unsafe { start_igather(send, scount, sdt, recv, rcount, rdt, root, comm, req) };
+    finish(comm, "MPI_Igather", r)
+}
+
+/// MPI_Igather's work without the C boundary (and its check of aliased buffers), for this
+/// library's own callers inside an MPI call: starts the gather as request `*req`.
+///
+/// # Safety
+/// MPI_Igather's contract.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn start_igather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let rcounts = crate::inter_coll::Counts::Same(rcount);
+        let mode = crate::inter_coll::Mode::Nonblocking { comm, req };
+        // SAFETY: the caller's contract (MPI's, for the caller's buffers) passed on.
+        return unsafe {
+            crate::inter_coll::gather(p, send, scount, sdt, recv, rcounts, rdt, root, mode)
         };
-        return finish(comm, "MPI_Igather", r);
     }
-    let r = file(comm, req, || {
+    file(comm, req, || {
         imove(
             "MPI_Igather",
             Move::Gather(root),
@@ -627,8 +674,7 @@ pub unsafe extern "C" fn MPI_Igather(
             rdt,
             comm,
         )
-    });
-    finish(comm, "MPI_Igather", r)
+    })
 }
 
 /// MPI_Iscatter (MPI-4.1 §6.12.4).
@@ -650,21 +696,20 @@ pub unsafe extern "C" fn MPI_Iscatter(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::iscatter(
-                comm,
+            crate::inter_coll::scatter(
                 p,
                 send,
-                crate::inter::Counts::Same(scount),
+                crate::inter_coll::Counts::Same(scount),
                 sdt,
                 recv,
                 rcount,
                 rdt,
                 root,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Iscatter", r);
@@ -702,25 +747,36 @@ pub unsafe extern "C" fn MPI_Iallgather(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        let r = unsafe {
-            crate::inter_nb::iallgather(
-                comm,
-                p,
-                send,
-                scount,
-                sdt,
-                recv,
-                crate::inter::Counts::Same(rcount),
-                rdt,
-                req,
-            )
+    // SAFETY: the caller's MPI contract, passed on.
+    let r = unsafe { start_iallgather(send, scount, sdt, recv, rcount, rdt, comm, req) };
+    finish(comm, "MPI_Iallgather", r)
+}
+
+/// MPI_Iallgather's work without the C boundary (and its check of aliased buffers), for this
+/// library's own callers inside an MPI call: starts the allgather as request `*req`.
+///
+/// # Safety
+/// MPI_Iallgather's contract.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn start_iallgather(
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let rcounts = crate::inter_coll::Counts::Same(rcount);
+        let mode = crate::inter_coll::Mode::Nonblocking { comm, req };
+        // SAFETY: the caller's contract (MPI's, for the caller's buffers) passed on.
+        return unsafe {
+            crate::inter_coll::allgather(p, send, scount, sdt, recv, rcounts, rdt, mode)
         };
-        return finish(comm, "MPI_Iallgather", r);
     }
-    let r = file(comm, req, || {
+    file(comm, req, || {
         imove(
             "MPI_Iallgather",
             Move::Allgather,
@@ -732,8 +788,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
             rdt,
             comm,
         )
-    });
-    finish(comm, "MPI_Iallgather", r)
+    })
 }
 
 /// MPI_Ialltoall (MPI-4.1 §6.12.6).
@@ -752,20 +807,19 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, scount as i64, None) {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::ialltoall(
-                comm,
+            crate::inter_coll::alltoall(
                 p,
                 send,
-                crate::inter::Counts::Same(scount),
+                crate::inter_coll::Counts::Same(scount),
                 sdt,
                 recv,
-                crate::inter::Counts::Same(rcount),
+                crate::inter_coll::Counts::Same(rcount),
                 rdt,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Ialltoall", r);
@@ -1073,15 +1127,13 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
-        let r = crate::inter::local_size(&p).and_then(|n| {
-            // SAFETY: `rcounts` holds one count per local rank (MPI_Ireduce_scatter's
-            // contract).
-            let counts = unsafe { crate::inter::array(rcounts, n, "recvcounts")? };
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers)
-            // passed on; hidden handles are this library's.
-            unsafe { crate::inter_nb::ireduce_scatter(comm, p, send, recv, counts, dt, op, req) }
-        });
+    if let Some(p) = crate::inter_coll::parts(comm) {
+        let mode = crate::inter_coll::Mode::Nonblocking { comm, req };
+        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers, and
+        // `rcounts` holding one count per local rank) passed on; hidden handles are this
+        // library's.
+        let r =
+            unsafe { crate::inter_coll::reduce_scatter_v(p, send, recv, rcounts, dt, op, mode) };
         return finish(comm, "MPI_Ireduce_scatter", r);
     }
     let st = || ireduce_scatter_start(send, recv, rcounts, dt, op, comm);
@@ -1166,21 +1218,20 @@ pub unsafe extern "C" fn MPI_Igatherv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::igather(
-                comm,
+            crate::inter_coll::gather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, displs),
+                crate::inter_coll::Counts::V(rcounts, displs),
                 rdt,
                 root,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Igatherv", r);
@@ -1270,21 +1321,20 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::iscatter(
-                comm,
+            crate::inter_coll::scatter(
                 p,
                 send,
-                crate::inter::Counts::V(scounts, displs),
+                crate::inter_coll::Counts::V(scounts, displs),
                 sdt,
                 recv,
                 rcount,
                 rdt,
                 root,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Iscatterv", r);
@@ -1353,20 +1403,19 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::iallgather(
-                comm,
+            crate::inter_coll::allgather(
                 p,
                 send,
                 scount,
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, displs),
+                crate::inter_coll::Counts::V(rcounts, displs),
                 rdt,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Iallgatherv", r);
@@ -1442,20 +1491,19 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     {
         return rc;
     }
-    if let Some(p) = crate::inter::parts(comm) {
+    if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
         // hidden handles are this library's.
         let r = unsafe {
-            crate::inter_nb::ialltoall(
-                comm,
+            crate::inter_coll::alltoall(
                 p,
                 send,
-                crate::inter::Counts::V(scounts, sdispls),
+                crate::inter_coll::Counts::V(scounts, sdispls),
                 sdt,
                 recv,
-                crate::inter::Counts::V(rcounts, rdispls),
+                crate::inter_coll::Counts::V(rcounts, rdispls),
                 rdt,
-                req,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
         return finish(comm, "MPI_Ialltoallv", r);
@@ -1651,18 +1699,27 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     }
     let r = (|| {
         check_req(req)?;
-        if crate::inter::parts(comm).is_none() {
+        if crate::inter_coll::parts(comm).is_none() {
             return file(comm, req, || {
                 ialltoallw_start(
                     send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
                 )
             });
         }
-        let p = crate::inter::parts(comm).expect("checked above");
+        let p = crate::inter_coll::parts(comm).expect("checked above");
         // SAFETY: MPI's contract for the arguments.
         unsafe {
-            crate::inter_nb::ialltoallw(
-                comm, p, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, req,
+            crate::inter_coll::alltoallw(
+                p,
+                send,
+                scounts,
+                sdispls,
+                stypes,
+                recv,
+                rcounts,
+                rdispls,
+                rtypes,
+                crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         }
     })();

@@ -1,29 +1,12 @@
 //! Intercommunicators (MPI-4.1 §7.6): MPI_Intercomm_create/merge, Comm_test_inter,
-//! Comm_remote_size/group, and the collectives on intercommunicators (§6.2.2 semantics:
-//! MPI_ROOT / MPI_PROC_NULL roots, each group receiving what the other group contributes).
-//!
-//! weft builds the intercommunicator (groups, contexts, merge); the collectives here are
-//! compositions of weft's intracommunicator collectives on the local group and
-//! point-to-point transfers to the remote group on the intercommunicator's private bridge
-//! context (see `state::InterParts`), so there is no second collective engine: a rooted
-//! collective moves data straight between the root and the remote ranks, a reduction
-//! reduces in the local group, swaps the result between the leaders (local rank 0) and
-//! spreads it in the local group.
-//!
-//! The nonblocking forms (MPI_Ibcast, ... on an intercommunicator) are in inter_nb.rs: one
-//! round of messages each, posted by the start call (the `*_post` functions here post the
-//! direct transfers for both forms). MPI_Ireduce_scatter(_block) is the exception: it runs
-//! the blocking composition and returns a completed request (a sender cannot know how the
-//! other group splits the result, so it has no one-round form).
+//! Comm_remote_size/group, and their forms under MPI_THREAD_MULTIPLE that wait without the
+//! lock. weft builds the intercommunicator (groups, contexts, merge); the collectives on
+//! intercommunicators are in inter_coll.rs.
 //! Depends on the state tables and the crate's own entry points.
 
-use crate::coll::{MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Scatterv};
 use crate::consts::*;
-use crate::dtype::{map_of, put};
-use crate::error::{class_text, err, finish, MpiError, R};
-use crate::p2p::{
-    MPI_Cancel, MPI_Irecv, MPI_Isend, MPI_Recv, MPI_Send, MPI_Sendrecv, MPI_Waitall, MpiStatus,
-};
+use crate::dtype::put;
+use crate::error::{err, finish, MpiError, R};
 use crate::state::{state, InterParts};
 use std::os::raw::{c_int, c_void};
 
@@ -145,8 +128,8 @@ impl Own {
         let send = own.bufs[0].as_ptr();
         let recv = own.bufs[1].as_mut_ptr();
         // SAFETY: the buffers live in `own` until its request is complete.
-        let rc = unsafe {
-            crate::icoll::MPI_Iallgather(
+        unsafe {
+            crate::icoll::start_iallgather(
                 send as *const c_void,
                 per as c_int,
                 MPI_INT,
@@ -156,33 +139,22 @@ impl Own {
                 comm,
                 &mut own.reqs[0],
             )
-        };
-        if rc != MPI_SUCCESS {
-            return Err(err(
-                rc,
-                format!("{what}: MPI_Iallgather: {}", class_text(rc)),
-            ));
         }
+        .map_err(|e| err(e.class, format!("{what}: MPI_Iallgather: {}", e.message)))?;
         Ok(own)
     }
 
     /// Whether every request is complete; an error once one failed.
     fn test(&mut self, what: &str) -> R<bool> {
-        let mut flag: c_int = 0;
-        // SAFETY: the requests are this library's, their buffers in `self.bufs`.
-        let rc = unsafe {
-            crate::p2p::MPI_Testall(
-                self.reqs.len() as c_int,
-                self.reqs.as_mut_ptr(),
-                &mut flag,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != MPI_SUCCESS {
-            std::mem::forget(std::mem::take(&mut self.bufs));
-            return Err(err(rc, format!("{what}: {}", class_text(rc))));
+        let done = state(what)
+            .and_then(|s| crate::p2p::testall(s, &mut self.reqs[..], std::ptr::null_mut()));
+        match done {
+            Ok(done) => Ok(done),
+            Err(e) => {
+                std::mem::forget(std::mem::take(&mut self.bufs));
+                Err(err(e.class, format!("{what}: {}", e.message)))
+            }
         }
-        Ok(flag != 0)
     }
 }
 
@@ -246,45 +218,42 @@ unsafe fn intercomm_create_released(
         };
         let (send_ptr, send_n) = (trade.bufs[0].as_ptr(), trade.bufs[0].len() as c_int);
         let recv_ptr = trade.bufs[1].as_mut_ptr();
-        // SAFETY: the buffers live in `trade` until its requests are complete.
-        let rc = unsafe {
-            MPI_Irecv(
-                recv_ptr as *mut c_void,
-                most as c_int,
-                MPI_INT,
-                remote_leader,
-                tag,
-                peer_comm,
-                &mut trade.reqs[0],
+        // The buffers live in `trade` until its requests are complete.
+        trade.reqs[0] = crate::p2p::start_own(
+            false,
+            recv_ptr as *const c_void,
+            most as i64,
+            MPI_INT,
+            remote_leader,
+            tag,
+            peer_comm,
+        )
+        .map_err(|e| {
+            err(
+                e.class,
+                format!("{what}: receiving the remote group: {}", e.message),
             )
-        };
-        if rc != MPI_SUCCESS {
-            return Err(err(
-                rc,
-                format!("{what}: receiving the remote group: {}", class_text(rc)),
-            ));
-        }
-        // SAFETY: as above.
-        let rc = unsafe {
-            MPI_Isend(
-                send_ptr as *const c_void,
-                send_n,
-                MPI_INT,
-                remote_leader,
-                tag,
-                peer_comm,
-                &mut trade.reqs[1],
-            )
-        };
-        if rc != MPI_SUCCESS {
-            // SAFETY: the receive is this function's own.
-            unsafe { MPI_Cancel(&mut trade.reqs[0]) };
-            // The cancelled receive completes before its buffer goes.
-            let _ = crate::threads::wait_released(|| trade.test(what));
-            return Err(err(
-                rc,
-                format!("{what}: sending this group: {}", class_text(rc)),
-            ));
+        })?;
+        let sent = crate::p2p::start_own(
+            true,
+            send_ptr as *const c_void,
+            send_n as i64,
+            MPI_INT,
+            remote_leader,
+            tag,
+            peer_comm,
+        );
+        match sent {
+            Ok(h) => trade.reqs[1] = h,
+            Err(e) => {
+                crate::p2p::cancel_own(state(what)?, trade.reqs[0]);
+                // The cancelled receive completes before its buffer goes.
+                let _ = crate::threads::wait_released(|| trade.test(what));
+                return Err(err(
+                    e.class,
+                    format!("{what}: sending this group: {}", e.message),
+                ));
+            }
         }
         match crate::threads::wait_released(|| trade.test(what)) {
             Ok(()) => {
@@ -308,8 +277,8 @@ unsafe fn intercomm_create_released(
     };
     let ptr = spread.bufs[0].as_mut_ptr();
     // SAFETY: the buffer lives in `spread` until the broadcast is complete.
-    let rc = unsafe {
-        crate::icoll::MPI_Ibcast(
+    unsafe {
+        crate::icoll::start_ibcast(
             ptr as *mut c_void,
             (most + 2) as c_int,
             MPI_INT,
@@ -317,13 +286,13 @@ unsafe fn intercomm_create_released(
             local_comm,
             &mut spread.reqs[0],
         )
-    };
-    if rc != MPI_SUCCESS {
-        return Err(err(
-            rc,
-            format!("{what}: spreading the remote group: {}", class_text(rc)),
-        ));
     }
+    .map_err(|e| {
+        err(
+            e.class,
+            format!("{what}: spreading the remote group: {}", e.message),
+        )
+    })?;
     crate::threads::wait_released(|| spread.test(what))?;
     if let Some(e) = trade_failed {
         return Err(e);
@@ -471,853 +440,8 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
     finish(intercomm, "MPI_Intercomm_merge", r)
 }
 
-// ------------------------------------------------------------------- collectives
-
-/// The hidden companions of `comm` when it is a valid intercommunicator; `None` otherwise
-/// (the intracommunicator path then reports an invalid handle itself).
-pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
-    state("collective")
-        .ok()
-        .and_then(|s| s.inter_parts(comm).ok().flatten())
-}
-
-/// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
-/// data of another (the bridge carries nothing else).
-pub(crate) const TAG_BARRIER: c_int = 1;
-pub(crate) const TAG_BCAST: c_int = 2;
-pub(crate) const TAG_REDUCE: c_int = 3;
-pub(crate) const TAG_ALLREDUCE: c_int = 4;
-pub(crate) const TAG_GATHER: c_int = 5;
-pub(crate) const TAG_SCATTER: c_int = 6;
-pub(crate) const TAG_ALLGATHER: c_int = 7;
-pub(crate) const TAG_ALLTOALL: c_int = 8;
-pub(crate) const TAG_REDSCAT: c_int = 9;
-
-/// An inner call's return code as a result naming what failed.
-pub(crate) fn check(rc: c_int, what: &str) -> R<()> {
-    if rc == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(err(
-            rc,
-            format!(
-                "{what} of the intercommunicator collective failed: {}",
-                class_text(rc)
-            ),
-        ))
-    }
-}
-
-/// Who the caller is in a rooted collective on an intercommunicator.
-pub(crate) enum Role {
-    /// The root (MPI_ROOT).
-    Root,
-    /// Another rank of the root's group (MPI_PROC_NULL): takes no part.
-    Idle,
-    /// A rank of the other group; the root is this remote rank.
-    Leaf(c_int),
-}
-
-pub(crate) fn role(root: c_int, p: &InterParts) -> R<Role> {
-    match root {
-        MPI_ROOT => Ok(Role::Root),
-        MPI_PROC_NULL => Ok(Role::Idle),
-        r if r >= 0 && r < remote_size(p)? => Ok(Role::Leaf(r)),
-        r => Err(err(
-            MPI_ERR_ROOT,
-            format!(
-                "root {r} is not MPI_ROOT, MPI_PROC_NULL or a rank of the remote group (size {})",
-                remote_size(p)?
-            ),
-        )),
-    }
-}
-
-pub(crate) fn remote_size(p: &InterParts) -> R<c_int> {
-    Ok(state("collective")?.comm(p.bridge)?.comm.peer_size() as c_int)
-}
-
-fn local_rank(p: &InterParts) -> R<c_int> {
-    Ok(state("collective")?.comm(p.local)?.comm.rank() as c_int)
-}
-
-pub(crate) fn local_size(p: &InterParts) -> R<c_int> {
-    Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
-}
-
-pub(crate) fn no_in_place(b: *const c_void, what: &str) -> R<()> {
-    if b as usize == MPI_IN_PLACE {
-        return Err(err(
-            MPI_ERR_BUFFER,
-            format!("MPI_IN_PLACE as {what} is not allowed on an intercommunicator"),
-        ));
-    }
-    Ok(())
-}
-
-/// A scratch buffer for `count` elements of `dt`, laid out like a user buffer.
-pub(crate) struct Scratch {
-    buf: Vec<u8>,
-    /// Added to the buffer's address to get the address the datatype's offsets start from.
-    shift: isize,
-}
-
-impl Scratch {
-    pub(crate) fn new(count: c_int, dt: Handle) -> R<Scratch> {
-        let m = map_of(dt)?;
-        let n = if count <= 0 {
-            0
-        } else {
-            (count as i64 - 1) * m.extent() + m.true_extent()
-        };
-        Ok(Scratch {
-            buf: vec![0u8; n.max(0) as usize],
-            shift: -(m.true_lb() as isize),
-        })
-    }
-
-    pub(crate) fn ptr(&mut self) -> *mut c_void {
-        self.buf.as_mut_ptr().wrapping_offset(self.shift) as *mut c_void
-    }
-}
-
-/// `base` moved by `index` blocks of `count` elements of `dt`.
-fn at(base: *const c_void, index: i64, dt: Handle) -> R<*mut c_void> {
-    let ext = map_of(dt)?.extent();
-    Ok((base as *const u8).wrapping_offset((index * ext) as isize) as *mut c_void)
-}
-
-/// Per-rank array `p` of `n` entries (counts, displacements, types).
-///
-/// # Safety
-/// `p` holds `n` entries when non-null.
-pub(crate) unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    // SAFETY: the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
-}
-
-/// Posts receives and sends on the bridge and waits for all of them (or hands them to a
-/// compound request, for the nonblocking forms).
-pub(crate) struct Transfers {
-    reqs: Vec<Handle>,
-}
-
-impl Transfers {
-    pub(crate) fn new() -> Transfers {
-        Transfers { reqs: Vec::new() }
-    }
-
-    pub(crate) unsafe fn recv(
-        &mut self,
-        p: &InterParts,
-        buf: *mut c_void,
-        count: c_int,
-        dt: Handle,
-        from: c_int,
-        tag: c_int,
-    ) -> R<()> {
-        let mut r = MPI_REQUEST_NULL;
-        check(
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe { MPI_Irecv(buf, count, dt, from, tag, p.bridge, &mut r) },
-            "a receive from the remote group",
-        )?;
-        self.reqs.push(r);
-        Ok(())
-    }
-
-    pub(crate) unsafe fn send(
-        &mut self,
-        p: &InterParts,
-        buf: *const c_void,
-        count: c_int,
-        dt: Handle,
-        to: c_int,
-        tag: c_int,
-    ) -> R<()> {
-        let mut r = MPI_REQUEST_NULL;
-        check(
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe { MPI_Isend(buf, count, dt, to, tag, p.bridge, &mut r) },
-            "a send to the remote group",
-        )?;
-        self.reqs.push(r);
-        Ok(())
-    }
-
-    /// The posted requests, now the caller's to complete.
-    pub(crate) fn into_parts(mut self) -> Vec<Handle> {
-        std::mem::take(&mut self.reqs)
-    }
-
-    pub(crate) fn wait(mut self) -> R<()> {
-        let n = self.reqs.len() as c_int;
-        // SAFETY: the requests are this library's; statuses are ignored.
-        let rc =
-            unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
-        self.reqs.clear();
-        check(rc, "a transfer between the groups")
-    }
-}
-
-impl Transfers {
-    /// Cancels what can be cancelled and waits for the rest, so no posted request uses a
-    /// buffer after this returns (an error path calls it before freeing scratch the
-    /// requests point into).
-    pub(crate) fn abandon(&mut self) {
-        // An error left requests behind: finish them so no buffer is used after return.
-        // Receives are cancelled first: the peers may have refused the call too and never
-        // send (an unmatched receive would wait forever).
-        if !self.reqs.is_empty() {
-            for r in self.reqs.iter_mut() {
-                // SAFETY: the requests are this library's; a send is left to complete.
-                unsafe { MPI_Cancel(r) };
-            }
-            let n = self.reqs.len() as c_int;
-            // SAFETY: as in `wait`.
-            unsafe { MPI_Waitall(n, self.reqs.as_mut_ptr(), std::ptr::null_mut::<MpiStatus>()) };
-            self.reqs.clear();
-        }
-    }
-}
-
-impl Drop for Transfers {
-    fn drop(&mut self) {
-        self.abandon();
-    }
-}
-
-/// MPI_Barrier on an intercommunicator: the local groups synchronise, their leaders
-/// exchange a message, and the local groups synchronise again, so no rank leaves before
-/// every rank of both groups has entered.
+/// MPI_Barrier on intercommunicator parts `p` (MPI_Comm_disconnect's barrier): see
+/// [`crate::inter_coll::barrier`].
 pub(crate) fn barrier(p: InterParts) -> R<()> {
-    // SAFETY: hidden handles of this library; zero-byte messages.
-    unsafe {
-        check(MPI_Barrier(p.local), "the local barrier")?;
-        if local_rank(&p)? == 0 {
-            let null = std::ptr::null_mut::<c_void>();
-            check(
-                MPI_Sendrecv(
-                    null,
-                    0,
-                    MPI_BYTE,
-                    0,
-                    TAG_BARRIER,
-                    null,
-                    0,
-                    MPI_BYTE,
-                    0,
-                    TAG_BARRIER,
-                    p.bridge,
-                    std::ptr::null_mut(),
-                ),
-                "the leaders' exchange",
-            )?;
-        }
-        check(MPI_Barrier(p.local), "the local barrier")
-    }
-}
-
-/// MPI_Bcast on an intercommunicator: the root sends to the remote leader, which
-/// broadcasts in its group.
-pub(crate) unsafe fn bcast(
-    p: InterParts,
-    buf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    root: c_int,
-) -> R<()> {
-    match role(root, &p)? {
-        Role::Idle => Ok(()),
-        Role::Root => check(
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe { MPI_Send(buf, count, dt, 0, TAG_BCAST, p.bridge) },
-            "the send to the remote leader",
-        ),
-        Role::Leaf(r) => {
-            if local_rank(&p)? == 0 {
-                check(
-                    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                    // hidden handles are this library's.
-                    unsafe {
-                        MPI_Recv(buf, count, dt, r, TAG_BCAST, p.bridge, std::ptr::null_mut())
-                    },
-                    "the receive from the root",
-                )?;
-            }
-            check(
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                unsafe { MPI_Bcast(buf, count, dt, 0, p.local) },
-                "the local broadcast",
-            )
-        }
-    }
-}
-
-/// MPI_Reduce on an intercommunicator: the remote group reduces to its leader, which
-/// sends the result to the root.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn reduce(
-    p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    op: Handle,
-    root: c_int,
-) -> R<()> {
-    match role(root, &p)? {
-        Role::Idle => Ok(()),
-        Role::Root => check(
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe {
-                MPI_Recv(
-                    recv,
-                    count,
-                    dt,
-                    0,
-                    TAG_REDUCE,
-                    p.bridge,
-                    std::ptr::null_mut(),
-                )
-            },
-            "the receive from the remote leader",
-        ),
-        Role::Leaf(r) => {
-            no_in_place(send, "sendbuf")?;
-            let mut t = Scratch::new(count, dt)?;
-            check(
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
-                "the local reduction",
-            )?;
-            if local_rank(&p)? == 0 {
-                check(
-                    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                    // hidden handles are this library's.
-                    unsafe { MPI_Send(t.ptr(), count, dt, r, TAG_REDUCE, p.bridge) },
-                    "the send to the root",
-                )?;
-            }
-            Ok(())
-        }
-    }
-}
-
-/// The reduction of the local group's `send` at the local leader, swapped with the remote
-/// leader's: the leader's `out` gets the remote group's reduction.
-unsafe fn reduce_and_swap(
-    p: &InterParts,
-    send: *const c_void,
-    out: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    op: Handle,
-    tag: c_int,
-) -> R<()> {
-    no_in_place(send, "sendbuf")?;
-    let mut t = Scratch::new(count, dt)?;
-    check(
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
-        "the local reduction",
-    )?;
-    if local_rank(p)? == 0 {
-        check(
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe {
-                MPI_Sendrecv(
-                    t.ptr(),
-                    count,
-                    dt,
-                    0,
-                    tag,
-                    out,
-                    count,
-                    dt,
-                    0,
-                    tag,
-                    p.bridge,
-                    std::ptr::null_mut(),
-                )
-            },
-            "the leaders' exchange",
-        )?;
-    }
-    Ok(())
-}
-
-/// MPI_Allreduce on an intercommunicator: each group gets the reduction of the other
-/// group's data.
-pub(crate) unsafe fn allreduce(
-    p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    op: Handle,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe {
-        reduce_and_swap(&p, send, recv, count, dt, op, TAG_ALLREDUCE)?;
-        check(
-            MPI_Bcast(recv, count, dt, 0, p.local),
-            "the local broadcast",
-        )
-    }
-}
-
-/// The elements of a reduce-scatter's `rcounts` in all: MPI_ERR_COUNT for a negative entry
-/// or a sum beyond an `int`.
-pub(crate) fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
-    if rcounts.iter().any(|&c| c < 0) {
-        return Err(err(
-            MPI_ERR_COUNT,
-            format!("recvcounts {rcounts:?} has a negative entry"),
-        ));
-    }
-    let total: i64 = rcounts.iter().map(|&c| c as i64).sum();
-    c_int::try_from(total).map_err(|_| err(MPI_ERR_COUNT, format!("{total} elements in all")))
-}
-
-/// MPI_Reduce_scatter(_block) on an intercommunicator: the remote group's reduction of
-/// `sum(rcounts)` elements is scattered over the local group by `rcounts` (one entry per
-/// local rank).
-pub(crate) unsafe fn reduce_scatter(
-    p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
-    rcounts: &[c_int],
-    dt: Handle,
-    op: Handle,
-) -> R<()> {
-    let total = recvcounts_total(rcounts)?;
-    let mut theirs = Scratch::new(total, dt)?;
-    let me = local_rank(&p)? as usize;
-    let mut displs = Vec::with_capacity(rcounts.len());
-    let mut d = 0;
-    for &c in rcounts {
-        displs.push(d);
-        d += c;
-    }
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe {
-        reduce_and_swap(&p, send, theirs.ptr(), total, dt, op, TAG_REDSCAT)?;
-        check(
-            MPI_Scatterv(
-                theirs.ptr(),
-                rcounts.as_ptr(),
-                displs.as_ptr(),
-                dt,
-                recv,
-                rcounts[me],
-                dt,
-                0,
-                p.local,
-            ),
-            "the local scatter",
-        )
-    }
-}
-
-/// MPI_Reduce_scatter_block on an intercommunicator.
-pub(crate) unsafe fn reduce_scatter_block(
-    p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
-    rcount: c_int,
-    dt: Handle,
-    op: Handle,
-) -> R<()> {
-    let n = local_size(&p)?;
-    let counts = vec![rcount; n as usize];
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
-}
-
-/// MPI_Reduce_scatter on an intercommunicator (`rcounts` has one entry per local rank).
-pub(crate) unsafe fn reduce_scatter_v(
-    p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
-    rcounts: *const c_int,
-    dt: Handle,
-    op: Handle,
-) -> R<()> {
-    let n = local_size(&p)?;
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let counts = unsafe { array(rcounts, n, "recvcounts")? }.to_vec();
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { reduce_scatter(p, send, recv, &counts, dt, op) }
-}
-
-/// MPI_Gather(v) on an intercommunicator: the root receives block `i` from remote rank `i`
-/// (at `displs[i]` blocks, or `i * counts[0]` when `displs` is `None`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gather(
-    p: InterParts,
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-    root: c_int,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { gather_post(p, send, scount, sdt, recv, rcounts, rdt, root, TAG_GATHER) }?.wait()
-}
-
-/// Posts the messages of [`gather`] with bridge tag `tag`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gather_post(
-    p: InterParts,
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-    root: c_int,
-    tag: c_int,
-) -> R<Transfers> {
-    let mut t = Transfers::new();
-    match role(root, &p)? {
-        Role::Idle => Ok(t),
-        Role::Leaf(r) => {
-            no_in_place(send, "sendbuf")?;
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe { t.send(&p, send, scount, sdt, r, tag)? };
-            Ok(t)
-        }
-        Role::Root => {
-            let n = remote_size(&p)?;
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            let (counts, displs) = unsafe { rcounts.resolve(n)? };
-            for i in 0..n as usize {
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                unsafe {
-                    t.recv(
-                        &p,
-                        at(recv, displs[i], rdt)?,
-                        counts[i],
-                        rdt,
-                        i as c_int,
-                        tag,
-                    )?
-                };
-            }
-            Ok(t)
-        }
-    }
-}
-
-/// MPI_Scatter(v) on an intercommunicator: the root sends block `i` to remote rank `i`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter(
-    p: InterParts,
-    send: *const c_void,
-    scounts: Counts,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcount: c_int,
-    rdt: Handle,
-    root: c_int,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { scatter_post(p, send, scounts, sdt, recv, rcount, rdt, root, TAG_SCATTER) }?.wait()
-}
-
-/// Posts the messages of [`scatter`] with bridge tag `tag`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter_post(
-    p: InterParts,
-    send: *const c_void,
-    scounts: Counts,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcount: c_int,
-    rdt: Handle,
-    root: c_int,
-    tag: c_int,
-) -> R<Transfers> {
-    let mut t = Transfers::new();
-    match role(root, &p)? {
-        Role::Idle => Ok(t),
-        Role::Leaf(r) => {
-            no_in_place(recv, "recvbuf")?;
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            unsafe { t.recv(&p, recv, rcount, rdt, r, tag)? };
-            Ok(t)
-        }
-        Role::Root => {
-            let n = remote_size(&p)?;
-            // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-            // hidden handles are this library's.
-            let (counts, displs) = unsafe { scounts.resolve(n)? };
-            for i in 0..n as usize {
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                unsafe {
-                    t.send(
-                        &p,
-                        at(send, displs[i], sdt)?,
-                        counts[i],
-                        sdt,
-                        i as c_int,
-                        tag,
-                    )?
-                };
-            }
-            Ok(t)
-        }
-    }
-}
-
-/// Counts and displacements of a collective's per-rank blocks: the same count for every
-/// rank (blocks back to back), or the `v` arrays.
-#[derive(Clone, Copy)]
-pub(crate) enum Counts {
-    Same(c_int),
-    V(*const c_int, *const c_int),
-}
-
-impl Counts {
-    /// (count, displacement in elements) of every one of `n` ranks.
-    ///
-    /// # Safety
-    /// The `V` arrays hold `n` entries.
-    unsafe fn resolve(self, n: c_int) -> R<(Vec<c_int>, Vec<i64>)> {
-        match self {
-            Counts::Same(c) => {
-                if c < 0 {
-                    return Err(err(MPI_ERR_COUNT, format!("count {c} is negative")));
-                }
-                Ok((
-                    vec![c; n as usize],
-                    (0..n as i64).map(|i| i * c as i64).collect(),
-                ))
-            }
-            Counts::V(counts, displs) => {
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                let c = unsafe { array(counts, n, "counts")? }.to_vec();
-                // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-                // hidden handles are this library's.
-                let d = unsafe { array(displs, n, "displs")? };
-                if let Some(x) = c.iter().find(|&&x| x < 0) {
-                    return Err(err(MPI_ERR_COUNT, format!("count {x} is negative")));
-                }
-                Ok((c, d.iter().map(|&x| x as i64).collect()))
-            }
-        }
-    }
-}
-
-/// MPI_Allgather(v) on an intercommunicator: every rank sends its block to every remote
-/// rank and receives block `i` from remote rank `i`.
-pub(crate) unsafe fn allgather(
-    p: InterParts,
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { allgather_post(p, send, scount, sdt, recv, rcounts, rdt, TAG_ALLGATHER) }?.wait()
-}
-
-/// Posts the messages of [`allgather`] with bridge tag `tag`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allgather_post(
-    p: InterParts,
-    send: *const c_void,
-    scount: c_int,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-    tag: c_int,
-) -> R<Transfers> {
-    no_in_place(send, "sendbuf")?;
-    if scount < 0 {
-        // Checked before the receives are posted, which the peers' sends would not match.
-        return Err(err(
-            MPI_ERR_COUNT,
-            format!("sendcount {scount} is negative"),
-        ));
-    }
-    let n = remote_size(&p)?;
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let (counts, displs) = unsafe { rcounts.resolve(n)? };
-    let mut t = Transfers::new();
-    for i in 0..n {
-        let k = i as usize;
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe {
-            t.recv(&p, at(recv, displs[k], rdt)?, counts[k], rdt, i, tag)?;
-        }
-    }
-    for i in 0..n {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { t.send(&p, send, scount, sdt, i, tag)? };
-    }
-    Ok(t)
-}
-
-/// MPI_Alltoall(v) on an intercommunicator: block `j` goes to remote rank `j`, block `i`
-/// comes from remote rank `i`.
-pub(crate) unsafe fn alltoall(
-    p: InterParts,
-    send: *const c_void,
-    scounts: Counts,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe { alltoall_post(p, send, scounts, sdt, recv, rcounts, rdt, TAG_ALLTOALL) }?.wait()
-}
-
-/// Posts the messages of [`alltoall`] with bridge tag `tag`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoall_post(
-    p: InterParts,
-    send: *const c_void,
-    scounts: Counts,
-    sdt: Handle,
-    recv: *mut c_void,
-    rcounts: Counts,
-    rdt: Handle,
-    tag: c_int,
-) -> R<Transfers> {
-    no_in_place(send, "sendbuf")?;
-    let n = remote_size(&p)?;
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let (sc, sd) = unsafe { scounts.resolve(n)? };
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let (rc, rd) = unsafe { rcounts.resolve(n)? };
-    let mut t = Transfers::new();
-    for i in 0..n as usize {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { t.recv(&p, at(recv, rd[i], rdt)?, rc[i], rdt, i as c_int, tag)? };
-    }
-    for i in 0..n as usize {
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { t.send(&p, at(send, sd[i], sdt)?, sc[i], sdt, i as c_int, tag)? };
-    }
-    Ok(t)
-}
-
-/// MPI_Alltoallw on an intercommunicator: per-rank counts, byte displacements and types.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoallw(
-    p: InterParts,
-    send: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
-    stypes: *const Handle,
-    recv: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
-    rtypes: *const Handle,
-) -> R<()> {
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    unsafe {
-        alltoallw_post(
-            p,
-            [send as *mut c_void, recv],
-            [scounts, sdispls],
-            stypes,
-            [rcounts, rdispls],
-            rtypes,
-            TAG_ALLTOALL,
-        )
-    }?
-    .wait()
-}
-
-/// Posts the messages of [`alltoallw`] with bridge tag `tag`: buffers (send, receive),
-/// (counts, byte displacements) of the sends, their types, the same of the receives.
-pub(crate) unsafe fn alltoallw_post(
-    p: InterParts,
-    [send, recv]: [*mut c_void; 2],
-    [scounts, sdispls]: [*const c_int; 2],
-    stypes: *const Handle,
-    [rcounts, rdispls]: [*const c_int; 2],
-    rtypes: *const Handle,
-    tag: c_int,
-) -> R<Transfers> {
-    no_in_place(send, "sendbuf")?;
-    let n = remote_size(&p)?;
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let (sc, sd, st) = unsafe {
-        (
-            array(scounts, n, "sendcounts")?,
-            array(sdispls, n, "sdispls")?,
-            array(stypes, n, "sendtypes")?,
-        )
-    };
-    // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-    // hidden handles are this library's.
-    let (rc, rd, rt) = unsafe {
-        (
-            array(rcounts, n, "recvcounts")?,
-            array(rdispls, n, "rdispls")?,
-            array(rtypes, n, "recvtypes")?,
-        )
-    };
-    let mut t = Transfers::new();
-    for i in 0..n as usize {
-        let b = (recv as *mut u8).wrapping_offset(rd[i] as isize) as *mut c_void;
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { t.recv(&p, b, rc[i], rt[i], i as c_int, tag)? };
-    }
-    for i in 0..n as usize {
-        let b = (send as *const u8).wrapping_offset(sd[i] as isize) as *const c_void;
-        // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers) passed on;
-        // hidden handles are this library's.
-        unsafe { t.send(&p, b, sc[i], st[i], i as c_int, tag)? };
-    }
-    Ok(t)
+    crate::inter_coll::barrier(p, crate::inter_coll::Mode::Blocking)
 }

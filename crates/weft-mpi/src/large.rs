@@ -467,13 +467,8 @@ pub unsafe extern "C" fn MPI_Bsend_c(
 ) -> c_int {
     // Never waits (see MPI_Bsend): no nonblocking twin under MPI_THREAD_MULTIPLE.
     let _entered = crate::threads::enter();
-    let comm_h = comm;
-    let count = match fit(count, "count") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Bsend_c", Err(e)),
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { MPI_Bsend(buf, count, dt, dest, tag, comm) }
+    let r = fit(count, "count").and_then(|count| bsend(buf, count, dt, dest, tag, comm));
+    finish(comm, "MPI_Bsend_c", r)
 }
 
 /// MPI_Irsend_c (MPI-4.1 §3.7.2, large count).
@@ -509,13 +504,8 @@ pub unsafe extern "C" fn MPI_Ibsend_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    let comm_h = comm;
-    let count = match fit(count, "count") {
-        Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Ibsend_c", Err(e)),
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { MPI_Ibsend(buf, count, dt, dest, tag, comm, req) }
+    let r = fit(count, "count").and_then(|count| ibsend(buf, count, dt, dest, tag, comm, req));
+    finish(comm, "MPI_Ibsend_c", r)
 }
 
 /// MPI_Send_init_c (MPI-4.1 §3.9, large count).

@@ -37,7 +37,7 @@ pub mod greq;
 pub mod groups;
 pub mod icoll;
 pub mod inter;
-pub mod inter_nb;
+pub mod inter_coll;
 pub mod large;
 pub mod misc;
 pub mod mpit;

@@ -373,6 +373,38 @@ fn start_op(
     Ok(e)
 }
 
+/// Starts a send (`send`) or receive of this library's own on communicator `comm` (an
+/// intercommunicator's bridge, say) and returns its request handle: MPI_Isend/MPI_Irecv
+/// without the C boundary, for the library's callers inside an MPI call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_own(
+    send: bool,
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    peer: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> R<Handle> {
+    let s = state(if send { "MPI_Isend" } else { "MPI_Irecv" })?;
+    let size = s.comm(comm)?.comm.peer_size();
+    check_tag(tag, !send)?;
+    check_peer(peer, size, !send, if send { "dest" } else { "source" })?;
+    let e = start_op(s, send, false, buf as usize, count, dt, peer, tag, comm)?;
+    Ok(s.add_req(e))
+}
+
+/// Cancels request `h` of this library if it is a receive that has not matched (MPI_Cancel
+/// on a plain request; a send is left to complete).
+pub(crate) fn cancel_own(s: &State, h: Handle) {
+    if let Some(raw) = handle_index(K_REQ, h)
+        .and_then(|i| s.reqs.get(i))
+        .and_then(|e| e.raw.as_ref())
+    {
+        raw.cancel();
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 #[cold]
 #[inline(never)]
@@ -1259,21 +1291,43 @@ pub unsafe extern "C" fn MPI_Testall(
     let r = (|| {
         let s = state("MPI_Testall")?;
         let hs = reqs_slice(count, reqs)?;
-        s.weft.world().raw_progress();
-        for &h in hs.iter() {
-            if h != MPI_REQUEST_NULL {
-                let i = req_index(s, h)?;
-                if !entry_ready(s, i)? {
-                    return put!(flag, 0);
-                }
-            }
-        }
-        for (i, h) in hs.iter_mut().enumerate() {
-            complete(s, h, true, nth(statuses, i))?;
-        }
-        put!(flag, 1)
+        let done = testall(s, hs, statuses)?;
+        put!(flag, done as c_int)
     })();
     finish(MPI_COMM_WORLD, "MPI_Testall", r)
+}
+
+/// MPI_Testall's work on requests `hs` without the C boundary: completes all of them
+/// (statuses into `statuses`, MPI_STATUSES_IGNORE or one per request) or none.
+pub(crate) fn testall(s: &mut State, hs: &mut [Handle], statuses: *mut MpiStatus) -> R<bool> {
+    s.weft.world().raw_progress();
+    for &h in hs.iter() {
+        if h != MPI_REQUEST_NULL {
+            let i = req_index(s, h)?;
+            if !entry_ready(s, i)? {
+                return Ok(false);
+            }
+        }
+    }
+    for (i, h) in hs.iter_mut().enumerate() {
+        complete(s, h, true, nth(statuses, i))?;
+    }
+    Ok(true)
+}
+
+/// Waits for request `*h` of this library's own, which the library started inside an MPI
+/// call (a compound request of a collective, say): under MPI_THREAD_MULTIPLE without
+/// holding the lock ([`crate::threads::wait_released`]), as MPI_Wait does.
+pub(crate) fn wait_own(h: &mut Handle) -> R<()> {
+    if crate::threads::twins() {
+        crate::threads::wait_released(|| {
+            let s = state("MPI_Wait")?;
+            complete(s, h, false, std::ptr::null_mut())
+        })
+    } else {
+        let s = state("MPI_Wait")?;
+        complete(s, h, true, std::ptr::null_mut()).map(|_| ())
+    }
 }
 
 /// Whether request entry `i` has completed; advances a collective one step.
@@ -1849,8 +1903,9 @@ pub unsafe extern "C" fn MPI_Bsend(
     finish(comm, "MPI_Bsend", bsend(buf, count, dt, dest, tag, comm))
 }
 
-/// The body of MPI_Bsend, also what a started MPI_Bsend_init request does.
-fn bsend(
+/// The body of MPI_Bsend (and MPI_Bsend_c), also what a started MPI_Bsend_init request
+/// does.
+pub(crate) fn bsend(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
@@ -1912,23 +1967,31 @@ pub unsafe extern "C" fn MPI_Ibsend(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    finish(
+        comm,
+        "MPI_Ibsend",
+        ibsend(buf, count, dt, dest, tag, comm, req),
+    )
+}
+
+/// The body of MPI_Ibsend (and MPI_Ibsend_c): the buffered send, then a request that is
+/// complete already.
+pub(crate) fn ibsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> R<()> {
     if req.is_null() {
-        return finish(
-            comm,
-            "MPI_Ibsend",
-            Err(err(MPI_ERR_ARG, "request pointer is NULL")),
-        );
+        return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
     }
-    // SAFETY: forwarded caller contract.
-    let rc = unsafe { MPI_Bsend(buf, count, dt, dest, tag, comm) };
-    if rc != MPI_SUCCESS {
-        return rc;
-    }
-    let r = state("MPI_Ibsend").and_then(|s| {
-        let h = s.add_req(ReqEntry::empty(false, comm));
-        put!(req, h)
-    });
-    finish(comm, "MPI_Ibsend", r)
+    bsend(buf, count, dt, dest, tag, comm)?;
+    let s = state("MPI_Ibsend")?;
+    let h = s.add_req(ReqEntry::empty(false, comm));
+    put!(req, h)
 }
 
 /// MPI_Get_elements_c (MPI-4.1 §5.1.11, large count).

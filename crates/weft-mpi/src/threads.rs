@@ -39,7 +39,7 @@
 //! twin.
 //!
 //! No nonblocking call completes inside its start: the intercommunicator
-//! MPI_Ireduce_scatter(_block) (inter_nb.rs) and the reductions of a user operation on a
+//! MPI_Ireduce_scatter(_block) (inter_coll.rs) and the reductions of a user operation on a
 //! derived datatype (user_reduce.rs) are compound requests that the test and wait calls
 //! finish. What still holds the lock while it waits (listed in the crate's README):
 //! MPI_Comm_accept, _connect and _join, whose trade with the other group's leader runs

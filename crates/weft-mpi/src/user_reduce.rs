@@ -80,17 +80,22 @@ pub(crate) unsafe fn start(
     // SAFETY: the caller's buffers by MPI's contract; `all` holds n blocks where it
     // receives and moves into the final step, which the request keeps until the gather has
     // completed (its heap block stays put).
-    let rc = unsafe {
+    unsafe {
         match root {
             Some(r) => {
-                crate::icoll::MPI_Igather(src, count, dt, base, count, dt, r, comm, &mut part)
+                crate::icoll::start_igather(src, count, dt, base, count, dt, r, comm, &mut part)
             }
-            None => crate::icoll::MPI_Iallgather(src, count, dt, base, count, dt, comm, &mut part),
+            None => {
+                crate::icoll::start_iallgather(src, count, dt, base, count, dt, comm, &mut part)
+            }
         }
-    };
-    if rc != MPI_SUCCESS {
-        return Err(err(rc, format!("{func}: gathering the items failed")));
     }
+    .map_err(|e| {
+        err(
+            e.class,
+            format!("{func}: gathering the items failed: {}", e.message),
+        )
+    })?;
     let recv = recv as usize;
     let then: Then = Box::new(move |_: &mut State| {
         if !gathers {
@@ -126,12 +131,12 @@ pub(crate) unsafe fn blocking(
     let mut req = MPI_REQUEST_NULL;
     // SAFETY: the caller's contract.
     unsafe { start(func, send, recv, count, dt, op, root, comm, &mut req)? };
-    // SAFETY: the request was just filed; the status is ignored.
-    let rc = unsafe { crate::p2p::MPI_Wait(&mut req, std::ptr::null_mut()) };
-    if rc != MPI_SUCCESS {
-        return Err(err(rc, format!("{func}: the reduction failed")));
-    }
-    Ok(())
+    crate::p2p::wait_own(&mut req).map_err(|e| {
+        err(
+            e.class,
+            format!("{func}: the reduction failed: {}", e.message),
+        )
+    })
 }
 
 fn in_place(p: *const c_void) -> bool {

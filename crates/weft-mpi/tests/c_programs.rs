@@ -178,11 +178,14 @@ fn nonblocking_collectives() {
 #[test]
 fn intercommunicators() {
     run_ok("inter");
+    // Groups of 3 and 4: uneven, and more than one remote rank to every rank.
+    common::run_c_ok(prefix(), "inter", 7..=7, &[]);
 }
 
 #[test]
 fn nonblocking_intercommunicator_collectives_progress_after_their_start() {
     run_ok("inter_nb");
+    common::run_c_ok(prefix(), "inter_nb", 7..=7, &[]);
 }
 
 #[test]
