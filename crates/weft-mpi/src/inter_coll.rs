@@ -6,6 +6,10 @@
 //! nonblocking form returns and the blocking form waits for. The completion finishes the
 //! messages and, for reductions, reduces the received contributions in rank order.
 //!
+//! The blocking barrier, broadcast, reduce, allreduce and reduce-scatter go through the
+//! groups' own collectives and the leaders instead (inter_leader.rs), which scales with the
+//! groups; the rest is below.
+//!
 //! Each collective is a single round of messages, so nothing waits for a later step to be
 //! started by the program. The price is more messages than a composition of intracommunicator
 //! collectives would send: a broadcast root sends to every remote rank, a barrier and an
@@ -37,18 +41,18 @@ pub(crate) fn parts(comm: Handle) -> Option<InterParts> {
 
 /// Bridge tags, one per collective, so a rank that calls the wrong collective gets no
 /// data of another (the bridge carries nothing else).
-const TAG_BARRIER: c_int = 1;
-const TAG_BCAST: c_int = 2;
-const TAG_REDUCE: c_int = 3;
-const TAG_ALLREDUCE: c_int = 4;
+pub(crate) const TAG_BARRIER: c_int = 1;
+pub(crate) const TAG_BCAST: c_int = 2;
+pub(crate) const TAG_REDUCE: c_int = 3;
+pub(crate) const TAG_ALLREDUCE: c_int = 4;
 const TAG_GATHER: c_int = 5;
 const TAG_SCATTER: c_int = 6;
 const TAG_ALLGATHER: c_int = 7;
 const TAG_ALLTOALL: c_int = 8;
-const TAG_REDSCAT: c_int = 9;
+pub(crate) const TAG_REDSCAT: c_int = 9;
 
 /// Who the caller is in a rooted collective on an intercommunicator.
-enum Role {
+pub(crate) enum Role {
     /// The root (MPI_ROOT).
     Root,
     /// Another rank of the root's group (MPI_PROC_NULL): takes no part.
@@ -57,7 +61,7 @@ enum Role {
     Leaf(c_int),
 }
 
-fn role(root: c_int, p: &InterParts) -> R<Role> {
+pub(crate) fn role(root: c_int, p: &InterParts) -> R<Role> {
     match root {
         MPI_ROOT => Ok(Role::Root),
         MPI_PROC_NULL => Ok(Role::Idle),
@@ -76,7 +80,7 @@ fn remote_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.bridge)?.comm.peer_size() as c_int)
 }
 
-fn local_rank(p: &InterParts) -> R<c_int> {
+pub(crate) fn local_rank(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.rank() as c_int)
 }
 
@@ -84,7 +88,7 @@ fn local_size(p: &InterParts) -> R<c_int> {
     Ok(state("collective")?.comm(p.local)?.comm.size() as c_int)
 }
 
-fn no_in_place(b: *const c_void, what: &str) -> R<()> {
+pub(crate) fn no_in_place(b: *const c_void, what: &str) -> R<()> {
     if b as usize == MPI_IN_PLACE {
         return Err(err(
             MPI_ERR_BUFFER,
@@ -95,14 +99,14 @@ fn no_in_place(b: *const c_void, what: &str) -> R<()> {
 }
 
 /// A scratch buffer for `count` elements of `dt`, laid out like a user buffer.
-struct Scratch {
+pub(crate) struct Scratch {
     buf: Vec<u8>,
     /// Added to the buffer's address to get the address the datatype's offsets start from.
     shift: isize,
 }
 
 impl Scratch {
-    fn new(count: c_int, dt: Handle) -> R<Scratch> {
+    pub(crate) fn new(count: c_int, dt: Handle) -> R<Scratch> {
         let m = map_of(dt)?;
         let n = if count <= 0 {
             0
@@ -115,7 +119,7 @@ impl Scratch {
         })
     }
 
-    fn ptr(&mut self) -> *mut c_void {
+    pub(crate) fn ptr(&mut self) -> *mut c_void {
         self.buf.as_mut_ptr().wrapping_offset(self.shift) as *mut c_void
     }
 }
@@ -141,7 +145,7 @@ unsafe fn array<'a, T>(p: *const T, n: c_int, what: &str) -> R<&'a [T]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
 }
 
-fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
+pub(crate) fn recvcounts_total(rcounts: &[c_int]) -> R<c_int> {
     if rcounts.iter().any(|&c| c < 0) {
         return Err(err(
             MPI_ERR_COUNT,
@@ -557,6 +561,9 @@ impl Mode {
 /// rank and receives one from each, so the request completes only once every rank of the
 /// other group has entered.
 pub(crate) fn barrier(p: InterParts, mode: Mode) -> R<()> {
+    if let Mode::Blocking = mode {
+        return crate::inter_leader::barrier(p);
+    }
     mode.check()?;
     let mut t = Transfers::new();
     let null = std::ptr::null_mut::<c_void>();
@@ -579,6 +586,10 @@ pub(crate) unsafe fn bcast(
     root: c_int,
     mode: Mode,
 ) -> R<()> {
+    if let Mode::Blocking = mode {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::inter_leader::bcast(p, buf, count, dt, root) };
+    }
     mode.check()?;
     let mut t = Transfers::new();
     match role(root, &p)? {
@@ -599,7 +610,7 @@ pub(crate) unsafe fn bcast(
 
 /// Checks that `op` can reduce `dt` before anything is posted, so a bad operation is
 /// reported by the start call, not by the completion.
-fn check_reduction(s: &State, op: Handle, dt: Handle) -> R<()> {
+pub(crate) fn check_reduction(s: &State, op: Handle, dt: Handle) -> R<()> {
     if op == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
     }
@@ -705,6 +716,10 @@ pub(crate) unsafe fn reduce(
     root: c_int,
     mode: Mode,
 ) -> R<()> {
+    if let Mode::Blocking = mode {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::inter_leader::reduce(p, send, recv, count, dt, op, root) };
+    }
     mode.check()?;
     let mut t = Transfers::new();
     let mut then = None;
@@ -739,6 +754,10 @@ pub(crate) unsafe fn allreduce(
     op: Handle,
     mode: Mode,
 ) -> R<()> {
+    if let Mode::Blocking = mode {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::inter_leader::allreduce(p, send, recv, count, dt, op) };
+    }
     mode.check()?;
     check_reduction(state("MPI_Allreduce")?, op, dt)?;
     no_in_place(send, "sendbuf")?;
@@ -781,6 +800,10 @@ unsafe fn reduce_scatter(
     op: Handle,
     mode: Mode,
 ) -> R<()> {
+    if let Mode::Blocking = mode {
+        // SAFETY: the caller's contract.
+        return unsafe { crate::inter_leader::reduce_scatter(p, send, recv, rcounts, dt, op) };
+    }
     mode.check()?;
     check_reduction(state("MPI_Reduce_scatter")?, op, dt)?;
     no_in_place(send, "sendbuf")?;

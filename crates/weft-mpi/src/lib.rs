@@ -38,6 +38,7 @@ pub mod groups;
 pub mod icoll;
 pub mod inter;
 pub mod inter_coll;
+pub mod inter_leader;
 pub mod large;
 pub mod misc;
 pub mod mpit;
