@@ -13,7 +13,7 @@ use std::os::raw::{c_int, c_void};
 use weft::coll::{Datatype, Op, TypeKind};
 use weft::Comm;
 
-fn comm_of(h: Handle, func: &str) -> R<Comm> {
+pub(crate) fn comm_of(h: Handle, func: &str) -> R<Comm> {
     Ok(state(func)?.comm(h)?.comm.clone())
 }
 
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     finish(comm, "MPI_Barrier", r)
 }
 
-fn bcast(buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle) -> R<()> {
+pub(crate) fn bcast(buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle) -> R<()> {
     let c = comm_of(comm, "MPI_Bcast")?;
     let root = check_root(&c, root)?;
     let inc = incoming(buf, count, dt, c.rank() == root)?;
@@ -327,7 +327,7 @@ unsafe fn typed_mut<'a, T: Datatype>(p: *mut c_void, n: usize) -> R<&'a mut [T]>
 }
 
 #[derive(Clone, Copy)]
-enum Red {
+pub(crate) enum Red {
     Reduce(u32),
     Allreduce,
     Scan,
@@ -422,7 +422,7 @@ pub(crate) fn typed_copy(src: *const c_void, dst: *mut c_void, count: i64, dt: H
 }
 
 #[allow(clippy::too_many_arguments)]
-fn reduction(
+pub(crate) fn reduction(
     func: &str,
     kind: Red,
     root: Option<c_int>,
@@ -1571,41 +1571,56 @@ pub unsafe extern "C" fn MPI_Scatterv(
             )
         });
     }
-    let r = (|| {
-        let c = comm_of(comm, "MPI_Scatterv")?;
-        let root = check_root(&c, root)?;
-        let n = c.size() as usize;
-        let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
-        let mut sb: &[u8] = &[];
-        let packed: Vec<u8>;
-        if c.rank() == root {
-            match bytes_of(1, sdt) {
-                Ok((es, _)) => {
-                    counts = scaled(scounts, n, es, "sendcounts")?;
-                    let at;
-                    (ds, at) = placed(&counts, displs, es, "displs")?;
-                    // SAFETY: MPI buffer contract: `send` holds every block.
-                    sb = unsafe { placed_bytes(send, at)? };
-                }
-                // A type with holes: the blocks are packed one after another.
-                Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
-                    (packed, counts, ds) = pack_v_blocks(send, scounts, displs, sdt, n)?;
-                    sb = &packed;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if in_place(recv) {
-            let mut scratch = vec![0; counts[c.rank() as usize]];
-            return Ok(c.scatterv(sb, &counts, &ds, &mut scratch, root)?);
-        }
-        let inc = incoming(recv, rcount as i64, rdt, false)?;
-        // SAFETY: the staged buffer holds `inc.bytes` bytes for this blocking call.
-        let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
-        c.scatterv(sb, &counts, &ds, rb, root)?;
-        inc.finish()
-    })();
+    let r = scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
     finish(comm, "MPI_Scatterv", r)
+}
+
+/// MPI_Scatterv's general path on an intracommunicator (no fast path, no aliasing check),
+/// for this library's own callers inside an MPI call.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn scatterv(
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<()> {
+    let c = comm_of(comm, "MPI_Scatterv")?;
+    let root = check_root(&c, root)?;
+    let n = c.size() as usize;
+    let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
+    let mut sb: &[u8] = &[];
+    let packed: Vec<u8>;
+    if c.rank() == root {
+        match bytes_of(1, sdt) {
+            Ok((es, _)) => {
+                counts = scaled(scounts, n, es, "sendcounts")?;
+                let at;
+                (ds, at) = placed(&counts, displs, es, "displs")?;
+                // SAFETY: MPI buffer contract: `send` holds every block.
+                sb = unsafe { placed_bytes(send, at)? };
+            }
+            // A type with holes: the blocks are packed one after another.
+            Err(e) if e.class == MPI_ERR_UNSUPPORTED_OPERATION => {
+                (packed, counts, ds) = pack_v_blocks(send, scounts, displs, sdt, n)?;
+                sb = &packed;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if in_place(recv) {
+        let mut scratch = vec![0; counts[c.rank() as usize]];
+        return Ok(c.scatterv(sb, &counts, &ds, &mut scratch, root)?);
+    }
+    let inc = incoming(recv, rcount as i64, rdt, false)?;
+    // SAFETY: the staged buffer holds `inc.bytes` bytes for this blocking call.
+    let rb = unsafe { bytes_mut(inc.ptr as *mut c_void, inc.bytes)? };
+    c.scatterv(sb, &counts, &ds, rb, root)?;
+    inc.finish()
 }
 
 /// The `n` blocks of a v-collective's send side whose datatype has holes, packed one after

@@ -495,7 +495,7 @@ impl Drop for Transfers {
 }
 
 /// An inner step's error, saying which step of the intercommunicator collective failed.
-fn inner(e: MpiError, what: &str) -> MpiError {
+pub(crate) fn inner(e: MpiError, what: &str) -> MpiError {
     err(
         e.class,
         format!(

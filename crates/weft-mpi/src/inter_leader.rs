@@ -8,62 +8,77 @@
 //!
 //! Under MPI_THREAD_MULTIPLE the blocking calls run as their nonblocking twins
 //! (threads.rs), so this path serves the other thread levels. Bridge tags are inter_coll's.
-//! Depends on the crate's own intracommunicator collectives and point-to-point calls on the
-//! intercommunicator's hidden handles (`state::InterParts`).
+//! Depends on the crate's own blocking intracommunicator collectives and point-to-point
+//! calls (their internal forms, not the `MPI_*` entry points) on the intercommunicator's
+//! hidden handles (`state::InterParts`).
 
-use crate::coll::{MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Scatterv};
+use crate::coll::{bcast as local_bcast, comm_of, reduction, scatterv, Red};
 use crate::consts::*;
-use crate::error::{class_text, err, R};
+use crate::error::R;
 use crate::inter_coll::{
-    check_reduction, local_rank, no_in_place, recvcounts_total, role, Role, Scratch, TAG_ALLREDUCE,
-    TAG_BARRIER, TAG_BCAST, TAG_REDSCAT, TAG_REDUCE,
+    check_reduction, inner, local_rank, no_in_place, recvcounts_total, role, Role, Scratch,
+    TAG_ALLREDUCE, TAG_BARRIER, TAG_BCAST, TAG_REDSCAT, TAG_REDUCE,
 };
-use crate::p2p::{MPI_Recv, MPI_Send, MPI_Sendrecv};
+use crate::p2p::{recv, send, sendrecv};
 use crate::state::{state, InterParts};
 use std::os::raw::{c_int, c_void};
 
-/// An inner call's return code as a result naming what failed.
-fn check(rc: c_int, what: &str) -> R<()> {
-    if rc == MPI_SUCCESS {
-        return Ok(());
-    }
-    Err(err(
-        rc,
-        format!(
-            "{what} of the intercommunicator collective failed: {}",
-            class_text(rc)
-        ),
-    ))
+/// A step's result, its error saying which step of the collective failed.
+fn check(r: R<()>, what: &str) -> R<()> {
+    r.map_err(|e| inner(e, what))
+}
+
+fn local_barrier(p: &InterParts) -> R<()> {
+    Ok(comm_of(p.local, "MPI_Barrier")?.barrier()?)
+}
+
+/// The local group's reduction of `send` into `out` at local rank 0.
+fn local_reduce(
+    p: &InterParts,
+    send: *const c_void,
+    out: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> R<()> {
+    let r = reduction(
+        "MPI_Reduce",
+        Red::Reduce(0),
+        Some(0),
+        send,
+        out,
+        count as i64,
+        dt,
+        op,
+        p.local,
+    );
+    check(r, "the local reduction")
 }
 
 /// MPI_Barrier on an intercommunicator: a local barrier, the leaders' empty exchange, a
 /// local barrier; no rank leaves before every rank of both groups has entered.
 pub(crate) fn barrier(p: InterParts) -> R<()> {
-    // SAFETY: hidden handles of this library; zero-byte messages.
-    unsafe {
-        check(MPI_Barrier(p.local), "the local barrier")?;
-        if local_rank(&p)? == 0 {
-            let null = std::ptr::null_mut::<c_void>();
-            check(
-                MPI_Sendrecv(
-                    null,
-                    0,
-                    MPI_BYTE,
-                    0,
-                    TAG_BARRIER,
-                    null,
-                    0,
-                    MPI_BYTE,
-                    0,
-                    TAG_BARRIER,
-                    p.bridge,
-                    std::ptr::null_mut(),
-                ),
-                "the leaders' exchange",
-            )?;
-        }
-        check(MPI_Barrier(p.local), "the local barrier")
+    check(local_barrier(&p), "the local barrier")?;
+    if local_rank(&p)? == 0 {
+        let null = std::ptr::null_mut::<c_void>();
+        // Zero-byte messages on this library's hidden bridge handle.
+        let r = sendrecv(
+            null,
+            0,
+            MPI_BYTE,
+            0,
+            TAG_BARRIER,
+            null,
+            0,
+            MPI_BYTE,
+            0,
+            TAG_BARRIER,
+            p.bridge,
+            std::ptr::null_mut(),
+        );
+        check(r, "the leaders' exchange")?;
     }
+    check(local_barrier(&p), "the local barrier")
 }
 
 /// MPI_Bcast on an intercommunicator: the root sends to the remote leader, which
@@ -81,23 +96,24 @@ pub(crate) unsafe fn bcast(
     match role(root, &p)? {
         Role::Idle => Ok(()),
         Role::Root => check(
-            // SAFETY: the caller's contract; hidden handles are this library's.
-            unsafe { MPI_Send(buf, count, dt, 0, TAG_BCAST, p.bridge) },
+            send(buf, count as i64, dt, 0, TAG_BCAST, p.bridge, false),
             "the send to the remote leader",
         ),
         Role::Leaf(r) => {
             if local_rank(&p)? == 0 {
-                check(
-                    // SAFETY: the caller's contract; hidden handles are this library's.
-                    unsafe {
-                        MPI_Recv(buf, count, dt, r, TAG_BCAST, p.bridge, std::ptr::null_mut())
-                    },
-                    "the receive from the root",
-                )?;
+                let got = recv(
+                    buf,
+                    count as i64,
+                    dt,
+                    r,
+                    TAG_BCAST,
+                    p.bridge,
+                    std::ptr::null_mut(),
+                );
+                check(got, "the receive from the root")?;
             }
             check(
-                // SAFETY: the caller's contract; hidden handles are this library's.
-                unsafe { MPI_Bcast(buf, count, dt, 0, p.local) },
+                local_bcast(buf, count as i64, dt, 0, p.local),
                 "the local broadcast",
             )
         }
@@ -113,8 +129,8 @@ pub(crate) unsafe fn bcast(
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce(
     p: InterParts,
-    send: *const c_void,
-    recv: *mut c_void,
+    send_buf: *const c_void,
+    recv_buf: *mut c_void,
     count: c_int,
     dt: Handle,
     op: Handle,
@@ -124,35 +140,25 @@ pub(crate) unsafe fn reduce(
         Role::Idle => Ok(()),
         Role::Root => {
             check_reduction(state("MPI_Reduce")?, op, dt)?;
-            check(
-                // SAFETY: the caller's contract; hidden handles are this library's.
-                unsafe {
-                    MPI_Recv(
-                        recv,
-                        count,
-                        dt,
-                        0,
-                        TAG_REDUCE,
-                        p.bridge,
-                        std::ptr::null_mut(),
-                    )
-                },
-                "the receive from the remote leader",
-            )
+            let got = recv(
+                recv_buf,
+                count as i64,
+                dt,
+                0,
+                TAG_REDUCE,
+                p.bridge,
+                std::ptr::null_mut(),
+            );
+            check(got, "the receive from the remote leader")
         }
         Role::Leaf(r) => {
             check_reduction(state("MPI_Reduce")?, op, dt)?;
-            no_in_place(send, "sendbuf")?;
+            no_in_place(send_buf, "sendbuf")?;
             let mut t = Scratch::new(count, dt)?;
-            check(
-                // SAFETY: the caller's contract; the scratch holds `count` items of `dt`.
-                unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
-                "the local reduction",
-            )?;
+            local_reduce(&p, send_buf, t.ptr(), count, dt, op)?;
             if local_rank(&p)? == 0 {
                 check(
-                    // SAFETY: the scratch holds the reduction; hidden handles are ours.
-                    unsafe { MPI_Send(t.ptr(), count, dt, r, TAG_REDUCE, p.bridge) },
+                    send(t.ptr(), count as i64, dt, r, TAG_REDUCE, p.bridge, false),
                     "the send to the root",
                 )?;
             }
@@ -169,41 +175,33 @@ pub(crate) unsafe fn reduce(
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce_and_swap(
     p: &InterParts,
-    send: *const c_void,
+    send_buf: *const c_void,
     out: *mut c_void,
     count: c_int,
     dt: Handle,
     op: Handle,
     tag: c_int,
 ) -> R<()> {
-    no_in_place(send, "sendbuf")?;
+    no_in_place(send_buf, "sendbuf")?;
     let mut t = Scratch::new(count, dt)?;
-    check(
-        // SAFETY: the caller's contract; the scratch holds `count` items of `dt`.
-        unsafe { MPI_Reduce(send, t.ptr(), count, dt, op, 0, p.local) },
-        "the local reduction",
-    )?;
+    local_reduce(p, send_buf, t.ptr(), count, dt, op)?;
     if local_rank(p)? == 0 {
-        check(
-            // SAFETY: the scratch and `out` hold `count` items of `dt`; hidden handles.
-            unsafe {
-                MPI_Sendrecv(
-                    t.ptr(),
-                    count,
-                    dt,
-                    0,
-                    tag,
-                    out,
-                    count,
-                    dt,
-                    0,
-                    tag,
-                    p.bridge,
-                    std::ptr::null_mut(),
-                )
-            },
-            "the leaders' exchange",
-        )?;
+        // The scratch and `out` hold `count` items of `dt`; the bridge is a hidden handle.
+        let r = sendrecv(
+            t.ptr(),
+            count as i64,
+            dt,
+            0,
+            tag,
+            out,
+            count as i64,
+            dt,
+            0,
+            tag,
+            p.bridge,
+            std::ptr::null_mut(),
+        );
+        check(r, "the leaders' exchange")?;
     }
     Ok(())
 }
@@ -222,14 +220,12 @@ pub(crate) unsafe fn allreduce(
     op: Handle,
 ) -> R<()> {
     check_reduction(state("MPI_Allreduce")?, op, dt)?;
-    // SAFETY: the caller's contract; hidden handles are this library's.
-    unsafe {
-        reduce_and_swap(&p, send, recv, count, dt, op, TAG_ALLREDUCE)?;
-        check(
-            MPI_Bcast(recv, count, dt, 0, p.local),
-            "the local broadcast",
-        )
-    }
+    // SAFETY: the caller's contract.
+    unsafe { reduce_and_swap(&p, send, recv, count, dt, op, TAG_ALLREDUCE)? };
+    check(
+        local_bcast(recv, count as i64, dt, 0, p.local),
+        "the local broadcast",
+    )
 }
 
 /// MPI_Reduce_scatter(_block) on an intercommunicator: the remote group's reduction of
@@ -257,22 +253,18 @@ pub(crate) unsafe fn reduce_scatter(
         displs.push(d);
         d += c;
     }
-    // SAFETY: the caller's contract; the scratch holds `total` elements; hidden handles.
-    unsafe {
-        reduce_and_swap(&p, send, theirs.ptr(), total, dt, op, TAG_REDSCAT)?;
-        check(
-            MPI_Scatterv(
-                theirs.ptr(),
-                rcounts.as_ptr(),
-                displs.as_ptr(),
-                dt,
-                recv,
-                rcounts[me],
-                dt,
-                0,
-                p.local,
-            ),
-            "the local scatter",
-        )
-    }
+    // SAFETY: the caller's contract; the scratch holds `total` elements.
+    unsafe { reduce_and_swap(&p, send, theirs.ptr(), total, dt, op, TAG_REDSCAT)? };
+    let r = scatterv(
+        theirs.ptr(),
+        rcounts.as_ptr(),
+        displs.as_ptr(),
+        dt,
+        recv,
+        rcounts[me],
+        dt,
+        0,
+        p.local,
+    );
+    check(r, "the local scatter")
 }

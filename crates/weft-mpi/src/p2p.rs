@@ -124,7 +124,7 @@ fn check_peer(peer: c_int, size: u32, recv: bool, what: &str) -> R<()> {
 /// returns once a matching receive has taken the message.
 #[cold]
 #[inline(never)]
-fn send(
+pub(crate) fn send(
     buf: *const c_void,
     count: i64,
     dt: Handle,
@@ -164,7 +164,7 @@ unsafe fn slice<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
 
 #[cold]
 #[inline(never)]
-fn recv(
+pub(crate) fn recv(
     buf: *mut c_void,
     count: i64,
     dt: Handle,
@@ -624,7 +624,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
 #[allow(clippy::too_many_arguments)]
 #[cold]
 #[inline(never)]
-fn sendrecv(
+pub(crate) fn sendrecv(
     sbuf: *const c_void,
     scount: i64,
     sdt: Handle,
