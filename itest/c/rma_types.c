@@ -2,11 +2,13 @@
  * Open MPI take it), and the padded pair MPI_SHORT_INT (size 6, extent 8) in fetches and
  * accumulates. Reductions: MPI_Allreduce, MPI_Reduce and MPI_Reduce_local with sum, max, min
  * and bitwise or on MPI_CHAR buffers of 0, 1, 13 and 1000 elements. One-sided: every rank
- * accumulates into every rank's MPI_CHAR window (sum, max, min), MPI_Get_accumulate,
+ * accumulates into every rank's MPI_CHAR window (sum, max, min; sum also through a derived
+ * type built from MPI_CHAR), MPI_Get_accumulate,
  * MPI_Fetch_and_op and MPI_Compare_and_swap on MPI_CHAR, and MPI_Fetch_and_op (MPI_NO_OP,
  * MPI_REPLACE), MPI_Get_accumulate and MPI_Accumulate (MPI_MAXLOC) on MPI_SHORT_INT. Any
  * rank count. With WEFT_CHAR_REDUCTIONS=0 (MPI-4.1's strict table) the arithmetic on MPI_CHAR
- * is MPI_ERR_OP (MPI_ERR_TYPE for compare-and-swap) and MPI_REPLACE still works. */
+ * is MPI_ERR_OP (MPI_ERR_TYPE for compare-and-swap), also on a derived type built from
+ * MPI_CHAR, and MPI_REPLACE still works. */
 #include "check.h"
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,20 @@ static void char_accumulates(void) {
     for (int r = 0; r < size; r++) s += val(r, i);
     CHECK((signed char)base[i] == s);
   }
+  /* The same sums through a derived type built from MPI_CHAR (one item of NCHAR chars). */
+  MPI_Datatype row;
+  OK(MPI_Type_contiguous(NCHAR, MPI_CHAR, &row));
+  OK(MPI_Type_commit(&row));
+  memset(base, 0, NCHAR);
+  OK(MPI_Win_fence(0, win));
+  for (int t = 0; t < size; t++) OK(MPI_Accumulate(mine, 1, row, t, 0, 1, row, MPI_SUM, win));
+  OK(MPI_Win_fence(0, win));
+  for (int i = 0; i < NCHAR; i++) {
+    int s = 0;
+    for (int r = 0; r < size; r++) s += val(r, i);
+    CHECK((signed char)base[i] == s);
+  }
+  OK(MPI_Type_free(&row));
   /* Max of (signed) -4..4 after resetting to -100: what the ranks gave. */
   memset(base, (unsigned char)(signed char)-100, NCHAR);
   OK(MPI_Win_fence(0, win));
@@ -147,10 +163,22 @@ static void strict_char(void) {
   CHECK(cls == MPI_ERR_OP);
   MPI_Error_class(MPI_Compare_and_swap(&v, &cmp, &got, MPI_CHAR, 0, 2, win), &cls);
   CHECK(cls == MPI_ERR_TYPE);
+  /* A derived type built from MPI_CHAR is held to the same table. */
+  MPI_Datatype two;
+  char pair[2] = {5, 6};
+  OK(MPI_Type_contiguous(2, MPI_CHAR, &two));
+  OK(MPI_Type_commit(&two));
+  MPI_Error_class(MPI_Accumulate(pair, 1, two, 0, 0, 1, two, MPI_SUM, win), &cls);
+  CHECK(cls == MPI_ERR_OP);
+  MPI_Error_class(MPI_Get_accumulate(pair, 1, two, pair, 1, two, 0, 0, 1, two, MPI_BXOR, win),
+                  &cls);
+  CHECK(cls == MPI_ERR_OP);
   OK(MPI_Win_fence(0, win));
   if (rank == 0) OK(MPI_Accumulate(&v, 1, MPI_CHAR, 0, 3, 1, MPI_CHAR, MPI_REPLACE, win));
+  if (rank == size - 1) OK(MPI_Accumulate(pair, 1, two, 0, 1, 1, two, MPI_REPLACE, win));
   OK(MPI_Win_fence(0, win));
-  if (rank == 0) CHECK(base[3] == 3 && base[0] == 0);
+  if (rank == 0) CHECK(base[3] == 3 && base[0] == 0 && base[1] == 5 && base[2] == 6);
+  OK(MPI_Type_free(&two));
   char in = 1, out = 1;
   MPI_Error_class(MPI_Reduce_local(&in, &out, 1, MPI_CHAR, MPI_SUM), &cls);
   CHECK(cls == MPI_ERR_OP);

@@ -255,7 +255,7 @@ pub fn op_allowed(op: Handle, class: OpClass) -> bool {
 
 /// The name of predefined operation `op`, for messages; `None` for a handle that is no
 /// predefined operation (a user operation, or a gap in the table of MPI 5.0 §20.3).
-fn op_name(op: Handle) -> Option<&'static str> {
+pub(crate) fn op_name(op: Handle) -> Option<&'static str> {
     Some(match op {
         MPI_SUM => "MPI_SUM",
         MPI_PROD => "MPI_PROD",

@@ -191,6 +191,20 @@ fn acc_op(op: Handle, dt: Handle, count: i64) -> R<AccOp> {
     };
     if count > 0 {
         crate::dtype::check_op(op, dt)?;
+        // A derived type built from MPI_CHAR combines as MPI_CHAR does: refused with the
+        // standard's strict table (WEFT_CHAR_REDUCTIONS=0), as the predefined one is above.
+        if crate::dtype::predefined(dt).is_none()
+            && !crate::dtype::CHAR_REDUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
+            && committed_map(dt)?.kinds() == weft::dtype::Kinds::One(weft::dtype::BasicKind::Char)
+        {
+            return Err(err(
+                MPI_ERR_OP,
+                format!(
+                    "{} is not defined on datatype {dt:#x}: it is built from MPI_CHAR, a character type (MPI-4.1 §6.9.2; WEFT_CHAR_REDUCTIONS=0)",
+                    crate::dtype::op_name(op).unwrap_or("the operation")
+                ),
+            ));
+        }
     }
     Ok(AccOp::Op(f))
 }
