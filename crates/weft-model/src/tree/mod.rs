@@ -18,9 +18,40 @@ pub use hierarchical::{
     hierarchical_knomial, hierarchical_layout, naive_hierarchical, naive_layout, SlotLayout,
 };
 pub use kary::kary;
-pub use knomial::knomial;
+pub use knomial::{knomial, KnomialLinks};
 
+use std::borrow::Cow;
 use weft_core::{bail, Error, ErrorKind, Result};
+
+/// What a rank needs of a tree to build its part of a collective: its parent, its children
+/// in broadcast order (largest subtree first, equal subtrees by rank) and subtree sizes.
+/// [`Tree`] answers from its arrays; [`KnomialLinks`] computes a k-nomial tree's answers for
+/// one rank in O(k log n), so a rank of a large communicator need not build the whole tree.
+pub trait TreeLinks {
+    /// The root rank.
+    fn root(&self) -> u32;
+    /// Parent of `rank`, `None` for the root (and for ranks out of range).
+    fn parent(&self, rank: u32) -> Option<u32>;
+    /// Children of `rank` in broadcast order (empty for ranks out of range).
+    fn children(&self, rank: u32) -> Cow<'_, [u32]>;
+    /// Ranks in the subtree rooted at `rank`, itself included (0 out of range).
+    fn subtree_size(&self, rank: u32) -> u32;
+}
+
+impl TreeLinks for Tree {
+    fn root(&self) -> u32 {
+        Tree::root(self)
+    }
+    fn parent(&self, rank: u32) -> Option<u32> {
+        Tree::parent(self, rank)
+    }
+    fn children(&self, rank: u32) -> Cow<'_, [u32]> {
+        Cow::Borrowed(Tree::children(self, rank))
+    }
+    fn subtree_size(&self, rank: u32) -> u32 {
+        Tree::subtree_size(self, rank)
+    }
+}
 
 /// Marks "no parent" in the packed parent array.
 const NO_PARENT: u32 = u32::MAX;

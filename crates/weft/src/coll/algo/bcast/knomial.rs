@@ -5,7 +5,7 @@
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::{knomial, Tree};
+use weft_model::tree::{KnomialLinks, TreeLinks};
 
 /// Appends to `p` a broadcast of the first `bytes` of `buf` (the root's holds the data).
 pub(crate) fn build(
@@ -17,13 +17,13 @@ pub(crate) fn build(
     buf: Buf,
     bytes: usize,
 ) -> Result<()> {
-    build_on(p, rank, &knomial(size, radix, root)?, buf, bytes);
+    build_on(p, rank, &KnomialLinks::new(size, radix, root)?, buf, bytes);
     Ok(())
 }
 
 /// Appends to `p` a broadcast down `tree` (rooted at the root) of the first `bytes` of
 /// `buf`; the hierarchical broadcast uses it with its own tree.
-pub(crate) fn build_on(p: &mut Plan, rank: u32, tree: &Tree, buf: Buf, bytes: usize) {
+pub(crate) fn build_on(p: &mut Plan, rank: u32, tree: &impl TreeLinks, buf: Buf, bytes: usize) {
     let all = Region::new(buf, 0, bytes);
     if let Some(parent) = tree.parent(rank) {
         p.step();
@@ -32,7 +32,7 @@ pub(crate) fn build_on(p: &mut Plan, rank: u32, tree: &Tree, buf: Buf, bytes: us
     let children = tree.children(rank);
     if !children.is_empty() {
         p.step();
-        for &c in children {
+        for &c in children.iter() {
             p.send(c, all);
         }
     }

@@ -7,7 +7,7 @@
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::knomial;
+use weft_model::tree::{KnomialLinks, TreeLinks};
 
 /// A rank relative to the root: `(r − root) mod n`.
 pub(crate) fn rel(r: u32, root: u32, n: u32) -> usize {
@@ -16,7 +16,7 @@ pub(crate) fn rel(r: u32, root: u32, n: u32) -> usize {
 
 /// Gather of `block` bytes per rank from the send buffer into the root's receive buffer.
 pub(crate) fn plan(rank: u32, size: u32, root: u32, radix: u32, block: usize) -> Result<Plan> {
-    let tree = knomial(size, radix, root)?;
+    let tree = KnomialLinks::new(size, radix, root)?;
     let mut p = Plan::new();
     if rank != root && tree.children(rank).is_empty() {
         // A leaf sends its block straight from the send buffer.
@@ -38,7 +38,7 @@ pub(crate) fn plan(rank: u32, size: u32, root: u32, radix: u32, block: usize) ->
     };
     p.step();
     p.copy(Region::new(Buf::Send, 0, block), Region::new(tmp, 0, block));
-    for &c in tree.children(rank) {
+    for &c in tree.children(rank).iter() {
         let off = (rel(c, root, size) - me) * block;
         let len = tree.subtree_size(c) as usize * block;
         p.recv(c, Region::new(tmp, off, len));

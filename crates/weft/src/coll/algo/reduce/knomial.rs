@@ -10,7 +10,7 @@
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::{knomial, Tree};
+use weft_model::tree::{KnomialLinks, TreeLinks};
 
 /// Appends to `p` a reduce of `bytes` from the send buffer into the root's `out`.
 #[allow(clippy::too_many_arguments)]
@@ -25,7 +25,7 @@ pub(crate) fn build(
     out: Buf,
 ) -> Result<()> {
     let tree_root = if commutative { root } else { 0 };
-    let tree = knomial(size, radix, tree_root)?;
+    let tree = KnomialLinks::new(size, radix, tree_root)?;
     build_on(p, rank, size, root, &tree, bytes, out);
     Ok(())
 }
@@ -40,7 +40,7 @@ pub(crate) fn build_on(
     rank: u32,
     size: u32,
     root: u32,
-    tree: &Tree,
+    tree: &impl TreeLinks,
     bytes: usize,
     out: Buf,
 ) {
@@ -56,7 +56,7 @@ pub(crate) fn build_on(
     }
     let acc_buf = if rank == root { out } else { p.tmp(bytes) };
     let acc = Region::new(acc_buf, 0, bytes);
-    let mut children: Vec<u32> = tree.children(rank).to_vec();
+    let mut children: Vec<u32> = tree.children(rank).into_owned();
     // Rank order of children is subtree order when the tree is rooted at 0.
     children.sort_unstable_by_key(|&c| (c + size - tree_root) % size);
     let slots: Vec<Region> = children

@@ -8,11 +8,11 @@ use crate::coll::algo::gather::knomial::rel;
 use crate::coll::schedule::{Buf, Plan, Region};
 use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::knomial;
+use weft_model::tree::{KnomialLinks, TreeLinks};
 
 /// Scatter of `block` bytes per rank from the root's send buffer into every receive buffer.
 pub(crate) fn plan(rank: u32, size: u32, root: u32, radix: u32, block: usize) -> Result<Plan> {
-    let tree = knomial(size, radix, root)?;
+    let tree = KnomialLinks::new(size, radix, root)?;
     let mut p = Plan::new();
     if rank != root && tree.children(rank).is_empty() {
         // A leaf receives its block straight into the receive buffer.
@@ -46,7 +46,7 @@ pub(crate) fn plan(rank: u32, size: u32, root: u32, radix: u32, block: usize) ->
         }
     }
     p.step();
-    for &c in tree.children(rank) {
+    for &c in tree.children(rank).iter() {
         let off = (rel(c, root, size) - me) * block;
         let len = tree.subtree_size(c) as usize * block;
         p.send(c, Region::new(tmp, off, len));
