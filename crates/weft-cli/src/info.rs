@@ -504,7 +504,18 @@ mod tests {
         let text =
             explain_text("bcast", &args("8", 4, None, false), &given("synthetic:bad")).unwrap();
         assert!(
-            text.contains("one group per node (local rank 0: "),
+            text.contains("one group per node (WEFT_TOPOLOGY=synthetic:bad: hwloc refused it"),
+            "{text}"
+        );
+        // Without hwloc this machine's node is one group, and the line says why.
+        let no_hwloc =
+            Config::from_vars(&[("WEFT_HWLOC_LIB", "libhwloc-not-there.so.15")]).unwrap();
+        let text = explain_text("bcast", &args("8", 4, None, false), &no_hwloc).unwrap();
+        assert!(
+            text.contains(
+                "hierarchical levels: one group per node (no hwloc to read this machine's \
+                 topology: libhwloc-not-there.so.15 cannot be loaded"
+            ),
             "{text}"
         );
     }

@@ -26,6 +26,7 @@ pub mod comm;
 mod config;
 pub mod dtype;
 mod engine;
+mod hwloc;
 pub mod io;
 mod knobs;
 pub mod lanes;
@@ -407,13 +408,20 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         }
     }
     // The core groups (L3 / NUMA / package) the hierarchical collectives nest inside the
-    // nodes: only a node of two or more ranks can be split (a topology the user gives is
-    // checked even where there is nothing to split).
-    if !shared_node && !config.topology.is_empty() {
-        my_core_group(rank, &config, my_local, local_size)?;
-    }
+    // nodes: only a node of two or more ranks can be split, so only there is the topology
+    // loaded (hwloc takes milliseconds, docs/topology.md); a topology the user gives is
+    // checked even where there is nothing to split.
+    let mine = if local_size > 1 || !config.topology.is_empty() {
+        let g = my_core_group(rank, &config, my_local, local_size)?;
+        if local_size > 1 {
+            g
+        } else {
+            NO_CORE_GROUP
+        }
+    } else {
+        NO_CORE_GROUP
+    };
     if shared_node {
-        let mine = my_core_group(rank, &config, my_local, local_size)?;
         let text = if mine == NO_CORE_GROUP {
             "-".to_string()
         } else {
@@ -524,7 +532,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
 /// says at debug level which, and why none. A topology given by `WEFT_TOPOLOGY` that hwloc
 /// cannot read is an error.
 fn my_core_group(rank: u32, config: &Config, local: u32, local_size: u32) -> Result<u32> {
-    match topology::core_group(&config.topology, config.bind, local, local_size) {
+    match topology::core_group(config, local, local_size) {
         Ok(g) => {
             log::debug!(
                 "rank {rank}: core group {} {} of {} (WEFT_TOPOLOGY={:?})",

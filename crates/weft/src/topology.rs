@@ -1,7 +1,7 @@
-//! The node's topology as hwloc sees it (through the `hwlocality` bindings), reduced to what
-//! the hierarchical collectives need: which *core group* a rank runs in, a core group being
-//! the finest of the L3 caches, NUMA nodes and packages that splits the node into two or
-//! more parts (docs/topology.md).
+//! The node's topology as hwloc sees it (hwloc 2.x, loaded at run time: [`crate::hwloc`]),
+//! reduced to what the hierarchical collectives need: which *core group* a rank runs in, a
+//! core group being the finest of the L3 caches, NUMA nodes and packages that splits the
+//! node into two or more parts (docs/topology.md).
 //!
 //! The topology is this machine's, or one given by `WEFT_TOPOLOGY`: an hwloc synthetic
 //! description (`synthetic:package:2 core:4 pu:1`) or the path of an hwloc XML file. On the
@@ -10,15 +10,14 @@
 //! given topology nothing is bound: local rank `l` is taken to run on the PU of logical
 //! index `l mod PUs`, so a small machine can stand in for a bigger node in tests.
 //!
-//! Depends on hwloc (the system's libhwloc) and [`bind`]. A topology given by the knob that
-//! hwloc cannot read is the user's error ([`NoGroup::BadTopology`]: the caller stops the
-//! job); this machine's topology failing to load only leaves the rank in no group.
+//! Depends on [`crate::hwloc`] and [`bind`]. A topology given by the knob that cannot be
+//! read (hwloc refuses it, or hwloc cannot be loaded at all) is the user's error
+//! ([`NoGroup::BadTopology`]: the caller stops the job); this machine's topology failing to
+//! load, or hwloc missing, only leaves the rank in no group, and the reason is kept.
 
 use crate::bind;
-use crate::config::BindMode;
-use hwlocality::object::types::ObjectType;
-use hwlocality::object::TopologyObject;
-use hwlocality::Topology;
+use crate::config::Config;
+use crate::hwloc::{self, LoadError, Obj, Topology};
 
 /// The core group a rank runs in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +36,7 @@ pub(crate) enum NoGroup {
     /// The topology `WEFT_TOPOLOGY` gives cannot be read: the message names it.
     BadTopology(String),
     /// The topology was read but puts the rank in no group, or this machine's could not be
-    /// read: why.
+    /// read (hwloc missing, or failing): why.
     None(String),
 }
 
@@ -49,101 +48,85 @@ impl std::fmt::Display for NoGroup {
     }
 }
 
-/// Where the topology comes from (`WEFT_TOPOLOGY`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Source<'a> {
-    /// This machine's.
-    Machine,
-    /// An hwloc synthetic description.
-    Synthetic(&'a str),
-    /// An hwloc XML file.
-    Xml(&'a str),
-}
-
-fn source(spec: &str) -> Source<'_> {
+fn source(spec: &str) -> hwloc::Source<'_> {
     let spec = spec.trim();
     if spec.is_empty() {
-        Source::Machine
+        hwloc::Source::Machine
     } else if let Some(d) = spec.strip_prefix("synthetic:") {
-        Source::Synthetic(d.trim().trim_matches('"'))
+        hwloc::Source::Synthetic(d.trim().trim_matches('"'))
     } else {
-        Source::Xml(spec)
+        hwloc::Source::Xml(spec)
     }
 }
 
-/// The core group of local rank `local` of `local_size` under the topology `spec`
-/// (`WEFT_TOPOLOGY`) and binding `mode`; `Err` says why there is none (a given topology
-/// hwloc cannot read; no hwloc data, the rank's CPUs span groups, the node is one group).
+/// The topology `config` names (`WEFT_TOPOLOGY`), loaded with hwloc (`WEFT_HWLOC_LIB`).
+fn load(config: &Config) -> Result<Topology, NoGroup> {
+    let spec = config.topology.trim();
+    let src = source(spec);
+    Topology::load(&config.hwloc_lib, src).map_err(|e| match (src, e) {
+        (hwloc::Source::Machine, LoadError::NoLibrary(why)) => NoGroup::None(format!(
+            "no hwloc to read this machine's topology: {why} (install libhwloc15, or name \
+             the library in WEFT_HWLOC_LIB)"
+        )),
+        (hwloc::Source::Machine, LoadError::Refused(why)) => {
+            NoGroup::None(format!("hwloc: this machine's topology: {why}"))
+        }
+        (_, LoadError::NoLibrary(why)) => NoGroup::BadTopology(format!(
+            "WEFT_TOPOLOGY={spec} needs hwloc, which cannot be had: {why} (install \
+             libhwloc15, name the library in WEFT_HWLOC_LIB, or unset WEFT_TOPOLOGY)"
+        )),
+        (_, LoadError::Refused(why)) => {
+            NoGroup::BadTopology(format!("WEFT_TOPOLOGY={spec}: {why}"))
+        }
+    })
+}
+
+/// The core group of local rank `local` of `local_size` under the topology and binding of
+/// `config` (`WEFT_TOPOLOGY`, `WEFT_BIND`); `Err` says why there is none (a given topology
+/// that cannot be read; no hwloc, the rank's CPUs span groups, the node is one group).
 pub(crate) fn core_group(
-    spec: &str,
-    mode: BindMode,
+    config: &Config,
     local: u32,
     local_size: u32,
 ) -> Result<CoreGroup, NoGroup> {
-    let given = source(spec) != Source::Machine;
-    // The bindings treat an hwloc error they did not expect as a bug (a panic).
-    let found = std::panic::catch_unwind(|| {
-        let topo = load(&source(spec)).map_err(|e| {
-            if given {
-                NoGroup::BadTopology(e)
-            } else {
-                NoGroup::None(e)
-            }
-        })?;
-        read_group(&topo, spec, mode, local, local_size).map_err(NoGroup::None)
-    });
-    found.unwrap_or_else(|_| {
-        let e = "hwloc failed unexpectedly".to_string();
-        Err(if given {
-            NoGroup::BadTopology(format!("WEFT_TOPOLOGY={spec}: {e}"))
-        } else {
-            NoGroup::None(e)
+    let topo = load(config)?;
+    read_group(&topo, config, local, local_size).map_err(NoGroup::None)
+}
+
+/// The core group of every local rank of a node of `local_size` ranks under `config`, the
+/// topology loaded once; `Err` as for [`core_group`], naming the first local rank in none.
+pub(crate) fn core_groups(config: &Config, local_size: u32) -> Result<Vec<CoreGroup>, NoGroup> {
+    let topo = load(config)?;
+    (0..local_size)
+        .map(|local| {
+            read_group(&topo, config, local, local_size)
+                .map_err(|why| NoGroup::None(format!("local rank {local}: {why}")))
         })
-    })
+        .collect()
 }
 
 fn read_group(
     topo: &Topology,
-    spec: &str,
-    mode: BindMode,
+    config: &Config,
     local: u32,
     local_size: u32,
 ) -> Result<CoreGroup, String> {
-    let src = source(spec);
     // The rank's CPUs (OS indices).
-    let cpus: Vec<usize> = match src {
-        Source::Machine => match bind::cpu_for(mode, local, local_size) {
+    let cpus: Vec<usize> = match source(&config.topology) {
+        hwloc::Source::Machine => match bind::cpu_for(config.bind, local, local_size) {
             Some(cpu) => vec![cpu],
             None => bind::allowed_cpus().to_vec(),
         },
-        Source::Synthetic(_) | Source::Xml(_) => {
-            let pus: Vec<&TopologyObject> = topo.objects_with_type(ObjectType::PU).collect();
+        hwloc::Source::Synthetic(_) | hwloc::Source::Xml(_) => {
+            let pus = topo.objects(hwloc::OBJ_PU);
             if pus.is_empty() {
                 return Err("the topology has no PU".into());
             }
             let pu = pus[local as usize % pus.len()];
-            vec![pu.os_index().ok_or("the topology's PU has no OS index")?]
+            vec![pu.first_cpu().ok_or("the topology's PU has no CPU")?]
         }
     };
     group_of(topo, &cpus)
-}
-
-fn load(src: &Source<'_>) -> Result<Topology, String> {
-    let b = Topology::builder();
-    let b = match *src {
-        Source::Machine => b,
-        Source::Synthetic(d) => b
-            .from_synthetic(d)
-            .map_err(|e| format!("WEFT_TOPOLOGY=synthetic:{d}: hwloc refused it: {e}"))?,
-        Source::Xml(path) => {
-            let xml = std::fs::read_to_string(path)
-                .map_err(|e| format!("WEFT_TOPOLOGY={path}: could not read it: {e}"))?;
-            b.from_xml(&xml)
-                .map_err(|e| format!("WEFT_TOPOLOGY={path}: hwloc refused it: {e}"))?
-        }
-    };
-    b.build()
-        .map_err(|e| format!("hwloc: loading the topology: {e}"))
 }
 
 /// The finest group kind that splits the node and the one group holding every CPU in
@@ -153,15 +136,15 @@ fn group_of(topo: &Topology, cpus: &[usize]) -> Result<CoreGroup, String> {
         return Err("the CPUs this rank runs on are unknown".into());
     }
     let kinds = [
-        (ObjectType::L3Cache, "L3"),
-        (ObjectType::NUMANode, "NUMA"),
-        (ObjectType::Package, "package"),
+        (hwloc::OBJ_L3CACHE, "L3"),
+        (hwloc::OBJ_NUMANODE, "NUMA"),
+        (hwloc::OBJ_PACKAGE, "package"),
     ];
     // The finest kind: the most groups (two or more); the coarser kind wins a tie (the
     // same split, named by the bigger unit).
-    let mut best: Option<(Vec<&TopologyObject>, &'static str)> = None;
+    let mut best: Option<(Vec<Obj<'_>>, &'static str)> = None;
     for (ty, kind) in kinds.into_iter().rev() {
-        let objs: Vec<&TopologyObject> = topo.objects_with_type(ty).collect();
+        let objs = topo.objects(ty);
         if objs.len() >= 2 && best.as_ref().is_none_or(|(b, _)| objs.len() > b.len()) {
             best = Some((objs, kind));
         }
@@ -169,10 +152,7 @@ fn group_of(topo: &Topology, cpus: &[usize]) -> Result<CoreGroup, String> {
     let Some((objs, kind)) = best else {
         return Err("the node is one L3 / NUMA / package group".into());
     };
-    let holder = objs.iter().position(|o| {
-        o.cpuset()
-            .is_some_and(|set| cpus.iter().all(|&c| set.is_set(c)))
-    });
+    let holder = objs.iter().position(|o| cpus.iter().all(|&c| o.has_cpu(c)));
     match holder {
         Some(i) => Ok(CoreGroup {
             kind,
@@ -190,28 +170,89 @@ fn group_of(topo: &Topology, cpus: &[usize]) -> Result<CoreGroup, String> {
 mod tests {
     use super::*;
 
+    fn given(topology: &str) -> Config {
+        Config::from_vars(&[("WEFT_TOPOLOGY", topology)]).unwrap()
+    }
+
     #[test]
     fn synthetic_packages_take_ranks_by_pu() {
-        let spec = "synthetic:package:2 core:4 pu:1";
+        let two_by_four = given("synthetic:package:2 core:4 pu:1");
         for local in 0..10 {
-            let g = core_group(spec, BindMode::None, local, 10).unwrap();
+            let g = core_group(&two_by_four, local, 10).unwrap();
             assert_eq!(g.kind, "package");
             assert_eq!(g.count, 2);
             assert_eq!(g.index, (local % 8) / 4, "local {local}");
         }
+        let all = core_groups(&two_by_four, 10).unwrap();
+        let ids: Vec<u32> = all.iter().map(|g| g.index).collect();
+        assert_eq!(ids, [0, 0, 0, 0, 1, 1, 1, 1, 0, 0]);
         // L3 finer than the packages wins; a single package with one L3 is no split.
-        let spec = "synthetic:\"package:2 l3:2 core:2 pu:1\"";
-        let g = core_group(spec, BindMode::None, 5, 8).unwrap();
+        let g = core_group(&given("synthetic:\"package:2 l3:2 core:2 pu:1\""), 5, 8).unwrap();
         assert_eq!((g.kind, g.index, g.count), ("L3", 2, 4));
+        // NUMA nodes finer than the packages win too.
+        let g = core_group(&given("synthetic:package:2 numa:2 core:2 pu:1"), 6, 8).unwrap();
+        assert_eq!((g.kind, g.index, g.count), ("NUMA", 3, 4));
         assert!(matches!(
-            core_group("synthetic:package:1 core:4 pu:1", BindMode::None, 0, 4),
+            core_group(&given("synthetic:package:1 core:4 pu:1"), 0, 4),
             Err(NoGroup::None(_))
         ));
-        let bad = |spec| match core_group(spec, BindMode::None, 0, 4) {
-            Err(NoGroup::BadTopology(e)) => e,
+    }
+
+    #[test]
+    fn a_topology_that_cannot_be_read_is_an_error_naming_the_knob() {
+        let bad = |spec| match core_group(&given(spec), 0, 4) {
+            Err(NoGroup::BadTopology(e)) => {
+                assert!(e.contains("WEFT_TOPOLOGY"), "{e}");
+                e
+            }
             other => panic!("{spec}: {other:?}"),
         };
         assert!(bad("synthetic:nonsense").contains("hwloc refused"));
         assert!(bad("/nonexistent/topo.xml").contains("could not read"));
+        // Without hwloc a given topology is an error; this machine's is no group, and why.
+        let vars = [
+            ("WEFT_TOPOLOGY", "synthetic:package:2 core:4 pu:1"),
+            ("WEFT_HWLOC_LIB", "libhwloc-not-there.so.15"),
+        ];
+        match core_group(&Config::from_vars(&vars).unwrap(), 0, 4) {
+            Err(NoGroup::BadTopology(e)) => {
+                assert!(
+                    e.contains("WEFT_TOPOLOGY=synthetic:package:2 core:4 pu:1"),
+                    "{e}"
+                );
+                assert!(e.contains("libhwloc-not-there.so.15"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let machine = Config::from_vars(&vars[1..]).unwrap();
+        match core_groups(&machine, 4) {
+            Err(NoGroup::None(e)) => assert!(e.contains("no hwloc"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_xml_topology_is_read() {
+        // hwloc's own XML export of a synthetic two-package machine.
+        let dir = std::env::temp_dir().join(format!("weft-topology-xml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("two.xml");
+        let made = std::process::Command::new("lstopo-no-graphics")
+            .args(["-i", "package:2 core:2 pu:1", "--of", "xml"])
+            .arg(&path)
+            .status();
+        if !matches!(made, Ok(s) if s.success()) {
+            std::fs::remove_dir_all(&dir).unwrap();
+            println!("skipped: lstopo-no-graphics (hwloc) is not installed");
+            return;
+        }
+        let config = given(path.to_str().unwrap());
+        let ids: Vec<u32> = core_groups(&config, 4)
+            .unwrap()
+            .iter()
+            .map(|g| g.index)
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(ids, [0, 0, 1, 1]);
     }
 }

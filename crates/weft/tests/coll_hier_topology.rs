@@ -371,9 +371,9 @@ fn packages_nest_in_two_namespace_hosts() {
     assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
 }
 
-/// A topology the user gives that hwloc cannot read stops every rank at start with a message
+/// A topology the user gives that cannot be read stops every rank at start with a message
 /// naming it (one rank per node too, where there is nothing to split), and leaves nothing in
-/// /dev/shm.
+/// /dev/shm: a description hwloc refuses, a missing XML file, and hwloc not loadable at all.
 #[test]
 fn a_topology_hwloc_cannot_read_stops_the_job() {
     const NAME: &str = "a_topology_hwloc_cannot_read_stops_the_job";
@@ -381,28 +381,85 @@ fn a_topology_hwloc_cannot_read_stops_the_job() {
         child();
         return;
     }
-    for nodes in [vec![0u32; 4], vec![0, 1]] {
-        let job = format!("hiertbad{}n{}", std::process::id(), nodes.len());
-        let outputs = common::run_procs(
-            NAME,
-            CHILD,
-            &job,
-            &nodes,
-            &[("WEFT_TOPOLOGY", "synthetic:no such thing"), (LEVELS, "0")],
-            common::JOB_TIMEOUT,
-        );
-        for (rank, (status, text, err)) in outputs.iter().enumerate() {
-            assert!(!status.success(), "rank {rank} started: {text}{err}");
-            assert!(
-                err.contains("WEFT_TOPOLOGY=synthetic:no such thing: hwloc refused it"),
-                "rank {rank}: {err}"
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "synthetic:no such thing",
+            "libhwloc.so.15",
+            "WEFT_TOPOLOGY=synthetic:no such thing: hwloc refused it",
+        ),
+        (
+            "/nonexistent/weft-topology.xml",
+            "libhwloc.so.15",
+            "WEFT_TOPOLOGY=/nonexistent/weft-topology.xml: could not read it",
+        ),
+        (
+            TWO_BY_FOUR,
+            "libhwloc-not-there.so.15",
+            "WEFT_TOPOLOGY=synthetic:package:2 core:4 pu:1 needs hwloc, which cannot be had: \
+             libhwloc-not-there.so.15 cannot be loaded",
+        ),
+    ];
+    for (case, (topology, library, want)) in cases.into_iter().enumerate() {
+        for nodes in [vec![0u32; 4], vec![0, 1]] {
+            let job = format!("hiertbad{}c{case}n{}", std::process::id(), nodes.len());
+            let outputs = common::run_procs(
+                NAME,
+                CHILD,
+                &job,
+                &nodes,
+                &[
+                    ("WEFT_TOPOLOGY", topology),
+                    ("WEFT_HWLOC_LIB", library),
+                    (LEVELS, "0"),
+                ],
+                common::JOB_TIMEOUT,
             );
+            for (rank, (status, text, err)) in outputs.iter().enumerate() {
+                assert!(!status.success(), "rank {rank} started: {text}{err}");
+                assert!(err.contains(want), "rank {rank}: {want}: {err}");
+            }
+            let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().contains(&job))
+                .collect();
+            assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
         }
-        let leftover: Vec<_> = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().contains(&job))
-            .collect();
-        assert!(leftover.is_empty(), "segments left behind: {leftover:?}");
+    }
+}
+
+/// Without hwloc (the library cannot be loaded) and no topology given, a node of 3 ranks is
+/// one group, the job runs, and each rank says why it is in no core group.
+#[test]
+fn without_hwloc_a_node_is_one_group() {
+    const NAME: &str = "without_hwloc_a_node_is_one_group";
+    if std::env::var_os(CHILD).is_some() {
+        child();
+        return;
+    }
+    let job = format!("hiertnohw{}", std::process::id());
+    let outputs = common::run_procs(
+        NAME,
+        CHILD,
+        &job,
+        &[0; 3],
+        &[
+            ("WEFT_HWLOC_LIB", "libhwloc-not-there.so.15"),
+            (LEVELS, "0,0,0"),
+            ("WEFT_LOG", "debug"),
+        ],
+        common::JOB_TIMEOUT,
+    );
+    for (rank, (status, text, err)) in outputs.iter().enumerate() {
+        assert!(status.success(), "rank {rank} failed: {text}{err}");
+        assert!(
+            text.contains("hierarchy checked"),
+            "rank {rank}: {text}{err}"
+        );
+        let why = format!(
+            "rank {rank}: in no core group (no hwloc to read this machine's topology: \
+             libhwloc-not-there.so.15 cannot be loaded"
+        );
+        assert!(err.contains(&why), "rank {rank}: {why}: {err}");
     }
 }

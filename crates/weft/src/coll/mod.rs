@@ -179,14 +179,9 @@ pub fn node_core_groups(
     if ppn < 2 {
         return Err("a node of one rank".into());
     }
-    let mut kind = "";
-    let mut ids = Vec::with_capacity(ppn as usize);
-    for local in 0..ppn {
-        let g = crate::topology::core_group(&config.topology, config.bind, local, ppn)
-            .map_err(|why| format!("local rank {local}: {why}"))?;
-        kind = g.kind;
-        ids.push(g.index);
-    }
+    let groups = crate::topology::core_groups(config, ppn).map_err(|why| why.to_string())?;
+    let kind = groups[0].kind;
+    let ids: Vec<u32> = groups.iter().map(|g| g.index).collect();
     if ids.iter().all(|&g| g == ids[0]) {
         return Err(format!("all {ppn} ranks are in {kind} {}", ids[0]));
     }
