@@ -122,7 +122,8 @@ fn run(name: &str, nodes: &[u32], topology: &str, levels: &[Vec<u32>], groups: &
         child();
         return;
     }
-    let job = format!("hiert{}n{}", std::process::id(), nodes.len());
+    // The test's name keeps apart jobs of the same size running at once in this binary.
+    let job = format!("hiert{}-{name}", std::process::id());
     let levels_var = levels_text(levels);
     let outputs = common::run_procs(
         name,
