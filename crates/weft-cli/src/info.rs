@@ -60,7 +60,7 @@ pub(crate) fn run(args: InfoArgs) -> i32 {
         return 0;
     }
     if let Some(coll) = &args.explain {
-        return explain(coll, &args);
+        return explain(coll, &args, &config);
     }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -220,8 +220,8 @@ fn fortran_summary() -> String {
     }
 }
 
-fn explain(coll: &str, args: &InfoArgs) -> i32 {
-    match explain_text(coll, args) {
+fn explain(coll: &str, args: &InfoArgs, config: &Config) -> i32 {
+    match explain_text(coll, args, config) {
         Ok(text) => {
             print!("{text}");
             0
@@ -234,7 +234,7 @@ fn explain(coll: &str, args: &InfoArgs) -> i32 {
 }
 
 /// What `weft info --explain` prints: a table, or one JSON object with `--json`.
-fn explain_text(coll: &str, args: &InfoArgs) -> Result<String, String> {
+fn explain_text(coll: &str, args: &InfoArgs, config: &Config) -> Result<String, String> {
     let bytes = weft_core::units::parse_bytes(&args.bytes).map_err(|e| format!("--bytes: {e}"))?;
     let ppn = args.ppn.unwrap_or(args.nranks);
     let e = weft::coll::explain(coll, bytes, args.nranks, ppn, args.rails)
@@ -265,6 +265,22 @@ fn explain_text(coll: &str, args: &InfoArgs) -> Result<String, String> {
             .unwrap_or_else(|| "not modelled".into());
         out += &format!("{mark} {:<24} {:>6} {:>14}\n", c.algo, c.radix, cost);
     }
+    // The groups the hierarchical trees nest inside each node (docs/topology.md).
+    let nodes = if args.nranks > ppn {
+        ", then nodes"
+    } else {
+        ""
+    };
+    out += &match weft::coll::node_core_groups(config, ppn) {
+        Ok((kind, ids)) => {
+            let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+            format!(
+                "hierarchical levels: {kind} groups of a node's ranks ({}){nodes}\n",
+                ids.join(",")
+            )
+        }
+        Err(why) => format!("hierarchical levels: one group per node ({why}){nodes}\n"),
+    };
     Ok(out)
 }
 
@@ -426,7 +442,7 @@ mod tests {
     fn explain_lists_every_registered_algorithm_and_marks_the_choice() {
         for coll in weft::coll::select::ALL {
             let algos = weft::coll::select::algorithms(*coll);
-            let text = explain_text(coll.name(), &args("64K", 4, None, false)).unwrap();
+            let text = explain_text(coll.name(), &args("64K", 4, None, false), &plain()).unwrap();
             assert!(text.starts_with(&format!("{}, 65536 bytes per rank, 4 ranks", coll.name())));
             for a in algos {
                 assert!(text.contains(&format!(" {} ", a.name)), "{text}");
@@ -441,7 +457,7 @@ mod tests {
 
     #[test]
     fn explain_json_names_choice_and_costs() {
-        let text = explain_text("alltoall", &args("1M", 4, None, true)).unwrap();
+        let text = explain_text("alltoall", &args("1M", 4, None, true), &plain()).unwrap();
         let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
         let names: Vec<&str> = v["candidates"]
             .as_array()
@@ -456,18 +472,61 @@ mod tests {
         assert!(names.contains(&v["choice"].as_str().unwrap()));
         assert!(v["candidates"][0]["cost_us"].as_f64().unwrap() > 0.0);
         // Across nodes the area algorithms are out: the choice is a message algorithm.
-        let text = explain_text("allreduce", &args("1M", 8, Some(2), true)).unwrap();
+        let text = explain_text("allreduce", &args("1M", 8, Some(2), true), &plain()).unwrap();
         let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
         assert_ne!(v["choice"], "shm", "{v}");
     }
 
+    fn plain() -> Config {
+        Config::from_vars(&[]).unwrap()
+    }
+
+    #[test]
+    fn explain_shows_the_core_groups_of_a_node() {
+        let given = |t: &str| Config::from_vars(&[("WEFT_TOPOLOGY", t)]).unwrap();
+        let two_by_four = given("synthetic:package:2 core:4 pu:1");
+        let text = explain_text("bcast", &args("8", 16, Some(8), false), &two_by_four).unwrap();
+        assert!(
+            text.contains(
+                "hierarchical levels: package groups of a node's ranks (0,0,0,0,1,1,1,1), \
+                 then nodes\n"
+            ),
+            "{text}"
+        );
+        // Three ranks fit in one package: one group per node, and why.
+        let text = explain_text("bcast", &args("8", 3, None, false), &two_by_four).unwrap();
+        assert!(
+            text.contains(
+                "hierarchical levels: one group per node (all 3 ranks are in package 0)\n"
+            ),
+            "{text}"
+        );
+        let text =
+            explain_text("bcast", &args("8", 4, None, false), &given("synthetic:bad")).unwrap();
+        assert!(
+            text.contains("one group per node (WEFT_TOPOLOGY=synthetic:bad: hwloc refused it"),
+            "{text}"
+        );
+        // Without hwloc this machine's node is one group, and the line says why.
+        let no_hwloc =
+            Config::from_vars(&[("WEFT_HWLOC_LIB", "libhwloc-not-there.so.15")]).unwrap();
+        let text = explain_text("bcast", &args("8", 4, None, false), &no_hwloc).unwrap();
+        assert!(
+            text.contains(
+                "hierarchical levels: one group per node (no hwloc to read this machine's \
+                 topology: libhwloc-not-there.so.15 cannot be loaded"
+            ),
+            "{text}"
+        );
+    }
+
     #[test]
     fn explain_rejects_bad_input_by_name() {
-        let e = explain_text("allreduce", &args("12Q", 4, None, false)).unwrap_err();
+        let e = explain_text("allreduce", &args("12Q", 4, None, false), &plain()).unwrap_err();
         assert!(e.contains("--bytes"), "{e}");
-        let e = explain_text("allreduse", &args("8", 4, None, false)).unwrap_err();
+        let e = explain_text("allreduse", &args("8", 4, None, false), &plain()).unwrap_err();
         assert!(e.contains("allreduse"), "{e}");
-        let e = explain_text("bcast", &args("8", 0, None, false)).unwrap_err();
+        let e = explain_text("bcast", &args("8", 0, None, false), &plain()).unwrap_err();
         assert!(e.contains("procs=0"), "{e}");
     }
 }

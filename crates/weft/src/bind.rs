@@ -20,7 +20,7 @@ use weft_transport::shm::affinity;
 
 /// CPUs this process could run on before anything was pinned, in increasing order (empty
 /// when the system does not say).
-fn allowed_cpus() -> &'static [usize] {
+pub(crate) fn allowed_cpus() -> &'static [usize] {
     static CPUS: OnceLock<Vec<usize>> = OnceLock::new();
     CPUS.get_or_init(affinity::allowed_cpus)
 }

@@ -89,6 +89,11 @@ pub struct Config {
     pub bind: BindMode,
     /// Whether each rank reports its binding on stderr at start-up.
     pub report_bindings: bool,
+    /// The node topology the hierarchical collectives group ranks by (`WEFT_TOPOLOGY`):
+    /// empty for this machine's.
+    pub topology: String,
+    /// The hwloc library loaded to read the topology (`WEFT_HWLOC_LIB`).
+    pub hwloc_lib: String,
     /// Under `WEFT_YIELD=auto` with a core per local rank: microseconds a waiting rank spins
     /// in one idle stretch before it starts yielding.
     pub yield_after_us: u64,
@@ -434,6 +439,11 @@ impl Config {
             block_sleep_ms: values.uint("WEFT_BLOCK_SLEEP_MS").unwrap_or(10),
             bind,
             report_bindings: values.bool("WEFT_REPORT_BINDINGS"),
+            topology: values.text("WEFT_TOPOLOGY").unwrap_or_default(),
+            hwloc_lib: values
+                .text("WEFT_HWLOC_LIB")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "libhwloc.so.15".into()),
             yield_after_us: values.uint("WEFT_YIELD_AFTER_US").unwrap_or(100),
             boot_timeout_s: values.uint("WEFT_BOOT_TIMEOUT_S").unwrap_or(60),
             liveness_ms: values

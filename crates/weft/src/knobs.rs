@@ -35,6 +35,18 @@ pub(crate) static KNOBS: &[Knob] = &[
         help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads the program starts later inherit the core, weft's own helper threads do not; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
     },
     Knob {
+        name: "WEFT_TOPOLOGY",
+        kind: KnobKind::Text,
+        default: "",
+        help: "the node topology the hierarchical collectives group ranks by (docs/topology.md): empty = this machine's, as hwloc reads it, each rank in the L3 / NUMA / package group of the CPU it is bound to; synthetic:DESCRIPTION = an hwloc synthetic topology (e.g. synthetic:package:2 core:4 pu:1), or the path of an hwloc XML file; with a given topology, local rank l is taken to run on PU l modulo the PUs (no rank is bound by it)",
+    },
+    Knob {
+        name: "WEFT_HWLOC_LIB",
+        kind: KnobKind::Text,
+        default: "libhwloc.so.15",
+        help: "the hwloc 2.x library weft loads at run time to read the node topology (a name the dynamic loader searches for, or a path); loaded only on a node of two or more ranks of a job (or to read WEFT_TOPOLOGY); where it does not load, the hierarchical collectives group a node's ranks as one and weft info --explain says why",
+    },
+    Knob {
         name: "WEFT_REPORT_BINDINGS",
         kind: KnobKind::Bool,
         default: "0",

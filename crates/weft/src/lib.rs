@@ -26,6 +26,7 @@ pub mod comm;
 mod config;
 pub mod dtype;
 mod engine;
+mod hwloc;
 pub mod io;
 mod knobs;
 pub mod lanes;
@@ -37,6 +38,7 @@ pub mod raw;
 pub mod rma;
 mod startup;
 pub mod sync;
+mod topology;
 pub mod wait;
 
 pub use coll::{CollRequest, Datatype, Op, F32I32, F64I32, I32I32, I64I32};
@@ -49,7 +51,7 @@ pub use engine::Status;
 pub use p2p::{Request, Scope};
 pub use weft_core::{Error, ErrorKind, Rank, Result, Tag, ANY_SOURCE, ANY_TAG, TAG_UB};
 
-use engine::{Engine, NodeSetup};
+use engine::{Engine, NodeSetup, NO_CORE_GROUP};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -292,6 +294,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
                 my_local: 0,
                 shm: None,
                 node_of: vec![0],
+                core_group_of: Vec::new(),
                 net: None,
                 net_local: !config.transports.contains(&TransportKind::SHM),
             },
@@ -404,10 +407,47 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             )?);
         }
     }
+    // The core groups (L3 / NUMA / package) the hierarchical collectives nest inside the
+    // nodes: only a node of two or more ranks can be split, so only there is the topology
+    // loaded (hwloc takes milliseconds, docs/topology.md); a topology the user gives is
+    // checked even where there is nothing to split.
+    let mine = if local_size > 1 || !config.topology.is_empty() {
+        let g = my_core_group(rank, &config, my_local, local_size)?;
+        if local_size > 1 {
+            g
+        } else {
+            NO_CORE_GROUP
+        }
+    } else {
+        NO_CORE_GROUP
+    };
+    if shared_node {
+        let text = if mine == NO_CORE_GROUP {
+            "-".to_string()
+        } else {
+            mine.to_string()
+        };
+        boot.put("core-group", text.as_bytes())
+            .map_err(at("publishing the core group".into()))?;
+    }
     if shared_node || net_needed {
         boot.fence(timeout)
             .map_err(at("waiting for the node segments and addresses".into()))?;
     }
+    let core_group_of = if shared_node {
+        boot.get_all(&everyone, "core-group", timeout)
+            .map_err(at("reading the core groups".into()))?
+            .iter()
+            .map(|v| {
+                std::str::from_utf8(v)
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(NO_CORE_GROUP)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     if let Some(plan) = net_plan {
         let hex = boot
             .get(0, "tcp-key", timeout)
@@ -476,6 +516,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             my_local,
             shm,
             node_of,
+            core_group_of,
             net,
             net_local,
         },
@@ -485,6 +526,34 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         job_id,
         node_id,
     )
+}
+
+/// This rank's core group within its node (`topology`), [`NO_CORE_GROUP`] when it has none;
+/// says at debug level which, and why none. A topology given by `WEFT_TOPOLOGY` that hwloc
+/// cannot read is an error.
+fn my_core_group(rank: u32, config: &Config, local: u32, local_size: u32) -> Result<u32> {
+    match topology::core_group(config, local, local_size) {
+        Ok(g) => {
+            log::debug!(
+                "rank {rank}: core group {} {} of {} (WEFT_TOPOLOGY={:?})",
+                g.kind,
+                g.index,
+                g.count,
+                config.topology
+            );
+            Ok(g.index)
+        }
+        Err(topology::NoGroup::BadTopology(why)) => {
+            Err(Error::new(ErrorKind::InvalidArgument, why))
+        }
+        Err(topology::NoGroup::None(why)) => {
+            log::debug!(
+                "rank {rank}: in no core group ({why}): the hierarchical collectives group \
+                 this node's ranks as one"
+            );
+            Ok(NO_CORE_GROUP)
+        }
+    }
 }
 
 /// The engine and the world, once the node and the network are set up.

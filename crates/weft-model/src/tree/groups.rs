@@ -102,6 +102,27 @@ impl GroupLevels {
         GroupLevels::new(levels)
     }
 
+    /// Validates `levels` as [`GroupLevels::new`] does, then leaves out each level that adds
+    /// nothing to the tree: one of a single group, and one whose groups are those of the
+    /// next level (splits none of them). When every level goes, the outermost one stays
+    /// (one group of all ranks).
+    pub fn pruned(levels: Vec<Vec<u32>>) -> Result<GroupLevels> {
+        let all = GroupLevels::new(levels)?;
+        let depth = all.depth();
+        let keep: Vec<Vec<u32>> = (0..depth)
+            .filter(|&i| {
+                let n = all.group_count(i);
+                n > 1 && (i + 1 == depth || n > all.group_count(i + 1))
+            })
+            .map(|i| all.levels[i].clone())
+            .collect();
+        if keep.is_empty() {
+            let last = all.levels.into_iter().next_back().expect("one level");
+            return Ok(GroupLevels { levels: vec![last] });
+        }
+        Ok(GroupLevels { levels: keep })
+    }
+
     /// Number of ranks.
     pub fn size(&self) -> u32 {
         self.levels[0].len() as u32
@@ -126,6 +147,21 @@ impl GroupLevels {
     }
 }
 
+/// Ids of the groups `inner` makes inside each group of `outer` (one entry per rank each):
+/// rank `r` gets the number of the pair `(outer[r], inner[r])`, pairs numbered in order of
+/// first appearance, so the result nests in `outer` whatever `inner` is.
+pub fn nest_in(outer: &[u32], inner: &[u32]) -> Vec<u32> {
+    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    outer
+        .iter()
+        .zip(inner)
+        .map(|(&o, &i)| {
+            let next = ids.len() as u32;
+            *ids.entry((o, i)).or_insert(next)
+        })
+        .collect()
+}
+
 /// The edges of `tree` whose endpoints lie in different groups, per level (index `i` counts
 /// crossings of level `i` boundaries). Ranks beyond the shorter of the two sizes are ignored.
 pub fn inter_group_edges(tree: &Tree, levels: &GroupLevels) -> Vec<u64> {
@@ -139,4 +175,31 @@ pub fn inter_group_edges(tree: &Tree, levels: &GroupLevels) -> Vec<u64> {
                 .count() as u64
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_groups_are_pruned_to_the_levels_that_split() {
+        // Packages 0,0,1,1 on each of two nodes: the pairs nest in the nodes.
+        let nodes = vec![0, 0, 0, 0, 1, 1, 1, 1];
+        let packages = nest_in(&nodes, &[0, 0, 1, 1, 0, 0, 1, 1]);
+        assert_eq!(packages, vec![0, 0, 1, 1, 2, 2, 3, 3]);
+        let l = GroupLevels::pruned(vec![packages.clone(), nodes.clone()]).unwrap();
+        assert_eq!(l.depth(), 2);
+        // One node: its level is a single group and goes.
+        let one = vec![0; 8];
+        let l = GroupLevels::pruned(vec![nest_in(&one, &[0, 0, 0, 0, 1, 1, 1, 1]), one]).unwrap();
+        assert_eq!((l.depth(), l.group_count(0)), (1, 2));
+        // Packages that split no node (one package per node) go; the nodes stay.
+        let l = GroupLevels::pruned(vec![nest_in(&nodes, &[0; 8]), nodes.clone()]).unwrap();
+        assert_eq!((l.depth(), l.level(0)), (1, &nodes[..]));
+        // Nothing splits: one level of one group remains.
+        let l = GroupLevels::pruned(vec![vec![0; 3], vec![5; 3]]).unwrap();
+        assert_eq!((l.depth(), l.group_count(0)), (1, 1));
+        // Levels that do not nest are refused.
+        assert!(GroupLevels::pruned(vec![vec![0, 0], vec![0, 1]]).is_err());
+    }
 }

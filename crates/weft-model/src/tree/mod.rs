@@ -13,7 +13,7 @@ mod knomial;
 mod place;
 mod slots;
 
-pub use groups::{inter_group_edges, GroupLevels};
+pub use groups::{inter_group_edges, nest_in, GroupLevels};
 pub use hierarchical::{
     hierarchical_knomial, hierarchical_layout, naive_hierarchical, naive_layout, SlotLayout,
 };

@@ -56,6 +56,7 @@ use select::Choice;
 use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 use weft_core::{Error, ErrorKind, Result};
+use weft_model::tree::{nest_in, GroupLevels, Tree};
 
 /// Collective tags on the collective context (`ctx + 1`, which only collectives and
 /// communicator creation use; the latter's tag 0x7fff_0001 lies above every collective tag):
@@ -167,6 +168,26 @@ pub(crate) fn disagreement(rank: u32, peer: u32, mine: i32, theirs: i32) -> Erro
     )
 }
 
+/// How a node of `ppn` ranks of this machine, or of the topology `WEFT_TOPOLOGY` gives,
+/// splits into the core groups of the hierarchical collectives (docs/topology.md), as a
+/// live job with `config` would see it: what the groups are (`L3`, `NUMA`, `package`) and
+/// each local rank's group. `Err` says why the node is one group.
+pub fn node_core_groups(
+    config: &crate::Config,
+    ppn: u32,
+) -> std::result::Result<(&'static str, Vec<u32>), String> {
+    if ppn < 2 {
+        return Err("a node of one rank".into());
+    }
+    let groups = crate::topology::core_groups(config, ppn).map_err(|why| why.to_string())?;
+    let kind = groups[0].kind;
+    let ids: Vec<u32> = groups.iter().map(|g| g.index).collect();
+    if ids.iter().all(|&g| g == ids[0]) {
+        return Err(format!("all {ppn} ranks are in {kind} {}", ids[0]));
+    }
+    Ok((kind, ids))
+}
+
 /// Whether a call waits for its result (the blocking form) or returns a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -241,6 +262,45 @@ impl Comm {
             .iter()
             .map(|&w| nodes.get(w as usize).copied().unwrap_or(0))
             .collect()
+    }
+
+    /// The nested rank groups the hierarchical collectives (`hier_knomial`) follow,
+    /// innermost first: the core groups (the finest of the L3 caches, NUMA nodes and packages
+    /// that splits a node, `WEFT_TOPOLOGY`, docs/topology.md) inside each node, then the
+    /// nodes. A node where some rank is in no core group is one group; levels that split
+    /// nothing are left out (`GroupLevels::pruned`), so one node of two packages has the
+    /// one level of its packages. The same on every rank: every rank has the job's tables.
+    pub fn coll_levels(&self) -> Result<GroupLevels> {
+        use crate::engine::NO_CORE_GROUP;
+        let nodes = self.coll_nodes();
+        let e = self.engine.borrow();
+        let table = e.core_group_of();
+        let mut cores: Vec<u32> = self
+            .data
+            .members
+            .iter()
+            .map(|&w| table.get(w as usize).copied().unwrap_or(NO_CORE_GROUP))
+            .collect();
+        let mut ungrouped: Vec<u32> = (0..cores.len())
+            .filter(|&i| cores[i] == NO_CORE_GROUP)
+            .map(|i| nodes[i])
+            .collect();
+        ungrouped.sort_unstable();
+        ungrouped.dedup();
+        for (c, n) in cores.iter_mut().zip(&nodes) {
+            if ungrouped.binary_search(n).is_ok() {
+                *c = 0;
+            }
+        }
+        let inner = nest_in(&nodes, &cores);
+        GroupLevels::pruned(vec![inner, nodes])
+    }
+
+    /// The tree the hierarchical broadcast and reduce of this communicator build for `root`
+    /// with radix `radix` (the allreduce's is the one for root 0): for tests and tools that
+    /// check which edges cross which groups of [`Comm::coll_levels`].
+    pub fn coll_hier_tree(&self, radix: u32, root: u32) -> Result<Tree> {
+        algo::bcast::hier_knomial::tree(&self.coll_levels()?, radix, root)
     }
 
     /// Bytes of each slot of the node's collective area when this communicator may use it:
@@ -766,10 +826,17 @@ impl Comm {
         recv_blocks: &[(usize, usize)],
     ) -> Result<Rc<Plan>> {
         let a = choice.algo;
-        let nodes = if a.hierarchical {
-            self.coll_nodes()
+        let levels = if a.hierarchical {
+            let l = self.coll_levels()?;
+            log::debug!(
+                "rank {}: {} over group levels (innermost first) {:?}",
+                self.rank(),
+                a.name,
+                (0..l.depth()).map(|i| l.level(i)).collect::<Vec<_>>()
+            );
+            Some(l)
         } else {
-            Vec::new()
+            None
         };
         let call = algo::Call {
             rank: self.rank(),
@@ -782,7 +849,7 @@ impl Comm {
             slot_bytes: shape.slot_bytes,
             near_first: shape.near_first,
             rails: self.engine.borrow().tuning().model_lanes().inter_rails,
-            nodes: &nodes,
+            levels: levels.as_ref(),
             send_blocks,
             recv_blocks,
         };

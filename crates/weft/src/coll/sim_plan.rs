@@ -10,6 +10,7 @@ use super::select::{Algorithm, Choice, Restriction};
 use super::Coll;
 use weft_core::Result;
 use weft_model::sim::{Op, Program};
+use weft_model::tree::GroupLevels;
 
 /// The shape of a simulated call: equal blocks, a commutative reduction of 8-byte
 /// elements, ranks placed `ppn` to a node in order.
@@ -28,8 +29,9 @@ pub struct SimCall {
     pub rails: u32,
     /// Bytes of the node's collective area (`WEFT_SHM_COLL_BYTES`, 4 MiB by default).
     pub area_bytes: usize,
-    /// Node of each rank, every rank's block, and the halving order (made once).
-    nodes: Vec<u32>,
+    /// Node of each rank (one group level), every rank's block, and the halving order (made
+    /// once).
+    levels: Option<GroupLevels>,
     blocks: Vec<(usize, usize)>,
     near_first: bool,
 }
@@ -54,7 +56,7 @@ impl SimCall {
             rails,
             area_bytes,
             blocks: (0..size as usize).map(|i| (i * bytes, bytes)).collect(),
-            nodes,
+            levels: GroupLevels::new(vec![nodes]).ok(),
             near_first,
         }
     }
@@ -95,7 +97,7 @@ pub fn rank_program(coll: Coll, choice: &Choice, call: &SimCall, rank: u32) -> R
         },
         near_first: call.near_first,
         rails: call.rails,
-        nodes: if a.hierarchical { &call.nodes } else { &[] },
+        levels: call.levels.as_ref().filter(|_| a.hierarchical),
         send_blocks,
         recv_blocks,
     };

@@ -228,6 +228,8 @@ pub(crate) struct Engine {
     cma_voted: bool,
     /// Node index of every world rank.
     node_of: Vec<u32>,
+    /// Core group of every world rank within its node (`NodeSetup::core_group_of`).
+    core_group_of: Vec<u32>,
     /// The job's torus of nodes (`weft run --map`), numbered as node indices are.
     node_torus: Option<weft_model::mapping::Torus>,
     /// The network endpoint (None when no peer is reached over a network).
@@ -266,6 +268,9 @@ pub(crate) struct Engine {
     creating: u32,
 }
 
+/// A rank in no core group (`NodeSetup::core_group_of`).
+pub(crate) const NO_CORE_GROUP: u32 = u32::MAX;
+
 /// How a local node was set up, handed to [`Engine::new`].
 pub(crate) struct NodeSetup {
     /// World rank of each local rank, in local-rank order.
@@ -276,6 +281,9 @@ pub(crate) struct NodeSetup {
     pub shm: Option<ShmNode>,
     /// Node index of every world rank (nodes numbered in order of their lowest world rank).
     pub node_of: Vec<u32>,
+    /// Core group (L3 / NUMA / package, `crate::topology`) of every world rank within its
+    /// node; [`NO_CORE_GROUP`] where the rank is in none (empty: none anywhere).
+    pub core_group_of: Vec<u32>,
     /// The network endpoint, ready to reach its peers, when some peer is reached over a
     /// network.
     pub net: Option<Box<dyn NetEndpoint>>,
@@ -434,6 +442,7 @@ impl Engine {
             cma_verdict: None,
             cma_voted: false,
             node_of: node.node_of,
+            core_group_of: node.core_group_of,
             node_torus: config.node_torus.clone(),
             net: node.net,
             net_poll_every: config.tcp_poll_every.max(1),
@@ -504,6 +513,12 @@ impl Engine {
     /// what hierarchical collectives group by.
     pub(crate) fn node_of(&self) -> &[u32] {
         &self.node_of
+    }
+
+    /// Core group of every world rank within its node, [`NO_CORE_GROUP`] for none (empty
+    /// when no rank has one): with the node, what the hierarchical collectives group by.
+    pub(crate) fn core_group_of(&self) -> &[u32] {
+        &self.core_group_of
     }
 
     /// The job's torus of nodes, node `k` at torus position `k`, when the launcher gave one.

@@ -25,7 +25,8 @@
 
 use super::schedule::Plan;
 use super::select::Restriction;
-use weft_core::Result;
+use weft_core::{bail, Result};
+use weft_model::tree::GroupLevels;
 
 pub(crate) mod allgather;
 pub(crate) mod allgatherv;
@@ -74,8 +75,9 @@ pub(crate) struct Call<'a> {
     /// Network rails between nodes a message can be pinned to (the model's
     /// `Lanes::inter_rails`; 1 without a network).
     pub rails: u32,
-    /// Node id of every rank (hierarchical algorithms; empty for the others).
-    pub nodes: &'a [u32],
+    /// The nested rank groups the tree follows, innermost first (core groups, nodes;
+    /// `Comm::coll_levels`): hierarchical algorithms only, `None` for the others.
+    pub levels: Option<&'a GroupLevels>,
     /// (offset, length) of each rank's block in the send buffer (scatterv at the root,
     /// alltoallv) or of the vector (reduce_scatter); empty for equal blocks.
     pub send_blocks: &'a [(usize, usize)],
@@ -85,6 +87,17 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// The group levels of a hierarchical algorithm's call.
+    pub(crate) fn levels(&self) -> Result<&GroupLevels> {
+        match self.levels {
+            Some(l) => Ok(l),
+            None => bail!(
+                Internal,
+                "a hierarchical collective was planned without group levels"
+            ),
+        }
+    }
+
     /// Elements in the buffer of a reduction.
     pub(crate) fn count(&self) -> usize {
         self.bytes / self.elem_bytes.max(1)
@@ -168,6 +181,7 @@ mod tests {
         let blocks: Vec<(usize, usize)> = (0..size as usize).map(|i| (i * bytes, bytes)).collect();
         // Ranks dealt round robin over two nodes: the hierarchical trees differ from the flat.
         let nodes: Vec<u32> = (0..size).map(|r| r % 2).collect();
+        let levels = GroupLevels::new(vec![nodes]).unwrap();
         let (send_blocks, recv_blocks): (&[_], &[_]) = match coll {
             Coll::Gatherv | Coll::Allgatherv => (&[], &blocks),
             Coll::Scatterv | Coll::ReduceScatter | Coll::ReduceScatterBlock => (&blocks, &[]),
@@ -185,7 +199,7 @@ mod tests {
             slot_bytes: 4096,
             near_first: false,
             rails: 2,
-            nodes: if a.hierarchical { &nodes } else { &[] },
+            levels: a.hierarchical.then_some(&levels),
             send_blocks,
             recv_blocks,
         };

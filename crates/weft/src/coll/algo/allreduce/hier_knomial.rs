@@ -1,5 +1,5 @@
 //! Hierarchical k-nomial allreduce: a reduce to rank 0 up the hierarchical tree of
-//! `bcast::hier_knomial` (every node's ranks one subtree, one edge into each node), then a
+//! `bcast::hier_knomial` (every group's ranks one subtree, one edge into each group), then a
 //! broadcast down the same tree. Children are combined in tree order: commutative
 //! operations only.
 
@@ -9,11 +9,12 @@ use crate::coll::algo::reduce::knomial as knomial_reduce;
 use crate::coll::schedule::{Buf, Plan};
 use weft_core::Result;
 use weft_model::cost::CollModel;
+use weft_model::tree::GroupLevels;
 
-pub(crate) fn plan(rank: u32, nodes: &[u32], radix: u32, bytes: usize) -> Result<Plan> {
+pub(crate) fn plan(rank: u32, levels: &GroupLevels, radix: u32, bytes: usize) -> Result<Plan> {
     let mut p = Plan::new();
-    let t = tree(nodes, radix, 0)?;
-    knomial_reduce::build_on(&mut p, rank, nodes.len() as u32, 0, &t, bytes, Buf::Recv);
+    let t = tree(levels, radix, 0)?;
+    knomial_reduce::build_on(&mut p, rank, levels.size(), 0, &t, bytes, Buf::Recv);
     knomial_bcast::build_on(&mut p, rank, &t, Buf::Recv, bytes);
     Ok(p)
 }

@@ -74,7 +74,7 @@ pub(crate) static ALGORITHMS: &[Algorithm] = &[
         restrictions: &[Restriction::Commutative],
         radix: true,
         hierarchical: true,
-        plan: |c| hier_knomial::plan(c.rank, c.nodes, c.radix, c.bytes),
+        plan: |c| hier_knomial::plan(c.rank, c.levels()?, c.radix, c.bytes),
         cost: hier_knomial::cost,
     },
     Algorithm {

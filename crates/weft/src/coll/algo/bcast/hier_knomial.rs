@@ -1,8 +1,9 @@
 //! Hierarchical k-nomial broadcast: the k-nomial broadcast's schedule on
-//! `weft_model::tree::hierarchical_knomial` over the ranks' nodes — the minimum-height
-//! k-nomial tree in which every node's ranks form one subtree, so exactly one edge enters
-//! each node (seed 001 §3.3, ALGORITHMS.md §2). The hierarchical reduce and allreduce use
-//! the same tree ([`tree`]).
+//! `weft_model::tree::hierarchical_knomial` over the ranks' nested groups
+//! (`Comm::coll_levels`: core groups inside nodes, docs/topology.md) — the minimum-height
+//! k-nomial tree in which every group's ranks form one subtree at every level, so exactly
+//! one edge enters each group (seed 001 §3.3, ALGORITHMS.md §2). The hierarchical reduce and
+//! allreduce use the same tree ([`tree`]).
 
 use super::knomial as knomial_bcast;
 use crate::coll::schedule::{Buf, Plan};
@@ -10,16 +11,21 @@ use weft_core::Result;
 use weft_model::cost::CollModel;
 use weft_model::tree::{hierarchical_knomial, GroupLevels, Tree};
 
-/// The tree over ranks whose node ids are `nodes` (one per communicator rank).
-pub(crate) fn tree(nodes: &[u32], radix: u32, root: u32) -> Result<Tree> {
-    let levels = GroupLevels::new(vec![nodes.to_vec()])?;
-    hierarchical_knomial(&levels, radix, None, root)
+/// The tree over ranks grouped by `levels` (innermost first).
+pub(crate) fn tree(levels: &GroupLevels, radix: u32, root: u32) -> Result<Tree> {
+    hierarchical_knomial(levels, radix, None, root)
 }
 
 /// Broadcast of the first `bytes` of the receive buffer from `root`.
-pub(crate) fn plan(rank: u32, nodes: &[u32], root: u32, radix: u32, bytes: usize) -> Result<Plan> {
+pub(crate) fn plan(
+    rank: u32,
+    levels: &GroupLevels,
+    root: u32,
+    radix: u32,
+    bytes: usize,
+) -> Result<Plan> {
     let mut p = Plan::new();
-    knomial_bcast::build_on(&mut p, rank, &tree(nodes, radix, root)?, Buf::Recv, bytes);
+    knomial_bcast::build_on(&mut p, rank, &tree(levels, radix, root)?, Buf::Recv, bytes);
     Ok(p)
 }
 
@@ -39,16 +45,16 @@ mod tests {
         let nodes: Vec<u32> = (0..12).map(|r| r % 3).collect();
         let levels = GroupLevels::new(vec![nodes.clone()]).unwrap();
         for root in [0, 5] {
-            let t = tree(&nodes, 2, root).unwrap();
+            let t = tree(&levels, 2, root).unwrap();
             assert_eq!(inter_group_edges(&t, &levels), vec![2], "root {root}");
             let plain = knomial(12, 2, root).unwrap();
             assert!(inter_group_edges(&plain, &levels)[0] > 2);
         }
         // The plans follow the tree: every rank but the root receives exactly once.
-        let t = tree(&nodes, 2, 0).unwrap();
+        let t = tree(&levels, 2, 0).unwrap();
         for r in 1..12 {
             assert!(t.parent(r).is_some());
         }
-        assert!(plan(3, &nodes, 0, 2, 64).is_ok());
+        assert!(plan(3, &levels, 0, 2, 64).is_ok());
     }
 }
