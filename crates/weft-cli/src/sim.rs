@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 use weft::coll::select::{algorithms, CallTraits, Choice, Tuning};
-use weft::coll::sim_plan::{rank_program, SimCall};
+use weft::coll::sim_plan::{SimCall, SimPlans};
 use weft::coll::Coll;
 use weft_core::{Error, ErrorKind, Result};
 use weft_model::fabric::{parse_fabric_json, parse_fabric_toml, DistanceCache, Fabric, Vertex};
@@ -433,10 +433,11 @@ fn simulate_one(
 ) -> Result<Run> {
     let t0 = Instant::now();
     let call = SimCall::new(a.procs, ppn, bytes, a.root, rails, area);
+    let plans = SimPlans::new(coll, choice, &call)?;
     let mut programs: Vec<Program> = Vec::with_capacity(a.procs as usize);
     let mut ops = 0usize;
     for r in 0..a.procs {
-        let p = rank_program(coll, choice, &call, r)?;
+        let p = plans.rank(r)?;
         ops += p.op_count();
         // Rank 0's program times the ranks estimates the whole before building it.
         if ops > MAX_OPS || (r == 0 && p.op_count().saturating_mul(a.procs as usize) > MAX_OPS) {
@@ -621,6 +622,7 @@ fn timeline_svg(r: &Run, op: &str, procs: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft::coll::sim_plan::rank_program;
 
     /// Round figures for the closed forms: `ppn` ranks per node, a core each.
     fn machine(ppn: u32) -> Machine {

@@ -850,6 +850,7 @@ impl Comm {
             near_first: shape.near_first,
             rails: self.engine.borrow().tuning().model_lanes().inter_rails,
             levels: levels.as_ref(),
+            hier_tree: None,
             send_blocks,
             recv_blocks,
         };

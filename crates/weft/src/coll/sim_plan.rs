@@ -11,6 +11,7 @@ use super::Coll;
 use weft_core::Result;
 use weft_model::sim::{Op, Program};
 use weft_model::tree::GroupLevels;
+use weft_model::tree::Tree;
 
 /// The shape of a simulated call: equal blocks, a commutative reduction of 8-byte
 /// elements, ranks placed `ppn` to a node in order.
@@ -71,9 +72,65 @@ pub fn area_slot_bytes(area_bytes: usize, local: u32) -> usize {
     (area_bytes.saturating_sub(slots_offset) / (2 * (n + 1))) & !63
 }
 
+/// The programs of one simulated call, rank by rank: what the ranks share (the
+/// hierarchical tree) is built once, then each rank's plan by the chosen row's builder, as the
+/// runtime would build it.
+pub struct SimPlans<'a> {
+    coll: Coll,
+    choice: &'a Choice,
+    call: &'a SimCall,
+    hier_tree: Option<Tree>,
+}
+
+impl<'a> SimPlans<'a> {
+    /// The plans of `coll` by `choice` on a call of shape `call`.
+    pub fn new(coll: Coll, choice: &'a Choice, call: &'a SimCall) -> Result<Self> {
+        let hier_tree = match (&call.levels, choice.algo.hierarchical) {
+            (Some(levels), true) => {
+                // The hierarchical allreduce reduces to rank 0 and broadcasts from it.
+                let root = if coll == Coll::Allreduce {
+                    0
+                } else {
+                    call.root
+                };
+                Some(algo::bcast::hier_knomial::tree(levels, choice.radix, root)?)
+            }
+            _ => None,
+        };
+        Ok(SimPlans {
+            coll,
+            choice,
+            call,
+            hier_tree,
+        })
+    }
+
+    /// The program rank `rank` runs.
+    pub fn rank(&self, rank: u32) -> Result<Program> {
+        program(
+            self.coll,
+            self.choice,
+            self.call,
+            self.hier_tree.as_ref(),
+            rank,
+        )
+    }
+}
+
 /// The program rank `rank` runs for `coll` by `choice` on a call of shape `call` (the plan
-/// the row's builder makes for it, as the runtime would build it).
+/// the row's builder makes for it, as the runtime would build it). For many ranks of one
+/// call, [`SimPlans`] builds what they share once.
 pub fn rank_program(coll: Coll, choice: &Choice, call: &SimCall, rank: u32) -> Result<Program> {
+    program(coll, choice, call, None, rank)
+}
+
+fn program(
+    coll: Coll,
+    choice: &Choice,
+    call: &SimCall,
+    hier_tree: Option<&Tree>,
+    rank: u32,
+) -> Result<Program> {
     let a: &Algorithm = choice.algo;
     let blocks = &call.blocks[..];
     let (send_blocks, recv_blocks): (&[_], &[_]) = match coll {
@@ -98,6 +155,7 @@ pub fn rank_program(coll: Coll, choice: &Choice, call: &SimCall, rank: u32) -> R
         near_first: call.near_first,
         rails: call.rails,
         levels: call.levels.as_ref().filter(|_| a.hierarchical),
+        hier_tree,
         send_blocks,
         recv_blocks,
     };
@@ -181,6 +239,38 @@ mod tests {
             ]
         );
         assert_eq!(p.step_ops(1), &[Op::Reduce { bytes: 1024 }]);
+    }
+
+    /// The tree the hierarchical rows share in a simulation gives every rank the program
+    /// it plans alone, for bcast and reduce at several roots and allreduce.
+    #[test]
+    fn shared_hierarchical_trees_give_each_ranks_own_program() {
+        for coll in [Coll::Bcast, Coll::Reduce, Coll::Allreduce] {
+            let var = format!("WEFT_{}_ALGO", format!("{coll:?}").to_uppercase());
+            let t = Tuning::from_vars(&[(var.as_str(), "hier_knomial")]).unwrap();
+            let traits = CallTraits {
+                commutative: true,
+                shared_memory: false,
+                blocking: true,
+                cma: false,
+                oversubscribed: false,
+            };
+            let choice = t.select(coll, 11, 3, 4096, traits).unwrap();
+            assert_eq!(choice.algo.name, "hier_knomial");
+            for root in [0, 4, 10] {
+                let call = SimCall::new(11, 3, 4096, root, 1, 4 << 20);
+                let plans = SimPlans::new(coll, &choice, &call).unwrap();
+                for r in 0..11 {
+                    let alone = rank_program(coll, &choice, &call, r).unwrap();
+                    assert!(alone.op_count() > 0, "{coll:?} root {root} rank {r}");
+                    assert_eq!(
+                        plans.rank(r).unwrap(),
+                        alone,
+                        "{coll:?} root {root} rank {r}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

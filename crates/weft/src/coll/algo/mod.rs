@@ -25,8 +25,9 @@
 
 use super::schedule::Plan;
 use super::select::Restriction;
+use std::borrow::Cow;
 use weft_core::{bail, Result};
-use weft_model::tree::GroupLevels;
+use weft_model::tree::{GroupLevels, Tree};
 
 pub(crate) mod allgather;
 pub(crate) mod allgatherv;
@@ -78,6 +79,10 @@ pub(crate) struct Call<'a> {
     /// The nested rank groups the tree follows, innermost first (core groups, nodes;
     /// `Comm::coll_levels`): hierarchical algorithms only, `None` for the others.
     pub levels: Option<&'a GroupLevels>,
+    /// The hierarchical tree of `levels` for this radix, when the caller built it once for
+    /// many ranks' plans (the simulator); the hierarchical algorithms build it themselves
+    /// otherwise (a live rank plans its own part once).
+    pub hier_tree: Option<&'a Tree>,
     /// (offset, length) of each rank's block in the send buffer (scatterv at the root,
     /// alltoallv) or of the vector (reduce_scatter); empty for equal blocks.
     pub send_blocks: &'a [(usize, usize)],
@@ -87,6 +92,19 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// The hierarchical k-nomial tree of the call's group levels and radix rooted at `root`:
+    /// the caller's when it gave one with that root, else built here.
+    pub(crate) fn hier_tree(&self, root: u32) -> Result<Cow<'_, Tree>> {
+        match self.hier_tree {
+            Some(t) if t.root() == root => Ok(Cow::Borrowed(t)),
+            _ => Ok(Cow::Owned(bcast::hier_knomial::tree(
+                self.levels()?,
+                self.radix,
+                root,
+            )?)),
+        }
+    }
+
     /// The group levels of a hierarchical algorithm's call.
     pub(crate) fn levels(&self) -> Result<&GroupLevels> {
         match self.levels {
@@ -200,6 +218,7 @@ mod tests {
             near_first: false,
             rails: 2,
             levels: a.hierarchical.then_some(&levels),
+            hier_tree: None,
             send_blocks,
             recv_blocks,
         };

@@ -3,20 +3,18 @@
 //! broadcast down the same tree. Children are combined in tree order: commutative
 //! operations only.
 
-use crate::coll::algo::bcast::hier_knomial::tree;
 use crate::coll::algo::bcast::knomial as knomial_bcast;
 use crate::coll::algo::reduce::knomial as knomial_reduce;
 use crate::coll::schedule::{Buf, Plan};
-use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::GroupLevels;
+use weft_model::tree::Tree;
 
-pub(crate) fn plan(rank: u32, levels: &GroupLevels, radix: u32, bytes: usize) -> Result<Plan> {
+/// The reduce to rank 0 up `tree` (rooted at 0) over `size` ranks, then the broadcast down it.
+pub(crate) fn plan(rank: u32, size: u32, tree: &Tree, bytes: usize) -> Plan {
     let mut p = Plan::new();
-    let t = tree(levels, radix, 0)?;
-    knomial_reduce::build_on(&mut p, rank, levels.size(), 0, &t, bytes, Buf::Recv);
-    knomial_bcast::build_on(&mut p, rank, &t, Buf::Recv, bytes);
-    Ok(p)
+    knomial_reduce::build_on(&mut p, rank, size, 0, tree, bytes, Buf::Recv);
+    knomial_bcast::build_on(&mut p, rank, tree, Buf::Recv, bytes);
+    p
 }
 
 /// The hierarchical reduce (combining on the way up), then the hierarchical broadcast.

@@ -74,7 +74,14 @@ pub(crate) static ALGORITHMS: &[Algorithm] = &[
         restrictions: &[Restriction::Commutative],
         radix: true,
         hierarchical: true,
-        plan: |c| hier_knomial::plan(c.rank, c.levels()?, c.radix, c.bytes),
+        plan: |c| {
+            Ok(hier_knomial::plan(
+                c.rank,
+                c.size,
+                &*c.hier_tree(0)?,
+                c.bytes,
+            ))
+        },
         cost: hier_knomial::cost,
     },
     Algorithm {

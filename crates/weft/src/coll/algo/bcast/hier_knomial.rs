@@ -16,17 +16,12 @@ pub(crate) fn tree(levels: &GroupLevels, radix: u32, root: u32) -> Result<Tree> 
     hierarchical_knomial(levels, radix, None, root)
 }
 
-/// Broadcast of the first `bytes` of the receive buffer from `root`.
-pub(crate) fn plan(
-    rank: u32,
-    levels: &GroupLevels,
-    root: u32,
-    radix: u32,
-    bytes: usize,
-) -> Result<Plan> {
+/// Broadcast of the first `bytes` of the receive buffer down `tree` ([`tree`], rooted at
+/// the root).
+pub(crate) fn plan(rank: u32, tree: &Tree, bytes: usize) -> Plan {
     let mut p = Plan::new();
-    knomial_bcast::build_on(&mut p, rank, &tree(levels, radix, root)?, Buf::Recv, bytes);
-    Ok(p)
+    knomial_bcast::build_on(&mut p, rank, tree, Buf::Recv, bytes);
+    p
 }
 
 /// A k-nomial fan-out across the node leaders, then inside the busiest node.
@@ -37,6 +32,7 @@ pub(crate) fn cost(m: &CollModel) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coll::schedule::Action;
     use weft_model::tree::{inter_group_edges, knomial};
 
     #[test]
@@ -55,6 +51,14 @@ mod tests {
         for r in 1..12 {
             assert!(t.parent(r).is_some());
         }
-        assert!(plan(3, &levels, 0, 2, 64).is_ok());
+        let recvs: Vec<u32> = plan(3, &t, 64)
+            .each_step()
+            .flatten()
+            .filter_map(|a| match *a {
+                Action::Recv { peer, .. } => Some(peer),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(recvs, vec![t.parent(3).unwrap()]);
     }
 }

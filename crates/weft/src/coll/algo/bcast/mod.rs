@@ -26,7 +26,7 @@ pub(crate) static ALGORITHMS: &[Algorithm] = &[
         restrictions: &[],
         radix: true,
         hierarchical: true,
-        plan: |c| hier_knomial::plan(c.rank, c.levels()?, c.root, c.radix, c.bytes),
+        plan: |c| Ok(hier_knomial::plan(c.rank, &*c.hier_tree(c.root)?, c.bytes)),
         cost: hier_knomial::cost,
     },
     Algorithm {

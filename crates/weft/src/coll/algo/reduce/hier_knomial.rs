@@ -4,38 +4,16 @@
 //! operation.
 
 use super::knomial as knomial_reduce;
-use crate::coll::algo::bcast::hier_knomial::tree;
 use crate::coll::schedule::{Buf, Plan};
-use weft_core::Result;
 use weft_model::cost::CollModel;
-use weft_model::tree::GroupLevels;
+use weft_model::tree::Tree;
 
-/// Appends to `p` the reduce of `bytes` from the send buffer into the root's `out`.
-pub(crate) fn build(
-    p: &mut Plan,
-    rank: u32,
-    levels: &GroupLevels,
-    root: u32,
-    radix: u32,
-    bytes: usize,
-    out: Buf,
-) -> Result<()> {
-    let size = levels.size();
-    knomial_reduce::build_on(p, rank, size, root, &tree(levels, radix, root)?, bytes, out);
-    Ok(())
-}
-
-/// The reduce of `bytes` into the root's receive buffer.
-pub(crate) fn plan(
-    rank: u32,
-    levels: &GroupLevels,
-    root: u32,
-    radix: u32,
-    bytes: usize,
-) -> Result<Plan> {
+/// The reduce of `bytes` into the root's receive buffer up `tree` ([`tree`], rooted at
+/// the root) over `size` ranks.
+pub(crate) fn plan(rank: u32, size: u32, root: u32, tree: &Tree, bytes: usize) -> Plan {
     let mut p = Plan::new();
-    build(&mut p, rank, levels, root, radix, bytes, Buf::Recv)?;
-    Ok(p)
+    knomial_reduce::build_on(&mut p, rank, size, root, tree, bytes, Buf::Recv);
+    p
 }
 
 /// A k-nomial fan-in inside the busiest node, then across the node leaders, combining (the
