@@ -1,5 +1,5 @@
-/* MPI_Comm_accept and MPI_Comm_connect under MPI_THREAD_MULTIPLE (MPI-4.1 §11.4.3,
- * §11.6): while one thread of a process waits in them, another thread of the same process
+/* MPI_Comm_accept, MPI_Comm_connect and MPI_Comm_join under MPI_THREAD_MULTIPLE (MPI-4.1
+ * §11.4.3, §11.8.4, §11.6): while one thread of a process waits in them, another thread of the same process
  * makes MPI calls (point-to-point around a ring and Allreduce, Bcast and Barrier on a
  * duplicate of MPI_COMM_WORLD, with every rank's helper thread).
  *
@@ -13,8 +13,10 @@
  *   root's helper listens on; the helper reads the connect's greeting (the connect then
  *   waits for the answer), works, and closes the socket: the connect fails with
  *   MPI_ERR_PORT at the root and fails on the other ranks of the half too.
- * After each phase the intercommunicator (accept) is checked with point-to-point both ways,
- * Allreduce and Barrier, and disconnected.
+ * The intercommunicators of phase one and of a last accept and connect on the same port are
+ * checked with point-to-point both ways, Allreduce and Barrier, and disconnected.
+ * - join: rank 1 sees rank 0's greeting on their socket (rank 0 waits in MPI_Comm_join),
+ *   trades a message with rank 0's helper thread, and only then joins.
  * - a process that accepts on one thread and connects to its own port on another: both
  *   calls return an error (weft refuses an intercommunicator whose groups overlap), neither
  *   hangs.
@@ -154,6 +156,80 @@ static void check_inter(MPI_Comm *interp, int lo) {
   CHECK(*interp == MPI_COMM_NULL);
 }
 
+/* Rank 0's helper during phase three: a round trip with rank 1 on `work`. */
+static void *join_helper(void *arg) {
+  (void)arg;
+  int v = -1;
+  CHECK_RC(MPI_Recv(&v, 1, MPI_INT, 1, 30, work, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  CHECK(v == 31);
+  v = 32;
+  CHECK_RC(MPI_Send(&v, 1, MPI_INT, 1, 30, work), MPI_SUCCESS);
+  return NULL;
+}
+
+/* MPI_Comm_join of ranks 0 and 1 while rank 0's helper thread makes MPI calls. */
+static void join_pair(void) {
+  int fd = -1;
+  if (rank == 0) {
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(l >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(listen(l, 1) == 0);
+    socklen_t len = sizeof a;
+    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
+    int p = ntohs(a.sin_port);
+    CHECK_RC(MPI_Send(&p, 1, MPI_INT, 1, 29, work), MPI_SUCCESS);
+    fd = accept(l, NULL, NULL);
+    CHECK(fd >= 0);
+    close(l);
+  } else {
+    int p = -1;
+    CHECK_RC(MPI_Recv(&p, 1, MPI_INT, 0, 29, work, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((unsigned short)p);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  }
+  MPI_Comm joined = MPI_COMM_NULL;
+  pthread_t h;
+  if (rank == 0) {
+    CHECK(pthread_create(&h, NULL, join_helper, NULL) == 0);
+    CHECK_RC(MPI_Comm_join(fd, &joined), MPI_SUCCESS);
+    CHECK(pthread_join(h, NULL) == 0);
+  } else {
+    unsigned char peek[8];
+    size_t got = 0;
+    while (got < sizeof peek) { /* rank 0's greeting, left on the socket for the join */
+      ssize_t n = recv(fd, peek, sizeof peek, MSG_PEEK);
+      CHECK(n > 0);
+      got = (size_t)n;
+    }
+    CHECK(memcmp(peek, "weftprt1", 8) == 0);
+    int v = 31;
+    CHECK_RC(MPI_Send(&v, 1, MPI_INT, 0, 30, work), MPI_SUCCESS);
+    CHECK_RC(MPI_Recv(&v, 1, MPI_INT, 0, 30, work, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    CHECK(v == 32);
+    CHECK_RC(MPI_Comm_join(fd, &joined), MPI_SUCCESS);
+  }
+  int rsize = -1, out = 40 + rank, in = -1;
+  CHECK_RC(MPI_Comm_remote_size(joined, &rsize), MPI_SUCCESS);
+  CHECK(rsize == 1);
+  CHECK_RC(MPI_Sendrecv(&out, 1, MPI_INT, 0, 33, &in, 1, MPI_INT, 0, 33, joined,
+                        MPI_STATUS_IGNORE),
+           MPI_SUCCESS);
+  CHECK(in == 41 - rank);
+  CHECK_RC(MPI_Comm_disconnect(&joined), MPI_SUCCESS);
+  close(fd);
+}
+
 /* A process accepts on one thread and connects to its own port on another: both fail. */
 static int self_rc;
 static void *self_connect(void *arg) {
@@ -249,6 +325,11 @@ int main(int argc, char **argv) {
                MPI_SUCCESS);
     check_inter(&inter, lo);
     if (rank == 0) CHECK_RC(MPI_Close_port(port), MPI_SUCCESS);
+
+    /* Phase three: ranks 0 and 1 join over a socket; rank 1 sees rank 0's greeting on it
+     * (rank 0 waits in MPI_Comm_join now), then trades a message with rank 0's helper
+     * thread, and only then joins. */
+    if (rank < 2) join_pair();
     MPI_Comm_free(&work);
     MPI_Comm_free(&half);
   }

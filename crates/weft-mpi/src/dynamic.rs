@@ -186,6 +186,10 @@ fn spread(what: &str, comm: Handle, root: u32, words: &mut Vec<c_int>) -> R<()> 
 /// 3. both groups agree on the new contexts over the world on that tag
 ///    ([`weft::Comm::iagree_port_intercomm`]), waited for the same way.
 ///
+/// The tag is the XOR of the two leaders' random 16-bit proposals, so that a join (whose
+/// two sides are alike) agrees on it too; two such creations running at the same time
+/// between the same processes meet on one tag with a chance of 2^-16.
+///
 /// `trade` is `Ok(None)` at the others, `Err` at a root whose own arguments were bad.
 fn traded_released(
     what: &str,
@@ -280,7 +284,7 @@ fn remote_of(what: &str, theirs: &[u32], most: usize) -> R<Vec<u32>> {
 /// matter at `root`, where the port must be open in this process. Connections that do not
 /// prove the job key are dropped and the accept goes on waiting. A bad argument at the root
 /// fails the call on every rank of `comm` (none waits for a leader that will not trade).
-/// Nothing waits with the lock held ([`traded_released`]).
+/// Nothing waits with the lock held (`traded_released`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_accept(
     port_name: *const c_char,
@@ -337,7 +341,7 @@ pub unsafe extern "C" fn MPI_Comm_accept(
 /// MPI_Comm_connect (MPI-4.1 §11.4.3): collective over `comm`; `port_name` and `info`
 /// matter at `root`. MPI_ERR_PORT when nothing listens on the port; a bad argument at the
 /// root fails the call on every rank of `comm`. Nothing waits with the lock held
-/// ([`traded_released`]).
+/// (`traded_released`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_connect(
     port_name: *const c_char,

@@ -66,7 +66,7 @@ fn a_singleton_publishes_to_itself() {
 }
 
 /// `itest/c/ports_threads.c`: under MPI_THREAD_MULTIPLE a thread waiting in
-/// MPI_Comm_accept or MPI_Comm_connect leaves the library to the process's other threads
+/// MPI_Comm_accept, MPI_Comm_connect or MPI_Comm_join leaves the library to the process's other threads
 /// (their point-to-point and collectives on another communicator complete while it waits,
 /// the order forced by the program); a process connecting to its own port from a second
 /// thread gets an error on both threads, not a hang. 1 to 4 ranks.
