@@ -9,7 +9,7 @@
 use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
-use crate::error::{err, finish, MpiError, R};
+use crate::error::{err, finish, R};
 use crate::state::state;
 use std::os::raw::{c_char, c_int};
 use std::sync::Mutex;
@@ -125,16 +125,166 @@ fn intra_and_root(comm: Handle, root: c_int, func: &str) -> R<weft::Comm> {
     Ok(c)
 }
 
-/// A weft error standing for `e`, the root's own error: it travels to the other ranks as
-/// the leader's failure, and the root reports `e` itself.
-fn as_weft(e: &MpiError) -> weft::Error {
-    weft::Error::new(weft::ErrorKind::InvalidArgument, e.message.clone())
+/// Progress between two polls of a leader's sockets, as one whole MPI call of its own (the
+/// leader waits with its hold of the lock given back).
+fn progress_entered() -> bool {
+    let _entered = crate::threads::enter();
+    state("progress")
+        .map(|s| s.weft.world().raw_progress())
+        .unwrap_or(false)
+}
+
+/// A leader's trade ([`weft::port::PortTrader`]): sends this group's words, returns the
+/// other group's; runs with the lock given back and calls its progress argument between
+/// polls of its sockets.
+type Trade<'a> = Box<dyn FnOnce(&[u32], &mut dyn FnMut() -> bool) -> weft::Result<Vec<u32>> + 'a>;
+
+/// Broadcasts `words` from `root` over `comm` (MPI_Ibcast waited for by
+/// [`crate::threads::wait_released`]). Should the broadcast fail, its buffer is leaked rather
+/// than freed under a request that may still be in flight.
+fn spread(what: &str, comm: Handle, root: u32, words: &mut Vec<c_int>) -> R<()> {
+    let mut req = MPI_REQUEST_NULL;
+    // SAFETY: the buffer lives in `words` until the broadcast is complete (or is leaked).
+    unsafe {
+        crate::icoll::start_ibcast(
+            words.as_mut_ptr() as *mut std::os::raw::c_void,
+            words.len() as c_int,
+            MPI_INT,
+            root as c_int,
+            comm,
+            &mut req,
+        )
+    }
+    .map_err(|e| {
+        err(
+            e.class,
+            format!("{what}: spreading the remote group: {}", e.message),
+        )
+    })?;
+    let done = crate::threads::wait_released(|| {
+        crate::p2p::testall(
+            state(what)?,
+            std::slice::from_mut(&mut req),
+            std::ptr::null_mut(),
+        )
+    });
+    if done.is_err() {
+        std::mem::forget(std::mem::take(words));
+    }
+    done
+}
+
+/// The intercommunicator of MPI_Comm_accept, _connect and _join between `local` (the
+/// caller's group, `comm` its handle, `None` for a group of this process alone) and the
+/// group at the other end of the leader's `trade`, without holding the lock while anything
+/// waits (MPI-4.1 §11.6: another thread of this process may be the other end):
+/// 1. the leader, rank `root`, trades (a proposal for the agreement's tag, its members'
+///    world ranks) for the other leader's with the lock given back;
+/// 2. it broadcasts (count, tag, remote members) in `local` (an empty group when its trade
+///    or its own arguments failed, so no member waits for a remote group that will not
+///    come), waited for by [`crate::threads::wait_released`];
+/// 3. both groups agree on the new contexts over the world on that tag
+///    ([`weft::Comm::iagree_port_intercomm`]), waited for the same way.
+///
+/// The tag is the XOR of the two leaders' random 16-bit proposals, so that a join (whose
+/// two sides are alike) agrees on it too; two such creations running at the same time
+/// between the same processes meet on one tag with a chance of 2^-16.
+///
+/// `trade` is `Ok(None)` at the others, `Err` at a root whose own arguments were bad.
+fn traded_released(
+    what: &str,
+    comm: Option<Handle>,
+    local: &weft::Comm,
+    root: u32,
+    trade: R<Option<Trade<'_>>>,
+) -> R<weft::Comm> {
+    let world = state(what)?.weft.world();
+    let most = world.size() as usize;
+    let mut shared: Vec<c_int> = vec![0; most + 2];
+    let mut failure = None;
+    if local.rank() == root {
+        let traded = trade.and_then(|t| {
+            let t =
+                t.ok_or_else(|| err(MPI_ERR_INTERN, format!("{what}: the root has no trade")))?;
+            let mut proposal = [0u8; 2];
+            weft_core::auth::random_bytes(&mut proposal)?;
+            let tag_mine = u32::from(u16::from_le_bytes(proposal));
+            let mut mine = Vec::with_capacity(local.size() as usize + 1);
+            mine.push(tag_mine);
+            mine.extend_from_slice(local.members());
+            let theirs = crate::threads::released(|| t(&mine, &mut progress_entered))?;
+            remote_of(what, &theirs, most).map(|remote| (tag_mine ^ theirs[0], remote))
+        });
+        match traded {
+            Ok((tag, remote)) => {
+                shared[0] = remote.len() as c_int;
+                shared[1] = (tag & 0xffff) as c_int;
+                for (to, w) in shared[2..].iter_mut().zip(&remote) {
+                    *to = *w as c_int;
+                }
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(comm) = comm.filter(|_| local.size() > 1) {
+        spread(what, comm, root, &mut shared)?;
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let n = shared[0].clamp(0, most as c_int) as usize;
+    if n == 0 {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{what}: the root (rank {root}) failed to reach the other group's leader"),
+        ));
+    }
+    let tag = shared[1];
+    let remote: Vec<u32> = shared[2..2 + n].iter().map(|&w| w as u32).collect();
+    if let Some(w) = remote.iter().find(|w| local.members().contains(w)) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!(
+                "{what}: world rank {w} is in both groups (weft does not yet build an \
+                 intercommunicator of a process connected to itself)"
+            ),
+        ));
+    }
+    let agreed = crate::comm::made_by(local.iagree_port_intercomm(&world, &remote, tag)?)?;
+    Ok(local.intercomm_from(agreed, &remote)?)
+}
+
+/// The other leader's words checked: a tag proposal, then distinct world ranks of this job.
+fn remote_of(what: &str, theirs: &[u32], most: usize) -> R<Vec<u32>> {
+    if theirs.len() < 2 {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{what}: the other leader sent an empty group"),
+        ));
+    }
+    let remote = &theirs[1..];
+    if let Some(w) = remote.iter().find(|&&w| w as usize >= most) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{what}: the other leader named world rank {w} of {most}"),
+        ));
+    }
+    let mut seen = remote.to_vec();
+    seen.sort_unstable();
+    if let Some(w) = seen.windows(2).find(|p| p[0] == p[1]) {
+        return Err(err(
+            MPI_ERR_OTHER,
+            format!("{what}: the other leader named world rank {} twice", w[0]),
+        ));
+    }
+    Ok(remote.to_vec())
 }
 
 /// MPI_Comm_accept (MPI-4.1 §11.4.3): collective over `comm`; `port_name` and `info`
 /// matter at `root`, where the port must be open in this process. Connections that do not
 /// prove the job key are dropped and the accept goes on waiting. A bad argument at the root
 /// fails the call on every rank of `comm` (none waits for a leader that will not trade).
+/// Nothing waits with the lock held (`traded_released`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_accept(
     port_name: *const c_char,
@@ -144,54 +294,54 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     newcomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    let what = "MPI_Comm_accept";
     let r = (|| {
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
         }
-        let c = intra_and_root(comm, root, "MPI_Comm_accept")?;
+        let c = intra_and_root(comm, root, what)?;
         // The root takes its port out of the table while it waits (put back below).
-        let at_root: R<Option<(String, weft::port::Port)>> = if c.rank() == root as u32 {
-            check_info(info).and_then(|()| {
-                // SAFETY: null or NUL-terminated (the caller's contract).
-                let name = unsafe { c_str(port_name, "port_name") }?;
-                let mut open = ports();
-                match open.iter().position(|p| p.name() == name) {
-                    Some(i) => Ok(Some((name, open.swap_remove(i)))),
-                    None => Err(err(
-                        MPI_ERR_PORT,
-                        format!("port {name:?} is not open in this process"),
-                    )),
-                }
-            })
-        } else {
-            Ok(None)
+        let at_root: R<Option<(weft::port::Port, weft::port::PortTrader)>> =
+            if c.rank() == root as u32 {
+                check_info(info).and_then(|()| {
+                    // SAFETY: null or NUL-terminated (the caller's contract).
+                    let name = unsafe { c_str(port_name, "port_name") }?;
+                    let trader = state(what)?.weft.port_trader()?;
+                    let mut open = ports();
+                    match open.iter().position(|p| p.name() == name) {
+                        Some(i) => Ok(Some((open.swap_remove(i), trader))),
+                        None => Err(err(
+                            MPI_ERR_PORT,
+                            format!("port {name:?} is not open in this process"),
+                        )),
+                    }
+                })
+            } else {
+                Ok(None)
+            };
+        let trade: R<Option<Trade<'_>>> = match &at_root {
+            Ok(Some((port, trader))) => Ok(Some(Box::new(
+                |mine: &[u32], progress: &mut dyn FnMut() -> bool| {
+                    trader.accept(port, mine, progress)
+                },
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.clone()),
         };
-        let s = state("MPI_Comm_accept")?;
-        let made = c.intercomm_traded(root as u32, |mine| match &at_root {
-            Ok(Some((_, port))) => s.weft.accept_trade(&c, port, mine),
-            Ok(None) => Err(weft::Error::new(
-                weft::ErrorKind::Internal,
-                "only the root trades",
-            )),
-            Err(e) => Err(as_weft(e)),
-        });
-        let made = match at_root {
-            Ok(Some((_, port))) => {
-                ports().push(port);
-                made?
-            }
-            Ok(None) => made?,
-            Err(e) => return Err(e),
-        };
-        let h = s.add_comm(made);
+        let made = traded_released(what, Some(comm), &c, root as u32, trade);
+        if let Ok(Some((port, _))) = at_root {
+            ports().push(port);
+        }
+        let h = state(what)?.add_comm(made?);
         put!(newcomm, h)
     })();
-    finish(comm, "MPI_Comm_accept", r)
+    finish(comm, what, r)
 }
 
 /// MPI_Comm_connect (MPI-4.1 §11.4.3): collective over `comm`; `port_name` and `info`
 /// matter at `root`. MPI_ERR_PORT when nothing listens on the port; a bad argument at the
-/// root fails the call on every rank of `comm`.
+/// root fails the call on every rank of `comm`. Nothing waits with the lock held
+/// (`traded_released`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_connect(
     port_name: *const c_char,
@@ -201,28 +351,31 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     newcomm: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    let what = "MPI_Comm_connect";
     let r = (|| {
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "newcomm is NULL"));
         }
-        let c = intra_and_root(comm, root, "MPI_Comm_connect")?;
-        let at_root: R<String> = if c.rank() == root as u32 {
-            // SAFETY: null or NUL-terminated (the caller's contract).
-            check_info(info).and_then(|()| unsafe { c_str(port_name, "port_name") })
+        let c = intra_and_root(comm, root, what)?;
+        let trade: R<Option<Trade<'_>>> = if c.rank() == root as u32 {
+            check_info(info).and_then(|()| {
+                // SAFETY: null or NUL-terminated (the caller's contract).
+                let name = unsafe { c_str(port_name, "port_name") }?;
+                let trader = state(what)?.weft.port_trader()?;
+                Ok(Some(
+                    Box::new(move |mine: &[u32], progress: &mut dyn FnMut() -> bool| {
+                        trader.connect(&name, mine, progress)
+                    }) as Trade<'_>,
+                ))
+            })
         } else {
-            Ok(String::new())
+            Ok(None)
         };
-        let s = state("MPI_Comm_connect")?;
-        let made = c.intercomm_traded(root as u32, |mine| match &at_root {
-            Ok(name) => s.weft.connect_trade(&c, name, mine),
-            Err(e) => Err(as_weft(e)),
-        });
-        // The root's own error first (the others report the leader's failure).
-        at_root?;
-        let h = s.add_comm(made?);
+        let made = traded_released(what, Some(comm), &c, root as u32, trade)?;
+        let h = state(what)?.add_comm(made);
         put!(newcomm, h)
     })();
-    finish(comm, "MPI_Comm_connect", r)
+    finish(comm, what, r)
 }
 
 /// MPI_Publish_name (MPI-4.1 §11.4.4): in the job's scope (weft run's key-value store);
@@ -306,13 +459,20 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut Handle) -> c_i
         if fd < 0 {
             return Err(err(MPI_ERR_ARG, format!("fd {fd} is not a socket")));
         }
-        let s = state("MPI_Comm_join")?;
+        let what = "MPI_Comm_join";
+        let (myself, trader) = {
+            let s = state(what)?;
+            (s.weft.self_comm(), s.weft.port_trader()?)
+        };
         use std::os::fd::FromRawFd;
         // SAFETY: the caller hands a connected socket it keeps owning; ManuallyDrop never
         // closes it, and the stream does not outlive this call.
         let stream = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
-        let made = s.weft.join(&stream)?;
-        let h = s.add_comm(made);
+        let trade: Trade<'_> = Box::new(|mine: &[u32], progress: &mut dyn FnMut() -> bool| {
+            trader.join(&stream, mine, progress)
+        });
+        let made = traded_released(what, None, &myself, 0, Ok(Some(trade)))?;
+        let h = state(what)?.add_comm(made);
         put!(intercomm, h)
     })();
     finish(MPI_COMM_WORLD, "MPI_Comm_join", r)

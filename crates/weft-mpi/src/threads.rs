@@ -41,10 +41,11 @@
 //! No nonblocking call completes inside its start: the intercommunicator
 //! MPI_Ireduce_scatter(_block) (inter_coll.rs) and the reductions of a user operation on a
 //! derived datatype (user_reduce.rs) are compound requests that the test and wait calls
-//! finish. What still holds the lock while it waits (listed in the crate's README):
-//! MPI_Comm_accept, _connect and _join, whose trade with the other group's leader runs
-//! inside weft; a thread of one process that waits in one for another thread of the same
-//! process to call its partner deadlocks.
+//! finish. MPI_Comm_accept, _connect and _join (dynamic.rs) wait for the other group's
+//! leader on a socket with the lock given back (`released`, each poll of progress in
+//! between entering on its own), then spread the outcome and agree on the new contexts
+//! through `wait_released`: one thread may accept while another connects to that port
+//! from another process (to its own, both fail: the groups would overlap).
 
 use crate::consts::*;
 use crate::p2p::MpiStatus;

@@ -64,3 +64,23 @@ fn a_singleton_publishes_to_itself() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `itest/c/ports_threads.c`: under MPI_THREAD_MULTIPLE a thread waiting in
+/// MPI_Comm_accept, MPI_Comm_connect or MPI_Comm_join leaves the library to the process's other threads
+/// (their point-to-point and collectives on another communicator complete while it waits,
+/// the order forced by the program); a process connecting to its own port from a second
+/// thread gets an error on both threads, not a hang. 1 to 4 ranks.
+#[test]
+fn accept_and_connect_wait_without_holding_the_lock() {
+    let prog = common::build_c(prefix(), "ports_threads");
+    for n in [1, 2, 3, 4] {
+        let out = common::run_c(&prog, n, &[]);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "ports_threads at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

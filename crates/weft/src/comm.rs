@@ -659,6 +659,22 @@ impl Comm {
         world.iagree_group(&both, TAG_IDUP_INTER, tag, INTER_CTX_IDS)
     }
 
+    /// [`Comm::iagree_intercomm`] for the groups of a port or a join (MPI_Comm_accept,
+    /// _connect, _join): the same agreement on tags of their own, so it never meets an
+    /// MPI_Intercomm_create's agreement that carries the same `tag`. Concurrent
+    /// agreements between the same processes need distinct tags (bits 0-15 count).
+    pub fn iagree_port_intercomm(
+        &self,
+        world: &Comm,
+        remote: &[u32],
+        tag: i32,
+    ) -> Result<DupRequest> {
+        self.check()?;
+        let mut both: Vec<u32> = self.data.members.iter().chain(remote).copied().collect();
+        both.sort_unstable();
+        world.iagree_group(&both, TAG_IDUP_PORT, tag, INTER_CTX_IDS)
+    }
+
     /// An error unless no world rank of `remote` is a member of this communicator (the two
     /// groups of an intercommunicator are disjoint).
     fn disjoint_from(&self, remote: &[u32]) -> Result<()> {
@@ -918,8 +934,9 @@ impl Comm {
 
     /// An intercommunicator joining this communicator's members (the local group) with a
     /// group whose leader this group's leader, rank `local_leader`, reaches through `trade`
-    /// rather than a communicator: over a port (MPI_Comm_accept/connect) or a socket
-    /// (MPI_Comm_join). Only the leader calls `trade`, with this group's words (its first
+    /// (for [`Comm::intercomm_create`], over the peer communicator; the MPI layer's ports
+    /// and joins agree through [`Comm::iagree_port_intercomm`] instead, so they never block
+    /// with a lock held). Only the leader calls `trade`, with this group's words (its first
     /// free context id, then its members' world ranks); it returns the remote group's. The
     /// groups must be disjoint ranks of this world. Collective over this communicator.
     pub fn intercomm_traded(
@@ -1226,6 +1243,8 @@ const TAG_IDUP: i32 = 0x6000_0000;
 const TAG_IDUP_GROUP: i32 = 0x0100_0000;
 /// Marks the agreement of [`Comm::iagree_intercomm`], whose bits 8-23 hold the caller's tag.
 const TAG_IDUP_INTER: i32 = 0x0200_0000;
+/// Marks the agreement of [`Comm::iagree_port_intercomm`], whose bits 8-23 hold its tag.
+const TAG_IDUP_PORT: i32 = 0x0300_0000;
 
 /// One participant of a duplication's agreement: where its messages go and how they arrive.
 #[derive(Clone)]

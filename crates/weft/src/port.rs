@@ -6,20 +6,22 @@
 //! listener's addresses and a random token (`weft-port:TOKEN@ADDR:PORT,...`). The leaders of
 //! the two groups meet on it: the connecting side sends a nonce, the listener answers with
 //! its own and an HMAC proof of the job key bound to the token, the connecting side proves
-//! the key in turn, and only then do they trade what [`Comm::intercomm_traded`] needs (first
-//! free context id, members' world ranks). A connection that does not prove the key (a
-//! stranger, garbage, silence for [`HANDSHAKE_TIMEOUT`]) is dropped and the accept goes on
-//! waiting for the real peer. [`Weft::join`] runs the same proofs both ways over a socket
-//! the program made.
+//! the key in turn, and only then do they trade their words (the caller's: the MPI layer
+//! sends a proposal for the tag of the groups' context agreement and its members' world
+//! ranks). A connection that does not prove the key (a stranger, garbage, silence for
+//! [`HANDSHAKE_TIMEOUT`]) is dropped and the accept goes on waiting for the real peer.
+//! [`PortTrader::join`] runs the same proofs both ways over a socket the program made.
 //!
 //! Both groups must be processes of this job (the world ranks they trade name the same
-//! processes on both sides): a process of another job cannot prove this job's key. Waits
-//! poll the progress engine, so a leader blocked here still plays its part in pending
-//! operations. Published names live in the job's store ([`weft_boot::Boot::shared_store`]),
-//! or in this process alone for a job of one process started without a launcher.
+//! processes on both sides): a process of another job cannot prove this job's key. A
+//! [`PortTrader`] holds what a trade needs and touches nothing of weft's state, so the
+//! caller may wait in it without holding any lock of its own; it calls the caller's
+//! progress between polls of its sockets. Published names live in the job's store
+//! ([`weft_boot::Boot::shared_store`]), or in this process alone for a job of one process
+//! started without a launcher.
 //! Depends on the communicators, weft-boot's store and the job key's proofs.
 
-use crate::{Comm, Weft};
+use crate::Weft;
 use std::collections::HashMap;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -135,16 +137,16 @@ fn parse_port_name(name: &str) -> Result<(Vec<u8>, Vec<SocketAddr>)> {
     Ok((token, addrs))
 }
 
-/// Waits between polls of a socket that had nothing: polls the engine, yields, and after a
-/// while sleeps a millisecond at a time.
+/// Waits between polls of a socket that had nothing: polls progress (`progress` says
+/// whether it moved anything), yields, and after a while sleeps a millisecond at a time.
 struct Idle<'a> {
-    comm: &'a Comm,
+    progress: &'a mut dyn FnMut() -> bool,
     looks: u32,
 }
 
 impl Idle<'_> {
     fn pause(&mut self) {
-        if !self.comm.raw_progress() {
+        if !(self.progress)() {
             self.looks = self.looks.saturating_add(1);
             if self.looks < 256 {
                 std::thread::yield_now();
@@ -258,6 +260,25 @@ fn trade_words(
         .collect())
 }
 
+/// What a leader needs for its trade over a port or a joined socket ([`Weft::port_trader`]):
+/// the trade itself touches nothing of weft's state, so a caller may run it on a thread
+/// that gives every other lock back while it waits (the MPI layer's lock under
+/// MPI_THREAD_MULTIPLE). Each trade sends this side's words (at most the world's size plus
+/// one) and returns the other side's.
+#[derive(Clone)]
+pub struct PortTrader {
+    key: Vec<u8>,
+    max_words: usize,
+}
+
+impl std::fmt::Debug for PortTrader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PortTrader")
+            .field("max_words", &self.max_words)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Weft {
     /// The key processes of this job prove to each other: the launcher's job secret, else
     /// the one rank 0 shared at start-up, else (a job of one process without a launcher)
@@ -286,40 +307,34 @@ impl Weft {
         }
     }
 
-    /// Words a group trade may carry: a context id and every world rank.
-    fn max_trade_words(&self) -> usize {
-        self.world.size() as usize + 1
-    }
-
-    /// MPI_Comm_accept: an intercommunicator between `comm`'s members and the group that
-    /// connects to `port` (which matters at `root` only, where it must be open). Collective
-    /// over `comm`; waits for the connecting group.
-    pub fn accept(&self, comm: &Comm, port: Option<&Port>, root: u32) -> Result<Comm> {
-        comm.intercomm_traded(root, |mine| {
-            let port = port.ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Port,
-                    "MPI_Comm_accept: the root named no open port",
-                )
-            })?;
-            self.accept_trade(comm, port, mine)
+    /// The job key and the bounds of a trade, for [`PortTrader`]'s trades.
+    pub fn port_trader(&self) -> Result<PortTrader> {
+        Ok(PortTrader {
+            key: self.job_key()?,
+            max_words: self.world.size() as usize + 1,
         })
     }
+}
 
-    /// The accepting leader's trade for [`Comm::intercomm_traded`] over `comm`: waits on
-    /// `port` for a connection that proves the job key (dropping the others), then trades
-    /// `mine` for the connecting group's words.
-    pub fn accept_trade(&self, comm: &Comm, port: &Port, mine: &[u32]) -> Result<Vec<u32>> {
-        let key = self.job_key()?;
-        let mut idle = Idle { comm, looks: 0 };
+impl PortTrader {
+    /// The accepting leader's trade (MPI_Comm_accept): waits on `port` for a connection
+    /// that proves the job key (dropping the others), then trades `mine` for the
+    /// connecting leader's words. `progress` runs between polls of the sockets.
+    pub fn accept(
+        &self,
+        port: &Port,
+        mine: &[u32],
+        progress: &mut dyn FnMut() -> bool,
+    ) -> Result<Vec<u32>> {
+        let mut idle = Idle { progress, looks: 0 };
         loop {
             match port.listener.accept() {
-                Ok((stream, from)) => match self.accepted(&stream, port, &key, &mut idle) {
+                Ok((stream, from)) => match self.accepted(&stream, port, &mut idle) {
                     Ok(()) => {
                         return trade_words(
                             &stream,
                             mine,
-                            self.max_trade_words(),
+                            self.max_words,
                             &mut idle,
                             "MPI_Comm_accept: trading groups",
                         )
@@ -335,7 +350,8 @@ impl Weft {
     }
 
     /// The listener's side of a port's handshake on `s`; an error drops the connection.
-    fn accepted(&self, s: &TcpStream, port: &Port, key: &[u8], idle: &mut Idle<'_>) -> Result<()> {
+    fn accepted(&self, s: &TcpStream, port: &Port, idle: &mut Idle<'_>) -> Result<()> {
+        let key = &self.key;
         s.set_nonblocking(true)
             .map_err(|e| Error::io("port connection", e))?;
         let _ = s.set_nodelay(true);
@@ -365,20 +381,18 @@ impl Weft {
         Ok(())
     }
 
-    /// MPI_Comm_connect: an intercommunicator between `comm`'s members and the group that
-    /// accepts on the port named `port_name` (which matters at `root` only). Collective over
-    /// `comm`.
-    pub fn connect(&self, comm: &Comm, port_name: &str, root: u32) -> Result<Comm> {
-        comm.intercomm_traded(root, |mine| self.connect_trade(comm, port_name, mine))
-    }
-
-    /// The connecting leader's trade for [`Comm::intercomm_traded`] over `comm`: connects to
-    /// the port named `port_name`, proves the job key and checks the listener's proof, then
-    /// trades `mine` for the accepting group's words.
-    pub fn connect_trade(&self, comm: &Comm, port_name: &str, mine: &[u32]) -> Result<Vec<u32>> {
+    /// The connecting leader's trade (MPI_Comm_connect): connects to the port named
+    /// `port_name`, proves the job key and checks the listener's proof, then trades `mine`
+    /// for the accepting leader's words. `progress` runs between polls of the socket.
+    pub fn connect(
+        &self,
+        port_name: &str,
+        mine: &[u32],
+        progress: &mut dyn FnMut() -> bool,
+    ) -> Result<Vec<u32>> {
         let (token, addrs) = parse_port_name(port_name)?;
-        let key = self.job_key()?;
-        let mut idle = Idle { comm, looks: 0 };
+        let key = &self.key;
+        let mut idle = Idle { progress, looks: 0 };
         let what = "MPI_Comm_connect";
         let mut last = None;
         let stream =
@@ -412,7 +426,7 @@ impl Weft {
         read_full(&s, &mut answer, None, &mut idle, what)?;
         let (magic, rest) = answer.split_at(MAGIC.len());
         let (theirs, proof) = rest.split_at(auth::NONCE_BYTES);
-        if magic != MAGIC || !auth::verify(&key, ACCEPT_LABEL, &token, &mine_nonce, theirs, proof) {
+        if magic != MAGIC || !auth::verify(key, ACCEPT_LABEL, &token, &mine_nonce, theirs, proof) {
             return Err(Error::new(
                 ErrorKind::Port,
                 format!(
@@ -421,58 +435,52 @@ impl Weft {
                 ),
             ));
         }
-        let own_proof = auth::prove(&key, CONNECT_LABEL, &token, theirs, &mine_nonce);
+        let own_proof = auth::prove(key, CONNECT_LABEL, &token, theirs, &mine_nonce);
         write_full(&s, &own_proof, None, &mut idle, what)?;
-        trade_words(&s, mine, self.max_trade_words(), &mut idle, what)
+        trade_words(&s, mine, self.max_words, &mut idle, what)
     }
 
-    /// MPI_Comm_join: an intercommunicator between this process and the process at the
-    /// other end of `stream`, a connected socket it also calls join on. Both prove the job
-    /// key. The socket's mode (blocking or not) is left as the program set it.
-    pub fn join(&self, stream: &TcpStream) -> Result<Comm> {
-        let myself = self.self_comm();
-        myself.intercomm_traded(0, |mine| {
-            let key = self.job_key()?;
-            let mut idle = Idle {
-                comm: &myself,
-                looks: 0,
-            };
-            let what = "MPI_Comm_join";
-            let mine_nonce = auth::nonce()?;
-            let mut hello = Vec::with_capacity(MAGIC.len() + auth::NONCE_BYTES);
-            hello.extend_from_slice(MAGIC);
-            hello.extend_from_slice(&mine_nonce);
-            write_full(stream, &hello, None, &mut idle, what)?;
-            let mut theirs = [0u8; MAGIC.len() + auth::NONCE_BYTES];
-            read_full(stream, &mut theirs, None, &mut idle, what)?;
-            if &theirs[..MAGIC.len()] != MAGIC {
-                return Err(Error::new(
-                    ErrorKind::Protocol,
-                    format!("{what}: the other end is not joining"),
-                ));
-            }
-            let their_nonce = &theirs[MAGIC.len()..];
-            let proof = auth::prove(&key, JOIN_LABEL, &[], their_nonce, &mine_nonce);
-            write_full(stream, &proof, None, &mut idle, what)?;
-            let mut their_proof = [0u8; auth::PROOF_BYTES];
-            read_full(stream, &mut their_proof, None, &mut idle, what)?;
-            if !auth::verify(
-                &key,
-                JOIN_LABEL,
-                &[],
-                &mine_nonce,
-                their_nonce,
-                &their_proof,
-            ) {
-                return Err(Error::new(
-                    ErrorKind::Auth,
-                    format!("{what}: the other end did not prove this job's key"),
-                ));
-            }
-            trade_words(stream, mine, self.max_trade_words(), &mut idle, what)
-        })
+    /// The trade of MPI_Comm_join over `stream`, a connected socket whose other end joins
+    /// too: both prove the job key, then trade their words. The socket's mode (blocking or
+    /// not) is left as the program set it. `progress` runs between polls of the socket.
+    pub fn join(
+        &self,
+        stream: &TcpStream,
+        mine: &[u32],
+        progress: &mut dyn FnMut() -> bool,
+    ) -> Result<Vec<u32>> {
+        let key = &self.key;
+        let mut idle = Idle { progress, looks: 0 };
+        let what = "MPI_Comm_join";
+        let mine_nonce = auth::nonce()?;
+        let mut hello = Vec::with_capacity(MAGIC.len() + auth::NONCE_BYTES);
+        hello.extend_from_slice(MAGIC);
+        hello.extend_from_slice(&mine_nonce);
+        write_full(stream, &hello, None, &mut idle, what)?;
+        let mut theirs = [0u8; MAGIC.len() + auth::NONCE_BYTES];
+        read_full(stream, &mut theirs, None, &mut idle, what)?;
+        if &theirs[..MAGIC.len()] != MAGIC {
+            return Err(Error::new(
+                ErrorKind::Protocol,
+                format!("{what}: the other end is not joining"),
+            ));
+        }
+        let their_nonce = &theirs[MAGIC.len()..];
+        let proof = auth::prove(key, JOIN_LABEL, &[], their_nonce, &mine_nonce);
+        write_full(stream, &proof, None, &mut idle, what)?;
+        let mut their_proof = [0u8; auth::PROOF_BYTES];
+        read_full(stream, &mut their_proof, None, &mut idle, what)?;
+        if !auth::verify(key, JOIN_LABEL, &[], &mine_nonce, their_nonce, &their_proof) {
+            return Err(Error::new(
+                ErrorKind::Auth,
+                format!("{what}: the other end did not prove this job's key"),
+            ));
+        }
+        trade_words(stream, mine, self.max_words, &mut idle, what)
     }
+}
 
+impl Weft {
     /// MPI_Publish_name: makes `port_name` known as `service` to the job.
     pub fn publish_name(&self, service: &str, port_name: &str) -> Result<()> {
         check_service(service)?;
