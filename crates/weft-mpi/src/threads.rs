@@ -279,8 +279,10 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
 /// The first statement of a blocking call that has a nonblocking twin: on the twins' path
 /// ([`twins`]) the call returns its twin `path(args)` (written without the request
 /// argument, which this appends) waited for by [`twin`] with the status `status` (none
-/// given: MPI_STATUS_IGNORE); otherwise the call goes on. Used inside the exported
-/// functions, whose MPI contract the twin's arguments follow.
+/// given: MPI_STATUS_IGNORE); otherwise the call goes on. The twin is started inside a
+/// hold taken here ([`enter`]): the nonblocking call's internal work (`icoll::ibcast_as`
+/// and the like, given the name of the blocking call the user made, which its errors name).
+/// Used inside the exported functions, whose MPI contract the twin's arguments follow.
 macro_rules! blocking_by_twin {
     ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
         if $crate::threads::twins() {
@@ -290,8 +292,11 @@ macro_rules! blocking_by_twin {
             $(status = $status;)?
             // Numbered as the blocking call it stands for, so it meets the other ranks'
             // blocking calls whatever their nonblocking ones do around it.
-            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-            let rc = weft::coll::numbered_as_blocking(|| unsafe { $($f)::+($($arg,)* &mut req) });
+            let rc = weft::coll::numbered_as_blocking(|| {
+                let _entered = $crate::threads::enter();
+                // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
+                unsafe { $($f)::+($($arg,)* &mut req) }
+            });
             // SAFETY: the request is the twin's, the status the caller's.
             return unsafe { $crate::threads::twin(rc, &mut req, status) };
         }
