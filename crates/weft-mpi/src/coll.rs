@@ -159,7 +159,7 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     crate::threads::blocking_by_twin!(crate::icoll::ibarrier_as("MPI_Barrier", comm));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::fast::barrier(comm) {
         return rc;
     }
@@ -201,7 +201,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         root,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
         return rc;
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
         root,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Bcast_c's contract for the caller's buffers, counts and datatypes,
@@ -559,7 +559,7 @@ pub unsafe extern "C" fn MPI_Reduce(
         root,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, count as i64, Some(root))
     {
         return rc;
@@ -633,7 +633,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         root,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Reduce_c's contract for the caller's buffers, counts and datatypes,
@@ -688,7 +688,7 @@ pub unsafe extern "C" fn MPI_Allreduce(
         op,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, count as i64, None) {
         return rc;
     }
@@ -758,7 +758,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
         op,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Allreduce_c's contract for the caller's buffers, counts and
@@ -826,7 +826,7 @@ pub(crate) unsafe fn scan_as(
     crate::threads::blocking_by_twin!(crate::icoll::iscan_as(
         func, send, recv, count, dt, op, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
@@ -887,7 +887,7 @@ pub(crate) unsafe fn exscan_as(
     crate::threads::blocking_by_twin!(crate::icoll::iexscan_as(
         func, send, recv, count, dt, op, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
@@ -949,7 +949,7 @@ pub(crate) unsafe fn reduce_scatter_block_as(
     crate::threads::blocking_by_twin!(crate::icoll::ireduce_scatter_block_as(
         func, send, recv, count, dt, op, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
@@ -1136,7 +1136,7 @@ pub(crate) unsafe fn gather_as(
     crate::threads::blocking_by_twin!(crate::icoll::igather_as(
         func, send, scount, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
@@ -1263,7 +1263,7 @@ pub(crate) unsafe fn scatter_as(
     crate::threads::blocking_by_twin!(crate::icoll::iscatter_as(
         func, send, scount, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
@@ -1368,7 +1368,7 @@ pub(crate) unsafe fn allgather_as(
     crate::threads::blocking_by_twin!(crate::icoll::iallgather_as(
         func, send, scount, sdt, recv, rcount, rdt, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
@@ -1466,7 +1466,7 @@ pub(crate) unsafe fn alltoall_as(
     crate::threads::blocking_by_twin!(crate::icoll::ialltoall_as(
         func, send, scount, sdt, recv, rcount, rdt, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
@@ -1705,7 +1705,7 @@ pub(crate) unsafe fn gatherv_as(
     crate::threads::blocking_by_twin!(crate::icoll::igatherv_as(
         func, send, scount, sdt, recv, rcounts, displs, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
@@ -1818,7 +1818,7 @@ pub(crate) unsafe fn scatterv_as(
     crate::threads::blocking_by_twin!(crate::icoll::iscatterv_as(
         func, send, scounts, displs, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, rcount as i64, Some(root)) {
         return rc;
     }
@@ -1978,7 +1978,7 @@ pub(crate) unsafe fn allgatherv_as(
     crate::threads::blocking_by_twin!(crate::icoll::iallgatherv_as(
         func, send, scount, sdt, recv, rcounts, displs, rdt, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
@@ -2084,7 +2084,7 @@ pub(crate) unsafe fn alltoallv_as(
     crate::threads::blocking_by_twin!(crate::icoll::ialltoallv_as(
         func, send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Alltoallv's contract), as aliased_v requires.
@@ -2220,7 +2220,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         op,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Reduce_scatter's contract), as aliased_v requires.
@@ -2356,7 +2356,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
         rtypes,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Alltoallw's contract), as aliased_v requires.

@@ -211,7 +211,7 @@ pub unsafe extern "C" fn MPI_Send(
     crate::threads::blocking_by_twin!(crate::p2p::isend_as(
         "MPI_Send", buf, count, dt, dest, tag, comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Send's rules, the contract fast::send
         // requires.
@@ -245,7 +245,7 @@ pub unsafe extern "C" fn MPI_Send_c(
         tag,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
         return rc;
@@ -289,7 +289,7 @@ pub(crate) unsafe fn rsend_as(
     comm: Handle,
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::p2p::irsend_as(func, buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Rsend's rules, the contract fast::send
         // requires.
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::p2p::irecv_as("MPI_Recv", buf, count, dt, source, tag, comm); status);
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Recv's rules, the contract fast::recv
         // requires.
@@ -343,7 +343,7 @@ pub unsafe extern "C" fn MPI_Recv_c(
     status: *mut MpiStatus,
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::p2p::irecv_c_as("MPI_Recv_c", buf, count, dt, source, tag, comm); status);
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
     {
@@ -856,7 +856,7 @@ pub(crate) unsafe fn sendrecv_as(
     status: *mut MpiStatus,
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::p2p::isendrecv_as(func, sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::sendrecv(
@@ -944,7 +944,7 @@ pub(crate) unsafe fn sendrecv_replace_as(
     status: *mut MpiStatus,
 ) -> c_int {
     crate::threads::blocking_by_twin!(crate::p2p::isendrecv_replace_as(func, buf, count, dt, dest, stag, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     let r = (|| {
         // The outgoing items are packed first (a copy), then received in place.
         let out = outgoing(buf, count as i64, dt)?;
@@ -2279,7 +2279,7 @@ pub unsafe extern "C" fn MPI_Ssend(
         tag,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Ssend's rules, the contract fast::send
         // requires.
@@ -2313,7 +2313,7 @@ pub unsafe extern "C" fn MPI_Ssend_c(
         tag,
         comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {
         return rc;

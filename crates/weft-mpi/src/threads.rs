@@ -50,18 +50,23 @@ use crate::consts::*;
 use crate::p2p::MpiStatus;
 use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-/// Whether MPI_THREAD_MULTIPLE was provided: every call then takes the lock. Set once by
-/// the init that provides it, never cleared (a call racing with MPI_Finalize still locks).
-static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// The library's thread mode, both flags in one byte so that a call reads them with one
+/// load: [`MULTIPLE`] and [`TWINS`], each set once and never cleared (a call racing with
+/// MPI_Finalize still locks). [`MULTIPLE`] is only ever set together with [`TWINS`], so a
+/// call that found [`TWINS`] clear holds no lock to take.
+static MODE: AtomicU8 = AtomicU8::new(0);
 
-/// Whether the blocking calls that have a nonblocking twin (point-to-point, the wait and
+/// [`MODE`]: MPI_THREAD_MULTIPLE was provided: every call takes the lock.
+const MULTIPLE: u8 = 1;
+
+/// [`MODE`]: the blocking calls that have a nonblocking twin (point-to-point, the wait and
 /// probe families, collectives, MPI_Comm_dup) and intercommunicator creation take the
 /// twin's path (start it, then poll): under MPI_THREAD_MULTIPLE, and on every rank of a job
 /// where any rank got MPI_THREAD_MULTIPLE from MPI_Init_thread (agreed there), so that the
 /// ranks' collective sequences match whatever level each asked for.
-static TWINS: AtomicBool = AtomicBool::new(false);
+const TWINS: u8 = 2;
 
 /// The lock's holder: 0 when free, else the address of the holder's [`DEPTH`].
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -101,30 +106,38 @@ fn pause(polls: u32, since: &mut Option<std::time::Instant>) {
 /// Whether MPI_THREAD_MULTIPLE is in force.
 #[inline(always)]
 pub fn multiple() -> bool {
-    MULTIPLE.load(Ordering::Relaxed)
+    MODE.load(Ordering::Relaxed) & MULTIPLE != 0
 }
 
 /// Makes every later call take the lock (the init that provides MPI_THREAD_MULTIPLE).
 pub(crate) fn provide_multiple() {
-    MULTIPLE.store(true, Ordering::SeqCst);
-    TWINS.store(true, Ordering::SeqCst);
+    MODE.fetch_or(MULTIPLE | TWINS, Ordering::SeqCst);
 }
 
 /// Whether blocking calls take their nonblocking twin's path (see `TWINS`).
 #[inline(always)]
 pub fn twins() -> bool {
-    TWINS.load(Ordering::Relaxed)
+    MODE.load(Ordering::Relaxed) & TWINS != 0
 }
 
 /// Makes blocking calls take their twin's path below MPI_THREAD_MULTIPLE too (another rank
 /// of the job got MPI_THREAD_MULTIPLE: MPI_Init_thread agreed on it).
 pub(crate) fn take_twins() {
-    TWINS.store(true, Ordering::SeqCst);
+    MODE.fetch_or(TWINS, Ordering::SeqCst);
 }
 
 /// An MPI call in progress: holds the lock under MPI_THREAD_MULTIPLE until dropped.
 #[must_use]
 pub struct Entered(bool);
+
+/// Enters a blocking call that found the twins' path off ([`twins`] false, checked by
+/// [`blocking_by_twin`] just before): MPI_THREAD_MULTIPLE is then not in force (it turns
+/// the twins' path on with it, in the same store), so there is no lock to take and no flag
+/// to read again.
+#[inline(always)]
+pub fn enter_untwinned() -> Entered {
+    Entered(false)
+}
 
 /// Enters an MPI call (the first statement of every exported function).
 #[inline(always)]
