@@ -813,7 +813,7 @@ pub unsafe extern "C" fn MPI_Scan(
 ///
 /// # Safety
 /// MPI_Scan's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn scan_as(
     func: &str,
     send: *const c_void,
@@ -874,7 +874,7 @@ pub unsafe extern "C" fn MPI_Exscan(
 ///
 /// # Safety
 /// MPI_Exscan's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn exscan_as(
     func: &str,
     send: *const c_void,
@@ -936,7 +936,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
 ///
 /// # Safety
 /// MPI_Reduce_scatter_block's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn reduce_scatter_block_as(
     func: &str,
     send: *const c_void,
@@ -1120,7 +1120,7 @@ pub unsafe extern "C" fn MPI_Gather(
 ///
 /// # Safety
 /// MPI_Gather's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gather_as(
     func: &str,
@@ -1247,7 +1247,7 @@ pub unsafe extern "C" fn MPI_Scatter(
 ///
 /// # Safety
 /// MPI_Scatter's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn scatter_as(
     func: &str,
@@ -1353,7 +1353,7 @@ pub unsafe extern "C" fn MPI_Allgather(
 ///
 /// # Safety
 /// MPI_Allgather's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn allgather_as(
     func: &str,
@@ -1451,7 +1451,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
 ///
 /// # Safety
 /// MPI_Alltoall's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn alltoall_as(
     func: &str,
@@ -1688,7 +1688,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
 ///
 /// # Safety
 /// MPI_Gatherv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gatherv_as(
     func: &str,
@@ -1801,7 +1801,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
 ///
 /// # Safety
 /// MPI_Scatterv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn scatterv_as(
     func: &str,
@@ -1962,7 +1962,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
 ///
 /// # Safety
 /// MPI_Allgatherv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn allgatherv_as(
     func: &str,
@@ -2067,7 +2067,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
 ///
 /// # Safety
 /// MPI_Alltoallv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn alltoallv_as(
     func: &str,

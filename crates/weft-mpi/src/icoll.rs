@@ -164,7 +164,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
 ///
 /// # Safety
 /// MPI_Ibarrier's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn ibarrier_as(func: &str, comm: Handle, req: *mut Handle) -> c_int {
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = crate::inter_coll::barrier(p, crate::inter_coll::Mode::Nonblocking { comm, req });
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
 ///
 /// # Safety
 /// MPI_Ibcast's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn ibcast_as(
     func: &str,
     buf: *mut c_void,
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
 ///
 /// # Safety
 /// MPI_Ireduce's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ireduce_as(
     func: &str,
@@ -435,7 +435,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
 ///
 /// # Safety
 /// MPI_Iallreduce's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iallreduce_as(
     func: &str,
@@ -503,7 +503,7 @@ pub unsafe extern "C" fn MPI_Iscan(
 ///
 /// # Safety
 /// MPI_Iscan's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iscan_as(
     func: &str,
@@ -546,7 +546,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
 ///
 /// # Safety
 /// MPI_Iexscan's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iexscan_as(
     func: &str,
@@ -600,7 +600,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
 ///
 /// # Safety
 /// MPI_Ireduce_scatter_block's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ireduce_scatter_block_as(
     func: &str,
@@ -767,7 +767,7 @@ pub unsafe extern "C" fn MPI_Igather(
 ///
 /// # Safety
 /// MPI_Igather's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn igather_as(
     func: &str,
@@ -866,7 +866,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
 ///
 /// # Safety
 /// MPI_Iscatter's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iscatter_as(
     func: &str,
@@ -952,7 +952,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
 ///
 /// # Safety
 /// MPI_Iallgather's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iallgather_as(
     func: &str,
@@ -1047,7 +1047,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
 ///
 /// # Safety
 /// MPI_Ialltoall's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ialltoall_as(
     func: &str,
@@ -1395,7 +1395,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
 ///
 /// # Safety
 /// MPI_Ireduce_scatter's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ireduce_scatter_as(
     func: &str,
@@ -1524,7 +1524,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
 ///
 /// # Safety
 /// MPI_Igatherv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn igatherv_as(
     func: &str,
@@ -1664,7 +1664,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
 ///
 /// # Safety
 /// MPI_Iscatterv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iscatterv_as(
     func: &str,
@@ -1783,7 +1783,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
 ///
 /// # Safety
 /// MPI_Iallgatherv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iallgatherv_as(
     func: &str,
@@ -1903,7 +1903,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 ///
 /// # Safety
 /// MPI_Ialltoallv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ialltoallv_as(
     func: &str,
@@ -2146,7 +2146,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
 ///
 /// # Safety
 /// MPI_Ialltoallw's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ialltoallw_as(
     func: &str,

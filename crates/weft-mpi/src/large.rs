@@ -272,7 +272,7 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
 ///
 /// # Safety
 /// MPI_Ibcast_c's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn ibcast_c_as(
     func: &str,
     buf: *mut c_void,
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
 ///
 /// # Safety
 /// MPI_Ireduce_c's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn ireduce_c_as(
     func: &str,
@@ -358,7 +358,7 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
 ///
 /// # Safety
 /// MPI_Iallreduce_c's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iallreduce_c_as(
     func: &str,

@@ -278,7 +278,7 @@ pub unsafe extern "C" fn MPI_Rsend(
 ///
 /// # Safety
 /// MPI_Rsend's contract.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn rsend_as(
     func: &str,
     buf: *const c_void,
@@ -493,7 +493,7 @@ pub unsafe extern "C" fn MPI_Isend(
 ///
 /// # Safety
 /// MPI_Isend's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn isend_as(
     func: &str,
@@ -551,7 +551,7 @@ pub unsafe extern "C" fn MPI_Isend_c(
 ///
 /// # Safety
 /// MPI_Isend_c's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn isend_c_as(
     func: &str,
@@ -598,7 +598,7 @@ pub unsafe extern "C" fn MPI_Irsend(
 ///
 /// # Safety
 /// MPI_Irsend's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn irsend_as(
     func: &str,
@@ -656,7 +656,7 @@ pub unsafe extern "C" fn MPI_Irecv(
 ///
 /// # Safety
 /// MPI_Irecv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn irecv_as(
     func: &str,
@@ -714,7 +714,7 @@ pub unsafe extern "C" fn MPI_Irecv_c(
 ///
 /// # Safety
 /// MPI_Irecv_c's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn irecv_c_as(
     func: &str,
@@ -838,7 +838,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
 ///
 /// # Safety
 /// MPI_Sendrecv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sendrecv_as(
     func: &str,
@@ -929,7 +929,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 ///
 /// # Safety
 /// MPI_Sendrecv_replace's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn sendrecv_replace_as(
     func: &str,
@@ -1963,7 +1963,7 @@ pub unsafe extern "C" fn MPI_Send_init(
 ///
 /// # Safety
 /// MPI_Send_init's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn send_init_as(
     func: &str,
@@ -2004,7 +2004,7 @@ pub unsafe extern "C" fn MPI_Recv_init(
 ///
 /// # Safety
 /// MPI_Recv_init's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn recv_init_as(
     func: &str,
@@ -2347,7 +2347,7 @@ pub unsafe extern "C" fn MPI_Issend(
 ///
 /// # Safety
 /// MPI_Issend's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn issend_as(
     func: &str,
@@ -2405,7 +2405,7 @@ pub unsafe extern "C" fn MPI_Issend_c(
 ///
 /// # Safety
 /// MPI_Issend_c's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn issend_c_as(
     func: &str,
@@ -2548,7 +2548,7 @@ pub unsafe extern "C" fn MPI_Isendrecv(
 ///
 /// # Safety
 /// MPI_Isendrecv's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn isendrecv_as(
     func: &str,
@@ -2611,7 +2611,7 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
 ///
 /// # Safety
 /// MPI_Isendrecv_replace's contract.
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn isendrecv_replace_as(
     func: &str,
