@@ -37,7 +37,24 @@ pub(crate) fn aliased(
     count: i64,
     root: Option<c_int>,
 ) -> Option<c_int> {
-    if send != recv || send.is_null() || in_place(send) || count == 0 {
+    if send != recv {
+        return None;
+    }
+    aliased_same(comm, func, send, count, root)
+}
+
+/// [`aliased`] once the two buffers are the same pointer: out of line, so that the usual
+/// call (different buffers) costs one comparison.
+#[cold]
+#[inline(never)]
+fn aliased_same(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    count: i64,
+    root: Option<c_int>,
+) -> Option<c_int> {
+    if send.is_null() || in_place(send) || count == 0 {
         return None;
     }
     aliased_slow(comm, func, send, root)

@@ -299,23 +299,38 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
 macro_rules! blocking_by_twin {
     ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
         if $crate::threads::twins() {
-            let mut req = $crate::consts::MPI_REQUEST_NULL;
             #[allow(unused_mut, unused_assignments)]
             let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
             $(status = $status;)?
-            // Numbered as the blocking call it stands for, so it meets the other ranks'
-            // blocking calls whatever their nonblocking ones do around it.
-            let rc = weft::coll::numbered_as_blocking(|| {
-                let _entered = $crate::threads::enter();
-                // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-                unsafe { $($f)::+($($arg,)* &mut req) }
-            });
-            // SAFETY: the request is the twin's, the status the caller's.
-            return unsafe { $crate::threads::twin(rc, &mut req, status) };
+            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin (started
+            // inside the closure, a call of an unsafe function); the status is the caller's.
+            return unsafe {
+                $crate::threads::by_twin(move |req| $($f)::+($($arg,)* req), status)
+            };
         }
     };
 }
 pub(crate) use blocking_by_twin;
+
+/// The twins' path of [`blocking_by_twin`]: starts the twin by `start(req)` inside a hold,
+/// numbered as the blocking call it stands for (so it meets the other ranks' blocking calls
+/// whatever their nonblocking ones do around it), and waits for it. Out of line and cold,
+/// so that the blocking call's own path keeps its arguments in registers.
+///
+/// # Safety
+/// `start` follows the blocking call's MPI contract; `status` is MPI_STATUS_IGNORE or points
+/// to a status.
+#[cold]
+#[inline(never)]
+pub unsafe fn by_twin(start: impl FnOnce(*mut Handle) -> c_int, status: *mut MpiStatus) -> c_int {
+    let mut req = MPI_REQUEST_NULL;
+    let rc = weft::coll::numbered_as_blocking(|| {
+        let _entered = enter();
+        start(&mut req)
+    });
+    // SAFETY: the request is the twin's, the status the caller's.
+    unsafe { twin(rc, &mut req, status) }
+}
 
 /// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
 /// the request `req`.
