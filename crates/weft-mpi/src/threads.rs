@@ -131,7 +131,7 @@ pub(crate) fn take_twins() {
 pub struct Entered(bool);
 
 /// Enters a blocking call that found the twins' path off ([`twins`] false, checked by
-/// [`blocking_by_twin`] just before): MPI_THREAD_MULTIPLE is then not in force (it turns
+/// `blocking_by_twin!` just before): MPI_THREAD_MULTIPLE is then not in force (it turns
 /// the twins' path on with it, in the same store), so there is no lock to take and no flag
 /// to read again.
 #[inline(always)]
@@ -312,7 +312,7 @@ macro_rules! blocking_by_twin {
 }
 pub(crate) use blocking_by_twin;
 
-/// The twins' path of [`blocking_by_twin`]: starts the twin by `start(req)` inside a hold,
+/// The twins' path of `blocking_by_twin!`: starts the twin by `start(req)` inside a hold,
 /// numbered as the blocking call it stands for (so it meets the other ranks' blocking calls
 /// whatever their nonblocking ones do around it), and waits for it. Out of line and cold,
 /// so that the blocking call's own path keeps its arguments in registers.
