@@ -37,7 +37,24 @@ pub(crate) fn aliased(
     count: i64,
     root: Option<c_int>,
 ) -> Option<c_int> {
-    if send != recv || send.is_null() || in_place(send) || count == 0 {
+    if send != recv {
+        return None;
+    }
+    aliased_same(comm, func, send, count, root)
+}
+
+/// [`aliased`] once the two buffers are the same pointer: out of line, so that the usual
+/// call (different buffers) costs one comparison.
+#[cold]
+#[inline(never)]
+fn aliased_same(
+    comm: Handle,
+    func: &str,
+    send: *const c_void,
+    count: i64,
+    root: Option<c_int>,
+) -> Option<c_int> {
+    if send.is_null() || in_place(send) || count == 0 {
         return None;
     }
     aliased_slow(comm, func, send, root)
@@ -158,8 +175,8 @@ unsafe fn bytes_mut<'a>(p: *mut c_void, n: usize) -> R<&'a mut [u8]> {
 /// MPI_Barrier (MPI-4.1 §6.3).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ibarrier(comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::icoll::ibarrier_as("MPI_Barrier", comm));
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::fast::barrier(comm) {
         return rc;
     }
@@ -193,8 +210,15 @@ pub unsafe extern "C" fn MPI_Bcast(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ibcast(buf, count, dt, root, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::icoll::ibcast_as(
+        "MPI_Bcast",
+        buf,
+        count,
+        dt,
+        root,
+        comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the caller's MPI contract, passed on.
     if let Some(rc) = unsafe { crate::fast::bcast(buf, count, dt, root, comm) } {
         return rc;
@@ -218,8 +242,15 @@ pub unsafe extern "C" fn MPI_Bcast_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Ibcast_c(buf, count, dt, root, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::large::ibcast_c_as(
+        "MPI_Bcast_c",
+        buf,
+        count,
+        dt,
+        root,
+        comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Bcast_c's contract for the caller's buffers, counts and datatypes,
@@ -535,10 +566,17 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce(
-        send, recv, count, dt, op, root, comm
+    crate::threads::blocking_by_twin!(crate::icoll::ireduce_as(
+        "MPI_Reduce",
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        root,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Reduce", send, recv, count as i64, Some(root))
     {
         return rc;
@@ -602,10 +640,17 @@ pub unsafe extern "C" fn MPI_Reduce_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Ireduce_c(
-        send, recv, count, dt, op, root, comm
+    crate::threads::blocking_by_twin!(crate::large::ireduce_c_as(
+        "MPI_Reduce_c",
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        root,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Reduce_c's contract for the caller's buffers, counts and datatypes,
@@ -651,10 +696,16 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallreduce(
-        send, recv, count, dt, op, comm
+    crate::threads::blocking_by_twin!(crate::icoll::iallreduce_as(
+        "MPI_Allreduce",
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) = crate::coll::aliased(comm, "MPI_Allreduce", send, recv, count as i64, None) {
         return rc;
     }
@@ -715,10 +766,16 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Iallreduce_c(
-        send, recv, count, dt, op, comm
+    crate::threads::blocking_by_twin!(crate::large::iallreduce_c_as(
+        "MPI_Allreduce_c",
+        send,
+        recv,
+        count,
+        dt,
+        op,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = inter_count(count, "count")
             // SAFETY: MPI_Allreduce_c's contract for the caller's buffers, counts and
@@ -763,25 +820,45 @@ pub unsafe extern "C" fn MPI_Scan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscan(send, recv, count, dt, op, comm));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Scan", send, recv, count as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { scan_as("MPI_Scan", send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Scan's work for the call `func` the user made (MPI_Scan itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Scan's contract.
+#[inline(always)]
+pub(crate) unsafe fn scan_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iscan_as(
+        func, send, recv, count, dt, op, comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Scan's rules, the contract fast::reduction
         // requires.
-        unsafe {
-            crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, "MPI_Scan")
-        }
+        unsafe { crate::fast::reduction(Fast::Scan, send, recv, count, dt, op, comm, func) }
     {
         return rc;
     }
     finish(
         comm,
-        "MPI_Scan",
+        func,
         reduction(
-            "MPI_Scan",
+            func,
             Red::Scan,
             None,
             send,
@@ -804,22 +881,46 @@ pub unsafe extern "C" fn MPI_Exscan(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iexscan(send, recv, count, dt, op, comm));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Exscan", send, recv, count as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { exscan_as("MPI_Exscan", send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Exscan's work for the call `func` the user made (MPI_Exscan itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Exscan's contract.
+#[inline(always)]
+pub(crate) unsafe fn exscan_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iexscan_as(
+        func, send, recv, count, dt, op, comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
-    // SAFETY: the caller's MPI contract, passed on.
-    if let Some(rc) = unsafe {
-        crate::fast::reduction(Fast::Exscan, send, recv, count, dt, op, comm, "MPI_Exscan")
-    } {
+    if let Some(rc) =
+        // SAFETY: the caller's MPI contract, passed on.
+        unsafe {
+            crate::fast::reduction(Fast::Exscan, send, recv, count, dt, op, comm, func)
+        }
+    {
         return rc;
     }
     finish(
         comm,
-        "MPI_Exscan",
+        func,
         reduction(
-            "MPI_Exscan",
+            func,
             Red::Exscan,
             None,
             send,
@@ -842,18 +943,31 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce_scatter_block(
-        send, recv, count, dt, op, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { reduce_scatter_block_as("MPI_Reduce_scatter_block", send, recv, count, dt, op, comm) }
+}
+
+/// MPI_Reduce_scatter_block's work for the call `func` the user made (MPI_Reduce_scatter_block itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Reduce_scatter_block's contract.
+#[inline(always)]
+pub(crate) unsafe fn reduce_scatter_block_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::ireduce_scatter_block_as(
+        func, send, recv, count, dt, op, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(
-        comm,
-        "MPI_Reduce_scatter_block",
-        send,
-        recv,
-        count as i64,
-        None,
-    ) {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -866,7 +980,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
             dt,
             op,
             comm,
-            "MPI_Reduce_scatter_block",
+            func,
         )
     } {
         return rc;
@@ -875,7 +989,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         // SAFETY: MPI_Reduce_scatter_block's contract for the caller's buffers, counts and
         // datatypes, which inter_coll::reduce_scatter_block requires and passes on to the calls it
         // makes.
-        return finish(comm, "MPI_Reduce_scatter_block", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::reduce_scatter_block(
                 p,
                 send,
@@ -889,9 +1003,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     }
     finish(
         comm,
-        "MPI_Reduce_scatter_block",
+        func,
         reduction(
-            "MPI_Reduce_scatter_block",
+            func,
             Red::ReduceScatterBlock,
             None,
             send,
@@ -1001,13 +1115,46 @@ pub unsafe extern "C" fn MPI_Gather(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Igather(
-        send, scount, sdt, recv, rcount, rdt, root, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        gather_as(
+            "MPI_Gather",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Gather's work for the call `func` the user made (MPI_Gather itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Gather's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gather_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::igather_as(
+        func, send, scount, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Gather", send, recv, scount as i64, Some(root))
-    {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1022,7 +1169,7 @@ pub unsafe extern "C" fn MPI_Gather(
             rdt,
             Some(root),
             comm,
-            "MPI_Gather",
+            func,
         )
     } {
         return rc;
@@ -1030,7 +1177,7 @@ pub unsafe extern "C" fn MPI_Gather(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Gather's contract for the caller's buffers, counts and datatypes, which
         // inter_coll::gather requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Gather", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::gather(
                 p,
                 send,
@@ -1045,7 +1192,7 @@ pub unsafe extern "C" fn MPI_Gather(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Gather")?;
+        let c = comm_of(comm, func)?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
         // The receive arguments are ignored at non-roots (MPI-4.1 §6.5): not validated.
@@ -1080,7 +1227,7 @@ pub unsafe extern "C" fn MPI_Gather(
         c.gather(sb, rb, root)?;
         inc.finish()
     })();
-    finish(comm, "MPI_Gather", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Scatter (MPI-4.1 §6.6).
@@ -1095,13 +1242,46 @@ pub unsafe extern "C" fn MPI_Scatter(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscatter(
-        send, scount, sdt, recv, rcount, rdt, root, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        scatter_as(
+            "MPI_Scatter",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Scatter's work for the call `func` the user made (MPI_Scatter itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Scatter's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scatter_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iscatter_as(
+        func, send, scount, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Scatter", send, recv, scount as i64, Some(root))
-    {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1116,7 +1296,7 @@ pub unsafe extern "C" fn MPI_Scatter(
             rdt,
             Some(root),
             comm,
-            "MPI_Scatter",
+            func,
         )
     } {
         return rc;
@@ -1124,7 +1304,7 @@ pub unsafe extern "C" fn MPI_Scatter(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Scatter's contract for the caller's buffers, counts and datatypes, which
         // inter_coll::scatter requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Scatter", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::scatter(
                 p,
                 send,
@@ -1139,7 +1319,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Scatter")?;
+        let c = comm_of(comm, func)?;
         let root = check_root(&c, root)?;
         let me = c.rank() == root;
         // The send arguments are ignored at non-roots (MPI-4.1 §6.6): not validated.
@@ -1166,7 +1346,7 @@ pub unsafe extern "C" fn MPI_Scatter(
         c.scatter(sb, rb, root)?;
         inc.finish()
     })();
-    finish(comm, "MPI_Scatter", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Allgather (MPI-4.1 §6.7).
@@ -1180,11 +1360,33 @@ pub unsafe extern "C" fn MPI_Allgather(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallgather(
-        send, scount, sdt, recv, rcount, rdt, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { allgather_as("MPI_Allgather", send, scount, sdt, recv, rcount, rdt, comm) }
+}
+
+/// MPI_Allgather's work for the call `func` the user made (MPI_Allgather itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Allgather's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn allgather_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iallgather_as(
+        func, send, scount, sdt, recv, rcount, rdt, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgather", send, recv, scount as i64, None) {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1199,7 +1401,7 @@ pub unsafe extern "C" fn MPI_Allgather(
             rdt,
             None,
             comm,
-            "MPI_Allgather",
+            func,
         )
     } {
         return rc;
@@ -1207,7 +1409,7 @@ pub unsafe extern "C" fn MPI_Allgather(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Allgather's contract for the caller's buffers, counts and datatypes,
         // which inter_coll::allgather requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Allgather", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::allgather(
                 p,
                 send,
@@ -1221,7 +1423,7 @@ pub unsafe extern "C" fn MPI_Allgather(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Allgather")?;
+        let c = comm_of(comm, func)?;
         let n = c.size() as i64;
         let inc = incoming(recv, rcount as i64 * n, rdt, in_place(send))?;
         let block = inc.bytes / n as usize;
@@ -1242,7 +1444,7 @@ pub unsafe extern "C" fn MPI_Allgather(
         c.allgather(sb, rb)?;
         inc.finish()
     })();
-    finish(comm, "MPI_Allgather", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Alltoall (MPI-4.1 §6.8).
@@ -1256,11 +1458,33 @@ pub unsafe extern "C" fn MPI_Alltoall(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoall(
-        send, scount, sdt, recv, rcount, rdt, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { alltoall_as("MPI_Alltoall", send, scount, sdt, recv, rcount, rdt, comm) }
+}
+
+/// MPI_Alltoall's work for the call `func` the user made (MPI_Alltoall itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Alltoall's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoall_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::ialltoall_as(
+        func, send, scount, sdt, recv, rcount, rdt, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Alltoall", send, recv, scount as i64, None) {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
@@ -1275,7 +1499,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
             rdt,
             None,
             comm,
-            "MPI_Alltoall",
+            func,
         )
     } {
         return rc;
@@ -1283,7 +1507,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Alltoall's contract for the caller's buffers, counts and datatypes, which
         // inter_coll::alltoall requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Alltoall", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::alltoall(
                 p,
                 send,
@@ -1297,7 +1521,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Alltoall")?;
+        let c = comm_of(comm, func)?;
         let n = c.size() as i64;
         let inc = incoming(recv, rcount as i64 * n, rdt, in_place(send))?;
         // SAFETY: the staged buffers hold their bytes for this blocking call.
@@ -1316,7 +1540,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
         c.alltoall(sb, rb)?;
         inc.finish()
     })();
-    finish(comm, "MPI_Alltoall", r)
+    finish(comm, func, r)
 }
 
 /// Counts in bytes: `n` entries of `p` times `unit`; a negative entry is MPI_ERR_COUNT.
@@ -1458,13 +1682,48 @@ pub unsafe extern "C" fn MPI_Gatherv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Igatherv(
-        send, scount, sdt, recv, rcounts, displs, rdt, root, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        gatherv_as(
+            "MPI_Gatherv",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcounts,
+            displs,
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Gatherv's work for the call `func` the user made (MPI_Gatherv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Gatherv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gatherv_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::igatherv_as(
+        func, send, scount, sdt, recv, rcounts, displs, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Gatherv", send, recv, scount as i64, Some(root))
-    {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     if let Some(rc) =
@@ -1479,7 +1738,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Gatherv's contract for the caller's buffers, counts and datatypes, which
         // inter_coll::gather requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Gatherv", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::gather(
                 p,
                 send,
@@ -1494,7 +1753,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Gatherv")?;
+        let c = comm_of(comm, func)?;
         let root = check_root(&c, root)?;
         let n = c.size() as usize;
         let (mut counts, mut ds) = (vec![0; n], vec![0; n]);
@@ -1520,7 +1779,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
         };
         Ok(c.gatherv(sb, rb, &counts, &ds, root)?)
     })();
-    finish(comm, "MPI_Gatherv", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Scatterv (MPI-4.1 §6.6).
@@ -1536,13 +1795,48 @@ pub unsafe extern "C" fn MPI_Scatterv(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iscatterv(
-        send, scounts, displs, sdt, recv, rcount, rdt, root, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        scatterv_as(
+            "MPI_Scatterv",
+            send,
+            scounts,
+            displs,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
+}
+
+/// MPI_Scatterv's work for the call `func` the user made (MPI_Scatterv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Scatterv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn scatterv_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iscatterv_as(
+        func, send, scounts, displs, sdt, recv, rcount, rdt, root, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Scatterv", send, recv, rcount as i64, Some(root))
-    {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, rcount as i64, Some(root)) {
         return rc;
     }
     if let Some(rc) =
@@ -1557,7 +1851,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Scatterv's contract for the caller's buffers, counts and datatypes, which
         // inter_coll::scatter requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Scatterv", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::scatter(
                 p,
                 send,
@@ -1572,7 +1866,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
         });
     }
     let r = scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
-    finish(comm, "MPI_Scatterv", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Scatterv's general path on an intracommunicator (no fast path, no aliasing check),
@@ -1663,12 +1957,46 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Iallgatherv(
-        send, scount, sdt, recv, rcounts, displs, rdt, comm
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        allgatherv_as(
+            "MPI_Allgatherv",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcounts,
+            displs,
+            rdt,
+            comm,
+        )
+    }
+}
+
+/// MPI_Allgatherv's work for the call `func` the user made (MPI_Allgatherv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Allgatherv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn allgatherv_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::iallgatherv_as(
+        func, send, scount, sdt, recv, rcounts, displs, rdt, comm
     ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Allgatherv", send, recv, scount as i64, None)
-    {
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     if let Some(rc) =
@@ -1683,7 +2011,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Allgatherv's contract for the caller's buffers, counts and datatypes,
         // which inter_coll::allgather requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Allgatherv", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::allgather(
                 p,
                 send,
@@ -1697,7 +2025,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Allgatherv")?;
+        let c = comm_of(comm, func)?;
         let n = c.size() as usize;
         let (es, _) = bytes_of(1, rdt)?;
         let counts = scaled(rcounts, n, es, "recvcounts")?;
@@ -1717,7 +2045,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
         };
         Ok(c.allgatherv(sb, rb, &counts, &ds)?)
     })();
-    finish(comm, "MPI_Allgatherv", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Alltoallv (MPI-4.1 §6.8).
@@ -1733,22 +2061,10 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoallv(
-        send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
-    ));
-    let _entered = crate::threads::enter();
-    if let Some(rc) =
-        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
-        // (MPI_Alltoallv's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Alltoallv", send, recv, scounts, rcounts)
-        }
-    {
-        return rc;
-    }
     // SAFETY: the caller's MPI contract, passed on.
-    if let Some(rc) = unsafe {
-        crate::fast::alltoallv(
+    unsafe {
+        alltoallv_as(
+            "MPI_Alltoallv",
             send,
             scounts,
             sdispls,
@@ -1757,9 +2073,46 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             rcounts,
             rdispls,
             rdt,
-            None,
             comm,
-            "MPI_Alltoallv",
+        )
+    }
+}
+
+/// MPI_Alltoallv's work for the call `func` the user made (MPI_Alltoallv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Alltoallv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoallv_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::icoll::ialltoallv_as(
+        func, send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
+    if let Some(rc) =
+        // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
+        // (MPI_Alltoallv's contract), as aliased_v requires.
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, scounts, rcounts) }
+    {
+        return rc;
+    }
+    // SAFETY: the caller's MPI contract, passed on.
+    if let Some(rc) = unsafe {
+        crate::fast::alltoallv(
+            send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, None, comm, func,
         )
     } {
         return rc;
@@ -1767,7 +2120,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Alltoallv's contract for the caller's buffers, counts and datatypes,
         // which inter_coll::alltoall requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Alltoallv", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::alltoall(
                 p,
                 send,
@@ -1781,7 +2134,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Alltoallv")?;
+        let c = comm_of(comm, func)?;
         let n = c.size() as usize;
         let (res, _) = bytes_of(1, rdt)?;
         let rc = scaled(rcounts, n, res, "recvcounts")?;
@@ -1800,7 +2153,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         let sb = unsafe { placed_bytes(send, sat)? };
         Ok(c.alltoallv(sb, &sc, &sd, rb, &rc, &rd)?)
     })();
-    finish(comm, "MPI_Alltoallv", r)
+    finish(comm, func, r)
 }
 
 /// The weft operation for MPI operation `op` on elements of kind `tk` (datatype `dt`).
@@ -1875,10 +2228,16 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ireduce_scatter(
-        send, recv, rcounts, dt, op, comm
+    crate::threads::blocking_by_twin!(crate::icoll::ireduce_scatter_as(
+        "MPI_Reduce_scatter",
+        send,
+        recv,
+        rcounts,
+        dt,
+        op,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Reduce_scatter's contract), as aliased_v requires.
@@ -2002,10 +2361,19 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::icoll::MPI_Ialltoallw(
-        send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm
+    crate::threads::blocking_by_twin!(crate::icoll::ialltoallw_as(
+        "MPI_Alltoallw",
+        send,
+        scounts,
+        sdispls,
+        stypes,
+        recv,
+        rcounts,
+        rdispls,
+        rtypes,
+        comm
     ));
-    let _entered = crate::threads::enter();
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Alltoallw's contract), as aliased_v requires.

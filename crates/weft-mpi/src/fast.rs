@@ -528,6 +528,8 @@ static REDUCIBLE: LazyLock<[Option<Reducible>; SPAN]> = LazyLock::new(|| {
         *r = Some(Reducible {
             item_bytes,
             kind,
+            // A power of two for every kind.
+            align_mask: kind.align_bytes() - 1,
             ops,
         });
     }
@@ -539,6 +541,8 @@ static REDUCIBLE: LazyLock<[Option<Reducible>; SPAN]> = LazyLock::new(|| {
 struct Reducible {
     item_bytes: usize,
     kind: TypeKind,
+    /// The alignment weft requires of a buffer of elements of `kind`, less one.
+    align_mask: usize,
     ops: u32,
 }
 
@@ -548,12 +552,19 @@ struct Reducible {
 /// pairs the standard does not define (the checked path reports those).
 #[inline]
 pub(crate) fn reducible(dt: Handle, op: Handle) -> Option<(usize, TypeKind, &'static Op)> {
+    let (r, wop) = reducible_entry(dt, op)?;
+    Some((r.item_bytes, r.kind, wop))
+}
+
+/// [`reducible`] with the datatype's whole table entry (its alignment too).
+#[inline]
+fn reducible_entry(dt: Handle, op: Handle) -> Option<(Reducible, &'static Op)> {
     let r = (*REDUCIBLE.get(dt.wrapping_sub(FIRST))?)?;
     let bit = op.wrapping_sub(MPI_SUM);
     if bit >= 32 || r.ops & (1 << bit) == 0 {
         return None;
     }
-    Some((r.item_bytes, r.kind, crate::coll::predefined_op(op)?))
+    Some((r, crate::coll::predefined_op(op)?))
 }
 
 /// The intracommunicator behind `comm` when the fast path takes it.
@@ -638,12 +649,11 @@ pub enum RedColl {
     ReduceScatterBlock,
 }
 
-/// Neither buffer is misaligned for elements of `kind`. weft checks alignment and reports a
-/// misaligned buffer; the checked path says it in MPI's words.
-#[inline]
-fn aligned(kind: TypeKind, s: &[u8], r: &[u8]) -> bool {
-    // A power of two for every kind.
-    let mask = kind.align_bytes() - 1;
+/// Neither buffer is misaligned for the elements of a table entry whose alignment less one
+/// is `mask` (set up with the table, so a call computes nothing). weft checks alignment and
+/// reports a misaligned buffer; the checked path says it in MPI's words.
+#[inline(always)]
+fn aligned(mask: usize, s: &[u8], r: &[u8]) -> bool {
     let ok = |b: &[u8]| b.is_empty() || (b.as_ptr() as usize) & mask == 0;
     ok(s) && ok(r)
 }
@@ -667,7 +677,15 @@ pub unsafe fn reduction(
     comm: Handle,
     func: &str,
 ) -> Option<c_int> {
-    let (size, kind, wop) = reducible(dt, op)?;
+    let (
+        Reducible {
+            item_bytes: size,
+            kind,
+            align_mask,
+            ..
+        },
+        wop,
+    ) = reducible_entry(dt, op)?;
     let c = intra(comm)?;
     if !plain(send) {
         return None;
@@ -687,7 +705,7 @@ pub unsafe fn reduction(
     };
     // SAFETY: MPI requires the buffers to hold the items for this blocking call.
     let (s, r) = unsafe { (bytes_at(send, n), bytes_at_mut(recv, out)) };
-    if !aligned(kind, s, r) {
+    if !aligned(align_mask, s, r) {
         return None;
     }
     let res = match which {
@@ -1120,7 +1138,15 @@ pub unsafe fn reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let (size, kind, wop) = reducible(dt, op)?;
+    let (
+        Reducible {
+            item_bytes: size,
+            kind,
+            align_mask,
+            ..
+        },
+        wop,
+    ) = reducible_entry(dt, op)?;
     let c = intra(comm)?;
     if !plain(send) {
         return None;
@@ -1142,7 +1168,7 @@ pub unsafe fn reduce_scatter(
         present(recv, rn)?;
         // SAFETY: MPI requires the buffers to hold these bytes for this blocking call.
         let (s, r) = unsafe { (bytes_at(send, sn), bytes_at_mut(recv, rn)) };
-        if !aligned(kind, s, r) {
+        if !aligned(align_mask, s, r) {
             return None;
         }
         Some(outcome(

@@ -154,15 +154,27 @@ fn check_req(req: *mut Handle) -> R<()> {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: Handle, req: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ibarrier_as("MPI_Ibarrier", comm, req) }
+}
+
+/// MPI_Ibarrier's work for the call `func` the user made (MPI_Ibarrier itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ibarrier's contract.
+#[inline(always)]
+pub(crate) unsafe fn ibarrier_as(func: &str, comm: Handle, req: *mut Handle) -> c_int {
     if let Some(p) = crate::inter_coll::parts(comm) {
         let r = crate::inter_coll::barrier(p, crate::inter_coll::Mode::Nonblocking { comm, req });
-        return finish(comm, "MPI_Ibarrier", r);
+        return finish(comm, func, r);
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Ibarrier")?;
+        let c = comm_of(comm, func)?;
         file(comm, req, || started(c.ibarrier()?, Vec::new(), None))
     })();
-    finish(comm, "MPI_Ibarrier", r)
+    finish(comm, func, r)
 }
 
 fn ibcast(buf: usize, count: c_int, dt: Handle, root: c_int, comm: Handle) -> R<Started> {
@@ -186,8 +198,28 @@ pub unsafe extern "C" fn MPI_Ibcast(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ibcast_as("MPI_Ibcast", buf, count, dt, root, comm, req) }
+}
+
+/// MPI_Ibcast's work for the call `func` the user made (MPI_Ibcast itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ibcast's contract.
+#[inline(always)]
+pub(crate) unsafe fn ibcast_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
     let r = unsafe { start_ibcast(buf, count, dt, root, comm, req) };
-    finish(comm, "MPI_Ibcast", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Ibcast's work without the C boundary, for this library's own callers inside an MPI
@@ -313,9 +345,30 @@ pub unsafe extern "C" fn MPI_Ireduce(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Ireduce", send, recv, count as i64, Some(root))
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ireduce_as("MPI_Ireduce", send, recv, count, dt, op, root, comm, req) }
+}
+
+/// MPI_Ireduce's work for the call `func` the user made (MPI_Ireduce itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ireduce's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, Some(root)) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -333,7 +386,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Ireduce", r);
+        return finish(comm, func, r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
         // Items of a derived type reduced by a user function travel whole (see
@@ -341,7 +394,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers).
         let r = unsafe {
             crate::user_reduce::start(
-                "MPI_Ireduce",
+                func,
                 send,
                 recv,
                 count as i64,
@@ -352,21 +405,12 @@ pub unsafe extern "C" fn MPI_Ireduce(
                 req,
             )
         };
-        return finish(comm, "MPI_Ireduce", r);
+        return finish(comm, func, r);
     }
     let r = file(comm, req, || {
-        ireduction(
-            "MPI_Ireduce",
-            IRed::Reduce(root),
-            send,
-            recv,
-            count,
-            dt,
-            op,
-            comm,
-        )
+        ireduction(func, IRed::Reduce(root), send, recv, count, dt, op, comm)
     });
-    finish(comm, "MPI_Ireduce", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Iallreduce (MPI-4.1 §6.12.8).
@@ -381,7 +425,29 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallreduce", send, recv, count as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { iallreduce_as("MPI_Iallreduce", send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iallreduce's work for the call `func` the user made (MPI_Iallreduce itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iallreduce's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallreduce_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -398,40 +464,21 @@ pub unsafe extern "C" fn MPI_Iallreduce(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Iallreduce", r);
+        return finish(comm, func, r);
     }
     if crate::coll::user_op_on_derived(op, dt) {
         // Items of a derived type reduced by a user function travel whole (see
         // crate::user_reduce).
         // SAFETY: the enclosing function's contract (MPI's, for the caller's buffers).
         let r = unsafe {
-            crate::user_reduce::start(
-                "MPI_Iallreduce",
-                send,
-                recv,
-                count as i64,
-                dt,
-                op,
-                None,
-                comm,
-                req,
-            )
+            crate::user_reduce::start(func, send, recv, count as i64, dt, op, None, comm, req)
         };
-        return finish(comm, "MPI_Iallreduce", r);
+        return finish(comm, func, r);
     }
     let r = file(comm, req, || {
-        ireduction(
-            "MPI_Iallreduce",
-            IRed::Allreduce,
-            send,
-            recv,
-            count,
-            dt,
-            op,
-            comm,
-        )
+        ireduction(func, IRed::Allreduce, send, recv, count, dt, op, comm)
     });
-    finish(comm, "MPI_Iallreduce", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Iscan (MPI-4.1 §6.12.11).
@@ -446,13 +493,35 @@ pub unsafe extern "C" fn MPI_Iscan(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iscan", send, recv, count as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { iscan_as("MPI_Iscan", send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iscan's work for the call `func` the user made (MPI_Iscan itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iscan's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iscan_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     let r = file(comm, req, || {
-        ireduction("MPI_Iscan", IRed::Scan, send, recv, count, dt, op, comm)
+        ireduction(func, IRed::Scan, send, recv, count, dt, op, comm)
     });
-    finish(comm, "MPI_Iscan", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Iexscan (MPI-4.1 §6.12.12).
@@ -467,13 +536,35 @@ pub unsafe extern "C" fn MPI_Iexscan(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iexscan", send, recv, count as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { iexscan_as("MPI_Iexscan", send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iexscan's work for the call `func` the user made (MPI_Iexscan itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iexscan's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iexscan_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     let r = file(comm, req, || {
-        ireduction("MPI_Iexscan", IRed::Exscan, send, recv, count, dt, op, comm)
+        ireduction(func, IRed::Exscan, send, recv, count, dt, op, comm)
     });
-    finish(comm, "MPI_Iexscan", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Ireduce_scatter_block (MPI-4.1 §6.12.9).
@@ -488,14 +579,40 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(
-        comm,
-        "MPI_Ireduce_scatter_block",
-        send,
-        recv,
-        count as i64,
-        None,
-    ) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        ireduce_scatter_block_as(
+            "MPI_Ireduce_scatter_block",
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Ireduce_scatter_block's work for the call `func` the user made (MPI_Ireduce_scatter_block itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ireduce_scatter_block's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_scatter_block_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -504,11 +621,11 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
         // passed on; hidden handles are this library's.
         let r =
             unsafe { crate::inter_coll::reduce_scatter_block(p, send, recv, count, dt, op, mode) };
-        return finish(comm, "MPI_Ireduce_scatter_block", r);
+        return finish(comm, func, r);
     }
     let r = file(comm, req, || {
         ireduction(
-            "MPI_Ireduce_scatter_block",
+            func,
             IRed::ReduceScatterBlock,
             send,
             recv,
@@ -518,7 +635,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
             comm,
         )
     });
-    finish(comm, "MPI_Ireduce_scatter_block", r)
+    finish(comm, func, r)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -627,14 +744,49 @@ pub unsafe extern "C" fn MPI_Igather(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Igather", send, recv, scount as i64, Some(root))
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        igather_as(
+            "MPI_Igather",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Igather's work for the call `func` the user made (MPI_Igather itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Igather's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn igather_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
     let r = unsafe { start_igather(send, scount, sdt, recv, rcount, rdt, root, comm, req) };
-    finish(comm, "MPI_Igather", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Igather's work without the C boundary (and its check of aliased buffers), for this
@@ -691,9 +843,44 @@ pub unsafe extern "C" fn MPI_Iscatter(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Iscatter", send, recv, scount as i64, Some(root))
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        iscatter_as(
+            "MPI_Iscatter",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Iscatter's work for the call `func` the user made (MPI_Iscatter itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iscatter's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iscatter_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -712,11 +899,11 @@ pub unsafe extern "C" fn MPI_Iscatter(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Iscatter", r);
+        return finish(comm, func, r);
     }
     let r = file(comm, req, || {
         imove(
-            "MPI_Iscatter",
+            func,
             Move::Scatter(root),
             send,
             scount,
@@ -727,7 +914,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
             comm,
         )
     });
-    finish(comm, "MPI_Iscatter", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Iallgather (MPI-4.1 §6.12.5).
@@ -743,13 +930,47 @@ pub unsafe extern "C" fn MPI_Iallgather(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgather", send, recv, scount as i64, None)
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        iallgather_as(
+            "MPI_Iallgather",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Iallgather's work for the call `func` the user made (MPI_Iallgather itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iallgather's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallgather_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
     let r = unsafe { start_iallgather(send, scount, sdt, recv, rcount, rdt, comm, req) };
-    finish(comm, "MPI_Iallgather", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Iallgather's work without the C boundary (and its check of aliased buffers), for this
@@ -804,7 +1025,42 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Ialltoall", send, recv, scount as i64, None) {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        ialltoall_as(
+            "MPI_Ialltoall",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Ialltoall's work for the call `func` the user made (MPI_Ialltoall itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ialltoall's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ialltoall_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -822,11 +1078,11 @@ pub unsafe extern "C" fn MPI_Ialltoall(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Ialltoall", r);
+        return finish(comm, func, r);
     }
     let r = file(comm, req, || {
         imove(
-            "MPI_Ialltoall",
+            func,
             Move::Alltoall,
             send,
             scount,
@@ -837,7 +1093,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
             comm,
         )
     });
-    finish(comm, "MPI_Ialltoall", r)
+    finish(comm, func, r)
 }
 
 // ------------------------------------------------------------------- persistent (MPI-4.1 §6.13)
@@ -1118,12 +1374,43 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        ireduce_scatter_as(
+            "MPI_Ireduce_scatter",
+            send,
+            recv,
+            rcounts,
+            dt,
+            op,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Ireduce_scatter's work for the call `func` the user made (MPI_Ireduce_scatter itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ireduce_scatter's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_scatter_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Ireduce_scatter's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Ireduce_scatter", send, recv, rcounts, rcounts)
-        }
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, rcounts, rcounts) }
     {
         return rc;
     }
@@ -1134,11 +1421,11 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter(
         // library's.
         let r =
             unsafe { crate::inter_coll::reduce_scatter_v(p, send, recv, rcounts, dt, op, mode) };
-        return finish(comm, "MPI_Ireduce_scatter", r);
+        return finish(comm, func, r);
     }
     let st = || ireduce_scatter_start(send, recv, rcounts, dt, op, comm);
     let r = file(comm, req, st);
-    finish(comm, "MPI_Ireduce_scatter", r)
+    finish(comm, func, r)
 }
 
 /// The bytes of a send side with `count` items of contiguous `dt` (a copy for in-place).
@@ -1213,9 +1500,46 @@ pub unsafe extern "C" fn MPI_Igatherv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Igatherv", send, recv, scount as i64, Some(root))
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        igatherv_as(
+            "MPI_Igatherv",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcounts,
+            displs,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Igatherv's work for the call `func` the user made (MPI_Igatherv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Igatherv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn igatherv_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, Some(root)) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -1234,11 +1558,11 @@ pub unsafe extern "C" fn MPI_Igatherv(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Igatherv", r);
+        return finish(comm, func, r);
     }
     let st = || igatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, root, comm);
     let r = file(comm, req, st);
-    finish(comm, "MPI_Igatherv", r)
+    finish(comm, func, r)
 }
 
 /// Starts MPI_Iscatterv (also what MPI_Start does for its persistent form).
@@ -1316,9 +1640,46 @@ pub unsafe extern "C" fn MPI_Iscatterv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) =
-        crate::coll::aliased(comm, "MPI_Iscatterv", send, recv, rcount as i64, Some(root))
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        iscatterv_as(
+            "MPI_Iscatterv",
+            send,
+            scounts,
+            displs,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Iscatterv's work for the call `func` the user made (MPI_Iscatterv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iscatterv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iscatterv_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    displs: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, rcount as i64, Some(root)) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -1337,11 +1698,11 @@ pub unsafe extern "C" fn MPI_Iscatterv(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Iscatterv", r);
+        return finish(comm, func, r);
     }
     let st = || iscatterv_start(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
     let r = file(comm, req, st);
-    finish(comm, "MPI_Iscatterv", r)
+    finish(comm, func, r)
 }
 
 /// Starts MPI_Iallgatherv (also what MPI_Start does for its persistent form).
@@ -1399,8 +1760,44 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    if let Some(rc) = crate::coll::aliased(comm, "MPI_Iallgatherv", send, recv, scount as i64, None)
-    {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        iallgatherv_as(
+            "MPI_Iallgatherv",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcounts,
+            displs,
+            rdt,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Iallgatherv's work for the call `func` the user made (MPI_Iallgatherv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iallgatherv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallgatherv_as(
+    func: &str,
+    send: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) = crate::coll::aliased(comm, func, send, recv, scount as i64, None) {
         return rc;
     }
     if let Some(p) = crate::inter_coll::parts(comm) {
@@ -1418,11 +1815,11 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Iallgatherv", r);
+        return finish(comm, func, r);
     }
     let st = || iallgatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, comm);
     let r = file(comm, req, st);
-    finish(comm, "MPI_Iallgatherv", r)
+    finish(comm, func, r)
 }
 
 /// Starts MPI_Ialltoallv (also what MPI_Start does for its persistent form).
@@ -1482,12 +1879,49 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        ialltoallv_as(
+            "MPI_Ialltoallv",
+            send,
+            scounts,
+            sdispls,
+            sdt,
+            recv,
+            rcounts,
+            rdispls,
+            rdt,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Ialltoallv's work for the call `func` the user made (MPI_Ialltoallv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ialltoallv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ialltoallv_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Ialltoallv's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Ialltoallv", send, recv, scounts, rcounts)
-        }
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, scounts, rcounts) }
     {
         return rc;
     }
@@ -1506,7 +1940,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
                 crate::inter_coll::Mode::Nonblocking { comm, req },
             )
         };
-        return finish(comm, "MPI_Ialltoallv", r);
+        return finish(comm, func, r);
     }
     let st = || {
         ialltoallv_start(
@@ -1514,7 +1948,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
         )
     };
     let r = file(comm, req, st);
-    finish(comm, "MPI_Ialltoallv", r)
+    finish(comm, func, r)
 }
 
 /// Bytes per rank, byte displacement per rank from the lowest byte a block touches, and
@@ -1688,25 +2122,61 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        ialltoallw_as(
+            "MPI_Ialltoallw",
+            send,
+            scounts,
+            sdispls,
+            stypes,
+            recv,
+            rcounts,
+            rdispls,
+            rtypes,
+            comm,
+            req,
+        )
+    }
+}
+
+/// MPI_Ialltoallw's work for the call `func` the user made (MPI_Ialltoallw itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ialltoallw's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ialltoallw_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Ialltoallw's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Ialltoallw", send, recv, scounts, rcounts)
-        }
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, scounts, rcounts) }
     {
         return rc;
     }
     let r = (|| {
         check_req(req)?;
-        if crate::inter_coll::parts(comm).is_none() {
+        let Some(p) = crate::inter_coll::parts(comm) else {
             return file(comm, req, || {
                 ialltoallw_start(
                     send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
                 )
             });
-        }
-        let p = crate::inter_coll::parts(comm).expect("checked above");
+        };
         // SAFETY: MPI's contract for the arguments.
         unsafe {
             crate::inter_coll::alltoallw(
@@ -1723,7 +2193,7 @@ pub unsafe extern "C" fn MPI_Ialltoallw(
             )
         }
     })();
-    finish(comm, "MPI_Ialltoallw", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Alltoallw_init (MPI-4.1 §6.13.6): each start is the nonblocking form's schedule.

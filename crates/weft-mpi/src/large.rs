@@ -34,10 +34,7 @@ pub unsafe extern "C" fn MPI_Allgather_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Iallgather_c(
-        send, scount, sdt, recv, rcount, rdt, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -47,8 +44,22 @@ pub unsafe extern "C" fn MPI_Allgather_c(
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Allgather_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Allgather(send, scount, sdt, recv, rcount, rdt, comm) }
+    unsafe {
+        allgather_as(
+            "MPI_Allgather_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+        )
+    }
 }
 
 /// MPI_Alltoall_c (MPI-4.1 §6.8, large count).
@@ -62,10 +73,7 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Ialltoall_c(
-        send, scount, sdt, recv, rcount, rdt, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -75,8 +83,11 @@ pub unsafe extern "C" fn MPI_Alltoall_c(
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Alltoall_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Alltoall(send, scount, sdt, recv, rcount, rdt, comm) }
+    unsafe { alltoall_as("MPI_Alltoall_c", send, scount, sdt, recv, rcount, rdt, comm) }
 }
 
 /// MPI_Gather_c (MPI-4.1 §6.5, large count).
@@ -91,10 +102,7 @@ pub unsafe extern "C" fn MPI_Gather_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Igather_c(
-        send, scount, sdt, recv, rcount, rdt, root, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -104,8 +112,23 @@ pub unsafe extern "C" fn MPI_Gather_c(
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Gather_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Gather(send, scount, sdt, recv, rcount, rdt, root, comm) }
+    unsafe {
+        gather_as(
+            "MPI_Gather_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
 }
 
 /// MPI_Scatter_c (MPI-4.1 §6.6, large count).
@@ -120,10 +143,7 @@ pub unsafe extern "C" fn MPI_Scatter_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Iscatter_c(
-        send, scount, sdt, recv, rcount, rdt, root, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -133,8 +153,23 @@ pub unsafe extern "C" fn MPI_Scatter_c(
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Scatter_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Scatter(send, scount, sdt, recv, rcount, rdt, root, comm) }
+    unsafe {
+        scatter_as(
+            "MPI_Scatter_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+        )
+    }
 }
 
 /// MPI_Scan_c (MPI-4.1 §6.11.1, large count).
@@ -147,15 +182,17 @@ pub unsafe extern "C" fn MPI_Scan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Iscan_c(send, recv, count, dt, op, comm));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Scan_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Scan(send, recv, count, dt, op, comm) }
+    unsafe { scan_as("MPI_Scan_c", send, recv, count, dt, op, comm) }
 }
 
 /// MPI_Exscan_c (MPI-4.1 §6.11.2, large count).
@@ -168,15 +205,17 @@ pub unsafe extern "C" fn MPI_Exscan_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Iexscan_c(send, recv, count, dt, op, comm));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Exscan_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Exscan(send, recv, count, dt, op, comm) }
+    unsafe { exscan_as("MPI_Exscan_c", send, recv, count, dt, op, comm) }
 }
 
 /// MPI_Reduce_scatter_block_c (MPI-4.1 §6.10.1, large count).
@@ -189,17 +228,27 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block_c(
     op: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Ireduce_scatter_block_c(
-        send, recv, count, dt, op, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Reduce_scatter_block_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Reduce_scatter_block(send, recv, count, dt, op, comm) }
+    unsafe {
+        reduce_scatter_block_as(
+            "MPI_Reduce_scatter_block_c",
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+        )
+    }
 }
 
 /// MPI_Ibcast_c (MPI-4.1 §6.12.2, large count).
@@ -213,13 +262,33 @@ pub unsafe extern "C" fn MPI_Ibcast_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ibcast_c_as("MPI_Ibcast_c", buf, count, dt, root, comm, req) }
+}
+
+/// MPI_Ibcast_c's work for the call `func` the user made (MPI_Ibcast_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ibcast_c's contract.
+#[inline(always)]
+pub(crate) unsafe fn ibcast_c_as(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Ibcast_c", Err(e)),
+        Err(e) => return finish(comm_h, func, Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Ibcast(buf, count, dt, root, comm, req) }
+    unsafe { ibcast_as(func, buf, count, dt, root, comm, req) }
 }
 
 /// MPI_Ireduce_c (MPI-4.1 §6.12.4, large count).
@@ -235,13 +304,36 @@ pub unsafe extern "C" fn MPI_Ireduce_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ireduce_c_as("MPI_Ireduce_c", send, recv, count, dt, op, root, comm, req) }
+}
+
+/// MPI_Ireduce_c's work for the call `func` the user made (MPI_Ireduce_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ireduce_c's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ireduce_c_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Ireduce_c", Err(e)),
+        Err(e) => return finish(comm_h, func, Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Ireduce(send, recv, count, dt, op, root, comm, req) }
+    unsafe { ireduce_as(func, send, recv, count, dt, op, root, comm, req) }
 }
 
 /// MPI_Iallreduce_c (MPI-4.1 §6.12.8, large count).
@@ -256,13 +348,35 @@ pub unsafe extern "C" fn MPI_Iallreduce_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { iallreduce_c_as("MPI_Iallreduce_c", send, recv, count, dt, op, comm, req) }
+}
+
+/// MPI_Iallreduce_c's work for the call `func` the user made (MPI_Iallreduce_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Iallreduce_c's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iallreduce_c_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: i64,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
-        Err(e) => return finish(comm_h, "MPI_Iallreduce_c", Err(e)),
+        Err(e) => return finish(comm_h, func, Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Iallreduce(send, recv, count, dt, op, comm, req) }
+    unsafe { iallreduce_as(func, send, recv, count, dt, op, comm, req) }
 }
 
 /// MPI_Iscan_c (MPI-4.1 §6.12.11, large count).
@@ -283,7 +397,7 @@ pub unsafe extern "C" fn MPI_Iscan_c(
         Err(e) => return finish(comm_h, "MPI_Iscan_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Iscan(send, recv, count, dt, op, comm, req) }
+    unsafe { iscan_as("MPI_Iscan_c", send, recv, count, dt, op, comm, req) }
 }
 
 /// MPI_Iexscan_c (MPI-4.1 §6.12.12, large count).
@@ -304,7 +418,7 @@ pub unsafe extern "C" fn MPI_Iexscan_c(
         Err(e) => return finish(comm_h, "MPI_Iexscan_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Iexscan(send, recv, count, dt, op, comm, req) }
+    unsafe { iexscan_as("MPI_Iexscan_c", send, recv, count, dt, op, comm, req) }
 }
 
 /// MPI_Ireduce_scatter_block_c (MPI-4.1 §6.12.9, large count).
@@ -325,7 +439,18 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block_c(
         Err(e) => return finish(comm_h, "MPI_Ireduce_scatter_block_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Ireduce_scatter_block(send, recv, count, dt, op, comm, req) }
+    unsafe {
+        ireduce_scatter_block_as(
+            "MPI_Ireduce_scatter_block_c",
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            comm,
+            req,
+        )
+    }
 }
 
 /// MPI_Iallgather_c (MPI-4.1 §6.12.5, large count).
@@ -351,7 +476,19 @@ pub unsafe extern "C" fn MPI_Iallgather_c(
         Err(e) => return finish(comm_h, "MPI_Iallgather_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Iallgather(send, scount, sdt, recv, rcount, rdt, comm, req) }
+    unsafe {
+        iallgather_as(
+            "MPI_Iallgather_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+            req,
+        )
+    }
 }
 
 /// MPI_Ialltoall_c (MPI-4.1 §6.12.6, large count).
@@ -377,7 +514,19 @@ pub unsafe extern "C" fn MPI_Ialltoall_c(
         Err(e) => return finish(comm_h, "MPI_Ialltoall_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Ialltoall(send, scount, sdt, recv, rcount, rdt, comm, req) }
+    unsafe {
+        ialltoall_as(
+            "MPI_Ialltoall_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            comm,
+            req,
+        )
+    }
 }
 
 /// MPI_Igather_c (MPI-4.1 §6.12.3, large count).
@@ -404,7 +553,20 @@ pub unsafe extern "C" fn MPI_Igather_c(
         Err(e) => return finish(comm_h, "MPI_Igather_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Igather(send, scount, sdt, recv, rcount, rdt, root, comm, req) }
+    unsafe {
+        igather_as(
+            "MPI_Igather_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
 }
 
 /// MPI_Iscatter_c (MPI-4.1 §6.12.4, large count).
@@ -431,7 +593,20 @@ pub unsafe extern "C" fn MPI_Iscatter_c(
         Err(e) => return finish(comm_h, "MPI_Iscatter_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Iscatter(send, scount, sdt, recv, rcount, rdt, root, comm, req) }
+    unsafe {
+        iscatter_as(
+            "MPI_Iscatter_c",
+            send,
+            scount,
+            sdt,
+            recv,
+            rcount,
+            rdt,
+            root,
+            comm,
+            req,
+        )
+    }
 }
 
 /// MPI_Rsend_c (MPI-4.1 §3.4, large count).
@@ -444,15 +619,17 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::large::MPI_Irsend_c(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Rsend_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Rsend(buf, count, dt, dest, tag, comm) }
+    unsafe { rsend_as("MPI_Rsend_c", buf, count, dt, dest, tag, comm) }
 }
 
 /// MPI_Bsend_c (MPI-4.1 §3.6.1, large count).
@@ -489,7 +666,7 @@ pub unsafe extern "C" fn MPI_Irsend_c(
         Err(e) => return finish(comm_h, "MPI_Irsend_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Irsend(buf, count, dt, dest, tag, comm, req) }
+    unsafe { irsend_as("MPI_Irsend_c", buf, count, dt, dest, tag, comm, req) }
 }
 
 /// MPI_Ibsend_c (MPI-4.1 §3.7.2, large count).
@@ -526,7 +703,7 @@ pub unsafe extern "C" fn MPI_Send_init_c(
         Err(e) => return finish(comm_h, "MPI_Send_init_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Send_init(buf, count, dt, dest, tag, comm, req) }
+    unsafe { send_init_as("MPI_Send_init_c", buf, count, dt, dest, tag, comm, req) }
 }
 
 /// MPI_Recv_init_c (MPI-4.1 §3.9, large count).
@@ -547,7 +724,7 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
         Err(e) => return finish(comm_h, "MPI_Recv_init_c", Err(e)),
     };
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Recv_init(buf, count, dt, source, tag, comm, req) }
+    unsafe { recv_init_as("MPI_Recv_init_c", buf, count, dt, source, tag, comm, req) }
 }
 
 /// MPI_Sendrecv_c (MPI-4.1 §3.10, large count).
@@ -566,8 +743,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Isendrecv_c(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let scount = match fit(scount, "scount") {
         Ok(v) => v,
@@ -577,10 +753,25 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Sendrecv_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
     unsafe {
-        MPI_Sendrecv(
-            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, status,
+        sendrecv_as(
+            "MPI_Sendrecv_c",
+            sbuf,
+            scount,
+            sdt,
+            dest,
+            stag,
+            rbuf,
+            rcount,
+            rdt,
+            source,
+            rtag,
+            comm,
+            status,
         )
     }
 }
@@ -598,15 +789,30 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Isendrecv_replace_c(buf, count, dt, dest, stag, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let comm_h = comm;
     let count = match fit(count, "count") {
         Ok(v) => v,
         Err(e) => return finish(comm_h, "MPI_Sendrecv_replace_c", Err(e)),
     };
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, status) }
+    unsafe {
+        sendrecv_replace_as(
+            "MPI_Sendrecv_replace_c",
+            buf,
+            count,
+            dt,
+            dest,
+            stag,
+            source,
+            rtag,
+            comm,
+            status,
+        )
+    }
 }
 
 /// `n` large counts or displacements as ints, or MPI_ERR_COUNT naming `what`.
@@ -656,10 +862,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Igatherv_c(
-        send, scount, sdt, recv, rcounts, displs, rdt, root, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Gatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
@@ -669,9 +872,13 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
         Err(e) => return finish(comm, "MPI_Gatherv_c", Err(e)),
     };
     let (rc, rd) = arrays!(comm, "MPI_Gatherv_c", n, rcounts => "recvcounts", displs as *const i64 => "displs");
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract; the converted arrays live across the call.
     unsafe {
-        MPI_Gatherv(
+        gatherv_as(
+            "MPI_Gatherv_c",
             send,
             scount,
             sdt,
@@ -698,10 +905,7 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
     root: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Iscatterv_c(
-        send, scounts, displs, sdt, recv, rcount, rdt, root, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Scatterv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
@@ -711,9 +915,13 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         Err(e) => return finish(comm, "MPI_Scatterv_c", Err(e)),
     };
     let (sc, sd) = arrays!(comm, "MPI_Scatterv_c", n, scounts => "sendcounts", displs as *const i64 => "displs");
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract; the converted arrays live across the call.
     unsafe {
-        MPI_Scatterv(
+        scatterv_as(
+            "MPI_Scatterv_c",
             send,
             ptr_or_null(&sc),
             ptr_or_null(&sd),
@@ -739,10 +947,7 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Iallgatherv_c(
-        send, scount, sdt, recv, rcounts, displs, rdt, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Allgatherv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
@@ -752,9 +957,13 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
         Err(e) => return finish(comm, "MPI_Allgatherv_c", Err(e)),
     };
     let (rc, rd) = arrays!(comm, "MPI_Allgatherv_c", n, rcounts => "recvcounts", displs as *const i64 => "displs");
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract; the converted arrays live across the call.
     unsafe {
-        MPI_Allgatherv(
+        allgatherv_as(
+            "MPI_Allgatherv_c",
             send,
             scount,
             sdt,
@@ -780,10 +989,7 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     rdt: Handle,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(MPI_Ialltoallv_c(
-        send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm
-    ));
-    let _entered = crate::threads::enter();
+    let entered = crate::threads::enter();
     let n = match peers_of(comm, "MPI_Alltoallv_c") {
         Ok(n) => n,
         Err(e) => return finish(comm, "MPI_Alltoallv_c", Err(e)),
@@ -791,9 +997,13 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     let (sc, sd, rc, rd) = arrays!(comm, "MPI_Alltoallv_c", n,
         scounts => "sendcounts", sdispls as *const i64 => "sdispls",
         rcounts => "recvcounts", rdispls as *const i64 => "rdispls");
+    // The int form's work starts the nonblocking twin under MPI_THREAD_MULTIPLE,
+    // which must not find the lock held here (crate::threads).
+    drop(entered);
     // SAFETY: forwarded caller contract; the converted arrays live across the call.
     unsafe {
-        MPI_Alltoallv(
+        alltoallv_as(
+            "MPI_Alltoallv_c",
             send,
             ptr_or_null(&sc),
             ptr_or_null(&sd),

@@ -208,8 +208,10 @@ pub unsafe extern "C" fn MPI_Send(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::isend_as(
+        "MPI_Send", buf, count, dt, dest, tag, comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Send's rules, the contract fast::send
         // requires.
@@ -234,8 +236,16 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isend_c(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::isend_c_as(
+        "MPI_Send_c",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, false, "MPI_Send_c") } {
         return rc;
@@ -258,18 +268,38 @@ pub unsafe extern "C" fn MPI_Rsend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irsend(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { rsend_as("MPI_Rsend", buf, count, dt, dest, tag, comm) }
+}
+
+/// MPI_Rsend's work for the call `func` the user made (MPI_Rsend itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Rsend's contract.
+#[inline(always)]
+pub(crate) unsafe fn rsend_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::p2p::irsend_as(func, buf, count, dt, dest, tag, comm));
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Rsend's rules, the contract fast::send
         // requires.
-        unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, "MPI_Rsend") }
+        unsafe { fast::send(buf, count as i64, dt, dest, tag, comm, false, func) }
     {
         return rc;
     }
     finish(
         comm,
-        "MPI_Rsend",
+        func,
         send(buf, count as i64, dt, dest, tag, comm, false),
     )
 }
@@ -285,8 +315,8 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv(buf, count, dt, source, tag, comm); status);
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::irecv_as("MPI_Recv", buf, count, dt, source, tag, comm); status);
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Recv's rules, the contract fast::recv
         // requires.
@@ -312,8 +342,8 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Irecv_c(buf, count, dt, source, tag, comm); status);
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::irecv_c_as("MPI_Recv_c", buf, count, dt, source, tag, comm); status);
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::recv(buf, count, dt, source, tag, comm, status, "MPI_Recv_c") }
     {
@@ -453,6 +483,28 @@ pub unsafe extern "C" fn MPI_Isend(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { isend_as("MPI_Isend", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Isend's work for the call `func` the user made (MPI_Isend itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Isend's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isend_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -465,14 +517,14 @@ pub unsafe extern "C" fn MPI_Isend(
             tag,
             comm,
             req,
-            "MPI_Isend",
+            func,
         )
     } {
         return rc;
     }
     finish(
         comm,
-        "MPI_Isend",
+        func,
         inonblocking(true, false, buf, count as i64, dt, dest, tag, comm, req),
     )
 }
@@ -489,26 +541,37 @@ pub unsafe extern "C" fn MPI_Isend_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
-    if let Some(rc) = unsafe {
-        fast::start(
-            false,
-            false,
-            buf,
-            count,
-            dt,
-            dest,
-            tag,
-            comm,
-            req,
-            "MPI_Isend_c",
-        )
-    } {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { isend_c_as("MPI_Isend_c", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Isend_c's work for the call `func` the user made (MPI_Isend_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Isend_c's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isend_c_as(
+    func: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) =
+        // SAFETY: the MPI calling contract, forwarded.
+        unsafe { fast::start(false, false, buf, count, dt, dest, tag, comm, req, func) }
+    {
         return rc;
     }
     finish(
         comm,
-        "MPI_Isend_c",
+        func,
         inonblocking(true, false, buf, count, dt, dest, tag, comm, req),
     )
 }
@@ -525,6 +588,28 @@ pub unsafe extern "C" fn MPI_Irsend(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { irsend_as("MPI_Irsend", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Irsend's work for the call `func` the user made (MPI_Irsend itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Irsend's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn irsend_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -537,14 +622,14 @@ pub unsafe extern "C" fn MPI_Irsend(
             tag,
             comm,
             req,
-            "MPI_Irsend",
+            func,
         )
     } {
         return rc;
     }
     finish(
         comm,
-        "MPI_Irsend",
+        func,
         inonblocking(true, false, buf, count as i64, dt, dest, tag, comm, req),
     )
 }
@@ -561,6 +646,28 @@ pub unsafe extern "C" fn MPI_Irecv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { irecv_as("MPI_Irecv", buf, count, dt, source, tag, comm, req) }
+}
+
+/// MPI_Irecv's work for the call `func` the user made (MPI_Irecv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Irecv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn irecv_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -573,14 +680,14 @@ pub unsafe extern "C" fn MPI_Irecv(
             tag,
             comm,
             req,
-            "MPI_Irecv",
+            func,
         )
     } {
         return rc;
     }
     finish(
         comm,
-        "MPI_Irecv",
+        func,
         inonblocking(false, false, buf, count as i64, dt, source, tag, comm, req),
     )
 }
@@ -597,26 +704,37 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
-    if let Some(rc) = unsafe {
-        fast::start(
-            true,
-            false,
-            buf,
-            count,
-            dt,
-            source,
-            tag,
-            comm,
-            req,
-            "MPI_Irecv_c",
-        )
-    } {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { irecv_c_as("MPI_Irecv_c", buf, count, dt, source, tag, comm, req) }
+}
+
+/// MPI_Irecv_c's work for the call `func` the user made (MPI_Irecv_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Irecv_c's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn irecv_c_as(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) =
+        // SAFETY: the MPI calling contract, forwarded.
+        unsafe { fast::start(true, false, buf, count, dt, source, tag, comm, req, func) }
+    {
         return rc;
     }
     finish(
         comm,
-        "MPI_Irecv_c",
+        func,
         inonblocking(false, false, buf, count, dt, source, tag, comm, req),
     )
 }
@@ -694,8 +812,51 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        sendrecv_as(
+            "MPI_Sendrecv",
+            sbuf,
+            scount,
+            sdt,
+            dest,
+            stag,
+            rbuf,
+            rcount,
+            rdt,
+            source,
+            rtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// MPI_Sendrecv's work for the call `func` the user made (MPI_Sendrecv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Sendrecv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_as(
+    func: &str,
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::p2p::isendrecv_as(func, sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm); status);
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::sendrecv(
@@ -729,7 +890,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
         comm,
         status,
     );
-    finish(comm, "MPI_Sendrecv", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Sendrecv_replace (MPI-4.1 §3.10): the outgoing data is copied first.
@@ -745,8 +906,45 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     comm: Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Isendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm); status);
-    let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        sendrecv_replace_as(
+            "MPI_Sendrecv_replace",
+            buf,
+            count,
+            dt,
+            dest,
+            stag,
+            source,
+            rtag,
+            comm,
+            status,
+        )
+    }
+}
+
+/// MPI_Sendrecv_replace's work for the call `func` the user made (MPI_Sendrecv_replace itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Sendrecv_replace's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn sendrecv_replace_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
+    crate::threads::blocking_by_twin!(crate::p2p::isendrecv_replace_as(func, buf, count, dt, dest, stag, source, rtag, comm); status);
+    let _entered = crate::threads::enter_untwinned();
     let r = (|| {
         // The outgoing items are packed first (a copy), then received in place.
         let out = outgoing(buf, count as i64, dt)?;
@@ -770,7 +968,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
             status,
         )
     })();
-    finish(comm, "MPI_Sendrecv_replace", r)
+    finish(comm, func, r)
 }
 
 fn probe(
@@ -1755,9 +1953,31 @@ pub unsafe extern "C" fn MPI_Send_init(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { send_init_as("MPI_Send_init", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Send_init's work for the call `func` the user made (MPI_Send_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Send_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn send_init_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     finish(
         comm,
-        "MPI_Send_init",
+        func,
         init_req(true, false, buf, count, dt, dest, tag, comm, req),
     )
 }
@@ -1774,9 +1994,31 @@ pub unsafe extern "C" fn MPI_Recv_init(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { recv_init_as("MPI_Recv_init", buf, count, dt, source, tag, comm, req) }
+}
+
+/// MPI_Recv_init's work for the call `func` the user made (MPI_Recv_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Recv_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn recv_init_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     finish(
         comm,
-        "MPI_Recv_init",
+        func,
         init_req(false, false, buf, count, dt, source, tag, comm, req),
     )
 }
@@ -2028,8 +2270,16 @@ pub unsafe extern "C" fn MPI_Ssend(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::issend_as(
+        "MPI_Ssend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: the caller's arguments follow MPI_Ssend's rules, the contract fast::send
         // requires.
@@ -2054,8 +2304,16 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: Handle,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::p2p::MPI_Issend_c(buf, count, dt, dest, tag, comm));
-    let _entered = crate::threads::enter();
+    crate::threads::blocking_by_twin!(crate::p2p::issend_c_as(
+        "MPI_Ssend_c",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm
+    ));
+    let _entered = crate::threads::enter_untwinned();
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe { fast::send(buf, count, dt, dest, tag, comm, true, "MPI_Ssend_c") } {
         return rc;
@@ -2079,6 +2337,28 @@ pub unsafe extern "C" fn MPI_Issend(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { issend_as("MPI_Issend", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Issend's work for the call `func` the user made (MPI_Issend itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Issend's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn issend_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     // SAFETY: the MPI calling contract, forwarded.
     if let Some(rc) = unsafe {
         fast::start(
@@ -2091,14 +2371,14 @@ pub unsafe extern "C" fn MPI_Issend(
             tag,
             comm,
             req,
-            "MPI_Issend",
+            func,
         )
     } {
         return rc;
     }
     finish(
         comm,
-        "MPI_Issend",
+        func,
         inonblocking(true, true, buf, count as i64, dt, dest, tag, comm, req),
     )
 }
@@ -2115,26 +2395,37 @@ pub unsafe extern "C" fn MPI_Issend_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: the MPI calling contract, forwarded.
-    if let Some(rc) = unsafe {
-        fast::start(
-            false,
-            true,
-            buf,
-            count,
-            dt,
-            dest,
-            tag,
-            comm,
-            req,
-            "MPI_Issend_c",
-        )
-    } {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { issend_c_as("MPI_Issend_c", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Issend_c's work for the call `func` the user made (MPI_Issend_c itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Issend_c's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn issend_c_as(
+    func: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    if let Some(rc) =
+        // SAFETY: the MPI calling contract, forwarded.
+        unsafe { fast::start(false, true, buf, count, dt, dest, tag, comm, req, func) }
+    {
         return rc;
     }
     finish(
         comm,
-        "MPI_Issend_c",
+        func,
         inonblocking(true, true, buf, count, dt, dest, tag, comm, req),
     )
 }
@@ -2231,9 +2522,10 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: MPI_Isendrecv's contract for the caller's buffers, which isendrecv requires.
-    let r = unsafe {
-        isendrecv(
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        isendrecv_as(
+            "MPI_Isendrecv",
             sbuf,
             scount,
             sdt,
@@ -2246,10 +2538,40 @@ pub unsafe extern "C" fn MPI_Isendrecv(
             rtag,
             comm,
             req,
-            "MPI_Isendrecv",
+        )
+    }
+}
+
+/// MPI_Isendrecv's work for the call `func` the user made (MPI_Isendrecv itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Isendrecv's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_as(
+    func: &str,
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Handle,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Handle,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    // SAFETY: MPI_Isendrecv's contract for the caller's buffers, which isendrecv requires.
+    let r = unsafe {
+        isendrecv(
+            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, req, func,
         )
     };
-    finish(comm, "MPI_Isendrecv", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Isendrecv_replace (MPI-4.1 §3.10).
@@ -2266,26 +2588,51 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    // SAFETY: MPI_Isendrecv_replace's contract for the caller's buffer, which isendrecv
-    // requires.
-    let r = unsafe {
-        isendrecv(
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        isendrecv_replace_as(
+            "MPI_Isendrecv_replace",
             buf,
             count,
             dt,
             dest,
             stag,
-            buf,
-            count,
-            dt,
             source,
             rtag,
             comm,
             req,
-            "MPI_Isendrecv_replace",
+        )
+    }
+}
+
+/// MPI_Isendrecv_replace's work for the call `func` the user made (MPI_Isendrecv_replace itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Isendrecv_replace's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isendrecv_replace_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
+    // SAFETY: MPI_Isendrecv_replace's contract for the caller's buffer, which isendrecv
+    // requires.
+    let r = unsafe {
+        isendrecv(
+            buf, count, dt, dest, stag, buf, count, dt, source, rtag, comm, req, func,
         )
     };
-    finish(comm, "MPI_Isendrecv_replace", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Bsend_init (MPI-4.1 §3.9): each MPI_Start sends as MPI_Bsend (copied into the

@@ -51,18 +51,23 @@ use crate::consts::*;
 use crate::p2p::MpiStatus;
 use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-/// Whether MPI_THREAD_MULTIPLE was provided: every call then takes the lock. Set once by
-/// the init that provides it, never cleared (a call racing with MPI_Finalize still locks).
-static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// The library's thread mode, both flags in one byte so that a call reads them with one
+/// load: [`MULTIPLE`] and [`TWINS`], each set once and never cleared (a call racing with
+/// MPI_Finalize still locks). [`MULTIPLE`] is only ever set together with [`TWINS`], so a
+/// call that found [`TWINS`] clear holds no lock to take.
+static MODE: AtomicU8 = AtomicU8::new(0);
 
-/// Whether the blocking calls that have a nonblocking twin (point-to-point, the wait and
+/// [`MODE`]: MPI_THREAD_MULTIPLE was provided: every call takes the lock.
+const MULTIPLE: u8 = 1;
+
+/// [`MODE`]: the blocking calls that have a nonblocking twin (point-to-point, the wait and
 /// probe families, collectives, MPI_Comm_dup) and intercommunicator creation take the
 /// twin's path (start it, then poll): under MPI_THREAD_MULTIPLE, and on every rank of a job
 /// where any rank got MPI_THREAD_MULTIPLE from MPI_Init_thread (agreed there), so that the
 /// ranks' collective sequences match whatever level each asked for.
-static TWINS: AtomicBool = AtomicBool::new(false);
+const TWINS: u8 = 2;
 
 /// The lock's holder: 0 when free, else the address of the holder's [`DEPTH`].
 static OWNER: AtomicUsize = AtomicUsize::new(0);
@@ -102,30 +107,38 @@ fn pause(polls: u32, since: &mut Option<std::time::Instant>) {
 /// Whether MPI_THREAD_MULTIPLE is in force.
 #[inline(always)]
 pub fn multiple() -> bool {
-    MULTIPLE.load(Ordering::Relaxed)
+    MODE.load(Ordering::Relaxed) & MULTIPLE != 0
 }
 
 /// Makes every later call take the lock (the init that provides MPI_THREAD_MULTIPLE).
 pub(crate) fn provide_multiple() {
-    MULTIPLE.store(true, Ordering::SeqCst);
-    TWINS.store(true, Ordering::SeqCst);
+    MODE.fetch_or(MULTIPLE | TWINS, Ordering::SeqCst);
 }
 
 /// Whether blocking calls take their nonblocking twin's path (see `TWINS`).
 #[inline(always)]
 pub fn twins() -> bool {
-    TWINS.load(Ordering::Relaxed)
+    MODE.load(Ordering::Relaxed) & TWINS != 0
 }
 
 /// Makes blocking calls take their twin's path below MPI_THREAD_MULTIPLE too (another rank
 /// of the job got MPI_THREAD_MULTIPLE: MPI_Init_thread agreed on it).
 pub(crate) fn take_twins() {
-    TWINS.store(true, Ordering::SeqCst);
+    MODE.fetch_or(TWINS, Ordering::SeqCst);
 }
 
 /// An MPI call in progress: holds the lock under MPI_THREAD_MULTIPLE until dropped.
 #[must_use]
 pub struct Entered(bool);
+
+/// Enters a blocking call that found the twins' path off ([`twins`] false, checked by
+/// `blocking_by_twin!` just before): MPI_THREAD_MULTIPLE is then not in force (it turns
+/// the twins' path on with it, in the same store), so there is no lock to take and no flag
+/// to read again.
+#[inline(always)]
+pub fn enter_untwinned() -> Entered {
+    Entered(false)
+}
 
 /// Enters an MPI call (the first statement of every exported function).
 #[inline(always)]
@@ -280,25 +293,45 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
 /// The first statement of a blocking call that has a nonblocking twin: on the twins' path
 /// ([`twins`]) the call returns its twin `path(args)` (written without the request
 /// argument, which this appends) waited for by [`twin`] with the status `status` (none
-/// given: MPI_STATUS_IGNORE); otherwise the call goes on. Used inside the exported
-/// functions, whose MPI contract the twin's arguments follow.
+/// given: MPI_STATUS_IGNORE); otherwise the call goes on. The twin is started inside a
+/// hold taken here ([`enter`]): the nonblocking call's internal work (`icoll::ibcast_as`
+/// and the like, given the name of the blocking call the user made, which its errors name).
+/// Used inside the exported functions, whose MPI contract the twin's arguments follow.
 macro_rules! blocking_by_twin {
     ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
         if $crate::threads::twins() {
-            let mut req = $crate::consts::MPI_REQUEST_NULL;
             #[allow(unused_mut, unused_assignments)]
             let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
             $(status = $status;)?
-            // Numbered as the blocking call it stands for, so it meets the other ranks'
-            // blocking calls whatever their nonblocking ones do around it.
-            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin.
-            let rc = weft::coll::numbered_as_blocking(|| unsafe { $($f)::+($($arg,)* &mut req) });
-            // SAFETY: the request is the twin's, the status the caller's.
-            return unsafe { $crate::threads::twin(rc, &mut req, status) };
+            // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin (started
+            // inside the closure, a call of an unsafe function); the status is the caller's.
+            return unsafe {
+                $crate::threads::by_twin(move |req| $($f)::+($($arg,)* req), status)
+            };
         }
     };
 }
 pub(crate) use blocking_by_twin;
+
+/// The twins' path of `blocking_by_twin!`: starts the twin by `start(req)` inside a hold,
+/// numbered as the blocking call it stands for (so it meets the other ranks' blocking calls
+/// whatever their nonblocking ones do around it), and waits for it. Out of line and cold,
+/// so that the blocking call's own path keeps its arguments in registers.
+///
+/// # Safety
+/// `start` follows the blocking call's MPI contract; `status` is MPI_STATUS_IGNORE or points
+/// to a status.
+#[cold]
+#[inline(never)]
+pub unsafe fn by_twin(start: impl FnOnce(*mut Handle) -> c_int, status: *mut MpiStatus) -> c_int {
+    let mut req = MPI_REQUEST_NULL;
+    let rc = weft::coll::numbered_as_blocking(|| {
+        let _entered = enter();
+        start(&mut req)
+    });
+    // SAFETY: the request is the twin's, the status the caller's.
+    unsafe { twin(rc, &mut req, status) }
+}
 
 /// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
 /// the request `req`.

@@ -1026,7 +1026,7 @@ macro_rules! neighbor_fns {
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
             crate::threads::blocking_by_twin!($nonblocking($($arg,)* comm));
-            let _entered = crate::threads::enter();
+            let _entered = crate::threads::enter_untwinned();
             let $func = stringify!($blocking);
             let r: R<()> = $body(comm).and_then(Exchange::run);
             finish(comm, $func, r)

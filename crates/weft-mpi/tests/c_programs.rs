@@ -254,6 +254,33 @@ fn fatal_handler_names_function_argument_and_rank() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("UNREACHABLE"));
 }
 
+/// The fatal handler names the call the program made when another entry's work runs it:
+/// MPI_Bcast under MPI_THREAD_MULTIPLE (its nonblocking twin's work) and MPI_Allgather_c
+/// (MPI_Allgather's work), at 1 and 3 ranks (itest/c/fatal_names.c).
+#[test]
+fn fatal_handler_names_the_call_made() {
+    let prog = build("fatal_names");
+    for n in [1, 3] {
+        for (case, call, class) in [
+            ("bcast", "MPI_Bcast", 8),
+            ("allgather_c", "MPI_Allgather_c", 3),
+        ] {
+            let out = common::run_c_args(&prog, n, &[case], &[]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.exit_code, class, "{case} at {n} ranks:\n{err}");
+            assert!(
+                err.lines().any(|l| l.contains(&format!("{call} on rank "))),
+                "{case} at {n} ranks:\n{err}"
+            );
+            assert!(
+                !err.contains("MPI_Ibcast") && !err.contains("MPI_Allgather on"),
+                "{err}"
+            );
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("UNREACHABLE"));
+        }
+    }
+}
+
 /// mpicc's Open MPI spellings (`--showme`, `--showme:link`) and `-static`: a program linked
 /// with `libmpi_abi.a` and the system libraries it needs, without the shared library, runs
 /// as a job and computes right (crates/weft-mpi/examples/c/where.c).
