@@ -4,7 +4,8 @@
 //! distance d every rank sends the blocks whose position has bit d set to `r + d` and
 //! receives the same positions from `r − d`; at the end position i holds the block from
 //! rank `r − i`. The blocks of a step are not contiguous: they are packed into a temporary
-//! and unpacked on arrival (the price of the fewer messages). Equal blocks only.
+//! and unpacked on arrival (the price of the fewer messages), a run of consecutive positions
+//! in one copy. Equal blocks only.
 
 use crate::coll::algo::sub;
 use crate::coll::schedule::{Buf, Plan, Region};
@@ -18,34 +19,47 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
     let most = n.div_ceil(2);
     let pack = p.tmp(most * block);
     let unpack = p.tmp(most * block);
-    let at = |buf: Buf, i: usize| Region::new(buf, i * block, block);
+    let blocks = |buf: Buf, i: usize, count: usize| Region::new(buf, i * block, count * block);
     p.step();
-    for i in 0..n {
-        p.copy(at(Buf::Send, (r + i) % n), at(tmp, i));
+    // Position i takes the block for rank r + i: the send buffer from r on, then from 0.
+    p.copy(blocks(Buf::Send, r, n - r), blocks(tmp, 0, n - r));
+    if r > 0 {
+        p.copy(blocks(Buf::Send, 0, r), blocks(tmp, n - r, r));
     }
-    let mut last: Vec<usize> = Vec::new();
+    // The positions with bit d set come in runs of d: [d, 2d), [3d, 4d), ... (cut at n),
+    // each packed and unpacked in one copy.
+    let runs = |d: usize| (d..n).step_by(2 * d).map(move |s| (s, d.min(n - s)));
+    let mut last: Option<usize> = None;
     let mut d = 1usize;
     while d < n {
-        let moved: Vec<usize> = (0..n).filter(|i| i & d != 0).collect();
         p.step();
-        for (j, &i) in last.iter().enumerate() {
-            p.copy(at(unpack, j), at(tmp, i));
+        if let Some(ld) = last {
+            let mut j = 0;
+            for (s, len) in runs(ld) {
+                p.copy(blocks(unpack, j, len), blocks(tmp, s, len));
+                j += len;
+            }
         }
-        for (j, &i) in moved.iter().enumerate() {
-            p.copy(at(tmp, i), at(pack, j));
+        let mut moved = 0;
+        for (s, len) in runs(d) {
+            p.copy(blocks(tmp, s, len), blocks(pack, moved, len));
+            moved += len;
         }
-        let len = moved.len() * block;
-        p.recv(sub(rank, d as u32, size), Region::new(unpack, 0, len));
-        p.send(((r + d) % n) as u32, Region::new(pack, 0, len));
-        last = moved;
+        p.recv(sub(rank, d as u32, size), blocks(unpack, 0, moved));
+        p.send(((r + d) % n) as u32, blocks(pack, 0, moved));
+        last = Some(d);
         d *= 2;
     }
     p.step();
-    for (j, &i) in last.iter().enumerate() {
-        p.copy(at(unpack, j), at(tmp, i));
+    if let Some(ld) = last {
+        let mut j = 0;
+        for (s, len) in runs(ld) {
+            p.copy(blocks(unpack, j, len), blocks(tmp, s, len));
+            j += len;
+        }
     }
     for i in 0..n {
-        p.copy(at(tmp, i), at(Buf::Recv, (r + n - i) % n));
+        p.copy(blocks(tmp, i, 1), blocks(Buf::Recv, (r + n - i) % n, 1));
     }
     p
 }
