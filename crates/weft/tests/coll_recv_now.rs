@@ -97,6 +97,7 @@ fn a_message_already_there_is_taken_at_once() {
 #[test]
 fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
     let sent = Signal::new();
+    let took = Signal::new();
     common::run_ranks(2, &[], move |w| {
         force(&w);
         let rank = w.rank();
@@ -104,7 +105,8 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
         let mut b = vec![0u64; 4];
         w.bcast(&mut b, 0).unwrap();
         w.barrier().unwrap();
-        // A posted receive: rank 0 sends its point-to-point message only after the bcast.
+        // A posted receive: rank 0 sends its point-to-point message only after rank 1's
+        // bcast is done (sooner, it could complete the receive before the bcast looks).
         let mut p2p = [0u32; 2];
         w.scope(|s| {
             if rank == 1 {
@@ -115,11 +117,13 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
                 w.bcast(&mut buf, 0).unwrap();
                 assert_eq!(buf, vec![0u64; 4]);
                 assert_eq!(w.coll_received_at_once(), before, "a receive was posted");
+                took.raise_to(1);
                 r.wait().unwrap();
             } else {
                 let mut buf = vec![0u64; 4];
                 w.bcast(&mut buf, 0).unwrap();
                 sent.raise_to(1);
+                took.wait_for(1, "rank 1's bcast");
                 w.send(&[5u32, 6], 1, 5).unwrap();
             }
         });
@@ -291,10 +295,14 @@ fn a_waiting_receive_takes_its_message_from_the_ring() {
                 w.allreduce(&[1, 2], &mut out, &op).unwrap();
                 assert_eq!(out, [2, 4]);
                 assert_eq!(w.coll_received_at_once(), before, "a receive was posted");
+                // Only now may rank 1's message come (sooner, it could complete the receive
+                // before the allreduce looks).
+                posted.raise_to(2);
                 r.wait().unwrap();
             } else {
                 posted.wait_for(1, "rank 0's receive");
                 w.allreduce(&[1, 2], &mut out, &op).unwrap();
+                posted.wait_for(2, "rank 0's allreduce");
                 w.send(&[3u32], 0, 9).unwrap();
             }
         });
