@@ -36,15 +36,25 @@ fn new_comm(s: &mut State, c: Option<weft::Comm>, out: *mut Handle) -> R<()> {
 /// MPI_Comm_dup (MPI-4.1 §7.4.2): the new communicator inherits the error handler.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: Handle, newcomm: *mut Handle) -> c_int {
-    crate::threads::blocking_by_twin!(crate::comm::MPI_Comm_idup(comm, newcomm));
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_dup_as("MPI_Comm_dup", comm, newcomm) }
+}
+
+/// MPI_Comm_dup's work (it enters the MPI lock itself), its errors named `func`
+/// (MPI_Comm_dup_with_info duplicates by it).
+///
+/// # Safety
+/// MPI_Comm_dup's contract.
+unsafe fn comm_dup_as(func: &str, comm: Handle, newcomm: *mut Handle) -> c_int {
+    crate::threads::blocking_by_twin!(crate::comm::comm_idup_as(func, comm, newcomm));
     let _entered = crate::threads::enter();
     let r = (|| {
-        let s = state("MPI_Comm_dup")?;
+        let s = state(func)?;
         let c = s.comm(comm)?.comm.dup()?;
         let inherited = Inherited::of(s, comm)?;
         inherited.install(s, c, newcomm)
     })();
-    finish(comm, "MPI_Comm_dup", r)
+    finish(comm, func, r)
 }
 
 /// This rank's communicator of a split of `comm` by `color` and `key` (MPI_Comm_split and
@@ -374,6 +384,15 @@ pub unsafe extern "C" fn MPI_Comm_create(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_free_as("MPI_Comm_free", comm) }
+}
+
+/// MPI_Comm_free's work, its errors named `func` (MPI_Comm_disconnect frees by it).
+///
+/// # Safety
+/// MPI_Comm_free's contract.
+pub(crate) unsafe fn comm_free_as(func: &str, comm: *mut Handle) -> c_int {
     let h = if comm.is_null() {
         MPI_COMM_NULL
     } else {
@@ -382,7 +401,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
         unsafe { *comm }
     };
     let r = (|| {
-        let s = state("MPI_Comm_free")?;
+        let s = state(func)?;
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
             return Err(err(
                 MPI_ERR_COMM,
@@ -398,7 +417,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut Handle) -> c_int {
         s.remove_comm(h);
         put!(comm, MPI_COMM_NULL)
     })();
-    finish(h, "MPI_Comm_free", r)
+    finish(h, func, r)
 }
 
 /// MPI_Comm_disconnect (MPI-4.1 §11.10.4): waits for the communicator's pending traffic
@@ -431,7 +450,7 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
         return finish(h, "MPI_Comm_disconnect", Err(e));
     }
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_free(comm) }
+    unsafe { comm_free_as("MPI_Comm_disconnect", comm) }
 }
 
 fn compare_members(a: &[u32], b: &[u32]) -> c_int {
@@ -547,8 +566,23 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
     flag: *mut c_int,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_get_attr_as("MPI_Comm_get_attr", comm, keyval, value, flag) }
+}
+
+/// MPI_Comm_get_attr's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_get_attr's contract.
+pub(crate) unsafe fn comm_get_attr_as(
+    func: &str,
+    comm: Handle,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
     let r = (|| {
-        state("MPI_Comm_get_attr")?.comm(comm)?;
+        state(func)?.comm(comm)?;
         let p: Option<*const c_int> = match keyval {
             MPI_TAG_UB => Some(&TAG_UB_VALUE),
             MPI_WTIME_IS_GLOBAL => Some(&FALSE_VALUE),
@@ -563,7 +597,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             }
             MPI_APPNUM | MPI_UNIVERSE_SIZE => None,
             k => {
-                let s = state("MPI_Comm_get_attr")?;
+                let s = state(func)?;
                 if keyval_of(s, k).is_none() {
                     return Err(err(MPI_ERR_KEYVAL, format!("keyval {k} is not valid")));
                 }
@@ -584,7 +618,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             None => put!(flag, 0),
         }
     })();
-    finish(comm, "MPI_Comm_get_attr", r)
+    finish(comm, func, r)
 }
 
 // ------------------------------------------------------------------- groups
@@ -1293,7 +1327,7 @@ fn keyval_of(s: &State, k: c_int) -> Option<Keyval> {
 }
 
 /// Runs the delete callback of attribute `k` (value `v`) on `comm` and forgets it.
-fn delete_attr(s: &mut State, comm: Handle, k: c_int, v: usize) -> R<()> {
+pub(crate) fn delete_attr(s: &mut State, comm: Handle, k: c_int, v: usize) -> R<()> {
     if let Some(kv) = keyval_of(s, k) {
         if kv.delete != 0 {
             // SAFETY: registered by the program as an MPI_Comm_delete_attr_function.
@@ -1322,8 +1356,31 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
     extra_state: *mut c_void,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        comm_create_keyval_as(
+            "MPI_Comm_create_keyval",
+            copy_fn,
+            delete_fn,
+            keyval,
+            extra_state,
+        )
+    }
+}
+
+/// MPI_Comm_create_keyval's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_create_keyval's contract.
+pub(crate) unsafe fn comm_create_keyval_as(
+    func: &str,
+    copy_fn: usize,
+    delete_fn: usize,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> c_int {
     let r = (|| {
-        let s = state("MPI_Comm_create_keyval")?;
+        let s = state(func)?;
         let i = s.keyvals.insert(Keyval {
             copy: copy_fn,
             delete: delete_fn,
@@ -1331,18 +1388,27 @@ pub unsafe extern "C" fn MPI_Comm_create_keyval(
         });
         put!(keyval, KEYVAL_BASE + i as c_int)
     })();
-    finish(MPI_COMM_WORLD, "MPI_Comm_create_keyval", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Comm_free_keyval (MPI-4.1 §7.7.2): attributes already set keep working.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_free_keyval_as("MPI_Comm_free_keyval", keyval) }
+}
+
+/// MPI_Comm_free_keyval's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_free_keyval's contract.
+pub(crate) unsafe fn comm_free_keyval_as(func: &str, keyval: *mut c_int) -> c_int {
     let r = (|| {
         if keyval.is_null() {
             return Err(err(MPI_ERR_ARG, "keyval pointer is NULL"));
         }
-        let s = state("MPI_Comm_free_keyval")?;
+        let s = state(func)?;
         // SAFETY: non-null.
         let k = unsafe { *keyval };
         if keyval_of(s, k).is_none() {
@@ -1353,7 +1419,7 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(keyval: *mut c_int) -> c_int {
         }
         put!(keyval, 0)
     })();
-    finish(MPI_COMM_WORLD, "MPI_Comm_free_keyval", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Comm_set_attr (MPI-4.1 §7.7.2): replacing a value deletes the old one first.
@@ -1364,8 +1430,22 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
     value: *mut c_void,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_set_attr_as("MPI_Comm_set_attr", comm, keyval, value) }
+}
+
+/// MPI_Comm_set_attr's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_set_attr's contract.
+pub(crate) unsafe fn comm_set_attr_as(
+    func: &str,
+    comm: Handle,
+    keyval: c_int,
+    value: *mut c_void,
+) -> c_int {
     let r = (|| {
-        let s = state("MPI_Comm_set_attr")?;
+        let s = state(func)?;
         s.comm(comm)?;
         if keyval_of(s, keyval).is_none() {
             return Err(err(
@@ -1379,15 +1459,24 @@ pub unsafe extern "C" fn MPI_Comm_set_attr(
         s.comm_mut(comm)?.attrs.push((keyval, value as usize));
         Ok(())
     })();
-    finish(comm, "MPI_Comm_set_attr", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Comm_delete_attr (MPI-4.1 §7.7.2).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, keyval: c_int) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_delete_attr_as("MPI_Comm_delete_attr", comm, keyval) }
+}
+
+/// MPI_Comm_delete_attr's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_delete_attr's contract.
+pub(crate) unsafe fn comm_delete_attr_as(func: &str, comm: Handle, keyval: c_int) -> c_int {
     let r = (|| {
-        let s = state("MPI_Comm_delete_attr")?;
+        let s = state(func)?;
         if keyval_of(s, keyval).is_none() {
             return Err(err(
                 MPI_ERR_KEYVAL,
@@ -1402,7 +1491,7 @@ pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: Handle, keyval: c_int) -> c_
             )),
         }
     })();
-    finish(comm, "MPI_Comm_delete_attr", r)
+    finish(comm, func, r)
 }
 
 /// The ranks of `n` (first, last, stride) triplets, in order (MPI-4.1 §7.3.2).
@@ -1499,7 +1588,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
+    unsafe { comm_create_keyval_as("MPI_Keyval_create", copy_fn, delete_fn, keyval, extra_state) }
 }
 
 /// MPI_Keyval_free (MPI-1 form of MPI_Comm_free_keyval, deprecated).
@@ -1507,7 +1596,7 @@ pub unsafe extern "C" fn MPI_Keyval_create(
 pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_free_keyval(keyval) }
+    unsafe { comm_free_keyval_as("MPI_Keyval_free", keyval) }
 }
 
 /// MPI_Attr_put (MPI-1 form of MPI_Comm_set_attr, deprecated).
@@ -1515,7 +1604,7 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Attr_put(comm: Handle, keyval: c_int, value: *mut c_void) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_set_attr(comm, keyval, value) }
+    unsafe { comm_set_attr_as("MPI_Attr_put", comm, keyval, value) }
 }
 
 /// MPI_Attr_get (MPI-1 form of MPI_Comm_get_attr, deprecated).
@@ -1528,7 +1617,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_get_attr(comm, keyval, value, flag) }
+    unsafe { comm_get_attr_as("MPI_Attr_get", comm, keyval, value, flag) }
 }
 
 /// MPI_Attr_delete (MPI-1 form of MPI_Comm_delete_attr, deprecated).
@@ -1536,7 +1625,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
 pub unsafe extern "C" fn MPI_Attr_delete(comm: Handle, keyval: c_int) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_delete_attr(comm, keyval) }
+    unsafe { comm_delete_attr_as("MPI_Attr_delete", comm, keyval) }
 }
 
 /// MPI_Comm_idup (MPI-4.1 §7.4.2): starts the duplication and returns at once; the ranks
@@ -1555,6 +1644,20 @@ pub unsafe extern "C" fn MPI_Comm_idup(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_idup_as("MPI_Comm_idup", comm, newcomm, req) }
+}
+
+/// MPI_Comm_idup's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_idup's contract.
+pub(crate) unsafe fn comm_idup_as(
+    func: &str,
+    comm: Handle,
+    newcomm: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
     let r = (|| {
         if req.is_null() {
             return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
@@ -1562,7 +1665,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
         if newcomm.is_null() {
             return Err(err(MPI_ERR_ARG, "newcomm pointer is NULL"));
         }
-        let s = state("MPI_Comm_idup")?;
+        let s = state(func)?;
         let dup = s.comm(comm)?.comm.idup()?;
         let inherited = Inherited::of(s, comm)?;
         let mut entry = ReqEntry::generalized();
@@ -1578,7 +1681,7 @@ pub unsafe extern "C" fn MPI_Comm_idup(
         );
         put!(req, h)
     })();
-    finish(comm, "MPI_Comm_idup", r)
+    finish(comm, func, r)
 }
 
 /// A duplication in flight: its weft request and where the new handle goes.
@@ -1639,11 +1742,11 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     if let Err(e) = r {
         return finish(comm, "MPI_Comm_dup_with_info", Err(e));
     }
-    // MPI_Comm_dup enters again; under MPI_THREAD_MULTIPLE it must not find the lock held
-    // while it waits (crate::threads).
+    // The duplication enters again; under MPI_THREAD_MULTIPLE it must not find the lock
+    // held while it waits (crate::threads).
     drop(entered);
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_dup(comm, newcomm) }
+    unsafe { comm_dup_as("MPI_Comm_dup_with_info", comm, newcomm) }
 }
 
 /// MPI_Comm_idup_with_info (MPI-4.1 §7.4.2): as MPI_Comm_idup; hints change nothing.
@@ -1656,7 +1759,7 @@ pub unsafe extern "C" fn MPI_Comm_idup_with_info(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Comm_idup(comm, newcomm, req) }
+    unsafe { comm_idup_as("MPI_Comm_idup_with_info", comm, newcomm, req) }
 }
 
 // ------------------------------------------------------------------- neighborhood collectives

@@ -678,13 +678,22 @@ pub unsafe extern "C" fn MPI_Type_size(dt: Handle, size: *mut c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(dt: Handle, size: *mut i64) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { type_size_c_as("MPI_Type_size_c", dt, size) }
+}
+
+/// MPI_Type_size_c's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Type_size_c's contract.
+pub(crate) unsafe fn type_size_c_as(func: &str, dt: Handle, size: *mut i64) -> c_int {
     let r = map_of(dt).and_then(|m| {
         put!(
             size,
             i64::try_from(m.size_bytes()).unwrap_or(MPI_UNDEFINED as i64)
         )
     });
-    finish(MPI_COMM_WORLD, "MPI_Type_size_c", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Type_get_extent (MPI-4.1 §5.1.7).
@@ -1048,29 +1057,30 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(old: Handle, newtype: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { type_dup_as("MPI_Type_dup", old, newtype) }
+}
+
+/// MPI_Type_dup's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Type_dup's contract.
+pub(crate) unsafe fn type_dup_as(func: &str, old: Handle, newtype: *mut Handle) -> c_int {
     let r = (|| {
         let committed = predefined(old).is_some()
             || handle_index(K_TYPE, old)
-                .and_then(|i| {
-                    state("MPI_Type_dup")
-                        .ok()?
-                        .types
-                        .get(i)
-                        .map(|d| d.committed)
-                })
+                .and_then(|i| state(func).ok()?.types.get(i).map(|d| d.committed))
                 .unwrap_or(false);
         new_type(map_of(old)?.dup(), &[old], newtype, Counts::Int)?;
         // SAFETY: just written.
         let h = unsafe { *newtype };
-        if let Some(d) =
-            handle_index(K_TYPE, h).and_then(|i| state("MPI_Type_dup").ok()?.types.get_mut(i))
-        {
+        if let Some(d) = handle_index(K_TYPE, h).and_then(|i| state(func).ok()?.types.get_mut(i)) {
             d.committed = committed;
         }
         // Attributes travel by their keyval's copy callback (MPI-4.1 §7.7.4).
         crate::tattr::copy_all(old, h)
     })();
-    finish(MPI_COMM_WORLD, "MPI_Type_dup", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Type_commit (MPI-4.1 §5.1.9).
@@ -1105,13 +1115,22 @@ pub unsafe extern "C" fn MPI_Type_commit(dt: *mut Handle) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { type_free_as("MPI_Type_free", dt) }
+}
+
+/// MPI_Type_free's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Type_free's contract.
+pub(crate) unsafe fn type_free_as(func: &str, dt: *mut Handle) -> c_int {
     let r = (|| {
         if dt.is_null() {
             return Err(err(MPI_ERR_ARG, "datatype pointer is NULL"));
         }
         // SAFETY: non-null, readable and writable.
         let h = unsafe { *dt };
-        let s = state("MPI_Type_free")?;
+        let s = state(func)?;
         if crate::fortran::is_f90(h) {
             return Err(err(
                 MPI_ERR_TYPE,
@@ -1139,7 +1158,7 @@ pub unsafe extern "C" fn MPI_Type_free(dt: *mut Handle) -> c_int {
             )),
         }
     })();
-    finish(MPI_COMM_WORLD, "MPI_Type_free", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Type_get_name (MPI-4.1 §7.8).
@@ -1604,11 +1623,25 @@ pub unsafe extern "C" fn MPI_Type_get_extent_c(
     extent: *mut i64,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { type_get_extent_c_as("MPI_Type_get_extent_c", dt, lb, extent) }
+}
+
+/// MPI_Type_get_extent_c's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Type_get_extent_c's contract.
+pub(crate) unsafe fn type_get_extent_c_as(
+    func: &str,
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.lb())?;
         put!(extent, m.extent())
     });
-    finish(MPI_COMM_WORLD, "MPI_Type_get_extent_c", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Type_get_true_extent_c (MPI-4.1 §5.1.8, large count).
@@ -1619,11 +1652,25 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
     extent: *mut i64,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { type_get_true_extent_c_as("MPI_Type_get_true_extent_c", dt, lb, extent) }
+}
+
+/// MPI_Type_get_true_extent_c's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Type_get_true_extent_c's contract.
+pub(crate) unsafe fn type_get_true_extent_c_as(
+    func: &str,
+    dt: Handle,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
     let r = map_of(dt).and_then(|m| {
         put!(lb, m.true_lb())?;
         put!(extent, m.true_extent())
     });
-    finish(MPI_COMM_WORLD, "MPI_Type_get_true_extent_c", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Type_create_darray (MPI-4.1 §5.1.4): this process's part of a distributed array.

@@ -267,13 +267,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
             .map(|&(k, _)| k)
             .collect();
         for k in keys {
-            // SAFETY: a valid communicator and a keyval set on it.
-            let rc = unsafe { crate::comm::MPI_Comm_delete_attr(MPI_COMM_SELF, k) };
-            if rc != MPI_SUCCESS {
-                return Err(err(
-                    rc,
-                    format!("the delete callback of MPI_COMM_SELF's attribute {k} failed"),
-                ));
+            let set = s.comm(MPI_COMM_SELF)?.attrs.iter().find(|(x, _)| *x == k);
+            if let Some(&(_, v)) = set {
+                crate::comm::delete_attr(s, MPI_COMM_SELF, k, v)?;
             }
         }
         FINALIZED.store(true, Ordering::Release);
@@ -593,13 +589,22 @@ pub(crate) fn info_insert(kv: Vec<(String, String)>) -> Handle {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { info_create_as("MPI_Info_create", info) }
+}
+
+/// MPI_Info_create's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Info_create's contract.
+pub(crate) unsafe fn info_create_as(func: &str, info: *mut Handle) -> c_int {
     let r = (|| {
         if info.is_null() {
             return Err(err(MPI_ERR_ARG, "info is NULL"));
         }
         put!(info, info_insert(Vec::new()))
     })();
-    finish(MPI_COMM_WORLD, "MPI_Info_create", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Info_create_env (MPI-4.1 §11.2.2): the keys of MPI_INFO_ENV for this process, with
@@ -879,12 +884,25 @@ pub unsafe extern "C" fn MPI_Comm_create_errhandler(
     errhandler: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_create_errhandler_as("MPI_Comm_create_errhandler", f, errhandler) }
+}
+
+/// MPI_Comm_create_errhandler's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Comm_create_errhandler's contract.
+pub(crate) unsafe fn comm_create_errhandler_as(
+    func: &str,
+    f: Option<ErrFn>,
+    errhandler: *mut Handle,
+) -> c_int {
     let r = (|| {
         let f = f.ok_or_else(|| err(MPI_ERR_ARG, "function is NULL"))?;
-        state("MPI_Comm_create_errhandler")?;
+        state(func)?;
         put!(errhandler, errhandler_insert(f))
     })();
-    finish(MPI_COMM_WORLD, "MPI_Comm_create_errhandler", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 pub(crate) fn valid_errhandler(s: &State, h: Handle) -> R<()> {

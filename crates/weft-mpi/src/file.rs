@@ -361,12 +361,12 @@ pub unsafe extern "C" fn MPI_File_open(
     finish_file(MPI_FILE_NULL, "MPI_File_open", r)
 }
 
-/// Frees a view type this library duplicated.
-fn drop_type(h: Handle) {
+/// Frees a view type this library duplicated (for `func`).
+fn drop_type(func: &str, h: Handle) {
     if predefined(h).is_none() && handle_index(K_TYPE, h).is_some() {
         let mut t = h;
         // SAFETY: `t` is a handle this library made with MPI_Type_dup.
-        unsafe { crate::dtype::MPI_Type_free(&mut t) };
+        unsafe { crate::dtype::type_free_as(func, &mut t) };
     }
 }
 
@@ -394,8 +394,8 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut Handle) -> c_int {
         }
         let i = handle_index(K_FILE, h).ok_or_else(|| bad_file(h))?;
         let e = s.files.table.remove(i).ok_or_else(|| bad_file(h))?;
-        drop_type(e.etype);
-        drop_type(e.filetype);
+        drop_type("MPI_File_close", e.etype);
+        drop_type("MPI_File_close", e.filetype);
         // SAFETY: as above.
         unsafe { *fh = MPI_FILE_NULL };
         // The entry left the table above: the file is this call's alone while the barriers
@@ -526,7 +526,7 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: Handle, info_used: *mut Handle) -
 }
 
 /// A view type: predefined as it is, a derived one committed and duplicated.
-fn keep_type(dt: Handle, what: &str) -> R<Handle> {
+fn keep_type(func: &str, dt: Handle, what: &str) -> R<Handle> {
     if predefined(dt).is_some() {
         return Ok(dt);
     }
@@ -539,7 +539,7 @@ fn keep_type(dt: Handle, what: &str) -> R<Handle> {
         Some(_) => {
             let mut out = MPI_DATATYPE_NULL;
             // SAFETY: `out` is writable; `dt` is a valid datatype.
-            let rc = unsafe { crate::dtype::MPI_Type_dup(dt, &mut out) };
+            let rc = unsafe { crate::dtype::type_dup_as(func, dt, &mut out) };
             if rc != MPI_SUCCESS {
                 return Err(err(rc, format!("duplicating the {what} failed")));
             }
@@ -587,7 +587,10 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let more = hints_of(info)?;
         let e_map = crate::datarep::file_map(s, rep, etype)?;
         let f_map = crate::datarep::file_map(s, rep, filetype)?;
-        let (ek, fk) = (keep_type(etype, "etype")?, keep_type(filetype, "filetype")?);
+        let (ek, fk) = (
+            keep_type("MPI_File_set_view", etype, "etype")?,
+            keep_type("MPI_File_set_view", filetype, "filetype")?,
+        );
         let s = state("MPI_File_set_view")?;
         let e = entry_mut(s, fh)?;
         e.file.apply_hints(&more);
@@ -600,8 +603,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
             &mut crate::threads::steps_wait,
         );
         if let Err(x) = set {
-            drop_type(ek);
-            drop_type(fk);
+            drop_type("MPI_File_set_view", ek);
+            drop_type("MPI_File_set_view", fk);
             return Err(file_err(x));
         }
         let e = entry_mut(state("MPI_File_set_view")?, fh)?;
@@ -609,8 +612,8 @@ pub unsafe extern "C" fn MPI_File_set_view(
         e.etype = ek;
         e.filetype = fk;
         e.rep = rep;
-        drop_type(old_e);
-        drop_type(old_f);
+        drop_type("MPI_File_set_view", old_e);
+        drop_type("MPI_File_set_view", old_f);
         Ok(())
     })();
     finish_file(fh, "MPI_File_set_view", r)
@@ -633,8 +636,8 @@ pub unsafe extern "C" fn MPI_File_get_view(
         let (d, et, ft) = (e.file.view().disp(), e.etype, e.filetype);
         let name = e.file.datarep().to_string();
         put!(disp, d as i64)?;
-        put!(etype, keep_type(et, "etype")?)?;
-        put!(filetype, keep_type(ft, "filetype")?)?;
+        put!(etype, keep_type("MPI_File_get_view", et, "etype")?)?;
+        put!(filetype, keep_type("MPI_File_get_view", ft, "filetype")?)?;
         if datarep.is_null() {
             return Err(err(MPI_ERR_ARG, "datarep is NULL"));
         }
@@ -811,7 +814,7 @@ pub unsafe extern "C" fn MPI_File_create_errhandler(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract (the same function type as communicators').
-    unsafe { crate::env::MPI_Comm_create_errhandler(f, errhandler) }
+    unsafe { crate::env::comm_create_errhandler_as("MPI_File_create_errhandler", f, errhandler) }
 }
 
 /// MPI_File_set_errhandler (MPI-4.1 §9.3.4): MPI_FILE_NULL sets the handler of open,

@@ -266,8 +266,13 @@ unsafe extern "C" fn req_cancel(_extra: *mut c_void, _complete: c_int) -> c_int 
     MPI_SUCCESS
 }
 
-/// A generalized request for a started access.
-fn start_request(req: IoRequest<'static>, staged: Staged, out: *mut Handle) -> R<()> {
+/// A generalized request for a started access made by `func`.
+fn start_request(
+    func: &'static str,
+    req: IoRequest<'static>,
+    staged: Staged,
+    out: *mut Handle,
+) -> R<()> {
     if out.is_null() {
         return Err(err(MPI_ERR_ARG, "request is NULL"));
     }
@@ -279,7 +284,8 @@ fn start_request(req: IoRequest<'static>, staged: Staged, out: *mut Handle) -> R
     let mut h = MPI_REQUEST_NULL;
     // SAFETY: the callbacks match the greq function types; `boxed` is theirs to free.
     let rc = unsafe {
-        crate::greq::MPI_Grequest_start(
+        crate::greq::grequest_start_as(
+            func,
             Some(req_query),
             Some(req_free),
             Some(req_cancel),
@@ -299,8 +305,11 @@ fn start_request(req: IoRequest<'static>, staged: Staged, out: *mut Handle) -> R
         .as_mut()
         .expect("set above")
         .on_complete(Box::new(move || {
+            // Wherever the access completes, the request's completion holds the MPI lock
+            // (as the exported MPI_Grequest_complete does).
+            let _entered = crate::threads::enter();
             // SAFETY: `h` is this access's live generalized request.
-            unsafe { crate::greq::MPI_Grequest_complete(h) };
+            unsafe { crate::greq::grequest_complete_as(func, h) };
         }));
     // SAFETY: writable by the MPI calling contract (checked non-null).
     unsafe { *out = h };
@@ -435,7 +444,7 @@ fn access(
             .map_err(file_err)?;
             let r = erase(r);
             match mode {
-                Mode::Start(out) => start_request(r, st, out),
+                Mode::Start(out) => start_request(func, r, st, out),
                 _ => {
                     entry_mut(state(func)?, fh)?.split = Some(Split {
                         what: func,

@@ -263,8 +263,33 @@ pub unsafe extern "C" fn MPI_Grequest_start(
     request: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        grequest_start_as(
+            "MPI_Grequest_start",
+            query_fn,
+            free_fn,
+            cancel_fn,
+            extra_state,
+            request,
+        )
+    }
+}
+
+/// MPI_Grequest_start's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Grequest_start's contract.
+pub(crate) unsafe fn grequest_start_as(
+    func: &str,
+    query_fn: Option<QueryFn>,
+    free_fn: Option<FreeFn>,
+    cancel_fn: Option<CancelFn>,
+    extra_state: *mut c_void,
+    request: *mut Handle,
+) -> c_int {
     let r = (|| {
-        let s = crate::state::state("MPI_Grequest_start")?;
+        let s = crate::state::state(func)?;
         if request.is_null() {
             return Err(err(MPI_ERR_ARG, "request is NULL"));
         }
@@ -283,7 +308,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         unsafe { *request = h };
         Ok(())
     })();
-    crate::error::finish(MPI_COMM_WORLD, "MPI_Grequest_start", r)
+    crate::error::finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Grequest_complete (MPI-4.1 §13.2): the operation is done; a wait on the request
@@ -291,6 +316,15 @@ pub unsafe extern "C" fn MPI_Grequest_start(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { grequest_complete_as("MPI_Grequest_complete", request) }
+}
+
+/// MPI_Grequest_complete's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Grequest_complete's contract.
+pub(crate) unsafe fn grequest_complete_as(func: &str, request: Handle) -> c_int {
     let r = (|| {
         let mut map = live();
         let slot = map.get_mut(&request).ok_or_else(|| not_greq(request))?;
@@ -306,7 +340,7 @@ pub unsafe extern "C" fn MPI_Grequest_complete(request: Handle) -> c_int {
             .push(request);
         g.release()
     })();
-    crate::error::finish(MPI_COMM_WORLD, "MPI_Grequest_complete", r)
+    crate::error::finish(MPI_COMM_WORLD, func, r)
 }
 
 #[cfg(test)]

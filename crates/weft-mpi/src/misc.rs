@@ -5,7 +5,6 @@
 
 use crate::consts::*;
 use crate::dtype::{map_of, put};
-use crate::env::MPI_Info_create;
 use crate::error::{err, finish, R};
 use crate::p2p::MpiStatus;
 use crate::state::{
@@ -211,7 +210,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: Handle, info: *mut Handle) -> c
         return finish(comm, "MPI_Comm_get_info", Err(e));
     }
     // SAFETY: forwarded caller contract.
-    unsafe { MPI_Info_create(info) }
+    unsafe { crate::env::info_create_as("MPI_Comm_get_info", info) }
 }
 
 /// MPI_Comm_create_group (MPI-4.1 §7.4.2): collective over the group's members only.
@@ -270,7 +269,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { crate::p2p::MPI_Get_elements_c(status, dt, count) }
+    unsafe { crate::p2p::get_elements_c_as("MPI_Get_elements_x", status, dt, count) }
 }
 
 /// MPI_Type_size_x (MPI-4.1 §5.1.5): as MPI_Type_size_c.
@@ -278,7 +277,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 pub unsafe extern "C" fn MPI_Type_size_x(dt: Handle, size: *mut i64) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { crate::dtype::MPI_Type_size_c(dt, size) }
+    unsafe { crate::dtype::type_size_c_as("MPI_Type_size_x", dt, size) }
 }
 
 /// MPI_Type_get_extent_x (MPI-4.1 §5.1.7): as MPI_Type_get_extent_c.
@@ -290,7 +289,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent_x(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { crate::dtype::MPI_Type_get_extent_c(dt, lb, extent) }
+    unsafe { crate::dtype::type_get_extent_c_as("MPI_Type_get_extent_x", dt, lb, extent) }
 }
 
 /// MPI_Type_get_true_extent_x (MPI-4.1 §5.1.8): as MPI_Type_get_true_extent_c.
@@ -302,7 +301,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
 ) -> c_int {
     let _entered = crate::threads::enter();
     // SAFETY: forwarded caller contract.
-    unsafe { crate::dtype::MPI_Type_get_true_extent_c(dt, lb, extent) }
+    unsafe { crate::dtype::type_get_true_extent_c_as("MPI_Type_get_true_extent_x", dt, lb, extent) }
 }
 
 /// MPI_Status_get_source (MPI 5.0 §3.2.5).
@@ -365,10 +364,10 @@ fn request_array<'a>(count: c_int, reqs: *const Handle) -> R<&'a [Handle]> {
 
 /// MPI_Request_get_status on one request: its flag, with `status` filled when set. The
 /// error handler has already run when this fails.
-fn peek(h: Handle, status: *mut MpiStatus) -> Result<bool, c_int> {
+fn peek(func: &str, h: Handle, status: *mut MpiStatus) -> Result<bool, c_int> {
     let mut flag = 0;
     // SAFETY: valid pointers; MPI_Request_get_status checks the handle.
-    let rc = unsafe { crate::p2p::MPI_Request_get_status(h, &mut flag, status) };
+    let rc = unsafe { crate::p2p::request_get_status_as(func, h, &mut flag, status) };
     if rc != MPI_SUCCESS {
         return Err(rc);
     }
@@ -397,7 +396,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
     };
     let mut scratch = vec![MpiStatus::default(); reqs.len()];
     for (i, &h) in reqs.iter().enumerate() {
-        match peek(h, &mut scratch[i]) {
+        match peek("MPI_Request_get_status_all", h, &mut scratch[i]) {
             Ok(true) => {}
             Ok(false) => {
                 // SAFETY: checked non-null above.
@@ -448,7 +447,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
             Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
         }
         let mut st = MpiStatus::default();
-        match peek(h, &mut st) {
+        match peek("MPI_Request_get_status_any", h, &mut st) {
             Ok(true) => {
                 crate::p2p::store(status, st);
                 // SAFETY: checked non-null above.
@@ -499,7 +498,7 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
             Err(e) => return finish(MPI_COMM_WORLD, NAME, Err(e)),
         }
         let mut st = MpiStatus::default();
-        match peek(h, &mut st) {
+        match peek("MPI_Request_get_status_some", h, &mut st) {
             Ok(true) => {
                 // SAFETY: the arrays hold `incount` entries (the caller's contract).
                 unsafe {

@@ -116,7 +116,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
 ) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::mprobe(source, tag, comm, message, status) };
+        return unsafe { crate::threads::mprobe("MPI_Mprobe", source, tag, comm, message, status) };
     }
     let _entered = crate::threads::enter();
     let r = mprobe(
@@ -142,12 +142,29 @@ pub unsafe extern "C" fn MPI_Improbe(
     status: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { improbe_as("MPI_Improbe", source, tag, comm, flag, message, status) }
+}
+
+/// MPI_Improbe's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Improbe's contract.
+pub(crate) unsafe fn improbe_as(
+    func: &str,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    message: *mut Handle,
+    status: *mut MpiStatus,
+) -> c_int {
     let r = if flag.is_null() {
         Err(err(MPI_ERR_ARG, "flag is NULL"))
     } else {
         mprobe(source, tag, comm, false, flag, message, status)
     };
-    finish(comm, "MPI_Improbe", r)
+    finish(comm, func, r)
 }
 
 /// Delivers message `*message` into `count` items of `dt` at `buf`.
@@ -213,7 +230,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::mprobe::MPI_Imrecv(buf, count, dt, message); status);
+    crate::threads::blocking_by_twin!(crate::mprobe::imrecv_as("MPI_Mrecv", buf, count, dt, message); status);
     let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
@@ -231,7 +248,7 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
     message: *mut Handle,
     status: *mut MpiStatus,
 ) -> c_int {
-    crate::threads::blocking_by_twin!(crate::mprobe::MPI_Imrecv_c(buf, count, dt, message); status);
+    crate::threads::blocking_by_twin!(crate::mprobe::imrecv_c_as("MPI_Mrecv_c", buf, count, dt, message); status);
     let _entered = crate::threads::enter();
     finish(
         MPI_COMM_WORLD,
@@ -277,9 +294,25 @@ pub unsafe extern "C" fn MPI_Imrecv(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { imrecv_as("MPI_Imrecv", buf, count, dt, message, req) }
+}
+
+/// MPI_Imrecv's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Imrecv's contract.
+pub(crate) unsafe fn imrecv_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    message: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
     finish(
         MPI_COMM_WORLD,
-        "MPI_Imrecv",
+        func,
         imrecv(buf, count as i64, dt, message, req),
     )
 }
@@ -294,9 +327,21 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    finish(
-        MPI_COMM_WORLD,
-        "MPI_Imrecv_c",
-        imrecv(buf, count, dt, message, req),
-    )
+    // SAFETY: forwarded caller contract.
+    unsafe { imrecv_c_as("MPI_Imrecv_c", buf, count, dt, message, req) }
+}
+
+/// MPI_Imrecv_c's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Imrecv_c's contract.
+pub(crate) unsafe fn imrecv_c_as(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: Handle,
+    message: *mut Handle,
+    req: *mut Handle,
+) -> c_int {
+    finish(MPI_COMM_WORLD, func, imrecv(buf, count, dt, message, req))
 }

@@ -1015,7 +1015,7 @@ pub unsafe extern "C" fn MPI_Probe(
 ) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::probe(source, tag, comm, status) };
+        return unsafe { crate::threads::probe("MPI_Probe", source, tag, comm, status) };
     }
     let _entered = crate::threads::enter();
     finish(comm, "MPI_Probe", probe(source, tag, comm, None, status))
@@ -1031,11 +1031,23 @@ pub unsafe extern "C" fn MPI_Iprobe(
     status: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
-    finish(
-        comm,
-        "MPI_Iprobe",
-        probe(source, tag, comm, Some(flag), status),
-    )
+    // SAFETY: forwarded caller contract.
+    unsafe { iprobe_as("MPI_Iprobe", source, tag, comm, flag, status) }
+}
+
+/// MPI_Iprobe's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Iprobe's contract.
+pub(crate) unsafe fn iprobe_as(
+    func: &str,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    finish(comm, func, probe(source, tag, comm, Some(flag), status))
 }
 
 fn get_count(status: *const MpiStatus, dt: Handle) -> R<i64> {
@@ -1334,7 +1346,7 @@ fn state_comm_of(h: Handle) -> Handle {
 pub unsafe extern "C" fn MPI_Wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::wait(req, status) };
+        return unsafe { crate::threads::wait("MPI_Wait", req, status) };
     }
     let _entered = crate::threads::enter();
     if let Some(rc) =
@@ -1364,26 +1376,41 @@ pub unsafe extern "C" fn MPI_Test(
     status: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { test_as("MPI_Test", req, flag, status) }
+}
+
+/// MPI_Test's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Test's contract.
+#[inline]
+pub(crate) unsafe fn test_as(
+    func: &str,
+    req: *mut Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     // SAFETY: the MPI calling contract, forwarded.
-    if let Some(rc) = unsafe { fast::complete(req, true, flag, status, "MPI_Test") } {
+    if let Some(rc) = unsafe { fast::complete(req, true, flag, status, func) } {
         return rc;
     }
-    test_checked(req, flag, status)
+    test_checked(func, req, flag, status)
 }
 
 /// MPI_Test on every request the fast path does not take.
 #[cold]
 #[inline(never)]
-fn test_checked(req: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
+fn test_checked(func: &str, req: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) -> c_int {
     let comm = req_comm(req);
-    let r = state("MPI_Test").and_then(|s| {
+    let r = state(func).and_then(|s| {
         let done = complete(s, req, false, status)?;
         if !done {
             s.weft.world().raw_progress();
         }
         put!(flag, done as c_int)
     });
-    finish(comm, "MPI_Test", r)
+    finish(comm, func, r)
 }
 
 /// Statuses array entry `i`, or null for MPI_STATUSES_IGNORE.
@@ -1419,7 +1446,7 @@ pub unsafe extern "C" fn MPI_Waitall(
 ) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::waitall(count, reqs, statuses) };
+        return unsafe { crate::threads::waitall("MPI_Waitall", count, reqs, statuses) };
     }
     let _entered = crate::threads::enter();
     // A request's error goes to its communicator's handler (MPI-4.1 §9.3): the first
@@ -1486,13 +1513,28 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { testall_as("MPI_Testall", count, reqs, flag, statuses) }
+}
+
+/// MPI_Testall's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Testall's contract.
+pub(crate) unsafe fn testall_as(
+    func: &str,
+    count: c_int,
+    reqs: *mut Handle,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     let r = (|| {
-        let s = state("MPI_Testall")?;
+        let s = state(func)?;
         let hs = reqs_slice(count, reqs)?;
         let done = testall(s, hs, statuses)?;
         put!(flag, done as c_int)
     })();
-    finish(MPI_COMM_WORLD, "MPI_Testall", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Testall's work on requests `hs` without the C boundary: completes all of them
@@ -1662,7 +1704,7 @@ pub unsafe extern "C" fn MPI_Waitany(
 ) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::waitany(count, reqs, index, status) };
+        return unsafe { crate::threads::waitany("MPI_Waitany", count, reqs, index, status) };
     }
     let _entered = crate::threads::enter();
     finish(
@@ -1682,9 +1724,25 @@ pub unsafe extern "C" fn MPI_Testany(
     status: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { testany_as("MPI_Testany", count, reqs, index, flag, status) }
+}
+
+/// MPI_Testany's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Testany's contract.
+pub(crate) unsafe fn testany_as(
+    func: &str,
+    count: c_int,
+    reqs: *mut Handle,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     finish(
         MPI_COMM_WORLD,
-        "MPI_Testany",
+        func,
         any(count, reqs, index, Some(flag), status),
     )
 }
@@ -1739,7 +1797,9 @@ pub unsafe extern "C" fn MPI_Waitsome(
 ) -> c_int {
     if crate::threads::twins() {
         // SAFETY: the caller's MPI contract, forwarded.
-        return unsafe { crate::threads::waitsome(incount, reqs, outcount, indices, statuses) };
+        return unsafe {
+            crate::threads::waitsome("MPI_Waitsome", incount, reqs, outcount, indices, statuses)
+        };
     }
     let _entered = crate::threads::enter();
     finish(
@@ -1759,9 +1819,25 @@ pub unsafe extern "C" fn MPI_Testsome(
     statuses: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { testsome_as("MPI_Testsome", incount, reqs, outcount, indices, statuses) }
+}
+
+/// MPI_Testsome's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Testsome's contract.
+pub(crate) unsafe fn testsome_as(
+    func: &str,
+    incount: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
     finish(
         MPI_COMM_WORLD,
-        "MPI_Testsome",
+        func,
         some(incount, reqs, outcount, indices, statuses, false),
     )
 }
@@ -1855,8 +1931,22 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     status: *mut MpiStatus,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { request_get_status_as("MPI_Request_get_status", req, flag, status) }
+}
+
+/// MPI_Request_get_status's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Request_get_status's contract.
+pub(crate) unsafe fn request_get_status_as(
+    func: &str,
+    req: Handle,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     let r = (|| {
-        let s = state("MPI_Request_get_status")?;
+        let s = state(func)?;
         if req == MPI_REQUEST_NULL {
             store(status, empty_status());
             return put!(flag, 1);
@@ -1884,7 +1974,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         }
         put!(flag, done as c_int)
     })();
-    finish(MPI_COMM_WORLD, "MPI_Request_get_status", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 // ------------------------------------------------------------------- persistent
@@ -2244,6 +2334,20 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
     count: *mut i64,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { get_elements_c_as("MPI_Get_elements_c", status, dt, count) }
+}
+
+/// MPI_Get_elements_c's work, its errors named `func` (the call the user made).
+///
+/// # Safety
+/// MPI_Get_elements_c's contract.
+pub(crate) unsafe fn get_elements_c_as(
+    func: &str,
+    status: *const MpiStatus,
+    dt: Handle,
+    count: *mut i64,
+) -> c_int {
     let r = (|| {
         if status.is_null() {
             return Err(err(MPI_ERR_ARG, "status is NULL"));
@@ -2257,7 +2361,7 @@ pub unsafe extern "C" fn MPI_Get_elements_c(
                 .map_or(MPI_UNDEFINED as i64, |n| n as i64)
         )
     })();
-    finish(MPI_COMM_WORLD, "MPI_Get_elements_c", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 /// MPI_Ssend (MPI-4.1 §3.4): completes only once the matching receive has started.

@@ -202,14 +202,18 @@ fn unlock() {
     })
 }
 
-/// Calls `once` (one whole MPI call, which takes and gives back the lock itself) until it
-/// returns an error code other than MPI_SUCCESS or says the operation is complete; spins
-/// between calls for [`WAIT_SPIN`], then yields the core on each ([`pause`]).
+/// Calls `once` (one test of an MPI call's work, `p2p::test_as` and the like) inside an
+/// [`enter`] of its own until it returns an error code other than MPI_SUCCESS or says the
+/// operation is complete; the lock is free between calls, which spin for [`WAIT_SPIN`],
+/// then yield the core on each ([`pause`]).
 fn poll(mut once: impl FnMut() -> (c_int, bool)) -> c_int {
     let mut polls = 0u32;
     let mut since = None;
     loop {
-        let (rc, done) = once();
+        let (rc, done) = {
+            let _entered = enter();
+            once()
+        };
         if rc != MPI_SUCCESS || done {
             return rc;
         }
@@ -281,11 +285,11 @@ pub(crate) fn coll_released(mut q: weft::CollRequest<'_>) -> crate::error::R<()>
 ///
 /// # Safety
 /// The MPI_Wait contract.
-pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
+pub unsafe fn wait(func: &str, req: *mut Handle, status: *mut MpiStatus) -> c_int {
     poll(|| {
         let mut flag: c_int = 0;
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::p2p::MPI_Test(req, &mut flag, status) };
+        let rc = unsafe { crate::p2p::test_as(func, req, &mut flag, status) };
         (rc, flag != 0)
     })
 }
@@ -298,7 +302,7 @@ pub unsafe fn wait(req: *mut Handle, status: *mut MpiStatus) -> c_int {
 /// and the like, given the name of the blocking call the user made, which its errors name).
 /// Used inside the exported functions, whose MPI contract the twin's arguments follow.
 macro_rules! blocking_by_twin {
-    ($($f:ident)::+ ( $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
+    ($($f:ident)::+ ( $func:expr, $($arg:expr),* $(,)? ) $(; $status:expr)?) => {
         if $crate::threads::twins() {
             #[allow(unused_mut, unused_assignments)]
             let mut status: *mut $crate::p2p::MpiStatus = ::std::ptr::null_mut();
@@ -306,7 +310,7 @@ macro_rules! blocking_by_twin {
             // SAFETY: the caller's MPI contract, forwarded to the nonblocking twin (started
             // inside the closure, a call of an unsafe function); the status is the caller's.
             return unsafe {
-                $crate::threads::by_twin(move |req| $($f)::+($($arg,)* req), status)
+                $crate::threads::by_twin($func, move |req| $($f)::+($func, $($arg,)* req), status)
             };
         }
     };
@@ -323,14 +327,18 @@ pub(crate) use blocking_by_twin;
 /// to a status.
 #[cold]
 #[inline(never)]
-pub unsafe fn by_twin(start: impl FnOnce(*mut Handle) -> c_int, status: *mut MpiStatus) -> c_int {
+pub unsafe fn by_twin(
+    func: &str,
+    start: impl FnOnce(*mut Handle) -> c_int,
+    status: *mut MpiStatus,
+) -> c_int {
     let mut req = MPI_REQUEST_NULL;
     let rc = weft::coll::numbered_as_blocking(|| {
         let _entered = enter();
         start(&mut req)
     });
     // SAFETY: the request is the twin's, the status the caller's.
-    unsafe { twin(rc, &mut req, status) }
+    unsafe { twin(func, rc, &mut req, status) }
 }
 
 /// The wait of a blocking call started as its nonblocking twin, which returned `rc` and
@@ -338,23 +346,23 @@ pub unsafe fn by_twin(start: impl FnOnce(*mut Handle) -> c_int, status: *mut Mpi
 ///
 /// # Safety
 /// `status` is MPI_STATUS_IGNORE or points to a status.
-pub unsafe fn twin(rc: c_int, req: &mut Handle, status: *mut MpiStatus) -> c_int {
+pub unsafe fn twin(func: &str, rc: c_int, req: &mut Handle, status: *mut MpiStatus) -> c_int {
     if rc != MPI_SUCCESS {
         return rc;
     }
     // SAFETY: the request is the twin's, the status the caller's.
-    unsafe { wait(req, status) }
+    unsafe { wait(func, req, status) }
 }
 
 /// MPI_Waitall without holding the lock between polls.
 ///
 /// # Safety
 /// The MPI_Waitall contract.
-pub unsafe fn waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) -> c_int {
+pub unsafe fn waitall(func: &str, n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) -> c_int {
     poll(|| {
         let mut flag: c_int = 0;
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::p2p::MPI_Testall(n, reqs, &mut flag, statuses) };
+        let rc = unsafe { crate::p2p::testall_as(func, n, reqs, &mut flag, statuses) };
         (rc, flag != 0)
     })
 }
@@ -364,6 +372,7 @@ pub unsafe fn waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) -> 
 /// # Safety
 /// The MPI_Waitany contract.
 pub unsafe fn waitany(
+    func: &str,
     n: c_int,
     reqs: *mut Handle,
     index: *mut c_int,
@@ -372,7 +381,7 @@ pub unsafe fn waitany(
     poll(|| {
         let mut flag: c_int = 0;
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::p2p::MPI_Testany(n, reqs, index, &mut flag, status) };
+        let rc = unsafe { crate::p2p::testany_as(func, n, reqs, index, &mut flag, status) };
         (rc, flag != 0)
     })
 }
@@ -382,6 +391,7 @@ pub unsafe fn waitany(
 /// # Safety
 /// The MPI_Waitsome contract.
 pub unsafe fn waitsome(
+    func: &str,
     n: c_int,
     reqs: *mut Handle,
     outcount: *mut c_int,
@@ -390,7 +400,7 @@ pub unsafe fn waitsome(
 ) -> c_int {
     poll(|| {
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::p2p::MPI_Testsome(n, reqs, outcount, indices, statuses) };
+        let rc = unsafe { crate::p2p::testsome_as(func, n, reqs, outcount, indices, statuses) };
         // SAFETY: MPI_Testsome wrote the count unless it failed.
         let done = rc == MPI_SUCCESS && unsafe { *outcount } != 0;
         (rc, done)
@@ -401,11 +411,17 @@ pub unsafe fn waitsome(
 ///
 /// # Safety
 /// The MPI_Probe contract.
-pub unsafe fn probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) -> c_int {
+pub unsafe fn probe(
+    func: &str,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    status: *mut MpiStatus,
+) -> c_int {
     poll(|| {
         let mut flag: c_int = 0;
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::p2p::MPI_Iprobe(source, tag, comm, &mut flag, status) };
+        let rc = unsafe { crate::p2p::iprobe_as(func, source, tag, comm, &mut flag, status) };
         (rc, flag != 0)
     })
 }
@@ -415,6 +431,7 @@ pub unsafe fn probe(source: c_int, tag: c_int, comm: Handle, status: *mut MpiSta
 /// # Safety
 /// The MPI_Mprobe contract.
 pub unsafe fn mprobe(
+    func: &str,
     source: c_int,
     tag: c_int,
     comm: Handle,
@@ -424,7 +441,8 @@ pub unsafe fn mprobe(
     poll(|| {
         let mut flag: c_int = 0;
         // SAFETY: the caller's contract.
-        let rc = unsafe { crate::mprobe::MPI_Improbe(source, tag, comm, &mut flag, msg, status) };
+        let rc =
+            unsafe { crate::mprobe::improbe_as(func, source, tag, comm, &mut flag, msg, status) };
         (rc, flag != 0)
     })
 }

@@ -1025,9 +1025,17 @@ macro_rules! neighbor_fns {
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
-            crate::threads::blocking_by_twin!($nonblocking($($arg,)* comm));
-            let _entered = crate::threads::enter_untwinned();
             let $func = stringify!($blocking);
+            if crate::threads::twins() {
+                // The nonblocking twin's work, its errors named after this call.
+                let start = move |request: *mut Handle| {
+                    let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
+                    finish(comm, $func, r)
+                };
+                // SAFETY: the caller's MPI contract, forwarded to the twin; no status.
+                return unsafe { crate::threads::by_twin($func, start, std::ptr::null_mut()) };
+            }
+            let _entered = crate::threads::enter_untwinned();
             let r: R<()> = $body(comm).and_then(Exchange::run);
             finish(comm, $func, r)
         }

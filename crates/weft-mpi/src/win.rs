@@ -923,7 +923,7 @@ pub unsafe extern "C" fn MPI_Win_create_errhandler(
     // The same table as communicator handlers: the function types differ only in the
     // handle they are given.
     // SAFETY: forwarded caller contract.
-    unsafe { crate::env::MPI_Comm_create_errhandler(f, errhandler) }
+    unsafe { crate::env::comm_create_errhandler_as("MPI_Win_create_errhandler", f, errhandler) }
 }
 
 /// MPI_Win_set_errhandler (MPI-4.1 §9.3.2).
