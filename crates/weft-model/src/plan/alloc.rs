@@ -21,7 +21,7 @@
 //! No I/O.
 
 use super::rng::SplitMix64;
-use super::type2::{min_cost_tree, Type2Planner};
+use super::type2::{min_cost_tree, DerivedTree, PhysicalTree, Type2Planner};
 use crate::fabric::Fabric;
 use serde::Serialize;
 use weft_core::{Error, ErrorKind, Result};
@@ -318,65 +318,16 @@ pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Res
         if members.is_empty() {
             continue;
         }
-        let (_, candidates) =
-            planner.root_candidates_within(members, &used, config.root_slack_hops);
-        let mut created = false;
-        let mut built = 0u32;
-        for (attempt, &root) in candidates.iter().enumerate() {
-            // Both methods keep the root: a full root fails without building anything.
-            if used[root as usize] >= config.entries {
-                continue;
-            }
-            if built == config.max_root_attempts {
-                break;
-            }
-            built += 1;
-            let tree = planner.physical_tree(root, members);
-            let n = tree.switch_count();
-            let ok = match config.method {
-                Method::Physical => {
-                    if (0..n).all(|i| used[tree.switch(i) as usize] < config.entries) {
-                        for i in 0..n {
-                            used[tree.switch(i) as usize] += 1;
-                        }
-                        true
-                    } else {
-                        false
-                    }
+        match type2_tree(fabric, &mut planner, members, &used, config, &mut capacity) {
+            Ok(made) => {
+                for &s in &made.kept_switches {
+                    used[s as usize] += 1;
                 }
-                Method::Mincost => {
-                    capacity.clear();
-                    capacity.extend((0..n).map(|i| {
-                        let s = tree.switch(i);
-                        if used[s as usize] < config.entries {
-                            config.degree.unwrap_or_else(|| fabric.switch_ports(s))
-                        } else {
-                            0
-                        }
-                    }));
-                    match min_cost_tree(&tree, &capacity) {
-                        Some(a) => {
-                            for i in 0..n {
-                                if a.kept(i) {
-                                    used[tree.switch(i) as usize] += 1;
-                                }
-                            }
-                            true
-                        }
-                        None => false,
-                    }
-                }
-            };
-            if ok {
-                created = true;
-                if attempt > 0 {
+                if made.attempt > 0 {
                     later_roots += 1;
                 }
-                break;
             }
-        }
-        if !created {
-            failures += 1;
+            Err(_) => failures += 1,
         }
     }
     let communicators = comms.iter().filter(|c| !c.is_empty()).count() as u64;
@@ -394,4 +345,83 @@ pub fn allocate(fabric: &Fabric, comms: &[Vec<u32>], config: AllocConfig) -> Res
         later_roots,
         rows_computed: planner.rows_computed(),
     })
+}
+
+/// A type II tree made for one communicator by [`type2_tree`].
+#[derive(Clone, Debug)]
+pub struct MadeTree {
+    /// The physical tree it was derived from.
+    pub physical: PhysicalTree,
+    /// The derived tree (the physical tree itself for [`Method::Physical`]).
+    pub derived: DerivedTree,
+    /// Fabric ids of the switches the tree keeps (each consumes one entry).
+    pub kept_switches: Vec<u32>,
+    /// Index of the root candidate that worked (0: the first).
+    pub attempt: u32,
+}
+
+/// Makes a type II tree for `members` (endpoints) with switches loaded as `used` (entries in
+/// use per switch), by the rule of the module docs, without consuming anything: the caller
+/// adds one entry on every switch of [`MadeTree::kept_switches`]. `Err` says why no tree
+/// fits (the communicator falls back to type I). `capacity` is scratch space.
+pub fn type2_tree(
+    fabric: &Fabric,
+    planner: &mut Type2Planner<'_>,
+    members: &[u32],
+    used: &[u32],
+    config: AllocConfig,
+    capacity: &mut Vec<u32>,
+) -> std::result::Result<MadeTree, String> {
+    let (_, candidates) = planner.root_candidates_within(members, used, config.root_slack_hops);
+    let mut built = 0u32;
+    let mut full_roots = 0u32;
+    for (attempt, &root) in candidates.iter().enumerate() {
+        // Both methods keep the root: a full root fails without building anything.
+        if used[root as usize] >= config.entries {
+            full_roots += 1;
+            continue;
+        }
+        if built == config.max_root_attempts {
+            break;
+        }
+        built += 1;
+        let tree = planner.physical_tree(root, members);
+        let n = tree.switch_count();
+        let derived = match config.method {
+            Method::Physical => (0..n)
+                .all(|i| used[tree.switch(i) as usize] < config.entries)
+                .then(|| tree.as_derived()),
+            Method::Mincost => {
+                capacity.clear();
+                capacity.extend((0..n).map(|i| {
+                    let s = tree.switch(i);
+                    if used[s as usize] < config.entries {
+                        config.degree.unwrap_or_else(|| fabric.switch_ports(s))
+                    } else {
+                        0
+                    }
+                }));
+                min_cost_tree(&tree, capacity)
+            }
+        };
+        if let Some(derived) = derived {
+            let kept_switches = (0..n)
+                .filter(|&i| derived.kept(i))
+                .map(|i| tree.switch(i))
+                .collect();
+            return Ok(MadeTree {
+                physical: tree,
+                derived,
+                kept_switches,
+                attempt: attempt as u32,
+            });
+        }
+    }
+    Err(format!(
+        "no type II tree within {} entries per switch: {} root candidates, {full_roots} \
+         with no free entry, {built} trees built and none derivable from switches with free \
+         entries",
+        config.entries,
+        candidates.len()
+    ))
 }

@@ -7,13 +7,15 @@
 
 pub mod alloc;
 pub mod choose;
+pub mod lease;
 pub mod links;
 pub mod place;
 pub mod rng;
 pub mod type2;
 
-pub use alloc::{allocate, AllocConfig, AllocReport, Method, Pattern};
+pub use alloc::{allocate, type2_tree, AllocConfig, AllocReport, MadeTree, Method, Pattern};
 pub use choose::{choose, sunway_like_params, ChoiceRow, SwitchCost};
+pub use lease::{EntryPool, Grant, PoolStatus, TreeSwitch, Type2Tree};
 pub use links::{analyse_links, LinkReport, TreeShape};
 pub use place::{PlaceMethod, Placement};
 pub use type2::{
