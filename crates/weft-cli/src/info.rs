@@ -28,6 +28,11 @@ pub(crate) struct InfoArgs {
     /// With --explain: print JSON.
     #[arg(long)]
     pub json: bool,
+    /// With --explain: the hosts of a communicator's ranks (comma-separated, one per rank):
+    /// ask the aggregation manager `WEFT_AGGD` names which tree it would get now
+    /// (docs/aggd.md).
+    #[arg(long, value_delimiter = ',')]
+    pub hosts: Vec<String>,
     /// Every candidate lane (transport and interface) for a same-node and an other-node peer,
     /// with its score, and the choice (honours `WEFT_TRANSPORTS`, `WEFT_MAX_RAILS`; `--ppn`
     /// sets the ranks per node the scores assume).
@@ -281,6 +286,23 @@ fn explain_text(coll: &str, args: &InfoArgs, config: &Config) -> Result<String, 
         }
         Err(why) => format!("hierarchical levels: one group per node ({why}){nodes}\n"),
     };
+    // The in-network tree (docs/aggd.md): what the manager would give these hosts now.
+    out += &if !args.hosts.is_empty() {
+        format!(
+            "aggregation tree: {}\n",
+            weft::agg::explain_hosts(config, &args.hosts)
+        )
+    } else if config
+        .values
+        .text("WEFT_AGGD")
+        .is_some_and(|a| !a.is_empty())
+    {
+        "aggregation tree: a job's rank 0 asks WEFT_AGGD at start-up (--hosts H,... asks \
+         now)\n"
+            .to_string()
+    } else {
+        "aggregation tree: type I (host trees): WEFT_AGGD is not set\n".to_string()
+    };
     Ok(out)
 }
 
@@ -428,6 +450,7 @@ mod tests {
         InfoArgs {
             knobs: false,
             explain: None,
+            hosts: Vec::new(),
             bytes: bytes.into(),
             nranks,
             ppn,

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use weft_core::knob::{KnobValues, LOG, PROCESS_KNOBS};
 
+mod aggd;
 mod bench;
 mod build_info;
 mod clean;
@@ -37,6 +38,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Plan aggregation trees for a whole machine (offline model).
     Plan(plan::PlanArgs),
+    /// The aggregation manager: hands type II trees to communicators within each switch's
+    /// aggregation entries (docs/aggd.md).
+    Aggd(aggd::AggdArgs),
     /// Remove shared-memory segments left in /dev/shm by jobs that are gone (`--dry-run`
     /// lists them).
     Clean(clean::CleanArgs),
@@ -146,6 +150,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan::run(a),
+        Command::Aggd(a) => aggd::run(a),
         Command::Info(a) => info::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Install(a) => install::run(a),

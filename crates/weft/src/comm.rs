@@ -56,6 +56,8 @@ pub(crate) struct CommData {
     pub(crate) coll_near_first: Cell<Option<(u64, bool)>>,
     /// Set on intercommunicators: the remote group and the local group's own communicator.
     pub(crate) inter: Option<InterData>,
+    /// The aggregation tree the manager gave this communicator (`crate::agg`).
+    pub(crate) agg: RefCell<crate::agg::CommTree>,
 }
 
 /// What an intercommunicator has beyond an intracommunicator.
@@ -119,6 +121,7 @@ impl Comm {
                 coll_slot_bytes: std::cell::OnceCell::new(),
                 coll_near_first: Cell::new(None),
                 inter: None,
+                agg: RefCell::new(crate::agg::CommTree::not_asked()),
             }),
         }
     }
@@ -160,6 +163,7 @@ impl Comm {
                     local,
                     bridge_ctx: ctx + 4,
                 }),
+                agg: RefCell::new(crate::agg::CommTree::not_asked()),
             }),
         }
     }
@@ -278,7 +282,19 @@ impl Comm {
         if let Some(i) = &self.data.inter {
             i.local.data.freed.set(true);
         }
+        if let Some((mut client, name)) = self.data.agg.borrow_mut().lease.take() {
+            // The manager also releases it when the connection closes, just below.
+            if let Err(e) = client.release(&name) {
+                log::info!("communicator {}: releasing its tree: {e}", self.data.name);
+            }
+        }
         Ok(())
+    }
+
+    /// Which aggregation tree this communicator got from the manager (`WEFT_AGGD`,
+    /// docs/aggd.md) and why: type II (the switches kept) or type I with the reason.
+    pub fn aggregation_tree(&self) -> String {
+        self.data.agg.borrow().explain.clone()
     }
 
     /// A new communicator with the same members and a new context (MPI_Comm_dup). Collective.
@@ -821,6 +837,7 @@ impl Comm {
                     local: d.local.clone(),
                     bridge_ctx: d.bridge_ctx,
                 }),
+                agg: RefCell::new(crate::agg::CommTree::not_asked()),
             }),
         })
     }

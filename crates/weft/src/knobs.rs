@@ -106,4 +106,22 @@ pub(crate) static KNOBS: &[Knob] = &[
         default: "1M",
         help: "messages of at least this size are striped over the chosen lanes (weft info --transports)",
     },
+    Knob {
+        name: "WEFT_AGGD",
+        kind: KnobKind::Text,
+        default: "",
+        help: "address (host:port) of the aggregation manager (weft aggd, docs/aggd.md): at start-up rank 0 asks it for a tree for the world communicator over the ranks' host names and broadcasts the answer; a type II tree's switch levels group the hosts of the hierarchical collectives; unreachable or refused, the job runs on type I (host) trees. Every rank must be given the same value",
+    },
+    Knob {
+        name: "WEFT_AGGD_KEY_FILE",
+        kind: KnobKind::Text,
+        default: "",
+        help: "file with the aggregation manager's secret in hex (mode 600), for a manager started on its own; empty = the job's secret (a manager started for the job)",
+    },
+    Knob {
+        name: "WEFT_AGGD_TIMEOUT_MS",
+        kind: KnobKind::Uint,
+        default: "2000",
+        help: "milliseconds rank 0 waits for the aggregation manager (connecting, the handshake, the answer) before the job goes on with type I trees",
+    },
 ];

@@ -20,6 +20,7 @@
 //! This crate must not depend on the surfaces above it (CLI, launcher, C ABI); its `unsafe`
 //! is confined to the transport crate's buffer views.
 
+pub mod agg;
 mod bind;
 pub mod coll;
 pub mod comm;
@@ -303,6 +304,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             config,
             job_id,
             node_id,
+            &[],
         );
     };
     let everyone: Vec<u32> = (0..size).collect();
@@ -313,8 +315,11 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         boot.put("tcp-key", weft_boot::auth::encode_hex(&k).as_bytes())
             .map_err(at("publishing the TCP key".into()))?;
     }
+    // The ranks' host names, when exchanged: the aggregation manager maps them to the
+    // fabric's endpoints.
+    let mut hosts: Vec<String> = Vec::new();
     let node_of = match (&boot.job().node_of, names_given) {
-        (Some(map), false) => map.clone(),
+        (Some(map), false) if !agg::configured(&config) => map.clone(),
         _ => {
             boot.put("node", node_id.as_bytes())
                 .map_err(at("publishing the node name".into()))?;
@@ -323,6 +328,10 @@ fn start(st: Start, config: Config) -> Result<Weft> {
             let names = boot
                 .get_all(&everyone, "node", timeout)
                 .map_err(at("reading node names".into()))?;
+            hosts = names
+                .iter()
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .collect();
             startup::node_indices(&names)
         }
     };
@@ -525,6 +534,7 @@ fn start(st: Start, config: Config) -> Result<Weft> {
         config,
         job_id,
         node_id,
+        &hosts,
     )
 }
 
@@ -567,6 +577,7 @@ fn finish_start(
     config: Config,
     job_id: String,
     node_id: String,
+    hosts: &[String],
 ) -> Result<Weft> {
     let my_local = node.my_local;
     let local_size = node.local_world.len() as u32;
@@ -574,6 +585,9 @@ fn finish_start(
     let engine = Rc::new(RefCell::new(engine));
     let world = Comm::new(engine.clone(), 0, rank, (0..size).collect(), "world".into());
     let myself = Comm::new(engine.clone(), 2, 0, Rc::from(vec![rank]), "self".into());
+    if size > 1 && !hosts.is_empty() {
+        agg::attach_world(&world, &config, hosts)?;
+    }
     Ok(Weft {
         engine,
         world,

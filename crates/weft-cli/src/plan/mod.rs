@@ -23,7 +23,7 @@ macro_rules! outln {
 mod alloc;
 mod choose;
 mod experiment;
-mod fabric;
+pub(crate) mod fabric;
 mod links;
 mod map;
 mod output;

@@ -269,7 +269,10 @@ impl Comm {
     /// that splits a node, `WEFT_TOPOLOGY`, docs/topology.md) inside each node, then the
     /// nodes. A node where some rank is in no core group is one group; levels that split
     /// nothing are left out (`GroupLevels::pruned`), so one node of two packages has the
-    /// one level of its packages. The same on every rank: every rank has the job's tables.
+    /// one level of its packages. Above the nodes come the levels of the type II tree the
+    /// aggregation manager gave the communicator, if any (docs/aggd.md): hosts grouped by
+    /// the switch they hang under, then by the one above, up to the root. The same on every
+    /// rank: every rank has the job's tables and the answer rank 0 broadcast.
     pub fn coll_levels(&self) -> Result<GroupLevels> {
         use crate::engine::NO_CORE_GROUP;
         let nodes = self.coll_nodes();
@@ -293,7 +296,11 @@ impl Comm {
             }
         }
         let inner = nest_in(&nodes, &cores);
-        GroupLevels::pruned(vec![inner, nodes])
+        let mut levels = vec![inner, nodes];
+        // A type II tree from the aggregation manager (`crate::agg`): the switches above the
+        // hosts, innermost first; a host's ranks share its chain, so they nest.
+        levels.extend(self.data.agg.borrow().levels.iter().cloned());
+        GroupLevels::pruned(levels)
     }
 
     /// The tree the hierarchical broadcast and reduce of this communicator build for `root`
