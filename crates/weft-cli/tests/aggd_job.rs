@@ -2,9 +2,10 @@
 //! (`WEFT_NODE_ID`), bootstrapped over a TCP store, ask a real `weft aggd`. With the
 //! manager up, the world gets a type II tree and the hierarchical collectives' levels gain
 //! the leaf switches above the hosts; with the manager gone (killed before the job), every
-//! rank says type I and the levels are the hosts' alone. In both, forced hierarchical
-//! k-nomial bcast, reduce and allreduce give the right data at sizes 0, 1, odd and past the
-//! eager limit.
+//! rank says type I and the levels are the hosts' alone; killed during the job, after every
+//! rank got its tree (files order the steps), the job keeps the tree and finishes. In all,
+//! forced hierarchical k-nomial bcast, reduce and allreduce give the right data at sizes 0,
+//! 1, odd and past the eager limit. After a job, the manager holds no entry (the lease).
 
 #![allow(
     clippy::disallowed_methods,
@@ -160,8 +161,18 @@ fn scratch(name: &str) -> (Scratch, PathBuf, PathBuf) {
     (Scratch(dir), fabric, key)
 }
 
+/// A manager process, killed and reaped on drop (also when a test fails).
+struct Manager(std::process::Child);
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `weft aggd`; returns it and its address.
-fn aggd(fabric: &PathBuf, key: &PathBuf) -> (std::process::Child, String) {
+fn aggd(fabric: &PathBuf, key: &PathBuf) -> (Manager, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
         .arg("aggd")
         .arg("--fabric")
@@ -182,7 +193,7 @@ fn aggd(fabric: &PathBuf, key: &PathBuf) -> (std::process::Child, String) {
         .strip_prefix("weft aggd: listening on ")
         .unwrap_or_else(|| panic!("first line: {line:?}"))
         .to_string();
-    (child, addr)
+    (Manager(child), addr)
 }
 
 /// Runs test `name`'s job of `np` ranks against the manager at `addr`.
@@ -194,7 +205,7 @@ fn job(
     addr: &str,
     key: &PathBuf,
     expect: &str,
-    kill_mid: Option<(&PathBuf, &mut std::process::Child)>,
+    kill_mid: Option<(&PathBuf, &mut Manager)>,
 ) {
     let secret = b"weft-aggd-job-boot-secret";
     let server = weft_boot::TcpStoreServer::bind("127.0.0.1:0", secret).unwrap();
@@ -231,8 +242,8 @@ fn job(
         while !dir.join("granted").exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        manager.kill().unwrap();
-        manager.wait().unwrap();
+        manager.0.kill().unwrap();
+        manager.0.wait().unwrap();
         std::fs::write(dir.join("killed"), b"").unwrap();
     }
     for rank in 0..children.len() {
@@ -274,8 +285,8 @@ fn run(name: &str, np: u32, pairs: bool, manager_up: bool, expect: &str) {
     let (mut manager, addr) = aggd(&fabric, &key);
     if !manager_up {
         // Gone before the job starts: nothing listens at its address any more.
-        manager.kill().unwrap();
-        manager.wait().unwrap();
+        manager.0.kill().unwrap();
+        manager.0.wait().unwrap();
     }
     if expect == "type2-then-killed" {
         job(
@@ -301,8 +312,6 @@ fn run(name: &str, np: u32, pairs: bool, manager_up: bool, expect: &str) {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = manager.kill();
-        let _ = manager.wait();
     }
 }
 

@@ -363,9 +363,9 @@ pub(crate) struct CommTree {
     pub(crate) levels: Vec<Vec<u32>>,
     /// Which tree and why, for `Comm::aggregation_tree`.
     pub(crate) explain: String,
-    /// Rank 0's connection to the manager, the lease of the tree (released on free or
-    /// when the process ends).
-    pub(crate) lease: Option<(Client, String)>,
+    /// Rank 0's connection to the manager: the lease of the tree, which the manager
+    /// releases when the connection closes (the process ended).
+    pub(crate) _lease: Option<Client>,
 }
 
 impl CommTree {
@@ -377,7 +377,7 @@ impl CommTree {
                       communicator (WEFT_AGGD unset, or not the world communicator; \
                       docs/aggd.md)"
                 .into(),
-            lease: None,
+            _lease: None,
         }
     }
 
@@ -425,7 +425,7 @@ pub(crate) fn attach_world(
         let grant = match ask(config, &addr, &comm_name, hosts) {
             Ok((grant, client)) => {
                 if matches!(grant, Grant::Type2(_)) {
-                    lease = Some((client, comm_name.clone()));
+                    lease = Some(client);
                 }
                 grant
             }
@@ -447,12 +447,12 @@ pub(crate) fn attach_world(
         Grant::Type2(t) if t.member_switch.len() == world.size() as usize => CommTree {
             levels: CommTree::levels_of(&t),
             explain,
-            lease,
+            _lease: lease,
         },
         _ => CommTree {
             levels: Vec::new(),
             explain,
-            lease: None,
+            _lease: None,
         },
     };
     log::info!(

@@ -282,12 +282,6 @@ impl Comm {
         if let Some(i) = &self.data.inter {
             i.local.data.freed.set(true);
         }
-        if let Some((mut client, name)) = self.data.agg.borrow_mut().lease.take() {
-            // The manager also releases it when the connection closes, just below.
-            if let Err(e) = client.release(&name) {
-                log::info!("communicator {}: releasing its tree: {e}", self.data.name);
-            }
-        }
         Ok(())
     }
 

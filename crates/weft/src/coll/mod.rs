@@ -296,10 +296,18 @@ impl Comm {
             }
         }
         let inner = nest_in(&nodes, &cores);
-        let mut levels = vec![inner, nodes];
+        let levels = vec![inner, nodes];
         // A type II tree from the aggregation manager (`crate::agg`): the switches above the
-        // hosts, innermost first; a host's ranks share its chain, so they nest.
-        levels.extend(self.data.agg.borrow().levels.iter().cloned());
+        // hosts, innermost first. A host's ranks share its chain, so they nest over the
+        // nodes; over a tuning's synthetic nodes they may not, and are then left out.
+        let agg = self.data.agg.borrow();
+        if !agg.levels.is_empty() {
+            let mut with = levels.clone();
+            with.extend(agg.levels.iter().cloned());
+            if let Ok(l) = GroupLevels::pruned(with) {
+                return Ok(l);
+            }
+        }
         GroupLevels::pruned(levels)
     }
 
