@@ -12,6 +12,7 @@ fn lanes() -> Lanes {
         reduce_ns_per_byte: 0.2,
         inter_rails: 1,
         stripe_efficiency: 1.0,
+        node_cores: 0,
     }
 }
 
@@ -100,4 +101,32 @@ fn steps_grow_with_bytes() {
             last = now;
         }
     }
+}
+
+#[test]
+fn ranks_beyond_the_cores_share_them() {
+    let on = |node_cores: u32, procs: u32, ppn: u32| {
+        let l = Lanes {
+            node_cores,
+            ..lanes()
+        };
+        CollModel::new(&shape(procs, ppn, 1 << 20), 2, &l)
+            .unwrap()
+            .all_ranks_busy()
+    };
+    // Cores not known, or at least as many as the node's ranks: no sharing.
+    assert_eq!(on(0, 8, 8), 1.0);
+    assert_eq!(on(8, 8, 8), 1.0);
+    assert_eq!(on(4, 3, 8), 1.0);
+    // 4 ranks on 2 cores: each runs at half speed; 7 on 2: 3.5 times slower.
+    assert_eq!(on(2, 4, 4), 2.0);
+    assert_eq!(on(2, 7, 7), 3.5);
+    // The busiest node counts: 3 nodes of 6 ranks on 4 cores each.
+    assert_eq!(on(4, 18, 6), 1.5);
+    // Read from older files without the field: not known.
+    let old: Lanes = serde_json::from_str(
+        r#"{"intra":{"latency_ns":1.0,"ns_per_byte":0.1},"inter":{"latency_ns":1.0,"ns_per_byte":0.1},"reduce_ns_per_byte":0.1}"#,
+    )
+    .unwrap();
+    assert_eq!(old.node_cores, 0);
 }

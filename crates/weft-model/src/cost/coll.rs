@@ -46,6 +46,10 @@ pub struct Lanes {
     /// divided by `inter_rails · stripe_efficiency`.
     #[serde(default = "whole")]
     pub stripe_efficiency: f64,
+    /// Cores of a node the job's ranks may use (0: not known, every rank has its own). With
+    /// more ranks on a node than this, the ranks share the cores ([`CollModel::core_share`]).
+    #[serde(default)]
+    pub node_cores: u32,
 }
 
 fn one_rail() -> u32 {
@@ -228,6 +232,24 @@ impl<'a> CollModel<'a> {
     /// Ranks on the busiest node.
     pub fn local(&self) -> u64 {
         self.ppn.min(self.p)
+    }
+
+    /// How much longer a collective takes in which every rank contributes and receives
+    /// (allreduce, allgather, alltoall, reduce_scatter and their v-forms), because the
+    /// busiest node's ranks share its cores: ranks per node over cores when there are more
+    /// ranks than cores (the lanes' `node_cores`, 0 when not known), else 1. In those
+    /// collectives every rank copies or combines its part in the same steps, whatever the
+    /// algorithm, so each runs at cores/ranks of a core's speed; every algorithm of them
+    /// multiplies its formula by this factor (the same for all, so the cheapest stays the
+    /// cheapest). Rooted collectives (bcast, reduce, gather, scatter, scan, barrier) do not:
+    /// a step of theirs keeps only some ranks busy while the waiting ones yield their core.
+    pub fn all_ranks_busy(&self) -> f64 {
+        let cores = u64::from(self.lanes.node_cores);
+        if cores == 0 || self.local() <= cores {
+            1.0
+        } else {
+            self.local() as f64 / cores as f64
+        }
     }
 
     /// Two-level k-nomial fan-out (or fan-in with `extra_per_byte` = γ): across node

@@ -331,6 +331,7 @@ pub fn default_lanes() -> Lanes {
         reduce_ns_per_byte: 0.25,
         inter_rails: 1,
         stripe_efficiency: DEFAULT_STRIPE_EFFICIENCY,
+        node_cores: 0,
     }
 }
 
@@ -774,7 +775,9 @@ pub fn parse_tuning_file(text: &str, source: &str) -> Result<TuningFile> {
             ));
         }
     }
-    let coll_lanes = coll_lanes(&lanes, file.model.as_ref());
+    let mut coll_lanes = coll_lanes(&lanes, file.model.as_ref());
+    // The cores the lanes were measured with: the model's ranks share them.
+    coll_lanes.node_cores = file.machine.as_ref().and_then(|m| m.cores).unwrap_or(0);
     let rules = file
         .rule
         .into_iter()
@@ -1542,6 +1545,7 @@ mod tests {
         assert_eq!(f.coll_lanes.inter.latency_ns, 20000.0);
         assert_eq!(f.coll_lanes.reduce_ns_per_byte, 0.5);
         assert_eq!(f.coll_lanes.stripe_efficiency, 0.8);
+        assert_eq!(f.coll_lanes.node_cores, 2);
         let e = parse_tuning_file("[model]\nstripe_efficiency = 1.5\n", "t").unwrap_err();
         assert!(e.message().contains("stripe_efficiency = 1.5"), "{e}");
         // The selector: the file's rule inside its bounds, the model (on the file's lanes)

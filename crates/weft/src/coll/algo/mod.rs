@@ -262,6 +262,7 @@ mod tests {
             reduce_ns_per_byte: 0.2,
             inter_rails: 1,
             stripe_efficiency: 1.0,
+            node_cores: 0,
         }
     }
 
@@ -403,6 +404,65 @@ mod tests {
                         None
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn ranks_beyond_the_cores_stretch_the_all_to_all_collectives() {
+        // 4 ranks on a node of 2 cores: every algorithm of a collective in which every rank
+        // contributes and receives takes twice as long; a rooted collective's as long as
+        // with a core per rank; 2 ranks on 2 cores as long as ever.
+        let shared = Lanes {
+            node_cores: 2,
+            ..lanes()
+        };
+        let symmetric = [
+            (Coll::Allreduce, "ring"),
+            (Coll::Allreduce, "recursive_doubling"),
+            (Coll::Allreduce, "rabenseifner"),
+            (Coll::Allreduce, "shm"),
+            (Coll::Allreduce, "shm_one_shot"),
+            (Coll::Allgather, "ring"),
+            (Coll::Allgather, "bruck"),
+            (Coll::Allgather, "shm"),
+            (Coll::Alltoall, "pairwise"),
+            (Coll::Alltoall, "shm"),
+            (Coll::ReduceScatter, "ring"),
+            (Coll::ReduceScatter, "shm_direct"),
+            (Coll::Allreduce, "knomial"),
+            (Coll::Allreduce, "hier_knomial"),
+            (Coll::Allgather, "knomial"),
+            (Coll::ReduceScatter, "reduce_scatterv"),
+        ];
+        let rooted = [
+            (Coll::Bcast, "knomial"),
+            (Coll::Bcast, "shm"),
+            (Coll::Reduce, "knomial"),
+            (Coll::Gather, "linear"),
+            (Coll::Scatter, "knomial"),
+            (Coll::Barrier, "dissemination"),
+        ];
+        let at = |coll: Coll, algo: &str, ppn: u32, l: &Lanes| {
+            let a = crate::coll::select::algorithms(coll)
+                .iter()
+                .find(|a| a.name == algo)
+                .unwrap();
+            let shape = CollShape {
+                procs: ppn,
+                ppn,
+                bytes: 1 << 16,
+            };
+            a.cost_ns(&shape, 2, l).unwrap()
+        };
+        for (list, factor) in [(&symmetric[..], 2.0), (&rooted[..], 1.0)] {
+            for &(coll, algo) in list {
+                let (own, two) = (at(coll, algo, 4, &lanes()), at(coll, algo, 4, &shared));
+                assert!(
+                    (two - factor * own).abs() <= 1e-9 * two,
+                    "{coll:?}/{algo}: {two} against {own}"
+                );
+                assert_eq!(at(coll, algo, 2, &lanes()), at(coll, algo, 2, &shared));
             }
         }
     }

@@ -38,5 +38,8 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
 /// ceil(log2 n) steps moving n − 1 blocks in all, and the final rotation.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (lane, pf, n) = (m.shift(), m.procs(), m.bytes());
-    m.log2() as f64 * lane.latency_ns + (pf - 1.0) * lane.bytes_ns(n) + m.intra().bytes_ns(pf * n)
+    let t = m.log2() as f64 * lane.latency_ns
+        + (pf - 1.0) * lane.bytes_ns(n)
+        + m.intra().bytes_ns(pf * n);
+    t * m.all_ranks_busy()
 }

@@ -27,5 +27,7 @@ pub(crate) fn plan(rank: u32, size: u32, radix: u32, block: usize) -> Result<Pla
 /// A k-nomial gather (whole subtrees per message) and a k-nomial broadcast of everything.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (k, pf, n) = (m.radix(), m.procs(), m.bytes());
-    m.knomial(k, 0.0, |l| (k.saturating_pow(l) as f64).min(pf) * n) + m.knomial(k, 0.0, |_| pf * n)
+    let t = m.knomial(k, 0.0, |l| (k.saturating_pow(l) as f64).min(pf) * n)
+        + m.knomial(k, 0.0, |_| pf * n);
+    t * m.all_ranks_busy()
 }

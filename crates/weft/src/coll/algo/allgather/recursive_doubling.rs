@@ -45,10 +45,11 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
 /// largest power of two.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let all = m.procs() * m.bytes();
-    m.doubling_allgather(all)
+    let t = m.doubling_allgather(all)
         + if m.non_pow2() {
             CollModel::msg(m.shift(), all)
         } else {
             0.0
-        }
+        };
+    t * m.all_ranks_busy()
 }

@@ -38,5 +38,5 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)]) -> Plan {
 
 /// n − 1 steps of one block.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    m.ring_allgather(m.bytes())
+    (m.ring_allgather(m.bytes())) * m.all_ranks_busy()
 }

@@ -39,5 +39,5 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize, slot_bytes: usize) -> Pla
 
 /// One arrival per round; every rank copies its block in and all n out.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    m.intra().latency_ns + m.intra().bytes_ns(m.procs() * m.bytes())
+    (m.intra().latency_ns + m.intra().bytes_ns(m.procs() * m.bytes())) * m.all_ranks_busy()
 }

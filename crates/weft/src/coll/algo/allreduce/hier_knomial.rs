@@ -19,5 +19,6 @@ pub(crate) fn plan(rank: u32, size: u32, tree: &Tree, bytes: usize) -> Plan {
 
 /// The hierarchical reduce (combining on the way up), then the hierarchical broadcast.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    m.hier_fan(m.radix(), m.bytes(), m.gamma()) + m.hier_fan(m.radix(), m.bytes(), 0.0)
+    let t = m.hier_fan(m.radix(), m.bytes(), m.gamma()) + m.hier_fan(m.radix(), m.bytes(), 0.0);
+    t * m.all_ranks_busy()
 }

@@ -24,5 +24,6 @@ pub(crate) fn plan(
 /// The k-nomial reduce (combining on the way up), then the k-nomial broadcast.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let n = m.bytes();
-    m.knomial(m.radix(), m.gamma(), |_| n) + m.knomial(m.radix(), 0.0, |_| n)
+    let t = m.knomial(m.radix(), m.gamma(), |_| n) + m.knomial(m.radix(), 0.0, |_| n);
+    t * m.all_ranks_busy()
 }

@@ -91,5 +91,5 @@ pub(crate) fn cost(m: &CollModel) -> f64 {
     let (pf, n, r) = (m.procs(), m.bytes(), m.rails() as f64);
     let rail = m.rail();
     let step = r * rail.latency_ns + rail.ns_per_byte * n / (pf * r);
-    2.0 * (pf - 1.0) * step + (pf - 1.0) / pf * n * m.gamma()
+    (2.0 * (pf - 1.0) * step + (pf - 1.0) / pf * n * m.gamma()) * m.all_ranks_busy()
 }

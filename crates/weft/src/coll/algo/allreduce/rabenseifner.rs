@@ -181,7 +181,7 @@ pub(crate) fn plan(
 /// ranks beyond the largest power of two.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let n = m.bytes();
-    m.halving_reduce_scatter(n) + m.doubling_allgather(n) + m.fold(n)
+    (m.halving_reduce_scatter(n) + m.doubling_allgather(n) + m.fold(n)) * m.all_ranks_busy()
 }
 
 #[cfg(test)]

@@ -90,5 +90,5 @@ pub(crate) fn cost(m: &CollModel) -> f64 {
     let steps: f64 = (0..m.log2())
         .map(|i| CollModel::msg(m.xor(1 << i), n) + m.gamma() * n)
         .sum();
-    steps + m.fold(n)
+    (steps + m.fold(n)) * m.all_ranks_busy()
 }

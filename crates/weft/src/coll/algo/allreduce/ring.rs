@@ -50,5 +50,6 @@ pub(crate) fn plan(rank: u32, size: u32, count: usize, elem_bytes: usize) -> Pla
 /// A ring reduce-scatter and a ring allgather: 2(n − 1) messages of 1/n of the buffer.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (pf, n) = (m.procs(), m.bytes());
-    2.0 * (pf - 1.0) * CollModel::msg(m.shift(), n / pf) + (pf - 1.0) / pf * n * m.gamma()
+    let t = 2.0 * (pf - 1.0) * CollModel::msg(m.shift(), n / pf) + (pf - 1.0) / pf * n * m.gamma();
+    t * m.all_ranks_busy()
 }

@@ -59,5 +59,5 @@ pub(crate) fn plan(
 
 /// The area's reduce, then every rank copies the whole result out.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    m.shm_reduce(m.bytes()) + m.intra().bytes_ns(m.bytes())
+    (m.shm_reduce(m.bytes()) + m.intra().bytes_ns(m.bytes())) * m.all_ranks_busy()
 }

@@ -44,7 +44,8 @@ pub(crate) fn plan(
 /// One arrival; every rank copies its vector in, reads all n and combines n − 1.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (intra, pf, n) = (m.intra(), m.procs(), m.bytes());
-    intra.latency_ns + intra.bytes_ns((pf + 1.0) * n) + (pf - 1.0) * n * m.gamma()
+    let t = intra.latency_ns + intra.bytes_ns((pf + 1.0) * n) + (pf - 1.0) * n * m.gamma();
+    t * m.all_ranks_busy()
 }
 
 #[cfg(test)]

@@ -67,5 +67,7 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
 /// ceil(log2 n) steps of about half the blocks, each packed and unpacked.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (pf, n) = (m.procs(), m.bytes());
-    m.log2() as f64 * CollModel::msg(m.shift(), pf / 2.0 * n) + 2.0 * m.intra().bytes_ns(pf * n)
+    let t = m.log2() as f64 * CollModel::msg(m.shift(), pf / 2.0 * n)
+        + 2.0 * m.intra().bytes_ns(pf * n);
+    t * m.all_ranks_busy()
 }

@@ -38,5 +38,5 @@ pub(crate) fn plan(
 
 /// n − 1 exchanges of one block.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    (m.procs() - 1.0) * CollModel::msg(m.shift(), m.bytes())
+    ((m.procs() - 1.0) * CollModel::msg(m.shift(), m.bytes())) * m.all_ranks_busy()
 }

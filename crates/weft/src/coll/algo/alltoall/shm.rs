@@ -49,5 +49,6 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize, slot_bytes: usize) -> Pla
 
 /// One arrival; every block copied in and out once.
 pub(crate) fn cost(m: &CollModel) -> f64 {
-    m.intra().latency_ns + 2.0 * m.intra().bytes_ns((m.procs() - 1.0) * m.bytes())
+    let t = m.intra().latency_ns + 2.0 * m.intra().bytes_ns((m.procs() - 1.0) * m.bytes());
+    t * m.all_ranks_busy()
 }

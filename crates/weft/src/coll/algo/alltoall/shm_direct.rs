@@ -44,5 +44,7 @@ pub(crate) fn plan(rank: u32, size: u32, block: usize) -> Plan {
 /// one intra latency), a second arrival: one copy per byte.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let intra = m.intra();
-    2.0 * intra.latency_ns + (m.procs() - 1.0) * (intra.latency_ns + intra.bytes_ns(m.bytes()))
+    let t =
+        2.0 * intra.latency_ns + (m.procs() - 1.0) * (intra.latency_ns + intra.bytes_ns(m.bytes()));
+    t * m.all_ranks_busy()
 }

@@ -77,5 +77,5 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], total: usize
 /// the largest power of two.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let all = m.procs() * m.bytes();
-    m.halving_reduce_scatter(all) + m.fold(all)
+    (m.halving_reduce_scatter(all) + m.fold(all)) * m.all_ranks_busy()
 }

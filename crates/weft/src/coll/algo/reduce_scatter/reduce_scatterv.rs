@@ -27,5 +27,6 @@ pub(crate) fn plan(
 /// A k-nomial reduce of the whole vector (n blocks), then the root's n − 1 sends.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let all = m.procs() * m.bytes();
-    m.knomial(m.radix(), m.gamma(), |_| all) + linear_scatter::cost(m)
+    let t = m.knomial(m.radix(), m.gamma(), |_| all) + linear_scatter::cost(m);
+    t * m.all_ranks_busy()
 }

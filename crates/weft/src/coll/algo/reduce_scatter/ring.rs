@@ -44,5 +44,5 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], total: usize
 /// n − 1 steps of one block, each combined.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let n = m.bytes();
-    (m.procs() - 1.0) * (CollModel::msg(m.shift(), n) + m.gamma() * n)
+    ((m.procs() - 1.0) * (CollModel::msg(m.shift(), n) + m.gamma() * n)) * m.all_ranks_busy()
 }

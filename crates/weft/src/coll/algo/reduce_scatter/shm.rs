@@ -58,8 +58,9 @@ pub(crate) fn plan(
 /// combines; one node-wide phase (the area's slots alternate halves).
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let (intra, pf, n) = (m.intra(), m.procs(), m.bytes());
-    intra.latency_ns
+    let t = intra.latency_ns
         + intra.bytes_ns(pf * n)
         + pf * n * intra.ns_per_byte
-        + (pf - 1.0) * n * m.gamma()
+        + (pf - 1.0) * n * m.gamma();
+    t * m.all_ranks_busy()
 }

@@ -45,6 +45,7 @@ pub(crate) fn plan(rank: u32, size: u32, blocks: &[(usize, usize)], elem_bytes: 
 /// combines.
 pub(crate) fn cost(m: &CollModel) -> f64 {
     let intra = m.intra();
-    2.0 * intra.latency_ns
-        + (m.procs() - 1.0) * (intra.latency_ns + m.bytes() * (intra.ns_per_byte + m.gamma()))
+    let t = 2.0 * intra.latency_ns
+        + (m.procs() - 1.0) * (intra.latency_ns + m.bytes() * (intra.ns_per_byte + m.gamma()));
+    t * m.all_ranks_busy()
 }
