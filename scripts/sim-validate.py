@@ -46,6 +46,9 @@ def main():
     ap.add_argument("--iters", default="20")
     ap.add_argument("--cores", default=str(os.cpu_count() or 1))
     ap.add_argument("--tuning", help="a weft tune file to take reduce_ns_per_byte from")
+    ap.add_argument("--lanes-from-tuning", action="store_true",
+                    help="simulate on the --tuning file's lanes, reduction rate and cores "
+                         "(weft sim --tuning) instead of the ping-pong calibration")
     ap.add_argument("--no-measure", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -78,9 +81,19 @@ def main():
         for line in open(a.tuning):
             if line.startswith("reduce_ns_per_byte"):
                 reduce = ["--reduce-gbps", str(1.0 / float(line.split("=")[1]))]
-    print(f"calibration: node lane {latency_us:.2f} us + {gbps:.3f} GB/s "
-          f"(p2p medians {dict(zip(xs, ys))}); {' '.join(reduce) or 'default reduction rate'}")
+    if a.lanes_from_tuning:
+        if not a.tuning:
+            sys.exit("--lanes-from-tuning needs --tuning FILE")
+        lane_args = ["--tuning", a.tuning]
+        print(f"lanes, reduction rate and cores of {a.tuning} (ping-pong medians here: "
+              f"{dict(zip(xs, ys))})")
+    else:
+        lane_args = ["--cores", a.cores, "--intra-latency-us", f"{latency_us}",
+                     "--intra-gbps", f"{gbps}", *reduce]
+        print(f"calibration: node lane {latency_us:.2f} us + {gbps:.3f} GB/s "
+              f"(p2p medians {dict(zip(xs, ys))}); {' '.join(reduce) or 'default reduction rate'}")
     print()
+    within, cells = 0, 0
     print("| op | np | bytes | algorithm | measured median us | predicted us | error |")
     print("|---|---|---|---|---|---|---|")
     for op in ops:
@@ -92,12 +105,15 @@ def main():
             for (b, algo), v in sorted(meas.items()):
                 m = statistics.median(v)
                 sim = json.loads(run([a.weft, "sim", "--op", op, "--procs", str(np_),
-                                      "--bytes", str(b), "--algo", algo, "--cores", a.cores,
-                                      "--intra-latency-us", f"{latency_us}",
-                                      "--intra-gbps", f"{gbps}", *reduce, "--json"]))
+                                      "--bytes", str(b), "--algo", algo, *lane_args,
+                                      "--json"]))
                 pred = sim["runs"][0]["predicted_us"]
                 err = (pred - m) / m * 100
+                within += abs(err) <= 30
+                cells += 1
                 print(f"| {op} | {np_} | {b} | {algo} | {m:.1f} | {pred:.1f} | {err:+.0f}% |")
+    print()
+    print(f"within 30% of the measured median: {within} of {cells}")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,9 @@ pub(crate) struct SimArgs {
     /// the `--fabric`'s nodes).
     #[arg(long)]
     ppn: Option<u32>,
-    /// Cores per node: CPU work of more ranks than cores queues for them (default: as
-    /// many as ranks per node).
+    /// Cores per node: CPU work of more ranks than cores queues for them (default: the
+    /// `--tuning` file's measured cores, `[machine] cores`; without one as many as ranks
+    /// per node).
     #[arg(long)]
     cores: Option<u32>,
     /// The algorithm, or `all` for every one the call allows (default: the one weft's
@@ -246,7 +247,6 @@ fn sim(a: &SimArgs) -> Result<()> {
             )));
         }
     }
-    let cores = a.cores.unwrap_or(ppn);
     let mut vars: Vec<(String, String)> = Vec::new();
     if let Some(t) = &a.tuning {
         vars.push(("WEFT_TUNING_FILE".into(), t.display().to_string()));
@@ -257,6 +257,10 @@ fn sim(a: &SimArgs) -> Result<()> {
     }
     let base = tuning_of(&vars)?;
     let lanes = *base.model_lanes();
+    let cores = a
+        .cores
+        .or((lanes.node_cores > 0).then_some(lanes.node_cores))
+        .unwrap_or(ppn);
     let gbps = |v: Option<f64>, ns_per_byte: f64, what: &str| -> Result<f64> {
         match v {
             Some(g) if g > 0.0 && g.is_finite() => Ok(1.0 / g),

@@ -198,3 +198,45 @@ fn sixteen_thousand_ranks() {
     assert!(us > 1048576.0 / 2e3 && us < 1e6, "{us}");
     assert!(run["messages"].as_u64().unwrap() >= 16384);
 }
+
+#[test]
+fn a_tuning_files_cores_are_the_default() {
+    // A file measured on one core: its 4 ranks' CPU work queues for that core, as with
+    // `--cores 1`, and takes longer than with a core each.
+    let path = std::env::temp_dir().join(format!("weft-sim-cores-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        "[machine]\ncores = 1\n\n[[lane]]\ntransport = \"shm\"\nlatency_us = 1.0\n\
+         overhead_us = 0.0\ndedicated_gbytes_per_s = 2.0\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let predicted = |extra: &[&str]| {
+        let mut args = vec![
+            "--op",
+            "allreduce",
+            "--procs",
+            "4",
+            "--algo",
+            "ring",
+            "--bytes",
+            "1M",
+            "--tuning",
+            file,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let v = json(&args);
+        (
+            v["runs"][0]["predicted_us"].as_f64().unwrap(),
+            v["cores"].as_u64(),
+        )
+    };
+    let (default, cores) = predicted(&[]);
+    let (one, _) = predicted(&["--cores", "1"]);
+    let (four, _) = predicted(&["--cores", "4"]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(cores, Some(1));
+    assert_eq!(default, one);
+    assert!(four < one, "4 cores {four} against 1 core {one}");
+}
