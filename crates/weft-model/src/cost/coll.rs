@@ -46,8 +46,9 @@ pub struct Lanes {
     /// divided by `inter_rails · stripe_efficiency`.
     #[serde(default = "whole")]
     pub stripe_efficiency: f64,
-    /// Cores of a node the job's ranks may use (0: not known, every rank has its own). With
-    /// more ranks on a node than this, the ranks share the cores ([`CollModel::core_share`]).
+    /// Cores of a node the job's ranks may use (0: not known, every rank has its own).
+    /// With more ranks on a node than this, the ranks share the cores
+    /// ([`CollModel::all_ranks_busy`]).
     #[serde(default)]
     pub node_cores: u32,
 }
