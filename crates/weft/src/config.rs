@@ -23,8 +23,8 @@ pub enum YieldMode {
 pub enum BlockMode {
     /// The default. Only while other programs compete for the cores (`crate::node_load`):
     /// where a rank yields at once, instead of yielding once a yield lost the core; else
-    /// after the spin and `WEFT_BLOCK_AFTER_US` of yielding. Whatever the load after a long
-    /// idle wait.
+    /// after the spin and `WEFT_BLOCK_AFTER_US` of yielding (by default none: where it would
+    /// first yield). Whatever the load after a long idle wait.
     Auto,
     /// As soon as a wait finds nothing to do.
     Now,
@@ -435,7 +435,7 @@ impl Config {
             cma,
             yield_mode,
             block_mode,
-            block_after_us: values.uint("WEFT_BLOCK_AFTER_US").unwrap_or(200),
+            block_after_us: values.uint("WEFT_BLOCK_AFTER_US").unwrap_or(0),
             block_sleep_ms: values.uint("WEFT_BLOCK_SLEEP_MS").unwrap_or(10),
             bind,
             report_bindings: values.bool("WEFT_REPORT_BINDINGS"),

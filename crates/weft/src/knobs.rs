@@ -19,8 +19,8 @@ pub(crate) static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_BLOCK_AFTER_US",
         kind: KnobKind::Uint,
-        default: "200",
-        help: "WEFT_BLOCK=auto: microseconds a wait of a rank with a core of its own yields the CPU with nothing arriving, while other programs compete for the cores, before it sleeps until a peer wakes it (WEFT_YIELD=off never yields, so never sleeps)",
+        default: "0",
+        help: "WEFT_BLOCK=auto: microseconds a wait of a rank with a core of its own yields the CPU with nothing arriving, while other programs compete for the cores, before it sleeps until a peer wakes it (0: it sleeps where it would first yield, after its spin; above 0 the time is learned from the sleeps, up to 5 ms; WEFT_YIELD=off never yields, so never sleeps)",
     },
     Knob {
         name: "WEFT_BLOCK_SLEEP_MS",
@@ -32,7 +32,7 @@ pub(crate) static KNOBS: &[Knob] = &[
         name: "WEFT_BIND",
         kind: KnobKind::Choice(&["auto", "core", "none"]),
         default: "auto",
-        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads the program starts later inherit the core, weft's own helper threads do not; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs (the kernel's placement then decides whether partners share a core) and the process was not already bound to fewer CPUs than are online, core = always, none = never",
+        help: "pin each rank launched by weft run (or mpiexec) to one core, local rank modulo the CPUs the process may use (threads the program starts later inherit the core, weft's own helper threads do not; the job is assumed to have the node to itself): auto = when the node has more ranks than those CPUs, or two ranks or more while other programs compete for the cores at start-up (runnable tasks in /proc/loadavg beyond the job's ranks and the CPUs), since the kernel's placement then decides whether partners share a core, and the process was not already bound to fewer CPUs than are online, core = always, none = never",
     },
     Knob {
         name: "WEFT_TOPOLOGY",

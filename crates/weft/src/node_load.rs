@@ -84,15 +84,20 @@ pub const CORE_LOST_FOR: Duration = Duration::from_millis(50);
 /// [`auto_needs_load`]); `yields_at_once`: the rank yields without spinning first (more
 /// ranks than cores on the node, or `WEFT_YIELD=on`); `core_lost`: a yield of the last
 /// [`CORE_LOST_FOR`] kept the rank off its core for [`YIELD_LOST_CORE`]; `block_after`:
-/// `WEFT_BLOCK_AFTER_US`.
+/// `WEFT_BLOCK_AFTER_US` (learned; a rank that yields at once uses [`AT_ONCE_BLOCK_AFTER`]).
 ///
 /// Only while others compete: a rank that yields at once sleeps at once when its yields
 /// lose the core (each may hand it to the competitor for a whole time slice, while a
-/// sleeper woken by its peer is run at once), and a rank with a core of its own after
-/// `block_after` of yielding (longer than a wake-up takes, or two partners that both fall
-/// asleep once wake each other on every exchange: np 2, 8 B collectives beside two busy
-/// processes, 0.3 -> 140 us). Without competitors a wait keeps yielding (to its own
-/// peers, faster than a wake-up) until [`IDLE_SLEEP_AFTER`].
+/// sleeper woken by its peer is run at once), else after [`AT_ONCE_BLOCK_AFTER`], and a rank with a core of its own after
+/// `block_after` of yielding: by default none, so it sleeps where it would first yield,
+/// after its spin. Such a rank is pinned while others compete (`crate::bind`), so its
+/// partner runs on another core and answers within the spin whenever both run; its yields
+/// would only hand its core to a competitor for a time slice (np 2 beside two spinning
+/// processes, pinned, 1 MiB broadcast through the shared area: 2-13 ms per call after
+/// 200 us of yielding, 0.1-0.6 ms sleeping at once). Unpinned partners that share a core
+/// do better yielding to each other first (8 B collectives: 0.3 -> 140 us sleeping at
+/// once). Without competitors a wait keeps yielding (to its own peers, faster than a
+/// wake-up) until [`IDLE_SLEEP_AFTER`].
 pub fn auto_sleeps(
     compete: Option<bool>,
     yields_at_once: bool,
@@ -100,8 +105,25 @@ pub fn auto_sleeps(
     yielded_for: Duration,
     block_after: Duration,
 ) -> bool {
+    let after = yield_before_sleep(yields_at_once, block_after);
     yielded_for >= IDLE_SLEEP_AFTER
-        || (compete == Some(true) && ((yields_at_once && core_lost) || yielded_for >= block_after))
+        || (compete == Some(true) && ((yields_at_once && core_lost) || yielded_for >= after))
+}
+
+/// How long a rank that yields at once (more ranks than cores) yields while others compete
+/// and its yields keep the core, before it sleeps anyway: its yields hand the core to its
+/// own co-located ranks, which a sleep would not do sooner.
+pub const AT_ONCE_BLOCK_AFTER: Duration = Duration::from_micros(200);
+
+/// The yielding before a sleep while others compete: [`AT_ONCE_BLOCK_AFTER`] for a rank
+/// that yields at once, `block_after` (`WEFT_BLOCK_AFTER_US`, learned) for one with a core
+/// of its own.
+fn yield_before_sleep(yields_at_once: bool, block_after: Duration) -> Duration {
+    if yields_at_once {
+        AT_ONCE_BLOCK_AFTER
+    } else {
+        block_after
+    }
 }
 
 /// Whether [`auto_sleeps`] needs the load for these inputs (a wait reads it only then).
@@ -111,7 +133,9 @@ pub fn auto_needs_load(
     yielded_for: Duration,
     block_after: Duration,
 ) -> bool {
-    yielded_for < IDLE_SLEEP_AFTER && ((yields_at_once && core_lost) || yielded_for >= block_after)
+    yielded_for < IDLE_SLEEP_AFTER
+        && ((yields_at_once && core_lost)
+            || yielded_for >= yield_before_sleep(yields_at_once, block_after))
 }
 
 /// The longest a learned `WEFT_BLOCK_AFTER_US` grows ([`learned_block_after`]).
@@ -122,7 +146,8 @@ pub const BLOCK_AFTER_MAX: Duration = Duration::from_millis(5);
 /// its spin: a sleep rung sooner than the rank had yielded before it (`current`) would
 /// have been caught by yielding that long again, so the next wait yields twice as long (up
 /// to [`BLOCK_AFTER_MAX`]) before it sleeps; a longer sleep (or one that timed out) halves
-/// it back towards `base` (`WEFT_BLOCK_AFTER_US`). Two partners of a ping-pong on a loaded
+/// it back towards `base` (`WEFT_BLOCK_AFTER_US`; its default 0 stays 0: a pinned rank
+/// sleeps at once, see [`auto_sleeps`]). Two unpinned partners of a ping-pong on a loaded
 /// node otherwise settle into both falling asleep on every exchange and waking each other
 /// (np 2, 8 B, 13 other runnable tasks on 2 cores: 0.19 -> 131 us), where yielding
 /// partners keep meeting.
@@ -344,6 +369,21 @@ mod tests {
         );
         assert_eq!(learned_block_after(us(400), base, us(50), false), base);
         assert_eq!(learned_block_after(base, base, us(10_000), true), base);
+        // The default base, 0: nothing is learned, a rank sleeps where it would yield.
+        let zero = Duration::ZERO;
+        assert_eq!(learned_block_after(zero, zero, us(1), true), zero);
+        assert_eq!(learned_block_after(zero, zero, us(9_000), false), zero);
+        assert!(auto_sleeps(Some(true), false, false, zero, zero));
+        // A rank that yields at once keeps its own 200 us whatever the knob.
+        assert!(!auto_sleeps(Some(true), true, false, zero, zero));
+        assert!(!auto_needs_load(true, false, us(199), zero));
+        assert!(auto_sleeps(
+            Some(true),
+            true,
+            false,
+            AT_ONCE_BLOCK_AFTER,
+            zero
+        ));
         // A base above the cap stays the base.
         let big = Duration::from_millis(50);
         assert_eq!(learned_block_after(big, big, us(50), true), big);
