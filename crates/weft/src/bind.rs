@@ -65,7 +65,7 @@ pub(crate) fn cpu_for(mode: BindMode, local: u32, local_size: u32) -> Option<usi
 /// message waits for a turn of the scheduler (np 2 on 2 cores beside two spinning
 /// processes, OSU-style p50: barrier 0.35 us pinned in 9 of 9 jobs, 235-2098 us in 2 of 3
 /// unpinned ones; Open MPI binds such ranks to cores by default).
-fn others_competed_at_start(local_size: u32) -> bool {
+pub(crate) fn others_competed_at_start(local_size: u32) -> bool {
     static COMPETED: OnceLock<bool> = OnceLock::new();
     *COMPETED.get_or_init(|| {
         let Some(runnable) = crate::node_load::LoadProbe::open().and_then(|p| p.runnable()) else {

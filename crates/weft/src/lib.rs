@@ -647,6 +647,16 @@ impl Weft {
         (self.local_rank, self.local_size)
     }
 
+    /// Whether `WEFT_BIND=auto` pins this node's ranks because other programs competed for
+    /// the cores when the process started (a job of 2+ ranks with a core per rank; the
+    /// reading of the node's load made for that decision, once per process).
+    pub fn pinned_beside_others(&self) -> bool {
+        self.config.bind == config::BindMode::Auto
+            && self.local_size >= 2
+            && self.local_size as usize <= bind::allowed_cpus().len()
+            && bind::others_competed_at_start(self.local_size)
+    }
+
     /// Pins this process to its core under `WEFT_BIND` (launched ranks only: [`init`]
     /// calls it; in-process ranks are threads of one test). A refusal is reported once on
     /// standard error and the rank runs unpinned.

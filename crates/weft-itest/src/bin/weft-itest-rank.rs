@@ -57,10 +57,11 @@ fn main() {
                 })
                 .unwrap_or_default();
             println!(
-                "rank {} of {} local {lr} of {ls} yield {} cpus {cpus}",
+                "rank {} of {} local {lr} of {ls} yield {} compete {} cpus {cpus}",
                 world.rank(),
                 world.size(),
-                weft.yields_when_idle()
+                weft.yields_when_idle(),
+                weft.pinned_beside_others()
             );
             Ok(())
         }
