@@ -16,17 +16,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use weft_core::handshake::RefusalLog;
 use weft_core::{Error, ErrorKind, Result};
 
 /// How long a new connection has to prove the secret before it is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections served at once; more are refused so a flood cannot exhaust threads.
 pub const MAX_CONNECTIONS: usize = 4096;
-/// Refusals reported one by one; after that only every [`REFUSAL_REPORT_EVERY`]th, so a
-/// flood of strangers cannot flood the job's output (as the agent and rank ports do).
-pub const REFUSALS_REPORTED: u64 = 16;
-/// See [`REFUSALS_REPORTED`].
-pub const REFUSAL_REPORT_EVERY: u64 = 256;
+/// Refusals are reported one by one up to [`REFUSALS_REPORTED`], then only every
+/// [`REFUSAL_REPORT_EVERY`]th (`weft_core::handshake::RefusalLog`), so a flood of strangers
+/// cannot flood the job's output.
+pub use weft_core::handshake::{REFUSALS_REPORTED, REFUSAL_REPORT_EVERY};
 
 /// Something the launcher should know about.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,23 +89,15 @@ struct Shared {
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_id: AtomicU64,
     /// Connections refused so far (reported throttled: [`REFUSALS_REPORTED`]).
-    refused: AtomicU64,
+    refused: RefusalLog,
 }
 
 impl Shared {
     /// Counts a refusal and reports it when it is one of the first [`REFUSALS_REPORTED`] or
     /// a multiple of [`REFUSAL_REPORT_EVERY`].
     fn refuse(&self, peer: SocketAddr, reason: String) {
-        let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
-        let reason = match n {
-            _ if n < REFUSALS_REPORTED => reason,
-            REFUSALS_REPORTED => format!(
-                "{reason} ({n} refused so far; from now on only every {REFUSAL_REPORT_EVERY}th is reported)"
-            ),
-            _ if n.is_multiple_of(REFUSAL_REPORT_EVERY) => {
-                format!("{reason} ({n} refused so far)")
-            }
-            _ => return,
+        let Some(reason) = self.refused.refuse(reason) else {
+            return;
         };
         (self.events)(ServerEvent::Refused { peer, reason });
     }
@@ -145,7 +137,7 @@ impl TcpStoreServer {
             handshake_timeout_ms: AtomicU64::new(HANDSHAKE_TIMEOUT.as_millis() as u64),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
+            refused: RefusalLog::new(),
         });
         let s = Arc::clone(&shared);
         let accept_thread = std::thread::Builder::new()
@@ -182,7 +174,7 @@ impl TcpStoreServer {
 
     /// Connections refused so far (each counted, only some reported: [`REFUSALS_REPORTED`]).
     pub fn refused_count(&self) -> u64 {
-        self.shared.refused.load(Ordering::Relaxed)
+        self.shared.refused.count()
     }
 
     /// Number of connections being served now (authenticated or still in the handshake).

@@ -7,6 +7,7 @@
 //! weft-core.
 
 use std::io::{self, Read, Write};
+pub(crate) use weft_core::handshake::read_full;
 use weft_core::{Error, ErrorKind, Result};
 
 /// Longest key or barrier name, in bytes.
@@ -126,30 +127,6 @@ pub fn write_frame(w: &mut impl Write, body: &[u8]) -> Result<()> {
     w.write_all(&buf)
         .and_then(|_| w.flush())
         .map_err(|e| io_error("writing frame", e))
-}
-
-/// Reads into `buf` until it is full or the stream ends (or is reset); returns the bytes read.
-pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            // A reset is the peer going away (it closed with our bytes unread): report it as
-            // the end of the stream so callers name what was missing, not a socket error.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-                ) =>
-            {
-                break
-            }
-            Err(e) => return Err(io_error("reading from peer", e)),
-        }
-    }
-    Ok(got)
 }
 
 /// Maps socket errors so that a read timeout reads as a timeout, not a generic I/O failure.

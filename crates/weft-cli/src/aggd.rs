@@ -6,7 +6,8 @@
 //! One thread per connection. A connection must prove the secret within
 //! [`HANDSHAKE_TIMEOUT`], and at most [`MAX_CONNECTIONS`] are served at once (more are
 //! closed at once with a line on stderr), so a stranger holding sockets open cannot starve
-//! the jobs. A frame that is too long or not a request gets an error reply and the
+//! the jobs; refusal lines are throttled (`weft_core::handshake::RefusalLog`) so a flood of
+//! strangers cannot flood the manager's output. A frame that is too long or not a request gets an error reply and the
 //! connection is dropped; others are not disturbed. Trees are named per connection and
 //! released when it ends.
 
@@ -18,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use weft::agg::{read_frame, server_handshake, write_frame, Reply, Request};
+use weft::agg::{read_frame, server_handshake, write_frame, Refusal, RefusalLog, Reply, Request};
 use weft_core::{Error, ErrorKind, Result};
 use weft_model::plan::{AllocConfig, EntryPool, Method};
 
@@ -92,6 +93,7 @@ fn serve(args: AggdArgs) -> Result<()> {
     }
     let key: Arc<[u8]> = key.into();
     let active = Arc::new(AtomicUsize::new(0));
+    let refusals = Arc::new(RefusalLog::new());
     let next_id = AtomicU64::new(0);
     for conn in listener.incoming() {
         let stream = match conn {
@@ -106,15 +108,18 @@ fn serve(args: AggdArgs) -> Result<()> {
             .map_or_else(|_| "?".to_string(), |a| a.to_string());
         if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
             active.fetch_sub(1, Ordering::AcqRel);
-            eprintln!("weft aggd: {peer}: closed: {MAX_CONNECTIONS} connections already");
+            if let Some(why) = refusals.refuse(format!("{MAX_CONNECTIONS} connections already")) {
+                eprintln!("weft aggd: {peer}: closed: {why}");
+            }
             continue;
         }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        let (pool, key, active) = (pool.clone(), key.clone(), active.clone());
+        let (pool, key, active, refusals) =
+            (pool.clone(), key.clone(), active.clone(), refusals.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("aggd-{id}"))
             .spawn(move || {
-                connection(stream, id, &peer, &key, &pool);
+                connection(stream, id, &peer, &key, &pool, &refusals);
                 active.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
@@ -124,13 +129,23 @@ fn serve(args: AggdArgs) -> Result<()> {
     Ok(())
 }
 
-/// Serves one connection; releases its trees when it ends.
-fn connection(mut stream: TcpStream, id: u64, peer: &str, key: &[u8], pool: &Mutex<EntryPool>) {
+/// Serves one connection; releases its trees when it ends. A connection that does not prove
+/// the secret is reported through `refusals` (throttled).
+fn connection(
+    mut stream: TcpStream,
+    id: u64,
+    peer: &str,
+    key: &[u8],
+    pool: &Mutex<EntryPool>,
+    refusals: &RefusalLog,
+) {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
     let _ = stream.set_nodelay(true);
-    if let Err(why) = server_handshake(&mut stream, key) {
-        eprintln!("weft aggd: {peer}: refused: {why}");
+    if let Err(Refusal(why)) = server_handshake(&mut stream, key) {
+        if let Some(why) = refusals.refuse(why) {
+            eprintln!("weft aggd: {peer}: refused: {why}");
+        }
         return;
     }
     let mut held: HashSet<String> = HashSet::new();

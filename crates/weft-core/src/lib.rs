@@ -1,5 +1,5 @@
 //! Base types shared by every weft crate: ranks and tags, the error type, byte-size parsing,
-//! the knob registry and the job secret's proofs (`auth`).
+//! the knob registry, the job secret's proofs (`auth`) and the handshake on them (`handshake`).
 //!
 //! This crate sits at the bottom of the layer stack: it depends on no other weft crate, does
 //! no I/O beyond reading the environment and the system's random source when asked to and
@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod diag;
 pub mod error;
+pub mod handshake;
 pub mod knob;
 pub mod logging;
 pub mod units;

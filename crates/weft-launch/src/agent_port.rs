@@ -23,7 +23,7 @@ use crate::agent_wire::FromAgent;
 use crate::hosts::Event;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use weft_boot::auth::{server_handshake_gated, Refusal};
 use weft_boot::sock::NoSigPipe;
 use weft_boot::wire::read_frame;
+use weft_core::handshake::RefusalLog;
 use weft_core::{Error, ErrorKind, Result};
 
 /// How long a connection may take to prove the secret and say hello, from its accept.
@@ -41,9 +42,6 @@ const ACCEPT_TICK: Duration = Duration::from_millis(50);
 const MIN_PER_SOURCE: usize = 4;
 /// Pending connections on the port, at least.
 const MIN_TOTAL: usize = 32;
-/// Refusals reported one by one; after that only every `REFUSAL_REPORT_EVERY`th.
-const REFUSALS_REPORTED: usize = 16;
-const REFUSAL_REPORT_EVERY: usize = 256;
 
 /// The port; it serves until dropped.
 pub(crate) struct AgentPort {
@@ -73,7 +71,8 @@ pub(crate) struct Gate {
     pub(crate) total: usize,
     pending: Mutex<Vec<Pending>>,
     next_id: AtomicU64,
-    refusals: AtomicUsize,
+    /// Refusals, reported throttled.
+    refusals: RefusalLog,
     tx: Sender<Event>,
 }
 
@@ -83,10 +82,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Gate {
     fn refuse(&self, peer: &str, reason: &str) {
-        let n = self.refusals.fetch_add(1, Ordering::SeqCst) + 1;
-        if n <= REFUSALS_REPORTED || n.is_multiple_of(REFUSAL_REPORT_EVERY) {
+        if let Some(reason) = self.refusals.refuse(reason.to_string()) {
             let _ = self.tx.send(Event::Refused(format!(
-                "weft: agent port: refused connection from {peer}: {reason} ({n} refused so far)"
+                "weft: agent port: refused connection from {peer}: {reason}"
             )));
         }
     }
@@ -209,7 +207,7 @@ impl AgentPort {
             total: MIN_TOTAL.max(4 * hosts.len()),
             pending: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
-            refusals: AtomicUsize::new(0),
+            refusals: RefusalLog::new(),
             tx,
         });
         let shutdown = Arc::new(AtomicBool::new(false));
@@ -415,8 +413,7 @@ mod tests {
             .map(|_| TcpStream::connect(port.addr).unwrap())
             .collect();
         wait_for("the strangers to be admitted", || {
-            port.gate().pending() == per_source
-                && port.gate().refusals.load(Ordering::SeqCst) >= per_source
+            port.gate().pending() == per_source && port.gate().refusals.count() >= per_source as u64
         });
         // The older half was pushed out and told why (a busy answer, which a client
         // reports as retryable).
@@ -442,7 +439,7 @@ mod tests {
             lines
                 .iter()
                 .any(|l| l.contains("refused connection from 127.0.0.1:")
-                    && l.contains(": too many pending connections from 127.0.0.1 (")),
+                    && l.contains(": too many pending connections from 127.0.0.1")),
             "{lines:#?}"
         );
         drop(idle);

@@ -1,7 +1,7 @@
 //! The aggregation manager's wire protocol and its client (`weft aggd`, docs/aggd.md).
 //!
 //! A connection opens with a mutual challenge-response on the shared secret
-//! (`weft_core::auth`, labels `weft-aggd client` / `weft-aggd server`); the secret never
+//! (`weft_core::handshake` under [`AGGD`]: labels `weft-aggd client` / `weft-aggd server`); the secret never
 //! crosses the socket and nothing the peer sends before its proof is parsed beyond fixed
 //! sizes. Then the client sends requests and reads one reply each, every message a frame of
 //! a 4-byte little-endian length and that many bytes of JSON ([`Request`], [`Reply`]); a
@@ -13,18 +13,23 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-use weft_core::auth::{nonce, prove, verify, Nonce, NONCE_BYTES, PROOF_BYTES};
+use weft_core::handshake::{self, Protocol};
+pub use weft_core::handshake::{Refusal, RefusalLog};
 use weft_core::{Error, ErrorKind, Result};
 pub use weft_model::plan::{Grant, PoolStatus, TreeSwitch, Type2Tree};
 
-const MAGIC: &[u8; 8] = b"WEFTAGGD";
-const VERSION: u8 = 1;
-const HELLO_BYTES: usize = 8 + 1 + NONCE_BYTES;
-const CLIENT_PROOF_BYTES: usize = 8 + 1 + NONCE_BYTES + PROOF_BYTES;
-const ACCEPTED: u8 = 1;
-const REFUSED: u8 = 0;
-const CLIENT_LABEL: &[u8] = b"weft-aggd client";
-const SERVER_LABEL: &[u8] = b"weft-aggd server";
+/// The manager's handshake protocol.
+pub const AGGD: Protocol = Protocol {
+    magic: b"WEFTAGGD",
+    version: 1,
+    client_label: b"weft-aggd client",
+    server_label: b"weft-aggd server",
+    name: "aggd",
+    server: "weft aggregation manager",
+    client: "weft aggd client",
+    secret: "secret",
+    secret_hint: " (WEFT_AGGD_KEY_FILE's key, or the job's secret without one)",
+};
 /// Longest frame either side accepts (a request naming about 50 000 hosts).
 pub const MAX_FRAME_BYTES: usize = 1 << 20;
 
@@ -132,108 +137,17 @@ pub fn read_frame(stream: &mut impl Read) -> Result<Option<Vec<u8>>> {
     Ok(Some(body))
 }
 
-/// Server side of the handshake: `Err` says why the peer was refused.
+/// Server side of the handshake (`weft_core::handshake` under [`AGGD`]).
 pub fn server_handshake(
     stream: &mut (impl Read + Write),
     secret: &[u8],
-) -> std::result::Result<(), String> {
-    let server_nonce: Nonce = nonce().map_err(|e| e.to_string())?;
-    let mut hello = Vec::with_capacity(HELLO_BYTES);
-    hello.extend_from_slice(MAGIC);
-    hello.push(VERSION);
-    hello.extend_from_slice(&server_nonce);
-    stream
-        .write_all(&hello)
-        .map_err(|e| format!("could not send the greeting: {e}"))?;
-    let mut proof = [0u8; CLIENT_PROOF_BYTES];
-    stream.read_exact(&mut proof).map_err(|e| match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-            "sent no proof of the secret in time".to_string()
-        }
-        std::io::ErrorKind::UnexpectedEof => "closed during the handshake".to_string(),
-        _ => format!("failed during the handshake: {e}"),
-    })?;
-    if &proof[..8] != MAGIC || proof[8] != VERSION {
-        let _ = stream.write_all(&[REFUSED]);
-        return Err("not a weft aggd client (bad greeting bytes or version)".into());
-    }
-    let client_nonce = &proof[9..9 + NONCE_BYTES];
-    let mac = &proof[9 + NONCE_BYTES..];
-    if !verify(secret, CLIENT_LABEL, &[], &server_nonce, client_nonce, mac) {
-        let _ = stream.write_all(&[REFUSED]);
-        return Err("wrong secret".into());
-    }
-    let mut reply = Vec::with_capacity(1 + PROOF_BYTES);
-    reply.push(ACCEPTED);
-    reply.extend_from_slice(&prove(
-        secret,
-        SERVER_LABEL,
-        &[],
-        client_nonce,
-        &server_nonce,
-    ));
-    stream
-        .write_all(&reply)
-        .map_err(|e| format!("could not send the acceptance: {e}"))
+) -> std::result::Result<(), Refusal> {
+    handshake::server_handshake(&AGGD, stream, secret)
 }
 
 /// Client side of the handshake; `addr` names the manager in errors.
 pub fn client_handshake(stream: &mut (impl Read + Write), secret: &[u8], addr: &str) -> Result<()> {
-    let mut hello = [0u8; HELLO_BYTES];
-    stream
-        .read_exact(&mut hello)
-        .map_err(|e| io_err(&format!("aggd {addr}: reading the greeting"), e))?;
-    if &hello[..8] != MAGIC || hello[8] != VERSION {
-        return Err(protocol(format!(
-            "aggd {addr}: not a weft aggregation manager (or another protocol version)"
-        )));
-    }
-    let server_nonce = &hello[9..];
-    let client_nonce = nonce()?;
-    let mut proof = Vec::with_capacity(CLIENT_PROOF_BYTES);
-    proof.extend_from_slice(MAGIC);
-    proof.push(VERSION);
-    proof.extend_from_slice(&client_nonce);
-    proof.extend_from_slice(&prove(
-        secret,
-        CLIENT_LABEL,
-        &[],
-        server_nonce,
-        &client_nonce,
-    ));
-    stream
-        .write_all(&proof)
-        .map_err(|e| io_err(&format!("aggd {addr}: sending the proof"), e))?;
-    let mut reply = [0u8; 1 + PROOF_BYTES];
-    let refused = || {
-        Error::new(
-            ErrorKind::Auth,
-            format!("aggd {addr}: the manager refused this client's proof of the secret"),
-        )
-    };
-    let mut first = [0u8; 1];
-    match stream.read(&mut first) {
-        Ok(1) if first[0] == ACCEPTED => {}
-        Ok(_) => return Err(refused()),
-        Err(e) => return Err(io_err(&format!("aggd {addr}: reading the answer"), e)),
-    }
-    stream
-        .read_exact(&mut reply[1..])
-        .map_err(|e| io_err(&format!("aggd {addr}: reading the answer"), e))?;
-    if !verify(
-        secret,
-        SERVER_LABEL,
-        &[],
-        &client_nonce,
-        server_nonce,
-        &reply[1..],
-    ) {
-        return Err(Error::new(
-            ErrorKind::Auth,
-            format!("aggd {addr}: the manager did not prove the secret"),
-        ));
-    }
-    Ok(())
+    handshake::client_handshake(&AGGD, stream, secret, addr)
 }
 
 /// An authenticated connection to a manager: the lease of the trees it allocates.
