@@ -86,7 +86,7 @@ pub static KNOBS: &[Knob] = &[
         name: "WEFT_UCX_EAGER_BYTES",
         kind: KnobKind::Bytes,
         default: "64K",
-        help: "largest message the ucx transport sends eagerly; larger and synchronous ones go by UCX's rendezvous into the matched receive buffer",
+        help: "largest message the ucx transport sends eagerly; larger and synchronous ones are announced, and their data goes by UCX's tag rendezvous into the matched receive buffer (striped ones over several rails by its active-message rendezvous)",
     },
     Knob {
         name: "WEFT_UCX_COPY_BYTES",

@@ -304,18 +304,34 @@ mod over_ucx {
                     stranger.poll(&mut Nothing);
                 }
                 assert!(!stranger.unsent(), "the stranger's message did not leave");
+                // Then a rendezvous message: its announcement is refused, and its data (a
+                // UCX tag message under the stranger's tag) must not land in the first
+                // rendezvous message rank 0 sends rank 1 below, which has the same sequence
+                // number and sender rank.
+                let forged = vec![0xeeu8; 70_000];
+                // SAFETY: `forged` outlives the stranger, dropped below before it.
+                assert!(unsafe {
+                    stranger.start_rendezvous(1, &h, weft_transport::buf::RawBuf::new(&forged), 1)
+                });
                 w.send(&[1u64], 1, 2).unwrap();
-                // Keep the stranger until rank 1 has seen its message.
-                w.recv(&mut [0u8], 1, 7).unwrap();
+                // Keep the stranger (polled: it must send) until rank 1 has refused both.
+                let mut ok = [0u8];
+                w.scope(|s| {
+                    let mut r = w.irecv(s, &mut ok, 1, 7).unwrap();
+                    while r.test().unwrap().is_none() {
+                        stranger.poll(&mut Nothing);
+                    }
+                });
+                drop(stranger);
             } else {
                 let start = std::time::Instant::now();
-                while weft.tcp_refused() == 0 && start.elapsed() < crate::common::STEP_WAIT {
+                while weft.tcp_refused() < 2 && start.elapsed() < crate::common::STEP_WAIT {
                     assert!(
                         w.iprobe(ANY_SOURCE, 1).unwrap().is_none(),
                         "a stranger's message was delivered"
                     );
                 }
-                assert_eq!(weft.tcp_refused(), 1, "the stranger's message is counted");
+                assert_eq!(weft.tcp_refused(), 2, "the stranger's messages are counted");
                 let mut b = [0u64; 1];
                 w.recv(&mut b, 0, 2).unwrap();
                 assert_eq!(b, [1]);

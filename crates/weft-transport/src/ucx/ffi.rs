@@ -22,6 +22,7 @@ pub type StatusPtr = *mut c_void;
 pub const UCS_OK: Status = 0;
 pub const UCS_INPROGRESS: Status = 1;
 pub const UCS_ERR_NO_MESSAGE: Status = -1;
+pub const UCS_ERR_MESSAGE_TRUNCATED: Status = -9;
 pub const UCS_ERR_CANCELED: Status = -16;
 pub const UCS_ERR_CONNECTION_RESET: Status = -25;
 pub const UCS_ERR_FIRST_LINK_FAILURE: Status = -40;
@@ -33,6 +34,7 @@ pub const API_MAJOR: c_uint = 1;
 pub const API_MINOR: c_uint = 13;
 
 pub const UCP_PARAM_FIELD_FEATURES: u64 = 1 << 0;
+pub const UCP_FEATURE_TAG: u64 = 1 << 0;
 pub const UCP_FEATURE_RMA: u64 = 1 << 1;
 pub const UCP_FEATURE_AMO32: u64 = 1 << 2;
 pub const UCP_FEATURE_AMO64: u64 = 1 << 3;
@@ -61,6 +63,7 @@ pub const UCP_OP_ATTR_FIELD_USER_DATA: u32 = 1 << 2;
 pub const UCP_OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const UCP_OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
 pub const UCP_OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
+pub const UCP_OP_ATTR_FLAG_NO_IMM_CMPL: u32 = 1 << 16;
 /// `ucp_dt_make_contig(1)`: contiguous bytes.
 pub const DATATYPE_BYTES: u64 = 8;
 
@@ -113,6 +116,20 @@ pub type RecvDataCallback =
     unsafe extern "C" fn(request: *mut c_void, status: Status, length: usize, user: *mut c_void);
 
 /// `ucp_request_param_t` (72 bytes); `cb` is the union of the callback kinds.
+/// `ucp_tag_recv_info_t`: what a tag receive got.
+#[repr(C)]
+pub struct TagRecvInfo {
+    pub sender_tag: u64,
+    pub length: usize,
+}
+
+pub type TagRecvCallback = unsafe extern "C" fn(
+    request: *mut c_void,
+    status: Status,
+    info: *const TagRecvInfo,
+    user: *mut c_void,
+);
+
 #[repr(C)]
 pub struct RequestParam {
     pub op_attr_mask: u32,
@@ -192,6 +209,7 @@ const _: () = assert!(std::mem::size_of::<WorkerParams>() == 200);
 const _: () = assert!(std::mem::size_of::<EpParams>() == 104);
 const _: () = assert!(std::mem::size_of::<RequestParam>() == 72);
 const _: () = assert!(std::mem::size_of::<AmRecvParam>() == 16);
+const _: () = assert!(std::mem::size_of::<TagRecvInfo>() == 16);
 const _: () = assert!(std::mem::size_of::<AmHandlerParam>() == 32);
 const _: () = assert!(std::mem::size_of::<MemMapParams>() == 40);
 
@@ -261,6 +279,8 @@ ucp_api! {
     ucp_am_send_nbx: fn(Ep, c_uint, *const c_void, usize, *const c_void, usize, *const RequestParam) -> StatusPtr;
     ucp_am_recv_data_nbx: fn(Worker, *mut c_void, *mut c_void, usize, *const RequestParam) -> StatusPtr;
     ucp_am_data_release: fn(Worker, *mut c_void);
+    ucp_tag_send_sync_nbx: fn(Ep, *const c_void, usize, u64, *const RequestParam) -> StatusPtr;
+    ucp_tag_recv_nbx: fn(Worker, *mut c_void, usize, u64, u64, *const RequestParam) -> StatusPtr;
     ucp_request_check_status: fn(*mut c_void) -> Status;
     ucp_request_cancel: fn(Worker, *mut c_void);
     ucp_request_free: fn(*mut c_void);

@@ -4,9 +4,10 @@
 //! lost), progress driven by weft's engine (no thread of ours, none of UCX's: single-thread
 //! mode).
 //!
-//! Messages are UCX active messages with a fixed 48-byte header: weft's message header (the
-//! envelope), the sender's world rank, and a token derived from the job key (UCX does not
-//! authenticate its peers: a message without the job's token is dropped and counted).
+//! Messages are UCX active messages (the data of rendezvous messages aside) with a fixed
+//! 48-byte header: weft's message header (the envelope), the sender's world rank, and a
+//! token derived from the job key (UCX does not authenticate its peers: a message without
+//! the job's token is dropped and counted).
 //! - Eager messages up to `WEFT_UCX_COPY_BYTES` are copied into a send slot of ours (so the
 //!   caller's buffer is free on return, and no allocation happens once the slots have grown)
 //!   and sent with `UCP_AM_SEND_FLAG_EAGER` (a send UCX keeps past the call, as it does
@@ -15,19 +16,28 @@
 //!   (unless synchronous) are sent the same way straight from the caller's buffer
 //!   ([`NetEndpoint::start_push`]), which the send holds until UCX is done with it: a copy of
 //!   64 KiB costs about what a tenth of the message's trip does.
-//! - Rendezvous messages are sent from the caller's buffer with `UCP_AM_SEND_FLAG_RNDV`: the
-//!   receiver's worker hands weft a data descriptor, weft matches the header, and
-//!   `ucp_am_recv_data_nbx` lets UCX move the data by its own rendezvous protocol (zero copy
-//!   on RDMA hardware); a receive too small releases the descriptor, which completes the
-//!   send without data. A send completes when UCX says the receiver has the data.
+//! - Rendezvous messages (larger ones, and synchronous sends of any size) are an
+//!   announcement and a UCX tag message: the announcement is an eager active message of the
+//!   header alone (the length, and the sender's sequence number of the transfer), in order
+//!   with the eager messages, so weft's matching stays authoritative; the data goes at once
+//!   from the caller's buffer by `ucp_tag_send_sync_nbx` under a tag made of the sender's
+//!   rank and that sequence number, masked with a value derived from the job key (UCX does
+//!   not authenticate the tag messages' senders: a stranger cannot guess a tag). Once weft
+//!   has matched the announcement, `ucp_tag_recv_nbx` with the exact tag receives the data
+//!   into the matched buffer by UCX's tag rendezvous (zero copy where the transport allows:
+//!   the data is never copied by weft); a receive too small receives the message into no
+//!   buffer (UCX truncates it), which completes the send. A send completes when UCX says
+//!   the receiver has matched it; a receive checks that it got the announced length. The
+//!   receives posted for a peer found lost are cancelled before the engine fails them.
 //!
 //! Rails: with several lanes chosen (one UCX context and worker each, restricted to the
 //! lane's device with UCX's `NET_DEVICES`), a rendezvous message of at least
-//! `WEFT_STRIPE_BYTES` is cut into one piece per rail (4 KiB aligned): the first piece, on
-//! rail 0, is the announcement the receiver matches (its header says how many pieces there
-//! are); the others carry the sender's token and their index, and the receiver keeps them
-//! until the match tells it where they go. Eager messages and announcements all go on rail
-//! 0, in order.
+//! `WEFT_STRIPE_BYTES` is cut into one piece per rail (4 KiB aligned), sent with UCX's
+//! active-message rendezvous (`UCP_AM_SEND_FLAG_RNDV`): the first piece, on rail 0, is the
+//! announcement the receiver matches (its header says how many pieces there are); the
+//! others carry the sender's token and their index, and the receiver keeps their data
+//! descriptors until the match tells it where they go (`ucp_am_recv_data_nbx`). Eager
+//! messages and announcements all go on rail 0, in order.
 //!
 //! Every request carries a slot of ours as its user data; its callback records completion
 //! and frees the request. Nothing here is thread-safe: the engine is single-threaded.
@@ -134,6 +144,8 @@ struct Op {
     rail: u32,
     /// Whether a send (counted in `sends_in_flight`).
     send: bool,
+    /// Bytes a tag receive expects (the announced length).
+    expect: usize,
     /// The request UCX returned (null until then, and once finished).
     request: *mut c_void,
     live: bool,
@@ -192,6 +204,11 @@ struct State {
     rank: u32,
     size: u32,
     token: [u8; TOKEN_BYTES],
+    /// Mixed into every UCX tag of a rendezvous message's data (derived from the job key:
+    /// a stranger that can reach the worker cannot guess a transfer's tag).
+    tag_mask: u64,
+    /// The sequence number of this process's next rendezvous message.
+    next_seq: u32,
     /// The engine's sink while a poll runs.
     sink: Option<*mut (dyn NetSink + 'static)>,
     early: VecDeque<Early>,
@@ -239,6 +256,7 @@ impl State {
                     peer: 0,
                     rail: 0,
                     send: false,
+                    expect: 0,
                     request: std::ptr::null_mut(),
                     live: false,
                     header: [0; HEADER_BYTES],
@@ -256,6 +274,11 @@ impl State {
         op.request = std::ptr::null_mut();
         op.live = true;
         &mut **op
+    }
+
+    /// The UCX tag of rendezvous message `seq` of world rank `sender`.
+    fn tag_of(&self, sender: u32, seq: u32) -> u64 {
+        (u64::from(sender) << 32 | u64::from(seq)) ^ self.tag_mask
     }
 
     fn release_op(&mut self, index: u32) {
@@ -424,6 +447,33 @@ unsafe extern "C" fn recv_done(
     unsafe { send_done(request, status, user) }
 }
 
+unsafe extern "C" fn tag_recv_done(
+    request: *mut c_void,
+    status: Status,
+    info: *const TagRecvInfo,
+    user: *mut c_void,
+) {
+    // SAFETY: `user` is the op this request was started with (as in `send_done`).
+    let op = unsafe { &*(user as *const Op) };
+    let status = if op.token.is_none() {
+        // A refused message, received into no buffer to complete its sender: truncation
+        // is what was asked for.
+        if status == UCS_ERR_MESSAGE_TRUNCATED {
+            UCS_OK
+        } else {
+            status
+        }
+    // SAFETY: UCX passes the receive's information with a successful completion.
+    } else if status == UCS_OK && !info.is_null() && unsafe { (*info).length } != op.expect {
+        // Fewer bytes than announced under the transfer's tag: not the announced message.
+        UCS_ERR_MESSAGE_TRUNCATED
+    } else {
+        status
+    };
+    // SAFETY: as in `send_done`.
+    unsafe { send_done(request, status, user) }
+}
+
 unsafe extern "C" fn close_done(_request: *mut c_void, _status: Status, user: *mut c_void) {
     // SAFETY: `user` points to the caller's flag, alive while it waits for this.
     unsafe { *(user as *mut bool) = true };
@@ -510,13 +560,24 @@ unsafe extern "C" fn am_recv(
             }
             return UCS_INPROGRESS;
         }
+        // Only striped pieces go by UCX's active-message rendezvous.
+        log::warn!("UCX: rank {peer} sent an unstriped active-message rendezvous: refused");
+        // SAFETY: a rendezvous descriptor handed to this callback.
+        unsafe { (st.ucp.ucp_am_data_release)(st.workers[a.rail as usize], data) };
+        return UCS_OK;
+    }
+    if h.kind == frame::KIND_RTS {
+        // The announcement of a message whose data follows as a UCX tag message: its
+        // sequence number names the transfer.
+        let total = (u64::from(len_high) << 32 | u64::from(h.len)) as usize;
+        let handle = Handle::from(h.aux);
         st.deliver(Early::Rendezvous {
             peer,
             h,
-            len: length,
-            handle: data as Handle,
+            len: total,
+            handle,
         });
-        return UCS_INPROGRESS;
+        return UCS_OK;
     }
     let body: &[u8] = if length == 0 {
         &[]
@@ -585,7 +646,11 @@ fn open_rail(ucp: &Ucp, device: Option<&str>) -> Result<(Context, Worker, Vec<u8
     }
     let params = Params {
         field_mask: UCP_PARAM_FIELD_FEATURES,
-        features: UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64,
+        features: UCP_FEATURE_AM
+            | UCP_FEATURE_TAG
+            | UCP_FEATURE_RMA
+            | UCP_FEATURE_AMO32
+            | UCP_FEATURE_AMO64,
         rest: [0; 8],
     };
     let mut context: Context = std::ptr::null_mut();
@@ -645,6 +710,8 @@ impl UcxLink {
             rank: cfg.rank,
             size: cfg.size,
             token: job_token(&cfg.key),
+            tag_mask: tag_mask(&cfg.key),
+            next_seq: 0,
             sink: None,
             early: VecDeque::new(),
             finished: Vec::new(),
@@ -870,6 +937,60 @@ impl UcxLink {
         Some((ep, op))
     }
 
+    /// Posts the receive of rendezvous message `seq` of `peer` (its data, a UCX tag message)
+    /// into `len` bytes at `dst`; `token` is reported when it is done (None: a refused
+    /// message, received into nothing).
+    fn receive_tagged(
+        &mut self,
+        peer: u32,
+        seq: u32,
+        dst: *mut u8,
+        len: usize,
+        token: Option<u32>,
+    ) {
+        let st = self.st();
+        let tag = st.tag_of(peer, seq);
+        let worker = st.workers[0];
+        let op = st.alloc_op(token, peer, 0, false);
+        // SAFETY: a live slot.
+        unsafe { (*op).expect = len };
+        let mut param =
+            RequestParam::with_callback(tag_recv_done as *const c_void, op as *mut c_void);
+        // Completion always through the callback, which checks the length.
+        param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        // SAFETY: a live worker; the caller keeps `dst` valid until the op finishes.
+        let r = unsafe {
+            (self.ucp.ucp_tag_recv_nbx)(worker, dst as *mut c_void, len, tag, u64::MAX, &param)
+        };
+        self.started(op, r, false);
+    }
+
+    /// Cancels the tag receives posted for `peer` (lost: its data will not come) and waits
+    /// until UCX has let go of their buffers.
+    fn cancel_receives(&mut self, peer: u32) {
+        let st = self.st();
+        let worker = st.workers[0];
+        let pending: Vec<u32> = st
+            .ops
+            .iter()
+            .filter(|o| {
+                o.live && !o.send && o.group.is_none() && o.peer == peer && !o.request.is_null()
+            })
+            .map(|o| o.index)
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        for &i in &pending {
+            let request = self.st().ops[i as usize].request;
+            // SAFETY: a receive request of rail 0's worker still in flight.
+            unsafe { (self.ucp.ucp_request_cancel)(worker, request) };
+        }
+        self.progress_until(0, CANCEL_WAIT, |l| {
+            pending.iter().all(|&i| !l.st().ops[i as usize].live)
+        });
+    }
+
     /// Receives piece `index` (descriptor `desc` on `rail`) of striped receive `g` into its
     /// buffer.
     fn receive_piece(&mut self, g: u32, index: u32, rail: u32, desc: *mut c_void) {
@@ -975,6 +1096,13 @@ fn job_token(key: &[u8]) -> [u8; TOKEN_BYTES] {
     t
 }
 
+/// The mask mixed into the UCX tags of the job's rendezvous data: the job secret's
+/// HMAC-SHA256 proof under a label of its own, cut to 64 bits.
+fn tag_mask(key: &[u8]) -> u64 {
+    let d = weft_core::auth::prove(key, b"weft ucx tag mask", &[], &[], &[]);
+    u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
+}
+
 // SAFETY: a rendezvous send's buffer is given to UCX, which reads it until the send's
 // requests complete (then the token is reported done); `abandon` cancels them and, if UCX
 // still holds them, closes the peer's endpoints, which completes them. A fetch's buffer is
@@ -1046,16 +1174,31 @@ unsafe impl NetEndpoint for UcxLink {
         // SAFETY: the caller keeps `data` valid until the token is reported done.
         let base = unsafe { data.slice(0, len) }.as_ptr();
         if pieces == 1 {
-            let op = self.st().alloc_op(Some(token), peer, 0, true);
-            let h = Header {
+            let st = self.st();
+            let seq = st.next_seq;
+            st.next_seq = seq.wrapping_add(1);
+            let tag = st.tag_of(st.rank, seq);
+            // The announcement, in order with the eager messages (nobody waits for it).
+            let announce = st.alloc_op(None, peer, 0, true);
+            let rts = Header {
                 kind: frame::KIND_RTS,
-                len: 0,
+                len: len as u32,
                 flags: 1,
-                aux: token,
+                aux: seq,
                 ..*h
             };
-            self.fill_header(op, &h, 0);
-            self.send(ep, op, base, len, UCP_AM_SEND_FLAG_RNDV);
+            self.fill_header(announce, &rts, (len as u64 >> 32) as u32);
+            self.send(ep, announce, std::ptr::null(), 0, UCP_AM_SEND_FLAG_EAGER);
+            // The data: a synchronous tag send (done once the receiver has matched it, and
+            // UCX's rendezvous moves it into the receive's buffer).
+            let op = self.st().alloc_op(Some(token), peer, 0, true);
+            let param = RequestParam::with_callback(send_done as *const c_void, op as *mut c_void);
+            // SAFETY: a live endpoint; the caller keeps `data` valid until the token is
+            // reported done.
+            let r = unsafe {
+                (self.ucp.ucp_tag_send_sync_nbx)(ep, base as *const c_void, len, tag, &param)
+            };
+            self.started(op, r, true);
             return true;
         }
         // Striped: the group reports the token once every piece is done.
@@ -1146,33 +1289,12 @@ unsafe impl NetEndpoint for UcxLink {
             self.work_pieces();
             return;
         }
-        if dst.is_empty() {
-            // Nothing to move (a synchronous send of no bytes): releasing the descriptor
-            // completes the sender (UCX 1.13 keeps a zero-length receive's descriptor).
-            self.discard(peer, handle);
-            self.st().finished.push((token, Ok(())));
-            return;
-        }
-        let op = self.st().alloc_op(Some(token), peer, 0, false);
-        let param = RequestParam::with_callback(recv_done as *const c_void, op as *mut c_void);
         // SAFETY: the caller keeps `dst` valid and untouched until the token is reported done.
         let ptr = unsafe { dst.slice_mut(0, dst.len()) }.as_mut_ptr();
-        let worker = self.st().workers[0];
-        // SAFETY: `handle` is a rendezvous descriptor rail 0's worker handed out; UCX owns it
-        // from this call on.
-        let r = unsafe {
-            (self.ucp.ucp_am_recv_data_nbx)(
-                worker,
-                handle as *mut c_void,
-                ptr as *mut c_void,
-                dst.len(),
-                &param,
-            )
-        };
-        self.started(op, r, false);
+        self.receive_tagged(peer, handle as u32, ptr, dst.len(), Some(token));
     }
 
-    fn discard(&mut self, _peer: u32, handle: Handle) {
+    fn discard(&mut self, peer: u32, handle: Handle) {
         if handle & STRIPED != 0 {
             let g = (handle & !STRIPED) as u32;
             if let Some(s) = self
@@ -1187,9 +1309,8 @@ unsafe impl NetEndpoint for UcxLink {
             }
             return;
         }
-        let worker = self.st().workers[0];
-        // SAFETY: a rendezvous descriptor rail 0's worker handed out and nobody received.
-        unsafe { (self.ucp.ucp_am_data_release)(worker, handle as *mut c_void) };
+        // Received into no buffer (truncated): that completes the sender.
+        self.receive_tagged(peer, handle as u32, std::ptr::null_mut(), 0, None);
     }
 
     fn abandon(&mut self, token: u32) {
@@ -1287,6 +1408,7 @@ unsafe impl NetEndpoint for UcxLink {
         let lost = std::mem::take(&mut self.st().lost);
         for (w, _) in &lost {
             self.close_eps(*w);
+            self.cancel_receives(*w);
             let st = self.st();
             // Striped receives of that peer never complete: drop them (their requests were
             // completed by closing the endpoints; held descriptors go with the workers).

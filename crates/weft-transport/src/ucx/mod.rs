@@ -69,7 +69,7 @@ impl Transport for Ucx {
     }
 
     fn summary(&self) -> &'static str {
-        "UCX (ucp active messages, RMA and atomics), loaded at run time"
+        "UCX (ucp active and tag messages, RMA and atomics), loaded at run time"
     }
 
     #[cfg(feature = "ucx")]
