@@ -66,8 +66,6 @@ const TOKEN_AT: usize = 32;
 const TOKEN_BYTES: usize = 16;
 /// Idle polls after the last traffic during which the worker is polled on every call.
 const ACTIVE_POLLS: u32 = 64;
-/// Progress calls per worker and poll at most (a flood must not keep the caller in here).
-const PROGRESS_PER_POLL: u32 = 64;
 /// How long giving up a rendezvous send or closing an endpoint may wait for UCX.
 const CANCEL_WAIT: Duration = Duration::from_millis(200);
 /// Marks a [`Handle`] of a striped message (an index into the striped table) rather than
@@ -1371,19 +1369,23 @@ unsafe impl NetEndpoint for UcxLink {
                 st.deliver(e);
                 moved = true;
             }
-            for (token, result) in std::mem::take(&mut st.finished) {
-                st.report(token, result);
+            if !st.finished.is_empty() {
+                // Reported straight to the sink now (kept, with its capacity, for later).
+                let mut finished = std::mem::take(&mut st.finished);
+                for (token, result) in finished.drain(..) {
+                    st.report(token, result);
+                }
+                st.finished = finished;
                 moved = true;
             }
         }
+        // One progress call per worker and poll: each is a system call (UCX's TCP transport
+        // asks epoll), and whatever it found makes the caller poll again at once.
         for rail in 0..self.rails.len() {
-            for _ in 0..PROGRESS_PER_POLL {
-                let worker = self.st().workers[rail];
-                // SAFETY: a live worker; callbacks reach the state and the sink through raw
-                // pointers, and no reference to the state is held here.
-                if unsafe { (self.ucp.ucp_worker_progress)(worker) } == 0 {
-                    break;
-                }
+            let worker = self.st().workers[rail];
+            // SAFETY: a live worker; callbacks reach the state and the sink through raw
+            // pointers, and no reference to the state is held here.
+            if unsafe { (self.ucp.ucp_worker_progress)(worker) } != 0 {
                 moved = true;
             }
         }

@@ -223,6 +223,24 @@ impl Engine {
         moved
     }
 
+    /// Whether the last [`Engine::progress_net`] call polled the network endpoint (nothing
+    /// was polled or sent through it since): a wait about to yield after a progress pass
+    /// that found nothing need not ask it again (each poll can be a system call: UCX's TCP
+    /// transport asks epoll).
+    pub(super) fn net_just_polled(&self) -> bool {
+        let Some(net) = self.net.as_ref() else {
+            return false;
+        };
+        self.net_only
+            || self.core.net_outq_len > 0
+            || net.wants_polling()
+            || self.net_tick.is_multiple_of(if net.connected() {
+                self.net_poll_every
+            } else {
+                NET_IDLE_POLL_EVERY
+            })
+    }
+
     /// Records that network peer `w` is gone and fails what waits on it.
     fn net_peer_lost(&mut self, w: u32, why: &str) {
         let core = &mut self.core;

@@ -367,7 +367,7 @@ impl Engine {
             // polled only every `WEFT_TCP_POLL_EVERY` progress calls while shared-memory
             // peers exist, so a rank that yields on every idle poll would otherwise yield that
             // many times (16 by default) before it saw a message that had already arrived.
-            if self.net.is_some() && self.progress_net(true) {
+            if self.net.is_some() && !self.net_just_polled() && self.progress_net(true) {
                 idle = 0;
                 yield_since = None;
                 continue;
