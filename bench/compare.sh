@@ -57,7 +57,10 @@
 #
 # --spinners N runs N busy processes (a shell loop each, not MPI) for the whole measurement,
 # so that the libraries are compared on cores they share with other work (they are stopped
-# at the end, also on interruption).
+# at the end, also on interruption). They are paused (SIGSTOP) while the host speed probe
+# runs: beside them its two threads seldom run at once (probes of 5-18 us against 50-60 ns)
+# and the load the script made itself would be taken for the host's slow mode, leaving out
+# most runs of every library.
 #
 # For the ratio, "best peer" is the fastest library other than weft. Bandwidth is shown in
 # MB/s, and its ratio is one of times too (best peer's MB/s / weft's MB/s), so everywhere a
@@ -250,7 +253,13 @@ run_one() {
   fi
 }
 # The host's speed now (hostprobe's round trip, ns), or nothing without the probe.
-probe() { [ -z "$probe_bin" ] || "$probe_bin" 2>/dev/null || true; }
+# Our own spinners are paused meanwhile (see --spinners above).
+probe() {
+  [ -n "$probe_bin" ] || return 0
+  pause_spinners
+  "$probe_bin" 2>/dev/null || true
+  resume_spinners
+}
 # Whether two probes differ by more than 2x (the fast mode alone spans 70-107 ns here, the
 # slow one about 400).
 changed() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 2 * b || b > 2 * a) }'; }

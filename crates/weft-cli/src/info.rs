@@ -147,8 +147,14 @@ pub(crate) fn run(args: InfoArgs) -> i32 {
             (BlockMode::Now, _) => "sleep on a futex as soon as a wait finds nothing to do, woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time)".into(),
             (BlockMode::Auto, YieldMode::Never) => "never sleep (WEFT_YIELD=off never yields)".into(),
             (BlockMode::Auto, _) => format!(
-                "spin and yield; sleep on a futex only while programs that are not this job's ranks compete for the cores (runnable tasks from /proc/loadavg less the job's awake local ranks, more runnable than usable cores; read at most every 2 ms in the slow part of a wait): instead of yielding where a rank yields at once and a yield lost its core for 50 us, else after {} us of yielding (0: where it would first yield, after its spin); whatever the load after 20 ms of yielding; woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time); waits on network peers, full rings, one-sided and file operations only yield\n    load:      {}",
-                config.block_after_us,
+                "spin and yield; sleep on a futex only while programs that are not this job's ranks compete for the cores (runnable tasks from /proc/loadavg less the job's awake local ranks, more runnable than usable cores; read at most every 2 ms in the slow part of a wait): instead of yielding where a rank yields at once and a yield lost its core for 50 us, else after {} of yielding (0: where it would first yield, after its spin); whatever the load after 20 ms of yielding; woken by the peer that delivers (at most WEFT_BLOCK_SLEEP_MS at a time); waits on network peers, full rings, one-sided and file operations only yield\n    load:      {}",
+                match config.block_after_us {
+                    Some(us) => format!("{us} us (WEFT_BLOCK_AFTER_US)"),
+                    None => format!(
+                        "0 us (a rank with a core of its own) or {} us (a rank that yields at once)",
+                        weft::node_load::AT_ONCE_BLOCK_AFTER.as_micros()
+                    ),
+                },
                 weft::node_load::explain_now(args.ppn.unwrap_or(args.nranks))
             ),
         }

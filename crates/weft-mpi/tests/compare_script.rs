@@ -318,3 +318,54 @@ fn compare_tables_leave_out_slow_mode_runs() {
         "{md}"
     );
 }
+
+/// `bench/spinners.sh` (sourced by `bench/compare.sh --spinners`): its spinners run, stop
+/// while paused (the host speed probe runs then, so the script's own load is not taken for
+/// the host's slow mode), run again when resumed, and none outlives `stop_spinners`.
+#[test]
+fn spinners_pause_for_the_host_probe_and_stop() {
+    let script = r#"
+. "$1"
+state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null || echo gone; }
+until_state() { # $1 pid, $2 awk test of the state; gives up after a minute (a hang)
+  i=0
+  while ! state "$1" | awk "{ exit !($2) }" && [ "$i" -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+  state "$1"
+}
+start_spinners 2
+set -- $spinner_pids
+[ $# -eq 2 ] || { echo "spinners: $spinner_pids"; exit 1; }
+echo "running $(until_state "$1" '$1 == "R"') $(until_state "$2" '$1 == "R"')"
+pause_spinners
+echo "paused $(until_state "$1" '$1 == "T"') $(until_state "$2" '$1 == "T"')"
+resume_spinners
+echo "resumed $(until_state "$1" '$1 != "T"') $(until_state "$2" '$1 != "T"')"
+stop_spinners
+wait "$1" "$2" 2>/dev/null
+echo "stopped $(state "$1") $(state "$2") [$spinner_pids]"
+"#;
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .arg(repo_root().join("bench/spinners.sh"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "running R R",
+            "paused T T",
+            "resumed R R",
+            "stopped gone gone []"
+        ],
+        "{out}"
+    );
+}

@@ -15,6 +15,7 @@
 //! and the typed config.
 
 use crate::config::BindMode;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 use weft_transport::shm::affinity;
 
@@ -36,18 +37,40 @@ pub(crate) fn usable_cores() -> usize {
     })
 }
 
-/// The CPU local rank `local` of `local_size` goes on under `mode`, if it is pinned: the
+/// Why `WEFT_BIND` pins a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PinReason {
+    /// `WEFT_BIND=core`.
+    Asked,
+    /// `auto`, the node has more ranks than CPUs.
+    Oversubscribed,
+    /// `auto`, a CPU per rank, and other programs competed for the CPUs at start-up
+    /// ([`others_competed_at_start`]).
+    BesideOthers,
+}
+
+/// Where a rank is pinned and why ([`placement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The CPU.
+    pub(crate) cpu: usize,
+    /// Why.
+    pub(crate) why: PinReason,
+}
+
+/// Where local rank `local` of `local_size` goes under `mode`, if it is pinned: the
 /// `local mod n`-th of the `n` CPUs the process may use. `auto` pins when the node has
 /// more ranks than those CPUs, or two ranks or more while other programs compete for the
 /// cores ([`others_competed_at_start`]), unless the process was already bound to fewer CPUs
-/// than the machine has online.
-pub(crate) fn cpu_for(mode: BindMode, local: u32, local_size: u32) -> Option<usize> {
+/// than the machine has online. The one place that decides; [`pin`] records the decision
+/// it carried out, for [`pinned_for`].
+pub(crate) fn placement(mode: BindMode, local: u32, local_size: u32) -> Option<Placement> {
     let cpus = allowed_cpus();
     let compete = mode == BindMode::Auto
         && local_size >= 2
         && local_size as usize <= cpus.len()
         && others_competed_at_start(local_size);
-    cpu_in(
+    place_in(
         mode,
         local,
         local_size,
@@ -55,6 +78,11 @@ pub(crate) fn cpu_for(mode: BindMode, local: u32, local_size: u32) -> Option<usi
         affinity::online_cpus(),
         compete,
     )
+}
+
+/// The CPU of [`placement`].
+pub(crate) fn cpu_for(mode: BindMode, local: u32, local_size: u32) -> Option<usize> {
+    placement(mode, local, local_size).map(|p| p.cpu)
 }
 
 /// Whether programs that are not this job's ranks competed for this process's CPUs when it
@@ -80,8 +108,34 @@ pub(crate) fn others_competed_at_start(local_size: u32) -> bool {
     })
 }
 
-/// [`cpu_for`] on given CPUs: `others_compete` says that other programs compete for them
+/// [`placement`] on given CPUs: `others_compete` says that other programs compete for them
 /// (which `auto` pins for too, for a job of at most one rank per CPU).
+fn place_in(
+    mode: BindMode,
+    local: u32,
+    local_size: u32,
+    cpus: &[usize],
+    online: usize,
+    others_compete: bool,
+) -> Option<Placement> {
+    if cpus.is_empty() {
+        return None;
+    }
+    let why = match mode {
+        BindMode::None => None,
+        BindMode::Core => Some(PinReason::Asked),
+        BindMode::Auto if cpus.len() < online => None,
+        BindMode::Auto if local_size as usize > cpus.len() => Some(PinReason::Oversubscribed),
+        BindMode::Auto => (others_compete && local_size >= 2).then_some(PinReason::BesideOthers),
+    };
+    why.map(|why| Placement {
+        cpu: cpus[local as usize % cpus.len()],
+        why,
+    })
+}
+
+/// [`place_in`]'s CPU.
+#[cfg(test)]
 fn cpu_in(
     mode: BindMode,
     local: u32,
@@ -90,18 +144,7 @@ fn cpu_in(
     online: usize,
     others_compete: bool,
 ) -> Option<usize> {
-    if cpus.is_empty() {
-        return None;
-    }
-    let pin = match mode {
-        BindMode::None => false,
-        BindMode::Core => true,
-        BindMode::Auto => {
-            cpus.len() >= online
-                && (local_size as usize > cpus.len() || (others_compete && local_size >= 2))
-        }
-    };
-    pin.then(|| cpus[local as usize % cpus.len()])
+    place_in(mode, local, local_size, cpus, online, others_compete).map(|p| p.cpu)
 }
 
 /// The CPUs this process could use before anything was pinned, as a list (`0-3,6`).
@@ -133,9 +176,32 @@ pub(crate) fn number_ranges(sorted: &[usize]) -> String {
     parts.join(",")
 }
 
-/// Pins the calling process (its calling thread, and the threads it starts later) to `cpu`.
-pub(crate) fn pin(cpu: usize) -> std::io::Result<()> {
-    affinity::pin_to(cpu)
+/// Why this process is pinned, as [`pin`] last did it (0: not pinned; else a
+/// [`PinReason`] + 1). A process's pinning is the process's: one per process.
+static PINNED_FOR: AtomicU8 = AtomicU8::new(0);
+
+/// Pins the calling process (its calling thread, and the threads it starts later) to the
+/// place's CPU, and records why ([`pinned_for`]); a refusal records nothing pinned.
+pub(crate) fn pin(place: Placement) -> std::io::Result<()> {
+    let done = affinity::pin_to(place.cpu);
+    let code = match (&done, place.why) {
+        (Err(_), _) => 0,
+        (Ok(()), PinReason::Asked) => 1,
+        (Ok(()), PinReason::Oversubscribed) => 2,
+        (Ok(()), PinReason::BesideOthers) => 3,
+    };
+    PINNED_FOR.store(code, Ordering::Relaxed);
+    done
+}
+
+/// Why [`pin`] pinned this process (None: it did not, or failed).
+pub(crate) fn pinned_for() -> Option<PinReason> {
+    match PINNED_FOR.load(Ordering::Relaxed) {
+        1 => Some(PinReason::Asked),
+        2 => Some(PinReason::Oversubscribed),
+        3 => Some(PinReason::BesideOthers),
+        _ => None,
+    }
 }
 
 /// Lets the calling thread run on every CPU the process could use before it was pinned:
@@ -178,5 +244,28 @@ mod tests {
         assert_eq!(cpu_in(BindMode::None, 1, 2, &cpus, 4, true), None);
         // Nothing known, nothing pinned.
         assert_eq!(cpu_in(BindMode::Core, 0, 5, &[], 8, false), None);
+    }
+
+    #[test]
+    fn each_pin_says_why() {
+        let cpus = [0, 1, 4, 5];
+        let why = |mode, local, size, compete| {
+            place_in(mode, local, size, &cpus, 4, compete).map(|p| p.why)
+        };
+        assert_eq!(why(BindMode::Core, 0, 2, true), Some(PinReason::Asked));
+        assert_eq!(
+            why(BindMode::Auto, 0, 5, true),
+            Some(PinReason::Oversubscribed)
+        );
+        assert_eq!(
+            why(BindMode::Auto, 0, 5, false),
+            Some(PinReason::Oversubscribed)
+        );
+        assert_eq!(
+            why(BindMode::Auto, 1, 2, true),
+            Some(PinReason::BesideOthers)
+        );
+        assert_eq!(why(BindMode::Auto, 1, 2, false), None);
+        assert_eq!(why(BindMode::None, 1, 2, true), None);
     }
 }

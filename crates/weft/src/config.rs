@@ -80,9 +80,10 @@ pub struct Config {
     pub yield_mode: YieldMode,
     /// Sleeping policy (`WEFT_BLOCK`).
     pub block_mode: BlockMode,
-    /// Under `WEFT_BLOCK=auto`, while others compete for the cores: microseconds a wait of
-    /// a rank with a core of its own yields before it sleeps.
-    pub block_after_us: u64,
+    /// Under `WEFT_BLOCK=auto`, while others compete for the cores: microseconds a wait
+    /// yields before it sleeps, when `WEFT_BLOCK_AFTER_US` was set (None: each rank's
+    /// default, `crate::node_load::block_after`).
+    pub block_after_us: Option<u64>,
     /// The longest sleep of a wait, in ms, before it checks its peers are alive.
     pub block_sleep_ms: u64,
     /// Whether a launched rank pins itself to a core.
@@ -435,7 +436,10 @@ impl Config {
             cma,
             yield_mode,
             block_mode,
-            block_after_us: values.uint("WEFT_BLOCK_AFTER_US").unwrap_or(0),
+            block_after_us: values
+                .is_set("WEFT_BLOCK_AFTER_US")
+                .then(|| values.uint("WEFT_BLOCK_AFTER_US"))
+                .flatten(),
             block_sleep_ms: values.uint("WEFT_BLOCK_SLEEP_MS").unwrap_or(10),
             bind,
             report_bindings: values.bool("WEFT_REPORT_BINDINGS"),
@@ -478,6 +482,17 @@ mod tests {
             (c.shm_cma_min_bytes, c.shm_coop_bytes),
             (Some(0), Some(256 << 10))
         );
+    }
+
+    #[test]
+    fn block_after_is_known_to_be_given_or_not() {
+        // Unset: each rank takes its own default (node_load::block_after).
+        assert_eq!(Config::from_vars(&[]).unwrap().block_after_us, None);
+        // Set, 0 included: the value, for every rank.
+        for (text, us) in [("0", 0), ("200", 200), ("5000", 5000)] {
+            let c = Config::from_vars(&[("WEFT_BLOCK_AFTER_US", text)]).unwrap();
+            assert_eq!(c.block_after_us, Some(us), "WEFT_BLOCK_AFTER_US={text}");
+        }
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub(crate) static KNOBS: &[Knob] = &[
     Knob {
         name: "WEFT_BLOCK_AFTER_US",
         kind: KnobKind::Uint,
-        default: "0",
-        help: "WEFT_BLOCK=auto: microseconds a wait of a rank with a core of its own yields the CPU with nothing arriving, while other programs compete for the cores, before it sleeps until a peer wakes it (0: it sleeps where it would first yield, after its spin; above 0 the time is learned from the sleeps, up to 5 ms; WEFT_YIELD=off never yields, so never sleeps)",
+        default: "",
+        help: "WEFT_BLOCK=auto: microseconds a wait yields the CPU with nothing arriving, while other programs compete for the cores, before it sleeps until a peer wakes it; a value set applies to every rank; unset = 0 for a rank with a core of its own (it sleeps where it would first yield, after its spin) and 200 for a rank that yields at once (more ranks than cores, or WEFT_YIELD=on; its yields hand the core to its own co-located ranks). A rank with a core of its own learns the time from its sleeps, from the value up to 5 ms (0 stays 0); WEFT_YIELD=off never yields, so never sleeps",
     },
     Knob {
         name: "WEFT_BLOCK_SLEEP_MS",

@@ -647,25 +647,24 @@ impl Weft {
         (self.local_rank, self.local_size)
     }
 
-    /// Whether `WEFT_BIND=auto` pins this node's ranks because other programs competed for
-    /// the cores when the process started (a job of 2+ ranks with a core per rank; the
-    /// reading of the node's load made for that decision, once per process).
+    /// Whether `WEFT_BIND=auto` pinned this rank because other programs competed for the
+    /// cores when the process started (a job of 2+ ranks with a core per rank): the
+    /// decision `Weft::pin_to_core` carried out at init, read back.
     pub fn pinned_beside_others(&self) -> bool {
-        self.config.bind == config::BindMode::Auto
-            && self.local_size >= 2
-            && self.local_size as usize <= bind::allowed_cpus().len()
-            && bind::others_competed_at_start(self.local_size)
+        bind::pinned_for() == Some(bind::PinReason::BesideOthers)
     }
 
     /// Pins this process to its core under `WEFT_BIND` (launched ranks only: [`init`]
     /// calls it; in-process ranks are threads of one test). A refusal is reported once on
     /// standard error and the rank runs unpinned.
     fn pin_to_core(&self) {
-        let Some(cpu) = bind::cpu_for(self.config.bind, self.local_rank, self.local_size) else {
+        let Some(place) = bind::placement(self.config.bind, self.local_rank, self.local_size)
+        else {
             self.report_binding(None);
             return;
         };
-        if let Err(e) = bind::pin(cpu) {
+        let cpu = place.cpu;
+        if let Err(e) = bind::pin(place) {
             log::warn!(
                 "rank {}: WEFT_BIND: could not pin to CPU {cpu} ({e}); running unpinned",
                 self.world.rank()

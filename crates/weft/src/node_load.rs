@@ -84,11 +84,13 @@ pub const CORE_LOST_FOR: Duration = Duration::from_millis(50);
 /// [`auto_needs_load`]); `yields_at_once`: the rank yields without spinning first (more
 /// ranks than cores on the node, or `WEFT_YIELD=on`); `core_lost`: a yield of the last
 /// [`CORE_LOST_FOR`] kept the rank off its core for [`YIELD_LOST_CORE`]; `block_after`:
-/// `WEFT_BLOCK_AFTER_US` (learned; a rank that yields at once uses [`AT_ONCE_BLOCK_AFTER`]).
+/// the yielding before a sleep ([`block_after`]: `WEFT_BLOCK_AFTER_US` or the rank's
+/// default; learned from there by a rank with a core of its own).
 ///
 /// Only while others compete: a rank that yields at once sleeps at once when its yields
 /// lose the core (each may hand it to the competitor for a whole time slice, while a
-/// sleeper woken by its peer is run at once), else after [`AT_ONCE_BLOCK_AFTER`], and a rank with a core of its own after
+/// sleeper woken by its peer is run at once), else after `block_after` of yielding (by
+/// default [`AT_ONCE_BLOCK_AFTER`]), and a rank with a core of its own after
 /// `block_after` of yielding: by default none, so it sleeps where it would first yield,
 /// after its spin. Such a rank is pinned while others compete (`crate::bind`), so its
 /// partner runs on another core and answers within the spin whenever both run; its yields
@@ -105,25 +107,25 @@ pub fn auto_sleeps(
     yielded_for: Duration,
     block_after: Duration,
 ) -> bool {
-    let after = yield_before_sleep(yields_at_once, block_after);
     yielded_for >= IDLE_SLEEP_AFTER
-        || (compete == Some(true) && ((yields_at_once && core_lost) || yielded_for >= after))
+        || (compete == Some(true) && ((yields_at_once && core_lost) || yielded_for >= block_after))
 }
 
-/// How long a rank that yields at once (more ranks than cores) yields while others compete
-/// and its yields keep the core, before it sleeps anyway: its yields hand the core to its
-/// own co-located ranks, which a sleep would not do sooner.
+/// The default yielding before a sleep, while others compete, of a rank that yields at once
+/// (more ranks than cores): its yields hand the core to its own co-located ranks, which a
+/// sleep would not do sooner.
 pub const AT_ONCE_BLOCK_AFTER: Duration = Duration::from_micros(200);
 
-/// The yielding before a sleep while others compete: [`AT_ONCE_BLOCK_AFTER`] for a rank
-/// that yields at once, `block_after` (`WEFT_BLOCK_AFTER_US`, learned) for one with a core
-/// of its own.
-fn yield_before_sleep(yields_at_once: bool, block_after: Duration) -> Duration {
-    if yields_at_once {
+/// The yielding before a sleep while others compete (`WEFT_BLOCK=auto`): `given`
+/// (`WEFT_BLOCK_AFTER_US`, when it was set) for every rank; unset, [`AT_ONCE_BLOCK_AFTER`]
+/// for a rank that yields at once and none for a rank with a core of its own (it sleeps
+/// where it would first yield, after its spin; see [`auto_sleeps`]).
+pub fn block_after(given: Option<Duration>, yields_at_once: bool) -> Duration {
+    given.unwrap_or(if yields_at_once {
         AT_ONCE_BLOCK_AFTER
     } else {
-        block_after
-    }
+        Duration::ZERO
+    })
 }
 
 /// Whether [`auto_sleeps`] needs the load for these inputs (a wait reads it only then).
@@ -133,9 +135,7 @@ pub fn auto_needs_load(
     yielded_for: Duration,
     block_after: Duration,
 ) -> bool {
-    yielded_for < IDLE_SLEEP_AFTER
-        && ((yields_at_once && core_lost)
-            || yielded_for >= yield_before_sleep(yields_at_once, block_after))
+    yielded_for < IDLE_SLEEP_AFTER && ((yields_at_once && core_lost) || yielded_for >= block_after)
 }
 
 /// The longest a learned `WEFT_BLOCK_AFTER_US` grows ([`learned_block_after`]).
@@ -374,19 +374,47 @@ mod tests {
         assert_eq!(learned_block_after(zero, zero, us(1), true), zero);
         assert_eq!(learned_block_after(zero, zero, us(9_000), false), zero);
         assert!(auto_sleeps(Some(true), false, false, zero, zero));
-        // A rank that yields at once keeps its own 200 us whatever the knob.
-        assert!(!auto_sleeps(Some(true), true, false, zero, zero));
-        assert!(!auto_needs_load(true, false, us(199), zero));
-        assert!(auto_sleeps(
-            Some(true),
-            true,
-            false,
-            AT_ONCE_BLOCK_AFTER,
-            zero
-        ));
         // A base above the cap stays the base.
         let big = Duration::from_millis(50);
         assert_eq!(learned_block_after(big, big, us(50), true), big);
+    }
+
+    #[test]
+    fn block_after_defaults_by_the_way_a_rank_waits_and_a_set_value_applies_to_all() {
+        let us = Duration::from_micros;
+        // Unset: a rank with a core of its own sleeps where it would first yield, a rank
+        // that yields at once yields its 200 us first.
+        assert_eq!(block_after(None, false), Duration::ZERO);
+        assert_eq!(block_after(None, true), AT_ONCE_BLOCK_AFTER);
+        let at_once = block_after(None, true);
+        assert!(!auto_sleeps(Some(true), true, false, us(199), at_once));
+        assert!(!auto_needs_load(true, false, us(199), at_once));
+        assert!(auto_sleeps(Some(true), true, false, us(200), at_once));
+        assert!(auto_sleeps(
+            Some(true),
+            false,
+            false,
+            us(0),
+            block_after(None, false)
+        ));
+        // Set, whatever its value (0 included), it applies to both kinds of rank.
+        for given in [us(0), us(50), us(1_000)] {
+            for yields_at_once in [false, true] {
+                let after = block_after(Some(given), yields_at_once);
+                assert_eq!(after, given);
+                assert!(auto_sleeps(Some(true), yields_at_once, false, given, after));
+                if given > Duration::ZERO {
+                    let before = given - us(1);
+                    assert!(!auto_sleeps(
+                        Some(true),
+                        yields_at_once,
+                        false,
+                        before,
+                        after
+                    ));
+                }
+            }
+        }
     }
 
     #[test]

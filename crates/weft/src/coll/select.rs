@@ -1391,9 +1391,10 @@ mod tests {
                 .name,
             "shm_direct"
         );
-        // The shipped table: the node area on 2 to 5 ranks (sessions 10, 13 and 14), on 6 or
+        // The shipped table: the node area on 3 to 5 ranks (sessions 10, 13 and 14), on 6 or
         // more up to 512 KiB blocks and the pairwise exchange above (session 14), whether or
-        // not the node's ranks agreed CMA works: the direct copy is chosen only when forced.
+        // not the node's ranks agreed CMA works; on 2 ranks the direct copy from 64 KiB to
+        // 1 MiB where CMA works (session 20), else the area.
         let table = Tuning::default();
         let pick = |t: CallTraits, p: u32, b: u64| table.select(Coll::Alltoall, p, p, b, t);
         assert_eq!(pick(cma, 5, 1 << 20).unwrap().algo.name, "shm");
@@ -1405,7 +1406,11 @@ mod tests {
         assert_eq!(pick(cma, 3, 8).unwrap().algo.name, "shm");
         assert_eq!(pick(cma, 4, 1 << 20).unwrap().algo.name, "shm");
         assert_eq!(pick(cma, 4, 8).unwrap().algo.name, "shm");
-        assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 2, 1 << 20).unwrap().algo.name, "shm_direct");
+        assert_eq!(pick(cma, 2, 64 << 10).unwrap().algo.name, "shm_direct");
+        assert_eq!(pick(node, 2, 1 << 20).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 2, 32 << 10).unwrap().algo.name, "shm");
+        assert_eq!(pick(cma, 2, 2 << 20).unwrap().algo.name, "shm");
         assert_eq!(pick(cma, 2, 8).unwrap().algo.name, "pairwise");
         // The explanation (the model's view of a node where CMA works) lists the direct
         // copy with a cost beside the table's choice.
@@ -1416,6 +1421,33 @@ mod tests {
             .candidates
             .iter()
             .any(|c| c.algo == "shm_direct" && c.cost_us.is_some_and(|v| v > 0.0)));
+    }
+
+    #[test]
+    fn two_ranks_broadcast_large_buffers_by_the_k_nomial() {
+        // The shipped table (session 20): on 2 ranks of a node, the area past the eager
+        // limit, the k-nomial (one rendezvous, a single copy) from 48 KiB to 2 MiB.
+        let t = Tuning::default();
+        let node = CallTraits {
+            shared_memory: true,
+            ..C
+        };
+        let pick = |b: u64| t.select(Coll::Bcast, 2, 2, b, node).unwrap().algo.name;
+        assert_eq!(pick(32 << 10), "shm");
+        assert_eq!(pick(48 << 10), "shm");
+        assert_eq!(pick((48 << 10) + 1), "knomial");
+        assert_eq!(pick(64 << 10), "knomial");
+        assert_eq!(pick(1 << 20), "knomial");
+        assert_eq!(pick(2 << 20), "knomial");
+        assert_eq!(pick(4 << 20), "shm");
+        // Three and four ranks keep their rules.
+        assert_eq!(
+            t.select(Coll::Bcast, 4, 4, 1 << 20, node)
+                .unwrap()
+                .algo
+                .name,
+            "shm"
+        );
     }
 
     #[test]

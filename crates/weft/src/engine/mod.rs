@@ -176,7 +176,8 @@ pub(crate) struct Engine {
     idle_yields: u64,
     /// When a wait sleeps in the kernel (`WEFT_BLOCK`).
     block_mode: BlockMode,
-    /// `WEFT_BLOCK=auto`: how long a wait yields before it sleeps (`WEFT_BLOCK_AFTER_US`).
+    /// `WEFT_BLOCK=auto`: how long a wait yields before it sleeps (`WEFT_BLOCK_AFTER_US`, or
+    /// this rank's default: `node_load::block_after`).
     block_after: std::time::Duration,
     /// The longest sleep before the wait looks at its peers again (`WEFT_BLOCK_SLEEP_MS`).
     sleep_max: std::time::Duration,
@@ -380,6 +381,10 @@ impl Engine {
         if let Some(shm) = shm.as_mut() {
             shm.set_wakes(config.block_mode != BlockMode::Never);
         }
+        let block_after = crate::node_load::block_after(
+            config.block_after_us.map(std::time::Duration::from_micros),
+            yield_when_idle,
+        );
         Ok(Engine {
             world_rank,
             routes,
@@ -416,7 +421,7 @@ impl Engine {
             spin_window: std::time::Duration::from_micros(config.yield_after_us),
             idle_yields: 0,
             block_mode: config.block_mode,
-            block_after: std::time::Duration::from_micros(config.block_after_us),
+            block_after,
             sleep_max: std::time::Duration::from_millis(config.block_sleep_ms.max(1)),
             load_probe: (config.block_mode == BlockMode::Auto)
                 .then(crate::node_load::LoadProbe::open)
@@ -424,7 +429,7 @@ impl Engine {
             others_compete: false,
             next_load_sample: None,
             core_lost_until: None,
-            block_after_learned: std::time::Duration::from_micros(config.block_after_us),
+            block_after_learned: block_after,
             usable_cores: crate::node_load::usable_cores(),
             online_cores: crate::node_load::online_cores(),
             p2p_received_at_once: 0,
