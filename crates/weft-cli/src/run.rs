@@ -514,6 +514,7 @@ pub(crate) fn run(mut args: RunArgs) -> i32 {
             copy: !args.output_nocopy,
         }),
         rank_env,
+        launcher_program: std::env::current_exe().ok(),
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,

@@ -258,6 +258,13 @@ impl Job {
                 ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
                 ("WEFT_JOB_SECRET".to_owned(), self.secret_hex.clone()),
             ];
+            // Where MPI_Comm_spawn finds the launcher for a child job.
+            if let Some(exe) = &spec.launcher_program {
+                vars.push((
+                    "WEFT_RUN_PROGRAM".to_owned(),
+                    exe.to_string_lossy().into_owned(),
+                ));
+            }
             vars.extend(spec.vars_of(place.rank).iter().cloned());
             match spawn_local_rank(cmd, &place, &vars) {
                 Ok(mut p) => {

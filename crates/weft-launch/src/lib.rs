@@ -83,6 +83,10 @@ pub struct JobSpec {
     /// [`JobSpec::env`] and before the launcher's own (`weft run --map` gives each rank its
     /// torus coordinates, [`torus`]).
     pub rank_env: Vec<Vec<(String, String)>>,
+    /// The `weft` binary starting the job, told to the ranks on this host as
+    /// `WEFT_RUN_PROGRAM` (MPI_Comm_spawn starts child jobs with it); None for programs
+    /// that start jobs through this crate without being `weft`.
+    pub launcher_program: Option<PathBuf>,
 }
 
 /// Each rank's stdout and stderr written to `DIR/rank.N/stdout` and `DIR/rank.N/stderr`
@@ -133,6 +137,7 @@ impl JobSpec {
             stdin: StdinTarget::None,
             output_files: None,
             rank_env: Vec::new(),
+            launcher_program: None,
         }
     }
 
@@ -174,6 +179,7 @@ pub const PER_RANK_VARS: &[&str] = &[
     "WEFT_BOOT_ADDR",
     "WEFT_JOB_ID",
     "WEFT_JOB_SECRET",
+    "WEFT_RUN_PROGRAM",
     torus::TORUS_DIMS_VAR,
     torus::TORUS_COORDS_VAR,
 ];
