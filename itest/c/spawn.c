@@ -14,6 +14,10 @@
  * - MPI_Comm_disconnect on both sides; then MPI_Comm_get_parent is MPI_COMM_NULL;
  * - in the parents, a second spawn of a command that does not exist fails with
  *   MPI_ERR_SPAWN on every rank with each errcode MPI_ERR_SPAWN, and the parents go on.
+ * Child rank 0 sends its job's id to parent 0, which prints it ("child job ID") for the
+ * caller's check of /dev/shm.
+ * With the argument "orphan" the parents abort (exit code 5) once the children are up,
+ * while the children wait for a message from them: the child job must end with them.
  */
 #include "check.h"
 /* CHECK with the values that explain a failure. */
@@ -38,9 +42,9 @@ static int children_of(int argc, char **argv) {
   return 2;
 }
 
-static int is_child(int argc, char **argv) {
+static int has_arg(int argc, char **argv, const char *what) {
   for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "child") == 0)
+    if (strcmp(argv[i], what) == 0)
       return 1;
   return 0;
 }
@@ -112,7 +116,18 @@ int main(int argc, char **argv) {
   int children = children_of(argc, argv);
   OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag));
 
-  if (is_child(argc, argv)) {
+  if (has_arg(argc, argv, "child")) {
+    char job[64] = "?";
+    if (getenv("WEFT_JOB_ID"))
+      snprintf(job, sizeof job, "%s", getenv("WEFT_JOB_ID"));
+    if (rank == 0)
+      OK(MPI_Send(job, sizeof job, MPI_CHAR, 0, 98, parent));
+    if (has_arg(argc, argv, "orphan")) {
+      /* Waits for a message the parents never send: their end must end this job. */
+      int never;
+      MPI_Recv(&never, 1, MPI_INT, 0, 99, parent, MPI_STATUS_IGNORE);
+      return 4;
+    }
     CHECKF(parent != MPI_COMM_NULL, "child %d: no parent", rank);
     CHECKF(size == children, "child %d: world of %d, want %d", rank, size, children);
     CHECKF(flag && *appnum == 0, "child %d: MPI_APPNUM flag %d", rank, flag);
@@ -138,7 +153,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "weft_unknown_key", "ignored");
   char narg[32];
   snprintf(narg, sizeof narg, "n=%d", children);
-  char *args[] = {"child", narg, NULL};
+  char *args[] = {"child", narg, has_arg(argc, argv, "orphan") ? "orphan" : NULL, NULL};
   int codes[64];
   for (int i = 0; i < 64; i++)
     codes[i] = -1;
@@ -150,6 +165,18 @@ int main(int argc, char **argv) {
                           MPI_COMM_WORLD, &inter, codes));
   for (int i = 0; i < children; i++)
     CHECKF(codes[i] == MPI_SUCCESS, "errcode %d is %d", i, codes[i]);
+  if (rank == 0) {
+    char job[64];
+    OK(MPI_Recv(job, sizeof job, MPI_CHAR, 0, 98, inter, MPI_STATUS_IGNORE));
+    job[sizeof job - 1] = 0;
+    printf("child job %s\n", job);
+    fflush(stdout);
+  }
+  if (has_arg(argc, argv, "orphan")) {
+    /* The parents end while the children wait for them. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Abort(MPI_COMM_WORLD, 5);
+  }
   int rsize;
   MPI_Comm_remote_size(inter, &rsize);
   CHECKF(rsize == children, "remote size %d", rsize);
