@@ -275,10 +275,55 @@ pub(crate) struct RunArgs {
     /// comment.
     #[arg(long, value_name = "FILE", requires = "map")]
     pub exclude: Option<PathBuf>,
+    /// Working directory of the (first program's) ranks; on this host only.
+    #[arg(long, value_name = "DIR")]
+    pub wdir: Option<PathBuf>,
     /// The program every rank runs, then its arguments (a program whose name starts with
-    /// `-` goes after `--`).
+    /// `-` goes after `--`). More programs follow a lone `:`, each as `-n N [--wdir DIR]
+    /// PROGRAM ARGS...` (MPMD, as mpirun's; on this host only): their ranks come after the
+    /// first program's, which runs `-n` of them, and each rank's MPI_APPNUM is its program's
+    /// index.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+/// The programs after the first of an MPMD command line ([`RunArgs::command`]): `command`
+/// is cut at each lone `:`; each later part is `-n N [--wdir DIR] PROGRAM ARGS...`.
+/// Returns the first part and the apps.
+fn split_apps(command: Vec<OsString>) -> Result<(Vec<OsString>, Vec<weft_launch::App>), String> {
+    let mut parts = command.split(|a| a == ":");
+    let first = parts.next().unwrap_or_default().to_vec();
+    let mut apps = Vec::new();
+    for part in parts {
+        let mut it = part.iter();
+        let mut nranks = None;
+        let mut wdir = None;
+        let program = loop {
+            let Some(a) = it.next() else {
+                return Err("a program after ':' is missing".into());
+            };
+            match a.to_str() {
+                Some("-n" | "-np" | "--np") => {
+                    let n = it.next().ok_or("-n after ':' needs a number")?;
+                    nranks = Some(parse_nranks(&n.to_string_lossy())?);
+                }
+                Some("--wdir" | "-wdir") => {
+                    wdir = Some(PathBuf::from(it.next().ok_or("--wdir needs a folder")?));
+                }
+                _ => break a,
+            }
+        };
+        apps.push(weft_launch::App {
+            nranks: nranks.ok_or("each program after ':' needs its -n N")?,
+            program: PathBuf::from(program),
+            args: it.cloned().collect(),
+            wdir,
+        });
+    }
+    if first.is_empty() {
+        return Err("no program before ':'".into());
+    }
+    Ok((first, apps))
 }
 
 /// `weft run`'s command line as clap should read it: MPI's `-np N` becomes `--np N`, and an
@@ -444,7 +489,14 @@ fn warn_unknown_knobs(env: &[(String, String)]) {
 
 /// Runs `weft run`; returns the process exit code.
 pub(crate) fn run(mut args: RunArgs) -> i32 {
-    let mut command = std::mem::take(&mut args.command).into_iter();
+    let (command, apps) = match split_apps(std::mem::take(&mut args.command)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("weft run: {e}");
+            return 2;
+        }
+    };
+    let mut command = command.into_iter();
     let Some(program) = command.next() else {
         eprintln!("weft run: no program given");
         return 2;
@@ -475,7 +527,7 @@ pub(crate) fn run(mut args: RunArgs) -> i32 {
     };
     let nranks = match &torus {
         Some(t) => t.nranks(),
-        None => job_size(args.nranks, &place),
+        None => job_size(args.nranks, &place) + apps.iter().map(|a| a.nranks).sum::<u32>(),
     };
     // Usage errors (exit 2) like the other checks, before anything starts.
     if let Some(h) = &place.hosts {
@@ -515,6 +567,8 @@ pub(crate) fn run(mut args: RunArgs) -> i32 {
         }),
         rank_env,
         launcher_program: std::env::current_exe().ok(),
+        apps,
+        wdir: args.wdir,
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,

@@ -108,6 +108,12 @@ pub const LAUNCH_VARS: &[Knob] = &[
         help: "the weft binary that started this job (set by weft run; MPI_Comm_spawn starts child jobs with it)",
     },
     Knob {
+        name: "WEFT_APPNUM",
+        kind: KnobKind::Uint,
+        default: "",
+        help: "index of this rank's program in a job of several (weft run A : B, MPI_Comm_spawn_multiple; MPI_APPNUM)",
+    },
+    Knob {
         name: "WEFT_NODE_ID",
         kind: KnobKind::Text,
         default: "",

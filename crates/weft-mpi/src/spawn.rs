@@ -1,4 +1,5 @@
-//! Starting processes (MPI-4.1 §11.8.2): MPI_Comm_spawn and MPI_Comm_get_parent.
+//! Starting processes (MPI-4.1 §11.8.2, §11.8.3): MPI_Comm_spawn, MPI_Comm_spawn_multiple
+//! and MPI_Comm_get_parent.
 //!
 //! The root of the spawning communicator starts the children as a job of their own with
 //! weft's launcher (`weft run`: the one that started this job, which tells its ranks its
@@ -12,8 +13,8 @@
 //!
 //! Groups of such an intercommunicator (and of communicators made from it) number their
 //! processes in the universe, not in MPI_COMM_WORLD: they compare and translate only with
-//! groups of the same universe. MPI_Comm_spawn_multiple is not implemented (weft run starts
-//! one program per job); it reports MPI_ERR_UNSUPPORTED_OPERATION.
+//! groups of the same universe. MPI_Comm_spawn_multiple starts its commands as one job of
+//! several programs (`weft run A : B`), which sets each child's MPI_APPNUM.
 //! Depends on the state tables, the ports' broadcasts (`crate::dynamic`) and weft's ports.
 
 use crate::consts::*;
@@ -64,9 +65,13 @@ pub(crate) fn appnum_attr() -> Option<*const c_int> {
     (APPNUM.load(Ordering::Relaxed) >= 0).then(|| APPNUM.as_ptr() as *const c_int)
 }
 
-/// MPI_Init of a spawned process: joins the universe of its parents and keeps the parent
-/// intercommunicator (collective over the parents and the children).
+/// MPI_Init: MPI_APPNUM, and for a spawned process the universe of its parents and the
+/// parent intercommunicator (collective over the parents and the children).
 pub(crate) fn join_parent(s: &mut State) -> R<()> {
+    // A rank of a job of several programs (`weft run A : B`) has an MPI_APPNUM too.
+    if let Some(a) = s.weft.appnum() {
+        APPNUM.store(a.min(i32::MAX as u32) as i32, Ordering::Relaxed);
+    }
     let Some(link) = s.weft.spawn_link()? else {
         return Ok(());
     };
@@ -87,7 +92,9 @@ pub(crate) fn join_parent(s: &mut State) -> R<()> {
     let h = s.add_comm(inter);
     s.spawned.parent = Some((h, ctx));
     s.spawned.universes.push(universe);
-    APPNUM.store(link.appnum as i32, Ordering::Relaxed);
+    if s.weft.appnum().is_none() {
+        APPNUM.store(0, Ordering::Relaxed);
+    }
     Ok(())
 }
 
@@ -190,6 +197,101 @@ unsafe fn command_of(
     Ok(cmd)
 }
 
+/// MPI_Comm_spawn and MPI_Comm_spawn_multiple over `comm` with root `root`: the root makes
+/// its commands with `at_root` (its arguments are significant there only), starts them as
+/// one job and waits for the children's MPI_Init; it broadcasts the outcome, the number of
+/// processes and the universe's link; every parent then joins the universe. A failure at
+/// the root fails the call on every rank, each of `errcodes` (MPI_ERRCODES_IGNORE: null)
+/// set to MPI_ERR_SPAWN; nothing is left running.
+fn spawn_over(
+    what: &str,
+    root: c_int,
+    comm: Handle,
+    intercomm: *mut Handle,
+    errcodes: *mut c_int,
+    at_root: impl FnOnce() -> R<Vec<weft::port::SpawnCommand>>,
+) -> R<()> {
+    if intercomm.is_null() {
+        return Err(err(MPI_ERR_ARG, "intercomm is NULL"));
+    }
+    let c = crate::dynamic::intra_and_root(comm, root, what)?;
+    let root = root as u32;
+    let mut words: Vec<c_int> = vec![0; HEAD_WORDS + LINK_BYTES / 4];
+    let mut started: Option<weft::port::SpawnHost> = None;
+    let mut failure = None;
+    if c.rank() == root {
+        let s = state(what)?;
+        let outcome = at_root().and_then(|cmds| {
+            let total: u64 = cmds.iter().map(|c| u64::from(c.children)).sum();
+            words[1] = c_int::try_from(total)
+                .map_err(|_| err(MPI_ERR_ARG, format!("{what}: {total} processes")))?;
+            let prog = launcher(s)?;
+            let mut host = weft::port::SpawnHost::start(&s.weft, &prog, c.size(), &cmds)
+                .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
+            let timeout = std::time::Duration::from_secs(s.weft.config().boot_timeout_s);
+            host.wait_children(timeout)
+                .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
+            Ok(host)
+        });
+        match outcome {
+            Ok(host) => {
+                let link = host.link().encode().into_bytes();
+                if link.len() > LINK_BYTES {
+                    words[0] = MPI_ERR_INTERN;
+                    failure = Some(err(MPI_ERR_INTERN, format!("{what}: link too long")));
+                } else {
+                    words[2] = link.len() as c_int;
+                    for (i, b) in link.iter().enumerate() {
+                        words[HEAD_WORDS + i / 4] |= (*b as c_int) << (8 * (i % 4));
+                    }
+                    started = Some(host);
+                }
+            }
+            Err(e) => {
+                words[0] = e.class;
+                failure = Some(e);
+            }
+        }
+    }
+    if c.size() > 1 {
+        crate::dynamic::spread(what, comm, root, &mut words)?;
+    }
+    let class = words[0];
+    let n = words[1].max(0) as usize;
+    if !errcodes.is_null() && n > 0 {
+        // SAFETY: the caller passes one entry per process asked for (MPI-4.1 §11.8.2).
+        let codes = unsafe { std::slice::from_raw_parts_mut(errcodes, n) };
+        codes.fill(if class == MPI_SUCCESS {
+            MPI_SUCCESS
+        } else {
+            MPI_ERR_SPAWN
+        });
+    }
+    if class != MPI_SUCCESS {
+        return Err(failure.unwrap_or_else(|| {
+            err(
+                class,
+                format!("{what}: the root (rank {root}) could not spawn the processes"),
+            )
+        }));
+    }
+    let len = (words[2].max(0) as usize).min(LINK_BYTES);
+    let bytes: Vec<u8> = (0..len)
+        .map(|i| (words[HEAD_WORDS + i / 4] >> (8 * (i % 4))) as u8)
+        .collect();
+    let link = weft::port::SpawnLink::parse(&String::from_utf8_lossy(&bytes))?;
+    let s = state(what)?;
+    let universe = s
+        .weft
+        .join_universe(&link, c.rank())
+        .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
+    let inter = weft::port::spawn_intercomm(&universe, link.parents)?;
+    let h = s.add_comm(inter);
+    s.spawned.universes.push(universe);
+    s.spawned.hosts.extend(started);
+    put!(intercomm, h)
+}
+
 /// MPI_Comm_spawn (MPI-4.1 §11.8.2): collective over `comm`; the command, its arguments,
 /// `maxprocs` and `info` matter at `root` only. Starts exactly `maxprocs` processes or none:
 /// a command that cannot start (or ends before its MPI_Init) fails the call on every rank
@@ -207,85 +309,64 @@ pub unsafe extern "C" fn MPI_Comm_spawn(
 ) -> c_int {
     let _entered = crate::threads::enter();
     let what = "MPI_Comm_spawn";
-    let r = (|| {
-        if intercomm.is_null() {
-            return Err(err(MPI_ERR_ARG, "intercomm is NULL"));
+    let r = spawn_over(what, root, comm, intercomm, array_of_errcodes, || {
+        // SAFETY: the caller's contract for the root's arguments.
+        unsafe { command_of(command, argv, maxprocs, info) }.map(|c| vec![c])
+    });
+    finish(comm, what, r)
+}
+
+/// MPI_Comm_spawn_multiple (MPI-4.1 §11.8.3): like MPI_Comm_spawn for `count` commands
+/// started as one job (one MPI_COMM_WORLD, the commands' processes in order), each with its
+/// own arguments (MPI_ARGVS_NULL: none for any), maxprocs and info; each child's MPI_APPNUM
+/// is its command's index. The `host` key is taken from the first command's info.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const Handle,
+    root: c_int,
+    comm: Handle,
+    intercomm: *mut Handle,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    let _entered = crate::threads::enter();
+    let what = "MPI_Comm_spawn_multiple";
+    let r = spawn_over(what, root, comm, intercomm, array_of_errcodes, || {
+        if count < 1 {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("{what}: count {count} is not at least 1"),
+            ));
         }
-        let c = crate::dynamic::intra_and_root(comm, root, what)?;
-        let root = root as u32;
-        let mut words: Vec<c_int> = vec![0; HEAD_WORDS + LINK_BYTES / 4];
-        let mut started: Option<weft::port::SpawnHost> = None;
-        let mut failure = None;
-        if c.rank() == root {
-            let s = state(what)?;
-            // SAFETY: the caller's contract for the root's arguments.
-            let outcome = unsafe { command_of(command, argv, maxprocs, info) }.and_then(|cmd| {
-                words[1] = cmd.children as c_int;
-                let prog = launcher(s)?;
-                let mut host = weft::port::SpawnHost::start(&s.weft, &prog, c.size(), &cmd, 0)
-                    .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
-                let timeout = std::time::Duration::from_secs(s.weft.config().boot_timeout_s);
-                host.wait_children(timeout)
-                    .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
-                Ok(host)
-            });
-            match outcome {
-                Ok(host) => {
-                    let link = host.link().encode().into_bytes();
-                    if link.len() > LINK_BYTES {
-                        return Err(err(MPI_ERR_INTERN, "MPI_Comm_spawn: link too long"));
-                    }
-                    words[2] = link.len() as c_int;
-                    for (i, b) in link.iter().enumerate() {
-                        words[HEAD_WORDS + i / 4] |= (*b as c_int) << (8 * (i % 4));
-                    }
-                    started = Some(host);
+        if array_of_commands.is_null() || array_of_maxprocs.is_null() || array_of_info.is_null() {
+            return Err(err(
+                MPI_ERR_ARG,
+                format!("{what}: an array argument is NULL"),
+            ));
+        }
+        (0..count as usize)
+            .map(|i| {
+                // SAFETY: each array has `count` entries (the caller's contract); argv's
+                // entries are NULL-terminated arrays of strings.
+                unsafe {
+                    let argv = if array_of_argv.is_null() {
+                        std::ptr::null_mut()
+                    } else {
+                        *array_of_argv.add(i)
+                    };
+                    command_of(
+                        *array_of_commands.add(i),
+                        argv,
+                        *array_of_maxprocs.add(i),
+                        *array_of_info.add(i),
+                    )
                 }
-                Err(e) => {
-                    words[0] = e.class;
-                    failure = Some(e);
-                }
-            }
-        }
-        if c.size() > 1 {
-            crate::dynamic::spread(what, comm, root, &mut words)?;
-        }
-        let class = words[0];
-        let n = words[1].max(0) as usize;
-        let code = if class == MPI_SUCCESS {
-            MPI_SUCCESS
-        } else {
-            MPI_ERR_SPAWN
-        };
-        if !array_of_errcodes.is_null() && n > 0 && (class == MPI_SUCCESS || n > 0) {
-            // SAFETY: the caller passes maxprocs entries (MPI-4.1 §11.8.2).
-            let codes = unsafe { std::slice::from_raw_parts_mut(array_of_errcodes, n) };
-            codes.fill(code);
-        }
-        if class != MPI_SUCCESS {
-            return Err(failure.unwrap_or_else(|| {
-                err(
-                    class,
-                    format!("{what}: the root (rank {root}) could not spawn the processes"),
-                )
-            }));
-        }
-        let len = (words[2].max(0) as usize).min(LINK_BYTES);
-        let bytes: Vec<u8> = (0..len)
-            .map(|i| (words[HEAD_WORDS + i / 4] >> (8 * (i % 4))) as u8)
-            .collect();
-        let link = weft::port::SpawnLink::parse(&String::from_utf8_lossy(&bytes))?;
-        let s = state(what)?;
-        let universe = s
-            .weft
-            .join_universe(&link, c.rank())
-            .map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))?;
-        let inter = weft::port::spawn_intercomm(&universe, link.parents)?;
-        let h = s.add_comm(inter);
-        s.spawned.universes.push(universe);
-        s.spawned.hosts.extend(started);
-        put!(intercomm, h)
-    })();
+            })
+            .collect()
+    });
     finish(comm, what, r)
 }
 

@@ -178,3 +178,31 @@ fn spawned_children_end_with_their_parents() {
         assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
     }
 }
+
+/// `itest/c/spawn_multiple.c`: 1, 2 and 3 parents spawn two commands as one job (1 + 2 and
+/// 2 + 1 processes, the second in another working directory): each child runs its
+/// command with its arguments, MPI_APPNUM 0 or 1, a world of all of them; an allreduce and
+/// a merge across the intercommunicator; nothing left afterwards.
+#[test]
+fn spawn_multiple_starts_commands_as_one_job() {
+    let prog = common::build_c(prefix(), "spawn_multiple");
+    for parents in [1, 2, 3] {
+        for (a, b) in [(1, 2), (2, 1)] {
+            let (na, nb) = (format!("n={a}"), format!("m={b}"));
+            let out = common::run_c_args(&prog, parents, &[&na, &nb], &[]);
+            let text = format!(
+                "spawn_multiple of {a} + {b} by {parents}:\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.exit_code, 0, "{text}");
+            let want = format!("spawn_multiple: {parents} parents, {a} + {b} children ok");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(&want),
+                "{text}"
+            );
+            let left = processes_of(&prog);
+            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+        }
+    }
+}

@@ -620,8 +620,6 @@ pub struct SpawnLink {
     pub parents: u32,
     /// Processes spawned.
     pub children: u32,
-    /// The children's MPI_APPNUM.
-    pub appnum: u32,
 }
 
 impl std::fmt::Debug for SpawnLink {
@@ -636,16 +634,15 @@ impl std::fmt::Debug for SpawnLink {
 }
 
 impl SpawnLink {
-    /// The link as the text of [`SPAWN_VAR`]: `ADDR;SECRET;JOB;PARENTS;CHILDREN;APPNUM`.
+    /// The link as the text of [`SPAWN_VAR`]: `ADDR;SECRET;JOB;PARENTS;CHILDREN`.
     pub fn encode(&self) -> String {
         format!(
-            "{};{};{};{};{};{}",
+            "{};{};{};{};{}",
             self.addr,
             auth::encode_hex(&self.secret),
             self.job_id,
             self.parents,
             self.children,
-            self.appnum
         )
     }
 
@@ -654,11 +651,11 @@ impl SpawnLink {
         let bad = || {
             Error::new(
                 ErrorKind::InvalidArgument,
-                format!("{SPAWN_VAR}: not ADDR;SECRET;JOB;PARENTS;CHILDREN;APPNUM"),
+                format!("{SPAWN_VAR}: not ADDR;SECRET;JOB;PARENTS;CHILDREN"),
             )
         };
         let f: Vec<&str> = text.split(';').collect();
-        if f.len() != 6 || f[0].is_empty() || f[2].is_empty() {
+        if f.len() != 5 || f[0].is_empty() || f[2].is_empty() {
             return Err(bad());
         }
         let num = |t: &str| t.parse::<u32>().map_err(|_| bad());
@@ -668,7 +665,6 @@ impl SpawnLink {
             job_id: f[2].to_owned(),
             parents: num(f[3])?,
             children: num(f[4])?,
-            appnum: num(f[5])?,
         };
         if link.parents == 0 || link.children == 0 {
             return Err(bad());
@@ -681,7 +677,8 @@ impl SpawnLink {
     }
 }
 
-/// What the parents' root asks to start: `children` processes of `program` with `args`.
+/// One program the parents' root asks to start: `children` processes of `program` with
+/// `args` (MPI_Comm_spawn starts one, MPI_Comm_spawn_multiple several in one job).
 #[derive(Clone, Debug)]
 pub struct SpawnCommand {
     /// The program: run as given when it names a path, else searched in `path` and then
@@ -729,21 +726,28 @@ fn spawn_program(cmd: &SpawnCommand) -> String {
 }
 
 impl SpawnHost {
-    /// Opens the universe's store and starts `cmd` as a new job with `launcher` (a `weft`
-    /// binary), for a spawn by `parents` processes.
+    /// Opens the universe's store and starts `cmds` as one new job with `launcher` (a
+    /// `weft` binary: `weft run`, its programs separated by `:`), for a spawn by `parents`
+    /// processes. All of them on one host: the first command's `host`, if any.
     pub fn start(
         weft: &Weft,
         launcher: &std::path::Path,
         parents: u32,
-        cmd: &SpawnCommand,
-        appnum: u32,
+        cmds: &[SpawnCommand],
     ) -> Result<SpawnHost> {
-        if cmd.children == 0 {
+        let Some(cmd) = cmds.first() else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "spawn of no command",
+            ));
+        };
+        if cmds.iter().any(|c| c.children == 0) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "spawn of 0 processes",
             ));
         }
+        let children: u32 = cmds.iter().map(|c| c.children).sum();
         let secret = auth::new_secret()?;
         let server = weft_boot::TcpStoreServer::bind("0.0.0.0:0", &secret)?;
         let port = server.local_addr().port();
@@ -763,21 +767,32 @@ impl SpawnHost {
             secret,
             job_id: format!("{}-s{}", weft.job_id(), auth::encode_hex(&tag)),
             parents,
-            children: cmd.children,
-            appnum,
+            children,
         };
         let mut c = std::process::Command::new(launcher);
-        c.arg("run").arg("-n").arg(cmd.children.to_string());
+        c.arg("run");
         if let Some(h) = &cmd.host {
             c.arg("--hosts").arg(h);
         }
-        c.arg("--").arg(spawn_program(cmd)).args(&cmd.args);
+        for (i, cmd) in cmds.iter().enumerate() {
+            if i > 0 {
+                c.arg(":");
+            }
+            c.arg("-n").arg(cmd.children.to_string());
+            if let Some(d) = cmd.wdir.as_ref().filter(|_| cmds.len() > 1) {
+                c.arg("--wdir").arg(d);
+            }
+            if i == 0 {
+                c.arg("--");
+            }
+            c.arg(spawn_program(cmd)).args(&cmd.args);
+        }
         for v in PARENT_JOB_VARS {
             c.env_remove(v);
         }
         c.env(SPAWN_VAR, link.encode())
             .stdin(std::process::Stdio::null());
-        if let Some(d) = &cmd.wdir {
+        if let Some(d) = cmd.wdir.as_ref().filter(|_| cmds.len() == 1) {
             c.current_dir(d);
         }
         // SAFETY: getpid() before the fork; the closure runs in the forked child before
@@ -904,6 +919,14 @@ impl Weft {
             Some(t) if !t.is_empty() => SpawnLink::parse(&t).map(Some),
             _ => Ok(None),
         }
+    }
+
+    /// This rank's program's index in a job of several (`WEFT_APPNUM`, MPI_APPNUM).
+    pub fn appnum(&self) -> Option<u32> {
+        self.config
+            .values
+            .text("WEFT_APPNUM")
+            .and_then(|t| t.parse().ok())
     }
 
     /// The `weft` binary that started this job (`weft run` says so to its ranks).
