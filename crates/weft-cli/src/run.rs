@@ -650,6 +650,38 @@ pub(crate) fn agent(args: AgentArgs) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn programs_after_a_colon_are_apps_with_their_counts_and_folders() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let (first, apps) = split_apps(os(&[
+            "a", "x", ":", "-n", "2", "b", "-n", ":", "--wdir", "/", "-np", "3", "c",
+        ]))
+        .unwrap();
+        assert_eq!(first, os(&["a", "x"]));
+        assert_eq!(apps.len(), 2);
+        assert_eq!(
+            (apps[0].nranks, apps[0].program.as_path()),
+            (2, std::path::Path::new("b"))
+        );
+        assert_eq!(apps[0].args, os(&["-n"]));
+        assert_eq!(apps[0].wdir, None);
+        assert_eq!(
+            (apps[1].nranks, apps[1].program.as_path()),
+            (3, std::path::Path::new("c"))
+        );
+        assert_eq!(apps[1].wdir.as_deref(), Some(std::path::Path::new("/")));
+        let (first, apps) = split_apps(os(&["a", "-n", "1"])).unwrap();
+        assert_eq!((first, apps.len()), (os(&["a", "-n", "1"]), 0));
+        for bad in [
+            &[":", "-n", "1", "b"][..],
+            &["a", ":", "b"],
+            &["a", ":", "-n", "1"],
+            &["a", ":", "-n", "0", "b"],
+        ] {
+            assert!(split_apps(os(bad)).is_err(), "{bad:?}");
+        }
+    }
+
     use super::*;
     use clap::Parser;
 

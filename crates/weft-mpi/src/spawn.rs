@@ -62,7 +62,7 @@ impl Spawned {
 
 /// The attribute value of MPI_APPNUM, when this process was spawned.
 pub(crate) fn appnum_attr() -> Option<*const c_int> {
-    (APPNUM.load(Ordering::Relaxed) >= 0).then(|| APPNUM.as_ptr() as *const c_int)
+    (APPNUM.load(Ordering::Relaxed) >= 0).then_some(APPNUM.as_ptr() as *const c_int)
 }
 
 /// MPI_Init: MPI_APPNUM, and for a spawned process the universe of its parents and the
@@ -104,6 +104,7 @@ fn launcher(s: &State) -> R<std::path::PathBuf> {
     if let Some(p) = s.weft.run_program().filter(|p| p.is_file()) {
         return Ok(p);
     }
+    // SAFETY: Dl_info is plain data (pointers and integers) for which all zeroes is valid.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr reads the address of a function of this library and fills `info`;
     // `dli_fname` is then null or a NUL-terminated path owned by the loader.

@@ -1017,6 +1017,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spawn_links_round_trip_and_bad_ones_are_refused() {
+        let link = SpawnLink {
+            addr: "127.0.0.1:4000".into(),
+            secret: vec![7; 32],
+            job_id: "ab12-s0011".into(),
+            parents: 3,
+            children: 4,
+        };
+        assert_eq!(SpawnLink::parse(&link.encode()).unwrap(), link);
+        for bad in [
+            "",
+            "a;00;j;1",
+            "a;00;j;0;1",
+            "a;00;j;1;0",
+            ";00;j;1;1",
+            "a;zz;j;1;1",
+            "a;00;j;x;1",
+        ] {
+            assert!(SpawnLink::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn port_names_round_trip_and_bad_ones_are_port_errors() {
         let p = Port::open().unwrap();
         let (token, addrs) = parse_port_name(p.name()).unwrap();
