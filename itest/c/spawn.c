@@ -3,9 +3,9 @@
  * Parents (any number of ranks, started by weft run) spawn CHILDREN copies of this program
  * (argv[1], default 2) with the argument "child" and an info object whose "wdir" is the
  * parents' working directory. Checked on both sides:
- * - MPI_Comm_get_parent is MPI_COMM_NULL in the parents, an intercommunicator in the
- *   children whose remote group is the parents; the children's own MPI_COMM_WORLD has
- *   CHILDREN ranks; MPI_APPNUM is 0 in the children and unset in the parents;
+ * - MPI_Comm_get_parent is MPI_COMM_NULL in the parents, an intercommunicator named
+ *   MPI_COMM_PARENT in the children whose remote group is the parents; the children's own
+ *   MPI_COMM_WORLD has CHILDREN ranks; MPI_APPNUM is 0 in the children and unset in the parents;
  * - every errcode is MPI_SUCCESS;
  * - point-to-point both ways over the intercommunicator (parent rank p sends to child
  *   p % CHILDREN and each child answers every parent), a broadcast from parent 0 to the
@@ -131,6 +131,10 @@ int main(int argc, char **argv) {
     CHECKF(parent != MPI_COMM_NULL, "child %d: no parent", rank);
     CHECKF(size == children, "child %d: world of %d, want %d", rank, size, children);
     CHECKF(flag && *appnum == 0, "child %d: MPI_APPNUM flag %d", rank, flag);
+    char name[MPI_MAX_OBJECT_NAME];
+    int len;
+    OK(MPI_Comm_get_name(parent, name, &len));
+    CHECKF(strcmp(name, "MPI_COMM_PARENT") == 0, "the parent communicator is named %s", name);
     int inter;
     OK(MPI_Comm_test_inter(parent, &inter));
     CHECKF(inter, "the parent communicator is not an intercommunicator");

@@ -90,6 +90,8 @@ pub(crate) fn join_parent(s: &mut State) -> R<()> {
     let inter = weft::port::spawn_intercomm(&universe, link.parents)?;
     let ctx = inter.context_id();
     let h = s.add_comm(inter);
+    // Its name (MPI-4.1 §11.8.2).
+    s.comm_mut(h)?.name = "MPI_COMM_PARENT".into();
     s.spawned.parent = Some((h, ctx));
     s.spawned.universes.push(universe);
     if s.weft.appnum().is_none() {

@@ -725,6 +725,42 @@ fn spawn_program(cmd: &SpawnCommand) -> String {
         .unwrap_or_else(|| cmd.program.clone())
 }
 
+/// A request to the keeper thread: a command to start and where its child goes.
+type KeeperRequest = (
+    std::process::Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Starts `c` from a thread of this process that lives as long as the process: the
+/// launcher's `PR_SET_PDEATHSIG` fires when the thread that forked it ends, and the thread
+/// calling MPI_Comm_spawn may end long before the child job should (mpi4py.futures spawns
+/// from a thread of its own).
+fn spawn_from_keeper(c: std::process::Command) -> std::io::Result<std::process::Child> {
+    static KEEPER: Mutex<Option<std::sync::mpsc::Sender<KeeperRequest>>> = Mutex::new(None);
+    let mut keeper = KEEPER.lock().unwrap_or_else(|p| p.into_inner());
+    if keeper.is_none() {
+        let (tx, rx) = std::sync::mpsc::channel::<KeeperRequest>();
+        std::thread::Builder::new()
+            .name("weft-spawn".into())
+            .spawn(move || {
+                for (mut c, back) in rx {
+                    let _ = back.send(c.spawn());
+                }
+                // The channel's sender is static: this thread ends with the process.
+            })?;
+        *keeper = Some(tx);
+    }
+    let (back, answer) = std::sync::mpsc::channel();
+    let gone = || std::io::Error::other("the spawning thread is gone");
+    keeper
+        .as_ref()
+        .ok_or_else(gone)?
+        .send((c, back))
+        .map_err(|_| gone())?;
+    drop(keeper);
+    answer.recv().map_err(|_| gone())?
+}
+
 impl SpawnHost {
     /// Opens the universe's store and starts `cmds` as one new job with `launcher` (a
     /// `weft` binary: `weft run`, its programs separated by `:`), for a spawn by `parents`
@@ -820,7 +856,7 @@ impl SpawnHost {
                 Ok(())
             });
         }
-        let launcher_child = c.spawn().map_err(|e| {
+        let launcher_child = spawn_from_keeper(c).map_err(|e| {
             Error::io(
                 format!("MPI_Comm_spawn: starting {}", launcher.display()),
                 e,
