@@ -72,6 +72,15 @@ run_one() {
   # ("testfile") into their working directory, and two at once would share them.
   local rundir="$work/runs/$key"
   rm -rf "$rundir" && mkdir -p "$rundir"
+  # The spawn tests start programs by relative names ("./spawn1"), as MPICH's runtests runs
+  # them from their own folder: their folder's programs are linked into the run directory.
+  case $prog in
+    spawn/* | */spawn/*)
+      for f in "$work/build/$(dirname "$prog")"/*; do
+        if [ -f "$f" ] && [ -x "$f" ]; then ln -s "$f" "$rundir/"; fi
+      done
+      ;;
+  esac
   # mpiexec's --timeout makes weft run end the job and clean up; the outer timeout is only a
   # backstop in case the launcher itself hangs.
   (cd "$rundir" &&

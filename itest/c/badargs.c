@@ -39,6 +39,7 @@ static const char *cls(int rc) {
   case MPI_ERR_ERRHANDLER: return "MPI_ERR_ERRHANDLER";
   case MPI_ERR_UNSUPPORTED_OPERATION: return "MPI_ERR_UNSUPPORTED_OPERATION";
   case MPI_ERR_NO_SUCH_FILE: return "MPI_ERR_NO_SUCH_FILE";
+  case MPI_ERR_SPAWN: return "MPI_ERR_SPAWN";
   default: {
     static char other[32];
     snprintf(other, sizeof other, "class-%d", rc);
@@ -79,14 +80,15 @@ int main(int argc, char **argv) {
   MPI_Op op;
   char name[MPI_MAX_PROCESSOR_NAME];
 
-  /* Functions weft does not implement, on a communicator whose handler returns while
-   * MPI_COMM_WORLD's is still fatal: they must return, not end the job. */
+  /* Errors on a communicator whose handler returns while MPI_COMM_WORLD's is still fatal:
+   * they must return, not end the job. */
   MPI_Comm quiet;
   MPI_Comm_dup(w, &quiet);
   MPI_Comm_set_errhandler(quiet, MPI_ERRORS_RETURN);
   MPI_Comm inter;
-  CASE("unimplemented-on-returning-comm",
-       MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, quiet, &inter, MPI_ERRCODES_IGNORE));
+  CASE("spawn-missing-on-returning-comm",
+       MPI_Comm_spawn("weft-no-such-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, quiet, &inter,
+                      MPI_ERRCODES_IGNORE));
   CASE("file-open-missing",
        MPI_File_open(quiet, "weft-badargs-no-such-folder/x", MPI_MODE_RDONLY, MPI_INFO_NULL,
                      (MPI_File *)buf));

@@ -1,6 +1,6 @@
 /* The invalid-argument walk: with MPI_ERRORS_RETURN every family returns the error class
- * the standard names, a user error handler is called with it, and a function weft does
- * not implement returns MPI_ERR_UNSUPPORTED_OPERATION. Runs at any size >= 1. */
+ * the standard names, a user error handler is called with it, and a spawn of a program
+ * that does not exist returns MPI_ERR_SPAWN. Runs at any size >= 1. */
 #include "check.h"
 
 static int handler_calls = 0, handler_code = 0;
@@ -100,12 +100,12 @@ int main(int argc, char **argv) {
   CHECK_RC(MPI_Comm_get_attr(w, 12345, &n, &flag), MPI_ERR_KEYVAL);
   CHECK_RC(MPI_Error_class(99999, &n), MPI_ERR_ARG);
 
-  /* Unimplemented functions say so rather than pretend. */
+  /* A program that cannot start fails the spawn on every rank. */
   {
     MPI_Comm inter;
-    CHECK_RC(MPI_Comm_spawn("no-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, w, &inter,
-                            MPI_ERRCODES_IGNORE),
-             MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK_RC(MPI_Comm_spawn("weft-no-such-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, w,
+                            &inter, MPI_ERRCODES_IGNORE),
+             MPI_ERR_SPAWN);
   }
   /* MPI_LASTUSEDCODE is set and at least MPI_ERR_LASTCODE (MPI-4.1 §9.5). */
   {

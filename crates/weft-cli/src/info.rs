@@ -196,8 +196,13 @@ fn print_bootstrap() {
 fn print_mpi() {
     let table = mpi_abi::function_table();
     let real = table.iter().filter(|(_, implemented)| *implemented).count();
+    let others = if real < table.len() {
+        "; the others return MPI_ERR_UNSUPPORTED_OPERATION"
+    } else {
+        ""
+    };
     println!(
-        "MPI 5.0 standard ABI (libmpi_abi.so.1): {real} of {} functions implemented; the others return MPI_ERR_UNSUPPORTED_OPERATION",
+        "MPI 5.0 standard ABI (libmpi_abi.so.1): {real} of {} functions implemented{others}",
         table.len()
     );
     let io: Vec<bool> = table

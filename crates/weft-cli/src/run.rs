@@ -275,10 +275,55 @@ pub(crate) struct RunArgs {
     /// comment.
     #[arg(long, value_name = "FILE", requires = "map")]
     pub exclude: Option<PathBuf>,
+    /// Working directory of the (first program's) ranks; on this host only.
+    #[arg(long, value_name = "DIR")]
+    pub wdir: Option<PathBuf>,
     /// The program every rank runs, then its arguments (a program whose name starts with
-    /// `-` goes after `--`).
+    /// `-` goes after `--`). More programs follow a lone `:`, each as `-n N [--wdir DIR]
+    /// PROGRAM ARGS...` (MPMD, as mpirun's; on this host only): their ranks come after the
+    /// first program's, which runs `-n` of them, and each rank's MPI_APPNUM is its program's
+    /// index.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+/// The programs after the first of an MPMD command line ([`RunArgs::command`]): `command`
+/// is cut at each lone `:`; each later part is `-n N [--wdir DIR] PROGRAM ARGS...`.
+/// Returns the first part and the apps.
+fn split_apps(command: Vec<OsString>) -> Result<(Vec<OsString>, Vec<weft_launch::App>), String> {
+    let mut parts = command.split(|a| a == ":");
+    let first = parts.next().unwrap_or_default().to_vec();
+    let mut apps = Vec::new();
+    for part in parts {
+        let mut it = part.iter();
+        let mut nranks = None;
+        let mut wdir = None;
+        let program = loop {
+            let Some(a) = it.next() else {
+                return Err("a program after ':' is missing".into());
+            };
+            match a.to_str() {
+                Some("-n" | "-np" | "--np") => {
+                    let n = it.next().ok_or("-n after ':' needs a number")?;
+                    nranks = Some(parse_nranks(&n.to_string_lossy())?);
+                }
+                Some("--wdir" | "-wdir") => {
+                    wdir = Some(PathBuf::from(it.next().ok_or("--wdir needs a folder")?));
+                }
+                _ => break a,
+            }
+        };
+        apps.push(weft_launch::App {
+            nranks: nranks.ok_or("each program after ':' needs its -n N")?,
+            program: PathBuf::from(program),
+            args: it.cloned().collect(),
+            wdir,
+        });
+    }
+    if first.is_empty() {
+        return Err("no program before ':'".into());
+    }
+    Ok((first, apps))
 }
 
 /// `weft run`'s command line as clap should read it: MPI's `-np N` becomes `--np N`, and an
@@ -444,7 +489,14 @@ fn warn_unknown_knobs(env: &[(String, String)]) {
 
 /// Runs `weft run`; returns the process exit code.
 pub(crate) fn run(mut args: RunArgs) -> i32 {
-    let mut command = std::mem::take(&mut args.command).into_iter();
+    let (command, apps) = match split_apps(std::mem::take(&mut args.command)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("weft run: {e}");
+            return 2;
+        }
+    };
+    let mut command = command.into_iter();
     let Some(program) = command.next() else {
         eprintln!("weft run: no program given");
         return 2;
@@ -475,7 +527,7 @@ pub(crate) fn run(mut args: RunArgs) -> i32 {
     };
     let nranks = match &torus {
         Some(t) => t.nranks(),
-        None => job_size(args.nranks, &place),
+        None => job_size(args.nranks, &place) + apps.iter().map(|a| a.nranks).sum::<u32>(),
     };
     // Usage errors (exit 2) like the other checks, before anything starts.
     if let Some(h) = &place.hosts {
@@ -514,6 +566,9 @@ pub(crate) fn run(mut args: RunArgs) -> i32 {
             copy: !args.output_nocopy,
         }),
         rank_env,
+        launcher_program: std::env::current_exe().ok(),
+        apps,
+        wdir: args.wdir,
     };
     match run_job(&spec) {
         Ok(outcome) => outcome.exit_code,
@@ -595,6 +650,38 @@ pub(crate) fn agent(args: AgentArgs) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn programs_after_a_colon_are_apps_with_their_counts_and_folders() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        let (first, apps) = split_apps(os(&[
+            "a", "x", ":", "-n", "2", "b", "-n", ":", "--wdir", "/", "-np", "3", "c",
+        ]))
+        .unwrap();
+        assert_eq!(first, os(&["a", "x"]));
+        assert_eq!(apps.len(), 2);
+        assert_eq!(
+            (apps[0].nranks, apps[0].program.as_path()),
+            (2, std::path::Path::new("b"))
+        );
+        assert_eq!(apps[0].args, os(&["-n"]));
+        assert_eq!(apps[0].wdir, None);
+        assert_eq!(
+            (apps[1].nranks, apps[1].program.as_path()),
+            (3, std::path::Path::new("c"))
+        );
+        assert_eq!(apps[1].wdir.as_deref(), Some(std::path::Path::new("/")));
+        let (first, apps) = split_apps(os(&["a", "-n", "1"])).unwrap();
+        assert_eq!((first, apps.len()), (os(&["a", "-n", "1"]), 0));
+        for bad in [
+            &[":", "-n", "1", "b"][..],
+            &["a", ":", "b"],
+            &["a", ":", "-n", "1"],
+            &["a", ":", "-n", "0", "b"],
+        ] {
+            assert!(split_apps(os(bad)).is_err(), "{bad:?}");
+        }
+    }
+
     use super::*;
     use clap::Parser;
 

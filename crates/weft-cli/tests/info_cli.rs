@@ -27,7 +27,8 @@ fn mpi_lists_every_abi_function_with_its_status() {
     assert!(has("yes MPI_Ssend"), "{out}");
     assert!(has("yes MPI_Iallreduce"), "{out}");
     assert!(has("yes MPI_Win_create"), "{out}");
-    assert!(has(" no MPI_Comm_spawn"), "{out}");
+    assert!(has("yes MPI_Comm_spawn"), "{out}");
+    assert!(has("yes MPI_Comm_spawn_multiple"), "{out}");
     assert!(has("yes MPI_File_open"), "{out}");
     assert!(has("yes MPI_File_iread_at_all_c"), "{out}");
     let io = out.lines().filter(|l| {

@@ -96,6 +96,24 @@ pub const LAUNCH_VARS: &[Knob] = &[
         help: "per-job secret proven to the bootstrap store (set by weft run)",
     },
     Knob {
+        name: "WEFT_SPAWN_PARENT",
+        kind: KnobKind::Text,
+        default: "",
+        help: "how a job started by MPI_Comm_spawn reaches its parents (set by the spawning process; carries a secret and leaves the environment at init)",
+    },
+    Knob {
+        name: "WEFT_RUN_PROGRAM",
+        kind: KnobKind::Text,
+        default: "",
+        help: "the weft binary that started this job (set by weft run; MPI_Comm_spawn starts child jobs with it)",
+    },
+    Knob {
+        name: "WEFT_APPNUM",
+        kind: KnobKind::Uint,
+        default: "",
+        help: "index of this rank's program in a job of several (weft run A : B, MPI_Comm_spawn_multiple; MPI_APPNUM)",
+    },
+    Knob {
         name: "WEFT_NODE_ID",
         kind: KnobKind::Text,
         default: "",

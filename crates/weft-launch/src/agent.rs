@@ -350,6 +350,7 @@ impl Agent {
             env,
             open_files_soft_limit,
             stdin: StdinTarget::None,
+            wdir: None,
         };
         for r in ranks {
             let reads = if r.stdin {

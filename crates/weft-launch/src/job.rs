@@ -48,7 +48,25 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
     let mut id = [0u8; JOB_ID_BYTES];
     random_bytes(&mut id)?;
     let job_id = encode_hex(&id);
+    let app_ranks: u32 = spec.apps.iter().map(|a| a.nranks).sum();
+    if spec.apps.iter().any(|a| a.nranks == 0) || app_ranks >= spec.nranks {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "apps: {app_ranks} ranks for the programs after the first leave none of {} for \
+                 the first (each program needs at least 1)",
+                spec.nranks
+            ),
+        ));
+    }
     if let Some(hosts) = &spec.hosts {
+        if !spec.apps.is_empty() || spec.wdir.is_some() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "several programs (':') and a working directory run on this host only, not \
+                 with hosts",
+            ));
+        }
         return crate::hosts::run_on_hosts(spec, hosts, job_id, started);
     }
     let mut sink = Sink::new(spec.output);
@@ -62,7 +80,13 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| OsString::from(v))
         .or_else(crate::spawn::search_path);
-    let program = match resolve_program(&spec.program, path.as_deref()) {
+    let programs = std::iter::once(&spec.program)
+        .chain(spec.apps.iter().map(|a| &a.program))
+        .map(|p| resolve_program(p, path.as_deref()))
+        // A relative path names a program here, also for ranks started in another folder.
+        .map(|r| r.map(|p| std::path::absolute(&p).unwrap_or(p)))
+        .collect::<std::result::Result<Vec<_>, _>>();
+    let programs = match programs {
         Ok(p) => p,
         Err(nr) => {
             sink.launcher_line(&nr.message);
@@ -90,14 +114,20 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
     )?;
     let open_files_soft_limit = raise_open_files_limit(spec.nranks)?;
     let watch = SignalWatch::start();
-    let cmd = RankCommand {
-        program,
-        arg0: spec.program.clone().into_os_string(),
-        args: spec.args.clone(),
-        env: spec.env.clone(),
-        open_files_soft_limit,
-        stdin: spec.stdin,
-    };
+    let firsts = std::iter::once((&spec.program, &spec.args, &spec.wdir))
+        .chain(spec.apps.iter().map(|a| (&a.program, &a.args, &a.wdir)));
+    let cmds: Vec<RankCommand> = firsts
+        .zip(programs)
+        .map(|((arg0, args, wdir), program)| RankCommand {
+            program,
+            arg0: arg0.clone().into_os_string(),
+            args: args.clone(),
+            env: spec.env.clone(),
+            open_files_soft_limit,
+            stdin: spec.stdin,
+            wdir: wdir.clone(),
+        })
+        .collect();
     let mut job = Job {
         set: RankSet::default(),
         lines: RankLines::with_files(spec.nranks, spec.tag_output, spec.output_files.as_ref())?,
@@ -109,7 +139,7 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutcome> {
         boot_addr: server.local_addr().to_string(),
         secret_hex: encode_hex(&secret),
     };
-    let ending = match job.spawn_all(spec, &cmd) {
+    let ending = match job.spawn_all(spec, &cmds) {
         Some(e) => e,
         None => {
             forward_to_pipes(std::mem::take(&mut job.stdin_pipes));
@@ -246,7 +276,9 @@ pub(crate) fn abort_ending(
 impl Job {
     /// Starts every rank; on the first failure returns the ending (ranks already started are
     /// then ended like any others).
-    fn spawn_all(&mut self, spec: &JobSpec, cmd: &RankCommand) -> Option<Ending> {
+    fn spawn_all(&mut self, spec: &JobSpec, cmds: &[RankCommand]) -> Option<Ending> {
+        // The first rank of each program after the first ([`JobSpec::apps`]).
+        let first_app_rank = spec.nranks - spec.apps.iter().map(|a| a.nranks).sum::<u32>();
         let nranks = spec.nranks;
         for place in place_on_this_host(nranks) {
             let mut vars = vec![
@@ -258,6 +290,23 @@ impl Job {
                 ("WEFT_JOB_ID".to_owned(), self.job_id.clone()),
                 ("WEFT_JOB_SECRET".to_owned(), self.secret_hex.clone()),
             ];
+            // Where MPI_Comm_spawn finds the launcher for a child job.
+            let mut app = 0;
+            if !spec.apps.is_empty() {
+                let mut start = first_app_rank;
+                while place.rank >= start {
+                    start += spec.apps[app].nranks;
+                    app += 1;
+                }
+                vars.push(("WEFT_APPNUM".to_owned(), app.to_string()));
+            }
+            let cmd = &cmds[app];
+            if let Some(exe) = &spec.launcher_program {
+                vars.push((
+                    "WEFT_RUN_PROGRAM".to_owned(),
+                    exe.to_string_lossy().into_owned(),
+                ));
+            }
             vars.extend(spec.vars_of(place.rank).iter().cloned());
             match spawn_local_rank(cmd, &place, &vars) {
                 Ok(mut p) => {

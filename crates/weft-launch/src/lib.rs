@@ -83,6 +83,30 @@ pub struct JobSpec {
     /// [`JobSpec::env`] and before the launcher's own (`weft run --map` gives each rank its
     /// torus coordinates, [`torus`]).
     pub rank_env: Vec<Vec<(String, String)>>,
+    /// The `weft` binary starting the job, told to the ranks on this host as
+    /// `WEFT_RUN_PROGRAM` (MPI_Comm_spawn starts child jobs with it); None for programs
+    /// that start jobs through this crate without being `weft`.
+    pub launcher_program: Option<PathBuf>,
+    /// Programs after the first (MPMD, `weft run -n 2 a : -n 1 b`): the last ranks run
+    /// them in order, each app's share after the previous one's, and the first program
+    /// runs the `nranks` minus their sum (at least 1). Every rank then gets its app's
+    /// index as `WEFT_APPNUM` (MPI_APPNUM; 0 for the first program). On this host only.
+    pub apps: Vec<App>,
+    /// Working directory of the first program's ranks (None: the launcher's).
+    pub wdir: Option<PathBuf>,
+}
+
+/// One more program of an MPMD job ([`JobSpec::apps`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct App {
+    /// Its ranks, at least 1.
+    pub nranks: u32,
+    /// The program, searched in `PATH` when it has no `/`.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Its ranks' working directory (None: the launcher's).
+    pub wdir: Option<PathBuf>,
 }
 
 /// Each rank's stdout and stderr written to `DIR/rank.N/stdout` and `DIR/rank.N/stderr`
@@ -133,6 +157,9 @@ impl JobSpec {
             stdin: StdinTarget::None,
             output_files: None,
             rank_env: Vec::new(),
+            launcher_program: None,
+            apps: Vec::new(),
+            wdir: None,
         }
     }
 
@@ -174,6 +201,8 @@ pub const PER_RANK_VARS: &[&str] = &[
     "WEFT_BOOT_ADDR",
     "WEFT_JOB_ID",
     "WEFT_JOB_SECRET",
+    "WEFT_RUN_PROGRAM",
+    "WEFT_APPNUM",
     torus::TORUS_DIMS_VAR,
     torus::TORUS_COORDS_VAR,
 ];

@@ -121,6 +121,8 @@ pub struct RankCommand {
     /// The ranks whose stdin is a pipe the launcher feeds ([`RankProcess::stdin`]); the
     /// others read `/dev/null`.
     pub stdin: crate::StdinTarget,
+    /// The rank's working directory (None: the launcher's).
+    pub wdir: Option<PathBuf>,
 }
 
 /// File descriptors the launcher holds per rank: two output pipes and one store connection.
@@ -194,6 +196,9 @@ pub fn spawn_local_rank(
         ));
     }
     let mut c = Command::new(&cmd.program);
+    if let Some(d) = &cmd.wdir {
+        c.current_dir(d);
+    }
     c.arg0(&cmd.arg0)
         .args(&cmd.args)
         // A job started from inside a rank of a `--map` job has no torus of its own.

@@ -595,7 +595,8 @@ pub(crate) unsafe fn comm_get_attr_as(
                 );
                 Some(LAST_USED_VALUE.as_ptr() as *const c_int)
             }
-            MPI_APPNUM | MPI_UNIVERSE_SIZE => None,
+            MPI_APPNUM => crate::spawn::appnum_attr(),
+            MPI_UNIVERSE_SIZE => None,
             k => {
                 let s = state(func)?;
                 if keyval_of(s, k).is_none() {

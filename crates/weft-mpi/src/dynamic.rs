@@ -2,8 +2,7 @@
 //! MPI_Close_port, MPI_Comm_accept, MPI_Comm_connect, MPI_Publish_name, MPI_Lookup_name,
 //! MPI_Unpublish_name and MPI_Comm_join, between groups of processes of one job
 //! (`weft::port` builds the intercommunicators). The ports this process opened are kept
-//! here by name. MPI_Comm_spawn and MPI_Comm_spawn_multiple are not implemented (they
-//! report MPI_ERR_UNSUPPORTED_OPERATION), so MPI_Comm_get_parent is always MPI_COMM_NULL.
+//! here by name. Spawning is `crate::spawn`'s.
 //! Depends on the state tables and weft's ports.
 
 use crate::consts::*;
@@ -104,7 +103,7 @@ pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
 }
 
 /// The intracommunicator `comm` and `root` checked, for accept and connect.
-fn intra_and_root(comm: Handle, root: c_int, func: &str) -> R<weft::Comm> {
+pub(crate) fn intra_and_root(comm: Handle, root: c_int, func: &str) -> R<weft::Comm> {
     let s = state(func)?;
     let c = s.comm(comm)?.comm.clone();
     if c.is_inter() {
@@ -142,7 +141,7 @@ type Trade<'a> = Box<dyn FnOnce(&[u32], &mut dyn FnMut() -> bool) -> weft::Resul
 /// Broadcasts `words` from `root` over `comm` (MPI_Ibcast waited for by
 /// [`crate::threads::wait_released`]). Should the broadcast fail, its buffer is leaked rather
 /// than freed under a request that may still be in flight.
-fn spread(what: &str, comm: Handle, root: u32, words: &mut Vec<c_int>) -> R<()> {
+pub(crate) fn spread(what: &str, comm: Handle, root: u32, words: &mut Vec<c_int>) -> R<()> {
     let mut req = MPI_REQUEST_NULL;
     // SAFETY: the buffer lives in `words` until the broadcast is complete (or is leaked).
     unsafe {

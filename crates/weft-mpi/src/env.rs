@@ -81,7 +81,11 @@ pub(crate) fn start(required: c_int) -> R<c_int> {
         files: Default::default(),
         type_names: Default::default(),
         wins: Default::default(),
+        spawned: Default::default(),
     });
+    if let Some(s) = state_opt() {
+        crate::spawn::join_parent(s)?;
+    }
     Ok(provided)
 }
 
@@ -105,6 +109,7 @@ pub(crate) fn stop() -> R<()> {
         infos,
         errhs,
         wins,
+        spawned,
         ..
     } = s;
     *loose(&LOOSE_INFOS) = infos;
@@ -117,6 +122,7 @@ pub(crate) fn stop() -> R<()> {
     drop(compounds);
     drop(idups);
     drop(comms);
+    spawned.finish()?;
     weft.finalize()?;
     Ok(())
 }

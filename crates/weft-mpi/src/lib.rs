@@ -46,6 +46,7 @@ pub mod mprobe;
 pub mod p2p;
 pub mod partitioned;
 pub mod session;
+pub mod spawn;
 pub mod stage;
 pub mod state;
 pub mod tattr;

@@ -182,14 +182,6 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MpiStatus, error: c_i
     finish(MPI_COMM_WORLD, "MPI_Status_set_error", r)
 }
 
-/// MPI_Comm_get_parent (MPI-4.1 §11.8.2): no process was spawned, so MPI_COMM_NULL.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut Handle) -> c_int {
-    let _entered = crate::threads::enter();
-    let r = put!(parent, MPI_COMM_NULL);
-    finish(MPI_COMM_WORLD, "MPI_Comm_get_parent", r)
-}
-
 /// MPI_Comm_set_info (MPI-4.1 §7.4.4): hints are validated and, as the standard allows,
 /// none changes weft's behaviour.
 #[no_mangle]

@@ -370,6 +370,8 @@ pub struct State {
     pub wins: crate::win::Windows,
     /// Open files, MPI_FILE_NULL's error handler and registered data representations.
     pub files: crate::file::Files,
+    /// The universes of this process's spawns and the launchers it started.
+    pub spawned: crate::spawn::Spawned,
 }
 
 struct Global(UnsafeCell<Option<State>>);

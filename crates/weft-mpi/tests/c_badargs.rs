@@ -1,7 +1,7 @@
 //! The bad-argument table of `docs/mpi-bad-arguments.md`, asserted row by row: the C program
 //! `itest/c/badargs.c` calls one MPI function per row with one bad argument (with
-//! MPI_ERRORS_RETURN, and two unimplemented functions on a communicator that returns while
-//! MPI_COMM_WORLD's handler is still fatal) and prints the class it got; every row's "weft"
+//! MPI_ERRORS_RETURN, and a spawn on a communicator that returns while MPI_COMM_WORLD's
+//! handler is still fatal) and prints the class it got; every row's "weft"
 //! column must be what the program printed, and equal to the "standard" column.
 
 use std::collections::BTreeMap;

@@ -4,7 +4,8 @@
 //! intercommunicator and its merge, and disconnect; two ranks join over their own socket;
 //! unknown names, services and ports fail with MPI_ERR_NAME, MPI_ERR_SERVICE and
 //! MPI_ERR_PORT. Jobs of 1, 2, 3, 4 and 7 ranks, on one node and on two simulated hosts
-//! (ranks of both halves over TCP), and a process started without a launcher.
+//! (ranks of both halves over TCP), and a process started without a launcher. Spawned
+//! children (`itest/c/spawn.c`) talk to their parents and end with them.
 
 use std::path::Path;
 
@@ -82,5 +83,126 @@ fn accept_and_connect_wait_without_holding_the_lock() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+/// The processes running `prog` (by their command lines), other than this one.
+fn processes_of(prog: &Path) -> Vec<String> {
+    let needle = prog.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&needle) {
+            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// The child job's id child rank 0 printed (`child job ID`), checked to leave nothing in
+/// /dev/shm.
+fn child_segments_left(stdout: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(stdout);
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("child job "))
+        .collect();
+    assert!(!ids.is_empty(), "no child printed its job id:\n{text}");
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| ids.iter().any(|id| n.contains(id)))
+        .collect()
+}
+
+/// `itest/c/spawn.c`: 1, 2 and 3 parents (the root the last of them, the arguments
+/// significant only there) spawn 1, 2 and 4 copies of the program: get_parent, the
+/// children's world size, MPI_APPNUM, errcodes, point-to-point both ways, a broadcast and an
+/// allreduce over the intercommunicator, its merge, disconnect; then a command that does
+/// not exist fails with MPI_ERR_SPAWN and every errcode set. Afterwards no process of the
+/// program is left and neither job (parents', children's, their universe's) left anything
+/// in /dev/shm (run_c checks the parents' and the universe's, named after the parents').
+#[test]
+fn parents_spawn_children_and_talk_over_the_intercommunicator() {
+    let prog = common::build_c(prefix(), "spawn");
+    for parents in [1, 2, 3] {
+        for children in [1, 2, 4] {
+            let arg = format!("n={children}");
+            let out = common::run_c_args(&prog, parents, &[&arg], &[]);
+            let text = format!(
+                "spawn of {children} by {parents}:\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.exit_code, 0, "{text}");
+            let want = format!("spawn: {parents} parents, {children} children ok");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(&want),
+                "{text}"
+            );
+            let left = processes_of(&prog);
+            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+            let segs = child_segments_left(&out.stdout);
+            assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
+        }
+    }
+}
+
+/// A child job does not outlive its parents: the parents abort while the children wait in
+/// a receive from them; the children end too (the time bound only catches a hang).
+#[test]
+fn spawned_children_end_with_their_parents() {
+    let prog = common::build_c(prefix(), "spawn");
+    for parents in [1, 2] {
+        let out = common::run_c_args(&prog, parents, &["n=2", "orphan"], &[]);
+        let text = format!(
+            "orphan at {parents}:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.exit_code, 5, "{text}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !processes_of(&prog).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "children left: {:?}\n{text}",
+                processes_of(&prog)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let segs = child_segments_left(&out.stdout);
+        assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
+    }
+}
+
+/// `itest/c/spawn_multiple.c`: 1, 2 and 3 parents spawn two commands as one job (1 + 2 and
+/// 2 + 1 processes, the second in another working directory): each child runs its
+/// command with its arguments, MPI_APPNUM 0 or 1, a world of all of them; an allreduce and
+/// a merge across the intercommunicator; nothing left afterwards.
+#[test]
+fn spawn_multiple_starts_commands_as_one_job() {
+    let prog = common::build_c(prefix(), "spawn_multiple");
+    for parents in [1, 2, 3] {
+        for (a, b) in [(1, 2), (2, 1)] {
+            let (na, nb) = (format!("n={a}"), format!("m={b}"));
+            let out = common::run_c_args(&prog, parents, &[&na, &nb], &[]);
+            let text = format!(
+                "spawn_multiple of {a} + {b} by {parents}:\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.exit_code, 0, "{text}");
+            let want = format!("spawn_multiple: {parents} parents, {a} + {b} children ok");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(&want),
+                "{text}"
+            );
+            let left = processes_of(&prog);
+            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+        }
     }
 }

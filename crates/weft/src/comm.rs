@@ -938,6 +938,15 @@ impl Comm {
     ) -> Result<Comm> {
         self.intercomm_traded(local_leader, |mine| {
             peer.check_open()?;
+            // The groups' world ranks must name the processes of one engine: a peer in
+            // another weft instance (a spawn's universe, `crate::port`) numbers them its own way.
+            if !Rc::ptr_eq(&self.engine, &peer.engine) {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "intercomm_create: the peer communicator is of another weft instance (a \
+                     spawn's parents and children meet only through their intercommunicator)",
+                ));
+            }
             peer.check_send_tag(tag, "intercomm_create")?;
             peer.exchange_words(peer.data.ctx, remote_leader, tag, mine)
         })

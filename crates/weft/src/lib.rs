@@ -155,6 +155,8 @@ fn init_layer(layer: Option<&str>) -> Result<Weft> {
         kept.clone()
     };
     std::env::remove_var("WEFT_JOB_SECRET");
+    // A spawned rank's link to its parents carries their universe's secret (port.rs).
+    std::env::remove_var(port::SPAWN_VAR);
     if config.job_secret.is_none() {
         if let Some(hex) = secret_hex.as_deref().filter(|h| !h.is_empty()) {
             config.job_secret = Some(weft_boot::auth::decode_hex("WEFT_JOB_SECRET", hex)?);

@@ -579,6 +579,460 @@ impl Weft {
     }
 }
 
+/// The variable a spawned job's ranks find their parents by ([`SpawnLink`]); the launcher
+/// passes it on like the job's other variables, and [`crate::init`] takes it out of the
+/// environment (it carries a secret).
+pub const SPAWN_VAR: &str = "WEFT_SPAWN_PARENT";
+/// The variable `weft run` gives its ranks: the path of the `weft` binary that started them
+/// (where MPI_Comm_spawn finds the launcher for a child job).
+pub const RUN_PROGRAM_VAR: &str = "WEFT_RUN_PROGRAM";
+/// Variables of the parents' own job that must not reach the child job's launcher.
+const PARENT_JOB_VARS: &[&str] = &[
+    "WEFT_RANK",
+    "WEFT_SIZE",
+    "WEFT_LOCAL_RANK",
+    "WEFT_LOCAL_SIZE",
+    "WEFT_NODE_ID",
+    "WEFT_BOOT_ADDR",
+    "WEFT_JOB_ID",
+    "WEFT_JOB_SECRET",
+    RUN_PROGRAM_VAR,
+    SPAWN_VAR,
+];
+
+/// How the processes of a spawn meet (MPI_Comm_spawn, MPI-4.1 §11.8.2): the parents' root
+/// serves a bootstrap store for a job of its own, the *universe* of the parents (ranks
+/// `0..parents`, in the order of the spawning communicator) and the children (ranks
+/// `parents..parents + children`, in the order of their MPI_COMM_WORLD). Every process of
+/// both groups starts a second weft instance in that job ([`Weft::join_universe`]), whose
+/// engine reaches all of them (shared memory on a node, the network between nodes); the
+/// parent/child intercommunicator is made there ([`spawn_intercomm`]). Each child's own
+/// world is its job's as usual.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SpawnLink {
+    /// The store's address (`IP:PORT`).
+    pub addr: String,
+    /// The store's secret (which also keys the universe's network handshakes).
+    pub secret: Vec<u8>,
+    /// The universe's job id (names its shared-memory segment).
+    pub job_id: String,
+    /// Processes of the spawning communicator.
+    pub parents: u32,
+    /// Processes spawned.
+    pub children: u32,
+}
+
+impl std::fmt::Debug for SpawnLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnLink")
+            .field("addr", &self.addr)
+            .field("job_id", &self.job_id)
+            .field("parents", &self.parents)
+            .field("children", &self.children)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SpawnLink {
+    /// The link as the text of [`SPAWN_VAR`]: `ADDR;SECRET;JOB;PARENTS;CHILDREN`.
+    pub fn encode(&self) -> String {
+        format!(
+            "{};{};{};{};{}",
+            self.addr,
+            auth::encode_hex(&self.secret),
+            self.job_id,
+            self.parents,
+            self.children,
+        )
+    }
+
+    /// Reads [`SpawnLink::encode`]'s text.
+    pub fn parse(text: &str) -> Result<SpawnLink> {
+        let bad = || {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("{SPAWN_VAR}: not ADDR;SECRET;JOB;PARENTS;CHILDREN"),
+            )
+        };
+        let f: Vec<&str> = text.split(';').collect();
+        if f.len() != 5 || f[0].is_empty() || f[2].is_empty() {
+            return Err(bad());
+        }
+        let num = |t: &str| t.parse::<u32>().map_err(|_| bad());
+        let link = SpawnLink {
+            addr: f[0].to_owned(),
+            secret: auth::decode_hex(SPAWN_VAR, f[1])?,
+            job_id: f[2].to_owned(),
+            parents: num(f[3])?,
+            children: num(f[4])?,
+        };
+        if link.parents == 0 || link.children == 0 {
+            return Err(bad());
+        }
+        Ok(link)
+    }
+
+    fn up_key(child: u32) -> String {
+        format!("spawn-up/{child}")
+    }
+}
+
+/// One program the parents' root asks to start: `children` processes of `program` with
+/// `args` (MPI_Comm_spawn starts one, MPI_Comm_spawn_multiple several in one job).
+#[derive(Clone, Debug)]
+pub struct SpawnCommand {
+    /// The program: run as given when it names a path, else searched in `path` and then
+    /// in `PATH`.
+    pub program: String,
+    pub args: Vec<String>,
+    pub children: u32,
+    /// Working directory of the children (info key `wdir`).
+    pub wdir: Option<std::path::PathBuf>,
+    /// Directories searched for the program first (info key `path`, `:`-separated).
+    pub path: Vec<std::path::PathBuf>,
+    /// Host to run the children on (info key `host`; `weft run --hosts`).
+    pub host: Option<String>,
+}
+
+/// The parents' root's side of a spawn: the universe's store and the child job's launcher
+/// (`weft run`, a child process that dies with this process's thread that started it and
+/// ends the children with it). [`SpawnHost::finish`] reaps the launcher.
+pub struct SpawnHost {
+    server: weft_boot::TcpStoreServer,
+    link: SpawnLink,
+    launcher: Option<std::process::Child>,
+}
+
+impl std::fmt::Debug for SpawnHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnHost")
+            .field("link", &self.link)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The program `cmd` names, resolved in its `path` directories when it has no `/` (left
+/// for `weft run` to find in `PATH` otherwise).
+fn spawn_program(cmd: &SpawnCommand) -> String {
+    if cmd.program.contains('/') {
+        return cmd.program.clone();
+    }
+    cmd.path
+        .iter()
+        .map(|d| d.join(&cmd.program))
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| cmd.program.clone())
+}
+
+/// A request to the keeper thread: a command to start and where its child goes.
+type KeeperRequest = (
+    std::process::Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Starts `c` from a thread of this process that lives as long as the process: the
+/// launcher's `PR_SET_PDEATHSIG` fires when the thread that forked it ends, and the thread
+/// calling MPI_Comm_spawn may end long before the child job should (mpi4py.futures spawns
+/// from a thread of its own).
+fn spawn_from_keeper(c: std::process::Command) -> std::io::Result<std::process::Child> {
+    static KEEPER: Mutex<Option<std::sync::mpsc::Sender<KeeperRequest>>> = Mutex::new(None);
+    let mut keeper = KEEPER.lock().unwrap_or_else(|p| p.into_inner());
+    if keeper.is_none() {
+        let (tx, rx) = std::sync::mpsc::channel::<KeeperRequest>();
+        std::thread::Builder::new()
+            .name("weft-spawn".into())
+            .spawn(move || {
+                for (mut c, back) in rx {
+                    let _ = back.send(c.spawn());
+                }
+                // The channel's sender is static: this thread ends with the process.
+            })?;
+        *keeper = Some(tx);
+    }
+    let (back, answer) = std::sync::mpsc::channel();
+    let gone = || std::io::Error::other("the spawning thread is gone");
+    keeper
+        .as_ref()
+        .ok_or_else(gone)?
+        .send((c, back))
+        .map_err(|_| gone())?;
+    drop(keeper);
+    answer.recv().map_err(|_| gone())?
+}
+
+impl SpawnHost {
+    /// Opens the universe's store and starts `cmds` as one new job with `launcher` (a
+    /// `weft` binary: `weft run`, its programs separated by `:`), for a spawn by `parents`
+    /// processes. All of them on one host: the first command's `host`, if any.
+    pub fn start(
+        weft: &Weft,
+        launcher: &std::path::Path,
+        parents: u32,
+        cmds: &[SpawnCommand],
+    ) -> Result<SpawnHost> {
+        let Some(cmd) = cmds.first() else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "spawn of no command",
+            ));
+        };
+        if cmds.iter().any(|c| c.children == 0) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "spawn of 0 processes",
+            ));
+        }
+        let children: u32 = cmds.iter().map(|c| c.children).sum();
+        let secret = auth::new_secret()?;
+        let server = weft_boot::TcpStoreServer::bind("0.0.0.0:0", &secret)?;
+        let port = server.local_addr().port();
+        // Children on this host reach the store on loopback; elsewhere on an address of
+        // this host's.
+        let ip = match &cmd.host {
+            Some(_) => weft_transport::tcp::local_addresses(&[])?
+                .into_iter()
+                .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+                .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        let mut tag = [0u8; 4];
+        auth::random_bytes(&mut tag)?;
+        let link = SpawnLink {
+            addr: SocketAddr::new(ip, port).to_string(),
+            secret,
+            job_id: format!("{}-s{}", weft.job_id(), auth::encode_hex(&tag)),
+            parents,
+            children,
+        };
+        let mut c = std::process::Command::new(launcher);
+        c.arg("run");
+        if let Some(h) = &cmd.host {
+            c.arg("--hosts").arg(h);
+        }
+        for (i, cmd) in cmds.iter().enumerate() {
+            if i > 0 {
+                c.arg(":");
+            }
+            c.arg("-n").arg(cmd.children.to_string());
+            if let Some(d) = cmd.wdir.as_ref().filter(|_| cmds.len() > 1) {
+                c.arg("--wdir").arg(d);
+            }
+            if i == 0 {
+                c.arg("--");
+            }
+            c.arg(spawn_program(cmd)).args(&cmd.args);
+        }
+        for v in PARENT_JOB_VARS {
+            c.env_remove(v);
+        }
+        c.env(SPAWN_VAR, link.encode())
+            .stdin(std::process::Stdio::null());
+        if let Some(d) = cmd.wdir.as_ref().filter(|_| cmds.len() == 1) {
+            c.current_dir(d);
+        }
+        // SAFETY: getpid() before the fork; the closure runs in the forked child before
+        // exec and makes only async-signal-safe system calls (prctl, getppid) on values
+        // copied in before the fork.
+        let me = unsafe { libc::getpid() };
+        // SAFETY: as above.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            c.pre_exec(move || {
+                // The child job ends with this process (weft run ends its ranks on TERM).
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGTERM as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != me {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+        let launcher_child = spawn_from_keeper(c).map_err(|e| {
+            Error::io(
+                format!("MPI_Comm_spawn: starting {}", launcher.display()),
+                e,
+            )
+        })?;
+        Ok(SpawnHost {
+            server,
+            link,
+            launcher: Some(launcher_child),
+        })
+    }
+
+    /// The link the parents join the universe by.
+    pub fn link(&self) -> &SpawnLink {
+        &self.link
+    }
+
+    /// Waits until every child has reached its MPI_Init's link to the parents, or fails
+    /// when the launcher ended first (a program that does not exist, cannot start, or ends
+    /// without MPI_Init) or after `timeout`; on failure the launcher is ended and reaped.
+    pub fn wait_children(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let local = weft_boot::TcpStoreClient::connect(
+            &format!("127.0.0.1:{}", self.server.local_addr().port()),
+            &self.link.secret,
+        )?;
+        let keys: Vec<String> = (0..self.link.children).map(SpawnLink::up_key).collect();
+        use weft_boot::Store;
+        loop {
+            match local.get_many(&keys, Duration::from_millis(20)) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Timeout => {}
+                Err(e) => {
+                    self.end();
+                    return Err(e);
+                }
+            }
+            let ended = match self.launcher.as_mut().map(|l| l.try_wait()) {
+                Some(Ok(Some(status))) => Some(format!("it ended with {status}")),
+                Some(Err(e)) => Some(format!("waiting for it failed: {e}")),
+                Some(Ok(None)) | None => None,
+            };
+            if let Some(why) = ended {
+                self.launcher = None;
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "MPI_Comm_spawn: the child job did not start ({why} before its \
+                         processes reached MPI_Init)"
+                    ),
+                ));
+            }
+            if Instant::now() >= deadline {
+                self.end();
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "MPI_Comm_spawn: the children did not reach MPI_Init within {} s",
+                        timeout.as_secs()
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Ends the launcher (and with it the children) and reaps it.
+    fn end(&mut self) {
+        if let Some(mut l) = self.launcher.take() {
+            // SAFETY: kill(2) on the pid of a child not yet reaped.
+            unsafe { libc::kill(l.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = l.wait();
+        }
+    }
+
+    /// Waits for the child job to end and reaps its launcher (MPI_Finalize of the root:
+    /// the children finalize on their own, and the launcher ends once they have exited).
+    pub fn finish(mut self) -> Result<()> {
+        if let Some(mut l) = self.launcher.take() {
+            l.wait()
+                .map_err(|e| Error::io("MPI_Finalize: reaping a spawned job's launcher", e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SpawnHost {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Weft {
+    /// This process's link to the parents that spawned its job, when they did.
+    pub fn spawn_link(&self) -> Result<Option<SpawnLink>> {
+        match self.config.values.text(SPAWN_VAR) {
+            Some(t) if !t.is_empty() => SpawnLink::parse(&t).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// This rank's program's index in a job of several (`WEFT_APPNUM`, MPI_APPNUM).
+    pub fn appnum(&self) -> Option<u32> {
+        self.config
+            .values
+            .text("WEFT_APPNUM")
+            .and_then(|t| t.parse().ok())
+    }
+
+    /// The `weft` binary that started this job (`weft run` says so to its ranks).
+    pub fn run_program(&self) -> Option<std::path::PathBuf> {
+        self.config
+            .values
+            .text(RUN_PROGRAM_VAR)
+            .filter(|t| !t.is_empty())
+            .map(Into::into)
+    }
+
+    /// Starts this process's instance in the universe of `link` as rank `rank` (collective
+    /// over the universe: every parent and child calls it). A child says first that it has
+    /// arrived (what [`SpawnHost::wait_children`] waits for).
+    pub fn join_universe(&self, link: &SpawnLink, rank: u32) -> Result<Weft> {
+        let size = link.parents + link.children;
+        let timeout = Duration::from_secs(self.config.boot_timeout_s);
+        let store = weft_boot::TcpStoreClient::connect_retry(
+            &link.addr,
+            &link.secret,
+            Instant::now() + timeout,
+        )?
+        .with_rank(rank);
+        if rank >= link.parents {
+            use weft_boot::Store;
+            store.put(&SpawnLink::up_key(rank - link.parents), b"1")?;
+        }
+        let mut config = self.config.clone();
+        config.job_secret = Some(link.secret.clone());
+        crate::init_with(
+            crate::Launch {
+                rank,
+                size,
+                job_id: link.job_id.clone(),
+                node_id: self.node_id.clone(),
+                store: Some(std::sync::Arc::new(store)),
+            },
+            config,
+        )
+        .map_err(|e| e.context("joining the parents and children of a spawn"))
+    }
+
+    /// Leaves a universe ([`Weft::join_universe`]) without waiting for its other processes
+    /// (the spawned and the spawning finalize on their own): sends what is still queued.
+    pub fn leave_universe(self) {
+        self.engine
+            .borrow_mut()
+            .drain(Duration::from_secs(self.config.boot_timeout_s));
+    }
+}
+
+/// The parent/child intercommunicator in `universe` ([`Weft::join_universe`]), whose first
+/// `parents` ranks are the parents: collective over the universe.
+pub fn spawn_intercomm(universe: &Weft, parents: u32) -> Result<crate::Comm> {
+    let world = universe.world();
+    let child = world.rank() >= parents;
+    let local = world.split(i32::from(child), 0)?.ok_or_else(|| {
+        Error::new(
+            ErrorKind::Internal,
+            "spawn: the split left this process out",
+        )
+    })?;
+    let remote_leader = if child { 0 } else { parents };
+    local.intercomm_create(0, &world, remote_leader, SPAWN_TAG)
+}
+
+/// Tag of the leaders' exchange in [`spawn_intercomm`] (a fresh universe carries no other
+/// traffic yet).
+const SPAWN_TAG: i32 = 0x5eed;
+
 fn check_service(service: &str) -> Result<()> {
     if service.is_empty() {
         return Err(Error::new(ErrorKind::Service, "empty service name"));
@@ -597,6 +1051,29 @@ fn no_store() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spawn_links_round_trip_and_bad_ones_are_refused() {
+        let link = SpawnLink {
+            addr: "127.0.0.1:4000".into(),
+            secret: vec![7; 32],
+            job_id: "ab12-s0011".into(),
+            parents: 3,
+            children: 4,
+        };
+        assert_eq!(SpawnLink::parse(&link.encode()).unwrap(), link);
+        for bad in [
+            "",
+            "a;00;j;1",
+            "a;00;j;0;1",
+            "a;00;j;1;0",
+            ";00;j;1;1",
+            "a;zz;j;1;1",
+            "a;00;j;x;1",
+        ] {
+            assert!(SpawnLink::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn port_names_round_trip_and_bad_ones_are_port_errors() {
