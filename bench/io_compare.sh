@@ -6,6 +6,8 @@
 # MPI_File_read_all of TOTAL bytes (no warm-up: every library alike) and checks the bytes
 # read back. Output: per library, view and direction the median MB/s over the
 # runs, and the ratio best peer / weft (<= 1.0: weft at least as fast as every peer).
+# Each run starts after a `sync` (outside the timed calls), so no run pays for the
+# writeback of the one before.
 #
 #   bench/io_compare.sh [--np 4] [--reps 7] [--total 64M] [--block 16K] [--dir DIR]
 #                       [--out DIR] [--no-build]
@@ -70,6 +72,9 @@ while [ "$rep" -le "$reps" ]; do
       name=${l%%|*}
       launcher=$(echo "$l" | cut -d'|' -f3 | tr '@' ' ')
       log="$out/logs/$name-$view-$rep"
+      # Every run starts with no dirty pages of earlier runs still being written back (they
+      # would stall this run's writes by however much the last run left behind).
+      sync
       # shellcheck disable=SC2086 # the launcher is a word list
       if timeout -k 10 300 $launcher -n "$np" "$out/bin/$name-fileio_bw" -n 1 -b "$block" \
         "$dir/io-compare-$name.dat" "$total" "$view" >"$log.out" 2>"$log.err" </dev/null; then
