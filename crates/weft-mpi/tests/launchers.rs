@@ -128,6 +128,21 @@ fn prefix() -> &'static Path {
 }
 
 /// A C program of itest/c (or bench/c) built with our mpicc.
+/// A fresh, empty directory for launch_die's ready files (see itest/c/launch_die.c), under
+/// the build's target directory: the checkout is visible on every node of the test
+/// clusters, where each node has a /tmp of its own.
+fn ready_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "launch-die-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 fn c_program(name: &str) -> PathBuf {
     common::build_c(prefix(), name)
 }
@@ -416,7 +431,10 @@ fn a_rank_ending_early_ends_the_job_under_every_launcher() {
             }
             cmd.push(s(&die));
             cmd.push(mode);
+            let ready = ready_dir();
+            cmd.push(s(&ready));
             let r = run(&cmd, &[("WEFT_BOOT", "auto")], 90);
+            let _ = std::fs::remove_dir_all(&ready);
             let what = format!(
                 "{name} launch_die {mode}: exit {}\n{}\n{}",
                 r.code, r.stdout, r.stderr
@@ -563,6 +581,7 @@ fn srun_spans_two_namespace_nodes_and_weft_talks_tcp_between_them() {
     );
     // A rank ending early on the second node ends the whole job with its code.
     let die = c_program("launch_die");
+    let ready = ready_dir();
     let r = run(
         &[
             "srun",
@@ -574,10 +593,12 @@ fn srun_spans_two_namespace_nodes_and_weft_talks_tcp_between_them() {
             "-O",
             s(&die),
             "exit",
+            s(&ready),
         ],
         &env,
         90,
     );
+    let _ = std::fs::remove_dir_all(&ready);
     assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("weft: rank 3 (pid ") && r.stderr.contains("on wsn2) exited with code 3"),
