@@ -10,10 +10,11 @@
 # bandwidth of each and the ratio (target: rails 2 / rails 1 >= 1.8).
 #
 # allreduce (issue 36): three links; the P50 of `weft bench coll --op allreduce` of --size
-# bytes, each run one job, interleaved REPS times: on 1 rail ring and rabenseifner; on 2 and
-# 3 rails the same two (the messages striped over the rails) and multi_rail (a ring per
-# rail, its messages pinned to its rail). Prints each run, then per configuration the median
-# and its speed-up over the best 1-rail median, and multi_rail against the best striped.
+# bytes, each run one job, interleaved REPS times: on 1 rail ring, rabenseifner and
+# recursive_doubling; on 2 and 3 rails the same three (the messages striped over the rails)
+# and multi_rail (a ring per rail, its messages pinned to its rail). Prints each run, then
+# per configuration the median and its speed-up over the best 1-rail median, and multi_rail
+# against the best striped; with the load average before and after.
 #
 # --spinners N runs N busy loops (bench/spinners.sh) beside the jobs, stopped at the end.
 #
@@ -44,7 +45,7 @@ while (($#)); do
     --ppn) ppn=$2; shift 2 ;;
     --spinners) spinners=$2; shift 2 ;;
     --weft) weft=$2; shift 2 ;;
-    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 [ -x "$weft" ] || { echo "rails-bench.sh: $weft not built (cargo build --release -p weft-cli)" >&2; exit 2; }
@@ -87,6 +88,7 @@ fi
 
 reps=${reps:-5}
 iters=${iters:-5}
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # One run: prints the P50 in ms of an allreduce of $size bytes on $1 rails with algorithm $2.
 run() {
   WEFT_MAX_RAILS=$1 timeout 600 "$weft" bench coll --op allreduce \
@@ -94,8 +96,12 @@ run() {
     --sizes "$size" --iters "$iters" --algo "$2" --json |
     sed -n 's/.*"p50_us":\([0-9.e+]*\).*/\1/p' | awk '{ printf "%.1f\n", $1 / 1000 }'
 }
-configs=("1 ring" "1 rabenseifner" "2 ring" "2 rabenseifner" "2 multi_rail"
-  "3 ring" "3 rabenseifner" "3 multi_rail")
+striped=(ring rabenseifner recursive_doubling)
+configs=()
+for r in 1 2 3; do
+  for a in "${striped[@]}"; do configs+=("$r $a"); done
+  [ "$r" = 1 ] || configs+=("$r multi_rail")
+done
 declare -A times
 for ((i = 1; i <= reps; i++)); do
   line="run $i:"
@@ -108,18 +114,19 @@ for ((i = 1; i <= reps; i++)); do
   done
   echo "$line"
 done
-echo "allreduce of $size, $((2 * ppn)) ranks on 2 hosts, links shaped to $rate each, $spinners spinners; medians of $reps runs ($iters calls each):"
+echo "allreduce of $size, $((2 * ppn)) ranks on 2 hosts, links shaped to $rate each, $spinners spinners; medians of $reps runs ($iters calls each); load average (1, 5, 15 min) before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg):"
 declare -A med
 for c in "${configs[@]}"; do
   med[$c]=$(printf '%s\n' ${times[$c]} | median)
 done
-best1=$(printf '%s\n' "${med[1 ring]}" "${med[1 rabenseifner]}" | sort -g | head -1)
+best() { for a in "${striped[@]}"; do echo "${med[$1 $a]}"; done | sort -g | head -1; }
+best1=$(best 1)
 printf '| rails | algorithm | median ms | vs best 1 rail |\n|---|---|---|---|\n'
 for c in "${configs[@]}"; do
   set -- $c
   awk -v r="$1" -v a="$2" -v m="${med[$c]}" -v b="$best1" 'BEGIN { printf "| %s | %s | %.1f | %.2fx |\n", r, a, m, b / m }'
 done
 for r in 2 3; do
-  striped=$(printf '%s\n' "${med[$r ring]}" "${med[$r rabenseifner]}" | sort -g | head -1)
-  awk -v r="$r" -v m="${med[$r multi_rail]}" -v s="$striped" 'BEGIN { printf "%s rails: multi_rail %.1f ms against the best striped %.1f ms: %.2fx\n", r, m, s, s / m }'
+  s=$(best "$r")
+  awk -v r="$r" -v m="${med[$r multi_rail]}" -v s="$s" 'BEGIN { printf "%s rails: multi_rail %.1f ms against the best striped %.1f ms: %.2fx\n", r, m, s, s / m }'
 done

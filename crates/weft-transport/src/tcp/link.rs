@@ -14,7 +14,9 @@
 //!   read straight into the receive buffer ([`Sink::place`]); the fetch is done when every
 //!   byte is in.
 //! - A `CTS` goes out ahead of the fragments queued for the same peer, so both directions of
-//!   an exchange of large messages stream at once.
+//!   an exchange of large messages stream at once; the socket's unsent limit
+//!   ([`super::unsent_limit_bytes`]) keeps it from waiting behind fragments already handed
+//!   to the kernel, of which there is at most about one beyond those in flight.
 //!
 //! Tokens are the engine's request ids; a `CTS` carries the fetch's token as the receiver's
 //! request, and every fragment carries it back.

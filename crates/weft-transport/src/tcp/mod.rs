@@ -6,7 +6,9 @@
 //! (epoll with timeout 0); there is no thread. Sockets have `TCP_NODELAY`; a frame goes out
 //! with one vectored write of header and payload, and what the kernel does not take is copied
 //! into the connection's small write buffer (at most one frame), so [`Endpoint::try_send`]
-//! never holds on to the caller's buffer after it returns.
+//! never holds on to the caller's buffer after it returns. The kernel takes at most about
+//! one fragment beyond what is in flight ([`unsent_limit_bytes`], `TCP_NOTSENT_LOWAT`), so a
+//! small frame written after a large message does not wait for the whole message.
 //!
 //! Rails: with `rails > 1`, the first fragment to a peer also opens `rails - 1` more
 //! connections to it (to its published addresses in turn), and fragments (`FRAG`, which
@@ -839,6 +841,7 @@ impl Endpoint {
             }
         };
         let fd = conn.stream.as_raw_fd();
+        set_unsent_limit(fd, unsent_limit_bytes(&self.limits));
         let want_write = conn.want_write;
         let outbound = conn.outbound;
         self.conns[ci] = Some(conn);
@@ -1720,6 +1723,38 @@ fn nonblocking_connect(addr: &SocketAddr, source: Option<IpAddr>) -> std::io::Re
     Ok(stream)
 }
 
+/// Bytes a connection's socket may hold not yet sent (`TCP_NOTSENT_LOWAT`) beyond what is
+/// in flight: one rendezvous fragment, at least [`MIN_UNSENT_LIMIT_BYTES`]. Without a
+/// limit the kernel takes a whole large message at once (its send buffer grows to
+/// megabytes), and a frame written after it, a `CTS` above all, waits until that message
+/// has crossed the link: when two ranks exchange large messages, the second one's `CTS`
+/// went out behind its own data, so the two directions ran one after the other (measured
+/// between two hosts on a 200 Mbit/s link: 8 MiB allreduce 610 ms against 355 ms for the
+/// bytes alone). With the limit a frame waits at most for the rest of the fragment being
+/// written and this many bytes.
+pub fn unsent_limit_bytes(limits: &Limits) -> u32 {
+    limits.fragment_bytes.max(MIN_UNSENT_LIMIT_BYTES)
+}
+
+/// Smallest unsent limit: below it a fast link needs a write every few microseconds.
+pub const MIN_UNSENT_LIMIT_BYTES: u32 = 64 * 1024;
+
+/// Sets `TCP_NOTSENT_LOWAT` to `bytes` (see [`unsent_limit_bytes`]). A failure is ignored:
+/// the socket still works, only with the kernel's own (unlimited) default.
+pub fn set_unsent_limit(fd: i32, bytes: u32) {
+    let value = bytes.min(i32::MAX as u32) as i32;
+    // SAFETY: `value` lives across the call and its size is passed.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            &value as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+    }
+}
+
 /// Turns on keepalive probes and the user timeout (see the module comment). Failures are
 /// ignored: a socket without them still works, it only learns of a dead host later.
 pub fn set_keepalive(fd: i32) {
@@ -1883,7 +1918,7 @@ mod tests {
     }
 
     #[test]
-    fn every_connection_has_keepalive_and_a_user_timeout() {
+    fn every_connection_has_keepalive_a_user_timeout_and_an_unsent_limit() {
         let eps = pair(4096, 8192);
         // Both ends: the connection we dialled and the one we accepted.
         for (ep, peer) in [(&eps[0], 1), (&eps[1], 0)] {
@@ -1905,6 +1940,11 @@ mod tests {
             assert_eq!(
                 int_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT),
                 USER_TIMEOUT_MS as i32
+            );
+            // The unsent limit: one fragment, raised to the floor (8 KiB fragments here).
+            assert_eq!(
+                int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT),
+                MIN_UNSENT_LIMIT_BYTES as i32
             );
         }
     }

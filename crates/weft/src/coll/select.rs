@@ -338,10 +338,10 @@ pub fn default_lanes() -> Lanes {
 /// Of what R TCP rails move as R messages each pinned to one rail, the share one message
 /// striped over them gets (a tuning file's `[model] stripe_efficiency` replaces it):
 /// `scripts/rails-bench.sh allreduce` (docs/bench/rails.md), 8 MiB between two hosts over
-/// 2 and 3 rails of 200 Mbit/s, measured striping and multi_rail within the runs' spread of
-/// each other (multi_rail against the best striped: 1.05x and 0.96x on 3 rails, 0.96x and
-/// 0.98x on 2), so nothing is lost to striping: 1, and the selector keeps striping unless
-/// a tuning file says it loses.
+/// 2 and 3 rails of 200 Mbit/s, measured multi_rail within the runs' spread of the best
+/// striped algorithm (ring, rabenseifner or recursive doubling), quiet and beside spinners
+/// (the ratios are in that file), so nothing is taken as lost to striping: 1, and the
+/// selector keeps striping unless a tuning file says it loses.
 pub const DEFAULT_STRIPE_EFFICIENCY: f64 = 1.0;
 
 impl Tuning {
