@@ -976,7 +976,8 @@ impl Weft {
 
     /// Starts this process's instance in the universe of `link` as rank `rank` (collective
     /// over the universe: every parent and child calls it). A child says first that it has
-    /// arrived (what [`SpawnHost::wait_children`] waits for).
+    /// arrived (what [`SpawnHost::wait_children`] waits for). From then on every progress
+    /// call of one of this process's instances polls the others too (MPI's progress rule).
     pub fn join_universe(&self, link: &SpawnLink, rank: u32) -> Result<Weft> {
         let size = link.parents + link.children;
         let timeout = Duration::from_secs(self.config.boot_timeout_s);
@@ -992,7 +993,7 @@ impl Weft {
         }
         let mut config = self.config.clone();
         config.job_secret = Some(link.secret.clone());
-        crate::init_with(
+        let universe = crate::init_with(
             crate::Launch {
                 rank,
                 size,
@@ -1002,15 +1003,19 @@ impl Weft {
             },
             config,
         )
-        .map_err(|e| e.context("joining the parents and children of a spawn"))
+        .map_err(|e| e.context("joining the parents and children of a spawn"))?;
+        crate::engine::instances::link(&self.engine, &universe.engine);
+        Ok(universe)
     }
 
     /// Leaves a universe ([`Weft::join_universe`]) without waiting for its other processes
-    /// (the spawned and the spawning finalize on their own): sends what is still queued.
+    /// (the spawned and the spawning finalize on their own): sends what is still queued,
+    /// and the process's other instances stop polling it.
     pub fn leave_universe(self) {
         self.engine
             .borrow_mut()
             .drain(Duration::from_secs(self.config.boot_timeout_s));
+        crate::engine::instances::unlink(&self.engine);
     }
 }
 
