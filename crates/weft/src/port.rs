@@ -586,19 +586,6 @@ pub const SPAWN_VAR: &str = "WEFT_SPAWN_PARENT";
 /// The variable `weft run` gives its ranks: the path of the `weft` binary that started them
 /// (where MPI_Comm_spawn finds the launcher for a child job).
 pub const RUN_PROGRAM_VAR: &str = "WEFT_RUN_PROGRAM";
-/// Variables of the parents' own job that must not reach the child job's launcher.
-const PARENT_JOB_VARS: &[&str] = &[
-    "WEFT_RANK",
-    "WEFT_SIZE",
-    "WEFT_LOCAL_RANK",
-    "WEFT_LOCAL_SIZE",
-    "WEFT_NODE_ID",
-    "WEFT_BOOT_ADDR",
-    "WEFT_JOB_ID",
-    "WEFT_JOB_SECRET",
-    RUN_PROGRAM_VAR,
-    SPAWN_VAR,
-];
 
 /// How the processes of a spawn meet (MPI_Comm_spawn, MPI-4.1 §11.8.2): the parents' root
 /// serves a bootstrap store for a job of its own, the *universe* of the parents (ranks
@@ -823,7 +810,9 @@ impl SpawnHost {
             }
             c.arg(spawn_program(cmd)).args(&cmd.args);
         }
-        for v in PARENT_JOB_VARS {
+        // The parents' own job's identity must not reach the child job's launcher (which
+        // sets its ranks' own); the link to the parents replaces theirs.
+        for v in weft_boot::PER_RANK_VARS {
             c.env_remove(v);
         }
         c.env(SPAWN_VAR, link.encode())
