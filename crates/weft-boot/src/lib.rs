@@ -35,6 +35,27 @@ pub use table::AbortRecord;
 use std::time::{Duration, Instant};
 use weft_core::{Error, ErrorKind, Result};
 
+/// Variables a launcher sets itself for each rank of the job it starts: who the rank is,
+/// where its job's store is and the job's secret, the launcher's path, the rank's program
+/// (a job of several) and its host's place in the job's torus. Never passed on from the
+/// environment of whoever starts a job (a job started from inside a rank, `weft run` in a
+/// script or MPI_Comm_spawn, must not inherit its parent's identity or secret); declared
+/// here, the lowest layer that both the launcher and the runtime see.
+pub const PER_RANK_VARS: &[&str] = &[
+    "WEFT_RANK",
+    "WEFT_SIZE",
+    "WEFT_LOCAL_RANK",
+    "WEFT_LOCAL_SIZE",
+    "WEFT_NODE_ID",
+    "WEFT_BOOT_ADDR",
+    "WEFT_JOB_ID",
+    "WEFT_JOB_SECRET",
+    "WEFT_RUN_PROGRAM",
+    "WEFT_APPNUM",
+    weft_core::knob::TORUS_DIMS,
+    weft_core::knob::TORUS_COORDS,
+];
+
 /// The key-value store ranks share during bootstrap.
 pub trait Store: Send + Sync {
     /// Stores `value` under `key`, replacing any earlier value.

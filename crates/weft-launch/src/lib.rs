@@ -190,22 +190,8 @@ pub struct JobOutcome {
 }
 
 /// Variables the launcher sets itself for each rank, never forwarded from its own
-/// environment (a job started from inside a rank must not pass on its parent's identity or
-/// secret).
-pub const PER_RANK_VARS: &[&str] = &[
-    "WEFT_RANK",
-    "WEFT_SIZE",
-    "WEFT_LOCAL_RANK",
-    "WEFT_LOCAL_SIZE",
-    "WEFT_NODE_ID",
-    "WEFT_BOOT_ADDR",
-    "WEFT_JOB_ID",
-    "WEFT_JOB_SECRET",
-    "WEFT_RUN_PROGRAM",
-    "WEFT_APPNUM",
-    torus::TORUS_DIMS_VAR,
-    torus::TORUS_COORDS_VAR,
-];
+/// environment (the one list, kept in weft-boot, which the runtime's MPI_Comm_spawn uses too).
+pub use weft_boot::PER_RANK_VARS;
 
 /// The environment ranks on other hosts get: the `WEFT_*` knobs and OpenSHMEM's `SHMEM_*`
 /// variables of `launcher_env` (the launcher's environment; a remote login does not carry it;

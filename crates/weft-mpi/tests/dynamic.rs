@@ -5,7 +5,8 @@
 //! unknown names, services and ports fail with MPI_ERR_NAME, MPI_ERR_SERVICE and
 //! MPI_ERR_PORT. Jobs of 1, 2, 3, 4 and 7 ranks, on one node and on two simulated hosts
 //! (ranks of both halves over TCP), and a process started without a launcher. Spawned
-//! children (`itest/c/spawn.c`) talk to their parents and end with them.
+//! children (`itest/c/spawn.c`) talk to their parents and end with them; parents of two
+//! spawns progress each of their instances from a wait in any other (`itest/c/spawn_two.c`).
 
 use std::path::Path;
 
@@ -203,6 +204,49 @@ fn spawn_multiple_starts_commands_as_one_job() {
             );
             let left = processes_of(&prog);
             assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+        }
+    }
+}
+
+/// `itest/c/spawn_two.c`: 1 and 2 parents spawn two jobs (2 and 1 children), so each parent
+/// is in three weft instances. Parent 0 waits in a blocking receive in one instance (job B's
+/// universe, job A's, the parents' world) for a token that is sent only after a synchronous
+/// send of 1 MiB + 3 bytes to it in another instance has completed, which needs parent 0 to
+/// progress that instance from inside its wait; files order the steps, so the test hangs
+/// (caught by the job's time bound) unless every wait progresses every instance. Every
+/// payload is checked. Then one job is disconnected and the other keeps working (1 MiB + 3
+/// both ways, an allreduce). Both drop orders, with MPI_Init and with MPI_THREAD_MULTIPLE
+/// (blocking calls poll their nonblocking twins); afterwards no process of the program is
+/// left and no job left anything in /dev/shm.
+#[test]
+fn parents_of_two_spawns_progress_every_instance_from_any_wait() {
+    let prog = common::build_c(prefix(), "spawn_two");
+    for parents in [1, 2] {
+        for (drop, multiple) in [("A", false), ("B", false), ("A", true), ("B", true)] {
+            let drop_arg = format!("drop={drop}");
+            let mut args = vec![drop_arg.as_str()];
+            if multiple {
+                args.push("multiple");
+            }
+            let out = common::run_c_args(&prog, parents, &args, &[]);
+            let text = format!(
+                "spawn_two by {parents} ({args:?}):\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(out.exit_code, 0, "{text}");
+            let want = format!(
+                "spawn_two: {parents} parents, drop {drop}{} ok",
+                if multiple { ", multiple" } else { "" }
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(&want),
+                "{text}"
+            );
+            let left = processes_of(&prog);
+            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+            let segs = child_segments_left(&out.stdout);
+            assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
         }
     }
 }

@@ -586,19 +586,6 @@ pub const SPAWN_VAR: &str = "WEFT_SPAWN_PARENT";
 /// The variable `weft run` gives its ranks: the path of the `weft` binary that started them
 /// (where MPI_Comm_spawn finds the launcher for a child job).
 pub const RUN_PROGRAM_VAR: &str = "WEFT_RUN_PROGRAM";
-/// Variables of the parents' own job that must not reach the child job's launcher.
-const PARENT_JOB_VARS: &[&str] = &[
-    "WEFT_RANK",
-    "WEFT_SIZE",
-    "WEFT_LOCAL_RANK",
-    "WEFT_LOCAL_SIZE",
-    "WEFT_NODE_ID",
-    "WEFT_BOOT_ADDR",
-    "WEFT_JOB_ID",
-    "WEFT_JOB_SECRET",
-    RUN_PROGRAM_VAR,
-    SPAWN_VAR,
-];
 
 /// How the processes of a spawn meet (MPI_Comm_spawn, MPI-4.1 §11.8.2): the parents' root
 /// serves a bootstrap store for a job of its own, the *universe* of the parents (ranks
@@ -823,7 +810,9 @@ impl SpawnHost {
             }
             c.arg(spawn_program(cmd)).args(&cmd.args);
         }
-        for v in PARENT_JOB_VARS {
+        // The parents' own job's identity must not reach the child job's launcher (which
+        // sets its ranks' own); the link to the parents replaces theirs.
+        for v in weft_boot::PER_RANK_VARS {
             c.env_remove(v);
         }
         c.env(SPAWN_VAR, link.encode())
@@ -976,7 +965,8 @@ impl Weft {
 
     /// Starts this process's instance in the universe of `link` as rank `rank` (collective
     /// over the universe: every parent and child calls it). A child says first that it has
-    /// arrived (what [`SpawnHost::wait_children`] waits for).
+    /// arrived (what [`SpawnHost::wait_children`] waits for). From then on every progress
+    /// call of one of this process's instances polls the others too (MPI's progress rule).
     pub fn join_universe(&self, link: &SpawnLink, rank: u32) -> Result<Weft> {
         let size = link.parents + link.children;
         let timeout = Duration::from_secs(self.config.boot_timeout_s);
@@ -992,7 +982,7 @@ impl Weft {
         }
         let mut config = self.config.clone();
         config.job_secret = Some(link.secret.clone());
-        crate::init_with(
+        let universe = crate::init_with(
             crate::Launch {
                 rank,
                 size,
@@ -1002,15 +992,19 @@ impl Weft {
             },
             config,
         )
-        .map_err(|e| e.context("joining the parents and children of a spawn"))
+        .map_err(|e| e.context("joining the parents and children of a spawn"))?;
+        crate::engine::instances::link(&self.engine, &universe.engine);
+        Ok(universe)
     }
 
     /// Leaves a universe ([`Weft::join_universe`]) without waiting for its other processes
-    /// (the spawned and the spawning finalize on their own): sends what is still queued.
+    /// (the spawned and the spawning finalize on their own): sends what is still queued,
+    /// and the process's other instances stop polling it.
     pub fn leave_universe(self) {
         self.engine
             .borrow_mut()
             .drain(Duration::from_secs(self.config.boot_timeout_s));
+        crate::engine::instances::unlink(&self.engine);
     }
 }
 

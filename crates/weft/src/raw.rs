@@ -434,12 +434,23 @@ pub fn wait_any(reqs: &[Option<&RawRequest>]) -> Result<usize> {
     if let Some(i) = reqs.iter().position(|r| r.is_some_and(|r| r.id.is_none())) {
         return Ok(i);
     }
-    let mut e = first.engine.borrow_mut();
+    let waiting = first.engine.clone();
+    let mut e = waiting.borrow_mut();
     let mut found = None;
+    // A request of another of this process's instances (a spawn's universe) is asked of its
+    // own engine: the wait's progress polls that one too.
     e.wait_p2p_until(|e| {
-        found = reqs
-            .iter()
-            .position(|r| r.is_some_and(|r| r.id.is_some_and(|id| e.is_done(id))));
+        found = reqs.iter().position(|r| {
+            r.is_some_and(|r| {
+                r.id.is_some_and(|id| {
+                    if Rc::ptr_eq(&r.engine, &waiting) {
+                        e.is_done(id)
+                    } else {
+                        r.engine.try_borrow().is_ok_and(|o| o.is_done(id))
+                    }
+                })
+            })
+        });
         found.is_some()
     });
     Ok(found.expect("wait_any woke without a completion"))

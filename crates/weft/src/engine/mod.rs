@@ -43,6 +43,7 @@
 
 mod colls;
 mod ctx;
+pub(crate) mod instances;
 mod io;
 mod liveness;
 mod post;
@@ -267,6 +268,9 @@ pub(crate) struct Engine {
     /// Blocking communicator creations in progress: a duplication takes no decision on
     /// context ids while one reads and sets them (see `Comm::idup`).
     creating: u32,
+    /// The process's other weft instances (the universes of its spawns), which every
+    /// progress call polls too; None while this is its only one ([`instances`]).
+    instances: Option<instances::Instances>,
 }
 
 /// A rank in no core group (`NodeSetup::core_group_of`).
@@ -463,6 +467,7 @@ impl Engine {
             io_busy: false,
             ctx_taken: Vec::new(),
             creating: 0,
+            instances: None,
         })
     }
 
@@ -595,8 +600,19 @@ impl Engine {
     }
 
     /// Polls every inbound ring, flushes queued outbound work and advances the started
-    /// collectives (unless called from inside one). True if anything moved.
+    /// collectives (unless called from inside one), then, in a process of several weft
+    /// instances, polls the others once ([`instances`]). True if anything moved.
+    #[inline]
     pub(crate) fn progress(&mut self) -> bool {
+        let moved = self.progress_self();
+        if self.instances.is_some() {
+            return self.progress_other_instances() | moved;
+        }
+        moved
+    }
+
+    /// [`Engine::progress`] of this instance alone.
+    fn progress_self(&mut self) -> bool {
         self.progress_passes = self.progress_passes.wrapping_add(1);
         let mut moved = self.progress_transports();
         if !self.idups.is_empty() && !self.idups_busy && self.creating == 0 {

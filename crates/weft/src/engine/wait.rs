@@ -222,9 +222,11 @@ impl Engine {
     /// Whether a wait may sleep now: everything it could wait for rings this rank's bell.
     /// Not with a network endpoint (its sockets ring no bell: waits with network peers
     /// yield), nor with work of its own stuck (a ring full towards a peer, which frees room
-    /// without ringing, a CMA read to do), nor with file operations in flight.
+    /// without ringing, a CMA read to do), nor with file operations in flight, nor in a
+    /// process of several weft instances (another instance's deliveries ring another bell).
     fn can_sleep(&self) -> bool {
-        self.shm.is_some()
+        !self.in_several_instances()
+            && self.shm.is_some()
             && self.net.is_none()
             && self.core.outq_len == 0
             && self.core.deferred_reads.is_empty()
