@@ -155,3 +155,26 @@ fn shared_windows_with_members_without_memory() {
     common::run_c_ok(prefix(), "rma_shared", 1..=4, &[]);
     common::run_c_ok(prefix(), "rma_shared", 7..=7, &[]);
 }
+
+/// Fence epochs on the allocated, created and shared flavors (`itest/c/rma_fence.c`: puts and
+/// gets of 0, 1, 7, 4097 and 1 MiB + 3 bytes between neighbours, every byte checked) at 1 to
+/// 4 and 7 ranks; then with `WEFT_BLOCK=on` and a sleep of up to ten minutes, so a member
+/// that waits at a fence sleeps and only the last arrival's wake-up ends its sleep (a lost
+/// one would hold the job until the hang catcher ends it).
+#[test]
+fn fences_wake_sleeping_members() {
+    let prog = common::build_c(prefix(), "rma_fence");
+    let sleeping = [("WEFT_BLOCK", "on"), ("WEFT_BLOCK_SLEEP_MS", "600000")];
+    for (n, env) in [1, 2, 3, 4, 7]
+        .into_iter()
+        .flat_map(|n| [(n, &[][..]), (n, &sleeping[..])])
+    {
+        let out = common::run_c(&prog, n, env);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.exit_code == 0 && stdout.contains("rma_fence ok"),
+            "rma_fence at {n} ranks with {env:?}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

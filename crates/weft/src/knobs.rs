@@ -14,7 +14,7 @@ pub(crate) static KNOBS: &[Knob] = &[
         name: "WEFT_BLOCK",
         kind: KnobKind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do, after its spin: auto = only while programs that are not this job's ranks compete for the cores (runnable tasks in /proc/loadavg beyond this job's awake ranks and the usable cores; see ARCHITECTURE.md), else as off but sleeping after 20 ms with nothing arriving; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS between liveness checks. Waits on network peers, a full ring, one-sided and file operations yield instead",
+        help: "sleep in the kernel (a futex in the node's segment, woken by the peer that delivers a message or arrives in a collective) while a wait has nothing to do, after its spin: auto = only while programs that are not this job's ranks compete for the cores (runnable tasks in /proc/loadavg beyond this job's awake ranks and the usable cores; see ARCHITECTURE.md), else as off but sleeping after 20 ms with nothing arriving; on = as soon as a wait finds nothing to do; off = never (spin and yield as WEFT_YIELD says). A sleep lasts at most WEFT_BLOCK_SLEEP_MS between liveness checks. Waits on network peers, a full ring, one-sided operations (not a window's node fence) and file operations yield instead",
     },
     Knob {
         name: "WEFT_BLOCK_AFTER_US",

@@ -541,14 +541,6 @@ impl Engine {
         self.yield_when_idle
     }
 
-    /// How long a wait that does not yield at once spins with nothing to do before it
-    /// yields the core on every idle turn (`WEFT_YIELD_AFTER_US`); `None` under
-    /// `WEFT_YIELD=off`, which never yields. For waits the engine does not run itself (a
-    /// window's fence polls its members' words).
-    pub(crate) fn idle_spin_window(&self) -> Option<std::time::Duration> {
-        (!self.never_yield).then_some(self.spin_window)
-    }
-
     /// Whether the node runs more local ranks than the process may use cores.
     pub(crate) fn oversubscribed(&self) -> bool {
         self.oversubscribed

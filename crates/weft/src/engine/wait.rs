@@ -137,6 +137,24 @@ impl Engine {
         self.wait_spinning(done, 0, keep_core, MaySleep::Yes);
     }
 
+    /// [`Engine::wait_until`] (`rung`: whatever makes `done` true rings this rank's bell,
+    /// so the wait may sleep) or [`Engine::wait_until_polled`] (not `rung`) whose spin
+    /// before it yields lasts at most `spin_max` (a window's fence: a member still missing
+    /// after a short spin is mostly copying its puts and gets, which a spinning waiter
+    /// slows).
+    pub(crate) fn wait_until_spin_max(
+        &mut self,
+        done: impl FnMut(&Engine) -> bool,
+        spin_max: std::time::Duration,
+        rung: bool,
+    ) {
+        let window = self.spin_window;
+        self.spin_window = window.min(spin_max);
+        let may_sleep = if rung { MaySleep::Yes } else { MaySleep::No };
+        self.wait_spinning(done, 0, |_| false, may_sleep);
+        self.spin_window = window;
+    }
+
     /// [`Engine::wait_until`] for point-to-point completions. On a node with more ranks
     /// than cores (`WEFT_YIELD=auto`) it spins a learned time before it yields, as an
     /// adaptive lock does: the spin doubles (up to 50 us) after a wait that ended within it,

@@ -146,7 +146,7 @@ impl Window {
             return Ok(FenceWait(FenceWaitOn::Done));
         }
         Ok(FenceWait(match &self.node_fence {
-            Some(f) => FenceWaitOn::Node(f.arrive()),
+            Some(f) => FenceWaitOn::Node(f.arrive(&self.comm.engine)),
             None => FenceWaitOn::Barrier(self.comm.ibarrier()?),
         }))
     }

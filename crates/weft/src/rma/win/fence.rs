@@ -13,10 +13,15 @@
 //! their calls return on a node-local window) visible to every member after the fence.
 //!
 //! While it waits a member keeps the progress engine turning (a fence is a blocking MPI call:
-//! a peer may need this process's sends before it reaches the fence), spins through the
-//! engine's spin window (at most 10 us) and then yields the core on every idle turn (at once when the node
-//! is oversubscribed), as the engine's own waits do; now and then it checks that the members it waits for still live,
-//! so a killed member ends the wait with an error instead of a hang.
+//! a peer may need this process's sends before it reaches the fence) and waits as the
+//! engine's own waits do (`Engine::wait_until_spin_max`): it spins through the engine's spin
+//! window, at most [`FENCE_SPIN_MAX`], then yields the core on every idle turn (at once when
+//! the node is oversubscribed) and, under `WEFT_BLOCK`, sleeps in the kernel when other
+//! programs compete for the cores: a member that arrives rings the bell of every other
+//! member (one fence and one load each while nobody sleeps), so a sleeper is woken by the
+//! last arrival and run at once, instead of a yielding waiter that gets its core back from
+//! a spinning program only now and then. Now and then it checks that the members it waits
+//! for still live, so a killed member ends the wait with an error instead of a hang.
 
 use super::control::Control;
 use crate::engine::Engine;
@@ -25,13 +30,14 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 use weft_core::{Error, ErrorKind, Result};
 
-/// Polls of the members' words between two turns of the progress engine.
-const POLLS_PER_PROGRESS: u32 = 64;
-/// Turns of the progress engine between two liveness checks of the members.
+/// Turns of a polled wait ([`NodeFence::check_alive`]) between two liveness checks.
 const PROGRESS_PER_LIVENESS: u32 = 1 << 12;
-/// Idle turns of the progress engine between two readings of the clock while a waiter
-/// spins (about a microsecond of polls): a fence met sooner never reads it.
-const PROGRESS_PER_CLOCK_READ: u32 = 8;
+/// Looks of a blocking wait ([`NodeFence::wait`]) between two readings of the clock: a
+/// fence met sooner never reads it.
+const LOOKS_PER_CLOCK_READ: u32 = 16;
+/// How often a blocking wait checks that the members still live (a wait that sleeps looks
+/// at least every `WEFT_BLOCK_SLEEP_MS`).
+const LIVENESS_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 /// Longest spin of an idle fence wait before it yields (shorter when `WEFT_YIELD_AFTER_US`
 /// is): a member still missing after it is mostly copying its puts and gets, which run
 /// slower beside a spinning waiter (np 2 on 2 cores, 8 x 1 MiB per fence, interleaved,
@@ -49,21 +55,32 @@ pub(crate) struct NodeFence {
     arrived: Cell<u64>,
     /// The members' process ids (this process's included), for the liveness checks.
     pids: Vec<i32>,
+    /// The other members' local ranks in this process's node segment, whose bells an
+    /// arrival rings; `None` when a member is not a rank of that segment (a waiter then
+    /// never sleeps).
+    bells: Option<Vec<u32>>,
 }
 
 impl NodeFence {
-    /// The barrier of the members whose control blocks are `blocks`, the caller's at `me`.
+    /// The barrier of the members whose control blocks are `blocks`, the caller's at `me`;
+    /// `bells` as the field says.
     ///
     /// # Safety
     /// Each of `blocks` must point to a control block (see [`Control::at`]) every member
     /// maps, which outlives this value, with its fence word 0 before any member's first
     /// fence.
-    pub(crate) unsafe fn new(blocks: Vec<*const u8>, me: usize, pids: Vec<i32>) -> NodeFence {
+    pub(crate) unsafe fn new(
+        blocks: Vec<*const u8>,
+        me: usize,
+        pids: Vec<i32>,
+        bells: Option<Vec<u32>>,
+    ) -> NodeFence {
         NodeFence {
             blocks,
             me,
             arrived: Cell::new(0),
             pids,
+            bells,
         }
     }
 
@@ -74,52 +91,44 @@ impl NodeFence {
 
     /// Waits until every member has arrived; `rank` (the caller's world rank) for messages.
     ///
-    /// Idle turns (no progress made) spin through the engine's spin window
-    /// (`WEFT_YIELD_AFTER_US`), at most [`FENCE_SPIN_MAX`], then yield the core on every
-    /// turn, as the engine's own waits do (at once where the engine yields at once; never
-    /// under `WEFT_YIELD=off`): a member that arrived first mostly waits for another's
-    /// copies of its puts and gets, which a spinning waiter slowed.
+    /// The engine's wait (`Engine::wait_until_spin_max`) with its spin capped at
+    /// [`FENCE_SPIN_MAX`]; it may sleep when every member rings this process's bell.
     pub(crate) fn wait(&self, rank: u32, engine: &RefCell<Engine>) -> Result<()> {
-        let mut w = self.arrive();
-        let (yields_at_once, window) = {
-            let e = engine.borrow();
-            (
-                e.yields_when_idle(),
-                e.idle_spin_window().map(|w| w.min(FENCE_SPIN_MAX)),
-            )
-        };
-        let mut yielding = yields_at_once;
-        // The end of this idle stretch's spin, once the clock was read.
-        let mut spin_until: Option<Instant> = None;
-        loop {
-            for _ in 0..POLLS_PER_PROGRESS {
+        let mut w = self.arrive(engine);
+        if self.arrived_all(&mut w) {
+            return Ok(());
+        }
+        let mut failed = None;
+        let mut last_check: Option<Instant> = None;
+        engine.borrow_mut().wait_until_spin_max(
+            |_| {
                 if self.arrived_all(&mut w) {
-                    return Ok(());
+                    return true;
                 }
-                std::hint::spin_loop();
-            }
-            if engine.borrow_mut().progress() {
-                yielding = yields_at_once;
-                spin_until = None;
-            } else if yielding {
-                std::thread::yield_now();
-            } else if let Some(window) = window {
-                if w.turns.is_multiple_of(PROGRESS_PER_CLOCK_READ) {
+                w.turns = w.turns.wrapping_add(1);
+                if w.turns.is_multiple_of(LOOKS_PER_CLOCK_READ) {
                     let now = Instant::now();
-                    match spin_until {
-                        None => spin_until = Some(now + window),
-                        Some(t) if now >= t => yielding = true,
-                        Some(_) => {}
+                    let last = *last_check.get_or_insert(now);
+                    if now.duration_since(last) >= LIVENESS_PERIOD {
+                        last_check = Some(now);
+                        if let Err(e) = self.alive(rank) {
+                            failed = Some(e);
+                            return true;
+                        }
                     }
                 }
-            }
-            self.check_alive(rank, &mut w)?;
-        }
+                false
+            },
+            FENCE_SPIN_MAX,
+            self.bells.is_some(),
+        );
+        failed.map_or(Ok(()), Err)
     }
 
     /// Arrives at the next fence without waiting (the caller then polls
-    /// [`NodeFence::arrived_all`] with what this returns).
-    pub(crate) fn arrive(&self) -> FenceArrival {
+    /// [`NodeFence::arrived_all`] with what this returns), and rings the bells of the
+    /// members that sleep.
+    pub(crate) fn arrive(&self, engine: &RefCell<Engine>) -> FenceArrival {
         if self.blocks.len() <= 1 {
             return FenceArrival {
                 epoch: 0,
@@ -132,6 +141,13 @@ impl NodeFence {
         self.block(self.me)
             .fence_epoch
             .store(epoch, Ordering::Release);
+        if let Some(bells) = &self.bells {
+            if let Some(shm) = engine.borrow().shm() {
+                for &l in bells {
+                    shm.wake(l);
+                }
+            }
+        }
         FenceArrival {
             epoch,
             next: 0,
@@ -156,20 +172,26 @@ impl NodeFence {
     pub(crate) fn check_alive(&self, rank: u32, w: &mut FenceArrival) -> Result<()> {
         w.turns = w.turns.wrapping_add(1);
         if w.turns.is_multiple_of(PROGRESS_PER_LIVENESS) {
-            if let Some(&pid) = self
-                .pids
-                .iter()
-                .find(|&&p| !weft_transport::shm::process_alive(p))
-            {
-                return Err(Error::new(
-                    ErrorKind::PeerDead,
-                    format!(
-                        "rank {rank}: MPI_Win_fence: window member process {pid} died before it reached the fence"
-                    ),
-                ));
-            }
+            return self.alive(rank);
         }
         Ok(())
+    }
+
+    /// Whether every member's process still lives (an error names the first dead one).
+    fn alive(&self, rank: u32) -> Result<()> {
+        match self
+            .pids
+            .iter()
+            .find(|&&p| !weft_transport::shm::process_alive(p))
+        {
+            Some(pid) => Err(Error::new(
+                ErrorKind::PeerDead,
+                format!(
+                    "rank {rank}: MPI_Win_fence: window member process {pid} died before it reached the fence"
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 }
 

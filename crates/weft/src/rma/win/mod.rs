@@ -462,6 +462,24 @@ impl Window {
                 }
             })
             .collect();
+        // The other members' local ranks in this process's node segment, when every member
+        // is one of its ranks: a fence arrival rings their bells, so a fence may sleep.
+        let bells = {
+            let e = weft.engine.borrow();
+            let (local_world, _) = e.local_ranks();
+            e.shm().and_then(|_| {
+                (0..size)
+                    .filter(|&r| r != rank)
+                    .map(|r| {
+                        let world = wcomm.members()[r];
+                        local_world
+                            .iter()
+                            .position(|&w| w == world)
+                            .map(|l| l as u32)
+                    })
+                    .collect::<Option<Vec<u32>>>()
+            })
+        };
         // SAFETY: every member is local, so every control block lies in the region, which
         // every member maps and the window keeps until it is dropped.
         let node_fence = (local.len() == size).then(|| unsafe {
@@ -471,6 +489,7 @@ impl Window {
                     .collect(),
                 rank,
                 (0..size).map(|r| info(r, 3) as i32).collect(),
+                bells,
             )
         });
         Ok(Window {
