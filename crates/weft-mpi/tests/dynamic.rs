@@ -120,6 +120,21 @@ fn child_segments_left(stdout: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// Asserts a spawning job ended well: exit code 0, `want` on its stdout, no process of
+/// `prog` left and nothing of the child jobs in /dev/shm (`text`: the job's output, for
+/// the messages).
+fn assert_spawn_job_clean(out: &weft_launch::JobOutcome, prog: &Path, want: &str, text: &str) {
+    assert_eq!(out.exit_code, 0, "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(want),
+        "{text}"
+    );
+    let left = processes_of(prog);
+    assert!(left.is_empty(), "processes left: {left:?}\n{text}");
+    let segs = child_segments_left(&out.stdout);
+    assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
+}
+
 /// `itest/c/spawn.c`: 1, 2 and 3 parents (the root the last of them, the arguments
 /// significant only there) spawn 1, 2 and 4 copies of the program: get_parent, the
 /// children's world size, MPI_APPNUM, errcodes, point-to-point both ways, a broadcast and an
@@ -139,16 +154,8 @@ fn parents_spawn_children_and_talk_over_the_intercommunicator() {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert_eq!(out.exit_code, 0, "{text}");
             let want = format!("spawn: {parents} parents, {children} children ok");
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains(&want),
-                "{text}"
-            );
-            let left = processes_of(&prog);
-            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
-            let segs = child_segments_left(&out.stdout);
-            assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
+            assert_spawn_job_clean(&out, &prog, &want, &text);
         }
     }
 }
@@ -234,19 +241,11 @@ fn parents_of_two_spawns_progress_every_instance_from_any_wait() {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert_eq!(out.exit_code, 0, "{text}");
             let want = format!(
                 "spawn_two: {parents} parents, drop {drop}{} ok",
                 if multiple { ", multiple" } else { "" }
             );
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains(&want),
-                "{text}"
-            );
-            let left = processes_of(&prog);
-            assert!(left.is_empty(), "processes left: {left:?}\n{text}");
-            let segs = child_segments_left(&out.stdout);
-            assert!(segs.is_empty(), "segments left: {segs:?}\n{text}");
+            assert_spawn_job_clean(&out, &prog, &want, &text);
         }
     }
 }
