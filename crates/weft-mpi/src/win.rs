@@ -1771,10 +1771,17 @@ macro_rules! flush_forms {
         pub unsafe extern "C" fn $name(rank: c_int, win: Handle) -> c_int {
             let _entered = crate::threads::enter();
             let r = (|| {
-                let Some(t) = target_rank(call(stringify!($name), win)?.win, rank)? else {
+                let w = call(stringify!($name), win)?.win;
+                let Some(t) = target_rank(w, rank)? else {
                     return Ok(());
                 };
+                if !crate::threads::multiple() {
+                    // One lookup: nothing else runs between it and the flush.
+                    return Ok(w.flush(t)?);
+                }
                 complete_released(stringify!($name), win, Some(t))?;
+                // Looked up again: while the lock was given back, another thread's window
+                // creation may have moved the table's entries.
                 Ok(call(stringify!($name), win)?.win.flush(t)?)
             })();
             finish_win(win, stringify!($name), r)

@@ -471,6 +471,7 @@ impl Window {
 
     /// MPI_Win_flush (and MPI_Win_flush_local: a put's origin buffer is free when the put
     /// returns, and gets complete before they return): the operations to `target` are done.
+    #[inline]
     pub fn flush(&self, target: u32) -> Result<()> {
         let m = self.member(target, "MPI_Win_flush")?;
         match m.path {
