@@ -11,7 +11,8 @@
  * - with an argument (argv[1], see `fatal_case`) the program makes one bad `_c` call under
  *   MPI_ERRORS_ARE_FATAL on every rank: the test checks that the fatal message names the
  *   `_c` function, not its `int` form (MPI_ERRORS_RETURN returns the class only, whose
- *   MPI_Error_string names no function).
+ *   MPI_Error_string names no function);
+ * - LARGE_C_FORMS_INIT=multiple runs either under MPI_THREAD_MULTIPLE.
  * Prints one line from rank 0 on success; any mismatch aborts with exit code 3. */
 #include "check.h"
 #include <limits.h>
@@ -280,7 +281,17 @@ static int fatal_case(const char *which) {
 }
 
 int main(int argc, char **argv) {
-  OK(MPI_Init(&argc, &argv));
+  /* LARGE_C_FORMS_INIT=multiple: everything under MPI_THREAD_MULTIPLE, where the blocking
+   * calls (MPI_Alltoallw_c, MPI_Reduce_scatter_c, MPI_Neighbor_alltoall_c) run as their
+   * nonblocking twins and a wait, and every call takes the library's lock. */
+  const char *init = getenv("LARGE_C_FORMS_INIT");
+  if (init && strcmp(init, "multiple") == 0) {
+    int provided;
+    OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    CHECK(provided == MPI_THREAD_MULTIPLE);
+  } else {
+    OK(MPI_Init(&argc, &argv));
+  }
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (argc > 1) {

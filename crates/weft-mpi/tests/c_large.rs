@@ -7,7 +7,7 @@
 //!   forms' work deliver every byte right, refuse a count above 2^31 - 1 with MPI_ERR_COUNT
 //!   and bad arguments with the `int` form's class; and under MPI_ERRORS_ARE_FATAL the
 //!   message of an error raised inside that work names the `_c` function the program called,
-//!   never its `int` form.
+//!   never its `int` form; both again under MPI_THREAD_MULTIPLE.
 //!
 //! No job may leave a `/dev/shm/weft-*` segment behind (checked by `common::run_c`).
 
@@ -22,11 +22,12 @@ fn large_count_datatype_constructors() {
     common::run_c_ok(prefix(), "typelarge", 1..=2, &[]);
 }
 
-#[test]
-fn large_count_forms_over_int_work() {
+/// Runs large_c_forms at 1, 2, 3, 4 and 7 ranks with `env`: every job exits 0 and prints
+/// rank 0's one line only.
+fn forms_ok(env: &[(&str, &str)]) {
     let prog = common::build_c(prefix(), "large_c_forms");
     for n in [1, 2, 3, 4, 7] {
-        let out = common::run_c(&prog, n, &[]);
+        let out = common::run_c(&prog, n, env);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.exit_code,
@@ -42,12 +43,30 @@ fn large_count_forms_over_int_work() {
     }
 }
 
+#[test]
+fn large_count_forms_over_int_work() {
+    forms_ok(&[]);
+}
+
+/// The same under MPI_THREAD_MULTIPLE: the blocking `_c` forms run as their nonblocking
+/// twins and a wait, every call takes the library's lock.
+#[test]
+fn large_count_forms_under_thread_multiple() {
+    forms_ok(&[("LARGE_C_FORMS_INIT", "multiple")]);
+}
+
 /// An error raised inside the `int` form's work names the `_c` call the program made in
-/// the fatal handler's message, and ends the job with the error's class.
+/// the fatal handler's message, and ends the job with the error's class; also under
+/// MPI_THREAD_MULTIPLE, where the blocking calls' errors come from their twins' work.
 #[test]
 fn large_count_forms_errors_name_the_c_call() {
     let prog = common::build_c(prefix(), "large_c_forms");
-    for n in [1, 3] {
+    for (n, env) in [
+        (1, None),
+        (3, None),
+        (3, Some(("LARGE_C_FORMS_INIT", "multiple"))),
+    ] {
+        let env: Vec<_> = env.into_iter().collect();
         for (case, call, class) in [
             ("bcast_init_root", "MPI_Bcast_init_c", 8),
             ("reduce_local_type", "MPI_Reduce_local_c", 3),
@@ -55,17 +74,17 @@ fn large_count_forms_errors_name_the_c_call() {
             ("alltoallw_type", "MPI_Alltoallw_c", 3),
             ("ssend_init_rank", "MPI_Ssend_init_c", 6),
         ] {
-            let out = common::run_c_args(&prog, n, &[case], &[]);
+            let out = common::run_c_args(&prog, n, &[case], &env);
             let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.exit_code, class, "{case} at {n} ranks:\n{err}");
+            assert_eq!(out.exit_code, class, "{case} at {n} ranks {env:?}:\n{err}");
             assert!(
                 err.lines().any(|l| l.contains(&format!("{call} on rank "))),
-                "{case} at {n} ranks:\n{err}"
+                "{case} at {n} ranks {env:?}:\n{err}"
             );
             let int_form = call.strip_suffix("_c").unwrap();
             assert!(
                 !err.contains(&format!("{int_form} on rank ")),
-                "{case} at {n} ranks names {int_form}:\n{err}"
+                "{case} at {n} ranks {env:?} names {int_form}:\n{err}"
             );
             assert!(!String::from_utf8_lossy(&out.stdout).contains("UNREACHABLE"));
         }
