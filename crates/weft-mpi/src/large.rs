@@ -2,10 +2,10 @@
 //! as `int` internally: each checks that its counts fit and does the `int` form's work
 //! through that form's internal `_as` form (never the exported `int` entry point), so a
 //! count above 2^31 - 1 is an MPI_ERR_COUNT naming the argument, never truncated, and
-//! every error names the `_c` function the program called. (The
-//! point-to-point, bcast, reduce, allreduce and datatype-size forms take 64-bit counts
-//! natively elsewhere, and the datatype constructors' `_c` forms are in dtype.rs over the
-//! same i64 cores as their `int` forms.)
+//! every error names the `_c` function the program called. (The point-to-point, bcast,
+//! reduce, allreduce and datatype-size forms take 64-bit counts natively elsewhere, and the
+//! datatype constructors' `_c` forms are in dtype.rs over the same i64 cores as their `int`
+//! forms.)
 
 use crate::coll::*;
 use crate::consts::*;
