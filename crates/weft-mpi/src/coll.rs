@@ -2228,22 +2228,34 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { reduce_scatter_as("MPI_Reduce_scatter", send, recv, rcounts, dt, op, comm) }
+}
+
+/// MPI_Reduce_scatter's work for the call `func` the user made (MPI_Reduce_scatter itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Reduce_scatter's contract.
+#[inline(always)]
+pub(crate) unsafe fn reduce_scatter_as(
+    func: &str,
+    send: *const c_void,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+) -> c_int {
     crate::threads::blocking_by_twin!(crate::icoll::ireduce_scatter_as(
-        "MPI_Reduce_scatter",
-        send,
-        recv,
-        rcounts,
-        dt,
-        op,
-        comm
+        func, send, recv, rcounts, dt, op, comm
     ));
     let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Reduce_scatter's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Reduce_scatter", send, recv, rcounts, rcounts)
-        }
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, rcounts, rcounts) }
     {
         return rc;
     }
@@ -2254,7 +2266,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     if let Some(p) = crate::inter_coll::parts(comm) {
         // SAFETY: MPI_Reduce_scatter's contract for the caller's buffers, counts and datatypes,
         // which inter_coll::reduce_scatter_v requires and passes on to the calls it makes.
-        return finish(comm, "MPI_Reduce_scatter", unsafe {
+        return finish(comm, func, unsafe {
             crate::inter_coll::reduce_scatter_v(
                 p,
                 send,
@@ -2267,14 +2279,14 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
         });
     }
     let r = (|| {
-        let c = comm_of(comm, "MPI_Reduce_scatter")?;
+        let c = comm_of(comm, func)?;
         let (src, rp, mine, counts, tk, wop) =
             reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
         // SAFETY: `recv` holds this rank's count (MPI's contract).
         let rb = unsafe { bytes_mut(rp as *mut c_void, mine)? };
         Ok(c.reduce_scatter_bytes(&src, rb, &counts, tk, &wop)?)
     })();
-    finish(comm, "MPI_Reduce_scatter", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Alltoallw with datatypes that have holes: each send block is packed, the packed
@@ -2361,25 +2373,51 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     rtypes: *const Handle,
     comm: Handle,
 ) -> c_int {
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        alltoallw_as(
+            "MPI_Alltoallw",
+            send,
+            scounts,
+            sdispls,
+            stypes,
+            recv,
+            rcounts,
+            rdispls,
+            rtypes,
+            comm,
+        )
+    }
+}
+
+/// MPI_Alltoallw's work for the call `func` the user made (MPI_Alltoallw itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs the twin check and enters itself.
+///
+/// # Safety
+/// MPI_Alltoallw's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoallw_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+) -> c_int {
     crate::threads::blocking_by_twin!(crate::icoll::ialltoallw_as(
-        "MPI_Alltoallw",
-        send,
-        scounts,
-        sdispls,
-        stypes,
-        recv,
-        rcounts,
-        rdispls,
-        rtypes,
-        comm
+        func, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm
     ));
     let _entered = crate::threads::enter_untwinned();
     if let Some(rc) =
         // SAFETY: scounts and rcounts are NULL or hold one count per rank of comm
         // (MPI_Alltoallw's contract), as aliased_v requires.
-        unsafe {
-            crate::coll::aliased_v(comm, "MPI_Alltoallw", send, recv, scounts, rcounts)
-        }
+        unsafe { crate::coll::aliased_v(comm, func, send, recv, scounts, rcounts) }
     {
         return rc;
     }
@@ -2396,7 +2434,7 @@ pub unsafe extern "C" fn MPI_Alltoallw(
             MPI_DATATYPE_NULL,
             Some((stypes, rtypes)),
             comm,
-            "MPI_Alltoallw",
+            func,
         )
     } {
         return rc;
@@ -2404,19 +2442,10 @@ pub unsafe extern "C" fn MPI_Alltoallw(
     // SAFETY: this function's contract is MPI_Alltoallw's, which alltoallw requires.
     let r = unsafe {
         alltoallw(
-            send,
-            scounts,
-            sdispls,
-            stypes,
-            recv,
-            rcounts,
-            rdispls,
-            rtypes,
-            comm,
-            "MPI_Alltoallw",
+            send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm, func,
         )
     };
-    finish(comm, "MPI_Alltoallw", r)
+    finish(comm, func, r)
 }
 
 /// The body of MPI_Alltoallw and MPI_Ialltoallw (`func` names the caller).
@@ -2585,6 +2614,25 @@ pub unsafe extern "C" fn MPI_Reduce_local(
     op: Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { reduce_local_as("MPI_Reduce_local", inbuf, inoutbuf, count, dt, op) }
+}
+
+/// MPI_Reduce_local's work for the call `func` the user made (MPI_Reduce_local itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Reduce_local's contract.
+#[inline(always)]
+pub(crate) unsafe fn reduce_local_as(
+    func: &str,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+) -> c_int {
     let r = (|| {
         if count < 0 {
             return Err(err(MPI_ERR_COUNT, format!("count {count} is negative")));
@@ -2593,11 +2641,11 @@ pub unsafe extern "C" fn MPI_Reduce_local(
             return Err(err(MPI_ERR_OP, "op is MPI_OP_NULL"));
         }
         crate::dtype::map_of(dt)?;
-        let s = state("MPI_Reduce_local")?;
+        let s = state(func)?;
         // SAFETY: the caller's MPI contract, passed on.
         unsafe { reduce_local(s, inbuf as *mut c_void, inoutbuf, count, dt, op) }
     })();
-    finish(MPI_COMM_WORLD, "MPI_Reduce_local", r)
+    finish(MPI_COMM_WORLD, func, r)
 }
 
 #[cfg(test)]

@@ -1156,12 +1156,34 @@ pub unsafe extern "C" fn MPI_Bcast_init(
     dt: Handle,
     root: c_int,
     comm: Handle,
-    _info: Handle,
+    info: Handle,
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { bcast_init_as("MPI_Bcast_init", buf, count, dt, root, comm, info, req) }
+}
+
+/// MPI_Bcast_init's work for the call `func` the user made (MPI_Bcast_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Bcast_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn bcast_init_as(
+    func: &str,
+    buf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
     let buf = buf as usize;
-    let r = comm_of(comm, "MPI_Bcast_init").and_then(|c| {
+    let r = comm_of(comm, func).and_then(|c| {
         root_of(&c, root)?;
         check_side(buf, count, dt, "count")?;
         file_persistent(
@@ -1170,11 +1192,11 @@ pub unsafe extern "C" fn MPI_Bcast_init(
             req,
         )
     });
-    finish(comm, "MPI_Bcast_init", r)
+    finish(comm, func, r)
 }
 
 macro_rules! reduction_init {
-    ($(#[$doc:meta] $name:ident, $func:literal, $kind:expr;)*) => {$(
+    ($(#[$doc:meta] $name:ident, $func:literal, $kind:expr, $as:ident;)*) => {$(
         #[$doc]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
@@ -1184,33 +1206,57 @@ macro_rules! reduction_init {
             dt: Handle,
             op: Handle,
             comm: Handle,
-            _info: Handle,
+            info: Handle,
             req: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $as($func, send, recv, count, dt, op, comm, info, req) }
+        }
+
+        #[doc = concat!($func, "'s work for the call `func` the user made (", $func, " itself or a")]
+        #[doc = "call built on it), which its errors name and whose handler they reach; runs inside"]
+        #[doc = "the caller's hold (crate::threads::enter). `func` is kept by the request, whose"]
+        #[doc = "starts' errors name it too."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = concat!($func, "'s contract.")]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $as(
+            func: &'static str,
+            send: *const c_void,
+            recv: *mut c_void,
+            count: c_int,
+            dt: Handle,
+            op: Handle,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
             let (send, recv) = (send as usize, recv as usize);
-            let r = comm_of(comm, $func).and_then(|_| {
+            let r = comm_of(comm, func).and_then(|_| {
                 check_side(0, count, dt, "count")?;
                 check_reduction_op(op, dt)?;
                 let restart: Restart = Rc::new(move || {
-                    ireduction($func, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
+                    ireduction(func, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
                 });
                 file_persistent(comm, restart, req)
             });
-            finish(comm, $func, r)
+            finish(comm, func, r)
         }
     )*};
 }
 
 reduction_init! {
     /// MPI_Allreduce_init (MPI-4.1 §6.13.2).
-    MPI_Allreduce_init, "MPI_Allreduce_init", IRed::Allreduce;
+    MPI_Allreduce_init, "MPI_Allreduce_init", IRed::Allreduce, allreduce_init_as;
     /// MPI_Scan_init (MPI-4.1 §6.13.2).
-    MPI_Scan_init, "MPI_Scan_init", IRed::Scan;
+    MPI_Scan_init, "MPI_Scan_init", IRed::Scan, scan_init_as;
     /// MPI_Exscan_init (MPI-4.1 §6.13.2).
-    MPI_Exscan_init, "MPI_Exscan_init", IRed::Exscan;
+    MPI_Exscan_init, "MPI_Exscan_init", IRed::Exscan, exscan_init_as;
     /// MPI_Reduce_scatter_block_init (MPI-4.1 §6.13.2).
-    MPI_Reduce_scatter_block_init, "MPI_Reduce_scatter_block_init", IRed::ReduceScatterBlock;
+    MPI_Reduce_scatter_block_init, "MPI_Reduce_scatter_block_init", IRed::ReduceScatterBlock, reduce_scatter_block_init_as;
 }
 
 /// MPI_Reduce_init (MPI-4.1 §6.13.2).
@@ -1223,38 +1269,75 @@ pub unsafe extern "C" fn MPI_Reduce_init(
     op: Handle,
     root: c_int,
     comm: Handle,
-    _info: Handle,
+    info: Handle,
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        reduce_init_as(
+            "MPI_Reduce_init",
+            send,
+            recv,
+            count,
+            dt,
+            op,
+            root,
+            comm,
+            info,
+            req,
+        )
+    }
+}
+
+/// MPI_Reduce_init's work for the call `func` the user made (MPI_Reduce_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+/// `func` is kept by the request, whose starts' errors name it too.
+///
+/// # Safety
+/// MPI_Reduce_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce_init_as(
+    func: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    root: c_int,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
     let (send, recv) = (send as usize, recv as usize);
-    let r = comm_of(comm, "MPI_Reduce_init").and_then(|c| {
+    let r = comm_of(comm, func).and_then(|c| {
         root_of(&c, root)?;
         check_side(0, count, dt, "count")?;
         check_reduction_op(op, dt)?;
         let restart: Restart = Rc::new(move || {
             let (s, r) = (send as *const c_void, recv as *mut c_void);
-            ireduction(
-                "MPI_Reduce_init",
-                IRed::Reduce(root),
-                s,
-                r,
-                count,
-                dt,
-                op,
-                comm,
-            )
+            ireduction(func, IRed::Reduce(root), s, r, count, dt, op, comm)
         });
         file_persistent(comm, restart, req)
     });
-    finish(comm, "MPI_Reduce_init", r)
+    finish(comm, func, r)
 }
 
 macro_rules! move_init {
-    ($(#[$doc:meta] $name:ident, $func:literal, rooted: $rooted:tt, $kind:expr;)*) => {$(
-        move_init!(@one #[$doc] $name, $func, $rooted, $kind);
+    ($(#[$doc:meta] $name:ident, $func:literal, rooted: $rooted:tt, $kind:expr, $as:ident;)*) => {$(
+        move_init!(@one #[$doc] $name, $func, $rooted, $kind, $as);
     )*};
-    (@one #[$doc:meta] $name:ident, $func:literal, true, $kind:expr) => {
+    (@doc $func:literal) => {
+        concat!(
+            $func, "'s work for the call `func` the user made (", $func, " itself or a call ",
+            "built on it), which its errors name and whose handler they reach; runs inside the ",
+            "caller's hold (crate::threads::enter). `func` is kept by the request, whose starts' ",
+            "errors name it too.\n\n# Safety\n", $func, "'s contract."
+        )
+    };
+    (@one #[$doc:meta] $name:ident, $func:literal, true, $kind:expr, $as:ident) => {
         #[$doc]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
@@ -1267,12 +1350,32 @@ macro_rules! move_init {
             rdt: Handle,
             root: c_int,
             comm: Handle,
-            _info: Handle,
+            info: Handle,
             req: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $as($func, send, scount, sdt, recv, rcount, rdt, root, comm, info, req) }
+        }
+
+        #[doc = move_init!(@doc $func)]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $as(
+            func: &'static str,
+            send: *const c_void,
+            scount: c_int,
+            sdt: Handle,
+            recv: *mut c_void,
+            rcount: c_int,
+            rdt: Handle,
+            root: c_int,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
             let (send, recv) = (send as usize, recv as usize);
-            let r = comm_of(comm, $func).and_then(|c| {
+            let r = comm_of(comm, func).and_then(|c| {
                 root_of(&c, root)?;
                 // The root's side of a gather (its receive) or a scatter (its send) counts
                 // at the root only (MPI-4.1 §6.5, §6.6).
@@ -1286,14 +1389,14 @@ macro_rules! move_init {
                 }
                 let restart: Restart = Rc::new(move || {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
-                    imove($func, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
+                    imove(func, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
                 });
                 file_persistent(comm, restart, req)
             });
-            finish(comm, $func, r)
+            finish(comm, func, r)
         }
     };
-    (@one #[$doc:meta] $name:ident, $func:literal, false, $kind:expr) => {
+    (@one #[$doc:meta] $name:ident, $func:literal, false, $kind:expr, $as:ident) => {
         #[$doc]
         #[no_mangle]
         pub unsafe extern "C" fn $name(
@@ -1304,34 +1407,53 @@ macro_rules! move_init {
             rcount: c_int,
             rdt: Handle,
             comm: Handle,
-            _info: Handle,
+            info: Handle,
             req: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $as($func, send, scount, sdt, recv, rcount, rdt, comm, info, req) }
+        }
+
+        #[doc = move_init!(@doc $func)]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $as(
+            func: &'static str,
+            send: *const c_void,
+            scount: c_int,
+            sdt: Handle,
+            recv: *mut c_void,
+            rcount: c_int,
+            rdt: Handle,
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
             let (send, recv) = (send as usize, recv as usize);
-            let r = comm_of(comm, $func).and_then(|_| {
+            let r = comm_of(comm, func).and_then(|_| {
                 check_side(send, scount, sdt, "sendcount")?;
                 check_side(recv, rcount, rdt, "recvcount")?;
                 let restart: Restart = Rc::new(move || {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
-                    imove($func, $kind, s, scount, sdt, r, rcount, rdt, comm)
+                    imove(func, $kind, s, scount, sdt, r, rcount, rdt, comm)
                 });
                 file_persistent(comm, restart, req)
             });
-            finish(comm, $func, r)
+            finish(comm, func, r)
         }
     };
 }
 
 move_init! {
     /// MPI_Gather_init (MPI-4.1 §6.13.2).
-    MPI_Gather_init, "MPI_Gather_init", rooted: true, Move::Gather;
+    MPI_Gather_init, "MPI_Gather_init", rooted: true, Move::Gather, gather_init_as;
     /// MPI_Scatter_init (MPI-4.1 §6.13.2).
-    MPI_Scatter_init, "MPI_Scatter_init", rooted: true, Move::Scatter;
+    MPI_Scatter_init, "MPI_Scatter_init", rooted: true, Move::Scatter, scatter_init_as;
     /// MPI_Allgather_init (MPI-4.1 §6.13.2).
-    MPI_Allgather_init, "MPI_Allgather_init", rooted: false, Move::Allgather;
+    MPI_Allgather_init, "MPI_Allgather_init", rooted: false, Move::Allgather, allgather_init_as;
     /// MPI_Alltoall_init (MPI-4.1 §6.13.2).
-    MPI_Alltoall_init, "MPI_Alltoall_init", rooted: false, Move::Alltoall;
+    MPI_Alltoall_init, "MPI_Alltoall_init", rooted: false, Move::Alltoall, alltoall_init_as;
 }
 
 // ------------------------------------------------------------------- v-variants
@@ -2208,10 +2330,51 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
     rdispls: *const c_int,
     rtypes: *const Handle,
     comm: Handle,
-    _info: Handle,
+    info: Handle,
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe {
+        alltoallw_init_as(
+            "MPI_Alltoallw_init",
+            send,
+            scounts,
+            sdispls,
+            stypes,
+            recv,
+            rcounts,
+            rdispls,
+            rtypes,
+            comm,
+            info,
+            req,
+        )
+    }
+}
+
+/// MPI_Alltoallw_init's work for the call `func` the user made (MPI_Alltoallw_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Alltoallw_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn alltoallw_init_as(
+    func: &str,
+    send: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const Handle,
+    comm: Handle,
+    _info: Handle,
+    req: *mut Handle,
+) -> c_int {
     let p = [
         send as usize,
         scounts as usize,
@@ -2222,7 +2385,7 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
         rdispls as usize,
         rtypes as usize,
     ];
-    let r = comm_of(comm, "MPI_Alltoallw_init").and_then(|_| {
+    let r = comm_of(comm, func).and_then(|_| {
         let restart: Restart = Rc::new(move || {
             ialltoallw_start(
                 p[0] as _, p[1] as _, p[2] as _, p[3] as _, p[4] as _, p[5] as _, p[6] as _,
@@ -2231,14 +2394,14 @@ pub unsafe extern "C" fn MPI_Alltoallw_init(
         });
         file_persistent(comm, restart, req)
     });
-    finish(comm, "MPI_Alltoallw_init", r)
+    finish(comm, func, r)
 }
 
 /// The persistent v-collectives (MPI-4.1 §6.13): each MPI_Start starts the nonblocking
 /// form again with the arguments given here (MPI requires the buffers and the count and
 /// displacement arrays to stay valid while the request exists).
 macro_rules! v_init {
-    ($(#[$doc:meta] $name:ident, $func:literal, $start:ident,
+    ($(#[$doc:meta] $name:ident, $func:literal, $start:ident, $as:ident,
        ($($p:ident: $t:ty),*), [$($ptr:ident),*];)*) => {$(
         #[$doc]
         #[no_mangle]
@@ -2246,32 +2409,51 @@ macro_rules! v_init {
         pub unsafe extern "C" fn $name(
             $($p: $t,)*
             comm: Handle,
-            _info: Handle,
+            info: Handle,
             req: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $as($func, $($p,)* comm, info, req) }
+        }
+
+        #[doc = concat!($func, "'s work for the call `func` the user made (", $func, " itself or a")]
+        #[doc = "call built on it), which its errors name and whose handler they reach; runs inside"]
+        #[doc = "the caller's hold (crate::threads::enter)."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = concat!($func, "'s contract.")]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $as(
+            func: &str,
+            $($p: $t,)*
+            comm: Handle,
+            _info: Handle,
+            req: *mut Handle,
+        ) -> c_int {
             $(let $ptr = $ptr as usize;)*
-            let r = comm_of(comm, $func).and_then(|_| {
+            let r = comm_of(comm, func).and_then(|_| {
                 let restart: Restart = Rc::new(move || {
                     $(let $ptr = $ptr as _;)*
                     $start($($p,)* comm)
                 });
                 file_persistent(comm, restart, req)
             });
-            finish(comm, $func, r)
+            finish(comm, func, r)
         }
     )*};
 }
 
 v_init! {
     /// MPI_Gatherv_init (MPI-4.1 §6.13.3).
-    MPI_Gatherv_init, "MPI_Gatherv_init", igatherv_start, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int), [send, recv, rcounts, displs];
+    MPI_Gatherv_init, "MPI_Gatherv_init", igatherv_start, gatherv_init_as, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int), [send, recv, rcounts, displs];
     /// MPI_Scatterv_init (MPI-4.1 §6.13.4).
-    MPI_Scatterv_init, "MPI_Scatterv_init", iscatterv_start, (send: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, recv: *mut c_void, rcount: c_int, rdt: Handle, root: c_int), [send, scounts, displs, recv];
+    MPI_Scatterv_init, "MPI_Scatterv_init", iscatterv_start, scatterv_init_as, (send: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, recv: *mut c_void, rcount: c_int, rdt: Handle, root: c_int), [send, scounts, displs, recv];
     /// MPI_Allgatherv_init (MPI-4.1 §6.13.5).
-    MPI_Allgatherv_init, "MPI_Allgatherv_init", iallgatherv_start, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle), [send, recv, rcounts, displs];
+    MPI_Allgatherv_init, "MPI_Allgatherv_init", iallgatherv_start, allgatherv_init_as, (send: *const c_void, scount: c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle), [send, recv, rcounts, displs];
     /// MPI_Alltoallv_init (MPI-4.1 §6.13.6).
-    MPI_Alltoallv_init, "MPI_Alltoallv_init", ialltoallv_start, (send: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle), [send, scounts, sdispls, recv, rcounts, rdispls];
+    MPI_Alltoallv_init, "MPI_Alltoallv_init", ialltoallv_start, alltoallv_init_as, (send: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, recv: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle), [send, scounts, sdispls, recv, rcounts, rdispls];
     /// MPI_Reduce_scatter_init (MPI-4.1 §6.13.9).
-    MPI_Reduce_scatter_init, "MPI_Reduce_scatter_init", ireduce_scatter_start, (send: *const c_void, recv: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle), [send, recv, rcounts];
+    MPI_Reduce_scatter_init, "MPI_Reduce_scatter_init", ireduce_scatter_start, reduce_scatter_init_as, (send: *const c_void, recv: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle), [send, recv, rcounts];
 }

@@ -1,9 +1,11 @@
 //! The MPI-4 large-count (`_c`) forms (MPI-4.1 §2.5.8) of calls whose counts weft takes
-//! as `int` internally: each checks that its counts fit and calls the `int` form, so a
-//! count above 2^31 - 1 is an MPI_ERR_COUNT naming the argument, never truncated. (The
-//! point-to-point, bcast, reduce, allreduce and datatype-size forms take 64-bit counts
-//! natively elsewhere, and the datatype constructors' `_c` forms are in dtype.rs over the
-//! same i64 cores as their `int` forms.)
+//! as `int` internally: each checks that its counts fit and does the `int` form's work
+//! through that form's internal `_as` form (never the exported `int` entry point), so a
+//! count above 2^31 - 1 is an MPI_ERR_COUNT naming the argument, never truncated, and
+//! every error names the `_c` function the program called. (The point-to-point, bcast,
+//! reduce, allreduce and datatype-size forms take 64-bit counts natively elsewhere, and the
+//! datatype constructors' `_c` forms are in dtype.rs over the same i64 cores as their `int`
+//! forms.)
 
 use crate::coll::*;
 use crate::consts::*;
@@ -1019,11 +1021,20 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
 
 /// `_c` forms whose large arguments are scalar counts: each count is converted (MPI_ERR_COUNT
 /// through the handler of the row's communicator when it does not fit an `int`) and the
-/// `int` form called. One row per function: `name, int form, (arguments), [counts],
-/// communicator;` (the names first on the line, so the build script sees them defined).
+/// `int` form's work done by its `_as` form for this `_c` call, whose name its errors carry.
+/// One row per function: `name, _as form, hold or twin, (arguments), [counts],
+/// communicator;` (the names first on the line, so the build script sees them defined). A
+/// `hold` row's `_as` form runs inside this call's hold; a `twin` row's (a blocking call)
+/// takes its nonblocking twin under MPI_THREAD_MULTIPLE and enters itself, so it must not
+/// find the lock held here (crate::threads): the hold is given back first.
 macro_rules! scalar_c {
-    ($($name:ident, $int:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], $comm:ident;)*) => {$(
-        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of `", stringify!($int), "`.")]
+    (@hold hold, $e:ident) => { Some($e) };
+    (@hold twin, $e:ident) => {{
+        drop($e);
+        None::<crate::threads::Entered>
+    }};
+    ($($name:ident, $as:ident, $lock:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], $comm:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of its `int` form, whose work `", stringify!($as), "` does.")]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
@@ -1032,38 +1043,38 @@ macro_rules! scalar_c {
                 Ok(v) => v,
                 Err(e) => return finish($comm, stringify!($name), Err(e)),
             };)*
-            // The int form enters again; a blocking one must not find the lock held here
-            // (crate::threads).
-            drop(entered);
+            let held = scalar_c!(@hold $lock, entered);
             // SAFETY: forwarded caller contract.
-            unsafe { $int($($arg),*) }
+            let rc = unsafe { $as(stringify!($name), $($arg),*) };
+            drop(held);
+            rc
         }
     )*};
 }
 
 scalar_c! {
-    MPI_Allgather_init_c, MPI_Allgather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Alltoall_init_c, MPI_Alltoall_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Gather_init_c, MPI_Gather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Scatter_init_c, MPI_Scatter_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Bcast_init_c, MPI_Bcast_init, (buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Allreduce_init_c, MPI_Allreduce_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Reduce_init_c, MPI_Reduce_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Scan_init_c, MPI_Scan_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Exscan_init_c, MPI_Exscan_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Reduce_scatter_block_init_c, MPI_Reduce_scatter_block_init, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
-    MPI_Neighbor_allgather_c, MPI_Neighbor_allgather, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
-    MPI_Neighbor_alltoall_c, MPI_Neighbor_alltoall, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
-    MPI_Ineighbor_allgather_c, MPI_Ineighbor_allgather, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Ineighbor_alltoall_c, MPI_Ineighbor_alltoall, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Neighbor_allgather_init_c, MPI_Neighbor_allgather_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Neighbor_alltoall_init_c, MPI_Neighbor_alltoall_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Ssend_init_c, MPI_Ssend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
-    MPI_Rsend_init_c, MPI_Rsend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
-    MPI_Bsend_init_c, MPI_Bsend_init, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
-    MPI_Isendrecv_c, MPI_Isendrecv, (sbuf: *const c_void, scount: i64, sdt: Handle, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: i64, rdt: Handle, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [scount, rcount], comm;
-    MPI_Isendrecv_replace_c, MPI_Isendrecv_replace, (buf: *mut c_void, count: i64, dt: Handle, dest: c_int, stag: c_int, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [count], comm;
-    MPI_Reduce_local_c, MPI_Reduce_local, (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, dt: Handle, op: Handle), [count], MPI_COMM_WORLD;
+    MPI_Allgather_init_c, allgather_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Alltoall_init_c, alltoall_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Gather_init_c, gather_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Scatter_init_c, scatter_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Bcast_init_c, bcast_init_as, hold, (buf: *mut c_void, count: i64, dt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Allreduce_init_c, allreduce_init_as, hold, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_init_c, reduce_init_as, hold, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Scan_init_c, scan_init_as, hold, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Exscan_init_c, exscan_init_as, hold, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_scatter_block_init_c, reduce_scatter_block_init_as, hold, (send: *const c_void, recv: *mut c_void, count: i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [count], comm;
+    MPI_Neighbor_allgather_c, neighbor_allgather_as, twin, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
+    MPI_Neighbor_alltoall_c, neighbor_alltoall_as, twin, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle), [scount, rcount], comm;
+    MPI_Ineighbor_allgather_c, ineighbor_allgather_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Ineighbor_alltoall_c, ineighbor_alltoall_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Neighbor_allgather_init_c, neighbor_allgather_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Neighbor_alltoall_init_c, neighbor_alltoall_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Ssend_init_c, ssend_init_as, hold, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Rsend_init_c, rsend_init_as, hold, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Bsend_init_c, bsend_init_as, hold, (buf: *const c_void, count: i64, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Isendrecv_c, isendrecv_as, hold, (sbuf: *const c_void, scount: i64, sdt: Handle, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: i64, rdt: Handle, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [scount, rcount], comm;
+    MPI_Isendrecv_replace_c, isendrecv_replace_as, hold, (buf: *mut c_void, count: i64, dt: Handle, dest: c_int, stag: c_int, source: c_int, rtag: c_int, comm: Handle, req: *mut Handle), [count], comm;
+    MPI_Reduce_local_c, reduce_local_as, hold, (inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, dt: Handle, op: Handle), [count], MPI_COMM_WORLD;
 }
 
 /// How many entries the count arrays of a `_c` form hold.
@@ -1111,17 +1122,26 @@ fn keep_counts(req: *mut Handle, arrays: Vec<Vec<c_int>>) {
 
 /// `_c` forms with count (MPI_Count) and displacement (MPI_Aint) arrays: the scalar counts
 /// and the arrays named in braces (each on its receive or send side, for the lengths of
-/// [`Lengths`]) are converted to `int` for the `int` form; `keep(req)` rows (persistent
-/// calls) keep the converted arrays with the new request `*req` (its starts read them),
-/// `drop` rows free them after the call. One row per function: `name, int form,
-/// (arguments), [counts], {arrays}, lengths, communicator, keep(req) or drop;`.
+/// [`Lengths`]) are converted to `int` for the `int` form's work, done by its `_as` form for
+/// this `_c` call, whose name its errors carry; `keep(req)` rows (persistent calls) keep the
+/// converted arrays with the new request `*req` (its starts read them), `drop` rows free
+/// them after the call. A `hold` row's `_as` form runs inside this call's hold; a `twin`
+/// row's (a blocking call) takes its nonblocking twin under MPI_THREAD_MULTIPLE and enters
+/// itself, so it must not find the lock held here (crate::threads): the hold is given back
+/// first. One row per function: `name, _as form, hold or twin, (arguments), [counts],
+/// {arrays}, lengths, communicator, keep(req) or drop;`.
 macro_rules! array_c {
     (@keep keep, $req:ident, $keep:expr) => { keep_counts($req, $keep) };
     (@keep drop, $keep:expr) => { drop($keep) };
     (@len recv, $lens:expr) => { $lens.0 };
     (@len send, $lens:expr) => { $lens.1 };
-    ($($name:ident, $int:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], {$($a:ident @ $side:ident),*}, $kind:ident, $comm:ident, $life:ident $(($req:ident))?;)*) => {$(
-        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of `", stringify!($int), "`.")]
+    (@hold hold, $e:ident) => { Some($e) };
+    (@hold twin, $e:ident) => {{
+        drop($e);
+        None::<crate::threads::Entered>
+    }};
+    ($($name:ident, $as:ident, $lock:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], {$($a:ident @ $side:ident),*}, $kind:ident, $comm:ident, $life:ident $(($req:ident))?;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of its `int` form, whose work `", stringify!($as), "` does.")]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
@@ -1149,43 +1169,43 @@ macro_rules! array_c {
                 _i += 1;
                 p
             };)*
-            // The int form enters again; a blocking one must not find the lock held here
-            // (crate::threads).
-            drop(entered);
+            let held = array_c!(@hold $lock, entered);
             // SAFETY: forwarded caller contract; the converted arrays live across the call
             // (and with the request, for the persistent forms).
-            let rc = unsafe { $int($($arg),*) };
+            let rc = unsafe { $as(func, $($arg),*) };
             if rc == MPI_SUCCESS {
+                // Re-entrant: nested in `held` for a `hold` row.
                 let _entered = crate::threads::enter();
                 array_c!(@keep $life $(, $req)?, keep);
             }
+            drop(held);
             rc
         }
     )*};
 }
 
 array_c! {
-    MPI_Alltoallw_c, MPI_Alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
-    MPI_Ialltoallw_c, MPI_Ialltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
-    MPI_Alltoallw_init_c, MPI_Alltoallw_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
-    MPI_Ialltoallv_c, MPI_Ialltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
-    MPI_Alltoallv_init_c, MPI_Alltoallv_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
-    MPI_Iallgatherv_c, MPI_Iallgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
-    MPI_Allgatherv_init_c, MPI_Allgatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
-    MPI_Igatherv_c, MPI_Igatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
-    MPI_Gatherv_init_c, MPI_Gatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
-    MPI_Iscatterv_c, MPI_Iscatterv, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, drop;
-    MPI_Scatterv_init_c, MPI_Scatterv_init, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, keep(req);
-    MPI_Reduce_scatter_c, MPI_Reduce_scatter, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle), [], {rcounts @ recv}, Local, comm, drop;
-    MPI_Ireduce_scatter_c, MPI_Ireduce_scatter, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, drop;
-    MPI_Reduce_scatter_init_c, MPI_Reduce_scatter_init, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, keep(req);
-    MPI_Neighbor_allgatherv_c, MPI_Neighbor_allgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
-    MPI_Ineighbor_allgatherv_c, MPI_Ineighbor_allgatherv, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
-    MPI_Neighbor_allgatherv_init_c, MPI_Neighbor_allgatherv_init, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, keep(req);
-    MPI_Neighbor_alltoallv_c, MPI_Neighbor_alltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
-    MPI_Ineighbor_alltoallv_c, MPI_Ineighbor_alltoallv, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
-    MPI_Neighbor_alltoallv_init_c, MPI_Neighbor_alltoallv_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, keep(req);
-    MPI_Neighbor_alltoallw_c, MPI_Neighbor_alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
-    MPI_Ineighbor_alltoallw_c, MPI_Ineighbor_alltoallw, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
-    MPI_Neighbor_alltoallw_init_c, MPI_Neighbor_alltoallw_init, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, keep(req);
+    MPI_Alltoallw_c, alltoallw_as, twin, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Ialltoallw_c, ialltoallw_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Alltoallw_init_c, alltoallw_init_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
+    MPI_Ialltoallv_c, ialltoallv_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, drop;
+    MPI_Alltoallv_init_c, alltoallv_init_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Peers, comm, keep(req);
+    MPI_Iallgatherv_c, iallgatherv_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
+    MPI_Allgatherv_init_c, allgatherv_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
+    MPI_Igatherv_c, igatherv_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, drop;
+    MPI_Gatherv_init_c, gatherv_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Peers, comm, keep(req);
+    MPI_Iscatterv_c, iscatterv_as, hold, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, drop;
+    MPI_Scatterv_init_c, scatterv_init_as, hold, (send: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, recv: *mut c_void, rcount: i64, rdt: Handle, root: c_int, comm: Handle, info: Handle, req: *mut Handle), [rcount], {scounts @ send, displs @ send}, Peers, comm, keep(req);
+    MPI_Reduce_scatter_c, reduce_scatter_as, twin, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle), [], {rcounts @ recv}, Local, comm, drop;
+    MPI_Ireduce_scatter_c, ireduce_scatter_as, hold, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, drop;
+    MPI_Reduce_scatter_init_c, reduce_scatter_init_as, hold, (send: *const c_void, recv: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {rcounts @ recv}, Local, comm, keep(req);
+    MPI_Neighbor_allgatherv_c, neighbor_allgatherv_as, twin, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_allgatherv_c, ineighbor_allgatherv_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_allgatherv_init_c, neighbor_allgatherv_init_as, hold, (send: *const c_void, scount: i64, sdt: Handle, recv: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [scount], {rcounts @ recv, displs @ recv}, Neighbors, comm, keep(req);
+    MPI_Neighbor_alltoallv_c, neighbor_alltoallv_as, twin, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_alltoallv_c, ineighbor_alltoallv_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_alltoallv_init_c, neighbor_alltoallv_init_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, sdispls @ send, rcounts @ recv, rdispls @ recv}, Neighbors, comm, keep(req);
+    MPI_Neighbor_alltoallw_c, neighbor_alltoallw_as, twin, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
+    MPI_Ineighbor_alltoallw_c, ineighbor_alltoallw_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, drop;
+    MPI_Neighbor_alltoallw_init_c, neighbor_alltoallw_init_as, hold, (send: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, recv: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle, comm: Handle, info: Handle, req: *mut Handle), [], {scounts @ send, rcounts @ recv}, Neighbors, comm, keep(req);
 }

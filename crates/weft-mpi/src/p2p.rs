@@ -2282,8 +2282,30 @@ pub unsafe extern "C" fn MPI_Rsend_init(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { rsend_init_as("MPI_Rsend_init", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Rsend_init's work for the call `func` the user made (MPI_Rsend_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Rsend_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn rsend_init_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let r = init_req(true, false, buf, count, dt, dest, tag, comm, req);
-    finish(comm, "MPI_Rsend_init", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Ibsend (MPI-4.1 §3.7.2): the message is copied into the attached buffer's
@@ -2546,8 +2568,30 @@ pub unsafe extern "C" fn MPI_Ssend_init(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { ssend_init_as("MPI_Ssend_init", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Ssend_init's work for the call `func` the user made (MPI_Ssend_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Ssend_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ssend_init_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let r = init_req(true, true, buf, count, dt, dest, tag, comm, req);
-    finish(comm, "MPI_Ssend_init", r)
+    finish(comm, func, r)
 }
 
 /// MPI_Isendrecv / MPI_Isendrecv_replace: the send goes from a private packed copy and
@@ -2752,8 +2796,30 @@ pub unsafe extern "C" fn MPI_Bsend_init(
     req: *mut Handle,
 ) -> c_int {
     let _entered = crate::threads::enter();
+    // SAFETY: the caller's MPI contract, passed on.
+    unsafe { bsend_init_as("MPI_Bsend_init", buf, count, dt, dest, tag, comm, req) }
+}
+
+/// MPI_Bsend_init's work for the call `func` the user made (MPI_Bsend_init itself or a call
+/// built on it), which its errors name and whose handler they reach;
+/// runs inside the caller's hold (crate::threads::enter).
+///
+/// # Safety
+/// MPI_Bsend_init's contract.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn bsend_init_as(
+    func: &str,
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+) -> c_int {
     let r = init_req(true, false, buf, count, dt, dest, tag, comm, req).and_then(|()| {
-        let s = state("MPI_Bsend_init")?;
+        let s = state(func)?;
         // SAFETY: just written by init_req.
         let h = unsafe { *req };
         let i = req_index(s, h)?;
@@ -2766,5 +2832,5 @@ pub unsafe extern "C" fn MPI_Bsend_init(
         }
         Ok(())
     });
-    finish(comm, "MPI_Bsend_init", r)
+    finish(comm, func, r)
 }

@@ -1017,15 +1017,34 @@ fn block(buf: *const c_void, count: c_int, dt: Handle) -> Block {
 
 /// The neighborhood collectives, each blocking, nonblocking (MPI-4.1 §8.7: the request
 /// completes when the exchange does and unpacks then) and persistent (§8.8: every MPI_Start
-/// packs the send buffer again). The three names share a line ending in `;` so the build
-/// script sees them as defined. `$body` prepares the exchange from the arguments.
+/// packs the send buffer again), each exported form a call of its `_as` form (named after
+/// the three names) for the call `func` the user made. The six names share a line ending in
+/// `;` so the build script sees the three exported ones as defined. `$body` prepares the
+/// exchange from the arguments.
 macro_rules! neighbor_fns {
-    ($blocking:ident, $nonblocking:ident, $persistent:ident; ($($arg:ident: $ty:ty),*), |$func:ident| $body:expr) => {
+    (
+        $blocking:ident, $nonblocking:ident, $persistent:ident,
+        $blocking_as:ident, $nonblocking_as:ident, $persistent_as:ident;
+        ($($arg:ident: $ty:ty),*), |$func:ident| $body:expr
+    ) => {
         #[doc = concat!("`", stringify!($blocking), "` (MPI-4.1 §8.6) on any process topology.")]
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: Handle) -> c_int {
-            let $func = stringify!($blocking);
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $blocking_as(stringify!($blocking), $($arg,)* comm) }
+        }
+
+        #[doc = concat!("`", stringify!($blocking), "`'s work for the call `func` the user made (")]
+        #[doc = concat!("`", stringify!($blocking), "` itself or a call built on it), which its")]
+        #[doc = "errors name and whose handler they reach; runs the twin check and enters itself."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = concat!("`", stringify!($blocking), "`'s contract.")]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $blocking_as(func: &str, $($arg: $ty,)* comm: Handle) -> c_int {
+            let $func = func;
             if crate::threads::twins() {
                 // The nonblocking twin's work, its errors named after this call.
                 let start = move |request: *mut Handle| {
@@ -1049,7 +1068,26 @@ macro_rules! neighbor_fns {
             request: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
-            let $func = stringify!($nonblocking);
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $nonblocking_as(stringify!($nonblocking), $($arg,)* comm, request) }
+        }
+
+        #[doc = concat!("`", stringify!($nonblocking), "`'s work for the call `func` the user made (")]
+        #[doc = concat!("`", stringify!($nonblocking), "` itself or a call built on it), which its")]
+        #[doc = "errors name and whose handler they reach; runs inside the caller's hold"]
+        #[doc = "(crate::threads::enter)."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = concat!("`", stringify!($nonblocking), "`'s contract.")]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $nonblocking_as(
+            func: &str,
+            $($arg: $ty,)*
+            comm: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let $func = func;
             let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
             finish(comm, $func, r)
         }
@@ -1060,17 +1098,37 @@ macro_rules! neighbor_fns {
         pub unsafe extern "C" fn $persistent(
             $($arg: $ty,)*
             comm: Handle,
-            _info: Handle,
+            info: Handle,
             request: *mut Handle,
         ) -> c_int {
             let _entered = crate::threads::enter();
-            let $func = stringify!($persistent);
+            // SAFETY: the caller's MPI contract, passed on.
+            unsafe { $persistent_as(stringify!($persistent), $($arg,)* comm, info, request) }
+        }
+
+        #[doc = concat!("`", stringify!($persistent), "`'s work for the call `func` the user made (")]
+        #[doc = concat!("`", stringify!($persistent), "` itself or a call built on it), which its")]
+        #[doc = "errors name and whose handler they reach; runs inside the caller's hold"]
+        #[doc = "(crate::threads::enter). `func` is kept by the request, whose starts' errors"]
+        #[doc = "name it too."]
+        #[doc = ""]
+        #[doc = "# Safety"]
+        #[doc = concat!("`", stringify!($persistent), "`'s contract.")]
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe fn $persistent_as(
+            func: &'static str,
+            $($arg: $ty,)*
+            comm: Handle,
+            _info: Handle,
+            request: *mut Handle,
+        ) -> c_int {
+            let $func = func;
             // Arguments are checked now (a bad one fails the init call, on every rank alike)
             // and read again at each start, as MPI lets the program change the buffers' data.
             let r = $body(comm).and_then(|_| {
                 let tag = persistent_tag(comm)?;
                 let restart: crate::icoll::Restart = Rc::new(move || {
-                    let $func = stringify!($persistent);
                     $body(comm)?.tagged(tag).start(comm)
                 });
                 crate::icoll::file_persistent(comm, restart, request)
@@ -1081,7 +1139,7 @@ macro_rules! neighbor_fns {
 }
 
 neighbor_fns!(
-    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init;
+    MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init, neighbor_allgather_as, ineighbor_allgather_as, neighbor_allgather_init_as;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
     |func| |comm: Handle| Exchange::prepare(func, comm, |_, _| {
         Ok((
@@ -1092,7 +1150,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init;
+    MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init, neighbor_allgatherv_as, ineighbor_allgatherv_as, neighbor_allgatherv_init_as;
     (
         sbuf: *const c_void,
         scount: c_int,
@@ -1118,7 +1176,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init;
+    MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init, neighbor_alltoall_as, ineighbor_alltoall_as, neighbor_alltoall_init_as;
     (sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle),
     |func| |comm: Handle| Exchange::prepare(func, comm, |_, _| {
         Ok((
@@ -1129,7 +1187,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init;
+    MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init, neighbor_alltoallv_as, ineighbor_alltoallv_as, neighbor_alltoallv_init_as;
     (
         sbuf: *const c_void,
         scounts: *const c_int,
@@ -1161,7 +1219,7 @@ neighbor_fns!(
 );
 
 neighbor_fns!(
-    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init;
+    MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init, neighbor_alltoallw_as, ineighbor_alltoallw_as, neighbor_alltoallw_init_as;
     (
         sbuf: *const c_void,
         scounts: *const c_int,
