@@ -6,7 +6,9 @@
 //! while it waits deadlocks (the job's bounded wait, [`common::JOB_TIMEOUT`], then fails the
 //! test). Disconnecting MPI_COMM_WORLD, MPI_COMM_SELF or MPI_COMM_NULL fails with
 //! MPI_ERR_COMM. Jobs of 1 (the error checks and the duplicate only), 2, 3 and 4 ranks;
-//! each leaves nothing in `/dev/shm`.
+//! again at 2, 3 and 4 ranks with only rank 0 at MPI_THREAD_MULTIPLE and the others at
+//! MPI_THREAD_SINGLE, whose disconnects must meet rank 0's. Each job leaves nothing in
+//! `/dev/shm`.
 
 use std::path::Path;
 
@@ -25,6 +27,21 @@ fn disconnect_lets_other_threads_in_under_thread_multiple() {
             out.exit_code,
             0,
             "disconnect_threads at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn disconnect_meets_ranks_at_lower_thread_levels() {
+    let prog = common::build_c(prefix(), "disconnect_threads");
+    for n in [2, 3, 4] {
+        let out = common::run_c_args(&prog, n, &["mixed"], &[]);
+        assert_eq!(
+            out.exit_code,
+            0,
+            "disconnect_threads mixed at {n} ranks:\nstdout:\n{}\nstderr:\n{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
