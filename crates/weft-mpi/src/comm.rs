@@ -422,23 +422,22 @@ pub(crate) unsafe fn comm_free_as(func: &str, comm: *mut Handle) -> c_int {
 
 /// MPI_Comm_disconnect (MPI-4.1 §11.10.4): waits for the communicator's pending traffic
 /// (a barrier over it, collective as the standard makes it), then frees it.
+///
+/// On the twins' path (`crate::threads::twins`: MPI_THREAD_MULTIPLE) the barrier is the
+/// handle's nonblocking one (`crate::icoll::ibarrier_as`, intra- or intercommunicator)
+/// waited for with the lock given back, as MPI_Barrier does there: a peer may reach its
+/// disconnect only after a message another thread of this process has yet to send.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
-    let _entered = crate::threads::enter();
-    let h = if comm.is_null() {
-        MPI_COMM_NULL
-    } else {
-        // SAFETY: non-null and readable (the caller's contract).
-        unsafe { *comm }
-    };
+    if crate::threads::twins() {
+        // SAFETY: forwarded caller contract.
+        return unsafe { disconnect_by_twin(comm) };
+    }
+    let _entered = crate::threads::enter_untwinned();
+    let h = disconnected_handle(comm);
     let r = (|| {
         let s = state("MPI_Comm_disconnect")?;
-        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
-            return Err(err(
-                MPI_ERR_COMM,
-                "predefined communicators cannot be disconnected",
-            ));
-        }
+        check_disconnect(s, h)?;
         let c = s.comm(h)?.comm.clone();
         match s.inter_parts(h)? {
             Some(p) => crate::inter::barrier(p)?,
@@ -451,6 +450,66 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
     }
     // SAFETY: forwarded caller contract.
     unsafe { comm_free_as("MPI_Comm_disconnect", comm) }
+}
+
+/// The handle MPI_Comm_disconnect's argument `comm` points to (MPI_COMM_NULL for a null
+/// pointer, which the checks then reject).
+fn disconnected_handle(comm: *mut Handle) -> Handle {
+    if comm.is_null() {
+        MPI_COMM_NULL
+    } else {
+        // SAFETY: non-null and readable (MPI_Comm_disconnect's contract).
+        unsafe { *comm }
+    }
+}
+
+/// MPI_Comm_disconnect's argument checks on `h`: not predefined, a valid communicator
+/// (MPI_COMM_NULL is not: MPI_ERR_COMM) whose intercommunicator parts, if any, are there.
+fn check_disconnect(s: &State, h: Handle) -> R<()> {
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(err(
+            MPI_ERR_COMM,
+            "predefined communicators cannot be disconnected",
+        ));
+    }
+    s.comm(h)?;
+    s.inter_parts(h)?;
+    Ok(())
+}
+
+/// MPI_Comm_disconnect on the twins' path: the checks inside a hold of their own, then the
+/// barrier as the handle's nonblocking one (numbered as the blocking barrier it stands for),
+/// polled with the lock free between polls (`crate::threads::by_twin`), then the free.
+///
+/// # Safety
+/// MPI_Comm_disconnect's contract.
+#[cold]
+#[inline(never)]
+unsafe fn disconnect_by_twin(comm: *mut Handle) -> c_int {
+    const FUNC: &str = "MPI_Comm_disconnect";
+    let h = disconnected_handle(comm);
+    {
+        let _entered = crate::threads::enter();
+        let r = state(FUNC).and_then(|s| check_disconnect(s, h));
+        if let Err(e) = r {
+            return finish(h, FUNC, Err(e));
+        }
+    }
+    // SAFETY: `h` is the caller's communicator; the request is by_twin's own and the status
+    // MPI_STATUS_IGNORE.
+    let rc = unsafe {
+        crate::threads::by_twin(
+            FUNC,
+            |req| crate::icoll::ibarrier_as(FUNC, h, req),
+            std::ptr::null_mut(),
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    let _entered = crate::threads::enter();
+    // SAFETY: forwarded caller contract.
+    unsafe { comm_free_as(FUNC, comm) }
 }
 
 fn compare_members(a: &[u32], b: &[u32]) -> c_int {

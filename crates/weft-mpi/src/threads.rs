@@ -13,12 +13,13 @@
 //! A blocking call must not hold the lock while it waits: the message it waits for may be
 //! sent by another thread of the same process (or a peer may wait for one that another
 //! thread of this process has yet to send). Under MPI_THREAD_MULTIPLE the blocking
-//! point-to-point calls, the wait and probe families, the blocking collectives and
-//! MPI_Comm_dup therefore start their nonblocking twin and then poll it ([`wait`]): each poll
-//! takes the lock, tests (which drives progress for every thread's operations) and gives the
-//! lock back, so other threads enter between polls. No reference into the state or the
-//! engine lives across a release: each poll is a whole MPI call. A blocking call made from a
-//! user callback inside MPI (the lock then held further out) keeps the lock while it polls.
+//! point-to-point calls, the wait and probe families, the blocking collectives,
+//! MPI_Comm_dup and MPI_Comm_disconnect's barrier therefore start their nonblocking twin
+//! and then poll it ([`wait`]): each poll takes the lock, tests (which drives progress for
+//! every thread's operations) and gives the lock back, so other threads enter between polls.
+//! No reference into the state or the engine lives across a release: each poll is a whole
+//! MPI call. A blocking call made from a user callback inside MPI (the lock then held
+//! further out) keeps the lock while it polls.
 //!
 //! Calls whose wait is not one nonblocking twin wait by `wait_released`: the exported
 //! call gives its hold back for the whole wait and each poll enters on its own.
