@@ -420,8 +420,9 @@ pub(crate) unsafe fn comm_free_as(func: &str, comm: *mut Handle) -> c_int {
     finish(h, func, r)
 }
 
-/// MPI_Comm_disconnect (MPI-4.1 §11.10.4): waits for the communicator's pending traffic
-/// (a barrier over it, collective as the standard makes it), then frees it.
+/// MPI_Comm_disconnect (MPI-4.1 §11.10.4): a barrier over the communicator (collective as
+/// the standard makes it), then frees it. The standard also has it wait for the program's
+/// pending requests on the communicator; weft does not look for them.
 ///
 /// On the twins' path (`crate::threads::twins`: MPI_THREAD_MULTIPLE) the barrier is the
 /// handle's nonblocking one (`crate::icoll::ibarrier_as`, intra- or intercommunicator)
