@@ -6,7 +6,9 @@ use crate::consts::*;
 use crate::dtype::put;
 use crate::env::c_str;
 use crate::error::{err, finish, write_c_string, MpiError, R};
-use crate::state::{handle_index, state, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP};
+use crate::state::{
+    handle_index, state, CommEntry, CopyFn, DeleteFn, Keyval, ReqEntry, State, K_GROUP,
+};
 use std::os::raw::{c_char, c_int, c_void};
 
 /// MPI_Comm_size (MPI-4.1 §7.4.1).
@@ -438,9 +440,9 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut Handle) -> c_int {
     let h = disconnected_handle(comm);
     let r = (|| {
         let s = state("MPI_Comm_disconnect")?;
-        check_disconnect(s, h)?;
-        let c = s.comm(h)?.comm.clone();
-        match s.inter_parts(h)? {
+        let e = disconnect_target(s, h)?;
+        let (inter, c) = (e.inter, e.comm.clone());
+        match inter {
             Some(p) => crate::inter::barrier(p)?,
             None => c.barrier()?,
         }
@@ -464,18 +466,16 @@ fn disconnected_handle(comm: *mut Handle) -> Handle {
     }
 }
 
-/// MPI_Comm_disconnect's argument checks on `h`: not predefined, a valid communicator
-/// (MPI_COMM_NULL is not: MPI_ERR_COMM) whose intercommunicator parts, if any, are there.
-fn check_disconnect(s: &State, h: Handle) -> R<()> {
+/// The communicator MPI_Comm_disconnect's `h` names, after its checks: not predefined and
+/// a valid communicator (MPI_COMM_NULL is not: MPI_ERR_COMM).
+fn disconnect_target(s: &State, h: Handle) -> R<&CommEntry> {
     if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
         return Err(err(
             MPI_ERR_COMM,
             "predefined communicators cannot be disconnected",
         ));
     }
-    s.comm(h)?;
-    s.inter_parts(h)?;
-    Ok(())
+    s.comm(h)
 }
 
 /// MPI_Comm_disconnect on the twins' path: the checks inside a hold of their own, then the
@@ -491,7 +491,7 @@ unsafe fn disconnect_by_twin(comm: *mut Handle) -> c_int {
     let h = disconnected_handle(comm);
     {
         let _entered = crate::threads::enter();
-        let r = state(FUNC).and_then(|s| check_disconnect(s, h));
+        let r = state(FUNC).and_then(|s| disconnect_target(s, h).map(|_| ()));
         if let Err(e) = r {
             return finish(h, FUNC, Err(e));
         }
