@@ -1019,6 +1019,19 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
     }
 }
 
+/// What a `_c` form keeps of its hold (`entered`) while the `_as` form runs: all of it for a
+/// `hold` row, nothing for a `twin` row (a blocking call that takes its nonblocking twin
+/// under MPI_THREAD_MULTIPLE and enters itself, so it must not find the lock held).
+macro_rules! hold_for {
+    (hold, $e:ident) => {
+        Some($e)
+    };
+    (twin, $e:ident) => {{
+        drop($e);
+        None::<crate::threads::Entered>
+    }};
+}
+
 /// `_c` forms whose large arguments are scalar counts: each count is converted (MPI_ERR_COUNT
 /// through the handler of the row's communicator when it does not fit an `int`) and the
 /// `int` form's work done by its `_as` form for this `_c` call, whose name its errors carry.
@@ -1028,11 +1041,6 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
 /// takes its nonblocking twin under MPI_THREAD_MULTIPLE and enters itself, so it must not
 /// find the lock held here (crate::threads): the hold is given back first.
 macro_rules! scalar_c {
-    (@hold hold, $e:ident) => { Some($e) };
-    (@hold twin, $e:ident) => {{
-        drop($e);
-        None::<crate::threads::Entered>
-    }};
     ($($name:ident, $as:ident, $lock:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], $comm:ident;)*) => {$(
         #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of its `int` form, whose work `", stringify!($as), "` does.")]
         #[no_mangle]
@@ -1043,7 +1051,7 @@ macro_rules! scalar_c {
                 Ok(v) => v,
                 Err(e) => return finish($comm, stringify!($name), Err(e)),
             };)*
-            let held = scalar_c!(@hold $lock, entered);
+            let held = hold_for!($lock, entered);
             // SAFETY: forwarded caller contract.
             let rc = unsafe { $as(stringify!($name), $($arg),*) };
             drop(held);
@@ -1135,11 +1143,6 @@ macro_rules! array_c {
     (@keep drop, $keep:expr) => { drop($keep) };
     (@len recv, $lens:expr) => { $lens.0 };
     (@len send, $lens:expr) => { $lens.1 };
-    (@hold hold, $e:ident) => { Some($e) };
-    (@hold twin, $e:ident) => {{
-        drop($e);
-        None::<crate::threads::Entered>
-    }};
     ($($name:ident, $as:ident, $lock:ident, ($($arg:ident: $t:ty),*), [$($c:ident),*], {$($a:ident @ $side:ident),*}, $kind:ident, $comm:ident, $life:ident $(($req:ident))?;)*) => {$(
         #[doc = concat!("`", stringify!($name), "`: the large-count form (MPI-4.1 §2.5.8) of its `int` form, whose work `", stringify!($as), "` does.")]
         #[no_mangle]
@@ -1169,7 +1172,7 @@ macro_rules! array_c {
                 _i += 1;
                 p
             };)*
-            let held = array_c!(@hold $lock, entered);
+            let held = hold_for!($lock, entered);
             // SAFETY: forwarded caller contract; the converted arrays live across the call
             // (and with the request, for the persistent forms).
             let rc = unsafe { $as(func, $($arg),*) };
