@@ -131,8 +131,14 @@ fn a_posted_receive_or_an_earlier_message_keeps_the_usual_way() {
             assert_eq!(p2p, [5, 6]);
         }
         w.barrier().unwrap();
-        // A message in front: rank 0's point-to-point message comes first in the ring.
+        // A message in front: rank 0's point-to-point message comes first in the ring. Rank
+        // 0 sends it only once rank 1 has left the barrier (whose last progress pass could
+        // otherwise take it off the ring) and makes no call until its bcast.
+        if rank == 1 {
+            took.raise_to(2);
+        }
         if rank == 0 {
+            took.wait_for(2, "rank 1 out of the barrier");
             w.send(&[8u32, 9], 1, 6).unwrap();
             let mut buf = vec![1u64; 4];
             w.bcast(&mut buf, 0).unwrap();
