@@ -34,9 +34,9 @@
 //! lane's device with UCX's `NET_DEVICES`), a rendezvous message of at least
 //! `WEFT_STRIPE_BYTES` is cut into one piece per rail (4 KiB aligned), sent with UCX's
 //! active-message rendezvous (`UCP_AM_SEND_FLAG_RNDV`): the first piece, on rail 0, is the
-//! announcement the receiver matches (its header says how many pieces there are); the
-//! others carry the sender's token and their index, and the receiver keeps their data
-//! descriptors until the match tells it where they go (`ucp_am_recv_data_nbx`). Eager
+//! announcement the receiver matches (its header says how many pieces there are); every
+//! piece carries the message's sequence number and its index, and the receiver keeps the
+//! data descriptors until the match tells it where they go (`ucp_am_recv_data_nbx`). Eager
 //! messages and announcements all go on rail 0, in order.
 //!
 //! Every request carries a slot of ours as its user data; its callback records completion
@@ -157,8 +157,10 @@ struct Striped {
     /// A receive (from `peer`) rather than a send (to it).
     recv: bool,
     peer: u32,
-    /// The sender's token (both sides: it names the message between them).
-    sender_token: u32,
+    /// The sender's sequence number of the message (both sides: it names the message between
+    /// them). Not the engine's token: the sender reuses a token as soon as its pieces are
+    /// sent, which can be before this side has received the last of them.
+    message_seq: u32,
     /// The engine's token to report when every piece is done (a receive: once fetched).
     token: Option<u32>,
     pieces: u32,
@@ -360,20 +362,20 @@ impl State {
         }
     }
 
-    /// The striped receive of message `sender_token` from `peer` (the sender reuses a token
-    /// only once the message is done, so one is open per token), made when its first piece
-    /// arrives.
-    fn striped_recv(&mut self, peer: u32, sender_token: u32, pieces: u32) -> u32 {
+    /// The striped receive of message `message_seq` from `peer` (a sender's sequence numbers
+    /// come back only after 2^32 rendezvous messages, so one is open per number), made when
+    /// its first piece arrives.
+    fn striped_recv(&mut self, peer: u32, message_seq: u32, pieces: u32) -> u32 {
         if let Some(g) = self.striped.iter().position(|s| {
             s.as_ref()
-                .is_some_and(|s| s.recv && s.peer == peer && s.sender_token == sender_token)
+                .is_some_and(|s| s.recv && s.peer == peer && s.message_seq == message_seq)
         }) {
             return g as u32;
         }
         let entry = Striped {
             recv: true,
             peer,
-            sender_token,
+            message_seq,
             token: None,
             pieces,
             left: pieces,
@@ -1201,6 +1203,8 @@ unsafe impl NetEndpoint for UcxLink {
         }
         // Striped: the group reports the token once every piece is done.
         let st = self.st();
+        let seq = st.next_seq;
+        st.next_seq = seq.wrapping_add(1);
         let g = match st.striped.iter().position(Option::is_none) {
             Some(g) => g,
             None => {
@@ -1211,7 +1215,7 @@ unsafe impl NetEndpoint for UcxLink {
         st.striped[g] = Some(Striped {
             recv: false,
             peer,
-            sender_token: token,
+            message_seq: seq,
             token: Some(token),
             pieces,
             left: pieces,
@@ -1243,7 +1247,7 @@ unsafe impl NetEndpoint for UcxLink {
                     kind: frame::KIND_RTS,
                     len: len as u32,
                     flags: pieces as u8,
-                    aux: token,
+                    aux: seq,
                     ..*h
                 }
             } else {
@@ -1251,7 +1255,7 @@ unsafe impl NetEndpoint for UcxLink {
                     kind: frame::KIND_FRAG,
                     ctx: i,
                     flags: pieces as u8,
-                    aux: token,
+                    aux: seq,
                     ..Header::default()
                 }
             };
