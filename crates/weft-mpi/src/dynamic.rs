@@ -146,6 +146,7 @@ pub(crate) fn spread(what: &str, comm: Handle, root: u32, words: &mut Vec<c_int>
     // SAFETY: the buffer lives in `words` until the broadcast is complete (or is leaked).
     unsafe {
         crate::icoll::start_ibcast(
+            what,
             words.as_mut_ptr() as *mut std::os::raw::c_void,
             words.len() as c_int,
             MPI_INT,

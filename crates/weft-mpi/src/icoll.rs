@@ -90,8 +90,9 @@ impl Started {
     }
 }
 
-/// How a persistent collective starts again (MPI_Start).
-pub type Restart = Rc<dyn Fn() -> R<Started>>;
+/// How a persistent collective starts again, for the call that starts it (MPI_Start or
+/// MPI_Startall, MPI-4.1 §3.9), which its errors name.
+pub type Restart = Rc<dyn Fn(&'static str) -> R<Started>>;
 
 fn started(q: CollRequest<'static>, keep: Vec<Vec<u8>>, unpack: Option<Unpack>) -> R<Started> {
     Ok(Started::new(q, keep, unpack))
@@ -101,13 +102,18 @@ fn entry(comm: Handle) -> ReqEntry {
     ReqEntry::empty(false, comm)
 }
 
-/// Files a started collective as request `*req`.
+/// Files a started collective as request `*req`, for the call `func` the user made.
 /// `req` is checked before `start` runs: an error return must not leave a collective
 /// started behind (dropping it would block until every rank finished it).
-pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Started>) -> R<()> {
+pub(crate) fn file(
+    func: &str,
+    comm: Handle,
+    req: *mut Handle,
+    start: impl FnOnce() -> R<Started>,
+) -> R<()> {
     check_req(req)?;
     let mut st = start()?;
-    let s = state("nonblocking collective")?;
+    let s = state(func)?;
     let compound = st.take_compound();
     let mut e = entry(comm);
     st.install(&mut e);
@@ -119,9 +125,14 @@ pub(crate) fn file(comm: Handle, req: *mut Handle, start: impl FnOnce() -> R<Sta
     put!(req, h)
 }
 
-/// Files an inactive persistent collective (MPI-4.1 §6.13) as request `*req`; each
-/// MPI_Start runs `restart`.
-pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) -> R<()> {
+/// Files an inactive persistent collective (MPI-4.1 §6.13) as request `*req`, for the init
+/// call `func` the user made; each MPI_Start runs `restart`.
+pub(crate) fn file_persistent(
+    func: &str,
+    comm: Handle,
+    restart: Restart,
+    req: *mut Handle,
+) -> R<()> {
     check_req(req)?;
     if crate::inter_coll::parts(comm).is_some() {
         // The restarts start weft's intracommunicator schedules; refused here rather than
@@ -133,10 +144,10 @@ pub(crate) fn file_persistent(comm: Handle, restart: Restart, req: *mut Handle) 
         ));
     }
     // The call number is taken now, so the ranks match the starts by init order.
-    let c = comm_of(comm, "persistent collective")?;
+    let c = comm_of(comm, func)?;
     let seq = c.reserve_coll_seq();
-    let restart: Restart = Rc::new(move || c.with_coll_seq(seq, || restart()));
-    let s = state("persistent collective")?;
+    let restart: Restart = Rc::new(move |start| c.with_coll_seq(seq, || restart(start)));
+    let s = state(func)?;
     let mut e = entry(comm);
     e.more_mut().restart = Some(restart);
     let h = s.add_req(e);
@@ -172,13 +183,22 @@ pub(crate) unsafe fn ibarrier_as(func: &str, comm: Handle, req: *mut Handle) -> 
     }
     let r = (|| {
         let c = comm_of(comm, func)?;
-        file(comm, req, || started(c.ibarrier()?, Vec::new(), None))
+        file(func, comm, req, || started(c.ibarrier()?, Vec::new(), None))
     })();
     finish(comm, func, r)
 }
 
-fn ibcast(buf: usize, count: c_int, dt: Handle, root: c_int, comm: Handle) -> R<Started> {
-    let c = comm_of(comm, "MPI_Ibcast")?;
+/// Starts MPI_Ibcast for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for the persistent form).
+fn ibcast(
+    func: &str,
+    buf: usize,
+    count: c_int,
+    dt: Handle,
+    root: c_int,
+    comm: Handle,
+) -> R<Started> {
+    let c = comm_of(comm, func)?;
     let root = root_of(&c, root)?;
     let inc = incoming(buf as *mut c_void, count as i64, dt, c.rank() == root)?;
     // SAFETY: the staged buffer lives until the request completes.
@@ -218,16 +238,18 @@ pub(crate) unsafe fn ibcast_as(
     req: *mut Handle,
 ) -> c_int {
     // SAFETY: the caller's MPI contract, passed on.
-    let r = unsafe { start_ibcast(buf, count, dt, root, comm, req) };
+    let r = unsafe { start_ibcast(func, buf, count, dt, root, comm, req) };
     finish(comm, func, r)
 }
 
 /// MPI_Ibcast's work without the C boundary, for this library's own callers inside an MPI
-/// call: starts the broadcast as request `*req`.
+/// call: starts the broadcast as request `*req` for the call `func` the user made, which its
+/// errors name.
 ///
 /// # Safety
 /// MPI_Ibcast's contract.
 pub(crate) unsafe fn start_ibcast(
+    func: &str,
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
@@ -240,7 +262,9 @@ pub(crate) unsafe fn start_ibcast(
         // SAFETY: the caller's contract (MPI's, for the caller's buffers) passed on.
         return unsafe { crate::inter_coll::bcast(p, buf, count, dt, root, mode) };
     }
-    file(comm, req, || ibcast(buf as usize, count, dt, root, comm))
+    file(func, comm, req, || {
+        ibcast(func, buf as usize, count, dt, root, comm)
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -407,7 +431,7 @@ pub(crate) unsafe fn ireduce_as(
         };
         return finish(comm, func, r);
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         ireduction(func, IRed::Reduce(root), send, recv, count, dt, op, comm)
     });
     finish(comm, func, r)
@@ -475,7 +499,7 @@ pub(crate) unsafe fn iallreduce_as(
         };
         return finish(comm, func, r);
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         ireduction(func, IRed::Allreduce, send, recv, count, dt, op, comm)
     });
     finish(comm, func, r)
@@ -518,7 +542,7 @@ pub(crate) unsafe fn iscan_as(
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         ireduction(func, IRed::Scan, send, recv, count, dt, op, comm)
     });
     finish(comm, func, r)
@@ -561,7 +585,7 @@ pub(crate) unsafe fn iexscan_as(
     if let Some(rc) = crate::coll::aliased(comm, func, send, recv, count as i64, None) {
         return rc;
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         ireduction(func, IRed::Exscan, send, recv, count, dt, op, comm)
     });
     finish(comm, func, r)
@@ -623,7 +647,7 @@ pub(crate) unsafe fn ireduce_scatter_block_as(
             unsafe { crate::inter_coll::reduce_scatter_block(p, send, recv, count, dt, op, mode) };
         return finish(comm, func, r);
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         ireduction(
             func,
             IRed::ReduceScatterBlock,
@@ -785,17 +809,19 @@ pub(crate) unsafe fn igather_as(
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
-    let r = unsafe { start_igather(send, scount, sdt, recv, rcount, rdt, root, comm, req) };
+    let r = unsafe { start_igather(func, send, scount, sdt, recv, rcount, rdt, root, comm, req) };
     finish(comm, func, r)
 }
 
 /// MPI_Igather's work without the C boundary (and its check of aliased buffers), for this
-/// library's own callers inside an MPI call: starts the gather as request `*req`.
+/// library's own callers inside an MPI call: starts the gather as request `*req` for the
+/// call `func` the user made, which its errors name.
 ///
 /// # Safety
 /// MPI_Igather's contract.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn start_igather(
+    func: &str,
     send: *const c_void,
     scount: c_int,
     sdt: Handle,
@@ -814,9 +840,9 @@ pub(crate) unsafe fn start_igather(
             crate::inter_coll::gather(p, send, scount, sdt, recv, rcounts, rdt, root, mode)
         };
     }
-    file(comm, req, || {
+    file(func, comm, req, || {
         imove(
-            "MPI_Igather",
+            func,
             Move::Gather(root),
             send,
             scount,
@@ -901,7 +927,7 @@ pub(crate) unsafe fn iscatter_as(
         };
         return finish(comm, func, r);
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         imove(
             func,
             Move::Scatter(root),
@@ -969,17 +995,19 @@ pub(crate) unsafe fn iallgather_as(
         return rc;
     }
     // SAFETY: the caller's MPI contract, passed on.
-    let r = unsafe { start_iallgather(send, scount, sdt, recv, rcount, rdt, comm, req) };
+    let r = unsafe { start_iallgather(func, send, scount, sdt, recv, rcount, rdt, comm, req) };
     finish(comm, func, r)
 }
 
 /// MPI_Iallgather's work without the C boundary (and its check of aliased buffers), for this
-/// library's own callers inside an MPI call: starts the allgather as request `*req`.
+/// library's own callers inside an MPI call: starts the allgather as request `*req` for the
+/// call `func` the user made, which its errors name.
 ///
 /// # Safety
 /// MPI_Iallgather's contract.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn start_iallgather(
+    func: &str,
     send: *const c_void,
     scount: c_int,
     sdt: Handle,
@@ -997,9 +1025,9 @@ pub(crate) unsafe fn start_iallgather(
             crate::inter_coll::allgather(p, send, scount, sdt, recv, rcounts, rdt, mode)
         };
     }
-    file(comm, req, || {
+    file(func, comm, req, || {
         imove(
-            "MPI_Iallgather",
+            func,
             Move::Allgather,
             send,
             scount,
@@ -1080,7 +1108,7 @@ pub(crate) unsafe fn ialltoall_as(
         };
         return finish(comm, func, r);
     }
-    let r = file(comm, req, || {
+    let r = file(func, comm, req, || {
         imove(
             func,
             Move::Alltoall,
@@ -1113,15 +1141,15 @@ fn check_side(buf: usize, count: c_int, dt: Handle, what: &str) -> R<()> {
 }
 
 /// Checks a reduction's operation at a persistent init: a valid handle, and a predefined
-/// one defined on the predefined datatype `dt` (MPI-4.1 §6.9.2).
-fn check_reduction_op(op: Handle, dt: Handle) -> R<()> {
+/// one defined on the predefined datatype `dt` (MPI-4.1 §6.9.2); for the init call `func`.
+fn check_reduction_op(func: &str, op: Handle, dt: Handle) -> R<()> {
     if op == MPI_OP_NULL {
         return Err(err(MPI_ERR_OP, "operation is MPI_OP_NULL"));
     }
     if (MPI_SUM..=MPI_NO_OP).contains(&op) {
         return crate::dtype::check_op(op, dt);
     }
-    let s = state("persistent collective")?;
+    let s = state(func)?;
     if crate::state::handle_index(crate::state::K_OP, op)
         .and_then(|i| s.ops.get(i))
         .is_none()
@@ -1139,11 +1167,11 @@ fn check_reduction_op(op: Handle, dt: Handle) -> R<()> {
 pub unsafe extern "C" fn MPI_Barrier_init(comm: Handle, _info: Handle, req: *mut Handle) -> c_int {
     let _entered = crate::threads::enter();
     let r = comm_of(comm, "MPI_Barrier_init").and_then(|_| {
-        let restart: Restart = Rc::new(move || {
-            let c = comm_of(comm, "MPI_Start")?;
+        let restart: Restart = Rc::new(move |start| {
+            let c = comm_of(comm, start)?;
             started(c.ibarrier()?, Vec::new(), None)
         });
-        file_persistent(comm, restart, req)
+        file_persistent("MPI_Barrier_init", comm, restart, req)
     });
     finish(comm, "MPI_Barrier_init", r)
 }
@@ -1187,8 +1215,9 @@ pub(crate) unsafe fn bcast_init_as(
         root_of(&c, root)?;
         check_side(buf, count, dt, "count")?;
         file_persistent(
+            func,
             comm,
-            Rc::new(move || ibcast(buf, count, dt, root, comm)),
+            Rc::new(move |start| ibcast(start, buf, count, dt, root, comm)),
             req,
         )
     });
@@ -1216,15 +1245,15 @@ macro_rules! reduction_init {
 
         #[doc = concat!($func, "'s work for the call `func` the user made (", $func, " itself or a")]
         #[doc = "call built on it), which its errors name and whose handler they reach; runs inside"]
-        #[doc = "the caller's hold (crate::threads::enter). `func` is kept by the request, whose"]
-        #[doc = "starts' errors name it too."]
+        #[doc = "the caller's hold (crate::threads::enter). Errors of a later start name the call"]
+        #[doc = "that starts the request (MPI_Start or MPI_Startall, MPI-4.1 §3.9)."]
         #[doc = ""]
         #[doc = "# Safety"]
         #[doc = concat!($func, "'s contract.")]
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe fn $as(
-            func: &'static str,
+            func: &str,
             send: *const c_void,
             recv: *mut c_void,
             count: c_int,
@@ -1237,11 +1266,11 @@ macro_rules! reduction_init {
             let (send, recv) = (send as usize, recv as usize);
             let r = comm_of(comm, func).and_then(|_| {
                 check_side(0, count, dt, "count")?;
-                check_reduction_op(op, dt)?;
-                let restart: Restart = Rc::new(move || {
-                    ireduction(func, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
+                check_reduction_op(func, op, dt)?;
+                let restart: Restart = Rc::new(move |start| {
+                    ireduction(start, $kind, send as *const c_void, recv as *mut c_void, count, dt, op, comm)
                 });
-                file_persistent(comm, restart, req)
+                file_persistent(func, comm, restart, req)
             });
             finish(comm, func, r)
         }
@@ -1293,14 +1322,15 @@ pub unsafe extern "C" fn MPI_Reduce_init(
 /// MPI_Reduce_init's work for the call `func` the user made (MPI_Reduce_init itself or a call
 /// built on it), which its errors name and whose handler they reach;
 /// runs inside the caller's hold (crate::threads::enter).
-/// `func` is kept by the request, whose starts' errors name it too.
+/// Errors of a later start name the call that starts the request (MPI_Start or
+/// MPI_Startall, MPI-4.1 §3.9).
 ///
 /// # Safety
 /// MPI_Reduce_init's contract.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce_init_as(
-    func: &'static str,
+    func: &str,
     send: *const c_void,
     recv: *mut c_void,
     count: c_int,
@@ -1315,12 +1345,12 @@ pub(crate) unsafe fn reduce_init_as(
     let r = comm_of(comm, func).and_then(|c| {
         root_of(&c, root)?;
         check_side(0, count, dt, "count")?;
-        check_reduction_op(op, dt)?;
-        let restart: Restart = Rc::new(move || {
+        check_reduction_op(func, op, dt)?;
+        let restart: Restart = Rc::new(move |start| {
             let (s, r) = (send as *const c_void, recv as *mut c_void);
-            ireduction(func, IRed::Reduce(root), s, r, count, dt, op, comm)
+            ireduction(start, IRed::Reduce(root), s, r, count, dt, op, comm)
         });
-        file_persistent(comm, restart, req)
+        file_persistent(func, comm, restart, req)
     });
     finish(comm, func, r)
 }
@@ -1333,8 +1363,9 @@ macro_rules! move_init {
         concat!(
             $func, "'s work for the call `func` the user made (", $func, " itself or a call ",
             "built on it), which its errors name and whose handler they reach; runs inside the ",
-            "caller's hold (crate::threads::enter). `func` is kept by the request, whose starts' ",
-            "errors name it too.\n\n# Safety\n", $func, "'s contract."
+            "caller's hold (crate::threads::enter). Errors of a later start name the call that ",
+            "starts the request (MPI_Start or MPI_Startall, MPI-4.1 §3.9).\n\n# Safety\n",
+            $func, "'s contract."
         )
     };
     (@one #[$doc:meta] $name:ident, $func:literal, true, $kind:expr, $as:ident) => {
@@ -1362,7 +1393,7 @@ macro_rules! move_init {
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe fn $as(
-            func: &'static str,
+            func: &str,
             send: *const c_void,
             scount: c_int,
             sdt: Handle,
@@ -1387,11 +1418,11 @@ macro_rules! move_init {
                 if at_root || !gather {
                     check_side(recv, rcount, rdt, "recvcount")?;
                 }
-                let restart: Restart = Rc::new(move || {
+                let restart: Restart = Rc::new(move |start| {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
-                    imove(func, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
+                    imove(start, $kind(root), s, scount, sdt, r, rcount, rdt, comm)
                 });
-                file_persistent(comm, restart, req)
+                file_persistent(func, comm, restart, req)
             });
             finish(comm, func, r)
         }
@@ -1419,7 +1450,7 @@ macro_rules! move_init {
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe fn $as(
-            func: &'static str,
+            func: &str,
             send: *const c_void,
             scount: c_int,
             sdt: Handle,
@@ -1434,11 +1465,11 @@ macro_rules! move_init {
             let r = comm_of(comm, func).and_then(|_| {
                 check_side(send, scount, sdt, "sendcount")?;
                 check_side(recv, rcount, rdt, "recvcount")?;
-                let restart: Restart = Rc::new(move || {
+                let restart: Restart = Rc::new(move |start| {
                     let (s, r) = (send as *const c_void, recv as *mut c_void);
-                    imove(func, $kind, s, scount, sdt, r, rcount, rdt, comm)
+                    imove(start, $kind, s, scount, sdt, r, rcount, rdt, comm)
                 });
-                file_persistent(comm, restart, req)
+                file_persistent(func, comm, restart, req)
             });
             finish(comm, func, r)
         }
@@ -1458,9 +1489,11 @@ move_init! {
 
 // ------------------------------------------------------------------- v-variants
 
-/// Starts MPI_Ireduce_scatter (also what MPI_Start does for its persistent form).
+/// Starts MPI_Ireduce_scatter for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for its persistent form).
 #[allow(clippy::too_many_arguments)]
 fn ireduce_scatter_start(
+    func: &str,
     send: *const c_void,
     recv: *mut c_void,
     rcounts: *const c_int,
@@ -1468,7 +1501,7 @@ fn ireduce_scatter_start(
     op: Handle,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Ireduce_scatter")?;
+    let c = comm_of(comm, func)?;
     let (src, rp, mine, counts, tk, wop) =
         crate::coll::reduce_scatter_args(&c, send, recv, rcounts, dt, op)?;
     // SAFETY: the copy lives in the request; `recv` by MPI's contract.
@@ -1545,8 +1578,8 @@ pub(crate) unsafe fn ireduce_scatter_as(
             unsafe { crate::inter_coll::reduce_scatter_v(p, send, recv, rcounts, dt, op, mode) };
         return finish(comm, func, r);
     }
-    let st = || ireduce_scatter_start(send, recv, rcounts, dt, op, comm);
-    let r = file(comm, req, st);
+    let st = || ireduce_scatter_start(func, send, recv, rcounts, dt, op, comm);
+    let r = file(func, comm, req, st);
     finish(comm, func, r)
 }
 
@@ -1559,9 +1592,11 @@ fn contiguous_send(send: *const c_void, count: c_int, dt: Handle) -> R<(usize, u
     Ok((send as usize, n))
 }
 
-/// Starts MPI_Igatherv (also what MPI_Start does for its persistent form).
+/// Starts MPI_Igatherv for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for its persistent form).
 #[allow(clippy::too_many_arguments)]
 fn igatherv_start(
+    func: &str,
     send: *const c_void,
     scount: c_int,
     sdt: Handle,
@@ -1572,7 +1607,7 @@ fn igatherv_start(
     root: c_int,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Igatherv")?;
+    let c = comm_of(comm, func)?;
     let root = root_of(&c, root)?;
     let n = c.size() as usize;
     let (counts, ds, at) = if c.rank() == root {
@@ -1682,14 +1717,20 @@ pub(crate) unsafe fn igatherv_as(
         };
         return finish(comm, func, r);
     }
-    let st = || igatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, root, comm);
-    let r = file(comm, req, st);
+    let st = || {
+        igatherv_start(
+            func, send, scount, sdt, recv, rcounts, displs, rdt, root, comm,
+        )
+    };
+    let r = file(func, comm, req, st);
     finish(comm, func, r)
 }
 
-/// Starts MPI_Iscatterv (also what MPI_Start does for its persistent form).
+/// Starts MPI_Iscatterv for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for its persistent form).
 #[allow(clippy::too_many_arguments)]
 fn iscatterv_start(
+    func: &str,
     send: *const c_void,
     scounts: *const c_int,
     displs: *const c_int,
@@ -1700,7 +1741,7 @@ fn iscatterv_start(
     root: c_int,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Iscatterv")?;
+    let c = comm_of(comm, func)?;
     let root = root_of(&c, root)?;
     let n = c.size() as usize;
     let mut keep = Vec::new();
@@ -1822,14 +1863,20 @@ pub(crate) unsafe fn iscatterv_as(
         };
         return finish(comm, func, r);
     }
-    let st = || iscatterv_start(send, scounts, displs, sdt, recv, rcount, rdt, root, comm);
-    let r = file(comm, req, st);
+    let st = || {
+        iscatterv_start(
+            func, send, scounts, displs, sdt, recv, rcount, rdt, root, comm,
+        )
+    };
+    let r = file(func, comm, req, st);
     finish(comm, func, r)
 }
 
-/// Starts MPI_Iallgatherv (also what MPI_Start does for its persistent form).
+/// Starts MPI_Iallgatherv for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for its persistent form).
 #[allow(clippy::too_many_arguments)]
 fn iallgatherv_start(
+    func: &str,
     send: *const c_void,
     scount: c_int,
     sdt: Handle,
@@ -1839,7 +1886,7 @@ fn iallgatherv_start(
     rdt: Handle,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Iallgatherv")?;
+    let c = comm_of(comm, func)?;
     let n = c.size() as usize;
     let (counts, ds, at) = crate::coll::v_bytes(n, rcounts, displs, rdt, "recvcounts")?;
     let base = at.base(recv) as usize;
@@ -1939,14 +1986,16 @@ pub(crate) unsafe fn iallgatherv_as(
         };
         return finish(comm, func, r);
     }
-    let st = || iallgatherv_start(send, scount, sdt, recv, rcounts, displs, rdt, comm);
-    let r = file(comm, req, st);
+    let st = || iallgatherv_start(func, send, scount, sdt, recv, rcounts, displs, rdt, comm);
+    let r = file(func, comm, req, st);
     finish(comm, func, r)
 }
 
-/// Starts MPI_Ialltoallv (also what MPI_Start does for its persistent form).
+/// Starts MPI_Ialltoallv for the call `func` the user made, which its errors name (also what
+/// MPI_Start does for its persistent form).
 #[allow(clippy::too_many_arguments)]
 fn ialltoallv_start(
+    func: &str,
     send: *const c_void,
     scounts: *const c_int,
     sdispls: *const c_int,
@@ -1957,7 +2006,7 @@ fn ialltoallv_start(
     rdt: Handle,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Ialltoallv")?;
+    let c = comm_of(comm, func)?;
     let n = c.size() as usize;
     let (rc, rd, rat) = crate::coll::v_bytes(n, rcounts, rdispls, rdt, "recvcounts")?;
     let (rp, rspan) = (rat.base(recv) as usize, rat.span);
@@ -2066,10 +2115,10 @@ pub(crate) unsafe fn ialltoallv_as(
     }
     let st = || {
         ialltoallv_start(
-            send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm,
+            func, send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, comm,
         )
     };
-    let r = file(comm, req, st);
+    let r = file(func, comm, req, st);
     finish(comm, func, r)
 }
 
@@ -2108,12 +2157,14 @@ fn w_bytes(
     Ok(Some((bytes, offs, at)))
 }
 
-/// Starts MPI_Ialltoallw as weft's nonblocking alltoallv on bytes. Contiguous blocks are
+/// Starts MPI_Ialltoallw, for the call `func` the user made, which its errors name, as
+/// weft's nonblocking alltoallv on bytes. Contiguous blocks are
 /// sent from and received into the user's buffers; blocks of datatypes with holes are
 /// packed now (send) or staged and unpacked at completion (receive), each with its own
 /// datatype.
 #[allow(clippy::too_many_arguments)]
 fn ialltoallw_start(
+    func: &str,
     send: *const c_void,
     scounts: *const c_int,
     sdispls: *const c_int,
@@ -2124,7 +2175,7 @@ fn ialltoallw_start(
     rtypes: *const Handle,
     comm: Handle,
 ) -> R<Started> {
-    let c = comm_of(comm, "MPI_Ialltoallw")?;
+    let c = comm_of(comm, func)?;
     let n = c.size() as usize;
     let mut keep = Vec::new();
     let mut unpack: Option<Unpack> = None;
@@ -2293,9 +2344,9 @@ pub(crate) unsafe fn ialltoallw_as(
     let r = (|| {
         check_req(req)?;
         let Some(p) = crate::inter_coll::parts(comm) else {
-            return file(comm, req, || {
+            return file(func, comm, req, || {
                 ialltoallw_start(
-                    send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
+                    func, send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm,
                 )
             });
         };
@@ -2386,13 +2437,13 @@ pub(crate) unsafe fn alltoallw_init_as(
         rtypes as usize,
     ];
     let r = comm_of(comm, func).and_then(|_| {
-        let restart: Restart = Rc::new(move || {
+        let restart: Restart = Rc::new(move |start| {
             ialltoallw_start(
-                p[0] as _, p[1] as _, p[2] as _, p[3] as _, p[4] as _, p[5] as _, p[6] as _,
+                start, p[0] as _, p[1] as _, p[2] as _, p[3] as _, p[4] as _, p[5] as _, p[6] as _,
                 p[7] as _, comm,
             )
         });
-        file_persistent(comm, restart, req)
+        file_persistent(func, comm, restart, req)
     });
     finish(comm, func, r)
 }
@@ -2434,11 +2485,11 @@ macro_rules! v_init {
         ) -> c_int {
             $(let $ptr = $ptr as usize;)*
             let r = comm_of(comm, func).and_then(|_| {
-                let restart: Restart = Rc::new(move || {
+                let restart: Restart = Rc::new(move |start| {
                     $(let $ptr = $ptr as _;)*
-                    $start($($p,)* comm)
+                    $start(start, $($p,)* comm)
                 });
-                file_persistent(comm, restart, req)
+                file_persistent(func, comm, restart, req)
             });
             finish(comm, func, r)
         }

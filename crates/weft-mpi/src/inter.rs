@@ -130,6 +130,7 @@ impl Own {
         // SAFETY: the buffers live in `own` until its request is complete.
         unsafe {
             crate::icoll::start_iallgather(
+                what,
                 send as *const c_void,
                 per as c_int,
                 MPI_INT,
@@ -279,6 +280,7 @@ unsafe fn intercomm_create_released(
     // SAFETY: the buffer lives in `spread` until the broadcast is complete.
     unsafe {
         crate::icoll::start_ibcast(
+            what,
             ptr as *mut c_void,
             (most + 2) as c_int,
             MPI_INT,

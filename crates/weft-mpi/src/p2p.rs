@@ -2113,7 +2113,9 @@ pub(crate) unsafe fn recv_init_as(
     )
 }
 
-fn start(s: &mut State, h: Handle) -> R<()> {
+/// Starts persistent request `h` for the call `func` (MPI_Start or MPI_Startall), which the
+/// errors of a persistent collective's start name.
+fn start(s: &mut State, h: Handle, func: &'static str) -> R<()> {
     let i = req_index(s, h)?;
     if crate::partitioned::of(s, i).is_some() {
         return crate::partitioned::start(s, i, h);
@@ -2126,7 +2128,7 @@ fn start(s: &mut State, h: Handle) -> R<()> {
                 format!("request {h:#x} is already active"),
             ));
         }
-        let mut st = restart()?;
+        let mut st = restart(func)?;
         if let Some(c) = st.take_compound() {
             s.compounds.insert(i, c);
         }
@@ -2197,7 +2199,7 @@ pub unsafe extern "C" fn MPI_Start(req: *mut Handle) -> c_int {
             return Err(err(MPI_ERR_ARG, "request pointer is NULL"));
         }
         // SAFETY: non-null.
-        start(state("MPI_Start")?, unsafe { *req })
+        start(state("MPI_Start")?, unsafe { *req }, "MPI_Start")
     })();
     finish(comm, "MPI_Start", r)
 }
@@ -2209,7 +2211,7 @@ pub unsafe extern "C" fn MPI_Startall(count: c_int, reqs: *mut Handle) -> c_int 
     let r = (|| {
         let s = state("MPI_Startall")?;
         for &h in reqs_slice(count, reqs)?.iter() {
-            start(s, h)?;
+            start(s, h, "MPI_Startall")?;
         }
         Ok(())
     })();

@@ -1048,7 +1048,7 @@ macro_rules! neighbor_fns {
             if crate::threads::twins() {
                 // The nonblocking twin's work, its errors named after this call.
                 let start = move |request: *mut Handle| {
-                    let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
+                    let r = crate::icoll::file($func, comm, request, || $body(comm)?.start(comm));
                     finish(comm, $func, r)
                 };
                 // SAFETY: the caller's MPI contract, forwarded to the twin; no status.
@@ -1088,7 +1088,7 @@ macro_rules! neighbor_fns {
             request: *mut Handle,
         ) -> c_int {
             let $func = func;
-            let r = crate::icoll::file(comm, request, || $body(comm)?.start(comm));
+            let r = crate::icoll::file($func, comm, request, || $body(comm)?.start(comm));
             finish(comm, $func, r)
         }
 
@@ -1109,15 +1109,15 @@ macro_rules! neighbor_fns {
         #[doc = concat!("`", stringify!($persistent), "`'s work for the call `func` the user made (")]
         #[doc = concat!("`", stringify!($persistent), "` itself or a call built on it), which its")]
         #[doc = "errors name and whose handler they reach; runs inside the caller's hold"]
-        #[doc = "(crate::threads::enter). `func` is kept by the request, whose starts' errors"]
-        #[doc = "name it too."]
+        #[doc = "(crate::threads::enter). Errors of a later start name the call that starts the"]
+        #[doc = "request (MPI_Start or MPI_Startall, MPI-4.1 §3.9)."]
         #[doc = ""]
         #[doc = "# Safety"]
         #[doc = concat!("`", stringify!($persistent), "`'s contract.")]
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe fn $persistent_as(
-            func: &'static str,
+            func: &str,
             $($arg: $ty,)*
             comm: Handle,
             _info: Handle,
@@ -1128,10 +1128,12 @@ macro_rules! neighbor_fns {
             // and read again at each start, as MPI lets the program change the buffers' data.
             let r = $body(comm).and_then(|_| {
                 let tag = persistent_tag(comm)?;
-                let restart: crate::icoll::Restart = Rc::new(move || {
+                let restart: crate::icoll::Restart = Rc::new(move |start| {
+                    // The body's errors at a start name the call that starts the request.
+                    let $func = start;
                     $body(comm)?.tagged(tag).start(comm)
                 });
-                crate::icoll::file_persistent(comm, restart, request)
+                crate::icoll::file_persistent($func, comm, restart, request)
             });
             finish(comm, $func, r)
         }

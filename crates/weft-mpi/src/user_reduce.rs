@@ -82,12 +82,12 @@ pub(crate) unsafe fn start(
     // completed (its heap block stays put).
     unsafe {
         match root {
-            Some(r) => {
-                crate::icoll::start_igather(src, count, dt, base, count, dt, r, comm, &mut part)
-            }
-            None => {
-                crate::icoll::start_iallgather(src, count, dt, base, count, dt, comm, &mut part)
-            }
+            Some(r) => crate::icoll::start_igather(
+                func, src, count, dt, base, count, dt, r, comm, &mut part,
+            ),
+            None => crate::icoll::start_iallgather(
+                func, src, count, dt, base, count, dt, comm, &mut part,
+            ),
         }
     }
     .map_err(|e| {
