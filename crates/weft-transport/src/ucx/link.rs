@@ -242,6 +242,14 @@ struct State {
 }
 
 impl State {
+    /// The sequence number of a new rendezvous message (single-rail or striped): its data
+    /// tag and the receiver's key for its pieces. It comes back after 2^32 messages.
+    fn take_seq(&mut self) -> u32 {
+        let seq = self.next_seq;
+        self.next_seq = seq.wrapping_add(1);
+        seq
+    }
+
     fn alloc_op(&mut self, token: Option<u32>, peer: u32, rail: u32, send: bool) -> *mut Op {
         let me: *mut State = self;
         let i = match self.free_ops.pop() {
@@ -1175,8 +1183,7 @@ unsafe impl NetEndpoint for UcxLink {
         let base = unsafe { data.slice(0, len) }.as_ptr();
         if pieces == 1 {
             let st = self.st();
-            let seq = st.next_seq;
-            st.next_seq = seq.wrapping_add(1);
+            let seq = st.take_seq();
             let tag = st.tag_of(st.rank, seq);
             // The announcement, in order with the eager messages (nobody waits for it).
             let announce = st.alloc_op(None, peer, 0, true);
@@ -1203,8 +1210,7 @@ unsafe impl NetEndpoint for UcxLink {
         }
         // Striped: the group reports the token once every piece is done.
         let st = self.st();
-        let seq = st.next_seq;
-        st.next_seq = seq.wrapping_add(1);
+        let seq = st.take_seq();
         let g = match st.striped.iter().position(Option::is_none) {
             Some(g) => g,
             None => {
