@@ -436,6 +436,7 @@ fn simulate_one(
     inter_ns_per_byte: f64,
 ) -> Result<Run> {
     let t0 = Instant::now();
+    fits_estimate(coll, choice, a, ppn, bytes, rails, area)?;
     let call = SimCall::new(a.procs, ppn, bytes, a.root, rails, area);
     let plans = SimPlans::new(coll, choice, &call)?;
     let mut programs: Vec<Program> = Vec::with_capacity(a.procs as usize);
@@ -497,6 +498,63 @@ fn simulate_one(
         sim_s: t1.elapsed().as_secs_f64(),
         link_names,
     })
+}
+
+/// Ranks of the two calls [`fits_estimate`] builds rank 0's program for, the second twice
+/// the first; calls of more ranks than the second are estimated from them.
+const PROBE_RANKS: [u32; 2] = [512, 1024];
+
+/// Refuses, before the call's own programs are built, a call whose programs would exceed
+/// [`MAX_OPS`] by an estimate: rank 0's program is built for the same call on
+/// [`PROBE_RANKS`] ranks, and its growth between them (a power of the ranks) carried to the
+/// call's ranks. Building rank 0's program can itself outgrow memory: the node-area
+/// algorithms of 16 384 ranks on one node move each rank's data through 64-byte slots, some
+/// 300 million actions for rank 0 alone. The check on the built programs still follows.
+fn fits_estimate(
+    coll: Coll,
+    choice: &Choice,
+    a: &SimArgs,
+    ppn: u32,
+    bytes: usize,
+    rails: u32,
+    area: usize,
+) -> Result<()> {
+    if a.procs <= PROBE_RANKS[1] {
+        return Ok(());
+    }
+    let mut ops = [0usize; 2];
+    for (o, q) in ops.iter_mut().zip(PROBE_RANKS) {
+        let root = if a.root < q { a.root } else { 0 };
+        let call = SimCall::new(q, ppn.min(q), bytes, root, rails, area);
+        *o = SimPlans::new(coll, choice, &call)?.rank(0)?.op_count();
+    }
+    let growth = if ops[0] == 0 || ops[1] <= ops[0] {
+        0.0
+    } else {
+        (ops[1] as f64 / ops[0] as f64).log2()
+    };
+    let rank0 = ops[1] as f64 * (a.procs as f64 / PROBE_RANKS[1] as f64).powf(growth);
+    let all = rank0 * a.procs as f64;
+    if all > MAX_OPS as f64 {
+        return Err(bad(format!(
+            "{} on {} ranks ({ppn} per node) would have about {all:.1e} actions in all, more \
+             than {MAX_OPS} (rank 0's program has {} actions on {} ranks and {} on {}, so about \
+             {rank0:.1e} on {}): too large to simulate{}",
+            choice.algo.name,
+            a.procs,
+            ops[0],
+            PROBE_RANKS[0],
+            ops[1],
+            PROBE_RANKS[1],
+            a.procs,
+            if ppn >= a.procs {
+                " (every rank is on one node: give --ppn, the ranks per node)"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(())
 }
 
 /// The `top` busiest links: network links by busy time, or with no network traffic the

@@ -175,6 +175,42 @@ fn bad_input_is_one_line_and_exit_code_two() {
     }
 }
 
+/// Every rank on one node (no `--ppn`): the node-area algorithm would move 1 MiB per rank
+/// through 64-byte slots (rank 0's program growing as the square of the ranks), so the call
+/// is refused from an estimate before its programs are built, naming `--ppn`; the
+/// single-copy bcast, whose programs do not grow, still runs.
+#[test]
+fn a_node_too_full_for_its_area_is_refused_before_planning() {
+    let out = weft(&[
+        "--op",
+        "allreduce",
+        "--procs",
+        "16384",
+        "--bytes",
+        "1M",
+        "--algo",
+        "shm",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("would have about") && err.contains("--ppn"),
+        "{err}"
+    );
+    let v = json(&[
+        "--op",
+        "bcast",
+        "--procs",
+        "16384",
+        "--bytes",
+        "1M",
+        "--algo",
+        "shm_direct",
+        "--json",
+    ]);
+    assert_eq!(v["runs"][0]["algo"], "shm_direct", "{v}");
+}
+
 /// 16 384 ranks, 16 per node, on a fat tree, by the selector's choice: completes with
 /// sane numbers (run with `cargo test --release -p weft-cli --test sim_cli -- --ignored`).
 #[test]
